@@ -1,0 +1,383 @@
+// The host side of rill/abi.h. Every function here is called from plugin code: none may
+// throw (failures become statuses) and none may trust a pointer beyond what abi.h promises.
+#include "core/abi/host_api.h"
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstring>
+
+#include "core/abi/status.h"
+#include "core/registry/attribute.h"
+#include "core/runtime/executor.h"
+#include "core/runtime/kernel_context.h"
+
+// Version 1 of the table is frozen: these offsets may never change. A new version appends
+// fields after `scope_var` and pins them the same way.
+#define RILL_PIN(field, index)                                                                \
+  static_assert(offsetof(RillHostApi, field) == 8 + (index) * sizeof(void*),                   \
+                "RillHostApi v1 layout changed: " #field)
+static_assert(offsetof(RillHostApi, abi_version) == 0, "RillHostApi v1 layout changed");
+static_assert(offsetof(RillHostApi, struct_size) == 4, "RillHostApi v1 layout changed");
+RILL_PIN(status_create, 0);
+RILL_PIN(status_code, 1);
+RILL_PIN(status_message, 2);
+RILL_PIN(status_release, 3);
+RILL_PIN(log, 4);
+RILL_PIN(register_op, 5);
+RILL_PIN(register_kernel, 6);
+RILL_PIN(register_var_type, 7);
+RILL_PIN(op_type, 8);
+RILL_PIN(op_input_count, 9);
+RILL_PIN(op_input_name, 10);
+RILL_PIN(op_output_count, 11);
+RILL_PIN(op_output_name, 12);
+RILL_PIN(attr_int, 13);
+RILL_PIN(attr_float, 14);
+RILL_PIN(attr_bool, 15);
+RILL_PIN(attr_string, 16);
+RILL_PIN(attr_ints, 17);
+RILL_PIN(attr_floats, 18);
+RILL_PIN(attr_bools, 19);
+RILL_PIN(attr_strings, 20);
+RILL_PIN(attr_strings_at, 21);
+RILL_PIN(attr_block, 22);
+RILL_PIN(attr_blocks, 23);
+RILL_PIN(ctx_op, 24);
+RILL_PIN(ctx_input, 25);
+RILL_PIN(ctx_output, 26);
+RILL_PIN(ctx_scope, 27);
+RILL_PIN(ctx_run_block, 28);
+RILL_PIN(var_is_initialized, 29);
+RILL_PIN(var_tensor, 30);
+RILL_PIN(var_set_custom, 31);
+RILL_PIN(var_get_custom, 32);
+RILL_PIN(var_move, 33);
+RILL_PIN(var_copy, 34);
+RILL_PIN(var_describe, 35);
+RILL_PIN(tensor_dtype, 36);
+RILL_PIN(tensor_ndim, 37);
+RILL_PIN(tensor_dims, 38);
+RILL_PIN(tensor_numel, 39);
+RILL_PIN(tensor_device_type, 40);
+RILL_PIN(tensor_device_id, 41);
+RILL_PIN(tensor_data, 42);
+RILL_PIN(tensor_allocate, 43);
+RILL_PIN(tensor_lod_levels, 44);
+RILL_PIN(tensor_lod_level, 45);
+RILL_PIN(tensor_set_lod_level, 46);
+RILL_PIN(scope_new_child, 47);
+RILL_PIN(scope_retain, 48);
+RILL_PIN(scope_release, 49);
+RILL_PIN(scope_find_var, 50);
+RILL_PIN(scope_var, 51);
+static_assert(sizeof(RillHostApi) == 8 + 52 * sizeof(void*), "RillHostApi v1 size changed");
+#undef RILL_PIN
+
+namespace rill::core {
+namespace {
+
+std::atomic<const Registry*> g_registry{nullptr};
+
+Variable* V(RillVariable* v) { return reinterpret_cast<Variable*>(v); }
+const Variable* V(const RillVariable* v) { return reinterpret_cast<const Variable*>(v); }
+Tensor* T(RillTensor* t) { return reinterpret_cast<Tensor*>(t); }
+const Tensor* T(const RillTensor* t) { return reinterpret_cast<const Tensor*>(t); }
+
+RillStatus* NullArg(const char* fn) {
+  return new RillStatus{RILL_INVALID_ARGUMENT, std::string(fn) + ": null argument"};
+}
+
+// ---- status, log -------------------------------------------------------------------------
+
+RillStatus* StatusCreate(int32_t code, const char* message) {
+  return new RillStatus{code, message ? message : ""};
+}
+int32_t StatusCode(const RillStatus* s) { return s ? s->code : RILL_OK; }
+const char* StatusMessage(const RillStatus* s) { return s ? s->message.c_str() : ""; }
+void StatusRelease(RillStatus* s) { delete s; }
+
+void Log(int32_t level, const char* message) {
+  static const spdlog::level::level_enum kLevels[] = {
+      spdlog::level::trace, spdlog::level::debug, spdlog::level::info, spdlog::level::warn,
+      spdlog::level::err};
+  const auto lvl = (level >= 0 && level <= 4) ? kLevels[level] : spdlog::level::info;
+  spdlog::log(lvl, "{}", message ? message : "");
+}
+
+// ---- registration ------------------------------------------------------------------------
+
+RillStatus* RegisterOp(RillRegistrar* reg, const RillOpSchema* schema) {
+  if (!reg || !schema) return NullArg("register_op");
+  return StatusFromCall([&] {
+    OpSchemaEntry e = SchemaFromAbi(*schema, reg->plugin);
+    for (const auto& op : reg->ops) {
+      if (op.type == e.type) throw Error("op '" + e.type + "' registered twice by plugin '" + reg->plugin + "'",
+                                         RILL_ALREADY_EXISTS);
+    }
+    reg->ops.push_back(std::move(e));
+  });
+}
+
+RillStatus* RegisterKernel(RillRegistrar* reg, const RillKernelDef* def) {
+  if (!reg || !def) return NullArg("register_kernel");
+  return StatusFromCall([&] { reg->kernels.push_back(KernelFromAbi(*def, reg->plugin)); });
+}
+
+RillStatus* RegisterVarType(RillRegistrar* reg, const RillVarTypeDef* def) {
+  if (!reg || !def) return NullArg("register_var_type");
+  return StatusFromCall([&] { reg->var_types.push_back(VarTypeFromAbi(*def, reg->plugin)); });
+}
+
+// ---- op info and attributes --------------------------------------------------------------
+
+const char* OpType(const RillOpInfo* info) { return info ? info->type.c_str() : ""; }
+
+size_t ArgCount(const RillOpInfo::Args* a) { return a ? a->names.size() : 0; }
+const char* ArgName(const RillOpInfo::Args* a, size_t i) {
+  return (a && i < a->names.size()) ? a->names[i].c_str() : nullptr;
+}
+size_t OpInputCount(const RillOpInfo* info, const char* slot) {
+  return (info && slot) ? ArgCount(info->FindInput(slot)) : 0;
+}
+const char* OpInputName(const RillOpInfo* info, const char* slot, size_t i) {
+  return (info && slot) ? ArgName(info->FindInput(slot), i) : nullptr;
+}
+size_t OpOutputCount(const RillOpInfo* info, const char* slot) {
+  return (info && slot) ? ArgCount(info->FindOutput(slot)) : 0;
+}
+const char* OpOutputName(const RillOpInfo* info, const char* slot, size_t i) {
+  return (info && slot) ? ArgName(info->FindOutput(slot), i) : nullptr;
+}
+
+// Finds attribute `name` of one of the accepted types, or returns the error status.
+RillStatus* FindAttr(const RillOpInfo* info, const char* name, std::initializer_list<int32_t> types,
+                     const AttrValue** out) {
+  if (!info || !name || !out) return NullArg("attr getter");
+  const AttrValue* v = info->FindAttr(name);
+  if (v == nullptr) {
+    return new RillStatus{RILL_NOT_FOUND, "op '" + info->type + "' declares no attribute '" + name + "'"};
+  }
+  for (int32_t t : types) {
+    if (v->type == t) {
+      *out = v;
+      return nullptr;
+    }
+  }
+  return new RillStatus{RILL_INVALID_ARGUMENT, "attribute '" + std::string(name) + "' of op '" +
+                                                   info->type + "' is " + AttrTypeName(v->type) +
+                                                   ", read as " + AttrTypeName(*types.begin())};
+}
+
+RillStatus* AttrInt(const RillOpInfo* info, const char* name, int64_t* out) {
+  const AttrValue* v = nullptr;
+  if (RillStatus* st = FindAttr(info, name, {RILL_ATTR_INT, RILL_ATTR_LONG}, &v)) return st;
+  *out = v->i;
+  return nullptr;
+}
+RillStatus* AttrFloat(const RillOpInfo* info, const char* name, double* out) {
+  const AttrValue* v = nullptr;
+  if (RillStatus* st = FindAttr(info, name, {RILL_ATTR_FLOAT}, &v)) return st;
+  *out = v->f;
+  return nullptr;
+}
+RillStatus* AttrBool(const RillOpInfo* info, const char* name, int32_t* out) {
+  const AttrValue* v = nullptr;
+  if (RillStatus* st = FindAttr(info, name, {RILL_ATTR_BOOLEAN}, &v)) return st;
+  *out = v->i != 0;
+  return nullptr;
+}
+RillStatus* AttrString(const RillOpInfo* info, const char* name, const char** data, size_t* len) {
+  const AttrValue* v = nullptr;
+  if (RillStatus* st = FindAttr(info, name, {RILL_ATTR_STRING}, &v)) return st;
+  *data = v->s.c_str();
+  *len = v->s.size();
+  return nullptr;
+}
+RillStatus* AttrInts(const RillOpInfo* info, const char* name, const int64_t** data, size_t* count) {
+  const AttrValue* v = nullptr;
+  if (RillStatus* st = FindAttr(info, name, {RILL_ATTR_INTS}, &v)) return st;
+  *data = v->ints.data();
+  *count = v->ints.size();
+  return nullptr;
+}
+RillStatus* AttrFloats(const RillOpInfo* info, const char* name, const float** data, size_t* count) {
+  const AttrValue* v = nullptr;
+  if (RillStatus* st = FindAttr(info, name, {RILL_ATTR_FLOATS}, &v)) return st;
+  *data = v->floats.data();
+  *count = v->floats.size();
+  return nullptr;
+}
+RillStatus* AttrBools(const RillOpInfo* info, const char* name, const uint8_t** data, size_t* count) {
+  const AttrValue* v = nullptr;
+  if (RillStatus* st = FindAttr(info, name, {RILL_ATTR_BOOLEANS}, &v)) return st;
+  *data = v->bools.data();
+  *count = v->bools.size();
+  return nullptr;
+}
+RillStatus* AttrStrings(const RillOpInfo* info, const char* name, size_t* count) {
+  const AttrValue* v = nullptr;
+  if (RillStatus* st = FindAttr(info, name, {RILL_ATTR_STRINGS}, &v)) return st;
+  *count = v->strings.size();
+  return nullptr;
+}
+RillStatus* AttrStringsAt(const RillOpInfo* info, const char* name, size_t i, const char** data,
+                          size_t* len) {
+  const AttrValue* v = nullptr;
+  if (RillStatus* st = FindAttr(info, name, {RILL_ATTR_STRINGS}, &v)) return st;
+  if (i >= v->strings.size()) {
+    return new RillStatus{RILL_OUT_OF_RANGE, "attribute '" + std::string(name) + "' has " +
+                                                 std::to_string(v->strings.size()) + " strings"};
+  }
+  *data = v->strings[i].c_str();
+  *len = v->strings[i].size();
+  return nullptr;
+}
+RillStatus* AttrBlock(const RillOpInfo* info, const char* name, int32_t* out) {
+  const AttrValue* v = nullptr;
+  if (RillStatus* st = FindAttr(info, name, {RILL_ATTR_BLOCK}, &v)) return st;
+  *out = static_cast<int32_t>(v->i);
+  return nullptr;
+}
+RillStatus* AttrBlocks(const RillOpInfo* info, const char* name, const int32_t** data, size_t* count) {
+  const AttrValue* v = nullptr;
+  if (RillStatus* st = FindAttr(info, name, {RILL_ATTR_BLOCKS}, &v)) return st;
+  *data = v->blocks.data();
+  *count = v->blocks.size();
+  return nullptr;
+}
+
+// ---- kernel context ------------------------------------------------------------------------
+
+const RillOpInfo* CtxOp(const RillKernelContext* ctx) { return ctx ? ctx->op : nullptr; }
+RillVariable* CtxInput(RillKernelContext* ctx, const char* slot, size_t i) {
+  return (ctx && slot) ? reinterpret_cast<RillVariable*>(ctx->Input(slot, i)) : nullptr;
+}
+RillVariable* CtxOutput(RillKernelContext* ctx, const char* slot, size_t i) {
+  return (ctx && slot) ? reinterpret_cast<RillVariable*>(ctx->Output(slot, i)) : nullptr;
+}
+RillScope* CtxScope(RillKernelContext* ctx) { return ctx ? ctx->scope : nullptr; }
+RillStatus* CtxRunBlock(RillKernelContext* ctx, int32_t block_idx, RillScope* scope) {
+  if (!ctx || !scope) return NullArg("ctx_run_block");
+  return StatusFromCall([&] { ctx->executor->Run(block_idx, scope->scope); });
+}
+
+// ---- variables ---------------------------------------------------------------------------
+
+int32_t VarIsInitialized(const RillVariable* v) { return v && V(v)->initialized(); }
+RillStatus* VarTensor(RillVariable* v, RillTensor** out) {
+  if (!v || !out) return NullArg("var_tensor");
+  return StatusFromCall([&] { *out = reinterpret_cast<RillTensor*>(V(v)->GetMutableTensor()); });
+}
+RillStatus* VarSetCustom(RillVariable* v, const char* type_name, void* value) {
+  if (!v || !type_name) return NullArg("var_set_custom");
+  const Registry* registry = g_registry.load();
+  const CustomType* type = registry ? registry->FindVarType(type_name) : nullptr;
+  if (type == nullptr) {
+    return new RillStatus{RILL_NOT_FOUND, "variable type '" + std::string(type_name) + "' is not registered"};
+  }
+  V(v)->SetCustom(type, value);
+  return nullptr;
+}
+RillStatus* VarGetCustom(const RillVariable* v, const char* type_name, void** value) {
+  if (!v || !type_name || !value) return NullArg("var_get_custom");
+  const CustomValue* c = V(v)->GetCustom();
+  if (c == nullptr || c->type()->name != type_name) {
+    return new RillStatus{RILL_INVALID_ARGUMENT, "variable holds " + V(v)->KindName() + ", not " + type_name};
+  }
+  *value = c->value();
+  return nullptr;
+}
+RillStatus* VarMove(RillVariable* dst, RillVariable* src) {
+  if (!dst || !src) return NullArg("var_move");
+  V(dst)->MoveFrom(*V(src));
+  return nullptr;
+}
+RillStatus* VarCopy(RillVariable* dst, const RillVariable* src) {
+  if (!dst || !src) return NullArg("var_copy");
+  return StatusFromCall([&] { V(dst)->CopyFrom(*V(src)); });
+}
+void VarDescribe(const RillVariable* v, char* buf, size_t cap) {
+  if (!buf || cap == 0) return;
+  const std::string s = v ? V(v)->Describe() : "null";
+  const size_t n = std::min(cap - 1, s.size());
+  std::memcpy(buf, s.data(), n);
+  buf[n] = '\0';
+}
+
+// ---- tensors -----------------------------------------------------------------------------
+
+int32_t TensorDtype(const RillTensor* t) { return t ? T(t)->dtype() : -1; }
+size_t TensorNdim(const RillTensor* t) { return t ? T(t)->dims().size() : 0; }
+const int64_t* TensorDims(const RillTensor* t) { return t ? T(t)->dims().data() : nullptr; }
+int64_t TensorNumel(const RillTensor* t) { return t ? T(t)->numel() : 0; }
+int32_t TensorDeviceType(const RillTensor* t) { return t ? T(t)->place().device_type : RILL_CPU; }
+int32_t TensorDeviceId(const RillTensor* t) { return t ? T(t)->place().device_id : 0; }
+void* TensorData(RillTensor* t) { return t ? T(t)->data() : nullptr; }
+RillStatus* TensorAllocate(RillTensor* t, int32_t dtype, const int64_t* dims, size_t ndim,
+                           int32_t device_type, int32_t device_id, void** data_out) {
+  if (!t || (!dims && ndim > 0)) return NullArg("tensor_allocate");
+  return StatusFromCall([&] {
+    void* p = T(t)->Allocate(dtype, std::vector<int64_t>(dims, dims + ndim), Place{device_type, device_id});
+    if (data_out) *data_out = p;
+  });
+}
+size_t TensorLodLevels(const RillTensor* t) { return t ? T(t)->lod().size() : 0; }
+const uint64_t* TensorLodLevel(const RillTensor* t, size_t level, size_t* count) {
+  if (!t || level >= T(t)->lod().size()) {
+    if (count) *count = 0;
+    return nullptr;
+  }
+  if (count) *count = T(t)->lod()[level].size();
+  return T(t)->lod()[level].data();
+}
+RillStatus* TensorSetLodLevel(RillTensor* t, size_t level, const uint64_t* offsets, size_t count) {
+  if (!t || (!offsets && count > 0)) return NullArg("tensor_set_lod_level");
+  auto& lod = T(t)->mutable_lod();
+  if (level > lod.size()) {
+    return new RillStatus{RILL_OUT_OF_RANGE, "LoD level " + std::to_string(level) + " set before level " +
+                                                 std::to_string(lod.size())};
+  }
+  if (level == lod.size()) lod.emplace_back();
+  lod[level].assign(offsets, offsets + count);
+  return nullptr;
+}
+
+// ---- scopes ------------------------------------------------------------------------------
+
+RillStatus* ScopeNewChild(RillScope* parent, RillScope** out) {
+  if (!parent || !out) return NullArg("scope_new_child");
+  *out = new RillScope{parent->scope->NewChild()};
+  return nullptr;
+}
+RillScope* ScopeRetain(RillScope* s) { return s ? new RillScope{s->scope} : nullptr; }
+void ScopeRelease(RillScope* s) { delete s; }
+RillVariable* ScopeFindVar(RillScope* s, const char* name) {
+  return (s && name) ? reinterpret_cast<RillVariable*>(s->scope->FindVar(name)) : nullptr;
+}
+RillVariable* ScopeVar(RillScope* s, const char* name) {
+  return (s && name) ? reinterpret_cast<RillVariable*>(s->scope->Var(name)) : nullptr;
+}
+
+const RillHostApi kTable = {
+    RILL_ABI_VERSION, sizeof(RillHostApi),
+    StatusCreate, StatusCode, StatusMessage, StatusRelease,
+    Log,
+    RegisterOp, RegisterKernel, RegisterVarType,
+    OpType, OpInputCount, OpInputName, OpOutputCount, OpOutputName,
+    AttrInt, AttrFloat, AttrBool, AttrString, AttrInts, AttrFloats, AttrBools, AttrStrings,
+    AttrStringsAt, AttrBlock, AttrBlocks,
+    CtxOp, CtxInput, CtxOutput, CtxScope, CtxRunBlock,
+    VarIsInitialized, VarTensor, VarSetCustom, VarGetCustom, VarMove, VarCopy, VarDescribe,
+    TensorDtype, TensorNdim, TensorDims, TensorNumel, TensorDeviceType, TensorDeviceId, TensorData,
+    TensorAllocate, TensorLodLevels, TensorLodLevel, TensorSetLodLevel,
+    ScopeNewChild, ScopeRetain, ScopeRelease, ScopeFindVar, ScopeVar,
+};
+
+}  // namespace
+
+const RillHostApi* HostApiTable() { return &kTable; }
+void SetHostRegistry(const Registry* registry) { g_registry.store(registry); }
+
+}  // namespace rill::core

@@ -1,0 +1,19 @@
+// core/abi/host_api.h — the host's RillHostApi table, served to every plugin.
+#ifndef RILL_CORE_ABI_HOST_API_H_
+#define RILL_CORE_ABI_HOST_API_H_
+
+#include "core/registry/registry.h"
+#include "rill/abi.h"
+
+namespace rill::core {
+
+// The table (version RILL_ABI_VERSION). Custom variable types are resolved in `registry`,
+// the process registry plugins are loaded into.
+const RillHostApi* HostApiTable();
+
+// The registry plugins see through the table (for var_set_custom); set by the loader.
+void SetHostRegistry(const Registry* registry);
+
+}  // namespace rill::core
+
+#endif  // RILL_CORE_ABI_HOST_API_H_

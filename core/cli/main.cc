@@ -1,0 +1,299 @@
+// rill — runs Rill programs with op-kernel plugins loaded from disk.
+//
+// Exit status: 0 on success; 1 when the program, a plugin or a run fails; 2 for bad usage.
+// Failures print one line, "rill: error: <reason>", on standard error.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cli/npy.h"
+#include "core/errors.h"
+#include "core/loader/plugin_loader.h"
+#include "core/program/program_io.h"
+#include "core/program/validate.h"
+#include "core/registry/registry.h"
+#include "core/runtime/dtype.h"
+#include "core/runtime/executor.h"
+
+namespace rill::core {
+namespace {
+
+constexpr const char* kUsage = R"(usage: rill [options] COMMAND [ARGS]
+
+Commands:
+  run PROGRAM        validate and run block 0 of PROGRAM (text .pbtxt or binary)
+      --fetch VAR      print VAR after the run (repeatable): name, dtype, dims, values
+      --feed VAR=FILE  set VAR from a .npy file before the run (repeatable)
+      --save DIR       also write every fetched VAR to DIR/VAR.npy
+  check PROGRAM      validate only; lists every problem found
+  convert PROGRAM -o OUT
+                     write PROGRAM as text (OUT ends in .pbtxt/.txt) or binary (otherwise)
+  ops                every op with the plugin that provides it
+  describe OP        an op's inputs, outputs, attributes, kernels and doc
+  plugins            the plugins loaded: name, version, ABI version, file, op count
+
+Options:
+  --plugin-path DIR  load every plugin (*.so) in DIR (repeatable); replaces the default
+                     set, as does RILL_PLUGIN_PATH=DIR[:DIR...]. Default: the plugins
+                     shipped beside this binary (<prefix>/lib/rill/plugins)
+  --plugin FILE      also load the plugin FILE (repeatable)
+  --plugins A,B,...  enable only the named plugins; the others only inform error messages
+  --log-level LEVEL  trace, debug, info, warn (default), error or off
+  -h, --help         show this help
+  --version          show rill's version and ABI version
+)";
+
+class UsageError : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Args {
+  std::vector<std::string> positional;
+  std::vector<std::string> plugin_dirs, plugin_files, enable, fetch, feed;
+  std::string save_dir, output, log_level = "warn";
+  bool help = false, version = false;
+};
+
+std::vector<std::string> SplitComma(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s + ",") {
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  return out;
+}
+
+Args Parse(int argc, char** argv) {
+  Args a;
+  const std::map<std::string, std::vector<std::string>*> repeated = {
+      {"--plugin-path", &a.plugin_dirs}, {"--plugin", &a.plugin_files},
+      {"--fetch", &a.fetch},             {"--feed", &a.feed}};
+  const std::map<std::string, std::string*> single = {
+      {"--save", &a.save_dir}, {"-o", &a.output}, {"--log-level", &a.log_level}};
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    bool has_value = false;
+    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
+      value = arg.substr(arg.find('=') + 1);
+      arg = arg.substr(0, arg.find('='));
+      has_value = true;
+    }
+    const auto take = [&]() -> std::string {
+      if (has_value) return value;
+      if (i + 1 >= argc) throw UsageError(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "-h" || arg == "--help") {
+      a.help = true;
+    } else if (arg == "--version") {
+      a.version = true;
+    } else if (auto r = repeated.find(arg); r != repeated.end()) {
+      r->second->push_back(take());
+    } else if (auto s = single.find(arg); s != single.end()) {
+      *s->second = take();
+    } else if (arg == "--plugins") {
+      for (auto& n : SplitComma(take())) a.enable.push_back(n);
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      throw UsageError("unknown option " + arg);
+    } else {
+      a.positional.push_back(arg);
+    }
+  }
+  return a;
+}
+
+void SetLogLevel(const std::string& level) {
+  auto logger = spdlog::stderr_color_mt("rill");
+  logger->set_pattern("rill: [%l] %v");
+  spdlog::set_default_logger(logger);
+  const auto lvl = spdlog::level::from_str(level);
+  if (lvl == spdlog::level::off && level != "off") throw UsageError("unknown log level '" + level + "'");
+  spdlog::set_level(lvl);
+}
+
+void ExpectPositional(const Args& a, size_t n, const char* usage) {
+  if (a.positional.size() != n) throw UsageError(std::string("usage: rill ") + usage);
+}
+
+std::string OneLine(std::string s) {
+  for (char& c : s) if (c == '\n' || c == '\r') c = ' ';
+  return s;
+}
+
+std::string FileNameFor(const std::string& var) {
+  std::string out = var;
+  for (char& c : out) if (c == '/' || c == '\\') c = '_';
+  return out + ".npy";
+}
+
+int CmdRun(const Args& a, const Registry& registry) {
+  ExpectPositional(a, 2, "run PROGRAM [--fetch VAR]... [--feed VAR=FILE.npy]... [--save DIR]");
+  auto program = std::make_shared<proto::ProgramDesc>(LoadProgram(a.positional[1]));
+  ValidateProgramOrThrow(*program, registry);
+
+  auto scope = Scope::NewRoot();
+  for (const auto& feed : a.feed) {
+    const auto eq = feed.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == feed.size()) {
+      throw UsageError("--feed takes VAR=FILE.npy, got '" + feed + "'");
+    }
+    *scope->Var(feed.substr(0, eq))->GetMutableTensor() = ReadNpy(feed.substr(eq + 1));
+  }
+  Executor executor(registry, program);
+  executor.Run(0, scope);
+
+  if (!a.save_dir.empty()) std::filesystem::create_directories(a.save_dir);
+  for (const auto& name : a.fetch) {
+    const Variable* v = scope->FindVar(name);
+    if (v == nullptr) throw Error("fetch: variable '" + name + "' does not exist after the run", RILL_NOT_FOUND);
+    const Tensor* t = v->GetTensor();
+    if (t == nullptr || !t->initialized()) {
+      throw Error("fetch: variable '" + name + "' holds " + v->KindName() + ", not a tensor");
+    }
+    std::string dims;
+    for (size_t i = 0; i < t->dims().size(); ++i) dims += (i ? "," : "") + std::to_string(t->dims()[i]);
+    std::printf("%s %s [%s] %s\n", name.c_str(), DataTypeName(t->dtype()).c_str(), dims.c_str(),
+                t->ValuesToString().c_str());
+    if (!a.save_dir.empty()) WriteNpy(*t, (std::filesystem::path(a.save_dir) / FileNameFor(name)).string());
+  }
+  return 0;
+}
+
+int CmdCheck(const Args& a, const Registry& registry) {
+  ExpectPositional(a, 2, "check PROGRAM");
+  const proto::ProgramDesc program = LoadProgram(a.positional[1]);
+  const auto problems = ValidateProgram(program, registry);
+  if (problems.empty()) {
+    int ops = 0;
+    for (const auto& b : program.blocks()) ops += b.ops_size();
+    std::printf("%s: ok (%d blocks, %d ops)\n", a.positional[1].c_str(), program.blocks_size(), ops);
+    return 0;
+  }
+  for (size_t i = 1; i < problems.size(); ++i) std::printf("%s\n", problems[i].c_str());
+  throw Error(problems.front() + (problems.size() > 1 ? " (" + std::to_string(problems.size() - 1) +
+                                                            " more on standard output)"
+                                                      : ""));
+}
+
+int CmdConvert(const Args& a) {
+  ExpectPositional(a, 2, "convert PROGRAM -o OUT");
+  if (a.output.empty()) throw UsageError("usage: rill convert PROGRAM -o OUT");
+  SaveProgram(LoadProgram(a.positional[1]), a.output, FormatForPath(a.output));
+  return 0;
+}
+
+int CmdOps(const Args& a, const Registry& registry) {
+  ExpectPositional(a, 1, "ops");
+  for (const OpSchemaEntry* op : registry.AllOps()) {
+    std::printf("%-24s %s\n", op->type.c_str(), op->plugin.c_str());
+  }
+  return 0;
+}
+
+std::string SlotFlags(const SlotSpec& s) {
+  std::string f;
+  if (s.optional()) f += " optional";
+  if (s.duplicable()) f += " list";
+  return f.empty() ? "" : " (" + f.substr(1) + ")";
+}
+
+int CmdDescribe(const Args& a, const Registry& registry) {
+  ExpectPositional(a, 2, "describe OP");
+  const OpSchemaEntry* op = registry.FindOp(a.positional[1]);
+  if (op == nullptr) throw Error(registry.UnknownOpMessage(a.positional[1]), RILL_NOT_FOUND);
+  std::printf("%s  (plugin %s)\n  %s\n", op->type.c_str(), op->plugin.c_str(), op->doc.c_str());
+  std::printf("inputs:\n");
+  for (const auto& s : op->inputs) std::printf("  %s%s  %s\n", s.name.c_str(), SlotFlags(s).c_str(), s.doc.c_str());
+  std::printf("outputs:\n");
+  for (const auto& s : op->outputs) std::printf("  %s%s  %s\n", s.name.c_str(), SlotFlags(s).c_str(), s.doc.c_str());
+  std::printf("attributes:\n");
+  for (const auto& at : op->attrs) {
+    std::printf("  %s: %s %s  %s\n", at.name.c_str(), AttrTypeName(at.type).c_str(),
+                at.required ? "(required)" : ("= " + at.default_value.ToString()).c_str(), at.doc.c_str());
+  }
+  std::printf("kernels:");
+  for (const KernelEntry* k : registry.KernelsOf(op->type)) {
+    std::printf(" %s/%s", k->device_type == RILL_CUDA ? "CUDA" : "CPU", DataTypeName(k->dtype).c_str());
+  }
+  std::printf("\n");
+  if (!op->dtype_source.empty()) std::printf("kernel chosen by the dtype of: %s\n", op->dtype_source.c_str());
+  return 0;
+}
+
+int CmdPlugins(const Args& a, const std::vector<PluginInfo>& plugins) {
+  ExpectPositional(a, 1, "plugins");
+  for (const auto& p : plugins) {
+    std::printf("%-12s %-8s abi %u  %3zu ops  %s%s\n", p.name.c_str(), p.version.c_str(), p.abi_version,
+                p.ops.size(), p.path.c_str(), p.enabled ? "" : "  (not enabled)");
+  }
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  Args a;
+  try {
+    a = Parse(argc, argv);
+    SetLogLevel(a.log_level);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "rill: error: %s\n%s", e.what(), kUsage);
+    return 2;
+  }
+  if (a.help) {
+    std::printf("%s", kUsage);
+    return 0;
+  }
+  if (a.version) {
+    std::printf("rill 0.1.0 (plugin ABI version %u)\n", RILL_ABI_VERSION);
+    return 0;
+  }
+  if (a.positional.empty()) {
+    std::fprintf(stderr, "rill: error: no command given\n%s", kUsage);
+    return 2;
+  }
+  try {
+    const std::string& cmd = a.positional[0];
+    if (cmd == "convert") return CmdConvert(a);
+    static const char* kCommands[] = {"run", "check", "ops", "describe", "plugins"};
+    if (std::find(std::begin(kCommands), std::end(kCommands), cmd) == std::end(kCommands)) {
+      throw UsageError("unknown command '" + cmd + "'");
+    }
+    LoadOptions options;
+    options.dirs = a.plugin_dirs.empty() ? PluginDirsFromEnvironment() : a.plugin_dirs;
+    options.files = a.plugin_files;
+    options.enable = a.enable;
+    // A registry and its plugins live to the end of the process (plugins are never unloaded).
+    static Registry registry;
+    const std::vector<PluginInfo> plugins = LoadPlugins(registry, options);
+    if (cmd == "run") return CmdRun(a, registry);
+    if (cmd == "check") return CmdCheck(a, registry);
+    if (cmd == "ops") return CmdOps(a, registry);
+    if (cmd == "describe") return CmdDescribe(a, registry);
+    return CmdPlugins(a, plugins);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "rill: error: %s\n", OneLine(e.what()).c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "rill: error: %s\n", OneLine(e.what()).c_str());
+    return 1;
+  }
+}
+
+}  // namespace
+}  // namespace rill::core
+
+int main(int argc, char** argv) { return rill::core::Main(argc, argv); }

@@ -1,0 +1,12 @@
+// The host's own ops as a plugin named "core": registered through the same ABI table as
+// every loaded plugin, so the ABI is exercised even with no plugin on disk.
+#include "core/ops/control_flow.h"
+
+namespace {
+void InitBuiltins(rill::Registrar& r) {
+  rill::core::RegisterWhile(r);
+  rill::core::RegisterConditionalBlock(r);
+}
+}  // namespace
+
+extern "C" RILL_PLUGIN_ENTRY(RillGetBuiltinPlugin, "core", "0.1.0", InitBuiltins)

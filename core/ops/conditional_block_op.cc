@@ -1,0 +1,62 @@
+// Fluid's `conditional_block`: runs sub_block once, in a child scope, when its condition
+// holds. The condition comes from `Cond` (Fluid 1.x) or `X` (Fluid 0.x, as in the select
+// design). With is_scalar_condition it is one bool element; otherwise the block runs when
+// every condition tensor is non-empty (Fluid's rule).
+#include "core/ops/control_flow.h"
+
+namespace rill::core {
+namespace {
+
+const char* ConditionSlot(rill::KernelContext& ctx) {
+  const bool has_cond = ctx.HasInput("Cond");
+  const bool has_x = ctx.HasInput("X");
+  if (has_cond && has_x) throw rill::Error("give the condition in Cond or in X, not both");
+  if (!has_cond && !has_x) throw rill::Error("no condition: set input Cond (or X)");
+  return has_cond ? "Cond" : "X";
+}
+
+bool ConditionHolds(rill::KernelContext& ctx) {
+  const char* slot = ConditionSlot(ctx);
+  if (ctx.Attr<bool>("is_scalar_condition")) {
+    rill::Tensor cond = ctx.Input(slot);
+    if (cond.dtype() != RILL_BOOL || cond.numel() != 1) {
+      throw rill::Error(std::string(slot) + " must be a bool tensor of one element, got " +
+                        rill::DataTypeName(cond.dtype()) + " with " + std::to_string(cond.numel()) +
+                        " elements");
+    }
+    return *cond.data<bool>();
+  }
+  const size_t n = ctx.op().InputCount(slot);
+  for (size_t i = 0; i < n; ++i) {
+    if (ctx.Input(slot, i).numel() == 0) return false;
+  }
+  return true;
+}
+
+void ConditionalBlock(rill::KernelContext& ctx) {
+  if (!ConditionHolds(ctx)) return;
+  rill::Scope child = ctx.scope().NewChild();
+  ctx.RunBlock(ctx.op().BlockAttr("sub_block"), child);
+}
+
+}  // namespace
+
+void RegisterConditionalBlock(rill::Registrar& r) {
+  constexpr uint32_t kOptList = RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE;
+  r.Op(rill::OpSchema("conditional_block")
+           .Doc("Runs sub_block once in a child scope when the condition holds. The condition "
+                "is input Cond (or X, Fluid's older name).")
+           .Input("Cond", "condition tensor(s)", kOptList)
+           .Input("X", "condition tensor(s), Fluid's older slot name", kOptList)
+           .Input("Params", "variables the block reads", kOptList)
+           .Input("Input", "variables the block reads (Fluid 1.x name)", kOptList)
+           .Output("Out", "variables the block writes", kOptList)
+           .Output("Scope", "Fluid's scope holder (unused)", RILL_SLOT_OPTIONAL)
+           .RequiredAttr("sub_block", RILL_ATTR_BLOCK, "the block to run")
+           .Attr("is_scalar_condition", false,
+                 "true: the condition is one bool element; false: run when every condition "
+                 "tensor is non-empty"));
+  r.Kernel("conditional_block", RILL_CPU, RILL_ANY_DTYPE, &ConditionalBlock);
+}
+
+}  // namespace rill::core

@@ -1,0 +1,13 @@
+// core/ops/control_flow.h — the host's built-in ops: `while` and `conditional_block`.
+// Registered through rill/sdk.hpp like any plugin's ops, under the plugin name "core".
+#ifndef RILL_CORE_OPS_CONTROL_FLOW_H_
+#define RILL_CORE_OPS_CONTROL_FLOW_H_
+
+#include "rill/sdk.hpp"
+
+namespace rill::core {
+void RegisterWhile(rill::Registrar& r);
+void RegisterConditionalBlock(rill::Registrar& r);
+}  // namespace rill::core
+
+#endif  // RILL_CORE_OPS_CONTROL_FLOW_H_

@@ -1,0 +1,42 @@
+// Fluid's `while`: runs sub_block in a fresh child scope for as long as Condition (a bool
+// tensor of one element, re-read before each step) is true.
+#include "core/ops/control_flow.h"
+
+namespace rill::core {
+namespace {
+
+bool ReadCondition(rill::KernelContext& ctx) {
+  rill::Tensor cond = ctx.Input("Condition");
+  if (cond.dtype() != RILL_BOOL || cond.numel() != 1) {
+    throw rill::Error("Condition must be a bool tensor of one element, got " +
+                      std::string(rill::DataTypeName(cond.dtype())) + " with " +
+                      std::to_string(cond.numel()) + " elements");
+  }
+  return *cond.data<bool>();
+}
+
+void While(rill::KernelContext& ctx) {
+  const int32_t body = ctx.op().BlockAttr("sub_block");
+  rill::Scope scope = ctx.scope();
+  while (ReadCondition(ctx)) {
+    rill::Scope step = scope.NewChild();
+    ctx.RunBlock(body, step);
+  }
+}
+
+}  // namespace
+
+void RegisterWhile(rill::Registrar& r) {
+  r.Op(rill::OpSchema("while")
+           .Doc("Runs sub_block repeatedly while Condition is true; each step runs in a new "
+                "child scope of the op's scope.")
+           .Input("X", "variables the body reads", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+           .Input("Condition", "bool tensor [1], re-read before every step")
+           .Output("Out", "variables the body writes", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+           .Output("StepScopes", "Fluid's step scopes (unused)", RILL_SLOT_OPTIONAL)
+           .RequiredAttr("sub_block", RILL_ATTR_BLOCK, "the loop body")
+           .Attr("is_test", false, "Fluid's inference flag (no effect)"));
+  r.Kernel("while", RILL_CPU, RILL_ANY_DTYPE, &While);
+}
+
+}  // namespace rill::core

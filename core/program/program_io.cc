@@ -1,0 +1,119 @@
+#include "core/program/program_io.h"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "core/errors.h"
+
+namespace rill::core {
+
+namespace {
+
+class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    if (first_.empty()) {
+      first_ = "line " + std::to_string(line + 1) + ", column " + std::to_string(column + 1) +
+               ": " + message;
+    }
+  }
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string first_;
+};
+
+// Blanks `//` comments outside strings (Fluid's design docs annotate programs with them;
+// protobuf text format only knows `#`). Blanking keeps line and column numbers.
+std::string BlankSlashComments(const std::string& text) {
+  std::string out = text;
+  bool in_string = false;
+  char quote = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const char c = out[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == quote || c == '\n') in_string = false;
+    } else if (c == '"' || c == '\'') {
+      in_string = true;
+      quote = c;
+    } else if (c == '#') {
+      while (i < out.size() && out[i] != '\n') ++i;
+    } else if (c == '/' && i + 1 < out.size() && out[i + 1] == '/') {
+      while (i < out.size() && out[i] != '\n') out[i++] = ' ';
+    }
+  }
+  return out;
+}
+
+// Text programs are printable; serialized ones almost never are (field tags are < 0x20).
+bool LooksLikeText(const std::string& data) {
+  for (unsigned char c : data) {
+    if (c < 0x20 && c != '\n' && c != '\r' && c != '\t') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+proto::ProgramDesc ParseProgramText(const std::string& text, const std::string& source) {
+  proto::ProgramDesc program;
+  google::protobuf::TextFormat::Parser parser;
+  FirstErrorCollector errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(BlankSlashComments(text), &program)) {
+    throw Error(source + ": not a valid text program: " +
+                (errors.first().empty() ? "parse error" : errors.first()));
+  }
+  return program;
+}
+
+proto::ProgramDesc ParseProgramBinary(const std::string& bytes, const std::string& source) {
+  proto::ProgramDesc program;
+  if (!program.ParseFromString(bytes)) {
+    throw Error(source + ": not a valid serialized ProgramDesc");
+  }
+  return program;
+}
+
+proto::ProgramDesc LoadProgram(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open program '" + path + "'", RILL_NOT_FOUND);
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  const std::string data = buf.str();
+  if (data.empty()) throw Error(path + ": empty file is not a program");
+  return LooksLikeText(data) ? ParseProgramText(data, path) : ParseProgramBinary(data, path);
+}
+
+std::string ProgramToText(const proto::ProgramDesc& program) {
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(program, &text);
+  return text;
+}
+
+void SaveProgram(const proto::ProgramDesc& program, const std::string& path, ProgramFormat format) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error("cannot write '" + path + "'", RILL_NOT_FOUND);
+  if (format == ProgramFormat::kText) {
+    out << ProgramToText(program);
+  } else if (!program.SerializeToOstream(&out)) {
+    throw Error("cannot serialize program to '" + path + "'", RILL_INTERNAL);
+  }
+  if (!out.flush()) throw Error("write to '" + path + "' failed", RILL_INTERNAL);
+}
+
+ProgramFormat FormatForPath(const std::string& path) {
+  for (const char* ext : {".pbtxt", ".prototxt", ".txt"}) {
+    const std::string e(ext);
+    if (path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0) {
+      return ProgramFormat::kText;
+    }
+  }
+  return ProgramFormat::kBinary;
+}
+
+}  // namespace rill::core

@@ -1,0 +1,28 @@
+// core/program/program_io.h — reading and writing ProgramDesc files.
+//
+// Text (protobuf text format, as in Fluid's docs; `#` and `//` comments allowed) and
+// binary (Fluid's serialized ProgramDesc) both load; the format is told from the content,
+// not the file name. Errors name the file and, for text, the line and column.
+#ifndef RILL_CORE_PROGRAM_PROGRAM_IO_H_
+#define RILL_CORE_PROGRAM_PROGRAM_IO_H_
+
+#include <string>
+
+#include "core/proto/framework.pb.h"
+
+namespace rill::core {
+
+enum class ProgramFormat { kText, kBinary };
+
+proto::ProgramDesc LoadProgram(const std::string& path);
+// `source` names the input in error messages.
+proto::ProgramDesc ParseProgramText(const std::string& text, const std::string& source = "<text>");
+proto::ProgramDesc ParseProgramBinary(const std::string& bytes, const std::string& source = "<binary>");
+void SaveProgram(const proto::ProgramDesc& program, const std::string& path, ProgramFormat format);
+std::string ProgramToText(const proto::ProgramDesc& program);
+// kText for names ending .pbtxt, .prototxt or .txt; otherwise kBinary.
+ProgramFormat FormatForPath(const std::string& path);
+
+}  // namespace rill::core
+
+#endif  // RILL_CORE_PROGRAM_PROGRAM_IO_H_

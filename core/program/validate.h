@@ -1,0 +1,27 @@
+// core/program/validate.h — checking a program against the registry before it runs.
+//
+// Checks: blocks are numbered in order and every parent exists with no cycle; every op
+// type is registered (else: which plugin has it, or that none loaded does); inputs and
+// outputs name declared slots, required slots are present, non-duplicable slots hold
+// one variable; attributes have the declared type, required ones are set, block indices
+// exist. Each problem names the block and op index. Attributes a schema does not declare
+// (Fluid's op_role, op_callstack...) are allowed and ignored.
+#ifndef RILL_CORE_PROGRAM_VALIDATE_H_
+#define RILL_CORE_PROGRAM_VALIDATE_H_
+
+#include <string>
+#include <vector>
+
+#include "core/proto/framework.pb.h"
+#include "core/registry/registry.h"
+
+namespace rill::core {
+
+// Every problem found, one line each; empty if the program is valid.
+std::vector<std::string> ValidateProgram(const proto::ProgramDesc& program, const Registry& registry);
+// Throws Error with the first problem (and how many more there are).
+void ValidateProgramOrThrow(const proto::ProgramDesc& program, const Registry& registry);
+
+}  // namespace rill::core
+
+#endif  // RILL_CORE_PROGRAM_VALIDATE_H_

@@ -1,0 +1,165 @@
+#include "core/registry/attribute.h"
+
+#include <sstream>
+
+#include "core/errors.h"
+#include "rill/abi.h"
+
+namespace rill::core {
+
+std::string AttrTypeName(int32_t type) {
+  static const char* kNames[] = {"INT",     "FLOAT",    "STRING", "INTS", "FLOATS", "STRINGS",
+                                 "BOOLEAN", "BOOLEANS", "BLOCK",  "LONG", "BLOCKS"};
+  if (type >= 0 && type <= RILL_ATTR_BLOCKS) return kNames[type];
+  return "attr_type(" + std::to_string(type) + ")";
+}
+
+bool AttrTypeCompatible(int32_t declared, int32_t given) {
+  if (declared == given) return true;
+  const auto is_int = [](int32_t t) { return t == RILL_ATTR_INT || t == RILL_ATTR_LONG; };
+  return is_int(declared) && is_int(given);
+}
+
+AttrValue ZeroAttr(int32_t type) {
+  AttrValue v;
+  v.type = type;
+  return v;
+}
+
+namespace {
+
+std::string Trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\n");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\n") - b + 1);
+}
+
+int64_t ParseInt(const std::string& text) {
+  const std::string t = Trim(text);
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(t, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (t.empty() || used != t.size()) throw Error("'" + text + "' is not an integer");
+  return v;
+}
+
+double ParseFloat(const std::string& text) {
+  const std::string t = Trim(text);
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(t, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (t.empty() || used != t.size()) throw Error("'" + text + "' is not a number");
+  return v;
+}
+
+bool ParseBool(const std::string& text) {
+  const std::string t = Trim(text);
+  if (t == "true" || t == "1") return true;
+  if (t == "false" || t == "0") return false;
+  throw Error("'" + text + "' is not a boolean");
+}
+
+// Splits "[a, b, c]" into its elements; "" -> "[]" is not allowed.
+std::vector<std::string> SplitList(const std::string& text) {
+  const std::string t = Trim(text);
+  if (t.size() < 2 || t.front() != '[' || t.back() != ']') {
+    throw Error("list default '" + text + "' must be written [a, b, ...]");
+  }
+  std::vector<std::string> out;
+  const std::string body = Trim(t.substr(1, t.size() - 2));
+  if (body.empty()) return out;
+  std::string item;
+  bool quoted = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (c == '\\' && quoted && i + 1 < body.size()) {
+      item += body[++i];
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      out.push_back(Trim(item));
+      item.clear();
+    } else {
+      item += c;
+    }
+  }
+  if (quoted) throw Error("unterminated string in list default '" + text + "'");
+  out.push_back(Trim(item));
+  return out;
+}
+
+}  // namespace
+
+AttrValue ParseAttrDefault(int32_t type, const std::string& text) {
+  AttrValue v = ZeroAttr(type);
+  switch (type) {
+    case RILL_ATTR_INT: case RILL_ATTR_LONG: case RILL_ATTR_BLOCK: v.i = ParseInt(text); break;
+    case RILL_ATTR_FLOAT: v.f = ParseFloat(text); break;
+    case RILL_ATTR_BOOLEAN: v.i = ParseBool(text); break;
+    case RILL_ATTR_STRING: v.s = text; break;
+    case RILL_ATTR_INTS: for (auto& e : SplitList(text)) v.ints.push_back(ParseInt(e)); break;
+    case RILL_ATTR_FLOATS:
+      for (auto& e : SplitList(text)) v.floats.push_back(static_cast<float>(ParseFloat(e)));
+      break;
+    case RILL_ATTR_BOOLEANS: for (auto& e : SplitList(text)) v.bools.push_back(ParseBool(e)); break;
+    case RILL_ATTR_STRINGS: v.strings = SplitList(text); break;
+    case RILL_ATTR_BLOCKS:
+      for (auto& e : SplitList(text)) v.blocks.push_back(static_cast<int32_t>(ParseInt(e)));
+      break;
+    default: throw Error("unknown attribute type " + std::to_string(type));
+  }
+  return v;
+}
+
+AttrValue AttrFromProto(const proto::OpDesc::Attr& a, int32_t declared) {
+  AttrValue v = ZeroAttr(declared);
+  switch (a.type()) {
+    case proto::INT: v.i = a.i(); break;
+    case proto::LONG: v.i = a.l(); break;
+    case proto::FLOAT: v.f = a.f(); break;
+    case proto::STRING: v.s = a.s(); break;
+    case proto::BOOLEAN: v.i = a.b() ? 1 : 0; break;
+    case proto::BLOCK: v.i = a.block_idx(); break;
+    case proto::INTS: v.ints.assign(a.ints().begin(), a.ints().end()); break;
+    case proto::FLOATS: v.floats.assign(a.floats().begin(), a.floats().end()); break;
+    case proto::BOOLEANS: for (bool b : a.bools()) v.bools.push_back(b ? 1 : 0); break;
+    case proto::STRINGS: v.strings.assign(a.strings().begin(), a.strings().end()); break;
+    case proto::BLOCKS: v.blocks.assign(a.blocks_idx().begin(), a.blocks_idx().end()); break;
+  }
+  return v;
+}
+
+std::string AttrValue::ToString() const {
+  std::ostringstream os;
+  const auto list = [&os](const auto& xs, auto fmt) {
+    os << "[";
+    for (size_t k = 0; k < xs.size(); ++k) {
+      if (k) os << ", ";
+      fmt(xs[k]);
+    }
+    os << "]";
+  };
+  switch (type) {
+    case RILL_ATTR_INT: case RILL_ATTR_LONG: case RILL_ATTR_BLOCK: os << i; break;
+    case RILL_ATTR_FLOAT: os << f; break;
+    case RILL_ATTR_BOOLEAN: os << (i ? "true" : "false"); break;
+    case RILL_ATTR_STRING: os << '"' << s << '"'; break;
+    case RILL_ATTR_INTS: list(ints, [&](int64_t x) { os << x; }); break;
+    case RILL_ATTR_FLOATS: list(floats, [&](float x) { os << x; }); break;
+    case RILL_ATTR_BOOLEANS: list(bools, [&](uint8_t x) { os << (x ? "true" : "false"); }); break;
+    case RILL_ATTR_STRINGS: list(strings, [&](const std::string& x) { os << '"' << x << '"'; }); break;
+    case RILL_ATTR_BLOCKS: list(blocks, [&](int32_t x) { os << x; }); break;
+    default: os << "?";
+  }
+  return os.str();
+}
+
+}  // namespace rill::core

@@ -1,0 +1,44 @@
+// core/registry/attribute.h — attribute values, as declared by schemas and set by programs.
+//
+// One struct holds every attribute kind (Fluid's OpDesc.Attr flattened); `type` says which
+// field is meaningful. Integers are widened to int64 and floats to double on read, so INT
+// and LONG attributes are interchangeable in programs.
+#ifndef RILL_CORE_REGISTRY_ATTRIBUTE_H_
+#define RILL_CORE_REGISTRY_ATTRIBUTE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/proto/framework.pb.h"
+
+namespace rill::core {
+
+struct AttrValue {
+  int32_t type = -1;  // RillAttrType
+  int64_t i = 0;      // INT, LONG, BOOLEAN (0/1), BLOCK
+  double f = 0;       // FLOAT
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+  std::vector<uint8_t> bools;
+  std::vector<std::string> strings;
+  std::vector<int32_t> blocks;
+
+  std::string ToString() const;
+};
+
+// "INT", "FLOATS", ...
+std::string AttrTypeName(int32_t type);
+// Whether a program attribute of type `given` may fill a schema attribute of `declared`.
+bool AttrTypeCompatible(int32_t declared, int32_t given);
+// Parses a schema default in text form (see RillAttrDef); throws Error if malformed.
+AttrValue ParseAttrDefault(int32_t type, const std::string& text);
+// The zero value of `type`.
+AttrValue ZeroAttr(int32_t type);
+// Converts a program attribute to the declared type (checked with AttrTypeCompatible).
+AttrValue AttrFromProto(const proto::OpDesc::Attr& attr, int32_t declared);
+
+}  // namespace rill::core
+
+#endif  // RILL_CORE_REGISTRY_ATTRIBUTE_H_

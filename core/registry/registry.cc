@@ -1,0 +1,234 @@
+#include "core/registry/registry.h"
+
+#include <algorithm>
+#include <cstddef>
+
+#include "core/errors.h"
+#include "core/runtime/dtype.h"
+
+namespace rill::core {
+
+namespace {
+
+// Whether a plugin-filled struct of `struct_size` bytes includes `field`.
+#define RILL_COVERS(s, field) \
+  ((s).struct_size >= offsetof(std::remove_reference_t<decltype(s)>, field) + sizeof((s).field))
+
+std::string Str(const char* s) { return s ? s : ""; }
+
+std::vector<SlotSpec> Slots(const RillSlotDef* defs, size_t n, const std::string& op,
+                            const char* kind) {
+  std::vector<SlotSpec> out;
+  for (size_t i = 0; i < n; ++i) {
+    if (defs[i].name == nullptr || *defs[i].name == '\0') {
+      throw Error("op '" + op + "': " + kind + " slot " + std::to_string(i) + " has no name");
+    }
+    for (const auto& s : out) {
+      if (s.name == defs[i].name) {
+        throw Error("op '" + op + "': " + kind + " slot '" + s.name + "' declared twice");
+      }
+    }
+    out.push_back({defs[i].name, defs[i].flags, Str(defs[i].doc)});
+  }
+  return out;
+}
+
+}  // namespace
+
+const SlotSpec* OpSchemaEntry::FindInput(const std::string& name) const {
+  for (const auto& s : inputs) if (s.name == name) return &s;
+  return nullptr;
+}
+
+const SlotSpec* OpSchemaEntry::FindOutput(const std::string& name) const {
+  for (const auto& s : outputs) if (s.name == name) return &s;
+  return nullptr;
+}
+
+int OpSchemaEntry::AttrIndex(const std::string& name) const {
+  for (size_t i = 0; i < attrs.size(); ++i) if (attrs[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+OpSchemaEntry SchemaFromAbi(const RillOpSchema& s, const std::string& plugin) {
+  if (!RILL_COVERS(s, kernel_dtype_source)) {
+    throw Error("op schema struct too small (struct_size " + std::to_string(s.struct_size) + ")");
+  }
+  OpSchemaEntry e;
+  e.type = Str(s.type);
+  if (e.type.empty()) throw Error("op schema without a type name");
+  e.doc = Str(s.doc);
+  e.plugin = plugin;
+  e.inputs = Slots(s.inputs, s.num_inputs, e.type, "input");
+  e.outputs = Slots(s.outputs, s.num_outputs, e.type, "output");
+  for (size_t i = 0; i < s.num_attrs; ++i) {
+    const RillAttrDef& a = s.attrs[i];
+    if (a.name == nullptr || *a.name == '\0') {
+      throw Error("op '" + e.type + "': attribute " + std::to_string(i) + " has no name");
+    }
+    if (a.type < RILL_ATTR_INT || a.type > RILL_ATTR_BLOCKS) {
+      throw Error("op '" + e.type + "': attribute '" + a.name + "' has unknown type " +
+                  std::to_string(a.type));
+    }
+    if (e.AttrIndex(a.name) >= 0) {
+      throw Error("op '" + e.type + "': attribute '" + std::string(a.name) + "' declared twice");
+    }
+    AttrSpec spec;
+    spec.name = a.name;
+    spec.type = a.type;
+    spec.required = a.flags & RILL_ATTR_REQUIRED;
+    spec.doc = Str(a.doc);
+    try {
+      spec.default_value = (spec.required || a.default_value == nullptr)
+                               ? ZeroAttr(a.type)
+                               : ParseAttrDefault(a.type, a.default_value);
+    } catch (const Error& err) {
+      throw Error("op '" + e.type + "': default of attribute '" + spec.name + "': " + err.what());
+    }
+    e.attrs.push_back(std::move(spec));
+  }
+  e.dtype_source = Str(s.kernel_dtype_source);
+  if (!e.dtype_source.empty()) {
+    const bool is_attr = e.dtype_source.rfind("attr:", 0) == 0;
+    const bool known = is_attr ? e.AttrIndex(e.dtype_source.substr(5)) >= 0
+                               : e.FindInput(e.dtype_source) != nullptr;
+    if (!known) {
+      throw Error("op '" + e.type + "': kernel dtype source '" + e.dtype_source +
+                  "' names no declared " + (is_attr ? "attribute" : "input slot"));
+    }
+  }
+  return e;
+}
+
+KernelEntry KernelFromAbi(const RillKernelDef& d, const std::string& plugin) {
+  if (!RILL_COVERS(d, destroy)) {
+    throw Error("kernel struct too small (struct_size " + std::to_string(d.struct_size) + ")");
+  }
+  KernelEntry k;
+  k.op_type = Str(d.op_type);
+  if (k.op_type.empty()) throw Error("kernel without an op type");
+  if (d.compute == nullptr) throw Error("kernel for '" + k.op_type + "' has no compute function");
+  if (d.device_type != RILL_CPU && d.device_type != RILL_CUDA) {
+    throw Error("kernel for '" + k.op_type + "': unknown device type " +
+                std::to_string(d.device_type));
+  }
+  if (d.dtype != RILL_ANY_DTYPE && !IsTensorDataType(d.dtype)) {
+    throw Error("kernel for '" + k.op_type + "': unknown dtype " + std::to_string(d.dtype));
+  }
+  k.device_type = d.device_type;
+  k.dtype = d.dtype;
+  k.user_data = d.user_data;
+  k.create = d.create;
+  k.compute = d.compute;
+  k.destroy = d.destroy;
+  k.plugin = plugin;
+  return k;
+}
+
+CustomType VarTypeFromAbi(const RillVarTypeDef& d, const std::string& plugin) {
+  if (!RILL_COVERS(d, describe)) {
+    throw Error("variable type struct too small (struct_size " + std::to_string(d.struct_size) + ")");
+  }
+  if (d.name == nullptr || *d.name == '\0') throw Error("variable type without a name");
+  return CustomType{d.name, plugin, d.destroy, d.describe};
+}
+
+std::string Registry::KernelKey(const std::string& op, int32_t device, int32_t dtype) {
+  return op + "/" + std::to_string(device) + "/" + std::to_string(dtype);
+}
+
+void Registry::Commit(const std::vector<const PluginRegistration*>& regs) {
+  // Check everything first so that a failure changes nothing.
+  std::map<std::string, std::string> new_ops, new_kernels, new_types;  // key -> plugin
+  const auto check_dup = [](std::map<std::string, std::string>& fresh, const std::string& key,
+                            const std::string& existing, const std::string& plugin,
+                            const std::string& what) {
+    const std::string& other = !existing.empty() ? existing : fresh[key];
+    if (!other.empty()) {
+      throw Error(what + " is registered by both plugin '" + other + "' and plugin '" + plugin + "'",
+                  RILL_ALREADY_EXISTS);
+    }
+    fresh[key] = plugin;
+  };
+  for (const auto* r : regs) {
+    for (const auto& op : r->ops) {
+      auto it = ops_.find(op.type);
+      check_dup(new_ops, op.type, it == ops_.end() ? "" : it->second->plugin, r->plugin,
+                "op '" + op.type + "'");
+    }
+    for (const auto& t : r->var_types) {
+      auto it = var_types_.find(t.name);
+      check_dup(new_types, t.name, it == var_types_.end() ? "" : it->second->plugin, r->plugin,
+                "variable type '" + t.name + "'");
+    }
+  }
+  for (const auto* r : regs) {
+    for (const auto& k : r->kernels) {
+      if (!ops_.count(k.op_type) && !new_ops.count(k.op_type)) {
+        throw Error("plugin '" + r->plugin + "' registers a kernel for op '" + k.op_type +
+                    "', which no plugin declares", RILL_NOT_FOUND);
+      }
+      const std::string key = KernelKey(k.op_type, k.device_type, k.dtype);
+      auto it = kernels_.find(key);
+      check_dup(new_kernels, key, it == kernels_.end() ? "" : it->second.plugin, r->plugin,
+                "kernel for op '" + k.op_type + "' (" + (k.device_type == RILL_CUDA ? "CUDA" : "CPU") +
+                    ", " + DataTypeName(k.dtype) + ")");
+    }
+  }
+  for (const auto* r : regs) {
+    for (const auto& op : r->ops) ops_[op.type] = std::make_unique<OpSchemaEntry>(op);
+    for (const auto& t : r->var_types) var_types_[t.name] = std::make_unique<CustomType>(t);
+  }
+  for (const auto* r : regs) {
+    for (const auto& k : r->kernels) {
+      auto [it, inserted] = kernels_.emplace(KernelKey(k.op_type, k.device_type, k.dtype), k);
+      kernels_by_op_[k.op_type].push_back(&it->second);
+    }
+  }
+}
+
+void Registry::AddHints(const PluginRegistration& r) {
+  for (const auto& op : r.ops) hints_.emplace(op.type, r.plugin);
+}
+
+const OpSchemaEntry* Registry::FindOp(const std::string& type) const {
+  auto it = ops_.find(type);
+  return it == ops_.end() ? nullptr : it->second.get();
+}
+
+const KernelEntry* Registry::FindKernel(const std::string& op, int32_t device, int32_t dtype) const {
+  auto it = kernels_.find(KernelKey(op, device, dtype));
+  if (it != kernels_.end()) return &it->second;
+  it = kernels_.find(KernelKey(op, device, RILL_ANY_DTYPE));
+  return it == kernels_.end() ? nullptr : &it->second;
+}
+
+std::vector<const KernelEntry*> Registry::KernelsOf(const std::string& op) const {
+  auto it = kernels_by_op_.find(op);
+  return it == kernels_by_op_.end() ? std::vector<const KernelEntry*>{} : it->second;
+}
+
+const CustomType* Registry::FindVarType(const std::string& name) const {
+  auto it = var_types_.find(name);
+  return it == var_types_.end() ? nullptr : it->second.get();
+}
+
+std::vector<const OpSchemaEntry*> Registry::AllOps() const {
+  std::vector<const OpSchemaEntry*> out;
+  for (const auto& [type, entry] : ops_) out.push_back(entry.get());
+  return out;
+}
+
+std::string Registry::UnknownOpMessage(const std::string& type) const {
+  auto it = hints_.find(type);
+  if (it != hints_.end()) {
+    return "op '" + type + "' is provided by plugin '" + it->second +
+           "', which is not enabled (see --plugins)";
+  }
+  std::string loaded;
+  for (const auto& p : enabled_) loaded += (loaded.empty() ? "" : ", ") + p;
+  return "op '" + type + "' is not provided by any loaded plugin (loaded: " +
+         (loaded.empty() ? "none" : loaded) + ")";
+}
+
+}  // namespace rill::core

@@ -1,0 +1,58 @@
+#include "core/runtime/dtype.h"
+
+#include "core/errors.h"
+#include "rill/abi.h"
+
+namespace rill::core {
+
+bool IsTensorDataType(int32_t dtype) {
+  switch (dtype) {
+    case RILL_BOOL: case RILL_INT16: case RILL_INT32: case RILL_INT64: case RILL_FP16:
+    case RILL_FP32: case RILL_FP64: case RILL_SIZE_T: case RILL_UINT8: case RILL_INT8:
+      return true;
+    default:
+      return false;
+  }
+}
+
+size_t DataTypeSize(int32_t dtype) {
+  switch (dtype) {
+    case RILL_BOOL: case RILL_UINT8: case RILL_INT8: return 1;
+    case RILL_INT16: case RILL_FP16: return 2;
+    case RILL_INT32: case RILL_FP32: return 4;
+    case RILL_INT64: case RILL_FP64: case RILL_SIZE_T: return 8;
+    default: throw Error("dtype " + std::to_string(dtype) + " is not a tensor element type");
+  }
+}
+
+std::string DataTypeName(int32_t dtype) {
+  switch (dtype) {
+    case RILL_BOOL: return "bool";
+    case RILL_INT16: return "int16";
+    case RILL_INT32: return "int32";
+    case RILL_INT64: return "int64";
+    case RILL_FP16: return "fp16";
+    case RILL_FP32: return "fp32";
+    case RILL_FP64: return "fp64";
+    case RILL_SIZE_T: return "size_t";
+    case RILL_UINT8: return "uint8";
+    case RILL_INT8: return "int8";
+    case RILL_ANY_DTYPE: return "any";
+    default: return "dtype(" + std::to_string(dtype) + ")";
+  }
+}
+
+int32_t DataTypeFromName(const std::string& n) {
+  if (n == "bool") return RILL_BOOL;
+  if (n == "int16") return RILL_INT16;
+  if (n == "int32" || n == "int") return RILL_INT32;
+  if (n == "int64") return RILL_INT64;
+  if (n == "fp16" || n == "float16") return RILL_FP16;
+  if (n == "fp32" || n == "float32" || n == "float") return RILL_FP32;
+  if (n == "fp64" || n == "float64" || n == "double") return RILL_FP64;
+  if (n == "uint8") return RILL_UINT8;
+  if (n == "int8") return RILL_INT8;
+  return -1;
+}
+
+}  // namespace rill::core

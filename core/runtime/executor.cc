@@ -1,0 +1,233 @@
+#include "core/runtime/executor.h"
+
+#include <unordered_map>
+
+#include "core/abi/status.h"
+#include "core/errors.h"
+#include "core/runtime/dtype.h"
+#include "core/runtime/kernel_context.h"
+
+namespace rill::core {
+
+namespace {
+
+// A chosen kernel and the state its create callback made for one op instance.
+struct KernelInstance {
+  const KernelEntry* entry = nullptr;
+  int32_t device = RILL_CPU;
+  int32_t dtype = RILL_ANY_DTYPE;
+  void* state = nullptr;
+
+  ~KernelInstance() {
+    if (entry != nullptr && entry->create != nullptr && entry->destroy != nullptr) {
+      entry->destroy(state);
+    }
+  }
+};
+
+std::string FormatArgs(const std::vector<RillOpInfo::Args>& all) {
+  std::string out;
+  for (const auto& a : all) {
+    out += " " + a.slot + "=[";
+    for (size_t i = 0; i < a.names.size(); ++i) out += (i ? ", " : "") + a.names[i];
+    out += "]";
+  }
+  return out;
+}
+
+}  // namespace
+
+}  // namespace rill::core
+
+std::string RillOpInfo::Where() const {
+  return "block " + std::to_string(block_idx) + ", op " + std::to_string(op_idx) + " (" + type +
+         rill::core::FormatArgs(inputs) + (outputs.empty() ? "" : " ->") +
+         rill::core::FormatArgs(outputs) + ")";
+}
+
+namespace rill::core {
+
+struct PreparedOp {
+  OpInstance info;
+  int dtype_input = -1;           // index into info.inputs giving the dtype key, or -1
+  int32_t static_dtype = RILL_ANY_DTYPE;  // key from an attribute (or ANY)
+
+  // Kernel cache. `last` is the fast path; `instances` owns every kernel chosen so far.
+  std::atomic<KernelInstance*> last{nullptr};
+  std::mutex mu;
+  std::vector<std::unique_ptr<KernelInstance>> instances;
+};
+
+struct Executor::PreparedBlock {
+  int32_t idx = 0;
+  std::vector<std::string> names;     // every variable name the ops use
+  std::vector<uint8_t> is_output;     // parallel to names
+  std::vector<std::pair<std::string, bool>> declared;  // (name, persistable)
+  std::vector<std::unique_ptr<PreparedOp>> ops;
+};
+
+namespace {
+
+KernelInstance* ChooseKernel(const Registry& registry, PreparedOp& op, int32_t device, int32_t dtype) {
+  std::lock_guard lock(op.mu);
+  for (auto& k : op.instances) {
+    if (k->device == device && k->dtype == dtype) return k.get();
+  }
+  const KernelEntry* entry = registry.FindKernel(op.info.type, device, dtype);
+  if (entry == nullptr) {
+    std::string have;
+    for (const KernelEntry* k : registry.KernelsOf(op.info.type)) {
+      have += (have.empty() ? "" : ", ") + std::string(k->device_type == RILL_CUDA ? "CUDA/" : "CPU/") +
+              DataTypeName(k->dtype);
+    }
+    throw Error("no " + std::string(device == RILL_CUDA ? "CUDA" : "CPU") + " kernel for dtype " +
+                    DataTypeName(dtype) + " (registered: " + (have.empty() ? "none" : have) + ")",
+                RILL_UNIMPLEMENTED);
+  }
+  auto k = std::make_unique<KernelInstance>();
+  k->device = device;
+  k->dtype = dtype;
+  if (entry->create != nullptr) {
+    ThrowIfError(entry->create(entry->user_data, &op.info, &k->state), "kernel create failed: ");
+  } else {
+    k->state = entry->user_data;
+  }
+  k->entry = entry;
+  op.instances.push_back(std::move(k));
+  return op.instances.back().get();
+}
+
+// The (device, dtype) key for this run of `op`.
+std::pair<int32_t, int32_t> KernelKey(const PreparedOp& op, const RillKernelContext& ctx) {
+  if (op.dtype_input < 0) return {RILL_CPU, op.static_dtype};
+  const auto& args = op.info.inputs[static_cast<size_t>(op.dtype_input)];
+  Variable* v = ctx.Input(args.slot.c_str(), 0);
+  const Tensor* t = v ? v->GetTensor() : nullptr;
+  if (t == nullptr || !t->initialized()) {
+    throw Error("input " + args.slot + " ('" + args.names[0] +
+                    "') holds no tensor yet, so no kernel can be chosen",
+                RILL_FAILED_PRECONDITION);
+  }
+  return {t->place().device_type, t->dtype()};
+}
+
+}  // namespace
+
+Executor::Executor(const Registry& registry, std::shared_ptr<const proto::ProgramDesc> program)
+    : registry_(registry), program_(std::move(program)), prepared_(program_->blocks_size()) {}
+
+Executor::~Executor() {
+  for (auto& p : prepared_) delete p.load();
+}
+
+Executor::PreparedBlock& Executor::Prepare(int32_t block_idx) {
+  if (block_idx < 0 || block_idx >= static_cast<int32_t>(prepared_.size())) {
+    throw Error("block " + std::to_string(block_idx) + " does not exist (program has " +
+                    std::to_string(prepared_.size()) + " blocks)",
+                RILL_OUT_OF_RANGE);
+  }
+  if (PreparedBlock* p = prepared_[block_idx].load(std::memory_order_acquire)) return *p;
+  std::lock_guard lock(prepare_mu_);
+  if (PreparedBlock* p = prepared_[block_idx].load(std::memory_order_acquire)) return *p;
+
+  const proto::BlockDesc& desc = program_->blocks(block_idx);
+  auto block = std::make_unique<PreparedBlock>();
+  block->idx = block_idx;
+  for (const auto& v : desc.vars()) block->declared.emplace_back(v.name(), v.persistable());
+
+  std::unordered_map<std::string, uint32_t> ids;
+  const auto intern = [&](const std::string& name, bool output) {
+    auto [it, fresh] = ids.emplace(name, static_cast<uint32_t>(block->names.size()));
+    if (fresh) {
+      block->names.push_back(name);
+      block->is_output.push_back(0);
+    }
+    if (output) block->is_output[it->second] = 1;
+    return it->second;
+  };
+  const auto args = [&](const auto& vars, bool output) {
+    std::vector<RillOpInfo::Args> out;
+    for (const auto& v : vars) {
+      RillOpInfo::Args a;
+      a.slot = v.parameter();
+      for (const auto& n : v.arguments()) {
+        a.names.push_back(n);
+        a.ids.push_back(intern(n, output));
+      }
+      out.push_back(std::move(a));
+    }
+    return out;
+  };
+
+  for (int i = 0; i < desc.ops_size(); ++i) {
+    const proto::OpDesc& od = desc.ops(i);
+    auto op = std::make_unique<PreparedOp>();
+    OpInstance& info = op->info;
+    info.type = od.type();
+    info.block_idx = block_idx;
+    info.op_idx = i;
+    info.schema = registry_.FindOp(od.type());
+    if (info.schema == nullptr) {
+      throw Error("block " + std::to_string(block_idx) + ", op " + std::to_string(i) + ": " +
+                  registry_.UnknownOpMessage(od.type()), RILL_NOT_FOUND);
+    }
+    info.inputs = args(od.inputs(), false);
+    info.outputs = args(od.outputs(), true);
+    for (const AttrSpec& spec : info.schema->attrs) {
+      AttrValue value = spec.default_value;
+      for (const auto& a : od.attrs()) {
+        if (a.name() == spec.name) value = AttrFromProto(a, spec.type);
+      }
+      info.attrs.push_back(std::move(value));
+    }
+    const std::string& src = info.schema->dtype_source;
+    if (src.rfind("attr:", 0) == 0) {
+      op->static_dtype = static_cast<int32_t>(info.FindAttr(src.substr(5).c_str())->i);
+    } else if (!src.empty()) {
+      for (size_t k = 0; k < info.inputs.size(); ++k) {
+        if (info.inputs[k].slot == src && !info.inputs[k].names.empty()) op->dtype_input = static_cast<int>(k);
+      }
+    }
+    block->ops.push_back(std::move(op));
+  }
+  PreparedBlock* raw = block.release();
+  prepared_[block_idx].store(raw, std::memory_order_release);
+  return *raw;
+}
+
+void Executor::Run(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
+  PreparedBlock& block = Prepare(block_idx);
+
+  for (const auto& [name, persistable] : block.declared) {
+    if (!persistable) {
+      scope->Var(name);
+    } else if (scope->FindVar(name) == nullptr) {
+      scope->root()->Var(name);
+    }
+  }
+  std::vector<Variable*> frame(block.names.size());
+  for (size_t i = 0; i < frame.size(); ++i) {
+    frame[i] = scope->FindVar(block.names[i]);
+    if (frame[i] == nullptr && block.is_output[i]) frame[i] = scope->Var(block.names[i]);
+  }
+
+  RillScope scope_handle{scope};
+  for (auto& op : block.ops) {
+    RillKernelContext ctx{&op->info, frame.data(), &block.names, &scope_handle, this};
+    KernelInstance* k = op->last.load(std::memory_order_acquire);
+    try {
+      const auto [device, dtype] = KernelKey(*op, ctx);
+      if (k == nullptr || k->dtype != dtype || k->device != device) {
+        k = ChooseKernel(registry_, *op, device, dtype);
+        op->last.store(k, std::memory_order_release);
+      }
+    } catch (const Error& e) {
+      throw Error(op->info.Where() + ": " + e.what(), e.code());
+    }
+    if (RillStatus* st = k->entry->compute(k->state, &ctx)) {
+      ThrowIfError(st, op->info.Where() + ": ");
+    }
+  }
+}
+
+}  // namespace rill::core

@@ -1,0 +1,53 @@
+// core/runtime/executor.h — runs the blocks of one program.
+//
+// Contract:
+//  - An Executor is bound to one validated program. Each block is prepared once, on first
+//    use (op instances, attributes with defaults, argument name table), and can then run
+//    any number of times, in any scope, from several threads at once.
+//  - Run(block, scope) runs the block's ops in order, inline on the calling thread. Before
+//    the first op, variables the block declares are created: persistable ones in the root
+//    scope (unless some scope up the chain has them), the rest in `scope`; an output not
+//    found up the scope chain is created in `scope`.
+//  - A kernel is chosen per op by (op type, device, dtype key) on first run and cached;
+//    a different dtype key on a later run chooses (and caches) again.
+//  - Any failure throws Error naming block, op index, op type, its variables and the
+//    kernel's message; errors from nested blocks keep the whole chain.
+#ifndef RILL_CORE_RUNTIME_EXECUTOR_H_
+#define RILL_CORE_RUNTIME_EXECUTOR_H_
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/proto/framework.pb.h"
+#include "core/registry/registry.h"
+#include "core/runtime/scope.h"
+
+namespace rill::core {
+
+class Executor {
+ public:
+  Executor(const Registry& registry, std::shared_ptr<const proto::ProgramDesc> program);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  void Run(int32_t block_idx, const std::shared_ptr<Scope>& scope);
+  const proto::ProgramDesc& program() const { return *program_; }
+  const Registry& registry() const { return registry_; }
+
+  struct PreparedBlock;
+
+ private:
+  PreparedBlock& Prepare(int32_t block_idx);
+
+  const Registry& registry_;
+  const std::shared_ptr<const proto::ProgramDesc> program_;
+  std::mutex prepare_mu_;
+  std::vector<std::atomic<PreparedBlock*>> prepared_;  // owned; deleted in ~Executor
+};
+
+}  // namespace rill::core
+
+#endif  // RILL_CORE_RUNTIME_EXECUTOR_H_

@@ -1,0 +1,51 @@
+// core/runtime/kernel_context.h — host definitions of the ABI's RillScope and
+// RillKernelContext handles.
+//
+// A RillScope is a strong reference to a Scope: owned handles (scope_new_child,
+// scope_retain) are heap-allocated and freed by scope_release; the borrowed one a
+// kernel gets from its context lives in the executor's run frame.
+// A RillKernelContext lives on the executor's stack for one kernel call.
+#ifndef RILL_CORE_RUNTIME_KERNEL_CONTEXT_H_
+#define RILL_CORE_RUNTIME_KERNEL_CONTEXT_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/runtime/op_instance.h"
+#include "core/runtime/scope.h"
+
+struct RillScope {
+  std::shared_ptr<rill::core::Scope> scope;
+};
+
+namespace rill::core {
+class Executor;
+}
+
+struct RillKernelContext {
+  const RillOpInfo* op;
+  rill::core::Variable** frame;  // the block's variables, by name id; null until found
+  const std::vector<std::string>* frame_names;
+  RillScope* scope;
+  rill::core::Executor* executor;
+
+  // The i-th variable of an input slot; looked up again if it did not exist when the run
+  // started (another op may have created it since). nullptr if absent.
+  rill::core::Variable* Input(const char* slot, size_t i) const {
+    return Arg(op->FindInput(slot), i);
+  }
+  rill::core::Variable* Output(const char* slot, size_t i) const {
+    return Arg(op->FindOutput(slot), i);
+  }
+
+ private:
+  rill::core::Variable* Arg(const RillOpInfo::Args* args, size_t i) const {
+    if (args == nullptr || i >= args->ids.size()) return nullptr;
+    rill::core::Variable*& v = frame[args->ids[i]];
+    if (v == nullptr) v = scope->scope->FindVar((*frame_names)[args->ids[i]]);
+    return v;
+  }
+};
+
+#endif  // RILL_CORE_RUNTIME_KERNEL_CONTEXT_H_

@@ -1,0 +1,53 @@
+// core/runtime/scope.h — a tree of name -> variable maps.
+//
+// Contract:
+//  - A child holds a strong reference to its parent, so any scope keeps every scope it can
+//    see alive: a `go` block holding its scope can outlive the block that started it.
+//    Parents do not track children.
+//  - Lookups walk up the chain; Var() creates only in this scope.
+//  - Every method is safe to call from several threads at once. Variable* stay valid
+//    while the scope lives (variables are never removed).
+#ifndef RILL_CORE_RUNTIME_SCOPE_H_
+#define RILL_CORE_RUNTIME_SCOPE_H_
+
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/runtime/variable.h"
+
+namespace rill::core {
+
+class Scope : public std::enable_shared_from_this<Scope> {
+  struct Passkey {};
+
+ public:
+  static std::shared_ptr<Scope> NewRoot();
+  explicit Scope(Passkey, std::shared_ptr<Scope> parent) : parent_(std::move(parent)) {}
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+  std::shared_ptr<Scope> NewChild();
+  // Finds `name` in this scope only, creating it if absent.
+  Variable* Var(const std::string& name);
+  // Finds `name` here or in an ancestor; nullptr if absent.
+  Variable* FindVar(const std::string& name) const;
+  Variable* FindLocalVar(const std::string& name) const;
+  // The scope where FindVar would find `name`; nullptr if absent.
+  const Scope* FindScopeOf(const std::string& name) const;
+
+  const std::shared_ptr<Scope>& parent() const { return parent_; }
+  Scope* root();
+  std::vector<std::string> LocalVarNames() const;
+
+ private:
+  const std::shared_ptr<Scope> parent_;
+  mutable std::shared_mutex mu_;
+  std::unordered_map<std::string, std::unique_ptr<Variable>> vars_;
+};
+
+}  // namespace rill::core
+
+#endif  // RILL_CORE_RUNTIME_SCOPE_H_

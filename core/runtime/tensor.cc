@@ -1,0 +1,123 @@
+#include "core/runtime/tensor.h"
+
+#include <cstdlib>
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "core/errors.h"
+#include "core/runtime/dtype.h"
+
+namespace rill::core {
+
+std::string Place::ToString() const {
+  if (device_type == RILL_CPU) return "CPU";
+  if (device_type == RILL_CUDA) return "CUDA:" + std::to_string(device_id);
+  return "device(" + std::to_string(device_type) + "):" + std::to_string(device_id);
+}
+
+Buffer::Buffer(size_t bytes, Place place) : data_(nullptr), size_(bytes), place_(place) {
+  if (place.device_type != RILL_CPU) {
+    throw Error("cannot allocate on " + place.ToString() + ": this build has no allocator for it",
+                RILL_UNIMPLEMENTED);
+  }
+  // aligned_alloc needs a size that is a multiple of the alignment; never zero, so every
+  // allocated tensor has a valid data pointer.
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  data_ = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  if (data_ == nullptr) {
+    throw Error("out of memory allocating " + std::to_string(bytes) + " bytes",
+                RILL_RESOURCE_EXHAUSTED);
+  }
+}
+
+Buffer::~Buffer() { std::free(data_); }
+
+size_t Tensor::nbytes() const {
+  return initialized() ? static_cast<size_t>(numel_) * DataTypeSize(dtype_) : 0;
+}
+
+void* Tensor::Allocate(int32_t dtype, const std::vector<int64_t>& dims, Place place) {
+  const size_t elem = DataTypeSize(dtype);
+  int64_t numel = 1;
+  for (int64_t d : dims) {
+    if (d < 0) throw Error("negative dimension " + std::to_string(d) + " in tensor shape");
+    if (d != 0 && numel > INT64_MAX / d) throw Error("tensor shape overflows int64");
+    numel *= d;
+  }
+  const size_t bytes = static_cast<size_t>(numel) * elem;
+  const bool reuse = buffer_ && buffer_.use_count() == 1 && buffer_->size() == bytes &&
+                     buffer_->place() == place;
+  if (!reuse) buffer_ = std::make_shared<Buffer>(bytes, place);
+  dtype_ = dtype;
+  dims_ = dims;
+  numel_ = numel;
+  place_ = place;
+  return buffer_->data();
+}
+
+Tensor Tensor::DeepCopy() const {
+  Tensor out;
+  if (!initialized()) return out;
+  out.Allocate(dtype_, dims_, place_);
+  std::memcpy(out.data(), data(), nbytes());
+  out.lod_ = lod_;
+  return out;
+}
+
+namespace {
+template <class T>
+void AppendValues(std::ostringstream& os, const void* data, size_t n, const char* sep) {
+  const T* p = static_cast<const T*>(data);
+  for (size_t i = 0; i < n; ++i) {
+    if (i) os << sep;
+    if constexpr (std::is_same_v<T, bool>) {
+      os << (p[i] ? "true" : "false");
+    } else if constexpr (sizeof(T) == 1) {
+      os << static_cast<int>(p[i]);
+    } else {
+      os << p[i];
+    }
+  }
+}
+
+void AppendAny(std::ostringstream& os, int32_t dtype, const void* data, size_t n,
+               const char* sep) {
+  switch (dtype) {
+    case RILL_BOOL: AppendValues<bool>(os, data, n, sep); break;
+    case RILL_INT16: AppendValues<int16_t>(os, data, n, sep); break;
+    case RILL_INT32: AppendValues<int32_t>(os, data, n, sep); break;
+    case RILL_INT64: AppendValues<int64_t>(os, data, n, sep); break;
+    case RILL_FP32: AppendValues<float>(os, data, n, sep); break;
+    case RILL_FP64: AppendValues<double>(os, data, n, sep); break;
+    case RILL_SIZE_T: AppendValues<uint64_t>(os, data, n, sep); break;
+    case RILL_UINT8: AppendValues<uint8_t>(os, data, n, sep); break;
+    case RILL_INT8: AppendValues<int8_t>(os, data, n, sep); break;
+    default: os << "<" << n << " values of " << DataTypeName(dtype) << ">"; break;
+  }
+}
+}  // namespace
+
+std::string Tensor::ValuesToString(size_t max_values, const char* sep) const {
+  std::ostringstream os;
+  os.precision(7);
+  if (!initialized()) return "";
+  if (place_.device_type != RILL_CPU) return "<on " + place_.ToString() + ">";
+  const size_t n = std::min<size_t>(static_cast<size_t>(numel_), max_values);
+  AppendAny(os, dtype_, data(), n, sep);
+  if (n < static_cast<size_t>(numel_)) os << sep << "...";
+  return os.str();
+}
+
+std::string Tensor::Describe(size_t max_values) const {
+  if (!initialized()) return "tensor (empty)";
+  std::ostringstream os;
+  os << DataTypeName(dtype_) << "[";
+  for (size_t i = 0; i < dims_.size(); ++i) os << (i ? ", " : "") << dims_[i];
+  os << "]";
+  if (place_.device_type != RILL_CPU) os << " on " << place_.ToString();
+  os << " {" << ValuesToString(max_values, ", ") << "}";
+  return os.str();
+}
+
+}  // namespace rill::core

@@ -1,0 +1,94 @@
+// core/runtime/tensor.h — a typed, shaped view over shared host (or device) memory.
+//
+// Contract: a Tensor is dims + dtype (framework.proto number) + place + LoD over a
+// reference-counted buffer. Copying a Tensor shares the buffer (cheap, like Fluid's
+// ShareDataWith); DeepCopy duplicates it. Host memory is 64-byte aligned. A tensor is not
+// internally synchronized: concurrent writers must be ordered by the program (channels).
+#ifndef RILL_CORE_RUNTIME_TENSOR_H_
+#define RILL_CORE_RUNTIME_TENSOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rill/abi.h"
+
+namespace rill::core {
+
+struct Place {
+  int32_t device_type = RILL_CPU;
+  int32_t device_id = 0;
+  bool operator==(const Place& o) const {
+    return device_type == o.device_type && device_id == o.device_id;
+  }
+  std::string ToString() const;
+};
+
+using LoD = std::vector<std::vector<uint64_t>>;
+
+// One allocation, freed when the last tensor sharing it goes away.
+class Buffer {
+ public:
+  static constexpr size_t kAlignment = 64;
+  Buffer(size_t bytes, Place place);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* data() const { return data_; }
+  size_t size() const { return size_; }
+  const Place& place() const { return place_; }
+
+ private:
+  void* data_;
+  size_t size_;
+  Place place_;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+
+  int32_t dtype() const { return dtype_; }  // -1 until allocated
+  bool initialized() const { return dtype_ >= 0; }
+  const std::vector<int64_t>& dims() const { return dims_; }
+  int64_t numel() const { return numel_; }
+  size_t nbytes() const;
+  const Place& place() const { return place_; }
+  void* data() const { return buffer_ ? buffer_->data() : nullptr; }
+  template <class T> T* data_as() const { return static_cast<T*>(data()); }
+
+  // Shapes the tensor, reusing its memory when the byte size is unchanged and nobody else
+  // shares it, else allocating. Returns the data pointer. Throws Error for a negative
+  // dimension, an unknown dtype or an unavailable place.
+  void* Allocate(int32_t dtype, const std::vector<int64_t>& dims, Place place = {});
+
+  const LoD& lod() const { return lod_; }
+  LoD& mutable_lod() { return lod_; }
+
+  Tensor DeepCopy() const;
+  // "fp32[2, 3] {1, 2, 3, 4, 5, 6}", at most `max_values` values.
+  std::string Describe(size_t max_values = 16) const;
+  // The values only, separated by `sep`; " ..." marks values left out.
+  std::string ValuesToString(size_t max_values = SIZE_MAX, const char* sep = " ") const;
+
+ private:
+  int32_t dtype_ = -1;
+  std::vector<int64_t> dims_;
+  int64_t numel_ = 0;
+  Place place_;
+  std::shared_ptr<Buffer> buffer_;
+  LoD lod_;
+};
+
+// Fluid's SelectedRows: a sparse set of rows of a [height, ...] tensor.
+struct SelectedRows {
+  std::vector<int64_t> rows;
+  int64_t height = 0;
+  Tensor value;
+};
+
+}  // namespace rill::core
+
+#endif  // RILL_CORE_RUNTIME_TENSOR_H_

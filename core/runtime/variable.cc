@@ -1,0 +1,84 @@
+#include "core/runtime/variable.h"
+
+#include "core/errors.h"
+
+namespace rill::core {
+
+CustomValue& CustomValue::operator=(CustomValue&& o) noexcept {
+  if (this != &o) {
+    Reset();
+    type_ = o.type_;
+    value_ = o.value_;
+    o.value_ = nullptr;
+  }
+  return *this;
+}
+
+void CustomValue::Reset() {
+  if (value_ != nullptr && type_->destroy != nullptr) type_->destroy(value_);
+  value_ = nullptr;
+}
+
+Tensor* Variable::GetMutableTensor() {
+  if (std::holds_alternative<std::monostate>(value_)) value_ = Tensor{};
+  if (auto* t = std::get_if<Tensor>(&value_)) return t;
+  throw Error("variable holds " + KindName() + ", not a tensor");
+}
+
+const Tensor* Variable::GetTensor() const { return std::get_if<Tensor>(&value_); }
+
+SelectedRows* Variable::GetMutableSelectedRows() {
+  if (std::holds_alternative<std::monostate>(value_)) value_ = SelectedRows{};
+  if (auto* s = std::get_if<SelectedRows>(&value_)) return s;
+  throw Error("variable holds " + KindName() + ", not selected rows");
+}
+
+const CustomValue* Variable::GetCustom() const { return std::get_if<CustomValue>(&value_); }
+
+void Variable::SetCustom(const CustomType* type, void* value) {
+  value_ = CustomValue(type, value);
+}
+
+void Variable::MoveFrom(Variable& src) {
+  if (&src == this) return;
+  value_ = std::move(src.value_);
+  src.value_ = std::monostate{};
+}
+
+void Variable::CopyFrom(const Variable& src) {
+  if (&src == this) return;
+  if (const auto* t = std::get_if<Tensor>(&src.value_)) {
+    value_ = t->DeepCopy();
+  } else if (const auto* s = std::get_if<SelectedRows>(&src.value_)) {
+    value_ = SelectedRows{s->rows, s->height, s->value.DeepCopy()};
+  } else if (std::holds_alternative<std::monostate>(src.value_)) {
+    value_ = std::monostate{};
+  } else {
+    throw Error("cannot copy a variable holding " + src.KindName() + " (move it instead)");
+  }
+}
+
+std::string Variable::KindName() const {
+  if (std::holds_alternative<std::monostate>(value_)) return "empty";
+  if (std::holds_alternative<Tensor>(value_)) return "tensor";
+  if (std::holds_alternative<SelectedRows>(value_)) return "selected_rows";
+  return std::get<CustomValue>(value_).type()->name;
+}
+
+std::string Variable::Describe(size_t max_values) const {
+  if (const auto* t = std::get_if<Tensor>(&value_)) return t->Describe(max_values);
+  if (const auto* s = std::get_if<SelectedRows>(&value_)) {
+    return "selected_rows height " + std::to_string(s->height) + ", " +
+           std::to_string(s->rows.size()) + " rows, value " + s->value.Describe(max_values);
+  }
+  if (const auto* c = std::get_if<CustomValue>(&value_)) {
+    if (c->type()->describe == nullptr) return c->type()->name;
+    char buf[256] = {0};
+    c->type()->describe(c->value(), buf, sizeof(buf));
+    buf[sizeof(buf) - 1] = '\0';
+    return buf;
+  }
+  return "empty";
+}
+
+}  // namespace rill::core

@@ -1,0 +1,76 @@
+// core/runtime/variable.h — a named slot in a scope holding one typed value.
+//
+// A Variable holds nothing, a LoD tensor, SelectedRows, or a value of a plugin-defined
+// type (a channel, say) that the host holds as an opaque pointer and frees through the
+// plugin's destroy callback. Like Tensor, it is not internally synchronized.
+#ifndef RILL_CORE_RUNTIME_VARIABLE_H_
+#define RILL_CORE_RUNTIME_VARIABLE_H_
+
+#include <cstddef>
+#include <string>
+#include <variant>
+
+#include "core/runtime/tensor.h"
+
+namespace rill::core {
+
+// A plugin-defined variable type, as registered (see RillVarTypeDef).
+struct CustomType {
+  std::string name;
+  std::string plugin;
+  void (*destroy)(void* value) = nullptr;
+  void (*describe)(const void* value, char* buf, size_t cap) = nullptr;
+};
+
+// Owns one value of a CustomType.
+class CustomValue {
+ public:
+  CustomValue(const CustomType* type, void* value) : type_(type), value_(value) {}
+  CustomValue(CustomValue&& o) noexcept : type_(o.type_), value_(o.value_) { o.value_ = nullptr; }
+  CustomValue& operator=(CustomValue&& o) noexcept;
+  CustomValue(const CustomValue&) = delete;
+  CustomValue& operator=(const CustomValue&) = delete;
+  ~CustomValue() { Reset(); }
+
+  const CustomType* type() const { return type_; }
+  void* value() const { return value_; }
+
+ private:
+  void Reset();
+  const CustomType* type_;
+  void* value_;
+};
+
+class Variable {
+ public:
+  bool initialized() const { return !std::holds_alternative<std::monostate>(value_); }
+  bool is_tensor() const { return std::holds_alternative<Tensor>(value_); }
+  bool is_selected_rows() const { return std::holds_alternative<SelectedRows>(value_); }
+  bool is_custom() const { return std::holds_alternative<CustomValue>(value_); }
+
+  // The tensor held; an empty variable becomes an empty tensor. Throws Error if it holds
+  // another kind of value.
+  Tensor* GetMutableTensor();
+  const Tensor* GetTensor() const;  // nullptr if not a tensor
+  SelectedRows* GetMutableSelectedRows();
+  const CustomValue* GetCustom() const;  // nullptr if not a custom value
+
+  void SetCustom(const CustomType* type, void* value);
+  // Moves `src`'s value here, leaving `src` empty.
+  void MoveFrom(Variable& src);
+  // Deep-copies tensors and selected rows; custom values cannot be copied.
+  void CopyFrom(const Variable& src);
+  void Clear() { value_ = std::monostate{}; }
+
+  // "fp32[1] {3}", "selected_rows ...", "csp.channel (cap 0, open)", "empty".
+  std::string Describe(size_t max_values = 16) const;
+  // Kind of value, for error messages: "empty", "tensor", "selected_rows", or the type name.
+  std::string KindName() const;
+
+ private:
+  std::variant<std::monostate, Tensor, SelectedRows, CustomValue> value_;
+};
+
+}  // namespace rill::core
+
+#endif  // RILL_CORE_RUNTIME_VARIABLE_H_

@@ -1,0 +1,82 @@
+// plugins/math/broadcast.h — Fluid's elementwise broadcasting rule.
+//
+// Y's dims must equal a contiguous run of X's dims starting at `axis` (axis -1 means
+// rank(X) - rank(Y)); trailing 1s of Y are ignored. X is then viewed as [pre, n, post]
+// and Y as [n], and Out[i, j, k] = f(X[i, j, k], Y[j]). Out has X's shape.
+#ifndef RILL_PLUGINS_MATH_BROADCAST_H_
+#define RILL_PLUGINS_MATH_BROADCAST_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rill/sdk.hpp"
+
+namespace rill::math {
+
+struct Broadcast {
+  int64_t pre = 1, n = 1, post = 1;
+  bool same_shape = false;
+};
+
+inline std::string DimsString(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+inline Broadcast ComputeBroadcast(const std::vector<int64_t>& x, std::vector<int64_t> y, int64_t axis) {
+  Broadcast b;
+  if (x == y) {
+    b.same_shape = true;
+    for (int64_t d : x) b.n *= d;
+    return b;
+  }
+  while (y.size() > 1 && y.back() == 1) y.pop_back();
+  if (y.size() == 1 && y[0] == 1) {  // a scalar Y broadcasts everywhere
+    for (int64_t d : x) b.pre *= d;
+    return b;
+  }
+  if (axis == -1) axis = static_cast<int64_t>(x.size()) - static_cast<int64_t>(y.size());
+  if (axis < 0 || axis + y.size() > x.size()) {
+    throw Error("cannot broadcast Y " + DimsString(y) + " to X " + DimsString(x) + " at axis " +
+                std::to_string(axis));
+  }
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (x[axis + i] != y[i]) {
+      throw Error("cannot broadcast Y " + DimsString(y) + " to X " + DimsString(x) + " at axis " +
+                  std::to_string(axis) + ": dimension " + std::to_string(axis + i) + " differs");
+    }
+  }
+  for (int64_t i = 0; i < axis; ++i) b.pre *= x[i];
+  for (size_t i = 0; i < y.size(); ++i) b.n *= y[i];
+  for (size_t i = axis + y.size(); i < x.size(); ++i) b.post *= x[i];
+  return b;
+}
+
+// Out = f(X, Y) elementwise with broadcasting; Out is shaped like X with element type R.
+template <class T, class R, class F>
+void BinaryBroadcast(KernelContext& ctx, F f) {
+  Tensor x = ctx.Input("X");
+  Tensor y = ctx.Input("Y");
+  const Broadcast b = ComputeBroadcast(x.dims(), y.dims(), ctx.Attr<int64_t>("axis"));
+  const T* px = x.data<T>();
+  const T* py = y.data<T>();
+  Tensor out = ctx.Output("Out");
+  R* po = out.Allocate<R>(x.dims());
+  if (b.same_shape) {
+    for (int64_t i = 0; i < b.n; ++i) po[i] = f(px[i], py[i]);
+    return;
+  }
+  for (int64_t i = 0; i < b.pre; ++i) {
+    for (int64_t j = 0; j < b.n; ++j) {
+      const T yv = py[j];
+      const int64_t base = (i * b.n + j) * b.post;
+      for (int64_t k = 0; k < b.post; ++k) po[base + k] = f(px[base + k], yv);
+    }
+  }
+}
+
+}  // namespace rill::math
+
+#endif  // RILL_PLUGINS_MATH_BROADCAST_H_

@@ -1,0 +1,21 @@
+// plugins/math/ops.h — registration functions of the math plugin's ops, one per file.
+#ifndef RILL_PLUGINS_MATH_OPS_H_
+#define RILL_PLUGINS_MATH_OPS_H_
+
+#include "rill/sdk.hpp"
+
+namespace rill::math {
+
+// The dtypes the math kernels are built for, in one list so every op agrees.
+#define RILL_MATH_NUMERIC_TYPES float, double, int32_t, int64_t
+
+void RegisterFillConstant(Registrar& r);
+void RegisterAssign(Registrar& r);
+void RegisterIncrement(Registrar& r);
+void RegisterCompare(Registrar& r);
+void RegisterElementwise(Registrar& r);
+void RegisterPrint(Registrar& r);
+
+}  // namespace rill::math
+
+#endif  // RILL_PLUGINS_MATH_OPS_H_

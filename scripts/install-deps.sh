@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of Rill from Debian packages.
+# Idempotent: packages already present are left as they are. Run as root (or with sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  # core
+  libboost-dev libprotobuf-dev protobuf-compiler libspdlog-dev libfmt-dev
+  # math plugin
+  libeigen3-dev
+  # tests and benchmarks
+  googletest libgtest-dev libgmock-dev libbenchmark-dev python3
+  # out-of-tree plugin test: a different compiler and standard library from the host's
+  clang libc++-dev libc++abi-dev
+  # distribution plugins (gRPC, Open MPI)
+  libgrpc++-dev protobuf-compiler-grpc libopenmpi-dev openmpi-bin
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,322 @@
+/* rill/abi.h — the one contract between the Rill host and its op-kernel plugins.
+ *
+ * A plugin is a shared library that exports exactly one C function,
+ *
+ *     const RillPlugin* RillGetPlugin(void);
+ *
+ * whose signature never changes. The host loads the library (RTLD_LOCAL, never unloaded),
+ * calls RillGetPlugin, refuses the plugin if `abi_version` is newer than its own, and
+ * otherwise calls `init` with its function table (RillHostApi) and a registrar. `init`
+ * registers op schemas, kernels and variable types through the table; nothing is
+ * registered by static initializers.
+ *
+ * Rules this header keeps (see ARCHITECTURE.md, "The SDK ABI"):
+ *  - Only C crosses: fixed-width integers, UTF-8 `const char*`, pointer + length, opaque
+ *    handles. No exceptions cross; every call that can fail returns a RillStatus*.
+ *  - RillStatus* NULL means success. A non-NULL status is owned by whoever receives it:
+ *    the plugin releases statuses the host returns to it (status_release) or passes them
+ *    back up as its own result; the host releases statuses the plugin returns.
+ *  - RillHostApi is append-only. The offsets of every field of a shipped version are
+ *    pinned by static_asserts in core/abi/host_api.cc. A plugin built against version N
+ *    may read only the fields of version N; the host serves every version up to its own.
+ *  - Structs the plugin fills start with `struct_size`; the host reads a field only if
+ *    `struct_size` covers it, so they too may grow at the end.
+ *  - Whoever allocates frees: tensors are allocated by the host (64-byte aligned), kernel
+ *    state and custom variable values are destroyed by the plugin's own callbacks.
+ *  - Enum values are pinned and never reused. Data types are framework.proto's numbers.
+ *  - Borrowed pointers (handles passed into a callback, strings returned by getters) are
+ *    valid until that callback returns unless documented otherwise.
+ */
+#ifndef RILL_ABI_H_
+#define RILL_ABI_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ABI version this header declares. Version 1 is the first shipped version. */
+#define RILL_ABI_VERSION 1u
+
+/* Name of the single exported entry point. */
+#define RILL_ENTRY_POINT_NAME "RillGetPlugin"
+
+#if defined(_WIN32)
+#define RILL_EXPORT __declspec(dllexport)
+#else
+#define RILL_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* ---- Status ------------------------------------------------------------------------ */
+
+typedef enum RillStatusCode {
+  RILL_OK = 0,
+  RILL_INVALID_ARGUMENT = 1, /* bad input: wrong dtype, shape, attribute value */
+  RILL_NOT_FOUND = 2,        /* a variable, slot, attribute or op that does not exist */
+  RILL_FAILED_PRECONDITION = 3, /* state does not allow it: send on closed channel */
+  RILL_OUT_OF_RANGE = 4,
+  RILL_UNIMPLEMENTED = 5,    /* no kernel for this place/dtype */
+  RILL_INTERNAL = 6,         /* a bug, or an exception of unknown kind */
+  RILL_UNAVAILABLE = 7,      /* a peer is gone */
+  RILL_DEADLINE_EXCEEDED = 8,
+  RILL_CANCELLED = 9,
+  RILL_ALREADY_EXISTS = 10,
+  RILL_RESOURCE_EXHAUSTED = 11
+} RillStatusCode;
+
+typedef struct RillStatus RillStatus; /* opaque, host-allocated */
+
+/* ---- Data types, places, attribute types (pinned numbers) -------------------------- */
+
+/* framework.proto VarType.Type numbers for tensor element types. */
+typedef enum RillDataType {
+  RILL_BOOL = 0,
+  RILL_INT16 = 1,
+  RILL_INT32 = 2,
+  RILL_INT64 = 3,
+  RILL_FP16 = 4,
+  RILL_FP32 = 5,
+  RILL_FP64 = 6,
+  RILL_SIZE_T = 19,
+  RILL_UINT8 = 20,
+  RILL_INT8 = 21,
+  /* Kernel registration only: the kernel accepts every dtype. */
+  RILL_ANY_DTYPE = -1
+} RillDataType;
+
+typedef enum RillDeviceType { RILL_CPU = 0, RILL_CUDA = 1 } RillDeviceType;
+
+/* framework.proto AttrType numbers. */
+typedef enum RillAttrType {
+  RILL_ATTR_INT = 0,
+  RILL_ATTR_FLOAT = 1,
+  RILL_ATTR_STRING = 2,
+  RILL_ATTR_INTS = 3,
+  RILL_ATTR_FLOATS = 4,
+  RILL_ATTR_STRINGS = 5,
+  RILL_ATTR_BOOLEAN = 6,
+  RILL_ATTR_BOOLEANS = 7,
+  RILL_ATTR_BLOCK = 8,
+  RILL_ATTR_LONG = 9,
+  RILL_ATTR_BLOCKS = 10
+} RillAttrType;
+
+typedef enum RillLogLevel {
+  RILL_LOG_TRACE = 0,
+  RILL_LOG_DEBUG = 1,
+  RILL_LOG_INFO = 2,
+  RILL_LOG_WARN = 3,
+  RILL_LOG_ERROR = 4
+} RillLogLevel;
+
+/* ---- Opaque handles ------------------------------------------------------------------ */
+
+typedef struct RillRegistrar RillRegistrar;         /* valid during init only */
+typedef struct RillOpInfo RillOpInfo;               /* one op of a program: attrs, args */
+typedef struct RillKernelContext RillKernelContext; /* one kernel invocation */
+typedef struct RillVariable RillVariable;           /* a variable in a scope */
+typedef struct RillTensor RillTensor;               /* a (LoD)tensor held by a variable */
+typedef struct RillScope RillScope;                 /* a scope; owned handles are released */
+
+/* ---- What a plugin declares ---------------------------------------------------------- */
+
+/* Slot flags. */
+#define RILL_SLOT_OPTIONAL 1u   /* the slot may be absent or empty */
+#define RILL_SLOT_DUPLICABLE 2u /* the slot may hold more than one variable */
+
+typedef struct RillSlotDef {
+  const char* name;
+  uint32_t flags;
+  const char* doc; /* may be NULL */
+} RillSlotDef;
+
+/* Attribute flags. */
+#define RILL_ATTR_REQUIRED 1u /* a program must set it; `default_value` is ignored */
+
+typedef struct RillAttrDef {
+  const char* name;
+  int32_t type; /* RillAttrType */
+  uint32_t flags;
+  /* Default in text form, used when a program omits the attribute: "0", "-1.5", "true",
+   * "abc" (STRING: taken verbatim), "[1, 2]" or "[]" for list types ("[\"a\", \"b\"]"
+   * for STRINGS). NULL with no RILL_ATTR_REQUIRED flag means the type's zero value. */
+  const char* default_value;
+  const char* doc; /* may be NULL */
+} RillAttrDef;
+
+typedef struct RillOpSchema {
+  uint32_t struct_size; /* sizeof(RillOpSchema) as the plugin was compiled */
+  const char* type;     /* op type, e.g. "elementwise_add" */
+  const char* doc;
+  const RillSlotDef* inputs;
+  size_t num_inputs;
+  const RillSlotDef* outputs;
+  size_t num_outputs;
+  const RillAttrDef* attrs;
+  size_t num_attrs;
+  /* Where the kernel's dtype key comes from: the name of an input slot (its first
+   * variable's tensor dtype), "attr:NAME" (an INT attribute holding a dtype number), or
+   * NULL: the op has one kernel per place registered with RILL_ANY_DTYPE. */
+  const char* kernel_dtype_source;
+} RillOpSchema;
+
+/* Kernel callbacks. `user_data` is the pointer given at registration.
+ * create: called once per op instance when the kernel is first chosen; may be NULL, in
+ *         which case the kernel's state is `user_data` itself.
+ * compute: called for every run of the op.
+ * destroy: frees what create made; may be NULL. */
+typedef RillStatus* (*RillKernelCreateFn)(void* user_data, const RillOpInfo* info,
+                                          void** state_out);
+typedef RillStatus* (*RillKernelComputeFn)(void* state, RillKernelContext* ctx);
+typedef void (*RillKernelDestroyFn)(void* state);
+
+typedef struct RillKernelDef {
+  uint32_t struct_size;
+  const char* op_type;
+  int32_t device_type; /* RillDeviceType */
+  int32_t dtype;       /* RillDataType, or RILL_ANY_DTYPE */
+  void* user_data;
+  RillKernelCreateFn create;
+  RillKernelComputeFn compute;
+  RillKernelDestroyFn destroy;
+} RillKernelDef;
+
+/* A variable type of the plugin's own (a channel is one). The host holds values of it in
+ * variables as opaque pointers and calls `destroy` when the variable goes away. */
+typedef struct RillVarTypeDef {
+  uint32_t struct_size;
+  const char* name; /* unique across plugins, e.g. "csp.channel" */
+  void (*destroy)(void* value);
+  /* Writes a one-line human description (NUL-terminated, truncated to `cap`) for
+   * printing; may be NULL. */
+  void (*describe)(const void* value, char* buf, size_t cap);
+} RillVarTypeDef;
+
+/* ---- The host's function table ------------------------------------------------------- */
+
+typedef struct RillHostApi {
+  /* ===== Version 1 ===== */
+  uint32_t abi_version; /* the host's own RILL_ABI_VERSION */
+  uint32_t struct_size; /* sizeof(RillHostApi) in the host */
+
+  /* Status. `message` is copied. */
+  RillStatus* (*status_create)(int32_t code, const char* message);
+  int32_t (*status_code)(const RillStatus* status);
+  const char* (*status_message)(const RillStatus* status); /* valid until released */
+  void (*status_release)(RillStatus* status);
+
+  /* Logging through the host's logger. */
+  void (*log)(int32_t level, const char* message);
+
+  /* Registration, during init only. Everything passed is copied. */
+  RillStatus* (*register_op)(RillRegistrar* reg, const RillOpSchema* schema);
+  RillStatus* (*register_kernel)(RillRegistrar* reg, const RillKernelDef* kernel);
+  RillStatus* (*register_var_type)(RillRegistrar* reg, const RillVarTypeDef* type);
+
+  /* Op instance: type, arguments and attributes. Attributes a program omits read as the
+   * schema's default. Getters fail with RILL_NOT_FOUND for an attribute the schema does
+   * not declare and RILL_INVALID_ARGUMENT for one of another type. Arrays and strings
+   * returned are owned by the host and live as long as the op instance. */
+  const char* (*op_type)(const RillOpInfo* info);
+  size_t (*op_input_count)(const RillOpInfo* info, const char* slot);
+  const char* (*op_input_name)(const RillOpInfo* info, const char* slot, size_t i);
+  size_t (*op_output_count)(const RillOpInfo* info, const char* slot);
+  const char* (*op_output_name)(const RillOpInfo* info, const char* slot, size_t i);
+  RillStatus* (*attr_int)(const RillOpInfo* info, const char* name, int64_t* out);
+  RillStatus* (*attr_float)(const RillOpInfo* info, const char* name, double* out);
+  RillStatus* (*attr_bool)(const RillOpInfo* info, const char* name, int32_t* out);
+  RillStatus* (*attr_string)(const RillOpInfo* info, const char* name, const char** data,
+                             size_t* len);
+  RillStatus* (*attr_ints)(const RillOpInfo* info, const char* name, const int64_t** data,
+                           size_t* count);
+  RillStatus* (*attr_floats)(const RillOpInfo* info, const char* name, const float** data,
+                             size_t* count);
+  RillStatus* (*attr_bools)(const RillOpInfo* info, const char* name, const uint8_t** data,
+                            size_t* count);
+  RillStatus* (*attr_strings)(const RillOpInfo* info, const char* name, size_t* count);
+  RillStatus* (*attr_strings_at)(const RillOpInfo* info, const char* name, size_t i,
+                                 const char** data, size_t* len);
+  /* BLOCK and BLOCKS attributes: block indices in the op's program. */
+  RillStatus* (*attr_block)(const RillOpInfo* info, const char* name, int32_t* out);
+  RillStatus* (*attr_blocks)(const RillOpInfo* info, const char* name, const int32_t** data,
+                             size_t* count);
+
+  /* Kernel context. Variables of a slot, in program order; NULL past the end. An output
+   * variable that no scope held yet was created in the op's scope before compute. */
+  const RillOpInfo* (*ctx_op)(const RillKernelContext* ctx);
+  RillVariable* (*ctx_input)(RillKernelContext* ctx, const char* slot, size_t i);
+  RillVariable* (*ctx_output)(RillKernelContext* ctx, const char* slot, size_t i);
+  RillScope* (*ctx_scope)(RillKernelContext* ctx); /* borrowed: the op's scope */
+  /* Runs block `block_idx` of the op's program in `scope`, inline on this thread. */
+  RillStatus* (*ctx_run_block)(RillKernelContext* ctx, int32_t block_idx, RillScope* scope);
+
+  /* Variables. A variable holds nothing, a LoD tensor, selected rows or a custom type. */
+  int32_t (*var_is_initialized)(const RillVariable* var);
+  /* The variable's tensor; for an empty variable, a new empty LoD tensor. Fails with
+   * RILL_INVALID_ARGUMENT if it holds another kind of value. */
+  RillStatus* (*var_tensor)(RillVariable* var, RillTensor** out);
+  /* Custom values: `type_name` must be a registered RillVarTypeDef. set_custom takes
+   * ownership of `value` (destroying what the variable held before); get_custom fails with
+   * RILL_INVALID_ARGUMENT if the variable holds something else. */
+  RillStatus* (*var_set_custom)(RillVariable* var, const char* type_name, void* value);
+  RillStatus* (*var_get_custom)(const RillVariable* var, const char* type_name,
+                                void** value);
+  /* Moves or copies the whole value of `src` into `dst` (tensors: copy = deep copy). */
+  RillStatus* (*var_move)(RillVariable* dst, RillVariable* src);
+  RillStatus* (*var_copy)(RillVariable* dst, const RillVariable* src);
+  /* A one-line description of the value: "fp32[2, 3] {1, 2, ...}". Copied into buf. */
+  void (*var_describe)(const RillVariable* var, char* buf, size_t cap);
+
+  /* Tensors. */
+  int32_t (*tensor_dtype)(const RillTensor* t); /* -1 if never allocated */
+  size_t (*tensor_ndim)(const RillTensor* t);
+  const int64_t* (*tensor_dims)(const RillTensor* t);
+  int64_t (*tensor_numel)(const RillTensor* t);
+  int32_t (*tensor_device_type)(const RillTensor* t);
+  int32_t (*tensor_device_id)(const RillTensor* t);
+  void* (*tensor_data)(RillTensor* t); /* NULL if never allocated */
+  /* Gives the tensor this shape and dtype on this device, keeping its memory when the
+   * byte size is unchanged and the tensor does not share it, else allocating new memory
+   * (64-byte aligned, contents unspecified). Writes the data pointer. */
+  RillStatus* (*tensor_allocate)(RillTensor* t, int32_t dtype, const int64_t* dims,
+                                 size_t ndim, int32_t device_type, int32_t device_id,
+                                 void** data_out);
+  /* LoD: `levels` levels, each a list of offsets. */
+  size_t (*tensor_lod_levels)(const RillTensor* t);
+  const uint64_t* (*tensor_lod_level)(const RillTensor* t, size_t level, size_t* count);
+  RillStatus* (*tensor_set_lod_level)(RillTensor* t, size_t level, const uint64_t* offsets,
+                                      size_t count);
+
+  /* Scopes. Owned handles (from scope_new_child, scope_retain) keep the scope and all its
+   * ancestors alive, from any thread, until released. */
+  RillStatus* (*scope_new_child)(RillScope* parent, RillScope** out);
+  RillScope* (*scope_retain)(RillScope* scope);
+  void (*scope_release)(RillScope* scope);
+  /* Finds `name` here or in an ancestor; NULL if absent. */
+  RillVariable* (*scope_find_var)(RillScope* scope, const char* name);
+  /* Finds `name` in this scope only, creating it if absent. */
+  RillVariable* (*scope_var)(RillScope* scope, const char* name);
+  /* ===== End of version 1 ===== */
+} RillHostApi;
+
+/* ---- The plugin's entry ---------------------------------------------------------------- */
+
+typedef struct RillPlugin {
+  uint32_t struct_size; /* sizeof(RillPlugin) as the plugin was compiled */
+  uint32_t abi_version; /* RILL_ABI_VERSION the plugin was built against */
+  const char* name;     /* short unique name, e.g. "math" */
+  const char* version;  /* the plugin's own version, free form */
+  /* Registers everything the plugin provides. `host` stays valid for the life of the
+   * process; keep it for use in kernels. */
+  RillStatus* (*init)(const RillHostApi* host, RillRegistrar* registrar);
+} RillPlugin;
+
+typedef const RillPlugin* (*RillGetPluginFn)(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* RILL_ABI_H_ */

@@ -1,0 +1,667 @@
+// rill/sdk.hpp — the header-only C++ layer over rill/abi.h for plugin authors.
+//
+// Compiled into each plugin, never into a shared ABI: it lives in a versioned inline
+// namespace with hidden visibility, so two plugins built against different SDK versions
+// (or with different standard libraries) never see each other's copies.
+//
+// A plugin:
+//
+//   static void Increment(rill::KernelContext& ctx) { ... }
+//   static void Init(rill::Registrar& r) {
+//     r.Op(rill::OpSchema("increment").Input("X").Output("Out")
+//              .Attr("step", 1.0, "amount added").KernelDtypeFrom("X"));
+//     r.Kernel("increment", RILL_CPU, RILL_FP32, &Increment);
+//   }
+//   RILL_PLUGIN("my_plugin", "1.0", Init)
+//
+// Kernels report failure by throwing (rill::Error, or any std::exception); the layer
+// turns every exception into a status at the ABI boundary.
+#ifndef RILL_SDK_HPP_
+#define RILL_SDK_HPP_
+
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <initializer_list>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rill/abi.h"
+
+namespace rill {
+inline namespace sdk_v1 __attribute__((visibility("hidden"))) {
+
+// ---- Host table and errors ------------------------------------------------------------
+
+namespace detail {
+inline const RillHostApi*& HostSlot() {
+  static const RillHostApi* host = nullptr;
+  return host;
+}
+}  // namespace detail
+
+// The host's function table; valid once the plugin's init has been called.
+inline const RillHostApi& Host() { return *detail::HostSlot(); }
+
+// The exception kernels throw; `code` becomes the status code the host sees.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message, RillStatusCode code = RILL_INVALID_ARGUMENT)
+      : std::runtime_error(message), code_(code) {}
+  RillStatusCode code() const { return code_; }
+
+ private:
+  RillStatusCode code_;
+};
+
+// Throws the status as an Error (releasing it) if it is not OK.
+inline void Check(RillStatus* status) {
+  if (status == nullptr) return;
+  const auto code = static_cast<RillStatusCode>(Host().status_code(status));
+  std::string message = Host().status_message(status);
+  Host().status_release(status);
+  throw Error(message, code);
+}
+
+// Runs `body`, turning any exception into a status for the host.
+template <class F>
+RillStatus* Guard(F&& body) noexcept {
+  try {
+    body();
+    return nullptr;
+  } catch (const Error& e) {
+    return Host().status_create(e.code(), e.what());
+  } catch (const std::exception& e) {
+    return Host().status_create(RILL_INTERNAL, e.what());
+  } catch (...) {
+    return Host().status_create(RILL_INTERNAL, "unknown exception in plugin");
+  }
+}
+
+inline void Log(RillLogLevel level, const std::string& message) {
+  Host().log(level, message.c_str());
+}
+
+// ---- Data types --------------------------------------------------------------------------
+
+template <class T> struct DataTypeOf;
+template <> struct DataTypeOf<bool> { static constexpr RillDataType value = RILL_BOOL; };
+template <> struct DataTypeOf<int16_t> { static constexpr RillDataType value = RILL_INT16; };
+template <> struct DataTypeOf<int32_t> { static constexpr RillDataType value = RILL_INT32; };
+template <> struct DataTypeOf<int64_t> { static constexpr RillDataType value = RILL_INT64; };
+template <> struct DataTypeOf<float> { static constexpr RillDataType value = RILL_FP32; };
+template <> struct DataTypeOf<double> { static constexpr RillDataType value = RILL_FP64; };
+template <> struct DataTypeOf<uint8_t> { static constexpr RillDataType value = RILL_UINT8; };
+template <> struct DataTypeOf<int8_t> { static constexpr RillDataType value = RILL_INT8; };
+
+inline const char* DataTypeName(int32_t dtype) {
+  switch (dtype) {
+    case RILL_BOOL: return "bool";
+    case RILL_INT16: return "int16";
+    case RILL_INT32: return "int32";
+    case RILL_INT64: return "int64";
+    case RILL_FP16: return "fp16";
+    case RILL_FP32: return "fp32";
+    case RILL_FP64: return "fp64";
+    case RILL_SIZE_T: return "size_t";
+    case RILL_UINT8: return "uint8";
+    case RILL_INT8: return "int8";
+    case RILL_ANY_DTYPE: return "any";
+    default: return "unknown";
+  }
+}
+
+// Calls fn(T{}) with T the C++ type of `dtype`; throws for a dtype outside `Ts`.
+template <class... Ts, class F>
+void VisitDataType(int32_t dtype, const char* what, F&& fn) {
+  bool done = false;
+  ((!done && dtype == DataTypeOf<Ts>::value ? (fn(Ts{}), done = true) : false), ...);
+  if (!done) {
+    throw Error(std::string(what) + ": unsupported dtype " + DataTypeName(dtype),
+                RILL_UNIMPLEMENTED);
+  }
+}
+
+// ---- Tensors, variables, scopes ---------------------------------------------------------
+
+// A borrowed view of a tensor held by a variable.
+class Tensor {
+ public:
+  explicit Tensor(RillTensor* t) : t_(t) {}
+  RillTensor* handle() const { return t_; }
+
+  int32_t dtype() const { return Host().tensor_dtype(t_); }
+  bool initialized() const { return dtype() >= 0; }
+  size_t ndim() const { return Host().tensor_ndim(t_); }
+  const int64_t* dims_data() const { return Host().tensor_dims(t_); }
+  std::vector<int64_t> dims() const { return {dims_data(), dims_data() + ndim()}; }
+  int64_t numel() const { return Host().tensor_numel(t_); }
+  int32_t device_type() const { return Host().tensor_device_type(t_); }
+
+  template <class T> const T* data() const { return Typed<T>(); }
+  template <class T> T* mutable_data() { return Typed<T>(); }
+  void* raw_data() { return Host().tensor_data(t_); }
+
+  // Shapes the tensor (CPU) and returns its memory, typed.
+  template <class T> T* Allocate(const int64_t* dims, size_t ndim) {
+    return static_cast<T*>(Allocate(DataTypeOf<T>::value, dims, ndim));
+  }
+  template <class T> T* Allocate(const std::vector<int64_t>& dims) {
+    return Allocate<T>(dims.data(), dims.size());
+  }
+  template <class T> T* Allocate(std::initializer_list<int64_t> dims) {
+    return Allocate<T>(dims.begin(), dims.size());
+  }
+  void* Allocate(int32_t dtype, const int64_t* dims, size_t ndim,
+                 int32_t device_type = RILL_CPU, int32_t device_id = 0) {
+    void* data = nullptr;
+    Check(Host().tensor_allocate(t_, dtype, dims, ndim, device_type, device_id, &data));
+    return data;
+  }
+  void* Allocate(int32_t dtype, const std::vector<int64_t>& dims) {
+    return Allocate(dtype, dims.data(), dims.size());
+  }
+
+  std::vector<std::vector<uint64_t>> lod() const {
+    std::vector<std::vector<uint64_t>> out(Host().tensor_lod_levels(t_));
+    for (size_t l = 0; l < out.size(); ++l) {
+      size_t n = 0;
+      const uint64_t* p = Host().tensor_lod_level(t_, l, &n);
+      out[l].assign(p, p + n);
+    }
+    return out;
+  }
+  void set_lod(const std::vector<std::vector<uint64_t>>& lod) {
+    for (size_t l = 0; l < lod.size(); ++l) {
+      Check(Host().tensor_set_lod_level(t_, l, lod[l].data(), lod[l].size()));
+    }
+  }
+
+ private:
+  template <class T> T* Typed() const {
+    const int32_t have = dtype();
+    if (have != DataTypeOf<T>::value) {
+      throw Error(std::string("tensor holds ") + DataTypeName(have) + ", kernel expected " +
+                  DataTypeName(DataTypeOf<T>::value));
+    }
+    return static_cast<T*>(Host().tensor_data(t_));
+  }
+  RillTensor* t_;
+};
+
+// A borrowed view of a variable.
+class Variable {
+ public:
+  explicit Variable(RillVariable* v) : v_(v) {}
+  RillVariable* handle() const { return v_; }
+  explicit operator bool() const { return v_ != nullptr; }
+
+  bool initialized() const { return Host().var_is_initialized(v_) != 0; }
+  Tensor tensor() const {
+    RillTensor* t = nullptr;
+    Check(Host().var_tensor(v_, &t));
+    return Tensor(t);
+  }
+  // Takes ownership of `value`; destroyed by the type's registered destroy callback.
+  template <class T> void SetCustom(const char* type_name, T* value) {
+    Check(Host().var_set_custom(v_, type_name, value));
+  }
+  template <class T> T* GetCustom(const char* type_name) const {
+    void* out = nullptr;
+    Check(Host().var_get_custom(v_, type_name, &out));
+    return static_cast<T*>(out);
+  }
+  void MoveFrom(Variable src) { Check(Host().var_move(v_, src.v_)); }
+  void CopyFrom(Variable src) { Check(Host().var_copy(v_, src.v_)); }
+  std::string Describe() const {
+    char buf[512];
+    Host().var_describe(v_, buf, sizeof(buf));
+    return buf;
+  }
+
+ private:
+  RillVariable* v_;
+};
+
+// A scope handle. Borrowed views come from the context; owned ones (NewChild, Retain)
+// release their reference on destruction and keep the scope chain alive until then.
+class Scope {
+ public:
+  static Scope Borrow(RillScope* s) { return Scope(s, false); }
+  Scope(Scope&& o) noexcept : s_(o.s_), owned_(o.owned_) { o.s_ = nullptr; }
+  Scope& operator=(Scope&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      s_ = o.s_;
+      owned_ = o.owned_;
+      o.s_ = nullptr;
+    }
+    return *this;
+  }
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+  ~Scope() { Reset(); }
+
+  RillScope* handle() const { return s_; }
+  Scope NewChild() const {
+    RillScope* child = nullptr;
+    Check(Host().scope_new_child(s_, &child));
+    return Scope(child, true);
+  }
+  Scope Retain() const { return Scope(Host().scope_retain(s_), true); }
+  Variable FindVar(const std::string& name) const {
+    return Variable(Host().scope_find_var(s_, name.c_str()));
+  }
+  Variable Var(const std::string& name) const {
+    return Variable(Host().scope_var(s_, name.c_str()));
+  }
+
+ private:
+  Scope(RillScope* s, bool owned) : s_(s), owned_(owned) {}
+  void Reset() {
+    if (s_ != nullptr && owned_) Host().scope_release(s_);
+    s_ = nullptr;
+  }
+  RillScope* s_;
+  bool owned_;
+};
+
+// ---- Op instances and kernel contexts ----------------------------------------------------
+
+namespace detail {
+template <class T> struct AttrReader;
+template <> struct AttrReader<int64_t> {
+  static int64_t Read(const RillOpInfo* i, const char* n) {
+    int64_t v = 0;
+    Check(Host().attr_int(i, n, &v));
+    return v;
+  }
+};
+template <> struct AttrReader<int32_t> {
+  static int32_t Read(const RillOpInfo* i, const char* n) {
+    return static_cast<int32_t>(AttrReader<int64_t>::Read(i, n));
+  }
+};
+template <> struct AttrReader<double> {
+  static double Read(const RillOpInfo* i, const char* n) {
+    double v = 0;
+    Check(Host().attr_float(i, n, &v));
+    return v;
+  }
+};
+template <> struct AttrReader<float> {
+  static float Read(const RillOpInfo* i, const char* n) {
+    return static_cast<float>(AttrReader<double>::Read(i, n));
+  }
+};
+template <> struct AttrReader<bool> {
+  static bool Read(const RillOpInfo* i, const char* n) {
+    int32_t v = 0;
+    Check(Host().attr_bool(i, n, &v));
+    return v != 0;
+  }
+};
+template <> struct AttrReader<std::string> {
+  static std::string Read(const RillOpInfo* i, const char* n) {
+    const char* d = nullptr;
+    size_t len = 0;
+    Check(Host().attr_string(i, n, &d, &len));
+    return std::string(d, len);
+  }
+};
+template <> struct AttrReader<std::vector<int64_t>> {
+  static std::vector<int64_t> Read(const RillOpInfo* i, const char* n) {
+    const int64_t* d = nullptr;
+    size_t c = 0;
+    Check(Host().attr_ints(i, n, &d, &c));
+    return {d, d + c};
+  }
+};
+template <> struct AttrReader<std::vector<float>> {
+  static std::vector<float> Read(const RillOpInfo* i, const char* n) {
+    const float* d = nullptr;
+    size_t c = 0;
+    Check(Host().attr_floats(i, n, &d, &c));
+    return {d, d + c};
+  }
+};
+template <> struct AttrReader<std::vector<bool>> {
+  static std::vector<bool> Read(const RillOpInfo* i, const char* n) {
+    const uint8_t* d = nullptr;
+    size_t c = 0;
+    Check(Host().attr_bools(i, n, &d, &c));
+    return std::vector<bool>(d, d + c);
+  }
+};
+template <> struct AttrReader<std::vector<std::string>> {
+  static std::vector<std::string> Read(const RillOpInfo* i, const char* n) {
+    size_t c = 0;
+    Check(Host().attr_strings(i, n, &c));
+    std::vector<std::string> out;
+    for (size_t k = 0; k < c; ++k) {
+      const char* d = nullptr;
+      size_t len = 0;
+      Check(Host().attr_strings_at(i, n, k, &d, &len));
+      out.emplace_back(d, len);
+    }
+    return out;
+  }
+};
+}  // namespace detail
+
+// An op instance of a program: its type, argument names and attributes.
+class OpInfo {
+ public:
+  explicit OpInfo(const RillOpInfo* info) : info_(info) {}
+  const RillOpInfo* handle() const { return info_; }
+
+  std::string type() const { return Host().op_type(info_); }
+  template <class T> T Attr(const char* name) const { return detail::AttrReader<T>::Read(info_, name); }
+  int32_t BlockAttr(const char* name) const {
+    int32_t v = 0;
+    Check(Host().attr_block(info_, name, &v));
+    return v;
+  }
+  size_t InputCount(const char* slot) const { return Host().op_input_count(info_, slot); }
+  size_t OutputCount(const char* slot) const { return Host().op_output_count(info_, slot); }
+  std::string InputName(const char* slot, size_t i = 0) const {
+    return NameOrThrow(Host().op_input_name(info_, slot, i), "input", slot, i);
+  }
+  std::string OutputName(const char* slot, size_t i = 0) const {
+    return NameOrThrow(Host().op_output_name(info_, slot, i), "output", slot, i);
+  }
+  std::vector<std::string> InputNames(const char* slot) const {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < InputCount(slot); ++i) out.push_back(InputName(slot, i));
+    return out;
+  }
+  std::vector<std::string> OutputNames(const char* slot) const {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < OutputCount(slot); ++i) out.push_back(OutputName(slot, i));
+    return out;
+  }
+
+ private:
+  static std::string NameOrThrow(const char* name, const char* kind, const char* slot,
+                                 size_t i) {
+    if (name == nullptr) {
+      throw Error(std::string("no ") + kind + " " + slot + "[" + std::to_string(i) + "]",
+                  RILL_NOT_FOUND);
+    }
+    return name;
+  }
+  const RillOpInfo* info_;
+};
+
+// One kernel invocation.
+class KernelContext {
+ public:
+  explicit KernelContext(RillKernelContext* ctx) : ctx_(ctx) {}
+  RillKernelContext* handle() const { return ctx_; }
+
+  OpInfo op() const { return OpInfo(Host().ctx_op(ctx_)); }
+  template <class T> T Attr(const char* name) const { return op().Attr<T>(name); }
+
+  bool HasInput(const char* slot) const { return op().InputCount(slot) > 0; }
+  bool HasOutput(const char* slot) const { return op().OutputCount(slot) > 0; }
+  Variable InputVar(const char* slot, size_t i = 0) {
+    return VarOrThrow(Host().ctx_input(ctx_, slot, i), "input", slot, i);
+  }
+  Variable OutputVar(const char* slot, size_t i = 0) {
+    return VarOrThrow(Host().ctx_output(ctx_, slot, i), "output", slot, i);
+  }
+  // The input's tensor; throws if the variable was never written.
+  Tensor Input(const char* slot, size_t i = 0) {
+    Tensor t = InputVar(slot, i).tensor();
+    if (!t.initialized()) {
+      throw Error("input " + std::string(slot) + " ('" + op().InputName(slot, i) +
+                      "') holds no value yet",
+                  RILL_FAILED_PRECONDITION);
+    }
+    return t;
+  }
+  Tensor Output(const char* slot, size_t i = 0) { return OutputVar(slot, i).tensor(); }
+
+  Scope scope() const { return Scope::Borrow(Host().ctx_scope(ctx_)); }
+  void RunBlock(int32_t block_idx, const Scope& scope) {
+    Check(Host().ctx_run_block(ctx_, block_idx, scope.handle()));
+  }
+
+ private:
+  Variable VarOrThrow(RillVariable* v, const char* kind, const char* slot, size_t i) {
+    if (v == nullptr) {
+      throw Error(std::string("missing ") + kind + " " + slot + "[" + std::to_string(i) + "]",
+                  RILL_NOT_FOUND);
+    }
+    return Variable(v);
+  }
+  RillKernelContext* ctx_;
+};
+
+// ---- Schemas and registration --------------------------------------------------------------
+
+namespace detail {
+inline std::string DefaultText(int64_t v) { return std::to_string(v); }
+inline std::string DefaultText(int v) { return std::to_string(v); }
+inline std::string DefaultText(double v) {
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
+inline std::string DefaultText(bool v) { return v ? "true" : "false"; }
+inline std::string DefaultText(const char* v) { return v; }
+inline std::string DefaultText(const std::string& v) { return v; }
+template <class T> std::string DefaultText(const std::vector<T>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ", ";
+    if constexpr (std::is_same_v<T, std::string>) {
+      out += "\"" + v[i] + "\"";
+    } else {
+      out += DefaultText(v[i]);
+    }
+  }
+  return out + "]";
+}
+template <class T> constexpr RillAttrType AttrTypeOf() {
+  if constexpr (std::is_same_v<T, bool>) return RILL_ATTR_BOOLEAN;
+  else if constexpr (std::is_integral_v<T>) return RILL_ATTR_INT;
+  else if constexpr (std::is_floating_point_v<T>) return RILL_ATTR_FLOAT;
+  else if constexpr (std::is_same_v<T, std::vector<std::string>>) return RILL_ATTR_STRINGS;
+  else if constexpr (std::is_same_v<T, std::vector<bool>>) return RILL_ATTR_BOOLEANS;
+  else if constexpr (std::is_same_v<T, std::vector<float>> ||
+                     std::is_same_v<T, std::vector<double>>) return RILL_ATTR_FLOATS;
+  else if constexpr (std::is_same_v<T, std::vector<int64_t>> ||
+                     std::is_same_v<T, std::vector<int>>) return RILL_ATTR_INTS;
+  else return RILL_ATTR_STRING;
+}
+}  // namespace detail
+
+// An op's schema, built fluently and handed to Registrar::Op.
+class OpSchema {
+ public:
+  explicit OpSchema(std::string type) : type_(std::move(type)) {}
+
+  OpSchema& Doc(std::string doc) { doc_ = std::move(doc); return *this; }
+  OpSchema& Input(std::string name, std::string doc = "", uint32_t flags = 0) {
+    inputs_.push_back({std::move(name), flags, std::move(doc)});
+    return *this;
+  }
+  OpSchema& Output(std::string name, std::string doc = "", uint32_t flags = 0) {
+    outputs_.push_back({std::move(name), flags, std::move(doc)});
+    return *this;
+  }
+  // An attribute with a default; its type follows the default's C++ type.
+  template <class T> OpSchema& Attr(std::string name, const T& default_value, std::string doc = "") {
+    attrs_.push_back({std::move(name), detail::AttrTypeOf<T>(), 0, true,
+                      detail::DefaultText(default_value), std::move(doc)});
+    return *this;
+  }
+  OpSchema& Attr(std::string name, const char* default_value, std::string doc = "") {
+    attrs_.push_back({std::move(name), RILL_ATTR_STRING, 0, true, default_value, std::move(doc)});
+    return *this;
+  }
+  // An attribute of `type` whose default is the type's zero value.
+  OpSchema& OptionalAttr(std::string name, RillAttrType type, std::string doc = "") {
+    attrs_.push_back({std::move(name), type, 0, false, "", std::move(doc)});
+    return *this;
+  }
+  OpSchema& RequiredAttr(std::string name, RillAttrType type, std::string doc = "") {
+    attrs_.push_back({std::move(name), type, RILL_ATTR_REQUIRED, false, "", std::move(doc)});
+    return *this;
+  }
+  // The kernel's dtype key: an input slot's first tensor, or "attr:NAME".
+  OpSchema& KernelDtypeFrom(std::string source) { dtype_source_ = std::move(source); return *this; }
+
+  // Fills `out` with views into this object, valid while it lives unchanged.
+  RillOpSchema View(std::vector<RillSlotDef>& in, std::vector<RillSlotDef>& out,
+                    std::vector<RillAttrDef>& attrs) const {
+    for (const auto& s : inputs_) in.push_back({s.name.c_str(), s.flags, s.doc.c_str()});
+    for (const auto& s : outputs_) out.push_back({s.name.c_str(), s.flags, s.doc.c_str()});
+    for (const auto& a : attrs_) {
+      attrs.push_back({a.name.c_str(), a.type, a.flags,
+                       a.has_default ? a.default_value.c_str() : nullptr, a.doc.c_str()});
+    }
+    RillOpSchema s{};
+    s.struct_size = sizeof(RillOpSchema);
+    s.type = type_.c_str();
+    s.doc = doc_.c_str();
+    s.inputs = in.data();
+    s.num_inputs = in.size();
+    s.outputs = out.data();
+    s.num_outputs = out.size();
+    s.attrs = attrs.data();
+    s.num_attrs = attrs.size();
+    s.kernel_dtype_source = dtype_source_.empty() ? nullptr : dtype_source_.c_str();
+    return s;
+  }
+
+ private:
+  struct Slot { std::string name; uint32_t flags; std::string doc; };
+  struct AttrSpec {
+    std::string name;
+    int32_t type;
+    uint32_t flags;
+    bool has_default;
+    std::string default_value;
+    std::string doc;
+  };
+  std::string type_, doc_, dtype_source_;
+  std::vector<Slot> inputs_, outputs_;
+  std::vector<AttrSpec> attrs_;
+};
+
+using KernelFn = void (*)(KernelContext&);
+
+namespace detail {
+inline RillStatus* CallFunctionKernel(void* state, RillKernelContext* ctx) {
+  // POSIX guarantees function pointers round-trip through void* (dlsym relies on it).
+  auto fn = reinterpret_cast<KernelFn>(state);
+  return Guard([&] {
+    KernelContext c(ctx);
+    fn(c);
+  });
+}
+template <class K>
+RillStatus* CreateClassKernel(void*, const RillOpInfo* info, void** state) {
+  return Guard([&] { *state = new K(OpInfo(info)); });
+}
+template <class K>
+RillStatus* CallClassKernel(void* state, RillKernelContext* ctx) {
+  return Guard([&] {
+    KernelContext c(ctx);
+    static_cast<K*>(state)->Compute(c);
+  });
+}
+template <class K> void DestroyClassKernel(void* state) { delete static_cast<K*>(state); }
+template <class T> void DestroyCustom(void* value) { delete static_cast<T*>(value); }
+}  // namespace detail
+
+// Registers what a plugin provides; handed to the plugin's init function.
+class Registrar {
+ public:
+  explicit Registrar(RillRegistrar* reg) : reg_(reg) {}
+
+  void Op(const OpSchema& schema) {
+    std::vector<RillSlotDef> in, out;
+    std::vector<RillAttrDef> attrs;
+    const RillOpSchema view = schema.View(in, out, attrs);
+    Check(Host().register_op(reg_, &view));
+  }
+
+  // A stateless kernel: a plain function (or capture-less lambda).
+  void Kernel(const char* op_type, RillDeviceType device, int32_t dtype, KernelFn fn) {
+    RillKernelDef def{};
+    def.struct_size = sizeof(def);
+    def.op_type = op_type;
+    def.device_type = device;
+    def.dtype = dtype;
+    def.user_data = reinterpret_cast<void*>(fn);
+    def.compute = &detail::CallFunctionKernel;
+    Check(Host().register_kernel(reg_, &def));
+  }
+
+  // A kernel with per-op state: K(const OpInfo&) runs once per op instance, then
+  // K::Compute(KernelContext&) on every run.
+  template <class K>
+  void StatefulKernel(const char* op_type, RillDeviceType device, int32_t dtype) {
+    RillKernelDef def{};
+    def.struct_size = sizeof(def);
+    def.op_type = op_type;
+    def.device_type = device;
+    def.dtype = dtype;
+    def.create = &detail::CreateClassKernel<K>;
+    def.compute = &detail::CallClassKernel<K>;
+    def.destroy = &detail::DestroyClassKernel<K>;
+    Check(Host().register_kernel(reg_, &def));
+  }
+
+  // A variable type of the plugin's own, holding T* values (deleted by the host's call to
+  // the generated destroy). `describe` may be null.
+  template <class T>
+  void VarType(const char* name, void (*describe)(const void*, char*, size_t) = nullptr) {
+    RillVarTypeDef def{};
+    def.struct_size = sizeof(def);
+    def.name = name;
+    def.destroy = &detail::DestroyCustom<T>;
+    def.describe = describe;
+    Check(Host().register_var_type(reg_, &def));
+  }
+
+ private:
+  RillRegistrar* reg_;
+};
+
+namespace detail {
+template <void (*InitFn)(Registrar&)>
+RillStatus* PluginInit(const RillHostApi* host, RillRegistrar* reg) {
+  HostSlot() = host;
+  return Guard([&] {
+    Registrar r(reg);
+    InitFn(r);
+  });
+}
+}  // namespace detail
+
+}  // inline namespace sdk_v1
+}  // namespace rill
+
+// Defines `const RillPlugin* SYMBOL(void)` for a plugin whose init is
+// `void INIT(rill::Registrar&)`. Plugins use RILL_PLUGIN; the host's built-in ops use this
+// form with a private symbol.
+#define RILL_PLUGIN_ENTRY(SYMBOL, NAME, VERSION, INIT)                                   \
+  const RillPlugin* SYMBOL(void) {                                                       \
+    static const RillPlugin plugin = {sizeof(RillPlugin), RILL_ABI_VERSION, NAME, VERSION, \
+                                      &::rill::detail::PluginInit<INIT>};                \
+    return &plugin;                                                                      \
+  }
+
+// Exports the plugin's single entry point, RillGetPlugin.
+#define RILL_PLUGIN(NAME, VERSION, INIT) \
+  extern "C" RILL_EXPORT RILL_PLUGIN_ENTRY(RillGetPlugin, NAME, VERSION, INIT)
+
+#endif  // RILL_SDK_HPP_

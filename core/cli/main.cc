@@ -183,10 +183,8 @@ int CmdCheck(const Args& a, const Registry& registry) {
     std::printf("%s: ok (%d blocks, %d ops)\n", a.positional[1].c_str(), program.blocks_size(), ops);
     return 0;
   }
-  for (size_t i = 1; i < problems.size(); ++i) std::printf("%s\n", problems[i].c_str());
-  throw Error(problems.front() + (problems.size() > 1 ? " (" + std::to_string(problems.size() - 1) +
-                                                            " more on standard output)"
-                                                      : ""));
+  for (const auto& p : problems) std::printf("%s\n", p.c_str());
+  throw Error(a.positional[1] + ": " + std::to_string(problems.size()) + " problem(s); first: " + problems.front());
 }
 
 int CmdConvert(const Args& a) {

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Rill's main job, end to end: install dependencies, build, and run a program that uses
+# the host's control flow (while, conditional_block) and the math plugin loaded from disk,
+# in text and in binary form.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+bash scripts/build.sh -DRILL_BUILD_TESTS=OFF -DRILL_BUILD_BENCHMARKS=OFF
+rill=build/bin/rill
+echo "== plugins loaded"
+$rill plugins
+echo "== rill run examples/programs/sum_below.pbtxt (text)"
+$rill run examples/programs/sum_below.pbtxt --fetch i --fetch sum
+echo "== the same program saved as binary"
+$rill convert examples/programs/sum_below.pbtxt -o build/sum_below.pb
+$rill run build/sum_below.pb --fetch i --fetch sum

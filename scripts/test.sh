@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds, and runs the whole test suite; then builds the suite with
+# ASan+UBSan and runs it again (skip that with RILL_SKIP_SANITIZERS=1).
+# Stress tests and benchmarks are labelled and not part of this run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+bash scripts/build.sh -DRILL_BUILD_BENCHMARKS=ON
+ctest --test-dir build --output-on-failure -j2 -LE stress
+if [ "${RILL_SKIP_SANITIZERS:-0}" != 1 ]; then
+  BUILD_DIR=build-asan bash scripts/build.sh -DRILL_SANITIZE=address,undefined -DRILL_BUILD_BENCHMARKS=OFF
+  ctest --test-dir build-asan --output-on-failure -j2 -LE stress
+fi

@@ -1,0 +1,108 @@
+// The `rill` binary, run as a real process: outputs, exit codes, and that every failure is
+// a one-line message and a non-zero exit, never a signal.
+#include <gtest/gtest.h>
+
+#include "core/cli/npy.h"
+#include "test_util.h"
+
+namespace rill::test {
+namespace {
+
+const std::string kSource = RILL_SOURCE_DIR;
+const std::string kFixtures = RILL_FIXTURE_DIR;
+const std::string kPlugins = RILL_PLUGIN_DIR;
+const std::string kProgram = kSource + "/examples/programs/sum_below.pbtxt";
+
+void ExpectCleanFailure(const CommandResult& r, int code, const std::string& needle) {
+  EXPECT_EQ(r.signal, 0) << "rill died of a signal";
+  EXPECT_EQ(r.exit_code, code) << r.err;
+  EXPECT_EQ(r.err.rfind("rill: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << "wanted: " << needle << "\ngot: " << r.err;
+}
+
+TEST(Cli, RunsTextAndBinaryProgramsIdentically) {
+  const auto text = RunRill({"run", kProgram, "--fetch", "sum", "--fetch", "i"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.out, "sum of i < 5 for i in 1..10: sum: int64[1] {10}\nsum int64 [1] 10\ni int64 [1] 10\n");
+  const std::string bin = TempPath("cli_sum_below.pb");
+  ASSERT_EQ(RunRill({"convert", kProgram, "-o", bin}).exit_code, 0);
+  const auto binary = RunRill({"run", bin, "--fetch", "sum", "--fetch", "i"});
+  EXPECT_EQ(binary.exit_code, 0) << binary.err;
+  EXPECT_EQ(binary.out, text.out);
+}
+
+TEST(Cli, FeedsAndSavesNpy) {
+  core::Tensor x;
+  x.Allocate(RILL_FP32, {2, 2});
+  for (int i = 0; i < 4; ++i) x.data_as<float>()[i] = static_cast<float>(i);
+  const std::string in = TempPath("x.npy");
+  core::WriteNpy(x, in);
+  const std::string prog = TempPath("double.pbtxt");
+  WriteFile(prog, R"(blocks { idx: 0 parent_idx: -1
+    ops { type: "elementwise_add" inputs { parameter: "X" arguments: "x" } inputs { parameter: "Y" arguments: "x" }
+          outputs { parameter: "Out" arguments: "y" } } })");
+  const std::string dir = TempPath("saved");
+  const auto r = RunRill({"run", prog, "--feed", "x=" + in, "--fetch", "y", "--save", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "y fp32 [2,2] 0 2 4 6\n");
+  EXPECT_EQ(core::ReadNpy(dir + "/y.npy").ValuesToString(), "0 2 4 6");
+  ExpectCleanFailure(RunRill({"run", prog, "--feed", "x"}), 2, "--feed takes VAR=FILE.npy");
+  ExpectCleanFailure(RunRill({"run", prog, "--feed", "x=" + kProgram}), 1, "not a .npy file");
+  ExpectCleanFailure(RunRill({"run", prog, "--feed", "x=" + in, "--fetch", "zz"}), 1,
+                     "fetch: variable 'zz' does not exist after the run");
+}
+
+TEST(Cli, EachBadPluginIsACleanFailure) {
+  ExpectCleanFailure(RunRill({"--plugin-path", kFixtures + "/not_a_library", "ops"}), 1,
+                     "is not a loadable shared library");
+  ExpectCleanFailure(RunRill({"--plugin-path", kFixtures + "/no_entry", "ops"}), 1, "has no Rill entry point");
+  ExpectCleanFailure(RunRill({"--plugin-path", kFixtures + "/future_abi", "ops"}), 1,
+                     "newer than this host's version");
+  ExpectCleanFailure(RunRill({"--plugin-path", kFixtures + "/init_fails", "ops"}), 1,
+                     "failed to initialize: device not present");
+  ExpectCleanFailure(RunRill({"--plugin-path", kPlugins, "--plugin-path", kFixtures + "/duplicate_op", "ops"}), 1,
+                     "op 'increment' is registered by both plugin 'math' and plugin 'duplicate_op'");
+}
+
+TEST(Cli, BadProgramsAreCleanFailures) {
+  ExpectCleanFailure(RunRill({"run", "/nonexistent.pbtxt"}), 1, "cannot open program '/nonexistent.pbtxt'");
+  const std::string garbled = TempPath("garbled.pbtxt");
+  WriteFile(garbled, "blocks { idx: 0 oops }");
+  ExpectCleanFailure(RunRill({"run", garbled}), 1, "not a valid text program: line 1, column 22: Message type \"rill.proto.BlockDesc\" has no field named \"oops\"");
+  const std::string unknown = TempPath("unknown.pbtxt");
+  WriteFile(unknown, R"(blocks { idx: 0 parent_idx: -1 ops { type: "channel_create" } ops { type: "go" } })");
+  ExpectCleanFailure(RunRill({"run", unknown}), 1,
+                     "block 0, op 0 (channel_create): op 'channel_create' is not provided by any loaded plugin");
+  const auto check = RunRill({"check", unknown});
+  ExpectCleanFailure(check, 1, "2 problem(s)");
+  EXPECT_NE(check.out.find("block 0, op 1 (go): op 'go' is not provided"), std::string::npos) << check.out;
+  const auto ok = RunRill({"check", kProgram});
+  EXPECT_EQ(ok.exit_code, 0);
+  EXPECT_NE(ok.out.find("ok (3 blocks, 12 ops)"), std::string::npos) << ok.out;
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+  ExpectCleanFailure(RunRill({"frobnicate"}), 2, "unknown command 'frobnicate'");
+  ExpectCleanFailure(RunRill({"ops", "--bogus"}), 2, "unknown option --bogus");
+  ExpectCleanFailure(RunRill({"run"}), 2, "usage: rill run PROGRAM");
+  const auto help = RunRill({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("usage: rill [options] COMMAND"), std::string::npos);
+}
+
+TEST(Cli, OpsDescribeAndPluginPathEnvironment) {
+  const auto ops = RunRill({"ops"});
+  ASSERT_EQ(ops.exit_code, 0) << ops.err;
+  EXPECT_NE(ops.out.find("while                    core"), std::string::npos) << ops.out;
+  EXPECT_NE(ops.out.find("elementwise_add          math"), std::string::npos) << ops.out;
+  const auto env = RunRill({"ops"}, "RILL_PLUGIN_PATH=" + kPlugins + ":" + kFixtures + "/frozen_v1");
+  EXPECT_NE(env.out.find("v1_scale                 frozen_v1"), std::string::npos) << env.out;
+  const auto desc = RunRill({"describe", "increment"});
+  EXPECT_EQ(desc.exit_code, 0);
+  EXPECT_NE(desc.out.find("step: FLOAT = 1  the amount added"), std::string::npos) << desc.out;
+  EXPECT_NE(desc.out.find("kernels: CPU/fp32 CPU/fp64 CPU/int32 CPU/int64"), std::string::npos) << desc.out;
+  ExpectCleanFailure(RunRill({"describe", "nosuch"}), 1, "op 'nosuch' is not provided by any loaded plugin");
+}
+
+}  // namespace
+}  // namespace rill::test

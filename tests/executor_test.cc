@@ -1,0 +1,161 @@
+#include "core/runtime/executor.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "core/errors.h"
+#include "core/program/builder.h"
+#include "core/program/program_io.h"
+#include "core/program/validate.h"
+#include "test_util.h"
+
+namespace rill::core {
+namespace {
+
+void Fill(BlockBuilder& b, const std::string& out, int32_t dtype, float value, std::vector<int64_t> shape = {1}) {
+  b.Op("fill_constant").Output("Out", out).Attr("shape", shape).Attr("dtype", dtype).Attr("value", value);
+}
+
+int64_t Int64Of(const Scope& scope, const std::string& name) {
+  const Variable* v = scope.FindVar(name);
+  EXPECT_NE(v, nullptr) << name;
+  return v ? *v->GetTensor()->data_as<int64_t>() : -1;
+}
+
+// i = 0; s = 0; while i < n: { i += 1; if i < 5: s += i }
+std::shared_ptr<proto::ProgramDesc> LoopProgram(float n) {
+  ProgramBuilder pb;
+  auto& main = pb.block(0);
+  auto& body = pb.NewBlock(0);
+  auto& then = pb.NewBlock(body.idx());
+  Fill(main, "i", RILL_INT64, 0);
+  Fill(main, "n", RILL_INT64, n);
+  Fill(main, "five", RILL_INT64, 5);
+  Fill(main, "s", RILL_INT64, 0);
+  main.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "c");
+  main.Op("while").Input("Condition", "c").BlockAttr("sub_block", body.idx());
+  body.Var("small", RILL_BOOL, {1});
+  body.Op("increment").Input("X", "i").Output("Out", "i");
+  body.Op("less_than").Input("X", "i").Input("Y", "five").Output("Out", "small");
+  body.Op("conditional_block").Input("Cond", "small").BlockAttr("sub_block", then.idx())
+      .Attr("is_scalar_condition", true);
+  body.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "c");
+  then.Op("elementwise_add").Input("X", "s").Input("Y", "i").Output("Out", "s");
+  auto p = std::make_shared<proto::ProgramDesc>(pb.Build());
+  ValidateProgramOrThrow(*p, test::ShippedRegistry());
+  return p;
+}
+
+TEST(Executor, RunsWhileAndConditionalBlock) {
+  Executor exec(test::ShippedRegistry(), LoopProgram(10));
+  auto scope = Scope::NewRoot();
+  exec.Run(0, scope);
+  EXPECT_EQ(Int64Of(*scope, "i"), 10);
+  EXPECT_EQ(Int64Of(*scope, "s"), 1 + 2 + 3 + 4);
+  EXPECT_EQ(scope->FindVar("small"), nullptr) << "a sub-block's declared variables stay in its scope";
+}
+
+TEST(Executor, PreparedOnceRunsManyTimes) {
+  Executor exec(test::ShippedRegistry(), LoopProgram(3));
+  auto scope = Scope::NewRoot();
+  for (int run = 0; run < 50; ++run) {
+    exec.Run(0, scope);
+    ASSERT_EQ(Int64Of(*scope, "s"), 1 + 2 + 3);
+  }
+}
+
+TEST(Executor, SameExecutorRunsConcurrentlyInSeparateScopes) {
+  Executor exec(test::ShippedRegistry(), LoopProgram(20));
+  std::vector<std::thread> threads;
+  std::vector<int64_t> sums(4);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 20; ++k) {
+        auto scope = Scope::NewRoot();
+        exec.Run(0, scope);
+        sums[t] = Int64Of(*scope, "s");
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int64_t s : sums) EXPECT_EQ(s, 10);
+}
+
+std::string RunAndGetError(const proto::ProgramDesc& program) {
+  Executor exec(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(program));
+  try {
+    exec.Run(0, Scope::NewRoot());
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Executor, KernelErrorNamesBlockOpTypeAndVariables) {
+  ProgramBuilder pb;
+  Fill(pb.block(0), "a", RILL_FP32, 1, {2, 3});
+  Fill(pb.block(0), "b", RILL_FP32, 1, {4});
+  pb.block(0).Op("elementwise_add").Input("X", "a").Input("Y", "b").Output("Out", "c");
+  EXPECT_EQ(RunAndGetError(pb.Build()),
+            "block 0, op 2 (elementwise_add X=[a] Y=[b] -> Out=[c]): cannot broadcast Y [4] to X [2, 3] at axis 1: "
+            "dimension 1 differs");
+}
+
+TEST(Executor, NestedErrorsKeepTheChain) {
+  ProgramBuilder pb;
+  auto& body = pb.NewBlock(0);
+  Fill(pb.block(0), "c", RILL_BOOL, 1);
+  pb.block(0).Op("while").Input("Condition", "c").BlockAttr("sub_block", body.idx());
+  Fill(body, "flag", RILL_BOOL, 1);
+  body.Op("increment").Input("X", "flag").Output("Out", "flag");
+  const std::string err = RunAndGetError(pb.Build());
+  EXPECT_EQ(err.rfind("block 0, op 1 (while Condition=[c]): block 1, op 1 (increment X=[flag] -> Out=[flag]): ", 0), 0u)
+      << err;
+  EXPECT_NE(err.find("no CPU kernel for dtype bool (registered: CPU/fp32, CPU/fp64, CPU/int32, CPU/int64)"),
+            std::string::npos) << err;
+}
+
+TEST(Executor, MissingInputIsAClearError) {
+  ProgramBuilder pb;
+  pb.block(0).Op("increment").Input("X", "never_written").Output("Out", "y");
+  const std::string err = RunAndGetError(pb.Build());
+  EXPECT_NE(err.find("block 0, op 0 (increment X=[never_written] -> Out=[y])"), std::string::npos) << err;
+  EXPECT_NE(err.find("'never_written'"), std::string::npos) << err;
+}
+
+TEST(Executor, AttributeDefaultsApply) {
+  ProgramBuilder pb;
+  Fill(pb.block(0), "x", RILL_INT32, 41);
+  pb.block(0).Op("increment").Input("X", "x").Output("Out", "x");  // step defaults to 1
+  Executor exec(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  exec.Run(0, scope);
+  EXPECT_EQ(*scope->FindVar("x")->GetTensor()->data_as<int32_t>(), 42);
+}
+
+TEST(Executor, PersistableVariablesLiveInTheRootScope) {
+  ProgramBuilder pb;
+  auto& body = pb.NewBlock(0);
+  pb.block(0).Op("conditional_block").Input("Cond", "yes").BlockAttr("sub_block", body.idx())
+      .Attr("is_scalar_condition", true);
+  body.Var("kept", RILL_INT64, {1}, /*persistable=*/true);
+  body.Var("local", RILL_INT64, {1});
+  Fill(body, "kept", RILL_INT64, 7);
+  Fill(body, "local", RILL_INT64, 8);
+  Executor exec(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  scope->Var("yes")->GetMutableTensor()->Allocate(RILL_BOOL, {1});
+  *scope->FindVar("yes")->GetMutableTensor()->data_as<bool>() = true;
+  exec.Run(0, scope);
+  EXPECT_EQ(Int64Of(*scope, "kept"), 7);
+  EXPECT_EQ(scope->FindVar("local"), nullptr);
+}
+
+TEST(Executor, OutOfRangeBlockIsAnError) {
+  Executor exec(test::ShippedRegistry(), LoopProgram(1));
+  EXPECT_THROW(exec.Run(9, Scope::NewRoot()), Error);
+}
+
+}  // namespace
+}  // namespace rill::core

@@ -1,0 +1,98 @@
+#include "core/loader/plugin_loader.h"
+
+#include <gtest/gtest.h>
+
+#include "core/errors.h"
+#include "core/program/builder.h"
+#include "core/runtime/executor.h"
+
+namespace rill::core {
+namespace {
+
+const std::string kFixtures = RILL_FIXTURE_DIR;
+const std::string kPlugins = RILL_PLUGIN_DIR;
+
+// Loads `dirs` into a fresh registry and returns the error message ("" if it loaded).
+std::string LoadError(std::vector<std::string> dirs, std::vector<std::string> enable = {}) {
+  Registry registry;
+  try {
+    LoadPlugins(registry, LoadOptions{std::move(dirs), {}, std::move(enable)});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void ExpectContains(const std::string& text, const std::string& needle) {
+  EXPECT_NE(text.find(needle), std::string::npos) << "wanted: " << needle << "\ngot: " << text;
+}
+
+TEST(Loader, LoadsShippedPluginsAndBuiltins) {
+  Registry registry;
+  const auto plugins = LoadPlugins(registry, LoadOptions{{kPlugins}, {}, {}});
+  ASSERT_EQ(plugins.size(), 2u);
+  EXPECT_EQ(plugins[0].name, "core");
+  EXPECT_EQ(plugins[1].name, "math");
+  EXPECT_EQ(plugins[1].abi_version, RILL_ABI_VERSION);
+  EXPECT_EQ(registry.FindOp("while")->plugin, "core");
+  EXPECT_EQ(registry.FindOp("increment")->plugin, "math");
+}
+
+TEST(Loader, FileThatIsNotASharedLibrary) {
+  const auto err = LoadError({kFixtures + "/not_a_library"});
+  ExpectContains(err, "plugin '" + kFixtures + "/not_a_library/librill_garbage.so' is not a loadable shared library");
+}
+
+TEST(Loader, LibraryWithoutEntryPoint) {
+  const auto err = LoadError({kFixtures + "/no_entry"});
+  ExpectContains(err, "has no Rill entry point 'RillGetPlugin' (not a Rill plugin, or built without RILL_PLUGIN)");
+}
+
+TEST(Loader, NewerAbiIsRefused) {
+  const auto err = LoadError({kFixtures + "/future_abi"});
+  ExpectContains(err, "plugin 'from_the_future' (");
+  ExpectContains(err, "was built for Rill ABI version " + std::to_string(RILL_ABI_VERSION + 1) +
+                          ", newer than this host's version " + std::to_string(RILL_ABI_VERSION));
+}
+
+TEST(Loader, InitFailureCarriesThePluginsMessage) {
+  const auto err = LoadError({kFixtures + "/init_fails"});
+  ExpectContains(err, "plugin 'init_fails' (");
+  ExpectContains(err, "failed to initialize: device not present (deliberate failure)");
+}
+
+TEST(Loader, DuplicateOpNamesBothPlugins) {
+  const auto err = LoadError({kPlugins, kFixtures + "/duplicate_op"});
+  EXPECT_EQ(err, "op 'increment' is registered by both plugin 'math' and plugin 'duplicate_op'");
+}
+
+TEST(Loader, MissingDirectoryIsAnError) {
+  ExpectContains(LoadError({"/nonexistent/plugins"}), "plugin directory '/nonexistent/plugins' does not exist");
+}
+
+TEST(Loader, FrozenAbiV1PluginKeepsLoadingAndRuns) {
+  Registry registry;
+  const auto plugins = LoadPlugins(registry, LoadOptions{{kPlugins, kFixtures + "/frozen_v1"}, {}, {}});
+  EXPECT_EQ(plugins.back().name, "frozen_v1");
+  EXPECT_EQ(plugins.back().abi_version, 1u);
+
+  ProgramBuilder pb;
+  pb.block(0).Op("fill_constant").Output("Out", "x").Attr("shape", std::vector<int64_t>{3}).Attr("value", 1.5f);
+  pb.block(0).Op("v1_scale").Input("X", "x").Output("Out", "y");  // factor defaults to 2
+  Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  exec.Run(0, scope);
+  EXPECT_EQ(scope->FindVar("y")->GetTensor()->Describe(), "fp32[3] {3, 3, 3}");
+}
+
+TEST(Loader, DisabledPluginsOnlyInformErrors) {
+  Registry registry;
+  LoadPlugins(registry, LoadOptions{{kPlugins, kFixtures + "/frozen_v1"}, {}, {"math"}});
+  EXPECT_EQ(registry.FindOp("v1_scale"), nullptr);
+  EXPECT_EQ(registry.UnknownOpMessage("v1_scale"),
+            "op 'v1_scale' is provided by plugin 'frozen_v1', which is not enabled (see --plugins)");
+  ExpectContains(LoadError({kPlugins}, {"nosuch"}), "--plugins names 'nosuch', but no plugin of that name was found");
+}
+
+}  // namespace
+}  // namespace rill::core

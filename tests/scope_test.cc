@@ -1,0 +1,81 @@
+#include "core/runtime/scope.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace rill::core {
+namespace {
+
+TEST(Scope, VarCreatesLocallyAndFindWalksUp) {
+  auto root = Scope::NewRoot();
+  Variable* x = root->Var("x");
+  auto child = root->NewChild();
+  EXPECT_EQ(child->FindVar("x"), x);
+  EXPECT_EQ(child->FindLocalVar("x"), nullptr);
+  Variable* shadow = child->Var("x");
+  EXPECT_NE(shadow, x);
+  EXPECT_EQ(child->FindVar("x"), shadow);
+  EXPECT_EQ(root->FindVar("x"), x);
+  EXPECT_EQ(root->Var("x"), x) << "Var returns the existing variable";
+  EXPECT_EQ(child->FindVar("missing"), nullptr);
+  EXPECT_EQ(child->root(), root.get());
+}
+
+TEST(Scope, ChildKeepsParentChainAlive) {
+  auto root = Scope::NewRoot();
+  root->Var("x")->GetMutableTensor()->Allocate(RILL_INT32, {1});
+  *root->FindVar("x")->GetMutableTensor()->data_as<int32_t>() = 7;
+  std::weak_ptr<Scope> weak_root = root;
+  auto grandchild = root->NewChild()->NewChild();
+  root.reset();
+  ASSERT_FALSE(weak_root.expired()) << "a grandchild holds its ancestors";
+  EXPECT_EQ(*grandchild->FindVar("x")->GetTensor()->data_as<int32_t>(), 7);
+  grandchild.reset();
+  EXPECT_TRUE(weak_root.expired()) << "the chain is freed with its last holder";
+}
+
+TEST(Scope, ScopeOutlivesItsCreatorOnAnotherThread) {
+  auto root = Scope::NewRoot();
+  root->Var("v")->GetMutableTensor()->Allocate(RILL_INT64, {1});
+  *root->FindVar("v")->GetMutableTensor()->data_as<int64_t>() = 41;
+  std::weak_ptr<Scope> weak_root = root;
+  std::atomic<bool> released{false};
+  std::atomic<int64_t> seen{0};
+  std::thread worker([child = root->NewChild(), &released, &seen]() mutable {
+    while (!released.load()) std::this_thread::yield();
+    // The thread that made these scopes has dropped them; ours must still be valid.
+    auto* t = child->FindVar("v")->GetMutableTensor();
+    seen = ++*t->data_as<int64_t>();
+    child.reset();
+  });
+  root.reset();
+  released = true;
+  worker.join();
+  EXPECT_EQ(seen.load(), 42);
+  EXPECT_TRUE(weak_root.expired());
+}
+
+TEST(Scope, ConcurrentVarCreationYieldsOneVariablePerName) {
+  auto root = Scope::NewRoot();
+  constexpr int kThreads = 8, kNames = 200;
+  std::vector<std::vector<Variable*>> got(kThreads, std::vector<Variable*>(kNames));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto child = root->NewChild();
+      for (int i = 0; i < kNames; ++i) {
+        got[t][i] = root->Var("v" + std::to_string(i));
+        EXPECT_EQ(child->FindVar("v" + std::to_string(i)), got[t][i]);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 1; t < kThreads; ++t) EXPECT_EQ(got[t], got[0]);
+  EXPECT_EQ(root->LocalVarNames().size(), static_cast<size_t>(kNames));
+}
+
+}  // namespace
+}  // namespace rill::core

@@ -1,0 +1,124 @@
+#include "core/runtime/tensor.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+
+#include "core/cli/npy.h"
+#include "core/errors.h"
+#include "core/runtime/variable.h"
+#include "test_util.h"
+
+namespace rill::core {
+namespace {
+
+TEST(Tensor, AllocateShapesAndAligns) {
+  Tensor t;
+  EXPECT_FALSE(t.initialized());
+  EXPECT_EQ(t.dtype(), -1);
+  void* p = t.Allocate(RILL_FP32, {2, 3});
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+  EXPECT_EQ(t.numel(), 6);
+  EXPECT_EQ(t.nbytes(), 24u);
+  EXPECT_EQ(t.dims(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(t.place(), Place{});
+  Tensor scalar;
+  scalar.Allocate(RILL_INT8, {});
+  EXPECT_EQ(scalar.numel(), 1);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(scalar.data()) % 64, 0u);
+}
+
+TEST(Tensor, ReusesMemoryOnlyWhenSoleOwnerAndSameSize) {
+  Tensor t;
+  void* p = t.Allocate(RILL_FP32, {4});
+  EXPECT_EQ(t.Allocate(RILL_INT32, {2, 2}), p) << "same byte size, sole owner: memory kept";
+  Tensor shared = t;  // shares the buffer
+  EXPECT_NE(t.Allocate(RILL_INT32, {4}), p) << "a shared buffer is never written behind a sharer's back";
+  EXPECT_EQ(shared.data(), p);
+}
+
+TEST(Tensor, DeepCopyIsIndependent) {
+  Tensor a;
+  a.Allocate(RILL_INT64, {3});
+  for (int i = 0; i < 3; ++i) a.data_as<int64_t>()[i] = i + 1;
+  a.mutable_lod() = {{0, 1, 3}};
+  Tensor b = a.DeepCopy();
+  a.data_as<int64_t>()[0] = 100;
+  EXPECT_EQ(b.data_as<int64_t>()[0], 1);
+  EXPECT_EQ(b.lod(), a.lod());
+  EXPECT_EQ(b.Describe(), "int64[3] {1, 2, 3}");
+}
+
+TEST(Tensor, BadShapesAndPlacesAreErrors) {
+  Tensor t;
+  EXPECT_THROW(t.Allocate(RILL_FP32, {2, -1}), Error);
+  EXPECT_THROW(t.Allocate(42, {1}), Error);
+  try {
+    t.Allocate(RILL_FP32, {1}, Place{RILL_CUDA, 0});
+    FAIL() << "CUDA allocation without a CUDA build must fail";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), RILL_UNIMPLEMENTED);
+    EXPECT_NE(std::string(e.what()).find("CUDA:0"), std::string::npos);
+  }
+  EXPECT_FALSE(t.initialized()) << "a failed allocation leaves the tensor as it was";
+}
+
+TEST(Variable, HoldsOneKindOfValue) {
+  static int destroyed = 0;
+  static const CustomType kType{"test.thing", "test", [](void* v) { ++destroyed; delete static_cast<int*>(v); },
+                                nullptr};
+  Variable v;
+  EXPECT_EQ(v.Describe(), "empty");
+  v.SetCustom(&kType, new int(5));
+  EXPECT_EQ(v.KindName(), "test.thing");
+  EXPECT_THROW(v.GetMutableTensor(), Error);
+  Variable copy;
+  EXPECT_THROW(copy.CopyFrom(v), Error) << "custom values move, they do not copy";
+  Variable moved;
+  moved.MoveFrom(v);
+  EXPECT_FALSE(v.initialized());
+  EXPECT_EQ(destroyed, 0);
+  moved.Clear();
+  EXPECT_EQ(destroyed, 1) << "the plugin's destroy callback runs when the value goes";
+}
+
+TEST(Npy, RoundTripsEveryShape) {
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{}, {5}, {2, 3}, {2, 1, 4}}) {
+    Tensor t;
+    t.Allocate(RILL_FP32, dims);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = 0.5f * static_cast<float>(i);
+    const std::string path = test::TempPath("rt.npy");
+    WriteNpy(t, path);
+    Tensor back = ReadNpy(path);
+    EXPECT_EQ(back.dims(), dims);
+    EXPECT_EQ(back.dtype(), RILL_FP32);
+    EXPECT_EQ(back.ValuesToString(), t.ValuesToString());
+  }
+}
+
+TEST(Npy, MalformedFilesAreClearErrors) {
+  const std::string bad = test::TempPath("bad.npy");
+  test::WriteFile(bad, "not numpy at all");
+  EXPECT_THROW(ReadNpy(bad), Error);
+  Tensor t;
+  t.Allocate(RILL_INT64, {100});
+  const std::string good = test::TempPath("trunc.npy");
+  WriteNpy(t, good);
+  std::string bytes;
+  {
+    std::ifstream in(good, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  test::WriteFile(good, bytes.substr(0, bytes.size() - 8));
+  try {
+    ReadNpy(good);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shorter than its shape"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace rill::core

@@ -319,7 +319,7 @@ RillStatus* TensorAllocate(RillTensor* t, int32_t dtype, const int64_t* dims, si
                            int32_t device_type, int32_t device_id, void** data_out) {
   if (!t || (!dims && ndim > 0)) return NullArg("tensor_allocate");
   return StatusFromCall([&] {
-    void* p = T(t)->Allocate(dtype, std::vector<int64_t>(dims, dims + ndim), Place{device_type, device_id});
+    void* p = T(t)->Allocate(dtype, dims, ndim, Place{device_type, device_id});
     if (data_out) *data_out = p;
   });
 }

@@ -101,7 +101,7 @@ KernelInstance* ChooseKernel(const Registry& registry, PreparedOp& op, int32_t d
 std::pair<int32_t, int32_t> KernelKey(const PreparedOp& op, const RillKernelContext& ctx) {
   if (op.dtype_input < 0) return {RILL_CPU, op.static_dtype};
   const auto& args = op.info.inputs[static_cast<size_t>(op.dtype_input)];
-  Variable* v = ctx.Input(args.slot.c_str(), 0);
+  Variable* v = ctx.Arg(&args, 0);
   const Tensor* t = v ? v->GetTensor() : nullptr;
   if (t == nullptr || !t->initialized()) {
     throw Error("input " + args.slot + " ('" + args.names[0] +

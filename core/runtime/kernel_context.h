@@ -39,7 +39,7 @@ struct RillKernelContext {
     return Arg(op->FindOutput(slot), i);
   }
 
- private:
+  // The i-th variable of `args` (one of op->inputs or op->outputs).
   rill::core::Variable* Arg(const RillOpInfo::Args* args, size_t i) const {
     if (args == nullptr || i >= args->ids.size()) return nullptr;
     rill::core::Variable*& v = frame[args->ids[i]];

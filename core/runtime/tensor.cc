@@ -37,10 +37,21 @@ size_t Tensor::nbytes() const {
   return initialized() ? static_cast<size_t>(numel_) * DataTypeSize(dtype_) : 0;
 }
 
-void* Tensor::Allocate(int32_t dtype, const std::vector<int64_t>& dims, Place place) {
+void* Tensor::Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place place) {
+  // Fast path for kernels that rewrite an output in place run after run: same shape, same
+  // dtype, memory not shared. No allocation, no size arithmetic.
+  if (dtype == dtype_ && place == place_ && buffer_ && buffer_.use_count() == 1 &&
+      ndim == dims_.size() && std::equal(dims, dims + ndim, dims_.begin())) {
+    return buffer_->data();
+  }
+  if (dims >= dims_.data() && dims < dims_.data() + dims_.size()) {
+    const std::vector<int64_t> copy(dims, dims + ndim);  // `dims` is our own shape
+    return Allocate(dtype, copy.data(), copy.size(), place);
+  }
   const size_t elem = DataTypeSize(dtype);
   int64_t numel = 1;
-  for (int64_t d : dims) {
+  for (size_t i = 0; i < ndim; ++i) {
+    const int64_t d = dims[i];
     if (d < 0) throw Error("negative dimension " + std::to_string(d) + " in tensor shape");
     if (d != 0 && numel > INT64_MAX / d) throw Error("tensor shape overflows int64");
     numel *= d;
@@ -50,7 +61,7 @@ void* Tensor::Allocate(int32_t dtype, const std::vector<int64_t>& dims, Place pl
                      buffer_->place() == place;
   if (!reuse) buffer_ = std::make_shared<Buffer>(bytes, place);
   dtype_ = dtype;
-  dims_ = dims;
+  dims_.assign(dims, dims + ndim);
   numel_ = numel;
   place_ = place;
   return buffer_->data();

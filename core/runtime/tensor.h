@@ -62,7 +62,10 @@ class Tensor {
   // Shapes the tensor, reusing its memory when the byte size is unchanged and nobody else
   // shares it, else allocating. Returns the data pointer. Throws Error for a negative
   // dimension, an unknown dtype or an unavailable place.
-  void* Allocate(int32_t dtype, const std::vector<int64_t>& dims, Place place = {});
+  void* Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place place = {});
+  void* Allocate(int32_t dtype, const std::vector<int64_t>& dims, Place place = {}) {
+    return Allocate(dtype, dims.data(), dims.size(), place);
+  }
 
   const LoD& lod() const { return lod_; }
   LoD& mutable_lod() { return lod_; }

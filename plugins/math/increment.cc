@@ -4,16 +4,25 @@
 namespace rill::math {
 namespace {
 
+// Stateful so that `step` is read once per op instance, not on every run.
 template <class T>
-void Increment(KernelContext& ctx) {
-  Tensor x = ctx.Input("X");
-  if (x.numel() != 1) {
-    throw Error("X must have exactly one element, it has " + std::to_string(x.numel()));
+class Increment {
+ public:
+  explicit Increment(const OpInfo& op) : step_(static_cast<T>(op.Attr<float>("step"))) {}
+
+  void Compute(KernelContext& ctx) {
+    Tensor x = ctx.Input("X");
+    if (x.numel() != 1) {
+      throw Error("X must have exactly one element, it has " + std::to_string(x.numel()));
+    }
+    const T value = *x.data<T>() + step_;
+    Tensor out = ctx.Output("Out");
+    *out.Allocate<T>(x.dims_data(), x.ndim()) = value;
   }
-  const T value = *x.data<T>() + static_cast<T>(ctx.Attr<float>("step"));
-  Tensor out = ctx.Output("Out");
-  *out.Allocate<T>(x.dims_data(), x.ndim()) = value;
-}
+
+ private:
+  const T step_;
+};
 
 }  // namespace
 
@@ -24,10 +33,10 @@ void RegisterIncrement(Registrar& r) {
            .Output("Out", "X + step, same dtype and shape")
            .Attr("step", 1.0, "the amount added")
            .KernelDtypeFrom("X"));
-  r.Kernel("increment", RILL_CPU, RILL_FP32, &Increment<float>);
-  r.Kernel("increment", RILL_CPU, RILL_FP64, &Increment<double>);
-  r.Kernel("increment", RILL_CPU, RILL_INT32, &Increment<int32_t>);
-  r.Kernel("increment", RILL_CPU, RILL_INT64, &Increment<int64_t>);
+  r.StatefulKernel<Increment<float>>("increment", RILL_CPU, RILL_FP32);
+  r.StatefulKernel<Increment<double>>("increment", RILL_CPU, RILL_FP64);
+  r.StatefulKernel<Increment<int32_t>>("increment", RILL_CPU, RILL_INT32);
+  r.StatefulKernel<Increment<int64_t>>("increment", RILL_CPU, RILL_INT64);
 }
 
 }  // namespace rill::math

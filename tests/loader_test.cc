@@ -85,6 +85,27 @@ TEST(Loader, FrozenAbiV1PluginKeepsLoadingAndRuns) {
   EXPECT_EQ(scope->FindVar("y")->GetTensor()->Describe(), "fp32[3] {3, 3, 3}");
 }
 
+TEST(Loader, PluginDefinedVariableTypesLiveInScopes) {
+  Registry registry;
+  LoadPlugins(registry, LoadOptions{{kPlugins, kFixtures + "/frozen_v1"}, {}, {}});
+  ASSERT_NE(registry.FindVarType("frozen_v1.box"), nullptr);
+  ProgramBuilder pb;
+  pb.block(0).Op("fill_constant").Output("Out", "x").Attr("shape", std::vector<int64_t>{4}).Attr("value", 2.5f);
+  pb.block(0).Op("v1_box").Input("X", "x").Output("Out", "box");
+  pb.block(0).Op("v1_unbox").Input("X", "box").Output("Out", "sum");
+  pb.block(0).Op("v1_unbox").Input("X", "x").Output("Out", "bad");
+  Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  try {
+    exec.Run(0, scope);
+    FAIL() << "unboxing a tensor must fail";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "block 0, op 3 (v1_unbox X=[x] -> Out=[bad]): variable holds tensor, not frozen_v1.box");
+  }
+  EXPECT_EQ(scope->FindVar("box")->Describe(), "frozen_v1.box(sum=10)");
+  EXPECT_EQ(scope->FindVar("sum")->GetTensor()->Describe(), "fp32[1] {10}");
+}
+
 TEST(Loader, DisabledPluginsOnlyInformErrors) {
   Registry registry;
   LoadPlugins(registry, LoadOptions{{kPlugins, kFixtures + "/frozen_v1"}, {}, {"math"}});

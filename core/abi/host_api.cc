@@ -347,17 +347,17 @@ RillStatus* TensorSetLodLevel(RillTensor* t, size_t level, const uint64_t* offse
 // ---- scopes ------------------------------------------------------------------------------
 
 RillStatus* ScopeNewChild(RillScope* parent, RillScope** out) {
-  if (!parent || !out) return NullArg("scope_new_child");
+  if (!parent || !parent->scope || !out) return NullArg("scope_new_child");
   *out = new RillScope{parent->scope->NewChild()};
   return nullptr;
 }
 RillScope* ScopeRetain(RillScope* s) { return s ? new RillScope{s->scope} : nullptr; }
 void ScopeRelease(RillScope* s) { delete s; }
 RillVariable* ScopeFindVar(RillScope* s, const char* name) {
-  return (s && name) ? reinterpret_cast<RillVariable*>(s->scope->FindVar(name)) : nullptr;
+  return (s && s->scope && name) ? reinterpret_cast<RillVariable*>(s->scope->FindVar(name)) : nullptr;
 }
 RillVariable* ScopeVar(RillScope* s, const char* name) {
-  return (s && name) ? reinterpret_cast<RillVariable*>(s->scope->Var(name)) : nullptr;
+  return (s && s->scope && name) ? reinterpret_cast<RillVariable*>(s->scope->Var(name)) : nullptr;
 }
 
 const RillHostApi kTable = {

@@ -1,0 +1,128 @@
+// The host's function table, called directly the way a plugin calls it: statuses, null
+// arguments, attribute type checks, custom values, LoD and scope handles.
+#include <gtest/gtest.h>
+
+#include "core/abi/host_api.h"
+#include "core/abi/status.h"
+#include "core/runtime/kernel_context.h"
+#include "core/runtime/variable.h"
+
+namespace rill::core {
+namespace {
+
+const RillHostApi& H() { return *HostApiTable(); }
+
+// Takes a status's message and frees it.
+std::string Message(RillStatus* st) {
+  EXPECT_NE(st, nullptr);
+  if (st == nullptr) return "";
+  std::string m = H().status_message(st);
+  H().status_release(st);
+  return m;
+}
+
+TEST(HostApi, DeclaresItsVersionAndSize) {
+  EXPECT_EQ(H().abi_version, RILL_ABI_VERSION);
+  EXPECT_EQ(H().struct_size, sizeof(RillHostApi));
+}
+
+TEST(HostApi, StatusesCarryCodeAndMessage) {
+  RillStatus* st = H().status_create(RILL_UNAVAILABLE, "peer gone");
+  EXPECT_EQ(H().status_code(st), RILL_UNAVAILABLE);
+  EXPECT_STREQ(H().status_message(st), "peer gone");
+  H().status_release(st);
+  EXPECT_EQ(H().status_code(nullptr), RILL_OK);
+}
+
+TEST(HostApi, NullArgumentsAreStatusesNotCrashes) {
+  EXPECT_EQ(Message(H().var_tensor(nullptr, nullptr)), "var_tensor: null argument");
+  EXPECT_EQ(Message(H().register_op(nullptr, nullptr)), "register_op: null argument");
+  EXPECT_EQ(H().ctx_input(nullptr, "X", 0), nullptr);
+  EXPECT_EQ(H().scope_find_var(nullptr, "x"), nullptr);
+  EXPECT_EQ(H().tensor_dtype(nullptr), -1);
+}
+
+TEST(HostApi, AttributesAreTypeChecked) {
+  OpSchemaEntry schema;
+  schema.type = "op";
+  schema.attrs.push_back({"n", RILL_ATTR_INT, false, ParseAttrDefault(RILL_ATTR_INT, "7"), ""});
+  RillOpInfo info;
+  info.type = "op";
+  info.schema = &schema;
+  info.attrs.push_back(schema.attrs[0].default_value);
+  int64_t n = 0;
+  EXPECT_EQ(H().attr_int(&info, "n", &n), nullptr);
+  EXPECT_EQ(n, 7);
+  double f = 0;
+  EXPECT_EQ(Message(H().attr_float(&info, "n", &f)), "attribute 'n' of op 'op' is INT, read as FLOAT");
+  EXPECT_EQ(Message(H().attr_int(&info, "m", &n)), "op 'op' declares no attribute 'm'");
+}
+
+TEST(HostApi, TensorsAndLod) {
+  Variable var;
+  auto* v = reinterpret_cast<RillVariable*>(&var);
+  RillTensor* t = nullptr;
+  ASSERT_EQ(H().var_tensor(v, &t), nullptr);
+  EXPECT_EQ(H().tensor_dtype(t), -1);
+  const int64_t dims[] = {2, 2};
+  void* data = nullptr;
+  ASSERT_EQ(H().tensor_allocate(t, RILL_FP64, dims, 2, RILL_CPU, 0, &data), nullptr);
+  EXPECT_EQ(data, H().tensor_data(t));
+  EXPECT_EQ(H().tensor_numel(t), 4);
+  const uint64_t level0[] = {0, 1, 2}, level1[] = {0, 1, 3, 4};
+  EXPECT_EQ(Message(H().tensor_set_lod_level(t, 1, level1, 4)), "LoD level 1 set before level 0");
+  ASSERT_EQ(H().tensor_set_lod_level(t, 0, level0, 3), nullptr);
+  ASSERT_EQ(H().tensor_set_lod_level(t, 1, level1, 4), nullptr);
+  size_t count = 0;
+  const uint64_t* got = H().tensor_lod_level(t, 1, &count);
+  ASSERT_EQ(count, 4u);
+  EXPECT_EQ(got[2], 3u);
+  EXPECT_EQ(H().tensor_lod_levels(t), 2u);
+  EXPECT_EQ(Message(H().tensor_allocate(t, RILL_FP32, dims, 2, RILL_CUDA, 0, &data)).find("cannot allocate on CUDA:0"),
+            0u);
+}
+
+TEST(HostApi, CustomValuesNeedARegisteredTypeAndTheRightName) {
+  Variable var;
+  auto* v = reinterpret_cast<RillVariable*>(&var);
+  EXPECT_EQ(Message(H().var_set_custom(v, "no.such.type", nullptr)), "variable type 'no.such.type' is not registered");
+  static int destroyed = 0;
+  static const CustomType kType{"test.box", "test", [](void* p) { ++destroyed; delete static_cast<int*>(p); },
+                                [](const void* p, char* buf, size_t cap) {
+                                  snprintf(buf, cap, "box(%d)", *static_cast<const int*>(p));
+                                }};
+  var.SetCustom(&kType, new int(3));
+  void* out = nullptr;
+  EXPECT_EQ(H().var_get_custom(v, "test.box", &out), nullptr);
+  EXPECT_EQ(*static_cast<int*>(out), 3);
+  EXPECT_EQ(Message(H().var_get_custom(v, "csp.channel", &out)), "variable holds test.box, not csp.channel");
+  char buf[32];
+  H().var_describe(v, buf, sizeof(buf));
+  EXPECT_STREQ(buf, "box(3)");
+  H().var_describe(v, buf, 4);
+  EXPECT_STREQ(buf, "box") << "truncated to the buffer";
+  var.Clear();
+  EXPECT_EQ(destroyed, 1);
+}
+
+TEST(HostApi, OwnedScopeHandlesKeepScopesAlive) {
+  auto root = Scope::NewRoot();
+  std::weak_ptr<Scope> weak = root;
+  RillScope borrowed{root};
+  RillScope* child = nullptr;
+  ASSERT_EQ(H().scope_new_child(&borrowed, &child), nullptr);
+  RillScope* retained = H().scope_retain(child);
+  H().scope_var(retained, "x");
+  borrowed.scope.reset();
+  root.reset();
+  EXPECT_FALSE(weak.expired());
+  EXPECT_NE(H().scope_find_var(child, "x"), nullptr);
+  EXPECT_EQ(H().scope_find_var(&borrowed, "x"), nullptr) << "an emptied handle finds nothing";
+  H().scope_release(child);
+  EXPECT_FALSE(weak.expired());
+  H().scope_release(retained);
+  EXPECT_TRUE(weak.expired());
+}
+
+}  // namespace
+}  // namespace rill::core

@@ -47,32 +47,35 @@ RILL_PIN(attr_blocks, 23);
 RILL_PIN(ctx_op, 24);
 RILL_PIN(ctx_input, 25);
 RILL_PIN(ctx_output, 26);
-RILL_PIN(ctx_scope, 27);
-RILL_PIN(ctx_run_block, 28);
-RILL_PIN(var_is_initialized, 29);
-RILL_PIN(var_tensor, 30);
-RILL_PIN(var_set_custom, 31);
-RILL_PIN(var_get_custom, 32);
-RILL_PIN(var_move, 33);
-RILL_PIN(var_copy, 34);
-RILL_PIN(var_describe, 35);
-RILL_PIN(tensor_dtype, 36);
-RILL_PIN(tensor_ndim, 37);
-RILL_PIN(tensor_dims, 38);
-RILL_PIN(tensor_numel, 39);
-RILL_PIN(tensor_device_type, 40);
-RILL_PIN(tensor_device_id, 41);
-RILL_PIN(tensor_data, 42);
-RILL_PIN(tensor_allocate, 43);
-RILL_PIN(tensor_lod_levels, 44);
-RILL_PIN(tensor_lod_level, 45);
-RILL_PIN(tensor_set_lod_level, 46);
-RILL_PIN(scope_new_child, 47);
-RILL_PIN(scope_retain, 48);
-RILL_PIN(scope_release, 49);
-RILL_PIN(scope_find_var, 50);
-RILL_PIN(scope_var, 51);
-static_assert(sizeof(RillHostApi) == 8 + 52 * sizeof(void*), "RillHostApi v1 size changed");
+RILL_PIN(ctx_input_tensor, 27);
+RILL_PIN(ctx_output_tensor, 28);
+RILL_PIN(ctx_scope, 29);
+RILL_PIN(ctx_run_block, 30);
+RILL_PIN(var_is_initialized, 31);
+RILL_PIN(var_tensor, 32);
+RILL_PIN(var_set_custom, 33);
+RILL_PIN(var_get_custom, 34);
+RILL_PIN(var_move, 35);
+RILL_PIN(var_copy, 36);
+RILL_PIN(var_describe, 37);
+RILL_PIN(tensor_info, 38);
+RILL_PIN(tensor_dtype, 39);
+RILL_PIN(tensor_ndim, 40);
+RILL_PIN(tensor_dims, 41);
+RILL_PIN(tensor_numel, 42);
+RILL_PIN(tensor_device_type, 43);
+RILL_PIN(tensor_device_id, 44);
+RILL_PIN(tensor_data, 45);
+RILL_PIN(tensor_allocate, 46);
+RILL_PIN(tensor_lod_levels, 47);
+RILL_PIN(tensor_lod_level, 48);
+RILL_PIN(tensor_set_lod_level, 49);
+RILL_PIN(scope_new_child, 50);
+RILL_PIN(scope_retain, 51);
+RILL_PIN(scope_release, 52);
+RILL_PIN(scope_find_var, 53);
+RILL_PIN(scope_var, 54);
+static_assert(sizeof(RillHostApi) == 8 + 55 * sizeof(void*), "RillHostApi v1 size changed");
 #undef RILL_PIN
 
 namespace rill::core {
@@ -257,6 +260,39 @@ RillVariable* CtxInput(RillKernelContext* ctx, const char* slot, size_t i) {
 RillVariable* CtxOutput(RillKernelContext* ctx, const char* slot, size_t i) {
   return (ctx && slot) ? reinterpret_cast<RillVariable*>(ctx->Output(slot, i)) : nullptr;
 }
+RillStatus* SlotMissing(const RillKernelContext* ctx, const char* kind, const char* slot, size_t i) {
+  return new RillStatus{RILL_NOT_FOUND, "op '" + ctx->op->type + "' has no " + kind + " " + slot + "[" +
+                                            std::to_string(i) + "]"};
+}
+RillStatus* CtxInputTensor(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out) {
+  if (!ctx || !slot || !out) return NullArg("ctx_input_tensor");
+  const RillOpInfo::Args* args = ctx->op->FindInput(slot);
+  if (args == nullptr || i >= args->names.size()) return SlotMissing(ctx, "input", slot, i);
+  Variable* v = ctx->Arg(args, i);
+  const std::string& name = args->names[i];
+  if (v == nullptr) {
+    return new RillStatus{RILL_NOT_FOUND, "input " + std::string(slot) + " ('" + name + "') does not exist in any scope"};
+  }
+  Tensor* t = v->is_tensor() ? v->GetMutableTensor() : nullptr;
+  if (t == nullptr || !t->initialized()) {
+    return new RillStatus{RILL_FAILED_PRECONDITION, "input " + std::string(slot) + " ('" + name + "') holds " +
+                                                        (t ? "an empty tensor" : v->KindName()) + ", not a tensor value"};
+  }
+  *out = reinterpret_cast<RillTensor*>(t);
+  return nullptr;
+}
+RillStatus* CtxOutputTensor(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out) {
+  if (!ctx || !slot || !out) return NullArg("ctx_output_tensor");
+  const RillOpInfo::Args* args = ctx->op->FindOutput(slot);
+  if (args == nullptr || i >= args->names.size()) return SlotMissing(ctx, "output", slot, i);
+  Variable* v = ctx->Arg(args, i);
+  if (v->is_tensor() || !v->initialized()) {
+    *out = reinterpret_cast<RillTensor*>(v->GetMutableTensor());
+    return nullptr;
+  }
+  return new RillStatus{RILL_INVALID_ARGUMENT, "output " + std::string(slot) + " ('" + args->names[i] + "') holds " +
+                                                   v->KindName() + ", not a tensor"};
+}
 RillScope* CtxScope(RillKernelContext* ctx) { return ctx ? ctx->scope : nullptr; }
 RillStatus* CtxRunBlock(RillKernelContext* ctx, int32_t block_idx, RillScope* scope) {
   if (!ctx || !scope) return NullArg("ctx_run_block");
@@ -308,6 +344,17 @@ void VarDescribe(const RillVariable* v, char* buf, size_t cap) {
 
 // ---- tensors -----------------------------------------------------------------------------
 
+void TensorInfo(const RillTensor* t, RillTensorInfo* out) {
+  if (!t || !out || out->struct_size < offsetof(RillTensorInfo, data) + sizeof(out->data)) return;
+  const Tensor& x = *T(t);
+  out->dtype = x.dtype();
+  out->device_type = x.place().device_type;
+  out->device_id = x.place().device_id;
+  out->ndim = x.dims().size();
+  out->dims = x.dims().data();
+  out->numel = x.numel();
+  out->data = x.data();
+}
 int32_t TensorDtype(const RillTensor* t) { return t ? T(t)->dtype() : -1; }
 size_t TensorNdim(const RillTensor* t) { return t ? T(t)->dims().size() : 0; }
 const int64_t* TensorDims(const RillTensor* t) { return t ? T(t)->dims().data() : nullptr; }
@@ -368,9 +415,9 @@ const RillHostApi kTable = {
     OpType, OpInputCount, OpInputName, OpOutputCount, OpOutputName,
     AttrInt, AttrFloat, AttrBool, AttrString, AttrInts, AttrFloats, AttrBools, AttrStrings,
     AttrStringsAt, AttrBlock, AttrBlocks,
-    CtxOp, CtxInput, CtxOutput, CtxScope, CtxRunBlock,
+    CtxOp, CtxInput, CtxOutput, CtxInputTensor, CtxOutputTensor, CtxScope, CtxRunBlock,
     VarIsInitialized, VarTensor, VarSetCustom, VarGetCustom, VarMove, VarCopy, VarDescribe,
-    TensorDtype, TensorNdim, TensorDims, TensorNumel, TensorDeviceType, TensorDeviceId, TensorData,
+    TensorInfo, TensorDtype, TensorNdim, TensorDims, TensorNumel, TensorDeviceType, TensorDeviceId, TensorData,
     TensorAllocate, TensorLodLevels, TensorLodLevel, TensorSetLodLevel,
     ScopeNewChild, ScopeRetain, ScopeRelease, ScopeFindVar, ScopeVar,
 };

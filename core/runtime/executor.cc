@@ -50,6 +50,7 @@ namespace rill::core {
 struct PreparedOp {
   OpInstance info;
   int dtype_input = -1;           // index into info.inputs giving the dtype key, or -1
+  uint32_t dtype_var = 0;         // frame index of that input's first variable
   int32_t static_dtype = RILL_ANY_DTYPE;  // key from an attribute (or ANY)
 
   // Kernel cache. `last` is the fast path; `instances` owns every kernel chosen so far.
@@ -100,8 +101,9 @@ KernelInstance* ChooseKernel(const Registry& registry, PreparedOp& op, int32_t d
 // The (device, dtype) key for this run of `op`.
 std::pair<int32_t, int32_t> KernelKey(const PreparedOp& op, const RillKernelContext& ctx) {
   if (op.dtype_input < 0) return {RILL_CPU, op.static_dtype};
+  Variable* v = ctx.frame[op.dtype_var];
   const auto& args = op.info.inputs[static_cast<size_t>(op.dtype_input)];
-  Variable* v = ctx.Arg(&args, 0);
+  if (v == nullptr) v = ctx.Arg(&args, 0);
   const Tensor* t = v ? v->GetTensor() : nullptr;
   if (t == nullptr || !t->initialized()) {
     throw Error("input " + args.slot + " ('" + args.names[0] +
@@ -185,7 +187,10 @@ Executor::PreparedBlock& Executor::Prepare(int32_t block_idx) {
       op->static_dtype = static_cast<int32_t>(info.FindAttr(src.substr(5).c_str())->i);
     } else if (!src.empty()) {
       for (size_t k = 0; k < info.inputs.size(); ++k) {
-        if (info.inputs[k].slot == src && !info.inputs[k].names.empty()) op->dtype_input = static_cast<int>(k);
+        if (info.inputs[k].slot == src && !info.inputs[k].names.empty()) {
+          op->dtype_input = static_cast<int>(k);
+          op->dtype_var = info.inputs[k].ids[0];
+        }
       }
     }
     block->ops.push_back(std::move(op));

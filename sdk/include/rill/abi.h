@@ -120,6 +120,20 @@ typedef struct RillVariable RillVariable;           /* a variable in a scope */
 typedef struct RillTensor RillTensor;               /* a (LoD)tensor held by a variable */
 typedef struct RillScope RillScope;                 /* a scope; owned handles are released */
 
+/* A tensor's description in one call (tensor_info). The caller sets `struct_size` to the
+ * size it was compiled with; the host fills only the fields that size covers. `dims` and
+ * `data` stay valid until the tensor is next allocated or its variable changes. */
+typedef struct RillTensorInfo {
+  uint32_t struct_size;
+  int32_t dtype; /* -1 if never allocated */
+  int32_t device_type;
+  int32_t device_id;
+  size_t ndim;
+  const int64_t* dims;
+  int64_t numel;
+  void* data; /* NULL if never allocated */
+} RillTensorInfo;
+
 /* ---- What a plugin declares ---------------------------------------------------------- */
 
 /* Slot flags. */
@@ -248,6 +262,13 @@ typedef struct RillHostApi {
   const RillOpInfo* (*ctx_op)(const RillKernelContext* ctx);
   RillVariable* (*ctx_input)(RillKernelContext* ctx, const char* slot, size_t i);
   RillVariable* (*ctx_output)(RillKernelContext* ctx, const char* slot, size_t i);
+  /* The tensor of input `slot`[i] in one call: fails with RILL_NOT_FOUND if there is no
+   * such argument or variable, and RILL_FAILED_PRECONDITION if it holds no tensor yet. */
+  RillStatus* (*ctx_input_tensor)(RillKernelContext* ctx, const char* slot, size_t i,
+                                  RillTensor** out);
+  /* The tensor of output `slot`[i]; an empty variable becomes an empty tensor. */
+  RillStatus* (*ctx_output_tensor)(RillKernelContext* ctx, const char* slot, size_t i,
+                                   RillTensor** out);
   RillScope* (*ctx_scope)(RillKernelContext* ctx); /* borrowed: the op's scope */
   /* Runs block `block_idx` of the op's program in `scope`, inline on this thread. */
   RillStatus* (*ctx_run_block)(RillKernelContext* ctx, int32_t block_idx, RillScope* scope);
@@ -269,7 +290,8 @@ typedef struct RillHostApi {
   /* A one-line description of the value: "fp32[2, 3] {1, 2, ...}". Copied into buf. */
   void (*var_describe)(const RillVariable* var, char* buf, size_t cap);
 
-  /* Tensors. */
+  /* Tensors. tensor_info gives everything below in one call. */
+  void (*tensor_info)(const RillTensor* t, RillTensorInfo* out);
   int32_t (*tensor_dtype)(const RillTensor* t); /* -1 if never allocated */
   size_t (*tensor_ndim)(const RillTensor* t);
   const int64_t* (*tensor_dims)(const RillTensor* t);

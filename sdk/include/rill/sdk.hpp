@@ -127,23 +127,24 @@ void VisitDataType(int32_t dtype, const char* what, F&& fn) {
 
 // ---- Tensors, variables, scopes ---------------------------------------------------------
 
-// A borrowed view of a tensor held by a variable.
+// A borrowed view of a tensor held by a variable. Its description (dtype, dims, data...)
+// is read from the host in one call on first use and again after Allocate.
 class Tensor {
  public:
   explicit Tensor(RillTensor* t) : t_(t) {}
   RillTensor* handle() const { return t_; }
 
-  int32_t dtype() const { return Host().tensor_dtype(t_); }
+  int32_t dtype() const { return info().dtype; }
   bool initialized() const { return dtype() >= 0; }
-  size_t ndim() const { return Host().tensor_ndim(t_); }
-  const int64_t* dims_data() const { return Host().tensor_dims(t_); }
+  size_t ndim() const { return info().ndim; }
+  const int64_t* dims_data() const { return info().dims; }
   std::vector<int64_t> dims() const { return {dims_data(), dims_data() + ndim()}; }
-  int64_t numel() const { return Host().tensor_numel(t_); }
-  int32_t device_type() const { return Host().tensor_device_type(t_); }
+  int64_t numel() const { return info().numel; }
+  int32_t device_type() const { return info().device_type; }
 
   template <class T> const T* data() const { return Typed<T>(); }
   template <class T> T* mutable_data() { return Typed<T>(); }
-  void* raw_data() { return Host().tensor_data(t_); }
+  void* raw_data() { return info().data; }
 
   // Shapes the tensor (CPU) and returns its memory, typed.
   template <class T> T* Allocate(const int64_t* dims, size_t ndim) {
@@ -159,6 +160,7 @@ class Tensor {
                  int32_t device_type = RILL_CPU, int32_t device_id = 0) {
     void* data = nullptr;
     Check(Host().tensor_allocate(t_, dtype, dims, ndim, device_type, device_id, &data));
+    have_info_ = false;
     return data;
   }
   void* Allocate(int32_t dtype, const std::vector<int64_t>& dims) {
@@ -181,15 +183,25 @@ class Tensor {
   }
 
  private:
+  const RillTensorInfo& info() const {
+    if (!have_info_) {
+      info_.struct_size = sizeof(RillTensorInfo);
+      Host().tensor_info(t_, &info_);
+      have_info_ = true;
+    }
+    return info_;
+  }
   template <class T> T* Typed() const {
     const int32_t have = dtype();
     if (have != DataTypeOf<T>::value) {
       throw Error(std::string("tensor holds ") + DataTypeName(have) + ", kernel expected " +
                   DataTypeName(DataTypeOf<T>::value));
     }
-    return static_cast<T*>(Host().tensor_data(t_));
+    return static_cast<T*>(info().data);
   }
   RillTensor* t_;
+  mutable RillTensorInfo info_{};
+  mutable bool have_info_ = false;
 };
 
 // A borrowed view of a variable.
@@ -413,17 +425,17 @@ class KernelContext {
   Variable OutputVar(const char* slot, size_t i = 0) {
     return VarOrThrow(Host().ctx_output(ctx_, slot, i), "output", slot, i);
   }
-  // The input's tensor; throws if the variable was never written.
+  // The input's tensor; throws if the variable is missing or was never written.
   Tensor Input(const char* slot, size_t i = 0) {
-    Tensor t = InputVar(slot, i).tensor();
-    if (!t.initialized()) {
-      throw Error("input " + std::string(slot) + " ('" + op().InputName(slot, i) +
-                      "') holds no value yet",
-                  RILL_FAILED_PRECONDITION);
-    }
-    return t;
+    RillTensor* t = nullptr;
+    Check(Host().ctx_input_tensor(ctx_, slot, i, &t));
+    return Tensor(t);
   }
-  Tensor Output(const char* slot, size_t i = 0) { return OutputVar(slot, i).tensor(); }
+  Tensor Output(const char* slot, size_t i = 0) {
+    RillTensor* t = nullptr;
+    Check(Host().ctx_output_tensor(ctx_, slot, i, &t));
+    return Tensor(t);
+  }
 
   Scope scope() const { return Scope::Borrow(Host().ctx_scope(ctx_)); }
   void RunBlock(int32_t block_idx, const Scope& scope) {

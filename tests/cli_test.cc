@@ -81,6 +81,29 @@ TEST(Cli, BadProgramsAreCleanFailures) {
   EXPECT_NE(ok.out.find("ok (3 blocks, 12 ops)"), std::string::npos) << ok.out;
 }
 
+TEST(Cli, EachInvalidProgramIsACleanFailure) {
+  const std::string head = R"(blocks { idx: 0 parent_idx: -1 )";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"(ops { type: "nosuch_op" } })", "block 0, op 0 (nosuch_op): op 'nosuch_op' is not provided by any loaded plugin"},
+      {R"(ops { type: "while" inputs { parameter: "Condition" arguments: "c" }
+                attrs { name: "sub_block" type: BLOCK block_idx: 3 } } })",
+       "block 0, op 0 (while): attribute 'sub_block' refers to block 3, which does not exist"},
+      {R"(} blocks { idx: 1 parent_idx: 7 })", "block 1: parent block 7 does not exist"},
+      {R"(ops { type: "fill_constant" outputs { parameter: "Out" arguments: "x" }
+                attrs { name: "dtype" type: STRING s: "float32" } } })",
+       "block 0, op 0 (fill_constant): attribute 'dtype' must be INT, the program gives STRING"},
+      {R"(ops { type: "elementwise_add" inputs { parameter: "X" arguments: "a" }
+                outputs { parameter: "Out" arguments: "c" } } })",
+       "block 0, op 0 (elementwise_add): required input 'Y' is missing"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string path = TempPath("invalid" + std::to_string(i) + ".pbtxt");
+    WriteFile(path, head + cases[i].first);
+    ExpectCleanFailure(RunRill({"run", path}), 1, cases[i].second);
+    ExpectCleanFailure(RunRill({"check", path}), 1, cases[i].second);
+  }
+}
+
 TEST(Cli, UsageErrorsExitTwo) {
   ExpectCleanFailure(RunRill({"frobnicate"}), 2, "unknown command 'frobnicate'");
   ExpectCleanFailure(RunRill({"ops", "--bogus"}), 2, "unknown option --bogus");

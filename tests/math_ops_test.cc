@@ -1,0 +1,157 @@
+// The math plugin's foundation ops, loaded from disk and run by the executor, against
+// values worked out by hand.
+#include <gtest/gtest.h>
+
+#include "core/errors.h"
+#include "core/program/builder.h"
+#include "core/runtime/executor.h"
+#include "test_util.h"
+
+namespace rill::core {
+namespace {
+
+class MathOps : public ::testing::Test {
+ protected:
+  // Runs the program built so far in a fresh scope; returns the error message or "".
+  std::string Run() {
+    exec_ = std::make_unique<Executor>(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(pb_.Build()));
+    if (!scope_) scope_ = Scope::NewRoot();
+    try {
+      exec_->Run(0, scope_);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+  std::string Values(const std::string& name) {
+    const Variable* v = scope_->FindVar(name);
+    return v && v->GetTensor() ? v->GetTensor()->Describe(64) : "<missing>";
+  }
+  // Sets `name` in the run's scope before Run (values given as int64, cast to T).
+  template <class T>
+  void Set(const std::string& name, int32_t dtype, std::vector<int64_t> dims, std::vector<int64_t> values) {
+    if (!scope_) scope_ = Scope::NewRoot();
+    Tensor* t = scope_->Var(name)->GetMutableTensor();
+    t->Allocate(dtype, dims);
+    for (size_t i = 0; i < values.size(); ++i) t->data_as<T>()[i] = static_cast<T>(values[i]);
+  }
+  BlockBuilder& main() { return pb_.block(0); }
+  void Fill(const std::string& out, int32_t dtype, float value, std::vector<int64_t> shape) {
+    main().Op("fill_constant").Output("Out", out).Attr("shape", shape).Attr("dtype", dtype).Attr("value", value);
+  }
+
+  ProgramBuilder pb_;
+  std::unique_ptr<Executor> exec_;
+  std::shared_ptr<Scope> scope_;
+};
+
+TEST_F(MathOps, FillConstantEveryDtype) {
+  Fill("f32", RILL_FP32, 1.5f, {2});
+  Fill("f64", RILL_FP64, -2.25f, {1, 2});
+  Fill("i32", RILL_INT32, 7, {3});
+  Fill("i64", RILL_INT64, 9, {});
+  Fill("b", RILL_BOOL, 1, {2});
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("f32"), "fp32[2] {1.5, 1.5}");
+  EXPECT_EQ(Values("f64"), "fp64[1, 2] {-2.25, -2.25}");
+  EXPECT_EQ(Values("i32"), "int32[3] {7, 7, 7}");
+  EXPECT_EQ(Values("i64"), "int64[] {9}");
+  EXPECT_EQ(Values("b"), "bool[2] {true, true}");
+}
+
+TEST_F(MathOps, FillConstantUnsupportedDtypeNamesIt) {
+  Fill("h", RILL_FP16, 1, {1});
+  EXPECT_EQ(Run(), "block 0, op 0 (fill_constant -> Out=[h]): no CPU kernel for dtype fp16 (registered: CPU/fp32, "
+                   "CPU/fp64, CPU/int32, CPU/int64, CPU/bool)");
+}
+
+TEST_F(MathOps, AssignCopiesDeeply) {
+  Fill("x", RILL_INT32, 4, {2});
+  main().Op("assign").Input("X", "x").Output("Out", "y");
+  main().Op("increment").Input("X", "x").Output("Out", "x");  // fails: x has 2 elements
+  EXPECT_NE(Run().find("X must have exactly one element, it has 2"), std::string::npos);
+  EXPECT_EQ(Values("y"), "int32[2] {4, 4}");
+  EXPECT_NE(scope_->FindVar("x")->GetTensor()->data(), scope_->FindVar("y")->GetTensor()->data());
+}
+
+TEST_F(MathOps, IncrementStepAndDtypes) {
+  Fill("a", RILL_FP64, 0.5f, {1});
+  main().Op("increment").Input("X", "a").Output("Out", "b").Attr("step", 2.0f);
+  Fill("i", RILL_INT64, 5, {1});
+  main().Op("increment").Input("X", "i").Output("Out", "i").Attr("step", -3.0f);
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("a"), "fp64[1] {0.5}");
+  EXPECT_EQ(Values("b"), "fp64[1] {2.5}");
+  EXPECT_EQ(Values("i"), "int64[1] {2}");
+}
+
+TEST_F(MathOps, ElementwiseAddBroadcastsFluidStyle) {
+  Fill("x", RILL_FP32, 1, {2, 3, 2});
+  Fill("row", RILL_FP32, 10, {3});
+  Fill("s", RILL_FP32, 100, {1});
+  main().Op("elementwise_add").Input("X", "x").Input("Y", "row").Output("Out", "mid").Attr("axis", int32_t{1});
+  main().Op("elementwise_add").Input("X", "x").Input("Y", "s").Output("Out", "scalar");
+  main().Op("elementwise_add").Input("X", "x").Input("Y", "x").Output("Out", "x");  // in place
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("mid"), "fp32[2, 3, 2] {11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11}");
+  EXPECT_EQ(Values("scalar"), "fp32[2, 3, 2] {101, 101, 101, 101, 101, 101, 101, 101, 101, 101, 101, 101}");
+  EXPECT_EQ(Values("x"), "fp32[2, 3, 2] {2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}");
+}
+
+TEST_F(MathOps, ElementwiseAddBroadcastUsesTheRightYElement) {
+  Set<int64_t>("x", RILL_INT64, {2, 3}, {0, 1, 2, 3, 4, 5});
+  Set<int64_t>("col", RILL_INT64, {2}, {10, 20});
+  Set<int64_t>("row", RILL_INT64, {3}, {100, 200, 300});
+  main().Op("elementwise_add").Input("X", "x").Input("Y", "col").Output("Out", "by_row").Attr("axis", int32_t{0});
+  main().Op("elementwise_add").Input("X", "x").Input("Y", "row").Output("Out", "by_col");
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("by_row"), "int64[2, 3] {10, 11, 12, 23, 24, 25}");
+  EXPECT_EQ(Values("by_col"), "int64[2, 3] {100, 201, 302, 103, 204, 305}");
+}
+
+TEST_F(MathOps, ElementwiseAddRejectsMismatchedDtypes) {
+  Fill("x", RILL_FP32, 1, {2});
+  Fill("y", RILL_FP64, 1, {2});
+  main().Op("elementwise_add").Input("X", "x").Input("Y", "y").Output("Out", "z");
+  EXPECT_EQ(Run(), "block 0, op 2 (elementwise_add X=[x] Y=[y] -> Out=[z]): tensor holds fp64, kernel expected fp32");
+}
+
+TEST_F(MathOps, ComparisonsGiveBool) {
+  Set<float>("a", RILL_FP32, {4}, {1, 2, 3, 4});
+  Set<float>("b", RILL_FP32, {1}, {3});
+  Set<float>("c", RILL_FP32, {4}, {4, 2, 0, 4});
+  main().Op("less_than").Input("X", "a").Input("Y", "b").Output("Out", "lt");
+  main().Op("equal").Input("X", "a").Input("Y", "c").Output("Out", "eq");
+  main().Op("equal").Input("X", "lt").Input("Y", "eq").Output("Out", "eqb");
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("lt"), "bool[4] {true, true, false, false}");
+  EXPECT_EQ(Values("eq"), "bool[4] {false, true, false, true}");
+  EXPECT_EQ(Values("eqb"), "bool[4] {false, true, true, false}");
+}
+
+TEST_F(MathOps, BroadcastGoesFromYIntoXOnly) {
+  Set<int32_t>("small", RILL_INT32, {1}, {1});
+  Set<int32_t>("big", RILL_INT32, {3}, {1, 2, 3});
+  main().Op("less_than").Input("X", "small").Input("Y", "big").Output("Out", "r");
+  EXPECT_EQ(Run(), "block 0, op 0 (less_than X=[small] Y=[big] -> Out=[r]): cannot broadcast Y [3] to X [1] at axis 0: "
+                   "dimension 0 differs");
+}
+
+TEST_F(MathOps, PrintHonoursFirstNAndPassesThrough) {
+  auto& body = pb_.NewBlock(0);
+  Fill("i", RILL_INT64, 0, {1});
+  Fill("three", RILL_INT64, 3, {1});
+  main().Op("less_than").Input("X", "i").Input("Y", "three").Output("Out", "c");
+  main().Op("while").Input("Condition", "c").BlockAttr("sub_block", body.idx());
+  body.Op("increment").Input("X", "i").Output("Out", "i");
+  body.Op("print").Input("In", "i").Output("Out", "copy").Attr("first_n", int32_t{2}).Attr("message", "step");
+  body.Op("less_than").Input("X", "i").Input("Y", "three").Output("Out", "c");
+  testing::internal::CaptureStdout();
+  const std::string err = Run();
+  const std::string out = testing::internal::GetCapturedStdout();
+  ASSERT_EQ(err, "");
+  EXPECT_EQ(out, "step i: int64[1] {1}\nstep i: int64[1] {2}\n");
+}
+
+}  // namespace
+}  // namespace rill::core

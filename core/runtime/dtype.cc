@@ -1,7 +1,6 @@
 #include "core/runtime/dtype.h"
 
 #include "core/errors.h"
-#include "rill/abi.h"
 
 namespace rill::core {
 
@@ -26,20 +25,8 @@ size_t DataTypeSize(int32_t dtype) {
 }
 
 std::string DataTypeName(int32_t dtype) {
-  switch (dtype) {
-    case RILL_BOOL: return "bool";
-    case RILL_INT16: return "int16";
-    case RILL_INT32: return "int32";
-    case RILL_INT64: return "int64";
-    case RILL_FP16: return "fp16";
-    case RILL_FP32: return "fp32";
-    case RILL_FP64: return "fp64";
-    case RILL_SIZE_T: return "size_t";
-    case RILL_UINT8: return "uint8";
-    case RILL_INT8: return "int8";
-    case RILL_ANY_DTYPE: return "any";
-    default: return "dtype(" + std::to_string(dtype) + ")";
-  }
+  const std::string name = ::rill::DataTypeName(dtype);
+  return name != "unknown" ? name : "dtype(" + std::to_string(dtype) + ")";
 }
 
 int32_t DataTypeFromName(const std::string& n) {

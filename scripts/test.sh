@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds, and runs the whole test suite; then builds the suite with
-# ASan+UBSan and runs it again (skip that with RILL_SKIP_SANITIZERS=1).
+# ASan+UBSan, and with TSan, and runs it under each (skip those with RILL_SKIP_SANITIZERS=1).
 # Stress tests and benchmarks are labelled and not part of this run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,4 +10,6 @@ ctest --test-dir build --output-on-failure -j2 -LE stress
 if [ "${RILL_SKIP_SANITIZERS:-0}" != 1 ]; then
   BUILD_DIR=build-asan bash scripts/build.sh -DRILL_SANITIZE=address,undefined -DRILL_BUILD_BENCHMARKS=OFF
   ctest --test-dir build-asan --output-on-failure -j2 -LE stress
+  BUILD_DIR=build-tsan bash scripts/build.sh -DRILL_SANITIZE=thread -DRILL_BUILD_BENCHMARKS=OFF
+  ctest --test-dir build-tsan --output-on-failure -j2 -LE stress
 fi

@@ -5,11 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bash scripts/build.sh -DRILL_BUILD_BENCHMARKS=ON
-ctest --test-dir build --output-on-failure -j2 -LE stress
+bash scripts/build.sh -DRILL_BUILD_TESTS=ON -DRILL_BUILD_BENCHMARKS=ON
+ctest --test-dir build --output-on-failure --no-tests=error -j2 -LE stress
 if [ "${RILL_SKIP_SANITIZERS:-0}" != 1 ]; then
-  BUILD_DIR=build-asan bash scripts/build.sh -DRILL_SANITIZE=address,undefined -DRILL_BUILD_BENCHMARKS=OFF
-  ctest --test-dir build-asan --output-on-failure -j2 -LE stress
-  BUILD_DIR=build-tsan bash scripts/build.sh -DRILL_SANITIZE=thread -DRILL_BUILD_BENCHMARKS=OFF
-  ctest --test-dir build-tsan --output-on-failure -j2 -LE stress
+  BUILD_DIR=build-asan bash scripts/build.sh -DRILL_SANITIZE=address,undefined -DRILL_BUILD_TESTS=ON -DRILL_BUILD_BENCHMARKS=OFF
+  ctest --test-dir build-asan --output-on-failure --no-tests=error -j2 -LE stress
+  BUILD_DIR=build-tsan bash scripts/build.sh -DRILL_SANITIZE=thread -DRILL_BUILD_TESTS=ON -DRILL_BUILD_BENCHMARKS=OFF
+  ctest --test-dir build-tsan --output-on-failure --no-tests=error -j2 -LE stress
 fi

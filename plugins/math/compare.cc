@@ -1,42 +1,75 @@
-// less_than, equal: Out (bool) = X op Y elementwise, with Fluid's broadcasting.
+// Comparisons (Out: bool = X op Y, with Fluid's broadcasting) and logical ops on bool
+// tensors (logical_not is unary).
 #include "broadcast.h"
+#include "kernels.h"
 #include "ops.h"
 
 namespace rill::math {
 namespace {
 
-template <class T> void LessThan(KernelContext& ctx) {
-  BinaryBroadcast<T, bool>(ctx, [](T a, T b) { return a < b; });
-}
-template <class T> void Equal(KernelContext& ctx) {
-  BinaryBroadcast<T, bool>(ctx, [](T a, T b) { return a == b; });
+template <class T, class F> void Compare(KernelContext& ctx) { BinaryBroadcast<T, bool>(ctx, F{}); }
+
+struct Less { template <class T> bool operator()(T a, T b) const { return a < b; } };
+struct LessEq { template <class T> bool operator()(T a, T b) const { return a <= b; } };
+struct Greater { template <class T> bool operator()(T a, T b) const { return a > b; } };
+struct GreaterEq { template <class T> bool operator()(T a, T b) const { return a >= b; } };
+struct Eq { template <class T> bool operator()(T a, T b) const { return a == b; } };
+struct NotEq { template <class T> bool operator()(T a, T b) const { return a != b; } };
+struct And { bool operator()(bool a, bool b) const { return a && b; } };
+struct Or { bool operator()(bool a, bool b) const { return a || b; } };
+struct Xor { bool operator()(bool a, bool b) const { return a != b; } };
+
+template <class F>
+void AddCompare(Registrar& r, const char* type, const char* what, bool with_bool) {
+  r.Op(OpSchema(type)
+           .Doc(std::string("Out = X ") + what + " Y, elementwise with Fluid's broadcasting; Out is bool, shaped like X.")
+           .Input("X", "left operand")
+           .Input("Y", "right operand, broadcast to X")
+           .Output("Out", "bool result")
+           .Attr("axis", int64_t{-1}, "where Y's dims start in X's (-1: aligned to the end)")
+           .Attr("force_cpu", false, "keep Out on the CPU")
+           .KernelDtypeFrom("X"));
+  RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, type, [](auto t) { return &Compare<decltype(t), F>; });
+  if (with_bool) r.Kernel(type, RILL_CPU, RILL_BOOL, &Compare<bool, F>);
 }
 
-OpSchema CompareSchema(const char* type, const char* what) {
-  return OpSchema(type)
-      .Doc(std::string("Out = X ") + what + " Y, elementwise; Out is bool, shaped like X.")
-      .Input("X", "left operand")
-      .Input("Y", "right operand, broadcast to X")
-      .Output("Out", "bool result")
-      .Attr("axis", int64_t{-1}, "where Y's dims start in X's (-1: aligned to the end)")
-      .Attr("force_cpu", false, "keep Out on the CPU")
-      .KernelDtypeFrom("X");
+template <class F>
+void AddLogical(Registrar& r, const char* type, const char* what) {
+  r.Op(OpSchema(type)
+           .Doc(std::string("Out = X ") + what + " Y on bool tensors, elementwise with Fluid's broadcasting.")
+           .Input("X", "bool tensor")
+           .Input("Y", "bool tensor, broadcast to X")
+           .Output("Out", "bool result, shaped like X")
+           .Attr("axis", int64_t{-1}, "where Y's dims start in X's (-1: aligned to the end)")
+           .KernelDtypeFrom("X"));
+  r.Kernel(type, RILL_CPU, RILL_BOOL, &Compare<bool, F>);
+}
+
+void LogicalNot(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  const bool* px = x.data<bool>();
+  bool* po = ctx.Output("Out").Allocate<bool>(x.dims_data(), x.ndim());
+  for (int64_t i = 0; i < x.numel(); ++i) po[i] = !px[i];
 }
 
 }  // namespace
 
 void RegisterCompare(Registrar& r) {
-  r.Op(CompareSchema("less_than", "<"));
-  r.Op(CompareSchema("equal", "=="));
-  r.Kernel("less_than", RILL_CPU, RILL_FP32, &LessThan<float>);
-  r.Kernel("less_than", RILL_CPU, RILL_FP64, &LessThan<double>);
-  r.Kernel("less_than", RILL_CPU, RILL_INT32, &LessThan<int32_t>);
-  r.Kernel("less_than", RILL_CPU, RILL_INT64, &LessThan<int64_t>);
-  r.Kernel("equal", RILL_CPU, RILL_FP32, &Equal<float>);
-  r.Kernel("equal", RILL_CPU, RILL_FP64, &Equal<double>);
-  r.Kernel("equal", RILL_CPU, RILL_INT32, &Equal<int32_t>);
-  r.Kernel("equal", RILL_CPU, RILL_INT64, &Equal<int64_t>);
-  r.Kernel("equal", RILL_CPU, RILL_BOOL, &Equal<bool>);
+  AddCompare<Less>(r, "less_than", "<", false);
+  AddCompare<LessEq>(r, "less_equal", "<=", false);
+  AddCompare<Greater>(r, "greater_than", ">", false);
+  AddCompare<GreaterEq>(r, "greater_equal", ">=", false);
+  AddCompare<Eq>(r, "equal", "==", true);
+  AddCompare<NotEq>(r, "not_equal", "!=", true);
+  AddLogical<And>(r, "logical_and", "and");
+  AddLogical<Or>(r, "logical_or", "or");
+  AddLogical<Xor>(r, "logical_xor", "xor");
+  r.Op(OpSchema("logical_not")
+           .Doc("Out = not X on a bool tensor, elementwise.")
+           .Input("X", "bool tensor")
+           .Output("Out", "bool result")
+           .KernelDtypeFrom("X"));
+  r.Kernel("logical_not", RILL_CPU, RILL_BOOL, &LogicalNot);
 }
 
 }  // namespace rill::math

@@ -1,46 +1,100 @@
-// elementwise_add: Out = X + Y with Fluid's broadcasting. The same-shape case is one Eigen
-// expression over the whole buffer (vectorized); broadcasting walks [pre, n, post].
-#include <Eigen/Core>
+// elementwise_{add,sub,mul,div,max,min,pow}: Out = X op Y with Fluid's broadcasting (see
+// broadcast.h). Same-shape operands of the vectorizable ops are one Eigen expression over
+// the whole buffer; everything else walks Fluid's [pre, n, post] view.
+#include <cmath>
+#include <type_traits>
 
 #include "broadcast.h"
+#include "kernels.h"
 #include "ops.h"
 
 namespace rill::math {
 namespace {
 
-template <class T>
-void ElementwiseAdd(KernelContext& ctx) {
+struct Add {
+  static constexpr bool kEigen = true;
+  template <class T> static T Apply(T a, T b) { return a + b; }
+  template <class A, class B> static auto Eigen(const A& a, const B& b) { return a + b; }
+};
+struct Sub {
+  static constexpr bool kEigen = true;
+  template <class T> static T Apply(T a, T b) { return a - b; }
+  template <class A, class B> static auto Eigen(const A& a, const B& b) { return a - b; }
+};
+struct Mul {
+  static constexpr bool kEigen = true;
+  template <class T> static T Apply(T a, T b) { return a * b; }
+  template <class A, class B> static auto Eigen(const A& a, const B& b) { return a * b; }
+};
+struct Div {
+  static constexpr bool kEigen = true;
+  template <class T> static T Apply(T a, T b) { return a / b; }
+  template <class A, class B> static auto Eigen(const A& a, const B& b) { return a / b; }
+};
+struct Max {
+  static constexpr bool kEigen = true;
+  template <class T> static T Apply(T a, T b) { return a > b ? a : b; }
+  template <class A, class B> static auto Eigen(const A& a, const B& b) { return a.max(b); }
+};
+struct Min {
+  static constexpr bool kEigen = true;
+  template <class T> static T Apply(T a, T b) { return a < b ? a : b; }
+  template <class A, class B> static auto Eigen(const A& a, const B& b) { return a.min(b); }
+};
+struct Pow {
+  static constexpr bool kEigen = false;
+  template <class T> static T Apply(T a, T b) {
+    return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+  }
+};
+
+template <class Op, class T>
+void Elementwise(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
-  if (x.dims() == y.dims()) {
-    Tensor out = ctx.Output("Out");
-    // Read X and Y before Allocate: Out may be X or Y itself.
-    const T* px = x.data<T>();
+  if constexpr (std::is_same_v<Op, Div> && std::is_integral_v<T>) {
     const T* py = y.data<T>();
-    T* po = out.Allocate<T>(x.dims());
-    using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
-    Eigen::Map<Vec>(po, x.numel()) =
-        Eigen::Map<const Vec>(px, x.numel()) + Eigen::Map<const Vec>(py, y.numel());
-    return;
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      if (py[i] == 0) throw Error("integer division by zero (Y[" + std::to_string(i) + "] is 0)");
+    }
   }
-  BinaryBroadcast<T, T>(ctx, [](T a, T b) { return a + b; });
+  if constexpr (Op::kEigen) {
+    if (x.ndim() == y.ndim() && std::equal(x.dims_data(), x.dims_data() + x.ndim(), y.dims_data())) {
+      // Read X and Y before Allocate: Out may be X or Y itself.
+      const T* px = x.data<T>();
+      const T* py = y.data<T>();
+      Tensor out = ctx.Output("Out");
+      T* po = out.Allocate<T>(x.dims_data(), x.ndim());
+      VecMap<T>(po, x.numel()) = Op::Eigen(ConstVecMap<T>(px, x.numel()), ConstVecMap<T>(py, y.numel()));
+      return;
+    }
+  }
+  BinaryBroadcast<T, T>(ctx, [](T a, T b) { return Op::template Apply<T>(a, b); });
+}
+
+template <class Op>
+void RegisterOne(Registrar& r, const char* type, const char* formula) {
+  r.Op(OpSchema(type)
+           .Doc(std::string("Out = ") + formula + ", elementwise. Y's dims must match a contiguous run of X's "
+                "starting at `axis` (Fluid's broadcasting); Out is shaped like X.")
+           .Input("X", "left operand")
+           .Input("Y", "right operand, broadcast to X")
+           .Output("Out", "the result, shaped like X")
+           .Attr("axis", int64_t{-1}, "where Y's dims start in X's (-1: aligned to the end)")
+           .KernelDtypeFrom("X"));
+  RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, type, [](auto t) { return &Elementwise<Op, decltype(t)>; });
 }
 
 }  // namespace
 
 void RegisterElementwise(Registrar& r) {
-  r.Op(OpSchema("elementwise_add")
-           .Doc("Out = X + Y. Y's dims must match a contiguous run of X's starting at `axis` "
-                "(Fluid's broadcasting); Out is shaped like X.")
-           .Input("X", "left operand")
-           .Input("Y", "right operand, broadcast to X")
-           .Output("Out", "the sum")
-           .Attr("axis", int64_t{-1}, "where Y's dims start in X's (-1: aligned to the end)")
-           .KernelDtypeFrom("X"));
-  r.Kernel("elementwise_add", RILL_CPU, RILL_FP32, &ElementwiseAdd<float>);
-  r.Kernel("elementwise_add", RILL_CPU, RILL_FP64, &ElementwiseAdd<double>);
-  r.Kernel("elementwise_add", RILL_CPU, RILL_INT32, &ElementwiseAdd<int32_t>);
-  r.Kernel("elementwise_add", RILL_CPU, RILL_INT64, &ElementwiseAdd<int64_t>);
+  RegisterOne<Add>(r, "elementwise_add", "X + Y");
+  RegisterOne<Sub>(r, "elementwise_sub", "X - Y");
+  RegisterOne<Mul>(r, "elementwise_mul", "X * Y");
+  RegisterOne<Div>(r, "elementwise_div", "X / Y");
+  RegisterOne<Max>(r, "elementwise_max", "max(X, Y)");
+  RegisterOne<Min>(r, "elementwise_min", "min(X, Y)");
+  RegisterOne<Pow>(r, "elementwise_pow", "X ^ Y");
 }
 
 }  // namespace rill::math

@@ -1,5 +1,5 @@
 // The math plugin: CPU kernels on Eigen for the ops control-flow programs and training
-// need. Each op lives in its own file and registers itself from here.
+// need. Each family of ops lives in its own file and is registered from here.
 #include "ops.h"
 
 namespace {
@@ -10,6 +10,13 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterCompare(r);
   rill::math::RegisterElementwise(r);
   rill::math::RegisterPrint(r);
+  rill::math::RegisterActivation(r);
+  rill::math::RegisterReduce(r);
+  rill::math::RegisterMatMul(r);
+  rill::math::RegisterSoftmax(r);
+  rill::math::RegisterRandom(r);
+  rill::math::RegisterConcatSplit(r);
+  rill::math::RegisterOptimizers(r);
 }
 }  // namespace
 

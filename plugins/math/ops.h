@@ -15,6 +15,13 @@ void RegisterIncrement(Registrar& r);
 void RegisterCompare(Registrar& r);
 void RegisterElementwise(Registrar& r);
 void RegisterPrint(Registrar& r);
+void RegisterActivation(Registrar& r);
+void RegisterReduce(Registrar& r);
+void RegisterMatMul(Registrar& r);
+void RegisterSoftmax(Registrar& r);
+void RegisterRandom(Registrar& r);
+void RegisterConcatSplit(Registrar& r);
+void RegisterOptimizers(Registrar& r);
 
 }  // namespace rill::math
 

@@ -1,0 +1,55 @@
+// plugins/math/kernels.h — helpers shared by the math kernels: registering one kernel
+// template for a list of dtypes, and Eigen views over tensors.
+#ifndef RILL_PLUGINS_MATH_KERNELS_H_
+#define RILL_PLUGINS_MATH_KERNELS_H_
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <memory>
+
+#include "rill/sdk.hpp"
+
+namespace rill::math {
+
+// Registers `pick(T{})` — a KernelFn for element type T — as the CPU kernel of `op` for
+// every T in Ts:  RegisterCpu<float, double>(r, "relu", [](auto t) { return &Relu<decltype(t)>; });
+template <class... Ts, class Pick>
+void RegisterCpu(Registrar& r, const char* op, Pick pick) {
+  (r.Kernel(op, RILL_CPU, DataTypeOf<Ts>::value, pick(Ts{})), ...);
+}
+
+template <class T> using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
+template <class T> using ConstVecMap = Eigen::Map<const Vec<T>>;
+template <class T> using VecMap = Eigen::Map<Vec<T>>;
+template <class T>
+using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T> using ConstMatrixMap = Eigen::Map<const Matrix<T>>;
+template <class T> using MatrixMap = Eigen::Map<Matrix<T>>;
+
+// Scratch space for `n` elements of T (std::vector<bool> has no data(), so not vectors).
+template <class T> std::unique_ptr<T[]> Scratch(int64_t n) {
+  return std::unique_ptr<T[]>(new T[static_cast<size_t>(n)]);
+}
+
+// A tensor's elements as a flat Eigen array.
+template <class T> ConstVecMap<T> Flat(const Tensor& t) { return {t.data<T>(), t.numel()}; }
+
+// Product of dims[begin, end).
+inline int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end && i < dims.size(); ++i) p *= dims[i];
+  return p;
+}
+
+// Normalizes a possibly negative axis for a tensor of rank `rank`; throws if out of range.
+inline size_t NormalizeAxis(int64_t axis, size_t rank, const char* what = "axis") {
+  const int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r) {
+    throw Error(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
+  }
+  return static_cast<size_t>(axis < 0 ? axis + r : axis);
+}
+
+}  // namespace rill::math
+
+#endif  // RILL_PLUGINS_MATH_KERNELS_H_

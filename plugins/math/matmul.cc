@@ -1,0 +1,144 @@
+// mul (Fluid's fully-connected product: X and Y flattened to matrices at x_num_col_dims /
+// y_num_col_dims) and matmul (batched, with transposes and alpha). Both run Eigen's GEMM
+// on row-major maps of the tensors' memory.
+#include "broadcast.h"
+#include "kernels.h"
+#include "ops.h"
+
+namespace rill::math {
+namespace {
+
+// True when the output variable is one of the inputs, so results must not be written into
+// memory still being read.
+bool OutputAliasesInput(KernelContext& ctx) {
+  RillVariable* out = ctx.OutputVar("Out").handle();
+  return out == ctx.InputVar("X").handle() || out == ctx.InputVar("Y").handle();
+}
+
+template <class T>
+void Mul(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  Tensor y = ctx.Input("Y");
+  const std::vector<int64_t> xd = x.dims(), yd = y.dims();
+  const auto xn = static_cast<size_t>(ctx.Attr<int64_t>("x_num_col_dims"));
+  const auto yn = static_cast<size_t>(ctx.Attr<int64_t>("y_num_col_dims"));
+  if (xn < 1 || xn >= xd.size() + (xd.size() == 1 ? 1 : 0) || yn < 1 || yn >= yd.size() + (yd.size() == 1 ? 1 : 0)) {
+    throw Error("x_num_col_dims " + std::to_string(xn) + " / y_num_col_dims " + std::to_string(yn) +
+                " do not split X " + DimsString(xd) + " and Y " + DimsString(yd) + " into matrices");
+  }
+  const int64_t m = Product(xd, 0, xn), k = Product(xd, xn, xd.size());
+  const int64_t ky = Product(yd, 0, yn), n = Product(yd, yn, yd.size());
+  if (k != ky) {
+    throw Error("X " + DimsString(xd) + " flattens to [" + std::to_string(m) + ", " + std::to_string(k) + "] but Y " +
+                DimsString(yd) + " flattens to [" + std::to_string(ky) + ", " + std::to_string(n) + "]");
+  }
+  std::vector<int64_t> out_dims(xd.begin(), xd.begin() + static_cast<std::ptrdiff_t>(xn));
+  out_dims.insert(out_dims.end(), yd.begin() + static_cast<std::ptrdiff_t>(yn), yd.end());
+  const bool alias = OutputAliasesInput(ctx);
+  Matrix<T> tmp;
+  if (alias) tmp = ConstMatrixMap<T>(x.data<T>(), m, k) * ConstMatrixMap<T>(y.data<T>(), k, n);
+  T* po = ctx.Output("Out").Allocate<T>(out_dims);
+  if (alias) {
+    MatrixMap<T>(po, m, n) = tmp;
+  } else {
+    MatrixMap<T>(po, m, n).noalias() = ConstMatrixMap<T>(x.data<T>(), m, k) * ConstMatrixMap<T>(y.data<T>(), k, n);
+  }
+}
+
+// One side of a matmul: its batch count and the [rows, cols] of each matrix after the
+// optional transpose. A 1-D side is a row (X) or a column (Y) vector.
+struct MatSide {
+  std::vector<int64_t> batch_dims;
+  int64_t batch = 1, rows = 0, cols = 0;
+  bool vector = false;
+};
+
+MatSide Side(const std::vector<int64_t>& d, bool transpose, bool is_x) {
+  MatSide s;
+  int64_t r, c;
+  if (d.size() == 1) {
+    s.vector = true;
+    r = is_x ? 1 : d[0];
+    c = is_x ? d[0] : 1;
+  } else {
+    if (d.empty()) throw Error("matmul needs tensors of rank 1 or more");
+    s.batch_dims.assign(d.begin(), d.end() - 2);
+    s.batch = Product(d, 0, d.size() - 2);
+    r = d[d.size() - 2];
+    c = d.back();
+  }
+  s.rows = transpose ? c : r;
+  s.cols = transpose ? r : c;
+  return s;
+}
+
+template <class T>
+void MatMul(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  Tensor y = ctx.Input("Y");
+  const bool tx = ctx.Attr<bool>("transpose_X"), ty = ctx.Attr<bool>("transpose_Y");
+  const T alpha = static_cast<T>(ctx.Attr<float>("alpha"));
+  const MatSide a = Side(x.dims(), tx, true), b = Side(y.dims(), ty, false);
+  if (a.cols != b.rows) {
+    throw Error("matmul: X " + DimsString(x.dims()) + (tx ? " (transposed)" : "") + " and Y " + DimsString(y.dims()) +
+                (ty ? " (transposed)" : "") + " have inner dimensions " + std::to_string(a.cols) + " and " +
+                std::to_string(b.rows));
+  }
+  if (a.batch != b.batch && a.batch != 1 && b.batch != 1) {
+    throw Error("matmul: batch dimensions " + DimsString(a.batch_dims) + " and " + DimsString(b.batch_dims) + " differ");
+  }
+  const int64_t batch = std::max(a.batch, b.batch);
+  std::vector<int64_t> out_dims = a.batch >= b.batch ? a.batch_dims : b.batch_dims;
+  if (!a.vector) out_dims.push_back(a.rows);
+  if (!b.vector) out_dims.push_back(b.cols);
+  if (out_dims.empty()) out_dims = {1};
+
+  const int64_t m = a.rows, k = a.cols, n = b.cols;
+  // Stored (untransposed) shapes of one matrix of each side.
+  const int64_t xr = tx ? k : m, xc = tx ? m : k, yr = ty ? n : k, yc = ty ? k : n;
+  // Built aside and copied, so Out may be X or Y.
+  std::vector<T> result(static_cast<size_t>(batch * m * n));
+  const T* px = x.data<T>();
+  const T* py = y.data<T>();
+  for (int64_t i = 0; i < batch; ++i) {
+    ConstMatrixMap<T> xm(px + (a.batch == 1 ? 0 : i) * xr * xc, xr, xc);
+    ConstMatrixMap<T> ym(py + (b.batch == 1 ? 0 : i) * yr * yc, yr, yc);
+    MatrixMap<T> om(result.data() + i * m * n, m, n);
+    if (tx && ty) om.noalias() = alpha * (xm.transpose() * ym.transpose());
+    else if (tx) om.noalias() = alpha * (xm.transpose() * ym);
+    else if (ty) om.noalias() = alpha * (xm * ym.transpose());
+    else om.noalias() = alpha * (xm * ym);
+  }
+  T* po = ctx.Output("Out").Allocate<T>(out_dims);
+  std::copy(result.begin(), result.end(), po);
+}
+
+}  // namespace
+
+void RegisterMatMul(Registrar& r) {
+  r.Op(OpSchema("mul")
+           .Doc("Out = X * Y as matrices: X flattened to [prod(X.dims[:x_num_col_dims]), rest], Y to "
+                "[prod(Y.dims[:y_num_col_dims]), rest]; Out has dims X.dims[:x_num_col_dims] + "
+                "Y.dims[y_num_col_dims:].")
+           .Input("X", "left operand")
+           .Input("Y", "right operand")
+           .Output("Out", "the product")
+           .Attr("x_num_col_dims", int64_t{1}, "leading dims of X that form the rows")
+           .Attr("y_num_col_dims", int64_t{1}, "leading dims of Y that form the rows")
+           .KernelDtypeFrom("X"));
+  RegisterCpu<float, double>(r, "mul", [](auto t) { return &Mul<decltype(t)>; });
+  r.Op(OpSchema("matmul")
+           .Doc("Out = alpha * op(X) * op(Y), op transposing when asked; leading dims are a batch "
+                "(equal, or one side unbatched); a 1-D X is a row vector and a 1-D Y a column vector, "
+                "their dimension dropped from Out.")
+           .Input("X", "left operand")
+           .Input("Y", "right operand")
+           .Output("Out", "the product")
+           .Attr("transpose_X", false, "transpose the last two dims of X")
+           .Attr("transpose_Y", false, "transpose the last two dims of Y")
+           .Attr("alpha", 1.0, "scale of the product")
+           .KernelDtypeFrom("X"));
+  RegisterCpu<float, double>(r, "matmul", [](auto t) { return &MatMul<decltype(t)>; });
+}
+
+}  // namespace rill::math

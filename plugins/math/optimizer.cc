@@ -1,0 +1,145 @@
+// Optimizers, updating parameters in place (ParamOut is usually Param itself):
+//   sgd       ParamOut = Param - lr * Grad
+//   momentum  v = mu * v + Grad; ParamOut = Param - lr * (nesterov ? Grad + mu * v : v)
+//   adam      m1 = b1 m1 + (1-b1) g; m2 = b2 m2 + (1-b2) g^2;
+//             ParamOut = Param - lr * sqrt(1 - b2^t) / (1 - b1^t) * m1 / (sqrt(m2) + eps)
+// where b1^t, b2^t come in as Beta1Pow/Beta2Pow (and, when the outputs are given, are
+// advanced by one step into Beta1PowOut/Beta2PowOut).
+#include <cmath>
+
+#include "broadcast.h"
+#include "kernels.h"
+#include "ops.h"
+
+namespace rill::math {
+namespace {
+
+// The [1] learning rate, and the gradient checked against the parameter's shape.
+template <class T>
+T LearningRate(KernelContext& ctx) {
+  Tensor lr = ctx.Input("LearningRate");
+  if (lr.numel() != 1) throw Error("LearningRate must hold one element, it has " + std::to_string(lr.numel()));
+  return *lr.data<T>();
+}
+
+void CheckSameShape(const Tensor& a, const char* an, const Tensor& b, const char* bn) {
+  if (a.dims() != b.dims()) {
+    throw Error(std::string(bn) + " " + DimsString(b.dims()) + " must have " + an + "'s shape " + DimsString(a.dims()));
+  }
+}
+
+// The output `out_slot` holding `in_slot`'s current values, to be updated in place: the
+// input's own memory when the output is the same variable (the usual case), else a copy.
+template <class T>
+VecMap<T> InPlace(KernelContext& ctx, const char* out_slot, const char* in_slot) {
+  Tensor in = ctx.Input(in_slot);
+  if (ctx.OutputVar(out_slot).handle() == ctx.InputVar(in_slot).handle()) {
+    return VecMap<T>(in.mutable_data<T>(), in.numel());
+  }
+  T* po = ctx.Output(out_slot).Allocate<T>(in.dims());
+  std::copy(in.data<T>(), in.data<T>() + in.numel(), po);
+  return VecMap<T>(po, in.numel());
+}
+
+template <class T>
+void Sgd(KernelContext& ctx) {
+  Tensor param = ctx.Input("Param");
+  Tensor grad = ctx.Input("Grad");
+  CheckSameShape(param, "Param", grad, "Grad");
+  const T lr = LearningRate<T>(ctx);
+  const auto g = Flat<T>(grad);
+  auto p = InPlace<T>(ctx, "ParamOut", "Param");
+  p -= lr * g;
+}
+
+template <class T>
+void Momentum(KernelContext& ctx) {
+  Tensor param = ctx.Input("Param");
+  Tensor grad = ctx.Input("Grad");
+  Tensor velocity = ctx.Input("Velocity");
+  CheckSameShape(param, "Param", grad, "Grad");
+  CheckSameShape(param, "Param", velocity, "Velocity");
+  const T lr = LearningRate<T>(ctx);
+  const T mu = static_cast<T>(ctx.Attr<float>("mu"));
+  const auto g = Flat<T>(grad);
+  auto v = InPlace<T>(ctx, "VelocityOut", "Velocity");
+  v = mu * v + g;
+  auto p = InPlace<T>(ctx, "ParamOut", "Param");
+  if (ctx.Attr<bool>("use_nesterov")) {
+    p -= lr * (g + mu * v);
+  } else {
+    p -= lr * v;
+  }
+}
+
+template <class T>
+void Adam(KernelContext& ctx) {
+  Tensor param = ctx.Input("Param");
+  Tensor grad = ctx.Input("Grad");
+  Tensor m1_in = ctx.Input("Moment1");
+  Tensor m2_in = ctx.Input("Moment2");
+  CheckSameShape(param, "Param", grad, "Grad");
+  CheckSameShape(param, "Param", m1_in, "Moment1");
+  CheckSameShape(param, "Param", m2_in, "Moment2");
+  const T lr = LearningRate<T>(ctx);
+  const T b1 = static_cast<T>(ctx.Attr<float>("beta1")), b2 = static_cast<T>(ctx.Attr<float>("beta2"));
+  const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
+  const T b1_pow = *ctx.Input("Beta1Pow").data<T>(), b2_pow = *ctx.Input("Beta2Pow").data<T>();
+  const T lr_t = lr * std::sqrt(T(1) - b2_pow) / (T(1) - b1_pow);
+  const auto g = Flat<T>(grad);
+  auto m1 = InPlace<T>(ctx, "Moment1Out", "Moment1");
+  auto m2 = InPlace<T>(ctx, "Moment2Out", "Moment2");
+  m1 = b1 * m1 + (T(1) - b1) * g;
+  m2 = b2 * m2 + (T(1) - b2) * g.square();
+  auto p = InPlace<T>(ctx, "ParamOut", "Param");
+  p -= lr_t * m1 / (m2.sqrt() + eps);
+  if (ctx.HasOutput("Beta1PowOut")) *ctx.Output("Beta1PowOut").Allocate<T>({1}) = b1_pow * b1;
+  if (ctx.HasOutput("Beta2PowOut")) *ctx.Output("Beta2PowOut").Allocate<T>({1}) = b2_pow * b2;
+}
+
+}  // namespace
+
+void RegisterOptimizers(Registrar& r) {
+  r.Op(OpSchema("sgd")
+           .Doc("ParamOut = Param - LearningRate * Grad.")
+           .Input("Param", "parameter")
+           .Input("Grad", "its gradient, same shape")
+           .Input("LearningRate", "[1] learning rate")
+           .Output("ParamOut", "updated parameter (usually Param itself)")
+           .KernelDtypeFrom("Param"));
+  RegisterCpu<float, double>(r, "sgd", [](auto t) { return &Sgd<decltype(t)>; });
+  r.Op(OpSchema("momentum")
+           .Doc("Velocity = mu * Velocity + Grad; Param -= LearningRate * Velocity (or, with use_nesterov, "
+                "LearningRate * (Grad + mu * Velocity)).")
+           .Input("Param", "parameter")
+           .Input("Grad", "its gradient")
+           .Input("Velocity", "running velocity")
+           .Input("LearningRate", "[1] learning rate")
+           .Output("ParamOut", "updated parameter")
+           .Output("VelocityOut", "updated velocity")
+           .Attr("mu", 0.9, "momentum")
+           .Attr("use_nesterov", false, "Nesterov momentum")
+           .KernelDtypeFrom("Param"));
+  RegisterCpu<float, double>(r, "momentum", [](auto t) { return &Momentum<decltype(t)>; });
+  r.Op(OpSchema("adam")
+           .Doc("Adam (Kingma & Ba) with bias correction from Beta1Pow/Beta2Pow (beta^t).")
+           .Input("Param", "parameter")
+           .Input("Grad", "its gradient")
+           .Input("LearningRate", "[1] learning rate")
+           .Input("Moment1", "first moment")
+           .Input("Moment2", "second moment")
+           .Input("Beta1Pow", "[1] beta1^t")
+           .Input("Beta2Pow", "[1] beta2^t")
+           .Output("ParamOut", "updated parameter")
+           .Output("Moment1Out", "updated first moment")
+           .Output("Moment2Out", "updated second moment")
+           .Output("Beta1PowOut", "beta1^(t+1)", RILL_SLOT_OPTIONAL)
+           .Output("Beta2PowOut", "beta2^(t+1)", RILL_SLOT_OPTIONAL)
+           .Attr("beta1", 0.9, "decay of the first moment")
+           .Attr("beta2", 0.999, "decay of the second moment")
+           .Attr("epsilon", 1e-8, "added to the denominator")
+           .KernelDtypeFrom("Param"));
+  RegisterCpu<float, double>(r, "adam", [](auto t) { return &Adam<decltype(t)>; });
+}
+
+}  // namespace rill::math

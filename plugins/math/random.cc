@@ -1,0 +1,62 @@
+// uniform_random and gaussian_random. A non-zero `seed` makes the values reproducible (the
+// same seed gives the same tensor, run after run, process after process); seed 0 draws a
+// fresh seed from the OS each run, as in Fluid.
+#include <random>
+
+#include "kernels.h"
+#include "ops.h"
+
+namespace rill::math {
+namespace {
+
+uint64_t SeedFrom(KernelContext& ctx) {
+  const int64_t seed = ctx.Attr<int64_t>("seed");
+  return seed != 0 ? static_cast<uint64_t>(seed) : std::random_device{}();
+}
+
+template <class T>
+void UniformRandom(KernelContext& ctx) {
+  const double lo = ctx.Attr<float>("min"), hi = ctx.Attr<float>("max");
+  if (!(lo < hi)) throw Error("min (" + std::to_string(lo) + ") must be less than max (" + std::to_string(hi) + ")");
+  std::mt19937_64 engine(SeedFrom(ctx));
+  std::uniform_real_distribution<double> dist(lo, hi);
+  Tensor out = ctx.Output("Out");
+  T* po = out.Allocate<T>(ctx.Attr<std::vector<int64_t>>("shape"));
+  for (int64_t i = 0; i < out.numel(); ++i) po[i] = static_cast<T>(dist(engine));
+}
+
+template <class T>
+void GaussianRandom(KernelContext& ctx) {
+  const double std_dev = ctx.Attr<float>("std");
+  if (!(std_dev >= 0)) throw Error("std must be non-negative, got " + std::to_string(std_dev));
+  std::mt19937_64 engine(SeedFrom(ctx));
+  std::normal_distribution<double> dist(ctx.Attr<float>("mean"), std_dev);
+  Tensor out = ctx.Output("Out");
+  T* po = out.Allocate<T>(ctx.Attr<std::vector<int64_t>>("shape"));
+  for (int64_t i = 0; i < out.numel(); ++i) po[i] = static_cast<T>(dist(engine));
+}
+
+OpSchema RandomSchema(const char* type, const char* doc) {
+  return OpSchema(type)
+      .Doc(doc)
+      .Output("Out", "the random tensor")
+      .Attr("shape", std::vector<int64_t>{}, "dimensions of Out")
+      .Attr("dtype", int64_t{RILL_FP32}, "element type (fp32 or fp64)")
+      .Attr("seed", int64_t{0}, "random seed; 0 draws one from the OS each run")
+      .KernelDtypeFrom("attr:dtype");
+}
+
+}  // namespace
+
+void RegisterRandom(Registrar& r) {
+  r.Op(RandomSchema("uniform_random", "Out = values drawn uniformly from [min, max).")
+           .Attr("min", -1.0, "lower bound")
+           .Attr("max", 1.0, "upper bound (exclusive)"));
+  RegisterCpu<float, double>(r, "uniform_random", [](auto t) { return &UniformRandom<decltype(t)>; });
+  r.Op(RandomSchema("gaussian_random", "Out = values drawn from a normal distribution.")
+           .Attr("mean", 0.0, "mean")
+           .Attr("std", 1.0, "standard deviation"));
+  RegisterCpu<float, double>(r, "gaussian_random", [](auto t) { return &GaussianRandom<decltype(t)>; });
+}
+
+}  // namespace rill::math

@@ -1,0 +1,358 @@
+// Forward math ops against reference values worked out by hand, for every dtype each op
+// registers; plus the dtype and shape errors users will hit.
+#include <cmath>
+
+#include "op_fixture.h"
+
+namespace rill::test {
+namespace {
+
+// ---- Elementwise binary ops, every numeric dtype ---------------------------------------
+
+template <class T> class Elementwise : public OpFixture {};
+using NumericTypes = ::testing::Types<float, double, int32_t, int64_t>;
+TYPED_TEST_SUITE(Elementwise, NumericTypes);
+
+TYPED_TEST(Elementwise, BroadcastRowAgainstReference) {
+  using T = TypeParam;
+  this->template Set<T>("x", {2, 3}, {2, 4, 6, 8, 10, 12});
+  this->template Set<T>("y", {3}, {1, 2, 4});
+  this->template Set<T>("m", {3}, {3, 5, 7});
+  this->template Set<T>("b", {2, 3}, {1, 2, 3, 1, 2, 3});
+  this->template Set<T>("e", {3}, {2, 3, 2});
+  for (const char* op : {"add", "sub", "mul", "div"}) {
+    this->Op(std::string("elementwise_") + op).Input("X", "x").Input("Y", "y").Output("Out", op);
+  }
+  this->Op("elementwise_max").Input("X", "x").Input("Y", "m").Output("Out", "max");
+  this->Op("elementwise_min").Input("X", "x").Input("Y", "m").Output("Out", "min");
+  this->Op("elementwise_pow").Input("X", "b").Input("Y", "e").Output("Out", "pow");
+  ASSERT_EQ(this->Run(), "");
+  const bool integral = std::is_integral_v<T>;
+  EXPECT_EQ(this->Values("add"), (std::vector<double>{3, 6, 10, 9, 12, 16}));
+  EXPECT_EQ(this->Values("sub"), (std::vector<double>{1, 2, 2, 7, 8, 8}));
+  EXPECT_EQ(this->Values("mul"), (std::vector<double>{2, 8, 24, 8, 20, 48}));
+  EXPECT_EQ(this->Values("div"), (std::vector<double>{2, 2, integral ? 1 : 1.5, 8, 5, 3}));
+  EXPECT_EQ(this->Values("max"), (std::vector<double>{3, 5, 7, 8, 10, 12}));
+  EXPECT_EQ(this->Values("min"), (std::vector<double>{2, 4, 6, 3, 5, 7}));
+  EXPECT_EQ(this->Values("pow"), (std::vector<double>{1, 8, 9, 1, 8, 9}));
+  EXPECT_EQ(this->Dims("add"), (std::vector<int64_t>{2, 3}));
+}
+
+TYPED_TEST(Elementwise, SameShapeFastPath) {
+  using T = TypeParam;
+  this->template Set<T>("x", {4}, {1, 2, 3, 4});
+  this->template Set<T>("y", {4}, {4, 3, 2, 1});
+  this->Op("elementwise_sub").Input("X", "x").Input("Y", "y").Output("Out", "d");
+  this->Op("elementwise_max").Input("X", "x").Input("Y", "y").Output("Out", "x");  // in place
+  ASSERT_EQ(this->Run(), "");
+  EXPECT_EQ(this->Values("d"), (std::vector<double>{-3, -1, 1, 3}));
+  EXPECT_EQ(this->Values("x"), (std::vector<double>{4, 3, 3, 4}));
+}
+
+class MathForward : public OpFixture {};
+
+TEST_F(MathForward, IntegerDivisionByZeroIsAnError) {
+  Set<int32_t>("x", {2}, {1, 2});
+  Set<int32_t>("y", {2}, {1, 0});
+  Op("elementwise_div").Input("X", "x").Input("Y", "y").Output("Out", "z");
+  EXPECT_NE(Run().find("integer division by zero (Y[1] is 0)"), std::string::npos);
+}
+
+TEST_F(MathForward, UnsupportedDtypeNamesOpAndDtype) {
+  Set<bool>("x", {1}, {1});
+  Op("elementwise_add").Input("X", "x").Input("Y", "x").Output("Out", "z");
+  EXPECT_EQ(Run(), "block 0, op 0 (elementwise_add X=[x] Y=[x] -> Out=[z]): no CPU kernel for dtype bool "
+                   "(registered: CPU/fp32, CPU/fp64, CPU/int32, CPU/int64)");
+}
+
+// ---- Comparisons and logical ops ----------------------------------------------------------
+
+template <class T> class Comparison : public OpFixture {};
+TYPED_TEST_SUITE(Comparison, NumericTypes);
+
+TYPED_TEST(Comparison, AllSixAgainstReference) {
+  using T = TypeParam;
+  this->template Set<T>("x", {4}, {1, 2, 3, 4});
+  this->template Set<T>("y", {1}, {3});
+  for (const char* op : {"less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal"}) {
+    this->Op(op).Input("X", "x").Input("Y", "y").Output("Out", op);
+  }
+  ASSERT_EQ(this->Run(), "");
+  EXPECT_EQ(this->Values("less_than"), (std::vector<double>{1, 1, 0, 0}));
+  EXPECT_EQ(this->Values("less_equal"), (std::vector<double>{1, 1, 1, 0}));
+  EXPECT_EQ(this->Values("greater_than"), (std::vector<double>{0, 0, 0, 1}));
+  EXPECT_EQ(this->Values("greater_equal"), (std::vector<double>{0, 0, 1, 1}));
+  EXPECT_EQ(this->Values("equal"), (std::vector<double>{0, 0, 1, 0}));
+  EXPECT_EQ(this->Values("not_equal"), (std::vector<double>{1, 1, 0, 1}));
+  EXPECT_EQ(this->Get("equal").dtype(), RILL_BOOL);
+}
+
+TEST_F(MathForward, LogicalOps) {
+  Set<bool>("a", {4}, {0, 0, 1, 1});
+  Set<bool>("b", {4}, {0, 1, 0, 1});
+  Op("logical_and").Input("X", "a").Input("Y", "b").Output("Out", "and");
+  Op("logical_or").Input("X", "a").Input("Y", "b").Output("Out", "or");
+  Op("logical_xor").Input("X", "a").Input("Y", "b").Output("Out", "xor");
+  Op("logical_not").Input("X", "a").Output("Out", "not");
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("and"), (std::vector<double>{0, 0, 0, 1}));
+  EXPECT_EQ(Values("or"), (std::vector<double>{0, 1, 1, 1}));
+  EXPECT_EQ(Values("xor"), (std::vector<double>{0, 1, 1, 0}));
+  EXPECT_EQ(Values("not"), (std::vector<double>{1, 1, 0, 0}));
+}
+
+TEST_F(MathForward, LogicalOpsRefuseNonBool) {
+  Set<float>("a", {1}, {1});
+  Op("logical_and").Input("X", "a").Input("Y", "a").Output("Out", "z");
+  EXPECT_NE(Run().find("no CPU kernel for dtype fp32 (registered: CPU/bool)"), std::string::npos);
+}
+
+// ---- Unary ops, scale, cast -----------------------------------------------------------------
+
+template <class T> class FloatOps : public OpFixture {};
+using FloatTypes = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(FloatOps, FloatTypes);
+
+TYPED_TEST(FloatOps, Activations) {
+  using T = TypeParam;
+  this->template Set<T>("x", {4}, {-2, -0.5, 0, 1.5});
+  this->Op("relu").Input("X", "x").Output("Out", "relu");
+  this->Op("sigmoid").Input("X", "x").Output("Out", "sigmoid");
+  this->Op("tanh").Input("X", "x").Output("Out", "tanh");
+  this->Op("square").Input("X", "x").Output("Out", "square");
+  ASSERT_EQ(this->Run(), "");
+  EXPECT_EQ(this->Values("relu"), (std::vector<double>{0, 0, 0, 1.5}));
+  std::vector<double> sig, th;
+  for (double v : {-2.0, -0.5, 0.0, 1.5}) {
+    sig.push_back(1 / (1 + std::exp(-v)));
+    th.push_back(std::tanh(v));
+  }
+  ExpectNear(this->Values("sigmoid"), sig);
+  ExpectNear(this->Values("tanh"), th);
+  EXPECT_EQ(this->Values("square"), (std::vector<double>{4, 0.25, 0, 2.25}));
+}
+
+TYPED_TEST(Elementwise, ScaleAndSquare) {
+  using T = TypeParam;
+  this->template Set<T>("x", {3}, {1, 2, 3});
+  this->Op("scale").Input("X", "x").Output("Out", "after").Attr("scale", 2.0f).Attr("bias", 1.0f);
+  this->Op("scale").Input("X", "x").Output("Out", "before").Attr("scale", 2.0f).Attr("bias", 1.0f)
+      .Attr("bias_after_scale", false);
+  this->Op("square").Input("X", "x").Output("Out", "sq");
+  ASSERT_EQ(this->Run(), "");
+  EXPECT_EQ(this->Values("after"), (std::vector<double>{3, 5, 7}));
+  EXPECT_EQ(this->Values("before"), (std::vector<double>{4, 6, 8}));
+  EXPECT_EQ(this->Values("sq"), (std::vector<double>{1, 4, 9}));
+}
+
+TEST_F(MathForward, CastBetweenEveryPair) {
+  Set<double>("x", {3}, {-1.75, 0, 2.5});
+  const std::vector<std::pair<int32_t, std::vector<double>>> to = {
+      {RILL_FP32, {-1.75, 0, 2.5}}, {RILL_INT32, {-1, 0, 2}}, {RILL_INT64, {-1, 0, 2}}, {RILL_BOOL, {1, 0, 1}}};
+  for (const auto& [dtype, want] : to) {
+    Op("cast").Input("X", "x").Output("Out", "c" + std::to_string(dtype)).Attr("out_dtype", dtype);
+  }
+  Op("cast").Input("X", "c0").Output("Out", "back").Attr("out_dtype", int32_t{RILL_FP64});  // bool -> fp64
+  ASSERT_EQ(Run(), "");
+  for (const auto& [dtype, want] : to) {
+    EXPECT_EQ(Get("c" + std::to_string(dtype)).dtype(), dtype);
+    EXPECT_EQ(Values("c" + std::to_string(dtype)), want) << dtype;
+  }
+  EXPECT_EQ(Values("back"), (std::vector<double>{1, 0, 1}));
+}
+
+// ---- Reductions ---------------------------------------------------------------------------------
+
+TYPED_TEST(Elementwise, Reductions) {
+  using T = TypeParam;
+  this->template Set<T>("x", {2, 3}, {1, 5, 3, 4, 2, 6});
+  this->template Set<T>("y", {2, 3}, {1, 1, 1, 1, 1, 1});
+  this->Op("reduce_sum").Input("X", "x").Output("Out", "sum0");  // dim defaults to [0]
+  this->Op("reduce_sum").Input("X", "x").Output("Out", "sum1").Attr("dim", std::vector<int64_t>{-1})
+      .Attr("keep_dim", true);
+  this->Op("reduce_max").Input("X", "x").Output("Out", "max1").Attr("dim", std::vector<int64_t>{1});
+  this->Op("reduce_mean").Input("X", "x").Output("Out", "mean_all").Attr("reduce_all", true);
+  this->Op("sum").Input("X", {"x", "y", "x"}).Output("Out", "total");
+  ASSERT_EQ(this->Run(), "");
+  EXPECT_EQ(this->Values("sum0"), (std::vector<double>{5, 7, 9}));
+  EXPECT_EQ(this->Dims("sum0"), (std::vector<int64_t>{3}));
+  EXPECT_EQ(this->Values("sum1"), (std::vector<double>{9, 12}));
+  EXPECT_EQ(this->Dims("sum1"), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(this->Values("max1"), (std::vector<double>{5, 6}));
+  EXPECT_EQ(this->Values("mean_all"), (std::vector<double>{std::is_integral_v<T> ? 3 : 3.5}));
+  EXPECT_EQ(this->Dims("mean_all"), (std::vector<int64_t>{1}));
+  EXPECT_EQ(this->Values("total"), (std::vector<double>{3, 11, 7, 9, 5, 13}));
+}
+
+TYPED_TEST(FloatOps, Mean) {
+  using T = TypeParam;
+  this->template Set<T>("x", {2, 2}, {1, 2, 3, 5});
+  this->Op("mean").Input("X", "x").Output("Out", "m");
+  ASSERT_EQ(this->Run(), "");
+  EXPECT_EQ(this->Values("m"), (std::vector<double>{2.75}));
+  EXPECT_EQ(this->Dims("m"), (std::vector<int64_t>{1}));
+}
+
+TEST_F(MathForward, ReduceDimOutOfRange) {
+  Set<float>("x", {2}, {1, 2});
+  Op("reduce_sum").Input("X", "x").Output("Out", "y").Attr("dim", std::vector<int64_t>{3});
+  EXPECT_NE(Run().find("dim 3 is out of range for rank 1"), std::string::npos);
+}
+
+// ---- mul, matmul ------------------------------------------------------------------------------------
+
+TYPED_TEST(FloatOps, MulFlattensAtNumColDims) {
+  using T = TypeParam;
+  // X [2, 1, 3] flattened at 1 -> [2, 3]; Y [3, 2].
+  this->template Set<T>("x", {2, 1, 3}, {1, 2, 3, 4, 5, 6});
+  this->template Set<T>("y", {3, 2}, {1, 0, 0, 1, 1, 1});
+  this->Op("mul").Input("X", "x").Input("Y", "y").Output("Out", "out");
+  ASSERT_EQ(this->Run(), "");
+  EXPECT_EQ(this->Values("out"), (std::vector<double>{4, 5, 10, 11}));
+  EXPECT_EQ(this->Dims("out"), (std::vector<int64_t>{2, 2}));
+}
+
+TYPED_TEST(FloatOps, MatMulTransposesBatchesAndVectors) {
+  using T = TypeParam;
+  this->template Set<T>("a", {2, 3}, {1, 2, 3, 4, 5, 6});
+  this->template Set<T>("b", {2, 3}, {1, 0, 1, 0, 1, 0});
+  this->template Set<T>("batch", {2, 2, 2}, {1, 0, 0, 1, 2, 0, 0, 2});
+  this->template Set<T>("v", {3}, {1, 1, 1});
+  this->Op("matmul").Input("X", "a").Input("Y", "b").Output("Out", "abt").Attr("transpose_Y", true);
+  this->Op("matmul").Input("X", "a").Input("Y", "b").Output("Out", "atb").Attr("transpose_X", true)
+      .Attr("alpha", 0.5f);
+  this->Op("matmul").Input("X", "batch").Input("Y", "a").Output("Out", "batched");
+  this->Op("matmul").Input("X", "a").Input("Y", "v").Output("Out", "mv");
+  ASSERT_EQ(this->Run(), "");
+  EXPECT_EQ(this->Values("abt"), (std::vector<double>{4, 2, 10, 5}));
+  EXPECT_EQ(this->Dims("abt"), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(this->Values("atb"), (std::vector<double>{0.5, 2, 0.5, 1, 2.5, 1, 1.5, 3, 1.5}));
+  EXPECT_EQ(this->Values("batched"), (std::vector<double>{1, 2, 3, 4, 5, 6, 2, 4, 6, 8, 10, 12}));
+  EXPECT_EQ(this->Dims("batched"), (std::vector<int64_t>{2, 2, 3}));
+  EXPECT_EQ(this->Values("mv"), (std::vector<double>{6, 15}));
+  EXPECT_EQ(this->Dims("mv"), (std::vector<int64_t>{2}));
+}
+
+TEST_F(MathForward, MatMulShapeMismatch) {
+  Set<float>("a", {2, 3}, {1, 2, 3, 4, 5, 6});
+  Op("matmul").Input("X", "a").Input("Y", "a").Output("Out", "c");
+  EXPECT_NE(Run().find("have inner dimensions 3 and 2"), std::string::npos);
+}
+
+// ---- softmax, cross_entropy ---------------------------------------------------------------------------
+
+TYPED_TEST(FloatOps, SoftmaxAndCrossEntropy) {
+  using T = TypeParam;
+  this->template Set<T>("logits", {2, 3}, {1, 2, 3, 1, 1, 1});
+  this->template Set<int64_t>("label", {2, 1}, {2, 0});
+  this->template Set<T>("soft", {2, 3}, {0, 0, 1, 0.5, 0.5, 0});
+  this->Op("softmax").Input("X", "logits").Output("Out", "p");
+  this->Op("cross_entropy").Input("X", "p").Input("Label", "label").Output("Y", "hard");
+  this->Op("cross_entropy").Input("X", "p").Input("Label", "soft").Output("Y", "softl").Attr("soft_label", true);
+  ASSERT_EQ(this->Run(), "");
+  const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
+  ExpectNear(this->Values("p"), {std::exp(1.0) / z, std::exp(2.0) / z, std::exp(3.0) / z, 1 / 3.0, 1 / 3.0, 1 / 3.0});
+  ExpectNear(this->Values("hard"), {-std::log(std::exp(3.0) / z), std::log(3.0)});
+  ExpectNear(this->Values("softl"), {-std::log(std::exp(3.0) / z), std::log(3.0)});
+  EXPECT_EQ(this->Dims("hard"), (std::vector<int64_t>{2, 1}));
+}
+
+TEST_F(MathForward, CrossEntropyLabelOutOfRange) {
+  Set<float>("p", {1, 2}, {0.5, 0.5});
+  Set<int64_t>("label", {1, 1}, {5});
+  Op("cross_entropy").Input("X", "p").Input("Label", "label").Output("Y", "y");
+  EXPECT_NE(Run().find("Label[0] = 5 is not a class in [0, 2)"), std::string::npos);
+}
+
+// ---- random ------------------------------------------------------------------------------------------------
+
+TEST_F(MathForward, SeededRandomIsReproducibleAndInRange) {
+  for (const char* name : {"u1", "u2"}) {
+    Op("uniform_random").Output("Out", name).Attr("shape", std::vector<int64_t>{1000}).Attr("seed", int32_t{42})
+        .Attr("min", -2.0f).Attr("max", 3.0f);
+  }
+  Op("uniform_random").Output("Out", "u3").Attr("shape", std::vector<int64_t>{1000}).Attr("seed", int32_t{43});
+  Op("gaussian_random").Output("Out", "g").Attr("shape", std::vector<int64_t>{20000}).Attr("seed", int32_t{7})
+      .Attr("mean", 1.0f).Attr("std", 2.0f).Attr("dtype", int32_t{RILL_FP64});
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("u1"), Values("u2"));
+  EXPECT_NE(Values("u1"), Values("u3"));
+  for (double v : Values("u1")) {
+    EXPECT_GE(v, -2.0);
+    EXPECT_LT(v, 3.0);
+  }
+  const auto g = Values("g");
+  double mean = 0, var = 0;
+  for (double v : g) mean += v / g.size();
+  for (double v : g) var += (v - mean) * (v - mean) / g.size();
+  EXPECT_NEAR(mean, 1.0, 0.05);  // 20,000 draws: standard error 0.014
+  EXPECT_NEAR(std::sqrt(var), 2.0, 0.05);
+  EXPECT_EQ(Get("g").dtype(), RILL_FP64);
+}
+
+// ---- concat, split ------------------------------------------------------------------------------------------
+
+TYPED_TEST(Elementwise, ConcatAndSplitInvert) {
+  using T = TypeParam;
+  this->template Set<T>("a", {2, 1}, {1, 2});
+  this->template Set<T>("b", {2, 2}, {3, 4, 5, 6});
+  this->Op("concat").Input("X", {"a", "b"}).Output("Out", "ab").Attr("axis", int32_t{1});
+  this->Op("split").Input("X", "ab").Output("Out", {"a2", "b2"}).Attr("axis", int32_t{-1})
+      .Attr("sections", std::vector<int64_t>{1, 2});
+  this->Op("split").Input("X", "ab").Output("Out", {"r0", "r1"});  // two equal parts along 0
+  ASSERT_EQ(this->Run(), "");
+  EXPECT_EQ(this->Values("ab"), (std::vector<double>{1, 3, 4, 2, 5, 6}));
+  EXPECT_EQ(this->Values("a2"), this->Values("a"));
+  EXPECT_EQ(this->Values("b2"), this->Values("b"));
+  EXPECT_EQ(this->Values("r1"), (std::vector<double>{2, 5, 6}));
+  EXPECT_EQ(this->Dims("r1"), (std::vector<int64_t>{1, 3}));
+}
+
+TEST_F(MathForward, SplitThatDoesNotDivide) {
+  Set<float>("x", {3}, {1, 2, 3});
+  Op("split").Input("X", "x").Output("Out", {"a", "b"});
+  EXPECT_NE(Run().find("cannot split dimension 0 of size 3 into 2 equal parts"), std::string::npos);
+}
+
+// ---- optimizers ----------------------------------------------------------------------------------------------
+
+TYPED_TEST(FloatOps, Optimizers) {
+  using T = TypeParam;
+  this->template Set<T>("p", {2}, {1, 2});
+  this->template Set<T>("g", {2}, {0.5, -1});
+  this->template Set<T>("lr", {1}, {0.1});
+  this->Op("sgd").Input("Param", "p").Input("Grad", "g").Input("LearningRate", "lr").Output("ParamOut", "p");
+  this->template Set<T>("q", {2}, {1, 2});
+  this->template Set<T>("v", {2}, {1, 1});
+  this->Op("momentum").Input("Param", "q").Input("Grad", "g").Input("Velocity", "v").Input("LearningRate", "lr")
+      .Output("ParamOut", "q").Output("VelocityOut", "v").Attr("mu", 0.5f);
+  this->template Set<T>("w", {2}, {1, 2});
+  this->template Set<T>("m1", {2}, {0, 0});
+  this->template Set<T>("m2", {2}, {0, 0});
+  this->template Set<T>("b1p", {1}, {0.9});
+  this->template Set<T>("b2p", {1}, {0.999});
+  this->Op("adam").Input("Param", "w").Input("Grad", "g").Input("LearningRate", "lr").Input("Moment1", "m1")
+      .Input("Moment2", "m2").Input("Beta1Pow", "b1p").Input("Beta2Pow", "b2p").Output("ParamOut", "w")
+      .Output("Moment1Out", "m1").Output("Moment2Out", "m2").Output("Beta1PowOut", "b1p").Output("Beta2PowOut", "b2p");
+  ASSERT_EQ(this->Run(), "");
+  ExpectNear(this->Values("p"), {0.95, 2.1});
+  ExpectNear(this->Values("v"), {1.0, -0.5});
+  ExpectNear(this->Values("q"), {0.9, 2.05});
+  // First Adam step: m1 = 0.1 g, m2 = 0.001 g^2, lr_t = 0.1 * sqrt(0.001) / 0.1, so the
+  // step is lr_t * m1 / sqrt(m2) = 0.1 * sign(g) (up to epsilon).
+  ExpectNear(this->Values("w"), {0.9, 2.1}, 1e-4);
+  ExpectNear(this->Values("m1"), {0.05, -0.1});
+  ExpectNear(this->Values("b1p"), {0.81});
+  ExpectNear(this->Values("b2p"), {0.999 * 0.999});
+}
+
+TEST_F(MathForward, SgdShapeMismatch) {
+  Set<float>("p", {2}, {1, 2});
+  Set<float>("g", {3}, {1, 2, 3});
+  Set<float>("lr", {1}, {0.1});
+  Op("sgd").Input("Param", "p").Input("Grad", "g").Input("LearningRate", "lr").Output("ParamOut", "p");
+  EXPECT_NE(Run().find("Grad [3] must have Param's shape [2]"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rill::test

@@ -31,7 +31,7 @@ TEST(Registry, SchemaFromAbiParsesDefaults) {
                                {"scale", RILL_ATTR_FLOAT, 0, "-1.5", nullptr},
                                {"flag", RILL_ATTR_BOOLEAN, 0, nullptr, nullptr},
                                {"body", RILL_ATTR_BLOCK, RILL_ATTR_REQUIRED, nullptr, nullptr}};
-  RillOpSchema s{sizeof(RillOpSchema), "op", "doc", in, 1, nullptr, 0, attrs, 5, "X"};
+  RillOpSchema s{sizeof(RillOpSchema), "op", "doc", in, 1, nullptr, 0, attrs, 5, "X", nullptr, nullptr, nullptr};
   const OpSchemaEntry e = SchemaFromAbi(s, "p");
   EXPECT_EQ(e.attrs[0].default_value.ints, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(e.attrs[1].default_value.strings, (std::vector<std::string>{"a,b", "c"}));
@@ -43,12 +43,12 @@ TEST(Registry, SchemaFromAbiParsesDefaults) {
 
 TEST(Registry, MalformedSchemasAreRefused) {
   const RillAttrDef bad_default[] = {{"n", RILL_ATTR_INT, 0, "three", nullptr}};
-  RillOpSchema s{sizeof(RillOpSchema), "op", "", nullptr, 0, nullptr, 0, bad_default, 1, nullptr};
+  RillOpSchema s{sizeof(RillOpSchema), "op", "", nullptr, 0, nullptr, 0, bad_default, 1, nullptr, nullptr, nullptr, nullptr};
   EXPECT_THROW(SchemaFromAbi(s, "p"), Error);
   RillOpSchema small = s;
   small.struct_size = 8;
   EXPECT_THROW(SchemaFromAbi(small, "p"), Error);
-  RillOpSchema bad_source{sizeof(RillOpSchema), "op", "", nullptr, 0, nullptr, 0, nullptr, 0, "attr:dtype"};
+  RillOpSchema bad_source{sizeof(RillOpSchema), "op", "", nullptr, 0, nullptr, 0, nullptr, 0, "attr:dtype", nullptr, nullptr, nullptr};
   EXPECT_THROW(SchemaFromAbi(bad_source, "p"), Error);
 }
 

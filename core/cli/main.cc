@@ -17,6 +17,7 @@
 #include "core/cli/npy.h"
 #include "core/errors.h"
 #include "core/loader/plugin_loader.h"
+#include "core/program/backward.h"
 #include "core/program/program_io.h"
 #include "core/program/validate.h"
 #include "core/registry/registry.h"
@@ -36,6 +37,10 @@ Commands:
   check PROGRAM      validate only; lists every problem found
   convert PROGRAM -o OUT
                      write PROGRAM as text (OUT ends in .pbtxt/.txt) or binary (otherwise)
+  backward PROGRAM --loss VAR -o OUT [--parameters A,B] [--sgd LR]
+                     append the backward pass of VAR (gradients of the persistable
+                     variables of block 0, or of --parameters) and, with --sgd, SGD
+                     updates; prints each parameter with its gradient
   ops                every op with the plugin that provides it
   describe OP        an op's inputs, outputs, attributes, kernels and doc
   plugins            the plugins loaded: name, version, ABI version, file, op count
@@ -58,23 +63,10 @@ class UsageError : public std::runtime_error {
 struct Args {
   std::vector<std::string> positional;
   std::vector<std::string> plugin_dirs, plugin_files, enable, fetch, feed;
-  std::string save_dir, output, log_level = "warn";
+  std::vector<std::string> parameters;
+  std::string save_dir, output, loss, sgd, log_level = "warn";
   bool help = false, version = false;
 };
-
-std::vector<std::string> SplitComma(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s + ",") {
-    if (c == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  return out;
-}
 
 Args Parse(int argc, char** argv) {
   Args a;
@@ -82,7 +74,8 @@ Args Parse(int argc, char** argv) {
       {"--plugin-path", &a.plugin_dirs}, {"--plugin", &a.plugin_files},
       {"--fetch", &a.fetch},             {"--feed", &a.feed}};
   const std::map<std::string, std::string*> single = {
-      {"--save", &a.save_dir}, {"-o", &a.output}, {"--log-level", &a.log_level}};
+      {"--save", &a.save_dir}, {"-o", &a.output}, {"--log-level", &a.log_level},
+      {"--loss", &a.loss},     {"--sgd", &a.sgd}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -106,7 +99,9 @@ Args Parse(int argc, char** argv) {
     } else if (auto s = single.find(arg); s != single.end()) {
       *s->second = take();
     } else if (arg == "--plugins") {
-      for (auto& n : SplitComma(take())) a.enable.push_back(n);
+      for (auto& n : ::rill::SplitList(take())) a.enable.push_back(n);
+    } else if (arg == "--parameters") {
+      for (auto& n : ::rill::SplitList(take())) a.parameters.push_back(n);
     } else if (arg.size() > 1 && arg[0] == '-') {
       throw UsageError("unknown option " + arg);
     } else {
@@ -194,6 +189,31 @@ int CmdConvert(const Args& a) {
   return 0;
 }
 
+int CmdBackward(const Args& a, const Registry& registry) {
+  ExpectPositional(a, 2, "backward PROGRAM --loss VAR -o OUT [--parameters A,B] [--sgd LR]");
+  if (a.loss.empty() || a.output.empty()) {
+    throw UsageError("usage: rill backward PROGRAM --loss VAR -o OUT [--parameters A,B] [--sgd LR]");
+  }
+  float lr = 0;
+  if (!a.sgd.empty()) {
+    size_t used = 0;
+    try {
+      lr = std::stof(a.sgd, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != a.sgd.size()) throw UsageError("--sgd takes a learning rate, got '" + a.sgd + "'");
+  }
+  proto::ProgramDesc program = LoadProgram(a.positional[1]);
+  ValidateProgramOrThrow(program, registry);
+  const auto grads = AppendBackward(program, registry, a.loss, a.parameters);
+  if (!a.sgd.empty()) AppendSgd(program, grads, lr);
+  ValidateProgramOrThrow(program, registry);
+  SaveProgram(program, a.output, FormatForPath(a.output));
+  for (const auto& pg : grads) std::printf("%s %s\n", pg.param.c_str(), pg.grad.c_str());
+  return 0;
+}
+
 int CmdOps(const Args& a, const Registry& registry) {
   ExpectPositional(a, 1, "ops");
   for (const OpSchemaEntry* op : registry.AllOps()) {
@@ -265,7 +285,7 @@ int Main(int argc, char** argv) {
   try {
     const std::string& cmd = a.positional[0];
     if (cmd == "convert") return CmdConvert(a);
-    static const char* kCommands[] = {"run", "check", "ops", "describe", "plugins"};
+    static const char* kCommands[] = {"run", "check", "ops", "describe", "plugins", "backward"};
     if (std::find(std::begin(kCommands), std::end(kCommands), cmd) == std::end(kCommands)) {
       throw UsageError("unknown command '" + cmd + "'");
     }
@@ -280,6 +300,7 @@ int Main(int argc, char** argv) {
     if (cmd == "check") return CmdCheck(a, registry);
     if (cmd == "ops") return CmdOps(a, registry);
     if (cmd == "describe") return CmdDescribe(a, registry);
+    if (cmd == "backward") return CmdBackward(a, registry);
     return CmdPlugins(a, plugins);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "rill: error: %s\n", OneLine(e.what()).c_str());

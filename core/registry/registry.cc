@@ -87,6 +87,21 @@ OpSchemaEntry SchemaFromAbi(const RillOpSchema& s, const std::string& plugin) {
     }
     e.attrs.push_back(std::move(spec));
   }
+  if (RILL_COVERS(s, grad_outputs) && s.grad_op_type != nullptr) {
+    e.grad_op_type = s.grad_op_type;
+    e.grad_inputs = ::rill::SplitList(Str(s.grad_inputs));
+    e.grad_outputs = ::rill::SplitList(Str(s.grad_outputs));
+    for (const auto& slot : e.grad_inputs) {
+      const bool is_grad = slot.size() > 5 && slot.compare(slot.size() - 5, 5, "@GRAD") == 0;
+      const std::string fwd = is_grad ? slot.substr(0, slot.size() - 5) : slot;
+      if (is_grad ? e.FindOutput(fwd) == nullptr : (e.FindInput(fwd) == nullptr && e.FindOutput(fwd) == nullptr)) {
+        throw Error("op '" + e.type + "': gradient input '" + slot + "' names no slot");
+      }
+    }
+    for (const auto& slot : e.grad_outputs) {
+      if (e.FindInput(slot) == nullptr) throw Error("op '" + e.type + "': gradient output '" + slot + "' names no input slot");
+    }
+  }
   e.dtype_source = Str(s.kernel_dtype_source);
   if (!e.dtype_source.empty()) {
     const bool is_attr = e.dtype_source.rfind("attr:", 0) == 0;

@@ -43,6 +43,9 @@ struct OpSchemaEntry {
   std::vector<SlotSpec> inputs, outputs;
   std::vector<AttrSpec> attrs;
   std::string dtype_source;  // input slot name, "attr:NAME", or empty
+  // Gradient (see RillOpSchema): empty grad_op_type means not differentiable.
+  std::string grad_op_type;
+  std::vector<std::string> grad_inputs, grad_outputs;
 
   const SlotSpec* FindInput(const std::string& name) const;
   const SlotSpec* FindOutput(const std::string& name) const;

@@ -1,4 +1,4 @@
-// assign: Out = a copy of X (any dtype; LoD kept).
+// assign: Out = a copy of X (any dtype; LoD kept); its gradient copies Out@GRAD back.
 #include "ops.h"
 
 namespace rill::math {
@@ -12,14 +12,21 @@ void Assign(KernelContext& ctx) {
   out.CopyFrom(in);
 }
 
+void AssignGrad(KernelContext& ctx) { ctx.OutputVar("X@GRAD").CopyFrom(ctx.InputVar("Out@GRAD")); }
+
 }  // namespace
 
 void RegisterAssign(Registrar& r) {
-  r.Op(OpSchema("assign")
-           .Doc("Out = a deep copy of X (tensor or selected rows, any dtype).")
-           .Input("X", "the value to copy")
-           .Output("Out", "the copy"));
+  const OpSchema assign = OpSchema("assign")
+      .Doc("Out = a deep copy of X (tensor or selected rows, any dtype).")
+      .Input("X", "the value to copy")
+      .Output("Out", "the copy")
+      .Grad("assign_grad", "Out@GRAD", "X");
+  r.Op(assign);
+  OpSchema grad = assign.MakeGradSchema();
+  r.Op(grad.KernelDtypeFrom(""));
   r.Kernel("assign", RILL_CPU, RILL_ANY_DTYPE, &Assign);
+  r.Kernel("assign_grad", RILL_CPU, RILL_ANY_DTYPE, &AssignGrad);
 }
 
 }  // namespace rill::math

@@ -1,5 +1,5 @@
 // concat (X[0..n] joined along `axis`) and split (X cut along `axis` into `num` equal parts
-// or into `sections`).
+// or into `sections`), and their gradients (each the other's forward).
 #include "broadcast.h"
 #include "kernels.h"
 #include "ops.h"
@@ -7,11 +7,12 @@
 namespace rill::math {
 namespace {
 
+// Joins the tensors of input slot `in` along `axis` into output `out`.
 template <class T>
-void Concat(KernelContext& ctx) {
-  const size_t n = ctx.op().InputCount("X");
+void ConcatInto(KernelContext& ctx, const char* in, const char* out_slot) {
+  const size_t n = ctx.op().InputCount(in);
   std::vector<Tensor> xs;
-  for (size_t i = 0; i < n; ++i) xs.push_back(ctx.Input("X", i));
+  for (size_t i = 0; i < n; ++i) xs.push_back(ctx.Input(in, i));
   std::vector<int64_t> out_dims = xs[0].dims();
   const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), out_dims.size());
   for (size_t i = 1; i < n; ++i) {
@@ -37,9 +38,13 @@ void Concat(KernelContext& ctx) {
     for (int64_t i = 0; i < pre; ++i) std::copy(px + i * chunk, px + (i + 1) * chunk, out.get() + i * row + offset);
     offset += chunk;
   }
-  T* po = ctx.Output("Out").Allocate<T>(out_dims);
+  T* po = ctx.Output(out_slot).Allocate<T>(out_dims);
   std::copy(out.get(), out.get() + total, po);
 }
+
+template <class T> void Concat(KernelContext& ctx) { ConcatInto<T>(ctx, "X", "Out"); }
+// split's gradient: the pieces' gradients joined back together.
+template <class T> void SplitGrad(KernelContext& ctx) { ConcatInto<T>(ctx, "Out@GRAD", "X@GRAD"); }
 
 template <class T>
 void Split(KernelContext& ctx) {
@@ -80,17 +85,44 @@ void Split(KernelContext& ctx) {
   }
 }
 
+// X@GRAD[i] = the slice of Out@GRAD that X[i] filled.
+template <class T>
+void ConcatGrad(KernelContext& ctx) {
+  Tensor g = ctx.Input("Out@GRAD");
+  const std::vector<int64_t> gd = g.dims();
+  const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), gd.size());
+  const int64_t pre = Product(gd, 0, axis), post = Product(gd, axis + 1, gd.size()), row = gd[axis] * post;
+  const OpInfo op = ctx.op();
+  int64_t offset = 0;
+  for (size_t i = 0; i < op.InputCount("X"); ++i) {
+    const std::vector<int64_t> xd = ctx.Input("X", i).dims();
+    const int64_t chunk = xd[axis] * post;
+    if (i < op.OutputCount("X@GRAD") && op.OutputName("X@GRAD", i) != RILL_EMPTY_VAR_NAME) {
+      T* dx = ctx.Output("X@GRAD", i).Allocate<T>(xd);
+      for (int64_t p = 0; p < pre; ++p) {
+        const T* src = g.data<T>() + p * row + offset;
+        std::copy(src, src + chunk, dx + p * chunk);
+      }
+    }
+    offset += chunk;
+  }
+}
+
 }  // namespace
 
 void RegisterConcatSplit(Registrar& r) {
-  r.Op(OpSchema("concat")
+  const OpSchema concat = OpSchema("concat")
            .Doc("Out = X[0], X[1], ... joined along `axis`; other dims must agree.")
            .Input("X", "tensors to join", RILL_SLOT_DUPLICABLE)
            .Output("Out", "the joined tensor")
            .Attr("axis", int64_t{0}, "the dimension joined along")
-           .KernelDtypeFrom("X"));
+           .KernelDtypeFrom("X")
+           .Grad("concat_grad", "X,Out@GRAD", "X");
+  r.Op(concat);
+  r.Op(concat.MakeGradSchema());
   RegisterCpu<bool, RILL_MATH_NUMERIC_TYPES>(r, "concat", [](auto t) { return &Concat<decltype(t)>; });
-  r.Op(OpSchema("split")
+  RegisterCpu<float, double>(r, "concat_grad", [](auto t) { return &ConcatGrad<decltype(t)>; });
+  const OpSchema split = OpSchema("split")
            .Doc("Out[i] = the i-th piece of X cut along `axis`: into `num` equal pieces, or pieces of the "
                 "sizes in `sections`.")
            .Input("X", "tensor to cut")
@@ -98,8 +130,12 @@ void RegisterConcatSplit(Registrar& r) {
            .Attr("axis", int64_t{0}, "the dimension cut")
            .Attr("num", int64_t{0}, "number of equal pieces (0: one per output)")
            .Attr("sections", std::vector<int64_t>{}, "sizes of the pieces (overrides num)")
-           .KernelDtypeFrom("X"));
+           .KernelDtypeFrom("X")
+           .Grad("split_grad", "Out@GRAD", "X");
+  r.Op(split);
+  r.Op(split.MakeGradSchema());
   RegisterCpu<bool, RILL_MATH_NUMERIC_TYPES>(r, "split", [](auto t) { return &Split<decltype(t)>; });
+  RegisterCpu<float, double>(r, "split_grad", [](auto t) { return &SplitGrad<decltype(t)>; });
 }
 
 }  // namespace rill::math

@@ -1,6 +1,6 @@
 // elementwise_{add,sub,mul,div,max,min,pow}: Out = X op Y with Fluid's broadcasting (see
-// broadcast.h). Same-shape operands of the vectorizable ops are one Eigen expression over
-// the whole buffer; everything else walks Fluid's [pre, n, post] view.
+// broadcast.h), and their gradients. Same-shape operands of the vectorizable ops are one
+// Eigen expression over the whole buffer; everything else walks Fluid's [pre, n, post] view.
 #include <cmath>
 #include <type_traits>
 
@@ -11,34 +11,48 @@
 namespace rill::math {
 namespace {
 
+// Each op: Apply (forward), Eigen (vectorized forward, when kEigen), and the partial
+// derivatives times the incoming gradient g: DX(x, y, g), DY(x, y, g).
 struct Add {
   static constexpr bool kEigen = true;
   template <class T> static T Apply(T a, T b) { return a + b; }
+  template <class T> static T DX(T, T, T g) { return g; }
+  template <class T> static T DY(T, T, T g) { return g; }
   template <class A, class B> static auto Eigen(const A& a, const B& b) { return a + b; }
 };
 struct Sub {
   static constexpr bool kEigen = true;
   template <class T> static T Apply(T a, T b) { return a - b; }
+  template <class T> static T DX(T, T, T g) { return g; }
+  template <class T> static T DY(T, T, T g) { return -g; }
   template <class A, class B> static auto Eigen(const A& a, const B& b) { return a - b; }
 };
 struct Mul {
   static constexpr bool kEigen = true;
   template <class T> static T Apply(T a, T b) { return a * b; }
+  template <class T> static T DX(T, T y, T g) { return g * y; }
+  template <class T> static T DY(T x, T, T g) { return g * x; }
   template <class A, class B> static auto Eigen(const A& a, const B& b) { return a * b; }
 };
 struct Div {
   static constexpr bool kEigen = true;
   template <class T> static T Apply(T a, T b) { return a / b; }
+  template <class T> static T DX(T, T y, T g) { return g / y; }
+  template <class T> static T DY(T x, T y, T g) { return -g * x / (y * y); }
   template <class A, class B> static auto Eigen(const A& a, const B& b) { return a / b; }
 };
 struct Max {
   static constexpr bool kEigen = true;
   template <class T> static T Apply(T a, T b) { return a > b ? a : b; }
+  template <class T> static T DX(T x, T y, T g) { return x > y ? g : T(0); }
+  template <class T> static T DY(T x, T y, T g) { return x > y ? T(0) : g; }
   template <class A, class B> static auto Eigen(const A& a, const B& b) { return a.max(b); }
 };
 struct Min {
   static constexpr bool kEigen = true;
   template <class T> static T Apply(T a, T b) { return a < b ? a : b; }
+  template <class T> static T DX(T x, T y, T g) { return x < y ? g : T(0); }
+  template <class T> static T DY(T x, T y, T g) { return x < y ? T(0) : g; }
   template <class A, class B> static auto Eigen(const A& a, const B& b) { return a.min(b); }
 };
 struct Pow {
@@ -46,6 +60,8 @@ struct Pow {
   template <class T> static T Apply(T a, T b) {
     return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
   }
+  template <class T> static T DX(T x, T y, T g) { return g * y * std::pow(x, y - T(1)); }
+  template <class T> static T DY(T x, T y, T g) { return g * std::pow(x, y) * std::log(x); }
 };
 
 template <class Op, class T>
@@ -72,17 +88,48 @@ void Elementwise(KernelContext& ctx) {
   BinaryBroadcast<T, T>(ctx, [](T a, T b) { return Op::template Apply<T>(a, b); });
 }
 
+// X@GRAD (shaped like X) and Y@GRAD (shaped like Y: summed over the broadcast dims), each
+// only when asked for.
+template <class Op, class T>
+void ElementwiseGrad(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  Tensor y = ctx.Input("Y");
+  Tensor g = ctx.Input("Out@GRAD");
+  const Broadcast b = ComputeBroadcast(x.dims(), y.dims(), ctx.Attr<int64_t>("axis"));
+  const T* px = x.data<T>();
+  const T* py = y.data<T>();
+  const T* pg = g.data<T>();
+  T* dx = ctx.HasOutput("X@GRAD") ? ctx.Output("X@GRAD").Allocate<T>(x.dims()) : nullptr;
+  std::vector<T> dy(ctx.HasOutput("Y@GRAD") ? static_cast<size_t>(y.numel()) : 0, T(0));
+  for (int64_t i = 0; i < b.pre; ++i) {
+    for (int64_t j = 0; j < b.n; ++j) {
+      const T yv = py[j];
+      const int64_t base = (i * b.n + j) * b.post;
+      for (int64_t k = 0; k < b.post; ++k) {
+        if (dx) dx[base + k] = Op::DX(px[base + k], yv, pg[base + k]);
+        if (!dy.empty()) dy[j] += Op::DY(px[base + k], yv, pg[base + k]);
+      }
+    }
+  }
+  if (!dy.empty()) std::copy(dy.begin(), dy.end(), ctx.Output("Y@GRAD").Allocate<T>(y.dims()));
+}
+
 template <class Op>
 void RegisterOne(Registrar& r, const char* type, const char* formula) {
-  r.Op(OpSchema(type)
-           .Doc(std::string("Out = ") + formula + ", elementwise. Y's dims must match a contiguous run of X's "
-                "starting at `axis` (Fluid's broadcasting); Out is shaped like X.")
-           .Input("X", "left operand")
-           .Input("Y", "right operand, broadcast to X")
-           .Output("Out", "the result, shaped like X")
-           .Attr("axis", int64_t{-1}, "where Y's dims start in X's (-1: aligned to the end)")
-           .KernelDtypeFrom("X"));
+  const std::string grad = std::string(type) + "_grad";
+  const OpSchema schema = OpSchema(type)
+      .Doc(std::string("Out = ") + formula + ", elementwise. Y's dims must match a contiguous run of X's "
+           "starting at `axis` (Fluid's broadcasting); Out is shaped like X.")
+      .Input("X", "left operand")
+      .Input("Y", "right operand, broadcast to X")
+      .Output("Out", "the result, shaped like X")
+      .Attr("axis", int64_t{-1}, "where Y's dims start in X's (-1: aligned to the end)")
+      .KernelDtypeFrom("X")
+      .Grad(grad, "X,Y,Out@GRAD", "X,Y");
+  r.Op(schema);
+  r.Op(schema.MakeGradSchema());
   RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, type, [](auto t) { return &Elementwise<Op, decltype(t)>; });
+  RegisterCpu<float, double>(r, grad.c_str(), [](auto t) { return &ElementwiseGrad<Op, decltype(t)>; });
 }
 
 }  // namespace

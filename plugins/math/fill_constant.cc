@@ -1,4 +1,5 @@
-// fill_constant: Out = a tensor of `shape` and `dtype` filled with `value`.
+// fill_constant: Out = a tensor of `shape` and `dtype` filled with `value`; fill_any_like
+// and fill_zeros_like: the same, shaped like X (the backward pass's seeds).
 #include "ops.h"
 
 namespace rill::math {
@@ -13,9 +14,40 @@ void FillConstant(KernelContext& ctx) {
   std::fill(p, p + out.numel(), static_cast<T>(value));
 }
 
+// Out = a tensor shaped like X filled with `value`, of `dtype` (-1: X's dtype).
+template <class T>
+void FillLike(KernelContext& ctx, double value) {
+  Tensor x = ctx.Input("X");
+  T* p = ctx.Output("Out").Allocate<T>(x.dims());
+  std::fill(p, p + x.numel(), static_cast<T>(value));
+}
+
+template <bool kZeros>
+void FillAnyLike(KernelContext& ctx) {
+  const int32_t x_dtype = ctx.Input("X").dtype();
+  const int64_t want = kZeros ? -1 : ctx.Attr<int64_t>("dtype");
+  const double value = kZeros ? 0.0 : ctx.Attr<float>("value");
+  VisitDataType<bool, int32_t, int64_t, float, double>(want < 0 ? x_dtype : static_cast<int32_t>(want),
+                                                        ctx.op().type().c_str(),
+                                                        [&](auto t) { FillLike<decltype(t)>(ctx, value); });
+}
+
 }  // namespace
 
 void RegisterFillConstant(Registrar& r) {
+  r.Op(OpSchema("fill_any_like")
+           .Doc("Out = a tensor shaped like X with every element `value`, of `dtype` (-1: X's dtype).")
+           .Input("X", "the tensor whose shape Out takes")
+           .Output("Out", "the filled tensor")
+           .Attr("value", 0.0, "the value of every element")
+           .Attr("dtype", int64_t{-1}, "element type of Out (-1: X's)"));
+  r.Kernel("fill_any_like", RILL_CPU, RILL_ANY_DTYPE, &FillAnyLike<false>);
+  r.Op(OpSchema("fill_zeros_like")
+           .Doc("Out = zeros shaped like X, of X's dtype.")
+           .Input("X", "the tensor whose shape and dtype Out takes")
+           .Output("Out", "zeros"));
+  r.Kernel("fill_zeros_like", RILL_CPU, RILL_ANY_DTYPE, &FillAnyLike<true>);
+
   r.Op(OpSchema("fill_constant")
            .Doc("Out = a tensor of `shape` and `dtype` with every element `value`.")
            .Output("Out", "the filled tensor")

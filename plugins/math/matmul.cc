@@ -1,6 +1,6 @@
 // mul (Fluid's fully-connected product: X and Y flattened to matrices at x_num_col_dims /
-// y_num_col_dims) and matmul (batched, with transposes and alpha). Both run Eigen's GEMM
-// on row-major maps of the tensors' memory.
+// y_num_col_dims) and matmul (batched, with transposes and alpha), and their gradients.
+// All run Eigen's GEMM on row-major maps of the tensors' memory.
 #include "broadcast.h"
 #include "kernels.h"
 #include "ops.h"
@@ -113,10 +113,63 @@ void MatMul(KernelContext& ctx) {
   std::copy(result.begin(), result.end(), po);
 }
 
+// X@GRAD = Out@GRAD * Y^T, Y@GRAD = X^T * Out@GRAD on the flattened matrices.
+template <class T>
+void MulGrad(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  Tensor y = ctx.Input("Y");
+  Tensor g = ctx.Input("Out@GRAD");
+  const std::vector<int64_t> xd = x.dims(), yd = y.dims();
+  const auto xn = static_cast<size_t>(ctx.Attr<int64_t>("x_num_col_dims"));
+  const auto yn = static_cast<size_t>(ctx.Attr<int64_t>("y_num_col_dims"));
+  const int64_t m = Product(xd, 0, xn), k = Product(xd, xn, xd.size()), n = Product(yd, yn, yd.size());
+  ConstMatrixMap<T> xm(x.data<T>(), m, k), ym(y.data<T>(), k, n), gm(g.data<T>(), m, n);
+  if (ctx.HasOutput("X@GRAD")) MatrixMap<T>(ctx.Output("X@GRAD").Allocate<T>(xd), m, k).noalias() = gm * ym.transpose();
+  if (ctx.HasOutput("Y@GRAD")) MatrixMap<T>(ctx.Output("Y@GRAD").Allocate<T>(yd), k, n).noalias() = xm.transpose() * gm;
+}
+
+// For Out = alpha * op(X) op(Y), per batch: with A = op(X), B = op(Y) and G = Out@GRAD,
+// dA = alpha G B^T and dB = alpha A^T G, mapped back through the transposes; a side
+// broadcast over the batch sums its gradient over the batch.
+template <class T>
+void MatMulGrad(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  Tensor y = ctx.Input("Y");
+  Tensor g = ctx.Input("Out@GRAD");
+  const bool tx = ctx.Attr<bool>("transpose_X"), ty = ctx.Attr<bool>("transpose_Y");
+  const T alpha = static_cast<T>(ctx.Attr<float>("alpha"));
+  const MatSide a = Side(x.dims(), tx, true), b = Side(y.dims(), ty, false);
+  const int64_t batch = std::max(a.batch, b.batch);
+  const int64_t m = a.rows, k = a.cols, n = b.cols;
+  const int64_t xr = tx ? k : m, xc = tx ? m : k, yr = ty ? n : k, yc = ty ? k : n;
+  const bool want_x = ctx.HasOutput("X@GRAD"), want_y = ctx.HasOutput("Y@GRAD");
+  std::vector<T> dx(want_x ? static_cast<size_t>(x.numel()) : 0, T(0));
+  std::vector<T> dy(want_y ? static_cast<size_t>(y.numel()) : 0, T(0));
+  for (int64_t i = 0; i < batch; ++i) {
+    const int64_t xo = (a.batch == 1 ? 0 : i) * xr * xc, yo = (b.batch == 1 ? 0 : i) * yr * yc;
+    ConstMatrixMap<T> xm(x.data<T>() + xo, xr, xc), ym(y.data<T>() + yo, yr, yc);
+    ConstMatrixMap<T> gm(g.data<T>() + i * m * n, m, n);
+    const Matrix<T> am = tx ? Matrix<T>(xm.transpose()) : Matrix<T>(xm);
+    const Matrix<T> bm = ty ? Matrix<T>(ym.transpose()) : Matrix<T>(ym);
+    if (want_x) {
+      const Matrix<T> da = alpha * (gm * bm.transpose());  // [m, k]
+      MatrixMap<T> out(dx.data() + xo, xr, xc);
+      if (tx) out += da.transpose(); else out += da;
+    }
+    if (want_y) {
+      const Matrix<T> db = alpha * (am.transpose() * gm);  // [k, n]
+      MatrixMap<T> out(dy.data() + yo, yr, yc);
+      if (ty) out += db.transpose(); else out += db;
+    }
+  }
+  if (want_x) std::copy(dx.begin(), dx.end(), ctx.Output("X@GRAD").Allocate<T>(x.dims()));
+  if (want_y) std::copy(dy.begin(), dy.end(), ctx.Output("Y@GRAD").Allocate<T>(y.dims()));
+}
+
 }  // namespace
 
 void RegisterMatMul(Registrar& r) {
-  r.Op(OpSchema("mul")
+  const OpSchema mul = OpSchema("mul")
            .Doc("Out = X * Y as matrices: X flattened to [prod(X.dims[:x_num_col_dims]), rest], Y to "
                 "[prod(Y.dims[:y_num_col_dims]), rest]; Out has dims X.dims[:x_num_col_dims] + "
                 "Y.dims[y_num_col_dims:].")
@@ -125,9 +178,13 @@ void RegisterMatMul(Registrar& r) {
            .Output("Out", "the product")
            .Attr("x_num_col_dims", int64_t{1}, "leading dims of X that form the rows")
            .Attr("y_num_col_dims", int64_t{1}, "leading dims of Y that form the rows")
-           .KernelDtypeFrom("X"));
+           .KernelDtypeFrom("X")
+           .Grad("mul_grad", "X,Y,Out@GRAD", "X,Y");
+  r.Op(mul);
+  r.Op(mul.MakeGradSchema());
   RegisterCpu<float, double>(r, "mul", [](auto t) { return &Mul<decltype(t)>; });
-  r.Op(OpSchema("matmul")
+  RegisterCpu<float, double>(r, "mul_grad", [](auto t) { return &MulGrad<decltype(t)>; });
+  const OpSchema matmul = OpSchema("matmul")
            .Doc("Out = alpha * op(X) * op(Y), op transposing when asked; leading dims are a batch "
                 "(equal, or one side unbatched); a 1-D X is a row vector and a 1-D Y a column vector, "
                 "their dimension dropped from Out.")
@@ -137,8 +194,12 @@ void RegisterMatMul(Registrar& r) {
            .Attr("transpose_X", false, "transpose the last two dims of X")
            .Attr("transpose_Y", false, "transpose the last two dims of Y")
            .Attr("alpha", 1.0, "scale of the product")
-           .KernelDtypeFrom("X"));
+           .KernelDtypeFrom("X")
+           .Grad("matmul_grad", "X,Y,Out@GRAD", "X,Y");
+  r.Op(matmul);
+  r.Op(matmul.MakeGradSchema());
   RegisterCpu<float, double>(r, "matmul", [](auto t) { return &MatMul<decltype(t)>; });
+  RegisterCpu<float, double>(r, "matmul_grad", [](auto t) { return &MatMulGrad<decltype(t)>; });
 }
 
 }  // namespace rill::math

@@ -1,7 +1,7 @@
 // Reductions: sum (of several tensors), mean (of all elements), reduce_{sum,mean,max}
-// (over `dim`, or everything with reduce_all; keep_dim keeps reduced dims as 1).
+// (over `dim`, or everything with reduce_all; keep_dim keeps reduced dims as 1), and their
+// gradients.
 #include <limits>
-#include <set>
 
 #include "broadcast.h"
 #include "kernels.h"
@@ -37,31 +37,36 @@ void Mean(KernelContext& ctx) {
 
 enum class Reduction { kSum, kMean, kMax };
 
-template <Reduction R, class T>
-void Reduce(KernelContext& ctx) {
-  Tensor x = ctx.Input("X");
-  const std::vector<int64_t> in = x.dims();
+// Where each element of X lands in a reduction over `dim` (or everything): the offset in
+// the reduced output of every input element, and the output's shapes.
+struct ReduceMap {
+  std::vector<int64_t> offset;     // per input element
+  std::vector<int64_t> kept_dims;  // output dims with reduced dims kept as 1
+  std::vector<int64_t> out_dims;   // output dims as the op produces them (keep_dim or not)
+  int64_t out_numel = 1;
+};
+
+ReduceMap MapReduction(KernelContext& ctx, const std::vector<int64_t>& in) {
   const size_t rank = in.size();
-  std::vector<bool> reduced(rank, ctx.Attr<bool>("reduce_all"));
-  if (!ctx.Attr<bool>("reduce_all")) {
+  const bool all = ctx.Attr<bool>("reduce_all");
+  std::vector<bool> reduced(rank, all);
+  if (!all) {
     for (int64_t d : ctx.Attr<std::vector<int64_t>>("dim")) reduced[NormalizeAxis(d, rank, "dim")] = true;
   }
-  // Output strides over the input's index space: 0 along reduced dims.
-  std::vector<int64_t> out_dims_kept(rank), strides(rank, 0);
-  int64_t out_numel = 1;
+  ReduceMap m;
+  m.kept_dims.resize(rank);
+  std::vector<int64_t> strides(rank, 0);  // output stride along each input dim; 0 if reduced
   for (size_t i = rank; i-- > 0;) {
-    out_dims_kept[i] = reduced[i] ? 1 : in[i];
-    strides[i] = reduced[i] ? 0 : out_numel;
-    out_numel *= out_dims_kept[i];
+    m.kept_dims[i] = reduced[i] ? 1 : in[i];
+    strides[i] = reduced[i] ? 0 : m.out_numel;
+    m.out_numel *= m.kept_dims[i];
   }
-  const T init = R == Reduction::kMax ? std::numeric_limits<T>::lowest() : T(0);
-  std::vector<T> acc(static_cast<size_t>(out_numel), init);
-  const T* px = x.data<T>();
+  const int64_t numel = Product(in, 0, rank);
+  m.offset.resize(static_cast<size_t>(numel));
   std::vector<int64_t> idx(rank, 0);
   int64_t off = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    T& a = acc[static_cast<size_t>(off)];
-    a = R == Reduction::kMax ? std::max(a, px[i]) : a + px[i];
+  for (int64_t i = 0; i < numel; ++i) {
+    m.offset[static_cast<size_t>(i)] = off;
     for (size_t d = rank; d-- > 0;) {  // odometer step, keeping `off` in sync
       off += strides[d];
       if (++idx[d] < in[d]) break;
@@ -69,49 +74,110 @@ void Reduce(KernelContext& ctx) {
       idx[d] = 0;
     }
   }
-  if (R == Reduction::kMean) {
-    const int64_t count = out_numel == 0 ? 0 : x.numel() / out_numel;
-    for (T& a : acc) a /= static_cast<T>(count);
-  }
-  std::vector<int64_t> out_dims;
   if (ctx.Attr<bool>("keep_dim")) {
-    out_dims = out_dims_kept;
+    m.out_dims = m.kept_dims;
   } else {
-    for (size_t i = 0; i < rank; ++i) if (!reduced[i]) out_dims.push_back(in[i]);
-    if (out_dims.empty()) out_dims = {1};
+    for (size_t i = 0; i < rank; ++i) if (!reduced[i]) m.out_dims.push_back(in[i]);
+    if (m.out_dims.empty()) m.out_dims = {1};
   }
-  T* po = ctx.Output("Out").Allocate<T>(out_dims);
-  std::copy(acc.begin(), acc.end(), po);
+  return m;
+}
+
+template <Reduction R, class T>
+void Reduce(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  const ReduceMap m = MapReduction(ctx, x.dims());
+  const T init = R == Reduction::kMax ? std::numeric_limits<T>::lowest() : T(0);
+  std::vector<T> acc(static_cast<size_t>(m.out_numel), init);
+  const T* px = x.data<T>();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    T& a = acc[static_cast<size_t>(m.offset[i])];
+    a = R == Reduction::kMax ? std::max(a, px[i]) : a + px[i];
+  }
+  if (R == Reduction::kMean && m.out_numel > 0) {
+    for (T& a : acc) a /= static_cast<T>(x.numel() / m.out_numel);
+  }
+  std::copy(acc.begin(), acc.end(), ctx.Output("Out").Allocate<T>(m.out_dims));
+}
+
+// X@GRAD[i] = Out@GRAD at i's output (sum); divided by the count (mean); only where X[i]
+// is the maximum (max).
+template <Reduction R, class T>
+void ReduceGrad(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  Tensor out = ctx.Input("Out");
+  Tensor g = ctx.Input("Out@GRAD");
+  const ReduceMap m = MapReduction(ctx, x.dims());
+  const T* px = x.data<T>();
+  const T* po = out.data<T>();
+  const T* pg = g.data<T>();
+  const T scale = R == Reduction::kMean ? T(1) / static_cast<T>(x.numel() / std::max<int64_t>(m.out_numel, 1)) : T(1);
+  T* dx = ctx.Output("X@GRAD").Allocate<T>(x.dims());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t o = m.offset[i];
+    dx[i] = (R == Reduction::kMax && px[i] != po[o]) ? T(0) : pg[o] * scale;
+  }
+}
+
+template <class T>
+void SumGrad(KernelContext& ctx) {
+  Tensor g = ctx.Input("Out@GRAD");
+  const OpInfo op = ctx.op();
+  for (size_t i = 0; i < op.OutputCount("X@GRAD"); ++i) {
+    if (op.OutputName("X@GRAD", i) == RILL_EMPTY_VAR_NAME) continue;
+    std::copy(g.data<T>(), g.data<T>() + g.numel(), ctx.Output("X@GRAD", i).Allocate<T>(g.dims()));
+  }
+}
+
+template <class T>
+void MeanGrad(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  const T g = *ctx.Input("Out@GRAD").data<T>();
+  T* dx = ctx.Output("X@GRAD").Allocate<T>(x.dims());
+  std::fill(dx, dx + x.numel(), g / static_cast<T>(x.numel()));
 }
 
 template <Reduction R>
 void AddReduce(Registrar& r, const char* type, const char* what) {
-  r.Op(OpSchema(type)
-           .Doc(std::string("Out = the ") + what + " of X over `dim` (or every element with reduce_all).")
-           .Input("X", "input")
-           .Output("Out", "reduced tensor")
-           .Attr("dim", std::vector<int64_t>{0}, "dimensions to reduce (negative counts from the end)")
-           .Attr("keep_dim", false, "keep reduced dimensions as size 1")
-           .Attr("reduce_all", false, "reduce every dimension")
-           .KernelDtypeFrom("X"));
+  const std::string grad = std::string(type) + "_grad";
+  const OpSchema schema = OpSchema(type)
+      .Doc(std::string("Out = the ") + what + " of X over `dim` (or every element with reduce_all).")
+      .Input("X", "input")
+      .Output("Out", "reduced tensor")
+      .Attr("dim", std::vector<int64_t>{0}, "dimensions to reduce (negative counts from the end)")
+      .Attr("keep_dim", false, "keep reduced dimensions as size 1")
+      .Attr("reduce_all", false, "reduce every dimension")
+      .KernelDtypeFrom("X")
+      .Grad(grad, "X,Out,Out@GRAD", "X");
+  r.Op(schema);
+  r.Op(schema.MakeGradSchema());
   RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, type, [](auto t) { return &Reduce<R, decltype(t)>; });
+  RegisterCpu<float, double>(r, grad.c_str(), [](auto t) { return &ReduceGrad<R, decltype(t)>; });
 }
 
 }  // namespace
 
 void RegisterReduce(Registrar& r) {
-  r.Op(OpSchema("sum")
-           .Doc("Out = X[0] + X[1] + ..., tensors of one shape.")
-           .Input("X", "tensors to add", RILL_SLOT_DUPLICABLE)
-           .Output("Out", "their sum")
-           .KernelDtypeFrom("X"));
+  const OpSchema sum = OpSchema("sum")
+      .Doc("Out = X[0] + X[1] + ..., tensors of one shape.")
+      .Input("X", "tensors to add", RILL_SLOT_DUPLICABLE)
+      .Output("Out", "their sum")
+      .KernelDtypeFrom("X")
+      .Grad("sum_grad", "Out@GRAD", "X");
+  r.Op(sum);
+  r.Op(sum.MakeGradSchema());
   RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, "sum", [](auto t) { return &Sum<decltype(t)>; });
-  r.Op(OpSchema("mean")
-           .Doc("Out = the mean of every element of X, shape [1].")
-           .Input("X", "input")
-           .Output("Out", "[1] tensor")
-           .KernelDtypeFrom("X"));
+  RegisterCpu<float, double>(r, "sum_grad", [](auto t) { return &SumGrad<decltype(t)>; });
+  const OpSchema mean = OpSchema("mean")
+      .Doc("Out = the mean of every element of X, shape [1].")
+      .Input("X", "input")
+      .Output("Out", "[1] tensor")
+      .KernelDtypeFrom("X")
+      .Grad("mean_grad", "X,Out@GRAD", "X");
+  r.Op(mean);
+  r.Op(mean.MakeGradSchema());
   RegisterCpu<float, double>(r, "mean", [](auto t) { return &Mean<decltype(t)>; });
+  RegisterCpu<float, double>(r, "mean_grad", [](auto t) { return &MeanGrad<decltype(t)>; });
   AddReduce<Reduction::kSum>(r, "reduce_sum", "sum");
   AddReduce<Reduction::kMean>(r, "reduce_mean", "mean");
   AddReduce<Reduction::kMax>(r, "reduce_max", "maximum");

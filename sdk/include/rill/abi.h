@@ -49,6 +49,12 @@ extern "C" {
 #define RILL_EXPORT __attribute__((visibility("default")))
 #endif
 
+/* Gradient variables are "<var>@GRAD". In a list-valued gradient output whose positions
+ * must line up with the forward slot, a variable needing no gradient is "@EMPTY@": kernels
+ * skip it. */
+#define RILL_GRAD_SUFFIX "@GRAD"
+#define RILL_EMPTY_VAR_NAME "@EMPTY@"
+
 /* ---- Status ------------------------------------------------------------------------ */
 
 typedef enum RillStatusCode {
@@ -174,6 +180,19 @@ typedef struct RillOpSchema {
    * variable's tensor dtype), "attr:NAME" (an INT attribute holding a dtype number), or
    * NULL: the op has one kernel per place registered with RILL_ANY_DTYPE. */
   const char* kernel_dtype_source;
+  /* The gradient, built by the host's backward pass (Fluid's default grad-op maker). NULL
+   * grad_op_type: the op is not differentiable. Otherwise, for each op on the path from
+   * the parameters to the loss, the pass appends an op of type grad_op_type with
+   *  - inputs: the slots listed in grad_inputs (comma-separated). A forward input or output
+   *    slot keeps its name and variables; "S@GRAD" names the gradient of forward output
+   *    slot S, holding "v@GRAD" for each variable v of S;
+   *  - outputs: "S@GRAD" for each forward input slot S listed in grad_outputs, holding
+   *    "v@GRAD" for the variables of S that need a gradient (the slot is absent if none);
+   *  - the forward op's attributes.
+   * The grad op is an ordinary op: register its schema and kernels like any other. */
+  const char* grad_op_type;
+  const char* grad_inputs;
+  const char* grad_outputs;
 } RillOpSchema;
 
 /* Kernel callbacks. `user_data` is the pointer given at registration.

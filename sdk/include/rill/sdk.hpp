@@ -85,6 +85,21 @@ inline void Log(RillLogLevel level, const std::string& message) {
   Host().log(level, message.c_str());
 }
 
+// Splits "a, b,c" into {"a", "b", "c"}: spaces dropped, empty items skipped.
+inline std::vector<std::string> SplitList(const std::string& list) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : list + ",") {
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else if (c != ' ') {
+      cur += c;
+    }
+  }
+  return out;
+}
+
 // ---- Data types --------------------------------------------------------------------------
 
 template <class T> struct DataTypeOf;
@@ -529,6 +544,39 @@ class OpSchema {
   // The kernel's dtype key: an input slot's first tensor, or "attr:NAME".
   OpSchema& KernelDtypeFrom(std::string source) { dtype_source_ = std::move(source); return *this; }
 
+  // Declares the gradient (see RillOpSchema): the grad op's type, the forward slots it
+  // reads ("X,Out@GRAD"), and the forward input slots it gives gradients for ("X").
+  OpSchema& Grad(std::string grad_op_type, std::string inputs, std::string outputs) {
+    grad_op_ = std::move(grad_op_type);
+    grad_inputs_ = std::move(inputs);
+    grad_outputs_ = std::move(outputs);
+    return *this;
+  }
+
+  // The schema of the declared grad op: the slots Grad() names (forward slots keep their
+  // flags; "S@GRAD" inputs mirror output S; every "S@GRAD" output is optional, as only the
+  // gradients needed are asked for) and this op's attributes. Kernels are keyed on the
+  // dtype of the first grad input.
+  OpSchema MakeGradSchema() const {
+    if (grad_op_.empty()) throw Error("op '" + type_ + "' declares no gradient");
+    OpSchema g(grad_op_);
+    g.Doc("Gradient of " + type_ + ".");
+    for (const std::string& name : SplitList(grad_inputs_)) {
+      const bool is_grad = name.size() > 5 && name.compare(name.size() - 5, 5, "@GRAD") == 0;
+      const Slot* fwd = Find(is_grad ? name.substr(0, name.size() - 5) : name);
+      if (fwd == nullptr) throw Error("op '" + type_ + "': gradient input '" + name + "' names no slot");
+      g.Input(name, is_grad ? "gradient of " + fwd->name : fwd->doc, fwd->flags);
+    }
+    for (const std::string& name : SplitList(grad_outputs_)) {
+      const Slot* fwd = Find(name);
+      if (fwd == nullptr) throw Error("op '" + type_ + "': gradient output '" + name + "' names no input slot");
+      g.Output(name + "@GRAD", "gradient of " + name, fwd->flags | RILL_SLOT_OPTIONAL);
+    }
+    g.attrs_ = attrs_;
+    g.dtype_source_ = SplitList(grad_inputs_).front();
+    return g;
+  }
+
   // Fills `out` with views into this object, valid while it lives unchanged.
   RillOpSchema View(std::vector<RillSlotDef>& in, std::vector<RillSlotDef>& out,
                     std::vector<RillAttrDef>& attrs) const {
@@ -549,6 +597,9 @@ class OpSchema {
     s.attrs = attrs.data();
     s.num_attrs = attrs.size();
     s.kernel_dtype_source = dtype_source_.empty() ? nullptr : dtype_source_.c_str();
+    s.grad_op_type = grad_op_.empty() ? nullptr : grad_op_.c_str();
+    s.grad_inputs = grad_op_.empty() ? nullptr : grad_inputs_.c_str();
+    s.grad_outputs = grad_op_.empty() ? nullptr : grad_outputs_.c_str();
     return s;
   }
 
@@ -562,7 +613,13 @@ class OpSchema {
     std::string default_value;
     std::string doc;
   };
-  std::string type_, doc_, dtype_source_;
+  const Slot* Find(const std::string& name) const {
+    for (const auto& s : inputs_) if (s.name == name) return &s;
+    for (const auto& s : outputs_) if (s.name == name) return &s;
+    return nullptr;
+  }
+
+  std::string type_, doc_, dtype_source_, grad_op_, grad_inputs_, grad_outputs_;
   std::vector<Slot> inputs_, outputs_;
   std::vector<AttrSpec> attrs_;
 };

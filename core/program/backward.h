@@ -1,0 +1,44 @@
+// core/program/backward.h — appending a backward pass to a program (Fluid's
+// append_backward) and plain SGD updates after it.
+//
+// Contract: AppendBackward(program, registry, loss) appends to block 0, after the op that
+// produces `loss`, the gradient ops of every differentiable op on a path from the
+// parameters to the loss, as each op's schema declares them (RillOpSchema grad_*).
+// Parameters are the block's persistable variables unless named. Gradients are named
+// "v@GRAD"; a variable used by several ops gets one "v@GRAD@RENAME@k" per use, summed
+// into v@GRAD; the gradient of an op output that does not reach the loss is zeros. The
+// loss gradient is ones shaped like the loss. Errors (no such loss, loss independent of
+// every parameter, an op overwriting a variable on the gradient path) throw Error and
+// leave the program unchanged.
+#ifndef RILL_CORE_PROGRAM_BACKWARD_H_
+#define RILL_CORE_PROGRAM_BACKWARD_H_
+
+#include <string>
+#include <vector>
+
+#include "core/proto/framework.pb.h"
+#include "core/registry/registry.h"
+#include "rill/abi.h"
+
+namespace rill::core {
+
+struct ParamGrad {
+  std::string param;
+  std::string grad;
+};
+
+// See RILL_GRAD_SUFFIX and RILL_EMPTY_VAR_NAME in rill/abi.h.
+inline constexpr const char* kGradSuffix = RILL_GRAD_SUFFIX;
+inline constexpr const char* kEmptyVarName = RILL_EMPTY_VAR_NAME;
+
+// Appends the backward pass; returns each parameter that received a gradient with it.
+std::vector<ParamGrad> AppendBackward(proto::ProgramDesc& program, const Registry& registry,
+                                      const std::string& loss, std::vector<std::string> parameters = {});
+
+// Appends `param -= learning_rate * grad` (sgd ops) for each pair; the learning rate is a
+// [1] tensor of each parameter's declared dtype (fp32 if undeclared).
+void AppendSgd(proto::ProgramDesc& program, const std::vector<ParamGrad>& params_grads, float learning_rate);
+
+}  // namespace rill::core
+
+#endif  // RILL_CORE_PROGRAM_BACKWARD_H_

@@ -1,0 +1,233 @@
+// Every gradient op against central finite differences. Each case builds one op (or a
+// short chain) on fp64 parameters; the loss is sum(out^2); AppendBackward gives the
+// analytic gradients and (loss(x + eps) - loss(x - eps)) / 2 eps the numeric ones.
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "core/program/backward.h"
+#include "core/program/validate.h"
+#include "op_fixture.h"
+
+namespace rill::test {
+namespace {
+
+struct Param {
+  std::string name;
+  std::vector<int64_t> dims;
+  double lo = -1, hi = 1;  // values drawn uniformly from [lo, hi)
+};
+
+struct GradCase {
+  std::string name;
+  std::vector<Param> params;
+  std::function<void(core::BlockBuilder&)> build;  // writes variable "out"
+  double tolerance = 1e-6;
+  std::function<void(core::Scope&)> extra_inputs = nullptr;  // non-parameter inputs (labels)
+  double eps = 1e-6;  // finite-difference step; larger where the chain rounds to fp32
+};
+
+std::ostream& operator<<(std::ostream& os, const GradCase& c) { return os << c.name; }
+
+class GradientCheck : public ::testing::TestWithParam<GradCase> {
+ protected:
+  void SetUp() override {
+    const GradCase& c = GetParam();
+    std::mt19937_64 rng(1234);
+    for (const auto& p : c.params) {
+      std::uniform_real_distribution<double> dist(p.lo, p.hi);
+      int64_t n = 1;
+      for (int64_t d : p.dims) n *= d;
+      std::vector<double> v(static_cast<size_t>(n));
+      for (auto& x : v) x = dist(rng);
+      values_[p.name] = v;
+    }
+    core::ProgramBuilder pb;
+    for (const auto& p : c.params) pb.block(0).Var(p.name, RILL_FP64, p.dims, /*persistable=*/true);
+    c.build(pb.block(0));
+    pb.block(0).Op("square").Input("X", "out").Output("Out", "out_sq");
+    pb.block(0).Op("reduce_sum").Input("X", "out_sq").Output("Out", "loss").Attr("reduce_all", true);
+    forward_ = std::make_shared<rill::proto::ProgramDesc>(pb.Build());
+    core::ValidateProgramOrThrow(*forward_, ShippedRegistry());
+    backward_ = std::make_shared<rill::proto::ProgramDesc>(*forward_);
+    grads_ = core::AppendBackward(*backward_, ShippedRegistry(), "loss");
+    core::ValidateProgramOrThrow(*backward_, ShippedRegistry());
+  }
+
+  std::shared_ptr<core::Scope> Scope() {
+    auto scope = core::Scope::NewRoot();
+    for (const auto& p : GetParam().params) {
+      core::Tensor* t = scope->Var(p.name)->GetMutableTensor();
+      t->Allocate(RILL_FP64, p.dims);
+      std::copy(values_[p.name].begin(), values_[p.name].end(), t->data_as<double>());
+    }
+    if (GetParam().extra_inputs) GetParam().extra_inputs(*scope);
+    return scope;
+  }
+
+  double Loss() {
+    auto scope = Scope();
+    core::Executor(ShippedRegistry(), forward_).Run(0, scope);
+    return *scope->FindVar("loss")->GetTensor()->data_as<double>();
+  }
+
+  std::map<std::string, std::vector<double>> values_;
+  std::shared_ptr<rill::proto::ProgramDesc> forward_, backward_;
+  std::vector<core::ParamGrad> grads_;
+};
+
+TEST_P(GradientCheck, MatchesFiniteDifferences) {
+  const GradCase& c = GetParam();
+  ASSERT_EQ(grads_.size(), c.params.size()) << "every parameter reaches the loss";
+  auto scope = Scope();
+  core::Executor(ShippedRegistry(), backward_).Run(0, scope);
+  const double kEps = c.eps;
+  for (const auto& pg : grads_) {
+    const core::Tensor* g = scope->FindVar(pg.grad)->GetTensor();
+    ASSERT_NE(g, nullptr) << pg.grad;
+    auto& v = values_[pg.param];
+    ASSERT_EQ(static_cast<size_t>(g->numel()), v.size()) << pg.grad << " is shaped like " << pg.param;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const double orig = v[i];
+      v[i] = orig + kEps;
+      const double up = Loss();
+      v[i] = orig - kEps;
+      const double down = Loss();
+      v[i] = orig;
+      const double numeric = (up - down) / (2 * kEps);
+      const double analytic = g->data_as<double>()[i];
+      EXPECT_NEAR(analytic, numeric, c.tolerance * std::max(1.0, std::abs(numeric)))
+          << pg.grad << "[" << i << "]";
+    }
+  }
+}
+
+core::OpBuilder Binary(core::BlockBuilder& b, const std::string& op) {
+  return b.Op(op).Input("X", "x").Input("Y", "y").Output("Out", "out");
+}
+
+std::vector<GradCase> Cases() {
+  std::vector<GradCase> cases;
+  for (const char* op : {"add", "sub", "mul", "div", "max", "min", "pow"}) {
+    const std::string type = std::string("elementwise_") + op;
+    const bool positive = std::string(op) == "pow" || std::string(op) == "div";
+    const double lo = positive ? 0.5 : -1, hi = positive ? 2 : 1;
+    cases.push_back({type + "_same_shape", {{"x", {2, 3}, lo, hi}, {"y", {2, 3}, lo, hi}},
+                     [type](core::BlockBuilder& b) { Binary(b, type); }});
+    cases.push_back({type + "_broadcast_row", {{"x", {2, 3}, lo, hi}, {"y", {3}, lo, hi}},
+                     [type](core::BlockBuilder& b) { Binary(b, type); }});
+    cases.push_back({type + "_broadcast_axis0", {{"x", {2, 3, 2}, lo, hi}, {"y", {2, 3}, lo, hi}},
+                     [type](core::BlockBuilder& b) { Binary(b, type).Attr("axis", int32_t{0}); }});
+  }
+  for (const char* op : {"relu", "sigmoid", "tanh", "square"}) {
+    const std::string type = op;
+    cases.push_back({type, {{"x", {3, 4}}}, [type](core::BlockBuilder& b) {
+                       b.Op(type).Input("X", "x").Output("Out", "out");
+                     }});
+  }
+  cases.push_back({"scale", {{"x", {5}}}, [](core::BlockBuilder& b) {
+                     b.Op("scale").Input("X", "x").Output("Out", "out").Attr("scale", -2.5f).Attr("bias", 3.0f);
+                   }});
+  cases.push_back({"cast_through_fp32", {{"x", {4}}}, [](core::BlockBuilder& b) {
+                     b.Op("cast").Input("X", "x").Output("Out", "x32").Attr("out_dtype", int32_t{RILL_FP32});
+                     b.Op("cast").Input("X", "x32").Output("Out", "out").Attr("out_dtype", int32_t{RILL_FP64});
+                   }, 1e-3, nullptr, 1e-2});
+  cases.push_back({"sum_with_repeated_input", {{"a", {2, 2}}, {"b", {2, 2}}}, [](core::BlockBuilder& b) {
+                     b.Op("sum").Input("X", {"a", "b", "a"}).Output("Out", "out");
+                   }});
+  cases.push_back({"mean", {{"x", {3, 2}}}, [](core::BlockBuilder& b) {
+                     b.Op("mean").Input("X", "x").Output("Out", "out");
+                   }});
+  for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max"}) {
+    const std::string type = op;
+    cases.push_back({type + "_dim1", {{"x", {2, 3, 2}}}, [type](core::BlockBuilder& b) {
+                       b.Op(type).Input("X", "x").Output("Out", "out").Attr("dim", std::vector<int64_t>{1});
+                     }});
+    cases.push_back({type + "_keep_dim_last", {{"x", {3, 4}}}, [type](core::BlockBuilder& b) {
+                       b.Op(type).Input("X", "x").Output("Out", "out").Attr("dim", std::vector<int64_t>{-1})
+                           .Attr("keep_dim", true);
+                     }});
+  }
+  cases.push_back({"mul_num_col_dims", {{"x", {2, 2, 3}}, {"y", {3, 2}}}, [](core::BlockBuilder& b) {
+                     Binary(b, "mul").Attr("x_num_col_dims", int32_t{2});
+                   }});
+  cases.push_back({"matmul", {{"x", {2, 3}}, {"y", {3, 4}}}, [](core::BlockBuilder& b) { Binary(b, "matmul"); }});
+  cases.push_back({"matmul_transpose_x", {{"x", {3, 2}}, {"y", {3, 4}}}, [](core::BlockBuilder& b) {
+                     Binary(b, "matmul").Attr("transpose_X", true).Attr("alpha", 1.5f);
+                   }});
+  cases.push_back({"matmul_transpose_y", {{"x", {2, 3}}, {"y", {4, 3}}}, [](core::BlockBuilder& b) {
+                     Binary(b, "matmul").Attr("transpose_Y", true);
+                   }});
+  cases.push_back({"matmul_transpose_both", {{"x", {3, 2}}, {"y", {4, 3}}}, [](core::BlockBuilder& b) {
+                     Binary(b, "matmul").Attr("transpose_X", true).Attr("transpose_Y", true);
+                   }});
+  cases.push_back({"matmul_batched_broadcast_y", {{"x", {2, 2, 3}}, {"y", {3, 2}}}, [](core::BlockBuilder& b) {
+                     Binary(b, "matmul");
+                   }});
+  cases.push_back({"matmul_vector", {{"x", {2, 3}}, {"y", {3}}}, [](core::BlockBuilder& b) {
+                     Binary(b, "matmul");
+                   }});
+  cases.push_back({"softmax_last_axis", {{"x", {2, 4}}}, [](core::BlockBuilder& b) {
+                     b.Op("softmax").Input("X", "x").Output("Out", "out");
+                   }});
+  cases.push_back({"softmax_axis0", {{"x", {3, 2}}}, [](core::BlockBuilder& b) {
+                     b.Op("softmax").Input("X", "x").Output("Out", "out").Attr("axis", int32_t{0});
+                   }});
+  cases.push_back({"softmax_cross_entropy_hard", {{"x", {3, 4}}}, [](core::BlockBuilder& b) {
+                     b.Op("softmax").Input("X", "x").Output("Out", "p");
+                     b.Op("cross_entropy").Input("X", "p").Input("Label", "label").Output("Y", "out");
+                   }, 1e-6, [](core::Scope& s) {
+                     core::Tensor* t = s.Var("label")->GetMutableTensor();
+                     t->Allocate(RILL_INT64, {3, 1});
+                     t->data_as<int64_t>()[0] = 3;
+                     t->data_as<int64_t>()[1] = 0;
+                     t->data_as<int64_t>()[2] = 1;
+                   }});
+  cases.push_back({"softmax_cross_entropy_soft", {{"x", {2, 3}}}, [](core::BlockBuilder& b) {
+                     b.Op("softmax").Input("X", "x").Output("Out", "p");
+                     b.Op("cross_entropy").Input("X", "p").Input("Label", "label").Output("Y", "out")
+                         .Attr("soft_label", true);
+                   }, 1e-6, [](core::Scope& s) {
+                     core::Tensor* t = s.Var("label")->GetMutableTensor();
+                     t->Allocate(RILL_FP64, {2, 3});
+                     const double v[] = {0.2, 0.3, 0.5, 1, 0, 0};
+                     std::copy(v, v + 6, t->data_as<double>());
+                   }});
+  cases.push_back({"concat_axis1", {{"a", {2, 1}}, {"b", {2, 3}}}, [](core::BlockBuilder& b) {
+                     b.Op("concat").Input("X", {"a", "b"}).Output("Out", "out").Attr("axis", int32_t{1});
+                   }});
+  cases.push_back({"split_sections_one_piece_used", {{"x", {5, 2}}}, [](core::BlockBuilder& b) {
+                     // Only the second piece reaches the loss: the first one's gradient is zeros.
+                     b.Op("split").Input("X", "x").Output("Out", {"p0", "out"}).Attr("sections", std::vector<int64_t>{2, 3});
+                   }});
+  cases.push_back({"assign", {{"x", {3}}}, [](core::BlockBuilder& b) {
+                     b.Op("assign").Input("X", "x").Output("Out", "out");
+                   }});
+  cases.push_back({"variable_used_by_two_ops", {{"x", {2, 2}}, {"w", {2, 2}}}, [](core::BlockBuilder& b) {
+                     // out = x * w + tanh(x): x's gradient is summed from two grad ops.
+                     b.Op("elementwise_mul").Input("X", "x").Input("Y", "w").Output("Out", "xw");
+                     b.Op("tanh").Input("X", "x").Output("Out", "tx");
+                     b.Op("elementwise_add").Input("X", "xw").Input("Y", "tx").Output("Out", "out");
+                   }});
+  cases.push_back({"fit_a_line_chain", {{"w", {3, 1}}, {"b", {1}}}, [](core::BlockBuilder& b) {
+                     b.Op("mul").Input("X", "data").Input("Y", "w").Output("Out", "xw");
+                     b.Op("elementwise_add").Input("X", "xw").Input("Y", "b").Output("Out", "pred");
+                     b.Op("elementwise_sub").Input("X", "pred").Input("Y", "target").Output("Out", "err");
+                     b.Op("square").Input("X", "err").Output("Out", "se");
+                     b.Op("mean").Input("X", "se").Output("Out", "out");
+                   }, 1e-6, [](core::Scope& s) {
+                     core::Tensor* d = s.Var("data")->GetMutableTensor();
+                     d->Allocate(RILL_FP64, {4, 3});
+                     for (int i = 0; i < 12; ++i) d->data_as<double>()[i] = 0.1 * i - 0.4;
+                     core::Tensor* t = s.Var("target")->GetMutableTensor();
+                     t->Allocate(RILL_FP64, {4, 1});
+                     for (int i = 0; i < 4; ++i) t->data_as<double>()[i] = i;
+                   }});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryGradOp, GradientCheck, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<GradCase>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace rill::test

@@ -34,6 +34,9 @@ Commands:
       --fetch VAR      print VAR after the run (repeatable): name, dtype, dims, values
       --feed VAR=FILE  set VAR from a .npy file before the run (repeatable)
       --save DIR       also write every fetched VAR to DIR/VAR.npy
+      --startup PROG   run PROG once first, in the same scope (initializes parameters)
+      --iterations N   run PROGRAM N times (a training loop); fetch after the last
+      --print-every K  also print the fetched variables every K iterations
   check PROGRAM      validate only; lists every problem found
   convert PROGRAM -o OUT
                      write PROGRAM as text (OUT ends in .pbtxt/.txt) or binary (otherwise)
@@ -64,7 +67,7 @@ struct Args {
   std::vector<std::string> positional;
   std::vector<std::string> plugin_dirs, plugin_files, enable, fetch, feed;
   std::vector<std::string> parameters;
-  std::string save_dir, output, loss, sgd, log_level = "warn";
+  std::string save_dir, output, loss, sgd, startup, iterations = "1", print_every = "0", log_level = "warn";
   bool help = false, version = false;
 };
 
@@ -75,7 +78,8 @@ Args Parse(int argc, char** argv) {
       {"--fetch", &a.fetch},             {"--feed", &a.feed}};
   const std::map<std::string, std::string*> single = {
       {"--save", &a.save_dir}, {"-o", &a.output}, {"--log-level", &a.log_level},
-      {"--loss", &a.loss},     {"--sgd", &a.sgd}};
+      {"--loss", &a.loss},     {"--sgd", &a.sgd},  {"--startup", &a.startup},
+      {"--iterations", &a.iterations}, {"--print-every", &a.print_every}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -135,10 +139,50 @@ std::string FileNameFor(const std::string& var) {
   return out + ".npy";
 }
 
+int64_t PositiveCount(const std::string& flag, const std::string& value, bool allow_zero) {
+  size_t used = 0;
+  int64_t n = -1;
+  try {
+    n = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size() || n < (allow_zero ? 0 : 1)) {
+    throw UsageError(flag + " takes a " + (allow_zero ? "non-negative" : "positive") + " integer, got '" + value + "'");
+  }
+  return n;
+}
+
+// Prints each fetched variable on a line: name, dtype, dims, values.
+void PrintFetched(const std::vector<std::string>& names, const Scope& scope, const std::string& prefix) {
+  for (const auto& name : names) {
+    const Variable* v = scope.FindVar(name);
+    if (v == nullptr) throw Error("fetch: variable '" + name + "' does not exist after the run", RILL_NOT_FOUND);
+    const Tensor* t = v->GetTensor();
+    if (t == nullptr || !t->initialized()) {
+      throw Error("fetch: variable '" + name + "' holds " + v->KindName() + ", not a tensor");
+    }
+    std::string dims;
+    for (size_t i = 0; i < t->dims().size(); ++i) dims += (i ? "," : "") + std::to_string(t->dims()[i]);
+    std::printf("%s%s %s [%s] %s\n", prefix.c_str(), name.c_str(), DataTypeName(t->dtype()).c_str(), dims.c_str(),
+                t->ValuesToString().c_str());
+  }
+  std::fflush(stdout);
+}
+
+// Loads and validates a program for running.
+std::shared_ptr<const proto::ProgramDesc> LoadForRun(const std::string& path, const Registry& registry) {
+  auto program = std::make_shared<proto::ProgramDesc>(LoadProgram(path));
+  ValidateProgramOrThrow(*program, registry);
+  return program;
+}
+
 int CmdRun(const Args& a, const Registry& registry) {
   ExpectPositional(a, 2, "run PROGRAM [--fetch VAR]... [--feed VAR=FILE.npy]... [--save DIR]");
-  auto program = std::make_shared<proto::ProgramDesc>(LoadProgram(a.positional[1]));
-  ValidateProgramOrThrow(*program, registry);
+  const int64_t iterations = PositiveCount("--iterations", a.iterations, false);
+  const int64_t print_every = PositiveCount("--print-every", a.print_every, true);
+  auto program = LoadForRun(a.positional[1], registry);
+  auto startup = a.startup.empty() ? nullptr : LoadForRun(a.startup, registry);
 
   auto scope = Scope::NewRoot();
   for (const auto& feed : a.feed) {
@@ -148,22 +192,20 @@ int CmdRun(const Args& a, const Registry& registry) {
     }
     *scope->Var(feed.substr(0, eq))->GetMutableTensor() = ReadNpy(feed.substr(eq + 1));
   }
+  if (startup) Executor(registry, startup).Run(0, scope);
   Executor executor(registry, program);
-  executor.Run(0, scope);
-
-  if (!a.save_dir.empty()) std::filesystem::create_directories(a.save_dir);
-  for (const auto& name : a.fetch) {
-    const Variable* v = scope->FindVar(name);
-    if (v == nullptr) throw Error("fetch: variable '" + name + "' does not exist after the run", RILL_NOT_FOUND);
-    const Tensor* t = v->GetTensor();
-    if (t == nullptr || !t->initialized()) {
-      throw Error("fetch: variable '" + name + "' holds " + v->KindName() + ", not a tensor");
+  for (int64_t i = 1; i <= iterations; ++i) {
+    executor.Run(0, scope);
+    if (print_every > 0 && i % print_every == 0 && i != iterations) {
+      PrintFetched(a.fetch, *scope, "[iteration " + std::to_string(i) + "] ");
     }
-    std::string dims;
-    for (size_t i = 0; i < t->dims().size(); ++i) dims += (i ? "," : "") + std::to_string(t->dims()[i]);
-    std::printf("%s %s [%s] %s\n", name.c_str(), DataTypeName(t->dtype()).c_str(), dims.c_str(),
-                t->ValuesToString().c_str());
-    if (!a.save_dir.empty()) WriteNpy(*t, (std::filesystem::path(a.save_dir) / FileNameFor(name)).string());
+  }
+  PrintFetched(a.fetch, *scope, iterations > 1 && print_every > 0 ? "[iteration " + std::to_string(iterations) + "] " : "");
+  if (!a.save_dir.empty()) {
+    std::filesystem::create_directories(a.save_dir);
+    for (const auto& name : a.fetch) {
+      WriteNpy(*scope->FindVar(name)->GetTensor(), (std::filesystem::path(a.save_dir) / FileNameFor(name)).string());
+    }
   }
   return 0;
 }

@@ -28,54 +28,56 @@ RILL_PIN(log, 4);
 RILL_PIN(register_op, 5);
 RILL_PIN(register_kernel, 6);
 RILL_PIN(register_var_type, 7);
-RILL_PIN(op_type, 8);
-RILL_PIN(op_input_count, 9);
-RILL_PIN(op_input_name, 10);
-RILL_PIN(op_output_count, 11);
-RILL_PIN(op_output_name, 12);
-RILL_PIN(attr_int, 13);
-RILL_PIN(attr_float, 14);
-RILL_PIN(attr_bool, 15);
-RILL_PIN(attr_string, 16);
-RILL_PIN(attr_ints, 17);
-RILL_PIN(attr_floats, 18);
-RILL_PIN(attr_bools, 19);
-RILL_PIN(attr_strings, 20);
-RILL_PIN(attr_strings_at, 21);
-RILL_PIN(attr_block, 22);
-RILL_PIN(attr_blocks, 23);
-RILL_PIN(ctx_op, 24);
-RILL_PIN(ctx_input, 25);
-RILL_PIN(ctx_output, 26);
-RILL_PIN(ctx_input_tensor, 27);
-RILL_PIN(ctx_output_tensor, 28);
-RILL_PIN(ctx_scope, 29);
-RILL_PIN(ctx_run_block, 30);
-RILL_PIN(var_is_initialized, 31);
-RILL_PIN(var_tensor, 32);
-RILL_PIN(var_set_custom, 33);
-RILL_PIN(var_get_custom, 34);
-RILL_PIN(var_move, 35);
-RILL_PIN(var_copy, 36);
-RILL_PIN(var_describe, 37);
-RILL_PIN(tensor_info, 38);
-RILL_PIN(tensor_dtype, 39);
-RILL_PIN(tensor_ndim, 40);
-RILL_PIN(tensor_dims, 41);
-RILL_PIN(tensor_numel, 42);
-RILL_PIN(tensor_device_type, 43);
-RILL_PIN(tensor_device_id, 44);
-RILL_PIN(tensor_data, 45);
-RILL_PIN(tensor_allocate, 46);
-RILL_PIN(tensor_lod_levels, 47);
-RILL_PIN(tensor_lod_level, 48);
-RILL_PIN(tensor_set_lod_level, 49);
-RILL_PIN(scope_new_child, 50);
-RILL_PIN(scope_retain, 51);
-RILL_PIN(scope_release, 52);
-RILL_PIN(scope_find_var, 53);
-RILL_PIN(scope_var, 54);
-static_assert(sizeof(RillHostApi) == 8 + 55 * sizeof(void*), "RillHostApi v1 size changed");
+RILL_PIN(register_device, 8);
+RILL_PIN(op_type, 9);
+RILL_PIN(op_input_count, 10);
+RILL_PIN(op_input_name, 11);
+RILL_PIN(op_output_count, 12);
+RILL_PIN(op_output_name, 13);
+RILL_PIN(attr_int, 14);
+RILL_PIN(attr_float, 15);
+RILL_PIN(attr_bool, 16);
+RILL_PIN(attr_string, 17);
+RILL_PIN(attr_ints, 18);
+RILL_PIN(attr_floats, 19);
+RILL_PIN(attr_bools, 20);
+RILL_PIN(attr_strings, 21);
+RILL_PIN(attr_strings_at, 22);
+RILL_PIN(attr_block, 23);
+RILL_PIN(attr_blocks, 24);
+RILL_PIN(ctx_op, 25);
+RILL_PIN(ctx_input, 26);
+RILL_PIN(ctx_output, 27);
+RILL_PIN(ctx_input_tensor, 28);
+RILL_PIN(ctx_output_tensor, 29);
+RILL_PIN(ctx_scope, 30);
+RILL_PIN(ctx_device_id, 31);
+RILL_PIN(ctx_run_block, 32);
+RILL_PIN(var_is_initialized, 33);
+RILL_PIN(var_tensor, 34);
+RILL_PIN(var_set_custom, 35);
+RILL_PIN(var_get_custom, 36);
+RILL_PIN(var_move, 37);
+RILL_PIN(var_copy, 38);
+RILL_PIN(var_describe, 39);
+RILL_PIN(tensor_info, 40);
+RILL_PIN(tensor_dtype, 41);
+RILL_PIN(tensor_ndim, 42);
+RILL_PIN(tensor_dims, 43);
+RILL_PIN(tensor_numel, 44);
+RILL_PIN(tensor_device_type, 45);
+RILL_PIN(tensor_device_id, 46);
+RILL_PIN(tensor_data, 47);
+RILL_PIN(tensor_allocate, 48);
+RILL_PIN(tensor_lod_levels, 49);
+RILL_PIN(tensor_lod_level, 50);
+RILL_PIN(tensor_set_lod_level, 51);
+RILL_PIN(scope_new_child, 52);
+RILL_PIN(scope_retain, 53);
+RILL_PIN(scope_release, 54);
+RILL_PIN(scope_find_var, 55);
+RILL_PIN(scope_var, 56);
+static_assert(sizeof(RillHostApi) == 8 + 57 * sizeof(void*), "RillHostApi v1 size changed");
 #undef RILL_PIN
 
 namespace rill::core {
@@ -131,6 +133,11 @@ RillStatus* RegisterKernel(RillRegistrar* reg, const RillKernelDef* def) {
 RillStatus* RegisterVarType(RillRegistrar* reg, const RillVarTypeDef* def) {
   if (!reg || !def) return NullArg("register_var_type");
   return StatusFromCall([&] { reg->var_types.push_back(VarTypeFromAbi(*def, reg->plugin)); });
+}
+
+RillStatus* RegisterDevice(RillRegistrar* reg, const RillDeviceDef* def) {
+  if (!reg || !def) return NullArg("register_device");
+  return StatusFromCall([&] { reg->devices.push_back(DeviceFromAbi(*def, reg->plugin)); });
 }
 
 // ---- op info and attributes --------------------------------------------------------------
@@ -294,6 +301,7 @@ RillStatus* CtxOutputTensor(RillKernelContext* ctx, const char* slot, size_t i, 
                                                    v->KindName() + ", not a tensor"};
 }
 RillScope* CtxScope(RillKernelContext* ctx) { return ctx ? ctx->scope : nullptr; }
+int32_t CtxDeviceId(const RillKernelContext* ctx) { return ctx ? ctx->device_id : 0; }
 RillStatus* CtxRunBlock(RillKernelContext* ctx, int32_t block_idx, RillScope* scope) {
   if (!ctx || !scope) return NullArg("ctx_run_block");
   return StatusFromCall([&] { ctx->executor->Run(block_idx, scope->scope); });
@@ -411,11 +419,11 @@ const RillHostApi kTable = {
     RILL_ABI_VERSION, sizeof(RillHostApi),
     StatusCreate, StatusCode, StatusMessage, StatusRelease,
     Log,
-    RegisterOp, RegisterKernel, RegisterVarType,
+    RegisterOp, RegisterKernel, RegisterVarType, RegisterDevice,
     OpType, OpInputCount, OpInputName, OpOutputCount, OpOutputName,
     AttrInt, AttrFloat, AttrBool, AttrString, AttrInts, AttrFloats, AttrBools, AttrStrings,
     AttrStringsAt, AttrBlock, AttrBlocks,
-    CtxOp, CtxInput, CtxOutput, CtxInputTensor, CtxOutputTensor, CtxScope, CtxRunBlock,
+    CtxOp, CtxInput, CtxOutput, CtxInputTensor, CtxOutputTensor, CtxScope, CtxDeviceId, CtxRunBlock,
     VarIsInitialized, VarTensor, VarSetCustom, VarGetCustom, VarMove, VarCopy, VarDescribe,
     TensorInfo, TensorDtype, TensorNdim, TensorDims, TensorNumel, TensorDeviceType, TensorDeviceId, TensorData,
     TensorAllocate, TensorLodLevels, TensorLodLevel, TensorSetLodLevel,

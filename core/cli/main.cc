@@ -37,6 +37,8 @@ Commands:
       --startup PROG   run PROG once first, in the same scope (initializes parameters)
       --iterations N   run PROGRAM N times (a training loop); fetch after the last
       --print-every K  also print the fetched variables every K iterations
+      --device DEV     run kernels on DEV where the op has one: cpu (default) or cuda[:N];
+                       other ops run on the CPU, tensors move between them as needed
   check PROGRAM      validate only; lists every problem found
   convert PROGRAM -o OUT
                      write PROGRAM as text (OUT ends in .pbtxt/.txt) or binary (otherwise)
@@ -67,7 +69,8 @@ struct Args {
   std::vector<std::string> positional;
   std::vector<std::string> plugin_dirs, plugin_files, enable, fetch, feed;
   std::vector<std::string> parameters;
-  std::string save_dir, output, loss, sgd, startup, iterations = "1", print_every = "0", log_level = "warn";
+  std::string save_dir, output, loss, sgd, startup, iterations = "1", print_every = "0", device = "cpu",
+              log_level = "warn";
   bool help = false, version = false;
 };
 
@@ -79,7 +82,7 @@ Args Parse(int argc, char** argv) {
   const std::map<std::string, std::string*> single = {
       {"--save", &a.save_dir}, {"-o", &a.output}, {"--log-level", &a.log_level},
       {"--loss", &a.loss},     {"--sgd", &a.sgd},  {"--startup", &a.startup},
-      {"--iterations", &a.iterations}, {"--print-every", &a.print_every}};
+      {"--iterations", &a.iterations}, {"--print-every", &a.print_every}, {"--device", &a.device}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -170,6 +173,18 @@ void PrintFetched(const std::vector<std::string>& names, const Scope& scope, con
   std::fflush(stdout);
 }
 
+// "cpu", "cuda", "cuda:N".
+Place ParseDevice(const std::string& text) {
+  if (text == "cpu") return Place{};
+  if (text.rfind("cuda", 0) == 0) {
+    if (text == "cuda") return Place{RILL_CUDA, 0};
+    if (text.size() > 5 && text[4] == ':' && text.find_first_not_of("0123456789", 5) == std::string::npos) {
+      return Place{RILL_CUDA, static_cast<int32_t>(std::stoi(text.substr(5)))};
+    }
+  }
+  throw UsageError("--device takes cpu, cuda or cuda:N, got '" + text + "'");
+}
+
 // Loads and validates a program for running.
 std::shared_ptr<const proto::ProgramDesc> LoadForRun(const std::string& path, const Registry& registry) {
   auto program = std::make_shared<proto::ProgramDesc>(LoadProgram(path));
@@ -181,6 +196,7 @@ int CmdRun(const Args& a, const Registry& registry) {
   ExpectPositional(a, 2, "run PROGRAM [--fetch VAR]... [--feed VAR=FILE.npy]... [--save DIR]");
   const int64_t iterations = PositiveCount("--iterations", a.iterations, false);
   const int64_t print_every = PositiveCount("--print-every", a.print_every, true);
+  const Place place = ParseDevice(a.device);
   auto program = LoadForRun(a.positional[1], registry);
   auto startup = a.startup.empty() ? nullptr : LoadForRun(a.startup, registry);
 
@@ -192,8 +208,13 @@ int CmdRun(const Args& a, const Registry& registry) {
     }
     *scope->Var(feed.substr(0, eq))->GetMutableTensor() = ReadNpy(feed.substr(eq + 1));
   }
-  if (startup) Executor(registry, startup).Run(0, scope);
+  if (startup) {
+    Executor init(registry, startup);
+    init.set_place(place);
+    init.Run(0, scope);
+  }
   Executor executor(registry, program);
+  executor.set_place(place);
   for (int64_t i = 1; i <= iterations; ++i) {
     executor.Run(0, scope);
     if (print_every > 0 && i % print_every == 0 && i != iterations) {

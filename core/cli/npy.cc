@@ -93,8 +93,9 @@ Tensor ReadNpy(const std::string& path) {
   return t;
 }
 
-void WriteNpy(const Tensor& t, const std::string& path) {
-  if (!t.initialized()) throw Error("cannot save an empty tensor to '" + path + "'");
+void WriteNpy(const Tensor& tensor, const std::string& path) {
+  if (!tensor.initialized()) throw Error("cannot save an empty tensor to '" + path + "'");
+  const Tensor t = tensor.place().device_type == RILL_CPU ? tensor : tensor.CopyTo(Place{});
   const char* descr = nullptr;
   for (const auto& d : kDescrs) {
     if (d.dtype == t.dtype()) descr = d.descr;

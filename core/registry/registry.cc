@@ -190,6 +190,10 @@ void Registry::Commit(const std::vector<const PluginRegistration*>& regs) {
                     ", " + DataTypeName(k.dtype) + ")");
     }
   }
+  // Devices are process-wide; installing checks them against every plugin ever loaded.
+  for (const auto* r : regs) {
+    for (const auto& d : r->devices) InstallDevice(d);
+  }
   for (const auto* r : regs) {
     for (const auto& op : r->ops) ops_[op.type] = std::make_unique<OpSchemaEntry>(op);
     for (const auto& t : r->var_types) var_types_[t.name] = std::make_unique<CustomType>(t);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/registry/attribute.h"
+#include "core/runtime/device.h"
 #include "core/runtime/variable.h"
 #include "rill/abi.h"
 
@@ -71,6 +72,7 @@ struct RillRegistrar {
   std::vector<rill::core::OpSchemaEntry> ops;
   std::vector<rill::core::KernelEntry> kernels;
   std::vector<rill::core::CustomType> var_types;
+  std::vector<rill::core::Device> devices;
 };
 
 namespace rill::core {

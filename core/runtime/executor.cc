@@ -4,6 +4,7 @@
 
 #include "core/abi/status.h"
 #include "core/errors.h"
+#include "core/runtime/device.h"
 #include "core/runtime/dtype.h"
 #include "core/runtime/kernel_context.h"
 
@@ -11,7 +12,8 @@ namespace rill::core {
 
 namespace {
 
-// A chosen kernel and the state its create callback made for one op instance.
+// A chosen kernel and the state its create callback made for one op instance. `device` is
+// the device asked for (the cache key); entry->device_type is where the kernel runs.
 struct KernelInstance {
   const KernelEntry* entry = nullptr;
   int32_t device = RILL_CPU;
@@ -75,13 +77,13 @@ KernelInstance* ChooseKernel(const Registry& registry, PreparedOp& op, int32_t d
     if (k->device == device && k->dtype == dtype) return k.get();
   }
   const KernelEntry* entry = registry.FindKernel(op.info.type, device, dtype);
+  if (entry == nullptr && device != RILL_CPU) entry = registry.FindKernel(op.info.type, RILL_CPU, dtype);
   if (entry == nullptr) {
     std::string have;
     for (const KernelEntry* k : registry.KernelsOf(op.info.type)) {
-      have += (have.empty() ? "" : ", ") + std::string(k->device_type == RILL_CUDA ? "CUDA/" : "CPU/") +
-              DataTypeName(k->dtype);
+      have += (have.empty() ? "" : ", ") + DeviceName(k->device_type) + "/" + DataTypeName(k->dtype);
     }
-    throw Error("no " + std::string(device == RILL_CUDA ? "CUDA" : "CPU") + " kernel for dtype " +
+    throw Error("no " + DeviceName(device) + " kernel for dtype " +
                     DataTypeName(dtype) + " (registered: " + (have.empty() ? "none" : have) + ")",
                 RILL_UNIMPLEMENTED);
   }
@@ -98,9 +100,20 @@ KernelInstance* ChooseKernel(const Registry& registry, PreparedOp& op, int32_t d
   return op.instances.back().get();
 }
 
-// The (device, dtype) key for this run of `op`.
-std::pair<int32_t, int32_t> KernelKey(const PreparedOp& op, const RillKernelContext& ctx) {
-  if (op.dtype_input < 0) return {RILL_CPU, op.static_dtype};
+// Moves every input tensor of `op` that lives elsewhere to `place`, in its variable.
+void MoveInputsTo(const PreparedOp& op, const RillKernelContext& ctx, const Place& place) {
+  for (const auto& args : op.info.inputs) {
+    for (size_t i = 0; i < args.ids.size(); ++i) {
+      Variable* v = ctx.Arg(&args, i);
+      Tensor* t = v && v->is_tensor() ? v->GetMutableTensor() : nullptr;
+      if (t != nullptr && t->initialized() && !(t->place() == place)) *t = t->CopyTo(place);
+    }
+  }
+}
+
+// The (device, dtype) key for this run of `op` on an executor placed on `device`.
+std::pair<int32_t, int32_t> KernelKey(const PreparedOp& op, const RillKernelContext& ctx, int32_t device) {
+  if (op.dtype_input < 0) return {device, op.static_dtype};
   Variable* v = ctx.frame[op.dtype_var];
   const auto& args = op.info.inputs[static_cast<size_t>(op.dtype_input)];
   if (v == nullptr) v = ctx.Arg(&args, 0);
@@ -110,13 +123,28 @@ std::pair<int32_t, int32_t> KernelKey(const PreparedOp& op, const RillKernelCont
                     "') holds no tensor yet, so no kernel can be chosen",
                 RILL_FAILED_PRECONDITION);
   }
-  return {t->place().device_type, t->dtype()};
+  return {device, t->dtype()};
 }
 
 }  // namespace
 
 Executor::Executor(const Registry& registry, std::shared_ptr<const proto::ProgramDesc> program)
     : registry_(registry), program_(std::move(program)), prepared_(program_->blocks_size()) {}
+
+void Executor::set_place(Place place) {
+  if (place.device_type != RILL_CPU) {
+    const Device* device = FindDevice(place.device_type);
+    if (device == nullptr) {
+      throw Error("cannot run on " + place.ToString() + ": no loaded plugin provides that device", RILL_UNAVAILABLE);
+    }
+    const int32_t count = device->device_count();
+    if (place.device_id < 0 || place.device_id >= count) {
+      throw Error("cannot run on " + place.ToString() + ": " + std::to_string(count) + " " + device->name +
+                  " device(s) present (plugin '" + device->plugin + "')", RILL_UNAVAILABLE);
+    }
+  }
+  place_ = place;
+}
 
 Executor::~Executor() {
   for (auto& p : prepared_) delete p.load();
@@ -217,14 +245,20 @@ void Executor::Run(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
   }
 
   RillScope scope_handle{scope};
+  const bool devices = AnyDeviceInstalled();
   for (auto& op : block.ops) {
-    RillKernelContext ctx{&op->info, frame.data(), &block.names, &scope_handle, this};
+    RillKernelContext ctx{&op->info, frame.data(), &block.names, &scope_handle, this, 0};
     KernelInstance* k = op->last.load(std::memory_order_acquire);
     try {
-      const auto [device, dtype] = KernelKey(*op, ctx);
+      const auto [device, dtype] = KernelKey(*op, ctx, place_.device_type);
       if (k == nullptr || k->dtype != dtype || k->device != device) {
         k = ChooseKernel(registry_, *op, device, dtype);
         op->last.store(k, std::memory_order_release);
+      }
+      if (devices) {
+        const bool on_device = k->entry->device_type != RILL_CPU;
+        ctx.device_id = on_device ? place_.device_id : 0;
+        MoveInputsTo(*op, ctx, on_device ? place_ : Place{});
       }
     } catch (const Error& e) {
       throw Error(op->info.Where() + ": " + e.what(), e.code());

@@ -9,7 +9,10 @@
 //    scope (unless some scope up the chain has them), the rest in `scope`; an output not
 //    found up the scope chain is created in `scope`.
 //  - A kernel is chosen per op by (op type, device, dtype key) on first run and cached;
-//    a different dtype key on a later run chooses (and caches) again.
+//    a different dtype key on a later run chooses (and caches) again. The device is the
+//    executor's place when the op has a kernel for it there, else the CPU. Input tensors
+//    on another device than the kernel's are moved to it (in their variables, so a
+//    parameter moves once and stays) before the kernel runs.
 //  - Any failure throws Error naming block, op index, op type, its variables and the
 //    kernel's message; errors from nested blocks keep the whole chain.
 #ifndef RILL_CORE_RUNTIME_EXECUTOR_H_
@@ -34,6 +37,10 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   void Run(int32_t block_idx, const std::shared_ptr<Scope>& scope);
+  // Where kernels run when they can (default: the CPU). Throws if no plugin drives the
+  // device or it is not present.
+  void set_place(Place place);
+  const Place& place() const { return place_; }
   const proto::ProgramDesc& program() const { return *program_; }
   const Registry& registry() const { return registry_; }
 
@@ -44,6 +51,7 @@ class Executor {
 
   const Registry& registry_;
   const std::shared_ptr<const proto::ProgramDesc> program_;
+  Place place_;
   std::mutex prepare_mu_;
   std::vector<std::atomic<PreparedBlock*>> prepared_;  // owned; deleted in ~Executor
 };

@@ -29,6 +29,7 @@ struct RillKernelContext {
   const std::vector<std::string>* frame_names;
   RillScope* scope;
   rill::core::Executor* executor;
+  int32_t device_id;  // of the device the kernel runs on (0 on the CPU)
 
   // The i-th variable of an input slot; looked up again if it did not exist when the run
   // started (another op may have created it since). nullptr if absent.

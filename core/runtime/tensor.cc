@@ -5,21 +5,33 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/abi/status.h"
 #include "core/errors.h"
+#include "core/runtime/device.h"
 #include "core/runtime/dtype.h"
 
 namespace rill::core {
 
 std::string Place::ToString() const {
   if (device_type == RILL_CPU) return "CPU";
-  if (device_type == RILL_CUDA) return "CUDA:" + std::to_string(device_id);
-  return "device(" + std::to_string(device_type) + "):" + std::to_string(device_id);
+  return DeviceName(device_type) + ":" + std::to_string(device_id);
 }
 
 Buffer::Buffer(size_t bytes, Place place) : data_(nullptr), size_(bytes), place_(place) {
   if (place.device_type != RILL_CPU) {
-    throw Error("cannot allocate on " + place.ToString() + ": this build has no allocator for it",
-                RILL_UNIMPLEMENTED);
+    device_ = FindDevice(place.device_type);
+    if (device_ == nullptr) {
+      throw Error("cannot allocate on " + place.ToString() + ": no loaded plugin provides that device",
+                  RILL_UNIMPLEMENTED);
+    }
+    const int32_t count = device_->device_count();
+    if (place.device_id < 0 || place.device_id >= count) {
+      throw Error("cannot allocate on " + place.ToString() + ": " + std::to_string(count) + " " + device_->name +
+                  " device(s) present", RILL_UNAVAILABLE);
+    }
+    ThrowIfError(device_->allocate(place.device_id, bytes == 0 ? 1 : bytes, &data_),
+                 "allocating " + std::to_string(bytes) + " bytes on " + place.ToString() + ": ");
+    return;
   }
   // aligned_alloc needs a size that is a multiple of the alignment; never zero, so every
   // allocated tensor has a valid data pointer.
@@ -31,7 +43,13 @@ Buffer::Buffer(size_t bytes, Place place) : data_(nullptr), size_(bytes), place_
   }
 }
 
-Buffer::~Buffer() { std::free(data_); }
+Buffer::~Buffer() {
+  if (device_ != nullptr) {
+    device_->free(place_.device_id, data_);
+  } else {
+    std::free(data_);
+  }
+}
 
 size_t Tensor::nbytes() const {
   return initialized() ? static_cast<size_t>(numel_) * DataTypeSize(dtype_) : 0;
@@ -69,12 +87,32 @@ void* Tensor::Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place pl
   return buffer_->data();
 }
 
-Tensor Tensor::DeepCopy() const {
+Tensor Tensor::DeepCopy() const { return CopyTo(place_); }
+
+Tensor Tensor::CopyTo(Place place) const {
   Tensor out;
   if (!initialized()) return out;
-  out.Allocate(dtype_, dims_, place_);
-  std::memcpy(out.data(), data(), nbytes());
+  out.Allocate(dtype_, dims_, place);
   out.lod_ = lod_;
+  if (nbytes() == 0) return out;
+  if (place_.device_type == RILL_CPU && place.device_type == RILL_CPU) {
+    std::memcpy(out.data(), data(), nbytes());
+    return out;
+  }
+  // Between the CPU and a device, or within one device: the device copies.
+  const bool to_device = place.device_type != RILL_CPU;
+  const bool from_device = place_.device_type != RILL_CPU;
+  if (to_device && from_device && !(place == place_)) {
+    return CopyTo(Place{}).CopyTo(place);  // between two devices: through the host
+  }
+  const Place& dev = to_device ? place : place_;
+  const int32_t kind = to_device && from_device ? RILL_COPY_DEVICE_TO_DEVICE
+                       : to_device              ? RILL_COPY_HOST_TO_DEVICE
+                                                : RILL_COPY_DEVICE_TO_HOST;
+  const Device* device = FindDevice(dev.device_type);
+  ThrowIfError(device->copy(dev.device_id, out.data(), data(), nbytes(), kind),
+               "copying " + std::to_string(nbytes()) + " bytes from " + place_.ToString() + " to " +
+                   place.ToString() + ": ");
   return out;
 }
 
@@ -115,7 +153,7 @@ std::string Tensor::ValuesToString(size_t max_values, const char* sep) const {
   std::ostringstream os;
   os.precision(7);
   if (!initialized()) return "";
-  if (place_.device_type != RILL_CPU) return "<on " + place_.ToString() + ">";
+  if (place_.device_type != RILL_CPU) return CopyTo(Place{}).ValuesToString(max_values, sep);
   const size_t n = std::min<size_t>(static_cast<size_t>(numel_), max_values);
   AppendAny(os, dtype_, data(), n, sep);
   if (n < static_cast<size_t>(numel_)) os << sep << "...";

@@ -17,6 +17,8 @@
 
 namespace rill::core {
 
+struct Device;
+
 struct Place {
   int32_t device_type = RILL_CPU;
   int32_t device_id = 0;
@@ -28,7 +30,8 @@ struct Place {
 
 using LoD = std::vector<std::vector<uint64_t>>;
 
-// One allocation, freed when the last tensor sharing it goes away.
+// One allocation on the CPU (64-byte aligned) or on a plugin-driven device, freed when
+// the last tensor sharing it goes away.
 class Buffer {
  public:
   static constexpr size_t kAlignment = 64;
@@ -44,6 +47,7 @@ class Buffer {
   void* data_;
   size_t size_;
   Place place_;
+  const struct Device* device_ = nullptr;  // null for CPU memory
 };
 
 class Tensor {
@@ -71,7 +75,10 @@ class Tensor {
   LoD& mutable_lod() { return lod_; }
 
   Tensor DeepCopy() const;
-  // "fp32[2, 3] {1, 2, 3, 4, 5, 6}", at most `max_values` values.
+  // A copy of this tensor on `place` (a deep copy even when it is already there).
+  Tensor CopyTo(Place place) const;
+  // "fp32[2, 3] {1, 2, 3, 4, 5, 6}", at most `max_values` values (device tensors are
+  // copied to the CPU to be shown).
   std::string Describe(size_t max_values = 16) const;
   // The values only, separated by `sep`; " ..." marks values left out.
   std::string ValuesToString(size_t max_values = SIZE_MAX, const char* sep = " ") const;

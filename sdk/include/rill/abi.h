@@ -227,6 +227,27 @@ typedef struct RillVarTypeDef {
   void (*describe)(const void* value, char* buf, size_t cap);
 } RillVarTypeDef;
 
+/* A device type a plugin drives (CUDA, say): how the host counts, allocates and copies
+ * its memory. The host allocates tensors on the device through it, moves a tensor to the
+ * device a kernel runs on, and copies results back for printing and saving. */
+typedef enum RillCopyKind {
+  RILL_COPY_HOST_TO_DEVICE = 0,
+  RILL_COPY_DEVICE_TO_HOST = 1,
+  RILL_COPY_DEVICE_TO_DEVICE = 2
+} RillCopyKind;
+
+typedef struct RillDeviceDef {
+  uint32_t struct_size;
+  int32_t device_type; /* RillDeviceType; RILL_CPU cannot be registered */
+  const char* name;    /* "CUDA" */
+  /* Devices usable now; 0 when the driver finds none. Must not fail. */
+  int32_t (*device_count)(void);
+  RillStatus* (*allocate)(int32_t device_id, size_t bytes, void** out);
+  void (*free)(int32_t device_id, void* ptr);
+  /* Copies `bytes`; returns when the copy is complete. */
+  RillStatus* (*copy)(int32_t device_id, void* dst, const void* src, size_t bytes, int32_t kind);
+} RillDeviceDef;
+
 /* ---- The host's function table ------------------------------------------------------- */
 
 typedef struct RillHostApi {
@@ -247,6 +268,7 @@ typedef struct RillHostApi {
   RillStatus* (*register_op)(RillRegistrar* reg, const RillOpSchema* schema);
   RillStatus* (*register_kernel)(RillRegistrar* reg, const RillKernelDef* kernel);
   RillStatus* (*register_var_type)(RillRegistrar* reg, const RillVarTypeDef* type);
+  RillStatus* (*register_device)(RillRegistrar* reg, const RillDeviceDef* device);
 
   /* Op instance: type, arguments and attributes. Attributes a program omits read as the
    * schema's default. Getters fail with RILL_NOT_FOUND for an attribute the schema does
@@ -289,6 +311,9 @@ typedef struct RillHostApi {
   RillStatus* (*ctx_output_tensor)(RillKernelContext* ctx, const char* slot, size_t i,
                                    RillTensor** out);
   RillScope* (*ctx_scope)(RillKernelContext* ctx); /* borrowed: the op's scope */
+  /* The id of the device this kernel runs on (0 for CPU kernels); a kernel allocates its
+   * outputs there. Its inputs have been moved there by the host. */
+  int32_t (*ctx_device_id)(const RillKernelContext* ctx);
   /* Runs block `block_idx` of the op's program in `scope`, inline on this thread. */
   RillStatus* (*ctx_run_block)(RillKernelContext* ctx, int32_t block_idx, RillScope* scope);
 

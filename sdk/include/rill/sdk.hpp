@@ -156,6 +156,7 @@ class Tensor {
   std::vector<int64_t> dims() const { return {dims_data(), dims_data() + ndim()}; }
   int64_t numel() const { return info().numel; }
   int32_t device_type() const { return info().device_type; }
+  int32_t device_id() const { return info().device_id; }
 
   template <class T> const T* data() const { return Typed<T>(); }
   template <class T> T* mutable_data() { return Typed<T>(); }
@@ -453,6 +454,8 @@ class KernelContext {
   }
 
   Scope scope() const { return Scope::Borrow(Host().ctx_scope(ctx_)); }
+  // The device this kernel runs on; allocate outputs there.
+  int32_t device_id() const { return Host().ctx_device_id(ctx_); }
   void RunBlock(int32_t block_idx, const Scope& scope) {
     Check(Host().ctx_run_block(ctx_, block_idx, scope.handle()));
   }

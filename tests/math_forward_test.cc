@@ -62,7 +62,7 @@ TEST_F(MathForward, UnsupportedDtypeNamesOpAndDtype) {
   Set<bool>("x", {1}, {1});
   Op("elementwise_add").Input("X", "x").Input("Y", "x").Output("Out", "z");
   EXPECT_EQ(Run(), "block 0, op 0 (elementwise_add X=[x] Y=[x] -> Out=[z]): no CPU kernel for dtype bool "
-                   "(registered: CPU/fp32, CPU/fp64, CPU/int32, CPU/int64)");
+                   "(registered: " + WithCudaKernels("CPU/fp32, CPU/fp64, CPU/int32, CPU/int64") + ")");
 }
 
 // ---- Comparisons and logical ops ----------------------------------------------------------

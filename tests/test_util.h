@@ -13,6 +13,14 @@ namespace rill::test {
 // A registry with the built-in ops and the shipped plugins of this build tree.
 core::Registry& ShippedRegistry();
 
+// Whether this build ships the CUDA plugin (math_cuda), and what that changes in messages:
+// the loaded-plugin list, and the CUDA kernels listed after the CPU ones.
+inline constexpr bool kWithCuda = RILL_TEST_WITH_CUDA;
+inline const char* LoadedPlugins() { return kWithCuda ? "core, math, math_cuda" : "core, math"; }
+inline std::string WithCudaKernels(const std::string& cpu_kernels) {
+  return kWithCuda ? cpu_kernels + ", CUDA/fp32, CUDA/fp64" : cpu_kernels;
+}
+
 struct CommandResult {
   int exit_code = -1;  // -1 with `signal` set if the process died of a signal
   int signal = 0;

@@ -40,12 +40,14 @@ void RegisterFillConstant(Registrar& r) {
            .Input("X", "the tensor whose shape Out takes")
            .Output("Out", "the filled tensor")
            .Attr("value", 0.0, "the value of every element")
-           .Attr("dtype", int64_t{-1}, "element type of Out (-1: X's)"));
+           .Attr("dtype", int64_t{-1}, "element type of Out (-1: X's)")
+           .KernelDtypeFrom("X"));
   r.Kernel("fill_any_like", RILL_CPU, RILL_ANY_DTYPE, &FillAnyLike<false>);
   r.Op(OpSchema("fill_zeros_like")
            .Doc("Out = zeros shaped like X, of X's dtype.")
            .Input("X", "the tensor whose shape and dtype Out takes")
-           .Output("Out", "zeros"));
+           .Output("Out", "zeros")
+           .KernelDtypeFrom("X"));
   r.Kernel("fill_zeros_like", RILL_CPU, RILL_ANY_DTYPE, &FillAnyLike<true>);
 
   r.Op(OpSchema("fill_constant")

@@ -2,6 +2,7 @@
 // y_num_col_dims) and matmul (batched, with transposes and alpha), and their gradients.
 // All run Eigen's GEMM on row-major maps of the tensors' memory.
 #include "broadcast.h"
+#include "matmul_shape.h"
 #include "kernels.h"
 #include "ops.h"
 
@@ -45,33 +46,6 @@ void Mul(KernelContext& ctx) {
   }
 }
 
-// One side of a matmul: its batch count and the [rows, cols] of each matrix after the
-// optional transpose. A 1-D side is a row (X) or a column (Y) vector.
-struct MatSide {
-  std::vector<int64_t> batch_dims;
-  int64_t batch = 1, rows = 0, cols = 0;
-  bool vector = false;
-};
-
-MatSide Side(const std::vector<int64_t>& d, bool transpose, bool is_x) {
-  MatSide s;
-  int64_t r, c;
-  if (d.size() == 1) {
-    s.vector = true;
-    r = is_x ? 1 : d[0];
-    c = is_x ? d[0] : 1;
-  } else {
-    if (d.empty()) throw Error("matmul needs tensors of rank 1 or more");
-    s.batch_dims.assign(d.begin(), d.end() - 2);
-    s.batch = Product(d, 0, d.size() - 2);
-    r = d[d.size() - 2];
-    c = d.back();
-  }
-  s.rows = transpose ? c : r;
-  s.cols = transpose ? r : c;
-  return s;
-}
-
 template <class T>
 void MatMul(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
@@ -79,20 +53,8 @@ void MatMul(KernelContext& ctx) {
   const bool tx = ctx.Attr<bool>("transpose_X"), ty = ctx.Attr<bool>("transpose_Y");
   const T alpha = static_cast<T>(ctx.Attr<float>("alpha"));
   const MatSide a = Side(x.dims(), tx, true), b = Side(y.dims(), ty, false);
-  if (a.cols != b.rows) {
-    throw Error("matmul: X " + DimsString(x.dims()) + (tx ? " (transposed)" : "") + " and Y " + DimsString(y.dims()) +
-                (ty ? " (transposed)" : "") + " have inner dimensions " + std::to_string(a.cols) + " and " +
-                std::to_string(b.rows));
-  }
-  if (a.batch != b.batch && a.batch != 1 && b.batch != 1) {
-    throw Error("matmul: batch dimensions " + DimsString(a.batch_dims) + " and " + DimsString(b.batch_dims) + " differ");
-  }
+  const std::vector<int64_t> out_dims = MatMulOutDims(a, b, x.dims(), y.dims());
   const int64_t batch = std::max(a.batch, b.batch);
-  std::vector<int64_t> out_dims = a.batch >= b.batch ? a.batch_dims : b.batch_dims;
-  if (!a.vector) out_dims.push_back(a.rows);
-  if (!b.vector) out_dims.push_back(b.cols);
-  if (out_dims.empty()) out_dims = {1};
-
   const int64_t m = a.rows, k = a.cols, n = b.cols;
   // Stored (untransposed) shapes of one matrix of each side.
   const int64_t xr = tx ? k : m, xc = tx ? m : k, yr = ty ? n : k, yc = ty ? k : n;

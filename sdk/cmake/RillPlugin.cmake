@@ -17,6 +17,7 @@ function(rill_add_plugin name)
     OUTPUT_NAME "rill_${name}"
     C_VISIBILITY_PRESET hidden
     CXX_VISIBILITY_PRESET hidden
+    CUDA_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON)
   if(RILL_PLUGIN_VERSION_SCRIPT AND CMAKE_SYSTEM_NAME STREQUAL "Linux")
     target_link_options(${target} PRIVATE "-Wl,--version-script=${RILL_PLUGIN_VERSION_SCRIPT}")

@@ -692,6 +692,12 @@ class Registrar {
     Check(Host().register_kernel(reg_, &def));
   }
 
+  // A device type the plugin drives (see RillDeviceDef); struct_size is filled in.
+  void Device(RillDeviceDef def) {
+    def.struct_size = sizeof(def);
+    Check(Host().register_device(reg_, &def));
+  }
+
   // A variable type of the plugin's own, holding T* values (deleted by the host's call to
   // the generated destroy). `describe` may be null.
   template <class T>

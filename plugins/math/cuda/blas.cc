@@ -1,0 +1,153 @@
+// CUDA mul, mul_grad and matmul on cuBLAS, fp32/fp64. Tensors are row-major; cuBLAS is
+// column-major, so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T, which is the
+// same memory read column-major (see RowMajorGemm).
+#include <cublas_v2.h>
+
+#include <map>
+
+#include "../matmul_shape.h"
+#include "cuda_check.h"
+#include "ops.h"
+
+namespace rill::math::cuda {
+namespace {
+
+void CublasCheck(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string(what) + ": cuBLAS status " + std::to_string(s), RILL_INTERNAL);
+}
+
+// One handle per thread and device: cuBLAS handles must not be shared by concurrent
+// threads. Created on first use, kept for the thread's life.
+cublasHandle_t Handle(int32_t device) {
+  thread_local std::map<int32_t, cublasHandle_t> handles;
+  auto it = handles.find(device);
+  if (it != handles.end()) return it->second;
+  cublasHandle_t h = nullptr;
+  CublasCheck(cublasCreate(&h), "cublasCreate");
+  handles.emplace(device, h);
+  return h;
+}
+
+cublasStatus_t Gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                    const float* alpha, const float* a, int lda, const float* b, int ldb, const float* beta, float* c,
+                    int ldc) {
+  return cublasSgemm(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+cublasStatus_t Gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                    const double* alpha, const double* a, int lda, const double* b, int ldb, const double* beta,
+                    double* c, int ldc) {
+  return cublasDgemm(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// Row-major C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C, where A is stored
+// [m, k] (or [k, m] when ta) and B [k, n] (or [n, k] when tb).
+template <class T>
+void RowMajorGemm(cublasHandle_t h, bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                  const T* b, T beta, T* c) {
+  const int lda = static_cast<int>(ta ? m : k), ldb = static_cast<int>(tb ? k : n);
+  CublasCheck(Gemm(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
+                   static_cast<int>(m), static_cast<int>(k), &alpha, b, ldb, a, lda, &beta, c, static_cast<int>(n)),
+              "cuBLAS gemm");
+}
+
+// Device memory for a result that may not be written into its inputs (Out may alias X).
+template <class T>
+class Scratch {
+ public:
+  explicit Scratch(int64_t n) { CudaCheck(cudaMalloc(&p_, sizeof(T) * std::max<int64_t>(n, 1)), "cudaMalloc"); }
+  ~Scratch() { cudaFree(p_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* get() const { return p_; }
+
+ private:
+  T* p_ = nullptr;
+};
+
+template <class T>
+void CopyToOutput(KernelContext& ctx, const char* slot, const std::vector<int64_t>& dims, const Scratch<T>& from,
+                  int64_t n) {
+  Tensor out = ctx.Output(slot);
+  T* po = AllocateOnDevice<T>(ctx, out, dims);
+  CudaCheck(cudaMemcpy(po, from.get(), sizeof(T) * n, cudaMemcpyDeviceToDevice), "cudaMemcpy");
+}
+
+struct MulShape {
+  int64_t m, k, n;
+  std::vector<int64_t> out_dims;
+};
+
+MulShape MulShapeOf(KernelContext& ctx, const std::vector<int64_t>& xd, const std::vector<int64_t>& yd) {
+  const auto xn = static_cast<size_t>(ctx.Attr<int64_t>("x_num_col_dims"));
+  const auto yn = static_cast<size_t>(ctx.Attr<int64_t>("y_num_col_dims"));
+  if (xn < 1 || xn > xd.size() || yn < 1 || yn > yd.size()) {
+    throw Error("x_num_col_dims / y_num_col_dims do not split X " + DimsString(xd) + " and Y " + DimsString(yd));
+  }
+  MulShape s{Product(xd, 0, xn), Product(xd, xn, xd.size()), Product(yd, yn, yd.size()), {}};
+  if (s.k != Product(yd, 0, yn)) {
+    throw Error("X " + DimsString(xd) + " and Y " + DimsString(yd) + " do not multiply as matrices");
+  }
+  s.out_dims.assign(xd.begin(), xd.begin() + static_cast<std::ptrdiff_t>(xn));
+  s.out_dims.insert(s.out_dims.end(), yd.begin() + static_cast<std::ptrdiff_t>(yn), yd.end());
+  return s;
+}
+
+template <class T>
+void Mul(KernelContext& ctx) {
+  UseDevice(ctx);
+  Tensor x = ctx.Input("X");
+  Tensor y = ctx.Input("Y");
+  const MulShape s = MulShapeOf(ctx, x.dims(), y.dims());
+  Scratch<T> out(s.m * s.n);
+  RowMajorGemm<T>(Handle(ctx.device_id()), false, false, s.m, s.n, s.k, T(1), x.data<T>(), y.data<T>(), T(0), out.get());
+  CopyToOutput(ctx, "Out", s.out_dims, out, s.m * s.n);
+}
+
+template <class T>
+void MulGrad(KernelContext& ctx) {
+  UseDevice(ctx);
+  Tensor x = ctx.Input("X");
+  Tensor y = ctx.Input("Y");
+  Tensor g = ctx.Input("Out@GRAD");
+  const MulShape s = MulShapeOf(ctx, x.dims(), y.dims());
+  cublasHandle_t h = Handle(ctx.device_id());
+  if (ctx.HasOutput("X@GRAD")) {  // dX[m, k] = dOut[m, n] * Y[k, n]^T
+    Scratch<T> dx(s.m * s.k);
+    RowMajorGemm<T>(h, false, true, s.m, s.k, s.n, T(1), g.data<T>(), y.data<T>(), T(0), dx.get());
+    CopyToOutput(ctx, "X@GRAD", x.dims(), dx, s.m * s.k);
+  }
+  if (ctx.HasOutput("Y@GRAD")) {  // dY[k, n] = X[m, k]^T * dOut[m, n]
+    Scratch<T> dy(s.k * s.n);
+    RowMajorGemm<T>(h, true, false, s.k, s.n, s.m, T(1), x.data<T>(), g.data<T>(), T(0), dy.get());
+    CopyToOutput(ctx, "Y@GRAD", y.dims(), dy, s.k * s.n);
+  }
+}
+
+template <class T>
+void MatMul(KernelContext& ctx) {
+  UseDevice(ctx);
+  Tensor x = ctx.Input("X");
+  Tensor y = ctx.Input("Y");
+  const bool tx = ctx.Attr<bool>("transpose_X"), ty = ctx.Attr<bool>("transpose_Y");
+  const MatSide a = Side(x.dims(), tx, true), b = Side(y.dims(), ty, false);
+  const std::vector<int64_t> out_dims = MatMulOutDims(a, b, x.dims(), y.dims());
+  const int64_t batch = std::max(a.batch, b.batch), m = a.rows, k = a.cols, n = b.cols;
+  Scratch<T> out(batch * m * n);
+  cublasHandle_t h = Handle(ctx.device_id());
+  const T alpha = static_cast<T>(ctx.Attr<float>("alpha"));
+  for (int64_t i = 0; i < batch; ++i) {
+    RowMajorGemm<T>(h, tx, ty, m, n, k, alpha, x.data<T>() + (a.batch == 1 ? 0 : i * m * k),
+                    y.data<T>() + (b.batch == 1 ? 0 : i * k * n), T(0), out.get() + i * m * n);
+  }
+  CopyToOutput(ctx, "Out", out_dims, out, batch * m * n);
+}
+
+}  // namespace
+
+void RegisterBlas(Registrar& r) {
+  RegisterCudaFloat(r, "mul", [](auto t) { return &Mul<decltype(t)>; });
+  RegisterCudaFloat(r, "mul_grad", [](auto t) { return &MulGrad<decltype(t)>; });
+  RegisterCudaFloat(r, "matmul", [](auto t) { return &MatMul<decltype(t)>; });
+}
+
+}  // namespace rill::math::cuda

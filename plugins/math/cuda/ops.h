@@ -1,0 +1,25 @@
+// plugins/math/cuda/ops.h — the CUDA plugin's registration functions, one per file. The
+// kernels are for ops the math plugin declares; this plugin declares none of its own.
+#ifndef RILL_PLUGINS_MATH_CUDA_OPS_H_
+#define RILL_PLUGINS_MATH_CUDA_OPS_H_
+
+#include "rill/sdk.hpp"
+
+namespace rill::math::cuda {
+
+void RegisterDevice(Registrar& r);
+void RegisterElementwise(Registrar& r);
+void RegisterActivation(Registrar& r);
+void RegisterFillReduceSgd(Registrar& r);
+void RegisterBlas(Registrar& r);
+
+// Registers `pick(T{})` as the CUDA kernel of `op` for float and double.
+template <class Pick>
+void RegisterCudaFloat(Registrar& r, const char* op, Pick pick) {
+  r.Kernel(op, RILL_CUDA, RILL_FP32, pick(float{}));
+  r.Kernel(op, RILL_CUDA, RILL_FP64, pick(double{}));
+}
+
+}  // namespace rill::math::cuda
+
+#endif  // RILL_PLUGINS_MATH_CUDA_OPS_H_

@@ -1,0 +1,64 @@
+// plugins/math/matmul_shape.h — how matmul reads its operands' shapes (shared by the CPU
+// and CUDA kernels): leading dims are a batch; a 1-D X is a row vector and a 1-D Y a
+// column vector; transposes swap the last two dims.
+#ifndef RILL_PLUGINS_MATH_MATMUL_SHAPE_H_
+#define RILL_PLUGINS_MATH_MATMUL_SHAPE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "broadcast.h"
+#include "kernels.h"
+
+namespace rill::math {
+
+// One side of a matmul: its batch count and the [rows, cols] of each matrix after the
+// optional transpose. A 1-D side is a row (X) or a column (Y) vector.
+struct MatSide {
+  std::vector<int64_t> batch_dims;
+  int64_t batch = 1, rows = 0, cols = 0;
+  bool vector = false;
+};
+
+inline MatSide Side(const std::vector<int64_t>& d, bool transpose, bool is_x) {
+  MatSide s;
+  int64_t r, c;
+  if (d.size() == 1) {
+    s.vector = true;
+    r = is_x ? 1 : d[0];
+    c = is_x ? d[0] : 1;
+  } else {
+    if (d.empty()) throw Error("matmul needs tensors of rank 1 or more");
+    s.batch_dims.assign(d.begin(), d.end() - 2);
+    s.batch = Product(d, 0, d.size() - 2);
+    r = d[d.size() - 2];
+    c = d.back();
+  }
+  s.rows = transpose ? c : r;
+  s.cols = transpose ? r : c;
+  return s;
+}
+
+// Out's dims for op(X) * op(Y): the longer batch, then op(X)'s rows unless X is a
+// vector, then op(Y)'s columns unless Y is a vector ([1] for a vector times a vector).
+// Throws if the operands do not multiply.
+inline std::vector<int64_t> MatMulOutDims(const MatSide& a, const MatSide& b, const std::vector<int64_t>& xd,
+                                          const std::vector<int64_t>& yd) {
+  if (a.cols != b.rows) {
+    throw Error("matmul: X " + DimsString(xd) + " and Y " + DimsString(yd) + " have inner dimensions " +
+                std::to_string(a.cols) + " and " + std::to_string(b.rows) + " (after any transpose)");
+  }
+  if (a.batch != b.batch && a.batch != 1 && b.batch != 1) {
+    throw Error("matmul: batch dimensions " + DimsString(a.batch_dims) + " and " + DimsString(b.batch_dims) +
+                " differ");
+  }
+  std::vector<int64_t> out = a.batch >= b.batch ? a.batch_dims : b.batch_dims;
+  if (!a.vector) out.push_back(a.rows);
+  if (!b.vector) out.push_back(b.cols);
+  if (out.empty()) out = {1};
+  return out;
+}
+
+}  // namespace rill::math
+
+#endif  // RILL_PLUGINS_MATH_MATMUL_SHAPE_H_

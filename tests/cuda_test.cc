@@ -1,0 +1,152 @@
+// The CUDA kernels against the CPU kernels (the reference): each case runs one op, its
+// backward pass and the loss mean(out^2) once on the CPU and once with the executor placed
+// on CUDA:0, from the same inputs, and compares every output and gradient. Ops without a
+// CUDA kernel in a chain run on the CPU, so the runs also exercise moving tensors between
+// host and device. Without a CUDA device every test here reports itself skipped, with why.
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "core/program/backward.h"
+#include "core/program/validate.h"
+#include "core/runtime/device.h"
+#include "op_fixture.h"
+
+namespace rill::test {
+namespace {
+
+// Why CUDA tests cannot run here, or "" if they can.
+std::string CudaUnavailable() {
+  ShippedRegistry();  // loads the plugins, and with them the CUDA device if built
+  const core::Device* cuda = core::FindDevice(RILL_CUDA);
+  if (cuda == nullptr) return "this build has no CUDA plugin (RILL_WITH_CUDA=OFF or no CUDA toolkit at configure time)";
+  if (cuda->device_count() == 0) return "no CUDA device: the CUDA runtime reports 0 devices (no GPU, or no driver)";
+  return "";
+}
+
+#define SKIP_WITHOUT_CUDA()                                  \
+  do {                                                       \
+    const std::string why = CudaUnavailable();               \
+    if (!why.empty()) GTEST_SKIP() << why;                   \
+  } while (0)
+
+struct CudaCase {
+  std::string name;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> params;  // fp32 parameters
+  std::function<void(core::BlockBuilder&)> build;                    // writes "out"
+};
+
+std::ostream& operator<<(std::ostream& os, const CudaCase& c) { return os << c.name; }
+
+struct RunResult {
+  std::map<std::string, std::vector<double>> values;
+  std::map<std::string, int32_t> device;
+};
+
+RunResult RunCase(const CudaCase& c, core::Place place) {
+  core::ProgramBuilder pb;
+  for (const auto& [name, dims] : c.params) pb.block(0).Var(name, RILL_FP32, dims, true);
+  c.build(pb.block(0));
+  pb.block(0).Op("square").Input("X", "out").Output("Out", "sq");
+  pb.block(0).Op("mean").Input("X", "sq").Output("Out", "loss");
+  auto program = std::make_shared<rill::proto::ProgramDesc>(pb.Build());
+  const auto grads = core::AppendBackward(*program, ShippedRegistry(), "loss");
+  core::ValidateProgramOrThrow(*program, ShippedRegistry());
+
+  auto scope = core::Scope::NewRoot();
+  std::mt19937 rng(99);
+  std::uniform_real_distribution<float> dist(0.5f, 1.5f);  // positive: div and max/min stay well defined
+  for (const auto& [name, dims] : c.params) {
+    core::Tensor* t = scope->Var(name)->GetMutableTensor();
+    t->Allocate(RILL_FP32, dims);
+    for (int64_t i = 0; i < t->numel(); ++i) t->data_as<float>()[i] = dist(rng);
+  }
+  core::Executor exec(ShippedRegistry(), program);
+  exec.set_place(place);
+  exec.Run(0, scope);
+
+  RunResult r;
+  std::vector<std::string> names = {"out", "loss"};
+  for (const auto& pg : grads) names.push_back(pg.grad);
+  for (const auto& name : names) {
+    const core::Tensor* t = scope->FindVar(name)->GetTensor();
+    r.device[name] = t->place().device_type;
+    const core::Tensor host = t->CopyTo(core::Place{});
+    for (int64_t i = 0; i < host.numel(); ++i) r.values[name].push_back(host.data_as<float>()[i]);
+  }
+  return r;
+}
+
+class CudaMatchesCpu : public ::testing::TestWithParam<CudaCase> {};
+
+TEST_P(CudaMatchesCpu, ForwardAndGradients) {
+  SKIP_WITHOUT_CUDA();
+  const RunResult cpu = RunCase(GetParam(), core::Place{});
+  const RunResult gpu = RunCase(GetParam(), core::Place{RILL_CUDA, 0});
+  EXPECT_EQ(gpu.device.at("out"), RILL_CUDA) << "the op under test ran on the device";
+  for (const auto& [name, want] : cpu.values) {
+    const auto& got = gpu.values.at(name);
+    ASSERT_EQ(got.size(), want.size()) << name;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i], want[i], 1e-4 * std::max(1.0, std::abs(want[i]))) << name << "[" << i << "]";
+    }
+  }
+}
+
+core::OpBuilder Binary(core::BlockBuilder& b, const std::string& op) {
+  return b.Op(op).Input("X", "x").Input("Y", "y").Output("Out", "out");
+}
+
+std::vector<CudaCase> Cases() {
+  std::vector<CudaCase> cases;
+  for (const char* op : {"add", "sub", "mul", "div", "max", "min"}) {
+    const std::string type = std::string("elementwise_") + op;
+    cases.push_back({type, {{"x", {4, 5}}, {"y", {4, 5}}}, [type](core::BlockBuilder& b) { Binary(b, type); }});
+    cases.push_back({type + "_broadcast", {{"x", {3, 4, 5}}, {"y", {4}}}, [type](core::BlockBuilder& b) {
+                       Binary(b, type).Attr("axis", int32_t{1});
+                     }});
+  }
+  for (const char* op : {"relu", "sigmoid", "tanh", "square"}) {
+    const std::string type = op;
+    cases.push_back({type, {{"x", {1000}}}, [type](core::BlockBuilder& b) {
+                       b.Op(type).Input("X", "x").Output("Out", "out");
+                     }});
+  }
+  cases.push_back({"scale", {{"x", {7}}}, [](core::BlockBuilder& b) {
+                     b.Op("scale").Input("X", "x").Output("Out", "out").Attr("scale", 3.0f).Attr("bias", -1.0f);
+                   }});
+  cases.push_back({"sum", {{"a", {6}}, {"b", {6}}}, [](core::BlockBuilder& b) {
+                     b.Op("sum").Input("X", {"a", "b", "a"}).Output("Out", "out");
+                   }});
+  cases.push_back({"mul", {{"x", {8, 2, 3}}, {"y", {6, 5}}}, [](core::BlockBuilder& b) {
+                     Binary(b, "mul");
+                   }});
+  cases.push_back({"matmul_transposed_batched", {{"x", {2, 3, 4}}, {"y", {5, 3}}}, [](core::BlockBuilder& b) {
+                     Binary(b, "matmul").Attr("transpose_X", true).Attr("transpose_Y", true).Attr("alpha", 0.5f);
+                   }});
+  cases.push_back({"fit_a_line_step", {{"w", {13, 1}}, {"bias", {1}}}, [](core::BlockBuilder& b) {
+                     b.Op("fill_constant").Output("Out", "data").Attr("shape", std::vector<int64_t>{32, 13})
+                         .Attr("value", 0.25f);
+                     b.Op("mul").Input("X", "data").Input("Y", "w").Output("Out", "xw");
+                     b.Op("elementwise_add").Input("X", "xw").Input("Y", "bias").Output("Out", "out");
+                   }});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryCudaKernel, CudaMatchesCpu, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<CudaCase>& info) { return info.param.name; });
+
+TEST(Cuda, RunningOnAMissingDeviceIsAClearError) {
+  ShippedRegistry();
+  core::Executor exec(ShippedRegistry(), std::make_shared<rill::proto::ProgramDesc>());
+  try {
+    exec.set_place(core::Place{RILL_CUDA, 64});
+    FAIL() << "CUDA:64 does not exist anywhere";
+  } catch (const core::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("cannot run on CUDA:64: ", 0), 0u) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace rill::test

@@ -123,7 +123,7 @@ KernelEntry KernelFromAbi(const RillKernelDef& d, const std::string& plugin) {
   k.op_type = Str(d.op_type);
   if (k.op_type.empty()) throw Error("kernel without an op type");
   if (d.compute == nullptr) throw Error("kernel for '" + k.op_type + "' has no compute function");
-  if (d.device_type != RILL_CPU && d.device_type != RILL_CUDA) {
+  if (d.device_type < RILL_CPU || d.device_type >= RILL_MAX_DEVICE_TYPES) {
     throw Error("kernel for '" + k.op_type + "': unknown device type " +
                 std::to_string(d.device_type));
   }

@@ -14,7 +14,7 @@ namespace {
 
 // Devices are installed once, rarely, and then read on every allocation: readers take the
 // fixed-size array without locking; writers serialize on the mutex. Entries never move.
-constexpr int kMaxDeviceTypes = 8;
+constexpr int kMaxDeviceTypes = RILL_MAX_DEVICE_TYPES;
 std::mutex g_install_mu;
 std::atomic<const Device*> g_devices[kMaxDeviceTypes];
 std::atomic<bool> g_any{false};

@@ -92,7 +92,10 @@ typedef enum RillDataType {
   RILL_ANY_DTYPE = -1
 } RillDataType;
 
+/* Device types. 2 to RILL_MAX_DEVICE_TYPES - 1 are free for devices plugins define
+ * (RillDeviceDef); kernels may be registered for any of them. */
 typedef enum RillDeviceType { RILL_CPU = 0, RILL_CUDA = 1 } RillDeviceType;
+#define RILL_MAX_DEVICE_TYPES 8
 
 /* framework.proto AttrType numbers. */
 typedef enum RillAttrType {

@@ -1,9 +1,15 @@
 // CUDA mul, mul_grad and matmul on cuBLAS, fp32/fp64. Tensors are row-major; cuBLAS is
 // column-major, so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T, which is the
 // same memory read column-major (see RowMajorGemm).
+//
+// cuBLAS is loaded on the first GEMM, not linked: it is over half a gigabyte, and linking
+// it made every `rill` start-up, CPU-only runs included, ~115 ms slower and ~200 MiB
+// bigger (docs/PERFORMANCE.md).
 #include <cublas_v2.h>
+#include <dlfcn.h>
 
 #include <map>
+#include <mutex>
 
 #include "../matmul_shape.h"
 #include "cuda_check.h"
@@ -16,6 +22,34 @@ void CublasCheck(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string(what) + ": cuBLAS status " + std::to_string(s), RILL_INTERNAL);
 }
 
+// The cuBLAS entry points used here, resolved from the library on first use.
+struct Cublas {
+  decltype(&cublasCreate_v2) create = nullptr;
+  decltype(&cublasSgemm_v2) sgemm = nullptr;
+  decltype(&cublasDgemm_v2) dgemm = nullptr;
+};
+
+const Cublas& LoadCublas() {
+  static Cublas api;
+  static std::string error;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // The soname first (found through this plugin's RUNPATH), then the toolkit it was built with.
+    void* lib = dlopen("libcublas.so." RILL_CUBLAS_SOVERSION, RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) lib = dlopen(RILL_CUDA_LIBRARY_DIR "/libcublas.so." RILL_CUBLAS_SOVERSION, RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      error = std::string("cannot load cuBLAS: ") + dlerror();
+      return;
+    }
+    api.create = reinterpret_cast<decltype(api.create)>(dlsym(lib, "cublasCreate_v2"));
+    api.sgemm = reinterpret_cast<decltype(api.sgemm)>(dlsym(lib, "cublasSgemm_v2"));
+    api.dgemm = reinterpret_cast<decltype(api.dgemm)>(dlsym(lib, "cublasDgemm_v2"));
+    if (!api.create || !api.sgemm || !api.dgemm) error = "cuBLAS lacks cublasCreate_v2/cublasSgemm_v2/cublasDgemm_v2";
+  });
+  if (!error.empty()) throw Error(error, RILL_UNAVAILABLE);
+  return api;
+}
+
 // One handle per thread and device: cuBLAS handles must not be shared by concurrent
 // threads. Created on first use, kept for the thread's life.
 cublasHandle_t Handle(int32_t device) {
@@ -23,7 +57,7 @@ cublasHandle_t Handle(int32_t device) {
   auto it = handles.find(device);
   if (it != handles.end()) return it->second;
   cublasHandle_t h = nullptr;
-  CublasCheck(cublasCreate(&h), "cublasCreate");
+  CublasCheck(LoadCublas().create(&h), "cublasCreate");
   handles.emplace(device, h);
   return h;
 }
@@ -31,12 +65,12 @@ cublasHandle_t Handle(int32_t device) {
 cublasStatus_t Gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                     const float* alpha, const float* a, int lda, const float* b, int ldb, const float* beta, float* c,
                     int ldc) {
-  return cublasSgemm(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  return LoadCublas().sgemm(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 cublasStatus_t Gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                     const double* alpha, const double* a, int lda, const double* b, int ldb, const double* beta,
                     double* c, int ldc) {
-  return cublasDgemm(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  return LoadCublas().dgemm(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 // Row-major C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C, where A is stored

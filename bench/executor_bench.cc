@@ -6,7 +6,7 @@
 // the dispatch cost with a cache-resident block.
 #include <benchmark/benchmark.h>
 
-#include "core/loader/plugin_loader.h"
+#include "bench/bench_util.h"
 #include "core/program/builder.h"
 #include "core/program/validate.h"
 #include "core/runtime/executor.h"
@@ -14,14 +14,7 @@
 namespace rill::core {
 namespace {
 
-Registry& LoadedRegistry() {
-  static Registry* r = [] {
-    auto* reg = new Registry();
-    LoadPlugins(*reg, LoadOptions{{RILL_PLUGIN_DIR}, {}, {}});
-    return reg;
-  }();
-  return *r;
-}
+using bench::LoadedRegistry;
 
 void BM_ExecutorIncrement(benchmark::State& state) {
   const int64_t kOps = state.range(0);

@@ -9,7 +9,7 @@
 #include <Eigen/Core>
 #include <cstring>
 
-#include "core/loader/plugin_loader.h"
+#include "bench/bench_util.h"
 #include "core/program/builder.h"
 #include "core/program/validate.h"
 #include "core/runtime/executor.h"
@@ -20,14 +20,7 @@ namespace {
 constexpr int64_t kElems = 16 << 20;
 constexpr int64_t kN = 1024;
 
-Registry& LoadedRegistry() {
-  static Registry* r = [] {
-    auto* reg = new Registry();
-    LoadPlugins(*reg, LoadOptions{{RILL_PLUGIN_DIR}, {}, {}});
-    return reg;
-  }();
-  return *r;
-}
+using bench::LoadedRegistry;
 
 void FillTensor(Scope& scope, const std::string& name, std::vector<int64_t> dims, float v) {
   Tensor* t = scope.Var(name)->GetMutableTensor();

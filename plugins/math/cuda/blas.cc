@@ -84,27 +84,44 @@ void RowMajorGemm(cublasHandle_t h, bool ta, bool tb, int64_t m, int64_t n, int6
               "cuBLAS gemm");
 }
 
-// Device memory for a result that may not be written into its inputs (Out may alias X).
+// Where a GEMM writes output `slot`: straight into the output tensor, unless the output
+// variable is one of the inputs (then into scratch memory, copied over on Finish, so the
+// GEMM never overwrites what it reads). The common case allocates nothing extra.
 template <class T>
-class Scratch {
+class GemmOutput {
  public:
-  explicit Scratch(int64_t n) { CudaCheck(cudaMalloc(&p_, sizeof(T) * std::max<int64_t>(n, 1)), "cudaMalloc"); }
-  ~Scratch() { cudaFree(p_); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
+  GemmOutput(KernelContext& ctx, const char* slot, std::vector<int64_t> dims, int64_t n)
+      : ctx_(ctx), slot_(slot), dims_(std::move(dims)), n_(n) {
+    RillVariable* out = ctx.OutputVar(slot).handle();
+    aliased_ = out == ctx.InputVar("X").handle() || out == ctx.InputVar("Y").handle();
+    if (aliased_) {
+      CudaCheck(cudaMalloc(&p_, sizeof(T) * std::max<int64_t>(n, 1)), "cudaMalloc");
+    } else {
+      Tensor t = ctx.Output(slot);
+      p_ = AllocateOnDevice<T>(ctx, t, dims_);
+    }
+  }
+  ~GemmOutput() {
+    if (aliased_) cudaFree(p_);
+  }
+  GemmOutput(const GemmOutput&) = delete;
+  GemmOutput& operator=(const GemmOutput&) = delete;
   T* get() const { return p_; }
+  void Finish() {
+    if (!aliased_) return;
+    Tensor t = ctx_.Output(slot_);
+    T* po = AllocateOnDevice<T>(ctx_, t, dims_);
+    CudaCheck(cudaMemcpy(po, p_, sizeof(T) * n_, cudaMemcpyDeviceToDevice), "cudaMemcpy");
+  }
 
  private:
+  KernelContext& ctx_;
+  const char* slot_;
+  std::vector<int64_t> dims_;
+  int64_t n_;
+  bool aliased_ = false;
   T* p_ = nullptr;
 };
-
-template <class T>
-void CopyToOutput(KernelContext& ctx, const char* slot, const std::vector<int64_t>& dims, const Scratch<T>& from,
-                  int64_t n) {
-  Tensor out = ctx.Output(slot);
-  T* po = AllocateOnDevice<T>(ctx, out, dims);
-  CudaCheck(cudaMemcpy(po, from.get(), sizeof(T) * n, cudaMemcpyDeviceToDevice), "cudaMemcpy");
-}
 
 struct MulShape {
   int64_t m, k, n;
@@ -132,9 +149,9 @@ void Mul(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   const MulShape s = MulShapeOf(ctx, x.dims(), y.dims());
-  Scratch<T> out(s.m * s.n);
+  GemmOutput<T> out(ctx, "Out", s.out_dims, s.m * s.n);
   RowMajorGemm<T>(Handle(ctx.device_id()), false, false, s.m, s.n, s.k, T(1), x.data<T>(), y.data<T>(), T(0), out.get());
-  CopyToOutput(ctx, "Out", s.out_dims, out, s.m * s.n);
+  out.Finish();
 }
 
 template <class T>
@@ -146,14 +163,14 @@ void MulGrad(KernelContext& ctx) {
   const MulShape s = MulShapeOf(ctx, x.dims(), y.dims());
   cublasHandle_t h = Handle(ctx.device_id());
   if (ctx.HasOutput("X@GRAD")) {  // dX[m, k] = dOut[m, n] * Y[k, n]^T
-    Scratch<T> dx(s.m * s.k);
+    GemmOutput<T> dx(ctx, "X@GRAD", x.dims(), s.m * s.k);
     RowMajorGemm<T>(h, false, true, s.m, s.k, s.n, T(1), g.data<T>(), y.data<T>(), T(0), dx.get());
-    CopyToOutput(ctx, "X@GRAD", x.dims(), dx, s.m * s.k);
+    dx.Finish();
   }
   if (ctx.HasOutput("Y@GRAD")) {  // dY[k, n] = X[m, k]^T * dOut[m, n]
-    Scratch<T> dy(s.k * s.n);
+    GemmOutput<T> dy(ctx, "Y@GRAD", y.dims(), s.k * s.n);
     RowMajorGemm<T>(h, true, false, s.k, s.n, s.m, T(1), x.data<T>(), g.data<T>(), T(0), dy.get());
-    CopyToOutput(ctx, "Y@GRAD", y.dims(), dy, s.k * s.n);
+    dy.Finish();
   }
 }
 
@@ -166,14 +183,14 @@ void MatMul(KernelContext& ctx) {
   const MatSide a = Side(x.dims(), tx, true), b = Side(y.dims(), ty, false);
   const std::vector<int64_t> out_dims = MatMulOutDims(a, b, x.dims(), y.dims());
   const int64_t batch = std::max(a.batch, b.batch), m = a.rows, k = a.cols, n = b.cols;
-  Scratch<T> out(batch * m * n);
+  GemmOutput<T> out(ctx, "Out", out_dims, batch * m * n);
   cublasHandle_t h = Handle(ctx.device_id());
   const T alpha = static_cast<T>(ctx.Attr<float>("alpha"));
   for (int64_t i = 0; i < batch; ++i) {
     RowMajorGemm<T>(h, tx, ty, m, n, k, alpha, x.data<T>() + (a.batch == 1 ? 0 : i * m * k),
                     y.data<T>() + (b.batch == 1 ? 0 : i * k * n), T(0), out.get() + i * m * n);
   }
-  CopyToOutput(ctx, "Out", out_dims, out, batch * m * n);
+  out.Finish();
 }
 
 }  // namespace

@@ -87,21 +87,35 @@ void Sum(KernelContext& ctx) {
   const size_t n = ctx.op().InputCount("X");
   Tensor first = ctx.Input("X", 0);
   const std::vector<int64_t> dims = first.dims();
-  // Accumulate aside: Out may be one of the inputs.
+  for (size_t i = 1; i < n; ++i) {
+    if (ctx.Input("X", i).dims() != dims) {
+      throw Error("X[" + std::to_string(i) + "] has shape " + DimsString(ctx.Input("X", i).dims()) + ", X[0] has " +
+                  DimsString(dims));
+    }
+  }
+  // Accumulate straight into Out, unless Out is one of the inputs: then aside, and copy.
+  RillVariable* out_var = ctx.OutputVar("Out").handle();
+  bool aliased = false;
+  for (size_t i = 0; i < n; ++i) aliased = aliased || ctx.InputVar("X", i).handle() == out_var;
+  Tensor out = ctx.Output("Out");
   T* acc = nullptr;
-  CudaCheck(cudaMalloc(&acc, sizeof(T) * std::max<int64_t>(first.numel(), 1)), "cudaMalloc");
+  if (aliased) {
+    CudaCheck(cudaMalloc(&acc, sizeof(T) * std::max<int64_t>(first.numel(), 1)), "cudaMalloc");
+  } else {
+    acc = AllocateOnDevice<T>(ctx, out, dims);
+  }
   for (size_t i = 0; i < n; ++i) {
     Tensor x = ctx.Input("X", i);
-    if (x.dims() != dims) {
-      cudaFree(acc);
-      throw Error("X[" + std::to_string(i) + "] has shape " + DimsString(x.dims()) + ", X[0] has " + DimsString(dims));
-    }
     Accumulate<T><<<Blocks(x.numel()), kThreads>>>(x.data<T>(), acc, x.numel(), i > 0);
   }
-  Tensor out = ctx.Output("Out");
-  T* po = AllocateOnDevice<T>(ctx, out, dims);
-  cudaError_t e = cudaMemcpy(po, acc, sizeof(T) * first.numel(), cudaMemcpyDeviceToDevice);
-  cudaFree(acc);
+  cudaError_t e = cudaGetLastError();
+  if (aliased) {
+    if (e == cudaSuccess) {
+      T* po = AllocateOnDevice<T>(ctx, out, dims);
+      e = cudaMemcpy(po, acc, sizeof(T) * first.numel(), cudaMemcpyDeviceToDevice);
+    }
+    cudaFree(acc);
+  }
   CudaCheck(e, "sum");
 }
 

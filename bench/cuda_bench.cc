@@ -1,0 +1,114 @@
+// GPU figures for the math plugin's CUDA kernels, each beside its limit in the same run:
+//   mul 1024x1024x1024 fp32 through Rill (executor on CUDA:0)  vs  cublasSgemm called directly;
+//   elementwise_add 16M fp32 through Rill                      vs  device-to-device cudaMemcpy
+//     (bytes read + written: the bandwidth limit).
+// Without a CUDA device every benchmark reports "skipped: ..." and measures nothing.
+#include <benchmark/benchmark.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "bench/bench_util.h"
+#include "core/program/builder.h"
+#include "core/program/validate.h"
+#include "core/runtime/device.h"
+#include "core/runtime/executor.h"
+
+namespace rill::core {
+namespace {
+
+using bench::LoadedRegistry;
+constexpr int64_t kN = 1024;
+constexpr int64_t kElems = 16 << 20;
+
+// Why the GPU benchmarks cannot run here, or "".
+std::string Unavailable() {
+  LoadedRegistry();
+  const Device* cuda = FindDevice(RILL_CUDA);
+  if (cuda == nullptr) return "skipped: this build has no CUDA plugin";
+  if (cuda->device_count() == 0) return "skipped: no CUDA device (0 devices reported)";
+  return "";
+}
+
+// A one-op program on CUDA:0 with inputs moved to the device by a first run.
+struct CudaOneOp {
+  CudaOneOp(const std::string& type, std::vector<int64_t> xd, std::vector<int64_t> yd) {
+    ProgramBuilder pb;
+    pb.block(0).Op(type).Input("X", "x").Input("Y", "y").Output("Out", "z");
+    auto program = std::make_shared<proto::ProgramDesc>(pb.Build());
+    ValidateProgramOrThrow(*program, LoadedRegistry());
+    exec = std::make_unique<Executor>(LoadedRegistry(), program);
+    exec->set_place(Place{RILL_CUDA, 0});
+    for (const auto& [name, dims] : {std::pair{"x", xd}, std::pair{"y", yd}}) {
+      Tensor* t = scope->Var(name)->GetMutableTensor();
+      t->Allocate(RILL_FP32, dims);
+      std::fill(t->data_as<float>(), t->data_as<float>() + t->numel(), 1.0f);
+    }
+    exec->Run(0, scope);
+    cudaDeviceSynchronize();
+  }
+  std::shared_ptr<Scope> scope = Scope::NewRoot();
+  std::unique_ptr<Executor> exec;
+};
+
+void BM_RillMulCuda(benchmark::State& state) {
+  if (const std::string why = Unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  CudaOneOp op("mul", {kN, kN}, {kN, kN});
+  for (auto _ : state) {
+    op.exec->Run(0, op.scope);
+    cudaDeviceSynchronize();
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * kN * kN * kN, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_RillMulCuda)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_CublasSgemm(benchmark::State& state) {
+  if (const std::string why = Unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  float *a, *b, *c;
+  cudaMalloc(&a, sizeof(float) * kN * kN);
+  cudaMalloc(&b, sizeof(float) * kN * kN);
+  cudaMalloc(&c, sizeof(float) * kN * kN);
+  cublasHandle_t h;
+  cublasCreate(&h);
+  const float one = 1, zero = 0;
+  for (auto _ : state) {
+    cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, kN, kN, kN, &one, b, kN, a, kN, &zero, c, kN);
+    cudaDeviceSynchronize();
+  }
+  cublasDestroy(h);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(c);
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * kN * kN * kN, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_CublasSgemm)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_RillElementwiseAddCuda(benchmark::State& state) {
+  if (const std::string why = Unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  CudaOneOp op("elementwise_add", {kElems}, {kElems});
+  for (auto _ : state) {
+    op.exec->Run(0, op.scope);
+    cudaDeviceSynchronize();
+  }
+  state.SetBytesProcessed(state.iterations() * kElems * 3 * sizeof(float));
+}
+BENCHMARK(BM_RillElementwiseAddCuda)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_DeviceMemcpy(benchmark::State& state) {
+  if (const std::string why = Unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  float *src, *dst;
+  cudaMalloc(&src, sizeof(float) * kElems);
+  cudaMalloc(&dst, sizeof(float) * kElems);
+  for (auto _ : state) {
+    cudaMemcpy(dst, src, sizeof(float) * kElems, cudaMemcpyDeviceToDevice);
+    cudaDeviceSynchronize();
+  }
+  cudaFree(src);
+  cudaFree(dst);
+  state.SetBytesProcessed(state.iterations() * kElems * 2 * sizeof(float));
+}
+BENCHMARK(BM_DeviceMemcpy)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+}  // namespace
+}  // namespace rill::core
+
+BENCHMARK_MAIN();

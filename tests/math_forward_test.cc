@@ -308,6 +308,17 @@ TYPED_TEST(Elementwise, ConcatAndSplitInvert) {
   EXPECT_EQ(this->Dims("r1"), (std::vector<int64_t>{1, 3}));
 }
 
+TEST_F(MathForward, ConcatAndSplitBool) {
+  Set<bool>("a", {2}, {1, 0});
+  Set<bool>("b", {1}, {1});
+  Op("concat").Input("X", {"a", "b"}).Output("Out", "ab");
+  Op("split").Input("X", "ab").Output("Out", {"p", "q"}).Attr("sections", std::vector<int64_t>{1, 2});
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("ab"), (std::vector<double>{1, 0, 1}));
+  EXPECT_EQ(Get("ab").dtype(), RILL_BOOL);
+  EXPECT_EQ(Values("q"), (std::vector<double>{0, 1}));
+}
+
 TEST_F(MathForward, SplitThatDoesNotDivide) {
   Set<float>("x", {3}, {1, 2, 3});
   Op("split").Input("X", "x").Output("Out", {"a", "b"});

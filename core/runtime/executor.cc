@@ -27,27 +27,7 @@ struct KernelInstance {
   }
 };
 
-std::string FormatArgs(const std::vector<RillOpInfo::Args>& all) {
-  std::string out;
-  for (const auto& a : all) {
-    out += " " + a.slot + "=[";
-    for (size_t i = 0; i < a.names.size(); ++i) out += (i ? ", " : "") + a.names[i];
-    out += "]";
-  }
-  return out;
-}
-
 }  // namespace
-
-}  // namespace rill::core
-
-std::string RillOpInfo::Where() const {
-  return "block " + std::to_string(block_idx) + ", op " + std::to_string(op_idx) + " (" + type +
-         rill::core::FormatArgs(inputs) + (outputs.empty() ? "" : " ->") +
-         rill::core::FormatArgs(outputs) + ")";
-}
-
-namespace rill::core {
 
 struct PreparedOp {
   OpInstance info;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rill/sdk.hpp"
+#include "shape.h"
 
 namespace rill::math {
 
@@ -18,12 +19,6 @@ struct Broadcast {
   int64_t pre = 1, n = 1, post = 1;
   bool same_shape = false;
 };
-
-inline std::string DimsString(const std::vector<int64_t>& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
-  return s + "]";
-}
 
 inline Broadcast ComputeBroadcast(const std::vector<int64_t>& x, std::vector<int64_t> y, int64_t axis) {
   Broadcast b;

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "rill/sdk.hpp"
+#include "shape.h"
 
 namespace rill::math {
 
@@ -33,22 +34,6 @@ template <class T> std::unique_ptr<T[]> Scratch(int64_t n) {
 
 // A tensor's elements as a flat Eigen array.
 template <class T> ConstVecMap<T> Flat(const Tensor& t) { return {t.data<T>(), t.numel()}; }
-
-// Product of dims[begin, end).
-inline int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end && i < dims.size(); ++i) p *= dims[i];
-  return p;
-}
-
-// Normalizes a possibly negative axis for a tensor of rank `rank`; throws if out of range.
-inline size_t NormalizeAxis(int64_t axis, size_t rank, const char* what = "axis") {
-  const int64_t r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) {
-    throw Error(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
-  }
-  return static_cast<size_t>(axis < 0 ? axis + r : axis);
-}
 
 }  // namespace rill::math
 

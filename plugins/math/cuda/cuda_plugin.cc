@@ -1,6 +1,7 @@
 // The math plugin's CUDA half: the CUDA device (memory through the CUDA runtime) and CUDA
-// kernels, fp32/fp64, for the math plugin's training ops. Ops it has no kernel for run on
-// the CPU; the host moves tensors between the two.
+// kernels, fp32/fp64, for the math plugin's training ops. Ops it has no kernel for
+// (comparisons, logical ops, cast, concat/split, random, increment) run on the CPU; the
+// host moves tensors between the two.
 #include "ops.h"
 
 namespace {
@@ -8,7 +9,9 @@ void Init(rill::Registrar& r) {
   rill::math::cuda::RegisterDevice(r);
   rill::math::cuda::RegisterElementwise(r);
   rill::math::cuda::RegisterActivation(r);
-  rill::math::cuda::RegisterFillReduceSgd(r);
+  rill::math::cuda::RegisterFillSumMean(r);
+  rill::math::cuda::RegisterSoftmaxReduce(r);
+  rill::math::cuda::RegisterOptimizers(r);
   rill::math::cuda::RegisterBlas(r);
 }
 }  // namespace

@@ -10,7 +10,9 @@ namespace rill::math::cuda {
 void RegisterDevice(Registrar& r);
 void RegisterElementwise(Registrar& r);
 void RegisterActivation(Registrar& r);
-void RegisterFillReduceSgd(Registrar& r);
+void RegisterFillSumMean(Registrar& r);
+void RegisterSoftmaxReduce(Registrar& r);
+void RegisterOptimizers(Registrar& r);
 void RegisterBlas(Registrar& r);
 
 // Registers `pick(T{})` as the CUDA kernel of `op` for float and double.

@@ -1,6 +1,5 @@
-// CUDA fill_constant, fill_any_like, fill_zeros_like, sum, mean, mean_grad and sgd,
-// fp32/fp64: the rest of what a training step needs on the device.
-#include "../broadcast.h"
+// CUDA fill_constant, fill_any_like, fill_zeros_like, sum, mean and mean_grad, fp32/fp64.
+#include "../shape.h"
 #include "cuda_check.h"
 #include "ops.h"
 
@@ -43,14 +42,6 @@ __global__ void MeanGradKernel(const T* g, T* dx, int64_t n) {
   const T v = g[0] / T(n);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
     dx[i] = v;
-  }
-}
-
-template <class T>
-__global__ void SgdKernel(T* param, const T* grad, const T* lr, int64_t n) {
-  const T rate = lr[0];
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
-    param[i] -= rate * grad[i];
   }
 }
 
@@ -141,33 +132,15 @@ void MeanGrad(KernelContext& ctx) {
   CheckLaunch("mean gradient kernel");
 }
 
-template <class T>
-void Sgd(KernelContext& ctx) {
-  UseDevice(ctx);
-  Tensor param = ctx.Input("Param");
-  Tensor grad = ctx.Input("Grad");
-  Tensor lr = ctx.Input("LearningRate");
-  if (param.dims() != grad.dims()) {
-    throw Error("Grad " + DimsString(grad.dims()) + " must have Param's shape " + DimsString(param.dims()));
-  }
-  if (lr.numel() != 1) throw Error("LearningRate must hold one element, it has " + std::to_string(lr.numel()));
-  if (ctx.OutputVar("ParamOut").handle() != ctx.InputVar("Param").handle()) {
-    throw Error("the CUDA sgd kernel updates in place: ParamOut must be Param", RILL_UNIMPLEMENTED);
-  }
-  SgdKernel<T><<<Blocks(param.numel()), kThreads>>>(param.mutable_data<T>(), grad.data<T>(), lr.data<T>(), param.numel());
-  CheckLaunch("sgd kernel");
-}
-
 }  // namespace
 
-void RegisterFillReduceSgd(Registrar& r) {
+void RegisterFillSumMean(Registrar& r) {
   RegisterCudaFloat(r, "fill_constant", [](auto t) { return &FillConstant<decltype(t)>; });
   RegisterCudaFloat(r, "fill_any_like", [](auto t) { return &FillLike<decltype(t), false>; });
   RegisterCudaFloat(r, "fill_zeros_like", [](auto t) { return &FillLike<decltype(t), true>; });
   RegisterCudaFloat(r, "sum", [](auto t) { return &Sum<decltype(t)>; });
   RegisterCudaFloat(r, "mean", [](auto t) { return &Mean<decltype(t)>; });
   RegisterCudaFloat(r, "mean_grad", [](auto t) { return &MeanGrad<decltype(t)>; });
-  RegisterCudaFloat(r, "sgd", [](auto t) { return &Sgd<decltype(t)>; });
 }
 
 }  // namespace rill::math::cuda

@@ -264,6 +264,17 @@ TEST_F(MathForward, CrossEntropyLabelOutOfRange) {
   EXPECT_NE(Run().find("Label[0] = 5 is not a class in [0, 2)"), std::string::npos);
 }
 
+TEST_F(MathForward, CrossEntropyShapeErrors) {
+  Set<float>("p", {2, 2}, {0.5, 0.5, 0.5, 0.5});
+  Set<int64_t>("label", {3, 1}, {0, 1, 0});
+  Set<float>("soft", {2, 3}, {1, 0, 0, 1, 0, 0});
+  Op("cross_entropy").Input("X", "p").Input("Label", "label").Output("Y", "y");
+  EXPECT_NE(Run().find("Label must hold one class index per row of X (2), got [3, 1]"), std::string::npos);
+  pb_ = core::ProgramBuilder();
+  Op("cross_entropy").Input("X", "p").Input("Label", "soft").Output("Y", "y").Attr("soft_label", true);
+  EXPECT_NE(Run().find("soft Label must be shaped like X [2, 2], got [2, 3]"), std::string::npos);
+}
+
 // ---- random ------------------------------------------------------------------------------------------------
 
 TEST_F(MathForward, SeededRandomIsReproducibleAndInRange) {

@@ -33,6 +33,32 @@ inline size_t NormalizeAxis(int64_t axis, size_t rank, const char* what = "axis"
   return static_cast<size_t>(axis < 0 ? axis + r : axis);
 }
 
+// cross_entropy's shape contract, for the CPU and CUDA kernels alike: X [..., D] holds
+// probabilities, Label holds one class per row (hard) or is shaped like X (soft), and Y
+// is [..., 1].
+struct CrossEntropyShape {
+  int64_t rows = 0, classes = 0;
+  std::vector<int64_t> out_dims;
+};
+
+inline CrossEntropyShape CheckCrossEntropy(const std::vector<int64_t>& x, const std::vector<int64_t>& label,
+                                           bool soft_label) {
+  if (x.size() < 2) throw Error("X must be [N, D] probabilities, got " + DimsString(x));
+  CrossEntropyShape s;
+  s.classes = x.back();
+  s.rows = Product(x, 0, x.size() - 1);
+  s.out_dims.assign(x.begin(), x.end() - 1);
+  s.out_dims.push_back(1);
+  if (soft_label && label != x) {
+    throw Error("soft Label must be shaped like X " + DimsString(x) + ", got " + DimsString(label));
+  }
+  if (!soft_label && Product(label, 0, label.size()) != s.rows) {
+    throw Error("Label must hold one class index per row of X (" + std::to_string(s.rows) + "), got " +
+                DimsString(label));
+  }
+  return s;
+}
+
 }  // namespace rill::math
 
 #endif  // RILL_PLUGINS_MATH_SHAPE_H_

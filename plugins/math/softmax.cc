@@ -36,17 +36,14 @@ template <class T>
 void CrossEntropy(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor label = ctx.Input("Label");
-  const std::vector<int64_t> d = x.dims();
-  if (d.size() < 2) throw Error("X must be [N, D] probabilities, got " + DimsString(d));
-  const int64_t classes = d.back(), rows = x.numel() / classes;
-  std::vector<int64_t> out_dims(d.begin(), d.end() - 1);
-  out_dims.push_back(1);
+  const bool soft = ctx.Attr<bool>("soft_label");
+  const CrossEntropyShape shape = CheckCrossEntropy(x.dims(), label.dims(), soft);
+  const int64_t rows = shape.rows, classes = shape.classes;
   const T* px = x.data<T>();
   std::vector<T> loss(static_cast<size_t>(rows));
   // Keeps log() finite for a probability that underflowed to 0 (Fluid's kApproInf guard).
   const auto safe_log = [](T p) { return std::log(std::max(p, std::numeric_limits<T>::min())); };
-  if (ctx.Attr<bool>("soft_label")) {
-    if (label.dims() != d) throw Error("soft Label must be shaped like X " + DimsString(d) + ", got " + DimsString(label.dims()));
+  if (soft) {
     const T* pl = label.data<T>();
     for (int64_t i = 0; i < rows; ++i) {
       T sum = 0;
@@ -54,10 +51,6 @@ void CrossEntropy(KernelContext& ctx) {
       loss[i] = sum;
     }
   } else {
-    if (label.numel() != rows) {
-      throw Error("Label must hold one class index per row of X (" + std::to_string(rows) + "), got " +
-                  DimsString(label.dims()));
-    }
     const int64_t ignore = ctx.Attr<int64_t>("ignore_index");
     const int64_t* pl = label.data<int64_t>();
     for (int64_t i = 0; i < rows; ++i) {
@@ -69,7 +62,7 @@ void CrossEntropy(KernelContext& ctx) {
       loss[i] = -safe_log(px[i * classes + pl[i]]);
     }
   }
-  T* po = ctx.Output("Y").Allocate<T>(out_dims);
+  T* po = ctx.Output("Y").Allocate<T>(shape.out_dims);
   std::copy(loss.begin(), loss.end(), po);
 }
 

@@ -109,18 +109,14 @@ void CrossEntropy(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   Tensor label = ctx.Input("Label");
-  const std::vector<int64_t> d = x.dims();
-  if (d.size() < 2) throw Error("X must be [N, D] probabilities, got " + DimsString(d));
-  const int64_t classes = d.back(), rows = x.numel() / classes;
-  std::vector<int64_t> out_dims(d.begin(), d.end() - 1);
-  out_dims.push_back(1);
+  const bool soft = ctx.Attr<bool>("soft_label");
+  const CrossEntropyShape shape = CheckCrossEntropy(x.dims(), label.dims(), soft);
+  const int64_t rows = shape.rows, classes = shape.classes;
   Tensor y = ctx.Output("Y");
-  T* py = AllocateOnDevice<T>(ctx, y, out_dims);
-  if (ctx.Attr<bool>("soft_label")) {
-    if (label.dims() != d) throw Error("soft Label must be shaped like X " + DimsString(d));
+  T* py = AllocateOnDevice<T>(ctx, y, shape.out_dims);
+  if (soft) {
     CrossEntropySoft<T><<<Blocks(rows), kThreads>>>(x.data<T>(), label.data<T>(), py, rows, classes);
   } else {
-    if (label.numel() != rows) throw Error("Label must hold one class index per row of X (" + std::to_string(rows) + ")");
     CrossEntropyHard<T><<<Blocks(rows), kThreads>>>(x.data<T>(), label.data<int64_t>(), py, rows, classes,
                                                     ctx.Attr<int64_t>("ignore_index"));
   }

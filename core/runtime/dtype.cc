@@ -29,17 +29,5 @@ std::string DataTypeName(int32_t dtype) {
   return name != "unknown" ? name : "dtype(" + std::to_string(dtype) + ")";
 }
 
-int32_t DataTypeFromName(const std::string& n) {
-  if (n == "bool") return RILL_BOOL;
-  if (n == "int16") return RILL_INT16;
-  if (n == "int32" || n == "int") return RILL_INT32;
-  if (n == "int64") return RILL_INT64;
-  if (n == "fp16" || n == "float16") return RILL_FP16;
-  if (n == "fp32" || n == "float32" || n == "float") return RILL_FP32;
-  if (n == "fp64" || n == "float64" || n == "double") return RILL_FP64;
-  if (n == "uint8") return RILL_UINT8;
-  if (n == "int8") return RILL_INT8;
-  return -1;
-}
 
 }  // namespace rill::core

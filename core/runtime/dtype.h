@@ -12,8 +12,6 @@ namespace rill::core {
 size_t DataTypeSize(int32_t dtype);
 // "fp32", "int64", ...; "dtype(N)" for an unknown number.
 std::string DataTypeName(int32_t dtype);
-// Inverse of DataTypeName, also accepting "float32"/"float64"/"int"/"float"; -1 if unknown.
-int32_t DataTypeFromName(const std::string& name);
 bool IsTensorDataType(int32_t dtype);
 
 }  // namespace rill::core

@@ -36,13 +36,6 @@ Variable* Scope::FindVar(const std::string& name) const {
   return nullptr;
 }
 
-const Scope* Scope::FindScopeOf(const std::string& name) const {
-  for (const Scope* s = this; s != nullptr; s = s->parent_.get()) {
-    if (s->FindLocalVar(name) != nullptr) return s;
-  }
-  return nullptr;
-}
-
 Scope* Scope::root() {
   Scope* s = this;
   while (s->parent_) s = s->parent_.get();

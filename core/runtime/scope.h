@@ -35,8 +35,6 @@ class Scope : public std::enable_shared_from_this<Scope> {
   // Finds `name` here or in an ancestor; nullptr if absent.
   Variable* FindVar(const std::string& name) const;
   Variable* FindLocalVar(const std::string& name) const;
-  // The scope where FindVar would find `name`; nullptr if absent.
-  const Scope* FindScopeOf(const std::string& name) const;
 
   const std::shared_ptr<Scope>& parent() const { return parent_; }
   Scope* root();

@@ -29,5 +29,4 @@ std::string DataTypeName(int32_t dtype) {
   return name != "unknown" ? name : "dtype(" + std::to_string(dtype) + ")";
 }
 
-
 }  // namespace rill::core

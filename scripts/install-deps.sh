@@ -6,11 +6,13 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   # core
-  libboost-dev libprotobuf-dev protobuf-compiler libspdlog-dev libfmt-dev
+  libboost-dev libboost-context-dev libprotobuf-dev protobuf-compiler libspdlog-dev libfmt-dev
   # math plugin
   libeigen3-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev python3
+  # the CSP benchmarks' peer: the same benchmarks in Go
+  golang-go
   # out-of-tree plugin test: a different compiler and standard library from the host's
   clang libc++-dev libc++abi-dev
   # distribution plugins (gRPC, Open MPI)

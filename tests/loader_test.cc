@@ -31,11 +31,15 @@ void ExpectContains(const std::string& text, const std::string& needle) {
 TEST(Loader, LoadsShippedPluginsAndBuiltins) {
   Registry registry;
   const auto plugins = LoadPlugins(registry, LoadOptions{{kPlugins}, {}, {}});
-  ASSERT_EQ(plugins.size(), test::kWithCuda ? 3u : 2u);
+  ASSERT_EQ(plugins.size(), test::kWithCuda ? 4u : 3u);
   EXPECT_EQ(plugins[0].name, "core");
-  EXPECT_EQ(plugins[1].name, "math");
-  if (test::kWithCuda) EXPECT_EQ(plugins[2].name, "math_cuda");
-  EXPECT_EQ(plugins[1].abi_version, RILL_ABI_VERSION);
+  EXPECT_EQ(plugins[1].name, "csp");
+  EXPECT_EQ(plugins[2].name, "math");
+  if (test::kWithCuda) {
+    EXPECT_EQ(plugins[3].name, "math_cuda");
+  }
+  EXPECT_EQ(plugins[2].abi_version, RILL_ABI_VERSION);
+  EXPECT_EQ(registry.FindOp("select")->plugin, "csp");
   EXPECT_EQ(registry.FindOp("while")->plugin, "core");
   EXPECT_EQ(registry.FindOp("increment")->plugin, "math");
 }

@@ -16,7 +16,7 @@ core::Registry& ShippedRegistry();
 // Whether this build ships the CUDA plugin (math_cuda), and what that changes in messages:
 // the loaded-plugin list, and the CUDA kernels listed after the CPU ones.
 inline constexpr bool kWithCuda = RILL_TEST_WITH_CUDA;
-inline const char* LoadedPlugins() { return kWithCuda ? "core, math, math_cuda" : "core, math"; }
+inline const char* LoadedPlugins() { return kWithCuda ? "core, csp, math, math_cuda" : "core, csp, math"; }
 inline std::string WithCudaKernels(const std::string& cpu_kernels) {
   return kWithCuda ? cpu_kernels + ", CUDA/fp32, CUDA/fp64" : cpu_kernels;
 }

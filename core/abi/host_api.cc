@@ -12,12 +12,13 @@
 #include "core/registry/attribute.h"
 #include "core/runtime/executor.h"
 #include "core/runtime/kernel_context.h"
+#include "core/tasks/scheduler.h"
 
-// Version 1 of the table is frozen: these offsets may never change. A new version appends
-// fields after `scope_var` and pins them the same way.
+// Shipped versions of the table are frozen: these offsets may never change. A new version
+// appends fields after the last one and pins them the same way.
 #define RILL_PIN(field, index)                                                                \
   static_assert(offsetof(RillHostApi, field) == 8 + (index) * sizeof(void*),                   \
-                "RillHostApi v1 layout changed: " #field)
+                "RillHostApi layout changed: " #field)
 static_assert(offsetof(RillHostApi, abi_version) == 0, "RillHostApi v1 layout changed");
 static_assert(offsetof(RillHostApi, struct_size) == 4, "RillHostApi v1 layout changed");
 RILL_PIN(status_create, 0);
@@ -77,7 +78,14 @@ RILL_PIN(scope_retain, 53);
 RILL_PIN(scope_release, 54);
 RILL_PIN(scope_find_var, 55);
 RILL_PIN(scope_var, 56);
-static_assert(sizeof(RillHostApi) == 8 + 57 * sizeof(void*), "RillHostApi v1 size changed");
+// Version 2.
+RILL_PIN(task_current, 57);
+RILL_PIN(task_park, 58);
+RILL_PIN(task_unpark, 59);
+RILL_PIN(task_go, 60);
+RILL_PIN(var_new, 61);
+RILL_PIN(var_delete, 62);
+static_assert(sizeof(RillHostApi) == 8 + 63 * sizeof(void*), "RillHostApi v2 size changed");
 #undef RILL_PIN
 
 namespace rill::core {
@@ -415,6 +423,27 @@ RillVariable* ScopeVar(RillScope* s, const char* name) {
   return (s && s->scope && name) ? reinterpret_cast<RillVariable*>(s->scope->Var(name)) : nullptr;
 }
 
+// ---- tasks (v2) ----------------------------------------------------------------------------
+
+RillTask* TaskCurrent() { return CurrentParkable(); }
+RillStatus* TaskPark(RillKernelContext* ctx, const char* what, void (*unlock)(void*), void* arg) {
+  if (!unlock) return NullArg("task_park");
+  return ParkCurrent(ctx ? ctx->op : nullptr, what, unlock, arg);
+}
+void TaskUnpark(RillTask* task) {
+  if (task) task->Unpark();
+}
+RillStatus* TaskGo(RillKernelContext* ctx, int32_t block_idx, RillScope* scope) {
+  if (!ctx || !scope || !scope->scope) return NullArg("task_go");
+  return StatusFromCall([&] {
+    Executor* executor = ctx->executor;
+    executor->CheckBlock(block_idx);
+    SpawnTask([executor, block_idx, s = scope->scope] { executor->Run(block_idx, s); }, ctx->op);
+  });
+}
+RillVariable* VarNew() { return reinterpret_cast<RillVariable*>(new Variable()); }
+void VarDelete(RillVariable* v) { delete V(v); }
+
 const RillHostApi kTable = {
     RILL_ABI_VERSION, sizeof(RillHostApi),
     StatusCreate, StatusCode, StatusMessage, StatusRelease,
@@ -428,6 +457,7 @@ const RillHostApi kTable = {
     TensorInfo, TensorDtype, TensorNdim, TensorDims, TensorNumel, TensorDeviceType, TensorDeviceId, TensorData,
     TensorAllocate, TensorLodLevels, TensorLodLevel, TensorSetLodLevel,
     ScopeNewChild, ScopeRetain, ScopeRelease, ScopeFindVar, ScopeVar,
+    TaskCurrent, TaskPark, TaskUnpark, TaskGo, VarNew, VarDelete,
 };
 
 }  // namespace

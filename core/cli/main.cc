@@ -23,6 +23,7 @@
 #include "core/registry/registry.h"
 #include "core/runtime/dtype.h"
 #include "core/runtime/executor.h"
+#include "core/tasks/scheduler.h"
 
 namespace rill::core {
 namespace {
@@ -39,6 +40,8 @@ Commands:
       --print-every K  also print the fetched variables every K iterations
       --device DEV     run kernels on DEV where the op has one: cpu (default) or cuda[:N];
                        other ops run on the CPU, tensors move between them as needed
+      --workers N      threads that run the program's tasks (the main block and go
+                       blocks); default: one per CPU
   check PROGRAM      validate only; lists every problem found
   convert PROGRAM -o OUT
                      write PROGRAM as text (OUT ends in .pbtxt/.txt) or binary (otherwise)
@@ -69,7 +72,7 @@ struct Args {
   std::vector<std::string> positional;
   std::vector<std::string> plugin_dirs, plugin_files, enable, fetch, feed;
   std::vector<std::string> parameters;
-  std::string save_dir, output, loss, sgd, startup, iterations = "1", print_every = "0", device = "cpu",
+  std::string save_dir, output, loss, sgd, startup, iterations = "1", print_every = "0", device = "cpu", workers = "0",
               log_level = "warn";
   bool help = false, version = false;
 };
@@ -82,7 +85,8 @@ Args Parse(int argc, char** argv) {
   const std::map<std::string, std::string*> single = {
       {"--save", &a.save_dir}, {"-o", &a.output}, {"--log-level", &a.log_level},
       {"--loss", &a.loss},     {"--sgd", &a.sgd},  {"--startup", &a.startup},
-      {"--iterations", &a.iterations}, {"--print-every", &a.print_every}, {"--device", &a.device}};
+      {"--iterations", &a.iterations}, {"--print-every", &a.print_every}, {"--device", &a.device},
+      {"--workers", &a.workers}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -208,19 +212,24 @@ int CmdRun(const Args& a, const Registry& registry) {
     }
     *scope->Var(feed.substr(0, eq))->GetMutableTensor() = ReadNpy(feed.substr(eq + 1));
   }
-  if (startup) {
-    Executor init(registry, startup);
-    init.set_place(place);
-    init.Run(0, scope);
-  }
+  SchedulerOptions tasks;
+  tasks.workers = static_cast<int>(PositiveCount("--workers", a.workers, true));
   Executor executor(registry, program);
   executor.set_place(place);
-  for (int64_t i = 1; i <= iterations; ++i) {
-    executor.Run(0, scope);
-    if (print_every > 0 && i % print_every == 0 && i != iterations) {
-      PrintFetched(a.fetch, *scope, "[iteration " + std::to_string(i) + "] ");
+  // The whole run is the main task: go blocks still running when it ends are stopped.
+  RunTasks(tasks, [&] {
+    if (startup) {
+      Executor init(registry, startup);
+      init.set_place(place);
+      init.Run(0, scope);
     }
-  }
+    for (int64_t i = 1; i <= iterations; ++i) {
+      executor.Run(0, scope);
+      if (print_every > 0 && i % print_every == 0 && i != iterations) {
+        PrintFetched(a.fetch, *scope, "[iteration " + std::to_string(i) + "] ");
+      }
+    }
+  });
   PrintFetched(a.fetch, *scope, iterations > 1 && print_every > 0 ? "[iteration " + std::to_string(iterations) + "] " : "");
   if (!a.save_dir.empty()) {
     std::filesystem::create_directories(a.save_dir);

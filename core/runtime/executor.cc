@@ -7,6 +7,7 @@
 #include "core/runtime/device.h"
 #include "core/runtime/dtype.h"
 #include "core/runtime/kernel_context.h"
+#include "core/tasks/scheduler.h"
 
 namespace rill::core {
 
@@ -130,12 +131,16 @@ Executor::~Executor() {
   for (auto& p : prepared_) delete p.load();
 }
 
-Executor::PreparedBlock& Executor::Prepare(int32_t block_idx) {
+void Executor::CheckBlock(int32_t block_idx) const {
   if (block_idx < 0 || block_idx >= static_cast<int32_t>(prepared_.size())) {
     throw Error("block " + std::to_string(block_idx) + " does not exist (program has " +
                     std::to_string(prepared_.size()) + " blocks)",
                 RILL_OUT_OF_RANGE);
   }
+}
+
+Executor::PreparedBlock& Executor::Prepare(int32_t block_idx) {
+  CheckBlock(block_idx);
   if (PreparedBlock* p = prepared_[block_idx].load(std::memory_order_acquire)) return *p;
   std::lock_guard lock(prepare_mu_);
   if (PreparedBlock* p = prepared_[block_idx].load(std::memory_order_acquire)) return *p;
@@ -230,6 +235,7 @@ void Executor::Run(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
     RillKernelContext ctx{&op->info, frame.data(), &block.names, &scope_handle, this, 0};
     KernelInstance* k = op->last.load(std::memory_order_acquire);
     try {
+      ThrowIfTaskCancelled();
       const auto [device, dtype] = KernelKey(*op, ctx, place_.device_type);
       if (k == nullptr || k->dtype != dtype || k->device != device) {
         k = ChooseKernel(registry_, *op, device, dtype);

@@ -13,6 +13,7 @@
 //    executor's place when the op has a kernel for it there, else the CPU. Input tensors
 //    on another device than the kernel's are moved to it (in their variables, so a
 //    parameter moves once and stays) before the kernel runs.
+//  - Run inside a task (core/tasks) stops between ops once the task's run is cancelled.
 //  - Any failure throws Error naming block, op index, op type, its variables and the
 //    kernel's message; errors from nested blocks keep the whole chain.
 #ifndef RILL_CORE_RUNTIME_EXECUTOR_H_
@@ -37,6 +38,8 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   void Run(int32_t block_idx, const std::shared_ptr<Scope>& scope);
+  // Throws Error(OUT_OF_RANGE) unless the program has block `block_idx`.
+  void CheckBlock(int32_t block_idx) const;
   // Where kernels run when they can (default: the CPU). Throws if no plugin drives the
   // device or it is not present.
   void set_place(Place place);

@@ -53,6 +53,8 @@ void Variable::CopyFrom(const Variable& src) {
     value_ = SelectedRows{s->rows, s->height, s->value.DeepCopy()};
   } else if (std::holds_alternative<std::monostate>(src.value_)) {
     value_ = std::monostate{};
+  } else if (const auto* c = std::get_if<CustomValue>(&src.value_); c->type()->copy != nullptr) {
+    value_ = CustomValue(c->type(), c->type()->copy(c->value()));
   } else {
     throw Error("cannot copy a variable holding " + src.KindName() + " (move it instead)");
   }

@@ -20,6 +20,7 @@ struct CustomType {
   std::string plugin;
   void (*destroy)(void* value) = nullptr;
   void (*describe)(const void* value, char* buf, size_t cap) = nullptr;
+  void* (*copy)(const void* value) = nullptr;  // null: not copyable
 };
 
 // Owns one value of a CustomType.
@@ -58,7 +59,7 @@ class Variable {
   void SetCustom(const CustomType* type, void* value);
   // Moves `src`'s value here, leaving `src` empty.
   void MoveFrom(Variable& src);
-  // Deep-copies tensors and selected rows; custom values cannot be copied.
+  // Deep-copies tensors and selected rows; custom values through their type's copy.
   void CopyFrom(const Variable& src);
   void Clear() { value_ = std::monostate{}; }
 

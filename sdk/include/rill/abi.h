@@ -37,8 +37,9 @@
 extern "C" {
 #endif
 
-/* The ABI version this header declares. Version 1 is the first shipped version. */
-#define RILL_ABI_VERSION 1u
+/* The ABI version this header declares. Version 1 is the first shipped version; version 2
+ * adds tasks (go blocks, park/unpark), plugin-owned variables and copyable custom types. */
+#define RILL_ABI_VERSION 2u
 
 /* Name of the single exported entry point. */
 #define RILL_ENTRY_POINT_NAME "RillGetPlugin"
@@ -128,6 +129,7 @@ typedef struct RillKernelContext RillKernelContext; /* one kernel invocation */
 typedef struct RillVariable RillVariable;           /* a variable in a scope */
 typedef struct RillTensor RillTensor;               /* a (LoD)tensor held by a variable */
 typedef struct RillScope RillScope;                 /* a scope; owned handles are released */
+typedef struct RillTask RillTask; /* v2: a task (or a thread outside the scheduler) to wake */
 
 /* A tensor's description in one call (tensor_info). The caller sets `struct_size` to the
  * size it was compiled with; the host fills only the fields that size covers. `dims` and
@@ -228,6 +230,10 @@ typedef struct RillVarTypeDef {
   /* Writes a one-line human description (NUL-terminated, truncated to `cap`) for
    * printing; may be NULL. */
   void (*describe)(const void* value, char* buf, size_t cap);
+  /* v2. Returns a new value equal to `value` for the host's variable copy (`assign`); a
+   * reference type (a channel) returns a new reference to the same object. NULL: values
+   * of this type cannot be copied, only moved. */
+  void* (*copy)(const void* value);
 } RillVarTypeDef;
 
 /* A device type a plugin drives (CUDA, say): how the host counts, allocates and copies
@@ -368,6 +374,34 @@ typedef struct RillHostApi {
   /* Finds `name` in this scope only, creating it if absent. */
   RillVariable* (*scope_var)(RillScope* scope, const char* name);
   /* ===== End of version 1 ===== */
+
+  /* ===== Version 2: tasks ===== */
+  /* Go blocks run as tasks, M:N over the host's worker threads; a task that waits parks
+   * (its thread runs other tasks) instead of blocking its thread. A thread outside the
+   * scheduler can use the same calls: it parks by blocking.
+   *
+   * task_current: the calling task (or thread). The handle stays valid while the task is
+   * parked, so a waker may keep it in a wait queue until it calls task_unpark.
+   * task_park: parks the caller until task_unpark. `unlock(arg)` is called once the caller
+   * is parked, so a waker that holds the same lock cannot miss it. An unpark that comes
+   * first makes the park return at once, and a park may return early: re-check the
+   * condition under the lock. Returns NULL, or a status when the run is ending (the
+   * main block finished, another task failed, or every task is parked: a deadlock, whose
+   * message lists each parked op); then undo the wait and return that status. `ctx` (may
+   * be NULL) and `what` ("on channel 'c' (recv)") describe the wait in deadlock reports
+   * and must stay valid while parked.
+   * task_go: starts block `block_idx` of ctx's program as a new task running in `scope`;
+   * the task keeps the scope (and its ancestors) alive until it ends. Fails outside the
+   * scheduler and once the run is ending. */
+  RillTask* (*task_current)(void);
+  RillStatus* (*task_park)(RillKernelContext* ctx, const char* what, void (*unlock)(void*),
+                           void* arg);
+  void (*task_unpark)(RillTask* task);
+  RillStatus* (*task_go)(RillKernelContext* ctx, int32_t block_idx, RillScope* scope);
+  /* Variables owned by the plugin, outside any scope (a channel's buffered values). */
+  RillVariable* (*var_new)(void);
+  void (*var_delete)(RillVariable* var);
+  /* ===== End of version 2 ===== */
 } RillHostApi;
 
 /* ---- The plugin's entry ---------------------------------------------------------------- */

@@ -129,6 +129,17 @@ inline const char* DataTypeName(int32_t dtype) {
   }
 }
 
+// Bytes per element; 0 for a dtype that is not a tensor element type.
+inline size_t DataTypeSize(int32_t dtype) {
+  switch (dtype) {
+    case RILL_BOOL: case RILL_UINT8: case RILL_INT8: return 1;
+    case RILL_INT16: case RILL_FP16: return 2;
+    case RILL_INT32: case RILL_FP32: return 4;
+    case RILL_INT64: case RILL_FP64: case RILL_SIZE_T: return 8;
+    default: return 0;
+  }
+}
+
 // Calls fn(T{}) with T the C++ type of `dtype`; throws for a dtype outside `Ts`.
 template <class... Ts, class F>
 void VisitDataType(int32_t dtype, const char* what, F&& fn) {
@@ -253,6 +264,30 @@ class Variable {
  private:
   RillVariable* v_;
 };
+
+// A variable the plugin owns, outside any scope (ABI v2).
+class OwnedVariable {
+ public:
+  OwnedVariable() : v_(Host().var_new()) {}
+  ~OwnedVariable() { Host().var_delete(v_); }
+  OwnedVariable(const OwnedVariable&) = delete;
+  OwnedVariable& operator=(const OwnedVariable&) = delete;
+  Variable get() const { return Variable(v_); }
+
+ private:
+  RillVariable* v_;
+};
+
+// ---- Tasks (ABI v2) ---------------------------------------------------------------------
+//
+// The calling task (or thread), to be woken later by Unpark; see RillHostApi::task_park
+// for the protocol. Park returns the host's status (NULL: woken) so the caller can undo
+// its wait before throwing it.
+inline RillTask* CurrentTask() { return Host().task_current(); }
+inline void Unpark(RillTask* task) { Host().task_unpark(task); }
+inline RillStatus* Park(RillKernelContext* ctx, const char* what, void (*unlock)(void*), void* arg) {
+  return Host().task_park(ctx, what, unlock, arg);
+}
 
 // A scope handle. Borrowed views come from the context; owned ones (NewChild, Retain)
 // release their reference on destruction and keep the scope chain alive until then.
@@ -459,6 +494,11 @@ class KernelContext {
   void RunBlock(int32_t block_idx, const Scope& scope) {
     Check(Host().ctx_run_block(ctx_, block_idx, scope.handle()));
   }
+  // Starts block `block_idx` as a new task (a go block) in `scope`, which the task keeps
+  // alive until it ends (ABI v2).
+  void Go(int32_t block_idx, const Scope& scope) {
+    Check(Host().task_go(ctx_, block_idx, scope.handle()));
+  }
 
  private:
   Variable VarOrThrow(RillVariable* v, const char* kind, const char* slot, size_t i) {
@@ -651,6 +691,7 @@ RillStatus* CallClassKernel(void* state, RillKernelContext* ctx) {
 }
 template <class K> void DestroyClassKernel(void* state) { delete static_cast<K*>(state); }
 template <class T> void DestroyCustom(void* value) { delete static_cast<T*>(value); }
+template <class T> void* CopyCustom(const void* value) { return new T(*static_cast<const T*>(value)); }
 }  // namespace detail
 
 // Registers what a plugin provides; handed to the plugin's init function.
@@ -699,14 +740,17 @@ class Registrar {
   }
 
   // A variable type of the plugin's own, holding T* values (deleted by the host's call to
-  // the generated destroy). `describe` may be null.
+  // the generated destroy). `describe` may be null. With `copyable`, the host copies a
+  // value (`assign`) through T's copy constructor.
   template <class T>
-  void VarType(const char* name, void (*describe)(const void*, char*, size_t) = nullptr) {
+  void VarType(const char* name, void (*describe)(const void*, char*, size_t) = nullptr,
+               bool copyable = false) {
     RillVarTypeDef def{};
     def.struct_size = sizeof(def);
     def.name = name;
     def.destroy = &detail::DestroyCustom<T>;
     def.describe = describe;
+    def.copy = copyable ? &detail::CopyCustom<T> : nullptr;
     Check(Host().register_var_type(reg_, &def));
   }
 
@@ -717,6 +761,12 @@ class Registrar {
 namespace detail {
 template <void (*InitFn)(Registrar&)>
 RillStatus* PluginInit(const RillHostApi* host, RillRegistrar* reg) {
+  if (host->abi_version < RILL_ABI_VERSION || host->struct_size < sizeof(RillHostApi)) {
+    return host->status_create(RILL_FAILED_PRECONDITION,
+                               ("plugin needs a host serving ABI version " +
+                                std::to_string(RILL_ABI_VERSION) + "; this host serves " +
+                                std::to_string(host->abi_version)).c_str());
+  }
   HostSlot() = host;
   return Guard([&] {
     Registrar r(reg);

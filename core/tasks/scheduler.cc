@@ -1,0 +1,586 @@
+// The scheduler behind core/tasks/scheduler.h, after Go's runtime (proc.go):
+//
+//  - Each worker thread has a local run queue and a `runnext` slot. A task made ready by a
+//    task running on worker W goes into W's runnext, so a hand-off (send to a parked
+//    receiver, then park on the reply) runs the partner next on the same thread with no
+//    kernel wake-up. Spawned tasks go to W's local queue. Threads outside the scheduler
+//    put tasks on the global queue.
+//  - An idle worker looks in its runnext, its queue, the global queue, then steals from
+//    other workers' queues; it spins for a while (kSpinFor) before sleeping, stealing a
+//    busy worker's runnext only at the end of the spin. Making work ready wakes a sleeper
+//    only when no worker is spinning.
+//  - Task states: RUNNING, NOTIFIED (running, an unpark is pending: the next park returns
+//    at once) and PARKED. RUNNING -> PARKED happens on the worker after the task is off
+//    its stack and after its unlock callback ran; PARKED -> RUNNING only in Unpark, which
+//    then queues the task. So a task is queued at most once and never runs on two threads.
+//  - counts_ packs (live tasks << 32 | parked tasks) in one word: the update that makes
+//    parked == live > 0 is the moment every task waits on another and none runs. That is
+//    checked again against every task's state under tasks_mu_ before a deadlock is
+//    declared (a thread outside the scheduler may have just unparked one).
+#include "core/tasks/scheduler.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/context/fiber.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/abi/status.h"
+#include "core/errors.h"
+#include "core/runtime/op_instance.h"
+#include "core/tasks/stack_pool.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define RILL_ASAN 1
+#include <sanitizer/asan_interface.h>
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define RILL_TSAN 1
+#include <sanitizer/tsan_interface.h>
+#endif
+
+namespace rill::core {
+namespace {
+
+namespace bctx = boost::context;
+
+constexpr auto kSpinFor = std::chrono::microseconds(50);
+constexpr uint64_t kLiveOne = uint64_t{1} << 32;
+uint32_t LiveOf(uint64_t c) { return static_cast<uint32_t>(c >> 32); }
+uint32_t ParkedOf(uint64_t c) { return static_cast<uint32_t>(c); }
+
+class Scheduler;
+struct Worker;
+
+enum TaskState : int { kRunning = 0, kNotified = 1, kParked = 2 };
+enum class Exit { kPark, kFinish };
+
+// Where a fiber's stack is, for the sanitizers' fiber-switch annotations.
+struct StackBounds {
+  const void* bottom = nullptr;
+  size_t size = 0;
+};
+
+class Task final : public RillTask {
+ public:
+  Task(Scheduler* s, std::function<void()> body, const RillOpInfo* origin, bool is_main, StackPool* pool)
+      : sched(s), body(std::move(body)), origin(origin), is_main(is_main), pool(pool), stack(pool->Allocate()) {}
+  void Unpark() override;
+  void Main();
+  void SwitchToWorker();
+
+  Scheduler* const sched;
+  std::function<void()> body;
+  const RillOpInfo* const origin;  // the go op that started it (null: the main task)
+  const bool is_main;
+  StackPool* const pool;
+  const Stack stack;
+  bctx::fiber fiber;   // the task, while it is not running
+  bctx::fiber caller;  // the worker that runs it, while it runs
+  Worker* worker = nullptr;
+  std::atomic<int> state{kRunning};
+  Exit exit = Exit::kFinish;
+  // The park in progress.
+  void (*unlock)(void*) = nullptr;
+  void* unlock_arg = nullptr;
+  const RillOpInfo* blocked_op = nullptr;
+  const char* blocked_what = nullptr;
+  // Intrusive list of the scheduler's live tasks (tasks_mu_).
+  Task* prev = nullptr;
+  Task* next = nullptr;
+#if RILL_ASAN
+  void* fake_stack = nullptr;
+  StackBounds caller_stack;
+#endif
+#if RILL_TSAN
+  void* tsan_fiber = nullptr;
+#endif
+};
+
+struct Worker {
+  Scheduler* sched = nullptr;
+  size_t index = 0;
+  std::mutex mu;
+  std::deque<Task*> local;
+  std::atomic<Task*> runnext{nullptr};
+  std::thread thread;
+#if RILL_ASAN
+  void* fake_stack = nullptr;
+#endif
+#if RILL_TSAN
+  void* tsan_fiber = nullptr;
+#endif
+};
+
+// Thread-locals are read through noinline functions: a task can resume on another thread,
+// and a compiler may otherwise reuse a thread-local's address across the switch.
+thread_local Task* tls_task = nullptr;
+thread_local Worker* tls_worker = nullptr;
+__attribute__((noinline)) Task* CurrentTask() { return tls_task; }
+__attribute__((noinline)) Worker* CurrentWorker() { return tls_worker; }
+__attribute__((noinline)) void SetCurrent(Worker* w, Task* t) {
+  tls_worker = w;
+  tls_task = t;
+}
+
+// A thread outside any scheduler waiting in ParkCurrent.
+class ThreadParker final : public RillTask {
+ public:
+  void Unpark() override {
+    std::lock_guard lock(mu_);
+    permit_ = true;
+    cv_.notify_one();
+  }
+  void Park(void (*unlock)(void*), void* arg) {
+    std::unique_lock lock(mu_);
+    unlock(arg);
+    cv_.wait(lock, [&] { return permit_; });
+    permit_ = false;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool permit_ = false;
+};
+
+ThreadParker& ThisThreadParker() {
+  static thread_local ThreadParker parker;
+  return parker;
+}
+
+class Scheduler {
+ public:
+  explicit Scheduler(const SchedulerOptions& o)
+      : task_stacks_(o.task_stack_bytes), main_stacks_(o.main_stack_bytes) {
+    int n = o.workers > 0 ? o.workers : static_cast<int>(std::thread::hardware_concurrency());
+    n = std::max(n, 1);
+    for (int i = 0; i < n; ++i) {
+      workers_.push_back(std::make_unique<Worker>());
+      workers_.back()->sched = this;
+      workers_.back()->index = static_cast<size_t>(i);
+    }
+  }
+
+  void Run(std::function<void()> main) {
+    Spawn(std::move(main), nullptr, /*is_main=*/true);
+    for (auto& w : workers_) w->thread = std::thread([this, w = w.get()] { WorkerLoop(w); });
+    {
+      std::unique_lock lock(done_mu_);
+      done_cv_.wait(lock, [&] { return done_; });
+    }
+    {
+      std::lock_guard lock(idle_mu_);
+      stop_.store(true);
+      idle_cv_.notify_all();
+    }
+    for (auto& w : workers_) w->thread.join();
+    if (error_) throw *error_;
+  }
+
+  void Spawn(std::function<void()> body, const RillOpInfo* origin, bool is_main) {
+    if (cancelled_.load(std::memory_order_acquire)) {
+      throw Error("cannot start a go block: " + CancelMessage(), RILL_CANCELLED);
+    }
+    auto* t = new Task(this, std::move(body), origin, is_main, is_main ? &main_stacks_ : &task_stacks_);
+    t->fiber = bctx::fiber(std::allocator_arg, PoolStack{t->stack}, [t](bctx::fiber&& caller) {
+      t->caller = std::move(caller);
+      t->Main();
+      return std::move(t->caller);
+    });
+#if RILL_TSAN
+    t->tsan_fiber = __tsan_create_fiber(0);
+#endif
+    {
+      std::lock_guard lock(tasks_mu_);
+      t->next = tasks_;
+      if (tasks_ != nullptr) tasks_->prev = t;
+      tasks_ = t;
+    }
+    counts_.fetch_add(kLiveOne);
+    Ready(t, /*next=*/false);
+  }
+
+  // Queues a runnable task; see the file comment for where it goes.
+  void Ready(Task* t, bool next) {
+    Worker* w = CurrentWorker();
+    if (w != nullptr && w->sched == this) {
+      if (next) {
+        t = w->runnext.exchange(t, std::memory_order_acq_rel);
+        if (t == nullptr) {
+          WakeIfIdle();
+          return;
+        }
+      }
+      std::lock_guard lock(w->mu);
+      w->local.push_back(t);
+    } else {
+      std::lock_guard lock(global_mu_);
+      global_.push_back(t);
+    }
+    WakeIfIdle();
+  }
+
+  void OnUnparked() { counts_.fetch_sub(1, std::memory_order_acq_rel); }
+
+  void Finished(Task* t) {
+    {
+      std::lock_guard lock(tasks_mu_);
+      if (t->prev != nullptr) t->prev->next = t->next;
+      else tasks_ = t->next;
+      if (t->next != nullptr) t->next->prev = t->prev;
+    }
+#if RILL_TSAN
+    __tsan_destroy_fiber(t->tsan_fiber);
+#endif
+    t->pool->Release(t->stack);
+    delete t;
+    const uint64_t c = counts_.fetch_sub(kLiveOne, std::memory_order_acq_rel) - kLiveOne;
+    if (LiveOf(c) == 0) {
+      std::lock_guard lock(done_mu_);
+      done_ = true;
+      done_cv_.notify_all();
+    } else if (ParkedOf(c) == LiveOf(c)) {
+      MaybeDeadlock();
+    }
+  }
+
+  // Records the run's first error and cancels every task.
+  void Fail(const Error& e) {
+    {
+      std::lock_guard lock(error_mu_);
+      if (!error_) error_ = e;
+    }
+    Cancel(e.what(), e.code());
+  }
+
+  void Cancel(const std::string& message, int32_t code) {
+    {
+      std::lock_guard lock(error_mu_);
+      if (cancelled_.load()) return;
+      cancel_message_ = message;
+      cancel_code_ = code;
+      cancelled_.store(true, std::memory_order_release);
+    }
+    std::lock_guard lock(tasks_mu_);
+    for (Task* t = tasks_; t != nullptr; t = t->next) t->Unpark();
+  }
+
+  bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  std::string CancelMessage() {
+    std::lock_guard lock(error_mu_);
+    return cancel_message_;
+  }
+  RillStatus* CancelStatus() {
+    std::lock_guard lock(error_mu_);
+    return new RillStatus{cancel_code_, cancel_message_};
+  }
+
+ private:
+  struct PoolStack {
+    Stack s;
+    bctx::stack_context allocate() {
+      bctx::stack_context sc;
+      sc.size = s.size;
+      sc.sp = static_cast<char*>(s.base) + s.size;
+      return sc;
+    }
+    void deallocate(bctx::stack_context&) noexcept {}  // the pool takes it back in Finished
+  };
+
+  void WakeIfIdle() {
+    if (sleepers_.load() > 0 && spinners_.load() == 0) {
+      std::lock_guard lock(idle_mu_);
+      idle_cv_.notify_one();
+    }
+  }
+
+  Task* PopLocal(Worker* w) {
+    if (Task* t = w->runnext.exchange(nullptr, std::memory_order_acq_rel)) return t;
+    std::lock_guard lock(w->mu);
+    if (w->local.empty()) return nullptr;
+    Task* t = w->local.front();
+    w->local.pop_front();
+    return t;
+  }
+
+  Task* PopGlobal() {
+    std::lock_guard lock(global_mu_);
+    if (global_.empty()) return nullptr;
+    Task* t = global_.front();
+    global_.pop_front();
+    return t;
+  }
+
+  // Takes half of another worker's queue (the rest of it goes to w's own queue).
+  Task* Steal(Worker* w, bool runnext_too) {
+    const size_t n = workers_.size();
+    const size_t start = w->index;
+    for (size_t k = 1; k < n; ++k) {
+      Worker* v = workers_[(start + k) % n].get();
+      std::vector<Task*> got;
+      {
+        std::lock_guard lock(v->mu);
+        const size_t take = (v->local.size() + 1) / 2;
+        for (size_t i = 0; i < take; ++i) {
+          got.push_back(v->local.back());
+          v->local.pop_back();
+        }
+      }
+      if (got.empty() && runnext_too) {
+        if (Task* t = v->runnext.exchange(nullptr, std::memory_order_acq_rel)) return t;
+      }
+      if (got.empty()) continue;
+      if (got.size() > 1) {
+        std::lock_guard lock(w->mu);
+        w->local.insert(w->local.end(), got.begin() + 1, got.end());
+      }
+      return got.front();
+    }
+    return nullptr;
+  }
+
+  Task* TryFind(Worker* w, bool runnext_too) {
+    if (Task* t = PopLocal(w)) return t;
+    if (Task* t = PopGlobal()) return t;
+    return Steal(w, runnext_too);
+  }
+
+  bool AnyWork() {
+    {
+      std::lock_guard lock(global_mu_);
+      if (!global_.empty()) return true;
+    }
+    for (auto& w : workers_) {
+      if (w->runnext.load() != nullptr) return true;
+      std::lock_guard lock(w->mu);
+      if (!w->local.empty()) return true;
+    }
+    return false;
+  }
+
+  Task* FindWork(Worker* w) {
+    for (;;) {
+      if (Task* t = TryFind(w, false)) return t;
+      spinners_.fetch_add(1);
+      const auto until = std::chrono::steady_clock::now() + kSpinFor;
+      Task* found = nullptr;
+      while (found == nullptr && !stop_.load(std::memory_order_relaxed)) {
+        const bool last = std::chrono::steady_clock::now() >= until;
+        found = TryFind(w, last);
+        if (last) break;
+        std::this_thread::yield();
+      }
+      spinners_.fetch_sub(1);
+      if (found != nullptr) {
+        WakeIfIdle();  // there may be more: let a sleeper look
+        return found;
+      }
+      std::unique_lock lock(idle_mu_);
+      if (stop_.load()) return nullptr;
+      sleepers_.fetch_add(1);
+      if (!AnyWork()) idle_cv_.wait(lock);
+      sleepers_.fetch_sub(1);
+      if (stop_.load()) return nullptr;
+    }
+  }
+
+  void WorkerLoop(Worker* w) {
+#if RILL_TSAN
+    w->tsan_fiber = __tsan_get_current_fiber();
+#endif
+    while (Task* t = FindWork(w)) RunTask(w, t);
+  }
+
+  void RunTask(Worker* w, Task* t) {
+    t->worker = w;
+    SetCurrent(w, t);
+#if RILL_ASAN
+    __sanitizer_start_switch_fiber(&w->fake_stack, t->stack.base, t->stack.size);
+#endif
+#if RILL_TSAN
+    __tsan_switch_to_fiber(t->tsan_fiber, 0);
+#endif
+    t->fiber = std::move(t->fiber).resume();
+#if RILL_ASAN
+    __sanitizer_finish_switch_fiber(w->fake_stack, nullptr, nullptr);
+#endif
+    SetCurrent(w, nullptr);
+    if (t->exit == Exit::kFinish) {
+      Finished(t);
+      return;
+    }
+    // Park: the task is off its stack; let wakers in, then commit unless one came.
+    // Counted before the state changes, so an Unpark (which uncounts after it) never
+    // takes the count below zero; checked after, so the last task to park sees it.
+    t->unlock(t->unlock_arg);
+    counts_.fetch_add(1, std::memory_order_acq_rel);
+    int expected = kRunning;
+    if (t->state.compare_exchange_strong(expected, kParked, std::memory_order_acq_rel)) {
+      const uint64_t c = counts_.load(std::memory_order_acquire);
+      if (ParkedOf(c) == LiveOf(c)) MaybeDeadlock();
+    } else {
+      counts_.fetch_sub(1, std::memory_order_acq_rel);
+      t->state.store(kRunning, std::memory_order_release);  // consume the pending unpark
+      Ready(t, /*next=*/true);
+    }
+  }
+
+  void MaybeDeadlock() {
+    std::string report;
+    size_t n = 0;
+    {
+      std::lock_guard lock(tasks_mu_);
+      for (Task* t = tasks_; t != nullptr; t = t->next) {
+        if (t->state.load(std::memory_order_acquire) != kParked) return;  // someone is awake
+        ++n;
+        if (n > 20) continue;
+        report += n == 1 ? "" : "; ";
+        report += t->is_main ? "main: " : "go block (started by " + t->origin->Where() + "): ";
+        report += t->blocked_op != nullptr ? t->blocked_op->Where() : std::string("?");
+        if (t->blocked_what != nullptr) report += std::string(" ") + t->blocked_what;
+      }
+    }
+    if (n == 0 || cancelled()) return;
+    if (n > 20) report += "; and " + std::to_string(n - 20) + " more";
+    Fail(Error("deadlock: all " + std::to_string(n) + " tasks are blocked: " + report,
+               RILL_FAILED_PRECONDITION));
+  }
+
+  StackPool task_stacks_, main_stacks_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::mutex global_mu_;
+  std::deque<Task*> global_;
+  std::mutex idle_mu_;
+  std::condition_variable idle_cv_;
+  std::atomic<int> sleepers_{0}, spinners_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> counts_{0};
+  std::mutex tasks_mu_;
+  Task* tasks_ = nullptr;
+  std::mutex error_mu_;
+  std::optional<Error> error_;
+  std::atomic<bool> cancelled_{false};
+  std::string cancel_message_;
+  int32_t cancel_code_ = RILL_CANCELLED;
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+};
+
+void Task::Unpark() {
+  int s = state.load(std::memory_order_acquire);
+  for (;;) {
+    if (s == kNotified) return;
+    if (s == kRunning) {
+      if (state.compare_exchange_weak(s, kNotified, std::memory_order_acq_rel)) return;
+    } else if (state.compare_exchange_weak(s, kRunning, std::memory_order_acq_rel)) {
+      sched->OnUnparked();
+      sched->Ready(this, /*next=*/true);
+      return;
+    }
+  }
+}
+
+void Task::SwitchToWorker() {
+#if RILL_ASAN
+  __sanitizer_start_switch_fiber(exit == Exit::kFinish ? nullptr : &fake_stack, caller_stack.bottom,
+                                 caller_stack.size);
+#endif
+#if RILL_TSAN
+  __tsan_switch_to_fiber(worker->tsan_fiber, 0);
+#endif
+  caller = std::move(caller).resume();
+#if RILL_ASAN
+  __sanitizer_finish_switch_fiber(fake_stack, &caller_stack.bottom, &caller_stack.size);
+#endif
+}
+
+void Task::Main() {
+#if RILL_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &caller_stack.bottom, &caller_stack.size);
+#endif
+  if (!sched->cancelled()) {
+    try {
+      body();
+    } catch (const Error& e) {
+      if (is_main || !sched->cancelled()) {
+        sched->Fail(is_main ? e : Error("go block started by " + origin->Where() + " failed: " + e.what(), e.code()));
+      }
+    } catch (const std::exception& e) {
+      sched->Fail(Error(std::string("unexpected exception in a task: ") + e.what(), RILL_INTERNAL));
+    }
+  }
+  body = nullptr;  // drops captured scopes here, on the task's own stack
+  if (is_main) sched->Cancel("the main block ended", RILL_CANCELLED);
+  exit = Exit::kFinish;
+#if RILL_ASAN
+  __sanitizer_start_switch_fiber(nullptr, caller_stack.bottom, caller_stack.size);
+#endif
+#if RILL_TSAN
+  __tsan_switch_to_fiber(worker->tsan_fiber, 0);
+#endif
+}
+
+}  // namespace
+
+void RunTasks(const SchedulerOptions& options, std::function<void()> main) {
+  Scheduler s(options);
+  s.Run(std::move(main));
+}
+
+RillTask* CurrentParkable() {
+  if (Task* t = CurrentTask()) return t;
+  return &ThisThreadParker();
+}
+
+bool InTask() { return CurrentTask() != nullptr; }
+
+RillStatus* ParkCurrent(const RillOpInfo* op, const char* what, void (*unlock)(void*), void* arg) {
+  Task* t = CurrentTask();
+  if (t == nullptr) {
+    ThisThreadParker().Park(unlock, arg);
+    return nullptr;
+  }
+  int notified = kNotified;
+  if (t->state.compare_exchange_strong(notified, kRunning, std::memory_order_acq_rel)) {
+    unlock(arg);  // an unpark came first: do not sleep
+  } else {
+    t->blocked_op = op;
+    t->blocked_what = what;
+    t->unlock = unlock;
+    t->unlock_arg = arg;
+    t->exit = Exit::kPark;
+    t->SwitchToWorker();
+    t->blocked_op = nullptr;
+    t->blocked_what = nullptr;
+  }
+  return t->sched->cancelled() ? t->sched->CancelStatus() : nullptr;
+}
+
+void SpawnTask(std::function<void()> body, const RillOpInfo* origin) {
+  Task* t = CurrentTask();
+  if (t == nullptr) {
+    throw Error("go needs the task scheduler: run the program with `rill run` (or inside "
+                "rill::core::RunTasks)", RILL_FAILED_PRECONDITION);
+  }
+  t->sched->Spawn(std::move(body), origin, /*is_main=*/false);
+}
+
+void ThrowIfTaskCancelled() {
+  Task* t = CurrentTask();
+  if (t != nullptr && t->sched->cancelled()) {
+    throw Error(t->sched->CancelMessage(), RILL_CANCELLED);
+  }
+}
+
+}  // namespace rill::core

@@ -1,0 +1,67 @@
+// core/tasks/scheduler.h — go blocks as user-space tasks, M:N over a few worker threads.
+//
+// Contract:
+//  - RunTasks(options, main) runs `main` as the main task on `options.workers` threads and
+//    returns when it and every task spawned under it have ended. When the main task ends,
+//    tasks still running are cancelled (parked ones wake with a CANCELLED status, running
+//    ones stop at their next op) and waited for, so nothing outlives the call.
+//  - A task parks only through ParkCurrent(); Unpark() makes it runnable again. Park and
+//    unpark follow LockSupport's permit rule: an unpark that comes before the park makes
+//    the park return at once, and a park may return without its condition holding, so
+//    callers re-check it under their own lock.
+//  - When every live task is parked in ParkCurrent (nobody is left to wake them), the run
+//    has deadlocked: each parked task wakes with a FAILED_PRECONDITION status whose
+//    message lists every blocked op, and RunTasks throws that error.
+//  - RunTasks throws the run's first error: the main task's, a go task's (which cancels
+//    the rest) or the deadlock.
+//  - A thread outside any scheduler may park too (it blocks on a condition variable); it
+//    is not counted for deadlock detection.
+#ifndef RILL_CORE_TASKS_SCHEDULER_H_
+#define RILL_CORE_TASKS_SCHEDULER_H_
+
+#include <cstddef>
+#include <functional>
+
+#include "rill/abi.h"
+
+// Something parked that Unpark() wakes: a task, or a thread outside any scheduler.
+struct RillTask {
+  virtual void Unpark() = 0;
+
+ protected:
+  ~RillTask() = default;
+};
+
+namespace rill::core {
+
+struct SchedulerOptions {
+  int workers = 0;                          // 0: one per hardware thread
+  size_t task_stack_bytes = 256 * 1024;     // go tasks (virtual; touched pages only)
+  size_t main_stack_bytes = 8 * 1024 * 1024;
+};
+
+void RunTasks(const SchedulerOptions& options, std::function<void()> main);
+
+// The running task or this thread's parker; never null.
+RillTask* CurrentParkable();
+
+// True inside a task of a running scheduler.
+bool InTask();
+
+// Parks the caller until unparked. `unlock(arg)` runs once the caller is off its stack
+// (so a waker that takes the same lock cannot miss it). `op` and `what` describe the wait
+// in deadlock reports and must stay valid while parked. Returns NULL, or the run's
+// cancellation / deadlock status (owned by the caller).
+RillStatus* ParkCurrent(const RillOpInfo* op, const char* what, void (*unlock)(void*), void* arg);
+
+// Starts `body` as a new task of the caller's scheduler; `origin` (the go op) names it in
+// reports. Throws Error outside a task or once the run is ending.
+void SpawnTask(std::function<void()> body, const RillOpInfo* origin);
+
+// Throws Error(CANCELLED) if the calling task's run is being cancelled; the executor calls
+// it between ops.
+void ThrowIfTaskCancelled();
+
+}  // namespace rill::core
+
+#endif  // RILL_CORE_TASKS_SCHEDULER_H_

@@ -1,0 +1,271 @@
+#include "channel.h"
+
+#include <cstring>
+
+namespace rill::csp {
+namespace {
+
+constexpr int32_t kLodTensor = 7;
+constexpr int32_t kChannel = 16;
+constexpr int64_t kMaxCapacity = int64_t{1} << 24;
+
+std::atomic<uint64_t> g_next_id{1};
+
+void UnlockMutex(void* mu) { static_cast<std::mutex*>(mu)->unlock(); }
+
+bool IsTensorDtype(int32_t t) { return (t >= RILL_BOOL && t <= RILL_FP64) || (t >= RILL_SIZE_T && t <= RILL_INT8); }
+
+// Moves or copies `from` into `to`; a null `to` (a receive that keeps nothing) drops it.
+void Transfer(RillVariable* to, RillVariable* from, bool copy) {
+  if (to == nullptr) {
+    if (!copy) OwnedVariable().get().MoveFrom(Variable(from));
+    return;
+  }
+  if (copy) {
+    Variable(to).CopyFrom(Variable(from));
+  } else {
+    Variable(to).MoveFrom(Variable(from));
+  }
+}
+
+// Completes waiter `w` (taken from a queue) and records it as its select's winner.
+void Complete(Waiter* w, bool ok) {
+  w->ok = ok;
+  w->done = true;
+  if (w->select != nullptr) w->select->winner = w;
+}
+
+}  // namespace
+
+// ---- WaitQueue ------------------------------------------------------------------------------
+
+void WaitQueue::Push(Waiter* w) {
+  w->next = nullptr;
+  w->prev = tail_;
+  if (tail_ != nullptr) tail_->next = w;
+  else head_ = w;
+  tail_ = w;
+  w->queued = true;
+}
+
+void WaitQueue::Remove(Waiter* w) {
+  if (!w->queued) return;
+  if (w->prev != nullptr) w->prev->next = w->next;
+  else head_ = w->next;
+  if (w->next != nullptr) w->next->prev = w->prev;
+  else tail_ = w->prev;
+  w->prev = w->next = nullptr;
+  w->queued = false;
+}
+
+Waiter* WaitQueue::Pop() {
+  while (Waiter* w = head_) {
+    Remove(w);
+    if (w->select == nullptr || w->select->Claim()) return w;
+    // Another case of that select already won: drop this stale waiter.
+  }
+  return nullptr;
+}
+
+// ---- Channel --------------------------------------------------------------------------------
+
+Channel::Channel(int32_t data_type, int64_t capacity)
+    : data_type_(data_type), capacity_(capacity), id_(g_next_id.fetch_add(1)) {
+  if (data_type != kLodTensor && data_type != kChannel && !IsTensorDtype(data_type)) {
+    throw Error("channel data_type " + std::to_string(data_type) +
+                " is not supported: use LOD_TENSOR (7), a tensor element type (BOOL 0 ... FP64 6, "
+                "UINT8 20, INT8 21) or CHANNEL (16)");
+  }
+  if (capacity < 0 || capacity > kMaxCapacity) {
+    throw Error("channel capacity " + std::to_string(capacity) + " is out of range [0, " +
+                std::to_string(kMaxCapacity) + "]", RILL_OUT_OF_RANGE);
+  }
+  buf_.reserve(static_cast<size_t>(capacity));
+  for (int64_t i = 0; i < capacity; ++i) buf_.push_back(std::make_unique<OwnedVariable>());
+}
+
+Channel::~Channel() = default;
+
+void Channel::CheckElement(Variable v) const {
+  if (!v.initialized()) throw Error("the value to send holds nothing (was it moved by an earlier send?)");
+  if (data_type_ == kChannel) {
+    void* out = nullptr;
+    if (RillStatus* st = Host().var_get_custom(v.handle(), kChannelType, &out)) {
+      Host().status_release(st);
+      throw Error("this channel carries channels; the value to send holds " + v.Describe());
+    }
+    return;
+  }
+  RillTensor* t = nullptr;
+  if (RillStatus* st = Host().var_tensor(v.handle(), &t)) {
+    Host().status_release(st);
+    throw Error("this channel carries tensors; the value to send holds " + v.Describe());
+  }
+  const int32_t dtype = Host().tensor_dtype(t);
+  if (data_type_ != kLodTensor && dtype != data_type_) {
+    throw Error(std::string("this channel carries ") + DataTypeName(data_type_) + " tensors; the value is " +
+                DataTypeName(dtype));
+  }
+}
+
+bool Channel::TrySendLocked(Variable src, bool copy, RillTask** wake) {
+  if (Waiter* r = recvq_.Pop()) {  // a receiver is waiting, so the buffer is empty
+    Transfer(r->var, src.handle(), copy);
+    Complete(r, true);
+    *wake = r->task;
+    return true;
+  }
+  if (count_ < static_cast<size_t>(capacity_)) {
+    const size_t tail = (head_ + count_) % static_cast<size_t>(capacity_);
+    Transfer(buf_[tail]->get().handle(), src.handle(), copy);
+    ++count_;
+    return true;
+  }
+  return false;
+}
+
+bool Channel::TryRecvLocked(Variable dst, bool* ok, RillTask** wake) {
+  if (Waiter* s = sendq_.Pop()) {  // a sender is waiting, so the buffer is full (or cap 0)
+    if (capacity_ == 0) {
+      Transfer(dst.handle(), s->var, s->copy);
+    } else {
+      // Take the oldest value; the sender's goes in at the tail, which is the slot just
+      // freed since the buffer was full.
+      Transfer(dst.handle(), buf_[head_]->get().handle(), false);
+      Transfer(buf_[head_]->get().handle(), s->var, s->copy);
+      head_ = (head_ + 1) % static_cast<size_t>(capacity_);
+    }
+    Complete(s, true);
+    *wake = s->task;
+    *ok = true;
+    return true;
+  }
+  if (count_ > 0) {
+    Transfer(dst.handle(), buf_[head_]->get().handle(), false);
+    head_ = (head_ + 1) % static_cast<size_t>(capacity_);
+    --count_;
+    *ok = true;
+    return true;
+  }
+  if (closed_) {
+    *ok = false;
+    return true;
+  }
+  return false;
+}
+
+void Channel::Send(Variable src, bool copy, RillKernelContext* ctx, const char* what) {
+  CheckElement(src);
+  std::unique_lock lock(mu_);
+  if (closed_) throw Error("send on a closed channel", RILL_FAILED_PRECONDITION);
+  RillTask* wake = nullptr;
+  if (TrySendLocked(src, copy, &wake)) {
+    if (wake != nullptr) Unpark(wake);  // under the lock: the waiter cannot be gone yet
+    return;
+  }
+  Waiter w;
+  w.task = CurrentTask();
+  w.var = src.handle();
+  w.copy = copy;
+  sendq_.Push(&w);
+  for (;;) {
+    lock.release();  // Park's unlock callback releases it once this task is parked
+    RillStatus* st = Park(ctx, what, &UnlockMutex, &mu_);
+    lock = std::unique_lock(mu_);
+    if (w.done) {
+      if (st != nullptr) Host().status_release(st);
+      break;
+    }
+    if (st != nullptr) {
+      sendq_.Remove(&w);
+      lock.unlock();
+      Check(st);
+    }
+  }
+  if (!w.ok) throw Error("send on a closed channel (it was closed while the send waited)", RILL_FAILED_PRECONDITION);
+}
+
+bool Channel::Recv(Variable dst, RillKernelContext* ctx, const char* what) {
+  std::unique_lock lock(mu_);
+  bool ok = false;
+  RillTask* wake = nullptr;
+  if (!TryRecvLocked(dst, &ok, &wake)) {
+    Waiter w;
+    w.task = CurrentTask();
+    w.var = dst.handle();
+    recvq_.Push(&w);
+    for (;;) {
+      lock.release();
+      RillStatus* st = Park(ctx, what, &UnlockMutex, &mu_);
+      lock = std::unique_lock(mu_);
+      if (w.done) {
+        if (st != nullptr) Host().status_release(st);
+        break;
+      }
+      if (st != nullptr) {
+        recvq_.Remove(&w);
+        lock.unlock();
+        Check(st);
+      }
+    }
+    ok = w.ok;
+  } else if (wake != nullptr) {
+    Unpark(wake);
+  }
+  lock.unlock();
+  if (!ok) SetZeroValue(dst);
+  return ok;
+}
+
+void Channel::Close() {
+  std::lock_guard lock(mu_);
+  if (closed_) throw Error("close of a closed channel", RILL_FAILED_PRECONDITION);
+  closed_ = true;
+  while (Waiter* r = recvq_.Pop()) {
+    Complete(r, false);
+    Unpark(r->task);
+  }
+  while (Waiter* s = sendq_.Pop()) {
+    Complete(s, false);
+    Unpark(s->task);
+  }
+}
+
+std::string Channel::Describe() {
+  std::lock_guard lock(mu_);
+  return "channel of " +
+         std::string(data_type_ == kLodTensor ? "LOD_TENSOR"
+                     : data_type_ == kChannel ? "CHANNEL"
+                                              : DataTypeName(data_type_)) +
+         ", capacity " + std::to_string(capacity_) + ", " + std::to_string(count_) + " buffered, " +
+         (closed_ ? "closed" : "open");
+}
+
+std::shared_ptr<Channel> ChannelOf(Variable v, const std::string& name) {
+  void* out = nullptr;
+  if (RillStatus* st = Host().var_get_custom(v.handle(), kChannelType, &out)) {
+    Host().status_release(st);
+    if (!v.initialized()) {
+      throw Error("channel '" + name + "' was never created (run channel_create first)", RILL_FAILED_PRECONDITION);
+    }
+    throw Error("'" + name + "' is not a channel: it holds " + v.Describe());
+  }
+  return static_cast<ChannelRef*>(out)->channel;
+}
+
+void SetZeroValue(Variable v) {
+  if (!v || !v.initialized()) return;
+  RillTensor* t = nullptr;
+  if (RillStatus* st = Host().var_tensor(v.handle(), &t)) {  // not a tensor: the zero value is empty
+    Host().status_release(st);
+    v.MoveFrom(OwnedVariable().get());
+    return;
+  }
+  Tensor tensor(t);
+  const std::vector<int64_t> dims = tensor.dims();
+  const int32_t dtype = tensor.dtype();
+  void* data = tensor.Allocate(dtype, dims.data(), dims.size(), RILL_CPU, 0);
+  std::memset(data, 0, static_cast<size_t>(tensor.numel()) * DataTypeSize(dtype));
+}
+
+}  // namespace rill::csp

@@ -1,0 +1,133 @@
+// plugins/csp/channel.h — Go's channels over Rill variables.
+//
+// Contract (the Go specification's, with values being whole variables):
+//  - Capacity 0: a send and a receive rendezvous; the value goes straight from the
+//    sender's variable into the receiver's. Capacity n > 0: a FIFO buffer of n values;
+//    a send blocks only when it is full, a receive only when it is empty.
+//  - Values are moved (the sender's variable is left empty) unless the send asks to copy.
+//  - Close wakes every waiter: blocked receivers get "closed" (Recv returns false), blocked
+//    senders fail. Values buffered before the close are still received; after that a
+//    receive returns false at once. Send on a closed channel and closing twice fail.
+//  - Waiting parks the task through the host (rill::Park), not the thread.
+//  - Every method is safe from any task or thread.
+//
+// Invariants (as in Go's runtime/chan.go), all under mu_:
+//  - sendq_ non-empty implies the buffer is full (or cap 0); recvq_ non-empty implies the
+//    buffer is empty. Never both queues non-empty.
+//  - A waiter that belongs to a select is taken from a queue only after claiming its
+//    select (Select::Claim), so exactly one of a select's cases completes.
+//  - Channels are locked one at a time, except by select, which locks them in increasing
+//    id() order; so no two lockers can deadlock.
+#ifndef RILL_PLUGINS_CSP_CHANNEL_H_
+#define RILL_PLUGINS_CSP_CHANNEL_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "rill/sdk.hpp"
+
+namespace rill::csp {
+
+class Channel;
+
+// The state a select's waiters share: the first counterpart to claim it wins.
+struct SelectGroup {
+  std::atomic<bool> claimed{false};
+  struct Waiter* winner = nullptr;  // written by the claimant under the winner's channel lock
+  bool Claim() { return !claimed.exchange(true, std::memory_order_acq_rel); }
+};
+
+// A task waiting in a queue (Go's sudog). Lives on the waiting task's stack.
+struct Waiter {
+  RillTask* task = nullptr;
+  RillVariable* var = nullptr;  // send: the value to take; recv: where to put it (may be null)
+  bool copy = false;            // send: copy the value instead of moving it
+  bool done = false;            // set by the counterpart, under the channel lock
+  bool ok = false;              // recv: a value arrived (false: closed); send: delivered
+  SelectGroup* select = nullptr;
+  int case_index = -1;
+  bool queued = false;  // in a WaitQueue now
+  Waiter* prev = nullptr;
+  Waiter* next = nullptr;
+};
+
+// FIFO of waiters (intrusive).
+class WaitQueue {
+ public:
+  bool empty() const { return head_ == nullptr; }
+  void Push(Waiter* w);
+  void Remove(Waiter* w);
+  // The first waiter that can still be taken (claiming its select, if any); nullptr if none.
+  Waiter* Pop();
+
+ private:
+  Waiter* head_ = nullptr;
+  Waiter* tail_ = nullptr;
+};
+
+class Channel {
+ public:
+  // `data_type` is a framework.proto VarType.Type: LOD_TENSOR (any tensor), a tensor
+  // element type (BOOL ... INT8: a tensor of that dtype) or CHANNEL.
+  Channel(int32_t data_type, int64_t capacity);
+  ~Channel();
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  // Blocks until `src`'s value is delivered or buffered. Throws Error on a closed channel
+  // or when the task's run is ending. `ctx` and `what` describe the wait (deadlock report).
+  void Send(Variable src, bool copy, RillKernelContext* ctx, const char* what);
+  // Blocks until a value is moved into `dst` (returns true) or the channel is closed and
+  // drained (returns false; `dst` is set to its zero value). Throws when the run is ending.
+  bool Recv(Variable dst, RillKernelContext* ctx, const char* what);
+  void Close();
+
+  // Throws Error unless `v` holds a value this channel carries.
+  void CheckElement(Variable v) const;
+  uint64_t id() const { return id_; }
+  int32_t data_type() const { return data_type_; }
+  int64_t capacity() const { return capacity_; }
+  std::string Describe();
+
+ private:
+  friend class Selector;
+
+  // Each of these runs with mu_ held and says whether the operation completed.
+  bool TrySendLocked(Variable src, bool copy, RillTask** wake);
+  bool TryRecvLocked(Variable dst, bool* ok, RillTask** wake);
+  void Lock() { mu_.lock(); }
+  void Unlock() { mu_.unlock(); }
+
+  const int32_t data_type_;
+  const int64_t capacity_;
+  const uint64_t id_;
+  std::mutex mu_;
+  bool closed_ = false;
+  std::vector<std::unique_ptr<OwnedVariable>> buf_;  // ring of capacity_ slots
+  size_t head_ = 0;   // next to receive
+  size_t count_ = 0;  // values buffered
+  WaitQueue sendq_, recvq_;
+};
+
+// What a variable of type "csp.channel" holds: a reference to a channel, so that copying
+// the variable (assign, or binding it into a go block) shares the channel, as in Go.
+struct ChannelRef {
+  std::shared_ptr<Channel> channel;
+};
+constexpr const char* kChannelType = "csp.channel";
+
+// The channel variable `v` refers to; throws a clear Error if it holds none. `name` is the
+// variable's name, for the message.
+std::shared_ptr<Channel> ChannelOf(Variable v, const std::string& name);
+
+// Sets `v` to its zero value after a receive from a closed channel: a tensor keeps its
+// dtype and shape with every element zero; an empty variable stays empty.
+void SetZeroValue(Variable v);
+
+}  // namespace rill::csp
+
+#endif  // RILL_PLUGINS_CSP_CHANNEL_H_

@@ -1,0 +1,52 @@
+// go: runs sub_block as a new task (a go block), concurrently with the rest of the program.
+//
+// The block runs in a new child scope of the go op's scope, so it sees every enclosing
+// scope's variables, and the task keeps those scopes alive until it ends (no "must be in
+// the global scope" rule). Variables named in X that hold channels are bound into the
+// child scope when the go op runs, the way Go evaluates `go f(ch)`'s arguments at the go
+// statement: reassigning the outer variable later (a daisy chain's `left = right`) does not
+// change the channel the block uses. Everything else is shared by reference.
+#include "channel.h"
+#include "ops.h"
+
+namespace rill::csp {
+namespace {
+
+class Go {
+ public:
+  explicit Go(const OpInfo& op) : block_(op.BlockAttr("sub_block")), captured_(op.InputNames("X")) {}
+  void Compute(KernelContext& ctx) {
+    Scope parent = ctx.scope();
+    Scope child = parent.NewChild();
+    for (const std::string& name : captured_) {
+      Variable v = parent.FindVar(name);
+      void* ref = nullptr;
+      if (!v) continue;
+      if (RillStatus* st = Host().var_get_custom(v.handle(), kChannelType, &ref)) {
+        Host().status_release(st);  // not a channel: shared by reference
+        continue;
+      }
+      child.Var(name).CopyFrom(v);
+    }
+    ctx.Go(block_, child);
+  }
+
+ private:
+  const int32_t block_;
+  const std::vector<std::string> captured_;
+};
+
+}  // namespace
+
+void RegisterGo(Registrar& r) {
+  r.Op(OpSchema("go")
+           .Doc("Starts sub_block as a new task in a child scope of this op's scope and returns at "
+                "once. Channels named in X are bound when the go op runs; other variables are "
+                "shared. The task keeps its scopes alive; when the main block ends, go blocks "
+                "still running are stopped.")
+           .Input("X", "variables the block uses from enclosing scopes", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+           .RequiredAttr("sub_block", RILL_ATTR_BLOCK, "the block to run as a task"));
+  r.StatefulKernel<Go>("go", RILL_CPU, RILL_ANY_DTYPE);
+}
+
+}  // namespace rill::csp

@@ -1,0 +1,34 @@
+// plugins/csp/select.h — Go's select over channels.
+//
+// Contract (the Go specification's select statement):
+//  - Among the cases that can proceed now, one is chosen uniformly at random; a receive
+//    from a closed channel can always proceed (it yields the zero value). With none ready,
+//    the default case runs if there is one; otherwise the task parks until one can
+//    proceed, and exactly one case completes.
+//  - A send case on a closed channel fails the select, as a send would.
+//  - Channels are locked in increasing id order, each once, so selects and single
+//    operations never deadlock on locks.
+#ifndef RILL_PLUGINS_CSP_SELECT_H_
+#define RILL_PLUGINS_CSP_SELECT_H_
+
+#include <memory>
+#include <vector>
+
+#include "channel.h"
+
+namespace rill::csp {
+
+struct SelectCase {
+  enum Kind { kDefault = 0, kSend = 1, kRecv = 2 };
+  Kind kind = kDefault;
+  std::shared_ptr<Channel> channel;  // send and receive cases
+  RillVariable* var = nullptr;       // send: the value (moved); receive: where it goes
+};
+
+// Runs the select; returns the position in `cases` of the case that ran. Throws Error for
+// a send on a closed channel, or when the task's run is ending.
+size_t RunSelect(const std::vector<SelectCase>& cases, RillKernelContext* ctx, const char* what);
+
+}  // namespace rill::csp
+
+#endif  // RILL_PLUGINS_CSP_SELECT_H_

@@ -9,6 +9,13 @@ OpBuilder& OpBuilder::Input(const std::string& slot, std::initializer_list<std::
   return *this;
 }
 
+OpBuilder& OpBuilder::Input(const std::string& slot, const std::vector<std::string>& names) {
+  auto* var = op_->add_inputs();
+  var->set_parameter(slot);
+  for (const auto& n : names) var->add_arguments(n);
+  return *this;
+}
+
 OpBuilder& OpBuilder::Output(const std::string& slot, std::initializer_list<std::string> names) {
   auto* var = op_->add_outputs();
   var->set_parameter(slot);

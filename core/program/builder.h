@@ -29,6 +29,7 @@ class OpBuilder {
   explicit OpBuilder(proto::OpDesc* op) : op_(op) {}
   OpBuilder& Input(const std::string& slot, std::initializer_list<std::string> names);
   OpBuilder& Input(const std::string& slot, const std::string& name) { return Input(slot, {name}); }
+  OpBuilder& Input(const std::string& slot, const std::vector<std::string>& names);
   OpBuilder& Output(const std::string& slot, std::initializer_list<std::string> names);
   OpBuilder& Output(const std::string& slot, const std::string& name) { return Output(slot, {name}); }
   OpBuilder& Attr(const std::string& name, int32_t v);

@@ -13,10 +13,11 @@
 //    at once) and PARKED. RUNNING -> PARKED happens on the worker after the task is off
 //    its stack and after its unlock callback ran; PARKED -> RUNNING only in Unpark, which
 //    then queues the task. So a task is queued at most once and never runs on two threads.
-//  - counts_ packs (live tasks << 32 | parked tasks) in one word: the update that makes
-//    parked == live > 0 is the moment every task waits on another and none runs. That is
-//    checked again against every task's state under tasks_mu_ before a deadlock is
-//    declared (a thread outside the scheduler may have just unparked one).
+//  - counts_ packs (live tasks << 32 | parked tasks) in one word. A parking task is
+//    counted before it turns PARKED and an unpark uncounts after, so the count never
+//    exceeds the parked tasks; it is read after each park commits and each task ends,
+//    and parked == live > 0 means every task waits on another. That is confirmed against
+//    every task's state under tasks_mu_ before a deadlock is declared.
 #include "core/tasks/scheduler.h"
 
 #include <pthread.h>
@@ -445,9 +446,9 @@ class Scheduler {
         ++n;
         if (n > 20) continue;
         report += n == 1 ? "" : "; ";
-        report += t->is_main ? "main: " : "go block (started by " + t->origin->Where() + "): ";
-        report += t->blocked_op != nullptr ? t->blocked_op->Where() : std::string("?");
-        if (t->blocked_what != nullptr) report += std::string(" ") + t->blocked_what;
+        report += t->is_main ? "main: " : t->origin ? "go block (started by " + t->origin->Where() + "): " : "task: ";
+        if (t->blocked_op != nullptr) report += t->blocked_op->Where() + " ";
+        report += t->blocked_what != nullptr ? t->blocked_what : "parked";
       }
     }
     if (n == 0 || cancelled()) return;
@@ -514,7 +515,9 @@ void Task::Main() {
       body();
     } catch (const Error& e) {
       if (is_main || !sched->cancelled()) {
-        sched->Fail(is_main ? e : Error("go block started by " + origin->Where() + " failed: " + e.what(), e.code()));
+        sched->Fail(is_main || origin == nullptr
+                        ? e
+                        : Error("go block started by " + origin->Where() + " failed: " + e.what(), e.code()));
       }
     } catch (const std::exception& e) {
       sched->Fail(Error(std::string("unexpected exception in a task: ") + e.what(), RILL_INTERNAL));

@@ -1,0 +1,378 @@
+// Go's channel and select semantics, rule by rule, on the csp plugin's channels driven
+// directly (host table in-process) from tasks of the core scheduler.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "channel.h"
+#include "core/abi/host_api.h"
+#include "core/errors.h"
+#include "core/runtime/variable.h"
+#include "core/tasks/scheduler.h"
+#include "select.h"
+
+namespace rill::csp {
+namespace {
+
+using namespace std::chrono_literals;
+using core::RunTasks;
+
+constexpr int32_t kLodTensor = 7;
+
+class ChannelTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ::rill::detail::HostSlot() = core::HostApiTable(); }
+};
+
+rill::Variable V(core::Variable& v) { return rill::Variable(reinterpret_cast<RillVariable*>(&v)); }
+
+void SetInt(core::Variable& v, int64_t x) { *static_cast<int64_t*>(v.GetMutableTensor()->Allocate(RILL_INT64, {1})) = x; }
+int64_t IntOf(const core::Variable& v) { return *v.GetTensor()->data_as<int64_t>(); }
+
+void RunMain(const std::function<void()>& main, int workers = 2) {
+  core::SchedulerOptions o;
+  o.workers = workers;
+  RunTasks(o, main);
+}
+void Go(std::function<void()> body) { core::SpawnTask(std::move(body), nullptr); }
+
+void SendInt(Channel& ch, int64_t x) {
+  core::Variable v;
+  SetInt(v, x);
+  ch.Send(V(v), false, nullptr, "test send");
+}
+// Receives; returns the value, or -1 when the channel is closed and drained.
+int64_t RecvInt(Channel& ch) {
+  core::Variable v;
+  return ch.Recv(V(v), nullptr, "test recv") ? IntOf(v) : -1;
+}
+
+std::string ErrorOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_F(ChannelTest, UnbufferedSendWaitsForItsReceiverAndMovesTheValue) {
+  std::atomic<bool> sent{false};
+  core::Variable value;
+  RunMain([&] {
+    auto ch = std::make_shared<Channel>(kLodTensor, 0);
+    SetInt(value, 42);
+    Go([&, ch] {
+      ch->Send(V(value), false, nullptr, "send");
+      sent = true;
+    });
+    std::this_thread::sleep_for(50ms);  // the sender runs on the other worker meanwhile
+    EXPECT_FALSE(sent.load()) << "an unbuffered send completed with no receiver";
+    EXPECT_EQ(RecvInt(*ch), 42);
+  });
+  EXPECT_TRUE(sent.load());
+  EXPECT_FALSE(value.initialized()) << "the sent variable should have been moved";
+}
+
+TEST_F(ChannelTest, CopyLeavesTheSentVariableAsItWas) {
+  RunMain([] {
+    Channel ch(kLodTensor, 1);
+    core::Variable v;
+    SetInt(v, 7);
+    ch.Send(V(v), true, nullptr, "send");
+    EXPECT_EQ(IntOf(v), 7);
+    EXPECT_EQ(RecvInt(ch), 7);
+  });
+}
+
+TEST_F(ChannelTest, BufferedIsFifoAndBlocksOnlyWhenFull) {
+  std::atomic<bool> fourth_sent{false};
+  RunMain([&] {
+    auto ch = std::make_shared<Channel>(kLodTensor, 3);
+    for (int i = 0; i < 3; ++i) SendInt(*ch, i);  // would deadlock if any blocked
+    Go([&, ch] {
+      SendInt(*ch, 3);
+      fourth_sent = true;
+    });
+    std::this_thread::sleep_for(50ms);
+    EXPECT_FALSE(fourth_sent.load()) << "a send into a full buffer did not block";
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(RecvInt(*ch), i);
+  });
+  EXPECT_TRUE(fourth_sent.load());
+}
+
+TEST_F(ChannelTest, CloseWakesEveryBlockedReceiverAndSender) {
+  std::atomic<int> receivers_closed{0}, senders_failed{0};
+  RunMain([&] {
+    auto empty = std::make_shared<Channel>(kLodTensor, 0);
+    auto full = std::make_shared<Channel>(kLodTensor, 1);
+    auto done = std::make_shared<Channel>(kLodTensor, 10);
+    SendInt(*full, 0);
+    for (int i = 0; i < 3; ++i) {
+      Go([&, empty, done] {
+        if (RecvInt(*empty) == -1) ++receivers_closed;
+        SendInt(*done, 1);
+      });
+      Go([&, full, done] {
+        if (ErrorOf([&] { SendInt(*full, 1); }).find("send on a closed channel") != std::string::npos) ++senders_failed;
+        SendInt(*done, 1);
+      });
+    }
+    std::this_thread::sleep_for(50ms);  // let all six block
+    empty->Close();
+    full->Close();
+    for (int i = 0; i < 6; ++i) RecvInt(*done);
+  });
+  EXPECT_EQ(receivers_closed.load(), 3);
+  EXPECT_EQ(senders_failed.load(), 3);
+}
+
+TEST_F(ChannelTest, ValuesBufferedBeforeCloseAreStillReceivedThenZeroValue) {
+  RunMain([] {
+    Channel ch(kLodTensor, 2);
+    SendInt(ch, 10);
+    SendInt(ch, 20);
+    ch.Close();
+    EXPECT_EQ(RecvInt(ch), 10);
+    EXPECT_EQ(RecvInt(ch), 20);
+    core::Variable out;
+    out.GetMutableTensor()->Allocate(RILL_FP32, {2, 3});
+    for (int i = 0; i < 6; ++i) out.GetMutableTensor()->data_as<float>()[i] = 5.f;
+    EXPECT_FALSE(ch.Recv(V(out), nullptr, "recv"));  // closed and drained: at once
+    const core::Tensor& t = *out.GetTensor();
+    EXPECT_EQ(t.dims(), (std::vector<int64_t>{2, 3}));
+    EXPECT_EQ(t.dtype(), RILL_FP32);
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(t.data_as<float>()[i], 0.f);
+  });
+}
+
+TEST_F(ChannelTest, SendOnClosedAndDoubleCloseAreErrors) {
+  RunMain([] {
+    Channel ch(kLodTensor, 1);
+    ch.Close();
+    EXPECT_EQ(ErrorOf([&] { SendInt(ch, 1); }), "send on a closed channel");
+    EXPECT_EQ(ErrorOf([&] { ch.Close(); }), "close of a closed channel");
+  });
+}
+
+TEST_F(ChannelTest, ElementTypesAreChecked) {
+  RunMain([] {
+    Channel fp32(RILL_FP32, 1);
+    EXPECT_EQ(ErrorOf([&] { SendInt(fp32, 1); }), "this channel carries fp32 tensors; the value is int64");
+    Channel of_channels(16, 1);
+    EXPECT_NE(ErrorOf([&] { SendInt(of_channels, 1); }).find("this channel carries channels"), std::string::npos);
+    core::Variable empty;
+    EXPECT_NE(ErrorOf([&] { fp32.Send(V(empty), false, nullptr, "send"); }).find("holds nothing"), std::string::npos);
+  });
+  EXPECT_NE(ErrorOf([] { Channel bad(8, 0); }).find("data_type 8 is not supported"), std::string::npos);
+  EXPECT_NE(ErrorOf([] { Channel bad(kLodTensor, -1); }).find("capacity -1 is out of range"), std::string::npos);
+}
+
+TEST_F(ChannelTest, AThreadOutsideTheSchedulerCanReceiveFromATask) {
+  auto ch = std::make_shared<Channel>(kLodTensor, 0);
+  int64_t got = 0;
+  std::thread outside([&] { got = RecvInt(*ch); });
+  // Let it block first: a thread outside the scheduler is not counted by deadlock
+  // detection, so a task parked on it alone would look deadlocked.
+  std::this_thread::sleep_for(50ms);
+  RunMain([&] { SendInt(*ch, 5); });
+  outside.join();
+  EXPECT_EQ(got, 5);
+}
+
+// ---- select ----------------------------------------------------------------------------
+
+std::vector<SelectCase> RecvCases(const std::vector<std::shared_ptr<Channel>>& chans, std::vector<core::Variable>& outs) {
+  std::vector<SelectCase> cases;
+  for (size_t i = 0; i < chans.size(); ++i) {
+    cases.push_back(SelectCase{SelectCase::kRecv, chans[i], reinterpret_cast<RillVariable*>(&outs[i])});
+  }
+  return cases;
+}
+
+TEST_F(ChannelTest, SelectChoosesUniformlyAmongReadyCases) {
+  constexpr int kTrials = 30000;
+  constexpr int kCases = 3;
+  std::vector<int> hits(kCases, 0);
+  RunMain([&] {
+    std::vector<std::shared_ptr<Channel>> chans;
+    for (int i = 0; i < kCases; ++i) chans.push_back(std::make_shared<Channel>(kLodTensor, 1));
+    std::vector<core::Variable> outs(kCases);
+    auto cases = RecvCases(chans, outs);
+    cases.push_back(SelectCase{SelectCase::kDefault, nullptr, nullptr});
+    for (auto& c : chans) SendInt(*c, 1);
+    for (int t = 0; t < kTrials; ++t) {
+      const size_t k = RunSelect(cases, nullptr, "select");
+      ASSERT_LT(k, static_cast<size_t>(kCases)) << "default taken while every case was ready";
+      ++hits[k];
+      SendInt(*chans[k], 1);  // ready again
+    }
+  });
+  // Chi-square with 2 degrees of freedom; 13.8 is the 0.1% critical value.
+  const double expected = static_cast<double>(kTrials) / kCases;
+  double chi2 = 0;
+  for (int h : hits) chi2 += (h - expected) * (h - expected) / expected;
+  EXPECT_LT(chi2, 13.8) << hits[0] << " " << hits[1] << " " << hits[2];
+}
+
+TEST_F(ChannelTest, SelectTakesDefaultOnlyWhenNothingIsReady) {
+  RunMain([] {
+    auto a = std::make_shared<Channel>(kLodTensor, 1);
+    auto closed = std::make_shared<Channel>(kLodTensor, 0);
+    std::vector<core::Variable> outs(2);
+    auto cases = RecvCases({a, closed}, outs);
+    cases.insert(cases.begin(), SelectCase{SelectCase::kDefault, nullptr, nullptr});
+    EXPECT_EQ(RunSelect({cases[0], cases[1]}, nullptr, "select"), 0u) << "nothing ready: default";
+    SendInt(*a, 3);
+    EXPECT_EQ(RunSelect({cases[0], cases[1]}, nullptr, "select"), 1u) << "a ready: not default";
+    EXPECT_EQ(IntOf(outs[0]), 3);
+    closed->Close();
+    SetInt(outs[1], 9);
+    EXPECT_EQ(RunSelect({cases[0], cases[2]}, nullptr, "select"), 1u) << "a closed channel is ready";
+    EXPECT_EQ(IntOf(outs[1]), 0) << "receive from closed gives the zero value";
+  });
+}
+
+TEST_F(ChannelTest, SelectSendCaseWinsOverDefaultOnABufferedChannel) {
+  RunMain([] {
+    Channel ch(kLodTensor, 1);
+    core::Variable x;
+    SetInt(x, 8);
+    auto shared = std::shared_ptr<Channel>(&ch, [](Channel*) {});
+    std::vector<SelectCase> cases = {{SelectCase::kSend, shared, reinterpret_cast<RillVariable*>(&x)},
+                                     {SelectCase::kDefault, nullptr, nullptr}};
+    EXPECT_EQ(RunSelect(cases, nullptr, "select"), 0u);
+    EXPECT_EQ(RecvInt(ch), 8);
+  });
+}
+
+TEST_F(ChannelTest, BlockedSelectCompletesExactlyOneCase) {
+  RunMain([] {
+    for (int round = 0; round < 200; ++round) {
+      auto a = std::make_shared<Channel>(kLodTensor, 1);
+      auto b = std::make_shared<Channel>(kLodTensor, 1);
+      std::vector<core::Variable> outs(2);
+      auto cases = RecvCases({a, b}, outs);
+      Go([a, b] {
+        SendInt(*a, 1);
+        SendInt(*b, 2);
+      });
+      const size_t k = RunSelect(cases, nullptr, "select");
+      EXPECT_EQ(IntOf(outs[k]), static_cast<int64_t>(k + 1));
+      // The other value is still there: exactly one case took one value.
+      EXPECT_EQ(RecvInt(k == 0 ? *b : *a), static_cast<int64_t>(k == 0 ? 2 : 1));
+    }
+  });
+}
+
+TEST_F(ChannelTest, SelectsOverTheSameChannelsInOppositeOrderDoNotDeadlock) {
+  constexpr int kRounds = 5000;
+  int64_t done = 0;
+  RunMain([&] {
+    auto a = std::make_shared<Channel>(kLodTensor, 0);
+    auto b = std::make_shared<Channel>(kLodTensor, 0);
+    auto finished = std::make_shared<Channel>(kLodTensor, 2);
+    // Each side offers both directions; every round one of the two pairings happens.
+    const auto side = [&](std::shared_ptr<Channel> first, std::shared_ptr<Channel> second) {
+      for (int i = 0; i < kRounds; ++i) {
+        core::Variable out, x;
+        SetInt(x, i);
+        std::vector<SelectCase> cases = {{SelectCase::kSend, first, reinterpret_cast<RillVariable*>(&x)},
+                                         {SelectCase::kRecv, second, reinterpret_cast<RillVariable*>(&out)}};
+        RunSelect(cases, nullptr, "select");
+      }
+      SendInt(*finished, 1);
+    };
+    Go([=] { side(a, b); });
+    Go([=] { side(b, a); });
+    done = RecvInt(*finished) + RecvInt(*finished);
+  });
+  EXPECT_EQ(done, 2);
+}
+
+// ---- tasks: deadlock, errors, clean end -----------------------------------------------
+
+TEST_F(ChannelTest, ALoneReceiveIsADeadlockNamingTheWait) {
+  const std::string err = ErrorOf([] {
+    RunMain([] {
+      Channel ch(kLodTensor, 0);
+      RecvInt(ch);
+    });
+  });
+  EXPECT_EQ(err, "deadlock: all 1 tasks are blocked: main: test recv");
+}
+
+TEST_F(ChannelTest, TasksWaitingOnEachOtherAreADeadlock) {
+  const std::string err = ErrorOf([] {
+    RunMain([] {
+      auto a = std::make_shared<Channel>(kLodTensor, 0);
+      auto b = std::make_shared<Channel>(kLodTensor, 0);
+      Go([a, b] {
+        RecvInt(*a);
+        SendInt(*b, 1);
+      });
+      RecvInt(*b);
+      SendInt(*a, 1);
+    });
+  });
+  EXPECT_NE(err.find("deadlock: all 2 tasks are blocked"), std::string::npos) << err;
+}
+
+TEST_F(ChannelTest, MainEndingStopsBlockedTasksCleanly) {
+  std::atomic<int> cancelled{0};
+  RunMain([&] {
+    auto never = std::make_shared<Channel>(kLodTensor, 0);
+    for (int i = 0; i < 1000; ++i) {
+      Go([&, never] {
+        if (ErrorOf([&] { RecvInt(*never); }) == "the main block ended") ++cancelled;
+      });
+    }
+    std::this_thread::sleep_for(20ms);
+  });
+  EXPECT_EQ(cancelled.load(), 1000);
+}
+
+TEST_F(ChannelTest, AFailingTaskFailsTheRun) {
+  const std::string err = ErrorOf([] {
+    RunMain([] {
+      auto never = std::make_shared<Channel>(kLodTensor, 0);
+      Go([] { throw Error("boom", RILL_INTERNAL); });
+      RecvInt(*never);  // woken by the failure, not a deadlock
+    });
+  });
+  EXPECT_EQ(err, "boom");
+}
+
+TEST_F(ChannelTest, ManyProducersAndConsumersConserveEveryValue) {
+  constexpr int kProducers = 8, kConsumers = 8, kEach = 2000;
+  std::atomic<int64_t> sum{0}, count{0};
+  RunMain([&] {
+    auto ch = std::make_shared<Channel>(kLodTensor, 16);
+    auto done = std::make_shared<Channel>(kLodTensor, kProducers + kConsumers);
+    for (int p = 0; p < kProducers; ++p) {
+      Go([=] {
+        for (int i = 1; i <= kEach; ++i) SendInt(*ch, i);
+        SendInt(*done, 1);
+      });
+    }
+    for (int c = 0; c < kConsumers; ++c) {
+      Go([&, ch, done] {
+        for (int64_t v; (v = RecvInt(*ch)) != -1;) {
+          sum += v;
+          ++count;
+        }
+        SendInt(*done, 1);
+      });
+    }
+    for (int p = 0; p < kProducers; ++p) RecvInt(*done);
+    ch->Close();
+    for (int c = 0; c < kConsumers; ++c) RecvInt(*done);
+  });
+  EXPECT_EQ(count.load(), int64_t{kProducers} * kEach);
+  EXPECT_EQ(sum.load(), int64_t{kProducers} * kEach * (kEach + 1) / 2);
+}
+
+}  // namespace
+}  // namespace rill::csp

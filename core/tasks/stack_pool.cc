@@ -52,7 +52,7 @@ void StackPool::AddSlab() {
       ++guarded_;
     } else if (!warned_) {
       warned_ = true;
-      spdlog::warn("task stacks past the {}th have no guard page (vm.max_map_count budget)", guarded_);
+      spdlog::info("task stacks past the {}th have no guard page (vm.max_map_count budget)", guarded_);
     }
     free_.push_back(Stack{slot_base + page_, usable_});
   }

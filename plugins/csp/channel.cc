@@ -242,6 +242,7 @@ std::string Channel::Describe() {
 }
 
 std::shared_ptr<Channel> ChannelOf(Variable v, const std::string& name) {
+  if (!v) throw Error("channel '" + name + "' was never created (no such variable)", RILL_FAILED_PRECONDITION);
   void* out = nullptr;
   if (RillStatus* st = Host().var_get_custom(v.handle(), kChannelType, &out)) {
     Host().status_release(st);

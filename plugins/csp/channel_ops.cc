@@ -5,6 +5,9 @@
 namespace rill::csp {
 namespace {
 
+// The Channel input's variable, or a null view if no scope has it (ChannelOf explains).
+Variable ChannelVar(KernelContext& ctx) { return Variable(Host().ctx_input(ctx.handle(), "Channel", 0)); }
+
 void SetStatus(KernelContext& ctx, bool ok) {
   if (ctx.HasOutput("Status")) *ctx.Output("Status").Allocate<bool>({1}) = ok;
 }
@@ -22,7 +25,7 @@ class Send {
         copy_(op.Attr<bool>("copy")),
         what_("sending to channel '" + channel_ + "'") {}
   void Compute(KernelContext& ctx) {
-    ChannelOf(ctx.InputVar("Channel"), channel_)->Send(ctx.InputVar("X"), copy_, ctx.handle(), what_.c_str());
+    ChannelOf(ChannelVar(ctx), channel_)->Send(ctx.InputVar("X"), copy_, ctx.handle(), what_.c_str());
     SetStatus(ctx, true);
   }
 
@@ -37,7 +40,7 @@ class Recv {
   explicit Recv(const OpInfo& op)
       : channel_(op.InputName("Channel")), what_("receiving from channel '" + channel_ + "'") {}
   void Compute(KernelContext& ctx) {
-    const bool ok = ChannelOf(ctx.InputVar("Channel"), channel_)->Recv(ctx.OutputVar("Out"), ctx.handle(), what_.c_str());
+    const bool ok = ChannelOf(ChannelVar(ctx), channel_)->Recv(ctx.OutputVar("Out"), ctx.handle(), what_.c_str());
     SetStatus(ctx, ok);
   }
 
@@ -47,7 +50,7 @@ class Recv {
 };
 
 void Close(KernelContext& ctx) {
-  ChannelOf(ctx.InputVar("Channel"), ctx.op().InputName("Channel"))->Close();
+  ChannelOf(ChannelVar(ctx), ctx.op().InputName("Channel"))->Close();
 }
 
 }  // namespace

@@ -1,0 +1,232 @@
+// Fluid's concurrency scenarios as programs, built with the CSP builder helpers, written
+// to disk and run by the `rill` binary with the shipped plugins.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "core/program/csp_builder.h"
+#include "core/program/program_io.h"
+#include "test_util.h"
+
+namespace rill::core {
+namespace {
+
+using test::RunRill;
+
+const std::string kSource = RILL_SOURCE_DIR;
+
+void Fill(BlockBuilder& b, const std::string& out, int32_t dtype, float value) {
+  b.Op("fill_constant").Output("Out", out).Attr("shape", std::vector<int64_t>{1}).Attr("dtype", dtype).Attr("value", value);
+}
+
+// Writes the program and runs it, fetching `fetch`.
+test::CommandResult RunProgram(const ProgramBuilder& pb, const std::string& name, const std::vector<std::string>& fetch,
+                               const std::vector<std::string>& extra = {}) {
+  const std::string path = test::TempPath(name + ".pbtxt");
+  SaveProgram(pb.Build(), path, ProgramFormat::kText);
+  std::vector<std::string> args = {"run", path};
+  for (const auto& f : fetch) {
+    args.push_back("--fetch");
+    args.push_back(f);
+  }
+  args.insert(args.end(), extra.begin(), extra.end());
+  return RunRill(args);
+}
+
+// Go's daisy chain: n go blocks in a row, each receiving from its right neighbour and
+// sending one more to its left; a last go block starts it with 1. Built with `while`:
+// each step's go block is bound to that step's channels.
+ProgramBuilder DaisyChain(int64_t n) {
+  ProgramBuilder pb;
+  BlockBuilder& main = pb.block(0);
+  MakeChannel(main, "leftmost");
+  main.Op("assign").Input("X", "leftmost").Output("Out", "left");
+  Fill(main, "i", RILL_INT64, 0);
+  Fill(main, "n", RILL_INT64, static_cast<float>(n));
+  main.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "cond");
+  BlockBuilder& step = pb.NewBlock(0);
+  main.Op("while").Input("Condition", "cond").BlockAttr("sub_block", step.idx());
+  {
+    MakeChannel(step, "right");
+    BlockBuilder& whisper = Go(pb, step, {"left", "right"});
+    Fill(whisper, "one", RILL_INT64, 1);
+    ChannelRecv(whisper, "right", "got");
+    whisper.Op("elementwise_add").Input("X", "got").Input("Y", "one").Output("Out", "more");
+    ChannelSend(whisper, "left", "more");
+    step.Op("assign").Input("X", "right").Output("Out", "left");
+    step.Op("increment").Input("X", "i").Output("Out", "i");
+    step.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "cond");
+  }
+  BlockBuilder& start = Go(pb, main, {"left"});
+  Fill(start, "one", RILL_INT64, 1);
+  ChannelSend(start, "left", "one");
+  ChannelRecv(main, "leftmost", "result");
+  return pb;
+}
+
+TEST(CspPrograms, SeedGoExampleRuns) {
+  const auto r = RunRill({"run", kSource + "/tests/programs/seed_go_fragment.pbtxt", "--fetch", "return_value",
+                          "--fetch", "status_recv"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "return_value int64 [1] 99\nstatus_recv bool [1] true\n");
+}
+
+TEST(CspPrograms, DaisyChainOf100) {
+  const auto r = RunProgram(DaisyChain(100), "daisy100", {"result"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "result int64 [1] 101\n");
+}
+
+TEST(CspPrograms, DaisyChainOf100000) {
+  if (std::string(RILL_TEST_SANITIZER) != "") {
+    GTEST_SKIP() << "100,000 concurrent tasks under " << RILL_TEST_SANITIZER
+                 << " exceed its per-thread shadow state here; the 100-task chain runs instead";
+  }
+  const auto r = RunProgram(DaisyChain(100000), "daisy100k", {"result"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "result int64 [1] 100001\n");
+}
+
+TEST(CspPrograms, SelectSendCaseBeatsDefaultOnABufferedChannel) {
+  ProgramBuilder pb;
+  BlockBuilder& main = pb.block(0);
+  MakeChannel(main, "ch", kLodTensorType, 1);
+  Fill(main, "x", RILL_INT64, 7);
+  Fill(main, "result", RILL_INT64, 0);
+  Select select(pb, main);
+  Fill(select.Send("ch", "x"), "result", RILL_INT64, 1);
+  Fill(select.Default(), "result", RILL_INT64, 2);
+  ChannelRecv(main, "ch", "received");
+  const auto r = RunProgram(pb, "select_default", {"result", "received"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "result int64 [1] 1\nreceived int64 [1] 7\n");
+}
+
+// Fluid's test_fibonacci: a go block receives ten numbers and then sends on quit; the main
+// block's select inside while sends Fibonacci numbers until quit arrives.
+TEST(CspPrograms, FibonacciViaSelectInWhile) {
+  ProgramBuilder pb;
+  BlockBuilder& main = pb.block(0);
+  Fill(main, "quit_ch_input", RILL_INT32, 0);
+  Fill(main, "result", RILL_INT32, 0);
+  Fill(main, "x", RILL_INT32, 0);
+  Fill(main, "y", RILL_INT32, 1);
+  Fill(main, "while_cond", RILL_BOOL, 1);
+  Fill(main, "while_false", RILL_BOOL, 0);
+  Fill(main, "x_tmp", RILL_INT32, 0);
+  MakeChannel(main, "ch1");
+  MakeChannel(main, "quit_ch");
+  BlockBuilder& printer = Go(pb, main, {"ch1", "quit_ch", "result", "quit_ch_input"});
+  for (int i = 0; i < 10; ++i) ChannelRecv(printer, "ch1", "result");
+  ChannelSend(printer, "quit_ch", "quit_ch_input");
+  BlockBuilder& loop = pb.NewBlock(0);
+  main.Op("while").Input("Condition", "while_cond").BlockAttr("sub_block", loop.idx());
+  {
+    Fill(loop, "result2", RILL_INT32, 0);
+    loop.Op("assign").Input("X", "x").Output("Out", "x_copy");  // Fluid's is_copy=True
+    Select select(pb, loop);
+    BlockBuilder& send = select.Send("ch1", "x_copy");
+    send.Op("assign").Input("X", "x").Output("Out", "x_tmp");
+    send.Op("assign").Input("X", "y").Output("Out", "x");
+    send.Op("elementwise_add").Input("X", "x_tmp").Input("Y", "y").Output("Out", "sum");
+    send.Op("assign").Input("X", "sum").Output("Out", "y");
+    BlockBuilder& quit = select.Recv("quit_ch", "result2");
+    quit.Op("assign").Input("X", "while_false").Output("Out", "while_cond");
+  }
+  ChannelClose(main, "ch1");
+  ChannelClose(main, "quit_ch");
+  const auto r = RunProgram(pb, "fibonacci", {"result"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "result int32 [1] 34\n");
+}
+
+// Fluid's test_ping_pong: ping and pong over two channels of capacity 1.
+TEST(CspPrograms, PingPongOverTwoBufferedChannels) {
+  ProgramBuilder pb;
+  BlockBuilder& main = pb.block(0);
+  MakeChannel(main, "pings", kLodTensorType, 1);
+  MakeChannel(main, "pongs", kLodTensorType, 1);
+  Fill(main, "msg", RILL_INT64, 9);
+  main.Op("assign").Input("X", "msg").Output("Out", "message_to_send");
+  ChannelSend(main, "pings", "message_to_send");        // ping
+  ChannelRecv(main, "pings", "ping_result");            // pong ...
+  ChannelSend(main, "pongs", "ping_result", /*copy=*/true);  // ... sends it on
+  ChannelRecv(main, "pongs", "pong_result");
+  ChannelClose(main, "pings");
+  ChannelClose(main, "pongs");
+  const auto r = RunProgram(pb, "ping_pong", {"ping_result", "pong_result"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "ping_result int64 [1] 9\npong_result int64 [1] 9\n");
+}
+
+// Go blocks use a variable of the while step that started them after that step's scope
+// has ended: the scope lives as long as they do.
+TEST(CspPrograms, GoBlocksKeepTheScopesTheyUseAlive) {
+  ProgramBuilder pb;
+  BlockBuilder& main = pb.block(0);
+  MakeChannel(main, "ch");
+  MakeChannel(main, "start", kLodTensorType, 10);
+  Fill(main, "i", RILL_INT64, 0);
+  Fill(main, "n", RILL_INT64, 10);
+  Fill(main, "sum", RILL_INT64, 0);
+  main.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "cond");
+  BlockBuilder& step = pb.NewBlock(0);
+  main.Op("while").Input("Condition", "cond").BlockAttr("sub_block", step.idx());
+  step.Var("mine", RILL_INT64, {1});  // a variable of this step's scope
+  step.Op("increment").Input("X", "i").Output("Out", "i");
+  step.Op("assign").Input("X", "i").Output("Out", "mine");
+  BlockBuilder& worker = Go(pb, step, {"ch", "start", "mine"});
+  ChannelRecv(worker, "start", "go_ahead");  // waits until every step has ended
+  ChannelSend(worker, "ch", "mine");
+  step.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "cond");
+  Fill(main, "token", RILL_INT64, 0);
+  for (int k = 0; k < 10; ++k) ChannelSend(main, "start", "token", /*copy=*/true);
+  for (int k = 0; k < 10; ++k) {
+    ChannelRecv(main, "ch", "got");
+    main.Op("elementwise_add").Input("X", "sum").Input("Y", "got").Output("Out", "sum");
+  }
+  const auto r = RunProgram(pb, "capture", {"sum"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "sum int64 [1] 55\n");
+}
+
+TEST(CspPrograms, ALoneReceiveFailsWithTheDeadlockWithinASecond) {
+  ProgramBuilder pb;
+  BlockBuilder& main = pb.block(0);
+  MakeChannel(main, "ch");
+  ChannelRecv(main, "ch", "x");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = RunProgram(pb, "deadlock", {});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "rill: error: deadlock: all 1 tasks are blocked: "
+            "main: block 0, op 1 (channel_recv Channel=[ch] -> Out=[x]) receiving from channel 'ch'\n");
+  EXPECT_LT(seconds, 1.0);
+}
+
+TEST(CspPrograms, ChannelMisuseIsAClearError) {
+  ProgramBuilder never;
+  ChannelRecv(never.block(0), "nochan", "x");
+  auto r = RunProgram(never, "never_created", {});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("channel 'nochan' was never created"), std::string::npos) << r.err;
+
+  ProgramBuilder twice;
+  MakeChannel(twice.block(0), "ch");
+  MakeChannel(twice.block(0), "never_sent");
+  BlockBuilder& closer = Go(twice, twice.block(0), {"ch"});
+  ChannelClose(closer, "ch");
+  ChannelClose(closer, "ch");
+  ChannelRecv(twice.block(0), "never_sent", "x");  // the go block's failure ends this wait
+  r = RunProgram(twice, "close_twice", {});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("go block started by block 0, op 2 (go X=[ch]) failed: block 1, op 1 (channel_close "
+                       "Channel=[ch]): close of a closed channel"),
+            std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace rill::core

@@ -6,11 +6,13 @@
 
 #include "core/program/csp_builder.h"
 #include "core/program/program_io.h"
+#include "scenarios.h"
 #include "test_util.h"
 
 namespace rill::core {
 namespace {
 
+using examples::DaisyChain;
 using test::RunRill;
 
 const std::string kSource = RILL_SOURCE_DIR;
@@ -33,37 +35,6 @@ test::CommandResult RunProgram(const ProgramBuilder& pb, const std::string& name
   return RunRill(args);
 }
 
-// Go's daisy chain: n go blocks in a row, each receiving from its right neighbour and
-// sending one more to its left; a last go block starts it with 1. Built with `while`:
-// each step's go block is bound to that step's channels.
-ProgramBuilder DaisyChain(int64_t n) {
-  ProgramBuilder pb;
-  BlockBuilder& main = pb.block(0);
-  MakeChannel(main, "leftmost");
-  main.Op("assign").Input("X", "leftmost").Output("Out", "left");
-  Fill(main, "i", RILL_INT64, 0);
-  Fill(main, "n", RILL_INT64, static_cast<float>(n));
-  main.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "cond");
-  BlockBuilder& step = pb.NewBlock(0);
-  main.Op("while").Input("Condition", "cond").BlockAttr("sub_block", step.idx());
-  {
-    MakeChannel(step, "right");
-    BlockBuilder& whisper = Go(pb, step, {"left", "right"});
-    Fill(whisper, "one", RILL_INT64, 1);
-    ChannelRecv(whisper, "right", "got");
-    whisper.Op("elementwise_add").Input("X", "got").Input("Y", "one").Output("Out", "more");
-    ChannelSend(whisper, "left", "more");
-    step.Op("assign").Input("X", "right").Output("Out", "left");
-    step.Op("increment").Input("X", "i").Output("Out", "i");
-    step.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "cond");
-  }
-  BlockBuilder& start = Go(pb, main, {"left"});
-  Fill(start, "one", RILL_INT64, 1);
-  ChannelSend(start, "left", "one");
-  ChannelRecv(main, "leftmost", "result");
-  return pb;
-}
-
 TEST(CspPrograms, SeedGoExampleRuns) {
   const auto r = RunRill({"run", kSource + "/tests/programs/seed_go_fragment.pbtxt", "--fetch", "return_value",
                           "--fetch", "status_recv"});
@@ -78,13 +49,31 @@ TEST(CspPrograms, DaisyChainOf100) {
 }
 
 TEST(CspPrograms, DaisyChainOf100000) {
-  if (std::string(RILL_TEST_SANITIZER) != "") {
-    GTEST_SKIP() << "100,000 concurrent tasks under " << RILL_TEST_SANITIZER
-                 << " exceed its per-thread shadow state here; the 100-task chain runs instead";
-  }
   const auto r = RunProgram(DaisyChain(100000), "daisy100k", {"result"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "result int64 [1] 100001\n");
+}
+
+TEST(CspPrograms, PingPongWithAndWithoutSelect) {
+  for (bool with_select : {false, true}) {
+    const auto r = RunProgram(examples::PingPong(100, with_select), "ping_pong_loop", {"echoed", "i"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "echoed int64 [1] 1\ni int64 [1] 100\n") << "select: " << with_select;
+  }
+}
+
+TEST(CspPrograms, ProducerConsumerAtCapacities0And1And100) {
+  for (int64_t cap : {0, 1, 100}) {
+    const auto r = RunProgram(examples::ProducerConsumer(1000, cap), "prodcons", {"sum"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "sum int64 [1] 1000\n") << "capacity " << cap;
+  }
+}
+
+TEST(CspPrograms, SpawnManyGoBlocks) {
+  const auto r = RunProgram(examples::SpawnMany(10000), "spawn", {"count"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "count int64 [1] 10000\n");
 }
 
 TEST(CspPrograms, SelectSendCaseBeatsDefaultOnABufferedChannel) {

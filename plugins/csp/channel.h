@@ -30,7 +30,9 @@
 
 #include "rill/sdk.hpp"
 
-namespace rill::csp {
+// Hidden like the SDK layer it builds on: these types never cross a library boundary.
+namespace rill {
+namespace csp __attribute__((visibility("hidden"))) {
 
 class Channel;
 
@@ -128,6 +130,7 @@ std::shared_ptr<Channel> ChannelOf(Variable v, const std::string& name);
 // dtype and shape with every element zero; an empty variable stays empty.
 void SetZeroValue(Variable v);
 
-}  // namespace rill::csp
+}  // namespace csp
+}  // namespace rill
 
 #endif  // RILL_PLUGINS_CSP_CHANNEL_H_

@@ -16,7 +16,9 @@
 
 #include "channel.h"
 
-namespace rill::csp {
+// Hidden like the SDK layer it builds on: these types never cross a library boundary.
+namespace rill {
+namespace csp __attribute__((visibility("hidden"))) {
 
 struct SelectCase {
   enum Kind { kDefault = 0, kSend = 1, kRecv = 2 };
@@ -29,6 +31,7 @@ struct SelectCase {
 // a send on a closed channel, or when the task's run is ending.
 size_t RunSelect(const std::vector<SelectCase>& cases, RillKernelContext* ctx, const char* what);
 
-}  // namespace rill::csp
+}  // namespace csp
+}  // namespace rill
 
 #endif  // RILL_PLUGINS_CSP_SELECT_H_

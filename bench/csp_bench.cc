@@ -1,0 +1,184 @@
+// Rill's channels and go blocks, timed in two ways that bench/peers/csp_test.go repeats
+// in Go (bench/csp_compare.py runs both and prints the ratios):
+//  - BM_Chan_*: the channel API called directly from tasks of the core scheduler;
+//  - BM_Prog_*: the same scenario as a program (examples/csp/scenarios.h) run by the
+//    executor, ops, while loops and all.
+// Per-op figures: a round trip (ping-pong), a message (producer/consumer), a whole chain
+// (daisy chain), a go block started and finished (spawn). Real time throughout: the work
+// runs on the scheduler's worker threads.
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+
+#include "bench_util.h"
+#include "channel.h"
+#include "core/abi/host_api.h"
+#include "core/runtime/executor.h"
+#include "core/runtime/variable.h"
+#include "core/tasks/scheduler.h"
+#include "scenarios.h"
+#include "select.h"
+
+namespace rill::bench {
+namespace {
+
+using csp::Channel;
+constexpr int32_t kLodTensor = 7;
+
+RillVariable* H(core::Variable& v) { return reinterpret_cast<RillVariable*>(&v); }
+
+void InTasks(const std::function<void()>& main) {
+  ::rill::detail::HostSlot() = core::HostApiTable();
+  core::RunTasks(core::SchedulerOptions{}, main);
+}
+
+void Send(Channel& ch, core::Variable& v) { ch.Send(rill::Variable(H(v)), /*copy=*/true, nullptr, "bench send"); }
+bool Recv(Channel& ch, core::Variable& v) { return ch.Recv(rill::Variable(H(v)), nullptr, "bench recv"); }
+
+core::Variable One() {
+  core::Variable v;
+  *static_cast<int64_t*>(v.GetMutableTensor()->Allocate(RILL_INT64, {1})) = 1;
+  return v;
+}
+
+// ---- the channel API, directly -----------------------------------------------------------
+
+void BM_Chan_PingPong(benchmark::State& state) {
+  InTasks([&] {
+    auto ping = std::make_shared<Channel>(kLodTensor, 0);
+    auto pong = std::make_shared<Channel>(kLodTensor, 0);
+    core::SpawnTask([ping, pong] {
+      core::Variable v;
+      while (Recv(*ping, v)) Send(*pong, v);
+    }, nullptr);
+    core::Variable ball = One(), back;
+    for (auto _ : state) {
+      Send(*ping, ball);
+      Recv(*pong, back);
+    }
+    ping->Close();
+  });
+}
+BENCHMARK(BM_Chan_PingPong)->UseRealTime();
+
+void BM_Chan_SelectPingPong(benchmark::State& state) {
+  InTasks([&] {
+    auto ping = std::make_shared<Channel>(kLodTensor, 0);
+    auto pong = std::make_shared<Channel>(kLodTensor, 0);
+    auto quit = std::make_shared<Channel>(kLodTensor, 0);
+    core::SpawnTask([ping, pong, quit] {
+      core::Variable v, stop;
+      const std::vector<csp::SelectCase> cases = {{csp::SelectCase::kRecv, ping, H(v)},
+                                                  {csp::SelectCase::kRecv, quit, H(stop)}};
+      while (csp::RunSelect(cases, nullptr, "bench select") == 0) Send(*pong, v);
+    }, nullptr);
+    core::Variable ball = One(), back;
+    for (auto _ : state) {
+      Send(*ping, ball);
+      Recv(*pong, back);
+    }
+    quit->Close();
+  });
+}
+BENCHMARK(BM_Chan_SelectPingPong)->UseRealTime();
+
+void BM_Chan_ProdCons(benchmark::State& state) {
+  InTasks([&] {
+    auto ch = std::make_shared<Channel>(kLodTensor, state.range(0));
+    core::SpawnTask([ch] {
+      core::Variable v = One();
+      for (;;) Send(*ch, v);  // until the main task ends
+    }, nullptr);
+    core::Variable got;
+    for (auto _ : state) Recv(*ch, got);
+  });
+}
+BENCHMARK(BM_Chan_ProdCons)->Arg(0)->Arg(1)->Arg(100)->UseRealTime();
+
+void BM_Chan_DaisyChain(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  InTasks([&] {
+    for (auto _ : state) {
+      auto leftmost = std::make_shared<Channel>(kLodTensor, 0);
+      auto left = leftmost;
+      for (int64_t i = 0; i < n; ++i) {
+        auto right = std::make_shared<Channel>(kLodTensor, 0);
+        core::SpawnTask([left, right] {
+          core::Variable v;
+          Recv(*right, v);
+          ++*v.GetMutableTensor()->data_as<int64_t>();
+          left->Send(rill::Variable(H(v)), false, nullptr, "bench send");
+        }, nullptr);
+        left = right;
+      }
+      core::Variable start = One(), result;
+      Send(*left, start);
+      Recv(*leftmost, result);
+      benchmark::DoNotOptimize(*result.GetTensor()->data_as<int64_t>());
+    }
+  });
+}
+BENCHMARK(BM_Chan_DaisyChain)->Arg(10000)->Arg(100000)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Chan_Spawn(benchmark::State& state) {
+  InTasks([&] {
+    auto done = std::make_shared<Channel>(kLodTensor, 1);
+    auto left = std::make_shared<std::atomic<int64_t>>(0);
+    core::Variable token;
+    for (auto _ : state) {
+      // One go block per iteration; the last of each batch of 1000 signals `done`.
+      left->store(1000);
+      for (int i = 0; i < 1000; ++i) {
+        core::SpawnTask([done, left] {
+          if (left->fetch_sub(1) == 1) {
+            core::Variable v = One();
+            Send(*done, v);
+          }
+        }, nullptr);
+      }
+      Recv(*done, token);
+    }
+    state.SetItemsProcessed(state.iterations() * 1000);
+  });
+}
+BENCHMARK(BM_Chan_Spawn)->UseRealTime();
+
+// ---- the same scenarios as programs run by the executor --------------------------------
+
+// Runs `pb`'s block 0 once per iteration, in a fresh scope, as the main task; `per_run` ops
+// (round trips, messages, go blocks) happen in each run.
+void RunProgram(benchmark::State& state, const core::ProgramBuilder& pb, int64_t per_run) {
+  auto program = std::make_shared<const proto::ProgramDesc>(pb.Build());
+  core::Executor executor(LoadedRegistry(), program);
+  for (auto _ : state) {
+    auto scope = core::Scope::NewRoot();
+    core::RunTasks(core::SchedulerOptions{}, [&] { executor.Run(0, scope); });
+  }
+  state.SetItemsProcessed(state.iterations() * per_run);
+}
+
+constexpr int64_t kRounds = 20000;
+
+void BM_Prog_PingPong(benchmark::State& state) { RunProgram(state, examples::PingPong(kRounds, false), kRounds); }
+BENCHMARK(BM_Prog_PingPong)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Prog_SelectPingPong(benchmark::State& state) { RunProgram(state, examples::PingPong(kRounds, true), kRounds); }
+BENCHMARK(BM_Prog_SelectPingPong)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Prog_ProdCons(benchmark::State& state) {
+  RunProgram(state, examples::ProducerConsumer(kRounds, state.range(0)), kRounds);
+}
+BENCHMARK(BM_Prog_ProdCons)->Arg(0)->Arg(1)->Arg(100)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Prog_DaisyChain(benchmark::State& state) { RunProgram(state, examples::DaisyChain(state.range(0)), 1); }
+BENCHMARK(BM_Prog_DaisyChain)->Arg(10000)->Arg(100000)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Prog_Spawn(benchmark::State& state) { RunProgram(state, examples::SpawnMany(kRounds), kRounds); }
+BENCHMARK(BM_Prog_Spawn)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace rill::bench
+
+BENCHMARK_MAIN();

@@ -1,0 +1,3 @@
+module rill/bench/peers
+
+go 1.19

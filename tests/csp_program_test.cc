@@ -49,6 +49,10 @@ TEST(CspPrograms, DaisyChainOf100) {
 }
 
 TEST(CspPrograms, DaisyChainOf100000) {
+  if (std::string(RILL_TEST_SANITIZER) == "thread") {
+    GTEST_SKIP() << "ThreadSanitizer tracks at most 8128 threads and counts each task's fiber as "
+                    "one; the chain of 100 runs under it instead";
+  }
   const auto r = RunProgram(DaisyChain(100000), "daisy100k", {"result"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "result int64 [1] 100001\n");

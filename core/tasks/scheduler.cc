@@ -415,15 +415,20 @@ class Scheduler {
 #if RILL_ASAN
     __sanitizer_finish_switch_fiber(w->fake_stack, nullptr, nullptr);
 #endif
+    // Park: the task is off its stack; let wakers in. (TSan still sees the task's fiber
+    // here, so the lock it took is released by "its" thread; then the worker's.)
+    if (t->exit == Exit::kPark) t->unlock(t->unlock_arg);
+#if RILL_TSAN
+    __tsan_switch_to_fiber(w->tsan_fiber, 0);
+#endif
     SetCurrent(w, nullptr);
     if (t->exit == Exit::kFinish) {
       Finished(t);
       return;
     }
-    // Park: the task is off its stack; let wakers in, then commit unless one came.
-    // Counted before the state changes, so an Unpark (which uncounts after it) never
-    // takes the count below zero; checked after, so the last task to park sees it.
-    t->unlock(t->unlock_arg);
+    // Then commit the park unless an unpark came. Counted before the state changes, so an
+    // Unpark (which uncounts after it) never takes the count below zero; checked after,
+    // so the last task to park sees it.
     counts_.fetch_add(1, std::memory_order_acq_rel);
     int expected = kRunning;
     if (t->state.compare_exchange_strong(expected, kParked, std::memory_order_acq_rel)) {
@@ -497,9 +502,6 @@ void Task::SwitchToWorker() {
   __sanitizer_start_switch_fiber(exit == Exit::kFinish ? nullptr : &fake_stack, caller_stack.bottom,
                                  caller_stack.size);
 #endif
-#if RILL_TSAN
-  __tsan_switch_to_fiber(worker->tsan_fiber, 0);
-#endif
   caller = std::move(caller).resume();
 #if RILL_ASAN
   __sanitizer_finish_switch_fiber(fake_stack, &caller_stack.bottom, &caller_stack.size);
@@ -528,9 +530,6 @@ void Task::Main() {
   exit = Exit::kFinish;
 #if RILL_ASAN
   __sanitizer_start_switch_fiber(nullptr, caller_stack.bottom, caller_stack.size);
-#endif
-#if RILL_TSAN
-  __tsan_switch_to_fiber(worker->tsan_fiber, 0);
 #endif
 }
 

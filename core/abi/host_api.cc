@@ -85,7 +85,8 @@ RILL_PIN(task_unpark, 59);
 RILL_PIN(task_go, 60);
 RILL_PIN(var_new, 61);
 RILL_PIN(var_delete, 62);
-static_assert(sizeof(RillHostApi) == 8 + 63 * sizeof(void*), "RillHostApi v2 size changed");
+RILL_PIN(var_swap, 63);
+static_assert(sizeof(RillHostApi) == 8 + 64 * sizeof(void*), "RillHostApi v2 size changed");
 #undef RILL_PIN
 
 namespace rill::core {
@@ -443,6 +444,11 @@ RillStatus* TaskGo(RillKernelContext* ctx, int32_t block_idx, RillScope* scope) 
 }
 RillVariable* VarNew() { return reinterpret_cast<RillVariable*>(new Variable()); }
 void VarDelete(RillVariable* v) { delete V(v); }
+RillStatus* VarSwap(RillVariable* a, RillVariable* b) {
+  if (!a || !b) return NullArg("var_swap");
+  V(a)->Swap(*V(b));
+  return nullptr;
+}
 
 const RillHostApi kTable = {
     RILL_ABI_VERSION, sizeof(RillHostApi),
@@ -457,7 +463,7 @@ const RillHostApi kTable = {
     TensorInfo, TensorDtype, TensorNdim, TensorDims, TensorNumel, TensorDeviceType, TensorDeviceId, TensorData,
     TensorAllocate, TensorLodLevels, TensorLodLevel, TensorSetLodLevel,
     ScopeNewChild, ScopeRetain, ScopeRelease, ScopeFindVar, ScopeVar,
-    TaskCurrent, TaskPark, TaskUnpark, TaskGo, VarNew, VarDelete,
+    TaskCurrent, TaskPark, TaskUnpark, TaskGo, VarNew, VarDelete, VarSwap,
 };
 
 }  // namespace

@@ -91,19 +91,29 @@ Tensor Tensor::DeepCopy() const { return CopyTo(place_); }
 
 Tensor Tensor::CopyTo(Place place) const {
   Tensor out;
-  if (!initialized()) return out;
+  CopyInto(out, place);
+  return out;
+}
+
+void Tensor::CopyInto(Tensor& out, Place place) const {
+  if (&out == this) return;
+  if (!initialized()) {
+    out = Tensor();
+    return;
+  }
   out.Allocate(dtype_, dims_, place);
   out.lod_ = lod_;
-  if (nbytes() == 0) return out;
+  if (nbytes() == 0) return;
   if (place_.device_type == RILL_CPU && place.device_type == RILL_CPU) {
     std::memcpy(out.data(), data(), nbytes());
-    return out;
+    return;
   }
   // Between the CPU and a device, or within one device: the device copies.
   const bool to_device = place.device_type != RILL_CPU;
   const bool from_device = place_.device_type != RILL_CPU;
   if (to_device && from_device && !(place == place_)) {
-    return CopyTo(Place{}).CopyTo(place);  // between two devices: through the host
+    CopyTo(Place{}).CopyInto(out, place);  // between two devices: through the host
+    return;
   }
   const Place& dev = to_device ? place : place_;
   const int32_t kind = to_device && from_device ? RILL_COPY_DEVICE_TO_DEVICE
@@ -113,7 +123,6 @@ Tensor Tensor::CopyTo(Place place) const {
   ThrowIfError(device->copy(dev.device_id, out.data(), data(), nbytes(), kind),
                "copying " + std::to_string(nbytes()) + " bytes from " + place_.ToString() + " to " +
                    place.ToString() + ": ");
-  return out;
 }
 
 namespace {

@@ -77,6 +77,8 @@ class Tensor {
   Tensor DeepCopy() const;
   // A copy of this tensor on `place` (a deep copy even when it is already there).
   Tensor CopyTo(Place place) const;
+  // The same, into `out`, reusing its memory when Allocate can (same size, not shared).
+  void CopyInto(Tensor& out, Place place) const;
   // "fp32[2, 3] {1, 2, 3, 4, 5, 6}", at most `max_values` values (device tensors are
   // copied to the CPU to be shown).
   std::string Describe(size_t max_values = 16) const;

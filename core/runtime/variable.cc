@@ -45,10 +45,16 @@ void Variable::MoveFrom(Variable& src) {
   src.value_ = std::monostate{};
 }
 
+void Variable::Swap(Variable& other) { value_.swap(other.value_); }
+
 void Variable::CopyFrom(const Variable& src) {
   if (&src == this) return;
   if (const auto* t = std::get_if<Tensor>(&src.value_)) {
-    value_ = t->DeepCopy();
+    if (auto* mine = std::get_if<Tensor>(&value_)) {
+      t->CopyInto(*mine, t->place());  // keeps this variable's memory when it fits
+    } else {
+      value_ = t->DeepCopy();
+    }
   } else if (const auto* s = std::get_if<SelectedRows>(&src.value_)) {
     value_ = SelectedRows{s->rows, s->height, s->value.DeepCopy()};
   } else if (std::holds_alternative<std::monostate>(src.value_)) {

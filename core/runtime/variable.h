@@ -59,7 +59,9 @@ class Variable {
   void SetCustom(const CustomType* type, void* value);
   // Moves `src`'s value here, leaving `src` empty.
   void MoveFrom(Variable& src);
-  // Deep-copies tensors and selected rows; custom values through their type's copy.
+  void Swap(Variable& other);
+  // Deep-copies tensors (into this variable's tensor memory when it fits) and selected
+  // rows; custom values through their type's copy.
   void CopyFrom(const Variable& src);
   void Clear() { value_ = std::monostate{}; }
 

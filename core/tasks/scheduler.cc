@@ -20,8 +20,6 @@
 //    every task's state under tasks_mu_ before a deadlock is declared.
 #include "core/tasks/scheduler.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <atomic>
 #include <boost/context/fiber.hpp>
@@ -39,6 +37,7 @@
 #include "core/errors.h"
 #include "core/runtime/op_instance.h"
 #include "core/tasks/stack_pool.h"
+#include "rill/sdk.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define RILL_ASAN 1
@@ -112,6 +111,7 @@ struct Worker {
   size_t index = 0;
   std::mutex mu;
   std::deque<Task*> local;
+  std::atomic<size_t> queued{0};  // local.size(), readable without mu (spinners poll it)
   std::atomic<Task*> runnext{nullptr};
   std::thread thread;
 #if RILL_ASAN
@@ -224,9 +224,11 @@ class Scheduler {
       }
       std::lock_guard lock(w->mu);
       w->local.push_back(t);
+      w->queued.store(w->local.size(), std::memory_order_release);
     } else {
       std::lock_guard lock(global_mu_);
       global_.push_back(t);
+      global_queued_.store(global_.size(), std::memory_order_release);
     }
     WakeIfIdle();
   }
@@ -306,19 +308,25 @@ class Scheduler {
   }
 
   Task* PopLocal(Worker* w) {
-    if (Task* t = w->runnext.exchange(nullptr, std::memory_order_acq_rel)) return t;
+    if (w->runnext.load(std::memory_order_relaxed) != nullptr) {
+      if (Task* t = w->runnext.exchange(nullptr, std::memory_order_acq_rel)) return t;
+    }
+    if (w->queued.load(std::memory_order_acquire) == 0) return nullptr;
     std::lock_guard lock(w->mu);
     if (w->local.empty()) return nullptr;
     Task* t = w->local.front();
     w->local.pop_front();
+    w->queued.store(w->local.size(), std::memory_order_release);
     return t;
   }
 
   Task* PopGlobal() {
+    if (global_queued_.load(std::memory_order_acquire) == 0) return nullptr;
     std::lock_guard lock(global_mu_);
     if (global_.empty()) return nullptr;
     Task* t = global_.front();
     global_.pop_front();
+    global_queued_.store(global_.size(), std::memory_order_release);
     return t;
   }
 
@@ -329,21 +337,23 @@ class Scheduler {
     for (size_t k = 1; k < n; ++k) {
       Worker* v = workers_[(start + k) % n].get();
       std::vector<Task*> got;
-      {
+      if (v->queued.load(std::memory_order_acquire) > 0) {
         std::lock_guard lock(v->mu);
         const size_t take = (v->local.size() + 1) / 2;
         for (size_t i = 0; i < take; ++i) {
           got.push_back(v->local.back());
           v->local.pop_back();
         }
+        v->queued.store(v->local.size(), std::memory_order_release);
       }
-      if (got.empty() && runnext_too) {
+      if (got.empty() && runnext_too && v->runnext.load(std::memory_order_relaxed) != nullptr) {
         if (Task* t = v->runnext.exchange(nullptr, std::memory_order_acq_rel)) return t;
       }
       if (got.empty()) continue;
       if (got.size() > 1) {
         std::lock_guard lock(w->mu);
         w->local.insert(w->local.end(), got.begin() + 1, got.end());
+        w->queued.store(w->local.size(), std::memory_order_release);
       }
       return got.front();
     }
@@ -357,14 +367,9 @@ class Scheduler {
   }
 
   bool AnyWork() {
-    {
-      std::lock_guard lock(global_mu_);
-      if (!global_.empty()) return true;
-    }
+    if (global_queued_.load() > 0) return true;
     for (auto& w : workers_) {
-      if (w->runnext.load() != nullptr) return true;
-      std::lock_guard lock(w->mu);
-      if (!w->local.empty()) return true;
+      if (w->runnext.load() != nullptr || w->queued.load() > 0) return true;
     }
     return false;
   }
@@ -375,11 +380,11 @@ class Scheduler {
       spinners_.fetch_add(1);
       const auto until = std::chrono::steady_clock::now() + kSpinFor;
       Task* found = nullptr;
-      while (found == nullptr && !stop_.load(std::memory_order_relaxed)) {
-        const bool last = std::chrono::steady_clock::now() >= until;
+      for (unsigned round = 1; found == nullptr && !stop_.load(std::memory_order_relaxed); ++round) {
+        const bool last = round % 64 == 0 && std::chrono::steady_clock::now() >= until;
         found = TryFind(w, last);
         if (last) break;
-        std::this_thread::yield();
+        for (int i = 0; i < 16; ++i) CpuRelax();
       }
       spinners_.fetch_sub(1);
       if (found != nullptr) {
@@ -466,6 +471,7 @@ class Scheduler {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::mutex global_mu_;
   std::deque<Task*> global_;
+  std::atomic<size_t> global_queued_{0};
   std::mutex idle_mu_;
   std::condition_variable idle_cv_;
   std::atomic<int> sleepers_{0}, spinners_{0};

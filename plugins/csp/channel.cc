@@ -11,7 +11,7 @@ constexpr int64_t kMaxCapacity = int64_t{1} << 24;
 
 std::atomic<uint64_t> g_next_id{1};
 
-void UnlockMutex(void* mu) { static_cast<std::mutex*>(mu)->unlock(); }
+void UnlockMutex(void* mu) { static_cast<SpinLock*>(mu)->unlock(); }
 
 bool IsTensorDtype(int32_t t) { return (t >= RILL_BOOL && t <= RILL_FP64) || (t >= RILL_SIZE_T && t <= RILL_INT8); }
 
@@ -25,6 +25,16 @@ void Transfer(RillVariable* to, RillVariable* from, bool copy) {
     Variable(to).CopyFrom(Variable(from));
   } else {
     Variable(to).MoveFrom(Variable(from));
+  }
+}
+
+// Moves a buffered value out of its slot into `to` (null: dropped). The slot gets `to`'s
+// old value in exchange: the next send copied into it reuses that memory.
+void TakeFromSlot(RillVariable* to, Variable slot) {
+  if (to == nullptr) {
+    OwnedVariable().get().MoveFrom(slot);
+  } else {
+    slot.SwapWith(Variable(to));
   }
 }
 
@@ -131,7 +141,7 @@ bool Channel::TryRecvLocked(Variable dst, bool* ok, RillTask** wake) {
     } else {
       // Take the oldest value; the sender's goes in at the tail, which is the slot just
       // freed since the buffer was full.
-      Transfer(dst.handle(), buf_[head_]->get().handle(), false);
+      TakeFromSlot(dst.handle(), buf_[head_]->get());
       Transfer(buf_[head_]->get().handle(), s->var, s->copy);
       head_ = (head_ + 1) % static_cast<size_t>(capacity_);
     }
@@ -141,7 +151,7 @@ bool Channel::TryRecvLocked(Variable dst, bool* ok, RillTask** wake) {
     return true;
   }
   if (count_ > 0) {
-    Transfer(dst.handle(), buf_[head_]->get().handle(), false);
+    TakeFromSlot(dst.handle(), buf_[head_]->get());
     head_ = (head_ + 1) % static_cast<size_t>(capacity_);
     --count_;
     *ok = true;

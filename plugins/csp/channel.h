@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "rill/sdk.hpp"
+#include "spin_lock.h"
 
 // Hidden like the SDK layer it builds on: these types never cross a library boundary.
 namespace rill {
@@ -107,7 +108,7 @@ class Channel {
   const int32_t data_type_;
   const int64_t capacity_;
   const uint64_t id_;
-  std::mutex mu_;
+  SpinLock mu_;
   bool closed_ = false;
   std::vector<std::unique_ptr<OwnedVariable>> buf_;  // ring of capacity_ slots
   size_t head_ = 0;   // next to receive

@@ -401,6 +401,9 @@ typedef struct RillHostApi {
   /* Variables owned by the plugin, outside any scope (a channel's buffered values). */
   RillVariable* (*var_new)(void);
   void (*var_delete)(RillVariable* var);
+  /* Exchanges the values of two variables (a receive hands its old value to the channel's
+   * buffer slot, whose next copy can reuse that memory). */
+  RillStatus* (*var_swap)(RillVariable* a, RillVariable* b);
   /* ===== End of version 2 ===== */
 } RillHostApi;
 

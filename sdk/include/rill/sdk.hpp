@@ -255,6 +255,7 @@ class Variable {
   }
   void MoveFrom(Variable src) { Check(Host().var_move(v_, src.v_)); }
   void CopyFrom(Variable src) { Check(Host().var_copy(v_, src.v_)); }
+  void SwapWith(Variable other) { Check(Host().var_swap(v_, other.v_)); }  // ABI v2
   std::string Describe() const {
     char buf[512];
     Host().var_describe(v_, buf, sizeof(buf));
@@ -284,6 +285,14 @@ class OwnedVariable {
 // for the protocol. Park returns the host's status (NULL: woken) so the caller can undo
 // its wait before throwing it.
 inline RillTask* CurrentTask() { return Host().task_current(); }
+// Tells the CPU the caller is spinning (in a wait loop that spins before it parks).
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
 inline void Unpark(RillTask* task) { Host().task_unpark(task); }
 inline RillStatus* Park(RillKernelContext* ctx, const char* what, void (*unlock)(void*), void* arg) {
   return Host().task_park(ctx, what, unlock, arg);

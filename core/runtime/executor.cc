@@ -223,8 +223,16 @@ void Executor::Run(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
       scope->root()->Var(name);
     }
   }
-  std::vector<Variable*> frame(block.names.size());
-  for (size_t i = 0; i < frame.size(); ++i) {
+  // The frame lives on the stack for the usual small block (no allocation per run).
+  constexpr size_t kInlineFrame = 32;
+  Variable* inline_frame[kInlineFrame];
+  std::vector<Variable*> heap_frame;
+  Variable** frame = inline_frame;
+  if (block.names.size() > kInlineFrame) {
+    heap_frame.resize(block.names.size());
+    frame = heap_frame.data();
+  }
+  for (size_t i = 0; i < block.names.size(); ++i) {
     frame[i] = scope->FindVar(block.names[i]);
     if (frame[i] == nullptr && block.is_output[i]) frame[i] = scope->Var(block.names[i]);
   }
@@ -232,7 +240,7 @@ void Executor::Run(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
   RillScope scope_handle{scope};
   const bool devices = AnyDeviceInstalled();
   for (auto& op : block.ops) {
-    RillKernelContext ctx{&op->info, frame.data(), &block.names, &scope_handle, this, 0};
+    RillKernelContext ctx{&op->info, frame, &block.names, &scope_handle, this, 0};
     KernelInstance* k = op->last.load(std::memory_order_acquire);
     try {
       ThrowIfTaskCancelled();

@@ -19,11 +19,15 @@ Variable* Scope::Var(const std::string& name) {
   }
   std::unique_lock lock(mu_);
   auto& slot = vars_[name];
-  if (!slot) slot = std::make_unique<Variable>();
+  if (!slot) {
+    slot = std::make_unique<Variable>();
+    count_.store(vars_.size(), std::memory_order_release);
+  }
   return slot.get();
 }
 
 Variable* Scope::FindLocalVar(const std::string& name) const {
+  if (count_.load(std::memory_order_acquire) == 0) return nullptr;
   std::shared_lock lock(mu_);
   auto it = vars_.find(name);
   return it == vars_.end() ? nullptr : it->second.get();

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <boost/context/fiber.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -163,7 +164,12 @@ class Scheduler {
  public:
   explicit Scheduler(const SchedulerOptions& o)
       : task_stacks_(o.task_stack_bytes), main_stacks_(o.main_stack_bytes) {
-    int n = o.workers > 0 ? o.workers : static_cast<int>(std::thread::hardware_concurrency());
+    int n = o.workers;
+    if (n <= 0) {
+      const char* env = std::getenv("RILL_WORKERS");
+      n = env != nullptr ? std::atoi(env) : 0;
+    }
+    if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
     n = std::max(n, 1);
     for (int i = 0; i < n; ++i) {
       workers_.push_back(std::make_unique<Worker>());

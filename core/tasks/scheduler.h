@@ -35,7 +35,7 @@ struct RillTask {
 namespace rill::core {
 
 struct SchedulerOptions {
-  int workers = 0;                          // 0: one per hardware thread
+  int workers = 0;  // 0: $RILL_WORKERS if set, else one per hardware thread
   size_t task_stack_bytes = 256 * 1024;     // go tasks (virtual; touched pages only)
   size_t main_stack_bytes = 8 * 1024 * 1024;
 };

@@ -42,6 +42,16 @@ TEST(CspPrograms, SeedGoExampleRuns) {
   EXPECT_EQ(r.out, "return_value int64 [1] 99\nstatus_recv bool [1] true\n");
 }
 
+TEST(CspPrograms, ExampleProgramsRun) {
+  const auto fib = RunRill({"run", kSource + "/examples/csp/fibonacci.pbtxt", "--fetch", "result"});
+  ASSERT_EQ(fib.exit_code, 0) << fib.err;
+  EXPECT_EQ(fib.out, "result int32 [1] 34\n");
+  if (std::string(RILL_TEST_SANITIZER) == "thread") return;  // 100,000 tasks: see below
+  const auto chain = RunRill({"run", kSource + "/examples/csp/daisy_chain.pbtxt", "--fetch", "result"});
+  ASSERT_EQ(chain.exit_code, 0) << chain.err;
+  EXPECT_EQ(chain.out, "result int64 [1] 100001\n");
+}
+
 TEST(CspPrograms, DaisyChainOf100) {
   const auto r = RunProgram(DaisyChain(100), "daisy100", {"result"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -197,6 +207,29 @@ TEST(CspPrograms, ALoneReceiveFailsWithTheDeadlockWithinASecond) {
             "rill: error: deadlock: all 1 tasks are blocked: "
             "main: block 0, op 1 (channel_recv Channel=[ch] -> Out=[x]) receiving from channel 'ch'\n");
   EXPECT_LT(seconds, 1.0);
+}
+
+TEST(CspPrograms, MalformedSelectCasesAreClearErrors) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"0,3,ch,x", "type must be 0, 1 or 2"},
+      {"zero,1,ch,x", "idx and type must be integers"},
+      {"0,1", "a send or receive case names a channel and a value"},
+      {"0", "wrong number of fields"},
+  };
+  for (const auto& [text, why] : bad) {
+    ProgramBuilder pb;
+    MakeChannel(pb.block(0), "ch");
+    Select select(pb, pb.block(0));
+    select.Default();
+    for (auto& op : *pb.block(0).desc()->mutable_ops()) {
+      for (auto& a : *op.mutable_attrs()) {
+        if (a.name() == "cases") a.add_strings(text);
+      }
+    }
+    const auto r = RunProgram(pb, "bad_select", {});
+    EXPECT_EQ(r.exit_code, 1) << text;
+    EXPECT_NE(r.err.find("select: case \"" + text + "\": " + why), std::string::npos) << r.err;
+  }
 }
 
 TEST(CspPrograms, ChannelMisuseIsAClearError) {

@@ -163,7 +163,7 @@ ThreadParker& ThisThreadParker() {
 class Scheduler {
  public:
   explicit Scheduler(const SchedulerOptions& o)
-      : task_stacks_(o.task_stack_bytes), main_stacks_(o.main_stack_bytes) {
+      : task_stacks_(StackPool::Lease(o.task_stack_bytes)), main_stacks_(StackPool::Lease(o.main_stack_bytes)) {
     int n = o.workers;
     if (n <= 0) {
       const char* env = std::getenv("RILL_WORKERS");
@@ -176,6 +176,11 @@ class Scheduler {
       workers_.back()->sched = this;
       workers_.back()->index = static_cast<size_t>(i);
     }
+  }
+
+  ~Scheduler() {
+    task_stacks_.Unlease();
+    main_stacks_.Unlease();
   }
 
   void Run(std::function<void()> main) {
@@ -473,7 +478,8 @@ class Scheduler {
                RILL_FAILED_PRECONDITION));
   }
 
-  StackPool task_stacks_, main_stacks_;
+  StackPool& task_stacks_;
+  StackPool& main_stacks_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::mutex global_mu_;
   std::deque<Task*> global_;

@@ -4,7 +4,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
+#include <memory>
 
 #include "core/errors.h"
 
@@ -31,7 +34,38 @@ StackPool::StackPool(size_t stack_bytes)
       guarded_limit_(GuardedLimit()) {}
 
 StackPool::~StackPool() {
-  for (auto [p, n] : slabs_) munmap(p, n);
+  for (const Slab& s : slabs_) munmap(s.base, s.bytes);
+}
+
+StackPool& StackPool::Lease(size_t stack_bytes) {
+  static std::mutex mu;
+  static std::map<size_t, std::unique_ptr<StackPool>> pools;
+  std::lock_guard lock(mu);
+  auto& pool = pools[stack_bytes];
+  if (!pool) pool = std::make_unique<StackPool>(stack_bytes);
+  std::lock_guard pool_lock(pool->mu_);
+  ++pool->lessees_;
+  return *pool;
+}
+
+void StackPool::Unlease() {
+  std::lock_guard lock(mu_);
+  if (--lessees_ > 0 || slabs_.size() <= kKeptSlabs) return;
+  // Nobody runs on these stacks now: keep the first slabs, unmap the rest.
+  for (size_t i = kKeptSlabs; i < slabs_.size(); ++i) {
+    munmap(slabs_[i].base, slabs_[i].bytes);
+    guarded_ -= slabs_[i].guarded;
+  }
+  slabs_.resize(kKeptSlabs);
+  const auto in_kept = [&](const Stack& s) {
+    for (const Slab& slab : slabs_) {
+      const char* b = static_cast<const char*>(slab.base);
+      if (s.base >= b && s.base < b + slab.bytes) return true;
+    }
+    return false;
+  };
+  free_.erase(std::remove_if(free_.begin(), free_.end(), [&](const Stack& s) { return !in_kept(s); }),
+              free_.end());
 }
 
 void StackPool::AddSlab() {
@@ -44,14 +78,15 @@ void StackPool::AddSlab() {
                     std::to_string(slabs_.size() * kStacksPerSlab) + " stacks exist)",
                 RILL_RESOURCE_EXHAUSTED);
   }
-  slabs_.emplace_back(p, bytes);
+  slabs_.push_back(Slab{p, bytes, 0});
   auto* base = static_cast<char*>(p);
   for (size_t i = 0; i < kStacksPerSlab; ++i) {
     char* slot_base = base + i * slot;
     if (guarded_ < guarded_limit_ && mprotect(slot_base, page_, PROT_NONE) == 0) {
       ++guarded_;
-    } else if (!warned_) {
-      warned_ = true;
+      ++slabs_.back().guarded;
+    } else if (!logged_) {
+      logged_ = true;
       spdlog::info("task stacks past the {}th have no guard page (vm.max_map_count budget)", guarded_);
     }
     free_.push_back(Stack{slot_base + page_, usable_});

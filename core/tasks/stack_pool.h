@@ -1,13 +1,17 @@
 // core/tasks/stack_pool.h — memory for task stacks.
 //
 // Contract:
-//  - Allocate() hands out a stack of the pool's size, Release() takes it back for reuse;
-//    both are thread-safe. Memory is reserved in slabs (MAP_NORESERVE): a stack costs
-//    physical memory only for the pages a task touches, so 100,000 parked tasks fit.
+//  - StackPool::Shared(bytes) is the process's pool of stacks of that size, leased by
+//    each scheduler while it runs (Lease/Unlease), so later runs reuse stacks whose pages
+//    are already mapped in. When its last lessee leaves, a pool keeps the first
+//    kKeptSlabs slabs and unmaps the rest: a run of 100,000 tasks does not pin their
+//    memory for the life of the process.
+//  - Allocate() hands out a stack, Release() takes it back; both are thread-safe. Memory is
+//    reserved in slabs (MAP_NORESERVE): a stack costs physical memory only for the pages a
+//    task touches, so 100,000 parked tasks fit.
 //  - Each stack has a PROT_NONE guard page below it while the process's map budget
 //    allows (every guard splits a mapping, and vm.max_map_count is often 65530); beyond
-//    that, stacks come without guards and a warning says so once.
-//  - The pool unmaps everything when destroyed; no stack may be in use then.
+//    that, stacks come without guards (logged once, at info level).
 #ifndef RILL_CORE_TASKS_STACK_POOL_H_
 #define RILL_CORE_TASKS_STACK_POOL_H_
 
@@ -24,26 +28,37 @@ struct Stack {
 
 class StackPool {
  public:
+  static constexpr size_t kKeptSlabs = 256;  // 16,384 stacks stay mapped between runs
+
+  // The shared pool for stacks of `stack_bytes`, leased: call Unlease when done with it.
+  static StackPool& Lease(size_t stack_bytes);
+  void Unlease();
+
+  Stack Allocate();  // throws Error (RESOURCE_EXHAUSTED) when no memory can be mapped
+  void Release(Stack stack);
+
   explicit StackPool(size_t stack_bytes);
   ~StackPool();
   StackPool(const StackPool&) = delete;
   StackPool& operator=(const StackPool&) = delete;
 
-  Stack Allocate();  // throws Error (RESOURCE_EXHAUSTED) when no memory can be mapped
-  void Release(Stack stack);
-  size_t stack_bytes() const { return usable_; }
-
  private:
+  struct Slab {
+    void* base;
+    size_t bytes;
+    size_t guarded;  // stacks of this slab with a guard page
+  };
   void AddSlab();  // with mu_ held
 
   const size_t page_;
   const size_t usable_;  // per stack, page multiple
   const size_t guarded_limit_;  // stacks that may get a guard page
   std::mutex mu_;
+  size_t lessees_ = 0;
   std::vector<Stack> free_;
-  std::vector<std::pair<void*, size_t>> slabs_;
+  std::vector<Slab> slabs_;
   size_t guarded_ = 0;
-  bool warned_ = false;
+  bool logged_ = false;
 };
 
 }  // namespace rill::core

@@ -193,6 +193,23 @@ TEST(CspPrograms, GoBlocksKeepTheScopesTheyUseAlive) {
   EXPECT_EQ(r.out, "sum int64 [1] 55\n");
 }
 
+TEST(CspPrograms, GoBlocksStillBlockedWhenTheMainBlockEndsAreStopped) {
+  ProgramBuilder pb;
+  BlockBuilder& main = pb.block(0);
+  MakeChannel(main, "never");
+  MakeChannel(main, "results", kLodTensorType, 1);
+  for (int k = 0; k < 3; ++k) ChannelRecv(Go(pb, main, {"never"}), "never", "x");  // blocked for good
+  BlockBuilder& busy = Go(pb, main, {"results"});  // blocked once the buffer is full
+  Fill(busy, "one", RILL_INT64, 1);
+  for (int k = 0; k < 5; ++k) ChannelSend(busy, "results", "one", /*copy=*/true);
+  ChannelRecv(main, "results", "first");
+  const auto r = RunProgram(pb, "clean_end", {"first"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_EQ(r.out, "first int64 [1] 1\n");
+  EXPECT_EQ(r.err, "");
+}
+
 TEST(CspPrograms, ALoneReceiveFailsWithTheDeadlockWithinASecond) {
   ProgramBuilder pb;
   BlockBuilder& main = pb.block(0);

@@ -93,8 +93,9 @@ class Task final : public RillTask {
   // The park in progress.
   void (*unlock)(void*) = nullptr;
   void* unlock_arg = nullptr;
-  const RillOpInfo* blocked_op = nullptr;
-  const char* blocked_what = nullptr;
+  // What it waits for, read by deadlock reports from other threads.
+  std::atomic<const RillOpInfo*> blocked_op{nullptr};
+  std::atomic<const char*> blocked_what{nullptr};
   // Intrusive list of the scheduler's live tasks (tasks_mu_).
   Task* prev = nullptr;
   Task* next = nullptr;
@@ -244,7 +245,10 @@ class Scheduler {
     WakeIfIdle();
   }
 
-  void OnUnparked() { counts_.fetch_sub(1, std::memory_order_acq_rel); }
+  void OnUnparked() {
+    unparks_.fetch_add(1, std::memory_order_acq_rel);
+    counts_.fetch_sub(1, std::memory_order_acq_rel);
+  }
 
   void Finished(Task* t) {
     {
@@ -457,19 +461,28 @@ class Scheduler {
     }
   }
 
+  // Declares a deadlock if every task is parked at once. The scan reads the tasks one by
+  // one; a task seen parked could have been woken (and another parked) before the scan
+  // ends, so the scan counts only if no unpark happened meanwhile (unparks_ unchanged).
   void MaybeDeadlock() {
     std::string report;
     size_t n = 0;
     {
       std::lock_guard lock(tasks_mu_);
+      const uint64_t unparks = unparks_.load(std::memory_order_acquire);
       for (Task* t = tasks_; t != nullptr; t = t->next) {
         if (t->state.load(std::memory_order_acquire) != kParked) return;  // someone is awake
+      }
+      if (unparks_.load(std::memory_order_acquire) != unparks) return;
+      // Every task is parked and none can wake another: their waits are stable to read.
+      for (Task* t = tasks_; t != nullptr; t = t->next) {
         ++n;
         if (n > 20) continue;
         report += n == 1 ? "" : "; ";
         report += t->is_main ? "main: " : t->origin ? "go block (started by " + t->origin->Where() + "): " : "task: ";
-        if (t->blocked_op != nullptr) report += t->blocked_op->Where() + " ";
-        report += t->blocked_what != nullptr ? t->blocked_what : "parked";
+        if (const RillOpInfo* op = t->blocked_op.load(std::memory_order_acquire)) report += op->Where() + " ";
+        const char* what = t->blocked_what.load(std::memory_order_acquire);
+        report += what != nullptr ? what : "parked";
       }
     }
     if (n == 0 || cancelled()) return;
@@ -489,6 +502,7 @@ class Scheduler {
   std::atomic<int> sleepers_{0}, spinners_{0};
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> counts_{0};
+  std::atomic<uint64_t> unparks_{0};  // PARKED -> RUNNING transitions, for MaybeDeadlock
   std::mutex tasks_mu_;
   Task* tasks_ = nullptr;
   std::mutex error_mu_;
@@ -508,7 +522,7 @@ void Task::Unpark() {
     if (s == kRunning) {
       if (state.compare_exchange_weak(s, kNotified, std::memory_order_acq_rel)) return;
     } else if (state.compare_exchange_weak(s, kRunning, std::memory_order_acq_rel)) {
-      sched->OnUnparked();
+      sched->OnUnparked();  // before Ready: a deadlock scan must see it before the task runs
       sched->Ready(this, /*next=*/true);
       return;
     }
@@ -575,14 +589,14 @@ RillStatus* ParkCurrent(const RillOpInfo* op, const char* what, void (*unlock)(v
   if (t->state.compare_exchange_strong(notified, kRunning, std::memory_order_acq_rel)) {
     unlock(arg);  // an unpark came first: do not sleep
   } else {
-    t->blocked_op = op;
-    t->blocked_what = what;
+    t->blocked_op.store(op, std::memory_order_release);
+    t->blocked_what.store(what, std::memory_order_release);
     t->unlock = unlock;
     t->unlock_arg = arg;
     t->exit = Exit::kPark;
     t->SwitchToWorker();
-    t->blocked_op = nullptr;
-    t->blocked_what = nullptr;
+    t->blocked_op.store(nullptr, std::memory_order_relaxed);
+    t->blocked_what.store(nullptr, std::memory_order_relaxed);
   }
   return t->sched->cancelled() ? t->sched->CancelStatus() : nullptr;
 }

@@ -74,3 +74,35 @@ TEST(ChannelStress, ManyProducersAndConsumersCapacity64) { RunScenario(64, 16, 2
 
 }  // namespace
 }  // namespace rill::csp
+
+namespace rill::csp {
+namespace {
+
+// Unbuffered ping-pong between two tasks, many round trips: every hand-off must wake
+// its partner (a lost wake-up ends in the deadlock error).
+TEST(ChannelStress, PingPongRoundTrips) {
+  ::rill::detail::HostSlot() = core::HostApiTable();
+  for (int run = 0; run < 20000; ++run) {
+    const int rounds = run < 19990 ? run % 7 + 1 : 200000;  // many short runs, a few long
+    core::RunTasks(core::SchedulerOptions{}, [rounds] {
+      auto ping = std::make_shared<Channel>(kLodTensor, 0);
+      auto pong = std::make_shared<Channel>(kLodTensor, 0);
+      core::SpawnTask([ping, pong] {
+        core::Variable v;
+        while (ping->Recv(rill::Variable(H(v)), nullptr, "echo recv")) {
+          pong->Send(rill::Variable(H(v)), false, nullptr, "echo send");
+        }
+      }, nullptr);
+      core::Variable ball;
+      *static_cast<int64_t*>(ball.GetMutableTensor()->Allocate(RILL_INT64, {1})) = 1;
+      for (int i = 0; i < rounds; ++i) {
+        ping->Send(rill::Variable(H(ball)), false, nullptr, "main send");
+        ASSERT_TRUE(pong->Recv(rill::Variable(H(ball)), nullptr, "main recv"));
+      }
+      ping->Close();
+    });
+  }
+}
+
+}  // namespace
+}  // namespace rill::csp

@@ -13,6 +13,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -32,11 +33,14 @@ UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 
 def rill_medians(build_dir, reps):
-    out = subprocess.run(
-        [os.path.join(build_dir, "bin", "rill_bench_csp"), f"--benchmark_repetitions={reps}",
-         "--benchmark_format=json"], check=True, capture_output=True, text=True).stdout
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        subprocess.run(
+            [os.path.join(build_dir, "bin", "rill_bench_csp"), f"--benchmark_repetitions={reps}",
+             f"--benchmark_out={out.name}", "--benchmark_out_format=json"],
+            check=True, stdout=subprocess.DEVNULL)
+        results = json.load(open(out.name))
     runs = {}
-    for b in json.loads(out)["benchmarks"]:
+    for b in results["benchmarks"]:
         if b.get("run_type") != "iteration":
             continue
         name = b["run_name"].replace("/real_time", "")

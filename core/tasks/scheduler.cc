@@ -78,10 +78,18 @@ class Task final : public RillTask {
   void Unpark() override;
   void Main();
   void SwitchToWorker();
+  // Readies a finished go task (kept with its stack) to run `b` as a new one.
+  void Reuse(std::function<void()> b, const RillOpInfo* o) {
+    body = std::move(b);
+    origin = o;
+    state.store(kRunning, std::memory_order_relaxed);
+    exit = Exit::kFinish;
+    prev = next = nullptr;
+  }
 
   Scheduler* const sched;
   std::function<void()> body;
-  const RillOpInfo* const origin;  // the go op that started it (null: the main task)
+  const RillOpInfo* origin;  // the go op that started it (null: the main task)
   const bool is_main;
   StackPool* const pool;
   const Stack stack;
@@ -111,7 +119,7 @@ class Task final : public RillTask {
 struct Worker {
   Scheduler* sched = nullptr;
   size_t index = 0;
-  std::mutex mu;
+  SpinLock mu;
   std::deque<Task*> local;
   std::atomic<size_t> queued{0};  // local.size(), readable without mu (spinners poll it)
   std::atomic<Task*> runnext{nullptr};
@@ -180,6 +188,10 @@ class Scheduler {
   }
 
   ~Scheduler() {
+    for (Task* t : free_tasks_) {
+      t->pool->Release(t->stack);
+      delete t;
+    }
     task_stacks_.Unlease();
     main_stacks_.Unlease();
   }
@@ -204,7 +216,12 @@ class Scheduler {
     if (cancelled_.load(std::memory_order_acquire)) {
       throw Error("cannot start a go block: " + CancelMessage(), RILL_CANCELLED);
     }
-    auto* t = new Task(this, std::move(body), origin, is_main, is_main ? &main_stacks_ : &task_stacks_);
+    Task* t = is_main ? nullptr : TakeFreeTask();
+    if (t != nullptr) {
+      t->Reuse(std::move(body), origin);
+    } else {
+      t = new Task(this, std::move(body), origin, is_main, is_main ? &main_stacks_ : &task_stacks_);
+    }
     t->fiber = bctx::fiber(std::allocator_arg, PoolStack{t->stack}, [t](bctx::fiber&& caller) {
       t->caller = std::move(caller);
       t->Main();
@@ -221,6 +238,14 @@ class Scheduler {
     }
     counts_.fetch_add(kLiveOne);
     Ready(t, /*next=*/false);
+  }
+
+  Task* TakeFreeTask() {
+    std::lock_guard lock(free_mu_);
+    if (free_tasks_.empty()) return nullptr;
+    Task* t = free_tasks_.back();
+    free_tasks_.pop_back();
+    return t;
   }
 
   // Queues a runnable task; see the file comment for where it goes.
@@ -260,8 +285,13 @@ class Scheduler {
 #if RILL_TSAN
     __tsan_destroy_fiber(t->tsan_fiber);
 #endif
-    t->pool->Release(t->stack);
-    delete t;
+    if (t->is_main) {
+      t->pool->Release(t->stack);
+      delete t;
+    } else {
+      std::lock_guard lock(free_mu_);  // kept, stack and all, for the next go block
+      free_tasks_.push_back(t);
+    }
     const uint64_t c = counts_.fetch_sub(kLiveOne, std::memory_order_acq_rel) - kLiveOne;
     if (LiveOf(c) == 0) {
       std::lock_guard lock(done_mu_);
@@ -494,7 +524,7 @@ class Scheduler {
   StackPool& task_stacks_;
   StackPool& main_stacks_;
   std::vector<std::unique_ptr<Worker>> workers_;
-  std::mutex global_mu_;
+  SpinLock global_mu_;
   std::deque<Task*> global_;
   std::atomic<size_t> global_queued_{0};
   std::mutex idle_mu_;
@@ -503,8 +533,10 @@ class Scheduler {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> counts_{0};
   std::atomic<uint64_t> unparks_{0};  // PARKED -> RUNNING transitions, for MaybeDeadlock
-  std::mutex tasks_mu_;
+  SpinLock tasks_mu_;
   Task* tasks_ = nullptr;
+  SpinLock free_mu_;
+  std::vector<Task*> free_tasks_;  // finished go tasks, reused by Spawn (no malloc, warm stack)
   std::mutex error_mu_;
   std::optional<Error> error_;
   std::atomic<bool> cancelled_{false};

@@ -50,22 +50,12 @@ StackPool& StackPool::Lease(size_t stack_bytes) {
 
 void StackPool::Unlease() {
   std::lock_guard lock(mu_);
-  if (--lessees_ > 0 || slabs_.size() <= kKeptSlabs) return;
-  // Nobody runs on these stacks now: keep the first slabs, unmap the rest.
-  for (size_t i = kKeptSlabs; i < slabs_.size(); ++i) {
-    munmap(slabs_[i].base, slabs_[i].bytes);
-    guarded_ -= slabs_[i].guarded;
-  }
-  slabs_.resize(kKeptSlabs);
-  const auto in_kept = [&](const Stack& s) {
-    for (const Slab& slab : slabs_) {
-      const char* b = static_cast<const char*>(slab.base);
-      if (s.base >= b && s.base < b + slab.bytes) return true;
-    }
-    return false;
-  };
-  free_.erase(std::remove_if(free_.begin(), free_.end(), [&](const Stack& s) { return !in_kept(s); }),
-              free_.end());
+  if (--lessees_ > 0) return;
+  // Nobody runs on these stacks now. Past the first slabs, let the kernel take their pages
+  // back when it needs memory (MADV_FREE, as Go's scavenger does): until it does, a later
+  // run reuses them without faulting them in again, and the mappings (and guard pages)
+  // stay, so no mmap or mprotect is repeated.
+  for (size_t i = kKeptSlabs; i < slabs_.size(); ++i) madvise(slabs_[i].base, slabs_[i].bytes, MADV_FREE);
 }
 
 void StackPool::AddSlab() {

@@ -1,11 +1,11 @@
 // core/tasks/stack_pool.h — memory for task stacks.
 //
 // Contract:
-//  - StackPool::Shared(bytes) is the process's pool of stacks of that size, leased by
-//    each scheduler while it runs (Lease/Unlease), so later runs reuse stacks whose pages
-//    are already mapped in. When its last lessee leaves, a pool keeps the first
-//    kKeptSlabs slabs and unmaps the rest: a run of 100,000 tasks does not pin their
-//    memory for the life of the process.
+//  - StackPool::Lease(bytes) is the process's pool of stacks of that size, leased by each
+//    scheduler while it runs, so later runs reuse stacks whose pages are already mapped in.
+//    When its last lessee leaves, a pool hands the pages of all but its first kKeptSlabs
+//    slabs to the kernel to reclaim under memory pressure (MADV_FREE): a run of 100,000
+//    tasks does not pin their memory for the life of the process.
 //  - Allocate() hands out a stack, Release() takes it back; both are thread-safe. Memory is
 //    reserved in slabs (MAP_NORESERVE): a stack costs physical memory only for the pages a
 //    task touches, so 100,000 parked tasks fit.
@@ -19,6 +19,8 @@
 #include <mutex>
 #include <vector>
 
+#include "rill/sdk.hpp"
+
 namespace rill::core {
 
 struct Stack {
@@ -26,9 +28,9 @@ struct Stack {
   size_t size = 0;       // usable bytes; the stack grows down from base + size
 };
 
-class StackPool {
+class __attribute__((visibility("hidden"))) StackPool {  // hidden: holds an SDK SpinLock
  public:
-  static constexpr size_t kKeptSlabs = 256;  // 16,384 stacks stay mapped between runs
+  static constexpr size_t kKeptSlabs = 256;  // 16,384 stacks keep their pages between runs
 
   // The shared pool for stacks of `stack_bytes`, leased: call Unlease when done with it.
   static StackPool& Lease(size_t stack_bytes);
@@ -53,7 +55,7 @@ class StackPool {
   const size_t page_;
   const size_t usable_;  // per stack, page multiple
   const size_t guarded_limit_;  // stacks that may get a guard page
-  std::mutex mu_;
+  SpinLock mu_;
   size_t lessees_ = 0;
   std::vector<Stack> free_;
   std::vector<Slab> slabs_;

@@ -29,7 +29,6 @@
 #include <vector>
 
 #include "rill/sdk.hpp"
-#include "spin_lock.h"
 
 // Hidden like the SDK layer it builds on: these types never cross a library boundary.
 namespace rill {

@@ -22,6 +22,9 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <sched.h>
+
+#include <atomic>
 #include <initializer_list>
 #include <sstream>
 #include <stdexcept>
@@ -297,6 +300,30 @@ inline void Unpark(RillTask* task) { Host().task_unpark(task); }
 inline RillStatus* Park(RillKernelContext* ctx, const char* what, void (*unlock)(void*), void* arg) {
   return Host().task_park(ctx, what, unlock, arg);
 }
+
+// A lock for critical sections of a few dozen nanoseconds that never block (a wait
+// queue, say): waiting spins, then yields the CPU in case the holder's thread was
+// preempted, instead of sleeping in the kernel as a contended std::mutex does. It may be
+// released on another fiber of the thread that took it (task_park's unlock callback runs
+// on the scheduler's side of the switch), which std::mutex forbids.
+class SpinLock {
+ public:
+  void lock() {
+    for (int spins = 0; locked_.exchange(true, std::memory_order_acquire);) {
+      while (locked_.load(std::memory_order_relaxed)) {
+        if (++spins < 64) {
+          CpuRelax();
+        } else {
+          sched_yield();
+        }
+      }
+    }
+  }
+  void unlock() { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
 
 // A scope handle. Borrowed views come from the context; owned ones (NewChild, Retain)
 // release their reference on destruction and keep the scope chain alive until then.

@@ -11,7 +11,7 @@ constexpr int64_t kMaxCapacity = int64_t{1} << 24;
 
 std::atomic<uint64_t> g_next_id{1};
 
-void UnlockMutex(void* mu) { static_cast<SpinLock*>(mu)->unlock(); }
+void UnlockSpinLock(void* mu) { static_cast<SpinLock*>(mu)->unlock(); }
 
 bool IsTensorDtype(int32_t t) { return (t >= RILL_BOOL && t <= RILL_FP64) || (t >= RILL_SIZE_T && t <= RILL_INT8); }
 
@@ -164,6 +164,25 @@ bool Channel::TryRecvLocked(Variable dst, bool* ok, RillTask** wake) {
   return false;
 }
 
+void Channel::WaitInQueue(std::unique_lock<SpinLock>& lock, WaitQueue& queue, Waiter& w, RillKernelContext* ctx,
+                          const char* what) {
+  queue.Push(&w);
+  for (;;) {
+    lock.release();  // Park's unlock callback releases it once this task is parked
+    RillStatus* st = Park(ctx, what, &UnlockSpinLock, &mu_);
+    lock = std::unique_lock(mu_);
+    if (w.done) {
+      if (st != nullptr) Host().status_release(st);
+      return;
+    }
+    if (st != nullptr) {
+      queue.Remove(&w);
+      lock.unlock();
+      Check(st);
+    }
+  }
+}
+
 void Channel::Send(Variable src, bool copy, RillKernelContext* ctx, const char* what) {
   CheckElement(src);
   std::unique_lock lock(mu_);
@@ -177,21 +196,7 @@ void Channel::Send(Variable src, bool copy, RillKernelContext* ctx, const char* 
   w.task = CurrentTask();
   w.var = src.handle();
   w.copy = copy;
-  sendq_.Push(&w);
-  for (;;) {
-    lock.release();  // Park's unlock callback releases it once this task is parked
-    RillStatus* st = Park(ctx, what, &UnlockMutex, &mu_);
-    lock = std::unique_lock(mu_);
-    if (w.done) {
-      if (st != nullptr) Host().status_release(st);
-      break;
-    }
-    if (st != nullptr) {
-      sendq_.Remove(&w);
-      lock.unlock();
-      Check(st);
-    }
-  }
+  WaitInQueue(lock, sendq_, w, ctx, what);
   if (!w.ok) throw Error("send on a closed channel (it was closed while the send waited)", RILL_FAILED_PRECONDITION);
 }
 
@@ -203,21 +208,7 @@ bool Channel::Recv(Variable dst, RillKernelContext* ctx, const char* what) {
     Waiter w;
     w.task = CurrentTask();
     w.var = dst.handle();
-    recvq_.Push(&w);
-    for (;;) {
-      lock.release();
-      RillStatus* st = Park(ctx, what, &UnlockMutex, &mu_);
-      lock = std::unique_lock(mu_);
-      if (w.done) {
-        if (st != nullptr) Host().status_release(st);
-        break;
-      }
-      if (st != nullptr) {
-        recvq_.Remove(&w);
-        lock.unlock();
-        Check(st);
-      }
-    }
+    WaitInQueue(lock, recvq_, w, ctx, what);
     ok = w.ok;
   } else if (wake != nullptr) {
     Unpark(wake);

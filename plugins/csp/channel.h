@@ -98,6 +98,10 @@ class Channel {
  private:
   friend class Selector;
 
+  // Queues `w` and parks until a counterpart completes it; mu_ is held (by `lock`) on
+  // entry and on return. Throws, with `w` dequeued, when the task's run is ending.
+  void WaitInQueue(std::unique_lock<SpinLock>& lock, WaitQueue& queue, Waiter& w, RillKernelContext* ctx,
+                   const char* what);
   // Each of these runs with mu_ held and says whether the operation completed.
   bool TrySendLocked(Variable src, bool copy, RillTask** wake);
   bool TryRecvLocked(Variable dst, bool* ok, RillTask** wake);

@@ -13,11 +13,15 @@
 //    at once) and PARKED. RUNNING -> PARKED happens on the worker after the task is off
 //    its stack and after its unlock callback ran; PARKED -> RUNNING only in Unpark, which
 //    then queues the task. So a task is queued at most once and never runs on two threads.
-//  - counts_ packs (live tasks << 32 | parked tasks) in one word. A parking task is
-//    counted before it turns PARKED and an unpark uncounts after, so the count never
-//    exceeds the parked tasks; it is read after each park commits and each task ends,
-//    and parked == live > 0 means every task waits on another. That is confirmed against
-//    every task's state under tasks_mu_ before a deadlock is declared.
+//  - counts_ packs (live tasks << 32 | parked tasks) in one word, read after each park
+//    commits and each task ends. A parking task is counted just before it turns PARKED
+//    and an unpark uncounts just after, so the count may run ahead of the truth for an
+//    instant: parked == live > 0 only triggers a scan of every task's state
+//    (MaybeDeadlock), which declares a deadlock only if no unpark happened during it.
+//  - Finished go tasks are kept, with their stacks, and reused by the next spawn.
+//  - Sanitizers see fibers: ASan through start/finish_switch_fiber around each switch,
+//    TSan through one fiber per task; a task switching out stays TSan's current fiber
+//    until the worker has released its lock for it (TSan checks who unlocks a lock).
 #include "core/tasks/scheduler.h"
 
 #include <algorithm>

@@ -249,6 +249,31 @@ TEST(CspPrograms, MalformedSelectCasesAreClearErrors) {
   }
 }
 
+// A plain-C plugin built against the frozen ABI v2 header parks its task while it waits
+// (a mailbox), inside the same scheduler as the csp plugin's go blocks.
+TEST(CspPrograms, FrozenAbiV2CPluginParksItsTask) {
+  const std::vector<std::string> plugin = {"--plugin", std::string(RILL_FIXTURE_DIR) + "/frozen_v2/librill_frozen_v2.so"};
+  ProgramBuilder pb;
+  BlockBuilder& main = pb.block(0);
+  main.Op("v2_mailbox").Output("Out", "box");
+  main.Op("assign").Input("X", "box").Output("Out", "shared");  // a copy shares the mailbox
+  BlockBuilder& producer = Go(pb, main, {"shared"});
+  Fill(producer, "v", RILL_FP32, 7);
+  producer.Op("v2_put").Input("Box", "shared").Input("X", "v");
+  main.Op("v2_take").Input("Box", "box").Output("Out", "got");
+  const auto r = RunProgram(pb, "frozen_v2", {"got"}, plugin);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "got fp32 [1] 7\n");
+
+  ProgramBuilder alone;
+  alone.block(0).Op("v2_mailbox").Output("Out", "box");
+  alone.block(0).Op("v2_take").Input("Box", "box").Output("Out", "got");
+  const auto d = RunProgram(alone, "frozen_v2_deadlock", {}, plugin);
+  EXPECT_EQ(d.exit_code, 1);
+  EXPECT_EQ(d.err, "rill: error: deadlock: all 1 tasks are blocked: main: block 0, op 1 (v2_take Box=[box] -> "
+                   "Out=[got]) waiting for the mailbox\n");
+}
+
 TEST(CspPrograms, ChannelMisuseIsAClearError) {
   ProgramBuilder never;
   ChannelRecv(never.block(0), "nochan", "x");

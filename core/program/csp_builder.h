@@ -25,9 +25,8 @@
 
 namespace rill::core {
 
-// framework.proto VarType.Type numbers a channel can carry besides tensor dtypes.
+// framework.proto's VarType.Type for "any tensor", the usual channel data_type.
 constexpr int32_t kLodTensorType = 7;
-constexpr int32_t kChannelType = 16;
 
 void MakeChannel(BlockBuilder& b, const std::string& name, int32_t data_type = kLodTensorType,
                  int64_t capacity = 0);

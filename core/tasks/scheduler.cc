@@ -613,8 +613,6 @@ RillTask* CurrentParkable() {
   return &ThisThreadParker();
 }
 
-bool InTask() { return CurrentTask() != nullptr; }
-
 RillStatus* ParkCurrent(const RillOpInfo* op, const char* what, void (*unlock)(void*), void* arg) {
   Task* t = CurrentTask();
   if (t == nullptr) {

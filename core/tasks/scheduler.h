@@ -45,9 +45,6 @@ void RunTasks(const SchedulerOptions& options, std::function<void()> main);
 // The running task or this thread's parker; never null.
 RillTask* CurrentParkable();
 
-// True inside a task of a running scheduler.
-bool InTask();
-
 // Parks the caller until unparked. `unlock(arg)` runs once the caller is off its stack
 // (so a waker that takes the same lock cannot miss it). `op` and `what` describe the wait
 // in deadlock reports and must stay valid while parked. Returns NULL, or the run's

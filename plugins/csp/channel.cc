@@ -99,11 +99,7 @@ Channel::~Channel() = default;
 void Channel::CheckElement(Variable v) const {
   if (!v.initialized()) throw Error("the value to send holds nothing (was it moved by an earlier send?)");
   if (data_type_ == kChannel) {
-    void* out = nullptr;
-    if (RillStatus* st = Host().var_get_custom(v.handle(), kChannelType, &out)) {
-      Host().status_release(st);
-      throw Error("this channel carries channels; the value to send holds " + v.Describe());
-    }
+    if (ChannelRefOf(v) == nullptr) throw Error("this channel carries channels; the value to send holds " + v.Describe());
     return;
   }
   RillTensor* t = nullptr;
@@ -242,17 +238,23 @@ std::string Channel::Describe() {
          (closed_ ? "closed" : "open");
 }
 
-std::shared_ptr<Channel> ChannelOf(Variable v, const std::string& name) {
-  if (!v) throw Error("channel '" + name + "' was never created (no such variable)", RILL_FAILED_PRECONDITION);
+const ChannelRef* ChannelRefOf(Variable v) {
   void* out = nullptr;
   if (RillStatus* st = Host().var_get_custom(v.handle(), kChannelType, &out)) {
     Host().status_release(st);
-    if (!v.initialized()) {
-      throw Error("channel '" + name + "' was never created (run channel_create first)", RILL_FAILED_PRECONDITION);
-    }
-    throw Error("'" + name + "' is not a channel: it holds " + v.Describe());
+    return nullptr;
   }
-  return static_cast<ChannelRef*>(out)->channel;
+  return static_cast<const ChannelRef*>(out);
+}
+
+std::shared_ptr<Channel> ChannelOf(Variable v, const std::string& name) {
+  if (!v) throw Error("channel '" + name + "' was never created (no such variable)", RILL_FAILED_PRECONDITION);
+  const ChannelRef* ref = ChannelRefOf(v);
+  if (ref == nullptr && !v.initialized()) {
+    throw Error("channel '" + name + "' was never created (run channel_create first)", RILL_FAILED_PRECONDITION);
+  }
+  if (ref == nullptr) throw Error("'" + name + "' is not a channel: it holds " + v.Describe());
+  return ref->channel;
 }
 
 void SetZeroValue(Variable v) {

@@ -126,6 +126,9 @@ struct ChannelRef {
 };
 constexpr const char* kChannelType = "csp.channel";
 
+// What `v` holds if it is a channel variable, else nullptr.
+const ChannelRef* ChannelRefOf(Variable v);
+
 // The channel variable `v` refers to; throws a clear Error if it holds none. `name` is the
 // variable's name, for the message.
 std::shared_ptr<Channel> ChannelOf(Variable v, const std::string& name);

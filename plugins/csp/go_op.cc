@@ -20,13 +20,7 @@ class Go {
     Scope child = parent.NewChild();
     for (const std::string& name : captured_) {
       Variable v = parent.FindVar(name);
-      void* ref = nullptr;
-      if (!v) continue;
-      if (RillStatus* st = Host().var_get_custom(v.handle(), kChannelType, &ref)) {
-        Host().status_release(st);  // not a channel: shared by reference
-        continue;
-      }
-      child.Var(name).CopyFrom(v);
+      if (v && ChannelRefOf(v) != nullptr) child.Var(name).CopyFrom(v);  // others: shared
     }
     ctx.Go(block_, child);
   }

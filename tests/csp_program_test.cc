@@ -35,6 +35,14 @@ test::CommandResult RunProgram(const ProgramBuilder& pb, const std::string& name
   return RunRill(args);
 }
 
+// Runs the program and expects success with exactly `out` on stdout.
+void ExpectRunPrints(const ProgramBuilder& pb, const std::string& name, const std::vector<std::string>& fetch,
+                     const std::string& out, const std::vector<std::string>& extra = {}) {
+  const auto r = RunProgram(pb, name, fetch, extra);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, out);
+}
+
 TEST(CspPrograms, SeedGoExampleRuns) {
   const auto r = RunRill({"run", kSource + "/tests/programs/seed_go_fragment.pbtxt", "--fetch", "return_value",
                           "--fetch", "status_recv"});
@@ -53,9 +61,7 @@ TEST(CspPrograms, ExampleProgramsRun) {
 }
 
 TEST(CspPrograms, DaisyChainOf100) {
-  const auto r = RunProgram(DaisyChain(100), "daisy100", {"result"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "result int64 [1] 101\n");
+  ExpectRunPrints(DaisyChain(100), "daisy100", {"result"}, "result int64 [1] 101\n");
 }
 
 TEST(CspPrograms, DaisyChainOf100000) {
@@ -63,9 +69,7 @@ TEST(CspPrograms, DaisyChainOf100000) {
     GTEST_SKIP() << "ThreadSanitizer tracks at most 8128 threads and counts each task's fiber as "
                     "one; the chain of 100 runs under it instead";
   }
-  const auto r = RunProgram(DaisyChain(100000), "daisy100k", {"result"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "result int64 [1] 100001\n");
+  ExpectRunPrints(DaisyChain(100000), "daisy100k", {"result"}, "result int64 [1] 100001\n");
 }
 
 TEST(CspPrograms, PingPongWithAndWithoutSelect) {
@@ -85,9 +89,7 @@ TEST(CspPrograms, ProducerConsumerAtCapacities0And1And100) {
 }
 
 TEST(CspPrograms, SpawnManyGoBlocks) {
-  const auto r = RunProgram(examples::SpawnMany(10000), "spawn", {"count"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "count int64 [1] 10000\n");
+  ExpectRunPrints(examples::SpawnMany(10000), "spawn", {"count"}, "count int64 [1] 10000\n");
 }
 
 TEST(CspPrograms, SelectSendCaseBeatsDefaultOnABufferedChannel) {
@@ -100,9 +102,7 @@ TEST(CspPrograms, SelectSendCaseBeatsDefaultOnABufferedChannel) {
   Fill(select.Send("ch", "x"), "result", RILL_INT64, 1);
   Fill(select.Default(), "result", RILL_INT64, 2);
   ChannelRecv(main, "ch", "received");
-  const auto r = RunProgram(pb, "select_default", {"result", "received"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "result int64 [1] 1\nreceived int64 [1] 7\n");
+  ExpectRunPrints(pb, "select_default", {"result", "received"}, "result int64 [1] 1\nreceived int64 [1] 7\n");
 }
 
 // Fluid's test_fibonacci: a go block receives ten numbers and then sends on quit; the main
@@ -138,9 +138,7 @@ TEST(CspPrograms, FibonacciViaSelectInWhile) {
   }
   ChannelClose(main, "ch1");
   ChannelClose(main, "quit_ch");
-  const auto r = RunProgram(pb, "fibonacci", {"result"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "result int32 [1] 34\n");
+  ExpectRunPrints(pb, "fibonacci", {"result"}, "result int32 [1] 34\n");
 }
 
 // Fluid's test_ping_pong: ping and pong over two channels of capacity 1.
@@ -157,9 +155,7 @@ TEST(CspPrograms, PingPongOverTwoBufferedChannels) {
   ChannelRecv(main, "pongs", "pong_result");
   ChannelClose(main, "pings");
   ChannelClose(main, "pongs");
-  const auto r = RunProgram(pb, "ping_pong", {"ping_result", "pong_result"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "ping_result int64 [1] 9\npong_result int64 [1] 9\n");
+  ExpectRunPrints(pb, "ping_pong", {"ping_result", "pong_result"}, "ping_result int64 [1] 9\npong_result int64 [1] 9\n");
 }
 
 // Go blocks use a variable of the while step that started them after that step's scope
@@ -188,9 +184,7 @@ TEST(CspPrograms, GoBlocksKeepTheScopesTheyUseAlive) {
     ChannelRecv(main, "ch", "got");
     main.Op("elementwise_add").Input("X", "sum").Input("Y", "got").Output("Out", "sum");
   }
-  const auto r = RunProgram(pb, "capture", {"sum"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "sum int64 [1] 55\n");
+  ExpectRunPrints(pb, "capture", {"sum"}, "sum int64 [1] 55\n");
 }
 
 TEST(CspPrograms, GoBlocksStillBlockedWhenTheMainBlockEndsAreStopped) {
@@ -261,9 +255,7 @@ TEST(CspPrograms, FrozenAbiV2CPluginParksItsTask) {
   Fill(producer, "v", RILL_FP32, 7);
   producer.Op("v2_put").Input("Box", "shared").Input("X", "v");
   main.Op("v2_take").Input("Box", "box").Output("Out", "got");
-  const auto r = RunProgram(pb, "frozen_v2", {"got"}, plugin);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "got fp32 [1] 7\n");
+  ExpectRunPrints(pb, "frozen_v2", {"got"}, "got fp32 [1] 7\n", plugin);
 
   ProgramBuilder alone;
   alone.block(0).Op("v2_mailbox").Output("Out", "box");

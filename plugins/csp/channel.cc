@@ -15,12 +15,8 @@ void UnlockSpinLock(void* mu) { static_cast<SpinLock*>(mu)->unlock(); }
 
 bool IsTensorDtype(int32_t t) { return (t >= RILL_BOOL && t <= RILL_FP64) || (t >= RILL_SIZE_T && t <= RILL_INT8); }
 
-// Moves or copies `from` into `to`; a null `to` (a receive that keeps nothing) drops it.
+// Moves or copies `from` into `to`.
 void Transfer(RillVariable* to, RillVariable* from, bool copy) {
-  if (to == nullptr) {
-    if (!copy) OwnedVariable().get().MoveFrom(Variable(from));
-    return;
-  }
   if (copy) {
     Variable(to).CopyFrom(Variable(from));
   } else {
@@ -28,15 +24,9 @@ void Transfer(RillVariable* to, RillVariable* from, bool copy) {
   }
 }
 
-// Moves a buffered value out of its slot into `to` (null: dropped). The slot gets `to`'s
-// old value in exchange: the next send copied into it reuses that memory.
-void TakeFromSlot(RillVariable* to, Variable slot) {
-  if (to == nullptr) {
-    OwnedVariable().get().MoveFrom(slot);
-  } else {
-    slot.SwapWith(Variable(to));
-  }
-}
+// Moves a buffered value out of its slot into `to`. The slot gets `to`'s old value in
+// exchange: the next send copied into it reuses that memory.
+void TakeFromSlot(RillVariable* to, Variable slot) { slot.SwapWith(Variable(to)); }
 
 // Completes waiter `w` (taken from a queue) and records it as its select's winner.
 void Complete(Waiter* w, bool ok) {

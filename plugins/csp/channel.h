@@ -46,7 +46,7 @@ struct SelectGroup {
 // A task waiting in a queue (Go's sudog). Lives on the waiting task's stack.
 struct Waiter {
   RillTask* task = nullptr;
-  RillVariable* var = nullptr;  // send: the value to take; recv: where to put it (may be null)
+  RillVariable* var = nullptr;  // send: the value to take; recv: where to put it
   bool copy = false;            // send: copy the value instead of moving it
   bool done = false;            // set by the counterpart, under the channel lock
   bool ok = false;              // recv: a value arrived (false: closed); send: delivered

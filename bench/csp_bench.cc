@@ -48,6 +48,15 @@ core::Variable One() {
 
 // ---- the channel API, directly -----------------------------------------------------------
 
+// The main task's side of a ping-pong: one timed round trip per iteration.
+void TimeRoundTrips(benchmark::State& state, Channel& ping, Channel& pong) {
+  core::Variable ball = One();
+  for (auto _ : state) {
+    Send(ping, ball);
+    Recv(pong, ball);
+  }
+}
+
 void BM_Chan_PingPong(benchmark::State& state) {
   InTasks([&] {
     auto ping = std::make_shared<Channel>(kLodTensor, 0);
@@ -56,11 +65,7 @@ void BM_Chan_PingPong(benchmark::State& state) {
       core::Variable v;
       while (Recv(*ping, v)) Send(*pong, v);
     }, nullptr);
-    core::Variable ball = One();
-    for (auto _ : state) {
-      Send(*ping, ball);
-      Recv(*pong, ball);
-    }
+    TimeRoundTrips(state, *ping, *pong);
     ping->Close();
   });
 }
@@ -77,11 +82,7 @@ void BM_Chan_SelectPingPong(benchmark::State& state) {
                                                   {csp::SelectCase::kRecv, quit, H(stop)}};
       while (csp::RunSelect(cases, nullptr, "bench select") == 0) Send(*pong, v);
     }, nullptr);
-    core::Variable ball = One();
-    for (auto _ : state) {
-      Send(*ping, ball);
-      Recv(*pong, ball);
-    }
+    TimeRoundTrips(state, *ping, *pong);
     quit->Close();
   });
 }

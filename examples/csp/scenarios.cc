@@ -25,6 +25,16 @@ void FinishCountedLoop(BlockBuilder& body, const std::string& counter) {
   body.Op("less_than").Input("X", counter).Input("Y", counter + ".limit").Output("Out", counter + ".cond");
 }
 
+// Appends `sum = 0` and a counted loop receiving n values from `channel` into `sum`.
+void ReceiveAndSum(ProgramBuilder& pb, BlockBuilder& b, const std::string& channel, int64_t n,
+                   const std::string& sum) {
+  Fill(b, sum, RILL_INT64, 0);
+  BlockBuilder& receive = CountedLoop(pb, b, sum + ".i", n);
+  core::ChannelRecv(receive, channel, "got");
+  receive.Op("elementwise_add").Input("X", sum).Input("Y", "got").Output("Out", sum);
+  FinishCountedLoop(receive, sum + ".i");
+}
+
 // `while true { <body> }`, for go blocks that serve until the main block ends.
 BlockBuilder& Forever(ProgramBuilder& pb, BlockBuilder& b) {
   Fill(b, "forever", RILL_BOOL, 1);
@@ -85,16 +95,12 @@ ProgramBuilder ProducerConsumer(int64_t n, int64_t capacity) {
   ProgramBuilder pb;
   BlockBuilder& main = pb.block(0);
   core::MakeChannel(main, "ch", core::kLodTensorType, capacity);
-  Fill(main, "sum", RILL_INT64, 0);
   BlockBuilder& producer = core::Go(pb, main, {"ch"});
   Fill(producer, "one", RILL_INT64, 1);
   BlockBuilder& produce = CountedLoop(pb, producer, "j", n);
   core::ChannelSend(produce, "ch", "one", /*copy=*/true);
   FinishCountedLoop(produce, "j");
-  BlockBuilder& consume = CountedLoop(pb, main, "i", n);
-  core::ChannelRecv(consume, "ch", "got");
-  consume.Op("elementwise_add").Input("X", "sum").Input("Y", "got").Output("Out", "sum");
-  FinishCountedLoop(consume, "i");
+  ReceiveAndSum(pb, main, "ch", n, "sum");
   return pb;
 }
 
@@ -102,16 +108,12 @@ ProgramBuilder SpawnMany(int64_t n) {
   ProgramBuilder pb;
   BlockBuilder& main = pb.block(0);
   core::MakeChannel(main, "done", core::kLodTensorType, n);
-  Fill(main, "count", RILL_INT64, 0);
   BlockBuilder& spawn = CountedLoop(pb, main, "i", n);
   BlockBuilder& task = core::Go(pb, spawn, {"done"});
   Fill(task, "one", RILL_INT64, 1);
   core::ChannelSend(task, "done", "one");
   FinishCountedLoop(spawn, "i");
-  BlockBuilder& wait = CountedLoop(pb, main, "k", n);
-  core::ChannelRecv(wait, "done", "got");
-  wait.Op("elementwise_add").Input("X", "count").Input("Y", "got").Output("Out", "count");
-  FinishCountedLoop(wait, "k");
+  ReceiveAndSum(pb, main, "done", n, "count");
   return pb;
 }
 

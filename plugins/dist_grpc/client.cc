@@ -1,0 +1,150 @@
+#include "client.h"
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
+
+#include <condition_variable>
+#include <stdexcept>
+
+#include "parameter_server.pb.h"
+#include "rill/sdk.hpp"
+#include "wire.h"
+
+namespace rill::dist {
+namespace {
+
+std::string MethodName(const char* path) {
+  const std::string p(path);
+  return p.substr(p.rfind('/') + 1);
+}
+
+}  // namespace
+
+TrainerSession& TrainerSession::Get() {
+  static TrainerSession* session = new TrainerSession;  // outlives every op instance
+  return *session;
+}
+
+int32_t TrainerSession::BindTrainerId(int32_t trainer_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (trainer_id_ >= 0 && trainer_id_ != trainer_id) {
+    throw std::runtime_error("this process is trainer " + std::to_string(trainer_id_) +
+                             "; an op asks to be trainer " + std::to_string(trainer_id));
+  }
+  trainer_id_ = trainer_id;
+  return trainer_id_;
+}
+
+int32_t TrainerSession::trainer_id() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return trainer_id_;
+}
+
+int64_t TrainerSession::iteration() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return iteration_;
+}
+
+int64_t TrainerSession::Advance() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ++iteration_;
+}
+
+std::shared_ptr<grpc::Channel> TrainerSession::ChannelFor(const std::string& endpoint,
+                                                          const TransportOptions& options, bool* first_contact) {
+  std::lock_guard<std::mutex> lock(mu_);
+  *first_contact = contacted_.count(endpoint) == 0;
+  auto& channel = channels_[endpoint];
+  if (!channel) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);  // tensors far above gRPC's 4 MiB default
+    args.SetMaxSendMessageSize(-1);
+    channel = grpc::CreateCustomChannel(endpoint, options.ChannelCredentials(), args);
+  }
+  return channel;
+}
+
+void TrainerSession::Call(std::vector<RpcCall>& calls, const TransportOptions& options) {
+  struct Pending {
+    grpc::ClientContext context;
+    grpc::Status status;
+    bool first_contact = false;
+  };
+  std::vector<Pending> pending(calls.size());
+  std::mutex mu;
+  std::condition_variable done;
+  size_t remaining = calls.size();
+  std::vector<std::unique_ptr<grpc::GenericStub>> stubs;  // alive until every call ended
+  const auto deadline = std::chrono::system_clock::now() + options.deadline;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    auto channel = ChannelFor(calls[i].endpoint, options, &pending[i].first_contact);
+    auto& ctx = pending[i].context;
+    ctx.set_deadline(deadline);
+    ctx.set_wait_for_ready(pending[i].first_contact);
+    if (!options.token.empty()) ctx.AddMetadata(kTokenMetadataKey, options.token);
+    stubs.push_back(std::make_unique<grpc::GenericStub>(channel));
+    stubs.back()->UnaryCall(&ctx, calls[i].method, grpc::StubOptions(), &calls[i].request, &calls[i].response,
+                   [&, i](grpc::Status status) {
+                     std::lock_guard<std::mutex> lock(mu);
+                     pending[i].status = std::move(status);
+                     if (--remaining == 0) done.notify_all();
+                   });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    done.wait(lock, [&] { return remaining == 0; });
+  }
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const grpc::Status& s = pending[i].status;
+    if (s.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      contacted_.insert(calls[i].endpoint);
+      continue;
+    }
+    std::string what = "pserver " + calls[i].endpoint + ": " + MethodName(calls[i].method) + " " +
+                       calls[i].subject + ": ";
+    if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+      what += std::string(pending[i].first_contact ? "no pserver answered" : "no answer") + " within " +
+              std::to_string(options.deadline.count()) + " ms (deadline; RILL_RPC_DEADLINE_MS)";
+    } else if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      what += "unavailable (" + s.error_message() + ")";
+    } else {
+      what += s.error_message();
+    }
+    throw std::runtime_error(what);
+  }
+}
+
+void TrainerSession::AddSender() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++senders_;
+}
+
+void TrainerSession::RemoveSender(const TransportOptions& options) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--senders_ > 0 || contacted_.empty()) return;
+  }
+  Complete(options);
+}
+
+void TrainerSession::Complete(const TransportOptions& options) {
+  std::vector<RpcCall> calls;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    v1::CompleteRequest request;
+    request.set_trainer_id(trainer_id_);
+    for (const auto& endpoint : contacted_) {
+      RpcCall c;
+      c.endpoint = endpoint;
+      c.method = kComplete;
+      c.subject = "trainer " + std::to_string(trainer_id_);
+      c.request = EncodeMessage(request);
+      calls.push_back(std::move(c));
+    }
+  }
+  Call(calls, options);
+}
+
+}  // namespace rill::dist

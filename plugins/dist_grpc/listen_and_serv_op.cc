@@ -1,0 +1,78 @@
+// The pserver's op: listen_and_serv (and recv without Out, the seed's name for it).
+#include "ops.h"
+#include "pserver.h"
+
+namespace rill::dist {
+
+void ListenAndServ(KernelContext& ctx) {
+  const OpInfo op = ctx.op();
+  const auto params = op.Attr<std::vector<std::string>>("ParamList");
+  const auto grads = op.Attr<std::vector<std::string>>("GradList");
+  if (params.empty() || params.size() != grads.size()) {
+    throw Error(op.type() + ": ParamList and GradList must pair one gradient with each parameter; got " +
+                std::to_string(params.size()) + " and " + std::to_string(grads.size()));
+  }
+  if (!op.Attr<bool>("sync_mode")) {
+    throw Error(op.type() + ": sync_mode false (asynchronous training) is not supported; use sync_mode true");
+  }
+  const std::string endpoint = op.Attr<std::string>("endpoint");
+  if (endpoint.rfind(':') == std::string::npos) throw Error(op.type() + ": endpoint '" + endpoint + "' is not HOST:PORT");
+  const int32_t optimize_block = op.BlockAttr("OptimizeBlock");
+  const Scope& scope = ctx.scope();
+
+  std::vector<ParamSpec> specs(params.size());
+  std::vector<Variable> param_vars;
+  for (size_t i = 0; i < params.size(); ++i) {
+    Variable v = scope.FindVar(params[i]);
+    if (!v || !v.initialized()) {
+      throw Error(op.type() + ": parameter '" + params[i] + "' is not initialized; run the pserver's startup program first");
+    }
+    Tensor t = v.tensor();
+    if (t.device_type() != RILL_CPU) throw Error(op.type() + ": parameter '" + params[i] + "' is not on the CPU");
+    specs[i] = ParamSpec{params[i], grads[i], t.dtype(), t.dims()};
+    param_vars.push_back(v);
+  }
+  auto snapshot = [&] {
+    std::vector<TensorBytes> out;
+    for (Variable& v : param_vars) {
+      Tensor t = v.tensor();
+      out.push_back(TensorBytes{t.dtype(), t.dims(), t.lod(), t.raw_data(),
+                                static_cast<size_t>(t.numel()) * DataTypeSize(t.dtype())});
+    }
+    return out;
+  };
+
+  ParameterServer server(endpoint, static_cast<int32_t>(op.Attr<int64_t>("Fanin")), specs,
+                         TransportOptions::Resolve(op.Attr<int64_t>("deadline_ms")));
+  server.Start(snapshot());
+  Log(RILL_LOG_INFO, op.type() + ": serving " + std::to_string(params.size()) + " parameters on " + server.endpoint() +
+                         " for " + std::to_string(op.Attr<int64_t>("Fanin")) + " trainers");
+  PserverHooks hooks;
+  hooks.gradient = [&](size_t i) { return scope.Var(grads[i]).tensor().Allocate(specs[i].dtype, specs[i].dims); };
+  hooks.optimize = [&] { ctx.RunBlock(optimize_block, scope); };
+  hooks.parameters = snapshot;
+  server.Serve(hooks);
+}
+
+void RegisterListenAndServ(Registrar& r) {
+  r.Op(OpSchema("listen_and_serv")
+           .Doc("Pserver side of sync parameter-server training (gRPC): listens on `endpoint` (that address "
+                "only), and for each iteration waits until all Fanin trainers sent their gradients and "
+                "barrier, writes each GradList variable as the average of the trainers' gradients, runs "
+                "OptimizeBlock once, then serves the ParamList parameters. Ends when every trainer "
+                "completed. A trainer missing a barrier past the deadline (deadline_ms, or "
+                "RILL_RPC_DEADLINE_MS) is an error naming it. Parameters must be initialized first (the "
+                "pserver's startup program). RILL_DIST_TOKEN and RILL_TLS_CERT/RILL_TLS_KEY secure it.")
+           .Input("X", "the gradients received (documentation; GradList is what counts)",
+                  RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+           .RequiredAttr("endpoint", RILL_ATTR_STRING, "HOST:PORT to listen on")
+           .RequiredAttr("OptimizeBlock", RILL_ATTR_BLOCK, "the block that applies the averaged gradients")
+           .RequiredAttr("ParamList", RILL_ATTR_STRINGS, "the parameters this pserver owns")
+           .RequiredAttr("GradList", RILL_ATTR_STRINGS, "the gradient of each parameter, in ParamList's order")
+           .Attr("Fanin", int64_t{1}, "the number of trainers")
+           .Attr("sync_mode", true, "synchronous training (the only mode supported)")
+           .Attr("deadline_ms", int64_t{0}, "how long to wait for a trainer, in ms; 0: 120000 (RILL_RPC_DEADLINE_MS overrides)"));
+  r.Kernel("listen_and_serv", RILL_CPU, RILL_ANY_DTYPE, &ListenAndServ);
+}
+
+}  // namespace rill::dist

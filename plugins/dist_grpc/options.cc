@@ -1,0 +1,69 @@
+#include "options.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace rill::dist {
+namespace {
+
+const char* Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+int64_t EnvInt(const char* name, int64_t fallback, int64_t min) {
+  const char* v = Env(name);
+  if (v == nullptr) return fallback;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  if (*end != '\0' || n < min) {
+    throw std::runtime_error(std::string(name) + "='" + v + "': expected an integer >= " + std::to_string(min));
+  }
+  return n;
+}
+
+std::string ReadPem(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(std::string(what) + ": cannot read '" + path + "'");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TransportOptions TransportOptions::Resolve(int64_t deadline_ms_attr) {
+  TransportOptions o;
+  if (deadline_ms_attr > 0) o.deadline = std::chrono::milliseconds(deadline_ms_attr);
+  o.deadline = std::chrono::milliseconds(EnvInt("RILL_RPC_DEADLINE_MS", o.deadline.count(), 1));
+  if (const char* t = Env("RILL_DIST_TOKEN")) o.token = t;
+  if (const char* c = Env("RILL_TLS_CERT")) o.tls_cert_file = c;
+  if (const char* k = Env("RILL_TLS_KEY")) o.tls_key_file = k;
+  if (const char* a = Env("RILL_TLS_CA")) o.tls_ca_file = a;
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
+    throw std::runtime_error("RILL_TLS_CERT and RILL_TLS_KEY go together: set both or neither");
+  }
+  return o;
+}
+
+std::shared_ptr<grpc::ChannelCredentials> TransportOptions::ChannelCredentials() const {
+  if (tls_ca_file.empty()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = ReadPem(tls_ca_file, "RILL_TLS_CA");
+  return grpc::SslCredentials(ssl);
+}
+
+std::shared_ptr<grpc::ServerCredentials> TransportOptions::ServerCredentials() const {
+  if (tls_cert_file.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({ReadPem(tls_key_file, "RILL_TLS_KEY"), ReadPem(tls_cert_file, "RILL_TLS_CERT")});
+  return grpc::SslServerCredentials(ssl);
+}
+
+int32_t ResolveTrainerId(int64_t trainer_id_attr) {
+  return static_cast<int32_t>(EnvInt("RILL_TRAINER_ID", trainer_id_attr < 0 ? 0 : trainer_id_attr, 0));
+}
+
+}  // namespace rill::dist

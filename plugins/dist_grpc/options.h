@@ -1,0 +1,43 @@
+// options.h — how the dist_grpc ops reach each other: deadlines, identity, credentials.
+//
+// Each setting comes from the op's attribute and can be overridden per process by the
+// environment, so one transpiled program runs unchanged under `rill launch` or by hand:
+//   RILL_RPC_DEADLINE_MS  every RPC and every wait (default: the op's deadline_ms, 120000)
+//   RILL_TRAINER_ID       this trainer's index in [0, Fanin) (default: the op's trainer_id, 0)
+//   RILL_DIST_TOKEN       a shared secret; a pserver with one refuses clients without it
+//   RILL_TLS_CERT / RILL_TLS_KEY   PEM files: the pserver serves TLS with them
+//   RILL_TLS_CA           PEM file: clients use TLS and trust this root
+// A malformed value is an error naming the variable.
+#ifndef RILL_DIST_GRPC_OPTIONS_H_
+#define RILL_DIST_GRPC_OPTIONS_H_
+
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/security/server_credentials.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace rill::dist {
+
+struct TransportOptions {
+  std::chrono::milliseconds deadline{120000};
+  std::string token;
+  std::string tls_cert_file, tls_key_file, tls_ca_file;
+
+  // Attribute values (deadline_ms <= 0: the default) with the environment's overrides.
+  static TransportOptions Resolve(int64_t deadline_ms_attr);
+
+  std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials() const;
+  std::shared_ptr<grpc::ServerCredentials> ServerCredentials() const;
+};
+
+// The trainer index: RILL_TRAINER_ID if set, else the attribute (negative: 0).
+int32_t ResolveTrainerId(int64_t trainer_id_attr);
+
+// The metadata key that carries the shared token.
+inline constexpr const char* kTokenMetadataKey = "rill-dist-token";
+
+}  // namespace rill::dist
+
+#endif  // RILL_DIST_GRPC_OPTIONS_H_

@@ -1,0 +1,420 @@
+#include "pserver.h"
+
+#include <grpcpp/server_builder.h>
+
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+#include "parameter_server.grpc.pb.h"
+#include "rill/sdk.hpp"
+
+namespace rill::dist {
+
+struct ParameterServer::PendingGet {
+  grpc::ServerUnaryReactor* reactor;
+  grpc::ByteBuffer* response;
+  size_t param;
+  int32_t trainer;
+};
+
+// Every method raw: requests are parsed by wire.h, responses built over tensor memory.
+class ParameterServer::Service final
+    : public v1::ParameterServer::WithRawCallbackMethod_SendVariable<
+          v1::ParameterServer::WithRawCallbackMethod_GetVariable<v1::ParameterServer::WithRawCallbackMethod_Barrier<
+              v1::ParameterServer::WithRawCallbackMethod_Complete<v1::ParameterServer::Service>>>> {
+ public:
+  explicit Service(ParameterServer* server) : server_(server) {}
+
+  grpc::ServerUnaryReactor* SendVariable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer*) override {
+    return Unary(ctx, [&] { return server_->OnSend(*request); });
+  }
+  grpc::ServerUnaryReactor* Barrier(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                    grpc::ByteBuffer*) override {
+    return Unary(ctx, [&] { return server_->OnBarrier(*request); });
+  }
+  grpc::ServerUnaryReactor* Complete(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer*) override {
+    return Unary(ctx, [&] { return server_->OnComplete(*request); });
+  }
+  grpc::ServerUnaryReactor* GetVariable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    grpc::Status status = server_->CheckToken(ctx);
+    if (!status.ok() || server_->OnGet(ctx, *request, response, reactor, &status)) reactor->Finish(status);
+    return reactor;
+  }
+
+ private:
+  template <class F> grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, F&& handle) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    grpc::Status status = server_->CheckToken(ctx);
+    reactor->Finish(status.ok() ? handle() : status);
+    return reactor;
+  }
+  ParameterServer* server_;
+};
+
+namespace {
+
+grpc::Status Invalid(const std::string& message) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
+}
+
+std::string DimsText(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+size_t ByteSize(const ParamSpec& p) { return static_cast<size_t>(CheckedNumel(p.dims)) * DataTypeSize(p.dtype); }
+
+template <class T> void Average(void* dst, const std::vector<const char*>& parts, size_t bytes) {
+  T* out = static_cast<T*>(dst);
+  const size_t n = bytes / sizeof(T);
+  std::memcpy(out, parts[0], bytes);
+  for (size_t p = 1; p < parts.size(); ++p) {
+    const T* in = reinterpret_cast<const T*>(parts[p]);
+    for (size_t i = 0; i < n; ++i) out[i] += in[i];
+  }
+  if (parts.size() > 1) {
+    const T scale = T(1) / static_cast<T>(parts.size());
+    for (size_t i = 0; i < n; ++i) out[i] *= scale;
+  }
+}
+
+}  // namespace
+
+ParameterServer::ParameterServer(std::string endpoint, int32_t fanin, std::vector<ParamSpec> params,
+                                 TransportOptions options)
+    : endpoint_(std::move(endpoint)), fanin_(fanin), params_(std::move(params)), options_(std::move(options)) {
+  if (fanin_ < 1) throw std::runtime_error("Fanin must be at least 1, got " + std::to_string(fanin_));
+  for (const auto& p : params_) {
+    if (p.dtype != RILL_FP32 && p.dtype != RILL_FP64) {
+      throw std::runtime_error("parameter '" + p.param + "' is " + DataTypeName(p.dtype) +
+                               "; the pserver averages float32 and float64 gradients only");
+    }
+  }
+  slots_.resize(params_.size());
+  for (auto& s : slots_) s.resize(fanin_);
+  trainers_.resize(fanin_);
+}
+
+ParameterServer::~ParameterServer() {
+  if (server_) {
+    FinishPending(grpc::Status(grpc::StatusCode::UNAVAILABLE, "pserver " + bound_endpoint_ + " stopped"));
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    server_->Wait();
+  }
+}
+
+void ParameterServer::Start(std::vector<TensorBytes> initial_parameters) {
+  published_ = std::move(initial_parameters);
+  service_ = std::make_unique<Service>(this);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(endpoint_, options_.ServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.SetMaxSendMessageSize(-1);
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (!server_ || port == 0) {
+    server_.reset();
+    throw std::runtime_error("cannot listen on '" + endpoint_ + "' (address in use, or not an address of this host)");
+  }
+  bound_endpoint_ = endpoint_.substr(0, endpoint_.rfind(':') + 1) + std::to_string(port);
+}
+
+grpc::Status ParameterServer::CheckToken(grpc::CallbackServerContext* ctx) const {
+  if (options_.token.empty()) return grpc::Status::OK;
+  const auto& md = ctx->client_metadata();
+  const auto it = md.find(kTokenMetadataKey);
+  if (it == md.end() || std::string(it->second.data(), it->second.size()) != options_.token) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "pserver " + bound_endpoint_ + " requires the shared token (RILL_DIST_TOKEN)");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ParameterServer::CheckTrainer(int32_t trainer) const {
+  if (trainer < 0 || trainer >= fanin_) {
+    return Invalid("trainer " + std::to_string(trainer) + " is not one of this pserver's " +
+                   std::to_string(fanin_) + " trainers (0.." + std::to_string(fanin_ - 1) + ")");
+  }
+  if (trainers_[trainer].completed) return Invalid("trainer " + std::to_string(trainer) + " already completed");
+  return grpc::Status::OK;
+}
+
+void ParameterServer::Seen(int32_t trainer, int64_t iteration) {
+  trainers_[trainer].last_seen = std::chrono::steady_clock::now();
+  trainers_[trainer].last_seen_iteration = iteration;
+}
+
+size_t ParameterServer::GradIndex(const std::string& name) const {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (params_[i].grad == name) return i;
+  }
+  return params_.size();
+}
+
+size_t ParameterServer::ParamIndex(const std::string& name) const {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (params_[i].param == name) return i;
+  }
+  return params_.size();
+}
+
+grpc::Status ParameterServer::OnSend(const grpc::ByteBuffer& request) {
+  size_t grad = 0;
+  int32_t trainer = -1;
+  grpc::Status refused;
+  try {
+    DecodeVariable(request, [&](const v1::VariableHeader& h) -> void* {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto fail = [&](grpc::Status s) -> void* {
+        refused = std::move(s);
+        throw WireError("refused");
+      };
+      grad = GradIndex(h.name());
+      if (grad == params_.size()) {
+        std::string known;
+        for (const auto& p : params_) known += (known.empty() ? "" : ", ") + p.grad;
+        return fail(grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown variable '" + h.name() +
+                                                                  "'; this pserver takes the gradients " + known));
+      }
+      if (auto s = CheckTrainer(h.trainer_id()); !s.ok()) return fail(s);
+      trainer = h.trainer_id();
+      Seen(trainer, h.iteration());
+      const ParamSpec& p = params_[grad];
+      const std::vector<int64_t> dims(h.tensor().dims().begin(), h.tensor().dims().end());
+      if (h.tensor().dtype() != p.dtype || dims != p.dims) {
+        return fail(Invalid("'" + h.name() + "' is " + DataTypeName(h.tensor().dtype()) + " " + DimsText(dims) +
+                            "; the pserver expects " + DataTypeName(p.dtype) + " " + DimsText(p.dims) +
+                            " (parameter '" + p.param + "')"));
+      }
+      if (stopped_) return fail(grpc::Status(grpc::StatusCode::UNAVAILABLE, "pserver is stopping"));
+      if (h.iteration() != current_ + 1 || optimizing_ || trainers_[trainer].barrier >= h.iteration()) {
+        return fail(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                                 "'" + h.name() + "' of iteration " + std::to_string(h.iteration()) +
+                                     " from trainer " + std::to_string(trainer) + ": the pserver collects iteration " +
+                                     std::to_string(current_ + 1) + (optimizing_ ? " and is optimizing it" : "")));
+      }
+      Slot& slot = slots_[grad][trainer];
+      if (slot.state != SlotState::EMPTY) {
+        return fail(grpc::Status(grpc::StatusCode::ALREADY_EXISTS,
+                                 "trainer " + std::to_string(trainer) + " already sent '" + h.name() +
+                                     "' for iteration " + std::to_string(h.iteration())));
+      }
+      slot.state = SlotState::WRITING;
+      if (!slot.data) slot.data.reset(new char[ByteSize(p)]);
+      return slot.data.get();
+    });
+  } catch (const WireError& e) {
+    if (!refused.ok()) return refused;
+    if (trainer >= 0) {  // the copy itself failed: the slot is not filled
+      std::lock_guard<std::mutex> lock(mu_);
+      slots_[grad][trainer].state = SlotState::EMPTY;
+    }
+    return Invalid(std::string("malformed variable message: ") + e.what());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  slots_[grad][trainer].state = SlotState::FULL;
+  return grpc::Status::OK;
+}
+
+grpc::Status ParameterServer::OnBarrier(const grpc::ByteBuffer& request) {
+  v1::BarrierRequest r;
+  try {
+    DecodeMessage(request, &r);
+  } catch (const WireError& e) {
+    return Invalid(e.what());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto s = CheckTrainer(r.trainer_id()); !s.ok()) return s;
+  Seen(r.trainer_id(), r.iteration());
+  TrainerState& t = trainers_[r.trainer_id()];
+  if (r.iteration() != current_ + 1 || t.barrier == r.iteration()) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "barrier of iteration " + std::to_string(r.iteration()) + " from trainer " +
+                            std::to_string(r.trainer_id()) + ": the pserver is at iteration " +
+                            std::to_string(current_ + 1) + (t.barrier == r.iteration() ? " and has it already" : ""));
+  }
+  for (const auto& per_grad : slots_) {
+    if (per_grad[r.trainer_id()].state == SlotState::WRITING) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "barrier while a gradient of trainer " +
+                                                                     std::to_string(r.trainer_id()) + " is still arriving");
+    }
+  }
+  t.barrier = r.iteration();
+  changed_.notify_all();
+  return grpc::Status::OK;
+}
+
+grpc::Status ParameterServer::OnComplete(const grpc::ByteBuffer& request) {
+  v1::CompleteRequest r;
+  try {
+    DecodeMessage(request, &r);
+  } catch (const WireError& e) {
+    return Invalid(e.what());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto s = CheckTrainer(r.trainer_id()); !s.ok()) return s;
+  Seen(r.trainer_id(), trainers_[r.trainer_id()].last_seen_iteration);
+  trainers_[r.trainer_id()].completed = true;
+  changed_.notify_all();
+  return grpc::Status::OK;
+}
+
+bool ParameterServer::OnGet(grpc::CallbackServerContext*, const grpc::ByteBuffer& request,
+                            grpc::ByteBuffer* response, grpc::ServerUnaryReactor* reactor, grpc::Status* status) {
+  v1::GetRequest r;
+  try {
+    DecodeMessage(request, &r);
+  } catch (const WireError& e) {
+    *status = Invalid(e.what());
+    return true;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const size_t param = ParamIndex(r.name());
+  if (param == params_.size()) {
+    std::string known;
+    for (const auto& p : params_) known += (known.empty() ? "" : ", ") + p.param;
+    *status = grpc::Status(grpc::StatusCode::NOT_FOUND,
+                           "unknown variable '" + r.name() + "'; this pserver serves the parameters " + known);
+    return true;
+  }
+  if (*status = CheckTrainer(r.trainer_id()); !status->ok()) return true;
+  Seen(r.trainer_id(), r.iteration());
+  if (stopped_) {
+    *status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "pserver is stopping");
+    return true;
+  }
+  if (r.iteration() == current_ && !optimizing_) {
+    Respond(param, r.trainer_id(), response);
+    return true;
+  }
+  if (r.iteration() == current_ + 1 && trainers_[r.trainer_id()].barrier == r.iteration()) {
+    pending_.push_back(std::make_unique<PendingGet>(PendingGet{reactor, response, param, r.trainer_id()}));
+    return false;
+  }
+  *status = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                         "'" + r.name() + "' of iteration " + std::to_string(r.iteration()) + " for trainer " +
+                             std::to_string(r.trainer_id()) + ": the pserver holds iteration " +
+                             std::to_string(current_) + (r.iteration() == current_ + 1 ? " (send the barrier first)" : ""));
+  return true;
+}
+
+void ParameterServer::Respond(size_t param, int32_t trainer, grpc::ByteBuffer* response) {
+  *response = EncodeVariable(params_[param].param, trainer, current_, published_[param], params_lease_);
+}
+
+void ParameterServer::FinishPending(const grpc::Status& status) {
+  std::vector<std::unique_ptr<PendingGet>> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    pending.swap(pending_);
+  }
+  for (auto& p : pending) p->reactor->Finish(status);
+}
+
+bool ParameterServer::AllCompleted() const {
+  for (const auto& t : trainers_) {
+    if (!t.completed) return false;
+  }
+  return true;
+}
+
+bool ParameterServer::AllArrived() const {
+  bool any = false;
+  for (const auto& t : trainers_) {
+    if (t.completed) continue;
+    if (t.barrier != current_ + 1) return false;
+    any = true;
+  }
+  return any;
+}
+
+std::string ParameterServer::Missing() const {
+  std::ostringstream os;
+  bool first = true;
+  const auto now = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < trainers_.size(); ++i) {
+    const TrainerState& t = trainers_[i];
+    if (t.completed || t.barrier == current_ + 1) continue;
+    os << (first ? "" : "; ") << "trainer " << i;
+    if (t.last_seen_iteration < 0) {
+      os << " (never connected)";
+    } else {
+      os << " (last heard from " << std::chrono::duration_cast<std::chrono::milliseconds>(now - t.last_seen).count()
+         << " ms ago, at iteration " << t.last_seen_iteration << ")";
+    }
+    first = false;
+  }
+  return os.str();
+}
+
+void ParameterServer::Serve(const PserverHooks& hooks) {
+  try {
+    ServeIterations(hooks);
+  } catch (const std::exception& e) {
+    // Trainers waiting for parameters learn why instead of waiting for their deadline.
+    FinishPending(grpc::Status(grpc::StatusCode::ABORTED, e.what()));
+    throw;
+  }
+}
+
+void ParameterServer::ServeIterations(const PserverHooks& hooks) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    const auto give_up = std::chrono::steady_clock::now() + options_.deadline;
+    if (!changed_.wait_until(lock, give_up, [&] { return AllArrived() || AllCompleted(); })) {
+      throw std::runtime_error("pserver " + bound_endpoint_ + ": iteration " + std::to_string(current_ + 1) +
+                               ": no barrier within " + std::to_string(options_.deadline.count()) +
+                               " ms (RILL_RPC_DEADLINE_MS) from " + Missing());
+    }
+    if (AllCompleted()) break;
+    optimizing_ = true;
+    const int64_t k = current_ + 1;
+    std::vector<std::vector<const char*>> parts(params_.size());
+    for (size_t g = 0; g < params_.size(); ++g) {
+      for (int32_t t = 0; t < fanin_; ++t) {
+        if (!trainers_[t].completed && trainers_[t].barrier == k && slots_[g][t].state == SlotState::FULL) {
+          parts[g].push_back(slots_[g][t].data.get());
+        }
+      }
+    }
+    lock.unlock();
+    params_lease_.WaitReleased();  // no response still reads the parameters
+    for (size_t g = 0; g < params_.size(); ++g) {
+      if (parts[g].empty()) {
+        throw std::runtime_error("pserver " + bound_endpoint_ + ": iteration " + std::to_string(k) +
+                                 ": no trainer sent '" + params_[g].grad + "'");
+      }
+      void* dst = hooks.gradient(g);
+      if (params_[g].dtype == RILL_FP32) {
+        Average<float>(dst, parts[g], ByteSize(params_[g]));
+      } else {
+        Average<double>(dst, parts[g], ByteSize(params_[g]));
+      }
+    }
+    hooks.optimize();
+    std::vector<TensorBytes> now = hooks.parameters();
+    lock.lock();
+    published_ = std::move(now);
+    current_ = k;
+    optimizing_ = false;
+    for (auto& per_grad : slots_) {
+      for (auto& slot : per_grad) slot.state = SlotState::EMPTY;
+    }
+    std::vector<std::unique_ptr<PendingGet>> ready;
+    ready.swap(pending_);
+    for (auto& p : ready) Respond(p->param, p->trainer, p->response);
+    lock.unlock();
+    for (auto& p : ready) p->reactor->Finish(grpc::Status::OK);
+    lock.lock();
+  }
+}
+
+}  // namespace rill::dist

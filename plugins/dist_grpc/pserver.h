@@ -1,0 +1,121 @@
+// pserver.h — the parameter server behind listen_and_serv, sync mode.
+//
+// Contract:
+//  - Start() binds exactly the endpoint given (port 0: a free port, see endpoint()) and
+//    serves at once: the parameters published before it are iteration 0.
+//  - Serve() runs on the op's thread. For k = 1, 2, ...: it waits until every trainer not
+//    yet completed sent Barrier(k); writes, through `hooks.gradient`, each gradient
+//    averaged over the trainers that sent it for k; runs `hooks.optimize` once; publishes
+//    `hooks.parameters()`; then answers GetVariable(k). It returns when every trainer sent
+//    Complete, and throws when the deadline passes with trainers missing (naming them).
+//  - A bad request (malformed, unknown variable or trainer, dtype or dims other than the
+//    parameter's, wrong iteration, duplicate, bad token) gets an error status for that
+//    call only; the server goes on serving the others.
+//
+// Invariants, all under mu_:
+//  - A received gradient lives in this server's buffers (slots_[grad][trainer]) until the
+//    barrier; the host's variables are touched only by Serve()'s thread.
+//  - A slot goes EMPTY -> WRITING (copy outside the lock) -> FULL; a trainer's barrier is
+//    refused while one of its slots is WRITING, and sends after its barrier are refused,
+//    so Serve() reads FULL slots that nobody writes.
+//  - Response slices point into the published parameters; Serve() waits until gRPC
+//    released all of them (params_lease_) before the optimize block may change them.
+#ifndef RILL_DIST_GRPC_PSERVER_H_
+#define RILL_DIST_GRPC_PSERVER_H_
+
+#include <grpcpp/server.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "options.h"
+#include "wire.h"
+
+namespace rill::dist {
+
+struct ParamSpec {
+  std::string param, grad;
+  int32_t dtype = -1;  // float32 or float64
+  std::vector<int64_t> dims;
+};
+
+struct PserverHooks {
+  // Memory for the averaged gradient `index` (the host's variable, dtype and dims of the param).
+  std::function<void*(size_t index)> gradient;
+  std::function<void()> optimize;
+  // The parameters as they are now, in ParamSpec order.
+  std::function<std::vector<TensorBytes>()> parameters;
+};
+
+class ParameterServer {
+ public:
+  ParameterServer(std::string endpoint, int32_t fanin, std::vector<ParamSpec> params, TransportOptions options);
+  ~ParameterServer();
+  ParameterServer(const ParameterServer&) = delete;
+  ParameterServer& operator=(const ParameterServer&) = delete;
+
+  void Start(std::vector<TensorBytes> initial_parameters);
+  const std::string& endpoint() const { return bound_endpoint_; }
+  void Serve(const PserverHooks& hooks);
+
+ private:
+  class Service;
+  enum class SlotState { EMPTY, WRITING, FULL };
+  struct Slot {
+    SlotState state = SlotState::EMPTY;
+    std::unique_ptr<char[]> data;
+  };
+  struct PendingGet;
+  struct TrainerState {
+    int64_t barrier = 0;  // last iteration it reached the barrier of
+    bool completed = false;
+    int64_t last_seen_iteration = -1;
+    std::chrono::steady_clock::time_point last_seen{};
+  };
+
+  void ServeIterations(const PserverHooks& hooks);
+  grpc::Status CheckToken(grpc::CallbackServerContext* ctx) const;
+  grpc::Status OnSend(const grpc::ByteBuffer& request);
+  grpc::Status OnBarrier(const grpc::ByteBuffer& request);
+  grpc::Status OnComplete(const grpc::ByteBuffer& request);
+  // Answers now (returns true) or keeps the call for later (false).
+  bool OnGet(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+             grpc::ServerUnaryReactor* reactor, grpc::Status* status);
+  grpc::Status CheckTrainer(int32_t trainer) const;
+  void Seen(int32_t trainer, int64_t iteration);
+  bool AllArrived() const;
+  bool AllCompleted() const;
+  std::string Missing() const;
+  size_t ParamIndex(const std::string& name) const;
+  size_t GradIndex(const std::string& name) const;
+  void Respond(size_t param, int32_t trainer, grpc::ByteBuffer* response);
+  void FinishPending(const grpc::Status& status);
+
+  const std::string endpoint_;
+  const int32_t fanin_;
+  const std::vector<ParamSpec> params_;
+  const TransportOptions options_;
+  std::string bound_endpoint_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  SliceLease params_lease_;
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  int64_t current_ = 0;      // iterations optimized; the parameters published are of this one
+  bool optimizing_ = false;  // between the barrier of current_+1 and its publication
+  bool stopped_ = false;
+  std::vector<TensorBytes> published_;
+  std::vector<std::vector<Slot>> slots_;  // [grad][trainer]
+  std::vector<TrainerState> trainers_;
+  std::vector<std::unique_ptr<PendingGet>> pending_;
+};
+
+}  // namespace rill::dist
+
+#endif  // RILL_DIST_GRPC_PSERVER_H_

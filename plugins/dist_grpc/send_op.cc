@@ -1,0 +1,152 @@
+// The trainer's ops: send (push gradients, barrier, pull parameters) and the parameter
+// pull they share with recv.
+#include <set>
+
+#include "ops.h"
+#include "wire.h"
+
+namespace rill::dist {
+namespace {
+
+TensorBytes BytesOf(Tensor t, const std::string& name) {
+  if (!t.initialized()) throw Error("'" + name + "' holds no tensor to send");
+  if (t.device_type() != RILL_CPU) throw Error("'" + name + "' is not on the CPU");
+  TensorBytes b;
+  b.dtype = t.dtype();
+  b.dims = t.dims();
+  b.lod = t.lod();
+  b.data = t.raw_data();
+  b.bytes = static_cast<size_t>(t.numel()) * DataTypeSize(t.dtype());
+  return b;
+}
+
+std::vector<std::string> CheckedEpmap(const OpInfo& op, size_t count, const char* slot) {
+  auto epmap = op.Attr<std::vector<std::string>>("epmap");
+  if (epmap.size() != count) {
+    throw Error(op.type() + ": epmap has " + std::to_string(epmap.size()) + " endpoints for " +
+                std::to_string(count) + " variables in " + slot + "; give one endpoint per variable");
+  }
+  for (const auto& e : epmap) {
+    if (e.rfind(':') == std::string::npos) throw Error(op.type() + ": endpoint '" + e + "' is not HOST:PORT");
+  }
+  return epmap;
+}
+
+class Send {
+ public:
+  explicit Send(const OpInfo& op)
+      : fetcher_(op), grads_(op.InputNames("X")), epmap_(CheckedEpmap(op, grads_.size(), "X")) {
+    if (!op.Attr<bool>("sync_mode")) {
+      throw Error("send: sync_mode false (asynchronous training) is not supported; use sync_mode true");
+    }
+    if (op.OutputCount("Out") != 0 && op.OutputCount("Out") != grads_.size()) {
+      throw Error("send: Out pairs with X (the parameter of each gradient); got " +
+                  std::to_string(op.OutputCount("Out")) + " for " + std::to_string(grads_.size()));
+    }
+    auto endpoints = op.Attr<std::vector<std::string>>("endpoints");
+    std::set<std::string> all(endpoints.begin(), endpoints.end());
+    for (const auto& e : epmap_) {
+      if (!endpoints.empty() && all.count(e) == 0) throw Error("send: epmap endpoint '" + e + "' is not in endpoints");
+      all.insert(e);
+    }
+    endpoints_.assign(all.begin(), all.end());
+    TrainerSession::Get().AddSender();
+  }
+  ~Send() {
+    try {
+      TrainerSession::Get().RemoveSender(fetcher_.options());
+    } catch (const std::exception& e) {
+      Log(RILL_LOG_WARN, std::string("send: telling the pservers this trainer completed: ") + e.what());
+    }
+  }
+
+  void Compute(KernelContext& ctx) {
+    TrainerSession& session = TrainerSession::Get();
+    const int64_t k = session.Advance();
+    {
+      SliceLease lease;  // declared first: outlives the calls whose slices it counts
+      std::vector<RpcCall> calls(grads_.size());
+      for (size_t i = 0; i < grads_.size(); ++i) {
+        calls[i].endpoint = epmap_[i];
+        calls[i].method = kSendVariable;
+        calls[i].subject = "'" + grads_[i] + "'";
+        calls[i].request = EncodeVariable(grads_[i], fetcher_.trainer_id(), k, BytesOf(ctx.Input("X", i), grads_[i]), lease);
+      }
+      session.Call(calls, fetcher_.options());
+    }
+    std::vector<RpcCall> barriers(endpoints_.size());
+    v1::BarrierRequest barrier;
+    barrier.set_trainer_id(fetcher_.trainer_id());
+    barrier.set_iteration(k);
+    for (size_t i = 0; i < endpoints_.size(); ++i) {
+      barriers[i].endpoint = endpoints_[i];
+      barriers[i].method = kBarrier;
+      barriers[i].subject = "iteration " + std::to_string(k);
+      barriers[i].request = EncodeMessage(barrier);
+    }
+    session.Call(barriers, fetcher_.options());
+    if (ctx.HasOutput("Out")) fetcher_.Fetch(ctx, k);
+  }
+
+ private:
+  ParameterFetcher fetcher_;
+  std::vector<std::string> grads_, epmap_, endpoints_;
+};
+
+}  // namespace
+
+ParameterFetcher::ParameterFetcher(const OpInfo& op)
+    : options_(TransportOptions::Resolve(op.Attr<int64_t>("deadline_ms"))),
+      trainer_id_(TrainerSession::Get().BindTrainerId(ResolveTrainerId(op.Attr<int64_t>("trainer_id")))),
+      names_(op.OutputNames("Out")) {
+  if (!names_.empty()) epmap_ = CheckedEpmap(op, names_.size(), "Out");
+}
+
+void ParameterFetcher::Fetch(KernelContext& ctx, int64_t iteration) {
+  std::vector<RpcCall> calls(names_.size());
+  for (size_t i = 0; i < names_.size(); ++i) {
+    v1::GetRequest get;
+    get.set_name(names_[i]);
+    get.set_trainer_id(trainer_id_);
+    get.set_iteration(iteration);
+    calls[i].endpoint = epmap_[i];
+    calls[i].method = kGetVariable;
+    calls[i].subject = "'" + names_[i] + "'";
+    calls[i].request = EncodeMessage(get);
+  }
+  TrainerSession::Get().Call(calls, options_);
+  for (size_t i = 0; i < names_.size(); ++i) {
+    Tensor out = ctx.Output("Out", i);
+    try {
+      const v1::VariableHeader h = DecodeVariable(calls[i].response, [&](const v1::VariableHeader& h) {
+        if (h.name() != names_[i]) throw WireError("asked for '" + names_[i] + "', got '" + h.name() + "'");
+        return out.Allocate(h.tensor().dtype(), std::vector<int64_t>(h.tensor().dims().begin(), h.tensor().dims().end()));
+      });
+      std::vector<std::vector<uint64_t>> lod;
+      for (const auto& level : h.tensor().lod()) lod.emplace_back(level.offsets().begin(), level.offsets().end());
+      if (!lod.empty()) out.set_lod(lod);
+    } catch (const WireError& e) {
+      throw Error("pserver " + epmap_[i] + " sent a bad '" + names_[i] + "': " + e.what());
+    }
+  }
+}
+
+void RegisterSend(Registrar& r) {
+  r.Op(OpSchema("send")
+           .Doc("Trainer side of sync parameter-server training (gRPC): sends each gradient X[i] to the "
+                "pserver epmap[i], then a barrier to every pserver, then fetches each parameter Out[i] of "
+                "the same iteration from epmap[i] once the pservers ran their optimize blocks. When the "
+                "trainer's run ends, every pserver it used is told the trainer completed. Every RPC has a "
+                "deadline (deadline_ms, or RILL_RPC_DEADLINE_MS); a pserver that is gone or silent is an "
+                "error naming its endpoint.")
+           .Input("X", "the gradients to send", RILL_SLOT_DUPLICABLE)
+           .Output("Out", "the parameters to fetch back, X[i]'s parameter at i", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+           .Attr("endpoints", std::vector<std::string>{}, "every pserver endpoint (HOST:PORT) to barrier; default: those of epmap")
+           .RequiredAttr("epmap", RILL_ATTR_STRINGS, "the pserver endpoint of each X (and Out)")
+           .Attr("sync_mode", true, "synchronous training (the only mode supported)")
+           .Attr("trainer_id", int64_t{-1}, "this trainer's index in [0, Fanin); -1: RILL_TRAINER_ID or 0")
+           .Attr("deadline_ms", int64_t{0}, "deadline of every RPC in ms; 0: 120000 (RILL_RPC_DEADLINE_MS overrides)"));
+  r.StatefulKernel<Send>("send", RILL_CPU, RILL_ANY_DTYPE);
+}
+
+}  // namespace rill::dist

@@ -1,0 +1,178 @@
+#include "wire.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "rill/sdk.hpp"
+
+namespace rill::dist {
+namespace {
+
+// protobuf tags of VariableMessage's fields (field number << 3 | wire type 2).
+constexpr uint8_t kHeaderTag = (1 << 3) | 2;
+constexpr uint8_t kDataTag = (2 << 3) | 2;
+
+void PutVarint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+
+// Reads a buffer's slices in order without joining them.
+class SliceReader {
+ public:
+  explicit SliceReader(const grpc::ByteBuffer& buffer) {
+    if (!buffer.Dump(&slices_).ok()) throw WireError("unreadable message buffer");
+    for (const auto& s : slices_) remaining_ += s.size();
+  }
+  size_t remaining() const { return remaining_; }
+
+  uint8_t Byte() {
+    uint8_t b;
+    Read(&b, 1);
+    return b;
+  }
+  uint64_t Varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (remaining_ == 0) throw WireError("message ends inside a length");
+      const uint8_t b = Byte();
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) return v;
+    }
+    throw WireError("malformed length (varint longer than 10 bytes)");
+  }
+  void Read(void* dst, size_t n) {
+    if (n > remaining_) throw WireError("message ends early");
+    auto* out = static_cast<uint8_t*>(dst);
+    remaining_ -= n;
+    while (n > 0) {
+      const grpc::Slice& s = slices_[index_];
+      const size_t take = std::min(n, s.size() - offset_);
+      std::memcpy(out, s.begin() + offset_, take);
+      out += take;
+      n -= take;
+      offset_ += take;
+      if (offset_ == s.size()) {
+        ++index_;
+        offset_ = 0;
+      }
+    }
+  }
+
+ private:
+  std::vector<grpc::Slice> slices_;
+  size_t index_ = 0, offset_ = 0, remaining_ = 0;
+};
+
+}  // namespace
+
+grpc::Slice SliceLease::Over(const void* data, size_t n) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++outstanding_;
+  }
+  // gRPC never writes through a slice it sends; the const_cast only meets its signature.
+  return grpc::Slice(const_cast<void*>(data), n, &SliceLease::Release, this);
+}
+
+void SliceLease::Release(void* lease) {
+  auto* self = static_cast<SliceLease*>(lease);
+  std::lock_guard<std::mutex> lock(self->mu_);
+  if (--self->outstanding_ == 0) self->released_.notify_all();
+}
+
+void SliceLease::WaitReleased() {
+  std::unique_lock<std::mutex> lock(mu_);
+  released_.wait(lock, [&] { return outstanding_ == 0; });
+}
+
+int64_t CheckedNumel(const std::vector<int64_t>& dims) {
+  int64_t numel = 1;
+  for (int64_t d : dims) {
+    if (d < 0) throw WireError("negative dimension " + std::to_string(d));
+    if (d != 0 && numel > std::numeric_limits<int64_t>::max() / d) throw WireError("dims overflow int64");
+    numel *= d;
+  }
+  return numel;
+}
+
+grpc::ByteBuffer EncodeVariable(const std::string& name, int32_t trainer_id, int64_t iteration,
+                                const TensorBytes& tensor, SliceLease& lease) {
+  v1::VariableHeader header;
+  header.set_name(name);
+  header.set_trainer_id(trainer_id);
+  header.set_iteration(iteration);
+  auto* meta = header.mutable_tensor();
+  meta->set_dtype(tensor.dtype);
+  for (int64_t d : tensor.dims) meta->add_dims(d);
+  for (const auto& level : tensor.lod) {
+    auto* l = meta->add_lod();
+    for (uint64_t o : level) l->add_offsets(o);
+  }
+  std::string framing;
+  framing.push_back(static_cast<char>(kHeaderTag));
+  PutVarint(framing, header.ByteSizeLong());
+  header.AppendToString(&framing);
+  framing.push_back(static_cast<char>(kDataTag));
+  PutVarint(framing, tensor.bytes);
+  grpc::Slice slices[2] = {grpc::Slice(framing), lease.Over(tensor.data, tensor.bytes)};
+  return grpc::ByteBuffer(slices, tensor.bytes > 0 ? 2 : 1);
+}
+
+v1::VariableHeader DecodeVariable(const grpc::ByteBuffer& buffer,
+                                  const std::function<void*(const v1::VariableHeader&)>& destination) {
+  SliceReader in(buffer);
+  if (in.remaining() == 0 || in.Byte() != kHeaderTag) {
+    throw WireError("a variable message must start with its header (field 1)");
+  }
+  const uint64_t header_size = in.Varint();
+  if (header_size > in.remaining()) throw WireError("header length exceeds the message");
+  std::string header_bytes(header_size, '\0');
+  in.Read(header_bytes.data(), header_size);
+  v1::VariableHeader header;
+  if (!header.ParseFromString(header_bytes)) throw WireError("malformed variable header");
+
+  uint64_t data_size = 0;
+  if (in.remaining() > 0) {
+    if (in.Byte() != kDataTag) throw WireError("expected the data (field 2) after the header");
+    data_size = in.Varint();
+  }
+  if (data_size != in.remaining()) {
+    throw WireError("data length " + std::to_string(data_size) + " does not match the " +
+                    std::to_string(in.remaining()) + " bytes that follow");
+  }
+  const auto& meta = header.tensor();
+  const size_t elem = DataTypeSize(meta.dtype());
+  if (elem == 0) throw WireError("unknown dtype " + std::to_string(meta.dtype()) + " for '" + header.name() + "'");
+  const std::vector<int64_t> dims(meta.dims().begin(), meta.dims().end());
+  const int64_t numel = CheckedNumel(dims);
+  if (static_cast<uint64_t>(numel) > std::numeric_limits<uint64_t>::max() / elem ||
+      static_cast<uint64_t>(numel) * elem != data_size) {
+    throw WireError("'" + header.name() + "' declares " + std::to_string(numel) + " elements of " +
+                    std::to_string(elem) + " bytes but carries " + std::to_string(data_size) + " bytes");
+  }
+  void* dst = destination(header);
+  if (data_size > 0) in.Read(dst, data_size);
+  return header;
+}
+
+grpc::ByteBuffer EncodeMessage(const google::protobuf::MessageLite& message) {
+  grpc::Slice slice(message.SerializeAsString());
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+void DecodeMessage(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite* message) {
+  message->Clear();
+  if (buffer.Length() == 0) return;  // every field at its default
+  grpc::Slice joined;
+  if (!buffer.DumpToSingleSlice(&joined).ok() ||
+      !message->ParseFromArray(joined.begin(), static_cast<int>(joined.size()))) {
+    throw WireError("malformed " + message->GetTypeName());
+  }
+}
+
+}  // namespace rill::dist

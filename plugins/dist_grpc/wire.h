@@ -1,0 +1,84 @@
+// wire.h — a variable on the wire (VariableMessage) without copying the tensor's bytes.
+//
+// Contract:
+//  - EncodeVariable writes the message as two slices: a small one holding the protobuf
+//    framing and the header, and one over the tensor's own memory. Every slice over that
+//    memory is counted by a SliceLease; the memory must stay alive and unchanged until
+//    the lease reports all of them released (gRPC may drop its reference after the call
+//    returns).
+//  - DecodeVariable parses a received buffer: the header, then the data checked against
+//    the header (dtype known, dims non-negative, byte count = numel × dtype size = bytes
+//    present) before anything is allocated, so a lying or huge declared size costs
+//    nothing. Only then does it ask `destination` for memory and copy the received
+//    slices straight into it. Bad input throws WireError with the reason.
+//  - The bytes read and written are exactly protobuf's encoding of VariableMessage
+//    (header = field 1, data = field 2), so any protobuf implementation interoperates.
+#ifndef RILL_DIST_GRPC_WIRE_H_
+#define RILL_DIST_GRPC_WIRE_H_
+
+#include <grpcpp/support/byte_buffer.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "parameter_server.pb.h"
+
+namespace rill::dist {
+
+class WireError : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Counts slices handed to gRPC over memory the caller owns.
+class SliceLease {
+ public:
+  SliceLease() = default;
+  SliceLease(const SliceLease&) = delete;
+  SliceLease& operator=(const SliceLease&) = delete;
+  ~SliceLease() { WaitReleased(); }
+
+  // A slice over [data, data + n) that gRPC may hold; released through this lease.
+  grpc::Slice Over(const void* data, size_t n);
+  // Blocks until every slice made by Over has been released.
+  void WaitReleased();
+
+ private:
+  static void Release(void* lease);
+
+  std::mutex mu_;
+  std::condition_variable released_;
+  int64_t outstanding_ = 0;
+};
+
+// A dense tensor as the sender sees it: the bytes are borrowed.
+struct TensorBytes {
+  int32_t dtype = -1;
+  std::vector<int64_t> dims;
+  std::vector<std::vector<uint64_t>> lod;
+  const void* data = nullptr;
+  size_t bytes = 0;
+};
+
+grpc::ByteBuffer EncodeVariable(const std::string& name, int32_t trainer_id, int64_t iteration,
+                                const TensorBytes& tensor, SliceLease& lease);
+
+// Element count of `dims`, or WireError if a dim is negative or the product overflows.
+int64_t CheckedNumel(const std::vector<int64_t>& dims);
+
+// Parses `buffer`; calls destination(header) once the header and the data size agree, and
+// copies the data into the memory it returns (header.tensor's byte size). Returns the header.
+v1::VariableHeader DecodeVariable(const grpc::ByteBuffer& buffer,
+                                  const std::function<void*(const v1::VariableHeader&)>& destination);
+
+// Small messages (requests, replies) in and out of gRPC buffers.
+grpc::ByteBuffer EncodeMessage(const google::protobuf::MessageLite& message);
+void DecodeMessage(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite* message);
+
+}  // namespace rill::dist
+
+#endif  // RILL_DIST_GRPC_WIRE_H_

@@ -14,11 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "core/cli/launch.h"
 #include "core/cli/npy.h"
 #include "core/errors.h"
 #include "core/loader/plugin_loader.h"
 #include "core/program/backward.h"
 #include "core/program/program_io.h"
+#include "core/program/transpiler.h"
 #include "core/program/validate.h"
 #include "core/registry/registry.h"
 #include "core/runtime/dtype.h"
@@ -49,6 +51,14 @@ Commands:
                      append the backward pass of VAR (gradients of the persistable
                      variables of block 0, or of --parameters) and, with --sgd, SGD
                      updates; prints each parameter with its gradient
+  transpile PROGRAM --startup PROG --trainers N --pservers HOST:PORT,... -o DIR
+                     split a training program (forward, backward, optimizer) into a
+                     trainer program and one program per pserver, with their startups,
+                     as text in DIR (plus DIR/cluster.txt); [--deadline-ms MS]
+  launch DIR [--log-dir LOGS] [--deadline-ms MS] [-- RUN-OPTIONS...]
+                     run the cluster of DIR locally: one `rill run` per pserver and per
+                     trainer (RILL_TRAINER_ID=J; "{trainer}" in RUN-OPTIONS becomes J);
+                     logs in LOGS (default DIR/logs); fails naming a failed process
   ops                every op with the plugin that provides it
   describe OP        an op's inputs, outputs, attributes, kernels and doc
   plugins            the plugins loaded: name, version, ABI version, file, op count
@@ -71,7 +81,8 @@ class UsageError : public std::runtime_error {
 struct Args {
   std::vector<std::string> positional;
   std::vector<std::string> plugin_dirs, plugin_files, enable, fetch, feed;
-  std::vector<std::string> parameters;
+  std::vector<std::string> parameters, pservers, passthrough;
+  std::string trainers, deadline_ms, log_dir;
   std::string save_dir, output, loss, sgd, startup, iterations = "1", print_every = "0", device = "cpu", workers = "0",
               log_level = "warn";
   bool help = false, version = false;
@@ -86,7 +97,8 @@ Args Parse(int argc, char** argv) {
       {"--save", &a.save_dir}, {"-o", &a.output}, {"--log-level", &a.log_level},
       {"--loss", &a.loss},     {"--sgd", &a.sgd},  {"--startup", &a.startup},
       {"--iterations", &a.iterations}, {"--print-every", &a.print_every}, {"--device", &a.device},
-      {"--workers", &a.workers}};
+      {"--workers", &a.workers}, {"--trainers", &a.trainers}, {"--deadline-ms", &a.deadline_ms},
+      {"--log-dir", &a.log_dir}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -101,6 +113,10 @@ Args Parse(int argc, char** argv) {
       if (i + 1 >= argc) throw UsageError(arg + " needs a value");
       return argv[++i];
     };
+    if (arg == "--") {
+      a.passthrough.assign(argv + i + 1, argv + argc);
+      break;
+    }
     if (arg == "-h" || arg == "--help") {
       a.help = true;
     } else if (arg == "--version") {
@@ -113,6 +129,8 @@ Args Parse(int argc, char** argv) {
       for (auto& n : ::rill::SplitList(take())) a.enable.push_back(n);
     } else if (arg == "--parameters") {
       for (auto& n : ::rill::SplitList(take())) a.parameters.push_back(n);
+    } else if (arg == "--pservers") {
+      for (auto& n : ::rill::SplitList(take())) a.pservers.push_back(n);
     } else if (arg.size() > 1 && arg[0] == '-') {
       throw UsageError("unknown option " + arg);
     } else {
@@ -286,6 +304,57 @@ int CmdBackward(const Args& a, const Registry& registry) {
   return 0;
 }
 
+int CmdTranspile(const Args& a, const Registry& registry) {
+  const char* usage = "usage: rill transpile PROGRAM --startup PROG --trainers N --pservers HOST:PORT,... -o DIR";
+  ExpectPositional(a, 2, usage + 12);
+  if (a.startup.empty() || a.trainers.empty() || a.pservers.empty() || a.output.empty()) throw UsageError(usage);
+  TranspileOptions options;
+  options.trainers = static_cast<int32_t>(PositiveCount("--trainers", a.trainers, false));
+  options.pservers = a.pservers;
+  if (!a.deadline_ms.empty()) options.deadline_ms = PositiveCount("--deadline-ms", a.deadline_ms, false);
+  const proto::ProgramDesc train = LoadProgram(a.positional[1]);
+  ValidateProgramOrThrow(train, registry);
+  const TranspiledPrograms out = Transpile(train, LoadProgram(a.startup), options);
+  namespace fs = std::filesystem;
+  fs::create_directories(a.output);
+  auto save = [&](const proto::ProgramDesc& program, const std::string& name) {
+    ValidateProgramOrThrow(program, registry);
+    SaveProgram(program, (fs::path(a.output) / name).string(), ProgramFormat::kText);
+    std::printf("wrote %s\n", (fs::path(a.output) / name).c_str());
+  };
+  save(out.trainer, "trainer.pbtxt");
+  save(out.trainer_startup, "trainer_startup.pbtxt");
+  for (size_t i = 0; i < out.pservers.size(); ++i) {
+    save(out.pservers[i], "pserver_" + std::to_string(i) + ".pbtxt");
+    save(out.pserver_startups[i], "pserver_" + std::to_string(i) + "_startup.pbtxt");
+  }
+  WriteClusterSpec(ClusterSpec{options.trainers, options.pservers}, (fs::path(a.output) / "cluster.txt").string());
+  for (const auto& [param, endpoint] : out.placement) std::printf("%s -> %s\n", param.c_str(), endpoint.c_str());
+  return 0;
+}
+
+int CmdLaunch(const Args& a) {
+  ExpectPositional(a, 2, "launch DIR [--log-dir LOGS] [--deadline-ms MS] [-- RUN-OPTIONS...]");
+  LaunchOptions options;
+  options.dir = a.positional[1];
+  options.log_dir = a.log_dir;
+  options.trainer_args = a.passthrough;
+  if (!a.deadline_ms.empty()) {
+    options.deadline = std::chrono::milliseconds(PositiveCount("--deadline-ms", a.deadline_ms, false));
+    options.deadline_given = true;
+  }
+  for (const auto& d : a.plugin_dirs) options.common_args.insert(options.common_args.end(), {"--plugin-path", d});
+  for (const auto& f : a.plugin_files) options.common_args.insert(options.common_args.end(), {"--plugin", f});
+  if (!a.enable.empty()) {
+    std::string names;
+    for (const auto& n : a.enable) names += (names.empty() ? "" : ",") + n;
+    options.common_args.insert(options.common_args.end(), {"--plugins", names});
+  }
+  options.common_args.insert(options.common_args.end(), {"--log-level", a.log_level});
+  Launch(options);
+  return 0;
+}
+
 int CmdOps(const Args& a, const Registry& registry) {
   ExpectPositional(a, 1, "ops");
   for (const OpSchemaEntry* op : registry.AllOps()) {
@@ -357,7 +426,8 @@ int Main(int argc, char** argv) {
   try {
     const std::string& cmd = a.positional[0];
     if (cmd == "convert") return CmdConvert(a);
-    static const char* kCommands[] = {"run", "check", "ops", "describe", "plugins", "backward"};
+    if (cmd == "launch") return CmdLaunch(a);
+    static const char* kCommands[] = {"run", "check", "ops", "describe", "plugins", "backward", "transpile"};
     if (std::find(std::begin(kCommands), std::end(kCommands), cmd) == std::end(kCommands)) {
       throw UsageError("unknown command '" + cmd + "'");
     }
@@ -373,6 +443,7 @@ int Main(int argc, char** argv) {
     if (cmd == "ops") return CmdOps(a, registry);
     if (cmd == "describe") return CmdDescribe(a, registry);
     if (cmd == "backward") return CmdBackward(a, registry);
+    if (cmd == "transpile") return CmdTranspile(a, registry);
     return CmdPlugins(a, plugins);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "rill: error: %s\n", OneLine(e.what()).c_str());

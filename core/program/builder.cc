@@ -3,10 +3,7 @@
 namespace rill::core {
 
 OpBuilder& OpBuilder::Input(const std::string& slot, std::initializer_list<std::string> names) {
-  auto* var = op_->add_inputs();
-  var->set_parameter(slot);
-  for (const auto& n : names) var->add_arguments(n);
-  return *this;
+  return Input(slot, std::vector<std::string>(names));
 }
 
 OpBuilder& OpBuilder::Input(const std::string& slot, const std::vector<std::string>& names) {
@@ -17,6 +14,10 @@ OpBuilder& OpBuilder::Input(const std::string& slot, const std::vector<std::stri
 }
 
 OpBuilder& OpBuilder::Output(const std::string& slot, std::initializer_list<std::string> names) {
+  return Output(slot, std::vector<std::string>(names));
+}
+
+OpBuilder& OpBuilder::Output(const std::string& slot, const std::vector<std::string>& names) {
   auto* var = op_->add_outputs();
   var->set_parameter(slot);
   for (const auto& n : names) var->add_arguments(n);

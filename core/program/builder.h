@@ -32,6 +32,7 @@ class OpBuilder {
   OpBuilder& Input(const std::string& slot, const std::vector<std::string>& names);
   OpBuilder& Output(const std::string& slot, std::initializer_list<std::string> names);
   OpBuilder& Output(const std::string& slot, const std::string& name) { return Output(slot, {name}); }
+  OpBuilder& Output(const std::string& slot, const std::vector<std::string>& names);
   OpBuilder& Attr(const std::string& name, int32_t v);
   OpBuilder& Attr(const std::string& name, int64_t v);
   OpBuilder& Attr(const std::string& name, float v);

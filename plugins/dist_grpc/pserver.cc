@@ -27,16 +27,16 @@ class ParameterServer::Service final
   explicit Service(ParameterServer* server) : server_(server) {}
 
   grpc::ServerUnaryReactor* SendVariable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
-                                         grpc::ByteBuffer*) override {
-    return Unary(ctx, [&] { return server_->OnSend(*request); });
+                                         grpc::ByteBuffer* response) override {
+    return Unary(ctx, response, [&] { return server_->OnSend(*request); });
   }
   grpc::ServerUnaryReactor* Barrier(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
-                                    grpc::ByteBuffer*) override {
-    return Unary(ctx, [&] { return server_->OnBarrier(*request); });
+                                    grpc::ByteBuffer* response) override {
+    return Unary(ctx, response, [&] { return server_->OnBarrier(*request); });
   }
   grpc::ServerUnaryReactor* Complete(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
-                                     grpc::ByteBuffer*) override {
-    return Unary(ctx, [&] { return server_->OnComplete(*request); });
+                                     grpc::ByteBuffer* response) override {
+    return Unary(ctx, response, [&] { return server_->OnComplete(*request); });
   }
   grpc::ServerUnaryReactor* GetVariable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) override {
@@ -47,10 +47,14 @@ class ParameterServer::Service final
   }
 
  private:
-  template <class F> grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, F&& handle) {
+  // The methods that answer Reply: handled at once.
+  template <class F>
+  grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, grpc::ByteBuffer* response, F&& handle) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     grpc::Status status = server_->CheckToken(ctx);
-    reactor->Finish(status.ok() ? handle() : status);
+    if (status.ok()) status = handle();
+    if (status.ok()) *response = EncodeMessage(v1::Reply());
+    reactor->Finish(status);
     return reactor;
   }
   ParameterServer* server_;

@@ -1,0 +1,217 @@
+#include "core/cli/launch.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "core/errors.h"
+
+extern char** environ;
+
+namespace rill::core {
+namespace {
+
+struct Process {
+  std::string name;  // "pserver 0", "trainer 1"
+  std::string log;
+  pid_t pid = -1;
+  bool running = false;
+  int status = 0;
+};
+
+std::string SelfExe() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error("launch: cannot find the rill executable (/proc/self/exe): " + ec.message());
+  return p.string();
+}
+
+std::string Replace(std::string s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  return s;
+}
+
+void Spawn(Process& p, const std::vector<std::string>& args, const std::vector<std::string>& extra_env) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, p.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const std::string key = kv.substr(0, kv.find('=') + 1);
+    bool overridden = false;
+    for (const auto& x : extra_env) overridden = overridden || x.rfind(key, 0) == 0;
+    if (!overridden) env.push_back(kv);
+  }
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  std::vector<char*> argv, envp;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const int rc = posix_spawn(&p.pid, args[0].c_str(), &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw Error("launch: cannot start " + p.name + ": " + std::strerror(rc));
+  p.running = true;
+}
+
+std::string Tail(const std::string& path, size_t lines) {
+  std::ifstream in(path);
+  std::deque<std::string> last;
+  for (std::string line; std::getline(in, line);) {
+    last.push_back(line);
+    if (last.size() > lines) last.pop_front();
+  }
+  std::string out;
+  for (const auto& l : last) out += "\n    " + l;
+  return out;
+}
+
+std::string Describe(int status) {
+  if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("killed by signal ") + strsignal(WTERMSIG(status));
+  return "status " + std::to_string(status);
+}
+
+void StopAll(std::vector<Process>& procs) {
+  for (auto& p : procs) {
+    if (p.running) kill(p.pid, SIGTERM);
+  }
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  for (auto& p : procs) {
+    if (!p.running) continue;
+    while (waitpid(p.pid, &p.status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > give_up) {
+        kill(p.pid, SIGKILL);
+        waitpid(p.pid, &p.status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    p.running = false;
+  }
+}
+
+}  // namespace
+
+void WriteClusterSpec(const ClusterSpec& spec, const std::string& path) {
+  std::ofstream out(path);
+  out << "# The cluster of these programs, for `rill launch`: trainer count and pserver endpoints.\n";
+  out << "trainers " << spec.trainers << "\n";
+  for (const auto& e : spec.pservers) out << "pserver " << e << "\n";
+  if (!out) throw Error("cannot write '" + path + "'");
+}
+
+ClusterSpec ReadClusterSpec(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read '" + path + "' (written by `rill transpile`)", RILL_NOT_FOUND);
+  ClusterSpec spec;
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream words(line);
+    std::string key, value;
+    words >> key >> value;
+    if (key == "trainers") {
+      spec.trainers = std::atoi(value.c_str());
+    } else if (key == "pserver" && !value.empty()) {
+      spec.pservers.push_back(value);
+    } else {
+      throw Error(path + ":" + std::to_string(n) + ": expected 'trainers N' or 'pserver HOST:PORT', got '" + line + "'");
+    }
+  }
+  if (spec.trainers < 1 || spec.pservers.empty()) throw Error(path + ": needs 'trainers N' (N >= 1) and a 'pserver' line");
+  return spec;
+}
+
+void Launch(const LaunchOptions& options) {
+  namespace fs = std::filesystem;
+  const ClusterSpec spec = ReadClusterSpec((fs::path(options.dir) / "cluster.txt").string());
+  const std::string log_dir = options.log_dir.empty() ? (fs::path(options.dir) / "logs").string() : options.log_dir;
+  fs::create_directories(log_dir);
+  const std::string exe = SelfExe();
+  std::vector<std::string> env;
+  if (options.deadline_given) env.push_back("RILL_RPC_DEADLINE_MS=" + std::to_string(options.deadline.count()));
+
+  std::vector<Process> procs;
+  auto program = [&](const std::string& name) { return (fs::path(options.dir) / name).string(); };
+  for (size_t i = 0; i < spec.pservers.size(); ++i) {
+    const std::string id = std::to_string(i);
+    procs.push_back({"pserver " + id, (fs::path(log_dir) / ("pserver." + id + ".log")).string()});
+  }
+  for (int32_t j = 0; j < spec.trainers; ++j) {
+    const std::string id = std::to_string(j);
+    procs.push_back({"trainer " + id, (fs::path(log_dir) / ("trainer." + id + ".log")).string()});
+  }
+  try {
+    for (size_t i = 0; i < procs.size(); ++i) {
+      const bool pserver = i < spec.pservers.size();
+      const std::string id = std::to_string(pserver ? i : i - spec.pservers.size());
+      std::vector<std::string> args = {exe, "run"};
+      args.push_back(program(pserver ? "pserver_" + id + ".pbtxt" : "trainer.pbtxt"));
+      args.push_back("--startup");
+      args.push_back(program(pserver ? "pserver_" + id + "_startup.pbtxt" : "trainer_startup.pbtxt"));
+      args.insert(args.end(), options.common_args.begin(), options.common_args.end());
+      std::vector<std::string> proc_env = env;
+      if (!pserver) {
+        for (const auto& a : options.trainer_args) args.push_back(Replace(a, "{trainer}", id));
+        proc_env.push_back("RILL_TRAINER_ID=" + id);
+      }
+      Spawn(procs[i], args, proc_env);
+    }
+    size_t trainers_left = spec.trainers, left = procs.size();
+    std::chrono::steady_clock::time_point pservers_due{};
+    while (left > 0) {
+      int status = 0;
+      const pid_t pid = waitpid(-1, &status, WNOHANG);
+      if (pid > 0) {
+        for (size_t i = 0; i < procs.size(); ++i) {
+          Process& p = procs[i];
+          if (p.pid != pid || !p.running) continue;
+          p.running = false;
+          p.status = status;
+          --left;
+          if (status != 0) {
+            StopAll(procs);
+            throw Error("launch: " + p.name + " failed (" + Describe(status) + "); the others were stopped. " +
+                        p.log + " ends:" + Tail(p.log, 8));
+          }
+          if (i >= spec.pservers.size() && --trainers_left == 0) {
+            pservers_due = std::chrono::steady_clock::now() + options.deadline;
+          }
+        }
+        continue;
+      }
+      if (trainers_left == 0 && std::chrono::steady_clock::now() > pservers_due) {
+        std::string stuck;
+        for (const auto& p : procs) {
+          if (p.running) stuck += (stuck.empty() ? "" : ", ") + p.name;
+        }
+        StopAll(procs);
+        throw Error("launch: every trainer finished but " + stuck + " did not exit within " +
+                    std::to_string(options.deadline.count()) + " ms; stopped");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  } catch (...) {
+    StopAll(procs);
+    throw;
+  }
+  for (size_t i = spec.pservers.size(); i < procs.size(); ++i) {
+    std::ifstream in(procs[i].log);
+    for (std::string line; std::getline(in, line);) std::printf("[%s] %s\n", procs[i].name.c_str(), line.c_str());
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace rill::core

@@ -1,0 +1,43 @@
+// core/cli/launch.h — `rill launch`: a local parameter-server cluster, one process each.
+//
+// Reads the cluster a `rill transpile` output directory describes (cluster.txt: the
+// trainer count and pserver endpoints), starts one `rill run` per pserver and per trainer
+// (trainer j with RILL_TRAINER_ID=j, and "{trainer}" in its arguments replaced by j), and
+// writes each process's output to LOG_DIR/pserver.I.log or trainer.J.log.
+// It returns 0 when every process exited 0. When one fails, the others are stopped and
+// the error names the process, its exit status and its log's last lines; pservers still
+// running a deadline after the last trainer ended are stopped and reported too.
+#ifndef RILL_CORE_CLI_LAUNCH_H_
+#define RILL_CORE_CLI_LAUNCH_H_
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace rill::core {
+
+struct ClusterSpec {
+  int32_t trainers = 0;
+  std::vector<std::string> pservers;
+};
+
+// The manifest `rill transpile` writes beside the programs.
+void WriteClusterSpec(const ClusterSpec& spec, const std::string& path);
+ClusterSpec ReadClusterSpec(const std::string& path);
+
+struct LaunchOptions {
+  std::string dir;                        // rill transpile's output
+  std::string log_dir;                    // default: DIR/logs
+  std::vector<std::string> common_args;   // for every process (plugin options, log level)
+  std::vector<std::string> trainer_args;  // for trainers only ({trainer} = index)
+  std::chrono::milliseconds deadline{120000};  // RILL_RPC_DEADLINE_MS for all, and the pservers' grace
+  bool deadline_given = false;
+};
+
+// Runs the cluster; prints each trainer's output, prefixed "[trainer J] ", at the end.
+// Throws Error when a process fails.
+void Launch(const LaunchOptions& options);
+
+}  // namespace rill::core
+
+#endif  // RILL_CORE_CLI_LAUNCH_H_

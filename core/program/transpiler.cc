@@ -1,0 +1,271 @@
+#include "core/program/transpiler.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/errors.h"
+#include "core/program/builder.h"
+
+namespace rill::core {
+namespace {
+
+std::vector<std::string> Args(const google::protobuf::RepeatedPtrField<proto::OpDesc::Var>& vars,
+                              const std::string& slot = "") {
+  std::vector<std::string> out;
+  for (const auto& v : vars) {
+    if (slot.empty() || v.parameter() == slot) out.insert(out.end(), v.arguments().begin(), v.arguments().end());
+  }
+  return out;
+}
+
+bool IsOptimizer(const proto::OpDesc& op) {
+  return Args(op.inputs(), "Param").size() == 1 && Args(op.inputs(), "Grad").size() == 1 &&
+         !Args(op.outputs(), "ParamOut").empty();
+}
+
+const proto::VarDesc* FindVar(const proto::ProgramDesc& program, const std::string& name) {
+  if (program.blocks_size() == 0) return nullptr;
+  for (const auto& v : program.blocks(0).vars()) {
+    if (v.name() == name) return &v;
+  }
+  return nullptr;
+}
+
+int64_t Elements(const proto::VarDesc* v) {
+  if (v == nullptr || !v->type().has_lod_tensor()) return 1;
+  int64_t n = 1;
+  for (int64_t d : v->type().lod_tensor().tensor().dims()) n *= std::max<int64_t>(d, 1);
+  return n;
+}
+
+void CheckEndpoint(const std::string& e) {
+  const auto colon = e.rfind(':');
+  const std::string port = colon == std::string::npos ? "" : e.substr(colon + 1);
+  if (colon == 0 || port.empty() || port.find_first_not_of("0123456789") != std::string::npos ||
+      std::stol(port) < 1 || std::stol(port) > 65535) {
+    throw Error("pserver endpoint '" + e + "' is not HOST:PORT with a port in 1..65535");
+  }
+}
+
+void MaybeDeadline(OpBuilder op, int64_t deadline_ms) {
+  if (deadline_ms > 0) op.Attr("deadline_ms", deadline_ms);
+}
+
+}  // namespace
+
+TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::ProgramDesc& startup,
+                             const TranspileOptions& options) {
+  if (options.trainers < 1) throw Error("--trainers must be at least 1");
+  if (options.pservers.empty()) throw Error("no pserver endpoints given");
+  std::set<std::string> distinct;
+  for (const auto& e : options.pservers) {
+    CheckEndpoint(e);
+    if (!distinct.insert(e).second) throw Error("pserver endpoint '" + e + "' is given twice");
+  }
+  if (train.blocks_size() == 0) throw Error("the training program has no blocks");
+  const proto::BlockDesc& main = train.blocks(0);
+  const int n = main.ops_size();
+
+  // Which ops move to the pservers: optimizers, and ops only they read from.
+  std::map<std::string, std::vector<int>> readers;
+  for (int i = 0; i < n; ++i) {
+    for (const auto& name : Args(main.ops(i).inputs())) readers[name].push_back(i);
+  }
+  std::vector<bool> moves(n, false);
+  for (int i = n - 1; i >= 0; --i) {
+    const auto& op = main.ops(i);
+    if (IsOptimizer(op)) {
+      moves[i] = true;
+      continue;
+    }
+    bool read = false, only_by_moved = true;
+    for (const auto& out : Args(op.outputs())) {
+      for (int r : readers[out]) {
+        if (r <= i) continue;
+        read = true;
+        only_by_moved = only_by_moved && moves[r];
+      }
+    }
+    moves[i] = read && only_by_moved;
+  }
+  // Gradients are what trainers send, so what computes them stays; so does any helper
+  // that reads something only the trainer has.
+  std::set<std::string> gradients, from_moved;
+  for (int i = 0; i < n; ++i) {
+    if (IsOptimizer(main.ops(i))) gradients.insert(Args(main.ops(i).inputs(), "Grad")[0]);
+  }
+  auto persistable = [&](const std::string& name) {
+    const proto::VarDesc* v = FindVar(train, name);
+    if (v == nullptr) v = FindVar(startup, name);
+    return v != nullptr && v->persistable();
+  };
+  for (int i = 0; i < n; ++i) {
+    const auto& op = main.ops(i);
+    if (!moves[i] || IsOptimizer(op)) continue;
+    for (const auto& o : Args(op.outputs())) moves[i] = moves[i] && gradients.count(o) == 0;
+    for (const auto& in : Args(op.inputs())) moves[i] = moves[i] && (from_moved.count(in) > 0 || persistable(in));
+    if (moves[i]) {
+      for (const auto& o : Args(op.outputs())) from_moved.insert(o);
+    }
+  }
+
+  struct Param {
+    std::string name, grad;
+    int op;
+    size_t pserver = 0;
+  };
+  std::vector<Param> params;
+  for (int i = 0; i < n; ++i) {
+    if (!IsOptimizer(main.ops(i))) continue;
+    const std::string p = Args(main.ops(i).inputs(), "Param")[0];
+    for (const auto& q : params) {
+      if (q.name == p) throw Error("parameter '" + p + "' has two optimizer ops (ops " + std::to_string(q.op) + " and " + std::to_string(i) + ")");
+    }
+    params.push_back({p, Args(main.ops(i).inputs(), "Grad")[0], i});
+  }
+  if (params.empty()) {
+    throw Error("block 0 has no optimizer op (an op with Param, Grad and ParamOut, e.g. sgd): nothing to "
+                "distribute; `rill backward --sgd LR` appends one per parameter");
+  }
+
+  // Placement: largest first onto the least loaded pserver.
+  std::vector<size_t> order(params.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto size_of = [&](const Param& p) {
+    const proto::VarDesc* v = FindVar(train, p.name);
+    return Elements(v != nullptr ? v : FindVar(startup, p.name));
+  };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return size_of(params[a]) > size_of(params[b]); });
+  std::vector<int64_t> load(options.pservers.size(), 0);
+  for (size_t i : order) {
+    const size_t p = std::min_element(load.begin(), load.end()) - load.begin();
+    params[i].pserver = p;
+    load[p] += size_of(params[i]);
+  }
+
+  TranspiledPrograms out;
+  for (const auto& p : params) out.placement.emplace_back(p.name, options.pservers[p.pserver]);
+
+  auto declare = [&](BlockBuilder& block, const std::string& name, const std::string& like, bool persistable) {
+    for (const auto& v : block.desc()->vars()) {
+      if (v.name() == name) return;
+    }
+    const proto::VarDesc* src = FindVar(train, like);
+    if (src == nullptr) src = FindVar(startup, like);
+    proto::VarDesc* v = block.desc()->add_vars();
+    if (src != nullptr) *v = *src;
+    v->set_name(name);
+    v->set_persistable(persistable);
+    if (src == nullptr) v->mutable_type()->set_type(proto::VarType::LOD_TENSOR);
+  };
+
+  // Pservers.
+  for (size_t s = 0; s < options.pservers.size(); ++s) {
+    std::vector<bool> here(n, false);
+    std::set<std::string> needed;
+    for (const auto& p : params) {
+      if (p.pserver != s) continue;
+      here[p.op] = true;
+      for (const auto& in : Args(main.ops(p.op).inputs())) needed.insert(in);
+    }
+    for (int i = n - 1; i >= 0; --i) {
+      if (!moves[i] || here[i]) continue;
+      for (const auto& o : Args(main.ops(i).outputs())) {
+        if (needed.count(o) == 0) continue;
+        here[i] = true;
+        for (const auto& in : Args(main.ops(i).inputs())) needed.insert(in);
+      }
+    }
+    ProgramBuilder pb;
+    BlockBuilder& top = pb.block(0);
+    BlockBuilder& optimize = pb.NewBlock(0);
+    std::vector<std::string> param_list, grad_list;
+    std::set<std::string> produced, held;  // by the optimize block; persistable on this pserver
+    for (const auto& p : params) {
+      if (p.pserver != s) continue;
+      param_list.push_back(p.name);
+      grad_list.push_back(p.grad);
+      declare(top, p.name, p.name, true);
+      declare(top, p.grad, p.name, false);
+      held.insert(p.name);
+    }
+    for (int i = 0; i < n; ++i) {
+      if (!here[i]) continue;
+      const auto& op = main.ops(i);
+      for (const auto& in : Args(op.inputs())) {
+        if (produced.count(in) || held.count(in) ||
+            std::find(grad_list.begin(), grad_list.end(), in) != grad_list.end()) {
+          continue;
+        }
+        if (!persistable(in)) {
+          throw Error("op " + std::to_string(i) + " (" + op.type() + ") moves to pserver " + options.pservers[s] +
+                      " but reads '" + in + "', which the trainer computes");
+        }
+        declare(top, in, in, true);
+        held.insert(in);
+      }
+      for (const auto& o : Args(op.outputs())) {
+        produced.insert(o);
+        if (held.count(o) == 0) {
+          if (const proto::VarDesc* v = FindVar(train, o)) *optimize.desc()->add_vars() = *v;
+        }
+      }
+      *optimize.desc()->add_ops() = op;
+    }
+    OpBuilder serve = top.Op(options.serve_op);
+    serve.Input("X", grad_list).Attr("endpoint", options.pservers[s]).BlockAttr("OptimizeBlock", optimize.idx())
+        .Attr("ParamList", param_list).Attr("GradList", grad_list).Attr("Fanin", int64_t{options.trainers})
+        .Attr("sync_mode", true);
+    MaybeDeadline(serve, options.deadline_ms);
+    out.pservers.push_back(pb.Build());
+
+    // Its startup: the ops that initialize what it holds.
+    ProgramBuilder sb;
+    for (const auto& name : held) {
+      if (const proto::VarDesc* v = FindVar(startup, name)) *sb.block(0).desc()->add_vars() = *v;
+    }
+    if (startup.blocks_size() > 0) {
+      for (const auto& op : startup.blocks(0).ops()) {
+        const auto outs = Args(op.outputs());
+        if (std::any_of(outs.begin(), outs.end(), [&](const std::string& o) { return held.count(o) > 0; })) {
+          *sb.block(0).desc()->add_ops() = op;
+        }
+      }
+    }
+    out.pserver_startups.push_back(sb.Build());
+  }
+
+  // The trainer: everything that stays, then one send.
+  out.trainer = train;
+  auto* ops = out.trainer.mutable_blocks(0)->mutable_ops();
+  ops->Clear();
+  for (int i = 0; i < n; ++i) {
+    if (!moves[i]) *ops->Add() = main.ops(i);
+  }
+  std::vector<std::string> grads, names, epmap;
+  for (size_t i = 0; i < params.size(); ++i) {
+    grads.push_back(params[i].grad);
+    names.push_back(params[i].name);
+    epmap.push_back(out.placement[i].second);
+  }
+  BlockBuilder trainer_main(out.trainer.mutable_blocks(0));
+  OpBuilder send = trainer_main.Op(options.send_op);
+  send.Input("X", grads).Output("Out", names).Attr("endpoints", options.pservers).Attr("epmap", epmap)
+      .Attr("sync_mode", true);
+  MaybeDeadline(send, options.deadline_ms);
+
+  out.trainer_startup = startup;
+  if (out.trainer_startup.blocks_size() == 0) {
+    auto* b = out.trainer_startup.add_blocks();
+    b->set_idx(0);
+    b->set_parent_idx(-1);
+  }
+  BlockBuilder trainer_init(out.trainer_startup.mutable_blocks(0));
+  OpBuilder recv = trainer_init.Op(options.recv_op);
+  recv.Output("Out", names).Attr("epmap", epmap);
+  MaybeDeadline(recv, options.deadline_ms);
+  return out;
+}
+
+}  // namespace rill::core

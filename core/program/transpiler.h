@@ -1,0 +1,51 @@
+// core/program/transpiler.h — one training program into parameter-server programs
+// (Fluid's distribute_transpiler).
+//
+// Input: a training program whose block 0 runs forward, backward and optimizer ops, as
+// `rill backward --sgd` writes it, and its startup program. An optimizer op is any op
+// with Param and Grad inputs and a ParamOut output (sgd, momentum, adam); ops whose
+// outputs only optimizer ops read (a learning-rate fill) go with them.
+//
+// Output, for N trainers and pservers E[0..P):
+//  - trainer: block 0 without the optimizer ops, ending in one `send` that pushes every
+//    gradient to its parameter's pserver and pulls the parameters back (sync mode). One
+//    program for every trainer; each learns its index from RILL_TRAINER_ID.
+//  - trainer startup: the startup program, then a `recv` of every parameter, so all
+//    trainers start from the pservers' values.
+//  - pserver p: block 0 declares its parameters, gradients and optimizer state and runs
+//    `listen_and_serv` (Fanin = N); block 1 (OptimizeBlock) holds the optimizer ops of
+//    its parameters. The pserver averages the trainers' gradients before block 1 runs.
+//  - pserver p startup: the startup ops that initialize what pserver p holds.
+// Parameters are placed greedily, largest first, on the pserver holding the fewest
+// elements so far. Errors (no optimizer op, a bad endpoint) throw Error.
+#ifndef RILL_CORE_PROGRAM_TRANSPILER_H_
+#define RILL_CORE_PROGRAM_TRANSPILER_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/proto/framework.pb.h"
+
+namespace rill::core {
+
+struct TranspileOptions {
+  int32_t trainers = 1;
+  std::vector<std::string> pservers;  // HOST:PORT each
+  // The transport's op types, chosen by the plugin that will run them.
+  std::string send_op = "send", recv_op = "recv", serve_op = "listen_and_serv";
+  int64_t deadline_ms = 0;  // 0: the ops' default
+};
+
+struct TranspiledPrograms {
+  proto::ProgramDesc trainer, trainer_startup;
+  std::vector<proto::ProgramDesc> pservers, pserver_startups;
+  std::vector<std::pair<std::string, std::string>> placement;  // parameter -> endpoint
+};
+
+TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::ProgramDesc& startup,
+                             const TranspileOptions& options);
+
+}  // namespace rill::core
+
+#endif  // RILL_CORE_PROGRAM_TRANSPILER_H_

@@ -1,7 +1,14 @@
 #include "test_util.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <thread>
 
 #include <cstdio>
 #include <filesystem>
@@ -45,23 +52,85 @@ std::string Quote(const std::string& s) {
   for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
   return out + "'";
 }
+
+// A shell command running `rill args` with its output in files out_path and out_path.err.
+std::string RillCommand(const std::vector<std::string>& args, const std::string& env, std::string* out_path) {
+  static std::atomic<int> counter{0};
+  *out_path = TempPath("out" + std::to_string(++counter));
+  std::string cmd = "exec env -u RILL_PLUGIN_PATH " + env + " " + Quote(RILL_EXE);
+  for (const auto& a : args) cmd += " " + Quote(a);
+  return cmd + " >" + Quote(*out_path) + " 2>" + Quote(*out_path + ".err");
+}
+
+CommandResult Collect(int status, const std::string& out_path) {
+  CommandResult r;
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  // `sh -c` reports a child killed by signal N as exit status 128 + N.
+  if (r.exit_code > 128) r.signal = r.exit_code - 128;
+  r.out = ReadAll(out_path);
+  r.err = ReadAll(out_path + ".err");
+  return r;
+}
 }  // namespace
 
 CommandResult RunRill(const std::vector<std::string>& args, const std::string& env) {
-  static int counter = 0;
-  const std::string out_path = TempPath("out" + std::to_string(++counter));
-  const std::string err_path = out_path + ".err";
-  std::string cmd = "env -u RILL_PLUGIN_PATH " + env + " " + Quote(RILL_EXE);
-  for (const auto& a : args) cmd += " " + Quote(a);
-  cmd += " >" + Quote(out_path) + " 2>" + Quote(err_path);
-  const int status = std::system(cmd.c_str());
+  std::string out_path;
+  const int status = std::system(RillCommand(args, env, &out_path).c_str());
+  return Collect(status, out_path);
+}
+
+RillProcess::RillProcess(const std::vector<std::string>& args, const std::string& env) {
+  const std::string cmd = RillCommand(args, env, &out_path_);
+  pid_ = fork();
+  if (pid_ == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+}
+
+RillProcess::~RillProcess() {
+  if (pid_ > 0) {
+    Kill(SIGKILL);
+    Wait(std::chrono::seconds(10));
+  }
+}
+
+void RillProcess::Kill(int sig) {
+  if (pid_ > 0) kill(pid_, sig);
+}
+
+CommandResult RillProcess::Wait(std::chrono::milliseconds timeout) {
+  const auto give_up = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (pid_ > 0) {
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return Collect(status, out_path_);
+    }
+    if (std::chrono::steady_clock::now() > give_up) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   CommandResult r;
-  // `sh -c` reports a child killed by signal N as exit status 128 + N.
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (r.exit_code > 128) r.signal = r.exit_code - 128;
-  r.out = ReadAll(out_path);
-  r.err = ReadAll(err_path);
+  r.timed_out = true;
+  r.out = ReadAll(out_path_);
+  r.err = ReadAll(out_path_ + ".err");
   return r;
+}
+
+int FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    return -1;
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
 }
 
 }  // namespace rill::test

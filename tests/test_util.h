@@ -3,6 +3,9 @@
 #ifndef RILL_TESTS_TEST_UTIL_H_
 #define RILL_TESTS_TEST_UTIL_H_
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -25,9 +28,29 @@ struct CommandResult {
   int exit_code = -1;  // -1 with `signal` set if the process died of a signal
   int signal = 0;
   std::string out, err;
+  bool timed_out = false;  // RillProcess::Wait gave up; the process still runs
 };
 // Runs the `rill` binary of this build with `args`, capturing its output.
 CommandResult RunRill(const std::vector<std::string>& args, const std::string& env = "");
+
+// `rill args` started in the background; killed (SIGKILL) when destroyed if still running.
+class RillProcess {
+ public:
+  explicit RillProcess(const std::vector<std::string>& args, const std::string& env = "");
+  ~RillProcess();
+  RillProcess(const RillProcess&) = delete;
+  RillProcess& operator=(const RillProcess&) = delete;
+  void Kill(int sig);
+  // The result once it exited, or timed_out after `timeout`.
+  CommandResult Wait(std::chrono::milliseconds timeout);
+
+ private:
+  pid_t pid_ = -1;
+  std::string out_path_;
+};
+
+// A loopback TCP port that was free a moment ago.
+int FreeLoopbackPort();
 
 // A fresh file path under the test's temporary directory.
 std::string TempPath(const std::string& name);

@@ -49,7 +49,7 @@ void CheckEndpoint(const std::string& e) {
 }
 
 void MaybeDeadline(OpBuilder op, int64_t deadline_ms) {
-  if (deadline_ms > 0) op.Attr("deadline_ms", deadline_ms);
+  if (deadline_ms > 0) op.Attr("deadline_ms", static_cast<int32_t>(deadline_ms));
 }
 
 }  // namespace
@@ -215,7 +215,7 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
     }
     OpBuilder serve = top.Op(options.serve_op);
     serve.Input("X", grad_list).Attr("endpoint", options.pservers[s]).BlockAttr("OptimizeBlock", optimize.idx())
-        .Attr("ParamList", param_list).Attr("GradList", grad_list).Attr("Fanin", int64_t{options.trainers})
+        .Attr("ParamList", param_list).Attr("GradList", grad_list).Attr("Fanin", options.trainers)
         .Attr("sync_mode", true);
     MaybeDeadline(serve, options.deadline_ms);
     out.pservers.push_back(pb.Build());

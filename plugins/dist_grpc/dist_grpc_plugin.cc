@@ -1,4 +1,6 @@
 // The gRPC transport plugin (see ARCHITECTURE.md, "Distribution").
+#include <grpc/support/log.h>
+
 #include <memory>
 
 #include "ops.h"
@@ -48,7 +50,14 @@ void RegisterRecv(Registrar& r) {
 
 namespace {
 
+// gRPC's own log goes through the host's: its errors are details of ours (which say what
+// failed and where), so they show at --log-level info.
+void ForwardGrpcLog(gpr_log_func_args* args) {
+  Log(args->severity == GPR_LOG_SEVERITY_ERROR ? RILL_LOG_INFO : RILL_LOG_DEBUG, std::string("grpc: ") + args->message);
+}
+
 void Init(Registrar& r) {
+  gpr_set_log_function(&ForwardGrpcLog);
   RegisterSend(r);
   RegisterListenAndServ(r);
   RegisterRecv(r);

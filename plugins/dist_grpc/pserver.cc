@@ -121,6 +121,9 @@ void ParameterServer::Start(std::vector<TensorBytes> initial_parameters) {
   builder.AddListeningPort(endpoint_, options_.ServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(-1);
   builder.SetMaxSendMessageSize(-1);
+  // gRPC shares ports (SO_REUSEPORT) by default: a second pserver on a port in use would
+  // silently take half the calls. One endpoint, one pserver.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(service_.get());
   server_ = builder.BuildAndStart();
   if (!server_ || port == 0) {

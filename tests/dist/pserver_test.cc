@@ -1,0 +1,216 @@
+// The pserver of dist_grpc, served for real on loopback and called over gRPC: one sync
+// iteration, bad requests refused while the server goes on, a missing trainer, the token.
+#include "pserver.h"
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "client.h"
+#include "rill/abi.h"
+
+namespace rill::dist {
+namespace {
+
+using grpc::StatusCode;
+
+// One parameter w (float32 [2]) and a pserver whose optimize block is w -= 0.5 * grad.
+class Pserver {
+ public:
+  explicit Pserver(int32_t fanin, TransportOptions options = {}) : server_("127.0.0.1:0", fanin, {Spec()}, options) {
+    server_.Start({Bytes()});
+    serving_ = std::async(std::launch::async, [this] {
+      PserverHooks hooks;
+      hooks.gradient = [this](size_t) { return static_cast<void*>(grad_.data()); };
+      hooks.optimize = [this] {
+        for (size_t i = 0; i < w_.size(); ++i) w_[i] -= 0.5f * grad_[i];
+      };
+      hooks.parameters = [this] { return std::vector<TensorBytes>{Bytes()}; };
+      server_.Serve(hooks);
+    });
+  }
+  const std::string& endpoint() const { return server_.endpoint(); }
+  // Serve()'s outcome: "" when it returned, else its error.
+  std::string Result(std::chrono::seconds timeout = std::chrono::seconds(10)) {
+    if (serving_.wait_for(timeout) != std::future_status::ready) return "still serving";
+    try {
+      serving_.get();
+      return "";
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  }
+
+ private:
+  static ParamSpec Spec() { return ParamSpec{"w", "w@GRAD", RILL_FP32, {2}}; }
+  TensorBytes Bytes() { return TensorBytes{RILL_FP32, {2}, {}, w_.data(), sizeof(float) * 2}; }
+
+  std::vector<float> w_ = {1, 2}, grad_ = {0, 0};
+  ParameterServer server_;
+  std::future<void> serving_;
+};
+
+struct Reply {
+  grpc::Status status;
+  grpc::ByteBuffer body;
+};
+
+Reply Call(const std::string& endpoint, const char* method, const grpc::ByteBuffer& request,
+           const std::string& token = "") {
+  auto channel = grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  if (!token.empty()) ctx.AddMetadata(kTokenMetadataKey, token);
+  Reply r;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &r.body, [&](grpc::Status s) { done.set_value(s); });
+  r.status = done.get_future().get();
+  return r;
+}
+
+grpc::ByteBuffer Grad(const std::string& name, int32_t trainer, int64_t iteration, std::vector<float>& values,
+                      SliceLease& lease, int32_t dtype = RILL_FP32, std::vector<int64_t> dims = {2}) {
+  return EncodeVariable(name, trainer, iteration, TensorBytes{dtype, dims, {}, values.data(), values.size() * 4}, lease);
+}
+
+grpc::ByteBuffer Barrier(int32_t trainer, int64_t iteration) {
+  v1::BarrierRequest r;
+  r.set_trainer_id(trainer);
+  r.set_iteration(iteration);
+  return EncodeMessage(r);
+}
+
+grpc::ByteBuffer Get(const std::string& name, int32_t trainer, int64_t iteration) {
+  v1::GetRequest r;
+  r.set_name(name);
+  r.set_trainer_id(trainer);
+  r.set_iteration(iteration);
+  return EncodeMessage(r);
+}
+
+grpc::ByteBuffer Complete(int32_t trainer) {
+  v1::CompleteRequest r;
+  r.set_trainer_id(trainer);
+  return EncodeMessage(r);
+}
+
+std::vector<float> Floats(const grpc::ByteBuffer& body, int64_t* iteration = nullptr) {
+  std::vector<float> out(2);
+  const auto h = DecodeVariable(body, [&](const v1::VariableHeader& h) {
+    EXPECT_EQ(h.name(), "w");
+    return static_cast<void*>(out.data());
+  });
+  if (iteration != nullptr) *iteration = h.iteration();
+  return out;
+}
+
+void ExpectStatus(const Reply& r, StatusCode code, const std::string& text) {
+  EXPECT_EQ(r.status.error_code(), code) << r.status.error_message();
+  EXPECT_NE(r.status.error_message().find(text), std::string::npos) << r.status.error_message();
+}
+
+TEST(DistPserver, AveragesTheTrainersGradientsOptimizesOnceAndServesTheResult) {
+  Pserver ps(2);
+  EXPECT_EQ(Floats(Call(ps.endpoint(), kGetVariable, Get("w", 0, 0)).body), (std::vector<float>{1, 2}));
+  std::vector<float> g0 = {1, 1}, g1 = {3, 5};
+  SliceLease lease;
+  ASSERT_TRUE(Call(ps.endpoint(), kSendVariable, Grad("w@GRAD", 0, 1, g0, lease)).status.ok());
+  ASSERT_TRUE(Call(ps.endpoint(), kSendVariable, Grad("w@GRAD", 1, 1, g1, lease)).status.ok());
+  ASSERT_TRUE(Call(ps.endpoint(), kBarrier, Barrier(0, 1)).status.ok());
+  // Trainer 0 asks before trainer 1 arrived: answered once the iteration is optimized.
+  auto early = std::async(std::launch::async, [&] { return Call(ps.endpoint(), kGetVariable, Get("w", 0, 1)); });
+  ASSERT_TRUE(Call(ps.endpoint(), kBarrier, Barrier(1, 1)).status.ok());
+  const Reply r0 = early.get(), r1 = Call(ps.endpoint(), kGetVariable, Get("w", 1, 1));
+  ASSERT_TRUE(r0.status.ok()) << r0.status.error_message();
+  int64_t iteration = -1;
+  // w - 0.5 * mean(g0, g1) = {1, 2} - 0.5 * {2, 3}
+  EXPECT_EQ(Floats(r0.body, &iteration), (std::vector<float>{0, 0.5f}));
+  EXPECT_EQ(iteration, 1);
+  EXPECT_EQ(Floats(r1.body), (std::vector<float>{0, 0.5f}));
+  ASSERT_TRUE(Call(ps.endpoint(), kComplete, Complete(0)).status.ok());
+  ASSERT_TRUE(Call(ps.endpoint(), kComplete, Complete(1)).status.ok());
+  EXPECT_EQ(ps.Result(), "");
+}
+
+TEST(DistPserver, BadRequestsGetAnErrorAndTheServerGoesOnServing) {
+  Pserver ps(1);
+  SliceLease lease;
+  std::vector<float> g = {2, 2}, one = {1};
+  std::vector<float> doubles = {1, 2, 3, 4};
+  const std::string e = ps.endpoint();
+  ExpectStatus(Call(e, kSendVariable, Grad("v@GRAD", 0, 1, g, lease)), StatusCode::NOT_FOUND,
+               "unknown variable 'v@GRAD'; this pserver takes the gradients w@GRAD");
+  ExpectStatus(Call(e, kSendVariable, Grad("w@GRAD", 0, 1, doubles, lease, RILL_FP64)), StatusCode::INVALID_ARGUMENT,
+               "'w@GRAD' is fp64 [2]; the pserver expects fp32 [2]");
+  ExpectStatus(Call(e, kSendVariable, Grad("w@GRAD", 0, 1, one, lease, RILL_FP32, {1})), StatusCode::INVALID_ARGUMENT,
+               "fp32 [1]; the pserver expects fp32 [2]");
+  ExpectStatus(Call(e, kSendVariable, Grad("w@GRAD", 0, 1, one, lease, RILL_FP32, {1LL << 40})),
+               StatusCode::INVALID_ARGUMENT, "declares 1099511627776 elements");
+  ExpectStatus(Call(e, kSendVariable, Grad("w@GRAD", 3, 1, g, lease)), StatusCode::INVALID_ARGUMENT,
+               "trainer 3 is not one of this pserver's 1 trainers");
+  ExpectStatus(Call(e, kSendVariable, Grad("w@GRAD", 0, 4, g, lease)), StatusCode::FAILED_PRECONDITION,
+               "the pserver collects iteration 1");
+  grpc::Slice junk(std::string("\xff\xff\xff", 3));
+  ExpectStatus(Call(e, kSendVariable, grpc::ByteBuffer(&junk, 1)), StatusCode::INVALID_ARGUMENT, "malformed");
+  ExpectStatus(Call(e, kGetVariable, Get("nope", 0, 0)), StatusCode::NOT_FOUND, "serves the parameters w");
+  ExpectStatus(Call(e, kGetVariable, Get("w", 0, 1)), StatusCode::FAILED_PRECONDITION, "send the barrier first");
+  ExpectStatus(Call(e, kBarrier, Barrier(0, 2)), StatusCode::FAILED_PRECONDITION, "the pserver is at iteration 1");
+
+  // After all of that, a well-formed iteration goes through.
+  ASSERT_TRUE(Call(e, kSendVariable, Grad("w@GRAD", 0, 1, g, lease)).status.ok());
+  ExpectStatus(Call(e, kSendVariable, Grad("w@GRAD", 0, 1, g, lease)), StatusCode::ALREADY_EXISTS, "already sent");
+  ASSERT_TRUE(Call(e, kBarrier, Barrier(0, 1)).status.ok());
+  const Reply r = Call(e, kGetVariable, Get("w", 0, 1));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(Floats(r.body), (std::vector<float>{0, 1}));
+  ASSERT_TRUE(Call(e, kComplete, Complete(0)).status.ok());
+  EXPECT_EQ(ps.Result(), "");
+}
+
+TEST(DistPserver, ATrainerMissingTheBarrierFailsTheServeNamingIt) {
+  TransportOptions options;
+  options.deadline = std::chrono::milliseconds(300);
+  Pserver ps(2, options);
+  SliceLease lease;
+  std::vector<float> g = {1, 1};
+  ASSERT_TRUE(Call(ps.endpoint(), kSendVariable, Grad("w@GRAD", 0, 1, g, lease)).status.ok());
+  ASSERT_TRUE(Call(ps.endpoint(), kBarrier, Barrier(0, 1)).status.ok());
+  const Reply waiting = Call(ps.endpoint(), kGetVariable, Get("w", 0, 1));  // answered by the failure
+  ExpectStatus(waiting, StatusCode::ABORTED, "trainer 1 (never connected)");
+  const std::string error = ps.Result();
+  EXPECT_NE(error.find("iteration 1: no barrier within 300 ms"), std::string::npos) << error;
+  EXPECT_NE(error.find("trainer 1 (never connected)"), std::string::npos) << error;
+}
+
+TEST(DistPserver, AClientWithoutTheTokenIsRefused) {
+  TransportOptions options;
+  options.token = "s3cret";
+  Pserver ps(1, options);
+  ExpectStatus(Call(ps.endpoint(), kGetVariable, Get("w", 0, 0)), StatusCode::UNAUTHENTICATED, "requires the shared token");
+  ExpectStatus(Call(ps.endpoint(), kGetVariable, Get("w", 0, 0), "wrong"), StatusCode::UNAUTHENTICATED, "token");
+  EXPECT_TRUE(Call(ps.endpoint(), kGetVariable, Get("w", 0, 0), "s3cret").status.ok());
+  EXPECT_TRUE(Call(ps.endpoint(), kComplete, Complete(0), "s3cret").status.ok());
+  EXPECT_EQ(ps.Result(), "");
+}
+
+TEST(DistPserver, AnEndpointInUseIsAClearError) {
+  Pserver first(1);
+  ParameterServer second(first.endpoint(), 1, {ParamSpec{"w", "w@GRAD", RILL_FP32, {1}}}, TransportOptions{});
+  float w = 0;
+  try {
+    second.Start({TensorBytes{RILL_FP32, {1}, {}, &w, 4}});
+    ADD_FAILURE() << "bound an endpoint in use";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot listen on '" + first.endpoint() + "'"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(Call(first.endpoint(), kComplete, Complete(0)).status.ok());
+  EXPECT_EQ(first.Result(), "");
+}
+
+}  // namespace
+}  // namespace rill::dist

@@ -1,0 +1,124 @@
+// The dist_grpc wire format: zero-copy encoding, decoding into the destination, and the
+// checks that run before anything is allocated.
+#include "wire.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "rill/abi.h"
+
+namespace rill::dist {
+namespace {
+
+std::string Joined(const grpc::ByteBuffer& b) {
+  std::vector<grpc::Slice> slices;
+  EXPECT_TRUE(b.Dump(&slices).ok());
+  std::string s;
+  for (const auto& x : slices) s.append(reinterpret_cast<const char*>(x.begin()), x.size());
+  return s;
+}
+
+// The same bytes cut into slices of `chunk` bytes, as they may arrive from the network.
+grpc::ByteBuffer Chunked(const std::string& bytes, size_t chunk) {
+  std::vector<grpc::Slice> slices;
+  for (size_t at = 0; at < bytes.size(); at += chunk) slices.emplace_back(bytes.data() + at, std::min(chunk, bytes.size() - at));
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+// A hand-made VariableMessage: any header, any data.
+std::string Message(const v1::VariableHeader& header, const std::string& data) {
+  v1::VariableMessage m;
+  *m.mutable_header() = header;
+  m.set_data(data);
+  return m.SerializeAsString();
+}
+
+v1::VariableHeader Header(const std::string& name, int32_t dtype, std::vector<int64_t> dims) {
+  v1::VariableHeader h;
+  h.set_name(name);
+  h.mutable_tensor()->set_dtype(dtype);
+  for (int64_t d : dims) h.mutable_tensor()->add_dims(d);
+  return h;
+}
+
+TEST(DistWire, EncodesOverTheTensorsMemoryAndDecodesAcrossAnySlicing) {
+  std::vector<float> data(1000);
+  std::iota(data.begin(), data.end(), 0.5f);
+  TensorBytes t{RILL_FP32, {10, 100}, {{0, 4, 10}}, data.data(), data.size() * sizeof(float)};
+  SliceLease lease;
+  std::string bytes;
+  {
+    grpc::ByteBuffer buffer = EncodeVariable("w@GRAD", 1, 7, t, lease);
+    std::vector<grpc::Slice> slices;
+    ASSERT_TRUE(buffer.Dump(&slices).ok());
+    ASSERT_EQ(slices.size(), 2u);
+    EXPECT_EQ(static_cast<const void*>(slices[1].begin()), static_cast<const void*>(data.data()));  // no copy
+    bytes = Joined(buffer);
+  }
+  lease.WaitReleased();  // the buffers are gone, so are their slices
+
+  // Any protobuf reader sees a VariableMessage.
+  v1::VariableMessage plain;
+  ASSERT_TRUE(plain.ParseFromString(bytes));
+  EXPECT_EQ(plain.header().name(), "w@GRAD");
+  EXPECT_EQ(plain.header().iteration(), 7);
+  EXPECT_EQ(plain.data().size(), 4000u);
+
+  for (size_t chunk : {size_t{1}, size_t{7}, size_t{4096}, bytes.size()}) {
+    std::vector<float> out(1000, -1);
+    const v1::VariableHeader h = DecodeVariable(Chunked(bytes, chunk), [&](const v1::VariableHeader& h) {
+      EXPECT_EQ(h.tensor().dims_size(), 2);
+      return static_cast<void*>(out.data());
+    });
+    EXPECT_EQ(out, data) << "chunk " << chunk;
+    EXPECT_EQ(h.trainer_id(), 1);
+    ASSERT_EQ(h.tensor().lod_size(), 1);
+    EXPECT_EQ(h.tensor().lod(0).offsets(2), 10u);
+  }
+}
+
+TEST(DistWire, AnEmptyTensorHasNoDataSlice) {
+  TensorBytes t{RILL_FP64, {0, 3}, {}, nullptr, 0};
+  SliceLease lease;
+  const std::string bytes = Joined(EncodeVariable("e", 0, 0, t, lease));
+  bool asked = false;
+  DecodeVariable(Chunked(bytes, 3), [&](const v1::VariableHeader&) {
+    asked = true;
+    return nullptr;
+  });
+  EXPECT_TRUE(asked);
+}
+
+void ExpectRejected(const std::string& bytes, const std::string& reason) {
+  bool allocated = false;
+  try {
+    DecodeVariable(Chunked(bytes, 5), [&](const v1::VariableHeader&) {
+      allocated = true;
+      return nullptr;
+    });
+    ADD_FAILURE() << "accepted; expected: " << reason;
+  } catch (const WireError& e) {
+    EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(allocated) << "nothing may be allocated for a bad message";
+}
+
+TEST(DistWire, BadMessagesAreRejectedBeforeAnythingIsAllocated) {
+  const std::string four_floats(16, '\1');
+  ExpectRejected("", "must start with its header");
+  ExpectRejected(std::string("\x12\x01x", 3), "must start with its header");
+  ExpectRejected(Message(Header("w", RILL_FP32, {1LL << 40}), four_floats), "declares 1099511627776 elements");
+  ExpectRejected(Message(Header("w", RILL_FP32, {4, 1LL << 62}), four_floats), "overflow");
+  ExpectRejected(Message(Header("w", RILL_FP32, {-4}), four_floats), "negative dimension");
+  ExpectRejected(Message(Header("w", 99, {4}), four_floats), "unknown dtype 99");
+  ExpectRejected(Message(Header("w", RILL_FP32, {5}), four_floats), "carries 16 bytes");
+  const std::string good = Message(Header("w", RILL_FP32, {4}), four_floats);
+  ExpectRejected(good.substr(0, good.size() - 1), "does not match");
+  ExpectRejected(good + "junk", "does not match");
+  ExpectRejected(std::string("\x0a\x7f", 2), "header length exceeds");
+  ExpectRejected(std::string("\x0a\x03\xff\xff\xff", 5), "malformed variable header");
+}
+
+}  // namespace
+}  // namespace rill::dist

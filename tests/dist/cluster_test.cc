@@ -1,0 +1,146 @@
+// Parameter-server clusters of real `rill` processes on loopback, transpiled from
+// fit_a_line: by hand, and each failure the transport must report instead of hanging.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "test_util.h"
+
+namespace rill::test {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::seconds;
+
+const std::string kSource = RILL_SOURCE_DIR;
+const std::string kFitALine = kSource + "/examples/fit_a_line/";
+
+class DistCluster : public ::testing::Test {
+ protected:
+  // The data and the training program, made once.
+  static void SetUpTestSuite() {
+    dir_ = TempPath("dist_cluster");
+    fs::create_directories(dir_);
+    auto r = RunRill({"run", kFitALine + "data.pbtxt", "--fetch", "x", "--fetch", "y", "--save", dir_ + "/data"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = RunRill({"backward", kFitALine + "model.pbtxt", "--loss", "avg_cost", "--sgd", "0.1", "-o", dir_ + "/train.pbtxt"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  // Transpiles for `trainers` and `pservers` fresh loopback ports; returns the directory.
+  std::string Transpile(int trainers, int pservers) {
+    static int n = 0;
+    const std::string out = dir_ + "/cluster" + std::to_string(++n);
+    endpoints_.clear();
+    std::string list;
+    for (int i = 0; i < pservers; ++i) {
+      endpoints_.push_back("127.0.0.1:" + std::to_string(FreeLoopbackPort()));
+      list += (i ? "," : "") + endpoints_.back();
+    }
+    const auto r = RunRill({"transpile", dir_ + "/train.pbtxt", "--startup", kFitALine + "startup.pbtxt", "--trainers",
+                            std::to_string(trainers), "--pservers", list, "-o", out});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return out;
+  }
+  static std::vector<std::string> Pserver(const std::string& dir, int i) {
+    const std::string p = dir + "/pserver_" + std::to_string(i);
+    return {"run", p + ".pbtxt", "--startup", p + "_startup.pbtxt"};
+  }
+  static std::vector<std::string> Trainer(const std::string& dir, int iterations) {
+    return {"run", dir + "/trainer.pbtxt", "--startup", dir + "/trainer_startup.pbtxt", "--feed", "x=" + dir_ + "/data/x.npy",
+            "--feed", "y=" + dir_ + "/data/y.npy", "--iterations", std::to_string(iterations), "--fetch", "w"};
+  }
+
+  static std::string dir_;
+  std::vector<std::string> endpoints_;
+};
+std::string DistCluster::dir_;
+
+void ExpectFailsWith(const CommandResult& r, const std::string& text) {
+  ASSERT_FALSE(r.timed_out) << "still running; stderr so far: " << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(text), std::string::npos) << r.err;
+}
+
+TEST_F(DistCluster, RunsByHandOneRillRunPerProcess) {
+  const std::string dir = Transpile(2, 2);
+  RillProcess ps0(Pserver(dir, 0)), ps1(Pserver(dir, 1));
+  RillProcess t0(Trainer(dir, 20), "RILL_TRAINER_ID=0"), t1(Trainer(dir, 20), "RILL_TRAINER_ID=1");
+  const CommandResult r0 = t0.Wait(seconds(60)), r1 = t1.Wait(seconds(60));
+  ASSERT_EQ(r0.exit_code, 0) << r0.err;
+  ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  EXPECT_EQ(r0.out, r1.out);  // both hold the pservers' parameters
+  EXPECT_EQ(r0.out.rfind("w fp32 [13,1] ", 0), 0u) << r0.out;
+  // Both trainers completed: the pservers end by themselves, cleanly.
+  for (RillProcess* ps : {&ps0, &ps1}) {
+    const CommandResult r = ps->Wait(seconds(20));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err, "");
+  }
+}
+
+TEST_F(DistCluster, ATrainerKilledMidRunFailsThePserverNamingIt) {
+  const std::string dir = Transpile(2, 1);
+  const std::string deadline = "RILL_RPC_DEADLINE_MS=1500";
+  RillProcess ps(Pserver(dir, 0), deadline);
+  RillProcess t0(Trainer(dir, 10000000), deadline + " RILL_TRAINER_ID=0");
+  RillProcess t1(Trainer(dir, 10000000), deadline + " RILL_TRAINER_ID=1");
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  t1.Kill(SIGKILL);
+  ExpectFailsWith(ps.Wait(seconds(20)), "no barrier within 1500 ms (RILL_RPC_DEADLINE_MS) from trainer 1");
+  // The other trainer learns why from the pserver.
+  ExpectFailsWith(t0.Wait(seconds(20)), "pserver " + endpoints_[0]);
+}
+
+TEST_F(DistCluster, APserverGoneFailsTheTrainerNamingItsEndpoint) {
+  const std::string dir = Transpile(1, 2);
+  const std::string deadline = "RILL_RPC_DEADLINE_MS=1500";
+  RillProcess ps0(Pserver(dir, 0), deadline), ps1(Pserver(dir, 1), deadline);
+  RillProcess trainer(Trainer(dir, 10000000), deadline);
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  ps1.Kill(SIGKILL);
+  ExpectFailsWith(trainer.Wait(seconds(20)), "pserver " + endpoints_[1]);
+}
+
+TEST_F(DistCluster, NoPserverFailsTheTrainerWithinTheDeadline) {
+  const std::string dir = Transpile(1, 1);
+  RillProcess trainer(Trainer(dir, 1), "RILL_RPC_DEADLINE_MS=800");
+  ExpectFailsWith(trainer.Wait(seconds(20)), "pserver " + endpoints_[0] + ": GetVariable 'w': no pserver answered within 800 ms");
+}
+
+TEST_F(DistCluster, LaunchNamesTheFailedProcessAndStopsTheOthers) {
+  const std::string dir = Transpile(2, 1);
+  // Trainer 1's data does not exist: it fails at once; the pserver and trainer 0 would wait.
+  fs::copy_file(dir_ + "/data/x.npy", dir + "/x_0.npy");
+  const auto r = RunRill({"launch", dir, "--deadline-ms", "60000", "--", "--feed", "x=" + dir + "/x_{trainer}.npy", "--feed",
+                          "y=" + dir_ + "/data/y.npy", "--iterations", "10"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("launch: trainer 1 failed (exit status 1); the others were stopped"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("x_1.npy"), std::string::npos) << "the log's tail says why: " << r.err;
+}
+
+TEST_F(DistCluster, TlsAndTheSharedTokenAreEnforced) {
+  if (std::system("command -v openssl >/dev/null") != 0) GTEST_SKIP() << "openssl is not installed: no certificate to test TLS with";
+  const std::string key = dir_ + "/key.pem", cert = dir_ + "/cert.pem";
+  const std::string make_cert = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -addext "
+                                "subjectAltName=IP:127.0.0.1 -keyout " + key + " -out " + cert + " 2>/dev/null";
+  ASSERT_EQ(std::system(make_cert.c_str()), 0);
+  const std::string dir = Transpile(1, 1);
+  const std::string secure = "RILL_RPC_DEADLINE_MS=3000 RILL_DIST_TOKEN=s3cret";
+  RillProcess ps(Pserver(dir, 0), secure + " RILL_TLS_CERT=" + cert + " RILL_TLS_KEY=" + key);
+  // Without TLS, then without the token: refused (the pserver keeps serving).
+  RillProcess plain(Trainer(dir, 1), "RILL_RPC_DEADLINE_MS=1500 RILL_DIST_TOKEN=s3cret");
+  ExpectFailsWith(plain.Wait(seconds(20)), "pserver " + endpoints_[0]);
+  RillProcess no_token(Trainer(dir, 1), "RILL_RPC_DEADLINE_MS=3000 RILL_TLS_CA=" + cert);
+  ExpectFailsWith(no_token.Wait(seconds(20)), "requires the shared token (RILL_DIST_TOKEN)");
+  RillProcess trainer(Trainer(dir, 5), secure + " RILL_TLS_CA=" + cert);
+  const CommandResult r = trainer.Wait(seconds(30));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ps.Wait(seconds(20)).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace rill::test

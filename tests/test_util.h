@@ -16,10 +16,14 @@ namespace rill::test {
 // A registry with the built-in ops and the shipped plugins of this build tree.
 core::Registry& ShippedRegistry();
 
-// Whether this build ships the CUDA plugin (math_cuda), and what that changes in messages:
-// the loaded-plugin list, and the CUDA kernels listed after the CPU ones.
+// Whether this build ships the CUDA plugin (math_cuda) and the gRPC transport (dist_grpc),
+// and what that changes in messages: the loaded-plugin list, and the CUDA kernels listed
+// after the CPU ones.
 inline constexpr bool kWithCuda = RILL_TEST_WITH_CUDA;
-inline const char* LoadedPlugins() { return kWithCuda ? "core, csp, math, math_cuda" : "core, csp, math"; }
+inline constexpr bool kWithDistGrpc = RILL_TEST_WITH_DIST_GRPC;
+inline std::string LoadedPlugins() {
+  return std::string("core, csp") + (kWithDistGrpc ? ", dist_grpc" : "") + ", math" + (kWithCuda ? ", math_cuda" : "");
+}
 inline std::string WithCudaKernels(const std::string& cpu_kernels) {
   return kWithCuda ? cpu_kernels + ", CUDA/fp32, CUDA/fp64" : cpu_kernels;
 }

@@ -17,6 +17,8 @@ packages=(
   clang libc++-dev libc++abi-dev
   # distribution plugins (gRPC, Open MPI)
   libgrpc++-dev protobuf-compiler-grpc libopenmpi-dev openmpi-bin
+  # dist tests: a cluster across network namespaces, TLS certificates
+  iproute2 openssl
 )
 
 missing=()

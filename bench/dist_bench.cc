@@ -1,0 +1,262 @@
+// The gRPC transport against its peers, in one run, on loopback:
+//   BM_Send_Rill/B      Rill's path (dist_grpc's TrainerSession and wire format): the
+//                       header plus a slice over the tensor's memory, decoded on arrival
+//                       straight into the destination buffer
+//   BM_Send_Protobuf/B  the same service through protobuf's generated code: the tensor
+//                       copied into VariableMessage.data, serialized, parsed into a
+//                       std::string, copied into the destination
+//   BM_Send_RawTcp/B    the limit: the same bytes over one TCP connection, read into the
+//                       destination
+// One iteration sends B bytes and waits for the acknowledgement; throughput is B / time.
+//   BM_PserverStep/B    one whole sync iteration of one trainer against a real
+//                       ParameterServer: send a gradient of B bytes, barrier, get the
+//                       parameter of B bytes back.
+// bench/dist_compare.py runs it and prints the ratios.
+#include <arpa/inet.h>
+#include <benchmark/benchmark.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/server_builder.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "client.h"
+#include "parameter_server.grpc.pb.h"
+#include "pserver.h"
+#include "rill/abi.h"
+#include "wire.h"
+
+namespace rill::dist {
+namespace {
+
+constexpr size_t kMaxBytes = size_t{256} << 20;
+
+std::vector<char>& Destination() {
+  static std::vector<char> dst(kMaxBytes);
+  return dst;
+}
+
+std::unique_ptr<grpc::Server> Serve(grpc::Service* service, std::string* endpoint) {
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.SetMaxSendMessageSize(-1);
+  builder.RegisterService(service);
+  auto server = builder.BuildAndStart();
+  *endpoint = "127.0.0.1:" + std::to_string(port);
+  return server;
+}
+
+// Rill's receiving side: what ParameterServer::OnSend does with the bytes.
+class RillSink final : public v1::ParameterServer::WithRawCallbackMethod_SendVariable<v1::ParameterServer::Service> {
+ public:
+  grpc::ServerUnaryReactor* SendVariable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override {
+    DecodeVariable(*request, [](const v1::VariableHeader&) { return static_cast<void*>(Destination().data()); });
+    *response = EncodeMessage(v1::Reply());
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+};
+
+// The generated-code peer: protobuf owns the bytes on both sides.
+class ProtobufSink final : public v1::ParameterServer::Service {
+ public:
+  grpc::Status SendVariable(grpc::ServerContext*, const v1::VariableMessage* request, v1::Reply*) override {
+    std::memcpy(Destination().data(), request->data().data(), request->data().size());
+    return grpc::Status::OK;
+  }
+};
+
+std::vector<float>& Tensor(size_t bytes) {
+  static std::vector<float> t;
+  if (t.size() * sizeof(float) < bytes) t.assign(bytes / sizeof(float), 1.5f);
+  return t;
+}
+
+void SetBytes(benchmark::State& state, size_t bytes) {
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+}
+
+void BM_Send_Rill(benchmark::State& state) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  static RillSink sink;
+  static std::string endpoint;
+  static auto server = Serve(&sink, &endpoint);
+  TrainerSession& session = TrainerSession::Get();
+  TransportOptions options;
+  TensorBytes t{RILL_FP32, {static_cast<int64_t>(bytes / 4)}, {}, Tensor(bytes).data(), bytes};
+  auto send = [&] {
+    SliceLease lease;
+    std::vector<RpcCall> calls(1);
+    calls[0].endpoint = endpoint;
+    calls[0].method = kSendVariable;
+    calls[0].request = EncodeVariable("g", 0, 1, t, lease);
+    session.Call(calls, options);
+  };
+  send();  // connected before timing, as the peers are
+  for (auto _ : state) send();
+  SetBytes(state, bytes);
+}
+
+void BM_Send_Protobuf(benchmark::State& state) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  static ProtobufSink sink;
+  static std::string endpoint;
+  static auto server = Serve(&sink, &endpoint);
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  auto stub = v1::ParameterServer::NewStub(grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args));
+  const char* data = reinterpret_cast<const char*>(Tensor(bytes).data());
+  auto send = [&] {
+    v1::VariableMessage m;
+    m.mutable_header()->set_name("g");
+    m.mutable_header()->mutable_tensor()->set_dtype(RILL_FP32);
+    m.mutable_header()->mutable_tensor()->add_dims(static_cast<int64_t>(bytes / 4));
+    m.set_data(data, bytes);
+    grpc::ClientContext ctx;
+    v1::Reply reply;
+    const grpc::Status s = stub->SendVariable(&ctx, m, &reply);
+    if (!s.ok()) state.SkipWithError(s.error_message().c_str());
+  };
+  send();  // connected before timing
+  for (auto _ : state) send();
+  SetBytes(state, bytes);
+}
+
+void ReadFully(int fd, void* dst, size_t n) {
+  auto* p = static_cast<char*>(dst);
+  while (n > 0) {
+    const ssize_t got = read(fd, p, n);
+    if (got <= 0) throw std::runtime_error("raw tcp: read failed");
+    p += got;
+    n -= static_cast<size_t>(got);
+  }
+}
+
+void WriteFully(int fd, const void* src, size_t n) {
+  auto* p = static_cast<const char*>(src);
+  while (n > 0) {
+    const ssize_t put = write(fd, p, n);
+    if (put <= 0) throw std::runtime_error("raw tcp: write failed");
+    p += put;
+    n -= static_cast<size_t>(put);
+  }
+}
+
+void BM_Send_RawTcp(benchmark::State& state) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  listen(listener, 1);
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::thread server([&] {
+    const int fd = accept(listener, nullptr, nullptr);
+    uint64_t n = 0;
+    const char ack = 1;
+    try {
+      while (true) {
+        ReadFully(fd, &n, sizeof(n));
+        if (n == 0) break;
+        ReadFully(fd, Destination().data(), n);
+        WriteFully(fd, &ack, 1);
+      }
+    } catch (const std::exception&) {
+    }
+    close(fd);
+  });
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  const void* data = Tensor(bytes).data();
+  for (auto _ : state) {
+    const uint64_t n = bytes;
+    char ack = 0;
+    WriteFully(fd, &n, sizeof(n));
+    WriteFully(fd, data, bytes);
+    ReadFully(fd, &ack, 1);
+  }
+  const uint64_t end = 0;
+  WriteFully(fd, &end, sizeof(end));
+  server.join();
+  close(fd);
+  close(listener);
+  SetBytes(state, bytes);
+}
+
+void BM_PserverStep(benchmark::State& state) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  const int64_t n = static_cast<int64_t>(bytes / 4);
+  std::vector<float> param(n, 1.0f), grad(n, 0.0f), fetched(n), mine(n, 0.001f);
+  ParameterServer ps("127.0.0.1:0", 1, {ParamSpec{"w", "w@GRAD", RILL_FP32, {n}}}, TransportOptions{});
+  auto view = [&] { return std::vector<TensorBytes>{TensorBytes{RILL_FP32, {n}, {}, param.data(), bytes}}; };
+  ps.Start(view());
+  std::thread serving([&] {
+    PserverHooks hooks;
+    hooks.gradient = [&](size_t) { return static_cast<void*>(grad.data()); };
+    hooks.optimize = [] {};
+    hooks.parameters = view;
+    ps.Serve(hooks);
+  });
+  TrainerSession& session = TrainerSession::Get();
+  TransportOptions options;
+  const int32_t trainer = session.BindTrainerId(0);
+  int64_t k = 0;
+  auto call = [&](const char* method, grpc::ByteBuffer request) {
+    std::vector<RpcCall> calls(1);
+    calls[0].endpoint = ps.endpoint();
+    calls[0].method = method;
+    calls[0].request = std::move(request);
+    session.Call(calls, options);
+    return std::move(calls[0].response);
+  };
+  for (auto _ : state) {
+    ++k;
+    {
+      SliceLease lease;
+      call(kSendVariable, EncodeVariable("w@GRAD", trainer, k, TensorBytes{RILL_FP32, {n}, {}, mine.data(), bytes}, lease));
+    }
+    v1::BarrierRequest barrier;
+    barrier.set_trainer_id(trainer);
+    barrier.set_iteration(k);
+    call(kBarrier, EncodeMessage(barrier));
+    v1::GetRequest get;
+    get.set_name("w");
+    get.set_trainer_id(trainer);
+    get.set_iteration(k);
+    const grpc::ByteBuffer body = call(kGetVariable, EncodeMessage(get));
+    DecodeVariable(body, [&](const v1::VariableHeader&) { return static_cast<void*>(fetched.data()); });
+  }
+  v1::CompleteRequest done;
+  done.set_trainer_id(trainer);
+  call(kComplete, EncodeMessage(done));
+  serving.join();
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes * 2));
+}
+
+void Sizes(benchmark::internal::Benchmark* b) {
+  for (int64_t kib : {1, 64, 1024, 16 * 1024, 64 * 1024, 256 * 1024}) b->Arg(kib * 1024);
+  b->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+BENCHMARK(BM_Send_Rill)->Apply(Sizes);
+BENCHMARK(BM_Send_Protobuf)->Apply(Sizes);
+BENCHMARK(BM_Send_RawTcp)->Apply(Sizes);
+BENCHMARK(BM_PserverStep)->Arg(4)->Arg(1 << 20)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace rill::dist
+
+BENCHMARK_MAIN();

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Runs the gRPC transport benchmarks (bench/dist_bench.cc) and prints a markdown table of
+median throughputs and the ratios Rill / raw TCP and Rill / plain protobuf.
+
+usage: bench/dist_compare.py [BUILD_DIR] [REPETITIONS]
+
+All three paths run in one process, one after the other, on loopback; medians over
+REPETITIONS runs (default 5).
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def medians(build_dir, reps):
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        subprocess.run(
+            [os.path.join(build_dir, "bin", "rill_bench_dist"), f"--benchmark_repetitions={reps}",
+             f"--benchmark_out={out.name}", "--benchmark_out_format=json"],
+            check=True, stdout=subprocess.DEVNULL)
+        results = json.load(open(out.name))
+    runs = {}
+    for b in results["benchmarks"]:
+        if b.get("run_type") != "iteration":
+            continue
+        name = b["run_name"].replace("/real_time", "")
+        runs.setdefault(name, []).append((b["bytes_per_second"], b["real_time"]))
+    return {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)) for k, v in runs.items()}
+
+
+def size_name(n):
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else "build"
+    reps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    m = medians(build, reps)
+    mb = lambda name: m[name][0] / 1e6
+    print("| tensor | Rill send | plain protobuf | raw TCP | Rill / raw TCP | Rill / protobuf |")
+    print("|---|---|---|---|---|---|")
+    for kib in (1, 64, 1024, 16 * 1024, 64 * 1024, 256 * 1024):
+        n = kib * 1024
+        rill, pb, tcp = mb(f"BM_Send_Rill/{n}"), mb(f"BM_Send_Protobuf/{n}"), mb(f"BM_Send_RawTcp/{n}")
+        print(f"| {size_name(n)} | {rill:.0f} MB/s | {pb:.0f} MB/s | {tcp:.0f} MB/s | {rill / tcp:.2f} | {rill / pb:.2f} |")
+    print()
+    for n in (4, 1 << 20):
+        print(f"sync step (send + barrier + get), {n} bytes each way: {m[f'BM_PserverStep/{n}'][1]:.0f} us")
+
+
+if __name__ == "__main__":
+    main()

@@ -2,8 +2,10 @@
 # Rill's main job, end to end: install dependencies, build, run a program that uses the
 # host's control flow (while, conditional_block) and the math plugin loaded from disk (in
 # text and in binary form), then train Fluid's fit_a_line: backward pass appended by
-# `rill backward`, SGD for 300 steps, trained weights checked against the true ones; and
-# run Go-style concurrency (channels, select, go blocks as tasks) with the csp plugin.
+# `rill backward`, SGD for 300 steps, trained weights checked against the true ones; train
+# it again as a parameter-server cluster over gRPC (2 pservers, 2 trainers, `rill
+# launch` on loopback) and check it matches; and run Go-style concurrency (channels,
+# select, go blocks as tasks) with the csp plugin.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -18,6 +20,8 @@ $rill convert examples/programs/sum_below.pbtxt -o build/sum_below.pb
 $rill run build/sum_below.pb --fetch i --fetch sum
 echo "== fit_a_line: linear regression trained by rill"
 bash examples/fit_a_line/train.sh build/fit_a_line
+echo "== fit_a_line: parameter-server training, 2 pservers + 2 trainers over gRPC (rill transpile, rill launch)"
+bash examples/fit_a_line/train_dist.sh build/fit_a_line_dist
 echo "== CSP: Fibonacci from a select inside while (examples/csp/fibonacci.pbtxt)"
 $rill run examples/csp/fibonacci.pbtxt --fetch result
 echo "== CSP: Go's daisy chain of 100,000 go blocks (examples/csp/daisy_chain.pbtxt)"

@@ -115,6 +115,7 @@ ParameterServer::~ParameterServer() {
 
 void ParameterServer::Start(std::vector<TensorBytes> initial_parameters) {
   published_ = std::move(initial_parameters);
+  KeepFreedMemoryForTransfers();
   service_ = std::make_unique<Service>(this);
   grpc::ServerBuilder builder;
   int port = 0;

@@ -61,6 +61,11 @@ std::shared_ptr<grpc::Channel> TrainerSession::ChannelFor(const std::string& end
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);  // tensors far above gRPC's 4 MiB default
     args.SetMaxSendMessageSize(-1);
+    // Trainers usually start before their pservers listen: retry the connection every
+    // 100 ms at first, not gRPC's default of 1 s.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
     channel = grpc::CreateCustomChannel(endpoint, options.ChannelCredentials(), args);
   }
   return channel;

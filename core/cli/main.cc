@@ -305,13 +305,20 @@ int CmdBackward(const Args& a, const Registry& registry) {
 }
 
 int CmdTranspile(const Args& a, const Registry& registry) {
-  const char* usage = "usage: rill transpile PROGRAM --startup PROG --trainers N --pservers HOST:PORT,... -o DIR";
-  ExpectPositional(a, 2, usage + 12);
-  if (a.startup.empty() || a.trainers.empty() || a.pservers.empty() || a.output.empty()) throw UsageError(usage);
+  const char* usage = "transpile PROGRAM --startup PROG --trainers N --pservers HOST:PORT,... -o DIR";
+  ExpectPositional(a, 2, usage);
+  if (a.startup.empty() || a.trainers.empty() || a.pservers.empty() || a.output.empty()) {
+    throw UsageError(std::string("usage: rill ") + usage);
+  }
   TranspileOptions options;
-  options.trainers = static_cast<int32_t>(PositiveCount("--trainers", a.trainers, false));
+  const int64_t trainers = PositiveCount("--trainers", a.trainers, false);
+  if (trainers > 65536) throw UsageError("--trainers is at most 65536, got " + a.trainers);
+  options.trainers = static_cast<int32_t>(trainers);
   options.pservers = a.pservers;
-  if (!a.deadline_ms.empty()) options.deadline_ms = PositiveCount("--deadline-ms", a.deadline_ms, false);
+  if (!a.deadline_ms.empty()) {
+    options.deadline_ms = PositiveCount("--deadline-ms", a.deadline_ms, false);
+    if (options.deadline_ms > INT32_MAX) throw UsageError("--deadline-ms is at most " + std::to_string(INT32_MAX));
+  }
   const proto::ProgramDesc train = LoadProgram(a.positional[1]);
   ValidateProgramOrThrow(train, registry);
   const TranspiledPrograms out = Transpile(train, LoadProgram(a.startup), options);

@@ -122,6 +122,23 @@ TEST_F(DistCluster, LaunchNamesTheFailedProcessAndStopsTheOthers) {
   EXPECT_NE(r.err.find("x_1.npy"), std::string::npos) << "the log's tail says why: " << r.err;
 }
 
+TEST_F(DistCluster, TranspileAndLaunchRejectBadArguments) {
+  const std::string train = dir_ + "/train.pbtxt", startup = kFitALine + "startup.pbtxt";
+  auto r = RunRill({"transpile", train, "--trainers", "2", "-o", dir_ + "/x"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("usage: rill transpile PROGRAM --startup PROG"), std::string::npos) << r.err;
+  r = RunRill({"transpile", train, "--startup", startup, "--trainers", "0", "--pservers", "h:1", "-o", dir_ + "/x"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--trainers takes a positive integer, got '0'"), std::string::npos) << r.err;
+  r = RunRill({"transpile", train, "--startup", startup, "--trainers", "1", "--pservers", "nohost", "-o", dir_ + "/x"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("pserver endpoint 'nohost' is not HOST:PORT"), std::string::npos) << r.err;
+  r = RunRill({"launch", dir_ + "/no_such_cluster"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot read '" + dir_ + "/no_such_cluster/cluster.txt' (written by `rill transpile`)"),
+            std::string::npos) << r.err;
+}
+
 TEST_F(DistCluster, TlsAndTheSharedTokenAreEnforced) {
   if (std::system("command -v openssl >/dev/null") != 0) GTEST_SKIP() << "openssl is not installed: no certificate to test TLS with";
   const std::string key = dir_ + "/key.pem", cert = dir_ + "/cert.pem";

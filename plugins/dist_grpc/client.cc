@@ -2,9 +2,9 @@
 
 #include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>
+#include <grpcpp/completion_queue.h>
 #include <grpcpp/generic/generic_stub.h>
 
-#include <condition_variable>
 #include <stdexcept>
 
 #include "parameter_server.pb.h"
@@ -76,30 +76,31 @@ void TrainerSession::Call(std::vector<RpcCall>& calls, const TransportOptions& o
     grpc::ClientContext context;
     grpc::Status status;
     bool first_contact = false;
+    std::unique_ptr<grpc::GenericStub> stub;
+    std::unique_ptr<grpc::GenericClientAsyncResponseReader> reader;
   };
+  // A completion queue the calling thread polls itself: the answers arrive on this
+  // thread, with no hand-off from a gRPC thread and its wake-up.
+  grpc::CompletionQueue cq;
   std::vector<Pending> pending(calls.size());
-  std::mutex mu;
-  std::condition_variable done;
-  size_t remaining = calls.size();
-  std::vector<std::unique_ptr<grpc::GenericStub>> stubs;  // alive until every call ended
   const auto deadline = std::chrono::system_clock::now() + options.deadline;
   for (size_t i = 0; i < calls.size(); ++i) {
-    auto channel = ChannelFor(calls[i].endpoint, options, &pending[i].first_contact);
-    auto& ctx = pending[i].context;
-    ctx.set_deadline(deadline);
-    ctx.set_wait_for_ready(pending[i].first_contact);
-    if (!options.token.empty()) ctx.AddMetadata(kTokenMetadataKey, options.token);
-    stubs.push_back(std::make_unique<grpc::GenericStub>(channel));
-    stubs.back()->UnaryCall(&ctx, calls[i].method, grpc::StubOptions(), &calls[i].request, &calls[i].response,
-                   [&, i](grpc::Status status) {
-                     std::lock_guard<std::mutex> lock(mu);
-                     pending[i].status = std::move(status);
-                     if (--remaining == 0) done.notify_all();
-                   });
+    Pending& p = pending[i];
+    p.context.set_deadline(deadline);
+    p.stub = std::make_unique<grpc::GenericStub>(ChannelFor(calls[i].endpoint, options, &p.first_contact));
+    p.context.set_wait_for_ready(p.first_contact);
+    if (!options.token.empty()) p.context.AddMetadata(kTokenMetadataKey, options.token);
+    p.reader = p.stub->PrepareUnaryCall(&p.context, calls[i].method, calls[i].request, &cq);
+    p.reader->StartCall();
+    p.reader->Finish(&calls[i].response, &p.status, reinterpret_cast<void*>(i));
   }
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    done.wait(lock, [&] { return remaining == 0; });
+  void* tag = nullptr;
+  bool ok = false;
+  for (size_t remaining = calls.size(); remaining > 0; --remaining) {
+    cq.Next(&tag, &ok);  // every call ends by its deadline at the latest
+  }
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
   }
   for (size_t i = 0; i < calls.size(); ++i) {
     const grpc::Status& s = pending[i].status;

@@ -376,5 +376,26 @@ TEST_F(MathForward, SgdShapeMismatch) {
   EXPECT_NE(Run().find("Grad [3] must have Param's shape [2]"), std::string::npos);
 }
 
+// A sparse gradient (Fluid's SelectedRows) moves only its rows of the parameter.
+TYPED_TEST(FloatOps, SgdWithSelectedRowsGradient) {
+  using T = TypeParam;
+  this->template Set<T>("p", {4, 2}, {1, 1, 2, 2, 3, 3, 4, 4});
+  this->template Set<T>("lr", {1}, {0.5});
+  core::SelectedRows* g = this->scope()->Var("g")->GetMutableSelectedRows();
+  g->rows = {3, 1, 3};  // a row twice: both contributions apply
+  g->height = 4;
+  g->value.Allocate(rill::DataTypeOf<T>::value, {3, 2});
+  const T values[] = {2, 4, 1, 1, 2, 2};
+  std::copy(values, values + 6, g->value.template data_as<T>());
+  this->Op("sgd").Input("Param", "p").Input("Grad", "g").Input("LearningRate", "lr").Output("ParamOut", "p");
+  ASSERT_EQ(this->Run(), "");
+  ExpectNear(this->Values("p"), {1, 1, 1.5, 1.5, 3, 3, 2, 1});
+  g->rows = {4, 0, 0};
+  EXPECT_NE(this->Run().find("Grad row 4 is outside [0, 4)"), std::string::npos);
+  g->height = 5;
+  const std::string height_error = this->Run();
+  EXPECT_NE(height_error.find("Grad is SelectedRows of height 5; Param [4, 2] needs height 4"), std::string::npos) << height_error;
+}
+
 }  // namespace
 }  // namespace rill::test

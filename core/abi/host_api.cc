@@ -86,7 +86,11 @@ RILL_PIN(task_go, 60);
 RILL_PIN(var_new, 61);
 RILL_PIN(var_delete, 62);
 RILL_PIN(var_swap, 63);
-static_assert(sizeof(RillHostApi) == 8 + 64 * sizeof(void*), "RillHostApi v2 size changed");
+// Version 3.
+RILL_PIN(var_is_selected_rows, 64);
+RILL_PIN(var_selected_rows, 65);
+RILL_PIN(var_set_selected_rows, 66);
+static_assert(sizeof(RillHostApi) == 8 + 67 * sizeof(void*), "RillHostApi v3 size changed");
 #undef RILL_PIN
 
 namespace rill::core {
@@ -450,6 +454,33 @@ RillStatus* VarSwap(RillVariable* a, RillVariable* b) {
   return nullptr;
 }
 
+// ---- selected rows (v3) ----------------------------------------------------------------
+
+int32_t VarIsSelectedRows(const RillVariable* v) { return v && V(v)->is_selected_rows() ? 1 : 0; }
+RillStatus* VarSelectedRows(RillVariable* v, const int64_t** rows, size_t* count, int64_t* height,
+                            RillTensor** value) {
+  if (!v || !rows || !count || !height || !value) return NullArg("var_selected_rows");
+  if (!V(v)->is_selected_rows()) {
+    return new RillStatus{RILL_INVALID_ARGUMENT, "variable holds " + V(v)->KindName() + ", not selected_rows"};
+  }
+  SelectedRows* s = V(v)->GetMutableSelectedRows();
+  *rows = s->rows.data();
+  *count = s->rows.size();
+  *height = s->height;
+  *value = reinterpret_cast<RillTensor*>(&s->value);
+  return nullptr;
+}
+RillStatus* VarSetSelectedRows(RillVariable* v, const int64_t* rows, size_t count, int64_t height,
+                               RillTensor** value) {
+  if (!v || (!rows && count > 0) || !value) return NullArg("var_set_selected_rows");
+  V(v)->Clear();
+  SelectedRows* s = V(v)->GetMutableSelectedRows();
+  s->rows.assign(rows, rows + count);
+  s->height = height;
+  *value = reinterpret_cast<RillTensor*>(&s->value);
+  return nullptr;
+}
+
 const RillHostApi kTable = {
     RILL_ABI_VERSION, sizeof(RillHostApi),
     StatusCreate, StatusCode, StatusMessage, StatusRelease,
@@ -464,6 +495,7 @@ const RillHostApi kTable = {
     TensorAllocate, TensorLodLevels, TensorLodLevel, TensorSetLodLevel,
     ScopeNewChild, ScopeRetain, ScopeRelease, ScopeFindVar, ScopeVar,
     TaskCurrent, TaskPark, TaskUnpark, TaskGo, VarNew, VarDelete, VarSwap,
+    VarIsSelectedRows, VarSelectedRows, VarSetSelectedRows,
 };
 
 }  // namespace

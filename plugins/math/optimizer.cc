@@ -1,5 +1,5 @@
 // Optimizers, updating parameters in place (ParamOut is usually Param itself):
-//   sgd       ParamOut = Param - lr * Grad
+//   sgd       ParamOut = Param - lr * Grad (a SelectedRows Grad changes only its rows)
 //   momentum  v = mu * v + Grad; ParamOut = Param - lr * (nesterov ? Grad + mu * v : v)
 //   adam      m1 = b1 m1 + (1-b1) g; m2 = b2 m2 + (1-b2) g^2;
 //             ParamOut = Param - lr * sqrt(1 - b2^t) / (1 - b1^t) * m1 / (sqrt(m2) + eps)
@@ -41,8 +41,36 @@ VecMap<T> InPlace(KernelContext& ctx, const char* out_slot, const char* in_slot)
   return VecMap<T>(po, in.numel());
 }
 
+// sgd with a sparse gradient: only the gradient's rows of the parameter change.
+template <class T>
+void SparseSgd(KernelContext& ctx, const Variable::SelectedRows& grad) {
+  Tensor param = ctx.Input("Param");
+  const auto dims = param.dims();
+  if (dims.empty() || grad.height != dims[0]) {
+    throw Error("Grad is SelectedRows of height " + std::to_string(grad.height) + "; Param " + DimsString(dims) +
+                " needs height " + (dims.empty() ? std::string("of a [rows, ...] tensor") : std::to_string(dims[0])));
+  }
+  const int64_t width = dims[0] == 0 ? 0 : param.numel() / dims[0];
+  Tensor value = grad.value;
+  if (value.numel() != static_cast<int64_t>(grad.count) * width) {
+    throw Error("Grad's value " + DimsString(value.dims()) + " must hold " + std::to_string(grad.count) + " rows of " +
+                std::to_string(width) + " elements");
+  }
+  const T lr = LearningRate<T>(ctx);
+  auto p = InPlace<T>(ctx, "ParamOut", "Param");
+  const T* g = value.data<T>();
+  for (size_t i = 0; i < grad.count; ++i) {
+    const int64_t row = grad.rows[i];
+    if (row < 0 || row >= grad.height) {
+      throw Error("Grad row " + std::to_string(row) + " is outside [0, " + std::to_string(grad.height) + ")");
+    }
+    p.segment(row * width, width) -= lr * ConstVecMap<T>(g + i * width, width);
+  }
+}
+
 template <class T>
 void Sgd(KernelContext& ctx) {
+  if (Variable grad = ctx.InputVar("Grad"); grad.IsSelectedRows()) return SparseSgd<T>(ctx, grad.selected_rows());
   Tensor param = ctx.Input("Param");
   Tensor grad = ctx.Input("Grad");
   CheckSameShape(param, "Param", grad, "Grad");
@@ -103,7 +131,7 @@ void RegisterOptimizers(Registrar& r) {
   r.Op(OpSchema("sgd")
            .Doc("ParamOut = Param - LearningRate * Grad.")
            .Input("Param", "parameter")
-           .Input("Grad", "its gradient, same shape")
+           .Input("Grad", "its gradient, same shape; or SelectedRows of Param's rows (only those change)")
            .Input("LearningRate", "[1] learning rate")
            .Output("ParamOut", "updated parameter (usually Param itself)")
            .KernelDtypeFrom("Param"));

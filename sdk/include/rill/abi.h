@@ -39,7 +39,7 @@ extern "C" {
 
 /* The ABI version this header declares. Version 1 is the first shipped version; version 2
  * adds tasks (go blocks, park/unpark), plugin-owned variables and copyable custom types. */
-#define RILL_ABI_VERSION 2u
+#define RILL_ABI_VERSION 3u
 
 /* Name of the single exported entry point. */
 #define RILL_ENTRY_POINT_NAME "RillGetPlugin"
@@ -405,6 +405,21 @@ typedef struct RillHostApi {
    * buffer slot, whose next copy can reuse that memory). */
   RillStatus* (*var_swap)(RillVariable* a, RillVariable* b);
   /* ===== End of version 2 ===== */
+
+  /* ===== Version 3: SelectedRows ===== */
+  /* Fluid's SelectedRows: rows rows[0..count) of a [height, ...] tensor, their values the
+   * tensor `value` ([count, ...]); a sparse gradient, say.
+   * var_is_selected_rows: whether the variable holds SelectedRows.
+   * var_selected_rows: its rows (valid until the variable changes), height and value
+   * tensor; RILL_INVALID_ARGUMENT if it holds something else.
+   * var_set_selected_rows: makes the variable SelectedRows with a copy of `rows` and this
+   * height (replacing what it held) and gives its value tensor, to allocate [count, ...]. */
+  int32_t (*var_is_selected_rows)(const RillVariable* var);
+  RillStatus* (*var_selected_rows)(RillVariable* var, const int64_t** rows, size_t* count,
+                                   int64_t* height, RillTensor** value);
+  RillStatus* (*var_set_selected_rows)(RillVariable* var, const int64_t* rows, size_t count,
+                                       int64_t height, RillTensor** value);
+  /* ===== End of version 3 ===== */
 } RillHostApi;
 
 /* ---- The plugin's entry ---------------------------------------------------------------- */

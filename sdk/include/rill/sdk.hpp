@@ -259,6 +259,29 @@ class Variable {
   void MoveFrom(Variable src) { Check(Host().var_move(v_, src.v_)); }
   void CopyFrom(Variable src) { Check(Host().var_copy(v_, src.v_)); }
   void SwapWith(Variable other) { Check(Host().var_swap(v_, other.v_)); }  // ABI v2
+
+  // SelectedRows (ABI v3): rows of a [height, ...] tensor, their values in `value`.
+  struct SelectedRows {
+    const int64_t* rows;
+    size_t count;
+    int64_t height;
+    Tensor value;
+  };
+  bool IsSelectedRows() const { return Host().var_is_selected_rows(v_) != 0; }
+  SelectedRows selected_rows() const {
+    SelectedRows s{nullptr, 0, 0, Tensor(nullptr)};
+    RillTensor* value = nullptr;
+    Check(Host().var_selected_rows(v_, &s.rows, &s.count, &s.height, &value));
+    s.value = Tensor(value);
+    return s;
+  }
+  // Makes this variable SelectedRows; returns its value tensor, to allocate [rows, ...].
+  Tensor SetSelectedRows(const int64_t* rows, size_t count, int64_t height) {
+    RillTensor* value = nullptr;
+    Check(Host().var_set_selected_rows(v_, rows, count, height, &value));
+    return Tensor(value);
+  }
+
   std::string Describe() const {
     char buf[512];
     Host().var_describe(v_, buf, sizeof(buf));

@@ -48,7 +48,16 @@ void ListenAndServ(KernelContext& ctx) {
   Log(RILL_LOG_INFO, op.type() + ": serving " + std::to_string(params.size()) + " parameters on " + server.endpoint() +
                          " for " + std::to_string(op.Attr<int64_t>("Fanin")) + " trainers");
   PserverHooks hooks;
-  hooks.gradient = [&](size_t i) { return scope.Var(grads[i]).tensor().Allocate(specs[i].dtype, specs[i].dims); };
+  hooks.gradient = [&](size_t i) {
+    Variable v = scope.Var(grads[i]);
+    if (v.IsSelectedRows()) v.MoveFrom(OwnedVariable().get());  // sparse last time: empty it
+    return v.tensor().Allocate(specs[i].dtype, specs[i].dims);
+  };
+  hooks.sparse_gradient = [&](size_t i, const std::vector<int64_t>& rows) {
+    std::vector<int64_t> dims = specs[i].dims;
+    dims[0] = static_cast<int64_t>(rows.size());
+    return scope.Var(grads[i]).SetSelectedRows(rows.data(), rows.size(), specs[i].dims[0]).Allocate(specs[i].dtype, dims);
+  };
   hooks.optimize = [&] { ctx.RunBlock(optimize_block, scope); };
   hooks.parameters = snapshot;
   server.Serve(hooks);
@@ -58,7 +67,8 @@ void RegisterListenAndServ(Registrar& r) {
   r.Op(OpSchema("listen_and_serv")
            .Doc("Pserver side of sync parameter-server training (gRPC): listens on `endpoint` (that address "
                 "only), and for each iteration waits until all Fanin trainers sent their gradients and "
-                "barrier, writes each GradList variable as the average of the trainers' gradients, runs "
+                "barrier, writes each GradList variable as the average of the trainers' gradients (SelectedRows "
+                "from every trainer stay SelectedRows, their values scaled by 1/trainers), runs "
                 "OptimizeBlock once, then serves the ParamList parameters. Ends when every trainer "
                 "completed. A trainer missing a barrier past the deadline (deadline_ms, or "
                 "RILL_RPC_DEADLINE_MS) is an error naming it. Parameters must be initialized first (the "

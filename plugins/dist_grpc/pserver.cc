@@ -2,6 +2,7 @@
 
 #include <grpcpp/server_builder.h>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -72,23 +73,44 @@ std::string DimsText(const std::vector<int64_t>& dims) {
   return s + "]";
 }
 
-size_t ByteSize(const ParamSpec& p) { return static_cast<size_t>(CheckedNumel(p.dims)) * DataTypeSize(p.dtype); }
-
-template <class T> void Average(void* dst, const std::vector<const char*>& parts, size_t bytes) {
-  T* out = static_cast<T*>(dst);
-  const size_t n = bytes / sizeof(T);
-  std::memcpy(out, parts[0], bytes);
-  for (size_t p = 1; p < parts.size(); ++p) {
-    const T* in = reinterpret_cast<const T*>(parts[p]);
-    for (size_t i = 0; i < n; ++i) out[i] += in[i];
-  }
-  if (parts.size() > 1) {
-    const T scale = T(1) / static_cast<T>(parts.size());
-    for (size_t i = 0; i < n; ++i) out[i] *= scale;
-  }
-}
+int64_t RowWidth(const ParamSpec& p) { return p.dims.empty() || p.dims[0] == 0 ? 0 : CheckedNumel(p.dims) / p.dims[0]; }
 
 }  // namespace
+
+template <class T>
+void ParameterServer::WriteAverage(size_t index, const std::vector<const Slot*>& parts, const PserverHooks& hooks) const {
+  const ParamSpec& p = params_[index];
+  const T scale = T(1) / static_cast<T>(parts.size());
+  const int64_t width = RowWidth(p);
+  const bool all_sparse = std::all_of(parts.begin(), parts.end(), [](const Slot* s) { return s->sparse; });
+  if (all_sparse) {
+    std::vector<int64_t> rows;
+    for (const Slot* s : parts) rows.insert(rows.end(), s->rows.begin(), s->rows.end());
+    T* out = static_cast<T*>(hooks.sparse_gradient(index, rows));
+    for (const Slot* s : parts) {
+      const T* in = reinterpret_cast<const T*>(s->data.get());
+      const size_t n = s->rows.size() * static_cast<size_t>(width);
+      for (size_t i = 0; i < n; ++i) out[i] = in[i] * scale;
+      out += n;
+    }
+    return;
+  }
+  const size_t n = static_cast<size_t>(CheckedNumel(p.dims));
+  T* out = static_cast<T*>(hooks.gradient(index));
+  std::fill(out, out + n, T(0));
+  for (const Slot* s : parts) {
+    const T* in = reinterpret_cast<const T*>(s->data.get());
+    if (!s->sparse) {
+      for (size_t i = 0; i < n; ++i) out[i] += in[i];
+      continue;
+    }
+    for (size_t r = 0; r < s->rows.size(); ++r) {
+      T* row = out + s->rows[r] * width;
+      for (int64_t j = 0; j < width; ++j) row[j] += in[r * width + j];
+    }
+  }
+  for (size_t i = 0; i < n; ++i) out[i] *= scale;
+}
 
 ParameterServer::ParameterServer(std::string endpoint, int32_t fanin, std::vector<ParamSpec> params,
                                  TransportOptions options)
@@ -196,8 +218,17 @@ grpc::Status ParameterServer::OnSend(const grpc::ByteBuffer& request) {
       Seen(trainer, h.iteration());
       const ParamSpec& p = params_[grad];
       const std::vector<int64_t> dims(h.tensor().dims().begin(), h.tensor().dims().end());
-      if (h.tensor().dtype() != p.dtype || dims != p.dims) {
-        return fail(Invalid("'" + h.name() + "' is " + DataTypeName(h.tensor().dtype()) + " " + DimsText(dims) +
+      const bool sparse = h.has_selected_rows();
+      // SelectedRows: rows of the parameter, so the same height and row shape.
+      const bool shape_ok =
+          sparse ? !p.dims.empty() && h.selected_rows().height() == p.dims[0] && dims.size() == p.dims.size() &&
+                       std::equal(dims.begin() + 1, dims.end(), p.dims.begin() + 1)
+                 : dims == p.dims;
+      if (h.tensor().dtype() != p.dtype || !shape_ok) {
+        const std::string got = sparse ? "SelectedRows of height " + std::to_string(h.selected_rows().height()) +
+                                             " with values " + DimsText(dims)
+                                       : DimsText(dims);
+        return fail(Invalid("'" + h.name() + "' is " + DataTypeName(h.tensor().dtype()) + " " + got +
                             "; the pserver expects " + DataTypeName(p.dtype) + " " + DimsText(p.dims) +
                             " (parameter '" + p.param + "')"));
       }
@@ -215,7 +246,13 @@ grpc::Status ParameterServer::OnSend(const grpc::ByteBuffer& request) {
                                      "' for iteration " + std::to_string(h.iteration())));
       }
       slot.state = SlotState::WRITING;
-      if (!slot.data) slot.data.reset(new char[ByteSize(p)]);
+      slot.sparse = sparse;
+      slot.rows.assign(h.selected_rows().rows().begin(), h.selected_rows().rows().end());  // empty if dense
+      const size_t bytes = static_cast<size_t>(CheckedNumel(dims)) * DataTypeSize(p.dtype);
+      if (slot.capacity < bytes) {
+        slot.data.reset(new char[bytes]);
+        slot.capacity = bytes;
+      }
       return slot.data.get();
     });
   } catch (const WireError& e) {
@@ -385,11 +422,11 @@ void ParameterServer::ServeIterations(const PserverHooks& hooks) {
     if (AllCompleted()) break;
     optimizing_ = true;
     const int64_t k = current_ + 1;
-    std::vector<std::vector<const char*>> parts(params_.size());
+    std::vector<std::vector<const Slot*>> parts(params_.size());
     for (size_t g = 0; g < params_.size(); ++g) {
       for (int32_t t = 0; t < fanin_; ++t) {
         if (!trainers_[t].completed && trainers_[t].barrier == k && slots_[g][t].state == SlotState::FULL) {
-          parts[g].push_back(slots_[g][t].data.get());
+          parts[g].push_back(&slots_[g][t]);
         }
       }
     }
@@ -400,11 +437,10 @@ void ParameterServer::ServeIterations(const PserverHooks& hooks) {
         throw std::runtime_error("pserver " + bound_endpoint_ + ": iteration " + std::to_string(k) +
                                  ": no trainer sent '" + params_[g].grad + "'");
       }
-      void* dst = hooks.gradient(g);
       if (params_[g].dtype == RILL_FP32) {
-        Average<float>(dst, parts[g], ByteSize(params_[g]));
+        WriteAverage<float>(g, parts[g], hooks);
       } else {
-        Average<double>(dst, parts[g], ByteSize(params_[g]));
+        WriteAverage<double>(g, parts[g], hooks);
       }
     }
     hooks.optimize();

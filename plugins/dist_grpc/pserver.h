@@ -4,8 +4,9 @@
 //  - Start() binds exactly the endpoint given (port 0: a free port, see endpoint()) and
 //    serves at once: the parameters published before it are iteration 0.
 //  - Serve() runs on the op's thread. For k = 1, 2, ...: it waits until every trainer not
-//    yet completed sent Barrier(k); writes, through `hooks.gradient`, each gradient
-//    averaged over the trainers that sent it for k; runs `hooks.optimize` once; publishes
+//    yet completed sent Barrier(k); writes, through `hooks`, each gradient averaged over
+//    the trainers that sent it for k (SelectedRows from all of them stay SelectedRows: the
+//    rows of all, values scaled by 1 / trainers; a mix becomes dense); runs `hooks.optimize` once; publishes
 //    `hooks.parameters()`; then answers GetVariable(k). It returns when every trainer sent
 //    Complete, and throws when the deadline passes with trainers missing (naming them).
 //  - A bad request (malformed, unknown variable or trainer, dtype or dims other than the
@@ -47,6 +48,9 @@ struct ParamSpec {
 struct PserverHooks {
   // Memory for the averaged gradient `index` (the host's variable, dtype and dims of the param).
   std::function<void*(size_t index)> gradient;
+  // When every trainer sent gradient `index` as SelectedRows: the host's variable made
+  // SelectedRows with these rows; memory for their values [rows, ...].
+  std::function<void*(size_t index, const std::vector<int64_t>& rows)> sparse_gradient;
   std::function<void()> optimize;
   // The parameters as they are now, in ParamSpec order.
   std::function<std::vector<TensorBytes>()> parameters;
@@ -69,6 +73,9 @@ class ParameterServer {
   struct Slot {
     SlotState state = SlotState::EMPTY;
     std::unique_ptr<char[]> data;
+    size_t capacity = 0;
+    bool sparse = false;        // SelectedRows: `rows` of the parameter, values in data
+    std::vector<int64_t> rows;
   };
   struct PendingGet;
   struct TrainerState {
@@ -79,6 +86,8 @@ class ParameterServer {
   };
 
   void ServeIterations(const PserverHooks& hooks);
+  template <class T>
+  void WriteAverage(size_t index, const std::vector<const Slot*>& parts, const PserverHooks& hooks) const;
   grpc::Status CheckToken(grpc::CallbackServerContext* ctx) const;
   grpc::Status OnSend(const grpc::ByteBuffer& request);
   grpc::Status OnBarrier(const grpc::ByteBuffer& request);

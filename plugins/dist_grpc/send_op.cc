@@ -20,6 +20,16 @@ TensorBytes BytesOf(Tensor t, const std::string& name) {
   return b;
 }
 
+// A dense tensor, or SelectedRows (its value, with rows and height).
+TensorBytes BytesOf(Variable v, const std::string& name) {
+  if (!v.IsSelectedRows()) return BytesOf(v.tensor(), name);
+  const Variable::SelectedRows sr = v.selected_rows();
+  TensorBytes b = BytesOf(sr.value, name);
+  b.rows.assign(sr.rows, sr.rows + sr.count);
+  b.height = sr.height;
+  return b;
+}
+
 std::vector<std::string> CheckedEpmap(const OpInfo& op, size_t count, const char* slot) {
   auto epmap = op.Attr<std::vector<std::string>>("epmap");
   if (epmap.size() != count) {
@@ -70,7 +80,7 @@ class Send {
         calls[i].endpoint = epmap_[i];
         calls[i].method = kSendVariable;
         calls[i].subject = "'" + grads_[i] + "'";
-        calls[i].request = EncodeVariable(grads_[i], fetcher_.trainer_id(), k, BytesOf(ctx.Input("X", i), grads_[i]), lease);
+        calls[i].request = EncodeVariable(grads_[i], fetcher_.trainer_id(), k, BytesOf(ctx.InputVar("X", i), grads_[i]), lease);
       }
       session.Call(calls, fetcher_.options());
     }
@@ -139,7 +149,7 @@ void RegisterSend(Registrar& r) {
                 "trainer's run ends, every pserver it used is told the trainer completed. Every RPC has a "
                 "deadline (deadline_ms, or RILL_RPC_DEADLINE_MS); a pserver that is gone or silent is an "
                 "error naming its endpoint.")
-           .Input("X", "the gradients to send", RILL_SLOT_DUPLICABLE)
+           .Input("X", "the gradients to send: dense, or SelectedRows (sparse)", RILL_SLOT_DUPLICABLE)
            .Output("Out", "the parameters to fetch back, X[i]'s parameter at i", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
            .Attr("endpoints", std::vector<std::string>{}, "every pserver endpoint (HOST:PORT) to barrier; default: those of epmap")
            .RequiredAttr("epmap", RILL_ATTR_STRINGS, "the pserver endpoint of each X (and Out)")

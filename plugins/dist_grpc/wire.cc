@@ -113,6 +113,11 @@ grpc::ByteBuffer EncodeVariable(const std::string& name, int32_t trainer_id, int
     auto* l = meta->add_lod();
     for (uint64_t o : level) l->add_offsets(o);
   }
+  if (tensor.height >= 0) {
+    auto* sr = header.mutable_selected_rows();
+    sr->set_height(tensor.height);
+    for (int64_t r : tensor.rows) sr->add_rows(r);
+  }
   std::string framing;
   framing.push_back(static_cast<char>(kHeaderTag));
   PutVarint(framing, header.ByteSizeLong());
@@ -154,6 +159,19 @@ v1::VariableHeader DecodeVariable(const grpc::ByteBuffer& buffer,
       static_cast<uint64_t>(numel) * elem != data_size) {
     throw WireError("'" + header.name() + "' declares " + std::to_string(numel) + " elements of " +
                     std::to_string(elem) + " bytes but carries " + std::to_string(data_size) + " bytes");
+  }
+  if (header.has_selected_rows()) {
+    const auto& sr = header.selected_rows();
+    if (dims.empty() || dims[0] != sr.rows_size()) {
+      throw WireError("'" + header.name() + "' is SelectedRows with " + std::to_string(sr.rows_size()) +
+                      " rows but its value has " + (dims.empty() ? std::string("no dims") : std::to_string(dims[0]) + " rows"));
+    }
+    for (int64_t r : sr.rows()) {
+      if (r < 0 || r >= sr.height()) {
+        throw WireError("'" + header.name() + "' row " + std::to_string(r) + " is outside [0, " +
+                        std::to_string(sr.height()) + ")");
+      }
+    }
   }
   void* dst = destination(header);
   if (data_size > 0) in.Read(dst, data_size);

@@ -8,7 +8,8 @@
 //    returns).
 //  - DecodeVariable parses a received buffer: the header, then the data checked against
 //    the header (dtype known, dims non-negative, byte count = numel × dtype size = bytes
-//    present) before anything is allocated, so a lying or huge declared size costs
+//    present; for SelectedRows, one row index in [0, height) per value row) before
+//    anything is allocated, so a lying or huge declared size costs
 //    nothing. Only then does it ask `destination` for memory and copy the received
 //    slices straight into it. Bad input throws WireError with the reason.
 //  - The bytes read and written are exactly protobuf's encoding of VariableMessage
@@ -55,13 +56,16 @@ class SliceLease {
   int64_t outstanding_ = 0;
 };
 
-// A dense tensor as the sender sees it: the bytes are borrowed.
+// A tensor as the sender sees it: the bytes are borrowed. With height >= 0 it is the
+// value of SelectedRows: rows `rows` of a [height, ...] tensor.
 struct TensorBytes {
   int32_t dtype = -1;
   std::vector<int64_t> dims;
   std::vector<std::vector<uint64_t>> lod;
   const void* data = nullptr;
   size_t bytes = 0;
+  std::vector<int64_t> rows;
+  int64_t height = -1;
 };
 
 grpc::ByteBuffer EncodeVariable(const std::string& name, int32_t trainer_id, int64_t iteration,

@@ -25,9 +25,21 @@ class Pserver {
     server_.Start({Bytes()});
     serving_ = std::async(std::launch::async, [this] {
       PserverHooks hooks;
-      hooks.gradient = [this](size_t) { return static_cast<void*>(grad_.data()); };
-      hooks.optimize = [this] {
-        for (size_t i = 0; i < w_.size(); ++i) w_[i] -= 0.5f * grad_[i];
+      hooks.gradient = [this](size_t) {
+        sparse_rows_.reset();
+        return static_cast<void*>(grad_.data());
+      };
+      hooks.sparse_gradient = [this](size_t, const std::vector<int64_t>& rows) {
+        sparse_rows_ = std::make_unique<std::vector<int64_t>>(rows);
+        sparse_values_.assign(rows.size(), 0);
+        return static_cast<void*>(sparse_values_.data());
+      };
+      hooks.optimize = [this] {  // w -= 0.5 * grad, dense or by rows
+        if (!sparse_rows_) {
+          for (size_t i = 0; i < w_.size(); ++i) w_[i] -= 0.5f * grad_[i];
+          return;
+        }
+        for (size_t r = 0; r < sparse_rows_->size(); ++r) w_[(*sparse_rows_)[r]] -= 0.5f * sparse_values_[r];
       };
       hooks.parameters = [this] { return std::vector<TensorBytes>{Bytes()}; };
       server_.Serve(hooks);
@@ -46,10 +58,12 @@ class Pserver {
   }
 
  private:
-  static ParamSpec Spec() { return ParamSpec{"w", "w@GRAD", RILL_FP32, {2}}; }
-  TensorBytes Bytes() { return TensorBytes{RILL_FP32, {2}, {}, w_.data(), sizeof(float) * 2}; }
+  // w: [2, 1], so a row is one element and SelectedRows of it are easy to write.
+  static ParamSpec Spec() { return ParamSpec{"w", "w@GRAD", RILL_FP32, {2, 1}}; }
+  TensorBytes Bytes() { return TensorBytes{RILL_FP32, {2, 1}, {}, w_.data(), sizeof(float) * 2}; }
 
-  std::vector<float> w_ = {1, 2}, grad_ = {0, 0};
+  std::vector<float> w_ = {1, 2}, grad_ = {0, 0}, sparse_values_;
+  std::unique_ptr<std::vector<int64_t>> sparse_rows_;  // the last gradient's rows if it was sparse
   ParameterServer server_;
   std::future<void> serving_;
 };
@@ -74,8 +88,17 @@ Reply Call(const std::string& endpoint, const char* method, const grpc::ByteBuff
 }
 
 grpc::ByteBuffer Grad(const std::string& name, int32_t trainer, int64_t iteration, std::vector<float>& values,
-                      SliceLease& lease, int32_t dtype = RILL_FP32, std::vector<int64_t> dims = {2}) {
+                      SliceLease& lease, int32_t dtype = RILL_FP32, std::vector<int64_t> dims = {2, 1}) {
   return EncodeVariable(name, trainer, iteration, TensorBytes{dtype, dims, {}, values.data(), values.size() * 4}, lease);
+}
+
+// SelectedRows of w: `rows` of the [2, 1] parameter, one value each.
+grpc::ByteBuffer SparseGrad(int32_t trainer, int64_t iteration, std::vector<float>& values, std::vector<int64_t> rows,
+                            SliceLease& lease, int64_t height = 2) {
+  TensorBytes t{RILL_FP32, {static_cast<int64_t>(rows.size()), 1}, {}, values.data(), values.size() * 4};
+  t.rows = std::move(rows);
+  t.height = height;
+  return EncodeVariable("w@GRAD", trainer, iteration, t, lease);
 }
 
 grpc::ByteBuffer Barrier(int32_t trainer, int64_t iteration) {
@@ -137,18 +160,45 @@ TEST(DistPserver, AveragesTheTrainersGradientsOptimizesOnceAndServesTheResult) {
   EXPECT_EQ(ps.Result(), "");
 }
 
+TEST(DistPserver, SparseGradientsOfAllTrainersStaySparseAndAMixBecomesDense) {
+  Pserver ps(2);
+  SliceLease lease;
+  const std::string e = ps.endpoint();
+  auto step = [&](int64_t k) {
+    for (int32_t t = 0; t < 2; ++t) EXPECT_TRUE(Call(e, kBarrier, Barrier(t, k)).status.ok());
+    const Reply r = Call(e, kGetVariable, Get("w", 0, k));
+    EXPECT_TRUE(Call(e, kGetVariable, Get("w", 1, k)).status.ok());
+    return Floats(r.body);
+  };
+  // Iteration 1: trainer 0 touches row 1, trainer 1 rows 1 and 0: the rows of both, each
+  // value halved: w[0] -= 0.5 * 6 / 2, w[1] -= 0.5 * (2 + 4) / 2.
+  std::vector<float> a = {2}, b = {4, 6};
+  ASSERT_TRUE(Call(e, kSendVariable, SparseGrad(0, 1, a, {1}, lease)).status.ok());
+  ASSERT_TRUE(Call(e, kSendVariable, SparseGrad(1, 1, b, {1, 0}, lease)).status.ok());
+  EXPECT_EQ(step(1), (std::vector<float>{-0.5f, 0.5f}));
+  // Iteration 2: one dense, one sparse: summed densely, then averaged.
+  std::vector<float> dense = {2, 2}, c = {4};
+  ASSERT_TRUE(Call(e, kSendVariable, Grad("w@GRAD", 0, 2, dense, lease)).status.ok());
+  ASSERT_TRUE(Call(e, kSendVariable, SparseGrad(1, 2, c, {0}, lease)).status.ok());
+  EXPECT_EQ(step(2), (std::vector<float>{-0.5f - 0.5f * 3, 0.5f - 0.5f * 1}));
+  for (int32_t t = 0; t < 2; ++t) ASSERT_TRUE(Call(e, kComplete, Complete(t)).status.ok());
+  EXPECT_EQ(ps.Result(), "");
+}
+
 TEST(DistPserver, BadRequestsGetAnErrorAndTheServerGoesOnServing) {
   Pserver ps(1);
   SliceLease lease;
   std::vector<float> g = {2, 2}, one = {1};
-  std::vector<float> doubles = {1, 2, 3, 4};
+  std::vector<float> doubles = {1, 2, 3, 4};  // as bytes: two float64s
   const std::string e = ps.endpoint();
   ExpectStatus(Call(e, kSendVariable, Grad("v@GRAD", 0, 1, g, lease)), StatusCode::NOT_FOUND,
                "unknown variable 'v@GRAD'; this pserver takes the gradients w@GRAD");
-  ExpectStatus(Call(e, kSendVariable, Grad("w@GRAD", 0, 1, doubles, lease, RILL_FP64)), StatusCode::INVALID_ARGUMENT,
-               "'w@GRAD' is fp64 [2]; the pserver expects fp32 [2]");
+  ExpectStatus(Call(e, kSendVariable, Grad("w@GRAD", 0, 1, doubles, lease, RILL_FP64, {2, 1})), StatusCode::INVALID_ARGUMENT,
+               "'w@GRAD' is fp64 [2,1]; the pserver expects fp32 [2,1]");
   ExpectStatus(Call(e, kSendVariable, Grad("w@GRAD", 0, 1, one, lease, RILL_FP32, {1})), StatusCode::INVALID_ARGUMENT,
-               "fp32 [1]; the pserver expects fp32 [2]");
+               "fp32 [1]; the pserver expects fp32 [2,1]");
+  ExpectStatus(Call(e, kSendVariable, SparseGrad(0, 1, one, {0}, lease, 3)), StatusCode::INVALID_ARGUMENT,
+               "fp32 SelectedRows of height 3 with values [1,1]; the pserver expects fp32 [2,1]");
   ExpectStatus(Call(e, kSendVariable, Grad("w@GRAD", 0, 1, one, lease, RILL_FP32, {1LL << 40})),
                StatusCode::INVALID_ARGUMENT, "declares 1099511627776 elements");
   ExpectStatus(Call(e, kSendVariable, Grad("w@GRAD", 3, 1, g, lease)), StatusCode::INVALID_ARGUMENT,

@@ -78,6 +78,22 @@ TEST(DistWire, EncodesOverTheTensorsMemoryAndDecodesAcrossAnySlicing) {
   }
 }
 
+TEST(DistWire, SelectedRowsTravelWithRowsAndHeight) {
+  std::vector<double> values = {1, 2, 3, 4, 5, 6};
+  TensorBytes t{RILL_FP64, {3, 2}, {}, values.data(), values.size() * sizeof(double)};
+  t.rows = {7, 0, 7};
+  t.height = 9;
+  SliceLease lease;
+  const std::string bytes = Joined(EncodeVariable("emb@GRAD", 0, 1, t, lease));
+  std::vector<double> out(6);
+  const auto h = DecodeVariable(Chunked(bytes, 3), [&](const v1::VariableHeader&) { return static_cast<void*>(out.data()); });
+  ASSERT_TRUE(h.has_selected_rows());
+  EXPECT_EQ(h.selected_rows().height(), 9);
+  EXPECT_EQ(std::vector<int64_t>(h.selected_rows().rows().begin(), h.selected_rows().rows().end()),
+            (std::vector<int64_t>{7, 0, 7}));
+  EXPECT_EQ(out, values);
+}
+
 TEST(DistWire, AnEmptyTensorHasNoDataSlice) {
   TensorBytes t{RILL_FP64, {0, 3}, {}, nullptr, 0};
   SliceLease lease;
@@ -117,6 +133,12 @@ TEST(DistWire, BadMessagesAreRejectedBeforeAnythingIsAllocated) {
   ExpectRejected(good.substr(0, good.size() - 1), "does not match");
   ExpectRejected(good + "junk", "does not match");
   ExpectRejected(std::string("\x0a\x7f", 2), "header length exceeds");
+  v1::VariableHeader sparse = Header("g", RILL_FP32, {2, 2});
+  sparse.mutable_selected_rows()->set_height(5);
+  sparse.mutable_selected_rows()->add_rows(1);
+  ExpectRejected(Message(sparse, four_floats), "SelectedRows with 1 rows but its value has 2 rows");
+  sparse.mutable_selected_rows()->add_rows(5);
+  ExpectRejected(Message(sparse, four_floats), "row 5 is outside [0, 5)");
   ExpectRejected(std::string("\x0a\x03\xff\xff\xff", 5), "malformed variable header");
 }
 

@@ -89,6 +89,33 @@ TEST(Loader, FrozenAbiV1PluginKeepsLoadingAndRuns) {
   EXPECT_EQ(scope->FindVar("y")->GetTensor()->Describe(), "fp32[3] {3, 3, 3}");
 }
 
+// ABI v3: a plain-C plugin makes SelectedRows that the math plugin's sgd consumes, and
+// reads them back.
+TEST(Loader, FrozenAbiV3PluginMakesAndReadsSelectedRows) {
+  Registry registry;
+  const auto plugins = LoadPlugins(registry, LoadOptions{{kPlugins, kFixtures + "/frozen_v3"}, {}, {}});
+  EXPECT_EQ(plugins.back().name, "frozen_v3");
+  EXPECT_EQ(plugins.back().abi_version, 3u);
+  auto scope = Scope::NewRoot();
+  Tensor* rows = scope->Var("rows")->GetMutableTensor();
+  rows->Allocate(RILL_INT64, {2});
+  rows->data_as<int64_t>()[0] = 2;
+  rows->data_as<int64_t>()[1] = 0;
+  ProgramBuilder pb;
+  auto& main = pb.block(0);
+  main.Op("fill_constant").Output("Out", "x").Attr("shape", std::vector<int64_t>{2, 3}).Attr("value", 2.0f);
+  main.Op("fill_constant").Output("Out", "p").Attr("shape", std::vector<int64_t>{3, 3}).Attr("value", 1.0f);
+  main.Op("fill_constant").Output("Out", "lr").Attr("shape", std::vector<int64_t>{1}).Attr("value", 0.25f);
+  main.Op("v3_rows").Input("X", "x").Input("Rows", "rows").Output("Out", "g").Attr("height", int64_t{3});
+  main.Op("sgd").Input("Param", "p").Input("Grad", "g").Input("LearningRate", "lr").Output("ParamOut", "p");
+  main.Op("v3_densify").Input("X", "g").Output("Out", "dense");
+  Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
+  exec.Run(0, scope);
+  EXPECT_TRUE(scope->FindVar("g")->is_selected_rows());
+  EXPECT_EQ(scope->FindVar("p")->GetTensor()->Describe(), "fp32[3, 3] {0.5, 0.5, 0.5, 1, 1, 1, 0.5, 0.5, 0.5}");
+  EXPECT_EQ(scope->FindVar("dense")->GetTensor()->Describe(), "fp32[3, 3] {2, 2, 2, 0, 0, 0, 2, 2, 2}");
+}
+
 TEST(Loader, PluginDefinedVariableTypesLiveInScopes) {
   Registry registry;
   LoadPlugins(registry, LoadOptions{{kPlugins, kFixtures + "/frozen_v1"}, {}, {}});

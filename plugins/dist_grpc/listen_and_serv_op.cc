@@ -16,7 +16,7 @@ void ListenAndServ(KernelContext& ctx) {
     throw Error(op.type() + ": sync_mode false (asynchronous training) is not supported; use sync_mode true");
   }
   const std::string endpoint = op.Attr<std::string>("endpoint");
-  if (endpoint.rfind(':') == std::string::npos) throw Error(op.type() + ": endpoint '" + endpoint + "' is not HOST:PORT");
+  CheckEndpoint(op.type(), endpoint);
   const int32_t optimize_block = op.BlockAttr("OptimizeBlock");
   const Scope& scope = ctx.scope();
 
@@ -34,11 +34,7 @@ void ListenAndServ(KernelContext& ctx) {
   }
   auto snapshot = [&] {
     std::vector<TensorBytes> out;
-    for (Variable& v : param_vars) {
-      Tensor t = v.tensor();
-      out.push_back(TensorBytes{t.dtype(), t.dims(), t.lod(), t.raw_data(),
-                                static_cast<size_t>(t.numel()) * DataTypeSize(t.dtype())});
-    }
+    for (size_t i = 0; i < params.size(); ++i) out.push_back(BytesOf(param_vars[i].tensor(), params[i]));
     return out;
   };
 

@@ -13,6 +13,7 @@
 
 #include "client.h"
 #include "rill/sdk.hpp"
+#include "wire.h"
 
 namespace rill::dist {
 
@@ -30,6 +31,14 @@ class ParameterFetcher {
   int32_t trainer_id_;
   std::vector<std::string> names_, epmap_;
 };
+
+// Throws unless `endpoint` is HOST:PORT.
+void CheckEndpoint(const std::string& op_type, const std::string& endpoint);
+
+// The bytes of a CPU tensor, or of SelectedRows (their value, with rows and height), to
+// send; errors name `name`.
+TensorBytes BytesOf(Tensor t, const std::string& name);
+TensorBytes BytesOf(Variable v, const std::string& name);
 
 void ListenAndServ(KernelContext& ctx);
 

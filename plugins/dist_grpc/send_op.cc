@@ -8,37 +8,13 @@
 namespace rill::dist {
 namespace {
 
-TensorBytes BytesOf(Tensor t, const std::string& name) {
-  if (!t.initialized()) throw Error("'" + name + "' holds no tensor to send");
-  if (t.device_type() != RILL_CPU) throw Error("'" + name + "' is not on the CPU");
-  TensorBytes b;
-  b.dtype = t.dtype();
-  b.dims = t.dims();
-  b.lod = t.lod();
-  b.data = t.raw_data();
-  b.bytes = static_cast<size_t>(t.numel()) * DataTypeSize(t.dtype());
-  return b;
-}
-
-// A dense tensor, or SelectedRows (its value, with rows and height).
-TensorBytes BytesOf(Variable v, const std::string& name) {
-  if (!v.IsSelectedRows()) return BytesOf(v.tensor(), name);
-  const Variable::SelectedRows sr = v.selected_rows();
-  TensorBytes b = BytesOf(sr.value, name);
-  b.rows.assign(sr.rows, sr.rows + sr.count);
-  b.height = sr.height;
-  return b;
-}
-
 std::vector<std::string> CheckedEpmap(const OpInfo& op, size_t count, const char* slot) {
   auto epmap = op.Attr<std::vector<std::string>>("epmap");
   if (epmap.size() != count) {
     throw Error(op.type() + ": epmap has " + std::to_string(epmap.size()) + " endpoints for " +
                 std::to_string(count) + " variables in " + slot + "; give one endpoint per variable");
   }
-  for (const auto& e : epmap) {
-    if (e.rfind(':') == std::string::npos) throw Error(op.type() + ": endpoint '" + e + "' is not HOST:PORT");
-  }
+  for (const auto& e : epmap) CheckEndpoint(op.type(), e);
   return epmap;
 }
 
@@ -104,6 +80,32 @@ class Send {
 };
 
 }  // namespace
+
+void CheckEndpoint(const std::string& op_type, const std::string& endpoint) {
+  if (endpoint.rfind(':') == std::string::npos) throw Error(op_type + ": endpoint '" + endpoint + "' is not HOST:PORT");
+}
+
+TensorBytes BytesOf(Tensor t, const std::string& name) {
+  if (!t.initialized()) throw Error("'" + name + "' holds no tensor to send");
+  if (t.device_type() != RILL_CPU) throw Error("'" + name + "' is not on the CPU");
+  TensorBytes b;
+  b.dtype = t.dtype();
+  b.dims = t.dims();
+  b.lod = t.lod();
+  b.data = t.raw_data();
+  b.bytes = static_cast<size_t>(t.numel()) * DataTypeSize(t.dtype());
+  return b;
+}
+
+// A dense tensor, or SelectedRows (its value, with rows and height).
+TensorBytes BytesOf(Variable v, const std::string& name) {
+  if (!v.IsSelectedRows()) return BytesOf(v.tensor(), name);
+  const Variable::SelectedRows sr = v.selected_rows();
+  TensorBytes b = BytesOf(sr.value, name);
+  b.rows.assign(sr.rows, sr.rows + sr.count);
+  b.height = sr.height;
+  return b;
+}
 
 ParameterFetcher::ParameterFetcher(const OpInfo& op)
     : options_(TransportOptions::Resolve(op.Attr<int64_t>("deadline_ms"))),

@@ -131,8 +131,19 @@ void TrainerSession::AddSender() {
 void TrainerSession::RemoveSender(const TransportOptions& options) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (--senders_ > 0 || contacted_.empty()) return;
+    if (--senders_ > 0) return;
   }
+  // The training is over: tell its pservers, then start afresh for another one (a host
+  // may run several trainings, one after the other, in one process).
+  struct Reset {
+    TrainerSession* s;
+    ~Reset() {
+      std::lock_guard<std::mutex> lock(s->mu_);
+      s->trainer_id_ = -1;
+      s->iteration_ = 0;
+      s->contacted_.clear();
+    }
+  } reset{this};
   Complete(options);
 }
 
@@ -140,6 +151,7 @@ void TrainerSession::Complete(const TransportOptions& options) {
   std::vector<RpcCall> calls;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (contacted_.empty()) return;
     v1::CompleteRequest request;
     request.set_trainer_id(trainer_id_);
     for (const auto& endpoint : contacted_) {

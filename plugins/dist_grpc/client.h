@@ -9,8 +9,9 @@
 //  - Call() runs a batch concurrently (every pserver at once) and returns when all have
 //    ended; the first failure is thrown, naming the endpoint, the method and the variable.
 //    Tensor bytes sent by a batch are not touched after Call() returns.
-//  - Complete() tells every pserver this process talked to that the trainer is done; the
-//    send op calls it when its last instance goes away (the trainer's run ended).
+//  - When the last send op instance goes away (the trainer's run ended), every pserver
+//    the session talked to is told the trainer completed, and the session starts afresh
+//    (no trainer id, iteration 0) for a next training in the same process.
 #ifndef RILL_DIST_GRPC_CLIENT_H_
 #define RILL_DIST_GRPC_CLIENT_H_
 

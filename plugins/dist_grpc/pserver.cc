@@ -12,11 +12,10 @@
 
 namespace rill::dist {
 
-struct ParameterServer::PendingGet {
+// A Barrier call, answered once its iteration is optimized.
+struct ParameterServer::PendingBarrier {
   grpc::ServerUnaryReactor* reactor;
   grpc::ByteBuffer* response;
-  size_t param;
-  int32_t trainer;
 };
 
 // Every method raw: requests are parsed by wire.h, responses built over tensor memory.
@@ -33,7 +32,10 @@ class ParameterServer::Service final
   }
   grpc::ServerUnaryReactor* Barrier(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                     grpc::ByteBuffer* response) override {
-    return Unary(ctx, response, [&] { return server_->OnBarrier(*request); });
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    grpc::Status status = server_->CheckToken(ctx);
+    if (!status.ok() || server_->OnBarrier(*request, response, reactor, &status)) reactor->Finish(status);
+    return reactor;
   }
   grpc::ServerUnaryReactor* Complete(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override {
@@ -43,7 +45,8 @@ class ParameterServer::Service final
                                         grpc::ByteBuffer* response) override {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     grpc::Status status = server_->CheckToken(ctx);
-    if (!status.ok() || server_->OnGet(ctx, *request, response, reactor, &status)) reactor->Finish(status);
+    if (status.ok()) status = server_->OnGet(*request, response);
+    reactor->Finish(status);
     return reactor;
   }
 
@@ -268,32 +271,41 @@ grpc::Status ParameterServer::OnSend(const grpc::ByteBuffer& request) {
   return grpc::Status::OK;
 }
 
-grpc::Status ParameterServer::OnBarrier(const grpc::ByteBuffer& request) {
+bool ParameterServer::OnBarrier(const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+                                grpc::ServerUnaryReactor* reactor, grpc::Status* status) {
   v1::BarrierRequest r;
   try {
     DecodeMessage(request, &r);
   } catch (const WireError& e) {
-    return Invalid(e.what());
+    *status = Invalid(e.what());
+    return true;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto s = CheckTrainer(r.trainer_id()); !s.ok()) return s;
+  if (*status = CheckTrainer(r.trainer_id()); !status->ok()) return true;
   Seen(r.trainer_id(), r.iteration());
   TrainerState& t = trainers_[r.trainer_id()];
   if (r.iteration() != current_ + 1 || t.barrier == r.iteration()) {
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        "barrier of iteration " + std::to_string(r.iteration()) + " from trainer " +
-                            std::to_string(r.trainer_id()) + ": the pserver is at iteration " +
-                            std::to_string(current_ + 1) + (t.barrier == r.iteration() ? " and has it already" : ""));
+    *status = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                           "barrier of iteration " + std::to_string(r.iteration()) + " from trainer " +
+                               std::to_string(r.trainer_id()) + ": the pserver is at iteration " +
+                               std::to_string(current_ + 1) + (t.barrier == r.iteration() ? " and has it already" : ""));
+    return true;
   }
   for (const auto& per_grad : slots_) {
     if (per_grad[r.trainer_id()].state == SlotState::WRITING) {
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "barrier while a gradient of trainer " +
-                                                                     std::to_string(r.trainer_id()) + " is still arriving");
+      *status = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                             "barrier while a gradient of trainer " + std::to_string(r.trainer_id()) + " is still arriving");
+      return true;
     }
   }
+  if (stopped_) {
+    *status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "pserver is stopping");
+    return true;
+  }
   t.barrier = r.iteration();
+  pending_.push_back(PendingBarrier{reactor, response});
   changed_.notify_all();
-  return grpc::Status::OK;
+  return false;  // answered once the iteration is optimized
 }
 
 grpc::Status ParameterServer::OnComplete(const grpc::ByteBuffer& request) {
@@ -311,43 +323,32 @@ grpc::Status ParameterServer::OnComplete(const grpc::ByteBuffer& request) {
   return grpc::Status::OK;
 }
 
-bool ParameterServer::OnGet(grpc::CallbackServerContext*, const grpc::ByteBuffer& request,
-                            grpc::ByteBuffer* response, grpc::ServerUnaryReactor* reactor, grpc::Status* status) {
+grpc::Status ParameterServer::OnGet(const grpc::ByteBuffer& request, grpc::ByteBuffer* response) {
   v1::GetRequest r;
   try {
     DecodeMessage(request, &r);
   } catch (const WireError& e) {
-    *status = Invalid(e.what());
-    return true;
+    return Invalid(e.what());
   }
   std::lock_guard<std::mutex> lock(mu_);
   const size_t param = ParamIndex(r.name());
   if (param == params_.size()) {
     std::string known;
     for (const auto& p : params_) known += (known.empty() ? "" : ", ") + p.param;
-    *status = grpc::Status(grpc::StatusCode::NOT_FOUND,
-                           "unknown variable '" + r.name() + "'; this pserver serves the parameters " + known);
-    return true;
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        "unknown variable '" + r.name() + "'; this pserver serves the parameters " + known);
   }
-  if (*status = CheckTrainer(r.trainer_id()); !status->ok()) return true;
+  if (auto s = CheckTrainer(r.trainer_id()); !s.ok()) return s;
   Seen(r.trainer_id(), r.iteration());
-  if (stopped_) {
-    *status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "pserver is stopping");
-    return true;
-  }
+  if (stopped_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "pserver is stopping");
   if (r.iteration() == current_ && !optimizing_) {
     Respond(param, r.trainer_id(), response);
-    return true;
+    return grpc::Status::OK;
   }
-  if (r.iteration() == current_ + 1 && trainers_[r.trainer_id()].barrier == r.iteration()) {
-    pending_.push_back(std::make_unique<PendingGet>(PendingGet{reactor, response, param, r.trainer_id()}));
-    return false;
-  }
-  *status = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                          "'" + r.name() + "' of iteration " + std::to_string(r.iteration()) + " for trainer " +
-                             std::to_string(r.trainer_id()) + ": the pserver holds iteration " +
-                             std::to_string(current_) + (r.iteration() == current_ + 1 ? " (send the barrier first)" : ""));
-  return true;
+                             std::to_string(r.trainer_id()) + ": the pserver holds iteration " + std::to_string(current_) +
+                             (r.iteration() == current_ + 1 ? " (ask after the barrier of that iteration returns)" : ""));
 }
 
 void ParameterServer::Respond(size_t param, int32_t trainer, grpc::ByteBuffer* response) {
@@ -355,13 +356,13 @@ void ParameterServer::Respond(size_t param, int32_t trainer, grpc::ByteBuffer* r
 }
 
 void ParameterServer::FinishPending(const grpc::Status& status) {
-  std::vector<std::unique_ptr<PendingGet>> pending;
+  std::vector<PendingBarrier> pending;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopped_ = true;
     pending.swap(pending_);
   }
-  for (auto& p : pending) p->reactor->Finish(status);
+  for (auto& p : pending) p.reactor->Finish(status);
 }
 
 bool ParameterServer::AllCompleted() const {
@@ -452,11 +453,13 @@ void ParameterServer::ServeIterations(const PserverHooks& hooks) {
     for (auto& per_grad : slots_) {
       for (auto& slot : per_grad) slot.state = SlotState::EMPTY;
     }
-    std::vector<std::unique_ptr<PendingGet>> ready;
+    std::vector<PendingBarrier> ready;
     ready.swap(pending_);
-    for (auto& p : ready) Respond(p->param, p->trainer, p->response);
     lock.unlock();
-    for (auto& p : ready) p->reactor->Finish(grpc::Status::OK);
+    for (auto& p : ready) {
+      *p.response = EncodeMessage(v1::Reply());
+      p.reactor->Finish(grpc::Status::OK);
+    }
     lock.lock();
   }
 }

@@ -7,7 +7,8 @@
 //    yet completed sent Barrier(k); writes, through `hooks`, each gradient averaged over
 //    the trainers that sent it for k (SelectedRows from all of them stay SelectedRows: the
 //    rows of all, values scaled by 1 / trainers; a mix becomes dense); runs `hooks.optimize` once; publishes
-//    `hooks.parameters()`; then answers GetVariable(k). It returns when every trainer sent
+//    `hooks.parameters()`; then answers the Barrier(k) calls, which wait for it, and
+//    GetVariable(k). It returns when every trainer sent
 //    Complete, and throws when the deadline passes with trainers missing (naming them).
 //  - A bad request (malformed, unknown variable or trainer, dtype or dims other than the
 //    parameter's, wrong iteration, duplicate, bad token) gets an error status for that
@@ -77,7 +78,7 @@ class ParameterServer {
     bool sparse = false;        // SelectedRows: `rows` of the parameter, values in data
     std::vector<int64_t> rows;
   };
-  struct PendingGet;
+  struct PendingBarrier;
   struct TrainerState {
     int64_t barrier = 0;  // last iteration it reached the barrier of
     bool completed = false;
@@ -90,11 +91,11 @@ class ParameterServer {
   void WriteAverage(size_t index, const std::vector<const Slot*>& parts, const PserverHooks& hooks) const;
   grpc::Status CheckToken(grpc::CallbackServerContext* ctx) const;
   grpc::Status OnSend(const grpc::ByteBuffer& request);
-  grpc::Status OnBarrier(const grpc::ByteBuffer& request);
+  // Answers now (returns true, with *status) or keeps the call for after the optimize.
+  bool OnBarrier(const grpc::ByteBuffer& request, grpc::ByteBuffer* response, grpc::ServerUnaryReactor* reactor,
+                 grpc::Status* status);
   grpc::Status OnComplete(const grpc::ByteBuffer& request);
-  // Answers now (returns true) or keeps the call for later (false).
-  bool OnGet(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
-             grpc::ServerUnaryReactor* reactor, grpc::Status* status);
+  grpc::Status OnGet(const grpc::ByteBuffer& request, grpc::ByteBuffer* response);
   grpc::Status CheckTrainer(int32_t trainer) const;
   void Seen(int32_t trainer, int64_t iteration);
   bool AllArrived() const;
@@ -122,7 +123,7 @@ class ParameterServer {
   std::vector<TensorBytes> published_;
   std::vector<std::vector<Slot>> slots_;  // [grad][trainer]
   std::vector<TrainerState> trainers_;
-  std::vector<std::unique_ptr<PendingGet>> pending_;
+  std::vector<PendingBarrier> pending_;  // answered after the next optimize
 };
 
 }  // namespace rill::dist

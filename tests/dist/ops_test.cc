@@ -20,21 +20,49 @@ std::vector<float> Floats(const core::Scope& scope, const std::string& name) {
   return std::vector<float>(t->data_as<float>(), t->data_as<float>() + t->numel());
 }
 
+// A pserver for one trainer, serving w [4, 2] (rows 1, 2, 3, 4) with w -= 0.5 * w@GRAD,
+// run by its own executor on another thread.
+class Pserver {
+ public:
+  Pserver() : endpoint_("127.0.0.1:" + std::to_string(FreeLoopbackPort())), scope_(core::Scope::NewRoot()) {
+    ProgramBuilder ps;
+    auto& optimize = ps.NewBlock(0);
+    optimize.Op("fill_constant").Output("Out", "lr").Attr("shape", std::vector<int64_t>{1}).Attr("value", 0.5f);
+    optimize.Op("sgd").Input("Param", "w").Input("Grad", "w@GRAD").Input("LearningRate", "lr").Output("ParamOut", "w");
+    ps.block(0).Op("listen_and_serv").Attr("endpoint", endpoint_).BlockAttr("OptimizeBlock", optimize.idx())
+        .Attr("ParamList", std::vector<std::string>{"w"}).Attr("GradList", std::vector<std::string>{"w@GRAD"})
+        .Attr("Fanin", int32_t{1}).Attr("deadline_ms", int32_t{10000});
+    core::Tensor* w = scope_->Var("w")->GetMutableTensor();
+    w->Allocate(RILL_FP32, {4, 2});
+    for (int i = 0; i < 8; ++i) w->data_as<float>()[i] = static_cast<float>(i / 2 + 1);
+    executor_ = std::make_unique<core::Executor>(ShippedRegistry(), std::make_shared<proto::ProgramDesc>(ps.Build()));
+    serving_ = std::async(std::launch::async, [this] { executor_->Run(0, scope_); });
+  }
+  const std::string& endpoint() const { return endpoint_; }
+  // Waits for the pserver to end (its trainer completed); its w.
+  std::vector<float> Finish() {
+    EXPECT_EQ(serving_.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    serving_.get();
+    return Floats(*scope_, "w");
+  }
+
+ private:
+  std::string endpoint_;
+  std::shared_ptr<core::Scope> scope_;
+  std::unique_ptr<core::Executor> executor_;
+  std::future<void> serving_;
+};
+
+void SetDense(core::Scope& scope, const std::string& name, float value) {
+  scope.Var(name)->Clear();
+  core::Tensor* t = scope.Var(name)->GetMutableTensor();
+  t->Allocate(RILL_FP32, {4, 2});
+  for (int i = 0; i < 8; ++i) t->data_as<float>()[i] = value;
+}
+
 TEST(DistOps, ASparseGradientUpdatesOnlyItsRowsOnThePserver) {
-  const std::string endpoint = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
-  ProgramBuilder ps;
-  auto& optimize = ps.NewBlock(0);
-  optimize.Op("fill_constant").Output("Out", "lr").Attr("shape", std::vector<int64_t>{1}).Attr("value", 0.5f);
-  optimize.Op("sgd").Input("Param", "w").Input("Grad", "w@GRAD").Input("LearningRate", "lr").Output("ParamOut", "w");
-  ps.block(0).Op("listen_and_serv").Attr("endpoint", endpoint).BlockAttr("OptimizeBlock", optimize.idx())
-      .Attr("ParamList", std::vector<std::string>{"w"}).Attr("GradList", std::vector<std::string>{"w@GRAD"})
-      .Attr("Fanin", int32_t{1}).Attr("deadline_ms", int32_t{10000});
-  auto ps_scope = core::Scope::NewRoot();
-  core::Tensor* w = ps_scope->Var("w")->GetMutableTensor();
-  w->Allocate(RILL_FP32, {4, 2});
-  for (int i = 0; i < 8; ++i) w->data_as<float>()[i] = static_cast<float>(i / 2 + 1);  // rows 1, 2, 3, 4
-  core::Executor pserver(ShippedRegistry(), std::make_shared<proto::ProgramDesc>(ps.Build()));
-  auto serving = std::async(std::launch::async, [&] { pserver.Run(0, ps_scope); });
+  Pserver ps;
+  const std::string endpoint = ps.endpoint();
 
   ProgramBuilder tr;
   tr.block(0).Op("send").Input("X", "w@GRAD").Output("Out", "w").Attr("epmap", std::vector<std::string>{endpoint})
@@ -53,16 +81,28 @@ TEST(DistOps, ASparseGradientUpdatesOnlyItsRowsOnThePserver) {
     EXPECT_EQ(Floats(*tr_scope, "w"), (std::vector<float>{1, 1, 1.5f, 1.5f, 3, 3, 2, 1}));
 
     // Next iteration, a dense gradient: the pserver's w@GRAD turns back into a tensor.
-    tr_scope->Var("w@GRAD")->Clear();
-    core::Tensor* dense = tr_scope->Var("w@GRAD")->GetMutableTensor();
-    dense->Allocate(RILL_FP32, {4, 2});
-    for (int i = 0; i < 8; ++i) dense->data_as<float>()[i] = 2;
+    SetDense(*tr_scope, "w@GRAD", 2);
     trainer.Run(0, tr_scope);
     EXPECT_EQ(Floats(*tr_scope, "w"), (std::vector<float>{0, 0, 0.5f, 0.5f, 2, 2, 1, 0}));
   }  // the trainer's run ends: its pserver is told, and ends too
-  ASSERT_EQ(serving.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  serving.get();
-  EXPECT_EQ(Floats(*ps_scope, "w"), (std::vector<float>{0, 0, 0.5f, 0.5f, 2, 2, 1, 0}));
+  EXPECT_EQ(ps.Finish(), (std::vector<float>{0, 0, 0.5f, 0.5f, 2, 2, 1, 0}));
+}
+
+// Without Out, send still waits for each iteration to be optimized (its barrier does), so
+// the next iteration's gradients never arrive early.
+TEST(DistOps, ASendWithoutOutStepsInLockstepWithThePserver) {
+  Pserver ps;
+  ProgramBuilder tr;
+  tr.block(0).Op("send").Input("X", "w@GRAD").Attr("epmap", std::vector<std::string>{ps.endpoint()})
+      .Attr("deadline_ms", int32_t{10000});
+  auto scope = core::Scope::NewRoot();
+  {
+    core::Executor trainer(ShippedRegistry(), std::make_shared<proto::ProgramDesc>(tr.Build()));
+    SetDense(*scope, "w@GRAD", 0.5f);
+    for (int i = 0; i < 20; ++i) trainer.Run(0, scope);
+  }
+  // 20 steps of w -= 0.5 * 0.5
+  EXPECT_EQ(ps.Finish(), (std::vector<float>{-4, -4, -3, -3, -2, -2, -1, -1}));
 }
 
 }  // namespace

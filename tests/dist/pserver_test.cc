@@ -144,11 +144,13 @@ TEST(DistPserver, AveragesTheTrainersGradientsOptimizesOnceAndServesTheResult) {
   SliceLease lease;
   ASSERT_TRUE(Call(ps.endpoint(), kSendVariable, Grad("w@GRAD", 0, 1, g0, lease)).status.ok());
   ASSERT_TRUE(Call(ps.endpoint(), kSendVariable, Grad("w@GRAD", 1, 1, g1, lease)).status.ok());
-  ASSERT_TRUE(Call(ps.endpoint(), kBarrier, Barrier(0, 1)).status.ok());
-  // Trainer 0 asks before trainer 1 arrived: answered once the iteration is optimized.
-  auto early = std::async(std::launch::async, [&] { return Call(ps.endpoint(), kGetVariable, Get("w", 0, 1)); });
+  // Trainer 0's barrier is answered only once trainer 1 arrived and the iteration is
+  // optimized.
+  auto barrier0 = std::async(std::launch::async, [&] { return Call(ps.endpoint(), kBarrier, Barrier(0, 1)); });
+  EXPECT_EQ(barrier0.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout);
   ASSERT_TRUE(Call(ps.endpoint(), kBarrier, Barrier(1, 1)).status.ok());
-  const Reply r0 = early.get(), r1 = Call(ps.endpoint(), kGetVariable, Get("w", 1, 1));
+  ASSERT_TRUE(barrier0.get().status.ok());
+  const Reply r0 = Call(ps.endpoint(), kGetVariable, Get("w", 0, 1)), r1 = Call(ps.endpoint(), kGetVariable, Get("w", 1, 1));
   ASSERT_TRUE(r0.status.ok()) << r0.status.error_message();
   int64_t iteration = -1;
   // w - 0.5 * mean(g0, g1) = {1, 2} - 0.5 * {2, 3}
@@ -165,7 +167,9 @@ TEST(DistPserver, SparseGradientsOfAllTrainersStaySparseAndAMixBecomesDense) {
   SliceLease lease;
   const std::string e = ps.endpoint();
   auto step = [&](int64_t k) {
-    for (int32_t t = 0; t < 2; ++t) EXPECT_TRUE(Call(e, kBarrier, Barrier(t, k)).status.ok());
+    auto other = std::async(std::launch::async, [&] { return Call(e, kBarrier, Barrier(1, k)); });
+    EXPECT_TRUE(Call(e, kBarrier, Barrier(0, k)).status.ok());
+    EXPECT_TRUE(other.get().status.ok());
     const Reply r = Call(e, kGetVariable, Get("w", 0, k));
     EXPECT_TRUE(Call(e, kGetVariable, Get("w", 1, k)).status.ok());
     return Floats(r.body);
@@ -208,7 +212,8 @@ TEST(DistPserver, BadRequestsGetAnErrorAndTheServerGoesOnServing) {
   grpc::Slice junk(std::string("\xff\xff\xff", 3));
   ExpectStatus(Call(e, kSendVariable, grpc::ByteBuffer(&junk, 1)), StatusCode::INVALID_ARGUMENT, "malformed");
   ExpectStatus(Call(e, kGetVariable, Get("nope", 0, 0)), StatusCode::NOT_FOUND, "serves the parameters w");
-  ExpectStatus(Call(e, kGetVariable, Get("w", 0, 1)), StatusCode::FAILED_PRECONDITION, "send the barrier first");
+  ExpectStatus(Call(e, kGetVariable, Get("w", 0, 1)), StatusCode::FAILED_PRECONDITION,
+               "(ask after the barrier of that iteration returns)");
   ExpectStatus(Call(e, kBarrier, Barrier(0, 2)), StatusCode::FAILED_PRECONDITION, "the pserver is at iteration 1");
 
   // After all of that, a well-formed iteration goes through.
@@ -229,9 +234,8 @@ TEST(DistPserver, ATrainerMissingTheBarrierFailsTheServeNamingIt) {
   SliceLease lease;
   std::vector<float> g = {1, 1};
   ASSERT_TRUE(Call(ps.endpoint(), kSendVariable, Grad("w@GRAD", 0, 1, g, lease)).status.ok());
-  ASSERT_TRUE(Call(ps.endpoint(), kBarrier, Barrier(0, 1)).status.ok());
-  const Reply waiting = Call(ps.endpoint(), kGetVariable, Get("w", 0, 1));  // answered by the failure
-  ExpectStatus(waiting, StatusCode::ABORTED, "trainer 1 (never connected)");
+  // Trainer 0's barrier waits for trainer 1, and is answered by the failure.
+  ExpectStatus(Call(ps.endpoint(), kBarrier, Barrier(0, 1)), StatusCode::ABORTED, "trainer 1 (never connected)");
   const std::string error = ps.Result();
   EXPECT_NE(error.find("iteration 1: no barrier within 300 ms"), std::string::npos) << error;
   EXPECT_NE(error.find("trainer 1 (never connected)"), std::string::npos) << error;

@@ -7,13 +7,13 @@ usage: bench/csp_compare.py [BUILD_DIR] [REPETITIONS]
 Per op: a round trip (ping-pong), a message (producer/consumer), a whole chain (daisy
 chain), a go block started and finished (spawn). Medians over REPETITIONS runs (default 5).
 """
-import json
 import os
 import re
 import statistics
 import subprocess
 import sys
-import tempfile
+
+import gbench
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,23 +33,12 @@ UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 
 def rill_medians(build_dir, reps):
-    with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        subprocess.run(
-            [os.path.join(build_dir, "bin", "rill_bench_csp"), f"--benchmark_repetitions={reps}",
-             f"--benchmark_out={out.name}", "--benchmark_out_format=json"],
-            check=True, stdout=subprocess.DEVNULL)
-        results = json.load(open(out.name))
-    runs = {}
-    for b in results["benchmarks"]:
-        if b.get("run_type") != "iteration":
-            continue
-        name = b["run_name"].replace("/real_time", "")
+    def per_op(b):
         if "items_per_second" in b:
-            per_op = 1e9 / b["items_per_second"]
-        else:
-            per_op = b["real_time"] * UNIT_NS[b["time_unit"]]
-        runs.setdefault(name, []).append(per_op)
-    return {k: statistics.median(v) for k, v in runs.items()}
+            return 1e9 / b["items_per_second"]
+        return b["real_time"] * UNIT_NS[b["time_unit"]]
+    runs = gbench.iterations(build_dir, "rill_bench_csp", reps)
+    return {k: statistics.median(per_op(b) for b in v) for k, v in runs.items()}
 
 
 def go_medians(reps):

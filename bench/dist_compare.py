@@ -7,28 +7,17 @@ usage: bench/dist_compare.py [BUILD_DIR] [REPETITIONS]
 All three paths run in one process, one after the other, on loopback; medians over
 REPETITIONS runs (default 5).
 """
-import json
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
+
+import gbench
 
 
 def medians(build_dir, reps):
-    with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        subprocess.run(
-            [os.path.join(build_dir, "bin", "rill_bench_dist"), f"--benchmark_repetitions={reps}",
-             f"--benchmark_out={out.name}", "--benchmark_out_format=json"],
-            check=True, stdout=subprocess.DEVNULL)
-        results = json.load(open(out.name))
-    runs = {}
-    for b in results["benchmarks"]:
-        if b.get("run_type") != "iteration":
-            continue
-        name = b["run_name"].replace("/real_time", "")
-        runs.setdefault(name, []).append((b["bytes_per_second"], b["real_time"]))
-    return {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)) for k, v in runs.items()}
+    """{benchmark: (median bytes per second, median real time)}"""
+    runs = gbench.iterations(build_dir, "rill_bench_dist", reps)
+    return {k: (statistics.median(b["bytes_per_second"] for b in v), statistics.median(b["real_time"] for b in v))
+            for k, v in runs.items()}
 
 
 def size_name(n):

@@ -95,9 +95,13 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
   for (int i = 0; i < n; ++i) {
     if (IsOptimizer(main.ops(i))) gradients.insert(Args(main.ops(i).inputs(), "Grad")[0]);
   }
-  auto persistable = [&](const std::string& name) {
+  // A variable as declared by the training program, else by its startup.
+  auto declared = [&](const std::string& name) {
     const proto::VarDesc* v = FindVar(train, name);
-    if (v == nullptr) v = FindVar(startup, name);
+    return v != nullptr ? v : FindVar(startup, name);
+  };
+  auto persistable = [&](const std::string& name) {
+    const proto::VarDesc* v = declared(name);
     return v != nullptr && v->persistable();
   };
   for (int i = 0; i < n; ++i) {
@@ -132,10 +136,7 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
   // Placement: largest first onto the least loaded pserver.
   std::vector<size_t> order(params.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  auto size_of = [&](const Param& p) {
-    const proto::VarDesc* v = FindVar(train, p.name);
-    return Elements(v != nullptr ? v : FindVar(startup, p.name));
-  };
+  auto size_of = [&](const Param& p) { return Elements(declared(p.name)); };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return size_of(params[a]) > size_of(params[b]); });
   std::vector<int64_t> load(options.pservers.size(), 0);
   for (size_t i : order) {
@@ -151,8 +152,7 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
     for (const auto& v : block.desc()->vars()) {
       if (v.name() == name) return;
     }
-    const proto::VarDesc* src = FindVar(train, like);
-    if (src == nullptr) src = FindVar(startup, like);
+    const proto::VarDesc* src = declared(like);
     proto::VarDesc* v = block.desc()->add_vars();
     if (src != nullptr) *v = *src;
     v->set_name(name);

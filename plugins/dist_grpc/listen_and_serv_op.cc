@@ -27,8 +27,7 @@ void ListenAndServ(KernelContext& ctx) {
     if (!v || !v.initialized()) {
       throw Error(op.type() + ": parameter '" + params[i] + "' is not initialized; run the pserver's startup program first");
     }
-    Tensor t = v.tensor();
-    if (t.device_type() != RILL_CPU) throw Error(op.type() + ": parameter '" + params[i] + "' is not on the CPU");
+    Tensor t = v.tensor();  // on the CPU: BytesOf checks that in snapshot() below
     specs[i] = ParamSpec{params[i], grads[i], t.dtype(), t.dims()};
     param_vars.push_back(v);
   }

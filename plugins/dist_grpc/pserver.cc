@@ -100,8 +100,11 @@ void ParameterServer::WriteAverage(size_t index, const std::vector<const Slot*>&
   }
   const size_t n = static_cast<size_t>(CheckedNumel(p.dims));
   T* out = static_cast<T*>(hooks.gradient(index));
-  std::fill(out, out + n, T(0));
+  // Start from a dense part when there is one: a pass less than zero-filling first.
+  const auto first_dense = std::find_if(parts.begin(), parts.end(), [](const Slot* s) { return !s->sparse; });
+  std::memcpy(out, (*first_dense)->data.get(), n * sizeof(T));
   for (const Slot* s : parts) {
+    if (s == *first_dense) continue;
     const T* in = reinterpret_cast<const T*>(s->data.get());
     if (!s->sparse) {
       for (size_t i = 0; i < n; ++i) out[i] += in[i];
@@ -184,18 +187,17 @@ void ParameterServer::Seen(int32_t trainer, int64_t iteration) {
   trainers_[trainer].last_seen_iteration = iteration;
 }
 
-size_t ParameterServer::GradIndex(const std::string& name) const {
+size_t ParameterServer::IndexOf(std::string ParamSpec::*field, const std::string& name) const {
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (params_[i].grad == name) return i;
+    if (params_[i].*field == name) return i;
   }
   return params_.size();
 }
 
-size_t ParameterServer::ParamIndex(const std::string& name) const {
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (params_[i].param == name) return i;
-  }
-  return params_.size();
+std::string ParameterServer::NamesOf(std::string ParamSpec::*field) const {
+  std::string names;
+  for (const auto& p : params_) names += (names.empty() ? "" : ", ") + p.*field;
+  return names;
 }
 
 grpc::Status ParameterServer::OnSend(const grpc::ByteBuffer& request) {
@@ -209,12 +211,11 @@ grpc::Status ParameterServer::OnSend(const grpc::ByteBuffer& request) {
         refused = std::move(s);
         throw WireError("refused");
       };
-      grad = GradIndex(h.name());
+      grad = IndexOf(&ParamSpec::grad, h.name());
       if (grad == params_.size()) {
-        std::string known;
-        for (const auto& p : params_) known += (known.empty() ? "" : ", ") + p.grad;
         return fail(grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown variable '" + h.name() +
-                                                                  "'; this pserver takes the gradients " + known));
+                                                                  "'; this pserver takes the gradients " +
+                                                                  NamesOf(&ParamSpec::grad)));
       }
       if (auto s = CheckTrainer(h.trainer_id()); !s.ok()) return fail(s);
       trainer = h.trainer_id();
@@ -331,12 +332,11 @@ grpc::Status ParameterServer::OnGet(const grpc::ByteBuffer& request, grpc::ByteB
     return Invalid(e.what());
   }
   std::lock_guard<std::mutex> lock(mu_);
-  const size_t param = ParamIndex(r.name());
+  const size_t param = IndexOf(&ParamSpec::param, r.name());
   if (param == params_.size()) {
-    std::string known;
-    for (const auto& p : params_) known += (known.empty() ? "" : ", ") + p.param;
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        "unknown variable '" + r.name() + "'; this pserver serves the parameters " + known);
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown variable '" + r.name() +
+                                                         "'; this pserver serves the parameters " +
+                                                         NamesOf(&ParamSpec::param));
   }
   if (auto s = CheckTrainer(r.trainer_id()); !s.ok()) return s;
   Seen(r.trainer_id(), r.iteration());

@@ -101,8 +101,10 @@ class ParameterServer {
   bool AllArrived() const;
   bool AllCompleted() const;
   std::string Missing() const;
-  size_t ParamIndex(const std::string& name) const;
-  size_t GradIndex(const std::string& name) const;
+  // The index of the param whose `field` (&ParamSpec::param or ::grad) is `name`, else
+  // params_.size(); and every such name, for messages.
+  size_t IndexOf(std::string ParamSpec::*field, const std::string& name) const;
+  std::string NamesOf(std::string ParamSpec::*field) const;
   void Respond(size_t param, int32_t trainer, grpc::ByteBuffer* response);
   void FinishPending(const grpc::Status& status);
 

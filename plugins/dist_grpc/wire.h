@@ -25,6 +25,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "parameter_server.pb.h"
@@ -59,6 +60,11 @@ class SliceLease {
 // A tensor as the sender sees it: the bytes are borrowed. With height >= 0 it is the
 // value of SelectedRows: rows `rows` of a [height, ...] tensor.
 struct TensorBytes {
+  TensorBytes() = default;
+  TensorBytes(int32_t dtype, std::vector<int64_t> dims, std::vector<std::vector<uint64_t>> lod, const void* data,
+              size_t bytes)
+      : dtype(dtype), dims(std::move(dims)), lod(std::move(lod)), data(data), bytes(bytes) {}
+
   int32_t dtype = -1;
   std::vector<int64_t> dims;
   std::vector<std::vector<uint64_t>> lod;

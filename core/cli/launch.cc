@@ -6,9 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -58,7 +61,7 @@ void Spawn(Process& p, const std::vector<std::string>& args, const std::vector<s
   argv.push_back(nullptr);
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  const int rc = posix_spawn(&p.pid, args[0].c_str(), &actions, nullptr, argv.data(), envp.data());
+  const int rc = posix_spawnp(&p.pid, args[0].c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw Error("launch: cannot start " + p.name + ": " + std::strerror(rc));
   p.running = true;
@@ -105,7 +108,8 @@ void StopAll(std::vector<Process>& procs) {
 
 void WriteClusterSpec(const ClusterSpec& spec, const std::string& path) {
   std::ofstream out(path);
-  out << "# The cluster of these programs, for `rill launch`: trainer count and pserver endpoints.\n";
+  out << "# The cluster of these programs, for `rill launch`: transport, trainer count, pserver endpoints.\n";
+  out << "transport " << spec.transport << "\n";
   out << "trainers " << spec.trainers << "\n";
   for (const auto& e : spec.pservers) out << "pserver " << e << "\n";
   if (!out) throw Error("cannot write '" + path + "'");
@@ -124,50 +128,105 @@ ClusterSpec ReadClusterSpec(const std::string& path) {
     words >> key >> value;
     if (key == "trainers") {
       spec.trainers = std::atoi(value.c_str());
+    } else if (key == "transport" && (value == "grpc" || value == "mpi")) {
+      spec.transport = value;
     } else if (key == "pserver" && !value.empty()) {
       spec.pservers.push_back(value);
     } else {
-      throw Error(path + ":" + std::to_string(n) + ": expected 'trainers N' or 'pserver HOST:PORT', got '" + line + "'");
+      throw Error(path + ":" + std::to_string(n) + ": expected 'transport grpc|mpi', 'trainers N' or 'pserver HOST:PORT', got '" +
+                  line + "'");
     }
   }
   if (spec.trainers < 1 || spec.pservers.empty()) throw Error(path + ": needs 'trainers N' (N >= 1) and a 'pserver' line");
   return spec;
 }
 
-void Launch(const LaunchOptions& options) {
+namespace {
+
+// What each process runs, pservers first, then trainers.
+struct Plan {
+  std::vector<Process> procs;
+  std::vector<std::vector<std::string>> args;  // `rill run ...` of each
+  size_t pservers = 0;
+};
+
+Plan MakePlan(const LaunchOptions& options, const ClusterSpec& spec, const std::string& log_dir) {
   namespace fs = std::filesystem;
-  const ClusterSpec spec = ReadClusterSpec((fs::path(options.dir) / "cluster.txt").string());
-  const std::string log_dir = options.log_dir.empty() ? (fs::path(options.dir) / "logs").string() : options.log_dir;
-  fs::create_directories(log_dir);
   const std::string exe = SelfExe();
+  auto program = [&](const std::string& name) { return (fs::path(options.dir) / name).string(); };
+  Plan plan;
+  plan.pservers = spec.pservers.size();
+  const size_t count = spec.pservers.size() + static_cast<size_t>(spec.trainers);
+  for (size_t i = 0; i < count; ++i) {
+    const bool pserver = i < plan.pservers;
+    const std::string id = std::to_string(pserver ? i : i - plan.pservers);
+    const std::string role = pserver ? "pserver" : "trainer";
+    plan.procs.push_back({role + " " + id, (fs::path(log_dir) / (role + "." + id + ".log")).string()});
+    std::vector<std::string> args = {exe, "run"};
+    args.push_back(program(pserver ? "pserver_" + id + ".pbtxt" : "trainer.pbtxt"));
+    args.push_back("--startup");
+    args.push_back(program(pserver ? "pserver_" + id + "_startup.pbtxt" : "trainer_startup.pbtxt"));
+    args.insert(args.end(), options.common_args.begin(), options.common_args.end());
+    if (!pserver) {
+      for (const auto& a : options.trainer_args) args.push_back(Replace(a, "{trainer}", id));
+    }
+    plan.args.push_back(std::move(args));
+  }
+  return plan;
+}
+
+// The process of the rank mpirun reports first failed, if its report names one.
+const Process* FailedRank(const std::string& mpirun_log, const Plan& plan) {
+  std::ifstream in(mpirun_log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  static const std::regex patterns[] = {std::regex(R"(Process name: \[\[\d+,\d+\],(\d+)\])"),
+                                        std::regex(R"(process rank (\d+))")};
+  for (const auto& pattern : patterns) {
+    std::smatch m;
+    if (std::regex_search(text, m, pattern)) {
+      const size_t rank = std::stoul(m[1].str());
+      if (rank < plan.procs.size()) return &plan.procs[rank];
+    }
+  }
+  return nullptr;
+}
+
+void LaunchMpi(const LaunchOptions& options, Plan& plan, const std::string& log_dir) {
+  // mpirun starts `sh -c` per process, which execs rill with its output to its own log.
+  std::vector<std::string> args = {"mpirun", "--oversubscribe"};
+  if (geteuid() == 0) args.push_back("--allow-run-as-root");
+  if (options.deadline_given) args.insert(args.end(), {"-x", "RILL_RPC_DEADLINE_MS"});
+  for (size_t i = 0; i < plan.procs.size(); ++i) {
+    if (i > 0) args.push_back(":");
+    args.insert(args.end(), {"-np", "1", "sh", "-c", R"(log=$1; shift; exec "$@" >"$log" 2>&1)", "sh", plan.procs[i].log});
+    args.insert(args.end(), plan.args[i].begin(), plan.args[i].end());
+  }
+  Process mpirun{"mpirun", (std::filesystem::path(log_dir) / "mpirun.log").string()};
   std::vector<std::string> env;
   if (options.deadline_given) env.push_back("RILL_RPC_DEADLINE_MS=" + std::to_string(options.deadline.count()));
+  Spawn(mpirun, args, env);
+  int status = 0;
+  while (waitpid(mpirun.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (status == 0) return;
+  std::string error = "launch: mpirun failed (" + Describe(status) + ")";
+  if (const Process* p = FailedRank(mpirun.log, plan)) {
+    error += "; the first to fail was " + p->name + ". " + p->log + " ends:" + Tail(p->log, 8);
+  } else {
+    error += ". " + mpirun.log + " ends:" + Tail(mpirun.log, 12);
+  }
+  throw Error(error);
+}
 
-  std::vector<Process> procs;
-  auto program = [&](const std::string& name) { return (fs::path(options.dir) / name).string(); };
-  for (size_t i = 0; i < spec.pservers.size(); ++i) {
-    const std::string id = std::to_string(i);
-    procs.push_back({"pserver " + id, (fs::path(log_dir) / ("pserver." + id + ".log")).string()});
-  }
-  for (int32_t j = 0; j < spec.trainers; ++j) {
-    const std::string id = std::to_string(j);
-    procs.push_back({"trainer " + id, (fs::path(log_dir) / ("trainer." + id + ".log")).string()});
-  }
+void LaunchGrpc(const LaunchOptions& options, const ClusterSpec& spec, Plan& plan) {
+  std::vector<Process>& procs = plan.procs;
+  std::vector<std::string> env;
+  if (options.deadline_given) env.push_back("RILL_RPC_DEADLINE_MS=" + std::to_string(options.deadline.count()));
   try {
     for (size_t i = 0; i < procs.size(); ++i) {
-      const bool pserver = i < spec.pservers.size();
-      const std::string id = std::to_string(pserver ? i : i - spec.pservers.size());
-      std::vector<std::string> args = {exe, "run"};
-      args.push_back(program(pserver ? "pserver_" + id + ".pbtxt" : "trainer.pbtxt"));
-      args.push_back("--startup");
-      args.push_back(program(pserver ? "pserver_" + id + "_startup.pbtxt" : "trainer_startup.pbtxt"));
-      args.insert(args.end(), options.common_args.begin(), options.common_args.end());
       std::vector<std::string> proc_env = env;
-      if (!pserver) {
-        for (const auto& a : options.trainer_args) args.push_back(Replace(a, "{trainer}", id));
-        proc_env.push_back("RILL_TRAINER_ID=" + id);
-      }
-      Spawn(procs[i], args, proc_env);
+      if (i >= plan.pservers) proc_env.push_back("RILL_TRAINER_ID=" + std::to_string(i - plan.pservers));
+      Spawn(procs[i], plan.args[i], proc_env);
     }
     size_t trainers_left = spec.trainers, left = procs.size();
     std::chrono::steady_clock::time_point pservers_due{};
@@ -186,7 +245,7 @@ void Launch(const LaunchOptions& options) {
             throw Error("launch: " + p.name + " failed (" + Describe(status) + "); the others were stopped. " +
                         p.log + " ends:" + Tail(p.log, 8));
           }
-          if (i >= spec.pservers.size() && --trainers_left == 0) {
+          if (i >= plan.pservers && --trainers_left == 0) {
             pservers_due = std::chrono::steady_clock::now() + options.deadline;
           }
         }
@@ -207,9 +266,30 @@ void Launch(const LaunchOptions& options) {
     StopAll(procs);
     throw;
   }
-  for (size_t i = spec.pservers.size(); i < procs.size(); ++i) {
-    std::ifstream in(procs[i].log);
-    for (std::string line; std::getline(in, line);) std::printf("[%s] %s\n", procs[i].name.c_str(), line.c_str());
+}
+
+}  // namespace
+
+void Launch(const LaunchOptions& options) {
+  namespace fs = std::filesystem;
+  const ClusterSpec spec = ReadClusterSpec((fs::path(options.dir) / "cluster.txt").string());
+  const std::string transport = options.transport.empty() ? spec.transport : options.transport;
+  if (transport != "grpc" && transport != "mpi") throw Error("launch: --transport is grpc or mpi, got '" + transport + "'");
+  if (transport != spec.transport) {
+    throw Error("launch: " + options.dir + " was transpiled for " + spec.transport + " (cluster.txt), not " + transport +
+                "; transpile again with --transport " + transport);
+  }
+  const std::string log_dir = options.log_dir.empty() ? (fs::path(options.dir) / "logs").string() : options.log_dir;
+  fs::create_directories(log_dir);
+  Plan plan = MakePlan(options, spec, log_dir);
+  if (transport == "mpi") {
+    LaunchMpi(options, plan, log_dir);
+  } else {
+    LaunchGrpc(options, spec, plan);
+  }
+  for (size_t i = plan.pservers; i < plan.procs.size(); ++i) {
+    std::ifstream in(plan.procs[i].log);
+    for (std::string line; std::getline(in, line);) std::printf("[%s] %s\n", plan.procs[i].name.c_str(), line.c_str());
   }
   std::fflush(stdout);
 }

@@ -1,10 +1,15 @@
 // core/cli/launch.h — `rill launch`: a local parameter-server cluster, one process each.
 //
 // Reads the cluster a `rill transpile` output directory describes (cluster.txt: the
-// trainer count and pserver endpoints), starts one `rill run` per pserver and per trainer
-// (trainer j with RILL_TRAINER_ID=j, and "{trainer}" in its arguments replaced by j), and
-// writes each process's output to LOG_DIR/pserver.I.log or trainer.J.log.
-// It returns 0 when every process exited 0. When one fails, the others are stopped and
+// transport, trainer count and pserver endpoints), starts one `rill run` per pserver and
+// per trainer ("{trainer}" in a trainer's arguments replaced by its index j), and writes
+// each process's output to LOG_DIR/pserver.I.log or trainer.J.log.
+//  - gRPC: each process spawned here, trainer j with RILL_TRAINER_ID=j.
+//  - MPI: one mpirun (from PATH) runs them all, pservers first: rank i is pserver i, rank
+//    P+j trainer j, as the dist_mpi plugin numbers them. mpirun's own output goes to
+//    LOG_DIR/mpirun.log; as root it gets --allow-run-as-root, and --oversubscribe always
+//    (more processes than cores is the point of a local cluster).
+// It returns when every process exited 0. When one fails, the others are stopped and
 // the error names the process, its exit status and its log's last lines; pservers still
 // running a deadline after the last trainer ended are stopped and reported too.
 #ifndef RILL_CORE_CLI_LAUNCH_H_
@@ -17,6 +22,7 @@
 namespace rill::core {
 
 struct ClusterSpec {
+  std::string transport = "grpc";  // or "mpi"
   int32_t trainers = 0;
   std::vector<std::string> pservers;
 };
@@ -27,6 +33,7 @@ ClusterSpec ReadClusterSpec(const std::string& path);
 
 struct LaunchOptions {
   std::string dir;                        // rill transpile's output
+  std::string transport;                  // "grpc" or "mpi"; empty: cluster.txt's
   std::string log_dir;                    // default: DIR/logs
   std::vector<std::string> common_args;   // for every process (plugin options, log level)
   std::vector<std::string> trainer_args;  // for trainers only ({trainer} = index)

@@ -55,10 +55,13 @@ Commands:
                      split a training program (forward, backward, optimizer) into a
                      trainer program and one program per pserver, with their startups,
                      as text in DIR (plus DIR/cluster.txt); [--deadline-ms MS]
-  launch DIR [--log-dir LOGS] [--deadline-ms MS] [-- RUN-OPTIONS...]
+                     [--transport grpc|mpi]: send/recv/listen_and_serv (default) or
+                     send_mpi/recv_mpi/listen_and_serv_mpi
+  launch DIR [--log-dir LOGS] [--deadline-ms MS] [--transport grpc|mpi] [-- RUN-OPTIONS...]
                      run the cluster of DIR locally: one `rill run` per pserver and per
-                     trainer (RILL_TRAINER_ID=J; "{trainer}" in RUN-OPTIONS becomes J);
-                     logs in LOGS (default DIR/logs); fails naming a failed process
+                     trainer ("{trainer}" in RUN-OPTIONS becomes J); gRPC: RILL_TRAINER_ID=J,
+                     MPI: all under one mpirun, pservers first; logs in LOGS (default
+                     DIR/logs); fails naming a failed process
   ops                every op with the plugin that provides it
   describe OP        an op's inputs, outputs, attributes, kernels and doc
   plugins            the plugins loaded: name, version, ABI version, file, op count
@@ -82,7 +85,7 @@ struct Args {
   std::vector<std::string> positional;
   std::vector<std::string> plugin_dirs, plugin_files, enable, fetch, feed;
   std::vector<std::string> parameters, pservers, passthrough;
-  std::string trainers, deadline_ms, log_dir;
+  std::string trainers, deadline_ms, log_dir, transport;
   std::string save_dir, output, loss, sgd, startup, iterations = "1", print_every = "0", device = "cpu", workers = "0",
               log_level = "warn";
   bool help = false, version = false;
@@ -98,7 +101,7 @@ Args Parse(int argc, char** argv) {
       {"--loss", &a.loss},     {"--sgd", &a.sgd},  {"--startup", &a.startup},
       {"--iterations", &a.iterations}, {"--print-every", &a.print_every}, {"--device", &a.device},
       {"--workers", &a.workers}, {"--trainers", &a.trainers}, {"--deadline-ms", &a.deadline_ms},
-      {"--log-dir", &a.log_dir}};
+      {"--log-dir", &a.log_dir}, {"--transport", &a.transport}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -315,6 +318,14 @@ int CmdTranspile(const Args& a, const Registry& registry) {
   if (trainers > 65536) throw UsageError("--trainers is at most 65536, got " + a.trainers);
   options.trainers = static_cast<int32_t>(trainers);
   options.pservers = a.pservers;
+  const std::string transport = a.transport.empty() ? "grpc" : a.transport;
+  if (transport == "mpi") {
+    options.send_op = "send_mpi";
+    options.recv_op = "recv_mpi";
+    options.serve_op = "listen_and_serv_mpi";
+  } else if (transport != "grpc") {
+    throw UsageError("--transport is grpc or mpi, got '" + transport + "'");
+  }
   if (!a.deadline_ms.empty()) {
     options.deadline_ms = PositiveCount("--deadline-ms", a.deadline_ms, false);
     if (options.deadline_ms > INT32_MAX) throw UsageError("--deadline-ms is at most " + std::to_string(INT32_MAX));
@@ -335,16 +346,18 @@ int CmdTranspile(const Args& a, const Registry& registry) {
     save(out.pservers[i], "pserver_" + std::to_string(i) + ".pbtxt");
     save(out.pserver_startups[i], "pserver_" + std::to_string(i) + "_startup.pbtxt");
   }
-  WriteClusterSpec(ClusterSpec{options.trainers, options.pservers}, (fs::path(a.output) / "cluster.txt").string());
+  WriteClusterSpec(ClusterSpec{transport, options.trainers, options.pservers},
+                   (fs::path(a.output) / "cluster.txt").string());
   for (const auto& [param, endpoint] : out.placement) std::printf("%s -> %s\n", param.c_str(), endpoint.c_str());
   return 0;
 }
 
 int CmdLaunch(const Args& a) {
-  ExpectPositional(a, 2, "launch DIR [--log-dir LOGS] [--deadline-ms MS] [-- RUN-OPTIONS...]");
+  ExpectPositional(a, 2, "launch DIR [--log-dir LOGS] [--deadline-ms MS] [--transport grpc|mpi] [-- RUN-OPTIONS...]");
   LaunchOptions options;
   options.dir = a.positional[1];
   options.log_dir = a.log_dir;
+  options.transport = a.transport;
   options.trainer_args = a.passthrough;
   if (!a.deadline_ms.empty()) {
     options.deadline = std::chrono::milliseconds(PositiveCount("--deadline-ms", a.deadline_ms, false));

@@ -70,11 +70,13 @@ class SliceReader {
 
 }  // namespace
 
+void SliceLease::Acquire() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++outstanding_;
+}
+
 grpc::Slice SliceLease::Over(const void* data, size_t n) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++outstanding_;
-  }
+  Acquire();
   // gRPC never writes through a slice it sends; the const_cast only meets its signature.
   return grpc::Slice(const_cast<void*>(data), n, &SliceLease::Release, this);
 }
@@ -90,6 +92,16 @@ void SliceLease::WaitReleased() {
   released_.wait(lock, [&] { return outstanding_ == 0; });
 }
 
+void SliceLease::Abandon() {
+  std::lock_guard<std::mutex> lock(mu_);
+  outstanding_ = 0;
+}
+
+bool SliceLease::WaitReleased(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return released_.wait_for(lock, timeout, [&] { return outstanding_ == 0; });
+}
+
 int64_t CheckedNumel(const std::vector<int64_t>& dims) {
   int64_t numel = 1;
   for (int64_t d : dims) {
@@ -101,7 +113,7 @@ int64_t CheckedNumel(const std::vector<int64_t>& dims) {
 }
 
 grpc::ByteBuffer EncodeVariable(const std::string& name, int32_t trainer_id, int64_t iteration,
-                                const TensorBytes& tensor, SliceLease& lease) {
+                                const TensorBytes& tensor, SliceLease& lease, const v1::OutOfBand* route) {
   v1::VariableHeader header;
   header.set_name(name);
   header.set_trainer_id(trainer_id);
@@ -118,14 +130,30 @@ grpc::ByteBuffer EncodeVariable(const std::string& name, int32_t trainer_id, int
     sr->set_height(tensor.height);
     for (int64_t r : tensor.rows) sr->add_rows(r);
   }
+  if (route) *header.mutable_out_of_band() = *route;
   std::string framing;
   framing.push_back(static_cast<char>(kHeaderTag));
   PutVarint(framing, header.ByteSizeLong());
   header.AppendToString(&framing);
+  if (route || tensor.bytes == 0) {
+    grpc::Slice slice(framing);
+    return grpc::ByteBuffer(&slice, 1);
+  }
   framing.push_back(static_cast<char>(kDataTag));
   PutVarint(framing, tensor.bytes);
   grpc::Slice slices[2] = {grpc::Slice(framing), lease.Over(tensor.data, tensor.bytes)};
-  return grpc::ByteBuffer(slices, tensor.bytes > 0 ? 2 : 1);
+  return grpc::ByteBuffer(slices, 2);
+}
+
+size_t TensorByteSize(const v1::VariableHeader& header) {
+  const auto& meta = header.tensor();
+  const size_t elem = DataTypeSize(meta.dtype());
+  if (elem == 0) throw WireError("unknown dtype " + std::to_string(meta.dtype()) + " for '" + header.name() + "'");
+  const int64_t numel = CheckedNumel(std::vector<int64_t>(meta.dims().begin(), meta.dims().end()));
+  if (static_cast<uint64_t>(numel) > std::numeric_limits<size_t>::max() / elem) {
+    throw WireError("'" + header.name() + "' declares " + std::to_string(numel) + " elements: too many bytes");
+  }
+  return static_cast<size_t>(numel) * elem;
 }
 
 v1::VariableHeader DecodeVariable(const grpc::ByteBuffer& buffer,
@@ -150,15 +178,14 @@ v1::VariableHeader DecodeVariable(const grpc::ByteBuffer& buffer,
     throw WireError("data length " + std::to_string(data_size) + " does not match the " +
                     std::to_string(in.remaining()) + " bytes that follow");
   }
-  const auto& meta = header.tensor();
-  const size_t elem = DataTypeSize(meta.dtype());
-  if (elem == 0) throw WireError("unknown dtype " + std::to_string(meta.dtype()) + " for '" + header.name() + "'");
-  const std::vector<int64_t> dims(meta.dims().begin(), meta.dims().end());
-  const int64_t numel = CheckedNumel(dims);
-  if (static_cast<uint64_t>(numel) > std::numeric_limits<uint64_t>::max() / elem ||
-      static_cast<uint64_t>(numel) * elem != data_size) {
-    throw WireError("'" + header.name() + "' declares " + std::to_string(numel) + " elements of " +
-                    std::to_string(elem) + " bytes but carries " + std::to_string(data_size) + " bytes");
+  const size_t bytes = TensorByteSize(header);
+  const std::vector<int64_t> dims(header.tensor().dims().begin(), header.tensor().dims().end());
+  if (header.has_out_of_band()) {
+    if (data_size != 0) throw WireError("'" + header.name() + "' carries data and an out-of-band route");
+  } else if (bytes != data_size) {
+    throw WireError("'" + header.name() + "' declares " + std::to_string(CheckedNumel(dims)) + " elements of " +
+                    std::to_string(DataTypeSize(header.tensor().dtype())) + " bytes but carries " +
+                    std::to_string(data_size) + " bytes");
   }
   if (header.has_selected_rows()) {
     const auto& sr = header.selected_rows();

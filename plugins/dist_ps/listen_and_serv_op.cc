@@ -1,4 +1,5 @@
-// The pserver's op: listen_and_serv (and recv without Out, the seed's name for it).
+// The pserver's op: listen_and_serv (and recv without Out, the seed's name for it), under
+// the names of the transport that registered it.
 #include "ops.h"
 #include "pserver.h"
 
@@ -37,8 +38,10 @@ void ListenAndServ(KernelContext& ctx) {
     return out;
   };
 
-  ParameterServer server(endpoint, static_cast<int32_t>(op.Attr<int64_t>("Fanin")), specs,
-                         TransportOptions::Resolve(op.Attr<int64_t>("deadline_ms")));
+  const TransportOptions options = TransportOptions::Resolve(op.Attr<int64_t>("deadline_ms"));
+  const Transport& transport = ThisTransport();
+  DataPath* data_path = transport.join_as_pserver ? transport.join_as_pserver(endpoint, options) : nullptr;
+  ParameterServer server(endpoint, static_cast<int32_t>(op.Attr<int64_t>("Fanin")), specs, options, data_path);
   server.Start(snapshot());
   Log(RILL_LOG_INFO, op.type() + ": serving " + std::to_string(params.size()) + " parameters on " + server.endpoint() +
                          " for " + std::to_string(op.Attr<int64_t>("Fanin")) + " trainers");
@@ -59,15 +62,16 @@ void ListenAndServ(KernelContext& ctx) {
 }
 
 void RegisterListenAndServ(Registrar& r) {
-  r.Op(OpSchema("listen_and_serv")
-           .Doc("Pserver side of sync parameter-server training (gRPC): listens on `endpoint` (that address "
-                "only), and for each iteration waits until all Fanin trainers sent their gradients and "
+  const Transport& t = ThisTransport();
+  r.Op(OpSchema(t.listen_and_serv)
+           .Doc("Pserver side of sync parameter-server training (" + t.name + "): listens on `endpoint` (that "
+                "address only), and for each iteration waits until all Fanin trainers sent their gradients and "
                 "barrier, writes each GradList variable as the average of the trainers' gradients (SelectedRows "
                 "from every trainer stay SelectedRows, their values scaled by 1/trainers), runs "
                 "OptimizeBlock once, then serves the ParamList parameters. Ends when every trainer "
                 "completed. A trainer missing a barrier past the deadline (deadline_ms, or "
                 "RILL_RPC_DEADLINE_MS) is an error naming it. Parameters must be initialized first (the "
-                "pserver's startup program). RILL_DIST_TOKEN and RILL_TLS_CERT/RILL_TLS_KEY secure it.")
+                "pserver's startup program). RILL_DIST_TOKEN and RILL_TLS_CERT/RILL_TLS_KEY secure it. " + t.doc)
            .Input("X", "the gradients received (documentation; GradList is what counts)",
                   RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
            .RequiredAttr("endpoint", RILL_ATTR_STRING, "HOST:PORT to listen on")
@@ -77,7 +81,7 @@ void RegisterListenAndServ(Registrar& r) {
            .Attr("Fanin", int64_t{1}, "the number of trainers")
            .Attr("sync_mode", true, "synchronous training (the only mode supported)")
            .Attr("deadline_ms", int64_t{0}, "how long to wait for a trainer, in ms; 0: 120000 (RILL_RPC_DEADLINE_MS overrides)"));
-  r.Kernel("listen_and_serv", RILL_CPU, RILL_ANY_DTYPE, &ListenAndServ);
+  r.Kernel(t.listen_and_serv.c_str(), RILL_CPU, RILL_ANY_DTYPE, &ListenAndServ);
 }
 
 }  // namespace rill::dist

@@ -23,16 +23,18 @@ class Send {
   explicit Send(const OpInfo& op)
       : fetcher_(op), grads_(op.InputNames("X")), epmap_(CheckedEpmap(op, grads_.size(), "X")) {
     if (!op.Attr<bool>("sync_mode")) {
-      throw Error("send: sync_mode false (asynchronous training) is not supported; use sync_mode true");
+      throw Error(op.type() + ": sync_mode false (asynchronous training) is not supported; use sync_mode true");
     }
     if (op.OutputCount("Out") != 0 && op.OutputCount("Out") != grads_.size()) {
-      throw Error("send: Out pairs with X (the parameter of each gradient); got " +
+      throw Error(op.type() + ": Out pairs with X (the parameter of each gradient); got " +
                   std::to_string(op.OutputCount("Out")) + " for " + std::to_string(grads_.size()));
     }
     auto endpoints = op.Attr<std::vector<std::string>>("endpoints");
     std::set<std::string> all(endpoints.begin(), endpoints.end());
     for (const auto& e : epmap_) {
-      if (!endpoints.empty() && all.count(e) == 0) throw Error("send: epmap endpoint '" + e + "' is not in endpoints");
+      if (!endpoints.empty() && all.count(e) == 0) {
+        throw Error(op.type() + ": epmap endpoint '" + e + "' is not in endpoints");
+      }
       all.insert(e);
     }
     endpoints_.assign(all.begin(), all.end());
@@ -42,7 +44,7 @@ class Send {
     try {
       TrainerSession::Get().RemoveSender(fetcher_.options());
     } catch (const std::exception& e) {
-      Log(RILL_LOG_WARN, std::string("send: telling the pservers this trainer completed: ") + e.what());
+      Log(RILL_LOG_WARN, "telling the pservers this trainer completed: " + std::string(e.what()));
     }
   }
 
@@ -51,14 +53,26 @@ class Send {
     const int64_t k = session.Advance();
     {
       SliceLease lease;  // declared first: outlives the calls whose slices it counts
+      TransferBatch transfers;
+      DataPath* data_path = fetcher_.data_path();
       std::vector<RpcCall> calls(grads_.size());
       for (size_t i = 0; i < grads_.size(); ++i) {
         calls[i].endpoint = epmap_[i];
         calls[i].method = kSendVariable;
         calls[i].subject = "'" + grads_[i] + "'";
-        calls[i].request = EncodeVariable(grads_[i], fetcher_.trainer_id(), k, BytesOf(ctx.InputVar("X", i), grads_[i]), lease);
+        const TensorBytes bytes = BytesOf(ctx.InputVar("X", i), grads_[i]);
+        if (!data_path) {
+          calls[i].request = EncodeVariable(grads_[i], fetcher_.trainer_id(), k, bytes, lease);
+          continue;
+        }
+        // The bytes go at once, beside the header: the pserver receives them once it
+        // accepted the header, and answers the call when they are in.
+        const v1::OutOfBand route = data_path->RouteTo(epmap_[i]);
+        calls[i].request = EncodeVariable(grads_[i], fetcher_.trainer_id(), k, bytes, lease, &route);
+        data_path->Send(route.peer_rank(), route.tag(), bytes.data, bytes.bytes, transfers.Done());
       }
       session.Call(calls, fetcher_.options());
+      if (data_path) AwaitTransfers(transfers, fetcher_.options(), "sending the gradients of iteration " + std::to_string(k));
     }
     std::vector<RpcCall> barriers(endpoints_.size());
     v1::BarrierRequest barrier;
@@ -85,6 +99,15 @@ void CheckEndpoint(const std::string& op_type, const std::string& endpoint) {
   if (endpoint.rfind(':') == std::string::npos) throw Error(op_type + ": endpoint '" + endpoint + "' is not HOST:PORT");
 }
 
+void AwaitTransfers(TransferBatch& batch, const TransportOptions& options, const std::string& what) {
+  std::string error;
+  if (!batch.Wait(options.deadline, &error)) {
+    throw Error(what + ": not done within " + std::to_string(options.deadline.count()) + " ms (RILL_RPC_DEADLINE_MS)" +
+                (error.empty() ? "" : "; " + error));
+  }
+  if (!error.empty()) throw Error(what + ": " + error);
+}
+
 TensorBytes BytesOf(Tensor t, const std::string& name) {
   if (!t.initialized()) throw Error("'" + name + "' holds no tensor to send");
   if (t.device_type() != RILL_CPU) throw Error("'" + name + "' is not on the CPU");
@@ -107,15 +130,29 @@ TensorBytes BytesOf(Variable v, const std::string& name) {
   return b;
 }
 
+namespace {
+
+// The trainer id asked for, fixed by the transport where it decides (MPI: by rank), and
+// the transport's DataPath.
+int32_t JoinAsTrainer(const OpInfo& op, const TransportOptions& options, DataPath** data_path) {
+  int32_t id = ResolveTrainerId(op.Attr<int64_t>("trainer_id"));
+  const Transport& transport = ThisTransport();
+  *data_path = transport.join_as_trainer ? transport.join_as_trainer(&id, options) : nullptr;
+  return TrainerSession::Get().BindTrainerId(std::max(id, 0));
+}
+
+}  // namespace
+
 ParameterFetcher::ParameterFetcher(const OpInfo& op)
     : options_(TransportOptions::Resolve(op.Attr<int64_t>("deadline_ms"))),
-      trainer_id_(TrainerSession::Get().BindTrainerId(ResolveTrainerId(op.Attr<int64_t>("trainer_id")))),
+      trainer_id_(JoinAsTrainer(op, options_, &data_path_)),
       names_(op.OutputNames("Out")) {
   if (!names_.empty()) epmap_ = CheckedEpmap(op, names_.size(), "Out");
 }
 
 void ParameterFetcher::Fetch(KernelContext& ctx, int64_t iteration) {
   std::vector<RpcCall> calls(names_.size());
+  std::vector<v1::OutOfBand> routes(names_.size());
   for (size_t i = 0; i < names_.size(); ++i) {
     v1::GetRequest get;
     get.set_name(names_[i]);
@@ -124,16 +161,24 @@ void ParameterFetcher::Fetch(KernelContext& ctx, int64_t iteration) {
     calls[i].endpoint = epmap_[i];
     calls[i].method = kGetVariable;
     calls[i].subject = "'" + names_[i] + "'";
+    if (data_path_) *get.mutable_out_of_band() = routes[i] = data_path_->RouteTo(epmap_[i]);
     calls[i].request = EncodeMessage(get);
   }
   TrainerSession::Get().Call(calls, options_);
+  TransferBatch transfers;
   for (size_t i = 0; i < names_.size(); ++i) {
     Tensor out = ctx.Output("Out", i);
+    void* into = nullptr;
     try {
       const v1::VariableHeader h = DecodeVariable(calls[i].response, [&](const v1::VariableHeader& h) {
         if (h.name() != names_[i]) throw WireError("asked for '" + names_[i] + "', got '" + h.name() + "'");
-        return out.Allocate(h.tensor().dtype(), std::vector<int64_t>(h.tensor().dims().begin(), h.tensor().dims().end()));
+        if (h.has_out_of_band() != (data_path_ != nullptr)) {
+          throw WireError(data_path_ ? "the bytes came in the message, not by the data path" : "no bytes came");
+        }
+        into = out.Allocate(h.tensor().dtype(), std::vector<int64_t>(h.tensor().dims().begin(), h.tensor().dims().end()));
+        return into;
       });
+      if (data_path_) data_path_->Receive(routes[i].peer_rank(), routes[i].tag(), into, TensorByteSize(h), transfers.Done());
       std::vector<std::vector<uint64_t>> lod;
       for (const auto& level : h.tensor().lod()) lod.emplace_back(level.offsets().begin(), level.offsets().end());
       if (!lod.empty()) out.set_lod(lod);
@@ -141,24 +186,26 @@ void ParameterFetcher::Fetch(KernelContext& ctx, int64_t iteration) {
       throw Error("pserver " + epmap_[i] + " sent a bad '" + names_[i] + "': " + e.what());
     }
   }
+  if (data_path_) AwaitTransfers(transfers, options_, "pulling the parameters of iteration " + std::to_string(iteration));
 }
 
 void RegisterSend(Registrar& r) {
-  r.Op(OpSchema("send")
-           .Doc("Trainer side of sync parameter-server training (gRPC): sends each gradient X[i] to the "
+  const Transport& t = ThisTransport();
+  r.Op(OpSchema(t.send)
+           .Doc("Trainer side of sync parameter-server training (" + t.name + "): sends each gradient X[i] to the "
                 "pserver epmap[i], then a barrier to every pserver, then fetches each parameter Out[i] of "
                 "the same iteration from epmap[i] once the pservers ran their optimize blocks. When the "
-                "trainer's run ends, every pserver it used is told the trainer completed. Every RPC has a "
-                "deadline (deadline_ms, or RILL_RPC_DEADLINE_MS); a pserver that is gone or silent is an "
-                "error naming its endpoint.")
+                "trainer's run ends, every pserver it used is told the trainer completed. Every RPC and "
+                "transfer has a deadline (deadline_ms, or RILL_RPC_DEADLINE_MS); a pserver that is gone or "
+                "silent is an error naming its endpoint. " + t.doc)
            .Input("X", "the gradients to send: dense, or SelectedRows (sparse)", RILL_SLOT_DUPLICABLE)
            .Output("Out", "the parameters to fetch back, X[i]'s parameter at i", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
            .Attr("endpoints", std::vector<std::string>{}, "every pserver endpoint (HOST:PORT) to barrier; default: those of epmap")
            .RequiredAttr("epmap", RILL_ATTR_STRINGS, "the pserver endpoint of each X (and Out)")
            .Attr("sync_mode", true, "synchronous training (the only mode supported)")
-           .Attr("trainer_id", int64_t{-1}, "this trainer's index in [0, Fanin); -1: RILL_TRAINER_ID or 0")
+           .Attr("trainer_id", int64_t{-1}, "this trainer's index in [0, Fanin); " + t.trainer_id_doc)
            .Attr("deadline_ms", int64_t{0}, "deadline of every RPC in ms; 0: 120000 (RILL_RPC_DEADLINE_MS overrides)"));
-  r.StatefulKernel<Send>("send", RILL_CPU, RILL_ANY_DTYPE);
+  r.StatefulKernel<Send>(t.send.c_str(), RILL_CPU, RILL_ANY_DTYPE);
 }
 
 }  // namespace rill::dist

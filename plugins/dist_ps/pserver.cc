@@ -18,6 +18,15 @@ struct ParameterServer::PendingBarrier {
   grpc::ByteBuffer* response;
 };
 
+// Lock order: alive_mu (held while a callback runs) -> the server's mu_ -> count_mu.
+struct ParameterServer::InFlight {
+  std::mutex alive_mu;
+  ParameterServer* server = nullptr;  // null once the server is gone
+  std::mutex count_mu;
+  std::condition_variable idle;
+  int count = 0;
+};
+
 // Every method raw: requests are parsed by wire.h, responses built over tensor memory.
 class ParameterServer::Service final
     : public v1::ParameterServer::WithRawCallbackMethod_SendVariable<
@@ -28,7 +37,10 @@ class ParameterServer::Service final
 
   grpc::ServerUnaryReactor* SendVariable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                          grpc::ByteBuffer* response) override {
-    return Unary(ctx, response, [&] { return server_->OnSend(*request); });
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    grpc::Status status = server_->CheckToken(ctx);
+    if (!status.ok() || server_->OnSend(*request, response, reactor, &status)) reactor->Finish(status);
+    return reactor;
   }
   grpc::ServerUnaryReactor* Barrier(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                     grpc::ByteBuffer* response) override {
@@ -119,8 +131,14 @@ void ParameterServer::WriteAverage(size_t index, const std::vector<const Slot*>&
 }
 
 ParameterServer::ParameterServer(std::string endpoint, int32_t fanin, std::vector<ParamSpec> params,
-                                 TransportOptions options)
-    : endpoint_(std::move(endpoint)), fanin_(fanin), params_(std::move(params)), options_(std::move(options)) {
+                                 TransportOptions options, DataPath* data_path)
+    : endpoint_(std::move(endpoint)),
+      fanin_(fanin),
+      params_(std::move(params)),
+      options_(std::move(options)),
+      data_path_(data_path),
+      in_flight_(std::make_shared<InFlight>()) {
+  in_flight_->server = this;
   if (fanin_ < 1) throw std::runtime_error("Fanin must be at least 1, got " + std::to_string(fanin_));
   for (const auto& p : params_) {
     if (p.dtype != RILL_FP32 && p.dtype != RILL_FP64) {
@@ -134,11 +152,56 @@ ParameterServer::ParameterServer(std::string endpoint, int32_t fanin, std::vecto
 }
 
 ParameterServer::~ParameterServer() {
-  if (server_) {
-    FinishPending(grpc::Status(grpc::StatusCode::UNAVAILABLE, "pserver " + bound_endpoint_ + " stopped"));
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-    server_->Wait();
+  if (!server_) return;
+  const grpc::Status stopped(grpc::StatusCode::UNAVAILABLE, "pserver " + bound_endpoint_ + " stopped");
+  FinishPending(stopped);
+  bool transfers_ended;
+  {
+    std::unique_lock<std::mutex> count_lock(in_flight_->count_mu);
+    transfers_ended =
+        in_flight_->idle.wait_for(count_lock, std::chrono::seconds(1), [&] { return in_flight_->count == 0; });
   }
+  {
+    std::lock_guard<std::mutex> alive(in_flight_->alive_mu);
+    in_flight_->server = nullptr;
+  }
+  // Transfers still running: a peer died mid-transfer. The data path may yet write into
+  // their slots, so those outlive the server (this process ends on the error that got us
+  // here); their calls are answered now.
+  for (auto& per_grad : slots_) {
+    for (auto& slot : per_grad) {
+      if (!slot.receiving) continue;
+      slot.receiving->Finish(stopped);
+      (void)slot.data.release();
+    }
+  }
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  server_->Wait();
+  if (!transfers_ended) params_lease_.Abandon();  // their callbacks no longer release it
+}
+
+DataPath::Done ParameterServer::Track(std::function<void(const std::string& error)> then) {
+  {
+    std::lock_guard<std::mutex> lock(in_flight_->count_mu);
+    ++in_flight_->count;
+  }
+  return [state = in_flight_, then = std::move(then)](const std::string& error) {
+    {
+      std::lock_guard<std::mutex> alive(state->alive_mu);
+      if (state->server) then(error);
+    }
+    std::lock_guard<std::mutex> lock(state->count_mu);
+    if (--state->count == 0) state->idle.notify_all();
+  };
+}
+
+grpc::Status ParameterServer::CheckRoute(const v1::OutOfBand& route) const {
+  if (!data_path_) {
+    return Invalid("this pserver takes the bytes in the message (dist_grpc's listen_and_serv); the request "
+                   "routes them out of band (an MPI transport op): load the same transport on both sides");
+  }
+  const std::string why = data_path_->Refuses(route);
+  return why.empty() ? grpc::Status::OK : Invalid(why);
 }
 
 void ParameterServer::Start(std::vector<TensorBytes> initial_parameters) {
@@ -200,17 +263,23 @@ std::string ParameterServer::NamesOf(std::string ParamSpec::*field) const {
   return names;
 }
 
-grpc::Status ParameterServer::OnSend(const grpc::ByteBuffer& request) {
+bool ParameterServer::OnSend(const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+                             grpc::ServerUnaryReactor* reactor, grpc::Status* status) {
   size_t grad = 0;
   int32_t trainer = -1;
+  size_t bytes = 0;
   grpc::Status refused;
+  v1::VariableHeader header;
   try {
-    DecodeVariable(request, [&](const v1::VariableHeader& h) -> void* {
-      std::lock_guard<std::mutex> lock(mu_);
+    header = DecodeVariable(request, [&](const v1::VariableHeader& h) -> void* {
       auto fail = [&](grpc::Status s) -> void* {
         refused = std::move(s);
         throw WireError("refused");
       };
+      if (h.has_out_of_band()) {
+        if (auto s = CheckRoute(h.out_of_band()); !s.ok()) return fail(s);
+      }
+      std::lock_guard<std::mutex> lock(mu_);
       grad = IndexOf(&ParamSpec::grad, h.name());
       if (grad == params_.size()) {
         return fail(grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown variable '" + h.name() +
@@ -252,7 +321,7 @@ grpc::Status ParameterServer::OnSend(const grpc::ByteBuffer& request) {
       slot.state = SlotState::WRITING;
       slot.sparse = sparse;
       slot.rows.assign(h.selected_rows().rows().begin(), h.selected_rows().rows().end());  // empty if dense
-      const size_t bytes = static_cast<size_t>(CheckedNumel(dims)) * DataTypeSize(p.dtype);
+      bytes = static_cast<size_t>(CheckedNumel(dims)) * DataTypeSize(p.dtype);
       if (slot.capacity < bytes) {
         slot.data.reset(new char[bytes]);
         slot.capacity = bytes;
@@ -260,16 +329,50 @@ grpc::Status ParameterServer::OnSend(const grpc::ByteBuffer& request) {
       return slot.data.get();
     });
   } catch (const WireError& e) {
-    if (!refused.ok()) return refused;
-    if (trainer >= 0) {  // the copy itself failed: the slot is not filled
-      std::lock_guard<std::mutex> lock(mu_);
-      slots_[grad][trainer].state = SlotState::EMPTY;
+    *status = refused;
+    if (refused.ok()) {
+      if (trainer >= 0) {  // the copy itself failed: the slot is not filled
+        std::lock_guard<std::mutex> lock(mu_);
+        slots_[grad][trainer].state = SlotState::EMPTY;
+      }
+      *status = Invalid(std::string("malformed variable message: ") + e.what());
     }
-    return Invalid(std::string("malformed variable message: ") + e.what());
+    return true;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  slots_[grad][trainer].state = SlotState::FULL;
-  return grpc::Status::OK;
+  if (!header.has_out_of_band()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    slots_[grad][trainer].state = SlotState::FULL;
+    *response = EncodeMessage(v1::Reply());
+    *status = grpc::Status::OK;
+    return true;
+  }
+  // The header is good: take the bytes into the slot, then answer.
+  const v1::OutOfBand& route = header.out_of_band();
+  auto done = Track([this, grad, trainer, name = header.name(), rank = route.rank(), response,
+                     reactor](const std::string& error) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      Slot& slot = slots_[grad][trainer];
+      slot.state = error.empty() ? SlotState::FULL : SlotState::EMPTY;
+      slot.receiving = nullptr;
+      changed_.notify_all();
+    }
+    if (!error.empty()) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                   "receiving '" + name + "' from rank " + std::to_string(rank) + ": " + error));
+      return;
+    }
+    *response = EncodeMessage(v1::Reply());
+    reactor->Finish(grpc::Status::OK);
+  });
+  void* into;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slots_[grad][trainer].receiving = reactor;
+    into = slots_[grad][trainer].data.get();
+  }
+  data_path_->Receive(route.rank(), route.tag(), into, bytes, std::move(done));
+  return false;
 }
 
 bool ParameterServer::OnBarrier(const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
@@ -331,6 +434,9 @@ grpc::Status ParameterServer::OnGet(const grpc::ByteBuffer& request, grpc::ByteB
   } catch (const WireError& e) {
     return Invalid(e.what());
   }
+  if (r.has_out_of_band()) {
+    if (auto s = CheckRoute(r.out_of_band()); !s.ok()) return s;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   const size_t param = IndexOf(&ParamSpec::param, r.name());
   if (param == params_.size()) {
@@ -342,7 +448,7 @@ grpc::Status ParameterServer::OnGet(const grpc::ByteBuffer& request, grpc::ByteB
   Seen(r.trainer_id(), r.iteration());
   if (stopped_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "pserver is stopping");
   if (r.iteration() == current_ && !optimizing_) {
-    Respond(param, r.trainer_id(), response);
+    Respond(param, r.trainer_id(), r, response);
     return grpc::Status::OK;
   }
   return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
@@ -351,8 +457,25 @@ grpc::Status ParameterServer::OnGet(const grpc::ByteBuffer& request, grpc::ByteB
                              (r.iteration() == current_ + 1 ? " (ask after the barrier of that iteration returns)" : ""));
 }
 
-void ParameterServer::Respond(size_t param, int32_t trainer, grpc::ByteBuffer* response) {
-  *response = EncodeVariable(params_[param].param, trainer, current_, published_[param], params_lease_);
+void ParameterServer::Respond(size_t param, int32_t trainer, const v1::GetRequest& request,
+                              grpc::ByteBuffer* response) {
+  const TensorBytes& value = published_[param];
+  if (!request.has_out_of_band()) {
+    *response = EncodeVariable(params_[param].param, trainer, current_, value, params_lease_);
+    return;
+  }
+  const v1::OutOfBand& route = request.out_of_band();
+  *response = EncodeVariable(params_[param].param, trainer, current_, value, params_lease_, &route);
+  params_lease_.Acquire();
+  data_path_->Send(route.rank(), route.tag(), value.data, value.bytes,
+                   Track([this, name = params_[param].param, rank = route.rank()](const std::string& error) {
+                     if (!error.empty()) {
+                       std::lock_guard<std::mutex> lock(mu_);
+                       if (transfer_error_.empty()) transfer_error_ = "sending '" + name + "' to rank " + std::to_string(rank) + ": " + error;
+                       changed_.notify_all();
+                     }
+                     params_lease_.Release();
+                   }));
 }
 
 void ParameterServer::FinishPending(const grpc::Status& status) {
@@ -415,11 +538,13 @@ void ParameterServer::ServeIterations(const PserverHooks& hooks) {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     const auto give_up = std::chrono::steady_clock::now() + options_.deadline;
-    if (!changed_.wait_until(lock, give_up, [&] { return AllArrived() || AllCompleted(); })) {
+    if (!changed_.wait_until(lock, give_up,
+                             [&] { return AllArrived() || AllCompleted() || !transfer_error_.empty(); })) {
       throw std::runtime_error("pserver " + bound_endpoint_ + ": iteration " + std::to_string(current_ + 1) +
                                ": no barrier within " + std::to_string(options_.deadline.count()) +
                                " ms (RILL_RPC_DEADLINE_MS) from " + Missing());
     }
+    if (!transfer_error_.empty()) throw std::runtime_error("pserver " + bound_endpoint_ + ": " + transfer_error_);
     if (AllCompleted()) break;
     optimizing_ = true;
     const int64_t k = current_ + 1;
@@ -432,7 +557,12 @@ void ParameterServer::ServeIterations(const PserverHooks& hooks) {
       }
     }
     lock.unlock();
-    params_lease_.WaitReleased();  // no response still reads the parameters
+    if (!params_lease_.WaitReleased(options_.deadline)) {  // no response still reads the parameters
+      throw std::runtime_error("pserver " + bound_endpoint_ + ": iteration " + std::to_string(k) +
+                               ": the parameters of iteration " + std::to_string(current_) +
+                               " were not all taken by the trainers within " +
+                               std::to_string(options_.deadline.count()) + " ms (RILL_RPC_DEADLINE_MS)");
+    }
     for (size_t g = 0; g < params_.size(); ++g) {
       if (parts[g].empty()) {
         throw std::runtime_error("pserver " + bound_endpoint_ + ": iteration " + std::to_string(k) +

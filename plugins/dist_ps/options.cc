@@ -79,7 +79,7 @@ void KeepFreedMemoryForTransfers() {
 }
 
 int32_t ResolveTrainerId(int64_t trainer_id_attr) {
-  return static_cast<int32_t>(EnvInt("RILL_TRAINER_ID", trainer_id_attr < 0 ? 0 : trainer_id_attr, 0));
+  return static_cast<int32_t>(EnvInt("RILL_TRAINER_ID", trainer_id_attr < 0 ? -1 : trainer_id_attr, 0));
 }
 
 }  // namespace rill::dist

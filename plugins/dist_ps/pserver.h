@@ -1,4 +1,4 @@
-// pserver.h — the parameter server behind listen_and_serv, sync mode.
+// pserver.h — the parameter server behind listen_and_serv and listen_and_serv_mpi, sync mode.
 //
 // Contract:
 //  - Start() binds exactly the endpoint given (port 0: a free port, see endpoint()) and
@@ -20,10 +20,14 @@
 //  - A slot goes EMPTY -> WRITING (copy outside the lock) -> FULL; a trainer's barrier is
 //    refused while one of its slots is WRITING, and sends after its barrier are refused,
 //    so Serve() reads FULL slots that nobody writes.
-//  - Response slices point into the published parameters; Serve() waits until gRPC
-//    released all of them (params_lease_) before the optimize block may change them.
-#ifndef RILL_DIST_GRPC_PSERVER_H_
-#define RILL_DIST_GRPC_PSERVER_H_
+//  - Response slices (and DataPath sends) read the published parameters; Serve() waits
+//    until all of them released it (params_lease_) before the optimize block may change
+//    them.
+//  - With a DataPath, a SendVariable whose header carries a route is answered once its
+//    bytes arrived in the slot (WRITING until then). Transfer callbacks hold in_flight_,
+//    not the server: once the server is gone they do nothing.
+#ifndef RILL_DIST_PS_PSERVER_H_
+#define RILL_DIST_PS_PSERVER_H_
 
 #include <grpcpp/server.h>
 
@@ -35,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "data_path.h"
 #include "options.h"
 #include "wire.h"
 
@@ -59,7 +64,9 @@ struct PserverHooks {
 
 class ParameterServer {
  public:
-  ParameterServer(std::string endpoint, int32_t fanin, std::vector<ParamSpec> params, TransportOptions options);
+  // `data_path` (not owned; may be null): requests with a route move their bytes by it.
+  ParameterServer(std::string endpoint, int32_t fanin, std::vector<ParamSpec> params, TransportOptions options,
+                  DataPath* data_path = nullptr);
   ~ParameterServer();
   ParameterServer(const ParameterServer&) = delete;
   ParameterServer& operator=(const ParameterServer&) = delete;
@@ -77,8 +84,10 @@ class ParameterServer {
     size_t capacity = 0;
     bool sparse = false;        // SelectedRows: `rows` of the parameter, values in data
     std::vector<int64_t> rows;
+    grpc::ServerUnaryReactor* receiving = nullptr;  // WRITING by the DataPath: its call
   };
   struct PendingBarrier;
+  struct InFlight;
   struct TrainerState {
     int64_t barrier = 0;  // last iteration it reached the barrier of
     bool completed = false;
@@ -90,7 +99,12 @@ class ParameterServer {
   template <class T>
   void WriteAverage(size_t index, const std::vector<const Slot*>& parts, const PserverHooks& hooks) const;
   grpc::Status CheckToken(grpc::CallbackServerContext* ctx) const;
-  grpc::Status OnSend(const grpc::ByteBuffer& request);
+  // Like OnBarrier: false when the call is answered later (bytes arriving by the DataPath).
+  bool OnSend(const grpc::ByteBuffer& request, grpc::ByteBuffer* response, grpc::ServerUnaryReactor* reactor,
+              grpc::Status* status);
+  grpc::Status CheckRoute(const v1::OutOfBand& route) const;
+  // A callback for a DataPath transfer that runs `then` unless the server is gone.
+  DataPath::Done Track(std::function<void(const std::string& error)> then);
   // Answers now (returns true, with *status) or keeps the call for after the optimize.
   bool OnBarrier(const grpc::ByteBuffer& request, grpc::ByteBuffer* response, grpc::ServerUnaryReactor* reactor,
                  grpc::Status* status);
@@ -105,13 +119,15 @@ class ParameterServer {
   // params_.size(); and every such name, for messages.
   size_t IndexOf(std::string ParamSpec::*field, const std::string& name) const;
   std::string NamesOf(std::string ParamSpec::*field) const;
-  void Respond(size_t param, int32_t trainer, grpc::ByteBuffer* response);
+  void Respond(size_t param, int32_t trainer, const v1::GetRequest& request, grpc::ByteBuffer* response);
   void FinishPending(const grpc::Status& status);
 
   const std::string endpoint_;
   const int32_t fanin_;
   const std::vector<ParamSpec> params_;
   const TransportOptions options_;
+  DataPath* const data_path_;
+  std::shared_ptr<InFlight> in_flight_;
   std::string bound_endpoint_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
@@ -126,8 +142,9 @@ class ParameterServer {
   std::vector<std::vector<Slot>> slots_;  // [grad][trainer]
   std::vector<TrainerState> trainers_;
   std::vector<PendingBarrier> pending_;  // answered after the next optimize
+  std::string transfer_error_;           // a DataPath send of the parameters that failed
 };
 
 }  // namespace rill::dist
 
-#endif  // RILL_DIST_GRPC_PSERVER_H_
+#endif  // RILL_DIST_PS_PSERVER_H_

@@ -1,15 +1,15 @@
-// options.h — how the dist_grpc ops reach each other: deadlines, identity, credentials.
+// options.h — how the parameter-server ops reach each other: deadlines, identity, credentials.
 //
 // Each setting comes from the op's attribute and can be overridden per process by the
 // environment, so one transpiled program runs unchanged under `rill launch` or by hand:
 //   RILL_RPC_DEADLINE_MS  every RPC and every wait (default: the op's deadline_ms, 120000)
-//   RILL_TRAINER_ID       this trainer's index in [0, Fanin) (default: the op's trainer_id, 0)
+//   RILL_TRAINER_ID       this trainer's index in [0, Fanin) (default: the op's trainer_id)
 //   RILL_DIST_TOKEN       a shared secret; a pserver with one refuses clients without it
 //   RILL_TLS_CERT / RILL_TLS_KEY   PEM files: the pserver serves TLS with them
 //   RILL_TLS_CA           PEM file: clients use TLS and trust this root
 // A malformed value is an error naming the variable.
-#ifndef RILL_DIST_GRPC_OPTIONS_H_
-#define RILL_DIST_GRPC_OPTIONS_H_
+#ifndef RILL_DIST_PS_OPTIONS_H_
+#define RILL_DIST_PS_OPTIONS_H_
 
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
@@ -32,7 +32,8 @@ struct TransportOptions {
   std::shared_ptr<grpc::ServerCredentials> ServerCredentials() const;
 };
 
-// The trainer index: RILL_TRAINER_ID if set, else the attribute (negative: 0).
+// The trainer index asked for: RILL_TRAINER_ID if set, else the attribute; -1 if neither
+// (dist_grpc then takes 0, dist_mpi the trainer's place among the job's ranks).
 int32_t ResolveTrainerId(int64_t trainer_id_attr);
 
 // Called by the first client channel or server of the process. glibc trims freed arena
@@ -48,4 +49,4 @@ inline constexpr const char* kTokenMetadataKey = "rill-dist-token";
 
 }  // namespace rill::dist
 
-#endif  // RILL_DIST_GRPC_OPTIONS_H_
+#endif  // RILL_DIST_PS_OPTIONS_H_

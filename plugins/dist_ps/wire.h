@@ -14,11 +14,12 @@
 //    slices straight into it. Bad input throws WireError with the reason.
 //  - The bytes read and written are exactly protobuf's encoding of VariableMessage
 //    (header = field 1, data = field 2), so any protobuf implementation interoperates.
-#ifndef RILL_DIST_GRPC_WIRE_H_
-#define RILL_DIST_GRPC_WIRE_H_
+#ifndef RILL_DIST_PS_WIRE_H_
+#define RILL_DIST_PS_WIRE_H_
 
 #include <grpcpp/support/byte_buffer.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -46,8 +47,17 @@ class SliceLease {
 
   // A slice over [data, data + n) that gRPC may hold; released through this lease.
   grpc::Slice Over(const void* data, size_t n);
-  // Blocks until every slice made by Over has been released.
+  // The same count for a reader that is not a slice (a DataPath send): Acquire, then
+  // Release once it is done with the memory.
+  void Acquire();
+  void Release() { Release(this); }
+  // Blocks until every slice made by Over (and every Acquire) has been released.
   void WaitReleased();
+  // The same, giving up after `timeout`: false if some are still held.
+  bool WaitReleased(std::chrono::milliseconds timeout);
+  // Stops counting the holders that will never release (their owner is gone, and this
+  // process is ending on an error), so the destructor does not wait for them.
+  void Abandon();
 
  private:
   static void Release(void* lease);
@@ -74,16 +84,24 @@ struct TensorBytes {
   int64_t height = -1;
 };
 
+// With `route`, the message is the header alone (header.out_of_band = *route): the bytes
+// go by a DataPath, and `lease` is not used.
 grpc::ByteBuffer EncodeVariable(const std::string& name, int32_t trainer_id, int64_t iteration,
-                                const TensorBytes& tensor, SliceLease& lease);
+                                const TensorBytes& tensor, SliceLease& lease, const v1::OutOfBand* route = nullptr);
 
 // Element count of `dims`, or WireError if a dim is negative or the product overflows.
 int64_t CheckedNumel(const std::vector<int64_t>& dims);
 
 // Parses `buffer`; calls destination(header) once the header and the data size agree, and
 // copies the data into the memory it returns (header.tensor's byte size). Returns the header.
+// A header with out_of_band must come without data: destination() is still called, and
+// the caller receives the bytes (TensorByteSize(header)) by the DataPath.
 v1::VariableHeader DecodeVariable(const grpc::ByteBuffer& buffer,
                                   const std::function<void*(const v1::VariableHeader&)>& destination);
+
+// numel × dtype size of the header's tensor, checked (WireError for an unknown dtype,
+// negative dims or overflow).
+size_t TensorByteSize(const v1::VariableHeader& header);
 
 // Small messages (requests, replies) in and out of gRPC buffers.
 grpc::ByteBuffer EncodeMessage(const google::protobuf::MessageLite& message);
@@ -91,4 +109,4 @@ void DecodeMessage(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite
 
 }  // namespace rill::dist
 
-#endif  // RILL_DIST_GRPC_WIRE_H_
+#endif  // RILL_DIST_PS_WIRE_H_

@@ -1,0 +1,82 @@
+// mpi_world.h — this process's MPI: one thread that owns every MPI call.
+//
+// Contract:
+//  - Get() starts the MPI thread on first use; that thread calls MPI_Init_thread
+//    (MPI_THREAD_FUNNELED: only it ever calls MPI) and, when the process ends with no
+//    transfer left, MPI_Finalize. A process that never uses the MPI ops never starts MPI.
+//  - Send/Receive post non-blocking transfers straight from / into the caller's memory
+//    on a communicator of our own (a duplicate of MPI_COMM_WORLD: our tags never meet a
+//    user's). `done` runs once on the MPI thread: "" on success, else the reason. Messages
+//    over 1 GiB go as several, matched in order (MPI counts are ints).
+//  - AllGather exchanges one fixed-size record per rank (every rank calls it once) and
+//    gives up after a deadline, so a rank that never arrives is an error, not a hang.
+//
+// Invariants (the thread's loop): queued_ is handed over under mu_; requests_[i] belongs
+// to owners_[i], which completes when all its requests did. While requests are active the
+// thread polls them (yielding the CPU between unproductive polls: MPI makes progress only
+// inside its calls); with none it sleeps on wake_.
+#ifndef RILL_DIST_MPI_MPI_WORLD_H_
+#define RILL_DIST_MPI_MPI_WORLD_H_
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace rill::dist {
+
+class MpiWorld {
+ public:
+  using Done = std::function<void(const std::string& error)>;
+
+  static MpiWorld& Get();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // Names the job (PMIx namespace under mpirun), so requests from another job are refused.
+  const std::string& job() const { return job_; }
+  // A tag for one transfer, in [1, MPI_TAG_UB].
+  int NextTag();
+
+  void Send(int rank, int tag, const void* data, size_t bytes, Done done);
+  void Receive(int rank, int tag, void* data, size_t bytes, Done done);
+  // Every rank's record, by rank (each exactly `record.size()` bytes on every rank).
+  std::vector<std::string> AllGather(const std::string& record, std::chrono::milliseconds deadline);
+
+  ~MpiWorld();
+
+ private:
+  struct Op;
+  struct Transfer;
+  MpiWorld();
+  void Loop();
+  void Post(Op op);
+  void Start(Op& op);
+  void Poll();
+
+  std::thread thread_;
+  int rank_ = -1, size_ = 0, tag_ub_ = 32767;
+  std::string job_, init_error_;
+  std::atomic<int> next_tag_{0};
+  MPI_Comm comm_ = MPI_COMM_NULL;
+
+  std::mutex mu_;
+  std::condition_variable wake_, ready_;
+  bool started_ = false, stop_ = false;
+  std::vector<Op> queued_;
+
+  // The MPI thread's own.
+  std::vector<MPI_Request> requests_;
+  std::vector<std::shared_ptr<Transfer>> owners_;
+};
+
+}  // namespace rill::dist
+
+#endif  // RILL_DIST_MPI_MPI_WORLD_H_

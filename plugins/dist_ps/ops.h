@@ -1,0 +1,80 @@
+// ops.h — the parameter-server ops, compiled into each transport plugin (dist_grpc,
+// dist_mpi), which registers them under its own names with RegisterOps:
+//
+//   send             trainer: push gradients X to their pservers (epmap), barrier, pull
+//                    the parameters Out of the same iteration
+//   recv             with Out: trainer, pull the parameters Out (a startup's first pull);
+//                    without: the seed's name for listen_and_serv
+//   listen_and_serv  pserver: serve until every trainer completed (pserver.h)
+//
+// A Transport says how the bytes move: in the gRPC messages (no DataPath), or by the
+// DataPath a trainer or pserver gets when it joins (dist_mpi: MPI).
+#ifndef RILL_DIST_PS_OPS_H_
+#define RILL_DIST_PS_OPS_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "client.h"
+#include "data_path.h"
+#include "rill/sdk.hpp"
+#include "wire.h"
+
+namespace rill::dist {
+
+struct Transport {
+  std::string name;            // for docs and errors: "gRPC", "MPI"
+  std::string doc;             // how the bytes travel, for the ops' docs
+  std::string trainer_id_doc;  // what trainer_id -1 means
+  std::string send, recv, listen_and_serv;
+  // Null: the bytes travel in the messages. Otherwise the DataPath of a trainer, given
+  // the trainer id asked for (-1: none), which it may fix (*trainer_id) ...
+  std::function<DataPath*(int32_t* trainer_id, const TransportOptions& options)> join_as_trainer;
+  // ... and of the pserver serving `endpoint`.
+  std::function<DataPath*(const std::string& endpoint, const TransportOptions& options)> join_as_pserver;
+};
+
+// Registers send, recv and listen_and_serv under `transport`'s names.
+void RegisterOps(Registrar& r, const Transport& transport);
+
+// The transport this plugin registered.
+const Transport& ThisTransport();
+
+// Pulls parameters `names[i]` from `epmap[i]` at the session's iteration into the op's
+// Out slot.
+class ParameterFetcher {
+ public:
+  explicit ParameterFetcher(const OpInfo& op);
+  void Fetch(KernelContext& ctx, int64_t iteration);
+  const TransportOptions& options() const { return options_; }
+  int32_t trainer_id() const { return trainer_id_; }
+  DataPath* data_path() const { return data_path_; }
+
+ private:
+  TransportOptions options_;
+  DataPath* data_path_ = nullptr;
+  int32_t trainer_id_;
+  std::vector<std::string> names_, epmap_;
+};
+
+// Waits for `batch` within the options' deadline; throws naming `what` if it fails.
+void AwaitTransfers(TransferBatch& batch, const TransportOptions& options, const std::string& what);
+
+// Throws unless `endpoint` is HOST:PORT.
+void CheckEndpoint(const std::string& op_type, const std::string& endpoint);
+
+// The bytes of a CPU tensor, or of SelectedRows (their value, with rows and height), to
+// send; errors name `name`.
+TensorBytes BytesOf(Tensor t, const std::string& name);
+TensorBytes BytesOf(Variable v, const std::string& name);
+
+void ListenAndServ(KernelContext& ctx);
+
+void RegisterSend(Registrar& r);
+void RegisterListenAndServ(Registrar& r);
+void RegisterRecv(Registrar& r);
+
+}  // namespace rill::dist
+
+#endif  // RILL_DIST_PS_OPS_H_

@@ -53,13 +53,19 @@ std::string Quote(const std::string& s) {
   return out + "'";
 }
 
-// A shell command running `rill args` with its output in files out_path and out_path.err.
-std::string RillCommand(const std::vector<std::string>& args, const std::string& env, std::string* out_path) {
+// A shell command running `argv` with its output in files out_path and out_path.err.
+std::string ShellCommand(const std::vector<std::string>& argv, const std::string& env, std::string* out_path) {
   static std::atomic<int> counter{0};
   *out_path = TempPath("out" + std::to_string(++counter));
-  std::string cmd = "exec env -u RILL_PLUGIN_PATH " + env + " " + Quote(RILL_EXE);
-  for (const auto& a : args) cmd += " " + Quote(a);
+  std::string cmd = "exec env -u RILL_PLUGIN_PATH " + env;
+  for (const auto& a : argv) cmd += " " + Quote(a);
   return cmd + " >" + Quote(*out_path) + " 2>" + Quote(*out_path + ".err");
+}
+
+std::vector<std::string> RillArgv(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {RILL_EXE};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
 }
 
 CommandResult Collect(int status, const std::string& out_path) {
@@ -76,12 +82,15 @@ CommandResult Collect(int status, const std::string& out_path) {
 
 CommandResult RunRill(const std::vector<std::string>& args, const std::string& env) {
   std::string out_path;
-  const int status = std::system(RillCommand(args, env, &out_path).c_str());
+  const int status = std::system(ShellCommand(RillArgv(args), env, &out_path).c_str());
   return Collect(status, out_path);
 }
 
-RillProcess::RillProcess(const std::vector<std::string>& args, const std::string& env) {
-  const std::string cmd = RillCommand(args, env, &out_path_);
+RillProcess::RillProcess(const std::vector<std::string>& args, const std::string& env)
+    : RillProcess(Command{RillArgv(args)}, env) {}
+
+RillProcess::RillProcess(const Command& command, const std::string& env) {
+  const std::string cmd = ShellCommand(command.argv, env, &out_path_);
   pid_ = fork();
   if (pid_ == 0) {
     execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));

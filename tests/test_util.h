@@ -16,13 +16,15 @@ namespace rill::test {
 // A registry with the built-in ops and the shipped plugins of this build tree.
 core::Registry& ShippedRegistry();
 
-// Whether this build ships the CUDA plugin (math_cuda) and the gRPC transport (dist_grpc),
+// Whether this build ships the CUDA plugin (math_cuda) and the transports (dist_grpc, dist_mpi),
 // and what that changes in messages: the loaded-plugin list, and the CUDA kernels listed
 // after the CPU ones.
 inline constexpr bool kWithCuda = RILL_TEST_WITH_CUDA;
 inline constexpr bool kWithDistGrpc = RILL_TEST_WITH_DIST_GRPC;
+inline constexpr bool kWithDistMpi = RILL_TEST_WITH_DIST_MPI;
 inline std::string LoadedPlugins() {
-  return std::string("core, csp") + (kWithDistGrpc ? ", dist_grpc" : "") + ", math" + (kWithCuda ? ", math_cuda" : "");
+  return std::string("core, csp") + (kWithDistGrpc ? ", dist_grpc" : "") + (kWithDistMpi ? ", dist_mpi" : "") +
+         ", math" + (kWithCuda ? ", math_cuda" : "");
 }
 inline std::string WithCudaKernels(const std::string& cpu_kernels) {
   return kWithCuda ? cpu_kernels + ", CUDA/fp32, CUDA/fp64" : cpu_kernels;
@@ -41,6 +43,11 @@ CommandResult RunRill(const std::vector<std::string>& args, const std::string& e
 class RillProcess {
  public:
   explicit RillProcess(const std::vector<std::string>& args, const std::string& env = "");
+  // Any program instead of `rill` (argv[0] looked up on PATH), e.g. mpirun.
+  struct Command {
+    std::vector<std::string> argv;
+  };
+  RillProcess(const Command& command, const std::string& env = "");
   ~RillProcess();
   RillProcess(const RillProcess&) = delete;
   RillProcess& operator=(const RillProcess&) = delete;

@@ -175,16 +175,20 @@ Plan MakePlan(const LaunchOptions& options, const ClusterSpec& spec, const std::
   return plan;
 }
 
-// The process of the rank mpirun reports first failed, if its report names one.
-const Process* FailedRank(const std::string& mpirun_log, const Plan& plan) {
+// The process of the rank mpirun reports first failed, if its report names one, and how
+// mpirun says it failed.
+const Process* FailedRank(const std::string& mpirun_log, const Plan& plan, std::string* how) {
   std::ifstream in(mpirun_log);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  static const std::regex patterns[] = {std::regex(R"(Process name: \[\[\d+,\d+\],(\d+)\])"),
-                                        std::regex(R"(process rank (\d+))")};
+  // Open MPI 4: "process rank 3 with PID 0 on node vm exited on signal 9 (Killed)." or
+  // "Process name: [[39213,1],3]\n  Exit code:    1".
+  static const std::regex patterns[] = {std::regex(R"(process rank (\d+) with PID \d+ on node \S+ ([^.\n]*))"),
+                                        std::regex(R"(Process name: \[\[\d+,\d+\],(\d+)\]\s*(Exit code:\s*\d+))")};
   for (const auto& pattern : patterns) {
     std::smatch m;
     if (std::regex_search(text, m, pattern)) {
       const size_t rank = std::stoul(m[1].str());
+      *how = m[2].str();
       if (rank < plan.procs.size()) return &plan.procs[rank];
     }
   }
@@ -210,8 +214,9 @@ void LaunchMpi(const LaunchOptions& options, Plan& plan, const std::string& log_
   }
   if (status == 0) return;
   std::string error = "launch: mpirun failed (" + Describe(status) + ")";
-  if (const Process* p = FailedRank(mpirun.log, plan)) {
-    error += "; the first to fail was " + p->name + ". " + p->log + " ends:" + Tail(p->log, 8);
+  std::string how;
+  if (const Process* p = FailedRank(mpirun.log, plan, &how)) {
+    error += "; the first to fail was " + p->name + " (" + how + "). " + p->log + " ends:" + Tail(p->log, 8);
   } else {
     error += ". " + mpirun.log + " ends:" + Tail(mpirun.log, 12);
   }

@@ -38,25 +38,29 @@ struct MpiWorld::Op {
   Done done;
 };
 
-MpiWorld& MpiWorld::Get() {
+MpiWorld& MpiWorld::Get(std::chrono::milliseconds deadline) {
   static MpiWorld world;
+  std::unique_lock<std::mutex> lock(world.mu_);
+  // MPI_Init waits for every rank of the job to start MPI.
+  if (!world.ready_.wait_for(lock, deadline, [&] { return world.started_; })) {
+    throw std::runtime_error("MPI_Init did not finish within " + std::to_string(deadline.count()) +
+                             " ms (RILL_RPC_DEADLINE_MS): not every rank of the MPI job started MPI (a rank never "
+                             "started its program, or runs one without the MPI transport's ops)");
+  }
+  if (!world.init_error_.empty()) throw std::runtime_error(world.init_error_);
   return world;
 }
 
-MpiWorld::MpiWorld() : thread_([this] { Loop(); }) {
-  std::unique_lock<std::mutex> lock(mu_);
-  ready_.wait(lock, [&] { return started_; });
-  if (!init_error_.empty()) {
-    lock.unlock();
-    thread_.join();
-    throw std::runtime_error(init_error_);
-  }
-}
+MpiWorld::MpiWorld() : thread_([this] { Loop(); }) {}
 
 MpiWorld::~MpiWorld() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    if (!started_) {  // still in MPI_Init, which may never return: the process ends without it
+      thread_.detach();
+      return;
+    }
   }
   wake_.notify_all();
   thread_.join();

@@ -36,7 +36,9 @@ class MpiWorld {
  public:
   using Done = std::function<void(const std::string& error)>;
 
-  static MpiWorld& Get();
+  // Waits up to `deadline` for MPI_Init, which returns once every rank of the job started
+  // MPI; throws past it, or if MPI cannot start.
+  static MpiWorld& Get(std::chrono::milliseconds deadline = std::chrono::hours(24));
 
   int rank() const { return rank_; }
   int size() const { return size_; }

@@ -34,7 +34,7 @@ const RankTable& RankTable::Join(const Role& mine, std::chrono::milliseconds dea
   std::string record(kRecordSize, '\0');
   record[0] = mine.pserver ? 'P' : 'T';
   record.replace(1, mine.endpoint.size(), mine.endpoint);
-  MpiWorld& world = MpiWorld::Get();
+  MpiWorld& world = MpiWorld::Get(deadline);
   auto t = std::make_unique<RankTable>();
   t->rank_ = world.rank();
   for (const std::string& r : world.AllGather(record, deadline)) {

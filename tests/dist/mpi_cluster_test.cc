@@ -1,0 +1,200 @@
+// The MPI transport (dist_mpi) with real mpirun and real `rill` processes on this host:
+// fit_a_line transpiled for MPI, run by hand under mpirun, and the failures that must end
+// the job with a clear error instead of a hang.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "test_util.h"
+
+namespace rill::test {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::seconds;
+
+const std::string kFitALine = std::string(RILL_SOURCE_DIR) + "/examples/fit_a_line/";
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// mpirun as the repo's scripts call it on these machines.
+std::vector<std::string> Mpirun() {
+  std::vector<std::string> argv = {"mpirun", "--oversubscribe"};
+  if (geteuid() == 0) argv.push_back("--allow-run-as-root");
+  return argv;
+}
+
+class DistMpi : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = TempPath("dist_mpi");
+    fs::create_directories(dir_);
+    auto r = RunRill({"run", kFitALine + "data.pbtxt", "--fetch", "x", "--fetch", "y", "--save", dir_ + "/data"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = RunRill({"backward", kFitALine + "model.pbtxt", "--loss", "avg_cost", "--sgd", "0.1", "-o", dir_ + "/train.pbtxt"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  // Transpiles for `transport`, 2 trainers and 2 fresh loopback ports (or `pservers`).
+  std::string Transpile(const std::string& transport, std::string pservers = "") {
+    static int n = 0;
+    const std::string out = dir_ + "/" + transport + std::to_string(++n);
+    if (pservers.empty()) {
+      pservers = "127.0.0.1:" + std::to_string(FreeLoopbackPort()) + ",127.0.0.1:" + std::to_string(FreeLoopbackPort());
+    }
+    const auto r = RunRill({"transpile", dir_ + "/train.pbtxt", "--startup", kFitALine + "startup.pbtxt", "--trainers",
+                            "2", "--pservers", pservers, "--transport", transport, "-o", out});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return out;
+  }
+  static std::vector<std::string> Pserver(const std::string& dir, int i) {
+    const std::string p = dir + "/pserver_" + std::to_string(i);
+    return {RILL_EXE, "run", p + ".pbtxt", "--startup", p + "_startup.pbtxt"};
+  }
+  static std::vector<std::string> Trainer(const std::string& dir, int iterations) {
+    return {RILL_EXE, "run", dir + "/trainer.pbtxt", "--startup", dir + "/trainer_startup.pbtxt", "--feed",
+            "x=" + dir_ + "/data/x.npy", "--feed", "y=" + dir_ + "/data/y.npy", "--iterations",
+            std::to_string(iterations), "--fetch", "w"};
+  }
+  // One mpirun, one app context per program (MPMD), in rank order.
+  static RillProcess::Command Job(const std::vector<std::vector<std::string>>& programs,
+                                  const std::string& deadline_ms = "") {
+    RillProcess::Command c{Mpirun()};
+    if (!deadline_ms.empty()) c.argv.insert(c.argv.end(), {"-x", "RILL_RPC_DEADLINE_MS=" + deadline_ms});
+    for (size_t i = 0; i < programs.size(); ++i) {
+      if (i > 0) c.argv.push_back(":");
+      c.argv.insert(c.argv.end(), {"-np", "1"});
+      c.argv.insert(c.argv.end(), programs[i].begin(), programs[i].end());
+    }
+    return c;
+  }
+
+  static std::string dir_;
+};
+std::string DistMpi::dir_;
+
+TEST_F(DistMpi, TheSameProgramsForGrpcAndMpiDifferOnlyInTheTransportOps) {
+  const std::string pservers = "127.0.0.1:7101,127.0.0.1:7102";
+  const std::string grpc = Transpile("grpc", pservers), mpi = Transpile("mpi", pservers);
+  int differing = 0;
+  for (const char* file : {"trainer.pbtxt", "trainer_startup.pbtxt", "pserver_0.pbtxt", "pserver_0_startup.pbtxt",
+                           "pserver_1.pbtxt", "pserver_1_startup.pbtxt"}) {
+    const auto a = Lines(Read(grpc + "/" + file)), b = Lines(Read(mpi + "/" + file));
+    ASSERT_EQ(a.size(), b.size()) << file;
+    ASSERT_GT(a.size(), 0u) << file;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i] == b[i]) continue;
+      ++differing;
+      // `type: "send"` against `type: "send_mpi"`, and so on: nothing else.
+      const std::string op = a[i].substr(0, a[i].size() - 1);
+      EXPECT_EQ(b[i], op + "_mpi\"") << file << ":" << i + 1;
+      EXPECT_NE(a[i].find("type: \""), std::string::npos) << file << ":" << i + 1;
+    }
+  }
+  EXPECT_EQ(differing, 4);  // send, recv, and the two listen_and_serv
+}
+
+TEST_F(DistMpi, MpirunRunsTheClusterByHand) {
+  const std::string dir = Transpile("mpi");
+  // pserver 0, pserver 1, then two trainers: ranks 2 and 3 are trainers 0 and 1.
+  RillProcess job(Job({Pserver(dir, 0), Pserver(dir, 1), Trainer(dir, 20), Trainer(dir, 20)}));
+  const CommandResult r = job.Wait(seconds(90));
+  ASSERT_FALSE(r.timed_out) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_EQ(lines[0], lines[1]);  // both trainers hold the pservers' parameters
+  EXPECT_EQ(lines[0].rfind("w fp32 [13,1] ", 0), 0u) << r.out;
+}
+
+TEST_F(DistMpi, ARankThatNeverArrivesIsAnErrorWithinTheDeadline) {
+  const std::string dir = Transpile("mpi");
+  // Rank 1 never runs an MPI op: rank 0 must not wait for it past the deadline.
+  const auto start = std::chrono::steady_clock::now();
+  RillProcess job(Job({Pserver(dir, 0), {"sleep", "60"}}, "1500"));
+  const CommandResult r = job.Wait(seconds(40));
+  ASSERT_FALSE(r.timed_out) << "the job still runs; stderr so far: " << r.err;
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("within 1500 ms (RILL_RPC_DEADLINE_MS): not every rank of the MPI job"), std::string::npos) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(30));
+}
+
+// The pid of the `rill run` whose arguments include `marker`, or -1.
+pid_t FindRill(const std::string& marker) {
+  DIR* proc = opendir("/proc");
+  pid_t found = -1;
+  while (dirent* e = proc ? readdir(proc) : nullptr) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    std::string cmdline = Read("/proc/" + std::string(e->d_name) + "/cmdline");
+    for (char& c : cmdline) c = c == '\0' ? ' ' : c;
+    if (cmdline.rfind(RILL_EXE, 0) == 0 && cmdline.find(marker) != std::string::npos) found = pid;
+  }
+  if (proc) closedir(proc);
+  return found;
+}
+
+TEST_F(DistMpi, ARankThatDiesEndsTheJobNamingIt) {
+  const std::string dir = Transpile("mpi");
+  RillProcess launch({"launch", dir, "--deadline-ms", "5000", "--", "--feed", "x=" + dir_ + "/data/x.npy", "--feed",
+                      "y=" + dir_ + "/data/y.npy", "--iterations", "1000000", "--fetch", "w", "--save",
+                      dir + "/trainer_{trainer}"});
+  // Trainer 1, once it trains (its log shows nothing until the end: wait for the process).
+  pid_t victim = -1;
+  for (int i = 0; i < 200 && victim < 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    victim = FindRill(dir + "/trainer_1");
+  }
+  ASSERT_GT(victim, 0) << "trainer 1 never started";
+  std::this_thread::sleep_for(seconds(2));  // mid-run
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  const CommandResult r = launch.Wait(seconds(60));
+  ASSERT_FALSE(r.timed_out) << "the job still runs; stderr so far: " << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("launch: mpirun failed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the first to fail was trainer 1"), std::string::npos) << r.err;
+}
+
+TEST_F(DistMpi, OutsideMpirunATrainerSaysWhereItsPserversAre) {
+  const std::string dir = Transpile("mpi");
+  const CommandResult r = RunRill({"run", dir + "/trainer_startup.pbtxt"}, "RILL_RPC_DEADLINE_MS=2000");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no rank of this MPI job serves 127.0.0.1:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("run every pserver and trainer under one mpirun"), std::string::npos) << r.err;
+}
+
+TEST_F(DistMpi, WithoutThePluginAProgramFailsValidationNamingIt) {
+  const std::string dir = Transpile("mpi");
+  const CommandResult r = RunRill({"check", dir + "/trainer.pbtxt", "--plugins", "core,math,dist_grpc"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("op 'send_mpi' is provided by plugin 'dist_mpi', which is not enabled"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(DistMpi, LaunchRefusesAClusterTranspiledForTheOtherTransport) {
+  const std::string dir = Transpile("grpc");
+  const CommandResult r = RunRill({"launch", dir, "--transport", "mpi"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("was transpiled for grpc (cluster.txt), not mpi"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace rill::test

@@ -200,12 +200,19 @@ void MpiWorld::Poll() {
 }
 
 void MpiWorld::Loop() {
-  int provided = 0;
-  int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-  if (rc == MPI_SUCCESS && provided < MPI_THREAD_FUNNELED) {
-    init_error_ = "MPI gives thread level " + std::to_string(provided) + ", below MPI_THREAD_FUNNELED";
-  } else if (rc != MPI_SUCCESS) {
+  int provided = 0, already = 0;
+  MPI_Initialized(&already);
+  owns_mpi_ = !already;
+  if (already) {  // the program runs MPI itself (a benchmark, an embedding application)
+    MPI_Query_thread(&provided);
+    if (provided < MPI_THREAD_MULTIPLE) {
+      init_error_ = "MPI was initialized by the program at thread level " + std::to_string(provided) +
+                    "; Rill's MPI thread then needs MPI_THREAD_MULTIPLE";
+    }
+  } else if (const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided); rc != MPI_SUCCESS) {
     init_error_ = "MPI_Init_thread failed: " + MpiError(rc);
+  } else if (provided < MPI_THREAD_FUNNELED) {
+    init_error_ = "MPI gives thread level " + std::to_string(provided) + ", below MPI_THREAD_FUNNELED";
   }
   if (init_error_.empty()) {
     MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
@@ -254,8 +261,10 @@ void MpiWorld::Loop() {
       sched_yield();  // on an oversubscribed machine the peer may need this core
     }
   }
-  MPI_Comm_free(&comm_);
-  MPI_Finalize();
+  if (owns_mpi_) {  // otherwise the program finalizes MPI, which frees comm_ too
+    MPI_Comm_free(&comm_);
+    MPI_Finalize();
+  }
 }
 
 }  // namespace rill::dist

@@ -4,6 +4,8 @@
 //  - Get() starts the MPI thread on first use; that thread calls MPI_Init_thread
 //    (MPI_THREAD_FUNNELED: only it ever calls MPI) and, when the process ends with no
 //    transfer left, MPI_Finalize. A process that never uses the MPI ops never starts MPI.
+//    If the program initialized MPI itself, it must have asked for MPI_THREAD_MULTIPLE,
+//    and it finalizes MPI.
 //  - Send/Receive post non-blocking transfers straight from / into the caller's memory
 //    on a communicator of our own (a duplicate of MPI_COMM_WORLD: our tags never meet a
 //    user's). `done` runs once on the MPI thread: "" on success, else the reason. Messages
@@ -65,6 +67,7 @@ class MpiWorld {
 
   std::thread thread_;
   int rank_ = -1, size_ = 0, tag_ub_ = 32767;
+  bool owns_mpi_ = true;  // we initialized MPI, so we finalize it
   std::string job_, init_error_;
   std::atomic<int> next_tag_{0};
   MPI_Comm comm_ = MPI_COMM_NULL;

@@ -28,6 +28,7 @@ class RankTable {
   int PserverRank(const std::string& endpoint) const;
   // This process's index among the trainers.
   int TrainerIndex() const;
+  const Role& RoleOf(int rank) const { return roles_.at(static_cast<size_t>(rank)); }
   // "rank 0: pserver 127.0.0.1:6170; rank 1: trainer 0; ...", for errors and logs.
   std::string Describe() const;
 

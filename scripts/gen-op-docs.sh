@@ -10,7 +10,7 @@ if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 rill=${1:-build/bin/rill}
 # The reference covers the plugins every build ships (not the optional CUDA plugin, whose
 # kernels would otherwise appear in some builds' output and not others').
-plugins=core,csp,dist_grpc,math
+plugins=core,csp,dist_grpc,dist_mpi,math
 out=$(mktemp)
 {
   echo "# Op reference"

@@ -70,12 +70,12 @@ TEST(Cli, BadProgramsAreCleanFailures) {
   WriteFile(garbled, "blocks { idx: 0 oops }");
   ExpectCleanFailure(RunRill({"run", garbled}), 1, "not a valid text program: line 1, column 22: Message type \"rill.proto.BlockDesc\" has no field named \"oops\"");
   const std::string unknown = TempPath("unknown.pbtxt");
-  WriteFile(unknown, R"(blocks { idx: 0 parent_idx: -1 ops { type: "send_mpi" } ops { type: "listen_and_serv_mpi" } })");
+  WriteFile(unknown, R"(blocks { idx: 0 parent_idx: -1 ops { type: "send_rdma" } ops { type: "listen_and_serv_rdma" } })");
   ExpectCleanFailure(RunRill({"run", unknown}), 1,
-                     "block 0, op 0 (send_mpi): op 'send_mpi' is not provided by any loaded plugin");
+                     "block 0, op 0 (send_rdma): op 'send_rdma' is not provided by any loaded plugin");
   const auto check = RunRill({"check", unknown});
   ExpectCleanFailure(check, 1, "2 problem(s)");
-  EXPECT_NE(check.out.find("block 0, op 1 (listen_and_serv_mpi): op 'listen_and_serv_mpi' is not provided"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("block 0, op 1 (listen_and_serv_rdma): op 'listen_and_serv_rdma' is not provided"), std::string::npos) << check.out;
   const auto ok = RunRill({"check", kProgram});
   EXPECT_EQ(ok.exit_code, 0);
   EXPECT_NE(ok.out.find("ok (3 blocks, 12 ops)"), std::string::npos) << ok.out;

@@ -75,9 +75,9 @@ TEST(Validate, AcceptsWellFormedPrograms) {
 
 TEST(Validate, UnknownOpSaysNoLoadedPluginProvidesIt) {
   ProgramBuilder pb;
-  pb.block(0).Op("send_mpi").Input("X", "g");
+  pb.block(0).Op("send_rdma").Input("X", "g");
   EXPECT_EQ(FirstProblem(pb.Build()),
-            std::string("block 0, op 0 (send_mpi): op 'send_mpi' is not provided by any loaded plugin (loaded: ") +
+            std::string("block 0, op 0 (send_rdma): op 'send_rdma' is not provided by any loaded plugin (loaded: ") +
                 test::LoadedPlugins() + ")");
 }
 

@@ -4,10 +4,15 @@
 // transports); rank 0 runs the benchmarks, one after the other:
 //   BM_MpiPingPong/B  the limit: plain MPI_Send/MPI_Recv of B bytes there and back, on
 //                     MPI_COMM_WORLD from this thread; throughput B / (round trip / 2)
-//   BM_SendMpi/B      Rill's MPI transport: SendVariable with the header and route over
-//                     gRPC, the B bytes by MPI from the tensor into the sink's buffer;
-//                     answered once they are in
-//   BM_SendGrpc/B     Rill's gRPC transport to the same sink: the bytes in the message
+//   BM_MpiSendAck/B   the limit in Rill's pattern: MPI_Send of B bytes, MPI_Recv of a
+//                     4-byte answer; throughput B / round trip
+//   BM_Send/Mpi/B     Rill's MPI transport as it ships: the SendVariable request (header
+//                     and route) pushed over MPI beside the B bytes, which go from the
+//                     tensor into the sink's buffer; the answer comes back over MPI once
+//                     they are in
+//   BM_Send/MpiGrpcRequests/B  the same with the request as a gRPC call, as the MPI seed
+//                     has it (RILL_MPI_REQUESTS=grpc)
+//   BM_Send/Grpc/B    Rill's gRPC transport to the same sink: the bytes in the message
 // The program initializes MPI itself (MPI_THREAD_MULTIPLE), so the raw benchmark calls
 // MPI directly while Rill's MPI thread owns its own communicator.
 #include <benchmark/benchmark.h>
@@ -38,28 +43,29 @@ std::vector<char>& Buffer() {
   return b;
 }
 
-// What ParameterServer::OnSend does with the bytes, and nothing else; Complete stops it.
+// What ParameterServer::OnSend does with the bytes, and nothing else: the header, then the
+// bytes in the message or by MPI, then the answer ("" or the error).
+void Accept(const grpc::ByteBuffer& request, std::function<void(const std::string& error)> answer) {
+  size_t bytes = 0;
+  const v1::VariableHeader h = DecodeVariable(request, [&](const v1::VariableHeader& h) {
+    bytes = TensorByteSize(h);
+    return static_cast<void*>(Buffer().data());
+  });
+  if (!h.has_out_of_band()) return answer("");
+  MpiWorld::Get().Receive(h.out_of_band().rank(), h.out_of_band().tag(), Buffer().data(), bytes, std::move(answer));
+}
+
+// The sink's gRPC side; Complete stops it.
 class Sink final : public v1::ParameterServer::WithRawCallbackMethod_SendVariable<
                        v1::ParameterServer::WithRawCallbackMethod_Complete<v1::ParameterServer::Service>> {
  public:
   grpc::ServerUnaryReactor* SendVariable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                          grpc::ByteBuffer* response) override {
     auto* reactor = ctx->DefaultReactor();
-    size_t bytes = 0;
-    const v1::VariableHeader h = DecodeVariable(*request, [&](const v1::VariableHeader& h) {
-      bytes = TensorByteSize(h);
-      return static_cast<void*>(Buffer().data());
-    });
     *response = EncodeMessage(v1::Reply());
-    if (!h.has_out_of_band()) {
-      reactor->Finish(grpc::Status::OK);
-      return reactor;
-    }
-    MpiWorld::Get().Receive(h.out_of_band().rank(), h.out_of_band().tag(), Buffer().data(), bytes,
-                            [reactor](const std::string& error) {
-                              reactor->Finish(error.empty() ? grpc::Status::OK
-                                                            : grpc::Status(grpc::StatusCode::UNAVAILABLE, error));
-                            });
+    Accept(*request, [reactor](const std::string& error) {
+      reactor->Finish(error.empty() ? grpc::Status::OK : grpc::Status(grpc::StatusCode::UNAVAILABLE, error));
+    });
     return reactor;
   }
   grpc::ServerUnaryReactor* Complete(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer*,
@@ -105,22 +111,37 @@ void SetBytes(benchmark::State& state, size_t bytes) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }
 
-void BM_MpiPingPong(benchmark::State& state) {
-  const int bytes = static_cast<int>(state.range(0));
+// Rank 1 answers each message of `bytes` with `answer` bytes (EchoUntilDone).
+void RawRoundTrips(benchmark::State& state, int bytes, int answer) {
   char* b = Buffer().data();
-  int size = bytes;
-  MPI_Send(&size, 1, MPI_INT, 1, 0, MPI_COMM_WORLD);  // rank 1 echoes messages of `size` bytes
+  int start[2] = {bytes, answer};
+  MPI_Send(start, 2, MPI_INT, 1, 0, MPI_COMM_WORLD);
   for (auto _ : state) {
     MPI_Send(b, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
-    MPI_Recv(b, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(b, answer, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   }
-  // Done: rank 1 stops echoing, which spins a core, while the other benchmarks run.
+  // Done: rank 1 stops answering, which spins a core, while the other benchmarks run.
   MPI_Send(b, 0, MPI_BYTE, 1, 2, MPI_COMM_WORLD);
+}
+
+void BM_MpiPingPong(benchmark::State& state) {
+  const int bytes = static_cast<int>(state.range(0));
+  RawRoundTrips(state, bytes, bytes);
   SetBytes(state, static_cast<size_t>(bytes) * 2);  // each round trip moves B there and B back
 }
 
-void Send(const TensorBytes& t, DataPath* data_path) {
+void BM_MpiSendAck(benchmark::State& state) {
+  const int bytes = static_cast<int>(state.range(0));
+  RawRoundTrips(state, bytes, 4);
+  SetBytes(state, static_cast<size_t>(bytes));
+}
+
+enum class Path { kMpi, kMpiGrpcRequests, kGrpc };
+
+// As the send op does it (send_op.cc), for one tensor.
+void Send(const TensorBytes& t, Path path) {
   TrainerSession& session = TrainerSession::Get();
+  DataPath* data_path = path == Path::kGrpc ? nullptr : ThePeer().data_path;
   SliceLease lease;
   TransferBatch transfers;
   std::vector<RpcCall> calls(1);
@@ -129,11 +150,15 @@ void Send(const TensorBytes& t, DataPath* data_path) {
   if (data_path) {
     const v1::OutOfBand route = data_path->RouteTo(ThePeer().endpoint);
     calls[0].request = EncodeVariable("g", 0, 1, t, lease, &route);
-    data_path->Send(route.peer_rank(), route.tag(), t.data, t.bytes, transfers.Done());
+    if (path == Path::kMpi) {
+      data_path->Push(route, Flatten(calls[0].request), t.data, t.bytes, transfers.Done());
+    } else {
+      data_path->Send(route.peer_rank(), route.tag(), t.data, t.bytes, transfers.Done());
+    }
   } else {
     calls[0].request = EncodeVariable("g", 0, 1, t, lease);
   }
-  session.Call(calls, Options());
+  if (path != Path::kMpi) session.Call(calls, Options());
   std::string error;
   if (data_path && (!transfers.Wait(Options().deadline, &error) || !error.empty())) {
     std::fprintf(stderr, "send failed: %s\n", error.c_str());
@@ -146,17 +171,10 @@ TensorBytes Tensor(size_t bytes) {
   return TensorBytes{RILL_UINT8, {static_cast<int64_t>(bytes)}, {}, t.data(), bytes};
 }
 
-void BM_SendMpi(benchmark::State& state) {
+void BM_Send(benchmark::State& state, Path path) {
   const TensorBytes t = Tensor(static_cast<size_t>(state.range(0)));
-  Send(t, ThePeer().data_path);  // connected before timing, as the peers are
-  for (auto _ : state) Send(t, ThePeer().data_path);
-  SetBytes(state, t.bytes);
-}
-
-void BM_SendGrpc(benchmark::State& state) {
-  const TensorBytes t = Tensor(static_cast<size_t>(state.range(0)));
-  Send(t, nullptr);
-  for (auto _ : state) Send(t, nullptr);
+  Send(t, path);  // connected before timing, as the peers are
+  for (auto _ : state) Send(t, path);
   SetBytes(state, t.bytes);
 }
 
@@ -165,17 +183,21 @@ void Sizes(benchmark::internal::Benchmark* b) {
   b->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 BENCHMARK(BM_MpiPingPong)->Apply(Sizes);
-BENCHMARK(BM_SendMpi)->Apply(Sizes);
-BENCHMARK(BM_SendGrpc)->Apply(Sizes);
+BENCHMARK(BM_MpiSendAck)->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_Send, Mpi, Path::kMpi)->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_Send, MpiGrpcRequests, Path::kMpiGrpcRequests)->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_Send, Grpc, Path::kGrpc)->Apply(Sizes);
 
-// Rank 1, while the sink serves: each BM_MpiPingPong run sends the message size, then
-// messages to echo, then an end (tag 2); size -1 ends it all. Between runs it waits
-// without spinning, so the Rill benchmarks have the cores.
+// Rank 1, while the sink serves: each raw benchmark run sends {message size, answer size},
+// then messages to answer, then an end (tag 2); size -1 ends it all. Between runs it
+// waits without spinning, so the Rill benchmarks have the cores.
 void EchoUntilDone() {
   char* b = Buffer().data();
-  for (int size = 0;;) {
+  for (int start_message[2];;) {
+    int& size = start_message[0];
+    const int& answer = start_message[1];
     MPI_Request start;
-    MPI_Irecv(&size, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, &start);
+    MPI_Irecv(start_message, 2, MPI_INT, 0, 0, MPI_COMM_WORLD, &start);
     for (int done = 0; !done;) {
       MPI_Test(&start, &done, MPI_STATUS_IGNORE);
       if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -189,7 +211,7 @@ void EchoUntilDone() {
         break;
       }
       MPI_Recv(b, size, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      MPI_Send(b, size, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+      MPI_Send(b, answer, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
     }
   }
 }
@@ -218,9 +240,14 @@ int main(int argc, char** argv) {
     builder.SetMaxReceiveMessageSize(-1);
     builder.RegisterService(&sink);
     auto server = builder.BuildAndStart();
-    JoinMpiAsPserver("127.0.0.1:" + std::to_string(port), options);  // rank 0 learns the endpoint
+    DataPath* data_path = JoinMpiAsPserver("127.0.0.1:" + std::to_string(port), options);  // rank 0 learns it
+    data_path->ServePushes([](const std::string& request, DataPath::Answer answer) {
+      grpc::Slice slice(request);
+      Accept(grpc::ByteBuffer(&slice, 1), std::move(answer));
+    });
     EchoUntilDone();
     sink.WaitComplete();
+    data_path->ServePushes(nullptr);
     server->Shutdown();
   } else {
     int32_t trainer = -1;
@@ -228,8 +255,8 @@ int main(int argc, char** argv) {
     ThePeer().endpoint = RankTable::Join(Role{}, options.deadline).RoleOf(1).endpoint;
     benchmark::Initialize(&argc, argv);
     benchmark::RunSpecifiedBenchmarks();
-    int stop = -1;
-    MPI_Send(&stop, 1, MPI_INT, 1, 0, MPI_COMM_WORLD);
+    int stop[2] = {-1, 0};
+    MPI_Send(stop, 2, MPI_INT, 1, 0, MPI_COMM_WORLD);
     std::vector<RpcCall> complete(1);
     complete[0].endpoint = ThePeer().endpoint;
     complete[0].method = kComplete;

@@ -1,16 +1,17 @@
 """Runs one of this build's Google Benchmark binaries and reads its results back, for the
-side-by-side comparison scripts (csp_compare.py, dist_compare.py)."""
+side-by-side comparison scripts (csp_compare.py, dist_compare.py, dist_mpi_compare.py)."""
 import json
 import os
 import subprocess
 import tempfile
 
 
-def iterations(build_dir, binary, reps):
-    """{benchmark name without "/real_time": [each repetition's result entry]}"""
+def iterations(build_dir, binary, reps, launcher=()):
+    """{benchmark name without "/real_time": [each repetition's result entry]}; `launcher`
+    (e.g. mpirun and its options) runs the binary."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         subprocess.run(
-            [os.path.join(build_dir, "bin", binary), f"--benchmark_repetitions={reps}",
+            [*launcher, os.path.join(build_dir, "bin", binary), f"--benchmark_repetitions={reps}",
              f"--benchmark_out={out.name}", "--benchmark_out_format=json"],
             check=True, stdout=subprocess.DEVNULL)
         results = json.load(open(out.name))

@@ -124,6 +124,37 @@ std::vector<std::string> MpiWorld::AllGather(const std::string& record, std::chr
   return out;
 }
 
+void MpiWorld::SendRequest(int rank, std::string message, Done done) {
+  auto owned = std::make_shared<std::string>(std::move(message));
+  Send(rank, kRequestTag, owned->data(), owned->size(), [owned, done = std::move(done)](const std::string& error) {
+    done(error);
+  });
+}
+
+void MpiWorld::ServeRequests(RequestHandler handler) {
+  {
+    std::lock_guard<std::mutex> lock(handler_mu_);
+    handler_ = std::move(handler);
+    serving_ = static_cast<bool>(handler_);
+  }
+  wake_.notify_all();
+}
+
+bool MpiWorld::TakeRequest() {
+  std::lock_guard<std::mutex> lock(handler_mu_);
+  if (!handler_) return false;
+  int flag = 0;
+  MPI_Message message;
+  MPI_Status status;
+  if (MPI_Improbe(MPI_ANY_SOURCE, kRequestTag, comm_, &flag, &message, &status) != MPI_SUCCESS || !flag) return false;
+  int count = 0;
+  MPI_Get_count(&status, MPI_BYTE, &count);
+  std::string bytes(static_cast<size_t>(count), '\0');
+  MPI_Mrecv(bytes.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE);
+  handler_(status.MPI_SOURCE, std::move(bytes));
+  return true;
+}
+
 void MpiWorld::Post(Op op) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -235,13 +266,19 @@ void MpiWorld::Loop() {
   ready_.notify_all();
   if (!init_error_.empty()) return;
 
+  constexpr int kSpinPolls = 4096;  // unproductive polls before sleeping between them
   int idle_polls = 0;
   std::chrono::steady_clock::time_point stopping{};
   while (true) {
     std::vector<Op> incoming;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (requests_.empty()) wake_.wait(lock, [&] { return stop_ || !queued_.empty(); });
+      const auto woken = [&] { return stop_ || !queued_.empty(); };
+      if (requests_.empty() && !serving_) {
+        wake_.wait(lock, [&] { return woken() || serving_; });
+      } else if (requests_.empty() && idle_polls > kSpinPolls) {  // serving, nothing in flight
+        wake_.wait_for(lock, kIdleSleep, woken);
+      }
       incoming.swap(queued_);
       if (stop_ && incoming.empty()) {
         if (requests_.empty()) break;
@@ -252,10 +289,14 @@ void MpiWorld::Loop() {
       }
     }
     for (Op& op : incoming) Start(op);
-    if (requests_.empty()) continue;
-    const size_t before = requests_.size();
-    Poll();
-    if (requests_.size() < before || !incoming.empty()) {
+    bool progress = !incoming.empty();
+    if (serving_) progress = TakeRequest() || progress;
+    if (!requests_.empty()) {
+      const size_t before = requests_.size();
+      Poll();
+      progress = progress || requests_.size() < before;
+    }
+    if (progress) {
       idle_polls = 0;
     } else if (++idle_polls > 64) {
       sched_yield();  // on an oversubscribed machine the peer may need this core

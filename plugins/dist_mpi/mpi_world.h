@@ -12,6 +12,10 @@
 //    over 1 GiB go as several, matched in order (MPI counts are ints).
 //  - AllGather exchanges one fixed-size record per rank (every rank calls it once) and
 //    gives up after a deadline, so a rank that never arrives is an error, not a hang.
+//  - Requests: SendRequest puts a small message on tag kRequestTag (which NextTag never
+//    gives); a process that ServeRequests() has the MPI thread probe for them and hand
+//    each to its handler. While it serves, the thread polls even with no transfer active,
+//    spinning (yielding) for a while after each activity, then in sleeps of kIdleSleep.
 //
 // Invariants (the thread's loop): queued_ is handed over under mu_; requests_[i] belongs
 // to owners_[i], which completes when all its requests did. While requests are active the
@@ -49,10 +53,19 @@ class MpiWorld {
   // A tag for one transfer, in [1, MPI_TAG_UB].
   int NextTag();
 
+  static constexpr int kRequestTag = 0;
+  static constexpr std::chrono::microseconds kIdleSleep{200};
+  using RequestHandler = std::function<void(int rank, std::string message)>;
+
   void Send(int rank, int tag, const void* data, size_t bytes, Done done);
   void Receive(int rank, int tag, void* data, size_t bytes, Done done);
   // Every rank's record, by rank (each exactly `record.size()` bytes on every rank).
   std::vector<std::string> AllGather(const std::string& record, std::chrono::milliseconds deadline);
+  // Sends `message` on kRequestTag; it is copied.
+  void SendRequest(int rank, std::string message, Done done);
+  // Requests from any rank go to `handler`, run on the MPI thread; null stops taking them
+  // (returning once no call of the old handler runs).
+  void ServeRequests(RequestHandler handler);
 
   ~MpiWorld();
 
@@ -64,6 +77,7 @@ class MpiWorld {
   void Post(Op op);
   void Start(Op& op);
   void Poll();
+  bool TakeRequest();  // one request to the handler, if one came
 
   std::thread thread_;
   int rank_ = -1, size_ = 0, tag_ub_ = 32767;
@@ -76,6 +90,9 @@ class MpiWorld {
   std::condition_variable wake_, ready_;
   bool started_ = false, stop_ = false;
   std::vector<Op> queued_;
+  std::atomic<bool> serving_{false};
+  std::mutex handler_mu_;  // held while the handler runs
+  RequestHandler handler_;
 
   // The MPI thread's own.
   std::vector<MPI_Request> requests_;

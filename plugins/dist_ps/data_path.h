@@ -6,6 +6,9 @@
 //   trainer push:  SendVariable(header + route) || Send(bytes) to the pserver's rank; the
 //                  pserver validates the header, then Receive()s into its slot and
 //                  answers the call once the bytes are in.
+//                  Or, where the DataPath Pushes(), the SendVariable request itself goes
+//                  by Push() beside the bytes, and the answer comes back the same way:
+//                  no gRPC call (the pserver's ServePushes handler takes it).
 //   trainer pull:  GetVariable(name + route); the pserver answers with the header and
 //                  Send()s the bytes; the trainer Receive()s them into its tensor.
 // A receiver never takes bytes it did not validate a header for: a refused push is left
@@ -32,6 +35,9 @@ namespace rill::dist {
 class DataPath {
  public:
   using Done = std::function<void(const std::string& error)>;
+  // How a pushed request is answered: "" for OK, else why it was refused.
+  using Answer = std::function<void(const std::string& refusal)>;
+  using PushHandler = std::function<void(const std::string& request, Answer answer)>;
   virtual ~DataPath() = default;
 
   // Trainer: a fresh route for one transfer with the pserver serving `endpoint`; throws
@@ -43,11 +49,25 @@ class DataPath {
   // Bytes to / from the process of rank `rank`, matched by `tag`.
   virtual void Send(int rank, int tag, const void* data, size_t bytes, Done done) = 0;
   virtual void Receive(int rank, int tag, void* data, size_t bytes, Done done) = 0;
+
+  // Trainer: whether SendVariable requests go by Push() instead of gRPC.
+  virtual bool Pushes() const { return false; }
+  // Trainer: a SendVariable `request` (its header carries `route`) and the bytes, to the
+  // pserver of route.peer_rank(); `done` gets the pserver's answer.
+  virtual void Push(const v1::OutOfBand& route, const std::string& request, const void* data, size_t bytes,
+                    Done done) {
+    (void)route, (void)request, (void)data, (void)bytes;
+    done("this data path does not push requests");
+  }
+  // Pserver: the SendVariable requests pushed to this process go to `handler` (null:
+  // none; pushes wait). The handler runs on the DataPath's thread.
+  virtual void ServePushes(PushHandler handler) { (void)handler; }
 };
 
 // Waits for a batch of transfers: Done() makes their callbacks, Wait() returns whether
-// all ended before `deadline`, with the first error (empty when all succeeded). The state
-// is shared with the callbacks, so a batch given up on may go away before they run.
+// all ended (or one failed) before `deadline`, with the first error (empty when all
+// succeeded). The state is shared with the callbacks, so a batch given up on may go away
+// before they run.
 class TransferBatch {
  public:
   DataPath::Done Done() {
@@ -59,11 +79,14 @@ class TransferBatch {
       if (--state->pending == 0) state->finished.notify_all();
     };
   }
+  // Returns at the first error too: the caller fails on it, and the transfers still
+  // running are left to the DataPath.
   bool Wait(std::chrono::milliseconds deadline, std::string* error) {
     std::unique_lock<std::mutex> lock(state_->mu);
-    const bool all = state_->finished.wait_for(lock, deadline, [&] { return state_->pending == 0; });
+    const bool ended = state_->finished.wait_for(
+        lock, deadline, [&] { return state_->pending == 0 || !state_->error.empty(); });
     *error = state_->error;
-    return all;
+    return ended;
   }
 
  private:

@@ -38,8 +38,15 @@ class ParameterServer::Service final
   grpc::ServerUnaryReactor* SendVariable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                          grpc::ByteBuffer* response) override {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    grpc::Status status = server_->CheckToken(ctx);
-    if (!status.ok() || server_->OnSend(*request, response, reactor, &status)) reactor->Finish(status);
+    Answer answer = [reactor, response](const grpc::Status& status) {
+      if (status.ok()) *response = EncodeMessage(v1::Reply());
+      reactor->Finish(status);
+    };
+    if (grpc::Status status = server_->CheckToken(ctx); !status.ok()) {
+      answer(status);
+    } else {
+      server_->OnSend(*request, std::move(answer));
+    }
     return reactor;
   }
   grpc::ServerUnaryReactor* Barrier(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
@@ -153,6 +160,7 @@ ParameterServer::ParameterServer(std::string endpoint, int32_t fanin, std::vecto
 
 ParameterServer::~ParameterServer() {
   if (!server_) return;
+  if (data_path_) data_path_->ServePushes(nullptr);  // returns once no push is being handled
   const grpc::Status stopped(grpc::StatusCode::UNAVAILABLE, "pserver " + bound_endpoint_ + " stopped");
   FinishPending(stopped);
   bool transfers_ended;
@@ -170,8 +178,8 @@ ParameterServer::~ParameterServer() {
   // here); their calls are answered now.
   for (auto& per_grad : slots_) {
     for (auto& slot : per_grad) {
-      if (!slot.receiving) continue;
-      slot.receiving->Finish(stopped);
+      if (!slot.answer_when_full) continue;
+      slot.answer_when_full(stopped);
       (void)slot.data.release();
     }
   }
@@ -223,6 +231,14 @@ void ParameterServer::Start(std::vector<TensorBytes> initial_parameters) {
     throw std::runtime_error("cannot listen on '" + endpoint_ + "' (address in use, or not an address of this host)");
   }
   bound_endpoint_ = endpoint_.substr(0, endpoint_.rfind(':') + 1) + std::to_string(port);
+  if (data_path_) {
+    data_path_->ServePushes([this](const std::string& request, DataPath::Answer answer) {
+      grpc::Slice slice(request);
+      OnSend(grpc::ByteBuffer(&slice, 1), [answer = std::move(answer)](const grpc::Status& status) {
+        answer(status.ok() ? "" : status.error_message());
+      });
+    });
+  }
 }
 
 grpc::Status ParameterServer::CheckToken(grpc::CallbackServerContext* ctx) const {
@@ -263,8 +279,7 @@ std::string ParameterServer::NamesOf(std::string ParamSpec::*field) const {
   return names;
 }
 
-bool ParameterServer::OnSend(const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
-                             grpc::ServerUnaryReactor* reactor, grpc::Status* status) {
+void ParameterServer::OnSend(const grpc::ByteBuffer& request, Answer answer) {
   size_t grad = 0;
   int32_t trainer = -1;
   size_t bytes = 0;
@@ -329,50 +344,46 @@ bool ParameterServer::OnSend(const grpc::ByteBuffer& request, grpc::ByteBuffer* 
       return slot.data.get();
     });
   } catch (const WireError& e) {
-    *status = refused;
     if (refused.ok()) {
       if (trainer >= 0) {  // the copy itself failed: the slot is not filled
         std::lock_guard<std::mutex> lock(mu_);
         slots_[grad][trainer].state = SlotState::EMPTY;
       }
-      *status = Invalid(std::string("malformed variable message: ") + e.what());
+      refused = Invalid(std::string("malformed variable message: ") + e.what());
     }
-    return true;
+    answer(refused);
+    return;
   }
   if (!header.has_out_of_band()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    slots_[grad][trainer].state = SlotState::FULL;
-    *response = EncodeMessage(v1::Reply());
-    *status = grpc::Status::OK;
-    return true;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      slots_[grad][trainer].state = SlotState::FULL;
+    }
+    answer(grpc::Status::OK);
+    return;
   }
   // The header is good: take the bytes into the slot, then answer.
   const v1::OutOfBand& route = header.out_of_band();
-  auto done = Track([this, grad, trainer, name = header.name(), rank = route.rank(), response,
-                     reactor](const std::string& error) {
+  auto done = Track([this, grad, trainer, name = header.name(), rank = route.rank()](const std::string& error) {
+    Answer answer;
     {
       std::lock_guard<std::mutex> lock(mu_);
       Slot& slot = slots_[grad][trainer];
       slot.state = error.empty() ? SlotState::FULL : SlotState::EMPTY;
-      slot.receiving = nullptr;
+      answer.swap(slot.answer_when_full);
       changed_.notify_all();
     }
-    if (!error.empty()) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                   "receiving '" + name + "' from rank " + std::to_string(rank) + ": " + error));
-      return;
-    }
-    *response = EncodeMessage(v1::Reply());
-    reactor->Finish(grpc::Status::OK);
+    answer(error.empty() ? grpc::Status::OK
+                         : grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                        "receiving '" + name + "' from rank " + std::to_string(rank) + ": " + error));
   });
   void* into;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    slots_[grad][trainer].receiving = reactor;
+    slots_[grad][trainer].answer_when_full = std::move(answer);
     into = slots_[grad][trainer].data.get();
   }
   data_path_->Receive(route.rank(), route.tag(), into, bytes, std::move(done));
-  return false;
 }
 
 bool ParameterServer::OnBarrier(const grpc::ByteBuffer& request, grpc::ByteBuffer* response,

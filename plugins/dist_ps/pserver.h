@@ -84,7 +84,7 @@ class ParameterServer {
     size_t capacity = 0;
     bool sparse = false;        // SelectedRows: `rows` of the parameter, values in data
     std::vector<int64_t> rows;
-    grpc::ServerUnaryReactor* receiving = nullptr;  // WRITING by the DataPath: its call
+    std::function<void(const grpc::Status&)> answer_when_full;  // WRITING by the DataPath: its call
   };
   struct PendingBarrier;
   struct InFlight;
@@ -99,9 +99,10 @@ class ParameterServer {
   template <class T>
   void WriteAverage(size_t index, const std::vector<const Slot*>& parts, const PserverHooks& hooks) const;
   grpc::Status CheckToken(grpc::CallbackServerContext* ctx) const;
-  // Like OnBarrier: false when the call is answered later (bytes arriving by the DataPath).
-  bool OnSend(const grpc::ByteBuffer& request, grpc::ByteBuffer* response, grpc::ServerUnaryReactor* reactor,
-              grpc::Status* status);
+  // A SendVariable request from gRPC or pushed by the DataPath; answered now, or once its
+  // bytes arrived by the DataPath.
+  using Answer = std::function<void(const grpc::Status&)>;
+  void OnSend(const grpc::ByteBuffer& request, Answer answer);
   grpc::Status CheckRoute(const v1::OutOfBand& route) const;
   // A callback for a DataPath transfer that runs `then` unless the server is gone.
   DataPath::Done Track(std::function<void(const std::string& error)> then);

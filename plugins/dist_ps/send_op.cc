@@ -69,9 +69,17 @@ class Send {
         // accepted the header, and answers the call when they are in.
         const v1::OutOfBand route = data_path->RouteTo(epmap_[i]);
         calls[i].request = EncodeVariable(grads_[i], fetcher_.trainer_id(), k, bytes, lease, &route);
-        data_path->Send(route.peer_rank(), route.tag(), bytes.data, bytes.bytes, transfers.Done());
+        if (!data_path->Pushes()) {
+          data_path->Send(route.peer_rank(), route.tag(), bytes.data, bytes.bytes, transfers.Done());
+          continue;
+        }
+        data_path->Push(route, Flatten(calls[i].request), bytes.data, bytes.bytes,
+                        [done = transfers.Done(), what = "pserver " + epmap_[i] + ": SendVariable " + calls[i].subject +
+                                                         ": "](const std::string& error) {
+                          done(error.empty() ? error : what + error);
+                        });
       }
-      session.Call(calls, fetcher_.options());
+      if (!data_path || !data_path->Pushes()) session.Call(calls, fetcher_.options());
       if (data_path) AwaitTransfers(transfers, fetcher_.options(), "sending the gradients of iteration " + std::to_string(k));
     }
     std::vector<RpcCall> barriers(endpoints_.size());

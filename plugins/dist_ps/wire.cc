@@ -205,6 +205,12 @@ v1::VariableHeader DecodeVariable(const grpc::ByteBuffer& buffer,
   return header;
 }
 
+std::string Flatten(const grpc::ByteBuffer& buffer) {
+  grpc::Slice joined;
+  if (buffer.Length() > 0 && !buffer.DumpToSingleSlice(&joined).ok()) throw WireError("unreadable message buffer");
+  return std::string(reinterpret_cast<const char*>(joined.begin()), joined.size());
+}
+
 grpc::ByteBuffer EncodeMessage(const google::protobuf::MessageLite& message) {
   grpc::Slice slice(message.SerializeAsString());
   return grpc::ByteBuffer(&slice, 1);

@@ -103,6 +103,9 @@ v1::VariableHeader DecodeVariable(const grpc::ByteBuffer& buffer,
 // negative dims or overflow).
 size_t TensorByteSize(const v1::VariableHeader& header);
 
+// The bytes of a (small) buffer, for a DataPath push.
+std::string Flatten(const grpc::ByteBuffer& buffer);
+
 // Small messages (requests, replies) in and out of gRPC buffers.
 grpc::ByteBuffer EncodeMessage(const google::protobuf::MessageLite& message);
 void DecodeMessage(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite* message);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -180,9 +181,12 @@ Plan MakePlan(const LaunchOptions& options, const ClusterSpec& spec, const std::
 const Process* FailedRank(const std::string& mpirun_log, const Plan& plan, std::string* how) {
   std::ifstream in(mpirun_log);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // Open MPI 4: "process rank 3 with PID 0 on node vm exited on signal 9 (Killed)." or
-  // "Process name: [[39213,1],3]\n  Exit code:    1".
-  static const std::regex patterns[] = {std::regex(R"(process rank (\d+) with PID \d+ on node \S+ ([^.\n]*))"),
+  // Open MPI 4: "MPI_ABORT was invoked on rank 3 in communicator MPI_COMM_WORLD\nwith
+  // errorcode 1." (a rank that failed on an error of the MPI transport), "process rank 3
+  // with PID 0 on node vm exited on signal 9 (Killed)." or "Process name: [[39213,1],3]\n
+  // Exit code:    1".
+  static const std::regex patterns[] = {std::regex(R"(MPI_ABORT was invoked on rank (\d+) in communicator \S+\s+(with errorcode \d+))"),
+                                        std::regex(R"(process rank (\d+) with PID \d+ on node \S+ ([^.\n]*))"),
                                         std::regex(R"(Process name: \[\[\d+,\d+\],(\d+)\]\s*(Exit code:\s*\d+))")};
   for (const auto& pattern : patterns) {
     std::smatch m;
@@ -217,10 +221,19 @@ void LaunchMpi(const LaunchOptions& options, Plan& plan, const std::string& log_
   std::string how;
   if (const Process* p = FailedRank(mpirun.log, plan, &how)) {
     error += "; the first to fail was " + p->name + " (" + how + "). " + p->log + " ends:" + Tail(p->log, 8);
-  } else {
-    error += ". " + mpirun.log + " ends:" + Tail(mpirun.log, 12);
+    throw Error(error);
   }
-  throw Error(error);
+  // mpirun does not always say (its report of an MPI_Abort can get lost): the first
+  // process, in rank order, whose log has an error.
+  for (const Process& p : plan.procs) {
+    std::ifstream in(p.log);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("rill: error:", 0) == 0) {
+        throw Error(error + "; " + p.name + " failed: " + line.substr(std::strlen("rill: ")) + " (" + p.log + ")");
+      }
+    }
+  }
+  throw Error(error + ". " + mpirun.log + " ends:" + Tail(mpirun.log, 12));
 }
 
 void LaunchGrpc(const LaunchOptions& options, const ClusterSpec& spec, Plan& plan) {

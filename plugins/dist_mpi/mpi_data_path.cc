@@ -146,4 +146,6 @@ DataPath* JoinMpiAsPserver(const std::string& endpoint, const TransportOptions& 
   return &Path(RankTable::Join(Role{true, endpoint}, options.deadline));
 }
 
+void EndMpiJobAtExit() { MpiWorld::AbortAtExit(); }
+
 }  // namespace rill::dist

@@ -16,6 +16,9 @@ namespace rill::dist {
 DataPath* JoinMpiAsTrainer(int32_t* trainer_id, const TransportOptions& options);
 // Joins the job as the pserver of `endpoint`.
 DataPath* JoinMpiAsPserver(const std::string& endpoint, const TransportOptions& options);
+// An op failed: at exit, end the whole job (MPI_Abort) rather than finalize, which would
+// wait for every other rank to finish.
+void EndMpiJobAtExit();
 
 }  // namespace rill::dist
 

@@ -51,6 +51,10 @@ MpiWorld& MpiWorld::Get(std::chrono::milliseconds deadline) {
   return world;
 }
 
+std::atomic<bool> MpiWorld::abort_at_exit_{false};
+
+void MpiWorld::AbortAtExit() { abort_at_exit_ = true; }
+
 MpiWorld::MpiWorld() : thread_([this] { Loop(); }) {}
 
 MpiWorld::~MpiWorld() {
@@ -280,6 +284,10 @@ void MpiWorld::Loop() {
         wake_.wait_for(lock, kIdleSleep, woken);
       }
       incoming.swap(queued_);
+      if (stop_ && abort_at_exit_) {
+        lock.unlock();
+        MPI_Abort(MPI_COMM_WORLD, 1);  // does not return
+      }
       if (stop_ && incoming.empty()) {
         if (requests_.empty()) break;
         const auto now = std::chrono::steady_clock::now();

@@ -45,6 +45,10 @@ class MpiWorld {
   // Waits up to `deadline` for MPI_Init, which returns once every rank of the job started
   // MPI; throws past it, or if MPI cannot start.
   static MpiWorld& Get(std::chrono::milliseconds deadline = std::chrono::hours(24));
+  // At exit, MPI_Abort (ending every rank of the job, which mpirun reports) instead of
+  // MPI_Finalize, which waits for every rank: this process is ending on an error. A no-op
+  // if MPI never started.
+  static void AbortAtExit();
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -89,6 +93,7 @@ class MpiWorld {
   std::mutex mu_;
   std::condition_variable wake_, ready_;
   bool started_ = false, stop_ = false;
+  static std::atomic<bool> abort_at_exit_;
   std::vector<Op> queued_;
   std::atomic<bool> serving_{false};
   std::mutex handler_mu_;  // held while the handler runs

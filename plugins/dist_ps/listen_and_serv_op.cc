@@ -4,8 +4,9 @@
 #include "pserver.h"
 
 namespace rill::dist {
+namespace {
 
-void ListenAndServ(KernelContext& ctx) {
+void Serve(KernelContext& ctx) {
   const OpInfo op = ctx.op();
   const auto params = op.Attr<std::vector<std::string>>("ParamList");
   const auto grads = op.Attr<std::vector<std::string>>("GradList");
@@ -59,6 +60,12 @@ void ListenAndServ(KernelContext& ctx) {
   hooks.optimize = [&] { ctx.RunBlock(optimize_block, scope); };
   hooks.parameters = snapshot;
   server.Serve(hooks);
+}
+
+}  // namespace
+
+void ListenAndServ(KernelContext& ctx) {
+  ReportingFailure([&] { Serve(ctx); });
 }
 
 void RegisterListenAndServ(Registrar& r) {

@@ -33,6 +33,8 @@ struct Transport {
   std::function<DataPath*(int32_t* trainer_id, const TransportOptions& options)> join_as_trainer;
   // ... and of the pserver serving `endpoint`.
   std::function<DataPath*(const std::string& endpoint, const TransportOptions& options)> join_as_pserver;
+  // Told when one of these ops fails (the process is about to end with the error).
+  std::function<void()> failed;
 };
 
 // Registers send, recv and listen_and_serv under `transport`'s names.
@@ -40,6 +42,17 @@ void RegisterOps(Registrar& r, const Transport& transport);
 
 // The transport this plugin registered.
 const Transport& ThisTransport();
+
+// Runs an op's `body`; if it throws, tells the transport first (Transport::failed).
+template <class F>
+decltype(auto) ReportingFailure(F&& body) {
+  try {
+    return body();
+  } catch (...) {
+    if (ThisTransport().failed) ThisTransport().failed();
+    throw;
+  }
+}
 
 // Pulls parameters `names[i]` from `epmap[i]` at the session's iteration into the op's
 // Out slot.

@@ -15,7 +15,7 @@ class Recv {
   }
   void Compute(KernelContext& ctx) {
     if (fetcher_) {
-      fetcher_->Fetch(ctx, TrainerSession::Get().iteration());
+      ReportingFailure([&] { fetcher_->Fetch(ctx, TrainerSession::Get().iteration()); });
     } else {
       ListenAndServ(ctx);
     }

@@ -49,6 +49,12 @@ class Send {
   }
 
   void Compute(KernelContext& ctx) {
+    ReportingFailure([&] { Step(ctx); });
+  }
+
+ private:
+  // One iteration: push the gradients, barrier, pull the parameters.
+  void Step(KernelContext& ctx) {
     TrainerSession& session = TrainerSession::Get();
     const int64_t k = session.Advance();
     {
@@ -96,7 +102,6 @@ class Send {
     if (ctx.HasOutput("Out")) fetcher_.Fetch(ctx, k);
   }
 
- private:
   ParameterFetcher fetcher_;
   std::vector<std::string> grads_, epmap_, endpoints_;
 };
@@ -143,10 +148,12 @@ namespace {
 // The trainer id asked for, fixed by the transport where it decides (MPI: by rank), and
 // the transport's DataPath.
 int32_t JoinAsTrainer(const OpInfo& op, const TransportOptions& options, DataPath** data_path) {
-  int32_t id = ResolveTrainerId(op.Attr<int64_t>("trainer_id"));
-  const Transport& transport = ThisTransport();
-  *data_path = transport.join_as_trainer ? transport.join_as_trainer(&id, options) : nullptr;
-  return TrainerSession::Get().BindTrainerId(std::max(id, 0));
+  return ReportingFailure([&] {
+    int32_t id = ResolveTrainerId(op.Attr<int64_t>("trainer_id"));
+    const Transport& transport = ThisTransport();
+    *data_path = transport.join_as_trainer ? transport.join_as_trainer(&id, options) : nullptr;
+    return TrainerSession::Get().BindTrainerId(std::max(id, 0));
+  });
 }
 
 }  // namespace

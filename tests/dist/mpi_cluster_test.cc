@@ -76,9 +76,10 @@ class DistMpi : public ::testing::Test {
   }
   // One mpirun, one app context per program (MPMD), in rank order.
   static RillProcess::Command Job(const std::vector<std::vector<std::string>>& programs,
-                                  const std::string& deadline_ms = "") {
+                                  const std::string& deadline_ms = "", const std::string& env = "") {
     RillProcess::Command c{Mpirun()};
     if (!deadline_ms.empty()) c.argv.insert(c.argv.end(), {"-x", "RILL_RPC_DEADLINE_MS=" + deadline_ms});
+    if (!env.empty()) c.argv.insert(c.argv.end(), {"-x", env});
     for (size_t i = 0; i < programs.size(); ++i) {
       if (i > 0) c.argv.push_back(":");
       c.argv.insert(c.argv.end(), {"-np", "1"});
@@ -171,6 +172,31 @@ TEST_F(DistMpi, ARankThatDiesEndsTheJobNamingIt) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("launch: mpirun failed"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("the first to fail was trainer 1"), std::string::npos) << r.err;
+}
+
+// Both ways a request can travel: pushed over MPI (the default) and as a gRPC call.
+TEST_F(DistMpi, ARefusedGradientIsAnErrorNamingIt) {
+  const int port = FreeLoopbackPort();
+  const std::string endpoint = "127.0.0.1:" + std::to_string(port);
+  const std::string dir = Transpile("mpi", endpoint);  // one pserver holds w and b
+  const std::string bad = dir + "/bad_trainer.pbtxt";
+  WriteFile(bad, R"(blocks { idx: 0 parent_idx: -1
+  vars { name: "g" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 3 } } } }
+  ops { type: "fill_constant" outputs { parameter: "Out" arguments: "g" }
+        attrs { name: "shape" type: INTS ints: 3 } attrs { name: "value" type: FLOAT f: 1 } }
+  ops { type: "send_mpi" inputs { parameter: "X" arguments: "g" }
+        attrs { name: "epmap" type: STRINGS strings: ")" + endpoint + R"(" } }
+})");
+  for (const std::string requests : {"mpi", "grpc"}) {
+    RillProcess job(Job({Pserver(dir, 0), {RILL_EXE, "run", bad}}, "10000", "RILL_MPI_REQUESTS=" + requests));
+    const CommandResult r = job.Wait(seconds(40));
+    ASSERT_FALSE(r.timed_out) << requests << ": the job still runs; stderr so far: " << r.err;
+    EXPECT_NE(r.exit_code, 0) << requests;
+    EXPECT_NE(r.err.find("pserver " + endpoint + ": SendVariable 'g': unknown variable 'g'; this pserver takes the "
+                         "gradients w@GRAD, b@GRAD"),
+              std::string::npos)
+        << requests << ": " << r.err;
+  }
 }
 
 TEST_F(DistMpi, OutsideMpirunATrainerSaysWhereItsPserversAre) {

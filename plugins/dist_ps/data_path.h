@@ -10,7 +10,8 @@
 //                  by Push() beside the bytes, and the answer comes back the same way:
 //                  no gRPC call (the pserver's ServePushes handler takes it).
 //   trainer pull:  GetVariable(name + route); the pserver answers with the header and
-//                  Send()s the bytes; the trainer Receive()s them into its tensor.
+//                  Send()s the bytes; the trainer Receive()s them into its tensor (or,
+//                  below kOutOfBandMinBytes, answers with the bytes in the message).
 // A receiver never takes bytes it did not validate a header for: a refused push is left
 // unmatched (the trainer's run fails on the refusal), never received into a wrong buffer.
 //
@@ -31,6 +32,11 @@
 #include "parameter_server.pb.h"
 
 namespace rill::dist {
+
+// Below this size a pserver answers a GetVariable with the bytes in the message even
+// when the request gave a route: for small tensors the data path's extra hop (two more
+// threads to wake) costs more than the copy it saves.
+inline constexpr size_t kOutOfBandMinBytes = size_t{64} << 10;
 
 class DataPath {
  public:

@@ -471,7 +471,8 @@ grpc::Status ParameterServer::OnGet(const grpc::ByteBuffer& request, grpc::ByteB
 void ParameterServer::Respond(size_t param, int32_t trainer, const v1::GetRequest& request,
                               grpc::ByteBuffer* response) {
   const TensorBytes& value = published_[param];
-  if (!request.has_out_of_band()) {
+  // Small tensors ride in the answer even when asked for by the data path: one hop less.
+  if (!request.has_out_of_band() || value.bytes < kOutOfBandMinBytes) {
     *response = EncodeVariable(params_[param].param, trainer, current_, value, params_lease_);
     return;
   }

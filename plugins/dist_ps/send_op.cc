@@ -187,13 +187,13 @@ void ParameterFetcher::Fetch(KernelContext& ctx, int64_t iteration) {
     try {
       const v1::VariableHeader h = DecodeVariable(calls[i].response, [&](const v1::VariableHeader& h) {
         if (h.name() != names_[i]) throw WireError("asked for '" + names_[i] + "', got '" + h.name() + "'");
-        if (h.has_out_of_band() != (data_path_ != nullptr)) {
-          throw WireError(data_path_ ? "the bytes came in the message, not by the data path" : "no bytes came");
-        }
+        if (h.has_out_of_band() && !data_path_) throw WireError("its bytes went by a data path this trainer has not");
         into = out.Allocate(h.tensor().dtype(), std::vector<int64_t>(h.tensor().dims().begin(), h.tensor().dims().end()));
         return into;
       });
-      if (data_path_) data_path_->Receive(routes[i].peer_rank(), routes[i].tag(), into, TensorByteSize(h), transfers.Done());
+      if (h.has_out_of_band()) {
+        data_path_->Receive(routes[i].peer_rank(), routes[i].tag(), into, TensorByteSize(h), transfers.Done());
+      }
       std::vector<std::vector<uint64_t>> lod;
       for (const auto& level : h.tensor().lod()) lod.emplace_back(level.offsets().begin(), level.offsets().end());
       if (!lod.empty()) out.set_lod(lod);

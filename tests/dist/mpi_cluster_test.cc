@@ -174,6 +174,56 @@ TEST_F(DistMpi, ARankThatDiesEndsTheJobNamingIt) {
   EXPECT_NE(r.err.find("the first to fail was trainer 1"), std::string::npos) << r.err;
 }
 
+// A 256 KiB parameter: both ways its bytes go by MPI (above the eager limit, and above
+// kOutOfBandMinBytes), with the request pushed over MPI and as a gRPC call. One trainer
+// sends a gradient of ones each step; sgd with rate 0.5 takes w from 1 to 1 - 0.5 * steps.
+TEST_F(DistMpi, ALargeParameterTravelsByMpiBothWays) {
+  const std::string endpoint = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
+  const std::string dir = TempPath("mpi_large");
+  fs::create_directories(dir);
+  const std::string var = R"(type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 256 dims: 256 } } })";
+  const std::string fill = R"(attrs { name: "shape" type: INTS ints: 256 ints: 256 } attrs { name: "value" type: FLOAT f: 1 })";
+  WriteFile(dir + "/pserver_startup.pbtxt", R"(blocks { idx: 0 parent_idx: -1 vars { name: "w" persistable: true )" + var +
+                                                R"( } ops { type: "fill_constant" outputs { parameter: "Out" arguments: "w" } )" +
+                                                fill + " } }");
+  WriteFile(dir + "/pserver.pbtxt", R"(blocks { idx: 0 parent_idx: -1
+  vars { name: "w" persistable: true )" + var + R"( }
+  vars { name: "w@GRAD" )" + var + R"( }
+  vars { name: "lr" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 1 } } } }
+  ops { type: "listen_and_serv_mpi" attrs { name: "endpoint" type: STRING s: ")" + endpoint + R"(" }
+        attrs { name: "OptimizeBlock" type: BLOCK block_idx: 1 } attrs { name: "ParamList" type: STRINGS strings: "w" }
+        attrs { name: "GradList" type: STRINGS strings: "w@GRAD" } attrs { name: "Fanin" type: INT i: 1 } } }
+blocks { idx: 1 parent_idx: 0
+  ops { type: "fill_constant" outputs { parameter: "Out" arguments: "lr" }
+        attrs { name: "shape" type: INTS ints: 1 } attrs { name: "value" type: FLOAT f: 0.5 } }
+  ops { type: "sgd" inputs { parameter: "Param" arguments: "w" } inputs { parameter: "Grad" arguments: "w@GRAD" }
+        inputs { parameter: "LearningRate" arguments: "lr" } outputs { parameter: "ParamOut" arguments: "w" } } })");
+  WriteFile(dir + "/trainer_startup.pbtxt", R"(blocks { idx: 0 parent_idx: -1 vars { name: "w" persistable: true )" + var +
+                                                R"( } ops { type: "recv_mpi" outputs { parameter: "Out" arguments: "w" }
+        attrs { name: "epmap" type: STRINGS strings: ")" + endpoint + R"(" } } })");
+  WriteFile(dir + "/trainer.pbtxt", R"(blocks { idx: 0 parent_idx: -1
+  vars { name: "w" persistable: true )" + var + R"( }
+  vars { name: "w@GRAD" )" + var + R"( }
+  ops { type: "fill_constant" outputs { parameter: "Out" arguments: "w@GRAD" } )" + fill + R"( }
+  ops { type: "send_mpi" inputs { parameter: "X" arguments: "w@GRAD" } outputs { parameter: "Out" arguments: "w" }
+        attrs { name: "epmap" type: STRINGS strings: ")" + endpoint + R"(" } } })");
+  for (const std::string requests : {"mpi", "grpc"}) {
+    RillProcess job(Job({{RILL_EXE, "run", dir + "/pserver.pbtxt", "--startup", dir + "/pserver_startup.pbtxt"},
+                         {RILL_EXE, "run", dir + "/trainer.pbtxt", "--startup", dir + "/trainer_startup.pbtxt",
+                          "--iterations", "4", "--save", dir + "/" + requests, "--fetch", "w"}},
+                        "30000", "RILL_MPI_REQUESTS=" + requests));
+    const CommandResult r = job.Wait(seconds(60));
+    ASSERT_FALSE(r.timed_out) << requests << ": " << r.err;
+    ASSERT_EQ(r.exit_code, 0) << requests << ": " << r.err;
+    const std::string npy = Read(dir + "/" + requests + "/w.npy");
+    ASSERT_GE(npy.size(), 256u * 256u * 4u) << requests;
+    const float* w = reinterpret_cast<const float*>(npy.data() + npy.size() - 256 * 256 * 4);
+    int wrong = 0;
+    for (int i = 0; i < 256 * 256; ++i) wrong += w[i] != -1.0f;
+    EXPECT_EQ(wrong, 0) << requests << ": w[0] = " << w[0];
+  }
+}
+
 // Both ways a request can travel: pushed over MPI (the default) and as a gRPC call.
 TEST_F(DistMpi, ARefusedGradientIsAnErrorNamingIt) {
   const int port = FreeLoopbackPort();

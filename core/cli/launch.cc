@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -177,25 +176,38 @@ Plan MakePlan(const LaunchOptions& options, const ClusterSpec& spec, const std::
 }
 
 // The process of the rank mpirun reports first failed, if its report names one, and how
-// mpirun says it failed.
+// mpirun says it failed. Open MPI 4 writes one of:
+//   "MPI_ABORT was invoked on rank 3 in communicator MPI_COMM_WORLD\nwith errorcode 1."
+//   "process rank 3 with PID 0 on node vm exited on signal 9 (Killed)."
+//   "Process name: [[39213,1],3]\n  Exit code:    1"
 const Process* FailedRank(const std::string& mpirun_log, const Plan& plan, std::string* how) {
   std::ifstream in(mpirun_log);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // Open MPI 4: "MPI_ABORT was invoked on rank 3 in communicator MPI_COMM_WORLD\nwith
-  // errorcode 1." (a rank that failed on an error of the MPI transport), "process rank 3
-  // with PID 0 on node vm exited on signal 9 (Killed)." or "Process name: [[39213,1],3]\n
-  // Exit code:    1".
-  static const std::regex patterns[] = {std::regex(R"(MPI_ABORT was invoked on rank (\d+) in communicator \S+\s+(with errorcode \d+))"),
-                                        std::regex(R"(process rank (\d+) with PID \d+ on node \S+ ([^.\n]*))"),
-                                        std::regex(R"(Process name: \[\[\d+,\d+\],(\d+)\]\s*(Exit code:\s*\d+))")};
-  for (const auto& pattern : patterns) {
-    std::smatch m;
-    if (std::regex_search(text, m, pattern)) {
-      const size_t rank = std::stoul(m[1].str());
-      *how = m[2].str();
-      if (rank < plan.procs.size()) return &plan.procs[rank];
+  // The rank after `marker` (and then after `then`), and the text from `how_from` after it
+  // to the end of its sentence.
+  auto find = [&](const std::string& marker, const std::string& then, const std::string& how_from) -> const Process* {
+    size_t at = text.find(marker);
+    if (at == std::string::npos) return nullptr;
+    at += marker.size();
+    if (!then.empty()) {
+      at = text.find(then, at);
+      if (at == std::string::npos) return nullptr;
+      at += then.size();
     }
-  }
+    const char* digits = text.c_str() + at;
+    char* end = nullptr;
+    const unsigned long rank = std::strtoul(digits, &end, 10);
+    if (end == digits || rank >= plan.procs.size()) return nullptr;
+    const size_t from = text.find(how_from, static_cast<size_t>(end - text.c_str()));
+    if (from != std::string::npos) {
+      const size_t stop = text.find_first_of(".\n", from);
+      *how = text.substr(from, stop == std::string::npos ? std::string::npos : stop - from);
+    }
+    return &plan.procs[rank];
+  };
+  if (const Process* p = find("MPI_ABORT was invoked on rank ", "", "with errorcode")) return p;
+  if (const Process* p = find("process rank ", "", "exited")) return p;
+  if (const Process* p = find("Process name: [[", "],", "Exit code")) return p;
   return nullptr;
 }
 

@@ -4,8 +4,9 @@
 # The sanitizer builds leave out the CUDA plugin: nvcc code is not instrumented, and with no
 # GPU on these machines its tests only skip.
 # Stress tests and benchmarks are labelled and not part of this run. The TSan pass also
-# leaves out the gRPC transport's tests (label grpc): Debian's gRPC is not instrumented, so
-# TSan cannot see its synchronization and reports races inside it.
+# leaves out the transports' tests (label grpc, which the MPI transport's carry too, as it
+# speaks gRPC): Debian's gRPC and Open MPI are not instrumented, so TSan cannot see their
+# synchronization and reports races inside them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh

@@ -12,8 +12,8 @@
 //  - When the last send op instance goes away (the trainer's run ended), every pserver
 //    the session talked to is told the trainer completed, and the session starts afresh
 //    (no trainer id, iteration 0) for a next training in the same process.
-#ifndef RILL_DIST_GRPC_CLIENT_H_
-#define RILL_DIST_GRPC_CLIENT_H_
+#ifndef RILL_DIST_PS_CLIENT_H_
+#define RILL_DIST_PS_CLIENT_H_
 
 #include <grpcpp/channel.h>
 #include <grpcpp/support/byte_buffer.h>
@@ -75,4 +75,4 @@ class TrainerSession {
 
 }  // namespace rill::dist
 
-#endif  // RILL_DIST_GRPC_CLIENT_H_
+#endif  // RILL_DIST_PS_CLIENT_H_

@@ -20,8 +20,8 @@ $rill convert examples/programs/sum_below.pbtxt -o build/sum_below.pb
 $rill run build/sum_below.pb --fetch i --fetch sum
 echo "== fit_a_line: linear regression trained by rill"
 bash examples/fit_a_line/train.sh build/fit_a_line
-echo "== fit_a_line: parameter-server training, 2 pservers + 2 trainers over gRPC (rill transpile, rill launch)"
-bash examples/fit_a_line/train_dist.sh build/fit_a_line_dist
+echo "== fit_a_line: parameter-server training, 2 pservers + 2 trainers over gRPC, then over MPI (rill transpile, rill launch)"
+TRANSPORTS="grpc mpi" bash examples/fit_a_line/train_dist.sh build/fit_a_line_dist
 echo "== CSP: Fibonacci from a select inside while (examples/csp/fibonacci.pbtxt)"
 $rill run examples/csp/fibonacci.pbtxt --fetch result
 echo "== CSP: Go's daisy chain of 100,000 go blocks (examples/csp/daisy_chain.pbtxt)"

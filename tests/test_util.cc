@@ -142,4 +142,16 @@ int FreeLoopbackPort() {
   return ntohs(addr.sin_port);
 }
 
+std::string MakeFitALineTraining(const std::string& dir) {
+  const std::string fit_a_line = std::string(RILL_SOURCE_DIR) + "/examples/fit_a_line/";
+  std::filesystem::create_directories(dir);
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"run", fit_a_line + "data.pbtxt", "--fetch", "x", "--fetch", "y", "--save", dir + "/data"},
+           {"backward", fit_a_line + "model.pbtxt", "--loss", "avg_cost", "--sgd", "0.1", "-o", dir + "/train.pbtxt"}}) {
+    const CommandResult r = RunRill(args);
+    if (r.exit_code != 0) return "rill " + args[0] + ": " + r.err;
+  }
+  return "";
+}
+
 }  // namespace rill::test

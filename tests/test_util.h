@@ -60,6 +60,10 @@ class RillProcess {
   std::string out_path_;
 };
 
+// fit_a_line's data (DIR/data/x.npy, y.npy) and training program with SGD
+// (DIR/train.pbtxt), made by `rill`; "" or what failed.
+std::string MakeFitALineTraining(const std::string& dir);
+
 // A loopback TCP port that was free a moment ago.
 int FreeLoopbackPort();
 

@@ -23,11 +23,7 @@ class DistCluster : public ::testing::Test {
   // The data and the training program, made once.
   static void SetUpTestSuite() {
     dir_ = TempPath("dist_cluster");
-    fs::create_directories(dir_);
-    auto r = RunRill({"run", kFitALine + "data.pbtxt", "--fetch", "x", "--fetch", "y", "--save", dir_ + "/data"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    r = RunRill({"backward", kFitALine + "model.pbtxt", "--loss", "avg_cost", "--sgd", "0.1", "-o", dir_ + "/train.pbtxt"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_EQ(MakeFitALineTraining(dir_), "");
   }
 
   // Transpiles for `trainers` and `pservers` fresh loopback ports; returns the directory.

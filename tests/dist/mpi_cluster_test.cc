@@ -46,11 +46,7 @@ class DistMpi : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = TempPath("dist_mpi");
-    fs::create_directories(dir_);
-    auto r = RunRill({"run", kFitALine + "data.pbtxt", "--fetch", "x", "--fetch", "y", "--save", dir_ + "/data"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    r = RunRill({"backward", kFitALine + "model.pbtxt", "--loss", "avg_cost", "--sgd", "0.1", "-o", dir_ + "/train.pbtxt"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_EQ(MakeFitALineTraining(dir_), "");
   }
 
   // Transpiles for `transport`, 2 trainers and 2 fresh loopback ports (or `pservers`).

@@ -4,9 +4,8 @@
 # The sanitizer builds leave out the CUDA plugin: nvcc code is not instrumented, and with no
 # GPU on these machines its tests only skip.
 # Stress tests and benchmarks are labelled and not part of this run. The TSan pass also
-# leaves out the transports' tests (label grpc, which the MPI transport's carry too, as it
-# speaks gRPC): Debian's gRPC and Open MPI are not instrumented, so TSan cannot see their
-# synchronization and reports races inside them.
+# leaves out the transports' tests (labels grpc and mpi): Debian's gRPC and Open MPI are not
+# instrumented, so TSan cannot see their synchronization and reports races inside them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -16,5 +15,5 @@ if [ "${RILL_SKIP_SANITIZERS:-0}" != 1 ]; then
   BUILD_DIR=build-asan bash scripts/build.sh -DRILL_SANITIZE=address,undefined -DRILL_WITH_CUDA=OFF -DRILL_BUILD_TESTS=ON -DRILL_BUILD_BENCHMARKS=OFF
   ctest --test-dir build-asan --output-on-failure --no-tests=error -j2 -LE stress
   BUILD_DIR=build-tsan bash scripts/build.sh -DRILL_SANITIZE=thread -DRILL_WITH_CUDA=OFF -DRILL_BUILD_TESTS=ON -DRILL_BUILD_BENCHMARKS=OFF
-  ctest --test-dir build-tsan --output-on-failure --no-tests=error -j2 -LE 'stress|grpc'
+  ctest --test-dir build-tsan --output-on-failure --no-tests=error -j2 -LE 'stress|grpc|mpi'
 fi

@@ -55,39 +55,8 @@ class Send {
  private:
   // One iteration: push the gradients, barrier, pull the parameters.
   void Step(KernelContext& ctx) {
-    TrainerSession& session = TrainerSession::Get();
-    const int64_t k = session.Advance();
-    {
-      SliceLease lease;  // declared first: outlives the calls whose slices it counts
-      TransferBatch transfers;
-      DataPath* data_path = fetcher_.data_path();
-      std::vector<RpcCall> calls(grads_.size());
-      for (size_t i = 0; i < grads_.size(); ++i) {
-        calls[i].endpoint = epmap_[i];
-        calls[i].method = kSendVariable;
-        calls[i].subject = "'" + grads_[i] + "'";
-        const TensorBytes bytes = BytesOf(ctx.InputVar("X", i), grads_[i]);
-        if (!data_path) {
-          calls[i].request = EncodeVariable(grads_[i], fetcher_.trainer_id(), k, bytes, lease);
-          continue;
-        }
-        // The bytes go at once, beside the header: the pserver receives them once it
-        // accepted the header, and answers the call when they are in.
-        const v1::OutOfBand route = data_path->RouteTo(epmap_[i]);
-        calls[i].request = EncodeVariable(grads_[i], fetcher_.trainer_id(), k, bytes, lease, &route);
-        if (!data_path->Pushes()) {
-          data_path->Send(route.peer_rank(), route.tag(), bytes.data, bytes.bytes, transfers.Done());
-          continue;
-        }
-        data_path->Push(route, Flatten(calls[i].request), bytes.data, bytes.bytes,
-                        [done = transfers.Done(), what = "pserver " + epmap_[i] + ": SendVariable " + calls[i].subject +
-                                                         ": "](const std::string& error) {
-                          done(error.empty() ? error : what + error);
-                        });
-      }
-      if (!data_path || !data_path->Pushes()) session.Call(calls, fetcher_.options());
-      if (data_path) AwaitTransfers(transfers, fetcher_.options(), "sending the gradients of iteration " + std::to_string(k));
-    }
+    const int64_t k = TrainerSession::Get().Advance();
+    PushGradients(ctx, k);
     std::vector<RpcCall> barriers(endpoints_.size());
     v1::BarrierRequest barrier;
     barrier.set_trainer_id(fetcher_.trainer_id());
@@ -98,8 +67,41 @@ class Send {
       barriers[i].subject = "iteration " + std::to_string(k);
       barriers[i].request = EncodeMessage(barrier);
     }
-    session.Call(barriers, fetcher_.options());
+    TrainerSession::Get().Call(barriers, fetcher_.options());
     if (ctx.HasOutput("Out")) fetcher_.Fetch(ctx, k);
+  }
+
+  // Each gradient to its pserver: in the gRPC message; or with a DataPath, its bytes by
+  // the data path beside the request, which goes as a gRPC call or is pushed too. The
+  // pserver answers once the bytes are in.
+  void PushGradients(KernelContext& ctx, int64_t k) {
+    SliceLease lease;  // declared first: outlives the calls whose slices it counts
+    TransferBatch transfers;
+    DataPath* data_path = fetcher_.data_path();
+    const bool pushed = data_path && data_path->Pushes();
+    std::vector<RpcCall> calls(grads_.size());
+    for (size_t i = 0; i < grads_.size(); ++i) {
+      RpcCall& call = calls[i];
+      call.endpoint = epmap_[i];
+      call.method = kSendVariable;
+      call.subject = "'" + grads_[i] + "'";
+      const TensorBytes bytes = BytesOf(ctx.InputVar("X", i), grads_[i]);
+      if (!data_path) {
+        call.request = EncodeVariable(grads_[i], fetcher_.trainer_id(), k, bytes, lease);
+        continue;
+      }
+      const v1::OutOfBand route = data_path->RouteTo(epmap_[i]);
+      call.request = EncodeVariable(grads_[i], fetcher_.trainer_id(), k, bytes, lease, &route);
+      if (!pushed) {
+        data_path->Send(route.peer_rank(), route.tag(), bytes.data, bytes.bytes, transfers.Done());
+        continue;
+      }
+      const std::string what = "pserver " + call.endpoint + ": SendVariable " + call.subject + ": ";
+      data_path->Push(route, Flatten(call.request), bytes.data, bytes.bytes,
+                      [done = transfers.Done(), what](const std::string& error) { done(error.empty() ? error : what + error); });
+    }
+    if (!pushed) TrainerSession::Get().Call(calls, fetcher_.options());
+    if (data_path) AwaitTransfers(transfers, fetcher_.options(), "sending the gradients of iteration " + std::to_string(k));
   }
 
   ParameterFetcher fetcher_;

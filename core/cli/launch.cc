@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -37,10 +38,6 @@ std::string SelfExe() {
   return p.string();
 }
 
-std::string Replace(std::string s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
-  return s;
-}
 
 void Spawn(Process& p, const std::vector<std::string>& args, const std::vector<std::string>& extra_env) {
   posix_spawn_file_actions_t actions;
@@ -141,6 +138,38 @@ ClusterSpec ReadClusterSpec(const std::string& path) {
   return spec;
 }
 
+ClusterProcess ProcessOf(const std::string& dir, const ClusterSpec& spec, size_t index) {
+  namespace fs = std::filesystem;
+  ClusterProcess p;
+  const bool pserver = index < spec.pservers.size();
+  const std::string id = std::to_string(pserver ? index : index - spec.pservers.size());
+  p.name = (pserver ? "pserver " : "trainer ") + id;
+  p.program = (fs::path(dir) / (pserver ? "pserver_" + id + ".pbtxt" : "trainer.pbtxt")).string();
+  p.startup = (fs::path(dir) / (pserver ? "pserver_" + id + "_startup.pbtxt" : "trainer_startup.pbtxt")).string();
+  if (!pserver) p.trainer = static_cast<int32_t>(index - spec.pservers.size());
+  return p;
+}
+
+bool LauncherRank(int64_t* rank, int64_t* size) {
+  static const char* const kRanks[][2] = {
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"PMIX_RANK", nullptr}, {"PMI_RANK", "PMI_SIZE"}};
+  for (const auto& names : kRanks) {
+    const char* r = std::getenv(names[0]);
+    if (r == nullptr) continue;
+    *rank = std::atoll(r);
+    const char* n = names[1] ? std::getenv(names[1]) : nullptr;
+    *size = n ? std::atoll(n) : -1;
+    return true;
+  }
+  return false;
+}
+
+std::string WithTrainer(std::string s, int32_t trainer) {
+  const std::string from = "{trainer}", to = std::to_string(trainer);
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  return s;
+}
+
 namespace {
 
 // What each process runs, pservers first, then trainers.
@@ -151,24 +180,18 @@ struct Plan {
 };
 
 Plan MakePlan(const LaunchOptions& options, const ClusterSpec& spec, const std::string& log_dir) {
-  namespace fs = std::filesystem;
   const std::string exe = SelfExe();
-  auto program = [&](const std::string& name) { return (fs::path(options.dir) / name).string(); };
   Plan plan;
   plan.pservers = spec.pservers.size();
   const size_t count = spec.pservers.size() + static_cast<size_t>(spec.trainers);
   for (size_t i = 0; i < count; ++i) {
-    const bool pserver = i < plan.pservers;
-    const std::string id = std::to_string(pserver ? i : i - plan.pservers);
-    const std::string role = pserver ? "pserver" : "trainer";
-    plan.procs.push_back({role + " " + id, (fs::path(log_dir) / (role + "." + id + ".log")).string()});
-    std::vector<std::string> args = {exe, "run"};
-    args.push_back(program(pserver ? "pserver_" + id + ".pbtxt" : "trainer.pbtxt"));
-    args.push_back("--startup");
-    args.push_back(program(pserver ? "pserver_" + id + "_startup.pbtxt" : "trainer_startup.pbtxt"));
+    const ClusterProcess p = ProcessOf(options.dir, spec, i);
+    const std::string log = p.name.substr(0, p.name.find(' ')) + "." + p.name.substr(p.name.find(' ') + 1) + ".log";
+    plan.procs.push_back({p.name, (std::filesystem::path(log_dir) / log).string()});
+    std::vector<std::string> args = {exe, "run", p.program, "--startup", p.startup};
     args.insert(args.end(), options.common_args.begin(), options.common_args.end());
-    if (!pserver) {
-      for (const auto& a : options.trainer_args) args.push_back(Replace(a, "{trainer}", id));
+    if (p.trainer >= 0) {
+      for (const auto& a : options.trainer_args) args.push_back(WithTrainer(a, p.trainer));
     }
     plan.args.push_back(std::move(args));
   }

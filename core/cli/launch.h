@@ -31,6 +31,23 @@ struct ClusterSpec {
 void WriteClusterSpec(const ClusterSpec& spec, const std::string& path);
 ClusterSpec ReadClusterSpec(const std::string& path);
 
+// One process of the cluster in DIR: process i < pservers is pserver i, the rest are the
+// trainers in order (the order `rill launch` starts them in, and mpirun's ranks).
+struct ClusterProcess {
+  std::string name;              // "pserver 0", "trainer 1"
+  std::string program, startup;  // DIR/pserver_0.pbtxt, DIR/pserver_0_startup.pbtxt
+  int32_t trainer = -1;          // the trainer index, -1 for a pserver
+};
+ClusterProcess ProcessOf(const std::string& dir, const ClusterSpec& spec, size_t index);
+
+// This process's rank and the job's size as a launcher gave them in the environment
+// (mpirun: OMPI_COMM_WORLD_RANK/SIZE; PMIx: PMIX_RANK; MPICH's Hydra: PMI_RANK/PMI_SIZE);
+// false if none did.
+bool LauncherRank(int64_t* rank, int64_t* size);
+
+// "{trainer}" in `s` replaced by `trainer`.
+std::string WithTrainer(std::string s, int32_t trainer);
+
 struct LaunchOptions {
   std::string dir;                        // rill transpile's output
   std::string transport;                  // "grpc" or "mpi"; empty: cluster.txt's

@@ -34,6 +34,9 @@ constexpr const char* kUsage = R"(usage: rill [options] COMMAND [ARGS]
 
 Commands:
   run PROGRAM        validate and run block 0 of PROGRAM (text .pbtxt or binary)
+  run DIR            under mpirun (-np = pservers + trainers): run the process of the
+                     transpiled cluster DIR this rank is; pservers first, then trainers,
+                     whose options may say "{trainer}" for their index
       --fetch VAR      print VAR after the run (repeatable): name, dtype, dims, values
       --feed VAR=FILE  set VAR from a .npy file before the run (repeatable)
       --save DIR       also write every fetched VAR to DIR/VAR.npy
@@ -217,8 +220,47 @@ std::shared_ptr<const proto::ProgramDesc> LoadForRun(const std::string& path, co
   return program;
 }
 
-int CmdRun(const Args& a, const Registry& registry) {
-  ExpectPositional(a, 2, "run PROGRAM [--fetch VAR]... [--feed VAR=FILE.npy]... [--save DIR]");
+// `rill run DIR` under a launcher (mpirun -np N rill run DIR ...): the run of the cluster
+// process this rank is (launch.h, ProcessOf). The options are the trainers', with
+// "{trainer}" replaced by the trainer's index; a pserver runs its program once, as is.
+Args ForThisRank(const Args& a) {
+  const std::string dir = a.positional[1];
+  const ClusterSpec spec = ReadClusterSpec((std::filesystem::path(dir) / "cluster.txt").string());
+  const int64_t processes = static_cast<int64_t>(spec.pservers.size()) + spec.trainers;
+  int64_t rank = -1, size = -1;
+  if (!LauncherRank(&rank, &size)) {
+    throw UsageError("rill run " + dir + " runs one process of a cluster, picked by the rank a launcher gives it "
+                     "(mpirun -np " + std::to_string(processes) + " rill run " + dir + " ...); for a local cluster, "
+                     "rill launch " + dir);
+  }
+  if (rank < 0 || rank >= processes || (size >= 0 && size != processes)) {
+    throw Error(dir + "/cluster.txt has " + std::to_string(spec.pservers.size()) + " pservers and " +
+                std::to_string(spec.trainers) + " trainers: run it as " + std::to_string(processes) +
+                " processes (mpirun -np " + std::to_string(processes) + "), not " +
+                std::to_string(size >= 0 ? size : rank + 1));
+  }
+  const ClusterProcess p = ProcessOf(dir, spec, static_cast<size_t>(rank));
+  Args run = a;
+  run.positional[1] = p.program;
+  run.startup = p.startup;
+  if (p.trainer < 0) {
+    run.feed.clear();
+    run.fetch.clear();
+    run.save_dir.clear();
+    run.iterations = "1";
+    run.print_every = "0";
+    return run;
+  }
+  for (auto& f : run.feed) f = WithTrainer(f, p.trainer);
+  run.save_dir = WithTrainer(run.save_dir, p.trainer);
+  // Trainers are numbered as the MPI transport numbers them: by rank, after the pservers.
+  setenv("RILL_TRAINER_ID", std::to_string(p.trainer).c_str(), 1);
+  return run;
+}
+
+int CmdRun(const Args& given, const Registry& registry) {
+  ExpectPositional(given, 2, "run PROGRAM [--fetch VAR]... [--feed VAR=FILE.npy]... [--save DIR]");
+  const Args a = std::filesystem::is_directory(given.positional[1]) ? ForThisRank(given) : given;
   const int64_t iterations = PositiveCount("--iterations", a.iterations, false);
   const int64_t print_every = PositiveCount("--print-every", a.print_every, true);
   const Place place = ParseDevice(a.device);

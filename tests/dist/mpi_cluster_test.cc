@@ -129,6 +129,39 @@ TEST_F(DistMpi, MpirunRunsTheClusterByHand) {
   EXPECT_EQ(lines[0].rfind("w fp32 [13,1] ", 0), 0u) << r.out;
 }
 
+// The same cluster as one SPMD job: each rank runs the process of the directory it is.
+TEST_F(DistMpi, MpirunNpRunsTheClusterDirectory) {
+  const std::string dir = Transpile("mpi");
+  RillProcess::Command c{Mpirun()};
+  c.argv.insert(c.argv.end(), {"-np", "4", RILL_EXE, "run", dir, "--feed", "x=" + dir_ + "/data/x.npy", "--feed",
+                               "y=" + dir_ + "/data/y.npy", "--iterations", "20", "--fetch", "w", "--save",
+                               dir + "/trainer_{trainer}"});
+  RillProcess job(c);
+  const CommandResult r = job.Wait(seconds(90));
+  ASSERT_FALSE(r.timed_out) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;  // the trainers fetch; the pservers do not
+  EXPECT_EQ(lines[0], lines[1]);
+  EXPECT_EQ(lines[0].rfind("w fp32 [13,1] ", 0), 0u) << r.out;
+  EXPECT_TRUE(fs::exists(dir + "/trainer_0/w.npy"));
+  EXPECT_TRUE(fs::exists(dir + "/trainer_1/w.npy"));
+
+  RillProcess::Command three{Mpirun()};
+  three.argv.insert(three.argv.end(), {"-np", "3", RILL_EXE, "run", dir});
+  RillProcess wrong(three);
+  const CommandResult w = wrong.Wait(seconds(30));
+  ASSERT_FALSE(w.timed_out) << w.err;
+  EXPECT_NE(w.exit_code, 0);
+  EXPECT_NE(w.err.find("has 2 pservers and 2 trainers: run it as 4 processes (mpirun -np 4), not 3"), std::string::npos)
+      << w.err;
+
+  const CommandResult alone = RunRill({"run", dir});
+  EXPECT_NE(alone.exit_code, 0);
+  EXPECT_NE(alone.err.find("runs one process of a cluster, picked by the rank a launcher gives it"), std::string::npos)
+      << alone.err;
+}
+
 TEST_F(DistMpi, ARankThatNeverArrivesIsAnErrorWithinTheDeadline) {
   const std::string dir = Transpile("mpi");
   // Rank 1 never runs an MPI op: rank 0 must not wait for it past the deadline.

@@ -176,6 +176,7 @@ namespace {
 struct Plan {
   std::vector<Process> procs;
   std::vector<std::vector<std::string>> args;  // `rill run ...` of each
+  std::vector<std::string> env;                // for every process
   size_t pservers = 0;
 };
 
@@ -183,11 +184,12 @@ Plan MakePlan(const LaunchOptions& options, const ClusterSpec& spec, const std::
   const std::string exe = SelfExe();
   Plan plan;
   plan.pservers = spec.pservers.size();
+  if (options.deadline_given) plan.env.push_back("RILL_RPC_DEADLINE_MS=" + std::to_string(options.deadline.count()));
   const size_t count = spec.pservers.size() + static_cast<size_t>(spec.trainers);
   for (size_t i = 0; i < count; ++i) {
     const ClusterProcess p = ProcessOf(options.dir, spec, i);
-    const std::string log = p.name.substr(0, p.name.find(' ')) + "." + p.name.substr(p.name.find(' ') + 1) + ".log";
-    plan.procs.push_back({p.name, (std::filesystem::path(log_dir) / log).string()});
+    const std::string log = p.trainer >= 0 ? "trainer." + std::to_string(p.trainer) : "pserver." + std::to_string(i);
+    plan.procs.push_back({p.name, (std::filesystem::path(log_dir) / (log + ".log")).string()});
     std::vector<std::string> args = {exe, "run", p.program, "--startup", p.startup};
     args.insert(args.end(), options.common_args.begin(), options.common_args.end());
     if (p.trainer >= 0) {
@@ -245,9 +247,7 @@ void LaunchMpi(const LaunchOptions& options, Plan& plan, const std::string& log_
     args.insert(args.end(), plan.args[i].begin(), plan.args[i].end());
   }
   Process mpirun{"mpirun", (std::filesystem::path(log_dir) / "mpirun.log").string()};
-  std::vector<std::string> env;
-  if (options.deadline_given) env.push_back("RILL_RPC_DEADLINE_MS=" + std::to_string(options.deadline.count()));
-  Spawn(mpirun, args, env);
+  Spawn(mpirun, args, plan.env);
   int status = 0;
   while (waitpid(mpirun.pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -273,11 +273,9 @@ void LaunchMpi(const LaunchOptions& options, Plan& plan, const std::string& log_
 
 void LaunchGrpc(const LaunchOptions& options, const ClusterSpec& spec, Plan& plan) {
   std::vector<Process>& procs = plan.procs;
-  std::vector<std::string> env;
-  if (options.deadline_given) env.push_back("RILL_RPC_DEADLINE_MS=" + std::to_string(options.deadline.count()));
   try {
     for (size_t i = 0; i < procs.size(); ++i) {
-      std::vector<std::string> proc_env = env;
+      std::vector<std::string> proc_env = plan.env;
       if (i >= plan.pservers) proc_env.push_back("RILL_TRAINER_ID=" + std::to_string(i - plan.pservers));
       Spawn(procs[i], plan.args[i], proc_env);
     }

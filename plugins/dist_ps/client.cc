@@ -21,6 +21,10 @@ std::string MethodName(const char* path) {
 
 }  // namespace
 
+std::string AboutCall(const RpcCall& call) {
+  return "pserver " + call.endpoint + ": " + MethodName(call.method) + " " + call.subject + ": ";
+}
+
 TrainerSession& TrainerSession::Get() {
   static TrainerSession* session = new TrainerSession;  // outlives every op instance
   return *session;
@@ -109,8 +113,7 @@ void TrainerSession::Call(std::vector<RpcCall>& calls, const TransportOptions& o
       contacted_.insert(calls[i].endpoint);
       continue;
     }
-    std::string what = "pserver " + calls[i].endpoint + ": " + MethodName(calls[i].method) + " " +
-                       calls[i].subject + ": ";
+    std::string what = AboutCall(calls[i]);
     if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
       what += std::string(pending[i].first_contact ? "no pserver answered" : "no answer") + " within " +
               std::to_string(options.deadline.count()) + " ms (deadline; RILL_RPC_DEADLINE_MS)";

@@ -43,6 +43,10 @@ struct RpcCall {
   grpc::ByteBuffer response;
 };
 
+// How an error about `call` begins: "pserver HOST:PORT: Method subject: ". The same
+// whether the call went over gRPC or was pushed by a DataPath.
+std::string AboutCall(const RpcCall& call);
+
 class TrainerSession {
  public:
   static TrainerSession& Get();

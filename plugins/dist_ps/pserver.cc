@@ -336,7 +336,7 @@ void ParameterServer::OnSend(const grpc::ByteBuffer& request, Answer answer) {
       slot.state = SlotState::WRITING;
       slot.sparse = sparse;
       slot.rows.assign(h.selected_rows().rows().begin(), h.selected_rows().rows().end());  // empty if dense
-      bytes = static_cast<size_t>(CheckedNumel(dims)) * DataTypeSize(p.dtype);
+      bytes = TensorByteSize(h);
       if (slot.capacity < bytes) {
         slot.data.reset(new char[bytes]);
         slot.capacity = bytes;

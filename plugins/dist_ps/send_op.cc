@@ -96,7 +96,7 @@ class Send {
         data_path->Send(route.peer_rank(), route.tag(), bytes.data, bytes.bytes, transfers.Done());
         continue;
       }
-      const std::string what = "pserver " + call.endpoint + ": SendVariable " + call.subject + ": ";
+      const std::string what = AboutCall(call);
       data_path->Push(route, Flatten(call.request), bytes.data, bytes.bytes,
                       [done = transfers.Done(), what](const std::string& error) { done(error.empty() ? error : what + error); });
     }

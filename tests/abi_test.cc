@@ -124,5 +124,25 @@ TEST(HostApi, OwnedScopeHandlesKeepScopesAlive) {
   EXPECT_TRUE(weak.expired());
 }
 
+TEST(HostApi, AScopeIsSharedWhileAnythingBesidesItsHandleHoldsIt) {
+  auto root = Scope::NewRoot();
+  RillScope borrowed{root};
+  RillScope* step = nullptr;
+  ASSERT_EQ(H().scope_new_child(&borrowed, &step), nullptr);
+  EXPECT_EQ(H().scope_is_shared(step), 0);
+  EXPECT_EQ(H().scope_is_shared(&borrowed), 1) << "the child holds its parent";
+  RillScope* inner = nullptr;
+  ASSERT_EQ(H().scope_new_child(step, &inner), nullptr);  // what a go block started in it makes
+  EXPECT_EQ(H().scope_is_shared(step), 1);
+  H().scope_release(inner);
+  EXPECT_EQ(H().scope_is_shared(step), 0) << "nothing holds it once the go block's scope is gone";
+  RillScope* retained = H().scope_retain(step);
+  EXPECT_EQ(H().scope_is_shared(step), 1);
+  H().scope_release(retained);
+  EXPECT_EQ(H().scope_is_shared(step), 0);
+  H().scope_release(step);
+  EXPECT_EQ(H().scope_is_shared(nullptr), 0);
+}
+
 }  // namespace
 }  // namespace rill::core

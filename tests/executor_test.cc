@@ -82,6 +82,36 @@ TEST(Executor, SameExecutorRunsConcurrentlyInSeparateScopes) {
   for (int64_t s : sums) EXPECT_EQ(s, 10);
 }
 
+void SetInt64(Variable* v, int64_t value) {
+  *static_cast<int64_t*>(v->GetMutableTensor()->Allocate(RILL_INT64, {1})) = value;
+}
+
+// A block run again in the same scope reuses the names it resolved there, but never past a
+// variable created on the scope chain since: one that shadows a resolved name, or one that
+// a name found nowhere before now resolves to.
+TEST(Executor, ARerunInTheSameScopeSeesVariablesCreatedOnTheChainSince) {
+  ProgramBuilder pb;
+  auto& body = pb.NewBlock(0);
+  body.Op("assign").Input("X", "x").Output("Out", "y");
+  auto program = std::make_shared<proto::ProgramDesc>(pb.Build());
+  Executor exec(test::ShippedRegistry(), program);
+  auto root = Scope::NewRoot();
+  auto mid = root->NewChild();
+  auto step = mid->NewChild();
+  EXPECT_THROW(exec.Run(1, step), Error) << "x exists nowhere yet";
+  SetInt64(root->Var("x"), 1);
+  for (int run = 0; run < 3; ++run) {
+    exec.Run(1, step);
+    ASSERT_EQ(Int64Of(*step, "y"), 1) << "run " << run;
+  }
+  SetInt64(mid->Var("x"), 2);  // shadows the root's x from now on
+  exec.Run(1, step);
+  EXPECT_EQ(Int64Of(*step, "y"), 2);
+  SetInt64(mid->Var("x"), 3);  // a new value, not a new variable: still the same one
+  exec.Run(1, step);
+  EXPECT_EQ(Int64Of(*step, "y"), 3);
+}
+
 std::string RunAndGetError(const proto::ProgramDesc& program) {
   Executor exec(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(program));
   try {

@@ -90,7 +90,9 @@ RILL_PIN(var_swap, 63);
 RILL_PIN(var_is_selected_rows, 64);
 RILL_PIN(var_selected_rows, 65);
 RILL_PIN(var_set_selected_rows, 66);
-static_assert(sizeof(RillHostApi) == 8 + 67 * sizeof(void*), "RillHostApi v3 size changed");
+// Version 4.
+RILL_PIN(scope_is_shared, 67);
+static_assert(sizeof(RillHostApi) == 8 + 68 * sizeof(void*), "RillHostApi v4 size changed");
 #undef RILL_PIN
 
 namespace rill::core {
@@ -427,6 +429,9 @@ RillVariable* ScopeFindVar(RillScope* s, const char* name) {
 RillVariable* ScopeVar(RillScope* s, const char* name) {
   return (s && s->scope && name) ? reinterpret_cast<RillVariable*>(s->scope->Var(name)) : nullptr;
 }
+// Only holders can add references (a child, a task, a handle all copy a shared_ptr this
+// handle's owner could hand out), so use_count() == 1 seen by that owner stays true.
+int32_t ScopeIsShared(const RillScope* s) { return (s && s->scope) ? s->scope.use_count() > 1 : 0; }
 
 // ---- tasks (v2) ----------------------------------------------------------------------------
 
@@ -496,6 +501,7 @@ const RillHostApi kTable = {
     ScopeNewChild, ScopeRetain, ScopeRelease, ScopeFindVar, ScopeVar,
     TaskCurrent, TaskPark, TaskUnpark, TaskGo, VarNew, VarDelete, VarSwap,
     VarIsSelectedRows, VarSelectedRows, VarSetSelectedRows,
+    ScopeIsShared,
 };
 
 }  // namespace

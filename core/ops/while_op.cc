@@ -1,5 +1,9 @@
-// Fluid's `while`: runs sub_block in a fresh child scope for as long as Condition (a bool
-// tensor of one element, re-read before each step) is true.
+// Fluid's `while`: runs sub_block in a child scope for as long as Condition (a bool tensor
+// of one element, re-read before each step) is true. A step runs in the previous step's
+// scope when nothing kept that one (no go block started in it), so a loop makes no scope
+// and resolves no names per step; a go block's scope is never reused.
+#include <optional>
+
 #include "core/ops/control_flow.h"
 
 namespace rill::core {
@@ -18,9 +22,10 @@ bool ReadCondition(rill::KernelContext& ctx) {
 void While(rill::KernelContext& ctx) {
   const int32_t body = ctx.op().BlockAttr("sub_block");
   rill::Scope scope = ctx.scope();
+  std::optional<rill::Scope> step;
   while (ReadCondition(ctx)) {
-    rill::Scope step = scope.NewChild();
-    ctx.RunBlock(body, step);
+    if (!step || step->IsShared()) step = scope.NewChild();
+    ctx.RunBlock(body, *step);
   }
 }
 
@@ -28,8 +33,9 @@ void While(rill::KernelContext& ctx) {
 
 void RegisterWhile(rill::Registrar& r) {
   r.Op(rill::OpSchema("while")
-           .Doc("Runs sub_block repeatedly while Condition is true; each step runs in a new "
-                "child scope of the op's scope.")
+           .Doc("Runs sub_block repeatedly while Condition is true, in a child scope of the op's "
+                "scope. A step reuses the previous step's scope (its variables keep their "
+                "values) unless a go block started in it still holds it.")
            .Input("X", "variables the body reads", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
            .Input("Condition", "bool tensor [1], re-read before every step")
            .Output("Out", "variables the body writes", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)

@@ -44,6 +44,7 @@ struct PreparedOp {
 
 struct Executor::PreparedBlock {
   int32_t idx = 0;
+  uint64_t serial = 0;                // unique in the process, never reused (run caches)
   std::vector<std::string> names;     // every variable name the ops use
   std::vector<uint8_t> is_output;     // parallel to names
   std::vector<std::pair<std::string, bool>> declared;  // (name, persistable)
@@ -51,6 +52,29 @@ struct Executor::PreparedBlock {
 };
 
 namespace {
+
+std::atomic<uint64_t> g_next_block_serial{1};
+
+// A block's variables as resolved in one scope, kept in that scope (Scope::RunCacheSlot)
+// for the next run of the same block there: a loop body's next step skips name
+// resolution. Valid while every scope on the chain has the version it had then (a
+// variable created anywhere on the chain could shadow or fill a resolved name).
+struct ResolvedFrame final : Scope::RunCache {
+  std::vector<Variable*> frame;
+  std::vector<uint64_t> versions;  // the run scope's, its parent's, ... the root's
+
+  bool Valid(const Scope& scope) const {
+    size_t i = 0;
+    for (const Scope* s = &scope; s != nullptr; s = s->parent().get(), ++i) {
+      if (i == versions.size() || versions[i] != s->version()) return false;
+    }
+    return i == versions.size();
+  }
+  void Snapshot(const Scope& scope) {
+    versions.clear();
+    for (const Scope* s = &scope; s != nullptr; s = s->parent().get()) versions.push_back(s->version());
+  }
+};
 
 KernelInstance* ChooseKernel(const Registry& registry, PreparedOp& op, int32_t device, int32_t dtype) {
   std::lock_guard lock(op.mu);
@@ -148,6 +172,7 @@ Executor::PreparedBlock& Executor::Prepare(int32_t block_idx) {
   const proto::BlockDesc& desc = program_->blocks(block_idx);
   auto block = std::make_unique<PreparedBlock>();
   block->idx = block_idx;
+  block->serial = g_next_block_serial.fetch_add(1, std::memory_order_relaxed);
   for (const auto& v : desc.vars()) block->declared.emplace_back(v.name(), v.persistable());
 
   std::unordered_map<std::string, uint32_t> ids;
@@ -215,13 +240,28 @@ Executor::PreparedBlock& Executor::Prepare(int32_t block_idx) {
 
 void Executor::Run(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
   PreparedBlock& block = Prepare(block_idx);
-
-  for (const auto& [name, persistable] : block.declared) {
-    if (!persistable) {
-      scope->Var(name);
-    } else if (scope->FindVar(name) == nullptr) {
-      scope->root()->Var(name);
+  Scope::RunCacheSlot* slot = scope->ClaimRunCache();
+  // The first run of a block in a scope resolves into a frame on the stack (most scopes
+  // see one run: a go block's, a conditional_block's); a second run of the same block
+  // there keeps its frame in the scope, for every later run.
+  if (slot != nullptr && slot->tag == block.serial) {
+    struct Release {
+      Scope& s;
+      ~Release() { s.ReleaseRunCache(); }
+    } release{*scope};
+    auto* cached = static_cast<ResolvedFrame*>(slot->cache.get());
+    if (cached == nullptr) slot->cache.reset(cached = new ResolvedFrame);
+    if (cached->frame.size() != block.names.size() || !cached->Valid(*scope)) {
+      cached->frame.assign(block.names.size(), nullptr);
+      Resolve(block, scope, cached->frame.data());
+      cached->Snapshot(*scope);
     }
+    RunOps(block, scope, cached->frame.data());
+    return;
+  }
+  if (slot != nullptr) {
+    slot->tag = block.serial;
+    scope->ReleaseRunCache();
   }
   // The frame lives on the stack for the usual small block (no allocation per run).
   constexpr size_t kInlineFrame = 32;
@@ -232,11 +272,25 @@ void Executor::Run(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
     heap_frame.resize(block.names.size());
     frame = heap_frame.data();
   }
+  Resolve(block, scope, frame);
+  RunOps(block, scope, frame);
+}
+
+void Executor::Resolve(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame) {
+  for (const auto& [name, persistable] : block.declared) {
+    if (!persistable) {
+      scope->Var(name);
+    } else if (scope->FindVar(name) == nullptr) {
+      scope->root()->Var(name);
+    }
+  }
   for (size_t i = 0; i < block.names.size(); ++i) {
     frame[i] = scope->FindVar(block.names[i]);
     if (frame[i] == nullptr && block.is_output[i]) frame[i] = scope->Var(block.names[i]);
   }
+}
 
+void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame) {
   RillScope scope_handle{scope};
   const bool devices = AnyDeviceInstalled();
   for (auto& op : block.ops) {

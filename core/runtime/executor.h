@@ -13,6 +13,9 @@
 //    executor's place when the op has a kernel for it there, else the CPU. Input tensors
 //    on another device than the kernel's are moved to it (in their variables, so a
 //    parameter moves once and stays) before the kernel runs.
+//  - A block run again in the same scope (a `while` step whose scope nobody captured)
+//    reuses the variables it resolved there last time, unless a variable was created
+//    on the scope chain since (Scope::version).
 //  - Run inside a task (core/tasks) stops between ops once the task's run is cancelled.
 //  - Any failure throws Error naming block, op index, op type, its variables and the
 //    kernel's message; errors from nested blocks keep the whole chain.
@@ -51,6 +54,10 @@ class Executor {
 
  private:
   PreparedBlock& Prepare(int32_t block_idx);
+  // Creates the block's declared variables and its outputs missing from the chain, and
+  // fills `frame` (one entry per name the block uses).
+  void Resolve(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame);
+  void RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame);
 
   const Registry& registry_;
   const std::shared_ptr<const proto::ProgramDesc> program_;

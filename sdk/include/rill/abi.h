@@ -38,8 +38,9 @@ extern "C" {
 #endif
 
 /* The ABI version this header declares. Version 1 is the first shipped version; version 2
- * adds tasks (go blocks, park/unpark), plugin-owned variables and copyable custom types. */
-#define RILL_ABI_VERSION 3u
+ * adds tasks (go blocks, park/unpark), plugin-owned variables and copyable custom types;
+ * version 3 SelectedRows; version 4 scope_is_shared (loops reuse a step's scope). */
+#define RILL_ABI_VERSION 4u
 
 /* Name of the single exported entry point. */
 #define RILL_ENTRY_POINT_NAME "RillGetPlugin"
@@ -420,6 +421,15 @@ typedef struct RillHostApi {
   RillStatus* (*var_set_selected_rows)(RillVariable* var, const int64_t* rows, size_t count,
                                        int64_t height, RillTensor** value);
   /* ===== End of version 3 ===== */
+
+  /* ===== Version 4: reusing a scope ===== */
+  /* 1 if anything besides this handle keeps the scope alive (a go block started in it or
+   * below it, a child scope, another owned handle), else 0. A loop whose step scope is
+   * not shared once the step has run may run the next step in it instead of a new child
+   * (the body's variables then keep their values from step to step); the executor also
+   * reuses the names it resolved there. */
+  int32_t (*scope_is_shared)(const RillScope* scope);
+  /* ===== End of version 4 ===== */
 } RillHostApi;
 
 /* ---- The plugin's entry ---------------------------------------------------------------- */

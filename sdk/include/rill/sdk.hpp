@@ -374,6 +374,9 @@ class Scope {
     return Scope(child, true);
   }
   Scope Retain() const { return Scope(Host().scope_retain(s_), true); }
+  // Whether anything besides this handle keeps the scope alive (ABI v4): a loop may run
+  // its next step in a step scope that is not shared instead of a new child.
+  bool IsShared() const { return Host().scope_is_shared(s_) != 0; }
   Variable FindVar(const std::string& name) const {
     return Variable(Host().scope_find_var(s_, name.c_str()));
   }

@@ -55,7 +55,11 @@ void StackPool::Unlease() {
   // back when it needs memory (MADV_FREE, as Go's scavenger does): until it does, a later
   // run reuses them without faulting them in again, and the mappings (and guard pages)
   // stay, so no mmap or mprotect is repeated.
-  for (size_t i = kKeptSlabs; i < slabs_.size(); ++i) madvise(slabs_[i].base, slabs_[i].bytes, MADV_FREE);
+  for (size_t i = kKeptSlabs; i < slabs_.size(); ++i) {
+    if (!slabs_[i].used) continue;  // advised already, and untouched since
+    madvise(slabs_[i].base, slabs_[i].bytes, MADV_FREE);
+    slabs_[i].used = false;
+  }
 }
 
 void StackPool::AddSlab() {
@@ -68,7 +72,7 @@ void StackPool::AddSlab() {
                     std::to_string(slabs_.size() * kStacksPerSlab) + " stacks exist)",
                 RILL_RESOURCE_EXHAUSTED);
   }
-  slabs_.push_back(Slab{p, bytes, 0});
+  slabs_.push_back(Slab{p, bytes, 0, false});
   auto* base = static_cast<char*>(p);
   for (size_t i = 0; i < kStacksPerSlab; ++i) {
     char* slot_base = base + i * slot;
@@ -79,7 +83,7 @@ void StackPool::AddSlab() {
       logged_ = true;
       spdlog::info("task stacks past the {}th have no guard page (vm.max_map_count budget)", guarded_);
     }
-    free_.push_back(Stack{slot_base + page_, usable_});
+    free_.push_back(Stack{slot_base + page_, usable_, slabs_.size() - 1});
   }
 }
 
@@ -88,6 +92,7 @@ Stack StackPool::Allocate() {
   if (free_.empty()) AddSlab();
   Stack s = free_.back();
   free_.pop_back();
+  slabs_[s.slab].used = true;
   return s;
 }
 

@@ -5,7 +5,8 @@
 //    scheduler while it runs, so later runs reuse stacks whose pages are already mapped in.
 //    When its last lessee leaves, a pool hands the pages of all but its first kKeptSlabs
 //    slabs to the kernel to reclaim under memory pressure (MADV_FREE): a run of 100,000
-//    tasks does not pin their memory for the life of the process.
+//    tasks does not pin their memory for the life of the process. Only slabs that handed
+//    out a stack since are advised again, so a small run after a big one costs nothing.
 //  - Allocate() hands out a stack, Release() takes it back; both are thread-safe. Memory is
 //    reserved in slabs (MAP_NORESERVE): a stack costs physical memory only for the pages a
 //    task touches, so 100,000 parked tasks fit.
@@ -26,6 +27,7 @@ namespace rill::core {
 struct Stack {
   void* base = nullptr;  // lowest usable address
   size_t size = 0;       // usable bytes; the stack grows down from base + size
+  size_t slab = 0;       // the pool's slab it lies in
 };
 
 class __attribute__((visibility("hidden"))) StackPool {  // hidden: holds an SDK SpinLock
@@ -49,6 +51,7 @@ class __attribute__((visibility("hidden"))) StackPool {  // hidden: holds an SDK
     void* base;
     size_t bytes;
     size_t guarded;  // stacks of this slab with a guard page
+    bool used;       // handed out a stack since the last MADV_FREE
   };
   void AddSlab();  // with mu_ held
 

@@ -124,24 +124,27 @@ TEST(HostApi, OwnedScopeHandlesKeepScopesAlive) {
   EXPECT_TRUE(weak.expired());
 }
 
-TEST(HostApi, AScopeIsSharedWhileAnythingBesidesItsHandleHoldsIt) {
+TEST(HostApi, AScopeIsReusableWhileNothingElseHoldsItAndItsAncestorsGainNothing) {
   auto root = Scope::NewRoot();
   RillScope borrowed{root};
   RillScope* step = nullptr;
   ASSERT_EQ(H().scope_new_child(&borrowed, &step), nullptr);
-  EXPECT_EQ(H().scope_is_shared(step), 0);
-  EXPECT_EQ(H().scope_is_shared(&borrowed), 1) << "the child holds its parent";
+  EXPECT_EQ(H().scope_reusable(step), 1);
+  EXPECT_EQ(H().scope_reusable(&borrowed), 0) << "the child holds its parent";
   RillScope* inner = nullptr;
   ASSERT_EQ(H().scope_new_child(step, &inner), nullptr);  // what a go block started in it makes
-  EXPECT_EQ(H().scope_is_shared(step), 1);
+  EXPECT_EQ(H().scope_reusable(step), 0);
   H().scope_release(inner);
-  EXPECT_EQ(H().scope_is_shared(step), 0) << "nothing holds it once the go block's scope is gone";
+  EXPECT_EQ(H().scope_reusable(step), 1) << "nothing holds it once the go block's scope is gone";
   RillScope* retained = H().scope_retain(step);
-  EXPECT_EQ(H().scope_is_shared(step), 1);
+  EXPECT_EQ(H().scope_reusable(step), 0);
   H().scope_release(retained);
-  EXPECT_EQ(H().scope_is_shared(step), 0);
+  H().scope_var(step, "local");
+  EXPECT_EQ(H().scope_reusable(step), 1) << "its own variables do not matter";
+  H().scope_var(&borrowed, "x");
+  EXPECT_EQ(H().scope_reusable(step), 0) << "x made above could now resolve differently";
   H().scope_release(step);
-  EXPECT_EQ(H().scope_is_shared(nullptr), 0);
+  EXPECT_EQ(H().scope_reusable(nullptr), 0);
 }
 
 }  // namespace

@@ -77,5 +77,35 @@ TEST(Scope, ConcurrentVarCreationYieldsOneVariablePerName) {
   EXPECT_EQ(root->LocalVarNames().size(), static_cast<size_t>(kNames));
 }
 
+// A keyed child leaves its variables to the parent when released; the next child with the
+// same key takes them over, unless the parent's chain gained a variable meanwhile.
+TEST(Scope, AKeyedChildTakesOverTheVariablesOfTheLastOneWithItsKey) {
+  auto root = Scope::NewRoot();
+  auto parent = root->NewChild();
+  const Scope::ChildKey key{42, 1}, other{42, 2};
+  auto first = parent->NewChild(key);
+  Variable* x = first->Var("x");
+  first.reset();
+  auto second = parent->NewChild(key);
+  EXPECT_EQ(second->FindLocalVar("x"), x) << "the same variable, taken over";
+  EXPECT_EQ(parent->NewChild(other)->FindLocalVar("x"), nullptr) << "another key starts empty";
+  auto held = second;  // still held: leaves nothing yet
+  second.reset();
+  EXPECT_EQ(parent->NewChild(key)->FindLocalVar("x"), nullptr);
+  held.reset();
+  root->Var("y");  // the chain gained a variable: what "x" would resolve to may differ now
+  EXPECT_EQ(parent->NewChild(key)->FindLocalVar("x"), nullptr);
+  EXPECT_EQ(parent->NewChild()->FindLocalVar("x"), nullptr) << "unkeyed children never take over";
+}
+
+TEST(Scope, AChildIsReusableUntilAnAncestorGainsAVariable) {
+  auto root = Scope::NewRoot();
+  auto child = root->NewChild();
+  child->Var("mine");
+  EXPECT_TRUE(child->AncestorsUnchanged());
+  root->Var("shadow");
+  EXPECT_FALSE(child->AncestorsUnchanged());
+}
+
 }  // namespace
 }  // namespace rill::core

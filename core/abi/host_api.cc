@@ -91,8 +91,9 @@ RILL_PIN(var_is_selected_rows, 64);
 RILL_PIN(var_selected_rows, 65);
 RILL_PIN(var_set_selected_rows, 66);
 // Version 4.
-RILL_PIN(scope_is_shared, 67);
-static_assert(sizeof(RillHostApi) == 8 + 68 * sizeof(void*), "RillHostApi v4 size changed");
+RILL_PIN(ctx_new_child_scope, 67);
+RILL_PIN(scope_reusable, 68);
+static_assert(sizeof(RillHostApi) == 8 + 69 * sizeof(void*), "RillHostApi v4 size changed");
 #undef RILL_PIN
 
 namespace rill::core {
@@ -316,6 +317,10 @@ RillStatus* CtxOutputTensor(RillKernelContext* ctx, const char* slot, size_t i, 
                                                    v->KindName() + ", not a tensor"};
 }
 RillScope* CtxScope(RillKernelContext* ctx) { return ctx ? ctx->scope : nullptr; }
+RillStatus* CtxNewChildScope(RillKernelContext* ctx, int32_t block_idx, RillScope** out) {
+  if (!ctx || !out) return NullArg("ctx_new_child_scope");
+  return StatusFromCall([&] { *out = new RillScope{ctx->scope->scope->NewChild({ctx->op->serial, block_idx})}; });
+}
 int32_t CtxDeviceId(const RillKernelContext* ctx) { return ctx ? ctx->device_id : 0; }
 RillStatus* CtxRunBlock(RillKernelContext* ctx, int32_t block_idx, RillScope* scope) {
   if (!ctx || !scope) return NullArg("ctx_run_block");
@@ -431,7 +436,9 @@ RillVariable* ScopeVar(RillScope* s, const char* name) {
 }
 // Only holders can add references (a child, a task, a handle all copy a shared_ptr this
 // handle's owner could hand out), so use_count() == 1 seen by that owner stays true.
-int32_t ScopeIsShared(const RillScope* s) { return (s && s->scope) ? s->scope.use_count() > 1 : 0; }
+int32_t ScopeReusable(const RillScope* s) {
+  return s && s->scope && s->scope.use_count() == 1 && s->scope->AncestorsUnchanged();
+}
 
 // ---- tasks (v2) ----------------------------------------------------------------------------
 
@@ -501,7 +508,7 @@ const RillHostApi kTable = {
     ScopeNewChild, ScopeRetain, ScopeRelease, ScopeFindVar, ScopeVar,
     TaskCurrent, TaskPark, TaskUnpark, TaskGo, VarNew, VarDelete, VarSwap,
     VarIsSelectedRows, VarSelectedRows, VarSetSelectedRows,
-    ScopeIsShared,
+    CtxNewChildScope, ScopeReusable,
 };
 
 }  // namespace

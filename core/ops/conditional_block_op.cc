@@ -35,8 +35,8 @@ bool ConditionHolds(rill::KernelContext& ctx) {
 
 void ConditionalBlock(rill::KernelContext& ctx) {
   if (!ConditionHolds(ctx)) return;
-  rill::Scope child = ctx.scope().NewChild();
-  ctx.RunBlock(ctx.op().BlockAttr("sub_block"), child);
+  const int32_t block = ctx.op().BlockAttr("sub_block");
+  ctx.RunBlock(block, ctx.NewChildScope(block));
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Fluid's `while`: runs sub_block in a child scope for as long as Condition (a bool tensor
 // of one element, re-read before each step) is true. A step runs in the previous step's
-// scope when nothing kept that one (no go block started in it), so a loop makes no scope
-// and resolves no names per step; a go block's scope is never reused.
+// scope when that one is reusable (no go block started in it holds it), so a loop makes
+// no scope and resolves no names per step.
 #include <optional>
 
 #include "core/ops/control_flow.h"
@@ -21,10 +21,9 @@ bool ReadCondition(rill::KernelContext& ctx) {
 
 void While(rill::KernelContext& ctx) {
   const int32_t body = ctx.op().BlockAttr("sub_block");
-  rill::Scope scope = ctx.scope();
   std::optional<rill::Scope> step;
   while (ReadCondition(ctx)) {
-    if (!step || step->IsShared()) step = scope.NewChild();
+    if (!step || !step->Reusable()) step = ctx.NewChildScope(body);
     ctx.RunBlock(body, *step);
   }
 }

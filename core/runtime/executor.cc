@@ -53,6 +53,7 @@ struct Executor::PreparedBlock {
 
 namespace {
 
+// Serials of prepared blocks and ops: unique in the process, never reused.
 std::atomic<uint64_t> g_next_block_serial{1};
 
 // A block's variables as resolved in one scope, kept in that scope (Scope::RunCacheSlot)
@@ -206,6 +207,7 @@ Executor::PreparedBlock& Executor::Prepare(int32_t block_idx) {
     info.type = od.type();
     info.block_idx = block_idx;
     info.op_idx = i;
+    info.serial = g_next_block_serial.fetch_add(1, std::memory_order_relaxed);
     info.schema = registry_.FindOp(od.type());
     if (info.schema == nullptr) {
       throw Error("block " + std::to_string(block_idx) + ", op " + std::to_string(i) + ": " +

@@ -22,6 +22,7 @@ struct RillOpInfo {
   std::string type;
   int32_t block_idx = 0;
   int32_t op_idx = 0;
+  uint64_t serial = 0;  // unique in the process, never reused (keys the op's child scopes)
   const rill::core::OpSchemaEntry* schema = nullptr;
   std::vector<Args> inputs, outputs;
   std::vector<rill::core::AttrValue> attrs;  // parallel to schema->attrs

@@ -8,8 +8,58 @@ namespace rill::core {
 std::shared_ptr<Scope> Scope::NewRoot() { return std::make_shared<Scope>(Passkey{}, nullptr); }
 
 std::shared_ptr<Scope> Scope::NewChild() {
-  return std::make_shared<Scope>(Passkey{}, shared_from_this());
+  auto child = std::make_shared<Scope>(Passkey{}, shared_from_this());
+  child->born_under_ = ChainVersion();
+  return child;
 }
+
+std::shared_ptr<Scope> Scope::NewChild(ChildKey key) {
+  auto child = std::make_shared<Scope>(Passkey{}, shared_from_this());
+  child->key_ = key;
+  const uint64_t now = ChainVersion();
+  child->born_under_ = now;
+  Leftover taken;  // destroyed after the lock: a variable's destructor may release scopes
+  {
+    std::lock_guard lock(leftovers_mu_);
+    auto it = std::find_if(leftovers_.begin(), leftovers_.end(), [&](const Leftover& l) { return l.key == key; });
+    if (it == leftovers_.end()) return child;
+    taken = std::move(*it);
+    leftovers_.erase(it);
+  }
+  if (taken.born_under == now) {  // else stale: a name made locally may resolve above now
+    child->vars_ = std::move(taken.vars);
+    child->count_.store(taken.count, std::memory_order_release);
+    child->run_cache_ = std::move(taken.run_cache);
+  }
+  return child;
+}
+
+// Runs when the last holder lets go, so nobody can reach vars_ any more; the parent, which
+// this scope holds, is still alive.
+Scope::~Scope() {
+  if (key_.op == 0 || !parent_ || vars_.empty()) return;
+  Leftover l{key_, born_under_, std::move(vars_), count_.load(std::memory_order_relaxed), std::move(run_cache_)};
+  Leftover dropped;  // destroyed after the lock, as above
+  {
+    std::lock_guard lock(parent_->leftovers_mu_);
+    auto& all = parent_->leftovers_;
+    auto it = std::find_if(all.begin(), all.end(), [&](const Leftover& o) { return o.key == key_; });
+    if (it == all.end() && all.size() == kLeftovers) it = all.begin();  // the oldest goes
+    if (it != all.end()) {
+      dropped = std::move(*it);
+      all.erase(it);
+    }
+    all.push_back(std::move(l));
+  }
+}
+
+uint64_t Scope::ChainVersion() const {
+  uint64_t sum = 0;
+  for (const Scope* s = this; s != nullptr; s = s->parent_.get()) sum += s->version();
+  return sum;
+}
+
+bool Scope::AncestorsUnchanged() const { return !parent_ || parent_->ChainVersion() == born_under_; }
 
 Variable* Scope::Var(const std::string& name) {
   {

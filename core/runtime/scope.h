@@ -7,6 +7,12 @@
 //  - Lookups walk up the chain; Var() creates only in this scope.
 //  - Every method is safe to call from several threads at once. Variable* stay valid
 //    while the scope lives (variables are never removed).
+//  - NewChild(key) makes a child that, once nothing holds it any more, leaves its
+//    variables (and run cache) to the parent, for the next NewChild with the same key
+//    (one op running its sub-block, run after run) to take over, unless an ancestor of
+//    that child has gained a variable since: a name created locally then might now
+//    resolve above. A child made so behaves as a new one, except that the variables its
+//    block creates start with their last values instead of empty.
 //  - version() counts the variables created here. Since none is ever removed, a name
 //    resolved through the chain resolves the same way for as long as no scope on the chain
 //    changes version: the executor keeps a block's resolved names in the scope it ran in
@@ -35,6 +41,18 @@ class Scope : public std::enable_shared_from_this<Scope> {
   Scope& operator=(const Scope&) = delete;
 
   std::shared_ptr<Scope> NewChild();
+  // Who makes a child (an op instance, by its serial, and the block it will run there).
+  struct ChildKey {
+    uint64_t op = 0;
+    int32_t block = 0;
+    bool operator==(const ChildKey& o) const { return op == o.op && block == o.block; }
+  };
+  std::shared_ptr<Scope> NewChild(ChildKey key);
+  ~Scope();
+  // Whether running a block here again is the same as running it in a new child of the
+  // parent, but for the variables' values: no ancestor has gained a variable since this
+  // scope (or the variables it took over) was made.
+  bool AncestorsUnchanged() const;
   // Finds `name` in this scope only, creating it if absent.
   Variable* Var(const std::string& name);
   // Finds `name` here or in an ancestor; nullptr if absent.
@@ -42,6 +60,9 @@ class Scope : public std::enable_shared_from_this<Scope> {
   Variable* FindLocalVar(const std::string& name) const;
 
   const std::shared_ptr<Scope>& parent() const { return parent_; }
+  // The sum of the versions of every scope on the chain from here to the root; since
+  // versions only grow, it changes exactly when one of them does.
+  uint64_t ChainVersion() const;
   Scope* root();
   std::vector<std::string> LocalVarNames() const;
   uint64_t version() const { return count_.load(std::memory_order_acquire); }
@@ -63,9 +84,24 @@ class Scope : public std::enable_shared_from_this<Scope> {
   void ReleaseRunCache() { run_cache_busy_.store(false, std::memory_order_release); }
 
  private:
+  using VarMap = std::unordered_map<std::string, std::unique_ptr<Variable>>;
+  // What a finished child leaves behind (see NewChild(key)).
+  struct Leftover {
+    ChildKey key;
+    uint64_t born_under = 0;  // the parent's ChainVersion when the variables were new
+    VarMap vars;
+    size_t count = 0;
+    RunCacheSlot run_cache;
+  };
+  static constexpr size_t kLeftovers = 4;  // children of distinct keys kept at once
+
   const std::shared_ptr<Scope> parent_;
+  ChildKey key_;                // set for children made by NewChild(key)
+  uint64_t born_under_ = 0;     // parent_->ChainVersion() when vars_ started out empty
+  std::mutex leftovers_mu_;
+  std::vector<Leftover> leftovers_;  // at most kLeftovers, most recent last
   mutable std::shared_mutex mu_;
-  std::unordered_map<std::string, std::unique_ptr<Variable>> vars_;
+  VarMap vars_;
   // vars_.size(), read without mu_: most scopes a lookup passes through (a loop step's,
   // a go block's) are empty, and skipping their lock halves a lookup's cost.
   // It only grows, so it doubles as version().

@@ -17,7 +17,7 @@ class Go {
   explicit Go(const OpInfo& op) : block_(op.BlockAttr("sub_block")), captured_(op.InputNames("X")) {}
   void Compute(KernelContext& ctx) {
     Scope parent = ctx.scope();
-    Scope child = parent.NewChild();
+    Scope child = ctx.NewChildScope(block_);
     for (const std::string& name : captured_) {
       Variable v = parent.FindVar(name);
       if (v && ChannelRefOf(v) != nullptr) child.Var(name).CopyFrom(v);  // others: shared

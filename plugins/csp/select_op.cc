@@ -87,8 +87,7 @@ class Select {
     }
     const size_t chosen = RunSelect(cases, ctx.handle(), what_.c_str());
     *ctx.Input("case_to_execute").Allocate<int32_t>({1}) = specs_[chosen].idx;
-    Scope child = scope.NewChild();
-    ctx.RunBlock(block_, child);
+    ctx.RunBlock(block_, ctx.NewChildScope(block_));
   }
 
  private:

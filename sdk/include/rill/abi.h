@@ -39,7 +39,7 @@ extern "C" {
 
 /* The ABI version this header declares. Version 1 is the first shipped version; version 2
  * adds tasks (go blocks, park/unpark), plugin-owned variables and copyable custom types;
- * version 3 SelectedRows; version 4 scope_is_shared (loops reuse a step's scope). */
+ * version 3 SelectedRows; version 4 sub-block scopes that are reused. */
 #define RILL_ABI_VERSION 4u
 
 /* Name of the single exported entry point. */
@@ -422,13 +422,21 @@ typedef struct RillHostApi {
                                        int64_t height, RillTensor** value);
   /* ===== End of version 3 ===== */
 
-  /* ===== Version 4: reusing a scope ===== */
-  /* 1 if anything besides this handle keeps the scope alive (a go block started in it or
-   * below it, a child scope, another owned handle), else 0. A loop whose step scope is
-   * not shared once the step has run may run the next step in it instead of a new child
-   * (the body's variables then keep their values from step to step); the executor also
-   * reuses the names it resolved there. */
-  int32_t (*scope_is_shared)(const RillScope* scope);
+  /* ===== Version 4: scopes for sub-blocks, reused ===== */
+  /* ctx_new_child_scope: a new child of the op's scope, to run block `block_idx` in (an
+   * owned handle). It may take over the variables of the scope this op made for that
+   * block last time, once nothing holds that one any more and no enclosing scope has
+   * gained a variable since: the block then finds the variables it creates already there,
+   * holding their last values, and the executor reuses the names it resolved. Ops that run
+   * a sub-block once per run (conditional_block, select, go) use it instead of
+   * scope_new_child.
+   * scope_reusable: 1 if only this handle holds the scope (no go block started in it or
+   * below it, no child scope, no other handle) and no enclosing scope has gained a
+   * variable since it was made: running the block in it again is then the same as in a
+   * new child, but for the values of the block's own variables. A loop runs its next step
+   * in its step scope when it is reusable. */
+  RillStatus* (*ctx_new_child_scope)(RillKernelContext* ctx, int32_t block_idx, RillScope** out);
+  int32_t (*scope_reusable)(const RillScope* scope);
   /* ===== End of version 4 ===== */
 } RillHostApi;
 

@@ -353,6 +353,7 @@ class SpinLock {
 class Scope {
  public:
   static Scope Borrow(RillScope* s) { return Scope(s, false); }
+  static Scope Own(RillScope* s) { return Scope(s, true); }
   Scope(Scope&& o) noexcept : s_(o.s_), owned_(o.owned_) { o.s_ = nullptr; }
   Scope& operator=(Scope&& o) noexcept {
     if (this != &o) {
@@ -374,9 +375,10 @@ class Scope {
     return Scope(child, true);
   }
   Scope Retain() const { return Scope(Host().scope_retain(s_), true); }
-  // Whether anything besides this handle keeps the scope alive (ABI v4): a loop may run
-  // its next step in a step scope that is not shared instead of a new child.
-  bool IsShared() const { return Host().scope_is_shared(s_) != 0; }
+  // Whether running a block here again is the same as in a new child of the parent, but
+  // for the values of the block's own variables (ABI v4, scope_reusable): a loop runs its
+  // next step in its step scope when it is.
+  bool Reusable() const { return Host().scope_reusable(s_) != 0; }
   Variable FindVar(const std::string& name) const {
     return Variable(Host().scope_find_var(s_, name.c_str()));
   }
@@ -553,6 +555,13 @@ class KernelContext {
   Scope scope() const { return Scope::Borrow(Host().ctx_scope(ctx_)); }
   // The device this kernel runs on; allocate outputs there.
   int32_t device_id() const { return Host().ctx_device_id(ctx_); }
+  // A new child of this op's scope to run `block_idx` in, which may take over the
+  // variables of the one this op made for it last time (ABI v4, ctx_new_child_scope).
+  Scope NewChildScope(int32_t block_idx) {
+    RillScope* child = nullptr;
+    Check(Host().ctx_new_child_scope(ctx_, block_idx, &child));
+    return Scope::Own(child);
+  }
   void RunBlock(int32_t block_idx, const Scope& scope) {
     Check(Host().ctx_run_block(ctx_, block_idx, scope.handle()));
   }

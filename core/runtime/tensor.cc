@@ -102,10 +102,11 @@ void Tensor::CopyInto(Tensor& out, Place place) const {
     return;
   }
   out.Allocate(dtype_, dims_, place);
-  out.lod_ = lod_;
-  if (nbytes() == 0) return;
+  if (!lod_.empty() || !out.lod_.empty()) out.lod_ = lod_;
+  const size_t bytes = out.nbytes();
+  if (bytes == 0) return;
   if (place_.device_type == RILL_CPU && place.device_type == RILL_CPU) {
-    std::memcpy(out.data(), data(), nbytes());
+    std::memcpy(out.data(), data(), bytes);
     return;
   }
   // Between the CPU and a device, or within one device: the device copies.

@@ -74,6 +74,18 @@ class Tensor {
   const LoD& lod() const { return lod_; }
   LoD& mutable_lod() { return lod_; }
 
+  // Exchanges two tensors' descriptions and buffers (no copy, no reference counting): a
+  // channel receive swaps the value with its buffer slot this way.
+  void swap(Tensor& o) noexcept {
+    std::swap(dtype_, o.dtype_);
+    dims_.swap(o.dims_);
+    std::swap(numel_, o.numel_);
+    std::swap(place_, o.place_);
+    buffer_.swap(o.buffer_);
+    lod_.swap(o.lod_);
+  }
+  friend void swap(Tensor& a, Tensor& b) noexcept { a.swap(b); }
+
   Tensor DeepCopy() const;
   // A copy of this tensor on `place` (a deep copy even when it is already there).
   Tensor CopyTo(Place place) const;

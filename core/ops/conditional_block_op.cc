@@ -7,37 +7,50 @@
 namespace rill::core {
 namespace {
 
-const char* ConditionSlot(rill::KernelContext& ctx) {
-  const bool has_cond = ctx.HasInput("Cond");
-  const bool has_x = ctx.HasInput("X");
-  if (has_cond && has_x) throw rill::Error("give the condition in Cond or in X, not both");
-  if (!has_cond && !has_x) throw rill::Error("no condition: set input Cond (or X)");
-  return has_cond ? "Cond" : "X";
-}
+// Reads the op's slots and attributes once per op instance: a select runs one of these
+// per case, every time.
+class ConditionalBlock {
+ public:
+  explicit ConditionalBlock(const rill::OpInfo& op)
+      : slot_(ConditionSlot(op)),
+        count_(op.InputCount(slot_)),
+        scalar_(op.Attr<bool>("is_scalar_condition")),
+        block_(op.BlockAttr("sub_block")) {}
 
-bool ConditionHolds(rill::KernelContext& ctx) {
-  const char* slot = ConditionSlot(ctx);
-  if (ctx.Attr<bool>("is_scalar_condition")) {
-    rill::Tensor cond = ctx.Input(slot);
-    if (cond.dtype() != RILL_BOOL || cond.numel() != 1) {
-      throw rill::Error(std::string(slot) + " must be a bool tensor of one element, got " +
-                        rill::DataTypeName(cond.dtype()) + " with " + std::to_string(cond.numel()) +
-                        " elements");
+  void Compute(rill::KernelContext& ctx) {
+    if (ConditionHolds(ctx)) ctx.RunBlock(block_, ctx.NewChildScope(block_));
+  }
+
+ private:
+  static const char* ConditionSlot(const rill::OpInfo& op) {
+    const bool has_cond = op.InputCount("Cond") > 0;
+    const bool has_x = op.InputCount("X") > 0;
+    if (has_cond && has_x) throw rill::Error("give the condition in Cond or in X, not both");
+    if (!has_cond && !has_x) throw rill::Error("no condition: set input Cond (or X)");
+    return has_cond ? "Cond" : "X";
+  }
+
+  bool ConditionHolds(rill::KernelContext& ctx) const {
+    if (scalar_) {
+      rill::Tensor cond = ctx.Input(slot_);
+      if (cond.dtype() != RILL_BOOL || cond.numel() != 1) {
+        throw rill::Error(std::string(slot_) + " must be a bool tensor of one element, got " +
+                          rill::DataTypeName(cond.dtype()) + " with " + std::to_string(cond.numel()) +
+                          " elements");
+      }
+      return *cond.data<bool>();
     }
-    return *cond.data<bool>();
+    for (size_t i = 0; i < count_; ++i) {
+      if (ctx.Input(slot_, i).numel() == 0) return false;
+    }
+    return true;
   }
-  const size_t n = ctx.op().InputCount(slot);
-  for (size_t i = 0; i < n; ++i) {
-    if (ctx.Input(slot, i).numel() == 0) return false;
-  }
-  return true;
-}
 
-void ConditionalBlock(rill::KernelContext& ctx) {
-  if (!ConditionHolds(ctx)) return;
-  const int32_t block = ctx.op().BlockAttr("sub_block");
-  ctx.RunBlock(block, ctx.NewChildScope(block));
-}
+  const char* const slot_;
+  const size_t count_;
+  const bool scalar_;
+  const int32_t block_;
+};
 
 }  // namespace
 
@@ -56,7 +69,7 @@ void RegisterConditionalBlock(rill::Registrar& r) {
            .Attr("is_scalar_condition", false,
                  "true: the condition is one bool element; false: run when every condition "
                  "tensor is non-empty"));
-  r.Kernel("conditional_block", RILL_CPU, RILL_ANY_DTYPE, &ConditionalBlock);
+  r.StatefulKernel<ConditionalBlock>("conditional_block", RILL_CPU, RILL_ANY_DTYPE);
 }
 
 }  // namespace rill::core

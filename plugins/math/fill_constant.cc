@@ -5,14 +5,23 @@
 namespace rill::math {
 namespace {
 
+// Reads its attributes once per op instance: fills run in every loop step.
 template <class T>
-void FillConstant(KernelContext& ctx) {
-  const auto shape = ctx.Attr<std::vector<int64_t>>("shape");
-  const double value = ctx.Attr<float>("value");
-  Tensor out = ctx.Output("Out");
-  T* p = out.Allocate<T>(shape);
-  std::fill(p, p + out.numel(), static_cast<T>(value));
-}
+class FillConstant {
+ public:
+  explicit FillConstant(const OpInfo& op)
+      : shape_(op.Attr<std::vector<int64_t>>("shape")),
+        value_(static_cast<T>(static_cast<double>(op.Attr<float>("value")))) {}
+  void Compute(KernelContext& ctx) {
+    Tensor out = ctx.Output("Out");
+    T* p = out.Allocate<T>(shape_);
+    std::fill(p, p + out.numel(), value_);
+  }
+
+ private:
+  const std::vector<int64_t> shape_;
+  const T value_;
+};
 
 // Out = a tensor shaped like X filled with `value`, of `dtype` (-1: X's dtype).
 template <class T>
@@ -58,11 +67,11 @@ void RegisterFillConstant(Registrar& r) {
            .Attr("value", 0.0, "the value of every element")
            .Attr("force_cpu", false, "keep Out on the CPU")
            .KernelDtypeFrom("attr:dtype"));
-  r.Kernel("fill_constant", RILL_CPU, RILL_FP32, &FillConstant<float>);
-  r.Kernel("fill_constant", RILL_CPU, RILL_FP64, &FillConstant<double>);
-  r.Kernel("fill_constant", RILL_CPU, RILL_INT32, &FillConstant<int32_t>);
-  r.Kernel("fill_constant", RILL_CPU, RILL_INT64, &FillConstant<int64_t>);
-  r.Kernel("fill_constant", RILL_CPU, RILL_BOOL, &FillConstant<bool>);
+  r.StatefulKernel<FillConstant<float>>("fill_constant", RILL_CPU, RILL_FP32);
+  r.StatefulKernel<FillConstant<double>>("fill_constant", RILL_CPU, RILL_FP64);
+  r.StatefulKernel<FillConstant<int32_t>>("fill_constant", RILL_CPU, RILL_INT32);
+  r.StatefulKernel<FillConstant<int64_t>>("fill_constant", RILL_CPU, RILL_INT64);
+  r.StatefulKernel<FillConstant<bool>>("fill_constant", RILL_CPU, RILL_BOOL);
 }
 
 }  // namespace rill::math

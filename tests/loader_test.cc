@@ -116,6 +116,29 @@ TEST(Loader, FrozenAbiV3PluginMakesAndReadsSelectedRows) {
   EXPECT_EQ(scope->FindVar("dense")->GetTensor()->Describe(), "fp32[3, 3] {2, 2, 2, 0, 0, 0, 2, 2, 2}");
 }
 
+// ABI v4: a plain-C loop op runs its body in a scope from ctx_new_child_scope and keeps it
+// while scope_reusable says so: one step scope for every step of a body that nothing
+// captures, and the body's own variables stay in it.
+TEST(Loader, FrozenAbiV4PluginReusesItsStepScope) {
+  Registry registry;
+  const auto plugins = LoadPlugins(registry, LoadOptions{{kPlugins, kFixtures + "/frozen_v4"}, {}, {}});
+  EXPECT_EQ(plugins.back().name, "frozen_v4");
+  EXPECT_EQ(plugins.back().abi_version, 4u);
+  ProgramBuilder pb;
+  auto& main = pb.block(0);
+  auto& body = pb.NewBlock(0);
+  main.Op("fill_constant").Output("Out", "i").Attr("shape", std::vector<int64_t>{1}).Attr("dtype", int64_t{RILL_INT64});
+  main.Op("v4_repeat").Output("Scopes", "scopes").BlockAttr("sub_block", body.idx()).Attr("times", int64_t{5});
+  body.Op("increment").Input("X", "i").Output("Out", "i");
+  body.Op("assign").Input("X", "i").Output("Out", "tmp");
+  Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  exec.Run(0, scope);
+  EXPECT_EQ(scope->FindVar("i")->GetTensor()->Describe(), "int64[1] {5}");
+  EXPECT_EQ(scope->FindVar("scopes")->GetTensor()->Describe(), "int64[1] {1}");
+  EXPECT_EQ(scope->FindVar("tmp"), nullptr) << "the body's variable stays in its step scope";
+}
+
 TEST(Loader, PluginDefinedVariableTypesLiveInScopes) {
   Registry registry;
   LoadPlugins(registry, LoadOptions{{kPlugins, kFixtures + "/frozen_v1"}, {}, {}});

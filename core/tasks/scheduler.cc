@@ -328,6 +328,7 @@ class Scheduler {
   }
 
   bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  const std::atomic<bool>* cancelled_flag() const { return &cancelled_; }
   std::string CancelMessage() {
     std::lock_guard lock(error_mu_);
     return cancel_message_;
@@ -642,6 +643,11 @@ void SpawnTask(std::function<void()> body, const RillOpInfo* origin) {
                 "rill::core::RunTasks)", RILL_FAILED_PRECONDITION);
   }
   t->sched->Spawn(std::move(body), origin, /*is_main=*/false);
+}
+
+const std::atomic<bool>* TaskCancelledFlag() {
+  Task* t = CurrentTask();
+  return t != nullptr ? t->sched->cancelled_flag() : nullptr;
 }
 
 void ThrowIfTaskCancelled() {

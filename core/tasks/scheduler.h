@@ -19,6 +19,7 @@
 #ifndef RILL_CORE_TASKS_SCHEDULER_H_
 #define RILL_CORE_TASKS_SCHEDULER_H_
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 
@@ -55,9 +56,12 @@ RillStatus* ParkCurrent(const RillOpInfo* op, const char* what, void (*unlock)(v
 // reports. Throws Error outside a task or once the run is ending.
 void SpawnTask(std::function<void()> body, const RillOpInfo* origin);
 
-// Throws Error(CANCELLED) if the calling task's run is being cancelled; the executor calls
-// it between ops.
+// Throws Error(CANCELLED) if the calling task's run is being cancelled.
 void ThrowIfTaskCancelled();
+// The flag that turns true when the calling task's run is being cancelled (null outside
+// a task); it stays valid while the task runs, on whatever worker. The executor reads it
+// between ops and calls ThrowIfTaskCancelled once it is set.
+const std::atomic<bool>* TaskCancelledFlag();
 
 }  // namespace rill::core
 

@@ -6,6 +6,7 @@
 #ifndef RILL_PLUGINS_MATH_BROADCAST_H_
 #define RILL_PLUGINS_MATH_BROADCAST_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -49,20 +50,26 @@ inline Broadcast ComputeBroadcast(const std::vector<int64_t>& x, std::vector<int
   return b;
 }
 
+inline bool SameDims(const Tensor& a, const Tensor& b) {
+  return a.ndim() == b.ndim() && std::equal(a.dims_data(), a.dims_data() + a.ndim(), b.dims_data());
+}
+
 // Out = f(X, Y) elementwise with broadcasting; Out is shaped like X with element type R.
 template <class T, class R, class F>
 void BinaryBroadcast(KernelContext& ctx, F f) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
-  const Broadcast b = ComputeBroadcast(x.dims(), y.dims(), ctx.Attr<int64_t>("axis"));
   const T* px = x.data<T>();
   const T* py = y.data<T>();
   Tensor out = ctx.Output("Out");
-  R* po = out.Allocate<R>(x.dims());
-  if (b.same_shape) {
-    for (int64_t i = 0; i < b.n; ++i) po[i] = f(px[i], py[i]);
+  if (SameDims(x, y)) {  // the usual case (a loop's counters): no shape vectors, no axis
+    const int64_t n = x.numel();
+    R* po = out.Allocate<R>(x.dims_data(), x.ndim());
+    for (int64_t i = 0; i < n; ++i) po[i] = f(px[i], py[i]);
     return;
   }
+  const Broadcast b = ComputeBroadcast(x.dims(), y.dims(), ctx.Attr<int64_t>("axis"));
+  R* po = out.Allocate<R>(x.dims());
   for (int64_t i = 0; i < b.pre; ++i) {
     for (int64_t j = 0; j < b.n; ++j) {
       const T yv = py[j];

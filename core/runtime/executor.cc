@@ -58,23 +58,11 @@ std::atomic<uint64_t> g_next_block_serial{1};
 
 // A block's variables as resolved in one scope, kept in that scope (Scope::RunCacheSlot)
 // for the next run of the same block there: a loop body's next step skips name
-// resolution. Valid while every scope on the chain has the version it had then (a
-// variable created anywhere on the chain could shadow or fill a resolved name).
+// resolution. Valid while the scope's chain version is what it was then (a variable
+// created anywhere on the chain could shadow or fill a resolved name).
 struct ResolvedFrame final : Scope::RunCache {
   std::vector<Variable*> frame;
-  std::vector<uint64_t> versions;  // the run scope's, its parent's, ... the root's
-
-  bool Valid(const Scope& scope) const {
-    size_t i = 0;
-    for (const Scope* s = &scope; s != nullptr; s = s->parent().get(), ++i) {
-      if (i == versions.size() || versions[i] != s->version()) return false;
-    }
-    return i == versions.size();
-  }
-  void Snapshot(const Scope& scope) {
-    versions.clear();
-    for (const Scope* s = &scope; s != nullptr; s = s->parent().get()) versions.push_back(s->version());
-  }
+  uint64_t chain_version = 0;
 };
 
 KernelInstance* ChooseKernel(const Registry& registry, PreparedOp& op, int32_t device, int32_t dtype) {
@@ -253,10 +241,10 @@ void Executor::Run(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
     } release{*scope};
     auto* cached = static_cast<ResolvedFrame*>(slot->cache.get());
     if (cached == nullptr) slot->cache.reset(cached = new ResolvedFrame);
-    if (cached->frame.size() != block.names.size() || !cached->Valid(*scope)) {
+    if (cached->frame.size() != block.names.size() || cached->chain_version != scope->ChainVersion()) {
       cached->frame.assign(block.names.size(), nullptr);
       Resolve(block, scope, cached->frame.data());
-      cached->Snapshot(*scope);
+      cached->chain_version = scope->ChainVersion();
     }
     RunOps(block, scope, cached->frame.data());
     return;

@@ -15,7 +15,7 @@
 //    parameter moves once and stays) before the kernel runs.
 //  - A block run again in the same scope (a `while` step whose scope nobody captured)
 //    reuses the variables it resolved there last time, unless a variable was created
-//    on the scope chain since (Scope::version).
+//    on the scope chain since (Scope::ChainVersion).
 //  - Run inside a task (core/tasks) stops between ops once the task's run is cancelled.
 //  - Any failure throws Error naming block, op index, op type, its variables and the
 //    kernel's message; errors from nested blocks keep the whole chain.

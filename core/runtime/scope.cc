@@ -7,17 +7,14 @@ namespace rill::core {
 
 std::shared_ptr<Scope> Scope::NewRoot() { return std::make_shared<Scope>(Passkey{}, nullptr); }
 
-std::shared_ptr<Scope> Scope::NewChild() {
-  auto child = std::make_shared<Scope>(Passkey{}, shared_from_this());
-  child->born_under_ = ChainVersion();
-  return child;
-}
+std::shared_ptr<Scope> Scope::NewChild() { return NewChild(ChildKey{}); }
 
 std::shared_ptr<Scope> Scope::NewChild(ChildKey key) {
   auto child = std::make_shared<Scope>(Passkey{}, shared_from_this());
   child->key_ = key;
   const uint64_t now = ChainVersion();
   child->born_under_ = now;
+  if (key.op == 0) return child;  // unkeyed: always new
   Leftover taken;  // destroyed after the lock: a variable's destructor may release scopes
   {
     std::lock_guard lock(leftovers_mu_);

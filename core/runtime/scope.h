@@ -16,7 +16,7 @@
 //  - version() counts the variables created here. Since none is ever removed, a name
 //    resolved through the chain resolves the same way for as long as no scope on the chain
 //    changes version: the executor keeps a block's resolved names in the scope it ran in
-//    (its run cache) and checks the chain's versions instead of looking them up again.
+//    (its run cache) and checks ChainVersion() instead of looking them up again.
 #ifndef RILL_CORE_RUNTIME_SCOPE_H_
 #define RILL_CORE_RUNTIME_SCOPE_H_
 
@@ -41,7 +41,8 @@ class Scope : public std::enable_shared_from_this<Scope> {
   Scope& operator=(const Scope&) = delete;
 
   std::shared_ptr<Scope> NewChild();
-  // Who makes a child (an op instance, by its serial, and the block it will run there).
+  // Who makes a child (an op instance, by its serial, and the block it will run there);
+  // op 0 is nobody: NewChild() makes such children, which never take anything over.
   struct ChildKey {
     uint64_t op = 0;
     int32_t block = 0;
@@ -96,7 +97,7 @@ class Scope : public std::enable_shared_from_this<Scope> {
   static constexpr size_t kLeftovers = 4;  // children of distinct keys kept at once
 
   const std::shared_ptr<Scope> parent_;
-  ChildKey key_;                // set for children made by NewChild(key)
+  ChildKey key_;                // op 0 unless made by NewChild(key)
   uint64_t born_under_ = 0;     // parent_->ChainVersion() when vars_ started out empty
   std::mutex leftovers_mu_;
   std::vector<Leftover> leftovers_;  // at most kLeftovers, most recent last

@@ -18,13 +18,11 @@ namespace rill::math {
 
 struct Broadcast {
   int64_t pre = 1, n = 1, post = 1;
-  bool same_shape = false;
 };
 
 inline Broadcast ComputeBroadcast(const std::vector<int64_t>& x, std::vector<int64_t> y, int64_t axis) {
   Broadcast b;
   if (x == y) {
-    b.same_shape = true;
     for (int64_t d : x) b.n *= d;
     return b;
   }

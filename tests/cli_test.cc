@@ -108,6 +108,10 @@ TEST(Cli, UsageErrorsExitTwo) {
   ExpectCleanFailure(RunRill({"frobnicate"}), 2, "unknown command 'frobnicate'");
   ExpectCleanFailure(RunRill({"ops", "--bogus"}), 2, "unknown option --bogus");
   ExpectCleanFailure(RunRill({"run"}), 2, "usage: rill run PROGRAM");
+  ExpectCleanFailure(RunRill({"run", kProgram, "--device", "tpu:0"}), 2,
+                     "--device tpu:0: no loaded plugin provides a device called 'tpu'");
+  ExpectCleanFailure(RunRill({"run", kProgram, "--device", "cuda:x"}), 2,
+                     "--device takes cpu or DEVICE[:N] (cuda, cuda:1), got 'cuda:x'");
   const auto help = RunRill({"--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("usage: rill [options] COMMAND"), std::string::npos);
@@ -125,6 +129,23 @@ TEST(Cli, OpsDescribeAndPluginPathEnvironment) {
   EXPECT_NE(desc.out.find("step: FLOAT = 1  the amount added"), std::string::npos) << desc.out;
   EXPECT_NE(desc.out.find("kernels: CPU/fp32 CPU/fp64 CPU/int32 CPU/int64"), std::string::npos) << desc.out;
   ExpectCleanFailure(RunRill({"describe", "nosuch"}), 1, "op 'nosuch' is not provided by any loaded plugin");
+}
+
+// A device plugin's device by the name it registers, in `--device` and in `describe`.
+TEST(Cli, DevicesAreNamedByTheirPlugins) {
+  const std::string fake = kFixtures + "/fake_device/librill_fake_device.so";
+  const auto desc = RunRill({"--plugin", fake, "describe", "scale"});
+  EXPECT_NE(desc.out.find(" FAKE/fp32\n"), std::string::npos) << desc.out << desc.err;
+  const std::string program = TempPath("on_fake.pbtxt");
+  WriteFile(program, R"(blocks { idx: 0 parent_idx: -1
+  ops { type: "fill_constant" outputs { parameter: "Out" arguments: "x" }
+        attrs { name: "shape" type: INTS ints: 2 } attrs { name: "value" type: FLOAT f: 2 } }
+  ops { type: "scale" inputs { parameter: "X" arguments: "x" } outputs { parameter: "Out" arguments: "y" }
+        attrs { name: "scale" type: FLOAT f: 3 } }
+  ops { type: "fake_device_stats" outputs { parameter: "Out" arguments: "stats" } } })");
+  const auto run = RunRill({"--plugin", fake, "run", program, "--device", "FAKE:0", "--fetch", "y", "--fetch", "stats"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "y fp32 [2] 6 6\nstats int64 [6] 2 0 1 0 0 0\n") << "scale ran on FAKE: x moved there, y made there";
 }
 
 }  // namespace

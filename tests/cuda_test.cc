@@ -206,6 +206,21 @@ TEST(Cuda, OptimizersMatchCpu) {
   }
 }
 
+// What a transport sends from and receives into when a tensor lives on the GPU: Debian's
+// Open MPI is not CUDA-aware, so the bytes go through page-locked host memory.
+TEST(Cuda, TensorsLeavingTheGpuAreStagedInPageLockedMemory) {
+  SKIP_WITHOUT_CUDA();
+  core::Tensor host;
+  host.Allocate(RILL_FP32, {4096});
+  for (int i = 0; i < 4096; ++i) host.data_as<float>()[i] = static_cast<float>(i);
+  core::Tensor on_gpu = host.CopyTo(core::Place{RILL_CUDA, 0});
+  const core::Tensor back = on_gpu.CopyTo(core::Place{});
+  EXPECT_TRUE(back.page_locked());
+  EXPECT_EQ(back.ValuesToString(3), "0 1 2 ...");
+  on_gpu.Allocate(RILL_FP32, {4096});  // a CPU kernel's output over a GPU tensor
+  EXPECT_TRUE(on_gpu.page_locked());
+}
+
 TEST(Cuda, RunningOnAMissingDeviceIsAClearError) {
   ShippedRegistry();
   core::Executor exec(ShippedRegistry(), std::make_shared<rill::proto::ProgramDesc>());

@@ -93,8 +93,16 @@ RILL_PIN(var_set_selected_rows, 66);
 // Version 4.
 RILL_PIN(ctx_new_child_scope, 67);
 RILL_PIN(scope_reusable, 68);
-static_assert(sizeof(RillHostApi) == 8 + 69 * sizeof(void*), "RillHostApi v4 size changed");
+// Version 5 adds nothing to the table (only RillDeviceDef's fields, below).
+static_assert(sizeof(RillHostApi) == 8 + 69 * sizeof(void*), "RillHostApi v4/v5 size changed");
 #undef RILL_PIN
+
+// RillDeviceDef, which plugins fill: version 1 ends at `copy`; version 5 appends the
+// page-locked host memory.
+static_assert(offsetof(RillDeviceDef, copy) == 8 + 4 * sizeof(void*), "RillDeviceDef v1 layout changed");
+static_assert(offsetof(RillDeviceDef, allocate_host) == 8 + 5 * sizeof(void*), "RillDeviceDef v5 layout changed");
+static_assert(offsetof(RillDeviceDef, free_host) == 8 + 6 * sizeof(void*), "RillDeviceDef v5 layout changed");
+static_assert(sizeof(RillDeviceDef) == 8 + 7 * sizeof(void*), "RillDeviceDef v5 size changed");
 
 namespace rill::core {
 namespace {

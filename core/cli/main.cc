@@ -23,6 +23,7 @@
 #include "core/program/transpiler.h"
 #include "core/program/validate.h"
 #include "core/registry/registry.h"
+#include "core/runtime/device.h"
 #include "core/runtime/dtype.h"
 #include "core/runtime/executor.h"
 #include "core/tasks/scheduler.h"
@@ -43,8 +44,9 @@ Commands:
       --startup PROG   run PROG once first, in the same scope (initializes parameters)
       --iterations N   run PROGRAM N times (a training loop); fetch after the last
       --print-every K  also print the fetched variables every K iterations
-      --device DEV     run kernels on DEV where the op has one: cpu (default) or cuda[:N];
-                       other ops run on the CPU, tensors move between them as needed
+      --device DEV     run kernels on DEV where the op has one: cpu (default), cuda[:N]
+                       or another plugin's device by name; other ops run on the CPU,
+                       tensors move between them as needed
       --workers N      threads that run the program's tasks (the main block and go
                        blocks); default: one per CPU
   check PROGRAM      validate only; lists every problem found
@@ -201,16 +203,21 @@ void PrintFetched(const std::vector<std::string>& names, const Scope& scope, con
   std::fflush(stdout);
 }
 
-// "cpu", "cuda", "cuda:N".
+// "cpu", or a device by the name its plugin gives it, with an optional index: "cuda",
+// "cuda:1", "fake:0". CUDA is known by name even when no plugin provides it, so that
+// running there says why it cannot.
 Place ParseDevice(const std::string& text) {
   if (text == "cpu") return Place{};
-  if (text.rfind("cuda", 0) == 0) {
-    if (text == "cuda") return Place{RILL_CUDA, 0};
-    if (text.size() > 5 && text[4] == ':' && text.find_first_not_of("0123456789", 5) == std::string::npos) {
-      return Place{RILL_CUDA, static_cast<int32_t>(std::stoi(text.substr(5)))};
-    }
+  const size_t colon = text.find(':');
+  const std::string name = text.substr(0, colon);
+  const std::string index = colon == std::string::npos ? "0" : text.substr(colon + 1);
+  if (name.empty() || index.empty() || index.size() > 4 || index.find_first_not_of("0123456789") != std::string::npos) {
+    throw UsageError("--device takes cpu or DEVICE[:N] (cuda, cuda:1), got '" + text + "'");
   }
-  throw UsageError("--device takes cpu, cuda or cuda:N, got '" + text + "'");
+  const auto id = static_cast<int32_t>(std::stoi(index));
+  if (const Device* device = FindDeviceByName(name)) return Place{device->device_type, id};
+  if (name == "cuda") return Place{RILL_CUDA, id};
+  throw UsageError("--device " + text + ": no loaded plugin provides a device called '" + name + "'");
 }
 
 // Loads and validates a program for running.
@@ -448,7 +455,7 @@ int CmdDescribe(const Args& a, const Registry& registry) {
   }
   std::printf("kernels:");
   for (const KernelEntry* k : registry.KernelsOf(op->type)) {
-    std::printf(" %s/%s", k->device_type == RILL_CUDA ? "CUDA" : "CPU", DataTypeName(k->dtype).c_str());
+    std::printf(" %s/%s", DeviceName(k->device_type).c_str(), DataTypeName(k->dtype).c_str());
   }
   std::printf("\n");
   if (!op->dtype_source.empty()) std::printf("kernel chosen by the dtype of: %s\n", op->dtype_source.c_str());

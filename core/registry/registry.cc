@@ -186,7 +186,7 @@ void Registry::Commit(const std::vector<const PluginRegistration*>& regs) {
       const std::string key = KernelKey(k.op_type, k.device_type, k.dtype);
       auto it = kernels_.find(key);
       check_dup(new_kernels, key, it == kernels_.end() ? "" : it->second.plugin, r->plugin,
-                "kernel for op '" + k.op_type + "' (" + (k.device_type == RILL_CUDA ? "CUDA" : "CPU") +
+                "kernel for op '" + k.op_type + "' (" + DeviceName(k.device_type) +
                     ", " + DataTypeName(k.dtype) + ")");
     }
   }

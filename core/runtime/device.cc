@@ -1,6 +1,7 @@
 #include "core/runtime/device.h"
 
 #include <atomic>
+#include <cctype>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -32,7 +33,16 @@ Device DeviceFromAbi(const RillDeviceDef& d, const std::string& plugin) {
   if (!d.device_count || !d.allocate || !d.free || !d.copy) {
     throw Error("plugin '" + plugin + "' registers a device without all of device_count, allocate, free, copy");
   }
-  return Device{d.device_type, d.name ? d.name : "device", plugin, d.device_count, d.allocate, d.free, d.copy};
+  Device device{d.device_type, d.name ? d.name : "device", plugin, d.device_count, d.allocate, d.free, d.copy};
+  if (d.struct_size >= offsetof(RillDeviceDef, free_host) + sizeof(d.free_host)) {
+    if (!d.allocate_host != !d.free_host) {
+      throw Error("plugin '" + plugin + "' registers device " + device.name +
+                  " with only one of allocate_host, free_host");
+    }
+    device.allocate_host = d.allocate_host;
+    device.free_host = d.free_host;
+  }
+  return device;
 }
 
 void InstallDevice(const Device& device) {
@@ -50,6 +60,18 @@ void InstallDevice(const Device& device) {
 const Device* FindDevice(int32_t device_type) {
   if (device_type < 0 || device_type >= kMaxDeviceTypes) return nullptr;
   return g_devices[device_type].load(std::memory_order_acquire);
+}
+
+const Device* FindDeviceByName(const std::string& name) {
+  const auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  for (int t = RILL_CPU + 1; t < kMaxDeviceTypes; ++t) {
+    const Device* d = FindDevice(t);
+    if (d != nullptr && lower(d->name) == lower(name)) return d;
+  }
+  return nullptr;
 }
 
 bool AnyDeviceInstalled() { return g_any.load(std::memory_order_relaxed); }

@@ -24,6 +24,9 @@ struct Device {
   RillStatus* (*allocate)(int32_t device_id, size_t bytes, void** out) = nullptr;
   void (*free)(int32_t device_id, void* ptr) = nullptr;
   RillStatus* (*copy)(int32_t device_id, void* dst, const void* src, size_t bytes, int32_t kind) = nullptr;
+  // Page-locked host memory for staging transfers (v5); both null when the device has none.
+  RillStatus* (*allocate_host)(size_t bytes, void** out) = nullptr;
+  void (*free_host)(void* ptr) = nullptr;
 };
 
 Device DeviceFromAbi(const RillDeviceDef& def, const std::string& plugin);
@@ -32,6 +35,8 @@ Device DeviceFromAbi(const RillDeviceDef& def, const std::string& plugin);
 void InstallDevice(const Device& device);
 // The installed device of `device_type`, or nullptr.
 const Device* FindDevice(int32_t device_type);
+// The installed device called `name` (ASCII case ignored: "cuda" is CUDA), or nullptr.
+const Device* FindDeviceByName(const std::string& name);
 // Whether any device besides the CPU is installed (so tensors may live off the CPU).
 bool AnyDeviceInstalled();
 // "CUDA" for an installed device, else "device(N)"; "CPU" for RILL_CPU.

@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "core/runtime/device.h"
 #include "core/runtime/dtype.h"
+#include "core/runtime/staging_memory.h"
 
 namespace rill::core {
 
@@ -17,7 +18,13 @@ std::string Place::ToString() const {
   return DeviceName(device_type) + ":" + std::to_string(device_id);
 }
 
-Buffer::Buffer(size_t bytes, Place place) : data_(nullptr), size_(bytes), place_(place) {
+// Host memory is never zero bytes, so every allocated tensor has a valid data pointer, and
+// a multiple of the alignment, as aligned_alloc needs.
+size_t Buffer::HostBytes(size_t bytes) {
+  return bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+Buffer::Buffer(size_t bytes, Place place, const Device* staging_for) : data_(nullptr), size_(bytes), place_(place) {
   if (place.device_type != RILL_CPU) {
     device_ = FindDevice(place.device_type);
     if (device_ == nullptr) {
@@ -33,10 +40,12 @@ Buffer::Buffer(size_t bytes, Place place) : data_(nullptr), size_(bytes), place_
                  "allocating " + std::to_string(bytes) + " bytes on " + place.ToString() + ": ");
     return;
   }
-  // aligned_alloc needs a size that is a multiple of the alignment; never zero, so every
-  // allocated tensor has a valid data pointer.
-  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  data_ = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  const size_t rounded = HostBytes(bytes);
+  if (staging_for != nullptr && (data_ = TakeStagingMemory(*staging_for, rounded)) != nullptr) {
+    staged_for_ = staging_for;
+    return;
+  }
+  data_ = std::aligned_alloc(kAlignment, rounded);
   if (data_ == nullptr) {
     throw Error("out of memory allocating " + std::to_string(bytes) + " bytes",
                 RILL_RESOURCE_EXHAUSTED);
@@ -46,6 +55,8 @@ Buffer::Buffer(size_t bytes, Place place) : data_(nullptr), size_(bytes), place_
 Buffer::~Buffer() {
   if (device_ != nullptr) {
     device_->free(place_.device_id, data_);
+  } else if (staged_for_ != nullptr) {
+    GiveBackStagingMemory(*staged_for_, data_, HostBytes(size_));
   } else {
     std::free(data_);
   }
@@ -55,7 +66,7 @@ size_t Tensor::nbytes() const {
   return initialized() ? static_cast<size_t>(numel_) * DataTypeSize(dtype_) : 0;
 }
 
-void* Tensor::Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place place) {
+void* Tensor::Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place place, const Device* staging_for) {
   // Fast path for kernels that rewrite an output in place run after run: same shape, same
   // dtype, memory not shared. No allocation, no size arithmetic.
   if (dtype == dtype_ && place == place_ && buffer_ && buffer_.use_count() == 1 &&
@@ -66,7 +77,7 @@ void* Tensor::Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place pl
   }
   if (dims >= dims_.data() && dims < dims_.data() + dims_.size()) {
     const std::vector<int64_t> copy(dims, dims + ndim);  // `dims` is our own shape
-    return Allocate(dtype, copy.data(), copy.size(), place);
+    return Allocate(dtype, copy.data(), copy.size(), place, staging_for);
   }
   const size_t elem = DataTypeSize(dtype);
   int64_t numel = 1;
@@ -79,7 +90,12 @@ void* Tensor::Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place pl
   const size_t bytes = static_cast<size_t>(numel) * elem;
   const bool reuse = buffer_ && buffer_.use_count() == 1 && buffer_->size() == bytes &&
                      buffer_->place() == place;
-  if (!reuse) buffer_ = std::make_shared<Buffer>(bytes, place);
+  if (!reuse) {
+    if (place.device_type == RILL_CPU && staging_for == nullptr && buffer_) {
+      staging_for = buffer_->device() != nullptr ? buffer_->device() : buffer_->staged_for();
+    }
+    buffer_ = std::make_shared<Buffer>(bytes, place, place.device_type == RILL_CPU ? staging_for : nullptr);
+  }
   dtype_ = dtype;
   dims_.assign(dims, dims + ndim);
   numel_ = numel;
@@ -101,7 +117,10 @@ void Tensor::CopyInto(Tensor& out, Place place) const {
     out = Tensor();
     return;
   }
-  out.Allocate(dtype_, dims_, place);
+  // Off a device onto the CPU: into the device's page-locked memory (the copy runs at
+  // full speed, and a transport then sends from it).
+  out.Allocate(dtype_, dims_.data(), dims_.size(), place,
+               place.device_type == RILL_CPU ? buffer_->device() : nullptr);
   if (!lod_.empty() || !out.lod_.empty()) out.lod_ = lod_;
   const size_t bytes = out.nbytes();
   if (bytes == 0) return;

@@ -31,23 +31,31 @@ struct Place {
 using LoD = std::vector<std::vector<uint64_t>>;
 
 // One allocation on the CPU (64-byte aligned) or on a plugin-driven device, freed when
-// the last tensor sharing it goes away.
+// the last tensor sharing it goes away. CPU memory allocated with `staging_for` is that
+// device's page-locked host memory when it offers some (staging_memory.h).
 class Buffer {
  public:
   static constexpr size_t kAlignment = 64;
-  Buffer(size_t bytes, Place place);
+  Buffer(size_t bytes, Place place, const Device* staging_for = nullptr);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   void* data() const { return data_; }
   size_t size() const { return size_; }
   const Place& place() const { return place_; }
+  // The device whose page-locked memory this CPU buffer is, or null.
+  const Device* staged_for() const { return staged_for_; }
+  // The device that owns this memory, or null for CPU memory.
+  const Device* device() const { return device_; }
 
  private:
+  static size_t HostBytes(size_t bytes);
+
   void* data_;
   size_t size_;
   Place place_;
-  const struct Device* device_ = nullptr;  // null for CPU memory
+  const Device* device_ = nullptr;
+  const Device* staged_for_ = nullptr;
 };
 
 class Tensor {
@@ -65,11 +73,18 @@ class Tensor {
 
   // Shapes the tensor, reusing its memory when the byte size is unchanged and nobody else
   // shares it, else allocating. Returns the data pointer. Throws Error for a negative
-  // dimension, an unknown dtype or an unavailable place.
-  void* Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place place = {});
-  void* Allocate(int32_t dtype, const std::vector<int64_t>& dims, Place place = {}) {
-    return Allocate(dtype, dims.data(), dims.size(), place);
+  // dimension, an unknown dtype or an unavailable place. New CPU memory for a tensor that
+  // was on a device, or in its page-locked memory, is again that device's page-locked
+  // memory where it has some: a variable that travels between a device and the CPU (a
+  // parameter a transport receives, then a GPU kernel reads) is staged both ways.
+  void* Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place place = {}) {
+    return Allocate(dtype, dims, ndim, place, nullptr);
   }
+  void* Allocate(int32_t dtype, const std::vector<int64_t>& dims, Place place = {}) {
+    return Allocate(dtype, dims.data(), dims.size(), place, nullptr);
+  }
+  // Whether the tensor's CPU memory is a device's page-locked memory.
+  bool page_locked() const { return buffer_ && buffer_->staged_for() != nullptr; }
 
   const LoD& lod() const { return lod_; }
   LoD& mutable_lod() { return lod_; }
@@ -98,6 +113,10 @@ class Tensor {
   std::string ValuesToString(size_t max_values = SIZE_MAX, const char* sep = " ") const;
 
  private:
+  // `staging_for`: the device whose page-locked memory new CPU memory should be; null
+  // means the one the current buffer belongs to or is staged for.
+  void* Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place place, const Device* staging_for);
+
   int32_t dtype_ = -1;
   std::vector<int64_t> dims_;
   int64_t numel_ = 0;

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -213,18 +214,20 @@ TEST_F(DistMpi, ARankThatDiesEndsTheJobNamingIt) {
 // A 256 KiB parameter: both ways its bytes go by MPI (above the eager limit, and above
 // kOutOfBandMinBytes), with the request pushed over MPI and as a gRPC call. One trainer
 // sends a gradient of ones each step; sgd with rate 0.5 takes w from 1 to 1 - 0.5 * steps.
-TEST_F(DistMpi, ALargeParameterTravelsByMpiBothWays) {
-  const std::string endpoint = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
-  const std::string dir = TempPath("mpi_large");
+// A one-parameter cluster in `dir`: w (fp32 [256, 256], 1 MiB) lives on a pserver at
+// `endpoint` with sgd at lr 0.5, and the trainer pulls it at startup. The trainer's block
+// is `trainer_ops`, with the vars w and w@GRAD declared.
+const std::string kParam = R"(type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 256 dims: 256 } } })";
+const std::string kFillOnes = R"(attrs { name: "shape" type: INTS ints: 256 ints: 256 } attrs { name: "value" type: FLOAT f: 1 })";
+
+void WriteOneParameterCluster(const std::string& dir, const std::string& endpoint, const std::string& trainer_ops) {
   fs::create_directories(dir);
-  const std::string var = R"(type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 256 dims: 256 } } })";
-  const std::string fill = R"(attrs { name: "shape" type: INTS ints: 256 ints: 256 } attrs { name: "value" type: FLOAT f: 1 })";
-  WriteFile(dir + "/pserver_startup.pbtxt", R"(blocks { idx: 0 parent_idx: -1 vars { name: "w" persistable: true )" + var +
-                                                R"( } ops { type: "fill_constant" outputs { parameter: "Out" arguments: "w" } )" +
-                                                fill + " } }");
+  WriteFile(dir + "/pserver_startup.pbtxt", R"(blocks { idx: 0 parent_idx: -1 vars { name: "w" persistable: true )" +
+                                                kParam + R"( } ops { type: "fill_constant" outputs { parameter: "Out" arguments: "w" } )" +
+                                                kFillOnes + " } }");
   WriteFile(dir + "/pserver.pbtxt", R"(blocks { idx: 0 parent_idx: -1
-  vars { name: "w" persistable: true )" + var + R"( }
-  vars { name: "w@GRAD" )" + var + R"( }
+  vars { name: "w" persistable: true )" + kParam + R"( }
+  vars { name: "w@GRAD" )" + kParam + R"( }
   vars { name: "lr" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 1 } } } }
   ops { type: "listen_and_serv_mpi" attrs { name: "endpoint" type: STRING s: ")" + endpoint + R"(" }
         attrs { name: "OptimizeBlock" type: BLOCK block_idx: 1 } attrs { name: "ParamList" type: STRINGS strings: "w" }
@@ -234,15 +237,35 @@ blocks { idx: 1 parent_idx: 0
         attrs { name: "shape" type: INTS ints: 1 } attrs { name: "value" type: FLOAT f: 0.5 } }
   ops { type: "sgd" inputs { parameter: "Param" arguments: "w" } inputs { parameter: "Grad" arguments: "w@GRAD" }
         inputs { parameter: "LearningRate" arguments: "lr" } outputs { parameter: "ParamOut" arguments: "w" } } })");
-  WriteFile(dir + "/trainer_startup.pbtxt", R"(blocks { idx: 0 parent_idx: -1 vars { name: "w" persistable: true )" + var +
-                                                R"( } ops { type: "recv_mpi" outputs { parameter: "Out" arguments: "w" }
+  WriteFile(dir + "/trainer_startup.pbtxt", R"(blocks { idx: 0 parent_idx: -1 vars { name: "w" persistable: true )" +
+                                                kParam + R"( } ops { type: "recv_mpi" outputs { parameter: "Out" arguments: "w" }
         attrs { name: "epmap" type: STRINGS strings: ")" + endpoint + R"(" } } })");
   WriteFile(dir + "/trainer.pbtxt", R"(blocks { idx: 0 parent_idx: -1
-  vars { name: "w" persistable: true )" + var + R"( }
-  vars { name: "w@GRAD" )" + var + R"( }
-  ops { type: "fill_constant" outputs { parameter: "Out" arguments: "w@GRAD" } )" + fill + R"( }
-  ops { type: "send_mpi" inputs { parameter: "X" arguments: "w@GRAD" } outputs { parameter: "Out" arguments: "w" }
-        attrs { name: "epmap" type: STRINGS strings: ")" + endpoint + R"(" } } })");
+  vars { name: "w" persistable: true )" + kParam + R"( }
+  vars { name: "w@GRAD" )" + kParam + " }\n" + trainer_ops + " }");
+}
+
+// The trainer's gradient: ones, then sent for w (4 steps of sgd at lr 0.5 take w from 1 to -1).
+std::string GradientStep(const std::string& endpoint, const std::string& between = "") {
+  return R"(ops { type: "fill_constant" outputs { parameter: "Out" arguments: "w@GRAD" } )" + kFillOnes + " }\n" + between +
+         R"(ops { type: "send_mpi" inputs { parameter: "X" arguments: "w@GRAD" } outputs { parameter: "Out" arguments: "w" }
+        attrs { name: "epmap" type: STRINGS strings: ")" + endpoint + R"(" } })";
+}
+
+// How many of the 256x256 values of the saved w are not -1.
+int NotMinusOne(const std::string& npy_path) {
+  const std::string npy = Read(npy_path);
+  if (npy.size() < 256u * 256u * 4u) return -1;
+  const float* w = reinterpret_cast<const float*>(npy.data() + npy.size() - 256 * 256 * 4);
+  int wrong = 0;
+  for (int i = 0; i < 256 * 256; ++i) wrong += w[i] != -1.0f;
+  return wrong;
+}
+
+TEST_F(DistMpi, ALargeParameterTravelsByMpiBothWays) {
+  const std::string endpoint = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
+  const std::string dir = TempPath("mpi_large");
+  WriteOneParameterCluster(dir, endpoint, GradientStep(endpoint));
   for (const std::string requests : {"mpi", "grpc"}) {
     RillProcess job(Job({{RILL_EXE, "run", dir + "/pserver.pbtxt", "--startup", dir + "/pserver_startup.pbtxt"},
                          {RILL_EXE, "run", dir + "/trainer.pbtxt", "--startup", dir + "/trainer_startup.pbtxt",
@@ -251,13 +274,43 @@ blocks { idx: 1 parent_idx: 0
     const CommandResult r = job.Wait(seconds(60));
     ASSERT_FALSE(r.timed_out) << requests << ": " << r.err;
     ASSERT_EQ(r.exit_code, 0) << requests << ": " << r.err;
-    const std::string npy = Read(dir + "/" + requests + "/w.npy");
-    ASSERT_GE(npy.size(), 256u * 256u * 4u) << requests;
-    const float* w = reinterpret_cast<const float*>(npy.data() + npy.size() - 256 * 256 * 4);
-    int wrong = 0;
-    for (int i = 0; i < 256 * 256; ++i) wrong += w[i] != -1.0f;
-    EXPECT_EQ(wrong, 0) << requests << ": w[0] = " << w[0];
+    EXPECT_EQ(NotMinusOne(dir + "/" + requests + "/w.npy"), 0) << requests;
   }
+}
+
+// Debian's Open MPI is not CUDA-aware, so a tensor on a device goes through host memory:
+// the device's page-locked memory (ABI v5), on a device that needs no GPU (the fake_device
+// fixture). The trainer moves w and its gradient onto the device every step; send_mpi
+// then sends the gradient from page-locked memory and receives w into it, and the same two
+// blocks serve every step.
+TEST_F(DistMpi, DeviceTensorsTravelFromAndIntoPageLockedMemory) {
+  const std::string endpoint = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
+  const std::string dir = TempPath("mpi_staged");
+  const std::string on_device = R"(
+  ops { type: "scale" inputs { parameter: "X" arguments: "w@GRAD" } outputs { parameter: "Out" arguments: "w@GRAD" } }
+  ops { type: "scale" inputs { parameter: "X" arguments: "w" } outputs { parameter: "Out" arguments: "w" } }
+)";
+  WriteOneParameterCluster(dir, endpoint, GradientStep(endpoint, on_device) + R"(
+  ops { type: "fake_page_locked" inputs { parameter: "X" arguments: "w@GRAD" arguments: "w" } outputs { parameter: "Out" arguments: "locked" } }
+  ops { type: "fake_device_stats" outputs { parameter: "Out" arguments: "stats" } })");
+  RillProcess job(Job({{RILL_EXE, "run", dir + "/pserver.pbtxt", "--startup", dir + "/pserver_startup.pbtxt"},
+                       {RILL_EXE, "run", dir + "/trainer.pbtxt", "--startup", dir + "/trainer_startup.pbtxt",
+                        "--plugin", std::string(RILL_FIXTURE_DIR) + "/fake_device/librill_fake_device.so", "--device",
+                        "fake:0", "--iterations", "4", "--save", dir + "/out", "--fetch", "w", "--fetch", "locked",
+                        "--fetch", "stats"}},
+                      "30000"));
+  const CommandResult r = job.Wait(seconds(60));
+  ASSERT_FALSE(r.timed_out) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(NotMinusOne(dir + "/out/w.npy"), 0);
+  const size_t after_w = r.out.find("\nlocked");  // w's 65,536 values come first
+  ASSERT_NE(after_w, std::string::npos) << r.out.substr(r.out.size() - std::min<size_t>(r.out.size(), 300));
+  const std::string tail = r.out.substr(after_w);
+  EXPECT_NE(tail.find("locked int32 [2] 1 1\n"), std::string::npos) << tail;
+  // Device allocations and frees, host->device and device->host copies, page-locked
+  // allocations and frees: every step moves both tensors to the device and back (w comes
+  // back by being received over), and the 2 page-locked blocks of the first step serve all.
+  EXPECT_NE(tail.find("stats int64 [6] 8 8 8 4 2 0\n"), std::string::npos) << tail;
 }
 
 // Both ways a request can travel: pushed over MPI (the default) and as a gRPC call.

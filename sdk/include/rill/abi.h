@@ -39,8 +39,9 @@ extern "C" {
 
 /* The ABI version this header declares. Version 1 is the first shipped version; version 2
  * adds tasks (go blocks, park/unpark), plugin-owned variables and copyable custom types;
- * version 3 SelectedRows; version 4 sub-block scopes that are reused. */
-#define RILL_ABI_VERSION 4u
+ * version 3 SelectedRows; version 4 sub-block scopes that are reused; version 5 a device's
+ * page-locked host memory (RillDeviceDef.allocate_host/free_host). */
+#define RILL_ABI_VERSION 5u
 
 /* Name of the single exported entry point. */
 #define RILL_ENTRY_POINT_NAME "RillGetPlugin"
@@ -256,6 +257,15 @@ typedef struct RillDeviceDef {
   void (*free)(int32_t device_id, void* ptr);
   /* Copies `bytes`; returns when the copy is complete. */
   RillStatus* (*copy)(int32_t device_id, void* dst, const void* src, size_t bytes, int32_t kind);
+  /* v5, optional (both NULL or both set). Host memory, usable by the CPU like any other,
+   * that `copy` moves at the device's full speed, from every device of this type: CUDA's
+   * page-locked memory (cudaHostAlloc with cudaHostAllocPortable). The host stages
+   * transfers through it: a tensor moved off the device for a CPU kernel, and a CPU tensor
+   * written over one that lived on the device, go in it, so a transport sends from and
+   * receives into it. Getting it is costly, so the host caches it and calls free_host
+   * rarely. A failing allocate_host is not an error: the host uses ordinary memory. */
+  RillStatus* (*allocate_host)(size_t bytes, void** out);
+  void (*free_host)(void* ptr);
 } RillDeviceDef;
 
 /* ---- The host's function table ------------------------------------------------------- */

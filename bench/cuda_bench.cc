@@ -1,11 +1,17 @@
 // GPU figures for the math plugin's CUDA kernels, each beside its limit in the same run:
 //   mul 1024x1024x1024 fp32 through Rill (executor on CUDA:0)  vs  cublasSgemm called directly;
 //   elementwise_add 16M fp32 through Rill                      vs  device-to-device cudaMemcpy
-//     (bytes read + written: the bandwidth limit).
+//     (bytes read + written: the bandwidth limit);
+//   a 64 MiB tensor off the GPU for a CPU kernel (Tensor::CopyTo, staged in the CUDA
+//     device's cached page-locked memory)                       vs  cudaMemcpy into
+//     page-locked memory (the limit) and into ordinary memory (what staging saves).
 // Without a CUDA device every benchmark reports "skipped: ..." and measures nothing.
 #include <benchmark/benchmark.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <cstring>
 
 #include "bench/bench_util.h"
 #include "core/program/builder.h"
@@ -107,6 +113,42 @@ void BM_DeviceMemcpy(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kElems * 2 * sizeof(float));
 }
 BENCHMARK(BM_DeviceMemcpy)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+constexpr size_t kStagedBytes = size_t{64} << 20;
+
+void BM_RillDeviceToHost(benchmark::State& state) {
+  if (const std::string why = Unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  Tensor host;
+  host.Allocate(RILL_FP32, {static_cast<int64_t>(kStagedBytes / 4)});
+  const Tensor on_gpu = host.CopyTo(Place{RILL_CUDA, 0});
+  Tensor back;
+  for (auto _ : state) back = on_gpu.CopyTo(Place{});  // the last block goes back to the cache
+  if (!back.page_locked()) state.SkipWithError("the copy was not staged in page-locked memory");
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kStagedBytes));
+}
+BENCHMARK(BM_RillDeviceToHost)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// cudaMemcpy from the device into `pinned` (cudaHostAlloc) or ordinary host memory.
+void CudaDeviceToHost(benchmark::State& state, bool pinned) {
+  if (const std::string why = Unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  void *src = nullptr, *dst = nullptr;
+  cudaMalloc(&src, kStagedBytes);
+  if (pinned) {
+    cudaHostAlloc(&dst, kStagedBytes, cudaHostAllocPortable);
+  } else {
+    dst = std::aligned_alloc(64, kStagedBytes);
+    std::memset(dst, 0, kStagedBytes);
+  }
+  for (auto _ : state) cudaMemcpy(dst, src, kStagedBytes, cudaMemcpyDeviceToHost);
+  cudaFree(src);
+  if (pinned) cudaFreeHost(dst);
+  else std::free(dst);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kStagedBytes));
+}
+void BM_CudaMemcpyToPageLocked(benchmark::State& state) { CudaDeviceToHost(state, true); }
+void BM_CudaMemcpyToPageable(benchmark::State& state) { CudaDeviceToHost(state, false); }
+BENCHMARK(BM_CudaMemcpyToPageLocked)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_CudaMemcpyToPageable)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 }  // namespace rill::core

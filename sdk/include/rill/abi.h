@@ -263,7 +263,8 @@ typedef struct RillDeviceDef {
    * transfers through it: a tensor moved off the device for a CPU kernel, and a CPU tensor
    * written over one that lived on the device, go in it, so a transport sends from and
    * receives into it. Getting it is costly, so the host caches it and calls free_host
-   * rarely. A failing allocate_host is not an error: the host uses ordinary memory. */
+   * rarely. Blocks must be 64-byte aligned (the host gives back any that are not). A
+   * failing allocate_host is not an error: the host uses ordinary memory. */
   RillStatus* (*allocate_host)(size_t bytes, void** out);
   void (*free_host)(void* ptr);
 } RillDeviceDef;

@@ -30,7 +30,7 @@ Cache& CacheOf(const Device& device) {
 }  // namespace
 
 void* TakeStagingMemory(const Device& device, size_t bytes) {
-  if (device.allocate_host == nullptr || bytes == 0) return nullptr;
+  if (device.allocate_host == nullptr) return nullptr;
   Cache& cache = CacheOf(device);
   {
     std::lock_guard lock(cache.mu);

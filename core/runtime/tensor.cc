@@ -91,10 +91,11 @@ void* Tensor::Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place pl
   const bool reuse = buffer_ && buffer_.use_count() == 1 && buffer_->size() == bytes &&
                      buffer_->place() == place;
   if (!reuse) {
-    if (place.device_type == RILL_CPU && staging_for == nullptr && buffer_) {
+    // Buffer stages only CPU memory; for a device place `staging_for` goes unused.
+    if (staging_for == nullptr && buffer_) {
       staging_for = buffer_->device() != nullptr ? buffer_->device() : buffer_->staged_for();
     }
-    buffer_ = std::make_shared<Buffer>(bytes, place, place.device_type == RILL_CPU ? staging_for : nullptr);
+    buffer_ = std::make_shared<Buffer>(bytes, place, staging_for);
   }
   dtype_ = dtype;
   dims_.assign(dims, dims + ndim);

@@ -76,6 +76,30 @@ TEST_F(ChannelTest, UnbufferedSendWaitsForItsReceiverAndMovesTheValue) {
   EXPECT_FALSE(value.initialized()) << "the sent variable should have been moved";
 }
 
+// Ops borrow a channel from its variable; a waiting task holds it, so overwriting every
+// variable that held the channel (here: dropping the only shared_ptr) while a receiver
+// waits leaves the channel alive for the send that completes the wait (ASan: no
+// use-after-free).
+TEST_F(ChannelTest, AWaitingReceiverKeepsItsChannelAlive) {
+  int64_t got = 0;
+  RunMain([&] {
+    auto ch = std::make_shared<Channel>(kLodTensor, 0);
+    std::weak_ptr<Channel> watch = ch;
+    Channel* borrowed = ch.get();
+    std::atomic<bool> receiving{false};
+    Go([&, borrowed] {
+      receiving = true;
+      got = RecvInt(*borrowed);
+    });
+    while (!receiving.load()) std::this_thread::yield();
+    std::this_thread::sleep_for(20ms);  // the receiver is parked in the channel by now
+    ch.reset();
+    EXPECT_FALSE(watch.expired()) << "the parked receiver should hold the channel";
+    SendInt(*borrowed, 7);
+  });
+  EXPECT_EQ(got, 7);
+}
+
 TEST_F(ChannelTest, CopyLeavesTheSentVariableAsItWas) {
   RunMain([] {
     Channel ch(kLodTensor, 1);

@@ -59,6 +59,7 @@ namespace {
 namespace bctx = boost::context;
 
 constexpr auto kSpinFor = std::chrono::microseconds(50);
+constexpr size_t kCacheLine = 64;
 constexpr uint64_t kLiveOne = uint64_t{1} << 32;
 uint32_t LiveOf(uint64_t c) { return static_cast<uint32_t>(c >> 32); }
 uint32_t ParkedOf(uint64_t c) { return static_cast<uint32_t>(c); }
@@ -126,7 +127,9 @@ struct Worker {
   SpinLock mu;
   std::deque<Task*> local;
   std::atomic<size_t> queued{0};  // local.size(), readable without mu (spinners poll it)
-  std::atomic<Task*> runnext{nullptr};
+  // Written on every hand-off, so not on the line spinners poll (`queued`): sharing it
+  // made each hand-off a cache miss while another worker spun.
+  alignas(kCacheLine) std::atomic<Task*> runnext{nullptr};
   std::thread thread;
 #if RILL_ASAN
   void* fake_stack = nullptr;
@@ -531,13 +534,15 @@ class Scheduler {
   std::vector<std::unique_ptr<Worker>> workers_;
   SpinLock global_mu_;
   std::deque<Task*> global_;
-  std::atomic<size_t> global_queued_{0};
-  std::mutex idle_mu_;
-  std::condition_variable idle_cv_;
+  // Polled by spinning workers on every round: kept apart from what a busy worker
+  // writes on every hand-off (counts_, unparks_), so spinning costs the busy worker nothing.
+  alignas(kCacheLine) std::atomic<size_t> global_queued_{0};
   std::atomic<int> sleepers_{0}, spinners_{0};
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> counts_{0};
+  alignas(kCacheLine) std::atomic<uint64_t> counts_{0};
   std::atomic<uint64_t> unparks_{0};  // PARKED -> RUNNING transitions, for MaybeDeadlock
+  alignas(kCacheLine) std::mutex idle_mu_;
+  std::condition_variable idle_cv_;
   SpinLock tasks_mu_;
   Task* tasks_ = nullptr;
   SpinLock free_mu_;

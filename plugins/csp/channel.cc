@@ -171,6 +171,7 @@ void Channel::WaitInQueue(std::unique_lock<SpinLock>& lock, WaitQueue& queue, Wa
 
 void Channel::Send(Variable src, bool copy, RillKernelContext* ctx, const char* what) {
   CheckElement(src);
+  std::shared_ptr<Channel> keep;  // set before waiting; outlives `lock` (see the header)
   std::unique_lock lock(mu_);
   if (closed_) throw Error("send on a closed channel", RILL_FAILED_PRECONDITION);
   RillTask* wake = nullptr;
@@ -182,11 +183,13 @@ void Channel::Send(Variable src, bool copy, RillKernelContext* ctx, const char* 
   w.task = CurrentTask();
   w.var = src.handle();
   w.copy = copy;
+  keep = weak_from_this().lock();
   WaitInQueue(lock, sendq_, w, ctx, what);
   if (!w.ok) throw Error("send on a closed channel (it was closed while the send waited)", RILL_FAILED_PRECONDITION);
 }
 
 bool Channel::Recv(Variable dst, RillKernelContext* ctx, const char* what) {
+  std::shared_ptr<Channel> keep;  // set before waiting; outlives `lock` (see the header)
   std::unique_lock lock(mu_);
   bool ok = false;
   RillTask* wake = nullptr;
@@ -194,6 +197,7 @@ bool Channel::Recv(Variable dst, RillKernelContext* ctx, const char* what) {
     Waiter w;
     w.task = CurrentTask();
     w.var = dst.handle();
+    keep = weak_from_this().lock();
     WaitInQueue(lock, recvq_, w, ctx, what);
     ok = w.ok;
   } else if (wake != nullptr) {
@@ -237,14 +241,14 @@ const ChannelRef* ChannelRefOf(Variable v) {
   return static_cast<const ChannelRef*>(out);
 }
 
-std::shared_ptr<Channel> ChannelOf(Variable v, const std::string& name) {
+Channel& ChannelOf(Variable v, const std::string& name) {
   if (!v) throw Error("channel '" + name + "' was never created (no such variable)", RILL_FAILED_PRECONDITION);
   const ChannelRef* ref = ChannelRefOf(v);
   if (ref == nullptr && !v.initialized()) {
     throw Error("channel '" + name + "' was never created (run channel_create first)", RILL_FAILED_PRECONDITION);
   }
   if (ref == nullptr) throw Error("'" + name + "' is not a channel: it holds " + v.Describe());
-  return ref->channel;
+  return *ref->channel;
 }
 
 void SetZeroValue(Variable v) {

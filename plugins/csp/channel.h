@@ -8,7 +8,11 @@
 //  - Close wakes every waiter: blocked receivers get "closed" (Recv returns false), blocked
 //    senders fail. Values buffered before the close are still received; after that a
 //    receive returns false at once. Send on a closed channel and closing twice fail.
-//  - Waiting parks the task through the host (rill::Park), not the thread.
+//  - Waiting parks the task through the host (rill::Park), not the thread. A waiting task
+//    holds a reference to the channel, so the channel outlives its waiters even if every
+//    variable holding it is overwritten meanwhile; otherwise callers borrow it from its
+//    variable (ChannelOf), which takes no reference: a shared count touched by the sender
+//    and the receiver on every message made each one a cross-core cache miss.
 //  - Every method is safe from any task or thread.
 //
 // Invariants (as in Go's runtime/chan.go), all under mu_:
@@ -71,8 +75,10 @@ class WaitQueue {
   Waiter* tail_ = nullptr;
 };
 
-class Channel {
+class Channel : public std::enable_shared_from_this<Channel> {
  public:
+  // A channel variable's channel is made by std::make_shared, so that waiting can take a
+  // reference; one owned otherwise (a test's, on its stack) must outlive its waiters.
   // `data_type` is a framework.proto VarType.Type: LOD_TENSOR (any tensor), a tensor
   // element type (BOOL ... INT8: a tensor of that dtype) or CHANNEL.
   Channel(int32_t data_type, int64_t capacity);
@@ -129,9 +135,10 @@ constexpr const char* kChannelType = "csp.channel";
 // What `v` holds if it is a channel variable, else nullptr.
 const ChannelRef* ChannelRefOf(Variable v);
 
-// The channel variable `v` refers to; throws a clear Error if it holds none. `name` is the
-// variable's name, for the message.
-std::shared_ptr<Channel> ChannelOf(Variable v, const std::string& name);
+// The channel variable `v` refers to, borrowed from it (valid while `v` holds it; see the
+// file comment); throws a clear Error if it holds none. `name` is the variable's name,
+// for the message.
+Channel& ChannelOf(Variable v, const std::string& name);
 
 // Sets `v` to its zero value after a receive from a closed channel: a tensor keeps its
 // dtype and shape with every element zero; an empty variable stays empty.

@@ -25,7 +25,7 @@ class Send {
         copy_(op.Attr<bool>("copy")),
         what_("sending to channel '" + channel_ + "'") {}
   void Compute(KernelContext& ctx) {
-    ChannelOf(ChannelVar(ctx), channel_)->Send(ctx.InputVar("X"), copy_, ctx.handle(), what_.c_str());
+    ChannelOf(ChannelVar(ctx), channel_).Send(ctx.InputVar("X"), copy_, ctx.handle(), what_.c_str());
     SetStatus(ctx, true);
   }
 
@@ -40,7 +40,7 @@ class Recv {
   explicit Recv(const OpInfo& op)
       : channel_(op.InputName("Channel")), what_("receiving from channel '" + channel_ + "'") {}
   void Compute(KernelContext& ctx) {
-    const bool ok = ChannelOf(ChannelVar(ctx), channel_)->Recv(ctx.OutputVar("Out"), ctx.handle(), what_.c_str());
+    const bool ok = ChannelOf(ChannelVar(ctx), channel_).Recv(ctx.OutputVar("Out"), ctx.handle(), what_.c_str());
     SetStatus(ctx, ok);
   }
 
@@ -50,7 +50,7 @@ class Recv {
 };
 
 void Close(KernelContext& ctx) {
-  ChannelOf(ChannelVar(ctx), ctx.op().InputName("Channel"))->Close();
+  ChannelOf(ChannelVar(ctx), ctx.op().InputName("Channel")).Close();
 }
 
 }  // namespace

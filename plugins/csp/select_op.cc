@@ -79,7 +79,7 @@ class Select {
       if (spec.kind == SelectCase::kDefault) continue;
       Variable ch = scope.FindVar(spec.channel);
       if (!ch) throw Error("select: channel '" + spec.channel + "' does not exist in any scope", RILL_NOT_FOUND);
-      cases[i].channel = ChannelOf(ch, spec.channel);
+      cases[i].channel = ChannelOf(ch, spec.channel).shared_from_this();
       Variable value = scope.FindVar(spec.value);
       if (!value && spec.kind == SelectCase::kRecv) value = scope.Var(spec.value);
       if (!value) throw Error("select: value '" + spec.value + "' to send does not exist in any scope", RILL_NOT_FOUND);

@@ -318,6 +318,38 @@ TEST_F(ChannelTest, SelectsOverTheSameChannelsInOppositeOrderDoNotDeadlock) {
 
 // ---- tasks: deadlock, errors, clean end -----------------------------------------------
 
+// While a task runs ops (the executor holds an OpBoundaries), a partner it readies waits
+// in its worker's runnext instead of waking a sleeping worker; the wake-up is made after
+// kDeferredWakeOps op boundaries without a park, or when the ops end. Either way the
+// partner runs while this task keeps the CPU (it never parks here).
+void ExpectDeferredWakeIsMade(bool by_boundaries) {
+  std::atomic<bool> received{false};
+  RunMain([&] {
+    auto ch = std::make_shared<Channel>(kLodTensor, 0);
+    Go([&, ch] {
+      RecvInt(*ch);
+      received = true;
+    });
+    std::this_thread::sleep_for(50ms);  // the receiver parked; the other worker is asleep
+    {
+      core::OpBoundaries ops;
+      SendInt(*ch, 1);  // readies the receiver into this worker's runnext
+      if (by_boundaries) {
+        for (int i = 0; i < core::OpBoundaries::kDeferredWakeOps; ++i) ops.Check();
+        const auto until = std::chrono::steady_clock::now() + 5s;
+        while (!received.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+        EXPECT_TRUE(received.load()) << "the receiver waited while its waker ran ops";
+      }
+    }
+    const auto until = std::chrono::steady_clock::now() + 5s;
+    while (!received.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    EXPECT_TRUE(received.load()) << "the receiver waited after its waker's ops ended";
+  });
+}
+
+TEST_F(ChannelTest, AReadiedPartnerRunsAfterItsWakersNextOps) { ExpectDeferredWakeIsMade(true); }
+TEST_F(ChannelTest, AReadiedPartnerRunsOnceItsWakersOpsEnd) { ExpectDeferredWakeIsMade(false); }
+
 TEST_F(ChannelTest, ALoneReceiveIsADeadlockNamingTheWait) {
   const std::string err = ErrorOf([] {
     RunMain([] {

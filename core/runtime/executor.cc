@@ -283,12 +283,12 @@ void Executor::Resolve(const PreparedBlock& block, const std::shared_ptr<Scope>&
 void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame) {
   RillScope scope_handle{scope};
   const bool devices = AnyDeviceInstalled();
-  const std::atomic<bool>* cancelled = TaskCancelledFlag();
+  OpBoundaries boundaries;
   for (auto& op : block.ops) {
     RillKernelContext ctx{&op->info, frame, &block.names, &scope_handle, this, 0};
     KernelInstance* k = op->last.load(std::memory_order_acquire);
     try {
-      if (cancelled != nullptr && cancelled->load(std::memory_order_acquire)) ThrowIfTaskCancelled();
+      boundaries.Check();
       const auto [device, dtype] = KernelKey(*op, ctx, place_.device_type);
       if (k == nullptr || k->dtype != dtype || k->device != device) {
         k = ChooseKernel(registry_, *op, device, dtype);

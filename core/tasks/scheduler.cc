@@ -8,7 +8,10 @@
 //  - An idle worker looks in its runnext, its queue, the global queue, then steals from
 //    other workers' queues; it spins for a while (kSpinFor) before sleeping, stealing a
 //    busy worker's runnext only at the end of the spin. Making work ready wakes a sleeper
-//    only when no worker is spinning.
+//    only when no worker is spinning, and a hand-off into runnext made while the waker
+//    runs ops defers that wake-up for a few ops (OpBoundaries in scheduler.h).
+//  - Hot fields that one side writes on every hand-off and the other polls while spinning
+//    live on separate cache lines (kCacheLine).
 //  - Task states: RUNNING, NOTIFIED (running, an unpark is pending: the next park returns
 //    at once) and PARKED. RUNNING -> PARKED happens on the worker after the task is off
 //    its stack and after its unlock callback ran; PARKED -> RUNNING only in Unpark, which
@@ -89,6 +92,7 @@ class Task final : public RillTask {
     origin = o;
     state.store(kRunning, std::memory_order_relaxed);
     exit = Exit::kFinish;
+    op_runs = owed_wake_ops = 0;
     prev = next = nullptr;
   }
 
@@ -103,6 +107,10 @@ class Task final : public RillTask {
   Worker* worker = nullptr;
   std::atomic<int> state{kRunning};
   Exit exit = Exit::kFinish;
+  // Touched only by the task itself (see OpBoundaries): block runs in progress, and the
+  // ops left before a wake-up it deferred is made (0: none owed).
+  int op_runs = 0;
+  int owed_wake_ops = 0;
   // The park in progress.
   void (*unlock)(void*) = nullptr;
   void* unlock_arg = nullptr;
@@ -262,7 +270,12 @@ class Scheduler {
       if (next) {
         t = w->runnext.exchange(t, std::memory_order_acq_rel);
         if (t == nullptr) {
-          WakeIfIdle();
+          Task* waker = CurrentTask();
+          if (waker != nullptr && waker->op_runs > 0) {
+            waker->owed_wake_ops = OpBoundaries::kDeferredWakeOps;  // see OpBoundaries
+          } else {
+            WakeIfIdle();
+          }
           return;
         }
       }
@@ -332,6 +345,13 @@ class Scheduler {
 
   bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
   const std::atomic<bool>* cancelled_flag() const { return &cancelled_; }
+  // Wakes a sleeping worker unless one is spinning (it will find the work).
+  void WakeIfIdle() {
+    if (sleepers_.load() > 0 && spinners_.load() == 0) {
+      std::lock_guard lock(idle_mu_);
+      idle_cv_.notify_one();
+    }
+  }
   std::string CancelMessage() {
     std::lock_guard lock(error_mu_);
     return cancel_message_;
@@ -352,13 +372,6 @@ class Scheduler {
     }
     void deallocate(bctx::stack_context&) noexcept {}  // the pool takes it back in Finished
   };
-
-  void WakeIfIdle() {
-    if (sleepers_.load() > 0 && spinners_.load() == 0) {
-      std::lock_guard lock(idle_mu_);
-      idle_cv_.notify_one();
-    }
-  }
 
   Task* PopLocal(Worker* w) {
     if (w->runnext.load(std::memory_order_relaxed) != nullptr) {
@@ -633,6 +646,7 @@ RillStatus* ParkCurrent(const RillOpInfo* op, const char* what, void (*unlock)(v
     t->blocked_what.store(what, std::memory_order_release);
     t->unlock = unlock;
     t->unlock_arg = arg;
+    t->owed_wake_ops = 0;  // this worker runs the task it readied next: nothing to wake
     t->exit = Exit::kPark;
     t->SwitchToWorker();
     t->blocked_op.store(nullptr, std::memory_order_relaxed);
@@ -650,9 +664,24 @@ void SpawnTask(std::function<void()> body, const RillOpInfo* origin) {
   t->sched->Spawn(std::move(body), origin, /*is_main=*/false);
 }
 
-const std::atomic<bool>* TaskCancelledFlag() {
+OpBoundaries::OpBoundaries() {
+  if (Task* t = CurrentTask()) {
+    cancelled_ = t->sched->cancelled_flag();
+    owed_ = &t->owed_wake_ops;
+    ++t->op_runs;
+  }
+}
+
+OpBoundaries::~OpBoundaries() {
+  if (owed_ == nullptr) return;
+  Task* t = CurrentTask();  // the same task, perhaps on another worker by now
+  if (--t->op_runs == 0 && t->owed_wake_ops > 0) WakeOwed();
+}
+
+void OpBoundaries::WakeOwed() {
   Task* t = CurrentTask();
-  return t != nullptr ? t->sched->cancelled_flag() : nullptr;
+  t->owed_wake_ops = 0;
+  t->sched->WakeIfIdle();
 }
 
 void ThrowIfTaskCancelled() {

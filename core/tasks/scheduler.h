@@ -58,10 +58,36 @@ void SpawnTask(std::function<void()> body, const RillOpInfo* origin);
 
 // Throws Error(CANCELLED) if the calling task's run is being cancelled.
 void ThrowIfTaskCancelled();
-// The flag that turns true when the calling task's run is being cancelled (null outside
-// a task); it stays valid while the task runs, on whatever worker. The executor reads it
-// between ops and calls ThrowIfTaskCancelled once it is set.
-const std::atomic<bool>* TaskCancelledFlag();
+
+// What the executor does between two ops of the calling task; one per block run (runs
+// nest), on the task's stack. Outside a task it does nothing.
+//  - Check() throws Error(CANCELLED) once the task's run is being cancelled.
+//  - While ops run, a task this task readies into its worker's runnext slot (a channel
+//    hand-off) does not wake a sleeping worker at once: the partner runs on this worker as
+//    soon as this task parks, which in a hand-off is a few ops away, and waking a worker
+//    costs a system call here and usually migrates the partner. If this task runs
+//    kDeferredWakeOps more ops without parking, Check() makes the wake-up then; leaving
+//    the outermost run makes it at once. So a readied task waits at most that many ops
+//    (and the op in progress) for an idle worker.
+class OpBoundaries {
+ public:
+  static constexpr int kDeferredWakeOps = 8;
+
+  OpBoundaries();
+  ~OpBoundaries();
+  OpBoundaries(const OpBoundaries&) = delete;
+  OpBoundaries& operator=(const OpBoundaries&) = delete;
+
+  void Check() {
+    if (cancelled_ != nullptr && cancelled_->load(std::memory_order_acquire)) ThrowIfTaskCancelled();
+    if (owed_ != nullptr && *owed_ > 0 && --*owed_ == 0) WakeOwed();
+  }
+
+ private:
+  static void WakeOwed();
+  const std::atomic<bool>* cancelled_ = nullptr;  // the task's run's; valid on any worker
+  int* owed_ = nullptr;                           // the task's ops left before its deferred wake-up
+};
 
 }  // namespace rill::core
 

@@ -319,10 +319,10 @@ TEST_F(ChannelTest, SelectsOverTheSameChannelsInOppositeOrderDoNotDeadlock) {
 // ---- tasks: deadlock, errors, clean end -----------------------------------------------
 
 // While a task runs ops (the executor holds an OpBoundaries), a partner it readies waits
-// in its worker's runnext instead of waking a sleeping worker; the wake-up is made after
-// kDeferredWakeOps op boundaries without a park, or when the ops end. Either way the
-// partner runs while this task keeps the CPU (it never parks here).
-void ExpectDeferredWakeIsMade(bool by_boundaries) {
+// in its worker's runnext instead of waking a sleeping worker. It still runs while its
+// waker keeps the CPU: after kDeferredWakeOps op boundaries the wake-up is made, and a
+// waker that ends hands its worker to the partner.
+void ExpectReadiedPartnerRuns(bool waker_keeps_running) {
   std::atomic<bool> received{false};
   RunMain([&] {
     auto ch = std::make_shared<Channel>(kLodTensor, 0);
@@ -331,24 +331,29 @@ void ExpectDeferredWakeIsMade(bool by_boundaries) {
       received = true;
     });
     std::this_thread::sleep_for(50ms);  // the receiver parked; the other worker is asleep
-    {
+    const auto wait_for_receiver = [&] {
+      const auto until = std::chrono::steady_clock::now() + 5s;
+      while (!received.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    };
+    if (waker_keeps_running) {
       core::OpBoundaries ops;
       SendInt(*ch, 1);  // readies the receiver into this worker's runnext
-      if (by_boundaries) {
-        for (int i = 0; i < core::OpBoundaries::kDeferredWakeOps; ++i) ops.Check();
-        const auto until = std::chrono::steady_clock::now() + 5s;
-        while (!received.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-        EXPECT_TRUE(received.load()) << "the receiver waited while its waker ran ops";
-      }
+      for (int i = 0; i < core::OpBoundaries::kDeferredWakeOps; ++i) ops.Check();
+      wait_for_receiver();  // never parks: the receiver needs the other worker
+      EXPECT_TRUE(received.load()) << "the receiver waited while its waker ran ops";
+    } else {
+      Go([ch] {
+        core::OpBoundaries ops;
+        SendInt(*ch, 1);
+      });
+      wait_for_receiver();  // this (main) task holds one worker; the waker ended on the other
+      EXPECT_TRUE(received.load()) << "the receiver waited after its waker ended";
     }
-    const auto until = std::chrono::steady_clock::now() + 5s;
-    while (!received.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-    EXPECT_TRUE(received.load()) << "the receiver waited after its waker's ops ended";
   });
 }
 
-TEST_F(ChannelTest, AReadiedPartnerRunsAfterItsWakersNextOps) { ExpectDeferredWakeIsMade(true); }
-TEST_F(ChannelTest, AReadiedPartnerRunsOnceItsWakersOpsEnd) { ExpectDeferredWakeIsMade(false); }
+TEST_F(ChannelTest, AReadiedPartnerRunsAfterItsWakersNextOps) { ExpectReadiedPartnerRuns(true); }
+TEST_F(ChannelTest, AReadiedPartnerRunsOnceItsWakerEnds) { ExpectReadiedPartnerRuns(false); }
 
 TEST_F(ChannelTest, ALoneReceiveIsADeadlockNamingTheWait) {
   const std::string err = ErrorOf([] {

@@ -673,9 +673,7 @@ OpBoundaries::OpBoundaries() {
 }
 
 OpBoundaries::~OpBoundaries() {
-  if (owed_ == nullptr) return;
-  Task* t = CurrentTask();  // the same task, perhaps on another worker by now
-  if (--t->op_runs == 0 && t->owed_wake_ops > 0) WakeOwed();
+  if (owed_ != nullptr) --CurrentTask()->op_runs;  // the same task, perhaps on another worker by now
 }
 
 void OpBoundaries::WakeOwed() {

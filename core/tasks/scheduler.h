@@ -66,9 +66,11 @@ void ThrowIfTaskCancelled();
 //    hand-off) does not wake a sleeping worker at once: the partner runs on this worker as
 //    soon as this task parks, which in a hand-off is a few ops away, and waking a worker
 //    costs a system call here and usually migrates the partner. If this task runs
-//    kDeferredWakeOps more ops without parking, Check() makes the wake-up then; leaving
-//    the outermost run makes it at once. So a readied task waits at most that many ops
-//    (and the op in progress) for an idle worker.
+//    kDeferredWakeOps more ops without parking, Check() makes the wake-up then. A task
+//    whose ops end keeps what it owes: its worker runs the partner when the task parks or
+//    ends (a go block ends right after its ops; so does a run's main block), or a later
+//    run's ops make the wake-up. So a readied task waits at most that many ops and the op
+//    in progress, or for the end of host code that runs in a task between block runs.
 class OpBoundaries {
  public:
   static constexpr int kDeferredWakeOps = 8;

@@ -142,7 +142,9 @@ TEST_F(DistCluster, TlsAndTheSharedTokenAreEnforced) {
                                 "subjectAltName=IP:127.0.0.1 -keyout " + key + " -out " + cert + " 2>/dev/null";
   ASSERT_EQ(std::system(make_cert.c_str()), 0);
   const std::string dir = Transpile(1, 1);
-  const std::string secure = "RILL_RPC_DEADLINE_MS=3000 RILL_DIST_TOKEN=s3cret";
+  // A TLS handshake under ASan on a loaded 2-core machine can take seconds: the accepted
+  // trainer and the pserver get room (a CI run saw its first call cut off at 3 s).
+  const std::string secure = "RILL_RPC_DEADLINE_MS=15000 RILL_DIST_TOKEN=s3cret";
   RillProcess ps(Pserver(dir, 0), secure + " RILL_TLS_CERT=" + cert + " RILL_TLS_KEY=" + key);
   // Without TLS, then without the token: refused (the pserver keeps serving).
   RillProcess plain(Trainer(dir, 1), "RILL_RPC_DEADLINE_MS=1500 RILL_DIST_TOKEN=s3cret");

@@ -668,12 +668,13 @@ OpBoundaries::OpBoundaries() {
   if (Task* t = CurrentTask()) {
     cancelled_ = t->sched->cancelled_flag();
     owed_ = &t->owed_wake_ops;
-    ++t->op_runs;
+    op_runs_ = &t->op_runs;
+    ++*op_runs_;
   }
 }
 
 OpBoundaries::~OpBoundaries() {
-  if (owed_ != nullptr) --CurrentTask()->op_runs;  // the same task, perhaps on another worker by now
+  if (op_runs_ != nullptr) --*op_runs_;
 }
 
 void OpBoundaries::WakeOwed() {

@@ -89,6 +89,7 @@ class OpBoundaries {
   static void WakeOwed();
   const std::atomic<bool>* cancelled_ = nullptr;  // the task's run's; valid on any worker
   int* owed_ = nullptr;                           // the task's ops left before its deferred wake-up
+  int* op_runs_ = nullptr;                        // the task's block runs in progress
 };
 
 }  // namespace rill::core

@@ -1,7 +1,7 @@
 // GPU figures for the math plugin's CUDA kernels, each beside its limit in the same run:
 //   mul 1024x1024x1024 fp32 through Rill (executor on CUDA:0)  vs  cublasSgemm called directly;
 //   elementwise_add 16M fp32 through Rill                      vs  device-to-device cudaMemcpy
-//     (bytes read + written: the bandwidth limit);
+//     (bytes read + written: the bandwidth limit); mean of 16M fp32 (bytes read) likewise;
 //   a 64 MiB tensor off the GPU for a CPU kernel (Tensor::CopyTo, staged in the CUDA
 //     device's cached page-locked memory)                       vs  cudaMemcpy into
 //     page-locked memory (the limit) and into ordinary memory (what staging saves).
@@ -98,6 +98,28 @@ void BM_RillElementwiseAddCuda(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kElems * 3 * sizeof(float));
 }
 BENCHMARK(BM_RillElementwiseAddCuda)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// mean of 16M fp32: a reduction reads its input once, so its limit is the read half of
+// the memcpy's traffic.
+void BM_RillMeanCuda(benchmark::State& state) {
+  if (const std::string why = Unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  ProgramBuilder pb;
+  pb.block(0).Op("mean").Input("X", "x").Output("Out", "m");
+  auto program = std::make_shared<proto::ProgramDesc>(pb.Build());
+  Executor exec(LoadedRegistry(), program);
+  exec.set_place(Place{RILL_CUDA, 0});
+  auto scope = Scope::NewRoot();
+  Tensor* x = scope->Var("x")->GetMutableTensor();
+  x->Allocate(RILL_FP32, {kElems});
+  std::fill(x->data_as<float>(), x->data_as<float>() + kElems, 1.0f);
+  exec.Run(0, scope);
+  for (auto _ : state) {
+    exec.Run(0, scope);
+    cudaDeviceSynchronize();
+  }
+  state.SetBytesProcessed(state.iterations() * kElems * sizeof(float));
+}
+BENCHMARK(BM_RillMeanCuda)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void BM_DeviceMemcpy(benchmark::State& state) {
   if (const std::string why = Unavailable(); !why.empty()) return state.SkipWithError(why.c_str());

@@ -83,7 +83,9 @@ TEST_P(CudaMatchesCpu, ForwardAndGradients) {
   SKIP_WITHOUT_CUDA();
   const RunResult cpu = RunCase(GetParam(), core::Place{});
   const RunResult gpu = RunCase(GetParam(), core::Place{RILL_CUDA, 0});
-  EXPECT_EQ(gpu.device.at("out"), RILL_CUDA) << "the op under test ran on the device";
+  for (const auto& [name, device] : gpu.device) {
+    if (name != "loss") EXPECT_EQ(device, RILL_CUDA) << name << ": every op under test and its gradient ran on the device";
+  }
   for (const auto& [name, want] : cpu.values) {
     const auto& got = gpu.values.at(name);
     ASSERT_EQ(got.size(), want.size()) << name;
@@ -99,7 +101,7 @@ core::OpBuilder Binary(core::BlockBuilder& b, const std::string& op) {
 
 std::vector<CudaCase> Cases() {
   std::vector<CudaCase> cases;
-  for (const char* op : {"add", "sub", "mul", "div", "max", "min"}) {
+  for (const char* op : {"add", "sub", "mul", "div", "max", "min", "pow"}) {
     const std::string type = std::string("elementwise_") + op;
     cases.push_back({type, {{"x", {4, 5}}, {"y", {4, 5}}}, [type](core::BlockBuilder& b) { Binary(b, type); }});
     cases.push_back({type + "_broadcast", {{"x", {3, 4, 5}}, {"y", {4}}}, [type](core::BlockBuilder& b) {
@@ -139,6 +141,40 @@ std::vector<CudaCase> Cases() {
                      b.Op("cross_entropy").Input("X", "p").Input("Label", "target").Output("Y", "out")
                          .Attr("soft_label", true);
                    }});
+  // Y's gradient summed over a large broadcast: split into partial sums (sum_reduce.cuh).
+  cases.push_back({"elementwise_add_bias_gradient", {{"x", {4096, 40}}, {"y", {40}}}, [](core::BlockBuilder& b) {
+                     Binary(b, "elementwise_add");
+                   }});
+  cases.push_back({"elementwise_mul_scalar_gradient", {{"x", {300000}}, {"y", {1}}}, [](core::BlockBuilder& b) {
+                     Binary(b, "elementwise_mul");
+                   }});
+  cases.push_back({"mean_of_many", {{"x", {70000, 3}}}, [](core::BlockBuilder& b) {
+                     b.Op("mean").Input("X", "x").Output("Out", "out");
+                   }});
+  cases.push_back({"matmul_plain", {{"x", {3, 4}}, {"y", {4, 5}}}, [](core::BlockBuilder& b) {
+                     Binary(b, "matmul");
+                   }});
+  cases.push_back({"matmul_batched_x_transposed", {{"x", {2, 4, 3}}, {"y", {2, 4, 5}}}, [](core::BlockBuilder& b) {
+                     Binary(b, "matmul").Attr("transpose_X", true);
+                   }});
+  cases.push_back({"matmul_unbatched_x_y_transposed", {{"x", {3, 4}}, {"y", {2, 5, 4}}}, [](core::BlockBuilder& b) {
+                     Binary(b, "matmul").Attr("transpose_Y", true).Attr("alpha", 2.0f);
+                   }});
+  cases.push_back({"concat_then_split", {{"a", {2, 3, 4}}, {"b", {2, 2, 4}}}, [](core::BlockBuilder& b) {
+                     b.Op("concat").Input("X", {"a", "b"}).Output("Out", "ab").Attr("axis", int32_t{1});
+                     b.Op("split").Input("X", "ab").Output("Out", {"p", "q"}).Attr("axis", int32_t{1})
+                         .Attr("sections", std::vector<int64_t>{4, 1});
+                     b.Op("elementwise_mul").Input("X", "p").Input("Y", "p").Output("Out", "pp");
+                     b.Op("concat").Input("X", {"q", "pp"}).Output("Out", "out").Attr("axis", int32_t{-2});
+                   }});
+  cases.push_back({"cast_to_fp64_and_back", {{"x", {10}}}, [](core::BlockBuilder& b) {
+                     b.Op("cast").Input("X", "x").Output("Out", "x64").Attr("out_dtype", int32_t{RILL_FP64});
+                     b.Op("scale").Input("X", "x64").Output("Out", "s64").Attr("scale", 0.5f);
+                     b.Op("cast").Input("X", "s64").Output("Out", "out").Attr("out_dtype", int32_t{RILL_FP32});
+                   }});
+  cases.push_back({"assign", {{"x", {9}}}, [](core::BlockBuilder& b) {
+                     b.Op("assign").Input("X", "x").Output("Out", "out");
+                   }});
   for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max"}) {
     const std::string type = op;
     cases.push_back({type, {{"x", {3, 4, 5}}}, [type](core::BlockBuilder& b) {
@@ -157,6 +193,74 @@ std::vector<CudaCase> Cases() {
 
 INSTANTIATE_TEST_SUITE_P(EveryCudaKernel, CudaMatchesCpu, ::testing::ValuesIn(Cases()),
                          [](const ::testing::TestParamInfo<CudaCase>& info) { return info.param.name; });
+
+// Ops with no gradient and dtypes other than fp32: comparisons (one with force_cpu, whose
+// result nothing reads after, so it stays where it was made),
+// logical ops, casts to and from int64 and bool, increment, and a while loop whose
+// condition a CUDA kernel writes. The same program on the CPU and on CUDA:0; every
+// variable's description (dtype, dims, values) and place.
+struct NonDifferentiableRun {
+  std::map<std::string, std::string> values;
+  std::map<std::string, int32_t> device;
+};
+
+NonDifferentiableRun RunNonDifferentiable(core::Place place) {
+  core::ProgramBuilder pb;
+  auto& b = pb.block(0);
+  const auto fill = [](core::BlockBuilder& in, const std::string& name, std::vector<int64_t> dims, float value,
+                       int32_t dtype) {
+    in.Op("fill_constant").Output("Out", name).Attr("shape", dims).Attr("value", value).Attr("dtype", dtype);
+  };
+  fill(b, "a", {2, 3}, 1.5f, RILL_FP32);
+  b.Op("uniform_random").Output("Out", "r").Attr("shape", std::vector<int64_t>{2, 3}).Attr("min", 0.0f)
+      .Attr("max", 3.0f).Attr("seed", int32_t{7});
+  b.Op("less_than").Input("X", "r").Input("Y", "a").Output("Out", "lt");
+  b.Op("greater_equal").Input("X", "r").Input("Y", "a").Output("Out", "ge");
+  b.Op("greater_than").Input("X", "r").Input("Y", "a").Output("Out", "gt_on_host").Attr("force_cpu", true);
+  b.Op("logical_not").Input("X", "lt").Output("Out", "not_lt");
+  b.Op("logical_xor").Input("X", "not_lt").Input("Y", "ge").Output("Out", "xor");
+  b.Op("logical_or").Input("X", "lt").Input("Y", "xor").Output("Out", "or");
+  b.Op("logical_and").Input("X", "or").Input("Y", "ge").Output("Out", "and");
+  b.Op("cast").Input("X", "r").Output("Out", "r_int").Attr("out_dtype", int32_t{RILL_INT64});
+  b.Op("cast").Input("X", "lt").Output("Out", "lt_float").Attr("out_dtype", int32_t{RILL_FP32});
+  fill(b, "ones", {2, 3}, 1.0f, RILL_INT64);
+  b.Op("cast").Input("X", "ones").Output("Out", "ones_gpu").Attr("out_dtype", int32_t{RILL_INT64});
+  b.Op("equal").Input("X", "r_int").Input("Y", "ones_gpu").Output("Out", "is_one");
+  // while (v < 5) { v += 1; total += v }: v and total are [1] fp32 tensors made on the device.
+  fill(b, "v", {1}, 0.0f, RILL_FP32);
+  fill(b, "limit", {1}, 5.0f, RILL_FP32);
+  fill(b, "total", {1}, 0.0f, RILL_FP32);
+  b.Op("less_than").Input("X", "v").Input("Y", "limit").Output("Out", "more");
+  auto& body = pb.NewBlock(0);
+  body.Op("increment").Input("X", "v").Output("Out", "v").Attr("step", 1.0f);
+  body.Op("elementwise_add").Input("X", "total").Input("Y", "v").Output("Out", "total");
+  body.Op("less_than").Input("X", "v").Input("Y", "limit").Output("Out", "more");
+  b.Op("while").Input("Condition", "more").BlockAttr("sub_block", body.idx());
+  auto program = std::make_shared<rill::proto::ProgramDesc>(pb.Build());
+  core::ValidateProgramOrThrow(*program, ShippedRegistry());
+  auto scope = core::Scope::NewRoot();
+  core::Executor exec(ShippedRegistry(), program);
+  exec.set_place(place);
+  exec.Run(0, scope);
+  NonDifferentiableRun run;
+  for (const char* name : {"lt", "ge", "gt_on_host", "not_lt", "xor", "or", "and", "r_int", "lt_float", "is_one", "v", "total"}) {
+    const core::Tensor* t = scope->FindVar(name)->GetTensor();
+    run.device[name] = t->place().device_type;
+    run.values[name] = t->CopyTo(core::Place{}).Describe();
+  }
+  return run;
+}
+
+TEST(Cuda, ComparisonsLogicalOpsCastsAndLoopsMatchCpu) {
+  SKIP_WITHOUT_CUDA();
+  const NonDifferentiableRun cpu = RunNonDifferentiable(core::Place{});
+  const NonDifferentiableRun gpu = RunNonDifferentiable(core::Place{RILL_CUDA, 0});
+  EXPECT_EQ(gpu.values, cpu.values);
+  EXPECT_EQ(cpu.values.at("total"), "fp32[1] {15}");
+  for (const auto& [name, device] : gpu.device) {
+    EXPECT_EQ(device, name == "gt_on_host" ? RILL_CPU : RILL_CUDA) << name << " (gt_on_host has force_cpu)";
+  }
+}
 
 // momentum and adam (not differentiable, so outside the cases above): two steps each on
 // the CPU and on CUDA:0, from the same state.

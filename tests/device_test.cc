@@ -67,6 +67,28 @@ TEST(Devices, KernelsRunOnTheDeviceAndTensorsMoveBetween) {
   EXPECT_EQ(after[kFrees] - before[kFrees], 1) << "y's device memory was freed when y moved back";
 }
 
+// Loop bookkeeping (counters, bounds, conditions) stays on the host: an op whose inputs
+// are all one-element CPU tensors runs on the CPU even on a device executor.
+TEST(Devices, OpsOnHostScalarsStayOnTheCpu) {
+  FakeRegistry();
+  ProgramBuilder pb;
+  pb.block(0).Op("fill_constant").Output("Out", "counter").Attr("shape", std::vector<int64_t>{1}).Attr("value", 2.0f);
+  pb.block(0).Op("scale").Input("X", "counter").Output("Out", "next").Attr("scale", 3.0f);
+  pb.block(0).Op("fill_constant").Output("Out", "v").Attr("shape", std::vector<int64_t>{2}).Attr("value", 2.0f);
+  pb.block(0).Op("scale").Input("X", "v").Output("Out", "w").Attr("scale", 3.0f);
+  Executor exec(FakeRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
+  exec.set_place(Place{kFake, 0});
+  auto scope = Scope::NewRoot();
+  const auto before = Stats(scope);
+  exec.Run(0, scope);
+  const auto after = Stats(scope);
+  EXPECT_EQ(scope->FindVar("counter")->GetTensor()->place(), Place{});
+  EXPECT_EQ(scope->FindVar("next")->GetTensor()->place(), Place{}) << "scale of a host scalar ran on the CPU";
+  EXPECT_EQ(scope->FindVar("next")->GetTensor()->Describe(), "fp32[1] {6}");
+  EXPECT_EQ(scope->FindVar("w")->GetTensor()->place(), (Place{kFake, 0})) << "scale of a [2] tensor ran on FAKE";
+  EXPECT_EQ(after[kToDevice] - before[kToDevice], 1) << "only v moved to the device";
+}
+
 TEST(Devices, DeviceTensorsPrintAndCopyThroughTheHost) {
   FakeRegistry();
   Tensor t;

@@ -31,15 +31,7 @@ class ConditionalBlock {
   }
 
   bool ConditionHolds(rill::KernelContext& ctx) const {
-    if (scalar_) {
-      rill::Tensor cond = ctx.Input(slot_);
-      if (cond.dtype() != RILL_BOOL || cond.numel() != 1) {
-        throw rill::Error(std::string(slot_) + " must be a bool tensor of one element, got " +
-                          rill::DataTypeName(cond.dtype()) + " with " + std::to_string(cond.numel()) +
-                          " elements");
-      }
-      return *cond.data<bool>();
-    }
+    if (scalar_) return ReadCondition(ctx.Input(slot_), slot_);
     for (size_t i = 0; i < count_; ++i) {
       if (ctx.Input(slot_, i).numel() == 0) return false;
     }

@@ -8,6 +8,11 @@
 namespace rill::core {
 void RegisterWhile(rill::Registrar& r);
 void RegisterConditionalBlock(rill::Registrar& r);
+
+// The value of a one-element bool tensor (input `slot`), wherever it lives: a condition
+// computed by a device kernel is read through a copy to the host. Throws if `cond` is not
+// a one-element bool tensor.
+bool ReadCondition(rill::Tensor cond, const char* slot);
 }  // namespace rill::core
 
 #endif  // RILL_CORE_OPS_CONTROL_FLOW_H_

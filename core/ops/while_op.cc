@@ -9,20 +9,10 @@
 namespace rill::core {
 namespace {
 
-bool ReadCondition(rill::KernelContext& ctx) {
-  rill::Tensor cond = ctx.Input("Condition");
-  if (cond.dtype() != RILL_BOOL || cond.numel() != 1) {
-    throw rill::Error("Condition must be a bool tensor of one element, got " +
-                      std::string(rill::DataTypeName(cond.dtype())) + " with " +
-                      std::to_string(cond.numel()) + " elements");
-  }
-  return *cond.data<bool>();
-}
-
 void While(rill::KernelContext& ctx) {
   const int32_t body = ctx.op().BlockAttr("sub_block");
   std::optional<rill::Scope> step;
-  while (ReadCondition(ctx)) {
+  while (ReadCondition(ctx.Input("Condition"), "Condition")) {
     if (!step || !step->Reusable()) step = ctx.NewChildScope(body);
     ctx.RunBlock(body, *step);
   }

@@ -105,8 +105,26 @@ void MoveInputsTo(const PreparedOp& op, const RillKernelContext& ctx, const Plac
   }
 }
 
+// True when `op` has inputs and each is a tensor of at most one element on the CPU: loop
+// counters, bounds and conditions. Such an op runs on the CPU even on a device executor,
+// so a loop's bookkeeping stays on the host instead of paying a launch and a copy back
+// per step (TensorFlow keeps int32 scalars on the host for the same reason).
+bool OnlyHostScalarInputs(const PreparedOp& op, const RillKernelContext& ctx) {
+  bool any = false;
+  for (const auto& args : op.info.inputs) {
+    for (size_t i = 0; i < args.ids.size(); ++i) {
+      const Variable* v = ctx.Arg(&args, i);
+      const Tensor* t = v ? v->GetTensor() : nullptr;
+      if (t == nullptr || !t->initialized() || t->numel() > 1 || t->place().device_type != RILL_CPU) return false;
+      any = true;
+    }
+  }
+  return any;
+}
+
 // The (device, dtype) key for this run of `op` on an executor placed on `device`.
 std::pair<int32_t, int32_t> KernelKey(const PreparedOp& op, const RillKernelContext& ctx, int32_t device) {
+  if (device != RILL_CPU && OnlyHostScalarInputs(op, ctx)) device = RILL_CPU;
   if (op.dtype_input < 0) return {device, op.static_dtype};
   Variable* v = ctx.frame[op.dtype_var];
   const auto& args = op.info.inputs[static_cast<size_t>(op.dtype_input)];

@@ -13,20 +13,10 @@ void ConcatInto(KernelContext& ctx, const char* in, const char* out_slot) {
   const size_t n = ctx.op().InputCount(in);
   std::vector<Tensor> xs;
   for (size_t i = 0; i < n; ++i) xs.push_back(ctx.Input(in, i));
-  std::vector<int64_t> out_dims = xs[0].dims();
-  const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), out_dims.size());
-  for (size_t i = 1; i < n; ++i) {
-    std::vector<int64_t> d = xs[i].dims();
-    if (d.size() != out_dims.size()) throw Error("X[" + std::to_string(i) + "] has rank " + std::to_string(d.size()) +
-                                                 ", X[0] has " + std::to_string(out_dims.size()));
-    for (size_t k = 0; k < d.size(); ++k) {
-      if (k != axis && d[k] != out_dims[k]) {
-        throw Error("X[" + std::to_string(i) + "] " + DimsString(d) + " differs from X[0] " + DimsString(xs[0].dims()) +
-                    " outside axis " + std::to_string(axis));
-      }
-    }
-    out_dims[axis] += d[axis];
-  }
+  std::vector<std::vector<int64_t>> dims;
+  for (const Tensor& x : xs) dims.push_back(x.dims());
+  const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), dims[0].size());
+  const std::vector<int64_t> out_dims = ConcatDims(dims, axis);
   const int64_t pre = Product(out_dims, 0, axis), post = Product(out_dims, axis + 1, out_dims.size());
   const int64_t total = Product(out_dims, 0, out_dims.size());
   auto out = Scratch<T>(total);
@@ -52,22 +42,8 @@ void Split(KernelContext& ctx) {
   const std::vector<int64_t> d = x.dims();
   const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), d.size());
   const size_t outputs = ctx.op().OutputCount("Out");
-  std::vector<int64_t> sections = ctx.Attr<std::vector<int64_t>>("sections");
-  const int64_t num = ctx.Attr<int64_t>("num");
-  if (sections.empty()) {
-    const int64_t parts = num > 0 ? num : static_cast<int64_t>(outputs);
-    if (parts == 0 || d[axis] % parts != 0) {
-      throw Error("cannot split dimension " + std::to_string(axis) + " of size " + std::to_string(d[axis]) + " into " +
-                  std::to_string(parts) + " equal parts");
-    }
-    sections.assign(static_cast<size_t>(parts), d[axis] / parts);
-  }
-  int64_t total = 0;
-  for (int64_t s : sections) total += s;
-  if (sections.size() != outputs || total != d[axis]) {
-    throw Error("sections " + DimsString(sections) + " must list one size per output (" + std::to_string(outputs) +
-                ") and add up to " + std::to_string(d[axis]));
-  }
+  const std::vector<int64_t> sections =
+      SplitSections(d, axis, ctx.Attr<std::vector<int64_t>>("sections"), ctx.Attr<int64_t>("num"), outputs);
   const int64_t pre = Product(d, 0, axis), post = Product(d, axis + 1, d.size());
   auto in = Scratch<T>(x.numel());  // an output may be X itself
   std::copy(x.data<T>(), x.data<T>() + x.numel(), in.get());

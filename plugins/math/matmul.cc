@@ -50,12 +50,9 @@ template <class T>
 void MatMul(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
-  const bool tx = ctx.Attr<bool>("transpose_X"), ty = ctx.Attr<bool>("transpose_Y");
-  const T alpha = static_cast<T>(ctx.Attr<float>("alpha"));
-  const MatSide a = Side(x.dims(), tx, true), b = Side(y.dims(), ty, false);
+  const auto [tx, ty, alpha_attr, a, b, batch, m, k, n] = PlanMatMul(ctx, x.dims(), y.dims());
+  const T alpha = static_cast<T>(alpha_attr);
   const std::vector<int64_t> out_dims = MatMulOutDims(a, b, x.dims(), y.dims());
-  const int64_t batch = std::max(a.batch, b.batch);
-  const int64_t m = a.rows, k = a.cols, n = b.cols;
   // Stored (untransposed) shapes of one matrix of each side.
   const int64_t xr = tx ? k : m, xc = tx ? m : k, yr = ty ? n : k, yc = ty ? k : n;
   // Built aside and copied, so Out may be X or Y.
@@ -98,11 +95,8 @@ void MatMulGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   Tensor g = ctx.Input("Out@GRAD");
-  const bool tx = ctx.Attr<bool>("transpose_X"), ty = ctx.Attr<bool>("transpose_Y");
-  const T alpha = static_cast<T>(ctx.Attr<float>("alpha"));
-  const MatSide a = Side(x.dims(), tx, true), b = Side(y.dims(), ty, false);
-  const int64_t batch = std::max(a.batch, b.batch);
-  const int64_t m = a.rows, k = a.cols, n = b.cols;
+  const auto [tx, ty, alpha_attr, a, b, batch, m, k, n] = PlanMatMul(ctx, x.dims(), y.dims());
+  const T alpha = static_cast<T>(alpha_attr);
   const int64_t xr = tx ? k : m, xc = tx ? m : k, yr = ty ? n : k, yc = ty ? k : n;
   const bool want_x = ctx.HasOutput("X@GRAD"), want_y = ctx.HasOutput("Y@GRAD");
   std::vector<T> dx(want_x ? static_cast<size_t>(x.numel()) : 0, T(0));

@@ -39,6 +39,29 @@ inline MatSide Side(const std::vector<int64_t>& d, bool transpose, bool is_x) {
   return s;
 }
 
+// A matmul as its kernels see it: Out = alpha * op(X) op(Y) as `batch` products of
+// [m, k] by [k, n] (read from the op's attributes and its operands' dims).
+struct MatMulPlan {
+  bool tx = false, ty = false;
+  float alpha = 1;
+  MatSide a, b;
+  int64_t batch = 1, m = 0, k = 0, n = 0;
+};
+
+inline MatMulPlan PlanMatMul(KernelContext& ctx, const std::vector<int64_t>& xd, const std::vector<int64_t>& yd) {
+  MatMulPlan p;
+  p.tx = ctx.Attr<bool>("transpose_X");
+  p.ty = ctx.Attr<bool>("transpose_Y");
+  p.alpha = ctx.Attr<float>("alpha");
+  p.a = Side(xd, p.tx, true);
+  p.b = Side(yd, p.ty, false);
+  p.batch = std::max(p.a.batch, p.b.batch);
+  p.m = p.a.rows;
+  p.k = p.a.cols;
+  p.n = p.b.cols;
+  return p;
+}
+
 // Out's dims for op(X) * op(Y): the longer batch, then op(X)'s rows unless X is a
 // vector, then op(Y)'s columns unless Y is a vector ([1] for a vector times a vector).
 // Throws if the operands do not multiply.

@@ -33,6 +33,48 @@ inline size_t NormalizeAxis(int64_t axis, size_t rank, const char* what = "axis"
   return static_cast<size_t>(axis < 0 ? axis + r : axis);
 }
 
+// concat's shape contract: every input has the same rank and the same dims outside `axis`
+// (normalized); Out joins them along it.
+inline std::vector<int64_t> ConcatDims(const std::vector<std::vector<int64_t>>& xs, size_t axis) {
+  std::vector<int64_t> out = xs.at(0);
+  for (size_t i = 1; i < xs.size(); ++i) {
+    const std::vector<int64_t>& d = xs[i];
+    if (d.size() != out.size()) {
+      throw Error("X[" + std::to_string(i) + "] has rank " + std::to_string(d.size()) + ", X[0] has " +
+                  std::to_string(out.size()));
+    }
+    for (size_t k = 0; k < d.size(); ++k) {
+      if (k != axis && d[k] != out[k]) {
+        throw Error("X[" + std::to_string(i) + "] " + DimsString(d) + " differs from X[0] " + DimsString(xs[0]) +
+                    " outside axis " + std::to_string(axis));
+      }
+    }
+    out[axis] += d[axis];
+  }
+  return out;
+}
+
+// split's shape contract: the sizes along `axis` (normalized) of the `outputs` pieces of a
+// tensor of dims `d`: `sections` if given, else `num` (or, when 0, `outputs`) equal pieces.
+inline std::vector<int64_t> SplitSections(const std::vector<int64_t>& d, size_t axis, std::vector<int64_t> sections,
+                                          int64_t num, size_t outputs) {
+  if (sections.empty()) {
+    const int64_t parts = num > 0 ? num : static_cast<int64_t>(outputs);
+    if (parts == 0 || d[axis] % parts != 0) {
+      throw Error("cannot split dimension " + std::to_string(axis) + " of size " + std::to_string(d[axis]) + " into " +
+                  std::to_string(parts) + " equal parts");
+    }
+    sections.assign(static_cast<size_t>(parts), d[axis] / parts);
+  }
+  int64_t total = 0;
+  for (int64_t s : sections) total += s;
+  if (sections.size() != outputs || total != d[axis]) {
+    throw Error("sections " + DimsString(sections) + " must list one size per output (" + std::to_string(outputs) +
+                ") and add up to " + std::to_string(d[axis]));
+  }
+  return sections;
+}
+
 // cross_entropy's shape contract, for the CPU and CUDA kernels alike: X [..., D] holds
 // probabilities, Label holds one class per row (hard) or is shaped like X (soft), and Y
 // is [..., 1].

@@ -1,4 +1,4 @@
-// CUDA mul, mul_grad and matmul on cuBLAS, fp32/fp64. Tensors are row-major; cuBLAS is
+// CUDA mul, matmul and their gradients on cuBLAS, fp32/fp64. Tensors are row-major; cuBLAS is
 // column-major, so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T, which is the
 // same memory read column-major (see RowMajorGemm).
 //
@@ -13,6 +13,7 @@
 
 #include "../matmul_shape.h"
 #include "cuda_check.h"
+#include "device_output.h"
 #include "ops.h"
 
 namespace rill::math::cuda {
@@ -84,44 +85,12 @@ void RowMajorGemm(cublasHandle_t h, bool ta, bool tb, int64_t m, int64_t n, int6
               "cuBLAS gemm");
 }
 
-// Where a GEMM writes output `slot`: straight into the output tensor, unless the output
-// variable is one of the inputs (then into scratch memory, copied over on Finish, so the
-// GEMM never overwrites what it reads). The common case allocates nothing extra.
-template <class T>
-class GemmOutput {
- public:
-  GemmOutput(KernelContext& ctx, const char* slot, std::vector<int64_t> dims, int64_t n)
-      : ctx_(ctx), slot_(slot), dims_(std::move(dims)), n_(n) {
-    RillVariable* out = ctx.OutputVar(slot).handle();
-    aliased_ = out == ctx.InputVar("X").handle() || out == ctx.InputVar("Y").handle();
-    if (aliased_) {
-      CudaCheck(cudaMalloc(&p_, sizeof(T) * std::max<int64_t>(n, 1)), "cudaMalloc");
-    } else {
-      Tensor t = ctx.Output(slot);
-      p_ = AllocateOnDevice<T>(ctx, t, dims_);
-    }
-  }
-  ~GemmOutput() {
-    if (aliased_) cudaFree(p_);
-  }
-  GemmOutput(const GemmOutput&) = delete;
-  GemmOutput& operator=(const GemmOutput&) = delete;
-  T* get() const { return p_; }
-  void Finish() {
-    if (!aliased_) return;
-    Tensor t = ctx_.Output(slot_);
-    T* po = AllocateOnDevice<T>(ctx_, t, dims_);
-    CudaCheck(cudaMemcpy(po, p_, sizeof(T) * n_, cudaMemcpyDeviceToDevice), "cudaMemcpy");
-  }
-
- private:
-  KernelContext& ctx_;
-  const char* slot_;
-  std::vector<int64_t> dims_;
-  int64_t n_;
-  bool aliased_ = false;
-  T* p_ = nullptr;
-};
+// The variables a GEMM kernel reads, which its outputs must not overwrite while it runs.
+std::vector<RillVariable*> GemmInputs(KernelContext& ctx, bool with_grad) {
+  std::vector<RillVariable*> vars = {ctx.InputVar("X").handle(), ctx.InputVar("Y").handle()};
+  if (with_grad) vars.push_back(ctx.InputVar("Out@GRAD").handle());
+  return vars;
+}
 
 struct MulShape {
   int64_t m, k, n;
@@ -149,7 +118,7 @@ void Mul(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   const MulShape s = MulShapeOf(ctx, x.dims(), y.dims());
-  GemmOutput<T> out(ctx, "Out", s.out_dims, s.m * s.n);
+  DeviceOutput<T> out(ctx, "Out", 0, s.out_dims, GemmInputs(ctx, false));
   RowMajorGemm<T>(Handle(ctx.device_id()), false, false, s.m, s.n, s.k, T(1), x.data<T>(), y.data<T>(), T(0), out.get());
   out.Finish();
 }
@@ -163,12 +132,12 @@ void MulGrad(KernelContext& ctx) {
   const MulShape s = MulShapeOf(ctx, x.dims(), y.dims());
   cublasHandle_t h = Handle(ctx.device_id());
   if (ctx.HasOutput("X@GRAD")) {  // dX[m, k] = dOut[m, n] * Y[k, n]^T
-    GemmOutput<T> dx(ctx, "X@GRAD", x.dims(), s.m * s.k);
+    DeviceOutput<T> dx(ctx, "X@GRAD", 0, x.dims(), GemmInputs(ctx, true));
     RowMajorGemm<T>(h, false, true, s.m, s.k, s.n, T(1), g.data<T>(), y.data<T>(), T(0), dx.get());
     dx.Finish();
   }
   if (ctx.HasOutput("Y@GRAD")) {  // dY[k, n] = X[m, k]^T * dOut[m, n]
-    GemmOutput<T> dy(ctx, "Y@GRAD", y.dims(), s.k * s.n);
+    DeviceOutput<T> dy(ctx, "Y@GRAD", 0, y.dims(), GemmInputs(ctx, true));
     RowMajorGemm<T>(h, true, false, s.k, s.n, s.m, T(1), x.data<T>(), g.data<T>(), T(0), dy.get());
     dy.Finish();
   }
@@ -179,18 +148,62 @@ void MatMul(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
-  const bool tx = ctx.Attr<bool>("transpose_X"), ty = ctx.Attr<bool>("transpose_Y");
-  const MatSide a = Side(x.dims(), tx, true), b = Side(y.dims(), ty, false);
+  const auto [tx, ty, alpha_attr, a, b, batch, m, k, n] = PlanMatMul(ctx, x.dims(), y.dims());
   const std::vector<int64_t> out_dims = MatMulOutDims(a, b, x.dims(), y.dims());
-  const int64_t batch = std::max(a.batch, b.batch), m = a.rows, k = a.cols, n = b.cols;
-  GemmOutput<T> out(ctx, "Out", out_dims, batch * m * n);
+  DeviceOutput<T> out(ctx, "Out", 0, out_dims, GemmInputs(ctx, false));
   cublasHandle_t h = Handle(ctx.device_id());
-  const T alpha = static_cast<T>(ctx.Attr<float>("alpha"));
+  const T alpha = static_cast<T>(alpha_attr);
   for (int64_t i = 0; i < batch; ++i) {
     RowMajorGemm<T>(h, tx, ty, m, n, k, alpha, x.data<T>() + (a.batch == 1 ? 0 : i * m * k),
                     y.data<T>() + (b.batch == 1 ? 0 : i * k * n), T(0), out.get() + i * m * n);
   }
   out.Finish();
+}
+
+// For Out = alpha * op(X) op(Y), per batch: with A = op(X), B = op(Y) and G = Out@GRAD,
+// dA = alpha G B^T and dB = alpha A^T G, written through the transposes (dX = dA^T when X
+// is transposed); a side broadcast over the batch sums its gradient over the batch
+// (beta = 1 after the first product).
+template <class T>
+void MatMulGrad(KernelContext& ctx) {
+  UseDevice(ctx);
+  Tensor x = ctx.Input("X");
+  Tensor y = ctx.Input("Y");
+  Tensor g = ctx.Input("Out@GRAD");
+  const auto [tx, ty, alpha_attr, a, b, batch, m, k, n] = PlanMatMul(ctx, x.dims(), y.dims());
+  const T alpha = static_cast<T>(alpha_attr);
+  cublasHandle_t h = Handle(ctx.device_id());
+  const T* px = x.data<T>();
+  const T* py = y.data<T>();
+  const T* pg = g.data<T>();
+  // Where batch i's matrices start (a side with one matrix uses it for every i).
+  const int64_t x_step = a.batch == 1 ? 0 : m * k, y_step = b.batch == 1 ? 0 : k * n;
+  if (ctx.HasOutput("X@GRAD")) {
+    DeviceOutput<T> dx(ctx, "X@GRAD", 0, x.dims(), GemmInputs(ctx, true));
+    for (int64_t i = 0; i < batch; ++i) {
+      const T beta = (a.batch == 1 && i > 0) ? T(1) : T(0);
+      const T* gi = pg + i * m * n;
+      if (tx) {  // dX[k, m] = alpha B G^T
+        RowMajorGemm<T>(h, ty, true, k, m, n, alpha, py + i * y_step, gi, beta, dx.get() + i * x_step);
+      } else {   // dX[m, k] = alpha G B^T
+        RowMajorGemm<T>(h, false, !ty, m, k, n, alpha, gi, py + i * y_step, beta, dx.get() + i * x_step);
+      }
+    }
+    dx.Finish();
+  }
+  if (ctx.HasOutput("Y@GRAD")) {
+    DeviceOutput<T> dy(ctx, "Y@GRAD", 0, y.dims(), GemmInputs(ctx, true));
+    for (int64_t i = 0; i < batch; ++i) {
+      const T beta = (b.batch == 1 && i > 0) ? T(1) : T(0);
+      const T* gi = pg + i * m * n;
+      if (ty) {  // dY[n, k] = alpha G^T A
+        RowMajorGemm<T>(h, true, tx, n, k, m, alpha, gi, px + i * x_step, beta, dy.get() + i * y_step);
+      } else {   // dY[k, n] = alpha A^T G
+        RowMajorGemm<T>(h, !tx, false, k, n, m, alpha, px + i * x_step, gi, beta, dy.get() + i * y_step);
+      }
+    }
+    dy.Finish();
+  }
 }
 
 }  // namespace
@@ -199,6 +212,7 @@ void RegisterBlas(Registrar& r) {
   RegisterCudaFloat(r, "mul", [](auto t) { return &Mul<decltype(t)>; });
   RegisterCudaFloat(r, "mul_grad", [](auto t) { return &MulGrad<decltype(t)>; });
   RegisterCudaFloat(r, "matmul", [](auto t) { return &MatMul<decltype(t)>; });
+  RegisterCudaFloat(r, "matmul_grad", [](auto t) { return &MatMulGrad<decltype(t)>; });
 }
 
 }  // namespace rill::math::cuda

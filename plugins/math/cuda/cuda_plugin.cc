@@ -1,6 +1,7 @@
 // The math plugin's CUDA half: the CUDA device (memory through the CUDA runtime) and CUDA
-// kernels, fp32/fp64, for the math plugin's training ops. Ops it has no kernel for
-// (comparisons, logical ops, cast, concat/split, random, increment) run on the CPU; the
+// kernels for the math plugin's ops: fp32/fp64 for arithmetic, every dtype the CPU has for
+// comparisons, logical ops, cast, assign and increment. Ops it has no kernel for (the
+// seeded random ops, whose values must match the CPU's, and print) run on the CPU; the
 // host moves tensors between the two.
 #include "ops.h"
 
@@ -13,6 +14,9 @@ void Init(rill::Registrar& r) {
   rill::math::cuda::RegisterSoftmaxReduce(r);
   rill::math::cuda::RegisterOptimizers(r);
   rill::math::cuda::RegisterBlas(r);
+  rill::math::cuda::RegisterCompare(r);
+  rill::math::cuda::RegisterCopyOps(r);
+  rill::math::cuda::RegisterCastIncrement(r);
 }
 }  // namespace
 

@@ -1,8 +1,8 @@
-// CUDA elementwise_{add,sub,mul,div,max,min} and their gradients, fp32/fp64, with Fluid's
-// broadcasting: X viewed as [pre, n, post] and Y as [n] (see ../broadcast.h).
-#include "../broadcast.h"
-#include "cuda_check.h"
+// CUDA elementwise_{add,sub,mul,div,max,min,pow} and their gradients, fp32/fp64, with
+// Fluid's broadcasting: X viewed as [pre, n, post] and Y as [n] (see ../broadcast.h).
+#include "broadcast.cuh"
 #include "ops.h"
+#include "sum_reduce.cuh"
 
 namespace rill::math::cuda {
 namespace {
@@ -37,35 +37,30 @@ struct Min {
   template <class T> __device__ static T DX(T x, T y, T g) { return x < y ? g : T(0); }
   template <class T> __device__ static T DY(T x, T y, T g) { return x < y ? T(0) : g; }
 };
+struct Pow {
+  template <class T> __device__ static T Apply(T a, T b) { return pow(a, b); }
+  template <class T> __device__ static T DX(T x, T y, T g) { return g * y * pow(x, y - T(1)); }
+  template <class T> __device__ static T DY(T x, T y, T g) { return g * pow(x, y) * log(x); }
+};
 
 template <class Op, class T>
-__global__ void Forward(const T* x, const T* y, T* out, int64_t total, int64_t n, int64_t post) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(blockDim.x) * gridDim.x) {
-    out[i] = Op::Apply(x[i], y[(i / post) % n]);
-  }
-}
+struct ForwardAt {
+  const T *x, *y;
+  __device__ T operator()(int64_t i, int64_t yi) const { return Op::Apply(x[i], y[yi]); }
+};
 
 template <class Op, class T>
-__global__ void GradX(const T* x, const T* y, const T* g, T* dx, int64_t total, int64_t n, int64_t post) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(blockDim.x) * gridDim.x) {
-    dx[i] = Op::DX(x[i], y[(i / post) % n], g[i]);
-  }
-}
+struct GradXAt {
+  const T *x, *y, *g;
+  __device__ T operator()(int64_t i, int64_t yi) const { return Op::DX(x[i], y[yi], g[i]); }
+};
 
-// One thread per element of Y, summing over the pre and post positions it was broadcast to.
+// Y's gradient at element idx of X, summed over the positions Y[j] was broadcast to.
 template <class Op, class T>
-__global__ void GradY(const T* x, const T* y, const T* g, T* dy, int64_t pre, int64_t n, int64_t post) {
-  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < n; j += int64_t(blockDim.x) * gridDim.x) {
-    T sum = 0;
-    for (int64_t i = 0; i < pre; ++i) {
-      for (int64_t k = 0; k < post; ++k) {
-        const int64_t idx = (i * n + j) * post + k;
-        sum += Op::DY(x[idx], y[j], g[idx]);
-      }
-    }
-    dy[j] = sum;
-  }
-}
+struct GradYTerm {
+  const T *x, *y, *g;
+  __device__ T operator()(int64_t idx, int64_t j) const { return Op::DY(x[idx], y[j], g[idx]); }
+};
 
 template <class Op, class T>
 void Elementwise(KernelContext& ctx) {
@@ -77,8 +72,7 @@ void Elementwise(KernelContext& ctx) {
   const T* py = y.data<T>();
   Tensor out = ctx.Output("Out");
   T* po = AllocateOnDevice<T>(ctx, out, x.dims());
-  const int64_t total = x.numel();
-  Forward<Op, T><<<Blocks(total), kThreads>>>(px, py, po, total, b.n, b.post);
+  LaunchBroadcast(po, x.numel(), b, ForwardAt<Op, T>{px, py});
   CheckLaunch("elementwise kernel");
 }
 
@@ -92,15 +86,13 @@ void ElementwiseGrad(KernelContext& ctx) {
   const int64_t total = x.numel();
   if (ctx.HasOutput("X@GRAD")) {
     Tensor dx = ctx.Output("X@GRAD");
-    GradX<Op, T><<<Blocks(total), kThreads>>>(x.data<T>(), y.data<T>(), g.data<T>(),
-                                              AllocateOnDevice<T>(ctx, dx, x.dims()), total, b.n, b.post);
+    LaunchBroadcast(AllocateOnDevice<T>(ctx, dx, x.dims()), total, b, GradXAt<Op, T>{x.data<T>(), y.data<T>(), g.data<T>()});
     CheckLaunch("elementwise X gradient kernel");
   }
   if (ctx.HasOutput("Y@GRAD")) {
     Tensor dy = ctx.Output("Y@GRAD");
-    GradY<Op, T><<<Blocks(b.n), kThreads>>>(x.data<T>(), y.data<T>(), g.data<T>(),
-                                            AllocateOnDevice<T>(ctx, dy, y.dims()), b.pre, b.n, b.post);
-    CheckLaunch("elementwise Y gradient kernel");
+    SumOverPrePost(GradYTerm<Op, T>{x.data<T>(), y.data<T>(), g.data<T>()}, AllocateOnDevice<T>(ctx, dy, y.dims()),
+                   b.pre, b.n, b.post, T(1));
   }
 }
 
@@ -119,6 +111,7 @@ void RegisterElementwise(Registrar& r) {
   RegisterOne<Div>(r, "elementwise_div");
   RegisterOne<Max>(r, "elementwise_max");
   RegisterOne<Min>(r, "elementwise_min");
+  RegisterOne<Pow>(r, "elementwise_pow");
 }
 
 }  // namespace rill::math::cuda

@@ -1,7 +1,8 @@
 // CUDA fill_constant, fill_any_like, fill_zeros_like, sum, mean and mean_grad, fp32/fp64.
 #include "../shape.h"
-#include "cuda_check.h"
+#include "device_output.h"
 #include "ops.h"
+#include "sum_reduce.cuh"
 
 namespace rill::math::cuda {
 namespace {
@@ -21,22 +22,6 @@ __global__ void Accumulate(const T* x, T* out, int64_t n, bool accumulate) {
   }
 }
 
-// One block sums everything (deterministic, and enough for the [1]-shaped losses mean
-// produces in training); threads stride, then a shared-memory tree.
-template <class T>
-__global__ void MeanOneBlock(const T* x, T* out, int64_t n) {
-  __shared__ T partial[kThreads];
-  T sum = 0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += x[i];
-  partial[threadIdx.x] = sum;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) out[0] = partial[0] / T(n);
-}
-
 template <class T>
 __global__ void MeanGradKernel(const T* g, T* dx, int64_t n) {
   const T v = g[0] / T(n);
@@ -45,11 +30,18 @@ __global__ void MeanGradKernel(const T* g, T* dx, int64_t n) {
   }
 }
 
+// With force_cpu, Out is made on the CPU (a loop counter or bound a CPU op reads).
 template <class T>
 void FillConstant(KernelContext& ctx) {
-  UseDevice(ctx);
   Tensor out = ctx.Output("Out");
-  T* po = AllocateOnDevice<T>(ctx, out, ctx.Attr<std::vector<int64_t>>("shape"));
+  const std::vector<int64_t> shape = ctx.Attr<std::vector<int64_t>>("shape");
+  if (ctx.Attr<bool>("force_cpu")) {
+    T* p = out.Allocate<T>(shape);
+    std::fill(p, p + out.numel(), T(ctx.Attr<float>("value")));
+    return;
+  }
+  UseDevice(ctx);
+  T* po = AllocateOnDevice<T>(ctx, out, shape);
   Fill<T><<<Blocks(out.numel()), kThreads>>>(po, out.numel(), T(ctx.Attr<float>("value")));
   CheckLaunch("fill kernel");
 }
@@ -84,30 +76,13 @@ void Sum(KernelContext& ctx) {
                   DimsString(dims));
     }
   }
-  // Accumulate straight into Out, unless Out is one of the inputs: then aside, and copy.
-  RillVariable* out_var = ctx.OutputVar("Out").handle();
-  bool aliased = false;
-  for (size_t i = 0; i < n; ++i) aliased = aliased || ctx.InputVar("X", i).handle() == out_var;
-  Tensor out = ctx.Output("Out");
-  T* acc = nullptr;
-  if (aliased) {
-    CudaCheck(cudaMalloc(&acc, sizeof(T) * std::max<int64_t>(first.numel(), 1)), "cudaMalloc");
-  } else {
-    acc = AllocateOnDevice<T>(ctx, out, dims);
-  }
+  DeviceOutput<T> out(ctx, "Out", 0, dims, InputVars(ctx, "X"));
   for (size_t i = 0; i < n; ++i) {
     Tensor x = ctx.Input("X", i);
-    Accumulate<T><<<Blocks(x.numel()), kThreads>>>(x.data<T>(), acc, x.numel(), i > 0);
+    Accumulate<T><<<Blocks(x.numel()), kThreads>>>(x.data<T>(), out.get(), x.numel(), i > 0);
   }
-  cudaError_t e = cudaGetLastError();
-  if (aliased) {
-    if (e == cudaSuccess) {
-      T* po = AllocateOnDevice<T>(ctx, out, dims);
-      e = cudaMemcpy(po, acc, sizeof(T) * first.numel(), cudaMemcpyDeviceToDevice);
-    }
-    cudaFree(acc);
-  }
-  CudaCheck(e, "sum");
+  CheckLaunch("sum kernel");
+  out.Finish();
 }
 
 template <class T>
@@ -117,8 +92,7 @@ void Mean(KernelContext& ctx) {
   if (x.numel() == 0) throw Error("mean of an empty tensor");
   Tensor out = ctx.Output("Out");
   T* po = AllocateOnDevice<T>(ctx, out, {1});
-  MeanOneBlock<T><<<1, kThreads>>>(x.data<T>(), po, x.numel());
-  CheckLaunch("mean kernel");
+  SumOverPrePost(ElementOf<T>{x.data<T>()}, po, x.numel(), 1, 1, T(1) / T(x.numel()));
 }
 
 template <class T>

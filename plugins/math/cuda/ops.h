@@ -14,6 +14,9 @@ void RegisterFillSumMean(Registrar& r);
 void RegisterSoftmaxReduce(Registrar& r);
 void RegisterOptimizers(Registrar& r);
 void RegisterBlas(Registrar& r);
+void RegisterCompare(Registrar& r);
+void RegisterCopyOps(Registrar& r);
+void RegisterCastIncrement(Registrar& r);
 
 // Registers `pick(T{})` as the CUDA kernel of `op` for float and double.
 template <class Pick>

@@ -3,8 +3,8 @@
 // With force_cpu, a comparison still runs here but leaves Out on the CPU: that is where a
 // while loop's condition is read.
 #include "broadcast.cuh"
+#include "device_output.h"
 #include "ops.h"
-#include "scratch.h"
 
 namespace rill::math::cuda {
 namespace {
@@ -35,23 +35,20 @@ void Compare(KernelContext& ctx) {
   const CompareAt<F, T> f{x.data<T>(), y.data<T>()};
   const std::vector<int64_t> dims = x.dims();
   const int64_t total = x.numel();
-  const bool to_host = kForceCpuAttr && ctx.Attr<bool>("force_cpu");
-  RillVariable* out_var = ctx.OutputVar("Out").handle();
-  Tensor out = ctx.Output("Out");
-  if (!to_host && out_var != ctx.InputVar("X").handle() && out_var != ctx.InputVar("Y").handle()) {
-    auto* po = static_cast<bool*>(out.Allocate(RILL_BOOL, dims.data(), dims.size(), RILL_CUDA, ctx.device_id()));
-    LaunchBroadcast(po, total, b, f);
+  if (!(kForceCpuAttr && ctx.Attr<bool>("force_cpu"))) {
+    DeviceOutput<bool> out(ctx, "Out", 0, dims, {ctx.InputVar("X").handle(), ctx.InputVar("Y").handle()});
+    LaunchBroadcast(out.get(), total, b, f);
     CheckLaunch("comparison kernel");
+    out.Finish();
     return;
   }
-  // Out goes to the host, or replaces an input: computed aside first.
+  // Out goes to the host: computed on the device first, then copied over.
   bool* result = ScratchAlloc<bool>(total);
   LaunchBroadcast(result, total, b, f);
   cudaError_t e = cudaGetLastError();
   if (e == cudaSuccess) {
-    void* po = out.Allocate(RILL_BOOL, dims.data(), dims.size(), to_host ? RILL_CPU : RILL_CUDA,
-                            to_host ? 0 : ctx.device_id());
-    e = cudaMemcpy(po, result, total, cudaMemcpyDefault);
+    Tensor out = ctx.Output("Out");
+    e = cudaMemcpy(out.Allocate(RILL_BOOL, dims.data(), dims.size()), result, total, cudaMemcpyDeviceToHost);
   }
   ScratchFree(result);
   CudaCheck(e, "comparison");

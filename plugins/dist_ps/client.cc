@@ -119,6 +119,9 @@ void TrainerSession::Call(std::vector<RpcCall>& calls, const TransportOptions& o
               std::to_string(options.deadline.count()) + " ms (deadline; RILL_RPC_DEADLINE_MS)";
     } else if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
       what += "unavailable (" + s.error_message() + ")";
+    } else if (s.error_code() == grpc::StatusCode::CANCELLED) {
+      what += "the call was cancelled before the pserver answered: it stopped, or the connection broke (" +
+              s.error_message() + ")";
     } else {
       what += s.error_message();
     }

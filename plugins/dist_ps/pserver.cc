@@ -95,47 +95,7 @@ std::string DimsText(const std::vector<int64_t>& dims) {
   return s + "]";
 }
 
-int64_t RowWidth(const ParamSpec& p) { return p.dims.empty() || p.dims[0] == 0 ? 0 : CheckedNumel(p.dims) / p.dims[0]; }
-
 }  // namespace
-
-template <class T>
-void ParameterServer::WriteAverage(size_t index, const std::vector<const Slot*>& parts, const PserverHooks& hooks) const {
-  const ParamSpec& p = params_[index];
-  const T scale = T(1) / static_cast<T>(parts.size());
-  const int64_t width = RowWidth(p);
-  const bool all_sparse = std::all_of(parts.begin(), parts.end(), [](const Slot* s) { return s->sparse; });
-  if (all_sparse) {
-    std::vector<int64_t> rows;
-    for (const Slot* s : parts) rows.insert(rows.end(), s->rows.begin(), s->rows.end());
-    T* out = static_cast<T*>(hooks.sparse_gradient(index, rows));
-    for (const Slot* s : parts) {
-      const T* in = reinterpret_cast<const T*>(s->data.get());
-      const size_t n = s->rows.size() * static_cast<size_t>(width);
-      for (size_t i = 0; i < n; ++i) out[i] = in[i] * scale;
-      out += n;
-    }
-    return;
-  }
-  const size_t n = static_cast<size_t>(CheckedNumel(p.dims));
-  T* out = static_cast<T*>(hooks.gradient(index));
-  // Start from a dense part when there is one: a pass less than zero-filling first.
-  const auto first_dense = std::find_if(parts.begin(), parts.end(), [](const Slot* s) { return !s->sparse; });
-  std::memcpy(out, (*first_dense)->data.get(), n * sizeof(T));
-  for (const Slot* s : parts) {
-    if (s == *first_dense) continue;
-    const T* in = reinterpret_cast<const T*>(s->data.get());
-    if (!s->sparse) {
-      for (size_t i = 0; i < n; ++i) out[i] += in[i];
-      continue;
-    }
-    for (size_t r = 0; r < s->rows.size(); ++r) {
-      T* row = out + s->rows[r] * width;
-      for (int64_t j = 0; j < width; ++j) row[j] += in[r * width + j];
-    }
-  }
-  for (size_t i = 0; i < n; ++i) out[i] *= scale;
-}
 
 ParameterServer::ParameterServer(std::string endpoint, int32_t fanin, std::vector<ParamSpec> params,
                                  TransportOptions options, DataPath* data_path)
@@ -279,97 +239,102 @@ std::string ParameterServer::NamesOf(std::string ParamSpec::*field) const {
   return names;
 }
 
+grpc::Status ParameterServer::AdmitGradient(const v1::VariableHeader& h, size_t* grad) {
+  *grad = IndexOf(&ParamSpec::grad, h.name());
+  if (*grad == params_.size()) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown variable '" + h.name() +
+                                                         "'; this pserver takes the gradients " +
+                                                         NamesOf(&ParamSpec::grad));
+  }
+  if (auto s = CheckTrainer(h.trainer_id()); !s.ok()) return s;
+  const int32_t trainer = h.trainer_id();
+  Seen(trainer, h.iteration());
+  const ParamSpec& p = params_[*grad];
+  const std::vector<int64_t> dims(h.tensor().dims().begin(), h.tensor().dims().end());
+  const bool sparse = h.has_selected_rows();
+  // SelectedRows: rows of the parameter, so the same height and row shape.
+  const bool shape_ok = sparse ? !p.dims.empty() && h.selected_rows().height() == p.dims[0] &&
+                                     dims.size() == p.dims.size() &&
+                                     std::equal(dims.begin() + 1, dims.end(), p.dims.begin() + 1)
+                               : dims == p.dims;
+  if (h.tensor().dtype() != p.dtype || !shape_ok) {
+    const std::string got = sparse ? "SelectedRows of height " + std::to_string(h.selected_rows().height()) +
+                                         " with values " + DimsText(dims)
+                                   : DimsText(dims);
+    return Invalid("'" + h.name() + "' is " + DataTypeName(h.tensor().dtype()) + " " + got +
+                   "; the pserver expects " + DataTypeName(p.dtype) + " " + DimsText(p.dims) + " (parameter '" +
+                   p.param + "')");
+  }
+  if (stopped_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "pserver is stopping");
+  if (h.iteration() != current_ + 1 || optimizing_ || trainers_[trainer].barrier >= h.iteration()) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "'" + h.name() + "' of iteration " + std::to_string(h.iteration()) + " from trainer " +
+                            std::to_string(trainer) + ": the pserver collects iteration " +
+                            std::to_string(current_ + 1) + (optimizing_ ? " and is optimizing it" : ""));
+  }
+  if (slots_[*grad][trainer].state != SlotState::EMPTY) {
+    return grpc::Status(grpc::StatusCode::ALREADY_EXISTS, "trainer " + std::to_string(trainer) + " already sent '" +
+                                                              h.name() + "' for iteration " +
+                                                              std::to_string(h.iteration()));
+  }
+  return grpc::Status::OK;
+}
+
 void ParameterServer::OnSend(const grpc::ByteBuffer& request, Answer answer) {
-  size_t grad = 0;
-  int32_t trainer = -1;
-  size_t bytes = 0;
-  grpc::Status refused;
+  ReceivedBytes data;
   v1::VariableHeader header;
   try {
-    header = DecodeVariable(request, [&](const v1::VariableHeader& h) -> void* {
-      auto fail = [&](grpc::Status s) -> void* {
-        refused = std::move(s);
-        throw WireError("refused");
-      };
-      if (h.has_out_of_band()) {
-        if (auto s = CheckRoute(h.out_of_band()); !s.ok()) return fail(s);
-      }
-      std::lock_guard<std::mutex> lock(mu_);
-      grad = IndexOf(&ParamSpec::grad, h.name());
-      if (grad == params_.size()) {
-        return fail(grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown variable '" + h.name() +
-                                                                  "'; this pserver takes the gradients " +
-                                                                  NamesOf(&ParamSpec::grad)));
-      }
-      if (auto s = CheckTrainer(h.trainer_id()); !s.ok()) return fail(s);
-      trainer = h.trainer_id();
-      Seen(trainer, h.iteration());
-      const ParamSpec& p = params_[grad];
-      const std::vector<int64_t> dims(h.tensor().dims().begin(), h.tensor().dims().end());
-      const bool sparse = h.has_selected_rows();
-      // SelectedRows: rows of the parameter, so the same height and row shape.
-      const bool shape_ok =
-          sparse ? !p.dims.empty() && h.selected_rows().height() == p.dims[0] && dims.size() == p.dims.size() &&
-                       std::equal(dims.begin() + 1, dims.end(), p.dims.begin() + 1)
-                 : dims == p.dims;
-      if (h.tensor().dtype() != p.dtype || !shape_ok) {
-        const std::string got = sparse ? "SelectedRows of height " + std::to_string(h.selected_rows().height()) +
-                                             " with values " + DimsText(dims)
-                                       : DimsText(dims);
-        return fail(Invalid("'" + h.name() + "' is " + DataTypeName(h.tensor().dtype()) + " " + got +
-                            "; the pserver expects " + DataTypeName(p.dtype) + " " + DimsText(p.dims) +
-                            " (parameter '" + p.param + "')"));
-      }
-      if (stopped_) return fail(grpc::Status(grpc::StatusCode::UNAVAILABLE, "pserver is stopping"));
-      if (h.iteration() != current_ + 1 || optimizing_ || trainers_[trainer].barrier >= h.iteration()) {
-        return fail(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                                 "'" + h.name() + "' of iteration " + std::to_string(h.iteration()) +
-                                     " from trainer " + std::to_string(trainer) + ": the pserver collects iteration " +
-                                     std::to_string(current_ + 1) + (optimizing_ ? " and is optimizing it" : "")));
-      }
-      Slot& slot = slots_[grad][trainer];
-      if (slot.state != SlotState::EMPTY) {
-        return fail(grpc::Status(grpc::StatusCode::ALREADY_EXISTS,
-                                 "trainer " + std::to_string(trainer) + " already sent '" + h.name() +
-                                     "' for iteration " + std::to_string(h.iteration())));
-      }
+    header = ParseVariable(request, &data);
+  } catch (const WireError& e) {
+    answer(Invalid(std::string("malformed variable message: ") + e.what()));
+    return;
+  }
+  const bool by_data_path = header.has_out_of_band();
+  if (by_data_path) {
+    if (auto s = CheckRoute(header.out_of_band()); !s.ok()) return answer(s);
+  }
+  size_t grad = 0;
+  const int32_t trainer = header.trainer_id();
+  const size_t bytes = TensorByteSize(header);
+  void* into = nullptr;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (grpc::Status s = AdmitGradient(header, &grad); !s.ok()) {
+      lock.unlock();
+      answer(s);
+      return;
+    }
+    Slot& slot = slots_[grad][trainer];
+    slot.gradient.sparse = header.has_selected_rows();
+    slot.gradient.rows.assign(header.selected_rows().rows().begin(), header.selected_rows().rows().end());  // empty if dense
+    if (!by_data_path) {
+      // The bytes stay in gRPC's receive buffers until the iteration is averaged: the
+      // average is the one pass that reads them.
+      slot.gradient.bytes = std::move(data);
+      slot.state = SlotState::FULL;
+    } else {
       slot.state = SlotState::WRITING;
-      slot.sparse = sparse;
-      slot.rows.assign(h.selected_rows().rows().begin(), h.selected_rows().rows().end());  // empty if dense
-      bytes = TensorByteSize(h);
       if (slot.capacity < bytes) {
         slot.data.reset(new char[bytes]);
         slot.capacity = bytes;
       }
-      return slot.data.get();
-    });
-  } catch (const WireError& e) {
-    if (refused.ok()) {
-      if (trainer >= 0) {  // the copy itself failed: the slot is not filled
-        std::lock_guard<std::mutex> lock(mu_);
-        slots_[grad][trainer].state = SlotState::EMPTY;
-      }
-      refused = Invalid(std::string("malformed variable message: ") + e.what());
+      slot.answer_when_full = std::move(answer);
+      into = slot.data.get();
     }
-    answer(refused);
-    return;
   }
-  if (!header.has_out_of_band()) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      slots_[grad][trainer].state = SlotState::FULL;
-    }
+  if (!by_data_path) {
     answer(grpc::Status::OK);
     return;
   }
   // The header is good: take the bytes into the slot, then answer.
   const v1::OutOfBand& route = header.out_of_band();
-  auto done = Track([this, grad, trainer, name = header.name(), rank = route.rank()](const std::string& error) {
+  auto done = Track([this, grad, trainer, bytes, name = header.name(), rank = route.rank()](const std::string& error) {
     Answer answer;
     {
       std::lock_guard<std::mutex> lock(mu_);
       Slot& slot = slots_[grad][trainer];
       slot.state = error.empty() ? SlotState::FULL : SlotState::EMPTY;
+      if (error.empty()) slot.gradient.bytes = ReceivedBytes::Borrowed(slot.data.get(), bytes);
       answer.swap(slot.answer_when_full);
       changed_.notify_all();
     }
@@ -377,12 +342,6 @@ void ParameterServer::OnSend(const grpc::ByteBuffer& request, Answer answer) {
                          : grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                         "receiving '" + name + "' from rank " + std::to_string(rank) + ": " + error));
   });
-  void* into;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    slots_[grad][trainer].answer_when_full = std::move(answer);
-    into = slots_[grad][trainer].data.get();
-  }
   data_path_->Receive(route.rank(), route.tag(), into, bytes, std::move(done));
 }
 
@@ -560,11 +519,11 @@ void ParameterServer::ServeIterations(const PserverHooks& hooks) {
     if (AllCompleted()) break;
     optimizing_ = true;
     const int64_t k = current_ + 1;
-    std::vector<std::vector<const Slot*>> parts(params_.size());
+    std::vector<std::vector<const ReceivedGradient*>> parts(params_.size());
     for (size_t g = 0; g < params_.size(); ++g) {
       for (int32_t t = 0; t < fanin_; ++t) {
         if (!trainers_[t].completed && trainers_[t].barrier == k && slots_[g][t].state == SlotState::FULL) {
-          parts[g].push_back(&slots_[g][t]);
+          parts[g].push_back(&slots_[g][t].gradient);
         }
       }
     }
@@ -580,11 +539,9 @@ void ParameterServer::ServeIterations(const PserverHooks& hooks) {
         throw std::runtime_error("pserver " + bound_endpoint_ + ": iteration " + std::to_string(k) +
                                  ": no trainer sent '" + params_[g].grad + "'");
       }
-      if (params_[g].dtype == RILL_FP32) {
-        WriteAverage<float>(g, parts[g], hooks);
-      } else {
-        WriteAverage<double>(g, parts[g], hooks);
-      }
+      WriteAverage(
+          params_[g].dtype, params_[g].dims, parts[g], [&] { return hooks.gradient(g); },
+          [&](const std::vector<int64_t>& rows) { return hooks.sparse_gradient(g, rows); });
     }
     hooks.optimize();
     std::vector<TensorBytes> now = hooks.parameters();
@@ -593,7 +550,10 @@ void ParameterServer::ServeIterations(const PserverHooks& hooks) {
     current_ = k;
     optimizing_ = false;
     for (auto& per_grad : slots_) {
-      for (auto& slot : per_grad) slot.state = SlotState::EMPTY;
+      for (auto& slot : per_grad) {
+        slot.state = SlotState::EMPTY;
+        slot.gradient.bytes = ReceivedBytes();  // gRPC's receive buffers go back
+      }
     }
     std::vector<PendingBarrier> ready;
     ready.swap(pending_);

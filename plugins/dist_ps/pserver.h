@@ -15,11 +15,12 @@
 //    call only; the server goes on serving the others.
 //
 // Invariants, all under mu_:
-//  - A received gradient lives in this server's buffers (slots_[grad][trainer]) until the
-//    barrier; the host's variables are touched only by Serve()'s thread.
-//  - A slot goes EMPTY -> WRITING (copy outside the lock) -> FULL; a trainer's barrier is
-//    refused while one of its slots is WRITING, and sends after its barrier are refused,
-//    so Serve() reads FULL slots that nobody writes.
+//  - A received gradient stays where it arrived (gRPC's receive buffers, or the slot's
+//    memory for a DataPath) until the iteration is averaged; averaging is the one copy.
+//    The host's variables are touched only by Serve()'s thread.
+//  - A slot goes EMPTY -> FULL (gRPC), or EMPTY -> WRITING (the DataPath writes outside
+//    the lock) -> FULL; a trainer's barrier is refused while one of its slots is WRITING,
+//    and sends after its barrier are refused, so Serve() reads FULL slots that nobody writes.
 //  - Response slices (and DataPath sends) read the published parameters; Serve() waits
 //    until all of them released it (params_lease_) before the optimize block may change
 //    them.
@@ -39,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "average.h"
 #include "data_path.h"
 #include "options.h"
 #include "wire.h"
@@ -80,10 +82,9 @@ class ParameterServer {
   enum class SlotState { EMPTY, WRITING, FULL };
   struct Slot {
     SlotState state = SlotState::EMPTY;
-    std::unique_ptr<char[]> data;
+    ReceivedGradient gradient;     // FULL: its bytes in gRPC's buffers, or over `data`
+    std::unique_ptr<char[]> data;  // where a DataPath writes the bytes
     size_t capacity = 0;
-    bool sparse = false;        // SelectedRows: `rows` of the parameter, values in data
-    std::vector<int64_t> rows;
     std::function<void(const grpc::Status&)> answer_when_full;  // WRITING by the DataPath: its call
   };
   struct PendingBarrier;
@@ -96,14 +97,14 @@ class ParameterServer {
   };
 
   void ServeIterations(const PserverHooks& hooks);
-  template <class T>
-  void WriteAverage(size_t index, const std::vector<const Slot*>& parts, const PserverHooks& hooks) const;
   grpc::Status CheckToken(grpc::CallbackServerContext* ctx) const;
   // A SendVariable request from gRPC or pushed by the DataPath; answered now, or once its
   // bytes arrived by the DataPath.
   using Answer = std::function<void(const grpc::Status&)>;
   void OnSend(const grpc::ByteBuffer& request, Answer answer);
   grpc::Status CheckRoute(const v1::OutOfBand& route) const;
+  // Whether the gradient `h` is one this server takes now (under mu_); *grad: its index.
+  grpc::Status AdmitGradient(const v1::VariableHeader& h, size_t* grad);
   // A callback for a DataPath transfer that runs `then` unless the server is gone.
   DataPath::Done Track(std::function<void(const std::string& error)> then);
   // Answers now (returns true, with *status) or keeps the call for after the optimize.

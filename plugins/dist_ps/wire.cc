@@ -21,54 +21,54 @@ void PutVarint(std::string& out, uint64_t v) {
   out.push_back(static_cast<char>(v));
 }
 
-// Reads a buffer's slices in order without joining them.
-class SliceReader {
- public:
-  explicit SliceReader(const grpc::ByteBuffer& buffer) {
-    if (!buffer.Dump(&slices_).ok()) throw WireError("unreadable message buffer");
-    for (const auto& s : slices_) remaining_ += s.size();
+uint64_t ReadVarint(ReceivedBytes& in) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (in.size() == 0) throw WireError("message ends inside a length");
+    const uint8_t b = in.Byte();
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return v;
   }
-  size_t remaining() const { return remaining_; }
-
-  uint8_t Byte() {
-    uint8_t b;
-    Read(&b, 1);
-    return b;
-  }
-  uint64_t Varint() {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (remaining_ == 0) throw WireError("message ends inside a length");
-      const uint8_t b = Byte();
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) return v;
-    }
-    throw WireError("malformed length (varint longer than 10 bytes)");
-  }
-  void Read(void* dst, size_t n) {
-    if (n > remaining_) throw WireError("message ends early");
-    auto* out = static_cast<uint8_t*>(dst);
-    remaining_ -= n;
-    while (n > 0) {
-      const grpc::Slice& s = slices_[index_];
-      const size_t take = std::min(n, s.size() - offset_);
-      std::memcpy(out, s.begin() + offset_, take);
-      out += take;
-      n -= take;
-      offset_ += take;
-      if (offset_ == s.size()) {
-        ++index_;
-        offset_ = 0;
-      }
-    }
-  }
-
- private:
-  std::vector<grpc::Slice> slices_;
-  size_t index_ = 0, offset_ = 0, remaining_ = 0;
-};
+  throw WireError("malformed length (varint longer than 10 bytes)");
+}
 
 }  // namespace
+
+ReceivedBytes::ReceivedBytes(const grpc::ByteBuffer& buffer) {
+  if (!buffer.Dump(&slices_).ok()) throw WireError("unreadable message buffer");
+  for (const auto& s : slices_) size_ += s.size();
+}
+
+ReceivedBytes ReceivedBytes::Borrowed(const void* data, size_t n) {
+  ReceivedBytes bytes;
+  if (n > 0) bytes.slices_.emplace_back(data, n, grpc::Slice::STATIC_SLICE);
+  bytes.size_ = n;
+  return bytes;
+}
+
+uint8_t ReceivedBytes::Byte() {
+  uint8_t b;
+  Read(&b, 1);
+  return b;
+}
+
+void ReceivedBytes::Read(void* dst, size_t n) {
+  if (n > size_) throw WireError("message ends early");
+  auto* out = static_cast<uint8_t*>(dst);
+  size_ -= n;
+  while (n > 0) {
+    const grpc::Slice& s = slices_[index_];
+    const size_t take = std::min(n, s.size() - offset_);
+    std::memcpy(out, s.begin() + offset_, take);
+    out += take;
+    n -= take;
+    offset_ += take;
+    if (offset_ == s.size()) {
+      ++index_;
+      offset_ = 0;
+    }
+  }
+}
 
 void SliceLease::Acquire() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -156,27 +156,26 @@ size_t TensorByteSize(const v1::VariableHeader& header) {
   return static_cast<size_t>(numel) * elem;
 }
 
-v1::VariableHeader DecodeVariable(const grpc::ByteBuffer& buffer,
-                                  const std::function<void*(const v1::VariableHeader&)>& destination) {
-  SliceReader in(buffer);
-  if (in.remaining() == 0 || in.Byte() != kHeaderTag) {
+v1::VariableHeader ParseVariable(const grpc::ByteBuffer& buffer, ReceivedBytes* data) {
+  ReceivedBytes in(buffer);
+  if (in.size() == 0 || in.Byte() != kHeaderTag) {
     throw WireError("a variable message must start with its header (field 1)");
   }
-  const uint64_t header_size = in.Varint();
-  if (header_size > in.remaining()) throw WireError("header length exceeds the message");
+  const uint64_t header_size = ReadVarint(in);
+  if (header_size > in.size()) throw WireError("header length exceeds the message");
   std::string header_bytes(header_size, '\0');
   in.Read(header_bytes.data(), header_size);
   v1::VariableHeader header;
   if (!header.ParseFromString(header_bytes)) throw WireError("malformed variable header");
 
   uint64_t data_size = 0;
-  if (in.remaining() > 0) {
+  if (in.size() > 0) {
     if (in.Byte() != kDataTag) throw WireError("expected the data (field 2) after the header");
-    data_size = in.Varint();
+    data_size = ReadVarint(in);
   }
-  if (data_size != in.remaining()) {
+  if (data_size != in.size()) {
     throw WireError("data length " + std::to_string(data_size) + " does not match the " +
-                    std::to_string(in.remaining()) + " bytes that follow");
+                    std::to_string(in.size()) + " bytes that follow");
   }
   const size_t bytes = TensorByteSize(header);
   const std::vector<int64_t> dims(header.tensor().dims().begin(), header.tensor().dims().end());
@@ -200,8 +199,16 @@ v1::VariableHeader DecodeVariable(const grpc::ByteBuffer& buffer,
       }
     }
   }
+  *data = std::move(in);
+  return header;
+}
+
+v1::VariableHeader DecodeVariable(const grpc::ByteBuffer& buffer,
+                                  const std::function<void*(const v1::VariableHeader&)>& destination) {
+  ReceivedBytes data;
+  v1::VariableHeader header = ParseVariable(buffer, &data);
   void* dst = destination(header);
-  if (data_size > 0) in.Read(dst, data_size);
+  if (data.size() > 0) data.Read(dst, data.size());
   return header;
 }
 

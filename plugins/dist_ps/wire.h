@@ -6,12 +6,13 @@
 //    memory is counted by a SliceLease; the memory must stay alive and unchanged until
 //    the lease reports all of them released (gRPC may drop its reference after the call
 //    returns).
-//  - DecodeVariable parses a received buffer: the header, then the data checked against
+//  - ParseVariable parses a received buffer: the header, then the data checked against
 //    the header (dtype known, dims non-negative, byte count = numel × dtype size = bytes
-//    present; for SelectedRows, one row index in [0, height) per value row) before
-//    anything is allocated, so a lying or huge declared size costs
-//    nothing. Only then does it ask `destination` for memory and copy the received
-//    slices straight into it. Bad input throws WireError with the reason.
+//    present; for SelectedRows, one row index in [0, height) per value row), so a lying
+//    or huge declared size costs nothing. The data is not copied: it stays in the
+//    buffer's slices, which the returned ReceivedBytes keeps alive. DecodeVariable does
+//    the same, then asks `destination` for memory and copies the data straight into it.
+//    Bad input throws WireError with the reason.
 //  - The bytes read and written are exactly protobuf's encoding of VariableMessage
 //    (header = field 1, data = field 2), so any protobuf implementation interoperates.
 #ifndef RILL_DIST_PS_WIRE_H_
@@ -84,6 +85,29 @@ struct TensorBytes {
   int64_t height = -1;
 };
 
+// Bytes left where they were received: in order, in one or more pieces (gRPC's slices),
+// kept alive by this object. Reading consumes them from the front; a copy of the object
+// reads the same bytes again (the pieces are reference-counted, not copied).
+class ReceivedBytes {
+ public:
+  ReceivedBytes() = default;
+  // Every byte of `buffer`.
+  explicit ReceivedBytes(const grpc::ByteBuffer& buffer);
+  // `n` bytes at `data`, owned by the caller, who keeps them alive and unchanged as long
+  // as this object (or a copy) is read.
+  static ReceivedBytes Borrowed(const void* data, size_t n);
+
+  size_t size() const { return size_; }
+  uint8_t Byte();
+  // Copies the next `n` bytes to `dst`; WireError if fewer are left.
+  void Read(void* dst, size_t n);
+
+ private:
+  std::vector<grpc::Slice> slices_;
+  size_t index_ = 0, offset_ = 0;  // the next byte: slices_[index_][offset_]
+  size_t size_ = 0;                // bytes not yet read
+};
+
 // With `route`, the message is the header alone (header.out_of_band = *route): the bytes
 // go by a DataPath, and `lease` is not used.
 grpc::ByteBuffer EncodeVariable(const std::string& name, int32_t trainer_id, int64_t iteration,
@@ -92,10 +116,14 @@ grpc::ByteBuffer EncodeVariable(const std::string& name, int32_t trainer_id, int
 // Element count of `dims`, or WireError if a dim is negative or the product overflows.
 int64_t CheckedNumel(const std::vector<int64_t>& dims);
 
-// Parses `buffer`; calls destination(header) once the header and the data size agree, and
-// copies the data into the memory it returns (header.tensor's byte size). Returns the header.
-// A header with out_of_band must come without data: destination() is still called, and
-// the caller receives the bytes (TensorByteSize(header)) by the DataPath.
+// Parses `buffer` and checks it; *data receives the tensor's bytes (header.tensor's byte
+// size, none with out_of_band), still in the buffer's slices. Returns the header.
+v1::VariableHeader ParseVariable(const grpc::ByteBuffer& buffer, ReceivedBytes* data);
+
+// ParseVariable, then destination(header), then the data copied into the memory it
+// returns (header.tensor's byte size). Returns the header. A header with out_of_band
+// comes without data: destination() is still called, and the caller receives the bytes
+// (TensorByteSize(header)) by the DataPath.
 v1::VariableHeader DecodeVariable(const grpc::ByteBuffer& buffer,
                                   const std::function<void*(const v1::VariableHeader&)>& destination);
 

@@ -3,7 +3,6 @@
 #include <grpcpp/server_builder.h>
 
 #include <algorithm>
-#include <cstring>
 #include <sstream>
 #include <stdexcept>
 

@@ -40,6 +40,23 @@ std::vector<int64_t> Stats(const std::shared_ptr<Scope>& scope) {
   return std::vector<int64_t>(t->data_as<int64_t>(), t->data_as<int64_t>() + 6);
 }
 
+// One run of `pb`'s block 0 by an executor placed on FAKE: the scope it ran in and how
+// much each of FAKE's counters moved during the run.
+struct FakeRun {
+  std::shared_ptr<Scope> scope;
+  std::vector<int64_t> moved;
+};
+FakeRun RunOnFake(const ProgramBuilder& pb) {
+  Executor exec(FakeRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
+  exec.set_place(Place{kFake, 0});
+  FakeRun run{Scope::NewRoot(), {}};
+  const auto before = Stats(run.scope);
+  exec.Run(0, run.scope);
+  run.moved = Stats(run.scope);
+  for (size_t i = 0; i < before.size(); ++i) run.moved[i] -= before[i];
+  return run;
+}
+
 TEST(Devices, KernelsRunOnTheDeviceAndTensorsMoveBetween) {
   FakeRegistry();
   ASSERT_NE(FindDevice(kFake), nullptr);
@@ -48,12 +65,8 @@ TEST(Devices, KernelsRunOnTheDeviceAndTensorsMoveBetween) {
   pb.block(0).Op("fill_constant").Output("Out", "x").Attr("shape", std::vector<int64_t>{3}).Attr("value", 2.0f);
   pb.block(0).Op("scale").Input("X", "x").Output("Out", "y").Attr("scale", 3.0f).Attr("bias", 1.0f);
   pb.block(0).Op("elementwise_add").Input("X", "y").Input("Y", "y").Output("Out", "z");
-  Executor exec(FakeRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
-  exec.set_place(Place{kFake, 0});
-  auto scope = Scope::NewRoot();
-  const auto before = Stats(scope);
-  exec.Run(0, scope);
-  const auto after = Stats(scope);
+  const FakeRun run = RunOnFake(pb);
+  const auto& scope = run.scope;
 
   // fill_constant has no FAKE kernel: x is made on the CPU, then moved for scale.
   // scale runs on FAKE: y is made there. elementwise_add runs on the CPU: y moves back.
@@ -61,10 +74,10 @@ TEST(Devices, KernelsRunOnTheDeviceAndTensorsMoveBetween) {
   EXPECT_EQ(scope->FindVar("y")->GetTensor()->place(), Place{});
   EXPECT_EQ(scope->FindVar("z")->GetTensor()->place(), Place{});
   EXPECT_EQ(scope->FindVar("z")->GetTensor()->Describe(), "fp32[3] {14, 14, 14}");
-  EXPECT_EQ(after[kToDevice] - before[kToDevice], 1) << "one host-to-device copy (x)";
-  EXPECT_EQ(after[kToHost] - before[kToHost], 1) << "one device-to-host copy (y)";
-  EXPECT_EQ(after[kAllocs] - before[kAllocs], 2) << "device allocations: x's copy and y";
-  EXPECT_EQ(after[kFrees] - before[kFrees], 1) << "y's device memory was freed when y moved back";
+  EXPECT_EQ(run.moved[kToDevice], 1) << "one host-to-device copy (x)";
+  EXPECT_EQ(run.moved[kToHost], 1) << "one device-to-host copy (y)";
+  EXPECT_EQ(run.moved[kAllocs], 2) << "device allocations: x's copy and y";
+  EXPECT_EQ(run.moved[kFrees], 1) << "y's device memory was freed when y moved back";
 }
 
 // Loop bookkeeping (counters, bounds, conditions) stays on the host: an op whose inputs
@@ -76,17 +89,13 @@ TEST(Devices, OpsOnHostScalarsStayOnTheCpu) {
   pb.block(0).Op("scale").Input("X", "counter").Output("Out", "next").Attr("scale", 3.0f);
   pb.block(0).Op("fill_constant").Output("Out", "v").Attr("shape", std::vector<int64_t>{2}).Attr("value", 2.0f);
   pb.block(0).Op("scale").Input("X", "v").Output("Out", "w").Attr("scale", 3.0f);
-  Executor exec(FakeRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
-  exec.set_place(Place{kFake, 0});
-  auto scope = Scope::NewRoot();
-  const auto before = Stats(scope);
-  exec.Run(0, scope);
-  const auto after = Stats(scope);
+  const FakeRun run = RunOnFake(pb);
+  const auto& scope = run.scope;
   EXPECT_EQ(scope->FindVar("counter")->GetTensor()->place(), Place{});
   EXPECT_EQ(scope->FindVar("next")->GetTensor()->place(), Place{}) << "scale of a host scalar ran on the CPU";
   EXPECT_EQ(scope->FindVar("next")->GetTensor()->Describe(), "fp32[1] {6}");
   EXPECT_EQ(scope->FindVar("w")->GetTensor()->place(), (Place{kFake, 0})) << "scale of a [2] tensor ran on FAKE";
-  EXPECT_EQ(after[kToDevice] - before[kToDevice], 1) << "only v moved to the device";
+  EXPECT_EQ(run.moved[kToDevice], 1) << "only v moved to the device";
 }
 
 TEST(Devices, DeviceTensorsPrintAndCopyThroughTheHost) {

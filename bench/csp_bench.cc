@@ -59,8 +59,8 @@ void TimeRoundTrips(benchmark::State& state, Channel& ping, Channel& pong) {
 
 void BM_Chan_PingPong(benchmark::State& state) {
   InTasks([&] {
-    auto ping = std::make_shared<Channel>(kLodTensor, 0);
-    auto pong = std::make_shared<Channel>(kLodTensor, 0);
+    auto ping = Channel::Make(kLodTensor, 0);
+    auto pong = Channel::Make(kLodTensor, 0);
     core::SpawnTask([ping, pong] {
       core::Variable v;
       while (Recv(*ping, v)) Send(*pong, v);
@@ -73,9 +73,9 @@ BENCHMARK(BM_Chan_PingPong)->UseRealTime();
 
 void BM_Chan_SelectPingPong(benchmark::State& state) {
   InTasks([&] {
-    auto ping = std::make_shared<Channel>(kLodTensor, 0);
-    auto pong = std::make_shared<Channel>(kLodTensor, 0);
-    auto quit = std::make_shared<Channel>(kLodTensor, 0);
+    auto ping = Channel::Make(kLodTensor, 0);
+    auto pong = Channel::Make(kLodTensor, 0);
+    auto quit = Channel::Make(kLodTensor, 0);
     core::SpawnTask([ping, pong, quit] {
       core::Variable v, stop;
       const std::vector<csp::SelectCase> cases = {{csp::SelectCase::kRecv, ping, H(v)},
@@ -90,7 +90,7 @@ BENCHMARK(BM_Chan_SelectPingPong)->UseRealTime();
 
 void BM_Chan_ProdCons(benchmark::State& state) {
   InTasks([&] {
-    auto ch = std::make_shared<Channel>(kLodTensor, state.range(0));
+    auto ch = Channel::Make(kLodTensor, state.range(0));
     core::SpawnTask([ch] {
       core::Variable v = One();
       for (;;) SendCopy(*ch, v);  // until the main task ends
@@ -105,10 +105,10 @@ void BM_Chan_DaisyChain(benchmark::State& state) {
   const int64_t n = state.range(0);
   InTasks([&] {
     for (auto _ : state) {
-      auto leftmost = std::make_shared<Channel>(kLodTensor, 0);
+      auto leftmost = Channel::Make(kLodTensor, 0);
       auto left = leftmost;
       for (int64_t i = 0; i < n; ++i) {
-        auto right = std::make_shared<Channel>(kLodTensor, 0);
+        auto right = Channel::Make(kLodTensor, 0);
         core::SpawnTask([left, right] {
           core::Variable v;
           Recv(*right, v);
@@ -128,7 +128,7 @@ BENCHMARK(BM_Chan_DaisyChain)->Arg(10000)->Arg(100000)->UseRealTime()->Unit(benc
 
 void BM_Chan_Spawn(benchmark::State& state) {
   InTasks([&] {
-    auto done = std::make_shared<Channel>(kLodTensor, 1);
+    auto done = Channel::Make(kLodTensor, 1);
     auto left = std::make_shared<std::atomic<int64_t>>(0);
     core::Variable token;
     for (auto _ : state) {

@@ -62,7 +62,7 @@ TEST_F(ChannelTest, UnbufferedSendWaitsForItsReceiverAndMovesTheValue) {
   std::atomic<bool> sent{false};
   core::Variable value;
   RunMain([&] {
-    auto ch = std::make_shared<Channel>(kLodTensor, 0);
+    auto ch = Channel::Make(kLodTensor, 0);
     SetInt(value, 42);
     Go([&, ch] {
       ch->Send(V(value), false, nullptr, "send");
@@ -83,7 +83,7 @@ TEST_F(ChannelTest, UnbufferedSendWaitsForItsReceiverAndMovesTheValue) {
 TEST_F(ChannelTest, AWaitingReceiverKeepsItsChannelAlive) {
   int64_t got = 0;
   RunMain([&] {
-    auto ch = std::make_shared<Channel>(kLodTensor, 0);
+    auto ch = Channel::Make(kLodTensor, 0);
     std::weak_ptr<Channel> watch = ch;
     Channel* borrowed = ch.get();
     std::atomic<bool> receiving{false};
@@ -102,19 +102,19 @@ TEST_F(ChannelTest, AWaitingReceiverKeepsItsChannelAlive) {
 
 TEST_F(ChannelTest, CopyLeavesTheSentVariableAsItWas) {
   RunMain([] {
-    Channel ch(kLodTensor, 1);
+    auto ch = Channel::Make(kLodTensor, 1);
     core::Variable v;
     SetInt(v, 7);
-    ch.Send(V(v), true, nullptr, "send");
+    ch->Send(V(v), true, nullptr, "send");
     EXPECT_EQ(IntOf(v), 7);
-    EXPECT_EQ(RecvInt(ch), 7);
+    EXPECT_EQ(RecvInt(*ch), 7);
   });
 }
 
 TEST_F(ChannelTest, BufferedIsFifoAndBlocksOnlyWhenFull) {
   std::atomic<bool> fourth_sent{false};
   RunMain([&] {
-    auto ch = std::make_shared<Channel>(kLodTensor, 3);
+    auto ch = Channel::Make(kLodTensor, 3);
     for (int i = 0; i < 3; ++i) SendInt(*ch, i);  // would deadlock if any blocked
     Go([&, ch] {
       SendInt(*ch, 3);
@@ -130,9 +130,9 @@ TEST_F(ChannelTest, BufferedIsFifoAndBlocksOnlyWhenFull) {
 TEST_F(ChannelTest, CloseWakesEveryBlockedReceiverAndSender) {
   std::atomic<int> receivers_closed{0}, senders_failed{0};
   RunMain([&] {
-    auto empty = std::make_shared<Channel>(kLodTensor, 0);
-    auto full = std::make_shared<Channel>(kLodTensor, 1);
-    auto done = std::make_shared<Channel>(kLodTensor, 10);
+    auto empty = Channel::Make(kLodTensor, 0);
+    auto full = Channel::Make(kLodTensor, 1);
+    auto done = Channel::Make(kLodTensor, 10);
     SendInt(*full, 0);
     for (int i = 0; i < 3; ++i) {
       Go([&, empty, done] {
@@ -155,16 +155,16 @@ TEST_F(ChannelTest, CloseWakesEveryBlockedReceiverAndSender) {
 
 TEST_F(ChannelTest, ValuesBufferedBeforeCloseAreStillReceivedThenZeroValue) {
   RunMain([] {
-    Channel ch(kLodTensor, 2);
-    SendInt(ch, 10);
-    SendInt(ch, 20);
-    ch.Close();
-    EXPECT_EQ(RecvInt(ch), 10);
-    EXPECT_EQ(RecvInt(ch), 20);
+    auto ch = Channel::Make(kLodTensor, 2);
+    SendInt(*ch, 10);
+    SendInt(*ch, 20);
+    ch->Close();
+    EXPECT_EQ(RecvInt(*ch), 10);
+    EXPECT_EQ(RecvInt(*ch), 20);
     core::Variable out;
     out.GetMutableTensor()->Allocate(RILL_FP32, {2, 3});
     for (int i = 0; i < 6; ++i) out.GetMutableTensor()->data_as<float>()[i] = 5.f;
-    EXPECT_FALSE(ch.Recv(V(out), nullptr, "recv"));  // closed and drained: at once
+    EXPECT_FALSE(ch->Recv(V(out), nullptr, "recv"));  // closed and drained: at once
     const core::Tensor& t = *out.GetTensor();
     EXPECT_EQ(t.dims(), (std::vector<int64_t>{2, 3}));
     EXPECT_EQ(t.dtype(), RILL_FP32);
@@ -174,28 +174,28 @@ TEST_F(ChannelTest, ValuesBufferedBeforeCloseAreStillReceivedThenZeroValue) {
 
 TEST_F(ChannelTest, SendOnClosedAndDoubleCloseAreErrors) {
   RunMain([] {
-    Channel ch(kLodTensor, 1);
-    ch.Close();
-    EXPECT_EQ(ErrorOf([&] { SendInt(ch, 1); }), "send on a closed channel");
-    EXPECT_EQ(ErrorOf([&] { ch.Close(); }), "close of a closed channel");
+    auto ch = Channel::Make(kLodTensor, 1);
+    ch->Close();
+    EXPECT_EQ(ErrorOf([&] { SendInt(*ch, 1); }), "send on a closed channel");
+    EXPECT_EQ(ErrorOf([&] { ch->Close(); }), "close of a closed channel");
   });
 }
 
 TEST_F(ChannelTest, ElementTypesAreChecked) {
   RunMain([] {
-    Channel fp32(RILL_FP32, 1);
-    EXPECT_EQ(ErrorOf([&] { SendInt(fp32, 1); }), "this channel carries fp32 tensors; the value is int64");
-    Channel of_channels(16, 1);
-    EXPECT_NE(ErrorOf([&] { SendInt(of_channels, 1); }).find("this channel carries channels"), std::string::npos);
+    auto fp32 = Channel::Make(RILL_FP32, 1);
+    EXPECT_EQ(ErrorOf([&] { SendInt(*fp32, 1); }), "this channel carries fp32 tensors; the value is int64");
+    auto of_channels = Channel::Make(16, 1);
+    EXPECT_NE(ErrorOf([&] { SendInt(*of_channels, 1); }).find("this channel carries channels"), std::string::npos);
     core::Variable empty;
-    EXPECT_NE(ErrorOf([&] { fp32.Send(V(empty), false, nullptr, "send"); }).find("holds nothing"), std::string::npos);
+    EXPECT_NE(ErrorOf([&] { fp32->Send(V(empty), false, nullptr, "send"); }).find("holds nothing"), std::string::npos);
   });
-  EXPECT_NE(ErrorOf([] { Channel bad(8, 0); }).find("data_type 8 is not supported"), std::string::npos);
-  EXPECT_NE(ErrorOf([] { Channel bad(kLodTensor, -1); }).find("capacity -1 is out of range"), std::string::npos);
+  EXPECT_NE(ErrorOf([] { Channel::Make(8, 0); }).find("data_type 8 is not supported"), std::string::npos);
+  EXPECT_NE(ErrorOf([] { Channel::Make(kLodTensor, -1); }).find("capacity -1 is out of range"), std::string::npos);
 }
 
 TEST_F(ChannelTest, AThreadOutsideTheSchedulerCanReceiveFromATask) {
-  auto ch = std::make_shared<Channel>(kLodTensor, 0);
+  auto ch = Channel::Make(kLodTensor, 0);
   int64_t got = 0;
   std::thread outside([&] { got = RecvInt(*ch); });
   // Let it block first: a thread outside the scheduler is not counted by deadlock
@@ -225,7 +225,7 @@ TEST_F(ChannelTest, SelectChoosesUniformlyAmongReadyCases) {
   std::vector<int> hits(kCases, 0);
   RunMain([&] {
     std::vector<std::shared_ptr<Channel>> chans;
-    for (int i = 0; i < kCases; ++i) chans.push_back(std::make_shared<Channel>(kLodTensor, 1));
+    for (int i = 0; i < kCases; ++i) chans.push_back(Channel::Make(kLodTensor, 1));
     std::vector<core::Variable> outs(kCases);
     auto cases = RecvCases(chans, outs);
     cases.push_back(SelectCase{SelectCase::kDefault, nullptr, nullptr});
@@ -246,8 +246,8 @@ TEST_F(ChannelTest, SelectChoosesUniformlyAmongReadyCases) {
 
 TEST_F(ChannelTest, SelectTakesDefaultOnlyWhenNothingIsReady) {
   RunMain([] {
-    auto a = std::make_shared<Channel>(kLodTensor, 1);
-    auto closed = std::make_shared<Channel>(kLodTensor, 0);
+    auto a = Channel::Make(kLodTensor, 1);
+    auto closed = Channel::Make(kLodTensor, 0);
     std::vector<core::Variable> outs(2);
     auto cases = RecvCases({a, closed}, outs);
     cases.insert(cases.begin(), SelectCase{SelectCase::kDefault, nullptr, nullptr});
@@ -264,22 +264,21 @@ TEST_F(ChannelTest, SelectTakesDefaultOnlyWhenNothingIsReady) {
 
 TEST_F(ChannelTest, SelectSendCaseWinsOverDefaultOnABufferedChannel) {
   RunMain([] {
-    Channel ch(kLodTensor, 1);
+    auto ch = Channel::Make(kLodTensor, 1);
     core::Variable x;
     SetInt(x, 8);
-    auto shared = std::shared_ptr<Channel>(&ch, [](Channel*) {});
-    std::vector<SelectCase> cases = {{SelectCase::kSend, shared, reinterpret_cast<RillVariable*>(&x)},
+    std::vector<SelectCase> cases = {{SelectCase::kSend, ch, reinterpret_cast<RillVariable*>(&x)},
                                      {SelectCase::kDefault, nullptr, nullptr}};
     EXPECT_EQ(RunSelect(cases, nullptr, "select"), 0u);
-    EXPECT_EQ(RecvInt(ch), 8);
+    EXPECT_EQ(RecvInt(*ch), 8);
   });
 }
 
 TEST_F(ChannelTest, BlockedSelectCompletesExactlyOneCase) {
   RunMain([] {
     for (int round = 0; round < 200; ++round) {
-      auto a = std::make_shared<Channel>(kLodTensor, 1);
-      auto b = std::make_shared<Channel>(kLodTensor, 1);
+      auto a = Channel::Make(kLodTensor, 1);
+      auto b = Channel::Make(kLodTensor, 1);
       std::vector<core::Variable> outs(2);
       auto cases = RecvCases({a, b}, outs);
       Go([a, b] {
@@ -298,9 +297,9 @@ TEST_F(ChannelTest, SelectsOverTheSameChannelsInOppositeOrderDoNotDeadlock) {
   constexpr int kRounds = 5000;
   int64_t done = 0;
   RunMain([&] {
-    auto a = std::make_shared<Channel>(kLodTensor, 0);
-    auto b = std::make_shared<Channel>(kLodTensor, 0);
-    auto finished = std::make_shared<Channel>(kLodTensor, 2);
+    auto a = Channel::Make(kLodTensor, 0);
+    auto b = Channel::Make(kLodTensor, 0);
+    auto finished = Channel::Make(kLodTensor, 2);
     // Each side offers both directions; every round one of the two pairings happens.
     const auto side = [&](std::shared_ptr<Channel> first, std::shared_ptr<Channel> second) {
       for (int i = 0; i < kRounds; ++i) {
@@ -328,7 +327,7 @@ TEST_F(ChannelTest, SelectsOverTheSameChannelsInOppositeOrderDoNotDeadlock) {
 void ExpectReadiedPartnerRuns(bool waker_keeps_running) {
   std::atomic<bool> received{false};
   RunMain([&] {
-    auto ch = std::make_shared<Channel>(kLodTensor, 0);
+    auto ch = Channel::Make(kLodTensor, 0);
     Go([&, ch] {
       RecvInt(*ch);
       received = true;
@@ -361,8 +360,8 @@ TEST_F(ChannelTest, AReadiedPartnerRunsOnceItsWakerEnds) { ExpectReadiedPartnerR
 TEST_F(ChannelTest, ALoneReceiveIsADeadlockNamingTheWait) {
   const std::string err = ErrorOf([] {
     RunMain([] {
-      Channel ch(kLodTensor, 0);
-      RecvInt(ch);
+      auto ch = Channel::Make(kLodTensor, 0);
+      RecvInt(*ch);
     });
   });
   EXPECT_EQ(err, "deadlock: all 1 tasks are blocked: main: test recv");
@@ -371,8 +370,8 @@ TEST_F(ChannelTest, ALoneReceiveIsADeadlockNamingTheWait) {
 TEST_F(ChannelTest, TasksWaitingOnEachOtherAreADeadlock) {
   const std::string err = ErrorOf([] {
     RunMain([] {
-      auto a = std::make_shared<Channel>(kLodTensor, 0);
-      auto b = std::make_shared<Channel>(kLodTensor, 0);
+      auto a = Channel::Make(kLodTensor, 0);
+      auto b = Channel::Make(kLodTensor, 0);
       Go([a, b] {
         RecvInt(*a);
         SendInt(*b, 1);
@@ -387,7 +386,7 @@ TEST_F(ChannelTest, TasksWaitingOnEachOtherAreADeadlock) {
 TEST_F(ChannelTest, MainEndingStopsBlockedTasksCleanly) {
   std::atomic<int> cancelled{0};
   RunMain([&] {
-    auto never = std::make_shared<Channel>(kLodTensor, 0);
+    auto never = Channel::Make(kLodTensor, 0);
     for (int i = 0; i < 1000; ++i) {
       Go([&, never] {
         if (ErrorOf([&] { RecvInt(*never); }) == "the main block ended") ++cancelled;
@@ -401,7 +400,7 @@ TEST_F(ChannelTest, MainEndingStopsBlockedTasksCleanly) {
 TEST_F(ChannelTest, AFailingTaskFailsTheRun) {
   const std::string err = ErrorOf([] {
     RunMain([] {
-      auto never = std::make_shared<Channel>(kLodTensor, 0);
+      auto never = Channel::Make(kLodTensor, 0);
       Go([] { throw Error("boom", RILL_INTERNAL); });
       RecvInt(*never);  // woken by the failure, not a deadlock
     });
@@ -413,8 +412,8 @@ TEST_F(ChannelTest, ManyProducersAndConsumersConserveEveryValue) {
   constexpr int kProducers = 8, kConsumers = 8, kEach = 2000;
   std::atomic<int64_t> sum{0}, count{0};
   RunMain([&] {
-    auto ch = std::make_shared<Channel>(kLodTensor, 16);
-    auto done = std::make_shared<Channel>(kLodTensor, kProducers + kConsumers);
+    auto ch = Channel::Make(kLodTensor, 16);
+    auto done = Channel::Make(kLodTensor, kProducers + kConsumers);
     for (int p = 0; p < kProducers; ++p) {
       Go([=] {
         for (int i = 1; i <= kEach; ++i) SendInt(*ch, i);

@@ -434,7 +434,7 @@ RillStatus* ScopeNewChild(RillScope* parent, RillScope** out) {
   *out = new RillScope{parent->scope->NewChild()};
   return nullptr;
 }
-RillScope* ScopeRetain(RillScope* s) { return s ? new RillScope{s->scope} : nullptr; }
+RillScope* ScopeRetain(RillScope* s) { return s && s->scope ? new RillScope{s->Owner()} : nullptr; }
 void ScopeRelease(RillScope* s) { delete s; }
 RillVariable* ScopeFindVar(RillScope* s, const char* name) {
   return (s && s->scope && name) ? reinterpret_cast<RillVariable*>(s->scope->FindVar(name)) : nullptr;
@@ -443,7 +443,8 @@ RillVariable* ScopeVar(RillScope* s, const char* name) {
   return (s && s->scope && name) ? reinterpret_cast<RillVariable*>(s->scope->Var(name)) : nullptr;
 }
 // Only holders can add references (a child, a task, a handle all copy a shared_ptr this
-// handle's owner could hand out), so use_count() == 1 seen by that owner stays true.
+// handle's owner could hand out), so use_count() == 1 seen by that owner stays true. A
+// borrowed handle counts 0: it never says its scope is reusable.
 int32_t ScopeReusable(const RillScope* s) {
   return s && s->scope && s->scope.use_count() == 1 && s->scope->AncestorsUnchanged();
 }
@@ -463,7 +464,7 @@ RillStatus* TaskGo(RillKernelContext* ctx, int32_t block_idx, RillScope* scope) 
   return StatusFromCall([&] {
     Executor* executor = ctx->executor;
     executor->CheckBlock(block_idx);
-    SpawnTask([executor, block_idx, s = scope->scope] { executor->Run(block_idx, s); }, ctx->op);
+    SpawnTask([executor, block_idx, s = scope->Owner()] { executor->Run(block_idx, s); }, ctx->op);
   });
 }
 RillVariable* VarNew() { return reinterpret_cast<RillVariable*>(new Variable()); }

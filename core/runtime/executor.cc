@@ -299,7 +299,7 @@ void Executor::Resolve(const PreparedBlock& block, const std::shared_ptr<Scope>&
 }
 
 void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame) {
-  RillScope scope_handle{scope};
+  RillScope scope_handle = RillScope::Borrowed(scope.get());
   const bool devices = AnyDeviceInstalled();
   OpBoundaries boundaries;
   for (auto& op : block.ops) {

@@ -1,9 +1,11 @@
 // core/runtime/kernel_context.h — host definitions of the ABI's RillScope and
 // RillKernelContext handles.
 //
-// A RillScope is a strong reference to a Scope: owned handles (scope_new_child,
-// scope_retain) are heap-allocated and freed by scope_release; the borrowed one a
-// kernel gets from its context lives in the executor's run frame.
+// A RillScope refers to a Scope. Owned handles (scope_new_child, scope_retain,
+// ctx_new_child_scope) hold a strong reference and are freed by scope_release. The
+// borrowed one a kernel gets from its context lives in the executor's run frame and holds
+// none: whoever runs the block holds the scope, and a block run touches no shared count.
+// So whatever keeps a scope past the call takes a reference of its own (Owner()).
 // A RillKernelContext lives on the executor's stack for one kernel call.
 #ifndef RILL_CORE_RUNTIME_KERNEL_CONTEXT_H_
 #define RILL_CORE_RUNTIME_KERNEL_CONTEXT_H_
@@ -16,7 +18,13 @@
 #include "core/runtime/scope.h"
 
 struct RillScope {
-  std::shared_ptr<rill::core::Scope> scope;
+  std::shared_ptr<rill::core::Scope> scope;  // owns nothing in a borrowed handle
+
+  static RillScope Borrowed(rill::core::Scope* s) {
+    return RillScope{std::shared_ptr<rill::core::Scope>(std::shared_ptr<rill::core::Scope>(), s)};
+  }
+  // A strong reference, for a holder that outlives the call (a retained handle, a task).
+  std::shared_ptr<rill::core::Scope> Owner() const { return scope->shared_from_this(); }
 };
 
 namespace rill::core {

@@ -45,8 +45,13 @@ Buffer::Buffer(size_t bytes, Place place, const Device* staging_for) : data_(nul
     staged_for_ = staging_for;
     return;
   }
-  data_ = std::aligned_alloc(kAlignment, rounded);
-  if (data_ == nullptr) {
+  // glibc's aligned_alloc bypasses its per-thread cache and splits a larger chunk on
+  // every call (a fifth of a channel ping-pong's time went there), so small buffers are
+  // aligned by hand inside a plain malloc block, which that cache serves.
+  block_ = rounded <= kSmallBytes ? std::malloc(rounded + kAlignment - kMallocAlignment)
+                                  : std::aligned_alloc(kAlignment, rounded);
+  data_ = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(block_) + kAlignment - 1) & ~(kAlignment - 1));
+  if (block_ == nullptr) {
     throw Error("out of memory allocating " + std::to_string(bytes) + " bytes",
                 RILL_RESOURCE_EXHAUSTED);
   }
@@ -58,7 +63,7 @@ Buffer::~Buffer() {
   } else if (staged_for_ != nullptr) {
     GiveBackStagingMemory(*staged_for_, data_, HostBytes(size_));
   } else {
-    std::free(data_);
+    std::free(block_);
   }
 }
 

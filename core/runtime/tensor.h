@@ -50,7 +50,10 @@ class Buffer {
 
  private:
   static size_t HostBytes(size_t bytes);
+  static constexpr size_t kSmallBytes = 1024;       // aligned inside a malloc block
+  static constexpr size_t kMallocAlignment = alignof(std::max_align_t);  // malloc gives that
 
+  void* block_ = nullptr;  // what the CPU allocator returned (data_ lies inside it)
   void* data_;
   size_t size_;
   Place place_;

@@ -69,7 +69,11 @@ Waiter* WaitQueue::Pop() {
 
 // ---- Channel --------------------------------------------------------------------------------
 
-Channel::Channel(int32_t data_type, int64_t capacity)
+std::shared_ptr<Channel> Channel::Make(int32_t data_type, int64_t capacity) {
+  return std::make_shared<Channel>(Passkey{}, data_type, capacity);
+}
+
+Channel::Channel(Passkey, int32_t data_type, int64_t capacity)
     : data_type_(data_type), capacity_(capacity), id_(g_next_id.fetch_add(1)) {
   if (data_type != kLodTensor && data_type != kChannel && !IsTensorDtype(data_type)) {
     throw Error("channel data_type " + std::to_string(data_type) +
@@ -183,7 +187,7 @@ void Channel::Send(Variable src, bool copy, RillKernelContext* ctx, const char* 
   w.task = CurrentTask();
   w.var = src.handle();
   w.copy = copy;
-  keep = weak_from_this().lock();
+  keep = shared_from_this();
   WaitInQueue(lock, sendq_, w, ctx, what);
   if (!w.ok) throw Error("send on a closed channel (it was closed while the send waited)", RILL_FAILED_PRECONDITION);
 }
@@ -197,7 +201,7 @@ bool Channel::Recv(Variable dst, RillKernelContext* ctx, const char* what) {
     Waiter w;
     w.task = CurrentTask();
     w.var = dst.handle();
-    keep = weak_from_this().lock();
+    keep = shared_from_this();
     WaitInQueue(lock, recvq_, w, ctx, what);
     ok = w.ok;
   } else if (wake != nullptr) {

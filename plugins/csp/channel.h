@@ -76,12 +76,15 @@ class WaitQueue {
 };
 
 class Channel : public std::enable_shared_from_this<Channel> {
+  struct Passkey {};
+
  public:
-  // A channel variable's channel is made by std::make_shared, so that waiting can take a
-  // reference; one owned otherwise (a test's, on its stack) must outlive its waiters.
+  // A new channel, always owned by a shared_ptr: a waiting task takes a reference.
   // `data_type` is a framework.proto VarType.Type: LOD_TENSOR (any tensor), a tensor
-  // element type (BOOL ... INT8: a tensor of that dtype) or CHANNEL.
-  Channel(int32_t data_type, int64_t capacity);
+  // element type (BOOL ... INT8: a tensor of that dtype) or CHANNEL. Throws Error for an
+  // unsupported data_type or a capacity out of range.
+  static std::shared_ptr<Channel> Make(int32_t data_type, int64_t capacity);
+  Channel(Passkey, int32_t data_type, int64_t capacity);
   ~Channel();
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;

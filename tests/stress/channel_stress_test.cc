@@ -25,8 +25,8 @@ void RunScenario(int producers, int consumers, int64_t each, int64_t capacity) {
   std::vector<std::atomic<int>> seen(static_cast<size_t>(total));
   std::atomic<int64_t> sum{0};
   core::RunTasks(core::SchedulerOptions{}, [&] {
-    auto ch = std::make_shared<Channel>(kLodTensor, capacity);
-    auto done = std::make_shared<Channel>(kLodTensor, producers + consumers);
+    auto ch = Channel::Make(kLodTensor, capacity);
+    auto done = Channel::Make(kLodTensor, producers + consumers);
     const auto signal = [done] {
       core::Variable v;
       v.GetMutableTensor()->Allocate(RILL_INT64, {1});
@@ -85,8 +85,8 @@ TEST(ChannelStress, PingPongRoundTrips) {
   for (int run = 0; run < 20000; ++run) {
     const int rounds = run < 19990 ? run % 7 + 1 : 200000;  // many short runs, a few long
     core::RunTasks(core::SchedulerOptions{}, [rounds] {
-      auto ping = std::make_shared<Channel>(kLodTensor, 0);
-      auto pong = std::make_shared<Channel>(kLodTensor, 0);
+      auto ping = Channel::Make(kLodTensor, 0);
+      auto pong = Channel::Make(kLodTensor, 0);
       core::SpawnTask([ping, pong] {
         core::Variable v;
         while (ping->Recv(rill::Variable(H(v)), nullptr, "echo recv")) {

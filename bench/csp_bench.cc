@@ -179,7 +179,8 @@ BENCHMARK(BM_Prog_ProdCons)->Arg(0)->Arg(1)->Arg(100)->UseRealTime()->Unit(bench
 void BM_Prog_DaisyChain(benchmark::State& state) { RunProgram(state, examples::DaisyChain(state.range(0)), 1); }
 BENCHMARK(BM_Prog_DaisyChain)->Arg(10000)->Arg(100000)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-void BM_Prog_Spawn(benchmark::State& state) { RunProgram(state, examples::SpawnMany(kRounds), kRounds); }
+// Batches of 1000, as BM_Chan_Spawn and Go's BenchmarkSpawn: at most 1000 blocks alive.
+void BM_Prog_Spawn(benchmark::State& state) { RunProgram(state, examples::SpawnMany(kRounds, 1000), kRounds); }
 BENCHMARK(BM_Prog_Spawn)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -39,6 +39,10 @@ const Device* FindDevice(int32_t device_type);
 const Device* FindDeviceByName(const std::string& name);
 // Whether any device besides the CPU is installed (so tensors may live off the CPU).
 bool AnyDeviceInstalled();
+// Whether any device memory is allocated now: while none is, every tensor is on the CPU
+// and a CPU kernel's inputs need no moving. Buffer counts its device allocations here.
+bool DeviceMemoryInUse();
+void CountDeviceBuffers(int delta);
 // "CUDA" for an installed device, else "device(N)"; "CPU" for RILL_CPU.
 std::string DeviceName(int32_t device_type);
 

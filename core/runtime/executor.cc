@@ -313,9 +313,12 @@ void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& 
         op->last.store(k, std::memory_order_release);
       }
       if (devices) {
-        const bool on_device = k->entry->device_type != RILL_CPU;
-        ctx.device_id = on_device ? place_.device_id : 0;
-        MoveInputsTo(*op, ctx, on_device ? place_ : Place{});
+        if (k->entry->device_type != RILL_CPU) {
+          ctx.device_id = place_.device_id;
+          MoveInputsTo(*op, ctx, place_);
+        } else if (DeviceMemoryInUse()) {
+          MoveInputsTo(*op, ctx, Place{});
+        }
       }
     } catch (const Error& e) {
       throw Error(op->info.Where() + ": " + e.what(), e.code());

@@ -38,6 +38,7 @@ Buffer::Buffer(size_t bytes, Place place, const Device* staging_for) : data_(nul
     }
     ThrowIfError(device_->allocate(place.device_id, bytes == 0 ? 1 : bytes, &data_),
                  "allocating " + std::to_string(bytes) + " bytes on " + place.ToString() + ": ");
+    CountDeviceBuffers(1);
     return;
   }
   const size_t rounded = HostBytes(bytes);
@@ -60,6 +61,7 @@ Buffer::Buffer(size_t bytes, Place place, const Device* staging_for) : data_(nul
 Buffer::~Buffer() {
   if (device_ != nullptr) {
     device_->free(place_.device_id, data_);
+    CountDeviceBuffers(-1);
   } else if (staged_for_ != nullptr) {
     GiveBackStagingMemory(*staged_for_, data_, HostBytes(size_));
   } else {

@@ -25,10 +25,9 @@ void FinishCountedLoop(BlockBuilder& body, const std::string& counter) {
   body.Op("less_than").Input("X", counter).Input("Y", counter + ".limit").Output("Out", counter + ".cond");
 }
 
-// Appends `sum = 0` and a counted loop receiving n values from `channel` into `sum`.
-void ReceiveAndSum(ProgramBuilder& pb, BlockBuilder& b, const std::string& channel, int64_t n,
+// Appends a counted loop receiving n values from `channel` and adding them to `sum`.
+void ReceiveAndAdd(ProgramBuilder& pb, BlockBuilder& b, const std::string& channel, int64_t n,
                    const std::string& sum) {
-  Fill(b, sum, RILL_INT64, 0);
   BlockBuilder& receive = CountedLoop(pb, b, sum + ".i", n);
   core::ChannelRecv(receive, channel, "got");
   receive.Op("elementwise_add").Input("X", sum).Input("Y", "got").Output("Out", sum);
@@ -100,20 +99,24 @@ ProgramBuilder ProducerConsumer(int64_t n, int64_t capacity) {
   BlockBuilder& produce = CountedLoop(pb, producer, "j", n);
   core::ChannelSend(produce, "ch", "one", /*copy=*/true);
   FinishCountedLoop(produce, "j");
-  ReceiveAndSum(pb, main, "ch", n, "sum");
+  Fill(main, "sum", RILL_INT64, 0);
+  ReceiveAndAdd(pb, main, "ch", n, "sum");
   return pb;
 }
 
-ProgramBuilder SpawnMany(int64_t n) {
+ProgramBuilder SpawnMany(int64_t n, int64_t batch) {
   ProgramBuilder pb;
   BlockBuilder& main = pb.block(0);
-  core::MakeChannel(main, "done", core::kLodTensorType, n);
-  BlockBuilder& spawn = CountedLoop(pb, main, "i", n);
+  core::MakeChannel(main, "done", core::kLodTensorType, batch);
+  Fill(main, "count", RILL_INT64, 0);
+  BlockBuilder& batches = CountedLoop(pb, main, "batch", n / batch);
+  BlockBuilder& spawn = CountedLoop(pb, batches, "i", batch);
   BlockBuilder& task = core::Go(pb, spawn, {"done"});
   Fill(task, "one", RILL_INT64, 1);
   core::ChannelSend(task, "done", "one");
   FinishCountedLoop(spawn, "i");
-  ReceiveAndSum(pb, main, "done", n, "count");
+  ReceiveAndAdd(pb, batches, "done", batch, "count");
+  FinishCountedLoop(batches, "batch");
   return pb;
 }
 

@@ -23,9 +23,10 @@ core::ProgramBuilder PingPong(int64_t rounds, bool with_select);
 // sums them into `sum` (n).
 core::ProgramBuilder ProducerConsumer(int64_t n, int64_t capacity);
 
-// Starts n go blocks, each sending one value on a buffered channel; the main block receives
-// the n values into `count` (n).
-core::ProgramBuilder SpawnMany(int64_t n);
+// Starts n go blocks in batches of `batch` (n a multiple of it), each sending one value on
+// a buffered channel; the main block receives a batch's values, adding them to `count`,
+// before it starts the next batch. Fetch `count`: n.
+core::ProgramBuilder SpawnMany(int64_t n, int64_t batch);
 
 }  // namespace rill::examples
 

@@ -4,15 +4,16 @@
 
 namespace rill::core {
 
+// The host's own op, so it reads the tensor behind the handle directly (as the host API
+// does): a loop reads its condition every step, and this spares four host calls.
 bool ReadCondition(rill::Tensor cond, const char* slot) {
-  if (cond.dtype() != RILL_BOOL || cond.numel() != 1) {
+  const Tensor& t = *reinterpret_cast<const Tensor*>(cond.handle());
+  if (t.dtype() != RILL_BOOL || t.numel() != 1) {
     throw rill::Error(std::string(slot) + " must be a bool tensor of one element, got " +
-                      rill::DataTypeName(cond.dtype()) + " with " + std::to_string(cond.numel()) + " elements");
+                      rill::DataTypeName(t.dtype()) + " with " + std::to_string(t.numel()) + " elements");
   }
-  if (cond.device_type() == RILL_CPU) return *cond.data<bool>();
-  // The host's own op, so it may see the tensor behind the handle (as the host API does).
-  const Tensor host = reinterpret_cast<const Tensor*>(cond.handle())->CopyTo(Place{});
-  return *static_cast<const bool*>(host.data());
+  if (t.place().device_type == RILL_CPU) return *static_cast<const bool*>(t.data());
+  return *static_cast<const bool*>(t.CopyTo(Place{}).data());
 }
 
 }  // namespace rill::core

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Compares two builds of one benchmark binary in the same session: runs them one after
+# the other, ROUNDS times, and prints each benchmark's median per-op time for both and
+# their ratio. On a noisy machine this is how a change is measured against its parent:
+#   git worktree add /tmp/base HEAD~1 && (cd /tmp/base && bash scripts/build.sh ...)
+#   bench/ab_compare.sh /tmp/base/build build rill_bench_csp 'BM_Prog_' 5
+# usage: bench/ab_compare.sh BASE_BUILD NEW_BUILD BINARY FILTER [ROUNDS]
+set -euo pipefail
+base=$1 new=$2 binary=$3 filter=$4 rounds=${5:-5}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+for _ in $(seq "$rounds"); do
+  for side in base new; do
+    dir=$base; [ "$side" = new ] && dir=$new
+    "$dir/bin/$binary" --benchmark_filter="$filter" --benchmark_format=json 2>/dev/null |
+      python3 -c '
+import json, sys
+unit = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+for b in json.load(sys.stdin)["benchmarks"]:
+    t = 1e9 / b["items_per_second"] if "items_per_second" in b else b["real_time"] * unit[b["time_unit"]]
+    print(sys.argv[1], b["name"], t)' "$side" >> "$out"
+  done
+done
+python3 - "$out" <<'PY'
+import collections, statistics, sys
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    side, name, t = line.split()
+    runs[(name, side)].append(float(t))
+for name in sorted({n for n, _ in runs}):
+    b, n = runs[(name, "base")], runs[(name, "new")]
+    mb, mn = statistics.median(b), statistics.median(n)
+    print(f"{name:42s} base {mb:10.1f} ns  new {mn:10.1f} ns  new/base {mn / mb:.2f}")
+PY

@@ -47,7 +47,7 @@ Buffer::Buffer(size_t bytes, Place place, const Device* staging_for) : data_(nul
     return;
   }
   // glibc's aligned_alloc bypasses its per-thread cache and splits a larger chunk on
-  // every call (a fifth of a channel ping-pong's time went there), so small buffers are
+  // every call (a tenth of a program ping-pong's time went there), so small buffers are
   // aligned by hand inside a plain malloc block, which that cache serves.
   block_ = rounded <= kSmallBytes ? std::malloc(rounded + kAlignment - kMallocAlignment)
                                   : std::aligned_alloc(kAlignment, rounded);

@@ -147,5 +147,85 @@ TEST(HostApi, AScopeIsReusableWhileNothingElseHoldsItAndItsAncestorsGainNothing)
   EXPECT_EQ(H().scope_reusable(nullptr), 0);
 }
 
+// An op "op" with inputs X=[x], Missing=[gone] and outputs Out=[out], Rows=[rows], over a
+// frame of those variables, for the kernel-context calls.
+struct KernelFixture {
+  KernelFixture() {
+    info.type = "op";
+    info.inputs = {{"X", {"x"}, {0}}, {"Missing", {"gone"}, {1}}};
+    info.outputs = {{"Out", {"out"}, {2}}, {"Rows", {"rows"}, {3}}};
+    vars[3].GetMutableSelectedRows();
+    for (size_t i = 0; i < 4; ++i) frame[i] = &vars[i];
+    frame[1] = nullptr;  // "gone" exists in no scope
+  }
+  RillOpInfo info;
+  Variable vars[4];
+  Variable* frame[4];
+  std::vector<std::string> names{"x", "gone", "out", "rows"};
+  RillScope scope{Scope::NewRoot()};
+  RillKernelContext ctx{&info, frame, &names, &scope, nullptr, 0};
+};
+
+TEST(HostApi, AnInputAndItsDescriptionComeInOneCall) {
+  KernelFixture f;
+  RillTensor* t = nullptr;
+  RillTensorInfo info{};
+  info.struct_size = sizeof(info);
+  EXPECT_EQ(Message(H().ctx_input_described(&f.ctx, "X", 0, &t, &info)),
+            "input X ('x') holds nothing yet, not a tensor value");
+  f.vars[0].GetMutableTensor();
+  EXPECT_EQ(Message(H().ctx_input_described(&f.ctx, "X", 0, &t, &info)),
+            "input X ('x') holds an empty tensor, not a tensor value");
+  f.vars[3].Swap(f.vars[0]);
+  EXPECT_EQ(Message(H().ctx_input_described(&f.ctx, "X", 0, &t, &info)),
+            "input X ('x') holds selected_rows, not a tensor value");
+  f.vars[3].Swap(f.vars[0]);
+  const int64_t dims[] = {2, 3};
+  f.vars[0].GetMutableTensor()->Allocate(RILL_FP32, dims, 2, Place{});
+  ASSERT_EQ(H().ctx_input_described(&f.ctx, "X", 0, &t, &info), nullptr);
+  EXPECT_EQ(t, reinterpret_cast<RillTensor*>(f.vars[0].GetTensor()));
+  EXPECT_EQ(info.dtype, RILL_FP32);
+  ASSERT_EQ(info.ndim, 2u);
+  EXPECT_EQ(info.dims[0], 2);
+  EXPECT_EQ(info.dims[1], 3);
+  EXPECT_EQ(info.numel, 6);
+  EXPECT_EQ(info.data, f.vars[0].GetTensor()->data());
+  EXPECT_EQ(Message(H().ctx_input_described(&f.ctx, "Y", 0, &t, &info)), "op 'op' has no input Y[0]");
+  EXPECT_EQ(Message(H().ctx_input_described(&f.ctx, "X", 1, &t, &info)), "op 'op' has no input X[1]");
+  EXPECT_EQ(Message(H().ctx_input_described(&f.ctx, "Missing", 0, &t, &info)),
+            "input Missing ('gone') does not exist in any scope");
+  EXPECT_EQ(Message(H().ctx_input_described(&f.ctx, "X", 0, &t, nullptr)), "ctx_input_described: null argument");
+  EXPECT_EQ(Message(H().ctx_input_described(nullptr, "X", 0, &t, &info)), "ctx_input_tensor: null argument");
+}
+
+TEST(HostApi, AnOutputIsShapedAndDescribedInOneCall) {
+  KernelFixture f;
+  RillTensor* t = nullptr;
+  RillTensorInfo info{};
+  info.struct_size = sizeof(info);
+  const int64_t dims[] = {4};
+  ASSERT_EQ(H().ctx_output_allocate(&f.ctx, "Out", 0, RILL_INT64, dims, 1, RILL_CPU, 0, &t, &info), nullptr);
+  const Tensor* out = f.vars[2].GetTensor();
+  ASSERT_NE(out, nullptr) << "the empty output variable now holds a tensor";
+  EXPECT_EQ(t, reinterpret_cast<const RillTensor*>(out));
+  EXPECT_EQ(out->dtype(), RILL_INT64);
+  EXPECT_EQ(out->numel(), 4);
+  EXPECT_EQ(info.dtype, RILL_INT64);
+  EXPECT_EQ(info.numel, 4);
+  EXPECT_EQ(info.data, out->data());
+  void* const first = info.data;
+  ASSERT_EQ(H().ctx_output_allocate(&f.ctx, "Out", 0, RILL_INT64, dims, 1, RILL_CPU, 0, &t, &info), nullptr);
+  EXPECT_EQ(info.data, first) << "the same shape again keeps the memory";
+  EXPECT_EQ(Message(H().ctx_output_allocate(&f.ctx, "Rows", 0, RILL_INT64, dims, 1, RILL_CPU, 0, &t, &info)),
+            "output Rows ('rows') holds selected_rows, not a tensor");
+  EXPECT_EQ(Message(H().ctx_output_allocate(&f.ctx, "None", 0, RILL_INT64, dims, 1, RILL_CPU, 0, &t, &info)),
+            "op 'op' has no output None[0]");
+  const int64_t negative[] = {-1};
+  EXPECT_EQ(Message(H().ctx_output_allocate(&f.ctx, "Out", 0, RILL_INT64, negative, 1, RILL_CPU, 0, &t, &info)),
+            "negative dimension -1 in tensor shape");
+  EXPECT_EQ(Message(H().ctx_output_allocate(&f.ctx, "Out", 0, RILL_INT64, nullptr, 1, RILL_CPU, 0, &t, &info)),
+            "ctx_output_allocate: null argument");
+}
+
 }  // namespace
 }  // namespace rill::core

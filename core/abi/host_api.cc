@@ -94,7 +94,10 @@ RILL_PIN(var_set_selected_rows, 66);
 RILL_PIN(ctx_new_child_scope, 67);
 RILL_PIN(scope_reusable, 68);
 // Version 5 adds nothing to the table (only RillDeviceDef's fields, below).
-static_assert(sizeof(RillHostApi) == 8 + 69 * sizeof(void*), "RillHostApi v4/v5 size changed");
+// Version 6.
+RILL_PIN(ctx_input_described, 69);
+RILL_PIN(ctx_output_allocate, 70);
+static_assert(sizeof(RillHostApi) == 8 + 71 * sizeof(void*), "RillHostApi v6 size changed");
 #undef RILL_PIN
 
 // RillDeviceDef, which plugins fill: version 1 ends at `copy`; version 5 appends the
@@ -284,6 +287,18 @@ RillStatus* AttrBlocks(const RillOpInfo* info, const char* name, const int32_t**
 
 // ---- kernel context ------------------------------------------------------------------------
 
+// Fills what `out` has room for (its struct_size) with t's description.
+void Describe(const Tensor& t, RillTensorInfo* out) {
+  if (!out || out->struct_size < offsetof(RillTensorInfo, data) + sizeof(out->data)) return;
+  out->dtype = t.dtype();
+  out->device_type = t.place().device_type;
+  out->device_id = t.place().device_id;
+  out->ndim = t.dims().size();
+  out->dims = t.dims().data();
+  out->numel = t.numel();
+  out->data = t.data();
+}
+
 const RillOpInfo* CtxOp(const RillKernelContext* ctx) { return ctx ? ctx->op : nullptr; }
 RillVariable* CtxInput(RillKernelContext* ctx, const char* slot, size_t i) {
   return (ctx && slot) ? reinterpret_cast<RillVariable*>(ctx->Input(slot, i)) : nullptr;
@@ -295,7 +310,11 @@ RillStatus* SlotMissing(const RillKernelContext* ctx, const char* kind, const ch
   return new RillStatus{RILL_NOT_FOUND, "op '" + ctx->op->type + "' has no " + kind + " " + slot + "[" +
                                             std::to_string(i) + "]"};
 }
-RillStatus* CtxInputTensor(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out) {
+// ctx_input_tensor and ctx_output_tensor in full, errors included. Their hot paths below
+// handle the usual case and leave the rest here: a kernel makes these calls for every
+// argument, and the messages' strings cost registers and stack on every call otherwise.
+[[gnu::noinline, gnu::cold]] RillStatus* InputTensorSlow(RillKernelContext* ctx, const char* slot, size_t i,
+                                                         RillTensor** out) {
   if (!ctx || !slot || !out) return NullArg("ctx_input_tensor");
   const RillOpInfo::Args* args = ctx->op->FindInput(slot);
   if (args == nullptr || i >= args->names.size()) return SlotMissing(ctx, "input", slot, i);
@@ -307,12 +326,26 @@ RillStatus* CtxInputTensor(RillKernelContext* ctx, const char* slot, size_t i, R
   Tensor* t = v->is_tensor() ? v->GetMutableTensor() : nullptr;
   if (t == nullptr || !t->initialized()) {
     return new RillStatus{RILL_FAILED_PRECONDITION, "input " + std::string(slot) + " ('" + name + "') holds " +
-                                                        (t ? "an empty tensor" : v->KindName()) + ", not a tensor value"};
+                                                        (t ? "an empty tensor" : v->initialized() ? v->KindName() : "nothing yet") +
+                                                        ", not a tensor value"};
   }
   *out = reinterpret_cast<RillTensor*>(t);
   return nullptr;
 }
-RillStatus* CtxOutputTensor(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out) {
+RillStatus* CtxInputTensor(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out) {
+  if (ctx && slot && out) {
+    const RillOpInfo::Args* args = ctx->op->FindInput(slot);
+    Variable* v = ctx->Arg(args, i);
+    Tensor* t = v ? v->GetTensor() : nullptr;
+    if (t != nullptr && t->initialized()) {
+      *out = reinterpret_cast<RillTensor*>(t);
+      return nullptr;
+    }
+  }
+  return InputTensorSlow(ctx, slot, i, out);
+}
+[[gnu::noinline, gnu::cold]] RillStatus* OutputTensorSlow(RillKernelContext* ctx, const char* slot, size_t i,
+                                                          RillTensor** out) {
   if (!ctx || !slot || !out) return NullArg("ctx_output_tensor");
   const RillOpInfo::Args* args = ctx->op->FindOutput(slot);
   if (args == nullptr || i >= args->names.size()) return SlotMissing(ctx, "output", slot, i);
@@ -323,6 +356,34 @@ RillStatus* CtxOutputTensor(RillKernelContext* ctx, const char* slot, size_t i, 
   }
   return new RillStatus{RILL_INVALID_ARGUMENT, "output " + std::string(slot) + " ('" + args->names[i] + "') holds " +
                                                    v->KindName() + ", not a tensor"};
+}
+RillStatus* CtxOutputTensor(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out) {
+  if (ctx && slot && out) {
+    Variable* v = ctx->Arg(ctx->op->FindOutput(slot), i);
+    if (Tensor* t = v ? v->GetTensor() : nullptr) {
+      *out = reinterpret_cast<RillTensor*>(t);
+      return nullptr;
+    }
+  }
+  return OutputTensorSlow(ctx, slot, i, out);  // errors, and an empty variable's first tensor
+}
+RillStatus* CtxInputDescribed(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out,
+                              RillTensorInfo* info) {
+  if (!info) return NullArg("ctx_input_described");
+  if (RillStatus* st = CtxInputTensor(ctx, slot, i, out)) return st;
+  Describe(*T(*out), info);
+  return nullptr;
+}
+RillStatus* CtxOutputAllocate(RillKernelContext* ctx, const char* slot, size_t i, int32_t dtype,
+                              const int64_t* dims, size_t ndim, int32_t device_type, int32_t device_id,
+                              RillTensor** out, RillTensorInfo* info) {
+  if (!info || (!dims && ndim > 0)) return NullArg("ctx_output_allocate");
+  if (RillStatus* st = CtxOutputTensor(ctx, slot, i, out)) return st;
+  return StatusFromCall([&] {
+    Tensor& t = *T(*out);
+    t.Allocate(dtype, dims, ndim, Place{device_type, device_id});
+    Describe(t, info);
+  });
 }
 RillScope* CtxScope(RillKernelContext* ctx) { return ctx ? ctx->scope : nullptr; }
 RillStatus* CtxNewChildScope(RillKernelContext* ctx, int32_t block_idx, RillScope** out) {
@@ -381,15 +442,7 @@ void VarDescribe(const RillVariable* v, char* buf, size_t cap) {
 // ---- tensors -----------------------------------------------------------------------------
 
 void TensorInfo(const RillTensor* t, RillTensorInfo* out) {
-  if (!t || !out || out->struct_size < offsetof(RillTensorInfo, data) + sizeof(out->data)) return;
-  const Tensor& x = *T(t);
-  out->dtype = x.dtype();
-  out->device_type = x.place().device_type;
-  out->device_id = x.place().device_id;
-  out->ndim = x.dims().size();
-  out->dims = x.dims().data();
-  out->numel = x.numel();
-  out->data = x.data();
+  if (t) Describe(*T(t), out);
 }
 int32_t TensorDtype(const RillTensor* t) { return t ? T(t)->dtype() : -1; }
 size_t TensorNdim(const RillTensor* t) { return t ? T(t)->dims().size() : 0; }
@@ -518,6 +571,7 @@ const RillHostApi kTable = {
     TaskCurrent, TaskPark, TaskUnpark, TaskGo, VarNew, VarDelete, VarSwap,
     VarIsSelectedRows, VarSelectedRows, VarSetSelectedRows,
     CtxNewChildScope, ScopeReusable,
+    CtxInputDescribed, CtxOutputAllocate,
 };
 
 }  // namespace

@@ -25,8 +25,6 @@ Tensor* Variable::GetMutableTensor() {
   throw Error("variable holds " + KindName() + ", not a tensor");
 }
 
-const Tensor* Variable::GetTensor() const { return std::get_if<Tensor>(&value_); }
-
 SelectedRows* Variable::GetMutableSelectedRows() {
   if (std::holds_alternative<std::monostate>(value_)) value_ = SelectedRows{};
   if (auto* s = std::get_if<SelectedRows>(&value_)) return s;

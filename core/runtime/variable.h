@@ -52,7 +52,9 @@ class Variable {
   // The tensor held; an empty variable becomes an empty tensor. Throws Error if it holds
   // another kind of value.
   Tensor* GetMutableTensor();
-  const Tensor* GetTensor() const;  // nullptr if not a tensor
+  // The tensor held, or nullptr; inline, for the per-op paths of the executor and host API.
+  Tensor* GetTensor() { return std::get_if<Tensor>(&value_); }
+  const Tensor* GetTensor() const { return std::get_if<Tensor>(&value_); }
   SelectedRows* GetMutableSelectedRows();
   const CustomValue* GetCustom() const;  // nullptr if not a custom value
 

@@ -9,8 +9,7 @@ template <class T>
 void Softsign(rill::KernelContext& ctx) {
   rill::Tensor x = ctx.Input("X");
   const T* in = x.data<T>();
-  rill::Tensor out = ctx.Output("Out");
-  T* o = out.Allocate<T>(x.dims());
+  T* o = ctx.AllocateOutput<T>("Out", x.dims());
   for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] / (T(1) + std::abs(in[i]));
 }
 

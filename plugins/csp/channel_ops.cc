@@ -9,7 +9,7 @@ namespace {
 Variable ChannelVar(KernelContext& ctx) { return Variable(Host().ctx_input(ctx.handle(), "Channel", 0)); }
 
 void SetStatus(KernelContext& ctx, bool ok) {
-  if (ctx.HasOutput("Status")) *ctx.Output("Status").Allocate<bool>({1}) = ok;
+  if (ctx.HasOutput("Status")) *ctx.AllocateOutput<bool>("Status", {1}) = ok;
 }
 
 void Create(KernelContext& ctx) {

@@ -42,7 +42,7 @@ template <class Op, class T>
 void Unary(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const T* px = x.data<T>();
-  T* po = ctx.Output("Out").Allocate<T>(x.dims_data(), x.ndim());
+  T* po = ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim());
   VecMap<T>(po, x.numel()) = Op::Eval(ConstVecMap<T>(px, x.numel()));
 }
 
@@ -52,7 +52,7 @@ void UnaryGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const T* pv = v.data<T>();
   const T* pg = g.data<T>();
-  T* dx = ctx.Output("X@GRAD").Allocate<T>(v.dims_data(), v.ndim());
+  T* dx = ctx.AllocateOutput<T>("X@GRAD", v.dims_data(), v.ndim());
   VecMap<T>(dx, v.numel()) = Op::Grad(ConstVecMap<T>(pv, v.numel()), ConstVecMap<T>(pg, g.numel()));
 }
 
@@ -75,7 +75,7 @@ template <class T>
 void ScaleGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const T* pg = g.data<T>();
-  T* dx = ctx.Output("X@GRAD").Allocate<T>(g.dims_data(), g.ndim());
+  T* dx = ctx.AllocateOutput<T>("X@GRAD", g.dims_data(), g.ndim());
   VecMap<T>(dx, g.numel()) = ConstVecMap<T>(pg, g.numel()) * static_cast<T>(ctx.Attr<float>("scale"));
 }
 
@@ -103,7 +103,7 @@ void Scale(KernelContext& ctx) {
   const double bias = ctx.Attr<float>("bias");
   const bool after = ctx.Attr<bool>("bias_after_scale");
   const T* px = x.data<T>();
-  T* po = ctx.Output("Out").Allocate<T>(x.dims_data(), x.ndim());
+  T* po = ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim());
   const T s = static_cast<T>(scale), b = static_cast<T>(bias);
   if (after) {
     VecMap<T>(po, x.numel()) = ConstVecMap<T>(px, x.numel()) * s + b;

@@ -59,15 +59,14 @@ void BinaryBroadcast(KernelContext& ctx, F f) {
   Tensor y = ctx.Input("Y");
   const T* px = x.data<T>();
   const T* py = y.data<T>();
-  Tensor out = ctx.Output("Out");
   if (SameDims(x, y)) {  // the usual case (a loop's counters): no shape vectors, no axis
     const int64_t n = x.numel();
-    R* po = out.Allocate<R>(x.dims_data(), x.ndim());
+    R* po = ctx.AllocateOutput<R>("Out", x.dims_data(), x.ndim());
     for (int64_t i = 0; i < n; ++i) po[i] = f(px[i], py[i]);
     return;
   }
   const Broadcast b = ComputeBroadcast(x.dims(), y.dims(), ctx.Attr<int64_t>("axis"));
-  R* po = out.Allocate<R>(x.dims());
+  R* po = ctx.AllocateOutput<R>("Out", x.dims());
   for (int64_t i = 0; i < b.pre; ++i) {
     for (int64_t j = 0; j < b.n; ++j) {
       const T yv = py[j];

@@ -48,7 +48,7 @@ void AddLogical(Registrar& r, const char* type, const char* what) {
 void LogicalNot(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const bool* px = x.data<bool>();
-  bool* po = ctx.Output("Out").Allocate<bool>(x.dims_data(), x.ndim());
+  bool* po = ctx.AllocateOutput<bool>("Out", x.dims_data(), x.ndim());
   for (int64_t i = 0; i < x.numel(); ++i) po[i] = !px[i];
 }
 

@@ -79,8 +79,7 @@ void Elementwise(KernelContext& ctx) {
       // Read X and Y before Allocate: Out may be X or Y itself.
       const T* px = x.data<T>();
       const T* py = y.data<T>();
-      Tensor out = ctx.Output("Out");
-      T* po = out.Allocate<T>(x.dims_data(), x.ndim());
+      T* po = ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim());
       VecMap<T>(po, x.numel()) = Op::Eigen(ConstVecMap<T>(px, x.numel()), ConstVecMap<T>(py, y.numel()));
       return;
     }
@@ -99,7 +98,7 @@ void ElementwiseGrad(KernelContext& ctx) {
   const T* px = x.data<T>();
   const T* py = y.data<T>();
   const T* pg = g.data<T>();
-  T* dx = ctx.HasOutput("X@GRAD") ? ctx.Output("X@GRAD").Allocate<T>(x.dims()) : nullptr;
+  T* dx = ctx.HasOutput("X@GRAD") ? ctx.AllocateOutput<T>("X@GRAD", x.dims()) : nullptr;
   std::vector<T> dy(ctx.HasOutput("Y@GRAD") ? static_cast<size_t>(y.numel()) : 0, T(0));
   for (int64_t i = 0; i < b.pre; ++i) {
     for (int64_t j = 0; j < b.n; ++j) {
@@ -111,7 +110,7 @@ void ElementwiseGrad(KernelContext& ctx) {
       }
     }
   }
-  if (!dy.empty()) std::copy(dy.begin(), dy.end(), ctx.Output("Y@GRAD").Allocate<T>(y.dims()));
+  if (!dy.empty()) std::copy(dy.begin(), dy.end(), ctx.AllocateOutput<T>("Y@GRAD", y.dims()));
 }
 
 template <class Op>

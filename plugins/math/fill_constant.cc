@@ -13,8 +13,8 @@ class FillConstant {
       : shape_(op.Attr<std::vector<int64_t>>("shape")),
         value_(static_cast<T>(static_cast<double>(op.Attr<float>("value")))) {}
   void Compute(KernelContext& ctx) {
-    Tensor out = ctx.Output("Out");
-    T* p = out.Allocate<T>(shape_);
+    Tensor out = ctx.AllocateOutput("Out", DataTypeOf<T>::value, shape_.data(), shape_.size());
+    T* p = out.mutable_data<T>();
     std::fill(p, p + out.numel(), value_);
   }
 
@@ -27,7 +27,7 @@ class FillConstant {
 template <class T>
 void FillLike(KernelContext& ctx, double value) {
   Tensor x = ctx.Input("X");
-  T* p = ctx.Output("Out").Allocate<T>(x.dims());
+  T* p = ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim());
   std::fill(p, p + x.numel(), static_cast<T>(value));
 }
 

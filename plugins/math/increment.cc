@@ -16,8 +16,7 @@ class Increment {
       throw Error("X must have exactly one element, it has " + std::to_string(x.numel()));
     }
     const T value = *x.data<T>() + step_;
-    Tensor out = ctx.Output("Out");
-    *out.Allocate<T>(x.dims_data(), x.ndim()) = value;
+    *ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim()) = value;
   }
 
  private:

@@ -38,7 +38,7 @@ void Mul(KernelContext& ctx) {
   const bool alias = OutputAliasesInput(ctx);
   Matrix<T> tmp;
   if (alias) tmp = ConstMatrixMap<T>(x.data<T>(), m, k) * ConstMatrixMap<T>(y.data<T>(), k, n);
-  T* po = ctx.Output("Out").Allocate<T>(out_dims);
+  T* po = ctx.AllocateOutput<T>("Out", out_dims);
   if (alias) {
     MatrixMap<T>(po, m, n) = tmp;
   } else {
@@ -68,7 +68,7 @@ void MatMul(KernelContext& ctx) {
     else if (ty) om.noalias() = alpha * (xm * ym.transpose());
     else om.noalias() = alpha * (xm * ym);
   }
-  T* po = ctx.Output("Out").Allocate<T>(out_dims);
+  T* po = ctx.AllocateOutput<T>("Out", out_dims);
   std::copy(result.begin(), result.end(), po);
 }
 
@@ -83,8 +83,8 @@ void MulGrad(KernelContext& ctx) {
   const auto yn = static_cast<size_t>(ctx.Attr<int64_t>("y_num_col_dims"));
   const int64_t m = Product(xd, 0, xn), k = Product(xd, xn, xd.size()), n = Product(yd, yn, yd.size());
   ConstMatrixMap<T> xm(x.data<T>(), m, k), ym(y.data<T>(), k, n), gm(g.data<T>(), m, n);
-  if (ctx.HasOutput("X@GRAD")) MatrixMap<T>(ctx.Output("X@GRAD").Allocate<T>(xd), m, k).noalias() = gm * ym.transpose();
-  if (ctx.HasOutput("Y@GRAD")) MatrixMap<T>(ctx.Output("Y@GRAD").Allocate<T>(yd), k, n).noalias() = xm.transpose() * gm;
+  if (ctx.HasOutput("X@GRAD")) MatrixMap<T>(ctx.AllocateOutput<T>("X@GRAD", xd), m, k).noalias() = gm * ym.transpose();
+  if (ctx.HasOutput("Y@GRAD")) MatrixMap<T>(ctx.AllocateOutput<T>("Y@GRAD", yd), k, n).noalias() = xm.transpose() * gm;
 }
 
 // For Out = alpha * op(X) op(Y), per batch: with A = op(X), B = op(Y) and G = Out@GRAD,
@@ -118,8 +118,8 @@ void MatMulGrad(KernelContext& ctx) {
       if (ty) out += db.transpose(); else out += db;
     }
   }
-  if (want_x) std::copy(dx.begin(), dx.end(), ctx.Output("X@GRAD").Allocate<T>(x.dims()));
-  if (want_y) std::copy(dy.begin(), dy.end(), ctx.Output("Y@GRAD").Allocate<T>(y.dims()));
+  if (want_x) std::copy(dx.begin(), dx.end(), ctx.AllocateOutput<T>("X@GRAD", x.dims()));
+  if (want_y) std::copy(dy.begin(), dy.end(), ctx.AllocateOutput<T>("Y@GRAD", y.dims()));
 }
 
 }  // namespace

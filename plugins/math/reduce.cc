@@ -23,7 +23,7 @@ void Sum(KernelContext& ctx) {
     }
     acc += ConstVecMap<T>(x.data<T>(), x.numel());
   }
-  T* po = ctx.Output("Out").Allocate<T>(dims);
+  T* po = ctx.AllocateOutput<T>("Out", dims);
   VecMap<T>(po, acc.size()) = acc;
 }
 
@@ -32,7 +32,7 @@ void Mean(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   if (x.numel() == 0) throw Error("mean of an empty tensor");
   const T mean = ConstVecMap<T>(x.data<T>(), x.numel()).sum() / static_cast<T>(x.numel());
-  *ctx.Output("Out").Allocate<T>({1}) = mean;
+  *ctx.AllocateOutput<T>("Out", {1}) = mean;
 }
 
 enum class Reduction { kSum, kMean, kMax };
@@ -97,7 +97,7 @@ void Reduce(KernelContext& ctx) {
   if (R == Reduction::kMean && m.out_numel > 0) {
     for (T& a : acc) a /= static_cast<T>(x.numel() / m.out_numel);
   }
-  std::copy(acc.begin(), acc.end(), ctx.Output("Out").Allocate<T>(m.out_dims));
+  std::copy(acc.begin(), acc.end(), ctx.AllocateOutput<T>("Out", m.out_dims));
 }
 
 // X@GRAD[i] = Out@GRAD at i's output (sum); divided by the count (mean); only where X[i]
@@ -112,7 +112,7 @@ void ReduceGrad(KernelContext& ctx) {
   const T* po = out.data<T>();
   const T* pg = g.data<T>();
   const T scale = R == Reduction::kMean ? T(1) / static_cast<T>(x.numel() / std::max<int64_t>(m.out_numel, 1)) : T(1);
-  T* dx = ctx.Output("X@GRAD").Allocate<T>(x.dims());
+  T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
   for (int64_t i = 0; i < x.numel(); ++i) {
     const int64_t o = m.offset[i];
     dx[i] = (R == Reduction::kMax && px[i] != po[o]) ? T(0) : pg[o] * scale;
@@ -133,7 +133,7 @@ template <class T>
 void MeanGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const T g = *ctx.Input("Out@GRAD").data<T>();
-  T* dx = ctx.Output("X@GRAD").Allocate<T>(x.dims());
+  T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
   std::fill(dx, dx + x.numel(), g / static_cast<T>(x.numel()));
 }
 

@@ -28,7 +28,7 @@ void Softmax(KernelContext& ctx) {
       for (int64_t j = 0; j < n; ++j) out[base + j * post] /= total;
     }
   }
-  T* po = ctx.Output("Out").Allocate<T>(d);
+  T* po = ctx.AllocateOutput<T>("Out", d);
   std::copy(out.begin(), out.end(), po);
 }
 
@@ -62,7 +62,7 @@ void CrossEntropy(KernelContext& ctx) {
       loss[i] = -safe_log(px[i * classes + pl[i]]);
     }
   }
-  T* po = ctx.Output("Y").Allocate<T>(shape.out_dims);
+  T* po = ctx.AllocateOutput<T>("Y", shape.out_dims);
   std::copy(loss.begin(), loss.end(), po);
 }
 
@@ -76,7 +76,7 @@ void SoftmaxGrad(KernelContext& ctx) {
   const int64_t pre = Product(d, 0, axis), n = d[axis], post = Product(d, axis + 1, d.size());
   const T* po = out.data<T>();
   const T* pg = g.data<T>();
-  T* dx = ctx.Output("X@GRAD").Allocate<T>(d);
+  T* dx = ctx.AllocateOutput<T>("X@GRAD", d);
   for (int64_t i = 0; i < pre; ++i) {
     for (int64_t k = 0; k < post; ++k) {
       const int64_t base = i * n * post + k;
@@ -96,7 +96,7 @@ void CrossEntropyGrad(KernelContext& ctx) {
   const int64_t classes = x.dims().back(), rows = x.numel() / classes;
   const T* px = x.data<T>();
   const T* pg = g.data<T>();
-  T* dx = ctx.Output("X@GRAD").Allocate<T>(x.dims());
+  T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
   std::fill(dx, dx + x.numel(), T(0));
   const auto safe = [](T p) { return std::max(p, std::numeric_limits<T>::min()); };
   if (ctx.Attr<bool>("soft_label")) {

@@ -40,8 +40,9 @@ extern "C" {
 /* The ABI version this header declares. Version 1 is the first shipped version; version 2
  * adds tasks (go blocks, park/unpark), plugin-owned variables and copyable custom types;
  * version 3 SelectedRows; version 4 sub-block scopes that are reused; version 5 a device's
- * page-locked host memory (RillDeviceDef.allocate_host/free_host). */
-#define RILL_ABI_VERSION 5u
+ * page-locked host memory (RillDeviceDef.allocate_host/free_host); version 6 a kernel's
+ * arguments in fewer calls (ctx_input_described, ctx_output_allocate). */
+#define RILL_ABI_VERSION 6u
 
 /* Name of the single exported entry point. */
 #define RILL_ENTRY_POINT_NAME "RillGetPlugin"
@@ -449,6 +450,21 @@ typedef struct RillHostApi {
   RillStatus* (*ctx_new_child_scope)(RillKernelContext* ctx, int32_t block_idx, RillScope** out);
   int32_t (*scope_reusable)(const RillScope* scope);
   /* ===== End of version 4 ===== */
+
+  /* ===== Version 6: a kernel's arguments in fewer calls ===== */
+  /* A kernel of a small op (a loop counter's increment, a compare) spends most of its time
+   * in host calls; these pairs are the ones every kernel makes, each in one call.
+   * ctx_input_described: ctx_input_tensor, then tensor_info into `info` (struct_size set
+   * by the caller), which describes the tensor until it next changes.
+   * ctx_output_allocate: ctx_output_tensor, then tensor_allocate with these arguments; the
+   * tensor's new description, data pointer included, goes to `info`. */
+  RillStatus* (*ctx_input_described)(RillKernelContext* ctx, const char* slot, size_t i,
+                                     RillTensor** out, RillTensorInfo* info);
+  RillStatus* (*ctx_output_allocate)(RillKernelContext* ctx, const char* slot, size_t i,
+                                     int32_t dtype, const int64_t* dims, size_t ndim,
+                                     int32_t device_type, int32_t device_id, RillTensor** out,
+                                     RillTensorInfo* info);
+  /* ===== End of version 6 ===== */
 } RillHostApi;
 
 /* ---- The plugin's entry ---------------------------------------------------------------- */

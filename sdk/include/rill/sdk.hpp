@@ -229,6 +229,8 @@ class Tensor {
     }
     return static_cast<T*>(info().data);
   }
+  friend class KernelContext;  // the ABI v6 calls describe a tensor into info_ directly
+
   RillTensor* t_;
   mutable RillTensorInfo info_{};
   mutable bool have_info_ = false;
@@ -540,16 +542,37 @@ class KernelContext {
   Variable OutputVar(const char* slot, size_t i = 0) {
     return VarOrThrow(Host().ctx_output(ctx_, slot, i), "output", slot, i);
   }
-  // The input's tensor; throws if the variable is missing or was never written.
+  // The input's tensor, described; throws if the variable is missing or was never written.
   Tensor Input(const char* slot, size_t i = 0) {
-    RillTensor* t = nullptr;
-    Check(Host().ctx_input_tensor(ctx_, slot, i, &t));
-    return Tensor(t);
+    Tensor t(nullptr);
+    t.info_.struct_size = sizeof(RillTensorInfo);
+    Check(Host().ctx_input_described(ctx_, slot, i, &t.t_, &t.info_));
+    t.have_info_ = true;
+    return t;
   }
   Tensor Output(const char* slot, size_t i = 0) {
     RillTensor* t = nullptr;
     Check(Host().ctx_output_tensor(ctx_, slot, i, &t));
     return Tensor(t);
+  }
+  // Output(slot, i).Allocate(...) in one host call: the output shaped and described.
+  Tensor AllocateOutput(const char* slot, int32_t dtype, const int64_t* dims, size_t ndim,
+                        int32_t device_type = RILL_CPU, int32_t device_id = 0, size_t i = 0) {
+    Tensor t(nullptr);
+    t.info_.struct_size = sizeof(RillTensorInfo);
+    Check(Host().ctx_output_allocate(ctx_, slot, i, dtype, dims, ndim, device_type, device_id, &t.t_, &t.info_));
+    t.have_info_ = true;
+    return t;
+  }
+  // The same on the CPU, typed: the output's memory.
+  template <class T> T* AllocateOutput(const char* slot, const int64_t* dims, size_t ndim) {
+    return static_cast<T*>(AllocateOutput(slot, DataTypeOf<T>::value, dims, ndim).raw_data());
+  }
+  template <class T> T* AllocateOutput(const char* slot, const std::vector<int64_t>& dims) {
+    return AllocateOutput<T>(slot, dims.data(), dims.size());
+  }
+  template <class T> T* AllocateOutput(const char* slot, std::initializer_list<int64_t> dims) {
+    return AllocateOutput<T>(slot, dims.begin(), dims.size());
   }
 
   Scope scope() const { return Scope::Borrow(Host().ctx_scope(ctx_)); }

@@ -60,22 +60,20 @@ bool Scope::AncestorsUnchanged() const { return !parent_ || parent_->ChainVersio
 
 Variable* Scope::Var(const std::string& name) {
   {
-    std::shared_lock lock(mu_);
+    std::lock_guard lock(mu_);
     auto it = vars_.find(name);
     if (it != vars_.end()) return it->second.get();
   }
-  std::unique_lock lock(mu_);
-  auto& slot = vars_[name];
-  if (!slot) {
-    slot = std::make_unique<Variable>();
-    count_.store(vars_.size(), std::memory_order_release);
-  }
-  return slot.get();
+  auto fresh = std::make_unique<Variable>();  // allocated outside the lock
+  std::lock_guard lock(mu_);
+  auto [it, inserted] = vars_.try_emplace(name, std::move(fresh));
+  if (inserted) count_.store(vars_.size(), std::memory_order_release);
+  return it->second.get();
 }
 
 Variable* Scope::FindLocalVar(const std::string& name) const {
   if (count_.load(std::memory_order_acquire) == 0) return nullptr;
-  std::shared_lock lock(mu_);
+  std::lock_guard lock(mu_);
   auto it = vars_.find(name);
   return it == vars_.end() ? nullptr : it->second.get();
 }
@@ -94,7 +92,7 @@ Scope* Scope::root() {
 }
 
 std::vector<std::string> Scope::LocalVarNames() const {
-  std::shared_lock lock(mu_);
+  std::lock_guard lock(mu_);
   std::vector<std::string> names;
   names.reserve(vars_.size());
   for (const auto& [name, var] : vars_) names.push_back(name);

@@ -157,7 +157,8 @@ void VisitDataType(int32_t dtype, const char* what, F&& fn) {
 // ---- Tensors, variables, scopes ---------------------------------------------------------
 
 // A borrowed view of a tensor held by a variable. Its description (dtype, dims, data...)
-// is read from the host in one call on first use and again after Allocate.
+// comes with it from KernelContext::Input and AllocateOutput; otherwise it is read from the
+// host in one call on first use, and again after Allocate.
 class Tensor {
  public:
   explicit Tensor(RillTensor* t) : t_(t) {}

@@ -153,5 +153,35 @@ TEST_F(MathOps, PrintHonoursFirstNAndPassesThrough) {
   EXPECT_EQ(out, "step i: int64[1] {1}\nstep i: int64[1] {2}\n");
 }
 
+// An op may write its result over an operand when the operand keeps its shape and dtype;
+// when it would not, allocating Out would free memory the kernel still reads.
+TEST_F(MathOps, AnOutputOverAnOperandItReshapesIsAnError) {
+  Set<int64_t>("a", RILL_INT64, {2}, {1, 5});
+  Set<int64_t>("b", RILL_INT64, {2}, {3, 3});
+  main().Op("elementwise_add").Input("X", "a").Input("Y", "b").Output("Out", "a");
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("a"), "int64[2] {4, 8}") << "in place, same shape and dtype";
+
+  main().Op("less_than").Input("X", "a").Input("Y", "b").Output("Out", "a");
+  EXPECT_NE(Run().find("op 1 (less_than X=[a] Y=[b] -> Out=[a]): Out is the same variable as X, whose "
+                       "shape or dtype this op changes; write Out to another variable"),
+            std::string::npos);
+
+  pb_ = ProgramBuilder();
+  scope_.reset();
+  Set<int64_t>("m", RILL_INT64, {2, 2}, {1, 2, 3, 4});
+  Set<int64_t>("row", RILL_INT64, {2}, {10, 20});
+  main().Op("elementwise_add").Input("X", "m").Input("Y", "row").Output("Out", "row");
+  EXPECT_NE(Run().find("Out is the same variable as Y, whose shape or dtype this op changes"), std::string::npos);
+
+  pb_ = ProgramBuilder();
+  scope_.reset();
+  Set<int64_t>("m", RILL_INT64, {2, 2}, {1, 2, 3, 4});
+  Set<int64_t>("row", RILL_INT64, {2}, {10, 20});
+  main().Op("elementwise_add").Input("X", "m").Input("Y", "row").Output("Out", "m");
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("m"), "int64[2, 2] {11, 22, 13, 24}") << "broadcast in place over X";
+}
+
 }  // namespace
 }  // namespace rill::core

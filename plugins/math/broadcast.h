@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "rill/sdk.hpp"
@@ -52,6 +53,17 @@ inline bool SameDims(const Tensor& a, const Tensor& b) {
   return a.ndim() == b.ndim() && std::equal(a.dims_data(), a.dims_data() + a.ndim(), b.dims_data());
 }
 
+// Out may be X or Y itself when it keeps that operand's shape and dtype (an in-place add).
+// Otherwise allocating Out has just replaced the operand's memory, which the kernel has yet
+// to read: `reshaped` says so, and that is an error, not a read of freed memory.
+inline void CheckOperandKept(const Tensor& out, const Tensor& operand, bool reshaped, const char* slot) {
+  if (reshaped && out.handle() == operand.handle()) {
+    throw Error(std::string("Out is the same variable as ") + slot +
+                    ", whose shape or dtype this op changes; write Out to another variable",
+                RILL_INVALID_ARGUMENT);
+  }
+}
+
 // Out = f(X, Y) elementwise with broadcasting; Out is shaped like X with element type R.
 template <class T, class R, class F>
 void BinaryBroadcast(KernelContext& ctx, F f) {
@@ -59,14 +71,16 @@ void BinaryBroadcast(KernelContext& ctx, F f) {
   Tensor y = ctx.Input("Y");
   const T* px = x.data<T>();
   const T* py = y.data<T>();
-  if (SameDims(x, y)) {  // the usual case (a loop's counters): no shape vectors, no axis
-    const int64_t n = x.numel();
-    R* po = ctx.AllocateOutput<R>("Out", x.dims_data(), x.ndim());
-    for (int64_t i = 0; i < n; ++i) po[i] = f(px[i], py[i]);
+  const bool same = SameDims(x, y);  // the usual case (a loop's counters): no shape vectors, no axis
+  const Broadcast b = same ? Broadcast{1, x.numel(), 1} : ComputeBroadcast(x.dims(), y.dims(), ctx.Attr<int64_t>("axis"));
+  Tensor out = ctx.AllocateOutput("Out", DataTypeOf<R>::value, x.dims_data(), x.ndim());
+  CheckOperandKept(out, x, !std::is_same_v<T, R>, "X");
+  CheckOperandKept(out, y, !std::is_same_v<T, R> || !same, "Y");
+  R* po = out.mutable_data<R>();
+  if (same) {
+    for (int64_t i = 0; i < b.n; ++i) po[i] = f(px[i], py[i]);
     return;
   }
-  const Broadcast b = ComputeBroadcast(x.dims(), y.dims(), ctx.Attr<int64_t>("axis"));
-  R* po = ctx.AllocateOutput<R>("Out", x.dims());
   for (int64_t i = 0; i < b.pre; ++i) {
     for (int64_t j = 0; j < b.n; ++j) {
       const T yv = py[j];

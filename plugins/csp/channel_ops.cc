@@ -13,8 +13,7 @@ void SetStatus(KernelContext& ctx, bool ok) {
 }
 
 void Create(KernelContext& ctx) {
-  auto channel = Channel::Make(static_cast<int32_t>(ctx.Attr<int64_t>("data_type")),
-                                           ctx.Attr<int64_t>("capacity"));
+  auto channel = Channel::Make(static_cast<int32_t>(ctx.Attr<int64_t>("data_type")), ctx.Attr<int64_t>("capacity"));
   ctx.OutputVar("Out").SetCustom(kChannelType, new ChannelRef{std::move(channel)});
 }
 

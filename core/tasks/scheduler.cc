@@ -187,7 +187,8 @@ ThreadParker& ThisThreadParker() {
 class Scheduler {
  public:
   explicit Scheduler(const SchedulerOptions& o)
-      : task_stacks_(StackPool::Lease(o.task_stack_bytes)), main_stacks_(StackPool::Lease(o.main_stack_bytes)) {
+      : task_stacks_(StackPool::Shared(o.task_stack_bytes).Lease()),
+        main_stacks_(StackPool::Shared(o.main_stack_bytes).Lease()) {
     int n = o.workers;
     if (n <= 0) {
       const char* env = std::getenv("RILL_WORKERS");

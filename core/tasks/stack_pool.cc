@@ -5,16 +5,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "core/errors.h"
 
 namespace rill::core {
 namespace {
-
-constexpr size_t kStacksPerSlab = 64;
 
 // How many guarded stacks the map budget allows: each costs two mappings, and the rest of
 // the process (libraries, heap, CUDA) keeps a generous share.
@@ -28,38 +29,115 @@ size_t GuardedLimit() {
 
 }  // namespace
 
-StackPool::StackPool(size_t stack_bytes)
+// The background side of the release: one thread for the process, started by the first
+// pool to go idle, watching the idle pools until each has given its pages back or been
+// leased again. Never destroyed, so it can outlive static destruction at exit.
+// Lock order: mu_, then a pool's mu_ (a pool calls in here only with its own lock released).
+class __attribute__((visibility("hidden"))) StackScavenger {
+ public:
+  static StackScavenger& Get() {
+    static auto* scavenger = new StackScavenger;
+    return *scavenger;
+  }
+
+  void Watch(StackPool* pool) {
+    std::lock_guard lock(mu_);
+    if (std::find(pools_.begin(), pools_.end(), pool) == pools_.end()) pools_.push_back(pool);
+    if (!started_) {
+      started_ = true;
+      std::thread([this] { Loop(); }).detach();
+    }
+    cv_.notify_one();
+  }
+
+  void Forget(StackPool* pool) {
+    std::lock_guard lock(mu_);  // waits out a release in progress on `pool`
+    pools_.erase(std::remove(pools_.begin(), pools_.end(), pool), pools_.end());
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      auto next = StackPool::Clock::time_point::max();
+      const auto now = StackPool::Clock::now();
+      for (size_t i = 0; i < pools_.size();) {
+        const auto again = pools_[i]->ReleaseIfIdle(now);
+        if (again == StackPool::Clock::time_point::max()) {
+          pools_.erase(pools_.begin() + static_cast<std::ptrdiff_t>(i));
+        } else {
+          next = std::min(next, again);
+          ++i;
+        }
+      }
+      if (pools_.empty()) {
+        cv_.wait(lock);
+      } else {
+        cv_.wait_until(lock, next);
+      }
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<StackPool*> pools_;  // idle pools that may have pages to give back
+  bool started_ = false;
+};
+
+StackPool::StackPool(size_t stack_bytes, size_t kept_slabs, Clock::duration release_after)
     : page_(static_cast<size_t>(sysconf(_SC_PAGESIZE))),
       usable_((stack_bytes + page_ - 1) / page_ * page_),
-      guarded_limit_(GuardedLimit()) {}
+      guarded_limit_(GuardedLimit()),
+      kept_slabs_(kept_slabs),
+      release_after_(release_after) {}
 
 StackPool::~StackPool() {
+  StackScavenger::Get().Forget(this);
   for (const Slab& s : slabs_) munmap(s.base, s.bytes);
 }
 
-StackPool& StackPool::Lease(size_t stack_bytes) {
+StackPool& StackPool::Shared(size_t stack_bytes) {
   static std::mutex mu;
-  static std::map<size_t, std::unique_ptr<StackPool>> pools;
+  static auto* pools = new std::map<size_t, std::unique_ptr<StackPool>>;  // see StackScavenger
   std::lock_guard lock(mu);
-  auto& pool = pools[stack_bytes];
+  auto& pool = (*pools)[stack_bytes];
   if (!pool) pool = std::make_unique<StackPool>(stack_bytes);
-  std::lock_guard pool_lock(pool->mu_);
-  ++pool->lessees_;
   return *pool;
 }
 
-void StackPool::Unlease() {
+StackPool& StackPool::Lease() {
   std::lock_guard lock(mu_);
-  if (--lessees_ > 0) return;
+  ++lessees_;
+  return *this;
+}
+
+void StackPool::Unlease() {
+  {
+    std::lock_guard lock(mu_);
+    if (--lessees_ > 0) return;
+    idle_since_ = Clock::now();
+  }
+  StackScavenger::Get().Watch(this);
+}
+
+StackPool::Clock::time_point StackPool::ReleaseIfIdle(Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  if (lessees_ > 0) return Clock::time_point::max();  // its last Unlease watches it again
+  if (now - idle_since_ < release_after_) return idle_since_ + release_after_;
   // Nobody runs on these stacks now. Past the first slabs, let the kernel take their pages
-  // back when it needs memory (MADV_FREE, as Go's scavenger does): until it does, a later
-  // run reuses them without faulting them in again, and the mappings (and guard pages)
-  // stay, so no mmap or mprotect is repeated.
-  for (size_t i = kKeptSlabs; i < slabs_.size(); ++i) {
+  // back when it needs memory: until it does, a later run reuses them without faulting them
+  // in again, and the mappings (and guard pages) stay, so no mmap or mprotect is repeated.
+  for (size_t i = kept_slabs_; i < slabs_.size(); ++i) {
     if (!slabs_[i].used) continue;  // advised already, and untouched since
     madvise(slabs_[i].base, slabs_[i].bytes, MADV_FREE);
     slabs_[i].used = false;
   }
+  return Clock::time_point::max();
+}
+
+size_t StackPool::warm_slabs() {
+  std::lock_guard lock(mu_);
+  return static_cast<size_t>(std::count_if(slabs_.begin(), slabs_.end(), [](const Slab& s) { return s.used; }));
 }
 
 void StackPool::AddSlab() {
@@ -72,13 +150,12 @@ void StackPool::AddSlab() {
                     std::to_string(slabs_.size() * kStacksPerSlab) + " stacks exist)",
                 RILL_RESOURCE_EXHAUSTED);
   }
-  slabs_.push_back(Slab{p, bytes, 0, false});
+  slabs_.push_back(Slab{p, bytes, false});
   auto* base = static_cast<char*>(p);
   for (size_t i = 0; i < kStacksPerSlab; ++i) {
     char* slot_base = base + i * slot;
     if (guarded_ < guarded_limit_ && mprotect(slot_base, page_, PROT_NONE) == 0) {
       ++guarded_;
-      ++slabs_.back().guarded;
     } else if (!logged_) {
       logged_ = true;
       spdlog::info("task stacks past the {}th have no guard page (vm.max_map_count budget)", guarded_);

@@ -13,15 +13,23 @@
 //  - Hot fields that one side writes on every hand-off and the other polls while spinning
 //    live on separate cache lines (kCacheLine).
 //  - Task states: RUNNING, NOTIFIED (running, an unpark is pending: the next park returns
-//    at once) and PARKED. RUNNING -> PARKED happens on the worker after the task is off
-//    its stack and after its unlock callback ran; PARKED -> RUNNING only in Unpark, which
-//    then queues the task. So a task is queued at most once and never runs on two threads.
-//  - counts_ packs (live tasks << 32 | parked tasks) in one word, read after each park
-//    commits and each task ends. A parking task is counted just before it turns PARKED
-//    and an unpark uncounts just after, so the count may run ahead of the truth for an
-//    instant: parked == live > 0 only triggers a scan of every task's state
-//    (MaybeDeadlock), which declares a deadlock only if no unpark happened during it.
-//  - Finished go tasks are kept, with their stacks, and reused by the next spawn.
+//    at once), PARKED and DEAD (finished, kept for reuse). RUNNING -> PARKED happens on
+//    the worker after the task is off its stack and after its unlock callback ran;
+//    PARKED -> RUNNING only in Unpark, which then queues the task. So a task is queued at
+//    most once and never runs on two threads. The state word also counts the task's
+//    wake-ups and ends (kChangeOne), so two equal reads of it bracket an interval in
+//    which the task stayed parked (or dead).
+//  - Nothing global is written per spawn, end, park or unpark: two workers touching one
+//    count or list on every spawn and end made a two-worker spawn 8x slower than a
+//    one-worker one (each touch a cross-core cache miss). Each worker counts the tasks it
+//    spawned and ended; finished go tasks, with their stacks, go to the ending worker's
+//    free list (spilling to a shared one in batches) and are reused by its next spawns;
+//    every task ever made stays in `all_`, which only a new task's allocation writes.
+//  - The run's end and deadlocks are found when workers go idle, as Go's checkdead does
+//    when its last M stops: the last worker to go to sleep sums the counts (no task left:
+//    the run is done) or scans every task's state twice (MaybeDeadlock): if all are
+//    parked or dead with their state words unchanged between the passes, at the instant
+//    between them nobody was awake to wake anyone.
 //  - Sanitizers see fibers: ASan through start/finish_switch_fiber around each switch,
 //    TSan through one fiber per task; a task switching out stays TSan's current fiber
 //    until the worker has released its lock for it (TSan checks who unlocks a lock).
@@ -63,14 +71,18 @@ namespace bctx = boost::context;
 
 constexpr auto kSpinFor = std::chrono::microseconds(50);
 constexpr size_t kCacheLine = 64;
-constexpr uint64_t kLiveOne = uint64_t{1} << 32;
-uint32_t LiveOf(uint64_t c) { return static_cast<uint32_t>(c >> 32); }
-uint32_t ParkedOf(uint64_t c) { return static_cast<uint32_t>(c); }
 
 class Scheduler;
 struct Worker;
 
-enum TaskState : int { kRunning = 0, kNotified = 1, kParked = 2 };
+// A task's state word: the state in the low bits, above them a count of its changes.
+enum TaskState : uint64_t { kRunning = 0, kNotified = 1, kParked = 2, kDead = 3 };
+constexpr uint64_t kStateMask = 3;
+constexpr uint64_t kChangeOne = 4;  // counted on PARKED -> RUNNING and on -> DEAD
+uint64_t StateOf(uint64_t word) { return word & kStateMask; }
+uint64_t WithState(uint64_t word, TaskState s) { return (word & ~kStateMask) | s; }
+// Finished go tasks a worker keeps before it moves this many to the shared list.
+constexpr size_t kFreeBatch = 32;
 enum class Exit { kPark, kFinish };
 
 // Where a fiber's stack is, for the sanitizers' fiber-switch annotations.
@@ -81,23 +93,22 @@ struct StackBounds {
 
 class Task final : public RillTask {
  public:
-  Task(Scheduler* s, std::function<void()> body, const RillOpInfo* origin, bool is_main, StackPool* pool)
+  Task(Scheduler* s, TaskBody body, const RillOpInfo* origin, bool is_main, StackPool* pool)
       : sched(s), body(std::move(body)), origin(origin), is_main(is_main), pool(pool), stack(pool->Allocate()) {}
   void Unpark() override;
   void Main();
   void SwitchToWorker();
   // Readies a finished go task (kept with its stack) to run `b` as a new one.
-  void Reuse(std::function<void()> b, const RillOpInfo* o) {
+  void Reuse(TaskBody b, const RillOpInfo* o) {
     body = std::move(b);
     origin = o;
-    state.store(kRunning, std::memory_order_relaxed);
+    state.store(WithState(state.load(std::memory_order_relaxed), kRunning), std::memory_order_relaxed);
     exit = Exit::kFinish;
     op_runs = owed_wake_ops = 0;
-    prev = next = nullptr;
   }
 
   Scheduler* const sched;
-  std::function<void()> body;
+  TaskBody body;
   const RillOpInfo* origin;  // the go op that started it (null: the main task)
   const bool is_main;
   StackPool* const pool;
@@ -105,7 +116,7 @@ class Task final : public RillTask {
   bctx::fiber fiber;   // the task, while it is not running
   bctx::fiber caller;  // the worker that runs it, while it runs
   Worker* worker = nullptr;
-  std::atomic<int> state{kRunning};
+  std::atomic<uint64_t> state{kRunning};
   Exit exit = Exit::kFinish;
   // Touched only by the task itself (see OpBoundaries): block runs in progress, and the
   // ops left before a wake-up it deferred is made (0: none owed).
@@ -117,9 +128,6 @@ class Task final : public RillTask {
   // What it waits for, read by deadlock reports from other threads.
   std::atomic<const RillOpInfo*> blocked_op{nullptr};
   std::atomic<const char*> blocked_what{nullptr};
-  // Intrusive list of the scheduler's live tasks (tasks_mu_).
-  Task* prev = nullptr;
-  Task* next = nullptr;
 #if RILL_ASAN
   void* fake_stack = nullptr;
   StackBounds caller_stack;
@@ -138,6 +146,10 @@ struct Worker {
   // Written on every hand-off, so not on the line spinners poll (`queued`): sharing it
   // made each hand-off a cache miss while another worker spun.
   alignas(kCacheLine) std::atomic<Task*> runnext{nullptr};
+  // This worker's own: written only by it, read by the last worker to go idle.
+  alignas(kCacheLine) std::atomic<uint64_t> spawned{0};
+  std::atomic<uint64_t> finished{0};
+  std::vector<Task*> free;  // finished go tasks, reused by spawns on this worker
   std::thread thread;
 #if RILL_ASAN
   void* fake_stack = nullptr;
@@ -204,7 +216,7 @@ class Scheduler {
   }
 
   ~Scheduler() {
-    for (Task* t : free_tasks_) {
+    for (Task* t : all_) {
       t->pool->Release(t->stack);
       delete t;
     }
@@ -228,15 +240,19 @@ class Scheduler {
     if (error_) throw *error_;
   }
 
-  void Spawn(std::function<void()> body, const RillOpInfo* origin, bool is_main) {
+  void Spawn(TaskBody body, const RillOpInfo* origin, bool is_main) {
     if (cancelled_.load(std::memory_order_acquire)) {
       throw Error("cannot start a go block: " + CancelMessage(), RILL_CANCELLED);
     }
-    Task* t = is_main ? nullptr : TakeFreeTask();
+    Worker* w = CurrentWorker();
+    if (w != nullptr && w->sched != this) w = nullptr;
+    Task* t = is_main ? nullptr : TakeFreeTask(w);
     if (t != nullptr) {
       t->Reuse(std::move(body), origin);
     } else {
       t = new Task(this, std::move(body), origin, is_main, is_main ? &main_stacks_ : &task_stacks_);
+      std::lock_guard lock(all_mu_);
+      all_.push_back(t);
     }
     t->fiber = bctx::fiber(std::allocator_arg, PoolStack{t->stack}, [t](bctx::fiber&& caller) {
       t->caller = std::move(caller);
@@ -246,22 +262,37 @@ class Scheduler {
 #if RILL_TSAN
     t->tsan_fiber = __tsan_create_fiber(0);
 #endif
-    {
-      std::lock_guard lock(tasks_mu_);
-      t->next = tasks_;
-      if (tasks_ != nullptr) tasks_->prev = t;
-      tasks_ = t;
-    }
-    counts_.fetch_add(kLiveOne);
+    // Counted before it can run (and end): see LiveTasks.
+    (w != nullptr ? w->spawned : outside_spawned_).fetch_add(1, std::memory_order_seq_cst);
     Ready(t, /*next=*/false);
   }
 
-  Task* TakeFreeTask() {
-    std::lock_guard lock(free_mu_);
-    if (free_tasks_.empty()) return nullptr;
-    Task* t = free_tasks_.back();
-    free_tasks_.pop_back();
+  // A finished go task to reuse, from `w`'s free list (refilled from the shared one in a
+  // batch), or from the shared one when not spawning from a worker; nullptr if none.
+  Task* TakeFreeTask(Worker* w) {
+    if (w == nullptr || w->free.empty()) {
+      std::lock_guard lock(free_mu_);
+      if (free_.empty()) return nullptr;
+      if (w == nullptr) {
+        Task* t = free_.back();
+        free_.pop_back();
+        return t;
+      }
+      const size_t take = std::min(free_.size(), kFreeBatch);
+      w->free.insert(w->free.end(), free_.end() - static_cast<std::ptrdiff_t>(take), free_.end());
+      free_.resize(free_.size() - take);
+    }
+    Task* t = w->free.back();
+    w->free.pop_back();
     return t;
+  }
+
+  void PutFreeTask(Worker* w, Task* t) {
+    w->free.push_back(t);
+    if (w->free.size() < 2 * kFreeBatch) return;
+    std::lock_guard lock(free_mu_);
+    free_.insert(free_.end(), w->free.end() - kFreeBatch, w->free.end());
+    w->free.resize(w->free.size() - kFreeBatch);
   }
 
   // Queues a runnable task; see the file comment for where it goes.
@@ -291,36 +322,26 @@ class Scheduler {
     WakeIfIdle();
   }
 
-  void OnUnparked() {
-    unparks_.fetch_add(1, std::memory_order_acq_rel);
-    counts_.fetch_sub(1, std::memory_order_acq_rel);
-  }
-
-  void Finished(Task* t) {
-    {
-      std::lock_guard lock(tasks_mu_);
-      if (t->prev != nullptr) t->prev->next = t->next;
-      else tasks_ = t->next;
-      if (t->next != nullptr) t->next->prev = t->prev;
-    }
+  // `t` ended on `w`. A go task is kept, stack and all, for a next go block; the main task
+  // stays in all_ until the scheduler goes.
+  void Finished(Worker* w, Task* t) {
 #if RILL_TSAN
     __tsan_destroy_fiber(t->tsan_fiber);
 #endif
-    if (t->is_main) {
-      t->pool->Release(t->stack);
-      delete t;
-    } else {
-      std::lock_guard lock(free_mu_);  // kept, stack and all, for the next go block
-      free_tasks_.push_back(t);
-    }
-    const uint64_t c = counts_.fetch_sub(kLiveOne, std::memory_order_acq_rel) - kLiveOne;
-    if (LiveOf(c) == 0) {
-      std::lock_guard lock(done_mu_);
-      done_ = true;
-      done_cv_.notify_all();
-    } else if (ParkedOf(c) == LiveOf(c)) {
-      MaybeDeadlock();
-    }
+    t->state.store(WithState(t->state.load(std::memory_order_relaxed), kDead) + kChangeOne,
+                   std::memory_order_release);
+    if (!t->is_main) PutFreeTask(w, t);
+    w->finished.fetch_add(1, std::memory_order_seq_cst);
+  }
+
+  // Tasks spawned and not ended; exact once no worker is running one. Ends are read
+  // before spawns, and a spawn is counted before the task can end, so the sum never
+  // reads below the truth: a worker that reads 0 is right.
+  uint64_t LiveTasks() {
+    uint64_t ended = 0, spawned = outside_spawned_.load(std::memory_order_seq_cst);
+    for (auto& w : workers_) ended += w->finished.load(std::memory_order_seq_cst);
+    for (auto& w : workers_) spawned += w->spawned.load(std::memory_order_seq_cst);
+    return spawned - ended;
   }
 
   // Records the run's first error and cancels every task.
@@ -340,8 +361,8 @@ class Scheduler {
       cancel_code_ = code;
       cancelled_.store(true, std::memory_order_release);
     }
-    std::lock_guard lock(tasks_mu_);
-    for (Task* t = tasks_; t != nullptr; t = t->next) t->Unpark();
+    std::lock_guard lock(all_mu_);
+    for (Task* t : all_) t->Unpark();  // a dead one stays dead
   }
 
   bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
@@ -460,8 +481,20 @@ class Scheduler {
       }
       std::unique_lock lock(idle_mu_);
       if (stop_.load()) return nullptr;
-      sleepers_.fetch_add(1);
-      if (!AnyWork()) idle_cv_.wait(lock);
+      if (AnyWork()) continue;
+      if (sleepers_.fetch_add(1) + 1 == static_cast<int>(workers_.size())) {
+        // The last worker awake: nothing runs, so the run is over or every task is parked.
+        lock.unlock();
+        if (LiveTasks() == 0) {
+          std::lock_guard done_lock(done_mu_);
+          done_ = true;
+          done_cv_.notify_all();
+        } else {
+          MaybeDeadlock();
+        }
+        lock.lock();
+      }
+      if (!stop_.load() && !AnyWork()) idle_cv_.wait(lock);
       sleepers_.fetch_sub(1);
       if (stop_.load()) return nullptr;
     }
@@ -495,39 +528,43 @@ class Scheduler {
 #endif
     SetCurrent(w, nullptr);
     if (t->exit == Exit::kFinish) {
-      Finished(t);
+      Finished(w, t);
       return;
     }
-    // Then commit the park unless an unpark came. Counted before the state changes, so an
-    // Unpark (which uncounts after it) never takes the count below zero; checked after,
-    // so the last task to park sees it.
-    counts_.fetch_add(1, std::memory_order_acq_rel);
-    int expected = kRunning;
-    if (t->state.compare_exchange_strong(expected, kParked, std::memory_order_acq_rel)) {
-      const uint64_t c = counts_.load(std::memory_order_acquire);
-      if (ParkedOf(c) == LiveOf(c)) MaybeDeadlock();
-    } else {
-      counts_.fetch_sub(1, std::memory_order_acq_rel);
-      t->state.store(kRunning, std::memory_order_release);  // consume the pending unpark
-      Ready(t, /*next=*/true);
+    // Then commit the park unless an unpark came (only Unpark changes the word meanwhile,
+    // and only RUNNING -> NOTIFIED while the task is not parked).
+    uint64_t word = t->state.load(std::memory_order_acquire);
+    if (StateOf(word) == kRunning &&
+        t->state.compare_exchange_strong(word, WithState(word, kParked), std::memory_order_acq_rel)) {
+      return;
     }
+    t->state.store(WithState(word, kRunning), std::memory_order_release);  // consume the pending unpark
+    Ready(t, /*next=*/true);
   }
 
-  // Declares a deadlock if every task is parked at once. The scan reads the tasks one by
-  // one; a task seen parked could have been woken (and another parked) before the scan
-  // ends, so the scan counts only if no unpark happened meanwhile (unparks_ unchanged).
+  // Declares a deadlock if every task is parked at once (see the file comment). A task
+  // seen parked could be woken (and another parked) while the tasks are read one by one,
+  // so they are read twice: unchanged words mean each stayed parked or dead from its
+  // first read to its second, and so all were at once between the passes.
   void MaybeDeadlock() {
     std::string report;
     size_t n = 0;
     {
-      std::lock_guard lock(tasks_mu_);
-      const uint64_t unparks = unparks_.load(std::memory_order_acquire);
-      for (Task* t = tasks_; t != nullptr; t = t->next) {
-        if (t->state.load(std::memory_order_acquire) != kParked) return;  // someone is awake
+      std::lock_guard lock(all_mu_);
+      std::vector<uint64_t> seen;
+      seen.reserve(all_.size());
+      for (Task* t : all_) {
+        const uint64_t word = t->state.load(std::memory_order_acquire);
+        if (StateOf(word) == kRunning || StateOf(word) == kNotified) return;  // someone is awake
+        seen.push_back(word);
       }
-      if (unparks_.load(std::memory_order_acquire) != unparks) return;
-      // Every task is parked and none can wake another: their waits are stable to read.
-      for (Task* t = tasks_; t != nullptr; t = t->next) {
+      for (size_t i = 0; i < all_.size(); ++i) {
+        if (all_[i]->state.load(std::memory_order_acquire) != seen[i]) return;
+      }
+      // Every task is parked or dead and none can wake another: their waits are stable.
+      for (size_t i = 0; i < all_.size(); ++i) {
+        if (StateOf(seen[i]) == kDead) continue;
+        Task* t = all_[i];
         ++n;
         if (n > 20) continue;
         report += n == 1 ? "" : "; ";
@@ -549,18 +586,17 @@ class Scheduler {
   SpinLock global_mu_;
   std::deque<Task*> global_;
   // Polled by spinning workers on every round: kept apart from what a busy worker
-  // writes on every hand-off (counts_, unparks_), so spinning costs the busy worker nothing.
+  // writes on every hand-off, so spinning costs the busy worker nothing.
   alignas(kCacheLine) std::atomic<size_t> global_queued_{0};
   std::atomic<int> sleepers_{0}, spinners_{0};
   std::atomic<bool> stop_{false};
-  alignas(kCacheLine) std::atomic<uint64_t> counts_{0};
-  std::atomic<uint64_t> unparks_{0};  // PARKED -> RUNNING transitions, for MaybeDeadlock
   alignas(kCacheLine) std::mutex idle_mu_;
   std::condition_variable idle_cv_;
-  SpinLock tasks_mu_;
-  Task* tasks_ = nullptr;
+  std::atomic<uint64_t> outside_spawned_{0};  // tasks spawned from no worker: the main task
+  SpinLock all_mu_;
+  std::vector<Task*> all_;  // every task this scheduler made, live or dead
   SpinLock free_mu_;
-  std::vector<Task*> free_tasks_;  // finished go tasks, reused by Spawn (no malloc, warm stack)
+  std::vector<Task*> free_;  // finished go tasks beyond what workers keep (no malloc, warm stack)
   std::mutex error_mu_;
   std::optional<Error> error_;
   std::atomic<bool> cancelled_{false};
@@ -572,15 +608,20 @@ class Scheduler {
 };
 
 void Task::Unpark() {
-  int s = state.load(std::memory_order_acquire);
+  uint64_t word = state.load(std::memory_order_acquire);
   for (;;) {
-    if (s == kNotified) return;
-    if (s == kRunning) {
-      if (state.compare_exchange_weak(s, kNotified, std::memory_order_acq_rel)) return;
-    } else if (state.compare_exchange_weak(s, kRunning, std::memory_order_acq_rel)) {
-      sched->OnUnparked();  // before Ready: a deadlock scan must see it before the task runs
-      sched->Ready(this, /*next=*/true);
-      return;
+    switch (StateOf(word)) {
+      case kNotified:
+      case kDead:
+        return;
+      case kRunning:
+        if (state.compare_exchange_weak(word, WithState(word, kNotified), std::memory_order_acq_rel)) return;
+        break;
+      default:  // kParked
+        if (state.compare_exchange_weak(word, WithState(word, kRunning) + kChangeOne, std::memory_order_acq_rel)) {
+          sched->Ready(this, /*next=*/true);
+          return;
+        }
     }
   }
 }
@@ -613,7 +654,7 @@ void Task::Main() {
       sched->Fail(Error(std::string("unexpected exception in a task: ") + e.what(), RILL_INTERNAL));
     }
   }
-  body = nullptr;  // drops captured scopes here, on the task's own stack
+  body.Reset();  // drops captured scopes here, on the task's own stack
   if (is_main) sched->Cancel("the main block ended", RILL_CANCELLED);
   exit = Exit::kFinish;
 #if RILL_ASAN
@@ -639,9 +680,11 @@ RillStatus* ParkCurrent(const RillOpInfo* op, const char* what, void (*unlock)(v
     ThisThreadParker().Park(unlock, arg);
     return nullptr;
   }
-  int notified = kNotified;
-  if (t->state.compare_exchange_strong(notified, kRunning, std::memory_order_acq_rel)) {
-    unlock(arg);  // an unpark came first: do not sleep
+  const uint64_t word = t->state.load(std::memory_order_acquire);
+  if (StateOf(word) == kNotified) {
+    // An unpark came first: do not sleep. (Unpark leaves a NOTIFIED word alone.)
+    t->state.store(WithState(word, kRunning), std::memory_order_release);
+    unlock(arg);
   } else {
     t->blocked_op.store(op, std::memory_order_release);
     t->blocked_what.store(what, std::memory_order_release);
@@ -656,7 +699,7 @@ RillStatus* ParkCurrent(const RillOpInfo* op, const char* what, void (*unlock)(v
   return t->sched->cancelled() ? t->sched->CancelStatus() : nullptr;
 }
 
-void SpawnTask(std::function<void()> body, const RillOpInfo* origin) {
+void SpawnTask(TaskBody body, const RillOpInfo* origin) {
   Task* t = CurrentTask();
   if (t == nullptr) {
     throw Error("go needs the task scheduler: run the program with `rill run` (or inside "

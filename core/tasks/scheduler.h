@@ -22,6 +22,9 @@
 #include <atomic>
 #include <cstddef>
 #include <functional>
+#include <new>
+#include <type_traits>
+#include <utility>
 
 #include "rill/abi.h"
 
@@ -34,6 +37,74 @@ struct RillTask {
 };
 
 namespace rill::core {
+
+// What a task runs: a move-only void() callable. One that fits kInlineBytes (a go block's
+// executor, block and scope do) is kept inside the task, which is reused, so a spawn
+// allocates nothing; the allocation, freed on whichever worker ran the task, was a
+// cross-thread malloc/free pair per go block. Larger callables go on the heap.
+class TaskBody {
+ public:
+  static constexpr size_t kInlineBytes = 48;
+
+  TaskBody() = default;
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, TaskBody>>>
+  TaskBody(F&& f) {  // NOLINT: converts like std::function
+    using T = std::decay_t<F>;
+    if constexpr (sizeof(T) <= kInlineBytes && alignof(T) <= alignof(std::max_align_t)) {
+      new (storage_) T(std::forward<F>(f));
+      ops_ = &kInlineOps<T>;
+    } else {
+      *reinterpret_cast<T**>(storage_) = new T(std::forward<F>(f));
+      ops_ = &kHeapOps<T>;
+    }
+  }
+  TaskBody(TaskBody&& o) noexcept { Take(o); }
+  TaskBody& operator=(TaskBody&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      Take(o);
+    }
+    return *this;
+  }
+  TaskBody(const TaskBody&) = delete;
+  TaskBody& operator=(const TaskBody&) = delete;
+  ~TaskBody() { Reset(); }
+
+  void operator()() { ops_->invoke(storage_); }
+  void Reset() {
+    if (ops_ != nullptr) ops_->destroy(storage_);
+    ops_ = nullptr;
+  }
+
+ private:
+  struct Ops {
+    void (*invoke)(void*);
+    void (*move)(void* to, void* from);  // leaves `from` destroyed
+    void (*destroy)(void*);
+  };
+  template <class T>
+  static constexpr Ops kInlineOps = {
+      [](void* s) { (*static_cast<T*>(s))(); },
+      [](void* to, void* from) {
+        new (to) T(std::move(*static_cast<T*>(from)));
+        static_cast<T*>(from)->~T();
+      },
+      [](void* s) { static_cast<T*>(s)->~T(); }};
+  template <class T>
+  static constexpr Ops kHeapOps = {
+      [](void* s) { (**static_cast<T**>(s))(); },
+      [](void* to, void* from) { *static_cast<T**>(to) = *static_cast<T**>(from); },
+      [](void* s) { delete *static_cast<T**>(s); }};
+
+  void Take(TaskBody& o) {
+    if (o.ops_ != nullptr) o.ops_->move(storage_, o.storage_);
+    ops_ = o.ops_;
+    o.ops_ = nullptr;
+  }
+
+  alignas(std::max_align_t) unsigned char storage_[kInlineBytes];
+  const Ops* ops_ = nullptr;
+};
 
 struct SchedulerOptions {
   int workers = 0;  // 0: $RILL_WORKERS if set, else one per hardware thread
@@ -54,7 +125,7 @@ RillStatus* ParkCurrent(const RillOpInfo* op, const char* what, void (*unlock)(v
 
 // Starts `body` as a new task of the caller's scheduler; `origin` (the go op) names it in
 // reports. Throws Error outside a task or once the run is ending.
-void SpawnTask(std::function<void()> body, const RillOpInfo* origin);
+void SpawnTask(TaskBody body, const RillOpInfo* origin);
 
 // Throws Error(CANCELLED) if the calling task's run is being cancelled.
 void ThrowIfTaskCancelled();

@@ -1,0 +1,104 @@
+// The task scheduler's own guarantees (core/tasks/scheduler.h): task bodies, reuse of
+// finished tasks across workers, and the end of a run and deadlocks found when workers go
+// idle. Channel semantics are in channel_test.cc.
+#include "core/tasks/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "channel.h"
+#include "core/abi/host_api.h"
+
+namespace rill::core {
+namespace {
+
+constexpr int32_t kLodTensor = 7;
+
+// Counts the live copies of itself, so a test sees every one destroyed exactly once.
+struct Counted {
+  explicit Counted(std::atomic<int>* live) : live(live) { ++*live; }
+  Counted(const Counted& o) : live(o.live) { ++*live; }
+  ~Counted() { --*live; }
+  std::atomic<int>* live;
+};
+
+TEST(TaskBody, RunsAndDestroysAnInlineOrAHeapCallableOnce) {
+  std::atomic<int> live{0};
+  int runs = 0;
+  {
+    Counted c(&live);
+    TaskBody small([c, &runs] { ++runs; });
+    char big_pad[TaskBody::kInlineBytes] = {};
+    TaskBody big([c, &runs, big_pad] { runs += 10 + big_pad[0]; });  // too big to keep inline
+    TaskBody moved(std::move(small));
+    moved();
+    big();
+    EXPECT_EQ(runs, 11);
+    EXPECT_EQ(live.load(), 3);  // c, and one copy each in `moved` and `big` (none left in `small`)
+    big = std::move(moved);
+    EXPECT_EQ(live.load(), 2);
+    big.Reset();
+    EXPECT_EQ(live.load(), 1);
+  }
+  EXPECT_EQ(live.load(), 0);
+}
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ::rill::detail::HostSlot() = HostApiTable(); }
+  static void Run(const std::function<void()>& main) {
+    SchedulerOptions o;
+    o.workers = 2;
+    RunTasks(o, main);
+  }
+};
+
+TEST_F(SchedulerTest, EveryGoBlockRunsOnceWhileTasksAreReusedAcrossWorkers) {
+  constexpr int kRounds = 20, kPerRound = 1000;  // rounds reuse the tasks of the last ones
+  std::atomic<int> ran{0};
+  std::atomic<int> live{0};
+  Run([&] {
+    auto done = csp::Channel::Make(kLodTensor, kPerRound);
+    for (int round = 0; round < kRounds; ++round) {
+      for (int i = 0; i < kPerRound; ++i) {
+        SpawnTask([&ran, done, c = Counted(&live)] {
+          ++ran;
+          Variable one;
+          *static_cast<int64_t*>(one.GetMutableTensor()->Allocate(RILL_INT64, {1})) = 1;
+          done->Send(rill::Variable(reinterpret_cast<RillVariable*>(&one)), false, nullptr, "send");
+        }, nullptr);
+      }
+      Variable got;
+      for (int i = 0; i < kPerRound; ++i) done->Recv(rill::Variable(reinterpret_cast<RillVariable*>(&got)), nullptr, "recv");
+    }
+  });
+  EXPECT_EQ(ran.load(), kRounds * kPerRound);
+  EXPECT_EQ(live.load(), 0) << "a finished task kept its body";
+}
+
+TEST_F(SchedulerTest, ADeadlockCountsOnlyTheTasksStillAlive) {
+  std::string err;
+  try {
+    Run([] {
+      for (int i = 0; i < 500; ++i) SpawnTask([] {}, nullptr);  // end, and stay for reuse
+      auto never = csp::Channel::Make(kLodTensor, 0);
+      SpawnTask([never] {
+        Variable v;
+        never->Recv(rill::Variable(reinterpret_cast<RillVariable*>(&v)), nullptr, "go recv");
+      }, nullptr);
+      Variable v;
+      never->Recv(rill::Variable(reinterpret_cast<RillVariable*>(&v)), nullptr, "main recv");
+    });
+  } catch (const std::exception& e) {
+    err = e.what();
+  }
+  EXPECT_EQ(err.rfind("deadlock: all 2 tasks are blocked: ", 0), 0u) << err;
+  EXPECT_NE(err.find("main: main recv"), std::string::npos) << err;
+  EXPECT_NE(err.find("task: go recv"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace rill::core

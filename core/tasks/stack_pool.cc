@@ -31,21 +31,35 @@ size_t GuardedLimit() {
 
 // The background side of the release: one thread for the process, started by the first
 // pool to go idle, watching the idle pools until each has given its pages back or been
-// leased again. Never destroyed, so it can outlive static destruction at exit.
+// leased again. Stopped and joined at exit (a thread still alive then costs a TSan build
+// a second at exit), in the process that started it only (a forked child has no thread).
 // Lock order: mu_, then a pool's mu_ (a pool calls in here only with its own lock released).
 class __attribute__((visibility("hidden"))) StackScavenger {
  public:
   static StackScavenger& Get() {
-    static auto* scavenger = new StackScavenger;
-    return *scavenger;
+    static StackScavenger scavenger;
+    return scavenger;
+  }
+
+  ~StackScavenger() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+      cv_.notify_one();
+    }
+    if (thread_.joinable() && started_by_ == getpid()) {
+      thread_.join();
+    } else if (thread_.joinable()) {
+      thread_.detach();
+    }
   }
 
   void Watch(StackPool* pool) {
     std::lock_guard lock(mu_);
     if (std::find(pools_.begin(), pools_.end(), pool) == pools_.end()) pools_.push_back(pool);
-    if (!started_) {
-      started_ = true;
-      std::thread([this] { Loop(); }).detach();
+    if (!thread_.joinable() && !stop_) {
+      started_by_ = getpid();
+      thread_ = std::thread([this] { Loop(); });
     }
     cv_.notify_one();
   }
@@ -58,7 +72,7 @@ class __attribute__((visibility("hidden"))) StackScavenger {
  private:
   void Loop() {
     std::unique_lock lock(mu_);
-    for (;;) {
+    while (!stop_) {
       auto next = StackPool::Clock::time_point::max();
       const auto now = StackPool::Clock::now();
       for (size_t i = 0; i < pools_.size();) {
@@ -81,7 +95,9 @@ class __attribute__((visibility("hidden"))) StackScavenger {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<StackPool*> pools_;  // idle pools that may have pages to give back
-  bool started_ = false;
+  bool stop_ = false;
+  pid_t started_by_ = 0;
+  std::thread thread_;
 };
 
 StackPool::StackPool(size_t stack_bytes, size_t kept_slabs, Clock::duration release_after)
@@ -98,7 +114,7 @@ StackPool::~StackPool() {
 
 StackPool& StackPool::Shared(size_t stack_bytes) {
   static std::mutex mu;
-  static auto* pools = new std::map<size_t, std::unique_ptr<StackPool>>;  // see StackScavenger
+  static auto* pools = new std::map<size_t, std::unique_ptr<StackPool>>;  // lives through exit
   std::lock_guard lock(mu);
   auto& pool = (*pools)[stack_bytes];
   if (!pool) pool = std::make_unique<StackPool>(stack_bytes);

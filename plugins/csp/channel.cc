@@ -15,6 +15,16 @@ void UnlockSpinLock(void* mu) { static_cast<SpinLock*>(mu)->unlock(); }
 
 bool IsTensorDtype(int32_t t) { return (t >= RILL_BOOL && t <= RILL_FP64) || (t >= RILL_SIZE_T && t <= RILL_INT8); }
 
+// A channel's ring of `capacity` empty slots; none for a capacity out of range, which the
+// constructor then refuses.
+std::vector<std::unique_ptr<OwnedVariable>> Slots(int64_t capacity) {
+  std::vector<std::unique_ptr<OwnedVariable>> slots;
+  if (capacity < 0 || capacity > kMaxCapacity) return slots;
+  slots.reserve(static_cast<size_t>(capacity));
+  for (int64_t i = 0; i < capacity; ++i) slots.push_back(std::make_unique<OwnedVariable>());
+  return slots;
+}
+
 // Moves or copies `from` into `to`.
 void Transfer(RillVariable* to, RillVariable* from, bool copy) {
   if (copy) {
@@ -74,7 +84,7 @@ std::shared_ptr<Channel> Channel::Make(int32_t data_type, int64_t capacity) {
 }
 
 Channel::Channel(Passkey, int32_t data_type, int64_t capacity)
-    : data_type_(data_type), capacity_(capacity), id_(g_next_id.fetch_add(1)) {
+    : data_type_(data_type), capacity_(capacity), id_(g_next_id.fetch_add(1)), buf_(Slots(capacity)) {
   if (data_type != kLodTensor && data_type != kChannel && !IsTensorDtype(data_type)) {
     throw Error("channel data_type " + std::to_string(data_type) +
                 " is not supported: use LOD_TENSOR (7), a tensor element type (BOOL 0 ... FP64 6, "
@@ -84,8 +94,6 @@ Channel::Channel(Passkey, int32_t data_type, int64_t capacity)
     throw Error("channel capacity " + std::to_string(capacity) + " is out of range [0, " +
                 std::to_string(kMaxCapacity) + "]", RILL_OUT_OF_RANGE);
   }
-  buf_.reserve(static_cast<size_t>(capacity));
-  for (int64_t i = 0; i < capacity; ++i) buf_.push_back(std::make_unique<OwnedVariable>());
 }
 
 Channel::~Channel() = default;

@@ -120,9 +120,12 @@ class Channel : public std::enable_shared_from_this<Channel> {
   const int32_t data_type_;
   const int64_t capacity_;
   const uint64_t id_;
-  SpinLock mu_;
+  const std::vector<std::unique_ptr<OwnedVariable>> buf_;  // ring of capacity_ slots
+  // Written by every send and receive: kept off the line of the fields above, which every
+  // send reads before it locks (sharing it made each of those reads a cross-core miss
+  // while the other side held the lock).
+  alignas(64) SpinLock mu_;
   bool closed_ = false;
-  std::vector<std::unique_ptr<OwnedVariable>> buf_;  // ring of capacity_ slots
   size_t head_ = 0;   // next to receive
   size_t count_ = 0;  // values buffered
   WaitQueue sendq_, recvq_;

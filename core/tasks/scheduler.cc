@@ -81,7 +81,8 @@ constexpr uint64_t kStateMask = 3;
 constexpr uint64_t kChangeOne = 4;  // counted on PARKED -> RUNNING and on -> DEAD
 uint64_t StateOf(uint64_t word) { return word & kStateMask; }
 uint64_t WithState(uint64_t word, TaskState s) { return (word & ~kStateMask) | s; }
-// Finished go tasks a worker keeps before it moves this many to the shared list.
+// Finished go tasks move between a worker's free list and the shared one this many at a
+// time: a worker that gathers twice as many gives a batch back, an empty one takes one.
 constexpr size_t kFreeBatch = 32;
 enum class Exit { kPark, kFinish };
 

@@ -245,8 +245,9 @@ class Scheduler {
     if (cancelled_.load(std::memory_order_acquire)) {
       throw Error("cannot start a go block: " + CancelMessage(), RILL_CANCELLED);
     }
-    Worker* w = CurrentWorker();
-    if (w != nullptr && w->sched != this) w = nullptr;
+    // A go block is spawned by a task, so on one of this scheduler's workers (SpawnTask
+    // takes the scheduler from the calling task); the main task, once, by Run.
+    Worker* w = is_main ? nullptr : CurrentWorker();
     Task* t = is_main ? nullptr : TakeFreeTask(w);
     if (t != nullptr) {
       t->Reuse(std::move(body), origin);
@@ -264,21 +265,16 @@ class Scheduler {
     t->tsan_fiber = __tsan_create_fiber(0);
 #endif
     // Counted before it can run (and end): see LiveTasks.
-    (w != nullptr ? w->spawned : outside_spawned_).fetch_add(1, std::memory_order_seq_cst);
+    if (w != nullptr) w->spawned.fetch_add(1, std::memory_order_seq_cst);
     Ready(t, /*next=*/false);
   }
 
-  // A finished go task to reuse, from `w`'s free list (refilled from the shared one in a
-  // batch), or from the shared one when not spawning from a worker; nullptr if none.
+  // A finished go task to reuse from `w`'s free list, refilled from the shared one a batch
+  // at a time; nullptr if none.
   Task* TakeFreeTask(Worker* w) {
-    if (w == nullptr || w->free.empty()) {
+    if (w->free.empty()) {
       std::lock_guard lock(free_mu_);
       if (free_.empty()) return nullptr;
-      if (w == nullptr) {
-        Task* t = free_.back();
-        free_.pop_back();
-        return t;
-      }
       const size_t take = std::min(free_.size(), kFreeBatch);
       w->free.insert(w->free.end(), free_.end() - static_cast<std::ptrdiff_t>(take), free_.end());
       free_.resize(free_.size() - take);
@@ -339,7 +335,7 @@ class Scheduler {
   // before spawns, and a spawn is counted before the task can end, so the sum never
   // reads below the truth: a worker that reads 0 is right.
   uint64_t LiveTasks() {
-    uint64_t ended = 0, spawned = outside_spawned_.load(std::memory_order_seq_cst);
+    uint64_t ended = 0, spawned = 1;  // the main task, spawned by Run before any worker starts
     for (auto& w : workers_) ended += w->finished.load(std::memory_order_seq_cst);
     for (auto& w : workers_) spawned += w->spawned.load(std::memory_order_seq_cst);
     return spawned - ended;
@@ -593,7 +589,6 @@ class Scheduler {
   std::atomic<bool> stop_{false};
   alignas(kCacheLine) std::mutex idle_mu_;
   std::condition_variable idle_cv_;
-  std::atomic<uint64_t> outside_spawned_{0};  // tasks spawned from no worker: the main task
   SpinLock all_mu_;
   std::vector<Task*> all_;  // every task this scheduler made, live or dead
   SpinLock free_mu_;

@@ -20,6 +20,11 @@
 struct RillScope {
   std::shared_ptr<rill::core::Scope> scope;  // owns nothing in a borrowed handle
 
+  // From the small-object caches: a go block's handle is made on one worker and
+  // released on another.
+  static void* operator new(size_t bytes) { return rill::core::AllocateSmall(bytes); }
+  static void operator delete(void* p, size_t bytes) { rill::core::FreeSmall(p, bytes); }
+
   static RillScope Borrowed(rill::core::Scope* s) {
     return RillScope{std::shared_ptr<rill::core::Scope>(std::shared_ptr<rill::core::Scope>(), s)};
   }

@@ -5,12 +5,12 @@
 
 namespace rill::core {
 
-std::shared_ptr<Scope> Scope::NewRoot() { return std::make_shared<Scope>(Passkey{}, nullptr); }
+std::shared_ptr<Scope> Scope::NewRoot() { return std::allocate_shared<Scope>(SmallObjectAllocator<Scope>(), Passkey{}, nullptr); }
 
 std::shared_ptr<Scope> Scope::NewChild() { return NewChild(ChildKey{}); }
 
 std::shared_ptr<Scope> Scope::NewChild(ChildKey key) {
-  auto child = std::make_shared<Scope>(Passkey{}, shared_from_this());
+  auto child = std::allocate_shared<Scope>(SmallObjectAllocator<Scope>(), Passkey{}, shared_from_this());
   child->key_ = key;
   const uint64_t now = ChainVersion();
   child->born_under_ = now;

@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/runtime/small_objects.h"
 #include "core/runtime/variable.h"
 #include "rill/sdk.hpp"
 
@@ -85,7 +86,11 @@ class Scope : public std::enable_shared_from_this<Scope> {
   void ReleaseRunCache() { run_cache_busy_.store(false, std::memory_order_release); }
 
  private:
-  using VarMap = std::unordered_map<std::string, std::unique_ptr<Variable>>;
+  // Nodes and buckets from the small-object caches: a go block's scope is made on one
+  // worker and freed on another.
+  using VarMap = std::unordered_map<std::string, std::unique_ptr<Variable>, std::hash<std::string>,
+                                    std::equal_to<std::string>,
+                                    SmallObjectAllocator<std::pair<const std::string, std::unique_ptr<Variable>>>>;
   // What a finished child leaves behind (see NewChild(key)).
   struct Leftover {
     ChildKey key;
@@ -103,7 +108,7 @@ class Scope : public std::enable_shared_from_this<Scope> {
   // and taken several times per go block (its scope's variables, lookups up the chain),
   // where pthread's reader-writer lock cost 15% of a program's spawn.
   SpinLock leftovers_mu_;
-  std::vector<Leftover> leftovers_;  // at most kLeftovers, most recent last
+  std::vector<Leftover, SmallObjectAllocator<Leftover>> leftovers_;  // at most kLeftovers, most recent last
   mutable SpinLock mu_;
   VarMap vars_;
   // vars_.size(), read without mu_: most scopes a lookup passes through (a loop step's,

@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "core/runtime/device.h"
 #include "core/runtime/dtype.h"
+#include "core/runtime/small_objects.h"
 #include "core/runtime/staging_memory.h"
 
 namespace rill::core {
@@ -23,6 +24,10 @@ std::string Place::ToString() const {
 size_t Buffer::HostBytes(size_t bytes) {
   return bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
 }
+
+// A block that holds `rounded` bytes at a kAlignment boundary, from an allocator that
+// aligns to kMallocAlignment only.
+size_t Buffer::PaddedBytes(size_t rounded) { return rounded + kAlignment - kMallocAlignment; }
 
 Buffer::Buffer(size_t bytes, Place place, const Device* staging_for) : data_(nullptr), size_(bytes), place_(place) {
   if (place.device_type != RILL_CPU) {
@@ -46,11 +51,15 @@ Buffer::Buffer(size_t bytes, Place place, const Device* staging_for) : data_(nul
     staged_for_ = staging_for;
     return;
   }
-  // glibc's aligned_alloc bypasses its per-thread cache and splits a larger chunk on
-  // every call (a tenth of a program ping-pong's time went there), so small buffers are
-  // aligned by hand inside a plain malloc block, which that cache serves.
-  block_ = rounded <= kSmallBytes ? std::malloc(rounded + kAlignment - kMallocAlignment)
-                                  : std::aligned_alloc(kAlignment, rounded);
+  // Small buffers are aligned by hand inside a plain block: glibc's aligned_alloc bypasses
+  // its per-thread cache and splits a larger chunk on every call (a tenth of a program
+  // ping-pong's time went there). The smallest blocks come from the small-object caches (a
+  // value a go block sends is allocated on one worker and freed on another), the others
+  // from malloc, whose per-thread cache serves them.
+  const size_t padded = PaddedBytes(rounded);
+  block_ = padded <= kMaxSmallBytes ? AllocateSmall(padded)
+           : rounded <= kSmallBytes ? std::malloc(padded)
+                                    : std::aligned_alloc(kAlignment, rounded);
   data_ = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(block_) + kAlignment - 1) & ~(kAlignment - 1));
   if (block_ == nullptr) {
     throw Error("out of memory allocating " + std::to_string(bytes) + " bytes",
@@ -64,6 +73,8 @@ Buffer::~Buffer() {
     CountDeviceBuffers(-1);
   } else if (staged_for_ != nullptr) {
     GiveBackStagingMemory(*staged_for_, data_, HostBytes(size_));
+  } else if (const size_t padded = PaddedBytes(HostBytes(size_)); padded <= kMaxSmallBytes) {
+    FreeSmall(block_, padded);
   } else {
     std::free(block_);
   }
@@ -102,7 +113,7 @@ void* Tensor::Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place pl
     if (staging_for == nullptr && buffer_) {
       staging_for = buffer_->device() != nullptr ? buffer_->device() : buffer_->staged_for();
     }
-    buffer_ = std::make_shared<Buffer>(bytes, place, staging_for);
+    buffer_ = std::allocate_shared<Buffer>(SmallObjectAllocator<Buffer>(), bytes, place, staging_for);
   }
   dtype_ = dtype;
   dims_.assign(dims, dims + ndim);

@@ -50,6 +50,7 @@ class Buffer {
 
  private:
   static size_t HostBytes(size_t bytes);
+  static size_t PaddedBytes(size_t rounded);
   static constexpr size_t kSmallBytes = 1024;       // aligned inside a malloc block
   static constexpr size_t kMallocAlignment = alignof(std::max_align_t);  // malloc gives that
 

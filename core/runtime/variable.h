@@ -10,6 +10,7 @@
 #include <string>
 #include <variant>
 
+#include "core/runtime/small_objects.h"
 #include "core/runtime/tensor.h"
 
 namespace rill::core {
@@ -44,6 +45,11 @@ class CustomValue {
 
 class Variable {
  public:
+  // From the small-object caches: a go block's variables are made on one worker and
+  // freed on another.
+  static void* operator new(size_t bytes) { return AllocateSmall(bytes); }
+  static void operator delete(void* p, size_t bytes) { FreeSmall(p, bytes); }
+
   bool initialized() const { return !std::holds_alternative<std::monostate>(value_); }
   bool is_tensor() const { return std::holds_alternative<Tensor>(value_); }
   bool is_selected_rows() const { return std::holds_alternative<SelectedRows>(value_); }
@@ -75,6 +81,7 @@ class Variable {
  private:
   std::variant<std::monostate, Tensor, SelectedRows, CustomValue> value_;
 };
+static_assert(sizeof(Variable) <= kMaxSmallBytes);
 
 }  // namespace rill::core
 

@@ -1,0 +1,83 @@
+// core/runtime/small_objects.h — per-thread caches of small memory blocks in front of malloc.
+//
+// A go block allocates its scopes, variables and small tensors on one worker and frees
+// them on another. glibc returns such a block to the allocating thread's arena under that
+// arena's lock once its own small per-thread cache is full, so two workers spawning and
+// ending go blocks spent a third of their time in malloc and on its locks. These caches
+// hand blocks from the freeing worker back to the allocating one in batches instead, as
+// the scheduler does with its tasks (and Bonwick's magazines, and Go's mcache, do).
+//
+// Contract:
+//  - AllocateSmall(bytes) returns a block of at least `bytes` (at most kMaxSmallBytes),
+//    aligned to alignof(std::max_align_t); it throws std::bad_alloc when memory runs out.
+//    FreeSmall(p, bytes) takes it back with the same `bytes` (its size class), on any
+//    thread.
+//  - Each thread keeps at most 2 × kSmallBatch free blocks per size class; the shared depot
+//    at most kSmallDepotBatches batches of kSmallBatch per class. Beyond that, blocks go
+//    back to malloc, so what the caches hold is bounded however many objects were made.
+//  - A thread's cache goes to the depot when the thread exits; a block freed after that
+//    goes straight back to malloc.
+//  - Under AddressSanitizer both are malloc and free, so a use after free is still caught.
+//
+// SmallObjectAllocator<T> is a standard allocator over them (for allocate_shared and node
+// containers); it falls back to operator new for requests above kMaxSmallBytes.
+#ifndef RILL_CORE_RUNTIME_SMALL_OBJECTS_H_
+#define RILL_CORE_RUNTIME_SMALL_OBJECTS_H_
+
+#include <cstddef>
+#include <new>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define RILL_SMALL_OBJECT_CACHES 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RILL_SMALL_OBJECT_CACHES 0
+#endif
+#endif
+#ifndef RILL_SMALL_OBJECT_CACHES
+#define RILL_SMALL_OBJECT_CACHES 1
+#endif
+
+namespace rill::core {
+
+inline constexpr bool kSmallObjectCaches = RILL_SMALL_OBJECT_CACHES;
+inline constexpr size_t kMaxSmallBytes = 512;
+inline constexpr int kSmallBatch = 32;
+inline constexpr size_t kSmallDepotBatches = 128;
+
+void* AllocateSmall(size_t bytes);
+void FreeSmall(void* p, size_t bytes);
+// Free blocks of `bytes`' size class in the depot (for tests).
+size_t SmallDepotBlocks(size_t bytes);
+
+template <class T>
+struct SmallObjectAllocator {
+  using value_type = T;
+  SmallObjectAllocator() = default;
+  template <class U>
+  SmallObjectAllocator(const SmallObjectAllocator<U>&) {}  // NOLINT: rebinding converts implicitly
+
+  T* allocate(size_t n) {
+    const size_t bytes = n * sizeof(T);
+    if (bytes <= kMaxSmallBytes && alignof(T) <= alignof(std::max_align_t)) {
+      return static_cast<T*>(AllocateSmall(bytes));
+    }
+    return static_cast<T*>(::operator new(bytes, std::align_val_t(alignof(T))));
+  }
+  void deallocate(T* p, size_t n) {
+    const size_t bytes = n * sizeof(T);
+    if (bytes <= kMaxSmallBytes && alignof(T) <= alignof(std::max_align_t)) {
+      FreeSmall(p, bytes);
+    } else {
+      ::operator delete(p, bytes, std::align_val_t(alignof(T)));
+    }
+  }
+  template <class U>
+  bool operator==(const SmallObjectAllocator<U>&) const { return true; }
+  template <class U>
+  bool operator!=(const SmallObjectAllocator<U>&) const { return false; }
+};
+
+}  // namespace rill::core
+
+#endif  // RILL_CORE_RUNTIME_SMALL_OBJECTS_H_

@@ -1,0 +1,82 @@
+// The small-object caches: blocks freed on one thread come back to another through the
+// depot, and what the caches hold stays bounded (core/runtime/small_objects.h).
+#include "core/runtime/small_objects.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace rill::core {
+namespace {
+
+// A size class no other code of this test binary uses while these tests run: the tests
+// below are alone on the depot's class.
+constexpr size_t kBytes = 400;
+
+std::vector<void*> AllocateOnNewThread(size_t n) {
+  std::vector<void*> blocks;
+  std::thread([&] {
+    for (size_t i = 0; i < n; ++i) {
+      blocks.push_back(AllocateSmall(kBytes));
+      std::memset(blocks.back(), 0xab, kBytes);  // the whole size is usable
+    }
+  }).join();
+  return blocks;
+}
+
+void FreeOnNewThread(const std::vector<void*>& blocks) {
+  std::thread([&] {
+    for (void* p : blocks) FreeSmall(p, kBytes);
+  }).join();
+}
+
+TEST(SmallObjects, BlocksFreedOnOneThreadAreReusedByAnother) {
+  if (!kSmallObjectCaches) GTEST_SKIP() << "built with AddressSanitizer: the caches are malloc and free";
+  const size_t n = 4 * kSmallBatch;
+  std::vector<void*> freed = AllocateOnNewThread(n);
+  const size_t before = SmallDepotBlocks(kBytes);
+  FreeOnNewThread(freed);  // full batches as it goes, the rest when it exits
+  EXPECT_EQ(SmallDepotBlocks(kBytes), before + n) << "an exiting thread's cache must reach the depot";
+
+  std::vector<void*> reused = AllocateOnNewThread(n);  // the depot hands out its newest batches first
+  std::sort(freed.begin(), freed.end());
+  std::sort(reused.begin(), reused.end());
+  EXPECT_EQ(reused, freed) << "another thread's allocations should take the freed blocks back";
+  EXPECT_EQ(SmallDepotBlocks(kBytes), before);
+  FreeOnNewThread(reused);
+}
+
+TEST(SmallObjects, TheDepotKeepsABoundedNumberOfBlocks) {
+  if (!kSmallObjectCaches) GTEST_SKIP() << "built with AddressSanitizer: the caches are malloc and free";
+  const size_t limit = kSmallDepotBatches * kSmallBatch;
+  std::vector<void*> blocks = AllocateOnNewThread(limit + 10 * kSmallBatch + 7);
+  FreeOnNewThread(blocks);
+  EXPECT_EQ(SmallDepotBlocks(kBytes), limit) << "the rest should have gone back to malloc";
+}
+
+TEST(SmallObjects, TheAllocatorServesSharedObjectsAndNodeContainers) {
+  struct Big {
+    char bytes[2 * kMaxSmallBytes];  // beyond the caches: operator new
+  };
+  auto small = std::allocate_shared<std::string>(SmallObjectAllocator<std::string>(), "shared");
+  auto big = std::allocate_shared<Big>(SmallObjectAllocator<Big>());
+  big->bytes[sizeof(Big::bytes) - 1] = 'x';
+  EXPECT_EQ(*small, "shared");
+
+  std::unordered_map<int, std::string, std::hash<int>, std::equal_to<int>,
+                     SmallObjectAllocator<std::pair<const int, std::string>>>
+      map;
+  for (int i = 0; i < 1000; ++i) map.emplace(i, std::to_string(i));  // buckets outgrow the caches
+  std::thread([&] { map.clear(); }).join();  // nodes freed on another thread
+  for (int i = 0; i < 1000; ++i) map.emplace(i, std::to_string(i * 2));
+  EXPECT_EQ(map.at(999), "1998");
+}
+
+}  // namespace
+}  // namespace rill::core

@@ -7,18 +7,19 @@
 # usage: bench/ab_compare.sh BASE_BUILD NEW_BUILD BINARY FILTER [ROUNDS]
 set -euo pipefail
 base=$1 new=$2 binary=$3 filter=$4 rounds=${5:-5}
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+out=$(mktemp) json=$(mktemp)
+trap 'rm -f "$out" "$json"' EXIT
 for _ in $(seq "$rounds"); do
   for side in base new; do
     dir=$base; [ "$side" = new ] && dir=$new
-    "$dir/bin/$binary" --benchmark_filter="$filter" --benchmark_format=json 2>/dev/null |
-      python3 -c '
+    # JSON to a file: log lines on stdout (a library's info message) would corrupt it there.
+    "$dir/bin/$binary" --benchmark_filter="$filter" --benchmark_out="$json" --benchmark_out_format=json >/dev/null 2>&1
+    python3 -c '
 import json, sys
 unit = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
 for b in json.load(sys.stdin)["benchmarks"]:
     t = 1e9 / b["items_per_second"] if "items_per_second" in b else b["real_time"] * unit[b["time_unit"]]
-    print(sys.argv[1], b["name"], t)' "$side" >> "$out"
+    print(sys.argv[1], b["name"], t)' "$side" < "$json" >> "$out"
   done
 done
 python3 - "$out" <<'PY'

@@ -5,7 +5,9 @@
 
 namespace rill::core {
 
-std::shared_ptr<Scope> Scope::NewRoot() { return std::allocate_shared<Scope>(SmallObjectAllocator<Scope>(), Passkey{}, nullptr); }
+std::shared_ptr<Scope> Scope::NewRoot() {
+  return std::allocate_shared<Scope>(SmallObjectAllocator<Scope>(), Passkey{}, nullptr);
+}
 
 std::shared_ptr<Scope> Scope::NewChild() { return NewChild(ChildKey{}); }
 

@@ -2,19 +2,28 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "rill/sdk.hpp"
+
+namespace rill::core {
+namespace {
+
+void* MallocOrThrow(size_t bytes) {
+  void* p = std::malloc(bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+
+}  // namespace
+}  // namespace rill::core
 
 #if !RILL_SMALL_OBJECT_CACHES
 
 namespace rill::core {
 
-void* AllocateSmall(size_t bytes) {
-  void* p = std::malloc(bytes);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
+void* AllocateSmall(size_t bytes) { return MallocOrThrow(bytes); }
 void FreeSmall(void* p, size_t) { std::free(p); }
 size_t SmallDepotBlocks(size_t) { return 0; }
 
@@ -41,12 +50,6 @@ size_t ClassBytes(size_t c) { return size_t{1} << (kMinShift + c); }
 struct FreeBlock {
   FreeBlock* next;
 };
-
-void* MallocOrThrow(size_t bytes) {
-  void* p = std::malloc(bytes);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
 
 void FreeList(FreeBlock* b) {
   while (b != nullptr) {

@@ -15,8 +15,8 @@
 namespace rill::core {
 namespace {
 
-// A size class no other code of this test binary uses while these tests run: the tests
-// below are alone on the depot's class.
+// The 512-byte class. These tests make no scopes or tensors, whose leftover lists and
+// buffers also use it, so while one runs the depot's count for the class is its own.
 constexpr size_t kBytes = 400;
 
 std::vector<void*> AllocateOnNewThread(size_t n) {

@@ -59,14 +59,12 @@ struct SmallObjectAllocator {
 
   T* allocate(size_t n) {
     const size_t bytes = n * sizeof(T);
-    if (bytes <= kMaxSmallBytes && alignof(T) <= alignof(std::max_align_t)) {
-      return static_cast<T*>(AllocateSmall(bytes));
-    }
+    if (Cached(bytes)) return static_cast<T*>(AllocateSmall(bytes));
     return static_cast<T*>(::operator new(bytes, std::align_val_t(alignof(T))));
   }
   void deallocate(T* p, size_t n) {
     const size_t bytes = n * sizeof(T);
-    if (bytes <= kMaxSmallBytes && alignof(T) <= alignof(std::max_align_t)) {
+    if (Cached(bytes)) {
       FreeSmall(p, bytes);
     } else {
       ::operator delete(p, bytes, std::align_val_t(alignof(T)));
@@ -76,6 +74,12 @@ struct SmallObjectAllocator {
   bool operator==(const SmallObjectAllocator<U>&) const { return true; }
   template <class U>
   bool operator!=(const SmallObjectAllocator<U>&) const { return false; }
+
+ private:
+  // Whether `bytes` of T come from the caches (allocate and deallocate must agree).
+  static constexpr bool Cached(size_t bytes) {
+    return bytes <= kMaxSmallBytes && alignof(T) <= alignof(std::max_align_t);
+  }
 };
 
 }  // namespace rill::core

@@ -34,6 +34,19 @@ TEST(HostApi, StatusesCarryCodeAndMessage) {
   EXPECT_EQ(H().status_code(nullptr), RILL_OK);
 }
 
+// A plugin's log line (and the host's own) must not land in a program's output on stdout.
+TEST(HostApi, LogLinesGoToStderrWithTheirLevel) {
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  H().log(3, "disk nearly full");
+  H().log(1, "below the default level");
+  const std::string out = testing::internal::GetCapturedStdout();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(out, "");
+  EXPECT_NE(err.find("rill: [warning] disk nearly full"), std::string::npos) << err;
+  EXPECT_EQ(err.find("below the default level"), std::string::npos) << err;
+}
+
 TEST(HostApi, NullArgumentsAreStatusesNotCrashes) {
   EXPECT_EQ(Message(H().var_tensor(nullptr, nullptr)), "var_tensor: null argument");
   EXPECT_EQ(Message(H().register_op(nullptr, nullptr)), "register_op: null argument");

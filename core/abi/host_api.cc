@@ -2,13 +2,12 @@
 // throw (failures become statuses) and none may trust a pointer beyond what abi.h promises.
 #include "core/abi/host_api.h"
 
-#include <spdlog/spdlog.h>
-
 #include <atomic>
 #include <cstddef>
 #include <cstring>
 
 #include "core/abi/status.h"
+#include "core/log.h"
 #include "core/registry/attribute.h"
 #include "core/runtime/executor.h"
 #include "core/runtime/kernel_context.h"
@@ -135,7 +134,7 @@ void Log(int32_t level, const char* message) {
       spdlog::level::trace, spdlog::level::debug, spdlog::level::info, spdlog::level::warn,
       spdlog::level::err};
   const auto lvl = (level >= 0 && level <= 4) ? kLevels[level] : spdlog::level::info;
-  spdlog::log(lvl, "{}", message ? message : "");
+  Logger().log(lvl, "{}", message ? message : "");
 }
 
 // ---- registration ------------------------------------------------------------------------

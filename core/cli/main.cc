@@ -2,8 +2,6 @@
 //
 // Exit status: 0 on success; 1 when the program, a plugin or a run fails; 2 for bad usage.
 // Failures print one line, "rill: error: <reason>", on standard error.
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -18,6 +16,7 @@
 #include "core/cli/npy.h"
 #include "core/errors.h"
 #include "core/loader/plugin_loader.h"
+#include "core/log.h"
 #include "core/program/backward.h"
 #include "core/program/program_io.h"
 #include "core/program/transpiler.h"
@@ -149,12 +148,9 @@ Args Parse(int argc, char** argv) {
 }
 
 void SetLogLevel(const std::string& level) {
-  auto logger = spdlog::stderr_color_mt("rill");
-  logger->set_pattern("rill: [%l] %v");
-  spdlog::set_default_logger(logger);
   const auto lvl = spdlog::level::from_str(level);
   if (lvl == spdlog::level::off && level != "off") throw UsageError("unknown log level '" + level + "'");
-  spdlog::set_level(lvl);
+  core::Logger().set_level(lvl);
 }
 
 void ExpectPositional(const Args& a, size_t n, const char* usage) {

@@ -3,7 +3,6 @@
 #define BOOST_DLL_USE_STD_FS
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -14,6 +13,7 @@
 #include "core/abi/host_api.h"
 #include "core/abi/status.h"
 #include "core/errors.h"
+#include "core/log.h"
 
 // The host's built-in ops (core/ops), registered through the same ABI as any plugin.
 extern "C" const RillPlugin* RillGetBuiltinPlugin(void);
@@ -149,7 +149,7 @@ std::vector<PluginInfo> LoadPlugins(Registry& registry, const LoadOptions& optio
     } else {
       registry.AddHints(c->registration);
     }
-    spdlog::debug("plugin '{}' {} from {}: {} ops{}", c->info.name, c->info.version, c->info.path,
+    Logger().debug("plugin '{}' {} from {}: {} ops{}", c->info.name, c->info.version, c->info.path,
                   c->info.ops.size(), c->info.enabled ? "" : " (not enabled)");
     infos.push_back(c->info);
   }

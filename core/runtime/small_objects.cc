@@ -1,5 +1,7 @@
 #include "core/runtime/small_objects.h"
 
+#include <pthread.h>
+
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -91,7 +93,12 @@ struct Depot {
 // Never destroyed: blocks are freed while the process exits too (by other statics'
 // destructors, by threads still ending), after any destructor of ours would have run.
 Depot& TheDepot() {
-  static Depot* depot = new Depot;
+  static Depot* depot = [] {
+    // Held across fork, as glibc's malloc holds its arenas' locks: a child forked while
+    // another thread held it would otherwise find it locked forever.
+    pthread_atfork([] { TheDepot().mu.lock(); }, [] { TheDepot().mu.unlock(); }, [] { TheDepot().mu.unlock(); });
+    return new Depot;
+  }();
   return *depot;
 }
 

@@ -5,9 +5,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include <spdlog/spdlog.h>
-
 #include "core/abi/status.h"
+#include "core/log.h"
 #include "core/runtime/device.h"
 #include "rill/abi.h"
 
@@ -44,8 +43,8 @@ void* TakeStagingMemory(const Device& device, size_t bytes) {
   }
   void* block = nullptr;
   if (RillStatus* st = device.allocate_host(bytes, &block)) {
-    spdlog::debug("{} gave no page-locked memory for {} bytes ({}): staging in ordinary memory", device.name,
-                  bytes, st->message);
+    Logger().debug("{} gave no page-locked memory for {} bytes ({}): staging in ordinary memory", device.name,
+                   bytes, st->message);
     delete st;
     return nullptr;
   }

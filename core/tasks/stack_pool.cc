@@ -1,6 +1,5 @@
 #include "core/tasks/stack_pool.h"
 
-#include <spdlog/spdlog.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "core/log.h"
 
 namespace rill::core {
 namespace {
@@ -174,7 +174,7 @@ void StackPool::AddSlab() {
       ++guarded_;
     } else if (!logged_) {
       logged_ = true;
-      spdlog::info("task stacks past the {}th have no guard page (vm.max_map_count budget)", guarded_);
+      Logger().info("task stacks past the {}th have no guard page (vm.max_map_count budget)", guarded_);
     }
     free_.push_back(Stack{slot_base + page_, usable_, slabs_.size() - 1});
   }

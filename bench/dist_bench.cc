@@ -10,20 +10,27 @@
 //   BM_Send_RawTcp/B    the limit: the same bytes over one TCP connection, read into the
 //                       destination
 // One iteration sends B bytes and waits for the acknowledgement; throughput is B / time.
+// The four receiving ends run in a second process of this binary (`--serve-sinks`), as a
+// pserver runs apart from its trainers: in one process, gRPC's threads would copy both the
+// client's writes and the server's reads, which no deployment does.
 //   BM_PserverStep/B    one whole sync iteration of one trainer against a real
 //                       ParameterServer: send a gradient of B bytes, barrier, get the
 //                       parameter of B bytes back.
 // bench/dist_compare.py runs it and prints the ratios.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <benchmark/benchmark.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/server_builder.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <spawn.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <set>
 #include <thread>
@@ -110,6 +117,117 @@ class ProtobufSink final : public v1::ParameterServer::Service {
   }
 };
 
+void ReadFully(int fd, void* dst, size_t n) {
+  auto* p = static_cast<char*>(dst);
+  while (n > 0) {
+    const ssize_t got = read(fd, p, n);
+    if (got <= 0) throw std::runtime_error("raw tcp: read failed");
+    p += got;
+    n -= static_cast<size_t>(got);
+  }
+}
+
+void WriteFully(int fd, const void* src, size_t n) {
+  auto* p = static_cast<const char*>(src);
+  while (n > 0) {
+    const ssize_t put = write(fd, p, n);
+    if (put <= 0) throw std::runtime_error("raw tcp: write failed");
+    p += put;
+    n -= static_cast<size_t>(put);
+  }
+}
+
+// The raw TCP peer's receiving end: each connection reads [n][n bytes] into the
+// destination and acknowledges with one byte, until n is 0.
+void ServeTcp(int listener) {
+  for (;;) {
+    const int fd = accept(listener, nullptr, nullptr);
+    if (fd < 0) return;
+    std::thread([fd] {
+      uint64_t n = 0;
+      const char ack = 1;
+      try {
+        while (true) {
+          ReadFully(fd, &n, sizeof(n));
+          if (n == 0 || n > kMaxBytes) break;
+          ReadFully(fd, Destination().data(), n);
+          WriteFully(fd, &ack, 1);
+        }
+      } catch (const std::exception&) {
+      }
+      close(fd);
+    }).detach();
+  }
+}
+
+// `--serve-sinks`: the receiving ends of every peer, in this process until its stdin
+// closes. Prints one line: the three gRPC endpoints and the raw TCP port.
+int ServeSinks() {
+  RillSink rill(false), decoded(true);
+  ProtobufSink protobuf;
+  std::string rill_at, decoded_at, protobuf_at;
+  auto s1 = Serve(&rill, &rill_at);
+  auto s2 = Serve(&decoded, &decoded_at);
+  auto s3 = Serve(&protobuf, &protobuf_at);
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(listener, 4) != 0 ||
+      getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    std::perror("rill_bench_dist --serve-sinks: raw tcp listener");
+    return 1;
+  }
+  std::thread(ServeTcp, listener).detach();
+  std::printf("%s %s %s %u\n", rill_at.c_str(), decoded_at.c_str(), protobuf_at.c_str(), ntohs(addr.sin_port));
+  std::fflush(stdout);
+  char c;
+  while (read(STDIN_FILENO, &c, 1) > 0) {
+  }
+  std::_Exit(0);  // the serving threads are still blocked in accept and reads
+}
+
+struct Sinks {
+  std::string rill, decoded, protobuf;
+  uint16_t tcp_port = 0;
+};
+
+// The sink process, started on first use; it ends when this process does (its stdin is
+// the write end of a pipe only we hold).
+const Sinks& RemoteSinks() {
+  static const Sinks sinks = [] {
+    int to_child[2], from_child[2];
+    if (pipe2(to_child, O_CLOEXEC) != 0 || pipe2(from_child, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, from_child[1], STDOUT_FILENO);
+    char exe[] = "/proc/self/exe";
+    char flag[] = "--serve-sinks";
+    char* argv[] = {exe, flag, nullptr};
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, exe, &actions, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(to_child[0]);
+    close(from_child[1]);
+    if (rc != 0) throw std::runtime_error("cannot start the sink process: " + std::string(std::strerror(rc)));
+    std::string line;
+    char c;
+    while (read(from_child[0], &c, 1) == 1 && c != '\n') line += c;
+    close(from_child[0]);
+    Sinks s;
+    char a[128], b[128], p[128];
+    unsigned port = 0;
+    if (std::sscanf(line.c_str(), "%127s %127s %127s %u", a, b, p, &port) != 4) {
+      throw std::runtime_error("the sink process did not start: '" + line + "'");
+    }
+    s.rill = a, s.decoded = b, s.protobuf = p, s.tcp_port = static_cast<uint16_t>(port);
+    return s;
+  }();
+  return sinks;
+}
+
 std::vector<float>& Tensor(size_t bytes) {
   static std::vector<float> t;
   if (t.size() * sizeof(float) < bytes) t.assign(bytes / sizeof(float), 1.5f);
@@ -138,25 +256,13 @@ void SendRill(benchmark::State& state, const char* peer, const std::string& endp
   SetBytes(state, bytes);
 }
 
-void BM_Send_Rill(benchmark::State& state) {
-  static RillSink sink(false);
-  static std::string endpoint;
-  static auto server = Serve(&sink, &endpoint);
-  SendRill(state, "rill", endpoint);
-}
+void BM_Send_Rill(benchmark::State& state) { SendRill(state, "rill", RemoteSinks().rill); }
 
-void BM_Send_RillDecoded(benchmark::State& state) {
-  static RillSink sink(true);
-  static std::string endpoint;
-  static auto server = Serve(&sink, &endpoint);
-  SendRill(state, "rill decoded", endpoint);
-}
+void BM_Send_RillDecoded(benchmark::State& state) { SendRill(state, "rill decoded", RemoteSinks().decoded); }
 
 void BM_Send_Protobuf(benchmark::State& state) {
   const size_t bytes = static_cast<size_t>(state.range(0));
-  static ProtobufSink sink;
-  static std::string endpoint;
-  static auto server = Serve(&sink, &endpoint);
+  const std::string& endpoint = RemoteSinks().protobuf;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
@@ -178,55 +284,20 @@ void BM_Send_Protobuf(benchmark::State& state) {
   SetBytes(state, bytes);
 }
 
-void ReadFully(int fd, void* dst, size_t n) {
-  auto* p = static_cast<char*>(dst);
-  while (n > 0) {
-    const ssize_t got = read(fd, p, n);
-    if (got <= 0) throw std::runtime_error("raw tcp: read failed");
-    p += got;
-    n -= static_cast<size_t>(got);
-  }
-}
-
-void WriteFully(int fd, const void* src, size_t n) {
-  auto* p = static_cast<const char*>(src);
-  while (n > 0) {
-    const ssize_t put = write(fd, p, n);
-    if (put <= 0) throw std::runtime_error("raw tcp: write failed");
-    p += put;
-    n -= static_cast<size_t>(put);
-  }
-}
-
 void BM_Send_RawTcp(benchmark::State& state) {
   const size_t bytes = static_cast<size_t>(state.range(0));
-  const int listener = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  listen(listener, 1);
-  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
-  std::thread server([&] {
-    const int fd = accept(listener, nullptr, nullptr);
-    uint64_t n = 0;
-    const char ack = 1;
-    try {
-      while (true) {
-        ReadFully(fd, &n, sizeof(n));
-        if (n == 0) break;
-        ReadFully(fd, Destination().data(), n);
-        WriteFully(fd, &ack, 1);
-      }
-    } catch (const std::exception&) {
-    }
-    close(fd);
-  });
+  addr.sin_port = htons(RemoteSinks().tcp_port);
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   const int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    state.SkipWithError("raw tcp: cannot connect to the sink process");
+    close(fd);
+    return;
+  }
   const void* data = Tensor(bytes).data();
   auto send = [&] {
     const uint64_t n = bytes;
@@ -239,9 +310,7 @@ void BM_Send_RawTcp(benchmark::State& state) {
   for (auto _ : state) send();
   const uint64_t end = 0;
   WriteFully(fd, &end, sizeof(end));
-  server.join();
   close(fd);
-  close(listener);
   SetBytes(state, bytes);
 }
 
@@ -311,4 +380,11 @@ BENCHMARK(BM_PserverStep)->Arg(4)->Arg(1 << 20)->Arg(16 << 20)->UseRealTime()->U
 }  // namespace
 }  // namespace rill::dist
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--serve-sinks") == 0) return rill::dist::ServeSinks();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -4,8 +4,9 @@ median throughputs and the ratios Rill / raw TCP and Rill / plain protobuf.
 
 usage: bench/dist_compare.py [BUILD_DIR] [REPETITIONS]
 
-All three paths run in one process, one after the other, on loopback; medians over
-REPETITIONS runs (default 5).
+The four paths run one after the other, on loopback, each sending from this benchmark's
+process to receivers in a second process of the same binary; medians over REPETITIONS runs
+(default 5).
 """
 import statistics
 import sys

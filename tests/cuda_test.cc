@@ -84,7 +84,9 @@ TEST_P(CudaMatchesCpu, ForwardAndGradients) {
   const RunResult cpu = RunCase(GetParam(), core::Place{});
   const RunResult gpu = RunCase(GetParam(), core::Place{RILL_CUDA, 0});
   for (const auto& [name, device] : gpu.device) {
-    if (name != "loss") EXPECT_EQ(device, RILL_CUDA) << name << ": every op under test and its gradient ran on the device";
+    if (name != "loss") {
+      EXPECT_EQ(device, RILL_CUDA) << name << ": every op under test and its gradient ran on the device";
+    }
   }
   for (const auto& [name, want] : cpu.values) {
     const auto& got = gpu.values.at(name);

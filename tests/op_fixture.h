@@ -16,7 +16,7 @@
 
 namespace rill::test {
 
-class OpFixture : public ::testing::Test {
+class __attribute__((visibility("hidden"))) OpFixture : public ::testing::Test {  // hidden: holds a Scope
  protected:
   // Sets `name` before the run: a tensor of element type T with these dims and values.
   template <class T>

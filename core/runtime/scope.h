@@ -32,7 +32,8 @@
 
 namespace rill::core {
 
-class Scope : public std::enable_shared_from_this<Scope> {
+// Hidden, as everything holding one must be: it holds SDK SpinLocks, whose namespace is hidden.
+class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_from_this<Scope> {
   struct Passkey {};
 
  public:

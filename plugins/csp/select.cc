@@ -11,18 +11,19 @@ namespace rill::csp {
 // Locks a select's channels in increasing id order, each once. (A friend of Channel.)
 class Selector {
  public:
-  explicit Selector(const std::vector<SelectCase>& cases) {
-    for (const SelectCase& c : cases) {
-      if (c.kind != SelectCase::kDefault) chans_.push_back(c.channel.get());
+  Selector(const SelectCase* cases, size_t n) : chans_(n) {
+    Channel** c = chans_.data();
+    for (size_t i = 0; i < n; ++i) {
+      if (cases[i].kind != SelectCase::kDefault) c[count_++] = cases[i].channel.get();
     }
-    std::sort(chans_.begin(), chans_.end(), [](Channel* a, Channel* b) { return a->id() < b->id(); });
-    chans_.erase(std::unique(chans_.begin(), chans_.end()), chans_.end());
+    std::sort(c, c + count_, [](Channel* a, Channel* b) { return a->id() < b->id(); });
+    count_ = static_cast<size_t>(std::unique(c, c + count_) - c);
   }
   void LockAll() {
-    for (Channel* c : chans_) c->Lock();
+    for (size_t i = 0; i < count_; ++i) chans_[i]->Lock();
   }
   void UnlockAll() {
-    for (auto it = chans_.rbegin(); it != chans_.rend(); ++it) (*it)->Unlock();
+    for (size_t i = count_; i > 0; --i) chans_[i - 1]->Unlock();
   }
   static void UnlockAllCallback(void* self) { static_cast<Selector*>(self)->UnlockAll(); }
 
@@ -36,7 +37,8 @@ class Selector {
   }
 
  private:
-  std::vector<Channel*> chans_;
+  PerCase<Channel*> chans_;
+  size_t count_ = 0;  // distinct channels, in chans_[0, count_)
 };
 
 namespace {
@@ -51,24 +53,26 @@ uint64_t NextRandom() {
 
 }  // namespace
 
-size_t RunSelect(const std::vector<SelectCase>& cases, RillKernelContext* ctx, const char* what) {
-  size_t default_case = cases.size();
-  std::vector<size_t> order;
-  order.reserve(cases.size());
-  for (size_t i = 0; i < cases.size(); ++i) {
+size_t RunSelect(const SelectCase* cases, size_t n, RillKernelContext* ctx, const char* what) {
+  size_t default_case = n;
+  PerCase<size_t> order_storage(n);  // the send and receive cases, shuffled
+  size_t* const order = order_storage.data();
+  size_t ordered = 0;
+  for (size_t i = 0; i < n; ++i) {
     if (cases[i].kind == SelectCase::kDefault) {
       default_case = i;
       continue;
     }
     if (cases[i].kind == SelectCase::kSend) cases[i].channel->CheckElement(Variable(cases[i].var));
-    order.push_back(i);
+    order[ordered++] = i;
   }
-  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[NextRandom() % i]);
+  for (size_t i = ordered; i > 1; --i) std::swap(order[i - 1], order[NextRandom() % i]);
 
-  Selector locks(cases);
+  Selector locks(cases, n);
   locks.LockAll();
   // Poll: the first ready case in random order wins.
-  for (size_t i : order) {
+  for (size_t k = 0; k < ordered; ++k) {
+    const size_t i = order[k];
     const SelectCase& c = cases[i];
     Channel* ch = c.channel.get();
     RillTask* wake = nullptr;
@@ -90,16 +94,17 @@ size_t RunSelect(const std::vector<SelectCase>& cases, RillKernelContext* ctx, c
       return i;
     }
   }
-  if (default_case < cases.size()) {
+  if (default_case < n) {
     locks.UnlockAll();
     return default_case;
   }
 
   // Block: one waiter per case, all in one group.
   SelectGroup group;
-  std::vector<Waiter> waiters(cases.size());
+  PerCase<Waiter> waiters(n);
   RillTask* self = CurrentTask();
-  for (size_t i : order) {
+  for (size_t k = 0; k < ordered; ++k) {
+    const size_t i = order[k];
     Waiter& w = waiters[i];
     w.task = self;
     w.var = cases[i].var;
@@ -108,7 +113,9 @@ size_t RunSelect(const std::vector<SelectCase>& cases, RillKernelContext* ctx, c
     Selector::queue(cases[i].channel.get(), cases[i].kind).Push(&w);
   }
   const auto dequeue_all = [&] {
-    for (size_t i : order) Selector::queue(cases[i].channel.get(), cases[i].kind).Remove(&waiters[i]);
+    for (size_t k = 0; k < ordered; ++k) {
+      Selector::queue(cases[order[k]].channel.get(), cases[order[k]].kind).Remove(&waiters[order[k]]);
+    }
   };
   for (;;) {
     RillStatus* st = Park(ctx, what, &Selector::UnlockAllCallback, &locks);

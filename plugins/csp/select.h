@@ -27,9 +27,34 @@ struct SelectCase {
   RillVariable* var = nullptr;       // send: the value (moved); receive: where it goes
 };
 
-// Runs the select; returns the position in `cases` of the case that ran. Throws Error for
-// a send on a closed channel, or when the task's run is ending.
-size_t RunSelect(const std::vector<SelectCase>& cases, RillKernelContext* ctx, const char* what);
+// n elements of T for one select: inline for up to kInline (a select of a few cases, run
+// in a loop, allocates nothing), on the heap beyond.
+template <class T, size_t kInline = 8>
+class PerCase {
+ public:
+  explicit PerCase(size_t n) : n_(n) {
+    if (n > kInline) heap_.resize(n);
+  }
+  PerCase(const PerCase&) = delete;
+  PerCase& operator=(const PerCase&) = delete;
+  size_t size() const { return n_; }
+  T* data() { return n_ > kInline ? heap_.data() : inline_; }
+  const T* data() const { return n_ > kInline ? heap_.data() : inline_; }
+  T& operator[](size_t i) { return data()[i]; }
+  const T& operator[](size_t i) const { return data()[i]; }
+
+ private:
+  size_t n_;
+  T inline_[kInline] = {};
+  std::vector<T> heap_;
+};
+
+// Runs the select of cases[0, n); returns the position of the case that ran. Throws Error
+// for a send on a closed channel, or when the task's run is ending.
+size_t RunSelect(const SelectCase* cases, size_t n, RillKernelContext* ctx, const char* what);
+inline size_t RunSelect(const std::vector<SelectCase>& cases, RillKernelContext* ctx, const char* what) {
+  return RunSelect(cases.data(), cases.size(), ctx, what);
+}
 
 }  // namespace csp
 }  // namespace rill

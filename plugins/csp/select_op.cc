@@ -72,7 +72,7 @@ class Select {
 
   void Compute(KernelContext& ctx) {
     Scope scope = ctx.scope();
-    std::vector<SelectCase> cases(specs_.size());
+    PerCase<SelectCase> cases(specs_.size());
     for (size_t i = 0; i < specs_.size(); ++i) {
       const CaseSpec& spec = specs_[i];
       cases[i].kind = spec.kind;
@@ -85,7 +85,7 @@ class Select {
       if (!value) throw Error("select: value '" + spec.value + "' to send does not exist in any scope", RILL_NOT_FOUND);
       cases[i].var = value.handle();
     }
-    const size_t chosen = RunSelect(cases, ctx.handle(), what_.c_str());
+    const size_t chosen = RunSelect(cases.data(), cases.size(), ctx.handle(), what_.c_str());
     *ctx.Input("case_to_execute").Allocate<int32_t>({1}) = specs_[chosen].idx;
     ctx.RunBlock(block_, ctx.NewChildScope(block_));
   }

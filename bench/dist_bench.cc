@@ -10,23 +10,22 @@
 //   BM_Send_RawTcp/B    the limit: the same bytes over one TCP connection, read into the
 //                       destination
 // One iteration sends B bytes and waits for the acknowledgement; throughput is B / time.
-// The four receiving ends run in a second process of this binary (`--serve-sinks`), as a
-// pserver runs apart from its trainers: in one process, gRPC's threads would copy both the
-// client's writes and the server's reads, which no deployment does.
 //   BM_PserverStep/B    one whole sync iteration of one trainer against a real
-//                       ParameterServer: send a gradient of B bytes, barrier, get the
-//                       parameter of B bytes back.
-// bench/dist_compare.py runs it and prints the ratios.
+//                       ParameterServer in this process: send a gradient of B bytes,
+//                       barrier, get the parameter of B bytes back.
+// The four BM_Send_* receiving ends run in a second process of this binary
+// (`--serve-sinks`), as a pserver runs apart from its trainers: in one process, gRPC's
+// threads would copy both the client's writes and the server's reads, which no
+// deployment does. bench/dist_compare.py runs it and prints the ratios.
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/server_builder.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -216,14 +215,12 @@ const Sinks& RemoteSinks() {
     char c;
     while (read(from_child[0], &c, 1) == 1 && c != '\n') line += c;
     close(from_child[0]);
-    Sinks s;
-    char a[128], b[128], p[128];
+    char rill[128], decoded[128], protobuf[128];
     unsigned port = 0;
-    if (std::sscanf(line.c_str(), "%127s %127s %127s %u", a, b, p, &port) != 4) {
+    if (std::sscanf(line.c_str(), "%127s %127s %127s %u", rill, decoded, protobuf, &port) != 4) {
       throw std::runtime_error("the sink process did not start: '" + line + "'");
     }
-    s.rill = a, s.decoded = b, s.protobuf = p, s.tcp_port = static_cast<uint16_t>(port);
-    return s;
+    return Sinks{rill, decoded, protobuf, static_cast<uint16_t>(port)};
   }();
   return sinks;
 }

@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "core/loader/plugin_loader.h"
@@ -127,19 +129,44 @@ CommandResult RillProcess::Wait(std::chrono::milliseconds timeout) {
   return r;
 }
 
-int FreeLoopbackPort() {
+namespace {
+
+// Whether nothing on this host holds loopback `port` now (0: any port; *port gets it).
+bool BindsLoopback(int* port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(*port));
   socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    return -1;
-  }
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
   close(fd);
-  return ntohs(addr.sin_port);
+  if (ok) *port = ntohs(addr.sin_port);
+  return ok;
+}
+
+}  // namespace
+
+// Taken from below the kernel's ephemeral range: a port from that range, once released,
+// may be handed to any process's next outgoing connection or port-0 bind before the
+// test's server binds it (Open MPI's own sockets took one in CI). Random, so that tests
+// running at once rarely pick the same one.
+int FreeLoopbackPort() {
+  int ephemeral_low = 32768, ephemeral_high = 60999;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low >> ephemeral_high;
+  constexpr int kLowest = 20000;
+  if (ephemeral_low - kLowest >= 1000) {
+    static std::mt19937 rng(static_cast<unsigned>(getpid()) * 2654435761u ^
+                            static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
+    std::uniform_int_distribution<int> pick(kLowest, ephemeral_low - 1);
+    for (int tries = 0; tries < 100; ++tries) {
+      int port = pick(rng);
+      if (BindsLoopback(&port)) return port;
+    }
+  }
+  int port = 0;  // no room below the ephemeral range: let the kernel choose
+  return BindsLoopback(&port) ? port : -1;
 }
 
 std::string MakeFitALineTraining(const std::string& dir) {

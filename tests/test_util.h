@@ -64,7 +64,8 @@ class RillProcess {
 // (DIR/train.pbtxt), made by `rill`; "" or what failed.
 std::string MakeFitALineTraining(const std::string& dir);
 
-// A loopback TCP port that was free a moment ago.
+// A loopback TCP port that was free a moment ago, from outside the ephemeral range (no
+// automatic bind by another process can take it meanwhile); -1 if none is found.
 int FreeLoopbackPort();
 
 // A fresh file path under the test's temporary directory.

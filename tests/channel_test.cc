@@ -293,6 +293,29 @@ TEST_F(ChannelTest, BlockedSelectCompletesExactlyOneCase) {
   });
 }
 
+// More cases than a select keeps on the stack (PerCase's 8), some channels named twice:
+// polled, then blocked until a sender comes.
+TEST_F(ChannelTest, ASelectOfManyCasesPollsAndBlocks) {
+  RunMain([] {
+    constexpr int kChannels = 10;
+    std::vector<std::shared_ptr<Channel>> chans;
+    for (int i = 0; i < kChannels; ++i) chans.push_back(Channel::Make(kLodTensor, 1));
+    for (int i = 0; i < 3; ++i) chans.push_back(chans[static_cast<size_t>(i)]);  // 13 cases, 10 channels
+    std::vector<core::Variable> outs(chans.size());
+    auto cases = RecvCases(chans, outs);
+    SendInt(*chans[7], 70);
+    EXPECT_EQ(RunSelect(cases, nullptr, "select"), 7u) << "the one ready case";
+    EXPECT_EQ(IntOf(outs[7]), 70);
+    Go([c = chans[9]] { SendInt(*c, 90); });
+    EXPECT_EQ(RunSelect(cases, nullptr, "select"), 9u) << "blocked until the sender came";
+    EXPECT_EQ(IntOf(outs[9]), 90);
+    SendInt(*chans[1], 10);
+    const size_t k = RunSelect(cases, nullptr, "select");
+    EXPECT_TRUE(k == 1 || k == 11) << k << ": channel 1 is cases 1 and 11";
+    EXPECT_EQ(IntOf(outs[k]), 10);
+  });
+}
+
 TEST_F(ChannelTest, SelectsOverTheSameChannelsInOppositeOrderDoNotDeadlock) {
   constexpr int kRounds = 5000;
   int64_t done = 0;

@@ -136,6 +136,15 @@ void WriteFully(int fd, const void* src, size_t n) {
   }
 }
 
+// 127.0.0.1:port (0: any port, when binding).
+sockaddr_in Loopback(uint16_t port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  return addr;
+}
+
 // The raw TCP peer's receiving end: each connection reads [n][n bytes] into the
 // destination and acknowledges with one byte, until n is 0.
 void ServeTcp(int listener) {
@@ -169,9 +178,7 @@ int ServeSinks() {
   auto s2 = Serve(&decoded, &decoded_at);
   auto s3 = Serve(&protobuf, &protobuf_at);
   const int listener = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in addr = Loopback(0);
   socklen_t len = sizeof(addr);
   if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(listener, 4) != 0 ||
       getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
@@ -283,10 +290,7 @@ void BM_Send_Protobuf(benchmark::State& state) {
 
 void BM_Send_RawTcp(benchmark::State& state) {
   const size_t bytes = static_cast<size_t>(state.range(0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(RemoteSinks().tcp_port);
+  sockaddr_in addr = Loopback(RemoteSinks().tcp_port);
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   const int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));

@@ -114,7 +114,8 @@ size_t RunSelect(const SelectCase* cases, size_t n, RillKernelContext* ctx, cons
   }
   const auto dequeue_all = [&] {
     for (size_t k = 0; k < ordered; ++k) {
-      Selector::queue(cases[order[k]].channel.get(), cases[order[k]].kind).Remove(&waiters[order[k]]);
+      const size_t i = order[k];
+      Selector::queue(cases[i].channel.get(), cases[i].kind).Remove(&waiters[i]);
     }
   };
   for (;;) {

@@ -1,6 +1,7 @@
 #include "test_util.h"
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -16,6 +17,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/loader/plugin_loader.h"
 
@@ -32,11 +34,30 @@ core::Registry& ShippedRegistry() {
   return *registry;
 }
 
-std::string TempPath(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("rill_tests_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
+namespace {
+
+// This process's own directory, made fresh: named by pid, it was reused by a later process
+// with the same pid, whose test then failed on a file the earlier one had left. Removed at
+// exit when every test passed; kept for a look when one failed.
+const std::filesystem::path& TestDirectory() {
+  static const struct Directory {
+    std::filesystem::path path;
+    Directory() {
+      std::string name = (std::filesystem::temp_directory_path() / "rill_tests_XXXXXX").string();
+      if (mkdtemp(name.data()) == nullptr) throw std::runtime_error("cannot make a directory like " + name);
+      path = name;
+    }
+    ~Directory() {
+      std::error_code ignored;
+      if (testing::UnitTest::GetInstance()->Passed()) std::filesystem::remove_all(path, ignored);
+    }
+  } directory;
+  return directory.path;
 }
+
+}  // namespace
+
+std::string TempPath(const std::string& name) { return (TestDirectory() / name).string(); }
 
 void WriteFile(const std::string& path, const std::string& content) {
   std::ofstream(path, std::ios::binary) << content;

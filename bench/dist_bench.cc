@@ -1,9 +1,12 @@
 // The gRPC transport against its peers, in one run, on loopback:
-//   BM_Send_Rill/B      Rill's path (dist_grpc's TrainerSession and wire format): the
-//                       header plus a slice over the tensor's memory; the receiver checks
-//                       it and keeps the bytes in gRPC's buffers, as a pserver does
-//   BM_Send_RillDecoded/B  the same, the bytes then copied into a destination tensor, as
-//                       a trainer's recv does
+//   BM_Send_Rill/B      Rill's send as dist_grpc's send op makes it: from 64 KiB up, the
+//                       header in a SendVariable call and the bytes beside it over the TCP
+//                       data path, received straight into a destination tensor, the call
+//                       answered once they are in; below, as BM_Send_RillInMessage
+//   BM_Send_RillInMessage/B  the path under TLS or RILL_DATA_PATH=message: the header
+//                       plus a slice over the tensor's memory in one message; the
+//                       receiver checks it and keeps the bytes in gRPC's buffers, as a
+//                       pserver does
 //   BM_Send_Protobuf/B  the same service through protobuf's generated code: the tensor
 //                       copied into VariableMessage.data, serialized, parsed into a
 //                       std::string, copied into the destination
@@ -11,8 +14,8 @@
 //                       destination
 // One iteration sends B bytes and waits for the acknowledgement; throughput is B / time.
 //   BM_PserverStep/B    one whole sync iteration of one trainer against a real
-//                       ParameterServer in this process: send a gradient of B bytes,
-//                       barrier, get the parameter of B bytes back.
+//                       ParameterServer (with its TCP data path) in this process: send a
+//                       gradient of B bytes, barrier, get the parameter of B bytes back.
 // The four BM_Send_* receiving ends run in a second process of this binary
 // (`--serve-sinks`), as a pserver runs apart from its trainers: in one process, gRPC's
 // threads would copy both the client's writes and the server's reads, which no
@@ -38,6 +41,7 @@
 #include "parameter_server.grpc.pb.h"
 #include "pserver.h"
 #include "rill/abi.h"
+#include "tcp_data_path.h"
 #include "wire.h"
 
 namespace rill::dist {
@@ -82,29 +86,46 @@ std::unique_ptr<grpc::Server> Serve(grpc::Service* service, std::string* endpoin
   return server;
 }
 
-// Rill's receiving side. As ParameterServer::OnSend does, it checks the message and leaves
-// the bytes where gRPC received them (a pserver keeps them there and reads them once, when
-// it averages the iteration: BM_PserverStep times that); with `decode`, it copies them
-// into a destination tensor instead, as a trainer's recv does with a parameter.
-class RillSink final : public v1::ParameterServer::WithRawCallbackMethod_SendVariable<v1::ParameterServer::Service> {
+// Rill's receiving side, as ParameterServer::OnSend does it. Bytes routed by the data path
+// go straight into a destination tensor, and the call is answered once they are in; bytes
+// in the message stay where gRPC received them (a pserver keeps them there and reads them
+// once, when it averages the iteration: BM_PserverStep times that).
+class RillSink final : public v1::ParameterServer::WithRawCallbackMethod_SendVariable<
+                           v1::ParameterServer::WithRawCallbackMethod_OpenDataPath<v1::ParameterServer::Service>> {
  public:
-  explicit RillSink(bool decode) : decode_(decode) {}
+  explicit RillSink(DataPath* path) : path_(path) {}
   grpc::ServerUnaryReactor* SendVariable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                          grpc::ByteBuffer* response) override {
-    if (decode_) {
-      DecodeVariable(*request, [](const v1::VariableHeader&) { return static_cast<void*>(Destination().data()); });
-    } else {
-      ReceivedBytes data;
-      ParseVariable(*request, &data);
-    }
-    *response = EncodeMessage(v1::Reply());
     auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
+    ReceivedBytes data;
+    const v1::VariableHeader h = ParseVariable(*request, &data);
+    *response = EncodeMessage(v1::Reply());
+    if (!h.has_out_of_band()) {
+      reactor->Finish(grpc::Status::OK);
+      return reactor;
+    }
+    if (const std::string why = path_->Refuses(h.out_of_band()); !why.empty()) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why));
+      return reactor;
+    }
+    path_->Receive(h.out_of_band().rank(), h.out_of_band().tag(), Destination().data(), TensorByteSize(h),
+                   [reactor](const std::string& error) {
+                     reactor->Finish(error.empty() ? grpc::Status::OK : grpc::Status(grpc::StatusCode::UNAVAILABLE, error));
+                   });
+    return reactor;
+  }
+  grpc::ServerUnaryReactor* OpenDataPath(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer*,
+                                         grpc::ByteBuffer* response) override {
+    v1::DataPathOffer offer;
+    const grpc::Status status = path_->Offer(&offer);
+    *response = EncodeMessage(offer);
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(status);
     return reactor;
   }
 
  private:
-  const bool decode_;
+  DataPath* const path_;
 };
 
 // The generated-code peer: protobuf owns the bytes on both sides.
@@ -169,13 +190,13 @@ void ServeTcp(int listener) {
 }
 
 // `--serve-sinks`: the receiving ends of every peer, in this process until its stdin
-// closes. Prints one line: the three gRPC endpoints and the raw TCP port.
+// closes. Prints one line: the two gRPC endpoints and the raw TCP port.
 int ServeSinks() {
-  RillSink rill(false), decoded(true);
+  const std::shared_ptr<DataPath> path = ListenTcpDataPath("127.0.0.1:0", TransportOptions{});
+  RillSink rill(path.get());
   ProtobufSink protobuf;
-  std::string rill_at, decoded_at, protobuf_at;
+  std::string rill_at, protobuf_at;
   auto s1 = Serve(&rill, &rill_at);
-  auto s2 = Serve(&decoded, &decoded_at);
   auto s3 = Serve(&protobuf, &protobuf_at);
   const int listener = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr = Loopback(0);
@@ -186,7 +207,7 @@ int ServeSinks() {
     return 1;
   }
   std::thread(ServeTcp, listener).detach();
-  std::printf("%s %s %s %u\n", rill_at.c_str(), decoded_at.c_str(), protobuf_at.c_str(), ntohs(addr.sin_port));
+  std::printf("%s %s %u\n", rill_at.c_str(), protobuf_at.c_str(), ntohs(addr.sin_port));
   std::fflush(stdout);
   char c;
   while (read(STDIN_FILENO, &c, 1) > 0) {
@@ -195,7 +216,7 @@ int ServeSinks() {
 }
 
 struct Sinks {
-  std::string rill, decoded, protobuf;
+  std::string rill, protobuf;
   uint16_t tcp_port = 0;
 };
 
@@ -222,12 +243,12 @@ const Sinks& RemoteSinks() {
     char c;
     while (read(from_child[0], &c, 1) == 1 && c != '\n') line += c;
     close(from_child[0]);
-    char rill[128], decoded[128], protobuf[128];
+    char rill[128], protobuf[128];
     unsigned port = 0;
-    if (std::sscanf(line.c_str(), "%127s %127s %127s %u", rill, decoded, protobuf, &port) != 4) {
+    if (std::sscanf(line.c_str(), "%127s %127s %u", rill, protobuf, &port) != 3) {
       throw std::runtime_error("the sink process did not start: '" + line + "'");
     }
-    return Sinks{rill, decoded, protobuf, static_cast<uint16_t>(port)};
+    return Sinks{rill, protobuf, static_cast<uint16_t>(port)};
   }();
   return sinks;
 }
@@ -242,27 +263,45 @@ void SetBytes(benchmark::State& state, size_t bytes) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }
 
-void SendRill(benchmark::State& state, const char* peer, const std::string& endpoint) {
+void Await(TransferBatch& transfers) {
+  std::string error;
+  if (!transfers.Wait(std::chrono::seconds(60), &error) || !error.empty()) {
+    throw std::runtime_error("a data path transfer failed: " + error);
+  }
+}
+
+// Sends a tensor of B bytes as the send op does: with `path`, from kOutOfBandMinBytes up,
+// its bytes beside the call.
+void SendRill(benchmark::State& state, const char* peer, DataPath* path) {
   const size_t bytes = static_cast<size_t>(state.range(0));
+  const std::string& endpoint = RemoteSinks().rill;
   TrainerSession& session = TrainerSession::Get();
   TransportOptions options;
   TensorBytes t{RILL_FP32, {static_cast<int64_t>(bytes / 4)}, {}, Tensor(bytes).data(), bytes};
   auto send = [&] {
     SliceLease lease;
+    TransferBatch transfers;
     std::vector<RpcCall> calls(1);
     calls[0].endpoint = endpoint;
     calls[0].method = kSendVariable;
-    calls[0].request = EncodeVariable("g", 0, 1, t, lease);
+    v1::OutOfBand route;
+    if (path && bytes >= kOutOfBandMinBytes && path->RouteTo(endpoint, &route)) {
+      calls[0].request = EncodeVariable("g", 0, 1, t, lease, &route);
+      path->Send(route.peer_rank(), route.tag(), t.data, bytes, transfers.Done());
+    } else {
+      calls[0].request = EncodeVariable("g", 0, 1, t, lease);
+    }
     session.Call(calls, options);
+    Await(transfers);
   };
   WarmUp(peer, bytes, send);
   for (auto _ : state) send();
   SetBytes(state, bytes);
 }
 
-void BM_Send_Rill(benchmark::State& state) { SendRill(state, "rill", RemoteSinks().rill); }
+void BM_Send_Rill(benchmark::State& state) { SendRill(state, "rill", TcpTrainerDataPath(TransportOptions{})); }
 
-void BM_Send_RillDecoded(benchmark::State& state) { SendRill(state, "rill decoded", RemoteSinks().decoded); }
+void BM_Send_RillInMessage(benchmark::State& state) { SendRill(state, "rill in message", nullptr); }
 
 void BM_Send_Protobuf(benchmark::State& state) {
   const size_t bytes = static_cast<size_t>(state.range(0));
@@ -319,7 +358,9 @@ void BM_PserverStep(benchmark::State& state) {
   const size_t bytes = static_cast<size_t>(state.range(0));
   const int64_t n = static_cast<int64_t>(bytes / 4);
   std::vector<float> param(n, 1.0f), grad(n, 0.0f), fetched(n), mine(n, 0.001f);
-  ParameterServer ps("127.0.0.1:0", 1, {ParamSpec{"w", "w@GRAD", RILL_FP32, {n}}}, TransportOptions{});
+  const std::shared_ptr<DataPath> pserver_path = ListenTcpDataPath("127.0.0.1:0", TransportOptions{});
+  ParameterServer ps("127.0.0.1:0", 1, {ParamSpec{"w", "w@GRAD", RILL_FP32, {n}}}, TransportOptions{},
+                     pserver_path.get());
   auto view = [&] { return std::vector<TensorBytes>{TensorBytes{RILL_FP32, {n}, {}, param.data(), bytes}}; };
   ps.Start(view());
   std::thread serving([&] {
@@ -330,6 +371,7 @@ void BM_PserverStep(benchmark::State& state) {
     ps.Serve(hooks);
   });
   TrainerSession& session = TrainerSession::Get();
+  DataPath* path = TcpTrainerDataPath(TransportOptions{});
   TransportOptions options;
   const int32_t trainer = session.BindTrainerId(0);
   int64_t k = 0;
@@ -341,11 +383,19 @@ void BM_PserverStep(benchmark::State& state) {
     session.Call(calls, options);
     return std::move(calls[0].response);
   };
+  // As the send op does it: push, barrier, pull.
   auto step = [&] {
     ++k;
     {
       SliceLease lease;
-      call(kSendVariable, EncodeVariable("w@GRAD", trainer, k, TensorBytes{RILL_FP32, {n}, {}, mine.data(), bytes}, lease));
+      TransferBatch transfers;
+      v1::OutOfBand route;
+      const bool beside = bytes >= kOutOfBandMinBytes && path->RouteTo(ps.endpoint(), &route);
+      const TensorBytes g{RILL_FP32, {n}, {}, mine.data(), bytes};
+      grpc::ByteBuffer request = EncodeVariable("w@GRAD", trainer, k, g, lease, beside ? &route : nullptr);
+      if (beside) path->Send(route.peer_rank(), route.tag(), mine.data(), bytes, transfers.Done());
+      call(kSendVariable, std::move(request));
+      Await(transfers);
     }
     v1::BarrierRequest barrier;
     barrier.set_trainer_id(trainer);
@@ -355,8 +405,16 @@ void BM_PserverStep(benchmark::State& state) {
     get.set_name("w");
     get.set_trainer_id(trainer);
     get.set_iteration(k);
+    v1::OutOfBand route;
+    if (path->RouteTo(ps.endpoint(), &route)) *get.mutable_out_of_band() = route;
     const grpc::ByteBuffer body = call(kGetVariable, EncodeMessage(get));
-    DecodeVariable(body, [&](const v1::VariableHeader&) { return static_cast<void*>(fetched.data()); });
+    const v1::VariableHeader h =
+        DecodeVariable(body, [&](const v1::VariableHeader&) { return static_cast<void*>(fetched.data()); });
+    if (h.has_out_of_band()) {
+      TransferBatch transfers;
+      path->Receive(route.peer_rank(), route.tag(), fetched.data(), bytes, transfers.Done());
+      Await(transfers);
+    }
   };
   WarmUp("pserver step", bytes, step);
   for (auto _ : state) step();
@@ -373,7 +431,7 @@ void Sizes(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_Send_Rill)->Apply(Sizes);
-BENCHMARK(BM_Send_RillDecoded)->Apply(Sizes);
+BENCHMARK(BM_Send_RillInMessage)->Apply(Sizes);
 BENCHMARK(BM_Send_Protobuf)->Apply(Sizes);
 BENCHMARK(BM_Send_RawTcp)->Apply(Sizes);
 BENCHMARK(BM_PserverStep)->Arg(4)->Arg(1 << 20)->Arg(16 << 20)->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -148,7 +148,8 @@ void Send(const TensorBytes& t, Path path) {
   calls[0].endpoint = ThePeer().endpoint;
   calls[0].method = kSendVariable;
   if (data_path) {
-    const v1::OutOfBand route = data_path->RouteTo(ThePeer().endpoint);
+    v1::OutOfBand route;
+    data_path->RouteTo(ThePeer().endpoint, &route);
     calls[0].request = EncodeVariable("g", 0, 1, t, lease, &route);
     if (path == Path::kMpi) {
       data_path->Push(route, Flatten(calls[0].request), t.data, t.bytes, transfers.Done());
@@ -240,7 +241,7 @@ int main(int argc, char** argv) {
     builder.SetMaxReceiveMessageSize(-1);
     builder.RegisterService(&sink);
     auto server = builder.BuildAndStart();
-    DataPath* data_path = JoinMpiAsPserver("127.0.0.1:" + std::to_string(port), options);  // rank 0 learns it
+    const std::shared_ptr<DataPath> data_path = JoinMpiAsPserver("127.0.0.1:" + std::to_string(port), options);  // rank 0 learns it
     data_path->ServePushes([](const std::string& request, DataPath::Answer answer) {
       grpc::Slice slice(request);
       Accept(grpc::ByteBuffer(&slice, 1), std::move(answer));

@@ -1,5 +1,8 @@
-// The gRPC transport plugin (see ARCHITECTURE.md, "Distribution").
+// The gRPC transport plugin (see ARCHITECTURE.md, "Distribution"): control and metadata
+// over gRPC; tensors of 64 KiB and more over a TCP connection beside it (tcp_data_path.h),
+// or in the gRPC messages under TLS or RILL_DATA_PATH=message.
 #include "ops.h"
+#include "tcp_data_path.h"
 
 namespace rill::dist {
 namespace {
@@ -7,11 +10,16 @@ namespace {
 void Init(Registrar& r) {
   Transport grpc;
   grpc.name = "gRPC";
-  grpc.doc = "The tensor bytes travel in the gRPC messages, as slices over the tensors' memory.";
+  grpc.doc = "Tensors under 64 KiB travel in the gRPC messages, as slices over the tensors' memory; larger ones "
+             "over one TCP connection per trainer and pserver, opened through the gRPC service (so the token "
+             "applies), straight from and into the tensors. With TLS, or RILL_DATA_PATH=message, every tensor "
+             "travels in the (encrypted) messages.";
   grpc.trainer_id_doc = "-1: RILL_TRAINER_ID or 0";
   grpc.send = "send";
   grpc.recv = "recv";
   grpc.listen_and_serv = "listen_and_serv";
+  grpc.join_as_trainer = [](int32_t*, const TransportOptions& options) { return TcpTrainerDataPath(options); };
+  grpc.join_as_pserver = &ListenTcpDataPath;
   RegisterOps(r, grpc);
 }
 

@@ -47,13 +47,12 @@ class MpiDataPath final : public DataPath {
  public:
   explicit MpiDataPath(const RankTable& table) : world_(MpiWorld::Get()), table_(table), pushes_(PushOverMpi()) {}
 
-  v1::OutOfBand RouteTo(const std::string& endpoint) override {
-    v1::OutOfBand route;
-    route.set_job(world_.job());
-    route.set_rank(world_.rank());
-    route.set_tag(world_.NextTag());
-    route.set_peer_rank(table_.PserverRank(endpoint));
-    return route;
+  bool RouteTo(const std::string& endpoint, v1::OutOfBand* route) override {
+    route->set_job(world_.job());
+    route->set_rank(world_.rank());
+    route->set_tag(world_.NextTag());
+    route->set_peer_rank(table_.PserverRank(endpoint));
+    return true;
   }
 
   std::string Refuses(const v1::OutOfBand& route) const override {
@@ -142,8 +141,8 @@ DataPath* JoinMpiAsTrainer(int32_t* trainer_id, const TransportOptions& options)
   return &Path(table);
 }
 
-DataPath* JoinMpiAsPserver(const std::string& endpoint, const TransportOptions& options) {
-  return &Path(RankTable::Join(Role{true, endpoint}, options.deadline));
+std::shared_ptr<DataPath> JoinMpiAsPserver(const std::string& endpoint, const TransportOptions& options) {
+  return std::shared_ptr<DataPath>(&Path(RankTable::Join(Role{true, endpoint}, options.deadline)), [](DataPath*) {});
 }
 
 void EndMpiJobAtExit() { MpiWorld::AbortAtExit(); }

@@ -107,8 +107,8 @@ void TrainerSession::Call(std::vector<RpcCall>& calls, const TransportOptions& o
   while (cq.Next(&tag, &ok)) {
   }
   for (size_t i = 0; i < calls.size(); ++i) {
-    const grpc::Status& s = pending[i].status;
-    if (s.ok()) {
+    const grpc::Status& s = calls[i].status = pending[i].status;
+    if (s.ok() || s.error_code() == calls[i].tolerated) {
       std::lock_guard<std::mutex> lock(mu_);
       contacted_.insert(calls[i].endpoint);
       continue;

@@ -7,7 +7,8 @@
 //    the pserver to come up (until the deadline); later calls fail at once when it is
 //    gone, so a dead pserver is reported as soon as it is noticed.
 //  - Call() runs a batch concurrently (every pserver at once) and returns when all have
-//    ended; the first failure is thrown, naming the endpoint, the method and the variable.
+//    ended; the first failure (other than a call's `tolerated` status) is thrown, naming
+//    the endpoint, the method and the variable.
 //    Tensor bytes sent by a batch are not touched after Call() returns.
 //  - When the last send op instance goes away (the trainer's run ended), every pserver
 //    the session talked to is told the trainer completed, and the session starts afresh
@@ -34,6 +35,7 @@ inline constexpr const char* kSendVariable = "/rill.dist.v1.ParameterServer/Send
 inline constexpr const char* kGetVariable = "/rill.dist.v1.ParameterServer/GetVariable";
 inline constexpr const char* kBarrier = "/rill.dist.v1.ParameterServer/Barrier";
 inline constexpr const char* kComplete = "/rill.dist.v1.ParameterServer/Complete";
+inline constexpr const char* kOpenDataPath = "/rill.dist.v1.ParameterServer/OpenDataPath";
 
 struct RpcCall {
   std::string endpoint;
@@ -41,6 +43,9 @@ struct RpcCall {
   std::string subject;  // what the call is about, for errors: a variable, "iteration 3"
   grpc::ByteBuffer request;
   grpc::ByteBuffer response;
+  // A status the caller handles itself: Call() leaves it in `status` instead of throwing.
+  grpc::StatusCode tolerated = grpc::StatusCode::OK;
+  grpc::Status status;
 };
 
 // How an error about `call` begins: "pserver HOST:PORT: Method subject: ". The same

@@ -1,23 +1,27 @@
 // data_path.h — a way for tensor bytes to travel beside the gRPC control messages.
 //
-// Without one (dist_grpc), a variable's bytes ride in its VariableMessage. With one
-// (dist_mpi), requests carry an OutOfBand route instead and the bytes move through the
-// DataPath, straight from and into the tensors' memory:
-//   trainer push:  SendVariable(header + route) || Send(bytes) to the pserver's rank; the
+// Without one, a variable's bytes ride in its VariableMessage. With one (dist_grpc: a TCP
+// connection per trainer and pserver; dist_mpi: MPI), requests carry an OutOfBand route
+// instead and the bytes move through the DataPath, straight from and into the tensors'
+// memory:
+//   trainer push:  SendVariable(header + route) || Send(bytes) to the pserver; the
 //                  pserver validates the header, then Receive()s into its slot and
-//                  answers the call once the bytes are in.
+//                  answers the call once the bytes are in (or Discard()s them when it
+//                  refuses the header).
 //                  Or, where the DataPath Pushes(), the SendVariable request itself goes
 //                  by Push() beside the bytes, and the answer comes back the same way:
 //                  no gRPC call (the pserver's ServePushes handler takes it).
 //   trainer pull:  GetVariable(name + route); the pserver answers with the header and
 //                  Send()s the bytes; the trainer Receive()s them into its tensor (or,
 //                  below kOutOfBandMinBytes, answers with the bytes in the message).
-// A receiver never takes bytes it did not validate a header for: a refused push is left
-// unmatched (the trainer's run fails on the refusal), never received into a wrong buffer.
+// Below kOutOfBandMinBytes a trainer that does not push sends the bytes in the message too.
+// A receiver never takes bytes it did not validate a header for: a refused transfer is
+// left unmatched or discarded (the trainer's run fails on the refusal), never received
+// into a wrong buffer.
 //
-// Transfers complete asynchronously: `done` runs once, on a thread of the DataPath, with
-// an empty string on success or the reason it failed. Memory passed to Send/Receive stays
-// valid and untouched until then.
+// Transfers complete asynchronously: `done` runs once, on a thread of the DataPath (never
+// inside the call that started the transfer), with an empty string on success or the
+// reason it failed. Memory passed to Send/Receive stays valid and untouched until then.
 #ifndef RILL_DIST_PS_DATA_PATH_H_
 #define RILL_DIST_PS_DATA_PATH_H_
 
@@ -29,13 +33,15 @@
 #include <mutex>
 #include <string>
 
+#include <grpcpp/support/status.h>
+
 #include "parameter_server.pb.h"
 
 namespace rill::dist {
 
-// Below this size a pserver answers a GetVariable with the bytes in the message even
-// when the request gave a route: for small tensors the data path's extra hop (two more
-// threads to wake) costs more than the copy it saves.
+// Below this size the bytes go in the message even where a data path could take them:
+// for small tensors the data path's extra hop (two more threads to wake) costs more than
+// the copy it saves.
 inline constexpr size_t kOutOfBandMinBytes = size_t{64} << 10;
 
 class DataPath {
@@ -46,15 +52,28 @@ class DataPath {
   using PushHandler = std::function<void(const std::string& request, Answer answer)>;
   virtual ~DataPath() = default;
 
-  // Trainer: a fresh route for one transfer with the pserver serving `endpoint`; throws
-  // if no process of the job serves it.
-  virtual v1::OutOfBand RouteTo(const std::string& endpoint) = 0;
+  // Trainer: a fresh route for one transfer with the pserver serving `endpoint` (true),
+  // or false when that pserver takes the bytes in the messages; throws if it cannot be
+  // reached.
+  virtual bool RouteTo(const std::string& endpoint, v1::OutOfBand* route) = 0;
   // Pserver: empty if a request's route reaches this process, else why not.
   virtual std::string Refuses(const v1::OutOfBand& route) const = 0;
+  // Pserver: how a trainer opens this data path (the OpenDataPath call); UNIMPLEMENTED
+  // where trainers need not ask.
+  virtual grpc::Status Offer(v1::DataPathOffer* offer) {
+    (void)offer;
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "this data path is not opened by OpenDataPath");
+  }
+  // For messages: who `rank` is ("rank 3", "data connection 3").
+  virtual std::string PeerName(int rank) const { return "rank " + std::to_string(rank); }
 
-  // Bytes to / from the process of rank `rank`, matched by `tag`.
+  // Bytes to / from `rank` (the route's rank on a pserver, its peer_rank on a trainer),
+  // matched by `tag`.
   virtual void Send(int rank, int tag, const void* data, size_t bytes, Done done) = 0;
   virtual void Receive(int rank, int tag, void* data, size_t bytes, Done done) = 0;
+  // Bytes from `rank` with `tag` that will never be received (a refused header): dropped
+  // when they come, where the data path has to take them off its way.
+  virtual void Discard(int rank, int tag) { (void)rank, (void)tag; }
 
   // Trainer: whether SendVariable requests go by Push() instead of gRPC.
   virtual bool Pushes() const { return false; }

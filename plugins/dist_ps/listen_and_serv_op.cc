@@ -41,8 +41,9 @@ void Serve(KernelContext& ctx) {
 
   const TransportOptions options = TransportOptions::Resolve(op.Attr<int64_t>("deadline_ms"));
   const Transport& transport = ThisTransport();
-  DataPath* data_path = transport.join_as_pserver ? transport.join_as_pserver(endpoint, options) : nullptr;
-  ParameterServer server(endpoint, static_cast<int32_t>(op.Attr<int64_t>("Fanin")), specs, options, data_path);
+  const std::shared_ptr<DataPath> data_path =
+      transport.join_as_pserver ? transport.join_as_pserver(endpoint, options) : nullptr;
+  ParameterServer server(endpoint, static_cast<int32_t>(op.Attr<int64_t>("Fanin")), specs, options, data_path.get());
   server.Start(snapshot());
   Log(RILL_LOG_INFO, op.type() + ": serving " + std::to_string(params.size()) + " parameters on " + server.endpoint() +
                          " for " + std::to_string(op.Attr<int64_t>("Fanin")) + " trainers");

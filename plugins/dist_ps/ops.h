@@ -8,11 +8,12 @@
 //   listen_and_serv  pserver: serve until every trainer completed (pserver.h)
 //
 // A Transport says how the bytes move: in the gRPC messages (no DataPath), or by the
-// DataPath a trainer or pserver gets when it joins (dist_mpi: MPI).
+// DataPath a trainer or pserver gets when it joins (dist_grpc: TCP, dist_mpi: MPI).
 #ifndef RILL_DIST_PS_OPS_H_
 #define RILL_DIST_PS_OPS_H_
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,8 @@ struct Transport {
   // Null: the bytes travel in the messages. Otherwise the DataPath of a trainer, given
   // the trainer id asked for (-1: none), which it may fix (*trainer_id) ...
   std::function<DataPath*(int32_t* trainer_id, const TransportOptions& options)> join_as_trainer;
-  // ... and of the pserver serving `endpoint`.
-  std::function<DataPath*(const std::string& endpoint, const TransportOptions& options)> join_as_pserver;
+  // ... and of the pserver serving `endpoint`, held while it serves; null: in the messages.
+  std::function<std::shared_ptr<DataPath>(const std::string& endpoint, const TransportOptions& options)> join_as_pserver;
   // Told when one of these ops fails (the process is about to end with the error).
   std::function<void()> failed;
 };

@@ -46,6 +46,12 @@ TransportOptions TransportOptions::Resolve(int64_t deadline_ms_attr) {
   if (const char* c = Env("RILL_TLS_CERT")) o.tls_cert_file = c;
   if (const char* k = Env("RILL_TLS_KEY")) o.tls_key_file = k;
   if (const char* a = Env("RILL_TLS_CA")) o.tls_ca_file = a;
+  if (const char* d = Env("RILL_DATA_PATH")) {
+    if (std::strcmp(d, "tcp") != 0 && std::strcmp(d, "message") != 0) {
+      throw std::runtime_error(std::string("RILL_DATA_PATH='") + d + "': expected tcp or message");
+    }
+    o.tcp_data_path = std::strcmp(d, "tcp") == 0;
+  }
   if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
     throw std::runtime_error("RILL_TLS_CERT and RILL_TLS_KEY go together: set both or neither");
   }

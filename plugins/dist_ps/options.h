@@ -7,6 +7,9 @@
 //   RILL_DIST_TOKEN       a shared secret; a pserver with one refuses clients without it
 //   RILL_TLS_CERT / RILL_TLS_KEY   PEM files: the pserver serves TLS with them
 //   RILL_TLS_CA           PEM file: clients use TLS and trust this root
+//   RILL_DATA_PATH        dist_grpc: "tcp" (default) moves tensors of 64 KiB and more over a
+//                         TCP connection beside the calls; "message" keeps them in the
+//                         calls. With TLS they always stay in the (encrypted) calls.
 // A malformed value is an error naming the variable.
 #ifndef RILL_DIST_PS_OPTIONS_H_
 #define RILL_DIST_PS_OPTIONS_H_
@@ -24,6 +27,7 @@ struct TransportOptions {
   std::chrono::milliseconds deadline{120000};
   std::string token;
   std::string tls_cert_file, tls_key_file, tls_ca_file;
+  bool tcp_data_path = true;  // RILL_DATA_PATH; whether dist_grpc may use one (never with TLS)
 
   // Attribute values (deadline_ms <= 0: the default) with the environment's overrides.
   static TransportOptions Resolve(int64_t deadline_ms_attr);

@@ -30,7 +30,8 @@ struct ParameterServer::InFlight {
 class ParameterServer::Service final
     : public v1::ParameterServer::WithRawCallbackMethod_SendVariable<
           v1::ParameterServer::WithRawCallbackMethod_GetVariable<v1::ParameterServer::WithRawCallbackMethod_Barrier<
-              v1::ParameterServer::WithRawCallbackMethod_Complete<v1::ParameterServer::Service>>>> {
+              v1::ParameterServer::WithRawCallbackMethod_Complete<
+                  v1::ParameterServer::WithRawCallbackMethod_OpenDataPath<v1::ParameterServer::Service>>>>> {
  public:
   explicit Service(ParameterServer* server) : server_(server) {}
 
@@ -58,6 +59,14 @@ class ParameterServer::Service final
   grpc::ServerUnaryReactor* Complete(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override {
     return Unary(ctx, response, [&] { return server_->OnComplete(*request); });
+  }
+  grpc::ServerUnaryReactor* OpenDataPath(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer*,
+                                         grpc::ByteBuffer* response) override {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    grpc::Status status = server_->CheckToken(ctx);
+    if (status.ok()) status = server_->OnOpenDataPath(response);
+    reactor->Finish(status);
+    return reactor;
   }
   grpc::ServerUnaryReactor* GetVariable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) override {
@@ -300,6 +309,7 @@ void ParameterServer::OnSend(const grpc::ByteBuffer& request, Answer answer) {
     std::unique_lock<std::mutex> lock(mu_);
     if (grpc::Status s = AdmitGradient(header, &grad); !s.ok()) {
       lock.unlock();
+      if (by_data_path) data_path_->Discard(header.out_of_band().rank(), header.out_of_band().tag());
       answer(s);
       return;
     }
@@ -327,7 +337,8 @@ void ParameterServer::OnSend(const grpc::ByteBuffer& request, Answer answer) {
   }
   // The header is good: take the bytes into the slot, then answer.
   const v1::OutOfBand& route = header.out_of_band();
-  auto done = Track([this, grad, trainer, bytes, name = header.name(), rank = route.rank()](const std::string& error) {
+  auto done = Track([this, grad, trainer, bytes, name = header.name(), peer = data_path_->PeerName(route.rank())](
+                        const std::string& error) {
     Answer answer;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -339,7 +350,7 @@ void ParameterServer::OnSend(const grpc::ByteBuffer& request, Answer answer) {
     }
     answer(error.empty() ? grpc::Status::OK
                          : grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                        "receiving '" + name + "' from rank " + std::to_string(rank) + ": " + error));
+                                        "receiving '" + name + "' from " + peer + ": " + error));
   });
   data_path_->Receive(route.rank(), route.tag(), into, bytes, std::move(done));
 }
@@ -426,6 +437,16 @@ grpc::Status ParameterServer::OnGet(const grpc::ByteBuffer& request, grpc::ByteB
                              (r.iteration() == current_ + 1 ? " (ask after the barrier of that iteration returns)" : ""));
 }
 
+grpc::Status ParameterServer::OnOpenDataPath(grpc::ByteBuffer* response) {
+  if (!data_path_) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "this pserver takes the tensor bytes in the messages");
+  }
+  v1::DataPathOffer offer;
+  grpc::Status status = data_path_->Offer(&offer);
+  if (status.ok()) *response = EncodeMessage(offer);
+  return status;
+}
+
 void ParameterServer::Respond(size_t param, int32_t trainer, const v1::GetRequest& request,
                               grpc::ByteBuffer* response) {
   const TensorBytes& value = published_[param];
@@ -438,10 +459,11 @@ void ParameterServer::Respond(size_t param, int32_t trainer, const v1::GetReques
   *response = EncodeVariable(params_[param].param, trainer, current_, value, params_lease_, &route);
   params_lease_.Acquire();
   data_path_->Send(route.rank(), route.tag(), value.data, value.bytes,
-                   Track([this, name = params_[param].param, rank = route.rank()](const std::string& error) {
+                   Track([this, name = params_[param].param, peer = data_path_->PeerName(route.rank())](
+                             const std::string& error) {
                      if (!error.empty()) {
                        std::lock_guard<std::mutex> lock(mu_);
-                       if (transfer_error_.empty()) transfer_error_ = "sending '" + name + "' to rank " + std::to_string(rank) + ": " + error;
+                       if (transfer_error_.empty()) transfer_error_ = "sending '" + name + "' to " + peer + ": " + error;
                        changed_.notify_all();
                      }
                      params_lease_.Release();

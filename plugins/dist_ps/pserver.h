@@ -112,6 +112,7 @@ class ParameterServer {
                  grpc::Status* status);
   grpc::Status OnComplete(const grpc::ByteBuffer& request);
   grpc::Status OnGet(const grpc::ByteBuffer& request, grpc::ByteBuffer* response);
+  grpc::Status OnOpenDataPath(grpc::ByteBuffer* response);
   grpc::Status CheckTrainer(int32_t trainer) const;
   void Seen(int32_t trainer, int64_t iteration);
   bool AllArrived() const;

@@ -86,11 +86,13 @@ class Send {
       call.method = kSendVariable;
       call.subject = "'" + grads_[i] + "'";
       const TensorBytes bytes = BytesOf(ctx.InputVar("X", i), grads_[i]);
-      if (!data_path) {
+      v1::OutOfBand route;
+      // Small tensors ride in the message unless the request is pushed: one hop less.
+      if (!data_path || (!pushed && bytes.bytes < kOutOfBandMinBytes) || !data_path->RouteTo(epmap_[i], &route)) {
+        if (pushed) throw Error(AboutCall(call) + "the data path pushes requests but has no route to the pserver");
         call.request = EncodeVariable(grads_[i], fetcher_.trainer_id(), k, bytes, lease);
         continue;
       }
-      const v1::OutOfBand route = data_path->RouteTo(epmap_[i]);
       call.request = EncodeVariable(grads_[i], fetcher_.trainer_id(), k, bytes, lease, &route);
       if (!pushed) {
         data_path->Send(route.peer_rank(), route.tag(), bytes.data, bytes.bytes, transfers.Done());
@@ -178,7 +180,7 @@ void ParameterFetcher::Fetch(KernelContext& ctx, int64_t iteration) {
     calls[i].endpoint = epmap_[i];
     calls[i].method = kGetVariable;
     calls[i].subject = "'" + names_[i] + "'";
-    if (data_path_) *get.mutable_out_of_band() = routes[i] = data_path_->RouteTo(epmap_[i]);
+    if (data_path_ && data_path_->RouteTo(epmap_[i], &routes[i])) *get.mutable_out_of_band() = routes[i];
     calls[i].request = EncodeMessage(get);
   }
   TrainerSession::Get().Call(calls, options_);

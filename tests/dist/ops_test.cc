@@ -20,11 +20,11 @@ std::vector<float> Floats(const core::Scope& scope, const std::string& name) {
   return std::vector<float>(t->data_as<float>(), t->data_as<float>() + t->numel());
 }
 
-// A pserver for one trainer, serving w [4, 2] (rows 1, 2, 3, 4) with w -= 0.5 * w@GRAD,
-// run by its own executor on another thread.
+// A pserver for one trainer, serving w [rows, 2] (rows 1, 2, 3, ...) with
+// w -= 0.5 * w@GRAD, run by its own executor on another thread.
 class Pserver {
  public:
-  Pserver() : endpoint_("127.0.0.1:" + std::to_string(FreeLoopbackPort())), scope_(core::Scope::NewRoot()) {
+  explicit Pserver(int64_t rows = 4) : endpoint_("127.0.0.1:" + std::to_string(FreeLoopbackPort())), scope_(core::Scope::NewRoot()) {
     ProgramBuilder ps;
     auto& optimize = ps.NewBlock(0);
     optimize.Op("fill_constant").Output("Out", "lr").Attr("shape", std::vector<int64_t>{1}).Attr("value", 0.5f);
@@ -33,8 +33,8 @@ class Pserver {
         .Attr("ParamList", std::vector<std::string>{"w"}).Attr("GradList", std::vector<std::string>{"w@GRAD"})
         .Attr("Fanin", int32_t{1}).Attr("deadline_ms", int32_t{10000});
     core::Tensor* w = scope_->Var("w")->GetMutableTensor();
-    w->Allocate(RILL_FP32, {4, 2});
-    for (int i = 0; i < 8; ++i) w->data_as<float>()[i] = static_cast<float>(i / 2 + 1);
+    w->Allocate(RILL_FP32, {rows, 2});
+    for (int64_t i = 0; i < rows * 2; ++i) w->data_as<float>()[i] = static_cast<float>(i / 2 + 1);
     executor_ = std::make_unique<core::Executor>(ShippedRegistry(), std::make_shared<proto::ProgramDesc>(ps.Build()));
     serving_ = std::async(std::launch::async, [this] { executor_->Run(0, scope_); });
   }
@@ -53,11 +53,11 @@ class Pserver {
   std::future<void> serving_;
 };
 
-void SetDense(core::Scope& scope, const std::string& name, float value) {
+void SetDense(core::Scope& scope, const std::string& name, float value, int64_t rows = 4) {
   scope.Var(name)->Clear();
   core::Tensor* t = scope.Var(name)->GetMutableTensor();
-  t->Allocate(RILL_FP32, {4, 2});
-  for (int i = 0; i < 8; ++i) t->data_as<float>()[i] = value;
+  t->Allocate(RILL_FP32, {rows, 2});
+  for (int64_t i = 0; i < rows * 2; ++i) t->data_as<float>()[i] = value;
 }
 
 TEST(DistOps, ASparseGradientUpdatesOnlyItsRowsOnThePserver) {
@@ -103,6 +103,30 @@ TEST(DistOps, ASendWithoutOutStepsInLockstepWithThePserver) {
   }
   // 20 steps of w -= 0.5 * 0.5
   EXPECT_EQ(ps.Finish(), (std::vector<float>{-4, -4, -3, -3, -2, -2, -1, -1}));
+}
+
+// From 64 KiB up the bytes travel beside the calls, over the TCP data path (the default,
+// RILL_DATA_PATH=tcp); with RILL_DATA_PATH=message, in the calls. Both land the same.
+TEST(DistOps, LargeTensorsLandTheSameBesideTheCallsAndInThem) {
+  const int64_t rows = 1 << 15;  // w and its gradient: 256 KiB
+  std::vector<float> expected(rows * 2);
+  for (int64_t i = 0; i < rows * 2; ++i) expected[i] = static_cast<float>(i / 2 + 1) - 3 * 0.5f * 2;
+  for (const char* mode : {"tcp", "message"}) {
+    setenv("RILL_DATA_PATH", mode, 1);
+    Pserver ps(rows);
+    ProgramBuilder tr;
+    tr.block(0).Op("send").Input("X", "w@GRAD").Output("Out", "w").Attr("epmap", std::vector<std::string>{ps.endpoint()})
+        .Attr("deadline_ms", int32_t{10000});
+    auto scope = core::Scope::NewRoot();
+    {
+      core::Executor trainer(ShippedRegistry(), std::make_shared<proto::ProgramDesc>(tr.Build()));
+      SetDense(*scope, "w@GRAD", 2, rows);
+      for (int i = 0; i < 3; ++i) trainer.Run(0, scope);
+      EXPECT_EQ(Floats(*scope, "w"), expected) << mode;
+    }
+    EXPECT_EQ(ps.Finish(), expected) << mode;
+  }
+  unsetenv("RILL_DATA_PATH");
 }
 
 }  // namespace

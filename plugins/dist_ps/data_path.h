@@ -56,6 +56,11 @@ class DataPath {
   // or false when that pserver takes the bytes in the messages; throws if it cannot be
   // reached.
   virtual bool RouteTo(const std::string& endpoint, v1::OutOfBand* route) = 0;
+  // Trainer: whether a route to `endpoint` is at hand without opening anything.
+  virtual bool Reaches(const std::string& endpoint) const {
+    (void)endpoint;
+    return true;
+  }
   // Pserver: empty if a request's route reaches this process, else why not.
   virtual std::string Refuses(const v1::OutOfBand& route) const = 0;
   // Pserver: how a trainer opens this data path (the OpenDataPath call); UNIMPLEMENTED

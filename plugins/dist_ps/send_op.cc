@@ -169,6 +169,14 @@ ParameterFetcher::ParameterFetcher(const OpInfo& op)
   if (!names_.empty()) epmap_ = CheckedEpmap(op, names_.size(), "Out");
 }
 
+namespace {
+
+bool KnownLarge(Tensor t) {
+  return t.initialized() && static_cast<size_t>(t.numel()) * DataTypeSize(t.dtype()) >= kOutOfBandMinBytes;
+}
+
+}  // namespace
+
 void ParameterFetcher::Fetch(KernelContext& ctx, int64_t iteration) {
   std::vector<RpcCall> calls(names_.size());
   std::vector<v1::OutOfBand> routes(names_.size());
@@ -180,7 +188,12 @@ void ParameterFetcher::Fetch(KernelContext& ctx, int64_t iteration) {
     calls[i].endpoint = epmap_[i];
     calls[i].method = kGetVariable;
     calls[i].subject = "'" + names_[i] + "'";
-    if (data_path_ && data_path_->RouteTo(epmap_[i], &routes[i])) *get.mutable_out_of_band() = routes[i];
+    // The pserver answers small tensors in the message anyway: a route is worth opening a
+    // data path for only when the parameter is known to be large (it was pulled before).
+    if (data_path_ && (data_path_->Reaches(epmap_[i]) || KnownLarge(ctx.Output("Out", i))) &&
+        data_path_->RouteTo(epmap_[i], &routes[i])) {
+      *get.mutable_out_of_band() = routes[i];
+    }
     calls[i].request = EncodeMessage(get);
   }
   TrainerSession::Get().Call(calls, options_);

@@ -141,10 +141,11 @@ class TrainerPath final : public DataPath {
     std::lock_guard<std::mutex> lock(mu_);
     Pserver& p = pservers_[endpoint];
     if (p.in_messages) return false;
-    if (p.index < 0 || !connections_[p.index]->open()) {
-      if (p.index >= 0) connections_[p.index].reset();  // broken: its transfers failed already
-      if (!Open(endpoint, &p)) return false;
+    if (p.index >= 0 && !connections_[p.index]->open()) {
+      connections_[p.index].reset();  // broken: its transfers failed already
+      p.index = -1;
     }
+    if (p.index < 0 && !Open(endpoint, &p)) return false;
     route->set_job(p.instance);
     route->set_rank(p.number);
     route->set_tag(static_cast<int32_t>(NextTag()));
@@ -152,6 +153,11 @@ class TrainerPath final : public DataPath {
     return true;
   }
 
+  bool Reaches(const std::string& endpoint) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pservers_.find(endpoint);
+    return it != pservers_.end() && it->second.index >= 0 && connections_[it->second.index]->open();
+  }
   std::string Refuses(const v1::OutOfBand&) const override { return "this process is a trainer: it serves no routes"; }
   std::string PeerName(int rank) const override {
     std::shared_ptr<TcpConnection> c = Find(rank);

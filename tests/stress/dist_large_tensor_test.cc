@@ -1,4 +1,5 @@
-// A 1 GiB tensor through the pserver and back (label stress: ~6 GB of memory, seconds).
+// A 1 GiB tensor through the pserver and back, in the messages and over the TCP data path
+// beside them (label stress: ~6 GB of memory, seconds).
 #include <gtest/gtest.h>
 
 #include <future>
@@ -6,16 +7,20 @@
 #include "client.h"
 #include "pserver.h"
 #include "rill/abi.h"
+#include "tcp_data_path.h"
 
 namespace rill::dist {
 namespace {
 
-TEST(DistLarge, OneGibGradientInAndOneGibParameterBack) {
+void OneGibBothWays(bool beside) {
   const int64_t n = int64_t{1} << 28;  // float32: 1 GiB
   const size_t bytes = static_cast<size_t>(n) * sizeof(float);
   std::vector<float> param(n, 1.0f), grad(n), sent(n, 2.0f), fetched(n, 0.0f);
   sent[n - 1] = 4.0f;
-  ParameterServer ps("127.0.0.1:0", 1, {ParamSpec{"w", "w@GRAD", RILL_FP32, {n}}}, TransportOptions{});
+  const std::shared_ptr<DataPath> pserver_path = beside ? ListenTcpDataPath("127.0.0.1:0", TransportOptions{}) : nullptr;
+  DataPath* path = beside ? TcpTrainerDataPath(TransportOptions{}) : nullptr;
+  ParameterServer ps("127.0.0.1:0", 1, {ParamSpec{"w", "w@GRAD", RILL_FP32, {n}}}, TransportOptions{},
+                     pserver_path.get());
   auto view = [&] { return std::vector<TensorBytes>{TensorBytes{RILL_FP32, {n}, {}, param.data(), bytes}}; };
   ps.Start(view());
   auto serving = std::async(std::launch::async, [&] {
@@ -38,9 +43,23 @@ TEST(DistLarge, OneGibGradientInAndOneGibParameterBack) {
     session.Call(calls, options);
     return std::move(calls[0].response);
   };
+  auto await = [](TransferBatch& transfers) {
+    std::string error;
+    EXPECT_TRUE(transfers.Wait(std::chrono::seconds(60), &error));
+    EXPECT_EQ(error, "");
+  };
+  v1::OutOfBand route;
+  if (beside) {
+    ASSERT_TRUE(path->RouteTo(ps.endpoint(), &route));
+  }
   {
     SliceLease lease;
-    call(kSendVariable, EncodeVariable("w@GRAD", 0, 1, TensorBytes{RILL_FP32, {n}, {}, sent.data(), bytes}, lease));
+    TransferBatch transfers;
+    const TensorBytes t{RILL_FP32, {n}, {}, sent.data(), bytes};
+    grpc::ByteBuffer request = EncodeVariable("w@GRAD", 0, 1, t, lease, beside ? &route : nullptr);
+    if (beside) path->Send(route.peer_rank(), route.tag(), sent.data(), bytes, transfers.Done());
+    call(kSendVariable, std::move(request));
+    await(transfers);
   }
   v1::BarrierRequest barrier;
   barrier.set_iteration(1);
@@ -48,18 +67,35 @@ TEST(DistLarge, OneGibGradientInAndOneGibParameterBack) {
   v1::GetRequest get;
   get.set_name("w");
   get.set_iteration(1);
+  if (beside) {
+    ASSERT_TRUE(path->RouteTo(ps.endpoint(), get.mutable_out_of_band()));
+  }
   const grpc::ByteBuffer body = call(kGetVariable, EncodeMessage(get));
-  EXPECT_GT(body.Length(), bytes);
-  EXPECT_LT(body.Length(), bytes + 64) << "the header and framing are tens of bytes";
-  DecodeVariable(body, [&](const v1::VariableHeader& h) {
+  if (beside) {
+    EXPECT_LT(body.Length(), 256u) << "the bytes came in the message";
+  } else {
+    EXPECT_GT(body.Length(), bytes);
+    EXPECT_LT(body.Length(), bytes + 64) << "the header and framing are tens of bytes";
+  }
+  const v1::VariableHeader h = DecodeVariable(body, [&](const v1::VariableHeader& h) {
     EXPECT_EQ(h.tensor().dims(0), n);
     return static_cast<void*>(fetched.data());
   });
+  if (beside) {
+    ASSERT_TRUE(h.has_out_of_band());
+    TransferBatch transfers;
+    path->Receive(get.out_of_band().peer_rank(), get.out_of_band().tag(), fetched.data(), bytes, transfers.Done());
+    await(transfers);
+  }
   EXPECT_EQ(fetched[0], 0.0f);       // 1 - 0.5 * 2
   EXPECT_EQ(fetched[n - 1], -1.0f);  // 1 - 0.5 * 4
   call(kComplete, EncodeMessage(v1::CompleteRequest()));
   serving.get();
 }
+
+TEST(DistLarge, OneGibGradientInAndOneGibParameterBackInTheMessages) { OneGibBothWays(false); }
+
+TEST(DistLarge, OneGibGradientInAndOneGibParameterBackBesideThem) { OneGibBothWays(true); }
 
 }  // namespace
 }  // namespace rill::dist

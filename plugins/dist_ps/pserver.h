@@ -25,8 +25,9 @@
 //    until all of them released it (params_lease_) before the optimize block may change
 //    them.
 //  - With a DataPath, a SendVariable whose header carries a route is answered once its
-//    bytes arrived in the slot (WRITING until then). Transfer callbacks hold in_flight_,
-//    not the server: once the server is gone they do nothing.
+//    bytes arrived in the slot (WRITING until then); one refused after its route was
+//    checked has its bytes discarded. Transfer callbacks hold in_flight_, not the server:
+//    once the server is gone they do nothing. OpenDataPath hands out the DataPath's offer.
 #ifndef RILL_DIST_PS_PSERVER_H_
 #define RILL_DIST_PS_PSERVER_H_
 

@@ -133,7 +133,27 @@ uint32_t NextTag() {
   return tag;
 }
 
-class TrainerPath final : public DataPath {
+// What both sides do alike: a transfer goes to the connection `rank` names, or fails.
+class TcpPath : public DataPath {
+ public:
+  void Send(int rank, int tag, const void* data, size_t bytes, Done done) override {
+    if (auto c = Find(rank)) return c->Send(static_cast<uint32_t>(tag), data, bytes, std::move(done));
+    FailTransferLater(std::move(done), NoConnection(rank));
+  }
+  void Receive(int rank, int tag, void* data, size_t bytes, Done done) override {
+    if (auto c = Find(rank)) return c->Receive(static_cast<uint32_t>(tag), data, bytes, std::move(done));
+    FailTransferLater(std::move(done), NoConnection(rank));
+  }
+  void Discard(int rank, int tag) override {
+    if (auto c = Find(rank)) c->Discard(static_cast<uint32_t>(tag));
+  }
+
+ protected:
+  virtual std::shared_ptr<TcpConnection> Find(int rank) const = 0;
+  virtual std::string NoConnection(int rank) const = 0;
+};
+
+class TrainerPath final : public TcpPath {
  public:
   explicit TrainerPath(TransportOptions options) : options_(std::move(options)) {}
 
@@ -164,19 +184,15 @@ class TrainerPath final : public DataPath {
     return c ? c->peer() : "data connection " + std::to_string(rank);
   }
 
-  void Send(int rank, int tag, const void* data, size_t bytes, Done done) override {
-    if (auto c = Find(rank)) return c->Send(static_cast<uint32_t>(tag), data, bytes, std::move(done));
-    FailTransferLater(std::move(done), NoConnection(rank));
+ private:
+  std::shared_ptr<TcpConnection> Find(int rank) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return rank >= 0 && static_cast<size_t>(rank) < connections_.size() ? connections_[rank] : nullptr;
   }
-  void Receive(int rank, int tag, void* data, size_t bytes, Done done) override {
-    if (auto c = Find(rank)) return c->Receive(static_cast<uint32_t>(tag), data, bytes, std::move(done));
-    FailTransferLater(std::move(done), NoConnection(rank));
-  }
-  void Discard(int rank, int tag) override {
-    if (auto c = Find(rank)) c->Discard(static_cast<uint32_t>(tag));
+  std::string NoConnection(int rank) const override {
+    return "data connection " + std::to_string(rank) + " is closed (its pserver went away)";
   }
 
- private:
   struct Pserver {
     bool in_messages = false;  // it has no data path
     std::string instance;
@@ -223,14 +239,6 @@ class TrainerPath final : public DataPath {
     return true;
   }
 
-  std::shared_ptr<TcpConnection> Find(int rank) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return rank >= 0 && static_cast<size_t>(rank) < connections_.size() ? connections_[rank] : nullptr;
-  }
-  static std::string NoConnection(int rank) {
-    return "data connection " + std::to_string(rank) + " is closed (its pserver went away)";
-  }
-
   const TransportOptions options_;
   mutable std::mutex mu_;
   std::map<std::string, Pserver> pservers_;
@@ -239,7 +247,7 @@ class TrainerPath final : public DataPath {
   std::vector<std::shared_ptr<TcpConnection>> connections_;
 };
 
-class PserverPath final : public DataPath {
+class PserverPath final : public TcpPath {
  public:
   PserverPath(const std::string& endpoint, TransportOptions options) : options_(std::move(options)) {
     const std::string host = HostOf(endpoint);
@@ -326,24 +334,16 @@ class PserverPath final : public DataPath {
     return "data connection " + std::to_string(rank) + (c ? " (" + c->peer() + ")" : "");
   }
 
-  void Send(int rank, int tag, const void* data, size_t bytes, Done done) override {
-    if (auto c = Find(rank)) return c->Send(static_cast<uint32_t>(tag), data, bytes, std::move(done));
-    FailTransferLater(std::move(done), "data connection " + std::to_string(rank) + " is closed");
-  }
-  void Receive(int rank, int tag, void* data, size_t bytes, Done done) override {
-    if (auto c = Find(rank)) return c->Receive(static_cast<uint32_t>(tag), data, bytes, std::move(done));
-    FailTransferLater(std::move(done), "data connection " + std::to_string(rank) + " is closed");
-  }
-  void Discard(int rank, int tag) override {
-    if (auto c = Find(rank)) c->Discard(static_cast<uint32_t>(tag));
-  }
-
  private:
-  std::shared_ptr<TcpConnection> Find(int rank) const {
+  std::shared_ptr<TcpConnection> Find(int rank) const override {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = connections_.find(rank);
     return it == connections_.end() ? nullptr : it->second;
   }
+  std::string NoConnection(int rank) const override {
+    return "data connection " + std::to_string(rank) + " is closed (its trainer went away)";
+  }
+
 
   // On the connection's reader: serves it if it presents an offer handed out and unused.
   bool Admit(const TcpHello& hello, TcpConnection* connection) {

@@ -162,9 +162,9 @@ void TcpConnection::ReadLoop() {
     return;
   }
   for (;;) {
-    FrameHeader h{};
+    TcpFrameHeader h;
     if (!ReadAll(reinterpret_cast<char*>(&h), sizeof(h))) return Close(IoError("it closed"));
-    if (h.magic != kFrameMagic) return Close("the data connection with " + peer_ + " carried a malformed frame");
+    if (h.magic != TcpFrameHeader::kMagic) return Close("the data connection with " + peer_ + " carried a malformed frame");
     Transfer t;
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -207,7 +207,9 @@ void TcpConnection::WriteLoop() {
       t = std::move(sends_.front());
       sends_.pop_front();
     }
-    FrameHeader h{kFrameMagic, t.tag, t.bytes};
+    TcpFrameHeader h;
+    h.tag = t.tag;
+    h.bytes = t.bytes;
     iovec iov[2] = {{&h, sizeof(h)}, {t.data, t.bytes}};
     if (!WriteAll(fd_, iov, t.bytes > 0 ? 2 : 1)) {
       const std::string why = IoError("writing a frame");

@@ -2,8 +2,9 @@
 // each straight from and into the caller's memory.
 //
 // Contract:
-//  - Send() queues a transfer; a writer thread writes it as one frame,
-//    [magic u32][tag u32][bytes u64][the bytes], in the order Send() was called.
+//  - Send() queues a transfer; a writer thread writes it as one frame, a TcpFrameHeader
+//    then the bytes, in the order Send() was called. (Both ends are one build: headers
+//    are in host byte order.)
 //  - Receive() posts memory for the frame with its tag. A reader thread reads each frame
 //    straight into the memory posted for its tag. A frame that comes before its Receive()
 //    waits for it (the connection reads nothing else meanwhile) until it is posted,
@@ -47,6 +48,14 @@ struct TcpHello {
   std::array<uint8_t, 16> secret{};
 };
 
+// What precedes each transfer's bytes on a connection.
+struct TcpFrameHeader {
+  static constexpr uint32_t kMagic = 0x52444631;  // "RDF1"
+  uint32_t magic = kMagic;
+  uint32_t tag = 0;
+  uint64_t bytes = 0;
+};
+
 // Runs `done(why)` on a thread of its own: for a transfer that fails before it started,
 // since `done` never runs inside the call that started it.
 void FailTransferLater(DataPath::Done done, std::string why);
@@ -79,12 +88,6 @@ class TcpConnection {
     bool discard = false;  // a Discard(), or a frame nobody claimed: no `done`
     DataPath::Done done;
   };
-  struct FrameHeader {
-    uint32_t magic;
-    uint32_t tag;
-    uint64_t bytes;
-  };
-  static constexpr uint32_t kFrameMagic = 0x52444631;  // "RDF1"
 
   void ReadLoop();
   void WriteLoop();

@@ -178,39 +178,90 @@ TEST(DistTcpDataPath, RoutesThatDoNotReachThisPserverAreRefusedAndItGoesOnServin
   EXPECT_EQ(sent, "");
 }
 
-// A connection to the data port that does not present an offer handed out and unused is
-// closed unread; the offer's rightful owner still gets in.
-TEST(DistTcpDataPath, ADataConnectionWithoutAValidOfferIsClosed) {
-  TcpPserver ps(4);
-  RpcCall open = Rpc(ps.endpoint(), kOpenDataPath, EncodeMessage(v1::DataPathRequest()));
-  ASSERT_TRUE(CallOne(open).ok()) << open.status.error_message();
-  v1::DataPathOffer offer;
-  DecodeMessage(open.response, &offer);
-  ASSERT_EQ(offer.secret().size(), 16u);
-  auto present = [&](int32_t number, std::string secret) {
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+// A data connection opened by hand: an offer asked for over gRPC, the hello written raw.
+class RawDataConnection {
+ public:
+  explicit RawDataConnection(const std::string& endpoint) {
+    RpcCall open = Rpc(endpoint, kOpenDataPath, EncodeMessage(v1::DataPathRequest()));
+    EXPECT_TRUE(CallOne(open).ok()) << open.status.error_message();
+    DecodeMessage(open.response, &offer);
+    EXPECT_EQ(offer.secret().size(), 16u);
+  }
+  ~RawDataConnection() { Close(); }
+  // Connects and presents `number` and `secret`; whether the pserver said yes.
+  bool Present(int32_t number, const std::string& secret) {
+    Close();
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     addr.sin_port = htons(static_cast<uint16_t>(offer.port()));
-    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    EXPECT_EQ(connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
     TcpHello hello;
     hello.connection = number;
     std::memcpy(hello.secret.data(), secret.data(), 16);
-    EXPECT_EQ(send(fd, &hello, sizeof(hello), MSG_NOSIGNAL), static_cast<ssize_t>(sizeof(hello)));
+    Write(&hello, sizeof(hello));
     timeval tv{10, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     char answer = 0;
-    const ssize_t got = recv(fd, &answer, 1, 0);
-    close(fd);
-    return got == 1 && answer == 1;
-  };
-  std::string wrong = offer.secret();
+    return recv(fd_, &answer, 1, 0) == 1 && answer == 1;
+  }
+  void Write(const void* data, size_t n) { EXPECT_EQ(send(fd_, data, n, MSG_NOSIGNAL), static_cast<ssize_t>(n)); }
+  void Close() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+  v1::DataPathOffer offer;
+
+ private:
+  int fd_ = -1;
+};
+
+// A connection to the data port that does not present an offer handed out and unused is
+// closed unread; the offer's rightful owner still gets in.
+TEST(DistTcpDataPath, ADataConnectionWithoutAValidOfferIsClosed) {
+  TcpPserver ps(4);
+  RawDataConnection raw(ps.endpoint());
+  std::string wrong = raw.offer.secret();
   wrong[3] ^= 1;
-  EXPECT_FALSE(present(offer.connection(), wrong));
-  EXPECT_FALSE(present(offer.connection() + 1, offer.secret()));
-  EXPECT_TRUE(present(offer.connection(), offer.secret()));
-  EXPECT_FALSE(present(offer.connection(), offer.secret())) << "an offer is good once";
+  EXPECT_FALSE(raw.Present(raw.offer.connection(), wrong));
+  EXPECT_FALSE(raw.Present(raw.offer.connection() + 1, raw.offer.secret()));
+  EXPECT_TRUE(raw.Present(raw.offer.connection(), raw.offer.secret()));
+  EXPECT_FALSE(raw.Present(raw.offer.connection(), raw.offer.secret())) << "an offer is good once";
+}
+
+// A trainer that dies halfway through a gradient's bytes: its call is answered with the
+// broken connection, the slot is free again, and the pserver goes on serving.
+TEST(DistTcpDataPath, ATrainerGoneMidTransferFailsThatGradientOnly) {
+  const size_t n = 1 << 16;
+  TcpPserver ps(n);
+  RawDataConnection raw(ps.endpoint());
+  ASSERT_TRUE(raw.Present(raw.offer.connection(), raw.offer.secret()));
+  v1::OutOfBand route;
+  route.set_job(raw.offer.instance());
+  route.set_rank(raw.offer.connection());
+  route.set_tag(1);
+  std::vector<float> g(n, 1.0f);
+  SliceLease lease;
+  RpcCall call = Rpc(ps.endpoint(), kSendVariable, GradMessage(g, 1, &route, lease));
+  call.tolerated = grpc::StatusCode::UNAVAILABLE;
+  auto answered = std::async(std::launch::async, [&] { return CallOne(call); });
+  TcpFrameHeader frame;
+  frame.tag = 1;
+  frame.bytes = n * 4;
+  raw.Write(&frame, sizeof(frame));
+  raw.Write(g.data(), n * 2);  // half
+  raw.Close();
+  ASSERT_EQ(answered.wait_for(seconds(10)), std::future_status::ready);
+  const grpc::Status status = answered.get();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(status.error_message().find("receiving 'w@GRAD' from data connection"), std::string::npos)
+      << status.error_message();
+  EXPECT_NE(status.error_message().find("broke"), std::string::npos) << status.error_message();
+  const auto [again, sent] = PushGradient(TcpTrainerDataPath(TransportOptions{}), ps.endpoint(), g, 1);
+  EXPECT_TRUE(again.ok()) << again.error_message();
+  EXPECT_EQ(sent, "");
 }
 
 TEST(DistTcpDataPath, OpeningItNeedsTheToken) {

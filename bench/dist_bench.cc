@@ -1,5 +1,5 @@
 // The gRPC transport against its peers, in one run, on loopback:
-//   BM_Send_Rill/B      Rill's send as dist_grpc's send op makes it: from 64 KiB up, the
+//   BM_Send_Rill/B      Rill's send as dist_grpc's send op makes it: from 1 MiB up, the
 //                       header in a SendVariable call and the bytes beside it over the TCP
 //                       data path, received straight into a destination tensor, the call
 //                       answered once they are in; below, as BM_Send_RillInMessage
@@ -270,7 +270,7 @@ void Await(TransferBatch& transfers) {
   }
 }
 
-// Sends a tensor of B bytes as the send op does: with `path`, from kOutOfBandMinBytes up,
+// Sends a tensor of B bytes as the send op does: with `path`, from its MinBytes() up,
 // its bytes beside the call.
 void SendRill(benchmark::State& state, const char* peer, DataPath* path) {
   const size_t bytes = static_cast<size_t>(state.range(0));
@@ -285,7 +285,7 @@ void SendRill(benchmark::State& state, const char* peer, DataPath* path) {
     calls[0].endpoint = endpoint;
     calls[0].method = kSendVariable;
     v1::OutOfBand route;
-    if (path && bytes >= kOutOfBandMinBytes && path->RouteTo(endpoint, &route)) {
+    if (path && bytes >= path->MinBytes() && path->RouteTo(endpoint, &route)) {
       calls[0].request = EncodeVariable("g", 0, 1, t, lease, &route);
       path->Send(route.peer_rank(), route.tag(), t.data, bytes, transfers.Done());
     } else {
@@ -390,7 +390,7 @@ void BM_PserverStep(benchmark::State& state) {
       SliceLease lease;
       TransferBatch transfers;
       v1::OutOfBand route;
-      const bool beside = bytes >= kOutOfBandMinBytes && path->RouteTo(ps.endpoint(), &route);
+      const bool beside = bytes >= path->MinBytes() && path->RouteTo(ps.endpoint(), &route);
       const TensorBytes g{RILL_FP32, {n}, {}, mine.data(), bytes};
       grpc::ByteBuffer request = EncodeVariable("w@GRAD", trainer, k, g, lease, beside ? &route : nullptr);
       if (beside) path->Send(route.peer_rank(), route.tag(), mine.data(), bytes, transfers.Done());

@@ -1,5 +1,5 @@
 // The gRPC transport plugin (see ARCHITECTURE.md, "Distribution"): control and metadata
-// over gRPC; tensors of 64 KiB and more over a TCP connection beside it (tcp_data_path.h),
+// over gRPC; tensors of 1 MiB and more over a TCP connection beside it (tcp_data_path.h),
 // or in the gRPC messages under TLS or RILL_DATA_PATH=message.
 #include "ops.h"
 #include "tcp_data_path.h"
@@ -10,7 +10,7 @@ namespace {
 void Init(Registrar& r) {
   Transport grpc;
   grpc.name = "gRPC";
-  grpc.doc = "Tensors under 64 KiB travel in the gRPC messages, as slices over the tensors' memory; larger ones "
+  grpc.doc = "Tensors under 1 MiB travel in the gRPC messages, as slices over the tensors' memory; larger ones "
              "over one TCP connection per trainer and pserver, opened through the gRPC service (so the token "
              "applies), straight from and into the tensors. With TLS, or RILL_DATA_PATH=message, every tensor "
              "travels in the (encrypted) messages.";

@@ -13,8 +13,8 @@
 //                  no gRPC call (the pserver's ServePushes handler takes it).
 //   trainer pull:  GetVariable(name + route); the pserver answers with the header and
 //                  Send()s the bytes; the trainer Receive()s them into its tensor (or,
-//                  below kOutOfBandMinBytes, answers with the bytes in the message).
-// Below kOutOfBandMinBytes a trainer that does not push sends the bytes in the message too.
+//                  below MinBytes(), answers with the bytes in the message).
+// Below MinBytes() a trainer that does not push sends the bytes in the message too.
 // A receiver never takes bytes it did not validate a header for: a refused transfer is
 // left unmatched or discarded (the trainer's run fails on the refusal), never received
 // into a wrong buffer.
@@ -39,9 +39,9 @@
 
 namespace rill::dist {
 
-// Below this size the bytes go in the message even where a data path could take them:
-// for small tensors the data path's extra hop (two more threads to wake) costs more than
-// the copy it saves.
+// Below a data path's MinBytes() the bytes go in the message even where it could take
+// them: for small tensors its extra hop (two more threads to wake) costs more than the
+// copy it saves. This is MPI's.
 inline constexpr size_t kOutOfBandMinBytes = size_t{64} << 10;
 
 class DataPath {
@@ -56,6 +56,8 @@ class DataPath {
   // or false when that pserver takes the bytes in the messages; throws if it cannot be
   // reached.
   virtual bool RouteTo(const std::string& endpoint, v1::OutOfBand* route) = 0;
+  // The smallest tensor worth the path (see kOutOfBandMinBytes).
+  virtual size_t MinBytes() const { return kOutOfBandMinBytes; }
   // Trainer: whether a route to `endpoint` is at hand without opening anything.
   virtual bool Reaches(const std::string& endpoint) const {
     (void)endpoint;

@@ -7,7 +7,7 @@
 //   RILL_DIST_TOKEN       a shared secret; a pserver with one refuses clients without it
 //   RILL_TLS_CERT / RILL_TLS_KEY   PEM files: the pserver serves TLS with them
 //   RILL_TLS_CA           PEM file: clients use TLS and trust this root
-//   RILL_DATA_PATH        dist_grpc: "tcp" (default) moves tensors of 64 KiB and more over a
+//   RILL_DATA_PATH        dist_grpc: "tcp" (default) moves tensors of 1 MiB and more over a
 //                         TCP connection beside the calls; "message" keeps them in the
 //                         calls. With TLS they always stay in the (encrypted) calls.
 // A malformed value is an error naming the variable.

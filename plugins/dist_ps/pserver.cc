@@ -451,7 +451,7 @@ void ParameterServer::Respond(size_t param, int32_t trainer, const v1::GetReques
                               grpc::ByteBuffer* response) {
   const TensorBytes& value = published_[param];
   // Small tensors ride in the answer even when asked for by the data path: one hop less.
-  if (!request.has_out_of_band() || value.bytes < kOutOfBandMinBytes) {
+  if (!request.has_out_of_band() || value.bytes < data_path_->MinBytes()) {
     *response = EncodeVariable(params_[param].param, trainer, current_, value, params_lease_);
     return;
   }

@@ -88,7 +88,7 @@ class Send {
       const TensorBytes bytes = BytesOf(ctx.InputVar("X", i), grads_[i]);
       v1::OutOfBand route;
       // Small tensors ride in the message unless the request is pushed: one hop less.
-      if (!data_path || (!pushed && bytes.bytes < kOutOfBandMinBytes) || !data_path->RouteTo(epmap_[i], &route)) {
+      if (!data_path || (!pushed && bytes.bytes < data_path->MinBytes()) || !data_path->RouteTo(epmap_[i], &route)) {
         if (pushed) throw Error(AboutCall(call) + "the data path pushes requests but has no route to the pserver");
         call.request = EncodeVariable(grads_[i], fetcher_.trainer_id(), k, bytes, lease);
         continue;
@@ -171,8 +171,8 @@ ParameterFetcher::ParameterFetcher(const OpInfo& op)
 
 namespace {
 
-bool KnownLarge(Tensor t) {
-  return t.initialized() && static_cast<size_t>(t.numel()) * DataTypeSize(t.dtype()) >= kOutOfBandMinBytes;
+bool KnownLarge(Tensor t, size_t min_bytes) {
+  return t.initialized() && static_cast<size_t>(t.numel()) * DataTypeSize(t.dtype()) >= min_bytes;
 }
 
 }  // namespace
@@ -190,7 +190,7 @@ void ParameterFetcher::Fetch(KernelContext& ctx, int64_t iteration) {
     calls[i].subject = "'" + names_[i] + "'";
     // The pserver answers small tensors in the message anyway: a route is worth opening a
     // data path for only when the parameter is known to be large (it was pulled before).
-    if (data_path_ && (data_path_->Reaches(epmap_[i]) || KnownLarge(ctx.Output("Out", i))) &&
+    if (data_path_ && (data_path_->Reaches(epmap_[i]) || KnownLarge(ctx.Output("Out", i), data_path_->MinBytes())) &&
         data_path_->RouteTo(epmap_[i], &routes[i])) {
       *get.mutable_out_of_band() = routes[i];
     }

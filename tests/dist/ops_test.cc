@@ -105,10 +105,10 @@ TEST(DistOps, ASendWithoutOutStepsInLockstepWithThePserver) {
   EXPECT_EQ(ps.Finish(), (std::vector<float>{-4, -4, -3, -3, -2, -2, -1, -1}));
 }
 
-// From 64 KiB up the bytes travel beside the calls, over the TCP data path (the default,
+// From 1 MiB up the bytes travel beside the calls, over the TCP data path (the default,
 // RILL_DATA_PATH=tcp); with RILL_DATA_PATH=message, in the calls. Both land the same.
 TEST(DistOps, LargeTensorsLandTheSameBesideTheCallsAndInThem) {
-  const int64_t rows = 1 << 15;  // w and its gradient: 256 KiB
+  const int64_t rows = 1 << 17;  // w and its gradient: 1 MiB
   std::vector<float> expected(rows * 2);
   for (int64_t i = 0; i < rows * 2; ++i) expected[i] = static_cast<float>(i / 2 + 1) - 3 * 0.5f * 2;
   for (const char* mode : {"tcp", "message"}) {

@@ -105,7 +105,7 @@ std::pair<grpc::Status, std::string> PushGradient(DataPath* path, const std::str
 }
 
 TEST(DistTcpDataPath, GradientsAndParametersTravelBesideTheCallsStraightIntoTheTensors) {
-  const size_t n = 1 << 18;  // 1 MiB: above kOutOfBandMinBytes both ways
+  const size_t n = 1 << 18;  // 1 MiB: the path's MinBytes(), so the pserver answers beside the call
   TcpPserver ps(n);
   DataPath* path = TcpTrainerDataPath(TransportOptions{});
   ASSERT_NE(path, nullptr);

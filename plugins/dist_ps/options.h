@@ -10,6 +10,8 @@
 //   RILL_DATA_PATH        dist_grpc: "tcp" (default) moves tensors of 1 MiB and more over a
 //                         TCP connection beside the calls; "message" keeps them in the
 //                         calls. With TLS they always stay in the (encrypted) calls.
+//   RILL_DATA_PORT        dist_grpc pserver: the port its TCP data path listens on (default 0:
+//                         one the kernel picks), for hosts whose firewall opens named ports
 // A malformed value is an error naming the variable.
 #ifndef RILL_DIST_PS_OPTIONS_H_
 #define RILL_DIST_PS_OPTIONS_H_
@@ -28,6 +30,7 @@ struct TransportOptions {
   std::string token;
   std::string tls_cert_file, tls_key_file, tls_ca_file;
   bool tcp_data_path = true;  // RILL_DATA_PATH; whether dist_grpc may use one (never with TLS)
+  uint16_t data_port = 0;     // RILL_DATA_PORT
 
   // Attribute values (deadline_ms <= 0: the default) with the environment's overrides.
   static TransportOptions Resolve(int64_t deadline_ms_attr);

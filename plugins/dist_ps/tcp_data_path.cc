@@ -254,10 +254,12 @@ class PserverPath final : public TcpPath {
  public:
   PserverPath(const std::string& endpoint, TransportOptions options) : options_(std::move(options)) {
     const std::string host = HostOf(endpoint);
-    AddrInfo addresses(host, "0", AI_PASSIVE);
+    AddrInfo addresses(host, std::to_string(options_.data_port), AI_PASSIVE);
     std::string error = "no address";
     for (addrinfo* a = addresses.list; a != nullptr && listener_ < 0; a = a->ai_next) {
       const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      const int one = 1;  // a pserver restarted on its RILL_DATA_PORT is not held off by TIME_WAIT
+      if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
       if (fd >= 0 && bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 64) == 0) {
         listener_ = fd;
         break;
@@ -265,7 +267,10 @@ class PserverPath final : public TcpPath {
       error = std::strerror(errno);
       if (fd >= 0) close(fd);
     }
-    if (listener_ < 0) throw std::runtime_error("cannot listen for data connections on '" + host + "' (" + error + ")");
+    if (listener_ < 0) {
+      throw std::runtime_error("cannot listen for data connections on '" + host + ":" + std::to_string(options_.data_port) +
+                               "' (" + error + "; RILL_DATA_PORT)");
+    }
     sockaddr_storage bound{};
     socklen_t len = sizeof(bound);
     getsockname(listener_, reinterpret_cast<sockaddr*>(&bound), &len);

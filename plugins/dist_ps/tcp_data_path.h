@@ -3,7 +3,8 @@
 // protocol uses it; tcp_connection.h how a connection moves them).
 //
 // Contract:
-//  - A pserver's path listens on its endpoint's host, at a port the kernel picks. A
+//  - A pserver's path listens on its endpoint's host, at RILL_DATA_PORT or a port the kernel
+//    picks. A
 //    trainer opens it by an OpenDataPath call, so the pserver's token check and the call's
 //    deadline apply: the answer holds the port, a connection number and a one-time 16-byte
 //    secret. The trainer connects to the host it reached the pserver at and presents

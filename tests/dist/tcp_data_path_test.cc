@@ -14,6 +14,7 @@
 #include "client.h"
 #include "pserver.h"
 #include "rill/abi.h"
+#include "test_util.h"
 #include "tcp_connection.h"  // TcpHello
 #include "tcp_data_path.h"
 #include "transfer_util.h"
@@ -262,6 +263,29 @@ TEST(DistTcpDataPath, ATrainerGoneMidTransferFailsThatGradientOnly) {
   const auto [again, sent] = PushGradient(TcpTrainerDataPath(TransportOptions{}), ps.endpoint(), g, 1);
   EXPECT_TRUE(again.ok()) << again.error_message();
   EXPECT_EQ(sent, "");
+}
+
+// RILL_DATA_PORT names the port; one in use is a clear error.
+TEST(DistTcpDataPath, RillDataPortNamesThePortItListensOn) {
+  setenv("RILL_DATA_PORT", std::to_string(test::FreeLoopbackPort()).c_str(), 1);
+  const TransportOptions options = TransportOptions::Resolve(0);
+  unsetenv("RILL_DATA_PORT");
+  ASSERT_NE(options.data_port, 0);
+  TcpPserver ps(4, options);
+  RawDataConnection raw(ps.endpoint());
+  EXPECT_EQ(raw.offer.port(), options.data_port);
+  try {
+    ListenTcpDataPath("127.0.0.1:0", options);
+    ADD_FAILURE() << "a second path took port " << options.data_port;
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot listen for data connections on '127.0.0.1:" +
+                                         std::to_string(options.data_port) + "' (Address already in use; RILL_DATA_PORT)"),
+              std::string::npos)
+        << e.what();
+  }
+  setenv("RILL_DATA_PORT", "70000", 1);
+  EXPECT_THROW(TransportOptions::Resolve(0), std::runtime_error);
+  unsetenv("RILL_DATA_PORT");
 }
 
 TEST(DistTcpDataPath, OpeningItNeedsTheToken) {

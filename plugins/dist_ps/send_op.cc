@@ -215,6 +215,10 @@ void ParameterFetcher::Fetch(KernelContext& ctx, int64_t iteration) {
       for (const auto& level : h.tensor().lod()) lod.emplace_back(level.offsets().begin(), level.offsets().end());
       if (!lod.empty()) out.set_lod(lod);
     } catch (const WireError& e) {
+      // Bytes on their way for this pull and the ones after it are not taken: drop them.
+      for (size_t j = i; j < names_.size(); ++j) {
+        if (routes[j].tag() != 0) data_path_->Discard(routes[j].peer_rank(), routes[j].tag());
+      }
       throw Error("pserver " + epmap_[i] + " sent a bad '" + names_[i] + "': " + e.what());
     }
   }

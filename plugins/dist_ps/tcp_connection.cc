@@ -7,12 +7,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 namespace rill::dist {
 namespace {
 
-// How long an accepted connection may take to present its hello.
+// How long either side of a new connection waits for the other's part of the hello.
 constexpr std::chrono::seconds kHelloTimeout{5};
 
 void SetReceiveTimeout(int fd, std::chrono::seconds timeout) {
@@ -45,6 +46,19 @@ bool WriteAll(int fd, iovec* iov, int count) {
 }
 
 }  // namespace
+
+void PresentHello(int fd, const TcpHello& hello) {
+  iovec iov{const_cast<TcpHello*>(&hello), sizeof(hello)};
+  if (!WriteAll(fd, &iov, 1)) {
+    throw std::runtime_error(std::string("cannot present the offer on its data port (") + std::strerror(errno) + ")");
+  }
+  SetReceiveTimeout(fd, kHelloTimeout);
+  char yes = 0;
+  if (recv(fd, &yes, 1, MSG_WAITALL) != 1 || yes != 1) {
+    throw std::runtime_error("its data port refused this trainer's connection (a stale offer, or another server)");
+  }
+  SetReceiveTimeout(fd, std::chrono::seconds(0));
+}
 
 void FailTransferLater(DataPath::Done done, std::string why) {
   std::thread([done = std::move(done), why = std::move(why)] { done(why); }).detach();

@@ -56,6 +56,10 @@ struct TcpFrameHeader {
   uint64_t bytes = 0;
 };
 
+// Trainer: writes `hello` on `fd` (connected, not yet a TcpConnection) and waits for the
+// pserver's yes; throws if it does not come in time.
+void PresentHello(int fd, const TcpHello& hello);
+
 // Runs `done(why)` on a thread of its own: for a transfer that fails before it started,
 // since `done` never runs inside the call that started it.
 void FailTransferLater(DataPath::Done done, std::string why);

@@ -106,22 +106,12 @@ int ConnectTo(const std::string& host, uint32_t port, std::chrono::milliseconds 
   throw std::runtime_error("cannot connect to its data port " + where + " (" + error + ")");
 }
 
-// Presents `offer` on `fd` and waits for the pserver's yes; throws if it does not come.
-void Greet(int fd, const v1::DataPathOffer& offer) {
+// What a trainer presents for `offer`.
+TcpHello HelloFor(const v1::DataPathOffer& offer) {
   TcpHello hello;
   hello.connection = offer.connection();
   std::memcpy(hello.secret.data(), offer.secret().data(), hello.secret.size());
-  if (send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(hello))) {
-    throw std::runtime_error(std::string("cannot present the offer on its data port (") + std::strerror(errno) + ")");
-  }
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  char yes = 0;
-  if (recv(fd, &yes, 1, MSG_WAITALL) != 1 || yes != 1) {
-    throw std::runtime_error("its data port refused this trainer's connection (a stale offer, or another server)");
-  }
-  tv = timeval{};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  return hello;
 }
 
 // Every route a trainer process makes has its own tag, whichever connection it takes.
@@ -230,7 +220,7 @@ class TrainerPath final : public TcpPath {
     int fd = -1;
     try {
       fd = ConnectTo(HostOf(endpoint), offer.port(), options_.deadline);
-      Greet(fd, offer);
+      PresentHello(fd, HelloFor(offer));
     } catch (const std::exception& e) {
       if (fd >= 0) close(fd);
       throw std::runtime_error("pserver " + endpoint + ": " + e.what());
@@ -351,7 +341,6 @@ class PserverPath final : public TcpPath {
   std::string NoConnection(int rank) const override {
     return "data connection " + std::to_string(rank) + " is closed (its trainer went away)";
   }
-
 
   // On the connection's reader: serves it if it presents an offer handed out and unused.
   bool Admit(const TcpHello& hello, TcpConnection* connection) {

@@ -1,4 +1,5 @@
-// Helpers of the TCP data path's tests (tcp_connection_test.cc, tcp_data_path_test.cc).
+// Helpers of the data path's tests (tcp_connection_test.cc, tcp_data_path_test.cc,
+// stress/dist_large_tensor_test.cc).
 #ifndef RILL_TESTS_DIST_TRANSFER_UTIL_H_
 #define RILL_TESTS_DIST_TRANSFER_UTIL_H_
 

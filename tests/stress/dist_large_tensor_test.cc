@@ -8,6 +8,7 @@
 #include "pserver.h"
 #include "rill/abi.h"
 #include "tcp_data_path.h"
+#include "transfer_util.h"
 
 namespace rill::dist {
 namespace {
@@ -43,23 +44,18 @@ void OneGibBothWays(bool beside) {
     session.Call(calls, options);
     return std::move(calls[0].response);
   };
-  auto await = [](TransferBatch& transfers) {
-    std::string error;
-    EXPECT_TRUE(transfers.Wait(std::chrono::seconds(60), &error));
-    EXPECT_EQ(error, "");
-  };
   v1::OutOfBand route;
   if (beside) {
     ASSERT_TRUE(path->RouteTo(ps.endpoint(), &route));
   }
   {
     SliceLease lease;
-    TransferBatch transfers;
+    Outcome pushed;
     const TensorBytes t{RILL_FP32, {n}, {}, sent.data(), bytes};
     grpc::ByteBuffer request = EncodeVariable("w@GRAD", 0, 1, t, lease, beside ? &route : nullptr);
-    if (beside) path->Send(route.peer_rank(), route.tag(), sent.data(), bytes, transfers.Done());
+    if (beside) path->Send(route.peer_rank(), route.tag(), sent.data(), bytes, pushed.Done());
     call(kSendVariable, std::move(request));
-    await(transfers);
+    EXPECT_EQ(pushed.Get(std::chrono::seconds(60)), "");
   }
   v1::BarrierRequest barrier;
   barrier.set_iteration(1);
@@ -83,9 +79,9 @@ void OneGibBothWays(bool beside) {
   });
   if (beside) {
     ASSERT_TRUE(h.has_out_of_band());
-    TransferBatch transfers;
-    path->Receive(get.out_of_band().peer_rank(), get.out_of_band().tag(), fetched.data(), bytes, transfers.Done());
-    await(transfers);
+    Outcome pulled;
+    path->Receive(get.out_of_band().peer_rank(), get.out_of_band().tag(), fetched.data(), bytes, pulled.Done());
+    EXPECT_EQ(pulled.Get(std::chrono::seconds(60)), "");
   }
   EXPECT_EQ(fetched[0], 0.0f);       // 1 - 0.5 * 2
   EXPECT_EQ(fetched[n - 1], -1.0f);  // 1 - 0.5 * 4

@@ -58,33 +58,28 @@ class ParameterServer::Service final
   }
   grpc::ServerUnaryReactor* Complete(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override {
-    return Unary(ctx, response, [&] { return server_->OnComplete(*request); });
+    return Unary(ctx, [&] {
+      grpc::Status status = server_->OnComplete(*request);
+      if (status.ok()) *response = EncodeMessage(v1::Reply());
+      return status;
+    });
   }
   grpc::ServerUnaryReactor* OpenDataPath(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer*,
                                          grpc::ByteBuffer* response) override {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    grpc::Status status = server_->CheckToken(ctx);
-    if (status.ok()) status = server_->OnOpenDataPath(response);
-    reactor->Finish(status);
-    return reactor;
+    return Unary(ctx, [&] { return server_->OnOpenDataPath(response); });
   }
   grpc::ServerUnaryReactor* GetVariable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) override {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    grpc::Status status = server_->CheckToken(ctx);
-    if (status.ok()) status = server_->OnGet(*request, response);
-    reactor->Finish(status);
-    return reactor;
+    return Unary(ctx, [&] { return server_->OnGet(*request, response); });
   }
 
  private:
-  // The methods that answer Reply: handled at once.
+  // The methods handled at once: `handle` (once the token passed) writes the answer.
   template <class F>
-  grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, grpc::ByteBuffer* response, F&& handle) {
+  grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, F&& handle) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     grpc::Status status = server_->CheckToken(ctx);
     if (status.ok()) status = handle();
-    if (status.ok()) *response = EncodeMessage(v1::Reply());
     reactor->Finish(status);
     return reactor;
   }

@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "core/abi/host_api.h"
 #include "core/errors.h"
 #include "core/program/builder.h"
 #include "core/program/program_io.h"
@@ -185,6 +186,39 @@ TEST(Executor, PersistableVariablesLiveInTheRootScope) {
 TEST(Executor, OutOfRangeBlockIsAnError) {
   Executor exec(test::ShippedRegistry(), LoopProgram(1));
   EXPECT_THROW(exec.Run(9, Scope::NewRoot()), Error);
+}
+
+// ABI v7: an op reads the ops of a block of its program (select reads its cases' layout).
+TEST(Executor, AnOpReadsTheOpsOfABlockThroughTheHostApi) {
+  const RillHostApi& host = *HostApiTable();
+  Executor exec(test::ShippedRegistry(), LoopProgram(1));
+  const RillOpInfo* loop = exec.BlockOps(0).back();
+  ASSERT_EQ(std::string(host.op_type(loop)), "while");
+  const RillOpInfo* const* ops = nullptr;
+  size_t count = 0;
+  ASSERT_EQ(host.op_block_ops(loop, 1, &ops, &count), nullptr);
+  std::vector<std::string> types;
+  for (size_t i = 0; i < count; ++i) types.push_back(host.op_type(ops[i]));
+  EXPECT_EQ(types, (std::vector<std::string>{"increment", "less_than", "conditional_block", "less_than"}));
+  EXPECT_STREQ(host.op_input_name(ops[1], "Y", 0), "five");
+  int32_t then = 0;
+  ASSERT_EQ(host.attr_block(ops[2], "sub_block", &then), nullptr);
+  EXPECT_EQ(then, 2);
+
+  RillStatus* st = host.op_block_ops(loop, 9, &ops, &count);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(host.status_code(st), RILL_OUT_OF_RANGE);
+  EXPECT_NE(std::string(host.status_message(st)).find("block 9 does not exist"), std::string::npos);
+  host.status_release(st);
+
+  auto bad = std::make_shared<proto::ProgramDesc>(*LoopProgram(1));
+  bad->mutable_blocks(1)->mutable_ops(0)->set_type("no_such_op");
+  Executor bad_exec(test::ShippedRegistry(), bad);
+  st = host.op_block_ops(bad_exec.BlockOps(0).back(), 1, &ops, &count);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(host.status_code(st), RILL_NOT_FOUND);
+  EXPECT_NE(std::string(host.status_message(st)).find("no_such_op"), std::string::npos) << host.status_message(st);
+  host.status_release(st);
 }
 
 }  // namespace

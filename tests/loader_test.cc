@@ -116,6 +116,21 @@ TEST(Loader, FrozenAbiV3PluginMakesAndReadsSelectedRows) {
   EXPECT_EQ(scope->FindVar("dense")->GetTensor()->Describe(), "fp32[3, 3] {2, 2, 2, 0, 0, 0, 2, 2, 2}");
 }
 
+// ABI v6: a plain-C kernel reads its input and shapes its output in one call each.
+TEST(Loader, FrozenAbiV6PluginReadsAndShapesInOneCallEach) {
+  Registry registry;
+  const auto plugins = LoadPlugins(registry, LoadOptions{{kPlugins, kFixtures + "/frozen_v6"}, {}, {}});
+  EXPECT_EQ(plugins.back().name, "frozen_v6");
+  EXPECT_EQ(plugins.back().abi_version, 6u);
+  ProgramBuilder pb;
+  pb.block(0).Op("fill_constant").Output("Out", "x").Attr("shape", std::vector<int64_t>{2, 2}).Attr("value", 0.5f);
+  pb.block(0).Op("v6_triple").Input("X", "x").Output("Out", "y");
+  Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  exec.Run(0, scope);
+  EXPECT_EQ(scope->FindVar("y")->GetTensor()->Describe(), "fp32[2, 2] {1.5, 1.5, 1.5, 1.5}");
+}
+
 // ABI v4: a plain-C loop op runs its body in a scope from ctx_new_child_scope and keeps it
 // while scope_reusable says so: one step scope for every step of a body that nothing
 // captures, and the body's own variables stay in it.

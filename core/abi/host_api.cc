@@ -96,7 +96,9 @@ RILL_PIN(scope_reusable, 68);
 // Version 6.
 RILL_PIN(ctx_input_described, 69);
 RILL_PIN(ctx_output_allocate, 70);
-static_assert(sizeof(RillHostApi) == 8 + 71 * sizeof(void*), "RillHostApi v6 size changed");
+// Version 7.
+RILL_PIN(op_block_ops, 71);
+static_assert(sizeof(RillHostApi) == 8 + 72 * sizeof(void*), "RillHostApi v7 size changed");
 #undef RILL_PIN
 
 // RillDeviceDef, which plugins fill: version 1 ends at `copy`; version 5 appends the
@@ -185,6 +187,15 @@ size_t OpOutputCount(const RillOpInfo* info, const char* slot) {
 }
 const char* OpOutputName(const RillOpInfo* info, const char* slot, size_t i) {
   return (info && slot) ? ArgName(info->FindOutput(slot), i) : nullptr;
+}
+
+RillStatus* OpBlockOps(const RillOpInfo* info, int32_t block_idx, const RillOpInfo* const** ops, size_t* count) {
+  if (!info || !info->executor || !ops || !count) return NullArg("op_block_ops");
+  return StatusFromCall([&] {
+    const std::vector<const RillOpInfo*>& all = info->executor->BlockOps(block_idx);
+    *ops = all.data();
+    *count = all.size();
+  });
 }
 
 // Finds attribute `name` of one of the accepted types, or returns the error status.
@@ -571,6 +582,7 @@ const RillHostApi kTable = {
     VarIsSelectedRows, VarSelectedRows, VarSetSelectedRows,
     CtxNewChildScope, ScopeReusable,
     CtxInputDescribed, CtxOutputAllocate,
+    OpBlockOps,
 };
 
 }  // namespace

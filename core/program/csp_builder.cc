@@ -12,6 +12,23 @@ void FillInt32(BlockBuilder& b, const std::string& out, float value) {
       .Attr("value", value);
 }
 
+// Adds `name` to `slot` of an op's inputs or outputs, once.
+void AddArgument(google::protobuf::RepeatedPtrField<proto::OpDesc::Var>* vars, const std::string& slot,
+                 const std::string& name) {
+  proto::OpDesc::Var* var = nullptr;
+  for (auto& v : *vars) {
+    if (v.parameter() == slot) var = &v;
+  }
+  if (var == nullptr) {
+    var = vars->Add();
+    var->set_parameter(slot);
+  }
+  for (const auto& a : var->arguments()) {
+    if (a == name) return;
+  }
+  var->add_arguments(name);
+}
+
 }  // namespace
 
 void MakeChannel(BlockBuilder& b, const std::string& name, int32_t data_type, int64_t capacity) {
@@ -58,6 +75,13 @@ BlockBuilder& Select::AddCase(int type, const std::string& channel, const std::s
   cases_.push_back(std::to_string(idx) + "," + std::to_string(type) + "," + channel + "," + value);
   for (auto& a : *op_->mutable_attrs()) {
     if (a.name() == "cases") a.add_strings(cases_.back());
+  }
+  // As the seed's Python API does: what the cases use in X, what they write in Out, so the
+  // op reads them from its resolved arguments.
+  if (type != 0) {
+    AddArgument(op_->mutable_inputs(), "X", channel);
+    if (type == 1) AddArgument(op_->mutable_inputs(), "X", value);
+    if (type == 2) AddArgument(op_->mutable_outputs(), "Out", value);
   }
   const std::string prefix = case_var_ + "." + std::to_string(idx);
   FillInt32(cases_block_, prefix + ".idx", static_cast<float>(idx));

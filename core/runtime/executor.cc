@@ -49,6 +49,7 @@ struct Executor::PreparedBlock {
   std::vector<uint8_t> is_output;     // parallel to names
   std::vector<std::pair<std::string, bool>> declared;  // (name, persistable)
   std::vector<std::unique_ptr<PreparedOp>> ops;
+  std::vector<const RillOpInfo*> infos;  // &ops[i]->info, for BlockOps
 };
 
 namespace {
@@ -214,6 +215,7 @@ Executor::PreparedBlock& Executor::Prepare(int32_t block_idx) {
     info.block_idx = block_idx;
     info.op_idx = i;
     info.serial = g_next_block_serial.fetch_add(1, std::memory_order_relaxed);
+    info.executor = this;
     info.schema = registry_.FindOp(od.type());
     if (info.schema == nullptr) {
       throw Error("block " + std::to_string(block_idx) + ", op " + std::to_string(i) + ": " +
@@ -239,12 +241,15 @@ Executor::PreparedBlock& Executor::Prepare(int32_t block_idx) {
         }
       }
     }
+    block->infos.push_back(&op->info);
     block->ops.push_back(std::move(op));
   }
   PreparedBlock* raw = block.release();
   prepared_[block_idx].store(raw, std::memory_order_release);
   return *raw;
 }
+
+const std::vector<const RillOpInfo*>& Executor::BlockOps(int32_t block_idx) { return Prepare(block_idx).infos; }
 
 void Executor::Run(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
   PreparedBlock& block = Prepare(block_idx);

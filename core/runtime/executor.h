@@ -29,6 +29,7 @@
 
 #include "core/proto/framework.pb.h"
 #include "core/registry/registry.h"
+#include "core/runtime/op_instance.h"
 #include "core/runtime/scope.h"
 
 namespace rill::core {
@@ -43,6 +44,9 @@ class Executor {
   void Run(int32_t block_idx, const std::shared_ptr<Scope>& scope);
   // Throws Error(OUT_OF_RANGE) unless the program has block `block_idx`.
   void CheckBlock(int32_t block_idx) const;
+  // The ops of block `block_idx`, prepared (on first use) and in order; they live as long
+  // as the executor. Throws as Run would for a block that cannot be prepared.
+  const std::vector<const RillOpInfo*>& BlockOps(int32_t block_idx);
   // Where kernels run when they can (default: the CPU). Throws if no plugin drives the
   // device or it is not present.
   void set_place(Place place);

@@ -12,6 +12,10 @@
 
 #include "core/registry/registry.h"
 
+namespace rill::core {
+class Executor;
+}
+
 struct RillOpInfo {
   struct Args {
     std::string slot;
@@ -24,6 +28,7 @@ struct RillOpInfo {
   int32_t op_idx = 0;
   uint64_t serial = 0;  // unique in the process, never reused (keys the op's child scopes)
   const rill::core::OpSchemaEntry* schema = nullptr;
+  rill::core::Executor* executor = nullptr;  // that prepared it (op_block_ops reads its blocks)
   std::vector<Args> inputs, outputs;
   std::vector<rill::core::AttrValue> attrs;  // parallel to schema->attrs
 

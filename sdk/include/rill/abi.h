@@ -41,8 +41,9 @@ extern "C" {
  * adds tasks (go blocks, park/unpark), plugin-owned variables and copyable custom types;
  * version 3 SelectedRows; version 4 sub-block scopes that are reused; version 5 a device's
  * page-locked host memory (RillDeviceDef.allocate_host/free_host); version 6 a kernel's
- * arguments in fewer calls (ctx_input_described, ctx_output_allocate). */
-#define RILL_ABI_VERSION 6u
+ * arguments in fewer calls (ctx_input_described, ctx_output_allocate); version 7 the ops of
+ * a block, read by an op that runs it (op_block_ops). */
+#define RILL_ABI_VERSION 7u
 
 /* Name of the single exported entry point. */
 #define RILL_ENTRY_POINT_NAME "RillGetPlugin"
@@ -465,6 +466,17 @@ typedef struct RillHostApi {
                                      int32_t device_type, int32_t device_id, RillTensor** out,
                                      RillTensorInfo* info);
   /* ===== End of version 6 ===== */
+
+  /* ===== Version 7: a block's ops ===== */
+  /* op_block_ops: the ops of block `block_idx` of the op's program, in order, as op
+   * instances the op_* and attr_* calls read; the array and the ops live as long as `info`.
+   * An op that runs a sub-block reads it at kernel create time to recognise a layout it can
+   * run more directly (select runs only the chosen case's block). Fails with
+   * RILL_OUT_OF_RANGE for a block the program lacks, and with the block's own error when one
+   * of its ops cannot be prepared (an unknown op type). */
+  RillStatus* (*op_block_ops)(const RillOpInfo* info, int32_t block_idx,
+                              const RillOpInfo* const** ops, size_t* count);
+  /* ===== End of version 7 ===== */
 } RillHostApi;
 
 /* ---- The plugin's entry ---------------------------------------------------------------- */

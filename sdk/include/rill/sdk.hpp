@@ -513,6 +513,13 @@ class OpInfo {
     for (size_t i = 0; i < OutputCount(slot); ++i) out.push_back(OutputName(slot, i));
     return out;
   }
+  // The ops of block `block_idx` of this op's program, in order (ABI v7).
+  std::vector<OpInfo> BlockOps(int32_t block_idx) const {
+    const RillOpInfo* const* ops = nullptr;
+    size_t count = 0;
+    Check(Host().op_block_ops(info_, block_idx, &ops, &count));
+    return std::vector<OpInfo>(ops, ops + count);
+  }
 
  private:
   static std::string NameOrThrow(const char* name, const char* kind, const char* slot,

@@ -113,6 +113,80 @@ TEST(Executor, ARerunInTheSameScopeSeesVariablesCreatedOnTheChainSince) {
   EXPECT_EQ(Int64Of(*step, "y"), 3);
 }
 
+// i = start; c = i < n; while c { steps += 1; j = increment(i, step); c = j < n; [i = j] }:
+// Fluid's counted loop, whose increment + less_than the executor runs as one native step
+// when the values allow (counter_step.h). Returns "i; steps; c" after the run.
+struct CountedLoop {
+  int32_t dtype = RILL_INT64;
+  float step = 1, limit = 5;
+  std::vector<int64_t> counter_shape = {1}, limit_shape = {1};
+  int32_t limit_dtype = -1;  // -1: the counter's
+  bool separate_next = false;  // j is its own variable, copied back to i
+  // Refilled by the body before the step, so that the loop starts and the step fails.
+  std::string refill;
+  int32_t refill_dtype = RILL_INT64;
+  std::vector<int64_t> refill_shape = {1};
+};
+std::string RunCountedLoop(const CountedLoop& loop) {
+  ProgramBuilder pb;
+  auto& main = pb.block(0);
+  auto& body = pb.NewBlock(0);
+  Fill(main, "i", loop.dtype, 0, loop.counter_shape);
+  Fill(main, "n", loop.limit_dtype < 0 ? loop.dtype : loop.limit_dtype, loop.limit, loop.limit_shape);
+  Fill(main, "steps", RILL_INT64, 0);
+  Fill(main, "one", RILL_INT64, 1);
+  main.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "c");
+  main.Op("while").Input("Condition", "c").BlockAttr("sub_block", body.idx());
+  body.Op("elementwise_add").Input("X", "steps").Input("Y", "one").Output("Out", "steps");
+  if (!loop.refill.empty()) Fill(body, loop.refill, loop.refill_dtype, 0, loop.refill_shape);
+  const std::string next = loop.separate_next ? "j" : "i";
+  body.Op("increment").Input("X", "i").Output("Out", next).Attr("step", loop.step);
+  body.Op("less_than").Input("X", next).Input("Y", "n").Output("Out", "c");
+  if (loop.separate_next) body.Op("assign").Input("X", "j").Output("Out", "i");
+  Executor exec(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  exec.Run(0, scope);
+  return scope->FindVar("i")->GetTensor()->Describe() + "; " + scope->FindVar("steps")->GetTensor()->Describe() +
+         "; " + scope->FindVar("c")->GetTensor()->Describe();
+}
+
+TEST(Executor, ACountedLoopCountsAsItsIncrementAndLessThanWould) {
+  EXPECT_EQ(RunCountedLoop({}), "int64[1] {5}; int64[1] {5}; bool[1] {false}");
+  // An integer counter's step is the attribute cast to the counter's type: 2.5 -> 2.
+  EXPECT_EQ(RunCountedLoop({RILL_INT32, 2.5f, 7}), "int32[1] {8}; int64[1] {4}; bool[1] {false}");
+  EXPECT_EQ(RunCountedLoop({RILL_FP32, 2.5f, 7}), "fp32[1] {7.5}; int64[1] {3}; bool[1] {false}");
+  CountedLoop fp64{RILL_FP64, 0.1f, 0.35f};
+  EXPECT_EQ(RunCountedLoop(fp64), "fp64[1] {0.4}; int64[1] {4}; bool[1] {false}");
+  CountedLoop separate;
+  separate.separate_next = true;
+  EXPECT_EQ(RunCountedLoop(separate), "int64[1] {5}; int64[1] {5}; bool[1] {false}");
+  // Shapes the native step leaves to the kernels: the compare broadcasts.
+  CountedLoop broadcast;
+  broadcast.counter_shape = {1, 1};
+  broadcast.limit = 3;
+  EXPECT_EQ(RunCountedLoop(broadcast), "int64[1, 1] {3}; int64[1] {3}; bool[1, 1] {false}");
+}
+
+TEST(Executor, ACountedLoopTheKernelsRefuseFailsAsTheyDo) {
+  const auto error = [](const CountedLoop& loop) -> std::string {
+    try {
+      RunCountedLoop(loop);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  CountedLoop mixed;
+  mixed.refill = "n";
+  mixed.refill_dtype = RILL_FP32;
+  EXPECT_NE(error(mixed).find("block 1, op 3 (less_than X=[i] Y=[n] -> Out=[c]): "), std::string::npos) << error(mixed);
+  CountedLoop wide;
+  wide.refill = "i";
+  wide.refill_shape = {2};
+  EXPECT_NE(error(wide).find("block 1, op 2 (increment X=[i] -> Out=[i]): X must have exactly one element, it has 2"),
+            std::string::npos) << error(wide);
+}
+
 std::string RunAndGetError(const proto::ProgramDesc& program) {
   Executor exec(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(program));
   try {

@@ -1,9 +1,11 @@
 #include "core/runtime/executor.h"
 
+#include <optional>
 #include <unordered_map>
 
 #include "core/abi/status.h"
 #include "core/errors.h"
+#include "core/runtime/counter_step.h"
 #include "core/runtime/device.h"
 #include "core/runtime/dtype.h"
 #include "core/runtime/kernel_context.h"
@@ -35,6 +37,9 @@ struct PreparedOp {
   int dtype_input = -1;           // index into info.inputs giving the dtype key, or -1
   uint32_t dtype_var = 0;         // frame index of that input's first variable
   int32_t static_dtype = RILL_ANY_DTYPE;  // key from an attribute (or ANY)
+  // Set on an increment the next op (less_than) closes a counted loop with: the two run
+  // as one native step when their values allow (counter_step.h).
+  std::optional<CounterStep> counter_step;
 
   // Kernel cache. `last` is the fast path; `instances` owns every kernel chosen so far.
   std::atomic<KernelInstance*> last{nullptr};
@@ -244,6 +249,9 @@ Executor::PreparedBlock& Executor::Prepare(int32_t block_idx) {
     block->infos.push_back(&op->info);
     block->ops.push_back(std::move(op));
   }
+  for (size_t k = 0; k + 1 < block->ops.size(); ++k) {
+    block->ops[k]->counter_step = CounterStep::Match(block->ops[k]->info, block->ops[k + 1]->info, registry_);
+  }
   PreparedBlock* raw = block.release();
   prepared_[block_idx].store(raw, std::memory_order_release);
   return *raw;
@@ -307,11 +315,16 @@ void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& 
   RillScope scope_handle = RillScope::Borrowed(scope.get());
   const bool devices = AnyDeviceInstalled();
   OpBoundaries boundaries;
-  for (auto& op : block.ops) {
+  for (size_t at = 0; at < block.ops.size(); ++at) {
+    PreparedOp* op = block.ops[at].get();
     RillKernelContext ctx{&op->info, frame, &block.names, &scope_handle, this, 0};
     KernelInstance* k = op->last.load(std::memory_order_acquire);
     try {
       boundaries.Check();
+      if (op->counter_step && op->counter_step->Run(frame)) {
+        ++at;  // the less_than ran too
+        continue;
+      }
       const auto [device, dtype] = KernelKey(*op, ctx, place_.device_type);
       if (k == nullptr || k->dtype != dtype || k->device != device) {
         k = ChooseKernel(registry_, *op, device, dtype);

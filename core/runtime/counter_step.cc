@@ -1,0 +1,91 @@
+#include "core/runtime/counter_step.h"
+
+namespace rill::core {
+namespace {
+
+constexpr int32_t kDtypes[] = {RILL_INT32, RILL_INT64, RILL_FP32, RILL_FP64};
+
+// The single argument of `slot` in `args`, or nullptr when there is not exactly one.
+const RillOpInfo::Args* Single(const RillOpInfo::Args* args) {
+  return args != nullptr && args->ids.size() == 1 ? args : nullptr;
+}
+
+// A one-element CPU tensor, or nullptr.
+const Tensor* Scalar(const Variable* v) {
+  const Tensor* t = v != nullptr ? v->GetTensor() : nullptr;
+  if (t == nullptr || !t->initialized() || t->numel() != 1 || t->place().device_type != RILL_CPU) return nullptr;
+  return t;
+}
+
+// The tensor an output writes into: the variable's, or a new one in an empty variable
+// (what ctx_output_tensor gives a kernel); nullptr when it holds another kind of value.
+Tensor* Writable(Variable* v) {
+  if (v == nullptr || (!v->is_tensor() && v->initialized())) return nullptr;
+  return v->GetMutableTensor();
+}
+
+// Dims of a one-element tensor are all 1; a copy, since j may be i itself.
+constexpr size_t kMaxDims = 8;
+constexpr int64_t kOnes[kMaxDims] = {1, 1, 1, 1, 1, 1, 1, 1};
+
+template <class T>
+void Step(const Tensor& i, const Tensor& n, Tensor& j, Tensor& cond, double step) {
+  // As the increment kernel does: the attribute read as a float, then cast to T.
+  const T next = *i.data_as<T>() + static_cast<T>(static_cast<float>(step));
+  const T limit = *n.data_as<T>();
+  const int32_t dtype = i.dtype();
+  const size_t ndim = i.dims().size();
+  *static_cast<T*>(j.Allocate(dtype, kOnes, ndim)) = next;
+  *static_cast<bool*>(cond.Allocate(RILL_BOOL, kOnes, ndim)) = next < limit;
+}
+
+}  // namespace
+
+std::optional<CounterStep> CounterStep::Match(const RillOpInfo& increment, const RillOpInfo& less_than,
+                                              const Registry& registry) {
+  if (increment.type != "increment" || less_than.type != "less_than") return std::nullopt;
+  const RillOpInfo::Args* i = Single(increment.FindInput("X"));
+  const RillOpInfo::Args* j = Single(increment.FindOutput("Out"));
+  const RillOpInfo::Args* x = Single(less_than.FindInput("X"));
+  const RillOpInfo::Args* n = Single(less_than.FindInput("Y"));
+  const RillOpInfo::Args* cond = Single(less_than.FindOutput("Out"));
+  const AttrValue* step = increment.FindAttr("step");
+  if (!i || !j || !x || !n || !cond || !step || x->ids[0] != j->ids[0]) return std::nullopt;
+  // The limit or the counter written by the compare would change what the step reads.
+  if (cond->ids[0] == j->ids[0] || cond->ids[0] == n->ids[0] || cond->ids[0] == i->ids[0]) return std::nullopt;
+  CounterStep s;
+  s.counter = i->ids[0];
+  s.next = j->ids[0];
+  s.limit = n->ids[0];
+  s.cond = cond->ids[0];
+  s.step = step->f;
+  for (int32_t d : kDtypes) {
+    if (registry.FindKernel("increment", RILL_CPU, d) && registry.FindKernel("less_than", RILL_CPU, d)) {
+      s.dtypes |= 1u << d;
+    }
+  }
+  if (s.dtypes == 0) return std::nullopt;
+  return s;
+}
+
+bool CounterStep::Run(Variable* const* frame) const {
+  const Tensor* i = Scalar(frame[counter]);
+  const Tensor* n = Scalar(frame[limit]);
+  if (i == nullptr || n == nullptr || i->dtype() != n->dtype() || i->dims() != n->dims() ||
+      i->dims().size() > kMaxDims || (dtypes & (1u << i->dtype())) == 0) {
+    return false;
+  }
+  Tensor* j = Writable(frame[next]);
+  Tensor* c = Writable(frame[cond]);
+  if (j == nullptr || c == nullptr) return false;
+  switch (i->dtype()) {
+    case RILL_INT32: Step<int32_t>(*i, *n, *j, *c, step); break;
+    case RILL_INT64: Step<int64_t>(*i, *n, *j, *c, step); break;
+    case RILL_FP32: Step<float>(*i, *n, *j, *c, step); break;
+    case RILL_FP64: Step<double>(*i, *n, *j, *c, step); break;
+    default: return false;
+  }
+  return true;
+}
+
+}  // namespace rill::core

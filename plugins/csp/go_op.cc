@@ -16,11 +16,11 @@ class Go {
  public:
   explicit Go(const OpInfo& op) : block_(op.BlockAttr("sub_block")), captured_(op.InputNames("X")) {}
   void Compute(KernelContext& ctx) {
-    Scope parent = ctx.scope();
     Scope child = ctx.NewChildScope(block_);
-    for (const std::string& name : captured_) {
-      Variable v = parent.FindVar(name);
-      if (v && ChannelRefOf(v) != nullptr) child.Var(name).CopyFrom(v);  // others: shared
+    for (size_t i = 0; i < captured_.size(); ++i) {
+      // As the executor resolved X: no lookup up the scope chain per go block.
+      Variable v(Host().ctx_input(ctx.handle(), "X", i));
+      if (v && ChannelRefOf(v) != nullptr) child.Var(captured_[i]).CopyFrom(v);  // others: shared
     }
     ctx.Go(block_, child);
   }

@@ -127,6 +127,13 @@ struct CountedLoop {
   int32_t refill_dtype = RILL_INT64;
   std::vector<int64_t> refill_shape = {1};
 };
+CountedLoop Counting(int32_t dtype, float step, float limit) {
+  CountedLoop loop;
+  loop.dtype = dtype;
+  loop.step = step;
+  loop.limit = limit;
+  return loop;
+}
 std::string RunCountedLoop(const CountedLoop& loop) {
   ProgramBuilder pb;
   auto& main = pb.block(0);
@@ -153,10 +160,9 @@ std::string RunCountedLoop(const CountedLoop& loop) {
 TEST(Executor, ACountedLoopCountsAsItsIncrementAndLessThanWould) {
   EXPECT_EQ(RunCountedLoop({}), "int64[1] {5}; int64[1] {5}; bool[1] {false}");
   // An integer counter's step is the attribute cast to the counter's type: 2.5 -> 2.
-  EXPECT_EQ(RunCountedLoop({RILL_INT32, 2.5f, 7}), "int32[1] {8}; int64[1] {4}; bool[1] {false}");
-  EXPECT_EQ(RunCountedLoop({RILL_FP32, 2.5f, 7}), "fp32[1] {7.5}; int64[1] {3}; bool[1] {false}");
-  CountedLoop fp64{RILL_FP64, 0.1f, 0.35f};
-  EXPECT_EQ(RunCountedLoop(fp64), "fp64[1] {0.4}; int64[1] {4}; bool[1] {false}");
+  EXPECT_EQ(RunCountedLoop(Counting(RILL_INT32, 2.5f, 7)), "int32[1] {8}; int64[1] {4}; bool[1] {false}");
+  EXPECT_EQ(RunCountedLoop(Counting(RILL_FP32, 2.5f, 7)), "fp32[1] {7.5}; int64[1] {3}; bool[1] {false}");
+  EXPECT_EQ(RunCountedLoop(Counting(RILL_FP64, 0.1f, 0.35f)), "fp64[1] {0.4}; int64[1] {4}; bool[1] {false}");
   CountedLoop separate;
   separate.separate_next = true;
   EXPECT_EQ(RunCountedLoop(separate), "int64[1] {5}; int64[1] {5}; bool[1] {false}");

@@ -426,7 +426,7 @@ RillStatus* VarSetCustom(RillVariable* v, const char* type_name, void* value) {
 RillStatus* VarGetCustom(const RillVariable* v, const char* type_name, void** value) {
   if (!v || !type_name || !value) return NullArg("var_get_custom");
   const CustomValue* c = V(v)->GetCustom();
-  if (c == nullptr || c->type()->name != type_name) {
+  if (c == nullptr || !NameIs(c->type()->name, type_name)) {
     return new RillStatus{RILL_INVALID_ARGUMENT, "variable holds " + V(v)->KindName() + ", not " + type_name};
   }
   *value = c->value();

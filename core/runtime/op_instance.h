@@ -14,7 +14,15 @@
 
 namespace rill::core {
 class Executor;
+
+// name == s. Slot and type names are a few characters: an inline loop beats strlen and
+// memcmp here, which run for every argument a kernel asks for and every channel op.
+inline bool NameIs(const std::string& name, const char* s) {
+  const char* p = name.c_str();
+  while (*p != '\0' && *p == *s) ++p, ++s;
+  return *p == *s;
 }
+}  // namespace rill::core
 
 struct RillOpInfo {
   struct Args {
@@ -44,14 +52,9 @@ struct RillOpInfo {
   std::string Where() const;
 
  private:
-  // Slot names are a few characters: an inline loop beats a call to strcmp here, which
-  // runs for every argument a kernel asks for.
   static const Args* Find(const std::vector<Args>& all, const char* slot) {
     for (const auto& a : all) {
-      const char* p = a.slot.c_str();
-      const char* q = slot;
-      while (*p != '\0' && *p == *q) ++p, ++q;
-      if (*p == *q) return &a;
+      if (rill::core::NameIs(a.slot, slot)) return &a;
     }
     return nullptr;
   }

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/abi/host_api.h"
+#include "core/runtime/counter_step.h"
 #include "core/errors.h"
 #include "core/program/builder.h"
 #include "core/program/program_io.h"
@@ -171,6 +172,27 @@ TEST(Executor, ACountedLoopCountsAsItsIncrementAndLessThanWould) {
   broadcast.counter_shape = {1, 1};
   broadcast.limit = 3;
   EXPECT_EQ(RunCountedLoop(broadcast), "int64[1, 1] {3}; int64[1] {3}; bool[1, 1] {false}");
+}
+
+// The pair is fused only where reading i and n first, then writing j and cond, is what
+// the two kernels one after the other would do.
+TEST(Executor, ACounterStepPairsOnlyIndependentArguments) {
+  const auto pairs = [](const std::string& out, const std::string& limit, const std::string& cond) {
+    ProgramBuilder pb;
+    pb.block(0).Op("increment").Input("X", "i").Output("Out", out);
+    pb.block(0).Op("less_than").Input("X", out).Input("Y", limit).Output("Out", cond);
+    Executor exec(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
+    const auto& ops = exec.BlockOps(0);
+    return CounterStep::Match(*ops[0], *ops[1], test::ShippedRegistry()).has_value();
+  };
+  EXPECT_TRUE(pairs("i", "n", "c"));
+  EXPECT_TRUE(pairs("j", "n", "c"));
+  EXPECT_TRUE(pairs("j", "i", "c")) << "the old counter as the limit is read before j is written";
+  EXPECT_FALSE(pairs("i", "i", "c")) << "the limit is what the increment writes";
+  EXPECT_FALSE(pairs("j", "j", "c")) << "the limit is what the increment writes";
+  EXPECT_FALSE(pairs("j", "n", "j")) << "the condition overwrites the counter";
+  EXPECT_FALSE(pairs("j", "n", "n")) << "the condition overwrites the limit";
+  EXPECT_FALSE(pairs("j", "n", "i")) << "the condition overwrites the old counter";
 }
 
 TEST(Executor, ACountedLoopTheKernelsRefuseFailsAsTheyDo) {

@@ -51,8 +51,12 @@ std::optional<CounterStep> CounterStep::Match(const RillOpInfo& increment, const
   const RillOpInfo::Args* cond = Single(less_than.FindOutput("Out"));
   const AttrValue* step = increment.FindAttr("step");
   if (!i || !j || !x || !n || !cond || !step || x->ids[0] != j->ids[0]) return std::nullopt;
-  // The limit or the counter written by the compare would change what the step reads.
-  if (cond->ids[0] == j->ids[0] || cond->ids[0] == n->ids[0] || cond->ids[0] == i->ids[0]) return std::nullopt;
+  // Run reads i and n before it writes j and cond; the kernels, one after the other, would
+  // see a limit the increment wrote, or write a condition over what the compare reads.
+  if (n->ids[0] == j->ids[0] || cond->ids[0] == j->ids[0] || cond->ids[0] == n->ids[0] ||
+      cond->ids[0] == i->ids[0]) {
+    return std::nullopt;
+  }
   CounterStep s;
   s.counter = i->ids[0];
   s.next = j->ids[0];

@@ -21,7 +21,7 @@ namespace rill::csp {
 namespace {
 
 // Where a case finds a variable each round: argument `i` of the op's X (or of Out) when
-// the op lists it there, else by name up the scope chain.
+// the op lists it there (resolved by the executor), else by name up the scope chain.
 struct ArgRef {
   enum Slot { kByName, kX, kOut };
   Slot slot = kByName;
@@ -159,11 +159,15 @@ class Select {
   }
 
  private:
+  // An argument the executor did not resolve is looked up by name by ctx_input/ctx_output
+  // themselves, so null there means absent.
   static Variable Lookup(KernelContext& ctx, Scope& scope, const ArgRef& arg, const std::string& name) {
-    RillVariable* v = nullptr;
-    if (arg.slot == ArgRef::kX) v = Host().ctx_input(ctx.handle(), "X", arg.i);
-    if (arg.slot == ArgRef::kOut) v = Host().ctx_output(ctx.handle(), "Out", arg.i);
-    return v != nullptr ? Variable(v) : scope.FindVar(name);
+    switch (arg.slot) {
+      case ArgRef::kX: return Variable(Host().ctx_input(ctx.handle(), "X", arg.i));
+      case ArgRef::kOut: return Variable(Host().ctx_output(ctx.handle(), "Out", arg.i));
+      case ArgRef::kByName: break;
+    }
+    return scope.FindVar(name);
   }
 
   // True, with each case's body set, when sub_block holds exactly the seed's three ops per

@@ -7,11 +7,13 @@
 //    put tasks on the global queue.
 //  - An idle worker looks in its runnext, its queue, the global queue, then steals from
 //    other workers' queues; it spins for a while (kSpinFor) before sleeping, stealing a
-//    busy worker's runnext only at the end of a spin, and only once the same task has
-//    waited there kRunnextStealAfter: the two tasks of a hand-off stay on one worker, as
-//    they run fastest (see kRunnextStealAfter). Making work ready wakes a sleeper
-//    only when no worker is spinning, and a hand-off into runnext made while the waker
-//    runs ops defers that wake-up for a few ops (OpBoundaries in scheduler.h).
+//    busy worker's runnext only once the same task has waited there kRunnextStealAfter:
+//    the two tasks of a hand-off stay on one worker, where they run fastest. While such a
+//    task is all there is, an idle worker sleeps and looks again every kRunnextStealAfter
+//    (a watcher) instead of spinning. Making work ready wakes a sleeper only when no
+//    worker is spinning; a hand-off into runnext wakes none while a worker watches, and
+//    one made while the waker runs ops defers its wake-up for a few ops (OpBoundaries in
+//    scheduler.h).
 //  - Hot fields that one side writes on every hand-off and the other polls while spinning
 //    live on separate cache lines (kCacheLine).
 //  - Task states: RUNNING, NOTIFIED (running, an unpark is pending: the next park returns

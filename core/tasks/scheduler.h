@@ -137,13 +137,14 @@ void ThrowIfTaskCancelled();
 //    hand-off) does not wake a sleeping worker at once: the partner runs on this worker as
 //    soon as this task parks, which in a hand-off is a few ops away, and waking a worker
 //    costs a system call here and usually migrates the partner. If this task runs
-//    kDeferredWakeOps more ops without parking, Check() makes the wake-up then. A task
-//    whose ops end keeps what it owes: its worker runs the partner when the task parks or
-//    ends (a go block ends right after its ops; so does a run's main block), or a later
-//    run's ops make the wake-up. So a readied task waits at most that many ops and the op
-//    in progress, or for the end of host code that runs in a task between block runs, and
-//    then until this task parks or, at most, until it has sat in runnext for 1 ms, when
-//    the woken worker takes it (kRunnextStealAfter in scheduler.cc).
+//    kDeferredWakeOps more ops without parking, Check() makes the wake-up then (unless a
+//    worker already watches the runnexts; see scheduler.cc). A task whose ops end keeps
+//    what it owes: its worker runs the partner when the task parks or ends (a go block
+//    ends right after its ops; so does a run's main block), or a later run's ops make the
+//    wake-up. So a readied task waits at most that many ops and the op in progress, or for
+//    the end of host code that runs in a task between block runs, and then until this task
+//    parks or, at most, until it has sat in runnext for 1 ms, when the woken worker takes
+//    it (kRunnextStealAfter in scheduler.cc).
 class OpBoundaries {
  public:
   static constexpr int kDeferredWakeOps = 8;

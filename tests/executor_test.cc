@@ -114,6 +114,37 @@ TEST(Executor, ARerunInTheSameScopeSeesVariablesCreatedOnTheChainSince) {
   EXPECT_EQ(Int64Of(*step, "y"), 3);
 }
 
+// A loop keeps the names it resolved across its steps and leaves them in its step scope for
+// its next run (which takes that scope's variables over), but never past a variable created
+// on the scope chain since.
+TEST(Executor, ALoopRunAgainSeesVariablesCreatedOnTheChainSince) {
+  ProgramBuilder pb;
+  auto& body = pb.NewBlock(0);
+  body.Op("elementwise_add").Input("X", "total").Input("Y", "x").Output("Out", "total");
+  body.Op("assign").Input("X", "x").Output("Out", "last");  // a variable of the step scope
+  Executor exec(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto root = Scope::NewRoot();
+  auto mid = root->NewChild();
+  SetInt64(root->Var("total"), 0);
+  SetInt64(root->Var("x"), 1);
+  int left = 0;
+  const auto run = [&](int steps) {
+    left = steps;
+    exec.RunLoop(1, mid, Scope::ChildKey{42, 1}, [](void* n) { return (*static_cast<int*>(n))-- > 0; }, &left);
+  };
+  run(3);
+  EXPECT_EQ(Int64Of(*root, "total"), 3);
+  SetInt64(root->Var("x"), 2);  // a new value, not a new variable
+  run(2);
+  EXPECT_EQ(Int64Of(*root, "total"), 7);
+  SetInt64(mid->Var("x"), 10);  // shadows the root's x from now on
+  run(1);
+  EXPECT_EQ(Int64Of(*root, "total"), 17);
+  run(0);
+  EXPECT_EQ(Int64Of(*root, "total"), 17) << "a loop whose condition is false at once runs no step";
+  EXPECT_EQ(mid->FindVar("last"), nullptr) << "the step's variables stay in its scope";
+}
+
 // i = start; c = i < n; while c { steps += 1; j = increment(i, step); c = j < n; [i = j] }:
 // Fluid's counted loop, whose increment + less_than the executor runs as one native step
 // when the values allow (counter_step.h). Returns "i; steps; c" after the run.

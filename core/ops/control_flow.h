@@ -11,7 +11,9 @@ void RegisterConditionalBlock(rill::Registrar& r);
 
 // The value of a one-element bool tensor (input `slot`), wherever it lives: a condition
 // computed by a device kernel is read through a copy to the host. Throws if `cond` is not
-// a one-element bool tensor.
+// a one-element bool tensor. The host's ops read the tensor behind the handle directly.
+class Tensor;
+bool ReadCondition(const Tensor& cond, const char* slot);
 bool ReadCondition(rill::Tensor cond, const char* slot);
 }  // namespace rill::core
 

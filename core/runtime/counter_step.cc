@@ -75,7 +75,8 @@ std::optional<CounterStep> CounterStep::Match(const RillOpInfo& increment, const
 bool CounterStep::Run(Variable* const* frame) const {
   const Tensor* i = Scalar(frame[counter]);
   const Tensor* n = Scalar(frame[limit]);
-  if (i == nullptr || n == nullptr || i->dtype() != n->dtype() || i->dims() != n->dims() ||
+  // One element each, so every dim is 1: the shapes match when the ranks do.
+  if (i == nullptr || n == nullptr || i->dtype() != n->dtype() || i->dims().size() != n->dims().size() ||
       i->dims().size() > kMaxDims || (dtypes & (1u << i->dtype())) == 0) {
     return false;
   }

@@ -1,5 +1,6 @@
 #include "core/runtime/executor.h"
 
+#include <algorithm>
 #include <optional>
 #include <unordered_map>
 
@@ -70,6 +71,49 @@ struct ResolvedFrame final : Scope::RunCache {
   std::vector<Variable*> frame;
   uint64_t chain_version = 0;
 };
+
+// A block's variable frame for one run (or one loop), on the stack for the usual small
+// block: no allocation per run.
+class LocalFrame {
+ public:
+  explicit LocalFrame(size_t names) {
+    if (names > kInline) heap_.resize(names);
+  }
+  Variable** data() { return heap_.empty() ? inline_ : heap_.data(); }
+
+ private:
+  static constexpr size_t kInline = 32;
+  Variable* inline_[kInline];
+  std::vector<Variable*> heap_;
+};
+
+// Fills `frame` with what a run of `block` left resolved in `scope` (KeepResolved or a
+// Run there), if it is still valid; false otherwise (or while another run holds the cache).
+bool TakeResolved(Scope& scope, const Executor::PreparedBlock& block, Variable** frame, uint64_t* version) {
+  Scope::RunCacheSlot* slot = scope.ClaimRunCache();
+  if (slot == nullptr) return false;
+  const auto* cached = slot->tag == block.serial ? static_cast<const ResolvedFrame*>(slot->cache.get()) : nullptr;
+  const bool valid = cached != nullptr && cached->frame.size() == block.names.size() &&
+                     cached->chain_version == scope.ChainVersion();
+  if (valid) {
+    std::copy(cached->frame.begin(), cached->frame.end(), frame);
+    *version = cached->chain_version;
+  }
+  scope.ReleaseRunCache();
+  return valid;
+}
+
+// Keeps `frame`, resolved in `scope` at chain version `version`, in the scope's run cache.
+void KeepResolved(Scope& scope, const Executor::PreparedBlock& block, Variable* const* frame, uint64_t version) {
+  Scope::RunCacheSlot* slot = scope.ClaimRunCache();
+  if (slot == nullptr) return;
+  auto* cached = static_cast<ResolvedFrame*>(slot->cache.get());
+  if (cached == nullptr) slot->cache.reset(cached = new ResolvedFrame);
+  cached->frame.assign(frame, frame + block.names.size());
+  cached->chain_version = version;
+  slot->tag = block.serial;
+  scope.ReleaseRunCache();
+}
 
 KernelInstance* ChooseKernel(const Registry& registry, PreparedOp& op, int32_t device, int32_t dtype) {
   std::lock_guard lock(op.mu);
@@ -261,6 +305,7 @@ const std::vector<const RillOpInfo*>& Executor::BlockOps(int32_t block_idx) { re
 
 void Executor::Run(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
   PreparedBlock& block = Prepare(block_idx);
+  OpBoundaries boundaries;
   Scope::RunCacheSlot* slot = scope->ClaimRunCache();
   // The first run of a block in a scope resolves into a frame on the stack (most scopes
   // see one run: a go block's, a conditional_block's); a second run of the same block
@@ -277,24 +322,41 @@ void Executor::Run(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
       Resolve(block, scope, cached->frame.data());
       cached->chain_version = scope->ChainVersion();
     }
-    RunOps(block, scope, cached->frame.data());
+    RunOps(block, scope, cached->frame.data(), boundaries);
     return;
   }
   if (slot != nullptr) {
     slot->tag = block.serial;
     scope->ReleaseRunCache();
   }
-  // The frame lives on the stack for the usual small block (no allocation per run).
-  constexpr size_t kInlineFrame = 32;
-  Variable* inline_frame[kInlineFrame];
-  std::vector<Variable*> heap_frame;
-  Variable** frame = inline_frame;
-  if (block.names.size() > kInlineFrame) {
-    heap_frame.resize(block.names.size());
-    frame = heap_frame.data();
+  LocalFrame frame(block.names.size());
+  Resolve(block, scope, frame.data());
+  RunOps(block, scope, frame.data(), boundaries);
+}
+
+void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key,
+                       bool (*proceed)(void*), void* arg) {
+  PreparedBlock& block = Prepare(block_idx);
+  OpBoundaries boundaries;
+  LocalFrame frame(block.names.size());
+  std::shared_ptr<Scope> step;
+  bool resolved = false;
+  uint64_t resolved_at = 0;  // step's ChainVersion when `frame` was resolved
+  while (proceed(arg)) {
+    if (step == nullptr || step.use_count() != 1 || !step->AncestorsUnchanged()) {
+      step = parent->NewChild(key);
+      resolved = TakeResolved(*step, block, frame.data(), &resolved_at);
+    }
+    if (!resolved || resolved_at != step->ChainVersion()) {
+      Resolve(block, step, frame.data());
+      resolved_at = step->ChainVersion();
+      resolved = true;
+    }
+    RunOps(block, step, frame.data(), boundaries);
   }
-  Resolve(block, scope, frame);
-  RunOps(block, scope, frame);
+  // The next run of this loop takes the step's variables over (Scope::NewChild(key)); its
+  // resolved names go with them.
+  if (step != nullptr && step.use_count() == 1 && resolved) KeepResolved(*step, block, frame.data(), resolved_at);
 }
 
 void Executor::Resolve(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame) {
@@ -311,10 +373,10 @@ void Executor::Resolve(const PreparedBlock& block, const std::shared_ptr<Scope>&
   }
 }
 
-void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame) {
+void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
+                      OpBoundaries& boundaries) {
   RillScope scope_handle = RillScope::Borrowed(scope.get());
   const bool devices = AnyDeviceInstalled();
-  OpBoundaries boundaries;
   for (size_t at = 0; at < block.ops.size(); ++at) {
     PreparedOp* op = block.ops[at].get();
     RillKernelContext ctx{&op->info, frame, &block.names, &scope_handle, this, 0};

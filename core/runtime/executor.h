@@ -34,6 +34,8 @@
 
 namespace rill::core {
 
+class OpBoundaries;
+
 class Executor {
  public:
   Executor(const Registry& registry, std::shared_ptr<const proto::ProgramDesc> program);
@@ -42,6 +44,13 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   void Run(int32_t block_idx, const std::shared_ptr<Scope>& scope);
+  // Runs block `block_idx` as a loop body in child scopes of `parent` (made with `key`)
+  // for as long as `proceed(arg)`, asked before each step, returns true. A step runs in
+  // the previous step's scope while nothing else holds that scope and no ancestor gained a
+  // variable since (what Fluid's `while` does with Run and a child scope per step, minus
+  // the per-step claim of the scope's run cache and name checks: a step costs its ops).
+  void RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key,
+               bool (*proceed)(void*), void* arg);
   // Throws Error(OUT_OF_RANGE) unless the program has block `block_idx`.
   void CheckBlock(int32_t block_idx) const;
   // The ops of block `block_idx`, prepared (on first use) and in order; they live as long
@@ -61,7 +70,8 @@ class Executor {
   // Creates the block's declared variables and its outputs missing from the chain, and
   // fills `frame` (one entry per name the block uses).
   void Resolve(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame);
-  void RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame);
+  void RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
+              OpBoundaries& boundaries);
 
   const Registry& registry_;
   const std::shared_ptr<const proto::ProgramDesc> program_;

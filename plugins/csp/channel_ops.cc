@@ -8,9 +8,10 @@ namespace {
 // The Channel input's variable, or a null view if no scope has it (ChannelOf explains).
 Variable ChannelVar(KernelContext& ctx) { return Variable(Host().ctx_input(ctx.handle(), "Channel", 0)); }
 
-void SetStatus(KernelContext& ctx, bool ok) {
-  if (ctx.HasOutput("Status")) *ctx.AllocateOutput<bool>("Status", {1}) = ok;
-}
+// Whether the op lists a Status output, read once per op instance.
+bool HasStatus(const OpInfo& op) { return op.OutputCount("Status") > 0; }
+
+void SetStatus(KernelContext& ctx, bool ok) { *ctx.AllocateOutput<bool>("Status", {1}) = ok; }
 
 void Create(KernelContext& ctx) {
   auto channel = Channel::Make(static_cast<int32_t>(ctx.Attr<int64_t>("data_type")), ctx.Attr<int64_t>("capacity"));
@@ -22,29 +23,34 @@ class Send {
   explicit Send(const OpInfo& op)
       : channel_(op.InputName("Channel")),
         copy_(op.Attr<bool>("copy")),
+        status_(HasStatus(op)),
         what_("sending to channel '" + channel_ + "'") {}
   void Compute(KernelContext& ctx) {
     ChannelOf(ChannelVar(ctx), channel_).Send(ctx.InputVar("X"), copy_, ctx.handle(), what_.c_str());
-    SetStatus(ctx, true);
+    if (status_) SetStatus(ctx, true);
   }
 
  private:
   const std::string channel_;
   const bool copy_;
+  const bool status_;
   const std::string what_;
 };
 
 class Recv {
  public:
   explicit Recv(const OpInfo& op)
-      : channel_(op.InputName("Channel")), what_("receiving from channel '" + channel_ + "'") {}
+      : channel_(op.InputName("Channel")),
+        status_(HasStatus(op)),
+        what_("receiving from channel '" + channel_ + "'") {}
   void Compute(KernelContext& ctx) {
     const bool ok = ChannelOf(ChannelVar(ctx), channel_).Recv(ctx.OutputVar("Out"), ctx.handle(), what_.c_str());
-    SetStatus(ctx, ok);
+    if (status_) SetStatus(ctx, ok);
   }
 
  private:
   const std::string channel_;
+  const bool status_;
   const std::string what_;
 };
 

@@ -3,6 +3,8 @@
 // design). With is_scalar_condition it is one bool element; otherwise the block runs when
 // every condition tensor is non-empty (Fluid's rule).
 #include "core/ops/control_flow.h"
+#include "core/runtime/executor.h"
+#include "core/runtime/kernel_context.h"
 
 namespace rill::core {
 namespace {
@@ -17,8 +19,12 @@ class ConditionalBlock {
         scalar_(op.Attr<bool>("is_scalar_condition")),
         block_(op.BlockAttr("sub_block")) {}
 
+  // What ctx.RunBlock(block_, ctx.NewChildScope(block_)) does, minus the scope handle and
+  // the host calls: this is the host's own op.
   void Compute(rill::KernelContext& ctx) {
-    if (ConditionHolds(ctx)) ctx.RunBlock(block_, ctx.NewChildScope(block_));
+    if (!ConditionHolds(ctx)) return;
+    RillKernelContext* raw = ctx.handle();
+    raw->executor->Run(block_, raw->scope->scope->NewChild({raw->op->serial, block_}));
   }
 
  private:

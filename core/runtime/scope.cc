@@ -36,7 +36,10 @@ std::shared_ptr<Scope> Scope::NewChild(ChildKey key) {
 // Runs when the last holder lets go, so nobody can reach vars_ any more; the parent, which
 // this scope holds, is still alive.
 Scope::~Scope() {
-  if (key_.op == 0 || !parent_ || vars_.empty()) return;
+  // A parent only this scope holds goes right after it, and no one can make a child of it
+  // meanwhile: nobody would take the variables over (a go block's scope, last holder of
+  // its loop step's).
+  if (key_.op == 0 || !parent_ || vars_.empty() || parent_.use_count() == 1) return;
   Leftover l{key_, born_under_, std::move(vars_), count_.load(std::memory_order_relaxed), std::move(run_cache_)};
   Leftover dropped;  // destroyed after the lock, as above
   {

@@ -78,8 +78,8 @@ void BM_Chan_SelectPingPong(benchmark::State& state) {
     auto quit = Channel::Make(kLodTensor, 0);
     core::SpawnTask([ping, pong, quit] {
       core::Variable v, stop;
-      const std::vector<csp::SelectCase> cases = {{csp::SelectCase::kRecv, ping, H(v)},
-                                                  {csp::SelectCase::kRecv, quit, H(stop)}};
+      const std::vector<csp::SelectCase> cases = {{csp::SelectCase::kRecv, ping.get(), H(v)},
+                                                  {csp::SelectCase::kRecv, quit.get(), H(stop)}};
       while (csp::RunSelect(cases, nullptr, "bench select") == 0) Send(*pong, v);
     }, nullptr);
     TimeRoundTrips(state, *ping, *pong);

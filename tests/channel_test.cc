@@ -100,6 +100,30 @@ TEST_F(ChannelTest, AWaitingReceiverKeepsItsChannelAlive) {
   EXPECT_EQ(got, 7);
 }
 
+// The same for a select: while it waits it holds every channel its cases borrowed.
+TEST_F(ChannelTest, AWaitingSelectKeepsItsChannelsAlive) {
+  int64_t got = 0;
+  RunMain([&] {
+    auto ch = Channel::Make(kLodTensor, 0);
+    std::weak_ptr<Channel> watch = ch;
+    Channel* borrowed = ch.get();
+    std::atomic<bool> selecting{false};
+    Go([&, borrowed] {
+      core::Variable out;
+      const std::vector<SelectCase> cases = {{SelectCase::kRecv, borrowed, V(out).handle()}};
+      selecting = true;
+      EXPECT_EQ(RunSelect(cases, nullptr, "test select"), 0u);
+      got = IntOf(out);
+    });
+    while (!selecting.load()) std::this_thread::yield();
+    std::this_thread::sleep_for(20ms);  // the select is parked in the channel by now
+    ch.reset();
+    EXPECT_FALSE(watch.expired()) << "the parked select should hold the channel";
+    SendInt(*borrowed, 7);
+  });
+  EXPECT_EQ(got, 7);
+}
+
 TEST_F(ChannelTest, CopyLeavesTheSentVariableAsItWas) {
   RunMain([] {
     auto ch = Channel::Make(kLodTensor, 1);
@@ -211,7 +235,7 @@ TEST_F(ChannelTest, AThreadOutsideTheSchedulerCanReceiveFromATask) {
 std::vector<SelectCase> RecvCases(const std::vector<std::shared_ptr<Channel>>& chans, std::vector<core::Variable>& outs) {
   std::vector<SelectCase> cases;
   for (size_t i = 0; i < chans.size(); ++i) {
-    cases.push_back(SelectCase{SelectCase::kRecv, chans[i], reinterpret_cast<RillVariable*>(&outs[i])});
+    cases.push_back(SelectCase{SelectCase::kRecv, chans[i].get(), reinterpret_cast<RillVariable*>(&outs[i])});
   }
   return cases;
 }
@@ -267,7 +291,7 @@ TEST_F(ChannelTest, SelectSendCaseWinsOverDefaultOnABufferedChannel) {
     auto ch = Channel::Make(kLodTensor, 1);
     core::Variable x;
     SetInt(x, 8);
-    std::vector<SelectCase> cases = {{SelectCase::kSend, ch, reinterpret_cast<RillVariable*>(&x)},
+    std::vector<SelectCase> cases = {{SelectCase::kSend, ch.get(), reinterpret_cast<RillVariable*>(&x)},
                                      {SelectCase::kDefault, nullptr, nullptr}};
     EXPECT_EQ(RunSelect(cases, nullptr, "select"), 0u);
     EXPECT_EQ(RecvInt(*ch), 8);
@@ -328,8 +352,8 @@ TEST_F(ChannelTest, SelectsOverTheSameChannelsInOppositeOrderDoNotDeadlock) {
       for (int i = 0; i < kRounds; ++i) {
         core::Variable out, x;
         SetInt(x, i);
-        std::vector<SelectCase> cases = {{SelectCase::kSend, first, reinterpret_cast<RillVariable*>(&x)},
-                                         {SelectCase::kRecv, second, reinterpret_cast<RillVariable*>(&out)}};
+        std::vector<SelectCase> cases = {{SelectCase::kSend, first.get(), reinterpret_cast<RillVariable*>(&x)},
+                                         {SelectCase::kRecv, second.get(), reinterpret_cast<RillVariable*>(&out)}};
         RunSelect(cases, nullptr, "select");
       }
       SendInt(*finished, 1);

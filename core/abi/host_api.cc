@@ -344,8 +344,7 @@ RillStatus* SlotMissing(const RillKernelContext* ctx, const char* kind, const ch
 }
 RillStatus* CtxInputTensor(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out) {
   if (ctx && slot && out) {
-    const RillOpInfo::Args* args = ctx->op->FindInput(slot);
-    Variable* v = ctx->Arg(args, i);
+    Variable* v = ctx->Input(slot, i);
     Tensor* t = v ? v->GetTensor() : nullptr;
     if (t != nullptr && t->initialized()) {
       *out = reinterpret_cast<RillTensor*>(t);
@@ -369,7 +368,7 @@ RillStatus* CtxInputTensor(RillKernelContext* ctx, const char* slot, size_t i, R
 }
 RillStatus* CtxOutputTensor(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out) {
   if (ctx && slot && out) {
-    Variable* v = ctx->Arg(ctx->op->FindOutput(slot), i);
+    Variable* v = ctx->Output(slot, i);
     if (Tensor* t = v ? v->GetTensor() : nullptr) {
       *out = reinterpret_cast<RillTensor*>(t);
       return nullptr;

@@ -272,6 +272,7 @@ Executor::PreparedBlock& Executor::Prepare(int32_t block_idx) {
     }
     info.inputs = args(od.inputs(), false);
     info.outputs = args(od.outputs(), true);
+    info.IndexSlots();
     for (const AttrSpec& spec : info.schema->attrs) {
       AttrValue value = spec.default_value;
       for (const auto& a : od.attrs()) {

@@ -46,18 +46,19 @@ struct __attribute__((visibility("hidden"))) RillKernelContext {  // hidden: poi
 
   // The i-th variable of an input slot; looked up again if it did not exist when the run
   // started (another op may have created it since). nullptr if absent.
-  rill::core::Variable* Input(const char* slot, size_t i) const {
-    return Arg(op->FindInput(slot), i);
-  }
-  rill::core::Variable* Output(const char* slot, size_t i) const {
-    return Arg(op->FindOutput(slot), i);
-  }
+  rill::core::Variable* Input(const char* slot, size_t i) const { return At(op->InputId(slot, i)); }
+  rill::core::Variable* Output(const char* slot, size_t i) const { return At(op->OutputId(slot, i)); }
 
   // The i-th variable of `args` (one of op->inputs or op->outputs).
   rill::core::Variable* Arg(const RillOpInfo::Args* args, size_t i) const {
-    if (args == nullptr || i >= args->ids.size()) return nullptr;
-    rill::core::Variable*& v = frame[args->ids[i]];
-    if (v == nullptr) v = scope->scope->FindVar((*frame_names)[args->ids[i]]);
+    return At(args != nullptr && i < args->ids.size() ? args->ids[i] : RillOpInfo::kNoArg);
+  }
+
+  // The variable at frame index `id` (RillOpInfo::kNoArg: none).
+  rill::core::Variable* At(uint32_t id) const {
+    if (id == RillOpInfo::kNoArg) return nullptr;
+    rill::core::Variable*& v = frame[id];
+    if (v == nullptr) v = scope->scope->FindVar((*frame_names)[id]);
     return v;
   }
 };

@@ -6,6 +6,7 @@
 #ifndef RILL_CORE_RUNTIME_OP_INSTANCE_H_
 #define RILL_CORE_RUNTIME_OP_INSTANCE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,11 +18,11 @@ class Executor;
 
 // name == s. Slot and type names are a few characters: an inline loop beats strlen and
 // memcmp here, which run for every argument a kernel asks for and every channel op.
-inline bool NameIs(const std::string& name, const char* s) {
-  const char* p = name.c_str();
+inline bool NameIs(const char* p, const char* s) {
   while (*p != '\0' && *p == *s) ++p, ++s;
   return *p == *s;
 }
+inline bool NameIs(const std::string& name, const char* s) { return NameIs(name.c_str(), s); }
 }  // namespace rill::core
 
 struct RillOpInfo {
@@ -42,6 +43,20 @@ struct RillOpInfo {
 
   const Args* FindInput(const char* slot) const { return Find(inputs, slot); }
   const Args* FindOutput(const char* slot) const { return Find(outputs, slot); }
+
+  // The frame index of argument `i` of an input (output) slot; kNoArg when the op has no
+  // such argument. Kernels ask for their arguments by slot name on every run, so the first
+  // slots' names and first indices are kept inline (IndexSlots): the usual lookup reads
+  // the op itself instead of following its Args vectors through three more loads.
+  static constexpr uint32_t kNoArg = UINT32_MAX;
+  uint32_t InputId(const char* slot, size_t i) const { return Id(fast_inputs_, inputs, slot, i); }
+  uint32_t OutputId(const char* slot, size_t i) const { return Id(fast_outputs_, outputs, slot, i); }
+  // Builds the inline slots; call once inputs and outputs are final. Until then lookups
+  // take the long way.
+  void IndexSlots() {
+    Index(inputs, fast_inputs_);
+    Index(outputs, fast_outputs_);
+  }
   const rill::core::AttrValue* FindAttr(const char* name) const {
     for (size_t i = 0; i < attrs.size(); ++i) {
       if (schema->attrs[i].name == name) return &attrs[i];
@@ -52,12 +67,51 @@ struct RillOpInfo {
   std::string Where() const;
 
  private:
+  struct FastSlot {
+    char name[11];      // NUL-terminated
+    uint8_t count;      // arguments in the slot, saturating
+    uint32_t first_id;  // frame index of argument 0, when count > 0
+  };
+  // The first slots, in order, up to the first whose name does not fit; `complete` when
+  // that is all of them.
+  struct FastSlots {
+    static constexpr size_t kMax = 4;
+    FastSlot slot[kMax];
+    uint8_t size = 0;
+    bool complete = false;
+  };
+
   static const Args* Find(const std::vector<Args>& all, const char* slot) {
     for (const auto& a : all) {
       if (rill::core::NameIs(a.slot, slot)) return &a;
     }
     return nullptr;
   }
+  static uint32_t Id(const FastSlots& fast, const std::vector<Args>& all, const char* slot, size_t i) {
+    for (uint8_t k = 0; k < fast.size; ++k) {
+      const FastSlot& f = fast.slot[k];
+      if (!rill::core::NameIs(f.name, slot)) continue;
+      if (i == 0 && f.count > 0) return f.first_id;
+      return i < all[k].ids.size() ? all[k].ids[i] : kNoArg;
+    }
+    if (fast.complete) return kNoArg;
+    const Args* a = Find(all, slot);
+    return a != nullptr && i < a->ids.size() ? a->ids[i] : kNoArg;
+  }
+  static void Index(const std::vector<Args>& all, FastSlots& fast) {
+    fast.size = 0;
+    for (const Args& a : all) {
+      if (fast.size == FastSlots::kMax || a.slot.size() >= sizeof(FastSlot::name)) break;
+      FastSlot& f = fast.slot[fast.size++];
+      a.slot.copy(f.name, a.slot.size());
+      f.name[a.slot.size()] = '\0';
+      f.count = static_cast<uint8_t>(std::min<size_t>(a.ids.size(), UINT8_MAX));
+      f.first_id = a.ids.empty() ? kNoArg : a.ids[0];
+    }
+    fast.complete = fast.size == all.size();
+  }
+
+  FastSlots fast_inputs_, fast_outputs_;
 };
 
 namespace rill::core {

@@ -14,7 +14,7 @@ class Selector {
   Selector(const SelectCase* cases, size_t n) : chans_(n) {
     Channel** c = chans_.data();
     for (size_t i = 0; i < n; ++i) {
-      if (cases[i].kind != SelectCase::kDefault) c[count_++] = cases[i].channel.get();
+      if (cases[i].kind != SelectCase::kDefault) c[count_++] = cases[i].channel;
     }
     std::sort(c, c + count_, [](Channel* a, Channel* b) { return a->id() < b->id(); });
     count_ = static_cast<size_t>(std::unique(c, c + count_) - c);
@@ -74,7 +74,7 @@ size_t RunSelect(const SelectCase* cases, size_t n, RillKernelContext* ctx, cons
   for (size_t k = 0; k < ordered; ++k) {
     const size_t i = order[k];
     const SelectCase& c = cases[i];
-    Channel* ch = c.channel.get();
+    Channel* ch = c.channel;
     RillTask* wake = nullptr;
     bool ok = true;
     bool ready = false;
@@ -99,7 +99,11 @@ size_t RunSelect(const SelectCase* cases, size_t n, RillKernelContext* ctx, cons
     return default_case;
   }
 
-  // Block: one waiter per case, all in one group.
+  // Block: one waiter per case, all in one group. While parked, the variables the cases
+  // borrowed their channels from may be overwritten: hold each channel meanwhile. (Declared
+  // after `locks`, so dropped before it, and always after the last UnlockAll.)
+  PerCase<std::shared_ptr<Channel>> keep(n);
+  for (size_t k = 0; k < ordered; ++k) keep[order[k]] = cases[order[k]].channel->shared_from_this();
   SelectGroup group;
   PerCase<Waiter> waiters(n);
   RillTask* self = CurrentTask();
@@ -110,12 +114,12 @@ size_t RunSelect(const SelectCase* cases, size_t n, RillKernelContext* ctx, cons
     w.var = cases[i].var;
     w.select = &group;
     w.case_index = static_cast<int>(i);
-    Selector::queue(cases[i].channel.get(), cases[i].kind).Push(&w);
+    Selector::queue(cases[i].channel, cases[i].kind).Push(&w);
   }
   const auto dequeue_all = [&] {
     for (size_t k = 0; k < ordered; ++k) {
       const size_t i = order[k];
-      Selector::queue(cases[i].channel.get(), cases[i].kind).Remove(&waiters[i]);
+      Selector::queue(cases[i].channel, cases[i].kind).Remove(&waiters[i]);
     }
   };
   for (;;) {

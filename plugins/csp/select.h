@@ -23,7 +23,9 @@ namespace csp __attribute__((visibility("hidden"))) {
 struct SelectCase {
   enum Kind { kDefault = 0, kSend = 1, kRecv = 2 };
   Kind kind = kDefault;
-  std::shared_ptr<Channel> channel;  // send and receive cases
+  // Send and receive cases. Borrowed, as ChannelOf gives it: RunSelect takes its own
+  // references only before it waits (two shared counts per case and round otherwise).
+  Channel* channel = nullptr;
   RillVariable* var = nullptr;       // send: the value (moved); receive: where it goes
 };
 

@@ -146,7 +146,7 @@ class Select {
       if (spec.kind == SelectCase::kDefault) continue;
       Variable ch = Lookup(ctx, scope, spec.channel_arg, spec.channel);
       if (!ch) throw Error("select: channel '" + spec.channel + "' does not exist in any scope", RILL_NOT_FOUND);
-      cases[i].channel = ChannelOf(ch, spec.channel).shared_from_this();
+      cases[i].channel = &ChannelOf(ch, spec.channel);
       Variable value = Lookup(ctx, scope, spec.value_arg, spec.value);
       if (!value && spec.kind == SelectCase::kRecv) value = scope.Var(spec.value);
       if (!value) throw Error("select: value '" + spec.value + "' to send does not exist in any scope", RILL_NOT_FOUND);

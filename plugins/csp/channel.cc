@@ -109,8 +109,9 @@ void Channel::CheckElement(Variable v) const {
     Host().status_release(st);
     throw Error("this channel carries tensors; the value to send holds " + v.Describe());
   }
+  if (data_type_ == kLodTensor) return;  // any tensor
   const int32_t dtype = Host().tensor_dtype(t);
-  if (data_type_ != kLodTensor && dtype != data_type_) {
+  if (dtype != data_type_) {
     throw Error(std::string("this channel carries ") + DataTypeName(data_type_) + " tensors; the value is " +
                 DataTypeName(dtype));
   }

@@ -161,8 +161,9 @@ TEST(CspPrograms, PingPongOverTwoBufferedChannels) {
 }
 
 // Go blocks use a variable of the while step that started them after that step's scope
-// has ended: the scope lives as long as they do.
-TEST(CspPrograms, GoBlocksKeepTheScopesTheyUseAlive) {
+// has ended: the scope lives as long as they do, and each step has its own, whether the
+// step's block declares the variable or it is an output found nowhere up the chain.
+void ExpectEachStepsGoBlockSeesItsOwnVariable(bool declared) {
   ProgramBuilder pb;
   BlockBuilder& main = pb.block(0);
   MakeChannel(main, "ch");
@@ -173,7 +174,7 @@ TEST(CspPrograms, GoBlocksKeepTheScopesTheyUseAlive) {
   main.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "cond");
   BlockBuilder& step = pb.NewBlock(0);
   main.Op("while").Input("Condition", "cond").BlockAttr("sub_block", step.idx());
-  step.Var("mine", RILL_INT64, {1});  // a variable of this step's scope
+  if (declared) step.Var("mine", RILL_INT64, {1});  // a variable of this step's scope
   step.Op("increment").Input("X", "i").Output("Out", "i");
   step.Op("assign").Input("X", "i").Output("Out", "mine");
   BlockBuilder& worker = Go(pb, step, {"ch", "start", "mine"});
@@ -187,6 +188,11 @@ TEST(CspPrograms, GoBlocksKeepTheScopesTheyUseAlive) {
     main.Op("elementwise_add").Input("X", "sum").Input("Y", "got").Output("Out", "sum");
   }
   ExpectRunPrints(pb, "capture", {"sum"}, "sum int64 [1] 55\n");
+}
+
+TEST(CspPrograms, GoBlocksKeepTheScopesTheyUseAlive) {
+  ExpectEachStepsGoBlockSeesItsOwnVariable(/*declared=*/true);
+  ExpectEachStepsGoBlockSeesItsOwnVariable(/*declared=*/false);
 }
 
 TEST(CspPrograms, GoBlocksStillBlockedWhenTheMainBlockEndsAreStopped) {

@@ -72,20 +72,22 @@ struct ResolvedFrame final : Scope::RunCache {
   uint64_t chain_version = 0;
 };
 
-// A block's variable frame for one run (or one loop), on the stack for the usual small
-// block: no allocation per run.
-class LocalFrame {
+// n elements of T for one run (or one loop), on the stack for the usual small block: no
+// allocation per run.
+template <class T>
+class InlineArray {
  public:
-  explicit LocalFrame(size_t names) {
-    if (names > kInline) heap_.resize(names);
+  explicit InlineArray(size_t n) {
+    if (n > kInline) heap_.resize(n);
   }
-  Variable** data() { return heap_.empty() ? inline_ : heap_.data(); }
+  T* data() { return heap_.empty() ? inline_ : heap_.data(); }
 
  private:
   static constexpr size_t kInline = 32;
-  Variable* inline_[kInline];
-  std::vector<Variable*> heap_;
+  T inline_[kInline];
+  std::vector<T> heap_;
 };
+using LocalFrame = InlineArray<Variable*>;
 
 // Fills `frame` with what a run of `block` left resolved in `scope` (KeepResolved or a
 // Run there), if it is still valid; false otherwise (or while another run holds the cache).
@@ -340,17 +342,31 @@ void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, 
   PreparedBlock& block = Prepare(block_idx);
   OpBoundaries boundaries;
   LocalFrame frame(block.names.size());
+  InlineArray<uint8_t> local(block.names.size());  // frame[i] lives in the step scope itself
   std::shared_ptr<Scope> step;
   bool resolved = false;
-  uint64_t resolved_at = 0;  // step's ChainVersion when `frame` was resolved
+  uint64_t resolved_at = 0;      // step's ChainVersion when `frame` was resolved
+  uint64_t parent_resolved = 0;  // and the parent's
   while (proceed(arg)) {
     if (step == nullptr || step.use_count() != 1 || !step->AncestorsUnchanged()) {
-      step = parent->NewChild(key);
-      resolved = TakeResolved(*step, block, frame.data(), &resolved_at);
+      // A go block started in the step holds it: the next step gets a scope of its own.
+      std::shared_ptr<Scope> next = parent->NewChild(key);
+      if (resolved && next->version() == 0 && parent->ChainVersion() == parent_resolved) {
+        // An empty scope under an unchanged chain: only the step's own names move.
+        ResolveLocals(block, next, frame.data(), local.data());
+        resolved_at = next->ChainVersion();
+      } else {
+        resolved = TakeResolved(*next, block, frame.data(), &resolved_at);
+        // Which names are the step's own is not kept with the frame: count all of them so.
+        std::fill_n(local.data(), block.names.size(), uint8_t{1});
+        parent_resolved = parent->ChainVersion();
+      }
+      step = std::move(next);
     }
     if (!resolved || resolved_at != step->ChainVersion()) {
-      Resolve(block, step, frame.data());
+      Resolve(block, step, frame.data(), local.data());
       resolved_at = step->ChainVersion();
+      parent_resolved = parent->ChainVersion();
       resolved = true;
     }
     RunOps(block, step, frame.data(), boundaries);
@@ -360,7 +376,8 @@ void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, 
   if (step != nullptr && step.use_count() == 1 && resolved) KeepResolved(*step, block, frame.data(), resolved_at);
 }
 
-void Executor::Resolve(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame) {
+void Executor::Resolve(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
+                       uint8_t* local) {
   for (const auto& [name, persistable] : block.declared) {
     if (!persistable) {
       scope->Var(name);
@@ -369,9 +386,32 @@ void Executor::Resolve(const PreparedBlock& block, const std::shared_ptr<Scope>&
     }
   }
   for (size_t i = 0; i < block.names.size(); ++i) {
-    frame[i] = scope->FindVar(block.names[i]);
-    if (frame[i] == nullptr && block.is_output[i]) frame[i] = scope->Var(block.names[i]);
+    const bool here = ResolveName(block, *scope, i, frame);
+    if (local != nullptr) local[i] = here;
   }
+}
+
+void Executor::ResolveLocals(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
+                             uint8_t* local) {
+  for (const auto& [name, persistable] : block.declared) {
+    if (!persistable) scope->Var(name);  // persistable ones live up the chain, which is unchanged
+  }
+  for (size_t i = 0; i < block.names.size(); ++i) {
+    if (local[i]) local[i] = ResolveName(block, *scope, i, frame);
+  }
+}
+
+bool Executor::ResolveName(const PreparedBlock& block, Scope& scope, size_t i, Variable** frame) {
+  const std::string& name = block.names[i];
+  Variable* v = scope.FindLocalVar(name);
+  bool here = v != nullptr;
+  if (v == nullptr && scope.parent() != nullptr) v = scope.parent()->FindVar(name);
+  if (v == nullptr && block.is_output[i]) {
+    v = scope.Var(name);
+    here = true;
+  }
+  frame[i] = v;
+  return here;
 }
 
 void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,

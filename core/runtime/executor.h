@@ -69,7 +69,17 @@ class Executor {
   PreparedBlock& Prepare(int32_t block_idx);
   // Creates the block's declared variables and its outputs missing from the chain, and
   // fills `frame` (one entry per name the block uses).
-  void Resolve(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame);
+  // With `local`, also records which names resolved in `scope` itself (found or created there).
+  void Resolve(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
+               uint8_t* local = nullptr);
+  // Resolve into `scope`, a new empty sibling of the scope `frame` was resolved in, whose
+  // parent chain has not changed since: only the names marked `local` can resolve
+  // differently, so only they are looked up (RunLoop's next step after a go block kept
+  // the last one). Updates `local`.
+  void ResolveLocals(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
+                     uint8_t* local);
+  // Resolves name i of `block` in `scope` into frame[i]; true when it is (now) in `scope`.
+  static bool ResolveName(const PreparedBlock& block, Scope& scope, size_t i, Variable** frame);
   void RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
               OpBoundaries& boundaries);
 

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "channel.h"
@@ -77,51 +78,41 @@ TEST_F(ChannelTest, UnbufferedSendWaitsForItsReceiverAndMovesTheValue) {
 }
 
 // Ops borrow a channel from its variable; a waiting task holds it, so overwriting every
-// variable that held the channel (here: dropping the only shared_ptr) while a receiver
-// waits leaves the channel alive for the send that completes the wait (ASan: no
-// use-after-free).
-TEST_F(ChannelTest, AWaitingReceiverKeepsItsChannelAlive) {
+// variable that held the channel (here: dropping the only shared_ptr) while `wait` is
+// parked in it leaves the channel alive for the send that completes the wait (ASan: no
+// use-after-free). `wait` returns the value it received.
+void ExpectAParkedWaiterKeepsItsChannelAlive(const std::function<int64_t(Channel*)>& wait) {
   int64_t got = 0;
   RunMain([&] {
     auto ch = Channel::Make(kLodTensor, 0);
     std::weak_ptr<Channel> watch = ch;
     Channel* borrowed = ch.get();
-    std::atomic<bool> receiving{false};
+    std::atomic<bool> waiting{false};
     Go([&, borrowed] {
-      receiving = true;
-      got = RecvInt(*borrowed);
+      waiting = true;
+      got = wait(borrowed);
     });
-    while (!receiving.load()) std::this_thread::yield();
-    std::this_thread::sleep_for(20ms);  // the receiver is parked in the channel by now
+    while (!waiting.load()) std::this_thread::yield();
+    std::this_thread::sleep_for(20ms);  // the waiter is parked in the channel by now
     ch.reset();
-    EXPECT_FALSE(watch.expired()) << "the parked receiver should hold the channel";
+    EXPECT_FALSE(watch.expired()) << "the parked waiter should hold the channel";
     SendInt(*borrowed, 7);
   });
   EXPECT_EQ(got, 7);
 }
 
+TEST_F(ChannelTest, AWaitingReceiverKeepsItsChannelAlive) {
+  ExpectAParkedWaiterKeepsItsChannelAlive([](Channel* ch) { return RecvInt(*ch); });
+}
+
 // The same for a select: while it waits it holds every channel its cases borrowed.
 TEST_F(ChannelTest, AWaitingSelectKeepsItsChannelsAlive) {
-  int64_t got = 0;
-  RunMain([&] {
-    auto ch = Channel::Make(kLodTensor, 0);
-    std::weak_ptr<Channel> watch = ch;
-    Channel* borrowed = ch.get();
-    std::atomic<bool> selecting{false};
-    Go([&, borrowed] {
-      core::Variable out;
-      const std::vector<SelectCase> cases = {{SelectCase::kRecv, borrowed, V(out).handle()}};
-      selecting = true;
-      EXPECT_EQ(RunSelect(cases, nullptr, "test select"), 0u);
-      got = IntOf(out);
-    });
-    while (!selecting.load()) std::this_thread::yield();
-    std::this_thread::sleep_for(20ms);  // the select is parked in the channel by now
-    ch.reset();
-    EXPECT_FALSE(watch.expired()) << "the parked select should hold the channel";
-    SendInt(*borrowed, 7);
+  ExpectAParkedWaiterKeepsItsChannelAlive([](Channel* ch) -> int64_t {
+    core::Variable out;
+    const std::vector<SelectCase> cases = {{SelectCase::kRecv, ch, V(out).handle()}};
+    EXPECT_EQ(RunSelect(cases, nullptr, "test select"), 0u);
+    return IntOf(out);
   });
-  EXPECT_EQ(got, 7);
 }
 
 TEST_F(ChannelTest, CopyLeavesTheSentVariableAsItWas) {

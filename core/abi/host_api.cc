@@ -508,7 +508,7 @@ RillVariable* ScopeVar(RillScope* s, const char* name) {
 // handle's owner could hand out), so use_count() == 1 seen by that owner stays true. A
 // borrowed handle counts 0: it never says its scope is reusable.
 int32_t ScopeReusable(const RillScope* s) {
-  return s && s->scope && s->scope.use_count() == 1 && s->scope->AncestorsUnchanged();
+  return s && Scope::Reusable(s->scope);
 }
 
 // ---- tasks (v2) ----------------------------------------------------------------------------

@@ -348,7 +348,7 @@ void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, 
   uint64_t resolved_at = 0;      // step's ChainVersion when `frame` was resolved
   uint64_t parent_resolved = 0;  // and the parent's
   while (proceed(arg)) {
-    if (step == nullptr || step.use_count() != 1 || !step->AncestorsUnchanged()) {
+    if (!Scope::Reusable(step)) {
       // A go block started in the step holds it: the next step gets a scope of its own.
       std::shared_ptr<Scope> next = parent->NewChild(key);
       if (resolved && next->version() == 0 && parent->ChainVersion() == parent_resolved) {

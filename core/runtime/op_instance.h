@@ -6,7 +6,6 @@
 #ifndef RILL_CORE_RUNTIME_OP_INSTANCE_H_
 #define RILL_CORE_RUNTIME_OP_INSTANCE_H_
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -69,8 +68,7 @@ struct RillOpInfo {
  private:
   struct FastSlot {
     char name[11];      // NUL-terminated
-    uint8_t count;      // arguments in the slot, saturating
-    uint32_t first_id;  // frame index of argument 0, when count > 0
+    uint32_t first_id;  // frame index of argument 0; kNoArg for an empty slot
   };
   // The first slots, in order, up to the first whose name does not fit; `complete` when
   // that is all of them.
@@ -91,7 +89,7 @@ struct RillOpInfo {
     for (uint8_t k = 0; k < fast.size; ++k) {
       const FastSlot& f = fast.slot[k];
       if (!rill::core::NameIs(f.name, slot)) continue;
-      if (i == 0 && f.count > 0) return f.first_id;
+      if (i == 0) return f.first_id;
       return i < all[k].ids.size() ? all[k].ids[i] : kNoArg;
     }
     if (fast.complete) return kNoArg;
@@ -105,7 +103,6 @@ struct RillOpInfo {
       FastSlot& f = fast.slot[fast.size++];
       a.slot.copy(f.name, a.slot.size());
       f.name[a.slot.size()] = '\0';
-      f.count = static_cast<uint8_t>(std::min<size_t>(a.ids.size(), UINT8_MAX));
       f.first_id = a.ids.empty() ? kNoArg : a.ids[0];
     }
     fast.complete = fast.size == all.size();

@@ -56,6 +56,11 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   // parent, but for the variables' values: no ancestor has gained a variable since this
   // scope (or the variables it took over) was made.
   bool AncestorsUnchanged() const;
+  // Whether the next run of a block may use `s` again instead of a new sibling: `holder`
+  // is the only reference (no go block started in it keeps it) and AncestorsUnchanged.
+  static bool Reusable(const std::shared_ptr<Scope>& holder) {
+    return holder != nullptr && holder.use_count() == 1 && holder->AncestorsUnchanged();
+  }
   // Finds `name` in this scope only, creating it if absent.
   Variable* Var(const std::string& name);
   // Finds `name` here or in an ancestor; nullptr if absent.

@@ -4,6 +4,7 @@
 
 #include "core/abi/host_api.h"
 #include "core/abi/status.h"
+#include "core/registry/registry.h"
 #include "core/runtime/kernel_context.h"
 #include "core/runtime/variable.h"
 
@@ -103,12 +104,18 @@ TEST(HostApi, CustomValuesNeedARegisteredTypeAndTheRightName) {
   static const CustomType kType{"test.box", "test", [](void* p) { ++destroyed; delete static_cast<int*>(p); },
                                 [](const void* p, char* buf, size_t cap) {
                                   snprintf(buf, cap, "box(%d)", *static_cast<const int*>(p));
-                                }};
+                                },
+                                nullptr, VarTypeHandle("test.box")};
   var.SetCustom(&kType, new int(3));
   void* out = nullptr;
   EXPECT_EQ(H().var_get_custom(v, "test.box", &out), nullptr);
   EXPECT_EQ(*static_cast<int*>(out), 3);
   EXPECT_EQ(Message(H().var_get_custom(v, "csp.channel", &out)), "variable holds test.box, not csp.channel");
+  EXPECT_EQ(H().var_custom(v, VarTypeHandle("test.box")), out) << "by handle (v8)";
+  EXPECT_EQ(H().var_custom(v, VarTypeHandle("csp.channel")), nullptr);
+  EXPECT_EQ(H().var_custom(v, nullptr), nullptr);
+  EXPECT_EQ(H().var_custom(nullptr, VarTypeHandle("test.box")), nullptr);
+  EXPECT_EQ(H().var_type_find("test.box"), nullptr) << "no registry has it: only registered types are found";
   char buf[32];
   H().var_describe(v, buf, sizeof(buf));
   EXPECT_STREQ(buf, "box(3)");
@@ -170,6 +177,7 @@ struct KernelFixture {
     vars[3].GetMutableSelectedRows();
     for (size_t i = 0; i < 4; ++i) frame[i] = &vars[i];
     frame[1] = nullptr;  // "gone" exists in no scope
+    info.IndexSlots();    // as Executor::Prepare does
   }
   RillOpInfo info;
   Variable vars[4];
@@ -238,6 +246,53 @@ TEST(HostApi, AnOutputIsShapedAndDescribedInOneCall) {
             "negative dimension -1 in tensor shape");
   EXPECT_EQ(Message(H().ctx_output_allocate(&f.ctx, "Out", 0, RILL_INT64, nullptr, 1, RILL_CPU, 0, &t, &info)),
             "ctx_output_allocate: null argument");
+}
+
+// ABI v8: a kernel finds its slots once and reads its arguments by index, with the same
+// results and the same messages as by name.
+TEST(HostApi, ArgumentsReadByIndexMatchThoseReadByName) {
+  KernelFixture f;
+  EXPECT_EQ(H().op_input_slot(&f.info, "X"), 0);
+  EXPECT_EQ(H().op_input_slot(&f.info, "Missing"), 1);
+  EXPECT_EQ(H().op_input_slot(&f.info, "Y"), -1);
+  EXPECT_EQ(H().op_output_slot(&f.info, "Rows"), 1);
+  EXPECT_EQ(H().op_output_slot(nullptr, "Rows"), -1);
+  EXPECT_EQ(H().ctx_input_at(&f.ctx, 0, 0), reinterpret_cast<RillVariable*>(&f.vars[0]));
+  EXPECT_EQ(H().ctx_input_at(&f.ctx, 0, 0), H().ctx_input(&f.ctx, "X", 0));
+  EXPECT_EQ(H().ctx_output_at(&f.ctx, 1, 0), reinterpret_cast<RillVariable*>(&f.vars[3]));
+  for (const auto& [slot, i] : {std::pair{-1, 0}, {2, 0}, {0, 1}, {1, 0}}) {
+    EXPECT_EQ(H().ctx_input_at(&f.ctx, slot, static_cast<size_t>(i)), nullptr) << slot << "[" << i << "]";
+  }
+
+  RillTensor* t = nullptr;
+  RillTensorInfo info{};
+  info.struct_size = sizeof(info);
+  EXPECT_EQ(Message(H().ctx_input_described_at(&f.ctx, 0, 0, &t, &info)),
+            "input X ('x') holds nothing yet, not a tensor value");
+  EXPECT_EQ(Message(H().ctx_input_described_at(&f.ctx, 1, 0, &t, &info)),
+            "input Missing ('gone') does not exist in any scope");
+  EXPECT_EQ(Message(H().ctx_input_described_at(&f.ctx, 0, 1, &t, &info)), "op 'op' has no input X[1]");
+  EXPECT_EQ(Message(H().ctx_input_described_at(&f.ctx, -1, 0, &t, &info)), "op 'op' has no input #-1[0]");
+  EXPECT_EQ(Message(H().ctx_input_described_at(&f.ctx, 0, 0, &t, nullptr)),
+            "ctx_input_described_at: null argument");
+
+  const int64_t dims[] = {3};
+  ASSERT_EQ(H().ctx_output_allocate_at(&f.ctx, 0, 0, RILL_INT32, dims, 1, RILL_CPU, 0, &t, &info), nullptr);
+  const Tensor* out = f.vars[2].GetTensor();
+  ASSERT_NE(out, nullptr) << "the empty output variable now holds a tensor";
+  EXPECT_EQ(t, reinterpret_cast<const RillTensor*>(out));
+  EXPECT_EQ(info.numel, 3);
+  EXPECT_EQ(info.data, out->data());
+  EXPECT_EQ(Message(H().ctx_output_allocate_at(&f.ctx, 1, 0, RILL_INT32, dims, 1, RILL_CPU, 0, &t, &info)),
+            "output Rows ('rows') holds selected_rows, not a tensor");
+  EXPECT_EQ(Message(H().ctx_output_allocate_at(&f.ctx, 7, 0, RILL_INT32, dims, 1, RILL_CPU, 0, &t, &info)),
+            "op 'op' has no output #7[0]");
+
+  f.vars[0].GetMutableTensor()->Allocate(RILL_FP32, dims, 1, Place{});
+  ASSERT_EQ(H().ctx_input_described_at(&f.ctx, 0, 0, &t, &info), nullptr);
+  EXPECT_EQ(t, reinterpret_cast<RillTensor*>(f.vars[0].GetTensor()));
+  EXPECT_EQ(info.dtype, RILL_FP32);
+  EXPECT_EQ(info.data, f.vars[0].GetTensor()->data());
 }
 
 }  // namespace

@@ -131,6 +131,28 @@ TEST(Loader, FrozenAbiV6PluginReadsAndShapesInOneCallEach) {
   EXPECT_EQ(scope->FindVar("y")->GetTensor()->Describe(), "fp32[2, 2] {1.5, 1.5, 1.5, 1.5}");
 }
 
+// ABI v7: a plain-C kernel reads the ops of a block when it is created.
+TEST(Loader, FrozenAbiV7PluginReadsABlocksOps) {
+  Registry registry;
+  const auto plugins = LoadPlugins(registry, LoadOptions{{kPlugins, kFixtures + "/frozen_v7"}, {}, {}});
+  EXPECT_EQ(plugins.back().name, "frozen_v7");
+  EXPECT_EQ(plugins.back().abi_version, 7u);
+  ProgramBuilder pb;
+  auto& body = pb.NewBlock(0);
+  body.Op("increment").Input("X", "i").Output("Out", "i");
+  body.Op("assign").Input("X", "i").Output("Out", "j");
+  body.Op("increment").Input("X", "j").Output("Out", "j");
+  for (const char* type : {"increment", "assign", "while"}) {
+    pb.block(0).Op("v7_block_ops").Output("Out", type).BlockAttr("sub_block", body.idx()).Attr("of_type", std::string(type));
+  }
+  Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  exec.Run(0, scope);
+  EXPECT_EQ(scope->FindVar("increment")->GetTensor()->Describe(), "int64[1] {2}");
+  EXPECT_EQ(scope->FindVar("assign")->GetTensor()->Describe(), "int64[1] {1}");
+  EXPECT_EQ(scope->FindVar("while")->GetTensor()->Describe(), "int64[1] {0}");
+}
+
 // ABI v4: a plain-C loop op runs its body in a scope from ctx_new_child_scope and keeps it
 // while scope_reusable says so: one step scope for every step of a body that nothing
 // captures, and the body's own variables stay in it.

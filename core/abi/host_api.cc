@@ -98,7 +98,16 @@ RILL_PIN(ctx_input_described, 69);
 RILL_PIN(ctx_output_allocate, 70);
 // Version 7.
 RILL_PIN(op_block_ops, 71);
-static_assert(sizeof(RillHostApi) == 8 + 72 * sizeof(void*), "RillHostApi v7 size changed");
+// Version 8.
+RILL_PIN(op_input_slot, 72);
+RILL_PIN(op_output_slot, 73);
+RILL_PIN(ctx_input_at, 74);
+RILL_PIN(ctx_output_at, 75);
+RILL_PIN(ctx_input_described_at, 76);
+RILL_PIN(ctx_output_allocate_at, 77);
+RILL_PIN(var_type_find, 78);
+RILL_PIN(var_custom, 79);
+static_assert(sizeof(RillHostApi) == 8 + 80 * sizeof(void*), "RillHostApi v8 size changed");
 #undef RILL_PIN
 
 // RillDeviceDef, which plugins fill: version 1 ends at `copy`; version 5 appends the
@@ -316,65 +325,69 @@ RillVariable* CtxInput(RillKernelContext* ctx, const char* slot, size_t i) {
 RillVariable* CtxOutput(RillKernelContext* ctx, const char* slot, size_t i) {
   return (ctx && slot) ? reinterpret_cast<RillVariable*>(ctx->Output(slot, i)) : nullptr;
 }
-RillStatus* SlotMissing(const RillKernelContext* ctx, const char* kind, const char* slot, size_t i) {
-  return new RillStatus{RILL_NOT_FOUND, "op '" + ctx->op->type + "' has no " + kind + " " + slot + "[" +
-                                            std::to_string(i) + "]"};
+// The argument a kernel asked for by slot name or by slot index, for messages: "X[0]".
+std::string ArgLabel(const char* slot, size_t i) { return std::string(slot) + "[" + std::to_string(i) + "]"; }
+std::string ArgLabel(const RillOpInfo::Args* args, int32_t slot, size_t i) {
+  return args ? ArgLabel(args->slot.c_str(), i) : ArgLabel(("#" + std::to_string(slot)).c_str(), i);
 }
-// ctx_input_tensor and ctx_output_tensor in full, errors included. Their hot paths below
-// handle the usual case and leave the rest here: a kernel makes these calls for every
-// argument, and the messages' strings cost registers and stack on every call otherwise.
-[[gnu::noinline, gnu::cold]] RillStatus* InputTensorSlow(RillKernelContext* ctx, const char* slot, size_t i,
-                                                         RillTensor** out) {
-  if (!ctx || !slot || !out) return NullArg("ctx_input_tensor");
-  const RillOpInfo::Args* args = ctx->op->FindInput(slot);
-  if (args == nullptr || i >= args->names.size()) return SlotMissing(ctx, "input", slot, i);
+
+// ctx_input_tensor and ctx_output_tensor in full, errors included, for an argument found
+// by slot name or index. The hot paths below handle the usual case and leave the rest
+// here: a kernel makes these calls for every argument, and the messages' strings cost
+// registers and stack on every call otherwise.
+[[gnu::noinline, gnu::cold]] RillStatus* InputTensorSlow(RillKernelContext* ctx, const RillOpInfo::Args* args,
+                                                         const std::string& label, size_t i, RillTensor** out) {
+  if (args == nullptr || i >= args->names.size()) {
+    return new RillStatus{RILL_NOT_FOUND, "op '" + ctx->op->type + "' has no input " + label};
+  }
   Variable* v = ctx->Arg(args, i);
   const std::string& name = args->names[i];
   if (v == nullptr) {
-    return new RillStatus{RILL_NOT_FOUND, "input " + std::string(slot) + " ('" + name + "') does not exist in any scope"};
+    return new RillStatus{RILL_NOT_FOUND, "input " + args->slot + " ('" + name + "') does not exist in any scope"};
   }
   Tensor* t = v->is_tensor() ? v->GetMutableTensor() : nullptr;
   if (t == nullptr || !t->initialized()) {
-    return new RillStatus{RILL_FAILED_PRECONDITION, "input " + std::string(slot) + " ('" + name + "') holds " +
+    return new RillStatus{RILL_FAILED_PRECONDITION, "input " + args->slot + " ('" + name + "') holds " +
                                                         (t ? "an empty tensor" : v->initialized() ? v->KindName() : "nothing yet") +
                                                         ", not a tensor value"};
   }
   *out = reinterpret_cast<RillTensor*>(t);
   return nullptr;
 }
-RillStatus* CtxInputTensor(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out) {
-  if (ctx && slot && out) {
-    Variable* v = ctx->Input(slot, i);
-    Tensor* t = v ? v->GetTensor() : nullptr;
-    if (t != nullptr && t->initialized()) {
-      *out = reinterpret_cast<RillTensor*>(t);
-      return nullptr;
-    }
+[[gnu::noinline, gnu::cold]] RillStatus* OutputTensorSlow(RillKernelContext* ctx, const RillOpInfo::Args* args,
+                                                          const std::string& label, size_t i, RillTensor** out) {
+  if (args == nullptr || i >= args->names.size()) {
+    return new RillStatus{RILL_NOT_FOUND, "op '" + ctx->op->type + "' has no output " + label};
   }
-  return InputTensorSlow(ctx, slot, i, out);
-}
-[[gnu::noinline, gnu::cold]] RillStatus* OutputTensorSlow(RillKernelContext* ctx, const char* slot, size_t i,
-                                                          RillTensor** out) {
-  if (!ctx || !slot || !out) return NullArg("ctx_output_tensor");
-  const RillOpInfo::Args* args = ctx->op->FindOutput(slot);
-  if (args == nullptr || i >= args->names.size()) return SlotMissing(ctx, "output", slot, i);
   Variable* v = ctx->Arg(args, i);
   if (v->is_tensor() || !v->initialized()) {
     *out = reinterpret_cast<RillTensor*>(v->GetMutableTensor());
     return nullptr;
   }
-  return new RillStatus{RILL_INVALID_ARGUMENT, "output " + std::string(slot) + " ('" + args->names[i] + "') holds " +
+  return new RillStatus{RILL_INVALID_ARGUMENT, "output " + args->slot + " ('" + args->names[i] + "') holds " +
                                                    v->KindName() + ", not a tensor"};
 }
-RillStatus* CtxOutputTensor(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out) {
-  if (ctx && slot && out) {
-    Variable* v = ctx->Output(slot, i);
-    if (Tensor* t = v ? v->GetTensor() : nullptr) {
-      *out = reinterpret_cast<RillTensor*>(t);
-      return nullptr;
-    }
+// The input's tensor if it holds one with a value; nullptr sends the caller to the slow path.
+Tensor* InitializedTensor(Variable* v) {
+  Tensor* t = v ? v->GetTensor() : nullptr;
+  return t != nullptr && t->initialized() ? t : nullptr;
+}
+RillStatus* CtxInputTensor(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out) {
+  if (!ctx || !slot || !out) return NullArg("ctx_input_tensor");
+  if (Tensor* t = InitializedTensor(ctx->Input(slot, i))) {
+    *out = reinterpret_cast<RillTensor*>(t);
+    return nullptr;
   }
-  return OutputTensorSlow(ctx, slot, i, out);  // errors, and an empty variable's first tensor
+  return InputTensorSlow(ctx, ctx->op->FindInput(slot), ArgLabel(slot, i), i, out);
+}
+RillStatus* CtxOutputTensor(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out) {
+  if (!ctx || !slot || !out) return NullArg("ctx_output_tensor");
+  if (Variable* v = ctx->Output(slot, i); Tensor* t = v ? v->GetTensor() : nullptr) {
+    *out = reinterpret_cast<RillTensor*>(t);
+    return nullptr;
+  }
+  // Errors, and an empty variable's first tensor.
+  return OutputTensorSlow(ctx, ctx->op->FindOutput(slot), ArgLabel(slot, i), i, out);
 }
 RillStatus* CtxInputDescribed(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out,
                               RillTensorInfo* info) {
@@ -383,16 +396,57 @@ RillStatus* CtxInputDescribed(RillKernelContext* ctx, const char* slot, size_t i
   Describe(*T(*out), info);
   return nullptr;
 }
+// Allocates an output the kernel found and describes it (ctx_output_allocate's second half).
+RillStatus* AllocateDescribed(RillTensor* out, int32_t dtype, const int64_t* dims, size_t ndim, int32_t device_type,
+                              int32_t device_id, RillTensorInfo* info) {
+  return StatusFromCall([&] {
+    Tensor& t = *T(out);
+    t.Allocate(dtype, dims, ndim, Place{device_type, device_id});
+    Describe(t, info);
+  });
+}
 RillStatus* CtxOutputAllocate(RillKernelContext* ctx, const char* slot, size_t i, int32_t dtype,
                               const int64_t* dims, size_t ndim, int32_t device_type, int32_t device_id,
                               RillTensor** out, RillTensorInfo* info) {
   if (!info || (!dims && ndim > 0)) return NullArg("ctx_output_allocate");
   if (RillStatus* st = CtxOutputTensor(ctx, slot, i, out)) return st;
-  return StatusFromCall([&] {
-    Tensor& t = *T(*out);
-    t.Allocate(dtype, dims, ndim, Place{device_type, device_id});
-    Describe(t, info);
-  });
+  return AllocateDescribed(*out, dtype, dims, ndim, device_type, device_id, info);
+}
+
+// The same by slot index (v8).
+int32_t OpInputSlot(const RillOpInfo* info, const char* slot) { return info && slot ? info->InputSlot(slot) : -1; }
+int32_t OpOutputSlot(const RillOpInfo* info, const char* slot) { return info && slot ? info->OutputSlot(slot) : -1; }
+RillVariable* CtxInputAt(RillKernelContext* ctx, int32_t slot, size_t i) {
+  return ctx ? reinterpret_cast<RillVariable*>(ctx->At(ctx->op->InputIdAt(slot, i))) : nullptr;
+}
+RillVariable* CtxOutputAt(RillKernelContext* ctx, int32_t slot, size_t i) {
+  return ctx ? reinterpret_cast<RillVariable*>(ctx->At(ctx->op->OutputIdAt(slot, i))) : nullptr;
+}
+RillStatus* CtxInputDescribedAt(RillKernelContext* ctx, int32_t slot, size_t i, RillTensor** out,
+                                RillTensorInfo* info) {
+  if (!ctx || !out || !info) return NullArg("ctx_input_described_at");
+  Tensor* t = InitializedTensor(ctx->At(ctx->op->InputIdAt(slot, i)));
+  if (t == nullptr) {
+    const RillOpInfo::Args* args = ctx->op->InputAt(slot);
+    if (RillStatus* st = InputTensorSlow(ctx, args, ArgLabel(args, slot, i), i, out)) return st;
+    t = T(*out);
+  }
+  *out = reinterpret_cast<RillTensor*>(t);
+  Describe(*t, info);
+  return nullptr;
+}
+RillStatus* CtxOutputAllocateAt(RillKernelContext* ctx, int32_t slot, size_t i, int32_t dtype, const int64_t* dims,
+                                size_t ndim, int32_t device_type, int32_t device_id, RillTensor** out,
+                                RillTensorInfo* info) {
+  if (!ctx || !out || !info || (!dims && ndim > 0)) return NullArg("ctx_output_allocate_at");
+  Variable* v = ctx->At(ctx->op->OutputIdAt(slot, i));
+  if (Tensor* t = v ? v->GetTensor() : nullptr) {
+    *out = reinterpret_cast<RillTensor*>(t);
+  } else {
+    const RillOpInfo::Args* args = ctx->op->OutputAt(slot);
+    if (RillStatus* st = OutputTensorSlow(ctx, args, ArgLabel(args, slot, i), i, out)) return st;
+  }
+  return AllocateDescribed(*out, dtype, dims, ndim, device_type, device_id, info);
 }
 RillScope* CtxScope(RillKernelContext* ctx) { return ctx ? ctx->scope : nullptr; }
 RillStatus* CtxNewChildScope(RillKernelContext* ctx, int32_t block_idx, RillScope** out) {
@@ -430,6 +484,15 @@ RillStatus* VarGetCustom(const RillVariable* v, const char* type_name, void** va
   }
   *value = c->value();
   return nullptr;
+}
+const RillVarType* VarTypeFind(const char* name) {
+  const Registry* registry = g_registry.load();
+  const CustomType* type = registry && name ? registry->FindVarType(name) : nullptr;
+  return type ? type->handle : nullptr;
+}
+void* VarCustom(const RillVariable* v, const RillVarType* type) {
+  const CustomValue* c = v ? V(v)->GetCustom() : nullptr;
+  return c != nullptr && type != nullptr && c->type()->handle == type ? c->value() : nullptr;
 }
 RillStatus* VarMove(RillVariable* dst, RillVariable* src) {
   if (!dst || !src) return NullArg("var_move");
@@ -582,6 +645,8 @@ const RillHostApi kTable = {
     CtxNewChildScope, ScopeReusable,
     CtxInputDescribed, CtxOutputAllocate,
     OpBlockOps,
+    OpInputSlot, OpOutputSlot, CtxInputAt, CtxOutputAt, CtxInputDescribedAt, CtxOutputAllocateAt,
+    VarTypeFind, VarCustom,
 };
 
 }  // namespace

@@ -2,9 +2,15 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <mutex>
 
 #include "core/errors.h"
 #include "core/runtime/dtype.h"
+
+// What a RillVarType handle points at: the name it stands for (kept for debuggers).
+struct __attribute__((visibility("hidden"))) RillVarType {
+  std::string name;
+};
 
 namespace rill::core {
 
@@ -145,7 +151,17 @@ CustomType VarTypeFromAbi(const RillVarTypeDef& d, const std::string& plugin) {
     throw Error("variable type struct too small (struct_size " + std::to_string(d.struct_size) + ")");
   }
   if (d.name == nullptr || *d.name == '\0') throw Error("variable type without a name");
-  return CustomType{d.name, plugin, d.destroy, d.describe, RILL_COVERS(d, copy) ? d.copy : nullptr};
+  return CustomType{d.name, plugin, d.destroy, d.describe, RILL_COVERS(d, copy) ? d.copy : nullptr,
+                    VarTypeHandle(d.name)};
+}
+
+const RillVarType* VarTypeHandle(const std::string& name) {
+  static std::mutex mu;
+  static auto* handles = new std::map<std::string, std::unique_ptr<RillVarType>>;  // never freed
+  std::lock_guard<std::mutex> lock(mu);
+  auto& h = (*handles)[name];
+  if (!h) h = std::make_unique<RillVarType>(RillVarType{name});
+  return h.get();
 }
 
 std::string Registry::KernelKey(const std::string& op, int32_t device, int32_t dtype) {

@@ -83,6 +83,9 @@ using PluginRegistration = ::RillRegistrar;
 OpSchemaEntry SchemaFromAbi(const RillOpSchema& schema, const std::string& plugin);
 KernelEntry KernelFromAbi(const RillKernelDef& def, const std::string& plugin);
 CustomType VarTypeFromAbi(const RillVarTypeDef& def, const std::string& plugin);
+// The ABI handle of variable type `name`: one per name for the life of the process, so a
+// plugin's handle stays valid and matches values made under any registry.
+const RillVarType* VarTypeHandle(const std::string& name);
 
 class Registry {
  public:

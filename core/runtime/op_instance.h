@@ -50,6 +50,16 @@ struct RillOpInfo {
   static constexpr uint32_t kNoArg = UINT32_MAX;
   uint32_t InputId(const char* slot, size_t i) const { return Id(fast_inputs_, inputs, slot, i); }
   uint32_t OutputId(const char* slot, size_t i) const { return Id(fast_outputs_, outputs, slot, i); }
+  // The same for the slot at index `slot` of inputs (outputs), as op_input_slot gives it:
+  // no names compared.
+  uint32_t InputIdAt(int32_t slot, size_t i) const { return IdAt(fast_inputs_, inputs, slot, i); }
+  uint32_t OutputIdAt(int32_t slot, size_t i) const { return IdAt(fast_outputs_, outputs, slot, i); }
+  // The index of a slot in inputs (outputs); -1 if the op lists no such slot.
+  int32_t InputSlot(const char* slot) const { return SlotIndex(inputs, slot); }
+  int32_t OutputSlot(const char* slot) const { return SlotIndex(outputs, slot); }
+  // The slot at an index from InputSlot (OutputSlot); nullptr for -1 or past the end.
+  const Args* InputAt(int32_t slot) const { return At(inputs, slot); }
+  const Args* OutputAt(int32_t slot) const { return At(outputs, slot); }
   // Builds the inline slots; call once inputs and outputs are final. Until then lookups
   // take the long way.
   void IndexSlots() {
@@ -94,6 +104,18 @@ struct RillOpInfo {
     }
     if (fast.complete) return kNoArg;
     const Args* a = Find(all, slot);
+    return a != nullptr && i < a->ids.size() ? a->ids[i] : kNoArg;
+  }
+  static int32_t SlotIndex(const std::vector<Args>& all, const char* slot) {
+    const Args* a = Find(all, slot);
+    return a == nullptr ? -1 : static_cast<int32_t>(a - all.data());
+  }
+  static const Args* At(const std::vector<Args>& all, int32_t slot) {
+    return slot >= 0 && static_cast<size_t>(slot) < all.size() ? &all[static_cast<size_t>(slot)] : nullptr;
+  }
+  static uint32_t IdAt(const FastSlots& fast, const std::vector<Args>& all, int32_t slot, size_t i) {
+    if (i == 0 && slot >= 0 && slot < fast.size) return fast.slot[slot].first_id;  // fast.slot[k] is all[k]
+    const Args* a = At(all, slot);
     return a != nullptr && i < a->ids.size() ? a->ids[i] : kNoArg;
   }
   static void Index(const std::vector<Args>& all, FastSlots& fast) {

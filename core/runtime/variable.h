@@ -13,6 +13,8 @@
 #include "core/runtime/small_objects.h"
 #include "core/runtime/tensor.h"
 
+struct RillVarType;  // the ABI's handle of a variable type (core/registry/registry.cc)
+
 namespace rill::core {
 
 // A plugin-defined variable type, as registered (see RillVarTypeDef).
@@ -22,6 +24,7 @@ struct CustomType {
   void (*destroy)(void* value) = nullptr;
   void (*describe)(const void* value, char* buf, size_t cap) = nullptr;
   void* (*copy)(const void* value) = nullptr;  // null: not copyable
+  const RillVarType* handle = nullptr;  // one per name in the process (var_type_find)
 };
 
 // Owns one value of a CustomType.

@@ -1,5 +1,6 @@
 #include "channel.h"
 
+#include <atomic>
 #include <cstring>
 
 namespace rill::csp {
@@ -246,12 +247,12 @@ std::string Channel::Describe() {
 }
 
 const ChannelRef* ChannelRefOf(Variable v) {
-  void* out = nullptr;
-  if (RillStatus* st = Host().var_get_custom(v.handle(), kChannelType, &out)) {
-    Host().status_release(st);
-    return nullptr;
-  }
-  return static_cast<const ChannelRef*>(out);
+  // The type's handle, found on first use (one per process). No variable holds a channel
+  // before the type is registered, so a handle not found yet finds none.
+  static std::atomic<const RillVarType*> type{nullptr};
+  const RillVarType* t = type.load(std::memory_order_relaxed);
+  if (t == nullptr) type.store(t = Host().var_type_find(kChannelType), std::memory_order_relaxed);
+  return static_cast<const ChannelRef*>(Host().var_custom(v.handle(), t));
 }
 
 Channel& ChannelOf(Variable v, const std::string& name) {

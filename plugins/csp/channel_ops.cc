@@ -5,13 +5,8 @@
 namespace rill::csp {
 namespace {
 
-// The Channel input's variable, or a null view if no scope has it (ChannelOf explains).
-Variable ChannelVar(KernelContext& ctx) { return Variable(Host().ctx_input(ctx.handle(), "Channel", 0)); }
-
 // Whether the op lists a Status output, read once per op instance.
 bool HasStatus(const OpInfo& op) { return op.OutputCount("Status") > 0; }
-
-void SetStatus(KernelContext& ctx, bool ok) { *ctx.AllocateOutput<bool>("Status", {1}) = ok; }
 
 void Create(KernelContext& ctx) {
   auto channel = Channel::Make(static_cast<int32_t>(ctx.Attr<int64_t>("data_type")), ctx.Attr<int64_t>("capacity"));
@@ -21,41 +16,50 @@ void Create(KernelContext& ctx) {
 class Send {
  public:
   explicit Send(const OpInfo& op)
-      : channel_(op.InputName("Channel")),
+      : channel_slot_(op.InputSlot("Channel")),
+        x_(op.InputSlot("X")),
+        status_(op.OutputSlot("Status")),
+        channel_(op.InputName("Channel")),
         copy_(op.Attr<bool>("copy")),
-        status_(HasStatus(op)),
+        has_status_(HasStatus(op)),
         what_("sending to channel '" + channel_ + "'") {}
   void Compute(KernelContext& ctx) {
-    ChannelOf(ChannelVar(ctx), channel_).Send(ctx.InputVar("X"), copy_, ctx.handle(), what_.c_str());
-    if (status_) SetStatus(ctx, true);
+    ChannelOf(ctx.InputVarOrNull(channel_slot_), channel_).Send(ctx.InputVar(x_), copy_, ctx.handle(), what_.c_str());
+    if (has_status_) *ctx.AllocateOutput<bool>(status_, {1}) = true;
   }
 
  private:
+  const Slot channel_slot_, x_, status_;
   const std::string channel_;
   const bool copy_;
-  const bool status_;
+  const bool has_status_;
   const std::string what_;
 };
 
 class Recv {
  public:
   explicit Recv(const OpInfo& op)
-      : channel_(op.InputName("Channel")),
-        status_(HasStatus(op)),
+      : channel_slot_(op.InputSlot("Channel")),
+        out_(op.OutputSlot("Out")),
+        status_(op.OutputSlot("Status")),
+        channel_(op.InputName("Channel")),
+        has_status_(HasStatus(op)),
         what_("receiving from channel '" + channel_ + "'") {}
   void Compute(KernelContext& ctx) {
-    const bool ok = ChannelOf(ChannelVar(ctx), channel_).Recv(ctx.OutputVar("Out"), ctx.handle(), what_.c_str());
-    if (status_) SetStatus(ctx, ok);
+    const bool ok = ChannelOf(ctx.InputVarOrNull(channel_slot_), channel_).Recv(ctx.OutputVar(out_), ctx.handle(),
+                                                                                what_.c_str());
+    if (has_status_) *ctx.AllocateOutput<bool>(status_, {1}) = ok;
   }
 
  private:
+  const Slot channel_slot_, out_, status_;
   const std::string channel_;
-  const bool status_;
+  const bool has_status_;
   const std::string what_;
 };
 
 void Close(KernelContext& ctx) {
-  ChannelOf(ChannelVar(ctx), ctx.op().InputName("Channel")).Close();
+  ChannelOf(ctx.InputVarOrNull("Channel"), ctx.op().InputName("Channel")).Close();
 }
 
 }  // namespace

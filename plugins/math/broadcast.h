@@ -64,16 +64,24 @@ inline void CheckOperandKept(const Tensor& out, const Tensor& operand, bool resh
   }
 }
 
+// A binary op's arguments (X, Y -> Out) and broadcast axis, found once per op instance.
+struct BinaryArgs {
+  explicit BinaryArgs(const OpInfo& op)
+      : x(op.InputSlot("X")), y(op.InputSlot("Y")), out(op.OutputSlot("Out")), axis(op.Attr<int64_t>("axis")) {}
+  Slot x, y, out;
+  int64_t axis;
+};
+
 // Out = f(X, Y) elementwise with broadcasting; Out is shaped like X with element type R.
 template <class T, class R, class F>
-void BinaryBroadcast(KernelContext& ctx, F f) {
-  Tensor x = ctx.Input("X");
-  Tensor y = ctx.Input("Y");
+void BinaryBroadcast(KernelContext& ctx, const BinaryArgs& args, F f) {
+  Tensor x = ctx.Input(args.x);
+  Tensor y = ctx.Input(args.y);
   const T* px = x.data<T>();
   const T* py = y.data<T>();
-  const bool same = SameDims(x, y);  // the usual case (a loop's counters): no shape vectors, no axis
-  const Broadcast b = same ? Broadcast{1, x.numel(), 1} : ComputeBroadcast(x.dims(), y.dims(), ctx.Attr<int64_t>("axis"));
-  Tensor out = ctx.AllocateOutput("Out", DataTypeOf<R>::value, x.dims_data(), x.ndim());
+  const bool same = SameDims(x, y);  // the usual case (a loop's counters): no shape vectors
+  const Broadcast b = same ? Broadcast{1, x.numel(), 1} : ComputeBroadcast(x.dims(), y.dims(), args.axis);
+  Tensor out = ctx.AllocateOutput(args.out, DataTypeOf<R>::value, x.dims_data(), x.ndim());
   CheckOperandKept(out, x, !std::is_same_v<T, R>, "X");
   CheckOperandKept(out, y, !std::is_same_v<T, R> || !same, "Y");
   R* po = out.mutable_data<R>();

@@ -7,7 +7,15 @@
 namespace rill::math {
 namespace {
 
-template <class T, class F> void Compare(KernelContext& ctx) { BinaryBroadcast<T, bool>(ctx, F{}); }
+template <class T, class F>
+class Compare {
+ public:
+  explicit Compare(const OpInfo& op) : args_(op) {}
+  void Compute(KernelContext& ctx) { BinaryBroadcast<T, bool>(ctx, args_, F{}); }
+
+ private:
+  const BinaryArgs args_;
+};
 
 struct Less { template <class T> bool operator()(T a, T b) const { return a < b; } };
 struct LessEq { template <class T> bool operator()(T a, T b) const { return a <= b; } };
@@ -29,8 +37,8 @@ void AddCompare(Registrar& r, const char* type, const char* what, bool with_bool
            .Attr("axis", int64_t{-1}, "where Y's dims start in X's (-1: aligned to the end)")
            .Attr("force_cpu", false, "keep Out on the CPU")
            .KernelDtypeFrom("X"));
-  RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, type, [](auto t) { return &Compare<decltype(t), F>; });
-  if (with_bool) r.Kernel(type, RILL_CPU, RILL_BOOL, &Compare<bool, F>);
+  RegisterCpuStateful<RILL_MATH_NUMERIC_TYPES>(r, type, [](auto t) { return TypeTag<Compare<decltype(t), F>>{}; });
+  if (with_bool) r.StatefulKernel<Compare<bool, F>>(type, RILL_CPU, RILL_BOOL);
 }
 
 template <class F>
@@ -42,7 +50,7 @@ void AddLogical(Registrar& r, const char* type, const char* what) {
            .Output("Out", "bool result, shaped like X")
            .Attr("axis", int64_t{-1}, "where Y's dims start in X's (-1: aligned to the end)")
            .KernelDtypeFrom("X"));
-  r.Kernel(type, RILL_CPU, RILL_BOOL, &Compare<bool, F>);
+  r.StatefulKernel<Compare<bool, F>>(type, RILL_CPU, RILL_BOOL);
 }
 
 void LogicalNot(KernelContext& ctx) {

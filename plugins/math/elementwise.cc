@@ -65,27 +65,36 @@ struct Pow {
 };
 
 template <class Op, class T>
-void Elementwise(KernelContext& ctx) {
-  Tensor x = ctx.Input("X");
-  Tensor y = ctx.Input("Y");
-  if constexpr (std::is_same_v<Op, Div> && std::is_integral_v<T>) {
-    const T* py = y.data<T>();
-    for (int64_t i = 0; i < y.numel(); ++i) {
-      if (py[i] == 0) throw Error("integer division by zero (Y[" + std::to_string(i) + "] is 0)");
-    }
-  }
-  if constexpr (Op::kEigen) {
-    if (x.ndim() == y.ndim() && std::equal(x.dims_data(), x.dims_data() + x.ndim(), y.dims_data())) {
-      // Read X and Y before Allocate: Out may be X or Y itself.
-      const T* px = x.data<T>();
+class Elementwise {
+ public:
+  explicit Elementwise(const OpInfo& op) : args_(op) {}
+
+  void Compute(KernelContext& ctx) {
+    if constexpr (std::is_same_v<Op, Div> && std::is_integral_v<T>) {
+      Tensor y = ctx.Input(args_.y);
       const T* py = y.data<T>();
-      T* po = ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim());
-      VecMap<T>(po, x.numel()) = Op::Eigen(ConstVecMap<T>(px, x.numel()), ConstVecMap<T>(py, y.numel()));
-      return;
+      for (int64_t i = 0; i < y.numel(); ++i) {
+        if (py[i] == 0) throw Error("integer division by zero (Y[" + std::to_string(i) + "] is 0)");
+      }
     }
+    if constexpr (Op::kEigen) {
+      Tensor x = ctx.Input(args_.x);
+      Tensor y = ctx.Input(args_.y);
+      if (SameDims(x, y)) {
+        // Read X and Y before Allocate: Out may be X or Y itself.
+        const T* px = x.data<T>();
+        const T* py = y.data<T>();
+        T* po = ctx.AllocateOutput<T>(args_.out, x.dims_data(), x.ndim());
+        VecMap<T>(po, x.numel()) = Op::Eigen(ConstVecMap<T>(px, x.numel()), ConstVecMap<T>(py, y.numel()));
+        return;
+      }
+    }
+    BinaryBroadcast<T, T>(ctx, args_, [](T a, T b) { return Op::template Apply<T>(a, b); });
   }
-  BinaryBroadcast<T, T>(ctx, [](T a, T b) { return Op::template Apply<T>(a, b); });
-}
+
+ private:
+  const BinaryArgs args_;
+};
 
 // X@GRAD (shaped like X) and Y@GRAD (shaped like Y: summed over the broadcast dims), each
 // only when asked for.
@@ -127,7 +136,7 @@ void RegisterOne(Registrar& r, const char* type, const char* formula) {
       .Grad(grad, "X,Y,Out@GRAD", "X,Y");
   r.Op(schema);
   r.Op(schema.MakeGradSchema());
-  RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, type, [](auto t) { return &Elementwise<Op, decltype(t)>; });
+  RegisterCpuStateful<RILL_MATH_NUMERIC_TYPES>(r, type, [](auto t) { return TypeTag<Elementwise<Op, decltype(t)>>{}; });
   RegisterCpu<float, double>(r, grad.c_str(), [](auto t) { return &ElementwiseGrad<Op, decltype(t)>; });
 }
 

@@ -10,15 +10,17 @@ template <class T>
 class FillConstant {
  public:
   explicit FillConstant(const OpInfo& op)
-      : shape_(op.Attr<std::vector<int64_t>>("shape")),
+      : out_(op.OutputSlot("Out")),
+        shape_(op.Attr<std::vector<int64_t>>("shape")),
         value_(static_cast<T>(static_cast<double>(op.Attr<float>("value")))) {}
   void Compute(KernelContext& ctx) {
-    Tensor out = ctx.AllocateOutput("Out", DataTypeOf<T>::value, shape_.data(), shape_.size());
+    Tensor out = ctx.AllocateOutput(out_, DataTypeOf<T>::value, shape_.data(), shape_.size());
     T* p = out.mutable_data<T>();
     std::fill(p, p + out.numel(), value_);
   }
 
  private:
+  const Slot out_;
   const std::vector<int64_t> shape_;
   const T value_;
 };

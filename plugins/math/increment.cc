@@ -4,22 +4,24 @@
 namespace rill::math {
 namespace {
 
-// Stateful so that `step` is read once per op instance, not on every run.
+// Stateful so that `step` and the slots are found once per op instance, not on every run.
 template <class T>
 class Increment {
  public:
-  explicit Increment(const OpInfo& op) : step_(static_cast<T>(op.Attr<float>("step"))) {}
+  explicit Increment(const OpInfo& op)
+      : x_(op.InputSlot("X")), out_(op.OutputSlot("Out")), step_(static_cast<T>(op.Attr<float>("step"))) {}
 
   void Compute(KernelContext& ctx) {
-    Tensor x = ctx.Input("X");
+    Tensor x = ctx.Input(x_);
     if (x.numel() != 1) {
       throw Error("X must have exactly one element, it has " + std::to_string(x.numel()));
     }
     const T value = *x.data<T>() + step_;
-    *ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim()) = value;
+    *ctx.AllocateOutput<T>(out_, x.dims_data(), x.ndim()) = value;
   }
 
  private:
+  const Slot x_, out_;
   const T step_;
 };
 

@@ -42,8 +42,9 @@ extern "C" {
  * version 3 SelectedRows; version 4 sub-block scopes that are reused; version 5 a device's
  * page-locked host memory (RillDeviceDef.allocate_host/free_host); version 6 a kernel's
  * arguments in fewer calls (ctx_input_described, ctx_output_allocate); version 7 the ops of
- * a block, read by an op that runs it (op_block_ops). */
-#define RILL_ABI_VERSION 7u
+ * a block, read by an op that runs it (op_block_ops); version 8 arguments and custom values
+ * read by index and handle instead of by name (op_input_slot, ctx_input_at, var_custom). */
+#define RILL_ABI_VERSION 8u
 
 /* Name of the single exported entry point. */
 #define RILL_ENTRY_POINT_NAME "RillGetPlugin"
@@ -134,6 +135,7 @@ typedef struct RillVariable RillVariable;           /* a variable in a scope */
 typedef struct RillTensor RillTensor;               /* a (LoD)tensor held by a variable */
 typedef struct RillScope RillScope;                 /* a scope; owned handles are released */
 typedef struct RillTask RillTask; /* v2: a task (or a thread outside the scheduler) to wake */
+typedef struct RillVarType RillVarType; /* v8: a registered variable type; lives as long as the process */
 
 /* A tensor's description in one call (tensor_info). The caller sets `struct_size` to the
  * size it was compiled with; the host fills only the fields that size covers. `dims` and
@@ -477,6 +479,35 @@ typedef struct RillHostApi {
   RillStatus* (*op_block_ops)(const RillOpInfo* info, int32_t block_idx,
                               const RillOpInfo* const** ops, size_t* count);
   /* ===== End of version 7 ===== */
+
+  /* ===== Version 8: arguments by index, custom values by handle ===== */
+  /* A kernel with per-op state finds its slots and variable types once, when it is
+   * created, and reads its arguments by index on every run, comparing no names (as ONNX
+   * Runtime's KernelContext_GetInput reads inputs by position).
+   * op_input_slot / op_output_slot: the index of input (output) slot `slot` among the op's
+   * slots, fixed for the life of the op instance; -1 if the op lists no such slot (an
+   * optional slot the program leaves out).
+   * ctx_input_at / ctx_output_at, ctx_input_described_at / ctx_output_allocate_at: as
+   * ctx_input, ctx_output, ctx_input_described and ctx_output_allocate, with the slot given
+   * by that index. An index of -1 or past the op's slots reads as a slot with no variables
+   * (NULL; RILL_NOT_FOUND).
+   * var_type_find: the handle of the registered variable type `name`; NULL if none is
+   * registered by that name. One name has one handle for the life of the process.
+   * var_custom: the value of a variable holding a custom value of type `type`; NULL if it
+   * holds nothing or anything else. */
+  int32_t (*op_input_slot)(const RillOpInfo* info, const char* slot);
+  int32_t (*op_output_slot)(const RillOpInfo* info, const char* slot);
+  RillVariable* (*ctx_input_at)(RillKernelContext* ctx, int32_t slot, size_t i);
+  RillVariable* (*ctx_output_at)(RillKernelContext* ctx, int32_t slot, size_t i);
+  RillStatus* (*ctx_input_described_at)(RillKernelContext* ctx, int32_t slot, size_t i,
+                                        RillTensor** out, RillTensorInfo* info);
+  RillStatus* (*ctx_output_allocate_at)(RillKernelContext* ctx, int32_t slot, size_t i,
+                                        int32_t dtype, const int64_t* dims, size_t ndim,
+                                        int32_t device_type, int32_t device_id,
+                                        RillTensor** out, RillTensorInfo* info);
+  const RillVarType* (*var_type_find)(const char* name);
+  void* (*var_custom)(const RillVariable* var, const RillVarType* type);
+  /* ===== End of version 8 ===== */
 } RillHostApi;
 
 /* ---- The plugin's entry ---------------------------------------------------------------- */

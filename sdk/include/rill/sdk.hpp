@@ -237,6 +237,23 @@ class Tensor {
   mutable bool have_info_ = false;
 };
 
+// A registered variable type, found by name once (ABI v8); Variable::Custom reads values of
+// it by handle. One name has one handle for the life of the process.
+class VarType {
+ public:
+  // Throws if no plugin registered `name`.
+  static VarType Find(const char* name) {
+    const RillVarType* t = Host().var_type_find(name);
+    if (t == nullptr) throw Error(std::string("variable type '") + name + "' is not registered", RILL_NOT_FOUND);
+    return VarType(t);
+  }
+  const RillVarType* handle() const { return t_; }
+
+ private:
+  explicit VarType(const RillVarType* t) : t_(t) {}
+  const RillVarType* t_;
+};
+
 // A borrowed view of a variable.
 class Variable {
  public:
@@ -253,6 +270,10 @@ class Variable {
   // Takes ownership of `value`; destroyed by the type's registered destroy callback.
   template <class T> void SetCustom(const char* type_name, T* value) {
     Check(Host().var_set_custom(v_, type_name, value));
+  }
+  // The value if the variable holds one of `type`, else nullptr (ABI v8: no name compared).
+  template <class T> T* Custom(const VarType& type) const {
+    return static_cast<T*>(Host().var_custom(v_, type.handle()));
   }
   template <class T> T* GetCustom(const char* type_name) const {
     void* out = nullptr;
@@ -483,6 +504,24 @@ template <> struct AttrReader<std::vector<std::string>> {
 }  // namespace detail
 
 // An op instance of a program: its type, argument names and attributes.
+// An input or output slot of one op instance, found by name once (OpInfo::InputSlot, in a
+// kernel's constructor) and read by index on every run (ABI v8): KernelContext's Input,
+// AllocateOutput and the rest take one in place of the slot's name. A slot the program
+// leaves out has no variables: reading it fails as reading a missing slot by name does.
+class Slot {
+ public:
+  Slot() = default;
+  int32_t index() const { return index_; }
+  const std::string& name() const { return name_; }
+  explicit operator bool() const { return index_ >= 0; }  // the op lists this slot
+
+ private:
+  friend class OpInfo;
+  Slot(int32_t index, const char* name) : index_(index), name_(name) {}
+  int32_t index_ = -1;
+  std::string name_;  // for messages
+};
+
 class OpInfo {
  public:
   explicit OpInfo(const RillOpInfo* info) : info_(info) {}
@@ -513,6 +552,9 @@ class OpInfo {
     for (size_t i = 0; i < OutputCount(slot); ++i) out.push_back(OutputName(slot, i));
     return out;
   }
+  // The slot to read by index in every run of this op (ABI v8).
+  Slot InputSlot(const char* slot) const { return Slot(Host().op_input_slot(info_, slot), slot); }
+  Slot OutputSlot(const char* slot) const { return Slot(Host().op_output_slot(info_, slot), slot); }
   // The ops of block `block_idx` of this op's program, in order (ABI v7).
   std::vector<OpInfo> BlockOps(int32_t block_idx) const {
     const RillOpInfo* const* ops = nullptr;
@@ -550,6 +592,44 @@ class KernelContext {
   Variable OutputVar(const char* slot, size_t i = 0) {
     return VarOrThrow(Host().ctx_output(ctx_, slot, i), "output", slot, i);
   }
+  // The same by slot (ABI v8), for kernels that found their slots when created. A slot the
+  // op does not list reads as missing.
+  Variable InputVar(const Slot& slot, size_t i = 0) {
+    return VarOrThrow(Host().ctx_input_at(ctx_, slot.index(), i), "input", slot.name().c_str(), i);
+  }
+  Variable OutputVar(const Slot& slot, size_t i = 0) {
+    return VarOrThrow(Host().ctx_output_at(ctx_, slot.index(), i), "output", slot.name().c_str(), i);
+  }
+  // The input's variable, or a null view if no scope has it (the caller explains why).
+  Variable InputVarOrNull(const char* slot, size_t i = 0) { return Variable(Host().ctx_input(ctx_, slot, i)); }
+  Variable InputVarOrNull(const Slot& slot, size_t i = 0) {
+    return Variable(Host().ctx_input_at(ctx_, slot.index(), i));
+  }
+  Tensor Input(const Slot& slot, size_t i = 0) {
+    if (!slot) MissingSlot("input", slot, i);
+    Tensor t(nullptr);
+    t.info_.struct_size = sizeof(RillTensorInfo);
+    Check(Host().ctx_input_described_at(ctx_, slot.index(), i, &t.t_, &t.info_));
+    t.have_info_ = true;
+    return t;
+  }
+  Tensor AllocateOutput(const Slot& slot, int32_t dtype, const int64_t* dims, size_t ndim,
+                        int32_t device_type = RILL_CPU, int32_t device_id = 0, size_t i = 0) {
+    if (!slot) MissingSlot("output", slot, i);
+    Tensor t(nullptr);
+    t.info_.struct_size = sizeof(RillTensorInfo);
+    Check(Host().ctx_output_allocate_at(ctx_, slot.index(), i, dtype, dims, ndim, device_type, device_id, &t.t_,
+                                        &t.info_));
+    t.have_info_ = true;
+    return t;
+  }
+  template <class T> T* AllocateOutput(const Slot& slot, const int64_t* dims, size_t ndim) {
+    return static_cast<T*>(AllocateOutput(slot, DataTypeOf<T>::value, dims, ndim).raw_data());
+  }
+  template <class T> T* AllocateOutput(const Slot& slot, std::initializer_list<int64_t> dims) {
+    return AllocateOutput<T>(slot, dims.begin(), dims.size());
+  }
+
   // The input's tensor, described; throws if the variable is missing or was never written.
   Tensor Input(const char* slot, size_t i = 0) {
     Tensor t(nullptr);
@@ -603,11 +683,14 @@ class KernelContext {
   }
 
  private:
-  Variable VarOrThrow(RillVariable* v, const char* kind, const char* slot, size_t i) {
-    if (v == nullptr) {
-      throw Error(std::string("missing ") + kind + " " + slot + "[" + std::to_string(i) + "]",
-                  RILL_NOT_FOUND);
-    }
+  [[noreturn]] static void MissingSlot(const char* kind, const char* slot, size_t i) {
+    throw Error(std::string("missing ") + kind + " " + slot + "[" + std::to_string(i) + "]", RILL_NOT_FOUND);
+  }
+  [[noreturn]] static void MissingSlot(const char* kind, const Slot& slot, size_t i) {
+    MissingSlot(kind, slot.name().c_str(), i);
+  }
+  static Variable VarOrThrow(RillVariable* v, const char* kind, const char* slot, size_t i) {
+    if (v == nullptr) MissingSlot(kind, slot, i);
     return Variable(v);
   }
   RillKernelContext* ctx_;

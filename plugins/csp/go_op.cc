@@ -14,12 +14,13 @@ namespace {
 
 class Go {
  public:
-  explicit Go(const OpInfo& op) : block_(op.BlockAttr("sub_block")), captured_(op.InputNames("X")) {}
+  explicit Go(const OpInfo& op)
+      : block_(op.BlockAttr("sub_block")), x_(op.InputSlot("X")), captured_(op.InputNames("X")) {}
   void Compute(KernelContext& ctx) {
     Scope child = ctx.NewChildScope(block_);
     for (size_t i = 0; i < captured_.size(); ++i) {
       // As the executor resolved X: no lookup up the scope chain per go block.
-      Variable v(Host().ctx_input(ctx.handle(), "X", i));
+      Variable v = ctx.InputVarOrNull(x_, i);
       if (v && ChannelRefOf(v) != nullptr) child.Var(captured_[i]).CopyFrom(v);  // others: shared
     }
     ctx.Go(block_, child);
@@ -27,6 +28,7 @@ class Go {
 
  private:
   const int32_t block_;
+  const Slot x_;
   const std::vector<std::string> captured_;
 };
 

@@ -113,7 +113,11 @@ CaseSpec ParseCase(const std::string& text) {
 
 class Select {
  public:
-  explicit Select(const OpInfo& op) : block_(op.BlockAttr("sub_block")) {
+  explicit Select(const OpInfo& op)
+      : block_(op.BlockAttr("sub_block")),
+        x_(op.InputSlot("X")),
+        out_(op.OutputSlot("Out")),
+        case_to_execute_(op.InputSlot("case_to_execute")) {
     std::set<int32_t> seen;
     int defaults = 0;
     for (const std::string& text : op.Attr<std::vector<std::string>>("cases")) {
@@ -153,7 +157,7 @@ class Select {
       cases[i].var = value.handle();
     }
     const size_t chosen = RunSelect(cases.data(), cases.size(), ctx.handle(), what_.c_str());
-    *ctx.Input("case_to_execute").Allocate<int32_t>({1}) = specs_[chosen].idx;
+    *ctx.Input(case_to_execute_).Allocate<int32_t>({1}) = specs_[chosen].idx;
     const int32_t run = direct_ ? specs_[chosen].body : block_;
     if (run >= 0) ctx.RunBlock(run, ctx.NewChildScope(run));
   }
@@ -161,10 +165,10 @@ class Select {
  private:
   // An argument the executor did not resolve is looked up by name by ctx_input/ctx_output
   // themselves, so null there means absent.
-  static Variable Lookup(KernelContext& ctx, Scope& scope, const ArgRef& arg, const std::string& name) {
+  Variable Lookup(KernelContext& ctx, Scope& scope, const ArgRef& arg, const std::string& name) const {
     switch (arg.slot) {
-      case ArgRef::kX: return Variable(Host().ctx_input(ctx.handle(), "X", arg.i));
-      case ArgRef::kOut: return Variable(Host().ctx_output(ctx.handle(), "Out", arg.i));
+      case ArgRef::kX: return Variable(Host().ctx_input_at(ctx.handle(), x_.index(), arg.i));
+      case ArgRef::kOut: return Variable(Host().ctx_output_at(ctx.handle(), out_.index(), arg.i));
       case ArgRef::kByName: break;
     }
     return scope.FindVar(name);
@@ -195,6 +199,7 @@ class Select {
   }
 
   const int32_t block_;
+  const Slot x_, out_, case_to_execute_;
   std::vector<CaseSpec> specs_;
   std::string what_;
   bool direct_ = false;

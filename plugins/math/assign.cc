@@ -13,7 +13,7 @@ void RegisterAssign(Registrar& r) {
   r.Op(assign);
   OpSchema grad = assign.MakeGradSchema();
   r.Op(grad.KernelDtypeFrom(""));
-  r.Kernel("assign", RILL_CPU, RILL_ANY_DTYPE, &AssignKernel);
+  r.StatefulKernel<Assign>("assign", RILL_CPU, RILL_ANY_DTYPE);
   r.Kernel("assign_grad", RILL_CPU, RILL_ANY_DTYPE, &AssignGradKernel);
 }
 

@@ -8,14 +8,23 @@
 
 namespace rill::math {
 
-// Out = a deep copy of X (tensor or selected rows, any dtype; LoD kept).
-inline void AssignKernel(KernelContext& ctx) {
-  Variable in = ctx.InputVar("X");
-  Variable out = ctx.OutputVar("Out");
-  if (in.handle() == out.handle()) return;
-  if (!in.initialized()) throw Error("input X ('" + ctx.op().InputName("X") + "') holds no value yet");
-  out.CopyFrom(in);
-}
+// Out = a deep copy of X (tensor or selected rows, any dtype; LoD kept). Stateful so that
+// its slots are found once per op instance: loops assign in every step.
+class Assign {
+ public:
+  explicit Assign(const OpInfo& op) : x_(op.InputSlot("X")), out_(op.OutputSlot("Out")), x_name_(op.InputName("X")) {}
+  void Compute(KernelContext& ctx) {
+    Variable in = ctx.InputVar(x_);
+    Variable out = ctx.OutputVar(out_);
+    if (in.handle() == out.handle()) return;
+    if (!in.initialized()) throw Error("input X ('" + x_name_ + "') holds no value yet");
+    out.CopyFrom(in);
+  }
+
+ private:
+  const Slot x_, out_;
+  const std::string x_name_;
+};
 
 // X@GRAD = a copy of Out@GRAD.
 inline void AssignGradKernel(KernelContext& ctx) { ctx.OutputVar("X@GRAD").CopyFrom(ctx.InputVar("Out@GRAD")); }

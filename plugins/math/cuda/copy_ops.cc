@@ -120,7 +120,7 @@ void SumGrad(KernelContext& ctx) {
 }  // namespace
 
 void RegisterCopyOps(Registrar& r) {
-  r.Kernel("assign", RILL_CUDA, RILL_ANY_DTYPE, &AssignKernel);
+  r.StatefulKernel<Assign>("assign", RILL_CUDA, RILL_ANY_DTYPE);
   r.Kernel("assign_grad", RILL_CUDA, RILL_ANY_DTYPE, &AssignGradKernel);
   RegisterCudaFloat(r, "sum_grad", [](auto t) { return &SumGrad<decltype(t)>; });
   RegisterCudaFloat(r, "concat", [](auto t) { return &Concat<decltype(t)>; });

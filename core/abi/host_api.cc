@@ -325,10 +325,20 @@ RillVariable* CtxInput(RillKernelContext* ctx, const char* slot, size_t i) {
 RillVariable* CtxOutput(RillKernelContext* ctx, const char* slot, size_t i) {
   return (ctx && slot) ? reinterpret_cast<RillVariable*>(ctx->Output(slot, i)) : nullptr;
 }
-// The argument a kernel asked for by slot name or by slot index, for messages: "X[0]".
-std::string ArgLabel(const char* slot, size_t i) { return std::string(slot) + "[" + std::to_string(i) + "]"; }
-std::string ArgLabel(const RillOpInfo::Args* args, int32_t slot, size_t i) {
-  return args ? ArgLabel(args->slot.c_str(), i) : ArgLabel(("#" + std::to_string(slot)).c_str(), i);
+// The argument a kernel asked for, for messages: "X[0]", or "#3[0]" for a slot index the
+// op does not have. By name, `slot` is the name asked for; by index, the slot's own name
+// (nullptr when there is none).
+struct ArgRef {
+  const char* slot;
+  int32_t index;
+  size_t i;
+  std::string Label() const {
+    return (slot ? std::string(slot) : "#" + std::to_string(index)) + "[" + std::to_string(i) + "]";
+  }
+};
+ArgRef ByName(const char* slot, size_t i) { return ArgRef{slot, -1, i}; }
+ArgRef ByIndex(const RillOpInfo::Args* args, int32_t slot, size_t i) {
+  return ArgRef{args ? args->slot.c_str() : nullptr, slot, i};
 }
 
 // ctx_input_tensor and ctx_output_tensor in full, errors included, for an argument found
@@ -336,9 +346,10 @@ std::string ArgLabel(const RillOpInfo::Args* args, int32_t slot, size_t i) {
 // here: a kernel makes these calls for every argument, and the messages' strings cost
 // registers and stack on every call otherwise.
 [[gnu::noinline, gnu::cold]] RillStatus* InputTensorSlow(RillKernelContext* ctx, const RillOpInfo::Args* args,
-                                                         const std::string& label, size_t i, RillTensor** out) {
+                                                         ArgRef ref, RillTensor** out) {
+  const size_t i = ref.i;
   if (args == nullptr || i >= args->names.size()) {
-    return new RillStatus{RILL_NOT_FOUND, "op '" + ctx->op->type + "' has no input " + label};
+    return new RillStatus{RILL_NOT_FOUND, "op '" + ctx->op->type + "' has no input " + ref.Label()};
   }
   Variable* v = ctx->Arg(args, i);
   const std::string& name = args->names[i];
@@ -355,9 +366,10 @@ std::string ArgLabel(const RillOpInfo::Args* args, int32_t slot, size_t i) {
   return nullptr;
 }
 [[gnu::noinline, gnu::cold]] RillStatus* OutputTensorSlow(RillKernelContext* ctx, const RillOpInfo::Args* args,
-                                                          const std::string& label, size_t i, RillTensor** out) {
+                                                          ArgRef ref, RillTensor** out) {
+  const size_t i = ref.i;
   if (args == nullptr || i >= args->names.size()) {
-    return new RillStatus{RILL_NOT_FOUND, "op '" + ctx->op->type + "' has no output " + label};
+    return new RillStatus{RILL_NOT_FOUND, "op '" + ctx->op->type + "' has no output " + ref.Label()};
   }
   Variable* v = ctx->Arg(args, i);
   if (v->is_tensor() || !v->initialized()) {
@@ -372,22 +384,34 @@ Tensor* InitializedTensor(Variable* v) {
   Tensor* t = v ? v->GetTensor() : nullptr;
   return t != nullptr && t->initialized() ? t : nullptr;
 }
-RillStatus* CtxInputTensor(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out) {
+[[gnu::noinline, gnu::cold]] RillStatus* InputByNameSlow(RillKernelContext* ctx, const char* slot, size_t i,
+                                                         RillTensor** out) {
   if (!ctx || !slot || !out) return NullArg("ctx_input_tensor");
-  if (Tensor* t = InitializedTensor(ctx->Input(slot, i))) {
-    *out = reinterpret_cast<RillTensor*>(t);
-    return nullptr;
+  return InputTensorSlow(ctx, ctx->op->FindInput(slot), ByName(slot, i), out);
+}
+[[gnu::noinline, gnu::cold]] RillStatus* OutputByNameSlow(RillKernelContext* ctx, const char* slot, size_t i,
+                                                          RillTensor** out) {
+  if (!ctx || !slot || !out) return NullArg("ctx_output_tensor");
+  return OutputTensorSlow(ctx, ctx->op->FindOutput(slot), ByName(slot, i), out);
+}
+RillStatus* CtxInputTensor(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out) {
+  if (ctx && slot && out) {
+    if (Tensor* t = InitializedTensor(ctx->Input(slot, i))) {
+      *out = reinterpret_cast<RillTensor*>(t);
+      return nullptr;
+    }
   }
-  return InputTensorSlow(ctx, ctx->op->FindInput(slot), ArgLabel(slot, i), i, out);
+  return InputByNameSlow(ctx, slot, i, out);
 }
 RillStatus* CtxOutputTensor(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out) {
-  if (!ctx || !slot || !out) return NullArg("ctx_output_tensor");
-  if (Variable* v = ctx->Output(slot, i); Tensor* t = v ? v->GetTensor() : nullptr) {
-    *out = reinterpret_cast<RillTensor*>(t);
-    return nullptr;
+  if (ctx && slot && out) {
+    Variable* v = ctx->Output(slot, i);
+    if (Tensor* t = v ? v->GetTensor() : nullptr) {
+      *out = reinterpret_cast<RillTensor*>(t);
+      return nullptr;
+    }
   }
-  // Errors, and an empty variable's first tensor.
-  return OutputTensorSlow(ctx, ctx->op->FindOutput(slot), ArgLabel(slot, i), i, out);
+  return OutputByNameSlow(ctx, slot, i, out);  // errors, and an empty variable's first tensor
 }
 RillStatus* CtxInputDescribed(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out,
                               RillTensorInfo* info) {
@@ -422,18 +446,31 @@ RillVariable* CtxInputAt(RillKernelContext* ctx, int32_t slot, size_t i) {
 RillVariable* CtxOutputAt(RillKernelContext* ctx, int32_t slot, size_t i) {
   return ctx ? reinterpret_cast<RillVariable*>(ctx->At(ctx->op->OutputIdAt(slot, i))) : nullptr;
 }
+// ctx_input_described_at and ctx_output_allocate_at past their hot paths: null
+// arguments, errors, and an empty output variable's first tensor.
+[[gnu::noinline, gnu::cold]] RillStatus* InputDescribedAtSlow(RillKernelContext* ctx, int32_t slot, size_t i,
+                                                              RillTensor** out, RillTensorInfo* info) {
+  if (!ctx || !out || !info) return NullArg("ctx_input_described_at");
+  const RillOpInfo::Args* args = ctx->op->InputAt(slot);
+  if (RillStatus* st = InputTensorSlow(ctx, args, ByIndex(args, slot, i), out)) return st;
+  Describe(*T(*out), info);
+  return nullptr;
+}
+[[gnu::noinline, gnu::cold]] RillStatus* OutputAtSlow(RillKernelContext* ctx, int32_t slot, size_t i,
+                                                      RillTensor** out) {
+  const RillOpInfo::Args* args = ctx->op->OutputAt(slot);
+  return OutputTensorSlow(ctx, args, ByIndex(args, slot, i), out);
+}
 RillStatus* CtxInputDescribedAt(RillKernelContext* ctx, int32_t slot, size_t i, RillTensor** out,
                                 RillTensorInfo* info) {
-  if (!ctx || !out || !info) return NullArg("ctx_input_described_at");
-  Tensor* t = InitializedTensor(ctx->At(ctx->op->InputIdAt(slot, i)));
-  if (t == nullptr) {
-    const RillOpInfo::Args* args = ctx->op->InputAt(slot);
-    if (RillStatus* st = InputTensorSlow(ctx, args, ArgLabel(args, slot, i), i, out)) return st;
-    t = T(*out);
+  if (ctx && out && info) {
+    if (Tensor* t = InitializedTensor(ctx->At(ctx->op->InputIdAt(slot, i)))) {
+      *out = reinterpret_cast<RillTensor*>(t);
+      Describe(*t, info);
+      return nullptr;
+    }
   }
-  *out = reinterpret_cast<RillTensor*>(t);
-  Describe(*t, info);
-  return nullptr;
+  return InputDescribedAtSlow(ctx, slot, i, out, info);
 }
 RillStatus* CtxOutputAllocateAt(RillKernelContext* ctx, int32_t slot, size_t i, int32_t dtype, const int64_t* dims,
                                 size_t ndim, int32_t device_type, int32_t device_id, RillTensor** out,
@@ -442,9 +479,8 @@ RillStatus* CtxOutputAllocateAt(RillKernelContext* ctx, int32_t slot, size_t i, 
   Variable* v = ctx->At(ctx->op->OutputIdAt(slot, i));
   if (Tensor* t = v ? v->GetTensor() : nullptr) {
     *out = reinterpret_cast<RillTensor*>(t);
-  } else {
-    const RillOpInfo::Args* args = ctx->op->OutputAt(slot);
-    if (RillStatus* st = OutputTensorSlow(ctx, args, ArgLabel(args, slot, i), i, out)) return st;
+  } else if (RillStatus* st = OutputAtSlow(ctx, slot, i, out)) {
+    return st;
   }
   return AllocateDescribed(*out, dtype, dims, ndim, device_type, device_id, info);
 }

@@ -9,7 +9,7 @@ template <class T>
 class Increment {
  public:
   explicit Increment(const OpInfo& op)
-      : x_(op.InputSlot("X")), out_(op.OutputSlot("Out")), step_(static_cast<T>(op.Attr<float>("step"))) {}
+      : step_(static_cast<T>(op.Attr<float>("step"))), x_(op.InputSlot("X")), out_(op.OutputSlot("Out")) {}
 
   void Compute(KernelContext& ctx) {
     Tensor x = ctx.Input(x_);
@@ -21,8 +21,8 @@ class Increment {
   }
 
  private:
-  const Slot x_, out_;
   const T step_;
+  const Slot x_, out_;
 };
 
 }  // namespace

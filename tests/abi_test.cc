@@ -101,11 +101,12 @@ TEST(HostApi, CustomValuesNeedARegisteredTypeAndTheRightName) {
   auto* v = reinterpret_cast<RillVariable*>(&var);
   EXPECT_EQ(Message(H().var_set_custom(v, "no.such.type", nullptr)), "variable type 'no.such.type' is not registered");
   static int destroyed = 0;
-  static const CustomType kType{"test.box", "test", [](void* p) { ++destroyed; delete static_cast<int*>(p); },
+  static const CustomType kType{VarTypeHandle("test.box"), "test.box", "test",
+                                [](void* p) { ++destroyed; delete static_cast<int*>(p); },
                                 [](const void* p, char* buf, size_t cap) {
                                   snprintf(buf, cap, "box(%d)", *static_cast<const int*>(p));
                                 },
-                                nullptr, VarTypeHandle("test.box")};
+                                nullptr};
   var.SetCustom(&kType, new int(3));
   void* out = nullptr;
   EXPECT_EQ(H().var_get_custom(v, "test.box", &out), nullptr);

@@ -67,7 +67,7 @@ TEST(Tensor, BadShapesAndPlacesAreErrors) {
 
 TEST(Variable, HoldsOneKindOfValue) {
   static int destroyed = 0;
-  static const CustomType kType{"test.thing", "test", [](void* v) { ++destroyed; delete static_cast<int*>(v); },
+  static const CustomType kType{nullptr, "test.thing", "test", [](void* v) { ++destroyed; delete static_cast<int*>(v); },
                                 nullptr};
   Variable v;
   EXPECT_EQ(v.Describe(), "empty");

@@ -151,8 +151,8 @@ CustomType VarTypeFromAbi(const RillVarTypeDef& d, const std::string& plugin) {
     throw Error("variable type struct too small (struct_size " + std::to_string(d.struct_size) + ")");
   }
   if (d.name == nullptr || *d.name == '\0') throw Error("variable type without a name");
-  return CustomType{d.name, plugin, d.destroy, d.describe, RILL_COVERS(d, copy) ? d.copy : nullptr,
-                    VarTypeHandle(d.name)};
+  return CustomType{VarTypeHandle(d.name), d.name, plugin, d.destroy, d.describe,
+                    RILL_COVERS(d, copy) ? d.copy : nullptr};
 }
 
 const RillVarType* VarTypeHandle(const std::string& name) {

@@ -17,14 +17,16 @@ struct RillVarType;  // the ABI's handle of a variable type (core/registry/regis
 
 namespace rill::core {
 
-// A plugin-defined variable type, as registered (see RillVarTypeDef).
-struct CustomType {
+// A plugin-defined variable type, as registered (see RillVarTypeDef). Every var_custom
+// call (each channel op's) reads `handle`: first, on a line of its own, which no
+// neighbouring allocation's writes can take away from the readers' caches.
+struct alignas(64) CustomType {
+  const RillVarType* handle = nullptr;  // one per name in the process (var_type_find)
   std::string name;
   std::string plugin;
   void (*destroy)(void* value) = nullptr;
   void (*describe)(const void* value, char* buf, size_t cap) = nullptr;
   void* (*copy)(const void* value) = nullptr;  // null: not copyable
-  const RillVarType* handle = nullptr;  // one per name in the process (var_type_find)
 };
 
 // Owns one value of a CustomType.

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 namespace rill::csp {
 namespace {
@@ -16,14 +17,12 @@ void UnlockSpinLock(void* mu) { static_cast<SpinLock*>(mu)->unlock(); }
 
 bool IsTensorDtype(int32_t t) { return (t >= RILL_BOOL && t <= RILL_FP64) || (t >= RILL_SIZE_T && t <= RILL_INT8); }
 
-// A channel's ring of `capacity` empty slots; none for a capacity out of range, which the
+// A channel's ring of `capacity` empty slots, in one array (a send and a receive each
+// index it: one load to the slot's handle); none for a capacity out of range, which the
 // constructor then refuses.
-std::vector<std::unique_ptr<OwnedVariable>> Slots(int64_t capacity) {
-  std::vector<std::unique_ptr<OwnedVariable>> slots;
-  if (capacity < 0 || capacity > kMaxCapacity) return slots;
-  slots.reserve(static_cast<size_t>(capacity));
-  for (int64_t i = 0; i < capacity; ++i) slots.push_back(std::make_unique<OwnedVariable>());
-  return slots;
+std::unique_ptr<OwnedVariable[]> Slots(int64_t capacity) {
+  if (capacity <= 0 || capacity > kMaxCapacity) return nullptr;
+  return std::make_unique<OwnedVariable[]>(static_cast<size_t>(capacity));
 }
 
 // Moves or copies `from` into `to`.
@@ -126,8 +125,8 @@ bool Channel::TrySendLocked(Variable src, bool copy, RillTask** wake) {
     return true;
   }
   if (count_ < static_cast<size_t>(capacity_)) {
-    const size_t tail = (head_ + count_) % static_cast<size_t>(capacity_);
-    Transfer(buf_[tail]->get().handle(), src.handle(), copy);
+    const size_t tail = Wrap(head_ + count_);
+    Transfer(buf_[tail].get().handle(), src.handle(), copy);
     ++count_;
     return true;
   }
@@ -141,9 +140,9 @@ bool Channel::TryRecvLocked(Variable dst, bool* ok, RillTask** wake) {
     } else {
       // Take the oldest value; the sender's goes in at the tail, which is the slot just
       // freed since the buffer was full.
-      TakeFromSlot(dst.handle(), buf_[head_]->get());
-      Transfer(buf_[head_]->get().handle(), s->var, s->copy);
-      head_ = (head_ + 1) % static_cast<size_t>(capacity_);
+      TakeFromSlot(dst.handle(), buf_[head_].get());
+      Transfer(buf_[head_].get().handle(), s->var, s->copy);
+      head_ = Wrap(head_ + 1);
     }
     Complete(s, true);
     *wake = s->task;
@@ -151,8 +150,8 @@ bool Channel::TryRecvLocked(Variable dst, bool* ok, RillTask** wake) {
     return true;
   }
   if (count_ > 0) {
-    TakeFromSlot(dst.handle(), buf_[head_]->get());
-    head_ = (head_ + 1) % static_cast<size_t>(capacity_);
+    TakeFromSlot(dst.handle(), buf_[head_].get());
+    head_ = Wrap(head_ + 1);
     --count_;
     *ok = true;
     return true;

@@ -30,7 +30,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <vector>
 
 #include "rill/sdk.hpp"
 
@@ -120,7 +119,9 @@ class Channel : public std::enable_shared_from_this<Channel> {
   const int32_t data_type_;
   const int64_t capacity_;
   const uint64_t id_;
-  const std::vector<std::unique_ptr<OwnedVariable>> buf_;  // ring of capacity_ slots
+  const std::unique_ptr<OwnedVariable[]> buf_;  // ring of capacity_ slots
+  // A ring index: `i` < 2 * capacity_ here, so a compare does what a division would.
+  size_t Wrap(size_t i) const { return i >= static_cast<size_t>(capacity_) ? i - static_cast<size_t>(capacity_) : i; }
   // Written by every send and receive: kept off the line of the fields above, which every
   // send reads before it locks (sharing it made each of those reads a cross-core miss
   // while the other side held the lock).

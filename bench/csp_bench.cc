@@ -127,18 +127,26 @@ void BM_Chan_DaisyChain(benchmark::State& state) {
 BENCHMARK(BM_Chan_DaisyChain)->Arg(10000)->Arg(100000)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 void BM_Chan_Spawn(benchmark::State& state) {
+  // Outlives the run, not just the main task: the last block may still be leaving Send
+  // (unlocking the channel) when the main task has its value and returns.
+  std::shared_ptr<Channel> done;
   InTasks([&] {
-    auto done = Channel::Make(kLodTensor, 1);
-    auto left = std::make_shared<std::atomic<int64_t>>(0);
+    done = Channel::Make(kLodTensor, 1);
+    std::atomic<int64_t> left{0};
     core::Variable token;
     for (auto _ : state) {
-      // One go block per iteration; the last of each batch of 1000 signals `done`.
-      left->store(1000);
+      // One go block per iteration; the last of each batch of 1000 signals `done`. The
+      // blocks borrow `done` and `left`, as Go's closures do: shared_ptr copies would add
+      // four atomic updates a block that Go's benchmark does not make. No block touches
+      // `left` after the last decrement, which precedes the send the main task waits for.
+      left.store(1000);
+      Channel* signal = done.get();
+      std::atomic<int64_t>* count = &left;
       for (int i = 0; i < 1000; ++i) {
-        core::SpawnTask([done, left] {
-          if (left->fetch_sub(1) == 1) {
+        core::SpawnTask([signal, count] {
+          if (count->fetch_sub(1) == 1) {
             core::Variable v = One();
-            Send(*done, v);
+            Send(*signal, v);
           }
         }, nullptr);
       }

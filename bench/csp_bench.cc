@@ -133,15 +133,15 @@ void BM_Chan_Spawn(benchmark::State& state) {
   InTasks([&] {
     done = Channel::Make(kLodTensor, 1);
     std::atomic<int64_t> left{0};
+    // The blocks borrow `done` and `left`, as Go's closures do: shared_ptr copies would add
+    // four atomic updates a block that Go's benchmark does not make. No block touches
+    // `left` after the last decrement, which precedes the send the main task waits for.
+    Channel* signal = done.get();
+    std::atomic<int64_t>* count = &left;
     core::Variable token;
     for (auto _ : state) {
-      // One go block per iteration; the last of each batch of 1000 signals `done`. The
-      // blocks borrow `done` and `left`, as Go's closures do: shared_ptr copies would add
-      // four atomic updates a block that Go's benchmark does not make. No block touches
-      // `left` after the last decrement, which precedes the send the main task waits for.
+      // One go block per iteration; the last of each batch of 1000 signals `done`.
       left.store(1000);
-      Channel* signal = done.get();
-      std::atomic<int64_t>* count = &left;
       for (int i = 0; i < 1000; ++i) {
         core::SpawnTask([signal, count] {
           if (count->fetch_sub(1) == 1) {

@@ -113,6 +113,8 @@ class Channel : public std::enable_shared_from_this<Channel> {
   // Each of these runs with mu_ held and says whether the operation completed.
   bool TrySendLocked(Variable src, bool copy, RillTask** wake);
   bool TryRecvLocked(Variable dst, bool* ok, RillTask** wake);
+  // A ring index: `i` < 2 * capacity_ here, so a compare does what a division would.
+  size_t Wrap(size_t i) const { return i >= static_cast<size_t>(capacity_) ? i - static_cast<size_t>(capacity_) : i; }
   void Lock() { mu_.lock(); }
   void Unlock() { mu_.unlock(); }
 
@@ -120,8 +122,6 @@ class Channel : public std::enable_shared_from_this<Channel> {
   const int64_t capacity_;
   const uint64_t id_;
   const std::unique_ptr<OwnedVariable[]> buf_;  // ring of capacity_ slots
-  // A ring index: `i` < 2 * capacity_ here, so a compare does what a division would.
-  size_t Wrap(size_t i) const { return i >= static_cast<size_t>(capacity_) ? i - static_cast<size_t>(capacity_) : i; }
   // Written by every send and receive: kept off the line of the fields above, which every
   // send reads before it locks (sharing it made each of those reads a cross-core miss
   // while the other side held the lock).

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/abi/host_api.h"
 #include "core/errors.h"
 #include "core/program/builder.h"
 #include "core/runtime/executor.h"
@@ -195,6 +196,25 @@ TEST(Loader, PluginDefinedVariableTypesLiveInScopes) {
   }
   EXPECT_EQ(scope->FindVar("box")->Describe(), "frozen_v1.box(sum=10)");
   EXPECT_EQ(scope->FindVar("sum")->GetTensor()->Describe(), "fp32[1] {10}");
+}
+
+// A process may load plugins into more than one registry, and drop one: plugins' lookups
+// of custom types must then go to a registry still alive, never to the one that is gone
+// (they once read it: a crash on a machine whose allocator reused the memory sooner).
+TEST(Loader, PluginsResolveCustomTypesInTheNewestRegistryStillAlive) {
+  const RillHostApi* host = HostApiTable();
+  auto older = std::make_unique<Registry>();
+  LoadPlugins(*older, LoadOptions{{kFixtures + "/frozen_v1"}, {}, {}});
+  EXPECT_NE(host->var_type_find("frozen_v1.box"), nullptr);
+  auto newer = std::make_unique<Registry>();
+  LoadPlugins(*newer, LoadOptions{{kFixtures + "/frozen_v2"}, {}, {}});
+  EXPECT_EQ(host->var_type_find("frozen_v1.box"), nullptr) << "the newest registry has no frozen_v1";
+  EXPECT_NE(host->var_type_find("frozen_v2.mailbox"), nullptr);
+  newer.reset();
+  EXPECT_NE(host->var_type_find("frozen_v1.box"), nullptr) << "back to the older registry";
+  EXPECT_EQ(host->var_type_find("frozen_v2.mailbox"), nullptr);
+  older.reset();
+  EXPECT_EQ(host->var_type_find("frozen_v1.box"), nullptr);
 }
 
 TEST(Loader, DisabledPluginsOnlyInformErrors) {

@@ -120,8 +120,6 @@ static_assert(sizeof(RillDeviceDef) == 8 + 7 * sizeof(void*), "RillDeviceDef v5 
 namespace rill::core {
 namespace {
 
-std::atomic<const Registry*> g_registry{nullptr};
-
 Variable* V(RillVariable* v) { return reinterpret_cast<Variable*>(v); }
 const Variable* V(const RillVariable* v) { return reinterpret_cast<const Variable*>(v); }
 Tensor* T(RillTensor* t) { return reinterpret_cast<Tensor*>(t); }
@@ -504,7 +502,7 @@ RillStatus* VarTensor(RillVariable* v, RillTensor** out) {
 }
 RillStatus* VarSetCustom(RillVariable* v, const char* type_name, void* value) {
   if (!v || !type_name) return NullArg("var_set_custom");
-  const Registry* registry = g_registry.load();
+  const Registry* registry = Registry::Published();
   const CustomType* type = registry ? registry->FindVarType(type_name) : nullptr;
   if (type == nullptr) {
     return new RillStatus{RILL_NOT_FOUND, "variable type '" + std::string(type_name) + "' is not registered"};
@@ -522,7 +520,7 @@ RillStatus* VarGetCustom(const RillVariable* v, const char* type_name, void** va
   return nullptr;
 }
 const RillVarType* VarTypeFind(const char* name) {
-  const Registry* registry = g_registry.load();
+  const Registry* registry = Registry::Published();
   const CustomType* type = registry && name ? registry->FindVarType(name) : nullptr;
   return type ? type->handle : nullptr;
 }
@@ -688,6 +686,5 @@ const RillHostApi kTable = {
 }  // namespace
 
 const RillHostApi* HostApiTable() { return &kTable; }
-void SetHostRegistry(const Registry* registry) { g_registry.store(registry); }
 
 }  // namespace rill::core

@@ -7,12 +7,9 @@
 
 namespace rill::core {
 
-// The table (version RILL_ABI_VERSION). Custom variable types are resolved in `registry`,
-// the process registry plugins are loaded into.
+// The table (version RILL_ABI_VERSION). Custom variable types are resolved by name in
+// Registry::Published().
 const RillHostApi* HostApiTable();
-
-// The registry plugins see through the table (for var_set_custom); set by the loader.
-void SetHostRegistry(const Registry* registry);
 
 }  // namespace rill::core
 

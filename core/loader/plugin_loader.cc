@@ -160,7 +160,7 @@ std::vector<PluginInfo> LoadPlugins(Registry& registry, const LoadOptions& optio
   }
   registry.Commit(enabled);
   registry.set_enabled_plugins(enabled_names);
-  SetHostRegistry(&registry);
+  registry.Publish();
   return infos;
 }
 

@@ -1,6 +1,7 @@
 #include "core/registry/registry.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <mutex>
 
@@ -21,6 +22,22 @@ namespace {
   ((s).struct_size >= offsetof(std::remove_reference_t<decltype(s)>, field) + sizeof((s).field))
 
 std::string Str(const char* s) { return s ? s : ""; }
+
+// Published registries, oldest first, and the newest of them for lock-free reads. Never
+// destroyed: a registry may outlive static destruction.
+std::mutex g_published_mu;
+std::vector<const Registry*>& PublishedList() {
+  static auto* list = new std::vector<const Registry*>;
+  return *list;
+}
+std::atomic<const Registry*> g_newest_published{nullptr};
+
+// Takes `r` out of the list; the caller holds g_published_mu.
+void WithdrawLocked(const Registry* r) {
+  auto& list = PublishedList();
+  list.erase(std::remove(list.begin(), list.end(), r), list.end());
+  g_newest_published.store(list.empty() ? nullptr : list.back(), std::memory_order_release);
+}
 
 std::vector<SlotSpec> Slots(const RillSlotDef* defs, size_t n, const std::string& op,
                             const char* kind) {
@@ -242,6 +259,20 @@ std::vector<const KernelEntry*> Registry::KernelsOf(const std::string& op) const
   auto it = kernels_by_op_.find(op);
   return it == kernels_by_op_.end() ? std::vector<const KernelEntry*>{} : it->second;
 }
+
+Registry::~Registry() {
+  std::lock_guard lock(g_published_mu);
+  WithdrawLocked(this);
+}
+
+void Registry::Publish() const {
+  std::lock_guard lock(g_published_mu);
+  WithdrawLocked(this);  // published again: it becomes the newest
+  PublishedList().push_back(this);
+  g_newest_published.store(this, std::memory_order_release);
+}
+
+const Registry* Registry::Published() { return g_newest_published.load(std::memory_order_acquire); }
 
 const CustomType* Registry::FindVarType(const std::string& name) const {
   auto it = var_types_.find(name);

@@ -89,6 +89,18 @@ const RillVarType* VarTypeHandle(const std::string& name);
 
 class Registry {
  public:
+  Registry() = default;
+  ~Registry();  // withdraws it from plugins' view
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  // Plugins resolve custom variable types by name (the host API's var_type_find and
+  // var_set_custom) in the newest published registry still alive. The loader publishes a
+  // registry once plugins are committed to it; a registry withdraws itself when destroyed,
+  // so no plugin reads one that is gone. A registry must outlive the programs run under it.
+  void Publish() const;
+  static const Registry* Published();  // nullptr when none is
+
   // Adds the schemas and variable types of each registration, then the kernels (a kernel
   // may be for another plugin's op). All or nothing: throws Error and changes nothing on a
   // duplicate or on a kernel for an op nobody declares.

@@ -1,7 +1,8 @@
 // GPU figures for the math plugin's CUDA kernels, each beside its limit in the same run:
 //   mul 1024x1024x1024 fp32 through Rill (executor on CUDA:0)  vs  cublasSgemm called directly;
 //   elementwise_add 16M fp32 through Rill                      vs  device-to-device cudaMemcpy
-//     (bytes read + written: the bandwidth limit); mean of 16M fp32 (bytes read) likewise;
+//     (bytes read + written: the bandwidth limit); mean of 16M fp32 (bytes read) likewise,
+//     and against CUB's device-wide sum of the same floats;
 //   a 64 MiB tensor off the GPU for a CPU kernel (Tensor::CopyTo, staged in the CUDA
 //     device's cached page-locked memory)                       vs  cudaMemcpy into
 //     page-locked memory (the limit) and into ordinary memory (what staging saves).
@@ -14,6 +15,7 @@
 #include <cstring>
 
 #include "bench/bench_util.h"
+#include "bench/cub_sum.h"
 #include "core/program/builder.h"
 #include "core/program/validate.h"
 #include "core/runtime/device.h"
@@ -120,6 +122,25 @@ void BM_RillMeanCuda(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kElems * sizeof(float));
 }
 BENCHMARK(BM_RillMeanCuda)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_CubSum(benchmark::State& state) {
+  if (const std::string why = Unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  float *x, *sum;
+  cudaMalloc(&x, sizeof(float) * kElems);
+  cudaMalloc(&sum, sizeof(float));
+  cudaMemset(x, 0, sizeof(float) * kElems);
+  {
+    bench::CubSum cub(x, sum, kElems);
+    for (auto _ : state) {
+      cub.Run();
+      cudaDeviceSynchronize();
+    }
+  }
+  cudaFree(x);
+  cudaFree(sum);
+  state.SetBytesProcessed(state.iterations() * kElems * sizeof(float));
+}
+BENCHMARK(BM_CubSum)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void BM_DeviceMemcpy(benchmark::State& state) {
   if (const std::string why = Unavailable(); !why.empty()) return state.SkipWithError(why.c_str());

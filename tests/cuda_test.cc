@@ -150,8 +150,15 @@ std::vector<CudaCase> Cases() {
   cases.push_back({"elementwise_mul_scalar_gradient", {{"x", {300000}}, {"y", {1}}}, [](core::BlockBuilder& b) {
                      Binary(b, "elementwise_mul");
                    }});
-  cases.push_back({"mean_of_many", {{"x", {70000, 3}}}, [](core::BlockBuilder& b) {
+  // Means of many elements, in partial sums; a count that leaves a few past the last
+  // 16-byte load.
+  cases.push_back({"mean_of_many", {{"x", {70001, 3}}}, [](core::BlockBuilder& b) {
                      b.Op("mean").Input("X", "x").Output("Out", "out");
+                   }});
+  cases.push_back({"mean_of_many_fp64", {{"x", {100003}}}, [](core::BlockBuilder& b) {
+                     b.Op("cast").Input("X", "x").Output("Out", "x64").Attr("out_dtype", int32_t{RILL_FP64});
+                     b.Op("mean").Input("X", "x64").Output("Out", "m64");
+                     b.Op("cast").Input("X", "m64").Output("Out", "out").Attr("out_dtype", int32_t{RILL_FP32});
                    }});
   cases.push_back({"matmul_plain", {{"x", {3, 4}}, {"y", {4, 5}}}, [](core::BlockBuilder& b) {
                      Binary(b, "matmul");

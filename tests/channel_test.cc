@@ -209,6 +209,56 @@ TEST_F(ChannelTest, ElementTypesAreChecked) {
   EXPECT_NE(ErrorOf([] { Channel::Make(kLodTensor, -1); }).find("capacity -1 is out of range"), std::string::npos);
 }
 
+// A buffered value replaces whatever the receiving variable held (a tensor with LoD,
+// selected rows, a tensor sharing memory with another, which is left alone), and a copied
+// send leaves its own value as it was.
+TEST_F(ChannelTest, BufferedValuesReplaceWhateverTheReceiverHeld) {
+  RunMain([] {
+    auto ch = Channel::Make(kLodTensor, 8);
+    core::Variable i8, f64, flag, wide;
+    *static_cast<int8_t*>(i8.GetMutableTensor()->Allocate(RILL_INT8, {1})) = -7;
+    *static_cast<double*>(f64.GetMutableTensor()->Allocate(RILL_FP64, {1})) = 2.5;
+    *static_cast<bool*>(flag.GetMutableTensor()->Allocate(RILL_BOOL, {1})) = true;
+    float* w = static_cast<float*>(wide.GetMutableTensor()->Allocate(RILL_FP32, {3}));
+    w[0] = 1, w[1] = 2, w[2] = 3;
+    for (core::Variable* v : {&i8, &f64, &flag, &wide, &i8, &f64}) ch->Send(V(*v), /*copy=*/true, nullptr, "send");
+    EXPECT_EQ(i8.GetTensor()->Describe(), "int8[1] {-7}") << "a copied send leaves its value";
+
+    core::Variable empty;
+    ASSERT_TRUE(ch->Recv(V(empty), nullptr, "recv"));
+    EXPECT_EQ(empty.GetTensor()->Describe(), "int8[1] {-7}");
+
+    core::Variable with_lod;
+    with_lod.GetMutableTensor()->Allocate(RILL_FP32, {2, 2});
+    with_lod.GetMutableTensor()->mutable_lod() = {{0, 1, 2}};
+    ASSERT_TRUE(ch->Recv(V(with_lod), nullptr, "recv"));
+    EXPECT_EQ(with_lod.GetTensor()->Describe(), "fp64[1] {2.5}");
+    EXPECT_TRUE(with_lod.GetTensor()->lod().empty()) << "the value sent had no LoD";
+
+    core::Variable rows;
+    rows.GetMutableSelectedRows();
+    ASSERT_TRUE(ch->Recv(V(rows), nullptr, "recv"));
+    ASSERT_NE(rows.GetTensor(), nullptr) << rows.Describe();
+    EXPECT_EQ(rows.GetTensor()->Describe(), "bool[1] {true}");
+
+    core::Variable any;
+    ASSERT_TRUE(ch->Recv(V(any), nullptr, "recv"));
+    EXPECT_EQ(any.GetTensor()->Describe(), "fp32[3] {1, 2, 3}") << "not a scalar: a tensor of its own";
+
+    core::Variable shared;
+    *static_cast<int8_t*>(shared.GetMutableTensor()->Allocate(RILL_INT8, {1})) = 100;
+    const core::Tensor alias = *shared.GetTensor();  // shares the memory
+    ASSERT_TRUE(ch->Recv(V(shared), nullptr, "recv"));
+    EXPECT_EQ(shared.GetTensor()->Describe(), "int8[1] {-7}");
+    EXPECT_EQ(alias.Describe(), "int8[1] {100}") << "a receive wrote into memory another tensor shares";
+
+    core::Variable scalar_before;
+    *static_cast<double*>(scalar_before.GetMutableTensor()->Allocate(RILL_FP64, {1})) = -1;
+    ASSERT_TRUE(ch->Recv(V(scalar_before), nullptr, "recv"));
+    EXPECT_EQ(scalar_before.GetTensor()->Describe(), "fp64[1] {2.5}");
+  });
+}
+
 TEST_F(ChannelTest, AThreadOutsideTheSchedulerCanReceiveFromATask) {
   auto ch = Channel::Make(kLodTensor, 0);
   int64_t got = 0;

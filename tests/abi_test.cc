@@ -2,6 +2,8 @@
 // arguments, attribute type checks, custom values, LoD and scope handles.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "core/abi/host_api.h"
 #include "core/abi/status.h"
 #include "core/registry/registry.h"
@@ -294,6 +296,60 @@ TEST(HostApi, ArgumentsReadByIndexMatchThoseReadByName) {
   EXPECT_EQ(t, reinterpret_cast<RillTensor*>(f.vars[0].GetTensor()));
   EXPECT_EQ(info.dtype, RILL_FP32);
   EXPECT_EQ(info.data, f.vars[0].GetTensor()->data());
+}
+
+// ABI v9: a scalar read and written in one call each. Only a one-element CPU tensor of
+// shape [1] without LoD reads as a scalar; setting one replaces whatever the variable held,
+// in place when its tensor is not shared.
+TEST(HostApi, ScalarsAreReadAndWrittenInOneCall) {
+  auto h = [](Variable& v) { return reinterpret_cast<RillVariable*>(&v); };
+  int32_t dtype = -2;
+  uint64_t bits = 0;
+  Variable v;
+  EXPECT_EQ(H().var_scalar(h(v), &dtype, &bits), 0) << "empty";
+  const int64_t one[] = {1}, three[] = {3}, one_by_one[] = {1, 1};
+  *static_cast<int16_t*>(v.GetMutableTensor()->Allocate(RILL_INT16, one, 1)) = -3;
+  ASSERT_EQ(H().var_scalar(h(v), &dtype, &bits), 1);
+  EXPECT_EQ(dtype, RILL_INT16);
+  int16_t back = 0;
+  std::memcpy(&back, &bits, sizeof(back));
+  EXPECT_EQ(back, -3);
+  EXPECT_EQ(bits >> 16, 0u) << "the bytes past the value are zero";
+  for (const auto* dims : {three, one_by_one}) {
+    Variable w;
+    w.GetMutableTensor()->Allocate(RILL_FP32, dims, dims == three ? 1 : 2);
+    EXPECT_EQ(H().var_scalar(h(w), &dtype, &bits), 0) << w.Describe();
+  }
+  Variable with_lod;
+  with_lod.GetMutableTensor()->Allocate(RILL_INT64, one, 1);
+  with_lod.GetMutableTensor()->mutable_lod() = {{0, 1}};
+  EXPECT_EQ(H().var_scalar(h(with_lod), &dtype, &bits), 0) << "a tensor with LoD is not a scalar";
+
+  const double x = 0.75;
+  std::memcpy(&bits, &x, sizeof(x));
+  const void* memory = nullptr;
+  {
+    Variable d;
+    memory = d.GetMutableTensor()->Allocate(RILL_INT64, one, 1);
+    ASSERT_EQ(H().var_set_scalar(h(d), RILL_FP64, bits), nullptr);
+    EXPECT_EQ(d.GetTensor()->Describe(), "fp64[1] {0.75}");
+    EXPECT_EQ(d.GetTensor()->data(), memory) << "same byte size, not shared: written in place";
+    const Tensor alias = *d.GetTensor();
+    ASSERT_EQ(H().var_set_scalar(h(d), RILL_FP64, 0), nullptr);
+    EXPECT_EQ(alias.Describe(), "fp64[1] {0.75}") << "memory another tensor shares is not written";
+    EXPECT_EQ(d.GetTensor()->Describe(), "fp64[1] {0}");
+  }
+  ASSERT_EQ(H().var_set_scalar(h(with_lod), RILL_BOOL, 1), nullptr);
+  EXPECT_EQ(with_lod.GetTensor()->Describe(), "bool[1] {true}");
+  EXPECT_TRUE(with_lod.GetTensor()->lod().empty());
+  Variable rows;
+  rows.GetMutableSelectedRows();
+  ASSERT_EQ(H().var_set_scalar(h(rows), RILL_INT8, 0xff), nullptr);
+  EXPECT_EQ(rows.Describe(), "int8[1] {-1}");
+  EXPECT_EQ(Message(H().var_set_scalar(h(rows), RILL_FP16 + 100, 0)),
+            "var_set_scalar: data type 104 is not a tensor element type of at most 8 bytes");
+  EXPECT_EQ(Message(H().var_set_scalar(nullptr, RILL_INT8, 0)), "var_set_scalar: null argument");
+  EXPECT_EQ(H().var_scalar(nullptr, &dtype, &bits), 0);
 }
 
 }  // namespace

@@ -132,6 +132,22 @@ TEST(Loader, FrozenAbiV6PluginReadsAndShapesInOneCallEach) {
   EXPECT_EQ(scope->FindVar("y")->GetTensor()->Describe(), "fp32[2, 2] {1.5, 1.5, 1.5, 1.5}");
 }
 
+// ABI v8: a plain-C kernel finds its slots once and reads its arguments by index.
+TEST(Loader, FrozenAbiV8PluginReadsItsArgumentsByIndex) {
+  Registry registry;
+  const auto plugins = LoadPlugins(registry, LoadOptions{{kPlugins, kFixtures + "/frozen_v8"}, {}, {}});
+  EXPECT_EQ(plugins.back().name, "frozen_v8");
+  EXPECT_EQ(plugins.back().abi_version, 8u);
+  ProgramBuilder pb;
+  pb.block(0).Op("fill_constant").Output("Out", "x").Attr("shape", std::vector<int64_t>{3}).Attr("value", 1.25f);
+  pb.block(0).Op("v8_twice").Input("X", "x").Output("Out", "y");
+  pb.block(0).Op("v8_twice").Input("X", "y").Output("Out", "y");
+  Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  exec.Run(0, scope);
+  EXPECT_EQ(scope->FindVar("y")->GetTensor()->Describe(), "fp32[3] {5, 5, 5}");
+}
+
 // ABI v7: a plain-C kernel reads the ops of a block when it is created.
 TEST(Loader, FrozenAbiV7PluginReadsABlocksOps) {
   Registry registry;

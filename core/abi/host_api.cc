@@ -107,7 +107,10 @@ RILL_PIN(ctx_input_described_at, 76);
 RILL_PIN(ctx_output_allocate_at, 77);
 RILL_PIN(var_type_find, 78);
 RILL_PIN(var_custom, 79);
-static_assert(sizeof(RillHostApi) == 8 + 80 * sizeof(void*), "RillHostApi v8 size changed");
+// Version 9.
+RILL_PIN(var_scalar, 80);
+RILL_PIN(var_set_scalar, 81);
+static_assert(sizeof(RillHostApi) == 8 + 82 * sizeof(void*), "RillHostApi v9 size changed");
 #undef RILL_PIN
 
 // RillDeviceDef, which plugins fill: version 1 ends at `copy`; version 5 appends the
@@ -528,6 +531,38 @@ void* VarCustom(const RillVariable* v, const RillVarType* type) {
   const CustomValue* c = v ? V(v)->GetCustom() : nullptr;
   return c != nullptr && type != nullptr && c->type()->handle == type ? c->value() : nullptr;
 }
+int32_t VarScalar(const RillVariable* v, int32_t* dtype, uint64_t* bits) {
+  const Tensor* t = v && dtype && bits ? V(v)->GetTensor() : nullptr;
+  if (t == nullptr || t->numel() != 1 || t->dims().size() != 1 || t->place().device_type != RILL_CPU ||
+      !t->lod().empty()) {
+    return 0;
+  }
+  const size_t size = ::rill::DataTypeSize(t->dtype());
+  if (size == 0 || size > sizeof(*bits)) return 0;
+  *bits = 0;
+  std::memcpy(bits, t->data(), size);
+  *dtype = t->dtype();
+  return 1;
+}
+RillStatus* VarSetScalar(RillVariable* v, int32_t dtype, uint64_t bits) {
+  if (!v) return NullArg("var_set_scalar");
+  const size_t size = ::rill::DataTypeSize(dtype);
+  if (size == 0 || size > sizeof(bits)) {
+    return new RillStatus{RILL_INVALID_ARGUMENT, "var_set_scalar: data type " + std::to_string(dtype) +
+                                                     " is not a tensor element type of at most 8 bytes"};
+  }
+  return StatusFromCall([&] {
+    Variable* var = V(v);
+    Tensor* t = var->GetTensor();
+    if (t == nullptr) {
+      var->Clear();
+      t = var->GetMutableTensor();
+    }
+    if (!t->lod().empty()) t->mutable_lod().clear();
+    static constexpr int64_t kOne = 1;
+    std::memcpy(t->Allocate(dtype, &kOne, 1), &bits, size);
+  });
+}
 RillStatus* VarMove(RillVariable* dst, RillVariable* src) {
   if (!dst || !src) return NullArg("var_move");
   V(dst)->MoveFrom(*V(src));
@@ -681,6 +716,8 @@ const RillHostApi kTable = {
     OpBlockOps,
     OpInputSlot, OpOutputSlot, CtxInputAt, CtxOutputAt, CtxInputDescribedAt, CtxOutputAllocateAt,
     VarTypeFind, VarCustom,
+    // Version 9.
+    VarScalar, VarSetScalar,
 };
 
 }  // namespace

@@ -20,9 +20,10 @@ bool IsTensorDtype(int32_t t) { return (t >= RILL_BOOL && t <= RILL_FP64) || (t 
 // A channel's ring of `capacity` empty slots, in one array (a send and a receive each
 // index it: one load to the slot's handle); none for a capacity out of range, which the
 // constructor then refuses.
-std::unique_ptr<OwnedVariable[]> Slots(int64_t capacity) {
+template <class Slot>
+std::unique_ptr<Slot[]> Slots(int64_t capacity) {
   if (capacity <= 0 || capacity > kMaxCapacity) return nullptr;
-  return std::make_unique<OwnedVariable[]>(static_cast<size_t>(capacity));
+  return std::make_unique<Slot[]>(static_cast<size_t>(capacity));
 }
 
 // Moves or copies `from` into `to`.
@@ -34,9 +35,12 @@ void Transfer(RillVariable* to, RillVariable* from, bool copy) {
   }
 }
 
-// Moves a buffered value out of its slot into `to`. The slot gets `to`'s old value in
-// exchange: the next send copied into it reuses that memory.
-void TakeFromSlot(RillVariable* to, Variable slot) { slot.SwapWith(Variable(to)); }
+// `v`'s value as a Scalar, if it is one; else dtype -1.
+Scalar ScalarOf(Variable v) {
+  Scalar s;
+  if (!v.GetScalar(&s.dtype, &s.bits)) s.dtype = -1;
+  return s;
+}
 
 // Completes waiter `w` (taken from a queue) and records it as its select's winner.
 void Complete(Waiter* w, bool ok) {
@@ -84,7 +88,7 @@ std::shared_ptr<Channel> Channel::Make(int32_t data_type, int64_t capacity) {
 }
 
 Channel::Channel(Passkey, int32_t data_type, int64_t capacity)
-    : data_type_(data_type), capacity_(capacity), id_(g_next_id.fetch_add(1)), buf_(Slots(capacity)) {
+    : data_type_(data_type), capacity_(capacity), id_(g_next_id.fetch_add(1)), buf_(Slots<Slot>(capacity)) {
   if (data_type != kLodTensor && data_type != kChannel && !IsTensorDtype(data_type)) {
     throw Error("channel data_type " + std::to_string(data_type) +
                 " is not supported: use LOD_TENSOR (7), a tensor element type (BOOL 0 ... FP64 6, "
@@ -117,7 +121,32 @@ void Channel::CheckElement(Variable v) const {
   }
 }
 
-bool Channel::TrySendLocked(Variable src, bool copy, RillTask** wake) {
+// Puts a sent value into `slot`: its bytes when it is a copied scalar, else the variable.
+void Channel::Store(Slot& slot, RillVariable* src, bool copy, const Scalar* scalar) {
+  if (scalar != nullptr && scalar->dtype >= 0) {
+    slot.scalar = *scalar;
+    return;
+  }
+  slot.scalar.dtype = -1;
+  Transfer(slot.var.get().handle(), src, copy);
+}
+
+// Takes a buffered value out of `slot` into `dst`, or into `*taken` when it is a scalar
+// and the caller delivers it (taken != nullptr).
+void Channel::Take(Slot& slot, RillVariable* dst, Scalar* taken) {
+  if (slot.scalar.dtype >= 0) {
+    const Scalar s = slot.scalar;
+    slot.scalar.dtype = -1;
+    if (taken != nullptr) *taken = s;
+    else Variable(dst).SetScalar(s.dtype, s.bits);
+    return;
+  }
+  // The slot gets `dst`'s old value in exchange: the next send copied into it reuses that
+  // memory.
+  slot.var.get().SwapWith(Variable(dst));
+}
+
+bool Channel::TrySendLocked(Variable src, bool copy, const Scalar* scalar, RillTask** wake) {
   if (Waiter* r = recvq_.Pop()) {  // a receiver is waiting, so the buffer is empty
     Transfer(r->var, src.handle(), copy);
     Complete(r, true);
@@ -126,22 +155,22 @@ bool Channel::TrySendLocked(Variable src, bool copy, RillTask** wake) {
   }
   if (count_ < static_cast<size_t>(capacity_)) {
     const size_t tail = Wrap(head_ + count_);
-    Transfer(buf_[tail].get().handle(), src.handle(), copy);
+    Store(buf_[tail], src.handle(), copy, scalar);
     ++count_;
     return true;
   }
   return false;
 }
 
-bool Channel::TryRecvLocked(Variable dst, bool* ok, RillTask** wake) {
+bool Channel::TryRecvLocked(Variable dst, bool* ok, RillTask** wake, Scalar* taken) {
   if (Waiter* s = sendq_.Pop()) {  // a sender is waiting, so the buffer is full (or cap 0)
     if (capacity_ == 0) {
       Transfer(dst.handle(), s->var, s->copy);
     } else {
       // Take the oldest value; the sender's goes in at the tail, which is the slot just
       // freed since the buffer was full.
-      TakeFromSlot(dst.handle(), buf_[head_].get());
-      Transfer(buf_[head_].get().handle(), s->var, s->copy);
+      Take(buf_[head_], dst.handle(), taken);
+      Store(buf_[head_], s->var, s->copy, &s->scalar);
       head_ = Wrap(head_ + 1);
     }
     Complete(s, true);
@@ -150,7 +179,7 @@ bool Channel::TryRecvLocked(Variable dst, bool* ok, RillTask** wake) {
     return true;
   }
   if (count_ > 0) {
-    TakeFromSlot(dst.handle(), buf_[head_].get());
+    Take(buf_[head_], dst.handle(), taken);
     head_ = Wrap(head_ + 1);
     --count_;
     *ok = true;
@@ -184,11 +213,13 @@ void Channel::WaitInQueue(std::unique_lock<SpinLock>& lock, WaitQueue& queue, Wa
 
 void Channel::Send(Variable src, bool copy, RillKernelContext* ctx, const char* what) {
   CheckElement(src);
+  // Read before locking: the lock is held for the store alone.
+  const Scalar scalar = copy && data_type_ != kChannel && capacity_ > 0 ? ScalarOf(src) : Scalar{};
   std::shared_ptr<Channel> keep;  // set before waiting; outlives `lock` (see the header)
   std::unique_lock lock(mu_);
   if (closed_) throw Error("send on a closed channel", RILL_FAILED_PRECONDITION);
   RillTask* wake = nullptr;
-  if (TrySendLocked(src, copy, &wake)) {
+  if (TrySendLocked(src, copy, &scalar, &wake)) {
     if (wake != nullptr) Unpark(wake);  // under the lock: the waiter cannot be gone yet
     return;
   }
@@ -196,6 +227,7 @@ void Channel::Send(Variable src, bool copy, RillKernelContext* ctx, const char* 
   w.task = CurrentTask();
   w.var = src.handle();
   w.copy = copy;
+  w.scalar = scalar;
   keep = shared_from_this();
   WaitInQueue(lock, sendq_, w, ctx, what);
   if (!w.ok) throw Error("send on a closed channel (it was closed while the send waited)", RILL_FAILED_PRECONDITION);
@@ -206,7 +238,8 @@ bool Channel::Recv(Variable dst, RillKernelContext* ctx, const char* what) {
   std::unique_lock lock(mu_);
   bool ok = false;
   RillTask* wake = nullptr;
-  if (!TryRecvLocked(dst, &ok, &wake)) {
+  Scalar taken;  // a buffered scalar, written into dst once the lock is released
+  if (!TryRecvLocked(dst, &ok, &wake, &taken)) {
     Waiter w;
     w.task = CurrentTask();
     w.var = dst.handle();
@@ -217,6 +250,7 @@ bool Channel::Recv(Variable dst, RillKernelContext* ctx, const char* what) {
     Unpark(wake);
   }
   lock.unlock();
+  if (taken.dtype >= 0) dst.SetScalar(taken.dtype, taken.bits);
   if (!ok) SetZeroValue(dst);
   return ok;
 }

@@ -46,6 +46,14 @@ struct SelectGroup {
   bool Claim() { return !claimed.exchange(true, std::memory_order_acq_rel); }
 };
 
+// A scalar's data type and bytes (RillHostApi::var_scalar: a one-element CPU tensor of
+// shape [1], no LoD, at most 8 bytes). A channel buffers a copied scalar as these (see
+// Channel::Slot).
+struct Scalar {
+  int32_t dtype = -1;  // -1: none
+  uint64_t bits = 0;
+};
+
 // A task waiting in a queue (Go's sudog). Lives on the waiting task's stack.
 struct Waiter {
   RillTask* task = nullptr;
@@ -58,6 +66,9 @@ struct Waiter {
   bool queued = false;  // in a WaitQueue now
   Waiter* prev = nullptr;
   Waiter* next = nullptr;
+  // Last: read only when a receive frees a full buffer's slot, and the fields above, which
+  // every queue operation touches, stay within one cache line.
+  Scalar scalar;  // send: var's value as a Scalar, when it is one and copied
 };
 
 // FIFO of waiters (intrusive).
@@ -110,18 +121,31 @@ class Channel : public std::enable_shared_from_this<Channel> {
   // entry and on return. Throws, with `w` dequeued, when the task's run is ending.
   void WaitInQueue(std::unique_lock<SpinLock>& lock, WaitQueue& queue, Waiter& w, RillKernelContext* ctx,
                    const char* what);
-  // Each of these runs with mu_ held and says whether the operation completed.
-  bool TrySendLocked(Variable src, bool copy, RillTask** wake);
-  bool TryRecvLocked(Variable dst, bool* ok, RillTask** wake);
+  // Each of these runs with mu_ held and says whether the operation completed. `scalar`
+  // (may be null) is src's value as a Scalar when it is one and copied. A receive given
+  // `taken` leaves a buffered scalar there for the caller to write into dst after
+  // unlocking (Deliver); without it, dst is written under the lock.
+  bool TrySendLocked(Variable src, bool copy, const Scalar* scalar, RillTask** wake);
+  bool TryRecvLocked(Variable dst, bool* ok, RillTask** wake, Scalar* taken = nullptr);
   // A ring index: `i` < 2 * capacity_ here, so a compare does what a division would.
   size_t Wrap(size_t i) const { return i >= static_cast<size_t>(capacity_) ? i - static_cast<size_t>(capacity_) : i; }
   void Lock() { mu_.lock(); }
   void Unlock() { mu_.unlock(); }
 
+  // A buffered value. A copied scalar keeps its bytes here: a message then touches the
+  // ring and the receiver's own tensor, written in place, instead of a tensor per slot
+  // (a hundred slots' tensors cycling through the cache cost more than the copies).
+  struct Slot {
+    OwnedVariable var;  // the value, unless scalar.dtype >= 0 (then var is stale)
+    Scalar scalar;
+  };
+  static void Store(Slot& slot, RillVariable* src, bool copy, const Scalar* scalar);
+  static void Take(Slot& slot, RillVariable* dst, Scalar* taken);
+
   const int32_t data_type_;
   const int64_t capacity_;
   const uint64_t id_;
-  const std::unique_ptr<OwnedVariable[]> buf_;  // ring of capacity_ slots
+  const std::unique_ptr<Slot[]> buf_;  // ring of capacity_ slots
   // Written by every send and receive: kept off the line of the fields above, which every
   // send reads before it locks (sharing it made each of those reads a cross-core miss
   // while the other side held the lock).

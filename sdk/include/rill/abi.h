@@ -43,8 +43,9 @@ extern "C" {
  * page-locked host memory (RillDeviceDef.allocate_host/free_host); version 6 a kernel's
  * arguments in fewer calls (ctx_input_described, ctx_output_allocate); version 7 the ops of
  * a block, read by an op that runs it (op_block_ops); version 8 arguments and custom values
- * read by index and handle instead of by name (op_input_slot, ctx_input_at, var_custom). */
-#define RILL_ABI_VERSION 8u
+ * read by index and handle instead of by name (op_input_slot, ctx_input_at, var_custom);
+ * version 9 a variable's scalar read and written in one call (var_scalar, var_set_scalar). */
+#define RILL_ABI_VERSION 9u
 
 /* Name of the single exported entry point. */
 #define RILL_ENTRY_POINT_NAME "RillGetPlugin"
@@ -508,6 +509,21 @@ typedef struct RillHostApi {
   const RillVarType* (*var_type_find)(const char* name);
   void* (*var_custom)(const RillVariable* var, const RillVarType* type);
   /* ===== End of version 8 ===== */
+
+  /* ===== Version 9: scalars in one call =====
+   * A scalar is a one-element CPU tensor of shape [1], without LoD, of a data type of at
+   * most 8 bytes; its `bits` are its bytes in the first DataTypeSize(dtype) bytes of a
+   * uint64_t (the rest zero). What a channel buffers, a loop counter, a flag.
+   * var_scalar: if `var` holds a scalar, writes its data type and bits and returns 1; else
+   * returns 0 and writes nothing.
+   * var_set_scalar: makes `var` hold the scalar of `dtype` with `bits`, replacing whatever
+   * it held (LoD, selected rows, a custom value). It writes into the tensor `var` holds
+   * when that has the same byte size and shares its memory with no other tensor, so a
+   * variable set again and again allocates nothing. RILL_INVALID_ARGUMENT for a data type
+   * that is not a tensor element type of at most 8 bytes. */
+  int32_t (*var_scalar)(const RillVariable* var, int32_t* dtype, uint64_t* bits);
+  RillStatus* (*var_set_scalar)(RillVariable* var, int32_t dtype, uint64_t bits);
+  /* ===== End of version 9 ===== */
 } RillHostApi;
 
 /* ---- The plugin's entry ---------------------------------------------------------------- */

@@ -284,6 +284,11 @@ class Variable {
   void CopyFrom(Variable src) { Check(Host().var_copy(v_, src.v_)); }
   void SwapWith(Variable other) { Check(Host().var_swap(v_, other.v_)); }  // ABI v2
 
+  // A scalar (ABI v9): a one-element CPU tensor of shape [1], no LoD, of at most 8 bytes,
+  // read or written in one call; `bits` holds its bytes (RillHostApi::var_scalar).
+  bool GetScalar(int32_t* dtype, uint64_t* bits) const { return Host().var_scalar(v_, dtype, bits) != 0; }
+  void SetScalar(int32_t dtype, uint64_t bits) { Check(Host().var_set_scalar(v_, dtype, bits)); }
+
   // SelectedRows (ABI v3): rows of a [height, ...] tensor, their values in `value`.
   struct SelectedRows {
     const int64_t* rows;

@@ -307,6 +307,7 @@ TEST(HostApi, ScalarsAreReadAndWrittenInOneCall) {
   uint64_t bits = 0;
   Variable v;
   EXPECT_EQ(H().var_scalar(h(v), &dtype, &bits), 0) << "empty";
+  EXPECT_EQ(dtype, -2) << "nothing written when it is not a scalar";
   const int64_t one[] = {1}, three[] = {3}, one_by_one[] = {1, 1};
   *static_cast<int16_t*>(v.GetMutableTensor()->Allocate(RILL_INT16, one, 1)) = -3;
   ASSERT_EQ(H().var_scalar(h(v), &dtype, &bits), 1);

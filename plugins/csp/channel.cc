@@ -35,10 +35,10 @@ void Transfer(RillVariable* to, RillVariable* from, bool copy) {
   }
 }
 
-// `v`'s value as a Scalar, if it is one; else dtype -1.
+// `v`'s value as a Scalar, if it is one; else dtype -1 (var_scalar writes nothing then).
 Scalar ScalarOf(Variable v) {
   Scalar s;
-  if (!v.GetScalar(&s.dtype, &s.bits)) s.dtype = -1;
+  v.GetScalar(&s.dtype, &s.bits);
   return s;
 }
 

@@ -124,7 +124,7 @@ class Channel : public std::enable_shared_from_this<Channel> {
   // Each of these runs with mu_ held and says whether the operation completed. `scalar`
   // (may be null) is src's value as a Scalar when it is one and copied. A receive given
   // `taken` leaves a buffered scalar there for the caller to write into dst after
-  // unlocking (Deliver); without it, dst is written under the lock.
+  // unlocking; without it, dst is written under the lock.
   bool TrySendLocked(Variable src, bool copy, const Scalar* scalar, RillTask** wake);
   bool TryRecvLocked(Variable dst, bool* ok, RillTask** wake, Scalar* taken = nullptr);
   // A ring index: `i` < 2 * capacity_ here, so a compare does what a division would.

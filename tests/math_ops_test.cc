@@ -183,5 +183,59 @@ TEST_F(MathOps, AnOutputOverAnOperandItReshapesIsAnError) {
   EXPECT_EQ(Values("m"), "int64[2, 2] {11, 22, 13, 24}") << "broadcast in place over X";
 }
 
+// Scalar operands (one-element [1] tensors without LoD) take the kernels' scalar path
+// (plugins/math/scalar.h); what it leaves must be what the tensor path leaves, and where
+// that path refuses, it refuses too.
+TEST_F(MathOps, ScalarOperandsGiveWhatTheTensorPathGives) {
+  Set<int64_t>("a", RILL_INT64, {1}, {7});
+  Set<int64_t>("b", RILL_INT64, {1}, {-2});
+  Set<int64_t>("wide", RILL_INT64, {3}, {0, 0, 0});
+  for (const char* op : {"elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
+                         "elementwise_max", "elementwise_min"}) {
+    main().Op(op).Input("X", "a").Input("Y", "b").Output("Out", op);
+  }
+  main().Op("less_than").Input("X", "a").Input("Y", "b").Output("Out", "lt");
+  main().Op("not_equal").Input("X", "a").Input("Y", "b").Output("Out", "ne");
+  main().Op("elementwise_add").Input("X", "a").Input("Y", "b").Output("Out", "wide");  // was [3]
+  main().Op("elementwise_add").Input("X", "a").Input("Y", "a").Output("Out", "a");     // in place
+  Fill("one", RILL_FP32, 1.5f, {1});
+  Fill("flag", RILL_BOOL, 1, {1});
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("elementwise_add"), "int64[1] {5}");
+  EXPECT_EQ(Values("elementwise_sub"), "int64[1] {9}");
+  EXPECT_EQ(Values("elementwise_mul"), "int64[1] {-14}");
+  EXPECT_EQ(Values("elementwise_div"), "int64[1] {-3}");
+  EXPECT_EQ(Values("elementwise_max"), "int64[1] {7}");
+  EXPECT_EQ(Values("elementwise_min"), "int64[1] {-2}");
+  EXPECT_EQ(Values("lt"), "bool[1] {false}");
+  EXPECT_EQ(Values("ne"), "bool[1] {true}");
+  EXPECT_EQ(Values("wide"), "int64[1] {5}");
+  EXPECT_EQ(Values("a"), "int64[1] {14}");
+  EXPECT_EQ(Values("one"), "fp32[1] {1.5}");
+  EXPECT_EQ(Values("flag"), "bool[1] {true}");
+}
+
+TEST_F(MathOps, ScalarOperandsKeepTheTensorPathsErrors) {
+  Set<int32_t>("a", RILL_INT32, {1}, {7});
+  Set<int32_t>("zero", RILL_INT32, {1}, {0});
+  main().Op("elementwise_div").Input("X", "a").Input("Y", "zero").Output("Out", "q");
+  EXPECT_NE(Run().find("integer division by zero"), std::string::npos);
+
+  pb_ = ProgramBuilder();
+  main().Op("less_than").Input("X", "a").Input("Y", "zero").Output("Out", "a");
+  EXPECT_NE(Run().find("Out is the same variable as X, whose shape or dtype this op changes"), std::string::npos);
+
+  pb_ = ProgramBuilder();
+  scope_->Var("rows")->GetMutableSelectedRows();  // holds selected rows, not a tensor
+  main().Op("elementwise_add").Input("X", "a").Input("Y", "a").Output("Out", "rows");
+  EXPECT_NE(Run(), "") << "a scalar result does not replace selected rows";
+  EXPECT_TRUE(scope_->FindVar("rows")->is_selected_rows());
+
+  pb_ = ProgramBuilder();
+  Fill("rows", RILL_INT32, 1, {1});
+  EXPECT_NE(Run(), "");
+  EXPECT_TRUE(scope_->FindVar("rows")->is_selected_rows());
+}
+
 }  // namespace
 }  // namespace rill::core

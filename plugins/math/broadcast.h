@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "rill/sdk.hpp"
+#include "scalar.h"
 #include "shape.h"
 
 namespace rill::math {
@@ -72,9 +73,23 @@ struct BinaryArgs {
   int64_t axis;
 };
 
+// Out = f(X, Y) when X and Y are scalars of T and Out can take a scalar (scalar.h): a loop
+// counter's compare, a running sum. False, having changed nothing, otherwise; also where
+// the tensor path would refuse Out (an operand whose dtype the op changes).
+template <class T, class R, class F>
+bool ScalarBinary(KernelContext& ctx, const BinaryArgs& args, F f) {
+  const Variable x = ctx.InputVarOrNull(args.x), y = ctx.InputVarOrNull(args.y);
+  T a, b;
+  if (!ReadScalar(x, &a) || !ReadScalar(y, &b)) return false;
+  const Variable out = ctx.OutputVar(args.out);
+  if (!std::is_same_v<T, R> && (out.handle() == x.handle() || out.handle() == y.handle())) return false;
+  return WriteScalar<R>(out, f(a, b));
+}
+
 // Out = f(X, Y) elementwise with broadcasting; Out is shaped like X with element type R.
 template <class T, class R, class F>
 void BinaryBroadcast(KernelContext& ctx, const BinaryArgs& args, F f) {
+  if (ScalarBinary<T, R>(ctx, args, f)) return;
   Tensor x = ctx.Input(args.x);
   Tensor y = ctx.Input(args.y);
   const T* px = x.data<T>();

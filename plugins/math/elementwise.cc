@@ -70,6 +70,13 @@ class Elementwise {
   explicit Elementwise(const OpInfo& op) : args_(op) {}
 
   void Compute(KernelContext& ctx) {
+    const auto apply = [](T a, T b) {
+      if constexpr (std::is_same_v<Op, Div> && std::is_integral_v<T>) {
+        if (b == 0) throw Error("integer division by zero (Y[0] is 0)");
+      }
+      return Op::template Apply<T>(a, b);
+    };
+    if (ScalarBinary<T, T>(ctx, args_, apply)) return;  // a running sum, a received value
     if constexpr (std::is_same_v<Op, Div> && std::is_integral_v<T>) {
       Tensor y = ctx.Input(args_.y);
       const T* py = y.data<T>();

@@ -1,6 +1,7 @@
 // fill_constant: Out = a tensor of `shape` and `dtype` filled with `value`; fill_any_like
 // and fill_zeros_like: the same, shaped like X (the backward pass's seeds).
 #include "ops.h"
+#include "scalar.h"
 
 namespace rill::math {
 namespace {
@@ -14,6 +15,8 @@ class FillConstant {
         shape_(op.Attr<std::vector<int64_t>>("shape")),
         value_(static_cast<T>(static_cast<double>(op.Attr<float>("value")))) {}
   void Compute(KernelContext& ctx) {
+    // A loop's or a go block's constant one: see scalar.h.
+    if (scalar_ && WriteScalar(ctx.OutputVar(out_), value_)) return;
     Tensor out = ctx.AllocateOutput(out_, DataTypeOf<T>::value, shape_.data(), shape_.size());
     T* p = out.mutable_data<T>();
     std::fill(p, p + out.numel(), value_);
@@ -23,6 +26,7 @@ class FillConstant {
   const Slot out_;
   const std::vector<int64_t> shape_;
   const T value_;
+  const bool scalar_ = shape_.size() == 1 && shape_[0] == 1 && sizeof(T) <= sizeof(uint64_t);
 };
 
 // Out = a tensor shaped like X filled with `value`, of `dtype` (-1: X's dtype).

@@ -212,9 +212,12 @@ void Channel::WaitInQueue(std::unique_lock<SpinLock>& lock, WaitQueue& queue, Wa
 }
 
 void Channel::Send(Variable src, bool copy, RillKernelContext* ctx, const char* what) {
-  CheckElement(src);
-  // Read before locking: the lock is held for the store alone.
-  const Scalar scalar = copy && data_type_ != kChannel && capacity_ > 0 ? ScalarOf(src) : Scalar{};
+  // Read before locking: the lock is held for the store alone. A scalar (the usual value)
+  // is a tensor of a known dtype, so this one call also checks it; anything else gets
+  // CheckElement's calls and messages.
+  Scalar scalar = data_type_ != kChannel ? ScalarOf(src) : Scalar{};
+  if (scalar.dtype < 0 || (data_type_ != kLodTensor && scalar.dtype != data_type_)) CheckElement(src);
+  if (!copy || capacity_ == 0) scalar = Scalar{};  // only a copy into the buffer keeps the bytes
   std::shared_ptr<Channel> keep;  // set before waiting; outlives `lock` (see the header)
   std::unique_lock lock(mu_);
   if (closed_) throw Error("send on a closed channel", RILL_FAILED_PRECONDITION);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Compares two builds of one benchmark binary in the same session: runs them one after
-# the other, ROUNDS times, and prints each benchmark's median per-op time for both and
-# their ratio. On a noisy machine this is how a change is measured against its parent:
+# the other, ROUNDS times, and prints each benchmark's median per-op time for both, their
+# ratio, and the median and quartiles of the rounds' paired ratios (new/base of one
+# round). On a noisy machine this is how a change is measured against its parent, both
+# built in one configuration:
 #   git worktree add /tmp/base HEAD~1 && (cd /tmp/base && bash scripts/build.sh ...)
 #   bench/ab_compare.sh /tmp/base/build build rill_bench_csp 'BM_Prog_' 5
 # usage: bench/ab_compare.sh BASE_BUILD NEW_BUILD BINARY FILTER [ROUNDS]
@@ -31,5 +33,10 @@ for line in open(sys.argv[1]):
 for name in sorted({n for n, _ in runs}):
     b, n = runs[(name, "base")], runs[(name, "new")]
     mb, mn = statistics.median(b), statistics.median(n)
-    print(f"{name:42s} base {mb:10.1f} ns  new {mn:10.1f} ns  new/base {mn / mb:.2f}")
+    # Each round ran base then new back to back, so its ratio cancels the drift between
+    # rounds; the spread of those paired ratios says how far to trust the median's.
+    paired = sorted(y / x for x, y in zip(b, n))
+    q = statistics.quantiles(paired, n=4) if len(paired) >= 2 else paired * 3
+    print(f"{name:42s} base {mb:10.1f} ns  new {mn:10.1f} ns  new/base {mn / mb:.2f}"
+          f"  paired {statistics.median(paired):.2f} [{q[0]:.2f}-{q[2]:.2f}]")
 PY

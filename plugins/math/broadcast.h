@@ -89,7 +89,6 @@ bool ScalarBinary(KernelContext& ctx, const BinaryArgs& args, F f) {
 // Out = f(X, Y) elementwise with broadcasting; Out is shaped like X with element type R.
 template <class T, class R, class F>
 void BinaryBroadcast(KernelContext& ctx, const BinaryArgs& args, F f) {
-  if (ScalarBinary<T, R>(ctx, args, f)) return;
   Tensor x = ctx.Input(args.x);
   Tensor y = ctx.Input(args.y);
   const T* px = x.data<T>();

@@ -26,7 +26,7 @@ class FillConstant {
   const Slot out_;
   const std::vector<int64_t> shape_;
   const T value_;
-  const bool scalar_ = shape_.size() == 1 && shape_[0] == 1 && sizeof(T) <= sizeof(uint64_t);
+  const bool scalar_ = shape_.size() == 1 && shape_[0] == 1;
 };
 
 // Out = a tensor shaped like X filled with `value`, of `dtype` (-1: X's dtype).

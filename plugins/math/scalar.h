@@ -22,6 +22,7 @@ namespace rill::math {
 
 template <class T>
 bool ReadScalar(const Variable& v, T* value) {
+  static_assert(sizeof(T) <= sizeof(uint64_t), "a scalar is at most 8 bytes");
   int32_t dtype = 0;
   uint64_t bits = 0;
   if (!v || !v.GetScalar(&dtype, &bits) || dtype != DataTypeOf<T>::value) return false;
@@ -31,6 +32,7 @@ bool ReadScalar(const Variable& v, T* value) {
 
 template <class T>
 bool WriteScalar(Variable v, T value) {
+  static_assert(sizeof(T) <= sizeof(uint64_t), "a scalar is at most 8 bytes");
   int32_t dtype = 0;
   uint64_t bits = 0;
   if (!v || (!v.GetScalar(&dtype, &bits) && v.initialized())) return false;

@@ -27,7 +27,6 @@ std::shared_ptr<Scope> Scope::NewChild(ChildKey key) {
   }
   if (taken.born_under == now) {  // else stale: a name made locally may resolve above now
     child->vars_ = std::move(taken.vars);
-    child->count_.store(taken.count, std::memory_order_release);
     child->run_cache_ = std::move(taken.run_cache);
   }
   return child;
@@ -39,8 +38,8 @@ Scope::~Scope() {
   // A parent only this scope holds goes right after it, and no one can make a child of it
   // meanwhile: nobody would take the variables over (a go block's scope, last holder of
   // its loop step's).
-  if (key_.op == 0 || !parent_ || vars_.empty() || parent_.use_count() == 1) return;
-  Leftover l{key_, born_under_, std::move(vars_), count_.load(std::memory_order_relaxed), std::move(run_cache_)};
+  if (key_.op == 0 || !parent_ || vars_.size() == 0 || parent_.use_count() == 1) return;
+  Leftover l{key_, born_under_, std::move(vars_), std::move(run_cache_)};
   Leftover dropped;  // destroyed after the lock, as above
   {
     std::lock_guard lock(parent_->leftovers_mu_);
@@ -63,25 +62,75 @@ uint64_t Scope::ChainVersion() const {
 
 bool Scope::AncestorsUnchanged() const { return !parent_ || parent_->ChainVersion() == born_under_; }
 
-Variable* Scope::Var(const std::string& name) {
-  {
-    std::lock_guard lock(mu_);
-    auto it = vars_.find(name);
-    if (it != vars_.end()) return it->second.get();
-  }
-  auto fresh = std::make_unique<Variable>();  // allocated outside the lock
-  std::lock_guard lock(mu_);
-  auto [it, inserted] = vars_.try_emplace(name, std::move(fresh));
-  if (inserted) count_.store(vars_.size(), std::memory_order_release);
-  return it->second.get();
+Scope::VarList& Scope::VarList::operator=(VarList&& o) noexcept {
+  Clear();
+  head_.store(o.head_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  size_.store(o.size_.load(std::memory_order_relaxed), std::memory_order_release);
+  index_ = std::move(o.index_);
+  o.head_.store(nullptr, std::memory_order_relaxed);
+  o.size_.store(0, std::memory_order_relaxed);
+  return *this;
 }
 
-Variable* Scope::FindLocalVar(const std::string& name) const {
-  if (count_.load(std::memory_order_acquire) == 0) return nullptr;
-  std::lock_guard lock(mu_);
-  auto it = vars_.find(name);
-  return it == vars_.end() ? nullptr : it->second.get();
+void Scope::VarList::Clear() {
+  Entry* e = head_.load(std::memory_order_relaxed);
+  head_.store(nullptr, std::memory_order_relaxed);
+  size_.store(0, std::memory_order_relaxed);
+  index_.reset();
+  while (e != nullptr) {
+    Entry* next = e->next;
+    delete e;
+    e = next;
+  }
 }
+
+Variable* Scope::VarList::Find(std::string_view name, SpinLock& mu) const {
+  const size_t n = size();
+  if (n == 0) return nullptr;
+  if (n > kIndexFrom) {
+    std::lock_guard lock(mu);
+    return FindHoldingLock(name);
+  }
+  for (Entry* e = head_.load(std::memory_order_acquire); e != nullptr; e = e->next) {
+    if (e->name == name) return &e->var;
+  }
+  return nullptr;
+}
+
+Variable* Scope::VarList::FindHoldingLock(std::string_view name) const {
+  if (index_ != nullptr) {
+    auto it = index_->find(name);
+    return it == index_->end() ? nullptr : it->second;
+  }
+  for (Entry* e = head_.load(std::memory_order_relaxed); e != nullptr; e = e->next) {
+    if (e->name == name) return &e->var;
+  }
+  return nullptr;
+}
+
+Variable* Scope::VarList::Add(const std::string& name) {
+  Entry* e = new Entry{head_.load(std::memory_order_relaxed), name, Variable()};
+  const size_t n = size_.load(std::memory_order_relaxed) + 1;
+  if (n > kIndexFrom) {
+    if (index_ == nullptr) {
+      index_ = std::make_unique<Index>();
+      for (Entry* o = e->next; o != nullptr; o = o->next) index_->emplace(o->name, &o->var);
+    }
+    index_->emplace(e->name, &e->var);
+  }
+  head_.store(e, std::memory_order_release);
+  size_.store(n, std::memory_order_release);
+  return &e->var;
+}
+
+Variable* Scope::Var(const std::string& name) {
+  if (Variable* v = vars_.Find(name, mu_)) return v;
+  std::lock_guard lock(mu_);
+  if (Variable* v = vars_.FindHoldingLock(name)) return v;  // made meanwhile by another thread
+  return vars_.Add(name);
+}
+
+Variable* Scope::FindLocalVar(const std::string& name) const { return vars_.Find(name, mu_); }
 
 Variable* Scope::FindVar(const std::string& name) const {
   for (const Scope* s = this; s != nullptr; s = s->parent_.get()) {
@@ -97,10 +146,9 @@ Scope* Scope::root() {
 }
 
 std::vector<std::string> Scope::LocalVarNames() const {
-  std::lock_guard lock(mu_);
   std::vector<std::string> names;
   names.reserve(vars_.size());
-  for (const auto& [name, var] : vars_) names.push_back(name);
+  vars_.ForEach([&](const std::string& name) { names.push_back(name); });
   std::sort(names.begin(), names.end());
   return names;
 }

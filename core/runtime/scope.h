@@ -13,6 +13,9 @@
 //    that child has gained a variable since: a name created locally then might now
 //    resolve above. A child made so behaves as a new one, except that the variables its
 //    block creates start with their last values instead of empty.
+//  - Lookups in a scope take no lock: variables sit in a list that only grows at its head
+//    (a go block's scope holds a handful), with a name index once it holds more than
+//    VarList::kIndexFrom. Creating one takes the scope's lock.
 //  - version() counts the variables created here. Since none is ever removed, a name
 //    resolved through the chain resolves the same way for as long as no scope on the chain
 //    changes version: the executor keeps a block's resolved names in the scope it ran in
@@ -23,6 +26,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -73,7 +77,7 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   uint64_t ChainVersion() const;
   Scope* root();
   std::vector<std::string> LocalVarNames() const;
-  uint64_t version() const { return count_.load(std::memory_order_acquire); }
+  uint64_t version() const { return vars_.size(); }
 
   // What the executor keeps between runs of a block in this scope (executor.cc defines
   // the cache; `tag` names the block that ran here last).
@@ -92,17 +96,50 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   void ReleaseRunCache() { run_cache_busy_.store(false, std::memory_order_release); }
 
  private:
-  // Nodes and buckets from the small-object caches: a go block's scope is made on one
-  // worker and freed on another.
-  using VarMap = std::unordered_map<std::string, std::unique_ptr<Variable>, std::hash<std::string>,
-                                    std::equal_to<std::string>,
-                                    SmallObjectAllocator<std::pair<const std::string, std::unique_ptr<Variable>>>>;
+  // A scope's variables: one allocation each (name and variable together, from the
+  // small-object caches, since a go block's scope is made on one worker and freed on
+  // another), in a list that only grows at its head, so a lookup reads it without a lock.
+  // Scopes past kIndexFrom variables (a program's root, with its parameters) also keep
+  // a hash index, read under the scope's lock.
+  class VarList {
+   public:
+    static constexpr size_t kIndexFrom = 8;
+    VarList() = default;
+    VarList(VarList&& o) noexcept { *this = std::move(o); }
+    // Only while no one else can reach either list (a scope being made or destroyed).
+    VarList& operator=(VarList&& o) noexcept;
+    ~VarList() { Clear(); }
+
+    size_t size() const { return size_.load(std::memory_order_acquire); }
+    // The variable named `name`, or nullptr. `mu` guards the index (taken only past
+    // kIndexFrom variables).
+    Variable* Find(std::string_view name, SpinLock& mu) const;
+    Variable* FindHoldingLock(std::string_view name) const;
+    // Adds `name` (absent); the caller holds the scope's lock.
+    Variable* Add(const std::string& name);
+    template <class F> void ForEach(F&& f) const {
+      for (const Entry* e = head_.load(std::memory_order_acquire); e != nullptr; e = e->next) f(e->name);
+    }
+
+   private:
+    struct Entry {
+      static void* operator new(size_t bytes) { return AllocateSmall(bytes); }
+      static void operator delete(void* p, size_t bytes) { FreeSmall(p, bytes); }
+      Entry* next;  // the entry made before this one; fixed once published
+      std::string name;
+      Variable var;
+    };
+    using Index = std::unordered_map<std::string_view, Variable*>;
+    void Clear();
+    std::atomic<Entry*> head_{nullptr};  // newest first
+    std::atomic<size_t> size_{0};        // published after head_: an index exists past kIndexFrom
+    std::unique_ptr<Index> index_;
+  };
   // What a finished child leaves behind (see NewChild(key)).
   struct Leftover {
     ChildKey key;
     uint64_t born_under = 0;  // the parent's ChainVersion when the variables were new
-    VarMap vars;
-    size_t count = 0;
+    VarList vars;
     RunCacheSlot run_cache;
   };
   static constexpr size_t kLeftovers = 4;  // children of distinct keys kept at once
@@ -115,12 +152,8 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   // where pthread's reader-writer lock cost 15% of a program's spawn.
   SpinLock leftovers_mu_;
   std::vector<Leftover, SmallObjectAllocator<Leftover>> leftovers_;  // at most kLeftovers, most recent last
-  mutable SpinLock mu_;
-  VarMap vars_;
-  // vars_.size(), read without mu_: most scopes a lookup passes through (a loop step's,
-  // a go block's) are empty, and skipping their lock halves a lookup's cost.
-  // It only grows, so it doubles as version().
-  std::atomic<size_t> count_{0};
+  mutable SpinLock mu_;  // serialises Var's inserts; guards a large scope's index
+  VarList vars_;         // its size() only grows, so it doubles as version()
   std::atomic<bool> run_cache_busy_{false};
   RunCacheSlot run_cache_;
 };

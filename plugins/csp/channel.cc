@@ -87,6 +87,27 @@ std::shared_ptr<Channel> Channel::Make(int32_t data_type, int64_t capacity) {
   return std::make_shared<Channel>(Passkey{}, data_type, capacity);
 }
 
+Channel* Channel::MakeHeld(int32_t data_type, int64_t capacity) {
+  std::shared_ptr<Channel> made = Make(data_type, capacity);
+  Channel* ch = made.get();
+  ch->holders_.store(1, std::memory_order_relaxed);
+  ch->self_ = std::move(made);
+  return ch;
+}
+
+void Channel::DropHolder() {
+  // The last holder: no variable can copy the channel any more (a copy needs a holder),
+  // so nothing else touches self_. Waiting tasks keep their own references.
+  if (holders_.fetch_sub(1, std::memory_order_acq_rel) == 1) std::shared_ptr<Channel> last = std::move(self_);
+}
+
+void DropChannelHolder(void* channel) { static_cast<Channel*>(channel)->DropHolder(); }
+void* AddChannelHolder(const void* channel) {
+  auto* ch = const_cast<Channel*>(static_cast<const Channel*>(channel));
+  ch->AddHolder();
+  return ch;
+}
+
 Channel::Channel(Passkey, int32_t data_type, int64_t capacity)
     : data_type_(data_type), capacity_(capacity), id_(g_next_id.fetch_add(1)), buf_(Slots<Slot>(capacity)) {
   if (data_type != kLodTensor && data_type != kChannel && !IsTensorDtype(data_type)) {
@@ -105,7 +126,7 @@ Channel::~Channel() = default;
 void Channel::CheckElement(Variable v) const {
   if (!v.initialized()) throw Error("the value to send holds nothing (was it moved by an earlier send?)");
   if (data_type_ == kChannel) {
-    if (ChannelRefOf(v) == nullptr) throw Error("this channel carries channels; the value to send holds " + v.Describe());
+    if (ChannelIn(v) == nullptr) throw Error("this channel carries channels; the value to send holds " + v.Describe());
     return;
   }
   RillTensor* t = nullptr;
@@ -282,23 +303,23 @@ std::string Channel::Describe() {
          (closed_ ? "closed" : "open");
 }
 
-const ChannelRef* ChannelRefOf(Variable v) {
+Channel* ChannelIn(Variable v) {
   // The type's handle, found on first use (one per process). No variable holds a channel
   // before the type is registered, so a handle not found yet finds none.
   static std::atomic<const RillVarType*> type{nullptr};
   const RillVarType* t = type.load(std::memory_order_relaxed);
   if (t == nullptr) type.store(t = Host().var_type_find(kChannelType), std::memory_order_relaxed);
-  return static_cast<const ChannelRef*>(Host().var_custom(v.handle(), t));
+  return static_cast<Channel*>(Host().var_custom(v.handle(), t));
 }
 
 Channel& ChannelOf(Variable v, const std::string& name) {
   if (!v) throw Error("channel '" + name + "' was never created (no such variable)", RILL_FAILED_PRECONDITION);
-  const ChannelRef* ref = ChannelRefOf(v);
-  if (ref == nullptr && !v.initialized()) {
+  Channel* ch = ChannelIn(v);
+  if (ch == nullptr && !v.initialized()) {
     throw Error("channel '" + name + "' was never created (run channel_create first)", RILL_FAILED_PRECONDITION);
   }
-  if (ref == nullptr) throw Error("'" + name + "' is not a channel: it holds " + v.Describe());
-  return *ref->channel;
+  if (ch == nullptr) throw Error("'" + name + "' is not a channel: it holds " + v.Describe());
+  return *ch;
 }
 
 void SetZeroValue(Variable v) {

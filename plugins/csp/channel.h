@@ -94,6 +94,14 @@ class Channel : public std::enable_shared_from_this<Channel> {
   // element type (BOOL ... INT8: a tensor of that dtype) or CHANNEL. Throws Error for an
   // unsupported data_type or a capacity out of range.
   static std::shared_ptr<Channel> Make(int32_t data_type, int64_t capacity);
+  // A new channel as a variable's value (kChannelType), with that variable as its one
+  // holder. Each variable holding the channel is a holder: copying the variable (assign,
+  // go's binding) adds one with AddHolder, no allocation; destroying it calls
+  // DropHolder. While any holder is left the channel keeps a reference to itself, so it
+  // lives as long as a variable or a waiting task holds it.
+  static Channel* MakeHeld(int32_t data_type, int64_t capacity);
+  void AddHolder() { holders_.fetch_add(1, std::memory_order_relaxed); }
+  void DropHolder();
   Channel(Passkey, int32_t data_type, int64_t capacity);
   ~Channel();
   Channel(const Channel&) = delete;
@@ -146,6 +154,8 @@ class Channel : public std::enable_shared_from_this<Channel> {
   const int64_t capacity_;
   const uint64_t id_;
   const std::unique_ptr<Slot[]> buf_;  // ring of capacity_ slots
+  std::atomic<int64_t> holders_{0};    // variables holding the channel
+  std::shared_ptr<Channel> self_;      // set while holders_ > 0
   // Written by every send and receive: kept off the line of the fields above, which every
   // send reads before it locks (sharing it made each of those reads a cross-core miss
   // while the other side held the lock).
@@ -156,15 +166,16 @@ class Channel : public std::enable_shared_from_this<Channel> {
   WaitQueue sendq_, recvq_;
 };
 
-// What a variable of type "csp.channel" holds: a reference to a channel, so that copying
-// the variable (assign, or binding it into a go block) shares the channel, as in Go.
-struct ChannelRef {
-  std::shared_ptr<Channel> channel;
-};
+// A variable of type "csp.channel" holds a Channel* counted as one of its holders (see
+// MakeHeld), so that copying the variable (assign, or binding it into a go block) shares
+// the channel, as in Go.
 constexpr const char* kChannelType = "csp.channel";
+// The variable type's callbacks (csp_plugin.cc registers them).
+void DropChannelHolder(void* channel);
+void* AddChannelHolder(const void* channel);
 
-// What `v` holds if it is a channel variable, else nullptr.
-const ChannelRef* ChannelRefOf(Variable v);
+// The channel `v` holds if it is a channel variable, else nullptr.
+Channel* ChannelIn(Variable v);
 
 // The channel variable `v` refers to, borrowed from it (valid while `v` holds it; see the
 // file comment); throws a clear Error if it holds none. `name` is the variable's name,

@@ -9,8 +9,8 @@ namespace {
 bool HasStatus(const OpInfo& op) { return op.OutputCount("Status") > 0; }
 
 void Create(KernelContext& ctx) {
-  auto channel = Channel::Make(static_cast<int32_t>(ctx.Attr<int64_t>("data_type")), ctx.Attr<int64_t>("capacity"));
-  ctx.OutputVar("Out").SetCustom(kChannelType, new ChannelRef{std::move(channel)});
+  Channel* channel = Channel::MakeHeld(static_cast<int32_t>(ctx.Attr<int64_t>("data_type")), ctx.Attr<int64_t>("capacity"));
+  ctx.OutputVar("Out").SetCustom(kChannelType, channel);
 }
 
 class Send {

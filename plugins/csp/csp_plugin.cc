@@ -8,14 +8,18 @@ namespace rill::csp {
 namespace {
 
 void DescribeChannel(const void* value, char* buf, size_t cap) {
-  const auto* ref = static_cast<const ChannelRef*>(value);
-  const std::string s = ref->channel ? ref->channel->Describe() : "nil channel";
+  const std::string s = static_cast<Channel*>(const_cast<void*>(value))->Describe();
   std::strncpy(buf, s.c_str(), cap);
   if (cap > 0) buf[cap - 1] = '\0';
 }
 
 void Init(Registrar& r) {
-  r.VarType<ChannelRef>(kChannelType, &DescribeChannel, /*copyable=*/true);
+  RillVarTypeDef channel{};
+  channel.name = kChannelType;
+  channel.destroy = &DropChannelHolder;
+  channel.describe = &DescribeChannel;
+  channel.copy = &AddChannelHolder;
+  r.VarType(channel);
   RegisterChannelOps(r);
   RegisterSelect(r);
   RegisterGo(r);

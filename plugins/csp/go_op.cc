@@ -21,7 +21,7 @@ class Go {
     for (size_t i = 0; i < captured_.size(); ++i) {
       // As the executor resolved X: no lookup up the scope chain per go block.
       Variable v = ctx.InputVarOrNull(x_, i);
-      if (v && ChannelRefOf(v) != nullptr) child.Var(captured_[i]).CopyFrom(v);  // others: shared
+      if (v && ChannelIn(v) != nullptr) child.Var(captured_[i]).CopyFrom(v);  // others: shared
     }
     ctx.Go(block_, child);
   }

@@ -941,6 +941,12 @@ class Registrar {
     def.destroy = &detail::DestroyCustom<T>;
     def.describe = describe;
     def.copy = copyable ? &detail::CopyCustom<T> : nullptr;
+    VarType(def);
+  }
+  // The same with callbacks of the plugin's own (a reference-counted value, whose copy
+  // counts one more holder instead of allocating); struct_size is filled in.
+  void VarType(RillVarTypeDef def) {
+    def.struct_size = sizeof(def);
     Check(Host().register_var_type(reg_, &def));
   }
 

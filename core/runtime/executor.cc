@@ -348,22 +348,23 @@ void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, 
   uint64_t resolved_at = 0;      // step's ChainVersion when `frame` was resolved
   uint64_t parent_resolved = 0;  // and the parent's
   while (proceed(arg)) {
-    if (!Scope::Reusable(step)) {
+    const uint64_t above = parent->ChainVersion();  // step->ChainVersion() is this plus its own
+    if (!Scope::Reusable(step, above)) {
       // A go block started in the step holds it: the next step gets a scope of its own.
       std::shared_ptr<Scope> next = parent->NewChild(key);
-      if (resolved && next->version() == 0 && parent->ChainVersion() == parent_resolved) {
+      if (resolved && next->version() == 0 && above == parent_resolved) {
         // An empty scope under an unchanged chain: only the step's own names move.
         ResolveLocals(block, next, frame.data(), local.data());
-        resolved_at = next->ChainVersion();
+        resolved_at = next->version() + above;
       } else {
         resolved = TakeResolved(*next, block, frame.data(), &resolved_at);
         // Which names are the step's own is not kept with the frame: count all of them so.
         std::fill_n(local.data(), block.names.size(), uint8_t{1});
-        parent_resolved = parent->ChainVersion();
+        parent_resolved = above;
       }
       step = std::move(next);
     }
-    if (!resolved || resolved_at != step->ChainVersion()) {
+    if (!resolved || resolved_at != step->version() + above) {
       Resolve(block, step, frame.data(), local.data());
       resolved_at = step->ChainVersion();
       parent_resolved = parent->ChainVersion();

@@ -65,6 +65,12 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   static bool Reusable(const std::shared_ptr<Scope>& holder) {
     return holder != nullptr && holder.use_count() == 1 && holder->AncestorsUnchanged();
   }
+  // The same, given the parent's ChainVersion() (a loop, which needs it anyway, reads the
+  // chain once per step).
+  static bool Reusable(const std::shared_ptr<Scope>& holder, uint64_t parent_chain_version) {
+    return holder != nullptr && holder.use_count() == 1 &&
+           (!holder->parent_ || parent_chain_version == holder->born_under_);
+  }
   // Finds `name` in this scope only, creating it if absent.
   Variable* Var(const std::string& name);
   // Finds `name` here or in an ancestor; nullptr if absent.

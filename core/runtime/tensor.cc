@@ -99,14 +99,7 @@ size_t Tensor::nbytes() const {
 }
 
 void* Tensor::Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place place, const Device* staging_for) {
-  // Fast path for kernels that rewrite an output in place run after run: same shape, same
-  // dtype, memory not shared. No allocation, no size arithmetic.
-  if (dtype == dtype_ && place == place_ && buffer_ && buffer_.use_count() == 1 &&
-      ndim == dims_.size()) {
-    size_t i = 0;
-    while (i < ndim && dims[i] == dims_[i]) ++i;
-    if (i == ndim) return buffer_->data();
-  }
+  if (void* same = AlreadyAllocated(dtype, dims, ndim, place)) return same;
   if (dims >= dims_.data() && dims < dims_.data() + dims_.size()) {
     const std::vector<int64_t> copy(dims, dims + ndim);  // `dims` is our own shape
     return Allocate(dtype, copy.data(), copy.size(), place, staging_for);

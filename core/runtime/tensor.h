@@ -82,10 +82,11 @@ class Tensor {
   // memory where it has some: a variable that travels between a device and the CPU (a
   // parameter a transport receives, then a GPU kernel reads) is staged both ways.
   void* Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place place = {}) {
+    if (void* same = AlreadyAllocated(dtype, dims, ndim, place)) return same;
     return Allocate(dtype, dims, ndim, place, nullptr);
   }
   void* Allocate(int32_t dtype, const std::vector<int64_t>& dims, Place place = {}) {
-    return Allocate(dtype, dims.data(), dims.size(), place, nullptr);
+    return Allocate(dtype, dims.data(), dims.size(), place);
   }
   // Whether the tensor's CPU memory is a device's page-locked memory.
   bool page_locked() const { return buffer_ && buffer_->staged_for() != nullptr; }
@@ -120,6 +121,18 @@ class Tensor {
   // `staging_for`: the device whose page-locked memory new CPU memory should be; null
   // means the one the current buffer belongs to or is staged for.
   void* Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place place, const Device* staging_for);
+  // Allocate's usual case, inline: a kernel or loop step rewriting its output run after
+  // run finds it of the same dtype, shape and place, its memory not shared. The data
+  // pointer then; nullptr otherwise.
+  void* AlreadyAllocated(int32_t dtype, const int64_t* dims, size_t ndim, Place place) const {
+    if (dtype != dtype_ || !(place == place_) || !buffer_ || buffer_.use_count() != 1 || ndim != dims_.size()) {
+      return nullptr;
+    }
+    for (size_t i = 0; i < ndim; ++i) {
+      if (dims[i] != dims_[i]) return nullptr;
+    }
+    return buffer_->data();
+  }
 
   int32_t dtype_ = -1;
   std::vector<int64_t> dims_;

@@ -107,5 +107,44 @@ TEST(Scope, AChildIsReusableUntilAnAncestorGainsAVariable) {
   EXPECT_FALSE(child->AncestorsUnchanged());
 }
 
+// Children of one key alive at once (go blocks of one op): the first released is kept
+// for the next child; a later one replaces it only once it is stale.
+TEST(Scope, OneLeftoverIsKeptAKeyReplacedWhenStale) {
+  auto root = Scope::NewRoot();
+  auto parent = root->NewChild();
+  const Scope::ChildKey key{7, 1};
+  auto a = parent->NewChild(key), b = parent->NewChild(key);
+  Variable* from_a = a->Var("x");
+  b->Var("x");
+  a.reset();
+  b.reset();
+  EXPECT_EQ(parent->NewChild(key)->FindLocalVar("x"), from_a) << "the first left over stays";
+
+  auto c = parent->NewChild(key);  // takes a's variables over
+  root->Var("y");                  // what is left over from now on is stale...
+  auto d = parent->NewChild(key);  // ...but d is made under the new chain
+  Variable* from_d = d->Var("x");
+  c.reset();  // stale, left over for want of another
+  d.reset();  // replaces it
+  EXPECT_EQ(parent->NewChild(key)->FindLocalVar("x"), from_d);
+}
+
+// A loop step that only starts go blocks may run its next step in the same scope while
+// they hold it: with no variables of its own, it shows them only what its parent does.
+TEST(Scope, AnEmptyScopeIsShareableUntilItOrAnAncestorGainsAVariable) {
+  auto root = Scope::NewRoot();
+  auto step = root->NewChild();
+  auto go_block = step->NewChild();  // holds the step
+  EXPECT_FALSE(Scope::Reusable(step, root->ChainVersion()));
+  EXPECT_TRUE(Scope::Shareable(step, root->ChainVersion()));
+  root->Var("shadow");
+  EXPECT_FALSE(Scope::Shareable(step, root->ChainVersion())) << "the chain changed since the step was made";
+  auto next = root->NewChild();
+  EXPECT_TRUE(Scope::Shareable(next, root->ChainVersion()));
+  next->Var("local");
+  EXPECT_FALSE(Scope::Shareable(next, root->ChainVersion())) << "a go block would see the next step's variable";
+  EXPECT_FALSE(Scope::Shareable(nullptr, 0));
+}
+
 }  // namespace
 }  // namespace rill::core

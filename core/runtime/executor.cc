@@ -349,7 +349,7 @@ void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, 
   uint64_t parent_resolved = 0;  // and the parent's
   while (proceed(arg)) {
     const uint64_t above = parent->ChainVersion();  // step->ChainVersion() is this plus its own
-    if (!Scope::Reusable(step, above)) {
+    if (!Scope::Reusable(step, above) && !Scope::Shareable(step, above)) {
       // A go block started in the step holds it: the next step gets a scope of its own.
       std::shared_ptr<Scope> next = parent->NewChild(key);
       if (resolved && next->version() == 0 && above == parent_resolved) {

@@ -39,18 +39,24 @@ Scope::~Scope() {
   // meanwhile: nobody would take the variables over (a go block's scope, last holder of
   // its loop step's).
   if (key_.op == 0 || !parent_ || vars_.size() == 0 || parent_.use_count() == 1) return;
-  Leftover l{key_, born_under_, std::move(vars_), std::move(run_cache_)};
   Leftover dropped;  // destroyed after the lock, as above
   {
     std::lock_guard lock(parent_->leftovers_mu_);
     auto& all = parent_->leftovers_;
     auto it = std::find_if(all.begin(), all.end(), [&](const Leftover& o) { return o.key == key_; });
-    if (it == all.end() && all.size() == kLeftovers) it = all.begin();  // the oldest goes
     if (it != all.end()) {
+      // Children of one op alive at once (go blocks): one of them is left over already,
+      // as good as this one unless stale. The rest go with their scopes.
+      if (it->born_under == born_under_) return;
       dropped = std::move(*it);
-      all.erase(it);
+      *it = Leftover{key_, born_under_, std::move(vars_), std::move(run_cache_)};
+      return;
     }
-    all.push_back(std::move(l));
+    if (all.size() == kLeftovers) {  // the oldest goes
+      dropped = std::move(all.front());
+      all.erase(all.begin());
+    }
+    all.push_back(Leftover{key_, born_under_, std::move(vars_), std::move(run_cache_)});
   }
 }
 

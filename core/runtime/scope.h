@@ -12,7 +12,7 @@
 //    (one op running its sub-block, run after run) to take over, unless an ancestor of
 //    that child has gained a variable since: a name created locally then might now
 //    resolve above. A child made so behaves as a new one, except that the variables its
-//    block creates start with their last values instead of empty.
+//    block creates start with the values an earlier run left instead of empty.
 //  - Lookups in a scope take no lock: variables sit in a list that only grows at its head
 //    (a go block's scope holds a handful), with a name index once it holds more than
 //    VarList::kIndexFrom. Creating one takes the scope's lock.
@@ -68,8 +68,15 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   // The same, given the parent's ChainVersion() (a loop, which needs it anyway, reads the
   // chain once per step).
   static bool Reusable(const std::shared_ptr<Scope>& holder, uint64_t parent_chain_version) {
-    return holder != nullptr && holder.use_count() == 1 &&
-           (!holder->parent_ || parent_chain_version == holder->born_under_);
+    return holder != nullptr && holder.use_count() == 1 && holder->BornUnder(parent_chain_version);
+  }
+  // Whether the next run of a block may use `holder` again although go blocks started in
+  // it still hold it: it has no variables, so a go block sees through it exactly what it
+  // would through a new empty sibling (a loop step that only starts go blocks). A kernel
+  // that makes a variable in it by name later would show that variable to those blocks;
+  // the executor's blocks make theirs when first resolved, before any go block starts.
+  static bool Shareable(const std::shared_ptr<Scope>& holder, uint64_t parent_chain_version) {
+    return holder != nullptr && holder->version() == 0 && holder->BornUnder(parent_chain_version);
   }
   // Finds `name` in this scope only, creating it if absent.
   Variable* Var(const std::string& name);
@@ -150,6 +157,8 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   };
   static constexpr size_t kLeftovers = 4;  // children of distinct keys kept at once
 
+  bool BornUnder(uint64_t parent_chain_version) const { return !parent_ || parent_chain_version == born_under_; }
+
   const std::shared_ptr<Scope> parent_;
   ChildKey key_;                // op 0 unless made by NewChild(key)
   uint64_t born_under_ = 0;     // parent_->ChainVersion() when vars_ started out empty
@@ -157,7 +166,7 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   // and taken several times per go block (its scope's variables, lookups up the chain),
   // where pthread's reader-writer lock cost 15% of a program's spawn.
   SpinLock leftovers_mu_;
-  std::vector<Leftover, SmallObjectAllocator<Leftover>> leftovers_;  // at most kLeftovers, most recent last
+  std::vector<Leftover, SmallObjectAllocator<Leftover>> leftovers_;  // at most kLeftovers, one a key, oldest first
   mutable SpinLock mu_;  // serialises Var's inserts; guards a large scope's index
   VarList vars_;         // its size() only grows, so it doubles as version()
   std::atomic<bool> run_cache_busy_{false};

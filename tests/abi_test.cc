@@ -53,6 +53,7 @@ TEST(HostApi, LogLinesGoToStderrWithTheirLevel) {
 TEST(HostApi, NullArgumentsAreStatusesNotCrashes) {
   EXPECT_EQ(Message(H().var_tensor(nullptr, nullptr)), "var_tensor: null argument");
   EXPECT_EQ(Message(H().register_op(nullptr, nullptr)), "register_op: null argument");
+  EXPECT_EQ(Message(H().ctx_run_sub_block(nullptr, 1)), "ctx_run_sub_block: null argument");
   EXPECT_EQ(H().ctx_input(nullptr, "X", 0), nullptr);
   EXPECT_EQ(H().scope_find_var(nullptr, "x"), nullptr);
   EXPECT_EQ(H().tensor_dtype(nullptr), -1);

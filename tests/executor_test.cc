@@ -316,6 +316,45 @@ TEST(Executor, PersistableVariablesLiveInTheRootScope) {
   EXPECT_EQ(scope->FindVar("local"), nullptr);
 }
 
+// A sub-block that would make no variable of its own runs in its op's scope (no child
+// scope, its names kept resolved in the scope's sub-block cache); one that would gets a
+// child scope, which keeps its variables out of the op's.
+TEST(Executor, ASubBlockRunsInItsOpsScopeWhenItWouldMakeNothingOfItsOwn) {
+  ProgramBuilder pb;
+  auto& counts = pb.NewBlock(0);  // block 1: x += 1
+  counts.Op("increment").Input("X", "x").Output("Out", "x");
+  auto& keeps = pb.NewBlock(0);  // block 2: tmp = x (tmp is made by the block)
+  keeps.Op("assign").Input("X", "x").Output("Out", "tmp");
+  Executor exec(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto root = Scope::NewRoot();
+  *static_cast<int64_t*>(root->Var("x")->GetMutableTensor()->Allocate(RILL_INT64, {1})) = 5;
+  auto op_scope = root->NewChild();
+  const Scope::ChildKey key{1234, 1}, key2{1234, 2};
+  const auto sub_block_cache_used = [&] {
+    Scope::RunCacheSlot* slot = op_scope->ClaimRunCache(Scope::kSubBlock);
+    EXPECT_NE(slot, nullptr);
+    const bool used = slot != nullptr && slot->tag != 0;
+    op_scope->ReleaseRunCache(Scope::kSubBlock);
+    return used;
+  };
+  exec.RunSubBlock(1, op_scope, key);
+  exec.RunSubBlock(1, op_scope, key);
+  EXPECT_EQ(Int64Of(*root, "x"), 7);
+  EXPECT_TRUE(sub_block_cache_used()) << "block 1 ran in the op's scope";
+  EXPECT_EQ(op_scope->version(), 0u);
+
+  exec.RunSubBlock(2, op_scope, key2);
+  EXPECT_EQ(op_scope->FindVar("tmp"), nullptr) << "tmp stayed in the block's own scope";
+  EXPECT_EQ(op_scope->NewChild(key2)->FindLocalVar("tmp")->GetTensor()->Describe(), "int64[1] {7}")
+      << "that scope left its variables for the op's next run";
+  exec.RunSubBlock(2, op_scope, key2);  // in a scope of its own again
+  EXPECT_EQ(op_scope->FindVar("tmp"), nullptr);
+
+  root->Var("tmp");  // now tmp exists above: the block would make nothing...
+  exec.RunSubBlock(2, op_scope, key2);
+  EXPECT_EQ(root->FindVar("tmp")->GetTensor()->Describe(), "int64[1] {7}") << "...and writes the outer tmp";
+}
+
 TEST(Executor, OutOfRangeBlockIsAnError) {
   Executor exec(test::ShippedRegistry(), LoopProgram(1));
   EXPECT_THROW(exec.Run(9, Scope::NewRoot()), Error);

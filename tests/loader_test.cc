@@ -148,6 +148,33 @@ TEST(Loader, FrozenAbiV8PluginReadsItsArgumentsByIndex) {
   EXPECT_EQ(scope->FindVar("y")->GetTensor()->Describe(), "fp32[3] {5, 5, 5}");
 }
 
+// ABI v9: a plain-C kernel reads and writes scalars in one call each.
+TEST(Loader, FrozenAbiV9PluginReadsAndWritesScalars) {
+  Registry registry;
+  const auto plugins = LoadPlugins(registry, LoadOptions{{kPlugins, kFixtures + "/frozen_v9"}, {}, {}});
+  EXPECT_EQ(plugins.back().name, "frozen_v9");
+  EXPECT_EQ(plugins.back().abi_version, 9u);
+  ProgramBuilder pb;
+  pb.block(0).Op("fill_constant").Output("Out", "x").Attr("shape", std::vector<int64_t>{1}).Attr("dtype", int64_t{RILL_INT64}).Attr("value", -7.0f);
+  pb.block(0).Op("v9_square").Input("X", "x").Output("Out", "y");
+  pb.block(0).Op("v9_square").Input("X", "y").Output("Out", "y");
+  Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  exec.Run(0, scope);
+  EXPECT_EQ(scope->FindVar("y")->GetTensor()->Describe(), "int64[1] {2401}");
+
+  ProgramBuilder bad;  // a float is not what the kernel takes: its own error, with the op named
+  bad.block(0).Op("fill_constant").Output("Out", "f").Attr("shape", std::vector<int64_t>{1}).Attr("value", 2.0f);
+  bad.block(0).Op("v9_square").Input("X", "f").Output("Out", "g");
+  Executor bad_exec(registry, std::make_shared<proto::ProgramDesc>(bad.Build()));
+  try {
+    bad_exec.Run(0, Scope::NewRoot());
+    ADD_FAILURE() << "a float X ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("v9_square: X must be an int64 scalar"), std::string::npos) << e.what();
+  }
+}
+
 // ABI v7: a plain-C kernel reads the ops of a block when it is created.
 TEST(Loader, FrozenAbiV7PluginReadsABlocksOps) {
   Registry registry;

@@ -110,7 +110,9 @@ RILL_PIN(var_custom, 79);
 // Version 9.
 RILL_PIN(var_scalar, 80);
 RILL_PIN(var_set_scalar, 81);
-static_assert(sizeof(RillHostApi) == 8 + 82 * sizeof(void*), "RillHostApi v9 size changed");
+// Version 10.
+RILL_PIN(ctx_run_sub_block, 82);
+static_assert(sizeof(RillHostApi) == 8 + 83 * sizeof(void*), "RillHostApi v10 size changed");
 #undef RILL_PIN
 
 // RillDeviceDef, which plugins fill: version 1 ends at `copy`; version 5 appends the
@@ -485,6 +487,10 @@ RillStatus* CtxOutputAllocateAt(RillKernelContext* ctx, int32_t slot, size_t i, 
   }
   return AllocateDescribed(*out, dtype, dims, ndim, device_type, device_id, info);
 }
+RillStatus* CtxRunSubBlock(RillKernelContext* ctx, int32_t block_idx) {
+  if (!ctx) return NullArg("ctx_run_sub_block");
+  return StatusFromCall([&] { ctx->executor->RunSubBlock(block_idx, ctx->scope->scope, {ctx->op->serial, block_idx}); });
+}
 RillScope* CtxScope(RillKernelContext* ctx) { return ctx ? ctx->scope : nullptr; }
 RillStatus* CtxNewChildScope(RillKernelContext* ctx, int32_t block_idx, RillScope** out) {
   if (!ctx || !out) return NullArg("ctx_new_child_scope");
@@ -718,6 +724,8 @@ const RillHostApi kTable = {
     VarTypeFind, VarCustom,
     // Version 9.
     VarScalar, VarSetScalar,
+    // Version 10.
+    CtxRunSubBlock,
 };
 
 }  // namespace

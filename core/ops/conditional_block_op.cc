@@ -19,12 +19,11 @@ class ConditionalBlock {
         scalar_(op.Attr<bool>("is_scalar_condition")),
         block_(op.BlockAttr("sub_block")) {}
 
-  // What ctx.RunBlock(block_, ctx.NewChildScope(block_)) does, minus the scope handle and
-  // the host calls: this is the host's own op.
+  // What ctx.RunSubBlock(block_) does, minus the host call: this is the host's own op.
   void Compute(rill::KernelContext& ctx) {
     if (!ConditionHolds(ctx)) return;
     RillKernelContext* raw = ctx.handle();
-    raw->executor->Run(block_, raw->scope->scope->NewChild({raw->op->serial, block_}));
+    raw->executor->RunSubBlock(block_, raw->scope->scope, {raw->op->serial, block_});
   }
 
  private:

@@ -56,6 +56,10 @@ struct Executor::PreparedBlock {
   std::vector<std::pair<std::string, bool>> declared;  // (name, persistable)
   std::vector<std::unique_ptr<PreparedOp>> ops;
   std::vector<const RillOpInfo*> infos;  // &ops[i]->info, for BlockOps
+  bool declares_locals = false;          // a non-persistable variable in `declared`
+  // Set once RunSubBlock found the block would make a variable of its own: every later run
+  // as a sub-block gets a scope without trying.
+  std::atomic<bool> makes_locals{false};
 };
 
 namespace {
@@ -232,7 +236,10 @@ Executor::PreparedBlock& Executor::Prepare(int32_t block_idx) {
   auto block = std::make_unique<PreparedBlock>();
   block->idx = block_idx;
   block->serial = g_next_block_serial.fetch_add(1, std::memory_order_relaxed);
-  for (const auto& v : desc.vars()) block->declared.emplace_back(v.name(), v.persistable());
+  for (const auto& v : desc.vars()) {
+    block->declared.emplace_back(v.name(), v.persistable());
+    block->declares_locals |= !v.persistable();
+  }
 
   std::unordered_map<std::string, uint32_t> ids;
   const auto intern = [&](const std::string& name, bool output) {
@@ -375,6 +382,50 @@ void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, 
   // The next run of this loop takes the step's variables over (Scope::NewChild(key)); its
   // resolved names go with them.
   if (step != nullptr && step.use_count() == 1 && resolved) KeepResolved(*step, block, frame.data(), resolved_at);
+}
+
+void Executor::RunSubBlock(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key) {
+  PreparedBlock& block = Prepare(block_idx);
+  if (!block.declares_locals && !block.makes_locals.load(std::memory_order_relaxed)) {
+    OpBoundaries boundaries;
+    if (Scope::RunCacheSlot* slot = parent->ClaimRunCache(Scope::kSubBlock)) {
+      struct Release {
+        Scope& s;
+        ~Release() { s.ReleaseRunCache(Scope::kSubBlock); }
+      } release{*parent};
+      auto* cached = static_cast<ResolvedFrame*>(slot->cache.get());
+      if (cached == nullptr) slot->cache.reset(cached = new ResolvedFrame);
+      const uint64_t version = parent->ChainVersion();
+      if (slot->tag != block.serial || cached->chain_version != version) {
+        cached->frame.assign(block.names.size(), nullptr);
+        slot->tag = ResolveAbove(block, *parent, cached->frame.data()) ? block.serial : 0;
+        cached->chain_version = version;
+      }
+      if (slot->tag == block.serial) {
+        RunOps(block, parent, cached->frame.data(), boundaries);
+        return;
+      }
+    } else {  // another sub-block holds the cache (it runs an op that runs this one)
+      LocalFrame frame(block.names.size());
+      if (ResolveAbove(block, *parent, frame.data())) {
+        RunOps(block, parent, frame.data(), boundaries);
+        return;
+      }
+    }
+    block.makes_locals.store(true, std::memory_order_relaxed);
+  }
+  Run(block_idx, parent->NewChild(key));
+}
+
+bool Executor::ResolveAbove(const PreparedBlock& block, const Scope& scope, Variable** frame) {
+  if (block.declares_locals) return false;
+  for (const auto& [name, persistable] : block.declared) {
+    if (scope.FindVar(name) == nullptr) return false;  // Resolve would make it in the root
+  }
+  for (size_t i = 0; i < block.names.size(); ++i) {
+    if ((frame[i] = scope.FindVar(block.names[i])) == nullptr) return false;
+  }
+  return true;
 }
 
 void Executor::Resolve(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,

@@ -51,6 +51,13 @@ class Executor {
   // the per-step claim of the scope's run cache and name checks: a step costs its ops).
   void RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key,
                bool (*proceed)(void*), void* arg);
+  // Runs block `block_idx` once as the sub-block of an op running in `parent`
+  // (conditional_block, a select's case): as Run in parent->NewChild(key) would, but in
+  // `parent` itself when no one can tell the two apart, which saves making the scope and
+  // looking its names up again: the block declares no local variable and every name it
+  // uses already exists up `parent`'s chain, so it would make nothing in its own scope.
+  // A kernel in it that makes a variable by name in its context's scope makes it in `parent`.
+  void RunSubBlock(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key);
   // Throws Error(OUT_OF_RANGE) unless the program has block `block_idx`.
   void CheckBlock(int32_t block_idx) const;
   // The ops of block `block_idx`, prepared (on first use) and in order; they live as long
@@ -78,6 +85,9 @@ class Executor {
   // the last one). Updates `local`.
   void ResolveLocals(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
                      uint8_t* local);
+  // Fills `frame` with every name of `block` as found up `scope`'s chain, making nothing;
+  // false if the block declares a local variable or a name is missing (it would make it).
+  static bool ResolveAbove(const PreparedBlock& block, const Scope& scope, Variable** frame);
   // Resolves name i of `block` in `scope` into frame[i]; true when it is (now) in `scope`.
   static bool ResolveName(const PreparedBlock& block, Scope& scope, size_t i, Variable** frame);
   void RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,

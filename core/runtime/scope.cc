@@ -1,6 +1,7 @@
 #include "core/runtime/scope.h"
 
 #include <algorithm>
+#include <iterator>
 #include <mutex>
 
 namespace rill::core {
@@ -27,7 +28,7 @@ std::shared_ptr<Scope> Scope::NewChild(ChildKey key) {
   }
   if (taken.born_under == now) {  // else stale: a name made locally may resolve above now
     child->vars_ = std::move(taken.vars);
-    child->run_cache_ = std::move(taken.run_cache);
+    std::move(std::begin(taken.run_cache), std::end(taken.run_cache), child->run_cache_);
   }
   return child;
 }
@@ -49,14 +50,14 @@ Scope::~Scope() {
       // as good as this one unless stale. The rest go with their scopes.
       if (it->born_under == born_under_) return;
       dropped = std::move(*it);
-      *it = Leftover{key_, born_under_, std::move(vars_), std::move(run_cache_)};
+      *it = Leftover{key_, born_under_, std::move(vars_), {std::move(run_cache_[0]), std::move(run_cache_[1])}};
       return;
     }
     if (all.size() == kLeftovers) {  // the oldest goes
       dropped = std::move(all.front());
       all.erase(all.begin());
     }
-    all.push_back(Leftover{key_, born_under_, std::move(vars_), std::move(run_cache_)});
+    all.push_back(Leftover{key_, born_under_, std::move(vars_), {std::move(run_cache_[0]), std::move(run_cache_[1])}});
   }
 }
 

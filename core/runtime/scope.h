@@ -101,12 +101,15 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
     std::unique_ptr<RunCache> cache;
     uint64_t tag = 0;
   };
+  // A scope keeps two: one for the block run in it, one for a sub-block its ops run in it
+  // without a scope of their own (Executor::RunSubBlock), so that neither evicts the other.
+  enum RunCacheFor { kBlock = 0, kSubBlock = 1 };
   // The slot, for one run at a time: null while another run holds it. Give it back with
   // ReleaseRunCache.
-  RunCacheSlot* ClaimRunCache() {
-    return run_cache_busy_.exchange(true, std::memory_order_acquire) ? nullptr : &run_cache_;
+  RunCacheSlot* ClaimRunCache(RunCacheFor use = kBlock) {
+    return run_cache_busy_[use].exchange(true, std::memory_order_acquire) ? nullptr : &run_cache_[use];
   }
-  void ReleaseRunCache() { run_cache_busy_.store(false, std::memory_order_release); }
+  void ReleaseRunCache(RunCacheFor use = kBlock) { run_cache_busy_[use].store(false, std::memory_order_release); }
 
  private:
   // A scope's variables: one allocation each (name and variable together, from the
@@ -153,7 +156,7 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
     ChildKey key;
     uint64_t born_under = 0;  // the parent's ChainVersion when the variables were new
     VarList vars;
-    RunCacheSlot run_cache;
+    RunCacheSlot run_cache[2];
   };
   static constexpr size_t kLeftovers = 4;  // children of distinct keys kept at once
 
@@ -169,8 +172,8 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   std::vector<Leftover, SmallObjectAllocator<Leftover>> leftovers_;  // at most kLeftovers, one a key, oldest first
   mutable SpinLock mu_;  // serialises Var's inserts; guards a large scope's index
   VarList vars_;         // its size() only grows, so it doubles as version()
-  std::atomic<bool> run_cache_busy_{false};
-  RunCacheSlot run_cache_;
+  std::atomic<bool> run_cache_busy_[2] = {false, false};
+  RunCacheSlot run_cache_[2];
 };
 
 }  // namespace rill::core

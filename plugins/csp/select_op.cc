@@ -159,7 +159,7 @@ class Select {
     const size_t chosen = RunSelect(cases.data(), cases.size(), ctx.handle(), what_.c_str());
     *ctx.Input(case_to_execute_).Allocate<int32_t>({1}) = specs_[chosen].idx;
     const int32_t run = direct_ ? specs_[chosen].body : block_;
-    if (run >= 0) ctx.RunBlock(run, ctx.NewChildScope(run));
+    if (run >= 0) ctx.RunSubBlock(run);
   }
 
  private:

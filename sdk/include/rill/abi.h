@@ -44,8 +44,9 @@ extern "C" {
  * arguments in fewer calls (ctx_input_described, ctx_output_allocate); version 7 the ops of
  * a block, read by an op that runs it (op_block_ops); version 8 arguments and custom values
  * read by index and handle instead of by name (op_input_slot, ctx_input_at, var_custom);
- * version 9 a variable's scalar read and written in one call (var_scalar, var_set_scalar). */
-#define RILL_ABI_VERSION 9u
+ * version 9 a variable's scalar read and written in one call (var_scalar, var_set_scalar);
+ * version 10 a sub-block run by the host in one call (ctx_run_sub_block). */
+#define RILL_ABI_VERSION 10u
 
 /* Name of the single exported entry point. */
 #define RILL_ENTRY_POINT_NAME "RillGetPlugin"
@@ -524,6 +525,19 @@ typedef struct RillHostApi {
   int32_t (*var_scalar)(const RillVariable* var, int32_t* dtype, uint64_t* bits);
   RillStatus* (*var_set_scalar)(RillVariable* var, int32_t dtype, uint64_t bits);
   /* ===== End of version 9 ===== */
+
+  /* ===== Version 10: sub-blocks run by the host =====
+   * ctx_run_sub_block: runs block `block_idx` once as this op's sub-block, inline on this
+   * thread: what ctx_new_child_scope, ctx_run_block and scope_release in turn do, in one
+   * call. The host may run the block in the op's scope itself when nothing could tell the
+   * difference (the block declares no local variable and every name it uses already
+   * exists up the op's scope chain), which saves the scope and its name lookups: an op
+   * that runs a block once a step (a condition's branch, a select's case) should use this.
+   * A kernel in the block that makes a variable by name in ctx_scope then makes it in the
+   * op's scope. For a block that must have a scope of its own (a go block, which holds it
+   * past the call), use ctx_new_child_scope. */
+  RillStatus* (*ctx_run_sub_block)(RillKernelContext* ctx, int32_t block_idx);
+  /* ===== End of version 10 ===== */
 } RillHostApi;
 
 /* ---- The plugin's entry ---------------------------------------------------------------- */

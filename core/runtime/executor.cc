@@ -373,8 +373,8 @@ void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, 
     }
     if (!resolved || resolved_at != step->version() + above) {
       Resolve(block, step, frame.data(), local.data());
-      resolved_at = step->ChainVersion();
-      parent_resolved = parent->ChainVersion();
+      parent_resolved = parent->ChainVersion();  // Resolve may have made a persistable one above
+      resolved_at = step->version() + parent_resolved;
       resolved = true;
     }
     RunOps(block, step, frame.data(), boundaries);
@@ -418,7 +418,6 @@ void Executor::RunSubBlock(int32_t block_idx, const std::shared_ptr<Scope>& pare
 }
 
 bool Executor::ResolveAbove(const PreparedBlock& block, const Scope& scope, Variable** frame) {
-  if (block.declares_locals) return false;
   for (const auto& [name, persistable] : block.declared) {
     if (scope.FindVar(name) == nullptr) return false;  // Resolve would make it in the root
   }

@@ -86,7 +86,8 @@ class Executor {
   void ResolveLocals(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
                      uint8_t* local);
   // Fills `frame` with every name of `block` as found up `scope`'s chain, making nothing;
-  // false if the block declares a local variable or a name is missing (it would make it).
+  // false if a name or a declared persistable variable is missing (Resolve would make it).
+  // For a block that declares no local variable.
   static bool ResolveAbove(const PreparedBlock& block, const Scope& scope, Variable** frame);
   // Resolves name i of `block` in `scope` into frame[i]; true when it is (now) in `scope`.
   static bool ResolveName(const PreparedBlock& block, Scope& scope, size_t i, Variable** frame);

@@ -40,6 +40,9 @@ Scope::~Scope() {
   // meanwhile: nobody would take the variables over (a go block's scope, last holder of
   // its loop step's).
   if (key_.op == 0 || !parent_ || vars_.size() == 0 || parent_.use_count() == 1) return;
+  const auto left = [this] {
+    return Leftover{key_, born_under_, std::move(vars_), {std::move(run_cache_[0]), std::move(run_cache_[1])}};
+  };
   Leftover dropped;  // destroyed after the lock, as above
   {
     std::lock_guard lock(parent_->leftovers_mu_);
@@ -50,14 +53,14 @@ Scope::~Scope() {
       // as good as this one unless stale. The rest go with their scopes.
       if (it->born_under == born_under_) return;
       dropped = std::move(*it);
-      *it = Leftover{key_, born_under_, std::move(vars_), {std::move(run_cache_[0]), std::move(run_cache_[1])}};
+      *it = left();
       return;
     }
     if (all.size() == kLeftovers) {  // the oldest goes
       dropped = std::move(all.front());
       all.erase(all.begin());
     }
-    all.push_back(Leftover{key_, born_under_, std::move(vars_), {std::move(run_cache_[0]), std::move(run_cache_[1])}});
+    all.push_back(left());
   }
 }
 
@@ -67,7 +70,7 @@ uint64_t Scope::ChainVersion() const {
   return sum;
 }
 
-bool Scope::AncestorsUnchanged() const { return !parent_ || parent_->ChainVersion() == born_under_; }
+bool Scope::AncestorsUnchanged() const { return !parent_ || BornUnder(parent_->ChainVersion()); }
 
 Scope::VarList& Scope::VarList::operator=(VarList&& o) noexcept {
   Clear();

@@ -181,7 +181,7 @@ TEST_F(ChannelTest, ValuesBufferedBeforeCloseAreStillReceivedThenZeroValue) {
     for (int i = 0; i < 6; ++i) out.GetMutableTensor()->data_as<float>()[i] = 5.f;
     EXPECT_FALSE(ch->Recv(V(out), nullptr, "recv"));  // closed and drained: at once
     const core::Tensor& t = *out.GetTensor();
-    EXPECT_EQ(t.dims(), (std::vector<int64_t>{2, 3}));
+    EXPECT_EQ(t.dims().ToVector(), (std::vector<int64_t>{2, 3}));
     EXPECT_EQ(t.dtype(), RILL_FP32);
     for (int i = 0; i < 6; ++i) EXPECT_EQ(t.data_as<float>()[i], 0.f);
   });

@@ -54,7 +54,7 @@ class __attribute__((visibility("hidden"))) OpFixture : public ::testing::Test {
     });
     return out;
   }
-  std::vector<int64_t> Dims(const std::string& name) { return Get(name).dims(); }
+  std::vector<int64_t> Dims(const std::string& name) { return Get(name).dims().ToVector(); }
   std::shared_ptr<core::Scope>& scope() {
     if (!scope_) scope_ = core::Scope::NewRoot();
     return scope_;

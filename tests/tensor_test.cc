@@ -22,12 +22,42 @@ TEST(Tensor, AllocateShapesAndAligns) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
   EXPECT_EQ(t.numel(), 6);
   EXPECT_EQ(t.nbytes(), 24u);
-  EXPECT_EQ(t.dims(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(t.dims().ToVector(), (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(t.place(), Place{});
   Tensor scalar;
   scalar.Allocate(RILL_INT8, {});
   EXPECT_EQ(scalar.numel(), 1);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(scalar.data()) % 64, 0u);
+}
+
+// Shapes up to Dims::kInline live inside the tensor, longer ones on the heap; a tensor
+// moving between the two, copied, moved or swapped with one of the other kind keeps its
+// shape exactly.
+TEST(Tensor, ShapesOfAnyRankSurviveCopiesMovesAndSwaps) {
+  const std::vector<int64_t> small{2, 3};
+  const std::vector<int64_t> large{1, 2, 3, 4, 5, 6};
+  Tensor a, b;
+  a.Allocate(RILL_FP32, small);
+  b.Allocate(RILL_FP32, large);
+  a.swap(b);
+  EXPECT_EQ(a.dims().ToVector(), large);
+  EXPECT_EQ(b.dims().ToVector(), small);
+  EXPECT_EQ(a.numel(), 720);
+  Tensor c = a;  // shares the buffer, copies the shape
+  a.Allocate(RILL_FP32, small);
+  EXPECT_EQ(c.dims().ToVector(), large);
+  EXPECT_EQ(a.dims().ToVector(), small);
+  EXPECT_TRUE(a.dims() == b.dims());
+  EXPECT_TRUE(a.dims() != c.dims());
+  Tensor d = std::move(c);
+  EXPECT_EQ(d.dims().ToVector(), large);
+  c = std::move(b);
+  EXPECT_EQ(c.dims().ToVector(), small);
+  d.Allocate(RILL_INT8, {7});  // from the heap back to one dimension
+  EXPECT_EQ(d.dims().ToVector(), std::vector<int64_t>{7});
+  EXPECT_EQ(d.numel(), 7);
+  d.Allocate(RILL_INT8, d.dims().data(), d.dims().size());  // its own shape again
+  EXPECT_EQ(d.dims().ToVector(), std::vector<int64_t>{7});
 }
 
 TEST(Tensor, ReusesMemoryOnlyWhenSoleOwnerAndSameSize) {
@@ -92,7 +122,7 @@ TEST(Npy, RoundTripsEveryShape) {
     const std::string path = test::TempPath("rt.npy");
     WriteNpy(t, path);
     Tensor back = ReadNpy(path);
-    EXPECT_EQ(back.dims(), dims);
+    EXPECT_EQ(back.dims().ToVector(), dims);
     EXPECT_EQ(back.dtype(), RILL_FP32);
     EXPECT_EQ(back.ValuesToString(), t.ValuesToString());
   }

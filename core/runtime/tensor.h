@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/runtime/dims.h"
 #include "rill/abi.h"
 
 namespace rill::core {
@@ -68,7 +69,7 @@ class Tensor {
 
   int32_t dtype() const { return dtype_; }  // -1 until allocated
   bool initialized() const { return dtype_ >= 0; }
-  const std::vector<int64_t>& dims() const { return dims_; }
+  const Dims& dims() const { return dims_; }
   int64_t numel() const { return numel_; }
   size_t nbytes() const;
   const Place& place() const { return place_; }
@@ -135,7 +136,7 @@ class Tensor {
   }
 
   int32_t dtype_ = -1;
-  std::vector<int64_t> dims_;
+  Dims dims_;
   int64_t numel_ = 0;
   Place place_;
   std::shared_ptr<Buffer> buffer_;

@@ -19,9 +19,11 @@ const Tensor* Scalar(const Variable* v) {
 
 // The tensor an output writes into: the variable's, or a new one in an empty variable
 // (what ctx_output_tensor gives a kernel); nullptr when it holds another kind of value.
+// Inline up to the usual case, a variable that holds its tensor already.
 Tensor* Writable(Variable* v) {
-  if (v == nullptr || (!v->is_tensor() && v->initialized())) return nullptr;
-  return v->GetMutableTensor();
+  if (v == nullptr) return nullptr;
+  if (Tensor* t = v->GetTensor()) return t;
+  return v->initialized() ? nullptr : v->GetMutableTensor();
 }
 
 // Dims of a one-element tensor are all 1; a copy, since j may be i itself.
@@ -75,15 +77,17 @@ std::optional<CounterStep> CounterStep::Match(const RillOpInfo& increment, const
 bool CounterStep::Run(Variable* const* frame) const {
   const Tensor* i = Scalar(frame[counter]);
   const Tensor* n = Scalar(frame[limit]);
+  if (i == nullptr || n == nullptr) return false;
   // One element each, so every dim is 1: the shapes match when the ranks do.
-  if (i == nullptr || n == nullptr || i->dtype() != n->dtype() || i->dims().size() != n->dims().size() ||
-      i->dims().size() > kMaxDims || (dtypes & (1u << i->dtype())) == 0) {
+  const int32_t dtype = i->dtype();
+  const size_t ndim = i->dims().size();
+  if (n->dtype() != dtype || n->dims().size() != ndim || ndim > kMaxDims || (dtypes & (1u << dtype)) == 0) {
     return false;
   }
   Tensor* j = Writable(frame[next]);
   Tensor* c = Writable(frame[cond]);
   if (j == nullptr || c == nullptr) return false;
-  switch (i->dtype()) {
+  switch (dtype) {
     case RILL_INT32: Step<int32_t>(*i, *n, *j, *c, step); break;
     case RILL_INT64: Step<int64_t>(*i, *n, *j, *c, step); break;
     case RILL_FP32: Step<float>(*i, *n, *j, *c, step); break;

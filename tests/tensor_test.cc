@@ -114,6 +114,30 @@ TEST(Variable, HoldsOneKindOfValue) {
   EXPECT_EQ(destroyed, 1) << "the plugin's destroy callback runs when the value goes";
 }
 
+// A move over a variable's tensor leaves its memory to the thread's next allocation of
+// that size (Tensor::RecycleBuffer), unless another tensor still shares it.
+TEST(Variable, AMoveLeavesTheOverwrittenMemoryToTheNextAllocationUnlessShared) {
+  Variable a, b;
+  a.GetMutableTensor()->Allocate(RILL_INT64, {1});
+  void* overwritten = a.GetTensor()->data();
+  b.GetMutableTensor()->Allocate(RILL_INT64, {1});
+  *b.GetTensor()->data_as<int64_t>() = 7;
+  a.MoveFrom(b);
+  EXPECT_EQ(*a.GetTensor()->data_as<int64_t>(), 7);
+  Tensor other_size;
+  EXPECT_NE(other_size.Allocate(RILL_INT32, {1}), overwritten) << "4 bytes: the 8-byte spare stays";
+  Tensor next;
+  EXPECT_EQ(next.Allocate(RILL_INT64, {1}), overwritten);
+
+  const Tensor keep = *a.GetTensor();  // shares a's memory
+  Variable c;
+  c.GetMutableTensor()->Allocate(RILL_INT64, {1});
+  a.MoveFrom(c);
+  Tensor after;
+  EXPECT_NE(after.Allocate(RILL_INT64, {1}), keep.data()) << "memory another tensor shares is never handed out";
+  EXPECT_EQ(*keep.data_as<int64_t>(), 7);
+}
+
 TEST(Npy, RoundTripsEveryShape) {
   for (const std::vector<int64_t>& dims : {std::vector<int64_t>{}, {5}, {2, 3}, {2, 1, 4}}) {
     Tensor t;

@@ -94,6 +94,25 @@ void CopyHostBytes(void* dst, const void* src, size_t n) {
 }
 }  // namespace
 
+namespace {
+// The calling thread's spare buffer (Tensor::RecycleBuffer): one, so what it keeps alive is
+// bounded by a small block a thread.
+thread_local std::shared_ptr<Buffer> t_spare;
+
+// The spare when it holds exactly `bytes`, else null.
+std::shared_ptr<Buffer> TakeSpare(size_t bytes) {
+  if (t_spare != nullptr && t_spare->size() == bytes) return std::move(t_spare);
+  return nullptr;
+}
+}  // namespace
+
+void Tensor::RecycleBuffer() {
+  if (buffer_ && buffer_.use_count() == 1 && buffer_->place().device_type == RILL_CPU &&
+      buffer_->staged_for() == nullptr && buffer_->size() <= kMaxSmallBytes) {
+    t_spare = std::move(buffer_);
+  }
+}
+
 size_t Tensor::nbytes() const {
   return initialized() ? static_cast<size_t>(numel_) * DataTypeSize(dtype_) : 0;
 }
@@ -120,7 +139,9 @@ void* Tensor::Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place pl
     if (staging_for == nullptr && buffer_) {
       staging_for = buffer_->device() != nullptr ? buffer_->device() : buffer_->staged_for();
     }
-    buffer_ = std::allocate_shared<Buffer>(SmallObjectAllocator<Buffer>(), bytes, place, staging_for);
+    std::shared_ptr<Buffer> spare = place.device_type == RILL_CPU && staging_for == nullptr ? TakeSpare(bytes) : nullptr;
+    buffer_ = spare != nullptr ? std::move(spare)
+                               : std::allocate_shared<Buffer>(SmallObjectAllocator<Buffer>(), bytes, place, staging_for);
   }
   dtype_ = dtype;
   dims_.assign(dims, dims + ndim);

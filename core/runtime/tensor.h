@@ -89,6 +89,13 @@ class Tensor {
   void* Allocate(int32_t dtype, const std::vector<int64_t>& dims, Place place = {}) {
     return Allocate(dtype, dims.data(), dims.size(), place);
   }
+  // Called on a tensor about to be overwritten or destroyed: its memory, when it is a small
+  // block of host memory nobody else shares, becomes the calling thread's spare, which the
+  // thread's next allocation of that many bytes takes instead of making a buffer. A value
+  // handed on by a move (a channel receive replacing the receiver's old value) then pays
+  // for the copy that made its successor (the next copy send into a variable a move left
+  // empty) with no allocation. The tensor keeps its shape but may lose its memory.
+  void RecycleBuffer();
   // Whether the tensor's CPU memory is a device's page-locked memory.
   bool page_locked() const { return buffer_ && buffer_->staged_for() != nullptr; }
 

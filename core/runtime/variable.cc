@@ -39,6 +39,7 @@ void Variable::SetCustom(const CustomType* type, void* value) {
 
 void Variable::MoveFrom(Variable& src) {
   if (&src == this) return;
+  if (Tensor* old = GetTensor()) old->RecycleBuffer();
   value_ = std::move(src.value_);
   src.value_ = std::monostate{};
 }

@@ -546,7 +546,7 @@ int32_t VarScalar(const RillVariable* v, int32_t* dtype, uint64_t* bits) {
   const size_t size = ::rill::DataTypeSize(t->dtype());
   if (size == 0 || size > sizeof(*bits)) return 0;
   *bits = 0;
-  std::memcpy(bits, t->data(), size);
+  CopyHostBytes(bits, t->data(), size);
   *dtype = t->dtype();
   return 1;
 }
@@ -566,7 +566,7 @@ RillStatus* VarSetScalar(RillVariable* v, int32_t dtype, uint64_t bits) {
     }
     if (!t->lod().empty()) t->mutable_lod().clear();
     static constexpr int64_t kOne = 1;
-    std::memcpy(t->Allocate(dtype, &kOne, 1), &bits, size);
+    CopyHostBytes(t->Allocate(dtype, &kOne, 1), &bits, size);
   });
 }
 RillStatus* VarMove(RillVariable* dst, RillVariable* src) {

@@ -19,7 +19,6 @@ constexpr int kMaxDeviceTypes = RILL_MAX_DEVICE_TYPES;
 std::mutex g_install_mu;
 std::atomic<const Device*> g_devices[kMaxDeviceTypes];
 std::atomic<bool> g_any{false};
-std::atomic<int64_t> g_device_buffers{0};  // read by every op: written only by device allocations
 
 }  // namespace
 
@@ -77,9 +76,10 @@ const Device* FindDeviceByName(const std::string& name) {
 
 bool AnyDeviceInstalled() { return g_any.load(std::memory_order_relaxed); }
 
-// Relaxed is enough: a kernel that can see a device tensor saw its allocation happen (the
-// program ordered them), so the count it reads includes that buffer, which is alive.
-bool DeviceMemoryInUse() { return g_device_buffers.load(std::memory_order_relaxed) > 0; }
+// Read relaxed (DeviceMemoryInUse): a kernel that can see a device tensor saw its
+// allocation happen (the program ordered them), so the count it reads includes that
+// buffer, which is alive.
+std::atomic<int64_t> g_device_buffers{0};
 void CountDeviceBuffers(int delta) { g_device_buffers.fetch_add(delta, std::memory_order_relaxed); }
 
 std::string DeviceName(int32_t device_type) {

@@ -8,6 +8,7 @@
 #ifndef RILL_CORE_RUNTIME_DEVICE_H_
 #define RILL_CORE_RUNTIME_DEVICE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -41,7 +42,9 @@ const Device* FindDeviceByName(const std::string& name);
 bool AnyDeviceInstalled();
 // Whether any device memory is allocated now: while none is, every tensor is on the CPU
 // and a CPU kernel's inputs need no moving. Buffer counts its device allocations here.
-bool DeviceMemoryInUse();
+// Inline: every op on a host with a device plugin asks.
+extern std::atomic<int64_t> g_device_buffers;  // written only by CountDeviceBuffers
+inline bool DeviceMemoryInUse() { return g_device_buffers.load(std::memory_order_relaxed) > 0; }
 void CountDeviceBuffers(int delta);
 // "CUDA" for an installed device, else "device(N)"; "CPU" for RILL_CPU.
 std::string DeviceName(int32_t device_type);

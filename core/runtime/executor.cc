@@ -469,9 +469,14 @@ void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& 
                       OpBoundaries& boundaries) {
   RillScope scope_handle = RillScope::Borrowed(scope.get());
   const bool devices = AnyDeviceInstalled();
-  for (size_t at = 0; at < block.ops.size(); ++at) {
+  // One context for the run, pointed at each op in turn: kernels change nothing in it but
+  // the frame's entries, which are the run's anyway.
+  RillKernelContext ctx{nullptr, frame, &block.names, &scope_handle, this, 0};
+  const size_t n = block.ops.size();
+  for (size_t at = 0; at < n; ++at) {
     PreparedOp* op = block.ops[at].get();
-    RillKernelContext ctx{&op->info, frame, &block.names, &scope_handle, this, 0};
+    ctx.op = &op->info;
+    ctx.device_id = 0;
     KernelInstance* k = op->last.load(std::memory_order_acquire);
     try {
       boundaries.Check();

@@ -81,20 +81,6 @@ Buffer::~Buffer() {
 }
 
 namespace {
-// memcpy, with a scalar's bytes copied inline: a channel's copy send of one value spent
-// as long in the call into libc as in the rest of the copy.
-void CopyHostBytes(void* dst, const void* src, size_t n) {
-  switch (n) {
-    case 8: std::memcpy(dst, src, 8); return;
-    case 4: std::memcpy(dst, src, 4); return;
-    case 2: std::memcpy(dst, src, 2); return;
-    case 1: std::memcpy(dst, src, 1); return;
-    default: std::memcpy(dst, src, n);
-  }
-}
-}  // namespace
-
-namespace {
 // The calling thread's spare buffer (Tensor::RecycleBuffer): one, so what it keeps alive is
 // bounded by a small block a thread.
 thread_local std::shared_ptr<Buffer> t_spare;

@@ -53,8 +53,11 @@ class Dims {
       heap_ = new int64_t[n];
       heap_capacity_ = n;
     }
-    int64_t* out = heap_ != nullptr ? heap_ : inline_;
-    std::copy(first, last, out);
+    if (heap_ != nullptr) {
+      std::copy(first, last, heap_);
+    } else {
+      for (size_t k = 0; k < n; ++k) inline_[k] = first[k];  // a few words: no call to memmove
+    }
     size_ = n;
   }
 
@@ -74,7 +77,7 @@ class Dims {
     size_ = o.size_;
     heap_ = o.heap_;
     heap_capacity_ = o.heap_capacity_;
-    if (heap_ == nullptr) std::copy(o.inline_, o.inline_ + size_, inline_);
+    if (heap_ == nullptr) std::copy(o.inline_, o.inline_ + kInline, inline_);  // fixed size: no call
     o.heap_ = nullptr;
     o.heap_capacity_ = 0;
     o.size_ = 0;

@@ -14,14 +14,8 @@ bool IsTensorDataType(int32_t dtype) {
   }
 }
 
-size_t DataTypeSize(int32_t dtype) {
-  switch (dtype) {
-    case RILL_BOOL: case RILL_UINT8: case RILL_INT8: return 1;
-    case RILL_INT16: case RILL_FP16: return 2;
-    case RILL_INT32: case RILL_FP32: return 4;
-    case RILL_INT64: case RILL_FP64: case RILL_SIZE_T: return 8;
-    default: throw Error("dtype " + std::to_string(dtype) + " is not a tensor element type");
-  }
+void ThrowNotTensorDataType(int32_t dtype) {
+  throw Error("dtype " + std::to_string(dtype) + " is not a tensor element type");
 }
 
 std::string DataTypeName(int32_t dtype) {

@@ -6,10 +6,18 @@
 #include <cstdint>
 #include <string>
 
+#include "rill/sdk.hpp"
+
 namespace rill::core {
 
-// Bytes per element; throws Error for a number that is not a tensor element type.
-size_t DataTypeSize(int32_t dtype);
+[[noreturn]] void ThrowNotTensorDataType(int32_t dtype);
+// Bytes per element; throws Error for a number that is not a tensor element type. Inline:
+// every new tensor asks.
+inline size_t DataTypeSize(int32_t dtype) {
+  const size_t size = ::rill::DataTypeSize(dtype);
+  if (size == 0) ThrowNotTensorDataType(dtype);
+  return size;
+}
 // "fp32", "int64", ...; "dtype(N)" for an unknown number.
 std::string DataTypeName(int32_t dtype);
 bool IsTensorDataType(int32_t dtype);

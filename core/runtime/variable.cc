@@ -51,8 +51,20 @@ void Variable::CopyFrom(const Variable& src) {
   if (const auto* t = std::get_if<Tensor>(&src.value_)) {
     if (auto* mine = std::get_if<Tensor>(&value_)) {
       t->CopyInto(*mine, t->place());  // keeps this variable's memory when it fits
-    } else {
-      value_ = t->DeepCopy();
+      return;
+    }
+    if (!std::holds_alternative<std::monostate>(value_)) {
+      value_ = t->DeepCopy();  // replaces another kind of value only once the copy is made
+      return;
+    }
+    // An empty variable: copied in place, not into a temporary moved in after (a channel's
+    // copy send into a variable a move left empty).
+    Tensor& mine = value_.emplace<Tensor>();
+    try {
+      t->CopyInto(mine, t->place());
+    } catch (...) {
+      value_ = std::monostate{};  // as it was
+      throw;
     }
   } else if (const auto* s = std::get_if<SelectedRows>(&src.value_)) {
     value_ = SelectedRows{s->rows, s->height, s->value.DeepCopy()};

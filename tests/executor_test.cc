@@ -205,6 +205,30 @@ TEST(Executor, ACountedLoopCountsAsItsIncrementAndLessThanWould) {
   EXPECT_EQ(RunCountedLoop(broadcast), "int64[1, 1] {3}; int64[1] {3}; bool[1, 1] {false}");
 }
 
+// A step ending in the native counter answers the loop's next condition check itself only
+// when the counter wrote the loop's own Condition variable: here it writes d, while the
+// loop runs on c (i < 3), so the loop must stop at 3, not at the counter's limit 5.
+TEST(Executor, ALoopTakesItsConditionFromTheCounterStepOnlyWhenItWritesThatVariable) {
+  ProgramBuilder pb;
+  auto& main = pb.block(0);
+  auto& body = pb.NewBlock(0);
+  Fill(main, "i", RILL_INT64, 0, {1});
+  Fill(main, "m", RILL_INT64, 3, {1});
+  Fill(main, "n", RILL_INT64, 5, {1});
+  Fill(main, "d", RILL_BOOL, 0, {1});
+  main.Op("less_than").Input("X", "i").Input("Y", "m").Output("Out", "c");
+  main.Op("while").Input("Condition", "c").BlockAttr("sub_block", body.idx());
+  body.Op("increment").Input("X", "i").Output("Out", "i");
+  body.Op("less_than").Input("X", "i").Input("Y", "m").Output("Out", "c");
+  body.Op("increment").Input("X", "i").Output("Out", "i").Attr("step", 0.0f);
+  body.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "d");
+  Executor exec(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  exec.Run(0, scope);
+  EXPECT_EQ(scope->FindVar("i")->GetTensor()->Describe(), "int64[1] {3}");
+  EXPECT_EQ(scope->FindVar("d")->GetTensor()->Describe(), "bool[1] {true}");
+}
+
 // The pair is fused only where reading i and n first, then writing j and cond, is what
 // the two kernels one after the other would do.
 TEST(Executor, ACounterStepPairsOnlyIndependentArguments) {

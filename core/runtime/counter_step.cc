@@ -31,14 +31,14 @@ constexpr size_t kMaxDims = 8;
 constexpr int64_t kOnes[kMaxDims] = {1, 1, 1, 1, 1, 1, 1, 1};
 
 template <class T>
-void Step(const Tensor& i, const Tensor& n, Tensor& j, Tensor& cond, double step) {
+bool Step(const Tensor& i, const Tensor& n, Tensor& j, Tensor& cond, double step) {
   // As the increment kernel does: the attribute read as a float, then cast to T.
   const T next = *i.data_as<T>() + static_cast<T>(static_cast<float>(step));
   const T limit = *n.data_as<T>();
   const int32_t dtype = i.dtype();
   const size_t ndim = i.dims().size();
   *static_cast<T*>(j.Allocate(dtype, kOnes, ndim)) = next;
-  *static_cast<bool*>(cond.Allocate(RILL_BOOL, kOnes, ndim)) = next < limit;
+  return *static_cast<bool*>(cond.Allocate(RILL_BOOL, kOnes, ndim)) = next < limit;
 }
 
 }  // namespace
@@ -74,27 +74,26 @@ std::optional<CounterStep> CounterStep::Match(const RillOpInfo& increment, const
   return s;
 }
 
-bool CounterStep::Run(Variable* const* frame) const {
+int CounterStep::Run(Variable* const* frame) const {
   const Tensor* i = Scalar(frame[counter]);
   const Tensor* n = Scalar(frame[limit]);
-  if (i == nullptr || n == nullptr) return false;
+  if (i == nullptr || n == nullptr) return -1;
   // One element each, so every dim is 1: the shapes match when the ranks do.
   const int32_t dtype = i->dtype();
   const size_t ndim = i->dims().size();
   if (n->dtype() != dtype || n->dims().size() != ndim || ndim > kMaxDims || (dtypes & (1u << dtype)) == 0) {
-    return false;
+    return -1;
   }
   Tensor* j = Writable(frame[next]);
   Tensor* c = Writable(frame[cond]);
-  if (j == nullptr || c == nullptr) return false;
+  if (j == nullptr || c == nullptr) return -1;
   switch (dtype) {
-    case RILL_INT32: Step<int32_t>(*i, *n, *j, *c, step); break;
-    case RILL_INT64: Step<int64_t>(*i, *n, *j, *c, step); break;
-    case RILL_FP32: Step<float>(*i, *n, *j, *c, step); break;
-    case RILL_FP64: Step<double>(*i, *n, *j, *c, step); break;
-    default: return false;
+    case RILL_INT32: return Step<int32_t>(*i, *n, *j, *c, step);
+    case RILL_INT64: return Step<int64_t>(*i, *n, *j, *c, step);
+    case RILL_FP32: return Step<float>(*i, *n, *j, *c, step);
+    case RILL_FP64: return Step<double>(*i, *n, *j, *c, step);
+    default: return -1;
   }
-  return true;
 }
 
 }  // namespace rill::core

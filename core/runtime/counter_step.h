@@ -34,9 +34,10 @@ struct CounterStep {
   static std::optional<CounterStep> Match(const RillOpInfo& increment, const RillOpInfo& less_than,
                                           const Registry& registry);
 
-  // Runs the pair on the block's resolved variables; false (nothing changed) when the
-  // values are not of the shape this step handles.
-  bool Run(Variable* const* frame) const;
+  // Runs the pair on the block's resolved variables and returns the condition it wrote
+  // (0 or 1); -1, having changed nothing, when the values are not of the shape this step
+  // handles.
+  int Run(Variable* const* frame) const;
 };
 
 }  // namespace rill::core

@@ -345,8 +345,11 @@ void Executor::Run(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
 }
 
 void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key,
-                       bool (*proceed)(void*), void* arg) {
+                       bool (*proceed)(void*), void* arg, const Variable* condition) {
   PreparedBlock& block = Prepare(block_idx);
+  const size_t n = block.ops.size();
+  const std::optional<CounterStep>* tail = n >= 2 ? &block.ops[n - 2]->counter_step : nullptr;
+  const uint32_t tail_cond = tail != nullptr && tail->has_value() && condition != nullptr ? (*tail)->cond : UINT32_MAX;
   OpBoundaries boundaries;
   LocalFrame frame(block.names.size());
   InlineArray<uint8_t> local(block.names.size());  // frame[i] lives in the step scope itself
@@ -354,7 +357,7 @@ void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, 
   bool resolved = false;
   uint64_t resolved_at = 0;      // step's ChainVersion when `frame` was resolved
   uint64_t parent_resolved = 0;  // and the parent's
-  while (proceed(arg)) {
+  for (bool go_on = proceed(arg); go_on;) {
     const uint64_t above = parent->ChainVersion();  // step->ChainVersion() is this plus its own
     if (!Scope::Reusable(step, above) && !Scope::Shareable(step, above)) {
       // A go block started in the step holds it: the next step gets a scope of its own.
@@ -377,7 +380,8 @@ void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, 
       resolved_at = step->version() + parent_resolved;
       resolved = true;
     }
-    RunOps(block, step, frame.data(), boundaries);
+    const int wrote = RunOps(block, step, frame.data(), boundaries);
+    go_on = wrote >= 0 && tail_cond != UINT32_MAX && frame.data()[tail_cond] == condition ? wrote != 0 : proceed(arg);
   }
   // The next run of this loop takes the step's variables over (Scope::NewChild(key)); its
   // resolved names go with them.
@@ -465,8 +469,8 @@ bool Executor::ResolveName(const PreparedBlock& block, Scope& scope, size_t i, V
   return here;
 }
 
-void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
-                      OpBoundaries& boundaries) {
+int Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
+                     OpBoundaries& boundaries) {
   RillScope scope_handle = RillScope::Borrowed(scope.get());
   const bool devices = AnyDeviceInstalled();
   // One context for the run, pointed at each op in turn: kernels change nothing in it but
@@ -480,9 +484,11 @@ void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& 
     KernelInstance* k = op->last.load(std::memory_order_acquire);
     try {
       boundaries.Check();
-      if (op->counter_step && op->counter_step->Run(frame)) {
-        ++at;  // the less_than ran too
-        continue;
+      if (op->counter_step) {
+        if (const int wrote = op->counter_step->Run(frame); wrote >= 0) {
+          if (++at + 1 == n) return wrote;  // the less_than ran too, and ended the block
+          continue;
+        }
       }
       const auto [device, dtype] = KernelKey(*op, ctx, place_.device_type);
       if (k == nullptr || k->dtype != dtype || k->device != device) {
@@ -504,6 +510,7 @@ void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& 
       ThrowIfError(st, op->info.Where() + ": ");
     }
   }
+  return -1;
 }
 
 }  // namespace rill::core

@@ -49,8 +49,11 @@ class Executor {
   // the previous step's scope while nothing else holds that scope and no ancestor gained a
   // variable since (what Fluid's `while` does with Run and a child scope per step, minus
   // the per-step claim of the scope's run cache and name checks: a step costs its ops).
+  // `condition`, when given, is the variable `proceed` reads: a step whose block ended in
+  // a counted loop's tail run natively (counter_step.h), writing that very variable,
+  // answers the next ask itself, with the value it just wrote.
   void RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key,
-               bool (*proceed)(void*), void* arg);
+               bool (*proceed)(void*), void* arg, const Variable* condition = nullptr);
   // Runs block `block_idx` once as the sub-block of an op running in `parent`
   // (conditional_block, a select's case): as Run in parent->NewChild(key) would, but in
   // `parent` itself when no one can tell the two apart, which saves making the scope and
@@ -91,8 +94,10 @@ class Executor {
   static bool ResolveAbove(const PreparedBlock& block, const Scope& scope, Variable** frame);
   // Resolves name i of `block` in `scope` into frame[i]; true when it is (now) in `scope`.
   static bool ResolveName(const PreparedBlock& block, Scope& scope, size_t i, Variable** frame);
-  void RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
-              OpBoundaries& boundaries);
+  // Runs the block's ops; returns the condition the block's last two ops wrote when they
+  // ran as a native counter step (0 or 1), else -1.
+  int RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
+             OpBoundaries& boundaries);
 
   const Registry& registry_;
   const std::shared_ptr<const proto::ProgramDesc> program_;

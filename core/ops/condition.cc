@@ -1,12 +1,11 @@
 // Reading a loop or branch condition that a device kernel may have left on its device.
 #include "core/ops/control_flow.h"
-#include "core/runtime/tensor.h"
 
 namespace rill::core {
 
 // The host's own op, so it reads the tensor behind the handle directly (as the host API
 // does): a loop reads its condition every step, and this spares four host calls.
-bool ReadCondition(const Tensor& t, const char* slot) {
+bool ReadConditionSlow(const Tensor& t, const char* slot) {
   if (t.dtype() != RILL_BOOL || t.numel() != 1) {
     throw rill::Error(std::string(slot) + " must be a bool tensor of one element, got " +
                       rill::DataTypeName(t.dtype()) + " with " + std::to_string(t.numel()) + " elements");

@@ -3,6 +3,7 @@
 #ifndef RILL_CORE_OPS_CONTROL_FLOW_H_
 #define RILL_CORE_OPS_CONTROL_FLOW_H_
 
+#include "core/runtime/tensor.h"
 #include "rill/sdk.hpp"
 
 namespace rill::core {
@@ -11,9 +12,15 @@ void RegisterConditionalBlock(rill::Registrar& r);
 
 // The value of a one-element bool tensor (input `slot`), wherever it lives: a condition
 // computed by a device kernel is read through a copy to the host. Throws if `cond` is not
-// a one-element bool tensor. The host's ops read the tensor behind the handle directly.
-class Tensor;
-bool ReadCondition(const Tensor& cond, const char* slot);
+// a one-element bool tensor. The host's ops read the tensor behind the handle directly,
+// and a condition on the host inline (a loop reads its condition every step).
+bool ReadConditionSlow(const Tensor& cond, const char* slot);  // errors and device copies
+inline bool ReadCondition(const Tensor& cond, const char* slot) {
+  if (cond.dtype() == RILL_BOOL && cond.numel() == 1 && cond.place().device_type == RILL_CPU) {
+    return *static_cast<const bool*>(cond.data());
+  }
+  return ReadConditionSlow(cond, slot);
+}
 bool ReadCondition(rill::Tensor cond, const char* slot);
 }  // namespace rill::core
 

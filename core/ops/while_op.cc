@@ -19,11 +19,6 @@ struct Condition {
 bool Proceed(void* arg) {
   auto& c = *static_cast<Condition*>(arg);
   const Tensor* t = c.var != nullptr ? c.var->GetTensor() : nullptr;
-  // The usual condition inline (a loop reads it every step); the rest, errors included,
-  // through ReadCondition.
-  if (t != nullptr && t->dtype() == RILL_BOOL && t->numel() == 1 && t->place().device_type == RILL_CPU) {
-    return *static_cast<const bool*>(t->data());
-  }
   if (t != nullptr && t->initialized()) return ReadCondition(*t, "Condition");
   return ReadCondition(c.ctx.Input("Condition"), "Condition");  // it throws the clear error
 }

@@ -347,9 +347,10 @@ void Executor::Run(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
 void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key,
                        bool (*proceed)(void*), void* arg, const Variable* condition) {
   PreparedBlock& block = Prepare(block_idx);
+  // The frame index of the condition a counter step ending the block writes, if any.
   const size_t n = block.ops.size();
-  const std::optional<CounterStep>* tail = n >= 2 ? &block.ops[n - 2]->counter_step : nullptr;
-  const uint32_t tail_cond = tail != nullptr && tail->has_value() && condition != nullptr ? (*tail)->cond : UINT32_MAX;
+  const std::optional<CounterStep>* tail = n >= 2 && condition != nullptr ? &block.ops[n - 2]->counter_step : nullptr;
+  const uint32_t tail_cond = tail != nullptr && tail->has_value() ? (*tail)->cond : UINT32_MAX;
   OpBoundaries boundaries;
   LocalFrame frame(block.names.size());
   InlineArray<uint8_t> local(block.names.size());  // frame[i] lives in the step scope itself

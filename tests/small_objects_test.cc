@@ -1,13 +1,16 @@
 // The small-object caches: blocks freed on one thread come back to another through the
 // depot, and what the caches hold stays bounded (core/runtime/small_objects.h).
 #include "core/runtime/small_objects.h"
+#include "core/tasks/scheduler.h"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -120,6 +123,24 @@ TEST(SmallObjects, TheAllocatorServesSharedObjectsAndNodeContainers) {
   std::thread([&] { map.clear(); }).join();  // nodes freed on another thread
   for (int i = 0; i < 1000; ++i) map.emplace(i, std::to_string(i * 2));
   EXPECT_EQ(map.at(999), "1998");
+}
+
+// Blocks past the caches' bounds go back to glibc, whose fast bins would keep them
+// unmerged; a scheduler run turns those off for the process (TuneMallocForTasks).
+TEST(SmallObjects, ARunOfTasksLeavesGlibcWithoutFastBins) {
+  if (!kSmallObjectCaches) GTEST_SKIP() << "built with AddressSanitizer, whose malloc is not glibc's";
+  if (std::string(RILL_TEST_SANITIZER) == "thread") GTEST_SKIP() << "built with ThreadSanitizer, whose malloc is not glibc's";
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.mxfast") != nullptr) {
+    GTEST_SKIP() << "GLIBC_TUNABLES sets glibc.malloc.mxfast, which the scheduler leaves alone";
+  }
+  RunTasks(SchedulerOptions{.workers = 1}, [] {});
+  // Past the 7 blocks a size that glibc's per-thread cache holds, a freed 24-byte block
+  // would go to a fast bin (and count in fsmblks); with fast bins off it merges at once.
+  std::vector<void*> blocks;
+  for (int i = 0; i < 64; ++i) blocks.push_back(std::malloc(24));
+  for (void* p : blocks) std::free(p);
+  EXPECT_EQ(mallinfo2().fsmblks, 0u);
 }
 
 }  // namespace

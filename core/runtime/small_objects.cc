@@ -1,8 +1,10 @@
 #include "core/runtime/small_objects.h"
 
+#include <malloc.h>
 #include <pthread.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <vector>
@@ -19,6 +21,18 @@ void* MallocOrThrow(size_t bytes) {
 }
 
 }  // namespace
+
+void TuneMallocForTasks() {
+#if defined(__GLIBC__) && defined(M_MXFAST)
+  static const bool once = [] {
+    const char* tunables = std::getenv("GLIBC_TUNABLES");
+    if (tunables == nullptr || std::strstr(tunables, "glibc.malloc.mxfast") == nullptr) mallopt(M_MXFAST, 0);
+    return true;
+  }();
+  (void)once;
+#endif
+}
+
 }  // namespace rill::core
 
 #if !RILL_SMALL_OBJECT_CACHES

@@ -56,6 +56,7 @@
 #include "core/abi/status.h"
 #include "core/errors.h"
 #include "core/runtime/op_instance.h"
+#include "core/runtime/small_objects.h"
 #include "core/tasks/stack_pool.h"
 #include "rill/sdk.hpp"
 
@@ -223,6 +224,7 @@ class Scheduler {
   explicit Scheduler(const SchedulerOptions& o)
       : task_stacks_(StackPool::Shared(o.task_stack_bytes).Lease()),
         main_stacks_(StackPool::Shared(o.main_stack_bytes).Lease()) {
+    TuneMallocForTasks();
     int n = o.workers;
     if (n <= 0) {
       const char* env = std::getenv("RILL_WORKERS");

@@ -12,6 +12,7 @@
 //    csp_builder list them) is read from the executor's resolved arguments instead of
 //    being looked up by name up the scope chain on every round.
 #include <climits>
+#include <cstring>
 #include <set>
 
 #include "ops.h"
@@ -157,7 +158,11 @@ class Select {
       cases[i].var = value.handle();
     }
     const size_t chosen = RunSelect(cases.data(), cases.size(), ctx.handle(), what_.c_str());
-    *ctx.Input(case_to_execute_).Allocate<int32_t>({1}) = specs_[chosen].idx;
+    // One host call that writes the int32 [1] in place (ABI v9), not a described tensor
+    // and an allocate call.
+    uint64_t bits = 0;
+    std::memcpy(&bits, &specs_[chosen].idx, sizeof(int32_t));
+    ctx.InputVar(case_to_execute_).SetScalar(RILL_INT32, bits);
     const int32_t run = direct_ ? specs_[chosen].body : block_;
     if (run >= 0) ctx.RunSubBlock(run);
   }

@@ -25,20 +25,20 @@ namespace {
 // buffers also use it, so while one runs the depot's count for the class is its own.
 constexpr size_t kBytes = 400;
 
-std::vector<void*> AllocateOnNewThread(size_t n) {
+std::vector<void*> AllocateOnNewThread(size_t n, size_t bytes = kBytes) {
   std::vector<void*> blocks;
   std::thread([&] {
     for (size_t i = 0; i < n; ++i) {
-      blocks.push_back(AllocateSmall(kBytes));
-      std::memset(blocks.back(), 0xab, kBytes);  // the whole size is usable
+      blocks.push_back(AllocateSmall(bytes));
+      std::memset(blocks.back(), 0xab, bytes);  // the whole size is usable
     }
   }).join();
   return blocks;
 }
 
-void FreeOnNewThread(const std::vector<void*>& blocks) {
+void FreeOnNewThread(const std::vector<void*>& blocks, size_t bytes = kBytes) {
   std::thread([&] {
-    for (void* p : blocks) FreeSmall(p, kBytes);
+    for (void* p : blocks) FreeSmall(p, bytes);
   }).join();
 }
 
@@ -97,6 +97,22 @@ TEST(SmallObjects, AChildForkedWhileAnotherThreadUsesTheDepotCanAllocate) {
   churn.join();
   EXPECT_EQ(hung, 0) << "children forked while the depot was locked hung";
   EXPECT_EQ(failed, 0);
+}
+
+// A size between two powers of two has a class of its own (a scope's variable entry, 168
+// bytes, is a 192-byte block), which shares no blocks with its neighbours.
+TEST(SmallObjects, SizesBetweenPowersOfTwoHaveClassesOfTheirOwn) {
+  if (!kSmallObjectCaches) GTEST_SKIP() << "built with AddressSanitizer: the caches are malloc and free";
+  const size_t n = 2 * kSmallBatch;
+  const size_t below = SmallDepotBlocks(128), above = SmallDepotBlocks(256), own = SmallDepotBlocks(168);
+  FreeOnNewThread(AllocateOnNewThread(n, 168), 168);
+  EXPECT_EQ(SmallDepotBlocks(168), own + n);
+  EXPECT_EQ(SmallDepotBlocks(192), own + n) << "168 and 192 bytes are one class";
+  EXPECT_EQ(SmallDepotBlocks(128), below);
+  EXPECT_EQ(SmallDepotBlocks(256), above);
+  std::vector<void*> back = AllocateOnNewThread(n, 192);  // 192 bytes usable in each
+  EXPECT_EQ(SmallDepotBlocks(168), own);
+  FreeOnNewThread(back, 192);
 }
 
 TEST(SmallObjects, TheDepotKeepsABoundedNumberOfBlocks) {

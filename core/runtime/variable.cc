@@ -26,8 +26,8 @@ Tensor* Variable::GetMutableTensor() {
 }
 
 SelectedRows* Variable::GetMutableSelectedRows() {
-  if (std::holds_alternative<std::monostate>(value_)) value_ = SelectedRows{};
-  if (auto* s = std::get_if<SelectedRows>(&value_)) return s;
+  if (std::holds_alternative<std::monostate>(value_)) value_ = std::make_unique<SelectedRows>();
+  if (auto* s = std::get_if<BoxedRows>(&value_)) return s->get();
   throw Error("variable holds " + KindName() + ", not selected rows");
 }
 
@@ -66,8 +66,9 @@ void Variable::CopyFrom(const Variable& src) {
       value_ = std::monostate{};  // as it was
       throw;
     }
-  } else if (const auto* s = std::get_if<SelectedRows>(&src.value_)) {
-    value_ = SelectedRows{s->rows, s->height, s->value.DeepCopy()};
+  } else if (const auto* boxed = std::get_if<BoxedRows>(&src.value_)) {
+    const SelectedRows& s = **boxed;
+    value_ = std::make_unique<SelectedRows>(SelectedRows{s.rows, s.height, s.value.DeepCopy()});
   } else if (std::holds_alternative<std::monostate>(src.value_)) {
     value_ = std::monostate{};
   } else if (const auto* c = std::get_if<CustomValue>(&src.value_); c->type()->copy != nullptr) {
@@ -80,15 +81,16 @@ void Variable::CopyFrom(const Variable& src) {
 std::string Variable::KindName() const {
   if (std::holds_alternative<std::monostate>(value_)) return "empty";
   if (std::holds_alternative<Tensor>(value_)) return "tensor";
-  if (std::holds_alternative<SelectedRows>(value_)) return "selected_rows";
+  if (std::holds_alternative<BoxedRows>(value_)) return "selected_rows";
   return std::get<CustomValue>(value_).type()->name;
 }
 
 std::string Variable::Describe(size_t max_values) const {
   if (const auto* t = std::get_if<Tensor>(&value_)) return t->Describe(max_values);
-  if (const auto* s = std::get_if<SelectedRows>(&value_)) {
-    return "selected_rows height " + std::to_string(s->height) + ", " +
-           std::to_string(s->rows.size()) + " rows, value " + s->value.Describe(max_values);
+  if (const auto* boxed = std::get_if<BoxedRows>(&value_)) {
+    const SelectedRows& s = **boxed;
+    return "selected_rows height " + std::to_string(s.height) + ", " + std::to_string(s.rows.size()) +
+           " rows, value " + s.value.Describe(max_values);
   }
   if (const auto* c = std::get_if<CustomValue>(&value_)) {
     if (c->type()->describe == nullptr) return c->type()->name;

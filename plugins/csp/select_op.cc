@@ -12,7 +12,6 @@
 //    csp_builder list them) is read from the executor's resolved arguments instead of
 //    being looked up by name up the scope chain on every round.
 #include <climits>
-#include <cstring>
 #include <set>
 
 #include "ops.h"
@@ -160,9 +159,7 @@ class Select {
     const size_t chosen = RunSelect(cases.data(), cases.size(), ctx.handle(), what_.c_str());
     // One host call that writes the int32 [1] in place (ABI v9), not a described tensor
     // and an allocate call.
-    uint64_t bits = 0;
-    std::memcpy(&bits, &specs_[chosen].idx, sizeof(int32_t));
-    ctx.InputVar(case_to_execute_).SetScalar(RILL_INT32, bits);
+    ctx.InputVar(case_to_execute_).SetScalar(specs_[chosen].idx);
     const int32_t run = direct_ ? specs_[chosen].body : block_;
     if (run >= 0) ctx.RunSubBlock(run);
   }

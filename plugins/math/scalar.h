@@ -32,13 +32,10 @@ bool ReadScalar(const Variable& v, T* value) {
 
 template <class T>
 bool WriteScalar(Variable v, T value) {
-  static_assert(sizeof(T) <= sizeof(uint64_t), "a scalar is at most 8 bytes");
   int32_t dtype = 0;
   uint64_t bits = 0;
   if (!v || (!v.GetScalar(&dtype, &bits) && v.initialized())) return false;
-  bits = 0;
-  std::memcpy(&bits, &value, sizeof(T));
-  v.SetScalar(DataTypeOf<T>::value, bits);
+  v.SetScalar(value);
   return true;
 }
 

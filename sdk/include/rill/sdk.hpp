@@ -288,6 +288,13 @@ class Variable {
   // read or written in one call; `bits` holds its bytes (RillHostApi::var_scalar).
   bool GetScalar(int32_t* dtype, uint64_t* bits) const { return Host().var_scalar(v_, dtype, bits) != 0; }
   void SetScalar(int32_t dtype, uint64_t bits) { Check(Host().var_set_scalar(v_, dtype, bits)); }
+  // The scalar of T's dtype holding `value` (its bytes packed as `bits` holds them).
+  template <class T> void SetScalar(T value) {
+    static_assert(sizeof(T) <= sizeof(uint64_t), "a scalar is at most 8 bytes");
+    uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(T));
+    SetScalar(DataTypeOf<T>::value, bits);
+  }
 
   // SelectedRows (ABI v3): rows of a [height, ...] tensor, their values in `value`.
   struct SelectedRows {

@@ -6,6 +6,7 @@
 
 #include "core/abi/host_api.h"
 #include "core/runtime/counter_step.h"
+#include "core/runtime/scalar_binary_step.h"
 #include "core/errors.h"
 #include "core/program/builder.h"
 #include "core/program/program_io.h"
@@ -268,6 +269,95 @@ TEST(Executor, ACountedLoopTheKernelsRefuseFailsAsTheyDo) {
   wide.refill_shape = {2};
   EXPECT_NE(error(wide).find("block 1, op 2 (increment X=[i] -> Out=[i]): X must have exactly one element, it has 2"),
             std::string::npos) << error(wide);
+}
+
+// Out = X <op> Y on two fills of `dtype` and `shape`, Out first filled as `out_dtype` and
+// `out_shape` (no fill when out_dtype < 0; Out is X itself with out = "x"), run twice so
+// that the second run meets what the first left. Returns Out described, or the error.
+struct Binary {
+  std::string op = "elementwise_add";
+  int32_t dtype = RILL_INT64;
+  float x = 2, y = 3;
+  std::vector<int64_t> shape = {1};
+  int32_t y_dtype = -1;  // -1: dtype
+  std::string out = "out";
+  int32_t out_dtype = -1;
+  std::vector<int64_t> out_shape = {1};
+};
+std::string RunBinary(const Binary& b) {
+  ProgramBuilder pb;
+  auto& main = pb.block(0);
+  Fill(main, "x", b.dtype, b.x, b.shape);
+  Fill(main, "y", b.y_dtype < 0 ? b.dtype : b.y_dtype, b.y, b.shape);
+  if (b.out_dtype >= 0) Fill(main, b.out, b.out_dtype, 7, b.out_shape);
+  main.Op(b.op).Input("X", "x").Input("Y", "y").Output("Out", b.out);
+  Executor exec(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  try {
+    exec.Run(0, scope);
+    const std::string first = scope->FindVar(b.out)->GetTensor()->Describe();
+    if (b.out != "x") exec.Run(0, scope);  // X is refilled: the same result again
+    const std::string second = scope->FindVar(b.out)->GetTensor()->Describe();
+    return first == second || b.out == "x" ? first : first + " then " + second;
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+// elementwise_add, _sub and _mul on scalars run natively (scalar_binary_step.h) and write
+// what their kernels write; every other case goes to the kernel.
+TEST(Executor, AScalarAddSubOrMulWritesWhatItsKernelWould) {
+  EXPECT_EQ(RunBinary({}), "int64[1] {5}");
+  Binary b;
+  b.op = "elementwise_sub";
+  b.dtype = RILL_INT32;
+  EXPECT_EQ(RunBinary(b), "int32[1] {-1}");
+  b.op = "elementwise_mul";
+  b.dtype = RILL_FP32;
+  b.x = 2.5f;
+  EXPECT_EQ(RunBinary(b), "fp32[1] {7.5}");
+  b.op = "elementwise_add";
+  b.dtype = RILL_FP64;
+  EXPECT_EQ(RunBinary(b), "fp64[1] {5.5}");
+  // Out is X (a running sum), or held a scalar of another dtype, or a wider tensor.
+  Binary sum;
+  sum.out = "x";
+  EXPECT_EQ(RunBinary(sum), "int64[1] {5}");
+  Binary retyped;
+  retyped.out_dtype = RILL_FP32;
+  EXPECT_EQ(RunBinary(retyped), "int64[1] {5}");
+  Binary wide_out;
+  wide_out.out_dtype = RILL_INT64;
+  wide_out.out_shape = {3};
+  EXPECT_EQ(RunBinary(wide_out), "int64[1] {5}");
+  // Not scalars: the kernel broadcasts.
+  Binary matrix;
+  matrix.shape = {1, 1};
+  EXPECT_EQ(RunBinary(matrix), "int64[1, 1] {5}");
+  Binary pair;
+  pair.shape = {2};
+  EXPECT_EQ(RunBinary(pair), "int64[2] {5, 5}");
+  // Operands of two dtypes: the kernel's error.
+  Binary mixed;
+  mixed.y_dtype = RILL_FP32;
+  EXPECT_NE(RunBinary(mixed).find("block 0, op 2 (elementwise_add X=[x] Y=[y] -> Out=[out]): "), std::string::npos)
+      << RunBinary(mixed);
+}
+
+TEST(Executor, OnlyAddSubAndMulOfOneXYAndOutRunNatively) {
+  const auto native = [](const std::string& type, int xs) {
+    ProgramBuilder pb;
+    const std::vector<std::string> x = xs > 1 ? std::vector<std::string>{"a", "d"} : std::vector<std::string>{"a"};
+    pb.block(0).Op(type).Input("X", x).Input("Y", "b").Output("Out", "c");
+    Executor exec(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
+    return ScalarBinaryStep::Match(*exec.BlockOps(0)[0], test::ShippedRegistry()).has_value();
+  };
+  EXPECT_TRUE(native("elementwise_add", 1));
+  EXPECT_TRUE(native("elementwise_sub", 1));
+  EXPECT_TRUE(native("elementwise_mul", 1));
+  EXPECT_FALSE(native("elementwise_div", 1)) << "integer division by zero is the kernel's error to give";
+  EXPECT_FALSE(native("elementwise_max", 1));
+  EXPECT_FALSE(native("elementwise_add", 2));
 }
 
 std::string RunAndGetError(const proto::ProgramDesc& program) {

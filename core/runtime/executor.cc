@@ -10,6 +10,7 @@
 #include "core/runtime/device.h"
 #include "core/runtime/dtype.h"
 #include "core/runtime/kernel_context.h"
+#include "core/runtime/scalar_binary_step.h"
 #include "core/tasks/scheduler.h"
 
 namespace rill::core {
@@ -41,6 +42,9 @@ struct PreparedOp {
   // Set on an increment the next op (less_than) closes a counted loop with: the two run
   // as one native step when their values allow (counter_step.h).
   std::optional<CounterStep> counter_step;
+  // Set on an elementwise add, sub or mul, which runs natively on scalars
+  // (scalar_binary_step.h).
+  std::optional<ScalarBinaryStep> scalar_binary;
 
   // Kernel cache. `last` is the fast path; `instances` owns every kernel chosen so far.
   std::atomic<KernelInstance*> last{nullptr};
@@ -300,6 +304,7 @@ Executor::PreparedBlock& Executor::Prepare(int32_t block_idx) {
         }
       }
     }
+    op->scalar_binary = ScalarBinaryStep::Match(info, registry_);
     block->infos.push_back(&op->info);
     block->ops.push_back(std::move(op));
   }
@@ -491,6 +496,7 @@ int Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& s
           continue;
         }
       }
+      if (op->scalar_binary && op->scalar_binary->Run(frame)) continue;
       const auto [device, dtype] = KernelKey(*op, ctx, place_.device_type);
       if (k == nullptr || k->dtype != dtype || k->device != device) {
         k = ChooseKernel(registry_, *op, device, dtype);

@@ -1,0 +1,82 @@
+#include "core/runtime/scalar_binary_step.h"
+
+#include <cstring>
+
+namespace rill::core {
+namespace {
+
+constexpr int32_t kDtypes[] = {RILL_INT32, RILL_INT64, RILL_FP32, RILL_FP64};
+
+// What var_scalar reads (host_api.cc): a one-element CPU tensor of shape [1], no LoD.
+const Tensor* Scalar(const Variable* v) {
+  const Tensor* t = v != nullptr ? v->GetTensor() : nullptr;
+  if (t == nullptr || t->numel() != 1 || t->dims().size() != 1 || t->place().device_type != RILL_CPU ||
+      !t->lod().empty()) {
+    return nullptr;
+  }
+  return t;
+}
+
+// The tensor Out is written into: an empty variable's new one, one not allocated yet, or a
+// scalar; nullptr for anything the kernel's scalar path would not write either.
+Tensor* ScalarOutput(Variable* v) {
+  if (v == nullptr) return nullptr;
+  if (Tensor* t = v->GetTensor()) return (!t->initialized() && t->lod().empty()) || Scalar(v) != nullptr ? t : nullptr;
+  return v->initialized() ? nullptr : v->GetMutableTensor();
+}
+
+template <class T>
+void Apply(ScalarBinaryStep::Kind kind, const Tensor& x, const Tensor& y, Tensor& out) {
+  const T a = *x.data_as<T>(), b = *y.data_as<T>();  // read before writing: Out may be X or Y
+  const T r = kind == ScalarBinaryStep::Kind::kAdd   ? static_cast<T>(a + b)
+              : kind == ScalarBinaryStep::Kind::kSub ? static_cast<T>(a - b)
+                                                     : static_cast<T>(a * b);
+  static constexpr int64_t kOne = 1;
+  *static_cast<T*>(out.Allocate(x.dtype(), &kOne, 1)) = r;
+}
+
+}  // namespace
+
+std::optional<ScalarBinaryStep> ScalarBinaryStep::Match(const RillOpInfo& op, const Registry& registry) {
+  ScalarBinaryStep s;
+  if (op.type == "elementwise_add") {
+    s.kind = Kind::kAdd;
+  } else if (op.type == "elementwise_sub") {
+    s.kind = Kind::kSub;
+  } else if (op.type == "elementwise_mul") {
+    s.kind = Kind::kMul;
+  } else {
+    return std::nullopt;
+  }
+  const RillOpInfo::Args* x = op.FindInput("X");
+  const RillOpInfo::Args* y = op.FindInput("Y");
+  const RillOpInfo::Args* out = op.FindOutput("Out");
+  if (!x || !y || !out || x->ids.size() != 1 || y->ids.size() != 1 || out->ids.size() != 1) return std::nullopt;
+  s.x = x->ids[0];
+  s.y = y->ids[0];
+  s.out = out->ids[0];
+  for (int32_t d : kDtypes) {
+    if (registry.FindKernel(op.type, RILL_CPU, d)) s.dtypes |= 1u << d;
+  }
+  if (s.dtypes == 0) return std::nullopt;
+  return s;
+}
+
+bool ScalarBinaryStep::Run(Variable* const* frame) const {
+  const Tensor* x = Scalar(frame[this->x]);
+  const Tensor* y = Scalar(frame[this->y]);
+  if (x == nullptr || y == nullptr) return false;
+  const int32_t dtype = x->dtype();
+  if (y->dtype() != dtype || (dtypes & (1u << dtype)) == 0) return false;
+  Tensor* o = ScalarOutput(frame[out]);
+  if (o == nullptr) return false;
+  switch (dtype) {
+    case RILL_INT32: Apply<int32_t>(kind, *x, *y, *o); return true;
+    case RILL_INT64: Apply<int64_t>(kind, *x, *y, *o); return true;
+    case RILL_FP32: Apply<float>(kind, *x, *y, *o); return true;
+    case RILL_FP64: Apply<double>(kind, *x, *y, *o); return true;
+    default: return false;
+  }
+}
+
+}  // namespace rill::core

@@ -67,6 +67,12 @@ TEST(Tensor, ReusesMemoryOnlyWhenSoleOwnerAndSameSize) {
   Tensor shared = t;  // shares the buffer
   EXPECT_NE(t.Allocate(RILL_INT32, {4}), p) << "a shared buffer is never written behind a sharer's back";
   EXPECT_EQ(shared.data(), p);
+  EXPECT_EQ(shared.OwnData(), p) << "t took new memory: shared is the sole owner";
+  Tensor again = shared;
+  EXPECT_EQ(shared.OwnData(), nullptr) << "shared with again";
+  again = Tensor();
+  EXPECT_EQ(shared.OwnData(), p) << "the sole owner again";
+  EXPECT_EQ(Tensor().OwnData(), nullptr) << "no memory";
 }
 
 TEST(Tensor, DeepCopyIsIndependent) {

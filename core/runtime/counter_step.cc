@@ -30,15 +30,24 @@ Tensor* Writable(Variable* v) {
 constexpr size_t kMaxDims = 8;
 constexpr int64_t kOnes[kMaxDims] = {1, 1, 1, 1, 1, 1, 1, 1};
 
+// Where a one-element `dtype` tensor of rank `ndim` goes in `t`: in place when `t` already
+// is one and owns its memory (the usual counter and condition, rewritten every step),
+// else through Allocate, which reshapes or reallocates as a kernel's output would.
+void* ScalarSlot(Tensor& t, int32_t dtype, size_t ndim) {
+  if (t.dtype() == dtype && t.numel() == 1 && t.dims().size() == ndim && t.place().device_type == RILL_CPU) {
+    if (void* data = t.OwnData()) return data;
+  }
+  return t.Allocate(dtype, kOnes, ndim);
+}
+
 template <class T>
 bool Step(const Tensor& i, const Tensor& n, Tensor& j, Tensor& cond, double step) {
   // As the increment kernel does: the attribute read as a float, then cast to T.
   const T next = *i.data_as<T>() + static_cast<T>(static_cast<float>(step));
   const T limit = *n.data_as<T>();
-  const int32_t dtype = i.dtype();
   const size_t ndim = i.dims().size();
-  *static_cast<T*>(j.Allocate(dtype, kOnes, ndim)) = next;
-  return *static_cast<bool*>(cond.Allocate(RILL_BOOL, kOnes, ndim)) = next < limit;
+  *static_cast<T*>(ScalarSlot(j, i.dtype(), ndim)) = next;
+  return *static_cast<bool*>(ScalarSlot(cond, RILL_BOOL, ndim)) = next < limit;
 }
 
 }  // namespace

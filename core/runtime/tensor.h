@@ -97,6 +97,9 @@ class Tensor {
   // for the copy that made its successor (the next copy send into a variable a move left
   // empty) with no allocation. The tensor keeps its shape but may lose its memory.
   void RecycleBuffer();
+  // The tensor's memory when nobody else shares it, else nullptr: where Allocate with the
+  // tensor's own dtype, shape and place would write (a loop counter rewritten in place).
+  void* OwnData() const { return buffer_ && buffer_.use_count() == 1 ? buffer_->data() : nullptr; }
   // Whether the tensor's CPU memory is a device's page-locked memory.
   bool page_locked() const { return buffer_ && buffer_->staged_for() != nullptr; }
 

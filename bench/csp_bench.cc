@@ -171,7 +171,19 @@ void RunProgram(benchmark::State& state, const core::ProgramBuilder& pb, int64_t
   state.SetItemsProcessed(state.iterations() * per_run);
 }
 
-constexpr int64_t kRounds = 20000;
+// Round trips, messages or go blocks per program run. Each run starts and stops a
+// scheduler and its workers, as `rill run` does (BM_Prog_Start); at 200,000 that start is
+// a couple of nanoseconds an op, as Go's runtime start is nothing per op in Go's figures.
+constexpr int64_t kRounds = 200000;
+
+// A run of a one-op program: what starting and stopping the scheduler costs a run.
+void BM_Prog_Start(benchmark::State& state) {
+  core::ProgramBuilder pb;
+  pb.block(0).Op("fill_constant").Output("Out", "x").Attr("shape", std::vector<int64_t>{1})
+      .Attr("dtype", int64_t{RILL_INT64}).Attr("value", 1.0f);
+  RunProgram(state, pb, 1);
+}
+BENCHMARK(BM_Prog_Start)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 void BM_Prog_PingPong(benchmark::State& state) { RunProgram(state, examples::PingPong(kRounds, false), kRounds); }
 BENCHMARK(BM_Prog_PingPong)->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -539,10 +539,7 @@ void* VarCustom(const RillVariable* v, const RillVarType* type) {
 }
 int32_t VarScalar(const RillVariable* v, int32_t* dtype, uint64_t* bits) {
   const Tensor* t = v && dtype && bits ? V(v)->GetTensor() : nullptr;
-  if (t == nullptr || t->numel() != 1 || t->dims().size() != 1 || t->place().device_type != RILL_CPU ||
-      !t->lod().empty()) {
-    return 0;
-  }
+  if (t == nullptr || !t->is_scalar()) return 0;
   const size_t size = ::rill::DataTypeSize(t->dtype());
   if (size == 0 || size > sizeof(*bits)) return 0;
   *bits = 0;

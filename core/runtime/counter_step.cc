@@ -1,9 +1,9 @@
 #include "core/runtime/counter_step.h"
 
+#include "core/runtime/native_scalar.h"
+
 namespace rill::core {
 namespace {
-
-constexpr int32_t kDtypes[] = {RILL_INT32, RILL_INT64, RILL_FP32, RILL_FP64};
 
 // The single argument of `slot` in `args`, or nullptr when there is not exactly one.
 const RillOpInfo::Args* Single(const RillOpInfo::Args* args) {
@@ -74,11 +74,7 @@ std::optional<CounterStep> CounterStep::Match(const RillOpInfo& increment, const
   s.limit = n->ids[0];
   s.cond = cond->ids[0];
   s.step = step->f;
-  for (int32_t d : kDtypes) {
-    if (registry.FindKernel("increment", RILL_CPU, d) && registry.FindKernel("less_than", RILL_CPU, d)) {
-      s.dtypes |= 1u << d;
-    }
-  }
+  s.dtypes = NativeScalarDtypes(registry, "increment") & NativeScalarDtypes(registry, "less_than");
   if (s.dtypes == 0) return std::nullopt;
   return s;
 }
@@ -96,13 +92,9 @@ int CounterStep::Run(Variable* const* frame) const {
   Tensor* j = Writable(frame[next]);
   Tensor* c = Writable(frame[cond]);
   if (j == nullptr || c == nullptr) return -1;
-  switch (dtype) {
-    case RILL_INT32: return Step<int32_t>(*i, *n, *j, *c, step);
-    case RILL_INT64: return Step<int64_t>(*i, *n, *j, *c, step);
-    case RILL_FP32: return Step<float>(*i, *n, *j, *c, step);
-    case RILL_FP64: return Step<double>(*i, *n, *j, *c, step);
-    default: return -1;
-  }
+  int wrote = -1;
+  WithNativeScalarType(dtype, [&](auto type) { wrote = Step<decltype(type)>(*i, *n, *j, *c, step); });
+  return wrote;
 }
 
 }  // namespace rill::core

@@ -1,27 +1,21 @@
 #include "core/runtime/scalar_binary_step.h"
 
-#include <cstring>
+#include "core/runtime/native_scalar.h"
 
 namespace rill::core {
 namespace {
 
-constexpr int32_t kDtypes[] = {RILL_INT32, RILL_INT64, RILL_FP32, RILL_FP64};
-
-// What var_scalar reads (host_api.cc): a one-element CPU tensor of shape [1], no LoD.
+// What var_scalar reads (Tensor::is_scalar).
 const Tensor* Scalar(const Variable* v) {
   const Tensor* t = v != nullptr ? v->GetTensor() : nullptr;
-  if (t == nullptr || t->numel() != 1 || t->dims().size() != 1 || t->place().device_type != RILL_CPU ||
-      !t->lod().empty()) {
-    return nullptr;
-  }
-  return t;
+  return t != nullptr && t->is_scalar() ? t : nullptr;
 }
 
 // The tensor Out is written into: an empty variable's new one, one not allocated yet, or a
 // scalar; nullptr for anything the kernel's scalar path would not write either.
 Tensor* ScalarOutput(Variable* v) {
   if (v == nullptr) return nullptr;
-  if (Tensor* t = v->GetTensor()) return (!t->initialized() && t->lod().empty()) || Scalar(v) != nullptr ? t : nullptr;
+  if (Tensor* t = v->GetTensor()) return (!t->initialized() && t->lod().empty()) || t->is_scalar() ? t : nullptr;
   return v->initialized() ? nullptr : v->GetMutableTensor();
 }
 
@@ -55,9 +49,7 @@ std::optional<ScalarBinaryStep> ScalarBinaryStep::Match(const RillOpInfo& op, co
   s.x = x->ids[0];
   s.y = y->ids[0];
   s.out = out->ids[0];
-  for (int32_t d : kDtypes) {
-    if (registry.FindKernel(op.type, RILL_CPU, d)) s.dtypes |= 1u << d;
-  }
+  s.dtypes = NativeScalarDtypes(registry, op.type);
   if (s.dtypes == 0) return std::nullopt;
   return s;
 }
@@ -70,13 +62,7 @@ bool ScalarBinaryStep::Run(Variable* const* frame) const {
   if (y->dtype() != dtype || (dtypes & (1u << dtype)) == 0) return false;
   Tensor* o = ScalarOutput(frame[out]);
   if (o == nullptr) return false;
-  switch (dtype) {
-    case RILL_INT32: Apply<int32_t>(kind, *x, *y, *o); return true;
-    case RILL_INT64: Apply<int64_t>(kind, *x, *y, *o); return true;
-    case RILL_FP32: Apply<float>(kind, *x, *y, *o); return true;
-    case RILL_FP64: Apply<double>(kind, *x, *y, *o); return true;
-    default: return false;
-  }
+  return WithNativeScalarType(dtype, [&](auto type) { Apply<decltype(type)>(kind, *x, *y, *o); });
 }
 
 }  // namespace rill::core

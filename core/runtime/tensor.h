@@ -72,6 +72,11 @@ class Tensor {
   bool initialized() const { return dtype_ >= 0; }
   const Dims& dims() const { return dims_; }
   int64_t numel() const { return numel_; }
+  // A one-element CPU tensor of shape [1] and no LoD: what the ABI calls a scalar
+  // (RillHostApi::var_scalar), and what the native scalar steps compute on.
+  bool is_scalar() const {
+    return numel_ == 1 && dims_.size() == 1 && place_.device_type == RILL_CPU && lod_.empty();
+  }
   size_t nbytes() const;
   const Place& place() const { return place_; }
   void* data() const { return buffer_ ? buffer_->data() : nullptr; }

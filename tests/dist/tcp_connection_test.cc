@@ -56,6 +56,10 @@ TEST(DistTcpConnection, AFrameOfAnotherSizeFailsItsReceiveAndTheConnectionGoesOn
   p.b->Receive(2, into_two.data(), 8, got_two.Done());
   EXPECT_EQ(got_two.Get(), "");
   EXPECT_EQ(into_two, two);
+  // The sender's memory must outlive its `done`: the writer may still be inside sendmsg
+  // when the receiver already holds every byte.
+  EXPECT_EQ(sent.Get(), "");
+  EXPECT_EQ(sent_two.Get(), "");
 }
 
 TEST(DistTcpConnection, DiscardedAndUnclaimedFramesAreDroppedAndTheNextArrives) {

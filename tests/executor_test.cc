@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <thread>
 
 #include "core/abi/host_api.h"
 #include "core/runtime/counter_step.h"
+#include "core/runtime/fill_scalar_step.h"
 #include "core/runtime/scalar_binary_step.h"
 #include "core/errors.h"
 #include "core/program/builder.h"
@@ -358,6 +360,57 @@ TEST(Executor, OnlyAddSubAndMulOfOneXYAndOutRunNatively) {
   EXPECT_FALSE(native("elementwise_div", 1)) << "integer division by zero is the kernel's error to give";
   EXPECT_FALSE(native("elementwise_max", 1));
   EXPECT_FALSE(native("elementwise_add", 2));
+}
+
+// fill_constant of shape [1] runs natively on a CPU executor (fill_scalar_step.h). Fills
+// `dtype` with `value` into Out, which held `before` (nothing, when absent), and returns Out
+// described, with whether its memory stayed where it was.
+struct FillResult {
+  std::string out;
+  bool same_memory = false;
+};
+FillResult RunFill(int32_t dtype, float value, std::optional<std::pair<int32_t, std::vector<int64_t>>> before) {
+  ProgramBuilder pb;
+  Fill(pb.block(0), "out", dtype, value);
+  Executor exec(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  void* memory = nullptr;
+  if (before) memory = scope->Var("out")->GetMutableTensor()->Allocate(before->first, before->second);
+  exec.Run(0, scope);
+  const Tensor* t = scope->FindVar("out")->GetTensor();
+  return {t->Describe(), t->data() == memory};
+}
+
+TEST(Executor, AScalarFillWritesWhatItsKernelWould) {
+  const std::pair<int32_t, std::vector<int64_t>> wide{RILL_INT64, {3}};  // not a scalar: the kernel fills
+  for (auto [dtype, expected] : std::vector<std::pair<int32_t, std::string>>{
+           {RILL_INT32, "int32[1] {-2}"}, {RILL_INT64, "int64[1] {-2}"}, {RILL_FP32, "fp32[1] {-2.5}"},
+           {RILL_FP64, "fp64[1] {-2.5}"}}) {
+    SCOPED_TRACE(expected);
+    EXPECT_EQ(RunFill(dtype, -2.5f, std::nullopt).out, expected);
+    EXPECT_EQ(RunFill(dtype, -2.5f, wide).out, expected);
+    // A scalar of the fill's dtype is written in place; one of another dtype is retyped.
+    EXPECT_TRUE(RunFill(dtype, -2.5f, std::pair{dtype, std::vector<int64_t>{1}}).same_memory);
+    EXPECT_EQ(RunFill(dtype, -2.5f, std::pair{dtype == RILL_FP64 ? RILL_INT32 : RILL_FP64, std::vector<int64_t>{1}}).out,
+              expected);
+  }
+  // The value is a float attribute, widened as the kernel widens it.
+  EXPECT_EQ(RunFill(RILL_FP64, 0.1f, std::nullopt).out, RunFill(RILL_FP64, 0.1f, wide).out);
+}
+
+TEST(Executor, OnlyFillsOfShapeOneInANativeDtypeRunNatively) {
+  const auto native = [](int32_t dtype, std::vector<int64_t> shape, float value) {
+    ProgramBuilder pb;
+    Fill(pb.block(0), "out", dtype, value, shape);
+    Executor exec(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
+    return FillScalarStep::Match(*exec.BlockOps(0)[0], test::ShippedRegistry()).has_value();
+  };
+  EXPECT_TRUE(native(RILL_INT64, {1}, 1));
+  EXPECT_TRUE(native(RILL_FP32, {1}, 1));
+  EXPECT_FALSE(native(RILL_INT64, {2}, 1));
+  EXPECT_FALSE(native(RILL_INT64, {1, 1}, 1));
+  EXPECT_FALSE(native(RILL_BOOL, {1}, 1));
+  EXPECT_FALSE(native(RILL_INT32, {1}, 1e10f)) << "out of int32's range: the kernel's cast";
 }
 
 std::string RunAndGetError(const proto::ProgramDesc& program) {

@@ -26,20 +26,6 @@ Tensor* Writable(Variable* v) {
   return v->initialized() ? nullptr : v->GetMutableTensor();
 }
 
-// Dims of a one-element tensor are all 1; a copy, since j may be i itself.
-constexpr size_t kMaxDims = 8;
-constexpr int64_t kOnes[kMaxDims] = {1, 1, 1, 1, 1, 1, 1, 1};
-
-// Where a one-element `dtype` tensor of rank `ndim` goes in `t`: in place when `t` already
-// is one and owns its memory (the usual counter and condition, rewritten every step),
-// else through Allocate, which reshapes or reallocates as a kernel's output would.
-void* ScalarSlot(Tensor& t, int32_t dtype, size_t ndim) {
-  if (t.dtype() == dtype && t.numel() == 1 && t.dims().size() == ndim && t.place().device_type == RILL_CPU) {
-    if (void* data = t.OwnData()) return data;
-  }
-  return t.Allocate(dtype, kOnes, ndim);
-}
-
 template <class T>
 bool Step(const Tensor& i, const Tensor& n, Tensor& j, Tensor& cond, double step) {
   // As the increment kernel does: the attribute read as a float, then cast to T.
@@ -86,7 +72,7 @@ int CounterStep::Run(Variable* const* frame) const {
   // One element each, so every dim is 1: the shapes match when the ranks do.
   const int32_t dtype = i->dtype();
   const size_t ndim = i->dims().size();
-  if (n->dtype() != dtype || n->dims().size() != ndim || ndim > kMaxDims || (dtypes & (1u << dtype)) == 0) {
+  if (n->dtype() != dtype || n->dims().size() != ndim || ndim > kMaxScalarDims || (dtypes & (1u << dtype)) == 0) {
     return -1;
   }
   Tensor* j = Writable(frame[next]);

@@ -7,6 +7,7 @@
 #include "core/abi/status.h"
 #include "core/errors.h"
 #include "core/runtime/counter_step.h"
+#include "core/runtime/fill_scalar_step.h"
 #include "core/runtime/device.h"
 #include "core/runtime/dtype.h"
 #include "core/runtime/kernel_context.h"
@@ -45,6 +46,9 @@ struct PreparedOp {
   // Set on an elementwise add, sub or mul, which runs natively on scalars
   // (scalar_binary_step.h).
   std::optional<ScalarBinaryStep> scalar_binary;
+  // Set on a fill_constant of shape [1], which runs natively on a CPU executor
+  // (fill_scalar_step.h).
+  std::optional<FillScalarStep> fill_scalar;
 
   // Kernel cache. `last` is the fast path; `instances` owns every kernel chosen so far.
   std::atomic<KernelInstance*> last{nullptr};
@@ -305,6 +309,7 @@ Executor::PreparedBlock& Executor::Prepare(int32_t block_idx) {
       }
     }
     op->scalar_binary = ScalarBinaryStep::Match(info, registry_);
+    op->fill_scalar = FillScalarStep::Match(info, registry_);
     block->infos.push_back(&op->info);
     block->ops.push_back(std::move(op));
   }
@@ -479,6 +484,7 @@ int Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& s
                      OpBoundaries& boundaries) {
   RillScope scope_handle = RillScope::Borrowed(scope.get());
   const bool devices = AnyDeviceInstalled();
+  const bool on_cpu = place_.device_type == RILL_CPU;
   // One context for the run, pointed at each op in turn: kernels change nothing in it but
   // the frame's entries, which are the run's anyway.
   RillKernelContext ctx{nullptr, frame, &block.names, &scope_handle, this, 0};
@@ -497,6 +503,7 @@ int Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& s
         }
       }
       if (op->scalar_binary && op->scalar_binary->Run(frame)) continue;
+      if (op->fill_scalar && on_cpu && op->fill_scalar->Run(frame)) continue;
       const auto [device, dtype] = KernelKey(*op, ctx, place_.device_type);
       if (k == nullptr || k->dtype != dtype || k->device != device) {
         k = ChooseKernel(registry_, *op, device, dtype);

@@ -13,9 +13,10 @@
 //    executor's place when the op has a kernel for it there, else the CPU. Input tensors
 //    on another device than the kernel's are moved to it (in their variables, so a
 //    parameter moves once and stays) before the kernel runs.
-//  - Two shapes of scalar arithmetic run without a kernel call, writing what the kernels
-//    would: a counted loop's increment + less_than (counter_step.h) and an elementwise
-//    add, sub or mul of two scalars (scalar_binary_step.h). Other values call the kernels.
+//  - Three shapes of scalar work run without a kernel call, writing what the kernels
+//    would: a counted loop's increment + less_than (counter_step.h), an elementwise add,
+//    sub or mul of two scalars (scalar_binary_step.h) and, on a CPU executor, a
+//    fill_constant of shape [1] (fill_scalar_step.h). Other values call the kernels.
 //  - A block run again in the same scope (a `while` step whose scope nobody captured)
 //    reuses the variables it resolved there last time, unless a variable was created
 //    on the scope chain since (Scope::ChainVersion).

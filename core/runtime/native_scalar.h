@@ -1,5 +1,6 @@
-// core/runtime/native_scalar.h — the element types the executor's native scalar steps
-// compute in (counter_step.h, scalar_binary_step.h), in one place for both.
+// core/runtime/native_scalar.h — what the executor's native scalar steps share
+// (counter_step.h, scalar_binary_step.h, fill_scalar_step.h): the element types they
+// compute in, and where they write a result.
 //
 // Contract: a native step computes only in int32, int64, fp32 and fp64, and only in those
 // the op has a CPU kernel for, so it never runs where the kernel itself could not.
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "core/registry/registry.h"
+#include "core/runtime/tensor.h"
 
 namespace rill::core {
 
@@ -33,6 +35,19 @@ bool WithNativeScalarType(int32_t dtype, F&& f) {
     case RILL_FP64: f(double{}); return true;
     default: return false;
   }
+}
+
+// Where a one-element `dtype` tensor of rank `ndim` (at most kMaxScalarDims) goes in `t`:
+// in place when `t` already is one and owns its memory (a loop's counter, condition or
+// running sum, rewritten every step), else through Allocate, which reshapes or
+// reallocates as a kernel's output would.
+constexpr size_t kMaxScalarDims = 8;
+inline void* ScalarSlot(Tensor& t, int32_t dtype, size_t ndim) {
+  static constexpr int64_t kOnes[kMaxScalarDims] = {1, 1, 1, 1, 1, 1, 1, 1};
+  if (t.dtype() == dtype && t.numel() == 1 && t.dims().size() == ndim && t.place().device_type == RILL_CPU) {
+    if (void* data = t.OwnData()) return data;
+  }
+  return t.Allocate(dtype, kOnes, ndim);
 }
 
 }  // namespace rill::core

@@ -25,8 +25,7 @@ void Apply(ScalarBinaryStep::Kind kind, const Tensor& x, const Tensor& y, Tensor
   const T r = kind == ScalarBinaryStep::Kind::kAdd   ? static_cast<T>(a + b)
               : kind == ScalarBinaryStep::Kind::kSub ? static_cast<T>(a - b)
                                                      : static_cast<T>(a * b);
-  static constexpr int64_t kOne = 1;
-  *static_cast<T*>(out.Allocate(x.dtype(), &kOne, 1)) = r;
+  *static_cast<T*>(ScalarSlot(out, x.dtype(), 1)) = r;
 }
 
 }  // namespace

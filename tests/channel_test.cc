@@ -381,6 +381,25 @@ TEST_F(ChannelTest, ASelectOfManyCasesPollsAndBlocks) {
   });
 }
 
+// A few cases (kept on the stack), one channel named twice and in between another: each
+// channel is locked once, and the case that runs is one of the twice-named one's.
+TEST_F(ChannelTest, ASelectOfAFewCasesNamingAChannelTwiceLocksItOnce) {
+  RunMain([] {
+    auto a = Channel::Make(kLodTensor, 1);
+    auto b = Channel::Make(kLodTensor, 1);
+    std::vector<std::shared_ptr<Channel>> chans = {b, a, b};
+    std::vector<core::Variable> outs(chans.size());
+    auto cases = RecvCases(chans, outs);
+    SendInt(*b, 5);
+    const size_t k = RunSelect(cases, nullptr, "select");
+    EXPECT_TRUE(k == 0 || k == 2) << k;
+    EXPECT_EQ(IntOf(outs[k]), 5);
+    Go([a] { SendInt(*a, 6); });
+    EXPECT_EQ(RunSelect(cases, nullptr, "select"), 1u) << "blocked until the sender came";
+    EXPECT_EQ(IntOf(outs[1]), 6);
+  });
+}
+
 TEST_F(ChannelTest, SelectsOverTheSameChannelsInOppositeOrderDoNotDeadlock) {
   constexpr int kRounds = 5000;
   int64_t done = 0;

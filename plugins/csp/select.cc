@@ -12,12 +12,18 @@ namespace rill::csp {
 class Selector {
  public:
   Selector(const SelectCase* cases, size_t n) : chans_(n) {
+    // Insertion by id, dropping repeats: a select has a few cases.
     Channel** c = chans_.data();
     for (size_t i = 0; i < n; ++i) {
-      if (cases[i].kind != SelectCase::kDefault) c[count_++] = cases[i].channel;
+      if (cases[i].kind == SelectCase::kDefault) continue;
+      Channel* ch = cases[i].channel;
+      size_t at = count_;
+      while (at > 0 && c[at - 1]->id() > ch->id()) --at;
+      if (at > 0 && c[at - 1] == ch) continue;
+      std::copy_backward(c + at, c + count_, c + count_ + 1);
+      c[at] = ch;
+      ++count_;
     }
-    std::sort(c, c + count_, [](Channel* a, Channel* b) { return a->id() < b->id(); });
-    count_ = static_cast<size_t>(std::unique(c, c + count_) - c);
   }
   void LockAll() {
     for (size_t i = 0; i < count_; ++i) chans_[i]->Lock();
@@ -43,9 +49,14 @@ class Selector {
 
 namespace {
 
+// wyrand (Go's cheaprand on 64-bit): one multiply a number, from a per-thread state seeded
+// once. A select draws one per ready-case shuffle step, every round.
 uint64_t NextRandom() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return rng();
+  static thread_local uint64_t state = 0;
+  if (state == 0) state = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}() ^ 1;
+  state += 0xa0761d6478bd642fULL;
+  const __uint128_t m = static_cast<__uint128_t>(state) * (state ^ 0xe7037ed1a0b428dbULL);
+  return static_cast<uint64_t>(m >> 64) ^ static_cast<uint64_t>(m);
 }
 
 // Throws the error a send case on a closed channel gives.

@@ -11,6 +11,7 @@
 #ifndef RILL_PLUGINS_CSP_SELECT_H_
 #define RILL_PLUGINS_CSP_SELECT_H_
 
+#include <cstddef>
 #include <memory>
 #include <vector>
 
@@ -29,26 +30,32 @@ struct SelectCase {
   RillVariable* var = nullptr;       // send: the value (moved); receive: where it goes
 };
 
-// n elements of T for one select: inline for up to kInline (a select of a few cases, run
-// in a loop, allocates nothing), on the heap beyond.
+// n value-initialised elements of T for one select: inline for up to kInline (a select of
+// a few cases, run in a loop, allocates nothing), on the heap beyond. Only the n in use are
+// constructed: a select makes several of these per round.
 template <class T, size_t kInline = 8>
 class PerCase {
  public:
-  explicit PerCase(size_t n) : n_(n) {
-    if (n > kInline) heap_.resize(n);
+  explicit PerCase(size_t n)
+      : n_(n), heap_(n > kInline ? new T[n]() : nullptr), data_(heap_ ? heap_.get() : reinterpret_cast<T*>(inline_)) {
+    if (!heap_) std::uninitialized_value_construct_n(data_, n);
+  }
+  ~PerCase() {
+    if (!heap_) std::destroy_n(data_, n_);
   }
   PerCase(const PerCase&) = delete;
   PerCase& operator=(const PerCase&) = delete;
   size_t size() const { return n_; }
-  T* data() { return n_ > kInline ? heap_.data() : inline_; }
-  const T* data() const { return n_ > kInline ? heap_.data() : inline_; }
-  T& operator[](size_t i) { return data()[i]; }
-  const T& operator[](size_t i) const { return data()[i]; }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
 
  private:
-  size_t n_;
-  T inline_[kInline] = {};
-  std::vector<T> heap_;
+  const size_t n_;
+  alignas(T) unsigned char inline_[kInline * sizeof(T)];
+  const std::unique_ptr<T[]> heap_;
+  T* const data_;
 };
 
 // Runs the select of cases[0, n); returns the position of the case that ran. Throws Error

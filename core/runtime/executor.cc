@@ -85,7 +85,8 @@ struct ResolvedFrame final : Scope::RunCache {
 };
 
 // n elements of T for one run (or one loop), on the stack for the usual small block: no
-// allocation per run.
+// allocation per run. A parked go block keeps its run's frame on its stack, so the inline
+// size is what a go block's names need (a daisy chain's has 5), not a model's loop body.
 template <class T>
 class InlineArray {
  public:
@@ -95,7 +96,7 @@ class InlineArray {
   T* data() { return heap_.empty() ? inline_ : heap_.data(); }
 
  private:
-  static constexpr size_t kInline = 32;
+  static constexpr size_t kInline = 16;
   T inline_[kInline];
   std::vector<T> heap_;
 };
@@ -129,7 +130,7 @@ void KeepResolved(Scope& scope, const Executor::PreparedBlock& block, Variable* 
   scope.ReleaseRunCache();
 }
 
-KernelInstance* ChooseKernel(const Registry& registry, PreparedOp& op, int32_t device, int32_t dtype) {
+[[gnu::noinline]] KernelInstance* ChooseKernel(const Registry& registry, PreparedOp& op, int32_t device, int32_t dtype) {
   std::lock_guard lock(op.mu);
   for (auto& k : op.instances) {
     if (k->device == device && k->dtype == dtype) return k.get();
@@ -159,7 +160,7 @@ KernelInstance* ChooseKernel(const Registry& registry, PreparedOp& op, int32_t d
 }
 
 // Moves every input tensor of `op` that lives elsewhere to `place`, in its variable.
-void MoveInputsTo(const PreparedOp& op, const RillKernelContext& ctx, const Place& place) {
+[[gnu::noinline]] void MoveInputsTo(const PreparedOp& op, const RillKernelContext& ctx, const Place& place) {
   for (const auto& args : op.info.inputs) {
     for (size_t i = 0; i < args.ids.size(); ++i) {
       Variable* v = ctx.Arg(&args, i);
@@ -186,6 +187,21 @@ bool OnlyHostScalarInputs(const PreparedOp& op, const RillKernelContext& ctx) {
   return any;
 }
 
+// RunOps's error paths, out of line: their string temporaries would otherwise widen the
+// frame of RunOps (and KernelKey, inlined in it), which every parked task keeps on its
+// stack while it waits.
+[[noreturn, gnu::noinline, gnu::cold]] void ThrowNoTensorYet(const RillOpInfo::Args& args) {
+  throw Error("input " + args.slot + " ('" + args.names[0] + "') holds no tensor yet, so no kernel can be chosen",
+              RILL_FAILED_PRECONDITION);
+}
+[[noreturn, gnu::noinline, gnu::cold]] void RethrowNamingOp(const PreparedOp& op, const Error& e) {
+  throw Error(op.info.Where() + ": " + e.what(), e.code());
+}
+[[noreturn, gnu::noinline, gnu::cold]] void ThrowKernelFailed(const PreparedOp& op, RillStatus* st) {
+  ThrowIfError(st, op.info.Where() + ": ");
+  std::abort();  // st is never null here
+}
+
 // The (device, dtype) key for this run of `op` on an executor placed on `device`.
 std::pair<int32_t, int32_t> KernelKey(const PreparedOp& op, const RillKernelContext& ctx, int32_t device) {
   if (device != RILL_CPU && OnlyHostScalarInputs(op, ctx)) device = RILL_CPU;
@@ -194,11 +210,7 @@ std::pair<int32_t, int32_t> KernelKey(const PreparedOp& op, const RillKernelCont
   const auto& args = op.info.inputs[static_cast<size_t>(op.dtype_input)];
   if (v == nullptr) v = ctx.Arg(&args, 0);
   const Tensor* t = v ? v->GetTensor() : nullptr;
-  if (t == nullptr || !t->initialized()) {
-    throw Error("input " + args.slot + " ('" + args.names[0] +
-                    "') holds no tensor yet, so no kernel can be chosen",
-                RILL_FAILED_PRECONDITION);
-  }
+  if (t == nullptr || !t->initialized()) ThrowNoTensorYet(args);
   return {device, t->dtype()};
 }
 
@@ -518,11 +530,9 @@ int Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& s
         }
       }
     } catch (const Error& e) {
-      throw Error(op->info.Where() + ": " + e.what(), e.code());
+      RethrowNamingOp(*op, e);
     }
-    if (RillStatus* st = k->entry->compute(k->state, &ctx)) {
-      ThrowIfError(st, op->info.Where() + ": ");
-    }
+    if (RillStatus* st = k->entry->compute(k->state, &ctx)) ThrowKernelFailed(*op, st);
   }
   return -1;
 }

@@ -111,6 +111,9 @@ class Task final : public RillTask {
       : sched(s), body(std::move(body)), origin(origin), is_main(is_main), pool(pool), stack(pool->Allocate()) {}
   void Unpark() override;
   void Main();
+  // Main's error path, out of line: its message temporaries would otherwise sit in Main's
+  // frame, at the bottom of every task's stack.
+  [[gnu::noinline, gnu::cold]] void Failed(const std::exception& e);
   void SwitchToWorker();
   // Readies a finished go task (kept with its stack) to run `b` as a new one.
   void Reuse(TaskBody b, const RillOpInfo* o) {
@@ -701,6 +704,17 @@ void Task::SwitchToWorker() {
 #endif
 }
 
+void Task::Failed(const std::exception& e) {
+  const auto* error = dynamic_cast<const Error*>(&e);
+  if (error == nullptr) {
+    sched->Fail(Error(std::string("unexpected exception in a task: ") + e.what(), RILL_INTERNAL));
+  } else if (is_main || !sched->cancelled()) {
+    sched->Fail(is_main || origin == nullptr
+                    ? *error
+                    : Error("go block started by " + origin->Where() + " failed: " + e.what(), error->code()));
+  }
+}
+
 void Task::Main() {
 #if RILL_ASAN
   __sanitizer_finish_switch_fiber(nullptr, &caller_stack.bottom, &caller_stack.size);
@@ -708,14 +722,8 @@ void Task::Main() {
   if (!sched->cancelled()) {
     try {
       body();
-    } catch (const Error& e) {
-      if (is_main || !sched->cancelled()) {
-        sched->Fail(is_main || origin == nullptr
-                        ? e
-                        : Error("go block started by " + origin->Where() + " failed: " + e.what(), e.code()));
-      }
     } catch (const std::exception& e) {
-      sched->Fail(Error(std::string("unexpected exception in a task: ") + e.what(), RILL_INTERNAL));
+      Failed(e);
     }
   }
   body.Reset();  // drops captured scopes here, on the task's own stack

@@ -25,7 +25,7 @@ class Send {
         what_("sending to channel '" + channel_ + "'") {}
   void Compute(KernelContext& ctx) {
     ChannelOf(ctx.InputVarOrNull(channel_slot_), channel_).Send(ctx.InputVar(x_), copy_, ctx.handle(), what_.c_str());
-    if (has_status_) *ctx.AllocateOutput<bool>(status_, {1}) = true;
+    if (has_status_) ctx.OutputVar(status_).SetScalar(true);
   }
 
  private:
@@ -48,7 +48,7 @@ class Recv {
   void Compute(KernelContext& ctx) {
     const bool ok = ChannelOf(ctx.InputVarOrNull(channel_slot_), channel_).Recv(ctx.OutputVar(out_), ctx.handle(),
                                                                                 what_.c_str());
-    if (has_status_) *ctx.AllocateOutput<bool>(status_, {1}) = ok;
+    if (has_status_) ctx.OutputVar(status_).SetScalar(ok);
   }
 
  private:

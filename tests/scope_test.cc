@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -96,6 +97,36 @@ TEST(Scope, AKeyedChildTakesOverTheVariablesOfTheLastOneWithItsKey) {
   root->Var("y");  // the chain gained a variable: what "x" would resolve to may differ now
   EXPECT_EQ(parent->NewChild(key)->FindLocalVar("x"), nullptr);
   EXPECT_EQ(parent->NewChild()->FindLocalVar("x"), nullptr) << "unkeyed children never take over";
+}
+
+// Lookups that carry a name's filter bits find exactly what plain lookups find: in a
+// scope past the index size, in one of a few, in variables a keyed child took over, and
+// for names nowhere (most skip every scope on the filter alone).
+TEST(Scope, LookupsWithNameBitsFindWhatPlainLookupsFind) {
+  auto root = Scope::NewRoot();
+  for (int i = 0; i < 40; ++i) root->Var("param_" + std::to_string(i));
+  auto mid = root->NewChild();
+  mid->Var("i");
+  mid->Var("i.limit");
+  const Scope::ChildKey key{11, 1};
+  auto first = mid->NewChild(key);
+  first->Var("one");
+  first.reset();
+  auto child = mid->NewChild(key);  // takes "one" over, and its filter bits with it
+  child->Var("left");
+  std::vector<std::string> names = {"one", "left", "i", "i.limit"};
+  for (int i = 0; i < 40; ++i) {
+    names.push_back("param_" + std::to_string(i));
+    names.push_back("absent_" + std::to_string(i));
+  }
+  for (const std::string& name : names) {
+    const uint64_t bits = Scope::NameBits(name);
+    EXPECT_EQ(child->FindVar(name, bits), child->FindVar(name)) << name;
+    EXPECT_EQ(child->FindLocalVar(name, bits), child->FindLocalVar(name)) << name;
+    EXPECT_EQ(root->FindVar(name, bits), root->FindVar(name)) << name;
+  }
+  EXPECT_NE(child->FindLocalVar("one", Scope::NameBits("one")), nullptr);
+  EXPECT_EQ(child->Var("left", Scope::NameBits("left")), child->FindLocalVar("left")) << "found, not made again";
 }
 
 TEST(Scope, AChildIsReusableUntilAnAncestorGainsAVariable) {

@@ -60,6 +60,7 @@ struct Executor::PreparedBlock {
   int32_t idx = 0;
   uint64_t serial = 0;                // unique in the process, never reused (run caches)
   std::vector<std::string> names;     // every variable name the ops use
+  std::vector<uint64_t> name_bits;    // Scope::NameBits of each, parallel to names
   std::vector<uint8_t> is_output;     // parallel to names
   std::vector<std::pair<std::string, bool>> declared;  // (name, persistable)
   std::vector<std::unique_ptr<PreparedOp>> ops;
@@ -266,6 +267,7 @@ Executor::PreparedBlock& Executor::Prepare(int32_t block_idx) {
     auto [it, fresh] = ids.emplace(name, static_cast<uint32_t>(block->names.size()));
     if (fresh) {
       block->names.push_back(name);
+      block->name_bits.push_back(Scope::NameBits(name));
       block->is_output.push_back(0);
     }
     if (output) block->is_output[it->second] = 1;
@@ -449,7 +451,7 @@ bool Executor::ResolveAbove(const PreparedBlock& block, const Scope& scope, Vari
     if (scope.FindVar(name) == nullptr) return false;  // Resolve would make it in the root
   }
   for (size_t i = 0; i < block.names.size(); ++i) {
-    if ((frame[i] = scope.FindVar(block.names[i])) == nullptr) return false;
+    if ((frame[i] = scope.FindVar(block.names[i], block.name_bits[i])) == nullptr) return false;
   }
   return true;
 }
@@ -481,11 +483,12 @@ void Executor::ResolveLocals(const PreparedBlock& block, const std::shared_ptr<S
 
 bool Executor::ResolveName(const PreparedBlock& block, Scope& scope, size_t i, Variable** frame) {
   const std::string& name = block.names[i];
-  Variable* v = scope.FindLocalVar(name);
+  const uint64_t bits = block.name_bits[i];
+  Variable* v = scope.FindLocalVar(name, bits);
   bool here = v != nullptr;
-  if (v == nullptr && scope.parent() != nullptr) v = scope.parent()->FindVar(name);
+  if (v == nullptr && scope.parent() != nullptr) v = scope.parent()->FindVar(name, bits);
   if (v == nullptr && block.is_output[i]) {
-    v = scope.Var(name);
+    v = scope.Var(name, bits);
     here = true;
   }
   frame[i] = v;

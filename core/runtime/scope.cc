@@ -75,9 +75,11 @@ bool Scope::AncestorsUnchanged() const { return !parent_ || BornUnder(parent_->C
 Scope::VarList& Scope::VarList::operator=(VarList&& o) noexcept {
   Clear();
   head_.store(o.head_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  filter_.store(o.filter_.load(std::memory_order_relaxed), std::memory_order_relaxed);
   size_.store(o.size_.load(std::memory_order_relaxed), std::memory_order_release);
   index_ = std::move(o.index_);
   o.head_.store(nullptr, std::memory_order_relaxed);
+  o.filter_.store(0, std::memory_order_relaxed);
   o.size_.store(0, std::memory_order_relaxed);
   return *this;
 }
@@ -86,6 +88,7 @@ void Scope::VarList::Clear() {
   Entry* e = head_.load(std::memory_order_relaxed);
   head_.store(nullptr, std::memory_order_relaxed);
   size_.store(0, std::memory_order_relaxed);
+  filter_.store(0, std::memory_order_relaxed);
   index_.reset();
   while (e != nullptr) {
     Entry* next = e->next;
@@ -118,7 +121,7 @@ Variable* Scope::VarList::FindHoldingLock(std::string_view name) const {
   return nullptr;
 }
 
-Variable* Scope::VarList::Add(const std::string& name) {
+Variable* Scope::VarList::Add(const std::string& name, uint64_t bits) {
   Entry* e = new Entry{head_.load(std::memory_order_relaxed), name, Variable()};
   const size_t n = size_.load(std::memory_order_relaxed) + 1;
   if (n > kIndexFrom) {
@@ -128,19 +131,40 @@ Variable* Scope::VarList::Add(const std::string& name) {
     }
     index_->emplace(e->name, &e->var);
   }
+  filter_.store(filter_.load(std::memory_order_relaxed) | bits, std::memory_order_release);
   head_.store(e, std::memory_order_release);
   size_.store(n, std::memory_order_release);
   return &e->var;
 }
 
-Variable* Scope::Var(const std::string& name) {
-  if (Variable* v = vars_.Find(name, mu_)) return v;
+Variable* Scope::Var(const std::string& name) { return Var(name, NameBits(name)); }
+
+Variable* Scope::Var(const std::string& name, uint64_t bits) {
+  if (Variable* v = FindLocalVar(name, bits)) return v;
   std::lock_guard lock(mu_);
   if (Variable* v = vars_.FindHoldingLock(name)) return v;  // made meanwhile by another thread
-  return vars_.Add(name);
+  return vars_.Add(name, bits);
 }
 
 Variable* Scope::FindLocalVar(const std::string& name) const { return vars_.Find(name, mu_); }
+
+uint64_t Scope::NameBits(std::string_view name) {
+  // FNV-1a: names are short, and a scope's Add hashes each; its top bits are the mixed ones.
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  return (uint64_t{1} << (h >> 58)) | (uint64_t{1} << ((h >> 52) & 63));
+}
+
+Variable* Scope::FindLocalVar(const std::string& name, uint64_t bits) const {
+  return vars_.MayHold(bits) ? vars_.Find(name, mu_) : nullptr;
+}
+
+Variable* Scope::FindVar(const std::string& name, uint64_t bits) const {
+  for (const Scope* s = this; s != nullptr; s = s->parent_.get()) {
+    if (Variable* v = s->FindLocalVar(name, bits)) return v;
+  }
+  return nullptr;
+}
 
 Variable* Scope::FindVar(const std::string& name) const {
   for (const Scope* s = this; s != nullptr; s = s->parent_.get()) {

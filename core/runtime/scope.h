@@ -15,7 +15,9 @@
 //    block creates start with the values an earlier run left instead of empty.
 //  - Lookups in a scope take no lock: variables sit in a list that only grows at its head
 //    (a go block's scope holds a handful), with a name index once it holds more than
-//    VarList::kIndexFrom. Creating one takes the scope's lock.
+//    VarList::kIndexFrom. Creating one takes the scope's lock. Each scope also keeps a
+//    64-bit filter of its names (NameBits), so a lookup that carries a name's bits passes
+//    over the scopes that cannot hold it.
 //  - version() counts the variables created here. Since none is ever removed, a name
 //    resolved through the chain resolves the same way for as long as no scope on the chain
 //    changes version: the executor keeps a block's resolved names in the scope it ran in
@@ -83,6 +85,13 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   // Finds `name` here or in an ancestor; nullptr if absent.
   Variable* FindVar(const std::string& name) const;
   Variable* FindLocalVar(const std::string& name) const;
+  // The same, given NameBits(name): a scope whose name filter lacks those bits is skipped
+  // without reading its variables. (The executor keeps each block name's bits: a go block's
+  // constant is looked up through every scope above it before it is made.)
+  static uint64_t NameBits(std::string_view name);
+  Variable* FindVar(const std::string& name, uint64_t bits) const;
+  Variable* FindLocalVar(const std::string& name, uint64_t bits) const;
+  Variable* Var(const std::string& name, uint64_t bits);
 
   const std::shared_ptr<Scope>& parent() const { return parent_; }
   // The sum of the versions of every scope on the chain from here to the root; since
@@ -127,12 +136,15 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
     ~VarList() { Clear(); }
 
     size_t size() const { return size_.load(std::memory_order_acquire); }
+    // False when no variable with NameBits `bits` is in the list: the union of its names'
+    // bits (a 64-bit Bloom filter, two bits a name) lacks one of them.
+    bool MayHold(uint64_t bits) const { return (filter_.load(std::memory_order_acquire) & bits) == bits; }
     // The variable named `name`, or nullptr. `mu` guards the index (taken only past
     // kIndexFrom variables).
     Variable* Find(std::string_view name, SpinLock& mu) const;
     Variable* FindHoldingLock(std::string_view name) const;
-    // Adds `name` (absent); the caller holds the scope's lock.
-    Variable* Add(const std::string& name);
+    // Adds `name` (absent), whose NameBits are `bits`; the caller holds the scope's lock.
+    Variable* Add(const std::string& name, uint64_t bits);
     template <class F> void ForEach(F&& f) const {
       for (const Entry* e = head_.load(std::memory_order_acquire); e != nullptr; e = e->next) f(e->name);
     }
@@ -149,6 +161,8 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
     void Clear();
     std::atomic<Entry*> head_{nullptr};  // newest first
     std::atomic<size_t> size_{0};        // published after head_: an index exists past kIndexFrom
+    std::atomic<uint64_t> filter_{0};    // published before head_: a reader that misses a name's bits
+                                         // reads before that name's entry is in the list
     std::unique_ptr<Index> index_;
   };
   // What a finished child leaves behind (see NewChild(key)).

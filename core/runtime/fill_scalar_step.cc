@@ -42,15 +42,8 @@ std::optional<FillScalarStep> FillScalarStep::Match(const RillOpInfo& op, const 
 }
 
 bool FillScalarStep::Run(Variable* const* frame) const {
-  Variable* v = frame[out];
-  if (v == nullptr) return false;
-  Tensor* t = v->GetTensor();
-  if (t == nullptr) {
-    if (v->initialized()) return false;
-    t = v->GetMutableTensor();
-  } else if (!t->is_scalar()) {
-    return false;
-  }
+  Tensor* t = ScalarOutput(frame[out]);
+  if (t == nullptr) return false;
   std::memcpy(ScalarSlot(*t, dtype, 1), &bits, DataTypeSize(dtype));
   return true;
 }

@@ -10,7 +10,8 @@
 //  - Match takes fill_constant ops with one Out and shape [1], of a dtype the op has a CPU
 //    kernel for among int32, int64, fp32 and fp64; the value is converted as the kernel
 //    converts it (the attribute read as a float, then cast).
-//  - Run writes only where the kernel's scalar path writes: Out empty or holding a scalar.
+//  - Run writes only into Out empty, holding a tensor not allocated yet (no LoD), or
+//    holding a scalar (native_scalar.h's ScalarOutput), where the kernel writes the same.
 //    It leaves Out a [1] CPU tensor of the dtype holding the value, in Out's memory when
 //    Out owns it. Anything else returns false, having changed nothing, and the executor
 //    calls the kernel. The executor runs it only when placed on the CPU: elsewhere the

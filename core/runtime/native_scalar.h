@@ -1,6 +1,6 @@
 // core/runtime/native_scalar.h — what the executor's native scalar steps share
 // (counter_step.h, scalar_binary_step.h, fill_scalar_step.h): the element types they
-// compute in, and where they write a result.
+// compute in, and which tensor a result goes to and where in it.
 //
 // Contract: a native step computes only in int32, int64, fp32 and fp64, and only in those
 // the op has a CPU kernel for, so it never runs where the kernel itself could not.
@@ -12,6 +12,7 @@
 
 #include "core/registry/registry.h"
 #include "core/runtime/tensor.h"
+#include "core/runtime/variable.h"
 
 namespace rill::core {
 
@@ -35,6 +36,15 @@ bool WithNativeScalarType(int32_t dtype, F&& f) {
     case RILL_FP64: f(double{}); return true;
     default: return false;
   }
+}
+
+// The tensor a scalar result is written into: an empty variable's new one, one not
+// allocated yet (and without LoD), or a scalar; nullptr for anything the kernels' scalar
+// paths would not write either (the kernel then runs and gives its own result or error).
+inline Tensor* ScalarOutput(Variable* v) {
+  if (v == nullptr) return nullptr;
+  if (Tensor* t = v->GetTensor()) return (!t->initialized() && t->lod().empty()) || t->is_scalar() ? t : nullptr;
+  return v->initialized() ? nullptr : v->GetMutableTensor();
 }
 
 // Where a one-element `dtype` tensor of rank `ndim` (at most kMaxScalarDims) goes in `t`:

@@ -11,14 +11,6 @@ const Tensor* Scalar(const Variable* v) {
   return t != nullptr && t->is_scalar() ? t : nullptr;
 }
 
-// The tensor Out is written into: an empty variable's new one, one not allocated yet, or a
-// scalar; nullptr for anything the kernel's scalar path would not write either.
-Tensor* ScalarOutput(Variable* v) {
-  if (v == nullptr) return nullptr;
-  if (Tensor* t = v->GetTensor()) return (!t->initialized() && t->lod().empty()) || t->is_scalar() ? t : nullptr;
-  return v->initialized() ? nullptr : v->GetMutableTensor();
-}
-
 template <class T>
 void Apply(ScalarBinaryStep::Kind kind, const Tensor& x, const Tensor& y, Tensor& out) {
   const T a = *x.data_as<T>(), b = *y.data_as<T>();  // read before writing: Out may be X or Y

@@ -146,7 +146,7 @@ Variable* Scope::Var(const std::string& name, uint64_t bits) {
   return vars_.Add(name, bits);
 }
 
-Variable* Scope::FindLocalVar(const std::string& name) const { return vars_.Find(name, mu_); }
+Variable* Scope::FindLocalVar(const std::string& name) const { return FindLocalVar(name, 0); }
 
 uint64_t Scope::NameBits(std::string_view name) {
   // FNV-1a: names are short, and a scope's Add hashes each; its top bits are the mixed ones.
@@ -166,12 +166,7 @@ Variable* Scope::FindVar(const std::string& name, uint64_t bits) const {
   return nullptr;
 }
 
-Variable* Scope::FindVar(const std::string& name) const {
-  for (const Scope* s = this; s != nullptr; s = s->parent_.get()) {
-    if (Variable* v = s->FindLocalVar(name)) return v;
-  }
-  return nullptr;
-}
+Variable* Scope::FindVar(const std::string& name) const { return FindVar(name, 0); }
 
 Scope* Scope::root() {
   Scope* s = this;

@@ -86,8 +86,8 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   Variable* FindVar(const std::string& name) const;
   Variable* FindLocalVar(const std::string& name) const;
   // The same, given NameBits(name): a scope whose name filter lacks those bits is skipped
-  // without reading its variables. (The executor keeps each block name's bits: a go block's
-  // constant is looked up through every scope above it before it is made.)
+  // without reading its variables (bits 0: none is). The executor keeps each block name's
+  // bits: a go block's constant is looked up through every scope above it before it is made.
   static uint64_t NameBits(std::string_view name);
   Variable* FindVar(const std::string& name, uint64_t bits) const;
   Variable* FindLocalVar(const std::string& name, uint64_t bits) const;

@@ -126,6 +126,83 @@ TEST_F(ChannelTest, CopyLeavesTheSentVariableAsItWas) {
   });
 }
 
+// An unbuffered copy hands a scalar over as its bytes (written into the receiver's own
+// scalar in place), whichever side waited: the receiver ends up holding what a tensor copy
+// would have given it, and never writes into memory another tensor shares.
+TEST_F(ChannelTest, UnbufferedCopiesReplaceWhateverTheReceiverHeld) {
+  for (const bool receiver_waits : {true, false}) {
+    SCOPED_TRACE(receiver_waits ? "the receiver waited" : "the sender waited");
+    // Receives one copied send of `value` into `into`, on one worker, with the side that
+    // runs first waiting for the other.
+    const auto hand_over = [&](core::Variable& value, core::Variable& into) {
+      RunMain(
+          [&] {
+            auto ch = Channel::Make(kLodTensor, 0);
+            if (receiver_waits) {
+              Go([&, ch] { ch->Send(V(value), /*copy=*/true, nullptr, "send"); });
+              EXPECT_TRUE(ch->Recv(V(into), nullptr, "recv"));
+            } else {
+              Go([&, ch] { EXPECT_TRUE(ch->Recv(V(into), nullptr, "recv")); });
+              ch->Send(V(value), /*copy=*/true, nullptr, "send");
+            }
+          },
+          /*workers=*/1);
+    };
+    core::Variable i64;
+    SetInt(i64, 41);
+
+    core::Variable empty;
+    hand_over(i64, empty);
+    EXPECT_EQ(empty.GetTensor()->Describe(), "int64[1] {41}");
+    EXPECT_EQ(i64.GetTensor()->Describe(), "int64[1] {41}") << "a copied send leaves its value";
+
+    core::Variable other_dtype_with_lod;
+    other_dtype_with_lod.GetMutableTensor()->Allocate(RILL_FP32, {2, 2});
+    other_dtype_with_lod.GetMutableTensor()->mutable_lod() = {{0, 1, 2}};
+    hand_over(i64, other_dtype_with_lod);
+    EXPECT_EQ(other_dtype_with_lod.GetTensor()->Describe(), "int64[1] {41}");
+    EXPECT_TRUE(other_dtype_with_lod.GetTensor()->lod().empty()) << "the value sent had no LoD";
+
+    core::Variable scalar_with_lod;
+    SetInt(scalar_with_lod, 3);
+    scalar_with_lod.GetMutableTensor()->mutable_lod() = {{0, 1}};
+    hand_over(i64, scalar_with_lod);
+    EXPECT_EQ(scalar_with_lod.GetTensor()->Describe(), "int64[1] {41}");
+    EXPECT_TRUE(scalar_with_lod.GetTensor()->lod().empty()) << "the value sent had no LoD";
+
+    core::Variable shared;
+    SetInt(shared, 100);
+    const core::Tensor alias = *shared.GetTensor();  // shares the memory
+    hand_over(i64, shared);
+    EXPECT_EQ(shared.GetTensor()->Describe(), "int64[1] {41}");
+    EXPECT_EQ(alias.Describe(), "int64[1] {100}") << "a receive wrote into memory another tensor shares";
+
+    core::Variable in_place;
+    SetInt(in_place, -1);
+    const void* memory = in_place.GetTensor()->data();
+    hand_over(i64, in_place);
+    EXPECT_EQ(in_place.GetTensor()->Describe(), "int64[1] {41}");
+    EXPECT_EQ(in_place.GetTensor()->data(), memory) << "a scalar receiver's own memory should be rewritten";
+
+    core::Variable with_lod;  // not a scalar by var_scalar's rule: copied as a tensor, LoD and all
+    SetInt(with_lod, 5);
+    with_lod.GetMutableTensor()->mutable_lod() = {{0, 1}};
+    core::Variable got_lod;
+    hand_over(with_lod, got_lod);
+    EXPECT_EQ(got_lod.GetTensor()->Describe(), "int64[1] {5}");
+    EXPECT_EQ(got_lod.GetTensor()->lod(), (core::LoD{{0, 1}}));
+
+    core::Variable wide;
+    float* w = static_cast<float*>(wide.GetMutableTensor()->Allocate(RILL_FP32, {3}));
+    w[0] = 1, w[1] = 2, w[2] = 3;
+    core::Variable got_wide;
+    SetInt(got_wide, 9);
+    hand_over(wide, got_wide);
+    EXPECT_EQ(got_wide.GetTensor()->Describe(), "fp32[3] {1, 2, 3}");
+    EXPECT_EQ(wide.GetTensor()->Describe(), "fp32[3] {1, 2, 3}");
+  }
+}
+
 TEST_F(ChannelTest, BufferedIsFifoAndBlocksOnlyWhenFull) {
   std::atomic<bool> fourth_sent{false};
   RunMain([&] {

@@ -11,6 +11,7 @@
 #include "core/registry/attribute.h"
 #include "core/runtime/executor.h"
 #include "core/runtime/kernel_context.h"
+#include "core/runtime/native_scalar.h"
 #include "core/tasks/scheduler.h"
 
 // Shipped versions of the table are frozen: these offsets may never change. A new version
@@ -554,9 +555,15 @@ RillStatus* VarSetScalar(RillVariable* v, int32_t dtype, uint64_t bits) {
     return new RillStatus{RILL_INVALID_ARGUMENT, "var_set_scalar: data type " + std::to_string(dtype) +
                                                      " is not a tensor element type of at most 8 bytes"};
   }
+  Variable* var = V(v);
+  Tensor* t = var->GetTensor();
+  // A scalar of that dtype already, not shared (a receiver's value, message after message):
+  // written in place.
+  if (void* data = t != nullptr && t->lod().empty() ? InPlaceScalar(*t, dtype, 1) : nullptr) {
+    CopyHostBytes(data, &bits, size);
+    return nullptr;
+  }
   return StatusFromCall([&] {
-    Variable* var = V(v);
-    Tensor* t = var->GetTensor();
     if (t == nullptr) {
       var->Clear();
       t = var->GetMutableTensor();

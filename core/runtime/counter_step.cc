@@ -66,6 +66,29 @@ std::optional<CounterStep> CounterStep::Match(const RillOpInfo& increment, const
 }
 
 int CounterStep::Run(Variable* const* frame) const {
+  // The usual step, checked and written inline: i counted in place (j is i), and i, n and
+  // cond one-element CPU tensors of one rank, as the last step left them.
+  Tensor* ti = next == counter && frame[counter] != nullptr ? frame[counter]->GetTensor() : nullptr;
+  const Tensor* tn = frame[limit] != nullptr ? frame[limit]->GetTensor() : nullptr;
+  Tensor* tc = frame[cond] != nullptr ? frame[cond]->GetTensor() : nullptr;
+  if (ti != nullptr && tn != nullptr && tc != nullptr) {
+    const int32_t dtype = ti->dtype();
+    const size_t ndim = ti->dims().size();
+    if (static_cast<uint32_t>(dtype) < 32 && (dtypes >> dtype & 1) != 0 && tn->dtype() == dtype &&
+        IsHostScalarOfRank(*ti, ndim) && IsHostScalarOfRank(*tn, ndim)) {
+      void* count = ti->OwnData();
+      bool* go_on = static_cast<bool*>(InPlaceScalar(*tc, RILL_BOOL, ndim));
+      if (count != nullptr && go_on != nullptr) {
+        WithNativeScalarType(dtype, [&](auto type) {
+          using T = decltype(type);
+          const T j = *static_cast<T*>(count) + static_cast<T>(static_cast<float>(step));
+          *static_cast<T*>(count) = j;
+          *go_on = j < *tn->data_as<T>();
+        });
+        return *go_on;
+      }
+    }
+  }
   const Tensor* i = Scalar(frame[counter]);
   const Tensor* n = Scalar(frame[limit]);
   if (i == nullptr || n == nullptr) return -1;

@@ -247,9 +247,8 @@ void Executor::CheckBlock(int32_t block_idx) const {
   }
 }
 
-Executor::PreparedBlock& Executor::Prepare(int32_t block_idx) {
+Executor::PreparedBlock& Executor::PrepareFirst(int32_t block_idx) {
   CheckBlock(block_idx);
-  if (PreparedBlock* p = prepared_[block_idx].load(std::memory_order_acquire)) return *p;
   std::lock_guard lock(prepare_mu_);
   if (PreparedBlock* p = prepared_[block_idx].load(std::memory_order_acquire)) return *p;
 

@@ -80,7 +80,15 @@ class Executor {
   struct PreparedBlock;
 
  private:
-  PreparedBlock& Prepare(int32_t block_idx);
+  // Block `block_idx`, prepared on first use. Inline up to its usual case, a block prepared
+  // already: a select's chosen case and a conditional_block run theirs every round.
+  PreparedBlock& Prepare(int32_t block_idx) {
+    if (static_cast<uint32_t>(block_idx) < prepared_.size()) {
+      if (PreparedBlock* p = prepared_[static_cast<size_t>(block_idx)].load(std::memory_order_acquire)) return *p;
+    }
+    return PrepareFirst(block_idx);
+  }
+  PreparedBlock& PrepareFirst(int32_t block_idx);
   // Creates the block's declared variables and its outputs missing from the chain, and
   // fills `frame` (one entry per name the block uses).
   // With `local`, also records which names resolved in `scope` itself (found or created there).

@@ -47,6 +47,17 @@ inline Tensor* ScalarOutput(Variable* v) {
   return v->initialized() ? nullptr : v->GetMutableTensor();
 }
 
+// Whether `t` is a one-element CPU tensor of rank `ndim`, whatever its dtype and LoD.
+inline bool IsHostScalarOfRank(const Tensor& t, size_t ndim) {
+  return t.numel() == 1 && t.dims().size() == ndim && t.place().device_type == RILL_CPU;
+}
+
+// The memory of `t` when a one-element `dtype` result of rank `ndim` is written there in
+// place (ScalarSlot's usual case, inline for the native steps' fast paths), else nullptr.
+inline void* InPlaceScalar(const Tensor& t, int32_t dtype, size_t ndim) {
+  return t.dtype() == dtype && IsHostScalarOfRank(t, ndim) ? t.OwnData() : nullptr;
+}
+
 // Where a one-element `dtype` tensor of rank `ndim` (at most kMaxScalarDims) goes in `t`:
 // in place when `t` already is one and owns its memory (a loop's counter, condition or
 // running sum, rewritten every step), else through Allocate, which reshapes or
@@ -54,9 +65,7 @@ inline Tensor* ScalarOutput(Variable* v) {
 constexpr size_t kMaxScalarDims = 8;
 inline void* ScalarSlot(Tensor& t, int32_t dtype, size_t ndim) {
   static constexpr int64_t kOnes[kMaxScalarDims] = {1, 1, 1, 1, 1, 1, 1, 1};
-  if (t.dtype() == dtype && t.numel() == 1 && t.dims().size() == ndim && t.place().device_type == RILL_CPU) {
-    if (void* data = t.OwnData()) return data;
-  }
+  if (void* data = InPlaceScalar(t, dtype, ndim)) return data;
   return t.Allocate(dtype, kOnes, ndim);
 }
 

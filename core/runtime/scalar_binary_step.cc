@@ -12,12 +12,11 @@ const Tensor* Scalar(const Variable* v) {
 }
 
 template <class T>
-void Apply(ScalarBinaryStep::Kind kind, const Tensor& x, const Tensor& y, Tensor& out) {
-  const T a = *x.data_as<T>(), b = *y.data_as<T>();  // read before writing: Out may be X or Y
-  const T r = kind == ScalarBinaryStep::Kind::kAdd   ? static_cast<T>(a + b)
-              : kind == ScalarBinaryStep::Kind::kSub ? static_cast<T>(a - b)
-                                                     : static_cast<T>(a * b);
-  *static_cast<T*>(ScalarSlot(out, x.dtype(), 1)) = r;
+T Apply(ScalarBinaryStep::Kind kind, const Tensor& x, const Tensor& y) {
+  const T a = *x.data_as<T>(), b = *y.data_as<T>();
+  return kind == ScalarBinaryStep::Kind::kAdd   ? static_cast<T>(a + b)
+         : kind == ScalarBinaryStep::Kind::kSub ? static_cast<T>(a - b)
+                                                : static_cast<T>(a * b);
 }
 
 }  // namespace
@@ -51,9 +50,15 @@ bool ScalarBinaryStep::Run(Variable* const* frame) const {
   if (x == nullptr || y == nullptr) return false;
   const int32_t dtype = x->dtype();
   if (y->dtype() != dtype || (dtypes & (1u << dtype)) == 0) return false;
-  Tensor* o = ScalarOutput(frame[out]);
-  if (o == nullptr) return false;
-  return WithNativeScalarType(dtype, [&](auto type) { Apply<decltype(type)>(kind, *x, *y, *o); });
+  // Out a scalar of that dtype already, not shared (a running sum): written in place.
+  Tensor* o = frame[out] != nullptr ? frame[out]->GetTensor() : nullptr;
+  void* in_place = o != nullptr && o->lod().empty() ? InPlaceScalar(*o, dtype, 1) : nullptr;
+  if (in_place == nullptr && (o = ScalarOutput(frame[out])) == nullptr) return false;
+  return WithNativeScalarType(dtype, [&](auto type) {
+    using T = decltype(type);
+    const T r = Apply<T>(kind, *x, *y);  // read before writing: Out may be X or Y
+    *static_cast<T*>(in_place != nullptr ? in_place : ScalarSlot(*o, dtype, 1)) = r;
+  });
 }
 
 }  // namespace rill::core

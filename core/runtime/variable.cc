@@ -20,13 +20,13 @@ void CustomValue::Reset() {
 }
 
 Tensor* Variable::GetMutableTensor() {
-  if (std::holds_alternative<std::monostate>(value_)) value_ = Tensor{};
+  if (std::holds_alternative<std::monostate>(value_)) return &value_.emplace<Tensor>();
   if (auto* t = std::get_if<Tensor>(&value_)) return t;
   throw Error("variable holds " + KindName() + ", not a tensor");
 }
 
 SelectedRows* Variable::GetMutableSelectedRows() {
-  if (std::holds_alternative<std::monostate>(value_)) value_ = std::make_unique<SelectedRows>();
+  if (std::holds_alternative<std::monostate>(value_)) return value_.emplace<BoxedRows>(std::make_unique<SelectedRows>()).get();
   if (auto* s = std::get_if<BoxedRows>(&value_)) return s->get();
   throw Error("variable holds " + KindName() + ", not selected rows");
 }

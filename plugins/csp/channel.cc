@@ -26,9 +26,12 @@ std::unique_ptr<Slot[]> Slots(int64_t capacity) {
   return std::make_unique<Slot[]>(static_cast<size_t>(capacity));
 }
 
-// Moves or copies `from` into `to`.
-void Transfer(RillVariable* to, RillVariable* from, bool copy) {
-  if (copy) {
+// Moves or copies `from` into `to`; a copied scalar (`scalar`: its bytes, or null) is
+// written as its bytes, in place when `to` holds a scalar already, with no tensor copy.
+void Transfer(RillVariable* to, RillVariable* from, bool copy, const Scalar* scalar) {
+  if (scalar != nullptr && scalar->dtype >= 0) {
+    Variable(to).SetScalar(scalar->dtype, scalar->bits);
+  } else if (copy) {
     Variable(to).CopyFrom(Variable(from));
   } else {
     Variable(to).MoveFrom(Variable(from));
@@ -149,7 +152,7 @@ void Channel::Store(Slot& slot, RillVariable* src, bool copy, const Scalar* scal
     return;
   }
   slot.scalar.dtype = -1;
-  Transfer(slot.var.get().handle(), src, copy);
+  Transfer(slot.var.get().handle(), src, copy, nullptr);
 }
 
 // Takes a buffered value out of `slot` into `dst`, or into `*taken` when it is a scalar
@@ -169,7 +172,7 @@ void Channel::Take(Slot& slot, RillVariable* dst, Scalar* taken) {
 
 bool Channel::TrySendLocked(Variable src, bool copy, const Scalar* scalar, RillTask** wake) {
   if (Waiter* r = recvq_.Pop()) {  // a receiver is waiting, so the buffer is empty
-    Transfer(r->var, src.handle(), copy);
+    Transfer(r->var, src.handle(), copy, scalar);
     Complete(r, true);
     *wake = r->task;
     return true;
@@ -186,7 +189,7 @@ bool Channel::TrySendLocked(Variable src, bool copy, const Scalar* scalar, RillT
 bool Channel::TryRecvLocked(Variable dst, bool* ok, RillTask** wake, Scalar* taken) {
   if (Waiter* s = sendq_.Pop()) {  // a sender is waiting, so the buffer is full (or cap 0)
     if (capacity_ == 0) {
-      Transfer(dst.handle(), s->var, s->copy);
+      Transfer(dst.handle(), s->var, s->copy, &s->scalar);
     } else {
       // Take the oldest value; the sender's goes in at the tail, which is the slot just
       // freed since the buffer was full.
@@ -238,7 +241,7 @@ void Channel::Send(Variable src, bool copy, RillKernelContext* ctx, const char* 
   // CheckElement's calls and messages.
   Scalar scalar = data_type_ != kChannel ? ScalarOf(src) : Scalar{};
   if (scalar.dtype < 0 || (data_type_ != kLodTensor && scalar.dtype != data_type_)) CheckElement(src);
-  if (!copy || capacity_ == 0) scalar = Scalar{};  // only a copy into the buffer keeps the bytes
+  if (!copy) scalar = Scalar{};  // only a copy goes as its bytes (a move hands the tensor on)
   std::shared_ptr<Channel> keep;  // set before waiting; outlives `lock` (see the header)
   std::unique_lock lock(mu_);
   if (closed_) throw Error("send on a closed channel", RILL_FAILED_PRECONDITION);

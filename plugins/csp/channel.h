@@ -66,8 +66,9 @@ struct Waiter {
   bool queued = false;  // in a WaitQueue now
   Waiter* prev = nullptr;
   Waiter* next = nullptr;
-  // Last: read only when a receive frees a full buffer's slot, and the fields above, which
-  // every queue operation touches, stay within one cache line.
+  // Last: read only when a receive takes this sender's value (into a full buffer's freed
+  // slot, or itself on an unbuffered channel), and the fields above, which every queue
+  // operation touches, stay within one cache line.
   Scalar scalar;  // send: var's value as a Scalar, when it is one and copied
 };
 

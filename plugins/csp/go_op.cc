@@ -6,6 +6,12 @@
 // child scope when the go op runs, the way Go evaluates `go f(ch)`'s arguments at the go
 // statement: reassigning the outer variable later (a daisy chain's `left = right`) does not
 // change the channel the block uses. Everything else is shared by reference.
+//
+// The child is always a new, empty scope (scope_new_child), not one that takes over what
+// this op's last block left behind (ctx_new_child_scope): a go op's blocks mostly live at
+// once (a spawn loop's, a daisy chain's), so there is rarely anything to take over, and
+// offering and taking it locks the parent scope at every block's start and end, a cache
+// line that two workers then pass back and forth (see docs/PERFORMANCE.md, stop 33).
 #include "channel.h"
 #include "ops.h"
 
@@ -17,7 +23,7 @@ class Go {
   explicit Go(const OpInfo& op)
       : block_(op.BlockAttr("sub_block")), x_(op.InputSlot("X")), captured_(op.InputNames("X")) {}
   void Compute(KernelContext& ctx) {
-    Scope child = ctx.NewChildScope(block_);
+    Scope child = ctx.scope().NewChild();
     for (size_t i = 0; i < captured_.size(); ++i) {
       // As the executor resolved X: no lookup up the scope chain per go block.
       Variable v = ctx.InputVarOrNull(x_, i);

@@ -155,8 +155,11 @@ class Channel : public std::enable_shared_from_this<Channel> {
   const int64_t capacity_;
   const uint64_t id_;
   const std::unique_ptr<Slot[]> buf_;  // ring of capacity_ slots
-  std::atomic<int64_t> holders_{0};    // variables holding the channel
-  std::shared_ptr<Channel> self_;      // set while holders_ > 0
+  // Written whenever a variable starts or stops holding the channel (a go block binding
+  // it, at the block's start and end, on two workers): off the line above, which every
+  // send reads.
+  alignas(64) std::atomic<int64_t> holders_{0};  // variables holding the channel
+  std::shared_ptr<Channel> self_;                // set while holders_ > 0
   // Written by every send and receive: kept off the line of the fields above, which every
   // send reads before it locks (sharing it made each of those reads a cross-core miss
   // while the other side held the lock).

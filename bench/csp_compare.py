@@ -5,13 +5,22 @@ session and prints a markdown table of per-op medians and Rill / Go ratios.
 usage: bench/csp_compare.py [BUILD_DIR] [REPETITIONS]
 
 Per op: a round trip (ping-pong), a message (producer/consumer), a whole chain (daisy
-chain), a go block started and finished (spawn). Medians over REPETITIONS runs (default 5).
+chain), a go block started and finished (spawn).
+
+Each ratio is paired: a round runs every scenario once in Rill (its channel-API and
+program benchmarks) and once in Go, side by side, alternating which goes first, and the
+ratio is the median over REPETITIONS rounds (default 5) of each round's Rill / Go, with
+the lowest and highest in brackets. These shared machines change speed from minute to
+minute (how far apart the two vCPUs are: a cache line passes between them in 25-30 ns in
+one spell and 155-170 ns in another, see docs/PERFORMANCE.md, stop 33), so two figures
+taken minutes apart, as medians of separate runs were, compare two machines.
 """
 import os
 import re
 import statistics
 import subprocess
 import sys
+import tempfile
 
 import gbench
 
@@ -32,42 +41,64 @@ GO_PER_OP_DIVISOR = {"Spawn": 1000}  # Go's BenchmarkSpawn op is a batch of 1000
 UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 
-def rill_medians(build_dir, reps):
+def rill_once(build_dir, api, program):
+    """One run of the scenario's two Rill benchmarks: {name: ns per op}."""
     def per_op(b):
         if "items_per_second" in b:
             return 1e9 / b["items_per_second"]
         return b["real_time"] * UNIT_NS[b["time_unit"]]
-    runs = gbench.iterations(build_dir, "rill_bench_csp", reps)
-    return {k: statistics.median(per_op(b) for b in v) for k, v in runs.items()}
+    only = "^(" + "|".join(re.escape(n) for n in (api, program)) + ")/"
+    runs = gbench.iterations(build_dir, "rill_bench_csp", 1, benchmark_filter=only)
+    return {name: per_op(v[0]) for name, v in runs.items()}
 
 
-def go_medians(reps):
-    out = subprocess.run(["go", "test", "-run", "^$", "-bench", ".", "-count", str(reps)],
+def go_once(test_binary, name):
+    """One run of Go's benchmark `name` ("ProdCons/cap=0"): ns per op."""
+    pattern = "/".join(f"^{re.escape(part)}$" for part in ("Benchmark" + name).split("/"))
+    out = subprocess.run([test_binary, "-test.run", "^$", "-test.bench", pattern, "-test.count", "1"],
                          cwd=os.path.join(ROOT, "bench", "peers"), check=True, capture_output=True,
                          text=True).stdout
-    runs = {}
     for line in out.splitlines():
         m = re.match(r"Benchmark(\S+?)(-\d+)?\s+\d+\s+([\d.]+) ns/op", line)
-        if m:
-            name = m.group(1)
-            runs.setdefault(name, []).append(float(m.group(3)) / GO_PER_OP_DIVISOR.get(name, 1))
-    return {k: statistics.median(v) for k, v in runs.items()}
+        if m and m.group(1) == name:
+            return float(m.group(3)) / GO_PER_OP_DIVISOR.get(name, 1)
+    raise RuntimeError(f"Go benchmark {name} printed no result:\n{out}")
 
 
 def fmt(ns):
     return f"{ns / 1e6:.1f} ms" if ns >= 1e6 else f"{ns:.0f} ns"
 
 
+def ratio(pairs):
+    """Median [lowest-highest] of the rounds' paired ratios."""
+    r = sorted(a / b for a, b in pairs)
+    return f"{statistics.median(r):.2f} [{r[0]:.2f}-{r[-1]:.2f}]"
+
+
 def main():
     build_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
     reps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-    go = go_medians(reps)
-    rill = rill_medians(build_dir, reps)
+    with tempfile.TemporaryDirectory() as tmp:
+        go_test = os.path.join(tmp, "peers.test")
+        subprocess.run(["go", "test", "-c", "-o", go_test], cwd=os.path.join(ROOT, "bench", "peers"), check=True)
+        rows = {title: ([], [], []) for title, *_ in SCENARIOS}  # Go, API, program per round
+        for rnd in range(reps):
+            for title, g, c, p in SCENARIOS:
+                go, api, prog = rows[title]
+                if rnd % 2 == 0:
+                    go.append(go_once(go_test, g))
+                    rill = rill_once(build_dir, c, p)
+                else:
+                    rill = rill_once(build_dir, c, p)
+                    go.append(go_once(go_test, g))
+                api.append(rill[c])
+                prog.append(rill[p])
     print(f"| scenario (per op) | Go | Rill channel API | ratio | Rill program | ratio |")
     print("|---|---|---|---|---|---|")
-    for title, g, c, p in SCENARIOS:
-        gv, cv, pv = go[g], rill[c], rill[p]
-        print(f"| {title} | {fmt(gv)} | {fmt(cv)} | {cv / gv:.2f} | {fmt(pv)} | {pv / gv:.2f} |")
+    for title, *_ in SCENARIOS:
+        go, api, prog = rows[title]
+        print(f"| {title} | {fmt(statistics.median(go))} | {fmt(statistics.median(api))} | "
+              f"{ratio(zip(api, go))} | {fmt(statistics.median(prog))} | {ratio(zip(prog, go))} |")
 
 
 if __name__ == "__main__":

@@ -81,9 +81,10 @@ int CounterStep::Run(Variable* const* frame) const {
       if (count != nullptr && go_on != nullptr) {
         WithNativeScalarType(dtype, [&](auto type) {
           using T = decltype(type);
+          const T limit = *tn->data_as<T>();
           const T j = *static_cast<T*>(count) + static_cast<T>(static_cast<float>(step));
           *static_cast<T*>(count) = j;
-          *go_on = j < *tn->data_as<T>();
+          *go_on = j < limit;
         });
         return *go_on;
       }

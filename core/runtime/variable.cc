@@ -26,7 +26,9 @@ Tensor* Variable::GetMutableTensor() {
 }
 
 SelectedRows* Variable::GetMutableSelectedRows() {
-  if (std::holds_alternative<std::monostate>(value_)) return value_.emplace<BoxedRows>(std::make_unique<SelectedRows>()).get();
+  if (std::holds_alternative<std::monostate>(value_)) {
+    return value_.emplace<BoxedRows>(std::make_unique<SelectedRows>()).get();
+  }
   if (auto* s = std::get_if<BoxedRows>(&value_)) return s->get();
   throw Error("variable holds " + KindName() + ", not selected rows");
 }

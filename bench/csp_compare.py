@@ -13,7 +13,8 @@ ratio is the median over REPETITIONS rounds (default 5) of each round's Rill / G
 the lowest and highest in brackets. These shared machines change speed from minute to
 minute (how far apart the two vCPUs are: a cache line passes between them in 25-30 ns in
 one spell and 155-170 ns in another, see docs/PERFORMANCE.md, stop 33), so two figures
-taken minutes apart, as medians of separate runs were, compare two machines.
+taken minutes apart, as medians of separate runs were, compare two machines; the
+table's first line gives the line-transfer time before and after the rounds.
 """
 import os
 import re
@@ -65,6 +66,14 @@ def go_once(test_binary, name):
     raise RuntimeError(f"Go benchmark {name} printed no result:\n{out}")
 
 
+def line_transfer(build_dir):
+    """What bench/line_transfer.c reads now (the machine's spell), or a note that it is missing."""
+    probe = os.path.join(build_dir, "bin", "rill_line_transfer")
+    if not os.path.exists(probe):
+        return "not built"
+    return subprocess.run([probe], check=True, capture_output=True, text=True).stdout.strip()
+
+
 def fmt(ns):
     return f"{ns / 1e6:.1f} ms" if ns >= 1e6 else f"{ns:.0f} ns"
 
@@ -78,6 +87,7 @@ def ratio(pairs):
 def main():
     build_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
     reps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    before = line_transfer(build_dir)
     with tempfile.TemporaryDirectory() as tmp:
         go_test = os.path.join(tmp, "peers.test")
         subprocess.run(["go", "test", "-c", "-o", go_test], cwd=os.path.join(ROOT, "bench", "peers"), check=True)
@@ -93,6 +103,7 @@ def main():
                     go.append(go_once(go_test, g))
                 api.append(rill[c])
                 prog.append(rill[p])
+    print(f"line transfer before: {before}; after: {line_transfer(build_dir)}\n")
     print(f"| scenario (per op) | Go | Rill channel API | ratio | Rill program | ratio |")
     print("|---|---|---|---|---|---|")
     for title, *_ in SCENARIOS:

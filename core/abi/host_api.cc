@@ -559,7 +559,7 @@ RillStatus* VarSetScalar(RillVariable* v, int32_t dtype, uint64_t bits) {
   Tensor* t = var->GetTensor();
   // A scalar of that dtype already, not shared (a receiver's value, message after message):
   // written in place.
-  if (void* data = t != nullptr && t->lod().empty() ? InPlaceScalar(*t, dtype, 1) : nullptr) {
+  if (void* data = InPlaceScalar(t, dtype)) {
     CopyHostBytes(data, &bits, size);
     return nullptr;
   }

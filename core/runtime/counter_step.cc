@@ -26,10 +26,15 @@ Tensor* Writable(Variable* v) {
   return v->initialized() ? nullptr : v->GetMutableTensor();
 }
 
+// What the increment kernel adds to `i`: the attribute read as a float, then cast to T.
+template <class T>
+T Incremented(T i, double step) {
+  return i + static_cast<T>(static_cast<float>(step));
+}
+
 template <class T>
 bool Step(const Tensor& i, const Tensor& n, Tensor& j, Tensor& cond, double step) {
-  // As the increment kernel does: the attribute read as a float, then cast to T.
-  const T next = *i.data_as<T>() + static_cast<T>(static_cast<float>(step));
+  const T next = Incremented(*i.data_as<T>(), step);
   const T limit = *n.data_as<T>();
   const size_t ndim = i.dims().size();
   *static_cast<T*>(ScalarSlot(j, i.dtype(), ndim)) = next;
@@ -82,7 +87,7 @@ int CounterStep::Run(Variable* const* frame) const {
         WithNativeScalarType(dtype, [&](auto type) {
           using T = decltype(type);
           const T limit = *tn->data_as<T>();
-          const T j = *static_cast<T*>(count) + static_cast<T>(static_cast<float>(step));
+          const T j = Incremented(*static_cast<T*>(count), step);
           *static_cast<T*>(count) = j;
           *go_on = j < limit;
         });

@@ -58,6 +58,13 @@ inline void* InPlaceScalar(const Tensor& t, int32_t dtype, size_t ndim) {
   return t.dtype() == dtype && IsHostScalarOfRank(t, ndim) ? t.OwnData() : nullptr;
 }
 
+// The same for a scalar by Tensor::is_scalar ([1], no LoD), or nullptr for no tensor: where
+// var_set_scalar and the scalar add write a value over the one the last message or step
+// left.
+inline void* InPlaceScalar(const Tensor* t, int32_t dtype) {
+  return t != nullptr && t->lod().empty() ? InPlaceScalar(*t, dtype, 1) : nullptr;
+}
+
 // Where a one-element `dtype` tensor of rank `ndim` (at most kMaxScalarDims) goes in `t`:
 // in place when `t` already is one and owns its memory (a loop's counter, condition or
 // running sum, rewritten every step), else through Allocate, which reshapes or

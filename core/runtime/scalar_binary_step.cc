@@ -52,7 +52,7 @@ bool ScalarBinaryStep::Run(Variable* const* frame) const {
   if (y->dtype() != dtype || (dtypes & (1u << dtype)) == 0) return false;
   // Out a scalar of that dtype already, not shared (a running sum): written in place.
   Tensor* o = frame[out] != nullptr ? frame[out]->GetTensor() : nullptr;
-  void* in_place = o != nullptr && o->lod().empty() ? InPlaceScalar(*o, dtype, 1) : nullptr;
+  void* in_place = InPlaceScalar(o, dtype);
   if (in_place == nullptr && (o = ScalarOutput(frame[out])) == nullptr) return false;
   return WithNativeScalarType(dtype, [&](auto type) {
     using T = decltype(type);

@@ -299,6 +299,32 @@ TEST(HostApi, ArgumentsReadByIndexMatchThoseReadByName) {
   EXPECT_EQ(info.data, f.vars[0].GetTensor()->data());
 }
 
+// ABI v11: a kernel finds its arguments' frame indices once and reads them from the run's
+// frame; an entry the run has not found yet is NULL until ctx_input_at finds it.
+TEST(HostApi, ArgumentsReadFromTheFrameMatchThoseReadByIndex) {
+  KernelFixture f;
+  EXPECT_EQ(H().op_input_index(&f.info, 0, 0), 0u);
+  EXPECT_EQ(H().op_input_index(&f.info, 1, 0), 1u);
+  EXPECT_EQ(H().op_output_index(&f.info, 0, 0), 2u);
+  EXPECT_EQ(H().op_output_index(&f.info, 1, 0), 3u);
+  for (const auto& [slot, i] : {std::pair{-1, 0}, {2, 0}, {0, 1}}) {
+    EXPECT_EQ(H().op_input_index(&f.info, slot, static_cast<size_t>(i)), RILL_NO_FRAME_INDEX) << slot << "[" << i << "]";
+  }
+  EXPECT_EQ(H().op_output_index(&f.info, 5, 0), RILL_NO_FRAME_INDEX);
+  EXPECT_EQ(H().op_input_index(nullptr, 0, 0), RILL_NO_FRAME_INDEX);
+
+  RillVariable* const* frame = H().ctx_frame(&f.ctx);
+  ASSERT_NE(frame, nullptr);
+  EXPECT_EQ(frame[H().op_input_index(&f.info, 0, 0)], H().ctx_input_at(&f.ctx, 0, 0));
+  EXPECT_EQ(frame[H().op_output_index(&f.info, 1, 0)], H().ctx_output_at(&f.ctx, 1, 0));
+  EXPECT_EQ(frame[1], nullptr) << "'gone' is in no scope";
+  Variable* made = f.scope.scope->Var("gone");  // made after the run started
+  EXPECT_EQ(frame[1], nullptr) << "the frame does not look names up";
+  EXPECT_EQ(H().ctx_input_at(&f.ctx, 1, 0), reinterpret_cast<RillVariable*>(made));
+  EXPECT_EQ(frame[1], reinterpret_cast<RillVariable*>(made)) << "ctx_input_at filled the entry";
+  EXPECT_EQ(H().ctx_frame(nullptr), nullptr);
+}
+
 // ABI v9: a scalar read and written in one call each. Only a one-element CPU tensor of
 // shape [1] without LoD reads as a scalar; setting one replaces whatever the variable held,
 // in place when its tensor is not shared.

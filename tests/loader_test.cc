@@ -175,6 +175,37 @@ TEST(Loader, FrozenAbiV9PluginReadsAndWritesScalars) {
   }
 }
 
+// ABI v10: a plain-C kernel runs its sub-block in one call, and a failing block's error
+// comes back through it.
+TEST(Loader, FrozenAbiV10PluginRunsItsSubBlock) {
+  Registry registry;
+  const auto plugins = LoadPlugins(registry, LoadOptions{{kPlugins, kFixtures + "/frozen_v10"}, {}, {}});
+  EXPECT_EQ(plugins.back().name, "frozen_v10");
+  EXPECT_EQ(plugins.back().abi_version, 10u);
+  ProgramBuilder pb;
+  pb.block(0).Op("fill_constant").Output("Out", "i").Attr("shape", std::vector<int64_t>{1}).Attr("dtype", int64_t{RILL_INT64}).Attr("value", 0.0f);
+  auto& body = pb.NewBlock(0);
+  body.Op("increment").Input("X", "i").Output("Out", "i").Attr("step", 2.0f);
+  pb.block(0).Op("v10_repeat").BlockAttr("sub_block", body.idx()).Attr("times", int64_t{3});
+  Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  exec.Run(0, scope);
+  EXPECT_EQ(scope->FindVar("i")->GetTensor()->Describe(), "int64[1] {6}");
+
+  ProgramBuilder bad;  // the block's increment has no counter to read: its error, through the op
+  auto& bad_body = bad.NewBlock(0);
+  bad_body.Op("increment").Input("X", "missing").Output("Out", "missing");
+  bad.block(0).Op("v10_repeat").BlockAttr("sub_block", bad_body.idx()).Attr("times", int64_t{1});
+  Executor bad_exec(registry, std::make_shared<proto::ProgramDesc>(bad.Build()));
+  try {
+    bad_exec.Run(0, Scope::NewRoot());
+    ADD_FAILURE() << "a block reading a missing variable ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("v10_repeat"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("increment"), std::string::npos) << e.what();
+  }
+}
+
 // ABI v7: a plain-C kernel reads the ops of a block when it is created.
 TEST(Loader, FrozenAbiV7PluginReadsABlocksOps) {
   Registry registry;

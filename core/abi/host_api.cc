@@ -113,7 +113,11 @@ RILL_PIN(var_scalar, 80);
 RILL_PIN(var_set_scalar, 81);
 // Version 10.
 RILL_PIN(ctx_run_sub_block, 82);
-static_assert(sizeof(RillHostApi) == 8 + 83 * sizeof(void*), "RillHostApi v10 size changed");
+// Version 11.
+RILL_PIN(op_input_index, 83);
+RILL_PIN(op_output_index, 84);
+RILL_PIN(ctx_frame, 85);
+static_assert(sizeof(RillHostApi) == 8 + 86 * sizeof(void*), "RillHostApi v11 size changed");
 #undef RILL_PIN
 
 // RillDeviceDef, which plugins fill: version 1 ends at `copy`; version 5 appends the
@@ -450,6 +454,17 @@ RillVariable* CtxInputAt(RillKernelContext* ctx, int32_t slot, size_t i) {
 RillVariable* CtxOutputAt(RillKernelContext* ctx, int32_t slot, size_t i) {
   return ctx ? reinterpret_cast<RillVariable*>(ctx->At(ctx->op->OutputIdAt(slot, i))) : nullptr;
 }
+// The frame, and each argument's index in it (v11). Frame indices are RillOpInfo's ids.
+static_assert(RILL_NO_FRAME_INDEX == RillOpInfo::kNoArg);
+uint32_t OpInputIndex(const RillOpInfo* info, int32_t slot, size_t i) {
+  return info ? info->InputIdAt(slot, i) : RILL_NO_FRAME_INDEX;
+}
+uint32_t OpOutputIndex(const RillOpInfo* info, int32_t slot, size_t i) {
+  return info ? info->OutputIdAt(slot, i) : RILL_NO_FRAME_INDEX;
+}
+RillVariable* const* CtxFrame(RillKernelContext* ctx) {
+  return ctx ? reinterpret_cast<RillVariable* const*>(ctx->frame) : nullptr;
+}
 // ctx_input_described_at and ctx_output_allocate_at past their hot paths: null
 // arguments, errors, and an empty output variable's first tensor.
 [[gnu::noinline, gnu::cold]] RillStatus* InputDescribedAtSlow(RillKernelContext* ctx, int32_t slot, size_t i,
@@ -569,8 +584,7 @@ RillStatus* VarSetScalar(RillVariable* v, int32_t dtype, uint64_t bits) {
       t = var->GetMutableTensor();
     }
     if (!t->lod().empty()) t->mutable_lod().clear();
-    static constexpr int64_t kOne = 1;
-    CopyHostBytes(t->Allocate(dtype, &kOne, 1), &bits, size);
+    CopyHostBytes(t->AllocateScalar(dtype), &bits, size);
   });
 }
 RillStatus* VarMove(RillVariable* dst, RillVariable* src) {
@@ -730,6 +744,8 @@ const RillHostApi kTable = {
     VarScalar, VarSetScalar,
     // Version 10.
     CtxRunSubBlock,
+    // Version 11.
+    OpInputIndex, OpOutputIndex, CtxFrame,
 };
 
 }  // namespace

@@ -25,6 +25,9 @@ struct KernelInstance {
   int32_t device = RILL_CPU;
   int32_t dtype = RILL_ANY_DTYPE;
   void* state = nullptr;
+  // Chosen for an op whose key does not depend on its inputs (no dtype input), on the CPU:
+  // while the executor is on the CPU, every run of the op has this key.
+  bool cpu_static = false;
 
   ~KernelInstance() {
     if (entry != nullptr && entry->create != nullptr && entry->destroy != nullptr) {
@@ -49,6 +52,7 @@ struct PreparedOp {
   // Set on a fill_constant of shape [1], which runs natively on a CPU executor
   // (fill_scalar_step.h).
   std::optional<FillScalarStep> fill_scalar;
+  bool native = false;  // any of the three: the usual kernel op tests one flag
 
   // Kernel cache. `last` is the fast path; `instances` owns every kernel chosen so far.
   std::atomic<KernelInstance*> last{nullptr};
@@ -150,6 +154,7 @@ void KeepResolved(Scope& scope, const Executor::PreparedBlock& block, Variable* 
   auto k = std::make_unique<KernelInstance>();
   k->device = device;
   k->dtype = dtype;
+  k->cpu_static = op.dtype_input < 0 && device == RILL_CPU;
   if (entry->create != nullptr) {
     ThrowIfError(entry->create(entry->user_data, &op.info, &k->state), "kernel create failed: ");
   } else {
@@ -213,6 +218,27 @@ std::pair<int32_t, int32_t> KernelKey(const PreparedOp& op, const RillKernelCont
   const Tensor* t = v ? v->GetTensor() : nullptr;
   if (t == nullptr || !t->initialized()) ThrowNoTensorYet(args);
   return {device, t->dtype()};
+}
+
+// The kernel for this run of `op` on an executor at `place`, with its inputs moved where
+// it runs: RunOps's general path.
+[[gnu::noinline]] KernelInstance* KernelFor(const Registry& registry, PreparedOp& op, RillKernelContext& ctx,
+                                            const Place& place) {
+  KernelInstance* k = op.last.load(std::memory_order_acquire);
+  const auto [device, dtype] = KernelKey(op, ctx, place.device_type);
+  if (k == nullptr || k->dtype != dtype || k->device != device) {
+    k = ChooseKernel(registry, op, device, dtype);
+    op.last.store(k, std::memory_order_release);
+  }
+  if (AnyDeviceInstalled()) {
+    if (k->entry->device_type != RILL_CPU) {
+      ctx.device_id = place.device_id;
+      MoveInputsTo(op, ctx, place);
+    } else if (DeviceMemoryInUse()) {
+      MoveInputsTo(op, ctx, Place{});
+    }
+  }
+  return k;
 }
 
 }  // namespace
@@ -329,6 +355,7 @@ Executor::PreparedBlock& Executor::PrepareFirst(int32_t block_idx) {
   for (size_t k = 0; k + 1 < block->ops.size(); ++k) {
     block->ops[k]->counter_step = CounterStep::Match(block->ops[k]->info, block->ops[k + 1]->info, registry_);
   }
+  for (auto& op : block->ops) op->native = op->counter_step || op->scalar_binary || op->fill_scalar;
   PreparedBlock* raw = block.release();
   prepared_[block_idx].store(raw, std::memory_order_release);
   return *raw;
@@ -497,7 +524,6 @@ bool Executor::ResolveName(const PreparedBlock& block, Scope& scope, size_t i, V
 int Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
                      OpBoundaries& boundaries) {
   RillScope scope_handle = RillScope::Borrowed(scope.get());
-  const bool devices = AnyDeviceInstalled();
   const bool on_cpu = place_.device_type == RILL_CPU;
   // One context for the run, pointed at each op in turn: kernels change nothing in it but
   // the frame's entries, which are the run's anyway.
@@ -506,31 +532,24 @@ int Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& s
   for (size_t at = 0; at < n; ++at) {
     PreparedOp* op = block.ops[at].get();
     ctx.op = &op->info;
-    ctx.device_id = 0;
-    KernelInstance* k = op->last.load(std::memory_order_acquire);
+    KernelInstance* k = nullptr;
     try {
       boundaries.Check();
-      if (op->counter_step) {
-        if (const int wrote = op->counter_step->Run(frame); wrote >= 0) {
-          if (++at + 1 == n) return wrote;  // the less_than ran too, and ended the block
-          continue;
+      if (op->native) {
+        if (op->counter_step) {
+          if (const int wrote = op->counter_step->Run(frame); wrote >= 0) {
+            if (++at + 1 == n) return wrote;  // the less_than ran too, and ended the block
+            continue;
+          }
         }
+        if (op->scalar_binary && op->scalar_binary->Run(frame)) continue;
+        if (op->fill_scalar && on_cpu && op->fill_scalar->Run(frame)) continue;
       }
-      if (op->scalar_binary && op->scalar_binary->Run(frame)) continue;
-      if (op->fill_scalar && on_cpu && op->fill_scalar->Run(frame)) continue;
-      const auto [device, dtype] = KernelKey(*op, ctx, place_.device_type);
-      if (k == nullptr || k->dtype != dtype || k->device != device) {
-        k = ChooseKernel(registry_, *op, device, dtype);
-        op->last.store(k, std::memory_order_release);
-      }
-      if (devices) {
-        if (k->entry->device_type != RILL_CPU) {
-          ctx.device_id = place_.device_id;
-          MoveInputsTo(*op, ctx, place_);
-        } else if (DeviceMemoryInUse()) {
-          MoveInputsTo(*op, ctx, Place{});
-        }
-      }
+      // The usual op on a CPU executor: the kernel its last run chose, whose key cannot
+      // have changed, and no device memory to move its inputs from.
+      k = op->last.load(std::memory_order_acquire);
+      ctx.device_id = 0;
+      if (k == nullptr || !k->cpu_static || !on_cpu || DeviceMemoryInUse()) k = KernelFor(registry_, *op, ctx, place_);
     } catch (const Error& e) {
       RethrowNamingOp(*op, e);
     }

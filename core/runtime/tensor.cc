@@ -136,6 +136,20 @@ void* Tensor::Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place pl
   return buffer_->data();
 }
 
+void* Tensor::AllocateScalar(int32_t dtype) {
+  static constexpr int64_t kOne = 1;
+  const size_t bytes = DataTypeSize(dtype);
+  if (buffer_ || !lod_.empty() || bytes == 0) return Allocate(dtype, &kOne, 1);
+  std::shared_ptr<Buffer> spare = TakeSpare(bytes);
+  buffer_ = spare != nullptr ? std::move(spare)
+                             : std::allocate_shared<Buffer>(SmallObjectAllocator<Buffer>(), bytes, Place{}, nullptr);
+  dtype_ = dtype;
+  dims_.assign(&kOne, &kOne + 1);
+  numel_ = 1;
+  place_ = Place{};
+  return buffer_->data();
+}
+
 Tensor Tensor::DeepCopy() const { return CopyTo(place_); }
 
 Tensor Tensor::CopyTo(Place place) const {

@@ -95,6 +95,10 @@ class Tensor {
   void* Allocate(int32_t dtype, const std::vector<int64_t>& dims, Place place = {}) {
     return Allocate(dtype, dims.data(), dims.size(), place);
   }
+  // Allocate(dtype, {1}) on the CPU, for a tensor with no memory and no LoD yet (a
+  // variable a move emptied, getting its next scalar): the same result without the general
+  // path's checks. Any other tensor takes the general path.
+  void* AllocateScalar(int32_t dtype);
   // Called on a tensor about to be overwritten or destroyed: its memory, when it is a small
   // block of host memory nobody else shares, becomes the calling thread's spare, which the
   // thread's next allocation of that many bytes takes instead of making a buffer. A value

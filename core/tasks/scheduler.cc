@@ -121,7 +121,9 @@ class Task final : public RillTask {
     origin = o;
     state.store(WithState(state.load(std::memory_order_relaxed), kRunning), std::memory_order_relaxed);
     exit = Exit::kFinish;
-    op_runs = owed_wake_ops = 0;
+    op_runs = 0;
+    ops_until_due = OpBoundaries::kCheckEveryOps;
+    wake_owed = false;
   }
 
   Scheduler* const sched;
@@ -135,10 +137,12 @@ class Task final : public RillTask {
   Worker* worker = nullptr;
   std::atomic<uint64_t> state{kRunning};
   Exit exit = Exit::kFinish;
-  // Touched only by the task itself (see OpBoundaries): block runs in progress, and the
-  // ops left before a wake-up it deferred is made (0: none owed).
+  // Touched only by the task itself (see OpBoundaries): block runs in progress, the ops
+  // left before the next cancellation check (and owed wake-up), and whether it deferred a
+  // wake-up.
   int op_runs = 0;
-  int owed_wake_ops = 0;
+  int ops_until_due = OpBoundaries::kCheckEveryOps;
+  bool wake_owed = false;
   // The park in progress.
   void (*unlock)(void*) = nullptr;
   void* unlock_arg = nullptr;
@@ -329,7 +333,8 @@ class Scheduler {
           w->runnext_puts.store(w->runnext_puts.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
           Task* waker = CurrentTask();
           if (waker != nullptr && waker->op_runs > 0) {
-            waker->owed_wake_ops = OpBoundaries::kDeferredWakeOps;  // see OpBoundaries
+            waker->wake_owed = true;  // made kDeferredWakeOps ops from now; see OpBoundaries
+            waker->ops_until_due = OpBoundaries::kDeferredWakeOps;
           } else {
             WakeForRunnext();
           }
@@ -762,7 +767,7 @@ RillStatus* ParkCurrent(const RillOpInfo* op, const char* what, void (*unlock)(v
     t->blocked_what.store(what, std::memory_order_release);
     t->unlock = unlock;
     t->unlock_arg = arg;
-    t->owed_wake_ops = 0;  // this worker runs the task it readied next: nothing to wake
+    t->wake_owed = false;  // this worker runs the task it readied next: nothing to wake
     t->exit = Exit::kPark;
     t->SwitchToWorker();
     t->blocked_op.store(nullptr, std::memory_order_relaxed);
@@ -782,8 +787,9 @@ void SpawnTask(TaskBody body, const RillOpInfo* origin) {
 
 OpBoundaries::OpBoundaries() {
   if (Task* t = CurrentTask()) {
+    until_due_ = &t->ops_until_due;
     cancelled_ = t->sched->cancelled_flag();
-    owed_ = &t->owed_wake_ops;
+    wake_owed_ = &t->wake_owed;
     op_runs_ = &t->op_runs;
     ++*op_runs_;
   }
@@ -793,10 +799,17 @@ OpBoundaries::~OpBoundaries() {
   if (op_runs_ != nullptr) --*op_runs_;
 }
 
-void OpBoundaries::WakeOwed() {
-  Task* t = CurrentTask();
-  t->owed_wake_ops = 0;
-  t->sched->WakeForRunnext();
+void OpBoundaries::Due() {
+  if (cancelled_ == nullptr) {  // outside a task
+    own_until_due_ = INT_MAX;
+    return;
+  }
+  *until_due_ = kCheckEveryOps;
+  if (*wake_owed_) {
+    *wake_owed_ = false;
+    CurrentTask()->sched->WakeForRunnext();
+  }
+  if (cancelled_->load(std::memory_order_acquire)) ThrowIfTaskCancelled();
 }
 
 void ThrowIfTaskCancelled() {

@@ -22,6 +22,7 @@
 #define RILL_CORE_TASKS_SCHEDULER_H_
 
 #include <atomic>
+#include <climits>
 #include <cstddef>
 #include <functional>
 #include <new>
@@ -134,7 +135,10 @@ void ThrowIfTaskCancelled();
 
 // What the executor does between two ops of the calling task; one per block run (runs
 // nest), on the task's stack. Outside a task it does nothing.
-//  - Check() throws Error(CANCELLED) once the task's run is being cancelled.
+//  - Check() throws Error(CANCELLED) once the task's run is being cancelled, within
+//    kCheckEveryOps ops: a cancelled run's tasks stop at their next park or within that
+//    many ops, and the usual op boundary is one decrement of the task's count instead of
+//    two flags read.
 //  - While ops run, a task this task readies into its worker's runnext slot (a channel
 //    hand-off) does not wake a sleeping worker at once: the partner runs on this worker as
 //    soon as this task parks, which in a hand-off is a few ops away, and waking a worker
@@ -150,6 +154,7 @@ void ThrowIfTaskCancelled();
 class OpBoundaries {
  public:
   static constexpr int kDeferredWakeOps = 8;
+  static constexpr int kCheckEveryOps = 16;
 
   OpBoundaries();
   ~OpBoundaries();
@@ -157,14 +162,19 @@ class OpBoundaries {
   OpBoundaries& operator=(const OpBoundaries&) = delete;
 
   void Check() {
-    if (cancelled_ != nullptr && cancelled_->load(std::memory_order_acquire)) ThrowIfTaskCancelled();
-    if (owed_ != nullptr && *owed_ > 0 && --*owed_ == 0) WakeOwed();
+    if (--*until_due_ <= 0) Due();
   }
 
  private:
-  static void WakeOwed();
+  // The cancellation check and the owed wake-up, when the count runs out.
+  [[gnu::noinline]] void Due();
+
+  // The task's count of ops left before Due (scheduler.cc's Task::ops_until_due, which a
+  // deferred wake-up shortens), or own_until_due_ outside a task.
+  int* until_due_ = &own_until_due_;
+  int own_until_due_ = INT_MAX;
   const std::atomic<bool>* cancelled_ = nullptr;  // the task's run's; valid on any worker
-  int* owed_ = nullptr;                           // the task's ops left before its deferred wake-up
+  bool* wake_owed_ = nullptr;                     // the task's: it deferred a wake-up
   int* op_runs_ = nullptr;                        // the task's block runs in progress
 };
 

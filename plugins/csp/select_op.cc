@@ -12,6 +12,7 @@
 //    csp_builder list them) is read from the executor's resolved arguments instead of
 //    being looked up by name up the scope chain on every round.
 #include <climits>
+#include <optional>
 #include <set>
 
 #include "ops.h"
@@ -21,11 +22,13 @@ namespace rill::csp {
 namespace {
 
 // Where a case finds a variable each round: argument `i` of the op's X (or of Out) when
-// the op lists it there (resolved by the executor), else by name up the scope chain.
+// the op lists it there (resolved by the executor: read from the run's frame), else by
+// name up the scope chain.
 struct ArgRef {
   enum Slot { kByName, kX, kOut };
   Slot slot = kByName;
   size_t i = 0;
+  uint32_t frame_index = RILL_NO_FRAME_INDEX;
 };
 
 struct CaseSpec {
@@ -37,10 +40,13 @@ struct CaseSpec {
 };
 
 ArgRef FindArg(const OpInfo& op, const std::string& name) {
-  for (auto [slot, names] : {std::pair{ArgRef::kX, op.InputNames("X")}, std::pair{ArgRef::kOut, op.OutputNames("Out")}}) {
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (names[i] == name) return ArgRef{slot, i};
-    }
+  const std::vector<std::string> x = op.InputNames("X");
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i] == name) return ArgRef{ArgRef::kX, i, op.InputIndex(op.InputSlot("X"), i)};
+  }
+  const std::vector<std::string> out = op.OutputNames("Out");
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == name) return ArgRef{ArgRef::kOut, i, op.OutputIndex(op.OutputSlot("Out"), i)};
   }
   return ArgRef{};
 }
@@ -142,7 +148,7 @@ class Select {
   }
 
   void Compute(KernelContext& ctx) {
-    Scope scope = ctx.scope();
+    std::optional<Scope> scope;  // asked for only by a case not in X or Out
     PerCase<SelectCase> cases(specs_.size());
     for (size_t i = 0; i < specs_.size(); ++i) {
       const CaseSpec& spec = specs_[i];
@@ -152,7 +158,7 @@ class Select {
       if (!ch) throw Error("select: channel '" + spec.channel + "' does not exist in any scope", RILL_NOT_FOUND);
       cases[i].channel = &ChannelOf(ch, spec.channel);
       Variable value = Lookup(ctx, scope, spec.value_arg, spec.value);
-      if (!value && spec.kind == SelectCase::kRecv) value = scope.Var(spec.value);
+      if (!value && spec.kind == SelectCase::kRecv) value = OpScope(ctx, scope).Var(spec.value);
       if (!value) throw Error("select: value '" + spec.value + "' to send does not exist in any scope", RILL_NOT_FOUND);
       cases[i].var = value.handle();
     }
@@ -167,13 +173,18 @@ class Select {
  private:
   // An argument the executor did not resolve is looked up by name by ctx_input/ctx_output
   // themselves, so null there means absent.
-  Variable Lookup(KernelContext& ctx, Scope& scope, const ArgRef& arg, const std::string& name) const {
+  Variable Lookup(KernelContext& ctx, std::optional<Scope>& scope, const ArgRef& arg, const std::string& name) const {
+    if (RillVariable* v = ctx.FrameVar(arg.frame_index)) return Variable(v);
     switch (arg.slot) {
       case ArgRef::kX: return Variable(Host().ctx_input_at(ctx.handle(), x_.index(), arg.i));
       case ArgRef::kOut: return Variable(Host().ctx_output_at(ctx.handle(), out_.index(), arg.i));
       case ArgRef::kByName: break;
     }
-    return scope.FindVar(name);
+    return OpScope(ctx, scope).FindVar(name);
+  }
+  static Scope& OpScope(KernelContext& ctx, std::optional<Scope>& scope) {
+    if (!scope) scope.emplace(ctx.scope());
+    return *scope;
   }
 
   // True, with each case's body set, when sub_block holds exactly the seed's three ops per

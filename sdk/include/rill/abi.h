@@ -45,8 +45,9 @@ extern "C" {
  * a block, read by an op that runs it (op_block_ops); version 8 arguments and custom values
  * read by index and handle instead of by name (op_input_slot, ctx_input_at, var_custom);
  * version 9 a variable's scalar read and written in one call (var_scalar, var_set_scalar);
- * version 10 a sub-block run by the host in one call (ctx_run_sub_block). */
-#define RILL_ABI_VERSION 10u
+ * version 10 a sub-block run by the host in one call (ctx_run_sub_block); version 11 a
+ * kernel's arguments read from its block run's frame (op_input_index, ctx_frame). */
+#define RILL_ABI_VERSION 11u
 
 /* Name of the single exported entry point. */
 #define RILL_ENTRY_POINT_NAME "RillGetPlugin"
@@ -538,6 +539,24 @@ typedef struct RillHostApi {
    * past the call), use ctx_new_child_scope. */
   RillStatus* (*ctx_run_sub_block)(RillKernelContext* ctx, int32_t block_idx);
   /* ===== End of version 10 ===== */
+
+  /* ===== Version 11: arguments read from the frame =====
+   * A block run keeps the variables its ops name in one array, its frame, where each
+   * argument of an op has an index fixed when the block is prepared. A kernel that found
+   * an argument's index when it was created reads it from the frame on every run, with no
+   * call per argument (ctx_input_at is one).
+   * op_input_index / op_output_index: the frame index of argument `i` of the input
+   * (output) slot at index `slot` (op_input_slot), fixed for the life of the op instance;
+   * RILL_NO_FRAME_INDEX for a slot or argument the op does not have.
+   * ctx_frame: the frame of the block run this kernel call belongs to, valid until the call
+   * returns. An entry is NULL while its variable has not been found: one that did not exist
+   * when the run started (a later op may make it). ctx_input_at / ctx_output_at look such
+   * an argument up again; so a kernel reads the frame first and calls them for a NULL. */
+#define RILL_NO_FRAME_INDEX UINT32_MAX
+  uint32_t (*op_input_index)(const RillOpInfo* info, int32_t slot, size_t i);
+  uint32_t (*op_output_index)(const RillOpInfo* info, int32_t slot, size_t i);
+  RillVariable* const* (*ctx_frame)(RillKernelContext* ctx);
+  /* ===== End of version 11 ===== */
 } RillHostApi;
 
 /* ---- The plugin's entry ---------------------------------------------------------------- */

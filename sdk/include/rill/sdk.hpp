@@ -526,11 +526,15 @@ class Slot {
   int32_t index() const { return index_; }
   const std::string& name() const { return name_; }
   explicit operator bool() const { return index_ >= 0; }  // the op lists this slot
+  // The frame index of the slot's first argument (ABI v11); RILL_NO_FRAME_INDEX if none.
+  uint32_t frame_index() const { return frame_index_; }
 
  private:
   friend class OpInfo;
-  Slot(int32_t index, const char* name) : index_(index), name_(name) {}
+  Slot(int32_t index, const char* name, uint32_t frame_index)
+      : index_(index), frame_index_(frame_index), name_(name) {}
   int32_t index_ = -1;
+  uint32_t frame_index_ = RILL_NO_FRAME_INDEX;
   std::string name_;  // for messages
 };
 
@@ -565,8 +569,18 @@ class OpInfo {
     return out;
   }
   // The slot to read by index in every run of this op (ABI v8).
-  Slot InputSlot(const char* slot) const { return Slot(Host().op_input_slot(info_, slot), slot); }
-  Slot OutputSlot(const char* slot) const { return Slot(Host().op_output_slot(info_, slot), slot); }
+  Slot InputSlot(const char* slot) const {
+    const int32_t index = Host().op_input_slot(info_, slot);
+    return Slot(index, slot, Host().op_input_index(info_, index, 0));
+  }
+  Slot OutputSlot(const char* slot) const {
+    const int32_t index = Host().op_output_slot(info_, slot);
+    return Slot(index, slot, Host().op_output_index(info_, index, 0));
+  }
+  // The frame index of argument `i` of a slot (ABI v11), for KernelContext::FrameVar;
+  // RILL_NO_FRAME_INDEX if the op has no such argument.
+  uint32_t InputIndex(const Slot& slot, size_t i) const { return Host().op_input_index(info_, slot.index(), i); }
+  uint32_t OutputIndex(const Slot& slot, size_t i) const { return Host().op_output_index(info_, slot.index(), i); }
   // The ops of block `block_idx` of this op's program, in order (ABI v7).
   std::vector<OpInfo> BlockOps(int32_t block_idx) const {
     const RillOpInfo* const* ops = nullptr;
@@ -605,17 +619,28 @@ class KernelContext {
     return VarOrThrow(Host().ctx_output(ctx_, slot, i), "output", slot, i);
   }
   // The same by slot (ABI v8), for kernels that found their slots when created. A slot the
-  // op does not list reads as missing.
+  // op does not list reads as missing. A slot's first argument is read from the frame.
   Variable InputVar(const Slot& slot, size_t i = 0) {
+    if (RillVariable* v = i == 0 ? FrameVar(slot.frame_index()) : nullptr) return Variable(v);
     return VarOrThrow(Host().ctx_input_at(ctx_, slot.index(), i), "input", slot.name().c_str(), i);
   }
   Variable OutputVar(const Slot& slot, size_t i = 0) {
+    if (RillVariable* v = i == 0 ? FrameVar(slot.frame_index()) : nullptr) return Variable(v);
     return VarOrThrow(Host().ctx_output_at(ctx_, slot.index(), i), "output", slot.name().c_str(), i);
   }
   // The input's variable, or a null view if no scope has it (the caller explains why).
   Variable InputVarOrNull(const char* slot, size_t i = 0) { return Variable(Host().ctx_input(ctx_, slot, i)); }
   Variable InputVarOrNull(const Slot& slot, size_t i = 0) {
+    if (RillVariable* v = i == 0 ? FrameVar(slot.frame_index()) : nullptr) return Variable(v);
     return Variable(Host().ctx_input_at(ctx_, slot.index(), i));
+  }
+  // The variable at a frame index (OpInfo::InputIndex, ABI v11) as the run's frame holds
+  // it: no call after the first. Null for RILL_NO_FRAME_INDEX, and while the run has not
+  // found the variable (one made since the run started): ask InputVar & co. then.
+  RillVariable* FrameVar(uint32_t index) {
+    if (index == RILL_NO_FRAME_INDEX) return nullptr;
+    if (frame_ == nullptr) frame_ = Host().ctx_frame(ctx_);
+    return frame_[index];
   }
   Tensor Input(const Slot& slot, size_t i = 0) {
     if (!slot) MissingSlot("input", slot, i);
@@ -710,6 +735,7 @@ class KernelContext {
     return Variable(v);
   }
   RillKernelContext* ctx_;
+  RillVariable* const* frame_ = nullptr;  // the run's frame, once FrameVar asked for it
 };
 
 // ---- Schemas and registration --------------------------------------------------------------

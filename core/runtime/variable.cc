@@ -33,8 +33,6 @@ SelectedRows* Variable::GetMutableSelectedRows() {
   throw Error("variable holds " + KindName() + ", not selected rows");
 }
 
-const CustomValue* Variable::GetCustom() const { return std::get_if<CustomValue>(&value_); }
-
 void Variable::SetCustom(const CustomType* type, void* value) {
   value_ = CustomValue(type, value);
 }

@@ -68,7 +68,7 @@ class Variable {
   Tensor* GetTensor() { return std::get_if<Tensor>(&value_); }
   const Tensor* GetTensor() const { return std::get_if<Tensor>(&value_); }
   SelectedRows* GetMutableSelectedRows();
-  const CustomValue* GetCustom() const;  // nullptr if not a custom value
+  const CustomValue* GetCustom() const { return std::get_if<CustomValue>(&value_); }  // nullptr if not one
 
   void SetCustom(const CustomType* type, void* value);
   // Moves `src`'s value here, leaving `src` empty.

@@ -306,23 +306,12 @@ std::string Channel::Describe() {
          (closed_ ? "closed" : "open");
 }
 
-Channel* ChannelIn(Variable v) {
-  // The type's handle, found on first use (one per process). No variable holds a channel
-  // before the type is registered, so a handle not found yet finds none.
-  static std::atomic<const RillVarType*> type{nullptr};
-  const RillVarType* t = type.load(std::memory_order_relaxed);
-  if (t == nullptr) type.store(t = Host().var_type_find(kChannelType), std::memory_order_relaxed);
-  return static_cast<Channel*>(Host().var_custom(v.handle(), t));
-}
-
-Channel& ChannelOf(Variable v, const std::string& name) {
+void ThrowNotAChannel(Variable v, const std::string& name) {
   if (!v) throw Error("channel '" + name + "' was never created (no such variable)", RILL_FAILED_PRECONDITION);
-  Channel* ch = ChannelIn(v);
-  if (ch == nullptr && !v.initialized()) {
+  if (!v.initialized()) {
     throw Error("channel '" + name + "' was never created (run channel_create first)", RILL_FAILED_PRECONDITION);
   }
-  if (ch == nullptr) throw Error("'" + name + "' is not a channel: it holds " + v.Describe());
-  return *ch;
+  throw Error("'" + name + "' is not a channel: it holds " + v.Describe());
 }
 
 void SetZeroValue(Variable v) {

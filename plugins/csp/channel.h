@@ -178,13 +178,28 @@ constexpr const char* kChannelType = "csp.channel";
 void DropChannelHolder(void* channel);
 void* AddChannelHolder(const void* channel);
 
-// The channel `v` holds if it is a channel variable, else nullptr.
-Channel* ChannelIn(Variable v);
+// The channel type's handle, found on first use (one per process; see ChannelIn).
+inline std::atomic<const RillVarType*> g_channel_type{nullptr};
+
+// The channel `v` holds if it is a channel variable, else nullptr. Inline: every channel
+// op asks, once a message. No variable holds a channel before the type is registered, so
+// a handle not found yet finds none.
+inline Channel* ChannelIn(Variable v) {
+  const RillVarType* t = g_channel_type.load(std::memory_order_relaxed);
+  if (t == nullptr) g_channel_type.store(t = Host().var_type_find(kChannelType), std::memory_order_relaxed);
+  return static_cast<Channel*>(Host().var_custom(v.handle(), t));
+}
+
+// ChannelOf's error: `v` (named `name`) is missing or holds no channel.
+[[noreturn, gnu::cold]] void ThrowNotAChannel(Variable v, const std::string& name);
 
 // The channel variable `v` refers to, borrowed from it (valid while `v` holds it; see the
 // file comment); throws a clear Error if it holds none. `name` is the variable's name,
 // for the message.
-Channel& ChannelOf(Variable v, const std::string& name);
+inline Channel& ChannelOf(Variable v, const std::string& name) {
+  if (Channel* ch = v ? ChannelIn(v) : nullptr) return *ch;
+  ThrowNotAChannel(v, name);
+}
 
 // Sets `v` to its zero value after a receive from a closed channel: a tensor keeps its
 // dtype and shape with every element zero; an empty variable stays empty.

@@ -162,8 +162,10 @@ TEST(CspPrograms, PingPongOverTwoBufferedChannels) {
 
 // Go blocks use a variable of the while step that started them after that step's scope
 // has ended: the scope lives as long as they do, and each step has its own, whether the
-// step's block declares the variable or it is an output found nowhere up the chain.
-void ExpectEachStepsGoBlockSeesItsOwnVariable(bool declared) {
+// step's block declares the variable or it is an output found nowhere up the chain, and
+// whether the step ends in a counted loop's increment and less_than (which the executor
+// runs natively, starting the next step in place when nothing holds the step's scope).
+void ExpectEachStepsGoBlockSeesItsOwnVariable(bool declared, bool counted_tail = false) {
   ProgramBuilder pb;
   BlockBuilder& main = pb.block(0);
   MakeChannel(main, "ch");
@@ -175,11 +177,12 @@ void ExpectEachStepsGoBlockSeesItsOwnVariable(bool declared) {
   BlockBuilder& step = pb.NewBlock(0);
   main.Op("while").Input("Condition", "cond").BlockAttr("sub_block", step.idx());
   if (declared) step.Var("mine", RILL_INT64, {1});  // a variable of this step's scope
-  step.Op("increment").Input("X", "i").Output("Out", "i");
+  if (!counted_tail) step.Op("increment").Input("X", "i").Output("Out", "i");
   step.Op("assign").Input("X", "i").Output("Out", "mine");
   BlockBuilder& worker = Go(pb, step, {"ch", "start", "mine"});
   ChannelRecv(worker, "start", "go_ahead");  // waits until every step has ended
   ChannelSend(worker, "ch", "mine");
+  if (counted_tail) step.Op("increment").Input("X", "i").Output("Out", "i");
   step.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "cond");
   Fill(main, "token", RILL_INT64, 0);
   for (int k = 0; k < 10; ++k) ChannelSend(main, "start", "token", /*copy=*/true);
@@ -187,12 +190,14 @@ void ExpectEachStepsGoBlockSeesItsOwnVariable(bool declared) {
     ChannelRecv(main, "ch", "got");
     main.Op("elementwise_add").Input("X", "sum").Input("Y", "got").Output("Out", "sum");
   }
-  ExpectRunPrints(pb, "capture", {"sum"}, "sum int64 [1] 55\n");
+  ExpectRunPrints(pb, "capture", {"sum"}, counted_tail ? "sum int64 [1] 45\n" : "sum int64 [1] 55\n");
 }
 
 TEST(CspPrograms, GoBlocksKeepTheScopesTheyUseAlive) {
   ExpectEachStepsGoBlockSeesItsOwnVariable(/*declared=*/true);
   ExpectEachStepsGoBlockSeesItsOwnVariable(/*declared=*/false);
+  ExpectEachStepsGoBlockSeesItsOwnVariable(/*declared=*/true, /*counted_tail=*/true);
+  ExpectEachStepsGoBlockSeesItsOwnVariable(/*declared=*/false, /*counted_tail=*/true);
 }
 
 TEST(CspPrograms, GoBlocksStillBlockedWhenTheMainBlockEndsAreStopped) {

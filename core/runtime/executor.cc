@@ -394,6 +394,24 @@ void Executor::Run(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
   RunOps(block, scope, frame.data(), boundaries);
 }
 
+// RunLoop's per-step checks, made where a step ends instead of after returning to it: the
+// next step runs in the same scope with the same resolved names exactly when these hold
+// (RunLoop's Reusable/Shareable and resolved_at checks), and the counter step ending the
+// block wrote the while's own condition.
+struct Executor::LoopStep {
+  const Scope* parent;
+  const std::shared_ptr<Scope>* step;
+  uint64_t resolved_at;  // step's version plus the parent's chain version at resolution
+  uint32_t cond;         // frame index of the condition the tail counter step writes
+  const Variable* condition;
+
+  bool Again(Variable* const* frame) const {
+    if (frame[cond] != condition) return false;
+    const uint64_t above = parent->ChainVersion();
+    return (Scope::Reusable(*step, above) || Scope::Shareable(*step, above)) && resolved_at == (*step)->version() + above;
+  }
+};
+
 void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key,
                        bool (*proceed)(void*), void* arg, const Variable* condition) {
   PreparedBlock& block = Prepare(block_idx);
@@ -431,7 +449,8 @@ void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, 
       resolved_at = step->version() + parent_resolved;
       resolved = true;
     }
-    const int wrote = RunOps(block, step, frame.data(), boundaries);
+    const LoopStep again{parent.get(), &step, resolved_at, tail_cond, condition};
+    const int wrote = RunOps(block, step, frame.data(), boundaries, tail_cond != UINT32_MAX ? &again : nullptr);
     go_on = wrote >= 0 && tail_cond != UINT32_MAX && frame.data()[tail_cond] == condition ? wrote != 0 : proceed(arg);
   }
   // The next run of this loop takes the step's variables over (Scope::NewChild(key)); its
@@ -522,7 +541,7 @@ bool Executor::ResolveName(const PreparedBlock& block, Scope& scope, size_t i, V
 }
 
 int Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
-                     OpBoundaries& boundaries) {
+                     OpBoundaries& boundaries, const LoopStep* loop) {
   RillScope scope_handle = RillScope::Borrowed(scope.get());
   const bool on_cpu = place_.device_type == RILL_CPU;
   // One context for the run, pointed at each op in turn: kernels change nothing in it but
@@ -538,7 +557,10 @@ int Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& s
       if (op->native) {
         if (op->counter_step) {
           if (const int wrote = op->counter_step->Run(frame); wrote >= 0) {
-            if (++at + 1 == n) return wrote;  // the less_than ran too, and ended the block
+            if (++at + 1 < n) continue;  // the less_than ran too
+            // It ended the block: the loop's next step, here when nothing tells it apart.
+            if (wrote != 1 || loop == nullptr || !loop->Again(frame)) return wrote;
+            at = SIZE_MAX;  // ++at: op 0
             continue;
           }
         }

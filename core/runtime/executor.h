@@ -106,10 +106,14 @@ class Executor {
   static bool ResolveAbove(const PreparedBlock& block, const Scope& scope, Variable** frame);
   // Resolves name i of `block` in `scope` into frame[i]; true when it is (now) in `scope`.
   static bool ResolveName(const PreparedBlock& block, Scope& scope, size_t i, Variable** frame);
+  // What RunLoop's next step would find the same as this one's (see LoopStep::Again):
+  // then RunOps runs it at once, without returning.
+  struct __attribute__((visibility("hidden"))) LoopStep;  // hidden: points to a Scope
   // Runs the block's ops; returns the condition the block's last two ops wrote when they
-  // ran as a native counter step (0 or 1), else -1.
+  // ran as a native counter step (0 or 1), else -1. Given `loop`, a counter step that
+  // writes 1 and ends the block starts the block over, in place, while loop->Again().
   int RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
-             OpBoundaries& boundaries);
+             OpBoundaries& boundaries, const LoopStep* loop = nullptr);
 
   const Registry& registry_;
   const std::shared_ptr<const proto::ProgramDesc> program_;

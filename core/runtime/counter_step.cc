@@ -1,7 +1,5 @@
 #include "core/runtime/counter_step.h"
 
-#include "core/runtime/native_scalar.h"
-
 namespace rill::core {
 namespace {
 
@@ -24,12 +22,6 @@ Tensor* Writable(Variable* v) {
   if (v == nullptr) return nullptr;
   if (Tensor* t = v->GetTensor()) return t;
   return v->initialized() ? nullptr : v->GetMutableTensor();
-}
-
-// What the increment kernel adds to `i`: the attribute read as a float, then cast to T.
-template <class T>
-T Incremented(T i, double step) {
-  return i + static_cast<T>(static_cast<float>(step));
 }
 
 template <class T>
@@ -70,31 +62,7 @@ std::optional<CounterStep> CounterStep::Match(const RillOpInfo& increment, const
   return s;
 }
 
-int CounterStep::Run(Variable* const* frame) const {
-  // The usual step, checked and written inline: i counted in place (j is i), and i, n and
-  // cond one-element CPU tensors of one rank, as the last step left them.
-  Tensor* ti = next == counter && frame[counter] != nullptr ? frame[counter]->GetTensor() : nullptr;
-  const Tensor* tn = frame[limit] != nullptr ? frame[limit]->GetTensor() : nullptr;
-  Tensor* tc = frame[cond] != nullptr ? frame[cond]->GetTensor() : nullptr;
-  if (ti != nullptr && tn != nullptr && tc != nullptr) {
-    const int32_t dtype = ti->dtype();
-    const size_t ndim = ti->dims().size();
-    if (static_cast<uint32_t>(dtype) < 32 && (dtypes >> dtype & 1) != 0 && tn->dtype() == dtype &&
-        IsHostScalarOfRank(*ti, ndim) && IsHostScalarOfRank(*tn, ndim)) {
-      void* count = ti->OwnData();
-      bool* go_on = static_cast<bool*>(InPlaceScalar(*tc, RILL_BOOL, ndim));
-      if (count != nullptr && go_on != nullptr) {
-        WithNativeScalarType(dtype, [&](auto type) {
-          using T = decltype(type);
-          const T limit = *tn->data_as<T>();
-          const T j = Incremented(*static_cast<T*>(count), step);
-          *static_cast<T*>(count) = j;
-          *go_on = j < limit;
-        });
-        return *go_on;
-      }
-    }
-  }
+int CounterStep::RunGeneral(Variable* const* frame) const {
   const Tensor* i = Scalar(frame[counter]);
   const Tensor* n = Scalar(frame[limit]);
   if (i == nullptr || n == nullptr) return -1;

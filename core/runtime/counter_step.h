@@ -20,10 +20,17 @@
 #include <optional>
 
 #include "core/registry/registry.h"
+#include "core/runtime/native_scalar.h"
 #include "core/runtime/op_instance.h"
 #include "core/runtime/variable.h"
 
 namespace rill::core {
+
+// What the increment kernel adds to `i`: the attribute read as a float, then cast to T.
+template <class T>
+T Incremented(T i, double step) {
+  return i + static_cast<T>(static_cast<float>(step));
+}
 
 struct CounterStep {
   uint32_t counter = 0, next = 0, limit = 0, cond = 0;  // frame indices of i, j, n, cond
@@ -36,9 +43,43 @@ struct CounterStep {
 
   // Runs the pair on the block's resolved variables and returns the condition it wrote
   // (0 or 1); -1, having changed nothing, when the values are not of the shape this step
-  // handles.
-  int Run(Variable* const* frame) const;
+  // handles. Inline up to the usual step (RunInPlace), which a loop runs every step.
+  int Run(Variable* const* frame) const {
+    const int wrote = next == counter ? RunInPlace(frame) : -1;
+    return wrote >= 0 ? wrote : RunGeneral(frame);
+  }
+
+ private:
+  // The usual step, checked and written in place: i counted in place (j is i), and i, n
+  // and cond one-element CPU tensors of one rank that own their memory, as the last step
+  // left them. -1, having changed nothing, otherwise.
+  int RunInPlace(Variable* const* frame) const {
+    Tensor* ti = frame[counter] != nullptr ? frame[counter]->GetTensor() : nullptr;
+    const Tensor* tn = frame[limit] != nullptr ? frame[limit]->GetTensor() : nullptr;
+    Tensor* tc = frame[cond] != nullptr ? frame[cond]->GetTensor() : nullptr;
+    if (ti == nullptr || tn == nullptr || tc == nullptr) return -1;
+    const int32_t dtype = ti->dtype();
+    const size_t ndim = ti->dims().size();
+    if (static_cast<uint32_t>(dtype) >= 32 || (dtypes >> dtype & 1) == 0 || tn->dtype() != dtype ||
+        !IsHostScalarOfRank(*ti, ndim) || !IsHostScalarOfRank(*tn, ndim)) {
+      return -1;
+    }
+    void* count = ti->OwnData();
+    bool* go_on = static_cast<bool*>(InPlaceScalar(*tc, RILL_BOOL, ndim));
+    if (count == nullptr || go_on == nullptr) return -1;
+    WithNativeScalarType(dtype, [&](auto type) {
+      using T = decltype(type);
+      const T j = Incremented(*static_cast<T*>(count), step);
+      *static_cast<T*>(count) = j;
+      *go_on = j < *tn->data_as<T>();
+    });
+    return *go_on;
+  }
+  // Any other step the kernels would take without broadcasting (j its own variable, or
+  // made empty; cond empty): written through ScalarSlot.
+  int RunGeneral(Variable* const* frame) const;
 };
+
 
 }  // namespace rill::core
 

@@ -60,6 +60,40 @@ TEST(Tensor, ShapesOfAnyRankSurviveCopiesMovesAndSwaps) {
   EXPECT_EQ(d.dims().ToVector(), std::vector<int64_t>{7});
 }
 
+// The native steps' scalar test (one element on the CPU, its rank) follows every way a
+// tensor's shape changes: allocation, reshaping, AllocateScalar, swap, copy and move.
+TEST(Tensor, AOneElementHostTensorKnowsItsRank) {
+  Tensor t;
+  EXPECT_EQ(t.host_scalar_rank(), -1);
+  EXPECT_FALSE(t.is_scalar());
+  t.Allocate(RILL_INT64, {1});
+  EXPECT_EQ(t.host_scalar_rank(), 1);
+  EXPECT_TRUE(t.is_scalar());
+  t.Allocate(RILL_INT64, {1, 1, 1});
+  EXPECT_EQ(t.host_scalar_rank(), 3);
+  EXPECT_FALSE(t.is_scalar());
+  t.Allocate(RILL_INT64, {});
+  EXPECT_EQ(t.host_scalar_rank(), 0);
+  t.Allocate(RILL_INT64, {2});
+  EXPECT_EQ(t.host_scalar_rank(), -1);
+  t.Allocate(RILL_INT64, {1, 0});
+  EXPECT_EQ(t.host_scalar_rank(), -1) << "no element";
+  Tensor fresh;
+  fresh.AllocateScalar(RILL_FP32);
+  EXPECT_EQ(fresh.host_scalar_rank(), 1);
+  EXPECT_TRUE(fresh.is_scalar());
+  fresh.swap(t);
+  EXPECT_EQ(fresh.host_scalar_rank(), -1);
+  EXPECT_EQ(t.host_scalar_rank(), 1);
+  const Tensor copy = t;
+  EXPECT_EQ(copy.host_scalar_rank(), 1);
+  Tensor moved = std::move(fresh);
+  EXPECT_EQ(moved.host_scalar_rank(), -1);
+  t.mutable_lod().push_back({0, 1});
+  EXPECT_EQ(t.host_scalar_rank(), 1) << "LoD is not part of it";
+  EXPECT_FALSE(t.is_scalar()) << "a scalar has no LoD";
+}
+
 TEST(Tensor, ReusesMemoryOnlyWhenSoleOwnerAndSameSize) {
   Tensor t;
   void* p = t.Allocate(RILL_FP32, {4});

@@ -59,13 +59,13 @@ struct CounterStep {
     Tensor* tc = frame[cond] != nullptr ? frame[cond]->GetTensor() : nullptr;
     if (ti == nullptr || tn == nullptr || tc == nullptr) return -1;
     const int32_t dtype = ti->dtype();
-    const size_t ndim = ti->dims().size();
-    if (static_cast<uint32_t>(dtype) >= 32 || (dtypes >> dtype & 1) == 0 || tn->dtype() != dtype ||
-        !IsHostScalarOfRank(*ti, ndim) || !IsHostScalarOfRank(*tn, ndim)) {
+    const int32_t rank = ti->host_scalar_rank();
+    if (rank < 0 || static_cast<uint32_t>(dtype) >= 32 || (dtypes >> dtype & 1) == 0 || tn->dtype() != dtype ||
+        tn->host_scalar_rank() != rank) {
       return -1;
     }
     void* count = ti->OwnData();
-    bool* go_on = static_cast<bool*>(InPlaceScalar(*tc, RILL_BOOL, ndim));
+    bool* go_on = static_cast<bool*>(InPlaceScalar(*tc, RILL_BOOL, static_cast<size_t>(rank)));
     if (count == nullptr || go_on == nullptr) return -1;
     WithNativeScalarType(dtype, [&](auto type) {
       using T = decltype(type);

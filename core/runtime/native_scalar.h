@@ -49,7 +49,7 @@ inline Tensor* ScalarOutput(Variable* v) {
 
 // Whether `t` is a one-element CPU tensor of rank `ndim`, whatever its dtype and LoD.
 inline bool IsHostScalarOfRank(const Tensor& t, size_t ndim) {
-  return t.numel() == 1 && t.dims().size() == ndim && t.place().device_type == RILL_CPU;
+  return t.host_scalar_rank() == static_cast<int32_t>(ndim);
 }
 
 // The memory of `t` when a one-element `dtype` result of rank `ndim` is written there in

@@ -129,10 +129,7 @@ void* Tensor::Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place pl
     buffer_ = spare != nullptr ? std::move(spare)
                                : std::allocate_shared<Buffer>(SmallObjectAllocator<Buffer>(), bytes, place, staging_for);
   }
-  dtype_ = dtype;
-  dims_.assign(dims, dims + ndim);
-  numel_ = numel;
-  place_ = place;
+  SetShape(dtype, dims, ndim, numel, place);
   return buffer_->data();
 }
 
@@ -143,10 +140,7 @@ void* Tensor::AllocateScalar(int32_t dtype) {
   std::shared_ptr<Buffer> spare = TakeSpare(bytes);
   buffer_ = spare != nullptr ? std::move(spare)
                              : std::allocate_shared<Buffer>(SmallObjectAllocator<Buffer>(), bytes, Place{}, nullptr);
-  dtype_ = dtype;
-  dims_.assign(&kOne, &kOne + 1);
-  numel_ = 1;
-  place_ = Place{};
+  SetShape(dtype, &kOne, 1, 1, Place{});
   return buffer_->data();
 }
 

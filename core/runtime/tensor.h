@@ -74,9 +74,11 @@ class Tensor {
   int64_t numel() const { return numel_; }
   // A one-element CPU tensor of shape [1] and no LoD: what the ABI calls a scalar
   // (RillHostApi::var_scalar), and what the native scalar steps compute on.
-  bool is_scalar() const {
-    return numel_ == 1 && dims_.size() == 1 && place_.device_type == RILL_CPU && lod_.empty();
-  }
+  bool is_scalar() const { return host_scalar_rank_ == 1 && lod_.empty(); }
+  // The rank of a one-element CPU tensor (every dim 1), whatever its dtype and LoD; -1 for
+  // any other. One field, kept with the shape, where the native steps ask it of every
+  // operand on every step.
+  int32_t host_scalar_rank() const { return host_scalar_rank_; }
   size_t nbytes() const;
   const Place& place() const { return place_; }
   void* data() const { return buffer_ ? buffer_->data() : nullptr; }
@@ -119,6 +121,7 @@ class Tensor {
   // channel receive swaps the value with its buffer slot this way.
   void swap(Tensor& o) noexcept {
     std::swap(dtype_, o.dtype_);
+    std::swap(host_scalar_rank_, o.host_scalar_rank_);
     dims_.swap(o.dims_);
     std::swap(numel_, o.numel_);
     std::swap(place_, o.place_);
@@ -155,7 +158,17 @@ class Tensor {
     return buffer_->data();
   }
 
+  // Sets the shape fields together (Allocate's and AllocateScalar's only writer).
+  void SetShape(int32_t dtype, const int64_t* dims, size_t ndim, int64_t numel, Place place) {
+    dtype_ = dtype;
+    dims_.assign(dims, dims + ndim);
+    numel_ = numel;
+    place_ = place;
+    host_scalar_rank_ = numel == 1 && place.device_type == RILL_CPU && ndim <= INT8_MAX ? static_cast<int8_t>(ndim) : -1;
+  }
+
   int32_t dtype_ = -1;
+  int8_t host_scalar_rank_ = -1;  // see host_scalar_rank(); in dtype_'s padding
   Dims dims_;
   int64_t numel_ = 0;
   Place place_;

@@ -53,7 +53,7 @@ namespace {
 // Size classes 32, 48, 64, 96, ..., 384, 512 bytes: each power of two and the size halfway
 // between it and the next, so a block wastes at most a third of itself (a scope's
 // variable entry, 168 bytes, takes 192 instead of 256).
-constexpr size_t kMinShift = 5;
+constexpr size_t kMinShift = kSmallClassMinShift;
 constexpr size_t kClasses = 9;
 
 constexpr size_t ClassBytes(size_t c) {
@@ -62,12 +62,8 @@ constexpr size_t ClassBytes(size_t c) {
 }
 static_assert(ClassBytes(0) == 32 && ClassBytes(5) == 192 && ClassBytes(kClasses - 1) == kMaxSmallBytes);
 
-size_t ClassOf(size_t bytes) {
-  if (bytes <= (size_t{1} << kMinShift)) return 0;
-  const size_t shift = static_cast<size_t>(64 - __builtin_clzll(bytes - 1));  // ceil(log2(bytes))
-  const bool three_quarters = bytes <= (size_t{3} << (shift - 2));
-  return 2 * (shift - kMinShift) - (three_quarters ? 1 : 0);
-}
+static_assert(SmallClassOf(32) == 0 && SmallClassOf(33) == 1 && SmallClassOf(192) == 5 &&
+              SmallClassOf(kMaxSmallBytes) == kClasses - 1);
 
 // A free block holds the link to the next one: a thread's cache and each depot batch are
 // singly linked lists threaded through the blocks themselves.
@@ -168,10 +164,9 @@ inline void ArmFlusher(ThreadCache& t) {
 
 }  // namespace
 
-size_t SmallDepotBlocks(size_t bytes) { return TheDepot().Blocks(ClassOf(bytes)); }
+size_t SmallDepotBlocks(size_t bytes) { return TheDepot().Blocks(SmallClassOf(bytes)); }
 
-void* AllocateSmall(size_t bytes) {
-  const size_t c = ClassOf(bytes);
+void* AllocateSmallClass(size_t c) {
   ThreadCache& t = cache;
   if (FreeBlock* b = t.head[c]) {
     t.head[c] = b->next;
@@ -189,7 +184,7 @@ void* AllocateSmall(size_t bytes) {
   return MallocOrThrow(ClassBytes(c));
 }
 
-void FreeSmall(void* p, size_t bytes) {
+void FreeSmallClass(void* p, size_t c) {
   if (p == nullptr) return;
   ThreadCache& t = cache;
   if (t.gone) {
@@ -197,7 +192,6 @@ void FreeSmall(void* p, size_t bytes) {
     return;
   }
   ArmFlusher(t);
-  const size_t c = ClassOf(bytes);
   auto* b = static_cast<FreeBlock*>(p);
   b->next = t.head[c];
   t.head[c] = b;

@@ -45,8 +45,25 @@ inline constexpr size_t kMaxSmallBytes = 512;
 inline constexpr int kSmallBatch = 32;
 inline constexpr size_t kSmallDepotBatches = 128;
 
+#if RILL_SMALL_OBJECT_CACHES
+// The size class of `bytes`: 32, 48, 64, 96, ... 512 bytes, classes 0 to 8. Inline and
+// constexpr, so that an operator new (a constant size) computes it at compile time.
+inline constexpr size_t kSmallClassMinShift = 5;  // the smallest class is 1 << this bytes
+constexpr size_t SmallClassOf(size_t bytes) {
+  constexpr size_t kMinShift = kSmallClassMinShift;
+  if (bytes <= (size_t{1} << kMinShift)) return 0;
+  const size_t shift = static_cast<size_t>(64 - __builtin_clzll(bytes - 1));  // ceil(log2(bytes))
+  const bool three_quarters = bytes <= (size_t{3} << (shift - 2));
+  return 2 * (shift - kMinShift) - (three_quarters ? 1 : 0);
+}
+void* AllocateSmallClass(size_t size_class);
+void FreeSmallClass(void* p, size_t size_class);
+inline void* AllocateSmall(size_t bytes) { return AllocateSmallClass(SmallClassOf(bytes)); }
+inline void FreeSmall(void* p, size_t bytes) { FreeSmallClass(p, SmallClassOf(bytes)); }
+#else
 void* AllocateSmall(size_t bytes);
 void FreeSmall(void* p, size_t bytes);
+#endif
 // Free blocks of `bytes`' size class in the depot (for tests).
 size_t SmallDepotBlocks(size_t bytes);
 

@@ -80,7 +80,6 @@ struct CounterStep {
   int RunGeneral(Variable* const* frame) const;
 };
 
-
 }  // namespace rill::core
 
 #endif  // RILL_CORE_RUNTIME_COUNTER_STEP_H_

@@ -221,10 +221,9 @@ std::pair<int32_t, int32_t> KernelKey(const PreparedOp& op, const RillKernelCont
 }
 
 // The kernel for this run of `op` on an executor at `place`, with its inputs moved where
-// it runs: RunOps's general path.
-[[gnu::noinline]] KernelInstance* KernelFor(const Registry& registry, PreparedOp& op, RillKernelContext& ctx,
-                                            const Place& place) {
-  KernelInstance* k = op.last.load(std::memory_order_acquire);
+// it runs: RunOps's general path. `k` is the kernel the op's last run chose (or null).
+[[gnu::noinline]] KernelInstance* KernelFor(const Registry& registry, PreparedOp& op, KernelInstance* k,
+                                            RillKernelContext& ctx, const Place& place) {
   const auto [device, dtype] = KernelKey(op, ctx, place.device_type);
   if (k == nullptr || k->dtype != dtype || k->device != device) {
     k = ChooseKernel(registry, op, device, dtype);
@@ -571,7 +570,7 @@ int Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& s
       // have changed, and no device memory to move its inputs from.
       k = op->last.load(std::memory_order_acquire);
       ctx.device_id = 0;
-      if (k == nullptr || !k->cpu_static || !on_cpu || DeviceMemoryInUse()) k = KernelFor(registry_, *op, ctx, place_);
+      if (k == nullptr || !k->cpu_static || !on_cpu || DeviceMemoryInUse()) k = KernelFor(registry_, *op, k, ctx, place_);
     } catch (const Error& e) {
       RethrowNamingOp(*op, e);
     }

@@ -53,11 +53,10 @@ namespace {
 // Size classes 32, 48, 64, 96, ..., 384, 512 bytes: each power of two and the size halfway
 // between it and the next, so a block wastes at most a third of itself (a scope's
 // variable entry, 168 bytes, takes 192 instead of 256).
-constexpr size_t kMinShift = kSmallClassMinShift;
 constexpr size_t kClasses = 9;
 
 constexpr size_t ClassBytes(size_t c) {
-  const size_t power = size_t{1} << (kMinShift + (c + 1) / 2);
+  const size_t power = size_t{1} << (kSmallClassMinShift + (c + 1) / 2);
   return c % 2 == 1 ? power / 4 * 3 : power;
 }
 static_assert(ClassBytes(0) == 32 && ClassBytes(5) == 192 && ClassBytes(kClasses - 1) == kMaxSmallBytes);

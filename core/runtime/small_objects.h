@@ -50,11 +50,10 @@ inline constexpr size_t kSmallDepotBatches = 128;
 // constexpr, so that an operator new (a constant size) computes it at compile time.
 inline constexpr size_t kSmallClassMinShift = 5;  // the smallest class is 1 << this bytes
 constexpr size_t SmallClassOf(size_t bytes) {
-  constexpr size_t kMinShift = kSmallClassMinShift;
-  if (bytes <= (size_t{1} << kMinShift)) return 0;
+  if (bytes <= (size_t{1} << kSmallClassMinShift)) return 0;
   const size_t shift = static_cast<size_t>(64 - __builtin_clzll(bytes - 1));  // ceil(log2(bytes))
   const bool three_quarters = bytes <= (size_t{3} << (shift - 2));
-  return 2 * (shift - kMinShift) - (three_quarters ? 1 : 0);
+  return 2 * (shift - kSmallClassMinShift) - (three_quarters ? 1 : 0);
 }
 void* AllocateSmallClass(size_t size_class);
 void FreeSmallClass(void* p, size_t size_class);

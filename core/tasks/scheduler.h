@@ -136,9 +136,11 @@ void ThrowIfTaskCancelled();
 // What the executor does between two ops of the calling task; one per block run (runs
 // nest), on the task's stack. Outside a task it does nothing.
 //  - Check() throws Error(CANCELLED) once the task's run is being cancelled, within
-//    kCheckEveryOps ops: a cancelled run's tasks stop at their next park or within that
-//    many ops, and the usual op boundary is one decrement of the task's count instead of
-//    two flags read.
+//    kCheckEveryOps ops of the later of the cancellation and the task's last hand-off (a
+//    hand-off sets the count to kDeferredWakeOps; the partners of a cancelled run end at
+//    their next park, so the hand-offs stop): a cancelled run's tasks stop at their next
+//    park or within that many ops. The usual op boundary is one decrement of the task's
+//    count instead of two flags read.
 //  - While ops run, a task this task readies into its worker's runnext slot (a channel
 //    hand-off) does not wake a sleeping worker at once: the partner runs on this worker as
 //    soon as this task parks, which in a hand-off is a few ops away, and waking a worker

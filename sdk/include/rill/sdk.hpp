@@ -621,17 +621,17 @@ class KernelContext {
   // The same by slot (ABI v8), for kernels that found their slots when created. A slot the
   // op does not list reads as missing. A slot's first argument is read from the frame.
   Variable InputVar(const Slot& slot, size_t i = 0) {
-    if (RillVariable* v = i == 0 ? FrameVar(slot.frame_index()) : nullptr) return Variable(v);
+    if (RillVariable* v = FrameArg(slot, i)) return Variable(v);
     return VarOrThrow(Host().ctx_input_at(ctx_, slot.index(), i), "input", slot.name().c_str(), i);
   }
   Variable OutputVar(const Slot& slot, size_t i = 0) {
-    if (RillVariable* v = i == 0 ? FrameVar(slot.frame_index()) : nullptr) return Variable(v);
+    if (RillVariable* v = FrameArg(slot, i)) return Variable(v);
     return VarOrThrow(Host().ctx_output_at(ctx_, slot.index(), i), "output", slot.name().c_str(), i);
   }
   // The input's variable, or a null view if no scope has it (the caller explains why).
   Variable InputVarOrNull(const char* slot, size_t i = 0) { return Variable(Host().ctx_input(ctx_, slot, i)); }
   Variable InputVarOrNull(const Slot& slot, size_t i = 0) {
-    if (RillVariable* v = i == 0 ? FrameVar(slot.frame_index()) : nullptr) return Variable(v);
+    if (RillVariable* v = FrameArg(slot, i)) return Variable(v);
     return Variable(Host().ctx_input_at(ctx_, slot.index(), i));
   }
   // The variable at a frame index (OpInfo::InputIndex, ABI v11) as the run's frame holds
@@ -734,6 +734,8 @@ class KernelContext {
     if (v == nullptr) MissingSlot(kind, slot, i);
     return Variable(v);
   }
+  // A slot's first argument as the frame holds it (FrameVar); null for any other.
+  RillVariable* FrameArg(const Slot& slot, size_t i) { return i == 0 ? FrameVar(slot.frame_index()) : nullptr; }
   RillKernelContext* ctx_;
   RillVariable* const* frame_ = nullptr;  // the run's frame, once FrameVar asked for it
 };

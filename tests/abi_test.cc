@@ -187,8 +187,10 @@ struct KernelFixture {
   Variable vars[4];
   Variable* frame[4];
   std::vector<std::string> names{"x", "gone", "out", "rows"};
+  std::vector<uint64_t> bits{Scope::NameBits("x"), Scope::NameBits("gone"), Scope::NameBits("out"),
+                             Scope::NameBits("rows")};
   RillScope scope{Scope::NewRoot()};
-  RillKernelContext ctx{&info, frame, &names, &scope, nullptr, 0};
+  RillKernelContext ctx{&info, frame, &names, bits.data(), &scope, nullptr, 0};
 };
 
 TEST(HostApi, AnInputAndItsDescriptionComeInOneCall) {
@@ -323,6 +325,19 @@ TEST(HostApi, ArgumentsReadFromTheFrameMatchThoseReadByIndex) {
   EXPECT_EQ(H().ctx_input_at(&f.ctx, 1, 0), reinterpret_cast<RillVariable*>(made));
   EXPECT_EQ(frame[1], reinterpret_cast<RillVariable*>(made)) << "ctx_input_at filled the entry";
   EXPECT_EQ(H().ctx_frame(nullptr), nullptr);
+}
+
+// ABI v12: ctx_go refuses a frame index it cannot copy from before it makes or starts
+// anything (the fixture has no executor to start a task with). The go blocks it starts are
+// CspPrograms' subject: every go op starts its block through it.
+TEST(HostApi, GoRefusesFrameEntriesItCannotBind) {
+  KernelFixture f;
+  const uint32_t past[] = {4}, missing[] = {0, 1};
+  EXPECT_EQ(Message(H().ctx_go(&f.ctx, 1, past, 1)), "ctx_go: frame index 4 is past the frame (4 entries)");
+  EXPECT_EQ(Message(H().ctx_go(&f.ctx, 1, missing, 2)),
+            "ctx_go: 'gone' (frame index 1) has not been found yet; read it with ctx_input_at first");
+  EXPECT_EQ(Message(H().ctx_go(nullptr, 1, past, 1)), "ctx_go: null argument");
+  EXPECT_EQ(Message(H().ctx_go(&f.ctx, 1, nullptr, 1)), "ctx_go: null argument");
 }
 
 // ABI v9: a scalar read and written in one call each. Only a one-element CPU tensor of

@@ -206,6 +206,34 @@ TEST(Loader, FrozenAbiV10PluginRunsItsSubBlock) {
   }
 }
 
+// ABI v11: a plain-C kernel reads its arguments from the frame.
+TEST(Loader, FrozenAbiV11PluginReadsItsArgumentsFromTheFrame) {
+  Registry registry;
+  const auto plugins = LoadPlugins(registry, LoadOptions{{kPlugins, kFixtures + "/frozen_v11"}, {}, {}});
+  EXPECT_EQ(plugins.back().name, "frozen_v11");
+  EXPECT_EQ(plugins.back().abi_version, 11u);
+  ProgramBuilder pb;
+  pb.block(0).Op("fill_constant").Output("Out", "x").Attr("shape", std::vector<int64_t>{1}).Attr("dtype", int64_t{RILL_INT64}).Attr("value", 21.0f);
+  pb.block(0).Op("v11_double").Input("X", "x").Output("Out", "y");
+  pb.block(0).Op("v11_double").Input("X", "y").Output("Out", "z");
+  Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  exec.Run(0, scope);
+  EXPECT_EQ(scope->FindVar("y")->GetTensor()->Describe(), "int64[1] {42}");
+  EXPECT_EQ(scope->FindVar("z")->GetTensor()->Describe(), "int64[1] {84}");
+
+  ProgramBuilder bad;  // a float is not what the kernel takes: its own error
+  bad.block(0).Op("fill_constant").Output("Out", "f").Attr("shape", std::vector<int64_t>{1}).Attr("value", 2.0f);
+  bad.block(0).Op("v11_double").Input("X", "f").Output("Out", "g");
+  Executor bad_exec(registry, std::make_shared<proto::ProgramDesc>(bad.Build()));
+  try {
+    bad_exec.Run(0, Scope::NewRoot());
+    ADD_FAILURE() << "a float X ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("v11_double: X must be an int64 scalar"), std::string::npos) << e.what();
+  }
+}
+
 // ABI v7: a plain-C kernel reads the ops of a block when it is created.
 TEST(Loader, FrozenAbiV7PluginReadsABlocksOps) {
   Registry registry;

@@ -117,7 +117,9 @@ RILL_PIN(ctx_run_sub_block, 82);
 RILL_PIN(op_input_index, 83);
 RILL_PIN(op_output_index, 84);
 RILL_PIN(ctx_frame, 85);
-static_assert(sizeof(RillHostApi) == 8 + 86 * sizeof(void*), "RillHostApi v11 size changed");
+// Version 12.
+RILL_PIN(ctx_go, 86);
+static_assert(sizeof(RillHostApi) == 8 + 87 * sizeof(void*), "RillHostApi v12 size changed");
 #undef RILL_PIN
 
 // RillDeviceDef, which plugins fill: version 1 ends at `copy`; version 5 appends the
@@ -685,6 +687,35 @@ RillStatus* TaskGo(RillKernelContext* ctx, int32_t block_idx, RillScope* scope) 
     SpawnTask([executor, block_idx, s = scope->Owner()] { executor->Run(block_idx, s); }, ctx->op);
   });
 }
+// task_go with its scope made and its bound variables copied in, in one call (v12).
+RillStatus* CtxGo(RillKernelContext* ctx, int32_t block_idx, const uint32_t* frame_indices, size_t count) {
+  if (!ctx || (count > 0 && !frame_indices)) return NullArg("ctx_go");
+  const std::vector<std::string>& names = *ctx->frame_names;
+  for (size_t k = 0; k < count; ++k) {
+    const uint32_t i = frame_indices[k];
+    if (i >= names.size()) {
+      return new RillStatus{RILL_INVALID_ARGUMENT, "ctx_go: frame index " + std::to_string(i) + " is past the frame (" +
+                                                       std::to_string(names.size()) + " entries)"};
+    }
+    if (ctx->frame[i] == nullptr) {
+      return new RillStatus{RILL_INVALID_ARGUMENT, "ctx_go: '" + names[i] + "' (frame index " + std::to_string(i) +
+                                                       ") has not been found yet; read it with ctx_input_at first"};
+    }
+  }
+  return StatusFromCall([&] {
+    Executor* executor = ctx->executor;
+    executor->CheckBlock(block_idx);
+    std::shared_ptr<Scope> child = ctx->scope->scope->NewChild();
+    for (size_t k = 0; k < count; ++k) {
+      const uint32_t i = frame_indices[k];
+      Variable* bound = child->FindLocalVar(names[i], ctx->frame_name_bits[i]);  // listed before
+      if (bound == nullptr) bound = child->VarAfterMiss(names[i], ctx->frame_name_bits[i]);
+      bound->CopyFrom(*ctx->frame[i]);
+    }
+    SpawnTask([executor, block_idx, s = std::move(child)] { executor->RunOnce(block_idx, s); }, ctx->op);
+  });
+}
+
 RillVariable* VarNew() { return reinterpret_cast<RillVariable*>(new Variable()); }
 void VarDelete(RillVariable* v) { delete V(v); }
 RillStatus* VarSwap(RillVariable* a, RillVariable* b) {
@@ -746,6 +777,8 @@ const RillHostApi kTable = {
     CtxRunSubBlock,
     // Version 11.
     OpInputIndex, OpOutputIndex, CtxFrame,
+    // Version 12.
+    CtxGo,
 };
 
 }  // namespace

@@ -393,6 +393,14 @@ void Executor::Run(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
   RunOps(block, scope, frame.data(), boundaries);
 }
 
+void Executor::RunOnce(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
+  PreparedBlock& block = Prepare(block_idx);
+  OpBoundaries boundaries;
+  LocalFrame frame(block.names.size());
+  Resolve(block, scope, frame.data());
+  RunOps(block, scope, frame.data(), boundaries);
+}
+
 // RunLoop's per-step checks, made where a step ends instead of after returning to it: the
 // next step runs in the same scope with the same resolved names exactly when these hold
 // (RunLoop's Reusable/Shareable and resolved_at checks), and the counter step ending the
@@ -532,7 +540,7 @@ bool Executor::ResolveName(const PreparedBlock& block, Scope& scope, size_t i, V
   bool here = v != nullptr;
   if (v == nullptr && scope.parent() != nullptr) v = scope.parent()->FindVar(name, bits);
   if (v == nullptr && block.is_output[i]) {
-    v = scope.Var(name, bits);
+    v = scope.VarAfterMiss(name, bits);
     here = true;
   }
   frame[i] = v;
@@ -545,7 +553,7 @@ int Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& s
   const bool on_cpu = place_.device_type == RILL_CPU;
   // One context for the run, pointed at each op in turn: kernels change nothing in it but
   // the frame's entries, which are the run's anyway.
-  RillKernelContext ctx{nullptr, frame, &block.names, &scope_handle, this, 0};
+  RillKernelContext ctx{nullptr, frame, &block.names, block.name_bits.data(), &scope_handle, this, 0};
   const size_t n = block.ops.size();
   for (size_t at = 0; at < n; ++at) {
     PreparedOp* op = block.ops[at].get();

@@ -48,6 +48,9 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   void Run(int32_t block_idx, const std::shared_ptr<Scope>& scope);
+  // Run, for a scope no other run of a block will use (a go block's own, made for it): it
+  // keeps no resolved names there for a next run.
+  void RunOnce(int32_t block_idx, const std::shared_ptr<Scope>& scope);
   // Runs block `block_idx` as a loop body in child scopes of `parent` (made with `key`)
   // for as long as `proceed(arg)`, asked before each step, returns true. A step runs in
   // the previous step's scope while nothing else holds that scope and no ancestor gained a

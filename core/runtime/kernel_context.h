@@ -40,6 +40,7 @@ struct __attribute__((visibility("hidden"))) RillKernelContext {  // hidden: poi
   const RillOpInfo* op;
   rill::core::Variable** frame;  // the block's variables, by name id; null until found
   const std::vector<std::string>* frame_names;
+  const uint64_t* frame_name_bits;  // Scope::NameBits of each frame name
   RillScope* scope;
   rill::core::Executor* executor;
   int32_t device_id;  // of the device the kernel runs on (0 on the CPU)

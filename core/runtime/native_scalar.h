@@ -73,7 +73,7 @@ constexpr size_t kMaxScalarDims = 8;
 inline void* ScalarSlot(Tensor& t, int32_t dtype, size_t ndim) {
   static constexpr int64_t kOnes[kMaxScalarDims] = {1, 1, 1, 1, 1, 1, 1, 1};
   if (void* data = InPlaceScalar(t, dtype, ndim)) return data;
-  return t.Allocate(dtype, kOnes, ndim);
+  return ndim == 1 ? t.AllocateScalar(dtype) : t.Allocate(dtype, kOnes, ndim);
 }
 
 }  // namespace rill::core

@@ -137,10 +137,13 @@ Variable* Scope::VarList::Add(const std::string& name, uint64_t bits) {
   return &e->var;
 }
 
-Variable* Scope::Var(const std::string& name) { return Var(name, NameBits(name)); }
-
-Variable* Scope::Var(const std::string& name, uint64_t bits) {
+Variable* Scope::Var(const std::string& name) {
+  const uint64_t bits = NameBits(name);
   if (Variable* v = FindLocalVar(name, bits)) return v;
+  return VarAfterMiss(name, bits);
+}
+
+Variable* Scope::VarAfterMiss(const std::string& name, uint64_t bits) {
   std::lock_guard lock(mu_);
   if (Variable* v = vars_.FindHoldingLock(name)) return v;  // made meanwhile by another thread
   return vars_.Add(name, bits);

@@ -7,7 +7,7 @@
 // statement: reassigning the outer variable later (a daisy chain's `left = right`) does not
 // change the channel the block uses. Everything else is shared by reference.
 //
-// The child is always a new, empty scope (scope_new_child), not one that takes over what
+// The child is always a new, empty scope (ctx_go makes it), not one that takes over what
 // this op's last block left behind (ctx_new_child_scope): a go op's blocks mostly live at
 // once (a spawn loop's, a daisy chain's), so there is rarely anything to take over, and
 // offering and taking it locks the parent scope at every block's start and end, a cache
@@ -20,22 +20,31 @@ namespace {
 
 class Go {
  public:
-  explicit Go(const OpInfo& op)
-      : block_(op.BlockAttr("sub_block")), x_(op.InputSlot("X")), captured_(op.InputNames("X")) {}
+  explicit Go(const OpInfo& op) : block_(op.BlockAttr("sub_block")), x_(op.InputSlot("X")) {
+    for (size_t i = 0, n = op.InputCount("X"); i < n; ++i) x_index_.push_back(op.InputIndex(x_, i));
+  }
   void Compute(KernelContext& ctx) {
-    Scope child = ctx.scope().NewChild();
-    for (size_t i = 0; i < captured_.size(); ++i) {
-      // As the executor resolved X: no lookup up the scope chain per go block.
-      Variable v = ctx.InputVarOrNull(x_, i);
-      if (v && ChannelIn(v) != nullptr) child.Var(captured_[i]).CopyFrom(v);  // others: shared
+    // The frame indices of the channels among X. On the stack: one kernel instance serves
+    // every task running this op's block at once.
+    constexpr size_t kInline = 16;
+    uint32_t inline_bound[kInline];
+    std::vector<uint32_t> more(x_index_.size() > kInline ? x_index_.size() : 0);
+    uint32_t* bound = more.empty() ? inline_bound : more.data();
+    size_t n = 0;
+    for (size_t i = 0; i < x_index_.size(); ++i) {
+      // As the executor resolved X; one made since the run started is looked up (and
+      // entered in the frame, which ctx.Go reads).
+      RillVariable* v = ctx.FrameVar(x_index_[i]);
+      const Variable var = v != nullptr ? Variable(v) : ctx.InputVarOrNull(x_, i);
+      if (var && ChannelIn(var) != nullptr) bound[n++] = x_index_[i];  // others: shared
     }
-    ctx.Go(block_, child);
+    ctx.Go(block_, bound, n);
   }
 
  private:
   const int32_t block_;
   const Slot x_;
-  const std::vector<std::string> captured_;
+  std::vector<uint32_t> x_index_;  // frame index of each X
 };
 
 }  // namespace

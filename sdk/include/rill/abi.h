@@ -46,8 +46,9 @@ extern "C" {
  * read by index and handle instead of by name (op_input_slot, ctx_input_at, var_custom);
  * version 9 a variable's scalar read and written in one call (var_scalar, var_set_scalar);
  * version 10 a sub-block run by the host in one call (ctx_run_sub_block); version 11 a
- * kernel's arguments read from its block run's frame (op_input_index, ctx_frame). */
-#define RILL_ABI_VERSION 11u
+ * kernel's arguments read from its block run's frame (op_input_index, ctx_frame); version
+ * 12 a go block started with its bound variables in one call (ctx_go). */
+#define RILL_ABI_VERSION 12u
 
 /* Name of the single exported entry point. */
 #define RILL_ENTRY_POINT_NAME "RillGetPlugin"
@@ -557,6 +558,21 @@ typedef struct RillHostApi {
   uint32_t (*op_output_index)(const RillOpInfo* info, int32_t slot, size_t i);
   RillVariable* const* (*ctx_frame)(RillKernelContext* ctx);
   /* ===== End of version 11 ===== */
+
+  /* ===== Version 12: go blocks in one call =====
+   * ctx_go: starts block `block_idx` as a new task (a go block) in a new child scope of the
+   * op's scope, after giving that scope its own copy (as var_copy makes one: a custom
+   * value through its type's copy) of each frame entry at `frame_indices` (op_input_index,
+   * op_output_index), under the name the entry has in the op's block; the task keeps the
+   * scope alive until it ends. It does what scope_new_child, scope_var and var_copy for
+   * each entry, task_go and scope_release do in turn, with no handle and no name to hash,
+   * which is most of what starting a go block costs. An index listed twice is copied once
+   * more over the first copy. RILL_INVALID_ARGUMENT, with nothing started, for an index
+   * past the frame or an entry not found yet (NULL in ctx_frame: read it with ctx_input_at
+   * first); otherwise fails as task_go does. */
+  RillStatus* (*ctx_go)(RillKernelContext* ctx, int32_t block_idx, const uint32_t* frame_indices,
+                        size_t count);
+  /* ===== End of version 12 ===== */
 } RillHostApi;
 
 /* ---- The plugin's entry ---------------------------------------------------------------- */

@@ -722,6 +722,13 @@ class KernelContext {
   void Go(int32_t block_idx, const Scope& scope) {
     Check(Host().task_go(ctx_, block_idx, scope.handle()));
   }
+  // Starts block `block_idx` as a go block in a new child of this op's scope that holds
+  // its own copy of each variable at `frame_indices` (OpInfo::InputIndex), under its name
+  // here: Go(block_idx, child) with the child made and filled, in one call (ABI v12,
+  // ctx_go). Read each of those variables first (FrameVar, or InputVar when it was null).
+  void Go(int32_t block_idx, const uint32_t* frame_indices, size_t count) {
+    Check(Host().ctx_go(ctx_, block_idx, frame_indices, count));
+  }
 
  private:
   [[noreturn]] static void MissingSlot(const char* kind, const char* slot, size_t i) {

@@ -80,32 +80,6 @@ TEST(Scope, ConcurrentVarCreationYieldsOneVariablePerName) {
 
 // A keyed child leaves its variables to the parent when released; the next child with the
 // same key takes them over, unless the parent's chain gained a variable meanwhile.
-// A child with room keeps its first variables in its own memory and the rest as any scope
-// does; either way they behave alike, and each one's value is destroyed with the scope.
-TEST(Scope, AChildWithRoomHoldsVariablesLikeAnyOther) {
-  auto root = Scope::NewRoot();
-  root->Var("outer");
-  for (const size_t room : {size_t{0}, size_t{2}, size_t{5}, size_t{100}}) {
-    Tensor shared;  // every variable's tensor shares this buffer until the scope goes
-    shared.Allocate(RILL_INT64, {1});
-    auto child = root->NewChildWithRoom(room);
-    std::vector<Variable*> made;
-    for (int i = 0; i < 12; ++i) {  // past the room, and past VarList::kIndexFrom
-      const std::string name = "v" + std::to_string(i);
-      made.push_back(child->Var(name));
-      *made.back()->GetMutableTensor() = shared;
-      EXPECT_EQ(child->Var(name), made.back()) << room << " " << name;
-    }
-    for (int i = 0; i < 12; ++i) EXPECT_EQ(child->FindVar("v" + std::to_string(i)), made[i]) << room;
-    EXPECT_EQ(child->FindVar("outer"), root->FindLocalVar("outer"));
-    EXPECT_EQ(child->version(), 12u);
-    EXPECT_EQ(shared.OwnData(), nullptr) << "the variables share the buffer";
-    child.reset();
-    EXPECT_NE(shared.OwnData(), nullptr) << "room " << room << ": every variable was destroyed with its scope";
-  }
-  EXPECT_EQ(root->version(), 1u) << "the children made nothing in their parent";
-}
-
 TEST(Scope, AKeyedChildTakesOverTheVariablesOfTheLastOneWithItsKey) {
   auto root = Scope::NewRoot();
   auto parent = root->NewChild();

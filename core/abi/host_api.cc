@@ -705,8 +705,7 @@ RillStatus* CtxGo(RillKernelContext* ctx, int32_t block_idx, const uint32_t* fra
   return StatusFromCall([&] {
     Executor* executor = ctx->executor;
     executor->CheckBlock(block_idx);
-    // The block's variables (those it binds, those it makes) in the scope's own memory.
-    std::shared_ptr<Scope> child = ctx->scope->scope->NewChildWithRoom(executor->FrameSize(block_idx));
+    std::shared_ptr<Scope> child = ctx->scope->scope->NewChild();
     for (size_t k = 0; k < count; ++k) {
       const uint32_t i = frame_indices[k];
       Variable* bound = child->FindLocalVar(names[i], ctx->frame_name_bits[i]);  // listed before

@@ -362,8 +362,6 @@ Executor::PreparedBlock& Executor::PrepareFirst(int32_t block_idx) {
 
 const std::vector<const RillOpInfo*>& Executor::BlockOps(int32_t block_idx) { return Prepare(block_idx).infos; }
 
-size_t Executor::FrameSize(int32_t block_idx) { return Prepare(block_idx).names.size(); }
-
 void Executor::Run(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
   PreparedBlock& block = Prepare(block_idx);
   OpBoundaries boundaries;

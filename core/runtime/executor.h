@@ -70,9 +70,6 @@ class Executor {
   void RunSubBlock(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key);
   // Throws Error(OUT_OF_RANGE) unless the program has block `block_idx`.
   void CheckBlock(int32_t block_idx) const;
-  // How many names block `block_idx` uses (its frame's size): at most as many variables
-  // as a run of it makes in a scope of its own. Prepares it as BlockOps does.
-  size_t FrameSize(int32_t block_idx);
   // The ops of block `block_idx`, prepared (on first use) and in order; they live as long
   // as the executor. Throws as Run would for a block that cannot be prepared.
   const std::vector<const RillOpInfo*>& BlockOps(int32_t block_idx);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <iterator>
 #include <mutex>
-#include <new>
 
 namespace rill::core {
 
@@ -12,68 +11,6 @@ std::shared_ptr<Scope> Scope::NewRoot() {
 }
 
 std::shared_ptr<Scope> Scope::NewChild() { return NewChild(ChildKey{}); }
-
-namespace {
-
-// Where WithRoom's last allocation put its room (allocate_shared gives no other way out).
-thread_local void* t_room;
-
-// allocate_shared's allocator for a scope with `kRoom` bytes of room aligned to `kAlign`:
-// the control block (which holds the scope) and the room after it, in one small-object
-// block. Empty, so the control block stores nothing of it: the largest block then holds
-// five entries.
-template <class T, size_t kRoom, size_t kAlign>
-struct WithRoom {
-  using value_type = T;
-  template <class U>
-  struct rebind {
-    using other = WithRoom<U, kRoom, kAlign>;
-  };
-  WithRoom() = default;
-  template <class U>
-  WithRoom(const WithRoom<U, kRoom, kAlign>&) {}  // NOLINT: rebinding converts implicitly
-
-  static constexpr size_t Head(size_t n) { return (n * sizeof(T) + kAlign - 1) / kAlign * kAlign; }
-  static constexpr size_t Bytes(size_t n) { return Head(n) + kRoom; }
-  // allocate_shared asks for one control block.
-  T* allocate(size_t n) {
-    static_assert(alignof(T) <= alignof(std::max_align_t));
-    static_assert(Bytes(1) <= kMaxSmallBytes, "the scope and its room outgrow a small-object block: give less room");
-    if (n != 1) throw std::bad_alloc();
-    auto* block = static_cast<char*>(AllocateSmall(Bytes(1)));
-    t_room = block + Head(1);
-    return reinterpret_cast<T*>(block);
-  }
-  void deallocate(T* p, size_t) { FreeSmall(p, Bytes(1)); }
-  template <class U>
-  bool operator==(const WithRoom<U, kRoom, kAlign>&) const { return true; }
-  template <class U>
-  bool operator!=(const WithRoom<U, kRoom, kAlign>&) const { return false; }
-};
-
-}  // namespace
-
-template <size_t kEntries>
-std::shared_ptr<Scope> Scope::MakeWithRoom(std::shared_ptr<Scope> parent, void** room) {
-  using Alloc = WithRoom<Scope, VarList::RoomBytes(kEntries), VarList::RoomAlignment()>;
-  auto made = std::allocate_shared<Scope>(Alloc(), Passkey{}, std::move(parent));
-  *room = t_room;
-  return made;
-}
-
-std::shared_ptr<Scope> Scope::NewChildWithRoom(size_t vars) {
-  // Five entries fit beside the control block in the largest small-object block.
-  using MakeFn = std::shared_ptr<Scope> (*)(std::shared_ptr<Scope>, void**);
-  static constexpr MakeFn kMake[] = {nullptr, &MakeWithRoom<1>, &MakeWithRoom<2>, &MakeWithRoom<3>, &MakeWithRoom<4>,
-                                     &MakeWithRoom<5>};
-  const size_t count = std::min(vars, std::size(kMake) - 1);
-  if (count == 0) return NewChild();
-  void* room = nullptr;
-  std::shared_ptr<Scope> child = kMake[count](shared_from_this(), &room);
-  child->born_under_ = ChainVersion();
-  child->vars_.GiveRoom(room, static_cast<uint32_t>(count));
-  return child;
-}
 
 std::shared_ptr<Scope> Scope::NewChild(ChildKey key) {
   auto child = std::allocate_shared<Scope>(SmallObjectAllocator<Scope>(), Passkey{}, shared_from_this());
@@ -155,16 +92,9 @@ void Scope::VarList::Clear() {
   index_.reset();
   while (e != nullptr) {
     Entry* next = e->next;
-    // By address: the entry may lie in any of the list's memory.
-    const auto at = reinterpret_cast<uintptr_t>(e), room = reinterpret_cast<uintptr_t>(room_);
-    if (at - room < RoomBytes(room_count_)) {
-      e->~Entry();  // its memory is the scope's own
-    } else {
-      delete e;
-    }
+    delete e;
     e = next;
   }
-  room_used_ = 0;
 }
 
 Variable* Scope::VarList::Find(std::string_view name, SpinLock& mu) const {
@@ -192,9 +122,7 @@ Variable* Scope::VarList::FindHoldingLock(std::string_view name) const {
 }
 
 Variable* Scope::VarList::Add(const std::string& name, uint64_t bits) {
-  Entry* const next = head_.load(std::memory_order_relaxed);
-  Entry* e = room_used_ < room_count_ ? ::new (room_ + room_used_++) Entry{next, name, Variable()}
-                                      : new Entry{next, name, Variable()};
+  Entry* e = new Entry{head_.load(std::memory_order_relaxed), name, Variable()};
   const size_t n = size_.load(std::memory_order_relaxed) + 1;
   if (n > kIndexFrom) {
     if (index_ == nullptr) {

@@ -49,10 +49,6 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   Scope& operator=(const Scope&) = delete;
 
   std::shared_ptr<Scope> NewChild();
-  // NewChild() with room for up to `vars` variables in the scope's own allocation (as many
-  // as fit a small-object block), so a go block's scope and the variables it binds and
-  // makes are one allocation and one free: the first ones made here go there.
-  std::shared_ptr<Scope> NewChildWithRoom(size_t vars);
   // Who makes a child (an op instance, by its serial, and the block it will run there);
   // op 0 is nobody: NewChild() makes such children, which never take anything over.
   struct ChildKey {
@@ -151,17 +147,6 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
     Variable* FindHoldingLock(std::string_view name) const;
     // Adds `name` (absent), whose NameBits are `bits`; the caller holds the scope's lock.
     Variable* Add(const std::string& name, uint64_t bits);
-    // Room for `count` entries at `room` (raw memory that outlives the list), which Add
-    // fills before allocating. A list with room is never moved: only unkeyed scopes have
-    // room, and only keyed ones leave their variables to the next child.
-    void GiveRoom(void* room, uint32_t count) {
-      room_ = static_cast<Entry*>(room);
-      room_count_ = count;
-      room_used_ = 0;
-    }
-    // The bytes GiveRoom needs for `count` entries, and the alignment of that memory.
-    static constexpr size_t RoomBytes(size_t count) { return count * sizeof(Entry); }
-    static constexpr size_t RoomAlignment() { return alignof(Entry); }
     template <class F> void ForEach(F&& f) const {
       for (const Entry* e = head_.load(std::memory_order_acquire); e != nullptr; e = e->next) f(e->name);
     }
@@ -181,9 +166,6 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
     std::atomic<uint64_t> filter_{0};    // published before head_: a reader that misses a name's bits
                                          // reads before that name's entry is in the list
     std::unique_ptr<Index> index_;
-    Entry* room_ = nullptr;  // GiveRoom's entries, the first room_used_ of them in use
-    uint32_t room_count_ = 0;
-    uint32_t room_used_ = 0;
   };
   // What a finished child leaves behind (see NewChild(key)).
   struct Leftover {
@@ -194,11 +176,6 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   };
   static constexpr size_t kLeftovers = 4;  // children of distinct keys kept at once
 
-  // A child of `parent` with room for kEntries variables (NewChildWithRoom); `*room` gets
-  // the room's address.
-  template <size_t kEntries>
-  static std::shared_ptr<Scope> MakeWithRoom(std::shared_ptr<Scope> parent, void** room);
-
   bool BornUnder(uint64_t parent_chain_version) const { return !parent_ || parent_chain_version == born_under_; }
 
   const std::shared_ptr<Scope> parent_;
@@ -206,14 +183,12 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   uint64_t born_under_ = 0;     // parent_->ChainVersion() when vars_ started out empty
   // Spin locks, not a mutex and a reader-writer lock: held for a hash lookup or an insert,
   // and taken several times per go block (its scope's variables, lookups up the chain),
-  // where pthread's reader-writer lock cost 15% of a program's spawn. The one-byte fields
-  // sit together: a go block's scope and its five variables then fill one small-object
-  // block exactly (NewChildWithRoom).
+  // where pthread's reader-writer lock cost 15% of a program's spawn.
   SpinLock leftovers_mu_;
-  mutable SpinLock mu_;  // serialises Var's inserts; guards a large scope's index
-  std::atomic<bool> run_cache_busy_[2] = {false, false};
   std::vector<Leftover, SmallObjectAllocator<Leftover>> leftovers_;  // at most kLeftovers, one a key, oldest first
-  VarList vars_;  // its size() only grows, so it doubles as version()
+  mutable SpinLock mu_;  // serialises Var's inserts; guards a large scope's index
+  VarList vars_;         // its size() only grows, so it doubles as version()
+  std::atomic<bool> run_cache_busy_[2] = {false, false};
   RunCacheSlot run_cache_[2];
 };
 

@@ -50,11 +50,10 @@ size_t SmallDepotBlocks(size_t) { return 0; }
 namespace rill::core {
 namespace {
 
-// Size classes 32, 48, 64, 96, ..., 768, 1024 bytes: each power of two and the size halfway
+// Size classes 32, 48, 64, 96, ..., 384, 512 bytes: each power of two and the size halfway
 // between it and the next, so a block wastes at most a third of itself (a scope's
-// variable entry, 168 bytes, takes 192 instead of 256). The largest holds a go block's
-// scope with its variables (Scope::NewChildWithRoom).
-constexpr size_t kClasses = 11;
+// variable entry, 168 bytes, takes 192 instead of 256).
+constexpr size_t kClasses = 9;
 
 constexpr size_t ClassBytes(size_t c) {
   const size_t power = size_t{1} << (kSmallClassMinShift + (c + 1) / 2);
@@ -62,7 +61,7 @@ constexpr size_t ClassBytes(size_t c) {
 }
 static_assert(ClassBytes(0) == 32 && ClassBytes(5) == 192 && ClassBytes(kClasses - 1) == kMaxSmallBytes);
 
-static_assert(SmallClassOf(32) == 0 && SmallClassOf(33) == 1 && SmallClassOf(192) == 5 && SmallClassOf(768) == 9 &&
+static_assert(SmallClassOf(32) == 0 && SmallClassOf(33) == 1 && SmallClassOf(192) == 5 &&
               SmallClassOf(kMaxSmallBytes) == kClasses - 1);
 
 // A free block holds the link to the next one: a thread's cache and each depot batch are

@@ -41,12 +41,12 @@
 namespace rill::core {
 
 inline constexpr bool kSmallObjectCaches = RILL_SMALL_OBJECT_CACHES;
-inline constexpr size_t kMaxSmallBytes = 1024;
+inline constexpr size_t kMaxSmallBytes = 512;
 inline constexpr int kSmallBatch = 32;
 inline constexpr size_t kSmallDepotBatches = 128;
 
 #if RILL_SMALL_OBJECT_CACHES
-// The size class of `bytes`: 32, 48, 64, 96, ... 768, 1024 bytes, classes 0 to 10. Inline and
+// The size class of `bytes`: 32, 48, 64, 96, ... 512 bytes, classes 0 to 8. Inline and
 // constexpr, so that an operator new (a constant size) computes it at compile time.
 inline constexpr size_t kSmallClassMinShift = 5;  // the smallest class is 1 << this bytes
 constexpr size_t SmallClassOf(size_t bytes) {

@@ -708,9 +708,8 @@ RillStatus* CtxGo(RillKernelContext* ctx, int32_t block_idx, const uint32_t* fra
     std::shared_ptr<Scope> child = ctx->scope->scope->NewChild();
     for (size_t k = 0; k < count; ++k) {
       const uint32_t i = frame_indices[k];
-      Variable* bound = child->FindLocalVar(names[i], ctx->frame_name_bits[i]);  // listed before
-      if (bound == nullptr) bound = child->VarAfterMiss(names[i], ctx->frame_name_bits[i]);
-      bound->CopyFrom(*ctx->frame[i]);
+      // Var, not a plain add: an index listed twice finds its variable and copies again.
+      child->Var(names[i], ctx->frame_name_bits[i])->CopyFrom(*ctx->frame[i]);
     }
     SpawnTask([executor, block_idx, s = std::move(child)] { executor->RunOnce(block_idx, s); }, ctx->op);
   });

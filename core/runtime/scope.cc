@@ -137,8 +137,9 @@ Variable* Scope::VarList::Add(const std::string& name, uint64_t bits) {
   return &e->var;
 }
 
-Variable* Scope::Var(const std::string& name) {
-  const uint64_t bits = NameBits(name);
+Variable* Scope::Var(const std::string& name) { return Var(name, NameBits(name)); }
+
+Variable* Scope::Var(const std::string& name, uint64_t bits) {
   if (Variable* v = FindLocalVar(name, bits)) return v;
   return VarAfterMiss(name, bits);
 }

@@ -91,6 +91,7 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   static uint64_t NameBits(std::string_view name);
   Variable* FindVar(const std::string& name, uint64_t bits) const;
   Variable* FindLocalVar(const std::string& name, uint64_t bits) const;
+  Variable* Var(const std::string& name, uint64_t bits);
   // Var for a caller that has just seen FindLocalVar(name, bits) miss: makes `name` here
   // unless another thread made it meanwhile, without looking for it lock-free again.
   Variable* VarAfterMiss(const std::string& name, uint64_t bits);

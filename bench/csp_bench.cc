@@ -157,6 +157,33 @@ void BM_Chan_Spawn(benchmark::State& state) {
 }
 BENCHMARK(BM_Chan_Spawn)->UseRealTime();
 
+// Go's BenchmarkSpawnSend, the peer of the program's spawn row (examples::SpawnMany):
+// each block sends one value on a channel buffering the batch; the main task receives it.
+void BM_Chan_SpawnSend(benchmark::State& state) {
+  std::shared_ptr<Channel> done;  // outlives the run, as in BM_Chan_Spawn
+  InTasks([&] {
+    done = Channel::Make(kLodTensor, 1000);
+    Channel* signal = done.get();
+    core::Variable got;
+    for (auto _ : state) {
+      for (int i = 0; i < 1000; ++i) {
+        core::SpawnTask([signal] {
+          core::Variable v = One();
+          Send(*signal, v);
+        }, nullptr);
+      }
+      int64_t count = 0;
+      for (int i = 0; i < 1000; ++i) {
+        Recv(*done, got);
+        count += *got.GetTensor()->data_as<int64_t>();
+      }
+      if (count != 1000) state.SkipWithError("a batch lost a value");
+    }
+    state.SetItemsProcessed(state.iterations() * 1000);
+  });
+}
+BENCHMARK(BM_Chan_SpawnSend)->UseRealTime();
+
 // ---- the same scenarios as programs run by the executor --------------------------------
 
 // Runs `pb`'s block 0 once per iteration, in a fresh scope, as the main task; `per_run` ops

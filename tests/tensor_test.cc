@@ -30,6 +30,31 @@ TEST(Tensor, AllocateShapesAndAligns) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(scalar.data()) % 64, 0u);
 }
 
+// Up to 64 bytes the memory lives inside the buffer's own allocation, past that in a block
+// of its own: either way it is 64-byte aligned, holds every byte asked for, outlives the
+// tensor that made it while another shares it, and stays apart from every other buffer.
+TEST(Tensor, SmallAndLargeBuffersAlignHoldTheirBytesAndShare) {
+  std::vector<Tensor> made;
+  for (int64_t n : {1, 7, 8, 9, 16, 63, 64, 65, 100, 500}) {
+    Tensor t;
+    auto* bytes = static_cast<uint8_t*>(t.Allocate(RILL_UINT8, {n}));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(bytes) % 64, 0u) << n << " bytes";
+    for (int64_t i = 0; i < n; ++i) bytes[i] = static_cast<uint8_t>(n + i);
+    made.push_back(t);  // shares the buffer
+  }
+  for (const Tensor& t : made) {
+    const int64_t n = t.numel();
+    const auto* bytes = t.data_as<uint8_t>();
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(bytes[i], static_cast<uint8_t>(n + i)) << n << " bytes, byte " << i;
+  }
+  Tensor scalar;
+  *static_cast<double*>(scalar.AllocateScalar(RILL_FP64)) = 2.5;
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(scalar.data()) % 64, 0u);
+  Tensor sharer = scalar;
+  scalar = Tensor();
+  EXPECT_EQ(*sharer.data_as<double>(), 2.5) << "a scalar's memory lives as long as a sharer";
+}
+
 // Shapes up to Dims::kInline live inside the tensor, longer ones on the heap; a tensor
 // moving between the two, copied, moved or swapped with one of the other kind keeps its
 // shape exactly.

@@ -274,7 +274,7 @@ void Registry::Publish() const {
 
 const Registry* Registry::Published() { return g_newest_published.load(std::memory_order_acquire); }
 
-const CustomType* Registry::FindVarType(const std::string& name) const {
+const CustomType* Registry::FindVarType(std::string_view name) const {
   auto it = var_types_.find(name);
   return it == var_types_.end() ? nullptr : it->second.get();
 }

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/registry/attribute.h"
@@ -112,7 +113,9 @@ class Registry {
   // Exact (device, dtype) first, then the device's RILL_ANY_DTYPE kernel; nullptr if none.
   const KernelEntry* FindKernel(const std::string& op, int32_t device, int32_t dtype) const;
   std::vector<const KernelEntry*> KernelsOf(const std::string& op) const;
-  const CustomType* FindVarType(const std::string& name) const;
+  // By a view, with no string made: the host API looks a plugin's type name up on every
+  // var_set_custom (every channel_create).
+  const CustomType* FindVarType(std::string_view name) const;
   std::vector<const OpSchemaEntry*> AllOps() const;  // sorted by type
 
   // Why `type` is unknown: which disabled plugin has it, or that no loaded plugin does.
@@ -124,7 +127,7 @@ class Registry {
   std::map<std::string, std::unique_ptr<OpSchemaEntry>> ops_;
   std::map<std::string, KernelEntry> kernels_;  // by KernelKey
   std::map<std::string, std::vector<const KernelEntry*>> kernels_by_op_;
-  std::map<std::string, std::unique_ptr<CustomType>> var_types_;
+  std::map<std::string, std::unique_ptr<CustomType>, std::less<>> var_types_;
   std::map<std::string, std::string> hints_;  // op type -> plugin that was not enabled
   std::vector<std::string> enabled_;
 };

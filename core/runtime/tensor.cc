@@ -29,6 +29,11 @@ size_t Buffer::HostBytes(size_t bytes) {
 // aligns to kMallocAlignment only.
 size_t Buffer::PaddedBytes(size_t rounded) { return rounded + kAlignment - kMallocAlignment; }
 
+// The first kAlignment boundary in a block of PaddedBytes (or null for null).
+void* Buffer::AlignedInside(void* block) {
+  return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(block) + kAlignment - 1) & ~(kAlignment - 1));
+}
+
 Buffer::Buffer(size_t bytes, Place place, const Device* staging_for) : data_(nullptr), size_(bytes), place_(place) {
   if (place.device_type != RILL_CPU) {
     device_ = FindDevice(place.device_type);
@@ -51,6 +56,10 @@ Buffer::Buffer(size_t bytes, Place place, const Device* staging_for) : data_(nul
     staged_for_ = staging_for;
     return;
   }
+  if (rounded <= kAlignment) {
+    data_ = AlignedInside(inline_);
+    return;
+  }
   // Small buffers are aligned by hand inside a plain block: glibc's aligned_alloc bypasses
   // its per-thread cache and splits a larger chunk on every call (a tenth of a program
   // ping-pong's time went there). The smallest blocks come from the small-object caches (a
@@ -60,7 +69,7 @@ Buffer::Buffer(size_t bytes, Place place, const Device* staging_for) : data_(nul
   block_ = padded <= kMaxSmallBytes ? AllocateSmall(padded)
            : rounded <= kSmallBytes ? std::malloc(padded)
                                     : std::aligned_alloc(kAlignment, rounded);
-  data_ = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(block_) + kAlignment - 1) & ~(kAlignment - 1));
+  data_ = AlignedInside(block_);
   if (block_ == nullptr) {
     throw Error("out of memory allocating " + std::to_string(bytes) + " bytes",
                 RILL_RESOURCE_EXHAUSTED);
@@ -73,6 +82,8 @@ Buffer::~Buffer() {
     CountDeviceBuffers(-1);
   } else if (staged_for_ != nullptr) {
     GiveBackStagingMemory(*staged_for_, data_, HostBytes(size_));
+  } else if (block_ == nullptr) {
+    // inline_: nothing to free
   } else if (const size_t padded = PaddedBytes(HostBytes(size_)); padded <= kMaxSmallBytes) {
     FreeSmall(block_, padded);
   } else {

@@ -53,15 +53,20 @@ class Buffer {
  private:
   static size_t HostBytes(size_t bytes);
   static size_t PaddedBytes(size_t rounded);
+  static void* AlignedInside(void* block);
   static constexpr size_t kSmallBytes = 1024;       // aligned inside a malloc block
   static constexpr size_t kMallocAlignment = alignof(std::max_align_t);  // malloc gives that
 
-  void* block_ = nullptr;  // what the CPU allocator returned (data_ lies inside it)
+  void* block_ = nullptr;  // what the CPU allocator returned (data_ lies inside it); null when inline
   void* data_;
   size_t size_;
   Place place_;
   const Device* device_ = nullptr;
   const Device* staged_for_ = nullptr;
+  // CPU memory of at most kAlignment bytes (a scalar) lives here, aligned by hand: a small
+  // tensor is then one allocation (this Buffer, with its shared count) instead of two. A
+  // go block's constants and results are such tensors, made and freed with every block.
+  unsigned char inline_[kAlignment + kAlignment - kMallocAlignment];
 };
 
 class Tensor {

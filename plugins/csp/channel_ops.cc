@@ -8,10 +8,23 @@ namespace {
 // Whether the op lists a Status output, read once per op instance.
 bool HasStatus(const OpInfo& op) { return op.OutputCount("Status") > 0; }
 
-void Create(KernelContext& ctx) {
-  Channel* channel = Channel::MakeHeld(static_cast<int32_t>(ctx.Attr<int64_t>("data_type")), ctx.Attr<int64_t>("capacity"));
-  ctx.OutputVar("Out").SetCustom(kChannelType, channel);
-}
+// Attributes and slot read once per op instance: a daisy chain makes a channel per go
+// block, and looking them up by name was most of what a channel_create cost.
+class Create {
+ public:
+  explicit Create(const OpInfo& op)
+      : data_type_(static_cast<int32_t>(op.Attr<int64_t>("data_type"))),
+        capacity_(op.Attr<int64_t>("capacity")),
+        out_(op.OutputSlot("Out")) {}
+  void Compute(KernelContext& ctx) {
+    ctx.OutputVar(out_).SetCustom(kChannelType, Channel::MakeHeld(data_type_, capacity_));
+  }
+
+ private:
+  const int32_t data_type_;
+  const int64_t capacity_;
+  const Slot out_;
+};
 
 class Send {
  public:
@@ -90,7 +103,7 @@ void RegisterChannelOps(Registrar& r) {
            .Doc("Closes Channel: every blocked receiver and sender wakes (receivers get Status "
                 "false, senders fail); buffered values can still be received. Closing twice fails.")
            .Input("Channel", "the channel"));
-  r.Kernel("channel_create", RILL_CPU, RILL_ANY_DTYPE, &Create);
+  r.StatefulKernel<Create>("channel_create", RILL_CPU, RILL_ANY_DTYPE);
   r.StatefulKernel<Send>("channel_send", RILL_CPU, RILL_ANY_DTYPE);
   r.StatefulKernel<Recv>("channel_recv", RILL_CPU, RILL_ANY_DTYPE);
   r.Kernel("channel_close", RILL_CPU, RILL_ANY_DTYPE, &Close);

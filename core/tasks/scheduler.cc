@@ -11,7 +11,7 @@
 //    the two tasks of a hand-off stay on one worker, where they run fastest. While such a
 //    task is all there is, an idle worker sleeps and looks again every kRunnextStealAfter
 //    (a watcher) instead of spinning. Making work ready wakes a sleeper only when no
-//    worker is spinning; a hand-off into runnext wakes none while a worker watches, and
+//    worker is spinning or on its way up from a wake-up (Go's wakep); a hand-off into runnext wakes none while a worker watches, and
 //    one made while the waker runs ops defers its wake-up for a few ops (OpBoundaries in
 //    scheduler.h).
 //  - Hot fields that one side writes on every hand-off and the other polls while spinning
@@ -397,11 +397,17 @@ class Scheduler {
 
   bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
   const std::atomic<bool>* cancelled_flag() const { return &cancelled_; }
-  // Wakes a sleeping worker unless one is spinning (it will find the work).
+  // Wakes a sleeping worker unless one is spinning or already being woken (either will
+  // find the work). Without the second condition every task readied while a woken worker
+  // was still on its way up (tens of microseconds here) woke it again: a spawn loop made
+  // thousands of futex calls a run, each a system call and, in a VM, an exit.
   void WakeIfIdle() {
-    if (sleepers_.load() > 0 && spinners_.load() == 0) {
+    if (sleepers_.load() > 0 && spinners_.load() == 0 && waking_.load() == 0) {
       std::lock_guard lock(idle_mu_);
-      idle_cv_.notify_one();
+      if (waiting_ > waking_.load(std::memory_order_relaxed)) {
+        waking_.fetch_add(1);
+        idle_cv_.notify_one();
+      }
     }
   }
   // After a task was put into a runnext: no wake-up while a worker watches the runnexts
@@ -560,16 +566,31 @@ class Scheduler {
           // kRunnextStealAfter: look again then, rather than spin beside its worker (or on
           // its CPU) meanwhile. Hand-offs do not wake a watcher (WakeForRunnext).
           watchers_.fetch_add(1);
-          idle_cv_.wait_for(lock, kRunnextStealAfter);
+          Wait(lock, kRunnextStealAfter);
           watchers_.fetch_sub(1);
           watched = true;
         } else {
-          idle_cv_.wait(lock);
+          Wait(lock, std::nullopt);
         }
       }
       sleepers_.fetch_sub(1);
       if (stop_.load()) return nullptr;
     }
+  }
+
+  // Sleeps on idle_cv_ (idle_mu_ held by `lock`) until notified, or for `at_most`. A
+  // return, for whatever reason, settles one pending wake-up (waking_): the worker looks
+  // for work next, which is what the notifier wanted of it. Settling one meant for
+  // another sleeper only lets WakeIfIdle wake again early; never too late.
+  void Wait(std::unique_lock<std::mutex>& lock, std::optional<std::chrono::milliseconds> at_most) {
+    ++waiting_;
+    if (at_most) {
+      idle_cv_.wait_for(lock, *at_most);
+    } else {
+      idle_cv_.wait(lock);
+    }
+    --waiting_;
+    if (waking_.load(std::memory_order_relaxed) > 0) waking_.fetch_sub(1);
   }
 
   void WorkerLoop(Worker* w) {
@@ -662,6 +683,10 @@ class Scheduler {
   alignas(kCacheLine) std::atomic<size_t> global_queued_{0};
   std::atomic<int> sleepers_{0}, spinners_{0};
   std::atomic<int> watchers_{0};  // sleepers that look at the runnexts again soon
+  // Written under idle_mu_: workers inside idle_cv_'s wait, and how many of them were
+  // notified and have not yet returned from it (read without the lock by WakeIfIdle).
+  int waiting_ = 0;
+  std::atomic<int> waking_{0};
   std::atomic<bool> stop_{false};
   alignas(kCacheLine) std::mutex idle_mu_;
   std::condition_variable idle_cv_;

@@ -1,13 +1,16 @@
 // The task scheduler's own guarantees (core/tasks/scheduler.h): task bodies, reuse of
-// finished tasks across workers, and the end of a run and deadlocks found when workers go
-// idle. Channel semantics are in channel_test.cc.
+// finished tasks across workers, releases batched per worker, and the end of a run and
+// deadlocks found when workers go idle. Channel semantics are in channel_test.cc.
 #include "core/tasks/scheduler.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "channel.h"
 #include "core/abi/host_api.h"
@@ -77,6 +80,48 @@ TEST_F(SchedulerTest, EveryGoBlockRunsOnceWhileTasksAreReusedAcrossWorkers) {
   });
   EXPECT_EQ(ran.load(), kRounds * kPerRound);
   EXPECT_EQ(live.load(), 0) << "a finished task kept its body";
+}
+
+// The main task never parks here, so its worker is busy: each round's tasks can only run
+// on the other one, which has gone to sleep by then and must be woken (once, however many
+// tasks are readied while it wakes up).
+TEST_F(SchedulerTest, ASleepingWorkerIsWokenForTasksReadiedWhileTheOtherIsBusy) {
+  constexpr int kRounds = 20, kTasks = 50;
+  int rounds_done = 0;
+  std::vector<std::atomic<int>> runs(kRounds);  // outlives the run's tasks
+  Run([&] {
+    for (int round = 0; round < kRounds; ++round) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the other worker sleeps
+      std::atomic<int>& ran = runs[round];
+      for (int i = 0; i < kTasks; ++i) SpawnTask([&ran] { ++ran; }, nullptr);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (ran.load() < kTasks && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+      if (ran.load() < kTasks) return;
+      ++rounds_done;
+    }
+  });
+  EXPECT_EQ(rounds_done, kRounds) << "tasks readied while the other worker was busy were never run";
+}
+
+TEST_F(SchedulerTest, ReleaseLaterDropsInBatchesAndEverythingBeforeTheRunEnds) {
+  std::atomic<int> live{0};
+  ReleaseLater(std::make_shared<Counted>(&live));  // outside a task: at once
+  EXPECT_EQ(live.load(), 0);
+  int after_one = -1, after_batch = -1;
+  Run([&] {
+    // The main task does not park in between, so it stays on one worker, whose list starts
+    // empty in a new run.
+    ReleaseLater(std::make_shared<Counted>(&live));
+    after_one = live.load();
+    for (size_t i = 1; i < kReleaseBatch; ++i) ReleaseLater(std::make_shared<Counted>(&live));
+    after_batch = live.load();
+    for (int i = 0; i < 1000; ++i) {
+      SpawnTask([&live] { ReleaseLater(std::make_shared<Counted>(&live)); }, nullptr);
+    }
+  });
+  EXPECT_EQ(after_one, 1) << "dropped before its batch was full";
+  EXPECT_EQ(after_batch, 0) << "a full batch was not dropped";
+  EXPECT_EQ(live.load(), 0) << "something released later outlived the run";
 }
 
 TEST_F(SchedulerTest, ADeadlockCountsOnlyTheTasksStillAlive) {

@@ -711,7 +711,12 @@ RillStatus* CtxGo(RillKernelContext* ctx, int32_t block_idx, const uint32_t* fra
       // Var, not a plain add: an index listed twice finds its variable and copies again.
       child->Var(names[i], ctx->frame_name_bits[i])->CopyFrom(*ctx->frame[i]);
     }
-    SpawnTask([executor, block_idx, s = std::move(child)] { executor->RunOnce(block_idx, s); }, ctx->op);
+    SpawnTask(
+        [executor, block_idx, s = std::move(child)]() mutable {
+          executor->RunOnce(block_idx, s);
+          ReleaseLater(std::move(s));
+        },
+        ctx->op);
   });
 }
 

@@ -174,6 +174,7 @@ struct Worker {
   alignas(kCacheLine) std::atomic<uint64_t> spawned{0};
   std::atomic<uint64_t> finished{0};
   std::vector<Task*> free;  // finished go tasks, reused by spawns on this worker
+  std::vector<std::shared_ptr<void>> release_later;  // see ReleaseLater
   // As a thief: each worker's runnext_puts as this one last read it, and since when.
   struct RunnextSeen {
     uint64_t puts = ~uint64_t{0};
@@ -188,6 +189,9 @@ struct Worker {
   void* tsan_fiber = nullptr;
 #endif
 };
+
+// Drops what ReleaseLater gathered on `w` (no destructor it runs calls ReleaseLater).
+void ReleaseHeld(Worker* w) { w->release_later.clear(); }
 
 // Thread-locals are read through noinline functions: a task can resume on another thread,
 // and a compiler may otherwise reuse a thread-local's address across the switch.
@@ -528,6 +532,7 @@ class Scheduler {
     bool watched = false;  // back from watching a runnext task (see below)
     for (;;) {
       if (Task* t = TryFind(w, watched)) return t;
+      ReleaseHeld(w);  // no work at once: a good time for the burst
       if (!watched) {
         spinners_.fetch_add(1);
         const auto until = std::chrono::steady_clock::now() + kSpinFor;
@@ -598,6 +603,7 @@ class Scheduler {
     w->tsan_fiber = __tsan_get_current_fiber();
 #endif
     while (Task* t = FindWork(w)) RunTask(w, t);
+    ReleaseHeld(w);
   }
 
   void RunTask(Worker* w, Task* t) {
@@ -835,6 +841,13 @@ void OpBoundaries::Due() {
     CurrentTask()->sched->WakeForRunnext();
   }
   if (cancelled_->load(std::memory_order_acquire)) ThrowIfTaskCancelled();
+}
+
+void ReleaseLater(std::shared_ptr<void> held) {
+  Worker* w = CurrentTask() != nullptr ? CurrentWorker() : nullptr;
+  if (w == nullptr) return;  // `held` goes now
+  w->release_later.push_back(std::move(held));
+  if (w->release_later.size() >= kReleaseBatch) ReleaseHeld(w);
 }
 
 void ThrowIfTaskCancelled() {

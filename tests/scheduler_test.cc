@@ -122,6 +122,15 @@ TEST_F(SchedulerTest, ReleaseLaterDropsInBatchesAndEverythingBeforeTheRunEnds) {
   EXPECT_EQ(after_one, 1) << "dropped before its batch was full";
   EXPECT_EQ(after_batch, 0) << "a full batch was not dropped";
   EXPECT_EQ(live.load(), 0) << "something released later outlived the run";
+
+  int with_one_worker = -1;  // no lines to save between workers: at once
+  SchedulerOptions one;
+  one.workers = 1;
+  RunTasks(one, [&] {
+    ReleaseLater(std::make_shared<Counted>(&live));
+    with_one_worker = live.load();
+  });
+  EXPECT_EQ(with_one_worker, 0);
 }
 
 TEST_F(SchedulerTest, ADeadlockCountsOnlyTheTasksStillAlive) {

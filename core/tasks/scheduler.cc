@@ -400,6 +400,7 @@ class Scheduler {
   }
 
   bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  bool single_worker() const { return workers_.size() == 1; }
   const std::atomic<bool>* cancelled_flag() const { return &cancelled_; }
   // Wakes a sleeping worker unless one is spinning or already being woken (either will
   // find the work). Without the second condition every task readied while a woken worker
@@ -845,7 +846,9 @@ void OpBoundaries::Due() {
 
 void ReleaseLater(std::shared_ptr<void> held) {
   Worker* w = CurrentTask() != nullptr ? CurrentWorker() : nullptr;
-  if (w == nullptr) return;  // `held` goes now
+  // With one worker no line passes between workers: holding on would only let what is
+  // held go cold (a one-worker spawn loop read 1.07-1.20 of its time so).
+  if (w == nullptr || w->sched->single_worker()) return;  // `held` goes now
   w->release_later.push_back(std::move(held));
   if (w->release_later.size() >= kReleaseBatch) ReleaseHeld(w);
 }

@@ -133,12 +133,13 @@ void SpawnTask(TaskBody body, const RillOpInfo* origin);
 
 // Drops `held` later, in a burst with others dropped on the same worker: when a batch of
 // kReleaseBatch has gathered, when the worker next finds no work at once, and at the
-// latest before RunTasks returns. Outside a task it drops `held` at once. For what a go
-// block's end lets go of, its scope: that end writes lines the spawning worker writes at
-// every go op (the parent scope's reference count, each bound channel's holder count), so
-// dropping the blocks of a spawn loop one by one on another worker passes each line back
-// and forth once a block; in bursts, once a batch. Whatever `held` keeps alive (the
-// scope's variables) lives that much longer, which nothing in a program can observe.
+// latest before RunTasks returns. Outside a task, or in a run of one worker, it drops
+// `held` at once. For what a go block's end lets go of, its scope: that end writes lines
+// the spawning worker writes at every go op (the parent scope's reference count, each
+// bound channel's holder count), so dropping the blocks of a spawn loop one by one on
+// another worker passes each line back and forth once a block; in bursts, once a batch.
+// Whatever `held` keeps alive (the scope's variables) lives that much longer, which
+// nothing in a program can observe.
 inline constexpr size_t kReleaseBatch = 32;
 void ReleaseLater(std::shared_ptr<void> held);
 

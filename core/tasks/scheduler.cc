@@ -845,10 +845,11 @@ void OpBoundaries::Due() {
 }
 
 void ReleaseLater(std::shared_ptr<void> held) {
-  Worker* w = CurrentTask() != nullptr ? CurrentWorker() : nullptr;
+  Task* t = CurrentTask();
   // With one worker no line passes between workers: holding on would only let what is
   // held go cold (a one-worker spawn loop read 1.07-1.20 of its time so).
-  if (w == nullptr || w->sched->single_worker()) return;  // `held` goes now
+  if (t == nullptr || t->sched->single_worker()) return;  // `held` goes now
+  Worker* w = t->worker;  // the one running it (RunTask sets it), as it does not park here
   w->release_later.push_back(std::move(held));
   if (w->release_later.size() >= kReleaseBatch) ReleaseHeld(w);
 }

@@ -11,9 +11,9 @@
 //    the two tasks of a hand-off stay on one worker, where they run fastest. While such a
 //    task is all there is, an idle worker sleeps and looks again every kRunnextStealAfter
 //    (a watcher) instead of spinning. Making work ready wakes a sleeper only when no
-//    worker is spinning or on its way up from a wake-up (Go's wakep); a hand-off into runnext wakes none while a worker watches, and
-//    one made while the waker runs ops defers its wake-up for a few ops (OpBoundaries in
-//    scheduler.h).
+//    worker is spinning or on its way up from a wake-up (Go's wakep); a hand-off into
+//    runnext wakes none while a worker watches, and one made while the waker runs ops
+//    defers its wake-up for a few ops (OpBoundaries in scheduler.h).
 //  - Hot fields that one side writes on every hand-off and the other polls while spinning
 //    live on separate cache lines (kCacheLine).
 //  - Task states: RUNNING, NOTIFIED (running, an unpark is pending: the next park returns

@@ -1,5 +1,6 @@
-// The small-object caches: blocks freed on one thread come back to another through the
-// depot, and what the caches hold stays bounded (core/runtime/small_objects.h).
+// The small-object pages: blocks freed on another thread go back to their page, a page
+// nothing of which is live is carved afresh, an exiting thread's pages are handed on, and
+// the pool's resident memory stays bounded (core/runtime/small_objects.h).
 #include "core/runtime/small_objects.h"
 #include "core/tasks/scheduler.h"
 
@@ -10,9 +11,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -21,9 +27,15 @@
 namespace rill::core {
 namespace {
 
-// The 512-byte class. These tests make no scopes or tensors, whose leftover lists and
-// buffers also use it, so while one runs the depot's count for the class is its own.
+// The 512-byte class and the 384-byte one. These tests make no scopes or tensors (whose
+// leftover lists and buffers use some classes), so while one runs, the pages of these
+// classes are its own.
 constexpr size_t kBytes = 400;
+constexpr size_t kOwnBytes = 320;
+constexpr size_t kHeaderBytes = 128;  // small_objects.cc's page header
+constexpr size_t BlocksPerPage(size_t block_bytes) { return (kSmallPageBytes - kHeaderBytes) / block_bytes; }
+
+uintptr_t PageOf(const void* p) { return reinterpret_cast<uintptr_t>(p) & ~uintptr_t{kSmallPageBytes - 1}; }
 
 std::vector<void*> AllocateOnNewThread(size_t n, size_t bytes = kBytes) {
   std::vector<void*> blocks;
@@ -42,37 +54,176 @@ void FreeOnNewThread(const std::vector<void*>& blocks, size_t bytes = kBytes) {
   }).join();
 }
 
-TEST(SmallObjects, BlocksFreedOnOneThreadAreReusedByAnother) {
-  if (!kSmallObjectCaches) GTEST_SKIP() << "built with AddressSanitizer: the caches are malloc and free";
-  const size_t n = 4 * kSmallBatch;
-  std::vector<void*> freed = AllocateOnNewThread(n);
-  const size_t before = SmallDepotBlocks(kBytes);
-  FreeOnNewThread(freed);  // full batches as it goes, the rest when it exits
-  EXPECT_EQ(SmallDepotBlocks(kBytes), before + n) << "an exiting thread's cache must reach the depot";
-
-  std::vector<void*> reused = AllocateOnNewThread(n);  // the depot hands out its newest batches first
-  std::sort(freed.begin(), freed.end());
-  std::sort(reused.begin(), reused.end());
-  EXPECT_EQ(reused, freed) << "another thread's allocations should take the freed blocks back";
-  EXPECT_EQ(SmallDepotBlocks(kBytes), before);
-  FreeOnNewThread(reused);
+// The owner allocates n blocks, another thread frees them, the owner allocates n again:
+// it takes the freed blocks back from its own pages instead of a page from the pool.
+TEST(SmallObjects, BlocksFreedOnAnotherThreadGoBackToTheirPage) {
+  if (!kSmallObjectCaches) GTEST_SKIP() << "built with AddressSanitizer: the pages are malloc and free";
+  const size_t n = 3 * BlocksPerPage(512);
+  std::vector<void*> first, second;
+  std::mutex mu;
+  std::condition_variable cv;
+  int stage = 0;
+  std::thread owner([&] {
+    for (size_t i = 0; i < n; ++i) first.push_back(AllocateSmall(kBytes));
+    std::unique_lock lock(mu);
+    stage = 1;
+    cv.notify_all();
+    cv.wait(lock, [&] { return stage == 2; });
+    for (size_t i = 0; i < n; ++i) second.push_back(AllocateSmall(kBytes));
+    for (void* p : second) FreeSmall(p, kBytes);
+  });
+  size_t empty_before = 0;
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return stage == 1; });
+    empty_before = CountSmallPages().empty;
+    for (void* p : first) FreeSmall(p, kBytes);  // remote frees: onto the pages' remote lists
+    stage = 2;
+    cv.notify_all();
+  }
+  owner.join();
+  std::set<uintptr_t> pages;
+  for (void* p : first) pages.insert(PageOf(p));
+  for (void* p : second) EXPECT_TRUE(pages.count(PageOf(p))) << "a block of the second round came from a new page";
+  std::set<void*> distinct(second.begin(), second.end());
+  EXPECT_EQ(distinct.size(), n);
+  EXPECT_GE(CountSmallPages().empty, empty_before) << "the second round took pages from the pool";
 }
 
-// A child forked while another thread is inside the depot must find it usable: the
-// depot's lock is held across fork, so the child's copy is never left locked.
-TEST(SmallObjects, AChildForkedWhileAnotherThreadUsesTheDepotCanAllocate) {
-  if (!kSmallObjectCaches) GTEST_SKIP() << "built with AddressSanitizer: the caches are malloc and free";
+// A thread's first page of a class, with nothing of it live, is carved in address order;
+// once all its blocks are freed it goes back to the pool and is carved from the start
+// again by the next thread.
+TEST(SmallObjects, AFreshPageIsCarvedInAddressOrder) {
+  if (!kSmallObjectCaches) GTEST_SKIP() << "built with AddressSanitizer: the pages are malloc and free";
+  ASSERT_EQ(CountSmallPages().abandoned, 0u);
+  const size_t per_page = BlocksPerPage(384);
+  std::vector<void*> blocks = AllocateOnNewThread(per_page, kOwnBytes);
+  for (size_t i = 1; i < blocks.size(); ++i) {
+    ASSERT_EQ(static_cast<char*>(blocks[i]), static_cast<char*>(blocks[i - 1]) + 384) << "block " << i;
+  }
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(blocks[0]) - PageOf(blocks[0]), kHeaderBytes);
+  EXPECT_EQ(CountSmallPages().abandoned, 1u) << "the exited thread's page has live blocks";
+  FreeOnNewThread(blocks, kOwnBytes);
+  // The next thread adopts the abandoned page, finds none of it live and starts it over.
+  std::vector<void*> again = AllocateOnNewThread(2, kOwnBytes);
+  EXPECT_EQ(again[0], blocks[0]);
+  EXPECT_EQ(again[1], blocks[1]);
+  EXPECT_EQ(CountSmallPages().abandoned, 1u);
+  FreeOnNewThread(again, kOwnBytes);
+  std::thread([] { FreeSmall(AllocateSmall(kOwnBytes), kOwnBytes); }).join();  // adopts and releases it
+  EXPECT_EQ(CountSmallPages().abandoned, 0u);
+}
+
+// Pages emptied by their owner go back to the pool; past kSmallResidentEmptyPages of them
+// the pool gives their memory back to the kernel.
+TEST(SmallObjects, ThePoolKeepsABoundedNumberOfEmptyPagesResident) {
+  if (!kSmallObjectCaches) GTEST_SKIP() << "built with AddressSanitizer: the pages are malloc and free";
+  const size_t pages = kSmallResidentEmptyPages + 10;
+  std::thread([&] {
+    std::vector<void*> blocks;
+    for (size_t i = 0; i < pages * BlocksPerPage(512); ++i) blocks.push_back(AllocateSmall(kBytes));
+    for (void* p : blocks) FreeSmall(p, kBytes);  // every page but the current one empties
+  }).join();
+  const SmallPageCounts after = CountSmallPages();
+  EXPECT_GE(after.empty, pages) << "the thread's pages, the last one too once it exited";
+  EXPECT_LE(after.empty_resident, kSmallResidentEmptyPages);
+  EXPECT_EQ(after.abandoned, 0u);
+}
+
+// Threads allocate blocks of every class, hand some to each other and free what they are
+// handed, while others exit with blocks still live: no block is ever handed out twice
+// (each keeps the pattern its holder wrote), and at the end every page is back in the pool.
+TEST(SmallObjects, ThreadsFreeingEachOthersBlocksNeverShareOne) {
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 20000;
+  const size_t abandoned_before = CountSmallPages().abandoned;
+  struct Held {
+    unsigned char* p;
+    size_t bytes;
+    unsigned char mark;
+  };
+  std::mutex mu;
+  std::vector<Held> exchange;
+  std::atomic<int> corrupt{0};
+  auto check_and_free = [&](const Held& h) {
+    for (size_t i = 0; i < h.bytes; i += 16) {
+      if (h.p[i] != h.mark) corrupt.fetch_add(1);
+    }
+    FreeSmall(h.p, h.bytes);
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      std::vector<Held> mine;
+      for (int r = 0; r < kRounds; ++r) {
+        const size_t bytes = 8 + rng() % (kMaxSmallBytes - 7);  // 8 to kMaxSmallBytes
+        Held h{static_cast<unsigned char*>(AllocateSmall(bytes)), bytes, static_cast<unsigned char>(rng())};
+        for (size_t i = 0; i < bytes; i += 16) h.p[i] = h.mark;
+        switch (rng() % 4) {
+          case 0: {  // hand it to whoever takes from the exchange next
+            std::lock_guard lock(mu);
+            exchange.push_back(h);
+            break;
+          }
+          case 1: check_and_free(h); break;
+          default: mine.push_back(h);
+        }
+        if (mine.size() > 500 || rng() % 64 == 0) {
+          for (const Held& m : mine) check_and_free(m);
+          mine.clear();
+        }
+        if (rng() % 8 == 0) {
+          std::vector<Held> taken;
+          {
+            std::lock_guard lock(mu);
+            taken.swap(exchange);
+          }
+          for (const Held& m : taken) check_and_free(m);
+        }
+      }
+      // Left live as the thread exits: its pages are abandoned and the blocks freed by others.
+      std::lock_guard lock(mu);
+      exchange.insert(exchange.end(), mine.begin(), mine.end());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  std::thread([&] {
+    for (const Held& h : exchange) check_and_free(h);
+  }).join();
+  EXPECT_EQ(corrupt.load(), 0) << "a block was handed out while another holder still had it";
+  if (kSmallObjectCaches) {
+    // An abandoned page none of whose blocks is live goes back to the pool when a thread
+    // that needs a page of its class adopts it: a thread that keeps taking whole pages of
+    // every class takes them all back.
+    std::thread([&] {
+      std::vector<std::pair<void*, size_t>> blocks;
+      for (int round = 0; round < 100 && CountSmallPages().abandoned > abandoned_before; ++round) {
+        for (size_t bytes : {32, 48, 64, 96, 128, 192, 256, 384, 512}) {
+          for (size_t i = 0; i < BlocksPerPage(bytes); ++i) blocks.emplace_back(AllocateSmall(bytes), bytes);
+        }
+      }
+      for (auto [p, bytes] : blocks) FreeSmall(p, bytes);
+    }).join();
+    EXPECT_LE(CountSmallPages().abandoned, abandoned_before);
+  }
+}
+
+// A child forked while another thread is inside the page pool must find it usable: the
+// pool's lock is held across fork, so the child's copy is never left locked.
+TEST(SmallObjects, AChildForkedWhileAnotherThreadUsesThePoolCanAllocate) {
+  if (!kSmallObjectCaches) GTEST_SKIP() << "built with AddressSanitizer: the pages are malloc and free";
   if (std::string(RILL_TEST_SANITIZER) == "thread") {
     // Seen in CI: one child of 200 hung. GCC 12's TSan does not hold its own allocator's
     // locks across fork (LLVM added that in 2024, PR 96600), so a child can hang inside
-    // TSan whatever our depot does.
+    // TSan whatever our pool does.
     GTEST_SKIP() << "built with ThreadSanitizer, whose runtime is not fork-safe in a multithreaded process";
   }
   std::atomic<bool> stop{false};
   std::thread churn([&] {
     std::vector<void*> blocks;
-    while (!stop.load()) {  // each round puts a batch into the depot and takes one back
-      for (int i = 0; i < 2 * kSmallBatch; ++i) blocks.push_back(AllocateSmall(kBytes));
+    while (!stop.load()) {  // each round empties pages into the pool and takes them back
+      for (int i = 0; i < 300; ++i) blocks.push_back(AllocateSmall(kBytes));
       for (void* p : blocks) FreeSmall(p, kBytes);
       blocks.clear();
     }
@@ -82,9 +233,9 @@ TEST(SmallObjects, AChildForkedWhileAnotherThreadUsesTheDepotCanAllocate) {
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      alarm(5);  // a child stuck on the depot's lock dies of SIGALRM
+      alarm(5);  // a child stuck on the pool's lock dies of SIGALRM
       std::vector<void*> blocks;
-      for (int j = 0; j < 4 * kSmallBatch; ++j) blocks.push_back(AllocateSmall(kBytes));
+      for (int j = 0; j < 300; ++j) blocks.push_back(AllocateSmall(kBytes));
       for (void* p : blocks) FreeSmall(p, kBytes);
       _exit(0);
     }
@@ -95,41 +246,13 @@ TEST(SmallObjects, AChildForkedWhileAnotherThreadUsesTheDepotCanAllocate) {
   }
   stop.store(true);
   churn.join();
-  EXPECT_EQ(hung, 0) << "children forked while the depot was locked hung";
+  EXPECT_EQ(hung, 0) << "children forked while the pool was locked hung";
   EXPECT_EQ(failed, 0);
-}
-
-// A size between two powers of two has a class of its own (a scope's variable entry, 168
-// bytes, is a 192-byte block), which shares no blocks with its neighbours.
-TEST(SmallObjects, SizesBetweenPowersOfTwoHaveClassesOfTheirOwn) {
-  if (!kSmallObjectCaches) GTEST_SKIP() << "built with AddressSanitizer: the caches are malloc and free";
-  const size_t n = 2 * kSmallBatch;
-  const size_t below = SmallDepotBlocks(128), above = SmallDepotBlocks(256);
-  // Counted after the allocation, which takes what earlier tests in this process left in
-  // the depot first.
-  std::vector<void*> blocks = AllocateOnNewThread(n, 168);
-  const size_t own = SmallDepotBlocks(168);
-  FreeOnNewThread(blocks, 168);
-  EXPECT_EQ(SmallDepotBlocks(168), own + n);
-  EXPECT_EQ(SmallDepotBlocks(192), own + n) << "168 and 192 bytes are one class";
-  EXPECT_EQ(SmallDepotBlocks(128), below);
-  EXPECT_EQ(SmallDepotBlocks(256), above);
-  std::vector<void*> back = AllocateOnNewThread(n, 192);  // 192 bytes usable in each
-  EXPECT_EQ(SmallDepotBlocks(168), own);
-  FreeOnNewThread(back, 192);
-}
-
-TEST(SmallObjects, TheDepotKeepsABoundedNumberOfBlocks) {
-  if (!kSmallObjectCaches) GTEST_SKIP() << "built with AddressSanitizer: the caches are malloc and free";
-  const size_t limit = kSmallDepotBatches * kSmallBatch;
-  std::vector<void*> blocks = AllocateOnNewThread(limit + 10 * kSmallBatch + 7);
-  FreeOnNewThread(blocks);
-  EXPECT_EQ(SmallDepotBlocks(kBytes), limit) << "the rest should have gone back to malloc";
 }
 
 TEST(SmallObjects, TheAllocatorServesSharedObjectsAndNodeContainers) {
   struct Big {
-    char bytes[2 * kMaxSmallBytes];  // beyond the caches: operator new
+    char bytes[2 * kMaxSmallBytes];  // beyond the pages' classes: operator new
   };
   auto small = std::allocate_shared<std::string>(SmallObjectAllocator<std::string>(), "shared");
   auto big = std::allocate_shared<Big>(SmallObjectAllocator<Big>());
@@ -139,13 +262,13 @@ TEST(SmallObjects, TheAllocatorServesSharedObjectsAndNodeContainers) {
   std::unordered_map<int, std::string, std::hash<int>, std::equal_to<int>,
                      SmallObjectAllocator<std::pair<const int, std::string>>>
       map;
-  for (int i = 0; i < 1000; ++i) map.emplace(i, std::to_string(i));  // buckets outgrow the caches
+  for (int i = 0; i < 1000; ++i) map.emplace(i, std::to_string(i));  // buckets outgrow the classes
   std::thread([&] { map.clear(); }).join();  // nodes freed on another thread
   for (int i = 0; i < 1000; ++i) map.emplace(i, std::to_string(i * 2));
   EXPECT_EQ(map.at(999), "1998");
 }
 
-// Blocks past the caches' bounds go back to glibc, whose fast bins would keep them
+// What go blocks take from malloc goes back to glibc in bulk, whose fast bins would keep it
 // unmerged; a scheduler run turns those off for the process (TuneMallocForTasks).
 TEST(SmallObjects, ARunOfTasksLeavesGlibcWithoutFastBins) {
   if (!kSmallObjectCaches) GTEST_SKIP() << "built with AddressSanitizer, whose malloc is not glibc's";

@@ -2,25 +2,18 @@
 
 #include <malloc.h>
 #include <pthread.h>
+#include <sys/mman.h>
 
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
-#include <vector>
 
 #include "rill/sdk.hpp"
 
 namespace rill::core {
-namespace {
-
-void* MallocOrThrow(size_t bytes) {
-  void* p = std::malloc(bytes);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-
-}  // namespace
 
 void TuneMallocForTasks() {
 #if defined(__GLIBC__) && defined(M_MXFAST)
@@ -39,14 +32,39 @@ void TuneMallocForTasks() {
 
 namespace rill::core {
 
-void* AllocateSmall(size_t bytes) { return MallocOrThrow(bytes); }
+void* AllocateSmall(size_t bytes) {
+  void* p = std::malloc(bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
 void FreeSmall(void* p, size_t) { std::free(p); }
-size_t SmallDepotBlocks(size_t) { return 0; }
+SmallPageCounts CountSmallPages() { return {}; }
 
 }  // namespace rill::core
 
 #else
 
+// How the pages work (the invariants every function below keeps):
+//  - A page is kSmallPageBytes, aligned to its size, so a block's page is its address
+//    rounded down. Its header (Page) comes first; blocks of one size class follow.
+//  - A page in use belongs to one heap (a thread's, or the orphan heap): only that heap
+//    touches `local`, `used`, `carved` and the list links. Other threads touch `remote`,
+//    `owner` and `full` only, all atomic, and those sit on the header's first cache line,
+//    away from the owner's.
+//  - `used` counts the blocks handed out that the owner has not seen come back: a block
+//    freed by another thread counts until the owner takes the remote list over
+//    (Collect). So a page is released only when no block of it is live, and no other
+//    thread can be about to touch it but to read its atomics (pages are never unmapped,
+//    so a stale read sees a valid header).
+//  - A page of a heap is its class's `current` page, or on its `available` list (it has
+//    local free blocks), or on its `full` list (`full` set: it had none when last
+//    looked at). A remote free to a full page sets its owner's `full_freed` hint, which
+//    tells the owner to look at its full pages again before taking a new one. The flag
+//    and the remote list are a Dekker pair (seq_cst on both sides), so a free can never
+//    land unseen on a page just marked full.
+//  - A thread that exits abandons its pages that still have live blocks to the depot; the
+//    next heap that needs a page of that class adopts one. Heaps are never destroyed
+//    (a freeing thread may still read a heap pointer it found in a page), only reused.
 namespace rill::core {
 namespace {
 
@@ -64,46 +82,163 @@ static_assert(ClassBytes(0) == 32 && ClassBytes(5) == 192 && ClassBytes(kClasses
 static_assert(SmallClassOf(32) == 0 && SmallClassOf(33) == 1 && SmallClassOf(192) == 5 &&
               SmallClassOf(kMaxSmallBytes) == kClasses - 1);
 
-// A free block holds the link to the next one: a thread's cache and each depot batch are
-// singly linked lists threaded through the blocks themselves.
+constexpr size_t kHeaderBytes = 128;
+constexpr size_t kSegmentPages = 64;                // pages reserved from the kernel at a time
+constexpr size_t kResidentHeaderBytes = 4096;       // what an advised-away empty page keeps
+static_assert(kSmallPageBytes % kResidentHeaderBytes == 0);
+
 struct FreeBlock {
   FreeBlock* next;
 };
 
-void FreeList(FreeBlock* b) {
-  while (b != nullptr) {
-    FreeBlock* next = b->next;
-    std::free(b);
-    b = next;
-  }
+struct Heap;
+
+struct Page {
+  // What other threads touch.
+  std::atomic<FreeBlock*> remote{nullptr};  // blocks freed by other threads, a lock-free stack
+  std::atomic<Heap*> owner{nullptr};        // null while empty or abandoned
+  std::atomic<bool> full{false};            // on its owner's full list
+  // The owner's (or the depot's, while the page is in it).
+  alignas(64) FreeBlock* local = nullptr;
+  uint32_t used = 0;      // blocks out, as the owner knows
+  uint32_t carved = 0;    // blocks handed out at least once since the page was formatted
+  uint32_t capacity = 0;
+  uint32_t block_bytes = 0;
+  Page* prev = nullptr;
+  Page* next = nullptr;
+  bool resident = true;   // false: all but its first kResidentHeaderBytes advised away
+
+  char* base() { return reinterpret_cast<char*>(this) + kHeaderBytes; }
+};
+static_assert(sizeof(Page) <= kHeaderBytes);
+
+Page* PageOf(void* block) {
+  return reinterpret_cast<Page*>(reinterpret_cast<uintptr_t>(block) & ~uintptr_t{kSmallPageBytes - 1});
 }
 
-// Full batches (exactly kSmallBatch blocks each) moving between threads.
+// An intrusive doubly linked list of pages.
+struct PageList {
+  Page* head = nullptr;
+  size_t size = 0;
+
+  void Push(Page* p) {
+    p->prev = nullptr;
+    p->next = head;
+    if (head != nullptr) head->prev = p;
+    head = p;
+    ++size;
+  }
+  void Remove(Page* p) {
+    if (p->prev != nullptr) p->prev->next = p->next;
+    else head = p->next;
+    if (p->next != nullptr) p->next->prev = p->prev;
+    p->prev = p->next = nullptr;
+    --size;
+  }
+  Page* Pop() {
+    Page* p = head;
+    if (p != nullptr) Remove(p);
+    return p;
+  }
+};
+
+struct ClassPages {
+  Page* current = nullptr;
+  PageList available;
+  PageList full;
+};
+
+struct Heap {
+  ClassPages classes[kClasses];
+  std::atomic<bool> full_freed[kClasses] = {};
+  Heap* next_unused = nullptr;  // in the depot's list of heaps no thread uses
+};
+
+// Empty pages, abandoned pages and unused heaps, shared by all threads.
 struct Depot {
   SpinLock mu;
-  std::vector<FreeBlock*> batches[kClasses];
+  PageList empty;
+  size_t empty_resident = 0;
+  PageList abandoned[kClasses];
+  Heap* unused_heaps = nullptr;
+  char* fresh = nullptr;  // the rest of the newest segment: pages never touched
+  char* fresh_end = nullptr;
 
-  // Keeps `batch` if there is room; else frees it.
-  void Put(size_t c, FreeBlock* batch) {
+  // An empty page: pooled, or fresh from a segment (the kernel's zero pages until written).
+  Page* TakeEmpty() {
     {
       std::lock_guard lock(mu);
-      if (batches[c].size() < kSmallDepotBatches) {
-        batches[c].push_back(batch);
-        return;
+      if (Page* p = empty.Pop()) {
+        if (p->resident) --empty_resident;
+        return p;
+      }
+      if (fresh != fresh_end) return NewPageLocked();
+    }
+    void* segment = ReserveSegment();
+    std::lock_guard lock(mu);
+    // Another thread may have reserved one meanwhile: the older rest is given up (never
+    // touched, so it costs address space only).
+    fresh = static_cast<char*>(segment);
+    fresh_end = fresh + kSegmentPages * kSmallPageBytes;
+    return NewPageLocked();
+  }
+  void PutEmpty(Page* p) {
+    bool keep;
+    {
+      std::lock_guard lock(mu);
+      keep = empty_resident < kSmallResidentEmptyPages;
+      if (keep) ++empty_resident;
+    }
+    // Before the page is in the pool: once there, another thread may carve it at once.
+    if (!keep) {
+      madvise(reinterpret_cast<char*>(p) + kResidentHeaderBytes, kSmallPageBytes - kResidentHeaderBytes,
+              MADV_DONTNEED);
+    }
+    p->resident = keep;
+    std::lock_guard lock(mu);
+    empty.Push(p);
+  }
+  Page* TakeAbandoned(size_t c) {
+    std::lock_guard lock(mu);
+    return abandoned[c].Pop();
+  }
+  void PutAbandoned(size_t c, Page* p) {
+    std::lock_guard lock(mu);
+    abandoned[c].Push(p);
+  }
+  Heap* TakeHeap() {
+    {
+      std::lock_guard lock(mu);
+      if (Heap* h = unused_heaps) {
+        unused_heaps = h->next_unused;
+        return h;
       }
     }
-    FreeList(batch);
+    return new Heap;  // never deleted: see the invariants above
   }
-  size_t Blocks(size_t c) {
+  void PutHeap(Heap* h) {
     std::lock_guard lock(mu);
-    return batches[c].size() * kSmallBatch;
+    h->next_unused = unused_heaps;
+    unused_heaps = h;
   }
-  FreeBlock* Take(size_t c) {
-    std::lock_guard lock(mu);
-    if (batches[c].empty()) return nullptr;
-    FreeBlock* batch = batches[c].back();
-    batches[c].pop_back();
-    return batch;
+
+ private:
+  Page* NewPageLocked() {
+    auto* p = new (fresh) Page;
+    fresh += kSmallPageBytes;
+    return p;
+  }
+  static void* ReserveSegment() {
+    // Reserve one page more and trim, so that the pages are aligned to their size.
+    const size_t bytes = (kSegmentPages + 1) * kSmallPageBytes;
+    void* raw = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) throw std::bad_alloc();
+    const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+    const uintptr_t aligned = (start + kSmallPageBytes - 1) & ~uintptr_t{kSmallPageBytes - 1};
+    if (aligned != start) munmap(raw, aligned - start);
+    const uintptr_t end = aligned + kSegmentPages * kSmallPageBytes;
+    if (start + bytes != end) munmap(reinterpret_cast<void*>(end), start + bytes - end);
+    return reinterpret_cast<void*>(aligned);
   }
 };
 
@@ -119,82 +254,235 @@ Depot& TheDepot() {
   return *depot;
 }
 
-// Trivially destructible, so it stays usable after its thread's flusher has run.
-struct ThreadCache {
-  FreeBlock* head[kClasses];
-  int count[kClasses];
-  bool flusher_armed;
-  bool gone;  // the thread is exiting: frees go to malloc
-};
-thread_local ThreadCache cache;
-
-// Detaches the first kSmallBatch blocks of the cache's list of class c.
-FreeBlock* DetachBatch(ThreadCache& t, size_t c) {
-  FreeBlock* first = t.head[c];
-  FreeBlock* last = first;
-  for (int i = 1; i < kSmallBatch; ++i) last = last->next;
-  t.head[c] = last->next;
-  last->next = nullptr;
-  t.count[c] -= kSmallBatch;
-  return first;
+// Takes the page's remote list over into its local one; whether that gave it any block.
+bool Collect(Page* p) {
+  FreeBlock* r = p->remote.exchange(nullptr, std::memory_order_seq_cst);
+  if (r == nullptr) return false;
+  uint32_t n = 1;
+  FreeBlock* last = r;
+  for (; last->next != nullptr; last = last->next) ++n;
+  last->next = p->local;
+  p->local = r;
+  p->used -= n;
+  return true;
 }
 
-struct Flusher {
-  ~Flusher() {
-    ThreadCache& t = cache;
-    t.gone = true;
-    for (size_t c = 0; c < kClasses; ++c) {
-      while (t.count[c] >= kSmallBatch) TheDepot().Put(c, DetachBatch(t, c));
-      FreeList(t.head[c]);
-      t.head[c] = nullptr;
-      t.count[c] = 0;
+void Format(Page* p, Heap* h, size_t c) {
+  p->local = nullptr;
+  p->used = 0;
+  p->carved = 0;
+  p->block_bytes = static_cast<uint32_t>(ClassBytes(c));
+  p->capacity = static_cast<uint32_t>((kSmallPageBytes - kHeaderBytes) / p->block_bytes);
+  p->full.store(false, std::memory_order_relaxed);
+  p->owner.store(h, std::memory_order_release);
+}
+
+void Release(Page* p) {
+  p->owner.store(nullptr, std::memory_order_release);
+  p->full.store(false, std::memory_order_relaxed);
+  TheDepot().PutEmpty(p);
+}
+
+// A block of the page, which has one (local or not yet carved); counts it out.
+void* TakeBlock(Page* p) {
+  ++p->used;
+  if (FreeBlock* b = p->local) {
+    p->local = b->next;
+    return b;
+  }
+  return p->base() + static_cast<size_t>(p->carved++) * p->block_bytes;
+}
+
+bool HasBlock(const Page* p) { return p->local != nullptr || p->carved < p->capacity; }
+
+// Looks at the heap's full pages of class c again: those that got blocks back leave the
+// full list. One that has all its blocks back is kept to be carved afresh, the others go
+// to the pool: the heap is about to need a page, not many.
+void SweepFull(Heap* h, size_t c) {
+  ClassPages& cp = h->classes[c];
+  Page* spare = nullptr;
+  for (Page* p = cp.full.head; p != nullptr;) {
+    Page* next = p->next;
+    if (Collect(p)) {
+      cp.full.Remove(p);
+      p->full.store(false, std::memory_order_relaxed);
+      if (p->used != 0) {
+        cp.available.Push(p);
+      } else if (spare == nullptr) {
+        Format(p, h, c);
+        spare = p;
+      } else {
+        Release(p);
+      }
+    }
+    p = next;
+  }
+  if (spare != nullptr) cp.available.Push(spare);
+}
+
+// The allocation when the current page has no block at hand.
+void* AllocateFromNewPage(Heap* h, size_t c) {
+  ClassPages& cp = h->classes[c];
+  if (Page* p = cp.current) {
+    if (Collect(p)) return TakeBlock(p);
+    // Marked full before the last look at its remote list: a free that the look misses
+    // sees the mark and raises the hint (the Dekker pair in the invariants above).
+    p->full.store(true, std::memory_order_seq_cst);
+    if (Collect(p)) {
+      p->full.store(false, std::memory_order_relaxed);
+      return TakeBlock(p);
+    }
+    cp.full.Push(p);
+    cp.current = nullptr;
+  }
+  if (h->full_freed[c].exchange(false, std::memory_order_relaxed)) SweepFull(h, c);
+  Page* p = cp.available.Pop();
+  if (p == nullptr) {
+    if ((p = TheDepot().TakeAbandoned(c)) != nullptr) {
+      p->owner.store(h, std::memory_order_release);
+      Collect(p);
+      if (p->used == 0) {
+        Format(p, h, c);  // nothing of it is live: carve it in address order again
+      } else if (!HasBlock(p)) {
+        p->full.store(true, std::memory_order_seq_cst);
+        if (!Collect(p)) {
+          cp.full.Push(p);
+          return AllocateFromNewPage(h, c);
+        }
+        p->full.store(false, std::memory_order_relaxed);
+      }
+    } else {
+      p = TheDepot().TakeEmpty();
+      Format(p, h, c);
+    }
+  }
+  cp.current = p;
+  return TakeBlock(p);
+}
+
+void FreeLocal(Heap* h, Page* p, FreeBlock* b, size_t c) {
+  b->next = p->local;
+  p->local = b;
+  --p->used;
+  ClassPages& cp = h->classes[c];
+  if (p == cp.current) return;
+  const bool was_full = p->full.load(std::memory_order_relaxed);
+  if (p->used == 0) {
+    (was_full ? cp.full : cp.available).Remove(p);
+    Release(p);
+  } else if (was_full) {
+    cp.full.Remove(p);
+    p->full.store(false, std::memory_order_relaxed);
+    cp.available.Push(p);
+  }
+}
+
+void FreeRemote(Page* p, FreeBlock* b, size_t c) {
+  FreeBlock* head = p->remote.load(std::memory_order_relaxed);
+  do {
+    b->next = head;
+  } while (!p->remote.compare_exchange_weak(head, b, std::memory_order_seq_cst, std::memory_order_relaxed));
+  if (p->full.load(std::memory_order_seq_cst)) {
+    if (Heap* owner = p->owner.load(std::memory_order_acquire)) owner->full_freed[c].store(true, std::memory_order_relaxed);
+  }
+}
+
+// Hands every page of the heap on: released when nothing of it is live, else abandoned.
+void Abandon(Heap* h) {
+  for (size_t c = 0; c < kClasses; ++c) {
+    ClassPages& cp = h->classes[c];
+    auto hand_on = [&](Page* p) {
+      Collect(p);
+      if (p->used == 0) {
+        Release(p);
+        return;
+      }
+      p->owner.store(nullptr, std::memory_order_release);
+      p->full.store(false, std::memory_order_relaxed);
+      TheDepot().PutAbandoned(c, p);
+    };
+    if (cp.current != nullptr) hand_on(cp.current);
+    cp.current = nullptr;
+    while (Page* p = cp.available.Pop()) hand_on(p);
+    while (Page* p = cp.full.Pop()) hand_on(p);
+    h->full_freed[c].store(false, std::memory_order_relaxed);
+  }
+}
+
+// The heap of threads whose own heap is gone (they are exiting), under its lock.
+struct OrphanHeap {
+  SpinLock mu;
+  Heap heap;
+};
+OrphanHeap& TheOrphanHeap() {
+  static OrphanHeap* orphan = [] {
+    pthread_atfork([] { TheOrphanHeap().mu.lock(); }, [] { TheOrphanHeap().mu.unlock(); },
+                   [] { TheOrphanHeap().mu.unlock(); });
+    return new OrphanHeap;
+  }();
+  return *orphan;
+}
+
+// Trivially destructible, so it stays readable after its thread's Abandoner has run.
+struct ThreadHeap {
+  Heap* heap;
+  bool gone;  // the thread is exiting: it allocates from the orphan heap
+};
+thread_local ThreadHeap tl;
+
+struct Abandoner {
+  ~Abandoner() {
+    Heap* h = tl.heap;
+    tl.heap = nullptr;
+    tl.gone = true;
+    if (h != nullptr) {
+      Abandon(h);
+      TheDepot().PutHeap(h);
     }
   }
 };
-thread_local Flusher flusher;
+thread_local Abandoner abandoner;
 
-// Before a thread's cache first holds a block, so that no block stays behind in it.
-inline void ArmFlusher(ThreadCache& t) {
-  if (!t.flusher_armed) {
-    t.flusher_armed = true;
-    (void)&flusher;  // constructs it, so its destructor runs at this thread's exit
+void* AllocateSlow(size_t c) {
+  if (tl.gone) {
+    OrphanHeap& o = TheOrphanHeap();
+    std::lock_guard lock(o.mu);
+    return AllocateFromNewPage(&o.heap, c);
   }
+  if (tl.heap == nullptr) {
+    (void)&abandoner;  // constructs it, so its destructor runs at this thread's exit
+    tl.heap = TheDepot().TakeHeap();
+  }
+  return AllocateFromNewPage(tl.heap, c);
 }
 
 }  // namespace
 
-size_t SmallDepotBlocks(size_t bytes) { return TheDepot().Blocks(SmallClassOf(bytes)); }
-
 void* AllocateSmallClass(size_t c) {
-  ThreadCache& t = cache;
-  if (FreeBlock* b = t.head[c]) {
-    t.head[c] = b->next;
-    --t.count[c];
-    return b;
+  if (Heap* h = tl.heap) {
+    if (Page* p = h->classes[c].current; p != nullptr && HasBlock(p)) return TakeBlock(p);
   }
-  if (!t.gone) {
-    ArmFlusher(t);
-    if (FreeBlock* batch = TheDepot().Take(c)) {
-      t.head[c] = batch->next;
-      t.count[c] = kSmallBatch - 1;
-      return batch;
-    }
-  }
-  return MallocOrThrow(ClassBytes(c));
+  return AllocateSlow(c);
 }
 
-void FreeSmallClass(void* p, size_t c) {
-  if (p == nullptr) return;
-  ThreadCache& t = cache;
-  if (t.gone) {
-    std::free(p);
-    return;
-  }
-  ArmFlusher(t);
-  auto* b = static_cast<FreeBlock*>(p);
-  b->next = t.head[c];
-  t.head[c] = b;
-  if (++t.count[c] == 2 * kSmallBatch) TheDepot().Put(c, DetachBatch(t, c));
+void FreeSmallClass(void* block, size_t c) {
+  if (block == nullptr) return;
+  Page* p = PageOf(block);
+  auto* b = static_cast<FreeBlock*>(block);
+  Heap* h = tl.heap;
+  // Only this thread stores its own heap into a page, so an equal owner is a stable one.
+  if (h != nullptr && p->owner.load(std::memory_order_relaxed) == h) FreeLocal(h, p, b, c);
+  else FreeRemote(p, b, c);
+}
+
+SmallPageCounts CountSmallPages() {
+  Depot& d = TheDepot();
+  std::lock_guard lock(d.mu);
+  SmallPageCounts counts;
+  counts.empty = d.empty.size;
+  counts.empty_resident = d.empty_resident;
+  for (const PageList& l : d.abandoned) counts.abandoned += l.size;
+  return counts;
 }
 
 }  // namespace rill::core

@@ -1,22 +1,27 @@
-// core/runtime/small_objects.h — per-thread caches of small memory blocks in front of malloc.
+// core/runtime/small_objects.h — a small-object allocator for what go blocks make and free.
 //
-// A go block allocates its scopes, variables and small tensors on one worker and frees
-// them on another. glibc returns such a block to the allocating thread's arena under that
-// arena's lock once its own small per-thread cache is full, so two workers spawning and
-// ending go blocks spent a third of their time in malloc and on its locks. These caches
-// hand blocks from the freeing worker back to the allocating one in batches instead, as
-// the scheduler does with its tasks (and Bonwick's magazines, and Go's mcache, do).
+// A go block allocates its scope, variables and small tensors on one worker and frees them
+// on another, and a chain of go blocks makes a hundred thousand of them before freeing any.
+// glibc spent a third of such a program's time in malloc and free (its per-thread caches
+// hold 7 blocks a size; past them every free merged chunks). Here memory comes in pages of
+// kSmallPageBytes, each carved into blocks of one size class and owned by one thread, as in
+// mimalloc: the owner allocates from the page's own free list, or carves the part never
+// used in address order (so a growing chain gets fresh, sequential memory); a block freed
+// by another thread goes onto the page's remote list, lock-free, which the owner takes
+// over when the page runs out. A page none of whose blocks is live goes back to a shared
+// pool and is carved afresh by whichever thread takes it next.
 //
 // Contract:
 //  - AllocateSmall(bytes) returns a block of at least `bytes` (at most kMaxSmallBytes),
 //    aligned to alignof(std::max_align_t); it throws std::bad_alloc when memory runs out.
 //    FreeSmall(p, bytes) takes it back with the same `bytes` (its size class), on any
-//    thread.
-//  - Each thread keeps at most 2 × kSmallBatch free blocks per size class; the shared depot
-//    at most kSmallDepotBatches batches of kSmallBatch per class. Beyond that, blocks go
-//    back to malloc, so what the caches hold is bounded however many objects were made.
-//  - A thread's cache goes to the depot when the thread exits; a block freed after that
-//    goes straight back to malloc.
+//    thread, including threads that are exiting.
+//  - A page is held while any block of it is live: a freed block is reused by its page's
+//    owner. The pool keeps at most kSmallResidentEmptyPages empty pages resident; past
+//    that it returns all but the first 4 KiB of each to the kernel. Address space is
+//    reserved in segments of 64 pages and never unmapped.
+//  - An exiting thread hands its pages on: empty ones to the pool, others (their blocks
+//    still live elsewhere) to the next thread that needs a page of that class.
 //  - Under AddressSanitizer both are malloc and free, so a use after free is still caught.
 //
 // SmallObjectAllocator<T> is a standard allocator over them (for allocate_shared and node
@@ -42,8 +47,8 @@ namespace rill::core {
 
 inline constexpr bool kSmallObjectCaches = RILL_SMALL_OBJECT_CACHES;
 inline constexpr size_t kMaxSmallBytes = 512;
-inline constexpr int kSmallBatch = 32;
-inline constexpr size_t kSmallDepotBatches = 128;
+inline constexpr size_t kSmallPageBytes = size_t{64} << 10;
+inline constexpr size_t kSmallResidentEmptyPages = 64;
 
 #if RILL_SMALL_OBJECT_CACHES
 // The size class of `bytes`: 32, 48, 64, 96, ... 512 bytes, classes 0 to 8. Inline and
@@ -63,16 +68,23 @@ inline void FreeSmall(void* p, size_t bytes) { FreeSmallClass(p, SmallClassOf(by
 void* AllocateSmall(size_t bytes);
 void FreeSmall(void* p, size_t bytes);
 #endif
-// Free blocks of `bytes`' size class in the depot (for tests).
-size_t SmallDepotBlocks(size_t bytes);
+// The shared pool's pages (for tests): empty ones, how many of those are resident, and
+// pages that exiting threads left with live blocks.
+struct SmallPageCounts {
+  size_t empty = 0;
+  size_t empty_resident = 0;
+  size_t abandoned = 0;
+};
+SmallPageCounts CountSmallPages();
 
 // Turns glibc's fast bins off for the process (mallopt(M_MXFAST, 0)), once; the task
-// scheduler calls it when it starts. Blocks beyond the caches' bounds go back to malloc:
-// a chain of 10,000 go blocks frees about 100,000 of them at once. Fast bins keep such
-// frees unmerged until a larger request consolidates them all (malloc_consolidate and
-// unlink_chunk were a fifth of a program daisy chain's time); without them a free merges
-// at once and the chain runs in 0.84 of its time. Left alone where the user chose themselves
-// (`glibc.malloc.mxfast` in GLIBC_TUNABLES) and where malloc is not glibc's.
+// scheduler calls it when it starts. What a go block takes from malloc rather than the
+// small-object pages (names, vectors, tensors above kMaxSmallBytes) a chain of go blocks
+// frees in bulk when it unwinds. Fast bins keep such frees unmerged until a larger request
+// consolidates them all (malloc_consolidate and unlink_chunk were a fifth of a program
+// daisy chain's time when its small objects went to malloc too); without them a free
+// merges at once. Left alone where the user chose themselves (`glibc.malloc.mxfast` in
+// GLIBC_TUNABLES) and where malloc is not glibc's.
 void TuneMallocForTasks();
 
 template <class T>

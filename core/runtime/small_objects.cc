@@ -95,7 +95,10 @@ struct Heap;
 
 struct Page {
   // What other threads touch.
-  std::atomic<FreeBlock*> remote{nullptr};  // blocks freed by other threads, a lock-free stack
+  // Blocks freed by other threads, a lock-free stack, and how many: the count in the high
+  // half, the newest block's offset in the page (0: none) in the low half. One word, so
+  // the owner learns how many came back without walking them (cold lines, all of them).
+  std::atomic<uint64_t> remote{0};
   std::atomic<Heap*> owner{nullptr};        // null while empty or abandoned
   std::atomic<bool> full{false};            // on its owner's full list
   // The owner's (or the depot's, while the page is in it).
@@ -190,9 +193,10 @@ struct Depot {
       if (keep) ++empty_resident;
     }
     // Before the page is in the pool: once there, another thread may carve it at once.
+    // MADV_FREE, as the stack pool does: the kernel takes the memory only when it needs
+    // it, so a page carved again before that costs no page faults.
     if (!keep) {
-      madvise(reinterpret_cast<char*>(p) + kResidentHeaderBytes, kSmallPageBytes - kResidentHeaderBytes,
-              MADV_DONTNEED);
+      madvise(reinterpret_cast<char*>(p) + kResidentHeaderBytes, kSmallPageBytes - kResidentHeaderBytes, MADV_FREE);
     }
     p->resident = keep;
     std::lock_guard lock(mu);
@@ -254,20 +258,42 @@ Depot& TheDepot() {
   return *depot;
 }
 
+constexpr uint64_t kOneRemote = uint64_t{1} << 32;
+
+FreeBlock* RemoteHead(Page* p, uint64_t word) {
+  const auto offset = static_cast<uint32_t>(word);
+  return offset == 0 ? nullptr : reinterpret_cast<FreeBlock*>(reinterpret_cast<char*>(p) + offset);
+}
+
 // Takes the page's remote list over into its local one; whether that gave it any block.
 bool Collect(Page* p) {
-  FreeBlock* r = p->remote.exchange(nullptr, std::memory_order_seq_cst);
-  if (r == nullptr) return false;
-  uint32_t n = 1;
-  FreeBlock* last = r;
-  for (; last->next != nullptr; last = last->next) ++n;
-  last->next = p->local;
+  const uint64_t word = p->remote.exchange(0, std::memory_order_seq_cst);
+  if (word == 0) return false;
+  FreeBlock* r = RemoteHead(p, word);
+  if (p->local != nullptr) {  // only on pages adopted or swept with blocks of their own
+    FreeBlock* last = r;
+    while (last->next != nullptr) last = last->next;
+    last->next = p->local;
+  }
   p->local = r;
-  p->used -= n;
+  p->used -= static_cast<uint32_t>(word >> 32);
   return true;
 }
 
+// Counts the page's remotely freed blocks as back but leaves them on the remote list (for
+// whoever adopts the page): what an exiting thread needs to tell an empty page from one
+// with live blocks, without touching the blocks.
+void CountRemote(Page* p) {
+  uint64_t word = p->remote.load(std::memory_order_relaxed);
+  while (word >= kOneRemote &&
+         !p->remote.compare_exchange_weak(word, static_cast<uint32_t>(word), std::memory_order_seq_cst,
+                                          std::memory_order_relaxed)) {
+  }
+  p->used -= static_cast<uint32_t>(word >> 32);
+}
+
 void Format(Page* p, Heap* h, size_t c) {
+  p->remote.store(0, std::memory_order_relaxed);  // what was on it is free with the rest
   p->local = nullptr;
   p->used = 0;
   p->carved = 0;
@@ -377,13 +403,38 @@ void FreeLocal(Heap* h, Page* p, FreeBlock* b, size_t c) {
   }
 }
 
-void FreeRemote(Page* p, FreeBlock* b, size_t c) {
-  FreeBlock* head = p->remote.load(std::memory_order_relaxed);
+// Pushes the chain first..last, n blocks of page p, onto its remote list.
+void FreeRemote(Page* p, FreeBlock* first, FreeBlock* last, uint32_t n, size_t c) {
+  const auto offset = static_cast<uint32_t>(reinterpret_cast<char*>(first) - reinterpret_cast<char*>(p));
+  uint64_t word = p->remote.load(std::memory_order_relaxed);
   do {
-    b->next = head;
-  } while (!p->remote.compare_exchange_weak(head, b, std::memory_order_seq_cst, std::memory_order_relaxed));
+    last->next = RemoteHead(p, word);
+  } while (!p->remote.compare_exchange_weak(word, (word >> 32 << 32) + n * kOneRemote + offset,
+                                            std::memory_order_seq_cst, std::memory_order_relaxed));
   if (p->full.load(std::memory_order_seq_cst)) {
     if (Heap* owner = p->owner.load(std::memory_order_acquire)) owner->full_freed[c].store(true, std::memory_order_relaxed);
+  }
+}
+
+// Gives the list of blocks of class c back to their pages: to the page's own list when
+// this thread's heap `h` owns it, else to its remote list, a run of blocks of one page with
+// one push.
+void ReturnToPages(Heap* h, FreeBlock* list, size_t c) {
+  while (list != nullptr) {
+    Page* p = PageOf(list);
+    if (h != nullptr && p->owner.load(std::memory_order_relaxed) == h) {
+      // Only this thread stores its own heap into a page, so an equal owner is a stable one.
+      FreeBlock* next = list->next;
+      FreeLocal(h, p, list, c);
+      list = next;
+      continue;
+    }
+    FreeBlock* last = list;
+    uint32_t n = 1;
+    for (; last->next != nullptr && PageOf(last->next) == p; ++n) last = last->next;
+    FreeBlock* next = last->next;
+    FreeRemote(p, list, last, n, c);
+    list = next;
   }
 }
 
@@ -392,7 +443,7 @@ void Abandon(Heap* h) {
   for (size_t c = 0; c < kClasses; ++c) {
     ClassPages& cp = h->classes[c];
     auto hand_on = [&](Page* p) {
-      Collect(p);
+      CountRemote(p);
       if (p->used == 0) {
         Release(p);
         return;
@@ -423,18 +474,32 @@ OrphanHeap& TheOrphanHeap() {
   return *orphan;
 }
 
+// A thread's blocks freed last, kept to be handed out first (they are in its cache): up to
+// kCacheBlocks a class, past which all but the newest kCacheKeep go back to their pages.
+constexpr uint32_t kCacheBlocks = 64;
+constexpr uint32_t kCacheKeep = 32;
+
 // Trivially destructible, so it stays readable after its thread's Abandoner has run.
 struct ThreadHeap {
   Heap* heap;
-  bool gone;  // the thread is exiting: it allocates from the orphan heap
+  bool gone;   // the thread is exiting: it allocates from the orphan heap and caches nothing
+  bool armed;  // its Abandoner is constructed
+  FreeBlock* cached[kClasses];
+  uint32_t cached_count[kClasses];
 };
 thread_local ThreadHeap tl;
 
 struct Abandoner {
   ~Abandoner() {
     Heap* h = tl.heap;
-    tl.heap = nullptr;
     tl.gone = true;
+    for (size_t c = 0; c < kClasses; ++c) {
+      FreeBlock* list = tl.cached[c];
+      tl.cached[c] = nullptr;
+      tl.cached_count[c] = 0;
+      ReturnToPages(h, list, c);
+    }
+    tl.heap = nullptr;
     if (h != nullptr) {
       Abandon(h);
       TheDepot().PutHeap(h);
@@ -443,6 +508,14 @@ struct Abandoner {
 };
 thread_local Abandoner abandoner;
 
+// Before the thread first holds a page or a cached block, so that none stays behind.
+void Arm() {
+  if (!tl.armed) {
+    tl.armed = true;
+    (void)&abandoner;  // constructs it, so its destructor runs at this thread's exit
+  }
+}
+
 void* AllocateSlow(size_t c) {
   if (tl.gone) {
     OrphanHeap& o = TheOrphanHeap();
@@ -450,15 +523,44 @@ void* AllocateSlow(size_t c) {
     return AllocateFromNewPage(&o.heap, c);
   }
   if (tl.heap == nullptr) {
-    (void)&abandoner;  // constructs it, so its destructor runs at this thread's exit
+    Arm();
     tl.heap = TheDepot().TakeHeap();
   }
   return AllocateFromNewPage(tl.heap, c);
 }
 
+// A free that the thread's cache does not take as it is: the cache is full (or not armed
+// yet), or the thread is exiting.
+void FreeSlow(FreeBlock* b, size_t c) {
+  if (tl.gone) {
+    b->next = nullptr;
+    ReturnToPages(nullptr, b, c);
+    return;
+  }
+  Arm();
+  FreeBlock* rest = nullptr;
+  if (tl.cached_count[c] >= kCacheBlocks) {
+    // Keep b and the newest kCacheKeep - 1 cached; the rest go back to their pages.
+    FreeBlock* keep_last = tl.cached[c];
+    for (uint32_t i = 2; i < kCacheKeep; ++i) keep_last = keep_last->next;
+    rest = keep_last->next;
+    keep_last->next = nullptr;
+    tl.cached_count[c] = kCacheKeep - 1;
+  }
+  b->next = tl.cached[c];
+  tl.cached[c] = b;
+  ++tl.cached_count[c];
+  ReturnToPages(tl.heap, rest, c);
+}
+
 }  // namespace
 
 void* AllocateSmallClass(size_t c) {
+  if (FreeBlock* b = tl.cached[c]) {
+    tl.cached[c] = b->next;
+    --tl.cached_count[c];
+    return b;
+  }
   if (Heap* h = tl.heap) {
     if (Page* p = h->classes[c].current; p != nullptr && HasBlock(p)) return TakeBlock(p);
   }
@@ -467,12 +569,14 @@ void* AllocateSmallClass(size_t c) {
 
 void FreeSmallClass(void* block, size_t c) {
   if (block == nullptr) return;
-  Page* p = PageOf(block);
   auto* b = static_cast<FreeBlock*>(block);
-  Heap* h = tl.heap;
-  // Only this thread stores its own heap into a page, so an equal owner is a stable one.
-  if (h != nullptr && p->owner.load(std::memory_order_relaxed) == h) FreeLocal(h, p, b, c);
-  else FreeRemote(p, b, c);
+  if (tl.armed && !tl.gone && tl.cached_count[c] < kCacheBlocks) {
+    b->next = tl.cached[c];
+    tl.cached[c] = b;
+    ++tl.cached_count[c];
+    return;
+  }
+  FreeSlow(b, c);
 }
 
 SmallPageCounts CountSmallPages() {

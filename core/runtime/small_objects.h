@@ -18,8 +18,9 @@
 //    thread, including threads that are exiting.
 //  - A page is held while any block of it is live: a freed block is reused by its page's
 //    owner. The pool keeps at most kSmallResidentEmptyPages empty pages resident; past
-//    that it returns all but the first 4 KiB of each to the kernel. Address space is
-//    reserved in segments of 64 pages and never unmapped.
+//    that it gives all but the first 4 KiB of each to the kernel to take when it needs
+//    memory (MADV_FREE). Address space is reserved in segments of 64 pages and never
+//    unmapped.
 //  - An exiting thread hands its pages on: empty ones to the pool, others (their blocks
 //    still live elsewhere) to the next thread that needs a page of that class.
 //  - Under AddressSanitizer both are malloc and free, so a use after free is still caught.
@@ -48,7 +49,7 @@ namespace rill::core {
 inline constexpr bool kSmallObjectCaches = RILL_SMALL_OBJECT_CACHES;
 inline constexpr size_t kMaxSmallBytes = 512;
 inline constexpr size_t kSmallPageBytes = size_t{64} << 10;
-inline constexpr size_t kSmallResidentEmptyPages = 64;
+inline constexpr size_t kSmallResidentEmptyPages = 256;  // 16 MiB
 
 #if RILL_SMALL_OBJECT_CACHES
 // The size class of `bytes`: 32, 48, 64, 96, ... 512 bytes, classes 0 to 8. Inline and

@@ -225,6 +225,35 @@ TEST(SmallObjects, ThreadsFreeingEachOthersBlocksNeverShareOne) {
   }
 }
 
+// Destructors of thread-locals made before a thread's first small allocation run after
+// the thread has handed its pages on: they still allocate and free (from the orphan heap).
+struct AllocatesWhenDestroyed {
+  std::atomic<int>* freed_ok;
+  ~AllocatesWhenDestroyed() {
+    std::vector<void*> blocks;
+    for (int i = 0; i < 300; ++i) {
+      blocks.push_back(AllocateSmall(kBytes));
+      std::memset(blocks.back(), i, kBytes);
+    }
+    bool intact = true;
+    for (int i = 0; i < 300; ++i) intact = intact && static_cast<unsigned char*>(blocks[i])[kBytes - 1] == i % 256;
+    for (void* p : blocks) FreeSmall(p, kBytes);
+    if (intact) freed_ok->fetch_add(1);
+  }
+};
+
+TEST(SmallObjects, AThreadThatIsExitingStillAllocatesAndFrees) {
+  std::atomic<int> freed_ok{0};
+  std::thread([&] {
+    thread_local AllocatesWhenDestroyed late;  // made first, so destroyed last
+    late.freed_ok = &freed_ok;
+    FreeSmall(AllocateSmall(kBytes), kBytes);  // the thread's heap, handed on before `late` goes
+  }).join();
+  EXPECT_EQ(freed_ok.load(), 1);
+  std::vector<void*> after = AllocateOnNewThread(300);  // the pages are usable by others
+  FreeOnNewThread(after);
+}
+
 // A child forked while another thread is inside the page pool must find it usable: the
 // pool's lock is held across fork, so the child's copy is never left locked.
 TEST(SmallObjects, AChildForkedWhileAnotherThreadUsesThePoolCanAllocate) {

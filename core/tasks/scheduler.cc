@@ -109,6 +109,10 @@ class Task final : public RillTask {
  public:
   Task(Scheduler* s, TaskBody body, const RillOpInfo* origin, bool is_main, StackPool* pool)
       : sched(s), body(std::move(body)), origin(origin), is_main(is_main), pool(pool), stack(pool->Allocate()) {}
+  // From the small-object pages: a chain of go blocks makes a task per block on the
+  // workers, and the scheduler frees them all on its caller's thread when the run ends.
+  static void* operator new(size_t bytes) { return AllocateSmall(bytes); }
+  static void operator delete(void* p, size_t bytes) { FreeSmall(p, bytes); }
   void Unpark() override;
   void Main();
   // Main's error path, out of line: its message temporaries would otherwise sit in Main's
@@ -157,6 +161,8 @@ class Task final : public RillTask {
   void* tsan_fiber = nullptr;
 #endif
 };
+
+static_assert(sizeof(Task) <= kMaxSmallBytes);
 
 struct Worker {
   Scheduler* sched = nullptr;

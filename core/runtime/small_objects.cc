@@ -482,8 +482,9 @@ constexpr uint32_t kCacheKeep = 32;
 // Trivially destructible, so it stays readable after its thread's Abandoner has run.
 struct ThreadHeap {
   Heap* heap;
-  bool gone;   // the thread is exiting: it allocates from the orphan heap and caches nothing
-  bool armed;  // its Abandoner is constructed
+  bool gone;     // the thread is exiting: it allocates from the orphan heap and caches nothing
+  bool armed;    // its Abandoner is constructed
+  bool caching;  // armed and not gone: frees go to `cached` (one flag for the fast path)
   FreeBlock* cached[kClasses];
   uint32_t cached_count[kClasses];
 };
@@ -493,6 +494,7 @@ struct Abandoner {
   ~Abandoner() {
     Heap* h = tl.heap;
     tl.gone = true;
+    tl.caching = false;
     for (size_t c = 0; c < kClasses; ++c) {
       FreeBlock* list = tl.cached[c];
       tl.cached[c] = nullptr;
@@ -512,11 +514,13 @@ thread_local Abandoner abandoner;
 void Arm() {
   if (!tl.armed) {
     tl.armed = true;
+    tl.caching = true;
     (void)&abandoner;  // constructs it, so its destructor runs at this thread's exit
   }
 }
 
-void* AllocateSlow(size_t c) {
+// Out of line, as FreeSlow: inlined, it would make the fast path save registers.
+[[gnu::noinline]] void* AllocateSlow(size_t c) {
   if (tl.gone) {
     OrphanHeap& o = TheOrphanHeap();
     std::lock_guard lock(o.mu);
@@ -531,7 +535,7 @@ void* AllocateSlow(size_t c) {
 
 // A free that the thread's cache does not take as it is: the cache is full (or not armed
 // yet), or the thread is exiting.
-void FreeSlow(FreeBlock* b, size_t c) {
+[[gnu::noinline]] void FreeSlow(FreeBlock* b, size_t c) {
   if (tl.gone) {
     b->next = nullptr;
     ReturnToPages(nullptr, b, c);
@@ -570,7 +574,7 @@ void* AllocateSmallClass(size_t c) {
 void FreeSmallClass(void* block, size_t c) {
   if (block == nullptr) return;
   auto* b = static_cast<FreeBlock*>(block);
-  if (tl.armed && !tl.gone && tl.cached_count[c] < kCacheBlocks) {
+  if (tl.caching && tl.cached_count[c] < kCacheBlocks) {
     b->next = tl.cached[c];
     tl.cached[c] = b;
     ++tl.cached_count[c];

@@ -56,6 +56,8 @@ SmallPageCounts CountSmallPages() { return {}; }
 //    (Collect). So a page is released only when no block of it is live, and no other
 //    thread can be about to touch it but to read its atomics (pages are never unmapped,
 //    so a stale read sees a valid header).
+//  - A block in a thread's cache (its last frees, handed out first) counts as out for its
+//    page, like a live one, until the cache gives it back (ReturnToPages).
 //  - A page of a heap is its class's `current` page, or on its `available` list (it has
 //    local free blocks), or on its `full` list (`full` set: it had none when last
 //    looked at). A remote free to a full page sets its owner's `full_freed` hint, which

@@ -8,16 +8,18 @@
 // mimalloc: the owner allocates from the page's own free list, or carves the part never
 // used in address order (so a growing chain gets fresh, sequential memory); a block freed
 // by another thread goes onto the page's remote list, lock-free, which the owner takes
-// over when the page runs out. A page none of whose blocks is live goes back to a shared
-// pool and is carved afresh by whichever thread takes it next.
+// over when the page runs out. In front of the pages, each thread hands out first the
+// blocks it freed last (up to 64 a class), whichever page they are on: they are still in
+// its core's cache. A page none of whose blocks is live goes back to a shared pool and is
+// carved afresh by whichever thread takes it next.
 //
 // Contract:
 //  - AllocateSmall(bytes) returns a block of at least `bytes` (at most kMaxSmallBytes),
 //    aligned to alignof(std::max_align_t); it throws std::bad_alloc when memory runs out.
 //    FreeSmall(p, bytes) takes it back with the same `bytes` (its size class), on any
 //    thread, including threads that are exiting.
-//  - A page is held while any block of it is live: a freed block is reused by its page's
-//    owner. The pool keeps at most kSmallResidentEmptyPages empty pages resident; past
+//  - A page is held while any block of it is live or in a thread's cache: a freed block
+//    is reused by the thread that freed it or by its page's owner. The pool keeps at most kSmallResidentEmptyPages empty pages resident; past
 //    that it gives all but the first 4 KiB of each to the kernel to take when it needs
 //    memory (MADV_FREE). Address space is reserved in segments of 64 pages and never
 //    unmapped.

@@ -284,7 +284,8 @@ TEST(SmallObjects, AChildForkedWhileAnotherThreadUsesThePoolCanAllocate) {
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      alarm(5);  // a child stuck on the pool's lock dies of SIGALRM
+      alarm(30);  // a child stuck on the pool's lock dies of SIGALRM; one merely slowed by a
+                  // loaded machine (CI runs two tests at once) has time to finish
       std::vector<void*> blocks;
       for (int j = 0; j < 300; ++j) blocks.push_back(AllocateSmall(kBytes));
       for (void* p : blocks) FreeSmall(p, kBytes);

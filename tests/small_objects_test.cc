@@ -32,8 +32,7 @@ namespace {
 // classes are its own.
 constexpr size_t kBytes = 400;
 constexpr size_t kOwnBytes = 320;
-constexpr size_t kHeaderBytes = 128;  // small_objects.cc's page header
-constexpr size_t BlocksPerPage(size_t block_bytes) { return (kSmallPageBytes - kHeaderBytes) / block_bytes; }
+constexpr size_t BlocksPerPage(size_t block_bytes) { return (kSmallPageBytes - kSmallPageHeaderBytes) / block_bytes; }
 
 uintptr_t PageOf(const void* p) { return reinterpret_cast<uintptr_t>(p) & ~uintptr_t{kSmallPageBytes - 1}; }
 
@@ -118,7 +117,7 @@ TEST(SmallObjects, AFreshPageIsCarvedInAddressOrder) {
   for (size_t i = 1; i < blocks.size(); ++i) {
     ASSERT_EQ(static_cast<char*>(blocks[i]), static_cast<char*>(blocks[i - 1]) + 384) << "block " << i;
   }
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(blocks[0]) - PageOf(blocks[0]), kHeaderBytes);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(blocks[0]) - PageOf(blocks[0]), kSmallPageHeaderBytes);
   EXPECT_EQ(CountSmallPages().abandoned, abandoned + 1) << "the exited thread's page has live blocks";
   FreeOnNewThread(blocks, kOwnBytes);
   // The next thread adopts the abandoned page, finds none of it live and starts it over.
@@ -264,9 +263,9 @@ TEST(SmallObjects, AChildForkedWhileAnotherThreadUsesThePoolCanAllocate) {
     // TSan whatever our pool does.
     GTEST_SKIP() << "built with ThreadSanitizer, whose runtime is not fork-safe in a multithreaded process";
   }
-  // A thread's first allocation registers the destructor of its thread-local heap, under
-  // glibc's loader lock, which fork does not reset: a child forked then would hang in glibc.
-  // So both threads have made theirs before the forks start.
+  // Both threads make their first allocation (which also registers the destructor of the
+  // thread's heap, through glibc's calloc) before the forks start, so that what a child
+  // waits for, if anything, is the pool's lock.
   FreeSmall(AllocateSmall(kBytes), kBytes);
   std::atomic<bool> stop{false}, started{false};
   std::thread churn([&] {

@@ -84,7 +84,6 @@ static_assert(ClassBytes(0) == 32 && ClassBytes(5) == 192 && ClassBytes(kClasses
 static_assert(SmallClassOf(32) == 0 && SmallClassOf(33) == 1 && SmallClassOf(192) == 5 &&
               SmallClassOf(kMaxSmallBytes) == kClasses - 1);
 
-constexpr size_t kHeaderBytes = 128;
 constexpr size_t kSegmentPages = 64;                // pages reserved from the kernel at a time
 constexpr size_t kResidentHeaderBytes = 4096;       // what an advised-away empty page keeps
 static_assert(kSmallPageBytes % kResidentHeaderBytes == 0);
@@ -113,9 +112,9 @@ struct Page {
   Page* next = nullptr;
   bool resident = true;   // false: all but its first kResidentHeaderBytes advised away
 
-  char* base() { return reinterpret_cast<char*>(this) + kHeaderBytes; }
+  char* base() { return reinterpret_cast<char*>(this) + kSmallPageHeaderBytes; }
 };
-static_assert(sizeof(Page) <= kHeaderBytes);
+static_assert(sizeof(Page) <= kSmallPageHeaderBytes);
 
 Page* PageOf(void* block) {
   return reinterpret_cast<Page*>(reinterpret_cast<uintptr_t>(block) & ~uintptr_t{kSmallPageBytes - 1});
@@ -272,7 +271,7 @@ bool Collect(Page* p) {
   const uint64_t word = p->remote.exchange(0, std::memory_order_seq_cst);
   if (word == 0) return false;
   FreeBlock* r = RemoteHead(p, word);
-  if (p->local != nullptr) {  // only on pages adopted or swept with blocks of their own
+  if (p->local != nullptr) {  // only on an adopted page, which may have both
     FreeBlock* last = r;
     while (last->next != nullptr) last = last->next;
     last->next = p->local;
@@ -300,7 +299,7 @@ void Format(Page* p, Heap* h, size_t c) {
   p->used = 0;
   p->carved = 0;
   p->block_bytes = static_cast<uint32_t>(ClassBytes(c));
-  p->capacity = static_cast<uint32_t>((kSmallPageBytes - kHeaderBytes) / p->block_bytes);
+  p->capacity = static_cast<uint32_t>((kSmallPageBytes - kSmallPageHeaderBytes) / p->block_bytes);
   p->full.store(false, std::memory_order_relaxed);
   p->owner.store(h, std::memory_order_release);
 }
@@ -485,8 +484,7 @@ constexpr uint32_t kCacheKeep = 32;
 struct ThreadHeap {
   Heap* heap;
   bool gone;     // the thread is exiting: it allocates from the orphan heap and caches nothing
-  bool armed;    // its Abandoner is constructed
-  bool caching;  // armed and not gone: frees go to `cached` (one flag for the fast path)
+  bool caching;  // its Abandoner is constructed and has not run: frees go to `cached`
   FreeBlock* cached[kClasses];
   uint32_t cached_count[kClasses];
 };
@@ -513,12 +511,18 @@ struct Abandoner {
 thread_local Abandoner abandoner;
 
 // Before the thread first holds a page or a cached block, so that none stays behind.
+// Called only while the thread is not gone.
 void Arm() {
-  if (!tl.armed) {
-    tl.armed = true;
+  if (!tl.caching) {
     tl.caching = true;
     (void)&abandoner;  // constructs it, so its destructor runs at this thread's exit
   }
+}
+
+void PushCached(FreeBlock* b, size_t c) {
+  b->next = tl.cached[c];
+  tl.cached[c] = b;
+  ++tl.cached_count[c];
 }
 
 // Out of line, as FreeSlow: inlined, it would make the fast path save registers.
@@ -535,7 +539,7 @@ void Arm() {
   return AllocateFromNewPage(tl.heap, c);
 }
 
-// A free that the thread's cache does not take as it is: the cache is full (or not armed
+// A free that the thread's cache does not take as it is: the cache is full (or not made
 // yet), or the thread is exiting.
 [[gnu::noinline]] void FreeSlow(FreeBlock* b, size_t c) {
   if (tl.gone) {
@@ -553,9 +557,7 @@ void Arm() {
     keep_last->next = nullptr;
     tl.cached_count[c] = kCacheKeep - 1;
   }
-  b->next = tl.cached[c];
-  tl.cached[c] = b;
-  ++tl.cached_count[c];
+  PushCached(b, c);
   ReturnToPages(tl.heap, rest, c);
 }
 
@@ -577,9 +579,7 @@ void FreeSmallClass(void* block, size_t c) {
   if (block == nullptr) return;
   auto* b = static_cast<FreeBlock*>(block);
   if (tl.caching && tl.cached_count[c] < kCacheBlocks) {
-    b->next = tl.cached[c];
-    tl.cached[c] = b;
-    ++tl.cached_count[c];
+    PushCached(b, c);
     return;
   }
   FreeSlow(b, c);

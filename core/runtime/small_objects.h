@@ -19,10 +19,10 @@
 //    FreeSmall(p, bytes) takes it back with the same `bytes` (its size class), on any
 //    thread, including threads that are exiting.
 //  - A page is held while any block of it is live or in a thread's cache: a freed block
-//    is reused by the thread that freed it or by its page's owner. The pool keeps at most kSmallResidentEmptyPages empty pages resident; past
-//    that it gives all but the first 4 KiB of each to the kernel to take when it needs
-//    memory (MADV_FREE). Address space is reserved in segments of 64 pages and never
-//    unmapped.
+//    is reused by the thread that freed it or by its page's owner. The pool keeps at most
+//    kSmallResidentEmptyPages empty pages resident; past that it gives all but the first
+//    4 KiB of each to the kernel to take when it needs memory (MADV_FREE). Address space
+//    is reserved in segments of 64 pages and never unmapped.
 //  - An exiting thread hands its pages on: empty ones to the pool, others (their blocks
 //    still live elsewhere) to the next thread that needs a page of that class.
 //  - Under AddressSanitizer both are malloc and free, so a use after free is still caught.
@@ -51,6 +51,7 @@ namespace rill::core {
 inline constexpr bool kSmallObjectCaches = RILL_SMALL_OBJECT_CACHES;
 inline constexpr size_t kMaxSmallBytes = 512;
 inline constexpr size_t kSmallPageBytes = size_t{64} << 10;
+inline constexpr size_t kSmallPageHeaderBytes = 128;  // a page's first block starts here
 inline constexpr size_t kSmallResidentEmptyPages = 256;  // 16 MiB
 
 #if RILL_SMALL_OBJECT_CACHES

@@ -705,7 +705,20 @@ RillStatus* CtxGo(RillKernelContext* ctx, int32_t block_idx, const uint32_t* fra
   return StatusFromCall([&] {
     Executor* executor = ctx->executor;
     executor->CheckBlock(block_idx);
-    std::shared_ptr<Scope> child = ctx->scope->scope->NewChild();
+    // The block's scope goes below the nearest scope it sees anything in but the channels
+    // it binds: a loop step that only makes the channels it hands its go block (a daisy
+    // chain's `right`) stays held by the loop alone, which runs its next step in the same
+    // scope (Scope::Reusable) instead of a new one. As with Scope::Shareable, a variable a
+    // kernel makes by name later in a scope passed over is not seen by the block.
+    Variable* const* frame = ctx->frame;
+    std::shared_ptr<Scope> child = ctx->scope->scope
+                                       ->NearestNotCoveredBy([&](const Variable* v) {
+                                         for (size_t k = 0; k < count; ++k) {
+                                           if (frame[frame_indices[k]] == v) return true;
+                                         }
+                                         return false;
+                                       })
+                                       .NewChild();
     for (size_t k = 0; k < count; ++k) {
       const uint32_t i = frame_indices[k];
       // Var, not a plain add: an index listed twice finds its variable and copies again.

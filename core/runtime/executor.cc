@@ -536,11 +536,12 @@ void Executor::ResolveLocals(const PreparedBlock& block, const std::shared_ptr<S
 bool Executor::ResolveName(const PreparedBlock& block, Scope& scope, size_t i, Variable** frame) {
   const std::string& name = block.names[i];
   const uint64_t bits = block.name_bits[i];
+  const uint64_t seen = scope.version();
   Variable* v = scope.FindLocalVar(name, bits);
   bool here = v != nullptr;
   if (v == nullptr && scope.parent() != nullptr) v = scope.parent()->FindVar(name, bits);
   if (v == nullptr && block.is_output[i]) {
-    v = scope.VarAfterMiss(name, bits);
+    v = scope.VarAfterMiss(name, bits, seen);
     here = true;
   }
   frame[i] = v;

@@ -140,13 +140,18 @@ Variable* Scope::VarList::Add(const std::string& name, uint64_t bits) {
 Variable* Scope::Var(const std::string& name) { return Var(name, NameBits(name)); }
 
 Variable* Scope::Var(const std::string& name, uint64_t bits) {
+  const uint64_t seen = version();
   if (Variable* v = FindLocalVar(name, bits)) return v;
-  return VarAfterMiss(name, bits);
+  return VarAfterMiss(name, bits, seen);
 }
 
-Variable* Scope::VarAfterMiss(const std::string& name, uint64_t bits) {
+Variable* Scope::VarAfterMiss(const std::string& name, uint64_t bits, uint64_t seen) {
   std::lock_guard lock(mu_);
-  if (Variable* v = vars_.FindHoldingLock(name)) return v;  // made meanwhile by another thread
+  // The list's size is published after its head: a lookup that began after reading `seen`
+  // saw every variable counted in it.
+  if (vars_.size() != seen) {
+    if (Variable* v = vars_.FindHoldingLock(name)) return v;  // made meanwhile by another thread
+  }
   return vars_.Add(name, bits);
 }
 

@@ -92,9 +92,11 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   Variable* FindVar(const std::string& name, uint64_t bits) const;
   Variable* FindLocalVar(const std::string& name, uint64_t bits) const;
   Variable* Var(const std::string& name, uint64_t bits);
-  // Var for a caller that has just seen FindLocalVar(name, bits) miss: makes `name` here
-  // unless another thread made it meanwhile, without looking for it lock-free again.
-  Variable* VarAfterMiss(const std::string& name, uint64_t bits);
+  // Var for a caller that has just seen FindLocalVar(name, bits) miss, having read
+  // version() == `seen` before it: makes `name` here unless another thread made it
+  // meanwhile, looking for it again (under the lock) only if the scope has gained a
+  // variable since `seen`.
+  Variable* VarAfterMiss(const std::string& name, uint64_t bits, uint64_t seen);
 
   const std::shared_ptr<Scope>& parent() const { return parent_; }
   // The sum of the versions of every scope on the chain from here to the root; since

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "core/abi/host_api.h"
 #include "core/abi/status.h"
@@ -127,6 +129,52 @@ TEST(HostApi, CustomValuesNeedARegisteredTypeAndTheRightName) {
   EXPECT_STREQ(buf, "box") << "truncated to the buffer";
   var.Clear();
   EXPECT_EQ(destroyed, 1);
+}
+
+// ABI v13: a custom value set by its type's handle, with no name looked up.
+TEST(HostApi, CustomValuesAreSetByTheirTypesHandle) {
+  static int destroyed = 0;
+  RillRegistrar reg;
+  reg.plugin = "test";
+  reg.var_types.push_back(CustomType{VarTypeHandle("test.typed"), "test.typed", "test",
+                                     [](void* p) { ++destroyed; delete static_cast<int*>(p); }, nullptr, nullptr});
+  Variable var;
+  auto* v = reinterpret_cast<RillVariable*>(&var);
+  const RillVarType* typed = VarTypeHandle("test.typed");
+  {
+    Registry registry;
+    registry.Commit({&reg});
+    registry.Publish();
+    ASSERT_EQ(H().var_type_find("test.typed"), typed);
+    EXPECT_EQ(H().var_set_custom_typed(v, typed, new int(5)), nullptr);
+    EXPECT_EQ(*static_cast<int*>(H().var_custom(v, typed)), 5);
+    EXPECT_EQ(H().var_set_custom_typed(v, typed, new int(6)), nullptr) << "over the last value, which goes";
+    EXPECT_EQ(destroyed, 1);
+    EXPECT_EQ(Message(H().var_set_custom_typed(v, VarTypeHandle("test.unregistered"), nullptr)),
+              "var_set_custom_typed: the type is not registered");
+    EXPECT_EQ(Message(H().var_set_custom_typed(v, nullptr, nullptr)), "var_set_custom_typed: null argument");
+    EXPECT_EQ(Message(H().var_set_custom_typed(nullptr, typed, nullptr)), "var_set_custom_typed: null argument");
+    var.Clear();
+  }
+  EXPECT_EQ(destroyed, 2);
+}
+
+// ABI v13: small blocks from the host's pages, freed on any thread.
+TEST(HostApi, SmallAllocationsComeFromTheHostAndGoBackFromAnyThread) {
+  EXPECT_EQ(H().mem_alloc(0), nullptr);
+  EXPECT_EQ(H().mem_alloc(RILL_MEM_SMALL_MAX + 1), nullptr);
+  H().mem_free(nullptr, 16);  // nothing
+  std::vector<std::pair<void*, size_t>> blocks;
+  for (size_t bytes : {size_t{1}, size_t{16}, size_t{40}, size_t{100}, size_t{320}, size_t{RILL_MEM_SMALL_MAX}}) {
+    void* p = H().mem_alloc(bytes);
+    ASSERT_NE(p, nullptr) << bytes;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 16, 0u) << bytes << " bytes are 16-byte aligned";
+    std::memset(p, 0xab, bytes);  // all of it is ours (ASan would say otherwise)
+    blocks.emplace_back(p, bytes);
+  }
+  std::thread([&] {
+    for (auto [p, bytes] : blocks) H().mem_free(p, bytes);
+  }).join();
 }
 
 TEST(HostApi, OwnedScopeHandlesKeepScopesAlive) {

@@ -324,6 +324,25 @@ TEST(CspPrograms, FrozenAbiV2CPluginParksItsTask) {
                    "Out=[got]) waiting for the mailbox\n");
 }
 
+// A plain-C plugin built against the frozen ABI v12 header starts go blocks with ctx_go:
+// the channel it binds is the block's own copy (the outer variable changes after), and
+// the rest is seen through the op's scope.
+TEST(CspPrograms, FrozenAbiV12CPluginStartsGoBlocks) {
+  const std::vector<std::string> plugin = {"--plugin", std::string(RILL_FIXTURE_DIR) + "/frozen_v12/librill_frozen_v12.so"};
+  ProgramBuilder pb;
+  BlockBuilder& main = pb.block(0);
+  MakeChannel(main, "ch");
+  main.Op("assign").Input("X", "ch").Output("Out", "first");
+  Fill(main, "x", RILL_INT64, 21);
+  BlockBuilder& sender = pb.NewBlock(0);
+  main.Op("v12_go").Input("X", "ch").BlockAttr("sub_block", sender.idx());
+  sender.Op("elementwise_add").Input("X", "x").Input("Y", "x").Output("Out", "twice");
+  ChannelSend(sender, "ch", "twice");
+  MakeChannel(main, "ch");  // a new channel in the outer variable: the block keeps its own
+  ChannelRecv(main, "first", "got");
+  ExpectRunPrints(pb, "frozen_v12", {"got"}, "got int64 [1] 42\n", plugin);
+}
+
 TEST(CspPrograms, ChannelMisuseIsAClearError) {
   ProgramBuilder never;
   ChannelRecv(never.block(0), "nochan", "x");

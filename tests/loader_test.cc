@@ -234,6 +234,15 @@ TEST(Loader, FrozenAbiV11PluginReadsItsArgumentsFromTheFrame) {
   }
 }
 
+// ABI v12: a plain-C go op loads into this host (csp_program_test runs its go blocks).
+TEST(Loader, FrozenAbiV12PluginLoads) {
+  Registry registry;
+  const auto plugins = LoadPlugins(registry, LoadOptions{{kPlugins, kFixtures + "/frozen_v12"}, {}, {}});
+  EXPECT_EQ(plugins.back().name, "frozen_v12");
+  EXPECT_EQ(plugins.back().abi_version, 12u);
+  EXPECT_NE(registry.FindOp("v12_go"), nullptr);
+}
+
 // ABI v7: a plain-C kernel reads the ops of a block when it is created.
 TEST(Loader, FrozenAbiV7PluginReadsABlocksOps) {
   Registry registry;

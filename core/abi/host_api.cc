@@ -12,6 +12,7 @@
 #include "core/runtime/executor.h"
 #include "core/runtime/kernel_context.h"
 #include "core/runtime/native_scalar.h"
+#include "core/runtime/small_objects.h"
 #include "core/tasks/scheduler.h"
 
 // Shipped versions of the table are frozen: these offsets may never change. A new version
@@ -119,7 +120,12 @@ RILL_PIN(op_output_index, 84);
 RILL_PIN(ctx_frame, 85);
 // Version 12.
 RILL_PIN(ctx_go, 86);
-static_assert(sizeof(RillHostApi) == 8 + 87 * sizeof(void*), "RillHostApi v12 size changed");
+// Version 13.
+RILL_PIN(mem_alloc, 87);
+RILL_PIN(mem_free, 88);
+RILL_PIN(var_set_custom_typed, 89);
+static_assert(sizeof(RillHostApi) == 8 + 90 * sizeof(void*), "RillHostApi v13 size changed");
+static_assert(RILL_MEM_SMALL_MAX == rill::core::kMaxSmallBytes);
 #undef RILL_PIN
 
 // RillDeviceDef, which plugins fill: version 1 ends at `copy`; version 5 appends the
@@ -551,6 +557,28 @@ const RillVarType* VarTypeFind(const char* name) {
   const CustomType* type = registry && name ? registry->FindVarType(name) : nullptr;
   return type ? type->handle : nullptr;
 }
+// ---- small allocations (v13) ------------------------------------------------------------
+
+void* MemAlloc(size_t bytes) {
+  if (bytes == 0 || bytes > kMaxSmallBytes) return nullptr;
+  try {
+    return AllocateSmall(bytes);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void MemFree(void* p, size_t bytes) {
+  if (p != nullptr && bytes != 0 && bytes <= kMaxSmallBytes) FreeSmall(p, bytes);
+}
+
+RillStatus* VarSetCustomTyped(RillVariable* v, const RillVarType* type, void* value) {
+  if (!v || !type) return NullArg("var_set_custom_typed");
+  const Registry* registry = Registry::Published();
+  const CustomType* custom = registry ? registry->FindVarType(type) : nullptr;
+  if (custom == nullptr) return new RillStatus{RILL_NOT_FOUND, "var_set_custom_typed: the type is not registered"};
+  V(v)->SetCustom(custom, value);
+  return nullptr;
+}
 void* VarCustom(const RillVariable* v, const RillVarType* type) {
   const CustomValue* c = v ? V(v)->GetCustom() : nullptr;
   return c != nullptr && type != nullptr && c->type()->handle == type ? c->value() : nullptr;
@@ -796,6 +824,8 @@ const RillHostApi kTable = {
     OpInputIndex, OpOutputIndex, CtxFrame,
     // Version 12.
     CtxGo,
+    // Version 13.
+    MemAlloc, MemFree, VarSetCustomTyped,
 };
 
 }  // namespace

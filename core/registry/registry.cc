@@ -279,6 +279,13 @@ const CustomType* Registry::FindVarType(std::string_view name) const {
   return it == var_types_.end() ? nullptr : it->second.get();
 }
 
+const CustomType* Registry::FindVarType(const RillVarType* handle) const {
+  for (const auto& [name, type] : var_types_) {
+    if (type->handle == handle) return type.get();
+  }
+  return nullptr;
+}
+
 std::vector<const OpSchemaEntry*> Registry::AllOps() const {
   std::vector<const OpSchemaEntry*> out;
   for (const auto& [type, entry] : ops_) out.push_back(entry.get());

@@ -116,6 +116,8 @@ class Registry {
   // By a view, with no string made: the host API looks a plugin's type name up on every
   // var_set_custom (every channel_create).
   const CustomType* FindVarType(std::string_view name) const;
+  // The same by handle (var_type_find's): a walk over the few types, with no name compared.
+  const CustomType* FindVarType(const RillVarType* handle) const;
   std::vector<const OpSchemaEntry*> AllOps() const;  // sorted by type
 
   // Why `type` is unknown: which disabled plugin has it, or that no loaded plugin does.

@@ -15,15 +15,17 @@ class Create {
   explicit Create(const OpInfo& op)
       : data_type_(static_cast<int32_t>(op.Attr<int64_t>("data_type"))),
         capacity_(op.Attr<int64_t>("capacity")),
-        out_(op.OutputSlot("Out")) {}
+        out_(op.OutputSlot("Out")),
+        type_(VarType::Find(kChannelType)) {}
   void Compute(KernelContext& ctx) {
-    ctx.OutputVar(out_).SetCustom(kChannelType, Channel::MakeHeld(data_type_, capacity_));
+    ctx.OutputVar(out_).SetCustom(type_, Channel::MakeHeld(data_type_, capacity_));
   }
 
  private:
   const int32_t data_type_;
   const int64_t capacity_;
   const Slot out_;
+  const VarType type_;
 };
 
 class Send {

@@ -47,8 +47,10 @@ extern "C" {
  * version 9 a variable's scalar read and written in one call (var_scalar, var_set_scalar);
  * version 10 a sub-block run by the host in one call (ctx_run_sub_block); version 11 a
  * kernel's arguments read from its block run's frame (op_input_index, ctx_frame); version
- * 12 a go block started with its bound variables in one call (ctx_go). */
-#define RILL_ABI_VERSION 12u
+ * 12 a go block started with its bound variables in one call (ctx_go); version 13 small
+ * allocations from the host's per-thread pages (mem_alloc, mem_free) and a custom value set
+ * by its type's handle (var_set_custom_typed). */
+#define RILL_ABI_VERSION 13u
 
 /* Name of the single exported entry point. */
 #define RILL_ENTRY_POINT_NAME "RillGetPlugin"
@@ -564,7 +566,10 @@ typedef struct RillHostApi {
    * op's scope, after giving that scope its own copy (as var_copy makes one: a custom
    * value through its type's copy) of each frame entry at `frame_indices` (op_input_index,
    * op_output_index), under the name the entry has in the op's block; the task keeps the
-   * scope alive until it ends. It does what scope_new_child, scope_var and var_copy for
+   * scope alive until it ends. (Since version 13 the new scope hangs below the nearest
+   * enclosing scope that holds a variable other than those copied: one whose variables are
+   * all copied shows the block nothing it does not hold itself, so the block does not keep
+   * it alive; a variable made there by name later is not seen by the block.) It does what scope_new_child, scope_var and var_copy for
    * each entry, task_go and scope_release do in turn, with no handle and no name to hash,
    * which is most of what starting a go block costs. An index listed twice is copied once
    * more over the first copy. RILL_INVALID_ARGUMENT, with nothing started, for an index
@@ -573,6 +578,23 @@ typedef struct RillHostApi {
   RillStatus* (*ctx_go)(RillKernelContext* ctx, int32_t block_idx, const uint32_t* frame_indices,
                         size_t count);
   /* ===== End of version 12 ===== */
+
+  /* ===== Version 13: small allocations from the host =====
+   * mem_alloc: `bytes` (1 to RILL_MEM_SMALL_MAX) of memory aligned to 16 bytes, from the
+   * pages the host keeps its own small objects in (scopes, go blocks' variables, tasks):
+   * each thread allocates from pages of its own without a lock, and a block freed on
+   * another thread goes back to its page without one. For a plugin's small objects that
+   * one task makes and another frees (a channel, a message), at a fraction of malloc's
+   * cost. NULL for 0 or more than RILL_MEM_SMALL_MAX bytes, or when no memory is left.
+   * mem_free: gives back a block from mem_alloc; `bytes` is what was asked for. Any thread
+   * may free it; NULL does nothing.
+   * var_set_custom_typed: var_set_custom by the type's handle (var_type_find), with no name
+   * to look up: RILL_INVALID_ARGUMENT for a NULL variable or type. */
+#define RILL_MEM_SMALL_MAX 512u
+  void* (*mem_alloc)(size_t bytes);
+  void (*mem_free)(void* p, size_t bytes);
+  RillStatus* (*var_set_custom_typed)(RillVariable* v, const RillVarType* type, void* value);
+  /* ===== End of version 13 ===== */
 } RillHostApi;
 
 /* ---- The plugin's entry ---------------------------------------------------------------- */

@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <initializer_list>
+#include <new>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -87,6 +88,40 @@ RillStatus* Guard(F&& body) noexcept {
 inline void Log(RillLogLevel level, const std::string& message) {
   Host().log(level, message.c_str());
 }
+
+// Memory for a plugin's small objects from the host's per-thread pages (ABI v13,
+// mem_alloc): an allocator for std::allocate_shared and node containers, for objects one
+// task makes and another frees. A request past RILL_MEM_SMALL_MAX bytes, or for a type
+// aligned past 16, goes to operator new instead (allocate and deallocate agree by size).
+template <class T>
+struct HostSmallAllocator {
+  using value_type = T;
+  HostSmallAllocator() = default;
+  template <class U>
+  HostSmallAllocator(const HostSmallAllocator<U>&) {}  // NOLINT: rebinding converts implicitly
+
+  T* allocate(size_t n) {
+    const size_t bytes = n * sizeof(T);
+    if (!FromHost(bytes)) return static_cast<T*>(::operator new(bytes));
+    if (void* p = Host().mem_alloc(bytes)) return static_cast<T*>(p);
+    throw std::bad_alloc();
+  }
+  void deallocate(T* p, size_t n) {
+    const size_t bytes = n * sizeof(T);
+    if (FromHost(bytes)) {
+      Host().mem_free(p, bytes);
+    } else {
+      ::operator delete(p);
+    }
+  }
+  template <class U> bool operator==(const HostSmallAllocator<U>&) const { return true; }
+  template <class U> bool operator!=(const HostSmallAllocator<U>&) const { return false; }
+
+ private:
+  static constexpr bool FromHost(size_t bytes) {
+    return bytes > 0 && bytes <= RILL_MEM_SMALL_MAX && alignof(T) <= 16;
+  }
+};
 
 // Splits "a, b,c" into {"a", "b", "c"}: spaces dropped, empty items skipped.
 inline std::vector<std::string> SplitList(const std::string& list) {
@@ -270,6 +305,10 @@ class Variable {
   // Takes ownership of `value`; destroyed by the type's registered destroy callback.
   template <class T> void SetCustom(const char* type_name, T* value) {
     Check(Host().var_set_custom(v_, type_name, value));
+  }
+  // The same by the type's handle (ABI v13: no name looked up).
+  template <class T> void SetCustom(const VarType& type, T* value) {
+    Check(Host().var_set_custom_typed(v_, type.handle(), value));
   }
   // The value if the variable holds one of `type`, else nullptr (ABI v8: no name compared).
   template <class T> T* Custom(const VarType& type) const {

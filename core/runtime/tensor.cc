@@ -56,8 +56,8 @@ Buffer::Buffer(size_t bytes, Place place, const Device* staging_for) : data_(nul
     staged_for_ = staging_for;
     return;
   }
-  if (rounded <= kAlignment) {
-    data_ = AlignedInside(inline_);
+  if (rounded <= kAlignment && AlignedInside(inline_) == inline_) {
+    data_ = inline_;
     return;
   }
   // Small buffers are aligned by hand inside a plain block: glibc's aligned_alloc bypasses

@@ -63,10 +63,14 @@ class Buffer {
   Place place_;
   const Device* device_ = nullptr;
   const Device* staged_for_ = nullptr;
-  // CPU memory of at most kAlignment bytes (a scalar) lives here, aligned by hand: a small
-  // tensor is then one allocation (this Buffer, with its shared count) instead of two. A
-  // go block's constants and results are such tensors, made and freed with every block.
-  unsigned char inline_[kAlignment + kAlignment - kMallocAlignment];
+  // CPU memory of at most kAlignment bytes (a scalar) lives here when it starts at a
+  // kAlignment boundary: a small tensor is then one allocation (this Buffer, with its
+  // shared count) instead of two. A go block's constants and results are such tensors,
+  // made and freed with every block. Tensors make Buffers with allocate_shared from the
+  // small-object pages, where the shared count (16 bytes) and the fields above (48) put
+  // this at 64 bytes into a 128-byte block, itself 128-byte aligned; elsewhere (malloc, in
+  // sanitizer builds) the memory is allocated apart whenever this is not aligned.
+  alignas(16) unsigned char inline_[kAlignment];
 };
 
 class Tensor {

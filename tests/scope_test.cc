@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <thread>
@@ -23,6 +24,24 @@ TEST(Scope, VarCreatesLocallyAndFindWalksUp) {
   EXPECT_EQ(root->Var("x"), x) << "Var returns the existing variable";
   EXPECT_EQ(child->FindVar("missing"), nullptr);
   EXPECT_EQ(child->root(), root.get());
+}
+
+// Names up to 15 characters are kept in the variable's entry, longer ones apart: both are
+// found, listed and told apart exactly.
+TEST(Scope, ShortAndLongNamesAreFoundAndListed) {
+  auto scope = Scope::NewRoot();
+  const std::vector<std::string> names = {"", "x", "fifteen_chars__", "sixteen_chars___",
+                                          std::string(300, 'n'), std::string(300, 'n') + "m"};
+  std::vector<Variable*> made;
+  for (const std::string& name : names) made.push_back(scope->Var(name));
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(scope->FindLocalVar(names[i]), made[i]) << names[i].size() << " characters";
+    for (size_t j = 0; j < i; ++j) EXPECT_NE(made[i], made[j]);
+  }
+  EXPECT_EQ(scope->FindLocalVar("fifteen_chars_"), nullptr) << "a prefix is another name";
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(scope->LocalVarNames(), sorted);
 }
 
 TEST(Scope, ChildKeepsParentChainAlive) {

@@ -151,6 +151,29 @@ TEST(Tensor, DeepCopyIsIndependent) {
   EXPECT_EQ(b.Describe(), "int64[3] {1, 2, 3}");
 }
 
+// A tensor keeps its LoD apart (one pointer, none for most tensors) with a value's
+// semantics: a copy has its own, a move or swap takes it, and an empty one reads empty.
+TEST(Tensor, LoDIsCopiedMovedAndSwappedAsAValue) {
+  Tensor a;
+  a.Allocate(RILL_INT64, {3});
+  EXPECT_TRUE(a.lod().empty());
+  a.mutable_lod() = {{0, 1, 3}};
+  Tensor b = a;  // shares the buffer, copies the LoD
+  b.mutable_lod()[0][1] = 2;
+  EXPECT_EQ(a.lod(), (LoD{{0, 1, 3}})) << "the copy's LoD is its own";
+  EXPECT_EQ(b.lod(), (LoD{{0, 2, 3}}));
+  Tensor plain;
+  plain.Allocate(RILL_INT64, {3});
+  b = plain;
+  EXPECT_TRUE(b.lod().empty()) << "assigning a tensor without LoD clears it";
+  Tensor c = std::move(a);
+  EXPECT_EQ(c.lod(), (LoD{{0, 1, 3}}));
+  c.swap(b);
+  EXPECT_TRUE(c.lod().empty());
+  EXPECT_EQ(b.lod(), (LoD{{0, 1, 3}}));
+  EXPECT_FALSE(b.is_scalar());
+}
+
 TEST(Tensor, BadShapesAndPlacesAreErrors) {
   Tensor t;
   EXPECT_THROW(t.Allocate(RILL_FP32, {2, -1}), Error);

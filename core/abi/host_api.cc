@@ -613,7 +613,7 @@ RillStatus* VarSetScalar(RillVariable* v, int32_t dtype, uint64_t bits) {
       var->Clear();
       t = var->GetMutableTensor();
     }
-    if (!t->lod().empty()) t->mutable_lod().clear();
+    if (t->has_lod()) t->mutable_lod().clear();
     CopyHostBytes(t->AllocateScalar(dtype), &bits, size);
   });
 }

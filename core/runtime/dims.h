@@ -51,14 +51,14 @@ class Dims {
     if (n > kInline && n > heap_capacity_) {
       delete[] heap_;
       heap_ = new int64_t[n];
-      heap_capacity_ = n;
+      heap_capacity_ = static_cast<uint32_t>(n);
     }
     if (heap_ != nullptr) {
       std::copy(first, last, heap_);
     } else {
       for (size_t k = 0; k < n; ++k) inline_[k] = first[k];  // a few words: no call to memmove
     }
-    size_ = n;
+    size_ = static_cast<uint32_t>(n);
   }
 
   void swap(Dims& o) noexcept {
@@ -83,9 +83,10 @@ class Dims {
     o.size_ = 0;
   }
 
+  // 32-bit counts: a Dims is in every tensor, and so in every scope variable (Variable).
   int64_t* heap_ = nullptr;  // null: the dimensions are in inline_
-  size_t heap_capacity_ = 0;
-  size_t size_ = 0;
+  uint32_t heap_capacity_ = 0;
+  uint32_t size_ = 0;
   int64_t inline_[kInline] = {};
 };
 

@@ -43,7 +43,7 @@ bool WithNativeScalarType(int32_t dtype, F&& f) {
 // paths would not write either (the kernel then runs and gives its own result or error).
 inline Tensor* ScalarOutput(Variable* v) {
   if (v == nullptr) return nullptr;
-  if (Tensor* t = v->GetTensor()) return (!t->initialized() && t->lod().empty()) || t->is_scalar() ? t : nullptr;
+  if (Tensor* t = v->GetTensor()) return (!t->initialized() && !t->has_lod()) || t->is_scalar() ? t : nullptr;
   return v->initialized() ? nullptr : v->GetMutableTensor();
 }
 
@@ -62,7 +62,7 @@ inline void* InPlaceScalar(const Tensor& t, int32_t dtype, size_t ndim) {
 // var_set_scalar and the scalar add write a value over the one the last message or step
 // left.
 inline void* InPlaceScalar(const Tensor* t, int32_t dtype) {
-  return t != nullptr && t->lod().empty() ? InPlaceScalar(*t, dtype, 1) : nullptr;
+  return t != nullptr && !t->has_lod() ? InPlaceScalar(*t, dtype, 1) : nullptr;
 }
 
 // Where a one-element `dtype` tensor of rank `ndim` (at most kMaxScalarDims) goes in `t`:

@@ -105,7 +105,7 @@ Variable* Scope::VarList::Find(std::string_view name, SpinLock& mu) const {
     return FindHoldingLock(name);
   }
   for (Entry* e = head_.load(std::memory_order_acquire); e != nullptr; e = e->next) {
-    if (e->name == name) return &e->var;
+    if (e->name.view() == name) return &e->var;
   }
   return nullptr;
 }
@@ -116,20 +116,20 @@ Variable* Scope::VarList::FindHoldingLock(std::string_view name) const {
     return it == index_->end() ? nullptr : it->second;
   }
   for (Entry* e = head_.load(std::memory_order_relaxed); e != nullptr; e = e->next) {
-    if (e->name == name) return &e->var;
+    if (e->name.view() == name) return &e->var;
   }
   return nullptr;
 }
 
 Variable* Scope::VarList::Add(const std::string& name, uint64_t bits) {
-  Entry* e = new Entry{head_.load(std::memory_order_relaxed), name, Variable()};
+  Entry* e = new Entry(head_.load(std::memory_order_relaxed), name);
   const size_t n = size_.load(std::memory_order_relaxed) + 1;
   if (n > kIndexFrom) {
     if (index_ == nullptr) {
       index_ = std::make_unique<Index>();
-      for (Entry* o = e->next; o != nullptr; o = o->next) index_->emplace(o->name, &o->var);
+      for (Entry* o = e->next; o != nullptr; o = o->next) index_->emplace(o->name.view(), &o->var);
     }
-    index_->emplace(e->name, &e->var);
+    index_->emplace(e->name.view(), &e->var);
   }
   filter_.store(filter_.load(std::memory_order_relaxed) | bits, std::memory_order_release);
   head_.store(e, std::memory_order_release);
@@ -186,7 +186,7 @@ Scope* Scope::root() {
 std::vector<std::string> Scope::LocalVarNames() const {
   std::vector<std::string> names;
   names.reserve(vars_.size());
-  vars_.ForEach([&](const std::string& name) { names.push_back(name); });
+  vars_.ForEach([&](std::string_view name) { names.emplace_back(name); });
   std::sort(names.begin(), names.end());
   return names;
 }

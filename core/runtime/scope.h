@@ -26,6 +26,7 @@
 #define RILL_CORE_RUNTIME_SCOPE_H_
 
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -160,7 +161,7 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
     // Adds `name` (absent), whose NameBits are `bits`; the caller holds the scope's lock.
     Variable* Add(const std::string& name, uint64_t bits);
     template <class F> void ForEach(F&& f) const {
-      for (const Entry* e = head_.load(std::memory_order_acquire); e != nullptr; e = e->next) f(e->name);
+      for (const Entry* e = head_.load(std::memory_order_acquire); e != nullptr; e = e->next) f(e->name.view());
     }
     template <class F> bool AllVars(F&& pred) const {
       for (const Entry* e = head_.load(std::memory_order_acquire); e != nullptr; e = e->next) {
@@ -170,13 +171,55 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
     }
 
    private:
+    // A variable's name in 16 bytes: up to 15 characters in place (a block's names, in
+    // practice), a longer one on the heap. With a 104-byte Variable an entry is 128 bytes,
+    // a small-object class of its own, where a std::string's 32 made it 192.
+    class Name {
+     public:
+      explicit Name(std::string_view s) {
+        if (s.size() < sizeof(bytes_)) {
+          std::memcpy(bytes_, s.data(), s.size());
+          bytes_[kLast] = static_cast<char>(s.size());
+        } else {
+          char* heap = new char[s.size()];
+          std::memcpy(heap, s.data(), s.size());
+          const uint32_t size = static_cast<uint32_t>(s.size());
+          std::memcpy(bytes_, &heap, sizeof(heap));
+          std::memcpy(bytes_ + sizeof(heap), &size, sizeof(size));
+          bytes_[kLast] = kOnHeap;
+        }
+      }
+      Name(const Name&) = delete;
+      Name& operator=(const Name&) = delete;
+      ~Name() {
+        if (bytes_[kLast] == kOnHeap) delete[] heap();
+      }
+      std::string_view view() const {
+        if (bytes_[kLast] != kOnHeap) return {bytes_, static_cast<size_t>(bytes_[kLast])};
+        uint32_t size;
+        std::memcpy(&size, bytes_ + sizeof(char*), sizeof(size));
+        return {heap(), size};
+      }
+
+     private:
+      static constexpr size_t kLast = 15;  // the length in place, or kOnHeap
+      static constexpr char kOnHeap = 16;
+      char* heap() const {
+        char* p;
+        std::memcpy(&p, bytes_, sizeof(p));
+        return p;
+      }
+      char bytes_[16];
+    };
     struct Entry {
       static void* operator new(size_t bytes) { return AllocateSmall(bytes); }
       static void operator delete(void* p, size_t bytes) { FreeSmall(p, bytes); }
+      Entry(Entry* n, std::string_view s) : next(n), name(s) {}
       Entry* next;  // the entry made before this one; fixed once published
-      std::string name;
+      Name name;
       Variable var;
     };
+    static_assert(sizeof(Entry) <= 128, "an entry fits the 128-byte small-object class");
     using Index = std::unordered_map<std::string_view, Variable*>;
     void Clear();
     std::atomic<Entry*> head_{nullptr};  // newest first

@@ -91,6 +91,8 @@ Buffer::~Buffer() {
   }
 }
 
+const LoD LoDHolder::kEmpty;
+
 namespace {
 // The calling thread's spare buffer (Tensor::RecycleBuffer): one, so what it keeps alive is
 // bounded by a small block a thread.

@@ -32,6 +32,39 @@ struct Place {
 
 using LoD = std::vector<std::vector<uint64_t>>;
 
+// A tensor's LoD in one pointer, with a value's copy semantics: most tensors have none (a
+// go block's scalars), and a tensor is in every scope variable (Variable), whose size
+// decides the size class of every variable's allocation.
+class LoDHolder {
+ public:
+  LoDHolder() = default;
+  LoDHolder(const LoDHolder& o) : p_(o.empty() ? nullptr : std::make_unique<LoD>(*o.p_)) {}
+  LoDHolder(LoDHolder&& o) noexcept = default;
+  LoDHolder& operator=(const LoDHolder& o) {
+    if (o.empty()) {
+      p_.reset();
+    } else if (p_ != nullptr) {
+      *p_ = *o.p_;
+    } else {
+      p_ = std::make_unique<LoD>(*o.p_);
+    }
+    return *this;
+  }
+  LoDHolder& operator=(LoDHolder&& o) noexcept = default;
+
+  bool empty() const { return p_ == nullptr || p_->empty(); }
+  const LoD& get() const { return p_ != nullptr ? *p_ : kEmpty; }
+  LoD& mutable_get() {
+    if (p_ == nullptr) p_ = std::make_unique<LoD>();
+    return *p_;
+  }
+  void swap(LoDHolder& o) noexcept { p_.swap(o.p_); }
+
+ private:
+  static const LoD kEmpty;  // no guard to check on every read, as a function's static has
+  std::unique_ptr<LoD> p_;
+};
+
 // One allocation on the CPU (64-byte aligned) or on a plugin-driven device, freed when
 // the last tensor sharing it goes away. CPU memory allocated with `staging_for` is that
 // device's page-locked host memory when it offers some (staging_memory.h).
@@ -123,8 +156,9 @@ class Tensor {
   // Whether the tensor's CPU memory is a device's page-locked memory.
   bool page_locked() const { return buffer_ && buffer_->staged_for() != nullptr; }
 
-  const LoD& lod() const { return lod_; }
-  LoD& mutable_lod() { return lod_; }
+  const LoD& lod() const { return lod_.get(); }
+  bool has_lod() const { return !lod_.empty(); }
+  LoD& mutable_lod() { return lod_.mutable_get(); }
 
   // Exchanges two tensors' descriptions and buffers (no copy, no reference counting): a
   // channel receive swaps the value with its buffer slot this way.
@@ -182,7 +216,7 @@ class Tensor {
   int64_t numel_ = 0;
   Place place_;
   std::shared_ptr<Buffer> buffer_;
-  LoD lod_;
+  LoDHolder lod_;
 };
 
 // memcpy, with a scalar's bytes copied inline: a channel's copy send of one value spent

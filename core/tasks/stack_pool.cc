@@ -105,7 +105,12 @@ StackPool::StackPool(size_t stack_bytes, size_t kept_slabs, Clock::duration rele
       usable_((stack_bytes + page_ - 1) / page_ * page_),
       guarded_limit_(GuardedLimit()),
       kept_slabs_(kept_slabs),
-      release_after_(release_after) {}
+      release_after_(release_after) {
+  if (usable_ > UINT32_MAX) {
+    throw Error("a task stack of " + std::to_string(stack_bytes) + " bytes is past the 4 GiB a stack may have",
+                RILL_INVALID_ARGUMENT);
+  }
+}
 
 StackPool::~StackPool() {
   StackScavenger::Get().Forget(this);
@@ -176,7 +181,7 @@ void StackPool::AddSlab() {
       logged_ = true;
       Logger().info("task stacks past the {}th have no guard page (vm.max_map_count budget)", guarded_);
     }
-    free_.push_back(Stack{slot_base + page_, usable_, slabs_.size() - 1});
+    free_.push_back(Stack{slot_base + page_, static_cast<uint32_t>(usable_), static_cast<uint32_t>(slabs_.size() - 1)});
   }
 }
 

@@ -6,6 +6,9 @@
 
 namespace rill::core {
 
+// With allocate_shared's count (16 bytes) in front, one 128-byte small object (see Extras).
+static_assert(sizeof(Scope) <= 112, "a scope and its shared count fit the 128-byte small-object class");
+
 std::shared_ptr<Scope> Scope::NewRoot() {
   return std::allocate_shared<Scope>(SmallObjectAllocator<Scope>(), Passkey{}, nullptr);
 }
@@ -18,17 +21,19 @@ std::shared_ptr<Scope> Scope::NewChild(ChildKey key) {
   const uint64_t now = ChainVersion();
   child->born_under_ = now;
   if (key.op == 0) return child;  // unkeyed: always new
+  Extras* x = extras_.load(std::memory_order_acquire);
+  if (x == nullptr) return child;  // no child has left anything here
   Leftover taken;  // destroyed after the lock: a variable's destructor may release scopes
   {
-    std::lock_guard lock(leftovers_mu_);
-    auto it = std::find_if(leftovers_.begin(), leftovers_.end(), [&](const Leftover& l) { return l.key == key; });
-    if (it == leftovers_.end()) return child;
+    std::lock_guard lock(x->leftovers_mu);
+    auto it = std::find_if(x->leftovers.begin(), x->leftovers.end(), [&](const Leftover& l) { return l.key == key; });
+    if (it == x->leftovers.end()) return child;
     taken = std::move(*it);
-    leftovers_.erase(it);
+    x->leftovers.erase(it);
   }
   if (taken.born_under == now) {  // else stale: a name made locally may resolve above now
     child->vars_ = std::move(taken.vars);
-    std::move(std::begin(taken.run_cache), std::end(taken.run_cache), child->run_cache_);
+    std::move(std::begin(taken.run_cache), std::end(taken.run_cache), child->extras().run_cache);
   }
   return child;
 }
@@ -36,17 +41,21 @@ std::shared_ptr<Scope> Scope::NewChild(ChildKey key) {
 // Runs when the last holder lets go, so nobody can reach vars_ any more; the parent, which
 // this scope holds, is still alive.
 Scope::~Scope() {
+  const std::unique_ptr<Extras> own(extras_.load(std::memory_order_relaxed));  // freed last
   // A parent only this scope holds goes right after it, and no one can make a child of it
   // meanwhile: nobody would take the variables over (a go block's scope, last holder of
   // its loop step's).
   if (key_.op == 0 || !parent_ || vars_.size() == 0 || parent_.use_count() == 1) return;
-  const auto left = [this] {
-    return Leftover{key_, born_under_, std::move(vars_), {std::move(run_cache_[0]), std::move(run_cache_[1])}};
+  const auto left = [this, &own] {
+    Leftover l{key_, born_under_, std::move(vars_), {}};
+    if (own != nullptr) std::move(std::begin(own->run_cache), std::end(own->run_cache), l.run_cache);
+    return l;
   };
   Leftover dropped;  // destroyed after the lock, as above
+  Extras& up = parent_->extras();
   {
-    std::lock_guard lock(parent_->leftovers_mu_);
-    auto& all = parent_->leftovers_;
+    std::lock_guard lock(up.leftovers_mu);
+    auto& all = up.leftovers;
     auto it = std::find_if(all.begin(), all.end(), [&](const Leftover& o) { return o.key == key_; });
     if (it != all.end()) {
       // Children of one op alive at once (go blocks): one of them is left over already,
@@ -62,6 +71,15 @@ Scope::~Scope() {
     }
     all.push_back(left());
   }
+}
+
+Scope::Extras& Scope::MakeExtras() {
+  auto made = std::make_unique<Extras>();
+  Extras* none = nullptr;
+  if (extras_.compare_exchange_strong(none, made.get(), std::memory_order_acq_rel, std::memory_order_acquire)) {
+    return *made.release();
+  }
+  return *none;  // another thread made them first
 }
 
 uint64_t Scope::ChainVersion() const {

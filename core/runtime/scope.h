@@ -131,9 +131,12 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   // The slot, for one run at a time: null while another run holds it. Give it back with
   // ReleaseRunCache.
   RunCacheSlot* ClaimRunCache(RunCacheFor use = kBlock) {
-    return run_cache_busy_[use].exchange(true, std::memory_order_acquire) ? nullptr : &run_cache_[use];
+    Extras& x = extras();
+    return x.run_cache_busy[use].exchange(true, std::memory_order_acquire) ? nullptr : &x.run_cache[use];
   }
-  void ReleaseRunCache(RunCacheFor use = kBlock) { run_cache_busy_[use].store(false, std::memory_order_release); }
+  void ReleaseRunCache(RunCacheFor use = kBlock) {
+    extras_.load(std::memory_order_acquire)->run_cache_busy[use].store(false, std::memory_order_release);
+  }
 
  private:
   // A scope's variables: one allocation each (name and variable together, from the
@@ -245,12 +248,28 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   // Spin locks, not a mutex and a reader-writer lock: held for a hash lookup or an insert,
   // and taken several times per go block (its scope's variables, lookups up the chain),
   // where pthread's reader-writer lock cost 15% of a program's spawn.
-  SpinLock leftovers_mu_;
-  std::vector<Leftover, SmallObjectAllocator<Leftover>> leftovers_;  // at most kLeftovers, one a key, oldest first
+  // What only some scopes use, made on first use: the run caches (a scope a block runs in
+  // more than once: a loop step, a sub-block's parent) and the leftovers of keyed children
+  // (a loop's parent). A go block's scope uses neither, and without them a scope (with its
+  // shared count) is one 128-byte small object, not 192.
+  struct Extras {
+    static void* operator new(size_t bytes) { return AllocateSmall(bytes); }
+    static void operator delete(void* p, size_t bytes) { FreeSmall(p, bytes); }
+    SpinLock leftovers_mu;
+    std::vector<Leftover, SmallObjectAllocator<Leftover>> leftovers;  // at most kLeftovers, one a key, oldest first
+    std::atomic<bool> run_cache_busy[2] = {false, false};
+    RunCacheSlot run_cache[2];
+  };
+  // This scope's extras, made if none yet (lock-free: the loser of a race frees its own).
+  Extras& extras() {
+    if (Extras* x = extras_.load(std::memory_order_acquire)) return *x;
+    return MakeExtras();
+  }
+  Extras& MakeExtras();
+
   mutable SpinLock mu_;  // serialises Var's inserts; guards a large scope's index
   VarList vars_;         // its size() only grows, so it doubles as version()
-  std::atomic<bool> run_cache_busy_[2] = {false, false};
-  RunCacheSlot run_cache_[2];
+  std::atomic<Extras*> extras_{nullptr};  // owned
 };
 
 }  // namespace rill::core

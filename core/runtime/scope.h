@@ -245,9 +245,6 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   const std::shared_ptr<Scope> parent_;
   ChildKey key_;                // op 0 unless made by NewChild(key)
   uint64_t born_under_ = 0;     // parent_->ChainVersion() when vars_ started out empty
-  // Spin locks, not a mutex and a reader-writer lock: held for a hash lookup or an insert,
-  // and taken several times per go block (its scope's variables, lookups up the chain),
-  // where pthread's reader-writer lock cost 15% of a program's spawn.
   // What only some scopes use, made on first use: the run caches (a scope a block runs in
   // more than once: a loop step, a sub-block's parent) and the leftovers of keyed children
   // (a loop's parent). A go block's scope uses neither, and without them a scope (with its
@@ -267,6 +264,9 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   }
   Extras& MakeExtras();
 
+  // Spin locks, not a mutex and a reader-writer lock: held for a hash lookup or an insert,
+  // and taken several times per go block (its scope's variables, lookups up the chain),
+  // where pthread's reader-writer lock cost 15% of a program's spawn.
   mutable SpinLock mu_;  // serialises Var's inserts; guards a large scope's index
   VarList vars_;         // its size() only grows, so it doubles as version()
   std::atomic<Extras*> extras_{nullptr};  // owned

@@ -533,10 +533,16 @@ RillStatus* VarTensor(RillVariable* v, RillTensor** out) {
   if (!v || !out) return NullArg("var_tensor");
   return StatusFromCall([&] { *out = reinterpret_cast<RillTensor*>(V(v)->GetMutableTensor()); });
 }
+// A variable type of the newest published registry, by name or by handle; nullptr if none.
+template <class Key>
+const CustomType* PublishedVarType(Key key) {
+  const Registry* registry = Registry::Published();
+  return registry != nullptr ? registry->FindVarType(key) : nullptr;
+}
+
 RillStatus* VarSetCustom(RillVariable* v, const char* type_name, void* value) {
   if (!v || !type_name) return NullArg("var_set_custom");
-  const Registry* registry = Registry::Published();
-  const CustomType* type = registry ? registry->FindVarType(type_name) : nullptr;
+  const CustomType* type = PublishedVarType(std::string_view(type_name));
   if (type == nullptr) {
     return new RillStatus{RILL_NOT_FOUND, "variable type '" + std::string(type_name) + "' is not registered"};
   }
@@ -553,8 +559,7 @@ RillStatus* VarGetCustom(const RillVariable* v, const char* type_name, void** va
   return nullptr;
 }
 const RillVarType* VarTypeFind(const char* name) {
-  const Registry* registry = Registry::Published();
-  const CustomType* type = registry && name ? registry->FindVarType(name) : nullptr;
+  const CustomType* type = name ? PublishedVarType(std::string_view(name)) : nullptr;
   return type ? type->handle : nullptr;
 }
 // ---- small allocations (v13) ------------------------------------------------------------
@@ -573,8 +578,7 @@ void MemFree(void* p, size_t bytes) {
 
 RillStatus* VarSetCustomTyped(RillVariable* v, const RillVarType* type, void* value) {
   if (!v || !type) return NullArg("var_set_custom_typed");
-  const Registry* registry = Registry::Published();
-  const CustomType* custom = registry ? registry->FindVarType(type) : nullptr;
+  const CustomType* custom = PublishedVarType(type);
   if (custom == nullptr) return new RillStatus{RILL_NOT_FOUND, "var_set_custom_typed: the type is not registered"};
   V(v)->SetCustom(custom, value);
   return nullptr;

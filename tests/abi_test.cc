@@ -439,6 +439,10 @@ TEST(HostApi, ScalarsAreReadAndWrittenInOneCall) {
   EXPECT_EQ(rows.Describe(), "int8[1] {-1}");
   EXPECT_EQ(Message(H().var_set_scalar(h(rows), RILL_FP16 + 100, 0)),
             "var_set_scalar: data type 104 is not a tensor element type of at most 8 bytes");
+  // A number past 255 that agrees with the int8 scalar's in its low byte is no dtype of it.
+  EXPECT_EQ(Message(H().var_set_scalar(h(rows), 0x100 | RILL_INT8, 0)),
+            "var_set_scalar: data type 277 is not a tensor element type of at most 8 bytes");
+  EXPECT_EQ(rows.Describe(), "int8[1] {-1}");
   EXPECT_EQ(Message(H().var_set_scalar(nullptr, RILL_INT8, 0)), "var_set_scalar: null argument");
   EXPECT_EQ(H().var_scalar(nullptr, &dtype, &bits), 0);
 }

@@ -122,6 +122,11 @@ TEST(Tensor, AOneElementHostTensorKnowsItsRank) {
   t.mutable_lod().push_back({0, 1});
   EXPECT_EQ(t.host_scalar_rank(), 1) << "LoD is not part of it";
   EXPECT_FALSE(t.is_scalar()) << "a scalar has no LoD";
+  EXPECT_EQ(t.host_scalar_key(), Tensor::HostScalarKey(RILL_FP32, 1));
+  EXPECT_NE(t.host_scalar_key(), Tensor::HostScalarKey(RILL_INT32, 1));
+  EXPECT_NE(t.host_scalar_key(), Tensor::HostScalarKey(RILL_FP32, 2));
+  EXPECT_LT(moved.host_scalar_key(), 0);
+  EXPECT_LT(Tensor::HostScalarKey(0x100 | RILL_FP32, 0), 0) << "no dtype past 255 matches a tensor's key";
 }
 
 TEST(Tensor, ReusesMemoryOnlyWhenSoleOwnerAndSameSize) {

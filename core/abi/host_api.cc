@@ -590,27 +590,27 @@ void* VarCustom(const RillVariable* v, const RillVarType* type) {
 int32_t VarScalar(const RillVariable* v, int32_t* dtype, uint64_t* bits) {
   const Tensor* t = v && dtype && bits ? V(v)->GetTensor() : nullptr;
   if (t == nullptr || !t->is_scalar()) return 0;
-  const size_t size = ::rill::DataTypeSize(t->dtype());
-  if (size == 0 || size > sizeof(*bits)) return 0;
+  // A tensor's dtype is an element type (Tensor::Allocate refuses others), of 1 to 8 bytes.
+  const int32_t d = t->dtype();
   *bits = 0;
-  CopyHostBytes(bits, t->data(), size);
-  *dtype = t->dtype();
+  CopyHostBytes(bits, t->data(), ::rill::DataTypeSize(d));
+  *dtype = d;
   return 1;
 }
 RillStatus* VarSetScalar(RillVariable* v, int32_t dtype, uint64_t bits) {
   if (!v) return NullArg("var_set_scalar");
+  Variable* var = V(v);
+  Tensor* t = var->GetTensor();
+  // A scalar of that dtype already, not shared (a receiver's value, message after message):
+  // written in place. Its dtype is then an element type, of 1 to 8 bytes.
+  if (void* data = InPlaceScalar(t, dtype)) {
+    CopyHostBytes(data, &bits, ::rill::DataTypeSize(dtype));
+    return nullptr;
+  }
   const size_t size = ::rill::DataTypeSize(dtype);
   if (size == 0 || size > sizeof(bits)) {
     return new RillStatus{RILL_INVALID_ARGUMENT, "var_set_scalar: data type " + std::to_string(dtype) +
                                                      " is not a tensor element type of at most 8 bytes"};
-  }
-  Variable* var = V(v);
-  Tensor* t = var->GetTensor();
-  // A scalar of that dtype already, not shared (a receiver's value, message after message):
-  // written in place.
-  if (void* data = InPlaceScalar(t, dtype)) {
-    CopyHostBytes(data, &bits, size);
-    return nullptr;
   }
   return StatusFromCall([&] {
     if (t == nullptr) {

@@ -25,8 +25,8 @@ Tensor* Writable(Variable* v) {
 }
 
 template <class T>
-bool Step(const Tensor& i, const Tensor& n, Tensor& j, Tensor& cond, double step) {
-  const T next = Incremented(*i.data_as<T>(), step);
+bool TakeStep(const Tensor& i, const Tensor& n, Tensor& j, Tensor& cond, T step) {
+  const T next = *i.data_as<T>() + step;
   const T limit = *n.data_as<T>();
   const size_t ndim = i.dims().size();
   *static_cast<T*>(ScalarSlot(j, i.dtype(), ndim)) = next;
@@ -56,7 +56,11 @@ std::optional<CounterStep> CounterStep::Match(const RillOpInfo& increment, const
   s.next = j->ids[0];
   s.limit = n->ids[0];
   s.cond = cond->ids[0];
-  s.step = step->f;
+  const float as_float = static_cast<float>(step->f);
+  s.step_i64 = static_cast<int64_t>(as_float);
+  s.step_f64 = static_cast<double>(as_float);
+  s.step_i32 = static_cast<int32_t>(as_float);
+  s.step_f32 = as_float;
   s.dtypes = NativeScalarDtypes(registry, "increment") & NativeScalarDtypes(registry, "less_than");
   if (s.dtypes == 0) return std::nullopt;
   return s;
@@ -76,7 +80,10 @@ int CounterStep::RunGeneral(Variable* const* frame) const {
   Tensor* c = Writable(frame[cond]);
   if (j == nullptr || c == nullptr) return -1;
   int wrote = -1;
-  WithNativeScalarType(dtype, [&](auto type) { wrote = Step<decltype(type)>(*i, *n, *j, *c, step); });
+  WithNativeScalarType(dtype, [&](auto type) {
+    using T = decltype(type);
+    wrote = TakeStep<T>(*i, *n, *j, *c, Step<T>());
+  });
   return wrote;
 }
 

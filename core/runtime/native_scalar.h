@@ -28,7 +28,7 @@ inline uint32_t NativeScalarDtypes(const Registry& registry, const std::string& 
 // Calls f(T{}) with `dtype`'s C++ type and returns true; false for a dtype native steps do
 // not compute in.
 template <class F>
-bool WithNativeScalarType(int32_t dtype, F&& f) {
+[[gnu::always_inline]] inline bool WithNativeScalarType(int32_t dtype, F&& f) {
   switch (dtype) {
     case RILL_INT32: f(int32_t{}); return true;
     case RILL_INT64: f(int64_t{}); return true;
@@ -37,6 +37,9 @@ bool WithNativeScalarType(int32_t dtype, F&& f) {
     default: return false;
   }
 }
+
+// The tensor `v` holds, or nullptr (no variable, or another kind of value).
+inline Tensor* TensorIn(Variable* v) { return v != nullptr ? v->GetTensor() : nullptr; }
 
 // The tensor a scalar result is written into: an empty variable's new one, one not
 // allocated yet (and without LoD), or a scalar; nullptr for anything the kernels' scalar
@@ -55,7 +58,7 @@ inline bool IsHostScalarOfRank(const Tensor& t, size_t ndim) {
 // The memory of `t` when a one-element `dtype` result of rank `ndim` is written there in
 // place (ScalarSlot's usual case, inline for the native steps' fast paths), else nullptr.
 inline void* InPlaceScalar(const Tensor& t, int32_t dtype, size_t ndim) {
-  return t.dtype() == dtype && IsHostScalarOfRank(t, ndim) ? t.OwnData() : nullptr;
+  return t.host_scalar_key() == Tensor::HostScalarKey(dtype, static_cast<int32_t>(ndim)) ? t.OwnData() : nullptr;
 }
 
 // The same for a scalar by Tensor::is_scalar ([1], no LoD), or nullptr for no tensor: where

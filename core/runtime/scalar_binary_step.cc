@@ -1,7 +1,5 @@
 #include "core/runtime/scalar_binary_step.h"
 
-#include "core/runtime/native_scalar.h"
-
 namespace rill::core {
 namespace {
 
@@ -9,14 +7,6 @@ namespace {
 const Tensor* Scalar(const Variable* v) {
   const Tensor* t = v != nullptr ? v->GetTensor() : nullptr;
   return t != nullptr && t->is_scalar() ? t : nullptr;
-}
-
-template <class T>
-T Apply(ScalarBinaryStep::Kind kind, const Tensor& x, const Tensor& y) {
-  const T a = *x.data_as<T>(), b = *y.data_as<T>();
-  return kind == ScalarBinaryStep::Kind::kAdd   ? static_cast<T>(a + b)
-         : kind == ScalarBinaryStep::Kind::kSub ? static_cast<T>(a - b)
-                                                : static_cast<T>(a * b);
 }
 
 }  // namespace
@@ -44,7 +34,7 @@ std::optional<ScalarBinaryStep> ScalarBinaryStep::Match(const RillOpInfo& op, co
   return s;
 }
 
-bool ScalarBinaryStep::Run(Variable* const* frame) const {
+bool ScalarBinaryStep::RunGeneral(Variable* const* frame) const {
   const Tensor* x = Scalar(frame[this->x]);
   const Tensor* y = Scalar(frame[this->y]);
   if (x == nullptr || y == nullptr) return false;
@@ -56,7 +46,7 @@ bool ScalarBinaryStep::Run(Variable* const* frame) const {
   if (in_place == nullptr && (o = ScalarOutput(frame[out])) == nullptr) return false;
   return WithNativeScalarType(dtype, [&](auto type) {
     using T = decltype(type);
-    const T r = Apply<T>(kind, *x, *y);  // read before writing: Out may be X or Y
+    const T r = Apply<T>(*x->data_as<T>(), *y->data_as<T>());  // read before writing: Out may be X or Y
     *static_cast<T*>(in_place != nullptr ? in_place : ScalarSlot(*o, dtype, 1)) = r;
   });
 }

@@ -22,6 +22,7 @@
 #include <optional>
 
 #include "core/registry/registry.h"
+#include "core/runtime/native_scalar.h"
 #include "core/runtime/op_instance.h"
 #include "core/runtime/variable.h"
 
@@ -37,8 +38,34 @@ struct ScalarBinaryStep {
   static std::optional<ScalarBinaryStep> Match(const RillOpInfo& op, const Registry& registry);
 
   // Runs the op on the block's resolved variables; false, having changed nothing, when the
-  // values are not scalars this step handles.
-  bool Run(Variable* const* frame) const;
+  // values are not scalars this step handles. Inline up to the usual case (a running sum):
+  // X, Y and Out scalars of one dtype, Out owning its memory, written in place.
+  [[gnu::always_inline]] bool Run(Variable* const* frame) const {
+    const Tensor* tx = TensorIn(frame[x]);
+    const Tensor* ty = TensorIn(frame[y]);
+    Tensor* to = TensorIn(frame[out]);
+    if (tx == nullptr || ty == nullptr || to == nullptr) return RunGeneral(frame);
+    const int32_t key = tx->host_scalar_key();
+    if ((key >> 8) != 1 || ty->host_scalar_key() != key || to->host_scalar_key() != key || tx->has_lod() ||
+        ty->has_lod() || to->has_lod()) {
+      return RunGeneral(frame);
+    }
+    const int32_t dtype = key & 0xff;
+    void* result = to->OwnData();
+    if (result == nullptr || dtype >= 32 || (dtypes >> dtype & 1) == 0) return RunGeneral(frame);
+    return WithNativeScalarType(dtype, [&](auto type) {
+      using T = decltype(type);
+      *static_cast<T*>(result) = Apply<T>(*tx->data_as<T>(), *ty->data_as<T>());
+    });
+  }
+
+ private:
+  template <class T>
+  T Apply(T a, T b) const {
+    return kind == Kind::kAdd ? static_cast<T>(a + b) : kind == Kind::kSub ? static_cast<T>(a - b) : static_cast<T>(a * b);
+  }
+  // Any other case Run handles (Out empty, or not yet a scalar of that dtype, say).
+  bool RunGeneral(Variable* const* frame) const;
 };
 
 }  // namespace rill::core

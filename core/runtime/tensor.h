@@ -116,11 +116,18 @@ class Tensor {
   int64_t numel() const { return numel_; }
   // A one-element CPU tensor of shape [1] and no LoD: what the ABI calls a scalar
   // (RillHostApi::var_scalar), and what the native scalar steps compute on.
-  bool is_scalar() const { return host_scalar_rank_ == 1 && lod_.empty(); }
+  bool is_scalar() const { return host_scalar_rank() == 1 && lod_.empty(); }
   // The rank of a one-element CPU tensor (every dim 1), whatever its dtype and LoD; -1 for
-  // any other. One field, kept with the shape, where the native steps ask it of every
-  // operand on every step.
-  int32_t host_scalar_rank() const { return host_scalar_rank_; }
+  // any other.
+  int32_t host_scalar_rank() const { return host_scalar_key_ >> 8; }
+  // A one-element CPU tensor's dtype and rank in one value, HostScalarKey(dtype, rank);
+  // -1 for any other. Kept with the shape: the native steps ask it of every operand on
+  // every step, and one compare then checks both.
+  int32_t host_scalar_key() const { return host_scalar_key_; }
+  // (-2, which no tensor's key is, for a dtype past 255: no tensor has one.)
+  static constexpr int32_t HostScalarKey(int32_t dtype, int32_t rank) {
+    return static_cast<uint32_t>(dtype) <= 0xff ? rank << 8 | dtype : -2;
+  }
   size_t nbytes() const;
   const Place& place() const { return place_; }
   void* data() const { return buffer_ ? buffer_->data() : nullptr; }
@@ -152,7 +159,7 @@ class Tensor {
   void RecycleBuffer();
   // The tensor's memory when nobody else shares it, else nullptr: where Allocate with the
   // tensor's own dtype, shape and place would write (a loop counter rewritten in place).
-  void* OwnData() const { return buffer_ && buffer_.use_count() == 1 ? buffer_->data() : nullptr; }
+  void* OwnData() const { return buffer_.use_count() == 1 ? buffer_->data() : nullptr; }  // a count: a buffer
   // Whether the tensor's CPU memory is a device's page-locked memory.
   bool page_locked() const { return buffer_ && buffer_->staged_for() != nullptr; }
 
@@ -164,7 +171,7 @@ class Tensor {
   // channel receive swaps the value with its buffer slot this way.
   void swap(Tensor& o) noexcept {
     std::swap(dtype_, o.dtype_);
-    std::swap(host_scalar_rank_, o.host_scalar_rank_);
+    std::swap(host_scalar_key_, o.host_scalar_key_);
     dims_.swap(o.dims_);
     std::swap(numel_, o.numel_);
     std::swap(place_, o.place_);
@@ -207,11 +214,12 @@ class Tensor {
     dims_.assign(dims, dims + ndim);
     numel_ = numel;
     place_ = place;
-    host_scalar_rank_ = numel == 1 && place.device_type == RILL_CPU && ndim <= INT8_MAX ? static_cast<int8_t>(ndim) : -1;
+    const bool host_scalar = numel == 1 && place.device_type == RILL_CPU && ndim <= INT8_MAX;
+    host_scalar_key_ = host_scalar ? HostScalarKey(dtype, static_cast<int32_t>(ndim)) : -1;
   }
 
   int32_t dtype_ = -1;
-  int8_t host_scalar_rank_ = -1;  // see host_scalar_rank(); in dtype_'s padding
+  int32_t host_scalar_key_ = -1;  // see host_scalar_key(); where dtype_'s padding was
   Dims dims_;
   int64_t numel_ = 0;
   Place place_;

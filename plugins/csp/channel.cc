@@ -173,7 +173,7 @@ void Channel::Take(Slot& slot, RillVariable* dst, Scalar* taken) {
 }
 
 bool Channel::TrySendLocked(Variable src, bool copy, const Scalar* scalar, RillTask** wake) {
-  if (Waiter* r = recvq_.Pop()) {  // a receiver is waiting, so the buffer is empty
+  if (Waiter* r = recvq_.empty() ? nullptr : recvq_.Pop()) {  // a receiver is waiting: the buffer is empty
     Transfer(r->var, src.handle(), copy, scalar);
     Complete(r, true);
     *wake = r->task;
@@ -189,7 +189,7 @@ bool Channel::TrySendLocked(Variable src, bool copy, const Scalar* scalar, RillT
 }
 
 bool Channel::TryRecvLocked(Variable dst, bool* ok, RillTask** wake, Scalar* taken) {
-  if (Waiter* s = sendq_.Pop()) {  // a sender is waiting, so the buffer is full (or cap 0)
+  if (Waiter* s = sendq_.empty() ? nullptr : sendq_.Pop()) {  // a sender is waiting: the buffer is full (or cap 0)
     if (capacity_ == 0) {
       Transfer(dst.handle(), s->var, s->copy, &s->scalar);
     } else {

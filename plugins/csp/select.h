@@ -12,7 +12,9 @@
 #define RILL_PLUGINS_CSP_SELECT_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "channel.h"
@@ -37,7 +39,7 @@ template <class T, size_t kInline = 8>
 class PerCase {
  public:
   explicit PerCase(size_t n)
-      : n_(n), heap_(n > kInline ? new T[n]() : nullptr), data_(heap_ ? heap_.get() : reinterpret_cast<T*>(inline_)) {
+      : n_(n), heap_(Heap(n)), data_(heap_ ? heap_.get() : reinterpret_cast<T*>(inline_)) {
     if (!heap_) std::uninitialized_value_construct_n(data_, n);
   }
   ~PerCase() {
@@ -52,6 +54,12 @@ class PerCase {
   const T& operator[](size_t i) const { return data_[i]; }
 
  private:
+  static std::unique_ptr<T[]> Heap(size_t n) {
+    if (n <= kInline) return nullptr;
+    if (n > PTRDIFF_MAX / sizeof(T)) throw std::bad_array_new_length();  // what new T[n] may not check
+    return std::unique_ptr<T[]>(new T[n]());
+  }
+
   const size_t n_;
   alignas(T) unsigned char inline_[kInline * sizeof(T)];
   const std::unique_ptr<T[]> heap_;

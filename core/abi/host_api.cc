@@ -597,16 +597,12 @@ int32_t VarScalar(const RillVariable* v, int32_t* dtype, uint64_t* bits) {
   *dtype = d;
   return 1;
 }
-RillStatus* VarSetScalar(RillVariable* v, int32_t dtype, uint64_t bits) {
+// var_set_scalar's every case but the usual one, out of line: its registers and frame
+// would otherwise be saved and made on every message.
+[[gnu::noinline]] RillStatus* SetScalarAnew(RillVariable* v, int32_t dtype, uint64_t bits) {
   if (!v) return NullArg("var_set_scalar");
   Variable* var = V(v);
   Tensor* t = var->GetTensor();
-  // A scalar of that dtype already, not shared (a receiver's value, message after message):
-  // written in place. Its dtype is then an element type, of 1 to 8 bytes.
-  if (void* data = InPlaceScalar(t, dtype)) {
-    CopyHostBytes(data, &bits, ::rill::DataTypeSize(dtype));
-    return nullptr;
-  }
   const size_t size = ::rill::DataTypeSize(dtype);
   if (size == 0 || size > sizeof(bits)) {
     return new RillStatus{RILL_INVALID_ARGUMENT, "var_set_scalar: data type " + std::to_string(dtype) +
@@ -620,6 +616,15 @@ RillStatus* VarSetScalar(RillVariable* v, int32_t dtype, uint64_t bits) {
     if (t->has_lod()) t->mutable_lod().clear();
     CopyHostBytes(t->AllocateScalar(dtype), &bits, size);
   });
+}
+RillStatus* VarSetScalar(RillVariable* v, int32_t dtype, uint64_t bits) {
+  // A scalar of that dtype already, not shared (a receiver's value, message after message):
+  // written in place. Its dtype is then an element type, of 1 to 8 bytes.
+  if (void* data = v != nullptr ? InPlaceScalar(V(v)->GetTensor(), dtype) : nullptr) {
+    CopyHostBytes(data, &bits, ::rill::DataTypeSize(dtype));
+    return nullptr;
+  }
+  return SetScalarAnew(v, dtype, bits);
 }
 RillStatus* VarMove(RillVariable* dst, RillVariable* src) {
   if (!dst || !src) return NullArg("var_move");

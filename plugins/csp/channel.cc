@@ -247,6 +247,13 @@ void Channel::Send(Variable src, bool copy, RillKernelContext* ctx, const char* 
   std::shared_ptr<Channel> keep;  // set before waiting; outlives `lock` (see the header)
   std::unique_lock lock(mu_);
   if (closed_) throw Error("send on a closed channel", RILL_FAILED_PRECONDITION);
+  // The usual buffered send, a copied scalar into a free slot, here: TrySendLocked's
+  // calls for the other cases would make it save registers on every message.
+  if (scalar.dtype >= 0 && recvq_.empty() && count_ < static_cast<size_t>(capacity_)) {
+    buf_[Wrap(head_ + count_)].scalar = scalar;
+    ++count_;
+    return;
+  }
   RillTask* wake = nullptr;
   if (TrySendLocked(src, copy, &scalar, &wake)) {
     if (wake != nullptr) Unpark(wake);  // under the lock: the waiter cannot be gone yet
@@ -268,7 +275,15 @@ bool Channel::Recv(Variable dst, RillKernelContext* ctx, const char* what) {
   bool ok = false;
   RillTask* wake = nullptr;
   Scalar taken;  // a buffered scalar, written into dst once the lock is released
-  if (!TryRecvLocked(dst, &ok, &wake, &taken)) {
+  if (count_ > 0 && sendq_.empty() && buf_[head_].scalar.dtype >= 0) {
+    // The usual buffered receive, of a scalar, here (as in Send).
+    Scalar& slot = buf_[head_].scalar;
+    taken = slot;
+    slot.dtype = -1;
+    head_ = Wrap(head_ + 1);
+    --count_;
+    ok = true;
+  } else if (!TryRecvLocked(dst, &ok, &wake, &taken)) {
     Waiter w;
     w.task = CurrentTask();
     w.var = dst.handle();

@@ -20,6 +20,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <chrono>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -130,9 +131,10 @@ TEST(SmallObjects, AFreshPageIsCarvedInAddressOrder) {
   EXPECT_EQ(CountSmallPages().abandoned, abandoned);
 }
 
-// Pages emptied by their owner go back to the pool; past kSmallResidentEmptyPages of them
-// the pool gives their memory back to the kernel.
-TEST(SmallObjects, ThePoolKeepsABoundedNumberOfEmptyPagesResident) {
+// Pages emptied by their owner go back to the pool, resident; once the pool has taken and
+// put none for a second, the scavenger gives all but kSmallResidentEmptyPages of them back
+// to the kernel (they stay in the pool, to be carved again).
+TEST(SmallObjects, ThePoolGivesBackEmptyPagesPastTheKeptOnesOnceIdle) {
   if (!kSmallObjectCaches) GTEST_SKIP() << "built with AddressSanitizer: the pages are malloc and free";
   const size_t pages = kSmallResidentEmptyPages + 10;
   std::thread([&] {
@@ -142,7 +144,18 @@ TEST(SmallObjects, ThePoolKeepsABoundedNumberOfEmptyPagesResident) {
   }).join();
   const SmallPageCounts after = CountSmallPages();
   EXPECT_GE(after.empty, pages) << "the thread's pages, the last one too once it exited";
-  EXPECT_LE(after.empty_resident, kSmallResidentEmptyPages);
+  EXPECT_GE(after.empty_resident, pages) << "given back at once: a run taking them again would advise each";
+
+  const auto start = std::chrono::steady_clock::now();
+  while (CountSmallPages().empty_resident > kSmallResidentEmptyPages &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto waited = std::chrono::steady_clock::now() - start;
+  const SmallPageCounts idle = CountSmallPages();
+  EXPECT_EQ(idle.empty_resident, kSmallResidentEmptyPages) << "the pages past the kept ones were never given back";
+  EXPECT_EQ(idle.empty, after.empty) << "given-back pages stay in the pool";
+  EXPECT_GE(waited, std::chrono::milliseconds(500)) << "given back before the pool had been idle for a second";
 }
 
 // Threads allocate blocks of every class, hand some to each other and free what they are

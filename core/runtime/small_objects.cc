@@ -11,6 +11,7 @@
 #include <mutex>
 #include <new>
 
+#include "core/runtime/scavenger.h"
 #include "rill/sdk.hpp"
 
 namespace rill::core {
@@ -110,7 +111,6 @@ struct Page {
   uint32_t block_bytes = 0;
   Page* prev = nullptr;
   Page* next = nullptr;
-  bool resident = true;   // false: all but its first kResidentHeaderBytes advised away
 
   char* base() { return reinterpret_cast<char*>(this) + kSmallPageHeaderBytes; }
 };
@@ -144,6 +144,21 @@ struct PageList {
     if (p != nullptr) Remove(p);
     return p;
   }
+  // Keeps the first n pages and returns the rest, in order.
+  PageList SplitAfter(size_t n) {
+    PageList rest;
+    if (size <= n) return rest;
+    Page* last_kept = nullptr;
+    Page* first_cut = head;
+    for (size_t i = 0; i < n; ++i) last_kept = first_cut, first_cut = first_cut->next;
+    if (last_kept != nullptr) last_kept->next = nullptr;
+    else head = nullptr;
+    first_cut->prev = nullptr;
+    rest.head = first_cut;
+    rest.size = size - n;
+    size = n;
+    return rest;
+  }
 };
 
 struct ClassPages {
@@ -158,24 +173,35 @@ struct Heap {
   Heap* next_unused = nullptr;  // in the depot's list of heaps no thread uses
 };
 
-// Empty pages, abandoned pages and unused heaps, shared by all threads.
-struct Depot {
+// Empty pages, abandoned pages and unused heaps, shared by all threads. Empty pages past
+// the first kSmallResidentEmptyPages go back to the kernel only once the pool has taken
+// and put none for kReleaseAfter, from the scavenger's thread: a run that empties a few
+// thousand pages and the next run that takes them again (a benchmark's repetitions) then
+// make no madvise call (one a page, each flushing the TLB of every core the process runs
+// on, cost a chain of 100,000 go blocks ~2% of its time).
+struct Depot final : Scavengeable {
+  static constexpr Clock::duration kReleaseAfter = std::chrono::seconds(1);
+
   SpinLock mu;
-  PageList empty;
-  size_t empty_resident = 0;
+  PageList empty;     // resident, the most recently emptied first
+  PageList released;  // all but their first kResidentHeaderBytes given back (MADV_FREE)
+  Clock::time_point last_use;  // of `empty`, while it holds more than the kept pages
+  bool watched = false;        // by the scavenger, which will release what is past them
   PageList abandoned[kClasses];
   Heap* unused_heaps = nullptr;
   char* fresh = nullptr;  // the rest of the newest segment: pages never touched
   char* fresh_end = nullptr;
 
-  // An empty page: pooled, or fresh from a segment (the kernel's zero pages until written).
+  // An empty page: pooled (resident ones first), or fresh from a segment (the kernel's
+  // zero pages until written).
   Page* TakeEmpty() {
     {
       std::lock_guard lock(mu);
       if (Page* p = empty.Pop()) {
-        if (p->resident) --empty_resident;
+        if (empty.size >= kSmallResidentEmptyPages) last_use = Clock::now();
         return p;
       }
+      if (Page* p = released.Pop()) return p;
       if (fresh != fresh_end) return NewPageLocked();
     }
     void* segment = ReserveSegment();
@@ -187,21 +213,36 @@ struct Depot {
     return NewPageLocked();
   }
   void PutEmpty(Page* p) {
-    bool keep;
+    bool watch = false;
     {
       std::lock_guard lock(mu);
-      keep = empty_resident < kSmallResidentEmptyPages;
-      if (keep) ++empty_resident;
+      empty.Push(p);
+      if (empty.size > kSmallResidentEmptyPages) {
+        last_use = Clock::now();
+        watch = !watched;
+        watched = true;
+      }
     }
-    // Before the page is in the pool: once there, another thread may carve it at once.
-    // MADV_FREE, as the stack pool does: the kernel takes the memory only when it needs
-    // it, so a page carved again before that costs no page faults.
-    if (!keep) {
+    if (watch) Scavenger::Get().Watch(this);  // after unlocking: see the scavenger's lock order
+  }
+  // On the scavenger's thread: gives back the pages past the kept ones once the pool has
+  // been idle for kReleaseAfter. MADV_FREE, as the stack pool does: the kernel takes the
+  // memory only when it needs it, so a page carved again before that costs no page faults.
+  Clock::time_point ReleaseIfIdle(Clock::time_point now) override {
+    PageList past;
+    {
+      std::lock_guard lock(mu);
+      if (empty.size > kSmallResidentEmptyPages && now - last_use < kReleaseAfter) return last_use + kReleaseAfter;
+      past = empty.SplitAfter(kSmallResidentEmptyPages);  // the least recently emptied
+    }
+    // Out of every list meanwhile, so no thread carves them while they are advised.
+    for (Page* p = past.head; p != nullptr; p = p->next) {
       madvise(reinterpret_cast<char*>(p) + kResidentHeaderBytes, kSmallPageBytes - kResidentHeaderBytes, MADV_FREE);
     }
-    p->resident = keep;
     std::lock_guard lock(mu);
-    empty.Push(p);
+    while (Page* p = past.Pop()) released.Push(p);
+    watched = false;  // the next PutEmpty past the kept pages watches the pool again
+    return Clock::time_point::max();
   }
   Page* TakeAbandoned(size_t c) {
     std::lock_guard lock(mu);
@@ -589,8 +630,8 @@ SmallPageCounts CountSmallPages() {
   Depot& d = TheDepot();
   std::lock_guard lock(d.mu);
   SmallPageCounts counts;
-  counts.empty = d.empty.size;
-  counts.empty_resident = d.empty_resident;
+  counts.empty = d.empty.size + d.released.size;
+  counts.empty_resident = d.empty.size;
   for (const PageList& l : d.abandoned) counts.abandoned += l.size;
   return counts;
 }

@@ -19,9 +19,10 @@
 //    FreeSmall(p, bytes) takes it back with the same `bytes` (its size class), on any
 //    thread, including threads that are exiting.
 //  - A page is held while any block of it is live or in a thread's cache: a freed block
-//    is reused by the thread that freed it or by its page's owner. The pool keeps at most
-//    kSmallResidentEmptyPages empty pages resident; past that it gives all but the first
-//    4 KiB of each to the kernel to take when it needs memory (MADV_FREE). Address space
+//    is reused by the thread that freed it or by its page's owner. Empty pages past the
+//    first kSmallResidentEmptyPages go back to the kernel (all but the first 4 KiB of
+//    each, to take when it needs memory: MADV_FREE) once the pool has taken and put none
+//    for a second, from the scavenger's thread (core/runtime/scavenger.h). Address space
 //    is reserved in segments of 64 pages and never unmapped.
 //  - An exiting thread hands its pages on: empty ones to the pool, others (their blocks
 //    still live elsewhere) to the next thread that needs a page of that class.

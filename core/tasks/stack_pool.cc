@@ -4,12 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include "core/errors.h"
 #include "core/log.h"
@@ -29,77 +27,6 @@ size_t GuardedLimit() {
 
 }  // namespace
 
-// The background side of the release: one thread for the process, started by the first
-// pool to go idle, watching the idle pools until each has given its pages back or been
-// leased again. Stopped and joined at exit (a thread still alive then costs a TSan build
-// a second at exit), in the process that started it only (a forked child has no thread).
-// Lock order: mu_, then a pool's mu_ (a pool calls in here only with its own lock released).
-class __attribute__((visibility("hidden"))) StackScavenger {
- public:
-  static StackScavenger& Get() {
-    static StackScavenger scavenger;
-    return scavenger;
-  }
-
-  ~StackScavenger() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-      cv_.notify_one();
-    }
-    if (thread_.joinable() && started_by_ == getpid()) {
-      thread_.join();
-    } else if (thread_.joinable()) {
-      thread_.detach();
-    }
-  }
-
-  void Watch(StackPool* pool) {
-    std::lock_guard lock(mu_);
-    if (std::find(pools_.begin(), pools_.end(), pool) == pools_.end()) pools_.push_back(pool);
-    if (!thread_.joinable() && !stop_) {
-      started_by_ = getpid();
-      thread_ = std::thread([this] { Loop(); });
-    }
-    cv_.notify_one();
-  }
-
-  void Forget(StackPool* pool) {
-    std::lock_guard lock(mu_);  // waits out a release in progress on `pool`
-    pools_.erase(std::remove(pools_.begin(), pools_.end(), pool), pools_.end());
-  }
-
- private:
-  void Loop() {
-    std::unique_lock lock(mu_);
-    while (!stop_) {
-      auto next = StackPool::Clock::time_point::max();
-      const auto now = StackPool::Clock::now();
-      for (size_t i = 0; i < pools_.size();) {
-        const auto again = pools_[i]->ReleaseIfIdle(now);
-        if (again == StackPool::Clock::time_point::max()) {
-          pools_.erase(pools_.begin() + static_cast<std::ptrdiff_t>(i));
-        } else {
-          next = std::min(next, again);
-          ++i;
-        }
-      }
-      if (pools_.empty()) {
-        cv_.wait(lock);
-      } else {
-        cv_.wait_until(lock, next);
-      }
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<StackPool*> pools_;  // idle pools that may have pages to give back
-  bool stop_ = false;
-  pid_t started_by_ = 0;
-  std::thread thread_;
-};
-
 StackPool::StackPool(size_t stack_bytes, size_t kept_slabs, Clock::duration release_after)
     : page_(static_cast<size_t>(sysconf(_SC_PAGESIZE))),
       usable_((stack_bytes + page_ - 1) / page_ * page_),
@@ -113,7 +40,7 @@ StackPool::StackPool(size_t stack_bytes, size_t kept_slabs, Clock::duration rele
 }
 
 StackPool::~StackPool() {
-  StackScavenger::Get().Forget(this);
+  Scavenger::Get().Forget(this);
   for (const Slab& s : slabs_) munmap(s.base, s.bytes);
 }
 
@@ -138,7 +65,7 @@ void StackPool::Unlease() {
     if (--lessees_ > 0) return;
     idle_since_ = Clock::now();
   }
-  StackScavenger::Get().Watch(this);
+  Scavenger::Get().Watch(this);
 }
 
 StackPool::Clock::time_point StackPool::ReleaseIfIdle(Clock::time_point now) {

@@ -7,10 +7,11 @@
 //    may take it back costs as much as a fresh fault (9-18 us here), more than a task.
 //  - Memory goes back lazily, as Go's scavenger does it: once a pool has had no lessee for
 //    `release_after` (1 s), it hands the pages of all but its first `kept_slabs` slabs to
-//    the kernel to reclaim under memory pressure (MADV_FREE), from a background thread. A
-//    run of 100,000 tasks does not pin their memory for the life of the process, and runs
-//    that follow one another (a benchmark's repetitions, a server running programs) reuse
-//    it warm. Only slabs that handed out a stack since are advised again.
+//    the kernel to reclaim under memory pressure (MADV_FREE), from the scavenger's thread
+//    (core/runtime/scavenger.h). A run of 100,000 tasks does not pin their memory for the
+//    life of the process, and runs that follow one another (a benchmark's repetitions, a
+//    server running programs) reuse it warm. Only slabs that handed out a stack since are
+//    advised again.
 //  - Allocate() hands out a stack, Release() takes it back; both are thread-safe. Memory is
 //    reserved in slabs (MAP_NORESERVE): a stack costs physical memory only for the pages a
 //    task touches, so 100,000 parked tasks fit.
@@ -25,6 +26,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/runtime/scavenger.h"
 #include "rill/sdk.hpp"
 
 namespace rill::core {
@@ -36,9 +38,9 @@ struct Stack {
   uint32_t slab = 0;     // the pool's slab it lies in
 };
 
-class __attribute__((visibility("hidden"))) StackPool {  // hidden: holds an SDK SpinLock
+class __attribute__((visibility("hidden"))) StackPool final : private Scavengeable {  // hidden: holds an SDK SpinLock
  public:
-  using Clock = std::chrono::steady_clock;
+  using Clock = Scavengeable::Clock;
   static constexpr size_t kStacksPerSlab = 64;
   static constexpr size_t kKeptSlabs = 256;  // 16,384 stacks keep their pages for good
   static constexpr Clock::duration kReleaseAfter = std::chrono::seconds(1);
@@ -67,11 +69,10 @@ class __attribute__((visibility("hidden"))) StackPool {  // hidden: holds an SDK
     size_t bytes;
     bool used;  // handed out a stack since the last MADV_FREE
   };
-  friend class StackScavenger;
   void AddSlab();  // with mu_ held
   // Gives back the pages of warm slabs past kept_slabs_ if the pool has been idle for
   // release_after_ at `now`; else says when to look again (Clock::time_point::max(): never).
-  Clock::time_point ReleaseIfIdle(Clock::time_point now);
+  Clock::time_point ReleaseIfIdle(Clock::time_point now) override;
 
   const size_t page_;
   const size_t usable_;         // per stack, page multiple

@@ -1,8 +1,10 @@
 #include "core/runtime/scavenger.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <new>
 
 namespace rill::core {
 
@@ -10,7 +12,19 @@ Scavenger& Scavenger::Get() {
   // Never destroyed: the small-object pool watches itself when blocks are freed, which
   // goes on while the process exits (other statics' destructors, threads still ending).
   // Only its thread is stopped then, by this object's destructor.
-  static Scavenger* scavenger = new Scavenger;
+  static Scavenger* scavenger = [] {
+    // A forked child has only the forking thread, so nobody in it can hold the lock; but it
+    // may have been held in the parent when it forked (the thread, inside a ReleaseIfIdle
+    // waiting for the small-object pool's lock, which the pool's fork handler holds), and
+    // the child's first Watch would then wait for good. So the child makes it anew, as
+    // glibc does its own locks. (Holding it across fork instead, as the pool does its
+    // own, would deadlock the fork whenever the pool's handler ran first.)
+    pthread_atfork(nullptr, nullptr, [] {
+      new (&scavenger->mu_) std::mutex;
+      new (&scavenger->cv_) std::condition_variable;
+    });
+    return new Scavenger;
+  }();
   static const struct Stopper {
     ~Stopper() { scavenger->Stop(); }
   } stopper;

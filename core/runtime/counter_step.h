@@ -61,9 +61,9 @@ struct CounterStep {
     Tensor* tc = TensorIn(frame[cond]);
     if (ti == nullptr || tn == nullptr || tc == nullptr) return -1;
     const int32_t key = ti->host_scalar_key();
-    if (key < 0 || tn->host_scalar_key() != key || tc->host_scalar_key() != (key & ~0xff) + RILL_BOOL) return -1;
+    if (key < 0 || tn->host_scalar_key() != key) return -1;
     void* count = ti->OwnData();
-    bool* go_on = static_cast<bool*>(tc->OwnData());
+    bool* go_on = static_cast<bool*>(InPlaceScalar(*tc, RILL_BOOL, static_cast<size_t>(key >> 8)));
     if (count == nullptr || go_on == nullptr) return -1;
     const int32_t dtype = key & 0xff;
     if (dtype >= 32 || (dtypes >> dtype & 1) == 0) return -1;

@@ -50,11 +50,6 @@ inline Tensor* ScalarOutput(Variable* v) {
   return v->initialized() ? nullptr : v->GetMutableTensor();
 }
 
-// Whether `t` is a one-element CPU tensor of rank `ndim`, whatever its dtype and LoD.
-inline bool IsHostScalarOfRank(const Tensor& t, size_t ndim) {
-  return t.host_scalar_rank() == static_cast<int32_t>(ndim);
-}
-
 // The memory of `t` when a one-element `dtype` result of rank `ndim` is written there in
 // place (ScalarSlot's usual case, inline for the native steps' fast paths), else nullptr.
 inline void* InPlaceScalar(const Tensor& t, int32_t dtype, size_t ndim) {

@@ -45,13 +45,9 @@ struct ScalarBinaryStep {
     const Tensor* ty = TensorIn(frame[y]);
     Tensor* to = TensorIn(frame[out]);
     if (tx == nullptr || ty == nullptr || to == nullptr) return RunGeneral(frame);
-    const int32_t key = tx->host_scalar_key();
-    if ((key >> 8) != 1 || ty->host_scalar_key() != key || to->host_scalar_key() != key || tx->has_lod() ||
-        ty->has_lod() || to->has_lod()) {
-      return RunGeneral(frame);
-    }
-    const int32_t dtype = key & 0xff;
-    void* result = to->OwnData();
+    if (!tx->is_scalar() || ty->host_scalar_key() != tx->host_scalar_key() || ty->has_lod()) return RunGeneral(frame);
+    const int32_t dtype = tx->dtype();
+    void* result = InPlaceScalar(to, dtype);
     if (result == nullptr || dtype >= 32 || (dtypes >> dtype & 1) == 0) return RunGeneral(frame);
     return WithNativeScalarType(dtype, [&](auto type) {
       using T = decltype(type);

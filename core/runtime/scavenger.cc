@@ -11,7 +11,7 @@ namespace rill::core {
 Scavenger& Scavenger::Get() {
   // Never destroyed: the small-object pool watches itself when blocks are freed, which
   // goes on while the process exits (other statics' destructors, threads still ending).
-  // Only its thread is stopped then, by this object's destructor.
+  // Only its thread is stopped then, by the Stopper's destructor below.
   static Scavenger* scavenger = [] {
     // A forked child has only the forking thread, so nobody in it can hold the lock; but it
     // may have been held in the parent when it forked (the thread, inside a ReleaseIfIdle

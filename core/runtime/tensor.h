@@ -159,7 +159,8 @@ class Tensor {
   void RecycleBuffer();
   // The tensor's memory when nobody else shares it, else nullptr: where Allocate with the
   // tensor's own dtype, shape and place would write (a loop counter rewritten in place).
-  void* OwnData() const { return buffer_.use_count() == 1 ? buffer_->data() : nullptr; }  // a count: a buffer
+  // (A buffer_ with a count always holds a Buffer: each is made by allocate_shared.)
+  void* OwnData() const { return buffer_.use_count() == 1 ? buffer_->data() : nullptr; }
   // Whether the tensor's CPU memory is a device's page-locked memory.
   bool page_locked() const { return buffer_ && buffer_->staged_for() != nullptr; }
 

@@ -172,6 +172,17 @@ void Channel::Take(Slot& slot, RillVariable* dst, Scalar* taken) {
   slot.var.get().SwapWith(Variable(dst));
 }
 
+void Channel::PushBuffered(RillVariable* src, bool copy, const Scalar* scalar) {
+  Store(buf_[Wrap(head_ + count_)], src, copy, scalar);
+  ++count_;
+}
+
+void Channel::PopBuffered(RillVariable* dst, Scalar* taken) {
+  Take(buf_[head_], dst, taken);
+  head_ = Wrap(head_ + 1);
+  --count_;
+}
+
 bool Channel::TrySendLocked(Variable src, bool copy, const Scalar* scalar, RillTask** wake) {
   if (Waiter* r = recvq_.empty() ? nullptr : recvq_.Pop()) {  // a receiver is waiting: the buffer is empty
     Transfer(r->var, src.handle(), copy, scalar);
@@ -180,9 +191,7 @@ bool Channel::TrySendLocked(Variable src, bool copy, const Scalar* scalar, RillT
     return true;
   }
   if (count_ < static_cast<size_t>(capacity_)) {
-    const size_t tail = Wrap(head_ + count_);
-    Store(buf_[tail], src.handle(), copy, scalar);
-    ++count_;
+    PushBuffered(src.handle(), copy, scalar);
     return true;
   }
   return false;
@@ -205,9 +214,7 @@ bool Channel::TryRecvLocked(Variable dst, bool* ok, RillTask** wake, Scalar* tak
     return true;
   }
   if (count_ > 0) {
-    Take(buf_[head_], dst.handle(), taken);
-    head_ = Wrap(head_ + 1);
-    --count_;
+    PopBuffered(dst.handle(), taken);
     *ok = true;
     return true;
   }
@@ -247,11 +254,8 @@ void Channel::Send(Variable src, bool copy, RillKernelContext* ctx, const char* 
   std::shared_ptr<Channel> keep;  // set before waiting; outlives `lock` (see the header)
   std::unique_lock lock(mu_);
   if (closed_) throw Error("send on a closed channel", RILL_FAILED_PRECONDITION);
-  // The usual buffered send, a copied scalar into a free slot, here: TrySendLocked's
-  // calls for the other cases would make it save registers on every message.
-  if (scalar.dtype >= 0 && recvq_.empty() && count_ < static_cast<size_t>(capacity_)) {
-    buf_[Wrap(head_ + count_)].scalar = scalar;
-    ++count_;
+  if (recvq_.empty() && count_ < static_cast<size_t>(capacity_)) {  // the usual buffered send
+    PushBuffered(src.handle(), copy, &scalar);
     return;
   }
   RillTask* wake = nullptr;
@@ -275,13 +279,8 @@ bool Channel::Recv(Variable dst, RillKernelContext* ctx, const char* what) {
   bool ok = false;
   RillTask* wake = nullptr;
   Scalar taken;  // a buffered scalar, written into dst once the lock is released
-  if (count_ > 0 && sendq_.empty() && buf_[head_].scalar.dtype >= 0) {
-    // The usual buffered receive, of a scalar, here (as in Send).
-    Scalar& slot = buf_[head_].scalar;
-    taken = slot;
-    slot.dtype = -1;
-    head_ = Wrap(head_ + 1);
-    --count_;
+  if (count_ > 0 && sendq_.empty()) {  // the usual buffered receive
+    PopBuffered(dst.handle(), &taken);
     ok = true;
   } else if (!TryRecvLocked(dst, &ok, &wake, &taken)) {
     Waiter w;

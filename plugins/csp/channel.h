@@ -151,6 +151,11 @@ class Channel : public std::enable_shared_from_this<Channel> {
   };
   static void Store(Slot& slot, RillVariable* src, bool copy, const Scalar* scalar);
   static void Take(Slot& slot, RillVariable* dst, Scalar* taken);
+  // With mu_ held: Store at the buffer's tail (count_ < capacity_), Take from its head
+  // (count_ > 0). Send and Recv run these themselves when no one waits (the usual
+  // buffered message), without TrySendLocked's and TryRecvLocked's saved registers.
+  [[gnu::always_inline]] inline void PushBuffered(RillVariable* src, bool copy, const Scalar* scalar);
+  [[gnu::always_inline]] inline void PopBuffered(RillVariable* dst, Scalar* taken);
 
   const int32_t data_type_;
   const int64_t capacity_;

@@ -37,6 +37,13 @@ constexpr size_t BlocksPerPage(size_t block_bytes) { return (kSmallPageBytes - k
 
 uintptr_t PageOf(const void* p) { return reinterpret_cast<uintptr_t>(p) & ~uintptr_t{kSmallPageBytes - 1}; }
 
+// By address, since earlier tests in the process (their threads' exits, a worker's first
+// page of a class) leave and adopt abandoned pages of their own.
+std::set<uintptr_t> AbandonedPages() {
+  const std::vector<uintptr_t> pages = AbandonedSmallPages();
+  return {pages.begin(), pages.end()};
+}
+
 std::vector<void*> AllocateOnNewThread(size_t n, size_t bytes = kBytes) {
   std::vector<void*> blocks;
   std::thread([&] {
@@ -112,23 +119,23 @@ TEST(SmallObjects, AThreadHandsOutTheBlockItFreedLastFirst) {
 // again by the next thread.
 TEST(SmallObjects, AFreshPageIsCarvedInAddressOrder) {
   if (!kSmallObjectCaches) GTEST_SKIP() << "built with AddressSanitizer: the pages are malloc and free";
-  const size_t abandoned = CountSmallPages().abandoned;  // other classes', left by earlier tests
   const size_t per_page = BlocksPerPage(384);
   std::vector<void*> blocks = AllocateOnNewThread(per_page, kOwnBytes);
   for (size_t i = 1; i < blocks.size(); ++i) {
     ASSERT_EQ(static_cast<char*>(blocks[i]), static_cast<char*>(blocks[i - 1]) + 384) << "block " << i;
   }
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(blocks[0]) - PageOf(blocks[0]), kSmallPageHeaderBytes);
-  EXPECT_EQ(CountSmallPages().abandoned, abandoned + 1) << "the exited thread's page has live blocks";
+  const uintptr_t page = PageOf(blocks[0]);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(blocks[0]) - page, kSmallPageHeaderBytes);
+  EXPECT_TRUE(AbandonedPages().count(page)) << "the exited thread's page has live blocks";
   FreeOnNewThread(blocks, kOwnBytes);
   // The next thread adopts the abandoned page, finds none of it live and starts it over.
   std::vector<void*> again = AllocateOnNewThread(2, kOwnBytes);
   EXPECT_EQ(again[0], blocks[0]);
   EXPECT_EQ(again[1], blocks[1]);
-  EXPECT_EQ(CountSmallPages().abandoned, abandoned + 1);
+  EXPECT_TRUE(AbandonedPages().count(page));
   FreeOnNewThread(again, kOwnBytes);
   std::thread([] { FreeSmall(AllocateSmall(kOwnBytes), kOwnBytes); }).join();  // adopts and releases it
-  EXPECT_EQ(CountSmallPages().abandoned, abandoned);
+  EXPECT_FALSE(AbandonedPages().count(page));
 }
 
 // Pages emptied by their owner go back to the pool, resident; once the pool has taken and
@@ -164,7 +171,13 @@ TEST(SmallObjects, ThePoolGivesBackEmptyPagesPastTheKeptOnesOnceIdle) {
 TEST(SmallObjects, ThreadsFreeingEachOthersBlocksNeverShareOne) {
   constexpr int kThreads = 4;
   constexpr int kRounds = 20000;
-  const size_t abandoned_before = CountSmallPages().abandoned;
+  const std::set<uintptr_t> abandoned_before = AbandonedPages();
+  // Pages abandoned now that were not before the test: its threads' pages still unadopted.
+  auto abandoned_since = [&] {
+    size_t n = 0;
+    for (uintptr_t p : AbandonedPages()) n += abandoned_before.count(p) == 0 ? 1 : 0;
+    return n;
+  };
   struct Held {
     unsigned char* p;
     size_t bytes;
@@ -226,14 +239,14 @@ TEST(SmallObjects, ThreadsFreeingEachOthersBlocksNeverShareOne) {
     // every class takes them all back.
     std::thread([&] {
       std::vector<std::pair<void*, size_t>> blocks;
-      for (int round = 0; round < 100 && CountSmallPages().abandoned > abandoned_before; ++round) {
+      for (int round = 0; round < 100 && abandoned_since() > 0; ++round) {
         for (size_t bytes : {32, 48, 64, 96, 128, 192, 256, 384, 512}) {
           for (size_t i = 0; i < BlocksPerPage(bytes); ++i) blocks.emplace_back(AllocateSmall(bytes), bytes);
         }
       }
       for (auto [p, bytes] : blocks) FreeSmall(p, bytes);
     }).join();
-    EXPECT_LE(CountSmallPages().abandoned, abandoned_before);
+    EXPECT_EQ(abandoned_since(), 0u);
   }
 }
 

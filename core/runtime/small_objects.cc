@@ -40,6 +40,7 @@ void* AllocateSmall(size_t bytes) {
 }
 void FreeSmall(void* p, size_t) { std::free(p); }
 SmallPageCounts CountSmallPages() { return {}; }
+std::vector<uintptr_t> AbandonedSmallPages() { return {}; }
 
 }  // namespace rill::core
 
@@ -632,8 +633,17 @@ SmallPageCounts CountSmallPages() {
   SmallPageCounts counts;
   counts.empty = d.empty.size + d.released.size;
   counts.empty_resident = d.empty.size;
-  for (const PageList& l : d.abandoned) counts.abandoned += l.size;
   return counts;
+}
+
+std::vector<uintptr_t> AbandonedSmallPages() {
+  Depot& d = TheDepot();
+  std::vector<uintptr_t> pages;
+  std::lock_guard lock(d.mu);
+  for (const PageList& l : d.abandoned) {
+    for (Page* p = l.head; p != nullptr; p = p->next) pages.push_back(reinterpret_cast<uintptr_t>(p));
+  }
+  return pages;
 }
 
 }  // namespace rill::core

@@ -34,7 +34,9 @@
 #define RILL_CORE_RUNTIME_SMALL_OBJECTS_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <new>
+#include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define RILL_SMALL_OBJECT_CACHES 0
@@ -73,14 +75,15 @@ inline void FreeSmall(void* p, size_t bytes) { FreeSmallClass(p, SmallClassOf(by
 void* AllocateSmall(size_t bytes);
 void FreeSmall(void* p, size_t bytes);
 #endif
-// The shared pool's pages (for tests): empty ones, how many of those are resident, and
-// pages that exiting threads left with live blocks.
+// The shared pool's pages (for tests): empty ones and how many of those are resident.
 struct SmallPageCounts {
   size_t empty = 0;
   size_t empty_resident = 0;
-  size_t abandoned = 0;
 };
 SmallPageCounts CountSmallPages();
+// The pages that exiting threads left with live blocks (for tests), by address. Which
+// pages, not how many: any thread's exit or first page of a class changes the count.
+std::vector<uintptr_t> AbandonedSmallPages();
 
 // Turns glibc's fast bins off for the process (mallopt(M_MXFAST, 0)), once; the task
 // scheduler calls it when it starts. What a go block takes from malloc rather than the

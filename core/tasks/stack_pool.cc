@@ -25,6 +25,8 @@ size_t GuardedLimit() {
   return max_maps > 2 * kReserve ? (max_maps - kReserve) / 2 : 0;
 }
 
+constexpr size_t kFiberTopBytes = 512;  // a fiber's record and its task's first frames
+
 }  // namespace
 
 StackPool::StackPool(size_t stack_bytes, size_t kept_slabs, Clock::duration release_after)
@@ -118,6 +120,13 @@ Stack StackPool::Allocate() {
   Stack s = free_.back();
   free_.pop_back();
   slabs_[s.slab].used = true;
+  if (!free_.empty()) {
+    // The next stack's top, where its task's fiber is made: untouched since an earlier
+    // run (a chain of 100,000 blocks takes 100,000 in a row), each was a miss at the
+    // spawn; asked for now, it arrives before the next one.
+    const char* top = static_cast<const char*>(free_.back().base) + free_.back().size;
+    for (size_t below = 64; below <= kFiberTopBytes; below += 64) __builtin_prefetch(top - below, 1, 3);
+  }
   return s;
 }
 

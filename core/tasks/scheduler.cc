@@ -56,6 +56,7 @@
 #include "core/abi/status.h"
 #include "core/errors.h"
 #include "core/runtime/op_instance.h"
+#include "core/runtime/prefetch.h"
 #include "core/runtime/small_objects.h"
 #include "core/tasks/stack_pool.h"
 #include "rill/sdk.hpp"
@@ -216,25 +217,17 @@ void ReleaseHeld(Worker* w) { w->release_later.clear(); }
 // for a task ahead (the next one queued, the next one to be reused) or when it is
 // readied, they arrive while the worker finishes what it is running.
 //
-// Forced inline: GCC 12's mod-ref analysis finds that a function doing only prefetches
-// changes no memory, and drops every call to it.
+// Forced inline, as PrefetchLines must be (core/runtime/prefetch.h).
 constexpr size_t kNewTaskStackBytes = 1536;  // what a go block's first run writes before it parks
 constexpr size_t kFiberRecordBytes = 256;    // what making its fiber writes at the top
 constexpr size_t kMaxStackBytes = 4096;
-
-[[gnu::always_inline]] inline void PrefetchLines(const void* from, size_t bytes) {
-  const char* p = static_cast<const char*>(from);
-  for (const char* line = p; line < p + bytes; line += kCacheLine) __builtin_prefetch(line, /*rw=*/1, /*locality=*/3);
-}
-
-const char* StackTop(const Task* t) { return static_cast<const char*>(t->stack.base) + t->stack.size; }
 
 // For a queued task: the task, then its stack from where it resumes (the saved registers,
 // read first) up, or from the top down for a new one.
 [[gnu::always_inline]] inline void PrefetchQueued(const Task* t) {
   PrefetchLines(t, sizeof(Task));
   const size_t in_use = t->stack_in_use != 0 ? std::min<size_t>(t->stack_in_use, kMaxStackBytes) : kNewTaskStackBytes;
-  PrefetchLines(StackTop(t) - in_use, in_use);
+  PrefetchLines(t->stack.top() - in_use, in_use);
 }
 
 // For a parked task readied by a hand-off: the four stack lines it resumes on first; the
@@ -243,7 +236,7 @@ const char* StackTop(const Task* t) { return static_cast<const char*>(t->stack.b
 // partner), where each line asked for costs an instruction or two for nothing.
 [[gnu::always_inline]] inline void PrefetchReadied(const Task* t) {
   if (t->stack_in_use == 0) return;  // new: its spawn has just written its stack's top
-  const char* from = StackTop(t) - t->stack_in_use;
+  const char* from = t->stack.top() - t->stack_in_use;
   __builtin_prefetch(from, 1, 3);  // written out: a loop here was not unrolled
   __builtin_prefetch(from + kCacheLine, 1, 3);
   __builtin_prefetch(from + 2 * kCacheLine, 1, 3);
@@ -253,7 +246,7 @@ const char* StackTop(const Task* t) { return static_cast<const char*>(t->stack.b
 // For a finished task about to be reused by a spawn: the task and its fiber's record.
 [[gnu::always_inline]] inline void PrefetchToSpawn(const Task* t) {
   PrefetchLines(t, sizeof(Task));
-  PrefetchLines(StackTop(t) - kFiberRecordBytes, kFiberRecordBytes);
+  PrefetchLines(t->stack.top() - kFiberRecordBytes, kFiberRecordBytes);
 }
 
 // Thread-locals are read through noinline functions: a task can resume on another thread,
@@ -500,7 +493,7 @@ class Scheduler {
     bctx::stack_context allocate() {
       bctx::stack_context sc;
       sc.size = s.size;
-      sc.sp = static_cast<char*>(s.base) + s.size;
+      sc.sp = s.top();
       return sc;
     }
     void deallocate(bctx::stack_context&) noexcept {}  // the pool takes it back in Finished
@@ -800,7 +793,7 @@ void Task::SwitchToWorker() {
   if (exit == Exit::kPark) {
     // This frame, and the registers the switch saves below it: two lines of slack.
     const char* frame = static_cast<const char*>(__builtin_frame_address(0));
-    stack_in_use = static_cast<uint32_t>(StackTop(this) - frame) + 2 * kCacheLine;
+    stack_in_use = static_cast<uint32_t>(stack.top() - frame) + 2 * kCacheLine;
   }
 #if RILL_ASAN
   __sanitizer_start_switch_fiber(exit == Exit::kFinish ? nullptr : &fake_stack, caller_stack.bottom,

@@ -36,6 +36,7 @@ struct Stack {
   void* base = nullptr;  // lowest usable address
   uint32_t size = 0;     // usable bytes; the stack grows down from base + size
   uint32_t slab = 0;     // the pool's slab it lies in
+  char* top() const { return static_cast<char*>(base) + size; }
 };
 
 class __attribute__((visibility("hidden"))) StackPool final : private Scavengeable {  // hidden: holds an SDK SpinLock

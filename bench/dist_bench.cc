@@ -38,6 +38,7 @@
 #include <thread>
 
 #include "client.h"
+#include "core/cli/malloc_tuning.h"
 #include "parameter_server.grpc.pb.h"
 #include "pserver.h"
 #include "rill/abi.h"
@@ -46,6 +47,13 @@
 
 namespace rill::dist {
 namespace {
+
+// glibc's malloc as `rill run` sets it (freed memory kept: a transfer's buffers are not
+// faulted in afresh for every message), so the transport is measured as it runs there.
+const bool kMallocTunedAsRill = [] {
+  core::ApplyMallocTuning(core::MallocTuning::kTuned);
+  return true;
+}();
 
 constexpr size_t kMaxBytes = size_t{256} << 20;
 
@@ -74,7 +82,6 @@ void WarmUp(const char* peer, size_t bytes, F&& send) {
 }
 
 std::unique_ptr<grpc::Server> Serve(grpc::Service* service, std::string* endpoint) {
-  KeepFreedMemoryForTransfers();  // as ParameterServer::Start does
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/cli/malloc_tuning.h"
 #include "core/runtime/small_objects.h"
 
 namespace rill::bench {
@@ -97,9 +98,9 @@ void BM_CrossThread(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
 
-// glibc as the scheduler leaves it (fast bins off), so both sides run as under a program.
+// glibc as `rill run` sets it (fast bins off), so both sides run as under a program.
 const bool kTuned = [] {
-  core::TuneMallocForTasks();
+  core::ApplyMallocTuning(core::MallocTuning::kTuned);
   return true;
 }();
 

@@ -29,6 +29,9 @@ TEST(Cli, RunsTextAndBinaryProgramsIdentically) {
   const auto binary = RunRill({"run", bin, "--fetch", "sum", "--fetch", "i"});
   EXPECT_EQ(binary.exit_code, 0) << binary.err;
   EXPECT_EQ(binary.out, text.out);
+  const auto glibc_as_it_comes = RunRill({"run", kProgram, "--malloc", "default", "--fetch", "sum", "--fetch", "i"});
+  EXPECT_EQ(glibc_as_it_comes.exit_code, 0) << glibc_as_it_comes.err;
+  EXPECT_EQ(glibc_as_it_comes.out, text.out);
 }
 
 TEST(Cli, FeedsAndSavesNpy) {
@@ -112,6 +115,7 @@ TEST(Cli, UsageErrorsExitTwo) {
                      "--device tpu:0: no loaded plugin provides a device called 'tpu'");
   ExpectCleanFailure(RunRill({"run", kProgram, "--device", "cuda:x"}), 2,
                      "--device takes cpu or DEVICE[:N] (cuda, cuda:1), got 'cuda:x'");
+  ExpectCleanFailure(RunRill({"run", kProgram, "--malloc", "fast"}), 2, "--malloc must be tuned or default, not 'fast'");
   const auto help = RunRill({"--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("usage: rill [options] COMMAND"), std::string::npos);

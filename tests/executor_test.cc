@@ -6,9 +6,6 @@
 #include <thread>
 
 #include "core/abi/host_api.h"
-#include "core/runtime/counter_step.h"
-#include "core/runtime/fill_scalar_step.h"
-#include "core/runtime/scalar_binary_step.h"
 #include "core/errors.h"
 #include "core/program/builder.h"
 #include "core/program/program_io.h"
@@ -149,8 +146,8 @@ TEST(Executor, ALoopRunAgainSeesVariablesCreatedOnTheChainSince) {
 }
 
 // i = start; c = i < n; while c { steps += 1; j = increment(i, step); c = j < n; [i = j] }:
-// Fluid's counted loop, whose increment + less_than the executor runs as one native step
-// when the values allow (counter_step.h). Returns "i; steps; c" after the run.
+// Fluid's counted loop, whose increment and less_than run through their kernels' scalar
+// paths when the values allow. Returns "i; steps; c" after the run.
 struct CountedLoop {
   int32_t dtype = RILL_INT64;
   float step = 1, limit = 5;
@@ -201,17 +198,16 @@ TEST(Executor, ACountedLoopCountsAsItsIncrementAndLessThanWould) {
   CountedLoop separate;
   separate.separate_next = true;
   EXPECT_EQ(RunCountedLoop(separate), "int64[1] {5}; int64[1] {5}; bool[1] {false}");
-  // Shapes the native step leaves to the kernels: the compare broadcasts.
+  // Shapes the scalar paths leave to Compute: the compare broadcasts.
   CountedLoop broadcast;
   broadcast.counter_shape = {1, 1};
   broadcast.limit = 3;
   EXPECT_EQ(RunCountedLoop(broadcast), "int64[1, 1] {3}; int64[1] {3}; bool[1, 1] {false}");
 }
 
-// A step ending in the native counter answers the loop's next condition check itself only
-// when the counter wrote the loop's own Condition variable: here it writes d, while the
-// loop runs on c (i < 3), so the loop must stop at 3, not at the counter's limit 5.
-TEST(Executor, ALoopTakesItsConditionFromTheCounterStepOnlyWhenItWritesThatVariable) {
+// A loop stops on its own Condition variable: here the body's last compare writes d, while
+// the loop runs on c (i < 3), so the loop must stop at 3, not at the last compare's limit 5.
+TEST(Executor, ALoopTakesItsConditionFromItsConditionVariableOnly) {
   ProgramBuilder pb;
   auto& main = pb.block(0);
   auto& body = pb.NewBlock(0);
@@ -232,25 +228,37 @@ TEST(Executor, ALoopTakesItsConditionFromTheCounterStepOnlyWhenItWritesThatVaria
   EXPECT_EQ(scope->FindVar("d")->GetTensor()->Describe(), "bool[1] {true}");
 }
 
-// The pair is fused only where reading i and n first, then writing j and cond, is what
-// the two kernels one after the other would do.
-TEST(Executor, ACounterStepPairsOnlyIndependentArguments) {
-  const auto pairs = [](const std::string& out, const std::string& limit, const std::string& cond) {
+// A counter and its compare sharing variables in every way compute what the two ops one
+// after the other compute: each op's scalar path reads all its inputs before it writes.
+TEST(Executor, ACounterAndItsCompareSharingVariablesCountAsTheOpsInTurn) {
+  const auto run = [](const std::string& out, const std::string& limit, const std::string& cond) {
     ProgramBuilder pb;
+    Fill(pb.block(0), "i", RILL_INT64, 4);
+    Fill(pb.block(0), "n", RILL_INT64, 5);
     pb.block(0).Op("increment").Input("X", "i").Output("Out", out);
     pb.block(0).Op("less_than").Input("X", out).Input("Y", limit).Output("Out", cond);
     Executor exec(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
-    const auto& ops = exec.BlockOps(0);
-    return CounterStep::Match(*ops[0], *ops[1], test::ShippedRegistry()).has_value();
+    auto scope = Scope::NewRoot();
+    try {
+      exec.Run(0, scope);
+      exec.Run(0, scope);  // the second run meets what the first left
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    std::string described;
+    for (const std::string& name : std::vector<std::string>{"i", "n", out, cond}) {
+      described += (described.empty() ? "" : "; ") + scope->FindVar(name)->GetTensor()->Describe();
+    }
+    return described;
   };
-  EXPECT_TRUE(pairs("i", "n", "c"));
-  EXPECT_TRUE(pairs("j", "n", "c"));
-  EXPECT_TRUE(pairs("j", "i", "c")) << "the old counter as the limit is read before j is written";
-  EXPECT_FALSE(pairs("i", "i", "c")) << "the limit is what the increment writes";
-  EXPECT_FALSE(pairs("j", "j", "c")) << "the limit is what the increment writes";
-  EXPECT_FALSE(pairs("j", "n", "j")) << "the condition overwrites the counter";
-  EXPECT_FALSE(pairs("j", "n", "n")) << "the condition overwrites the limit";
-  EXPECT_FALSE(pairs("j", "n", "i")) << "the condition overwrites the old counter";
+  EXPECT_EQ(run("i", "n", "c"), "int64[1] {5}; int64[1] {5}; int64[1] {5}; bool[1] {false}");
+  EXPECT_EQ(run("j", "i", "c"), "int64[1] {4}; int64[1] {5}; int64[1] {5}; bool[1] {false}");
+  EXPECT_EQ(run("i", "i", "c"), "int64[1] {5}; int64[1] {5}; int64[1] {5}; bool[1] {false}");
+  // A compare writing its bool over its own operand is the kernel's error, scalars or not.
+  EXPECT_NE(run("j", "n", "j").find("op 3 (less_than X=[j] Y=[n] -> Out=[j]): Out is the same variable as X"),
+            std::string::npos) << run("j", "n", "j");
+  EXPECT_NE(run("j", "n", "n").find("op 3 (less_than X=[j] Y=[n] -> Out=[n]): Out is the same variable as Y"),
+            std::string::npos) << run("j", "n", "n");
 }
 
 TEST(Executor, ACountedLoopTheKernelsRefuseFailsAsTheyDo) {
@@ -306,7 +314,7 @@ std::string RunBinary(const Binary& b) {
   }
 }
 
-// elementwise_add, _sub and _mul on scalars run natively (scalar_binary_step.h) and write
+// elementwise_add, _sub and _mul on scalars take their kernels' scalar path and write
 // what their kernels write; every other case goes to the kernel.
 TEST(Executor, AScalarAddSubOrMulWritesWhatItsKernelWould) {
   EXPECT_EQ(RunBinary({}), "int64[1] {5}");
@@ -346,23 +354,21 @@ TEST(Executor, AScalarAddSubOrMulWritesWhatItsKernelWould) {
       << RunBinary(mixed);
 }
 
-TEST(Executor, OnlyAddSubAndMulOfOneXYAndOutRunNatively) {
-  const auto native = [](const std::string& type, int xs) {
-    ProgramBuilder pb;
-    const std::vector<std::string> x = xs > 1 ? std::vector<std::string>{"a", "d"} : std::vector<std::string>{"a"};
-    pb.block(0).Op(type).Input("X", x).Input("Y", "b").Output("Out", "c");
-    Executor exec(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
-    return ScalarBinaryStep::Match(*exec.BlockOps(0)[0], test::ShippedRegistry()).has_value();
-  };
-  EXPECT_TRUE(native("elementwise_add", 1));
-  EXPECT_TRUE(native("elementwise_sub", 1));
-  EXPECT_TRUE(native("elementwise_mul", 1));
-  EXPECT_FALSE(native("elementwise_div", 1)) << "integer division by zero is the kernel's error to give";
-  EXPECT_FALSE(native("elementwise_max", 1));
-  EXPECT_FALSE(native("elementwise_add", 2));
+// Integer division by zero declines the scalar path, so the kernel gives its error; the
+// other elementwise ops compute on scalars too.
+TEST(Executor, AScalarDivisionByZeroFailsAsItsKernelDoes) {
+  Binary div;
+  div.op = "elementwise_div";
+  div.y = 0;
+  EXPECT_NE(RunBinary(div).find("integer division by zero"), std::string::npos) << RunBinary(div);
+  div.y = 2;
+  EXPECT_EQ(RunBinary(div), "int64[1] {1}");
+  Binary max;
+  max.op = "elementwise_max";
+  EXPECT_EQ(RunBinary(max), "int64[1] {3}");
 }
 
-// fill_constant of shape [1] runs natively on a CPU executor (fill_scalar_step.h). Fills
+// fill_constant of shape [1] takes its kernel's scalar path on a CPU executor. Fills
 // `dtype` with `value` into Out, which held `before` (nothing, when absent), and returns Out
 // described, with whether its memory stayed where it was.
 struct FillResult {
@@ -398,19 +404,13 @@ TEST(Executor, AScalarFillWritesWhatItsKernelWould) {
   EXPECT_EQ(RunFill(RILL_FP64, 0.1f, std::nullopt).out, RunFill(RILL_FP64, 0.1f, wide).out);
 }
 
-TEST(Executor, OnlyFillsOfShapeOneInANativeDtypeRunNatively) {
-  const auto native = [](int32_t dtype, std::vector<int64_t> shape, float value) {
-    ProgramBuilder pb;
-    Fill(pb.block(0), "out", dtype, value, shape);
-    Executor exec(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
-    return FillScalarStep::Match(*exec.BlockOps(0)[0], test::ShippedRegistry()).has_value();
-  };
-  EXPECT_TRUE(native(RILL_INT64, {1}, 1));
-  EXPECT_TRUE(native(RILL_FP32, {1}, 1));
-  EXPECT_FALSE(native(RILL_INT64, {2}, 1));
-  EXPECT_FALSE(native(RILL_INT64, {1, 1}, 1));
-  EXPECT_FALSE(native(RILL_BOOL, {1}, 1));
-  EXPECT_FALSE(native(RILL_INT32, {1}, 1e10f)) << "out of int32's range: the kernel's cast";
+// The scalar path writes what Compute writes (Out holding a wider tensor takes Compute).
+TEST(Executor, AScalarFillOfAnyDtypeWritesWhatComputeWrites) {
+  const std::pair<int32_t, std::vector<int64_t>> wide{RILL_INT64, {3}};
+  EXPECT_EQ(RunFill(RILL_BOOL, 1, std::nullopt).out, "bool[1] {true}");
+  EXPECT_EQ(RunFill(RILL_BOOL, 1, std::nullopt).out, RunFill(RILL_BOOL, 1, wide).out);
+  EXPECT_EQ(RunFill(RILL_INT32, 7.9f, std::nullopt).out, "int32[1] {7}");
+  EXPECT_EQ(RunFill(RILL_INT32, 7.9f, std::nullopt).out, RunFill(RILL_INT32, 7.9f, wide).out);
 }
 
 std::string RunAndGetError(const proto::ProgramDesc& program) {

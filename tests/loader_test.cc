@@ -90,6 +90,60 @@ TEST(Loader, FrozenAbiV1PluginKeepsLoadingAndRuns) {
   EXPECT_EQ(scope->FindVar("y")->GetTensor()->Describe(), "fp32[3] {3, 3, 3}");
 }
 
+// The counted loop `while (i < 95) { increment(i); i < 95 }` with a third party's
+// increment that adds 10 (own_small_ops), loaded without the math plugin: the host runs
+// the plugin's kernels as they are, so the loop ends at 100, not at 95.
+TEST(Loader, APluginsOwnIncrementRunsAsItsKernelSays) {
+  Registry registry;
+  LoadPlugins(registry, LoadOptions{{kFixtures + "/own_small_ops"}, {}, {}});
+  ProgramBuilder pb;
+  auto& body = pb.NewBlock(0);
+  pb.block(0).Op("while").Input("Condition", "c").BlockAttr("sub_block", body.idx());
+  body.Op("increment").Input("X", "i").Output("Out", "i");
+  body.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "c");
+  Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  scope->Var("i")->SetScalar(RILL_INT64, 0);
+  scope->Var("n")->SetScalar(RILL_INT64, 95);
+  scope->Var("c")->SetScalar(RILL_BOOL, 1);
+  exec.Run(0, scope);
+  EXPECT_EQ(scope->FindVar("i")->GetTensor()->Describe(), "int64[1] {100}");
+}
+
+// A third party's kernel offering a scalar path (own_small_ops' probe: Scalar writes
+// X + Y + 1 and declines X = 13, Compute writes X + 1000) gets it exactly when every value
+// its op reads and writes is a scalar, first run and later ones alike, with its inputs in
+// the order its schema declares them.
+TEST(Loader, AThirdPartyKernelsScalarPathRunsWhenItsValuesAreScalars) {
+  Registry registry;
+  LoadPlugins(registry, LoadOptions{{kFixtures + "/own_small_ops"}, {}, {}});
+  // probe(X=x [, Y=y]) -> Out=out, run twice; x a [1] int64 of `x`, or [2] when `pair`.
+  const auto probe = [&](int64_t x, bool with_y, bool pair, bool wide_out) {
+    ProgramBuilder pb;
+    OpBuilder op = pb.block(0).Op("probe");
+    if (with_y) op.Input("Y", "y");  // listed before X: the schema's order is what counts
+    op.Input("X", "x").Output("Out", "out");
+    Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
+    auto scope = Scope::NewRoot();
+    scope->Var("y")->SetScalar(RILL_INT64, 7);
+    std::string runs;
+    for (int run = 0; run < 2; ++run) {
+      Tensor* tx = scope->Var("x")->GetMutableTensor();
+      const int64_t n = pair ? 2 : 1;
+      std::fill_n(static_cast<int64_t*>(tx->Allocate(RILL_INT64, {n})), n, x);
+      if (wide_out) scope->Var("out")->GetMutableTensor()->Allocate(RILL_INT64, {3});
+      exec.Run(0, scope);
+      runs += (runs.empty() ? "" : " then ") + scope->FindVar("out")->GetTensor()->Describe();
+    }
+    return runs;
+  };
+  EXPECT_EQ(probe(5, false, false, false), "int64[1] {6} then int64[1] {6}");
+  EXPECT_EQ(probe(5, true, false, false), "int64[1] {13} then int64[1] {13}");
+  EXPECT_EQ(probe(13, false, false, false), "int64[1] {1013} then int64[1] {1013}") << "declined";
+  EXPECT_EQ(probe(5, false, true, false), "int64[2] {1005, 1005} then int64[2] {1005, 1005}") << "not a scalar";
+  EXPECT_EQ(probe(5, false, false, true), "int64[1] {1005} then int64[1] {1005}") << "Out holds a tensor";
+}
+
 // ABI v3: a plain-C plugin makes SelectedRows that the math plugin's sgd consumes, and
 // reads them back.
 TEST(Loader, FrozenAbiV3PluginMakesAndReadsSelectedRows) {

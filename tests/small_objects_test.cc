@@ -350,25 +350,24 @@ TEST(SmallObjects, TheAllocatorServesSharedObjectsAndNodeContainers) {
   EXPECT_EQ(map.at(999), "1998");
 }
 
-// What go blocks take from malloc goes back to glibc in bulk, whose fast bins would keep it
-// unmerged; a scheduler run turns those off for the process (TuneMallocForTasks).
-TEST(SmallObjects, ARunOfTasksLeavesGlibcWithoutFastBins) {
+// The library changes no process-wide allocator state (the `rill` binary chooses glibc's
+// settings at start-up, core/cli/malloc_tuning.h): after a run of tasks, glibc's fast bins
+// are as the process had them, on by default.
+TEST(SmallObjects, ARunOfTasksLeavesGlibcsMallocSettingsAlone) {
   if (!kSmallObjectCaches) GTEST_SKIP() << "built with AddressSanitizer, whose malloc is not glibc's";
   if (std::string(RILL_TEST_SANITIZER) == "thread") GTEST_SKIP() << "built with ThreadSanitizer, whose malloc is not glibc's";
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.mxfast") != nullptr) {
-    GTEST_SKIP() << "GLIBC_TUNABLES sets glibc.malloc.mxfast, which the scheduler leaves alone";
+    GTEST_SKIP() << "GLIBC_TUNABLES sets glibc.malloc.mxfast: fast bins are the user's choice here";
   }
   RunTasks(SchedulerOptions{.workers = 1}, [] {});
-  // Past the 7 blocks a size that glibc's per-thread cache holds, a freed 24-byte block
-  // would go to a fast bin (and count in fsmblks); with fast bins off it merges at once.
-  // Counted from here: the arenas of threads that earlier tests in this process ran keep
-  // the fast-bin blocks they freed before the scheduler turned fast bins off.
+  // Past the 7 blocks of a size that glibc's per-thread cache holds, a freed 24-byte block
+  // goes to a fast bin (and counts in fsmblks) while fast bins are on.
   const size_t before = mallinfo2().fsmblks;
   std::vector<void*> blocks;
   for (int i = 0; i < 64; ++i) blocks.push_back(std::malloc(24));
   for (void* p : blocks) std::free(p);
-  EXPECT_EQ(mallinfo2().fsmblks, before);
+  EXPECT_GT(mallinfo2().fsmblks, before);
 }
 
 }  // namespace

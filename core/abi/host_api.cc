@@ -11,7 +11,6 @@
 #include "core/registry/attribute.h"
 #include "core/runtime/executor.h"
 #include "core/runtime/kernel_context.h"
-#include "core/runtime/native_scalar.h"
 #include "core/runtime/small_objects.h"
 #include "core/tasks/scheduler.h"
 
@@ -588,43 +587,13 @@ void* VarCustom(const RillVariable* v, const RillVarType* type) {
   return c != nullptr && type != nullptr && c->type()->handle == type ? c->value() : nullptr;
 }
 int32_t VarScalar(const RillVariable* v, int32_t* dtype, uint64_t* bits) {
-  const Tensor* t = v && dtype && bits ? V(v)->GetTensor() : nullptr;
-  if (t == nullptr || !t->is_scalar()) return 0;
-  // A tensor's dtype is an element type (Tensor::Allocate refuses others), of 1 to 8 bytes.
-  const int32_t d = t->dtype();
-  *bits = 0;
-  CopyHostBytes(bits, t->data(), ::rill::DataTypeSize(d));
-  *dtype = d;
-  return 1;
-}
-// var_set_scalar's every case but the usual one, out of line: its registers and frame
-// would otherwise be saved and made on every message.
-[[gnu::noinline]] RillStatus* SetScalarAnew(RillVariable* v, int32_t dtype, uint64_t bits) {
-  if (!v) return NullArg("var_set_scalar");
-  Variable* var = V(v);
-  Tensor* t = var->GetTensor();
-  const size_t size = ::rill::DataTypeSize(dtype);
-  if (size == 0 || size > sizeof(bits)) {
-    return new RillStatus{RILL_INVALID_ARGUMENT, "var_set_scalar: data type " + std::to_string(dtype) +
-                                                     " is not a tensor element type of at most 8 bytes"};
-  }
-  return StatusFromCall([&] {
-    if (t == nullptr) {
-      var->Clear();
-      t = var->GetMutableTensor();
-    }
-    if (t->has_lod()) t->mutable_lod().clear();
-    CopyHostBytes(t->AllocateScalar(dtype), &bits, size);
-  });
+  return v && dtype && bits && V(v)->GetScalar(dtype, bits) ? 1 : 0;
 }
 RillStatus* VarSetScalar(RillVariable* v, int32_t dtype, uint64_t bits) {
-  // A scalar of that dtype already, not shared (a receiver's value, message after message):
-  // written in place. Its dtype is then an element type, of 1 to 8 bytes.
-  if (void* data = v != nullptr ? InPlaceScalar(V(v)->GetTensor(), dtype) : nullptr) {
-    CopyHostBytes(data, &bits, ::rill::DataTypeSize(dtype));
-    return nullptr;
-  }
-  return SetScalarAnew(v, dtype, bits);
+  if (!v) return NullArg("var_set_scalar");
+  RillStatus* st = StatusFromCall([&] { V(v)->SetScalar(dtype, bits); });
+  if (st != nullptr) st->message.insert(0, "var_set_scalar: ");
+  return st;
 }
 RillStatus* VarMove(RillVariable* dst, RillVariable* src) {
   if (!dst || !src) return NullArg("var_move");

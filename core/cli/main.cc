@@ -9,10 +9,12 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/cli/launch.h"
+#include "core/cli/malloc_tuning.h"
 #include "core/cli/npy.h"
 #include "core/errors.h"
 #include "core/loader/plugin_loader.h"
@@ -48,6 +50,9 @@ Commands:
                        tensors move between them as needed
       --workers N      threads that run the program's tasks (the main block and go
                        blocks); default: one per CPU
+      --malloc MODE    tuned (default): glibc's malloc without fast bins and keeping
+                       freed memory up to 1 GiB, unless GLIBC_TUNABLES or
+                       MALLOC_TRIM_THRESHOLD_ set those; default: glibc as it comes
   check PROGRAM      validate only; lists every problem found
   convert PROGRAM -o OUT
                      write PROGRAM as text (OUT ends in .pbtxt/.txt) or binary (otherwise)
@@ -91,6 +96,7 @@ struct Args {
   std::vector<std::string> parameters, pservers, passthrough;
   std::string trainers, deadline_ms, log_dir, transport;
   std::string save_dir, output, loss, sgd, startup, iterations = "1", print_every = "0", device = "cpu", workers = "0",
+              malloc = "tuned",
               log_level = "warn";
   bool help = false, version = false;
 };
@@ -105,7 +111,7 @@ Args Parse(int argc, char** argv) {
       {"--loss", &a.loss},     {"--sgd", &a.sgd},  {"--startup", &a.startup},
       {"--iterations", &a.iterations}, {"--print-every", &a.print_every}, {"--device", &a.device},
       {"--workers", &a.workers}, {"--trainers", &a.trainers}, {"--deadline-ms", &a.deadline_ms},
-      {"--log-dir", &a.log_dir}, {"--transport", &a.transport}};
+      {"--log-dir", &a.log_dir}, {"--transport", &a.transport}, {"--malloc", &a.malloc}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -495,6 +501,11 @@ int Main(int argc, char** argv) {
     static const char* kCommands[] = {"run", "check", "ops", "describe", "plugins", "backward", "transpile"};
     if (std::find(std::begin(kCommands), std::end(kCommands), cmd) == std::end(kCommands)) {
       throw UsageError("unknown command '" + cmd + "'");
+    }
+    if (cmd == "run") {
+      const std::optional<MallocTuning> tuning = ParseMallocTuning(a.malloc);
+      if (!tuning) throw UsageError("--malloc must be tuned or default, not '" + a.malloc + "'");
+      ApplyMallocTuning(*tuning);  // before the plugins, whose init may start threads
     }
     LoadOptions options;
     options.dirs = a.plugin_dirs.empty() ? PluginDirsFromEnvironment() : a.plugin_dirs;

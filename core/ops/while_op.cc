@@ -27,7 +27,7 @@ void While(rill::KernelContext& ctx) {
   const int32_t body = ctx.op().BlockAttr("sub_block");
   RillKernelContext* raw = ctx.handle();
   Condition cond{ctx, raw->Input("Condition", 0)};
-  raw->executor->RunLoop(body, raw->scope->scope, {raw->op->serial, body}, &Proceed, &cond, cond.var);
+  raw->executor->RunLoop(body, raw->scope->scope, {raw->op->serial, body}, &Proceed, &cond);
 }
 
 }  // namespace

@@ -159,6 +159,7 @@ KernelEntry KernelFromAbi(const RillKernelDef& d, const std::string& plugin) {
   k.create = d.create;
   k.compute = d.compute;
   k.destroy = d.destroy;
+  k.scalar = RILL_COVERS(d, scalar) ? d.scalar : nullptr;
   k.plugin = plugin;
   return k;
 }

@@ -62,6 +62,7 @@ struct KernelEntry {
   RillKernelCreateFn create = nullptr;
   RillKernelComputeFn compute = nullptr;
   RillKernelDestroyFn destroy = nullptr;
+  RillKernelScalarFn scalar = nullptr;  // optional; the executor's scalar path (abi.h)
   std::string plugin;
 };
 

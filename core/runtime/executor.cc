@@ -1,17 +1,13 @@
 #include "core/runtime/executor.h"
 
 #include <algorithm>
-#include <optional>
 #include <unordered_map>
 
 #include "core/abi/status.h"
 #include "core/errors.h"
-#include "core/runtime/counter_step.h"
-#include "core/runtime/fill_scalar_step.h"
 #include "core/runtime/device.h"
 #include "core/runtime/dtype.h"
 #include "core/runtime/kernel_context.h"
-#include "core/runtime/scalar_binary_step.h"
 #include "core/tasks/scheduler.h"
 
 namespace rill::core {
@@ -38,21 +34,27 @@ struct KernelInstance {
 
 }  // namespace
 
+struct PreparedOp;
+// Runs an op's kernel through its scalar path, or declines (RunScalar).
+using ScalarRunner = bool (*)(const PreparedOp&, const KernelInstance&, Variable* const*, int32_t);
+
 struct PreparedOp {
   OpInstance info;
   int dtype_input = -1;           // index into info.inputs giving the dtype key, or -1
   uint32_t dtype_var = 0;         // frame index of that input's first variable
   int32_t static_dtype = RILL_ANY_DTYPE;  // key from an attribute (or ANY)
-  // Set on an increment the next op (less_than) closes a counted loop with: the two run
-  // as one native step when their values allow (counter_step.h).
-  std::optional<CounterStep> counter_step;
-  // Set on an elementwise add, sub or mul, which runs natively on scalars
-  // (scalar_binary_step.h).
-  std::optional<ScalarBinaryStep> scalar_binary;
-  // Set on a fill_constant of shape [1], which runs natively on a CPU executor
-  // (fill_scalar_step.h).
-  std::optional<FillScalarStep> fill_scalar;
-  bool native = false;  // any of the three: the usual kernel op tests one flag
+  // The op's arguments as a kernel's scalar path reads them (RillKernelScalarFn): per slot
+  // the schema declares, in the schema's order, the frame index of the slot's one
+  // variable, or kNoArg for a slot the op leaves empty. `run_scalar` takes the path (or
+  // declines); null when no values could take it: a slot holds several variables, or the
+  // schema declares more than RILL_SCALAR_MAX_SLOTS inputs or outputs.
+  ScalarRunner run_scalar = nullptr;
+  uint8_t scalar_ins = 0, scalar_outs = 0;
+  int8_t scalar_dtype_in = -1;  // the schema input whose dtype keys the kernel, or -1
+  uint32_t scalar_in[RILL_SCALAR_MAX_SLOTS];
+  uint32_t scalar_out[RILL_SCALAR_MAX_SLOTS];
+  // Per output, the schema input holding the same variable, or -1 (see RunScalar).
+  int8_t scalar_out_alias[RILL_SCALAR_MAX_SLOTS];
 
   // Kernel cache. `last` is the fast path; `instances` owns every kernel chosen so far.
   std::atomic<KernelInstance*> last{nullptr};
@@ -240,6 +242,104 @@ std::pair<int32_t, int32_t> KernelKey(const PreparedOp& op, const RillKernelCont
   return k;
 }
 
+// The kernel's scalar path for this run of `op` (abi.h, RillKernelScalarFn), taken when
+// `k` is the kernel this run's key chooses (as KernelKey computes it on an executor placed
+// on `place_device`), runs on the CPU, and every value the op reads and writes allows it.
+// REQUIRES: k offers a scalar path. True when the kernel computed the op and its outputs were written;
+// false, with nothing changed, otherwise: the caller then takes the general path.
+// kIns and kOuts are the op's schema's slot counts when the block was prepared for them
+// (ScalarRunner), or -1: read from the op. Fixed counts unroll the loops of small ops,
+// whose checks are most of what they cost.
+template <int kIns, int kOuts>
+bool RunScalar(const PreparedOp& op, const KernelInstance& k, Variable* const* frame, int32_t place_device) {
+  const RillKernelScalarFn fn = k.entry->scalar;
+  if (k.entry->device_type != RILL_CPU) return false;
+  const int ins = kIns >= 0 ? kIns : op.scalar_ins;
+  const int outs = kOuts >= 0 ? kOuts : op.scalar_outs;
+  RillScalar in[kIns > 0 ? kIns : RILL_SCALAR_MAX_SLOTS];
+  RillScalar out[kOuts > 0 ? kOuts : RILL_SCALAR_MAX_SLOTS];
+  bool any_input = false;
+  for (int i = 0; i < ins; ++i) {
+    const uint32_t id = op.scalar_in[i];
+    if (id == RillOpInfo::kNoArg) {
+      in[i] = RillScalar{RILL_NO_SCALAR, 0};
+      continue;
+    }
+    const Variable* v = frame[id];
+    if (v == nullptr || !v->GetScalar(&in[i].dtype, &in[i].bits)) return false;
+    any_input = true;
+  }
+  // Inputs that are all host scalars keep an op on the CPU on any executor (KernelKey).
+  const int32_t device = any_input ? RILL_CPU : place_device;
+  int32_t dtype = op.static_dtype;
+  if (op.scalar_dtype_in >= 0) {
+    dtype = in[op.scalar_dtype_in].dtype;
+    if (dtype == RILL_NO_SCALAR) return false;  // no key: the general path gives the error
+  }
+  if (k.device != device || k.dtype != dtype) return false;
+  for (int o = 0; o < outs; ++o) {
+    out[o] = RillScalar{RILL_NO_SCALAR, 0};
+    const uint32_t id = op.scalar_out[o];
+    if (id != RillOpInfo::kNoArg && (frame[id] == nullptr || !frame[id]->TakesScalar())) return false;
+  }
+  if (fn(k.state, in, out) == 0) return false;
+  // An output that is also an input keeps that input's dtype, or the op goes to compute
+  // (abi.h): a tensor path refuses to retype a variable it has yet to read.
+  for (int o = 0; o < outs; ++o) {
+    const int alias = op.scalar_out_alias[o];
+    if (alias >= 0 && out[o].dtype != RILL_NO_SCALAR && out[o].dtype != in[alias].dtype) return false;
+  }
+  for (int o = 0; o < outs; ++o) {
+    const uint32_t id = op.scalar_out[o];
+    if (id != RillOpInfo::kNoArg && out[o].dtype != RILL_NO_SCALAR) frame[id]->SetScalar(out[o].dtype, out[o].bits);
+  }
+  return true;
+}
+
+// RunScalar for an op of `ins` input and `outs` output slots: unrolled for the shapes of
+// small ops (a fill, a counter, a compare or an arithmetic op).
+ScalarRunner ScalarRunnerFor(size_t ins, size_t outs) {
+  if (outs == 1) {
+    if (ins == 0) return &RunScalar<0, 1>;
+    if (ins == 1) return &RunScalar<1, 1>;
+    if (ins == 2) return &RunScalar<2, 1>;
+  }
+  return &RunScalar<-1, -1>;
+}
+
+// Fills `op`'s scalar layout (PreparedOp::scalar_in) from its schema and arguments.
+void LayOutScalarSlots(PreparedOp& op) {
+  const OpSchemaEntry& schema = *op.info.schema;
+  if (schema.inputs.size() > RILL_SCALAR_MAX_SLOTS || schema.outputs.size() > RILL_SCALAR_MAX_SLOTS) return;
+  // False when a slot holds more than one variable.
+  const auto lay = [](const std::vector<SlotSpec>& specs, const std::vector<RillOpInfo::Args>& args, uint32_t* ids) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      ids[i] = RillOpInfo::kNoArg;
+      for (const RillOpInfo::Args& a : args) {
+        if (a.slot != specs[i].name || a.ids.empty()) continue;
+        if (a.ids.size() > 1 || ids[i] != RillOpInfo::kNoArg) return false;
+        ids[i] = a.ids[0];
+      }
+    }
+    return true;
+  };
+  if (!lay(schema.inputs, op.info.inputs, op.scalar_in) || !lay(schema.outputs, op.info.outputs, op.scalar_out)) return;
+  op.scalar_ins = static_cast<uint8_t>(schema.inputs.size());
+  op.scalar_outs = static_cast<uint8_t>(schema.outputs.size());
+  for (size_t i = 0; i < schema.inputs.size(); ++i) {
+    if (schema.inputs[i].name == schema.dtype_source) op.scalar_dtype_in = static_cast<int8_t>(i);
+  }
+  for (size_t o = 0; o < schema.outputs.size(); ++o) {
+    op.scalar_out_alias[o] = -1;
+    for (size_t i = 0; i < schema.inputs.size(); ++i) {
+      if (op.scalar_out[o] != RillOpInfo::kNoArg && op.scalar_out[o] == op.scalar_in[i]) {
+        op.scalar_out_alias[o] = static_cast<int8_t>(i);
+      }
+    }
+  }
+  op.run_scalar = ScalarRunnerFor(schema.inputs.size(), schema.outputs.size());
+}
+
 }  // namespace
 
 Executor::Executor(const Registry& registry, std::shared_ptr<const proto::ProgramDesc> program)
@@ -346,15 +446,10 @@ Executor::PreparedBlock& Executor::PrepareFirst(int32_t block_idx) {
         }
       }
     }
-    op->scalar_binary = ScalarBinaryStep::Match(info, registry_);
-    op->fill_scalar = FillScalarStep::Match(info, registry_);
+    LayOutScalarSlots(*op);
     block->infos.push_back(&op->info);
     block->ops.push_back(std::move(op));
   }
-  for (size_t k = 0; k + 1 < block->ops.size(); ++k) {
-    block->ops[k]->counter_step = CounterStep::Match(block->ops[k]->info, block->ops[k + 1]->info, registry_);
-  }
-  for (auto& op : block->ops) op->native = op->counter_step || op->scalar_binary || op->fill_scalar;
   PreparedBlock* raw = block.release();
   prepared_[block_idx].store(raw, std::memory_order_release);
   return *raw;
@@ -401,31 +496,9 @@ void Executor::RunOnce(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
   RunOps(block, scope, frame.data(), boundaries);
 }
 
-// RunLoop's per-step checks, made where a step ends instead of after returning to it: the
-// next step runs in the same scope with the same resolved names exactly when these hold
-// (RunLoop's Reusable/Shareable and resolved_at checks), and the counter step ending the
-// block wrote the while's own condition.
-struct Executor::LoopStep {
-  const Scope* parent;
-  const std::shared_ptr<Scope>* step;
-  uint64_t resolved_at;  // step's version plus the parent's chain version at resolution
-  uint32_t cond;         // frame index of the condition the tail counter step writes
-  const Variable* condition;
-
-  bool Again(Variable* const* frame) const {
-    if (frame[cond] != condition) return false;
-    const uint64_t above = parent->ChainVersion();
-    return (Scope::Reusable(*step, above) || Scope::Shareable(*step, above)) && resolved_at == (*step)->version() + above;
-  }
-};
-
 void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key,
-                       bool (*proceed)(void*), void* arg, const Variable* condition) {
+                       bool (*proceed)(void*), void* arg) {
   PreparedBlock& block = Prepare(block_idx);
-  // The frame index of the condition a counter step ending the block writes, if any.
-  const size_t n = block.ops.size();
-  const std::optional<CounterStep>* tail = n >= 2 && condition != nullptr ? &block.ops[n - 2]->counter_step : nullptr;
-  const uint32_t tail_cond = tail != nullptr && tail->has_value() ? (*tail)->cond : UINT32_MAX;
   OpBoundaries boundaries;
   LocalFrame frame(block.names.size());
   InlineArray<uint8_t> local(block.names.size());  // frame[i] lives in the step scope itself
@@ -433,7 +506,7 @@ void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, 
   bool resolved = false;
   uint64_t resolved_at = 0;      // step's ChainVersion when `frame` was resolved
   uint64_t parent_resolved = 0;  // and the parent's
-  for (bool go_on = proceed(arg); go_on;) {
+  for (bool go_on = proceed(arg); go_on; go_on = proceed(arg)) {
     const uint64_t above = parent->ChainVersion();  // step->ChainVersion() is this plus its own
     if (!Scope::Reusable(step, above) && !Scope::Shareable(step, above)) {
       // A go block started in the step holds it: the next step gets a scope of its own.
@@ -456,9 +529,7 @@ void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, 
       resolved_at = step->version() + parent_resolved;
       resolved = true;
     }
-    const LoopStep again{parent.get(), &step, resolved_at, tail_cond, condition};
-    const int wrote = RunOps(block, step, frame.data(), boundaries, tail_cond != UINT32_MAX ? &again : nullptr);
-    go_on = wrote >= 0 && tail_cond != UINT32_MAX && frame.data()[tail_cond] == condition ? wrote != 0 : proceed(arg);
+    RunOps(block, step, frame.data(), boundaries);
   }
   // The next run of this loop takes the step's variables over (Scope::NewChild(key)); its
   // resolved names go with them.
@@ -548,44 +619,40 @@ bool Executor::ResolveName(const PreparedBlock& block, Scope& scope, size_t i, V
   return here;
 }
 
-int Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
-                     OpBoundaries& boundaries, const LoopStep* loop) {
+void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
+                      OpBoundaries& boundaries) {
   RillScope scope_handle = RillScope::Borrowed(scope.get());
   const bool on_cpu = place_.device_type == RILL_CPU;
   // One context for the run, pointed at each op in turn: kernels change nothing in it but
   // the frame's entries, which are the run's anyway.
   RillKernelContext ctx{nullptr, frame, &block.names, block.name_bits.data(), &scope_handle, this, 0};
-  const size_t n = block.ops.size();
-  for (size_t at = 0; at < n; ++at) {
-    PreparedOp* op = block.ops[at].get();
+  for (const auto& prepared : block.ops) {
+    PreparedOp* op = prepared.get();
     ctx.op = &op->info;
-    KernelInstance* k = nullptr;
+    // The kernel the op's last run chose.
+    KernelInstance* k = op->last.load(std::memory_order_acquire);
     try {
       boundaries.Check();
-      if (op->native) {
-        if (op->counter_step) {
-          if (const int wrote = op->counter_step->Run(frame); wrote >= 0) {
-            if (++at + 1 < n) continue;  // the less_than ran too
-            // It ended the block: the loop's next step, here when nothing tells it apart.
-            if (wrote != 1 || loop == nullptr || !loop->Again(frame)) return wrote;
-            at = SIZE_MAX;  // ++at: op 0
-            continue;
-          }
-        }
-        if (op->scalar_binary && op->scalar_binary->Run(frame)) continue;
-        if (op->fill_scalar && on_cpu && op->fill_scalar->Run(frame)) continue;
+      if (k != nullptr && k->entry->scalar != nullptr && op->run_scalar != nullptr &&
+          op->run_scalar(*op, *k, frame, place_.device_type)) {
+        continue;
       }
-      // The usual op on a CPU executor: the kernel its last run chose, whose key cannot
-      // have changed, and no device memory to move its inputs from.
-      k = op->last.load(std::memory_order_acquire);
+      // The usual op on a CPU executor: that kernel, whose key cannot have changed, and no
+      // device memory to move its inputs from. Otherwise the key chooses again.
       ctx.device_id = 0;
-      if (k == nullptr || !k->cpu_static || !on_cpu || DeviceMemoryInUse()) k = KernelFor(registry_, *op, k, ctx, place_);
+      if (k == nullptr || !k->cpu_static || !on_cpu || DeviceMemoryInUse()) {
+        KernelInstance* const last = k;
+        k = KernelFor(registry_, *op, k, ctx, place_);
+        if (k != last && k->entry->scalar != nullptr && op->run_scalar != nullptr &&
+            op->run_scalar(*op, *k, frame, place_.device_type)) {
+          continue;
+        }
+      }
     } catch (const Error& e) {
       RethrowNamingOp(*op, e);
     }
     if (RillStatus* st = k->entry->compute(k->state, &ctx)) ThrowKernelFailed(*op, st);
   }
-  return -1;
 }
 
 }  // namespace rill::core

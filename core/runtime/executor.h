@@ -13,10 +13,9 @@
 //    executor's place when the op has a kernel for it there, else the CPU. Input tensors
 //    on another device than the kernel's are moved to it (in their variables, so a
 //    parameter moves once and stays) before the kernel runs.
-//  - Three shapes of scalar work run without a kernel call, writing what the kernels
-//    would: a counted loop's increment + less_than (counter_step.h), an elementwise add,
-//    sub or mul of two scalars (scalar_binary_step.h) and, on a CPU executor, a
-//    fill_constant of shape [1] (fill_scalar_step.h). Other values call the kernels.
+//  - A kernel that offers a scalar path (abi.h, RillKernelScalarFn) is called through it,
+//    with no kernel context, when every value its op reads and writes is a scalar; any
+//    plugin's kernel may offer one. The executor knows no op by name.
 //  - A block run again in the same scope (a `while` step whose scope nobody captured)
 //    reuses the variables it resolved there last time, unless a variable was created
 //    on the scope chain since (Scope::ChainVersion).
@@ -56,11 +55,8 @@ class Executor {
   // the previous step's scope while nothing else holds that scope and no ancestor gained a
   // variable since (what Fluid's `while` does with Run and a child scope per step, minus
   // the per-step claim of the scope's run cache and name checks: a step costs its ops).
-  // `condition`, when given, is the variable `proceed` reads: a step whose block ended in
-  // a counted loop's tail run natively (counter_step.h), writing that very variable,
-  // answers the next ask itself, with the value it just wrote.
   void RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key,
-               bool (*proceed)(void*), void* arg, const Variable* condition = nullptr);
+               bool (*proceed)(void*), void* arg);
   // Runs block `block_idx` once as the sub-block of an op running in `parent`
   // (conditional_block, a select's case): as Run in parent->NewChild(key) would, but in
   // `parent` itself when no one can tell the two apart, which saves making the scope and
@@ -109,14 +105,9 @@ class Executor {
   static bool ResolveAbove(const PreparedBlock& block, const Scope& scope, Variable** frame);
   // Resolves name i of `block` in `scope` into frame[i]; true when it is (now) in `scope`.
   static bool ResolveName(const PreparedBlock& block, Scope& scope, size_t i, Variable** frame);
-  // What RunLoop's next step would find the same as this one's (see LoopStep::Again):
-  // then RunOps runs it at once, without returning.
-  struct __attribute__((visibility("hidden"))) LoopStep;  // hidden: points to a Scope
-  // Runs the block's ops; returns the condition the block's last two ops wrote when they
-  // ran as a native counter step (0 or 1), else -1. Given `loop`, a counter step that
-  // writes 1 and ends the block starts the block over, in place, while loop->Again().
-  int RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
-             OpBoundaries& boundaries, const LoopStep* loop = nullptr);
+  // Runs the block's ops on its resolved variables.
+  void RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
+              OpBoundaries& boundaries);
 
   const Registry& registry_;
   const std::shared_ptr<const proto::ProgramDesc> program_;

@@ -1,6 +1,5 @@
 #include "core/runtime/small_objects.h"
 
-#include <malloc.h>
 #include <pthread.h>
 #include <sys/mman.h>
 
@@ -13,21 +12,6 @@
 
 #include "core/runtime/scavenger.h"
 #include "rill/sdk.hpp"
-
-namespace rill::core {
-
-void TuneMallocForTasks() {
-#if defined(__GLIBC__) && defined(M_MXFAST)
-  static const bool once = [] {
-    const char* tunables = std::getenv("GLIBC_TUNABLES");
-    if (tunables == nullptr || std::strstr(tunables, "glibc.malloc.mxfast") == nullptr) mallopt(M_MXFAST, 0);
-    return true;
-  }();
-  (void)once;
-#endif
-}
-
-}  // namespace rill::core
 
 #if !RILL_SMALL_OBJECT_CACHES
 

@@ -85,16 +85,6 @@ SmallPageCounts CountSmallPages();
 // pages, not how many: any thread's exit or first page of a class changes the count.
 std::vector<uintptr_t> AbandonedSmallPages();
 
-// Turns glibc's fast bins off for the process (mallopt(M_MXFAST, 0)), once; the task
-// scheduler calls it when it starts. What a go block takes from malloc rather than the
-// small-object pages (names, vectors, tensors above kMaxSmallBytes) a chain of go blocks
-// frees in bulk when it unwinds. Fast bins keep such frees unmerged until a larger request
-// consolidates them all (malloc_consolidate and unlink_chunk were a fifth of a program
-// daisy chain's time when its small objects went to malloc too); without them a free
-// merges at once. Left alone where the user chose themselves (`glibc.malloc.mxfast` in
-// GLIBC_TUNABLES) and where malloc is not glibc's.
-void TuneMallocForTasks();
-
 template <class T>
 struct SmallObjectAllocator {
   using value_type = T;

@@ -115,18 +115,37 @@ class Tensor {
   const Dims& dims() const { return dims_; }
   int64_t numel() const { return numel_; }
   // A one-element CPU tensor of shape [1] and no LoD: what the ABI calls a scalar
-  // (RillHostApi::var_scalar), and what the native scalar steps compute on.
+  // (RillHostApi::var_scalar, RillScalar), and what a kernel's scalar path computes on.
   bool is_scalar() const { return host_scalar_rank() == 1 && lod_.empty(); }
   // The rank of a one-element CPU tensor (every dim 1), whatever its dtype and LoD; -1 for
   // any other.
   int32_t host_scalar_rank() const { return host_scalar_key_ >> 8; }
   // A one-element CPU tensor's dtype and rank in one value, HostScalarKey(dtype, rank);
-  // -1 for any other. Kept with the shape: the native steps ask it of every operand on
+  // -1 for any other. Kept with the shape: the scalar path asks it of every operand on
   // every step, and one compare then checks both.
   int32_t host_scalar_key() const { return host_scalar_key_; }
   // (-2, which no tensor's key is, for a dtype past 255: no tensor has one.)
   static constexpr int32_t HostScalarKey(int32_t dtype, int32_t rank) {
     return static_cast<uint32_t>(dtype) <= 0xff ? rank << 8 | dtype : -2;
+  }
+  // A scalar's value as abi.h's RillScalar bits: its element's bytes, the rest zero.
+  // REQUIRES: is_scalar(). Every CPU buffer holds at least Buffer::kAlignment bytes, so the
+  // 8-byte load stays inside it whatever the element's size.
+  uint64_t scalar_bits() const {
+    uint64_t bits;
+    std::memcpy(&bits, data(), sizeof(bits));
+    return bits & ScalarMask(dtype_);
+  }
+  // Writes a scalar's value in place: its element's bytes of `bits`, leaving the buffer's
+  // bytes past them as they were. REQUIRES: is_scalar() of that dtype, its memory owned
+  // (OwnData()).
+  void set_scalar_bits(uint64_t bits) {
+    void* p = data();
+    uint64_t word;
+    std::memcpy(&word, p, sizeof(word));
+    const uint64_t mask = ScalarMask(dtype_);
+    word = (word & ~mask) | (bits & mask);
+    std::memcpy(p, &word, sizeof(word));
   }
   size_t nbytes() const;
   const Place& place() const { return place_; }
@@ -193,6 +212,16 @@ class Tensor {
   std::string ValuesToString(size_t max_values = SIZE_MAX, const char* sep = " ") const;
 
  private:
+  // The low bytes of a uint64_t that an element of `dtype` (a tensor's, so an element
+  // type) fills.
+  static uint64_t ScalarMask(int32_t dtype) {
+    switch (dtype) {
+      case RILL_BOOL: case RILL_UINT8: case RILL_INT8: return 0xff;
+      case RILL_INT16: case RILL_FP16: return 0xffff;
+      case RILL_INT32: case RILL_FP32: return 0xffffffff;
+      default: return ~uint64_t{0};
+    }
+  }
   // `staging_for`: the device whose page-locked memory new CPU memory should be; null
   // means the one the current buffer belongs to or is staged for.
   void* Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place place, const Device* staging_for);

@@ -1,6 +1,7 @@
 #include "core/runtime/variable.h"
 
 #include "core/errors.h"
+#include "core/runtime/dtype.h"
 
 namespace rill::core {
 
@@ -76,6 +77,21 @@ void Variable::CopyFrom(const Variable& src) {
   } else {
     throw Error("cannot copy a variable holding " + src.KindName() + " (move it instead)");
   }
+}
+
+void Variable::SetScalarAnew(int32_t dtype, uint64_t bits) {
+  const size_t size = ::rill::DataTypeSize(dtype);
+  if (size == 0 || size > sizeof(bits)) {
+    throw Error("data type " + std::to_string(dtype) + " is not a tensor element type of at most 8 bytes",
+                RILL_INVALID_ARGUMENT);
+  }
+  Tensor* t = GetTensor();
+  if (t == nullptr) {
+    Clear();
+    t = GetMutableTensor();
+  }
+  if (t->has_lod()) t->mutable_lod().clear();
+  CopyHostBytes(t->AllocateScalar(dtype), &bits, size);
 }
 
 std::string Variable::KindName() const {

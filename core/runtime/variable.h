@@ -79,6 +79,36 @@ class Variable {
   void CopyFrom(const Variable& src);
   void Clear() { value_ = std::monostate{}; }
 
+  // Scalars (abi.h's RillScalar: a [1] CPU tensor without LoD, of at most 8 bytes).
+  // GetScalar: the scalar held, as its dtype and bits; false for anything else.
+  bool GetScalar(int32_t* dtype, uint64_t* bits) const {
+    const Tensor* t = GetTensor();
+    if (t == nullptr || !t->is_scalar()) return false;
+    *bits = t->scalar_bits();
+    *dtype = t->dtype();
+    return true;
+  }
+  // TakesScalar: whether a kernel's one-element output may be written here as a scalar,
+  // replacing nothing a tensor output would keep: empty, a tensor not allocated yet and
+  // without LoD, or a scalar.
+  bool TakesScalar() const {
+    if (const Tensor* t = GetTensor()) return t->is_scalar() || (!t->initialized() && !t->has_lod());
+    return !initialized();
+  }
+  // SetScalar: makes the variable hold that scalar, replacing what it held (LoD, selected
+  // rows, a custom value). Written in place when it holds a scalar of `dtype` whose memory
+  // it shares with no other tensor, so a variable set step after step allocates nothing.
+  // Throws Error (INVALID_ARGUMENT) for a dtype that is no element type of at most 8 bytes.
+  void SetScalar(int32_t dtype, uint64_t bits) {
+    Tensor* t = GetTensor();
+    if (t != nullptr && t->host_scalar_key() == Tensor::HostScalarKey(dtype, 1) && !t->has_lod() &&
+        t->OwnData() != nullptr) {
+      t->set_scalar_bits(bits);
+      return;
+    }
+    SetScalarAnew(dtype, bits);
+  }
+
   // "fp32[1] {3}", "selected_rows ...", "csp.channel (cap 0, open)", "empty".
   std::string Describe(size_t max_values = 16) const;
   // Kind of value, for error messages: "empty", "tensor", "selected_rows", or the type name.
@@ -89,6 +119,8 @@ class Variable {
   // pointer, they keep every variable 128 bytes, and a scope's entry for one (168 bytes
   // with its name) a 192-byte small-object block instead of a 256-byte one.
   using BoxedRows = std::unique_ptr<SelectedRows>;
+  // SetScalar's every case but the in-place one.
+  void SetScalarAnew(int32_t dtype, uint64_t bits);
   std::variant<std::monostate, Tensor, BoxedRows, CustomValue> value_;
 };
 static_assert(sizeof(Variable) <= kMaxSmallBytes);

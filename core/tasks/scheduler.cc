@@ -291,7 +291,6 @@ class Scheduler {
   explicit Scheduler(const SchedulerOptions& o)
       : task_stacks_(StackPool::Shared(o.task_stack_bytes).Lease()),
         main_stacks_(StackPool::Shared(o.main_stack_bytes).Lease()) {
-    TuneMallocForTasks();
     int n = o.workers;
     if (n <= 0) {
       const char* env = std::getenv("RILL_WORKERS");

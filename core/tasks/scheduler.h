@@ -16,8 +16,6 @@
 //    the rest) or the deadlock.
 //  - A thread outside any scheduler may park too (it blocks on a condition variable); it
 //    is not counted for deadlock detection.
-//  - The first RunTasks in a process turns glibc's malloc fast bins off for the process
-//    (TuneMallocForTasks in small_objects.h: ended go blocks free memory in bulk).
 #ifndef RILL_CORE_TASKS_SCHEDULER_H_
 #define RILL_CORE_TASKS_SCHEDULER_H_
 

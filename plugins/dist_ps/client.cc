@@ -61,7 +61,6 @@ std::shared_ptr<grpc::Channel> TrainerSession::ChannelFor(const std::string& end
   *first_contact = contacted_.count(endpoint) == 0;
   auto& channel = channels_[endpoint];
   if (!channel) {
-    KeepFreedMemoryForTransfers();
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);  // tensors far above gRPC's 4 MiB default
     args.SetMaxSendMessageSize(-1);

@@ -1,11 +1,8 @@
 #include "options.h"
 
-#include <malloc.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <stdexcept>
 
@@ -73,18 +70,6 @@ std::shared_ptr<grpc::ServerCredentials> TransportOptions::ServerCredentials() c
   grpc::SslServerCredentialsOptions ssl;
   ssl.pem_key_cert_pairs.push_back({ReadPem(tls_key_file, "RILL_TLS_KEY"), ReadPem(tls_cert_file, "RILL_TLS_CERT")});
   return grpc::SslServerCredentials(ssl);
-}
-
-void KeepFreedMemoryForTransfers() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const char* tunables = std::getenv("GLIBC_TUNABLES");
-    if (std::getenv("MALLOC_TRIM_THRESHOLD_") != nullptr ||
-        (tunables != nullptr && std::strstr(tunables, "trim_threshold") != nullptr)) {
-      return;
-    }
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  });
 }
 
 int32_t ResolveTrainerId(int64_t trainer_id_attr) {

@@ -43,14 +43,6 @@ struct TransportOptions {
 // (dist_grpc then takes 0, dist_mpi the trainer's place among the job's ranks).
 int32_t ResolveTrainerId(int64_t trainer_id_attr);
 
-// Called by the first client channel or server of the process. glibc trims freed arena
-// memory back to the kernel (MADV_DONTNEED) past 128 KiB by default, so the receive
-// buffers of every multi-MiB message were faulted in afresh: 16 MiB sends ran at 55% of
-// raw TCP, 90% without the trim. Raises M_TRIM_THRESHOLD to 1 GiB unless the user set one
-// (MALLOC_TRIM_THRESHOLD_, or GLIBC_TUNABLES). Processes that never use the transport keep
-// glibc's defaults.
-void KeepFreedMemoryForTransfers();
-
 // The metadata key that carries the shared token.
 inline constexpr const char* kTokenMetadataKey = "rill-dist-token";
 

@@ -177,7 +177,6 @@ grpc::Status ParameterServer::CheckRoute(const v1::OutOfBand& route) const {
 
 void ParameterServer::Start(std::vector<TensorBytes> initial_parameters) {
   published_ = std::move(initial_parameters);
-  KeepFreedMemoryForTransfers();
   service_ = std::make_unique<Service>(this);
   grpc::ServerBuilder builder;
   int port = 0;

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "rill/sdk.hpp"
-#include "scalar.h"
 #include "shape.h"
 
 namespace rill::math {
@@ -73,17 +72,15 @@ struct BinaryArgs {
   int64_t axis;
 };
 
-// Out = f(X, Y) when X and Y are scalars of T and Out can take a scalar (scalar.h): a loop
-// counter's compare, a running sum. False, having changed nothing, otherwise; also where
-// the tensor path would refuse Out (an operand whose dtype the op changes).
+// The scalar path of Out = f(X, Y) (a StatefulKernel's Scalar, with X and Y the schema's
+// first two inputs and Out its first output): X and Y scalars of T, Out a scalar of R. A
+// loop counter's compare, a running sum.
 template <class T, class R, class F>
-bool ScalarBinary(KernelContext& ctx, const BinaryArgs& args, F f) {
-  const Variable x = ctx.InputVarOrNull(args.x), y = ctx.InputVarOrNull(args.y);
+bool ScalarBinary(const RillScalar* in, RillScalar* out, F f) {
   T a, b;
-  if (!ReadScalar(x, &a) || !ReadScalar(y, &b)) return false;
-  const Variable out = ctx.OutputVar(args.out);
-  if (!std::is_same_v<T, R> && (out.handle() == x.handle() || out.handle() == y.handle())) return false;
-  return WriteScalar<R>(out, f(a, b));
+  if (!ReadScalar(in[0], &a) || !ReadScalar(in[1], &b)) return false;
+  WriteScalar<R>(out[0], f(a, b));
+  return true;
 }
 
 // Out = f(X, Y) elementwise with broadcasting; Out is shaped like X with element type R.

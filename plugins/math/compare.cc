@@ -11,10 +11,8 @@ template <class T, class F>
 class Compare {
  public:
   explicit Compare(const OpInfo& op) : args_(op) {}
-  void Compute(KernelContext& ctx) {
-    if (ScalarBinary<T, bool>(ctx, args_, F{})) return;  // a loop's condition
-    BinaryBroadcast<T, bool>(ctx, args_, F{});
-  }
+  void Compute(KernelContext& ctx) { BinaryBroadcast<T, bool>(ctx, args_, F{}); }
+  bool Scalar(const RillScalar* in, RillScalar* out) const { return ScalarBinary<T, bool>(in, out, F{}); }
 
  private:
   const BinaryArgs args_;

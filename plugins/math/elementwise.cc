@@ -69,14 +69,17 @@ class Elementwise {
  public:
   explicit Elementwise(const OpInfo& op) : args_(op) {}
 
+  // A running sum, a received value. An integer division by zero declines: Compute gives
+  // the error.
+  bool Scalar(const RillScalar* in, RillScalar* out) const {
+    if constexpr (std::is_same_v<Op, Div> && std::is_integral_v<T>) {
+      T y;
+      if (ReadScalar(in[1], &y) && y == 0) return false;
+    }
+    return ScalarBinary<T, T>(in, out, [](T a, T b) { return Op::template Apply<T>(a, b); });
+  }
+
   void Compute(KernelContext& ctx) {
-    const auto apply = [](T a, T b) {
-      if constexpr (std::is_same_v<Op, Div> && std::is_integral_v<T>) {
-        if (b == 0) throw Error("integer division by zero (Y[0] is 0)");
-      }
-      return Op::template Apply<T>(a, b);
-    };
-    if (ScalarBinary<T, T>(ctx, args_, apply)) return;  // a running sum, a received value
     if constexpr (std::is_same_v<Op, Div> && std::is_integral_v<T>) {
       Tensor y = ctx.Input(args_.y);
       const T* py = y.data<T>();

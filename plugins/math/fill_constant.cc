@@ -1,7 +1,6 @@
 // fill_constant: Out = a tensor of `shape` and `dtype` filled with `value`; fill_any_like
 // and fill_zeros_like: the same, shaped like X (the backward pass's seeds).
 #include "ops.h"
-#include "scalar.h"
 
 namespace rill::math {
 namespace {
@@ -14,9 +13,13 @@ class FillConstant {
       : out_(op.OutputSlot("Out")),
         shape_(op.Attr<std::vector<int64_t>>("shape")),
         value_(static_cast<T>(static_cast<double>(op.Attr<float>("value")))) {}
+  // A loop's or a go block's constant one.
+  bool Scalar(const RillScalar*, RillScalar* out) const {
+    if (!scalar_) return false;
+    WriteScalar<T>(out[0], value_);
+    return true;
+  }
   void Compute(KernelContext& ctx) {
-    // A loop's or a go block's constant one: see scalar.h.
-    if (scalar_ && WriteScalar(ctx.OutputVar(out_), value_)) return;
     Tensor out = ctx.AllocateOutput(out_, DataTypeOf<T>::value, shape_.data(), shape_.size());
     T* p = out.mutable_data<T>();
     std::fill(p, p + out.numel(), value_);

@@ -19,6 +19,12 @@ class Increment {
     const T value = *x.data<T>() + step_;
     *ctx.AllocateOutput<T>(out_, x.dims_data(), x.ndim()) = value;
   }
+  bool Scalar(const RillScalar* in, RillScalar* out) const {  // a loop's counter
+    T x;
+    if (!ReadScalar(in[0], &x)) return false;
+    WriteScalar<T>(out[0], static_cast<T>(x + step_));
+    return true;
+  }
 
  private:
   const T step_;

@@ -222,6 +222,43 @@ typedef RillStatus* (*RillKernelCreateFn)(void* user_data, const RillOpInfo* inf
 typedef RillStatus* (*RillKernelComputeFn)(void* state, RillKernelContext* ctx);
 typedef void (*RillKernelDestroyFn)(void* state);
 
+/* A scalar: the value of a one-element CPU tensor of shape [1] without LoD, of a data
+ * type of at most 8 bytes. `bits` holds its bytes in the first DataTypeSize(dtype) bytes
+ * of the uint64_t (the rest zero); `dtype` RILL_NO_SCALAR means no value. */
+#define RILL_NO_SCALAR (-1)
+typedef struct RillScalar {
+  int32_t dtype;
+  uint64_t bits;
+} RillScalar;
+
+/* A kernel's work on scalars: a pure function the host may call instead of `compute`,
+ * with no kernel context, when every value the op reads and writes is a scalar (a loop's
+ * counter and condition, a running sum, a constant). Any kernel may offer one; it is how a
+ * small op runs at the speed of a few loads and a store.
+ *
+ * The host calls it for a run of the op only when the kernel chosen for that run executes
+ * on the CPU, every input and output slot the op's schema declares holds at most one
+ * variable, the schema declares at most RILL_SCALAR_MAX_SLOTS of each, every input
+ * variable present holds a scalar, and every output variable present is empty, holds a
+ * tensor not yet allocated (without LoD) or holds a scalar.
+ *  - in:  one RillScalar per input slot of the schema, in the schema's order; a slot the
+ *         op leaves empty reads as RILL_NO_SCALAR.
+ *  - out: one RillScalar per output slot of the schema, in the schema's order, each
+ *         RILL_NO_SCALAR on entry. The function sets those it writes.
+ * It returns 1 when it computed the op: the host then makes each output variable present
+ * whose entry it set hold that scalar (as var_set_scalar does), after all inputs were
+ * read, so an output may be an input's variable, as long as it keeps that input's data
+ * type: an entry that would retype a variable the op also reads sends the op to `compute`
+ * instead, with nothing written (a tensor path writes its output's memory before it has
+ * read all its inputs, and so refuses that; the two paths never disagree). It returns 0 to
+ * decline, with nothing
+ * done: the host then calls `compute`, which gives the op's result or its error. So the
+ * function never fails: it declines whatever it does not handle. It must leave what
+ * `compute` would leave for the same values, must not block, and must not call the host.
+ * `state` is the kernel's state, as `compute` gets it. */
+#define RILL_SCALAR_MAX_SLOTS 8
+typedef int32_t (*RillKernelScalarFn)(void* state, const RillScalar* in, RillScalar* out);
+
 typedef struct RillKernelDef {
   uint32_t struct_size;
   const char* op_type;
@@ -231,6 +268,9 @@ typedef struct RillKernelDef {
   RillKernelCreateFn create;
   RillKernelComputeFn compute;
   RillKernelDestroyFn destroy;
+  /* Optional (NULL: none); read only when struct_size covers it, so a plugin built
+   * before it was added still loads. See RillKernelScalarFn. */
+  RillKernelScalarFn scalar;
 } RillKernelDef;
 
 /* A variable type of the plugin's own (a channel is one). The host holds values of it in

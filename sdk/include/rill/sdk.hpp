@@ -30,6 +30,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -176,6 +177,23 @@ inline size_t DataTypeSize(int32_t dtype) {
     case RILL_INT64: case RILL_FP64: case RILL_SIZE_T: return 8;
     default: return 0;
   }
+}
+
+// A kernel's scalar path (StatefulKernel's Scalar) reads and writes RillScalar values:
+// ReadScalar is true only for a value of T's dtype; WriteScalar sets one.
+template <class T>
+bool ReadScalar(const RillScalar& s, T* value) {
+  static_assert(sizeof(T) <= sizeof(s.bits), "a scalar is at most 8 bytes");
+  if (s.dtype != DataTypeOf<T>::value) return false;
+  std::memcpy(value, &s.bits, sizeof(T));
+  return true;
+}
+template <class T>
+void WriteScalar(RillScalar& s, T value) {
+  static_assert(sizeof(T) <= sizeof(s.bits), "a scalar is at most 8 bytes");
+  s.dtype = DataTypeOf<T>::value;
+  s.bits = 0;
+  std::memcpy(&s.bits, &value, sizeof(T));
 }
 
 // Calls fn(T{}) with T the C++ type of `dtype`; throws for a dtype outside `Ts`.
@@ -965,6 +983,19 @@ RillStatus* CallClassKernel(void* state, RillKernelContext* ctx) {
   });
 }
 template <class K> void DestroyClassKernel(void* state) { delete static_cast<K*>(state); }
+template <class K, class = void> struct HasScalarPath : std::false_type {};
+template <class K>
+struct HasScalarPath<K, std::void_t<decltype(std::declval<const K&>().Scalar(std::declval<const RillScalar*>(),
+                                                                             std::declval<RillScalar*>()))>>
+    : std::true_type {};
+template <class K>
+int32_t CallClassScalar(void* state, const RillScalar* in, RillScalar* out) {
+  try {
+    return static_cast<const K*>(state)->Scalar(in, out) ? 1 : 0;
+  } catch (...) {  // declined: Compute runs and gives the error
+    return 0;
+  }
+}
 template <class T> void DestroyCustom(void* value) { delete static_cast<T*>(value); }
 template <class T> void* CopyCustom(const void* value) { return new T(*static_cast<const T*>(value)); }
 }  // namespace detail
@@ -994,7 +1025,12 @@ class Registrar {
   }
 
   // A kernel with per-op state: K(const OpInfo&) runs once per op instance, then
-  // K::Compute(KernelContext&) on every run.
+  // K::Compute(KernelContext&) on every run. A K that also has
+  //     bool Scalar(const RillScalar* in, RillScalar* out) const
+  // offers a scalar path (abi.h, RillKernelScalarFn): when every value the op reads and
+  // writes is a scalar, the host may call it instead of Compute, with the op's inputs and
+  // outputs in the order its schema declares them (ReadScalar, WriteScalar). It returns
+  // false (or throws) to decline, and must write what Compute would for those values.
   template <class K>
   void StatefulKernel(const char* op_type, RillDeviceType device, int32_t dtype) {
     RillKernelDef def{};
@@ -1005,6 +1041,7 @@ class Registrar {
     def.create = &detail::CreateClassKernel<K>;
     def.compute = &detail::CallClassKernel<K>;
     def.destroy = &detail::DestroyClassKernel<K>;
+    if constexpr (detail::HasScalarPath<K>::value) def.scalar = &detail::CallClassScalar<K>;
     Check(Host().register_kernel(reg_, &def));
   }
 

@@ -24,6 +24,8 @@ struct KernelInstance {
   // Chosen for an op whose key does not depend on its inputs (no dtype input), on the CPU:
   // while the executor is on the CPU, every run of the op has this key.
   bool cpu_static = false;
+  // The kernel's scalar path (abi.h), when it offers one and runs on the CPU; else null.
+  RillKernelScalarFn scalar = nullptr;
 
   ~KernelInstance() {
     if (entry != nullptr && entry->create != nullptr && entry->destroy != nullptr) {
@@ -162,6 +164,7 @@ void KeepResolved(Scope& scope, const Executor::PreparedBlock& block, Variable* 
   } else {
     k->state = entry->user_data;
   }
+  k->scalar = entry->device_type == RILL_CPU ? entry->scalar : nullptr;
   k->entry = entry;
   op.instances.push_back(std::move(k));
   return op.instances.back().get();
@@ -242,18 +245,27 @@ std::pair<int32_t, int32_t> KernelKey(const PreparedOp& op, const RillKernelCont
   return k;
 }
 
+// The tensor a scalar of `dtype` is written into in place (Variable::SetScalar's usual
+// case), or null.
+inline Tensor* InPlaceScalar(Variable* v, int32_t dtype) {
+  Tensor* t = v->GetTensor();
+  return t != nullptr && t->host_scalar_key() == Tensor::HostScalarKey(dtype, 1) && !t->has_lod() &&
+                 t->OwnData() != nullptr
+             ? t
+             : nullptr;
+}
+
 // The kernel's scalar path for this run of `op` (abi.h, RillKernelScalarFn), taken when
 // `k` is the kernel this run's key chooses (as KernelKey computes it on an executor placed
-// on `place_device`), runs on the CPU, and every value the op reads and writes allows it.
-// REQUIRES: k offers a scalar path. True when the kernel computed the op and its outputs were written;
-// false, with nothing changed, otherwise: the caller then takes the general path.
-// kIns and kOuts are the op's schema's slot counts when the block was prepared for them
-// (ScalarRunner), or -1: read from the op. Fixed counts unroll the loops of small ops,
-// whose checks are most of what they cost.
+// on `place_device`) and every value the op reads and writes allows it. True when the
+// kernel computed the op and its outputs were written; false, with nothing changed,
+// otherwise: the caller then takes the general path. REQUIRES: k.scalar.
+// The function is pure, so it is called before the outputs are checked: a check that
+// fails then discards its results. kIns and kOuts are the op's schema's slot counts when
+// the block was prepared for them (ScalarRunnerFor), or -1: read from the op. Fixed counts
+// unroll the loops of small ops, whose checks are most of what they cost.
 template <int kIns, int kOuts>
 bool RunScalar(const PreparedOp& op, const KernelInstance& k, Variable* const* frame, int32_t place_device) {
-  const RillKernelScalarFn fn = k.entry->scalar;
-  if (k.entry->device_type != RILL_CPU) return false;
   const int ins = kIns >= 0 ? kIns : op.scalar_ins;
   const int outs = kOuts >= 0 ? kOuts : op.scalar_outs;
   RillScalar in[kIns > 0 ? kIns : RILL_SCALAR_MAX_SLOTS];
@@ -271,27 +283,32 @@ bool RunScalar(const PreparedOp& op, const KernelInstance& k, Variable* const* f
   }
   // Inputs that are all host scalars keep an op on the CPU on any executor (KernelKey).
   const int32_t device = any_input ? RILL_CPU : place_device;
-  int32_t dtype = op.static_dtype;
-  if (op.scalar_dtype_in >= 0) {
-    dtype = in[op.scalar_dtype_in].dtype;
-    if (dtype == RILL_NO_SCALAR) return false;  // no key: the general path gives the error
-  }
-  if (k.device != device || k.dtype != dtype) return false;
-  for (int o = 0; o < outs; ++o) {
-    out[o] = RillScalar{RILL_NO_SCALAR, 0};
-    const uint32_t id = op.scalar_out[o];
-    if (id != RillOpInfo::kNoArg && (frame[id] == nullptr || !frame[id]->TakesScalar())) return false;
-  }
-  if (fn(k.state, in, out) == 0) return false;
-  // An output that is also an input keeps that input's dtype, or the op goes to compute
+  const int32_t dtype = op.scalar_dtype_in >= 0 ? in[op.scalar_dtype_in].dtype : op.static_dtype;
+  // (A dtype input the op leaves empty reads RILL_NO_SCALAR, no kernel's key.)
+  if (k.device != device || k.dtype != dtype || dtype == RILL_NO_SCALAR) return false;
+  for (int o = 0; o < outs; ++o) out[o] = RillScalar{RILL_NO_SCALAR, 0};
+  if (k.scalar(k.state, in, out) == 0) return false;
+  // Where each result goes: in place, or anew into a variable that takes a scalar. An
+  // output that is also an input keeps that input's dtype, or the op goes to compute
   // (abi.h): a tensor path refuses to retype a variable it has yet to read.
+  Tensor* in_place[kOuts > 0 ? kOuts : RILL_SCALAR_MAX_SLOTS];
   for (int o = 0; o < outs; ++o) {
+    in_place[o] = nullptr;
+    const uint32_t id = op.scalar_out[o];
+    if (id == RillOpInfo::kNoArg || out[o].dtype == RILL_NO_SCALAR) continue;
     const int alias = op.scalar_out_alias[o];
-    if (alias >= 0 && out[o].dtype != RILL_NO_SCALAR && out[o].dtype != in[alias].dtype) return false;
+    if (alias >= 0 && out[o].dtype != in[alias].dtype) return false;
+    Variable* v = frame[id];
+    if (v == nullptr) return false;
+    in_place[o] = InPlaceScalar(v, out[o].dtype);
+    if (in_place[o] == nullptr && !v->TakesScalar()) return false;
   }
   for (int o = 0; o < outs; ++o) {
-    const uint32_t id = op.scalar_out[o];
-    if (id != RillOpInfo::kNoArg && out[o].dtype != RILL_NO_SCALAR) frame[id]->SetScalar(out[o].dtype, out[o].bits);
+    if (in_place[o] != nullptr) {
+      in_place[o]->set_scalar_bits(out[o].bits);
+    } else if (op.scalar_out[o] != RillOpInfo::kNoArg && out[o].dtype != RILL_NO_SCALAR) {
+      frame[op.scalar_out[o]]->SetScalar(out[o].dtype, out[o].bits);
+    }
   }
   return true;
 }
@@ -633,7 +650,7 @@ void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& 
     KernelInstance* k = op->last.load(std::memory_order_acquire);
     try {
       boundaries.Check();
-      if (k != nullptr && k->entry->scalar != nullptr && op->run_scalar != nullptr &&
+      if (k != nullptr && k->scalar != nullptr && op->run_scalar != nullptr &&
           op->run_scalar(*op, *k, frame, place_.device_type)) {
         continue;
       }
@@ -643,7 +660,7 @@ void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& 
       if (k == nullptr || !k->cpu_static || !on_cpu || DeviceMemoryInUse()) {
         KernelInstance* const last = k;
         k = KernelFor(registry_, *op, k, ctx, place_);
-        if (k != last && k->entry->scalar != nullptr && op->run_scalar != nullptr &&
+        if (k != last && k->scalar != nullptr && op->run_scalar != nullptr &&
             op->run_scalar(*op, *k, frame, place_.device_type)) {
           continue;
         }

@@ -1,12 +1,15 @@
 // Executor dispatch cost: a block of N `increment` ops on one scalar, run by the executor,
 // against the same N increments done by direct (non-inlined) calls on the tensor's memory.
-// items/s counts ops; the difference in ns/op is the executor's overhead (frame set-up,
-// kernel lookup, crossing the C ABI into the plugin and back). N = 10,000 is the issue's
-// figure; its prepared ops (~1 KB each) do not fit in cache, so N = 100 is also run to show
-// the dispatch cost with a cache-resident block.
+// items/s counts ops; the difference in ns/op is the executor's overhead (kernel lookup,
+// crossing the C ABI into the plugin and back). N = 10,000 does not fit in cache, so
+// N = 100 is also run to show the dispatch cost with a cache-resident block.
+// Each runs with math's `increment` and with a third party's counter of the same contract
+// (bench/third_party_counter_plugin.cc), loaded from its own file: a plugin's own small op
+// must run as fast as the shipped one.
 #include <benchmark/benchmark.h>
 
 #include "bench/bench_util.h"
+#include "core/loader/plugin_loader.h"
 #include "core/program/builder.h"
 #include "core/program/validate.h"
 #include "core/runtime/executor.h"
@@ -14,12 +17,24 @@
 namespace rill::core {
 namespace {
 
-using bench::LoadedRegistry;
+// The shipped plugins and the third party's counter.
+Registry& LoadedRegistry() {
+  static Registry* registry = [] {
+    auto* r = new Registry();
+    LoadPlugins(*r, LoadOptions{{RILL_PLUGIN_DIR}, {RILL_THIRD_PARTY_PLUGIN}, {}});
+    return r;
+  }();
+  return *registry;
+}
 
+constexpr char kMath[] = "increment";
+constexpr char kThirdParty[] = "third_party_counter";
+
+template <const char* kCounter>
 void BM_ExecutorIncrement(benchmark::State& state) {
   const int64_t kOps = state.range(0);
   ProgramBuilder pb;
-  for (int i = 0; i < kOps; ++i) pb.block(0).Op("increment").Input("X", "x").Output("Out", "x");
+  for (int i = 0; i < kOps; ++i) pb.block(0).Op(kCounter).Input("X", "x").Output("Out", "x");
   auto program = std::make_shared<proto::ProgramDesc>(pb.Build());
   ValidateProgramOrThrow(*program, LoadedRegistry());
   Executor exec(LoadedRegistry(), program);
@@ -31,11 +46,13 @@ void BM_ExecutorIncrement(benchmark::State& state) {
   benchmark::DoNotOptimize(*scope->FindVar("x")->GetTensor()->data_as<float>());
   state.SetItemsProcessed(state.iterations() * kOps);
 }
-BENCHMARK(BM_ExecutorIncrement)->Arg(100)->Arg(10000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ExecutorIncrement<kMath>)->Arg(100)->Arg(10000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ExecutorIncrement<kThirdParty>)->Arg(100)->Arg(10000)->Unit(benchmark::kMicrosecond);
 
 // A counted loop, `i = 0; while i < n { i += 1 }`, as Fluid writes `for i in range(n)`:
 // items/s counts steps, so ns/step is what a loop costs around its body (the `while` step,
 // the run of its block, the counter's increment and compare).
+template <const char* kCounter>
 void BM_ExecutorCountedLoop(benchmark::State& state) {
   const int64_t kSteps = state.range(0);
   ProgramBuilder pb;
@@ -47,7 +64,7 @@ void BM_ExecutorCountedLoop(benchmark::State& state) {
   }
   main.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "c");
   main.Op("while").Input("Condition", "c").BlockAttr("sub_block", body.idx());
-  body.Op("increment").Input("X", "i").Output("Out", "i");
+  body.Op(kCounter).Input("X", "i").Output("Out", "i");
   body.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "c");
   auto program = std::make_shared<proto::ProgramDesc>(pb.Build());
   ValidateProgramOrThrow(*program, LoadedRegistry());
@@ -57,7 +74,8 @@ void BM_ExecutorCountedLoop(benchmark::State& state) {
   for (auto _ : state) exec.Run(0, scope);
   state.SetItemsProcessed(state.iterations() * kSteps);
 }
-BENCHMARK(BM_ExecutorCountedLoop)->Arg(10000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ExecutorCountedLoop<kMath>)->Arg(10000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ExecutorCountedLoop<kThirdParty>)->Arg(10000)->Unit(benchmark::kMicrosecond);
 
 __attribute__((noinline)) void IncrementDirect(Tensor& x, float step) {
   *x.data_as<float>() += step;

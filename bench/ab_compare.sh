@@ -7,15 +7,19 @@
 #   git worktree add /tmp/base HEAD~1 && (cd /tmp/base && bash scripts/build.sh ...)
 #   bench/ab_compare.sh /tmp/base/build build rill_bench_csp 'BM_Prog_' 5
 # usage: bench/ab_compare.sh BASE_BUILD NEW_BUILD BINARY FILTER [ROUNDS]
+# BASE_ENV and NEW_ENV, when set, are VAR=value words that side runs under, e.g. another
+# allocator for one side: NEW_ENV=LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2
 set -euo pipefail
 base=$1 new=$2 binary=$3 filter=$4 rounds=${5:-5}
 out=$(mktemp) json=$(mktemp)
 trap 'rm -f "$out" "$json"' EXIT
 for _ in $(seq "$rounds"); do
   for side in base new; do
-    dir=$base; [ "$side" = new ] && dir=$new
+    dir=$base side_env=${BASE_ENV:-}
+    [ "$side" = new ] && dir=$new side_env=${NEW_ENV:-}
     # JSON to a file: log lines on stdout (a library's info message) would corrupt it there.
-    "$dir/bin/$binary" --benchmark_filter="$filter" --benchmark_out="$json" --benchmark_out_format=json >/dev/null 2>&1
+    # shellcheck disable=SC2086  # side_env is words, VAR=value each
+    env $side_env "$dir/bin/$binary" --benchmark_filter="$filter" --benchmark_out="$json" --benchmark_out_format=json >/dev/null 2>&1
     python3 -c '
 import json, sys
 unit = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}

@@ -4,7 +4,6 @@
 #include <google/protobuf/text_format.h>
 
 #include <fstream>
-#include <sstream>
 
 #include "core/errors.h"
 
@@ -80,11 +79,14 @@ proto::ProgramDesc ParseProgramBinary(const std::string& bytes, const std::strin
 }
 
 proto::ProgramDesc LoadProgram(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw Error("cannot open program '" + path + "'", RILL_NOT_FOUND);
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  const std::string data = buf.str();
+  // One copy of the file in memory, read at its size: a program is tens of megabytes.
+  const std::streamoff size = in.tellg();
+  if (size < 0) throw Error("cannot read program '" + path + "'", RILL_NOT_FOUND);
+  std::string data(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  if (!in.read(data.data(), size)) throw Error("cannot read program '" + path + "'", RILL_NOT_FOUND);
   if (data.empty()) throw Error(path + ": empty file is not a program");
   return LooksLikeText(data) ? ParseProgramText(data, path) : ParseProgramBinary(data, path);
 }

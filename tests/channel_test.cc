@@ -599,18 +599,23 @@ TEST_F(ChannelTest, TasksWaitingOnEachOtherAreADeadlock) {
   EXPECT_NE(err.find("deadlock: all 2 tasks are blocked"), std::string::npos) << err;
 }
 
+// Main ends once every block has reported that it is about to block on `never`: each is
+// then parked there, or parks after the run ended, and either way wakes cancelled.
 TEST_F(ChannelTest, MainEndingStopsBlockedTasksCleanly) {
+  constexpr int kBlocks = 1000;
   std::atomic<int> cancelled{0};
   RunMain([&] {
     auto never = Channel::Make(kLodTensor, 0);
-    for (int i = 0; i < 1000; ++i) {
-      Go([&, never] {
+    auto ready = Channel::Make(kLodTensor, kBlocks);
+    for (int i = 0; i < kBlocks; ++i) {
+      Go([&, never, ready] {
+        SendInt(*ready, 1);
         if (ErrorOf([&] { RecvInt(*never); }) == "the main block ended") ++cancelled;
       });
     }
-    std::this_thread::sleep_for(20ms);
+    for (int i = 0; i < kBlocks; ++i) RecvInt(*ready);
   });
-  EXPECT_EQ(cancelled.load(), 1000);
+  EXPECT_EQ(cancelled.load(), kBlocks);
 }
 
 TEST_F(ChannelTest, AFailingTaskFailsTheRun) {

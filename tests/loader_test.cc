@@ -110,6 +110,31 @@ TEST(Loader, APluginsOwnIncrementRunsAsItsKernelSays) {
   EXPECT_EQ(scope->FindVar("i")->GetTensor()->Describe(), "int64[1] {100}");
 }
 
+// A plugin's own loop op runs its body through the host as `while` does (ctx_run_loop):
+// own_small_ops' repeat runs it Times times, here an increment adding 10; a Times that is
+// not an int64 scalar is the op's error, naming it.
+TEST(Loader, APluginsOwnLoopOpRunsItsBodyThroughTheHost) {
+  Registry registry;
+  LoadPlugins(registry, LoadOptions{{kFixtures + "/own_small_ops"}, {}, {}});
+  ProgramBuilder pb;
+  auto& body = pb.NewBlock(0);
+  pb.block(0).Op("repeat").Input("Times", "n").BlockAttr("sub_block", body.idx());
+  body.Op("increment").Input("X", "i").Output("Out", "i");
+  Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  scope->Var("i")->SetScalar(RILL_INT64, 0);
+  scope->Var("n")->SetScalar(RILL_INT64, 3);
+  exec.Run(0, scope);
+  EXPECT_EQ(scope->FindVar("i")->GetTensor()->Describe(), "int64[1] {30}");
+  scope->Var("n")->SetScalar(RILL_FP32, 0);
+  try {
+    exec.Run(0, scope);
+    ADD_FAILURE() << "a float Times ran";
+  } catch (const Error& e) {
+    ExpectContains(e.what(), "block 0, op 0 (repeat Times=[n]): Times must be an int64 scalar");
+  }
+}
+
 // A third party's kernel offering a scalar path (own_small_ops' probe: Scalar writes
 // X + Y + 1 and declines X = 13, Compute writes X + 1000) gets it exactly when every value
 // its op reads and writes is a scalar, first run and later ones alike, with its inputs in

@@ -123,7 +123,8 @@ RILL_PIN(ctx_go, 86);
 RILL_PIN(mem_alloc, 87);
 RILL_PIN(mem_free, 88);
 RILL_PIN(var_set_custom_typed, 89);
-static_assert(sizeof(RillHostApi) == 8 + 90 * sizeof(void*), "RillHostApi v13 size changed");
+RILL_PIN(ctx_run_loop, 90);
+static_assert(sizeof(RillHostApi) == 8 + 91 * sizeof(void*), "RillHostApi v14 size changed");
 static_assert(RILL_MEM_SMALL_MAX == rill::core::kMaxSmallBytes);
 #undef RILL_PIN
 
@@ -514,6 +515,35 @@ RillStatus* CtxRunSubBlock(RillKernelContext* ctx, int32_t block_idx) {
   if (!ctx) return NullArg("ctx_run_sub_block");
   return StatusFromCall([&] { ctx->executor->RunSubBlock(block_idx, ctx->scope->scope, {ctx->op->serial, block_idx}); });
 }
+// ctx_run_loop's test before each step, as Executor::RunLoop asks it: the condition's bool
+// scalar when it holds one, else the plugin's proceed, whose status becomes the Error that
+// stops the loop.
+struct LoopProceed {
+  const Variable* condition;
+  RillStatus* (*proceed)(void* arg, int32_t* go_on);
+  void* arg;
+  static bool Ask(void* self) {
+    const auto& p = *static_cast<const LoopProceed*>(self);
+    const Tensor* t = p.condition != nullptr ? p.condition->GetTensor() : nullptr;
+    if (t != nullptr && t->host_scalar_key() == Tensor::HostScalarKey(RILL_BOOL, 1) && !t->has_lod()) {
+      return *static_cast<const bool*>(t->data());
+    }
+    if (p.proceed == nullptr) {
+      throw Error("the loop's condition is not a bool scalar, and no proceed was given", RILL_INVALID_ARGUMENT);
+    }
+    int32_t go_on = 0;
+    if (RillStatus* st = p.proceed(p.arg, &go_on)) ThrowIfError(st);
+    return go_on != 0;
+  }
+};
+RillStatus* CtxRunLoop(RillKernelContext* ctx, int32_t block_idx, const RillVariable* condition,
+                       RillStatus* (*proceed)(void*, int32_t*), void* arg) {
+  if (!ctx) return NullArg("ctx_run_loop");
+  return StatusFromCall([&] {
+    LoopProceed p{condition != nullptr ? V(condition) : nullptr, proceed, arg};
+    ctx->executor->RunLoop(block_idx, ctx->scope->scope, {ctx->op->serial, block_idx}, &LoopProceed::Ask, &p);
+  });
+}
 RillScope* CtxScope(RillKernelContext* ctx) { return ctx ? ctx->scope : nullptr; }
 RillStatus* CtxNewChildScope(RillKernelContext* ctx, int32_t block_idx, RillScope** out) {
   if (!ctx || !out) return NullArg("ctx_new_child_scope");
@@ -804,6 +834,8 @@ const RillHostApi kTable = {
     CtxGo,
     // Version 13.
     MemAlloc, MemFree, VarSetCustomTyped,
+    // Version 14.
+    CtxRunLoop,
 };
 
 }  // namespace

@@ -3,8 +3,6 @@
 // design). With is_scalar_condition it is one bool element; otherwise the block runs when
 // every condition tensor is non-empty (Fluid's rule).
 #include "core/ops/control_flow.h"
-#include "core/runtime/executor.h"
-#include "core/runtime/kernel_context.h"
 
 namespace rill::core {
 namespace {
@@ -19,11 +17,8 @@ class ConditionalBlock {
         scalar_(op.Attr<bool>("is_scalar_condition")),
         block_(op.BlockAttr("sub_block")) {}
 
-  // What ctx.RunSubBlock(block_) does, minus the host call: this is the host's own op.
   void Compute(rill::KernelContext& ctx) {
-    if (!ConditionHolds(ctx)) return;
-    RillKernelContext* raw = ctx.handle();
-    raw->executor->RunSubBlock(block_, raw->scope->scope, {raw->op->serial, block_});
+    if (ConditionHolds(ctx)) ctx.RunSubBlock(block_);
   }
 
  private:

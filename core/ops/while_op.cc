@@ -1,33 +1,17 @@
 // Fluid's `while`: runs sub_block in a child scope for as long as Condition (a bool tensor
-// of one element, re-read before each step) is true. A step runs in the previous step's
-// scope when that one is reusable (no go block started in it holds it), so a loop makes
-// no scope and resolves no names per step. The steps run in Executor::RunLoop, the
-// host's own loop: `while` is a host op, and a step then costs its body's ops and no
-// host calls.
+// of one element, re-read before each step) is true. It is an op like any plugin's: the
+// host runs the loop (ctx_run_loop), reusing a step's scope for the next while nothing
+// else holds it, so a step costs its body's ops.
 #include "core/ops/control_flow.h"
-#include "core/runtime/executor.h"
-#include "core/runtime/kernel_context.h"
 
 namespace rill::core {
 namespace {
 
-struct Condition {
-  rill::KernelContext& ctx;
-  Variable* var;  // the op's resolved Condition variable; nullptr if it does not exist yet
-};
-
-bool Proceed(void* arg) {
-  auto& c = *static_cast<Condition*>(arg);
-  const Tensor* t = c.var != nullptr ? c.var->GetTensor() : nullptr;
-  if (t != nullptr && t->initialized()) return ReadCondition(*t, "Condition");
-  return ReadCondition(c.ctx.Input("Condition"), "Condition");  // it throws the clear error
-}
-
+// The host reads Condition while it is a bool scalar; the lambda reads it anywhere else
+// (on a device) or gives the clear error.
 void While(rill::KernelContext& ctx) {
-  const int32_t body = ctx.op().BlockAttr("sub_block");
-  RillKernelContext* raw = ctx.handle();
-  Condition cond{ctx, raw->Input("Condition", 0)};
-  raw->executor->RunLoop(body, raw->scope->scope, {raw->op->serial, body}, &Proceed, &cond);
+  ctx.RunLoop(ctx.op().BlockAttr("sub_block"), ctx.InputVarOrNull("Condition"),
+              [&] { return ReadCondition(ctx.Input("Condition"), "Condition"); });
 }
 
 }  // namespace

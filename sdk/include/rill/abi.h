@@ -49,8 +49,9 @@ extern "C" {
  * kernel's arguments read from its block run's frame (op_input_index, ctx_frame); version
  * 12 a go block started with its bound variables in one call (ctx_go); version 13 small
  * allocations from the host's per-thread pages (mem_alloc, mem_free) and a custom value set
- * by its type's handle (var_set_custom_typed). */
-#define RILL_ABI_VERSION 13u
+ * by its type's handle (var_set_custom_typed); version 14 a loop run by the host
+ * (ctx_run_loop). */
+#define RILL_ABI_VERSION 14u
 
 /* Name of the single exported entry point. */
 #define RILL_ENTRY_POINT_NAME "RillGetPlugin"
@@ -635,6 +636,23 @@ typedef struct RillHostApi {
   void (*mem_free)(void* p, size_t bytes);
   RillStatus* (*var_set_custom_typed)(RillVariable* v, const RillVarType* type, void* value);
   /* ===== End of version 13 ===== */
+
+  /* ===== Version 14: loops run by the host =====
+   * ctx_run_loop: runs block `block_idx` as a loop body, inline on this thread, step after
+   * step while the loop goes on. Before each step: when `condition` (may be NULL) holds a
+   * bool scalar, the loop goes on while it is true, read by the host itself; otherwise
+   * `proceed(arg, &go_on)` decides (go_on non-zero: one more step), and may return a status
+   * that stops the loop and is returned (a condition on a device, read through a copy; a
+   * condition of the wrong kind, as an error). With neither, the loop fails with
+   * RILL_INVALID_ARGUMENT. Each step runs in a child scope of the op's scope; the next step
+   * runs in the same one (its variables keep their values, and the names the block resolved
+   * stay resolved) while nothing else holds it: a go block started in a step keeps that
+   * scope, and the next step gets a new one. Fluid's `while` is this call with its
+   * Condition variable; an op of any plugin can run a loop of its own the same way. Fails
+   * as a block run fails, naming the block and op. */
+  RillStatus* (*ctx_run_loop)(RillKernelContext* ctx, int32_t block_idx, const RillVariable* condition,
+                              RillStatus* (*proceed)(void* arg, int32_t* go_on), void* arg);
+  /* ===== End of version 14 ===== */
 } RillHostApi;
 
 /* ---- The plugin's entry ---------------------------------------------------------------- */

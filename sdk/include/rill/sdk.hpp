@@ -774,6 +774,17 @@ class KernelContext {
   // NewChildScope(block_idx)) would; in this op's scope itself when no one can tell the
   // difference, which saves the scope (ABI v10, ctx_run_sub_block).
   void RunSubBlock(int32_t block_idx) { Check(Host().ctx_run_sub_block(ctx_, block_idx)); }
+  // Runs `block_idx` as a loop body, step after step, while the loop goes on: while
+  // `condition` holds a true bool scalar, read by the host; when it holds anything else
+  // (or is null), while `proceed()` (may throw) returns true. A step reuses the previous
+  // step's scope while nothing else holds it (ABI v14, ctx_run_loop).
+  template <class F>
+  void RunLoop(int32_t block_idx, const Variable& condition, F&& proceed) {
+    auto ask = [](void* arg, int32_t* go_on) {
+      return Guard([&] { *go_on = (*static_cast<std::remove_reference_t<F>*>(arg))() ? 1 : 0; });
+    };
+    Check(Host().ctx_run_loop(ctx_, block_idx, condition.handle(), ask, &proceed));
+  }
   // Starts block `block_idx` as a new task (a go block) in `scope`, which the task keeps
   // alive until it ends (ABI v2).
   void Go(int32_t block_idx, const Scope& scope) {

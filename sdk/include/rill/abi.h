@@ -10,15 +10,17 @@
  * registers op schemas, kernels and variable types through the table; nothing is
  * registered by static initializers.
  *
- * Rules this header keeps (see ARCHITECTURE.md, "The SDK ABI"):
+ * Rules this header keeps (docs/DESIGN.md has the design around it):
  *  - Only C crosses: fixed-width integers, UTF-8 `const char*`, pointer + length, opaque
  *    handles. No exceptions cross; every call that can fail returns a RillStatus*.
  *  - RillStatus* NULL means success. A non-NULL status is owned by whoever receives it:
  *    the plugin releases statuses the host returns to it (status_release) or passes them
  *    back up as its own result; the host releases statuses the plugin returns.
  *  - RillHostApi is append-only. The offsets of every field of a shipped version are
- *    pinned by static_asserts in core/abi/host_api.cc. A plugin built against version N
- *    may read only the fields of version N; the host serves every version up to its own.
+ *    pinned by static_asserts in core/abi/host_api.cc, and every entry's version, offset
+ *    and prototype is recorded in sdk/abi_manifest.txt, which a test compares with this
+ *    header. A plugin built against version N may read only the fields of version N; the
+ *    host serves every version up to its own.
  *  - Structs the plugin fills start with `struct_size`; the host reads a field only if
  *    `struct_size` covers it, so they too may grow at the end.
  *  - Whoever allocates frees: tensors are allocated by the host (64-byte aligned), kernel

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""The manifest of the plugin ABI's host function table: one line per entry of
+RillHostApi in sdk/include/rill/abi.h, with the version that added it, its byte offset,
+its name and its prototype. sdk/abi_manifest.txt is that manifest as shipped.
+
+usage: scripts/abi-manifest.py --check   compare abi.h (and core/abi/host_api.cc's
+                                         offset pins) with sdk/abi_manifest.txt
+       scripts/abi-manifest.py --write   write sdk/abi_manifest.txt from abi.h
+
+A shipped entry never moves and never changes its prototype: --check fails naming the
+entry and both versions of it. A new entry is appended at the table's end under a new
+version marker; --check then fails until --write records it, so that each addition shows
+in review as a new manifest line.
+"""
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HEADER = os.path.join(ROOT, "sdk/include/rill/abi.h")
+PINS = os.path.join(ROOT, "core/abi/host_api.cc")
+MANIFEST = os.path.join(ROOT, "sdk/abi_manifest.txt")
+POINTER = 8  # the table holds 64-bit pointers after its two 32-bit header fields
+
+
+def entries_in_header():
+    """[(version, offset, name, prototype)] of RillHostApi, in order."""
+    text = open(HEADER).read()
+    body = re.search(r"typedef struct RillHostApi \{(.*?)\} RillHostApi;", text, re.S).group(1)
+    entries, version, offset = [], 0, 0
+    # Comments carry the version markers; declarations are what lies between them.
+    for comment, code in re.findall(r"(/\*.*?\*/)|([^/]+|/)", body, re.S):
+        if comment:
+            marker = re.search(r"===== Version (\d+)", comment)
+            if marker:
+                version = int(marker.group(1))
+            continue
+        code = "\n".join(line for line in code.split("\n") if not line.strip().startswith("#"))
+        for decl in code.split(";")[:-1] if ";" in code else []:
+            decl = " ".join(decl.split())
+            if not decl:
+                continue
+            fn = re.search(r"\(\*(\w+)\)", decl)
+            name = fn.group(1) if fn else decl.split()[-1]
+            if fn is None and offset >= 8:
+                sys.exit(f"abi-manifest: '{decl}' is not a function pointer: the table holds only those after its header")
+            entries.append((version, offset, name, decl))
+            offset += 4 if offset < 8 else POINTER
+    return entries
+
+
+def pinned_offsets():
+    """{name: offset} from core/abi/host_api.cc's RILL_PIN(name, index) asserts."""
+    return {name: 8 + int(index) * POINTER
+            for name, index in re.findall(r"RILL_PIN\((\w+),\s*(\d+)\)", open(PINS).read())}
+
+
+def line(entry):
+    return "%d\t%d\t%s\t%s" % entry
+
+
+def check():
+    header = entries_in_header()
+    manifest = [l.split("\t") for l in open(MANIFEST).read().splitlines() if l and not l.startswith("#")]
+    problems = []
+    by_name = {e[2]: e for e in header}
+    for version, offset, name, prototype in manifest:
+        now = by_name.get(name)
+        if now is None:
+            problems.append(f"entry '{name}' (version {version}, offset {offset}) is gone from abi.h")
+            continue
+        if int(offset) != now[1]:
+            problems.append(f"entry '{name}' moved: offset {offset} in the manifest, {now[1]} in abi.h")
+        if int(version) != now[0]:
+            problems.append(f"entry '{name}' changed version: {version} in the manifest, {now[0]} in abi.h")
+        if prototype != now[3]:
+            problems.append(f"entry '{name}' changed its prototype:\n    manifest: {prototype}\n    abi.h:    {now[3]}")
+    recorded = {m[2] for m in manifest}
+    appended = [e for e in header if e[2] not in recorded]
+    if appended and not problems:
+        problems.append("entries added to abi.h but not to the manifest (record them with "
+                        "scripts/abi-manifest.py --write): " + ", ".join(f"{e[2]} (version {e[0]})" for e in appended))
+    pins = pinned_offsets()
+    for version, offset, name, _ in header[2:]:
+        if pins.get(name) != offset:
+            problems.append(f"entry '{name}' at offset {offset} has no RILL_PIN({name}, {(offset - 8) // POINTER}) "
+                            f"in core/abi/host_api.cc" + (f" (pinned at {pins[name]})" if name in pins else ""))
+    if problems:
+        print("abi-manifest: the ABI no longer matches sdk/abi_manifest.txt. Shipped entries never "
+              "move or change; new ones are appended.\n- " + "\n- ".join(problems))
+        return 1
+    print(f"abi-manifest: {len(header)} entries of RillHostApi match sdk/abi_manifest.txt and their pins")
+    return 0
+
+
+def write():
+    with open(MANIFEST, "w") as f:
+        f.write("# The plugin ABI's host function table (RillHostApi), as shipped: version added, byte\n"
+                "# offset, name, prototype. Written by scripts/abi-manifest.py --write; the test\n"
+                "# abi_manifest_is_current fails when abi.h no longer matches it.\n")
+        for entry in entries_in_header():
+            f.write(line(entry) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--check"]:
+        sys.exit(check())
+    if sys.argv[1:] == ["--write"]:
+        sys.exit(write())
+    sys.exit(__doc__)

@@ -1,8 +1,12 @@
 #include "core/loader/plugin_loader.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstddef>
+
 #include "core/abi/host_api.h"
+#include "core/abi/status.h"
 #include "core/errors.h"
 #include "core/program/builder.h"
 #include "core/runtime/executor.h"
@@ -56,8 +60,8 @@ TEST(Loader, LibraryWithoutEntryPoint) {
 TEST(Loader, NewerAbiIsRefused) {
   const auto err = LoadError({kFixtures + "/future_abi"});
   ExpectContains(err, "plugin 'from_the_future' (");
-  ExpectContains(err, "was built for Rill ABI version " + std::to_string(RILL_ABI_VERSION + 1) +
-                          ", newer than this host's version " + std::to_string(RILL_ABI_VERSION));
+  ExpectContains(err, "needs Rill ABI version " + std::to_string(RILL_ABI_VERSION + 1) +
+                          "; this host serves versions 1 to " + std::to_string(RILL_ABI_VERSION));
 }
 
 TEST(Loader, InitFailureCarriesThePluginsMessage) {
@@ -133,6 +137,71 @@ TEST(Loader, APluginsOwnLoopOpRunsItsBodyThroughTheHost) {
   } catch (const Error& e) {
     ExpectContains(e.what(), "block 0, op 0 (repeat Times=[n]): Times must be an int64 scalar");
   }
+}
+
+// The host's table as a version 13 host serves it: this host's entries up to those of 13.
+RillHostApi HostOfVersion13() {
+  RillHostApi table = *HostApiTable();
+  table.abi_version = 13;
+  table.struct_size = offsetof(RillHostApi, ctx_run_loop);
+  return table;
+}
+
+// The plugin at `path`, initialized with `host` into `reg` (as the loader would with this
+// host's own table); the init's error message, or "".
+std::string InitWith(const std::string& path, const RillHostApi* host, RillRegistrar* reg) {
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);  // never closed, as the loader's
+  if (lib == nullptr) return dlerror();
+  const auto get = reinterpret_cast<RillGetPluginFn>(dlsym(lib, RILL_ENTRY_POINT_NAME));
+  reg->plugin = get()->name;
+  RillStatus* st = get()->init(host, reg);
+  if (st == nullptr) return "";
+  const std::string message = st->message;
+  delete st;
+  return message;
+}
+
+// A plugin states the lowest ABI version it needs, not its header's: own_small_ops_v13
+// (RILL_PLUGIN_NEEDS_ABI=13) says 13 and loads here; built with the default it says this
+// header's version, and a version 13 host refuses it naming both versions.
+TEST(Loader, APluginStatesTheLowestAbiVersionItNeeds) {
+  Registry registry;
+  const auto plugins = LoadPlugins(registry, LoadOptions{{kFixtures + "/own_small_ops_v13"}, {}, {}});
+  EXPECT_EQ(plugins.back().abi_version, 13u);
+  const RillHostApi old_host = HostOfVersion13();
+  RillRegistrar reg;
+  EXPECT_EQ(InitWith(kFixtures + "/own_small_ops/librill_own_small_ops.so", &old_host, &reg),
+            "plugin needs a host serving ABI version " + std::to_string(RILL_ABI_VERSION) +
+                "; this host serves 13");
+}
+
+// In a version 13 host, own_small_ops_v13 registers and runs its ops; the one that calls a
+// version 14 entry (repeat: ctx_run_loop) fails naming that entry instead of reading past
+// the host's table.
+TEST(Loader, AnEntryTheHostLacksIsAnErrorNamingIt) {
+  const RillHostApi old_host = HostOfVersion13();
+  RillRegistrar reg;
+  ASSERT_EQ(InitWith(kFixtures + "/own_small_ops_v13/librill_own_small_ops_v13.so", &old_host, &reg), "");
+  Registry registry;
+  LoadPlugins(registry, LoadOptions{{}, {}, {}});  // the host's own ops (while) only
+  registry.Commit({&reg});
+  ProgramBuilder pb;
+  auto& body = pb.NewBlock(0);
+  pb.block(0).Op("increment").Input("X", "i").Output("Out", "i");
+  pb.block(0).Op("repeat").Input("Times", "n").BlockAttr("sub_block", body.idx());
+  body.Op("increment").Input("X", "i").Output("Out", "i");
+  Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  scope->Var("i")->SetScalar(RILL_INT64, 0);
+  scope->Var("n")->SetScalar(RILL_INT64, 3);
+  try {
+    exec.Run(0, scope);
+    ADD_FAILURE() << "repeat ran in a host without ctx_run_loop";
+  } catch (const Error& e) {
+    ExpectContains(e.what(), "block 0, op 1 (repeat Times=[n]): this plugin calls the host's ctx_run_loop, which "
+                             "this host (ABI version 13) does not serve: upgrade rill");
+  }
+  EXPECT_EQ(scope->FindVar("i")->GetTensor()->Describe(), "int64[1] {10}") << "the increment before it ran";
 }
 
 // A third party's kernel offering a scalar path (own_small_ops' probe: Scalar writes

@@ -64,10 +64,9 @@ void CheckEntry(const RillPlugin* p, const std::string& path) {
   }
   const std::string name = p->name ? p->name : "";
   if (p->abi_version > RILL_ABI_VERSION) {
-    throw Error("plugin '" + name + "' (" + path + ") was built for Rill ABI version " +
-                    std::to_string(p->abi_version) + ", newer than this host's version " +
-                    std::to_string(RILL_ABI_VERSION) +
-                    ": upgrade rill or rebuild the plugin against this SDK",
+    throw Error("plugin '" + name + "' (" + path + ") needs Rill ABI version " + std::to_string(p->abi_version) +
+                    "; this host serves versions 1 to " + std::to_string(RILL_ABI_VERSION) +
+                    ": upgrade rill, or rebuild the plugin declaring the version it needs (RILL_PLUGIN_NEEDS_ABI)",
                 RILL_FAILED_PRECONDITION);
   }
   if (p->abi_version == 0) throw Error("plugin '" + path + "' declares ABI version 0, which does not exist");

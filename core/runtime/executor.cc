@@ -268,7 +268,8 @@ template <int kIns, int kOuts>
 bool RunScalar(const PreparedOp& op, const KernelInstance& k, Variable* const* frame, int32_t place_device) {
   const int ins = kIns >= 0 ? kIns : op.scalar_ins;
   const int outs = kOuts >= 0 ? kOuts : op.scalar_outs;
-  RillScalar in[kIns > 0 ? kIns : RILL_SCALAR_MAX_SLOTS];
+  RillScalar in[kIns > 0 ? kIns : kIns == 0 ? 1 : RILL_SCALAR_MAX_SLOTS];
+  if constexpr (kIns == 0) in[0] = RillScalar{RILL_NO_SCALAR, 0};  // an op of no input: never read
   RillScalar out[kOuts > 0 ? kOuts : RILL_SCALAR_MAX_SLOTS];
   bool any_input = false;
   for (int i = 0; i < ins; ++i) {
@@ -283,7 +284,10 @@ bool RunScalar(const PreparedOp& op, const KernelInstance& k, Variable* const* f
   }
   // Inputs that are all host scalars keep an op on the CPU on any executor (KernelKey).
   const int32_t device = any_input ? RILL_CPU : place_device;
-  const int32_t dtype = op.scalar_dtype_in >= 0 ? in[op.scalar_dtype_in].dtype : op.static_dtype;
+  int32_t dtype = op.static_dtype;
+  if constexpr (kIns != 0) {
+    if (op.scalar_dtype_in >= 0) dtype = in[op.scalar_dtype_in].dtype;
+  }
   // (A dtype input the op leaves empty reads RILL_NO_SCALAR, no kernel's key.)
   if (k.device != device || k.dtype != dtype || dtype == RILL_NO_SCALAR) return false;
   for (int o = 0; o < outs; ++o) out[o] = RillScalar{RILL_NO_SCALAR, 0};

@@ -659,9 +659,16 @@ typedef struct RillHostApi {
 
 /* ---- The plugin's entry ---------------------------------------------------------------- */
 
+/* Versions both ways: a plugin states the lowest ABI version it needs (`abi_version`), which
+ * need not be the version of the header it was built with; the host loads it when it serves
+ * that version (a host serves every version up to its own RILL_ABI_VERSION, its table
+ * holding every entry of each) and refuses it otherwise, naming both versions. The host
+ * hands the plugin its own table, whose `abi_version` and `struct_size` say which entries
+ * it holds: a plugin may use an entry newer than the version it stated only after checking
+ * that `struct_size` covers it (the C++ SDK does so for every call, RILL_HOST_ENTRY). */
 typedef struct RillPlugin {
   uint32_t struct_size; /* sizeof(RillPlugin) as the plugin was compiled */
-  uint32_t abi_version; /* RILL_ABI_VERSION the plugin was built against */
+  uint32_t abi_version; /* the lowest ABI version the plugin needs */
   const char* name;     /* short unique name, e.g. "math" */
   const char* version;  /* the plugin's own version, free form */
   /* Registers everything the plugin provides. `host` stays valid for the life of the

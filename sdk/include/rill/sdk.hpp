@@ -36,6 +36,14 @@
 
 #include "rill/abi.h"
 
+// The lowest ABI version this plugin needs, which it declares to the host: by default the
+// version of this header. A plugin that calls nothing newer may define it lower (before
+// including this header, or with -D) to load into older hosts too; a call it makes to a
+// newer entry is then an error where the host lacks it (RILL_HOST_ENTRY).
+#ifndef RILL_PLUGIN_NEEDS_ABI
+#define RILL_PLUGIN_NEEDS_ABI RILL_ABI_VERSION
+#endif
+
 namespace rill {
 inline namespace sdk_v1 __attribute__((visibility("hidden"))) {
 
@@ -48,7 +56,9 @@ inline const RillHostApi*& HostSlot() {
 }
 }  // namespace detail
 
-// The host's function table; valid once the plugin's init has been called.
+// The host's function table; valid once the plugin's init has been called. It holds
+// every entry of the ABI version the plugin needs (RILL_PLUGIN_NEEDS_ABI), and those of any
+// later version the host serves; read a later one through RILL_HOST_ENTRY.
 inline const RillHostApi& Host() { return *detail::HostSlot(); }
 
 // The exception kernels throw; `code` becomes the status code the host sees.
@@ -62,12 +72,31 @@ class Error : public std::runtime_error {
   RillStatusCode code_;
 };
 
+namespace detail {
+[[noreturn]] inline void ThrowEntryNotServed(const char* entry) {
+  throw Error(std::string("this plugin calls the host's ") + entry + ", which this host (ABI version " +
+                  std::to_string(Host().abi_version) + ") does not serve: upgrade rill",
+              RILL_UNIMPLEMENTED);
+}
+inline void RequireEntry(size_t end, const char* entry) {
+  if (Host().struct_size < end) ThrowEntryNotServed(entry);
+}
+}  // namespace detail
+
+// The host's entry `field`, once it is known to be there: a plugin that declares an ABI
+// version older than its header's (RILL_PLUGIN_NEEDS_ABI) loads into hosts that lack the
+// newer entries, and a call to one of those is then an error naming it, not a read past
+// the host's table. The SDK reaches the host only through this.
+#define RILL_HOST_ENTRY(field)                                                                      \
+  (::rill::detail::RequireEntry(offsetof(RillHostApi, field) + sizeof(::rill::Host().field), #field), \
+   ::rill::Host().field)
+
 // Throws the status as an Error (releasing it) if it is not OK.
 inline void Check(RillStatus* status) {
   if (status == nullptr) return;
-  const auto code = static_cast<RillStatusCode>(Host().status_code(status));
-  std::string message = Host().status_message(status);
-  Host().status_release(status);
+  const auto code = static_cast<RillStatusCode>(RILL_HOST_ENTRY(status_code)(status));
+  std::string message = RILL_HOST_ENTRY(status_message)(status);
+  RILL_HOST_ENTRY(status_release)(status);
   throw Error(message, code);
 }
 
@@ -78,16 +107,16 @@ RillStatus* Guard(F&& body) noexcept {
     body();
     return nullptr;
   } catch (const Error& e) {
-    return Host().status_create(e.code(), e.what());
+    return RILL_HOST_ENTRY(status_create)(e.code(), e.what());
   } catch (const std::exception& e) {
-    return Host().status_create(RILL_INTERNAL, e.what());
+    return RILL_HOST_ENTRY(status_create)(RILL_INTERNAL, e.what());
   } catch (...) {
-    return Host().status_create(RILL_INTERNAL, "unknown exception in plugin");
+    return RILL_HOST_ENTRY(status_create)(RILL_INTERNAL, "unknown exception in plugin");
   }
 }
 
 inline void Log(RillLogLevel level, const std::string& message) {
-  Host().log(level, message.c_str());
+  RILL_HOST_ENTRY(log)(level, message.c_str());
 }
 
 // Memory for a plugin's small objects from the host's per-thread pages (ABI v13,
@@ -104,13 +133,13 @@ struct HostSmallAllocator {
   T* allocate(size_t n) {
     const size_t bytes = n * sizeof(T);
     if (!FromHost(bytes)) return static_cast<T*>(::operator new(bytes));
-    if (void* p = Host().mem_alloc(bytes)) return static_cast<T*>(p);
+    if (void* p = RILL_HOST_ENTRY(mem_alloc)(bytes)) return static_cast<T*>(p);
     throw std::bad_alloc();
   }
   void deallocate(T* p, size_t n) {
     const size_t bytes = n * sizeof(T);
     if (FromHost(bytes)) {
-      Host().mem_free(p, bytes);
+      RILL_HOST_ENTRY(mem_free)(p, bytes);
     } else {
       ::operator delete(p);
     }
@@ -243,7 +272,7 @@ class Tensor {
   void* Allocate(int32_t dtype, const int64_t* dims, size_t ndim,
                  int32_t device_type = RILL_CPU, int32_t device_id = 0) {
     void* data = nullptr;
-    Check(Host().tensor_allocate(t_, dtype, dims, ndim, device_type, device_id, &data));
+    Check(RILL_HOST_ENTRY(tensor_allocate)(t_, dtype, dims, ndim, device_type, device_id, &data));
     have_info_ = false;
     return data;
   }
@@ -252,17 +281,17 @@ class Tensor {
   }
 
   std::vector<std::vector<uint64_t>> lod() const {
-    std::vector<std::vector<uint64_t>> out(Host().tensor_lod_levels(t_));
+    std::vector<std::vector<uint64_t>> out(RILL_HOST_ENTRY(tensor_lod_levels)(t_));
     for (size_t l = 0; l < out.size(); ++l) {
       size_t n = 0;
-      const uint64_t* p = Host().tensor_lod_level(t_, l, &n);
+      const uint64_t* p = RILL_HOST_ENTRY(tensor_lod_level)(t_, l, &n);
       out[l].assign(p, p + n);
     }
     return out;
   }
   void set_lod(const std::vector<std::vector<uint64_t>>& lod) {
     for (size_t l = 0; l < lod.size(); ++l) {
-      Check(Host().tensor_set_lod_level(t_, l, lod[l].data(), lod[l].size()));
+      Check(RILL_HOST_ENTRY(tensor_set_lod_level)(t_, l, lod[l].data(), lod[l].size()));
     }
   }
 
@@ -270,7 +299,7 @@ class Tensor {
   const RillTensorInfo& info() const {
     if (!have_info_) {
       info_.struct_size = sizeof(RillTensorInfo);
-      Host().tensor_info(t_, &info_);
+      RILL_HOST_ENTRY(tensor_info)(t_, &info_);
       have_info_ = true;
     }
     return info_;
@@ -296,7 +325,7 @@ class VarType {
  public:
   // Throws if no plugin registered `name`.
   static VarType Find(const char* name) {
-    const RillVarType* t = Host().var_type_find(name);
+    const RillVarType* t = RILL_HOST_ENTRY(var_type_find)(name);
     if (t == nullptr) throw Error(std::string("variable type '") + name + "' is not registered", RILL_NOT_FOUND);
     return VarType(t);
   }
@@ -314,37 +343,37 @@ class Variable {
   RillVariable* handle() const { return v_; }
   explicit operator bool() const { return v_ != nullptr; }
 
-  bool initialized() const { return Host().var_is_initialized(v_) != 0; }
+  bool initialized() const { return RILL_HOST_ENTRY(var_is_initialized)(v_) != 0; }
   Tensor tensor() const {
     RillTensor* t = nullptr;
-    Check(Host().var_tensor(v_, &t));
+    Check(RILL_HOST_ENTRY(var_tensor)(v_, &t));
     return Tensor(t);
   }
   // Takes ownership of `value`; destroyed by the type's registered destroy callback.
   template <class T> void SetCustom(const char* type_name, T* value) {
-    Check(Host().var_set_custom(v_, type_name, value));
+    Check(RILL_HOST_ENTRY(var_set_custom)(v_, type_name, value));
   }
   // The same by the type's handle (ABI v13: no name looked up).
   template <class T> void SetCustom(const VarType& type, T* value) {
-    Check(Host().var_set_custom_typed(v_, type.handle(), value));
+    Check(RILL_HOST_ENTRY(var_set_custom_typed)(v_, type.handle(), value));
   }
   // The value if the variable holds one of `type`, else nullptr (ABI v8: no name compared).
   template <class T> T* Custom(const VarType& type) const {
-    return static_cast<T*>(Host().var_custom(v_, type.handle()));
+    return static_cast<T*>(RILL_HOST_ENTRY(var_custom)(v_, type.handle()));
   }
   template <class T> T* GetCustom(const char* type_name) const {
     void* out = nullptr;
-    Check(Host().var_get_custom(v_, type_name, &out));
+    Check(RILL_HOST_ENTRY(var_get_custom)(v_, type_name, &out));
     return static_cast<T*>(out);
   }
-  void MoveFrom(Variable src) { Check(Host().var_move(v_, src.v_)); }
-  void CopyFrom(Variable src) { Check(Host().var_copy(v_, src.v_)); }
-  void SwapWith(Variable other) { Check(Host().var_swap(v_, other.v_)); }  // ABI v2
+  void MoveFrom(Variable src) { Check(RILL_HOST_ENTRY(var_move)(v_, src.v_)); }
+  void CopyFrom(Variable src) { Check(RILL_HOST_ENTRY(var_copy)(v_, src.v_)); }
+  void SwapWith(Variable other) { Check(RILL_HOST_ENTRY(var_swap)(v_, other.v_)); }  // ABI v2
 
   // A scalar (ABI v9): a one-element CPU tensor of shape [1], no LoD, of at most 8 bytes,
   // read or written in one call; `bits` holds its bytes (RillHostApi::var_scalar).
-  bool GetScalar(int32_t* dtype, uint64_t* bits) const { return Host().var_scalar(v_, dtype, bits) != 0; }
-  void SetScalar(int32_t dtype, uint64_t bits) { Check(Host().var_set_scalar(v_, dtype, bits)); }
+  bool GetScalar(int32_t* dtype, uint64_t* bits) const { return RILL_HOST_ENTRY(var_scalar)(v_, dtype, bits) != 0; }
+  void SetScalar(int32_t dtype, uint64_t bits) { Check(RILL_HOST_ENTRY(var_set_scalar)(v_, dtype, bits)); }
   // The scalar of T's dtype holding `value` (its bytes packed as `bits` holds them).
   template <class T> void SetScalar(T value) {
     static_assert(sizeof(T) <= sizeof(uint64_t), "a scalar is at most 8 bytes");
@@ -360,24 +389,24 @@ class Variable {
     int64_t height;
     Tensor value;
   };
-  bool IsSelectedRows() const { return Host().var_is_selected_rows(v_) != 0; }
+  bool IsSelectedRows() const { return RILL_HOST_ENTRY(var_is_selected_rows)(v_) != 0; }
   SelectedRows selected_rows() const {
     SelectedRows s{nullptr, 0, 0, Tensor(nullptr)};
     RillTensor* value = nullptr;
-    Check(Host().var_selected_rows(v_, &s.rows, &s.count, &s.height, &value));
+    Check(RILL_HOST_ENTRY(var_selected_rows)(v_, &s.rows, &s.count, &s.height, &value));
     s.value = Tensor(value);
     return s;
   }
   // Makes this variable SelectedRows; returns its value tensor, to allocate [rows, ...].
   Tensor SetSelectedRows(const int64_t* rows, size_t count, int64_t height) {
     RillTensor* value = nullptr;
-    Check(Host().var_set_selected_rows(v_, rows, count, height, &value));
+    Check(RILL_HOST_ENTRY(var_set_selected_rows)(v_, rows, count, height, &value));
     return Tensor(value);
   }
 
   std::string Describe() const {
     char buf[512];
-    Host().var_describe(v_, buf, sizeof(buf));
+    RILL_HOST_ENTRY(var_describe)(v_, buf, sizeof(buf));
     return buf;
   }
 
@@ -388,8 +417,8 @@ class Variable {
 // A variable the plugin owns, outside any scope (ABI v2).
 class OwnedVariable {
  public:
-  OwnedVariable() : v_(Host().var_new()) {}
-  ~OwnedVariable() { Host().var_delete(v_); }
+  OwnedVariable() : v_(RILL_HOST_ENTRY(var_new)()) {}
+  ~OwnedVariable() { RILL_HOST_ENTRY(var_delete)(v_); }
   OwnedVariable(const OwnedVariable&) = delete;
   OwnedVariable& operator=(const OwnedVariable&) = delete;
   Variable get() const { return Variable(v_); }
@@ -403,7 +432,7 @@ class OwnedVariable {
 // The calling task (or thread), to be woken later by Unpark; see RillHostApi::task_park
 // for the protocol. Park returns the host's status (NULL: woken) so the caller can undo
 // its wait before throwing it.
-inline RillTask* CurrentTask() { return Host().task_current(); }
+inline RillTask* CurrentTask() { return RILL_HOST_ENTRY(task_current)(); }
 // Tells the CPU the caller is spinning (in a wait loop that spins before it parks).
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -412,9 +441,9 @@ inline void CpuRelax() {
   asm volatile("yield");
 #endif
 }
-inline void Unpark(RillTask* task) { Host().task_unpark(task); }
+inline void Unpark(RillTask* task) { RILL_HOST_ENTRY(task_unpark)(task); }
 inline RillStatus* Park(RillKernelContext* ctx, const char* what, void (*unlock)(void*), void* arg) {
-  return Host().task_park(ctx, what, unlock, arg);
+  return RILL_HOST_ENTRY(task_park)(ctx, what, unlock, arg);
 }
 
 // A lock for critical sections of a few dozen nanoseconds that never block (a wait
@@ -464,25 +493,25 @@ class Scope {
   RillScope* handle() const { return s_; }
   Scope NewChild() const {
     RillScope* child = nullptr;
-    Check(Host().scope_new_child(s_, &child));
+    Check(RILL_HOST_ENTRY(scope_new_child)(s_, &child));
     return Scope(child, true);
   }
-  Scope Retain() const { return Scope(Host().scope_retain(s_), true); }
+  Scope Retain() const { return Scope(RILL_HOST_ENTRY(scope_retain)(s_), true); }
   // Whether running a block here again is the same as in a new child of the parent, but
   // for the values of the block's own variables (ABI v4, scope_reusable): a loop runs its
   // next step in its step scope when it is.
-  bool Reusable() const { return Host().scope_reusable(s_) != 0; }
+  bool Reusable() const { return RILL_HOST_ENTRY(scope_reusable)(s_) != 0; }
   Variable FindVar(const std::string& name) const {
-    return Variable(Host().scope_find_var(s_, name.c_str()));
+    return Variable(RILL_HOST_ENTRY(scope_find_var)(s_, name.c_str()));
   }
   Variable Var(const std::string& name) const {
-    return Variable(Host().scope_var(s_, name.c_str()));
+    return Variable(RILL_HOST_ENTRY(scope_var)(s_, name.c_str()));
   }
 
  private:
   Scope(RillScope* s, bool owned) : s_(s), owned_(owned) {}
   void Reset() {
-    if (s_ != nullptr && owned_) Host().scope_release(s_);
+    if (s_ != nullptr && owned_) RILL_HOST_ENTRY(scope_release)(s_);
     s_ = nullptr;
   }
   RillScope* s_;
@@ -496,7 +525,7 @@ template <class T> struct AttrReader;
 template <> struct AttrReader<int64_t> {
   static int64_t Read(const RillOpInfo* i, const char* n) {
     int64_t v = 0;
-    Check(Host().attr_int(i, n, &v));
+    Check(RILL_HOST_ENTRY(attr_int)(i, n, &v));
     return v;
   }
 };
@@ -508,7 +537,7 @@ template <> struct AttrReader<int32_t> {
 template <> struct AttrReader<double> {
   static double Read(const RillOpInfo* i, const char* n) {
     double v = 0;
-    Check(Host().attr_float(i, n, &v));
+    Check(RILL_HOST_ENTRY(attr_float)(i, n, &v));
     return v;
   }
 };
@@ -520,7 +549,7 @@ template <> struct AttrReader<float> {
 template <> struct AttrReader<bool> {
   static bool Read(const RillOpInfo* i, const char* n) {
     int32_t v = 0;
-    Check(Host().attr_bool(i, n, &v));
+    Check(RILL_HOST_ENTRY(attr_bool)(i, n, &v));
     return v != 0;
   }
 };
@@ -528,7 +557,7 @@ template <> struct AttrReader<std::string> {
   static std::string Read(const RillOpInfo* i, const char* n) {
     const char* d = nullptr;
     size_t len = 0;
-    Check(Host().attr_string(i, n, &d, &len));
+    Check(RILL_HOST_ENTRY(attr_string)(i, n, &d, &len));
     return std::string(d, len);
   }
 };
@@ -536,7 +565,7 @@ template <> struct AttrReader<std::vector<int64_t>> {
   static std::vector<int64_t> Read(const RillOpInfo* i, const char* n) {
     const int64_t* d = nullptr;
     size_t c = 0;
-    Check(Host().attr_ints(i, n, &d, &c));
+    Check(RILL_HOST_ENTRY(attr_ints)(i, n, &d, &c));
     return {d, d + c};
   }
 };
@@ -544,7 +573,7 @@ template <> struct AttrReader<std::vector<float>> {
   static std::vector<float> Read(const RillOpInfo* i, const char* n) {
     const float* d = nullptr;
     size_t c = 0;
-    Check(Host().attr_floats(i, n, &d, &c));
+    Check(RILL_HOST_ENTRY(attr_floats)(i, n, &d, &c));
     return {d, d + c};
   }
 };
@@ -552,19 +581,19 @@ template <> struct AttrReader<std::vector<bool>> {
   static std::vector<bool> Read(const RillOpInfo* i, const char* n) {
     const uint8_t* d = nullptr;
     size_t c = 0;
-    Check(Host().attr_bools(i, n, &d, &c));
+    Check(RILL_HOST_ENTRY(attr_bools)(i, n, &d, &c));
     return std::vector<bool>(d, d + c);
   }
 };
 template <> struct AttrReader<std::vector<std::string>> {
   static std::vector<std::string> Read(const RillOpInfo* i, const char* n) {
     size_t c = 0;
-    Check(Host().attr_strings(i, n, &c));
+    Check(RILL_HOST_ENTRY(attr_strings)(i, n, &c));
     std::vector<std::string> out;
     for (size_t k = 0; k < c; ++k) {
       const char* d = nullptr;
       size_t len = 0;
-      Check(Host().attr_strings_at(i, n, k, &d, &len));
+      Check(RILL_HOST_ENTRY(attr_strings_at)(i, n, k, &d, &len));
       out.emplace_back(d, len);
     }
     return out;
@@ -600,20 +629,20 @@ class OpInfo {
   explicit OpInfo(const RillOpInfo* info) : info_(info) {}
   const RillOpInfo* handle() const { return info_; }
 
-  std::string type() const { return Host().op_type(info_); }
+  std::string type() const { return RILL_HOST_ENTRY(op_type)(info_); }
   template <class T> T Attr(const char* name) const { return detail::AttrReader<T>::Read(info_, name); }
   int32_t BlockAttr(const char* name) const {
     int32_t v = 0;
-    Check(Host().attr_block(info_, name, &v));
+    Check(RILL_HOST_ENTRY(attr_block)(info_, name, &v));
     return v;
   }
-  size_t InputCount(const char* slot) const { return Host().op_input_count(info_, slot); }
-  size_t OutputCount(const char* slot) const { return Host().op_output_count(info_, slot); }
+  size_t InputCount(const char* slot) const { return RILL_HOST_ENTRY(op_input_count)(info_, slot); }
+  size_t OutputCount(const char* slot) const { return RILL_HOST_ENTRY(op_output_count)(info_, slot); }
   std::string InputName(const char* slot, size_t i = 0) const {
-    return NameOrThrow(Host().op_input_name(info_, slot, i), "input", slot, i);
+    return NameOrThrow(RILL_HOST_ENTRY(op_input_name)(info_, slot, i), "input", slot, i);
   }
   std::string OutputName(const char* slot, size_t i = 0) const {
-    return NameOrThrow(Host().op_output_name(info_, slot, i), "output", slot, i);
+    return NameOrThrow(RILL_HOST_ENTRY(op_output_name)(info_, slot, i), "output", slot, i);
   }
   std::vector<std::string> InputNames(const char* slot) const {
     std::vector<std::string> out;
@@ -627,22 +656,22 @@ class OpInfo {
   }
   // The slot to read by index in every run of this op (ABI v8).
   Slot InputSlot(const char* slot) const {
-    const int32_t index = Host().op_input_slot(info_, slot);
-    return Slot(index, slot, Host().op_input_index(info_, index, 0));
+    const int32_t index = RILL_HOST_ENTRY(op_input_slot)(info_, slot);
+    return Slot(index, slot, RILL_HOST_ENTRY(op_input_index)(info_, index, 0));
   }
   Slot OutputSlot(const char* slot) const {
-    const int32_t index = Host().op_output_slot(info_, slot);
-    return Slot(index, slot, Host().op_output_index(info_, index, 0));
+    const int32_t index = RILL_HOST_ENTRY(op_output_slot)(info_, slot);
+    return Slot(index, slot, RILL_HOST_ENTRY(op_output_index)(info_, index, 0));
   }
   // The frame index of argument `i` of a slot (ABI v11), for KernelContext::FrameVar;
   // RILL_NO_FRAME_INDEX if the op has no such argument.
-  uint32_t InputIndex(const Slot& slot, size_t i) const { return Host().op_input_index(info_, slot.index(), i); }
-  uint32_t OutputIndex(const Slot& slot, size_t i) const { return Host().op_output_index(info_, slot.index(), i); }
+  uint32_t InputIndex(const Slot& slot, size_t i) const { return RILL_HOST_ENTRY(op_input_index)(info_, slot.index(), i); }
+  uint32_t OutputIndex(const Slot& slot, size_t i) const { return RILL_HOST_ENTRY(op_output_index)(info_, slot.index(), i); }
   // The ops of block `block_idx` of this op's program, in order (ABI v7).
   std::vector<OpInfo> BlockOps(int32_t block_idx) const {
     const RillOpInfo* const* ops = nullptr;
     size_t count = 0;
-    Check(Host().op_block_ops(info_, block_idx, &ops, &count));
+    Check(RILL_HOST_ENTRY(op_block_ops)(info_, block_idx, &ops, &count));
     return std::vector<OpInfo>(ops, ops + count);
   }
 
@@ -664,46 +693,46 @@ class KernelContext {
   explicit KernelContext(RillKernelContext* ctx) : ctx_(ctx) {}
   RillKernelContext* handle() const { return ctx_; }
 
-  OpInfo op() const { return OpInfo(Host().ctx_op(ctx_)); }
+  OpInfo op() const { return OpInfo(RILL_HOST_ENTRY(ctx_op)(ctx_)); }
   template <class T> T Attr(const char* name) const { return op().Attr<T>(name); }
 
   bool HasInput(const char* slot) const { return op().InputCount(slot) > 0; }
   bool HasOutput(const char* slot) const { return op().OutputCount(slot) > 0; }
   Variable InputVar(const char* slot, size_t i = 0) {
-    return VarOrThrow(Host().ctx_input(ctx_, slot, i), "input", slot, i);
+    return VarOrThrow(RILL_HOST_ENTRY(ctx_input)(ctx_, slot, i), "input", slot, i);
   }
   Variable OutputVar(const char* slot, size_t i = 0) {
-    return VarOrThrow(Host().ctx_output(ctx_, slot, i), "output", slot, i);
+    return VarOrThrow(RILL_HOST_ENTRY(ctx_output)(ctx_, slot, i), "output", slot, i);
   }
   // The same by slot (ABI v8), for kernels that found their slots when created. A slot the
   // op does not list reads as missing. A slot's first argument is read from the frame.
   Variable InputVar(const Slot& slot, size_t i = 0) {
     if (RillVariable* v = FrameArg(slot, i)) return Variable(v);
-    return VarOrThrow(Host().ctx_input_at(ctx_, slot.index(), i), "input", slot.name().c_str(), i);
+    return VarOrThrow(RILL_HOST_ENTRY(ctx_input_at)(ctx_, slot.index(), i), "input", slot.name().c_str(), i);
   }
   Variable OutputVar(const Slot& slot, size_t i = 0) {
     if (RillVariable* v = FrameArg(slot, i)) return Variable(v);
-    return VarOrThrow(Host().ctx_output_at(ctx_, slot.index(), i), "output", slot.name().c_str(), i);
+    return VarOrThrow(RILL_HOST_ENTRY(ctx_output_at)(ctx_, slot.index(), i), "output", slot.name().c_str(), i);
   }
   // The input's variable, or a null view if no scope has it (the caller explains why).
-  Variable InputVarOrNull(const char* slot, size_t i = 0) { return Variable(Host().ctx_input(ctx_, slot, i)); }
+  Variable InputVarOrNull(const char* slot, size_t i = 0) { return Variable(RILL_HOST_ENTRY(ctx_input)(ctx_, slot, i)); }
   Variable InputVarOrNull(const Slot& slot, size_t i = 0) {
     if (RillVariable* v = FrameArg(slot, i)) return Variable(v);
-    return Variable(Host().ctx_input_at(ctx_, slot.index(), i));
+    return Variable(RILL_HOST_ENTRY(ctx_input_at)(ctx_, slot.index(), i));
   }
   // The variable at a frame index (OpInfo::InputIndex, ABI v11) as the run's frame holds
   // it: no call after the first. Null for RILL_NO_FRAME_INDEX, and while the run has not
   // found the variable (one made since the run started): ask InputVar & co. then.
   RillVariable* FrameVar(uint32_t index) {
     if (index == RILL_NO_FRAME_INDEX) return nullptr;
-    if (frame_ == nullptr) frame_ = Host().ctx_frame(ctx_);
+    if (frame_ == nullptr) frame_ = RILL_HOST_ENTRY(ctx_frame)(ctx_);
     return frame_[index];
   }
   Tensor Input(const Slot& slot, size_t i = 0) {
     if (!slot) MissingSlot("input", slot, i);
     Tensor t(nullptr);
     t.info_.struct_size = sizeof(RillTensorInfo);
-    Check(Host().ctx_input_described_at(ctx_, slot.index(), i, &t.t_, &t.info_));
+    Check(RILL_HOST_ENTRY(ctx_input_described_at)(ctx_, slot.index(), i, &t.t_, &t.info_));
     t.have_info_ = true;
     return t;
   }
@@ -712,7 +741,7 @@ class KernelContext {
     if (!slot) MissingSlot("output", slot, i);
     Tensor t(nullptr);
     t.info_.struct_size = sizeof(RillTensorInfo);
-    Check(Host().ctx_output_allocate_at(ctx_, slot.index(), i, dtype, dims, ndim, device_type, device_id, &t.t_,
+    Check(RILL_HOST_ENTRY(ctx_output_allocate_at)(ctx_, slot.index(), i, dtype, dims, ndim, device_type, device_id, &t.t_,
                                         &t.info_));
     t.have_info_ = true;
     return t;
@@ -728,13 +757,13 @@ class KernelContext {
   Tensor Input(const char* slot, size_t i = 0) {
     Tensor t(nullptr);
     t.info_.struct_size = sizeof(RillTensorInfo);
-    Check(Host().ctx_input_described(ctx_, slot, i, &t.t_, &t.info_));
+    Check(RILL_HOST_ENTRY(ctx_input_described)(ctx_, slot, i, &t.t_, &t.info_));
     t.have_info_ = true;
     return t;
   }
   Tensor Output(const char* slot, size_t i = 0) {
     RillTensor* t = nullptr;
-    Check(Host().ctx_output_tensor(ctx_, slot, i, &t));
+    Check(RILL_HOST_ENTRY(ctx_output_tensor)(ctx_, slot, i, &t));
     return Tensor(t);
   }
   // Output(slot, i).Allocate(...) in one host call: the output shaped and described.
@@ -742,7 +771,7 @@ class KernelContext {
                         int32_t device_type = RILL_CPU, int32_t device_id = 0, size_t i = 0) {
     Tensor t(nullptr);
     t.info_.struct_size = sizeof(RillTensorInfo);
-    Check(Host().ctx_output_allocate(ctx_, slot, i, dtype, dims, ndim, device_type, device_id, &t.t_, &t.info_));
+    Check(RILL_HOST_ENTRY(ctx_output_allocate)(ctx_, slot, i, dtype, dims, ndim, device_type, device_id, &t.t_, &t.info_));
     t.have_info_ = true;
     return t;
   }
@@ -757,23 +786,23 @@ class KernelContext {
     return AllocateOutput<T>(slot, dims.begin(), dims.size());
   }
 
-  Scope scope() const { return Scope::Borrow(Host().ctx_scope(ctx_)); }
+  Scope scope() const { return Scope::Borrow(RILL_HOST_ENTRY(ctx_scope)(ctx_)); }
   // The device this kernel runs on; allocate outputs there.
-  int32_t device_id() const { return Host().ctx_device_id(ctx_); }
+  int32_t device_id() const { return RILL_HOST_ENTRY(ctx_device_id)(ctx_); }
   // A new child of this op's scope to run `block_idx` in, which may take over the
   // variables of the one this op made for it last time (ABI v4, ctx_new_child_scope).
   Scope NewChildScope(int32_t block_idx) {
     RillScope* child = nullptr;
-    Check(Host().ctx_new_child_scope(ctx_, block_idx, &child));
+    Check(RILL_HOST_ENTRY(ctx_new_child_scope)(ctx_, block_idx, &child));
     return Scope::Own(child);
   }
   void RunBlock(int32_t block_idx, const Scope& scope) {
-    Check(Host().ctx_run_block(ctx_, block_idx, scope.handle()));
+    Check(RILL_HOST_ENTRY(ctx_run_block)(ctx_, block_idx, scope.handle()));
   }
   // Runs `block_idx` once as this op's sub-block, as RunBlock(block_idx,
   // NewChildScope(block_idx)) would; in this op's scope itself when no one can tell the
   // difference, which saves the scope (ABI v10, ctx_run_sub_block).
-  void RunSubBlock(int32_t block_idx) { Check(Host().ctx_run_sub_block(ctx_, block_idx)); }
+  void RunSubBlock(int32_t block_idx) { Check(RILL_HOST_ENTRY(ctx_run_sub_block)(ctx_, block_idx)); }
   // Runs `block_idx` as a loop body, step after step, while the loop goes on: while
   // `condition` holds a true bool scalar, read by the host; when it holds anything else
   // (or is null), while `proceed()` (may throw) returns true. A step reuses the previous
@@ -783,19 +812,19 @@ class KernelContext {
     auto ask = [](void* arg, int32_t* go_on) {
       return Guard([&] { *go_on = (*static_cast<std::remove_reference_t<F>*>(arg))() ? 1 : 0; });
     };
-    Check(Host().ctx_run_loop(ctx_, block_idx, condition.handle(), ask, &proceed));
+    Check(RILL_HOST_ENTRY(ctx_run_loop)(ctx_, block_idx, condition.handle(), ask, &proceed));
   }
   // Starts block `block_idx` as a new task (a go block) in `scope`, which the task keeps
   // alive until it ends (ABI v2).
   void Go(int32_t block_idx, const Scope& scope) {
-    Check(Host().task_go(ctx_, block_idx, scope.handle()));
+    Check(RILL_HOST_ENTRY(task_go)(ctx_, block_idx, scope.handle()));
   }
   // Starts block `block_idx` as a go block in a new child of this op's scope that holds
   // its own copy of each variable at `frame_indices` (OpInfo::InputIndex), under its name
   // here: Go(block_idx, child) with the child made and filled, in one call (ABI v12,
   // ctx_go). Read each of those variables first (FrameVar, or InputVar when it was null).
   void Go(int32_t block_idx, const uint32_t* frame_indices, size_t count) {
-    Check(Host().ctx_go(ctx_, block_idx, frame_indices, count));
+    Check(RILL_HOST_ENTRY(ctx_go)(ctx_, block_idx, frame_indices, count));
   }
 
  private:
@@ -1020,7 +1049,7 @@ class Registrar {
     std::vector<RillSlotDef> in, out;
     std::vector<RillAttrDef> attrs;
     const RillOpSchema view = schema.View(in, out, attrs);
-    Check(Host().register_op(reg_, &view));
+    Check(RILL_HOST_ENTRY(register_op)(reg_, &view));
   }
 
   // A stateless kernel: a plain function (or capture-less lambda).
@@ -1032,7 +1061,7 @@ class Registrar {
     def.dtype = dtype;
     def.user_data = reinterpret_cast<void*>(fn);
     def.compute = &detail::CallFunctionKernel;
-    Check(Host().register_kernel(reg_, &def));
+    Check(RILL_HOST_ENTRY(register_kernel)(reg_, &def));
   }
 
   // A kernel with per-op state: K(const OpInfo&) runs once per op instance, then
@@ -1053,13 +1082,13 @@ class Registrar {
     def.compute = &detail::CallClassKernel<K>;
     def.destroy = &detail::DestroyClassKernel<K>;
     if constexpr (detail::HasScalarPath<K>::value) def.scalar = &detail::CallClassScalar<K>;
-    Check(Host().register_kernel(reg_, &def));
+    Check(RILL_HOST_ENTRY(register_kernel)(reg_, &def));
   }
 
   // A device type the plugin drives (see RillDeviceDef); struct_size is filled in.
   void Device(RillDeviceDef def) {
     def.struct_size = sizeof(def);
-    Check(Host().register_device(reg_, &def));
+    Check(RILL_HOST_ENTRY(register_device)(reg_, &def));
   }
 
   // A variable type of the plugin's own, holding T* values (deleted by the host's call to
@@ -1080,7 +1109,7 @@ class Registrar {
   // counts one more holder instead of allocating); struct_size is filled in.
   void VarType(RillVarTypeDef def) {
     def.struct_size = sizeof(def);
-    Check(Host().register_var_type(reg_, &def));
+    Check(RILL_HOST_ENTRY(register_var_type)(reg_, &def));
   }
 
  private:
@@ -1090,10 +1119,10 @@ class Registrar {
 namespace detail {
 template <void (*InitFn)(Registrar&)>
 RillStatus* PluginInit(const RillHostApi* host, RillRegistrar* reg) {
-  if (host->abi_version < RILL_ABI_VERSION || host->struct_size < sizeof(RillHostApi)) {
+  if (host->abi_version < RILL_PLUGIN_NEEDS_ABI) {
     return host->status_create(RILL_FAILED_PRECONDITION,
                                ("plugin needs a host serving ABI version " +
-                                std::to_string(RILL_ABI_VERSION) + "; this host serves " +
+                                std::to_string(RILL_PLUGIN_NEEDS_ABI) + "; this host serves " +
                                 std::to_string(host->abi_version)).c_str());
   }
   HostSlot() = host;
@@ -1112,7 +1141,7 @@ RillStatus* PluginInit(const RillHostApi* host, RillRegistrar* reg) {
 // form with a private symbol.
 #define RILL_PLUGIN_ENTRY(SYMBOL, NAME, VERSION, INIT)                                   \
   const RillPlugin* SYMBOL(void) {                                                       \
-    static const RillPlugin plugin = {sizeof(RillPlugin), RILL_ABI_VERSION, NAME, VERSION, \
+    static const RillPlugin plugin = {sizeof(RillPlugin), RILL_PLUGIN_NEEDS_ABI, NAME, VERSION, \
                                       &::rill::detail::PluginInit<INIT>};                \
     return &plugin;                                                                      \
   }

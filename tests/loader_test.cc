@@ -94,6 +94,18 @@ TEST(Loader, FrozenAbiV1PluginKeepsLoadingAndRuns) {
   EXPECT_EQ(scope->FindVar("y")->GetTensor()->Describe(), "fp32[3] {3, 3, 3}");
 }
 
+// A root scope holding these scalars (name, dtype, value).
+struct ScalarVar {
+  const char* name;
+  int32_t dtype;
+  uint64_t value;
+};
+std::shared_ptr<Scope> ScopeWith(std::initializer_list<ScalarVar> vars) {
+  auto scope = Scope::NewRoot();
+  for (const ScalarVar& v : vars) scope->Var(v.name)->SetScalar(v.dtype, v.value);
+  return scope;
+}
+
 // The counted loop `while (i < 95) { increment(i); i < 95 }` with a third party's
 // increment that adds 10 (own_small_ops), loaded without the math plugin: the host runs
 // the plugin's kernels as they are, so the loop ends at 100, not at 95.
@@ -106,10 +118,7 @@ TEST(Loader, APluginsOwnIncrementRunsAsItsKernelSays) {
   body.Op("increment").Input("X", "i").Output("Out", "i");
   body.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "c");
   Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
-  auto scope = Scope::NewRoot();
-  scope->Var("i")->SetScalar(RILL_INT64, 0);
-  scope->Var("n")->SetScalar(RILL_INT64, 95);
-  scope->Var("c")->SetScalar(RILL_BOOL, 1);
+  auto scope = ScopeWith({{"i", RILL_INT64, 0}, {"n", RILL_INT64, 95}, {"c", RILL_BOOL, 1}});
   exec.Run(0, scope);
   EXPECT_EQ(scope->FindVar("i")->GetTensor()->Describe(), "int64[1] {100}");
 }
@@ -125,9 +134,7 @@ TEST(Loader, APluginsOwnLoopOpRunsItsBodyThroughTheHost) {
   pb.block(0).Op("repeat").Input("Times", "n").BlockAttr("sub_block", body.idx());
   body.Op("increment").Input("X", "i").Output("Out", "i");
   Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
-  auto scope = Scope::NewRoot();
-  scope->Var("i")->SetScalar(RILL_INT64, 0);
-  scope->Var("n")->SetScalar(RILL_INT64, 3);
+  auto scope = ScopeWith({{"i", RILL_INT64, 0}, {"n", RILL_INT64, 3}});
   exec.Run(0, scope);
   EXPECT_EQ(scope->FindVar("i")->GetTensor()->Describe(), "int64[1] {30}");
   scope->Var("n")->SetScalar(RILL_FP32, 0);
@@ -191,9 +198,7 @@ TEST(Loader, AnEntryTheHostLacksIsAnErrorNamingIt) {
   pb.block(0).Op("repeat").Input("Times", "n").BlockAttr("sub_block", body.idx());
   body.Op("increment").Input("X", "i").Output("Out", "i");
   Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
-  auto scope = Scope::NewRoot();
-  scope->Var("i")->SetScalar(RILL_INT64, 0);
-  scope->Var("n")->SetScalar(RILL_INT64, 3);
+  auto scope = ScopeWith({{"i", RILL_INT64, 0}, {"n", RILL_INT64, 3}});
   try {
     exec.Run(0, scope);
     ADD_FAILURE() << "repeat ran in a host without ctx_run_loop";
@@ -218,8 +223,7 @@ TEST(Loader, AThirdPartyKernelsScalarPathRunsWhenItsValuesAreScalars) {
     if (with_y) op.Input("Y", "y");  // listed before X: the schema's order is what counts
     op.Input("X", "x").Output("Out", "out");
     Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
-    auto scope = Scope::NewRoot();
-    scope->Var("y")->SetScalar(RILL_INT64, 7);
+    auto scope = ScopeWith({{"y", RILL_INT64, 7}});
     std::string runs;
     for (int run = 0; run < 2; ++run) {
       Tensor* tx = scope->Var("x")->GetMutableTensor();

@@ -224,7 +224,7 @@ Place ParseDevice(const std::string& text) {
 
 // Loads and validates a program for running.
 std::shared_ptr<const proto::ProgramDesc> LoadForRun(const std::string& path, const Registry& registry) {
-  auto program = std::make_shared<proto::ProgramDesc>(LoadProgram(path));
+  std::shared_ptr<const proto::ProgramDesc> program = LoadProgramShared(path);
   ValidateProgramOrThrow(*program, registry);
   return program;
 }
@@ -314,7 +314,8 @@ int CmdRun(const Args& given, const Registry& registry) {
 
 int CmdCheck(const Args& a, const Registry& registry) {
   ExpectPositional(a, 2, "check PROGRAM");
-  const proto::ProgramDesc program = LoadProgram(a.positional[1]);
+  const std::shared_ptr<const proto::ProgramDesc> loaded = LoadProgramShared(a.positional[1]);
+  const proto::ProgramDesc& program = *loaded;
   const auto problems = ValidateProgram(program, registry);
   if (problems.empty()) {
     int ops = 0;

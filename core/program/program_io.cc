@@ -58,37 +58,70 @@ bool LooksLikeText(const std::string& data) {
 
 }  // namespace
 
-proto::ProgramDesc ParseProgramText(const std::string& text, const std::string& source) {
-  proto::ProgramDesc program;
+namespace {
+
+void ParseTextInto(const std::string& text, const std::string& source, proto::ProgramDesc* program) {
   google::protobuf::TextFormat::Parser parser;
   FirstErrorCollector errors;
   parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(BlankSlashComments(text), &program)) {
+  if (!parser.ParseFromString(BlankSlashComments(text), program)) {
     throw Error(source + ": not a valid text program: " +
                 (errors.first().empty() ? "parse error" : errors.first()));
   }
-  return program;
 }
 
-proto::ProgramDesc ParseProgramBinary(const std::string& bytes, const std::string& source) {
-  proto::ProgramDesc program;
-  if (!program.ParseFromString(bytes)) {
-    throw Error(source + ": not a valid serialized ProgramDesc");
-  }
-  return program;
+void ParseBinaryInto(const std::string& bytes, const std::string& source, proto::ProgramDesc* program) {
+  if (!program->ParseFromString(bytes)) throw Error(source + ": not a valid serialized ProgramDesc");
 }
 
-proto::ProgramDesc LoadProgram(const std::string& path) {
+// The program file at `path`, parsed into `program`. The file is read once, at its size:
+// a program is tens of megabytes.
+void LoadProgramInto(const std::string& path, proto::ProgramDesc* program) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw Error("cannot open program '" + path + "'", RILL_NOT_FOUND);
-  // One copy of the file in memory, read at its size: a program is tens of megabytes.
   const std::streamoff size = in.tellg();
   if (size < 0) throw Error("cannot read program '" + path + "'", RILL_NOT_FOUND);
   std::string data(static_cast<size_t>(size), '\0');
   in.seekg(0);
   if (!in.read(data.data(), size)) throw Error("cannot read program '" + path + "'", RILL_NOT_FOUND);
   if (data.empty()) throw Error(path + ": empty file is not a program");
-  return LooksLikeText(data) ? ParseProgramText(data, path) : ParseProgramBinary(data, path);
+  if (LooksLikeText(data)) {
+    ParseTextInto(data, path, program);
+  } else {
+    ParseBinaryInto(data, path, program);
+  }
+}
+
+}  // namespace
+
+proto::ProgramDesc ParseProgramText(const std::string& text, const std::string& source) {
+  proto::ProgramDesc program;
+  ParseTextInto(text, source, &program);
+  return program;
+}
+
+proto::ProgramDesc ParseProgramBinary(const std::string& bytes, const std::string& source) {
+  proto::ProgramDesc program;
+  ParseBinaryInto(bytes, source, &program);
+  return program;
+}
+
+proto::ProgramDesc LoadProgram(const std::string& path) {
+  proto::ProgramDesc program;
+  LoadProgramInto(path, &program);
+  return program;
+}
+
+std::shared_ptr<const proto::ProgramDesc> LoadProgramShared(const std::string& path) {
+  // One arena for the whole program: the millions of small messages and strings of a large
+  // program take arena blocks instead of a malloc each, and all go in one free.
+  struct ArenaProgram {
+    google::protobuf::Arena arena;
+    proto::ProgramDesc* program = google::protobuf::Arena::CreateMessage<proto::ProgramDesc>(&arena);
+  };
+  auto held = std::make_shared<ArenaProgram>();
+  LoadProgramInto(path, held->program);
+  return std::shared_ptr<const proto::ProgramDesc>(held, held->program);
 }
 
 std::string ProgramToText(const proto::ProgramDesc& program) {

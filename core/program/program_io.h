@@ -6,6 +6,7 @@
 #ifndef RILL_CORE_PROGRAM_PROGRAM_IO_H_
 #define RILL_CORE_PROGRAM_PROGRAM_IO_H_
 
+#include <memory>
 #include <string>
 
 #include "core/proto/framework.pb.h"
@@ -15,6 +16,9 @@ namespace rill::core {
 enum class ProgramFormat { kText, kBinary };
 
 proto::ProgramDesc LoadProgram(const std::string& path);
+// The same, held in one protobuf arena: for a program that is only read (run, checked),
+// whose many small parts then cost less memory than as separate allocations.
+std::shared_ptr<const proto::ProgramDesc> LoadProgramShared(const std::string& path);
 // `source` names the input in error messages.
 proto::ProgramDesc ParseProgramText(const std::string& text, const std::string& source = "<text>");
 proto::ProgramDesc ParseProgramBinary(const std::string& bytes, const std::string& source = "<binary>");

@@ -175,8 +175,8 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
 
    private:
     // A variable's name in 16 bytes: up to 15 characters in place (a block's names, in
-    // practice), a longer one on the heap. With a 104-byte Variable an entry is 128 bytes,
-    // a small-object class of its own, where a std::string's 32 made it 192.
+    // practice), a longer one on the heap. Half a std::string's size, it keeps an entry
+    // within the 128-byte small-object class (the static_assert below Entry).
     class Name {
      public:
       explicit Name(std::string_view s) {

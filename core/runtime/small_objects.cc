@@ -57,8 +57,7 @@ namespace rill::core {
 namespace {
 
 // Size classes 32, 48, 64, 96, ..., 384, 512 bytes: each power of two and the size halfway
-// between it and the next, so a block wastes at most a third of itself (a scope's
-// variable entry, 168 bytes, takes 192 instead of 256).
+// between it and the next, so a block wastes at most a third of itself.
 constexpr size_t kClasses = 9;
 
 constexpr size_t ClassBytes(size_t c) {

@@ -115,9 +115,9 @@ class Variable {
   std::string KindName() const;
 
  private:
-  // Selected rows are rare and larger than a tensor (152 bytes against 120): held behind a
-  // pointer, they keep every variable 128 bytes, and a scope's entry for one (168 bytes
-  // with its name) a 192-byte small-object block instead of a 256-byte one.
+  // Selected rows are rare and larger than a tensor: held behind a pointer, they do not
+  // widen every variable, so a scope's entry (a name and a variable) stays within its
+  // small-object class (Scope::VarList::Entry's static_assert).
   using BoxedRows = std::unique_ptr<SelectedRows>;
   // SetScalar's every case but the in-place one.
   void SetScalarAnew(int32_t dtype, uint64_t bits);

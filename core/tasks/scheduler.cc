@@ -209,13 +209,11 @@ struct Worker {
 void ReleaseHeld(Worker* w) { w->release_later.clear(); }
 
 // Prefetches: the lines a task touches first when it runs are the task itself and the
-// part of its stack below the top that it returns through (~1.4 KB for a go block parked
-// at a channel op) or, new, writes its first frames to. In a long chain of go blocks
-// these were last used a whole chain ago, and each was a miss: the switch into the task
-// (jump_fcontext's first load from its stack) was 15% of a 100,000-block chain's time on
-// one worker and making the task (the fiber's record at the top of its stack) 8%. Asked
-// for a task ahead (the next one queued, the next one to be reused) or when it is
-// readied, they arrive while the worker finishes what it is running.
+// part of its stack below the top that it returns through (what it used when it parked,
+// Task::stack_in_use) or, new, writes its first frames to. In a long chain of go blocks
+// these were last used a whole chain ago, so each is a miss, on the switch into the task
+// and on making it. Asked for a task ahead (the next one queued, the next one to be
+// reused) or when it is readied, they arrive while the worker finishes what it is running.
 //
 // Forced inline, as PrefetchLines must be (core/runtime/prefetch.h).
 constexpr size_t kNewTaskStackBytes = 1536;  // what a go block's first run writes before it parks

@@ -524,10 +524,9 @@ struct LoopProceed {
   void* arg;
   static bool Ask(void* self) {
     const auto& p = *static_cast<const LoopProceed*>(self);
-    const Tensor* t = p.condition != nullptr ? p.condition->GetTensor() : nullptr;
-    if (t != nullptr && t->host_scalar_key() == Tensor::HostScalarKey(RILL_BOOL, 1) && !t->has_lod()) {
-      return *static_cast<const bool*>(t->data());
-    }
+    int32_t dtype = 0;
+    uint64_t bits = 0;
+    if (p.condition != nullptr && p.condition->GetScalar(&dtype, &bits) && dtype == RILL_BOOL) return bits != 0;
     if (p.proceed == nullptr) {
       throw Error("the loop's condition is not a bool scalar, and no proceed was given", RILL_INVALID_ARGUMENT);
     }

@@ -4,7 +4,8 @@
 namespace rill::core {
 
 // The host's own op, so it reads the tensor behind the handle directly (as the host API
-// does): a loop reads its condition every step, and this spares four host calls.
+// does): a conditional_block reads its condition every time it runs, and this spares
+// four host calls.
 bool ReadConditionSlow(const Tensor& t, const char* slot) {
   if (t.dtype() != RILL_BOOL || t.numel() != 1) {
     throw rill::Error(std::string(slot) + " must be a bool tensor of one element, got " +

@@ -13,7 +13,8 @@ void RegisterConditionalBlock(rill::Registrar& r);
 // The value of a one-element bool tensor (input `slot`), wherever it lives: a condition
 // computed by a device kernel is read through a copy to the host. Throws if `cond` is not
 // a one-element bool tensor. The host's ops read the tensor behind the handle directly,
-// and a condition on the host inline (a loop reads its condition every step).
+// and a condition on the host inline (a select's case reads one every round; a loop's
+// condition the host reads itself, ctx_run_loop, unless it lives on a device).
 bool ReadConditionSlow(const Tensor& cond, const char* slot);  // errors and device copies
 inline bool ReadCondition(const Tensor& cond, const char* slot) {
   if (cond.dtype() == RILL_BOOL && cond.numel() == 1 && cond.place().device_type == RILL_CPU) {

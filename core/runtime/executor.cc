@@ -245,16 +245,6 @@ std::pair<int32_t, int32_t> KernelKey(const PreparedOp& op, const RillKernelCont
   return k;
 }
 
-// The tensor a scalar of `dtype` is written into in place (Variable::SetScalar's usual
-// case), or null.
-inline Tensor* InPlaceScalar(Variable* v, int32_t dtype) {
-  Tensor* t = v->GetTensor();
-  return t != nullptr && t->host_scalar_key() == Tensor::HostScalarKey(dtype, 1) && !t->has_lod() &&
-                 t->OwnData() != nullptr
-             ? t
-             : nullptr;
-}
-
 // The kernel's scalar path for this run of `op` (abi.h, RillKernelScalarFn), taken when
 // `k` is the kernel this run's key chooses (as KernelKey computes it on an executor placed
 // on `place_device`) and every value the op reads and writes allows it. True when the
@@ -304,7 +294,7 @@ bool RunScalar(const PreparedOp& op, const KernelInstance& k, Variable* const* f
     if (alias >= 0 && out[o].dtype != in[alias].dtype) return false;
     Variable* v = frame[id];
     if (v == nullptr) return false;
-    in_place[o] = InPlaceScalar(v, out[o].dtype);
+    in_place[o] = v->ScalarInPlace(out[o].dtype);
     if (in_place[o] == nullptr && !v->TakesScalar()) return false;
   }
   for (int o = 0; o < outs; ++o) {

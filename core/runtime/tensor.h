@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/runtime/dims.h"
+#include "core/runtime/dtype.h"
 #include "rill/abi.h"
 
 namespace rill::core {
@@ -213,14 +214,10 @@ class Tensor {
 
  private:
   // The low bytes of a uint64_t that an element of `dtype` (a tensor's, so an element
-  // type) fills.
+  // type of 1 to 8 bytes) fills.
   static uint64_t ScalarMask(int32_t dtype) {
-    switch (dtype) {
-      case RILL_BOOL: case RILL_UINT8: case RILL_INT8: return 0xff;
-      case RILL_INT16: case RILL_FP16: return 0xffff;
-      case RILL_INT32: case RILL_FP32: return 0xffffffff;
-      default: return ~uint64_t{0};
-    }
+    const size_t bytes = DataTypeSize(dtype);
+    return bytes >= sizeof(uint64_t) ? ~uint64_t{0} : (uint64_t{1} << (8 * bytes)) - 1;
   }
   // `staging_for`: the device whose page-locked memory new CPU memory should be; null
   // means the one the current buffer belongs to or is staged for.

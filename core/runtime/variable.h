@@ -95,14 +95,21 @@ class Variable {
     if (const Tensor* t = GetTensor()) return t->is_scalar() || (!t->initialized() && !t->has_lod());
     return !initialized();
   }
-  // SetScalar: makes the variable hold that scalar, replacing what it held (LoD, selected
-  // rows, a custom value). Written in place when it holds a scalar of `dtype` whose memory
-  // it shares with no other tensor, so a variable set step after step allocates nothing.
-  // Throws Error (INVALID_ARGUMENT) for a dtype that is no element type of at most 8 bytes.
-  void SetScalar(int32_t dtype, uint64_t bits) {
+  // ScalarInPlace: the tensor a scalar of `dtype` is written into in place, SetScalar's
+  // usual case: a scalar of that dtype whose memory no other tensor shares. Else null.
+  Tensor* ScalarInPlace(int32_t dtype) {
     Tensor* t = GetTensor();
-    if (t != nullptr && t->host_scalar_key() == Tensor::HostScalarKey(dtype, 1) && !t->has_lod() &&
-        t->OwnData() != nullptr) {
+    return t != nullptr && t->host_scalar_key() == Tensor::HostScalarKey(dtype, 1) && !t->has_lod() &&
+                   t->OwnData() != nullptr
+               ? t
+               : nullptr;
+  }
+  // SetScalar: makes the variable hold that scalar, replacing what it held (LoD, selected
+  // rows, a custom value). Written in place where ScalarInPlace allows, so a variable set
+  // step after step allocates nothing. Throws Error (INVALID_ARGUMENT) for a dtype that is
+  // no element type of at most 8 bytes.
+  void SetScalar(int32_t dtype, uint64_t bits) {
+    if (Tensor* t = ScalarInPlace(dtype)) {
       t->set_scalar_bits(bits);
       return;
     }

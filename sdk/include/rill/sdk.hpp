@@ -376,10 +376,9 @@ class Variable {
   void SetScalar(int32_t dtype, uint64_t bits) { Check(RILL_HOST_ENTRY(var_set_scalar)(v_, dtype, bits)); }
   // The scalar of T's dtype holding `value` (its bytes packed as `bits` holds them).
   template <class T> void SetScalar(T value) {
-    static_assert(sizeof(T) <= sizeof(uint64_t), "a scalar is at most 8 bytes");
-    uint64_t bits = 0;
-    std::memcpy(&bits, &value, sizeof(T));
-    SetScalar(DataTypeOf<T>::value, bits);
+    RillScalar s;
+    WriteScalar(s, value);
+    SetScalar(s.dtype, s.bits);
   }
 
   // SelectedRows (ABI v3): rows of a [height, ...] tensor, their values in `value`.

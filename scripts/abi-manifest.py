@@ -4,7 +4,8 @@ RillHostApi in sdk/include/rill/abi.h, with the version that added it, its byte 
 its name and its prototype. sdk/abi_manifest.txt is that manifest as shipped.
 
 usage: scripts/abi-manifest.py --check   compare abi.h (and core/abi/host_api.cc's
-                                         offset pins) with sdk/abi_manifest.txt
+                                         offset pins, and each version's frozen header in
+                                         tests/compat) with sdk/abi_manifest.txt
        scripts/abi-manifest.py --write   write sdk/abi_manifest.txt from abi.h
 
 A shipped entry never moves and never changes its prototype: --check fails naming the
@@ -20,12 +21,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADER = os.path.join(ROOT, "sdk/include/rill/abi.h")
 PINS = os.path.join(ROOT, "core/abi/host_api.cc")
 MANIFEST = os.path.join(ROOT, "sdk/abi_manifest.txt")
+FROZEN = {1: os.path.join(ROOT, "tests/compat/abi_1_0.h")}  # version: its frozen header
 POINTER = 8  # the table holds 64-bit pointers after its two 32-bit header fields
 
 
-def entries_in_header():
+def entries_in_header(path=HEADER):
     """[(version, offset, name, prototype)] of RillHostApi, in order."""
-    text = open(HEADER).read()
+    text = open(path).read()
     body = re.search(r"typedef struct RillHostApi \{(.*?)\} RillHostApi;", text, re.S).group(1)
     entries, version, offset = [], 0, 0
     # Comments carry the version markers; declarations are what lies between them.
@@ -80,6 +82,11 @@ def check():
     if appended and not problems:
         problems.append("entries added to abi.h but not to the manifest (record them with "
                         "scripts/abi-manifest.py --write): " + ", ".join(f"{e[2]} (version {e[0]})" for e in appended))
+    for version, path in FROZEN.items():
+        shipped = [(int(m[0]), int(m[1]), m[2], m[3]) for m in manifest if int(m[0]) <= version]
+        if entries_in_header(path) != shipped:
+            problems.append(f"{os.path.relpath(path, ROOT)}, the frozen header of version {version}, no longer "
+                            f"declares the manifest's entries of versions 1 to {version}")
     pins = pinned_offsets()
     for version, offset, name, _ in header[2:]:
         if pins.get(name) != offset:

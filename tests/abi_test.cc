@@ -1,9 +1,8 @@
 // The host's function table, called directly the way a plugin calls it: statuses, null
-// arguments, attribute type checks, custom values, LoD and scope handles.
+// arguments, attribute type checks, custom values, LoD, scope handles, slots, arguments.
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "core/abi/host_api.h"
@@ -55,10 +54,14 @@ TEST(HostApi, LogLinesGoToStderrWithTheirLevel) {
 TEST(HostApi, NullArgumentsAreStatusesNotCrashes) {
   EXPECT_EQ(Message(H().var_tensor(nullptr, nullptr)), "var_tensor: null argument");
   EXPECT_EQ(Message(H().register_op(nullptr, nullptr)), "register_op: null argument");
-  EXPECT_EQ(Message(H().ctx_run_sub_block(nullptr, 1)), "ctx_run_sub_block: null argument");
-  EXPECT_EQ(H().ctx_input(nullptr, "X", 0), nullptr);
+  EXPECT_EQ(Message(H().ctx_run_block(nullptr, 1, nullptr)), "ctx_run_block: null argument");
+  EXPECT_EQ(H().ctx_input(nullptr, 0, 0), nullptr);
   EXPECT_EQ(H().scope_find_var(nullptr, "x"), nullptr);
-  EXPECT_EQ(H().tensor_dtype(nullptr), -1);
+  RillTensorInfo info{};
+  info.struct_size = sizeof(info);
+  info.dtype = 7;
+  H().tensor_info(nullptr, &info);
+  EXPECT_EQ(info.dtype, 7) << "nothing written";
 }
 
 TEST(HostApi, AttributesAreTypeChecked) {
@@ -82,12 +85,21 @@ TEST(HostApi, TensorsAndLod) {
   auto* v = reinterpret_cast<RillVariable*>(&var);
   RillTensor* t = nullptr;
   ASSERT_EQ(H().var_tensor(v, &t), nullptr);
-  EXPECT_EQ(H().tensor_dtype(t), -1);
+  RillTensorInfo info{};
+  info.struct_size = sizeof(info);
+  H().tensor_info(t, &info);
+  EXPECT_EQ(info.dtype, -1);
+  EXPECT_EQ(info.data, nullptr);
   const int64_t dims[] = {2, 2};
   void* data = nullptr;
   ASSERT_EQ(H().tensor_allocate(t, RILL_FP64, dims, 2, RILL_CPU, 0, &data), nullptr);
-  EXPECT_EQ(data, H().tensor_data(t));
-  EXPECT_EQ(H().tensor_numel(t), 4);
+  H().tensor_info(t, &info);
+  EXPECT_EQ(data, info.data);
+  EXPECT_EQ(info.dtype, RILL_FP64);
+  EXPECT_EQ(info.numel, 4);
+  ASSERT_EQ(info.ndim, 2u);
+  EXPECT_EQ(info.dims[1], 2);
+  EXPECT_EQ(info.device_type, RILL_CPU);
   const uint64_t level0[] = {0, 1, 2}, level1[] = {0, 1, 3, 4};
   EXPECT_EQ(Message(H().tensor_set_lod_level(t, 1, level1, 4)), "LoD level 1 set before level 0");
   ASSERT_EQ(H().tensor_set_lod_level(t, 0, level0, 3), nullptr);
@@ -101,80 +113,45 @@ TEST(HostApi, TensorsAndLod) {
             0u);
 }
 
-TEST(HostApi, CustomValuesNeedARegisteredTypeAndTheRightName) {
-  Variable var;
-  auto* v = reinterpret_cast<RillVariable*>(&var);
-  EXPECT_EQ(Message(H().var_set_custom(v, "no.such.type", nullptr)), "variable type 'no.such.type' is not registered");
-  static int destroyed = 0;
-  static const CustomType kType{VarTypeHandle("test.box"), "test.box", "test",
-                                [](void* p) { ++destroyed; delete static_cast<int*>(p); },
-                                [](const void* p, char* buf, size_t cap) {
-                                  snprintf(buf, cap, "box(%d)", *static_cast<const int*>(p));
-                                },
-                                nullptr};
-  var.SetCustom(&kType, new int(3));
-  void* out = nullptr;
-  EXPECT_EQ(H().var_get_custom(v, "test.box", &out), nullptr);
-  EXPECT_EQ(*static_cast<int*>(out), 3);
-  EXPECT_EQ(Message(H().var_get_custom(v, "csp.channel", &out)), "variable holds test.box, not csp.channel");
-  EXPECT_EQ(H().var_custom(v, VarTypeHandle("test.box")), out) << "by handle (v8)";
-  EXPECT_EQ(H().var_custom(v, VarTypeHandle("csp.channel")), nullptr);
-  EXPECT_EQ(H().var_custom(v, nullptr), nullptr);
-  EXPECT_EQ(H().var_custom(nullptr, VarTypeHandle("test.box")), nullptr);
-  EXPECT_EQ(H().var_type_find("test.box"), nullptr) << "no registry has it: only registered types are found";
-  char buf[32];
-  H().var_describe(v, buf, sizeof(buf));
-  EXPECT_STREQ(buf, "box(3)");
-  H().var_describe(v, buf, 4);
-  EXPECT_STREQ(buf, "box") << "truncated to the buffer";
-  var.Clear();
-  EXPECT_EQ(destroyed, 1);
-}
-
-// ABI v13: a custom value set by its type's handle, with no name looked up.
-TEST(HostApi, CustomValuesAreSetByTheirTypesHandle) {
+// A custom value is set and read by its type's handle; only a registered type is found.
+TEST(HostApi, CustomValuesAreSetAndReadByTheirTypesHandle) {
   static int destroyed = 0;
   RillRegistrar reg;
   reg.plugin = "test";
   reg.var_types.push_back(CustomType{VarTypeHandle("test.typed"), "test.typed", "test",
-                                     [](void* p) { ++destroyed; delete static_cast<int*>(p); }, nullptr, nullptr});
+                                     [](void* p) { ++destroyed; delete static_cast<int*>(p); },
+                                     [](const void* p, char* buf, size_t cap) {
+                                       snprintf(buf, cap, "box(%d)", *static_cast<const int*>(p));
+                                     },
+                                     nullptr});
   Variable var;
   auto* v = reinterpret_cast<RillVariable*>(&var);
   const RillVarType* typed = VarTypeHandle("test.typed");
+  EXPECT_EQ(H().var_type_find("test.typed"), nullptr) << "no registry has it yet";
   {
     Registry registry;
     registry.Commit({&reg});
     registry.Publish();
     ASSERT_EQ(H().var_type_find("test.typed"), typed);
-    EXPECT_EQ(H().var_set_custom_typed(v, typed, new int(5)), nullptr);
+    EXPECT_EQ(H().var_set_custom(v, typed, new int(5)), nullptr);
     EXPECT_EQ(*static_cast<int*>(H().var_custom(v, typed)), 5);
-    EXPECT_EQ(H().var_set_custom_typed(v, typed, new int(6)), nullptr) << "over the last value, which goes";
+    EXPECT_EQ(H().var_set_custom(v, typed, new int(3)), nullptr) << "over the last value, which goes";
     EXPECT_EQ(destroyed, 1);
-    EXPECT_EQ(Message(H().var_set_custom_typed(v, VarTypeHandle("test.unregistered"), nullptr)),
-              "var_set_custom_typed: the type is not registered");
-    EXPECT_EQ(Message(H().var_set_custom_typed(v, nullptr, nullptr)), "var_set_custom_typed: null argument");
-    EXPECT_EQ(Message(H().var_set_custom_typed(nullptr, typed, nullptr)), "var_set_custom_typed: null argument");
+    EXPECT_EQ(H().var_custom(v, VarTypeHandle("csp.channel")), nullptr) << "another type's handle";
+    EXPECT_EQ(H().var_custom(v, nullptr), nullptr);
+    EXPECT_EQ(H().var_custom(nullptr, typed), nullptr);
+    char buf[32];
+    H().var_describe(v, buf, sizeof(buf));
+    EXPECT_STREQ(buf, "box(3)");
+    H().var_describe(v, buf, 4);
+    EXPECT_STREQ(buf, "box") << "truncated to the buffer";
+    EXPECT_EQ(Message(H().var_set_custom(v, VarTypeHandle("test.unregistered"), nullptr)),
+              "var_set_custom: the type is not registered");
+    EXPECT_EQ(Message(H().var_set_custom(v, nullptr, nullptr)), "var_set_custom: null argument");
+    EXPECT_EQ(Message(H().var_set_custom(nullptr, typed, nullptr)), "var_set_custom: null argument");
     var.Clear();
   }
   EXPECT_EQ(destroyed, 2);
-}
-
-// ABI v13: small blocks from the host's pages, freed on any thread.
-TEST(HostApi, SmallAllocationsComeFromTheHostAndGoBackFromAnyThread) {
-  EXPECT_EQ(H().mem_alloc(0), nullptr);
-  EXPECT_EQ(H().mem_alloc(RILL_MEM_SMALL_MAX + 1), nullptr);
-  H().mem_free(nullptr, 16);  // nothing
-  std::vector<std::pair<void*, size_t>> blocks;
-  for (size_t bytes : {size_t{1}, size_t{16}, size_t{40}, size_t{100}, size_t{320}, size_t{RILL_MEM_SMALL_MAX}}) {
-    void* p = H().mem_alloc(bytes);
-    ASSERT_NE(p, nullptr) << bytes;
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 16, 0u) << bytes << " bytes are 16-byte aligned";
-    std::memset(p, 0xab, bytes);  // all of it is ours (ASan would say otherwise)
-    blocks.emplace_back(p, bytes);
-  }
-  std::thread([&] {
-    for (auto [p, bytes] : blocks) H().mem_free(p, bytes);
-  }).join();
 }
 
 TEST(HostApi, OwnedScopeHandlesKeepScopesAlive) {
@@ -194,29 +171,6 @@ TEST(HostApi, OwnedScopeHandlesKeepScopesAlive) {
   EXPECT_FALSE(weak.expired());
   H().scope_release(retained);
   EXPECT_TRUE(weak.expired());
-}
-
-TEST(HostApi, AScopeIsReusableWhileNothingElseHoldsItAndItsAncestorsGainNothing) {
-  auto root = Scope::NewRoot();
-  RillScope borrowed{root};
-  RillScope* step = nullptr;
-  ASSERT_EQ(H().scope_new_child(&borrowed, &step), nullptr);
-  EXPECT_EQ(H().scope_reusable(step), 1);
-  EXPECT_EQ(H().scope_reusable(&borrowed), 0) << "the child holds its parent";
-  RillScope* inner = nullptr;
-  ASSERT_EQ(H().scope_new_child(step, &inner), nullptr);  // what a go block started in it makes
-  EXPECT_EQ(H().scope_reusable(step), 0);
-  H().scope_release(inner);
-  EXPECT_EQ(H().scope_reusable(step), 1) << "nothing holds it once the go block's scope is gone";
-  RillScope* retained = H().scope_retain(step);
-  EXPECT_EQ(H().scope_reusable(step), 0);
-  H().scope_release(retained);
-  H().scope_var(step, "local");
-  EXPECT_EQ(H().scope_reusable(step), 1) << "its own variables do not matter";
-  H().scope_var(&borrowed, "x");
-  EXPECT_EQ(H().scope_reusable(step), 0) << "x made above could now resolve differently";
-  H().scope_release(step);
-  EXPECT_EQ(H().scope_reusable(nullptr), 0);
 }
 
 // An op "op" with inputs X=[x], Missing=[gone] and outputs Out=[out], Rows=[rows], over a
@@ -241,23 +195,45 @@ struct KernelFixture {
   RillKernelContext ctx{&info, frame, &names, bits.data(), &scope, nullptr, 0};
 };
 
+// A kernel finds its slots once, by name, and reads its arguments by slot handle.
+TEST(HostApi, SlotsAreFoundByNameOnceAndReadByHandle) {
+  KernelFixture f;
+  EXPECT_EQ(H().op_input_slot(&f.info, "X"), 0);
+  EXPECT_EQ(H().op_input_slot(&f.info, "Missing"), 1);
+  EXPECT_EQ(H().op_input_slot(&f.info, "Y"), -1);
+  EXPECT_EQ(H().op_output_slot(&f.info, "Rows"), 1);
+  EXPECT_EQ(H().op_output_slot(nullptr, "Rows"), -1);
+  EXPECT_EQ(H().op_input_count(&f.info, 0), 1u);
+  EXPECT_EQ(H().op_input_count(&f.info, -1), 0u) << "a slot the op does not list has no arguments";
+  EXPECT_STREQ(H().op_output_name(&f.info, 1, 0), "rows");
+  EXPECT_EQ(H().op_output_name(&f.info, 1, 1), nullptr);
+  EXPECT_EQ(H().op_input_name(&f.info, 7, 0), nullptr);
+  EXPECT_EQ(H().ctx_input(&f.ctx, 0, 0), reinterpret_cast<RillVariable*>(&f.vars[0]));
+  EXPECT_EQ(H().ctx_output(&f.ctx, 1, 0), reinterpret_cast<RillVariable*>(&f.vars[3]));
+  for (const auto& [slot, i] : {std::pair{-1, 0}, {2, 0}, {0, 1}, {1, 0}}) {
+    EXPECT_EQ(H().ctx_input(&f.ctx, slot, static_cast<size_t>(i)), nullptr) << slot << "[" << i << "]";
+  }
+  Variable* made = f.scope.scope->Var("gone");  // made after the run started
+  EXPECT_EQ(H().ctx_input(&f.ctx, 1, 0), reinterpret_cast<RillVariable*>(made)) << "looked up again";
+}
+
 TEST(HostApi, AnInputAndItsDescriptionComeInOneCall) {
   KernelFixture f;
   RillTensor* t = nullptr;
   RillTensorInfo info{};
   info.struct_size = sizeof(info);
-  EXPECT_EQ(Message(H().ctx_input_described(&f.ctx, "X", 0, &t, &info)),
+  EXPECT_EQ(Message(H().ctx_input_tensor(&f.ctx, 0, 0, &t, &info)),
             "input X ('x') holds nothing yet, not a tensor value");
   f.vars[0].GetMutableTensor();
-  EXPECT_EQ(Message(H().ctx_input_described(&f.ctx, "X", 0, &t, &info)),
+  EXPECT_EQ(Message(H().ctx_input_tensor(&f.ctx, 0, 0, &t, &info)),
             "input X ('x') holds an empty tensor, not a tensor value");
   f.vars[3].Swap(f.vars[0]);
-  EXPECT_EQ(Message(H().ctx_input_described(&f.ctx, "X", 0, &t, &info)),
+  EXPECT_EQ(Message(H().ctx_input_tensor(&f.ctx, 0, 0, &t, &info)),
             "input X ('x') holds selected_rows, not a tensor value");
   f.vars[3].Swap(f.vars[0]);
   const int64_t dims[] = {2, 3};
   f.vars[0].GetMutableTensor()->Allocate(RILL_FP32, dims, 2, Place{});
-  ASSERT_EQ(H().ctx_input_described(&f.ctx, "X", 0, &t, &info), nullptr);
+  ASSERT_EQ(H().ctx_input_tensor(&f.ctx, 0, 0, &t, &info), nullptr);
   EXPECT_EQ(t, reinterpret_cast<RillTensor*>(f.vars[0].GetTensor()));
   EXPECT_EQ(info.dtype, RILL_FP32);
   ASSERT_EQ(info.ndim, 2u);
@@ -265,12 +241,12 @@ TEST(HostApi, AnInputAndItsDescriptionComeInOneCall) {
   EXPECT_EQ(info.dims[1], 3);
   EXPECT_EQ(info.numel, 6);
   EXPECT_EQ(info.data, f.vars[0].GetTensor()->data());
-  EXPECT_EQ(Message(H().ctx_input_described(&f.ctx, "Y", 0, &t, &info)), "op 'op' has no input Y[0]");
-  EXPECT_EQ(Message(H().ctx_input_described(&f.ctx, "X", 1, &t, &info)), "op 'op' has no input X[1]");
-  EXPECT_EQ(Message(H().ctx_input_described(&f.ctx, "Missing", 0, &t, &info)),
+  EXPECT_EQ(Message(H().ctx_input_tensor(&f.ctx, -1, 0, &t, &info)), "op 'op' has no input #-1[0]");
+  EXPECT_EQ(Message(H().ctx_input_tensor(&f.ctx, 0, 1, &t, &info)), "op 'op' has no input X[1]");
+  EXPECT_EQ(Message(H().ctx_input_tensor(&f.ctx, 1, 0, &t, &info)),
             "input Missing ('gone') does not exist in any scope");
-  EXPECT_EQ(Message(H().ctx_input_described(&f.ctx, "X", 0, &t, nullptr)), "ctx_input_described: null argument");
-  EXPECT_EQ(Message(H().ctx_input_described(nullptr, "X", 0, &t, &info)), "ctx_input_tensor: null argument");
+  EXPECT_EQ(Message(H().ctx_input_tensor(&f.ctx, 0, 0, &t, nullptr)), "ctx_input_tensor: null argument");
+  EXPECT_EQ(Message(H().ctx_input_tensor(nullptr, 0, 0, &t, &info)), "ctx_input_tensor: null argument");
 }
 
 TEST(HostApi, AnOutputIsShapedAndDescribedInOneCall) {
@@ -279,7 +255,7 @@ TEST(HostApi, AnOutputIsShapedAndDescribedInOneCall) {
   RillTensorInfo info{};
   info.struct_size = sizeof(info);
   const int64_t dims[] = {4};
-  ASSERT_EQ(H().ctx_output_allocate(&f.ctx, "Out", 0, RILL_INT64, dims, 1, RILL_CPU, 0, &t, &info), nullptr);
+  ASSERT_EQ(H().ctx_output_allocate(&f.ctx, 0, 0, RILL_INT64, dims, 1, RILL_CPU, 0, &t, &info), nullptr);
   const Tensor* out = f.vars[2].GetTensor();
   ASSERT_NE(out, nullptr) << "the empty output variable now holds a tensor";
   EXPECT_EQ(t, reinterpret_cast<const RillTensor*>(out));
@@ -289,106 +265,34 @@ TEST(HostApi, AnOutputIsShapedAndDescribedInOneCall) {
   EXPECT_EQ(info.numel, 4);
   EXPECT_EQ(info.data, out->data());
   void* const first = info.data;
-  ASSERT_EQ(H().ctx_output_allocate(&f.ctx, "Out", 0, RILL_INT64, dims, 1, RILL_CPU, 0, &t, &info), nullptr);
+  ASSERT_EQ(H().ctx_output_allocate(&f.ctx, 0, 0, RILL_INT64, dims, 1, RILL_CPU, 0, &t, &info), nullptr);
   EXPECT_EQ(info.data, first) << "the same shape again keeps the memory";
-  EXPECT_EQ(Message(H().ctx_output_allocate(&f.ctx, "Rows", 0, RILL_INT64, dims, 1, RILL_CPU, 0, &t, &info)),
+  EXPECT_EQ(Message(H().ctx_output_allocate(&f.ctx, 1, 0, RILL_INT64, dims, 1, RILL_CPU, 0, &t, &info)),
             "output Rows ('rows') holds selected_rows, not a tensor");
-  EXPECT_EQ(Message(H().ctx_output_allocate(&f.ctx, "None", 0, RILL_INT64, dims, 1, RILL_CPU, 0, &t, &info)),
-            "op 'op' has no output None[0]");
+  EXPECT_EQ(Message(H().ctx_output_allocate(&f.ctx, 7, 0, RILL_INT64, dims, 1, RILL_CPU, 0, &t, &info)),
+            "op 'op' has no output #7[0]");
   const int64_t negative[] = {-1};
-  EXPECT_EQ(Message(H().ctx_output_allocate(&f.ctx, "Out", 0, RILL_INT64, negative, 1, RILL_CPU, 0, &t, &info)),
+  EXPECT_EQ(Message(H().ctx_output_allocate(&f.ctx, 0, 0, RILL_INT64, negative, 1, RILL_CPU, 0, &t, &info)),
             "negative dimension -1 in tensor shape");
-  EXPECT_EQ(Message(H().ctx_output_allocate(&f.ctx, "Out", 0, RILL_INT64, nullptr, 1, RILL_CPU, 0, &t, &info)),
+  EXPECT_EQ(Message(H().ctx_output_allocate(&f.ctx, 0, 0, RILL_INT64, nullptr, 1, RILL_CPU, 0, &t, &info)),
             "ctx_output_allocate: null argument");
 }
 
-// ABI v8: a kernel finds its slots once and reads its arguments by index, with the same
-// results and the same messages as by name.
-TEST(HostApi, ArgumentsReadByIndexMatchThoseReadByName) {
+// ctx_go refuses an argument it cannot bind before it makes or starts anything (the
+// fixture has no executor to start a task with). The go blocks it starts are CspPrograms'
+// subject: every go op starts its block through it.
+TEST(HostApi, GoRefusesArgumentsItCannotBind) {
   KernelFixture f;
-  EXPECT_EQ(H().op_input_slot(&f.info, "X"), 0);
-  EXPECT_EQ(H().op_input_slot(&f.info, "Missing"), 1);
-  EXPECT_EQ(H().op_input_slot(&f.info, "Y"), -1);
-  EXPECT_EQ(H().op_output_slot(&f.info, "Rows"), 1);
-  EXPECT_EQ(H().op_output_slot(nullptr, "Rows"), -1);
-  EXPECT_EQ(H().ctx_input_at(&f.ctx, 0, 0), reinterpret_cast<RillVariable*>(&f.vars[0]));
-  EXPECT_EQ(H().ctx_input_at(&f.ctx, 0, 0), H().ctx_input(&f.ctx, "X", 0));
-  EXPECT_EQ(H().ctx_output_at(&f.ctx, 1, 0), reinterpret_cast<RillVariable*>(&f.vars[3]));
-  for (const auto& [slot, i] : {std::pair{-1, 0}, {2, 0}, {0, 1}, {1, 0}}) {
-    EXPECT_EQ(H().ctx_input_at(&f.ctx, slot, static_cast<size_t>(i)), nullptr) << slot << "[" << i << "]";
-  }
-
-  RillTensor* t = nullptr;
-  RillTensorInfo info{};
-  info.struct_size = sizeof(info);
-  EXPECT_EQ(Message(H().ctx_input_described_at(&f.ctx, 0, 0, &t, &info)),
-            "input X ('x') holds nothing yet, not a tensor value");
-  EXPECT_EQ(Message(H().ctx_input_described_at(&f.ctx, 1, 0, &t, &info)),
-            "input Missing ('gone') does not exist in any scope");
-  EXPECT_EQ(Message(H().ctx_input_described_at(&f.ctx, 0, 1, &t, &info)), "op 'op' has no input X[1]");
-  EXPECT_EQ(Message(H().ctx_input_described_at(&f.ctx, -1, 0, &t, &info)), "op 'op' has no input #-1[0]");
-  EXPECT_EQ(Message(H().ctx_input_described_at(&f.ctx, 0, 0, &t, nullptr)),
-            "ctx_input_described_at: null argument");
-
-  const int64_t dims[] = {3};
-  ASSERT_EQ(H().ctx_output_allocate_at(&f.ctx, 0, 0, RILL_INT32, dims, 1, RILL_CPU, 0, &t, &info), nullptr);
-  const Tensor* out = f.vars[2].GetTensor();
-  ASSERT_NE(out, nullptr) << "the empty output variable now holds a tensor";
-  EXPECT_EQ(t, reinterpret_cast<const RillTensor*>(out));
-  EXPECT_EQ(info.numel, 3);
-  EXPECT_EQ(info.data, out->data());
-  EXPECT_EQ(Message(H().ctx_output_allocate_at(&f.ctx, 1, 0, RILL_INT32, dims, 1, RILL_CPU, 0, &t, &info)),
-            "output Rows ('rows') holds selected_rows, not a tensor");
-  EXPECT_EQ(Message(H().ctx_output_allocate_at(&f.ctx, 7, 0, RILL_INT32, dims, 1, RILL_CPU, 0, &t, &info)),
-            "op 'op' has no output #7[0]");
-
-  f.vars[0].GetMutableTensor()->Allocate(RILL_FP32, dims, 1, Place{});
-  ASSERT_EQ(H().ctx_input_described_at(&f.ctx, 0, 0, &t, &info), nullptr);
-  EXPECT_EQ(t, reinterpret_cast<RillTensor*>(f.vars[0].GetTensor()));
-  EXPECT_EQ(info.dtype, RILL_FP32);
-  EXPECT_EQ(info.data, f.vars[0].GetTensor()->data());
-}
-
-// ABI v11: a kernel finds its arguments' frame indices once and reads them from the run's
-// frame; an entry the run has not found yet is NULL until ctx_input_at finds it.
-TEST(HostApi, ArgumentsReadFromTheFrameMatchThoseReadByIndex) {
-  KernelFixture f;
-  EXPECT_EQ(H().op_input_index(&f.info, 0, 0), 0u);
-  EXPECT_EQ(H().op_input_index(&f.info, 1, 0), 1u);
-  EXPECT_EQ(H().op_output_index(&f.info, 0, 0), 2u);
-  EXPECT_EQ(H().op_output_index(&f.info, 1, 0), 3u);
-  for (const auto& [slot, i] : {std::pair{-1, 0}, {2, 0}, {0, 1}}) {
-    EXPECT_EQ(H().op_input_index(&f.info, slot, static_cast<size_t>(i)), RILL_NO_FRAME_INDEX) << slot << "[" << i << "]";
-  }
-  EXPECT_EQ(H().op_output_index(&f.info, 5, 0), RILL_NO_FRAME_INDEX);
-  EXPECT_EQ(H().op_input_index(nullptr, 0, 0), RILL_NO_FRAME_INDEX);
-
-  RillVariable* const* frame = H().ctx_frame(&f.ctx);
-  ASSERT_NE(frame, nullptr);
-  EXPECT_EQ(frame[H().op_input_index(&f.info, 0, 0)], H().ctx_input_at(&f.ctx, 0, 0));
-  EXPECT_EQ(frame[H().op_output_index(&f.info, 1, 0)], H().ctx_output_at(&f.ctx, 1, 0));
-  EXPECT_EQ(frame[1], nullptr) << "'gone' is in no scope";
-  Variable* made = f.scope.scope->Var("gone");  // made after the run started
-  EXPECT_EQ(frame[1], nullptr) << "the frame does not look names up";
-  EXPECT_EQ(H().ctx_input_at(&f.ctx, 1, 0), reinterpret_cast<RillVariable*>(made));
-  EXPECT_EQ(frame[1], reinterpret_cast<RillVariable*>(made)) << "ctx_input_at filled the entry";
-  EXPECT_EQ(H().ctx_frame(nullptr), nullptr);
-}
-
-// ABI v12: ctx_go refuses a frame index it cannot copy from before it makes or starts
-// anything (the fixture has no executor to start a task with). The go blocks it starts are
-// CspPrograms' subject: every go op starts its block through it.
-TEST(HostApi, GoRefusesFrameEntriesItCannotBind) {
-  KernelFixture f;
-  const uint32_t past[] = {4}, missing[] = {0, 1};
-  EXPECT_EQ(Message(H().ctx_go(&f.ctx, 1, past, 1)), "ctx_go: frame index 4 is past the frame (4 entries)");
-  EXPECT_EQ(Message(H().ctx_go(&f.ctx, 1, missing, 2)),
-            "ctx_go: 'gone' (frame index 1) has not been found yet; read it with ctx_input_at first");
+  const RillArg past[] = {{0, 1}}, missing[] = {{0, 0}, {1, 0}}, output[] = {{2, 0}};
+  f.vars[0].GetMutableTensor();
+  EXPECT_EQ(Message(H().ctx_go(&f.ctx, 1, past, 1)), "ctx_go: input X[1] is not an argument of op 'op'");
+  EXPECT_EQ(Message(H().ctx_go(&f.ctx, 1, missing, 2)), "ctx_go: input Missing[0] ('gone') does not exist in any scope");
+  EXPECT_EQ(Message(H().ctx_go(&f.ctx, 1, output, 1)), "ctx_go: input #2[0] is not an argument of op 'op'");
   EXPECT_EQ(Message(H().ctx_go(nullptr, 1, past, 1)), "ctx_go: null argument");
   EXPECT_EQ(Message(H().ctx_go(&f.ctx, 1, nullptr, 1)), "ctx_go: null argument");
 }
 
-// ABI v9: a scalar read and written in one call each. Only a one-element CPU tensor of
+// A scalar read and written in one call each. Only a one-element CPU tensor of
 // shape [1] without LoD reads as a scalar; setting one replaces whatever the variable held,
 // in place when its tensor is not shared.
 TEST(HostApi, ScalarsAreReadAndWrittenInOneCall) {

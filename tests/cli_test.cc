@@ -126,8 +126,8 @@ TEST(Cli, OpsDescribeAndPluginPathEnvironment) {
   ASSERT_EQ(ops.exit_code, 0) << ops.err;
   EXPECT_NE(ops.out.find("while                    core"), std::string::npos) << ops.out;
   EXPECT_NE(ops.out.find("elementwise_add          math"), std::string::npos) << ops.out;
-  const auto env = RunRill({"ops"}, "RILL_PLUGIN_PATH=" + kPlugins + ":" + kFixtures + "/frozen_v1");
-  EXPECT_NE(env.out.find("v1_scale                 frozen_v1"), std::string::npos) << env.out;
+  const auto env = RunRill({"ops"}, "RILL_PLUGIN_PATH=" + kPlugins + ":" + kFixtures + "/compat_1_0");
+  EXPECT_NE(env.out.find("c_scale                  compat_1_0"), std::string::npos) << env.out;
   const auto desc = RunRill({"describe", "increment"});
   EXPECT_EQ(desc.exit_code, 0);
   EXPECT_NE(desc.out.find("step: FLOAT = 1  the amount added"), std::string::npos) << desc.out;

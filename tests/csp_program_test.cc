@@ -301,46 +301,48 @@ TEST(CspPrograms, ASelectRunsTheChosenCaseWhateverItsCasesBlockHolds) {
                   "a.case int32 [1] 1\nc.case int32 [1] 0\n");
 }
 
-// A plain-C plugin built against the frozen ABI v2 header parks its task while it waits
+// The ABI 1.0 compatibility plugin (plain C, tests/compat) parks its task while it waits
 // (a mailbox), inside the same scheduler as the csp plugin's go blocks.
-TEST(CspPrograms, FrozenAbiV2CPluginParksItsTask) {
-  const std::vector<std::string> plugin = {"--plugin", std::string(RILL_FIXTURE_DIR) + "/frozen_v2/librill_frozen_v2.so"};
+const std::vector<std::string> kCompatPlugin = {"--plugin",
+                                                std::string(RILL_FIXTURE_DIR) + "/compat_1_0/librill_compat_1_0.so"};
+TEST(CspPrograms, TheCompatPluginParksItsTask) {
+  const std::vector<std::string>& plugin = kCompatPlugin;
   ProgramBuilder pb;
   BlockBuilder& main = pb.block(0);
-  main.Op("v2_mailbox").Output("Out", "box");
+  main.Op("c_mailbox").Output("Out", "box");
   main.Op("assign").Input("X", "box").Output("Out", "shared");  // a copy shares the mailbox
   BlockBuilder& producer = Go(pb, main, {"shared"});
   Fill(producer, "v", RILL_FP32, 7);
-  producer.Op("v2_put").Input("Box", "shared").Input("X", "v");
-  main.Op("v2_take").Input("Box", "box").Output("Out", "got");
-  ExpectRunPrints(pb, "frozen_v2", {"got"}, "got fp32 [1] 7\n", plugin);
+  producer.Op("c_put").Input("Box", "shared").Input("X", "v");
+  main.Op("c_take").Input("Box", "box").Output("Out", "got");
+  ExpectRunPrints(pb, "compat_mailbox", {"got"}, "got fp32 [1] 7\n", plugin);
 
   ProgramBuilder alone;
-  alone.block(0).Op("v2_mailbox").Output("Out", "box");
-  alone.block(0).Op("v2_take").Input("Box", "box").Output("Out", "got");
-  const auto d = RunProgram(alone, "frozen_v2_deadlock", {}, plugin);
+  alone.block(0).Op("c_mailbox").Output("Out", "box");
+  alone.block(0).Op("c_take").Input("Box", "box").Output("Out", "got");
+  const auto d = RunProgram(alone, "compat_deadlock", {}, plugin);
   EXPECT_EQ(d.exit_code, 1);
-  EXPECT_EQ(d.err, "rill: error: deadlock: all 1 tasks are blocked: main: block 0, op 1 (v2_take Box=[box] -> "
+  EXPECT_EQ(d.err, "rill: error: deadlock: all 1 tasks are blocked: main: block 0, op 1 (c_take Box=[box] -> "
                    "Out=[got]) waiting for the mailbox\n");
 }
 
-// A plain-C plugin built against the frozen ABI v12 header starts go blocks with ctx_go:
-// the channel it binds is the block's own copy (the outer variable changes after), and
-// the rest is seen through the op's scope.
-TEST(CspPrograms, FrozenAbiV12CPluginStartsGoBlocks) {
-  const std::vector<std::string> plugin = {"--plugin", std::string(RILL_FIXTURE_DIR) + "/frozen_v12/librill_frozen_v12.so"};
+// The compatibility plugin starts go blocks with ctx_go: the channel it binds is the
+// block's own copy (the outer variable changes after), and the rest is seen through the
+// op's scope.
+TEST(CspPrograms, TheCompatPluginStartsGoBlocks) {
+  const std::vector<std::string>& plugin = kCompatPlugin;
   ProgramBuilder pb;
   BlockBuilder& main = pb.block(0);
   MakeChannel(main, "ch");
   main.Op("assign").Input("X", "ch").Output("Out", "first");
   Fill(main, "x", RILL_INT64, 21);
   BlockBuilder& sender = pb.NewBlock(0);
-  main.Op("v12_go").Input("X", "ch").BlockAttr("sub_block", sender.idx());
+  main.Op("c_go").Input("X", "ch").BlockAttr("sub_block", sender.idx());
   sender.Op("elementwise_add").Input("X", "x").Input("Y", "x").Output("Out", "twice");
   ChannelSend(sender, "ch", "twice");
   MakeChannel(main, "ch");  // a new channel in the outer variable: the block keeps its own
   ChannelRecv(main, "first", "got");
-  ExpectRunPrints(pb, "frozen_v12", {"got"}, "got int64 [1] 42\n", plugin);
+  ExpectRunPrints(pb, "compat_go", {"got"}, "got int64 [1] 42\n", plugin);
 }
 
 TEST(CspPrograms, ChannelMisuseIsAClearError) {

@@ -170,7 +170,7 @@ TEST(Devices, TransfersAreStagedInTheDevicesPageLockedMemory) {
   EXPECT_EQ(PageLockedPerPlugin(scope, {"x"}), std::vector<int32_t>{1});
 }
 
-// A device from before ABI v5 (or without page-locked memory) stages in ordinary memory.
+// A device without page-locked memory stages in ordinary memory.
 TEST(Devices, AV4DeviceHasNoPageLockedMemory) {
   RillDeviceDef def{};
   def.struct_size = offsetof(RillDeviceDef, allocate_host);  // as a v4 plugin fills it

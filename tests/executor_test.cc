@@ -527,7 +527,7 @@ TEST(Executor, OutOfRangeBlockIsAnError) {
   EXPECT_THROW(exec.Run(9, Scope::NewRoot()), Error);
 }
 
-// ABI v7: an op reads the ops of a block of its program (select reads its cases' layout).
+// An op reads the ops of a block of its program (select reads its cases' layout).
 TEST(Executor, AnOpReadsTheOpsOfABlockThroughTheHostApi) {
   const RillHostApi& host = *HostApiTable();
   Executor exec(test::ShippedRegistry(), LoopProgram(1));
@@ -539,7 +539,7 @@ TEST(Executor, AnOpReadsTheOpsOfABlockThroughTheHostApi) {
   std::vector<std::string> types;
   for (size_t i = 0; i < count; ++i) types.push_back(host.op_type(ops[i]));
   EXPECT_EQ(types, (std::vector<std::string>{"increment", "less_than", "conditional_block", "less_than"}));
-  EXPECT_STREQ(host.op_input_name(ops[1], "Y", 0), "five");
+  EXPECT_STREQ(host.op_input_name(ops[1], host.op_input_slot(ops[1], "Y"), 0), "five");
   int32_t then = 0;
   ASSERT_EQ(host.attr_block(ops[2], "sub_block", &then), nullptr);
   EXPECT_EQ(then, 2);

@@ -11,16 +11,16 @@
 #include "core/registry/attribute.h"
 #include "core/runtime/executor.h"
 #include "core/runtime/kernel_context.h"
-#include "core/runtime/small_objects.h"
 #include "core/tasks/scheduler.h"
 
-// Shipped versions of the table are frozen: these offsets may never change. A new version
-// appends fields after the last one and pins them the same way.
+// The table's offsets are frozen (sdk/abi_manifest.txt records them too): a new version
+// appends entries after the last one and pins them the same way.
 #define RILL_PIN(field, index)                                                                \
   static_assert(offsetof(RillHostApi, field) == 8 + (index) * sizeof(void*),                   \
                 "RillHostApi layout changed: " #field)
-static_assert(offsetof(RillHostApi, abi_version) == 0, "RillHostApi v1 layout changed");
-static_assert(offsetof(RillHostApi, struct_size) == 4, "RillHostApi v1 layout changed");
+static_assert(offsetof(RillHostApi, abi_version) == 0, "RillHostApi layout changed");
+static_assert(offsetof(RillHostApi, struct_size) == 4, "RillHostApi layout changed");
+// Version 1.
 RILL_PIN(status_create, 0);
 RILL_PIN(status_code, 1);
 RILL_PIN(status_message, 2);
@@ -31,109 +31,81 @@ RILL_PIN(register_kernel, 6);
 RILL_PIN(register_var_type, 7);
 RILL_PIN(register_device, 8);
 RILL_PIN(op_type, 9);
-RILL_PIN(op_input_count, 10);
-RILL_PIN(op_input_name, 11);
-RILL_PIN(op_output_count, 12);
-RILL_PIN(op_output_name, 13);
-RILL_PIN(attr_int, 14);
-RILL_PIN(attr_float, 15);
-RILL_PIN(attr_bool, 16);
-RILL_PIN(attr_string, 17);
-RILL_PIN(attr_ints, 18);
-RILL_PIN(attr_floats, 19);
-RILL_PIN(attr_bools, 20);
-RILL_PIN(attr_strings, 21);
-RILL_PIN(attr_strings_at, 22);
-RILL_PIN(attr_block, 23);
-RILL_PIN(attr_blocks, 24);
-RILL_PIN(ctx_op, 25);
-RILL_PIN(ctx_input, 26);
-RILL_PIN(ctx_output, 27);
-RILL_PIN(ctx_input_tensor, 28);
-RILL_PIN(ctx_output_tensor, 29);
-RILL_PIN(ctx_scope, 30);
-RILL_PIN(ctx_device_id, 31);
-RILL_PIN(ctx_run_block, 32);
-RILL_PIN(var_is_initialized, 33);
-RILL_PIN(var_tensor, 34);
-RILL_PIN(var_set_custom, 35);
-RILL_PIN(var_get_custom, 36);
-RILL_PIN(var_move, 37);
-RILL_PIN(var_copy, 38);
-RILL_PIN(var_describe, 39);
-RILL_PIN(tensor_info, 40);
-RILL_PIN(tensor_dtype, 41);
-RILL_PIN(tensor_ndim, 42);
-RILL_PIN(tensor_dims, 43);
-RILL_PIN(tensor_numel, 44);
-RILL_PIN(tensor_device_type, 45);
-RILL_PIN(tensor_device_id, 46);
-RILL_PIN(tensor_data, 47);
-RILL_PIN(tensor_allocate, 48);
-RILL_PIN(tensor_lod_levels, 49);
-RILL_PIN(tensor_lod_level, 50);
-RILL_PIN(tensor_set_lod_level, 51);
-RILL_PIN(scope_new_child, 52);
-RILL_PIN(scope_retain, 53);
-RILL_PIN(scope_release, 54);
-RILL_PIN(scope_find_var, 55);
-RILL_PIN(scope_var, 56);
-// Version 2.
-RILL_PIN(task_current, 57);
-RILL_PIN(task_park, 58);
-RILL_PIN(task_unpark, 59);
-RILL_PIN(task_go, 60);
-RILL_PIN(var_new, 61);
-RILL_PIN(var_delete, 62);
-RILL_PIN(var_swap, 63);
-// Version 3.
-RILL_PIN(var_is_selected_rows, 64);
-RILL_PIN(var_selected_rows, 65);
-RILL_PIN(var_set_selected_rows, 66);
-// Version 4.
-RILL_PIN(ctx_new_child_scope, 67);
-RILL_PIN(scope_reusable, 68);
-// Version 5 adds nothing to the table (only RillDeviceDef's fields, below).
-// Version 6.
-RILL_PIN(ctx_input_described, 69);
-RILL_PIN(ctx_output_allocate, 70);
-// Version 7.
-RILL_PIN(op_block_ops, 71);
-// Version 8.
-RILL_PIN(op_input_slot, 72);
-RILL_PIN(op_output_slot, 73);
-RILL_PIN(ctx_input_at, 74);
-RILL_PIN(ctx_output_at, 75);
-RILL_PIN(ctx_input_described_at, 76);
-RILL_PIN(ctx_output_allocate_at, 77);
-RILL_PIN(var_type_find, 78);
-RILL_PIN(var_custom, 79);
-// Version 9.
-RILL_PIN(var_scalar, 80);
-RILL_PIN(var_set_scalar, 81);
-// Version 10.
-RILL_PIN(ctx_run_sub_block, 82);
-// Version 11.
-RILL_PIN(op_input_index, 83);
-RILL_PIN(op_output_index, 84);
-RILL_PIN(ctx_frame, 85);
-// Version 12.
-RILL_PIN(ctx_go, 86);
-// Version 13.
-RILL_PIN(mem_alloc, 87);
-RILL_PIN(mem_free, 88);
-RILL_PIN(var_set_custom_typed, 89);
-RILL_PIN(ctx_run_loop, 90);
-static_assert(sizeof(RillHostApi) == 8 + 91 * sizeof(void*), "RillHostApi v14 size changed");
-static_assert(RILL_MEM_SMALL_MAX == rill::core::kMaxSmallBytes);
+RILL_PIN(op_input_slot, 10);
+RILL_PIN(op_output_slot, 11);
+RILL_PIN(op_input_count, 12);
+RILL_PIN(op_output_count, 13);
+RILL_PIN(op_input_name, 14);
+RILL_PIN(op_output_name, 15);
+RILL_PIN(attr_int, 16);
+RILL_PIN(attr_float, 17);
+RILL_PIN(attr_bool, 18);
+RILL_PIN(attr_string, 19);
+RILL_PIN(attr_ints, 20);
+RILL_PIN(attr_floats, 21);
+RILL_PIN(attr_bools, 22);
+RILL_PIN(attr_strings, 23);
+RILL_PIN(attr_strings_at, 24);
+RILL_PIN(attr_block, 25);
+RILL_PIN(attr_blocks, 26);
+RILL_PIN(op_block_ops, 27);
+RILL_PIN(ctx_op, 28);
+RILL_PIN(ctx_scope, 29);
+RILL_PIN(ctx_device_id, 30);
+RILL_PIN(ctx_input, 31);
+RILL_PIN(ctx_output, 32);
+RILL_PIN(ctx_input_tensor, 33);
+RILL_PIN(ctx_output_allocate, 34);
+RILL_PIN(var_is_initialized, 35);
+RILL_PIN(var_tensor, 36);
+RILL_PIN(var_scalar, 37);
+RILL_PIN(var_set_scalar, 38);
+RILL_PIN(var_is_selected_rows, 39);
+RILL_PIN(var_selected_rows, 40);
+RILL_PIN(var_set_selected_rows, 41);
+RILL_PIN(var_type_find, 42);
+RILL_PIN(var_custom, 43);
+RILL_PIN(var_set_custom, 44);
+RILL_PIN(var_move, 45);
+RILL_PIN(var_copy, 46);
+RILL_PIN(var_swap, 47);
+RILL_PIN(var_describe, 48);
+RILL_PIN(var_new, 49);
+RILL_PIN(var_delete, 50);
+RILL_PIN(tensor_info, 51);
+RILL_PIN(tensor_allocate, 52);
+RILL_PIN(tensor_lod_levels, 53);
+RILL_PIN(tensor_lod_level, 54);
+RILL_PIN(tensor_set_lod_level, 55);
+RILL_PIN(scope_new_child, 56);
+RILL_PIN(scope_retain, 57);
+RILL_PIN(scope_release, 58);
+RILL_PIN(scope_find_var, 59);
+RILL_PIN(scope_var, 60);
+RILL_PIN(ctx_run_block, 61);
+RILL_PIN(ctx_run_loop, 62);
+RILL_PIN(ctx_go, 63);
+RILL_PIN(task_current, 64);
+RILL_PIN(task_park, 65);
+RILL_PIN(task_unpark, 66);
+static_assert(sizeof(RillHostApi) == 8 + 67 * sizeof(void*), "RillHostApi version 1 size changed");
 #undef RILL_PIN
 
-// RillDeviceDef, which plugins fill: version 1 ends at `copy`; version 5 appends the
-// page-locked host memory.
-static_assert(offsetof(RillDeviceDef, copy) == 8 + 4 * sizeof(void*), "RillDeviceDef v1 layout changed");
-static_assert(offsetof(RillDeviceDef, allocate_host) == 8 + 5 * sizeof(void*), "RillDeviceDef v5 layout changed");
-static_assert(offsetof(RillDeviceDef, free_host) == 8 + 6 * sizeof(void*), "RillDeviceDef v5 layout changed");
-static_assert(sizeof(RillDeviceDef) == 8 + 7 * sizeof(void*), "RillDeviceDef v5 size changed");
+// The structs of version 1, as plugins fill and read them: a field may only be appended.
+#define RILL_PIN_STRUCT(type, last_field, last_offset, size)                          \
+  static_assert(offsetof(type, last_field) == (last_offset) && sizeof(type) == (size), \
+                #type " layout changed")
+RILL_PIN_STRUCT(RillTensorInfo, data, 40, 48);
+RILL_PIN_STRUCT(RillSlotDef, doc, 16, 24);
+RILL_PIN_STRUCT(RillAttrDef, doc, 24, 32);
+RILL_PIN_STRUCT(RillOpSchema, grad_outputs, 96, 104);
+RILL_PIN_STRUCT(RillScalar, bits, 8, 16);
+RILL_PIN_STRUCT(RillKernelDef, scalar, 56, 64);
+RILL_PIN_STRUCT(RillVarTypeDef, copy, 32, 40);
+RILL_PIN_STRUCT(RillDeviceDef, free_host, 56, 64);
+RILL_PIN_STRUCT(RillArg, index, 4, 8);
+RILL_PIN_STRUCT(RillPlugin, init, 24, 32);
+#undef RILL_PIN_STRUCT
 
 namespace rill::core {
 namespace {
@@ -197,21 +169,19 @@ RillStatus* RegisterDevice(RillRegistrar* reg, const RillDeviceDef* def) {
 
 const char* OpType(const RillOpInfo* info) { return info ? info->type.c_str() : ""; }
 
+int32_t OpInputSlot(const RillOpInfo* info, const char* name) { return info && name ? info->InputSlot(name) : -1; }
+int32_t OpOutputSlot(const RillOpInfo* info, const char* name) { return info && name ? info->OutputSlot(name) : -1; }
 size_t ArgCount(const RillOpInfo::Args* a) { return a ? a->names.size() : 0; }
 const char* ArgName(const RillOpInfo::Args* a, size_t i) {
   return (a && i < a->names.size()) ? a->names[i].c_str() : nullptr;
 }
-size_t OpInputCount(const RillOpInfo* info, const char* slot) {
-  return (info && slot) ? ArgCount(info->FindInput(slot)) : 0;
+size_t OpInputCount(const RillOpInfo* info, int32_t slot) { return info ? ArgCount(info->InputAt(slot)) : 0; }
+size_t OpOutputCount(const RillOpInfo* info, int32_t slot) { return info ? ArgCount(info->OutputAt(slot)) : 0; }
+const char* OpInputName(const RillOpInfo* info, int32_t slot, size_t i) {
+  return info ? ArgName(info->InputAt(slot), i) : nullptr;
 }
-const char* OpInputName(const RillOpInfo* info, const char* slot, size_t i) {
-  return (info && slot) ? ArgName(info->FindInput(slot), i) : nullptr;
-}
-size_t OpOutputCount(const RillOpInfo* info, const char* slot) {
-  return (info && slot) ? ArgCount(info->FindOutput(slot)) : 0;
-}
-const char* OpOutputName(const RillOpInfo* info, const char* slot, size_t i) {
-  return (info && slot) ? ArgName(info->FindOutput(slot), i) : nullptr;
+const char* OpOutputName(const RillOpInfo* info, int32_t slot, size_t i) {
+  return info ? ArgName(info->OutputAt(slot), i) : nullptr;
 }
 
 RillStatus* OpBlockOps(const RillOpInfo* info, int32_t block_idx, const RillOpInfo* const** ops, size_t* count) {
@@ -335,37 +305,30 @@ void Describe(const Tensor& t, RillTensorInfo* out) {
 }
 
 const RillOpInfo* CtxOp(const RillKernelContext* ctx) { return ctx ? ctx->op : nullptr; }
-RillVariable* CtxInput(RillKernelContext* ctx, const char* slot, size_t i) {
-  return (ctx && slot) ? reinterpret_cast<RillVariable*>(ctx->Input(slot, i)) : nullptr;
+RillScope* CtxScope(RillKernelContext* ctx) { return ctx ? ctx->scope : nullptr; }
+int32_t CtxDeviceId(const RillKernelContext* ctx) { return ctx ? ctx->device_id : 0; }
+RillVariable* CtxInput(RillKernelContext* ctx, int32_t slot, size_t i) {
+  return ctx ? reinterpret_cast<RillVariable*>(ctx->At(ctx->op->InputIdAt(slot, i))) : nullptr;
 }
-RillVariable* CtxOutput(RillKernelContext* ctx, const char* slot, size_t i) {
-  return (ctx && slot) ? reinterpret_cast<RillVariable*>(ctx->Output(slot, i)) : nullptr;
-}
-// The argument a kernel asked for, for messages: "X[0]", or "#3[0]" for a slot index the
-// op does not have. By name, `slot` is the name asked for; by index, the slot's own name
-// (nullptr when there is none).
-struct ArgRef {
-  const char* slot;
-  int32_t index;
-  size_t i;
-  std::string Label() const {
-    return (slot ? std::string(slot) : "#" + std::to_string(index)) + "[" + std::to_string(i) + "]";
-  }
-};
-ArgRef ByName(const char* slot, size_t i) { return ArgRef{slot, -1, i}; }
-ArgRef ByIndex(const RillOpInfo::Args* args, int32_t slot, size_t i) {
-  return ArgRef{args ? args->slot.c_str() : nullptr, slot, i};
+RillVariable* CtxOutput(RillKernelContext* ctx, int32_t slot, size_t i) {
+  return ctx ? reinterpret_cast<RillVariable*>(ctx->At(ctx->op->OutputIdAt(slot, i))) : nullptr;
 }
 
-// ctx_input_tensor and ctx_output_tensor in full, errors included, for an argument found
-// by slot name or index. The hot paths below handle the usual case and leave the rest
-// here: a kernel makes these calls for every argument, and the messages' strings cost
-// registers and stack on every call otherwise.
-[[gnu::noinline, gnu::cold]] RillStatus* InputTensorSlow(RillKernelContext* ctx, const RillOpInfo::Args* args,
-                                                         ArgRef ref, RillTensor** out) {
-  const size_t i = ref.i;
+// "X[0]" for messages; "#3[0]" for a slot handle the op does not have.
+std::string ArgLabel(const RillOpInfo::Args* args, int32_t slot, size_t i) {
+  return (args ? args->slot : "#" + std::to_string(slot)) + "[" + std::to_string(i) + "]";
+}
+
+// ctx_input_tensor and ctx_output_allocate past their hot paths: null arguments, errors,
+// and an empty output variable's first tensor. Kept out of line: a kernel makes these calls
+// for every argument, and the messages' strings would cost registers and stack on every
+// call otherwise.
+[[gnu::noinline, gnu::cold]] RillStatus* InputTensorSlow(RillKernelContext* ctx, int32_t slot, size_t i,
+                                                         RillTensor** out, RillTensorInfo* info) {
+  if (!ctx || !out || !info) return NullArg("ctx_input_tensor");
+  const RillOpInfo::Args* args = ctx->op->InputAt(slot);
   if (args == nullptr || i >= args->names.size()) {
-    return new RillStatus{RILL_NOT_FOUND, "op '" + ctx->op->type + "' has no input " + ref.Label()};
+    return new RillStatus{RILL_NOT_FOUND, "op '" + ctx->op->type + "' has no input " + ArgLabel(args, slot, i)};
   }
   Variable* v = ctx->Arg(args, i);
   const std::string& name = args->names[i];
@@ -379,13 +342,14 @@ ArgRef ByIndex(const RillOpInfo::Args* args, int32_t slot, size_t i) {
                                                         ", not a tensor value"};
   }
   *out = reinterpret_cast<RillTensor*>(t);
+  Describe(*t, info);
   return nullptr;
 }
-[[gnu::noinline, gnu::cold]] RillStatus* OutputTensorSlow(RillKernelContext* ctx, const RillOpInfo::Args* args,
-                                                          ArgRef ref, RillTensor** out) {
-  const size_t i = ref.i;
+[[gnu::noinline, gnu::cold]] RillStatus* OutputTensorSlow(RillKernelContext* ctx, int32_t slot, size_t i,
+                                                          RillTensor** out) {
+  const RillOpInfo::Args* args = ctx->op->OutputAt(slot);
   if (args == nullptr || i >= args->names.size()) {
-    return new RillStatus{RILL_NOT_FOUND, "op '" + ctx->op->type + "' has no output " + ref.Label()};
+    return new RillStatus{RILL_NOT_FOUND, "op '" + ctx->op->type + "' has no output " + ArgLabel(args, slot, i)};
   }
   Variable* v = ctx->Arg(args, i);
   if (v->is_tensor() || !v->initialized()) {
@@ -395,125 +359,46 @@ ArgRef ByIndex(const RillOpInfo::Args* args, int32_t slot, size_t i) {
   return new RillStatus{RILL_INVALID_ARGUMENT, "output " + args->slot + " ('" + args->names[i] + "') holds " +
                                                    v->KindName() + ", not a tensor"};
 }
-// The input's tensor if it holds one with a value; nullptr sends the caller to the slow path.
-Tensor* InitializedTensor(Variable* v) {
-  Tensor* t = v ? v->GetTensor() : nullptr;
-  return t != nullptr && t->initialized() ? t : nullptr;
-}
-[[gnu::noinline, gnu::cold]] RillStatus* InputByNameSlow(RillKernelContext* ctx, const char* slot, size_t i,
-                                                         RillTensor** out) {
-  if (!ctx || !slot || !out) return NullArg("ctx_input_tensor");
-  return InputTensorSlow(ctx, ctx->op->FindInput(slot), ByName(slot, i), out);
-}
-[[gnu::noinline, gnu::cold]] RillStatus* OutputByNameSlow(RillKernelContext* ctx, const char* slot, size_t i,
-                                                          RillTensor** out) {
-  if (!ctx || !slot || !out) return NullArg("ctx_output_tensor");
-  return OutputTensorSlow(ctx, ctx->op->FindOutput(slot), ByName(slot, i), out);
-}
-RillStatus* CtxInputTensor(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out) {
-  if (ctx && slot && out) {
-    if (Tensor* t = InitializedTensor(ctx->Input(slot, i))) {
-      *out = reinterpret_cast<RillTensor*>(t);
-      return nullptr;
-    }
-  }
-  return InputByNameSlow(ctx, slot, i, out);
-}
-RillStatus* CtxOutputTensor(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out) {
-  if (ctx && slot && out) {
-    Variable* v = ctx->Output(slot, i);
-    if (Tensor* t = v ? v->GetTensor() : nullptr) {
-      *out = reinterpret_cast<RillTensor*>(t);
-      return nullptr;
-    }
-  }
-  return OutputByNameSlow(ctx, slot, i, out);  // errors, and an empty variable's first tensor
-}
-RillStatus* CtxInputDescribed(RillKernelContext* ctx, const char* slot, size_t i, RillTensor** out,
-                              RillTensorInfo* info) {
-  if (!info) return NullArg("ctx_input_described");
-  if (RillStatus* st = CtxInputTensor(ctx, slot, i, out)) return st;
-  Describe(*T(*out), info);
-  return nullptr;
-}
-// Allocates an output the kernel found and describes it (ctx_output_allocate's second half).
-RillStatus* AllocateDescribed(RillTensor* out, int32_t dtype, const int64_t* dims, size_t ndim, int32_t device_type,
-                              int32_t device_id, RillTensorInfo* info) {
-  return StatusFromCall([&] {
-    Tensor& t = *T(out);
-    t.Allocate(dtype, dims, ndim, Place{device_type, device_id});
-    Describe(t, info);
-  });
-}
-RillStatus* CtxOutputAllocate(RillKernelContext* ctx, const char* slot, size_t i, int32_t dtype,
-                              const int64_t* dims, size_t ndim, int32_t device_type, int32_t device_id,
-                              RillTensor** out, RillTensorInfo* info) {
-  if (!info || (!dims && ndim > 0)) return NullArg("ctx_output_allocate");
-  if (RillStatus* st = CtxOutputTensor(ctx, slot, i, out)) return st;
-  return AllocateDescribed(*out, dtype, dims, ndim, device_type, device_id, info);
-}
-
-// The same by slot index (v8).
-int32_t OpInputSlot(const RillOpInfo* info, const char* slot) { return info && slot ? info->InputSlot(slot) : -1; }
-int32_t OpOutputSlot(const RillOpInfo* info, const char* slot) { return info && slot ? info->OutputSlot(slot) : -1; }
-RillVariable* CtxInputAt(RillKernelContext* ctx, int32_t slot, size_t i) {
-  return ctx ? reinterpret_cast<RillVariable*>(ctx->At(ctx->op->InputIdAt(slot, i))) : nullptr;
-}
-RillVariable* CtxOutputAt(RillKernelContext* ctx, int32_t slot, size_t i) {
-  return ctx ? reinterpret_cast<RillVariable*>(ctx->At(ctx->op->OutputIdAt(slot, i))) : nullptr;
-}
-// The frame, and each argument's index in it (v11). Frame indices are RillOpInfo's ids.
-static_assert(RILL_NO_FRAME_INDEX == RillOpInfo::kNoArg);
-uint32_t OpInputIndex(const RillOpInfo* info, int32_t slot, size_t i) {
-  return info ? info->InputIdAt(slot, i) : RILL_NO_FRAME_INDEX;
-}
-uint32_t OpOutputIndex(const RillOpInfo* info, int32_t slot, size_t i) {
-  return info ? info->OutputIdAt(slot, i) : RILL_NO_FRAME_INDEX;
-}
-RillVariable* const* CtxFrame(RillKernelContext* ctx) {
-  return ctx ? reinterpret_cast<RillVariable* const*>(ctx->frame) : nullptr;
-}
-// ctx_input_described_at and ctx_output_allocate_at past their hot paths: null
-// arguments, errors, and an empty output variable's first tensor.
-[[gnu::noinline, gnu::cold]] RillStatus* InputDescribedAtSlow(RillKernelContext* ctx, int32_t slot, size_t i,
-                                                              RillTensor** out, RillTensorInfo* info) {
-  if (!ctx || !out || !info) return NullArg("ctx_input_described_at");
-  const RillOpInfo::Args* args = ctx->op->InputAt(slot);
-  if (RillStatus* st = InputTensorSlow(ctx, args, ByIndex(args, slot, i), out)) return st;
-  Describe(*T(*out), info);
-  return nullptr;
-}
-[[gnu::noinline, gnu::cold]] RillStatus* OutputAtSlow(RillKernelContext* ctx, int32_t slot, size_t i,
-                                                      RillTensor** out) {
-  const RillOpInfo::Args* args = ctx->op->OutputAt(slot);
-  return OutputTensorSlow(ctx, args, ByIndex(args, slot, i), out);
-}
-RillStatus* CtxInputDescribedAt(RillKernelContext* ctx, int32_t slot, size_t i, RillTensor** out,
-                                RillTensorInfo* info) {
+RillStatus* CtxInputTensor(RillKernelContext* ctx, int32_t slot, size_t i, RillTensor** out, RillTensorInfo* info) {
   if (ctx && out && info) {
-    if (Tensor* t = InitializedTensor(ctx->At(ctx->op->InputIdAt(slot, i)))) {
+    Variable* v = ctx->At(ctx->op->InputIdAt(slot, i));
+    Tensor* t = v ? v->GetTensor() : nullptr;
+    if (t != nullptr && t->initialized()) {
       *out = reinterpret_cast<RillTensor*>(t);
       Describe(*t, info);
       return nullptr;
     }
   }
-  return InputDescribedAtSlow(ctx, slot, i, out, info);
+  return InputTensorSlow(ctx, slot, i, out, info);
 }
-RillStatus* CtxOutputAllocateAt(RillKernelContext* ctx, int32_t slot, size_t i, int32_t dtype, const int64_t* dims,
-                                size_t ndim, int32_t device_type, int32_t device_id, RillTensor** out,
-                                RillTensorInfo* info) {
-  if (!ctx || !out || !info || (!dims && ndim > 0)) return NullArg("ctx_output_allocate_at");
+RillStatus* CtxOutputAllocate(RillKernelContext* ctx, int32_t slot, size_t i, int32_t dtype, const int64_t* dims,
+                              size_t ndim, int32_t device_type, int32_t device_id, RillTensor** out,
+                              RillTensorInfo* info) {
+  if (!ctx || !out || !info || (!dims && ndim > 0)) return NullArg("ctx_output_allocate");
   Variable* v = ctx->At(ctx->op->OutputIdAt(slot, i));
   if (Tensor* t = v ? v->GetTensor() : nullptr) {
     *out = reinterpret_cast<RillTensor*>(t);
-  } else if (RillStatus* st = OutputAtSlow(ctx, slot, i, out)) {
+  } else if (RillStatus* st = OutputTensorSlow(ctx, slot, i, out)) {
     return st;
   }
-  return AllocateDescribed(*out, dtype, dims, ndim, device_type, device_id, info);
+  return StatusFromCall([&] {
+    Tensor& t = *T(*out);
+    t.Allocate(dtype, dims, ndim, Place{device_type, device_id});
+    Describe(t, info);
+  });
 }
-RillStatus* CtxRunSubBlock(RillKernelContext* ctx, int32_t block_idx) {
-  if (!ctx) return NullArg("ctx_run_sub_block");
-  return StatusFromCall([&] { ctx->executor->RunSubBlock(block_idx, ctx->scope->scope, {ctx->op->serial, block_idx}); });
+
+// ---- blocks and tasks ----------------------------------------------------------------------
+
+RillStatus* CtxRunBlock(RillKernelContext* ctx, int32_t block_idx, RillScope* scope) {
+  if (!ctx || (scope && !scope->scope)) return NullArg("ctx_run_block");
+  return StatusFromCall([&] {
+    if (scope != nullptr) {
+      ctx->executor->Run(block_idx, scope->scope);
+    } else {
+      ctx->executor->RunSubBlock(block_idx, ctx->scope->scope, {ctx->op->serial, block_idx});
+    }
+  });
 }
 // ctx_run_loop's test before each step, as Executor::RunLoop asks it: the condition's bool
 // scalar when it holds one, else the plugin's proceed, whose status becomes the Error that
@@ -543,17 +428,6 @@ RillStatus* CtxRunLoop(RillKernelContext* ctx, int32_t block_idx, const RillVari
     ctx->executor->RunLoop(block_idx, ctx->scope->scope, {ctx->op->serial, block_idx}, &LoopProceed::Ask, &p);
   });
 }
-RillScope* CtxScope(RillKernelContext* ctx) { return ctx ? ctx->scope : nullptr; }
-RillStatus* CtxNewChildScope(RillKernelContext* ctx, int32_t block_idx, RillScope** out) {
-  if (!ctx || !out) return NullArg("ctx_new_child_scope");
-  return StatusFromCall([&] { *out = new RillScope{ctx->scope->scope->NewChild({ctx->op->serial, block_idx})}; });
-}
-int32_t CtxDeviceId(const RillKernelContext* ctx) { return ctx ? ctx->device_id : 0; }
-RillStatus* CtxRunBlock(RillKernelContext* ctx, int32_t block_idx, RillScope* scope) {
-  if (!ctx || !scope) return NullArg("ctx_run_block");
-  return StatusFromCall([&] { ctx->executor->Run(block_idx, scope->scope); });
-}
-
 // ---- variables ---------------------------------------------------------------------------
 
 int32_t VarIsInitialized(const RillVariable* v) { return v && V(v)->initialized(); }
@@ -568,46 +442,14 @@ const CustomType* PublishedVarType(Key key) {
   return registry != nullptr ? registry->FindVarType(key) : nullptr;
 }
 
-RillStatus* VarSetCustom(RillVariable* v, const char* type_name, void* value) {
-  if (!v || !type_name) return NullArg("var_set_custom");
-  const CustomType* type = PublishedVarType(std::string_view(type_name));
-  if (type == nullptr) {
-    return new RillStatus{RILL_NOT_FOUND, "variable type '" + std::string(type_name) + "' is not registered"};
-  }
-  V(v)->SetCustom(type, value);
-  return nullptr;
-}
-RillStatus* VarGetCustom(const RillVariable* v, const char* type_name, void** value) {
-  if (!v || !type_name || !value) return NullArg("var_get_custom");
-  const CustomValue* c = V(v)->GetCustom();
-  if (c == nullptr || !NameIs(c->type()->name, type_name)) {
-    return new RillStatus{RILL_INVALID_ARGUMENT, "variable holds " + V(v)->KindName() + ", not " + type_name};
-  }
-  *value = c->value();
-  return nullptr;
-}
 const RillVarType* VarTypeFind(const char* name) {
   const CustomType* type = name ? PublishedVarType(std::string_view(name)) : nullptr;
   return type ? type->handle : nullptr;
 }
-// ---- small allocations (v13) ------------------------------------------------------------
-
-void* MemAlloc(size_t bytes) {
-  if (bytes == 0 || bytes > kMaxSmallBytes) return nullptr;
-  try {
-    return AllocateSmall(bytes);
-  } catch (const std::bad_alloc&) {
-    return nullptr;
-  }
-}
-void MemFree(void* p, size_t bytes) {
-  if (p != nullptr && bytes != 0 && bytes <= kMaxSmallBytes) FreeSmall(p, bytes);
-}
-
-RillStatus* VarSetCustomTyped(RillVariable* v, const RillVarType* type, void* value) {
-  if (!v || !type) return NullArg("var_set_custom_typed");
+RillStatus* VarSetCustom(RillVariable* v, const RillVarType* type, void* value) {
+  if (!v || !type) return NullArg("var_set_custom");
   const CustomType* custom = PublishedVarType(type);
-  if (custom == nullptr) return new RillStatus{RILL_NOT_FOUND, "var_set_custom_typed: the type is not registered"};
+  if (custom == nullptr) return new RillStatus{RILL_NOT_FOUND, "var_set_custom: the type is not registered"};
   V(v)->SetCustom(custom, value);
   return nullptr;
 }
@@ -646,13 +488,6 @@ void VarDescribe(const RillVariable* v, char* buf, size_t cap) {
 void TensorInfo(const RillTensor* t, RillTensorInfo* out) {
   if (t) Describe(*T(t), out);
 }
-int32_t TensorDtype(const RillTensor* t) { return t ? T(t)->dtype() : -1; }
-size_t TensorNdim(const RillTensor* t) { return t ? T(t)->dims().size() : 0; }
-const int64_t* TensorDims(const RillTensor* t) { return t ? T(t)->dims().data() : nullptr; }
-int64_t TensorNumel(const RillTensor* t) { return t ? T(t)->numel() : 0; }
-int32_t TensorDeviceType(const RillTensor* t) { return t ? T(t)->place().device_type : RILL_CPU; }
-int32_t TensorDeviceId(const RillTensor* t) { return t ? T(t)->place().device_id : 0; }
-void* TensorData(RillTensor* t) { return t ? T(t)->data() : nullptr; }
 RillStatus* TensorAllocate(RillTensor* t, int32_t dtype, const int64_t* dims, size_t ndim,
                            int32_t device_type, int32_t device_id, void** data_out) {
   if (!t || (!dims && ndim > 0)) return NullArg("tensor_allocate");
@@ -697,14 +532,7 @@ RillVariable* ScopeFindVar(RillScope* s, const char* name) {
 RillVariable* ScopeVar(RillScope* s, const char* name) {
   return (s && s->scope && name) ? reinterpret_cast<RillVariable*>(s->scope->Var(name)) : nullptr;
 }
-// Only holders can add references (a child, a task, a handle all copy a shared_ptr this
-// handle's owner could hand out), so use_count() == 1 seen by that owner stays true. A
-// borrowed handle counts 0: it never says its scope is reusable.
-int32_t ScopeReusable(const RillScope* s) {
-  return s && Scope::Reusable(s->scope);
-}
-
-// ---- tasks (v2) ----------------------------------------------------------------------------
+// ---- tasks ---------------------------------------------------------------------------------
 
 RillTask* TaskCurrent() { return CurrentParkable(); }
 RillStatus* TaskPark(RillKernelContext* ctx, const char* what, void (*unlock)(void*), void* arg) {
@@ -714,50 +542,43 @@ RillStatus* TaskPark(RillKernelContext* ctx, const char* what, void (*unlock)(vo
 void TaskUnpark(RillTask* task) {
   if (task) task->Unpark();
 }
-RillStatus* TaskGo(RillKernelContext* ctx, int32_t block_idx, RillScope* scope) {
-  if (!ctx || !scope || !scope->scope) return NullArg("task_go");
-  return StatusFromCall([&] {
-    Executor* executor = ctx->executor;
-    executor->CheckBlock(block_idx);
-    SpawnTask([executor, block_idx, s = scope->Owner()] { executor->Run(block_idx, s); }, ctx->op);
-  });
-}
-// task_go with its scope made and its bound variables copied in, in one call (v12).
-RillStatus* CtxGo(RillKernelContext* ctx, int32_t block_idx, const uint32_t* frame_indices, size_t count) {
-  if (!ctx || (count > 0 && !frame_indices)) return NullArg("ctx_go");
-  const std::vector<std::string>& names = *ctx->frame_names;
+// ctx_go: the bound variables are found (and copied) before anything is started.
+RillStatus* CtxGo(RillKernelContext* ctx, int32_t block_idx, const RillArg* bind, size_t count) {
+  if (!ctx || (count > 0 && !bind)) return NullArg("ctx_go");
+  constexpr size_t kInline = 16;  // a go op binds a few channels; more go to the heap
+  uint32_t inline_ids[kInline];
+  std::vector<uint32_t> more(count > kInline ? count : 0);
+  uint32_t* ids = more.empty() ? inline_ids : more.data();
   for (size_t k = 0; k < count; ++k) {
-    const uint32_t i = frame_indices[k];
-    if (i >= names.size()) {
-      return new RillStatus{RILL_INVALID_ARGUMENT, "ctx_go: frame index " + std::to_string(i) + " is past the frame (" +
-                                                       std::to_string(names.size()) + " entries)"};
-    }
-    if (ctx->frame[i] == nullptr) {
-      return new RillStatus{RILL_INVALID_ARGUMENT, "ctx_go: '" + names[i] + "' (frame index " + std::to_string(i) +
-                                                       ") has not been found yet; read it with ctx_input_at first"};
+    ids[k] = ctx->op->InputIdAt(bind[k].slot, bind[k].index);
+    if (ctx->At(ids[k]) == nullptr) {
+      const RillOpInfo::Args* args = ctx->op->InputAt(bind[k].slot);
+      return new RillStatus{RILL_INVALID_ARGUMENT,
+                            "ctx_go: input " + ArgLabel(args, bind[k].slot, bind[k].index) +
+                                (ids[k] == RillOpInfo::kNoArg ? " is not an argument of op '" + ctx->op->type + "'"
+                                                              : " ('" + args->names[bind[k].index] +
+                                                                    "') does not exist in any scope")};
     }
   }
   return StatusFromCall([&] {
     Executor* executor = ctx->executor;
     executor->CheckBlock(block_idx);
-    // The block's scope goes below the nearest scope it sees anything in but the channels
+    // The block's scope goes below the nearest scope it sees anything in but the variables
     // it binds: a loop step that only makes the channels it hands its go block (a daisy
     // chain's `right`) stays held by the loop alone, which runs its next step in the same
-    // scope (Scope::Reusable) instead of a new one. As with Scope::Shareable, a variable a
-    // kernel makes by name later in a scope passed over is not seen by the block.
+    // scope (Scope::Reusable) instead of a new one.
     Variable* const* frame = ctx->frame;
     std::shared_ptr<Scope> child = ctx->scope->scope
                                        ->NearestNotCoveredBy([&](const Variable* v) {
                                          for (size_t k = 0; k < count; ++k) {
-                                           if (frame[frame_indices[k]] == v) return true;
+                                           if (frame[ids[k]] == v) return true;
                                          }
                                          return false;
                                        })
                                        .NewChild();
     for (size_t k = 0; k < count; ++k) {
-      const uint32_t i = frame_indices[k];
-      // Var, not a plain add: an index listed twice finds its variable and copies again.
-      child->Var(names[i], ctx->frame_name_bits[i])->CopyFrom(*ctx->frame[i]);
+      // Var, not a plain add: a variable bound twice finds its copy and copies again.
+      child->Var((*ctx->frame_names)[ids[k]], ctx->frame_name_bits[ids[k]])->CopyFrom(*frame[ids[k]]);
     }
     SpawnTask(
         [executor, block_idx, s = std::move(child)]() mutable {
@@ -776,7 +597,7 @@ RillStatus* VarSwap(RillVariable* a, RillVariable* b) {
   return nullptr;
 }
 
-// ---- selected rows (v3) ----------------------------------------------------------------
+// ---- selected rows -------------------------------------------------------------------------
 
 int32_t VarIsSelectedRows(const RillVariable* v) { return v && V(v)->is_selected_rows() ? 1 : 0; }
 RillStatus* VarSelectedRows(RillVariable* v, const int64_t** rows, size_t* count, int64_t* height,
@@ -805,36 +626,25 @@ RillStatus* VarSetSelectedRows(RillVariable* v, const int64_t* rows, size_t coun
 
 const RillHostApi kTable = {
     RILL_ABI_VERSION, sizeof(RillHostApi),
-    StatusCreate, StatusCode, StatusMessage, StatusRelease,
-    Log,
+    // Status and logging.
+    StatusCreate, StatusCode, StatusMessage, StatusRelease, Log,
+    // Registration.
     RegisterOp, RegisterKernel, RegisterVarType, RegisterDevice,
-    OpType, OpInputCount, OpInputName, OpOutputCount, OpOutputName,
-    AttrInt, AttrFloat, AttrBool, AttrString, AttrInts, AttrFloats, AttrBools, AttrStrings,
-    AttrStringsAt, AttrBlock, AttrBlocks,
-    CtxOp, CtxInput, CtxOutput, CtxInputTensor, CtxOutputTensor, CtxScope, CtxDeviceId, CtxRunBlock,
-    VarIsInitialized, VarTensor, VarSetCustom, VarGetCustom, VarMove, VarCopy, VarDescribe,
-    TensorInfo, TensorDtype, TensorNdim, TensorDims, TensorNumel, TensorDeviceType, TensorDeviceId, TensorData,
-    TensorAllocate, TensorLodLevels, TensorLodLevel, TensorSetLodLevel,
+    // Op instances.
+    OpType, OpInputSlot, OpOutputSlot, OpInputCount, OpOutputCount, OpInputName, OpOutputName,
+    AttrInt, AttrFloat, AttrBool, AttrString, AttrInts, AttrFloats, AttrBools, AttrStrings, AttrStringsAt,
+    AttrBlock, AttrBlocks, OpBlockOps,
+    // Kernel context.
+    CtxOp, CtxScope, CtxDeviceId, CtxInput, CtxOutput, CtxInputTensor, CtxOutputAllocate,
+    // Variables.
+    VarIsInitialized, VarTensor, VarScalar, VarSetScalar, VarIsSelectedRows, VarSelectedRows, VarSetSelectedRows,
+    VarTypeFind, VarCustom, VarSetCustom, VarMove, VarCopy, VarSwap, VarDescribe, VarNew, VarDelete,
+    // Tensors.
+    TensorInfo, TensorAllocate, TensorLodLevels, TensorLodLevel, TensorSetLodLevel,
+    // Scopes.
     ScopeNewChild, ScopeRetain, ScopeRelease, ScopeFindVar, ScopeVar,
-    TaskCurrent, TaskPark, TaskUnpark, TaskGo, VarNew, VarDelete, VarSwap,
-    VarIsSelectedRows, VarSelectedRows, VarSetSelectedRows,
-    CtxNewChildScope, ScopeReusable,
-    CtxInputDescribed, CtxOutputAllocate,
-    OpBlockOps,
-    OpInputSlot, OpOutputSlot, CtxInputAt, CtxOutputAt, CtxInputDescribedAt, CtxOutputAllocateAt,
-    VarTypeFind, VarCustom,
-    // Version 9.
-    VarScalar, VarSetScalar,
-    // Version 10.
-    CtxRunSubBlock,
-    // Version 11.
-    OpInputIndex, OpOutputIndex, CtxFrame,
-    // Version 12.
-    CtxGo,
-    // Version 13.
-    MemAlloc, MemFree, VarSetCustomTyped,
-    // Version 14.
-    CtxRunLoop,
+    // Blocks and tasks.
+    CtxRunBlock, CtxRunLoop, CtxGo, TaskCurrent, TaskPark, TaskUnpark,
 };
 
 }  // namespace

@@ -1,8 +1,8 @@
 // core/runtime/kernel_context.h — host definitions of the ABI's RillScope and
 // RillKernelContext handles.
 //
-// A RillScope refers to a Scope. Owned handles (scope_new_child, scope_retain,
-// ctx_new_child_scope) hold a strong reference and are freed by scope_release. The
+// A RillScope refers to a Scope. Owned handles (scope_new_child, scope_retain)
+// hold a strong reference and are freed by scope_release. The
 // borrowed one a kernel gets from its context lives in the executor's run frame and holds
 // none: whoever runs the block holds the scope, and a block run touches no shared count.
 // So whatever keeps a scope past the call takes a reference of its own (Owner()).
@@ -44,11 +44,6 @@ struct __attribute__((visibility("hidden"))) RillKernelContext {  // hidden: poi
   RillScope* scope;
   rill::core::Executor* executor;
   int32_t device_id;  // of the device the kernel runs on (0 on the CPU)
-
-  // The i-th variable of an input slot; looked up again if it did not exist when the run
-  // started (another op may have created it since). nullptr if absent.
-  rill::core::Variable* Input(const char* slot, size_t i) const { return At(op->InputId(slot, i)); }
-  rill::core::Variable* Output(const char* slot, size_t i) const { return At(op->OutputId(slot, i)); }
 
   // The i-th variable of `args` (one of op->inputs or op->outputs).
   rill::core::Variable* Arg(const RillOpInfo::Args* args, size_t i) const {

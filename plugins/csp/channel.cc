@@ -87,9 +87,7 @@ Waiter* WaitQueue::Pop() {
 // ---- Channel --------------------------------------------------------------------------------
 
 std::shared_ptr<Channel> Channel::Make(int32_t data_type, int64_t capacity) {
-  // From the host's small-object pages: a daisy chain makes a channel a go block, on the
-  // loop's worker, and frees it on whichever worker ran the block last.
-  return std::allocate_shared<Channel>(HostSmallAllocator<Channel>(), Passkey{}, data_type, capacity);
+  return std::make_shared<Channel>(Passkey{}, data_type, capacity);
 }
 
 Channel* Channel::MakeHeld(int32_t data_type, int64_t capacity) {
@@ -140,7 +138,7 @@ void Channel::CheckElement(Variable v) const {
     throw Error("this channel carries tensors; the value to send holds " + v.Describe());
   }
   if (data_type_ == kLodTensor) return;  // any tensor
-  const int32_t dtype = Host().tensor_dtype(t);
+  const int32_t dtype = Tensor(t).dtype();
   if (dtype != data_type_) {
     throw Error(std::string("this channel carries ") + DataTypeName(data_type_) + " tensors; the value is " +
                 DataTypeName(dtype));

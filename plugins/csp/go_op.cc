@@ -6,12 +6,7 @@
 // child scope when the go op runs, the way Go evaluates `go f(ch)`'s arguments at the go
 // statement: reassigning the outer variable later (a daisy chain's `left = right`) does not
 // change the channel the block uses. Everything else is shared by reference.
-//
-// The child is always a new, empty scope (ctx_go makes it), not one that takes over what
-// this op's last block left behind (ctx_new_child_scope): a go op's blocks mostly live at
-// once (a spawn loop's, a daisy chain's), so there is rarely anything to take over, and
-// offering and taking it locks the parent scope at every block's start and end, a cache
-// line that two workers then pass back and forth (see docs/PERFORMANCE.md, stop 33).
+
 #include "channel.h"
 #include "ops.h"
 
@@ -20,31 +15,26 @@ namespace {
 
 class Go {
  public:
-  explicit Go(const OpInfo& op) : block_(op.BlockAttr("sub_block")), x_(op.InputSlot("X")) {
-    for (size_t i = 0, n = op.InputCount("X"); i < n; ++i) x_index_.push_back(op.InputIndex(x_, i));
-  }
+  explicit Go(const OpInfo& op) : block_(op.BlockAttr("sub_block")), x_(op.InputSlot("X")), x_count_(op.InputCount(x_)) {}
   void Compute(KernelContext& ctx) {
-    // The frame indices of the channels among X. On the stack: one kernel instance serves
-    // every task running this op's block at once.
+    // The channels among X. On the stack: one kernel instance serves every task running
+    // this op's block at once.
     constexpr size_t kInline = 16;
-    uint32_t inline_bound[kInline];
-    std::vector<uint32_t> more(x_index_.size() > kInline ? x_index_.size() : 0);
-    uint32_t* bound = more.empty() ? inline_bound : more.data();
+    RillArg inline_bound[kInline];
+    std::vector<RillArg> more(x_count_ > kInline ? x_count_ : 0);
+    RillArg* bound = more.empty() ? inline_bound : more.data();
     size_t n = 0;
-    for (size_t i = 0; i < x_index_.size(); ++i) {
-      // As the executor resolved X; one made since the run started is looked up (and
-      // entered in the frame, which ctx.Go reads).
-      RillVariable* v = ctx.FrameVar(x_index_[i]);
-      const Variable var = v != nullptr ? Variable(v) : ctx.InputVarOrNull(x_, i);
-      if (var && ChannelIn(var) != nullptr) bound[n++] = x_index_[i];  // others: shared
+    for (size_t i = 0; i < x_count_; ++i) {
+      const Variable var = ctx.InputVarOrNull(x_, i);
+      if (var && ChannelIn(var) != nullptr) bound[n++] = RillArg{x_.handle(), static_cast<uint32_t>(i)};
     }
-    ctx.Go(block_, bound, n);
+    ctx.Go(block_, bound, n);  // others: shared
   }
 
  private:
   const int32_t block_;
   const Slot x_;
-  std::vector<uint32_t> x_index_;  // frame index of each X
+  const size_t x_count_;
 };
 
 }  // namespace

@@ -9,8 +9,8 @@
 //    the chosen case's block, in a child scope of its own, instead of the whole sub_block.
 //    The per-case idx and condition temporaries are then never made.
 //  - A case's channel or value named in the op's X or Out (as the seed's Python API and
-//    csp_builder list them) is read from the executor's resolved arguments instead of
-//    being looked up by name up the scope chain on every round.
+//    csp_builder list them) is read as the op's argument, which the host resolves once,
+//    instead of being looked up by name up the scope chain on every round.
 #include <climits>
 #include <optional>
 #include <set>
@@ -22,13 +22,11 @@ namespace rill::csp {
 namespace {
 
 // Where a case finds a variable each round: argument `i` of the op's X (or of Out) when
-// the op lists it there (resolved by the executor: read from the run's frame), else by
-// name up the scope chain.
+// the op lists it there, else by name up the scope chain.
 struct ArgRef {
   enum Slot { kByName, kX, kOut };
   Slot slot = kByName;
   size_t i = 0;
-  uint32_t frame_index = RILL_NO_FRAME_INDEX;
 };
 
 struct CaseSpec {
@@ -42,11 +40,11 @@ struct CaseSpec {
 ArgRef FindArg(const OpInfo& op, const std::string& name) {
   const std::vector<std::string> x = op.InputNames("X");
   for (size_t i = 0; i < x.size(); ++i) {
-    if (x[i] == name) return ArgRef{ArgRef::kX, i, op.InputIndex(op.InputSlot("X"), i)};
+    if (x[i] == name) return ArgRef{ArgRef::kX, i};
   }
   const std::vector<std::string> out = op.OutputNames("Out");
   for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i] == name) return ArgRef{ArgRef::kOut, i, op.OutputIndex(op.OutputSlot("Out"), i)};
+    if (out[i] == name) return ArgRef{ArgRef::kOut, i};
   }
   return ArgRef{};
 }
@@ -163,21 +161,19 @@ class Select {
       cases[i].var = value.handle();
     }
     const size_t chosen = RunSelect(cases.data(), cases.size(), ctx.handle(), what_.c_str());
-    // One host call that writes the int32 [1] in place (ABI v9), not a described tensor
-    // and an allocate call.
+    // One host call that writes the int32 [1] in place, not a described tensor and an
+    // allocate call.
     ctx.InputVar(case_to_execute_).SetScalar(specs_[chosen].idx);
     const int32_t run = direct_ ? specs_[chosen].body : block_;
     if (run >= 0) ctx.RunSubBlock(run);
   }
 
  private:
-  // An argument the executor did not resolve is looked up by name by ctx_input/ctx_output
-  // themselves, so null there means absent.
+  // An argument's variable is null only when no scope holds it.
   Variable Lookup(KernelContext& ctx, std::optional<Scope>& scope, const ArgRef& arg, const std::string& name) const {
-    if (RillVariable* v = ctx.FrameVar(arg.frame_index)) return Variable(v);
     switch (arg.slot) {
-      case ArgRef::kX: return Variable(Host().ctx_input_at(ctx.handle(), x_.index(), arg.i));
-      case ArgRef::kOut: return Variable(Host().ctx_output_at(ctx.handle(), out_.index(), arg.i));
+      case ArgRef::kX: return ctx.InputVarOrNull(x_, arg.i);
+      case ArgRef::kOut: return ctx.OutputVar(out_, arg.i);
       case ArgRef::kByName: break;
     }
     return OpScope(ctx, scope).FindVar(name);

@@ -36,12 +36,13 @@
 
 #include "rill/abi.h"
 
-// The lowest ABI version this plugin needs, which it declares to the host: by default the
-// version of this header. A plugin that calls nothing newer may define it lower (before
-// including this header, or with -D) to load into older hosts too; a call it makes to a
-// newer entry is then an error where the host lacks it (RILL_HOST_ENTRY).
+// The lowest ABI version this plugin needs, which it declares to the host. By default 1,
+// SDK 1.0: every call this layer makes to an entry added later checks that the host serves
+// it (RILL_HOST_ENTRY) and fails naming the entry where it does not, so a plugin loads
+// into every host that serves what it calls. A plugin that wants an older host to refuse
+// it at load instead defines it higher (before including this header, or with -D).
 #ifndef RILL_PLUGIN_NEEDS_ABI
-#define RILL_PLUGIN_NEEDS_ABI RILL_ABI_VERSION
+#define RILL_PLUGIN_NEEDS_ABI 1u
 #endif
 
 namespace rill {
@@ -118,40 +119,6 @@ RillStatus* Guard(F&& body) noexcept {
 inline void Log(RillLogLevel level, const std::string& message) {
   RILL_HOST_ENTRY(log)(level, message.c_str());
 }
-
-// Memory for a plugin's small objects from the host's per-thread pages (ABI v13,
-// mem_alloc): an allocator for std::allocate_shared and node containers, for objects one
-// task makes and another frees. A request past RILL_MEM_SMALL_MAX bytes, or for a type
-// aligned past 16, goes to operator new instead (allocate and deallocate agree by size).
-template <class T>
-struct HostSmallAllocator {
-  using value_type = T;
-  HostSmallAllocator() = default;
-  template <class U>
-  HostSmallAllocator(const HostSmallAllocator<U>&) {}  // NOLINT: rebinding converts implicitly
-
-  T* allocate(size_t n) {
-    const size_t bytes = n * sizeof(T);
-    if (!FromHost(bytes)) return static_cast<T*>(::operator new(bytes));
-    if (void* p = RILL_HOST_ENTRY(mem_alloc)(bytes)) return static_cast<T*>(p);
-    throw std::bad_alloc();
-  }
-  void deallocate(T* p, size_t n) {
-    const size_t bytes = n * sizeof(T);
-    if (FromHost(bytes)) {
-      RILL_HOST_ENTRY(mem_free)(p, bytes);
-    } else {
-      ::operator delete(p);
-    }
-  }
-  template <class U> bool operator==(const HostSmallAllocator<U>&) const { return true; }
-  template <class U> bool operator!=(const HostSmallAllocator<U>&) const { return false; }
-
- private:
-  static constexpr bool FromHost(size_t bytes) {
-    return bytes > 0 && bytes <= RILL_MEM_SMALL_MAX && alignof(T) <= 16;
-  }
-};
 
 // Splits "a, b,c" into {"a", "b", "c"}: spaces dropped, empty items skipped.
 inline std::vector<std::string> SplitList(const std::string& list) {
@@ -312,14 +279,14 @@ class Tensor {
     }
     return static_cast<T*>(info().data);
   }
-  friend class KernelContext;  // the ABI v6 calls describe a tensor into info_ directly
+  friend class KernelContext;  // ctx_input_tensor and ctx_output_allocate describe into info_
 
   RillTensor* t_;
   mutable RillTensorInfo info_{};
   mutable bool have_info_ = false;
 };
 
-// A registered variable type, found by name once (ABI v8); Variable::Custom reads values of
+// A registered variable type, found by name once; Variable::Custom reads values of
 // it by handle. One name has one handle for the life of the process.
 class VarType {
  public:
@@ -349,28 +316,19 @@ class Variable {
     Check(RILL_HOST_ENTRY(var_tensor)(v_, &t));
     return Tensor(t);
   }
-  // Takes ownership of `value`; destroyed by the type's registered destroy callback.
-  template <class T> void SetCustom(const char* type_name, T* value) {
-    Check(RILL_HOST_ENTRY(var_set_custom)(v_, type_name, value));
-  }
-  // The same by the type's handle (ABI v13: no name looked up).
+  // Makes the variable hold `value` of `type`, taking ownership (the type's destroy frees it).
   template <class T> void SetCustom(const VarType& type, T* value) {
-    Check(RILL_HOST_ENTRY(var_set_custom_typed)(v_, type.handle(), value));
+    Check(RILL_HOST_ENTRY(var_set_custom)(v_, type.handle(), value));
   }
-  // The value if the variable holds one of `type`, else nullptr (ABI v8: no name compared).
+  // The value if the variable holds one of `type`, else nullptr.
   template <class T> T* Custom(const VarType& type) const {
     return static_cast<T*>(RILL_HOST_ENTRY(var_custom)(v_, type.handle()));
   }
-  template <class T> T* GetCustom(const char* type_name) const {
-    void* out = nullptr;
-    Check(RILL_HOST_ENTRY(var_get_custom)(v_, type_name, &out));
-    return static_cast<T*>(out);
-  }
   void MoveFrom(Variable src) { Check(RILL_HOST_ENTRY(var_move)(v_, src.v_)); }
   void CopyFrom(Variable src) { Check(RILL_HOST_ENTRY(var_copy)(v_, src.v_)); }
-  void SwapWith(Variable other) { Check(RILL_HOST_ENTRY(var_swap)(v_, other.v_)); }  // ABI v2
+  void SwapWith(Variable other) { Check(RILL_HOST_ENTRY(var_swap)(v_, other.v_)); }
 
-  // A scalar (ABI v9): a one-element CPU tensor of shape [1], no LoD, of at most 8 bytes,
+  // A scalar: a one-element CPU tensor of shape [1], no LoD, of at most 8 bytes,
   // read or written in one call; `bits` holds its bytes (RillHostApi::var_scalar).
   bool GetScalar(int32_t* dtype, uint64_t* bits) const { return RILL_HOST_ENTRY(var_scalar)(v_, dtype, bits) != 0; }
   void SetScalar(int32_t dtype, uint64_t bits) { Check(RILL_HOST_ENTRY(var_set_scalar)(v_, dtype, bits)); }
@@ -381,7 +339,7 @@ class Variable {
     SetScalar(s.dtype, s.bits);
   }
 
-  // SelectedRows (ABI v3): rows of a [height, ...] tensor, their values in `value`.
+  // SelectedRows: rows of a [height, ...] tensor, their values in `value`.
   struct SelectedRows {
     const int64_t* rows;
     size_t count;
@@ -413,7 +371,7 @@ class Variable {
   RillVariable* v_;
 };
 
-// A variable the plugin owns, outside any scope (ABI v2).
+// A variable the plugin owns, outside any scope.
 class OwnedVariable {
  public:
   OwnedVariable() : v_(RILL_HOST_ENTRY(var_new)()) {}
@@ -426,7 +384,7 @@ class OwnedVariable {
   RillVariable* v_;
 };
 
-// ---- Tasks (ABI v2) ---------------------------------------------------------------------
+// ---- Tasks -------------------------------------------------------------------------------
 //
 // The calling task (or thread), to be woken later by Unpark; see RillHostApi::task_park
 // for the protocol. Park returns the host's status (NULL: woken) so the caller can undo
@@ -496,10 +454,6 @@ class Scope {
     return Scope(child, true);
   }
   Scope Retain() const { return Scope(RILL_HOST_ENTRY(scope_retain)(s_), true); }
-  // Whether running a block here again is the same as in a new child of the parent, but
-  // for the values of the block's own variables (ABI v4, scope_reusable): a loop runs its
-  // next step in its step scope when it is.
-  bool Reusable() const { return RILL_HOST_ENTRY(scope_reusable)(s_) != 0; }
   Variable FindVar(const std::string& name) const {
     return Variable(RILL_HOST_ENTRY(scope_find_var)(s_, name.c_str()));
   }
@@ -600,29 +554,41 @@ template <> struct AttrReader<std::vector<std::string>> {
 };
 }  // namespace detail
 
-// An op instance of a program: its type, argument names and attributes.
 // An input or output slot of one op instance, found by name once (OpInfo::InputSlot, in a
-// kernel's constructor) and read by index on every run (ABI v8): KernelContext's Input,
-// AllocateOutput and the rest take one in place of the slot's name. A slot the program
-// leaves out has no variables: reading it fails as reading a missing slot by name does.
+// kernel's constructor) and read by handle on every run. A slot the program leaves out
+// has no arguments: reading one fails naming the slot.
 class Slot {
  public:
   Slot() = default;
-  int32_t index() const { return index_; }
+  int32_t handle() const { return handle_; }
   const std::string& name() const { return name_; }
-  explicit operator bool() const { return index_ >= 0; }  // the op lists this slot
-  // The frame index of the slot's first argument (ABI v11); RILL_NO_FRAME_INDEX if none.
-  uint32_t frame_index() const { return frame_index_; }
+  explicit operator bool() const { return handle_ >= 0; }  // the op lists this slot
 
  private:
   friend class OpInfo;
-  Slot(int32_t index, const char* name, uint32_t frame_index)
-      : index_(index), frame_index_(frame_index), name_(name) {}
-  int32_t index_ = -1;
-  uint32_t frame_index_ = RILL_NO_FRAME_INDEX;
+  Slot(int32_t handle, const char* name) : handle_(handle), name_(name) {}
+  int32_t handle_ = -1;
   std::string name_;  // for messages
 };
 
+// Names a slot in a call: a Slot found once (a stateful kernel's), or the slot's name,
+// found on every call (a plain-function kernel's; a few nanoseconds more per argument).
+class SlotRef {
+ public:
+  SlotRef(const Slot& slot) : handle_(slot.handle()), name_(slot.name().c_str()), resolved_(true) {}  // NOLINT
+  SlotRef(const char* name) : name_(name) {}                                                         // NOLINT
+  SlotRef(const std::string& name) : name_(name.c_str()) {}                                          // NOLINT
+  const char* name() const { return name_; }
+  int32_t Input(const RillOpInfo* op) const { return resolved_ ? handle_ : RILL_HOST_ENTRY(op_input_slot)(op, name_); }
+  int32_t Output(const RillOpInfo* op) const { return resolved_ ? handle_ : RILL_HOST_ENTRY(op_output_slot)(op, name_); }
+
+ private:
+  int32_t handle_ = -1;
+  const char* name_;
+  bool resolved_ = false;
+};
+
+// An op instance of a program: its type, arguments and attributes.
 class OpInfo {
  public:
   explicit OpInfo(const RillOpInfo* info) : info_(info) {}
@@ -635,38 +601,27 @@ class OpInfo {
     Check(RILL_HOST_ENTRY(attr_block)(info_, name, &v));
     return v;
   }
-  size_t InputCount(const char* slot) const { return RILL_HOST_ENTRY(op_input_count)(info_, slot); }
-  size_t OutputCount(const char* slot) const { return RILL_HOST_ENTRY(op_output_count)(info_, slot); }
-  std::string InputName(const char* slot, size_t i = 0) const {
-    return NameOrThrow(RILL_HOST_ENTRY(op_input_name)(info_, slot, i), "input", slot, i);
+  Slot InputSlot(const char* name) const { return Slot(RILL_HOST_ENTRY(op_input_slot)(info_, name), name); }
+  Slot OutputSlot(const char* name) const { return Slot(RILL_HOST_ENTRY(op_output_slot)(info_, name), name); }
+  size_t InputCount(SlotRef slot) const { return RILL_HOST_ENTRY(op_input_count)(info_, slot.Input(info_)); }
+  size_t OutputCount(SlotRef slot) const { return RILL_HOST_ENTRY(op_output_count)(info_, slot.Output(info_)); }
+  std::string InputName(SlotRef slot, size_t i = 0) const {
+    return NameOrThrow(RILL_HOST_ENTRY(op_input_name)(info_, slot.Input(info_), i), "input", slot, i);
   }
-  std::string OutputName(const char* slot, size_t i = 0) const {
-    return NameOrThrow(RILL_HOST_ENTRY(op_output_name)(info_, slot, i), "output", slot, i);
+  std::string OutputName(SlotRef slot, size_t i = 0) const {
+    return NameOrThrow(RILL_HOST_ENTRY(op_output_name)(info_, slot.Output(info_), i), "output", slot, i);
   }
-  std::vector<std::string> InputNames(const char* slot) const {
-    std::vector<std::string> out;
-    for (size_t i = 0; i < InputCount(slot); ++i) out.push_back(InputName(slot, i));
+  std::vector<std::string> InputNames(SlotRef slot) const {
+    std::vector<std::string> out(InputCount(slot));
+    for (size_t i = 0; i < out.size(); ++i) out[i] = InputName(slot, i);
     return out;
   }
-  std::vector<std::string> OutputNames(const char* slot) const {
-    std::vector<std::string> out;
-    for (size_t i = 0; i < OutputCount(slot); ++i) out.push_back(OutputName(slot, i));
+  std::vector<std::string> OutputNames(SlotRef slot) const {
+    std::vector<std::string> out(OutputCount(slot));
+    for (size_t i = 0; i < out.size(); ++i) out[i] = OutputName(slot, i);
     return out;
   }
-  // The slot to read by index in every run of this op (ABI v8).
-  Slot InputSlot(const char* slot) const {
-    const int32_t index = RILL_HOST_ENTRY(op_input_slot)(info_, slot);
-    return Slot(index, slot, RILL_HOST_ENTRY(op_input_index)(info_, index, 0));
-  }
-  Slot OutputSlot(const char* slot) const {
-    const int32_t index = RILL_HOST_ENTRY(op_output_slot)(info_, slot);
-    return Slot(index, slot, RILL_HOST_ENTRY(op_output_index)(info_, index, 0));
-  }
-  // The frame index of argument `i` of a slot (ABI v11), for KernelContext::FrameVar;
-  // RILL_NO_FRAME_INDEX if the op has no such argument.
-  uint32_t InputIndex(const Slot& slot, size_t i) const { return RILL_HOST_ENTRY(op_input_index)(info_, slot.index(), i); }
-  uint32_t OutputIndex(const Slot& slot, size_t i) const { return RILL_HOST_ENTRY(op_output_index)(info_, slot.index(), i); }
-  // The ops of block `block_idx` of this op's program, in order (ABI v7).
+  // The ops of block `block_idx` of this op's program, in order.
   std::vector<OpInfo> BlockOps(int32_t block_idx) const {
     const RillOpInfo* const* ops = nullptr;
     size_t count = 0;
@@ -675,137 +630,91 @@ class OpInfo {
   }
 
  private:
-  static std::string NameOrThrow(const char* name, const char* kind, const char* slot,
-                                 size_t i) {
+  static std::string NameOrThrow(const char* name, const char* kind, const SlotRef& slot, size_t i) {
     if (name == nullptr) {
-      throw Error(std::string("no ") + kind + " " + slot + "[" + std::to_string(i) + "]",
-                  RILL_NOT_FOUND);
+      throw Error(std::string("no ") + kind + " " + slot.name() + "[" + std::to_string(i) + "]", RILL_NOT_FOUND);
     }
     return name;
   }
   const RillOpInfo* info_;
 };
 
-// One kernel invocation.
+// One run of a kernel. Arguments are named by slot (SlotRef) and position.
 class KernelContext {
  public:
   explicit KernelContext(RillKernelContext* ctx) : ctx_(ctx) {}
   RillKernelContext* handle() const { return ctx_; }
 
-  OpInfo op() const { return OpInfo(RILL_HOST_ENTRY(ctx_op)(ctx_)); }
+  OpInfo op() const {
+    if (op_ == nullptr) op_ = RILL_HOST_ENTRY(ctx_op)(ctx_);
+    return OpInfo(op_);
+  }
   template <class T> T Attr(const char* name) const { return op().Attr<T>(name); }
+  bool HasInput(SlotRef slot) const { return op().InputCount(slot) > 0; }
+  bool HasOutput(SlotRef slot) const { return op().OutputCount(slot) > 0; }
 
-  bool HasInput(const char* slot) const { return op().InputCount(slot) > 0; }
-  bool HasOutput(const char* slot) const { return op().OutputCount(slot) > 0; }
-  Variable InputVar(const char* slot, size_t i = 0) {
-    return VarOrThrow(RILL_HOST_ENTRY(ctx_input)(ctx_, slot, i), "input", slot, i);
+  // The variable of an argument; throws naming it when the op has no such argument or no
+  // scope holds an input's variable.
+  Variable InputVar(SlotRef slot, size_t i = 0) {
+    RillVariable* v = RILL_HOST_ENTRY(ctx_input)(ctx_, slot.Input(op().handle()), i);
+    if (v == nullptr) Missing("input", slot, i);
+    return Variable(v);
   }
-  Variable OutputVar(const char* slot, size_t i = 0) {
-    return VarOrThrow(RILL_HOST_ENTRY(ctx_output)(ctx_, slot, i), "output", slot, i);
+  // The same, or a null view when the op has no such argument or no scope holds it yet.
+  Variable InputVarOrNull(SlotRef slot, size_t i = 0) {
+    return Variable(RILL_HOST_ENTRY(ctx_input)(ctx_, slot.Input(op().handle()), i));
   }
-  // The same by slot (ABI v8), for kernels that found their slots when created. A slot the
-  // op does not list reads as missing. A slot's first argument is read from the frame.
-  Variable InputVar(const Slot& slot, size_t i = 0) {
-    if (RillVariable* v = FrameArg(slot, i)) return Variable(v);
-    return VarOrThrow(RILL_HOST_ENTRY(ctx_input_at)(ctx_, slot.index(), i), "input", slot.name().c_str(), i);
+  Variable OutputVar(SlotRef slot, size_t i = 0) {
+    RillVariable* v = RILL_HOST_ENTRY(ctx_output)(ctx_, slot.Output(op().handle()), i);
+    if (v == nullptr) Missing("output", slot, i);
+    return Variable(v);
   }
-  Variable OutputVar(const Slot& slot, size_t i = 0) {
-    if (RillVariable* v = FrameArg(slot, i)) return Variable(v);
-    return VarOrThrow(RILL_HOST_ENTRY(ctx_output_at)(ctx_, slot.index(), i), "output", slot.name().c_str(), i);
-  }
-  // The input's variable, or a null view if no scope has it (the caller explains why).
-  Variable InputVarOrNull(const char* slot, size_t i = 0) { return Variable(RILL_HOST_ENTRY(ctx_input)(ctx_, slot, i)); }
-  Variable InputVarOrNull(const Slot& slot, size_t i = 0) {
-    if (RillVariable* v = FrameArg(slot, i)) return Variable(v);
-    return Variable(RILL_HOST_ENTRY(ctx_input_at)(ctx_, slot.index(), i));
-  }
-  // The variable at a frame index (OpInfo::InputIndex, ABI v11) as the run's frame holds
-  // it: no call after the first. Null for RILL_NO_FRAME_INDEX, and while the run has not
-  // found the variable (one made since the run started): ask InputVar & co. then.
-  RillVariable* FrameVar(uint32_t index) {
-    if (index == RILL_NO_FRAME_INDEX) return nullptr;
-    if (frame_ == nullptr) frame_ = RILL_HOST_ENTRY(ctx_frame)(ctx_);
-    return frame_[index];
-  }
-  Tensor Input(const Slot& slot, size_t i = 0) {
-    if (!slot) MissingSlot("input", slot, i);
+  // The input's tensor, described; throws if the variable is missing or holds no tensor value.
+  Tensor Input(SlotRef slot, size_t i = 0) {
     Tensor t(nullptr);
     t.info_.struct_size = sizeof(RillTensorInfo);
-    Check(RILL_HOST_ENTRY(ctx_input_described_at)(ctx_, slot.index(), i, &t.t_, &t.info_));
+    Check(RILL_HOST_ENTRY(ctx_input_tensor)(ctx_, slot.Input(op().handle()), i, &t.t_, &t.info_));
     t.have_info_ = true;
     return t;
   }
-  Tensor AllocateOutput(const Slot& slot, int32_t dtype, const int64_t* dims, size_t ndim,
-                        int32_t device_type = RILL_CPU, int32_t device_id = 0, size_t i = 0) {
-    if (!slot) MissingSlot("output", slot, i);
+  // The output's tensor, unshaped (an empty variable becomes an empty tensor).
+  Tensor Output(SlotRef slot, size_t i = 0) { return OutputVar(slot, i).tensor(); }
+  // The output shaped (dtype, dims, device) and described, in one host call.
+  Tensor AllocateOutput(SlotRef slot, int32_t dtype, const int64_t* dims, size_t ndim, int32_t device_type = RILL_CPU,
+                        int32_t device_id = 0, size_t i = 0) {
     Tensor t(nullptr);
     t.info_.struct_size = sizeof(RillTensorInfo);
-    Check(RILL_HOST_ENTRY(ctx_output_allocate_at)(ctx_, slot.index(), i, dtype, dims, ndim, device_type, device_id, &t.t_,
-                                        &t.info_));
+    Check(RILL_HOST_ENTRY(ctx_output_allocate)(ctx_, slot.Output(op().handle()), i, dtype, dims, ndim, device_type,
+                                               device_id, &t.t_, &t.info_));
     t.have_info_ = true;
     return t;
   }
-  template <class T> T* AllocateOutput(const Slot& slot, const int64_t* dims, size_t ndim) {
-    return static_cast<T*>(AllocateOutput(slot, DataTypeOf<T>::value, dims, ndim).raw_data());
-  }
-  template <class T> T* AllocateOutput(const Slot& slot, std::initializer_list<int64_t> dims) {
-    return AllocateOutput<T>(slot, dims.begin(), dims.size());
-  }
-
-  // The input's tensor, described; throws if the variable is missing or was never written.
-  Tensor Input(const char* slot, size_t i = 0) {
-    Tensor t(nullptr);
-    t.info_.struct_size = sizeof(RillTensorInfo);
-    Check(RILL_HOST_ENTRY(ctx_input_described)(ctx_, slot, i, &t.t_, &t.info_));
-    t.have_info_ = true;
-    return t;
-  }
-  Tensor Output(const char* slot, size_t i = 0) {
-    RillTensor* t = nullptr;
-    Check(RILL_HOST_ENTRY(ctx_output_tensor)(ctx_, slot, i, &t));
-    return Tensor(t);
-  }
-  // Output(slot, i).Allocate(...) in one host call: the output shaped and described.
-  Tensor AllocateOutput(const char* slot, int32_t dtype, const int64_t* dims, size_t ndim,
-                        int32_t device_type = RILL_CPU, int32_t device_id = 0, size_t i = 0) {
-    Tensor t(nullptr);
-    t.info_.struct_size = sizeof(RillTensorInfo);
-    Check(RILL_HOST_ENTRY(ctx_output_allocate)(ctx_, slot, i, dtype, dims, ndim, device_type, device_id, &t.t_, &t.info_));
-    t.have_info_ = true;
-    return t;
+  Tensor AllocateOutput(SlotRef slot, int32_t dtype, const std::vector<int64_t>& dims, int32_t device_type = RILL_CPU,
+                        int32_t device_id = 0, size_t i = 0) {
+    return AllocateOutput(slot, dtype, dims.data(), dims.size(), device_type, device_id, i);
   }
   // The same on the CPU, typed: the output's memory.
-  template <class T> T* AllocateOutput(const char* slot, const int64_t* dims, size_t ndim) {
-    return static_cast<T*>(AllocateOutput(slot, DataTypeOf<T>::value, dims, ndim).raw_data());
+  template <class T> T* AllocateOutput(SlotRef slot, const int64_t* dims, size_t ndim, size_t i = 0) {
+    return static_cast<T*>(AllocateOutput(slot, DataTypeOf<T>::value, dims, ndim, RILL_CPU, 0, i).raw_data());
   }
-  template <class T> T* AllocateOutput(const char* slot, const std::vector<int64_t>& dims) {
-    return AllocateOutput<T>(slot, dims.data(), dims.size());
-  }
-  template <class T> T* AllocateOutput(const char* slot, std::initializer_list<int64_t> dims) {
-    return AllocateOutput<T>(slot, dims.begin(), dims.size());
+  template <class T> T* AllocateOutput(SlotRef slot, const std::vector<int64_t>& dims, size_t i = 0) {
+    return AllocateOutput<T>(slot, dims.data(), dims.size(), i);
   }
 
   Scope scope() const { return Scope::Borrow(RILL_HOST_ENTRY(ctx_scope)(ctx_)); }
   // The device this kernel runs on; allocate outputs there.
   int32_t device_id() const { return RILL_HOST_ENTRY(ctx_device_id)(ctx_); }
-  // A new child of this op's scope to run `block_idx` in, which may take over the
-  // variables of the one this op made for it last time (ABI v4, ctx_new_child_scope).
-  Scope NewChildScope(int32_t block_idx) {
-    RillScope* child = nullptr;
-    Check(RILL_HOST_ENTRY(ctx_new_child_scope)(ctx_, block_idx, &child));
-    return Scope::Own(child);
-  }
+
+  // Runs block `block_idx` once, inline: in `scope`, or as this op's sub-block (a new
+  // child of the op's scope, or the op's scope itself when no one can tell the difference).
   void RunBlock(int32_t block_idx, const Scope& scope) {
     Check(RILL_HOST_ENTRY(ctx_run_block)(ctx_, block_idx, scope.handle()));
   }
-  // Runs `block_idx` once as this op's sub-block, as RunBlock(block_idx,
-  // NewChildScope(block_idx)) would; in this op's scope itself when no one can tell the
-  // difference, which saves the scope (ABI v10, ctx_run_sub_block).
-  void RunSubBlock(int32_t block_idx) { Check(RILL_HOST_ENTRY(ctx_run_sub_block)(ctx_, block_idx)); }
+  void RunSubBlock(int32_t block_idx) { Check(RILL_HOST_ENTRY(ctx_run_block)(ctx_, block_idx, nullptr)); }
   // Runs `block_idx` as a loop body, step after step, while the loop goes on: while
   // `condition` holds a true bool scalar, read by the host; when it holds anything else
   // (or is null), while `proceed()` (may throw) returns true. A step reuses the previous
-  // step's scope while nothing else holds it (ABI v14, ctx_run_loop).
+  // step's scope while nothing else holds it.
   template <class F>
   void RunLoop(int32_t block_idx, const Variable& condition, F&& proceed) {
     auto ask = [](void* arg, int32_t* go_on) {
@@ -813,34 +722,26 @@ class KernelContext {
     };
     Check(RILL_HOST_ENTRY(ctx_run_loop)(ctx_, block_idx, condition.handle(), ask, &proceed));
   }
-  // Starts block `block_idx` as a new task (a go block) in `scope`, which the task keeps
-  // alive until it ends (ABI v2).
-  void Go(int32_t block_idx, const Scope& scope) {
-    Check(RILL_HOST_ENTRY(task_go)(ctx_, block_idx, scope.handle()));
-  }
-  // Starts block `block_idx` as a go block in a new child of this op's scope that holds
-  // its own copy of each variable at `frame_indices` (OpInfo::InputIndex), under its name
-  // here: Go(block_idx, child) with the child made and filled, in one call (ABI v12,
-  // ctx_go). Read each of those variables first (FrameVar, or InputVar when it was null).
-  void Go(int32_t block_idx, const uint32_t* frame_indices, size_t count) {
-    Check(RILL_HOST_ENTRY(ctx_go)(ctx_, block_idx, frame_indices, count));
+  // Starts block `block_idx` as a go block: a new task, in a new child of this op's scope
+  // holding its own copy of each input argument in `bind` (slot handle and position).
+  void Go(int32_t block_idx, const RillArg* bind = nullptr, size_t count = 0) {
+    Check(RILL_HOST_ENTRY(ctx_go)(ctx_, block_idx, bind, count));
   }
 
  private:
-  [[noreturn]] static void MissingSlot(const char* kind, const char* slot, size_t i) {
-    throw Error(std::string("missing ") + kind + " " + slot + "[" + std::to_string(i) + "]", RILL_NOT_FOUND);
+  // Why an argument's variable is missing: the op lacks it, or no scope holds it.
+  [[noreturn]] void Missing(const char* kind, const SlotRef& slot, size_t i) const {
+    const bool input = kind[0] == 'i';
+    const OpInfo info = op();
+    const int32_t handle = input ? slot.Input(info.handle()) : slot.Output(info.handle());
+    const char* name = input ? RILL_HOST_ENTRY(op_input_name)(info.handle(), handle, i)
+                             : RILL_HOST_ENTRY(op_output_name)(info.handle(), handle, i);
+    const std::string arg = std::string(slot.name()) + "[" + std::to_string(i) + "]";
+    if (name == nullptr) throw Error("op '" + info.type() + "' has no " + kind + " " + arg, RILL_NOT_FOUND);
+    throw Error(std::string(kind) + " " + arg + " ('" + name + "') does not exist in any scope", RILL_NOT_FOUND);
   }
-  [[noreturn]] static void MissingSlot(const char* kind, const Slot& slot, size_t i) {
-    MissingSlot(kind, slot.name().c_str(), i);
-  }
-  static Variable VarOrThrow(RillVariable* v, const char* kind, const char* slot, size_t i) {
-    if (v == nullptr) MissingSlot(kind, slot, i);
-    return Variable(v);
-  }
-  // A slot's first argument as the frame holds it (FrameVar); null for any other.
-  RillVariable* FrameArg(const Slot& slot, size_t i) { return i == 0 ? FrameVar(slot.frame_index()) : nullptr; }
   RillKernelContext* ctx_;
-  RillVariable* const* frame_ = nullptr;  // the run's frame, once FrameVar asked for it
+  mutable const RillOpInfo* op_ = nullptr;
 };
 
 // ---- Schemas and registration --------------------------------------------------------------

@@ -1,0 +1,560 @@
+/* abi_1_0.h — rill/abi.h of ABI version 1 (SDK 1.0), frozen: never edit it.
+ *
+ * A plugin is a shared library that exports exactly one C function,
+ *
+ *     const RillPlugin* RillGetPlugin(void);
+ *
+ * whose signature never changes. The host loads the library (RTLD_LOCAL, never unloaded),
+ * calls RillGetPlugin, refuses the plugin if `abi_version` is newer than its own, and
+ * otherwise calls `init` with its function table (RillHostApi) and a registrar. `init`
+ * registers op schemas, kernels and variable types through the table; nothing is
+ * registered by static initializers.
+ *
+ * Compatibility promise. A plugin states the lowest ABI version it needs (RillPlugin's
+ * `abi_version`); a host serves every version from 1 to its own RILL_ABI_VERSION, loads any
+ * plugin whose need it meets, and refuses a newer one with a message naming both versions.
+ * So a plugin built against version N keeps loading into every later host, and rebuilding
+ * it against a newer header does not raise its need unless it says so.
+ *
+ * Rules this header keeps (docs/DESIGN.md has the design around it):
+ *  - Only C crosses: fixed-width integers, UTF-8 `const char*`, pointer + length, opaque
+ *    handles. No exceptions cross; every call that can fail returns a RillStatus*.
+ *  - RillStatus* NULL means success. A non-NULL status is owned by whoever receives it:
+ *    the plugin releases statuses the host returns to it (status_release) or passes them
+ *    back up as its own result; the host releases statuses the plugin returns.
+ *  - RillHostApi is append-only. Every entry's offset is pinned by a static_assert in
+ *    core/abi/host_api.cc, and every entry's version, offset and prototype is recorded in
+ *    sdk/abi_manifest.txt, which a test compares with this header; a frozen copy of the
+ *    version 1 header and a plain-C plugin built from it (tests/compat/) keep running.
+ *  - Structs the plugin fills start with `struct_size`; the host reads a field only if
+ *    `struct_size` covers it, so they too may grow at the end.
+ *  - Whoever allocates frees: tensors are allocated by the host (64-byte aligned), kernel
+ *    state and custom variable values are destroyed by the plugin's own callbacks.
+ *  - Enum values are pinned and never reused. Data types are framework.proto's numbers.
+ *  - Borrowed pointers (handles passed into a callback, strings returned by getters) are
+ *    valid until that callback returns unless documented otherwise.
+ */
+#ifndef RILL_ABI_1_0_H_
+#define RILL_ABI_1_0_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ABI version this header declares. Version 1 is SDK 1.0, the first promise: every
+ * entry of RillHostApi and every field of the structs below up to "End of version 1" is
+ * frozen. A later version only appends (entries to RillHostApi, fields to the end of a
+ * plugin-filled struct), never changes what a shipped call does, and is listed here:
+ *
+ *   1  SDK 1.0.
+ */
+#define RILL_ABI_VERSION 1u
+
+/* Name of the single exported entry point. */
+#define RILL_ENTRY_POINT_NAME "RillGetPlugin"
+
+#if defined(_WIN32)
+#define RILL_EXPORT __declspec(dllexport)
+#else
+#define RILL_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* Gradient variables are "<var>@GRAD". In a list-valued gradient output whose positions
+ * must line up with the forward slot, a variable needing no gradient is "@EMPTY@": kernels
+ * skip it. */
+#define RILL_GRAD_SUFFIX "@GRAD"
+#define RILL_EMPTY_VAR_NAME "@EMPTY@"
+
+/* ---- Status ------------------------------------------------------------------------ */
+
+typedef enum RillStatusCode {
+  RILL_OK = 0,
+  RILL_INVALID_ARGUMENT = 1, /* bad input: wrong dtype, shape, attribute value */
+  RILL_NOT_FOUND = 2,        /* a variable, slot, attribute or op that does not exist */
+  RILL_FAILED_PRECONDITION = 3, /* state does not allow it: send on closed channel */
+  RILL_OUT_OF_RANGE = 4,
+  RILL_UNIMPLEMENTED = 5,    /* no kernel for this place/dtype */
+  RILL_INTERNAL = 6,         /* a bug, or an exception of unknown kind */
+  RILL_UNAVAILABLE = 7,      /* a peer is gone */
+  RILL_DEADLINE_EXCEEDED = 8,
+  RILL_CANCELLED = 9,
+  RILL_ALREADY_EXISTS = 10,
+  RILL_RESOURCE_EXHAUSTED = 11
+} RillStatusCode;
+
+typedef struct RillStatus RillStatus; /* opaque, host-allocated */
+
+/* ---- Data types, places, attribute types (pinned numbers) -------------------------- */
+
+/* framework.proto VarType.Type numbers for tensor element types. */
+typedef enum RillDataType {
+  RILL_BOOL = 0,
+  RILL_INT16 = 1,
+  RILL_INT32 = 2,
+  RILL_INT64 = 3,
+  RILL_FP16 = 4,
+  RILL_FP32 = 5,
+  RILL_FP64 = 6,
+  RILL_SIZE_T = 19,
+  RILL_UINT8 = 20,
+  RILL_INT8 = 21,
+  /* Kernel registration only: the kernel accepts every dtype. */
+  RILL_ANY_DTYPE = -1
+} RillDataType;
+
+/* Device types. 2 to RILL_MAX_DEVICE_TYPES - 1 are free for devices plugins define
+ * (RillDeviceDef); kernels may be registered for any of them. */
+typedef enum RillDeviceType { RILL_CPU = 0, RILL_CUDA = 1 } RillDeviceType;
+#define RILL_MAX_DEVICE_TYPES 8
+
+/* framework.proto AttrType numbers. */
+typedef enum RillAttrType {
+  RILL_ATTR_INT = 0,
+  RILL_ATTR_FLOAT = 1,
+  RILL_ATTR_STRING = 2,
+  RILL_ATTR_INTS = 3,
+  RILL_ATTR_FLOATS = 4,
+  RILL_ATTR_STRINGS = 5,
+  RILL_ATTR_BOOLEAN = 6,
+  RILL_ATTR_BOOLEANS = 7,
+  RILL_ATTR_BLOCK = 8,
+  RILL_ATTR_LONG = 9,
+  RILL_ATTR_BLOCKS = 10
+} RillAttrType;
+
+typedef enum RillLogLevel {
+  RILL_LOG_TRACE = 0,
+  RILL_LOG_DEBUG = 1,
+  RILL_LOG_INFO = 2,
+  RILL_LOG_WARN = 3,
+  RILL_LOG_ERROR = 4
+} RillLogLevel;
+
+/* ---- Opaque handles ------------------------------------------------------------------ */
+
+typedef struct RillRegistrar RillRegistrar;         /* valid during init only */
+typedef struct RillOpInfo RillOpInfo;               /* one op of a program: attrs, args */
+typedef struct RillKernelContext RillKernelContext; /* one kernel invocation */
+typedef struct RillVariable RillVariable;           /* a variable in a scope */
+typedef struct RillTensor RillTensor;               /* a (LoD)tensor held by a variable */
+typedef struct RillScope RillScope;                 /* a scope; owned handles are released */
+typedef struct RillTask RillTask;                   /* a task (or a thread outside the scheduler) */
+typedef struct RillVarType RillVarType;             /* a registered variable type; never freed */
+
+/* A tensor's description in one call (tensor_info). The caller sets `struct_size` to the
+ * size it was compiled with; the host fills only the fields that size covers. `dims` and
+ * `data` stay valid until the tensor is next allocated or its variable changes. */
+typedef struct RillTensorInfo {
+  uint32_t struct_size;
+  int32_t dtype; /* -1 if never allocated */
+  int32_t device_type;
+  int32_t device_id;
+  size_t ndim;
+  const int64_t* dims;
+  int64_t numel;
+  void* data; /* NULL if never allocated */
+} RillTensorInfo;
+
+/* ---- What a plugin declares ---------------------------------------------------------- */
+
+/* Slot flags. */
+#define RILL_SLOT_OPTIONAL 1u   /* the slot may be absent or empty */
+#define RILL_SLOT_DUPLICABLE 2u /* the slot may hold more than one variable */
+
+typedef struct RillSlotDef {
+  const char* name;
+  uint32_t flags;
+  const char* doc; /* may be NULL */
+} RillSlotDef;
+
+/* Attribute flags. */
+#define RILL_ATTR_REQUIRED 1u /* a program must set it; `default_value` is ignored */
+
+typedef struct RillAttrDef {
+  const char* name;
+  int32_t type; /* RillAttrType */
+  uint32_t flags;
+  /* Default in text form, used when a program omits the attribute: "0", "-1.5", "true",
+   * "abc" (STRING: taken verbatim), "[1, 2]" or "[]" for list types ("[\"a\", \"b\"]"
+   * for STRINGS). NULL with no RILL_ATTR_REQUIRED flag means the type's zero value. */
+  const char* default_value;
+  const char* doc; /* may be NULL */
+} RillAttrDef;
+
+typedef struct RillOpSchema {
+  uint32_t struct_size; /* sizeof(RillOpSchema) as the plugin was compiled */
+  const char* type;     /* op type, e.g. "elementwise_add" */
+  const char* doc;
+  const RillSlotDef* inputs;
+  size_t num_inputs;
+  const RillSlotDef* outputs;
+  size_t num_outputs;
+  const RillAttrDef* attrs;
+  size_t num_attrs;
+  /* Where the kernel's dtype key comes from: the name of an input slot (its first
+   * variable's tensor dtype), "attr:NAME" (an INT attribute holding a dtype number), or
+   * NULL: the op has one kernel per place registered with RILL_ANY_DTYPE. */
+  const char* kernel_dtype_source;
+  /* The gradient, built by the host's backward pass (Fluid's default grad-op maker). NULL
+   * grad_op_type: the op is not differentiable. Otherwise, for each op on the path from
+   * the parameters to the loss, the pass appends an op of type grad_op_type with
+   *  - inputs: the slots listed in grad_inputs (comma-separated). A forward input or output
+   *    slot keeps its name and variables; "S@GRAD" names the gradient of forward output
+   *    slot S, holding "v@GRAD" for each variable v of S;
+   *  - outputs: "S@GRAD" for each forward input slot S listed in grad_outputs, holding
+   *    "v@GRAD" for the variables of S that need a gradient (the slot is absent if none);
+   *  - the forward op's attributes.
+   * The grad op is an ordinary op: register its schema and kernels like any other. */
+  const char* grad_op_type;
+  const char* grad_inputs;
+  const char* grad_outputs;
+} RillOpSchema;
+
+/* Kernel callbacks. `user_data` is the pointer given at registration.
+ * create: called once per op instance when the kernel is first chosen; may be NULL, in
+ *         which case the kernel's state is `user_data` itself.
+ * compute: called for every run of the op.
+ * destroy: frees what create made; may be NULL. */
+typedef RillStatus* (*RillKernelCreateFn)(void* user_data, const RillOpInfo* info,
+                                          void** state_out);
+typedef RillStatus* (*RillKernelComputeFn)(void* state, RillKernelContext* ctx);
+typedef void (*RillKernelDestroyFn)(void* state);
+
+/* A scalar: the value of a one-element CPU tensor of shape [1] without LoD, of a data
+ * type of at most 8 bytes. `bits` holds its bytes in the first DataTypeSize(dtype) bytes
+ * of the uint64_t (the rest zero); `dtype` RILL_NO_SCALAR means no value. */
+#define RILL_NO_SCALAR (-1)
+typedef struct RillScalar {
+  int32_t dtype;
+  uint64_t bits;
+} RillScalar;
+
+/* A kernel's work on scalars: a pure function the host may call instead of `compute`,
+ * with no kernel context, when every value the op reads and writes is a scalar (a loop's
+ * counter and condition, a running sum, a constant). Any kernel may offer one; it is how a
+ * small op runs at the speed of a few loads and a store.
+ *
+ * The host calls it for a run of the op only when the kernel chosen for that run executes
+ * on the CPU, every input and output slot the op's schema declares holds at most one
+ * variable, the schema declares at most RILL_SCALAR_MAX_SLOTS of each, every input
+ * variable present holds a scalar, and every output variable present is empty, holds a
+ * tensor not yet allocated (without LoD) or holds a scalar.
+ *  - in:  one RillScalar per input slot of the schema, in the schema's order; a slot the
+ *         op leaves empty reads as RILL_NO_SCALAR.
+ *  - out: one RillScalar per output slot of the schema, in the schema's order, each
+ *         RILL_NO_SCALAR on entry. The function sets those it writes.
+ * It returns 1 when it computed the op: the host then makes each output variable present
+ * whose entry it set hold that scalar (as var_set_scalar does), after all inputs were
+ * read, so an output may be an input's variable, as long as it keeps that input's data
+ * type: an entry that would retype a variable the op also reads sends the op to `compute`
+ * instead, with nothing written (a tensor path writes its output's memory before it has
+ * read all its inputs, and so refuses that; the two paths never disagree). It returns 0 to
+ * decline, with nothing
+ * done: the host then calls `compute`, which gives the op's result or its error. So the
+ * function never fails: it declines whatever it does not handle. It must leave what
+ * `compute` would leave for the same values, must not block, and must not call the host.
+ * `state` is the kernel's state, as `compute` gets it. */
+#define RILL_SCALAR_MAX_SLOTS 8
+typedef int32_t (*RillKernelScalarFn)(void* state, const RillScalar* in, RillScalar* out);
+
+typedef struct RillKernelDef {
+  uint32_t struct_size;
+  const char* op_type;
+  int32_t device_type; /* RillDeviceType */
+  int32_t dtype;       /* RillDataType, or RILL_ANY_DTYPE */
+  void* user_data;
+  RillKernelCreateFn create;
+  RillKernelComputeFn compute;
+  RillKernelDestroyFn destroy;
+  /* Optional (NULL: none). See RillKernelScalarFn. */
+  RillKernelScalarFn scalar;
+} RillKernelDef;
+
+/* A variable type of the plugin's own (a channel is one). The host holds values of it in
+ * variables as opaque pointers and calls `destroy` when the variable goes away. */
+typedef struct RillVarTypeDef {
+  uint32_t struct_size;
+  const char* name; /* unique across plugins, e.g. "csp.channel" */
+  void (*destroy)(void* value);
+  /* Writes a one-line human description (NUL-terminated, truncated to `cap`) for
+   * printing; may be NULL. */
+  void (*describe)(const void* value, char* buf, size_t cap);
+  /* Returns a new value equal to `value` for the host's variable copy (`assign`); a
+   * reference type (a channel) returns a new reference to the same object. NULL: values
+   * of this type cannot be copied, only moved. */
+  void* (*copy)(const void* value);
+} RillVarTypeDef;
+
+/* A device type a plugin drives (CUDA, say): how the host counts, allocates and copies
+ * its memory. The host allocates tensors on the device through it, moves a tensor to the
+ * device a kernel runs on, and copies results back for printing and saving. */
+typedef enum RillCopyKind {
+  RILL_COPY_HOST_TO_DEVICE = 0,
+  RILL_COPY_DEVICE_TO_HOST = 1,
+  RILL_COPY_DEVICE_TO_DEVICE = 2
+} RillCopyKind;
+
+typedef struct RillDeviceDef {
+  uint32_t struct_size;
+  int32_t device_type; /* RillDeviceType; RILL_CPU cannot be registered */
+  const char* name;    /* "CUDA" */
+  /* Devices usable now; 0 when the driver finds none. Must not fail. */
+  int32_t (*device_count)(void);
+  RillStatus* (*allocate)(int32_t device_id, size_t bytes, void** out);
+  void (*free)(int32_t device_id, void* ptr);
+  /* Copies `bytes`; returns when the copy is complete. */
+  RillStatus* (*copy)(int32_t device_id, void* dst, const void* src, size_t bytes, int32_t kind);
+  /* Optional (both NULL or both set). Host memory, usable by the CPU like any other,
+   * that `copy` moves at the device's full speed, from every device of this type: CUDA's
+   * page-locked memory (cudaHostAlloc with cudaHostAllocPortable). The host stages
+   * transfers through it: a tensor moved off the device for a CPU kernel, and a CPU tensor
+   * written over one that lived on the device, go in it, so a transport sends from and
+   * receives into it. Getting it is costly, so the host caches it and calls free_host
+   * rarely. Blocks must be 64-byte aligned (the host gives back any that are not). A
+   * failing allocate_host is not an error: the host uses ordinary memory. */
+  RillStatus* (*allocate_host)(size_t bytes, void** out);
+  void (*free_host)(void* ptr);
+} RillDeviceDef;
+
+/* An argument of an op instance: argument `index` of the slot at `slot` (op_input_slot,
+ * op_output_slot). */
+typedef struct RillArg {
+  int32_t slot;
+  uint32_t index;
+} RillArg;
+
+/* ---- The host's function table ------------------------------------------------------- */
+
+/* Every entry is set in every host; the groups follow a plugin's life: report, register,
+ * read the op it was created for, then, on every run, read and write its arguments'
+ * variables and tensors, and run blocks and tasks. A call that can fail returns a status;
+ * one given a NULL handle it needs fails with RILL_INVALID_ARGUMENT (or, where it returns
+ * no status, returns 0 / NULL). */
+typedef struct RillHostApi {
+  /* ===== Version 1 ===== */
+  uint32_t abi_version; /* the host's own RILL_ABI_VERSION */
+  uint32_t struct_size; /* sizeof(RillHostApi) in the host */
+
+  /* ---- Status and logging. `message` is copied; status_message's string lives until the
+   * status is released. */
+  RillStatus* (*status_create)(int32_t code, const char* message);
+  int32_t (*status_code)(const RillStatus* status);
+  const char* (*status_message)(const RillStatus* status);
+  void (*status_release)(RillStatus* status);
+  void (*log)(int32_t level, const char* message); /* through the host's logger */
+
+  /* ---- Registration, during init only. Everything passed is copied. */
+  RillStatus* (*register_op)(RillRegistrar* reg, const RillOpSchema* schema);
+  RillStatus* (*register_kernel)(RillRegistrar* reg, const RillKernelDef* kernel);
+  RillStatus* (*register_var_type)(RillRegistrar* reg, const RillVarTypeDef* type);
+  RillStatus* (*register_device)(RillRegistrar* reg, const RillDeviceDef* device);
+
+  /* ---- Op instances: one op of a program, as a kernel's create sees it and ctx_op gives
+   * it. Arrays and strings returned live as long as the op instance.
+   * op_input_slot / op_output_slot: the handle of the op's input (output) slot `name`, fixed
+   * for the life of the op instance, by which every call below and every ctx_* call reads
+   * the slot's arguments; -1 when the op lists no such slot (an optional slot the program
+   * leaves out), which reads as a slot with no arguments. A kernel finds its slots once,
+   * when it is created. How the host finds an argument's variable is its own business.
+   * op_input_count / op_output_count: the number of arguments of a slot.
+   * op_input_name / op_output_name: the variable name of argument `i`; NULL past the end.
+   * attr_*: the op's attribute `name`; one the program omits reads as the schema's
+   * default. RILL_NOT_FOUND for an attribute the schema does not declare,
+   * RILL_INVALID_ARGUMENT for one of another type (attr_int also reads LONG).
+   * attr_strings gives the count of a STRINGS attribute, attr_strings_at its i-th string.
+   * attr_block / attr_blocks: BLOCK / BLOCKS attributes, block indices in the op's program.
+   * op_block_ops: the ops of block `block_idx` of the op's program, in order, as op
+   * instances these calls read (an op that runs a sub-block can recognise a layout it runs
+   * more directly). RILL_OUT_OF_RANGE for a block the program lacks, and the block's own
+   * error when one of its ops cannot be prepared. */
+  const char* (*op_type)(const RillOpInfo* info);
+  int32_t (*op_input_slot)(const RillOpInfo* info, const char* name);
+  int32_t (*op_output_slot)(const RillOpInfo* info, const char* name);
+  size_t (*op_input_count)(const RillOpInfo* info, int32_t slot);
+  size_t (*op_output_count)(const RillOpInfo* info, int32_t slot);
+  const char* (*op_input_name)(const RillOpInfo* info, int32_t slot, size_t i);
+  const char* (*op_output_name)(const RillOpInfo* info, int32_t slot, size_t i);
+  RillStatus* (*attr_int)(const RillOpInfo* info, const char* name, int64_t* out);
+  RillStatus* (*attr_float)(const RillOpInfo* info, const char* name, double* out);
+  RillStatus* (*attr_bool)(const RillOpInfo* info, const char* name, int32_t* out);
+  RillStatus* (*attr_string)(const RillOpInfo* info, const char* name, const char** data, size_t* len);
+  RillStatus* (*attr_ints)(const RillOpInfo* info, const char* name, const int64_t** data, size_t* count);
+  RillStatus* (*attr_floats)(const RillOpInfo* info, const char* name, const float** data, size_t* count);
+  RillStatus* (*attr_bools)(const RillOpInfo* info, const char* name, const uint8_t** data, size_t* count);
+  RillStatus* (*attr_strings)(const RillOpInfo* info, const char* name, size_t* count);
+  RillStatus* (*attr_strings_at)(const RillOpInfo* info, const char* name, size_t i, const char** data,
+                                 size_t* len);
+  RillStatus* (*attr_block)(const RillOpInfo* info, const char* name, int32_t* out);
+  RillStatus* (*attr_blocks)(const RillOpInfo* info, const char* name, const int32_t** data, size_t* count);
+  RillStatus* (*op_block_ops)(const RillOpInfo* info, int32_t block_idx, const RillOpInfo* const** ops,
+                              size_t* count);
+
+  /* ---- Kernel context: one run of a kernel. Handles it gives are borrowed for the run.
+   * ctx_op: the op instance. ctx_scope: the op's scope. ctx_device_id: the device the
+   * kernel runs on (0 for CPU kernels); its inputs have been moved there, and it allocates
+   * its outputs there.
+   * ctx_input / ctx_output: the variable of argument `i` of a slot; NULL when the op has no
+   * such argument or no scope holds an input's variable. An output variable that no scope
+   * held was made in the op's scope before the run.
+   * ctx_input_tensor: the tensor of input argument `i` and its description (`info`, whose
+   * struct_size the caller sets), valid until the tensor next changes. RILL_NOT_FOUND for no
+   * such argument or variable, RILL_FAILED_PRECONDITION when it holds no tensor value.
+   * ctx_output_allocate: gives the tensor of output argument `i` this dtype and shape on this
+   * device (as tensor_allocate does; an empty variable becomes a tensor) and describes it
+   * into `info`. RILL_INVALID_ARGUMENT when the variable holds something else. */
+  const RillOpInfo* (*ctx_op)(const RillKernelContext* ctx);
+  RillScope* (*ctx_scope)(RillKernelContext* ctx);
+  int32_t (*ctx_device_id)(const RillKernelContext* ctx);
+  RillVariable* (*ctx_input)(RillKernelContext* ctx, int32_t slot, size_t i);
+  RillVariable* (*ctx_output)(RillKernelContext* ctx, int32_t slot, size_t i);
+  RillStatus* (*ctx_input_tensor)(RillKernelContext* ctx, int32_t slot, size_t i, RillTensor** out,
+                                  RillTensorInfo* info);
+  RillStatus* (*ctx_output_allocate)(RillKernelContext* ctx, int32_t slot, size_t i, int32_t dtype,
+                                     const int64_t* dims, size_t ndim, int32_t device_type, int32_t device_id,
+                                     RillTensor** out, RillTensorInfo* info);
+
+  /* ---- Variables. A variable holds nothing, a LoD tensor, selected rows, or a custom value.
+   * var_tensor: its tensor; an empty variable becomes an empty tensor. RILL_INVALID_ARGUMENT
+   * when it holds another kind of value.
+   * var_scalar: if it holds a scalar (see RillScalar), writes its dtype and bits and returns
+   * 1; else returns 0 and writes nothing.
+   * var_set_scalar: makes it hold that scalar, replacing whatever it held; it writes in
+   * place when the tensor it holds has the same byte size and shares its memory with no
+   * other, so a variable set again and again allocates nothing. RILL_INVALID_ARGUMENT for a
+   * dtype that is not a tensor element type of at most 8 bytes.
+   * SelectedRows (Fluid's): rows rows[0..count) of a [height, ...] tensor, their values the
+   * tensor `value` ([count, ...]). var_selected_rows gives them (valid until the variable
+   * changes; RILL_INVALID_ARGUMENT if it holds something else); var_set_selected_rows makes
+   * the variable SelectedRows with a copy of `rows` and gives its value tensor to allocate.
+   * var_type_find: the handle of registered variable type `name`, NULL if none; one name has
+   * one handle for the life of the process. var_custom: the value if the variable holds one
+   * of `type`, else NULL. var_set_custom: makes it hold `value` of `type`, taking ownership
+   * (the type's destroy frees it, and what the variable held before).
+   * var_move / var_copy: moves or copies the whole value of `src` into `dst` (a tensor is
+   * copied deeply; a custom value through its type's copy, RILL_INVALID_ARGUMENT if it has
+   * none). var_swap: exchanges two variables' values (a receive hands its old value to a
+   * channel's buffer slot, whose next copy can reuse that memory).
+   * var_describe: a one-line description, "fp32[2, 3] {1, 2, ...}", NUL-terminated and
+   * truncated to `cap`.
+   * var_new / var_delete: a variable the plugin owns, outside any scope (a channel's
+   * buffered values). */
+  int32_t (*var_is_initialized)(const RillVariable* var);
+  RillStatus* (*var_tensor)(RillVariable* var, RillTensor** out);
+  int32_t (*var_scalar)(const RillVariable* var, int32_t* dtype, uint64_t* bits);
+  RillStatus* (*var_set_scalar)(RillVariable* var, int32_t dtype, uint64_t bits);
+  int32_t (*var_is_selected_rows)(const RillVariable* var);
+  RillStatus* (*var_selected_rows)(RillVariable* var, const int64_t** rows, size_t* count, int64_t* height,
+                                   RillTensor** value);
+  RillStatus* (*var_set_selected_rows)(RillVariable* var, const int64_t* rows, size_t count, int64_t height,
+                                       RillTensor** value);
+  const RillVarType* (*var_type_find)(const char* name);
+  void* (*var_custom)(const RillVariable* var, const RillVarType* type);
+  RillStatus* (*var_set_custom)(RillVariable* var, const RillVarType* type, void* value);
+  RillStatus* (*var_move)(RillVariable* dst, RillVariable* src);
+  RillStatus* (*var_copy)(RillVariable* dst, const RillVariable* src);
+  RillStatus* (*var_swap)(RillVariable* a, RillVariable* b);
+  void (*var_describe)(const RillVariable* var, char* buf, size_t cap);
+  RillVariable* (*var_new)(void);
+  void (*var_delete)(RillVariable* var);
+
+  /* ---- Tensors.
+   * tensor_info: the tensor's description (see RillTensorInfo).
+   * tensor_allocate: gives the tensor this dtype and shape on this device, keeping its
+   * memory when the byte size is unchanged and no other tensor shares it, else allocating
+   * new memory (64-byte aligned, contents unspecified); writes the data pointer.
+   * LoD: `levels` levels, each a list of offsets; tensor_lod_level gives NULL and a count of
+   * 0 past the last level; tensor_set_lod_level sets an existing level or appends the next. */
+  void (*tensor_info)(const RillTensor* t, RillTensorInfo* out);
+  RillStatus* (*tensor_allocate)(RillTensor* t, int32_t dtype, const int64_t* dims, size_t ndim,
+                                 int32_t device_type, int32_t device_id, void** data_out);
+  size_t (*tensor_lod_levels)(const RillTensor* t);
+  const uint64_t* (*tensor_lod_level)(const RillTensor* t, size_t level, size_t* count);
+  RillStatus* (*tensor_set_lod_level)(RillTensor* t, size_t level, const uint64_t* offsets, size_t count);
+
+  /* ---- Scopes. Owned handles (scope_new_child, scope_retain) keep the scope and its
+   * ancestors alive, from any thread, until released; ctx_scope's is borrowed.
+   * scope_find_var: `name` here or in an ancestor; NULL if absent.
+   * scope_var: `name` in this scope only, made if absent. */
+  RillStatus* (*scope_new_child)(RillScope* parent, RillScope** out);
+  RillScope* (*scope_retain)(RillScope* scope);
+  void (*scope_release)(RillScope* scope);
+  RillVariable* (*scope_find_var)(RillScope* scope, const char* name);
+  RillVariable* (*scope_var)(RillScope* scope, const char* name);
+
+  /* ---- Blocks and tasks. A block run fails naming the block and op that failed.
+   * ctx_run_block: runs block `block_idx` of the op's program once, inline on this thread.
+   * In `scope` when one is given. With NULL, as the op's sub-block: in a new child of the
+   * op's scope, or in the op's scope itself when nothing could tell the difference (the
+   * block declares no variable of its own and every name it uses already exists up the
+   * chain); a variable a kernel of the block then makes by name in ctx_scope is made in the
+   * op's scope.
+   * ctx_run_loop: runs block `block_idx` as a loop body, inline, step after step while the
+   * loop goes on. Before each step: when `condition` (may be NULL) holds a bool scalar, the
+   * loop goes on while it is true, read by the host itself; otherwise `proceed(arg, &go_on)`
+   * decides (non-zero: one more step), and may return a status that stops the loop and is
+   * returned; with neither, RILL_INVALID_ARGUMENT. Each step runs in a child scope of the
+   * op's scope; the next step runs in the same one (its variables keep their values) while
+   * nothing else holds it: a go block started in a step keeps that scope, and the next step
+   * gets a new one. Fluid's `while` is this call with its Condition variable.
+   * ctx_go: starts block `block_idx` as a new task (a go block), concurrent with the rest
+   * of the run, in a new child scope of the op's scope that holds its own copy (as var_copy
+   * makes one) of each input argument in `bind`, under its name: Go's `go f(ch)`, whose
+   * arguments are evaluated at the go statement. The task keeps its scopes alive until it
+   * ends. That scope hangs below the nearest scope of the op's chain holding a variable
+   * not bound: a scope whose every variable the block got a copy of is not held by the
+   * block, and a variable made there later is not seen by it.
+   * RILL_INVALID_ARGUMENT, with nothing started, for an argument the op lacks or whose
+   * variable no scope holds; RILL_FAILED_PRECONDITION outside the scheduler or once the run
+   * is ending.
+   * Go blocks run as tasks, M:N over the host's worker threads; a task that waits parks
+   * (its thread runs other tasks) instead of blocking its thread. A thread outside the
+   * scheduler can use the same calls: it parks by blocking.
+   * task_current: the calling task (or thread); the handle stays valid while it is parked,
+   * so a waker may keep it in a wait queue until it calls task_unpark.
+   * task_park: parks the caller until task_unpark. `unlock(arg)` is called once the caller
+   * is parked, so a waker that holds the same lock cannot miss it. An unpark that comes
+   * first makes the park return at once, and a park may return early: re-check the
+   * condition under the lock. Returns NULL, or a status when the run is ending (the main
+   * block finished, another task failed, or every task is parked: a deadlock, whose message
+   * lists each parked op); then undo the wait and return that status. `ctx` (may be NULL)
+   * and `what` ("on channel 'c' (recv)") describe the wait in deadlock reports and must stay
+   * valid while parked. */
+  RillStatus* (*ctx_run_block)(RillKernelContext* ctx, int32_t block_idx, RillScope* scope);
+  RillStatus* (*ctx_run_loop)(RillKernelContext* ctx, int32_t block_idx, const RillVariable* condition,
+                              RillStatus* (*proceed)(void* arg, int32_t* go_on), void* arg);
+  RillStatus* (*ctx_go)(RillKernelContext* ctx, int32_t block_idx, const RillArg* bind, size_t count);
+  RillTask* (*task_current)(void);
+  RillStatus* (*task_park)(RillKernelContext* ctx, const char* what, void (*unlock)(void*), void* arg);
+  void (*task_unpark)(RillTask* task);
+  /* ===== End of version 1 ===== */
+} RillHostApi;
+
+/* ---- The plugin's entry ---------------------------------------------------------------- */
+
+/* Versions both ways: a plugin states the lowest ABI version it needs (`abi_version`), which
+ * need not be the version of the header it was built with; the host loads it when it serves
+ * that version (a host serves every version up to its own RILL_ABI_VERSION, its table
+ * holding every entry of each) and refuses it otherwise, naming both versions. The host
+ * hands the plugin its own table, whose `abi_version` and `struct_size` say which entries
+ * it holds: a plugin may use an entry newer than the version it stated only after checking
+ * that `struct_size` covers it (the C++ SDK does so for every call, RILL_HOST_ENTRY). */
+typedef struct RillPlugin {
+  uint32_t struct_size; /* sizeof(RillPlugin) as the plugin was compiled */
+  uint32_t abi_version; /* the lowest ABI version the plugin needs */
+  const char* name;     /* short unique name, e.g. "math" */
+  const char* version;  /* the plugin's own version, free form */
+  /* Registers everything the plugin provides. `host` stays valid for the life of the
+   * process; keep it for use in kernels. */
+  RillStatus* (*init)(const RillHostApi* host, RillRegistrar* registrar);
+} RillPlugin;
+
+typedef const RillPlugin* (*RillGetPluginFn)(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* RILL_ABI_1_0_H_ */

@@ -15,7 +15,8 @@
  *   c_once     runs sub_block once as its sub-block, then once more in a scope it makes
  *   c_check    every other call, each answer checked: Out = int64 [1], the number of checks
  *              passed; a failed check is the op's error, naming it.
- * tests/compat_test.cc runs them. */
+ * register_device is the FAKE device plugin's (tests/fixtures/fake_device_plugin.c), built against
+ * the same frozen header. tests/compat_test.cc runs them. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -74,6 +74,8 @@ class Error : public std::runtime_error {
 };
 
 namespace detail {
+static_assert(RILL_PLUGIN_NEEDS_ABI >= 1 && RILL_PLUGIN_NEEDS_ABI <= RILL_ABI_VERSION,
+              "RILL_PLUGIN_NEEDS_ABI must name a version this header declares");
 [[noreturn]] inline void ThrowEntryNotServed(const char* entry) {
   throw Error(std::string("this plugin calls the host's ") + entry + ", which this host (ABI version " +
                   std::to_string(Host().abi_version) + ") does not serve: upgrade rill",
@@ -581,6 +583,8 @@ class SlotRef {
   const char* name() const { return name_; }
   int32_t Input(const RillOpInfo* op) const { return resolved_ ? handle_ : RILL_HOST_ENTRY(op_input_slot)(op, name_); }
   int32_t Output(const RillOpInfo* op) const { return resolved_ ? handle_ : RILL_HOST_ENTRY(op_output_slot)(op, name_); }
+  bool resolved() const { return resolved_; }
+  int32_t handle() const { return handle_; }
 
  private:
   int32_t handle_ = -1;
@@ -656,16 +660,16 @@ class KernelContext {
   // The variable of an argument; throws naming it when the op has no such argument or no
   // scope holds an input's variable.
   Variable InputVar(SlotRef slot, size_t i = 0) {
-    RillVariable* v = RILL_HOST_ENTRY(ctx_input)(ctx_, slot.Input(op().handle()), i);
+    RillVariable* v = RILL_HOST_ENTRY(ctx_input)(ctx_, InputHandle(slot), i);
     if (v == nullptr) Missing("input", slot, i);
     return Variable(v);
   }
   // The same, or a null view when the op has no such argument or no scope holds it yet.
   Variable InputVarOrNull(SlotRef slot, size_t i = 0) {
-    return Variable(RILL_HOST_ENTRY(ctx_input)(ctx_, slot.Input(op().handle()), i));
+    return Variable(RILL_HOST_ENTRY(ctx_input)(ctx_, InputHandle(slot), i));
   }
   Variable OutputVar(SlotRef slot, size_t i = 0) {
-    RillVariable* v = RILL_HOST_ENTRY(ctx_output)(ctx_, slot.Output(op().handle()), i);
+    RillVariable* v = RILL_HOST_ENTRY(ctx_output)(ctx_, OutputHandle(slot), i);
     if (v == nullptr) Missing("output", slot, i);
     return Variable(v);
   }
@@ -673,7 +677,7 @@ class KernelContext {
   Tensor Input(SlotRef slot, size_t i = 0) {
     Tensor t(nullptr);
     t.info_.struct_size = sizeof(RillTensorInfo);
-    Check(RILL_HOST_ENTRY(ctx_input_tensor)(ctx_, slot.Input(op().handle()), i, &t.t_, &t.info_));
+    Check(RILL_HOST_ENTRY(ctx_input_tensor)(ctx_, InputHandle(slot), i, &t.t_, &t.info_));
     t.have_info_ = true;
     return t;
   }
@@ -684,7 +688,7 @@ class KernelContext {
                         int32_t device_id = 0, size_t i = 0) {
     Tensor t(nullptr);
     t.info_.struct_size = sizeof(RillTensorInfo);
-    Check(RILL_HOST_ENTRY(ctx_output_allocate)(ctx_, slot.Output(op().handle()), i, dtype, dims, ndim, device_type,
+    Check(RILL_HOST_ENTRY(ctx_output_allocate)(ctx_, OutputHandle(slot), i, dtype, dims, ndim, device_type,
                                                device_id, &t.t_, &t.info_));
     t.have_info_ = true;
     return t;
@@ -729,6 +733,11 @@ class KernelContext {
   }
 
  private:
+  // A slot's handle: a Slot's own, or its name's, looked up (asking for the op only then).
+  int32_t InputHandle(const SlotRef& slot) const { return slot.resolved() ? slot.handle() : slot.Input(op().handle()); }
+  int32_t OutputHandle(const SlotRef& slot) const {
+    return slot.resolved() ? slot.handle() : slot.Output(op().handle());
+  }
   // Why an argument's variable is missing: the op lacks it, or no scope holds it.
   [[noreturn]] void Missing(const char* kind, const SlotRef& slot, size_t i) const {
     const bool input = kind[0] == 'i';

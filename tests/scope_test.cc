@@ -232,25 +232,5 @@ TEST(Scope, AnEmptyScopeIsShareableUntilItOrAnAncestorGainsAVariable) {
   EXPECT_FALSE(Scope::Shareable(nullptr, 0));
 }
 
-// A go block hangs below the nearest scope it sees anything in but what it holds copies of
-// (ctx_go): a loop step that made only the channel it binds into the block is passed over,
-// so the block does not keep it alive and the loop may run its next step in it.
-TEST(Scope, NearestNotCoveredBySkipsScopesWhoseVariablesAreAllCovered) {
-  auto root = Scope::NewRoot();
-  root->Var("shared");
-  auto loop = root->NewChild();  // no variables: covered whatever the predicate
-  auto step = loop->NewChild();
-  Variable* right = step->Var("right");
-  const auto bound = [&](const Variable* v) { return v == right; };
-  EXPECT_EQ(&step->NearestNotCoveredBy(bound), root.get()) << "the root holds 'shared', which is not bound";
-  EXPECT_EQ(&step->NearestNotCoveredBy([](const Variable*) { return true; }), root.get())
-      << "the root is as far as it goes";
-  Variable* other = step->Var("other");
-  EXPECT_EQ(&step->NearestNotCoveredBy(bound), step.get()) << "'other' would be seen through the step";
-  EXPECT_EQ(&step->NearestNotCoveredBy([&](const Variable* v) { return v == right || v == other; }), root.get());
-  auto go_block = root->NewChild();  // what ctx_go makes for a block that binds both
-  EXPECT_TRUE(Scope::Reusable(step, loop->ChainVersion())) << "nothing but the loop holds the step";
-}
-
 }  // namespace
 }  // namespace rill::core

@@ -563,19 +563,8 @@ RillStatus* CtxGo(RillKernelContext* ctx, int32_t block_idx, const RillArg* bind
   return StatusFromCall([&] {
     Executor* executor = ctx->executor;
     executor->CheckBlock(block_idx);
-    // The block's scope goes below the nearest scope it sees anything in but the variables
-    // it binds: a loop step that only makes the channels it hands its go block (a daisy
-    // chain's `right`) stays held by the loop alone, which runs its next step in the same
-    // scope (Scope::Reusable) instead of a new one.
+    std::shared_ptr<Scope> child = ctx->scope->scope->NewChild();
     Variable* const* frame = ctx->frame;
-    std::shared_ptr<Scope> child = ctx->scope->scope
-                                       ->NearestNotCoveredBy([&](const Variable* v) {
-                                         for (size_t k = 0; k < count; ++k) {
-                                           if (frame[ids[k]] == v) return true;
-                                         }
-                                         return false;
-                                       })
-                                       .NewChild();
     for (size_t k = 0; k < count; ++k) {
       // Var, not a plain add: a variable bound twice finds its copy and copies again.
       child->Var((*ctx->frame_names)[ids[k]], ctx->frame_name_bits[ids[k]])->CopyFrom(*frame[ids[k]]);

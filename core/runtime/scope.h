@@ -105,15 +105,6 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
   uint64_t ChainVersion() const;
   Scope* root();
   std::vector<std::string> LocalVarNames() const;
-  // This scope or the nearest ancestor holding a variable v with !covered(v); the root if
-  // none does. A go block holds copies of the channels it binds: it need not hang below
-  // (and keep alive) a scope in which it would see nothing else (ctx_go). Lock-free, as a
-  // lookup: a variable made meanwhile by another thread may or may not be seen.
-  template <class F> Scope& NearestNotCoveredBy(F&& covered) {
-    Scope* s = this;
-    while (s->parent_ != nullptr && s->vars_.AllVars(covered)) s = s->parent_.get();
-    return *s;
-  }
   uint64_t version() const { return vars_.size(); }
 
   // What the executor keeps between runs of a block in this scope (executor.cc defines
@@ -165,12 +156,6 @@ class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_fr
     Variable* Add(const std::string& name, uint64_t bits);
     template <class F> void ForEach(F&& f) const {
       for (const Entry* e = head_.load(std::memory_order_acquire); e != nullptr; e = e->next) f(e->name.view());
-    }
-    template <class F> bool AllVars(F&& pred) const {
-      for (const Entry* e = head_.load(std::memory_order_acquire); e != nullptr; e = e->next) {
-        if (!pred(&e->var)) return false;
-      }
-      return true;
     }
 
    private:

@@ -503,9 +503,7 @@ typedef struct RillHostApi {
    * of the run, in a new child scope of the op's scope that holds its own copy (as var_copy
    * makes one) of each input argument in `bind`, under its name: Go's `go f(ch)`, whose
    * arguments are evaluated at the go statement. The task keeps its scopes alive until it
-   * ends. That scope hangs below the nearest scope of the op's chain holding a variable
-   * not bound: a scope whose every variable the block got a copy of is not held by the
-   * block, and a variable made there later is not seen by it.
+   * ends; it sees every variable of the op's scope chain, those made later included.
    * RILL_INVALID_ARGUMENT, with nothing started, for an argument the op lacks or whose
    * variable no scope holds; RILL_FAILED_PRECONDITION outside the scheduler or once the run
    * is ending.

@@ -17,7 +17,7 @@
 #include "core/runtime/op_instance.h"
 #include "core/runtime/scope.h"
 
-struct __attribute__((visibility("hidden"))) RillScope {  // hidden: holds a Scope
+struct RillScope {
   std::shared_ptr<rill::core::Scope> scope;  // owns nothing in a borrowed handle
 
   // From the small-object caches: a go block's handle is made on one worker and
@@ -36,7 +36,7 @@ namespace rill::core {
 class Executor;
 }
 
-struct __attribute__((visibility("hidden"))) RillKernelContext {  // hidden: points to a RillScope
+struct RillKernelContext {
   const RillOpInfo* op;
   rill::core::Variable** frame;  // the block's variables, by name id; null until found
   const std::vector<std::string>* frame_names;

@@ -39,7 +39,7 @@ class Scavengeable {
   ~Scavengeable() = default;
 };
 
-class __attribute__((visibility("hidden"))) Scavenger {
+class Scavenger {
  public:
   static Scavenger& Get();
 

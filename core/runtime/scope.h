@@ -35,12 +35,11 @@
 
 #include "core/runtime/small_objects.h"
 #include "core/runtime/variable.h"
-#include "rill/sdk.hpp"
+#include "rill/spin_lock.hpp"
 
 namespace rill::core {
 
-// Hidden, as everything holding one must be: it holds SDK SpinLocks, whose namespace is hidden.
-class __attribute__((visibility("hidden"))) Scope : public std::enable_shared_from_this<Scope> {
+class Scope : public std::enable_shared_from_this<Scope> {
   struct Passkey {};
 
  public:

@@ -11,7 +11,7 @@
 #include <new>
 
 #include "core/runtime/scavenger.h"
-#include "rill/sdk.hpp"
+#include "rill/spin_lock.hpp"
 
 #if !RILL_SMALL_OBJECT_CACHES
 

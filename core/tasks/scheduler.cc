@@ -59,7 +59,7 @@
 #include "core/runtime/prefetch.h"
 #include "core/runtime/small_objects.h"
 #include "core/tasks/stack_pool.h"
-#include "rill/sdk.hpp"
+#include "rill/spin_lock.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define RILL_ASAN 1

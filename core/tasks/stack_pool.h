@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "core/runtime/scavenger.h"
-#include "rill/sdk.hpp"
+#include "rill/spin_lock.hpp"
 
 namespace rill::core {
 
@@ -39,7 +39,7 @@ struct Stack {
   char* top() const { return static_cast<char*>(base) + size; }
 };
 
-class __attribute__((visibility("hidden"))) StackPool final : private Scavengeable {  // hidden: holds an SDK SpinLock
+class StackPool final : private Scavengeable {
  public:
   using Clock = Scavengeable::Clock;
   static constexpr size_t kStacksPerSlab = 64;

@@ -22,10 +22,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
-#include <sched.h>
 
-#include <atomic>
-#include <initializer_list>
 #include <new>
 #include <sstream>
 #include <stdexcept>
@@ -35,6 +32,7 @@
 #include <vector>
 
 #include "rill/abi.h"
+#include "rill/spin_lock.hpp"  // the lock the parking protocol wants (Park's unlock)
 
 // The lowest ABI version this plugin needs, which it declares to the host. By default 1,
 // SDK 1.0: every call this layer makes to an entry added later checks that the host serves
@@ -235,9 +233,6 @@ class Tensor {
   template <class T> T* Allocate(const std::vector<int64_t>& dims) {
     return Allocate<T>(dims.data(), dims.size());
   }
-  template <class T> T* Allocate(std::initializer_list<int64_t> dims) {
-    return Allocate<T>(dims.begin(), dims.size());
-  }
   void* Allocate(int32_t dtype, const int64_t* dims, size_t ndim,
                  int32_t device_type = RILL_CPU, int32_t device_id = 0) {
     void* data = nullptr;
@@ -392,42 +387,10 @@ class OwnedVariable {
 // for the protocol. Park returns the host's status (NULL: woken) so the caller can undo
 // its wait before throwing it.
 inline RillTask* CurrentTask() { return RILL_HOST_ENTRY(task_current)(); }
-// Tells the CPU the caller is spinning (in a wait loop that spins before it parks).
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 inline void Unpark(RillTask* task) { RILL_HOST_ENTRY(task_unpark)(task); }
 inline RillStatus* Park(RillKernelContext* ctx, const char* what, void (*unlock)(void*), void* arg) {
   return RILL_HOST_ENTRY(task_park)(ctx, what, unlock, arg);
 }
-
-// A lock for critical sections of a few dozen nanoseconds that never block (a wait
-// queue, say): waiting spins, then yields the CPU in case the holder's thread was
-// preempted, instead of sleeping in the kernel as a contended std::mutex does. It may be
-// released on another fiber of the thread that took it (task_park's unlock callback runs
-// on the scheduler's side of the switch), which std::mutex forbids.
-class SpinLock {
- public:
-  void lock() {
-    for (int spins = 0; locked_.exchange(true, std::memory_order_acquire);) {
-      while (locked_.load(std::memory_order_relaxed)) {
-        if (++spins < 64) {
-          CpuRelax();
-        } else {
-          sched_yield();
-        }
-      }
-    }
-  }
-  void unlock() { locked_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> locked_{false};
-};
 
 // A scope handle. Borrowed views come from the context; owned ones (NewChild, Retain)
 // release their reference on destruction and keep the scope chain alive until then.

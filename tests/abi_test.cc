@@ -71,7 +71,7 @@ TEST(HostApi, AttributesAreTypeChecked) {
   RillOpInfo info;
   info.type = "op";
   info.schema = &schema;
-  info.attrs.push_back(schema.attrs[0].default_value);
+  info.attrs.push_back(&schema.attrs[0].default_value);
   int64_t n = 0;
   EXPECT_EQ(H().attr_int(&info, "n", &n), nullptr);
   EXPECT_EQ(n, 7);
@@ -178,8 +178,9 @@ TEST(HostApi, OwnedScopeHandlesKeepScopesAlive) {
 struct KernelFixture {
   KernelFixture() {
     info.type = "op";
-    info.inputs = {{"X", {"x"}, {0}}, {"Missing", {"gone"}, {1}}};
-    info.outputs = {{"Out", {"out"}, {2}}, {"Rows", {"rows"}, {3}}};
+    info.inputs = {{"X", {0}}, {"Missing", {1}}};
+    info.outputs = {{"Out", {2}}, {"Rows", {3}}};
+    info.names = &names;
     vars[3].GetMutableSelectedRows();
     for (size_t i = 0; i < 4; ++i) frame[i] = &vars[i];
     frame[1] = nullptr;  // "gone" exists in no scope

@@ -171,17 +171,17 @@ const char* OpType(const RillOpInfo* info) { return info ? info->type.c_str() : 
 
 int32_t OpInputSlot(const RillOpInfo* info, const char* name) { return info && name ? info->InputSlot(name) : -1; }
 int32_t OpOutputSlot(const RillOpInfo* info, const char* name) { return info && name ? info->OutputSlot(name) : -1; }
-size_t ArgCount(const RillOpInfo::Args* a) { return a ? a->names.size() : 0; }
-const char* ArgName(const RillOpInfo::Args* a, size_t i) {
-  return (a && i < a->names.size()) ? a->names[i].c_str() : nullptr;
+size_t ArgCount(const RillOpInfo::Args* a) { return a ? a->ids.size() : 0; }
+const char* ArgName(const RillOpInfo& info, const RillOpInfo::Args* a, size_t i) {
+  return (a && i < a->ids.size()) ? info.Name(*a, i).c_str() : nullptr;
 }
 size_t OpInputCount(const RillOpInfo* info, int32_t slot) { return info ? ArgCount(info->InputAt(slot)) : 0; }
 size_t OpOutputCount(const RillOpInfo* info, int32_t slot) { return info ? ArgCount(info->OutputAt(slot)) : 0; }
 const char* OpInputName(const RillOpInfo* info, int32_t slot, size_t i) {
-  return info ? ArgName(info->InputAt(slot), i) : nullptr;
+  return info ? ArgName(*info, info->InputAt(slot), i) : nullptr;
 }
 const char* OpOutputName(const RillOpInfo* info, int32_t slot, size_t i) {
-  return info ? ArgName(info->OutputAt(slot), i) : nullptr;
+  return info ? ArgName(*info, info->OutputAt(slot), i) : nullptr;
 }
 
 RillStatus* OpBlockOps(const RillOpInfo* info, int32_t block_idx, const RillOpInfo* const** ops, size_t* count) {
@@ -327,11 +327,11 @@ std::string ArgLabel(const RillOpInfo::Args* args, int32_t slot, size_t i) {
                                                          RillTensor** out, RillTensorInfo* info) {
   if (!ctx || !out || !info) return NullArg("ctx_input_tensor");
   const RillOpInfo::Args* args = ctx->op->InputAt(slot);
-  if (args == nullptr || i >= args->names.size()) {
+  if (args == nullptr || i >= args->ids.size()) {
     return new RillStatus{RILL_NOT_FOUND, "op '" + ctx->op->type + "' has no input " + ArgLabel(args, slot, i)};
   }
   Variable* v = ctx->Arg(args, i);
-  const std::string& name = args->names[i];
+  const std::string& name = ctx->op->Name(*args, i);
   if (v == nullptr) {
     return new RillStatus{RILL_NOT_FOUND, "input " + args->slot + " ('" + name + "') does not exist in any scope"};
   }
@@ -348,7 +348,7 @@ std::string ArgLabel(const RillOpInfo::Args* args, int32_t slot, size_t i) {
 [[gnu::noinline, gnu::cold]] RillStatus* OutputTensorSlow(RillKernelContext* ctx, int32_t slot, size_t i,
                                                           RillTensor** out) {
   const RillOpInfo::Args* args = ctx->op->OutputAt(slot);
-  if (args == nullptr || i >= args->names.size()) {
+  if (args == nullptr || i >= args->ids.size()) {
     return new RillStatus{RILL_NOT_FOUND, "op '" + ctx->op->type + "' has no output " + ArgLabel(args, slot, i)};
   }
   Variable* v = ctx->Arg(args, i);
@@ -356,7 +356,7 @@ std::string ArgLabel(const RillOpInfo::Args* args, int32_t slot, size_t i) {
     *out = reinterpret_cast<RillTensor*>(v->GetMutableTensor());
     return nullptr;
   }
-  return new RillStatus{RILL_INVALID_ARGUMENT, "output " + args->slot + " ('" + args->names[i] + "') holds " +
+  return new RillStatus{RILL_INVALID_ARGUMENT, "output " + args->slot + " ('" + ctx->op->Name(*args, i) + "') holds " +
                                                    v->KindName() + ", not a tensor"};
 }
 RillStatus* CtxInputTensor(RillKernelContext* ctx, int32_t slot, size_t i, RillTensor** out, RillTensorInfo* info) {
@@ -556,7 +556,7 @@ RillStatus* CtxGo(RillKernelContext* ctx, int32_t block_idx, const RillArg* bind
       return new RillStatus{RILL_INVALID_ARGUMENT,
                             "ctx_go: input " + ArgLabel(args, bind[k].slot, bind[k].index) +
                                 (ids[k] == RillOpInfo::kNoArg ? " is not an argument of op '" + ctx->op->type + "'"
-                                                              : " ('" + args->names[bind[k].index] +
+                                                              : " ('" + ctx->op->Name(*args, bind[k].index) +
                                                                     "') does not exist in any scope")};
     }
   }

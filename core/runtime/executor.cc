@@ -9,6 +9,7 @@
 #include "core/runtime/dtype.h"
 #include "core/runtime/kernel_context.h"
 #include "core/tasks/scheduler.h"
+#include "rill/spin_lock.hpp"
 
 namespace rill::core {
 
@@ -60,7 +61,7 @@ struct PreparedOp {
 
   // Kernel cache. `last` is the fast path; `instances` owns every kernel chosen so far.
   std::atomic<KernelInstance*> last{nullptr};
-  std::mutex mu;
+  SpinLock mu;  // a byte: a program holds an op per op it has; taken on a kernel's first choice
   std::vector<std::unique_ptr<KernelInstance>> instances;
 };
 
@@ -201,8 +202,8 @@ bool OnlyHostScalarInputs(const PreparedOp& op, const RillKernelContext& ctx) {
 // RunOps's error paths, out of line: their string temporaries would otherwise widen the
 // frame of RunOps (and KernelKey, inlined in it), which every parked task keeps on its
 // stack while it waits.
-[[noreturn, gnu::noinline, gnu::cold]] void ThrowNoTensorYet(const RillOpInfo::Args& args) {
-  throw Error("input " + args.slot + " ('" + args.names[0] + "') holds no tensor yet, so no kernel can be chosen",
+[[noreturn, gnu::noinline, gnu::cold]] void ThrowNoTensorYet(const PreparedOp& op, const RillOpInfo::Args& args) {
+  throw Error("input " + args.slot + " ('" + op.info.Name(args, 0) + "') holds no tensor yet, so no kernel can be chosen",
               RILL_FAILED_PRECONDITION);
 }
 [[noreturn, gnu::noinline, gnu::cold]] void RethrowNamingOp(const PreparedOp& op, const Error& e) {
@@ -221,7 +222,7 @@ std::pair<int32_t, int32_t> KernelKey(const PreparedOp& op, const RillKernelCont
   const auto& args = op.info.inputs[static_cast<size_t>(op.dtype_input)];
   if (v == nullptr) v = ctx.Arg(&args, 0);
   const Tensor* t = v ? v->GetTensor() : nullptr;
-  if (t == nullptr || !t->initialized()) ThrowNoTensorYet(args);
+  if (t == nullptr || !t->initialized()) ThrowNoTensorYet(op, args);
   return {device, t->dtype()};
 }
 
@@ -414,7 +415,6 @@ Executor::PreparedBlock& Executor::PrepareFirst(int32_t block_idx) {
       RillOpInfo::Args a;
       a.slot = v.parameter();
       for (const auto& n : v.arguments()) {
-        a.names.push_back(n);
         a.ids.push_back(intern(n, output));
       }
       out.push_back(std::move(a));
@@ -431,6 +431,7 @@ Executor::PreparedBlock& Executor::PrepareFirst(int32_t block_idx) {
     info.op_idx = i;
     info.serial = g_next_block_serial.fetch_add(1, std::memory_order_relaxed);
     info.executor = this;
+    info.names = &block->names;
     info.schema = registry_.FindOp(od.type());
     if (info.schema == nullptr) {
       throw Error("block " + std::to_string(block_idx) + ", op " + std::to_string(i) + ": " +
@@ -440,18 +441,18 @@ Executor::PreparedBlock& Executor::PrepareFirst(int32_t block_idx) {
     info.outputs = args(od.outputs(), true);
     info.IndexSlots();
     for (const AttrSpec& spec : info.schema->attrs) {
-      AttrValue value = spec.default_value;
+      const AttrValue* value = &spec.default_value;
       for (const auto& a : od.attrs()) {
-        if (a.name() == spec.name) value = AttrFromProto(a, spec.type);
+        if (a.name() == spec.name) value = &AttrValueOf(a, spec.type);
       }
-      info.attrs.push_back(std::move(value));
+      info.attrs.push_back(value);
     }
     const std::string& src = info.schema->dtype_source;
     if (src.rfind("attr:", 0) == 0) {
       op->static_dtype = static_cast<int32_t>(info.FindAttr(src.substr(5).c_str())->i);
     } else if (!src.empty()) {
       for (size_t k = 0; k < info.inputs.size(); ++k) {
-        if (info.inputs[k].slot == src && !info.inputs[k].names.empty()) {
+        if (info.inputs[k].slot == src && !info.inputs[k].ids.empty()) {
           op->dtype_input = static_cast<int>(k);
           op->dtype_var = info.inputs[k].ids[0];
         }
@@ -464,6 +465,14 @@ Executor::PreparedBlock& Executor::PrepareFirst(int32_t block_idx) {
   PreparedBlock* raw = block.release();
   prepared_[block_idx].store(raw, std::memory_order_release);
   return *raw;
+}
+
+const AttrValue& Executor::AttrValueOf(const proto::OpDesc::Attr& attr, int32_t declared) {
+  std::string key = attr.SerializeAsString();
+  key.append(reinterpret_cast<const char*>(&declared), sizeof(declared));
+  std::unique_ptr<AttrValue>& value = attr_values_[key];
+  if (value == nullptr) value = std::make_unique<AttrValue>(AttrFromProto(attr, declared));
+  return *value;
 }
 
 const std::vector<const RillOpInfo*>& Executor::BlockOps(int32_t block_idx) { return Prepare(block_idx).infos; }

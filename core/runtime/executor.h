@@ -28,6 +28,8 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/proto/framework.pb.h"
@@ -88,6 +90,10 @@ class Executor {
     return PrepareFirst(block_idx);
   }
   PreparedBlock& PrepareFirst(int32_t block_idx);
+  // The value of a program's attribute, as a schema declaring it `declared` reads it: one
+  // copy per distinct attribute for the executor's life (an unrolled program sets the same
+  // few thousands of times). REQUIRES: prepare_mu_ held.
+  const AttrValue& AttrValueOf(const proto::OpDesc::Attr& attr, int32_t declared);
   // Creates the block's declared variables and its outputs missing from the chain, and
   // fills `frame` (one entry per name the block uses).
   // With `local`, also records which names resolved in `scope` itself (found or created there).
@@ -114,6 +120,7 @@ class Executor {
   Place place_;
   std::mutex prepare_mu_;
   std::vector<std::atomic<PreparedBlock*>> prepared_;  // owned; deleted in ~Executor
+  std::unordered_map<std::string, std::unique_ptr<AttrValue>> attr_values_;  // AttrValueOf's
 };
 
 }  // namespace rill::core

@@ -3,11 +3,11 @@
 namespace {
 
 // " X=[a, b] Y=[c]"
-std::string FormatArgs(const std::vector<RillOpInfo::Args>& all) {
+std::string FormatArgs(const RillOpInfo& op, const std::vector<RillOpInfo::Args>& all) {
   std::string out;
   for (const auto& a : all) {
     out += " " + a.slot + "=[";
-    for (size_t i = 0; i < a.names.size(); ++i) out += (i ? ", " : "") + a.names[i];
+    for (size_t i = 0; i < a.ids.size(); ++i) out += (i ? ", " : "") + op.Name(a, i);
     out += "]";
   }
   return out;
@@ -16,6 +16,6 @@ std::string FormatArgs(const std::vector<RillOpInfo::Args>& all) {
 }  // namespace
 
 std::string RillOpInfo::Where() const {
-  return "block " + std::to_string(block_idx) + ", op " + std::to_string(op_idx) + " (" + type + FormatArgs(inputs) +
-         (outputs.empty() ? "" : " ->") + FormatArgs(outputs) + ")";
+  return "block " + std::to_string(block_idx) + ", op " + std::to_string(op_idx) + " (" + type + FormatArgs(*this, inputs) +
+         (outputs.empty() ? "" : " ->") + FormatArgs(*this, outputs) + ")";
 }

@@ -1,8 +1,9 @@
 // core/runtime/op_instance.h — one op of a prepared block, as plugins see it.
 //
 // This is the host's definition of the ABI's opaque RillOpInfo: the op's type, its
-// arguments per slot (with each name's index into the block's variable frame) and its
-// attributes in schema order with defaults filled in. Immutable once prepared.
+// arguments per slot (each an index into the block's variable frame, whose names the
+// block keeps once) and its attributes in schema order with defaults filled in.
+// Immutable once prepared.
 #ifndef RILL_CORE_RUNTIME_OP_INSTANCE_H_
 #define RILL_CORE_RUNTIME_OP_INSTANCE_H_
 
@@ -28,8 +29,7 @@ inline bool NameIs(const std::string& name, const char* s) { return NameIs(name.
 struct RillOpInfo {
   struct Args {
     std::string slot;
-    std::vector<std::string> names;
-    std::vector<uint32_t> ids;  // index of each name in the block's variable frame
+    std::vector<uint32_t> ids;  // each argument's index in the block's variable frame
   };
 
   std::string type;
@@ -39,8 +39,13 @@ struct RillOpInfo {
   const rill::core::OpSchemaEntry* schema = nullptr;
   rill::core::Executor* executor = nullptr;  // that prepared it (op_block_ops reads its blocks)
   std::vector<Args> inputs, outputs;
-  std::vector<rill::core::AttrValue> attrs;  // parallel to schema->attrs
+  const std::vector<std::string>* names = nullptr;  // the block's, by frame index
+  // Parallel to schema->attrs: the schema's default, or the value the program sets, kept
+  // once per executor for every op that sets the same (Executor::PrepareFirst).
+  std::vector<const rill::core::AttrValue*> attrs;
 
+  // The variable name of argument `i` of `args` (one of inputs or outputs).
+  const std::string& Name(const Args& args, size_t i) const { return (*names)[args.ids[i]]; }
   // The index of a slot in inputs (outputs): the slot handle op_input_slot gives; -1 if the
   // op lists no such slot.
   int32_t InputSlot(const char* slot) const { return SlotIndex(inputs, slot); }
@@ -62,7 +67,7 @@ struct RillOpInfo {
   }
   const rill::core::AttrValue* FindAttr(const char* name) const {
     for (size_t i = 0; i < attrs.size(); ++i) {
-      if (schema->attrs[i].name == name) return &attrs[i];
+      if (schema->attrs[i].name == name) return attrs[i];
     }
     return nullptr;
   }

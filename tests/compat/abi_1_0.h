@@ -45,9 +45,9 @@ extern "C" {
 #endif
 
 /* The ABI version this header declares. Version 1 is SDK 1.0, the first promise: every
- * entry of RillHostApi and every field of the structs below up to "End of version 1" is
- * frozen. A later version only appends (entries to RillHostApi, fields to the end of a
- * plugin-filled struct), never changes what a shipped call does, and is listed here:
+ * entry of RillHostApi and every field of the structs below is frozen. A later version
+ * only appends (entries to RillHostApi after "End of version 1", fields to the end of a
+ * struct), never changes what a shipped call does, and is listed here:
  *
  *   1  SDK 1.0.
  */

@@ -77,6 +77,35 @@ void BM_ExecutorCountedLoop(benchmark::State& state) {
 BENCHMARK(BM_ExecutorCountedLoop<kMath>)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ExecutorCountedLoop<kThirdParty>)->Arg(10000)->Unit(benchmark::kMicrosecond);
 
+// The counted loop with a branch in its body, as Fluid writes `if i < m: j += 1` inside
+// `for i in range(n)`: a conditional_block whose sub-block runs on the step's variables
+// every step (what a sub-block run costs: Executor::RunSubBlock).
+void BM_ExecutorLoopWithBranch(benchmark::State& state) {
+  const int64_t kSteps = state.range(0);
+  ProgramBuilder pb;
+  auto& main = pb.block(0);
+  auto& body = pb.NewBlock(0);
+  auto& then = pb.NewBlock(body.idx());
+  for (const auto& [name, value] : {std::pair{"i", 0.0f}, std::pair{"j", 0.0f}, std::pair{"n", static_cast<float>(kSteps)}}) {
+    main.Op("fill_constant").Output("Out", name).Attr("shape", std::vector<int64_t>{1})
+        .Attr("dtype", int64_t{RILL_INT64}).Attr("value", value);
+  }
+  main.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "c");
+  main.Op("while").Input("Condition", "c").BlockAttr("sub_block", body.idx());
+  body.Op("increment").Input("X", "i").Output("Out", "i");
+  body.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "c");
+  body.Op("conditional_block").Input("Cond", "c").Attr("is_scalar_condition", true).BlockAttr("sub_block", then.idx());
+  then.Op("increment").Input("X", "j").Output("Out", "j");
+  auto program = std::make_shared<proto::ProgramDesc>(pb.Build());
+  ValidateProgramOrThrow(*program, LoadedRegistry());
+  Executor exec(LoadedRegistry(), program);
+  auto scope = Scope::NewRoot();
+  exec.Run(0, scope);
+  for (auto _ : state) exec.Run(0, scope);
+  state.SetItemsProcessed(state.iterations() * kSteps);
+}
+BENCHMARK(BM_ExecutorLoopWithBranch)->Arg(10000)->Unit(benchmark::kMicrosecond);
+
 __attribute__((noinline)) void IncrementDirect(Tensor& x, float step) {
   *x.data_as<float>() += step;
   benchmark::ClobberMemory();

@@ -34,3 +34,5 @@ for n in ("100", "10000"):
 math, third = "BM_ExecutorCountedLoop<kMath>/10000", "BM_ExecutorCountedLoop<kThirdParty>/10000"
 print(f"| counted loop, a step | {statistics.median(ns[math]):.1f} ns | {statistics.median(ns[third]):.1f} ns | "
       f"{ratio(third, math)} | - | - |")
+branch = "BM_ExecutorLoopWithBranch/10000"
+print(f"| counted loop with a branch (a conditional_block a step) | {statistics.median(ns[branch]):.1f} ns | - | - | - | - |")

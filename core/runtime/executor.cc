@@ -559,30 +559,14 @@ void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, 
 void Executor::RunSubBlock(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key) {
   PreparedBlock& block = Prepare(block_idx);
   if (!block.declares_locals && !block.makes_locals.load(std::memory_order_relaxed)) {
+    // Its names are looked up on every run, not kept in a run cache: a branch's block
+    // uses a few, and a cache for them bought 2% of a loop with a branch
+    // (BM_ExecutorLoopWithBranch) for a second slot in every scope.
     OpBoundaries boundaries;
-    if (Scope::RunCacheSlot* slot = parent->ClaimRunCache(Scope::kSubBlock)) {
-      struct Release {
-        Scope& s;
-        ~Release() { s.ReleaseRunCache(Scope::kSubBlock); }
-      } release{*parent};
-      auto* cached = static_cast<ResolvedFrame*>(slot->cache.get());
-      if (cached == nullptr) slot->cache.reset(cached = new ResolvedFrame);
-      const uint64_t version = parent->ChainVersion();
-      if (slot->tag != block.serial || cached->chain_version != version) {
-        cached->frame.assign(block.names.size(), nullptr);
-        slot->tag = ResolveAbove(block, *parent, cached->frame.data()) ? block.serial : 0;
-        cached->chain_version = version;
-      }
-      if (slot->tag == block.serial) {
-        RunOps(block, parent, cached->frame.data(), boundaries);
-        return;
-      }
-    } else {  // another sub-block holds the cache (it runs an op that runs this one)
-      LocalFrame frame(block.names.size());
-      if (ResolveAbove(block, *parent, frame.data())) {
-        RunOps(block, parent, frame.data(), boundaries);
-        return;
-      }
+    LocalFrame frame(block.names.size());
+    if (ResolveAbove(block, *parent, frame.data())) {
+      RunOps(block, parent, frame.data(), boundaries);
+      return;
     }
     block.makes_locals.store(true, std::memory_order_relaxed);
   }

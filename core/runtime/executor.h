@@ -61,8 +61,8 @@ class Executor {
                bool (*proceed)(void*), void* arg);
   // Runs block `block_idx` once as the sub-block of an op running in `parent`
   // (conditional_block, a select's case): as Run in parent->NewChild(key) would, but in
-  // `parent` itself when no one can tell the two apart, which saves making the scope and
-  // looking its names up again: the block declares no local variable and every name it
+  // `parent` itself when no one can tell the two apart, which saves making the scope: the
+  // block declares no local variable and every name it
   // uses already exists up `parent`'s chain, so it would make nothing in its own scope.
   // A kernel in it that makes a variable by name in its context's scope makes it in `parent`.
   void RunSubBlock(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key);

@@ -1,7 +1,6 @@
 #include "core/runtime/scope.h"
 
 #include <algorithm>
-#include <iterator>
 #include <mutex>
 
 namespace rill::core {
@@ -33,7 +32,7 @@ std::shared_ptr<Scope> Scope::NewChild(ChildKey key) {
   }
   if (taken.born_under == now) {  // else stale: a name made locally may resolve above now
     child->vars_ = std::move(taken.vars);
-    std::move(std::begin(taken.run_cache), std::end(taken.run_cache), child->extras().run_cache);
+    child->extras().run_cache = std::move(taken.run_cache);
   }
   return child;
 }
@@ -48,7 +47,7 @@ Scope::~Scope() {
   if (key_.op == 0 || !parent_ || vars_.size() == 0 || parent_.use_count() == 1) return;
   const auto left = [this, &own] {
     Leftover l{key_, born_under_, std::move(vars_), {}};
-    if (own != nullptr) std::move(std::begin(own->run_cache), std::end(own->run_cache), l.run_cache);
+    if (own != nullptr) l.run_cache = std::move(own->run_cache);
     return l;
   };
   Leftover dropped;  // destroyed after the lock, as above

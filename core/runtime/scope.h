@@ -115,17 +115,14 @@ class Scope : public std::enable_shared_from_this<Scope> {
     std::unique_ptr<RunCache> cache;
     uint64_t tag = 0;
   };
-  // A scope keeps two: one for the block run in it, one for a sub-block its ops run in it
-  // without a scope of their own (Executor::RunSubBlock), so that neither evicts the other.
-  enum RunCacheFor { kBlock = 0, kSubBlock = 1 };
-  // The slot, for one run at a time: null while another run holds it. Give it back with
-  // ReleaseRunCache.
-  RunCacheSlot* ClaimRunCache(RunCacheFor use = kBlock) {
+  // The scope's one slot, for one run at a time: null while another run holds it. Give it
+  // back with ReleaseRunCache.
+  RunCacheSlot* ClaimRunCache() {
     Extras& x = extras();
-    return x.run_cache_busy[use].exchange(true, std::memory_order_acquire) ? nullptr : &x.run_cache[use];
+    return x.run_cache_busy.exchange(true, std::memory_order_acquire) ? nullptr : &x.run_cache;
   }
-  void ReleaseRunCache(RunCacheFor use = kBlock) {
-    extras_.load(std::memory_order_acquire)->run_cache_busy[use].store(false, std::memory_order_release);
+  void ReleaseRunCache() {
+    extras_.load(std::memory_order_acquire)->run_cache_busy.store(false, std::memory_order_release);
   }
 
  private:
@@ -220,7 +217,7 @@ class Scope : public std::enable_shared_from_this<Scope> {
     ChildKey key;
     uint64_t born_under = 0;  // the parent's ChainVersion when the variables were new
     VarList vars;
-    RunCacheSlot run_cache[2];
+    RunCacheSlot run_cache;
   };
   static constexpr size_t kLeftovers = 4;  // children of distinct keys kept at once
 
@@ -238,8 +235,8 @@ class Scope : public std::enable_shared_from_this<Scope> {
     static void operator delete(void* p, size_t bytes) { FreeSmall(p, bytes); }
     SpinLock leftovers_mu;
     std::vector<Leftover, SmallObjectAllocator<Leftover>> leftovers;  // at most kLeftovers, one a key, oldest first
-    std::atomic<bool> run_cache_busy[2] = {false, false};
-    RunCacheSlot run_cache[2];
+    std::atomic<bool> run_cache_busy{false};
+    RunCacheSlot run_cache;
   };
   // This scope's extras, made if none yet (lock-free: the loser of a race frees its own).
   Extras& extras() {

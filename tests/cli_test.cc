@@ -98,6 +98,14 @@ TEST(Cli, EachInvalidProgramIsACleanFailure) {
       {R"(ops { type: "elementwise_add" inputs { parameter: "X" arguments: "a" }
                 outputs { parameter: "Out" arguments: "c" } } })",
        "block 0, op 0 (elementwise_add): required input 'Y' is missing"},
+      // Once a segfault: a branch that runs its own block recursed until the stack ended.
+      {R"(ops { type: "conditional_block" inputs { parameter: "Cond" arguments: "c" }
+                attrs { name: "sub_block" type: BLOCK block_idx: 1 } } }
+          blocks { idx: 1 parent_idx: 0
+            ops { type: "conditional_block" inputs { parameter: "Cond" arguments: "c" }
+                  attrs { name: "sub_block" type: BLOCK block_idx: 1 } } })",
+       "block 1, op 0 (conditional_block): attribute 'sub_block' runs block 1, the op's own block, which recurses "
+       "without end: block 1, op 0 (conditional_block) -> block 1"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string path = TempPath("invalid" + std::to_string(i) + ".pbtxt");

@@ -256,23 +256,26 @@ TEST(CspPrograms, MalformedSelectCasesAreClearErrors) {
   }
 }
 
-// A select op written out by hand, as a Fluid program would hold it: `cases` with case
-// i's block bodies[i]; per case, the seed's fill_constant / equal / conditional_block in
-// the cases block. `swapped` puts case_to_execute first in the equals and the condition
-// in Cond; `extra` appends an op to the cases block, which the seed's layout lacks.
+// A select op written out by hand, as a Fluid program would hold it: `cases`, and per
+// case the seed's fill_constant / equal / conditional_block in the cases block, whose
+// block (a child of the cases block, as Fluid's `with select.case()` makes it) sets
+// int64 `mark` to marks[i]. `swapped` puts case_to_execute first in the equals and the
+// condition in Cond; `extra` appends an op to the cases block, which the seed's layout lacks.
 void HandWrittenSelect(ProgramBuilder& pb, BlockBuilder& b, const std::string& name,
-                       const std::vector<std::string>& cases, const std::vector<BlockBuilder*>& bodies,
+                       const std::vector<std::string>& cases, const std::string& mark, const std::vector<float>& marks,
                        bool swapped, const std::function<void(BlockBuilder&)>& extra = nullptr) {
   const std::string case_var = name + ".case";
   Fill(b, case_var, RILL_INT32, -1);
   BlockBuilder& cases_block = pb.NewBlock(b.idx());
   b.Op("select").Input("case_to_execute", case_var).BlockAttr("sub_block", cases_block.idx()).Attr("cases", cases);
-  for (size_t i = 0; i < bodies.size(); ++i) {
+  for (size_t i = 0; i < marks.size(); ++i) {
+    BlockBuilder& body = pb.NewBlock(cases_block.idx());
+    Fill(body, mark, RILL_INT64, marks[i]);
     const std::string idx = name + ".idx" + std::to_string(i), cond = name + ".cond" + std::to_string(i);
     Fill(cases_block, idx, RILL_INT32, static_cast<float>(i));
     cases_block.Op("equal").Input("X", swapped ? case_var : idx).Input("Y", swapped ? idx : case_var).Output("Out", cond);
     cases_block.Op("conditional_block").Input(swapped ? "Cond" : "X", cond).Attr("is_scalar_condition", true)
-        .BlockAttr("sub_block", bodies[i]->idx());
+        .BlockAttr("sub_block", body.idx());
   }
   if (extra) extra(cases_block);
 }
@@ -285,16 +288,11 @@ TEST(CspPrograms, ASelectRunsTheChosenCaseWhateverItsCasesBlockHolds) {
   MakeChannel(main, "ch", kLodTensorType, 1);
   Fill(main, "x", RILL_INT64, 7);
   for (const char* var : {"a", "b", "c", "got", "extra_ran"}) Fill(main, var, RILL_INT64, 0);
-  const auto marks = [&](const std::string& var, float value) {
-    BlockBuilder& body = pb.NewBlock(main.idx());
-    Fill(body, var, RILL_INT64, value);
-    return &body;
-  };
   // Nothing is buffered: the default case (1) runs; the send case (0) after it.
-  HandWrittenSelect(pb, main, "a", {"0,2,ch,got", "1,0"}, {marks("a", 1), marks("a", 2)}, /*swapped=*/true);
-  HandWrittenSelect(pb, main, "b", {"0,1,ch,x", "1,0"}, {marks("b", 1), marks("b", 2)}, /*swapped=*/false);
+  HandWrittenSelect(pb, main, "a", {"0,2,ch,got", "1,0"}, "a", {1, 2}, /*swapped=*/true);
+  HandWrittenSelect(pb, main, "b", {"0,1,ch,x", "1,0"}, "b", {1, 2}, /*swapped=*/false);
   // The seed's layout plus an op of its own, which every run of the select runs.
-  HandWrittenSelect(pb, main, "c", {"0,2,ch,got", "1,0"}, {marks("c", 1), marks("c", 2)}, /*swapped=*/false,
+  HandWrittenSelect(pb, main, "c", {"0,2,ch,got", "1,0"}, "c", {1, 2}, /*swapped=*/false,
                     [](BlockBuilder& cases) { cases.Op("increment").Input("X", "extra_ran").Output("Out", "extra_ran"); });
   ExpectRunPrints(pb, "select_layouts", {"a", "b", "c", "got", "extra_ran", "a.case", "c.case"},
                   "a int64 [1] 2\nb int64 [1] 1\nc int64 [1] 1\ngot int64 [1] 7\nextra_ran int64 [1] 1\n"

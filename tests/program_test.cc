@@ -123,6 +123,42 @@ TEST(Validate, BadBlockIndexAndParent) {
   ExpectProblem(proto::ProgramDesc(), "program has no blocks");
 }
 
+// An op runs only blocks below its own (issue 43): one that runs its own block or an
+// ancestor would recurse until the stack ends, so the program is refused with the cycle
+// as a path of blocks and ops; one that runs a block beside its own is refused too.
+TEST(Validate, AnOpRunsOnlyBlocksBelowItsOwn) {
+  {
+    ProgramBuilder pb;
+    auto& body = pb.NewBlock(0);
+    pb.block(0).Op("while").Input("Condition", "c").BlockAttr("sub_block", body.idx());
+    body.Op("conditional_block").Input("Cond", "c").Attr("is_scalar_condition", true).BlockAttr("sub_block", body.idx());
+    ExpectProblem(pb.Build(), "block 1, op 0 (conditional_block): attribute 'sub_block' runs block 1, the op's own "
+                              "block, which recurses without end: block 1, op 0 (conditional_block) -> block 1");
+  }
+  {
+    ProgramBuilder pb;
+    auto& loop = pb.NewBlock(0);
+    auto& branch = pb.NewBlock(loop.idx());
+    pb.block(0).Op("while").Input("Condition", "c").BlockAttr("sub_block", loop.idx());
+    loop.Op("increment").Input("X", "i").Output("Out", "i");
+    loop.Op("conditional_block").Input("Cond", "c").Attr("is_scalar_condition", true).BlockAttr("sub_block", branch.idx());
+    branch.Op("go").BlockAttr("sub_block", loop.idx());
+    ExpectProblem(pb.Build(), "block 2, op 0 (go): attribute 'sub_block' runs block 1, an ancestor of the op's block, "
+                              "which recurses without end: block 1, op 1 (conditional_block) -> block 2, op 0 (go) "
+                              "-> block 1");
+  }
+  {
+    ProgramBuilder pb;
+    auto& left = pb.NewBlock(0);
+    auto& right = pb.NewBlock(0);
+    pb.block(0).Op("conditional_block").Input("Cond", "c").Attr("is_scalar_condition", true).BlockAttr("sub_block", left.idx());
+    left.Op("conditional_block").Input("Cond", "c").Attr("is_scalar_condition", true).BlockAttr("sub_block", right.idx());
+    ExpectProblem(pb.Build(), "block 1, op 0 (conditional_block): attribute 'sub_block' runs block 2, which is not "
+                              "inside block 1 (its parent chain: 2 -> 0); an op runs only blocks below its own");
+    EXPECT_EQ(ValidateProgram(pb.Build(), test::ShippedRegistry()).size(), 1u) << "block 0 running block 1 is fine";
+  }
+}
+
 TEST(Validate, ThrowingFormSummarizesTheRest) {
   ProgramBuilder pb;
   pb.block(0).Op("nope1");

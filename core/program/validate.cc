@@ -1,5 +1,6 @@
 #include "core/program/validate.h"
 
+#include <algorithm>
 #include <set>
 
 #include "core/errors.h"
@@ -93,7 +94,7 @@ class Checker {
                             (a.has_type() ? AttrTypeName(a.type()) : "no type"));
         continue;
       }
-      CheckBlockRefs(where, a);
+      CheckBlockRefs(b, i, where, a);
     }
     for (const auto& spec : schema->attrs) {
       if (spec.required && !set_attrs.count(spec.name)) {
@@ -103,7 +104,10 @@ class Checker {
     }
   }
 
-  void CheckBlockRefs(const std::string& where, const proto::OpDesc::Attr& a) {
+  // A block an op runs must be a strict descendant of the op's block `b`: then every op
+  // runs blocks further down a finite tree, so no run recurses without end (the parent
+  // chains themselves are checked in CheckBlock).
+  void CheckBlockRefs(int b, int i, const std::string& where, const proto::OpDesc::Attr& a) {
     const int n = program_.blocks_size();
     const auto check = [&](int idx) {
       if (idx <= 0 || idx >= n) {
@@ -111,10 +115,69 @@ class Checker {
                             std::to_string(idx) + ", which " +
                             (idx == 0 ? "is the root block" : "does not exist") + " (program has " +
                             std::to_string(n) + " blocks)");
+        return;
+      }
+      const std::vector<int> from_b = ParentChain(b);  // b, its parent, ..., the root
+      if (std::find(from_b.begin(), from_b.end(), idx) != from_b.end()) {
+        problems_.push_back(where + ": attribute '" + a.name() + "' runs block " + std::to_string(idx) + ", " +
+                            (idx == b ? "the op's own block" : "an ancestor of the op's block") +
+                            ", which recurses without end: " + CyclePath(idx, b, i));
+        return;
+      }
+      const std::vector<int> from_idx = ParentChain(idx);
+      if (std::find(from_idx.begin(), from_idx.end(), b) == from_idx.end()) {
+        std::string chain;
+        for (int p : from_idx) chain += (chain.empty() ? "" : " -> ") + std::to_string(p);
+        problems_.push_back(where + ": attribute '" + a.name() + "' runs block " + std::to_string(idx) +
+                            ", which is not inside block " + std::to_string(b) + " (its parent chain: " + chain +
+                            "); an op runs only blocks below its own");
       }
     };
     if (a.type() == proto::BLOCK) check(a.block_idx());
     if (a.type() == proto::BLOCKS) for (int idx : a.blocks_idx()) check(idx);
+  }
+
+  // `block`, its parent, and so on up to the root, stopping at a link that does not exist
+  // or closes a loop.
+  std::vector<int> ParentChain(int block) const {
+    std::vector<int> chain;
+    for (int p = block; p >= 0 && p < program_.blocks_size(); p = program_.blocks(p).parent_idx()) {
+      if (std::find(chain.begin(), chain.end(), p) != chain.end()) break;
+      chain.push_back(p);
+    }
+    return chain;
+  }
+
+  // The cycle op `op` of block `b` closes by running `ancestor`: for each block from
+  // `ancestor` down to `b`, the op that runs the next one (when one does), then `op`.
+  // "block 0, op 1 (while) -> block 1, op 0 (conditional_block) -> block 0".
+  std::string CyclePath(int ancestor, int b, int op) const {
+    std::vector<int> down = ParentChain(b);  // b ... ancestor ... root
+    down.erase(std::find(down.begin(), down.end(), ancestor) + 1, down.end());
+    std::reverse(down.begin(), down.end());  // ancestor ... b
+    std::string path;
+    for (size_t k = 0; k < down.size(); ++k) {
+      const proto::BlockDesc& block = program_.blocks(down[k]);
+      path += "block " + std::to_string(down[k]);
+      int runs = k + 1 == down.size() ? op : -1;
+      for (int i = 0; runs < 0 && i < block.ops_size(); ++i) {
+        if (RunsBlock(block.ops(i), down[k + 1])) runs = i;
+      }
+      if (runs >= 0) path += ", op " + std::to_string(runs) + " (" + block.ops(runs).type() + ")";
+      path += " -> ";
+    }
+    return path + "block " + std::to_string(ancestor);
+  }
+  // Whether `op` names block `target` in a BLOCK or BLOCKS attribute.
+  static bool RunsBlock(const proto::OpDesc& op, int target) {
+    for (const auto& a : op.attrs()) {
+      if (a.type() == proto::BLOCK && a.block_idx() == target) return true;
+      if (a.type() == proto::BLOCKS &&
+          std::find(a.blocks_idx().begin(), a.blocks_idx().end(), target) != a.blocks_idx().end()) {
+        return true;
+      }
+    }
+    return false;
   }
 
   void CheckSlots(const std::string& where, const char* kind,

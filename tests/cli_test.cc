@@ -2,6 +2,9 @@
 // a one-line message and a non-zero exit, never a signal.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <sys/stat.h>
+
 #include "core/cli/npy.h"
 #include "test_util.h"
 
@@ -127,6 +130,21 @@ TEST(Cli, UsageErrorsExitTwo) {
   const auto help = RunRill({"--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("usage: rill [options] COMMAND"), std::string::npos);
+}
+
+// Only regular files are opened as plugins: dlopen on a FIFO named like one blocked rill
+// until a writer came. And a plugin path that names no directory says so.
+TEST(Cli, PluginPathsThatCannotHoldPluginsAreClearErrors) {
+  const std::string dir = TempPath("fifo_plugins");
+  std::filesystem::create_directories(dir);
+  const std::string fifo = dir + "/librill_fifo.so";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  ExpectCleanFailure(RunRill({"--plugin-path", dir, "ops"}), 1,
+                     "plugin directory '" + dir + "' holds 'librill_fifo.so', which is a FIFO, not a shared library");
+  ExpectCleanFailure(RunRill({"--plugin", fifo, "ops"}), 1, "plugin file '" + fifo + "' is a FIFO, not a shared library");
+  ExpectCleanFailure(RunRill({"ops"}, "RILL_PLUGIN_PATH=::"), 1,
+                     "RILL_PLUGIN_PATH is '::', which names no directory: set it to DIR[:DIR...], or unset it");
 }
 
 TEST(Cli, OpsDescribeAndPluginPathEnvironment) {

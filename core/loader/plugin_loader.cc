@@ -81,6 +81,22 @@ void Initialize(Candidate& c) {
   for (const auto& op : c.registration.ops) c.info.ops.push_back(op.type);
 }
 
+// What a path that is not a regular file is, for messages; nullptr for a regular file (or a
+// link to one). Only regular files are opened: dlopen on a FIFO blocks until a writer comes.
+const char* NotARegularFile(const fs::path& path) {
+  std::error_code ec;
+  switch (fs::status(path, ec).type()) {
+    case fs::file_type::regular: return nullptr;
+    case fs::file_type::directory: return "a directory";
+    case fs::file_type::fifo: return "a FIFO";
+    case fs::file_type::socket: return "a socket";
+    case fs::file_type::block: return "a block device";
+    case fs::file_type::character: return "a character device";
+    case fs::file_type::not_found: return "a broken link";
+    default: return "not a regular file";
+  }
+}
+
 std::vector<std::string> PluginFilesIn(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
@@ -88,7 +104,13 @@ std::vector<std::string> PluginFilesIn(const std::string& dir) {
   }
   std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.path().extension() == ".so" && !entry.is_directory()) files.push_back(entry.path().string());
+    if (entry.path().extension() != ".so") continue;
+    if (const char* kind = NotARegularFile(entry.path())) {
+      throw Error("plugin directory '" + dir + "' holds '" + entry.path().filename().string() + "', which is " + kind +
+                      ", not a shared library: remove it or load plugins from another directory",
+                  RILL_INVALID_ARGUMENT);
+    }
+    files.push_back(entry.path().string());
   }
   std::sort(files.begin(), files.end());
   return files;
@@ -104,6 +126,9 @@ std::vector<PluginInfo> LoadPlugins(Registry& registry, const LoadOptions& optio
   for (const auto& f : options.files) {
     std::error_code ec;
     if (!fs::exists(f, ec)) throw Error("plugin file '" + f + "' does not exist", RILL_NOT_FOUND);
+    if (const char* kind = NotARegularFile(f)) {
+      throw Error("plugin file '" + f + "' is " + kind + ", not a shared library", RILL_INVALID_ARGUMENT);
+    }
     paths.push_back(f);
   }
 
@@ -183,6 +208,11 @@ std::vector<std::string> PluginDirsFromEnvironment() {
     } else {
       cur += *p;
     }
+  }
+  if (dirs.empty()) {
+    throw Error(std::string("RILL_PLUGIN_PATH is '") + env + "', which names no directory: set it to DIR[:DIR...], "
+                    "or unset it for the default (" + DefaultPluginDir() + ")",
+                RILL_INVALID_ARGUMENT);
   }
   return dirs;
 }

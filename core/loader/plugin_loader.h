@@ -40,7 +40,8 @@ std::vector<PluginInfo> LoadPlugins(Registry& registry, const LoadOptions& optio
 std::string DefaultPluginDir();
 
 // What `rill` loads when given no --plugin-path: RILL_PLUGIN_PATH's directories
-// (colon-separated) if set, else DefaultPluginDir().
+// (colon-separated) if set, else DefaultPluginDir(). Throws when it is set but names no
+// directory ("::"): loading no plugin silently would surprise.
 std::vector<std::string> PluginDirsFromEnvironment();
 
 }  // namespace rill::core

@@ -49,60 +49,58 @@ void BM_ExecutorIncrement(benchmark::State& state) {
 BENCHMARK(BM_ExecutorIncrement<kMath>)->Arg(100)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ExecutorIncrement<kThirdParty>)->Arg(100)->Arg(10000)->Unit(benchmark::kMicrosecond);
 
-// A counted loop, `i = 0; while i < n { i += 1 }`, as Fluid writes `for i in range(n)`:
-// items/s counts steps, so ns/step is what a loop costs around its body (the `while` step,
-// the run of its block, the counter's increment and compare).
-template <const char* kCounter>
-void BM_ExecutorCountedLoop(benchmark::State& state) {
-  const int64_t kSteps = state.range(0);
-  ProgramBuilder pb;
+// Block 0 of `pb` as `i = 0; <zeroed> = 0; while i < n { i = counter(i); c = i < n }`, the
+// loop Fluid writes for `for i in range(n)`; returns the loop's body, for more ops.
+BlockBuilder& CountedLoop(ProgramBuilder& pb, int64_t steps, const char* counter,
+                          std::initializer_list<const char*> zeroed = {}) {
   auto& main = pb.block(0);
   auto& body = pb.NewBlock(0);
-  for (const auto& [name, value] : {std::pair{"i", 0.0f}, std::pair{"n", static_cast<float>(kSteps)}}) {
+  std::vector<std::pair<const char*, float>> fills{{"i", 0.0f}, {"n", static_cast<float>(steps)}};
+  for (const char* name : zeroed) fills.emplace_back(name, 0.0f);
+  for (const auto& [name, value] : fills) {
     main.Op("fill_constant").Output("Out", name).Attr("shape", std::vector<int64_t>{1})
         .Attr("dtype", int64_t{RILL_INT64}).Attr("value", value);
   }
   main.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "c");
   main.Op("while").Input("Condition", "c").BlockAttr("sub_block", body.idx());
-  body.Op(kCounter).Input("X", "i").Output("Out", "i");
+  body.Op(counter).Input("X", "i").Output("Out", "i");
   body.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "c");
+  return body;
+}
+
+// Runs `pb`'s block 0 (a loop of `steps` steps) once to prepare it, then timed; items/s
+// counts steps.
+void RunLoopProgram(benchmark::State& state, const ProgramBuilder& pb, int64_t steps) {
   auto program = std::make_shared<proto::ProgramDesc>(pb.Build());
   ValidateProgramOrThrow(*program, LoadedRegistry());
   Executor exec(LoadedRegistry(), program);
   auto scope = Scope::NewRoot();
   exec.Run(0, scope);
   for (auto _ : state) exec.Run(0, scope);
-  state.SetItemsProcessed(state.iterations() * kSteps);
+  state.SetItemsProcessed(state.iterations() * steps);
+}
+
+// A counted loop: ns/step is what a loop costs around its body (the `while` step, the run
+// of its block, the counter's increment and compare).
+template <const char* kCounter>
+void BM_ExecutorCountedLoop(benchmark::State& state) {
+  ProgramBuilder pb;
+  CountedLoop(pb, state.range(0), kCounter);
+  RunLoopProgram(state, pb, state.range(0));
 }
 BENCHMARK(BM_ExecutorCountedLoop<kMath>)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ExecutorCountedLoop<kThirdParty>)->Arg(10000)->Unit(benchmark::kMicrosecond);
 
-// The counted loop with a branch in its body, as Fluid writes `if i < m: j += 1` inside
+// The counted loop with a branch in its body, as Fluid writes `if i < n: j += 1` inside
 // `for i in range(n)`: a conditional_block whose sub-block runs on the step's variables
 // every step (what a sub-block run costs: Executor::RunSubBlock).
 void BM_ExecutorLoopWithBranch(benchmark::State& state) {
-  const int64_t kSteps = state.range(0);
   ProgramBuilder pb;
-  auto& main = pb.block(0);
-  auto& body = pb.NewBlock(0);
-  auto& then = pb.NewBlock(body.idx());
-  for (const auto& [name, value] : {std::pair{"i", 0.0f}, std::pair{"j", 0.0f}, std::pair{"n", static_cast<float>(kSteps)}}) {
-    main.Op("fill_constant").Output("Out", name).Attr("shape", std::vector<int64_t>{1})
-        .Attr("dtype", int64_t{RILL_INT64}).Attr("value", value);
-  }
-  main.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "c");
-  main.Op("while").Input("Condition", "c").BlockAttr("sub_block", body.idx());
-  body.Op("increment").Input("X", "i").Output("Out", "i");
-  body.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "c");
+  BlockBuilder& body = CountedLoop(pb, state.range(0), kMath, {"j"});
+  BlockBuilder& then = pb.NewBlock(body.idx());
   body.Op("conditional_block").Input("Cond", "c").Attr("is_scalar_condition", true).BlockAttr("sub_block", then.idx());
   then.Op("increment").Input("X", "j").Output("Out", "j");
-  auto program = std::make_shared<proto::ProgramDesc>(pb.Build());
-  ValidateProgramOrThrow(*program, LoadedRegistry());
-  Executor exec(LoadedRegistry(), program);
-  auto scope = Scope::NewRoot();
-  exec.Run(0, scope);
-  for (auto _ : state) exec.Run(0, scope);
-  state.SetItemsProcessed(state.iterations() * kSteps);
+  RunLoopProgram(state, pb, state.range(0));
 }
 BENCHMARK(BM_ExecutorLoopWithBranch)->Arg(10000)->Unit(benchmark::kMicrosecond);
 

@@ -62,13 +62,10 @@ class Scope : public std::enable_shared_from_this<Scope> {
   // parent, but for the variables' values: no ancestor has gained a variable since this
   // scope (or the variables it took over) was made.
   bool AncestorsUnchanged() const;
-  // Whether the next run of a block may use `s` again instead of a new sibling: `holder`
-  // is the only reference (no go block started in it keeps it) and AncestorsUnchanged.
-  static bool Reusable(const std::shared_ptr<Scope>& holder) {
-    return holder != nullptr && holder.use_count() == 1 && holder->AncestorsUnchanged();
-  }
-  // The same, given the parent's ChainVersion() (a loop, which needs it anyway, reads the
-  // chain once per step).
+  // Whether the next run of a block may use `holder` again instead of a new sibling:
+  // `holder` is the only reference (no go block started in it keeps it) and no ancestor
+  // gained a variable since it was made, given the parent's ChainVersion() (a loop, which
+  // needs it anyway, reads the chain once per step).
   static bool Reusable(const std::shared_ptr<Scope>& holder, uint64_t parent_chain_version) {
     return holder != nullptr && holder.use_count() == 1 && holder->BornUnder(parent_chain_version);
   }

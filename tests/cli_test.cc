@@ -2,6 +2,7 @@
 // a one-line message and a non-zero exit, never a signal.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <sys/stat.h>
 
@@ -56,6 +57,55 @@ TEST(Cli, FeedsAndSavesNpy) {
   ExpectCleanFailure(RunRill({"run", prog, "--feed", "x=" + kProgram}), 1, "not a .npy file");
   ExpectCleanFailure(RunRill({"run", prog, "--feed", "x=" + in, "--fetch", "zz"}), 1,
                      "fetch: variable 'zz' does not exist after the run");
+}
+
+// Issue 43, item 6: a feed the program declares differently is refused, naming both.
+TEST(Cli, FeedsAreCheckedAgainstTheirDeclarations) {
+  int files = 0;
+  const auto npy = [&](int32_t dtype, const std::vector<int64_t>& dims) {
+    core::Tensor t;
+    t.Allocate(dtype, dims);
+    std::memset(t.data(), 0, t.nbytes());
+    const std::string path = TempPath("feed" + std::to_string(files++) + ".npy");
+    core::WriteNpy(t, path);
+    return path;
+  };
+  const std::string prog = TempPath("declared.pbtxt");
+  WriteFile(prog, R"(blocks { idx: 0 parent_idx: -1
+    vars { name: "x" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: -1 dims: 3 } } } }
+    vars { name: "c" type { type: LOD_TENSOR lod_tensor { tensor { data_type: INT64 } } } }
+    vars { name: "ch" type { type: CHANNEL } }
+    ops { type: "scale" inputs { parameter: "X" arguments: "x" } outputs { parameter: "Out" arguments: "y" } }
+    ops { type: "scale" inputs { parameter: "X" arguments: "u" } outputs { parameter: "Out" arguments: "v" } } })");
+  const auto fed = [&](const std::string& feed) {
+    return RunRill({"run", prog, "--feed", "x=" + npy(RILL_FP32, {2, 3}), "--feed", "c=" + npy(RILL_INT64, {1}),
+                    "--feed", "u=" + npy(RILL_INT32, {4}), "--feed", feed, "--fetch", "y"});
+  };
+  const auto ok = fed("x=" + npy(RILL_FP32, {7, 3}));
+  EXPECT_EQ(ok.exit_code, 0) << "-1 matches any size; an undeclared variable an op reads takes any value: " << ok.err;
+  EXPECT_EQ(fed("c=" + npy(RILL_INT64, {2, 2})).exit_code, 0) << "no dims declared: the dtype only is checked";
+  ExpectCleanFailure(fed("x=" + npy(RILL_INT32, {2, 3})), 1,
+                     "feed 'x': the program declares fp32 [-1, 3], the value fed is int32 [2, 3]");
+  ExpectCleanFailure(fed("x=" + npy(RILL_FP32, {7})), 1,
+                     "feed 'x': the program declares fp32 [-1, 3], the value fed is fp32 [7] (a declared "
+                     "dimension of -1 matches any size)");
+  ExpectCleanFailure(fed("x=" + npy(RILL_FP32, {2, 4})), 1, "the value fed is fp32 [2, 4]");
+  ExpectCleanFailure(fed("c=" + npy(RILL_FP32, {1})), 1, "feed 'c': the program declares int64 [], the value fed is fp32 [1]");
+  ExpectCleanFailure(fed("ch=" + npy(RILL_FP32, {1})), 1, "feed 'ch': the variable is declared as CHANNEL");
+  ExpectCleanFailure(fed("xx=" + npy(RILL_FP32, {1})), 1,
+                     "feed 'xx': the program neither declares nor uses a variable of that name");
+}
+
+// Issue 43, item 3: a shape attribute whose byte size does not fit is an error, not a
+// wrapped 0-byte buffer.
+TEST(Cli, AShapeTooLargeToAllocateIsACleanFailure) {
+  const std::string prog = TempPath("huge.pbtxt");
+  WriteFile(prog, R"(blocks { idx: 0 parent_idx: -1
+    ops { type: "fill_constant" outputs { parameter: "Out" arguments: "x" }
+          attrs { name: "shape" type: INTS ints: 1073741824 ints: 1073741824 ints: 4 } } })");
+  ExpectCleanFailure(RunRill({"run", prog, "--fetch", "x"}), 1,
+                     "block 0, op 0 (fill_constant -> Out=[x]): cannot allocate a fp32 tensor: shape [1073741824, "
+                     "1073741824, 4] of 4-byte elements is more bytes than memory can address");
 }
 
 TEST(Cli, EachBadPluginIsACleanFailure) {

@@ -236,6 +236,37 @@ TEST(Variable, AMoveLeavesTheOverwrittenMemoryToTheNextAllocationUnlessShared) {
   EXPECT_EQ(*keep.data_as<int64_t>(), 7);
 }
 
+// Sizes from untrusted shapes never wrap: issue 43's 2^62 fp32 elements fit int64 but
+// their bytes do not, and were allocated as a 0-byte buffer.
+TEST(Tensor, AShapeWhoseSizeDoesNotFitIsAnError) {
+  const auto expect_refused = [](int32_t dtype, const std::vector<int64_t>& dims, const std::string& why) {
+    Tensor t;
+    try {
+      t.Allocate(dtype, dims);
+      ADD_FAILURE() << "allocated " << t.nbytes() << " bytes; expected: " << why;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+      EXPECT_EQ(e.code(), RILL_INVALID_ARGUMENT);
+    }
+    EXPECT_FALSE(t.initialized());
+  };
+  expect_refused(RILL_FP32, {int64_t{1} << 62},
+                 "fp32 tensor: shape [4611686018427387904] of 4-byte elements is more bytes than memory can address");
+  expect_refused(RILL_INT8, {int64_t{1} << 32, int64_t{1} << 32}, "has more elements than int64 can count");
+  expect_refused(RILL_FP32, {3, -2}, "shape [3, -2] has a negative dimension");
+  Tensor empty;
+  empty.Allocate(RILL_FP32, {int64_t{1} << 40, int64_t{1} << 40, 0});
+  EXPECT_EQ(empty.numel(), 0) << "a 0 dimension makes any shape empty";
+  try {
+    Tensor huge;
+    huge.Allocate(RILL_UINT8, {int64_t{1} << 50});
+    ADD_FAILURE() << "allocated a petabyte";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), RILL_RESOURCE_EXHAUSTED);
+    EXPECT_NE(std::string(e.what()).find("1125899906842624 bytes"), std::string::npos) << "the true size: " << e.what();
+  }
+}
+
 TEST(Npy, RoundTripsEveryShape) {
   for (const std::vector<int64_t>& dims : {std::vector<int64_t>{}, {5}, {2, 3}, {2, 1, 4}}) {
     Tensor t;
@@ -264,12 +295,30 @@ TEST(Npy, MalformedFilesAreClearErrors) {
     bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
   test::WriteFile(good, bytes.substr(0, bytes.size() - 8));
-  try {
-    ReadNpy(good);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("shorter than its shape"), std::string::npos) << e.what();
-  }
+  const auto expect_refused = [](const std::string& path, const std::string& why) {
+    try {
+      ReadNpy(path);
+      ADD_FAILURE() << "read " << path << "; expected: " << why;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  expect_refused(good, "shorter than its shape says (792 of 800 bytes)");
+  // Headers that claim more than the file holds, or more than memory can: refused from
+  // the header, before anything that large is allocated.
+  const auto npy_with_shape = [](const std::string& shape, const std::string& data) {
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + shape + "), }";
+    header.append(64 - (10 + header.size()) % 64 - 1, ' ').push_back('\n');
+    const std::string path = test::TempPath("shape.npy");
+    test::WriteFile(path, std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size() & 0xff) +
+                              static_cast<char>(header.size() >> 8) + header + data);
+    return path;
+  };
+  expect_refused(npy_with_shape("4611686018427387904,", ""), "more bytes than memory can address");
+  expect_refused(npy_with_shape("1000000000000,", "abcd"), "shorter than its shape says (4 of 4000000000000 bytes)");
+  expect_refused(npy_with_shape("2, -3", ""), "has a negative dimension");
+  expect_refused(npy_with_shape("2L, 3", ""), "bad shape entry '2L'");
+  EXPECT_EQ(ReadNpy(npy_with_shape("1, 2", std::string(8, '\0'))).dims().ToVector(), (std::vector<int64_t>{1, 2}));
 }
 
 }  // namespace

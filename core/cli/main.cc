@@ -20,6 +20,7 @@
 #include "core/loader/plugin_loader.h"
 #include "core/log.h"
 #include "core/program/backward.h"
+#include "core/program/feed_check.h"
 #include "core/program/program_io.h"
 #include "core/program/transpiler.h"
 #include "core/program/validate.h"
@@ -282,7 +283,10 @@ int CmdRun(const Args& given, const Registry& registry) {
     if (eq == std::string::npos || eq == 0 || eq + 1 == feed.size()) {
       throw UsageError("--feed takes VAR=FILE.npy, got '" + feed + "'");
     }
-    *scope->Var(feed.substr(0, eq))->GetMutableTensor() = ReadNpy(feed.substr(eq + 1));
+    const std::string name = feed.substr(0, eq);
+    Tensor value = ReadNpy(feed.substr(eq + 1));
+    CheckFeed(*program, name, value);
+    *scope->Var(name)->GetMutableTensor() = std::move(value);
   }
   SchedulerOptions tasks;
   tasks.workers = static_cast<int>(PositiveCount("--workers", a.workers, true));

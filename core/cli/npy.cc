@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "core/runtime/dtype.h"
+#include "rill/checked_size.hpp"
 
 namespace rill::core {
 
@@ -40,9 +41,7 @@ std::string DictValue(const std::string& header, const std::string& key, const s
 
 }  // namespace
 
-Tensor ReadNpy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open '" + path + "'", RILL_NOT_FOUND);
+Tensor ReadNpy(std::istream& in, const std::string& path) {
   char magic[6];
   unsigned char version[2];
   if (!in.read(magic, 6) || std::memcmp(magic, kMagic, 6) != 0 ||
@@ -78,19 +77,44 @@ Tensor ReadNpy(const std::string& path) {
   std::stringstream shape(DictValue(header, "shape", path));
   std::string item;
   while (std::getline(shape, item, ',')) {
-    if (item.find_first_not_of(' ') == std::string::npos) continue;
+    const auto first = item.find_first_not_of(' ');
+    if (first == std::string::npos) continue;
+    size_t used = 0;
     try {
-      dims.push_back(std::stoll(item));
+      dims.push_back(std::stoll(item.substr(first), &used));
     } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || item.find_first_not_of(' ', first + used) != std::string::npos) {
       throw Error(path + ": bad shape entry '" + item + "' in .npy header");
     }
   }
+  const ShapeSize size = SizeOfShape(dims.data(), dims.size(), DataTypeSize(dtype));
+  if (!size.ok()) throw Error(path + ": .npy header's " + size.error);
+  // A seekable stream says how much data it holds: a header that claims more is refused
+  // before anything that large is allocated.
+  const std::streampos at = in.tellg();
+  if (at != std::streampos(-1) && in.seekg(0, std::ios::end)) {
+    const auto left = static_cast<uint64_t>(in.tellg() - at);
+    in.seekg(at);
+    if (left < size.bytes) {
+      throw Error(path + ": .npy data is shorter than its shape says (" + std::to_string(left) + " of " +
+                  std::to_string(size.bytes) + " bytes)");
+    }
+  }
+  in.clear();
   Tensor t;
   t.Allocate(dtype, dims);
   if (!in.read(static_cast<char*>(t.data()), static_cast<std::streamsize>(t.nbytes()))) {
     throw Error(path + ": .npy data is shorter than its shape says (" + std::to_string(t.nbytes()) + " bytes)");
   }
   return t;
+}
+
+Tensor ReadNpy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open '" + path + "'", RILL_NOT_FOUND);
+  return ReadNpy(in, path);
 }
 
 void WriteNpy(const Tensor& tensor, const std::string& path) {

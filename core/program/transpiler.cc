@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "core/errors.h"
 #include "core/program/builder.h"
+#include "rill/checked_size.hpp"
 
 namespace rill::core {
 namespace {
@@ -32,11 +34,14 @@ const proto::VarDesc* FindVar(const proto::ProgramDesc& program, const std::stri
   return nullptr;
 }
 
+// The declared element count, an unknown (-1) dimension counted as 1.
 int64_t Elements(const proto::VarDesc* v) {
   if (v == nullptr || !v->type().has_lod_tensor()) return 1;
-  int64_t n = 1;
-  for (int64_t d : v->type().lod_tensor().tensor().dims()) n *= std::max<int64_t>(d, 1);
-  return n;
+  std::vector<int64_t> dims;
+  for (int64_t d : v->type().lod_tensor().tensor().dims()) dims.push_back(std::max<int64_t>(d, 1));
+  const ShapeSize size = SizeOfShape(dims.data(), dims.size(), 1);
+  if (!size.ok()) throw Error("variable '" + v->name() + "': declared " + size.error);
+  return size.numel;
 }
 
 void CheckEndpoint(const std::string& e) {
@@ -142,7 +147,9 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
   for (size_t i : order) {
     const size_t p = std::min_element(load.begin(), load.end()) - load.begin();
     params[i].pserver = p;
-    load[p] += size_of(params[i]);
+    if (!CheckedAdd(load[p], size_of(params[i]), &load[p])) {
+      throw Error("the parameters placed on " + options.pservers[p] + " have more elements than int64 can count");
+    }
   }
 
   TranspiledPrograms out;

@@ -1,5 +1,6 @@
 #include "core/runtime/tensor.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "core/runtime/dtype.h"
 #include "core/runtime/small_objects.h"
 #include "core/runtime/staging_memory.h"
+#include "rill/checked_size.hpp"
 
 namespace rill::core {
 
@@ -50,6 +52,10 @@ Buffer::Buffer(size_t bytes, Place place, const Device* staging_for) : data_(nul
                  "allocating " + std::to_string(bytes) + " bytes on " + place.ToString() + ": ");
     CountDeviceBuffers(1);
     return;
+  }
+  if (bytes > static_cast<size_t>(PTRDIFF_MAX)) {  // beyond any allocator; rounding up would wrap
+    throw Error("out of memory allocating " + std::to_string(bytes) + " bytes: more than a process can address",
+                RILL_RESOURCE_EXHAUSTED);
   }
   const size_t rounded = HostBytes(bytes);
   if (staging_for != nullptr && (data_ = TakeStagingMemory(*staging_for, rounded)) != nullptr) {
@@ -122,15 +128,10 @@ void* Tensor::Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place pl
     const std::vector<int64_t> copy(dims, dims + ndim);  // `dims` is our own shape
     return Allocate(dtype, copy.data(), copy.size(), place, staging_for);
   }
-  const size_t elem = DataTypeSize(dtype);
-  int64_t numel = 1;
-  for (size_t i = 0; i < ndim; ++i) {
-    const int64_t d = dims[i];
-    if (d < 0) throw Error("negative dimension " + std::to_string(d) + " in tensor shape");
-    if (d != 0 && numel > INT64_MAX / d) throw Error("tensor shape overflows int64");
-    numel *= d;
-  }
-  const size_t bytes = static_cast<size_t>(numel) * elem;
+  const ShapeSize size = SizeOfShape(dims, ndim, DataTypeSize(dtype));
+  if (!size.ok()) throw Error("cannot allocate a " + DataTypeName(dtype) + " tensor: " + size.error, RILL_INVALID_ARGUMENT);
+  const int64_t numel = size.numel;
+  const size_t bytes = size.bytes;
   const bool reuse = buffer_ && buffer_.use_count() == 1 && buffer_->size() == bytes &&
                      buffer_->place() == place;
   if (!reuse) {

@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 
+#include "rill/checked_size.hpp"
 #include "rill/sdk.hpp"
 
 namespace rill::dist {
+
 namespace {
 
 // protobuf tags of VariableMessage's fields (field number << 3 | wire type 2).
@@ -103,13 +104,9 @@ bool SliceLease::WaitReleased(std::chrono::milliseconds timeout) {
 }
 
 int64_t CheckedNumel(const std::vector<int64_t>& dims) {
-  int64_t numel = 1;
-  for (int64_t d : dims) {
-    if (d < 0) throw WireError("negative dimension " + std::to_string(d));
-    if (d != 0 && numel > std::numeric_limits<int64_t>::max() / d) throw WireError("dims overflow int64");
-    numel *= d;
-  }
-  return numel;
+  const ShapeSize size = SizeOfShape(dims.data(), dims.size(), 1);
+  if (!size.ok()) throw WireError(size.error);
+  return size.numel;
 }
 
 grpc::ByteBuffer EncodeVariable(const std::string& name, int32_t trainer_id, int64_t iteration,
@@ -149,11 +146,9 @@ size_t TensorByteSize(const v1::VariableHeader& header) {
   const auto& meta = header.tensor();
   const size_t elem = DataTypeSize(meta.dtype());
   if (elem == 0) throw WireError("unknown dtype " + std::to_string(meta.dtype()) + " for '" + header.name() + "'");
-  const int64_t numel = CheckedNumel(std::vector<int64_t>(meta.dims().begin(), meta.dims().end()));
-  if (static_cast<uint64_t>(numel) > std::numeric_limits<size_t>::max() / elem) {
-    throw WireError("'" + header.name() + "' declares " + std::to_string(numel) + " elements: too many bytes");
-  }
-  return static_cast<size_t>(numel) * elem;
+  const ShapeSize size = SizeOfShape(meta.dims().data(), static_cast<size_t>(meta.dims_size()), elem);
+  if (!size.ok()) throw WireError("'" + header.name() + "': " + size.error);
+  return size.bytes;
 }
 
 v1::VariableHeader ParseVariable(const grpc::ByteBuffer& buffer, ReceivedBytes* data) {

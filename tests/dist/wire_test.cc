@@ -125,8 +125,9 @@ TEST(DistWire, BadMessagesAreRejectedBeforeAnythingIsAllocated) {
   ExpectRejected("", "must start with its header");
   ExpectRejected(std::string("\x12\x01x", 3), "must start with its header");
   ExpectRejected(Message(Header("w", RILL_FP32, {1LL << 40}), four_floats), "declares 1099511627776 elements");
-  ExpectRejected(Message(Header("w", RILL_FP32, {4, 1LL << 62}), four_floats), "overflow");
-  ExpectRejected(Message(Header("w", RILL_FP32, {-4}), four_floats), "negative dimension");
+  ExpectRejected(Message(Header("w", RILL_FP32, {4, 1LL << 62}), four_floats), "more elements than int64 can count");
+  ExpectRejected(Message(Header("w", RILL_FP32, {1LL << 62}), four_floats), "more bytes than memory can address");
+  ExpectRejected(Message(Header("w", RILL_FP32, {-4}), four_floats), "has a negative dimension");
   ExpectRejected(Message(Header("w", 99, {4}), four_floats), "unknown dtype 99");
   ExpectRejected(Message(Header("w", RILL_FP32, {5}), four_floats), "carries 16 bytes");
   const std::string good = Message(Header("w", RILL_FP32, {4}), four_floats);

@@ -1,0 +1,25 @@
+// core/program/feed_check.h — a value fed into a program checked against its declaration.
+//
+// Contract: CheckFeed accepts `value` for variable `name` when block 0 of `program`
+// declares `name` as a dense tensor (LOD_TENSOR) of the value's dtype and of a shape
+// compatible with the value's: the same rank, and each declared dimension equal to the
+// value's or -1 (any size), as Fluid checks a feed. A declaration with no dimensions
+// declares the dtype only. A variable no block declares is accepted when some op names
+// it (hand-written programs need not declare); one that no op names either is a
+// misspelt feed. Anything else throws Error (RILL_INVALID_ARGUMENT) naming the variable
+// and, for a mismatch, both dtypes and both shapes.
+#ifndef RILL_CORE_PROGRAM_FEED_CHECK_H_
+#define RILL_CORE_PROGRAM_FEED_CHECK_H_
+
+#include <string>
+
+#include "core/proto/framework.pb.h"
+#include "core/runtime/tensor.h"
+
+namespace rill::core {
+
+void CheckFeed(const proto::ProgramDesc& program, const std::string& name, const Tensor& value);
+
+}  // namespace rill::core
+
+#endif  // RILL_CORE_PROGRAM_FEED_CHECK_H_

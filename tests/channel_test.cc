@@ -219,6 +219,22 @@ TEST_F(ChannelTest, BufferedIsFifoAndBlocksOnlyWhenFull) {
   EXPECT_TRUE(fourth_sent.load());
 }
 
+// The buffer grows as values arrive, and values keep their order across each growth,
+// including when the ring has wrapped (head past slot 0) before it grows.
+TEST_F(ChannelTest, ABufferGrowsAsValuesArriveAndStaysFifo) {
+  RunMain([&] {
+    auto ch = Channel::Make(kLodTensor, 1000);
+    int64_t sent = 0, received = 0;
+    for (int round = 0; round < 6; ++round) {
+      for (int i = 0; i < 10 << round; ++i) SendInt(*ch, sent++);
+      for (int i = 0; i < 3 << round; ++i) EXPECT_EQ(RecvInt(*ch), received++);
+    }
+    while (sent < 1000 + received) SendInt(*ch, sent++);  // full: would deadlock past capacity
+    EXPECT_NE(ch->Describe().find("1000 buffered"), std::string::npos) << ch->Describe();
+    while (received < sent) EXPECT_EQ(RecvInt(*ch), received++);
+  });
+}
+
 TEST_F(ChannelTest, CloseWakesEveryBlockedReceiverAndSender) {
   std::atomic<int> receivers_closed{0}, senders_failed{0};
   RunMain([&] {

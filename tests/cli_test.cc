@@ -108,6 +108,36 @@ TEST(Cli, AShapeTooLargeToAllocateIsACleanFailure) {
                      "1073741824, 4] of 4-byte elements is more bytes than memory can address");
 }
 
+// Issue 43, item 4: running out of memory or threads is an error, never `terminate`. The
+// runs are given a small address space (prlimit --as), which sanitizer runtimes, reserving
+// terabytes of shadow memory, cannot start in.
+TEST(Cli, RunningOutOfMemoryOrThreadsIsACleanFailure) {
+  if (!std::string(RILL_TEST_SANITIZER).empty()) {
+    GTEST_SKIP() << "built with a sanitizer (" << RILL_TEST_SANITIZER << "), whose runtime cannot start in a "
+                 << "limited address space";
+  }
+  const std::string limited = "prlimit --as=1000000000";  // 1 GB
+  // A channel of capacity 16,777,216 buffers as values arrive: one send needs one slot,
+  // where the buffer built at full capacity (2.5 GB) ended the run in terminate.
+  const std::string channel = TempPath("big_channel.pbtxt");
+  WriteFile(channel, R"(blocks { idx: 0 parent_idx: -1
+    ops { type: "channel_create" outputs { parameter: "Out" arguments: "ch" }
+          attrs { name: "data_type" type: INT i: 7 } attrs { name: "capacity" type: INT i: 16777216 } }
+    ops { type: "fill_constant" outputs { parameter: "Out" arguments: "x" } attrs { name: "shape" type: INTS ints: 1 } }
+    ops { type: "channel_send" inputs { parameter: "Channel" arguments: "ch" } inputs { parameter: "X" arguments: "x" }
+          outputs { parameter: "Status" arguments: "s" } attrs { name: "is_copy" type: BOOLEAN b: true } } })");
+  const auto one_send = RunRill({"run", channel, "--fetch", "s"}, limited);
+  EXPECT_EQ(one_send.exit_code, 0) << one_send.err;
+  EXPECT_EQ(one_send.out, "s bool [1] true\n");
+  // Worker threads' stacks (8 MiB each) run out of the address space part way.
+  ExpectCleanFailure(RunRill({"run", kProgram, "--workers", "1000"}, limited), 1, "cannot start worker thread ");
+  // The bound on workers, before anything is made.
+  ExpectCleanFailure(RunRill({"run", kProgram, "--workers", "100000"}), 1,
+                     "--workers 100000 is more worker threads than the 1024 a run may have");
+  ExpectCleanFailure(RunRill({"run", kProgram}, "RILL_WORKERS=5000"), 1,
+                     "RILL_WORKERS 5000 is more worker threads than the 1024 a run may have");
+}
+
 TEST(Cli, EachBadPluginIsACleanFailure) {
   ExpectCleanFailure(RunRill({"--plugin-path", kFixtures + "/not_a_library", "ops"}), 1,
                      "is not a loadable shared library");

@@ -477,7 +477,12 @@ RillStatus* VarCopy(RillVariable* dst, const RillVariable* src) {
 }
 void VarDescribe(const RillVariable* v, char* buf, size_t cap) {
   if (!buf || cap == 0) return;
-  const std::string s = v ? V(v)->Describe() : "null";
+  std::string s;
+  try {
+    s = v ? V(v)->Describe() : "null";
+  } catch (const std::exception&) {
+    s = "(no memory to describe it)";
+  }
   const size_t n = std::min(cap - 1, s.size());
   std::memcpy(buf, s.data(), n);
   buf[n] = '\0';
@@ -527,10 +532,20 @@ RillStatus* ScopeNewChild(RillScope* parent, RillScope** out) {
 RillScope* ScopeRetain(RillScope* s) { return s && s->scope ? new RillScope{s->Owner()} : nullptr; }
 void ScopeRelease(RillScope* s) { delete s; }
 RillVariable* ScopeFindVar(RillScope* s, const char* name) {
-  return (s && s->scope && name) ? reinterpret_cast<RillVariable*>(s->scope->FindVar(name)) : nullptr;
+  if (!s || !s->scope || !name) return nullptr;
+  try {
+    return reinterpret_cast<RillVariable*>(s->scope->FindVar(name));
+  } catch (const std::exception&) {
+    return nullptr;
+  }
 }
 RillVariable* ScopeVar(RillScope* s, const char* name) {
-  return (s && s->scope && name) ? reinterpret_cast<RillVariable*>(s->scope->Var(name)) : nullptr;
+  if (!s || !s->scope || !name) return nullptr;
+  try {
+    return reinterpret_cast<RillVariable*>(s->scope->Var(name));
+  } catch (const std::exception&) {
+    return nullptr;
+  }
 }
 // ---- tasks ---------------------------------------------------------------------------------
 
@@ -578,7 +593,14 @@ RillStatus* CtxGo(RillKernelContext* ctx, int32_t block_idx, const RillArg* bind
   });
 }
 
-RillVariable* VarNew() { return reinterpret_cast<RillVariable*>(new Variable()); }
+// Entries with no status to return hand back NULL when memory runs out (abi.h).
+RillVariable* VarNew() {
+  try {
+    return reinterpret_cast<RillVariable*>(new Variable());
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
 void VarDelete(RillVariable* v) { delete V(v); }
 RillStatus* VarSwap(RillVariable* a, RillVariable* b) {
   if (!a || !b) return NullArg("var_swap");

@@ -4,6 +4,7 @@
 #define RILL_CORE_ABI_STATUS_H_
 
 #include <cstdint>
+#include <new>
 #include <string>
 
 #include "core/errors.h"
@@ -26,6 +27,8 @@ RillStatus* StatusFromCall(F&& body) noexcept {
     return nullptr;
   } catch (const Error& e) {
     return new RillStatus{e.code(), e.what()};
+  } catch (const std::bad_alloc& e) {
+    return new RillStatus{RILL_RESOURCE_EXHAUSTED, std::string("out of memory (") + e.what() + ")"};
   } catch (const std::exception& e) {
     return new RillStatus{RILL_INTERNAL, e.what()};
   } catch (...) {

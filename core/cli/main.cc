@@ -529,6 +529,10 @@ int Main(int argc, char** argv) {
   } catch (const UsageError& e) {
     std::fprintf(stderr, "rill: error: %s\n", OneLine(e.what()).c_str());
     return 2;
+  } catch (const std::bad_alloc& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "rill: error: out of memory (%s)\n", e.what());
+    return 1;
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "rill: error: %s\n", OneLine(e.what()).c_str());

@@ -44,12 +44,17 @@ void Scavenger::Stop() {
   }
 }
 
-void Scavenger::Watch(Scavengeable* s) {
+void Scavenger::Watch(Scavengeable* s) noexcept {
   std::lock_guard lock(mu_);
-  if (std::find(watched_.begin(), watched_.end(), s) == watched_.end()) watched_.push_back(s);
-  if (!thread_.joinable() && !stop_) {
-    started_by_ = getpid();
-    thread_ = std::thread([this] { Loop(); });
+  // Watch is called by frees, which cannot fail. Out of memory or threads, `s` goes
+  // unwatched for now: it keeps its idle memory, and its next Watch tries again.
+  try {
+    if (std::find(watched_.begin(), watched_.end(), s) == watched_.end()) watched_.push_back(s);
+    if (!thread_.joinable() && !stop_) {
+      thread_ = std::thread([this] { Loop(); });
+      started_by_ = getpid();
+    }
+  } catch (const std::exception&) {
   }
   cv_.notify_one();
 }

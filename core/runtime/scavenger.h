@@ -43,7 +43,9 @@ class Scavenger {
  public:
   static Scavenger& Get();
 
-  void Watch(Scavengeable* s);
+  // Never fails (frees call it): without memory or a thread to spare, `s` is watched
+  // from a later call.
+  void Watch(Scavengeable* s) noexcept;
   void Forget(Scavengeable* s);
 
  private:

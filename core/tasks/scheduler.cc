@@ -46,9 +46,11 @@
 #include <cstdlib>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <string>
 #include <thread>
 #include <vector>
@@ -290,12 +292,20 @@ class Scheduler {
       : task_stacks_(StackPool::Shared(o.task_stack_bytes).Lease()),
         main_stacks_(StackPool::Shared(o.main_stack_bytes).Lease()) {
     int n = o.workers;
+    const char* from = "--workers";
     if (n <= 0) {
       const char* env = std::getenv("RILL_WORKERS");
       n = env != nullptr ? std::atoi(env) : 0;
+      from = "RILL_WORKERS";
     }
     if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
     n = std::max(n, 1);
+    if (n > SchedulerOptions::kMaxWorkers) {
+      throw Error(std::string(from) + " " + std::to_string(n) + " is more worker threads than the " +
+                      std::to_string(SchedulerOptions::kMaxWorkers) + " a run may have (this machine has " +
+                      std::to_string(std::thread::hardware_concurrency()) + " hardware threads)",
+                  RILL_INVALID_ARGUMENT);
+    }
     for (int i = 0; i < n; ++i) {
       workers_.push_back(std::make_unique<Worker>());
       workers_.back()->sched = this;
@@ -314,9 +324,31 @@ class Scheduler {
   }
 
   void Run(std::function<void()> main) {
-    Spawn(std::move(main), nullptr, /*is_main=*/true);
-    for (auto& w : workers_) w->thread = std::thread([this, w = w.get()] { WorkerLoop(w); });
-    {
+    // Every worker starts, or the run does not: the run's end is seen when all of them
+    // are idle, which a partial set never is. So each new thread waits at the gate until
+    // all exist, and is sent home if one could not be made.
+    std::exception_ptr not_started;
+    for (auto& w : workers_) {
+      try {
+        w->thread = std::thread([this, w = w.get()] {
+          if (PassGate()) WorkerLoop(w);
+        });
+      } catch (const std::system_error& e) {
+        not_started = std::make_exception_ptr(Error("cannot start worker thread " + std::to_string(w->index + 1) +
+                                                        " of " + std::to_string(workers_.size()) + ": " + e.what(),
+                                                    RILL_RESOURCE_EXHAUSTED));
+        break;
+      }
+    }
+    if (!not_started) {
+      try {
+        Spawn(std::move(main), nullptr, /*is_main=*/true);
+      } catch (...) {  // no memory for its stack
+        not_started = std::current_exception();
+      }
+    }
+    OpenGate(/*run=*/!not_started);
+    if (!not_started) {
       std::unique_lock lock(done_mu_);
       done_cv_.wait(lock, [&] { return done_; });
     }
@@ -325,8 +357,24 @@ class Scheduler {
       stop_.store(true);
       idle_cv_.notify_all();
     }
-    for (auto& w : workers_) w->thread.join();
+    for (auto& w : workers_) {
+      if (w->thread.joinable()) w->thread.join();
+    }
+    if (not_started) std::rethrow_exception(not_started);
     if (error_) throw *error_;
+  }
+
+  // The start gate (see Run): PassGate waits until it opens and says whether to run.
+  bool PassGate() {
+    std::unique_lock lock(gate_mu_);
+    gate_cv_.wait(lock, [&] { return gate_open_; });
+    return gate_run_;
+  }
+  void OpenGate(bool run) {
+    std::lock_guard lock(gate_mu_);
+    gate_open_ = true;
+    gate_run_ = run;
+    gate_cv_.notify_all();
   }
 
   void Spawn(TaskBody body, const RillOpInfo* origin, bool is_main) {
@@ -759,6 +807,10 @@ class Scheduler {
   std::vector<Task*> free_;  // finished go tasks beyond what workers keep (no malloc, warm stack)
   std::mutex error_mu_;
   std::optional<Error> error_;
+  std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
+  bool gate_open_ = false;
+  bool gate_run_ = false;
   std::atomic<bool> cancelled_{false};
   std::string cancel_message_;
   int32_t cancel_code_ = RILL_CANCELLED;
@@ -804,7 +856,9 @@ void Task::SwitchToWorker() {
 
 void Task::Failed(const std::exception& e) {
   const auto* error = dynamic_cast<const Error*>(&e);
-  if (error == nullptr) {
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) {
+    sched->Fail(Error(std::string("out of memory in a task (") + e.what() + ")", RILL_RESOURCE_EXHAUSTED));
+  } else if (error == nullptr) {
     sched->Fail(Error(std::string("unexpected exception in a task: ") + e.what(), RILL_INTERNAL));
   } else if (is_main || !sched->cancelled()) {
     sched->Fail(is_main || origin == nullptr
@@ -822,6 +876,8 @@ void Task::Main() {
       body();
     } catch (const std::exception& e) {
       Failed(e);
+    } catch (...) {  // nothing may leave a task's stack: that ends the process
+      Failed(Error("unexpected exception of unknown type in a task", RILL_INTERNAL));
     }
   }
   body.Reset();  // drops captured scopes here, on the task's own stack

@@ -109,6 +109,9 @@ class TaskBody {
 };
 
 struct SchedulerOptions {
+  // Each worker keeps a word per other worker (runnext_seen): the count is bounded, as
+  // Go bounds GOMAXPROCS, and a larger one is an Error naming the bound.
+  static constexpr int kMaxWorkers = 1024;
   int workers = 0;  // 0: $RILL_WORKERS if set, else one per hardware thread
   size_t task_stack_bytes = 256 * 1024;     // go tasks (virtual; touched pages only)
   size_t main_stack_bytes = 8 * 1024 * 1024;

@@ -1,6 +1,8 @@
 #include "channel.h"
 
+#include <algorithm>
 #include <atomic>
+#include <new>
 #include <cstring>
 #include <vector>
 
@@ -17,14 +19,9 @@ void UnlockSpinLock(void* mu) { static_cast<SpinLock*>(mu)->unlock(); }
 
 bool IsTensorDtype(int32_t t) { return (t >= RILL_BOOL && t <= RILL_FP64) || (t >= RILL_SIZE_T && t <= RILL_INT8); }
 
-// A channel's ring of `capacity` empty slots, in one array (a send and a receive each
-// index it: one load to the slot's handle); none for a capacity out of range, which the
-// constructor then refuses.
-template <class Slot>
-std::unique_ptr<Slot[]> Slots(int64_t capacity) {
-  if (capacity <= 0 || capacity > kMaxCapacity) return nullptr;
-  return std::make_unique<Slot[]>(static_cast<size_t>(capacity));
-}
+// The slots a buffered channel starts with; its ring doubles from there, up to its
+// capacity, as values arrive.
+constexpr size_t kFirstSlots = 16;
 
 // Moves or copies `from` into `to`; a copied scalar (`scalar`: its bytes, or null) is
 // written as its bytes, in place when `to` holds a scalar already, with no tensor copy.
@@ -112,7 +109,7 @@ void* AddChannelHolder(const void* channel) {
 }
 
 Channel::Channel(Passkey, int32_t data_type, int64_t capacity)
-    : data_type_(data_type), capacity_(capacity), id_(g_next_id.fetch_add(1)), buf_(Slots<Slot>(capacity)) {
+    : data_type_(data_type), capacity_(capacity), id_(g_next_id.fetch_add(1)) {
   if (data_type != kLodTensor && data_type != kChannel && !IsTensorDtype(data_type)) {
     throw Error("channel data_type " + std::to_string(data_type) +
                 " is not supported: use LOD_TENSOR (7), a tensor element type (BOOL 0 ... FP64 6, "
@@ -122,6 +119,33 @@ Channel::Channel(Passkey, int32_t data_type, int64_t capacity)
     throw Error("channel capacity " + std::to_string(capacity) + " is out of range [0, " +
                 std::to_string(kMaxCapacity) + "]", RILL_OUT_OF_RANGE);
   }
+  if (capacity > 0) Resize(std::min(static_cast<size_t>(capacity), kFirstSlots));
+}
+
+void Channel::Resize(size_t slots) {
+  std::unique_ptr<Slot[]> grown;
+  try {
+    grown = std::make_unique<Slot[]>(slots);
+  } catch (const std::bad_alloc&) {
+    grown = nullptr;
+  } catch (const Error&) {  // a slot's variable (OwnedVariable)
+    grown = nullptr;
+  }
+  if (grown == nullptr) {
+    throw Error("out of memory growing a channel's buffer to " + std::to_string(slots) + " values (capacity " +
+                    std::to_string(capacity_) + ", " + std::to_string(count_) + " buffered)",
+                RILL_RESOURCE_EXHAUSTED);
+  }
+  // The buffered values move to slots [0, count_), oldest first; every old slot's variable
+  // is swapped over, so the memory a receive left in it is reused here too.
+  for (size_t i = 0; i < std::min(slots_, slots); ++i) {
+    Slot& from = buf_[Wrap(head_ + i)];
+    grown[i].scalar = from.scalar;
+    grown[i].var.get().SwapWith(from.var.get());
+  }
+  buf_ = std::move(grown);
+  slots_ = slots;
+  head_ = 0;
 }
 
 Channel::~Channel() = default;
@@ -171,6 +195,7 @@ void Channel::Take(Slot& slot, RillVariable* dst, Scalar* taken) {
 }
 
 void Channel::PushBuffered(RillVariable* src, bool copy, const Scalar* scalar) {
+  if (count_ == slots_) [[unlikely]] Resize(std::min(2 * slots_, static_cast<size_t>(capacity_)));
   Store(buf_[Wrap(head_ + count_)], src, copy, scalar);
   ++count_;
 }

@@ -137,8 +137,8 @@ class Channel : public std::enable_shared_from_this<Channel> {
   // unlocking; without it, dst is written under the lock.
   bool TrySendLocked(Variable src, bool copy, const Scalar* scalar, RillTask** wake);
   bool TryRecvLocked(Variable dst, bool* ok, RillTask** wake, Scalar* taken = nullptr);
-  // A ring index: `i` < 2 * capacity_ here, so a compare does what a division would.
-  size_t Wrap(size_t i) const { return i >= static_cast<size_t>(capacity_) ? i - static_cast<size_t>(capacity_) : i; }
+  // A ring index: `i` < 2 * slots_ here, so a compare does what a division would.
+  size_t Wrap(size_t i) const { return i >= slots_ ? i - slots_ : i; }
   void Lock() { mu_.lock(); }
   void Unlock() { mu_.unlock(); }
 
@@ -149,6 +149,10 @@ class Channel : public std::enable_shared_from_this<Channel> {
     OwnedVariable var;  // the value, unless scalar.dtype >= 0 (then var is stale)
     Scalar scalar;
   };
+  // With mu_ held (or from the constructor): makes the ring `slots` long (count_ <= slots
+  // <= capacity_), its values in order from slot 0. Throws Error, changing nothing, when
+  // memory runs out.
+  [[gnu::noinline, gnu::cold]] void Resize(size_t slots);
   static void Store(Slot& slot, RillVariable* src, bool copy, const Scalar* scalar);
   static void Take(Slot& slot, RillVariable* dst, Scalar* taken);
   // With mu_ held: Store at the buffer's tail (count_ < capacity_), Take from its head
@@ -160,7 +164,11 @@ class Channel : public std::enable_shared_from_this<Channel> {
   const int32_t data_type_;
   const int64_t capacity_;
   const uint64_t id_;
-  const std::unique_ptr<Slot[]> buf_;  // ring of capacity_ slots
+  // The ring: slots_ slots, grown by doubling as values arrive (a channel of capacity
+  // 16M built every slot's variable up front). A full buffer (count_ == capacity_) has
+  // slots_ == capacity_, so a sender waiting on it has a slot to enter when one is taken.
+  std::unique_ptr<Slot[]> buf_;
+  size_t slots_ = 0;
   // Each group of fields below is kept off the lines of the group before it by a
   // padding of a line's size (bytes that far apart never share a line), not by alignas:
   // an over-aligned Channel went through aligned operator new, which cost a daisy chain

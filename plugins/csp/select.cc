@@ -94,7 +94,12 @@ size_t RunSelect(const SelectCase* cases, size_t n, RillKernelContext* ctx, cons
         locks.UnlockAll();
         SendOnClosed();
       }
-      ready = Selector::TrySend(ch, c.var, &wake);
+      try {
+        ready = Selector::TrySend(ch, c.var, &wake);
+      } catch (...) {  // no memory to buffer the value
+        locks.UnlockAll();
+        throw;
+      }
     } else {
       ready = Selector::TryRecv(ch, c.var, &ok, &wake);
     }

@@ -18,7 +18,8 @@
  *
  * Rules this header keeps (docs/DESIGN.md has the design around it):
  *  - Only C crosses: fixed-width integers, UTF-8 `const char*`, pointer + length, opaque
- *    handles. No exceptions cross; every call that can fail returns a RillStatus*.
+ *    handles. No exceptions cross; every call that can fail returns a RillStatus*, except
+ *    var_new, scope_var and scope_find_var, which return NULL when memory runs out.
  *  - RillStatus* NULL means success. A non-NULL status is owned by whoever receives it:
  *    the plugin releases statuses the host returns to it (status_release) or passes them
  *    back up as its own result; the host releases statuses the plugin returns.
@@ -440,7 +441,7 @@ typedef struct RillHostApi {
    * var_describe: a one-line description, "fp32[2, 3] {1, 2, ...}", NUL-terminated and
    * truncated to `cap`.
    * var_new / var_delete: a variable the plugin owns, outside any scope (a channel's
-   * buffered values). */
+   * buffered values); var_new returns NULL when out of memory. */
   int32_t (*var_is_initialized)(const RillVariable* var);
   RillStatus* (*var_tensor)(RillVariable* var, RillTensor** out);
   int32_t (*var_scalar)(const RillVariable* var, int32_t* dtype, uint64_t* bits);
@@ -477,7 +478,7 @@ typedef struct RillHostApi {
   /* ---- Scopes. Owned handles (scope_new_child, scope_retain) keep the scope and its
    * ancestors alive, from any thread, until released; ctx_scope's is borrowed.
    * scope_find_var: `name` here or in an ancestor; NULL if absent.
-   * scope_var: `name` in this scope only, made if absent. */
+   * scope_var: `name` in this scope only, made if absent; NULL when out of memory. */
   RillStatus* (*scope_new_child)(RillScope* parent, RillScope** out);
   RillScope* (*scope_retain)(RillScope* scope);
   void (*scope_release)(RillScope* scope);

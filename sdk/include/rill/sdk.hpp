@@ -109,6 +109,8 @@ RillStatus* Guard(F&& body) noexcept {
     return nullptr;
   } catch (const Error& e) {
     return RILL_HOST_ENTRY(status_create)(e.code(), e.what());
+  } catch (const std::bad_alloc& e) {
+    return RILL_HOST_ENTRY(status_create)(RILL_RESOURCE_EXHAUSTED, (std::string("out of memory (") + e.what() + ")").c_str());
   } catch (const std::exception& e) {
     return RILL_HOST_ENTRY(status_create)(RILL_INTERNAL, e.what());
   } catch (...) {
@@ -371,7 +373,9 @@ class Variable {
 // A variable the plugin owns, outside any scope.
 class OwnedVariable {
  public:
-  OwnedVariable() : v_(RILL_HOST_ENTRY(var_new)()) {}
+  OwnedVariable() : v_(RILL_HOST_ENTRY(var_new)()) {
+    if (v_ == nullptr) throw Error("out of memory making a variable", RILL_RESOURCE_EXHAUSTED);
+  }
   ~OwnedVariable() { RILL_HOST_ENTRY(var_delete)(v_); }
   OwnedVariable(const OwnedVariable&) = delete;
   OwnedVariable& operator=(const OwnedVariable&) = delete;
@@ -423,7 +427,9 @@ class Scope {
     return Variable(RILL_HOST_ENTRY(scope_find_var)(s_, name.c_str()));
   }
   Variable Var(const std::string& name) const {
-    return Variable(RILL_HOST_ENTRY(scope_var)(s_, name.c_str()));
+    RillVariable* v = RILL_HOST_ENTRY(scope_var)(s_, name.c_str());
+    if (v == nullptr) throw Error("out of memory making variable '" + name + "'", RILL_RESOURCE_EXHAUSTED);
+    return Variable(v);
   }
 
  private:

@@ -104,7 +104,7 @@ TEST(Cli, AShapeTooLargeToAllocateIsACleanFailure) {
     ops { type: "fill_constant" outputs { parameter: "Out" arguments: "x" }
           attrs { name: "shape" type: INTS ints: 1073741824 ints: 1073741824 ints: 4 } } })");
   ExpectCleanFailure(RunRill({"run", prog, "--fetch", "x"}), 1,
-                     "block 0, op 0 (fill_constant -> Out=[x]): cannot allocate a fp32 tensor: shape [1073741824, "
+                     "block 0, op 0 (fill_constant -> Out=[x]): cannot allocate a tensor of fp32: shape [1073741824, "
                      "1073741824, 4] of 4-byte elements is more bytes than memory can address");
 }
 
@@ -136,6 +136,96 @@ TEST(Cli, RunningOutOfMemoryOrThreadsIsACleanFailure) {
                      "--workers 100000 is more worker threads than the 1024 a run may have");
   ExpectCleanFailure(RunRill({"run", kProgram}, "RILL_WORKERS=5000"), 1,
                      "RILL_WORKERS 5000 is more worker threads than the 1024 a run may have");
+}
+
+// Issue 43, item 2: `depth` conditional blocks, each in the one before, each adding 1 to
+// `n`, in a go block that sends `n` back on `done`; beside it, `parked` go blocks wait
+// on a channel until main closes it.
+std::string NestedInAGoBlockBesideParkedOnes(int depth, int parked) {
+  const auto fill = [](const std::string& out, int dtype, int value) {
+    return "ops { type: \"fill_constant\" outputs { parameter: \"Out\" arguments: \"" + out +
+           "\" } attrs { name: \"shape\" type: INTS ints: 1 } attrs { name: \"dtype\" type: INT i: " +
+           std::to_string(dtype) + " } attrs { name: \"value\" type: FLOAT f: " + std::to_string(value) + " } }\n";
+  };
+  const auto chan = [](const std::string& out) {
+    return "ops { type: \"channel_create\" outputs { parameter: \"Out\" arguments: \"" + out +
+           "\" } attrs { name: \"data_type\" type: INT i: 7 } attrs { name: \"capacity\" type: INT i: 0 } }\n";
+  };
+  const auto branch = [](int block) {
+    return "ops { type: \"conditional_block\" inputs { parameter: \"Cond\" arguments: \"c\" } attrs { name: "
+           "\"is_scalar_condition\" type: BOOLEAN b: true } attrs { name: \"sub_block\" type: BLOCK block_idx: " +
+           std::to_string(block) + " } }\n";
+  };
+  const std::string less = "ops { type: \"less_than\" inputs { parameter: \"X\" arguments: \"i\" } inputs { parameter: "
+                           "\"Y\" arguments: \"limit\" } outputs { parameter: \"Out\" arguments: \"more\" } }\n";
+  std::string p = "blocks { idx: 0 parent_idx: -1\n" + chan("gate") + chan("done") + fill("c", RILL_BOOL, 1) +
+                  fill("n", RILL_INT64, 0) + fill("i", RILL_INT64, 0) + fill("limit", RILL_INT64, parked) + less +
+                  "ops { type: \"while\" inputs { parameter: \"Condition\" arguments: \"more\" } attrs { name: "
+                  "\"sub_block\" type: BLOCK block_idx: 1 } }\n"
+                  "ops { type: \"go\" inputs { parameter: \"X\" arguments: \"done\" } attrs { name: \"sub_block\" "
+                  "type: BLOCK block_idx: 2 } }\n"
+                  "ops { type: \"channel_recv\" inputs { parameter: \"Channel\" arguments: \"done\" } outputs { "
+                  "parameter: \"Out\" arguments: \"result\" } }\n"
+                  "ops { type: \"channel_close\" inputs { parameter: \"Channel\" arguments: \"gate\" } } }\n";
+  p += "blocks { idx: 1 parent_idx: 0\n"
+       "ops { type: \"go\" inputs { parameter: \"X\" arguments: \"gate\" } attrs { name: \"sub_block\" type: "
+       "BLOCK block_idx: 3 } }\n"
+       "ops { type: \"increment\" inputs { parameter: \"X\" arguments: \"i\" } outputs { parameter: \"Out\" "
+       "arguments: \"i\" } }\n" + less + "}\n";
+  p += "blocks { idx: 2 parent_idx: 0\n" + branch(4) +
+       "ops { type: \"channel_send\" inputs { parameter: \"Channel\" arguments: \"done\" } inputs { parameter: "
+       "\"X\" arguments: \"n\" } } }\n";
+  p += "blocks { idx: 3 parent_idx: 1\n"
+       "ops { type: \"channel_recv\" inputs { parameter: \"Channel\" arguments: \"gate\" } outputs { parameter: "
+       "\"Out\" arguments: \"got\" } } }\n";
+  for (int k = 0; k < depth; ++k) {
+    const int b = 4 + k;
+    p += "blocks { idx: " + std::to_string(b) + " parent_idx: " + std::to_string(k == 0 ? 2 : b - 1) + "\n" +
+         "ops { type: \"increment\" inputs { parameter: \"X\" arguments: \"n\" } outputs { parameter: \"Out\" "
+         "arguments: \"n\" } }\n" +
+         (k + 1 < depth ? branch(b + 1) : "") + "}\n";
+  }
+  return p;
+}
+
+// Nesting deeper than a stack holds ends with an error naming the depth, on a go block's
+// stack as on the main task's; never a signal, and never exit 0 after an overflow. The
+// acceptance case: 100,000 parked go blocks (past the guard-page budget, where stacks
+// have no guard page) and a go block nesting 2,000 deep.
+TEST(Cli, NestingDeeperThanTheStackIsACleanFailure) {
+  const std::string shallow = TempPath("nest_shallow.pbtxt");
+  WriteFile(shallow, NestedInAGoBlockBesideParkedOnes(50, 10));
+  const auto fits = RunRill({"run", shallow, "--fetch", "result"});
+  ASSERT_EQ(fits.exit_code, 0) << fits.err;
+  EXPECT_EQ(fits.out, "result int64 [1] 50\n");
+
+  const std::string deep = TempPath("nest_deep.pbtxt");
+  WriteFile(deep, NestedInAGoBlockBesideParkedOnes(2000, 100000));
+  const auto r = RunRill({"run", deep, "--fetch", "result"});
+  ExpectCleanFailure(r, 1, "go block started by block 0, op 8 (go X=[done]) failed: block 2, op 0 (conditional_block");
+  EXPECT_NE(r.err.find("): … block "), std::string::npos) << "levels past the eighth go unnamed: " << r.err;
+  EXPECT_NE(r.err.find("block nesting exceeds "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("KiB of the task's 256 KiB stack is left for a block nested deeper"), std::string::npos) << r.err;
+  EXPECT_LT(r.err.size(), 2000u) << "an error 2,000 blocks deep is not 2,000 names long";
+
+  // On the main task's 8 MiB stack: 30,000 levels (it segfaulted near 20,000).
+  std::string main_deep = "blocks { idx: 0 parent_idx: -1\n"
+                          "ops { type: \"fill_constant\" outputs { parameter: \"Out\" arguments: \"c\" } attrs { "
+                          "name: \"shape\" type: INTS ints: 1 } attrs { name: \"dtype\" type: INT i: 0 } attrs { "
+                          "name: \"value\" type: FLOAT f: 1 } }\n";
+  for (int b = 1; b <= 30000; ++b) {
+    main_deep += "ops { type: \"conditional_block\" inputs { parameter: \"Cond\" arguments: \"c\" } attrs { name: "
+                 "\"is_scalar_condition\" type: BOOLEAN b: true } attrs { name: \"sub_block\" type: BLOCK block_idx: " +
+                 std::to_string(b) + " } } }\nblocks { idx: " + std::to_string(b) + " parent_idx: " +
+                 std::to_string(b - 1) + "\n";
+  }
+  main_deep += "}\n";
+  const std::string on_main = TempPath("nest_main.pbtxt");
+  WriteFile(on_main, main_deep);
+  const auto m = RunRill({"run", on_main});
+  ExpectCleanFailure(m, 1, "block 0, op 1 (conditional_block Cond=[c]): block 1, op 0 (conditional_block");
+  EXPECT_NE(m.err.find("block nesting exceeds "), std::string::npos) << m.err;
+  EXPECT_NE(m.err.find("KiB of the task's 8192 KiB stack is left"), std::string::npos) << m.err;
 }
 
 TEST(Cli, EachBadPluginIsACleanFailure) {

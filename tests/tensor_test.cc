@@ -251,7 +251,7 @@ TEST(Tensor, AShapeWhoseSizeDoesNotFitIsAnError) {
     EXPECT_FALSE(t.initialized());
   };
   expect_refused(RILL_FP32, {int64_t{1} << 62},
-                 "fp32 tensor: shape [4611686018427387904] of 4-byte elements is more bytes than memory can address");
+                 "tensor of fp32: shape [4611686018427387904] of 4-byte elements is more bytes than memory can address");
   expect_refused(RILL_INT8, {int64_t{1} << 32, int64_t{1} << 32}, "has more elements than int64 can count");
   expect_refused(RILL_FP32, {3, -2}, "shape [3, -2] has a negative dimension");
   Tensor empty;

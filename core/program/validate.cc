@@ -19,6 +19,7 @@ class Checker {
       problems_.push_back("program has no blocks");
       return problems_;
     }
+    ResolveDepths();
     for (int b = 0; b < n; ++b) CheckBlock(b);
     return problems_;
   }
@@ -35,24 +36,8 @@ class Checker {
     if (b == 0 && block.parent_idx() != -1) {
       problems_.push_back(where + ": the root block must have parent_idx -1, not " +
                           std::to_string(block.parent_idx()));
-    } else if (b > 0) {
-      // Walk the parent chain: every link must exist and the chain must reach the root.
-      std::set<int> seen{b};
-      for (int p = block.parent_idx();; p = program_.blocks(p).parent_idx()) {
-        if (p == -1) {
-          problems_.push_back(where + ": has no parent (parent_idx -1); only block 0 is a root");
-          break;
-        }
-        if (p < 0 || p >= n) {
-          problems_.push_back(where + ": parent block " + std::to_string(p) + " does not exist");
-          break;
-        }
-        if (!seen.insert(p).second) {
-          problems_.push_back(where + ": parent chain has a cycle through block " + std::to_string(p));
-          break;
-        }
-        if (p == 0) break;
-      }
+    } else if (b > 0 && depth_[b] < 0) {
+      problems_.push_back(where + ": " + chain_problem_[b]);
     }
     std::set<std::string> var_names;
     for (const auto& v : block.vars()) {
@@ -62,6 +47,51 @@ class Checker {
       }
     }
     for (int i = 0; i < block.ops_size(); ++i) CheckOp(b, i, block.ops(i));
+  }
+
+  // Every block's distance from the root along its parent chain, or -1 when the chain
+  // does not reach the root (chain_problem_ says why). Each walk stops at the first block
+  // already resolved, so this is one pass however deep the blocks nest.
+  void ResolveDepths() {
+    const int n = program_.blocks_size();
+    depth_.assign(static_cast<size_t>(n), kUnresolved);
+    chain_problem_.assign(static_cast<size_t>(n), "");
+    std::vector<int> walked_by(static_cast<size_t>(n), -1);  // the walk that passed a block
+    depth_[0] = 0;
+    for (int b = 1; b < n; ++b) {
+      if (depth_[b] != kUnresolved) continue;
+      std::vector<int> path{b};
+      walked_by[b] = b;
+      int base = -1;  // the depth the walk ended at; -1: the chain does not reach the root
+      std::string problem;
+      for (int p = program_.blocks(b).parent_idx();; p = program_.blocks(p).parent_idx()) {
+        if (p == -1) {
+          problem = "has no parent (parent_idx -1); only block 0 is a root";
+        } else if (p < 0 || p >= n) {
+          problem = "parent block " + std::to_string(p) + " does not exist";
+        } else if (depth_[p] != kUnresolved) {
+          base = depth_[p];
+          problem = chain_problem_[p];
+        } else if (walked_by[p] == b) {
+          problem = "parent chain has a cycle through block " + std::to_string(p);
+        } else {
+          walked_by[p] = b;
+          path.push_back(p);
+          continue;
+        }
+        break;
+      }
+      for (size_t k = path.size(); k-- > 0;) {
+        depth_[path[k]] = base < 0 ? -1 : base + static_cast<int>(path.size() - k);
+        chain_problem_[path[k]] = problem;
+      }
+    }
+  }
+
+  // `x`'s ancestor `steps` levels up; REQUIRES depth_[x] >= steps.
+  int Up(int x, int steps) const {
+    for (; steps > 0; --steps) x = program_.blocks(x).parent_idx();
+    return x;
   }
 
   void CheckOp(int b, int i, const proto::OpDesc& op) {
@@ -117,34 +147,28 @@ class Checker {
                             std::to_string(n) + " blocks)");
         return;
       }
-      const std::vector<int> from_b = ParentChain(b);  // b, its parent, ..., the root
-      if (std::find(from_b.begin(), from_b.end(), idx) != from_b.end()) {
+      if (depth_[b] < 0 || depth_[idx] < 0) return;  // CheckBlock reports the broken chain
+      if (depth_[idx] > depth_[b] && Up(idx, depth_[idx] - depth_[b]) == b) return;
+      if (depth_[idx] <= depth_[b] && Up(b, depth_[b] - depth_[idx]) == idx) {
         problems_.push_back(where + ": attribute '" + a.name() + "' runs block " + std::to_string(idx) + ", " +
                             (idx == b ? "the op's own block" : "an ancestor of the op's block") +
                             ", which recurses without end: " + CyclePath(idx, b, i));
         return;
       }
-      const std::vector<int> from_idx = ParentChain(idx);
-      if (std::find(from_idx.begin(), from_idx.end(), b) == from_idx.end()) {
-        std::string chain;
-        for (int p : from_idx) chain += (chain.empty() ? "" : " -> ") + std::to_string(p);
-        problems_.push_back(where + ": attribute '" + a.name() + "' runs block " + std::to_string(idx) +
-                            ", which is not inside block " + std::to_string(b) + " (its parent chain: " + chain +
-                            "); an op runs only blocks below its own");
-      }
+      std::string chain;
+      for (int p : ParentChain(idx)) chain += (chain.empty() ? "" : " -> ") + std::to_string(p);
+      problems_.push_back(where + ": attribute '" + a.name() + "' runs block " + std::to_string(idx) +
+                          ", which is not inside block " + std::to_string(b) + " (its parent chain: " + chain +
+                          "); an op runs only blocks below its own");
     };
     if (a.type() == proto::BLOCK) check(a.block_idx());
     if (a.type() == proto::BLOCKS) for (int idx : a.blocks_idx()) check(idx);
   }
 
-  // `block`, its parent, and so on up to the root, stopping at a link that does not exist
-  // or closes a loop.
+  // `block`, its parent, and so on up to the root. REQUIRES depth_[block] >= 0.
   std::vector<int> ParentChain(int block) const {
-    std::vector<int> chain;
-    for (int p = block; p >= 0 && p < program_.blocks_size(); p = program_.blocks(p).parent_idx()) {
-      if (std::find(chain.begin(), chain.end(), p) != chain.end()) break;
-      chain.push_back(p);
-    }
+    std::vector<int> chain{block};
+    while (block != 0) chain.push_back(block = program_.blocks(block).parent_idx());
     return chain;
   }
 
@@ -221,6 +245,9 @@ class Checker {
   const proto::ProgramDesc& program_;
   const Registry& registry_;
   std::vector<std::string> problems_;
+  static constexpr int kUnresolved = -2;
+  std::vector<int> depth_;                  // see ResolveDepths
+  std::vector<std::string> chain_problem_;  // why depth_[b] is -1
 };
 
 }  // namespace

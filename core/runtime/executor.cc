@@ -1,6 +1,8 @@
 #include "core/runtime/executor.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <unordered_map>
 
 #include "core/abi/status.h"
@@ -206,11 +208,23 @@ bool OnlyHostScalarInputs(const PreparedOp& op, const RillKernelContext& ctx) {
   throw Error("input " + args.slot + " ('" + op.info.Name(args, 0) + "') holds no tensor yet, so no kernel can be chosen",
               RILL_FAILED_PRECONDITION);
 }
-[[noreturn, gnu::noinline, gnu::cold]] void RethrowNamingOp(const PreparedOp& op, const Error& e) {
-  throw Error(op.info.Where() + ": " + e.what(), e.code());
+// What an op at nesting `depth` puts before the error it failed with. Every op names
+// itself, except that an error from a block nested below kNamedLevels passes the levels
+// between up unnamed, marked "… ": the innermost op and the outermost levels stay named,
+// and an error 10,000 blocks deep is not 10,000 names long (nor built in 10,000 copies).
+constexpr int kNamedLevels = 8;
+std::string ErrorContext(const PreparedOp& op, const char* message, int depth) {
+  // Named by an op of a nested block: "block 7, op 1 (...): ...", or already elided.
+  const bool from_nested_block = (std::strncmp(message, "block ", 6) == 0 && std::isdigit(message[6])) ||
+                                 std::strncmp(message, "… ", 4) == 0;
+  if (depth <= kNamedLevels || !from_nested_block) return op.info.Where() + ": ";
+  return depth == kNamedLevels + 1 ? "… " : "";
 }
-[[noreturn, gnu::noinline, gnu::cold]] void ThrowKernelFailed(const PreparedOp& op, RillStatus* st) {
-  ThrowIfError(st, op.info.Where() + ": ");
+[[noreturn, gnu::noinline, gnu::cold]] void RethrowNamingOp(const PreparedOp& op, const Error& e, int depth) {
+  throw Error(ErrorContext(op, e.what(), depth) + e.what(), e.code());
+}
+[[noreturn, gnu::noinline, gnu::cold]] void ThrowKernelFailed(const PreparedOp& op, RillStatus* st, int depth) {
+  ThrowIfError(st, ErrorContext(op, st->message.c_str(), depth));
   std::abort();  // st is never null here
 }
 
@@ -653,9 +667,9 @@ void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& 
         }
       }
     } catch (const Error& e) {
-      RethrowNamingOp(*op, e);
+      RethrowNamingOp(*op, e, boundaries.depth());
     }
-    if (RillStatus* st = k->entry->compute(k->state, &ctx)) ThrowKernelFailed(*op, st);
+    if (RillStatus* st = k->entry->compute(k->state, &ctx)) ThrowKernelFailed(*op, st, boundaries.depth());
   }
 }
 

@@ -129,7 +129,7 @@ void* Tensor::Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place pl
     return Allocate(dtype, copy.data(), copy.size(), place, staging_for);
   }
   const ShapeSize size = SizeOfShape(dims, ndim, DataTypeSize(dtype));
-  if (!size.ok()) throw Error("cannot allocate a " + DataTypeName(dtype) + " tensor: " + size.error, RILL_INVALID_ARGUMENT);
+  if (!size.ok()) throw Error("cannot allocate a tensor of " + DataTypeName(dtype) + ": " + size.error, RILL_INVALID_ARGUMENT);
   const int64_t numel = size.numel;
   const size_t bytes = size.bytes;
   const bool reuse = buffer_ && buffer_.use_count() == 1 && buffer_->size() == bytes &&

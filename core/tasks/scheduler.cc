@@ -39,6 +39,8 @@
 //    until the worker has released its lock for it (TSan checks who unlocks a lock).
 #include "core/tasks/scheduler.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <boost/context/fiber.hpp>
@@ -934,19 +936,55 @@ void SpawnTask(TaskBody body, const RillOpInfo* origin) {
   t->sched->Spawn(std::move(body), origin, /*is_main=*/false);
 }
 
+namespace {
+
+// Block runs in progress on a thread outside any task.
+thread_local int tls_op_runs = 0;
+
+// The lowest address of the calling thread's own stack (not a task's).
+const char* ThreadStackLow() {
+  static thread_local const char* low = [] {
+    void* addr = nullptr;
+    size_t size = 0;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      pthread_attr_getstack(&attr, &addr, &size);
+      pthread_attr_destroy(&attr);
+    }
+    return static_cast<const char*>(addr);
+  }();
+  return low;
+}
+
+[[noreturn, gnu::noinline, gnu::cold]] void ThrowNestingTooDeep(int depth, size_t stack_bytes, bool in_task) {
+  throw Error("block nesting exceeds " + std::to_string(depth) + ": less than " +
+                  std::to_string(OpBoundaries::kStackReserve / 1024) + " KiB of the " +
+                  (in_task ? "task's " + std::to_string(stack_bytes / 1024) + " KiB stack" : std::string("thread's stack")) +
+                  " is left for a block nested deeper",
+              RILL_RESOURCE_EXHAUSTED);
+}
+
+}  // namespace
+
 OpBoundaries::OpBoundaries() {
+  const char* here = static_cast<const char*>(__builtin_frame_address(0));
   if (Task* t = CurrentTask()) {
+    if (static_cast<size_t>(here - static_cast<const char*>(t->stack.base)) < kStackReserve) {
+      ThrowNestingTooDeep(t->op_runs, t->stack.size, true);
+    }
     until_due_ = &t->ops_until_due;
     cancelled_ = t->sched->cancelled_flag();
     wake_owed_ = &t->wake_owed;
     op_runs_ = &t->op_runs;
-    ++*op_runs_;
+  } else {
+    const char* low = ThreadStackLow();
+    if (low != nullptr && static_cast<size_t>(here - low) < kStackReserve) ThrowNestingTooDeep(tls_op_runs, 0, false);
+    op_runs_ = &tls_op_runs;
   }
+  ++*op_runs_;
 }
 
-OpBoundaries::~OpBoundaries() {
-  if (op_runs_ != nullptr) --*op_runs_;
-}
+OpBoundaries::~OpBoundaries() { --*op_runs_; }
 
 void OpBoundaries::Due() {
   if (cancelled_ == nullptr) {  // outside a task

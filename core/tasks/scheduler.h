@@ -171,7 +171,16 @@ class OpBoundaries {
  public:
   static constexpr int kDeferredWakeOps = 8;
   static constexpr int kCheckEveryOps = 16;
+  // The stack a block run needs left below its start. Blocks nest by recursion (an op
+  // runs a block whose op runs a block...): each run checks that this much of the task's
+  // (or thread's) stack is left and otherwise throws Error(RILL_RESOURCE_EXHAUSTED) "block
+  // nesting exceeds N", so deep nesting ends with that error on a go block's 256 KiB
+  // stack and the main task's 8 MiB alike, never in an overflow. It is the room one
+  // nesting level's frames and any kernel's own use (PLUGIN_GUIDE.md: at most 32 KiB)
+  // must fit in; the check covers task stacks past the guard-page budget too.
+  static constexpr size_t kStackReserve = 64 * 1024;
 
+  // Throws as above when the stack has too little left.
   OpBoundaries();
   ~OpBoundaries();
   OpBoundaries(const OpBoundaries&) = delete;
@@ -180,6 +189,9 @@ class OpBoundaries {
   void Check() {
     if (--*until_due_ <= 0) Due();
   }
+  // Block runs in progress on this task (or thread), this one included: 1 for a block no
+  // op of this task runs.
+  int depth() const { return *op_runs_; }
 
  private:
   // The cancellation check and the owed wake-up, when the count runs out.
@@ -191,7 +203,7 @@ class OpBoundaries {
   int own_until_due_ = INT_MAX;
   const std::atomic<bool>* cancelled_ = nullptr;  // the task's run's; valid on any worker
   bool* wake_owed_ = nullptr;                     // the task's: it deferred a wake-up
-  int* op_runs_ = nullptr;                        // the task's block runs in progress
+  int* op_runs_ = nullptr;  // the task's (or thread's) block runs in progress
 };
 
 }  // namespace rill::core

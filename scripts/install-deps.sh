@@ -16,7 +16,7 @@ packages=(
   # out-of-tree plugin test: a different compiler and standard library from the host's
   clang libc++-dev libc++abi-dev
   # distribution plugins (gRPC, Open MPI)
-  libgrpc++-dev protobuf-compiler-grpc libopenmpi-dev openmpi-bin
+  libgrpc++-dev protobuf-compiler-grpc libopenmpi-dev openmpi-bin libssl-dev
   # dist tests: a cluster across network namespaces, TLS certificates
   iproute2 openssl
 )

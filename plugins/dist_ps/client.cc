@@ -9,6 +9,7 @@
 
 #include "parameter_server.pb.h"
 #include "rill/sdk.hpp"
+#include "tls_check.h"
 #include "wire.h"
 
 namespace rill::dist {
@@ -113,7 +114,16 @@ void TrainerSession::Call(std::vector<RpcCall>& calls, const TransportOptions& o
       continue;
     }
     std::string what = AboutCall(calls[i]);
-    if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    // gRPC retries a handshake that fails until the deadline and then reports only the
+    // deadline: a handshake of our own says why TLS did not connect.
+    const bool unreached = s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+                           s.error_code() == grpc::StatusCode::UNAVAILABLE;
+    const std::string tls_failure = unreached && pending[i].first_contact && !options.tls_ca_file.empty()
+                                        ? ProbeTls(calls[i].endpoint, options.tls_ca_file, std::chrono::seconds(5))
+                                        : "";
+    if (!tls_failure.empty() && tls_failure.rfind("cannot connect", 0) != 0) {
+      what += "TLS with " + calls[i].endpoint + " failed: " + tls_failure;
+    } else if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
       what += std::string(pending[i].first_contact ? "no pserver answered" : "no answer") + " within " +
               std::to_string(options.deadline.count()) + " ms (deadline; RILL_RPC_DEADLINE_MS)";
     } else if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "tls_check.h"
+
 namespace rill::dist {
 namespace {
 
@@ -40,6 +42,12 @@ TransportOptions TransportOptions::Resolve(int64_t deadline_ms_attr) {
   if (deadline_ms_attr > 0) o.deadline = std::chrono::milliseconds(deadline_ms_attr);
   o.deadline = std::chrono::milliseconds(EnvInt("RILL_RPC_DEADLINE_MS", o.deadline.count(), 1));
   if (const char* t = Env("RILL_DIST_TOKEN")) o.token = t;
+  if (const char* i = Env("RILL_DIST_INSECURE")) {
+    if (std::strcmp(i, "1") != 0 && std::strcmp(i, "0") != 0) {
+      throw std::runtime_error(std::string("RILL_DIST_INSECURE='") + i + "': expected 1 or 0");
+    }
+    o.insecure = std::strcmp(i, "1") == 0;
+  }
   if (const char* c = Env("RILL_TLS_CERT")) o.tls_cert_file = c;
   if (const char* k = Env("RILL_TLS_KEY")) o.tls_key_file = k;
   if (const char* a = Env("RILL_TLS_CA")) o.tls_ca_file = a;
@@ -60,6 +68,7 @@ TransportOptions TransportOptions::Resolve(int64_t deadline_ms_attr) {
 
 std::shared_ptr<grpc::ChannelCredentials> TransportOptions::ChannelCredentials() const {
   if (tls_ca_file.empty()) return grpc::InsecureChannelCredentials();
+  CheckClientTls(tls_ca_file);
   grpc::SslCredentialsOptions ssl;
   ssl.pem_root_certs = ReadPem(tls_ca_file, "RILL_TLS_CA");
   return grpc::SslCredentials(ssl);
@@ -67,6 +76,7 @@ std::shared_ptr<grpc::ChannelCredentials> TransportOptions::ChannelCredentials()
 
 std::shared_ptr<grpc::ServerCredentials> TransportOptions::ServerCredentials() const {
   if (tls_cert_file.empty()) return grpc::InsecureServerCredentials();
+  CheckServerTls(tls_cert_file, tls_key_file);
   grpc::SslServerCredentialsOptions ssl;
   ssl.pem_key_cert_pairs.push_back({ReadPem(tls_key_file, "RILL_TLS_KEY"), ReadPem(tls_cert_file, "RILL_TLS_CERT")});
   return grpc::SslServerCredentials(ssl);

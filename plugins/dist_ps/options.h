@@ -4,7 +4,9 @@
 // environment, so one transpiled program runs unchanged under `rill launch` or by hand:
 //   RILL_RPC_DEADLINE_MS  every RPC and every wait (default: the op's deadline_ms, 120000)
 //   RILL_TRAINER_ID       this trainer's index in [0, Fanin) (default: the op's trainer_id)
-//   RILL_DIST_TOKEN       a shared secret; a pserver with one refuses clients without it
+//   RILL_DIST_TOKEN       a shared secret; a pserver with one refuses clients without it.
+//                         A pserver listening beyond loopback needs one (anyone who reaches
+//                         it could otherwise stop it), unless RILL_DIST_INSECURE=1
 //   RILL_TLS_CERT / RILL_TLS_KEY   PEM files: the pserver serves TLS with them
 //   RILL_TLS_CA           PEM file: clients use TLS and trust this root
 //   RILL_DATA_PATH        dist_grpc: "tcp" (default) moves tensors of 1 MiB and more over a
@@ -28,6 +30,7 @@ namespace rill::dist {
 struct TransportOptions {
   std::chrono::milliseconds deadline{120000};
   std::string token;
+  bool insecure = false;  // RILL_DIST_INSECURE=1: a pserver may listen beyond loopback without a token
   std::string tls_cert_file, tls_key_file, tls_ca_file;
   bool tcp_data_path = true;  // RILL_DATA_PATH; whether dist_grpc may use one (never with TLS)
   uint16_t data_port = 0;     // RILL_DATA_PORT

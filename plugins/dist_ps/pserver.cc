@@ -175,7 +175,24 @@ grpc::Status ParameterServer::CheckRoute(const v1::OutOfBand& route) const {
   return why.empty() ? grpc::Status::OK : Invalid(why);
 }
 
+namespace {
+
+// Whether HOST:PORT names only this host: 127.0.0.0/8, ::1 or localhost.
+bool IsLoopback(const std::string& endpoint) {
+  std::string host = endpoint.substr(0, endpoint.rfind(':'));
+  if (host.rfind("ipv4:", 0) == 0) host = host.substr(5);
+  if (host.rfind("ipv6:", 0) == 0) host = host.substr(5);
+  return host == "localhost" || host == "[::1]" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+}  // namespace
+
 void ParameterServer::Start(std::vector<TensorBytes> initial_parameters) {
+  if (options_.token.empty() && !options_.insecure && !IsLoopback(endpoint_)) {
+    throw std::runtime_error("pserver '" + endpoint_ + "' would listen beyond loopback without a shared token: " +
+                             "any process that reaches it could send it values or stop it. Set RILL_DIST_TOKEN " +
+                             "(with TLS: RILL_TLS_CERT and RILL_TLS_KEY), or RILL_DIST_INSECURE=1 to serve without");
+  }
   published_ = std::move(initial_parameters);
   service_ = std::make_unique<Service>(this);
   grpc::ServerBuilder builder;
@@ -207,9 +224,15 @@ grpc::Status ParameterServer::CheckToken(grpc::CallbackServerContext* ctx) const
   if (options_.token.empty()) return grpc::Status::OK;
   const auto& md = ctx->client_metadata();
   const auto it = md.find(kTokenMetadataKey);
-  if (it == md.end() || std::string(it->second.data(), it->second.size()) != options_.token) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "pserver " + bound_endpoint_ + " requires the shared token (RILL_DIST_TOKEN)");
+  if (it == md.end()) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "pserver " + bound_endpoint_ +
+                                                               " requires the shared token (RILL_DIST_TOKEN); the "
+                                                               "call carried none");
+  }
+  if (std::string(it->second.data(), it->second.size()) != options_.token) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "pserver " + bound_endpoint_ +
+                                                               " requires the shared token (RILL_DIST_TOKEN); the "
+                                                               "call's token is not that one");
   }
   return grpc::Status::OK;
 }

@@ -150,7 +150,24 @@ TEST_F(DistCluster, TlsAndTheSharedTokenAreEnforced) {
   RillProcess plain(Trainer(dir, 1), "RILL_RPC_DEADLINE_MS=1500 RILL_DIST_TOKEN=s3cret");
   ExpectFailsWith(plain.Wait(seconds(20)), "pserver " + endpoints_[0]);
   RillProcess no_token(Trainer(dir, 1), "RILL_RPC_DEADLINE_MS=3000 RILL_TLS_CA=" + cert);
-  ExpectFailsWith(no_token.Wait(seconds(20)), "requires the shared token (RILL_DIST_TOKEN)");
+  ExpectFailsWith(no_token.Wait(seconds(20)), "requires the shared token (RILL_DIST_TOKEN); the call carried none");
+  RillProcess wrong_token(Trainer(dir, 1), "RILL_RPC_DEADLINE_MS=3000 RILL_DIST_TOKEN=guess RILL_TLS_CA=" + cert);
+  ExpectFailsWith(wrong_token.Wait(seconds(20)), "requires the shared token (RILL_DIST_TOKEN); the call's token is not that one");
+  // A trainer that does not trust the pserver's certificate says so (it waited out the
+  // deadline and reported "no pserver answered").
+  const std::string other_key = dir_ + "/other_key.pem", other_cert = dir_ + "/other_cert.pem";
+  ASSERT_EQ(std::system(("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -keyout " + other_key +
+                         " -out " + other_cert + " 2>/dev/null").c_str()), 0);
+  RillProcess untrusting(Trainer(dir, 1), "RILL_RPC_DEADLINE_MS=1500 RILL_DIST_TOKEN=s3cret RILL_TLS_CA=" + other_cert);
+  ExpectFailsWith(untrusting.Wait(seconds(20)), "TLS with " + endpoints_[0] + " failed: the pserver's certificate is not trusted: ");
+  // TLS files are checked when the pserver starts, naming the file at fault.
+  RillProcess mismatched(Pserver(dir, 0), secure + " RILL_TLS_CERT=" + cert + " RILL_TLS_KEY=" + other_key);
+  ExpectFailsWith(mismatched.Wait(seconds(20)), "RILL_TLS_KEY '" + other_key +
+                                                    "' is not the key of the certificate in RILL_TLS_CERT '" + cert + "'");
+  RillProcess not_pem(Pserver(dir, 0), secure + " RILL_TLS_CERT=" + key + " RILL_TLS_KEY=" + key);
+  ExpectFailsWith(not_pem.Wait(seconds(20)), "RILL_TLS_CERT '" + key + "': no PEM certificate in it");
+  RillProcess no_ca(Trainer(dir, 1), "RILL_RPC_DEADLINE_MS=1500 RILL_TLS_CA=" + dir_ + "/missing.pem");
+  ExpectFailsWith(no_ca.Wait(seconds(20)), "RILL_TLS_CA '" + dir_ + "/missing.pem': cannot read it (No such file or directory)");
   RillProcess trainer(Trainer(dir, 5), secure + " RILL_TLS_CA=" + cert);
   const CommandResult r = trainer.Wait(seconds(30));
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -45,6 +45,8 @@ rm -rf "$work" && mkdir -p "$work"
   --pservers 10.213.7.1:6170,10.213.7.2:6170 -o "$work/cluster" >/dev/null
 
 export RILL_RPC_DEADLINE_MS=20000
+# Pservers listening beyond loopback take a shared token.
+export RILL_DIST_TOKEN="netns-$$-$RANDOM"
 run_in() {  # host index, log name, rill arguments...
   local ns=${tag}h$1 log=$work/$2.log
   shift 2

@@ -245,11 +245,38 @@ TEST(DistPserver, AClientWithoutTheTokenIsRefused) {
   TransportOptions options;
   options.token = "s3cret";
   Pserver ps(1, options);
-  ExpectStatus(Call(ps.endpoint(), kGetVariable, Get("w", 0, 0)), StatusCode::UNAUTHENTICATED, "requires the shared token");
-  ExpectStatus(Call(ps.endpoint(), kGetVariable, Get("w", 0, 0), "wrong"), StatusCode::UNAUTHENTICATED, "token");
+  ExpectStatus(Call(ps.endpoint(), kGetVariable, Get("w", 0, 0)), StatusCode::UNAUTHENTICATED,
+               "requires the shared token (RILL_DIST_TOKEN); the call carried none");
+  ExpectStatus(Call(ps.endpoint(), kGetVariable, Get("w", 0, 0), "wrong"), StatusCode::UNAUTHENTICATED,
+               "requires the shared token (RILL_DIST_TOKEN); the call's token is not that one");
   EXPECT_TRUE(Call(ps.endpoint(), kGetVariable, Get("w", 0, 0), "s3cret").status.ok());
   EXPECT_TRUE(Call(ps.endpoint(), kComplete, Complete(0), "s3cret").status.ok());
   EXPECT_EQ(ps.Result(), "");
+}
+
+// Issue 43, item 7: without a token, any process that reaches a pserver can stop it
+// (Complete); beyond loopback that takes RILL_DIST_INSECURE=1.
+TEST(DistPserver, ListeningBeyondLoopbackTakesATokenOrInsecure) {
+  float w = 0;
+  const auto start = [&](const std::string& endpoint, const TransportOptions& options) {
+    ParameterServer ps(endpoint, 1, {ParamSpec{"w", "w@GRAD", RILL_FP32, {1}}}, options);
+    try {
+      ps.Start({TensorBytes{RILL_FP32, {1}, {}, &w, 4}});
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  TransportOptions open;
+  EXPECT_NE(start("0.0.0.0:0", open).find("pserver '0.0.0.0:0' would listen beyond loopback without a shared token"),
+            std::string::npos);
+  EXPECT_EQ(start("127.0.0.1:0", open), "") << "loopback needs no token";
+  TransportOptions with_token;
+  with_token.token = "s3cret";
+  EXPECT_EQ(start("0.0.0.0:0", with_token), "");
+  TransportOptions insecure;
+  insecure.insecure = true;
+  EXPECT_EQ(start("0.0.0.0:0", insecure), "") << "RILL_DIST_INSECURE=1";
 }
 
 TEST(DistPserver, AnEndpointInUseIsAClearError) {

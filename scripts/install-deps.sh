@@ -13,8 +13,9 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev python3
   # the CSP benchmarks' peer: the same benchmarks in Go
   golang-go
-  # out-of-tree plugin test: a different compiler and standard library from the host's
-  clang libc++-dev libc++abi-dev
+  # out-of-tree plugin test: a different compiler and standard library from the host's;
+  # the fuzz targets: clang's libFuzzer and sanitizer runtimes
+  clang libc++-dev libc++abi-dev libclang-rt-14-dev
   # distribution plugins (gRPC, Open MPI)
   libgrpc++-dev protobuf-compiler-grpc libopenmpi-dev openmpi-bin libssl-dev
   # dist tests: a cluster across network namespaces, TLS certificates

@@ -50,6 +50,19 @@ int64_t RecvInt(Channel& ch) {
   return ch.Recv(V(v), nullptr, "test recv") ? IntOf(v) : -1;
 }
 
+// Waits until the channel's description holds `state` (its waiters parked), yielding the
+// thread meanwhile; fails the test after 10 s.
+void WaitUntilDescribed(Channel& ch, const std::string& state) {
+  const auto give_up = std::chrono::steady_clock::now() + 10s;
+  while (ch.Describe().find(state) == std::string::npos) {
+    if (std::chrono::steady_clock::now() > give_up) {
+      ADD_FAILURE() << "still " << ch.Describe() << "; waited for " << state;
+      return;
+    }
+    std::this_thread::yield();
+  }
+}
+
 std::string ErrorOf(const std::function<void()>& fn) {
   try {
     fn();
@@ -212,7 +225,7 @@ TEST_F(ChannelTest, BufferedIsFifoAndBlocksOnlyWhenFull) {
       SendInt(*ch, 3);
       fourth_sent = true;
     });
-    std::this_thread::sleep_for(50ms);
+    WaitUntilDescribed(*ch, "3 buffered, 1 senders and 0 receivers waiting");
     EXPECT_FALSE(fourth_sent.load()) << "a send into a full buffer did not block";
     for (int i = 0; i < 4; ++i) EXPECT_EQ(RecvInt(*ch), i);
   });
@@ -252,7 +265,8 @@ TEST_F(ChannelTest, CloseWakesEveryBlockedReceiverAndSender) {
         SendInt(*done, 1);
       });
     }
-    std::this_thread::sleep_for(50ms);  // let all six block
+    WaitUntilDescribed(*empty, "0 senders and 3 receivers waiting");  // all six blocked
+    WaitUntilDescribed(*full, "3 senders and 0 receivers waiting");
     empty->Close();
     full->Close();
     for (int i = 0; i < 6; ++i) RecvInt(*done);

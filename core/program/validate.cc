@@ -27,7 +27,6 @@ class Checker {
  private:
   void CheckBlock(int b) {
     const auto& block = program_.blocks(b);
-    const int n = program_.blocks_size();
     const std::string where = "block " + std::to_string(b);
     if (block.has_idx() && block.idx() != b) {
       problems_.push_back(where + ": idx is " + std::to_string(block.idx()) +

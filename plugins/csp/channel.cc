@@ -62,6 +62,12 @@ void WaitQueue::Push(Waiter* w) {
   w->queued = true;
 }
 
+size_t WaitQueue::size() const {
+  size_t n = 0;
+  for (const Waiter* w = head_; w != nullptr; w = w->next) ++n;
+  return n;
+}
+
 void WaitQueue::Remove(Waiter* w) {
   if (!w->queued) return;
   if (w->prev != nullptr) w->prev->next = w->next;
@@ -342,6 +348,7 @@ std::string Channel::Describe() {
                      : data_type_ == kChannel ? "CHANNEL"
                                               : DataTypeName(data_type_)) +
          ", capacity " + std::to_string(capacity_) + ", " + std::to_string(count_) + " buffered, " +
+         std::to_string(sendq_.size()) + " senders and " + std::to_string(recvq_.size()) + " receivers waiting, " +
          (closed_ ? "closed" : "open");
 }
 

@@ -76,6 +76,7 @@ struct Waiter {
 class WaitQueue {
  public:
   bool empty() const { return head_ == nullptr; }
+  size_t size() const;  // walks the queue: for descriptions, not per message
   void Push(Waiter* w);
   void Remove(Waiter* w);
   // The first waiter that can still be taken (claiming its select, if any); nullptr if none.

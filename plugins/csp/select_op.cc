@@ -14,9 +14,11 @@
 #include <climits>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "ops.h"
 #include "select.h"
+#include "select_case.h"
 
 namespace rill::csp {
 namespace {
@@ -29,10 +31,8 @@ struct ArgRef {
   size_t i = 0;
 };
 
-struct CaseSpec {
-  int32_t idx = 0;
-  SelectCase::Kind kind = SelectCase::kDefault;
-  std::string channel, value;
+struct CaseSpec : CaseText {
+  explicit CaseSpec(CaseText parsed) : CaseText(std::move(parsed)) {}
   ArgRef channel_arg, value_arg;
   int32_t body = -1;  // the case's own block, when sub_block has the seed's layout
 };
@@ -80,41 +80,6 @@ bool ReadSeedCase(const std::vector<OpInfo>& ops, size_t at, const std::string& 
   return true;
 }
 
-std::vector<std::string> SplitFields(const std::string& s) {
-  std::vector<std::string> out(1);
-  for (char c : s) {
-    if (c == ',') out.emplace_back();
-    else if (c != ' ') out.back() += c;
-  }
-  return out;
-}
-
-CaseSpec ParseCase(const std::string& text) {
-  const auto bad = [&](const std::string& why) {
-    return Error("select: case \"" + text + "\": " + why + " (expected \"idx,type,channel,value\", "
-                 "type 0 default, 1 send, 2 receive)");
-  };
-  const std::vector<std::string> f = SplitFields(text);
-  if (f.size() < 2 || f.size() > 4) throw bad("wrong number of fields");
-  CaseSpec c;
-  try {
-    size_t used = 0;
-    c.idx = std::stoi(f[0], &used);
-    if (used != f[0].size()) throw bad("idx is not an integer");
-    const int type = std::stoi(f[1], &used);
-    if (used != f[1].size() || type < 0 || type > 2) throw bad("type must be 0, 1 or 2");
-    c.kind = static_cast<SelectCase::Kind>(type);
-  } catch (const std::logic_error&) {
-    throw bad("idx and type must be integers");
-  }
-  if (f.size() > 2) c.channel = f[2];
-  if (f.size() > 3) c.value = f[3];
-  if (c.kind != SelectCase::kDefault && (c.channel.empty() || c.value.empty())) {
-    throw bad("a send or receive case names a channel and a value");
-  }
-  return c;
-}
-
 class Select {
  public:
   explicit Select(const OpInfo& op)
@@ -125,7 +90,7 @@ class Select {
     std::set<int32_t> seen;
     int defaults = 0;
     for (const std::string& text : op.Attr<std::vector<std::string>>("cases")) {
-      specs_.push_back(ParseCase(text));
+      specs_.emplace_back(ParseCase(text));
       if (!seen.insert(specs_.back().idx).second) {
         throw Error("select: case idx " + std::to_string(specs_.back().idx) + " appears twice");
       }

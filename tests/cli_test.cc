@@ -230,6 +230,58 @@ TEST(Cli, NestingDeeperThanTheStackIsACleanFailure) {
   EXPECT_NE(m.err.find("KiB of the task's 8192 KiB stack is left"), std::string::npos) << m.err;
 }
 
+// Fluid's save_combine and load_combine (issue 44): a program's variables saved in
+// Fluid's format load back bit-exactly; load, overwrite and the load errors.
+TEST(Cli, SaveCombineThenLoadCombineRoundTripsBitExactly) {
+  const std::string dir = TempPath("saved_params");
+  std::filesystem::remove_all(dir);
+  const std::string params = dir + "/sub/__params__";
+  const auto attr_path = [](const std::string& path) {
+    return "attrs { name: \"file_path\" type: STRING s: \"" + path + "\" }";
+  };
+  const std::string save = TempPath("save.pbtxt");
+  WriteFile(save, R"(blocks { idx: 0 parent_idx: -1
+    ops { type: "fill_constant" outputs { parameter: "Out" arguments: "w0" }
+          attrs { name: "shape" type: INTS ints: 2 ints: 3 } attrs { name: "value" type: FLOAT f: 0.1 } }
+    ops { type: "scale" inputs { parameter: "X" arguments: "w0" } outputs { parameter: "Out" arguments: "w" }
+          attrs { name: "scale" type: FLOAT f: 3.3 } attrs { name: "bias" type: FLOAT f: -0.7 } }
+    ops { type: "fill_constant" outputs { parameter: "Out" arguments: "n" } attrs { name: "shape" type: INTS ints: 4 }
+          attrs { name: "dtype" type: INT i: 3 } attrs { name: "value" type: FLOAT f: -9 } }
+    ops { type: "save_combine" inputs { parameter: "X" arguments: "w" arguments: "n" } )" + attr_path(params) + R"( }
+    ops { type: "save" inputs { parameter: "X" arguments: "n" } )" + attr_path(dir + "/n") + R"( } })");
+  const auto saved = RunRill({"run", save, "--fetch", "w", "--fetch", "n", "--save", dir + "/before"});
+  ASSERT_EQ(saved.exit_code, 0) << saved.err;
+
+  const std::string load = TempPath("load.pbtxt");
+  WriteFile(load, R"(blocks { idx: 0 parent_idx: -1
+    ops { type: "load_combine" outputs { parameter: "Out" arguments: "w" arguments: "n" } )" + attr_path(params) + R"( }
+    ops { type: "load" outputs { parameter: "Out" arguments: "n1" } )" + attr_path(dir + "/n") + R"( } })");
+  const auto loaded = RunRill({"run", load, "--fetch", "w", "--fetch", "n", "--save", dir + "/after"});
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
+  EXPECT_EQ(loaded.out, saved.out);
+  EXPECT_EQ(ReadFile(dir + "/after/w.npy"), ReadFile(dir + "/before/w.npy")) << "bit-exact";
+  EXPECT_EQ(ReadFile(dir + "/after/n.npy"), ReadFile(dir + "/before/n.npy"));
+
+  const std::string partial = TempPath("load_partial.pbtxt");
+  WriteFile(partial, R"(blocks { idx: 0 parent_idx: -1
+    ops { type: "load_combine" outputs { parameter: "Out" arguments: "w" } )" + attr_path(params) + R"( } })");
+  ExpectCleanFailure(RunRill({"run", partial}), 1, "holds more than the 1 variables load_combine names");
+  const std::string missing = TempPath("load_missing.pbtxt");
+  WriteFile(missing, R"(blocks { idx: 0 parent_idx: -1
+    ops { type: "load" outputs { parameter: "Out" arguments: "w" } )" + attr_path(dir + "/nope") + R"( } })");
+  ExpectCleanFailure(RunRill({"run", missing}), 1, "cannot open '" + dir + "/nope'");
+  const std::string keep = TempPath("save_keep.pbtxt");
+  WriteFile(keep, R"(blocks { idx: 0 parent_idx: -1
+    ops { type: "fill_constant" outputs { parameter: "Out" arguments: "n" } attrs { name: "shape" type: INTS ints: 1 } }
+    ops { type: "save" inputs { parameter: "X" arguments: "n" } )" + attr_path(dir + "/n") +
+                      R"( attrs { name: "overwrite" type: BOOLEAN b: false } } })");
+  ExpectCleanFailure(RunRill({"run", keep}), 1, "'" + dir + "/n' exists, and overwrite is false");
+  // A truncated parameter file names the file and the variable.
+  const std::string bytes = ReadFile(params);
+  WriteFile(params, bytes.substr(0, bytes.size() - 3));
+  ExpectCleanFailure(RunRill({"run", load}), 1, "'" + params + "' (variable 'n'): the tensor's data: 32 bytes needed");
+}
+
 TEST(Cli, EachBadPluginIsACleanFailure) {
   ExpectCleanFailure(RunRill({"--plugin-path", kFixtures + "/not_a_library", "ops"}), 1,
                      "is not a loadable shared library");

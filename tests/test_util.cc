@@ -63,13 +63,14 @@ void WriteFile(const std::string& path, const std::string& content) {
   std::ofstream(path, std::ios::binary) << content;
 }
 
-namespace {
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
 }
+
+namespace {
 std::string Quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
@@ -97,8 +98,8 @@ CommandResult Collect(int status, const std::string& out_path) {
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
   // `sh -c` reports a child killed by signal N as exit status 128 + N.
   if (r.exit_code > 128) r.signal = r.exit_code - 128;
-  r.out = ReadAll(out_path);
-  r.err = ReadAll(out_path + ".err");
+  r.out = ReadFile(out_path);
+  r.err = ReadFile(out_path + ".err");
   return r;
 }
 }  // namespace
@@ -145,8 +146,8 @@ CommandResult RillProcess::Wait(std::chrono::milliseconds timeout) {
   }
   CommandResult r;
   r.timed_out = true;
-  r.out = ReadAll(out_path_);
-  r.err = ReadAll(out_path_ + ".err");
+  r.out = ReadFile(out_path_);
+  r.err = ReadFile(out_path_ + ".err");
   return r;
 }
 

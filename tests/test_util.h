@@ -71,6 +71,7 @@ int FreeLoopbackPort();
 // A fresh file path under the test's temporary directory.
 std::string TempPath(const std::string& name);
 void WriteFile(const std::string& path, const std::string& content);
+std::string ReadFile(const std::string& path);  // "" if it cannot be read
 
 }  // namespace rill::test
 

@@ -6,6 +6,7 @@ namespace {
 void InitBuiltins(rill::Registrar& r) {
   rill::core::RegisterWhile(r);
   rill::core::RegisterConditionalBlock(r);
+  rill::core::RegisterSaveLoad(r);
 }
 }  // namespace
 

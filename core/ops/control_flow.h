@@ -1,4 +1,5 @@
-// core/ops/control_flow.h — the host's built-in ops: `while` and `conditional_block`.
+// core/ops/control_flow.h — the host's built-in ops: `while` and `conditional_block`, and
+// Fluid's save/load ops.
 // Registered through rill/sdk.hpp like any plugin's ops, under the plugin name "core".
 #ifndef RILL_CORE_OPS_CONTROL_FLOW_H_
 #define RILL_CORE_OPS_CONTROL_FLOW_H_
@@ -9,6 +10,7 @@
 namespace rill::core {
 void RegisterWhile(rill::Registrar& r);
 void RegisterConditionalBlock(rill::Registrar& r);
+void RegisterSaveLoad(rill::Registrar& r);  // save_load_ops.cc
 
 // The value of a one-element bool tensor (input `slot`), wherever it lives: a condition
 // computed by a device kernel is read through a copy to the host. Throws if `cond` is not

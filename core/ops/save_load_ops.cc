@@ -1,0 +1,115 @@
+// Fluid's `save`, `load`, `save_combine` and `load_combine`: variables to and from files
+// in Fluid's LoDTensor format (core/io/lod_tensor_file.h), with Fluid's slots and
+// attributes. Host ops, so they reach the tensors behind the handles directly.
+#include <filesystem>
+#include <fstream>
+
+#include "core/io/lod_tensor_file.h"
+#include "core/ops/control_flow.h"
+#include "core/runtime/variable.h"
+
+namespace rill::core {
+namespace {
+
+Variable& Var(rill::Variable v) { return *reinterpret_cast<Variable*>(v.handle()); }
+
+std::string Where(const std::string& path, const std::string& var) {
+  return "'" + path + "' (variable '" + var + "')";
+}
+
+// The file to write, its directory made; refused when it exists and `overwrite` is false.
+std::ofstream OpenForSave(const std::string& path, bool overwrite) {
+  if (path.empty()) throw rill::Error("file_path is empty", RILL_INVALID_ARGUMENT);
+  if (!overwrite && std::filesystem::exists(path)) {
+    throw rill::Error("'" + path + "' exists, and overwrite is false", RILL_ALREADY_EXISTS);
+  }
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw rill::Error("cannot write '" + path + "'", RILL_UNAVAILABLE);
+  return out;
+}
+
+std::ifstream OpenForLoad(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw rill::Error("cannot open '" + path + "'", RILL_NOT_FOUND);
+  return in;
+}
+
+// Fluid's load_as_fp16: an fp32 tensor becomes fp16.
+void Put(Variable& var, Tensor t, bool as_fp16) {
+  if (as_fp16 && t.dtype() == RILL_FP32) t = ConvertFp32Fp16(t, RILL_FP16);
+  *var.GetMutableTensor() = std::move(t);
+}
+
+void Save(rill::KernelContext& ctx, bool combined) {
+  const std::string path = ctx.Attr<std::string>("file_path");
+  std::ofstream out = OpenForSave(path, ctx.Attr<bool>("overwrite"));
+  const bool as_fp16 = ctx.Attr<bool>("save_as_fp16");
+  const size_t n = combined ? ctx.op().InputCount("X") : 1;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string name = ctx.op().InputName("X", i);
+    const Tensor* t = Var(ctx.InputVar("X", i)).GetTensor();
+    if (t == nullptr) throw rill::Error(Where(path, name) + ": the variable holds no tensor", RILL_FAILED_PRECONDITION);
+    WriteLodTensor(out, *t, as_fp16, Where(path, name));
+  }
+  out.close();
+  if (!out) throw rill::Error("writing '" + path + "' failed", RILL_UNAVAILABLE);
+}
+
+void Load(rill::KernelContext& ctx, bool combined) {
+  const std::string path = ctx.Attr<std::string>("file_path");
+  std::ifstream in = OpenForLoad(path);
+  const bool as_fp16 = ctx.Attr<bool>("load_as_fp16");
+  const size_t n = combined ? ctx.op().OutputCount("Out") : 1;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string name = ctx.op().OutputName("Out", i);
+    Put(Var(ctx.OutputVar("Out", i)), ReadLodTensor(in, Where(path, name)), as_fp16);
+  }
+  if (combined && in.peek() != std::char_traits<char>::eof()) {
+    throw rill::Error("'" + path + "' holds more than the " + std::to_string(n) +
+                          " variables load_combine names (a combined file is loaded whole)",
+                      RILL_INVALID_ARGUMENT);
+  }
+}
+
+}  // namespace
+
+void RegisterSaveLoad(rill::Registrar& r) {
+  r.Op(rill::OpSchema("save")
+           .Doc("Writes X to file_path in Fluid's LoDTensor format (its directory made).")
+           .Input("X", "the variable to save")
+           .RequiredAttr("file_path", RILL_ATTR_STRING, "the file to write")
+           .Attr("overwrite", true, "replace an existing file (false: an existing file is an error)")
+           .Attr("save_as_fp16", false, "store an fp32 tensor's values as fp16"));
+  r.Kernel("save", RILL_CPU, RILL_ANY_DTYPE, [](rill::KernelContext& ctx) { Save(ctx, false); });
+  r.Op(rill::OpSchema("save_combine")
+           .Doc("Writes every X, in order, to one file_path in Fluid's LoDTensor format.")
+           .Input("X", "the variables to save", RILL_SLOT_DUPLICABLE)
+           .RequiredAttr("file_path", RILL_ATTR_STRING, "the file to write")
+           .Attr("overwrite", true, "replace an existing file (false: an existing file is an error)")
+           .Attr("save_as_fp16", false, "store fp32 tensors' values as fp16"));
+  r.Kernel("save_combine", RILL_CPU, RILL_ANY_DTYPE, [](rill::KernelContext& ctx) { Save(ctx, true); });
+  r.Op(rill::OpSchema("load")
+           .Doc("Reads Out from file_path, a file in Fluid's LoDTensor format.")
+           .Output("Out", "the variable loaded")
+           .RequiredAttr("file_path", RILL_ATTR_STRING, "the file to read")
+           .Attr("load_as_fp16", false, "make an fp32 tensor fp16"));
+  r.Kernel("load", RILL_CPU, RILL_ANY_DTYPE, [](rill::KernelContext& ctx) { Load(ctx, false); });
+  r.Op(rill::OpSchema("load_combine")
+           .Doc("Reads every Out, in order, from one file_path written by save_combine; the file "
+                "must hold exactly those variables.")
+           .Output("Out", "the variables loaded", RILL_SLOT_DUPLICABLE)
+           .RequiredAttr("file_path", RILL_ATTR_STRING, "the file to read")
+           .Attr("load_as_fp16", false, "make fp32 tensors fp16")
+           .Attr("model_from_memory", false, "Fluid's: file_path holds the bytes (not supported: must be false)"));
+  r.Kernel("load_combine", RILL_CPU, RILL_ANY_DTYPE, [](rill::KernelContext& ctx) {
+    if (ctx.Attr<bool>("model_from_memory")) {
+      throw rill::Error("load_combine: model_from_memory is not supported; give a file_path", RILL_UNIMPLEMENTED);
+    }
+    Load(ctx, true);
+  });
+}
+
+}  // namespace rill::core

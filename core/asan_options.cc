@@ -9,4 +9,8 @@
 // signal 11 ... LeakSanitizer has encountered a fatal error") after a run that passed: seen
 // here in gRPC trainers of the fit_a_line cluster tests. Without the interceptor, dynamic
 // TLS is still scanned: glibc allocates it with malloc and the thread's DTV points at it.
-extern "C" const char* __asan_default_options() { return "intercept_tls_get_addr=0"; }
+//
+// allocator_may_return_null=1: an allocation larger than ASan can make (a petabyte a test
+// asks for, to see "out of memory" come back as an error) returns NULL as glibc's malloc
+// does, instead of ending the process; Rill turns a NULL into that error.
+extern "C" const char* __asan_default_options() { return "intercept_tls_get_addr=0:allocator_may_return_null=1"; }

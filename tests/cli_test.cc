@@ -230,6 +230,47 @@ TEST(Cli, NestingDeeperThanTheStackIsACleanFailure) {
   EXPECT_NE(m.err.find("KiB of the task's 8192 KiB stack is left"), std::string::npos) << m.err;
 }
 
+// Fluid's feed and fetch ops (issue 44): --feed fills a feed op's column of the feed list;
+// without --fetch, rill run prints (and --save writes) the fetch ops' variables in col
+// order, a '/' in a name written as '_'.
+TEST(Cli, FeedAndFetchOpsRunAsInFluid) {
+  const std::string prog = TempPath("feed_fetch.pbtxt");
+  WriteFile(prog, R"(blocks { idx: 0 parent_idx: -1
+    vars { name: "feed" type { type: FEED_MINIBATCH } persistable: true }
+    vars { name: "fetch" type { type: FETCH_LIST } persistable: true }
+    vars { name: "image" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: -1 dims: 3 } } } }
+    ops { type: "feed" inputs { parameter: "X" arguments: "feed" } outputs { parameter: "Out" arguments: "image" }
+          attrs { name: "col" type: INT i: 0 } }
+    ops { type: "scale" inputs { parameter: "X" arguments: "image" } outputs { parameter: "Out" arguments: "out/scale_0.tmp_0" }
+          attrs { name: "scale" type: FLOAT f: 2 } attrs { name: "op_role" type: INT i: 0 } }
+    ops { type: "fetch" inputs { parameter: "X" arguments: "image" } outputs { parameter: "Out" arguments: "fetch" }
+          attrs { name: "col" type: INT i: 1 } }
+    ops { type: "fetch" inputs { parameter: "X" arguments: "out/scale_0.tmp_0" } outputs { parameter: "Out" arguments: "fetch" }
+          attrs { name: "col" type: INT i: 0 } } })");
+  core::Tensor x;
+  x.Allocate(RILL_FP32, {2, 3});
+  for (int i = 0; i < 6; ++i) x.data_as<float>()[i] = static_cast<float>(i + 1);
+  const std::string image = TempPath("image.npy");
+  core::WriteNpy(x, image);
+  const std::string dir = TempPath("fetched");
+  const auto r = RunRill({"run", prog, "--feed", "image=" + image, "--save", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "out/scale_0.tmp_0 fp32 [2,3] 2 4 6 8 10 12\nimage fp32 [2,3] 1 2 3 4 5 6\n");
+  EXPECT_EQ(core::ReadNpy(dir + "/out_scale_0.tmp_0.npy").ValuesToString(), "2 4 6 8 10 12");
+  EXPECT_EQ(core::ReadNpy(dir + "/image.npy").ValuesToString(), "1 2 3 4 5 6");
+  const auto named = RunRill({"run", prog, "--feed", "image=" + image, "--fetch", "image"});
+  EXPECT_EQ(named.out, "image fp32 [2,3] 1 2 3 4 5 6\n") << "--fetch names what is printed";
+  ExpectCleanFailure(RunRill({"run", prog}), 1,
+                     "block 0, op 0 (feed X=[feed] -> Out=[image]): column 0 of 'feed' holds nothing to feed 'image' "
+                     "(rill run --feed image=FILE.npy)");
+  core::Tensor wide;
+  wide.Allocate(RILL_FP32, {2, 4});
+  std::memset(wide.data(), 0, wide.nbytes());
+  core::WriteNpy(wide, image);
+  ExpectCleanFailure(RunRill({"run", prog, "--feed", "image=" + image}), 1,
+                     "feed 'image': the program declares fp32 [-1, 3], the value fed is fp32 [2, 4]");
+}
+
 // Fluid's save_combine and load_combine (issue 44): a program's variables saved in
 // Fluid's format load back bit-exactly; load, overwrite and the load errors.
 TEST(Cli, SaveCombineThenLoadCombineRoundTripsBitExactly) {

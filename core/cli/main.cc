@@ -20,6 +20,7 @@
 #include "core/loader/plugin_loader.h"
 #include "core/log.h"
 #include "core/program/backward.h"
+#include "core/ops/feed_fetch.h"
 #include "core/program/feed_check.h"
 #include "core/program/program_io.h"
 #include "core/program/transpiler.h"
@@ -40,9 +41,11 @@ Commands:
   run DIR            under mpirun (-np = pservers + trainers): run the process of the
                      transpiled cluster DIR this rank is; pservers first, then trainers,
                      whose options may say "{trainer}" for their index
-      --fetch VAR      print VAR after the run (repeatable): name, dtype, dims, values
-      --feed VAR=FILE  set VAR from a .npy file before the run (repeatable)
-      --save DIR       also write every fetched VAR to DIR/VAR.npy
+      --fetch VAR      print VAR after the run (repeatable): name, dtype, dims, values;
+                       without any, the variables of the program's fetch ops, in col order
+      --feed VAR=FILE  set VAR from a .npy file before the run (repeatable); a feed op's
+                       target goes into its column of the feed list, for the op to set
+      --save DIR       also write every fetched VAR to DIR/VAR.npy ('/' in VAR as '_')
       --startup PROG   run PROG once first, in the same scope (initializes parameters)
       --iterations N   run PROGRAM N times (a training loop); fetch after the last
       --print-every K  also print the fetched variables every K iterations
@@ -190,7 +193,39 @@ int64_t PositiveCount(const std::string& flag, const std::string& value, bool al
 }
 
 // Prints each fetched variable on a line: name, dtype, dims, values.
-void PrintFetched(const std::vector<std::string>& names, const Scope& scope, const std::string& prefix) {
+// The feed and fetch ops of a program's block 0 (Fluid's): each one's variable, the list
+// variable it reads or fills, and its column.
+struct FeedFetchOp {
+  std::string var, list;
+  int col = 0;
+};
+std::vector<FeedFetchOp> FeedFetchOps(const proto::ProgramDesc& program, const std::string& type) {
+  std::vector<FeedFetchOp> found;
+  if (program.blocks_size() == 0) return found;
+  for (const auto& op : program.blocks(0).ops()) {
+    if (op.type() != type) continue;
+    FeedFetchOp f;
+    for (const auto& in : op.inputs()) {
+      if (in.parameter() == "X" && in.arguments_size() == 1) (type == "feed" ? f.list : f.var) = in.arguments(0);
+    }
+    for (const auto& out : op.outputs()) {
+      if (out.parameter() == "Out" && out.arguments_size() == 1) (type == "feed" ? f.var : f.list) = out.arguments(0);
+    }
+    for (const auto& attr : op.attrs()) {
+      if (attr.name() == "col") f.col = attr.type() == proto::LONG ? static_cast<int>(attr.l()) : attr.i();
+    }
+    found.push_back(f);
+  }
+  std::sort(found.begin(), found.end(), [](const FeedFetchOp& a, const FeedFetchOp& b) { return a.col < b.col; });
+  return found;
+}
+
+// What a run shows: the variables named by --fetch or, without any, the program's fetch
+// ops' variables in col order, each with its tensor after the run.
+std::vector<std::pair<std::string, const Tensor*>> Results(const std::vector<std::string>& names,
+                                                           const std::vector<FeedFetchOp>& fetch_ops,
+                                                           const Scope& scope) {
+  std::vector<std::pair<std::string, const Tensor*>> out;
   for (const auto& name : names) {
     const Variable* v = scope.FindVar(name);
     if (v == nullptr) throw Error("fetch: variable '" + name + "' does not exist after the run", RILL_NOT_FOUND);
@@ -198,6 +233,24 @@ void PrintFetched(const std::vector<std::string>& names, const Scope& scope, con
     if (t == nullptr || !t->initialized()) {
       throw Error("fetch: variable '" + name + "' holds " + v->KindName() + ", not a tensor");
     }
+    out.emplace_back(name, t);
+  }
+  if (!names.empty()) return out;
+  for (const auto& f : fetch_ops) {
+    const Variable* list = scope.FindVar(f.list);
+    const std::vector<Tensor>* columns = list != nullptr ? &FetchColumns(*list) : nullptr;
+    if (columns == nullptr || static_cast<size_t>(f.col) >= columns->size() || !(*columns)[f.col].initialized()) {
+      throw Error("fetch: column " + std::to_string(f.col) + " of '" + f.list + "' ('" + f.var +
+                      "') holds nothing after the run",
+                  RILL_NOT_FOUND);
+    }
+    out.emplace_back(f.var, &(*columns)[f.col]);
+  }
+  return out;
+}
+
+void PrintResults(const std::vector<std::pair<std::string, const Tensor*>>& results, const std::string& prefix) {
+  for (const auto& [name, t] : results) {
     std::string dims;
     for (size_t i = 0; i < t->dims().size(); ++i) dims += (i ? "," : "") + std::to_string(t->dims()[i]);
     std::printf("%s%s %s [%s] %s\n", prefix.c_str(), name.c_str(), DataTypeName(t->dtype()).c_str(), dims.c_str(),
@@ -278,6 +331,8 @@ int CmdRun(const Args& given, const Registry& registry) {
   auto startup = a.startup.empty() ? nullptr : LoadForRun(a.startup, registry);
 
   auto scope = Scope::NewRoot();
+  const std::vector<FeedFetchOp> feed_ops = FeedFetchOps(*program, "feed");
+  const std::vector<FeedFetchOp> fetch_ops = FeedFetchOps(*program, "fetch");
   for (const auto& feed : a.feed) {
     const auto eq = feed.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == feed.size()) {
@@ -286,7 +341,13 @@ int CmdRun(const Args& given, const Registry& registry) {
     const std::string name = feed.substr(0, eq);
     Tensor value = ReadNpy(feed.substr(eq + 1));
     CheckFeed(*program, name, value);
-    *scope->Var(name)->GetMutableTensor() = std::move(value);
+    // A feed op's target goes into its column of the feed list, for the op to set.
+    const auto op = std::find_if(feed_ops.begin(), feed_ops.end(), [&](const FeedFetchOp& f) { return f.var == name; });
+    if (op != feed_ops.end()) {
+      SetFeedColumn(*scope->Var(op->list), op->col, std::move(value));
+    } else {
+      *scope->Var(name)->GetMutableTensor() = std::move(value);
+    }
   }
   SchedulerOptions tasks;
   tasks.workers = static_cast<int>(PositiveCount("--workers", a.workers, true));
@@ -302,16 +363,15 @@ int CmdRun(const Args& given, const Registry& registry) {
     for (int64_t i = 1; i <= iterations; ++i) {
       executor.Run(0, scope);
       if (print_every > 0 && i % print_every == 0 && i != iterations) {
-        PrintFetched(a.fetch, *scope, "[iteration " + std::to_string(i) + "] ");
+        PrintResults(Results(a.fetch, fetch_ops, *scope), "[iteration " + std::to_string(i) + "] ");
       }
     }
   });
-  PrintFetched(a.fetch, *scope, iterations > 1 && print_every > 0 ? "[iteration " + std::to_string(iterations) + "] " : "");
+  const auto results = Results(a.fetch, fetch_ops, *scope);
+  PrintResults(results, iterations > 1 && print_every > 0 ? "[iteration " + std::to_string(iterations) + "] " : "");
   if (!a.save_dir.empty()) {
     std::filesystem::create_directories(a.save_dir);
-    for (const auto& name : a.fetch) {
-      WriteNpy(*scope->FindVar(name)->GetTensor(), (std::filesystem::path(a.save_dir) / FileNameFor(name)).string());
-    }
+    for (const auto& [name, t] : results) WriteNpy(*t, (std::filesystem::path(a.save_dir) / FileNameFor(name)).string());
   }
   return 0;
 }

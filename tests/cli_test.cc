@@ -210,7 +210,14 @@ TEST(Cli, NestingDeeperThanTheStackIsACleanFailure) {
   EXPECT_NE(r.err.find("KiB of the task's 256 KiB stack is left for a block nested deeper"), std::string::npos) << r.err;
   EXPECT_LT(r.err.size(), 2000u) << "an error 2,000 blocks deep is not 2,000 names long";
 
-  // On the main task's 8 MiB stack: 30,000 levels (it segfaulted near 20,000).
+}
+
+// The same on the main task's 8 MiB stack: 30,000 levels (it segfaulted near 20,000).
+TEST(Cli, NestingDeeperThanTheMainStackIsACleanFailure) {
+  if (std::string(RILL_TEST_SANITIZER) == "thread") {
+    GTEST_SKIP() << "ThreadSanitizer's state for a recursion this deep outgrew 24 GB (killed by the kernel); "
+                    "NestingDeeperThanTheStackIsACleanFailure shows the check under it in a go block";
+  }
   std::string main_deep = "blocks { idx: 0 parent_idx: -1\n"
                           "ops { type: \"fill_constant\" outputs { parameter: \"Out\" arguments: \"c\" } attrs { "
                           "name: \"shape\" type: INTS ints: 1 } attrs { name: \"dtype\" type: INT i: 0 } attrs { "

@@ -1,7 +1,10 @@
 // Fluid's feed and fetch (core/ops/feed_fetch.h). Host ops: they reach the lists and
 // tensors behind the handles directly.
-#include "core/errors.h"
 #include "core/ops/feed_fetch.h"
+
+#include <cstdio>
+
+#include "core/errors.h"
 #include "core/registry/registry.h"
 
 namespace rill::core {

@@ -4,9 +4,11 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sys/stat.h>
 
 #include "core/cli/npy.h"
+#include "core/io/lod_tensor_file.h"
 #include "test_util.h"
 
 namespace rill::test {
@@ -276,6 +278,98 @@ TEST(Cli, FeedAndFetchOpsRunAsInFluid) {
   core::WriteNpy(wide, image);
   ExpectCleanFailure(RunRill({"run", prog, "--feed", "image=" + image}), 1,
                      "feed 'image': the program declares fp32 [-1, 3], the value fed is fp32 [2, 4]");
+}
+
+// Inference models as Paddle saves them (issue 44, item 3): a directory with __model__
+// and a file per parameter, or __params__, or other names; PREFIX.pdmodel beside
+// PREFIX.pdiparams. out = relu(image x w + b), fetched by the program's fetch op.
+TEST(Cli, InferenceModelsRunInEveryLayoutPaddleSaves) {
+  const std::string text = TempPath("mlp.pbtxt");
+  WriteFile(text, R"(blocks { idx: 0 parent_idx: -1
+    vars { name: "feed" type { type: FEED_MINIBATCH } persistable: true }
+    vars { name: "fetch" type { type: FETCH_LIST } persistable: true }
+    vars { name: "image" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: -1 dims: 3 } } } }
+    vars { name: "w" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 3 dims: 2 } } } persistable: true }
+    vars { name: "b" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2 } } } persistable: true }
+    ops { type: "feed" inputs { parameter: "X" arguments: "feed" } outputs { parameter: "Out" arguments: "image" }
+          attrs { name: "col" type: INT i: 0 } }
+    ops { type: "mul" inputs { parameter: "X" arguments: "image" } inputs { parameter: "Y" arguments: "w" }
+          outputs { parameter: "Out" arguments: "xw" } }
+    ops { type: "elementwise_add" inputs { parameter: "X" arguments: "xw" } inputs { parameter: "Y" arguments: "b" }
+          outputs { parameter: "Out" arguments: "xwb" } attrs { name: "axis" type: INT i: 1 } }
+    ops { type: "relu" inputs { parameter: "X" arguments: "xwb" } outputs { parameter: "Out" arguments: "out" } }
+    ops { type: "fetch" inputs { parameter: "X" arguments: "out" } outputs { parameter: "Out" arguments: "fetch" }
+          attrs { name: "col" type: INT i: 0 } } })");
+  const auto tensor = [](std::vector<int64_t> dims, std::vector<float> values) {
+    core::Tensor t;
+    t.Allocate(RILL_FP32, dims);
+    std::copy(values.begin(), values.end(), t.data_as<float>());
+    return t;
+  };
+  const auto write = [](const std::string& path, const std::vector<core::Tensor>& records) {
+    std::ofstream out(path, std::ios::binary);
+    for (const auto& t : records) core::WriteLodTensor(out, t, false, path);
+  };
+  const core::Tensor w = tensor({3, 2}, {1, -1, 2, 0, 0.5f, 1}), b = tensor({2}, {0.5f, -4});
+  core::Tensor x = tensor({2, 3}, {1, 2, 3, -1, 0, 2});
+  const std::string image = TempPath("mlp_image.npy");
+  core::WriteNpy(x, image);
+  // relu([1 2 3]·w + b) = relu([6.5 2] + [0.5 -4]) = [7 0]; relu([-1 0 2]·w + b) =
+  // relu([0 3] + [0.5 -4]) = [0.5 0].
+  const std::string expected = "out fp32 [2,2] 7 0 0.5 0\n";
+  const auto run = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> all = {"run"};
+    all.insert(all.end(), args.begin(), args.end());
+    all.insert(all.end(), {"--feed", "image=" + image});
+    return RunRill(all);
+  };
+  const auto model_dir = [&](const std::string& name, const std::string& model_file) {
+    const std::string dir = TempPath(name);
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    EXPECT_EQ(RunRill({"convert", text, "-o", dir + "/" + model_file + ".pb"}).exit_code, 0);
+    std::filesystem::rename(dir + "/" + model_file + ".pb", dir + "/" + model_file);
+    return dir;
+  };
+
+  const std::string separate = model_dir("model_separate", "__model__");
+  write(separate + "/w", {w});
+  write(separate + "/b", {b});
+  auto r = run({separate});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, expected);
+
+  const std::string combined = model_dir("model_combined", "__model__");
+  write(combined + "/__params__", {b, w});  // in name order
+  r = run({combined});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, expected);
+
+  const std::string named = model_dir("model_named", "model");
+  write(named + "/params", {b, w});
+  r = run({named, "--model-filename", "model", "--params-filename", "params"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, expected);
+
+  const std::string prefix = TempPath("mlp_infer");
+  ASSERT_EQ(RunRill({"convert", text, "-o", prefix + ".pb"}).exit_code, 0);
+  std::filesystem::rename(prefix + ".pb", prefix + ".pdmodel");
+  write(prefix + ".pdiparams", {b, w});
+  r = run({prefix + ".pdmodel"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, expected);
+
+  // Missing, extra and surplus parameters are errors naming the file.
+  std::filesystem::remove(separate + "/b");
+  ExpectCleanFailure(run({separate}), 1, "cannot open the file of parameter 'b', '" + separate + "/b'");
+  write(separate + "/b", {b});
+  WriteFile(separate + "/notes.txt", "hello");
+  ExpectCleanFailure(run({separate}), 1, "'" + separate + "/notes.txt' is not a parameter of the model");
+  write(combined + "/__params__", {b, w, w});
+  ExpectCleanFailure(run({combined}), 1, "'" + combined + "/__params__' holds more than the program's 2 parameters");
+  write(combined + "/__params__", {b});
+  ExpectCleanFailure(run({combined}), 1, "'" + combined + "/__params__' (parameter 'w'): the LoDTensor version");
+  ExpectCleanFailure(run({text, "--params-filename", "params"}), 2, "--model-filename and --params-filename name the files");
 }
 
 // Fluid's save_combine and load_combine (issue 44): a program's variables saved in

@@ -17,6 +17,7 @@
 #include "core/cli/malloc_tuning.h"
 #include "core/cli/npy.h"
 #include "core/errors.h"
+#include "core/io/inference_model.h"
 #include "core/loader/plugin_loader.h"
 #include "core/log.h"
 #include "core/program/backward.h"
@@ -38,6 +39,10 @@ constexpr const char* kUsage = R"(usage: rill [options] COMMAND [ARGS]
 
 Commands:
   run PROGRAM        validate and run block 0 of PROGRAM (text .pbtxt or binary)
+  run MODEL          run an inference model as Paddle saves it: a directory with __model__
+                     and a file per parameter or __params__ (--model-filename F,
+                     --params-filename F for other names), or PREFIX.pdmodel beside
+                     PREFIX.pdiparams; its parameters are loaded first
   run DIR            under mpirun (-np = pservers + trainers): run the process of the
                      transpiled cluster DIR this rank is; pservers first, then trainers,
                      whose options may say "{trainer}" for their index
@@ -99,6 +104,7 @@ struct Args {
   std::vector<std::string> plugin_dirs, plugin_files, enable, fetch, feed;
   std::vector<std::string> parameters, pservers, passthrough;
   std::string trainers, deadline_ms, log_dir, transport;
+  std::string model_filename, params_filename;
   std::string save_dir, output, loss, sgd, startup, iterations = "1", print_every = "0", device = "cpu", workers = "0",
               malloc = "tuned",
               log_level = "warn";
@@ -115,7 +121,8 @@ Args Parse(int argc, char** argv) {
       {"--loss", &a.loss},     {"--sgd", &a.sgd},  {"--startup", &a.startup},
       {"--iterations", &a.iterations}, {"--print-every", &a.print_every}, {"--device", &a.device},
       {"--workers", &a.workers}, {"--trainers", &a.trainers}, {"--deadline-ms", &a.deadline_ms},
-      {"--log-dir", &a.log_dir}, {"--transport", &a.transport}, {"--malloc", &a.malloc}};
+      {"--log-dir", &a.log_dir}, {"--transport", &a.transport}, {"--malloc", &a.malloc},
+      {"--model-filename", &a.model_filename}, {"--params-filename", &a.params_filename}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -323,14 +330,27 @@ Args ForThisRank(const Args& a) {
 
 int CmdRun(const Args& given, const Registry& registry) {
   ExpectPositional(given, 2, "run PROGRAM [--fetch VAR]... [--feed VAR=FILE.npy]... [--save DIR]");
-  const Args a = std::filesystem::is_directory(given.positional[1]) ? ForThisRank(given) : given;
+  const ModelFiles model_files{given.model_filename, given.params_filename};
+  const bool model = IsInferenceModel(given.positional[1], model_files);
+  const Args a = std::filesystem::is_directory(given.positional[1]) && !model ? ForThisRank(given) : given;
   const int64_t iterations = PositiveCount("--iterations", a.iterations, false);
   const int64_t print_every = PositiveCount("--print-every", a.print_every, true);
   const Place place = ParseDevice(a.device);
-  auto program = LoadForRun(a.positional[1], registry);
+  // An inference model: its program, and its parameters put in the scope before the run.
+  InferenceModel loaded;
+  if (model) {
+    loaded = LoadInferenceModel(a.positional[1], model_files);
+    ValidateProgramOrThrow(*loaded.program, registry);
+  } else if (!a.model_filename.empty() || !a.params_filename.empty()) {
+    throw UsageError("--model-filename and --params-filename name the files of a model directory; '" +
+                     a.positional[1] + "' is not one (no '" +
+                     (a.model_filename.empty() ? std::string("__model__") : a.model_filename) + "' in it)");
+  }
+  auto program = model ? loaded.program : LoadForRun(a.positional[1], registry);
   auto startup = a.startup.empty() ? nullptr : LoadForRun(a.startup, registry);
 
   auto scope = Scope::NewRoot();
+  for (auto& [name, value] : loaded.parameters) *scope->Var(name)->GetMutableTensor() = std::move(value);
   const std::vector<FeedFetchOp> feed_ops = FeedFetchOps(*program, "feed");
   const std::vector<FeedFetchOp> fetch_ops = FeedFetchOps(*program, "fetch");
   for (const auto& feed : a.feed) {

@@ -1,0 +1,98 @@
+#include "core/io/inference_model.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "core/errors.h"
+#include "core/io/lod_tensor_file.h"
+#include "core/program/program_io.h"
+
+namespace rill::core {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Block 0's persistable variables but the feed and fetch lists, in name order.
+std::vector<std::string> ParameterNames(const proto::ProgramDesc& program) {
+  std::vector<std::string> names;
+  if (program.blocks_size() == 0) return names;
+  for (const auto& v : program.blocks(0).vars()) {
+    const auto type = v.type().type();
+    if (v.persistable() && type != proto::VarType::FEED_MINIBATCH && type != proto::VarType::FETCH_LIST) {
+      names.push_back(v.name());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::ifstream Open(const fs::path& file, const std::string& what) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error("cannot open " + what + " '" + file.string() + "'", RILL_NOT_FOUND);
+  return in;
+}
+
+}  // namespace
+
+bool IsInferenceModel(const std::string& path, const ModelFiles& files) {
+  if (EndsWith(path, ".pdmodel")) return fs::is_regular_file(path);
+  const std::string model = files.model_filename.empty() ? "__model__" : files.model_filename;
+  return fs::is_directory(path) && fs::is_regular_file(fs::path(path) / model);
+}
+
+InferenceModel LoadInferenceModel(const std::string& path, const ModelFiles& files) {
+  fs::path model_file, combined;
+  const bool prefix_form = EndsWith(path, ".pdmodel");
+  if (prefix_form) {
+    model_file = path;
+    combined = path.substr(0, path.size() - 8) + ".pdiparams";
+  } else {
+    model_file = fs::path(path) / (files.model_filename.empty() ? "__model__" : files.model_filename);
+    if (!files.params_filename.empty()) {
+      combined = fs::path(path) / files.params_filename;
+    } else if (fs::exists(fs::path(path) / "__params__")) {
+      combined = fs::path(path) / "__params__";
+    }
+  }
+  InferenceModel m;
+  m.program = LoadProgramShared(model_file.string());
+  const std::vector<std::string> names = ParameterNames(*m.program);
+  if (!combined.empty()) {
+    std::ifstream in = Open(combined, "the parameter file");
+    for (const auto& name : names) {
+      m.parameters.emplace_back(name, ReadLodTensor(in, "'" + combined.string() + "' (parameter '" + name + "')"));
+    }
+    if (in.peek() != std::char_traits<char>::eof()) {
+      throw Error("'" + combined.string() + "' holds more than the program's " + std::to_string(names.size()) +
+                      " parameters",
+                  RILL_INVALID_ARGUMENT);
+    }
+    return m;
+  }
+  const std::set<std::string> expected(names.begin(), names.end());
+  for (const auto& entry : fs::recursive_directory_iterator(path)) {
+    if (!entry.is_regular_file() || entry.path() == model_file) continue;
+    const std::string name = fs::relative(entry.path(), path).generic_string();
+    if (expected.count(name) == 0) {
+      throw Error("'" + entry.path().string() + "' is not a parameter of the model (its program's persistable "
+                  "variables are its parameters)", RILL_INVALID_ARGUMENT);
+    }
+  }
+  for (const auto& name : names) {
+    const fs::path file = fs::path(path) / name;
+    std::ifstream in = Open(file, "the file of parameter '" + name + "',");
+    m.parameters.emplace_back(name, ReadLodTensor(in, "'" + file.string() + "' (parameter '" + name + "')"));
+    if (in.peek() != std::char_traits<char>::eof()) {
+      throw Error("'" + file.string() + "' holds more than parameter '" + name + "'", RILL_INVALID_ARGUMENT);
+    }
+  }
+  return m;
+}
+
+}  // namespace rill::core

@@ -430,6 +430,17 @@ RillStatus* CtxRunLoop(RillKernelContext* ctx, int32_t block_idx, const RillVari
 }
 // ---- variables ---------------------------------------------------------------------------
 
+// The variable `find` gives, or NULL when it throws: the entries with no status to
+// return hand back NULL when memory runs out (abi.h).
+template <class F>
+RillVariable* VariableOrNull(F&& find) noexcept {
+  try {
+    return reinterpret_cast<RillVariable*>(find());
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
 int32_t VarIsInitialized(const RillVariable* v) { return v && V(v)->initialized(); }
 RillStatus* VarTensor(RillVariable* v, RillTensor** out) {
   if (!v || !out) return NullArg("var_tensor");
@@ -533,19 +544,11 @@ RillScope* ScopeRetain(RillScope* s) { return s && s->scope ? new RillScope{s->O
 void ScopeRelease(RillScope* s) { delete s; }
 RillVariable* ScopeFindVar(RillScope* s, const char* name) {
   if (!s || !s->scope || !name) return nullptr;
-  try {
-    return reinterpret_cast<RillVariable*>(s->scope->FindVar(name));
-  } catch (const std::exception&) {
-    return nullptr;
-  }
+  return VariableOrNull([&] { return s->scope->FindVar(name); });
 }
 RillVariable* ScopeVar(RillScope* s, const char* name) {
   if (!s || !s->scope || !name) return nullptr;
-  try {
-    return reinterpret_cast<RillVariable*>(s->scope->Var(name));
-  } catch (const std::exception&) {
-    return nullptr;
-  }
+  return VariableOrNull([&] { return s->scope->Var(name); });
 }
 // ---- tasks ---------------------------------------------------------------------------------
 
@@ -593,13 +596,8 @@ RillStatus* CtxGo(RillKernelContext* ctx, int32_t block_idx, const RillArg* bind
   });
 }
 
-// Entries with no status to return hand back NULL when memory runs out (abi.h).
 RillVariable* VarNew() {
-  try {
-    return reinterpret_cast<RillVariable*>(new Variable());
-  } catch (const std::exception&) {
-    return nullptr;
-  }
+  return VariableOrNull([] { return new Variable(); });
 }
 void VarDelete(RillVariable* v) { delete V(v); }
 RillStatus* VarSwap(RillVariable* a, RillVariable* b) {

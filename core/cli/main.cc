@@ -20,8 +20,8 @@
 #include "core/io/inference_model.h"
 #include "core/loader/plugin_loader.h"
 #include "core/log.h"
-#include "core/program/backward.h"
 #include "core/ops/feed_fetch.h"
+#include "core/program/backward.h"
 #include "core/program/feed_check.h"
 #include "core/program/program_io.h"
 #include "core/program/transpiler.h"
@@ -199,7 +199,6 @@ int64_t PositiveCount(const std::string& flag, const std::string& value, bool al
   return n;
 }
 
-// Prints each fetched variable on a line: name, dtype, dims, values.
 // The feed and fetch ops of a program's block 0 (Fluid's): each one's variable, the list
 // variable it reads or fills, and its column.
 struct FeedFetchOp {
@@ -256,6 +255,7 @@ std::vector<std::pair<std::string, const Tensor*>> Results(const std::vector<std
   return out;
 }
 
+// Prints each result on a line: name, dtype, dims, values.
 void PrintResults(const std::vector<std::pair<std::string, const Tensor*>>& results, const std::string& prefix) {
   for (const auto& [name, t] : results) {
     std::string dims;
@@ -340,13 +340,13 @@ int CmdRun(const Args& given, const Registry& registry) {
   InferenceModel loaded;
   if (model) {
     loaded = LoadInferenceModel(a.positional[1], model_files);
-    ValidateProgramOrThrow(*loaded.program, registry);
   } else if (!a.model_filename.empty() || !a.params_filename.empty()) {
     throw UsageError("--model-filename and --params-filename name the files of a model directory; '" +
                      a.positional[1] + "' is not one (no '" +
                      (a.model_filename.empty() ? std::string("__model__") : a.model_filename) + "' in it)");
   }
-  auto program = model ? loaded.program : LoadForRun(a.positional[1], registry);
+  auto program = model ? loaded.program : LoadProgramShared(a.positional[1]);
+  ValidateProgramOrThrow(*program, registry);
   auto startup = a.startup.empty() ? nullptr : LoadForRun(a.startup, registry);
 
   auto scope = Scope::NewRoot();

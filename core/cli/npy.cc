@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/io/bytes_left.h"
 #include "core/runtime/dtype.h"
 #include "rill/checked_size.hpp"
 
@@ -91,18 +92,12 @@ Tensor ReadNpy(std::istream& in, const std::string& path) {
   }
   const ShapeSize size = SizeOfShape(dims.data(), dims.size(), DataTypeSize(dtype));
   if (!size.ok()) throw Error(path + ": .npy header's " + size.error);
-  // A seekable stream says how much data it holds: a header that claims more is refused
-  // before anything that large is allocated.
-  const std::streampos at = in.tellg();
-  if (at != std::streampos(-1) && in.seekg(0, std::ios::end)) {
-    const auto left = static_cast<uint64_t>(in.tellg() - at);
-    in.seekg(at);
-    if (left < size.bytes) {
-      throw Error(path + ": .npy data is shorter than its shape says (" + std::to_string(left) + " of " +
-                  std::to_string(size.bytes) + " bytes)");
-    }
+  // A header that claims more data than the stream holds is refused before anything that
+  // large is allocated.
+  if (const auto left = BytesLeft(in); left && *left < size.bytes) {
+    throw Error(path + ": .npy data is shorter than its shape says (" + std::to_string(*left) + " of " +
+                std::to_string(size.bytes) + " bytes)");
   }
-  in.clear();
   Tensor t;
   t.Allocate(dtype, dims);
   if (!in.read(static_cast<char*>(t.data()), static_cast<std::streamsize>(t.nbytes()))) {

@@ -32,10 +32,19 @@ std::vector<std::string> ParameterNames(const proto::ProgramDesc& program) {
   return names;
 }
 
-std::ifstream Open(const fs::path& file, const std::string& what) {
+// Reads `file`, which must hold exactly one record per name in `names` (`whose`: who
+// they are, for the message when it holds more), onto `parameters`. `what` names the
+// file in the message when it cannot be opened.
+void ReadParameters(const fs::path& file, const std::vector<std::string>& names, const std::string& what,
+                    const std::string& whose, std::vector<std::pair<std::string, Tensor>>* parameters) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw Error("cannot open " + what + " '" + file.string() + "'", RILL_NOT_FOUND);
-  return in;
+  for (const auto& name : names) {
+    parameters->emplace_back(name, ReadLodTensor(in, "'" + file.string() + "' (parameter '" + name + "')"));
+  }
+  if (in.peek() != std::char_traits<char>::eof()) {
+    throw Error("'" + file.string() + "' holds more than " + whose, RILL_INVALID_ARGUMENT);
+  }
 }
 
 }  // namespace
@@ -64,15 +73,8 @@ InferenceModel LoadInferenceModel(const std::string& path, const ModelFiles& fil
   m.program = LoadProgramShared(model_file.string());
   const std::vector<std::string> names = ParameterNames(*m.program);
   if (!combined.empty()) {
-    std::ifstream in = Open(combined, "the parameter file");
-    for (const auto& name : names) {
-      m.parameters.emplace_back(name, ReadLodTensor(in, "'" + combined.string() + "' (parameter '" + name + "')"));
-    }
-    if (in.peek() != std::char_traits<char>::eof()) {
-      throw Error("'" + combined.string() + "' holds more than the program's " + std::to_string(names.size()) +
-                      " parameters",
-                  RILL_INVALID_ARGUMENT);
-    }
+    ReadParameters(combined, names, "the parameter file",
+                   "the program's " + std::to_string(names.size()) + " parameters", &m.parameters);
     return m;
   }
   const std::set<std::string> expected(names.begin(), names.end());
@@ -85,12 +87,8 @@ InferenceModel LoadInferenceModel(const std::string& path, const ModelFiles& fil
     }
   }
   for (const auto& name : names) {
-    const fs::path file = fs::path(path) / name;
-    std::ifstream in = Open(file, "the file of parameter '" + name + "',");
-    m.parameters.emplace_back(name, ReadLodTensor(in, "'" + file.string() + "' (parameter '" + name + "')"));
-    if (in.peek() != std::char_traits<char>::eof()) {
-      throw Error("'" + file.string() + "' holds more than parameter '" + name + "'", RILL_INVALID_ARGUMENT);
-    }
+    ReadParameters(fs::path(path) / name, {name}, "the file of parameter '" + name + "',",
+                   "parameter '" + name + "'", &m.parameters);
   }
   return m;
 }

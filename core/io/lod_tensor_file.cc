@@ -1,9 +1,11 @@
 #include "core/io/lod_tensor_file.h"
 
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "core/errors.h"
+#include "core/io/bytes_left.h"
 #include "core/proto/framework.pb.h"
 #include "core/runtime/dtype.h"
 #include "rill/checked_size.hpp"
@@ -18,15 +20,7 @@ constexpr int32_t kMaxDescBytes = 1 << 20;
 // any length longer than that before the bytes are allocated or read.
 class Reader {
  public:
-  Reader(std::istream& in, const std::string& what) : in_(in), what_(what) {
-    const std::streampos at = in_.tellg();
-    if (at != std::streampos(-1) && in_.seekg(0, std::ios::end)) {
-      left_ = static_cast<uint64_t>(in_.tellg() - at);
-      in_.seekg(at);
-      known_ = true;
-    }
-    in_.clear();
-  }
+  Reader(std::istream& in, const std::string& what) : in_(in), what_(what), left_(BytesLeft(in)) {}
   template <class T>
   T Read(const char* field) {
     T v;
@@ -35,8 +29,8 @@ class Reader {
   }
   // Throws unless `n` more bytes are there (when that is known).
   void Need(uint64_t n, const char* field) {
-    if (known_ && n > left_) {
-      Fail(std::string(field) + ": " + std::to_string(n) + " bytes needed, the file has " + std::to_string(left_) +
+    if (left_ && n > *left_) {
+      Fail(std::string(field) + ": " + std::to_string(n) + " bytes needed, the file has " + std::to_string(*left_) +
            " left (truncated?)");
     }
   }
@@ -45,15 +39,14 @@ class Reader {
     if (n > 0 && !in_.read(static_cast<char*>(into), static_cast<std::streamsize>(n))) {
       Fail(std::string(field) + ": the file ends before its " + std::to_string(n) + " bytes (truncated)");
     }
-    if (known_) left_ -= n;
+    if (left_) *left_ -= n;
   }
   [[noreturn]] void Fail(const std::string& why) const { throw Error(what_ + ": " + why, RILL_INVALID_ARGUMENT); }
 
  private:
   std::istream& in_;
   const std::string& what_;
-  uint64_t left_ = 0;
-  bool known_ = false;
+  std::optional<uint64_t> left_;  // unknown for a stream that cannot say
 };
 
 }  // namespace

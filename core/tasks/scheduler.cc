@@ -956,10 +956,12 @@ const char* ThreadStackLow() {
   return low;
 }
 
-[[noreturn, gnu::noinline, gnu::cold]] void ThrowNestingTooDeep(int depth, size_t stack_bytes, bool in_task) {
+// `stack_bytes`: the task's stack size; 0 on a thread's own stack.
+[[noreturn, gnu::noinline, gnu::cold]] void ThrowNestingTooDeep(int depth, size_t stack_bytes) {
   throw Error("block nesting exceeds " + std::to_string(depth) + ": less than " +
                   std::to_string(OpBoundaries::kStackReserve / 1024) + " KiB of the " +
-                  (in_task ? "task's " + std::to_string(stack_bytes / 1024) + " KiB stack" : std::string("thread's stack")) +
+                  (stack_bytes > 0 ? "task's " + std::to_string(stack_bytes / 1024) + " KiB stack"
+                                   : std::string("thread's stack")) +
                   " is left for a block nested deeper",
               RILL_RESOURCE_EXHAUSTED);
 }
@@ -967,20 +969,21 @@ const char* ThreadStackLow() {
 }  // namespace
 
 OpBoundaries::OpBoundaries() {
-  const char* here = static_cast<const char*>(__builtin_frame_address(0));
+  const char* low;  // the lowest address of the stack this runs on; null: unknown
+  size_t stack_bytes = 0;
   if (Task* t = CurrentTask()) {
-    if (static_cast<size_t>(here - static_cast<const char*>(t->stack.base)) < kStackReserve) {
-      ThrowNestingTooDeep(t->op_runs, t->stack.size, true);
-    }
+    low = static_cast<const char*>(t->stack.base);
+    stack_bytes = t->stack.size;
     until_due_ = &t->ops_until_due;
     cancelled_ = t->sched->cancelled_flag();
     wake_owed_ = &t->wake_owed;
     op_runs_ = &t->op_runs;
   } else {
-    const char* low = ThreadStackLow();
-    if (low != nullptr && static_cast<size_t>(here - low) < kStackReserve) ThrowNestingTooDeep(tls_op_runs, 0, false);
+    low = ThreadStackLow();
     op_runs_ = &tls_op_runs;
   }
+  const char* here = static_cast<const char*>(__builtin_frame_address(0));
+  if (low != nullptr && static_cast<size_t>(here - low) < kStackReserve) ThrowNestingTooDeep(*op_runs_, stack_bytes);
   ++*op_runs_;
 }
 

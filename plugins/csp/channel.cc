@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <new>
 #include <cstring>
 #include <vector>
 
@@ -132,10 +131,7 @@ void Channel::Resize(size_t slots) {
   std::unique_ptr<Slot[]> grown;
   try {
     grown = std::make_unique<Slot[]>(slots);
-  } catch (const std::bad_alloc&) {
-    grown = nullptr;
-  } catch (const Error&) {  // a slot's variable (OwnedVariable)
-    grown = nullptr;
+  } catch (const std::exception&) {  // bad_alloc, or Error from a slot's variable (OwnedVariable)
   }
   if (grown == nullptr) {
     throw Error("out of memory growing a channel's buffer to " + std::to_string(slots) + " values (capacity " +

@@ -10,7 +10,7 @@ packages=(
   # math plugin
   libeigen3-dev
   # tests and benchmarks
-  googletest libgtest-dev libgmock-dev libbenchmark-dev python3
+  googletest libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy
   # the CSP benchmarks' peer: the same benchmarks in Go
   golang-go
   # out-of-tree plugin test: a different compiler and standard library from the host's;

@@ -372,6 +372,56 @@ TEST(Cli, InferenceModelsRunInEveryLayoutPaddleSaves) {
   ExpectCleanFailure(run({text, "--params-filename", "params"}), 2, "--model-filename and --params-filename name the files");
 }
 
+// Programs Paddle 2.x writes (issue 44, item 4): its framework.proto fields and enum values
+// load, its wider attribute types fill the schema's (LONGS an INTS, FLOAT64 a FLOAT, a
+// SCALAR the kind it holds), bookkeeping attributes are ignored, and an undeclared slot is
+// accepted while empty. An undeclared slot naming a variable, a VAR attribute and a
+// complex SCALAR are still errors.
+TEST(Cli, ProgramsPaddle2WritesLoadAndRun) {
+  const auto program = [](const std::string& scale_tensor, const std::string& bias) {
+    return R"(blocks { idx: 0 parent_idx: -1
+      vars { name: "x" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2 dims: 3 } } }
+             need_check_feed: false is_parameter: false stop_gradient: true
+             attrs { name: "dist_attr" type: INT i: 0 } }
+      vars { name: "h" type { type: LOD_TENSOR lod_tensor { tensor { data_type: BF16 dims: 2 } } } }
+      vars { name: "c" type { type: LOD_TENSOR lod_tensor { tensor { data_type: COMPLEX64 dims: 2 } } } }
+      ops { type: "fill_constant" outputs { parameter: "Out" arguments: "x" }
+            attrs { name: "shape" type: LONGS longs: 2 longs: 3 }
+            attrs { name: "value" type: SCALAR scalar { type: FLOAT64 r: 1.5 } }
+            attrs { name: "dtype" type: INT i: 5 }
+            attrs { name: "op_role" type: INT i: 0 } attrs { name: "op_device" type: STRING s: "" }
+            attrs { name: "op_callstack" type: STRINGS strings: "  File \"a.py\", line 1" }
+            attrs { name: "with_quant_attr" type: BOOLEAN b: false }
+            attrs { name: "op_role_var" type: STRINGS } attrs { name: "op_namescope" type: STRING s: "/" } }
+      ops { type: "scale" inputs { parameter: "ScaleTensor" )" + scale_tensor + R"( } inputs { parameter: "X" arguments: "x" }
+            outputs { parameter: "Out" arguments: "y" }
+            attrs { name: "scale" type: FLOAT64 float64: 2.0 }
+            attrs { name: "bias" )" + bias + R"( }
+            attrs { name: "bias_after_scale" type: SCALAR scalar { type: BOOLEAN b: true } } } }
+    version { version: 2004000 }
+    op_version_map { pair { op_name: "fill_constant" op_version { version: 2 } } })";
+  };
+  const std::string ok = TempPath("paddle2.pbtxt");
+  WriteFile(ok, program("", "type: SCALAR scalar { type: LONG i: 1 }"));
+  auto r = RunRill({"run", ok, "--fetch", "y"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "y fp32 [2,3] 4 4 4 4 4 4\n");  // 1.5 * 2 + 1
+  // The binary form (Paddle's own) loads the same.
+  const std::string bin = TempPath("paddle2.pb");
+  ASSERT_EQ(RunRill({"convert", ok, "-o", bin}).exit_code, 0);
+  r = RunRill({"run", bin, "--fetch", "y"});
+  EXPECT_EQ(r.out, "y fp32 [2,3] 4 4 4 4 4 4\n") << r.err;
+
+  const std::string bad = TempPath("paddle2_bad.pbtxt");
+  WriteFile(bad, program("arguments: \"s\"", "type: SCALAR scalar { type: LONG i: 1 }"));
+  ExpectCleanFailure(RunRill({"run", bad}), 1, "block 0, op 1 (scale): unknown input slot 'ScaleTensor' (declared: X)");
+  WriteFile(bad, program("", "type: VAR var_name: \"b\""));
+  ExpectCleanFailure(RunRill({"run", bad}), 1,
+                     "block 0, op 1 (scale): attribute 'bias' must be FLOAT, the program gives VAR (variable 'b')");
+  WriteFile(bad, program("", "type: SCALAR scalar { type: COMPLEX128 c { r: 1 i: 2 } }"));
+  ExpectCleanFailure(RunRill({"run", bad}), 1, "attribute 'bias' must be FLOAT, the program gives SCALAR (complex128)");
+}
+
 // Fluid's save_combine and load_combine (issue 44): a program's variables saved in
 // Fluid's format load back bit-exactly; load, overwrite and the load errors.
 TEST(Cli, SaveCombineThenLoadCombineRoundTripsBitExactly) {

@@ -78,7 +78,8 @@ TEST(LodTensorFile, ReadsRecordsMadeByteByByteFromTheFormat) {
 TEST(LodTensorFile, WritesPaddlesBytesAndReadsThemBack) {
   const Tensor t = Read(Int64Record());
   EXPECT_EQ(Write(t), Int64Record()) << "the writer's bytes are the format's";
-  for (int32_t dtype : {RILL_FP32, RILL_FP64, RILL_INT32, RILL_BOOL, RILL_UINT8, RILL_INT8}) {
+  for (int32_t dtype : {RILL_FP32, RILL_FP64, RILL_INT32, RILL_BOOL, RILL_UINT8, RILL_INT8,
+                        RILL_BF16, RILL_COMPLEX64, RILL_COMPLEX128}) {  // Paddle 2.x's too
     for (const std::vector<int64_t>& dims : {std::vector<int64_t>{}, {4}, {2, 3}, {0, 3}}) {
       Tensor x;
       x.Allocate(dtype, dims);

@@ -22,7 +22,7 @@ struct DescrMap {
 constexpr DescrMap kDescrs[] = {
     {"|b1", RILL_BOOL},  {"|i1", RILL_INT8},   {"|u1", RILL_UINT8}, {"<i2", RILL_INT16},
     {"<i4", RILL_INT32}, {"<i8", RILL_INT64},  {"<f2", RILL_FP16},  {"<f4", RILL_FP32},
-    {"<f8", RILL_FP64},
+    {"<f8", RILL_FP64},  {"<c8", RILL_COMPLEX64}, {"<c16", RILL_COMPLEX128},
 };
 
 // The value text after `'key':` in the header dict.

@@ -5,7 +5,9 @@
 // outputs name declared slots, required slots are present, non-duplicable slots hold
 // one variable; attributes have the declared type, required ones are set, block indices
 // exist. Each problem names the block and op index. Attributes a schema does not declare
-// (Fluid's op_role, op_callstack...) are allowed and ignored.
+// (Paddle's op_role, op_callstack, op_device, ...) are allowed and ignored, and so is a
+// slot a schema does not declare if it names no variable (Paddle writes scale's unused
+// ScaleTensor so).
 #ifndef RILL_CORE_PROGRAM_VALIDATE_H_
 #define RILL_CORE_PROGRAM_VALIDATE_H_
 

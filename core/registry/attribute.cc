@@ -7,17 +7,61 @@
 
 namespace rill::core {
 
+// The schema types (RillAttrType) are framework.proto's AttrType numbers 0 to 10.
+static_assert(RILL_ATTR_BLOCKS == proto::BLOCKS && RILL_ATTR_LONG == proto::LONG &&
+              RILL_ATTR_BOOLEANS == proto::BOOLEANS);
+
 std::string AttrTypeName(int32_t type) {
-  static const char* kNames[] = {"INT",     "FLOAT",    "STRING", "INTS", "FLOATS", "STRINGS",
-                                 "BOOLEAN", "BOOLEANS", "BLOCK",  "LONG", "BLOCKS"};
-  if (type >= 0 && type <= RILL_ATTR_BLOCKS) return kNames[type];
+  static const char* kNames[] = {"INT",    "FLOAT",    "STRING", "INTS",     "FLOATS", "STRINGS",
+                                 "BOOLEAN", "BOOLEANS", "BLOCK",  "LONG",     "BLOCKS", "LONGS",
+                                 "FLOAT64S", "VAR",     "VARS",   "FLOAT64",  "SCALAR", "SCALARS"};
+  if (type >= 0 && type <= proto::SCALARS) return kNames[type];
   return "attr_type(" + std::to_string(type) + ")";
 }
 
-bool AttrTypeCompatible(int32_t declared, int32_t given) {
-  if (declared == given) return true;
-  const auto is_int = [](int32_t t) { return t == RILL_ATTR_INT || t == RILL_ATTR_LONG; };
-  return is_int(declared) && is_int(given);
+namespace {
+
+bool IsIntType(int32_t t) { return t == RILL_ATTR_INT || t == RILL_ATTR_LONG; }
+
+// The schema type a SCALAR value reads as; -1 for a complex one, which none declares.
+int32_t ScalarReadsAs(const proto::Scalar& s) {
+  switch (s.type()) {
+    case proto::Scalar::BOOLEAN: return RILL_ATTR_BOOLEAN;
+    case proto::Scalar::LONG: return RILL_ATTR_LONG;
+    case proto::Scalar::FLOAT64: return RILL_ATTR_FLOAT;
+    default: return -1;
+  }
+}
+
+}  // namespace
+
+bool AttrCompatible(int32_t declared, const proto::OpDesc::Attr& given) {
+  if (!given.has_type()) return false;
+  const int32_t t = given.type();
+  if (t == declared || (IsIntType(declared) && IsIntType(t))) return true;
+  switch (t) {
+    case proto::LONGS: return declared == RILL_ATTR_INTS;
+    case proto::FLOAT64: return declared == RILL_ATTR_FLOAT;
+    case proto::FLOAT64S: return declared == RILL_ATTR_FLOATS;
+    case proto::SCALAR: {
+      const int32_t reads = ScalarReadsAs(given.scalar());
+      return reads == declared || (IsIntType(reads) && IsIntType(declared)) ||
+             (reads == RILL_ATTR_LONG && declared == RILL_ATTR_FLOAT);
+    }
+    default: return false;
+  }
+}
+
+std::string AttrDescription(const proto::OpDesc::Attr& given) {
+  if (!given.has_type()) return "no type";
+  std::string d = AttrTypeName(given.type());
+  if (given.type() == proto::SCALAR) {
+    static const char* kKinds[] = {"?", "bool", "int64", "fp64", "complex128"};
+    const int k = given.scalar().type();
+    d += std::string(" (") + (k >= 1 && k <= 4 ? kKinds[k] : "?") + ")";
+  }
+  if (given.type() == proto::VAR) d += " (variable '" + given.var_name() + "')";
+  return d;
 }
 
 AttrValue ZeroAttr(int32_t type) {
@@ -133,6 +177,17 @@ AttrValue AttrFromProto(const proto::OpDesc::Attr& a, int32_t declared) {
     case proto::BOOLEANS: for (bool b : a.bools()) v.bools.push_back(b ? 1 : 0); break;
     case proto::STRINGS: v.strings.assign(a.strings().begin(), a.strings().end()); break;
     case proto::BLOCKS: v.blocks.assign(a.blocks_idx().begin(), a.blocks_idx().end()); break;
+    case proto::LONGS: v.ints.assign(a.longs().begin(), a.longs().end()); break;
+    case proto::FLOAT64: v.f = a.float64(); break;
+    case proto::FLOAT64S: v.floats.assign(a.float64s().begin(), a.float64s().end()); break;
+    case proto::SCALAR: {
+      const proto::Scalar& s = a.scalar();
+      if (s.type() == proto::Scalar::BOOLEAN) v.i = s.b() ? 1 : 0;
+      if (s.type() == proto::Scalar::LONG && declared == RILL_ATTR_FLOAT) v.f = static_cast<double>(s.i());
+      if (s.type() == proto::Scalar::LONG && declared != RILL_ATTR_FLOAT) v.i = s.i();
+      if (s.type() == proto::Scalar::FLOAT64) v.f = s.r();
+      break;
+    }
   }
   return v;
 }

@@ -2,7 +2,9 @@
 //
 // One struct holds every attribute kind (Fluid's OpDesc.Attr flattened); `type` says which
 // field is meaningful. Integers are widened to int64 and floats to double on read, so INT
-// and LONG attributes are interchangeable in programs.
+// and LONG attributes are interchangeable in programs. Paddle 2.x's wider program types
+// fill the schema types kernels read: LONGS an INTS, FLOAT64 a FLOAT, FLOAT64S a FLOATS,
+// and a SCALAR the one of INT, LONG, FLOAT or BOOLEAN its value is.
 #ifndef RILL_CORE_REGISTRY_ATTRIBUTE_H_
 #define RILL_CORE_REGISTRY_ATTRIBUTE_H_
 
@@ -28,15 +30,17 @@ struct AttrValue {
   std::string ToString() const;
 };
 
-// "INT", "FLOATS", ...
+// "INT", "FLOATS", ..., and Paddle 2.x's program types ("LONGS", "SCALAR", ...).
 std::string AttrTypeName(int32_t type);
-// Whether a program attribute of type `given` may fill a schema attribute of `declared`.
-bool AttrTypeCompatible(int32_t declared, int32_t given);
+// Whether program attribute `given` may fill a schema attribute of type `declared`.
+bool AttrCompatible(int32_t declared, const proto::OpDesc::Attr& given);
+// How `given` reads in an error message: its type, and a SCALAR's kind ("SCALAR (fp64)").
+std::string AttrDescription(const proto::OpDesc::Attr& given);
 // Parses a schema default in text form (see RillAttrDef); throws Error if malformed.
 AttrValue ParseAttrDefault(int32_t type, const std::string& text);
 // The zero value of `type`.
 AttrValue ZeroAttr(int32_t type);
-// Converts a program attribute to the declared type (checked with AttrTypeCompatible).
+// Converts a program attribute to the declared type. REQUIRES AttrCompatible.
 AttrValue AttrFromProto(const proto::OpDesc::Attr& attr, int32_t declared);
 
 }  // namespace rill::core

@@ -16,8 +16,6 @@ std::atomic<uint64_t> g_next_id{1};
 
 void UnlockSpinLock(void* mu) { static_cast<SpinLock*>(mu)->unlock(); }
 
-bool IsTensorDtype(int32_t t) { return (t >= RILL_BOOL && t <= RILL_FP64) || (t >= RILL_SIZE_T && t <= RILL_INT8); }
-
 // The slots a buffered channel starts with; its ring doubles from there, up to its
 // capacity, as values arrive.
 constexpr size_t kFirstSlots = 16;
@@ -115,10 +113,10 @@ void* AddChannelHolder(const void* channel) {
 
 Channel::Channel(Passkey, int32_t data_type, int64_t capacity)
     : data_type_(data_type), capacity_(capacity), id_(g_next_id.fetch_add(1)) {
-  if (data_type != kLodTensor && data_type != kChannel && !IsTensorDtype(data_type)) {
+  if (data_type != kLodTensor && data_type != kChannel && DataTypeSize(data_type) == 0) {
     throw Error("channel data_type " + std::to_string(data_type) +
                 " is not supported: use LOD_TENSOR (7), a tensor element type (BOOL 0 ... FP64 6, "
-                "UINT8 20, INT8 21) or CHANNEL (16)");
+                "SIZE_T 19 ... COMPLEX128 24) or CHANNEL (16)");
   }
   if (capacity < 0 || capacity > kMaxCapacity) {
     throw Error("channel capacity " + std::to_string(capacity) + " is out of range [0, " +

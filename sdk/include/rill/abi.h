@@ -102,6 +102,11 @@ typedef enum RillDataType {
   RILL_SIZE_T = 19,
   RILL_UINT8 = 20,
   RILL_INT8 = 21,
+  /* Paddle 2.x's. Storage only: tensors of them are made, saved, loaded, fed and fetched;
+   * a kernel handles them only if it registers for them. */
+  RILL_BF16 = 22,
+  RILL_COMPLEX64 = 23,  /* two fp32: real, imaginary */
+  RILL_COMPLEX128 = 24, /* two fp64 */
   /* Kernel registration only: the kernel accepts every dtype. */
   RILL_ANY_DTYPE = -1
 } RillDataType;

@@ -161,6 +161,9 @@ inline const char* DataTypeName(int32_t dtype) {
     case RILL_SIZE_T: return "size_t";
     case RILL_UINT8: return "uint8";
     case RILL_INT8: return "int8";
+    case RILL_BF16: return "bf16";
+    case RILL_COMPLEX64: return "complex64";
+    case RILL_COMPLEX128: return "complex128";
     case RILL_ANY_DTYPE: return "any";
     default: return "unknown";
   }
@@ -170,9 +173,10 @@ inline const char* DataTypeName(int32_t dtype) {
 inline size_t DataTypeSize(int32_t dtype) {
   switch (dtype) {
     case RILL_BOOL: case RILL_UINT8: case RILL_INT8: return 1;
-    case RILL_INT16: case RILL_FP16: return 2;
+    case RILL_INT16: case RILL_FP16: case RILL_BF16: return 2;
     case RILL_INT32: case RILL_FP32: return 4;
-    case RILL_INT64: case RILL_FP64: case RILL_SIZE_T: return 8;
+    case RILL_INT64: case RILL_FP64: case RILL_SIZE_T: case RILL_COMPLEX64: return 8;
+    case RILL_COMPLEX128: return 16;
     default: return 0;
   }
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/api/feed_fetch_targets.h"
 #include "core/cli/launch.h"
 #include "core/cli/malloc_tuning.h"
 #include "core/cli/npy.h"
@@ -20,9 +21,7 @@
 #include "core/io/inference_model.h"
 #include "core/loader/plugin_loader.h"
 #include "core/log.h"
-#include "core/ops/feed_fetch.h"
 #include "core/program/backward.h"
-#include "core/program/feed_check.h"
 #include "core/program/program_io.h"
 #include "core/program/transpiler.h"
 #include "core/program/validate.h"
@@ -62,7 +61,10 @@ Commands:
       --malloc MODE    tuned (default): glibc's malloc without fast bins and keeping
                        freed memory up to 1 GiB, unless GLIBC_TUNABLES or
                        MALLOC_TRIM_THRESHOLD_ set those; default: glibc as it comes
-  check PROGRAM      validate only; lists every problem found
+  check PROGRAM|MODEL
+                     validate only: lists the op types no loaded plugin provides, with
+                     how many ops of each, then every other problem found; a model's
+                     parameters are loaded too (--model-filename, --params-filename)
   convert PROGRAM -o OUT
                      write PROGRAM as text (OUT ends in .pbtxt/.txt) or binary (otherwise)
   backward PROGRAM --loss VAR -o OUT [--parameters A,B] [--sgd LR]
@@ -82,6 +84,9 @@ Commands:
                      DIR/logs); fails naming a failed process
   ops                every op with the plugin that provides it
   describe OP        an op's inputs, outputs, attributes, kernels and doc
+  describe PROGRAM|MODEL
+                     its feeds and fetches with their declared types, its parameters,
+                     and its op types with their counts and the plugins providing them
   plugins            the plugins loaded: name, version, ABI version, file, op count
 
 Options:
@@ -199,37 +204,10 @@ int64_t PositiveCount(const std::string& flag, const std::string& value, bool al
   return n;
 }
 
-// The feed and fetch ops of a program's block 0 (Fluid's): each one's variable, the list
-// variable it reads or fills, and its column.
-struct FeedFetchOp {
-  std::string var, list;
-  int col = 0;
-};
-std::vector<FeedFetchOp> FeedFetchOps(const proto::ProgramDesc& program, const std::string& type) {
-  std::vector<FeedFetchOp> found;
-  if (program.blocks_size() == 0) return found;
-  for (const auto& op : program.blocks(0).ops()) {
-    if (op.type() != type) continue;
-    FeedFetchOp f;
-    for (const auto& in : op.inputs()) {
-      if (in.parameter() == "X" && in.arguments_size() == 1) (type == "feed" ? f.list : f.var) = in.arguments(0);
-    }
-    for (const auto& out : op.outputs()) {
-      if (out.parameter() == "Out" && out.arguments_size() == 1) (type == "feed" ? f.var : f.list) = out.arguments(0);
-    }
-    for (const auto& attr : op.attrs()) {
-      if (attr.name() == "col") f.col = attr.type() == proto::LONG ? static_cast<int>(attr.l()) : attr.i();
-    }
-    found.push_back(f);
-  }
-  std::sort(found.begin(), found.end(), [](const FeedFetchOp& a, const FeedFetchOp& b) { return a.col < b.col; });
-  return found;
-}
-
 // What a run shows: the variables named by --fetch or, without any, the program's fetch
 // ops' variables in col order, each with its tensor after the run.
 std::vector<std::pair<std::string, const Tensor*>> Results(const std::vector<std::string>& names,
-                                                           const std::vector<FeedFetchOp>& fetch_ops,
+                                                           const std::vector<FeedFetchTarget>& fetches,
                                                            const Scope& scope) {
   std::vector<std::pair<std::string, const Tensor*>> out;
   for (const auto& name : names) {
@@ -242,16 +220,7 @@ std::vector<std::pair<std::string, const Tensor*>> Results(const std::vector<std
     out.emplace_back(name, t);
   }
   if (!names.empty()) return out;
-  for (const auto& f : fetch_ops) {
-    const Variable* list = scope.FindVar(f.list);
-    const std::vector<Tensor>* columns = list != nullptr ? &FetchColumns(*list) : nullptr;
-    if (columns == nullptr || static_cast<size_t>(f.col) >= columns->size() || !(*columns)[f.col].initialized()) {
-      throw Error("fetch: column " + std::to_string(f.col) + " of '" + f.list + "' ('" + f.var +
-                      "') holds nothing after the run",
-                  RILL_NOT_FOUND);
-    }
-    out.emplace_back(f.var, &(*columns)[f.col]);
-  }
+  for (const auto& f : fetches) out.emplace_back(f.var, &Fetched(scope, f));
   return out;
 }
 
@@ -351,23 +320,14 @@ int CmdRun(const Args& given, const Registry& registry) {
 
   auto scope = Scope::NewRoot();
   for (auto& [name, value] : loaded.parameters) *scope->Var(name)->GetMutableTensor() = std::move(value);
-  const std::vector<FeedFetchOp> feed_ops = FeedFetchOps(*program, "feed");
-  const std::vector<FeedFetchOp> fetch_ops = FeedFetchOps(*program, "fetch");
+  const std::vector<FeedFetchTarget> feeds = FeedTargets(*program);
+  const std::vector<FeedFetchTarget> fetches = FetchTargets(*program);
   for (const auto& feed : a.feed) {
     const auto eq = feed.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == feed.size()) {
       throw UsageError("--feed takes VAR=FILE.npy, got '" + feed + "'");
     }
-    const std::string name = feed.substr(0, eq);
-    Tensor value = ReadNpy(feed.substr(eq + 1));
-    CheckFeed(*program, name, value);
-    // A feed op's target goes into its column of the feed list, for the op to set.
-    const auto op = std::find_if(feed_ops.begin(), feed_ops.end(), [&](const FeedFetchOp& f) { return f.var == name; });
-    if (op != feed_ops.end()) {
-      SetFeedColumn(*scope->Var(op->list), op->col, std::move(value));
-    } else {
-      *scope->Var(name)->GetMutableTensor() = std::move(value);
-    }
+    FeedInto(*program, feeds, *scope, feed.substr(0, eq), ReadNpy(feed.substr(eq + 1)));
   }
   SchedulerOptions tasks;
   tasks.workers = static_cast<int>(PositiveCount("--workers", a.workers, true));
@@ -383,11 +343,11 @@ int CmdRun(const Args& given, const Registry& registry) {
     for (int64_t i = 1; i <= iterations; ++i) {
       executor.Run(0, scope);
       if (print_every > 0 && i % print_every == 0 && i != iterations) {
-        PrintResults(Results(a.fetch, fetch_ops, *scope), "[iteration " + std::to_string(i) + "] ");
+        PrintResults(Results(a.fetch, fetches, *scope), "[iteration " + std::to_string(i) + "] ");
       }
     }
   });
-  const auto results = Results(a.fetch, fetch_ops, *scope);
+  const auto results = Results(a.fetch, fetches, *scope);
   PrintResults(results, iterations > 1 && print_every > 0 ? "[iteration " + std::to_string(iterations) + "] " : "");
   if (!a.save_dir.empty()) {
     std::filesystem::create_directories(a.save_dir);
@@ -396,19 +356,61 @@ int CmdRun(const Args& given, const Registry& registry) {
   return 0;
 }
 
+// A program file, or an inference model (its program, and its parameters loaded as
+// `rill run` would load them).
+struct CheckedInput {
+  std::shared_ptr<const proto::ProgramDesc> program;
+  std::vector<std::pair<std::string, Tensor>> parameters;
+  bool model = false;
+};
+CheckedInput LoadProgramOrModel(const Args& a) {
+  const ModelFiles files{a.model_filename, a.params_filename};
+  if (!IsInferenceModel(a.positional[1], files)) return {LoadProgramShared(a.positional[1]), {}, false};
+  InferenceModel m = LoadInferenceModel(a.positional[1], files);
+  return {std::move(m.program), std::move(m.parameters), true};
+}
+
 int CmdCheck(const Args& a, const Registry& registry) {
-  ExpectPositional(a, 2, "check PROGRAM");
-  const std::shared_ptr<const proto::ProgramDesc> loaded = LoadProgramShared(a.positional[1]);
-  const proto::ProgramDesc& program = *loaded;
-  const auto problems = ValidateProgram(program, registry);
-  if (problems.empty()) {
-    int ops = 0;
+  ExpectPositional(a, 2, "check PROGRAM|MODEL");
+  const std::string& path = a.positional[1];
+  const CheckedInput in = LoadProgramOrModel(a);
+  const proto::ProgramDesc& program = *in.program;
+  MissingOps missing;
+  const auto problems = ValidateProgram(program, registry, &missing);
+  if (problems.empty() && missing.empty()) {
+    int64_t ops = 0;
     for (const auto& b : program.blocks()) ops += b.ops_size();
-    std::printf("%s: ok (%d blocks, %d ops)\n", a.positional[1].c_str(), program.blocks_size(), ops);
+    std::printf("%s: ok (%d blocks, %lld ops", path.c_str(), program.blocks_size(), static_cast<long long>(ops));
+    if (in.model) std::printf(", %zu parameters", in.parameters.size());
+    std::printf(")\n");
     return 0;
   }
+  // What a user needs first of a model that does not run: which ops to find a plugin for.
+  int64_t missing_ops = 0;
+  if (!missing.empty()) {
+    std::printf("%zu op type(s) no loaded plugin provides (loaded: %s):\n", missing.size(),
+                registry.EnabledPluginList().c_str());
+    for (const auto& [type, count] : missing) {
+      const std::string plugin = registry.DisabledPluginOf(type);
+      std::printf("  %-24s %lld op%s%s\n", type.c_str(), static_cast<long long>(count), count == 1 ? "" : "s",
+                  plugin.empty() ? "" : ("  (plugin '" + plugin + "' has it; not enabled, see --plugins)").c_str());
+      missing_ops += count;
+    }
+  }
   for (const auto& p : problems) std::printf("%s\n", p.c_str());
-  throw Error(a.positional[1] + ": " + std::to_string(problems.size()) + " problem(s); first: " + problems.front());
+  std::string summary;
+  if (!missing.empty()) {
+    const auto& [type, count] = missing.front();
+    summary = registry.UnknownOpMessage(type) + " (" + std::to_string(count) + " op" + (count == 1 ? "" : "s") + ")";
+    if (missing.size() > 1) {
+      summary += ", and " + std::to_string(missing_ops - count) + " op(s) of " + std::to_string(missing.size() - 1) +
+                 " other type(s) no loaded plugin provides";
+    }
+  }
+  if (!problems.empty()) {
+    summary += (summary.empty() ? "" : "; ") + std::to_string(problems.size()) + " problem(s); first: " + problems.front();
+  }
+  throw Error(path + ": " + summary);
 }
 
 int CmdConvert(const Args& a) {
@@ -526,9 +528,57 @@ std::string SlotFlags(const SlotSpec& s) {
   return f.empty() ? "" : " (" + f.substr(1) + ")";
 }
 
+// `rill describe PROGRAM|MODEL`: what a user asks of a model first: what it takes, what
+// it gives, what it holds and which of its ops this Rill cannot run.
+int DescribeProgram(const Args& a, const Registry& registry) {
+  const CheckedInput in = LoadProgramOrModel(a);
+  const proto::ProgramDesc& program = *in.program;
+  std::printf("%s: %s\n", a.positional[1].c_str(), in.model ? "inference model" : "program");
+  const proto::Version& v = program.has_version() ? program.version() : program.fluid_version();
+  const int64_t version = v.version();
+  std::printf("written by: %s\n",
+              version >= 1000000 ? ("Paddle " + std::to_string(version / 1000000) + "." +
+                                    std::to_string(version / 1000 % 1000) + "." + std::to_string(version % 1000))
+                                       .c_str()
+                                 : "Fluid (no version recorded)");
+  int64_t ops = 0;
+  std::map<std::string, int64_t> by_type;
+  for (const auto& b : program.blocks()) {
+    ops += b.ops_size();
+    for (const auto& op : b.ops()) ++by_type[op.type()];
+  }
+  std::printf("blocks: %d, ops: %lld\n", program.blocks_size(), static_cast<long long>(ops));
+  const auto targets = [&](const char* what, const std::vector<FeedFetchTarget>& list) {
+    std::printf("%s:%s\n", what, list.empty() ? " none" : "");
+    for (const auto& f : list) {
+      std::printf("  %d  %s  %s\n", f.col, f.var.c_str(), DeclaredType(program, f.var).c_str());
+    }
+  };
+  targets("feeds (col, variable, declared type)", FeedTargets(program));
+  targets("fetches", FetchTargets(program));
+  if (in.model) {
+    uint64_t bytes = 0;
+    for (const auto& [name, t] : in.parameters) bytes += t.nbytes();
+    std::printf("parameters: %zu, %llu bytes\n", in.parameters.size(), static_cast<unsigned long long>(bytes));
+  }
+  std::vector<std::pair<std::string, int64_t>> sorted(by_type.begin(), by_type.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  std::printf("op types (count, provided by):\n");
+  for (const auto& [type, count] : sorted) {
+    const OpSchemaEntry* op = registry.FindOp(type);
+    const std::string disabled = op == nullptr ? registry.DisabledPluginOf(type) : "";
+    std::printf("  %-24s %6lld  %s\n", type.c_str(), static_cast<long long>(count),
+                op != nullptr ? op->plugin.c_str()
+                : disabled.empty() ? "MISSING: no loaded plugin provides it"
+                                   : ("MISSING: plugin '" + disabled + "' is not enabled").c_str());
+  }
+  return 0;
+}
+
 int CmdDescribe(const Args& a, const Registry& registry) {
-  ExpectPositional(a, 2, "describe OP");
+  ExpectPositional(a, 2, "describe OP|PROGRAM|MODEL");
   const OpSchemaEntry* op = registry.FindOp(a.positional[1]);
+  if (op == nullptr && std::filesystem::exists(a.positional[1])) return DescribeProgram(a, registry);
   if (op == nullptr) throw Error(registry.UnknownOpMessage(a.positional[1]), RILL_NOT_FOUND);
   std::printf("%s  (plugin %s)\n  %s\n", op->type.c_str(), op->plugin.c_str(), op->doc.c_str());
   std::printf("inputs:\n");

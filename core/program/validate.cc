@@ -1,6 +1,7 @@
 #include "core/program/validate.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "core/errors.h"
@@ -11,7 +12,8 @@ namespace {
 
 class Checker {
  public:
-  Checker(const proto::ProgramDesc& p, const Registry& r) : program_(p), registry_(r) {}
+  Checker(const proto::ProgramDesc& p, const Registry& r, MissingOps* missing)
+      : program_(p), registry_(r), missing_(missing) {}
 
   std::vector<std::string> Run() {
     const int n = program_.blocks_size();
@@ -21,6 +23,11 @@ class Checker {
     }
     ResolveDepths();
     for (int b = 0; b < n; ++b) CheckBlock(b);
+    if (missing_ != nullptr) {
+      missing_->assign(missing_counts_.begin(), missing_counts_.end());
+      std::stable_sort(missing_->begin(), missing_->end(),
+                       [](const auto& x, const auto& y) { return x.second > y.second; });
+    }
     return problems_;
   }
 
@@ -102,7 +109,8 @@ class Checker {
     }
     const OpSchemaEntry* schema = registry_.FindOp(op.type());
     if (schema == nullptr) {
-      problems_.push_back(where + ": " + registry_.UnknownOpMessage(op.type()));
+      if (missing_ != nullptr) ++missing_counts_[op.type()];
+      else problems_.push_back(where + ": " + registry_.UnknownOpMessage(op.type()));
       return;
     }
     CheckSlots(where, "input", op.inputs(), schema->inputs);
@@ -246,6 +254,8 @@ class Checker {
 
   const proto::ProgramDesc& program_;
   const Registry& registry_;
+  MissingOps* missing_;
+  std::map<std::string, int64_t> missing_counts_;  // by name, for MissingOps' tie order
   std::vector<std::string> problems_;
   static constexpr int kUnresolved = -2;
   std::vector<int> depth_;                  // see ResolveDepths
@@ -254,8 +264,9 @@ class Checker {
 
 }  // namespace
 
-std::vector<std::string> ValidateProgram(const proto::ProgramDesc& program, const Registry& registry) {
-  return Checker(program, registry).Run();
+std::vector<std::string> ValidateProgram(const proto::ProgramDesc& program, const Registry& registry,
+                                         MissingOps* missing) {
+  return Checker(program, registry, missing).Run();
 }
 
 void ValidateProgramOrThrow(const proto::ProgramDesc& program, const Registry& registry) {

@@ -11,7 +11,9 @@
 #ifndef RILL_CORE_PROGRAM_VALIDATE_H_
 #define RILL_CORE_PROGRAM_VALIDATE_H_
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/proto/framework.pb.h"
@@ -19,8 +21,14 @@
 
 namespace rill::core {
 
-// Every problem found, one line each; empty if the program is valid.
-std::vector<std::string> ValidateProgram(const proto::ProgramDesc& program, const Registry& registry);
+// Op types no enabled plugin provides, with how many ops of each the program has: most
+// frequent first, then by name.
+using MissingOps = std::vector<std::pair<std::string, int64_t>>;
+
+// Every problem found, one line each; empty if the program is valid. With `missing`, ops
+// of a type no enabled plugin provides are counted there instead of listed one by one.
+std::vector<std::string> ValidateProgram(const proto::ProgramDesc& program, const Registry& registry,
+                                         MissingOps* missing = nullptr);
 // Throws Error with the first problem (and how many more there are).
 void ValidateProgramOrThrow(const proto::ProgramDesc& program, const Registry& registry);
 

@@ -293,16 +293,23 @@ std::vector<const OpSchemaEntry*> Registry::AllOps() const {
   return out;
 }
 
-std::string Registry::UnknownOpMessage(const std::string& type) const {
+std::string Registry::DisabledPluginOf(const std::string& type) const {
   auto it = hints_.find(type);
-  if (it != hints_.end()) {
-    return "op '" + type + "' is provided by plugin '" + it->second +
-           "', which is not enabled (see --plugins)";
-  }
+  return it == hints_.end() ? "" : it->second;
+}
+
+std::string Registry::EnabledPluginList() const {
   std::string loaded;
   for (const auto& p : enabled_) loaded += (loaded.empty() ? "" : ", ") + p;
-  return "op '" + type + "' is not provided by any loaded plugin (loaded: " +
-         (loaded.empty() ? "none" : loaded) + ")";
+  return loaded.empty() ? "none" : loaded;
+}
+
+std::string Registry::UnknownOpMessage(const std::string& type) const {
+  const std::string plugin = DisabledPluginOf(type);
+  if (!plugin.empty()) {
+    return "op '" + type + "' is provided by plugin '" + plugin + "', which is not enabled (see --plugins)";
+  }
+  return "op '" + type + "' is not provided by any loaded plugin (loaded: " + EnabledPluginList() + ")";
 }
 
 }  // namespace rill::core

@@ -123,6 +123,10 @@ class Registry {
 
   // Why `type` is unknown: which disabled plugin has it, or that no loaded plugin does.
   std::string UnknownOpMessage(const std::string& type) const;
+  // The plugin that was found but not enabled and has op `type`; empty if none.
+  std::string DisabledPluginOf(const std::string& type) const;
+  // "builtin, csp, math": the enabled plugins, for messages; "none" if there are none.
+  std::string EnabledPluginList() const;
   void set_enabled_plugins(std::vector<std::string> names) { enabled_ = std::move(names); }
 
  private:

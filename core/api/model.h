@@ -1,0 +1,64 @@
+// core/api/model.h — running an inference model from C++, as `rill run MODEL` does.
+//
+// Contract: Model::Load reads a model in any layout LoadInferenceModel reads, validates
+// its program against `registry` (which must outlive the model) and puts the parameters
+// in a root scope the model owns. Run puts each feed, checked against its declaration,
+// into its feed op's column; runs block 0 as the main task of RunTasks (go blocks it
+// starts end with it); and returns the fetch ops' values in col order. Every feed target
+// must be given, and nothing else. Parameters and whatever earlier runs left stay in the
+// scope. Errors throw Error with what was wrong. One Run at a time per model.
+//
+//   core::Registry registry;
+//   core::LoadPlugins(registry, {{core::DefaultPluginDir()}});
+//   auto model = core::Model::Load(registry, "mlp/");  // or "inference.pdmodel"
+//   std::vector<core::Tensor> out = model->Run({{"image", image}});
+#ifndef RILL_CORE_API_MODEL_H_
+#define RILL_CORE_API_MODEL_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/api/feed_fetch_targets.h"
+#include "core/io/inference_model.h"
+#include "core/registry/registry.h"
+#include "core/runtime/device.h"
+#include "core/runtime/executor.h"
+#include "core/runtime/scope.h"
+#include "core/tasks/scheduler.h"
+
+namespace rill::core {
+
+struct ModelOptions {
+  ModelFiles files;          // other names for the program and combined parameter files
+  Place place;               // where kernels run (CPU by default), as rill run --device
+  SchedulerOptions tasks;    // worker threads for the run's tasks
+};
+
+class Model {
+ public:
+  static std::unique_ptr<Model> Load(const Registry& registry, const std::string& path,
+                                     const ModelOptions& options = {});
+
+  // The feed ops' targets and the fetch ops' targets, in col order.
+  const std::vector<FeedFetchTarget>& feeds() const { return feeds_; }
+  const std::vector<FeedFetchTarget>& fetches() const { return fetches_; }
+  const proto::ProgramDesc& program() const { return *program_; }
+  Scope& scope() { return *scope_; }
+
+  std::vector<Tensor> Run(std::vector<std::pair<std::string, Tensor>> feeds);
+
+ private:
+  Model(const Registry& registry, InferenceModel loaded, const ModelOptions& options);
+
+  std::shared_ptr<const proto::ProgramDesc> program_;
+  std::vector<FeedFetchTarget> feeds_, fetches_;
+  std::shared_ptr<Scope> scope_;
+  Executor executor_;
+  SchedulerOptions tasks_;
+};
+
+}  // namespace rill::core
+
+#endif  // RILL_CORE_API_MODEL_H_

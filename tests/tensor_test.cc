@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
+#include <string>
 #include <iterator>
 
 #include "core/cli/npy.h"
@@ -63,6 +65,44 @@ TEST(Tensor, SmallAndLargeBuffersAlignHoldTheirBytesAndShare) {
 // Shapes up to Dims::kInline live inside the tensor, longer ones on the heap; a tensor
 // moving between the two, copied, moved or swapped with one of the other kind keeps its
 // shape exactly.
+// A buffer of 2 MiB or more starts on a huge-page boundary and its whole huge pages carry
+// the kernel's huge-page advice ("hg" in the mapping's VmFlags); the tail past them, and
+// smaller buffers, do not, so no buffer holds more memory than it asks for.
+TEST(Tensor, LargeBuffersAskForHugePagesOverTheirWholeHugePagesOnly) {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  std::string thp;
+  std::getline(std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled") >> std::ws, thp);
+  if (thp.empty() || thp.find("[never]") != std::string::npos) {
+    GTEST_SKIP() << "this kernel offers no transparent huge pages (" << (thp.empty() ? "not built in" : thp) << ")";
+  }
+  // The VmFlags of the mapping (VMA) holding `addr`, from /proc/self/smaps.
+  const auto flags_at = [](uintptr_t addr) {
+    std::ifstream smaps("/proc/self/smaps");
+    std::string line;
+    bool inside = false;
+    while (std::getline(smaps, line)) {
+      uintptr_t lo = 0, hi = 0;
+      if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
+        inside = lo <= addr && addr < hi;
+      } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+        return line;
+      }
+    }
+    return std::string("no mapping");
+  };
+  const auto advised = [&](uintptr_t addr) { return flags_at(addr).find(" hg") != std::string::npos; };
+  Tensor large;
+  large.Allocate(RILL_UINT8, {static_cast<int64_t>(2 * kHuge + 4096)});  // two huge pages and a tail
+  const auto at = reinterpret_cast<uintptr_t>(large.data());
+  EXPECT_EQ(at % kHuge, 0u);
+  EXPECT_TRUE(advised(at)) << flags_at(at);
+  EXPECT_TRUE(advised(at + 2 * kHuge - 1)) << flags_at(at + 2 * kHuge - 1);
+  EXPECT_FALSE(advised(at + 2 * kHuge)) << "the tail: " << flags_at(at + 2 * kHuge);
+  Tensor small;
+  small.Allocate(RILL_UINT8, {static_cast<int64_t>(kHuge - 4096)});
+  EXPECT_FALSE(advised(reinterpret_cast<uintptr_t>(small.data())));
+}
+
 TEST(Tensor, ShapesOfAnyRankSurviveCopiesMovesAndSwaps) {
   const std::vector<int64_t> small{2, 3};
   const std::vector<int64_t> large{1, 2, 3, 4, 5, 6};

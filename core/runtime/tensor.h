@@ -88,7 +88,9 @@ class Buffer {
   static size_t HostBytes(size_t bytes);
   static size_t PaddedBytes(size_t rounded);
   static void* AlignedInside(void* block);
+  static void* AllocateHuge(size_t rounded);
   static constexpr size_t kSmallBytes = 1024;       // aligned inside a malloc block
+  static constexpr size_t kHugePage = size_t{2} << 20;  // from here on: AllocateHuge
   static constexpr size_t kMallocAlignment = alignof(std::max_align_t);  // malloc gives that
 
   void* block_ = nullptr;  // what the CPU allocator returned (data_ lies inside it); null when inline

@@ -12,21 +12,26 @@ namespace rill::core {
 
 namespace {
 
-std::vector<FeedFetchTarget> Targets(const proto::ProgramDesc& program, const std::string& type) {
+std::vector<FeedFetchTarget> Targets(const Program& program, std::string_view type) {
   std::vector<FeedFetchTarget> found;
   if (program.blocks_size() == 0) return found;
   const bool feed = type == "feed";
-  for (const auto& op : program.blocks(0).ops()) {
-    if (op.type() != type) continue;
+  for (const ProgramOp& op : program.ops(program.block(0))) {
+    if (program.str(op.type) != type) continue;
     FeedFetchTarget f;
-    for (const auto& in : op.inputs()) {
-      if (in.parameter() == "X" && in.arguments_size() == 1) (feed ? f.list : f.var) = in.arguments(0);
+    for (const ProgramSlot& in : program.inputs(op)) {
+      if (program.str(in.parameter) == "X" && in.args_size == 1) {
+        (feed ? f.list : f.var) = program.str(program.arguments(in)[0]);
+      }
     }
-    for (const auto& out : op.outputs()) {
-      if (out.parameter() == "Out" && out.arguments_size() == 1) (feed ? f.var : f.list) = out.arguments(0);
+    for (const ProgramSlot& out : program.outputs(op)) {
+      if (program.str(out.parameter) == "Out" && out.args_size == 1) {
+        (feed ? f.var : f.list) = program.str(program.arguments(out)[0]);
+      }
     }
-    for (const auto& attr : op.attrs()) {
-      if (attr.name() == "col") f.col = attr.type() == proto::LONG ? static_cast<int>(attr.l()) : attr.i();
+    for (AttrId id : program.attrs(op)) {
+      const ProgramAttr& attr = program.attr(id);
+      if (program.str(attr.name) == "col") f.col = static_cast<int>(attr.i);
     }
     found.push_back(f);
   }
@@ -36,10 +41,10 @@ std::vector<FeedFetchTarget> Targets(const proto::ProgramDesc& program, const st
 
 }  // namespace
 
-std::vector<FeedFetchTarget> FeedTargets(const proto::ProgramDesc& program) { return Targets(program, "feed"); }
-std::vector<FeedFetchTarget> FetchTargets(const proto::ProgramDesc& program) { return Targets(program, "fetch"); }
+std::vector<FeedFetchTarget> FeedTargets(const Program& program) { return Targets(program, "feed"); }
+std::vector<FeedFetchTarget> FetchTargets(const Program& program) { return Targets(program, "fetch"); }
 
-void FeedInto(const proto::ProgramDesc& program, const std::vector<FeedFetchTarget>& feeds, Scope& scope,
+void FeedInto(const Program& program, const std::vector<FeedFetchTarget>& feeds, Scope& scope,
               const std::string& name, Tensor value) {
   CheckFeed(program, name, value);
   const auto op = std::find_if(feeds.begin(), feeds.end(), [&](const FeedFetchTarget& f) { return f.var == name; });
@@ -61,14 +66,14 @@ const Tensor& Fetched(const Scope& scope, const FeedFetchTarget& fetch) {
   return (*columns)[fetch.col];
 }
 
-std::string DeclaredType(const proto::ProgramDesc& program, const std::string& name) {
-  if (program.blocks_size() == 0) return "undeclared";
-  for (const auto& v : program.blocks(0).vars()) {
-    if (v.name() != name) continue;
-    if (v.type().type() != proto::VarType::LOD_TENSOR) return proto::VarType::Type_Name(v.type().type());
-    const auto& t = v.type().lod_tensor().tensor();
-    const std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
-    return DataTypeName(t.data_type()) + " " + ShapeString(dims.data(), dims.size());
+std::string DeclaredType(const Program& program, const std::string& name) {
+  const std::optional<StrId> id = program.FindStr(name);
+  if (!id || program.blocks_size() == 0) return "undeclared";
+  for (const ProgramVar& v : program.vars(program.block(0))) {
+    if (v.name != *id) continue;
+    if (v.type != proto::VarType::LOD_TENSOR) return VarTypeName(v.type);
+    const auto dims = program.dims(v);
+    return DataTypeName(v.data_type) + " " + ShapeString(dims.begin(), dims.size());
   }
   return "undeclared";
 }

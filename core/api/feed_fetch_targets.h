@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/proto/framework.pb.h"
+#include "core/program/program.h"
 #include "core/runtime/scope.h"
 #include "core/runtime/tensor.h"
 
@@ -25,17 +25,17 @@ struct FeedFetchTarget {
   int col = 0;
 };
 
-std::vector<FeedFetchTarget> FeedTargets(const proto::ProgramDesc& program);
-std::vector<FeedFetchTarget> FetchTargets(const proto::ProgramDesc& program);
+std::vector<FeedFetchTarget> FeedTargets(const Program& program);
+std::vector<FeedFetchTarget> FetchTargets(const Program& program);
 
-void FeedInto(const proto::ProgramDesc& program, const std::vector<FeedFetchTarget>& feeds, Scope& scope,
+void FeedInto(const Program& program, const std::vector<FeedFetchTarget>& feeds, Scope& scope,
               const std::string& name, Tensor value);
 // REQUIRES: `fetch` is one of the program's fetch targets and the program has run in `scope`.
 const Tensor& Fetched(const Scope& scope, const FeedFetchTarget& fetch);
 
 // "fp32 [-1, 64]": block 0's declaration of `name`; "undeclared" if it has none, or the
 // variable type's name ("FEED_MINIBATCH") for a variable that is no tensor.
-std::string DeclaredType(const proto::ProgramDesc& program, const std::string& name);
+std::string DeclaredType(const Program& program, const std::string& name);
 
 }  // namespace rill::core
 

@@ -44,7 +44,7 @@ class Model {
   // The feed ops' targets and the fetch ops' targets, in col order.
   const std::vector<FeedFetchTarget>& feeds() const { return feeds_; }
   const std::vector<FeedFetchTarget>& fetches() const { return fetches_; }
-  const proto::ProgramDesc& program() const { return *program_; }
+  const Program& program() const { return *program_; }
   Scope& scope() { return *scope_; }
 
   std::vector<Tensor> Run(std::vector<std::pair<std::string, Tensor>> feeds);
@@ -52,7 +52,7 @@ class Model {
  private:
   Model(const Registry& registry, InferenceModel loaded, const ModelOptions& options);
 
-  std::shared_ptr<const proto::ProgramDesc> program_;
+  std::shared_ptr<const Program> program_;
   std::vector<FeedFetchTarget> feeds_, fetches_;
   std::shared_ptr<Scope> scope_;
   Executor executor_;

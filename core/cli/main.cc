@@ -253,8 +253,8 @@ Place ParseDevice(const std::string& text) {
 }
 
 // Loads and validates a program for running.
-std::shared_ptr<const proto::ProgramDesc> LoadForRun(const std::string& path, const Registry& registry) {
-  std::shared_ptr<const proto::ProgramDesc> program = LoadProgramShared(path);
+std::shared_ptr<const Program> LoadForRun(const std::string& path, const Registry& registry) {
+  std::shared_ptr<const Program> program = ReadProgram(path);
   ValidateProgramOrThrow(*program, registry);
   return program;
 }
@@ -314,7 +314,7 @@ int CmdRun(const Args& given, const Registry& registry) {
                      a.positional[1] + "' is not one (no '" +
                      (a.model_filename.empty() ? std::string("__model__") : a.model_filename) + "' in it)");
   }
-  auto program = model ? loaded.program : LoadProgramShared(a.positional[1]);
+  auto program = model ? loaded.program : ReadProgram(a.positional[1]);
   ValidateProgramOrThrow(*program, registry);
   auto startup = a.startup.empty() ? nullptr : LoadForRun(a.startup, registry);
 
@@ -359,13 +359,13 @@ int CmdRun(const Args& given, const Registry& registry) {
 // A program file, or an inference model (its program, and its parameters loaded as
 // `rill run` would load them).
 struct CheckedInput {
-  std::shared_ptr<const proto::ProgramDesc> program;
+  std::shared_ptr<const Program> program;
   std::vector<std::pair<std::string, Tensor>> parameters;
   bool model = false;
 };
 CheckedInput LoadProgramOrModel(const Args& a) {
   const ModelFiles files{a.model_filename, a.params_filename};
-  if (!IsInferenceModel(a.positional[1], files)) return {LoadProgramShared(a.positional[1]), {}, false};
+  if (!IsInferenceModel(a.positional[1], files)) return {ReadProgram(a.positional[1]), {}, false};
   InferenceModel m = LoadInferenceModel(a.positional[1], files);
   return {std::move(m.program), std::move(m.parameters), true};
 }
@@ -374,12 +374,12 @@ int CmdCheck(const Args& a, const Registry& registry) {
   ExpectPositional(a, 2, "check PROGRAM|MODEL");
   const std::string& path = a.positional[1];
   const CheckedInput in = LoadProgramOrModel(a);
-  const proto::ProgramDesc& program = *in.program;
+  const Program& program = *in.program;
   MissingOps missing;
   const auto problems = ValidateProgram(program, registry, &missing);
   if (problems.empty() && missing.empty()) {
     int64_t ops = 0;
-    for (const auto& b : program.blocks()) ops += b.ops_size();
+    for (int b = 0; b < program.blocks_size(); ++b) ops += program.block(b).ops_size;
     std::printf("%s: ok (%d blocks, %lld ops", path.c_str(), program.blocks_size(), static_cast<long long>(ops));
     if (in.model) std::printf(", %zu parameters", in.parameters.size());
     std::printf(")\n");
@@ -532,10 +532,9 @@ std::string SlotFlags(const SlotSpec& s) {
 // it gives, what it holds and which of its ops this Rill cannot run.
 int DescribeProgram(const Args& a, const Registry& registry) {
   const CheckedInput in = LoadProgramOrModel(a);
-  const proto::ProgramDesc& program = *in.program;
+  const Program& program = *in.program;
   std::printf("%s: %s\n", a.positional[1].c_str(), in.model ? "inference model" : "program");
-  const proto::Version& v = program.has_version() ? program.version() : program.fluid_version();
-  const int64_t version = v.version();
+  const int64_t version = program.version();
   std::printf("written by: %s\n",
               version >= 1000000 ? ("Paddle " + std::to_string(version / 1000000) + "." +
                                     std::to_string(version / 1000 % 1000) + "." + std::to_string(version % 1000))
@@ -543,9 +542,9 @@ int DescribeProgram(const Args& a, const Registry& registry) {
                                  : "Fluid (no version recorded)");
   int64_t ops = 0;
   std::map<std::string, int64_t> by_type;
-  for (const auto& b : program.blocks()) {
-    ops += b.ops_size();
-    for (const auto& op : b.ops()) ++by_type[op.type()];
+  for (int b = 0; b < program.blocks_size(); ++b) {
+    ops += program.block(b).ops_size;
+    for (const ProgramOp& op : program.ops(program.block(b))) ++by_type[std::string(program.str(op.type))];
   }
   std::printf("blocks: %d, ops: %lld\n", program.blocks_size(), static_cast<long long>(ops));
   const auto targets = [&](const char* what, const std::vector<FeedFetchTarget>& list) {

@@ -19,13 +19,12 @@ bool EndsWith(const std::string& s, const std::string& tail) {
 }
 
 // Block 0's persistable variables but the feed and fetch lists, in name order.
-std::vector<std::string> ParameterNames(const proto::ProgramDesc& program) {
+std::vector<std::string> ParameterNames(const Program& program) {
   std::vector<std::string> names;
   if (program.blocks_size() == 0) return names;
-  for (const auto& v : program.blocks(0).vars()) {
-    const auto type = v.type().type();
-    if (v.persistable() && type != proto::VarType::FEED_MINIBATCH && type != proto::VarType::FETCH_LIST) {
-      names.push_back(v.name());
+  for (const ProgramVar& v : program.vars(program.block(0))) {
+    if (v.persistable && v.type != proto::VarType::FEED_MINIBATCH && v.type != proto::VarType::FETCH_LIST) {
+      names.emplace_back(program.str(v.name));
     }
   }
   std::sort(names.begin(), names.end());
@@ -70,7 +69,7 @@ InferenceModel LoadInferenceModel(const std::string& path, const ModelFiles& fil
     }
   }
   InferenceModel m;
-  m.program = LoadProgramShared(model_file.string());
+  m.program = ReadProgram(model_file.string());
   const std::vector<std::string> names = ParameterNames(*m.program);
   if (!combined.empty()) {
     ReadParameters(combined, names, "the parameter file",

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/proto/framework.pb.h"
+#include "core/program/program.h"
 #include "core/runtime/tensor.h"
 
 namespace rill::core {
@@ -31,7 +31,7 @@ struct ModelFiles {
 };
 
 struct InferenceModel {
-  std::shared_ptr<const proto::ProgramDesc> program;
+  std::shared_ptr<const Program> program;
   std::vector<std::pair<std::string, Tensor>> parameters;  // in name order
 };
 

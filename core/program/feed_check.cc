@@ -10,12 +10,12 @@ namespace rill::core {
 
 namespace {
 
-bool NamedByAnOp(const proto::ProgramDesc& program, const std::string& name) {
-  for (const auto& block : program.blocks()) {
-    for (const auto& op : block.ops()) {
-      for (const auto* args : {&op.inputs(), &op.outputs()}) {
-        for (const auto& slot : *args) {
-          for (const auto& a : slot.arguments()) {
+bool NamedByAnOp(const Program& program, StrId name) {
+  for (int b = 0; b < program.blocks_size(); ++b) {
+    for (const ProgramOp& op : program.ops(program.block(b))) {
+      for (const auto slots : {program.inputs(op), program.outputs(op)}) {
+        for (const ProgramSlot& slot : slots) {
+          for (StrId a : program.arguments(slot)) {
             if (a == name) return true;
           }
         }
@@ -27,31 +27,32 @@ bool NamedByAnOp(const proto::ProgramDesc& program, const std::string& name) {
 
 }  // namespace
 
-void CheckFeed(const proto::ProgramDesc& program, const std::string& name, const Tensor& value) {
-  const proto::VarDesc* var = nullptr;
-  if (program.blocks_size() > 0) {
-    for (const auto& v : program.blocks(0).vars()) {
-      if (v.name() == name) var = &v;
+void CheckFeed(const Program& program, const std::string& name, const Tensor& value) {
+  const std::optional<StrId> id = program.FindStr(name);
+  const ProgramVar* var = nullptr;
+  if (id && program.blocks_size() > 0) {
+    for (const ProgramVar& v : program.vars(program.block(0))) {
+      if (v.name == *id) var = &v;
     }
   }
   if (var == nullptr) {
-    if (NamedByAnOp(program, name)) return;  // undeclared: nothing to check against
+    if (id && NamedByAnOp(program, *id)) return;  // undeclared: nothing to check against
     throw Error("feed '" + name + "': the program neither declares nor uses a variable of that name",
                 RILL_INVALID_ARGUMENT);
   }
-  if (var->type().type() != proto::VarType::LOD_TENSOR || !var->type().has_lod_tensor()) {
-    throw Error("feed '" + name + "': the variable is declared as " + proto::VarType::Type_Name(var->type().type()) +
+  if (var->type != proto::VarType::LOD_TENSOR || !var->has_tensor) {
+    throw Error("feed '" + name + "': the variable is declared as " + VarTypeName(var->type) +
                     ", not a tensor that can be fed",
                 RILL_INVALID_ARGUMENT);
   }
-  const auto& declared = var->type().lod_tensor().tensor();
-  const std::vector<int64_t> want(declared.dims().begin(), declared.dims().end());
+  const auto dims = program.dims(*var);
+  const std::vector<int64_t> want(dims.begin(), dims.end());
   const auto& have = value.dims();
   bool shape_ok = want.empty() || want.size() == have.size();
   for (size_t i = 0; shape_ok && !want.empty() && i < want.size(); ++i) {
     shape_ok = want[i] == -1 || want[i] == have[i];
   }
-  const int32_t want_dtype = static_cast<int32_t>(declared.data_type());
+  const int32_t want_dtype = var->data_type;
   if (!shape_ok || want_dtype != value.dtype()) {
     throw Error("feed '" + name + "': the program declares " + DataTypeName(want_dtype) + " " +
                     ShapeString(want.data(), want.size()) + ", the value fed is " + DataTypeName(value.dtype()) +

@@ -13,12 +13,12 @@
 
 #include <string>
 
-#include "core/proto/framework.pb.h"
+#include "core/program/program.h"
 #include "core/runtime/tensor.h"
 
 namespace rill::core {
 
-void CheckFeed(const proto::ProgramDesc& program, const std::string& name, const Tensor& value);
+void CheckFeed(const Program& program, const std::string& name, const Tensor& value);
 
 }  // namespace rill::core
 

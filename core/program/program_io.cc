@@ -112,16 +112,19 @@ proto::ProgramDesc LoadProgram(const std::string& path) {
   return program;
 }
 
-std::shared_ptr<const proto::ProgramDesc> LoadProgramShared(const std::string& path) {
-  // One arena for the whole program: the millions of small messages and strings of a large
-  // program take arena blocks instead of a malloc each, and all go in one free.
-  struct ArenaProgram {
-    google::protobuf::Arena arena;
-    proto::ProgramDesc* program = google::protobuf::Arena::CreateMessage<proto::ProgramDesc>(&arena);
-  };
-  auto held = std::make_shared<ArenaProgram>();
-  LoadProgramInto(path, held->program);
-  return std::shared_ptr<const proto::ProgramDesc>(held, held->program);
+std::shared_ptr<const Program> ReadProgram(const std::string& path) {
+  // Text or binary, told from the first bytes: a serialized program's field tags (below
+  // 0x20) come at once; a text one has none anywhere.
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open program '" + path + "'", RILL_NOT_FOUND);
+  std::string head(64 * 1024, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  if (head.empty()) throw Error(path + ": empty file is not a program");
+  if (!LooksLikeText(head)) return Program::ParseFile(path);
+  proto::ProgramDesc program;
+  LoadProgramInto(path, &program);
+  return Program::FromProto(program);
 }
 
 std::string ProgramToText(const proto::ProgramDesc& program) {

@@ -9,16 +9,18 @@
 #include <memory>
 #include <string>
 
+#include "core/program/program.h"
 #include "core/proto/framework.pb.h"
 
 namespace rill::core {
 
 enum class ProgramFormat { kText, kBinary };
 
+// For editing (convert, backward, transpile): the program as protobuf messages.
 proto::ProgramDesc LoadProgram(const std::string& path);
-// The same, held in one protobuf arena: for a program that is only read (run, checked),
-// whose many small parts then cost less memory than as separate allocations.
-std::shared_ptr<const proto::ProgramDesc> LoadProgramShared(const std::string& path);
+// For checking and running: the program in Rill's compact form (program.h). A binary file
+// is read as it is decoded, never whole in memory.
+std::shared_ptr<const Program> ReadProgram(const std::string& path);
 // `source` names the input in error messages.
 proto::ProgramDesc ParseProgramText(const std::string& text, const std::string& source = "<text>");
 proto::ProgramDesc ParseProgramBinary(const std::string& bytes, const std::string& source = "<binary>");

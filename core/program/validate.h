@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/program/program.h"
 #include "core/proto/framework.pb.h"
 #include "core/registry/registry.h"
 
@@ -27,9 +28,13 @@ using MissingOps = std::vector<std::pair<std::string, int64_t>>;
 
 // Every problem found, one line each; empty if the program is valid. With `missing`, ops
 // of a type no enabled plugin provides are counted there instead of listed one by one.
-std::vector<std::string> ValidateProgram(const proto::ProgramDesc& program, const Registry& registry,
+std::vector<std::string> ValidateProgram(const Program& program, const Registry& registry,
                                          MissingOps* missing = nullptr);
 // Throws Error with the first problem (and how many more there are).
+void ValidateProgramOrThrow(const Program& program, const Registry& registry);
+// The same for a program built in memory (by the builder, the transpiler, backward).
+std::vector<std::string> ValidateProgram(const proto::ProgramDesc& program, const Registry& registry,
+                                         MissingOps* missing = nullptr);
 void ValidateProgramOrThrow(const proto::ProgramDesc& program, const Registry& registry);
 
 }  // namespace rill::core

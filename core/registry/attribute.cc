@@ -24,8 +24,8 @@ namespace {
 bool IsIntType(int32_t t) { return t == RILL_ATTR_INT || t == RILL_ATTR_LONG; }
 
 // The schema type a SCALAR value reads as; -1 for a complex one, which none declares.
-int32_t ScalarReadsAs(const proto::Scalar& s) {
-  switch (s.type()) {
+int32_t ScalarReadsAs(const ProgramAttr& a) {
+  switch (a.scalar_type) {
     case proto::Scalar::BOOLEAN: return RILL_ATTR_BOOLEAN;
     case proto::Scalar::LONG: return RILL_ATTR_LONG;
     case proto::Scalar::FLOAT64: return RILL_ATTR_FLOAT;
@@ -35,16 +35,16 @@ int32_t ScalarReadsAs(const proto::Scalar& s) {
 
 }  // namespace
 
-bool AttrCompatible(int32_t declared, const proto::OpDesc::Attr& given) {
-  if (!given.has_type()) return false;
-  const int32_t t = given.type();
+bool AttrCompatible(int32_t declared, const ProgramAttr& given) {
+  const int32_t t = given.type;
+  if (t < 0) return false;
   if (t == declared || (IsIntType(declared) && IsIntType(t))) return true;
   switch (t) {
     case proto::LONGS: return declared == RILL_ATTR_INTS;
     case proto::FLOAT64: return declared == RILL_ATTR_FLOAT;
     case proto::FLOAT64S: return declared == RILL_ATTR_FLOATS;
     case proto::SCALAR: {
-      const int32_t reads = ScalarReadsAs(given.scalar());
+      const int32_t reads = ScalarReadsAs(given);
       return reads == declared || (IsIntType(reads) && IsIntType(declared)) ||
              (reads == RILL_ATTR_LONG && declared == RILL_ATTR_FLOAT);
     }
@@ -52,15 +52,15 @@ bool AttrCompatible(int32_t declared, const proto::OpDesc::Attr& given) {
   }
 }
 
-std::string AttrDescription(const proto::OpDesc::Attr& given) {
-  if (!given.has_type()) return "no type";
-  std::string d = AttrTypeName(given.type());
-  if (given.type() == proto::SCALAR) {
+std::string AttrDescription(const Program& program, const ProgramAttr& given) {
+  if (given.type < 0) return "no type";
+  std::string d = AttrTypeName(given.type);
+  if (given.type == proto::SCALAR) {
     static const char* kKinds[] = {"?", "bool", "int64", "fp64", "complex128"};
-    const int k = given.scalar().type();
+    const int k = given.scalar_type;
     d += std::string(" (") + (k >= 1 && k <= 4 ? kKinds[k] : "?") + ")";
   }
-  if (given.type() == proto::VAR) d += " (variable '" + given.var_name() + "')";
+  if (given.type == proto::VAR) d += " (variable '" + std::string(program.str(given.s)) + "')";
   return d;
 }
 
@@ -163,31 +163,25 @@ AttrValue ParseAttrDefault(int32_t type, const std::string& text) {
   return v;
 }
 
-AttrValue AttrFromProto(const proto::OpDesc::Attr& a, int32_t declared) {
+AttrValue AttrFromProgram(const Program& program, const ProgramAttr& a, int32_t declared) {
   AttrValue v = ZeroAttr(declared);
-  switch (a.type()) {
-    case proto::INT: v.i = a.i(); break;
-    case proto::LONG: v.i = a.l(); break;
-    case proto::FLOAT: v.f = a.f(); break;
-    case proto::STRING: v.s = a.s(); break;
-    case proto::BOOLEAN: v.i = a.b() ? 1 : 0; break;
-    case proto::BLOCK: v.i = a.block_idx(); break;
-    case proto::INTS: v.ints.assign(a.ints().begin(), a.ints().end()); break;
-    case proto::FLOATS: v.floats.assign(a.floats().begin(), a.floats().end()); break;
-    case proto::BOOLEANS: for (bool b : a.bools()) v.bools.push_back(b ? 1 : 0); break;
-    case proto::STRINGS: v.strings.assign(a.strings().begin(), a.strings().end()); break;
-    case proto::BLOCKS: v.blocks.assign(a.blocks_idx().begin(), a.blocks_idx().end()); break;
-    case proto::LONGS: v.ints.assign(a.longs().begin(), a.longs().end()); break;
-    case proto::FLOAT64: v.f = a.float64(); break;
-    case proto::FLOAT64S: v.floats.assign(a.float64s().begin(), a.float64s().end()); break;
-    case proto::SCALAR: {
-      const proto::Scalar& s = a.scalar();
-      if (s.type() == proto::Scalar::BOOLEAN) v.i = s.b() ? 1 : 0;
-      if (s.type() == proto::Scalar::LONG && declared == RILL_ATTR_FLOAT) v.f = static_cast<double>(s.i());
-      if (s.type() == proto::Scalar::LONG && declared != RILL_ATTR_FLOAT) v.i = s.i();
-      if (s.type() == proto::Scalar::FLOAT64) v.f = s.r();
+  switch (a.type) {
+    case proto::INT: case proto::LONG: case proto::BOOLEAN: case proto::BLOCK: v.i = a.i; break;
+    case proto::FLOAT: case proto::FLOAT64: v.f = a.f; break;
+    case proto::STRING: v.s = program.str(a.s); break;
+    case proto::INTS: case proto::LONGS: {
+      const auto xs = program.ints(a);
+      v.ints.assign(xs.begin(), xs.end());
       break;
     }
+    case proto::BOOLEANS: for (int64_t b : program.ints(a)) v.bools.push_back(b != 0); break;
+    case proto::BLOCKS: for (int64_t b : program.ints(a)) v.blocks.push_back(static_cast<int32_t>(b)); break;
+    case proto::FLOATS: case proto::FLOAT64S: for (double x : program.floats(a)) v.floats.push_back(static_cast<float>(x)); break;
+    case proto::STRINGS: for (StrId s : program.strings(a)) v.strings.emplace_back(program.str(s)); break;
+    case proto::SCALAR:
+      if (declared == RILL_ATTR_FLOAT) v.f = a.scalar_type == proto::Scalar::FLOAT64 ? a.f : static_cast<double>(a.i);
+      else v.i = a.i;
+      break;
   }
   return v;
 }

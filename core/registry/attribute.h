@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/proto/framework.pb.h"
+#include "core/program/program.h"
 
 namespace rill::core {
 
@@ -33,15 +33,15 @@ struct AttrValue {
 // "INT", "FLOATS", ..., and Paddle 2.x's program types ("LONGS", "SCALAR", ...).
 std::string AttrTypeName(int32_t type);
 // Whether program attribute `given` may fill a schema attribute of type `declared`.
-bool AttrCompatible(int32_t declared, const proto::OpDesc::Attr& given);
+bool AttrCompatible(int32_t declared, const ProgramAttr& given);
 // How `given` reads in an error message: its type, and a SCALAR's kind ("SCALAR (fp64)").
-std::string AttrDescription(const proto::OpDesc::Attr& given);
+std::string AttrDescription(const Program& program, const ProgramAttr& given);
 // Parses a schema default in text form (see RillAttrDef); throws Error if malformed.
 AttrValue ParseAttrDefault(int32_t type, const std::string& text);
 // The zero value of `type`.
 AttrValue ZeroAttr(int32_t type);
 // Converts a program attribute to the declared type. REQUIRES AttrCompatible.
-AttrValue AttrFromProto(const proto::OpDesc::Attr& attr, int32_t declared);
+AttrValue AttrFromProgram(const Program& program, const ProgramAttr& attr, int32_t declared);
 
 }  // namespace rill::core
 

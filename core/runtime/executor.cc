@@ -368,8 +368,11 @@ void LayOutScalarSlots(PreparedOp& op) {
 
 }  // namespace
 
-Executor::Executor(const Registry& registry, std::shared_ptr<const proto::ProgramDesc> program)
+Executor::Executor(const Registry& registry, std::shared_ptr<const Program> program)
     : registry_(registry), program_(std::move(program)), prepared_(program_->blocks_size()) {}
+
+Executor::Executor(const Registry& registry, const std::shared_ptr<const proto::ProgramDesc>& program)
+    : Executor(registry, Program::FromProto(*program)) {}
 
 void Executor::set_place(Place place) {
   if (place.device_type != RILL_CPU) {
@@ -403,61 +406,62 @@ Executor::PreparedBlock& Executor::PrepareFirst(int32_t block_idx) {
   std::lock_guard lock(prepare_mu_);
   if (PreparedBlock* p = prepared_[block_idx].load(std::memory_order_acquire)) return *p;
 
-  const proto::BlockDesc& desc = program_->blocks(block_idx);
+  const Program& program = *program_;
+  const ProgramBlock& desc = program.block(block_idx);
   auto block = std::make_unique<PreparedBlock>();
   block->idx = block_idx;
   block->serial = g_next_block_serial.fetch_add(1, std::memory_order_relaxed);
-  for (const auto& v : desc.vars()) {
-    block->declared.emplace_back(v.name(), v.persistable());
-    block->declares_locals |= !v.persistable();
+  for (const ProgramVar& v : program.vars(desc)) {
+    block->declared.emplace_back(std::string(program.str(v.name)), v.persistable);
+    block->declares_locals |= !v.persistable;
   }
 
-  std::unordered_map<std::string, uint32_t> ids;
-  const auto intern = [&](const std::string& name, bool output) {
-    auto [it, fresh] = ids.emplace(name, static_cast<uint32_t>(block->names.size()));
+  std::unordered_map<StrId, uint32_t> ids;
+  const auto intern = [&](StrId id, bool output) {
+    auto [it, fresh] = ids.emplace(id, static_cast<uint32_t>(block->names.size()));
     if (fresh) {
-      block->names.push_back(name);
+      const std::string_view name = program.str(id);
+      block->names.emplace_back(name);
       block->name_bits.push_back(Scope::NameBits(name));
       block->is_output.push_back(0);
     }
     if (output) block->is_output[it->second] = 1;
     return it->second;
   };
-  const auto args = [&](const auto& vars, bool output) {
+  const auto args = [&](Range<ProgramSlot> slots, bool output) {
     std::vector<RillOpInfo::Args> out;
-    for (const auto& v : vars) {
+    for (const ProgramSlot& v : slots) {
       RillOpInfo::Args a;
-      a.slot = v.parameter();
-      for (const auto& n : v.arguments()) {
-        a.ids.push_back(intern(n, output));
-      }
+      a.slot = program.str(v.parameter);
+      for (StrId n : program.arguments(v)) a.ids.push_back(intern(n, output));
       out.push_back(std::move(a));
     }
     return out;
   };
 
-  for (int i = 0; i < desc.ops_size(); ++i) {
-    const proto::OpDesc& od = desc.ops(i);
+  const auto ops = program.ops(desc);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const ProgramOp& od = ops[i];
     auto op = std::make_unique<PreparedOp>();
     OpInstance& info = op->info;
-    info.type = od.type();
+    info.type = std::string(program.str(od.type));
     info.block_idx = block_idx;
-    info.op_idx = i;
+    info.op_idx = static_cast<int>(i);
     info.serial = g_next_block_serial.fetch_add(1, std::memory_order_relaxed);
     info.executor = this;
     info.names = &block->names;
-    info.schema = registry_.FindOp(od.type());
+    info.schema = registry_.FindOp(info.type);
     if (info.schema == nullptr) {
       throw Error("block " + std::to_string(block_idx) + ", op " + std::to_string(i) + ": " +
-                  registry_.UnknownOpMessage(od.type()), RILL_NOT_FOUND);
+                  registry_.UnknownOpMessage(info.type), RILL_NOT_FOUND);
     }
-    info.inputs = args(od.inputs(), false);
-    info.outputs = args(od.outputs(), true);
+    info.inputs = args(program.inputs(od), false);
+    info.outputs = args(program.outputs(od), true);
     info.IndexSlots();
     for (const AttrSpec& spec : info.schema->attrs) {
       const AttrValue* value = &spec.default_value;
-      for (const auto& a : od.attrs()) {
-        if (a.name() == spec.name) value = &AttrValueOf(a, spec.type);
+      for (AttrId a : program.attrs(od)) {
+        if (program.str(program.attr(a).name) == spec.name) value = &AttrValueOf(a, spec.type);
       }
       info.attrs.push_back(value);
     }
@@ -481,11 +485,9 @@ Executor::PreparedBlock& Executor::PrepareFirst(int32_t block_idx) {
   return *raw;
 }
 
-const AttrValue& Executor::AttrValueOf(const proto::OpDesc::Attr& attr, int32_t declared) {
-  std::string key = attr.SerializeAsString();
-  key.append(reinterpret_cast<const char*>(&declared), sizeof(declared));
-  std::unique_ptr<AttrValue>& value = attr_values_[key];
-  if (value == nullptr) value = std::make_unique<AttrValue>(AttrFromProto(attr, declared));
+const AttrValue& Executor::AttrValueOf(AttrId attr, int32_t declared) {
+  std::unique_ptr<AttrValue>& value = attr_values_[uint64_t{attr} << 32 | static_cast<uint32_t>(declared)];
+  if (value == nullptr) value = std::make_unique<AttrValue>(AttrFromProgram(*program_, program_->attr(attr), declared));
   return *value;
 }
 

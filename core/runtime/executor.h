@@ -32,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/program/program.h"
 #include "core/proto/framework.pb.h"
 #include "core/registry/registry.h"
 #include "core/runtime/op_instance.h"
@@ -43,7 +44,9 @@ class OpBoundaries;
 
 class Executor {
  public:
-  Executor(const Registry& registry, std::shared_ptr<const proto::ProgramDesc> program);
+  Executor(const Registry& registry, std::shared_ptr<const Program> program);
+  // A program built in memory (tests, tools): read into the compact form first.
+  Executor(const Registry& registry, const std::shared_ptr<const proto::ProgramDesc>& program);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -75,7 +78,7 @@ class Executor {
   // device or it is not present.
   void set_place(Place place);
   const Place& place() const { return place_; }
-  const proto::ProgramDesc& program() const { return *program_; }
+  const Program& program() const { return *program_; }
   const Registry& registry() const { return registry_; }
 
   struct PreparedBlock;
@@ -91,9 +94,9 @@ class Executor {
   }
   PreparedBlock& PrepareFirst(int32_t block_idx);
   // The value of a program's attribute, as a schema declaring it `declared` reads it: one
-  // copy per distinct attribute for the executor's life (an unrolled program sets the same
-  // few thousands of times). REQUIRES: prepare_mu_ held.
-  const AttrValue& AttrValueOf(const proto::OpDesc::Attr& attr, int32_t declared);
+  // copy per distinct attribute (Program keeps each once) and declared type for the
+  // executor's life. REQUIRES: prepare_mu_ held.
+  const AttrValue& AttrValueOf(AttrId attr, int32_t declared);
   // Creates the block's declared variables and its outputs missing from the chain, and
   // fills `frame` (one entry per name the block uses).
   // With `local`, also records which names resolved in `scope` itself (found or created there).
@@ -116,11 +119,11 @@ class Executor {
               OpBoundaries& boundaries);
 
   const Registry& registry_;
-  const std::shared_ptr<const proto::ProgramDesc> program_;
+  const std::shared_ptr<const Program> program_;
   Place place_;
   std::mutex prepare_mu_;
   std::vector<std::atomic<PreparedBlock*>> prepared_;  // owned; deleted in ~Executor
-  std::unordered_map<std::string, std::unique_ptr<AttrValue>> attr_values_;  // AttrValueOf's
+  std::unordered_map<uint64_t, std::unique_ptr<AttrValue>> attr_values_;  // AttrValueOf's, by attr and type
 };
 
 }  // namespace rill::core

@@ -1,10 +1,11 @@
 // A program as `rill check` and `rill run` take it: parsed as text (first byte even) or
-// binary (odd) from the rest, then validated against the built-in ops and the csp
-// plugin's, loaded from disk once.
+// read by Rill's own decoder into the compact form (odd) from the rest, then validated
+// against the built-in ops and the csp plugin's, loaded from disk once.
 #include <string>
 
 #include "core/errors.h"
 #include "core/loader/plugin_loader.h"
+#include "core/program/program.h"
 #include "core/program/program_io.h"
 #include "core/program/validate.h"
 #include "core/registry/registry.h"
@@ -30,9 +31,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
-    const rill::proto::ProgramDesc program = data[0] % 2 == 0 ? rill::core::ParseProgramText(bytes, "fuzz")
-                                                               : rill::core::ParseProgramBinary(bytes, "fuzz");
-    rill::core::ValidateProgram(program, Ops());
+    const auto program = data[0] % 2 == 0 ? rill::core::Program::FromProto(rill::core::ParseProgramText(bytes, "fuzz"))
+                                           : rill::core::Program::Parse(bytes, "fuzz");
+    rill::core::ValidateProgram(*program, Ops());
   } catch (const rill::core::Error&) {
   }
   return 0;

@@ -32,7 +32,8 @@ Model::Model(const Registry& registry, InferenceModel loaded, const ModelOptions
 
 std::vector<Tensor> Model::Run(std::vector<std::pair<std::string, Tensor>> feeds) {
   std::set<std::string> given;
-  for (auto& [name, value] : feeds) {
+  for (auto& feed : feeds) {
+    const std::string& name = feed.first;
     if (!given.insert(name).second) throw Error("feed '" + name + "' is given twice", RILL_INVALID_ARGUMENT);
     const bool target = std::any_of(feeds_.begin(), feeds_.end(), [&](const auto& f) { return f.var == name; });
     if (!target) {
@@ -41,7 +42,7 @@ std::vector<Tensor> Model::Run(std::vector<std::pair<std::string, Tensor>> feeds
       throw Error("feed '" + name + "' is not one of the model's feeds (" + (names.empty() ? "none" : names) + ")",
                   RILL_INVALID_ARGUMENT);
     }
-    FeedInto(*program_, feeds_, *scope_, name, std::move(value));
+    FeedInto(*program_, feeds_, *scope_, name, std::move(feed.second));
   }
   for (const auto& f : feeds_) {
     if (!given.count(f.var)) {

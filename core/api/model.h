@@ -9,7 +9,7 @@
 // scope. Errors throw Error with what was wrong. One Run at a time per model.
 //
 //   core::Registry registry;
-//   core::LoadPlugins(registry, {{core::DefaultPluginDir()}});
+//   core::LoadPlugins(registry, {{"/opt/rill/lib/rill/plugins"}});
 //   auto model = core::Model::Load(registry, "mlp/");  // or "inference.pdmodel"
 //   std::vector<core::Tensor> out = model->Run({{"image", image}});
 #ifndef RILL_CORE_API_MODEL_H_

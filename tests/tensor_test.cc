@@ -103,6 +103,28 @@ TEST(Tensor, LargeBuffersAskForHugePagesOverTheirWholeHugePagesOnly) {
   EXPECT_FALSE(advised(reinterpret_cast<uintptr_t>(small.data())));
 }
 
+// Tensors allocated together (a model's parameters) each get their own aligned slice of
+// one allocation, which lives while any of them does; writing one leaves the others be.
+TEST(Tensor, TensorsAllocatedTogetherHoldTheirOwnSlicesOfOneAllocation) {
+  std::vector<Tensor> ts = Tensor::AllocateTogether({{RILL_FP32, {3, 5}}, {RILL_INT8, {1}}, {RILL_FP64, {0}}, {RILL_INT64, {7}}});
+  ASSERT_EQ(ts.size(), 4u);
+  EXPECT_EQ(ts[0].dims().ToVector(), (std::vector<int64_t>{3, 5}));
+  EXPECT_EQ(ts[2].numel(), 0);
+  EXPECT_EQ(ts[3].dtype(), RILL_INT64);
+  for (const auto& t : ts) EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data()) % Buffer::kAlignment, 0u);
+  EXPECT_GE(static_cast<char*>(ts[1].data()), static_cast<char*>(ts[0].data()) + 60) << "slices do not overlap";
+  for (int i = 0; i < 15; ++i) ts[0].data_as<float>()[i] = static_cast<float>(i);
+  for (int i = 0; i < 7; ++i) ts[3].data_as<int64_t>()[i] = -i;
+  *ts[1].data_as<int8_t>() = 9;
+  EXPECT_EQ(ts[0].ValuesToString(), "0 1 2 3 4 5 6 7 8 9 10 11 12 13 14");
+  Tensor last = ts[3];
+  ts.clear();  // the allocation stays while `last` holds its slice
+  EXPECT_EQ(last.ValuesToString(), "0 -1 -2 -3 -4 -5 -6");
+  last.Allocate(RILL_INT64, {7});  // its sole owner rewrites its own slice in place
+  EXPECT_EQ(last.ValuesToString(), "0 -1 -2 -3 -4 -5 -6");
+  EXPECT_THROW(Tensor::AllocateTogether({{RILL_FP32, {int64_t{1} << 62}}}), Error);
+}
+
 TEST(Tensor, ShapesOfAnyRankSurviveCopiesMovesAndSwaps) {
   const std::vector<int64_t> small{2, 3};
   const std::vector<int64_t> large{1, 2, 3, 4, 5, 6};

@@ -31,19 +31,57 @@ std::vector<std::string> ParameterNames(const Program& program) {
   return names;
 }
 
-// Reads `file`, which must hold exactly one record per name in `names` (`whose`: who
-// they are, for the message when it holds more), onto `parameters`. `what` names the
-// file in the message when it cannot be opened.
-void ReadParameters(const fs::path& file, const std::vector<std::string>& names, const std::string& what,
-                    const std::string& whose, std::vector<std::pair<std::string, Tensor>>* parameters) {
+// Where a parameter's record lies: its file, its header, and where its data starts.
+struct PlacedRecord {
+  std::string name;
+  fs::path file;
+  std::string what;  // the file and parameter, for messages
+  LodTensorHeader header;
+  std::streamoff data_at = 0;
+};
+
+// Reads the headers of the records of `names` from `file`, which must hold exactly one
+// record per name (`whose`: who they are, for the message when it holds more), onto
+// `placed`. `what` names the file in the message when it cannot be opened.
+void ReadHeaders(const fs::path& file, const std::vector<std::string>& names, const std::string& what,
+                 const std::string& whose, std::vector<PlacedRecord>* placed) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw Error("cannot open " + what + " '" + file.string() + "'", RILL_NOT_FOUND);
   for (const auto& name : names) {
-    parameters->emplace_back(name, ReadLodTensor(in, "'" + file.string() + "' (parameter '" + name + "')"));
+    PlacedRecord r{name, file, "'" + file.string() + "' (parameter '" + name + "')", {}, 0};
+    r.header = ReadLodTensorHeader(in, r.what);  // checks that the data is there
+    r.data_at = in.tellg();
+    in.seekg(static_cast<std::streamoff>(r.header.bytes), std::ios::cur);
+    placed->push_back(std::move(r));
   }
   if (in.peek() != std::char_traits<char>::eof()) {
     throw Error("'" + file.string() + "' holds more than " + whose, RILL_INVALID_ARGUMENT);
   }
+}
+
+// Every parameter's data, read into one allocation (Tensor::AllocateTogether): a model's
+// parameters live and go together, and one large allocation fills at the speed of huge
+// pages where many small ones would fault in page by page.
+std::vector<std::pair<std::string, Tensor>> ReadData(std::vector<PlacedRecord>& placed) {
+  std::vector<std::pair<int32_t, std::vector<int64_t>>> shapes;
+  for (const auto& r : placed) shapes.emplace_back(r.header.dtype, r.header.dims);
+  std::vector<Tensor> tensors = Tensor::AllocateTogether(shapes);
+  std::vector<std::pair<std::string, Tensor>> out;
+  std::ifstream in;
+  fs::path open;
+  for (size_t k = 0; k < placed.size(); ++k) {
+    PlacedRecord& r = placed[k];
+    if (r.file != open) {
+      in = std::ifstream(r.file, std::ios::binary);
+      open = r.file;
+      if (!in) throw Error("cannot open '" + r.file.string() + "'", RILL_NOT_FOUND);
+    }
+    in.seekg(r.data_at);
+    ReadLodTensorData(in, r.header, tensors[k].data(), r.what);
+    tensors[k].mutable_lod() = std::move(r.header.lod);
+    out.emplace_back(r.name, std::move(tensors[k]));
+  }
+  return out;
 }
 
 }  // namespace
@@ -71,9 +109,11 @@ InferenceModel LoadInferenceModel(const std::string& path, const ModelFiles& fil
   InferenceModel m;
   m.program = ReadProgram(model_file.string());
   const std::vector<std::string> names = ParameterNames(*m.program);
+  std::vector<PlacedRecord> placed;
   if (!combined.empty()) {
-    ReadParameters(combined, names, "the parameter file",
-                   "the program's " + std::to_string(names.size()) + " parameters", &m.parameters);
+    ReadHeaders(combined, names, "the parameter file", "the program's " + std::to_string(names.size()) + " parameters",
+                &placed);
+    m.parameters = ReadData(placed);
     return m;
   }
   const std::set<std::string> expected(names.begin(), names.end());
@@ -86,9 +126,10 @@ InferenceModel LoadInferenceModel(const std::string& path, const ModelFiles& fil
     }
   }
   for (const auto& name : names) {
-    ReadParameters(fs::path(path) / name, {name}, "the file of parameter '" + name + "',",
-                   "parameter '" + name + "'", &m.parameters);
+    ReadHeaders(fs::path(path) / name, {name}, "the file of parameter '" + name + "',", "parameter '" + name + "'",
+                &placed);
   }
+  m.parameters = ReadData(placed);
   return m;
 }
 

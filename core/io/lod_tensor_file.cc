@@ -109,7 +109,7 @@ Tensor ConvertFp32Fp16(const Tensor& t, int32_t to) {
   return out;
 }
 
-Tensor ReadLodTensor(std::istream& in, const std::string& what) {
+LodTensorHeader ReadLodTensorHeader(std::istream& in, const std::string& what) {
   Reader r(in, what);
   if (const uint32_t v = r.Read<uint32_t>("the LoDTensor version"); v != 0) {
     r.Fail("LoDTensor version " + std::to_string(v) + " is not supported (only 0)");
@@ -159,10 +159,18 @@ Tensor ReadLodTensor(std::istream& in, const std::string& what) {
            (dims.empty() ? std::string("0") : std::to_string(dims[0])) + " rows");
   }
   r.Need(size.bytes, "the tensor's data");
+  return LodTensorHeader{dtype, dims, std::move(lod), size.bytes};
+}
+
+void ReadLodTensorData(std::istream& in, const LodTensorHeader& header, void* into, const std::string& what) {
+  Reader(in, what).Bytes(into, header.bytes, "the tensor's data");
+}
+
+Tensor ReadLodTensor(std::istream& in, const std::string& what) {
+  LodTensorHeader header = ReadLodTensorHeader(in, what);
   Tensor t;
-  void* data = t.Allocate(dtype, dims);
-  r.Bytes(data, size.bytes, "the tensor's data");
-  t.mutable_lod() = std::move(lod);
+  ReadLodTensorData(in, header, t.Allocate(header.dtype, header.dims), what);
+  t.mutable_lod() = std::move(header.lod);
   return t;
 }
 

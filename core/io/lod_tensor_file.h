@@ -20,12 +20,25 @@
 #include <istream>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "core/runtime/tensor.h"
 
 namespace rill::core {
 
 Tensor ReadLodTensor(std::istream& in, const std::string& what);
+
+// A record read in two steps, for a reader that places the data itself (all of a model's
+// parameters in one allocation): the header says what the data is and leaves `in` at it,
+// having checked that its bytes are there; ReadLodTensorData then reads them into `into`.
+struct LodTensorHeader {
+  int32_t dtype = -1;
+  std::vector<int64_t> dims;
+  LoD lod;
+  uint64_t bytes = 0;
+};
+LodTensorHeader ReadLodTensorHeader(std::istream& in, const std::string& what);
+void ReadLodTensorData(std::istream& in, const LodTensorHeader& header, void* into, const std::string& what);
 void WriteLodTensor(std::ostream& out, const Tensor& tensor, bool as_fp16, const std::string& what);
 
 // fp32 <-> IEEE half (round to nearest even; NaN and infinity kept), for the *_as_fp16

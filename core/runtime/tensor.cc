@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <algorithm>
+#include <deque>
 #include <cstring>
 #include <sstream>
 
@@ -127,8 +128,9 @@ std::shared_ptr<Buffer> TakeSpare(size_t bytes) {
 }  // namespace
 
 void Tensor::RecycleBuffer() {
+  // A view is never a spare: it would keep the whole allocation it is a slice of alive.
   if (buffer_ && buffer_.use_count() == 1 && buffer_->place().device_type == RILL_CPU &&
-      buffer_->staged_for() == nullptr && buffer_->size() <= kMaxSmallBytes) {
+      buffer_->staged_for() == nullptr && buffer_->size() <= kMaxSmallBytes && !buffer_->is_view()) {
     t_spare = std::move(buffer_);
   }
 }
@@ -160,6 +162,37 @@ void* Tensor::Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place pl
   }
   SetShape(dtype, dims, ndim, numel, place);
   return buffer_->data();
+}
+
+std::vector<Tensor> Tensor::AllocateTogether(const std::vector<std::pair<int32_t, std::vector<int64_t>>>& shapes) {
+  // The whole allocation and a view per tensor, in one object: each tensor's buffer_
+  // shares its ownership (shared_ptr's aliasing form) while pointing at its own view.
+  struct Together {
+    explicit Together(size_t bytes) : whole(bytes, Place{}) {}
+    Buffer whole;
+    std::deque<Buffer> views;  // a deque: Buffers do not move
+  };
+  std::vector<ShapeSize> sizes;
+  std::vector<size_t> offsets;
+  size_t total = 0;
+  for (const auto& [dtype, dims] : shapes) {
+    const ShapeSize size = SizeOfShape(dims.data(), dims.size(), DataTypeSize(dtype));
+    if (!size.ok()) throw Error("cannot allocate a tensor of " + DataTypeName(dtype) + ": " + size.error, RILL_INVALID_ARGUMENT);
+    offsets.push_back(total);
+    sizes.push_back(size);
+    const size_t rounded = (size.bytes + Buffer::kAlignment - 1) / Buffer::kAlignment * Buffer::kAlignment;
+    if (rounded < size.bytes || !CheckedAdd(total, rounded, &total)) {
+      throw Error("out of memory: tensors together more bytes than memory can address", RILL_RESOURCE_EXHAUSTED);
+    }
+  }
+  auto together = std::make_shared<Together>(total);
+  std::vector<Tensor> out(shapes.size());
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    Buffer& view = together->views.emplace_back(static_cast<char*>(together->whole.data()) + offsets[k], sizes[k].bytes);
+    out[k].buffer_ = std::shared_ptr<Buffer>(together, &view);
+    out[k].SetShape(shapes[k].first, shapes[k].second.data(), shapes[k].second.size(), sizes[k].numel, Place{});
+  }
+  return out;
 }
 
 void* Tensor::AllocateScalar(int32_t dtype) {

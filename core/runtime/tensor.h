@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/runtime/dims.h"
@@ -73,6 +74,9 @@ class Buffer {
  public:
   static constexpr size_t kAlignment = 64;
   Buffer(size_t bytes, Place place, const Device* staging_for = nullptr);
+  // A view of `bytes` of CPU memory at `data`, which another Buffer owns (a slice of one
+  // allocation shared by several tensors, Tensor::AllocateTogether): it frees nothing.
+  Buffer(void* data, size_t bytes) : data_(data), size_(bytes) {}
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -83,6 +87,8 @@ class Buffer {
   const Device* staged_for() const { return staged_for_; }
   // The device that owns this memory, or null for CPU memory.
   const Device* device() const { return device_; }
+  // Whether this is a view of memory another Buffer owns.
+  bool is_view() const { return block_ == nullptr && device_ == nullptr && staged_for_ == nullptr && data_ != inline_; }
 
  private:
   static size_t HostBytes(size_t bytes);
@@ -168,6 +174,12 @@ class Tensor {
   void* Allocate(int32_t dtype, const std::vector<int64_t>& dims, Place place = {}) {
     return Allocate(dtype, dims.data(), dims.size(), place);
   }
+  // CPU tensors of the given dtypes and shapes in one allocation, each in its own
+  // 64-byte-aligned slice of it; the allocation is freed when the last of them lets go of
+  // its memory. For many tensors made at once and kept together (a model's parameters):
+  // one allocation takes huge pages (Buffer) where many small ones would not. Throws as
+  // Allocate for a shape whose size does not fit.
+  static std::vector<Tensor> AllocateTogether(const std::vector<std::pair<int32_t, std::vector<int64_t>>>& shapes);
   // Allocate(dtype, {1}) on the CPU, for a tensor with no memory and no LoD yet (a
   // variable a move emptied, getting its next scalar): the same result without the general
   // path's checks. Any other tensor takes the general path.

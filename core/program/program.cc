@@ -194,20 +194,15 @@ class ProgramDecoder {
     in.PopLimit(limit);
     return true;
   }
-  static float Float(CodedInputStream& in) {
-    uint32_t bits = 0;
-    if (!in.ReadLittleEndian32(&bits)) throw Malformed{"truncated float"};
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
+  // A float or double field's value, as protobuf reads it.
+  template <class T, WireFormat::FieldType kType>
+  static T Fixed(CodedInputStream& in) {
+    T v{};
+    if (!WireFormat::ReadPrimitive<T, kType>(&in, &v)) throw Malformed{"truncated number"};
+    return v;
   }
-  static double Double(CodedInputStream& in) {
-    uint64_t bits = 0;
-    if (!in.ReadLittleEndian64(&bits)) throw Malformed{"truncated double"};
-    double d;
-    std::memcpy(&d, &bits, sizeof d);
-    return d;
-  }
+  static float Float(CodedInputStream& in) { return Fixed<float, WireFormat::TYPE_FLOAT>(in); }
+  static double Double(CodedInputStream& in) { return Fixed<double, WireFormat::TYPE_DOUBLE>(in); }
 
   void Version(int64_t* out) {
     Fields(in_, [&](uint32_t tag) { return Field(tag) == 1 && Scalar(in_, tag, out); });

@@ -1,12 +1,14 @@
 #include "core/program/program.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/wire_format_lite.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstring>
 #include <functional>
@@ -430,8 +432,11 @@ class ProgramDecoder {
 
 namespace {
 
-std::shared_ptr<const Program> Decode(CodedInputStream& in, const std::string& source) {
-  in.SetTotalBytesLimit(INT_MAX);
+// `size`: the input's length (REQUIRES size < INT_MAX). A total-bytes limit just past it
+// bounds every length the input claims, so no claim past its end makes the stream reserve
+// memory for it (the end itself must lie short of the limit to count as a message's end).
+std::shared_ptr<const Program> Decode(CodedInputStream& in, const std::string& source, int size) {
+  in.SetTotalBytesLimit(size + 1);
   auto program = std::make_shared<Program>();
   try {
     ProgramDecoder(*program, in).Decode();
@@ -446,9 +451,9 @@ std::shared_ptr<const Program> Decode(CodedInputStream& in, const std::string& s
 }  // namespace
 
 std::shared_ptr<const Program> Program::Parse(std::string_view bytes, const std::string& source) {
-  if (bytes.size() > static_cast<size_t>(INT_MAX)) throw Error(source + ": a program is at most 2 GiB", RILL_INVALID_ARGUMENT);
+  if (bytes.size() >= static_cast<size_t>(INT_MAX)) throw Error(source + ": a program is at most 2 GiB", RILL_INVALID_ARGUMENT);
   CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()), static_cast<int>(bytes.size()));
-  return Decode(in, source);
+  return Decode(in, source, static_cast<int>(bytes.size()));
 }
 
 std::shared_ptr<const Program> Program::ParseFile(const std::string& path) {
@@ -456,8 +461,11 @@ std::shared_ptr<const Program> Program::ParseFile(const std::string& path) {
   if (fd < 0) throw Error("cannot open program '" + path + "'", RILL_NOT_FOUND);
   google::protobuf::io::FileInputStream file(fd, 1 << 20);
   file.SetCloseOnDelete(true);
+  struct stat st {};
+  if (fstat(fd, &st) != 0) throw Error("cannot read program '" + path + "': " + std::strerror(errno), RILL_NOT_FOUND);
+  if (st.st_size >= INT_MAX) throw Error(path + ": a program is at most 2 GiB", RILL_INVALID_ARGUMENT);
   CodedInputStream in(&file);
-  auto program = Decode(in, path);
+  auto program = Decode(in, path, static_cast<int>(st.st_size));
   if (file.GetErrno() != 0) throw Error("cannot read program '" + path + "': " + std::strerror(file.GetErrno()), RILL_NOT_FOUND);
   return program;
 }

@@ -464,7 +464,7 @@ TEST(Cli, CheckAndDescribeSayWhatAModelNeeds) {
                        "1 problem(s); first: block 0, op 5 (relu): unknown input slot 'Y'"), std::string::npos) << r.err;
   r = RunRill({"describe", dir});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (const std::string& line : {"inference model", "written by: Paddle 2.4.0", "blocks: 1, ops: 7",
+  for (const char* line : {"inference model", "written by: Paddle 2.4.0", "blocks: 1, ops: 7",
                                   "  0  img  fp32 [-1, 3, 8, 8]", "fetches:\n  0  r  undeclared",
                                   "parameters: 1, 36 bytes", "  conv2d                        3  MISSING: no loaded plugin provides it",
                                   "  relu                          1  math"}) {

@@ -52,9 +52,13 @@ void ExpectSameAttr(const proto::OpDesc::Attr& want, const Program& p, const Pro
     }
     case proto::SCALAR:
       EXPECT_EQ(got.scalar_type, want.scalar().type());
-      if (want.scalar().type() == proto::Scalar::FLOAT64) EXPECT_EQ(got.f, want.scalar().r());
-      if (want.scalar().type() == proto::Scalar::LONG) EXPECT_EQ(got.i, want.scalar().i());
-      if (want.scalar().type() == proto::Scalar::BOOLEAN) EXPECT_EQ(got.i, want.scalar().b() ? 1 : 0);
+      if (want.scalar().type() == proto::Scalar::FLOAT64) {
+        EXPECT_EQ(got.f, want.scalar().r());
+      } else if (want.scalar().type() == proto::Scalar::LONG) {
+        EXPECT_EQ(got.i, want.scalar().i());
+      } else if (want.scalar().type() == proto::Scalar::BOOLEAN) {
+        EXPECT_EQ(got.i, want.scalar().b() ? 1 : 0);
+      }
       break;
     case proto::SCALARS: EXPECT_EQ(got.list_size, static_cast<uint32_t>(want.scalars_size())); break;
   }

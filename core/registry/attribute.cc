@@ -8,8 +8,8 @@
 namespace rill::core {
 
 // The schema types (RillAttrType) are framework.proto's AttrType numbers 0 to 10.
-static_assert(RILL_ATTR_BLOCKS == proto::BLOCKS && RILL_ATTR_LONG == proto::LONG &&
-              RILL_ATTR_BOOLEANS == proto::BOOLEANS);
+static_assert(int{RILL_ATTR_BLOCKS} == int{proto::BLOCKS} && int{RILL_ATTR_LONG} == int{proto::LONG} &&
+              int{RILL_ATTR_BOOLEANS} == int{proto::BOOLEANS});
 
 std::string AttrTypeName(int32_t type) {
   static const char* kNames[] = {"INT",    "FLOAT",    "STRING", "INTS",     "FLOATS", "STRINGS",

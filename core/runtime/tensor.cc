@@ -45,9 +45,11 @@ void* Buffer::AlignedInside(void* block) {
 // of reading a model's parameters into new memory. The tail past the last whole huge page
 // keeps small pages, so a buffer holds no more memory than it asks for; the advice is for
 // this buffer's pages alone. Where the kernel has no huge pages the advice does nothing.
+// (posix_memalign: aligned_alloc wants a size that is a multiple of the alignment.)
 void* Buffer::AllocateHuge(size_t rounded) {
-  void* block = std::aligned_alloc(kHugePage, rounded);
-  if (block != nullptr) madvise(block, rounded / kHugePage * kHugePage, MADV_HUGEPAGE);
+  void* block = nullptr;
+  if (posix_memalign(&block, kHugePage, rounded) != 0) return nullptr;
+  madvise(block, rounded / kHugePage * kHugePage, MADV_HUGEPAGE);
   return block;
 }
 

@@ -125,6 +125,35 @@ std::vector<GradCase> Cases() {
                        b.Op(type).Input("X", "x").Output("Out", "out");
                      }});
   }
+  // The activations with attributes and domains of their own; inputs span every kink.
+  struct Activation {
+    const char* type;
+    double lo, hi;
+    std::function<void(core::OpBuilder&)> attrs;
+  };
+  const std::vector<Activation> activations = {
+      {"exp", -2, 2, nullptr},
+      {"log", 0.5, 3, nullptr},
+      {"sqrt", 0.5, 3, nullptr},
+      {"abs", -1, 1, nullptr},
+      {"relu6", -2, 8, nullptr},
+      {"relu6", -2, 8, [](core::OpBuilder& o) { o.Attr("threshold", 3.0f); }},
+      {"leaky_relu", -1, 1, [](core::OpBuilder& o) { o.Attr("alpha", 0.1f); }},
+      {"gelu", -3, 3, nullptr},
+      {"gelu", -3, 3, [](core::OpBuilder& o) { o.Attr("approximate", true); }},
+      {"swish", -3, 3, [](core::OpBuilder& o) { o.Attr("beta", 1.5f); }},
+      {"hard_swish", -5, 5, nullptr},
+      {"hard_sigmoid", -4, 4, nullptr},
+      {"clip", -1, 1, [](core::OpBuilder& o) { o.Attr("min", -0.5f).Attr("max", 0.5f); }},
+  };
+  for (const auto& a : activations) {
+    const std::string type = a.type;
+    cases.push_back({type + (a.attrs ? "_with_attributes" : ""), {{"x", {3, 5}, a.lo, a.hi}},
+                     [type, attrs = a.attrs](core::BlockBuilder& b) {
+                       core::OpBuilder op = b.Op(type).Input("X", "x").Output("Out", "out");
+                       if (attrs) attrs(op);
+                     }});
+  }
   cases.push_back({"scale", {{"x", {5}}}, [](core::BlockBuilder& b) {
                      b.Op("scale").Input("X", "x").Output("Out", "out").Attr("scale", -2.5f).Attr("bias", 3.0f);
                    }});

@@ -1,5 +1,8 @@
-// Unary elementwise ops: relu, sigmoid, tanh, square; scale (Out = scale * X + bias, or
-// scale * (X + bias)); cast (Out = X converted to out_dtype); and their gradients.
+// Unary elementwise ops: relu, sigmoid, tanh, square, exp, log, sqrt, abs, relu6,
+// leaky_relu, gelu, swish, hard_swish, hard_sigmoid, clip; scale (Out = scale * X + bias,
+// or scale * (X + bias)); cast (Out = X converted to out_dtype); and their gradients.
+#include <unsupported/Eigen/SpecialFunctions>
+
 #include <cmath>
 
 #include "kernels.h"
@@ -8,63 +11,194 @@
 namespace rill::math {
 namespace {
 
-// Eval: the forward expression. Grad(v, g): X@GRAD from the incoming gradient g and v,
-// which is Out for ops whose derivative is cheapest from the output (kGradFromOut) and
-// X otherwise.
+// Each op is made from the kernel's context (it reads its attributes there); Forward(x, out)
+// writes Out, Backward(v, g, dx) writes X@GRAD from the incoming gradient g and v, which is
+// Out for ops whose derivative is cheapest from the output (kGradFromOut) and X otherwise.
+// Formulas and attribute defaults are Fluid's.
+template <class A> using S = typename A::Scalar;
+
 struct Relu {
   static constexpr bool kGradFromOut = true;
-  template <class A> static auto Eval(const A& x) { return x.max(typename A::Scalar(0)); }
-  template <class A, class B> static auto Grad(const A& out, const B& g) {
-    return (out > typename A::Scalar(0)).select(g, typename A::Scalar(0));
+  explicit Relu(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.max(S<A>(0)); }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    dx = (out > S<A>(0)).select(g, S<A>(0));
   }
 };
 struct Sigmoid {
   static constexpr bool kGradFromOut = true;
-  template <class A> static auto Eval(const A& x) { return (typename A::Scalar(1) + (-x).exp()).inverse(); }
-  template <class A, class B> static auto Grad(const A& out, const B& g) {
-    return g * out * (typename A::Scalar(1) - out);
+  explicit Sigmoid(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = (S<A>(1) + (-x).exp()).inverse(); }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    dx = g * out * (S<A>(1) - out);
   }
 };
 struct Tanh {
   static constexpr bool kGradFromOut = true;
-  template <class A> static auto Eval(const A& x) { return x.tanh(); }
-  template <class A, class B> static auto Grad(const A& out, const B& g) {
-    return g * (typename A::Scalar(1) - out.square());
+  explicit Tanh(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.tanh(); }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    dx = g * (S<A>(1) - out.square());
   }
 };
 struct Square {
   static constexpr bool kGradFromOut = false;
-  template <class A> static auto Eval(const A& x) { return x.square(); }
-  template <class A, class B> static auto Grad(const A& x, const B& g) { return typename A::Scalar(2) * x * g; }
+  explicit Square(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.square(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = S<A>(2) * x * g; }
+};
+struct Exp {
+  static constexpr bool kGradFromOut = true;
+  explicit Exp(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.exp(); }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const { dx = g * out; }
+};
+struct Log {
+  static constexpr bool kGradFromOut = false;
+  explicit Log(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.log(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = g / x; }
+};
+struct Sqrt {
+  static constexpr bool kGradFromOut = true;
+  explicit Sqrt(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.sqrt(); }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    dx = S<A>(0.5) * g / out;
+  }
+};
+struct Abs {
+  static constexpr bool kGradFromOut = false;
+  explicit Abs(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.abs(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = g * x.sign(); }
+};
+struct Relu6 {
+  static constexpr bool kGradFromOut = true;
+  explicit Relu6(KernelContext& ctx) : t(ctx.Attr<float>("threshold")) {}
+  double t;
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.max(S<A>(0)).min(S<A>(t)); }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    dx = (out > S<A>(0) && out < S<A>(t)).select(g, S<A>(0));
+  }
+};
+struct LeakyRelu {
+  static constexpr bool kGradFromOut = false;
+  explicit LeakyRelu(KernelContext& ctx) : alpha(ctx.Attr<float>("alpha")) {}
+  double alpha;
+  template <class A, class O> void Forward(const A& x, O out) const { out = (x > S<A>(0)).select(x, S<A>(alpha) * x); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = (x > S<A>(0)).select(g, S<A>(alpha) * g);
+  }
+};
+// gelu: x * Phi(x) with Phi the normal CDF, or (approximate) Phi by its tanh form.
+struct Gelu {
+  static constexpr bool kGradFromOut = false;
+  explicit Gelu(KernelContext& ctx) : approximate(ctx.Attr<bool>("approximate")) {}
+  bool approximate;
+  static constexpr double kSqrtHalf = 0.70710678118654752440, kSqrt2OverPi = 0.79788456080286535588;
+  static constexpr double kInvSqrt2Pi = 0.39894228040143267794, kCubic = 0.044715;
+  template <class A> static auto Inner(const A& x) { return S<A>(kSqrt2OverPi) * (x + S<A>(kCubic) * x.cube()); }
+  template <class A, class O> void Forward(const A& x, O out) const {
+    if (approximate) out = S<A>(0.5) * x * (S<A>(1) + Inner(x).tanh());
+    else out = S<A>(0.5) * x * (S<A>(1) + (S<A>(kSqrtHalf) * x).erf());
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    if (approximate) {
+      const auto t = Inner(x).tanh().eval();
+      dx = g * (S<A>(0.5) * (S<A>(1) + t) +
+                S<A>(0.5) * x * (S<A>(1) - t.square()) * S<A>(kSqrt2OverPi) * (S<A>(1) + S<A>(3 * kCubic) * x.square()));
+    } else {
+      dx = g * (S<A>(0.5) * (S<A>(1) + (S<A>(kSqrtHalf) * x).erf()) +
+                x * (S<A>(-0.5) * x.square()).exp() * S<A>(kInvSqrt2Pi));
+    }
+  }
+};
+// swish: x * sigmoid(beta x).
+struct Swish {
+  static constexpr bool kGradFromOut = false;
+  explicit Swish(KernelContext& ctx) : beta(ctx.Attr<float>("beta")) {}
+  double beta;
+  template <class A> auto Sig(const A& x) const { return (S<A>(1) + (S<A>(-beta) * x).exp()).inverse(); }
+  template <class A, class O> void Forward(const A& x, O out) const { out = x * Sig(x); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const auto s = Sig(x).eval();
+    dx = g * (s + S<A>(beta) * x * s * (S<A>(1) - s));
+  }
+};
+// hard_swish: x * clip(x + offset, 0, threshold) / scale.
+struct HardSwish {
+  static constexpr bool kGradFromOut = false;
+  explicit HardSwish(KernelContext& ctx)
+      : t(ctx.Attr<float>("threshold")), scale(ctx.Attr<float>("scale")), offset(ctx.Attr<float>("offset")) {}
+  double t, scale, offset;
+  template <class A, class O> void Forward(const A& x, O out) const {
+    out = x * (x + S<A>(offset)).max(S<A>(0)).min(S<A>(t)) / S<A>(scale);
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const auto shifted = (x + S<A>(offset)).eval();
+    const auto inside = (shifted > S<A>(0) && shifted < S<A>(t)).template cast<S<A>>();
+    dx = g * (shifted.max(S<A>(0)).min(S<A>(t)) + x * inside) / S<A>(scale);
+  }
+};
+// hard_sigmoid: clip(slope * x + offset, 0, 1).
+struct HardSigmoid {
+  static constexpr bool kGradFromOut = true;
+  explicit HardSigmoid(KernelContext& ctx) : slope(ctx.Attr<float>("slope")), offset(ctx.Attr<float>("offset")) {}
+  double slope, offset;
+  template <class A, class O> void Forward(const A& x, O out) const {
+    out = (S<A>(slope) * x + S<A>(offset)).max(S<A>(0)).min(S<A>(1));
+  }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    dx = (out > S<A>(0) && out < S<A>(1)).select(S<A>(slope) * g, S<A>(0));
+  }
+};
+// clip: X limited to [min, max].
+struct Clip {
+  static constexpr bool kGradFromOut = false;
+  explicit Clip(KernelContext& ctx) : lo(ctx.Attr<float>("min")), hi(ctx.Attr<float>("max")) {
+    if (lo > hi) throw Error("clip: min (" + std::to_string(lo) + ") is greater than max (" + std::to_string(hi) + ")");
+  }
+  double lo, hi;
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.max(S<A>(lo)).min(S<A>(hi)); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = (x > S<A>(lo) && x < S<A>(hi)).select(g, S<A>(0));
+  }
 };
 
 template <class Op, class T>
 void Unary(KernelContext& ctx) {
+  const Op op(ctx);
   Tensor x = ctx.Input("X");
   const T* px = x.data<T>();
   T* po = ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim());
-  VecMap<T>(po, x.numel()) = Op::Eval(ConstVecMap<T>(px, x.numel()));
+  op.Forward(ConstVecMap<T>(px, x.numel()), VecMap<T>(po, x.numel()));
 }
 
 template <class Op, class T>
 void UnaryGrad(KernelContext& ctx) {
+  const Op op(ctx);
   Tensor v = ctx.Input(Op::kGradFromOut ? "Out" : "X");
   Tensor g = ctx.Input("Out@GRAD");
   const T* pv = v.data<T>();
   const T* pg = g.data<T>();
   T* dx = ctx.AllocateOutput<T>("X@GRAD", v.dims_data(), v.ndim());
-  VecMap<T>(dx, v.numel()) = Op::Grad(ConstVecMap<T>(pv, v.numel()), ConstVecMap<T>(pg, g.numel()));
+  op.Backward(ConstVecMap<T>(pv, v.numel()), ConstVecMap<T>(pg, g.numel()), VecMap<T>(dx, v.numel()));
 }
 
+// Registers `type` and its gradient; `attrs` adds the op's attributes to its schema (the
+// gradient's schema gets them too, as its kernel reads them).
 template <class Op, class... Ts>
-void AddUnary(Registrar& r, const char* type, const char* formula) {
+void AddUnary(Registrar& r, const char* type, const std::string& formula,
+              OpSchema& (*attrs)(OpSchema&) = [](OpSchema& s) -> OpSchema& { return s; }) {
   const std::string grad = std::string(type) + "_grad";
-  const OpSchema schema = OpSchema(type)
-      .Doc(std::string("Out = ") + formula + ", elementwise.")
+  OpSchema schema = OpSchema(type)
+      .Doc("Out = " + formula + ", elementwise.")
       .Input("X", "input")
       .Output("Out", "result, shaped like X")
       .KernelDtypeFrom("X")
       .Grad(grad, Op::kGradFromOut ? "Out,Out@GRAD" : "X,Out@GRAD", "X");
+  attrs(schema);
   r.Op(schema);
   r.Op(schema.MakeGradSchema());
   RegisterCpu<Ts...>(r, type, [](auto t) { return &Unary<Op, decltype(t)>; });
@@ -135,6 +269,37 @@ void RegisterActivation(Registrar& r) {
   AddUnary<Sigmoid, float, double>(r, "sigmoid", "1 / (1 + exp(-X))");
   AddUnary<Tanh, float, double>(r, "tanh", "tanh(X)");
   AddUnary<Square, RILL_MATH_NUMERIC_TYPES>(r, "square", "X * X");
+  AddUnary<Exp, float, double>(r, "exp", "exp(X)");
+  AddUnary<Log, float, double>(r, "log", "ln(X)");
+  AddUnary<Sqrt, float, double>(r, "sqrt", "sqrt(X)");
+  AddUnary<Abs, float, double>(r, "abs", "|X|");
+  AddUnary<Relu6, float, double>(r, "relu6", "min(max(X, 0), threshold)", [](OpSchema& s) -> OpSchema& {
+    return s.Attr("threshold", 6.0, "the upper limit");
+  });
+  AddUnary<LeakyRelu, float, double>(r, "leaky_relu", "X if X > 0, else alpha * X", [](OpSchema& s) -> OpSchema& {
+    return s.Attr("alpha", 0.02, "the slope below 0");
+  });
+  AddUnary<Gelu, float, double>(r, "gelu", "X * Phi(X), Phi the standard normal CDF (approximate: its tanh form)",
+                                [](OpSchema& s) -> OpSchema& {
+                                  return s.Attr("approximate", false, "use 0.5 (1 + tanh(sqrt(2/pi) (X + 0.044715 X^3)))");
+                                });
+  AddUnary<Swish, float, double>(r, "swish", "X * sigmoid(beta * X)", [](OpSchema& s) -> OpSchema& {
+    return s.Attr("beta", 1.0, "the sigmoid's scale");
+  });
+  AddUnary<HardSwish, float, double>(r, "hard_swish", "X * min(max(X + offset, 0), threshold) / scale",
+                                     [](OpSchema& s) -> OpSchema& {
+                                       return s.Attr("threshold", 6.0, "the upper limit of X + offset")
+                                           .Attr("scale", 6.0, "the divisor")
+                                           .Attr("offset", 3.0, "added to X");
+                                     });
+  AddUnary<HardSigmoid, float, double>(r, "hard_sigmoid", "min(max(slope * X + offset, 0), 1)",
+                                       [](OpSchema& s) -> OpSchema& {
+                                         return s.Attr("slope", 0.2, "the slope").Attr("offset", 0.5, "the offset");
+                                       });
+  AddUnary<Clip, float, double>(r, "clip", "min(max(X, min), max)", [](OpSchema& s) -> OpSchema& {
+    return s.RequiredAttr("min", RILL_ATTR_FLOAT, "the lower limit")
+        .RequiredAttr("max", RILL_ATTR_FLOAT, "the upper limit (at least min)");
+  });
 
   const OpSchema scale = OpSchema("scale")
       .Doc("Out = scale * X + bias (bias_after_scale) or scale * (X + bias).")

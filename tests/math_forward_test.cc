@@ -58,6 +58,13 @@ TEST_F(MathForward, IntegerDivisionByZeroIsAnError) {
   EXPECT_NE(Run().find("integer division by zero (Y[1] is 0)"), std::string::npos);
 }
 
+TEST_F(MathForward, ClipWithMinAboveMaxIsAnError) {
+  Set<float>("x", {2}, {1, 2});
+  Op("clip").Input("X", "x").Output("Out", "y").Attr("min", 2.0f).Attr("max", 1.0f);
+  const std::string error = Run();
+  EXPECT_NE(error.find("clip: min (2.000000) is greater than max (1.000000)"), std::string::npos) << error;
+}
+
 TEST_F(MathForward, UnsupportedDtypeNamesOpAndDtype) {
   Set<bool>("x", {1}, {1});
   Op("elementwise_add").Input("X", "x").Input("Y", "x").Output("Out", "z");

@@ -154,6 +154,21 @@ std::vector<GradCase> Cases() {
                        if (attrs) attrs(op);
                      }});
   }
+  // The reshape family and transpose2 on a [2, 1, 3, 4] parameter.
+  const std::vector<std::pair<std::string, std::function<void(core::OpBuilder&)>>> reshapes = {
+      {"reshape2", [](core::OpBuilder& o) { o.Attr("shape", std::vector<int64_t>{0, -1, 4}); }},
+      {"flatten2", [](core::OpBuilder& o) { o.Attr("axis", int32_t{2}); }},
+      {"flatten_contiguous_range", [](core::OpBuilder& o) { o.Attr("start_axis", int32_t{1}).Attr("stop_axis", int32_t{2}); }},
+      {"squeeze2", [](core::OpBuilder& o) { o.Attr("axes", std::vector<int64_t>{1}); }},
+      {"unsqueeze2", [](core::OpBuilder& o) { o.Attr("axes", std::vector<int64_t>{0, -1}); }},
+      {"transpose2", [](core::OpBuilder& o) { o.Attr("axis", std::vector<int64_t>{2, 0, 3, 1}); }},
+  };
+  for (const auto& [type, attrs] : reshapes) {
+    cases.push_back({type, {{"x", {2, 1, 3, 4}}}, [type = type, attrs = attrs](core::BlockBuilder& b) {
+                       core::OpBuilder op = b.Op(type).Input("X", "x").Output("Out", "out").Output("XShape", "xshape");
+                       attrs(op);
+                     }});
+  }
   cases.push_back({"scale", {{"x", {5}}}, [](core::BlockBuilder& b) {
                      b.Op("scale").Input("X", "x").Output("Out", "out").Attr("scale", -2.5f).Attr("bias", 3.0f);
                    }});

@@ -65,6 +65,21 @@ TEST_F(MathForward, ClipWithMinAboveMaxIsAnError) {
   EXPECT_NE(error.find("clip: min (2.000000) is greater than max (1.000000)"), std::string::npos) << error;
 }
 
+TEST_F(MathForward, ReshapesAndTransposesThatCannotBeAreErrors) {
+  Set<float>("x", {2, 3}, {1, 2, 3, 4, 5, 6});
+  Op("reshape2").Input("X", "x").Output("Out", "y").Attr("shape", std::vector<int64_t>{4, -1});
+  std::string error = Run();
+  EXPECT_NE(error.find("reshape2"), std::string::npos) << error;
+  EXPECT_NE(error.find("cannot reshape [2, 3] (6 elements) to [4, -1]"), std::string::npos) << error;
+}
+
+TEST_F(MathForward, TransposeNeedsAPermutation) {
+  Set<float>("x", {2, 3}, {1, 2, 3, 4, 5, 6});
+  Op("transpose2").Input("X", "x").Output("Out", "y").Attr("axis", std::vector<int64_t>{1, 1});
+  const std::string error = Run();
+  EXPECT_NE(error.find("axis [1, 1] is not a permutation: 1 repeats"), std::string::npos) << error;
+}
+
 TEST_F(MathForward, UnsupportedDtypeNamesOpAndDtype) {
   Set<bool>("x", {1}, {1});
   Op("elementwise_add").Input("X", "x").Input("Y", "x").Output("Out", "z");

@@ -16,6 +16,7 @@ void RegisterCompare(Registrar& r);
 void RegisterElementwise(Registrar& r);
 void RegisterPrint(Registrar& r);
 void RegisterActivation(Registrar& r);
+void RegisterReshape(Registrar& r);
 void RegisterReduce(Registrar& r);
 void RegisterMatMul(Registrar& r);
 void RegisterSoftmax(Registrar& r);

@@ -7,10 +7,12 @@ usage: /usr/bin/python3 activations_match_numpy.py RILL WORK_DIR      (needs num
 import math
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import op_reference  # noqa: E402
 
 rill, work = sys.argv[1], sys.argv[2]
 shutil.rmtree(work, ignore_errors=True)
@@ -55,37 +57,18 @@ CASES = [
 
 rng = np.random.default_rng(45)
 failed = False
-for dtype, fluid, tol in ((np.float32, "FP32", 2e-6), (np.float64, "FP64", 1e-12)):
+for dtype, tol in ((np.float32, 2e-6), (np.float64, 1e-12)):
     inputs = {"any": (rng.standard_normal((7, 13)) * 4).astype(dtype),
               "positive": (np.abs(rng.standard_normal((7, 13))) * 4 + 0.05).astype(dtype)}
-    decl = "".join('vars { name: "%s" type { type: LOD_TENSOR lod_tensor { tensor { data_type: %s dims: 7 dims: 13 } } } }\n'
-                   % (name, fluid) for name in inputs)
-    ops = "".join('ops { type: "%s" inputs { parameter: "X" arguments: "%s" } outputs { parameter: "Out" arguments: "out%d" } %s }\n'
-                  % (op, domain, k, attrs) for k, (op, attrs, domain, _) in enumerate(CASES))
-    program = os.path.join(work, "activations_%s.pbtxt" % fluid)
-    with open(program, "w") as f:
-        f.write("blocks { idx: 0 parent_idx: -1\n" + decl + ops + "}\n")
-    argv = [rill, "run", program, "--save", os.path.join(work, fluid)]
-    for name, value in inputs.items():
-        path = os.path.join(work, "%s_%s.npy" % (name, fluid))
-        np.save(path, value)
-        argv += ["--feed", "%s=%s" % (name, path)]
-    for k in range(len(CASES)):
-        argv += ["--fetch", "out%d" % k]
-    r = subprocess.run(argv, capture_output=True, text=True)
-    if r.returncode != 0:
-        print("FAIL: rill run (%s) exited %d: %s" % (fluid, r.returncode, r.stderr))
+    tag = np.dtype(dtype).name
+    try:
+        outs = op_reference.run_ops(rill, work, tag, inputs, [(op, attrs, domain) for op, attrs, domain, _ in CASES])
+    except RuntimeError as e:
+        print("FAIL: %s" % e)
         failed = True
         continue
-    for k, (op, attrs, domain, reference) in enumerate(CASES):
-        x = inputs[domain]
-        want = reference(x.astype(np.float64))
-        got = np.load(os.path.join(work, fluid, "out%d.npy" % k))
-        err = float(np.max(np.abs(got.astype(np.float64) - want) / np.maximum(1, np.abs(want))))
-        label = "%s %s%s" % (fluid, op, " (" + attrs + ")" if attrs else "")
-        if got.dtype != dtype or got.shape != x.shape or not err <= tol:
-            print("FAIL: %s: dtype %s shape %s, max relative error %g (tolerance %g)" % (label, got.dtype, got.shape, err, tol))
-            failed = True
-        else:
-            print("ok: %s: max relative error %.1e" % (label, err))
+    for got, (op, attrs, domain, reference) in zip(outs, CASES):
+        want = reference(inputs[domain].astype(np.float64)).astype(dtype)
+        label = "%s %s%s" % (tag, op, " (" + attrs + ")" if attrs else "")
+        failed |= not op_reference.matches(label, got, want, tol)
 sys.exit(1 if failed else 0)

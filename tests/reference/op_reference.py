@@ -1,0 +1,58 @@
+"""Runs ops under `rill run` on numpy inputs and compares their outputs with a reference
+(numpy's, or anything nobody here wrote). The shared part of tests/reference/*.py.
+
+run_ops writes the inputs as .npy files and a program of one op per case (X: the case's
+input, Out: its output), runs it once, and returns the outputs as numpy arrays.
+"""
+import os
+import subprocess
+
+import numpy as np
+
+FLUID_DTYPES = {np.dtype(np.float32): "FP32", np.dtype(np.float64): "FP64", np.dtype(np.int32): "INT32",
+                np.dtype(np.int64): "INT64", np.dtype(np.bool_): "BOOL"}
+
+
+def run_ops(rill, work, tag, inputs, cases):
+    """inputs: name -> array; cases: (op type, text-format attrs, input name). Returns the
+    outputs in case order, or raises RuntimeError with rill's message."""
+    os.makedirs(work, exist_ok=True)
+    decl = ""
+    for name, value in inputs.items():
+        dims = "".join(" dims: %d" % d for d in value.shape)
+        decl += ('vars { name: "%s" type { type: LOD_TENSOR lod_tensor { tensor { data_type: %s%s } } } }\n'
+                 % (name, FLUID_DTYPES[value.dtype], dims))
+    ops = "".join('ops { type: "%s" inputs { parameter: "X" arguments: "%s" } '
+                  'outputs { parameter: "Out" arguments: "out%d" } %s }\n' % (op, x, k, attrs)
+                  for k, (op, attrs, x) in enumerate(cases))
+    program = os.path.join(work, tag + ".pbtxt")
+    with open(program, "w") as f:
+        f.write("blocks { idx: 0 parent_idx: -1\n" + decl + ops + "}\n")
+    saved = os.path.join(work, tag)
+    argv = [rill, "run", program, "--save", saved]
+    for name, value in inputs.items():
+        path = os.path.join(work, "%s_%s.npy" % (tag, name))
+        np.save(path, value)
+        argv += ["--feed", "%s=%s" % (name, path)]
+    for k in range(len(cases)):
+        argv += ["--fetch", "out%d" % k]
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("rill run %s exited %d: %s" % (program, r.returncode, r.stderr))
+    return [np.load(os.path.join(saved, "out%d.npy" % k)) for k in range(len(cases))]
+
+
+def matches(label, got, want, tol=0.0):
+    """Prints ok or FAIL for `got` against `want` (same dtype and shape, and values within
+    `tol` relative to max(1, |want|)); returns whether it matched."""
+    want = np.asarray(want)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        print("FAIL: %s: %s %s, want %s %s" % (label, got.dtype, got.shape, want.dtype, want.shape))
+        return False
+    diff = np.abs(got.astype(np.float64) - want.astype(np.float64)) / np.maximum(1, np.abs(want.astype(np.float64)))
+    err = float(diff.max()) if diff.size else 0.0
+    if not err <= tol:
+        print("FAIL: %s: max relative error %g (tolerance %g)" % (label, err, tol))
+        return False
+    print("ok: %s: max relative error %.1e" % (label, err))
+    return True

@@ -196,6 +196,12 @@ std::vector<GradCase> Cases() {
                      Binary(b, "mul").Attr("x_num_col_dims", int32_t{2});
                    }});
   cases.push_back({"matmul", {{"x", {2, 3}}, {"y", {3, 4}}}, [](core::BlockBuilder& b) { Binary(b, "matmul"); }});
+  cases.push_back({"matmul_v2_trans_x_trans_y", {{"x", {3, 2}}, {"y", {4, 3}}}, [](core::BlockBuilder& b) {
+                     Binary(b, "matmul_v2").Attr("trans_x", true).Attr("trans_y", true);
+                   }});
+  cases.push_back({"matmul_v2_batch_times_matrix", {{"x", {2, 2, 3}}, {"y", {3, 4}}}, [](core::BlockBuilder& b) {
+                     Binary(b, "matmul_v2");
+                   }});
   cases.push_back({"matmul_transpose_x", {{"x", {3, 2}}, {"y", {3, 4}}}, [](core::BlockBuilder& b) {
                      Binary(b, "matmul").Attr("transpose_X", true).Attr("alpha", 1.5f);
                    }});

@@ -80,6 +80,14 @@ TEST_F(MathForward, TransposeNeedsAPermutation) {
   EXPECT_NE(error.find("axis [1, 1] is not a permutation: 1 repeats"), std::string::npos) << error;
 }
 
+TEST_F(MathForward, FcShapeErrorsNameTheShapes) {
+  Set<float>("x", {2, 3}, {1, 2, 3, 4, 5, 6});
+  Set<float>("w", {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  Op("fc").Input("Input", "x").Input("W", "w").Output("Out", "y");
+  const std::string error = Run();
+  EXPECT_NE(error.find("Input [2, 3] flattens to [2, 3] but W is [4, 2]"), std::string::npos) << error;
+}
+
 TEST_F(MathForward, UnsupportedDtypeNamesOpAndDtype) {
   Set<bool>("x", {1}, {1});
   Op("elementwise_add").Input("X", "x").Input("Y", "x").Output("Out", "z");

@@ -46,11 +46,11 @@ void Mul(KernelContext& ctx) {
   }
 }
 
-template <class T>
+template <class T, bool kV2>
 void MatMul(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
-  const auto [tx, ty, alpha_attr, a, b, batch, m, k, n] = PlanMatMul(ctx, x.dims(), y.dims());
+  const auto [tx, ty, alpha_attr, a, b, batch, m, k, n] = PlanMatMul(ctx, x.dims(), y.dims(), kV2);
   const T alpha = static_cast<T>(alpha_attr);
   const std::vector<int64_t> out_dims = MatMulOutDims(a, b, x.dims(), y.dims());
   // Stored (untransposed) shapes of one matrix of each side.
@@ -72,6 +72,37 @@ void MatMul(KernelContext& ctx) {
   std::copy(result.begin(), result.end(), po);
 }
 
+// fc: Out = act(Input * W + Bias) on Input flattened at in_num_col_dims.
+template <class T>
+void Fc(KernelContext& ctx) {
+  Tensor in = ctx.Input("Input");
+  Tensor w = ctx.Input("W");
+  const std::vector<int64_t> id = in.dims(), wd = w.dims();
+  const std::string act = ctx.Attr<std::string>("activation_type");
+  if (act != "" && act != "relu") throw Error("activation_type '" + act + "' is not supported (\"\" or \"relu\")");
+  if (ctx.Attr<bool>("padding_weights")) throw Error("padding_weights is not supported");
+  const auto cols = static_cast<size_t>(ctx.Attr<int64_t>("in_num_col_dims"));
+  if (cols < 1 || cols >= id.size() || wd.size() != 2) {
+    throw Error("in_num_col_dims " + std::to_string(cols) + " does not split Input " + DimsString(id) +
+                " into a matrix, or W " + DimsString(wd) + " is not a matrix");
+  }
+  const int64_t m = Product(id, 0, cols), k = Product(id, cols, id.size()), n = wd[1];
+  if (k != wd[0]) {
+    throw Error("Input " + DimsString(id) + " flattens to [" + std::to_string(m) + ", " + std::to_string(k) +
+                "] but W is " + DimsString(wd));
+  }
+  std::vector<int64_t> out_dims(id.begin(), id.begin() + static_cast<std::ptrdiff_t>(cols));
+  out_dims.push_back(n);
+  Matrix<T> result = ConstMatrixMap<T>(in.data<T>(), m, k) * ConstMatrixMap<T>(w.data<T>(), k, n);
+  if (ctx.HasInput("Bias")) {
+    Tensor bias = ctx.Input("Bias");
+    if (bias.numel() != n) throw Error("Bias " + DimsString(bias.dims()) + " does not have W's " + std::to_string(n) + " columns");
+    result.rowwise() += ConstMatrixMap<T>(bias.data<T>(), 1, n).row(0);
+  }
+  if (act == "relu") result = result.cwiseMax(T(0));
+  MatrixMap<T>(ctx.AllocateOutput<T>("Out", out_dims), m, n) = result;
+}
+
 // X@GRAD = Out@GRAD * Y^T, Y@GRAD = X^T * Out@GRAD on the flattened matrices.
 template <class T>
 void MulGrad(KernelContext& ctx) {
@@ -90,12 +121,12 @@ void MulGrad(KernelContext& ctx) {
 // For Out = alpha * op(X) op(Y), per batch: with A = op(X), B = op(Y) and G = Out@GRAD,
 // dA = alpha G B^T and dB = alpha A^T G, mapped back through the transposes; a side
 // broadcast over the batch sums its gradient over the batch.
-template <class T>
+template <class T, bool kV2>
 void MatMulGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   Tensor g = ctx.Input("Out@GRAD");
-  const auto [tx, ty, alpha_attr, a, b, batch, m, k, n] = PlanMatMul(ctx, x.dims(), y.dims());
+  const auto [tx, ty, alpha_attr, a, b, batch, m, k, n] = PlanMatMul(ctx, x.dims(), y.dims(), kV2);
   const T alpha = static_cast<T>(alpha_attr);
   const int64_t xr = tx ? k : m, xc = tx ? m : k, yr = ty ? n : k, yc = ty ? k : n;
   const bool want_x = ctx.HasOutput("X@GRAD"), want_y = ctx.HasOutput("Y@GRAD");
@@ -154,8 +185,38 @@ void RegisterMatMul(Registrar& r) {
            .Grad("matmul_grad", "X,Y,Out@GRAD", "X,Y");
   r.Op(matmul);
   r.Op(matmul.MakeGradSchema());
-  RegisterCpu<float, double>(r, "matmul", [](auto t) { return &MatMul<decltype(t)>; });
-  RegisterCpu<float, double>(r, "matmul_grad", [](auto t) { return &MatMulGrad<decltype(t)>; });
+  RegisterCpu<float, double>(r, "matmul", [](auto t) { return &MatMul<decltype(t), false>; });
+  RegisterCpu<float, double>(r, "matmul_grad", [](auto t) { return &MatMulGrad<decltype(t), false>; });
+  const OpSchema matmul_v2 = OpSchema("matmul_v2")
+           .Doc("Out = op(X) * op(Y), op transposing when asked (Paddle 2.x's matmul); leading dims are a "
+                "batch (equal, or one side unbatched); a 1-D X is a row vector and a 1-D Y a column vector, "
+                "their dimension dropped from Out.")
+           .Input("X", "left operand")
+           .Input("Y", "right operand")
+           .Output("Out", "the product")
+           .Attr("trans_x", false, "transpose the last two dims of X")
+           .Attr("trans_y", false, "transpose the last two dims of Y")
+           .KernelDtypeFrom("X")
+           .Grad("matmul_v2_grad", "X,Y,Out@GRAD", "X,Y");
+  r.Op(matmul_v2);
+  r.Op(matmul_v2.MakeGradSchema());
+  RegisterCpu<float, double>(r, "matmul_v2", [](auto t) { return &MatMul<decltype(t), true>; });
+  RegisterCpu<float, double>(r, "matmul_v2_grad", [](auto t) { return &MatMulGrad<decltype(t), true>; });
+
+  const OpSchema fc = OpSchema("fc")
+           .Doc("Out = activation(Input * W + Bias): Input flattened to [prod(Input.dims[:in_num_col_dims]), rest], "
+                "W [rest, N], Bias [N] or [1, N]; Out has dims Input.dims[:in_num_col_dims] + [N]. Fluid's fused "
+                "inference op: it has no gradient.")
+           .Input("Input", "the input")
+           .Input("W", "the weights, [K, N]")
+           .Input("Bias", "added to every row, [N]", RILL_SLOT_OPTIONAL)
+           .Output("Out", "the result")
+           .Attr("in_num_col_dims", int64_t{1}, "leading dims of Input that form the rows")
+           .Attr("activation_type", "", "\"\" or \"relu\"")
+           .Attr("padding_weights", false, "W padded by 4 rows and columns (not supported: must be false)")
+           .KernelDtypeFrom("Input");
+  r.Op(fc);
+  RegisterCpu<float, double>(r, "fc", [](auto t) { return &Fc<decltype(t)>; });
 }
 
 }  // namespace rill::math

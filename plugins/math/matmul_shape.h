@@ -48,11 +48,14 @@ struct MatMulPlan {
   int64_t batch = 1, m = 0, k = 0, n = 0;
 };
 
-inline MatMulPlan PlanMatMul(KernelContext& ctx, const std::vector<int64_t>& xd, const std::vector<int64_t>& yd) {
+// `v2`: matmul_v2's attributes (trans_x, trans_y; no alpha) instead of matmul's
+// (transpose_X, transpose_Y, alpha).
+inline MatMulPlan PlanMatMul(KernelContext& ctx, const std::vector<int64_t>& xd, const std::vector<int64_t>& yd,
+                             bool v2 = false) {
   MatMulPlan p;
-  p.tx = ctx.Attr<bool>("transpose_X");
-  p.ty = ctx.Attr<bool>("transpose_Y");
-  p.alpha = ctx.Attr<float>("alpha");
+  p.tx = ctx.Attr<bool>(v2 ? "trans_x" : "transpose_X");
+  p.ty = ctx.Attr<bool>(v2 ? "trans_y" : "transpose_Y");
+  p.alpha = v2 ? 1.0f : ctx.Attr<float>("alpha");
   p.a = Side(xd, p.tx, true);
   p.b = Side(yd, p.ty, false);
   p.batch = std::max(p.a.batch, p.b.batch);

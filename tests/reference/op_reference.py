@@ -1,8 +1,9 @@
 """Runs ops under `rill run` on numpy inputs and compares their outputs with a reference
 (numpy's, or anything nobody here wrote). The shared part of tests/reference/*.py.
 
-run_ops writes the inputs as .npy files and a program of one op per case (X: the case's
-input, Out: its output), runs it once, and returns the outputs as numpy arrays.
+run_ops writes the inputs as .npy files and a program of one op per case (its inputs: X, or
+the slots it names; Out: its output), runs it once, and returns the outputs as numpy
+arrays.
 """
 import os
 import subprocess
@@ -14,17 +15,20 @@ FLUID_DTYPES = {np.dtype(np.float32): "FP32", np.dtype(np.float64): "FP64", np.d
 
 
 def run_ops(rill, work, tag, inputs, cases):
-    """inputs: name -> array; cases: (op type, text-format attrs, input name). Returns the
-    outputs in case order, or raises RuntimeError with rill's message."""
+    """inputs: name -> array; cases: (op type, text-format attrs, input name for X or a
+    dict slot -> input name). Returns the outputs in case order, or raises RuntimeError
+    with rill's message."""
     os.makedirs(work, exist_ok=True)
     decl = ""
     for name, value in inputs.items():
         dims = "".join(" dims: %d" % d for d in value.shape)
         decl += ('vars { name: "%s" type { type: LOD_TENSOR lod_tensor { tensor { data_type: %s%s } } } }\n'
                  % (name, FLUID_DTYPES[value.dtype], dims))
-    ops = "".join('ops { type: "%s" inputs { parameter: "X" arguments: "%s" } '
-                  'outputs { parameter: "Out" arguments: "out%d" } %s }\n' % (op, x, k, attrs)
-                  for k, (op, attrs, x) in enumerate(cases))
+    def slots(x):
+        named = x if isinstance(x, dict) else {"X": x}
+        return " ".join('inputs { parameter: "%s" arguments: "%s" }' % kv for kv in named.items())
+    ops = "".join('ops { type: "%s" %s outputs { parameter: "Out" arguments: "out%d" } %s }\n'
+                  % (op, slots(x), k, attrs) for k, (op, attrs, x) in enumerate(cases))
     program = os.path.join(work, tag + ".pbtxt")
     with open(program, "w") as f:
         f.write("blocks { idx: 0 parent_idx: -1\n" + decl + ops + "}\n")

@@ -243,6 +243,21 @@ std::vector<GradCase> Cases() {
                      const double v[] = {0.2, 0.3, 0.5, 1, 0, 0};
                      std::copy(v, v + 6, t->data_as<double>());
                    }});
+  // Embeddings: a repeated id adds up, the padding id gets nothing.
+  const auto ids = [](std::vector<int64_t> dims, std::vector<int64_t> values) {
+    return [dims, values](core::Scope& s) {
+      core::Tensor* t = s.Var("ids")->GetMutableTensor();
+      t->Allocate(RILL_INT64, dims);
+      std::copy(values.begin(), values.end(), t->data_as<int64_t>());
+    };
+  };
+  cases.push_back({"lookup_table_v2_repeats_and_padding", {{"w", {5, 3}}}, [](core::BlockBuilder& b) {
+                     b.Op("lookup_table_v2").Input("W", "w").Input("Ids", "ids").Output("Out", "out")
+                         .Attr("padding_idx", int64_t{4});
+                   }, 1e-6, ids({2, 3}, {1, 3, 1, 4, 0, 1})});
+  cases.push_back({"lookup_table", {{"w", {4, 2}}}, [](core::BlockBuilder& b) {
+                     b.Op("lookup_table").Input("W", "w").Input("Ids", "ids").Output("Out", "out");
+                   }, 1e-6, ids({3, 1}, {2, 0, 2})});
   cases.push_back({"concat_axis1", {{"a", {2, 1}}, {"b", {2, 3}}}, [](core::BlockBuilder& b) {
                      b.Op("concat").Input("X", {"a", "b"}).Output("Out", "out").Attr("axis", int32_t{1});
                    }});

@@ -88,6 +88,38 @@ TEST_F(MathForward, FcShapeErrorsNameTheShapes) {
   EXPECT_NE(error.find("Input [2, 3] flattens to [2, 3] but W is [4, 2]"), std::string::npos) << error;
 }
 
+// lookup_table's sparse gradient: SelectedRows of the looked-up rows (repeats kept, the
+// padding row zero), which sgd applies to those rows only, as the dense gradient would.
+TEST_F(MathForward, LookupTableSparseGradientUpdatesOnlyItsRows) {
+  const std::vector<double> table = {0, 1, 10, 11, 20, 21, 30, 31};
+  for (bool sparse : {false, true}) {
+    const std::string w = sparse ? "w_sparse" : "w_dense", g = w + "@GRAD";
+    Set<float>(w, {4, 2}, table);
+    Set<int64_t>("ids", {4}, {2, 0, 2, 3});
+    Set<float>("dout", {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+    Set<float>("lr", {1}, {0.5});
+    Op("lookup_table_v2_grad").Input("W", w).Input("Ids", "ids").Input("Out@GRAD", "dout").Output("W@GRAD", g)
+        .Attr("is_sparse", sparse).Attr("padding_idx", int64_t{3});
+    Op("sgd").Input("Param", w).Input("Grad", g).Input("LearningRate", "lr").Output("ParamOut", w);
+  }
+  ASSERT_EQ(Run(), "");
+  // Row 2 gets (1,2) + (5,6), row 0 gets (3,4), row 3 is padding; row 1 is untouched.
+  const std::vector<double> want = {0 - 1.5, 1 - 2, 10, 11, 20 - 3, 21 - 4, 30, 31};
+  EXPECT_EQ(Values("w_dense"), want);
+  EXPECT_EQ(Values("w_sparse"), want);
+  const core::Variable* grad = scope()->FindVar("w_sparse@GRAD");
+  ASSERT_NE(grad, nullptr);
+  EXPECT_EQ(grad->KindName(), "selected_rows");
+}
+
+TEST_F(MathForward, LookupTableIdOutOfRangeIsAnError) {
+  Set<float>("w", {2, 2}, {1, 2, 3, 4});
+  Set<int64_t>("ids", {2}, {1, 2});
+  Op("lookup_table_v2").Input("W", "w").Input("Ids", "ids").Output("Out", "y");
+  const std::string error = Run();
+  EXPECT_NE(error.find("Ids[1] is 2, not a row of W's 2"), std::string::npos) << error;
+}
+
 TEST_F(MathForward, UnsupportedDtypeNamesOpAndDtype) {
   Set<bool>("x", {1}, {1});
   Op("elementwise_add").Input("X", "x").Input("Y", "x").Output("Out", "z");

@@ -12,6 +12,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterPrint(r);
   rill::math::RegisterActivation(r);
   rill::math::RegisterReshape(r);
+  rill::math::RegisterLookupTable(r);
   rill::math::RegisterReduce(r);
   rill::math::RegisterMatMul(r);
   rill::math::RegisterSoftmax(r);

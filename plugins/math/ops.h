@@ -17,6 +17,7 @@ void RegisterElementwise(Registrar& r);
 void RegisterPrint(Registrar& r);
 void RegisterActivation(Registrar& r);
 void RegisterReshape(Registrar& r);
+void RegisterLookupTable(Registrar& r);
 void RegisterReduce(Registrar& r);
 void RegisterMatMul(Registrar& r);
 void RegisterSoftmax(Registrar& r);

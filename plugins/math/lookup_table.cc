@@ -1,0 +1,117 @@
+// lookup_table and lookup_table_v2 (embeddings) with Fluid's contracts: Out = the rows of W
+// that Ids name (zeros for padding_idx); their gradient is dense, or SelectedRows of the
+// looked-up rows when is_sparse (Fluid's sparse path: sgd and the parameter servers update
+// only those rows).
+#include <cstring>
+
+#include "kernels.h"
+#include "ops.h"
+
+namespace rill::math {
+namespace {
+
+constexpr int64_t kNoPadding = -1;
+
+// The ids, each checked to name one of W's `rows` rows. v1's Ids end in a dim of 1.
+std::vector<int64_t> ReadIds(KernelContext& ctx, bool v2, int64_t rows, std::vector<int64_t>* out_dims) {
+  Tensor ids = ctx.Input("Ids");
+  std::vector<int64_t> dims = ids.dims();
+  if (!v2) {
+    if (dims.empty() || dims.back() != 1) throw Error("Ids " + DimsString(dims) + " must end in a dim of 1 (lookup_table_v2 takes any)");
+    dims.pop_back();
+  }
+  std::vector<int64_t> v;
+  VisitDataType<int32_t, int64_t>(ids.dtype(), "Ids", [&](auto type) {
+    using I = decltype(type);
+    const I* p = ids.data<I>();
+    v.assign(p, p + ids.numel());
+  });
+  const int64_t padding = ctx.Attr<int64_t>("padding_idx");
+  for (size_t i = 0; i < v.size(); ++i) {
+    if ((v[i] < 0 || v[i] >= rows) && v[i] != padding) {
+      throw Error("Ids[" + std::to_string(i) + "] is " + std::to_string(v[i]) + ", not a row of W's " + std::to_string(rows));
+    }
+  }
+  if (out_dims != nullptr) *out_dims = dims;
+  return v;
+}
+
+template <class T, bool kV2>
+void LookupTable(KernelContext& ctx) {
+  Tensor w = ctx.Input("W");
+  const std::vector<int64_t> wd = w.dims();
+  if (wd.size() != 2) throw Error("W " + DimsString(wd) + " is not a matrix");
+  const int64_t width = wd[1];
+  std::vector<int64_t> out_dims;
+  const std::vector<int64_t> ids = ReadIds(ctx, kV2, wd[0], &out_dims);
+  out_dims.push_back(width);
+  const int64_t padding = ctx.Attr<int64_t>("padding_idx");
+  const std::vector<T> table(w.data<T>(), w.data<T>() + w.numel());  // Out may be W
+  T* out = ctx.AllocateOutput<T>("Out", out_dims);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    T* row = out + static_cast<int64_t>(i) * width;
+    if (ids[i] == padding) std::fill(row, row + width, T(0));
+    else std::memcpy(row, table.data() + ids[i] * width, sizeof(T) * static_cast<size_t>(width));
+  }
+}
+
+// W@GRAD: Out@GRAD's rows added into the rows Ids name (padding rows left out); dense, or
+// SelectedRows of every looked-up row in Ids' order when is_sparse (repeats kept, as in
+// Fluid; whoever applies them adds them up).
+template <class T, bool kV2>
+void LookupTableGrad(KernelContext& ctx) {
+  Tensor w = ctx.Input("W");
+  const std::vector<int64_t> wd = w.dims();
+  const int64_t width = wd.at(1);
+  const std::vector<int64_t> ids = ReadIds(ctx, kV2, wd[0], nullptr);
+  const int64_t padding = ctx.Attr<int64_t>("padding_idx");
+  Tensor g = ctx.Input("Out@GRAD");
+  const T* pg = g.data<T>();
+  if (ctx.Attr<bool>("is_sparse")) {
+    Tensor value = ctx.OutputVar("W@GRAD").SetSelectedRows(ids.data(), ids.size(), wd[0]);
+    T* pv = value.Allocate<T>({static_cast<int64_t>(ids.size()), width});
+    for (size_t i = 0; i < ids.size(); ++i) {
+      T* row = pv + static_cast<int64_t>(i) * width;
+      if (ids[i] == padding) std::fill(row, row + width, T(0));
+      else std::memcpy(row, pg + static_cast<int64_t>(i) * width, sizeof(T) * static_cast<size_t>(width));
+    }
+    return;
+  }
+  T* dw = ctx.AllocateOutput<T>("W@GRAD", wd);
+  std::fill(dw, dw + w.numel(), T(0));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] == padding) continue;
+    VecMap<T>(dw + ids[i] * width, width) += ConstVecMap<T>(pg + static_cast<int64_t>(i) * width, width);
+  }
+}
+
+template <bool kV2>
+void Add(Registrar& r, const char* type) {
+  const std::string grad = std::string(type) + "_grad";
+  const OpSchema schema = OpSchema(type)
+      .Doc(kV2 ? "Out = the rows of W that Ids names: Out's dims are Ids' dims + [W's width]; a row for "
+                 "padding_idx is zeros."
+               : "Out = the rows of W that Ids names: Ids' dims end in 1, which Out's replace by W's width; a "
+                 "row for padding_idx is zeros.")
+      .Input("W", "the table, [rows, width]")
+      .Input("Ids", "int64 (or int32) row numbers")
+      .Output("Out", "the rows")
+      .Attr("padding_idx", int64_t{kNoPadding}, "an id whose row is zeros and gets no gradient; -1: none")
+      .Attr("is_sparse", false, "W's gradient as SelectedRows of the looked-up rows")
+      .Attr("is_distributed", false, "informational (a distributed table)")
+      .KernelDtypeFrom("W")
+      .Grad(grad, "W,Ids,Out@GRAD", "W");
+  r.Op(schema);
+  r.Op(schema.MakeGradSchema());
+  RegisterCpu<float, double>(r, type, [](auto t) { return &LookupTable<decltype(t), kV2>; });
+  RegisterCpu<float, double>(r, grad.c_str(), [](auto t) { return &LookupTableGrad<decltype(t), kV2>; });
+}
+
+}  // namespace
+
+void RegisterLookupTable(Registrar& r) {
+  Add<false>(r, "lookup_table");
+  Add<true>(r, "lookup_table_v2");
+}
+
+}  // namespace rill::math

@@ -258,6 +258,30 @@ std::vector<GradCase> Cases() {
   cases.push_back({"lookup_table", {{"w", {4, 2}}}, [](core::BlockBuilder& b) {
                      b.Op("lookup_table").Input("W", "w").Input("Ids", "ids").Output("Out", "out");
                    }, 1e-6, ids({3, 1}, {2, 0, 2})});
+  // softmax_with_cross_entropy: hard labels (one ignored), soft labels, the class axis first.
+  const auto labels = [](std::vector<int64_t> dims, std::vector<int64_t> values) {
+    return [dims, values](core::Scope& s) {
+      core::Tensor* t = s.Var("label")->GetMutableTensor();
+      t->Allocate(RILL_INT64, dims);
+      std::copy(values.begin(), values.end(), t->data_as<int64_t>());
+    };
+  };
+  const auto swce = [](core::BlockBuilder& b) {
+    return b.Op("softmax_with_cross_entropy").Input("Logits", "x").Input("Label", "label")
+        .Output("Softmax", "p").Output("Loss", "out");
+  };
+  cases.push_back({"softmax_with_cross_entropy_hard_one_ignored", {{"x", {3, 4}, -2, 2}},
+                   [swce](core::BlockBuilder& b) { swce(b).Attr("ignore_index", int64_t{1}); }, 1e-6,
+                   labels({3, 1}, {3, 1, 0})});
+  cases.push_back({"softmax_with_cross_entropy_axis0", {{"x", {4, 2}, -2, 2}},
+                   [swce](core::BlockBuilder& b) { swce(b).Attr("axis", int64_t{0}); }, 1e-6, labels({1, 2}, {2, 0})});
+  cases.push_back({"softmax_with_cross_entropy_soft", {{"x", {2, 3}, -2, 2}},
+                   [swce](core::BlockBuilder& b) { swce(b).Attr("soft_label", true); }, 1e-6, [](core::Scope& s) {
+                     core::Tensor* t = s.Var("label")->GetMutableTensor();
+                     t->Allocate(RILL_FP64, {2, 3});
+                     const double v[] = {0.2, 0.3, 0.5, 0.6, 0, 0.4};
+                     std::copy(v, v + 6, t->data_as<double>());
+                   }});
   cases.push_back({"concat_axis1", {{"a", {2, 1}}, {"b", {2, 3}}}, [](core::BlockBuilder& b) {
                      b.Op("concat").Input("X", {"a", "b"}).Output("Out", "out").Attr("axis", int32_t{1});
                    }});

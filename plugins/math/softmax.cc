@@ -1,5 +1,6 @@
-// softmax (along `axis`, numerically stable) and cross_entropy (hard int64 labels or soft
-// labels; Y[i] = -log X[i, label_i], or -sum_j label_ij * log X_ij), and their gradients.
+// softmax (along `axis`, numerically stable), cross_entropy (hard int64 labels or soft
+// labels; Y[i] = -log X[i, label_i], or -sum_j label_ij * log X_ij), the two fused as
+// softmax_with_cross_entropy, and their gradients.
 #include <cmath>
 #include <limits>
 
@@ -112,9 +113,134 @@ void CrossEntropyGrad(KernelContext& ctx) {
   }
 }
 
+// softmax_with_cross_entropy over `axis` of Logits, seen as [pre, n, post]: Softmax, and
+// Loss = -log Softmax[label] (hard labels: int64, with that axis of 1; a row whose label is
+// ignore_index has loss 0) or -sum label * log Softmax (soft labels, Logits' shape). With
+// use_softmax false, Logits are taken as the probabilities themselves.
+struct XentPlan {
+  std::vector<int64_t> dims, loss_dims;
+  int64_t pre = 1, n = 1, post = 1;
+};
+XentPlan PlanXent(KernelContext& ctx, const std::vector<int64_t>& logits, const std::vector<int64_t>& label, bool soft) {
+  XentPlan p;
+  p.dims = logits;
+  const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), logits.size());
+  p.pre = Product(logits, 0, axis);
+  p.n = logits[axis];
+  p.post = Product(logits, axis + 1, logits.size());
+  p.loss_dims = logits;
+  p.loss_dims[axis] = 1;
+  if (label != (soft ? logits : p.loss_dims)) {
+    throw Error("Label " + DimsString(label) + " must be " + DimsString(soft ? logits : p.loss_dims) + " for Logits " +
+                DimsString(logits) + (soft ? " (soft labels: Logits' shape)" : " (hard labels: 1 along axis)"));
+  }
+  return p;
+}
+
+template <class T>
+void SoftmaxWithCrossEntropy(KernelContext& ctx) {
+  Tensor logits = ctx.Input("Logits");
+  Tensor label = ctx.Input("Label");
+  const bool soft = ctx.Attr<bool>("soft_label");
+  const bool use_softmax = ctx.Attr<bool>("use_softmax");
+  const int64_t ignore = ctx.Attr<int64_t>("ignore_index");
+  const XentPlan p = PlanXent(ctx, logits.dims(), label.dims(), soft);
+  const T* px = logits.data<T>();
+  std::vector<T> prob(static_cast<size_t>(logits.numel())), loss(static_cast<size_t>(p.pre * p.post), T(0));
+  for (int64_t i = 0; i < p.pre; ++i) {
+    for (int64_t k = 0; k < p.post; ++k) {
+      const int64_t base = i * p.n * p.post + k;
+      const auto at = [&](int64_t j) { return base + j * p.post; };
+      T max = px[base], total = 0;
+      for (int64_t j = 1; j < p.n; ++j) max = std::max(max, px[at(j)]);
+      for (int64_t j = 0; j < p.n; ++j) total += prob[at(j)] = use_softmax ? std::exp(px[at(j)] - max) : px[at(j)];
+      if (use_softmax) for (int64_t j = 0; j < p.n; ++j) prob[at(j)] /= total;
+      // -log softmax, from the logits: log(total) + max - x (no log of an underflowed 0).
+      const auto neg_log = [&](int64_t j) {
+        return use_softmax ? std::log(total) + max - px[at(j)] : -std::log(prob[at(j)]);
+      };
+      T& l = loss[i * p.post + k];
+      if (soft) {
+        const T* pl = label.data<T>();
+        for (int64_t j = 0; j < p.n; ++j) l += pl[at(j)] * neg_log(j);
+      } else {
+        const int64_t c = label.data<int64_t>()[i * p.post + k];
+        if (c == ignore) continue;
+        if (c < 0 || c >= p.n) {
+          throw Error("Label " + std::to_string(c) + " at row " + std::to_string(i * p.post + k) + " is not a class in [0, " +
+                      std::to_string(p.n) + ") nor ignore_index " + std::to_string(ignore));
+        }
+        l = neg_log(c);
+      }
+    }
+  }
+  std::copy(prob.begin(), prob.end(), ctx.AllocateOutput<T>("Softmax", p.dims));
+  std::copy(loss.begin(), loss.end(), ctx.AllocateOutput<T>("Loss", p.loss_dims));
+}
+
+// Logits@GRAD = (Softmax * sum(label) - label) * Loss@GRAD (soft), or (Softmax - onehot) *
+// Loss@GRAD (hard; 0 for an ignored row). Softmax-free (use_softmax false): -label / P.
+template <class T>
+void SoftmaxWithCrossEntropyGrad(KernelContext& ctx) {
+  Tensor prob = ctx.Input("Softmax");
+  Tensor label = ctx.Input("Label");
+  Tensor g = ctx.Input("Loss@GRAD");
+  const bool soft = ctx.Attr<bool>("soft_label");
+  const bool use_softmax = ctx.Attr<bool>("use_softmax");
+  const int64_t ignore = ctx.Attr<int64_t>("ignore_index");
+  const XentPlan p = PlanXent(ctx, prob.dims(), label.dims(), soft);
+  const T* pp = prob.data<T>();
+  const T* pg = g.data<T>();
+  std::vector<T> dx(static_cast<size_t>(prob.numel()), T(0));
+  for (int64_t i = 0; i < p.pre; ++i) {
+    for (int64_t k = 0; k < p.post; ++k) {
+      const int64_t base = i * p.n * p.post + k, row = i * p.post + k;
+      const auto at = [&](int64_t j) { return base + j * p.post; };
+      const T gr = pg[row];
+      if (soft) {
+        const T* pl = label.data<T>();
+        T sum = 0;
+        for (int64_t j = 0; j < p.n; ++j) sum += pl[at(j)];
+        for (int64_t j = 0; j < p.n; ++j) {
+          dx[at(j)] = use_softmax ? (pp[at(j)] * sum - pl[at(j)]) * gr : -pl[at(j)] / pp[at(j)] * gr;
+        }
+      } else {
+        const int64_t c = label.data<int64_t>()[row];
+        if (c == ignore) continue;
+        if (use_softmax) {
+          for (int64_t j = 0; j < p.n; ++j) dx[at(j)] = (pp[at(j)] - (j == c ? T(1) : T(0))) * gr;
+        } else {
+          dx[at(c)] = -gr / pp[at(c)];
+        }
+      }
+    }
+  }
+  std::copy(dx.begin(), dx.end(), ctx.AllocateOutput<T>("Logits@GRAD", p.dims));
+}
+
 }  // namespace
 
 void RegisterSoftmax(Registrar& r) {
+  const OpSchema swce = OpSchema("softmax_with_cross_entropy")
+      .Doc("Softmax = softmax(Logits) along axis; Loss = -log Softmax[Label] (hard labels, int64 with that axis of 1; "
+           "0 where Label is ignore_index) or -sum(Label * log Softmax) (soft labels, Logits' shape).")
+      .Input("Logits", "unnormalized scores (or probabilities when use_softmax is false)")
+      .Input("Label", "int64 class indices, or a distribution per row (soft_label)")
+      .Output("Softmax", "the probabilities, shaped like Logits")
+      .Output("Loss", "the loss, Logits' shape with 1 along axis")
+      .Attr("soft_label", false, "Label is a distribution")
+      .Attr("ignore_index", int64_t{-100}, "a hard label whose row has loss 0 and no gradient")
+      .Attr("numeric_stable_mode", true, "informational: always stable")
+      .Attr("use_softmax", true, "apply softmax (false: Logits are probabilities already)")
+      .Attr("axis", int64_t{-1}, "the class axis")
+      .KernelDtypeFrom("Logits")
+      .Grad("softmax_with_cross_entropy_grad", "Softmax,Label,Loss@GRAD", "Logits");
+  r.Op(swce);
+  r.Op(swce.MakeGradSchema());
+  RegisterCpu<float, double>(r, "softmax_with_cross_entropy", [](auto t) { return &SoftmaxWithCrossEntropy<decltype(t)>; });
+  RegisterCpu<float, double>(r, "softmax_with_cross_entropy_grad",
+                             [](auto t) { return &SoftmaxWithCrossEntropyGrad<decltype(t)>; });
+
   const OpSchema softmax = OpSchema("softmax")
            .Doc("Out = exp(X) / sum(exp(X)) along `axis` (computed as exp(X - max)).")
            .Input("X", "logits")

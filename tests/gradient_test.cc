@@ -282,6 +282,20 @@ std::vector<GradCase> Cases() {
                      const double v[] = {0.2, 0.3, 0.5, 0.6, 0, 0.4};
                      std::copy(v, v + 6, t->data_as<double>());
                    }});
+  cases.push_back({"layer_norm_scale_bias", {{"x", {3, 4}}, {"scale", {4}}, {"bias", {4}}}, [](core::BlockBuilder& b) {
+                     b.Op("layer_norm").Input("X", "x").Input("Scale", "scale").Input("Bias", "bias")
+                         .Output("Y", "out").Output("Mean", "mean").Output("Variance", "var");
+                   }});
+  cases.push_back({"layer_norm_begin_axis_2_no_scale", {{"x", {2, 2, 3}}}, [](core::BlockBuilder& b) {
+                     b.Op("layer_norm").Input("X", "x").Output("Y", "out").Attr("begin_norm_axis", int32_t{2});
+                   }});
+  for (const char* how : {"downgrade_in_infer", "upscale_in_train"}) {
+    cases.push_back({std::string("dropout_") + how, {{"x", {4, 5}}}, [how](core::BlockBuilder& b) {
+                       b.Op("dropout").Input("X", "x").Output("Out", "out").Output("Mask", "mask")
+                           .Attr("dropout_prob", 0.3f).Attr("fix_seed", true).Attr("seed", int32_t{7})
+                           .Attr("dropout_implementation", std::string(how));
+                     }});
+  }
   cases.push_back({"concat_axis1", {{"a", {2, 1}}, {"b", {2, 3}}}, [](core::BlockBuilder& b) {
                      b.Op("concat").Input("X", {"a", "b"}).Output("Out", "out").Attr("axis", int32_t{1});
                    }});

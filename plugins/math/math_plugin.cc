@@ -13,6 +13,8 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterActivation(r);
   rill::math::RegisterReshape(r);
   rill::math::RegisterLookupTable(r);
+  rill::math::RegisterNorm(r);
+  rill::math::RegisterDropout(r);
   rill::math::RegisterReduce(r);
   rill::math::RegisterMatMul(r);
   rill::math::RegisterSoftmax(r);

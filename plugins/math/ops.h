@@ -18,6 +18,8 @@ void RegisterPrint(Registrar& r);
 void RegisterActivation(Registrar& r);
 void RegisterReshape(Registrar& r);
 void RegisterLookupTable(Registrar& r);
+void RegisterNorm(Registrar& r);
+void RegisterDropout(Registrar& r);
 void RegisterReduce(Registrar& r);
 void RegisterMatMul(Registrar& r);
 void RegisterSoftmax(Registrar& r);

@@ -16,8 +16,9 @@ FLUID_DTYPES = {np.dtype(np.float32): "FP32", np.dtype(np.float64): "FP64", np.d
 
 def run_ops(rill, work, tag, inputs, cases):
     """inputs: name -> array; cases: (op type, text-format attrs, input name for X or a
-    dict slot -> input name). Returns the outputs in case order, or raises RuntimeError
-    with rill's message."""
+    dict slot -> input name[, output slots]). Returns each case's Out, or the list of its
+    output slots' values when it names them, in case order; raises RuntimeError with
+    rill's message."""
     os.makedirs(work, exist_ok=True)
     decl = ""
     for name, value in inputs.items():
@@ -27,8 +28,11 @@ def run_ops(rill, work, tag, inputs, cases):
     def slots(x):
         named = x if isinstance(x, dict) else {"X": x}
         return " ".join('inputs { parameter: "%s" arguments: "%s" }' % kv for kv in named.items())
-    ops = "".join('ops { type: "%s" %s outputs { parameter: "Out" arguments: "out%d" } %s }\n'
-                  % (op, slots(x), k, attrs) for k, (op, attrs, x) in enumerate(cases))
+    outputs = [case[3] if len(case) > 3 else ["Out"] for case in cases]
+    ops = "".join('ops { type: "%s" %s %s %s }\n'
+                  % (case[0], slots(case[2]),
+                     " ".join('outputs { parameter: "%s" arguments: "out%d_%s" }' % (o, k, o) for o in outputs[k]),
+                     case[1]) for k, case in enumerate(cases))
     program = os.path.join(work, tag + ".pbtxt")
     with open(program, "w") as f:
         f.write("blocks { idx: 0 parent_idx: -1\n" + decl + ops + "}\n")
@@ -39,11 +43,13 @@ def run_ops(rill, work, tag, inputs, cases):
         np.save(path, value)
         argv += ["--feed", "%s=%s" % (name, path)]
     for k in range(len(cases)):
-        argv += ["--fetch", "out%d" % k]
+        for o in outputs[k]:
+            argv += ["--fetch", "out%d_%s" % (k, o)]
     r = subprocess.run(argv, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError("rill run %s exited %d: %s" % (program, r.returncode, r.stderr))
-    return [np.load(os.path.join(saved, "out%d.npy" % k)) for k in range(len(cases))]
+    loaded = [[np.load(os.path.join(saved, "out%d_%s.npy" % (k, o))) for o in outputs[k]] for k in range(len(cases))]
+    return [got if len(cases[k]) > 3 else got[0] for k, got in enumerate(loaded)]
 
 
 def matches(label, got, want, tol=0.0):

@@ -120,6 +120,18 @@ TEST_F(MathForward, LookupTableIdOutOfRangeIsAnError) {
   EXPECT_NE(error.find("Ids[1] is 2, not a row of W's 2"), std::string::npos) << error;
 }
 
+// Equal values come out lower index first; a k beyond the axis is an error naming it.
+TEST_F(MathForward, TopKTiesAndBadK) {
+  Set<float>("x", {4}, {1, 3, 3, 2});
+  Op("top_k_v2").Input("X", "x").Output("Out", "v").Output("Indices", "i").Attr("k", int64_t{2});
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("v"), (std::vector<double>{3, 3}));
+  EXPECT_EQ(Values("i"), (std::vector<double>{1, 2}));
+  Op("top_k").Input("X", "x").Output("Out", "w").Output("Indices", "j").Attr("k", int64_t{5});
+  const std::string error = Run();
+  EXPECT_NE(error.find("k 5 is not in [1, 4], the size of the axis"), std::string::npos) << error;
+}
+
 TEST_F(MathForward, UnsupportedDtypeNamesOpAndDtype) {
   Set<bool>("x", {1}, {1});
   Op("elementwise_add").Input("X", "x").Input("Y", "x").Output("Out", "z");

@@ -15,6 +15,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterLookupTable(r);
   rill::math::RegisterNorm(r);
   rill::math::RegisterDropout(r);
+  rill::math::RegisterTopK(r);
   rill::math::RegisterReduce(r);
   rill::math::RegisterMatMul(r);
   rill::math::RegisterSoftmax(r);

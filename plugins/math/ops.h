@@ -20,6 +20,7 @@ void RegisterReshape(Registrar& r);
 void RegisterLookupTable(Registrar& r);
 void RegisterNorm(Registrar& r);
 void RegisterDropout(Registrar& r);
+void RegisterTopK(Registrar& r);
 void RegisterReduce(Registrar& r);
 void RegisterMatMul(Registrar& r);
 void RegisterSoftmax(Registrar& r);

@@ -296,6 +296,17 @@ std::vector<GradCase> Cases() {
                            .Attr("dropout_implementation", std::string(how));
                      }});
   }
+  cases.push_back({"slice_negative_bounds_decrease_axis", {{"x", {3, 4, 2}}}, [](core::BlockBuilder& b) {
+                     b.Op("slice").Input("Input", "x").Output("Out", "out")
+                         .Attr("axes", std::vector<int64_t>{0, 1}).Attr("starts", std::vector<int64_t>{1, -3})
+                         .Attr("ends", std::vector<int64_t>{2, 100}).Attr("decrease_axis", std::vector<int64_t>{0});
+                   }});
+  cases.push_back({"stack_axis1", {{"a", {2, 3}}, {"b", {2, 3}}}, [](core::BlockBuilder& b) {
+                     b.Op("stack").Input("X", {"a", "b", "a"}).Output("Y", "out").Attr("axis", int32_t{1});
+                   }});
+  cases.push_back({"expand", {{"x", {2, 1, 3}}}, [](core::BlockBuilder& b) {
+                     b.Op("expand").Input("X", "x").Output("Out", "out").Attr("expand_times", std::vector<int64_t>{2, 3, 1});
+                   }});
   cases.push_back({"concat_axis1", {{"a", {2, 1}}, {"b", {2, 3}}}, [](core::BlockBuilder& b) {
                      b.Op("concat").Input("X", {"a", "b"}).Output("Out", "out").Attr("axis", int32_t{1});
                    }});

@@ -1,5 +1,6 @@
-// concat (X[0..n] joined along `axis`) and split (X cut along `axis` into `num` equal parts
-// or into `sections`), and their gradients (each the other's forward).
+// concat (X[0..n] joined along `axis`), split (X cut along `axis` into `num` equal parts
+// or into `sections`) and stack (X[0..n], of one shape, joined along a new `axis`), and
+// their gradients.
 #include "broadcast.h"
 #include "kernels.h"
 #include "ops.h"
@@ -84,9 +85,58 @@ void ConcatGrad(KernelContext& ctx) {
   }
 }
 
+// stack: Y[a, k, b] = X[k][a, b], with a the dims before `axis` and b the rest.
+template <class T>
+void Stack(KernelContext& ctx) {
+  const size_t n = ctx.op().InputCount("X");
+  const std::vector<int64_t> d = ctx.Input("X", 0).dims();
+  const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), d.size() + 1);
+  std::vector<int64_t> out_dims = d;
+  out_dims.insert(out_dims.begin() + static_cast<std::ptrdiff_t>(axis), static_cast<int64_t>(n));
+  const int64_t pre = Product(d, 0, axis), post = Product(d, axis, d.size());
+  auto out = Scratch<T>(pre * static_cast<int64_t>(n) * post);
+  for (size_t k = 0; k < n; ++k) {
+    Tensor x = ctx.Input("X", k);
+    if (x.dims() != d) throw Error("X[" + std::to_string(k) + "] " + DimsString(x.dims()) + " differs from X[0] " + DimsString(d));
+    const T* px = x.data<T>();
+    for (int64_t a = 0; a < pre; ++a) {
+      std::copy(px + a * post, px + (a + 1) * post, out.get() + (a * static_cast<int64_t>(n) + static_cast<int64_t>(k)) * post);
+    }
+  }
+  std::copy(out.get(), out.get() + pre * static_cast<int64_t>(n) * post, ctx.AllocateOutput<T>("Y", out_dims));
+}
+
+// X@GRAD[k] = Y@GRAD[a, k, b].
+template <class T>
+void StackGrad(KernelContext& ctx) {
+  Tensor g = ctx.Input("Y@GRAD");
+  const std::vector<int64_t> gd = g.dims();
+  const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), gd.size());
+  const int64_t n = gd[axis], pre = Product(gd, 0, axis), post = Product(gd, axis + 1, gd.size());
+  std::vector<int64_t> d = gd;
+  d.erase(d.begin() + static_cast<std::ptrdiff_t>(axis));
+  const T* pg = g.data<T>();
+  for (int64_t k = 0; k < n && static_cast<size_t>(k) < ctx.op().OutputCount("X@GRAD"); ++k) {
+    T* dx = ctx.Output("X@GRAD", static_cast<size_t>(k)).Allocate<T>(d);
+    for (int64_t a = 0; a < pre; ++a) std::copy(pg + (a * n + k) * post, pg + (a * n + k + 1) * post, dx + a * post);
+  }
+}
+
 }  // namespace
 
 void RegisterConcatSplit(Registrar& r) {
+  const OpSchema stack = OpSchema("stack")
+           .Doc("Y = X[0], X[1], ... (all of one shape) joined along a new dim at `axis`.")
+           .Input("X", "tensors to stack", RILL_SLOT_DUPLICABLE)
+           .Output("Y", "the stacked tensor")
+           .Attr("axis", int64_t{0}, "where the new dim goes (negative from the end of Y's dims)")
+           .KernelDtypeFrom("X")
+           .Grad("stack_grad", "Y@GRAD", "X");
+  r.Op(stack);
+  r.Op(stack.MakeGradSchema());
+  RegisterCpu<bool, RILL_MATH_NUMERIC_TYPES>(r, "stack", [](auto t) { return &Stack<decltype(t)>; });
+  RegisterCpu<float, double>(r, "stack_grad", [](auto t) { return &StackGrad<decltype(t)>; });
+
   const OpSchema concat = OpSchema("concat")
            .Doc("Out = X[0], X[1], ... joined along `axis`; other dims must agree.")
            .Input("X", "tensors to join", RILL_SLOT_DUPLICABLE)

@@ -21,6 +21,7 @@ void RegisterLookupTable(Registrar& r);
 void RegisterNorm(Registrar& r);
 void RegisterDropout(Registrar& r);
 void RegisterTopK(Registrar& r);
+void RegisterSlice(Registrar& r);
 void RegisterReduce(Registrar& r);
 void RegisterMatMul(Registrar& r);
 void RegisterSoftmax(Registrar& r);

@@ -16,7 +16,7 @@ FLUID_DTYPES = {np.dtype(np.float32): "FP32", np.dtype(np.float64): "FP64", np.d
 
 def run_ops(rill, work, tag, inputs, cases):
     """inputs: name -> array; cases: (op type, text-format attrs, input name for X or a
-    dict slot -> input name[, output slots]). Returns each case's Out, or the list of its
+    dict slot -> input name or list of names[, output slots]). Returns each case's Out, or the list of its
     output slots' values when it names them, in case order; raises RuntimeError with
     rill's message."""
     os.makedirs(work, exist_ok=True)
@@ -27,7 +27,9 @@ def run_ops(rill, work, tag, inputs, cases):
                  % (name, FLUID_DTYPES[value.dtype], dims))
     def slots(x):
         named = x if isinstance(x, dict) else {"X": x}
-        return " ".join('inputs { parameter: "%s" arguments: "%s" }' % kv for kv in named.items())
+        return " ".join('inputs { parameter: "%s" %s }' % (slot, " ".join('arguments: "%s"' % a for a in
+                                                                           (args if isinstance(args, list) else [args])))
+                        for slot, args in named.items())
     outputs = [case[3] if len(case) > 3 else ["Out"] for case in cases]
     ops = "".join('ops { type: "%s" %s %s %s }\n'
                   % (case[0], slots(case[2]),

@@ -1,0 +1,216 @@
+// slice (a box of Input: starts to ends along `axes`) and expand (X tiled expand_times
+// along each dim), with Fluid's contracts, any dtype, and their gradients.
+#include <cstring>
+
+#include "kernels.h"
+#include "ops.h"
+
+namespace rill::math {
+namespace {
+
+// Calls fn(out_index, in_index) for each element of a box of `box` dims whose corner is
+// `corner` in a tensor of `dims` (row-major), out_index counting the box in order.
+template <class F>
+void ForEachInBox(const std::vector<int64_t>& dims, const std::vector<int64_t>& corner, const std::vector<int64_t>& box,
+                  F fn) {
+  const size_t rank = dims.size();
+  if (Product(box, 0, rank) == 0) return;
+  std::vector<int64_t> strides(rank, 1);
+  for (size_t k = rank; k-- > 1;) strides[k - 1] = strides[k] * dims[k];
+  int64_t from = 0;
+  for (size_t k = 0; k < rank; ++k) from += corner[k] * strides[k];
+  std::vector<int64_t> index(rank, 0);
+  const int64_t n = Product(box, 0, rank);
+  for (int64_t i = 0; i < n; ++i) {
+    fn(i, from);
+    for (size_t k = rank; k-- > 0;) {
+      from += strides[k];
+      if (++index[k] < box[k]) break;
+      from -= strides[k] * box[k];
+      index[k] = 0;
+    }
+  }
+}
+
+// The ints of the `tensor` input (1-D), or of the `list` input (one 1-element tensor
+// each), or the attribute `attr`: Fluid's three ways of giving starts and ends.
+std::vector<int64_t> IntsFrom(KernelContext& ctx, const char* tensor, const char* list, const char* attr) {
+  const auto read = [](Tensor t, std::vector<int64_t>* out) {
+    VisitDataType<int32_t, int64_t>(t.dtype(), "slice bounds", [&](auto type) {
+      const auto* p = t.data<decltype(type)>();
+      out->insert(out->end(), p, p + t.numel());
+    });
+  };
+  std::vector<int64_t> v;
+  if (ctx.HasInput(tensor)) {
+    read(ctx.Input(tensor), &v);
+  } else if (ctx.HasInput(list)) {
+    for (size_t i = 0; i < ctx.op().InputCount(list); ++i) read(ctx.Input(list, i), &v);
+  } else {
+    v = ctx.Attr<std::vector<int64_t>>(attr);
+  }
+  return v;
+}
+
+// slice's box in Input: its corner and dims. A negative start or end counts from the end;
+// both are clamped to [0, dim]; an end before its start gives an empty box.
+struct Box {
+  std::vector<int64_t> corner, dims;
+};
+Box SliceBox(KernelContext& ctx, const std::vector<int64_t>& in) {
+  const std::vector<int64_t> axes = ctx.Attr<std::vector<int64_t>>("axes");
+  const std::vector<int64_t> starts = IntsFrom(ctx, "StartsTensor", "StartsTensorList", "starts");
+  const std::vector<int64_t> ends = IntsFrom(ctx, "EndsTensor", "EndsTensorList", "ends");
+  if (starts.size() != axes.size() || ends.size() != axes.size()) {
+    throw Error("axes " + DimsString(axes) + ", starts " + DimsString(starts) + " and ends " + DimsString(ends) +
+                " must be as long as each other");
+  }
+  Box b{std::vector<int64_t>(in.size(), 0), in};
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const size_t a = NormalizeAxis(axes[i], in.size(), "axes entry");
+    const auto clamp = [&](int64_t v) { return std::min(std::max(v < 0 ? v + in[a] : v, int64_t{0}), in[a]); };
+    const int64_t s = clamp(starts[i]), e = clamp(ends[i]);
+    b.corner[a] = s;
+    b.dims[a] = std::max<int64_t>(e - s, 0);
+  }
+  return b;
+}
+
+// Out's dims: the box's, without the decrease_axis dims (each must be 1).
+std::vector<int64_t> SliceOutDims(KernelContext& ctx, const Box& b) {
+  std::vector<bool> drop(b.dims.size(), false);
+  for (int64_t axis : ctx.Attr<std::vector<int64_t>>("decrease_axis")) {
+    const size_t a = NormalizeAxis(axis, b.dims.size(), "decrease_axis entry");
+    if (b.dims[a] != 1) throw Error("decrease_axis " + std::to_string(axis) + ": the slice is " + std::to_string(b.dims[a]) + " long there, not 1");
+    drop[a] = true;
+  }
+  std::vector<int64_t> out;
+  for (size_t k = 0; k < b.dims.size(); ++k) {
+    if (!drop[k]) out.push_back(b.dims[k]);
+  }
+  if (out.empty()) out.push_back(1);
+  return out;
+}
+
+void Slice(KernelContext& ctx) {
+  Tensor in = ctx.Input("Input");
+  const std::vector<int64_t> d = in.dims();
+  const Box b = SliceBox(ctx, d);
+  const size_t size = DataTypeSize(in.dtype());
+  const char* pin = static_cast<const char*>(in.raw_data());
+  std::vector<char> out(static_cast<size_t>(Product(b.dims, 0, b.dims.size())) * size);
+  ForEachInBox(d, b.corner, b.dims, [&](int64_t o, int64_t i) { std::memcpy(out.data() + o * size, pin + i * size, size); });
+  void* po = ctx.Output("Out").Allocate(in.dtype(), SliceOutDims(ctx, b));
+  if (!out.empty()) std::memcpy(po, out.data(), out.size());
+}
+
+// Input@GRAD: zeros, with Out@GRAD in the box.
+template <class T>
+void SliceGrad(KernelContext& ctx) {
+  const std::vector<int64_t> d = ctx.Input("Input").dims();
+  const Box b = SliceBox(ctx, d);
+  const T* pg = ctx.Input("Out@GRAD").data<T>();
+  T* dx = ctx.AllocateOutput<T>("Input@GRAD", d);
+  std::fill(dx, dx + Product(d, 0, d.size()), T(0));
+  ForEachInBox(d, b.corner, b.dims, [&](int64_t o, int64_t i) { dx[i] = pg[o]; });
+}
+
+// expand's tiles per dim: the ExpandTimes input's values, or expand_times.
+std::vector<int64_t> ExpandTimes(KernelContext& ctx, size_t rank) {
+  std::vector<int64_t> times = IntsFrom(ctx, "ExpandTimes", "expand_times_tensor", "expand_times");
+  if (times.size() != rank) {
+    throw Error("expand_times " + DimsString(times) + " must have one entry per dim of X (rank " + std::to_string(rank) + ")");
+  }
+  for (int64_t t : times) {
+    if (t < 1) throw Error("expand_times " + DimsString(times) + " must be positive");
+  }
+  return times;
+}
+
+// Out[i] = X[i mod dims], element by element over Out.
+void Expand(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  const std::vector<int64_t> d = x.dims();
+  const std::vector<int64_t> times = ExpandTimes(ctx, d.size());
+  std::vector<int64_t> out_dims(d.size());
+  for (size_t k = 0; k < d.size(); ++k) out_dims[k] = d[k] * times[k];
+  const size_t size = DataTypeSize(x.dtype());
+  const char* px = static_cast<const char*>(x.raw_data());
+  std::vector<char> out(static_cast<size_t>(Product(out_dims, 0, out_dims.size())) * size);
+  std::vector<int64_t> index(d.size(), 0), strides(d.size(), 1);
+  for (size_t k = d.size(); k-- > 1;) strides[k - 1] = strides[k] * d[k];
+  for (size_t o = 0; o * size < out.size(); ++o) {
+    int64_t from = 0;
+    for (size_t k = 0; k < d.size(); ++k) from += (index[k] % d[k]) * strides[k];
+    std::memcpy(out.data() + o * size, px + from * static_cast<int64_t>(size), size);
+    for (size_t k = d.size(); k-- > 0;) {
+      if (++index[k] < out_dims[k]) break;
+      index[k] = 0;
+    }
+  }
+  void* po = ctx.Output("Out").Allocate(x.dtype(), out_dims);
+  if (!out.empty()) std::memcpy(po, out.data(), out.size());
+}
+
+// X@GRAD[i] = the sum of Out@GRAD over every tile's copy of i.
+template <class T>
+void ExpandGrad(KernelContext& ctx) {
+  const std::vector<int64_t> d = ctx.Input("X").dims();
+  Tensor g = ctx.Input("Out@GRAD");
+  const std::vector<int64_t> gd = g.dims();
+  T* dx = ctx.AllocateOutput<T>("X@GRAD", d);
+  std::fill(dx, dx + Product(d, 0, d.size()), T(0));
+  std::vector<int64_t> index(d.size(), 0), strides(d.size(), 1);
+  for (size_t k = d.size(); k-- > 1;) strides[k - 1] = strides[k] * d[k];
+  const T* pg = g.data<T>();
+  for (int64_t o = 0; o < g.numel(); ++o) {
+    int64_t to = 0;
+    for (size_t k = 0; k < d.size(); ++k) to += (index[k] % d[k]) * strides[k];
+    dx[to] += pg[o];
+    for (size_t k = d.size(); k-- > 0;) {
+      if (++index[k] < gd[k]) break;
+      index[k] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+void RegisterSlice(Registrar& r) {
+  const OpSchema slice = OpSchema("slice")
+      .Doc("Out = Input[starts:ends] along `axes` (negative counts from the end; clamped to the dim), the "
+           "decrease_axis dims (each of length 1) removed. starts and ends may come as tensors instead.")
+      .Input("Input", "the tensor")
+      .Input("StartsTensor", "starts, 1-D int32/int64", RILL_SLOT_OPTIONAL)
+      .Input("EndsTensor", "ends, 1-D int32/int64", RILL_SLOT_OPTIONAL)
+      .Input("StartsTensorList", "starts, one 1-element tensor each", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+      .Input("EndsTensorList", "ends, one 1-element tensor each", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+      .Output("Out", "the slice")
+      .Attr("axes", std::vector<int64_t>{}, "the dims sliced")
+      .Attr("starts", std::vector<int64_t>{}, "where each slice starts")
+      .Attr("ends", std::vector<int64_t>{}, "where each slice ends (exclusive)")
+      .Attr("decrease_axis", std::vector<int64_t>{}, "dims of length 1 to remove from Out")
+      .Attr("infer_flags", std::vector<int64_t>{}, "informational (Fluid's shape inference)")
+      .KernelDtypeFrom("Input")
+      .Grad("slice_grad", "Input,Out@GRAD", "Input");
+  r.Op(slice);
+  r.Op(slice.MakeGradSchema());
+  r.Kernel("slice", RILL_CPU, RILL_ANY_DTYPE, &Slice);
+  RegisterCpu<float, double>(r, "slice_grad", [](auto t) { return &SliceGrad<decltype(t)>; });
+
+  const OpSchema expand = OpSchema("expand")
+      .Doc("Out = X tiled expand_times[k] times along each dim k.")
+      .Input("X", "the tensor")
+      .Input("ExpandTimes", "expand_times, 1-D int32/int64", RILL_SLOT_OPTIONAL)
+      .Input("expand_times_tensor", "expand_times, one 1-element tensor each", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+      .Output("Out", "the tiled tensor")
+      .Attr("expand_times", std::vector<int64_t>{}, "tiles per dim")
+      .KernelDtypeFrom("X")
+      .Grad("expand_grad", "X,Out@GRAD", "X");
+  r.Op(expand);
+  r.Op(expand.MakeGradSchema());
+  r.Kernel("expand", RILL_CPU, RILL_ANY_DTYPE, &Expand);
+  RegisterCpu<float, double>(r, "expand_grad", [](auto t) { return &ExpandGrad<decltype(t)>; });
+}
+
+}  // namespace rill::math

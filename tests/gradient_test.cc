@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <tuple>
 
 #include "core/program/backward.h"
 #include "core/program/validate.h"
@@ -307,6 +308,25 @@ std::vector<GradCase> Cases() {
   cases.push_back({"expand", {{"x", {2, 1, 3}}}, [](core::BlockBuilder& b) {
                      b.Op("expand").Input("X", "x").Output("Out", "out").Attr("expand_times", std::vector<int64_t>{2, 3, 1});
                    }});
+  // batch_norm: the running statistics are inputs, not parameters.
+  const auto running = [](core::Scope& s) {
+    for (const char* name : {"mean", "var"}) {
+      core::Tensor* t = s.Var(name)->GetMutableTensor();
+      t->Allocate(RILL_FP64, {3});
+      for (int i = 0; i < 3; ++i) t->data_as<double>()[i] = name[0] == 'm' ? 0.1 * i : 0.5 + i;
+    }
+  };
+  for (const auto& [name, layout, global] : std::vector<std::tuple<std::string, std::string, bool>>{
+           {"batch_norm_nchw", "NCHW", false}, {"batch_norm_nhwc", "NHWC", false}, {"batch_norm_global_stats", "NCHW", true}}) {
+    const std::vector<int64_t> dims = layout == "NCHW" ? std::vector<int64_t>{2, 3, 2, 2} : std::vector<int64_t>{2, 2, 2, 3};
+    cases.push_back({name, {{"x", dims}, {"scale", {3}}, {"bias", {3}}}, [layout = layout, global = global](core::BlockBuilder& b) {
+                       b.Op("batch_norm").Input("X", "x").Input("Scale", "scale").Input("Bias", "bias")
+                           .Input("Mean", "mean").Input("Variance", "var").Output("Y", "out")
+                           .Output("MeanOut", "mean_out").Output("VarianceOut", "var_out")
+                           .Output("SavedMean", "saved_mean").Output("SavedVariance", "saved_var")
+                           .Attr("data_layout", layout).Attr("use_global_stats", global);
+                     }, 1e-6, running});
+  }
   cases.push_back({"concat_axis1", {{"a", {2, 1}}, {"b", {2, 3}}}, [](core::BlockBuilder& b) {
                      b.Op("concat").Input("X", {"a", "b"}).Output("Out", "out").Attr("axis", int32_t{1});
                    }});

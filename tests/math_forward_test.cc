@@ -132,6 +132,25 @@ TEST_F(MathForward, TopKTiesAndBadK) {
   EXPECT_NE(error.find("k 5 is not in [1, 4], the size of the axis"), std::string::npos) << error;
 }
 
+TEST_F(MathForward, BatchNormBadLayoutIsAnError) {
+  Set<float>("x", {1, 2, 1, 1}, {1, 2});
+  for (const char* name : {"s", "b", "m", "v"}) Set<float>(name, {2}, {1, 1});
+  Op("batch_norm").Input("X", "x").Input("Scale", "s").Input("Bias", "b").Input("Mean", "m").Input("Variance", "v")
+      .Output("Y", "y").Attr("data_layout", std::string("NCDHW"));
+  const std::string error = Run();
+  EXPECT_NE(error.find("data_layout 'NCDHW' is neither NCHW nor NHWC"), std::string::npos) << error;
+}
+
+TEST_F(MathForward, BatchNormScaleMustHoldAChannelEach) {
+  Set<float>("x", {1, 2, 1, 1}, {1, 2});
+  for (const char* name : {"b", "m", "v"}) Set<float>(name, {2}, {1, 1});
+  Set<float>("s3", {3}, {1, 1, 1});
+  Op("batch_norm").Input("X", "x").Input("Scale", "s3").Input("Bias", "b").Input("Mean", "m").Input("Variance", "v")
+      .Output("Y", "y");
+  const std::string error = Run();
+  EXPECT_NE(error.find("Scale [3] must hold one value per channel (2)"), std::string::npos) << error;
+}
+
 TEST_F(MathForward, UnsupportedDtypeNamesOpAndDtype) {
   Set<bool>("x", {1}, {1});
   Op("elementwise_add").Input("X", "x").Input("Y", "x").Output("Out", "z");

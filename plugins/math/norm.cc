@@ -1,6 +1,7 @@
-// Normalization: layer_norm with Fluid's contract (each row of X flattened at
-// begin_norm_axis normalized to mean 0 and variance 1, then scaled and shifted), and its
-// gradient.
+// Normalization, with Fluid's contracts: layer_norm (each row of X flattened at
+// begin_norm_axis normalized to mean 0 and variance 1, then scaled and shifted) and
+// batch_norm (each channel normalized over the batch and the spatial dims in training, or
+// by the running statistics at inference), and their gradients.
 #include <cmath>
 
 #include "kernels.h"
@@ -90,9 +91,171 @@ void LayerNormGrad(KernelContext& ctx) {
   }
 }
 
+// X as [N, C, S] (S: the spatial dims' product), in NCHW or NHWC order.
+struct ChannelLayout {
+  int64_t n = 1, c = 1, s = 1;
+  bool nhwc = false;
+  int64_t At(int64_t i, int64_t ch, int64_t k) const { return nhwc ? (i * s + k) * c + ch : (i * c + ch) * s + k; }
+};
+ChannelLayout LayoutOf(KernelContext& ctx, const std::vector<int64_t>& d) {
+  const std::string layout = ctx.Attr<std::string>("data_layout");
+  if (layout != "NCHW" && layout != "NHWC" && layout != "AnyLayout") {
+    throw Error("data_layout '" + layout + "' is neither NCHW nor NHWC");
+  }
+  if (d.size() < 2) throw Error("X " + DimsString(d) + " has no channel dim");
+  ChannelLayout l;
+  l.nhwc = layout == "NHWC";
+  l.n = d[0];
+  l.c = l.nhwc ? d.back() : d[1];
+  l.s = Product(d, 0, d.size()) / std::max<int64_t>(l.n * l.c, 1);
+  return l;
+}
+
+template <class T>
+const T* ChannelInput(KernelContext& ctx, const char* slot, int64_t c) {
+  Tensor t = ctx.Input(slot);
+  if (t.numel() != c) throw Error(std::string(slot) + " " + DimsString(t.dims()) + " must hold one value per channel (" + std::to_string(c) + ")");
+  return t.data<T>();
+}
+
+// Training (unless is_test or use_global_stats): each channel's batch mean and (biased)
+// variance normalize it, SavedMean and SavedVariance (1 / sqrt(var + epsilon)) keep them
+// for the gradient, and MeanOut/VarianceOut = momentum * running + (1 - momentum) * batch.
+// Otherwise the running Mean and Variance normalize, and pass through.
+template <class T>
+void BatchNorm(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  const ChannelLayout l = LayoutOf(ctx, x.dims());
+  const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
+  const T momentum = static_cast<T>(ctx.Attr<float>("momentum"));
+  const bool global = ctx.Attr<bool>("is_test") || ctx.Attr<bool>("use_global_stats");
+  const T* scale = ChannelInput<T>(ctx, "Scale", l.c);
+  const T* bias = ChannelInput<T>(ctx, "Bias", l.c);
+  // Copies: MeanOut and VarianceOut are usually Mean's and Variance's own variables.
+  const T* rm = ChannelInput<T>(ctx, "Mean", l.c);
+  const T* rv = ChannelInput<T>(ctx, "Variance", l.c);
+  const std::vector<T> running_mean(rm, rm + l.c), running_var(rv, rv + l.c);
+  const T* px = x.data<T>();
+  const int64_t m = l.n * l.s;
+  std::vector<T> mean(static_cast<size_t>(l.c)), var(static_cast<size_t>(l.c));
+  for (int64_t ch = 0; ch < l.c; ++ch) {
+    if (global) {
+      mean[ch] = running_mean[ch];
+      var[ch] = running_var[ch];
+      continue;
+    }
+    T sum = 0, sq = 0;
+    for (int64_t i = 0; i < l.n; ++i) {
+      for (int64_t k = 0; k < l.s; ++k) sum += px[l.At(i, ch, k)];
+    }
+    mean[ch] = m > 0 ? sum / static_cast<T>(m) : T(0);
+    for (int64_t i = 0; i < l.n; ++i) {
+      for (int64_t k = 0; k < l.s; ++k) sq += (px[l.At(i, ch, k)] - mean[ch]) * (px[l.At(i, ch, k)] - mean[ch]);
+    }
+    var[ch] = m > 0 ? sq / static_cast<T>(m) : T(0);
+  }
+  std::vector<T> y(static_cast<size_t>(x.numel()));
+  std::vector<T> inv_std(static_cast<size_t>(l.c));
+  for (int64_t ch = 0; ch < l.c; ++ch) {
+    inv_std[ch] = T(1) / std::sqrt(var[ch] + eps);
+    for (int64_t i = 0; i < l.n; ++i) {
+      for (int64_t k = 0; k < l.s; ++k) {
+        const int64_t at = l.At(i, ch, k);
+        y[at] = (px[at] - mean[ch]) * inv_std[ch] * scale[ch] + bias[ch];
+      }
+    }
+  }
+  std::copy(y.begin(), y.end(), ctx.AllocateOutput<T>("Y", x.dims()));
+  const auto write = [&](const char* slot, const auto& values) {
+    if (ctx.HasOutput(slot)) std::copy(values.begin(), values.end(), ctx.AllocateOutput<T>(slot, {l.c}));
+  };
+  std::vector<T> mean_out = running_mean, var_out = running_var;
+  if (!global) {
+    for (int64_t ch = 0; ch < l.c; ++ch) {
+      mean_out[ch] = momentum * running_mean[ch] + (T(1) - momentum) * mean[ch];
+      var_out[ch] = momentum * running_var[ch] + (T(1) - momentum) * var[ch];
+    }
+  }
+  write("MeanOut", mean_out);
+  write("VarianceOut", var_out);
+  write("SavedMean", mean);
+  write("SavedVariance", inv_std);
+}
+
+// With xhat = (x - mean) * inv_std over a channel's m elements: dbias = sum dy, dscale =
+// sum dy * xhat, dx = scale * inv_std / m * (m dy - dbias - xhat dscale) in training; with
+// the running statistics (use_global_stats), dx = dy * scale * inv_std.
+template <class T>
+void BatchNormGrad(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  const ChannelLayout l = LayoutOf(ctx, x.dims());
+  const bool global = ctx.Attr<bool>("use_global_stats") || ctx.Attr<bool>("is_test");
+  const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
+  const T* scale = ChannelInput<T>(ctx, "Scale", l.c);
+  const T* saved_mean = ChannelInput<T>(ctx, global ? "Mean" : "SavedMean", l.c);
+  const T* saved_var = ChannelInput<T>(ctx, global ? "Variance" : "SavedVariance", l.c);
+  std::vector<T> mean(saved_mean, saved_mean + l.c), inv_std(static_cast<size_t>(l.c));
+  for (int64_t ch = 0; ch < l.c; ++ch) inv_std[ch] = global ? T(1) / std::sqrt(saved_var[ch] + eps) : saved_var[ch];
+  const T* px = x.data<T>();
+  const T* dy = ctx.Input("Y@GRAD").data<T>();
+  const int64_t m = l.n * l.s;
+  std::vector<T> dx(static_cast<size_t>(x.numel())), dscale(static_cast<size_t>(l.c)), dbias(static_cast<size_t>(l.c));
+  for (int64_t ch = 0; ch < l.c; ++ch) {
+    T sb = 0, ss = 0;
+    for (int64_t i = 0; i < l.n; ++i) {
+      for (int64_t k = 0; k < l.s; ++k) {
+        const int64_t at = l.At(i, ch, k);
+        sb += dy[at];
+        ss += dy[at] * (px[at] - mean[ch]) * inv_std[ch];
+      }
+    }
+    dbias[ch] = sb;
+    dscale[ch] = ss;
+    for (int64_t i = 0; i < l.n; ++i) {
+      for (int64_t k = 0; k < l.s; ++k) {
+        const int64_t at = l.At(i, ch, k);
+        const T xhat = (px[at] - mean[ch]) * inv_std[ch];
+        dx[at] = global ? dy[at] * scale[ch] * inv_std[ch]
+                        : scale[ch] * inv_std[ch] / static_cast<T>(m) * (static_cast<T>(m) * dy[at] - sb - xhat * ss);
+      }
+    }
+  }
+  if (ctx.HasOutput("X@GRAD")) std::copy(dx.begin(), dx.end(), ctx.AllocateOutput<T>("X@GRAD", x.dims()));
+  if (ctx.HasOutput("Scale@GRAD")) std::copy(dscale.begin(), dscale.end(), ctx.AllocateOutput<T>("Scale@GRAD", {l.c}));
+  if (ctx.HasOutput("Bias@GRAD")) std::copy(dbias.begin(), dbias.end(), ctx.AllocateOutput<T>("Bias@GRAD", {l.c}));
+}
+
 }  // namespace
 
 void RegisterNorm(Registrar& r) {
+  const OpSchema batch_norm = OpSchema("batch_norm")
+      .Doc("Y = (X - mean) / sqrt(variance + epsilon) * Scale + Bias per channel: the batch's statistics over "
+           "N and the spatial dims in training (MeanOut/VarianceOut then move the running ones by momentum), "
+           "the running Mean and Variance with is_test or use_global_stats.")
+      .Input("X", "[N, C, ...] (NCHW) or [N, ..., C] (NHWC)")
+      .Input("Scale", "per channel")
+      .Input("Bias", "per channel")
+      .Input("Mean", "the running mean, per channel")
+      .Input("Variance", "the running variance, per channel")
+      .Output("Y", "the normalized X")
+      .Output("MeanOut", "the running mean updated (Fluid names Mean's variable)", RILL_SLOT_OPTIONAL)
+      .Output("VarianceOut", "the running variance updated (Fluid names Variance's variable)", RILL_SLOT_OPTIONAL)
+      .Output("SavedMean", "the batch mean, for the gradient", RILL_SLOT_OPTIONAL)
+      .Output("SavedVariance", "1 / sqrt(batch variance + epsilon), for the gradient", RILL_SLOT_OPTIONAL)
+      .Output("ReserveSpace", "unused (cuDNN's)", RILL_SLOT_OPTIONAL)
+      .Attr("momentum", 0.9, "how much of the running statistics stays each step")
+      .Attr("epsilon", 1e-5, "added to the variance")
+      .Attr("is_test", false, "inference: normalize by the running statistics")
+      .Attr("use_global_stats", false, "normalize by the running statistics in training too")
+      .Attr("trainable_statistics", false, "informational")
+      .Attr("data_layout", "NCHW", "NCHW or NHWC")
+      .KernelDtypeFrom("X")
+      .Grad("batch_norm_grad", "X,Scale,Bias,Mean,Variance,SavedMean,SavedVariance,Y@GRAD", "X,Scale,Bias");
+  r.Op(batch_norm);
+  r.Op(batch_norm.MakeGradSchema());
+  RegisterCpu<float, double>(r, "batch_norm", [](auto t) { return &BatchNorm<decltype(t)>; });
+  RegisterCpu<float, double>(r, "batch_norm_grad", [](auto t) { return &BatchNormGrad<decltype(t)>; });
+
   const OpSchema layer_norm = OpSchema("layer_norm")
       .Doc("Y = (X - mean) / sqrt(variance + epsilon) * Scale + Bias, mean and variance over each row of X "
            "flattened at begin_norm_axis; Mean and Variance hold them per row.")

@@ -1,7 +1,8 @@
-"""layer_norm and dropout against numpy (issue 45's independent reference).
+"""layer_norm, batch_norm and dropout against numpy (issue 45's independent reference).
 
 layer_norm: Y, Mean and Variance at begin_norm_axis 1 and 2, with and without Scale and
-Bias, fp32 and fp64. dropout: at inference (is_test) both implementations exactly; in
+Bias, fp32 and fp64. batch_norm: in training (Y, MeanOut, VarianceOut, SavedMean,
+SavedVariance) and with is_test, NCHW and NHWC. dropout: at inference (is_test) both implementations exactly; in
 training, that Out is X times Mask times the implementation's scale, that the kept
 fraction is 1 - dropout_prob within 4 standard deviations, and that a fixed seed repeats.
 
@@ -34,6 +35,17 @@ def layer_norm(x, axis, scale=None, bias=None, eps=1e-5):
     return y.reshape(x.shape), mean, var
 
 
+def batch_norm(x, scale, bias, mean, var, nhwc=False, test=False, momentum=float(np.float32(0.9)), eps=float(np.float32(1e-5))):
+    axes = (0, 1, 2) if nhwc else (0, 2, 3)
+    shape = (1, 1, 1, -1) if nhwc else (1, -1, 1, 1)
+    x64 = x.astype(np.float64)
+    bm, bv = (mean, var) if test else (x64.mean(axes), x64.var(axes))
+    y = (x64 - bm.reshape(shape)) / np.sqrt(bv.reshape(shape) + eps) * scale.reshape(shape) + bias.reshape(shape)
+    if test:
+        return [y, mean, var]
+    return [y, momentum * mean + (1 - momentum) * bm, momentum * var + (1 - momentum) * bv, bm, 1 / np.sqrt(bv + eps)]
+
+
 def attr(name, kind, value):
     field = {"INT": "i", "FLOAT": "f", "BOOLEAN": "b", "STRING": "s", "LONG": "l"}[kind]
     if kind == "BOOLEAN":
@@ -53,10 +65,23 @@ for dtype, tol in ((np.float32, 5e-6), (np.float64, 1e-12)):
     scale5 = rng.standard_normal(5).astype(dtype)
     inputs = {"x": x, "s15": scale15, "b15": bias15, "s5": scale5, "big": np.ones((200, 50), dtype)}
     ln = ["Y", "Mean", "Variance"]
+    c = 3
+    bn_in = {"Scale": "bn_scale", "Bias": "bn_bias", "Mean": "bn_mean", "Variance": "bn_var"}
+    inputs.update({"nchw": (rng.standard_normal((2, c, 4, 5)) * 3 + 1).astype(dtype),
+                   "nhwc": (rng.standard_normal((2, 4, 5, c)) * 3 - 1).astype(dtype),
+                   "bn_scale": rng.standard_normal(c).astype(dtype), "bn_bias": rng.standard_normal(c).astype(dtype),
+                   "bn_mean": rng.standard_normal(c).astype(dtype), "bn_var": (rng.random(c) + 0.5).astype(dtype)})
+    bn_args = [inputs[k].astype(np.float64) for k in ("bn_scale", "bn_bias", "bn_mean", "bn_var")]
+    bn_train = ["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"]
     cases = [
         ("layer_norm", "", {"X": "x", "Scale": "s15", "Bias": "b15"}, ln, layer_norm(x, 1, scale15, bias15)),
         ("layer_norm", attr("begin_norm_axis", "INT", 2), {"X": "x", "Scale": "s5"}, ln, layer_norm(x, 2, scale5)),
         ("layer_norm", attr("epsilon", "FLOAT", 0.5), {"X": "x"}, ln, layer_norm(x, 1, eps=0.5)),
+        ("batch_norm", "", dict(X="nchw", **bn_in), bn_train, batch_norm(inputs["nchw"], *bn_args)),
+        ("batch_norm", attr("data_layout", "STRING", "NHWC"), dict(X="nhwc", **bn_in), bn_train,
+         batch_norm(inputs["nhwc"], *bn_args, nhwc=True)),
+        ("batch_norm", attr("is_test", "BOOLEAN", True), dict(X="nchw", **bn_in), ["Y", "MeanOut", "VarianceOut"],
+         batch_norm(inputs["nchw"], *bn_args, test=True)),
         ("dropout", attr("is_test", "BOOLEAN", True) + " " + attr("dropout_prob", "FLOAT", 0.25), "x", ["Out"],
          [x * np.float32(0.75).astype(dtype)]),
         ("dropout", attr("is_test", "BOOLEAN", True) + " " + attr("dropout_implementation", "STRING", "upscale_in_train"),

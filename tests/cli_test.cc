@@ -430,8 +430,8 @@ TEST(Cli, CheckAndDescribeSayWhatAModelNeeds) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string text = TempPath("model_missing_ops.pbtxt");
-  const auto conv = [](const std::string& in, const std::string& out) {
-    return R"(ops { type: "conv2d" inputs { parameter: "Input" arguments: ")" + in +
+  const auto deformable_conv = [](const std::string& in, const std::string& out) {
+    return R"(ops { type: "deformable_conv" inputs { parameter: "Input" arguments: ")" + in +
            R"(" } inputs { parameter: "Filter" arguments: "w" } outputs { parameter: "Output" arguments: ")" + out +
            R"(" } })";
   };
@@ -441,8 +441,8 @@ TEST(Cli, CheckAndDescribeSayWhatAModelNeeds) {
     vars { name: "img" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: -1 dims: 3 dims: 8 dims: 8 } } } }
     vars { name: "w" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 3 dims: 3 dims: 1 dims: 1 } } } persistable: true }
     ops { type: "feed" inputs { parameter: "X" arguments: "feed" } outputs { parameter: "Out" arguments: "img" } attrs { name: "col" type: INT i: 0 } }
-    )" + conv("img", "c1") + conv("c1", "c2") + conv("c2", "c3") + R"(
-    ops { type: "pool2d" inputs { parameter: "X" arguments: "c3" } outputs { parameter: "Out" arguments: "p" } }
+    )" + deformable_conv("img", "c1") + deformable_conv("c1", "c2") + deformable_conv("c2", "c3") + R"(
+    ops { type: "roi_align" inputs { parameter: "X" arguments: "c3" } outputs { parameter: "Out" arguments: "p" } }
     ops { type: "relu" inputs { parameter: "X" arguments: "p" } inputs { parameter: "Y" arguments: "p" } outputs { parameter: "Out" arguments: "r" } }
     ops { type: "fetch" inputs { parameter: "X" arguments: "r" } outputs { parameter: "Out" arguments: "fetch" } attrs { name: "col" type: INT i: 0 } } }
     version { version: 2004000 })");
@@ -456,17 +456,17 @@ TEST(Cli, CheckAndDescribeSayWhatAModelNeeds) {
   auto r = RunRill({"check", dir});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "2 op type(s) no loaded plugin provides (loaded: " + test::LoadedPlugins() + "):\n"
-                   "  conv2d                   3 ops\n"
-                   "  pool2d                   1 op\n"
+                   "  deformable_conv          3 ops\n"
+                   "  roi_align                1 op\n"
                    "block 0, op 5 (relu): unknown input slot 'Y' (declared: X)\n");
-  EXPECT_NE(r.err.find("rill: error: " + dir + ": op 'conv2d' is not provided by any loaded plugin (loaded: " +
+  EXPECT_NE(r.err.find("rill: error: " + dir + ": op 'deformable_conv' is not provided by any loaded plugin (loaded: " +
                        test::LoadedPlugins() + ") (3 ops), and 1 op(s) of 1 other type(s) no loaded plugin provides; "
                        "1 problem(s); first: block 0, op 5 (relu): unknown input slot 'Y'"), std::string::npos) << r.err;
   r = RunRill({"describe", dir});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (const char* line : {"inference model", "written by: Paddle 2.4.0", "blocks: 1, ops: 7",
                                   "  0  img  fp32 [-1, 3, 8, 8]", "fetches:\n  0  r  undeclared",
-                                  "parameters: 1, 36 bytes", "  conv2d                        3  MISSING: no loaded plugin provides it",
+                                  "parameters: 1, 36 bytes", "  deformable_conv               3  MISSING: no loaded plugin provides it",
                                   "  relu                          1  math"}) {
     EXPECT_NE(r.out.find(line), std::string::npos) << "wanted: " << line << "\ngot:\n" << r.out;
   }

@@ -327,6 +327,29 @@ std::vector<GradCase> Cases() {
                            .Attr("data_layout", layout).Attr("use_global_stats", global);
                      }, 1e-6, running});
   }
+  const std::vector<std::pair<std::string, std::function<void(core::OpBuilder&)>>> pools = {
+      {"pool2d_max_strided", [](core::OpBuilder& o) {
+         o.Attr("ksize", std::vector<int64_t>{2, 2}).Attr("strides", std::vector<int64_t>{2, 1});
+       }},
+      {"pool2d_avg_padded", [](core::OpBuilder& o) {
+         o.Attr("pooling_type", std::string("avg")).Attr("ksize", std::vector<int64_t>{3, 3})
+             .Attr("paddings", std::vector<int64_t>{1, 1});
+       }},
+      {"pool2d_avg_not_exclusive_ceil", [](core::OpBuilder& o) {
+         o.Attr("pooling_type", std::string("avg")).Attr("ksize", std::vector<int64_t>{2, 2})
+             .Attr("strides", std::vector<int64_t>{2, 2}).Attr("exclusive", false).Attr("ceil_mode", true);
+       }},
+      {"pool2d_adaptive_nhwc", [](core::OpBuilder& o) {
+         o.Attr("pooling_type", std::string("avg")).Attr("ksize", std::vector<int64_t>{2, 2}).Attr("adaptive", true)
+             .Attr("data_format", std::string("NHWC"));
+       }},
+  };
+  for (const auto& [name, attrs] : pools) {
+    cases.push_back({name, {{"x", {2, 2, 3, 5}}}, [attrs = attrs](core::BlockBuilder& b) {
+                       core::OpBuilder op = b.Op("pool2d").Input("X", "x").Output("Out", "out");
+                       attrs(op);
+                     }});
+  }
   cases.push_back({"concat_axis1", {{"a", {2, 1}}, {"b", {2, 3}}}, [](core::BlockBuilder& b) {
                      b.Op("concat").Input("X", {"a", "b"}).Output("Out", "out").Attr("axis", int32_t{1});
                    }});

@@ -17,6 +17,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterDropout(r);
   rill::math::RegisterTopK(r);
   rill::math::RegisterSlice(r);
+  rill::math::RegisterPool(r);
   rill::math::RegisterReduce(r);
   rill::math::RegisterMatMul(r);
   rill::math::RegisterSoftmax(r);

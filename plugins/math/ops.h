@@ -22,6 +22,7 @@ void RegisterNorm(Registrar& r);
 void RegisterDropout(Registrar& r);
 void RegisterTopK(Registrar& r);
 void RegisterSlice(Registrar& r);
+void RegisterPool(Registrar& r);
 void RegisterReduce(Registrar& r);
 void RegisterMatMul(Registrar& r);
 void RegisterSoftmax(Registrar& r);

@@ -350,6 +350,27 @@ std::vector<GradCase> Cases() {
                        attrs(op);
                      }});
   }
+  const auto conv = [](const std::string& type, std::vector<int64_t> x, std::vector<int64_t> w,
+                       std::function<void(core::OpBuilder&)> attrs) {
+    return GradCase{type + "_" + std::to_string(x[1]) + "x" + std::to_string(w[0]) + "_" + std::to_string(w[2]) +
+                        std::to_string(w[3]),
+                    {{"x", x}, {"w", w}}, [type, attrs](core::BlockBuilder& b) {
+                      core::OpBuilder op = b.Op(type).Input("Input", "x").Input("Filter", "w").Output("Output", "out");
+                      attrs(op);
+                    }};
+  };
+  cases.push_back(conv("conv2d", {2, 2, 5, 4}, {3, 2, 3, 2}, [](core::OpBuilder& o) {
+    o.Attr("strides", std::vector<int64_t>{2, 1}).Attr("paddings", std::vector<int64_t>{1, 0, 1, 1});
+  }));
+  cases.push_back(conv("conv2d", {1, 4, 5, 5}, {2, 2, 2, 2}, [](core::OpBuilder& o) {
+    o.Attr("groups", int32_t{2}).Attr("dilations", std::vector<int64_t>{2, 2});
+  }));
+  cases.push_back(conv("conv2d", {1, 4, 4, 2}, {3, 2, 2, 2}, [](core::OpBuilder& o) {  // NHWC: x is [1, 4, 4, 2]
+    o.Attr("data_format", std::string("NHWC")).Attr("padding_algorithm", std::string("SAME"));
+  }));
+  cases.push_back(conv("depthwise_conv2d", {1, 3, 4, 4}, {3, 1, 3, 3}, [](core::OpBuilder& o) {
+    o.Attr("groups", int32_t{3}).Attr("paddings", std::vector<int64_t>{1, 1});
+  }));
   cases.push_back({"concat_axis1", {{"a", {2, 1}}, {"b", {2, 3}}}, [](core::BlockBuilder& b) {
                      b.Op("concat").Input("X", {"a", "b"}).Output("Out", "out").Attr("axis", int32_t{1});
                    }});

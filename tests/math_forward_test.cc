@@ -151,6 +151,34 @@ TEST_F(MathForward, BatchNormScaleMustHoldAChannelEach) {
   EXPECT_NE(error.find("Scale [3] must hold one value per channel (2)"), std::string::npos) << error;
 }
 
+// Issue 45's bad shapes and attributes: each a clear error naming what is wrong.
+class ConvErrors : public OpFixture {
+ protected:
+  std::string ErrorOf(std::vector<int64_t> x, std::vector<int64_t> w, const std::function<void(core::OpBuilder&)>& attrs) {
+    Set<float>("x", x, std::vector<double>(static_cast<size_t>(x[0] * x[1] * x[2] * x[3]), 1));
+    Set<float>("w", w, std::vector<double>(static_cast<size_t>(w[0] * w[1] * w[2] * w[3]), 1));
+    core::OpBuilder op = Op("conv2d").Input("Input", "x").Input("Filter", "w").Output("Output", "y");
+    attrs(op);
+    return Run();
+  }
+};
+
+TEST_F(ConvErrors, ChannelsNotDivisibleByGroups) {
+  const std::string e = ErrorOf({1, 3, 4, 4}, {4, 1, 3, 3}, [](core::OpBuilder& o) { o.Attr("groups", int32_t{2}); });
+  EXPECT_NE(e.find("conv2d"), std::string::npos) << e;
+  EXPECT_NE(e.find("groups 2 must divide Input's 3 channels and Filter's 4 outputs"), std::string::npos) << e;
+}
+
+TEST_F(ConvErrors, KernelLargerThanTheUnpaddedInput) {
+  const std::string e = ErrorOf({1, 2, 2, 2}, {1, 2, 3, 3}, [](core::OpBuilder&) {});
+  EXPECT_NE(e.find("the height 2 padded by 0 is smaller than the dilated kernel 3"), std::string::npos) << e;
+}
+
+TEST_F(ConvErrors, BadDataFormat) {
+  const std::string e = ErrorOf({1, 2, 4, 4}, {1, 2, 3, 3}, [](core::OpBuilder& o) { o.Attr("data_format", std::string("CHWN")); });
+  EXPECT_NE(e.find("data_format 'CHWN' is neither NCHW nor NHWC"), std::string::npos) << e;
+}
+
 TEST_F(MathForward, UnsupportedDtypeNamesOpAndDtype) {
   Set<bool>("x", {1}, {1});
   Op("elementwise_add").Input("X", "x").Input("Y", "x").Output("Out", "z");

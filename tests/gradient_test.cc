@@ -368,6 +368,13 @@ std::vector<GradCase> Cases() {
   cases.push_back(conv("conv2d", {1, 4, 4, 2}, {3, 2, 2, 2}, [](core::OpBuilder& o) {  // NHWC: x is [1, 4, 4, 2]
     o.Attr("data_format", std::string("NHWC")).Attr("padding_algorithm", std::string("SAME"));
   }));
+  cases.push_back(conv("conv2d_transpose", {1, 2, 3, 3}, {2, 3, 3, 2}, [](core::OpBuilder& o) {
+    o.Attr("strides", std::vector<int64_t>{2, 1}).Attr("paddings", std::vector<int64_t>{1, 0})
+        .Attr("output_padding", std::vector<int64_t>{1, 0});
+  }));
+  cases.push_back(conv("conv2d_transpose", {1, 3, 2, 4}, {4, 1, 2, 2}, [](core::OpBuilder& o) {  // NHWC, C = 4
+    o.Attr("groups", int32_t{2}).Attr("data_format", std::string("NHWC"));
+  }));
   cases.push_back(conv("depthwise_conv2d", {1, 3, 4, 4}, {3, 1, 3, 3}, [](core::OpBuilder& o) {
     o.Attr("groups", int32_t{3}).Attr("paddings", std::vector<int64_t>{1, 1});
   }));

@@ -1,4 +1,4 @@
-// conv2d and depthwise_conv2d with Fluid's contract (Filter [M, C / groups, kh, kw];
+// conv2d, depthwise_conv2d and conv2d_transpose with Fluid's contracts (Filter [M, C / groups, kh, kw];
 // strides, paddings of 2 or 4 values, padding_algorithm EXPLICIT/SAME/VALID, dilations,
 // groups, NCHW or NHWC), and their gradients. im2col and Eigen's GEMM per image and group,
 // fp32 and fp64: the baseline a library kernel is checked against, and the fp64 path.
@@ -20,12 +20,15 @@ struct ConvPlan {
   std::vector<int64_t> OutDims() const { return nhwc ? std::vector<int64_t>{n, oh, ow, m} : std::vector<int64_t>{n, m, oh, ow}; }
 };
 
-ConvPlan Plan(KernelContext& ctx, const std::vector<int64_t>& in, const std::vector<int64_t>& filter) {
+// The geometry of a convolution of `in` by `filter` with 4-value paddings [top, bottom,
+// left, right], checked.
+ConvPlan PlanFrom(const std::string& format, const std::vector<int64_t>& in, const std::vector<int64_t>& filter,
+                  int64_t groups, const std::vector<int64_t>& s, const std::vector<int64_t>& d,
+                  const std::vector<int64_t>& pad) {
   ConvPlan p;
-  const std::string format = ctx.Attr<std::string>("data_format");
   if (format != "NCHW" && format != "NHWC" && format != "AnyLayout") throw Error("data_format '" + format + "' is neither NCHW nor NHWC");
   if (in.size() != 4 || filter.size() != 4) {
-    throw Error("Input " + DimsString(in) + " and Filter " + DimsString(filter) + " must be 4-D (conv2d)");
+    throw Error("Input " + DimsString(in) + " and Filter " + DimsString(filter) + " must be 4-D");
   }
   p.nhwc = format == "NHWC";
   p.n = in[0];
@@ -35,7 +38,7 @@ ConvPlan Plan(KernelContext& ctx, const std::vector<int64_t>& in, const std::vec
   p.m = filter[0];
   p.kh = filter[2];
   p.kw = filter[3];
-  p.groups = ctx.Attr<int64_t>("groups");
+  p.groups = groups;
   if (p.groups < 1 || p.c % p.groups != 0 || p.m % p.groups != 0) {
     throw Error("groups " + std::to_string(p.groups) + " must divide Input's " + std::to_string(p.c) + " channels and Filter's " +
                 std::to_string(p.m) + " outputs");
@@ -44,34 +47,16 @@ ConvPlan Plan(KernelContext& ctx, const std::vector<int64_t>& in, const std::vec
     throw Error("Filter " + DimsString(filter) + " must have " + std::to_string(p.cg()) + " input channels (Input's " +
                 std::to_string(p.c) + " / groups " + std::to_string(p.groups) + ")");
   }
-  const std::vector<int64_t> s = ctx.Attr<std::vector<int64_t>>("strides");
-  const std::vector<int64_t> d = ctx.Attr<std::vector<int64_t>>("dilations");
-  std::vector<int64_t> pad = ctx.Attr<std::vector<int64_t>>("paddings");
   if (s.size() != 2 || d.size() != 2 || s[0] < 1 || s[1] < 1 || d[0] < 1 || d[1] < 1) {
     throw Error("strides " + DimsString(s) + " and dilations " + DimsString(d) + " must be two positive values each");
   }
-  if (pad.size() == 2) pad = {pad[0], pad[0], pad[1], pad[1]};
-  if (pad.size() != 4) throw Error("paddings " + DimsString(pad) + " must have 2 or 4 values");
   p.sh = s[0];
   p.sw = s[1];
   p.dh = d[0];
   p.dw = d[1];
-  const int64_t in_hw[2] = {p.h, p.w}, k[2] = {p.kh, p.kw}, st[2] = {p.sh, p.sw}, dil[2] = {p.dh, p.dw};
-  const std::string algorithm = ctx.Attr<std::string>("padding_algorithm");
-  if (algorithm == "VALID") {
-    pad = {0, 0, 0, 0};
-  } else if (algorithm == "SAME") {
-    for (int a = 0; a < 2; ++a) {
-      const int64_t out = (in_hw[a] + st[a] - 1) / st[a];
-      const int64_t total = std::max<int64_t>((out - 1) * st[a] + dil[a] * (k[a] - 1) + 1 - in_hw[a], 0);
-      pad[2 * a] = total / 2;
-      pad[2 * a + 1] = total - total / 2;
-    }
-  } else if (algorithm != "EXPLICIT") {
-    throw Error("padding_algorithm '" + algorithm + "' is not EXPLICIT, SAME or VALID");
-  }
   p.top = pad[0];
   p.left = pad[2];
+  const int64_t in_hw[2] = {p.h, p.w}, k[2] = {p.kh, p.kw}, st[2] = {p.sh, p.sw}, dil[2] = {p.dh, p.dw};
   int64_t out[2];
   for (int a = 0; a < 2; ++a) {
     const int64_t span = in_hw[a] + pad[2 * a] + pad[2 * a + 1] - (dil[a] * (k[a] - 1) + 1);
@@ -85,6 +70,36 @@ ConvPlan Plan(KernelContext& ctx, const std::vector<int64_t>& in, const std::vec
   p.oh = out[0];
   p.ow = out[1];
   return p;
+}
+
+// conv2d's attributes: paddings of 2 or 4 values, or as padding_algorithm says.
+ConvPlan Plan(KernelContext& ctx, const std::vector<int64_t>& in, const std::vector<int64_t>& filter) {
+  const std::vector<int64_t> s = ctx.Attr<std::vector<int64_t>>("strides");
+  const std::vector<int64_t> d = ctx.Attr<std::vector<int64_t>>("dilations");
+  std::vector<int64_t> pad = ctx.Attr<std::vector<int64_t>>("paddings");
+  if (pad.size() == 2) pad = {pad[0], pad[0], pad[1], pad[1]};
+  if (pad.size() != 4) throw Error("paddings " + DimsString(pad) + " must have 2 or 4 values");
+  const std::string format = ctx.Attr<std::string>("data_format");
+  const std::string algorithm = ctx.Attr<std::string>("padding_algorithm");
+  if (algorithm == "VALID") {
+    pad = {0, 0, 0, 0};
+  } else if (algorithm == "SAME") {
+    if (in.size() != 4 || filter.size() != 4 || s.size() != 2 || d.size() != 2) {
+      return PlanFrom(format, in, filter, ctx.Attr<int64_t>("groups"), s, d, pad);  // reports what is wrong
+    }
+    const bool nhwc = format == "NHWC";
+    const int64_t in_hw[2] = {nhwc ? in[1] : in[2], nhwc ? in[2] : in[3]};
+    for (int a = 0; a < 2; ++a) {
+      const int64_t st = std::max<int64_t>(s[a], 1);
+      const int64_t out = (in_hw[a] + st - 1) / st;
+      const int64_t total = std::max<int64_t>((out - 1) * st + d[a] * (filter[2 + a] - 1) + 1 - in_hw[a], 0);
+      pad[2 * a] = total / 2;
+      pad[2 * a + 1] = total - total / 2;
+    }
+  } else if (algorithm != "EXPLICIT") {
+    throw Error("padding_algorithm '" + algorithm + "' is not EXPLICIT, SAME or VALID");
+  }
+  return PlanFrom(format, in, filter, ctx.Attr<int64_t>("groups"), s, d, pad);
 }
 
 // Image `x` (NCHW, one image) group g's columns: col[(ci, ki, kj), (oy, ox)] = the input
@@ -146,9 +161,60 @@ void FromNchw(const std::vector<T>& x, int64_t n, int64_t h, int64_t w, int64_t 
       for (int64_t ch = 0; ch < c; ++ch) out[(i * h * w + y) * c + ch] = x[(i * c + ch) * h * w + y];
 }
 
+// The three products of a convolution in plan p's terms (NCHW, per image and group):
+// Forward y = W col(x); BackwardData dx = col2im(W^T dy); BackwardFilter dW = dy col(x)^T.
+// conv2d is Forward, its gradient the other two; conv2d_transpose is BackwardData, its
+// gradient Forward and BackwardFilter.
 template <class T>
-std::vector<T> InputNchw(const ConvPlan& p, const Tensor& t) {
-  return p.nhwc ? ToNchw(t.data<T>(), p.n, p.h, p.w, p.c) : std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
+std::vector<T> Forward(const ConvPlan& p, const T* x, const T* w) {
+  std::vector<T> y(static_cast<size_t>(p.n * p.m * p.oh * p.ow));
+  Matrix<T> col;
+  for (int64_t i = 0; i < p.n; ++i) {
+    for (int64_t g = 0; g < p.groups; ++g) {
+      Im2Col(p, x + i * p.c * p.h * p.w, g, col);
+      MatrixMap<T>(y.data() + (i * p.m + g * p.mg()) * p.oh * p.ow, p.mg(), p.oh * p.ow).noalias() =
+          ConstMatrixMap<T>(w + g * p.mg() * p.col_rows(), p.mg(), p.col_rows()) * col;
+    }
+  }
+  return y;
+}
+
+template <class T>
+std::vector<T> BackwardData(const ConvPlan& p, const T* dy, const T* w) {
+  std::vector<T> dx(static_cast<size_t>(p.n * p.c * p.h * p.w), T(0));
+  for (int64_t i = 0; i < p.n; ++i) {
+    for (int64_t g = 0; g < p.groups; ++g) {
+      const ConstMatrixMap<T> gy(dy + (i * p.m + g * p.mg()) * p.oh * p.ow, p.mg(), p.oh * p.ow);
+      const Matrix<T> dcol = ConstMatrixMap<T>(w + g * p.mg() * p.col_rows(), p.mg(), p.col_rows()).transpose() * gy;
+      Col2Im(p, dcol, g, dx.data() + i * p.c * p.h * p.w);
+    }
+  }
+  return dx;
+}
+
+template <class T>
+Matrix<T> BackwardFilter(const ConvPlan& p, const T* x, const T* dy) {
+  Matrix<T> dw = Matrix<T>::Zero(p.m, p.col_rows());
+  Matrix<T> col;
+  for (int64_t i = 0; i < p.n; ++i) {
+    for (int64_t g = 0; g < p.groups; ++g) {
+      Im2Col(p, x + i * p.c * p.h * p.w, g, col);
+      dw.middleRows(g * p.mg(), p.mg()).noalias() +=
+          ConstMatrixMap<T>(dy + (i * p.m + g * p.mg()) * p.oh * p.ow, p.mg(), p.oh * p.ow) * col.transpose();
+    }
+  }
+  return dw;
+}
+
+// A tensor of `p`'s layout as NCHW (a copy), and back into `out`.
+template <class T>
+std::vector<T> Nchw(const ConvPlan& p, const Tensor& t, int64_t c, int64_t h, int64_t w) {
+  return p.nhwc ? ToNchw(t.data<T>(), p.n, h, w, c) : std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
+}
+template <class T>
+void WriteLayout(const ConvPlan& p, const std::vector<T>& nchw, int64_t c, int64_t h, int64_t w, T* out) {
+  if (p.nhwc) FromNchw(nchw, p.n, h, w, c, out);
+  else std::copy(nchw.begin(), nchw.end(), out);
 }
 
 template <class T>
@@ -156,55 +222,100 @@ void Conv2d(KernelContext& ctx) {
   Tensor in = ctx.Input("Input");
   Tensor filter = ctx.Input("Filter");
   const ConvPlan p = Plan(ctx, in.dims(), filter.dims());
-  const std::vector<T> x = InputNchw<T>(p, in);
-  std::vector<T> y(static_cast<size_t>(p.n * p.m * p.oh * p.ow));
-  Matrix<T> col;
-  for (int64_t i = 0; i < p.n; ++i) {
-    for (int64_t g = 0; g < p.groups; ++g) {
-      Im2Col(p, x.data() + i * p.c * p.h * p.w, g, col);
-      MatrixMap<T>(y.data() + (i * p.m + g * p.mg()) * p.oh * p.ow, p.mg(), p.oh * p.ow).noalias() =
-          ConstMatrixMap<T>(filter.data<T>() + g * p.mg() * p.col_rows(), p.mg(), p.col_rows()) * col;
-    }
-  }
-  T* out = ctx.AllocateOutput<T>("Output", p.OutDims());
-  if (p.nhwc) FromNchw(y, p.n, p.oh, p.ow, p.m, out);
-  else std::copy(y.begin(), y.end(), out);
+  const std::vector<T> y = Forward(p, Nchw<T>(p, in, p.c, p.h, p.w).data(), filter.data<T>());
+  WriteLayout(p, y, p.m, p.oh, p.ow, ctx.AllocateOutput<T>("Output", p.OutDims()));
 }
 
-// Per image and group, with G = Output@GRAD's slice: Filter@GRAD += G col^T and the
-// columns' gradient W^T G, gathered back onto Input@GRAD.
 template <class T>
 void Conv2dGrad(KernelContext& ctx) {
   Tensor in = ctx.Input("Input");
   Tensor filter = ctx.Input("Filter");
   const ConvPlan p = Plan(ctx, in.dims(), filter.dims());
-  const std::vector<T> x = InputNchw<T>(p, in);
-  Tensor gt = ctx.Input("Output@GRAD");
-  const std::vector<T> dy = p.nhwc ? ToNchw(gt.data<T>(), p.n, p.oh, p.ow, p.m)
-                                   : std::vector<T>(gt.data<T>(), gt.data<T>() + gt.numel());
-  const bool want_x = ctx.HasOutput("Input@GRAD"), want_w = ctx.HasOutput("Filter@GRAD");
-  std::vector<T> dx(want_x ? x.size() : 0, T(0));
-  Matrix<T> dw = Matrix<T>::Zero(p.m, p.col_rows());
-  Matrix<T> col;
-  for (int64_t i = 0; i < p.n; ++i) {
-    for (int64_t g = 0; g < p.groups; ++g) {
-      const ConstMatrixMap<T> gy(dy.data() + (i * p.m + g * p.mg()) * p.oh * p.ow, p.mg(), p.oh * p.ow);
-      if (want_w) {
-        Im2Col(p, x.data() + i * p.c * p.h * p.w, g, col);
-        dw.middleRows(g * p.mg(), p.mg()).noalias() += gy * col.transpose();
-      }
-      if (want_x) {
-        const Matrix<T> dcol =
-            ConstMatrixMap<T>(filter.data<T>() + g * p.mg() * p.col_rows(), p.mg(), p.col_rows()).transpose() * gy;
-        Col2Im(p, dcol, g, dx.data() + i * p.c * p.h * p.w);
-      }
-    }
+  const std::vector<T> dy = Nchw<T>(p, ctx.Input("Output@GRAD"), p.m, p.oh, p.ow);
+  if (ctx.HasOutput("Filter@GRAD")) {
+    MatrixMap<T>(ctx.AllocateOutput<T>("Filter@GRAD", filter.dims()), p.m, p.col_rows()) =
+        BackwardFilter(p, Nchw<T>(p, in, p.c, p.h, p.w).data(), dy.data());
   }
-  if (want_w) MatrixMap<T>(ctx.AllocateOutput<T>("Filter@GRAD", filter.dims()), p.m, p.col_rows()) = dw;
-  if (want_x) {
-    T* out = ctx.AllocateOutput<T>("Input@GRAD", in.dims());
-    if (p.nhwc) FromNchw(dx, p.n, p.h, p.w, p.c, out);
-    else std::copy(dx.begin(), dx.end(), out);
+  if (ctx.HasOutput("Input@GRAD")) {
+    WriteLayout(p, BackwardData(p, dy.data(), filter.data<T>()), p.c, p.h, p.w, ctx.AllocateOutput<T>("Input@GRAD", in.dims()));
+  }
+}
+
+// conv2d_transpose as the convolution whose input gradient it is: that convolution's
+// input is this op's Output ([N, M, oh', ow'], M = Filter.dims[1] * groups) and its output
+// this op's Input; Filter [C, M / groups, kh, kw] is that convolution's filter as it is.
+// Output's size: (in - 1) * stride - paddings + dilation * (k - 1) + 1, plus what
+// output_size or output_padding adds (less than a stride); SAME: in * stride.
+ConvPlan TransposePlan(KernelContext& ctx, const std::vector<int64_t>& in, const std::vector<int64_t>& filter) {
+  const std::string format = ctx.Attr<std::string>("data_format");
+  const bool nhwc = format == "NHWC";
+  if (in.size() != 4 || filter.size() != 4) {
+    throw Error("Input " + DimsString(in) + " and Filter " + DimsString(filter) + " must be 4-D (conv2d_transpose)");
+  }
+  const int64_t groups = ctx.Attr<int64_t>("groups");
+  const int64_t c = nhwc ? in[3] : in[1];
+  if (filter[0] != c) throw Error("Filter " + DimsString(filter) + " must have Input's " + std::to_string(c) + " channels first");
+  const std::vector<int64_t> s = ctx.Attr<std::vector<int64_t>>("strides");
+  const std::vector<int64_t> d = ctx.Attr<std::vector<int64_t>>("dilations");
+  std::vector<int64_t> pad = ctx.Attr<std::vector<int64_t>>("paddings");
+  if (pad.size() == 2) pad = {pad[0], pad[0], pad[1], pad[1]};
+  if (s.size() != 2 || d.size() != 2 || pad.size() != 4) {
+    throw Error("strides " + DimsString(s) + ", dilations " + DimsString(d) + " and paddings " + DimsString(pad) +
+                " must have 2, 2 and 2 or 4 values");
+  }
+  const std::string algorithm = ctx.Attr<std::string>("padding_algorithm");
+  const std::vector<int64_t> output_size = ctx.Attr<std::vector<int64_t>>("output_size");
+  const std::vector<int64_t> output_padding = ctx.Attr<std::vector<int64_t>>("output_padding");
+  const int64_t in_hw[2] = {nhwc ? in[1] : in[2], nhwc ? in[2] : in[3]};
+  int64_t out_hw[2];
+  for (int a = 0; a < 2; ++a) {
+    const int64_t k = d[a] * (filter[2 + a] - 1) + 1;
+    if (algorithm == "SAME") {
+      out_hw[a] = in_hw[a] * s[a];
+      const int64_t total = std::max<int64_t>((in_hw[a] - 1) * s[a] + k - out_hw[a], 0);
+      pad[2 * a] = total / 2;
+      pad[2 * a + 1] = total - total / 2;
+    } else {
+      if (algorithm == "VALID") pad[2 * a] = pad[2 * a + 1] = 0;
+      out_hw[a] = (in_hw[a] - 1) * s[a] - pad[2 * a] - pad[2 * a + 1] + k;
+    }
+    const int64_t extra = !output_size.empty() ? output_size.at(a) - out_hw[a] : !output_padding.empty() ? output_padding.at(a) : 0;
+    if (extra < 0 || extra >= std::max<int64_t>(s[a], d[a])) {
+      throw Error("output_size/output_padding asks for " + std::to_string(out_hw[a] + extra) + " along dim " + std::to_string(a) +
+                  "; the strides allow " + std::to_string(out_hw[a]) + " to " + std::to_string(out_hw[a] + std::max(s[a], d[a]) - 1));
+    }
+    out_hw[a] += extra;
+  }
+  const int64_t m = filter[1] * groups;
+  const std::vector<int64_t> conv_in = nhwc ? std::vector<int64_t>{in[0], out_hw[0], out_hw[1], m}
+                                            : std::vector<int64_t>{in[0], m, out_hw[0], out_hw[1]};
+  ConvPlan p = PlanFrom(format, conv_in, filter, groups, s, d, pad);
+  if (p.oh != in_hw[0] || p.ow != in_hw[1]) throw Error("conv2d_transpose: inconsistent output size");
+  return p;
+}
+
+template <class T>
+void Conv2dTranspose(KernelContext& ctx) {
+  Tensor in = ctx.Input("Input");
+  Tensor filter = ctx.Input("Filter");
+  const ConvPlan p = TransposePlan(ctx, in.dims(), filter.dims());
+  const std::vector<T> y = BackwardData(p, Nchw<T>(p, in, p.m, p.oh, p.ow).data(), filter.data<T>());
+  const std::vector<int64_t> dims = p.nhwc ? std::vector<int64_t>{p.n, p.h, p.w, p.c} : std::vector<int64_t>{p.n, p.c, p.h, p.w};
+  WriteLayout(p, y, p.c, p.h, p.w, ctx.AllocateOutput<T>("Output", dims));
+}
+
+template <class T>
+void Conv2dTransposeGrad(KernelContext& ctx) {
+  Tensor in = ctx.Input("Input");
+  Tensor filter = ctx.Input("Filter");
+  const ConvPlan p = TransposePlan(ctx, in.dims(), filter.dims());
+  const std::vector<T> dy = Nchw<T>(p, ctx.Input("Output@GRAD"), p.c, p.h, p.w);
+  if (ctx.HasOutput("Input@GRAD")) {
+    WriteLayout(p, Forward(p, dy.data(), filter.data<T>()), p.m, p.oh, p.ow, ctx.AllocateOutput<T>("Input@GRAD", in.dims()));
+  }
+  if (ctx.HasOutput("Filter@GRAD")) {
+    MatrixMap<T>(ctx.AllocateOutput<T>("Filter@GRAD", filter.dims()), p.m, p.col_rows()) =
+        BackwardFilter(p, dy.data(), Nchw<T>(p, in, p.m, p.oh, p.ow).data());
   }
 }
 
@@ -234,6 +345,27 @@ void Add(Registrar& r, const char* type, const char* doc) {
 void RegisterConv(Registrar& r) {
   Add(r, "conv2d", "Output = the 2-D convolution (cross-correlation) of Input with Filter.");
   Add(r, "depthwise_conv2d", "conv2d with groups equal to Input's channels (each channel convolved on its own).");
+  const OpSchema transpose = OpSchema("conv2d_transpose")
+      .Doc("Output = the transposed 2-D convolution of Input with Filter (the gradient of conv2d with respect to "
+           "its input): Output's size (in - 1) * stride - paddings + dilation * (k - 1) + 1, plus output_padding "
+           "or up to output_size; SAME: in * stride.")
+      .Input("Input", "[N, C, H, W] (NCHW) or [N, H, W, C] (NHWC)")
+      .Input("Filter", "[C, M / groups, kh, kw]")
+      .Output("Output", "[N, M, oh, ow] or [N, oh, ow, M]")
+      .Attr("strides", std::vector<int64_t>{1, 1}, "the step, [h, w]")
+      .Attr("paddings", std::vector<int64_t>{0, 0}, "[h, w] or [top, bottom, left, right]")
+      .Attr("padding_algorithm", "EXPLICIT", "EXPLICIT (paddings), SAME or VALID")
+      .Attr("output_size", std::vector<int64_t>{}, "Output's [h, w], within a stride of the computed size")
+      .Attr("output_padding", std::vector<int64_t>{}, "added to Output's [h, w] (less than the stride)")
+      .Attr("groups", int64_t{1}, "channel groups")
+      .Attr("dilations", std::vector<int64_t>{1, 1}, "the kernel taps' spacing, [h, w]")
+      .Attr("data_format", "NCHW", "NCHW or NHWC")
+      .KernelDtypeFrom("Input")
+      .Grad("conv2d_transpose_grad", "Input,Filter,Output@GRAD", "Input,Filter");
+  r.Op(transpose);
+  r.Op(transpose.MakeGradSchema());
+  RegisterCpu<float, double>(r, "conv2d_transpose", [](auto t) { return &Conv2dTranspose<decltype(t)>; });
+  RegisterCpu<float, double>(r, "conv2d_transpose_grad", [](auto t) { return &Conv2dTransposeGrad<decltype(t)>; });
 }
 
 }  // namespace rill::math

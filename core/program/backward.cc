@@ -71,15 +71,19 @@ class BackwardBuilder {
     for (int i = loss_op; i >= 0; --i) {
       const auto& op = block_.ops(i);
       if (schemas[i]->grad_op_type.empty() || !AnyOutput(op, needed) || !AnyInput(op, requires)) continue;
+      const auto& grads = schemas[i]->grad_outputs;
       for (const auto& in : op.inputs()) {
+        // An input the op overwrites breaks the gradient only if one flows back through
+        // it; a state it updates in place (batch_norm's running Mean) gets none.
+        const bool differentiated = std::count(grads.begin(), grads.end(), in.parameter()) > 0;
         for (const auto& a : in.arguments()) {
           for (const auto& out : op.outputs()) {
-            if (std::count(out.arguments().begin(), out.arguments().end(), a)) {
+            if (differentiated && std::count(out.arguments().begin(), out.arguments().end(), a)) {
               throw Error(Where(i, op) + " reads and writes '" + a + "': in-place ops on the gradient path are not "
                           "supported; write to a new variable");
             }
           }
-          if (requires.count(a)) needed.insert(a);
+          if (requires.count(a) && differentiated) needed.insert(a);
         }
       }
       path.push_back(i);

@@ -112,6 +112,38 @@ TEST_F(MathForward, LookupTableSparseGradientUpdatesOnlyItsRows) {
   EXPECT_EQ(grad->KindName(), "selected_rows");
 }
 
+// adam with lookup_table's sparse gradient: as the dense gradient would (every row; the
+// untouched ones' moments decay), or in lazy_mode the touched rows alone.
+TEST_F(MathForward, AdamWithASparseGradientMatchesDenseOrLazilyUpdatesItsRows) {
+  const std::vector<double> table = {0, 1, 10, 11, 20, 21, 30, 31};
+  for (const char* run : {"dense", "sparse", "lazy"}) {
+    const std::string w = std::string("w_") + run, g = w + "@GRAD";
+    Set<float>(w, {4, 2}, table);
+    Set<float>(w + "_m1", {4, 2}, {0.1, 0.1, 0.2, 0.2, 0.3, 0.3, 0.4, 0.4});
+    Set<float>(w + "_m2", {4, 2}, {1, 1, 1, 1, 1, 1, 1, 1});
+    Set<float>(w + "_b1", {1}, {0.9});
+    Set<float>(w + "_b2", {1}, {0.999});
+    Set<int64_t>("ids", {3}, {2, 0, 2});
+    Set<float>("dout", {3, 2}, {1, 2, 3, 4, 5, 6});
+    Set<float>("lr", {1}, {0.1});
+    Op("lookup_table_v2_grad").Input("W", w).Input("Ids", "ids").Input("Out@GRAD", "dout").Output("W@GRAD", g)
+        .Attr("is_sparse", std::string(run) != "dense");
+    Op("adam").Input("Param", w).Input("Grad", g).Input("LearningRate", "lr").Input("Moment1", w + "_m1")
+        .Input("Moment2", w + "_m2").Input("Beta1Pow", w + "_b1").Input("Beta2Pow", w + "_b2").Output("ParamOut", w)
+        .Output("Moment1Out", w + "_m1").Output("Moment2Out", w + "_m2").Attr("lazy_mode", std::string(run) == "lazy");
+  }
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("w_sparse"), Values("w_dense"));
+  EXPECT_EQ(Values("w_sparse_m1"), Values("w_dense_m1"));
+  const std::vector<double> lazy = Values("w_lazy"), dense = Values("w_dense"), m1 = Values("w_lazy_m1");
+  for (int i : {0, 1, 4, 5}) EXPECT_EQ(lazy[i], dense[i]) << "touched rows 0 and 2 as dense Adam, element " << i;
+  for (int i : {2, 3, 6, 7}) {
+    EXPECT_EQ(lazy[i], table[i]) << "untouched rows 1 and 3 keep their values, element " << i;
+    EXPECT_FLOAT_EQ(m1[i], i < 4 ? 0.2 : 0.4) << "and their moments, element " << i;
+  }
+  EXPECT_NE(dense[2], table[2]) << "dense Adam moves an untouched row (its moment is not 0)";
+}
+
 TEST_F(MathForward, LookupTableIdOutOfRangeIsAnError) {
   Set<float>("w", {2, 2}, {1, 2, 3, 4});
   Set<int64_t>("ids", {2}, {1, 2});

@@ -6,6 +6,7 @@
 // where b1^t, b2^t come in as Beta1Pow/Beta2Pow (and, when the outputs are given, are
 // advanced by one step into Beta1PowOut/Beta2PowOut).
 #include <cmath>
+#include <map>
 
 #include "broadcast.h"
 #include "kernels.h"
@@ -41,31 +42,35 @@ VecMap<T> InPlace(KernelContext& ctx, const char* out_slot, const char* in_slot)
   return VecMap<T>(po, in.numel());
 }
 
-// sgd with a sparse gradient: only the gradient's rows of the parameter change.
-template <class T>
-void SparseSgd(KernelContext& ctx, const Variable::SelectedRows& grad) {
-  Tensor param = ctx.Input("Param");
+// The width of a row of `param` that SelectedRows `grad` holds rows of, after checking
+// that its height, value and row numbers fit.
+int64_t SparseRowWidth(const Tensor& param, const Variable::SelectedRows& grad) {
   const auto dims = param.dims();
   if (dims.empty() || grad.height != dims[0]) {
     throw Error("Grad is SelectedRows of height " + std::to_string(grad.height) + "; Param " + DimsString(dims) +
                 " needs height " + (dims.empty() ? std::string("of a [rows, ...] tensor") : std::to_string(dims[0])));
   }
   const int64_t width = dims[0] == 0 ? 0 : param.numel() / dims[0];
-  Tensor value = grad.value;
-  if (value.numel() != static_cast<int64_t>(grad.count) * width) {
-    throw Error("Grad's value " + DimsString(value.dims()) + " must hold " + std::to_string(grad.count) + " rows of " +
+  if (grad.value.numel() != static_cast<int64_t>(grad.count) * width) {
+    throw Error("Grad's value " + DimsString(grad.value.dims()) + " must hold " + std::to_string(grad.count) + " rows of " +
                 std::to_string(width) + " elements");
   }
+  for (size_t i = 0; i < grad.count; ++i) {
+    if (grad.rows[i] < 0 || grad.rows[i] >= grad.height) {
+      throw Error("Grad row " + std::to_string(grad.rows[i]) + " is outside [0, " + std::to_string(grad.height) + ")");
+    }
+  }
+  return width;
+}
+
+// sgd with a sparse gradient: only the gradient's rows of the parameter change.
+template <class T>
+void SparseSgd(KernelContext& ctx, const Variable::SelectedRows& grad) {
+  const int64_t width = SparseRowWidth(ctx.Input("Param"), grad);
   const T lr = LearningRate<T>(ctx);
   auto p = InPlace<T>(ctx, "ParamOut", "Param");
-  const T* g = value.data<T>();
-  for (size_t i = 0; i < grad.count; ++i) {
-    const int64_t row = grad.rows[i];
-    if (row < 0 || row >= grad.height) {
-      throw Error("Grad row " + std::to_string(row) + " is outside [0, " + std::to_string(grad.height) + ")");
-    }
-    p.segment(row * width, width) -= lr * ConstVecMap<T>(g + i * width, width);
-  }
+  const T* g = grad.value.data<T>();
+  for (size_t i = 0; i < grad.count; ++i) p.segment(grad.rows[i] * width, width) -= lr * ConstVecMap<T>(g + i * width, width);
 }
 
 template <class T>
@@ -100,29 +105,69 @@ void Momentum(KernelContext& ctx) {
   }
 }
 
+// Adam on `g` (a gradient of `rows` rows of `width`, at rows `at` of the parameter, or
+// all of it when `at` is null).
 template <class T>
-void Adam(KernelContext& ctx) {
+void AdamUpdate(KernelContext& ctx, const T* g, const std::vector<int64_t>* at, int64_t width) {
   Tensor param = ctx.Input("Param");
-  Tensor grad = ctx.Input("Grad");
-  Tensor m1_in = ctx.Input("Moment1");
-  Tensor m2_in = ctx.Input("Moment2");
-  CheckSameShape(param, "Param", grad, "Grad");
-  CheckSameShape(param, "Param", m1_in, "Moment1");
-  CheckSameShape(param, "Param", m2_in, "Moment2");
+  CheckSameShape(param, "Param", ctx.Input("Moment1"), "Moment1");
+  CheckSameShape(param, "Param", ctx.Input("Moment2"), "Moment2");
   const T lr = LearningRate<T>(ctx);
   const T b1 = static_cast<T>(ctx.Attr<float>("beta1")), b2 = static_cast<T>(ctx.Attr<float>("beta2"));
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
   const T b1_pow = *ctx.Input("Beta1Pow").data<T>(), b2_pow = *ctx.Input("Beta2Pow").data<T>();
   const T lr_t = lr * std::sqrt(T(1) - b2_pow) / (T(1) - b1_pow);
-  const auto g = Flat<T>(grad);
   auto m1 = InPlace<T>(ctx, "Moment1Out", "Moment1");
   auto m2 = InPlace<T>(ctx, "Moment2Out", "Moment2");
-  m1 = b1 * m1 + (T(1) - b1) * g;
-  m2 = b2 * m2 + (T(1) - b2) * g.square();
   auto p = InPlace<T>(ctx, "ParamOut", "Param");
-  p -= lr_t * m1 / (m2.sqrt() + eps);
+  const auto update = [&](int64_t offset, int64_t n, const T* gp) {
+    const ConstVecMap<T> gv(gp, n);
+    auto m1s = m1.segment(offset, n), m2s = m2.segment(offset, n);
+    m1s = b1 * m1s + (T(1) - b1) * gv;
+    m2s = b2 * m2s + (T(1) - b2) * gv.square();
+    p.segment(offset, n) -= lr_t * m1s / (m2s.sqrt() + eps);
+  };
+  if (at == nullptr) update(0, param.numel(), g);
+  else for (size_t i = 0; i < at->size(); ++i) update((*at)[i] * width, width, g + static_cast<int64_t>(i) * width);
   if (ctx.HasOutput("Beta1PowOut")) *ctx.Output("Beta1PowOut").Allocate<T>({1}) = b1_pow * b1;
   if (ctx.HasOutput("Beta2PowOut")) *ctx.Output("Beta2PowOut").Allocate<T>({1}) = b2_pow * b2;
+}
+
+// A SelectedRows gradient's repeated rows summed: Fluid's sparse Adam sees each row once.
+// lazy_mode updates those rows alone; otherwise every row is updated, the others with a
+// zero gradient (their moments decay), exactly as the dense gradient would.
+template <class T>
+void SparseAdam(KernelContext& ctx, const Variable::SelectedRows& grad) {
+  Tensor param = ctx.Input("Param");
+  const int64_t width = SparseRowWidth(param, grad);
+  const T* g = grad.value.data<T>();
+  if (!ctx.Attr<bool>("lazy_mode")) {
+    std::vector<T> dense(static_cast<size_t>(param.numel()), T(0));
+    for (size_t i = 0; i < grad.count; ++i) {
+      VecMap<T>(dense.data() + grad.rows[i] * width, width) += ConstVecMap<T>(g + static_cast<int64_t>(i) * width, width);
+    }
+    return AdamUpdate<T>(ctx, dense.data(), nullptr, width);
+  }
+  std::vector<int64_t> rows;
+  std::vector<T> merged;
+  std::map<int64_t, size_t> index;
+  for (size_t i = 0; i < grad.count; ++i) {
+    auto [it, fresh] = index.try_emplace(grad.rows[i], rows.size());
+    if (fresh) {
+      rows.push_back(grad.rows[i]);
+      merged.resize(merged.size() + static_cast<size_t>(width), T(0));
+    }
+    VecMap<T>(merged.data() + it->second * width, width) += ConstVecMap<T>(g + static_cast<int64_t>(i) * width, width);
+  }
+  AdamUpdate<T>(ctx, merged.data(), &rows, width);
+}
+
+template <class T>
+void Adam(KernelContext& ctx) {
+  if (Variable grad = ctx.InputVar("Grad"); grad.IsSelectedRows()) return SparseAdam<T>(ctx, grad.selected_rows());
+  Tensor grad = ctx.Input("Grad");
+  CheckSameShape(ctx.Input("Param"), "Param", grad, "Grad");
+  AdamUpdate<T>(ctx, grad.data<T>(), nullptr, 0);
 }
 
 }  // namespace
@@ -152,7 +197,7 @@ void RegisterOptimizers(Registrar& r) {
   r.Op(OpSchema("adam")
            .Doc("Adam (Kingma & Ba) with bias correction from Beta1Pow/Beta2Pow (beta^t).")
            .Input("Param", "parameter")
-           .Input("Grad", "its gradient")
+           .Input("Grad", "its gradient; or SelectedRows of Param's rows (see lazy_mode)")
            .Input("LearningRate", "[1] learning rate")
            .Input("Moment1", "first moment")
            .Input("Moment2", "second moment")
@@ -166,6 +211,7 @@ void RegisterOptimizers(Registrar& r) {
            .Attr("beta1", 0.9, "decay of the first moment")
            .Attr("beta2", 0.999, "decay of the second moment")
            .Attr("epsilon", 1e-8, "added to the denominator")
+           .Attr("lazy_mode", false, "a sparse Grad updates only its rows (else every row, the others with 0)")
            .KernelDtypeFrom("Param"));
   RegisterCpu<float, double>(r, "adam", [](auto t) { return &Adam<decltype(t)>; });
 }

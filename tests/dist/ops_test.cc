@@ -1,10 +1,11 @@
 // The dist_grpc ops in one process: a pserver program and a trainer program run by two
-// executors over loopback, here with a sparse (SelectedRows) gradient, which no shipped op
-// produces yet, so it is made in the trainer's scope by hand.
+// executors over loopback, with sparse (SelectedRows) gradients made by hand and by
+// lookup_table's sparse path.
 #include <gtest/gtest.h>
 
 #include <future>
 
+#include "core/program/backward.h"
 #include "core/program/builder.h"
 #include "core/runtime/executor.h"
 #include "rill/abi.h"
@@ -86,6 +87,59 @@ TEST(DistOps, ASparseGradientUpdatesOnlyItsRowsOnThePserver) {
     EXPECT_EQ(Floats(*tr_scope, "w"), (std::vector<float>{0, 0, 0.5f, 0.5f, 2, 2, 1, 0}));
   }  // the trainer's run ends: its pserver is told, and ends too
   EXPECT_EQ(ps.Finish(), (std::vector<float>{0, 0, 0.5f, 0.5f, 2, 2, 1, 0}));
+}
+
+// Embedding training through the pserver (issue 45): lookup_table_v2 with is_sparse makes
+// w's gradient SelectedRows of the looked-up rows, which is what the trainer sends (3 rows
+// of the table's 4), and the pserver's sparse sgd leaves w as dense local training does.
+TEST(DistOps, AnEmbeddingTrainsThroughThePserverOnItsLookedUpRowsAlone) {
+  // loss = sum(lookup(w, ids)^2); w [4, 2] starts as the pserver's (rows 1, 2, 3, 4).
+  const auto program = [](bool sparse) {
+    ProgramBuilder pb;
+    pb.block(0).Var("w", RILL_FP32, {4, 2}, true);
+    pb.block(0).Op("lookup_table_v2").Input("W", "w").Input("Ids", "ids").Output("Out", "emb").Attr("is_sparse", sparse);
+    pb.block(0).Op("square").Input("X", "emb").Output("Out", "sq");
+    pb.block(0).Op("reduce_sum").Input("X", "sq").Output("Out", "loss").Attr("reduce_all", true);
+    proto::ProgramDesc p = pb.Build();
+    core::AppendBackward(p, ShippedRegistry(), "loss", {"w"});
+    return p;
+  };
+  const auto start = [](core::Scope& scope) {
+    core::Tensor* w = scope.Var("w")->GetMutableTensor();
+    w->Allocate(RILL_FP32, {4, 2});
+    for (int64_t i = 0; i < 8; ++i) w->data_as<float>()[i] = static_cast<float>(i / 2 + 1);
+    core::Tensor* ids = scope.Var("ids")->GetMutableTensor();
+    ids->Allocate(RILL_INT64, {3});
+    const int64_t v[] = {3, 1, 3};
+    std::copy(v, v + 3, ids->data_as<int64_t>());
+  };
+  // Dense, in one process: sgd with the pserver's learning rate.
+  proto::ProgramDesc dense = program(false);
+  core::AppendSgd(dense, {{"w", "w@GRAD"}}, 0.5f);
+  auto local = core::Scope::NewRoot();
+  start(*local);
+  core::Executor local_run(ShippedRegistry(), std::make_shared<proto::ProgramDesc>(dense));
+  for (int step = 0; step < 2; ++step) local_run.Run(0, local);
+
+  Pserver ps;
+  proto::ProgramDesc trainer = program(true);
+  core::BlockBuilder(trainer.mutable_blocks(0)).Op("send").Input("X", "w@GRAD").Output("Out", "w")
+      .Attr("epmap", std::vector<std::string>{ps.endpoint()}).Attr("deadline_ms", int32_t{10000});
+  auto scope = core::Scope::NewRoot();
+  start(*scope);
+  {
+    core::Executor run(ShippedRegistry(), std::make_shared<proto::ProgramDesc>(trainer));
+    for (int step = 0; step < 2; ++step) {
+      run.Run(0, scope);
+      core::Variable* grad = scope->FindVar("w@GRAD");
+      ASSERT_TRUE(grad->is_selected_rows()) << "the gradient sent is SelectedRows: " << grad->KindName();
+      const core::SelectedRows* sent = grad->GetMutableSelectedRows();
+      EXPECT_EQ(sent->rows, (std::vector<int64_t>{3, 1, 3})) << "the looked-up rows alone, not the table's 4";
+      EXPECT_EQ(sent->value.dims().ToVector(), (std::vector<int64_t>{3, 2}));
+    }
+  }
+  EXPECT_EQ(Floats(*scope, "w"), Floats(*local, "w"));
+  EXPECT_EQ(ps.Finish(), Floats(*local, "w"));
 }
 
 // Without Out, send still waits for each iteration to be optimized (its barrier does), so

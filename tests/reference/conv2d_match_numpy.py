@@ -61,18 +61,6 @@ def conv_transpose(x, w, s=(1, 1), pad=(0, 0, 0, 0), d=(1, 1), groups=1, extra=(
     return full[:, :, pad[0]:pad[0] + oh, pad[2]:pad[2] + ow]
 
 
-def attrs(**kv):
-    out = []
-    for name, v in kv.items():
-        if isinstance(v, str):
-            out.append('attrs { name: "%s" type: STRING s: "%s" }' % (name, v))
-        elif isinstance(v, int):
-            out.append('attrs { name: "%s" type: INT i: %d }' % (name, v))
-        else:
-            out.append('attrs { name: "%s" type: INTS %s }' % (name, " ".join("ints: %d" % i for i in v)))
-    return " ".join(out)
-
-
 rng = np.random.default_rng(23)
 failed = False
 for dtype, tol in ((np.float32, 1e-5), (np.float64, 1e-12)):
@@ -85,34 +73,32 @@ for dtype, tol in ((np.float32, 1e-5), (np.float64, 1e-12)):
               "wtg": rng.standard_normal((4, 2, 2, 3)).astype(dtype)}
     cases = [
         ("conv2d", "", {"Input": "x", "Filter": "w"}, conv(x, inputs["w"])),
-        ("conv2d", attrs(strides=[2, 2], paddings=[1, 1]), {"Input": "x", "Filter": "w"}, conv(x, inputs["w"], (2, 2), (1, 1, 1, 1))),
-        ("conv2d", attrs(paddings=[0, 2, 1, 0], dilations=[2, 1]), {"Input": "x", "Filter": "w"},
+        ("conv2d", op_reference.attrs(strides=[2, 2], paddings=[1, 1]), {"Input": "x", "Filter": "w"}, conv(x, inputs["w"], (2, 2), (1, 1, 1, 1))),
+        ("conv2d", op_reference.attrs(paddings=[0, 2, 1, 0], dilations=[2, 1]), {"Input": "x", "Filter": "w"},
          conv(x, inputs["w"], pad=(0, 2, 1, 0), d=(2, 1))),
-        ("conv2d", attrs(groups=2, strides=[1, 2]), {"Input": "x", "Filter": "wg"}, conv(x, inputs["wg"], (1, 2), groups=2)),
-        ("conv2d", attrs(padding_algorithm="SAME", strides=[2, 3]), {"Input": "x", "Filter": "w"},
+        ("conv2d", op_reference.attrs(groups=2, strides=[1, 2]), {"Input": "x", "Filter": "wg"}, conv(x, inputs["wg"], (1, 2), groups=2)),
+        ("conv2d", op_reference.attrs(padding_algorithm="SAME", strides=[2, 3]), {"Input": "x", "Filter": "w"},
          conv(x, inputs["w"], (2, 3), same=True)),
-        ("conv2d", attrs(padding_algorithm="VALID", paddings=[4, 4]), {"Input": "x", "Filter": "w"}, conv(x, inputs["w"])),
+        ("conv2d", op_reference.attrs(padding_algorithm="VALID", paddings=[4, 4]), {"Input": "x", "Filter": "w"}, conv(x, inputs["w"])),
         ("conv2d", "", {"Input": "x", "Filter": "w1"}, conv(x, inputs["w1"])),
-        ("depthwise_conv2d", attrs(groups=4, paddings=[1, 1]), {"Input": "x", "Filter": "wd"},
+        ("depthwise_conv2d", op_reference.attrs(groups=4, paddings=[1, 1]), {"Input": "x", "Filter": "wd"},
          conv(x, inputs["wd"], pad=(1, 1, 1, 1), groups=4)),
-        ("conv2d", attrs(data_format="NHWC", strides=[2, 1], paddings=[1, 0]), {"Input": "xt", "Filter": "w"},
+        ("conv2d", op_reference.attrs(data_format="NHWC", strides=[2, 1], paddings=[1, 0]), {"Input": "xt", "Filter": "w"},
          conv(xt, inputs["w"], (2, 1), (1, 1, 0, 0), nhwc=True)),
         ("conv2d_transpose", "", {"Input": "x", "Filter": "wt"}, conv_transpose(x, inputs["wt"])),
-        ("conv2d_transpose", attrs(strides=[2, 2], paddings=[1, 1]), {"Input": "x", "Filter": "wt"},
+        ("conv2d_transpose", op_reference.attrs(strides=[2, 2], paddings=[1, 1]), {"Input": "x", "Filter": "wt"},
          conv_transpose(x, inputs["wt"], (2, 2), (1, 1, 1, 1))),
-        ("conv2d_transpose", attrs(strides=[2, 3], paddings=[1, 0, 0, 1], output_padding=[1, 2]), {"Input": "x", "Filter": "wt"},
+        ("conv2d_transpose", op_reference.attrs(strides=[2, 3], paddings=[1, 0, 0, 1], output_padding=[1, 2]), {"Input": "x", "Filter": "wt"},
          conv_transpose(x, inputs["wt"], (2, 3), (1, 0, 0, 1), extra=(1, 2))),
-        ("conv2d_transpose", attrs(strides=[2, 2], output_size=[20, 18], dilations=[1, 2]), {"Input": "x", "Filter": "wt"},
+        ("conv2d_transpose", op_reference.attrs(strides=[2, 2], output_size=[20, 18], dilations=[1, 2]), {"Input": "x", "Filter": "wt"},
          conv_transpose(x, inputs["wt"], (2, 2), d=(1, 2), extra=(1, 1))),
-        ("conv2d_transpose", attrs(groups=2, strides=[1, 2]), {"Input": "x", "Filter": "wtg"},
+        ("conv2d_transpose", op_reference.attrs(groups=2, strides=[1, 2]), {"Input": "x", "Filter": "wtg"},
          conv_transpose(x, inputs["wtg"], (1, 2), groups=2)),
-        ("conv2d_transpose", attrs(data_format="NHWC", strides=[2, 1]), {"Input": "xt", "Filter": "wt"},
+        ("conv2d_transpose", op_reference.attrs(data_format="NHWC", strides=[2, 1]), {"Input": "xt", "Filter": "wt"},
          conv_transpose(xt, inputs["wt"], (2, 1), nhwc=True)),
     ]
-    try:
-        outs = op_reference.run_ops(rill, work, tag, inputs, [(op, a, slots, ["Output"]) for op, a, slots, _ in cases])
-    except RuntimeError as e:
-        print("FAIL: %s" % e)
+    outs = op_reference.run_cases(rill, work, tag, inputs, [(op, a, slots, ["Output"]) for op, a, slots, _ in cases])
+    if outs is None:
         failed = True
         continue
     for got, (op, a, slots, want) in zip(outs, cases):

@@ -46,13 +46,7 @@ def batch_norm(x, scale, bias, mean, var, nhwc=False, test=False, momentum=float
     return [y, momentum * mean + (1 - momentum) * bm, momentum * var + (1 - momentum) * bv, bm, 1 / np.sqrt(bv + eps)]
 
 
-def attr(name, kind, value):
-    field = {"INT": "i", "FLOAT": "f", "BOOLEAN": "b", "STRING": "s", "LONG": "l"}[kind]
-    if kind == "BOOLEAN":
-        value = "true" if value else "false"
-    elif kind == "STRING":
-        value = '"%s"' % value
-    return 'attrs { name: "%s" type: %s %s: %s }' % (name, kind, field, value)
+A = op_reference.attrs
 
 
 rng = np.random.default_rng(11)
@@ -75,29 +69,26 @@ for dtype, tol in ((np.float32, 5e-6), (np.float64, 1e-12)):
     bn_train = ["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"]
     cases = [
         ("layer_norm", "", {"X": "x", "Scale": "s15", "Bias": "b15"}, ln, layer_norm(x, 1, scale15, bias15)),
-        ("layer_norm", attr("begin_norm_axis", "INT", 2), {"X": "x", "Scale": "s5"}, ln, layer_norm(x, 2, scale5)),
-        ("layer_norm", attr("epsilon", "FLOAT", 0.5), {"X": "x"}, ln, layer_norm(x, 1, eps=0.5)),
+        ("layer_norm", A(begin_norm_axis=2), {"X": "x", "Scale": "s5"}, ln, layer_norm(x, 2, scale5)),
+        ("layer_norm", A(epsilon=0.5), {"X": "x"}, ln, layer_norm(x, 1, eps=0.5)),
         ("batch_norm", "", dict(X="nchw", **bn_in), bn_train, batch_norm(inputs["nchw"], *bn_args)),
-        ("batch_norm", attr("data_layout", "STRING", "NHWC"), dict(X="nhwc", **bn_in), bn_train,
+        ("batch_norm", A(data_layout="NHWC"), dict(X="nhwc", **bn_in), bn_train,
          batch_norm(inputs["nhwc"], *bn_args, nhwc=True)),
-        ("batch_norm", attr("is_test", "BOOLEAN", True), dict(X="nchw", **bn_in), ["Y", "MeanOut", "VarianceOut"],
+        ("batch_norm", A(is_test=True), dict(X="nchw", **bn_in), ["Y", "MeanOut", "VarianceOut"],
          batch_norm(inputs["nchw"], *bn_args, test=True)),
-        ("dropout", attr("is_test", "BOOLEAN", True) + " " + attr("dropout_prob", "FLOAT", 0.25), "x", ["Out"],
+        ("dropout", A(is_test=True, dropout_prob=0.25), "x", ["Out"],
          [x * np.float32(0.75).astype(dtype)]),
-        ("dropout", attr("is_test", "BOOLEAN", True) + " " + attr("dropout_implementation", "STRING", "upscale_in_train"),
+        ("dropout", A(is_test=True, dropout_implementation="upscale_in_train"),
          "x", ["Out"], [x]),
     ]
     training = []
     for how in ("downgrade_in_infer", "upscale_in_train"):
         for repeat in range(2):
             training.append(how)
-            cases.append(("dropout", " ".join([attr("dropout_prob", "FLOAT", 0.3), attr("fix_seed", "BOOLEAN", True),
-                                               attr("seed", "INT", 5), attr("dropout_implementation", "STRING", how)]),
+            cases.append(("dropout", A(dropout_prob=0.3, fix_seed=True, seed=5, dropout_implementation=how),
                           "big", ["Out", "Mask"], None))
-    try:
-        outs = op_reference.run_ops(rill, work, tag, inputs, [c[:4] for c in cases])
-    except RuntimeError as e:
-        print("FAIL: %s" % e)
+    outs = op_reference.run_cases(rill, work, tag, inputs, [c[:4] for c in cases])
+    if outs is None:
         failed = True
         continue
     for got, (op, attrs, slots, names, want) in zip(outs, cases):

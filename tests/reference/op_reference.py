@@ -68,3 +68,30 @@ def matches(label, got, want, tol=0.0):
         return False
     print("ok: %s: max relative error %.1e" % (label, err))
     return True
+
+
+def attrs(**kv):
+    """Text-format attributes from Python values: bool BOOLEAN, int INT, float FLOAT, str
+    STRING, a list of ints INTS."""
+    out = []
+    for name, v in kv.items():
+        if isinstance(v, bool):
+            out.append('attrs { name: "%s" type: BOOLEAN b: %s }' % (name, "true" if v else "false"))
+        elif isinstance(v, int):
+            out.append('attrs { name: "%s" type: INT i: %d }' % (name, v))
+        elif isinstance(v, float):
+            out.append('attrs { name: "%s" type: FLOAT f: %r }' % (name, v))
+        elif isinstance(v, str):
+            out.append('attrs { name: "%s" type: STRING s: "%s" }' % (name, v))
+        else:
+            out.append('attrs { name: "%s" type: INTS %s }' % (name, " ".join("ints: %d" % i for i in v)))
+    return " ".join(out)
+
+
+def run_cases(rill, work, tag, inputs, cases):
+    """run_ops, printing FAIL and returning None when rill fails."""
+    try:
+        return run_ops(rill, work, tag, inputs, cases)
+    except RuntimeError as e:
+        print("FAIL: %s: %s" % (tag, e))
+        return None

@@ -1,7 +1,7 @@
 // Paddle's book models end to end (issue 45, point 5): written as programs by our own
 // builder, trained on synthetic data with a known answer to a stated accuracy, saved in
-// save_inference_model's layout and served by `rill run DIR`: recognize_digits' conv net and
-// a small residual net. (word2vec through the parameter servers is still to come.)
+// save_inference_model's layout and served by `rill run DIR`: recognize_digits' MLP and conv
+// net, and a small residual net. (word2vec through the parameter servers is still to come.)
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -87,6 +87,24 @@ Model ConvNet() {
   return m;
 }
 
+// recognize_digits' MLP: two hidden fc layers with relu, then fc and softmax.
+Model Mlp() {
+  Model m;
+  m.params = {{"h1_w", {64, 32}}, {"h1_b", {32}}, {"h2_w", {32, 32}}, {"h2_b", {32}}, {"fc_w", {32, 4}}, {"fc_b", {4}}};
+  m.forward = [](core::BlockBuilder& b, bool) {
+    std::string x = "img";
+    for (const char* layer : {"h1", "h2", "fc"}) {
+      const std::string l = layer;
+      b.Op("mul").Input("X", x).Input("Y", l + "_w").Output("Out", l + "_mul");
+      b.Op("elementwise_add").Input("X", l + "_mul").Input("Y", l + "_b").Output("Out", l + "_add").Attr("axis", int32_t{1});
+      if (l != "fc") b.Op("relu").Input("X", l + "_add").Output("Out", l);
+      x = l;
+    }
+    b.Op("softmax").Input("X", "fc_add").Output("Out", "prob");
+  };
+  return m;
+}
+
 // A small residual net: conv-bn-relu, a residual block (conv-bn-relu, conv-bn, the
 // shortcut added, relu), global average pooling, fc, softmax.
 Model ResidualNet() {
@@ -155,7 +173,7 @@ void TrainSaveAndServe(const Model& m, const std::string& name, int steps, float
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
   };
   for (const auto& [p, dims] : m.params) {
-    set(p, dims, [&, p = p] { return ends_with(p, "_scale") ? 1.0f : ends_with(p, "_bias") || p == "fc_b" ? 0.0f : init(rng); });
+    set(p, dims, [&, p = p] { return ends_with(p, "_scale") ? 1.0f : ends_with(p, "_bias") || ends_with(p, "_b") ? 0.0f : init(rng); });
     set(p + "_m1", dims, [] { return 0.0f; });
     set(p + "_m2", dims, [] { return 0.0f; });
     set(p + "_b1", {1}, [] { return 0.9f; });
@@ -219,6 +237,10 @@ void TrainSaveAndServe(const Model& m, const std::string& name, int steps, float
     correct += std::max_element(row, row + 4) - row == test.labels.data_as<int64_t>()[i];
   }
   EXPECT_GE(correct, static_cast<int>(200 * accuracy)) << name << ": the served model's accuracy on 200 fresh images";
+}
+
+TEST(BookModels, RecognizeDigitsMlpTrainsWithAdamAndServesFromItsSavedModel) {
+  TrainSaveAndServe(Mlp(), "recognize_digits_mlp", 150, 0.01f, 0.95f);
 }
 
 TEST(BookModels, RecognizeDigitsConvNetTrainsWithAdamAndServesFromItsSavedModel) {

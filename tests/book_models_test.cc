@@ -1,7 +1,8 @@
 // Paddle's book models end to end (issue 45, point 5): written as programs by our own
 // builder, trained on synthetic data with a known answer to a stated accuracy, saved in
 // save_inference_model's layout and served by `rill run DIR`: recognize_digits' MLP and conv
-// net, and a small residual net. (word2vec through the parameter servers is still to come.)
+// net, and a small residual net. word2vec, trained through the parameter servers with sparse
+// updates, is examples/word2vec/train_dist.sh (ctest word2vec_sparse_distributed_...).
 #include <gtest/gtest.h>
 
 #include <filesystem>

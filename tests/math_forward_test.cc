@@ -144,6 +144,29 @@ TEST_F(MathForward, AdamWithASparseGradientMatchesDenseOrLazilyUpdatesItsRows) {
   EXPECT_NE(dense[2], table[2]) << "dense Adam moves an untouched row (its moment is not 0)";
 }
 
+// One table looked up twice: backward sums the two gradients; sparse ones stay sparse
+// (their rows one after the other), and a dense one among them takes theirs in.
+TEST_F(MathForward, SumOfSparseGradientsStaysSparseOrAddsIntoADenseOne) {
+  Set<float>("w", {4, 2}, {0, 1, 10, 11, 20, 21, 30, 31});
+  Set<int64_t>("ids_a", {2}, {2, 0});
+  Set<int64_t>("ids_b", {1}, {2});
+  Set<float>("dout_a", {2, 2}, {1, 2, 3, 4});
+  Set<float>("dout_b", {1, 2}, {5, 6});
+  Set<float>("dense", {4, 2}, {1, 1, 1, 1, 1, 1, 1, 1});
+  for (const char* k : {"a", "b"}) {
+    Op("lookup_table_v2_grad").Input("W", "w").Input("Ids", std::string("ids_") + k).Input("Out@GRAD", std::string("dout_") + k)
+        .Output("W@GRAD", std::string("g_") + k).Attr("is_sparse", true);
+  }
+  Op("sum").Input("X", {"g_a", "g_b"}).Output("Out", "g_sparse");
+  Op("sum").Input("X", {"g_a", "dense", "g_b"}).Output("Out", "g_dense");
+  ASSERT_EQ(Run(), "");
+  core::Variable* sparse = scope()->FindVar("g_sparse");
+  ASSERT_TRUE(sparse->is_selected_rows()) << sparse->KindName();
+  EXPECT_EQ(sparse->GetMutableSelectedRows()->rows, (std::vector<int64_t>{2, 0, 2}));
+  EXPECT_EQ(sparse->GetMutableSelectedRows()->value.ValuesToString(), "1 2 3 4 5 6");
+  EXPECT_EQ(Values("g_dense"), (std::vector<double>{4, 5, 1, 1, 7, 9, 1, 1}));
+}
+
 TEST_F(MathForward, LookupTableIdOutOfRangeIsAnError) {
   Set<float>("w", {2, 2}, {1, 2, 3, 4});
   Set<int64_t>("ids", {2}, {1, 2});

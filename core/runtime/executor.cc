@@ -236,6 +236,8 @@ std::pair<int32_t, int32_t> KernelKey(const PreparedOp& op, const RillKernelCont
   const auto& args = op.info.inputs[static_cast<size_t>(op.dtype_input)];
   if (v == nullptr) v = ctx.Arg(&args, 0);
   const Tensor* t = v ? v->GetTensor() : nullptr;
+  // SelectedRows (a sparse gradient) choose by their values' dtype.
+  if (t == nullptr && v != nullptr && v->is_selected_rows()) t = &v->GetMutableSelectedRows()->value;
   if (t == nullptr || !t->initialized()) ThrowNoTensorYet(op, args);
   return {device, t->dtype()};
 }

@@ -10,9 +10,61 @@
 namespace rill::math {
 namespace {
 
+// sum with SelectedRows among X (the gradients of one embedding looked up several times):
+// all SelectedRows give SelectedRows, their rows and values one after the other (repeats
+// kept, as in Fluid); with a dense X too, the rows are added into the dense sum.
+template <class T>
+void SumWithSelectedRows(KernelContext& ctx, size_t n) {
+  std::vector<int64_t> rows, dense_dims;
+  std::vector<T> values, dense;
+  int64_t height = -1, width = -1;
+  for (size_t i = 0; i < n; ++i) {
+    Variable x = ctx.InputVar("X", i);
+    if (!x.IsSelectedRows()) {
+      Tensor t = x.tensor();
+      if (dense.empty()) {
+        dense_dims = t.dims();
+        dense.assign(t.data<T>(), t.data<T>() + t.numel());
+      } else if (t.dims() != dense_dims) {
+        throw Error("X[" + std::to_string(i) + "] has shape " + DimsString(t.dims()) + ", an earlier X " + DimsString(dense_dims));
+      } else {
+        VecMap<T>(dense.data(), t.numel()) += ConstVecMap<T>(t.data<T>(), t.numel());
+      }
+      continue;
+    }
+    const Variable::SelectedRows sr = x.selected_rows();
+    const int64_t w = sr.count == 0 ? width : sr.value.numel() / static_cast<int64_t>(sr.count);
+    if ((height >= 0 && sr.height != height) || (width >= 0 && sr.count > 0 && w != width)) {
+      throw Error("X[" + std::to_string(i) + "] is SelectedRows of height " + std::to_string(sr.height) + " and rows of " +
+                  std::to_string(w) + "; an earlier X has " + std::to_string(height) + " and " + std::to_string(width));
+    }
+    height = sr.height;
+    if (sr.count > 0) width = w;
+    rows.insert(rows.end(), sr.rows, sr.rows + sr.count);
+    values.insert(values.end(), sr.value.data<T>(), sr.value.data<T>() + sr.value.numel());
+  }
+  if (dense.empty()) {
+    Tensor out = ctx.OutputVar("Out").SetSelectedRows(rows.data(), rows.size(), height);
+    std::copy(values.begin(), values.end(), out.Allocate<T>({static_cast<int64_t>(rows.size()), std::max<int64_t>(width, 0)}));
+    return;
+  }
+  const int64_t dense_width = dense_dims.empty() || dense_dims[0] == 0 ? 0 : static_cast<int64_t>(dense.size()) / dense_dims[0];
+  if (dense_dims.empty() || (height >= 0 && height != dense_dims[0]) || (width >= 0 && width != dense_width)) {
+    throw Error("SelectedRows of height " + std::to_string(height) + " cannot be added to X " + DimsString(dense_dims));
+  }
+  for (size_t k = 0; k < rows.size(); ++k) {
+    if (rows[k] < 0 || rows[k] >= dense_dims[0]) throw Error("a SelectedRows row " + std::to_string(rows[k]) + " is outside X");
+    VecMap<T>(dense.data() + rows[k] * dense_width, dense_width) += ConstVecMap<T>(values.data() + k * width, width);
+  }
+  std::copy(dense.begin(), dense.end(), ctx.AllocateOutput<T>("Out", dense_dims));
+}
+
 template <class T>
 void Sum(KernelContext& ctx) {
   const size_t n = ctx.op().InputCount("X");
+  for (size_t i = 0; i < n; ++i) {
+    if (ctx.InputVar("X", i).IsSelectedRows()) return SumWithSelectedRows<T>(ctx, n);
+  }
   Tensor first = ctx.Input("X", 0);
   const std::vector<int64_t> dims = first.dims();
   Vec<T> acc = ConstVecMap<T>(first.data<T>(), first.numel());
@@ -159,7 +211,8 @@ void AddReduce(Registrar& r, const char* type, const char* what) {
 
 void RegisterReduce(Registrar& r) {
   const OpSchema sum = OpSchema("sum")
-      .Doc("Out = X[0] + X[1] + ..., tensors of one shape.")
+      .Doc("Out = X[0] + X[1] + ..., tensors of one shape; SelectedRows among them: SelectedRows of all their "
+           "rows, or added into the dense ones' sum.")
       .Input("X", "tensors to add", RILL_SLOT_DUPLICABLE)
       .Output("Out", "their sum")
       .KernelDtypeFrom("X")

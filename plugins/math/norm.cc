@@ -41,21 +41,35 @@ Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>> RowOf(KernelContext& ctx, c
   return {ctx.Input(slot).data<T>(), width};
 }
 
+// Each row of X normalized: its mean, (biased) variance, 1 / sqrt(variance + epsilon),
+// and xhat = (x - mean) / sqrt(variance + epsilon).
+template <class T>
+struct NormalizedRows {
+  Vec<T> mean, var, inv_sigma;
+  Rows<T> xhat;
+};
+template <class T>
+NormalizedRows<T> Normalize(const ConstRowsMap<T>& xm, T eps) {
+  NormalizedRows<T> n;
+  n.mean = xm.rowwise().mean();
+  n.xhat = xm.colwise() - n.mean;
+  n.var = n.xhat.square().rowwise().mean();
+  n.inv_sigma = (n.var + eps).rsqrt();
+  n.xhat.colwise() *= n.inv_sigma;
+  return n;
+}
+
 template <class T>
 void LayerNorm(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const NormShape s = LayerNormShape(ctx, x.dims());
-  const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
-  const ConstRowsMap<T> xm(x.data<T>(), s.rows, s.width);
-  const Vec<T> mean = xm.rowwise().mean();
-  Rows<T> y = xm.colwise() - mean;
-  const Vec<T> var = y.square().rowwise().mean();
-  y.colwise() /= (var + eps).sqrt();
+  NormalizedRows<T> n = Normalize<T>(ConstRowsMap<T>(x.data<T>(), s.rows, s.width), static_cast<T>(ctx.Attr<float>("epsilon")));
+  Rows<T>& y = n.xhat;
   if (ctx.HasInput("Scale")) y.rowwise() *= RowOf<T>(ctx, "Scale", s.width);
   if (ctx.HasInput("Bias")) y.rowwise() += RowOf<T>(ctx, "Bias", s.width);
   RowsMap<T>(ctx.AllocateOutput<T>("Y", x.dims()), s.rows, s.width) = y;
-  if (ctx.HasOutput("Mean")) VecMap<T>(ctx.AllocateOutput<T>("Mean", {s.rows}), s.rows) = mean;
-  if (ctx.HasOutput("Variance")) VecMap<T>(ctx.AllocateOutput<T>("Variance", {s.rows}), s.rows) = var;
+  if (ctx.HasOutput("Mean")) VecMap<T>(ctx.AllocateOutput<T>("Mean", {s.rows}), s.rows) = n.mean;
+  if (ctx.HasOutput("Variance")) VecMap<T>(ctx.AllocateOutput<T>("Variance", {s.rows}), s.rows) = n.var;
 }
 
 // With xhat = (x - mean) / sigma per row and dxhat = dy * scale:
@@ -65,13 +79,11 @@ template <class T>
 void LayerNormGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const NormShape s = LayerNormShape(ctx, x.dims());
-  const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
-  const ConstRowsMap<T> xm(x.data<T>(), s.rows, s.width);
+  const NormalizedRows<T> n =
+      Normalize<T>(ConstRowsMap<T>(x.data<T>(), s.rows, s.width), static_cast<T>(ctx.Attr<float>("epsilon")));
+  const Rows<T>& xhat = n.xhat;
+  const Vec<T>& inv_sigma = n.inv_sigma;
   const ConstRowsMap<T> dy(ctx.Input("Y@GRAD").data<T>(), s.rows, s.width);
-  const Vec<T> mean = xm.rowwise().mean();
-  Rows<T> xhat = xm.colwise() - mean;
-  const Vec<T> inv_sigma = (xhat.square().rowwise().mean() + eps).rsqrt();
-  xhat.colwise() *= inv_sigma;
   Rows<T> dxhat = dy;
   if (ctx.HasInput("Scale")) dxhat.rowwise() *= RowOf<T>(ctx, "Scale", s.width);
   if (ctx.HasOutput("X@GRAD")) {

@@ -91,13 +91,6 @@ Program::ListKind Program::ListKindOf(int32_t type) {
 
 std::optional<StrId> Program::FindStr(std::string_view s) const { return names_.Find(s); }
 
-size_t Program::MemoryBytes() const {
-  const auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
-  return sizeof(*this) + names_.pool.capacity() + bytes(names_.offsets) + bytes(names_.table) + bytes(blocks_) +
-         bytes(vars_) + bytes(dims_) + bytes(ops_) + bytes(slots_) + bytes(args_) + bytes(op_attrs_) + bytes(attrs_) +
-         bytes(ints_) + bytes(floats_) + bytes(strs_);
-}
-
 // Reads framework.proto's wire form field by field, as protobuf's own parser does (a
 // field of an unexpected wire type is skipped as unknown; repeated scalars packed or not),
 // appending to the program's arrays. Each message is read whole before the next begins,

@@ -128,8 +128,6 @@ class Program {
   // Version.version: Paddle 1.8 on (field 4), or Fluid's (field 2); 0 if neither.
   int64_t version() const { return version_; }
   size_t attrs_count() const { return attrs_.size(); }  // distinct attributes
-  // The memory this program holds, in bytes.
-  size_t MemoryBytes() const;
 
  private:
   friend class ProgramDecoder;

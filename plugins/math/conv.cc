@@ -2,6 +2,8 @@
 // strides, paddings of 2 or 4 values, padding_algorithm EXPLICIT/SAME/VALID, dilations,
 // groups, NCHW or NHWC), and their gradients. im2col and Eigen's GEMM per image and group,
 // fp32 and fp64: the baseline a library kernel is checked against, and the fp64 path.
+#include <tuple>
+
 #include "kernels.h"
 #include "ops.h"
 
@@ -26,11 +28,10 @@ ConvPlan PlanFrom(const std::string& format, const std::vector<int64_t>& in, con
                   int64_t groups, const std::vector<int64_t>& s, const std::vector<int64_t>& d,
                   const std::vector<int64_t>& pad) {
   ConvPlan p;
-  if (format != "NCHW" && format != "NHWC" && format != "AnyLayout") throw Error("data_format '" + format + "' is neither NCHW nor NHWC");
   if (in.size() != 4 || filter.size() != 4) {
     throw Error("Input " + DimsString(in) + " and Filter " + DimsString(filter) + " must be 4-D");
   }
-  p.nhwc = format == "NHWC";
+  p.nhwc = IsNhwc(format, "data_format");
   p.n = in[0];
   p.c = p.nhwc ? in[3] : in[1];
   p.h = p.nhwc ? in[1] : in[2];
@@ -76,9 +77,7 @@ ConvPlan PlanFrom(const std::string& format, const std::vector<int64_t>& in, con
 ConvPlan Plan(KernelContext& ctx, const std::vector<int64_t>& in, const std::vector<int64_t>& filter) {
   const std::vector<int64_t> s = ctx.Attr<std::vector<int64_t>>("strides");
   const std::vector<int64_t> d = ctx.Attr<std::vector<int64_t>>("dilations");
-  std::vector<int64_t> pad = ctx.Attr<std::vector<int64_t>>("paddings");
-  if (pad.size() == 2) pad = {pad[0], pad[0], pad[1], pad[1]};
-  if (pad.size() != 4) throw Error("paddings " + DimsString(pad) + " must have 2 or 4 values");
+  std::vector<int64_t> pad = FourPaddings(ctx.Attr<std::vector<int64_t>>("paddings"));
   const std::string format = ctx.Attr<std::string>("data_format");
   const std::string algorithm = ctx.Attr<std::string>("padding_algorithm");
   if (algorithm == "VALID") {
@@ -90,11 +89,8 @@ ConvPlan Plan(KernelContext& ctx, const std::vector<int64_t>& in, const std::vec
     const bool nhwc = format == "NHWC";
     const int64_t in_hw[2] = {nhwc ? in[1] : in[2], nhwc ? in[2] : in[3]};
     for (int a = 0; a < 2; ++a) {
-      const int64_t st = std::max<int64_t>(s[a], 1);
-      const int64_t out = (in_hw[a] + st - 1) / st;
-      const int64_t total = std::max<int64_t>((out - 1) * st + d[a] * (filter[2 + a] - 1) + 1 - in_hw[a], 0);
-      pad[2 * a] = total / 2;
-      pad[2 * a + 1] = total - total / 2;
+      std::tie(pad[2 * a], pad[2 * a + 1]) =
+          SamePadding(in_hw[a], d[a] * (filter[2 + a] - 1) + 1, std::max<int64_t>(s[a], 1));
     }
   } else if (algorithm != "EXPLICIT") {
     throw Error("padding_algorithm '" + algorithm + "' is not EXPLICIT, SAME or VALID");
@@ -257,11 +253,9 @@ ConvPlan TransposePlan(KernelContext& ctx, const std::vector<int64_t>& in, const
   if (filter[0] != c) throw Error("Filter " + DimsString(filter) + " must have Input's " + std::to_string(c) + " channels first");
   const std::vector<int64_t> s = ctx.Attr<std::vector<int64_t>>("strides");
   const std::vector<int64_t> d = ctx.Attr<std::vector<int64_t>>("dilations");
-  std::vector<int64_t> pad = ctx.Attr<std::vector<int64_t>>("paddings");
-  if (pad.size() == 2) pad = {pad[0], pad[0], pad[1], pad[1]};
-  if (s.size() != 2 || d.size() != 2 || pad.size() != 4) {
-    throw Error("strides " + DimsString(s) + ", dilations " + DimsString(d) + " and paddings " + DimsString(pad) +
-                " must have 2, 2 and 2 or 4 values");
+  std::vector<int64_t> pad = FourPaddings(ctx.Attr<std::vector<int64_t>>("paddings"));
+  if (s.size() != 2 || d.size() != 2) {
+    throw Error("strides " + DimsString(s) + " and dilations " + DimsString(d) + " must have 2 values each");
   }
   const std::string algorithm = ctx.Attr<std::string>("padding_algorithm");
   const std::vector<int64_t> output_size = ctx.Attr<std::vector<int64_t>>("output_size");
@@ -272,9 +266,7 @@ ConvPlan TransposePlan(KernelContext& ctx, const std::vector<int64_t>& in, const
     const int64_t k = d[a] * (filter[2 + a] - 1) + 1;
     if (algorithm == "SAME") {
       out_hw[a] = in_hw[a] * s[a];
-      const int64_t total = std::max<int64_t>((in_hw[a] - 1) * s[a] + k - out_hw[a], 0);
-      pad[2 * a] = total / 2;
-      pad[2 * a + 1] = total - total / 2;
+      std::tie(pad[2 * a], pad[2 * a + 1]) = SamePadding(out_hw[a], k, s[a]);
     } else {
       if (algorithm == "VALID") pad[2 * a] = pad[2 * a + 1] = 0;
       out_hw[a] = (in_hw[a] - 1) * s[a] - pad[2 * a] - pad[2 * a + 1] + k;

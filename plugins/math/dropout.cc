@@ -26,14 +26,7 @@ double Probability(KernelContext& ctx) {
 
 // The run's seed: the Seed input's value, else `seed` when fix_seed, else a fresh one.
 uint64_t SeedOf(KernelContext& ctx) {
-  if (ctx.HasInput("Seed")) {
-    Tensor seed = ctx.Input("Seed");
-    uint64_t v = 0;
-    VisitDataType<int32_t, int64_t>(seed.dtype(), "dropout Seed", [&](auto type) {
-      v = static_cast<uint64_t>(seed.data<decltype(type)>()[0]);
-    });
-    return v;
-  }
+  if (ctx.HasInput("Seed")) return static_cast<uint64_t>(IntsOf(ctx.Input("Seed"), "dropout Seed").at(0));
   if (ctx.Attr<bool>("fix_seed")) return static_cast<uint64_t>(ctx.Attr<int64_t>("seed"));
   return std::random_device{}();
 }

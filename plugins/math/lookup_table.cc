@@ -20,12 +20,7 @@ std::vector<int64_t> ReadIds(KernelContext& ctx, bool v2, int64_t rows, std::vec
     if (dims.empty() || dims.back() != 1) throw Error("Ids " + DimsString(dims) + " must end in a dim of 1 (lookup_table_v2 takes any)");
     dims.pop_back();
   }
-  std::vector<int64_t> v;
-  VisitDataType<int32_t, int64_t>(ids.dtype(), "Ids", [&](auto type) {
-    using I = decltype(type);
-    const I* p = ids.data<I>();
-    v.assign(p, p + ids.numel());
-  });
+  const std::vector<int64_t> v = IntsOf(ids, "Ids");
   const int64_t padding = ctx.Attr<int64_t>("padding_idx");
   for (size_t i = 0; i < v.size(); ++i) {
     if ((v[i] < 0 || v[i] >= rows) && v[i] != padding) {

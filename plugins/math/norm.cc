@@ -110,13 +110,10 @@ struct ChannelLayout {
   int64_t At(int64_t i, int64_t ch, int64_t k) const { return nhwc ? (i * s + k) * c + ch : (i * c + ch) * s + k; }
 };
 ChannelLayout LayoutOf(KernelContext& ctx, const std::vector<int64_t>& d) {
-  const std::string layout = ctx.Attr<std::string>("data_layout");
-  if (layout != "NCHW" && layout != "NHWC" && layout != "AnyLayout") {
-    throw Error("data_layout '" + layout + "' is neither NCHW nor NHWC");
-  }
+  const bool nhwc = IsNhwc(ctx.Attr<std::string>("data_layout"), "data_layout");
   if (d.size() < 2) throw Error("X " + DimsString(d) + " has no channel dim");
   ChannelLayout l;
-  l.nhwc = layout == "NHWC";
+  l.nhwc = nhwc;
   l.n = d[0];
   l.c = l.nhwc ? d.back() : d[1];
   l.s = Product(d, 0, d.size()) / std::max<int64_t>(l.n * l.c, 1);

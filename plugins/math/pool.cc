@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include <tuple>
+
 #include "kernels.h"
 #include "ops.h"
 
@@ -54,9 +56,8 @@ struct PoolPlan {
 PoolPlan Plan(KernelContext& ctx, const std::vector<int64_t>& d) {
   PoolPlan p;
   const std::string format = ctx.Attr<std::string>("data_format");
-  if (format != "NCHW" && format != "NHWC" && format != "AnyLayout") throw Error("data_format '" + format + "' is neither NCHW nor NHWC");
   if (d.size() != 4) throw Error("X " + DimsString(d) + " is not 4-D (pool2d)");
-  p.nhwc = format == "NHWC";
+  p.nhwc = IsNhwc(format, "data_format");
   p.n = d[0];
   p.c = p.nhwc ? d[3] : d[1];
   p.h = p.nhwc ? d[1] : d[2];
@@ -78,18 +79,12 @@ PoolPlan Plan(KernelContext& ctx, const std::vector<int64_t>& d) {
   if (k.size() != 2 || s.size() != 2 || k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1) {
     throw Error("ksize " + DimsString(k) + " and strides " + DimsString(s) + " must be two positive values each");
   }
-  if (pad.size() == 2) pad = {pad[0], pad[0], pad[1], pad[1]};
-  if (pad.size() != 4) throw Error("paddings " + DimsString(pad) + " must have 2 or 4 values");
+  pad = FourPaddings(pad);
   const int64_t in[2] = {p.h, p.w};
   if (algorithm == "VALID") {
     pad = {0, 0, 0, 0};
   } else if (algorithm == "SAME") {
-    for (int a = 0; a < 2; ++a) {
-      const int64_t out = (in[a] + s[a] - 1) / s[a];
-      const int64_t total = std::max<int64_t>((out - 1) * s[a] + k[a] - in[a], 0);
-      pad[2 * a] = total / 2;
-      pad[2 * a + 1] = total - total / 2;
-    }
+    for (int a = 0; a < 2; ++a) std::tie(pad[2 * a], pad[2 * a + 1]) = SamePadding(in[a], k[a], s[a]);
   } else if (algorithm != "EXPLICIT") {
     throw Error("padding_algorithm '" + algorithm + "' is not EXPLICIT, SAME or VALID");
   }

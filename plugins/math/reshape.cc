@@ -32,17 +32,6 @@ void WriteXShape(KernelContext& ctx, const Tensor& x) {
   ctx.Output("XShape").Allocate(x.dtype(), dims);
 }
 
-// The ints of a 1-D int32 or int64 CPU tensor (reshape2's Shape input).
-std::vector<int64_t> IntsOf(Tensor t, const std::string& what) {
-  std::vector<int64_t> v;
-  VisitDataType<int32_t, int64_t>(t.dtype(), what.c_str(), [&](auto type) {
-    using T = decltype(type);
-    const T* p = t.data<T>();
-    v.assign(p, p + t.numel());
-  });
-  return v;
-}
-
 // reshape2's target: Shape's values, else ShapeTensor's (one value each), else the
 // `shape` attribute; 0 keeps X's dim at that index, one -1 takes what is left.
 std::vector<int64_t> ReshapeDims(KernelContext& ctx, const Tensor& x) {

@@ -3,8 +3,10 @@
 #ifndef RILL_PLUGINS_MATH_SHAPE_H_
 #define RILL_PLUGINS_MATH_SHAPE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rill/sdk.hpp"
@@ -99,6 +101,42 @@ inline CrossEntropyShape CheckCrossEntropy(const std::vector<int64_t>& x, const 
                 DimsString(label));
   }
   return s;
+}
+
+// The values of an int32 or int64 CPU tensor as int64: a shape, ids, bounds or a seed given
+// as a tensor. `what` names it in the error for another dtype.
+inline std::vector<int64_t> IntsOf(Tensor t, const char* what) {
+  std::vector<int64_t> v;
+  VisitDataType<int32_t, int64_t>(t.dtype(), what, [&](auto type) {
+    const auto* p = t.data<decltype(type)>();
+    v = std::vector<int64_t>(p, p + t.numel());
+  });
+  return v;
+}
+
+// Whether a 2-D layout attribute (`attr`: data_format, data_layout) says NHWC; NCHW and
+// AnyLayout read as NCHW, anything else is an error naming it.
+inline bool IsNhwc(const std::string& layout, const char* attr) {
+  if (layout != "NCHW" && layout != "NHWC" && layout != "AnyLayout") {
+    throw Error(std::string(attr) + " '" + layout + "' is neither NCHW nor NHWC");
+  }
+  return layout == "NHWC";
+}
+
+// Paddings given as [h, w] or [top, bottom, left, right], as [top, bottom, left, right].
+inline std::vector<int64_t> FourPaddings(std::vector<int64_t> pad) {
+  if (pad.size() == 2) pad = {pad[0], pad[0], pad[1], pad[1]};
+  if (pad.size() != 4) throw Error("paddings " + DimsString(pad) + " must have 2 or 4 values");
+  return pad;
+}
+
+// padding_algorithm SAME along a dim of `in` for a (dilated) kernel spanning `k` and stride
+// `s` (>= 1): the padding before and after that makes the output ceil(in / s) long, the
+// odd one after.
+inline std::pair<int64_t, int64_t> SamePadding(int64_t in, int64_t k, int64_t s) {
+  const int64_t out = (in + s - 1) / s;
+  const int64_t total = std::max<int64_t>((out - 1) * s + k - in, 0);
+  return {total / 2, total - total / 2};
 }
 
 }  // namespace rill::math

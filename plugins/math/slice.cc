@@ -35,17 +35,14 @@ void ForEachInBox(const std::vector<int64_t>& dims, const std::vector<int64_t>& 
 // The ints of the `tensor` input (1-D), or of the `list` input (one 1-element tensor
 // each), or the attribute `attr`: Fluid's three ways of giving starts and ends.
 std::vector<int64_t> IntsFrom(KernelContext& ctx, const char* tensor, const char* list, const char* attr) {
-  const auto read = [](Tensor t, std::vector<int64_t>* out) {
-    VisitDataType<int32_t, int64_t>(t.dtype(), "slice bounds", [&](auto type) {
-      const auto* p = t.data<decltype(type)>();
-      out->insert(out->end(), p, p + t.numel());
-    });
-  };
   std::vector<int64_t> v;
   if (ctx.HasInput(tensor)) {
-    read(ctx.Input(tensor), &v);
+    v = IntsOf(ctx.Input(tensor), tensor);
   } else if (ctx.HasInput(list)) {
-    for (size_t i = 0; i < ctx.op().InputCount(list); ++i) read(ctx.Input(list, i), &v);
+    for (size_t i = 0; i < ctx.op().InputCount(list); ++i) {
+      const std::vector<int64_t> one = IntsOf(ctx.Input(list, i), list);
+      v.insert(v.end(), one.begin(), one.end());
+    }
   } else {
     v = ctx.Attr<std::vector<int64_t>>(attr);
   }

@@ -14,10 +14,7 @@ namespace {
 // k from the K input when given, else the attribute; checked against the axis' size.
 int64_t KOf(KernelContext& ctx, int64_t size) {
   int64_t k = ctx.Attr<int64_t>("k");
-  if (ctx.HasInput("K")) {
-    Tensor t = ctx.Input("K");
-    VisitDataType<int32_t, int64_t>(t.dtype(), "K", [&](auto type) { k = static_cast<int64_t>(t.data<decltype(type)>()[0]); });
-  }
+  if (ctx.HasInput("K")) k = IntsOf(ctx.Input("K"), "K").at(0);
   if (k < 1 || k > size) throw Error("k " + std::to_string(k) + " is not in [1, " + std::to_string(size) + "], the size of the axis");
   return k;
 }

@@ -1,9 +1,9 @@
 // conv2d, depthwise_conv2d and conv2d_transpose with Fluid's contracts (Filter [M, C / groups, kh, kw];
 // strides, paddings of 2 or 4 values, padding_algorithm EXPLICIT/SAME/VALID, dilations,
-// groups, NCHW or NHWC), and their gradients. im2col and Eigen's GEMM per image and group,
-// fp32 and fp64: the baseline a library kernel is checked against, and the fp64 path.
+// groups, NCHW or NHWC), and their gradients. im2col and Gemm (gemm.h) per image and group.
 #include <tuple>
 
+#include "gemm.h"
 #include "kernels.h"
 #include "ops.h"
 
@@ -157,6 +157,18 @@ void FromNchw(const std::vector<T>& x, int64_t n, int64_t h, int64_t w, int64_t 
       for (int64_t ch = 0; ch < c; ++ch) out[(i * h * w + y) * c + ch] = x[(i * c + ch) * h * w + y];
 }
 
+// Group g's columns of image `x` (NCHW): Im2Col's gather, or, for a 1x1 kernel with
+// stride 1 and no padding, the image's own channels of the group (the gather would copy
+// them unchanged).
+template <class T>
+const T* Columns(const ConvPlan& p, const T* x, int64_t g, Matrix<T>& col) {
+  const bool identity = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.top == 0 && p.left == 0 &&
+                        p.oh == p.h && p.ow == p.w;
+  if (identity) return x + g * p.cg() * p.h * p.w;
+  Im2Col(p, x, g, col);
+  return col.data();
+}
+
 // The three products of a convolution in plan p's terms (NCHW, per image and group):
 // Forward y = W col(x); BackwardData dx = col2im(W^T dy); BackwardFilter dW = dy col(x)^T.
 // conv2d is Forward, its gradient the other two; conv2d_transpose is BackwardData, its
@@ -167,9 +179,9 @@ std::vector<T> Forward(const ConvPlan& p, const T* x, const T* w) {
   Matrix<T> col;
   for (int64_t i = 0; i < p.n; ++i) {
     for (int64_t g = 0; g < p.groups; ++g) {
-      Im2Col(p, x + i * p.c * p.h * p.w, g, col);
-      MatrixMap<T>(y.data() + (i * p.m + g * p.mg()) * p.oh * p.ow, p.mg(), p.oh * p.ow).noalias() =
-          ConstMatrixMap<T>(w + g * p.mg() * p.col_rows(), p.mg(), p.col_rows()) * col;
+      const T* cols = Columns(p, x + i * p.c * p.h * p.w, g, col);
+      Gemm<T>(false, false, p.mg(), p.oh * p.ow, p.col_rows(), T(1), w + g * p.mg() * p.col_rows(), cols, T(0),
+              y.data() + (i * p.m + g * p.mg()) * p.oh * p.ow);
     }
   }
   return y;
@@ -178,28 +190,29 @@ std::vector<T> Forward(const ConvPlan& p, const T* x, const T* w) {
 template <class T>
 std::vector<T> BackwardData(const ConvPlan& p, const T* dy, const T* w) {
   std::vector<T> dx(static_cast<size_t>(p.n * p.c * p.h * p.w), T(0));
+  Matrix<T> dcol(p.col_rows(), p.oh * p.ow);
   for (int64_t i = 0; i < p.n; ++i) {
     for (int64_t g = 0; g < p.groups; ++g) {
-      const ConstMatrixMap<T> gy(dy + (i * p.m + g * p.mg()) * p.oh * p.ow, p.mg(), p.oh * p.ow);
-      const Matrix<T> dcol = ConstMatrixMap<T>(w + g * p.mg() * p.col_rows(), p.mg(), p.col_rows()).transpose() * gy;
+      Gemm<T>(true, false, p.col_rows(), p.oh * p.ow, p.mg(), T(1), w + g * p.mg() * p.col_rows(),
+              dy + (i * p.m + g * p.mg()) * p.oh * p.ow, T(0), dcol.data());
       Col2Im(p, dcol, g, dx.data() + i * p.c * p.h * p.w);
     }
   }
   return dx;
 }
 
+// Writes dW [M, C / groups * kh * kw] into `dw`.
 template <class T>
-Matrix<T> BackwardFilter(const ConvPlan& p, const T* x, const T* dy) {
-  Matrix<T> dw = Matrix<T>::Zero(p.m, p.col_rows());
+void BackwardFilter(const ConvPlan& p, const T* x, const T* dy, T* dw) {
   Matrix<T> col;
   for (int64_t i = 0; i < p.n; ++i) {
     for (int64_t g = 0; g < p.groups; ++g) {
-      Im2Col(p, x + i * p.c * p.h * p.w, g, col);
-      dw.middleRows(g * p.mg(), p.mg()).noalias() +=
-          ConstMatrixMap<T>(dy + (i * p.m + g * p.mg()) * p.oh * p.ow, p.mg(), p.oh * p.ow) * col.transpose();
+      const T* cols = Columns(p, x + i * p.c * p.h * p.w, g, col);
+      Gemm<T>(false, true, p.mg(), p.col_rows(), p.oh * p.ow, T(1), dy + (i * p.m + g * p.mg()) * p.oh * p.ow, cols,
+              i == 0 ? T(0) : T(1), dw + g * p.mg() * p.col_rows());
     }
   }
-  return dw;
+  if (p.n == 0) std::fill(dw, dw + p.m * p.col_rows(), T(0));
 }
 
 // A tensor of `p`'s layout as NCHW (a copy), and back into `out`.
@@ -229,8 +242,7 @@ void Conv2dGrad(KernelContext& ctx) {
   const ConvPlan p = Plan(ctx, in.dims(), filter.dims());
   const std::vector<T> dy = Nchw<T>(p, ctx.Input("Output@GRAD"), p.m, p.oh, p.ow);
   if (ctx.HasOutput("Filter@GRAD")) {
-    MatrixMap<T>(ctx.AllocateOutput<T>("Filter@GRAD", filter.dims()), p.m, p.col_rows()) =
-        BackwardFilter(p, Nchw<T>(p, in, p.c, p.h, p.w).data(), dy.data());
+    BackwardFilter(p, Nchw<T>(p, in, p.c, p.h, p.w).data(), dy.data(), ctx.AllocateOutput<T>("Filter@GRAD", filter.dims()));
   }
   if (ctx.HasOutput("Input@GRAD")) {
     WriteLayout(p, BackwardData(p, dy.data(), filter.data<T>()), p.c, p.h, p.w, ctx.AllocateOutput<T>("Input@GRAD", in.dims()));
@@ -306,8 +318,7 @@ void Conv2dTransposeGrad(KernelContext& ctx) {
     WriteLayout(p, Forward(p, dy.data(), filter.data<T>()), p.m, p.oh, p.ow, ctx.AllocateOutput<T>("Input@GRAD", in.dims()));
   }
   if (ctx.HasOutput("Filter@GRAD")) {
-    MatrixMap<T>(ctx.AllocateOutput<T>("Filter@GRAD", filter.dims()), p.m, p.col_rows()) =
-        BackwardFilter(p, dy.data(), Nchw<T>(p, in, p.m, p.oh, p.ow).data());
+    BackwardFilter(p, dy.data(), Nchw<T>(p, in, p.m, p.oh, p.ow).data(), ctx.AllocateOutput<T>("Filter@GRAD", filter.dims()));
   }
 }
 

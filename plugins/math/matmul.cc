@@ -1,7 +1,8 @@
 // mul (Fluid's fully-connected product: X and Y flattened to matrices at x_num_col_dims /
 // y_num_col_dims) and matmul (batched, with transposes and alpha), and their gradients.
-// All run Eigen's GEMM on row-major maps of the tensors' memory.
+// All run Gemm (gemm.h) on the tensors' memory.
 #include "broadcast.h"
+#include "gemm.h"
 #include "matmul_shape.h"
 #include "kernels.h"
 #include "ops.h"
@@ -11,9 +12,20 @@ namespace {
 
 // True when the output variable is one of the inputs, so results must not be written into
 // memory still being read.
-bool OutputAliasesInput(KernelContext& ctx) {
+bool OutputAliasesInput(KernelContext& ctx, const char* a, const char* b) {
   RillVariable* out = ctx.OutputVar("Out").handle();
-  return out == ctx.InputVar("X").handle() || out == ctx.InputVar("Y").handle();
+  return out == ctx.InputVar(a).handle() || out == ctx.InputVar(b).handle();
+}
+
+// Runs `product(out)` into Out of `dims` directly, or, when Out is one of the inputs
+// `a` and `b`, into scratch first and then into Out.
+template <class T, class Fn>
+void IntoOut(KernelContext& ctx, const char* a, const char* b, const std::vector<int64_t>& dims, Fn product) {
+  if (!OutputAliasesInput(ctx, a, b)) return product(ctx.AllocateOutput<T>("Out", dims));
+  const int64_t n = Product(dims, 0, dims.size());
+  std::unique_ptr<T[]> tmp = Scratch<T>(n);
+  product(tmp.get());
+  std::copy(tmp.get(), tmp.get() + n, ctx.AllocateOutput<T>("Out", dims));
 }
 
 template <class T>
@@ -35,15 +47,8 @@ void Mul(KernelContext& ctx) {
   }
   std::vector<int64_t> out_dims(xd.begin(), xd.begin() + static_cast<std::ptrdiff_t>(xn));
   out_dims.insert(out_dims.end(), yd.begin() + static_cast<std::ptrdiff_t>(yn), yd.end());
-  const bool alias = OutputAliasesInput(ctx);
-  Matrix<T> tmp;
-  if (alias) tmp = ConstMatrixMap<T>(x.data<T>(), m, k) * ConstMatrixMap<T>(y.data<T>(), k, n);
-  T* po = ctx.AllocateOutput<T>("Out", out_dims);
-  if (alias) {
-    MatrixMap<T>(po, m, n) = tmp;
-  } else {
-    MatrixMap<T>(po, m, n).noalias() = ConstMatrixMap<T>(x.data<T>(), m, k) * ConstMatrixMap<T>(y.data<T>(), k, n);
-  }
+  IntoOut<T>(ctx, "X", "Y", out_dims,
+             [&](T* out) { Gemm<T>(false, false, m, n, k, T(1), x.data<T>(), y.data<T>(), T(0), out); });
 }
 
 template <class T, bool kV2>
@@ -52,24 +57,14 @@ void MatMul(KernelContext& ctx) {
   Tensor y = ctx.Input("Y");
   const auto [tx, ty, alpha_attr, a, b, batch, m, k, n] = PlanMatMul(ctx, x.dims(), y.dims(), kV2);
   const T alpha = static_cast<T>(alpha_attr);
-  const std::vector<int64_t> out_dims = MatMulOutDims(a, b, x.dims(), y.dims());
-  // Stored (untransposed) shapes of one matrix of each side.
-  const int64_t xr = tx ? k : m, xc = tx ? m : k, yr = ty ? n : k, yc = ty ? k : n;
-  // Built aside and copied, so Out may be X or Y.
-  std::vector<T> result(static_cast<size_t>(batch * m * n));
   const T* px = x.data<T>();
   const T* py = y.data<T>();
-  for (int64_t i = 0; i < batch; ++i) {
-    ConstMatrixMap<T> xm(px + (a.batch == 1 ? 0 : i) * xr * xc, xr, xc);
-    ConstMatrixMap<T> ym(py + (b.batch == 1 ? 0 : i) * yr * yc, yr, yc);
-    MatrixMap<T> om(result.data() + i * m * n, m, n);
-    if (tx && ty) om.noalias() = alpha * (xm.transpose() * ym.transpose());
-    else if (tx) om.noalias() = alpha * (xm.transpose() * ym);
-    else if (ty) om.noalias() = alpha * (xm * ym.transpose());
-    else om.noalias() = alpha * (xm * ym);
-  }
-  T* po = ctx.AllocateOutput<T>("Out", out_dims);
-  std::copy(result.begin(), result.end(), po);
+  IntoOut<T>(ctx, "X", "Y", MatMulOutDims(a, b, x.dims(), y.dims()), [&](T* out) {
+    for (int64_t i = 0; i < batch; ++i) {
+      Gemm<T>(tx, ty, m, n, k, alpha, px + (a.batch == 1 ? 0 : i) * m * k, py + (b.batch == 1 ? 0 : i) * k * n, T(0),
+              out + i * m * n);
+    }
+  });
 }
 
 // fc: Out = act(Input * W + Bias) on Input flattened at in_num_col_dims.
@@ -91,16 +86,20 @@ void Fc(KernelContext& ctx) {
     throw Error("Input " + DimsString(id) + " flattens to [" + std::to_string(m) + ", " + std::to_string(k) +
                 "] but W is " + DimsString(wd));
   }
+  const T* bias = nullptr;
+  if (ctx.HasInput("Bias")) {
+    Tensor b = ctx.Input("Bias");
+    if (b.numel() != n) throw Error("Bias " + DimsString(b.dims()) + " does not have W's " + std::to_string(n) + " columns");
+    bias = b.data<T>();
+  }
   std::vector<int64_t> out_dims(id.begin(), id.begin() + static_cast<std::ptrdiff_t>(cols));
   out_dims.push_back(n);
-  Matrix<T> result = ConstMatrixMap<T>(in.data<T>(), m, k) * ConstMatrixMap<T>(w.data<T>(), k, n);
-  if (ctx.HasInput("Bias")) {
-    Tensor bias = ctx.Input("Bias");
-    if (bias.numel() != n) throw Error("Bias " + DimsString(bias.dims()) + " does not have W's " + std::to_string(n) + " columns");
-    result.rowwise() += ConstMatrixMap<T>(bias.data<T>(), 1, n).row(0);
-  }
-  if (act == "relu") result = result.cwiseMax(T(0));
-  MatrixMap<T>(ctx.AllocateOutput<T>("Out", out_dims), m, n) = result;
+  IntoOut<T>(ctx, "Input", "W", out_dims, [&](T* out) {
+    Gemm<T>(false, false, m, n, k, T(1), in.data<T>(), w.data<T>(), T(0), out);
+    MatrixMap<T> om(out, m, n);
+    if (bias != nullptr) om.rowwise() += ConstMatrixMap<T>(bias, 1, n).row(0);
+    if (act == "relu") om = om.cwiseMax(T(0));
+  });
 }
 
 // X@GRAD = Out@GRAD * Y^T, Y@GRAD = X^T * Out@GRAD on the flattened matrices.
@@ -113,14 +112,18 @@ void MulGrad(KernelContext& ctx) {
   const auto xn = static_cast<size_t>(ctx.Attr<int64_t>("x_num_col_dims"));
   const auto yn = static_cast<size_t>(ctx.Attr<int64_t>("y_num_col_dims"));
   const int64_t m = Product(xd, 0, xn), k = Product(xd, xn, xd.size()), n = Product(yd, yn, yd.size());
-  ConstMatrixMap<T> xm(x.data<T>(), m, k), ym(y.data<T>(), k, n), gm(g.data<T>(), m, n);
-  if (ctx.HasOutput("X@GRAD")) MatrixMap<T>(ctx.AllocateOutput<T>("X@GRAD", xd), m, k).noalias() = gm * ym.transpose();
-  if (ctx.HasOutput("Y@GRAD")) MatrixMap<T>(ctx.AllocateOutput<T>("Y@GRAD", yd), k, n).noalias() = xm.transpose() * gm;
+  if (ctx.HasOutput("X@GRAD")) {
+    Gemm<T>(false, true, m, k, n, T(1), g.data<T>(), y.data<T>(), T(0), ctx.AllocateOutput<T>("X@GRAD", xd));
+  }
+  if (ctx.HasOutput("Y@GRAD")) {
+    Gemm<T>(true, false, k, n, m, T(1), x.data<T>(), g.data<T>(), T(0), ctx.AllocateOutput<T>("Y@GRAD", yd));
+  }
 }
 
 // For Out = alpha * op(X) op(Y), per batch: with A = op(X), B = op(Y) and G = Out@GRAD,
-// dA = alpha G B^T and dB = alpha A^T G, mapped back through the transposes; a side
-// broadcast over the batch sums its gradient over the batch.
+// dA = alpha G B^T and dB = alpha A^T G, written in X's and Y's stored orientation
+// (dX = dA^T when X is transposed, likewise Y). A side broadcast over the batch sums its
+// gradient over the batch (beta 1 after the first product).
 template <class T, bool kV2>
 void MatMulGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
@@ -128,29 +131,24 @@ void MatMulGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const auto [tx, ty, alpha_attr, a, b, batch, m, k, n] = PlanMatMul(ctx, x.dims(), y.dims(), kV2);
   const T alpha = static_cast<T>(alpha_attr);
-  const int64_t xr = tx ? k : m, xc = tx ? m : k, yr = ty ? n : k, yc = ty ? k : n;
-  const bool want_x = ctx.HasOutput("X@GRAD"), want_y = ctx.HasOutput("Y@GRAD");
-  std::vector<T> dx(want_x ? static_cast<size_t>(x.numel()) : 0, T(0));
-  std::vector<T> dy(want_y ? static_cast<size_t>(y.numel()) : 0, T(0));
+  T* dx = ctx.HasOutput("X@GRAD") ? ctx.AllocateOutput<T>("X@GRAD", x.dims()) : nullptr;
+  T* dy = ctx.HasOutput("Y@GRAD") ? ctx.AllocateOutput<T>("Y@GRAD", y.dims()) : nullptr;
   for (int64_t i = 0; i < batch; ++i) {
-    const int64_t xo = (a.batch == 1 ? 0 : i) * xr * xc, yo = (b.batch == 1 ? 0 : i) * yr * yc;
-    ConstMatrixMap<T> xm(x.data<T>() + xo, xr, xc), ym(y.data<T>() + yo, yr, yc);
-    ConstMatrixMap<T> gm(g.data<T>() + i * m * n, m, n);
-    const Matrix<T> am = tx ? Matrix<T>(xm.transpose()) : Matrix<T>(xm);
-    const Matrix<T> bm = ty ? Matrix<T>(ym.transpose()) : Matrix<T>(ym);
-    if (want_x) {
-      const Matrix<T> da = alpha * (gm * bm.transpose());  // [m, k]
-      MatrixMap<T> out(dx.data() + xo, xr, xc);
-      if (tx) out += da.transpose(); else out += da;
+    const int64_t xo = (a.batch == 1 ? 0 : i) * m * k, yo = (b.batch == 1 ? 0 : i) * k * n;
+    const T* xi = x.data<T>() + xo;
+    const T* yi = y.data<T>() + yo;
+    const T* gi = g.data<T>() + i * m * n;
+    if (dx != nullptr) {
+      const T beta = a.batch == 1 && i > 0 ? T(1) : T(0);
+      if (tx) Gemm<T>(ty, true, k, m, n, alpha, yi, gi, beta, dx + xo);
+      else Gemm<T>(false, !ty, m, k, n, alpha, gi, yi, beta, dx + xo);
     }
-    if (want_y) {
-      const Matrix<T> db = alpha * (am.transpose() * gm);  // [k, n]
-      MatrixMap<T> out(dy.data() + yo, yr, yc);
-      if (ty) out += db.transpose(); else out += db;
+    if (dy != nullptr) {
+      const T beta = b.batch == 1 && i > 0 ? T(1) : T(0);
+      if (ty) Gemm<T>(true, tx, n, k, m, alpha, gi, xi, beta, dy + yo);
+      else Gemm<T>(!tx, false, k, n, m, alpha, xi, gi, beta, dy + yo);
     }
   }
-  if (want_x) std::copy(dx.begin(), dx.end(), ctx.AllocateOutput<T>("X@GRAD", x.dims()));
-  if (want_y) std::copy(dy.begin(), dy.end(), ctx.AllocateOutput<T>("Y@GRAD", y.dims()));
 }
 
 }  // namespace

@@ -2,25 +2,16 @@
 // strides, paddings of 2 or 4 values, padding_algorithm EXPLICIT/SAME/VALID, dilations,
 // groups, NCHW or NHWC), and their gradients. im2col and Gemm (gemm.h) per image and group.
 #include <tuple>
+#include <type_traits>
 
+#include "conv_plan.h"
 #include "gemm.h"
 #include "kernels.h"
+#include "onednn_conv.h"
 #include "ops.h"
 
 namespace rill::math {
 namespace {
-
-struct ConvPlan {
-  bool nhwc = false;
-  int64_t n = 0, c = 0, h = 0, w = 0;  // Input
-  int64_t m = 0, kh = 0, kw = 0;       // Filter: m output channels of c / groups inputs
-  int64_t groups = 1, sh = 1, sw = 1, dh = 1, dw = 1, top = 0, left = 0;
-  int64_t oh = 0, ow = 0;
-  int64_t cg() const { return c / groups; }
-  int64_t mg() const { return m / groups; }
-  int64_t col_rows() const { return cg() * kh * kw; }
-  std::vector<int64_t> OutDims() const { return nhwc ? std::vector<int64_t>{n, oh, ow, m} : std::vector<int64_t>{n, m, oh, ow}; }
-};
 
 // The geometry of a convolution of `in` by `filter` with 4-value paddings [top, bottom,
 // left, right], checked.
@@ -56,7 +47,9 @@ ConvPlan PlanFrom(const std::string& format, const std::vector<int64_t>& in, con
   p.dh = d[0];
   p.dw = d[1];
   p.top = pad[0];
+  p.bottom = pad[1];
   p.left = pad[2];
+  p.right = pad[3];
   const int64_t in_hw[2] = {p.h, p.w}, k[2] = {p.kh, p.kw}, st[2] = {p.sh, p.sw}, dil[2] = {p.dh, p.dw};
   int64_t out[2];
   for (int a = 0; a < 2; ++a) {
@@ -226,28 +219,63 @@ void WriteLayout(const ConvPlan& p, const std::vector<T>& nchw, int64_t c, int64
   else std::copy(nchw.begin(), nchw.end(), out);
 }
 
+// conv2d and its gradient. fp32 runs oneDNN's primitives (onednn_conv.h) where oneDNN has
+// one for the plan; otherwise, and for fp64, im2col and Gemm. When Output is Input or
+// Filter, the result is computed aside first (the im2col path) so nothing read is
+// overwritten.
 template <class T>
-void Conv2d(KernelContext& ctx) {
-  Tensor in = ctx.Input("Input");
-  Tensor filter = ctx.Input("Filter");
-  const ConvPlan p = Plan(ctx, in.dims(), filter.dims());
-  const std::vector<T> y = Forward(p, Nchw<T>(p, in, p.c, p.h, p.w).data(), filter.data<T>());
-  WriteLayout(p, y, p.m, p.oh, p.ow, ctx.AllocateOutput<T>("Output", p.OutDims()));
-}
+class Conv2d {
+ public:
+  explicit Conv2d(const OpInfo&) {}
+  void Compute(KernelContext& ctx) {
+    Tensor in = ctx.Input("Input");
+    Tensor filter = ctx.Input("Filter");
+    const ConvPlan p = Plan(ctx, in.dims(), filter.dims());
+    RillVariable* out_var = ctx.OutputVar("Output").handle();
+    const bool aliased = out_var == ctx.InputVar("Input").handle() || out_var == ctx.InputVar("Filter").handle();
+    if constexpr (std::is_same_v<T, float>) {
+      if (!aliased && onednn_.Forward(p, in.data<T>(), filter.data<T>(), ctx.AllocateOutput<T>("Output", p.OutDims()))) {
+        return;
+      }
+    }
+    const std::vector<T> y = Forward(p, Nchw<T>(p, in, p.c, p.h, p.w).data(), filter.data<T>());
+    WriteLayout(p, y, p.m, p.oh, p.ow, ctx.AllocateOutput<T>("Output", p.OutDims()));
+  }
+
+ private:
+  OnednnConv onednn_;
+};
 
 template <class T>
-void Conv2dGrad(KernelContext& ctx) {
-  Tensor in = ctx.Input("Input");
-  Tensor filter = ctx.Input("Filter");
-  const ConvPlan p = Plan(ctx, in.dims(), filter.dims());
-  const std::vector<T> dy = Nchw<T>(p, ctx.Input("Output@GRAD"), p.m, p.oh, p.ow);
-  if (ctx.HasOutput("Filter@GRAD")) {
-    BackwardFilter(p, Nchw<T>(p, in, p.c, p.h, p.w).data(), dy.data(), ctx.AllocateOutput<T>("Filter@GRAD", filter.dims()));
+class Conv2dGrad {
+ public:
+  explicit Conv2dGrad(const OpInfo&) {}
+  void Compute(KernelContext& ctx) {
+    Tensor in = ctx.Input("Input");
+    Tensor filter = ctx.Input("Filter");
+    Tensor dy = ctx.Input("Output@GRAD");
+    const ConvPlan p = Plan(ctx, in.dims(), filter.dims());
+    if (ctx.HasOutput("Filter@GRAD")) {
+      T* dw = ctx.AllocateOutput<T>("Filter@GRAD", filter.dims());
+      bool done = false;
+      if constexpr (std::is_same_v<T, float>) done = onednn_.BackwardWeights(p, in.data<T>(), dy.data<T>(), dw);
+      if (!done) {
+        BackwardFilter(p, Nchw<T>(p, in, p.c, p.h, p.w).data(), Nchw<T>(p, dy, p.m, p.oh, p.ow).data(), dw);
+      }
+    }
+    if (ctx.HasOutput("Input@GRAD")) {
+      T* dx = ctx.AllocateOutput<T>("Input@GRAD", in.dims());
+      bool done = false;
+      if constexpr (std::is_same_v<T, float>) done = onednn_.BackwardData(p, dy.data<T>(), filter.data<T>(), dx);
+      if (!done) {
+        WriteLayout(p, BackwardData(p, Nchw<T>(p, dy, p.m, p.oh, p.ow).data(), filter.data<T>()), p.c, p.h, p.w, dx);
+      }
+    }
   }
-  if (ctx.HasOutput("Input@GRAD")) {
-    WriteLayout(p, BackwardData(p, dy.data(), filter.data<T>()), p.c, p.h, p.w, ctx.AllocateOutput<T>("Input@GRAD", in.dims()));
-  }
-}
+
+ private:
+  OnednnConv onednn_;
+};
 
 // conv2d_transpose as the convolution whose input gradient it is: that convolution's
 // input is this op's Output ([N, M, oh', ow'], M = Filter.dims[1] * groups) and its output
@@ -339,8 +367,8 @@ void Add(Registrar& r, const char* type, const char* doc) {
       .Grad(grad, "Input,Filter,Output@GRAD", "Input,Filter");
   r.Op(schema);
   r.Op(schema.MakeGradSchema());
-  RegisterCpu<float, double>(r, type, [](auto t) { return &Conv2d<decltype(t)>; });
-  RegisterCpu<float, double>(r, grad.c_str(), [](auto t) { return &Conv2dGrad<decltype(t)>; });
+  RegisterCpuStateful<float, double>(r, type, [](auto t) { return TypeTag<Conv2d<decltype(t)>>{}; });
+  RegisterCpuStateful<float, double>(r, grad.c_str(), [](auto t) { return TypeTag<Conv2dGrad<decltype(t)>>{}; });
 }
 
 }  // namespace

@@ -2,12 +2,19 @@
 // plugin) against their peers in the same run:
 //   elementwise_add, 16M fp32: raw Eigen (the same expression on the same buffers) and
 //     memcpy (bandwidth limit; bytes = read + write);
-//   mul 1024x1024x1024 fp32: raw Eigen GEMM on the same row-major maps.
-// Report bytes/s (elementwise) and FLOP/s (GEMM); compare the ratios in PERFORMANCE.md.
+//   mul 1024x1024x1024 fp32: oneDNN's dnnl_sgemm called directly on the same buffers;
+//   conv2d 3x3, 64 -> 64 channels, 56x56, batch 8, padding 1, fp32 NCHW: oneDNN's
+//     convolution primitive called directly (made once, operands reordered from NCHW to
+//     the layout it picks and back, as any caller holding NCHW tensors must), and the
+//     same primitive on operands already in its layout (no reorders: the bare kernel).
+// Threads: OMP_NUM_THREADS for both sides (Rill's intra-op budget defaults to it).
+// Report bytes/s (elementwise) and FLOP/s (GEMM, convolution); compare the ratios in
+// PERFORMANCE.md.
 #include <benchmark/benchmark.h>
 
 #include <Eigen/Core>
 #include <cstring>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include "bench/bench_util.h"
 #include "core/program/builder.h"
@@ -89,20 +96,79 @@ void BM_RillMul(benchmark::State& state) {
 }
 BENCHMARK(BM_RillMul)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-void BM_EigenGemm(benchmark::State& state) {
-  using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+void BM_DnnlSgemm(benchmark::State& state) {
   Tensor x, y, z;
   for (Tensor* t : {&x, &y, &z}) t->Allocate(RILL_FP32, {kN, kN});
   std::fill(x.data_as<float>(), x.data_as<float>() + kN * kN, 1.0f);
   std::fill(y.data_as<float>(), y.data_as<float>() + kN * kN, 2.0f);
   for (auto _ : state) {
-    Eigen::Map<Matrix>(z.data_as<float>(), kN, kN).noalias() =
-        Eigen::Map<const Matrix>(x.data_as<float>(), kN, kN) * Eigen::Map<const Matrix>(y.data_as<float>(), kN, kN);
+    dnnl_sgemm('N', 'N', kN, kN, kN, 1.0f, x.data_as<float>(), kN, y.data_as<float>(), kN, 0.0f, z.data_as<float>(), kN);
     benchmark::ClobberMemory();
   }
   state.counters["FLOP/s"] = benchmark::Counter(2.0 * kN * kN * kN, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_EigenGemm)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_DnnlSgemm)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The convolution: x [8, 64, 56, 56], w [64, 64, 3, 3], padding 1 -> y [8, 64, 56, 56].
+constexpr int64_t kConvN = 8, kConvC = 64, kConvHw = 56;
+constexpr double kConvFlops = 2.0 * kConvN * kConvC * kConvC * 9 * kConvHw * kConvHw;
+
+void BM_RillConv2d(benchmark::State& state) {
+  ProgramBuilder pb;
+  pb.block(0).Op("conv2d").Input("Input", "x").Input("Filter", "w").Output("Output", "y")
+      .Attr("paddings", std::vector<int64_t>{1, 1});
+  auto program = std::make_shared<proto::ProgramDesc>(pb.Build());
+  ValidateProgramOrThrow(*program, LoadedRegistry());
+  Executor exec(LoadedRegistry(), program);
+  auto scope = Scope::NewRoot();
+  FillTensor(*scope, "x", {kConvN, kConvC, kConvHw, kConvHw}, 1.0f);
+  FillTensor(*scope, "w", {kConvC, kConvC, 3, 3}, 0.5f);
+  exec.Run(0, scope);
+  for (auto _ : state) exec.Run(0, scope);
+  state.counters["FLOP/s"] = benchmark::Counter(kConvFlops, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_RillConv2d)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// oneDNN's own convolution; `reorders`: operands in NCHW / OIHW, reordered to and from
+// the primitive's layouts each run; otherwise already in them.
+void DnnlConv2d(benchmark::State& state, bool reorders) {
+  using dnnl::memory;
+  using Tag = memory::format_tag;
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const memory::dims xd{kConvN, kConvC, kConvHw, kConvHw}, wd{kConvC, kConvC, 3, 3};
+  const memory::desc x_user(xd, memory::data_type::f32, Tag::nchw), w_user(wd, memory::data_type::f32, Tag::oihw);
+  const memory::desc y_user(xd, memory::data_type::f32, Tag::nchw);
+  const auto any = [](const memory::dims& d) { return memory::desc(d, memory::data_type::f32, Tag::any); };
+  const dnnl::convolution_forward::primitive_desc pd(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any(xd),
+                                      any(wd), any(xd), {1, 1}, {0, 0}, {1, 1}, {1, 1}),
+      engine);
+  const dnnl::convolution_forward conv(pd);
+  memory x(x_user, engine), w(w_user, engine), y(y_user, engine);
+  memory xb(pd.src_desc(), engine), wb(pd.weights_desc(), engine), yb(pd.dst_desc(), engine);
+  std::fill_n(static_cast<float*>(x.get_data_handle()), kConvN * kConvC * kConvHw * kConvHw, 1.0f);
+  std::fill_n(static_cast<float*>(w.get_data_handle()), kConvC * kConvC * 9, 0.5f);
+  dnnl::reorder(x, xb).execute(stream, x, xb);
+  dnnl::reorder(w, wb).execute(stream, w, wb);
+  const dnnl::reorder x_in(x, xb), w_in(w, wb), y_out(yb, y);
+  const auto run = [&] {
+    if (reorders) {
+      x_in.execute(stream, x, xb);
+      w_in.execute(stream, w, wb);
+    }
+    conv.execute(stream, {{DNNL_ARG_SRC, xb}, {DNNL_ARG_WEIGHTS, wb}, {DNNL_ARG_DST, yb}});
+    if (reorders) y_out.execute(stream, yb, y);
+    stream.wait();
+  };
+  run();
+  for (auto _ : state) run();
+  state.counters["FLOP/s"] = benchmark::Counter(kConvFlops, benchmark::Counter::kIsIterationInvariantRate);
+}
+void BM_DnnlConv2dFromNchw(benchmark::State& state) { DnnlConv2d(state, true); }
+void BM_DnnlConv2dBlocked(benchmark::State& state) { DnnlConv2d(state, false); }
+BENCHMARK(BM_DnnlConv2dFromNchw)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_DnnlConv2dBlocked)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace rill::core

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <new>
 #include <unordered_map>
 
 #include "intra_op_threads.h"
@@ -33,6 +35,78 @@ memory::desc Wanted(const memory::desc& user, bool image, const ConvPlan& p) {
   if (image && p.nhwc) return user;
   return memory::desc(user.dims(), memory::data_type::f32, Tag::any);
 }
+
+// Memory for operands in the primitive's layout, reused from run to run: a buffer fresh
+// from the system costs a page fault per page on first touch, which for a convolution's
+// activations is as long as the convolution itself. Buffers go back to the pool after
+// each run (any thread may take any buffer); at most kKept stay, the largest.
+class ScratchPool {
+ public:
+  struct Buffer {
+    size_t bytes = 0;
+    void* data = nullptr;
+  };
+  Buffer Take(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // The smallest free buffer that is large enough.
+      auto best = free_.end();
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        if (it->bytes >= bytes && (best == free_.end() || it->bytes < best->bytes)) best = it;
+      }
+      if (best != free_.end()) {
+        const Buffer b = *best;
+        free_.erase(best);
+        return b;
+      }
+    }
+    Buffer b;
+    b.bytes = bytes;
+    b.data = std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+    if (b.data == nullptr) throw std::bad_alloc();
+    return b;
+  }
+  void Give(Buffer b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(b);
+    if (free_.size() > kKept) {
+      auto smallest = std::min_element(free_.begin(), free_.end(),
+                                       [](const Buffer& x, const Buffer& y) { return x.bytes < y.bytes; });
+      std::free(smallest->data);
+      free_.erase(smallest);
+    }
+  }
+
+ private:
+  static constexpr size_t kAlign = 64;  // a cache line; what oneDNN's own buffers get
+  static constexpr size_t kKept = 8;
+  std::mutex mu_;
+  std::vector<Buffer> free_;
+};
+
+ScratchPool& Scratch() {
+  static ScratchPool* pool = new ScratchPool;  // never destroyed: ops may run during exit
+  return *pool;
+}
+
+// A pool buffer held for one run.
+class ScratchBuffer {
+ public:
+  ScratchBuffer() = default;
+  explicit ScratchBuffer(size_t bytes) : b_(Scratch().Take(bytes)) {}
+  ~ScratchBuffer() {
+    if (b_.data != nullptr) Scratch().Give(b_);
+  }
+  ScratchBuffer(const ScratchBuffer&) = delete;
+  ScratchBuffer& operator=(ScratchBuffer&& o) noexcept {
+    std::swap(b_, o.b_);
+    return *this;
+  }
+  void* data() const { return b_.data; }
+
+ private:
+  ScratchPool::Buffer b_;
+};
 
 }  // namespace
 
@@ -133,11 +207,13 @@ bool OnednnConv::Run(Kind kind, const ConvPlan& p, const float* in0, const float
   dnnl::stream stream(engine);
   const std::array<void*, 3> user{const_cast<float*>(in0), const_cast<float*>(in1), out};
   std::array<memory, 3> mine;
+  std::array<ScratchBuffer, 3> scratch;
   std::unordered_map<int, memory> args;
   for (size_t i = 0; i < 3; ++i) {
     const Entry::Operand& o = e->operands[i];
     memory caller(o.user, engine, user[i]);
-    mine[i] = o.Reordered() ? memory(o.mine, engine) : caller;
+    if (o.Reordered()) scratch[i] = ScratchBuffer(o.mine.get_size());
+    mine[i] = o.Reordered() ? memory(o.mine, engine, scratch[i].data()) : caller;
     if (o.Reordered() && i < 2) o.reorder.execute(stream, caller, mine[i]);
     args.emplace(o.arg, mine[i]);
   }

@@ -6,7 +6,7 @@
 // row-major, op(A) [m, k], op(B) [k, n], C [m, n], with leading dimensions (elements
 // between rows as stored). With beta == 0, C is written without being read (it may hold
 // anything, NaN included). fp32 runs oneDNN's sgemm (AVX2 / AVX-512 chosen at run time,
-// on the IntraOpThreads share of the cores); fp64, which oneDNN has no GEMM for, runs
+// on the cores intra_op.h gives it); fp64, which oneDNN has no GEMM for, runs
 // Eigen's.
 #ifndef RILL_PLUGINS_MATH_GEMM_H_
 #define RILL_PLUGINS_MATH_GEMM_H_

@@ -1,5 +1,7 @@
 #include "onednn_conv.h"
 
+#include <omp.h>
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
@@ -8,7 +10,7 @@
 #include <new>
 #include <unordered_map>
 
-#include "intra_op_threads.h"
+#include "intra_op.h"
 
 namespace rill::math {
 namespace {
@@ -200,31 +202,36 @@ std::shared_ptr<const OnednnConv::Entry> OnednnConv::Find(Kind kind, const ConvP
 
 bool OnednnConv::Run(Kind kind, const ConvPlan& p, const float* in0, const float* in1, float* out) {
   if (p.n == 0 || p.c == 0 || p.m == 0 || p.oh == 0 || p.ow == 0) return false;
-  IntraOpThreads threads;
-  const std::shared_ptr<const Entry> e = Find(kind, p, threads.threads());
-  if (!e->supported) return false;
-  const dnnl::engine& engine = CpuEngine();
-  dnnl::stream stream(engine);
-  const std::array<void*, 3> user{const_cast<float*>(in0), const_cast<float*>(in1), out};
-  std::array<memory, 3> mine;
-  std::array<ScratchBuffer, 3> scratch;
-  std::unordered_map<int, memory> args;
-  for (size_t i = 0; i < 3; ++i) {
-    const Entry::Operand& o = e->operands[i];
-    memory caller(o.user, engine, user[i]);
-    if (o.Reordered()) scratch[i] = ScratchBuffer(o.mine.get_size());
-    mine[i] = o.Reordered() ? memory(o.mine, engine, scratch[i].data()) : caller;
-    if (o.Reordered() && i < 2) o.reorder.execute(stream, caller, mine[i]);
-    args.emplace(o.arg, mine[i]);
-  }
-  e->primitive.execute(stream, args);
-  const Entry::Operand& o = e->operands[2];
-  if (o.Reordered()) {
-    memory caller(o.user, engine, out);
-    o.reorder.execute(stream, mine[2], caller);
-  }
-  stream.wait();
-  return true;
+  const double flops = 2.0 * static_cast<double>(p.n * p.m * p.oh * p.ow) * static_cast<double>(p.col_rows());
+  bool ran = false;
+  RunIntraOp(flops, [&] {
+    // The thread count this runs with, which the primitive is made for.
+    const std::shared_ptr<const Entry> e = Find(kind, p, omp_get_max_threads());
+    if (!e->supported) return;
+    const dnnl::engine& engine = CpuEngine();
+    dnnl::stream stream(engine);
+    const std::array<void*, 3> user{const_cast<float*>(in0), const_cast<float*>(in1), out};
+    std::array<memory, 3> mine;
+    std::array<ScratchBuffer, 3> scratch;
+    std::unordered_map<int, memory> args;
+    for (size_t i = 0; i < 3; ++i) {
+      const Entry::Operand& o = e->operands[i];
+      memory caller(o.user, engine, user[i]);
+      if (o.Reordered()) scratch[i] = ScratchBuffer(o.mine.get_size());
+      mine[i] = o.Reordered() ? memory(o.mine, engine, scratch[i].data()) : caller;
+      if (o.Reordered() && i < 2) o.reorder.execute(stream, caller, mine[i]);
+      args.emplace(o.arg, mine[i]);
+    }
+    e->primitive.execute(stream, args);
+    const Entry::Operand& o = e->operands[2];
+    if (o.Reordered()) {
+      memory caller(o.user, engine, out);
+      o.reorder.execute(stream, mine[2], caller);
+    }
+    stream.wait();
+    ran = true;
+  });
+  return ran;
 }
 
 bool OnednnConv::Forward(const ConvPlan& p, const float* x, const float* w, float* y) {

@@ -1,0 +1,115 @@
+#include "intra_op.h"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "rill/sdk.hpp"
+
+namespace rill::math {
+namespace {
+
+int ReadBudget() {
+#if defined(__SANITIZE_THREAD__)
+  return 1;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  return 1;
+#endif
+#endif
+  const char* env = std::getenv("RILL_INTRA_OP_THREADS");
+  if (env == nullptr || *env == '\0') return std::max(1, omp_get_max_threads());
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  if (*end != '\0' || n < 1 || n > 4096) {
+    throw Error("RILL_INTRA_OP_THREADS '" + std::string(env) + "' is not a thread count from 1 to 4096",
+                RILL_INVALID_ARGUMENT);
+  }
+  return static_cast<int>(n);
+}
+
+// One call handed to the intra-op thread; the caller waits on `done`.
+struct Job {
+  const std::function<void()>* work;
+  std::exception_ptr error;
+  bool done = false;
+};
+
+// The intra-op thread and its queue. Never destroyed (ops may run while the process
+// exits); the thread is detached and sleeps when there is nothing to do.
+class IntraOpThread {
+ public:
+  explicit IntraOpThread(int budget) : budget_(budget) { std::thread([this] { Loop(); }).detach(); }
+
+  void Run(const std::function<void()>& work) {
+    Job job{&work, nullptr, false};
+    std::unique_lock<std::mutex> lock(mu_);
+    queue_.push_back(&job);
+    ready_.notify_one();
+    finished_.wait(lock, [&] { return job.done; });
+    if (job.error) std::rethrow_exception(job.error);
+  }
+
+ private:
+  void Loop() {
+    omp_set_num_threads(budget_);
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      ready_.wait(lock, [&] { return !queue_.empty(); });
+      Job* job = queue_.front();
+      queue_.pop_front();
+      lock.unlock();
+      try {
+        (*job->work)();
+      } catch (...) {
+        job->error = std::current_exception();
+      }
+      lock.lock();
+      job->done = true;
+      finished_.notify_all();
+    }
+  }
+
+  const int budget_;
+  std::mutex mu_;  // guards queue_ and every queued Job's `done`
+  std::condition_variable ready_, finished_;
+  std::deque<Job*> queue_;
+};
+
+// The process's intra-op thread, started on first use. A child made by fork() has no
+// copy of the parent's thread, so it starts its own.
+IntraOpThread& Thread() {
+  static std::mutex mu;
+  static IntraOpThread* thread = nullptr;
+  static pid_t owner = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  if (thread == nullptr || owner != getpid()) {
+    thread = new IntraOpThread(IntraOpBudget());
+    owner = getpid();
+  }
+  return *thread;
+}
+
+}  // namespace
+
+int IntraOpBudget() {
+  static const int budget = ReadBudget();
+  return budget;
+}
+
+void RunIntraOp(double flops, const std::function<void()>& work) {
+  if (flops < kParallelFlops || IntraOpBudget() == 1) {
+    omp_set_num_threads(1);
+    return work();
+  }
+  Thread().Run(work);
+}
+
+}  // namespace rill::math

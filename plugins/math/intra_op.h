@@ -1,0 +1,36 @@
+// plugins/math/intra_op.h — how large library calls (oneDNN's GEMMs and convolutions) use
+// more than one core without multiplying threads with the task scheduler's workers.
+//
+// RunIntraOp(flops, work) runs `work`:
+//  - inline on the calling thread, single-threaded, when it is small (under
+//    kParallelFlops: a parallel region's fork and join would cost more than they save),
+//    or when the budget is 1;
+//  - otherwise on the intra-op thread, one call at a time, with the whole budget of
+//    OpenMP threads, while the caller waits (and its exceptions come back to it).
+// So however many workers run large ops at once, at most `budget` threads compute, and
+// the OpenMP team belongs to one long-lived thread: it is made once per process, not once
+// per scheduler (a Model::Run starts fresh workers, which would each make their own team).
+//
+// The budget is $RILL_INTRA_OP_THREADS if set, else OpenMP's default (OMP_NUM_THREADS, or
+// one per hardware thread). Under ThreadSanitizer it is 1: libgomp is not instrumented,
+// so TSan cannot see its barriers.
+//
+// `work` must not block on other tasks (channels, go blocks): it holds the intra-op
+// thread, and with it every other large op, until it returns.
+#ifndef RILL_PLUGINS_MATH_INTRA_OP_H_
+#define RILL_PLUGINS_MATH_INTRA_OP_H_
+
+#include <functional>
+
+namespace rill::math {
+
+inline constexpr double kParallelFlops = 4e6;
+
+void RunIntraOp(double flops, const std::function<void()>& work);
+
+// The budget: the threads a large call gets.
+int IntraOpBudget();
+
+}  // namespace rill::math
+
+#endif  // RILL_PLUGINS_MATH_INTRA_OP_H_

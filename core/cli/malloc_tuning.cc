@@ -24,6 +24,9 @@ void ApplyMallocTuning(MallocTuning tuning) {
   if (!user_set("glibc.malloc.trim_threshold") && std::getenv("MALLOC_TRIM_THRESHOLD_") == nullptr) {
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
   }
+  if (!user_set("glibc.malloc.mmap_threshold") && std::getenv("MALLOC_MMAP_THRESHOLD_") == nullptr) {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  }
 #else
   (void)tuning;
 #endif

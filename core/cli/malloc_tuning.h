@@ -12,8 +12,13 @@
 //     - freed memory kept up to 1 GiB (M_TRIM_THRESHOLD): glibc otherwise gives back arena
 //       memory past 128 KiB as it is freed, so a transport's multi-MiB receive buffers are
 //       faulted in afresh for every message.
+//     - blocks up to 32 MiB from the heap, not mmap (M_MMAP_THRESHOLD): setting the trim
+//       threshold turns off glibc's own raising of this threshold (from 128 KiB up to the
+//       same 32 MiB) as large blocks are freed, and without it every tensor of 128 KiB or
+//       more (a model's activations, each run) is a fresh mapping, faulted in page by page.
 //    Each is left as the user set it through glibc's own means (GLIBC_TUNABLES'
-//    glibc.malloc.mxfast or glibc.malloc.trim_threshold, MALLOC_TRIM_THRESHOLD_).
+//    glibc.malloc.mxfast, .trim_threshold or .mmap_threshold; MALLOC_TRIM_THRESHOLD_,
+//    MALLOC_MMAP_THRESHOLD_).
 //  - kDefault (`--malloc default`): glibc's settings as the environment gives them.
 #ifndef RILL_CORE_CLI_MALLOC_TUNING_H_
 #define RILL_CORE_CLI_MALLOC_TUNING_H_

@@ -16,13 +16,17 @@ namespace {
 // Out for ops whose derivative is cheapest from the output (kGradFromOut) and X otherwise.
 // Formulas and attribute defaults are Fluid's.
 template <class A> using S = typename A::Scalar;
+// Piecewise formulas are written as lambdas over both operands' values (binaryExpr), not
+// Eigen's select: select reads its chosen branch only, so it compiles to a branch per
+// element, mispredicted on half of them for activations' mixed signs; with both values in
+// hand the compiler makes it a vector blend.
 
 struct Relu {
   static constexpr bool kGradFromOut = true;
   explicit Relu(KernelContext&) {}
   template <class A, class O> void Forward(const A& x, O out) const { out = x.max(S<A>(0)); }
   template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
-    dx = (out > S<A>(0)).select(g, S<A>(0));
+    dx = out.binaryExpr(g, [](S<A> o, S<A> gv) { return o > S<A>(0) ? gv : S<A>(0); });
   }
 };
 struct Sigmoid {
@@ -79,16 +83,21 @@ struct Relu6 {
   double t;
   template <class A, class O> void Forward(const A& x, O out) const { out = x.max(S<A>(0)).min(S<A>(t)); }
   template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
-    dx = (out > S<A>(0) && out < S<A>(t)).select(g, S<A>(0));
+    const S<A> top = S<A>(t);
+    dx = out.binaryExpr(g, [top](S<A> o, S<A> gv) { return o > S<A>(0) && o < top ? gv : S<A>(0); });
   }
 };
 struct LeakyRelu {
   static constexpr bool kGradFromOut = false;
   explicit LeakyRelu(KernelContext& ctx) : alpha(ctx.Attr<float>("alpha")) {}
   double alpha;
-  template <class A, class O> void Forward(const A& x, O out) const { out = (x > S<A>(0)).select(x, S<A>(alpha) * x); }
+  template <class A, class O> void Forward(const A& x, O out) const {
+    const S<A> a = S<A>(alpha);
+    out = x.unaryExpr([a](S<A> v) { return v > S<A>(0) ? v : a * v; });
+  }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
-    dx = (x > S<A>(0)).select(g, S<A>(alpha) * g);
+    const S<A> a = S<A>(alpha);
+    dx = x.binaryExpr(g, [a](S<A> v, S<A> gv) { return v > S<A>(0) ? gv : a * gv; });
   }
 };
 // gelu: x * Phi(x) with Phi the normal CDF, or (approximate) Phi by its tanh form.
@@ -150,7 +159,8 @@ struct HardSigmoid {
     out = (S<A>(slope) * x + S<A>(offset)).max(S<A>(0)).min(S<A>(1));
   }
   template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
-    dx = (out > S<A>(0) && out < S<A>(1)).select(S<A>(slope) * g, S<A>(0));
+    const S<A> k = S<A>(slope);
+    dx = out.binaryExpr(g, [k](S<A> o, S<A> gv) { return o > S<A>(0) && o < S<A>(1) ? k * gv : S<A>(0); });
   }
 };
 // clip: X limited to [min, max].
@@ -162,7 +172,8 @@ struct Clip {
   double lo, hi;
   template <class A, class O> void Forward(const A& x, O out) const { out = x.max(S<A>(lo)).min(S<A>(hi)); }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
-    dx = (x > S<A>(lo) && x < S<A>(hi)).select(g, S<A>(0));
+    const S<A> l = S<A>(lo), h = S<A>(hi);
+    dx = x.binaryExpr(g, [l, h](S<A> v, S<A> gv) { return v > l && v < h ? gv : S<A>(0); });
   }
 };
 

@@ -127,10 +127,37 @@ const T* ChannelInput(KernelContext& ctx, const char* slot, int64_t c) {
   return t.data<T>();
 }
 
+// Calls f(in, per, acc, out) once per contiguous run of an X-shaped tensor, so that every
+// per-channel pass is a vector operation whichever the layout: in NCHW a run is one
+// image's one channel (s values), in NHWC one image's one position (all c channels).
+//   in(p):       the run of p (an X-shaped tensor's data) as an Eigen array;
+//   per(v):      per-channel values v along the run (one value repeated in NCHW, v itself
+//                in NHWC);
+//   acc(out, e): adds the run's expression e into per-channel sums out;
+//   out(p):      the run of p, writable.
+template <class T, class F>
+void ForEachRun(const ChannelLayout& l, F f) {
+  if (l.nhwc) {
+    for (int64_t r = 0; r < l.n * l.s; ++r) {
+      const int64_t at = r * l.c, c = l.c;
+      f([=](const T* p) { return ConstVecMap<T>(p + at, c); }, [=](const T* v) { return ConstVecMap<T>(v, c); },
+        [=](T* sums, const auto& e) { VecMap<T>(sums, c) += e; }, [=](T* p) { return VecMap<T>(p + at, c); });
+    }
+    return;
+  }
+  for (int64_t i = 0; i < l.n; ++i) {
+    for (int64_t ch = 0; ch < l.c; ++ch) {
+      const int64_t at = (i * l.c + ch) * l.s, s = l.s;
+      f([=](const T* p) { return ConstVecMap<T>(p + at, s); }, [=](const T* v) { return Vec<T>::Constant(s, v[ch]); },
+        [=](T* sums, const auto& e) { sums[ch] += e.sum(); }, [=](T* p) { return VecMap<T>(p + at, s); });
+    }
+  }
+}
+
 // Training (unless is_test or use_global_stats): each channel's batch mean and (biased)
 // variance normalize it, SavedMean and SavedVariance (1 / sqrt(var + epsilon)) keep them
 // for the gradient, and MeanOut/VarianceOut = momentum * running + (1 - momentum) * batch.
-// Otherwise the running Mean and Variance normalize, and pass through.
+// Y = X * a + b per channel, a = Scale / sqrt(var + epsilon), b = Bias - mean * a.
 template <class T>
 void BatchNorm(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
@@ -145,36 +172,28 @@ void BatchNorm(KernelContext& ctx) {
   const T* rv = ChannelInput<T>(ctx, "Variance", l.c);
   const std::vector<T> running_mean(rm, rm + l.c), running_var(rv, rv + l.c);
   const T* px = x.data<T>();
-  const int64_t m = l.n * l.s;
-  std::vector<T> mean(static_cast<size_t>(l.c)), var(static_cast<size_t>(l.c));
-  for (int64_t ch = 0; ch < l.c; ++ch) {
-    if (global) {
-      mean[ch] = running_mean[ch];
-      var[ch] = running_var[ch];
-      continue;
-    }
-    T sum = 0, sq = 0;
-    for (int64_t i = 0; i < l.n; ++i) {
-      for (int64_t k = 0; k < l.s; ++k) sum += px[l.At(i, ch, k)];
-    }
-    mean[ch] = m > 0 ? sum / static_cast<T>(m) : T(0);
-    for (int64_t i = 0; i < l.n; ++i) {
-      for (int64_t k = 0; k < l.s; ++k) sq += (px[l.At(i, ch, k)] - mean[ch]) * (px[l.At(i, ch, k)] - mean[ch]);
-    }
-    var[ch] = m > 0 ? sq / static_cast<T>(m) : T(0);
+  const T m = static_cast<T>(l.n * l.s);
+  std::vector<T> mean = running_mean, var = running_var;
+  if (!global) {
+    std::fill(mean.begin(), mean.end(), T(0));
+    std::fill(var.begin(), var.end(), T(0));
+    ForEachRun<T>(l, [&](auto in, auto, auto acc, auto) { acc(mean.data(), in(px)); });
+    for (T& v : mean) v = m > 0 ? v / m : T(0);
+    ForEachRun<T>(l, [&](auto in, auto per, auto acc, auto) { acc(var.data(), (in(px) - per(mean.data())).square()); });
+    for (T& v : var) v = m > 0 ? v / m : T(0);
   }
-  std::vector<T> y(static_cast<size_t>(x.numel()));
-  std::vector<T> inv_std(static_cast<size_t>(l.c));
+  std::vector<T> inv_std(static_cast<size_t>(l.c)), a(static_cast<size_t>(l.c)), b(static_cast<size_t>(l.c));
   for (int64_t ch = 0; ch < l.c; ++ch) {
     inv_std[ch] = T(1) / std::sqrt(var[ch] + eps);
-    for (int64_t i = 0; i < l.n; ++i) {
-      for (int64_t k = 0; k < l.s; ++k) {
-        const int64_t at = l.At(i, ch, k);
-        y[at] = (px[at] - mean[ch]) * inv_std[ch] * scale[ch] + bias[ch];
-      }
-    }
+    a[ch] = inv_std[ch] * scale[ch];
+    b[ch] = bias[ch] - mean[ch] * a[ch];
   }
-  std::copy(y.begin(), y.end(), ctx.AllocateOutput<T>("Y", x.dims()));
+  // Y may be X's own variable: then it is written aside first.
+  const bool aliased = ctx.OutputVar("Y").handle() == ctx.InputVar("X").handle();
+  std::unique_ptr<T[]> aside = aliased ? Scratch<T>(x.numel()) : nullptr;
+  T* y = aliased ? aside.get() : ctx.AllocateOutput<T>("Y", x.dims());
+  ForEachRun<T>(l, [&](auto in, auto per, auto, auto out) { out(y) = in(px) * per(a.data()) + per(b.data()); });
+  if (aliased) std::copy(y, y + x.numel(), ctx.AllocateOutput<T>("Y", x.dims()));
   const auto write = [&](const char* slot, const auto& values) {
     if (ctx.HasOutput(slot)) std::copy(values.begin(), values.end(), ctx.AllocateOutput<T>(slot, {l.c}));
   };
@@ -193,7 +212,8 @@ void BatchNorm(KernelContext& ctx) {
 
 // With xhat = (x - mean) * inv_std over a channel's m elements: dbias = sum dy, dscale =
 // sum dy * xhat, dx = scale * inv_std / m * (m dy - dbias - xhat dscale) in training; with
-// the running statistics (use_global_stats), dx = dy * scale * inv_std.
+// the running statistics (use_global_stats), dx = dy * scale * inv_std. Either is
+// dx = A dy + B x + C per channel.
 template <class T>
 void BatchNormGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
@@ -203,33 +223,32 @@ void BatchNormGrad(KernelContext& ctx) {
   const T* scale = ChannelInput<T>(ctx, "Scale", l.c);
   const T* saved_mean = ChannelInput<T>(ctx, global ? "Mean" : "SavedMean", l.c);
   const T* saved_var = ChannelInput<T>(ctx, global ? "Variance" : "SavedVariance", l.c);
-  std::vector<T> mean(saved_mean, saved_mean + l.c), inv_std(static_cast<size_t>(l.c));
-  for (int64_t ch = 0; ch < l.c; ++ch) inv_std[ch] = global ? T(1) / std::sqrt(saved_var[ch] + eps) : saved_var[ch];
+  const size_t c = static_cast<size_t>(l.c);
+  std::vector<T> inv_std(c);
+  for (size_t ch = 0; ch < c; ++ch) inv_std[ch] = global ? T(1) / std::sqrt(saved_var[ch] + eps) : saved_var[ch];
   const T* px = x.data<T>();
   const T* dy = ctx.Input("Y@GRAD").data<T>();
-  const int64_t m = l.n * l.s;
-  std::vector<T> dx(static_cast<size_t>(x.numel())), dscale(static_cast<size_t>(l.c)), dbias(static_cast<size_t>(l.c));
-  for (int64_t ch = 0; ch < l.c; ++ch) {
-    T sb = 0, ss = 0;
-    for (int64_t i = 0; i < l.n; ++i) {
-      for (int64_t k = 0; k < l.s; ++k) {
-        const int64_t at = l.At(i, ch, k);
-        sb += dy[at];
-        ss += dy[at] * (px[at] - mean[ch]) * inv_std[ch];
-      }
-    }
-    dbias[ch] = sb;
-    dscale[ch] = ss;
-    for (int64_t i = 0; i < l.n; ++i) {
-      for (int64_t k = 0; k < l.s; ++k) {
-        const int64_t at = l.At(i, ch, k);
-        const T xhat = (px[at] - mean[ch]) * inv_std[ch];
-        dx[at] = global ? dy[at] * scale[ch] * inv_std[ch]
-                        : scale[ch] * inv_std[ch] / static_cast<T>(m) * (static_cast<T>(m) * dy[at] - sb - xhat * ss);
-      }
+  const T m = static_cast<T>(l.n * l.s);
+  std::vector<T> dscale(c, T(0)), dbias(c, T(0));
+  ForEachRun<T>(l, [&](auto in, auto per, auto acc, auto) {
+    acc(dbias.data(), in(dy));
+    acc(dscale.data(), in(dy) * (in(px) - per(saved_mean)));
+  });
+  std::vector<T> ka(c), kb(c, T(0)), kc(c, T(0));
+  for (size_t ch = 0; ch < c; ++ch) {
+    dscale[ch] *= inv_std[ch];
+    ka[ch] = scale[ch] * inv_std[ch];
+    if (!global && m > 0) {
+      kb[ch] = -ka[ch] * inv_std[ch] * dscale[ch] / m;
+      kc[ch] = -ka[ch] * dbias[ch] / m - kb[ch] * saved_mean[ch];
     }
   }
-  if (ctx.HasOutput("X@GRAD")) std::copy(dx.begin(), dx.end(), ctx.AllocateOutput<T>("X@GRAD", x.dims()));
+  if (ctx.HasOutput("X@GRAD")) {
+    T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
+    ForEachRun<T>(l, [&](auto in, auto per, auto, auto out) {
+      out(dx) = in(dy) * per(ka.data()) + in(px) * per(kb.data()) + per(kc.data());
+    });
+  }
   if (ctx.HasOutput("Scale@GRAD")) std::copy(dscale.begin(), dscale.end(), ctx.AllocateOutput<T>("Scale@GRAD", {l.c}));
   if (ctx.HasOutput("Bias@GRAD")) std::copy(dbias.begin(), dbias.end(), ctx.AllocateOutput<T>("Bias@GRAD", {l.c}));
 }

@@ -7,10 +7,12 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   # core
   libboost-dev libboost-context-dev libprotobuf-dev protobuf-compiler libspdlog-dev libfmt-dev
-  # math plugin
-  libeigen3-dev
+  # math plugin: Eigen, and oneDNN for the fp32 GEMMs and convolutions
+  libeigen3-dev libdnnl-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy
+  # the model ops' independent reference, and the models' benchmark peer
+  python3-torch
   # the CSP benchmarks' peer: the same benchmarks in Go
   golang-go
   # out-of-tree plugin test: a different compiler and standard library from the host's;

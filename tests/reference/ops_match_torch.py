@@ -1,0 +1,443 @@
+"""The model ops, forward and gradient, against PyTorch (Debian's python3-torch), which
+nobody here wrote: random shapes and attribute combinations (odd sizes, padding, stride > 1,
+dilation, groups, NHWC), fp32 and fp64.
+
+Each case is one op on inputs of its own. Per dtype, all cases go into one program; every
+output a case differentiates is multiplied by a random tensor G and summed into the loss
+(so an input's gradient is G pulled back through the op), `rill backward` appends the
+gradient ops as it would for training, and one `rill run` fetches the outputs and the
+gradients. PyTorch computes the same with autograd. Ops PyTorch lacks, or whose randomness
+cannot match (dropout), keep their numpy tests (*_match_numpy.py).
+
+usage: /usr/bin/python3 ops_match_torch.py RILL WORK_DIR      (needs numpy and torch)
+"""
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import op_reference  # noqa: E402
+
+rill, work = sys.argv[1], sys.argv[2]
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+torch.set_num_threads(1)
+
+
+class Case:
+    """op(inputs) -> outputs, and `ref`, the same in PyTorch: a function of a dict slot ->
+    tensor (a list for a list slot) returning slot -> tensor for the outputs to compare.
+    `grads`: the input slots whose gradients are checked; `through`: the outputs they are
+    taken through (default: every compared output that is floating point)."""
+
+    def __init__(self, label, op, attrs, inputs, outputs, ref, grads=(), through=None):
+        self.label, self.op, self.attrs, self.inputs, self.outputs = label, op, attrs, inputs, outputs
+        self.ref, self.grads, self.through = ref, list(grads), through
+
+
+def f32(v):
+    """A FLOAT attribute's value as the op reads it: rounded to fp32."""
+    return float(np.float32(v))
+
+
+def nchw(x, nhwc):
+    return x.permute(0, 3, 1, 2) if nhwc else x
+
+
+def back(y, nhwc):
+    return y.permute(0, 2, 3, 1) if nhwc else y
+
+
+def same_pads(size, k, s):
+    """Paddle's SAME: Out = ceil(in / stride), the padding split with the extra at the end."""
+    out = -(-size // s)
+    total = max((out - 1) * s + k - size, 0)
+    return total // 2, total - total // 2
+
+
+def conv_cases(rng, dt, count):
+    cases = []
+    while len(cases) < count:
+        groups = int(rng.choice([1, 1, 2, 3]))
+        c = groups * int(rng.integers(1, 4))
+        m = groups * int(rng.integers(1, 4))
+        n, h, w = int(rng.integers(1, 3)), int(rng.integers(5, 12)), int(rng.integers(5, 12))
+        kh, kw = int(rng.choice([1, 2, 3, 5])), int(rng.choice([1, 3, 4]))
+        s = [int(rng.integers(1, 4)), int(rng.integers(1, 3))]
+        d = [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
+        nhwc = bool(rng.integers(0, 2))
+        algorithm = str(rng.choice(["EXPLICIT", "EXPLICIT", "SAME", "VALID"]))
+        pads = [int(v) for v in rng.integers(0, 3, size=4)]
+        dk = [d[0] * (kh - 1) + 1, d[1] * (kw - 1) + 1]
+        if algorithm == "SAME":
+            pads = list(same_pads(h, dk[0], s[0]) + same_pads(w, dk[1], s[1]))
+        elif algorithm == "VALID":
+            pads = [0, 0, 0, 0]
+        if h + pads[0] + pads[1] < dk[0] or w + pads[2] + pads[3] < dk[1]:
+            continue
+        x = rng.standard_normal((n, h, w, c) if nhwc else (n, c, h, w)).astype(dt)
+        f = rng.standard_normal((m, c // groups, kh, kw)).astype(dt)
+        attrs = dict(strides=s, paddings=pads if algorithm == "EXPLICIT" else [9, 9], padding_algorithm=algorithm,
+                     dilations=d, groups=groups, data_format="NHWC" if nhwc else "NCHW")
+
+        def ref(t, s=s, d=d, pads=pads, groups=groups, nhwc=nhwc):
+            xp = F.pad(nchw(t["Input"], nhwc), (pads[2], pads[3], pads[0], pads[1]))
+            return {"Output": back(F.conv2d(xp, t["Filter"], stride=s, dilation=d, groups=groups), nhwc)}
+        op = "depthwise_conv2d" if groups == c == m and groups > 1 and rng.integers(0, 2) else "conv2d"
+        cases.append(Case("%s %s x%s f%s" % (op, attrs, x.shape, f.shape), op, attrs, {"Input": x, "Filter": f},
+                          ["Output"], ref, grads=["Input", "Filter"]))
+    return cases
+
+
+def conv_transpose_cases(rng, dt, count):
+    cases = []
+    for _ in range(count):
+        groups = int(rng.choice([1, 2]))
+        c, mg = groups * int(rng.integers(1, 3)), int(rng.integers(1, 3))
+        n, h, w = int(rng.integers(1, 3)), int(rng.integers(3, 7)), int(rng.integers(3, 7))
+        kh, kw = int(rng.choice([1, 2, 3])), int(rng.choice([2, 3]))
+        s = [int(rng.integers(1, 4)), int(rng.integers(1, 3))]
+        d = [int(rng.integers(1, 3)), 1]
+        p = [int(rng.integers(0, 2)), int(rng.integers(0, 2))]
+        extra = [int(rng.integers(0, max(s[0], d[0]))), int(rng.integers(0, max(s[1], d[1])))]
+        nhwc = bool(rng.integers(0, 2))
+        x = rng.standard_normal((n, h, w, c) if nhwc else (n, c, h, w)).astype(dt)
+        f = rng.standard_normal((c, mg, kh, kw)).astype(dt)
+        attrs = dict(strides=s, paddings=p, dilations=d, groups=groups, output_padding=extra,
+                     data_format="NHWC" if nhwc else "NCHW")
+
+        def ref(t, s=s, d=d, p=p, groups=groups, extra=extra, nhwc=nhwc):
+            y = F.conv_transpose2d(nchw(t["Input"], nhwc), t["Filter"], stride=s, padding=p, output_padding=extra,
+                                   groups=groups, dilation=d)
+            return {"Output": back(y, nhwc)}
+        cases.append(Case("conv2d_transpose %s x%s f%s" % (attrs, x.shape, f.shape), "conv2d_transpose", attrs,
+                          {"Input": x, "Filter": f}, ["Output"], ref, grads=["Input", "Filter"]))
+    return cases
+
+
+def pool_cases(rng, dt, count):
+    cases = []
+    while len(cases) < count:
+        n, c, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 4)), int(rng.integers(4, 10)), int(rng.integers(4, 10))
+        kind = str(rng.choice(["max", "avg"]))
+        nhwc = bool(rng.integers(0, 2))
+        mode = str(rng.choice(["plain", "plain", "ceil", "adaptive", "global"]))
+        k = [int(rng.integers(1, 4)), int(rng.integers(2, 4))]
+        s = [int(rng.integers(1, k[0] + 1)), int(rng.integers(1, k[1] + 1))]
+        p = [int(rng.integers(0, k[0] // 2 + 1)), int(rng.integers(0, k[1] // 2 + 1))]
+        exclusive = bool(rng.integers(0, 2))
+        attrs = dict(pooling_type=kind, ksize=k, strides=s, paddings=p, exclusive=exclusive,
+                     data_format="NHWC" if nhwc else "NCHW")
+        if mode == "ceil":  # where Paddle's and PyTorch's ceil_mode agree: no padding, exclusive
+            p, exclusive = [0, 0], True
+            attrs.update(ceil_mode=True, paddings=p, exclusive=True)
+        elif mode == "adaptive":
+            k = [int(rng.integers(1, h + 1)), int(rng.integers(1, w + 1))]
+            attrs.update(adaptive=True, ksize=k)
+        elif mode == "global":
+            attrs.update(global_pooling=True)
+        if h + 2 * p[0] < k[0] or w + 2 * p[1] < k[1]:
+            continue
+        x = rng.standard_normal((n, h, w, c) if nhwc else (n, c, h, w)).astype(dt)
+
+        def ref(t, kind=kind, k=k, s=s, p=p, mode=mode, exclusive=exclusive, nhwc=nhwc):
+            xt = nchw(t["X"], nhwc)
+            if mode == "adaptive":
+                y = (F.adaptive_max_pool2d if kind == "max" else F.adaptive_avg_pool2d)(xt, k)
+            elif mode == "global":
+                y = (F.max_pool2d if kind == "max" else F.avg_pool2d)(xt, xt.shape[2:])
+            elif kind == "max":
+                y = F.max_pool2d(xt, k, s, p, ceil_mode=mode == "ceil")
+            else:
+                y = F.avg_pool2d(xt, k, s, p, ceil_mode=mode == "ceil", count_include_pad=not exclusive)
+            return {"Out": back(y, nhwc)}
+        cases.append(Case("pool2d %s %s x%s" % (mode, attrs, x.shape), "pool2d", attrs, {"X": x}, ["Out"], ref,
+                          grads=["X"]))
+    return cases
+
+
+def norm_cases(rng, dt):
+    cases = []
+    for nhwc, is_test, shape in ((False, False, (3, 4, 5, 3)), (True, False, (2, 3, 5, 4)), (False, True, (2, 3, 4, 5)),
+                                 (False, False, (5, 3))):
+        c = shape[-1] if nhwc else shape[1]
+        x = rng.standard_normal(shape).astype(dt) * 2 + 0.5
+        ins = {"X": x, "Scale": rng.standard_normal(c).astype(dt), "Bias": rng.standard_normal(c).astype(dt),
+               "Mean": rng.standard_normal(c).astype(dt), "Variance": rng.uniform(0.5, 2, c).astype(dt)}
+        attrs = dict(is_test=is_test, momentum=0.8, epsilon=1e-4, data_layout="NHWC" if nhwc else "NCHW")
+
+        def ref(t, nhwc=nhwc, is_test=is_test):
+            xt = t["X"].movedim(-1, 1) if nhwc else t["X"]
+            rm, rv = t["Mean"].detach().clone(), t["Variance"].detach().clone()
+            y = F.batch_norm(xt, rm, rv, t["Scale"], t["Bias"], training=not is_test, momentum=1 - f32(0.8), eps=f32(1e-4))
+            out = {"Y": y.movedim(1, -1) if nhwc else y}
+            if not is_test:
+                out["MeanOut"] = rm  # PyTorch's running variance uses the unbiased estimate; Fluid's the biased
+            return out
+        cases.append(Case("batch_norm %s x%s" % (attrs, shape), "batch_norm", attrs, ins,
+                          ["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"], ref,
+                          grads=["X", "Scale", "Bias"], through=["Y"]))
+    for shape, axis in (((3, 7), 1), ((2, 3, 5), 1), ((2, 3, 5), 2), ((4, 2, 3, 3), 2)):
+        row = int(np.prod(shape[axis:]))
+        ins = {"X": rng.standard_normal(shape).astype(dt), "Scale": rng.standard_normal(row).astype(dt),
+               "Bias": rng.standard_normal(row).astype(dt)}
+
+        def ref(t, shape=shape, axis=axis):
+            return {"Y": F.layer_norm(t["X"], shape[axis:], t["Scale"].reshape(shape[axis:]),
+                                      t["Bias"].reshape(shape[axis:]), eps=f32(1e-5))}
+        cases.append(Case("layer_norm axis %d x%s" % (axis, shape), "layer_norm", dict(begin_norm_axis=axis), ins,
+                          ["Y", "Mean", "Variance"], ref, grads=["X", "Scale", "Bias"]))
+    return cases
+
+
+def loss_cases(rng, dt):
+    cases = []
+    for n, k, ignore in ((5, 4, -100), (7, 3, 1), (1, 6, -100)):
+        logits = (rng.standard_normal((n, k)) * 3).astype(dt)
+        label = rng.integers(0, k, (n, 1)).astype(np.int64)
+
+        def ref(t, ignore=ignore):
+            loss = F.cross_entropy(t["Logits"], t["Label"][:, 0], reduction="none", ignore_index=ignore)
+            return {"Softmax": F.softmax(t["Logits"], -1), "Loss": loss[:, None]}
+        cases.append(Case("softmax_with_cross_entropy hard ignore %d [%d,%d]" % (ignore, n, k),
+                          "softmax_with_cross_entropy", dict(ignore_index=ignore), {"Logits": logits, "Label": label},
+                          ["Softmax", "Loss"], ref, grads=["Logits"], through=["Loss"]))
+    logits = rng.standard_normal((4, 5)).astype(dt)
+    soft = rng.uniform(0, 1, (4, 5)).astype(dt)
+    soft /= soft.sum(1, keepdims=True)
+    cases.append(Case("softmax_with_cross_entropy soft", "softmax_with_cross_entropy", dict(soft_label=True),
+                      {"Logits": logits, "Label": soft}, ["Softmax", "Loss"],
+                      lambda t: {"Softmax": F.softmax(t["Logits"], -1),
+                                 "Loss": -(t["Label"] * F.log_softmax(t["Logits"], -1)).sum(-1, keepdim=True)},
+                      grads=["Logits"], through=["Loss"]))
+    return cases
+
+
+def activation_cases(rng, dt):
+    x = (rng.standard_normal((3, 7, 5)) * 4).astype(dt)
+    x[np.abs(x) < 1e-3] = 0.5  # away from the kinks, where a derivative is a convention
+    pos = rng.uniform(0.1, 4, (4, 9)).astype(dt)
+    cases = []
+    for op, attrs, fn, v in (
+            ("relu6", {}, lambda x: torch.clamp(x, 0, 6), x),
+            ("relu6", dict(threshold=2.5), lambda x: torch.clamp(x, 0, 2.5), x),
+            ("leaky_relu", dict(alpha=0.1), lambda x: F.leaky_relu(x, f32(0.1)), x),
+            ("gelu", {}, lambda x: F.gelu(x), x),
+            ("gelu", dict(approximate=True), lambda x: F.gelu(x, approximate="tanh"), x),
+            ("swish", dict(beta=1.5), lambda x: x * torch.sigmoid(1.5 * x), x),
+            ("hard_swish", {}, F.hardswish, x),
+            ("hard_swish", dict(threshold=5.0, scale=4.0, offset=2.0), lambda x: x * torch.clamp(x + 2, 0, 5) / 4, x),
+            ("hard_sigmoid", {}, lambda x: torch.clamp(f32(0.2) * x + 0.5, 0, 1), x),
+            ("hard_sigmoid", dict(slope=0.3, offset=0.4), lambda x: torch.clamp(f32(0.3) * x + f32(0.4), 0, 1), x),
+            ("exp", {}, torch.exp, x / 4),
+            ("log", {}, torch.log, pos),
+            ("sqrt", {}, torch.sqrt, pos),
+            ("abs", {}, torch.abs, x),
+            ("clip", dict(min=-1.5, max=2.0), lambda x: torch.clamp(x, -1.5, 2.0), x)):
+        cases.append(Case("%s %s" % (op, attrs), op, attrs, {"X": v.copy()}, ["Out"],
+                          lambda t, fn=fn: {"Out": fn(t["X"])}, grads=["X"]))
+    return cases
+
+
+def matmul_cases(rng, dt):
+    cases = []
+    for xs, ys, tx, ty in (((3, 4), (4, 5), False, False), ((4, 3), (4, 5), True, False), ((3, 4), (5, 4), False, True),
+                           ((2, 3, 4), (2, 4, 5), False, False), ((2, 4, 3), (2, 5, 4), True, True),
+                           ((2, 3, 4), (4, 5), False, False), ((4,), (2, 4, 3), False, False), ((3, 4), (4,), False, False),
+                           ((65, 33), (33, 17), False, False)):
+        def ref(t, tx=tx, ty=ty):
+            a, b = t["X"], t["Y"]
+            a = a.transpose(-1, -2) if tx and a.dim() > 1 else a
+            b = b.transpose(-1, -2) if ty and b.dim() > 1 else b
+            return {"Out": torch.matmul(a, b)}
+        cases.append(Case("matmul_v2 %s %s tx=%s ty=%s" % (xs, ys, tx, ty), "matmul_v2", dict(trans_x=tx, trans_y=ty),
+                          {"X": rng.standard_normal(xs).astype(dt), "Y": rng.standard_normal(ys).astype(dt)}, ["Out"],
+                          ref, grads=["X", "Y"]))
+    ins = {"Input": rng.standard_normal((2, 3, 4)).astype(dt), "W": rng.standard_normal((12, 5)).astype(dt),
+           "Bias": rng.standard_normal(5).astype(dt)}
+    cases.append(Case("fc relu", "fc", dict(in_num_col_dims=1, activation_type="relu"), ins, ["Out"],
+                      lambda t: {"Out": F.relu(t["Input"].reshape(2, 12) @ t["W"] + t["Bias"])}))
+    return cases
+
+
+def embedding_cases(rng, dt):
+    cases = []
+    for op, ids_shape, pad in (("lookup_table_v2", (3, 4), -1), ("lookup_table_v2", (5,), 2), ("lookup_table", (6, 1), 3)):
+        w = rng.standard_normal((7, 5)).astype(dt)
+        ids = rng.integers(0, 7, ids_shape).astype(np.int64)
+        ids.flat[0] = max(pad, 0)
+
+        def ref(t, op=op, pad=pad):
+            ids = t["Ids"][..., 0] if op == "lookup_table" else t["Ids"]
+            out = F.embedding(ids, t["W"], padding_idx=pad if pad >= 0 else None)
+            return {"Out": out * (ids != pad).unsqueeze(-1) if pad >= 0 else out}
+        cases.append(Case("%s ids%s padding_idx %d" % (op, ids_shape, pad), op, dict(padding_idx=pad),
+                          {"W": w, "Ids": ids}, ["Out"], ref, grads=["W"]))
+    return cases
+
+
+def shape_cases(rng, dt):
+    x = rng.standard_normal((2, 3, 4, 5)).astype(dt)
+    cases = []
+    for op, attrs, fn in (
+            ("transpose2", dict(axis=[2, 0, 3, 1]), lambda x: x.permute(2, 0, 3, 1)),
+            ("reshape2", dict(shape=[0, -1, 10]), lambda x: x.reshape(2, -1, 10)),
+            ("flatten2", dict(axis=2), lambda x: x.reshape(6, 20)),
+            ("flatten_contiguous_range", dict(start_axis=1, stop_axis=2), lambda x: torch.flatten(x, 1, 2)),
+            ("unsqueeze2", dict(axes=[0, -1]), lambda x: x.unsqueeze(0).unsqueeze(-1)),
+            ("slice", dict(axes=[1, 3], starts=[1, -4], ends=[10, -1]), lambda x: x[:, 1:, :, -4:-1]),
+            ("slice", dict(axes=[2], starts=[2], ends=[3], decrease_axis=[2]), lambda x: x[:, :, 2]),
+            ("expand", dict(expand_times=[1, 2, 1, 3]), lambda x: x.repeat(1, 2, 1, 3))):
+        outs = ["Out", "XShape"] if op.endswith("2") or op == "flatten_contiguous_range" else ["Out"]
+        slot = "Input" if op == "slice" else "X"
+        cases.append(Case("%s %s" % (op, attrs), op, attrs, {slot: x.copy()}, outs,
+                          lambda t, fn=fn, slot=slot: {"Out": fn(t[slot])}, grads=[slot], through=["Out"]))
+    y = rng.standard_normal((3, 1, 4, 1)).astype(dt)
+    cases.append(Case("squeeze2", "squeeze2", dict(axes=[1, -1]), {"X": y}, ["Out", "XShape"],
+                      lambda t: {"Out": t["X"][:, 0, :, 0]}, grads=["X"], through=["Out"]))
+    parts = [rng.standard_normal((3, 4)).astype(dt) for _ in range(3)]
+    for axis in (0, 1, -1):
+        cases.append(Case("stack axis %d" % axis, "stack", dict(axis=axis), {"X": parts}, ["Y"],
+                          lambda t, axis=axis: {"Y": torch.stack(t["X"], axis)}, grads=["X"]))
+    return cases
+
+
+def ranking_cases(rng, dt):
+    x = rng.standard_normal((4, 9)).astype(dt)
+    x3 = rng.standard_normal((3, 5, 4)).astype(dt)
+    label = rng.integers(0, 9, (4, 1)).astype(np.int64)
+    idx = np.argsort(-x, axis=1)[:, :3].astype(np.int64)
+    idx[0, 0] = label[0, 0]  # at least one hit
+    return [
+        Case("top_k k=3", "top_k", dict(k=3), {"X": x}, ["Out", "Indices"],
+             lambda t: dict(zip(("Out", "Indices"), torch.topk(t["X"], 3)))),
+        Case("top_k_v2 axis=1 smallest", "top_k_v2", dict(k=2, axis=1, largest=False), {"X": x3}, ["Out", "Indices"],
+             lambda t: dict(zip(("Out", "Indices"), torch.topk(t["X"], 2, dim=1, largest=False)))),
+        Case("arg_max axis=1 keepdims", "arg_max", dict(axis=1, keepdims=True), {"X": x3}, ["Out"],
+             lambda t: {"Out": torch.argmax(t["X"], 1, keepdim=True)}),
+        Case("arg_max axis=-1", "arg_max", dict(axis=-1), {"X": x3}, ["Out"], lambda t: {"Out": torch.argmax(t["X"], -1)}),
+        Case("accuracy", "accuracy", {}, {"Out": x[:, :3].copy(), "Indices": idx, "Label": label},
+             ["Accuracy", "Correct", "Total"],
+             lambda t: {"Accuracy": (t["Indices"] == t["Label"]).any(1).to(torch.float32).mean().reshape(1)}),
+    ]
+
+
+def declare(name, value):
+    dims = "".join(" dims: %d" % d for d in value.shape)
+    return ('vars { name: "%s" type { type: LOD_TENSOR lod_tensor { tensor { data_type: %s%s } } } }\n'
+            % (name, op_reference.FLUID_DTYPES[value.dtype], dims))
+
+
+def program(tag, cases):
+    """Writes the forward program of every case (each output in case.through multiplied by
+    its case.g and summed into "loss"); returns its path, the feeds (name -> array), the
+    variables to fetch, the inputs to differentiate, and per case the names of its inputs
+    (slot -> list) and outputs (slot -> name)."""
+    decl, ops, feeds, fetch, params, losses = "", "", {}, [], [], []
+    names = []
+    for k, case in enumerate(cases):
+        ins = {}
+        for slot, value in case.inputs.items():
+            values = value if isinstance(value, list) else [value]
+            ins[slot] = ["c%d_%s%d" % (k, slot, i) for i in range(len(values))]
+            for n, v in zip(ins[slot], values):
+                feeds[n] = v
+                decl += declare(n, v)
+        outs = {slot: "c%d_out_%s" % (k, slot) for slot in case.outputs}
+        names.append((ins, outs))
+        ops += 'ops { type: "%s" %s %s %s }\n' % (
+            case.op, " ".join('inputs { parameter: "%s" %s }' % (s, " ".join('arguments: "%s"' % a for a in args))
+                              for s, args in ins.items()),
+            " ".join('outputs { parameter: "%s" arguments: "%s" }' % (s, a) for s, a in outs.items()),
+            op_reference.attrs(**case.attrs))
+        fetch += list(outs.values())
+        for slot in case.grads:
+            params += ins[slot]
+            fetch += [n + "@GRAD" for n in ins[slot]]
+        for slot in case.through:
+            g = "c%d_g_%s" % (k, slot)
+            feeds[g] = case.g[slot]
+            decl += declare(g, case.g[slot])
+            ops += ('ops { type: "elementwise_mul" inputs { parameter: "X" arguments: "%s" } inputs { parameter: "Y" '
+                    'arguments: "%s" } outputs { parameter: "Out" arguments: "%s_g" } }\n' % (outs[slot], g, outs[slot]))
+            ops += ('ops { type: "reduce_sum" inputs { parameter: "X" arguments: "%s_g" } outputs { parameter: "Out" '
+                    'arguments: "%s_l" } attrs { name: "reduce_all" type: BOOLEAN b: true } }\n' % (outs[slot], outs[slot]))
+            losses.append(outs[slot] + "_l")
+    ops += 'ops { type: "sum" inputs { parameter: "X" %s } outputs { parameter: "Out" arguments: "loss" } }\n' % (
+        " ".join('arguments: "%s"' % l for l in losses))
+    forward = os.path.join(work, tag + ".pbtxt")
+    with open(forward, "w") as f:
+        f.write("blocks { idx: 0 parent_idx: -1\n" + decl + ops + "}\n")
+    return forward, feeds, fetch, params, names
+
+
+def main():
+    rng = np.random.default_rng(45)
+    failed = False
+    for dt, tol in ((np.float32, 2e-4), (np.float64, 1e-9)):
+        tag = np.dtype(dt).name
+        cases = (conv_cases(rng, dt, 12) + conv_transpose_cases(rng, dt, 6) + pool_cases(rng, dt, 12) +
+                 norm_cases(rng, dt) + loss_cases(rng, dt) + activation_cases(rng, dt) + matmul_cases(rng, dt) +
+                 embedding_cases(rng, dt) + shape_cases(rng, dt) + ranking_cases(rng, dt))
+        # Torch first: its outputs give the shapes of the G tensors the loss multiplies by.
+        want = []
+        for case in cases:
+            t = {}
+            for slot, value in case.inputs.items():
+                values = value if isinstance(value, list) else [value]
+                ts = [torch.tensor(v, requires_grad=slot in case.grads) for v in values]
+                t[slot] = ts if isinstance(value, list) else ts[0]
+            out = case.ref(t)
+            if case.through is None:
+                case.through = [s for s, v in out.items() if v.is_floating_point()] if case.grads else []
+            case.g = {s: rng.standard_normal(tuple(out[s].shape)).astype(dt) for s in case.through}
+            grads = {}
+            if case.grads:
+                loss = sum((out[s] * torch.tensor(case.g[s])).sum() for s in case.through)
+                loss.backward()
+                for slot in case.grads:
+                    ts = t[slot] if isinstance(t[slot], list) else [t[slot]]
+                    grads[slot] = [x.grad.numpy() if x.grad is not None else np.zeros_like(x.detach().numpy())
+                                   for x in ts]
+            want.append(({s: v.detach().numpy() for s, v in out.items()}, grads))
+        forward, feeds, fetch, params, names = program(tag, cases)
+        trained = os.path.join(work, tag + "_backward.pbtxt")
+        r = subprocess.run([rill, "backward", forward, "--loss", "loss", "--parameters", ",".join(params), "-o", trained],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            print("FAIL: %s: rill backward: %s" % (tag, r.stderr))
+            failed = True
+            continue
+        saved = os.path.join(work, tag)
+        argv = [rill, "run", trained, "--save", saved]
+        for name, value in feeds.items():
+            path = os.path.join(work, "%s_%s.npy" % (tag, name))
+            np.save(path, value)
+            argv += ["--feed", "%s=%s" % (name, path)]
+        for name in fetch:
+            argv += ["--fetch", name]
+        r = subprocess.run(argv, capture_output=True, text=True)
+        if r.returncode != 0:
+            print("FAIL: %s: rill run: %s" % (tag, r.stderr))
+            failed = True
+            continue
+        for case, (ins, outs), (want_out, want_grad) in zip(cases, names, want):
+            for slot, value in want_out.items():
+                got = np.load(os.path.join(saved, outs[slot] + ".npy"))
+                failed |= not op_reference.matches("%s %s %s" % (tag, case.label, slot), got, value,
+                                                   tol if value.dtype.kind == "f" else 0)
+            for slot, values in want_grad.items():
+                for n, value in zip(ins[slot], values):
+                    got = np.load(os.path.join(saved, n + "@GRAD.npy"))
+                    failed |= not op_reference.matches("%s %s d%s" % (tag, case.label, slot), got, value, tol)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -4,9 +4,10 @@
 //     memcpy (bandwidth limit; bytes = read + write);
 //   mul 1024x1024x1024 fp32: oneDNN's dnnl_sgemm called directly on the same buffers;
 //   conv2d 3x3, 64 -> 64 channels, 56x56, batch 8, padding 1, fp32 NCHW: oneDNN's
-//     convolution primitive called directly (made once, operands reordered from NCHW to
-//     the layout it picks and back, as any caller holding NCHW tensors must), and the
-//     same primitive on operands already in its layout (no reorders: the bare kernel).
+//     convolution primitive called directly, made once for images in nChw16c and the
+//     filter in the layout it picks: with the operands reordered from NCHW / OIHW and
+//     back each run (as any caller holding NCHW tensors must, and as Rill's kernel does),
+//     and on operands already in its layouts (no reorders: the bare kernel, the limit).
 // Threads: OMP_NUM_THREADS for both sides (Rill's intra-op budget defaults to it).
 // Report bytes/s (elementwise) and FLOP/s (GEMM, convolution); compare the ratios in
 // PERFORMANCE.md.
@@ -139,10 +140,10 @@ void DnnlConv2d(benchmark::State& state, bool reorders) {
   const memory::dims xd{kConvN, kConvC, kConvHw, kConvHw}, wd{kConvC, kConvC, 3, 3};
   const memory::desc x_user(xd, memory::data_type::f32, Tag::nchw), w_user(wd, memory::data_type::f32, Tag::oihw);
   const memory::desc y_user(xd, memory::data_type::f32, Tag::nchw);
-  const auto any = [](const memory::dims& d) { return memory::desc(d, memory::data_type::f32, Tag::any); };
+  const memory::desc blocked(xd, memory::data_type::f32, Tag::nChw16c), w_any(wd, memory::data_type::f32, Tag::any);
   const dnnl::convolution_forward::primitive_desc pd(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any(xd),
-                                      any(wd), any(xd), {1, 1}, {0, 0}, {1, 1}, {1, 1}),
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, blocked,
+                                      w_any, blocked, {1, 1}, {0, 0}, {1, 1}, {1, 1}),
       engine);
   const dnnl::convolution_forward conv(pd);
   memory x(x_user, engine), w(w_user, engine), y(y_user, engine);

@@ -10,6 +10,8 @@ mode under torch.no_grad(). Training: one step (forward, cross entropy, backward
 of the training program through Rill's executor, of loss.backward() and torch.optim.Adam
 in PyTorch. Each side reports the median over ROUNDS of its mean time per iteration;
 peak RSS is each process's own (PyTorch's includes the interpreter and libtorch).
+Also one layer: conv2d 3x3, 64 -> 64 channels, 56x56, batch 8, padding 1 (Rill:
+rill_bench_math's BM_RillConv2d; PyTorch: torch.nn.functional.conv2d).
 Prints a Markdown table with Rill / PyTorch ratios (below 1: Rill is faster).
 """
 import json
@@ -89,6 +91,26 @@ def torch_ms(model, mode, batch, iterations):
     return (time.perf_counter() - start) * 1e3 / iterations
 
 
+def torch_conv2d_ms(iterations=20):
+    x, w = torch.randn(8, 64, 56, 56), torch.randn(64, 64, 3, 3)
+    with torch.no_grad():
+        for _ in range(3):
+            F.conv2d(x, w, padding=1)
+        start = time.perf_counter()
+        for _ in range(iterations):
+            F.conv2d(x, w, padding=1)
+    return (time.perf_counter() - start) * 1e3 / iterations
+
+
+def rill_conv2d_ms(build, env):
+    out = subprocess.run([os.path.join(build, "bin", "rill_bench_math"), "--benchmark_filter=BM_RillConv2d",
+                          "--benchmark_format=json", "--benchmark_min_time=0.2"], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    bench = json.loads(out)["benchmarks"][0]
+    assert bench["time_unit"] == "ms"
+    return bench["real_time"]
+
+
 def main():
     build = sys.argv[1]
     threads = int(sys.argv[2]) if len(sys.argv) > 2 else os.cpu_count()
@@ -112,6 +134,12 @@ def main():
             peer.append(torch_ms(model, mode, batch, iterations))
         a, b = statistics.median(rill), statistics.median(peer)
         print("| %s %s | %d | %.3f | %.3f | **%.2f** |" % (model, mode, batch, a, b, a / b))
+    rill, peer = [], []
+    for _ in range(rounds):
+        rill.append(rill_conv2d_ms(build, env))
+        peer.append(torch_conv2d_ms())
+    a, b = statistics.median(rill), statistics.median(peer)
+    print("| conv2d 3x3 64->64 56x56 | 8 | %.3f | %.3f | **%.2f** |" % (a, b, a / b))
     # Peak RSS of serving the residual net at batch 32: a fresh PyTorch process doing only that.
     code = ("import torch,resource,sys; sys.path.insert(0, %r); import model_compare as m; torch.set_num_threads(%d); "
             "m.torch_ms('residual', 'infer', 32, 10); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"

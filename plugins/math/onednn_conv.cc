@@ -32,9 +32,13 @@ memory::desc FilterDesc(const ConvPlan& p) {
   return memory::desc({p.groups, p.mg(), p.cg(), p.kh, p.kw}, memory::data_type::f32, Tag::goihw);
 }
 // What the primitive is asked for: images in NHWC as they are (oneDNN has kernels for
-// it); NCHW images and filters in the layout it prefers (blocked, reordered to and from).
+// it); NCHW images with a multiple of 16 channels in nChw16c, the layout of oneDNN's
+// AVX-512 direct kernels (left to oneDNN, it picks NHWC kernels, slower here once the
+// reorders are counted); other NCHW images and all filters in the layout it prefers.
+// Whatever differs from the caller's layout is reordered to and from.
 memory::desc Wanted(const memory::desc& user, bool image, const ConvPlan& p) {
   if (image && p.nhwc) return user;
+  if (image && user.dims()[1] % 16 == 0) return memory::desc(user.dims(), memory::data_type::f32, Tag::nChw16c);
   return memory::desc(user.dims(), memory::data_type::f32, Tag::any);
 }
 

@@ -106,6 +106,12 @@ int IntraOpBudget() {
 
 void RunIntraOp(double flops, const std::function<void()>& work) {
   if (flops < kParallelFlops || IntraOpBudget() == 1) {
+    // Single-threaded on the caller's thread, whose OpenMP setting is the embedder's:
+    // restored after.
+    struct Restore {
+      int threads = omp_get_max_threads();
+      ~Restore() { omp_set_num_threads(threads); }
+    } restore;
     omp_set_num_threads(1);
     return work();
   }

@@ -4,7 +4,7 @@
 // RunIntraOp(flops, work) runs `work`:
 //  - inline on the calling thread, single-threaded, when it is small (under
 //    kParallelFlops: a parallel region's fork and join would cost more than they save),
-//    or when the budget is 1;
+//    or when the budget is 1 (the calling thread's OpenMP setting is put back after);
 //  - otherwise on the intra-op thread, one call at a time, with the whole budget of
 //    OpenMP threads, while the caller waits (and its exceptions come back to it).
 // So however many workers run large ops at once, at most `budget` threads compute, and

@@ -3,10 +3,11 @@
 // Contract: Model::Load reads a model in any layout LoadInferenceModel reads, validates
 // its program against `registry` (which must outlive the model) and puts the parameters
 // in a root scope the model owns. Run puts each feed, checked against its declaration,
-// into its feed op's column; runs block 0 as the main task of RunTasks (go blocks it
-// starts end with it); and returns the fetch ops' values in col order. Every feed target
-// must be given, and nothing else. Parameters and whatever earlier runs left stay in the
-// scope. Errors throw Error with what was wrong. One Run at a time per model.
+// into its feed op's column; runs block 0 as the main task of RunTasks, on the calling
+// thread (go blocks it starts end with it; ModelOptions::tasks); and returns the fetch
+// ops' values in col order. Every feed target must be given, and nothing else.
+// Parameters and whatever earlier runs left stay in the scope. Errors throw Error with
+// what was wrong. One Run at a time per model.
 //
 //   core::Registry registry;
 //   core::LoadPlugins(registry, {{"/opt/rill/lib/rill/plugins"}});
@@ -33,7 +34,18 @@ namespace rill::core {
 struct ModelOptions {
   ModelFiles files;          // other names for the program and combined parameter files
   Place place;               // where kernels run (CPU by default), as rill run --device
-  SchedulerOptions tasks;    // worker threads for the run's tasks
+  // Worker threads for the run's tasks. One by default, the thread calling Run: a model's
+  // ops run in order, a large op uses the math plugin's intra-op threads, and a run
+  // starts and stops no thread (several threads serve by calling Run on models of their
+  // own). Go blocks then take turns on that thread; more workers (0: $RILL_WORKERS, else
+  // one per hardware thread) run them in parallel, at a thread start and stop per Run.
+  SchedulerOptions tasks = OneWorker();
+
+  static SchedulerOptions OneWorker() {
+    SchedulerOptions o;
+    o.workers = 1;
+    return o;
+  }
 };
 
 class Model {

@@ -326,13 +326,16 @@ class Scheduler {
   }
 
   void Run(std::function<void()> main) {
-    // Every worker starts, or the run does not: the run's end is seen when all of them
-    // are idle, which a partial set never is. So each new thread waits at the gate until
-    // all exist, and is sent home if one could not be made.
+    // The calling thread is worker 0: it takes the main task first, with no thread to
+    // wake, and is among those whose going idle ends the run. Workers 1.. are threads
+    // started here. Every worker starts, or the run does not: the run's end is seen when
+    // all of them are idle, which a partial set never is. So each new thread waits at the
+    // gate until all exist, and is sent home if one could not be made.
     std::exception_ptr not_started;
-    for (auto& w : workers_) {
+    for (size_t i = 1; i < workers_.size(); ++i) {
+      Worker* w = workers_[i].get();
       try {
-        w->thread = std::thread([this, w = w.get()] {
+        w->thread = std::thread([this, w] {
           if (PassGate()) WorkerLoop(w);
         });
       } catch (const std::system_error& e) {
@@ -351,13 +354,12 @@ class Scheduler {
     }
     OpenGate(/*run=*/!not_started);
     if (!not_started) {
-      std::unique_lock lock(done_mu_);
-      done_cv_.wait(lock, [&] { return done_; });
-    }
-    {
-      std::lock_guard lock(idle_mu_);
-      stop_.store(true);
-      idle_cv_.notify_all();
+      // The caller may itself be a task of another run (a kernel serving a model): its
+      // thread's current task and worker are put back after.
+      Task* const outer_task = CurrentTask();
+      Worker* const outer_worker = CurrentWorker();
+      WorkerLoop(workers_[0].get());
+      SetCurrent(outer_worker, outer_task);
     }
     for (auto& w : workers_) {
       if (w->thread.joinable()) w->thread.join();
@@ -640,7 +642,10 @@ class Scheduler {
     for (;;) {
       if (Task* t = TryFind(w, watched)) return t;
       ReleaseHeld(w);  // no work at once: a good time for the burst
-      if (!watched) {
+      // Spinning catches work that comes soon; once the run is cancelled (the main task
+      // ended, or a task failed) what is left only winds down, and the run's end is seen
+      // by going to sleep: so a run's last moments cost no spin.
+      if (!watched && !cancelled_.load(std::memory_order_relaxed)) {
         spinners_.fetch_add(1);
         const auto until = std::chrono::steady_clock::now() + kSpinFor;
         Task* found = nullptr;
@@ -663,14 +668,13 @@ class Scheduler {
       if (sleepers_.fetch_add(1) + 1 == static_cast<int>(workers_.size())) {
         // The last worker awake: nothing runs, so the run is over or every task is parked.
         lock.unlock();
-        if (LiveTasks() == 0) {
-          std::lock_guard done_lock(done_mu_);
-          done_ = true;
-          done_cv_.notify_all();
-        } else {
-          MaybeDeadlock();
-        }
+        const bool done = LiveTasks() == 0;
+        if (!done) MaybeDeadlock();
         lock.lock();
+        if (done) {  // every worker leaves, worker 0 (the caller of Run) with them
+          stop_.store(true);
+          idle_cv_.notify_all();
+        }
       }
       if (!stop_.load() && !AnyQueued()) {
         if (AnyRunnext()) {
@@ -816,9 +820,6 @@ class Scheduler {
   std::atomic<bool> cancelled_{false};
   std::string cancel_message_;
   int32_t cancel_code_ = RILL_CANCELLED;
-  std::mutex done_mu_;
-  std::condition_variable done_cv_;
-  bool done_ = false;
 };
 
 void Task::Unpark() {

@@ -1,7 +1,8 @@
 // core/tasks/scheduler.h — go blocks as user-space tasks, M:N over a few worker threads.
 //
 // Contract:
-//  - RunTasks(options, main) runs `main` as the main task on `options.workers` threads and
+//  - RunTasks(options, main) runs `main` as the main task on `options.workers` threads (the
+//    calling thread and as many more minus one, started and joined by the call) and
 //    returns when it and every task spawned under it have ended. When the main task ends,
 //    tasks still running are cancelled (parked ones wake with a CANCELLED status, running
 //    ones stop at their next op) and waited for, so nothing outlives the call.

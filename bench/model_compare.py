@@ -16,7 +16,6 @@ Prints a Markdown table with Rill / PyTorch ratios (below 1: Rill is faster).
 """
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -111,6 +110,16 @@ def rill_conv2d_ms(build, env):
     return bench["real_time"]
 
 
+def peak_rss_kb():
+    """This process's peak resident set (VmHWM). Not ru_maxrss: Linux carries that across
+    exec, so a child would report this (torch-sized) process's size when it forked."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return -1
+
+
 def main():
     build = sys.argv[1]
     threads = int(sys.argv[2]) if len(sys.argv) > 2 else os.cpu_count()
@@ -141,8 +150,8 @@ def main():
     a, b = statistics.median(rill), statistics.median(peer)
     print("| conv2d 3x3 64->64 56x56 | 8 | %.3f | %.3f | **%.2f** |" % (a, b, a / b))
     # Peak RSS of serving the residual net at batch 32: a fresh PyTorch process doing only that.
-    code = ("import torch,resource,sys; sys.path.insert(0, %r); import model_compare as m; torch.set_num_threads(%d); "
-            "m.torch_ms('residual', 'infer', 32, 10); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    code = ("import torch,sys; sys.path.insert(0, %r); import model_compare as m; torch.set_num_threads(%d); "
+            "m.torch_ms('residual', 'infer', 32, 10); print(m.peak_rss_kb())"
             % (os.path.dirname(os.path.abspath(__file__)), threads))
     torch_rss = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     rill_rss = rss[("residual", "infer", 32)]

@@ -119,28 +119,44 @@ void ElementwiseGrad(KernelContext& ctx) {
   const T* pg = g.data<T>();
   T* dx = ctx.HasOutput("X@GRAD") ? ctx.AllocateOutput<T>("X@GRAD", x.dims()) : nullptr;
   std::vector<T> dy(ctx.HasOutput("Y@GRAD") ? static_cast<size_t>(y.numel()) : 0, T(0));
-  // One loop per output: each then vectorizes (dX elementwise; dY a sum over `post`
-  // elements, kept in kLanes partial sums so the additions do not wait on each other).
+  // One loop per output: each then vectorizes (dX elementwise; dY elementwise along Y
+  // when post is 1, as for operands of one shape, else a sum over `post` elements kept in
+  // kLanes partial sums so the additions do not wait on each other).
   constexpr int64_t kLanes = 8;
-  for (int64_t i = 0; i < b.pre; ++i) {
-    for (int64_t j = 0; j < b.n; ++j) {
-      const T yv = py[j];
-      const int64_t base = (i * b.n + j) * b.post;
-      const T* xs = px + base;
-      const T* gs = pg + base;
+  if (b.post == 1) {
+    for (int64_t i = 0; i < b.pre; ++i) {
+      const T* xs = px + i * b.n;
+      const T* gs = pg + i * b.n;
       if (dx) {
-        T* d = dx + base;
-        for (int64_t k = 0; k < b.post; ++k) d[k] = Op::DX(xs[k], yv, gs[k]);
+        T* d = dx + i * b.n;
+        for (int64_t j = 0; j < b.n; ++j) d[j] = Op::DX(xs[j], py[j], gs[j]);
       }
       if (!dy.empty()) {
-        T lanes[kLanes] = {};
-        int64_t k = 0;
-        for (; k + kLanes <= b.post; k += kLanes)
-          for (int64_t l = 0; l < kLanes; ++l) lanes[l] += Op::DY(xs[k + l], yv, gs[k + l]);
-        T sum = 0;
-        for (; k < b.post; ++k) sum += Op::DY(xs[k], yv, gs[k]);
-        for (T lane : lanes) sum += lane;
-        dy[j] += sum;
+        T* d = dy.data();
+        for (int64_t j = 0; j < b.n; ++j) d[j] += Op::DY(xs[j], py[j], gs[j]);
+      }
+    }
+  } else {
+    for (int64_t i = 0; i < b.pre; ++i) {
+      for (int64_t j = 0; j < b.n; ++j) {
+        const T yv = py[j];
+        const int64_t base = (i * b.n + j) * b.post;
+        const T* xs = px + base;
+        const T* gs = pg + base;
+        if (dx) {
+          T* d = dx + base;
+          for (int64_t k = 0; k < b.post; ++k) d[k] = Op::DX(xs[k], yv, gs[k]);
+        }
+        if (!dy.empty()) {
+          T lanes[kLanes] = {};
+          int64_t k = 0;
+          for (; k + kLanes <= b.post; k += kLanes)
+            for (int64_t l = 0; l < kLanes; ++l) lanes[l] += Op::DY(xs[k + l], yv, gs[k + l]);
+          T sum = 0;
+          for (; k < b.post; ++k) sum += Op::DY(xs[k], yv, gs[k]);
+          for (T lane : lanes) sum += lane;
+          dy[j] += sum;
+        }
       }
     }
   }

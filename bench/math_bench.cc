@@ -8,6 +8,10 @@
 //     filter in the layout it picks: with the operands reordered from NCHW / OIHW and
 //     back each run (as any caller holding NCHW tensors must, and as Rill's kernel does),
 //     and on operands already in its layouts (no reorders: the bare kernel, the limit).
+//   pool2d max 2x2 stride 2 on [64, 20, 24, 24] (the book conv net's first pooling) and
+//   batch_norm in training on [32, 16, 32, 32] (the residual net's), fp32 NCHW: oneDNN's
+//     pooling and batch normalization primitives called directly on the same layout, the
+//     measure of whether Rill's own kernels should give way to them.
 // Threads: OMP_NUM_THREADS for both sides (Rill's intra-op budget defaults to it).
 // Report bytes/s (elementwise) and FLOP/s (GEMM, convolution); compare the ratios in
 // PERFORMANCE.md.
@@ -170,6 +174,81 @@ void BM_DnnlConv2dFromNchw(benchmark::State& state) { DnnlConv2d(state, true); }
 void BM_DnnlConv2dBlocked(benchmark::State& state) { DnnlConv2d(state, false); }
 BENCHMARK(BM_DnnlConv2dFromNchw)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_DnnlConv2dBlocked)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+const std::vector<int64_t> kPoolIn{64, 20, 24, 24}, kNormIn{32, 16, 32, 32};
+
+void BM_RillPool2d(benchmark::State& state) {
+  ProgramBuilder pb;
+  pb.block(0).Op("pool2d").Input("X", "x").Output("Out", "y").Attr("ksize", std::vector<int64_t>{2, 2})
+      .Attr("strides", std::vector<int64_t>{2, 2});
+  auto program = std::make_shared<proto::ProgramDesc>(pb.Build());
+  Executor exec(LoadedRegistry(), program);
+  auto scope = Scope::NewRoot();
+  FillTensor(*scope, "x", kPoolIn, 1.0f);
+  exec.Run(0, scope);
+  for (auto _ : state) exec.Run(0, scope);
+}
+BENCHMARK(BM_RillPool2d)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_DnnlPool2d(benchmark::State& state) {
+  using dnnl::memory;
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const memory::desc x(kPoolIn, memory::data_type::f32, memory::format_tag::nchw);
+  const memory::desc y({64, 20, 12, 12}, memory::data_type::f32, memory::format_tag::nchw);
+  const dnnl::pooling_forward::primitive_desc pd(
+      dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, x, y, {2, 2}, {2, 2},
+                                  {0, 0}, {0, 0}),
+      engine);
+  const dnnl::pooling_forward pool(pd);
+  memory xm(x, engine), ym(y, engine);
+  std::fill_n(static_cast<float*>(xm.get_data_handle()), 64 * 20 * 24 * 24, 1.0f);
+  for (auto _ : state) {
+    pool.execute(stream, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}});
+    stream.wait();
+  }
+}
+BENCHMARK(BM_DnnlPool2d)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_RillBatchNorm(benchmark::State& state) {
+  ProgramBuilder pb;
+  pb.block(0).Op("batch_norm").Input("X", "x").Input("Scale", "scale").Input("Bias", "bias").Input("Mean", "mean")
+      .Input("Variance", "var").Output("Y", "y").Output("MeanOut", "mean").Output("VarianceOut", "var")
+      .Output("SavedMean", "saved_mean").Output("SavedVariance", "saved_var");
+  auto program = std::make_shared<proto::ProgramDesc>(pb.Build());
+  Executor exec(LoadedRegistry(), program);
+  auto scope = Scope::NewRoot();
+  FillTensor(*scope, "x", kNormIn, 1.0f);
+  for (const char* v : {"scale", "var"}) FillTensor(*scope, v, {16}, 1.0f);
+  for (const char* v : {"bias", "mean"}) FillTensor(*scope, v, {16}, 0.0f);
+  exec.Run(0, scope);
+  for (auto _ : state) exec.Run(0, scope);
+}
+BENCHMARK(BM_RillBatchNorm)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_DnnlBatchNorm(benchmark::State& state) {
+  using dnnl::memory;
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const memory::desc x(kNormIn, memory::data_type::f32, memory::format_tag::nchw);
+  const dnnl::batch_normalization_forward::primitive_desc pd(
+      dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, x, 1e-5f,
+                                              dnnl::normalization_flags::use_scale |
+                                                  dnnl::normalization_flags::use_shift),
+      engine);
+  const dnnl::batch_normalization_forward bn(pd);
+  memory xm(x, engine), ym(x, engine), mean(pd.mean_desc(), engine), var(pd.variance_desc(), engine);
+  memory scale(pd.weights_desc(), engine), shift(pd.weights_desc(), engine);
+  std::fill_n(static_cast<float*>(xm.get_data_handle()), 32 * 16 * 32 * 32, 1.0f);
+  std::fill_n(static_cast<float*>(scale.get_data_handle()), 16, 1.0f);
+  std::fill_n(static_cast<float*>(shift.get_data_handle()), 16, 0.0f);
+  for (auto _ : state) {
+    bn.execute(stream, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_MEAN, mean}, {DNNL_ARG_VARIANCE, var},
+                        {DNNL_ARG_SCALE, scale}, {DNNL_ARG_SHIFT, shift}});
+    stream.wait();
+  }
+}
+BENCHMARK(BM_DnnlBatchNorm)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 }  // namespace rill::core

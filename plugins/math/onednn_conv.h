@@ -11,20 +11,14 @@
 #ifndef RILL_PLUGINS_MATH_ONEDNN_CONV_H_
 #define RILL_PLUGINS_MATH_ONEDNN_CONV_H_
 
-#include <memory>
-#include <mutex>
-#include <vector>
-
 #include "conv_plan.h"
+#include "onednn.h"
 
 namespace rill::math {
 
 class OnednnConv {
  public:
-  OnednnConv();
-  ~OnednnConv();
-  OnednnConv(const OnednnConv&) = delete;
-  OnednnConv& operator=(const OnednnConv&) = delete;
+  enum class Kind { kForward, kBackwardData, kBackwardWeights };
 
   // Each writes its result and returns true, or returns false, writing nothing, when
   // oneDNN has no implementation for the plan (the caller then computes it another way).
@@ -34,16 +28,16 @@ class OnednnConv {
   bool BackwardWeights(const ConvPlan& p, const float* x, const float* dy, float* dw);
 
  private:
-  enum class Kind { kForward, kBackwardData, kBackwardWeights };
-  struct Entry;
-  // The primitive for (kind, p, threads), made on first use; null when oneDNN has none.
-  std::shared_ptr<const Entry> Find(Kind kind, const ConvPlan& p, int threads);
-  // Runs `kind` with the operands in the order the primitive takes them (see Entry).
+  struct Key {
+    Kind kind;
+    ConvPlan plan;
+    int threads;
+    bool operator==(const Key& o) const { return kind == o.kind && threads == o.threads && plan == o.plan; }
+  };
+  // Runs `kind` with the operands in the order the primitive takes them (see MakeCall).
   bool Run(Kind kind, const ConvPlan& p, const float* in0, const float* in1, float* out);
 
-  static constexpr size_t kMaxEntries = 8;  // shapes one op sees: a few batch sizes at most
-  std::mutex mu_;                           // guards entries_
-  std::vector<std::shared_ptr<const Entry>> entries_;  // most recently used first
+  OnednnCache<Key> cache_;
 };
 
 }  // namespace rill::math

@@ -1,0 +1,119 @@
+#include "onednn.h"
+
+#include <cstdlib>
+#include <new>
+#include <unordered_map>
+
+namespace rill::math {
+namespace {
+
+// Memory for operands in the primitive's layout, reused from run to run: a buffer fresh
+// from the system costs a page fault per page on first touch, which for a convolution's
+// activations is as long as the convolution itself. Buffers go back to the pool after
+// each run (any thread may take any buffer); at most kKept stay, the largest.
+class ScratchPool {
+ public:
+  struct Buffer {
+    size_t bytes = 0;
+    void* data = nullptr;
+  };
+  Buffer Take(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // The smallest free buffer that is large enough.
+      auto best = free_.end();
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        if (it->bytes >= bytes && (best == free_.end() || it->bytes < best->bytes)) best = it;
+      }
+      if (best != free_.end()) {
+        const Buffer b = *best;
+        free_.erase(best);
+        return b;
+      }
+    }
+    Buffer b;
+    b.bytes = bytes;
+    b.data = std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+    if (b.data == nullptr) throw std::bad_alloc();
+    return b;
+  }
+  void Give(Buffer b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(b);
+    if (free_.size() > kKept) {
+      auto smallest = std::min_element(free_.begin(), free_.end(),
+                                       [](const Buffer& x, const Buffer& y) { return x.bytes < y.bytes; });
+      std::free(smallest->data);
+      free_.erase(smallest);
+    }
+  }
+
+ private:
+  static constexpr size_t kAlign = 64;  // a cache line; what oneDNN's own buffers get
+  static constexpr size_t kKept = 8;
+  std::mutex mu_;
+  std::vector<Buffer> free_;
+};
+
+ScratchPool& Scratch() {
+  static ScratchPool* pool = new ScratchPool;  // never destroyed: ops may run during exit
+  return *pool;
+}
+
+// A pool buffer held for one run.
+class ScratchBuffer {
+ public:
+  ScratchBuffer() = default;
+  explicit ScratchBuffer(size_t bytes) : b_(Scratch().Take(bytes)) {}
+  ~ScratchBuffer() {
+    if (b_.data != nullptr) Scratch().Give(b_);
+  }
+  ScratchBuffer(const ScratchBuffer&) = delete;
+  ScratchBuffer& operator=(ScratchBuffer&& o) noexcept {
+    std::swap(b_, o.b_);
+    return *this;
+  }
+  void* data() const { return b_.data; }
+
+ private:
+  ScratchPool::Buffer b_;
+};
+
+}  // namespace
+
+const dnnl::engine& CpuEngine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+void OnednnCall::PrepareReorders() {
+  const dnnl::engine& engine = CpuEngine();
+  for (Operand& o : operands) {
+    if (!o.Reordered()) continue;
+    o.reorder = o.output ? dnnl::reorder(dnnl::reorder::primitive_desc(engine, o.mine, engine, o.user))
+                         : dnnl::reorder(dnnl::reorder::primitive_desc(engine, o.user, engine, o.mine));
+  }
+}
+
+void OnednnCall::Run(const std::vector<void*>& memory) const {
+  const dnnl::engine& engine = CpuEngine();
+  dnnl::stream stream(engine);
+  std::vector<dnnl::memory> callers, mine;
+  std::vector<ScratchBuffer> scratch(operands.size());
+  std::unordered_map<int, dnnl::memory> args;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const Operand& o = operands[i];
+    callers.emplace_back(o.user, engine, memory[i]);
+    if (o.Reordered()) scratch[i] = ScratchBuffer(o.mine.get_size());
+    mine.push_back(o.Reordered() ? dnnl::memory(o.mine, engine, scratch[i].data()) : callers[i]);
+    if (o.Reordered() && !o.output) o.reorder.execute(stream, callers[i], mine[i]);
+    args.emplace(o.arg, mine[i]);
+  }
+  primitive.execute(stream, args);
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (operands[i].Reordered() && operands[i].output) operands[i].reorder.execute(stream, mine[i], callers[i]);
+  }
+  stream.wait();
+}
+
+}  // namespace rill::math

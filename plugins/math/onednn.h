@@ -1,0 +1,83 @@
+// plugins/math/onednn.h — what the math plugin's oneDNN kernels share: a primitive with
+// its operands' layouts (OnednnCall), run on the caller's memory with reorders where the
+// layouts differ, and each op's cache of the calls it made (OnednnCache), so a prepared op
+// running again with the same shapes creates nothing.
+//
+// Calls run where intra_op.h puts them; a primitive is made for the thread count it runs
+// with (omp_get_max_threads() there), which is part of every cache key.
+#ifndef RILL_PLUGINS_MATH_ONEDNN_H_
+#define RILL_PLUGINS_MATH_ONEDNN_H_
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace rill::math {
+
+const dnnl::engine& CpuEngine();
+
+// One primitive, and how each operand gets from or to the caller's memory.
+struct OnednnCall {
+  struct Operand {
+    int arg;                        // DNNL_ARG_*
+    dnnl::memory::desc user, mine;  // the caller's layout, the primitive's
+    bool output = false;
+    dnnl::reorder reorder;  // user -> mine (an input) or mine -> user (an output); unset if equal
+    bool Reordered() const { return user != mine; }
+  };
+  bool supported = false;  // false: oneDNN has no implementation here (the caller computes it itself)
+  dnnl::primitive primitive;
+  std::vector<Operand> operands;
+
+  // Makes the reorders, once the operands are set.
+  void PrepareReorders();
+  // Runs the primitive with operand i at memory[i], in the caller's layout; reordered
+  // operands go through scratch memory kept for reuse (fresh pages would cost a page
+  // fault each, as long as the primitive itself for an activation).
+  void Run(const std::vector<void*>& memory) const;
+};
+
+// The calls one op made, by key (whatever decides the primitive: shapes, attributes, the
+// thread count), the most recently used first. Safe from several threads at once.
+template <class Key>
+class OnednnCache {
+ public:
+  // The call for `key`, made by `make()` on first use (a dnnl::error from it: unsupported).
+  template <class Make>
+  std::shared_ptr<const OnednnCall> Find(const Key& key, Make make) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+        if (it->first == key) {
+          std::rotate(entries_.begin(), it, it + 1);
+          return entries_.front().second;
+        }
+      }
+    }
+    // Made outside the lock (creation takes a while); two threads may both make one.
+    auto call = std::make_shared<OnednnCall>();
+    try {
+      *call = make();
+      call->PrepareReorders();
+      call->supported = true;
+    } catch (const dnnl::error&) {
+      call = std::make_shared<OnednnCall>();  // remembered as unsupported, not retried
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_.insert(entries_.begin(), {key, call});
+    if (entries_.size() > kMaxEntries) entries_.pop_back();
+    return call;
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 8;  // shapes one op sees: a few batch sizes at most
+  std::mutex mu_;                           // guards entries_
+  std::vector<std::pair<Key, std::shared_ptr<const OnednnCall>>> entries_;
+};
+
+}  // namespace rill::math
+
+#endif  // RILL_PLUGINS_MATH_ONEDNN_H_

@@ -1,13 +1,19 @@
 // pool2d with Fluid's contract: max or average pooling over 2-D windows of an NCHW or NHWC
 // tensor (ksize, strides, paddings of 2 or 4 values, padding_algorithm EXPLICIT, SAME or
 // VALID, ceil_mode, global_pooling, adaptive, exclusive averages), and its gradient.
-// Plain loops, fp32 and fp64: the baseline faster kernels are checked against.
+// fp32 forward on oneDNN's pooling where it has the plan; otherwise, and the gradient,
+// plain loops.
+#include <omp.h>
+
+#include <array>
 #include <cmath>
 #include <limits>
-
 #include <tuple>
+#include <type_traits>
 
+#include "intra_op.h"
 #include "kernels.h"
+#include "onednn.h"
 #include "ops.h"
 
 namespace rill::math {
@@ -46,6 +52,7 @@ Windows Slide(int64_t in, int64_t k, int64_t s, int64_t before, int64_t after, b
 struct PoolPlan {
   bool nhwc = false, max = true, exclusive = true, adaptive = false;
   int64_t n = 0, c = 0, h = 0, w = 0;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, top = 0, left = 0;  // not adaptive: the window, step, leading padding
   Windows rows, cols;
   std::vector<int64_t> out_dims;
   int64_t At(int64_t i, int64_t ch, int64_t y, int64_t x, int64_t hh, int64_t ww) const {
@@ -89,15 +96,28 @@ PoolPlan Plan(KernelContext& ctx, const std::vector<int64_t>& d) {
     throw Error("padding_algorithm '" + algorithm + "' is not EXPLICIT, SAME or VALID");
   }
   const bool ceil_mode = ctx.Attr<bool>("ceil_mode");
+  p.kh = k[0];
+  p.kw = k[1];
+  p.sh = s[0];
+  p.sw = s[1];
+  p.top = pad[0];
+  p.left = pad[2];
   p.rows = Slide(p.h, k[0], s[0], pad[0], pad[1], ceil_mode, p.adaptive, k[0]);
   p.cols = Slide(p.w, k[1], s[1], pad[2], pad[3], ceil_mode, p.adaptive, k[1]);
   const auto oh = static_cast<int64_t>(p.rows.begin.size()), ow = static_cast<int64_t>(p.cols.begin.size());
   p.out_dims = p.nhwc ? std::vector<int64_t>{p.n, oh, ow, p.c} : std::vector<int64_t>{p.n, p.c, oh, ow};
+  const auto empty = [](const Windows& ws) {
+    for (size_t i = 0; i < ws.begin.size(); ++i) {
+      if (ws.end[i] <= ws.begin[i]) return true;
+    }
+    return false;
+  };
+  if (empty(p.rows) || empty(p.cols)) throw Error("a pooling window lies wholly in the padding");
   return p;
 }
 
 // Calls fn(out_index, y0, y1, x0, x1, divisor) for each output position of each image and
-// channel; the window is [y0, y1) x [x0, x1), non-empty.
+// channel; the window is [y0, y1) x [x0, x1), non-empty (Plan checks).
 template <class F>
 void ForEachWindow(const PoolPlan& p, F fn) {
   const auto oh = static_cast<int64_t>(p.rows.begin.size()), ow = static_cast<int64_t>(p.cols.begin.size());
@@ -106,7 +126,6 @@ void ForEachWindow(const PoolPlan& p, F fn) {
       for (int64_t y = 0; y < oh; ++y) {
         for (int64_t x = 0; x < ow; ++x) {
           const int64_t y0 = p.rows.begin[y], y1 = p.rows.end[y], x0 = p.cols.begin[x], x1 = p.cols.end[x];
-          if (y1 <= y0 || x1 <= x0) throw Error("a pooling window lies wholly in the padding");
           const int64_t divisor = p.exclusive || p.adaptive ? (y1 - y0) * (x1 - x0) : p.rows.full * p.cols.full;
           fn(i, ch, p.At(i, ch, y, x, oh, ow), y0, y1, x0, x1, divisor);
         }
@@ -115,24 +134,85 @@ void ForEachWindow(const PoolPlan& p, F fn) {
   }
 }
 
+// oneDNN's pooling for an fp32 plan that is not adaptive (oneDNN has no adaptive
+// pooling): the same windows, its right and bottom padding set to where the last window
+// ends (ceil_mode's included), exclusive averages excluding the padding and the others
+// dividing by the window's size, as Fluid's do.
+class OnednnPool {
+ public:
+  // Writes Out and returns true, or returns false, writing nothing, where oneDNN has no
+  // implementation for the plan.
+  bool Forward(const PoolPlan& p, const float* x, float* y) {
+    if (p.adaptive || p.n == 0 || p.c == 0) return false;
+    const int64_t oh = static_cast<int64_t>(p.rows.begin.size()), ow = static_cast<int64_t>(p.cols.begin.size());
+    const int64_t bottom = std::max<int64_t>((oh - 1) * p.sh + p.kh - p.h - p.top, 0);
+    const int64_t right = std::max<int64_t>((ow - 1) * p.sw + p.kw - p.w - p.left, 0);
+    bool ran = false;
+    RunIntraOp(static_cast<double>(p.n * p.c * oh * ow * p.kh * p.kw), [&] {
+      const Key key{p.nhwc, p.max, p.exclusive, p.n,  p.c,     p.h,   p.w,  p.kh, p.kw,
+                    p.sh,   p.sw,  p.top,       p.left, bottom, right, oh,   ow,   omp_get_max_threads()};
+      const auto call = cache_.Find(key, [&] {
+        using dnnl::memory;
+        const auto tag = p.nhwc ? memory::format_tag::nhwc : memory::format_tag::nchw;
+        const memory::desc in({p.n, p.c, p.h, p.w}, memory::data_type::f32, tag);
+        const memory::desc out({p.n, p.c, oh, ow}, memory::data_type::f32, tag);
+        const dnnl::algorithm algorithm = p.max         ? dnnl::algorithm::pooling_max
+                                          : p.exclusive ? dnnl::algorithm::pooling_avg_exclude_padding
+                                                        : dnnl::algorithm::pooling_avg_include_padding;
+        const dnnl::pooling_forward::primitive_desc pd(
+            dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, algorithm, in, out, {p.sh, p.sw},
+                                        {p.kh, p.kw}, {p.top, p.left}, {bottom, right}),
+            CpuEngine());
+        OnednnCall c;
+        c.primitive = dnnl::pooling_forward(pd);
+        c.operands = {{DNNL_ARG_SRC, in, pd.src_desc()}, {DNNL_ARG_DST, out, pd.dst_desc(), true}};
+        return c;
+      });
+      if (!call->supported) return;
+      call->Run({const_cast<float*>(x), y});
+      ran = true;
+    });
+    return ran;
+  }
+
+ private:
+  using Key = std::array<int64_t, 18>;
+  OnednnCache<Key> cache_;
+};
+
+// pool2d: fp32 on oneDNN (OnednnPool) where it has the plan, else (fp64, adaptive) loops.
+// An Out that is X's own variable is computed aside first.
 template <class T>
-void Pool2d(KernelContext& ctx) {
-  Tensor x = ctx.Input("X");
-  const PoolPlan p = Plan(ctx, x.dims());
-  const T* px = x.data<T>();
-  std::vector<T> out(static_cast<size_t>(Product(p.out_dims, 0, 4)));
-  ForEachWindow(p, [&](int64_t i, int64_t ch, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t divisor) {
-    T acc = p.max ? -std::numeric_limits<T>::infinity() : T(0);
-    for (int64_t y = y0; y < y1; ++y) {
-      for (int64_t xx = x0; xx < x1; ++xx) {
-        const T v = px[p.At(i, ch, y, xx, p.h, p.w)];
-        acc = p.max ? std::max(acc, v) : acc + v;
+class Pool2d {
+ public:
+  explicit Pool2d(const OpInfo&) {}
+  void Compute(KernelContext& ctx) {
+    Tensor x = ctx.Input("X");
+    const PoolPlan p = Plan(ctx, x.dims());
+    if constexpr (std::is_same_v<T, float>) {
+      if (ctx.OutputVar("Out").handle() != ctx.InputVar("X").handle() &&
+          onednn_.Forward(p, x.data<T>(), ctx.AllocateOutput<T>("Out", p.out_dims))) {
+        return;
       }
     }
-    out[static_cast<size_t>(o)] = p.max ? acc : acc / static_cast<T>(divisor);
-  });
-  std::copy(out.begin(), out.end(), ctx.AllocateOutput<T>("Out", p.out_dims));
-}
+    const T* px = x.data<T>();
+    std::vector<T> out(static_cast<size_t>(Product(p.out_dims, 0, 4)));
+    ForEachWindow(p, [&](int64_t i, int64_t ch, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t divisor) {
+      T acc = p.max ? -std::numeric_limits<T>::infinity() : T(0);
+      for (int64_t y = y0; y < y1; ++y) {
+        for (int64_t xx = x0; xx < x1; ++xx) {
+          const T v = px[p.At(i, ch, y, xx, p.h, p.w)];
+          acc = p.max ? std::max(acc, v) : acc + v;
+        }
+      }
+      out[static_cast<size_t>(o)] = p.max ? acc : acc / static_cast<T>(divisor);
+    });
+    std::copy(out.begin(), out.end(), ctx.AllocateOutput<T>("Out", p.out_dims));
+  }
+
+ private:
+  OnednnPool onednn_;
+};
 
 // max: each output's gradient to its window's first largest element; avg: spread evenly
 // over the window's divisor.
@@ -185,7 +265,7 @@ void RegisterPool(Registrar& r) {
       .Grad("pool2d_grad", "X,Out@GRAD", "X");
   r.Op(pool2d);
   r.Op(pool2d.MakeGradSchema());
-  RegisterCpu<float, double>(r, "pool2d", [](auto t) { return &Pool2d<decltype(t)>; });
+  RegisterCpuStateful<float, double>(r, "pool2d", [](auto t) { return TypeTag<Pool2d<decltype(t)>>{}; });
   RegisterCpu<float, double>(r, "pool2d_grad", [](auto t) { return &Pool2dGrad<decltype(t)>; });
 }
 

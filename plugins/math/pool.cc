@@ -1,13 +1,13 @@
 // pool2d with Fluid's contract: max or average pooling over 2-D windows of an NCHW or NHWC
 // tensor (ksize, strides, paddings of 2 or 4 values, padding_algorithm EXPLICIT, SAME or
 // VALID, ceil_mode, global_pooling, adaptive, exclusive averages), and its gradient.
-// fp32 forward on oneDNN's pooling where it has the plan; otherwise, and the gradient,
-// plain loops.
+// fp32 on oneDNN's pooling where it has the plan; otherwise (fp64, adaptive) plain loops.
 #include <omp.h>
 
 #include <array>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 
@@ -140,34 +140,14 @@ void ForEachWindow(const PoolPlan& p, F fn) {
 // dividing by the window's size, as Fluid's do.
 class OnednnPool {
  public:
-  // Writes Out and returns true, or returns false, writing nothing, where oneDNN has no
-  // implementation for the plan.
+  // Each writes its result and returns true, or returns false, writing nothing, where
+  // oneDNN has no implementation for the plan.
   bool Forward(const PoolPlan& p, const float* x, float* y) {
     if (p.adaptive || p.n == 0 || p.c == 0) return false;
-    const int64_t oh = static_cast<int64_t>(p.rows.begin.size()), ow = static_cast<int64_t>(p.cols.begin.size());
-    const int64_t bottom = std::max<int64_t>((oh - 1) * p.sh + p.kh - p.h - p.top, 0);
-    const int64_t right = std::max<int64_t>((ow - 1) * p.sw + p.kw - p.w - p.left, 0);
+    const Geometry g(p);
     bool ran = false;
-    RunIntraOp(static_cast<double>(p.n * p.c * oh * ow * p.kh * p.kw), [&] {
-      const Key key{p.nhwc, p.max, p.exclusive, p.n,  p.c,     p.h,   p.w,  p.kh, p.kw,
-                    p.sh,   p.sw,  p.top,       p.left, bottom, right, oh,   ow,   omp_get_max_threads()};
-      const auto call = cache_.Find(key, [&] {
-        using dnnl::memory;
-        const auto tag = p.nhwc ? memory::format_tag::nhwc : memory::format_tag::nchw;
-        const memory::desc in({p.n, p.c, p.h, p.w}, memory::data_type::f32, tag);
-        const memory::desc out({p.n, p.c, oh, ow}, memory::data_type::f32, tag);
-        const dnnl::algorithm algorithm = p.max         ? dnnl::algorithm::pooling_max
-                                          : p.exclusive ? dnnl::algorithm::pooling_avg_exclude_padding
-                                                        : dnnl::algorithm::pooling_avg_include_padding;
-        const dnnl::pooling_forward::primitive_desc pd(
-            dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, algorithm, in, out, {p.sh, p.sw},
-                                        {p.kh, p.kw}, {p.top, p.left}, {bottom, right}),
-            CpuEngine());
-        OnednnCall c;
-        c.primitive = dnnl::pooling_forward(pd);
-        c.operands = {{DNNL_ARG_SRC, in, pd.src_desc()}, {DNNL_ARG_DST, out, pd.dst_desc(), true}};
-        return c;
-      });
+    RunIntraOp(g.Flops(p), [&] {
+      const auto call = Find(kForward, p, g);
       if (!call->supported) return;
       call->Run({const_cast<float*>(x), y});
       ran = true;
@@ -175,8 +155,87 @@ class OnednnPool {
     return ran;
   }
 
+  // X@GRAD from X and Out@GRAD. Max pooling's gradient goes to the element oneDNN's
+  // forward pass records as its window's largest (the first, as Fluid's), so that pass
+  // runs again here, into scratch.
+  bool Backward(const PoolPlan& p, const float* x, const float* dy, float* dx) {
+    if (p.adaptive || p.n == 0 || p.c == 0) return false;
+    const Geometry g(p);
+    bool ran = false;
+    RunIntraOp(2 * g.Flops(p), [&] {
+      const auto backward = Find(kBackward, p, g);
+      if (!backward->supported) return;
+      std::unique_ptr<char[]> workspace;
+      if (p.max) {
+        const auto forward = Find(kForwardRecording, p, g);
+        if (!forward->supported) return;
+        std::unique_ptr<char[]> y(new char[forward->operands[1].user.get_size()]);
+        workspace.reset(new char[forward->operands[2].user.get_size()]);
+        forward->Run({const_cast<float*>(x), y.get(), workspace.get()});
+        backward->Run({const_cast<float*>(dy), workspace.get(), dx});
+      } else {
+        backward->Run({const_cast<float*>(dy), dx});
+      }
+      ran = true;
+    });
+    return ran;
+  }
+
  private:
-  using Key = std::array<int64_t, 18>;
+  // Out's size, and the bottom and right padding oneDNN is given: up to where the last
+  // window ends (ceil_mode's included; never less than 0).
+  struct Geometry {
+    explicit Geometry(const PoolPlan& p)
+        : oh(static_cast<int64_t>(p.rows.begin.size())),
+          ow(static_cast<int64_t>(p.cols.begin.size())),
+          bottom(std::max<int64_t>((oh - 1) * p.sh + p.kh - p.h - p.top, 0)),
+          right(std::max<int64_t>((ow - 1) * p.sw + p.kw - p.w - p.left, 0)) {}
+    double Flops(const PoolPlan& p) const { return static_cast<double>(p.n * p.c * oh * ow * p.kh * p.kw); }
+    int64_t oh, ow, bottom, right;
+  };
+  // kForward: (X) -> Out; kForwardRecording: (X) -> Out, workspace (max's argmax);
+  // kBackward: (Out@GRAD[, workspace]) -> X@GRAD.
+  enum Kind : int64_t { kForward, kForwardRecording, kBackward };
+  using Key = std::array<int64_t, 19>;
+
+  std::shared_ptr<const OnednnCall> Find(Kind kind, const PoolPlan& p, const Geometry& g) {
+    const Key key{kind, p.nhwc, p.max, p.exclusive, p.n, p.c, p.h, p.w, p.kh, p.kw, p.sh, p.sw, p.top, p.left,
+                  g.bottom, g.right, g.oh, g.ow, omp_get_max_threads()};
+    return cache_.Find(key, [&] {
+      using dnnl::memory;
+      const auto tag = p.nhwc ? memory::format_tag::nhwc : memory::format_tag::nchw;
+      const memory::desc in({p.n, p.c, p.h, p.w}, memory::data_type::f32, tag);
+      const memory::desc out({p.n, p.c, g.oh, g.ow}, memory::data_type::f32, tag);
+      const dnnl::algorithm algorithm = p.max         ? dnnl::algorithm::pooling_max
+                                        : p.exclusive ? dnnl::algorithm::pooling_avg_exclude_padding
+                                                      : dnnl::algorithm::pooling_avg_include_padding;
+      const memory::dims strides{p.sh, p.sw}, kernel{p.kh, p.kw}, pad_l{p.top, p.left}, pad_r{g.bottom, g.right};
+      const dnnl::pooling_forward::primitive_desc forward(
+          dnnl::pooling_forward::desc(kind == kForward ? dnnl::prop_kind::forward_inference
+                                                       : dnnl::prop_kind::forward_training,
+                                      algorithm, in, out, strides, kernel, pad_l, pad_r),
+          CpuEngine());
+      OnednnCall c;
+      if (kind == kForward) {
+        c.primitive = dnnl::pooling_forward(forward);
+        c.operands = {{DNNL_ARG_SRC, in, forward.src_desc()}, {DNNL_ARG_DST, out, forward.dst_desc(), true}};
+      } else if (kind == kForwardRecording) {
+        c.primitive = dnnl::pooling_forward(forward);
+        c.operands = {{DNNL_ARG_SRC, in, forward.src_desc()},
+                      {DNNL_ARG_DST, forward.dst_desc(), forward.dst_desc(), true},
+                      {DNNL_ARG_WORKSPACE, forward.workspace_desc(), forward.workspace_desc(), true}};
+      } else {
+        const dnnl::pooling_backward::primitive_desc backward(
+            dnnl::pooling_backward::desc(algorithm, in, out, strides, kernel, pad_l, pad_r), CpuEngine(), forward);
+        c.primitive = dnnl::pooling_backward(backward);
+        c.operands = {{DNNL_ARG_DIFF_DST, out, backward.diff_dst_desc()}};
+        if (p.max) c.operands.push_back({DNNL_ARG_WORKSPACE, backward.workspace_desc(), backward.workspace_desc()});
+        c.operands.push_back({DNNL_ARG_DIFF_SRC, in, backward.diff_src_desc(), true});
+      }
+      return c;
+    });
+  }
+
   OnednnCache<Key> cache_;
 };
 
@@ -214,33 +273,44 @@ class Pool2d {
   OnednnPool onednn_;
 };
 
-// max: each output's gradient to its window's first largest element; avg: spread evenly
-// over the window's divisor.
+// pool2d's gradient: fp32 on oneDNN (OnednnPool) where it has the plan, else loops: max
+// sends each output's gradient to its window's first largest element; avg spreads it
+// evenly over the window's divisor.
 template <class T>
-void Pool2dGrad(KernelContext& ctx) {
-  Tensor x = ctx.Input("X");
-  const PoolPlan p = Plan(ctx, x.dims());
-  const T* px = x.data<T>();
-  const T* pg = ctx.Input("Out@GRAD").data<T>();
-  T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
-  std::fill(dx, dx + x.numel(), T(0));
-  ForEachWindow(p, [&](int64_t i, int64_t ch, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t divisor) {
-    if (p.max) {
-      int64_t best = p.At(i, ch, y0, x0, p.h, p.w);
-      for (int64_t y = y0; y < y1; ++y) {
-        for (int64_t xx = x0; xx < x1; ++xx) {
-          if (px[p.At(i, ch, y, xx, p.h, p.w)] > px[best]) best = p.At(i, ch, y, xx, p.h, p.w);
+class Pool2dGrad {
+ public:
+  explicit Pool2dGrad(const OpInfo&) {}
+  void Compute(KernelContext& ctx) {
+    Tensor x = ctx.Input("X");
+    const PoolPlan p = Plan(ctx, x.dims());
+    const T* px = x.data<T>();
+    const T* pg = ctx.Input("Out@GRAD").data<T>();
+    T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
+    if constexpr (std::is_same_v<T, float>) {
+      if (onednn_.Backward(p, px, pg, dx)) return;
+    }
+    std::fill(dx, dx + x.numel(), T(0));
+    ForEachWindow(p, [&](int64_t i, int64_t ch, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t divisor) {
+      if (p.max) {
+        int64_t best = p.At(i, ch, y0, x0, p.h, p.w);
+        for (int64_t y = y0; y < y1; ++y) {
+          for (int64_t xx = x0; xx < x1; ++xx) {
+            if (px[p.At(i, ch, y, xx, p.h, p.w)] > px[best]) best = p.At(i, ch, y, xx, p.h, p.w);
+          }
         }
+        dx[best] += pg[o];
+        return;
       }
-      dx[best] += pg[o];
-      return;
-    }
-    const T share = pg[o] / static_cast<T>(divisor);
-    for (int64_t y = y0; y < y1; ++y) {
-      for (int64_t xx = x0; xx < x1; ++xx) dx[p.At(i, ch, y, xx, p.h, p.w)] += share;
-    }
-  });
-}
+      const T share = pg[o] / static_cast<T>(divisor);
+      for (int64_t y = y0; y < y1; ++y) {
+        for (int64_t xx = x0; xx < x1; ++xx) dx[p.At(i, ch, y, xx, p.h, p.w)] += share;
+      }
+    });
+  }
+
+ private:
+  OnednnPool onednn_;
+};
 
 }  // namespace
 
@@ -266,7 +336,7 @@ void RegisterPool(Registrar& r) {
   r.Op(pool2d);
   r.Op(pool2d.MakeGradSchema());
   RegisterCpuStateful<float, double>(r, "pool2d", [](auto t) { return TypeTag<Pool2d<decltype(t)>>{}; });
-  RegisterCpu<float, double>(r, "pool2d_grad", [](auto t) { return &Pool2dGrad<decltype(t)>; });
+  RegisterCpuStateful<float, double>(r, "pool2d_grad", [](auto t) { return TypeTag<Pool2dGrad<decltype(t)>>{}; });
 }
 
 }  // namespace rill::math

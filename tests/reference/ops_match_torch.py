@@ -159,6 +159,11 @@ def pool_cases(rng, dt, count):
             return {"Out": back(y, nhwc)}
         cases.append(Case("pool2d %s %s x%s" % (mode, attrs, x.shape), "pool2d", attrs, {"X": x}, ["Out"], ref,
                           grads=["X"]))
+    # Ties, as after relu: each window's gradient goes to its first largest element.
+    x = np.maximum(rng.standard_normal((2, 3, 6, 6)), 0).astype(dt)
+    x[0, 0, :2, :2] = 0
+    cases.append(Case("pool2d max with ties", "pool2d", dict(pooling_type="max", ksize=[2, 2], strides=[2, 2]), {"X": x},
+                      ["Out"], lambda t: {"Out": F.max_pool2d(t["X"], 2, 2)}, grads=["X"]))
     return cases
 
 

@@ -11,7 +11,8 @@
 //   pool2d max 2x2 stride 2 on [64, 20, 24, 24] (the book conv net's first pooling) and
 //   batch_norm in training on [32, 16, 32, 32] (the residual net's), fp32 NCHW: oneDNN's
 //     pooling and batch normalization primitives called directly on the same layout, the
-//     measure of whether Rill's own kernels should give way to them.
+//     measure of whether Rill's own kernels should give way to them; likewise layer_norm
+//     in training on [256, 768] (a transformer layer's rows).
 // Threads: OMP_NUM_THREADS for both sides (Rill's intra-op budget defaults to it).
 // Report bytes/s (elementwise) and FLOP/s (GEMM, convolution); compare the ratios in
 // PERFORMANCE.md.
@@ -249,6 +250,47 @@ void BM_DnnlBatchNorm(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_DnnlBatchNorm)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+constexpr int64_t kRows = 256, kWidth = 768;
+
+void BM_RillLayerNorm(benchmark::State& state) {
+  ProgramBuilder pb;
+  pb.block(0).Op("layer_norm").Input("X", "x").Input("Scale", "scale").Input("Bias", "bias").Output("Y", "y")
+      .Output("Mean", "mean").Output("Variance", "var");
+  auto program = std::make_shared<proto::ProgramDesc>(pb.Build());
+  Executor exec(LoadedRegistry(), program);
+  auto scope = Scope::NewRoot();
+  FillTensor(*scope, "x", {kRows, kWidth}, 1.0f);
+  FillTensor(*scope, "scale", {kWidth}, 1.0f);
+  FillTensor(*scope, "bias", {kWidth}, 0.0f);
+  exec.Run(0, scope);
+  for (auto _ : state) exec.Run(0, scope);
+}
+BENCHMARK(BM_RillLayerNorm)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_DnnlLayerNorm(benchmark::State& state) {
+  using dnnl::memory;
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const memory::desc x({kRows, kWidth}, memory::data_type::f32, memory::format_tag::ab);
+  const dnnl::layer_normalization_forward::primitive_desc pd(
+      dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_training, x, 1e-5f,
+                                              dnnl::normalization_flags::use_scale |
+                                                  dnnl::normalization_flags::use_shift),
+      engine);
+  const dnnl::layer_normalization_forward ln(pd);
+  memory xm(x, engine), ym(x, engine), mean(pd.mean_desc(), engine), var(pd.variance_desc(), engine);
+  memory scale(pd.weights_desc(), engine), shift(pd.weights_desc(), engine);
+  std::fill_n(static_cast<float*>(xm.get_data_handle()), kRows * kWidth, 1.0f);
+  std::fill_n(static_cast<float*>(scale.get_data_handle()), kWidth, 1.0f);
+  std::fill_n(static_cast<float*>(shift.get_data_handle()), kWidth, 0.0f);
+  for (auto _ : state) {
+    ln.execute(stream, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_MEAN, mean}, {DNNL_ARG_VARIANCE, var},
+                        {DNNL_ARG_SCALE, scale}, {DNNL_ARG_SHIFT, shift}});
+    stream.wait();
+  }
+}
+BENCHMARK(BM_DnnlLayerNorm)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 }  // namespace rill::core

@@ -2,9 +2,16 @@
 // begin_norm_axis normalized to mean 0 and variance 1, then scaled and shifted) and
 // batch_norm (each channel normalized over the batch and the spatial dims in training, or
 // by the running statistics at inference), and their gradients.
-#include <cmath>
+#include <omp.h>
 
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#include "intra_op.h"
 #include "kernels.h"
+#include "onednn.h"
 #include "ops.h"
 
 namespace rill::math {
@@ -60,7 +67,7 @@ NormalizedRows<T> Normalize(const ConstRowsMap<T>& xm, T eps) {
 }
 
 template <class T>
-void LayerNorm(KernelContext& ctx) {
+void LayerNormLoops(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const NormShape s = LayerNormShape(ctx, x.dims());
   NormalizedRows<T> n = Normalize<T>(ConstRowsMap<T>(x.data<T>(), s.rows, s.width), static_cast<T>(ctx.Attr<float>("epsilon")));
@@ -76,7 +83,7 @@ void LayerNorm(KernelContext& ctx) {
 // dx = (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) / sigma; dscale = sum over rows of
 // dy * xhat; dbias = sum over rows of dy. Mean and variance are recomputed from X.
 template <class T>
-void LayerNormGrad(KernelContext& ctx) {
+void LayerNormGradLoops(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const NormShape s = LayerNormShape(ctx, x.dims());
   const NormalizedRows<T> n =
@@ -126,6 +133,162 @@ const T* ChannelInput(KernelContext& ctx, const char* slot, int64_t c) {
   if (t.numel() != c) throw Error(std::string(slot) + " " + DimsString(t.dims()) + " must hold one value per channel (" + std::to_string(c) + ")");
   return t.data<T>();
 }
+
+// layer_norm and its gradient in fp32 on oneDNN's layer normalization over X as
+// [rows, width] (what beats the Eigen passes above, which fp64 keeps). The gradient has no
+// Mean and Variance inputs (Fluid's layer_norm_grad takes X), so oneDNN's forward pass runs
+// again first, into scratch.
+class OnednnLayerNorm {
+ public:
+  // Y, Mean and Variance (each may be null: scratch) from X; false where oneDNN has no
+  // implementation.
+  bool Forward(const NormShape& s, float eps, const float* x, const float* scale, const float* bias, float* y,
+               float* mean, float* var) {
+    bool ran = false;
+    RunIntraOp(Flops(s), [&] {
+      const auto call = Find(kForward, s, eps, scale != nullptr, bias != nullptr);
+      if (!call->supported) return;
+      std::vector<float> mean_aside(mean ? 0 : static_cast<size_t>(s.rows)), var_aside(var ? 0 : static_cast<size_t>(s.rows));
+      std::vector<void*> memory{const_cast<float*>(x)};
+      if (scale) memory.push_back(const_cast<float*>(scale));
+      if (bias) memory.push_back(const_cast<float*>(bias));
+      memory.insert(memory.end(), {y, mean ? mean : mean_aside.data(), var ? var : var_aside.data()});
+      call->Run(memory);
+      ran = true;
+    });
+    return ran;
+  }
+
+  // dX, dScale, dBias (each may be null: not wanted) from X and dY (Scale and Bias may be
+  // null: the op has none).
+  bool Backward(const NormShape& s, float eps, const float* x, const float* scale, const float* bias, const float* dy,
+                float* dx, float* dscale, float* dbias) {
+    const bool has_bias = bias != nullptr;
+    bool ran = false;
+    RunIntraOp(3 * Flops(s), [&] {
+      const auto forward = Find(kForward, s, eps, false, false);
+      const auto backward = Find(kBackward, s, eps, scale != nullptr, has_bias);
+      if (!forward->supported || !backward->supported) return;
+      const auto n = static_cast<size_t>(s.rows * s.width);
+      std::vector<float> y(n), mean(static_cast<size_t>(s.rows)), var(static_cast<size_t>(s.rows));
+      forward->Run({const_cast<float*>(x), y.data(), mean.data(), var.data()});
+      std::vector<float> dx_aside(dx ? 0 : n), dscale_aside(scale && !dscale ? static_cast<size_t>(s.width) : 0);
+      std::vector<float> dbias_aside(has_bias && !dbias ? static_cast<size_t>(s.width) : 0);
+      std::vector<void*> memory{const_cast<float*>(x), mean.data(), var.data(), const_cast<float*>(dy)};
+      if (scale) memory.push_back(const_cast<float*>(scale));
+      if (bias) memory.push_back(const_cast<float*>(bias));
+      memory.push_back(dx ? dx : dx_aside.data());
+      if (scale) memory.push_back(dscale ? dscale : dscale_aside.data());
+      if (has_bias) memory.push_back(dbias ? dbias : dbias_aside.data());
+      backward->Run(memory);
+      ran = true;
+    });
+    return ran;
+  }
+
+ private:
+  enum Kind : int64_t { kForward, kBackward };
+  using Key = std::array<int64_t, 7>;
+  static double Flops(const NormShape& s) { return 8.0 * static_cast<double>(s.rows * s.width); }
+
+  // Operands: forward (X[, Scale][, Bias]) -> Y, Mean, Variance; backward (X, Mean,
+  // Variance, dY[, Scale][, Bias]) -> dX[, dScale][, dBias].
+  std::shared_ptr<const OnednnCall> Find(Kind kind, const NormShape& s, float eps, bool scale, bool shift) {
+    int32_t eps_bits;
+    std::memcpy(&eps_bits, &eps, sizeof eps_bits);
+    const Key key{kind, s.rows, s.width, eps_bits, scale, shift, omp_get_max_threads()};
+    return cache_.Find(key, [&] {
+      using dnnl::memory;
+      const memory::desc data({s.rows, s.width}, memory::data_type::f32, memory::format_tag::ab);
+      const memory::desc row({s.width}, memory::data_type::f32, memory::format_tag::a);
+      auto flags = dnnl::normalization_flags::none;
+      if (scale) flags |= dnnl::normalization_flags::use_scale;
+      if (shift) flags |= dnnl::normalization_flags::use_shift;
+      const dnnl::layer_normalization_forward::primitive_desc forward(
+          dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_training, data, eps, flags), CpuEngine());
+      OnednnCall c;
+      if (kind == kForward) {
+        c.primitive = dnnl::layer_normalization_forward(forward);
+        c.operands = {{DNNL_ARG_SRC, data, forward.src_desc()}};
+        if (scale) c.operands.push_back({DNNL_ARG_SCALE, row, forward.weights_desc()});
+        if (shift) c.operands.push_back({DNNL_ARG_SHIFT, row, forward.weights_desc()});
+        c.operands.push_back({DNNL_ARG_DST, data, forward.dst_desc(), true});
+        c.operands.push_back({DNNL_ARG_MEAN, forward.mean_desc(), forward.mean_desc(), true});
+        c.operands.push_back({DNNL_ARG_VARIANCE, forward.variance_desc(), forward.variance_desc(), true});
+        return c;
+      }
+      const dnnl::layer_normalization_backward::primitive_desc backward(
+          dnnl::layer_normalization_backward::desc(dnnl::prop_kind::backward, data, data, eps, flags), CpuEngine(),
+          forward);
+      c.primitive = dnnl::layer_normalization_backward(backward);
+      c.operands = {{DNNL_ARG_SRC, data, backward.src_desc()},
+                    {DNNL_ARG_MEAN, backward.mean_desc(), backward.mean_desc()},
+                    {DNNL_ARG_VARIANCE, backward.variance_desc(), backward.variance_desc()},
+                    {DNNL_ARG_DIFF_DST, data, backward.diff_dst_desc()}};
+      if (scale) c.operands.push_back({DNNL_ARG_SCALE, row, backward.weights_desc()});
+      if (shift) c.operands.push_back({DNNL_ARG_SHIFT, row, backward.weights_desc()});
+      c.operands.push_back({DNNL_ARG_DIFF_SRC, data, backward.diff_src_desc(), true});
+      if (scale) c.operands.push_back({DNNL_ARG_DIFF_SCALE, row, backward.diff_weights_desc(), true});
+      if (shift) c.operands.push_back({DNNL_ARG_DIFF_SHIFT, row, backward.diff_weights_desc(), true});
+      return c;
+    });
+  }
+
+  OnednnCache<Key> cache_;
+};
+
+// layer_norm and its gradient: fp32 on oneDNN (OnednnLayerNorm) unless Y is X's own
+// variable; otherwise, and fp64, the Eigen passes.
+template <class T>
+class LayerNorm {
+ public:
+  explicit LayerNorm(const OpInfo&) {}
+  void Compute(KernelContext& ctx) {
+    if constexpr (std::is_same_v<T, float>) {
+      Tensor x = ctx.Input("X");
+      const NormShape s = LayerNormShape(ctx, x.dims());
+      if (ctx.OutputVar("Y").handle() != ctx.InputVar("X").handle() && s.rows > 0 && s.width > 0) {
+        const float* scale = ctx.HasInput("Scale") ? ctx.Input("Scale").data<float>() : nullptr;
+        const float* bias = ctx.HasInput("Bias") ? ctx.Input("Bias").data<float>() : nullptr;
+        float* y = ctx.AllocateOutput<float>("Y", x.dims());
+        float* mean = ctx.HasOutput("Mean") ? ctx.AllocateOutput<float>("Mean", {s.rows}) : nullptr;
+        float* var = ctx.HasOutput("Variance") ? ctx.AllocateOutput<float>("Variance", {s.rows}) : nullptr;
+        if (onednn_.Forward(s, ctx.Attr<float>("epsilon"), x.data<float>(), scale, bias, y, mean, var)) return;
+      }
+    }
+    LayerNormLoops<T>(ctx);
+  }
+
+ private:
+  OnednnLayerNorm onednn_;
+};
+
+template <class T>
+class LayerNormGrad {
+ public:
+  explicit LayerNormGrad(const OpInfo&) {}
+  void Compute(KernelContext& ctx) {
+    if constexpr (std::is_same_v<T, float>) {
+      Tensor x = ctx.Input("X");
+      const NormShape s = LayerNormShape(ctx, x.dims());
+      if (s.rows > 0 && s.width > 0) {
+        const float* scale = ctx.HasInput("Scale") ? ctx.Input("Scale").data<float>() : nullptr;
+        float* dx = ctx.HasOutput("X@GRAD") ? ctx.AllocateOutput<float>("X@GRAD", x.dims()) : nullptr;
+        float* dscale = ctx.HasOutput("Scale@GRAD") ? ctx.AllocateOutput<float>("Scale@GRAD", ctx.Input("Scale").dims()) : nullptr;
+        float* dbias = ctx.HasOutput("Bias@GRAD") ? ctx.AllocateOutput<float>("Bias@GRAD", ctx.Input("Bias").dims()) : nullptr;
+        const float* bias = ctx.HasInput("Bias") ? ctx.Input("Bias").data<float>() : nullptr;
+        if (onednn_.Backward(s, ctx.Attr<float>("epsilon"), x.data<float>(), scale, bias,
+                             ctx.Input("Y@GRAD").data<float>(), dx, dscale, dbias)) {
+          return;
+        }
+      }
+    }
+    LayerNormGradLoops<T>(ctx);
+  }
+
+ private:
+  OnednnLayerNorm onednn_;
+};
 
 // Calls f(in, per, acc, out) once per contiguous run of an X-shaped tensor, so that every
 // per-channel pass is a vector operation whichever the layout: in NCHW a run is one
@@ -299,8 +462,8 @@ void RegisterNorm(Registrar& r) {
       .Grad("layer_norm_grad", "X,Scale,Bias,Y@GRAD", "X,Scale,Bias");
   r.Op(layer_norm);
   r.Op(layer_norm.MakeGradSchema());
-  RegisterCpu<float, double>(r, "layer_norm", [](auto t) { return &LayerNorm<decltype(t)>; });
-  RegisterCpu<float, double>(r, "layer_norm_grad", [](auto t) { return &LayerNormGrad<decltype(t)>; });
+  RegisterCpuStateful<float, double>(r, "layer_norm", [](auto t) { return TypeTag<LayerNorm<decltype(t)>>{}; });
+  RegisterCpuStateful<float, double>(r, "layer_norm_grad", [](auto t) { return TypeTag<LayerNormGrad<decltype(t)>>{}; });
 }
 
 }  // namespace rill::math

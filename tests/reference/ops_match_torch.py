@@ -198,6 +198,9 @@ def norm_cases(rng, dt):
                                       t["Bias"].reshape(shape[axis:]), eps=f32(1e-5))}
         cases.append(Case("layer_norm axis %d x%s" % (axis, shape), "layer_norm", dict(begin_norm_axis=axis), ins,
                           ["Y", "Mean", "Variance"], ref, grads=["X", "Scale", "Bias"]))
+    cases.append(Case("layer_norm without Scale and Bias", "layer_norm", dict(begin_norm_axis=1),
+                      {"X": rng.standard_normal((4, 6)).astype(dt)}, ["Y", "Mean", "Variance"],
+                      lambda t: {"Y": F.layer_norm(t["X"], (6,), eps=f32(1e-5))}, grads=["X"]))
     return cases
 
 

@@ -14,17 +14,38 @@ FLUID_DTYPES = {np.dtype(np.float32): "FP32", np.dtype(np.float64): "FP64", np.d
                 np.dtype(np.int64): "INT64", np.dtype(np.bool_): "BOOL"}
 
 
+def declare(name, value):
+    """The text-format declaration of variable `name`, a tensor like `value`."""
+    dims = "".join(" dims: %d" % d for d in value.shape)
+    return ('vars { name: "%s" type { type: LOD_TENSOR lod_tensor { tensor { data_type: %s%s } } } }\n'
+            % (name, FLUID_DTYPES[value.dtype], dims))
+
+
+def run_program(rill, work, tag, program, feeds, fetch):
+    """Runs `program` under `rill run` with each feed (name -> array, as a .npy file in
+    `work`); returns the fetched variables (name -> array); raises RuntimeError with rill's
+    message."""
+    saved = os.path.join(work, tag)
+    argv = [rill, "run", program, "--save", saved]
+    for name, value in feeds.items():
+        path = os.path.join(work, "%s_%s.npy" % (tag, name))
+        np.save(path, value)
+        argv += ["--feed", "%s=%s" % (name, path)]
+    for name in fetch:
+        argv += ["--fetch", name]
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("rill run %s exited %d: %s" % (program, r.returncode, r.stderr))
+    return {name: np.load(os.path.join(saved, name.replace("/", "_") + ".npy")) for name in fetch}
+
+
 def run_ops(rill, work, tag, inputs, cases):
     """inputs: name -> array; cases: (op type, text-format attrs, input name for X or a
     dict slot -> input name or list of names[, output slots]). Returns each case's Out, or the list of its
     output slots' values when it names them, in case order; raises RuntimeError with
     rill's message."""
     os.makedirs(work, exist_ok=True)
-    decl = ""
-    for name, value in inputs.items():
-        dims = "".join(" dims: %d" % d for d in value.shape)
-        decl += ('vars { name: "%s" type { type: LOD_TENSOR lod_tensor { tensor { data_type: %s%s } } } }\n'
-                 % (name, FLUID_DTYPES[value.dtype], dims))
+    decl = "".join(declare(name, value) for name, value in inputs.items())
     def slots(x):
         named = x if isinstance(x, dict) else {"X": x}
         return " ".join('inputs { parameter: "%s" %s }' % (slot, " ".join('arguments: "%s"' % a for a in
@@ -38,20 +59,10 @@ def run_ops(rill, work, tag, inputs, cases):
     program = os.path.join(work, tag + ".pbtxt")
     with open(program, "w") as f:
         f.write("blocks { idx: 0 parent_idx: -1\n" + decl + ops + "}\n")
-    saved = os.path.join(work, tag)
-    argv = [rill, "run", program, "--save", saved]
-    for name, value in inputs.items():
-        path = os.path.join(work, "%s_%s.npy" % (tag, name))
-        np.save(path, value)
-        argv += ["--feed", "%s=%s" % (name, path)]
-    for k in range(len(cases)):
-        for o in outputs[k]:
-            argv += ["--fetch", "out%d_%s" % (k, o)]
-    r = subprocess.run(argv, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError("rill run %s exited %d: %s" % (program, r.returncode, r.stderr))
-    loaded = [[np.load(os.path.join(saved, "out%d_%s.npy" % (k, o))) for o in outputs[k]] for k in range(len(cases))]
-    return [got if len(cases[k]) > 3 else got[0] for k, got in enumerate(loaded)]
+    names = [["out%d_%s" % (k, o) for o in outputs[k]] for k in range(len(cases))]
+    got = run_program(rill, work, tag, program, inputs, [n for ns in names for n in ns])
+    loaded = [[got[n] for n in ns] for ns in names]
+    return [values if len(cases[k]) > 3 else values[0] for k, values in enumerate(loaded)]
 
 
 def matches(label, got, want, tol=0.0):

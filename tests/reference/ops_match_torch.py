@@ -11,7 +11,6 @@ cannot match (dropout), keep their numpy tests (*_match_numpy.py).
 
 usage: /usr/bin/python3 ops_match_torch.py RILL WORK_DIR      (needs numpy and torch)
 """
-import math
 import os
 import shutil
 import subprocess
@@ -336,12 +335,6 @@ def ranking_cases(rng, dt):
     ]
 
 
-def declare(name, value):
-    dims = "".join(" dims: %d" % d for d in value.shape)
-    return ('vars { name: "%s" type { type: LOD_TENSOR lod_tensor { tensor { data_type: %s%s } } } }\n'
-            % (name, op_reference.FLUID_DTYPES[value.dtype], dims))
-
-
 def program(tag, cases):
     """Writes the forward program of every case (each output in case.through multiplied by
     its case.g and summed into "loss"); returns its path, the feeds (name -> array), the
@@ -356,7 +349,7 @@ def program(tag, cases):
             ins[slot] = ["c%d_%s%d" % (k, slot, i) for i in range(len(values))]
             for n, v in zip(ins[slot], values):
                 feeds[n] = v
-                decl += declare(n, v)
+                decl += op_reference.declare(n, v)
         outs = {slot: "c%d_out_%s" % (k, slot) for slot in case.outputs}
         names.append((ins, outs))
         ops += 'ops { type: "%s" %s %s %s }\n' % (
@@ -371,7 +364,7 @@ def program(tag, cases):
         for slot in case.through:
             g = "c%d_g_%s" % (k, slot)
             feeds[g] = case.g[slot]
-            decl += declare(g, case.g[slot])
+            decl += op_reference.declare(g, case.g[slot])
             ops += ('ops { type: "elementwise_mul" inputs { parameter: "X" arguments: "%s" } inputs { parameter: "Y" '
                     'arguments: "%s" } outputs { parameter: "Out" arguments: "%s_g" } }\n' % (outs[slot], g, outs[slot]))
             ops += ('ops { type: "reduce_sum" inputs { parameter: "X" arguments: "%s_g" } outputs { parameter: "Out" '
@@ -422,28 +415,20 @@ def main():
             print("FAIL: %s: rill backward: %s" % (tag, r.stderr))
             failed = True
             continue
-        saved = os.path.join(work, tag)
-        argv = [rill, "run", trained, "--save", saved]
-        for name, value in feeds.items():
-            path = os.path.join(work, "%s_%s.npy" % (tag, name))
-            np.save(path, value)
-            argv += ["--feed", "%s=%s" % (name, path)]
-        for name in fetch:
-            argv += ["--fetch", name]
-        r = subprocess.run(argv, capture_output=True, text=True)
-        if r.returncode != 0:
-            print("FAIL: %s: rill run: %s" % (tag, r.stderr))
+        try:
+            got = op_reference.run_program(rill, work, tag, trained, feeds, fetch)
+        except RuntimeError as e:
+            print("FAIL: %s: %s" % (tag, e))
             failed = True
             continue
         for case, (ins, outs), (want_out, want_grad) in zip(cases, names, want):
             for slot, value in want_out.items():
-                got = np.load(os.path.join(saved, outs[slot] + ".npy"))
-                failed |= not op_reference.matches("%s %s %s" % (tag, case.label, slot), got, value,
+                failed |= not op_reference.matches("%s %s %s" % (tag, case.label, slot), got[outs[slot]], value,
                                                    tol if value.dtype.kind == "f" else 0)
             for slot, values in want_grad.items():
                 for n, value in zip(ins[slot], values):
-                    got = np.load(os.path.join(saved, n + "@GRAD.npy"))
-                    failed |= not op_reference.matches("%s %s d%s" % (tag, case.label, slot), got, value, tol)
+                    failed |= not op_reference.matches("%s %s d%s" % (tag, case.label, slot), got[n + "@GRAD"], value,
+                                                       tol)
     sys.exit(1 if failed else 0)
 
 

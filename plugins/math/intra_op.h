@@ -12,8 +12,9 @@
 // per scheduler (a Model::Run starts fresh workers, which would each make their own team).
 //
 // The budget is $RILL_INTRA_OP_THREADS if set, else OpenMP's default (OMP_NUM_THREADS, or
-// one per hardware thread). Under ThreadSanitizer it is 1: libgomp is not instrumented,
-// so TSan cannot see its barriers.
+// one per hardware thread). Under ThreadSanitizer it is 1 and every call, small ones too,
+// goes to the intra-op thread: libgomp and libdnnl are not instrumented, so TSan cannot
+// see their barriers and locks.
 //
 // `work` must not block on other tasks (channels, go blocks): it holds the intra-op
 // thread, and with it every other large op, until it returns.

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace rill::math {
@@ -22,9 +23,11 @@ const dnnl::engine& CpuEngine();
 // One primitive, and how each operand gets from or to the caller's memory.
 struct OnednnCall {
   struct Operand {
+    Operand(int arg, dnnl::memory::desc user, dnnl::memory::desc mine, bool output = false)
+        : arg(arg), user(std::move(user)), mine(std::move(mine)), output(output) {}
     int arg;                        // DNNL_ARG_*
     dnnl::memory::desc user, mine;  // the caller's layout, the primitive's
-    bool output = false;
+    bool output;
     dnnl::reorder reorder;  // user -> mine (an input) or mine -> user (an output); unset if equal
     bool Reordered() const { return user != mine; }
   };

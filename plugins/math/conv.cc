@@ -326,29 +326,59 @@ ConvPlan TransposePlan(KernelContext& ctx, const std::vector<int64_t>& in, const
   return p;
 }
 
+// conv2d_transpose is the convolution of TransposePlan run backwards, so its kernels are
+// that convolution's: Output = BackwardData(Input); Input@GRAD = Forward(Output@GRAD);
+// Filter@GRAD = BackwardFilter(Output@GRAD, Input). fp32 on oneDNN, as conv2d.
 template <class T>
-void Conv2dTranspose(KernelContext& ctx) {
-  Tensor in = ctx.Input("Input");
-  Tensor filter = ctx.Input("Filter");
-  const ConvPlan p = TransposePlan(ctx, in.dims(), filter.dims());
-  const std::vector<T> y = BackwardData(p, Nchw<T>(p, in, p.m, p.oh, p.ow).data(), filter.data<T>());
-  const std::vector<int64_t> dims = p.nhwc ? std::vector<int64_t>{p.n, p.h, p.w, p.c} : std::vector<int64_t>{p.n, p.c, p.h, p.w};
-  WriteLayout(p, y, p.c, p.h, p.w, ctx.AllocateOutput<T>("Output", dims));
-}
+class Conv2dTranspose {
+ public:
+  explicit Conv2dTranspose(const OpInfo&) {}
+  void Compute(KernelContext& ctx) {
+    Tensor in = ctx.Input("Input");
+    Tensor filter = ctx.Input("Filter");
+    const ConvPlan p = TransposePlan(ctx, in.dims(), filter.dims());
+    const std::vector<int64_t> dims = p.nhwc ? std::vector<int64_t>{p.n, p.h, p.w, p.c} : std::vector<int64_t>{p.n, p.c, p.h, p.w};
+    RillVariable* out_var = ctx.OutputVar("Output").handle();
+    const bool aliased = out_var == ctx.InputVar("Input").handle() || out_var == ctx.InputVar("Filter").handle();
+    if constexpr (std::is_same_v<T, float>) {
+      if (!aliased && onednn_.BackwardData(p, in.data<T>(), filter.data<T>(), ctx.AllocateOutput<T>("Output", dims))) {
+        return;
+      }
+    }
+    const std::vector<T> y = BackwardData(p, Nchw<T>(p, in, p.m, p.oh, p.ow).data(), filter.data<T>());
+    WriteLayout(p, y, p.c, p.h, p.w, ctx.AllocateOutput<T>("Output", dims));
+  }
+
+ private:
+  OnednnConv onednn_;
+};
 
 template <class T>
-void Conv2dTransposeGrad(KernelContext& ctx) {
-  Tensor in = ctx.Input("Input");
-  Tensor filter = ctx.Input("Filter");
-  const ConvPlan p = TransposePlan(ctx, in.dims(), filter.dims());
-  const std::vector<T> dy = Nchw<T>(p, ctx.Input("Output@GRAD"), p.c, p.h, p.w);
-  if (ctx.HasOutput("Input@GRAD")) {
-    WriteLayout(p, Forward(p, dy.data(), filter.data<T>()), p.m, p.oh, p.ow, ctx.AllocateOutput<T>("Input@GRAD", in.dims()));
+class Conv2dTransposeGrad {
+ public:
+  explicit Conv2dTransposeGrad(const OpInfo&) {}
+  void Compute(KernelContext& ctx) {
+    Tensor in = ctx.Input("Input");
+    Tensor filter = ctx.Input("Filter");
+    Tensor dy = ctx.Input("Output@GRAD");
+    const ConvPlan p = TransposePlan(ctx, in.dims(), filter.dims());
+    if (ctx.HasOutput("Input@GRAD")) {
+      T* dx = ctx.AllocateOutput<T>("Input@GRAD", in.dims());
+      bool done = false;
+      if constexpr (std::is_same_v<T, float>) done = onednn_.Forward(p, dy.data<T>(), filter.data<T>(), dx);
+      if (!done) WriteLayout(p, Forward(p, Nchw<T>(p, dy, p.c, p.h, p.w).data(), filter.data<T>()), p.m, p.oh, p.ow, dx);
+    }
+    if (ctx.HasOutput("Filter@GRAD")) {
+      T* dw = ctx.AllocateOutput<T>("Filter@GRAD", filter.dims());
+      bool done = false;
+      if constexpr (std::is_same_v<T, float>) done = onednn_.BackwardWeights(p, dy.data<T>(), in.data<T>(), dw);
+      if (!done) BackwardFilter(p, Nchw<T>(p, dy, p.c, p.h, p.w).data(), Nchw<T>(p, in, p.m, p.oh, p.ow).data(), dw);
+    }
   }
-  if (ctx.HasOutput("Filter@GRAD")) {
-    BackwardFilter(p, dy.data(), Nchw<T>(p, in, p.m, p.oh, p.ow).data(), ctx.AllocateOutput<T>("Filter@GRAD", filter.dims()));
-  }
-}
+
+ private:
+  OnednnConv onednn_;
+};
 
 void Add(Registrar& r, const char* type, const char* doc) {
   const std::string grad = std::string(type) + "_grad";
@@ -395,8 +425,9 @@ void RegisterConv(Registrar& r) {
       .Grad("conv2d_transpose_grad", "Input,Filter,Output@GRAD", "Input,Filter");
   r.Op(transpose);
   r.Op(transpose.MakeGradSchema());
-  RegisterCpu<float, double>(r, "conv2d_transpose", [](auto t) { return &Conv2dTranspose<decltype(t)>; });
-  RegisterCpu<float, double>(r, "conv2d_transpose_grad", [](auto t) { return &Conv2dTransposeGrad<decltype(t)>; });
+  RegisterCpuStateful<float, double>(r, "conv2d_transpose", [](auto t) { return TypeTag<Conv2dTranspose<decltype(t)>>{}; });
+  RegisterCpuStateful<float, double>(r, "conv2d_transpose_grad",
+                                     [](auto t) { return TypeTag<Conv2dTransposeGrad<decltype(t)>>{}; });
 }
 
 }  // namespace rill::math

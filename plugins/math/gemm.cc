@@ -25,10 +25,10 @@ void Gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) return ScaleOnly(m, n, beta, c, ldc);
-  dnnl_status_t s = dnnl_success;
-  RunIntraOp(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k), [&] {
-    s = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  });
+  const dnnl_status_t s =
+      RunIntraOp(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k), [&] {
+        return dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      });
   if (s != dnnl_success) {
     throw Error("oneDNN sgemm of [" + std::to_string(m) + ", " + std::to_string(k) + "] by [" + std::to_string(k) +
                     ", " + std::to_string(n) + "] failed (status " + std::to_string(s) + ")",

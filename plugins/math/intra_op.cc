@@ -116,6 +116,8 @@ int IntraOpBudget() {
   return budget;
 }
 
+namespace detail {
+
 void RunIntraOp(double flops, const std::function<void()>& work) {
   if (kOneThreadForAll) return Thread().Run(work);
   if (flops < kParallelFlops || IntraOpBudget() == 1) {
@@ -131,4 +133,5 @@ void RunIntraOp(double flops, const std::function<void()>& work) {
   Thread().Run(work);
 }
 
+}  // namespace detail
 }  // namespace rill::math

@@ -22,12 +22,30 @@
 #define RILL_PLUGINS_MATH_INTRA_OP_H_
 
 #include <functional>
+#include <type_traits>
 
 namespace rill::math {
 
 inline constexpr double kParallelFlops = 4e6;
 
+namespace detail {
+// `work` is a reference to the caller's callable (std::function holds that without
+// allocating: a kernel may call this for every small GEMM).
 void RunIntraOp(double flops, const std::function<void()>& work);
+}  // namespace detail
+
+// Returns what `work` returns (a default-constructible value, or nothing).
+template <class F>
+auto RunIntraOp(double flops, F&& work) {
+  using Result = decltype(work());
+  if constexpr (std::is_void_v<Result>) {
+    detail::RunIntraOp(flops, std::ref(work));
+  } else {
+    Result result{};
+    detail::RunIntraOp(flops, [&result, &work] { result = work(); });
+    return result;
+  }
+}
 
 // The budget: the threads a large call gets.
 int IntraOpBudget();

@@ -144,19 +144,17 @@ class OnednnLayerNorm {
   // implementation.
   bool Forward(const NormShape& s, float eps, const float* x, const float* scale, const float* bias, float* y,
                float* mean, float* var) {
-    bool ran = false;
-    RunIntraOp(Flops(s), [&] {
+    return RunIntraOp(Flops(s), [&] {
       const auto call = Find(kForward, s, eps, scale != nullptr, bias != nullptr);
-      if (!call->supported) return;
+      if (!call->supported) return false;
       std::vector<float> mean_aside(mean ? 0 : static_cast<size_t>(s.rows)), var_aside(var ? 0 : static_cast<size_t>(s.rows));
       std::vector<void*> memory{const_cast<float*>(x)};
       if (scale) memory.push_back(const_cast<float*>(scale));
       if (bias) memory.push_back(const_cast<float*>(bias));
       memory.insert(memory.end(), {y, mean ? mean : mean_aside.data(), var ? var : var_aside.data()});
       call->Run(memory);
-      ran = true;
+      return true;
     });
-    return ran;
   }
 
   // dX, dScale, dBias (each may be null: not wanted) from X and dY (Scale and Bias may be
@@ -164,11 +162,10 @@ class OnednnLayerNorm {
   bool Backward(const NormShape& s, float eps, const float* x, const float* scale, const float* bias, const float* dy,
                 float* dx, float* dscale, float* dbias) {
     const bool has_bias = bias != nullptr;
-    bool ran = false;
-    RunIntraOp(3 * Flops(s), [&] {
+    return RunIntraOp(3 * Flops(s), [&] {
       const auto forward = Find(kForward, s, eps, false, false);
       const auto backward = Find(kBackward, s, eps, scale != nullptr, has_bias);
-      if (!forward->supported || !backward->supported) return;
+      if (!forward->supported || !backward->supported) return false;
       const auto n = static_cast<size_t>(s.rows * s.width);
       std::vector<float> y(n), mean(static_cast<size_t>(s.rows)), var(static_cast<size_t>(s.rows));
       forward->Run({const_cast<float*>(x), y.data(), mean.data(), var.data()});
@@ -181,9 +178,8 @@ class OnednnLayerNorm {
       if (scale) memory.push_back(dscale ? dscale : dscale_aside.data());
       if (has_bias) memory.push_back(dbias ? dbias : dbias_aside.data());
       backward->Run(memory);
-      ran = true;
+      return true;
     });
-    return ran;
   }
 
  private:

@@ -76,16 +76,14 @@ OnednnCall MakeCall(OnednnConv::Kind kind, const ConvPlan& p) {
 bool OnednnConv::Run(Kind kind, const ConvPlan& p, const float* in0, const float* in1, float* out) {
   if (p.n == 0 || p.c == 0 || p.m == 0 || p.oh == 0 || p.ow == 0) return false;
   const double flops = 2.0 * static_cast<double>(p.n * p.m * p.oh * p.ow) * static_cast<double>(p.col_rows());
-  bool ran = false;
-  RunIntraOp(flops, [&] {
+  return RunIntraOp(flops, [&] {
     // Made for the thread count it runs with.
     const Key key{kind, p, omp_get_max_threads()};
     const std::shared_ptr<const OnednnCall> call = cache_.Find(key, [&] { return MakeCall(kind, p); });
-    if (!call->supported) return;
+    if (!call->supported) return false;
     call->Run({const_cast<float*>(in0), const_cast<float*>(in1), out});
-    ran = true;
+    return true;
   });
-  return ran;
 }
 
 bool OnednnConv::Forward(const ConvPlan& p, const float* x, const float* w, float* y) {

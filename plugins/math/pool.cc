@@ -145,14 +145,12 @@ class OnednnPool {
   bool Forward(const PoolPlan& p, const float* x, float* y) {
     if (p.adaptive || p.n == 0 || p.c == 0) return false;
     const Geometry g(p);
-    bool ran = false;
-    RunIntraOp(g.Flops(p), [&] {
+    return RunIntraOp(g.Flops(p), [&] {
       const auto call = Find(kForward, p, g);
-      if (!call->supported) return;
+      if (!call->supported) return false;
       call->Run({const_cast<float*>(x), y});
-      ran = true;
+      return true;
     });
-    return ran;
   }
 
   // X@GRAD from X and Out@GRAD. Max pooling's gradient goes to the element oneDNN's
@@ -161,14 +159,13 @@ class OnednnPool {
   bool Backward(const PoolPlan& p, const float* x, const float* dy, float* dx) {
     if (p.adaptive || p.n == 0 || p.c == 0) return false;
     const Geometry g(p);
-    bool ran = false;
-    RunIntraOp(2 * g.Flops(p), [&] {
+    return RunIntraOp(2 * g.Flops(p), [&] {
       const auto backward = Find(kBackward, p, g);
-      if (!backward->supported) return;
+      if (!backward->supported) return false;
       std::unique_ptr<char[]> workspace;
       if (p.max) {
         const auto forward = Find(kForwardRecording, p, g);
-        if (!forward->supported) return;
+        if (!forward->supported) return false;
         std::unique_ptr<char[]> y(new char[forward->operands[1].user.get_size()]);
         workspace.reset(new char[forward->operands[2].user.get_size()]);
         forward->Run({const_cast<float*>(x), y.get(), workspace.get()});
@@ -176,9 +173,8 @@ class OnednnPool {
       } else {
         backward->Run({const_cast<float*>(dy), dx});
       }
-      ran = true;
+      return true;
     });
-    return ran;
   }
 
  private:

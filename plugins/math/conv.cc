@@ -231,8 +231,7 @@ class Conv2d {
     Tensor in = ctx.Input("Input");
     Tensor filter = ctx.Input("Filter");
     const ConvPlan p = Plan(ctx, in.dims(), filter.dims());
-    RillVariable* out_var = ctx.OutputVar("Output").handle();
-    const bool aliased = out_var == ctx.InputVar("Input").handle() || out_var == ctx.InputVar("Filter").handle();
+    const bool aliased = OutputIsInput(ctx, "Output", {"Input", "Filter"});
     if constexpr (std::is_same_v<T, float>) {
       if (!aliased && onednn_.Forward(p, in.data<T>(), filter.data<T>(), ctx.AllocateOutput<T>("Output", p.OutDims()))) {
         return;
@@ -338,8 +337,7 @@ class Conv2dTranspose {
     Tensor filter = ctx.Input("Filter");
     const ConvPlan p = TransposePlan(ctx, in.dims(), filter.dims());
     const std::vector<int64_t> dims = p.nhwc ? std::vector<int64_t>{p.n, p.h, p.w, p.c} : std::vector<int64_t>{p.n, p.c, p.h, p.w};
-    RillVariable* out_var = ctx.OutputVar("Output").handle();
-    const bool aliased = out_var == ctx.InputVar("Input").handle() || out_var == ctx.InputVar("Filter").handle();
+    const bool aliased = OutputIsInput(ctx, "Output", {"Input", "Filter"});
     if constexpr (std::is_same_v<T, float>) {
       if (!aliased && onednn_.BackwardData(p, in.data<T>(), filter.data<T>(), ctx.AllocateOutput<T>("Output", dims))) {
         return;

@@ -4,8 +4,11 @@
 #define RILL_PLUGINS_MATH_KERNELS_H_
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
+#include <vector>
 
 #include "rill/sdk.hpp"
 #include "shape.h"
@@ -42,6 +45,29 @@ template <class T> std::unique_ptr<T[]> Scratch(int64_t n) {
 
 // A tensor's elements as a flat Eigen array.
 template <class T> ConstVecMap<T> Flat(const Tensor& t) { return {t.data<T>(), t.numel()}; }
+
+// Whether output `out` is the same variable as one of the inputs `inputs` (a program may
+// write an op's result over its operand): allocating it may then free what is still to be
+// read.
+inline bool OutputIsInput(KernelContext& ctx, const char* out, std::initializer_list<const char*> inputs) {
+  RillVariable* o = ctx.OutputVar(out).handle();
+  for (const char* in : inputs) {
+    if (o == ctx.InputVar(in).handle()) return true;
+  }
+  return false;
+}
+
+// Runs `write(p)`, which fills output `out` of `dims` at p, straight into the output, or,
+// when it is one of `inputs`, into scratch first and then into the output.
+template <class T, class Write>
+void WriteOutput(KernelContext& ctx, const char* out, std::initializer_list<const char*> inputs,
+                 const std::vector<int64_t>& dims, Write write) {
+  if (!OutputIsInput(ctx, out, inputs)) return write(ctx.AllocateOutput<T>(out, dims));
+  const int64_t n = Product(dims, 0, dims.size());
+  std::unique_ptr<T[]> aside = Scratch<T>(n);
+  write(aside.get());
+  std::copy(aside.get(), aside.get() + n, ctx.AllocateOutput<T>(out, dims));
+}
 
 }  // namespace rill::math
 

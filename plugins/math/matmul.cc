@@ -10,24 +10,6 @@
 namespace rill::math {
 namespace {
 
-// True when the output variable is one of the inputs, so results must not be written into
-// memory still being read.
-bool OutputAliasesInput(KernelContext& ctx, const char* a, const char* b) {
-  RillVariable* out = ctx.OutputVar("Out").handle();
-  return out == ctx.InputVar(a).handle() || out == ctx.InputVar(b).handle();
-}
-
-// Runs `product(out)` into Out of `dims` directly, or, when Out is one of the inputs
-// `a` and `b`, into scratch first and then into Out.
-template <class T, class Fn>
-void IntoOut(KernelContext& ctx, const char* a, const char* b, const std::vector<int64_t>& dims, Fn product) {
-  if (!OutputAliasesInput(ctx, a, b)) return product(ctx.AllocateOutput<T>("Out", dims));
-  const int64_t n = Product(dims, 0, dims.size());
-  std::unique_ptr<T[]> tmp = Scratch<T>(n);
-  product(tmp.get());
-  std::copy(tmp.get(), tmp.get() + n, ctx.AllocateOutput<T>("Out", dims));
-}
-
 template <class T>
 void Mul(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
@@ -47,7 +29,7 @@ void Mul(KernelContext& ctx) {
   }
   std::vector<int64_t> out_dims(xd.begin(), xd.begin() + static_cast<std::ptrdiff_t>(xn));
   out_dims.insert(out_dims.end(), yd.begin() + static_cast<std::ptrdiff_t>(yn), yd.end());
-  IntoOut<T>(ctx, "X", "Y", out_dims,
+  WriteOutput<T>(ctx, "Out", {"X", "Y"}, out_dims,
              [&](T* out) { Gemm<T>(false, false, m, n, k, T(1), x.data<T>(), y.data<T>(), T(0), out); });
 }
 
@@ -59,7 +41,7 @@ void MatMul(KernelContext& ctx) {
   const T alpha = static_cast<T>(alpha_attr);
   const T* px = x.data<T>();
   const T* py = y.data<T>();
-  IntoOut<T>(ctx, "X", "Y", MatMulOutDims(a, b, x.dims(), y.dims()), [&](T* out) {
+  WriteOutput<T>(ctx, "Out", {"X", "Y"}, MatMulOutDims(a, b, x.dims(), y.dims()), [&](T* out) {
     for (int64_t i = 0; i < batch; ++i) {
       Gemm<T>(tx, ty, m, n, k, alpha, px + (a.batch == 1 ? 0 : i) * m * k, py + (b.batch == 1 ? 0 : i) * k * n, T(0),
               out + i * m * n);
@@ -94,7 +76,7 @@ void Fc(KernelContext& ctx) {
   }
   std::vector<int64_t> out_dims(id.begin(), id.begin() + static_cast<std::ptrdiff_t>(cols));
   out_dims.push_back(n);
-  IntoOut<T>(ctx, "Input", "W", out_dims, [&](T* out) {
+  WriteOutput<T>(ctx, "Out", {"Input", "W"}, out_dims, [&](T* out) {
     Gemm<T>(false, false, m, n, k, T(1), in.data<T>(), w.data<T>(), T(0), out);
     MatrixMap<T> om(out, m, n);
     if (bias != nullptr) om.rowwise() += ConstMatrixMap<T>(bias, 1, n).row(0);

@@ -243,7 +243,7 @@ class LayerNorm {
     if constexpr (std::is_same_v<T, float>) {
       Tensor x = ctx.Input("X");
       const NormShape s = LayerNormShape(ctx, x.dims());
-      if (ctx.OutputVar("Y").handle() != ctx.InputVar("X").handle() && s.rows > 0 && s.width > 0) {
+      if (!OutputIsInput(ctx, "Y", {"X"}) && s.rows > 0 && s.width > 0) {
         const float* scale = ctx.HasInput("Scale") ? ctx.Input("Scale").data<float>() : nullptr;
         const float* bias = ctx.HasInput("Bias") ? ctx.Input("Bias").data<float>() : nullptr;
         float* y = ctx.AllocateOutput<float>("Y", x.dims());
@@ -347,12 +347,9 @@ void BatchNorm(KernelContext& ctx) {
     a[ch] = inv_std[ch] * scale[ch];
     b[ch] = bias[ch] - mean[ch] * a[ch];
   }
-  // Y may be X's own variable: then it is written aside first.
-  const bool aliased = ctx.OutputVar("Y").handle() == ctx.InputVar("X").handle();
-  std::unique_ptr<T[]> aside = aliased ? Scratch<T>(x.numel()) : nullptr;
-  T* y = aliased ? aside.get() : ctx.AllocateOutput<T>("Y", x.dims());
-  ForEachRun<T>(l, [&](auto in, auto per, auto, auto out) { out(y) = in(px) * per(a.data()) + per(b.data()); });
-  if (aliased) std::copy(y, y + x.numel(), ctx.AllocateOutput<T>("Y", x.dims()));
+  WriteOutput<T>(ctx, "Y", {"X"}, x.dims(), [&](T* y) {
+    ForEachRun<T>(l, [&](auto in, auto per, auto, auto out) { out(y) = in(px) * per(a.data()) + per(b.data()); });
+  });
   const auto write = [&](const char* slot, const auto& values) {
     if (ctx.HasOutput(slot)) std::copy(values.begin(), values.end(), ctx.AllocateOutput<T>(slot, {l.c}));
   };

@@ -34,7 +34,7 @@ void CheckSameShape(const Tensor& a, const char* an, const Tensor& b, const char
 template <class T>
 VecMap<T> InPlace(KernelContext& ctx, const char* out_slot, const char* in_slot) {
   Tensor in = ctx.Input(in_slot);
-  if (ctx.OutputVar(out_slot).handle() == ctx.InputVar(in_slot).handle()) {
+  if (OutputIsInput(ctx, out_slot, {in_slot})) {
     return VecMap<T>(in.mutable_data<T>(), in.numel());
   }
   T* po = ctx.Output(out_slot).Allocate<T>(in.dims());

@@ -245,7 +245,7 @@ class Pool2d {
     Tensor x = ctx.Input("X");
     const PoolPlan p = Plan(ctx, x.dims());
     if constexpr (std::is_same_v<T, float>) {
-      if (ctx.OutputVar("Out").handle() != ctx.InputVar("X").handle() &&
+      if (!OutputIsInput(ctx, "Out", {"X"}) &&
           onednn_.Forward(p, x.data<T>(), ctx.AllocateOutput<T>("Out", p.out_dims))) {
         return;
       }

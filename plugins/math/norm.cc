@@ -167,7 +167,7 @@ class OnednnLayerNorm {
       const auto backward = Find(kBackward, s, eps, scale != nullptr, has_bias);
       if (!forward->supported || !backward->supported) return false;
       const auto n = static_cast<size_t>(s.rows * s.width);
-      std::vector<float> y(n), mean(static_cast<size_t>(s.rows)), var(static_cast<size_t>(s.rows));
+      const OnednnScratch y(n * sizeof(float)), mean(s.rows * sizeof(float)), var(s.rows * sizeof(float));
       forward->Run({const_cast<float*>(x), y.data(), mean.data(), var.data()});
       std::vector<float> dx_aside(dx ? 0 : n), dscale_aside(scale && !dscale ? static_cast<size_t>(s.width) : 0);
       std::vector<float> dbias_aside(has_bias && !dbias ? static_cast<size_t>(s.width) : 0);

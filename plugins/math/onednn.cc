@@ -7,10 +7,8 @@
 namespace rill::math {
 namespace {
 
-// Memory for operands in the primitive's layout, reused from run to run: a buffer fresh
-// from the system costs a page fault per page on first touch, which for a convolution's
-// activations is as long as the convolution itself. Buffers go back to the pool after
-// each run (any thread may take any buffer); at most kKept stay, the largest.
+// The pool behind OnednnScratch: buffers go back to it after each call (any thread may
+// take any buffer); at most kKept stay, the largest.
 class ScratchPool {
  public:
   struct Buffer {
@@ -55,31 +53,22 @@ class ScratchPool {
   std::vector<Buffer> free_;
 };
 
-ScratchPool& Scratch() {
+ScratchPool& Pool() {
   static ScratchPool* pool = new ScratchPool;  // never destroyed: ops may run during exit
   return *pool;
 }
 
-// A pool buffer held for one run.
-class ScratchBuffer {
- public:
-  ScratchBuffer() = default;
-  explicit ScratchBuffer(size_t bytes) : b_(Scratch().Take(bytes)) {}
-  ~ScratchBuffer() {
-    if (b_.data != nullptr) Scratch().Give(b_);
-  }
-  ScratchBuffer(const ScratchBuffer&) = delete;
-  ScratchBuffer& operator=(ScratchBuffer&& o) noexcept {
-    std::swap(b_, o.b_);
-    return *this;
-  }
-  void* data() const { return b_.data; }
-
- private:
-  ScratchPool::Buffer b_;
-};
-
 }  // namespace
+
+OnednnScratch::OnednnScratch(size_t bytes) {
+  const ScratchPool::Buffer b = Pool().Take(bytes);
+  bytes_ = b.bytes;
+  data_ = b.data;
+}
+
+OnednnScratch::~OnednnScratch() {
+  if (data_ != nullptr) Pool().Give({bytes_, data_});
+}
 
 const dnnl::engine& CpuEngine() {
   static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -99,12 +88,12 @@ void OnednnCall::Run(const std::vector<void*>& memory) const {
   const dnnl::engine& engine = CpuEngine();
   dnnl::stream stream(engine);
   std::vector<dnnl::memory> callers, mine;
-  std::vector<ScratchBuffer> scratch(operands.size());
+  std::vector<OnednnScratch> scratch(operands.size());
   std::unordered_map<int, dnnl::memory> args;
   for (size_t i = 0; i < operands.size(); ++i) {
     const Operand& o = operands[i];
     callers.emplace_back(o.user, engine, memory[i]);
-    if (o.Reordered()) scratch[i] = ScratchBuffer(o.mine.get_size());
+    if (o.Reordered()) scratch[i] = OnednnScratch(o.mine.get_size());
     mine.push_back(o.Reordered() ? dnnl::memory(o.mine, engine, scratch[i].data()) : callers[i]);
     if (o.Reordered() && !o.output) o.reorder.execute(stream, callers[i], mine[i]);
     args.emplace(o.arg, mine[i]);

@@ -20,6 +20,31 @@ namespace rill::math {
 
 const dnnl::engine& CpuEngine();
 
+// Memory held for one call, from the pool OnednnCall::Run takes its reorder buffers from:
+// a buffer fresh from the system costs a page fault per page on first touch, as long as
+// the primitive itself for an activation, so buffers are reused from run to run. For a
+// kernel's own scratch too (an output of a primitive it does not keep). Not zeroed.
+class OnednnScratch {
+ public:
+  OnednnScratch() = default;
+  explicit OnednnScratch(size_t bytes);
+  ~OnednnScratch();
+  OnednnScratch(const OnednnScratch&) = delete;
+  OnednnScratch& operator=(OnednnScratch&& o) noexcept {
+    std::swap(bytes_, o.bytes_);
+    std::swap(data_, o.data_);
+    return *this;
+  }
+  template <class T = void>
+  T* data() const {
+    return static_cast<T*>(data_);
+  }
+
+ private:
+  size_t bytes_ = 0;
+  void* data_ = nullptr;
+};
+
 // One primitive, and how each operand gets from or to the caller's memory.
 struct OnednnCall {
   struct Operand {

@@ -7,7 +7,6 @@
 #include <array>
 #include <cmath>
 #include <limits>
-#include <memory>
 #include <tuple>
 #include <type_traits>
 
@@ -162,14 +161,12 @@ class OnednnPool {
     return RunIntraOp(2 * g.Flops(p), [&] {
       const auto backward = Find(kBackward, p, g);
       if (!backward->supported) return false;
-      std::unique_ptr<char[]> workspace;
       if (p.max) {
         const auto forward = Find(kForwardRecording, p, g);
         if (!forward->supported) return false;
-        std::unique_ptr<char[]> y(new char[forward->operands[1].user.get_size()]);
-        workspace.reset(new char[forward->operands[2].user.get_size()]);
-        forward->Run({const_cast<float*>(x), y.get(), workspace.get()});
-        backward->Run({const_cast<float*>(dy), workspace.get(), dx});
+        const OnednnScratch y(forward->operands[1].user.get_size()), workspace(forward->operands[2].user.get_size());
+        forward->Run({const_cast<float*>(x), y.data(), workspace.data()});
+        backward->Run({const_cast<float*>(dy), workspace.data(), dx});
       } else {
         backward->Run({const_cast<float*>(dy), dx});
       }

@@ -133,10 +133,12 @@ std::vector<PluginInfo> LoadPlugins(Registry& registry, const LoadOptions& optio
   }
 
   std::vector<std::unique_ptr<Candidate>> candidates;
-  auto builtin = std::make_unique<Candidate>();
-  builtin->plugin = RillGetBuiltinPlugin();
-  builtin->info.path = "(built in)";
-  candidates.push_back(std::move(builtin));
+  if (options.builtin) {
+    auto builtin = std::make_unique<Candidate>();
+    builtin->plugin = RillGetBuiltinPlugin();
+    builtin->info.path = "(built in)";
+    candidates.push_back(std::move(builtin));
+  }
 
   std::set<std::string> seen_files;
   for (const auto& path : paths) {
@@ -183,6 +185,7 @@ std::vector<PluginInfo> LoadPlugins(Registry& registry, const LoadOptions& optio
     }
   }
   registry.Commit(enabled);
+  if (!options.builtin) enabled_names.insert(enabled_names.begin(), registry.enabled_plugins().begin(), registry.enabled_plugins().end());
   registry.set_enabled_plugins(enabled_names);
   registry.Publish();
   return infos;

@@ -21,6 +21,8 @@ struct LoadOptions {
   std::vector<std::string> dirs;    // every *.so file in each directory
   std::vector<std::string> files;   // single plugin files
   std::vector<std::string> enable;  // names of plugins to enable; empty: all
+  // The host's own ops too; false when adding plugins to a registry that has them.
+  bool builtin = true;
 };
 
 struct PluginInfo {
@@ -32,7 +34,9 @@ struct PluginInfo {
   std::vector<std::string> ops;
 };
 
-// Loads the host's built-in ops and the plugins `options` names into `registry`.
+// Loads the host's built-in ops and the plugins `options` names into `registry`. Called
+// again on the same registry (builtin = false), it adds plugins; an op a loaded plugin
+// already registers is an error and changes nothing.
 std::vector<PluginInfo> LoadPlugins(Registry& registry, const LoadOptions& options);
 
 // The directory of plugins shipped beside the running executable:

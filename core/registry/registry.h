@@ -128,6 +128,7 @@ class Registry {
   // "builtin, csp, math": the enabled plugins, for messages; "none" if there are none.
   std::string EnabledPluginList() const;
   void set_enabled_plugins(std::vector<std::string> names) { enabled_ = std::move(names); }
+  const std::vector<std::string>& enabled_plugins() const { return enabled_; }
 
  private:
   static std::string KernelKey(const std::string& op, int32_t device, int32_t dtype);

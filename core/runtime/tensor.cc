@@ -197,6 +197,24 @@ std::vector<Tensor> Tensor::AllocateTogether(const std::vector<std::pair<int32_t
   return out;
 }
 
+Tensor Tensor::Borrow(int32_t dtype, const std::vector<int64_t>& dims, void* data, std::shared_ptr<void> keeper) {
+  const ShapeSize size = SizeOfShape(dims.data(), dims.size(), DataTypeSize(dtype));
+  if (!size.ok()) throw Error("cannot make a tensor of " + DataTypeName(dtype) + ": " + size.error, RILL_INVALID_ARGUMENT);
+  if (reinterpret_cast<uintptr_t>(data) % Buffer::kAlignment != 0 || size.bytes < Buffer::kAlignment) {
+    throw Error("cannot borrow memory that is not 64-byte aligned or holds fewer than 64 bytes", RILL_INVALID_ARGUMENT);
+  }
+  struct Borrowed {  // the view and what keeps its memory alive, in one object
+    Borrowed(void* data, size_t bytes, std::shared_ptr<void> keeper) : view(data, bytes), keeper(std::move(keeper)) {}
+    Buffer view;
+    std::shared_ptr<void> keeper;
+  };
+  auto borrowed = std::make_shared<Borrowed>(data, size.bytes, std::move(keeper));
+  Tensor t;
+  t.buffer_ = std::shared_ptr<Buffer>(borrowed, &borrowed->view);
+  t.SetShape(dtype, dims.data(), dims.size(), size.numel, Place{});
+  return t;
+}
+
 void* Tensor::AllocateScalar(int32_t dtype) {
   static constexpr int64_t kOne = 1;
   const size_t bytes = DataTypeSize(dtype);

@@ -174,6 +174,13 @@ class Tensor {
   void* Allocate(int32_t dtype, const std::vector<int64_t>& dims, Place place = {}) {
     return Allocate(dtype, dims.data(), dims.size(), place);
   }
+  // A CPU tensor over memory someone else owns (a numpy array fed from Python): no copy;
+  // `keeper` keeps the memory alive and is dropped when the last tensor sharing it goes.
+  // REQUIRES: `data` is 64-byte aligned (what the ABI promises kernels) and holds the
+  // dtype and shape's bytes, at least Buffer::kAlignment of them (what scalar_bits reads).
+  // Like any shared buffer, it is rewritten in place only by whoever holds the only
+  // reference: a caller that keeps a copy of the tensor keeps its memory unwritten.
+  static Tensor Borrow(int32_t dtype, const std::vector<int64_t>& dims, void* data, std::shared_ptr<void> keeper);
   // CPU tensors of the given dtypes and shapes in one allocation, each in its own
   // 64-byte-aligned slice of it; the allocation is freed when the last of them lets go of
   // its memory. For many tensors made at once and kept together (a model's parameters):

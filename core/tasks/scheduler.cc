@@ -325,7 +325,7 @@ class Scheduler {
     main_stacks_.Unlease();
   }
 
-  void Run(std::function<void()> main) {
+  void Run(std::function<void()> main, RunCanceller* canceller) {
     // The calling thread is worker 0: it takes the main task first, with no thread to
     // wake, and is among those whose going idle ends the run. Workers 1.. are threads
     // started here. Every worker starts, or the run does not: the run's end is seen when
@@ -358,7 +358,13 @@ class Scheduler {
       // thread's current task and worker are put back after.
       Task* const outer_task = CurrentTask();
       Worker* const outer_worker = CurrentWorker();
+      if (canceller != nullptr) {
+        canceller->Attach([this](const std::string& message, int32_t code) {
+          Fail(Error(message, static_cast<RillStatusCode>(code)));
+        });
+      }
       WorkerLoop(workers_[0].get());
+      if (canceller != nullptr) canceller->Detach();
       SetCurrent(outer_worker, outer_task);
     }
     for (auto& w : workers_) {
@@ -893,9 +899,29 @@ void Task::Main() {
 
 }  // namespace
 
-void RunTasks(const SchedulerOptions& options, std::function<void()> main) {
+void RunTasks(const SchedulerOptions& options, std::function<void()> main, RunCanceller* canceller) {
   Scheduler s(options);
-  s.Run(std::move(main));
+  s.Run(std::move(main), canceller);
+}
+
+void RunCanceller::Cancel(const std::string& message, int32_t code) {
+  std::lock_guard lock(mu_);
+  if (cancelled_) return;
+  cancelled_ = true;
+  message_ = message;
+  code_ = code;
+  if (cancel_) cancel_(message_, code_);
+}
+
+void RunCanceller::Attach(std::function<void(const std::string&, int32_t)> cancel) {
+  std::lock_guard lock(mu_);
+  cancel_ = std::move(cancel);
+  if (cancelled_) cancel_(message_, code_);
+}
+
+void RunCanceller::Detach() {
+  std::lock_guard lock(mu_);
+  cancel_ = nullptr;
 }
 
 RillTask* CurrentParkable() {

@@ -25,6 +25,8 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -118,7 +120,29 @@ struct SchedulerOptions {
   size_t main_stack_bytes = 8 * 1024 * 1024;
 };
 
-void RunTasks(const SchedulerOptions& options, std::function<void()> main);
+// Cancels a RunTasks run from outside it: another thread (a caller interrupted by the
+// user, a deadline). Cancel() ends the run as a failed task would: parked tasks wake with
+// a status of `code`, running ones stop at their next op boundary, and RunTasks throws
+// Error(message, code). A Cancel before the run starts ends it as soon as it starts; a
+// Cancel after it ended does nothing. Thread-safe; one canceller per run.
+class RunCanceller {
+ public:
+  void Cancel(const std::string& message, int32_t code = RILL_CANCELLED);
+
+  // RunTasks's side: `cancel` cancels the run now in progress (until Detach).
+  void Attach(std::function<void(const std::string&, int32_t)> cancel);
+  void Detach();
+
+ private:
+  std::mutex mu_;
+  std::function<void(const std::string&, int32_t)> cancel_;  // guarded by mu_
+  bool cancelled_ = false;                                    // guarded by mu_
+  std::string message_;
+  int32_t code_ = RILL_CANCELLED;
+};
+
+// `canceller`, when given, can cancel the run from another thread.
+void RunTasks(const SchedulerOptions& options, std::function<void()> main, RunCanceller* canceller = nullptr);
 
 // The running task or this thread's parker; never null.
 RillTask* CurrentParkable();

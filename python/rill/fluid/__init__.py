@@ -1,0 +1,29 @@
+"""rill.fluid: Fluid 0.14's Python API on Rill's runtime.
+
+    import rill.fluid as fluid
+
+Programs are built with Fluid's layers and run in-process by Rill's executor and plugins;
+see docs/PYTHON.md.
+"""
+from rill.fluid import core, unique_name, framework, initializer, param_attr, layer_helper, executor, layers, \
+    nets, backward, optimizer, io, concurrency, transpiler, data_feeder  # noqa: F401
+from rill.fluid.framework import Program, Block, Variable, Parameter, Operator, program_guard, \
+    default_main_program, default_startup_program, switch_main_program, switch_startup_program, get_var
+from rill.fluid.executor import Executor, global_scope, scope_guard, fetch_var
+from rill.fluid.core import CPUPlace, CUDAPlace, CUDAPinnedPlace, LoDTensor, Scope
+from rill.fluid.param_attr import ParamAttr, WeightNormParamAttr
+from rill.fluid.data_feeder import DataFeeder
+from rill.fluid.transpiler import DistributeTranspiler
+from rill.fluid.backward import append_backward
+from rill.fluid.concurrency import Go, Select, make_channel, channel_send, channel_recv, channel_close
+from rill.fluid.layers.control_flow import While
+
+__all__ = [
+    "core", "unique_name", "framework", "initializer", "param_attr", "layer_helper", "executor", "layers", "nets",
+    "backward", "optimizer", "io", "concurrency", "transpiler", "data_feeder", "Program", "Block", "Variable",
+    "Parameter", "Operator", "program_guard", "default_main_program", "default_startup_program",
+    "switch_main_program", "switch_startup_program", "get_var", "Executor", "global_scope", "scope_guard",
+    "fetch_var", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "LoDTensor", "Scope", "ParamAttr",
+    "WeightNormParamAttr", "DataFeeder", "DistributeTranspiler", "append_backward", "Go", "Select",
+    "make_channel", "channel_send", "channel_recv", "channel_close", "While",
+]

@@ -1,0 +1,73 @@
+"""fluid.core: the runtime's types, as Fluid's C++ core module offered them.
+
+``VarDesc.VarType`` (framework.proto's type numbers), places, ``Scope`` and ``LoDTensor``
+(the runtime's own, through the extension module), ``is_compiled_with_cuda``, and
+``EnforceNotMet`` (Fluid's runtime error; here ``rill.Error``).
+"""
+from rill import _rill
+from rill.errors import Error as EnforceNotMet
+
+Scope = _rill.Scope
+LoDTensor = _rill.Tensor
+Tensor = _rill.Tensor
+
+
+class VarDesc(object):
+    class VarType(object):
+        BOOL = 0
+        INT16 = 1
+        INT32 = 2
+        INT64 = 3
+        FP16 = 4
+        FP32 = 5
+        FP64 = 6
+        LOD_TENSOR = 7
+        SELECTED_ROWS = 8
+        FEED_MINIBATCH = 9
+        FETCH_LIST = 10
+        STEP_SCOPES = 11
+        LOD_RANK_TABLE = 12
+        LOD_TENSOR_ARRAY = 13
+        PLACE_LIST = 14
+        READER = 15
+        CHANNEL = 16
+        RAW = 17
+        TUPLE = 18
+        SIZE_T = 19
+        UINT8 = 20
+        INT8 = 21
+
+
+_CUDA = 1  # rill/abi.h's RILL_CUDA
+
+
+class CPUPlace(object):
+    def __eq__(self, other):
+        return isinstance(other, CPUPlace)
+
+    def __repr__(self):
+        return "CPUPlace"
+
+
+class CUDAPlace(object):
+    def __init__(self, device_id=0):
+        self.device_id = device_id
+
+    def __eq__(self, other):
+        return isinstance(other, CUDAPlace) and other.device_id == self.device_id
+
+    def __repr__(self):
+        return "CUDAPlace(%d)" % self.device_id
+
+
+class CUDAPinnedPlace(CPUPlace):
+    pass
+
+
+def is_compiled_with_cuda():
+    """Whether a loaded plugin drives a CUDA device that is present."""
+    return _rill.device_available(_CUDA)
+
+
+def get_cuda_device_count():
+    return 1 if is_compiled_with_cuda() else 0

@@ -1,0 +1,114 @@
+"""fluid.initializer: ops in the startup program that give parameters their first values.
+
+Each initializer, called with a variable and a block, prepends one op to that block (as
+Fluid's do): fill_constant, uniform_random or gaussian_random. A seed of 0 takes the
+program's random_seed.
+"""
+import math
+
+import numpy as np
+
+__all__ = ["Constant", "Uniform", "Normal", "Xavier", "MSRA", "ConstantInitializer", "UniformInitializer",
+           "NormalInitializer", "XavierInitializer", "MSRAInitializer", "NumpyArrayInitializer"]
+
+
+class Initializer(object):
+    def __call__(self, param, block):
+        raise NotImplementedError()
+
+    @staticmethod
+    def _compute_fans(var):
+        shape = var.shape
+        if not shape or len(shape) == 0:
+            return 1, 1
+        if len(shape) == 1:
+            return shape[0], shape[0]
+        if len(shape) == 2:
+            return shape[0], shape[1]
+        receptive = int(np.prod(shape[2:]))
+        return shape[1] * receptive, shape[0] * receptive
+
+    @staticmethod
+    def _seed(seed, block):
+        return seed if seed != 0 else block.program.random_seed
+
+
+class ConstantInitializer(Initializer):
+    def __init__(self, value=0.0, force_cpu=False):
+        self._value = value
+        self._force_cpu = force_cpu
+
+    def __call__(self, var, block):
+        return block.prepend_op(type="fill_constant", outputs={"Out": var}, attrs={
+            "shape": list(var.shape), "dtype": int(var.dtype), "value": float(self._value),
+            "force_cpu": self._force_cpu})
+
+
+class UniformInitializer(Initializer):
+    def __init__(self, low=-1.0, high=1.0, seed=0):
+        if low >= high:
+            raise ValueError("UniformInitializer needs low < high, got %s and %s" % (low, high))
+        self._low, self._high, self._seed_value = low, high, seed
+
+    def __call__(self, var, block):
+        return block.prepend_op(type="uniform_random", outputs={"Out": var}, attrs={
+            "shape": list(var.shape), "dtype": int(var.dtype), "min": float(self._low), "max": float(self._high),
+            "seed": self._seed(self._seed_value, block)})
+
+
+class NormalInitializer(Initializer):
+    def __init__(self, loc=0.0, scale=1.0, seed=0):
+        self._mean, self._std, self._seed_value = loc, scale, seed
+
+    def __call__(self, var, block):
+        return block.prepend_op(type="gaussian_random", outputs={"Out": var}, attrs={
+            "shape": list(var.shape), "dtype": int(var.dtype), "mean": float(self._mean), "std": float(self._std),
+            "seed": self._seed(self._seed_value, block)})
+
+
+class XavierInitializer(Initializer):
+    def __init__(self, uniform=True, fan_in=None, fan_out=None, seed=0):
+        self._uniform, self._fan_in, self._fan_out, self._seed_value = uniform, fan_in, fan_out, seed
+
+    def __call__(self, var, block):
+        f_in, f_out = self._compute_fans(var)
+        fan_in = f_in if self._fan_in is None else self._fan_in
+        fan_out = f_out if self._fan_out is None else self._fan_out
+        if self._uniform:
+            limit = math.sqrt(6.0 / float(fan_in + fan_out))
+            return UniformInitializer(-limit, limit, self._seed_value)(var, block)
+        return NormalInitializer(0.0, math.sqrt(2.0 / float(fan_in + fan_out)), self._seed_value)(var, block)
+
+
+class MSRAInitializer(Initializer):
+    def __init__(self, uniform=True, fan_in=None, seed=0):
+        self._uniform, self._fan_in, self._seed_value = uniform, fan_in, seed
+
+    def __call__(self, var, block):
+        f_in, _ = self._compute_fans(var)
+        fan_in = f_in if self._fan_in is None else self._fan_in
+        if self._uniform:
+            limit = math.sqrt(6.0 / float(fan_in))
+            return UniformInitializer(-limit, limit, self._seed_value)(var, block)
+        return NormalInitializer(0.0, math.sqrt(2.0 / float(fan_in)), self._seed_value)(var, block)
+
+
+class NumpyArrayInitializer(Initializer):
+    """Sets the variable to a given array (through assign_value's job: a fill per value is
+    impractical, so the values go in a fill_constant per element only for tiny arrays)."""
+
+    def __init__(self, value):
+        self._value = np.asarray(value)
+
+    def __call__(self, var, block):
+        if self._value.size != 1:
+            raise NotImplementedError("NumpyArrayInitializer takes one value here; set larger arrays with "
+                                      "scope.var(name).get_tensor().set(array)")
+        return ConstantInitializer(float(self._value.reshape(-1)[0]))(var, block)
+
+
+Constant = ConstantInitializer
+Uniform = UniformInitializer
+Normal = NormalInitializer
+Xavier = XavierInitializer
+MSRA = MSRAInitializer

@@ -1,0 +1,165 @@
+"""fluid.io: saving and loading variables and inference models in Fluid's formats.
+
+Variables are saved by running a program of ``save`` ops (one file per variable, named
+after it) or one ``save_combine`` (``filename``: every variable in one file, in name
+order), and loaded by ``load`` / ``load_combine``, as Fluid does. ``save_inference_model``
+writes the pruned program, with feed and fetch ops and is_test set, as ``__model__`` (or
+``model_filename``) and its persistable variables beside it; ``load_inference_model``
+reads any layout Rill reads (Fluid's and Paddle 2.x's).
+"""
+import os
+
+from rill import _rill
+from rill.fluid import core
+from rill.fluid.executor import global_scope
+from rill.fluid.framework import Parameter, Program, Variable, default_main_program
+from rill.proto import framework_pb2
+
+__all__ = ["save_vars", "save_params", "save_persistables", "load_vars", "load_params", "load_persistables",
+           "save_inference_model", "load_inference_model", "get_inference_program"]
+
+
+def is_parameter(var):
+    return isinstance(var, Parameter)
+
+
+def is_persistable(var):
+    if var.type in (core.VarDesc.VarType.FEED_MINIBATCH, core.VarDesc.VarType.FETCH_LIST,
+                    core.VarDesc.VarType.RAW, core.VarDesc.VarType.CHANNEL, core.VarDesc.VarType.STEP_SCOPES):
+        return False
+    return var.persistable
+
+
+def _clone_var(block, var):
+    return block.create_var(name=var.name, shape=var.shape, dtype=var.dtype, type=var.type,
+                            lod_level=var.lod_level, persistable=True)
+
+
+def _vars_of(main_program, vars, predicate):
+    if vars is not None:
+        return list(vars)
+    program = default_main_program() if main_program is None else main_program
+    if not isinstance(program, Program):
+        raise TypeError("main_program must be a Program")
+    return [v for v in program.list_vars() if predicate(v)]
+
+
+def save_vars(executor, dirname, main_program=None, vars=None, predicate=None, filename=None):
+    vars = _vars_of(main_program, vars, predicate)
+    if not os.path.isdir(dirname):
+        os.makedirs(dirname)
+    program = Program()
+    block = program.global_block()
+    saved = sorted((_clone_var(block, v) for v in vars), key=lambda v: v.name)
+    if filename is None:
+        for v in saved:
+            block.append_op(type="save", inputs={"X": [v]}, attrs={"file_path": os.path.join(dirname, v.name)})
+    elif saved:
+        block.append_op(type="save_combine", inputs={"X": saved},
+                        attrs={"file_path": os.path.join(dirname, filename)})
+    executor.run(program)
+
+
+def save_params(executor, dirname, main_program=None, filename=None):
+    save_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename)
+
+
+def save_persistables(executor, dirname, main_program=None, filename=None):
+    save_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename)
+
+
+def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, filename=None):
+    vars = _vars_of(main_program, vars, predicate)
+    program = Program()
+    block = program.global_block()
+    loaded = sorted((_clone_var(block, v) for v in vars), key=lambda v: v.name)
+    if filename is None:
+        for v in loaded:
+            block.append_op(type="load", outputs={"Out": [v]}, attrs={"file_path": os.path.join(dirname, v.name)})
+    elif loaded:
+        block.append_op(type="load_combine", outputs={"Out": loaded},
+                        attrs={"file_path": os.path.join(dirname, filename)})
+    executor.run(program)
+
+
+def load_params(executor, dirname, main_program=None, filename=None):
+    load_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename)
+
+
+def load_persistables(executor, dirname, main_program=None, filename=None):
+    load_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename)
+
+
+def get_inference_program(target_vars, main_program=None):
+    program = default_main_program() if main_program is None else main_program
+    if isinstance(target_vars, Variable):
+        target_vars = [target_vars]
+    return program._prune(target_vars)._inference_optimize()
+
+
+def _drop_unused_vars(program):
+    block = program.global_block()
+    used = set()
+    for b in program.blocks:
+        for op in b.ops:
+            used.update(op.input_arg_names)
+            used.update(op.output_arg_names)
+    for name in list(block.vars):
+        if name not in used:
+            del block.vars[name]
+    program._bump()
+
+
+def save_inference_model(dirname, feeded_var_names, target_vars, executor, main_program=None,
+                         model_filename=None, params_filename=None):
+    if isinstance(feeded_var_names, str):
+        feeded_var_names = [feeded_var_names]
+    if isinstance(target_vars, Variable):
+        target_vars = [target_vars]
+    for t in target_vars:
+        if not isinstance(t, Variable):
+            raise TypeError("save_inference_model: target_vars must be Variables, got %r" % (t,))
+    program = default_main_program() if main_program is None else main_program
+    copy = program.clone()
+    block = copy.global_block()
+    block.ops = [op for op in block.ops if op.type not in ("feed", "fetch")]
+    inference = copy._prune(target_vars)._inference_optimize()
+    _drop_unused_vars(inference)
+    for name in feeded_var_names:
+        if name not in inference.global_block().vars:
+            raise ValueError("save_inference_model: feed %r is not used to compute the targets" % name)
+    block = inference.global_block()
+    feed = block.create_var(name="feed", type=core.VarDesc.VarType.FEED_MINIBATCH, persistable=True)
+    fetch = block.create_var(name="fetch", type=core.VarDesc.VarType.FETCH_LIST, persistable=True)
+    for i, name in enumerate(feeded_var_names):
+        block.prepend_op(type="feed", inputs={"X": [feed]}, outputs={"Out": [name]}, attrs={"col": i})
+    for i, t in enumerate(target_vars):
+        block.append_op(type="fetch", inputs={"X": [t.name]}, outputs={"Out": [fetch]}, attrs={"col": i})
+    if not os.path.isdir(dirname):
+        os.makedirs(dirname)
+    model_path = os.path.join(dirname, os.path.basename(model_filename) if model_filename else "__model__")
+    with open(model_path, "wb") as f:
+        f.write(inference.serialize_to_string())
+    save_persistables(executor, dirname, inference,
+                      os.path.basename(params_filename) if params_filename else None)
+    return [t.name for t in target_vars]
+
+
+def load_inference_model(dirname, executor, model_filename=None, params_filename=None, pserver_endpoints=None):
+    """Returns [program, feed_target_names, fetch_targets]; the parameters go into the
+    global scope."""
+    if not os.path.isdir(dirname) and not str(dirname).endswith(".pdmodel"):
+        raise ValueError("load_inference_model: %r is not a directory" % dirname)
+    if str(dirname).endswith(".pdmodel"):
+        model_path = dirname
+    else:
+        model_path = os.path.join(dirname, os.path.basename(model_filename) if model_filename else "__model__")
+    with open(model_path, "rb") as f:
+        desc = framework_pb2.ProgramDesc()
+        desc.ParseFromString(f.read())
+    program = Program._from_desc(desc)
+    _rill.load_model_parameters(dirname, model_filename or "", params_filename or "", global_scope())
+    block = program.global_block()
+    feeds = sorted((op.attr("col"), op.output("Out")[0]) for op in block.ops if op.type == "feed")
+    fetches = sorted((op.attr("col"), op.input("X")[0]) for op in block.ops if op.type == "fetch")
+    return [program, [n for _, n in feeds], [block.var(n) for _, n in fetches]]

@@ -1,0 +1,224 @@
+"""fluid.layers.control_flow: While, ConditionalBlock, comparisons, increment, Print.
+
+A block guard (``with while_op.block():``) opens a sub-block of the current block; on
+leaving it, the op that runs the sub-block is appended to the parent block, with the
+variables the sub-block reads from outside in its X (or Params) slot and the parent's
+variables it writes in Out, in the order the sub-block first uses them.
+"""
+from rill.fluid import core
+from rill.fluid.framework import Program, Variable
+from rill.fluid.layer_helper import LayerHelper
+
+__all__ = ["While", "ConditionalBlock", "BlockGuard", "increment", "less_than", "less_equal", "greater_than",
+           "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
+           "Print"]
+
+
+class BlockGuard(object):
+    """Opens a sub-block of the current block of ``main_program`` for its ``with``."""
+
+    def __init__(self, main_program):
+        if not isinstance(main_program, Program):
+            raise TypeError("BlockGuard takes a Program")
+        self.main_program = main_program
+
+    def __enter__(self):
+        self.main_program.create_block()
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        self.main_program.rollback()
+        return False
+
+
+def block_reads_and_writes(block, already_written=()):
+    """The names ``block``'s ops read before writing them, and those they write, each in
+    first-use order."""
+    written = list(already_written)
+    written_set = set(written)
+    reads, seen = [], set()
+    for op in block.ops:
+        for name in op.input_arg_names:
+            if name not in written_set and name not in seen:
+                seen.add(name)
+                reads.append(name)
+        for name in op.output_arg_names:
+            if name not in written_set:
+                written_set.add(name)
+                written.append(name)
+    return reads, written
+
+
+class WhileGuard(BlockGuard):
+    def __init__(self, while_op):
+        super(WhileGuard, self).__init__(while_op.helper.main_program)
+        self.while_op = while_op
+
+    def __enter__(self):
+        self.while_op.status = While.IN_WHILE_BLOCK
+        return super(WhileGuard, self).__enter__()
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        if exc_type is not None:
+            return False
+        self.while_op.status = While.AFTER_WHILE_BLOCK
+        self.while_op._complete()
+        return super(WhileGuard, self).__exit__(exc_type, exc_val, exc_tb)
+
+
+class While(object):
+    """``with While(cond).block():`` runs the block while ``cond`` (a bool [1]) is true."""
+    BEFORE_WHILE_BLOCK, IN_WHILE_BLOCK, AFTER_WHILE_BLOCK = 0, 1, 2
+
+    def __init__(self, cond, is_test=False, name=None):
+        self.helper = LayerHelper("while", name=name)
+        self.status = While.BEFORE_WHILE_BLOCK
+        if not isinstance(cond, Variable):
+            raise TypeError("While's condition must be a Variable")
+        if cond.dtype != core.VarDesc.VarType.BOOL:
+            raise TypeError("While's condition %s must be a bool tensor, is dtype %s" % (cond.name, cond.dtype))
+        if list(cond.shape) not in ([1], []):
+            raise TypeError("While's condition %s must have shape [1], has %s" % (cond.name, list(cond.shape)))
+        self.cond_var = cond
+        self.is_test = is_test
+
+    def block(self):
+        return WhileGuard(self)
+
+    def _complete(self):
+        main_program = self.helper.main_program
+        while_block = main_program.current_block()
+        parent_block = main_program.block(while_block.parent_idx)
+        reads, written = block_reads_and_writes(while_block, [self.cond_var.name])
+        x = [parent_block._find_var_recursive(n) for n in reads]
+        out_vars = [parent_block.vars[n] for n in written if n in parent_block.vars]
+        step_scope = parent_block.create_var(type=core.VarDesc.VarType.STEP_SCOPES)
+        parent_block.append_op(type="while",
+                               inputs={"X": [v for v in x if v is not None], "Condition": [self.cond_var]},
+                               outputs={"Out": out_vars, "StepScopes": [step_scope]},
+                               attrs={"sub_block": while_block, "is_test": self.is_test})
+
+
+class ConditionalBlockGuard(BlockGuard):
+    def __init__(self, block):
+        super(ConditionalBlockGuard, self).__init__(block.helper.main_program)
+        self.block = block
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        if exc_type is not None:
+            return False
+        self.block._complete()
+        return super(ConditionalBlockGuard, self).__exit__(exc_type, exc_val, exc_tb)
+
+
+class ConditionalBlock(object):
+    """``with ConditionalBlock([cond], is_scalar_condition=True).block():`` runs the block
+    once when the condition holds."""
+
+    def __init__(self, inputs, is_scalar_condition=False, name=None):
+        for each in inputs:
+            if not isinstance(each, Variable):
+                raise TypeError("ConditionalBlock takes Variables")
+        self.inputs = inputs
+        self.is_scalar_condition = is_scalar_condition
+        self.helper = LayerHelper("conditional_block", name=name)
+
+    def block(self):
+        return ConditionalBlockGuard(self)
+
+    def _complete(self):
+        inside_block = self.helper.main_program.current_block()
+        parent_block = self.helper.main_program.block(inside_block.parent_idx)
+        reads, written = block_reads_and_writes(inside_block)
+        input_names = set(v.name for v in self.inputs)
+        params = [parent_block._find_var_recursive(n) for n in reads if n not in input_names]
+        out_list = [parent_block.vars[n] for n in written if n in parent_block.vars]
+        step_scope = parent_block.create_var(type=core.VarDesc.VarType.STEP_SCOPES)
+        parent_block.append_op(type="conditional_block",
+                               inputs={"X": self.inputs, "Params": [p for p in params if p is not None]},
+                               outputs={"Out": out_list, "Scope": [step_scope]},
+                               attrs={"sub_block": inside_block, "is_scalar_condition": self.is_scalar_condition})
+
+
+def increment(x, value=1.0, in_place=True):
+    helper = LayerHelper("increment", **locals())
+    if in_place:
+        out = x
+    else:
+        out = helper.create_tmp_variable(dtype=x.dtype)
+        out._shape = list(x.shape)
+    helper.append_op(type="increment", inputs={"X": [x]}, outputs={"Out": [out]}, attrs={"step": float(value)})
+    return out
+
+
+def _compare(op_type, x, y, cond, force_cpu=None):
+    helper = LayerHelper(op_type, x=x, y=y)
+    if cond is None:
+        cond = helper.create_tmp_variable(dtype="bool")
+        cond._shape = list(x.shape)
+        cond.stop_gradient = True
+    attrs = {} if force_cpu is None else {"force_cpu": force_cpu}
+    helper.append_op(type=op_type, inputs={"X": [x], "Y": [y]}, outputs={"Out": [cond]}, attrs=attrs)
+    return cond
+
+
+def less_than(x, y, force_cpu=None, cond=None, **ignored):
+    return _compare("less_than", x, y, cond, force_cpu)
+
+
+def less_equal(x, y, cond=None):
+    return _compare("less_equal", x, y, cond)
+
+
+def greater_than(x, y, cond=None):
+    return _compare("greater_than", x, y, cond)
+
+
+def greater_equal(x, y, cond=None):
+    return _compare("greater_equal", x, y, cond)
+
+
+def equal(x, y, cond=None, **ignored):
+    return _compare("equal", x, y, cond)
+
+
+def not_equal(x, y, cond=None):
+    return _compare("not_equal", x, y, cond)
+
+
+def _logical(op_type, x, y, out):
+    helper = LayerHelper(op_type, x=x, y=y)
+    if out is None:
+        out = helper.create_tmp_variable(dtype="bool")
+        out._shape = list(x.shape)
+    inputs = {"X": [x]} if y is None else {"X": [x], "Y": [y]}
+    helper.append_op(type=op_type, inputs=inputs, outputs={"Out": [out]})
+    return out
+
+
+def logical_and(x, y, out=None, name=None):
+    return _logical("logical_and", x, y, out)
+
+
+def logical_or(x, y, out=None, name=None):
+    return _logical("logical_or", x, y, out)
+
+
+def logical_xor(x, y, out=None, name=None):
+    return _logical("logical_xor", x, y, out)
+
+
+def logical_not(x, out=None, name=None):
+    return _logical("logical_not", x, None, out)
+
+
+def Print(input, first_n=-1, message=None, summarize=-1, print_tensor_name=True, print_tensor_type=True,
+          print_tensor_shape=True, print_tensor_lod=True, print_phase="both"):
+    """Prints ``input`` (name, dtype, shape, values) to standard output whenever the op
+    runs; returns ``input``."""
+    helper = LayerHelper("print", **locals())
+    helper.append_op(type="print", inputs={"In": input},
+                     attrs={"first_n": first_n, "summarize": summarize, "message": message or "",
+                            "print_tensor_name": print_tensor_name, "print_tensor_type": print_tensor_type,
+                            "print_tensor_shape": print_tensor_shape, "print_tensor_lod": print_tensor_lod,
+                            "print_phase": print_phase})
+    return input

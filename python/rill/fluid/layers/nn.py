@@ -1,0 +1,524 @@
+"""fluid.layers.nn: the neural-network layers, as Fluid 0.14 writes their ops.
+
+Each layer appends the ops (types, slots, attributes) Fluid's layer appends, with its
+parameter names ("fc_0.w_0") and default initializers, and gives its outputs the shapes
+Fluid's shape inference would, so that later layers can size their parameters.
+"""
+import functools
+
+
+from rill.fluid.initializer import Constant, Normal
+from rill.fluid.layer_helper import LayerHelper
+from rill.fluid.param_attr import ParamAttr
+
+__all__ = [
+    "fc", "embedding", "conv2d", "pool2d", "batch_norm", "layer_norm", "dropout", "cross_entropy",
+    "square_error_cost", "softmax_with_cross_entropy", "accuracy", "topk", "mean", "mul", "matmul", "softmax",
+    "reshape", "transpose", "split", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "scale", "clip",
+    "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div", "elementwise_max",
+    "elementwise_min", "elementwise_pow", "relu6", "leaky_relu", "flatten", "squeeze", "unsqueeze", "stack",
+    "expand", "slice",
+]
+
+
+def _pair(value, name):
+    if isinstance(value, int):
+        return [value, value]
+    value = list(value)
+    if len(value) != 2 or not all(isinstance(v, int) for v in value):
+        raise ValueError("%s must be an int or a list of two ints, got %r" % (name, value))
+    return value
+
+
+def _tmp(helper, dtype, shape=None, stop_gradient=False):
+    out = helper.create_tmp_variable(dtype, stop_gradient=stop_gradient)
+    if shape is not None:
+        out._shape = [int(d) for d in shape]
+    return out
+
+
+def _prod(dims):
+    return functools.reduce(lambda a, b: a * b, dims, 1)
+
+
+def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=None, is_test=False, name=None):
+    helper = LayerHelper("fc", **locals())
+    dtype = helper.input_dtype()
+    mul_results = []
+    for input_var, attr in helper.iter_inputs_and_params():
+        input_shape = input_var.shape
+        if len(input_shape) <= num_flatten_dims:
+            raise ValueError("fc: input %s of shape %s has no dims past num_flatten_dims=%d" %
+                             (input_var.name, list(input_shape), num_flatten_dims))
+        width = _prod(input_shape[num_flatten_dims:])
+        if width <= 0:
+            raise ValueError("fc: input %s of shape %s: the dims past num_flatten_dims must be known" %
+                             (input_var.name, list(input_shape)))
+        w = helper.create_parameter(attr=attr, shape=[width, size], dtype=dtype, is_bias=False)
+        tmp = _tmp(helper, dtype, list(input_shape[:num_flatten_dims]) + [size])
+        helper.append_op(type="mul", inputs={"X": input_var, "Y": w}, outputs={"Out": tmp},
+                         attrs={"x_num_col_dims": num_flatten_dims, "y_num_col_dims": 1})
+        mul_results.append(tmp)
+    if len(mul_results) == 1:
+        pre_bias = mul_results[0]
+    else:
+        pre_bias = _tmp(helper, dtype, mul_results[0].shape)
+        helper.append_op(type="sum", inputs={"X": mul_results}, outputs={"Out": pre_bias})
+    pre_activation = helper.append_bias_op(pre_bias, dim_start=num_flatten_dims)
+    pre_activation._shape = list(pre_bias.shape)
+    out = helper.append_activation(pre_activation)
+    out._shape = list(pre_bias.shape)
+    return out
+
+
+def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=None, param_attr=None,
+              dtype="float32"):
+    helper = LayerHelper("embedding", **locals())
+    w = helper.create_parameter(attr=helper.param_attr, shape=size, dtype=dtype, is_bias=False)
+    shape = list(input.shape)
+    if shape and shape[-1] == 1:
+        shape = shape[:-1]
+    tmp = _tmp(helper, dtype, shape + [size[1]])
+    padding_idx = -1 if padding_idx is None else padding_idx if padding_idx >= 0 else size[0] + padding_idx
+    helper.append_op(type="lookup_table", inputs={"Ids": input, "W": w}, outputs={"Out": tmp},
+                     attrs={"is_sparse": is_sparse, "is_distributed": is_distributed, "padding_idx": padding_idx})
+    return tmp
+
+
+def _conv_out(size, k, s, p, d):
+    if size < 0:
+        return -1
+    return (size + 2 * p - (d * (k - 1) + 1)) // s + 1
+
+
+def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=None, param_attr=None,
+           bias_attr=None, use_cudnn=True, use_mkldnn=False, act=None, name=None):
+    if len(input.shape) != 4:
+        raise ValueError("conv2d: input %s must be NCHW (4 dims), has shape %s" % (input.name, list(input.shape)))
+    num_channels = input.shape[1]
+    l_type = "conv2d"
+    if num_channels == groups and num_filters % num_channels == 0 and not use_cudnn:
+        l_type = "depthwise_conv2d"
+    helper = LayerHelper(l_type, **locals())
+    dtype = helper.input_dtype()
+    if groups is None:
+        num_filter_channels = num_channels
+    else:
+        if num_channels % groups != 0:
+            raise ValueError("conv2d: %d input channels are not divisible by groups=%d" % (num_channels, groups))
+        num_filter_channels = num_channels // groups
+    filter_size = _pair(filter_size, "filter_size")
+    stride = _pair(stride, "stride")
+    padding = _pair(padding, "padding")
+    dilation = _pair(dilation, "dilation")
+    filter_shape = [num_filters, int(num_filter_channels)] + filter_size
+    std = (2.0 / (filter_size[0] ** 2 * num_channels)) ** 0.5
+    filter_param = helper.create_parameter(attr=helper.param_attr, shape=filter_shape, dtype=dtype,
+                                           default_initializer=Normal(0.0, std, 0))
+    out_shape = [input.shape[0], num_filters] + [
+        _conv_out(input.shape[2 + i], filter_size[i], stride[i], padding[i], dilation[i]) for i in range(2)]
+    pre_bias = _tmp(helper, dtype, out_shape)
+    helper.append_op(type=l_type, inputs={"Input": input, "Filter": filter_param}, outputs={"Output": pre_bias},
+                     attrs={"strides": stride, "paddings": padding, "dilations": dilation, "groups": groups})
+    pre_act = helper.append_bias_op(pre_bias, dim_start=1, dim_end=2)
+    pre_act._shape = out_shape
+    out = helper.append_activation(pre_act)
+    out._shape = out_shape
+    return out
+
+
+def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, global_pooling=False,
+           use_cudnn=True, ceil_mode=False, use_mkldnn=False, name=None):
+    if pool_type not in ("max", "avg"):
+        raise ValueError("pool2d: pool_type must be 'max' or 'avg', got %r" % (pool_type,))
+    if not global_pooling and pool_size == -1:
+        raise ValueError("pool2d: give pool_size, or set global_pooling")
+    helper = LayerHelper("pool2d", **locals())
+    dtype = helper.input_dtype()
+    pool_size = _pair(pool_size, "pool_size")
+    pool_stride = _pair(pool_stride, "pool_stride")
+    pool_padding = _pair(pool_padding, "pool_padding")
+    shape = list(input.shape)
+    if global_pooling:
+        out_shape = shape[:2] + [1, 1]
+    else:
+        out_shape = shape[:2]
+        for i in range(2):
+            size = shape[2 + i]
+            if size < 0:
+                out_shape.append(-1)
+                continue
+            span = size + 2 * pool_padding[i] - pool_size[i]
+            out_shape.append((span + (pool_stride[i] - 1 if ceil_mode else 0)) // pool_stride[i] + 1)
+    pool_out = _tmp(helper, dtype, out_shape)
+    helper.append_op(type="pool2d", inputs={"X": input}, outputs={"Out": pool_out},
+                     attrs={"pooling_type": pool_type, "ksize": pool_size, "global_pooling": global_pooling,
+                            "strides": pool_stride, "paddings": pool_padding, "ceil_mode": ceil_mode})
+    return pool_out
+
+
+def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, param_attr=None, bias_attr=None,
+               data_layout="NCHW", in_place=False, use_mkldnn=False, name=None, moving_mean_name=None,
+               moving_variance_name=None, do_model_average_for_mean_and_var=False, fuse_with_relu=False):
+    helper = LayerHelper("batch_norm", **locals())
+    dtype = helper.input_dtype()
+    if data_layout == "NCHW":
+        channel_num = input.shape[1]
+    elif data_layout == "NHWC":
+        channel_num = input.shape[-1]
+    else:
+        raise ValueError("batch_norm: data_layout must be NCHW or NHWC, got %r" % (data_layout,))
+    param_shape = [channel_num]
+    scale = helper.create_parameter(attr=helper.param_attr, shape=param_shape, dtype=dtype,
+                                    default_initializer=Constant(1.0))
+    bias = helper.create_parameter(attr=helper.bias_attr, shape=param_shape, dtype=dtype, is_bias=True)
+    mean = helper.create_parameter(
+        attr=ParamAttr(name=moving_mean_name, initializer=Constant(0.0), trainable=False,
+                       do_model_average=do_model_average_for_mean_and_var), shape=param_shape, dtype=input.dtype)
+    mean.stop_gradient = True
+    variance = helper.create_parameter(
+        attr=ParamAttr(name=moving_variance_name, initializer=Constant(1.0), trainable=False,
+                       do_model_average=do_model_average_for_mean_and_var), shape=param_shape, dtype=input.dtype)
+    variance.stop_gradient = True
+    saved_mean = _tmp(helper, dtype, param_shape, stop_gradient=True)
+    saved_variance = _tmp(helper, dtype, param_shape, stop_gradient=True)
+    out = input if in_place else _tmp(helper, dtype, input.shape)
+    attrs = {"momentum": momentum, "epsilon": epsilon, "is_test": is_test}
+    if data_layout != "NCHW":
+        attrs["data_layout"] = data_layout
+    helper.append_op(type="batch_norm",
+                     inputs={"X": input, "Scale": scale, "Bias": bias, "Mean": mean, "Variance": variance},
+                     outputs={"Y": out, "MeanOut": mean, "VarianceOut": variance, "SavedMean": saved_mean,
+                              "SavedVariance": saved_variance}, attrs=attrs)
+    result = helper.append_activation(out)
+    result._shape = list(input.shape)
+    return result
+
+
+def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-05, param_attr=None, bias_attr=None,
+               act=None, name=None):
+    helper = LayerHelper("layer_norm", **locals())
+    dtype = helper.input_dtype()
+    param_shape = [_prod(input.shape[begin_norm_axis:])]
+    inputs = {"X": input}
+    if scale:
+        inputs["Scale"] = helper.create_parameter(attr=helper.param_attr, shape=param_shape, dtype=dtype,
+                                                  default_initializer=Constant(1.0))
+    if shift:
+        inputs["Bias"] = helper.create_parameter(attr=helper.bias_attr, shape=param_shape, dtype=dtype,
+                                                 is_bias=True)
+    rows = [_prod(input.shape[:begin_norm_axis])]
+    mean_out = _tmp(helper, dtype, rows, stop_gradient=True)
+    variance_out = _tmp(helper, dtype, rows, stop_gradient=True)
+    out = _tmp(helper, dtype, input.shape)
+    helper.append_op(type="layer_norm", inputs=inputs,
+                     outputs={"Y": out, "Mean": mean_out, "Variance": variance_out},
+                     attrs={"epsilon": epsilon, "begin_norm_axis": begin_norm_axis})
+    result = helper.append_activation(out)
+    result._shape = list(input.shape)
+    return result
+
+
+def dropout(x, dropout_prob, is_test=False, seed=None, name=None):
+    helper = LayerHelper("dropout", **locals())
+    out = _tmp(helper, x.dtype, x.shape)
+    mask = _tmp(helper, x.dtype, x.shape, stop_gradient=True)
+    helper.append_op(type="dropout", inputs={"X": [x]}, outputs={"Out": [out], "Mask": [mask]},
+                     attrs={"dropout_prob": dropout_prob, "is_test": is_test, "fix_seed": seed is not None,
+                            "seed": seed if seed is not None else 0})
+    return out
+
+
+def cross_entropy(input, label, soft_label=False):
+    helper = LayerHelper("cross_entropy", **locals())
+    out = _tmp(helper, input.dtype, list(input.shape[:-1]) + [1])
+    helper.append_op(type="cross_entropy", inputs={"X": [input], "Label": [label]}, outputs={"Y": [out]},
+                     attrs={"soft_label": soft_label})
+    return out
+
+
+def square_error_cost(input, label):
+    helper = LayerHelper("square_error_cost", **locals())
+    minus_out = _tmp(helper, input.dtype, input.shape)
+    helper.append_op(type="elementwise_sub", inputs={"X": [input], "Y": [label]}, outputs={"Out": [minus_out]})
+    square_out = _tmp(helper, input.dtype, input.shape)
+    helper.append_op(type="square", inputs={"X": [minus_out]}, outputs={"Out": [square_out]})
+    return square_out
+
+
+def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=-100):
+    helper = LayerHelper("softmax_with_cross_entropy", **locals())
+    softmax = _tmp(helper, logits.dtype, logits.shape)
+    loss = _tmp(helper, logits.dtype, list(logits.shape[:-1]) + [1])
+    helper.append_op(type="softmax_with_cross_entropy", inputs={"Logits": logits, "Label": label},
+                     outputs={"Softmax": softmax, "Loss": loss},
+                     attrs={"soft_label": soft_label, "ignore_index": ignore_index})
+    return loss
+
+
+def topk(input, k, name=None):
+    helper = LayerHelper("top_k", **locals())
+    shape = list(input.shape[:-1]) + [k]
+    values = _tmp(helper, input.dtype, shape, stop_gradient=True)
+    indices = _tmp(helper, "int64", shape, stop_gradient=True)
+    helper.append_op(type="top_k", inputs={"X": [input]}, outputs={"Out": [values], "Indices": [indices]},
+                     attrs={"k": k})
+    return values, indices
+
+
+def accuracy(input, label, k=1, correct=None, total=None):
+    helper = LayerHelper("accuracy", **locals())
+    topk_out, topk_indices = topk(input, k=k)
+    acc_out = _tmp(helper, "float32", [1])
+    if correct is None:
+        correct = _tmp(helper, "int64", [1])
+    if total is None:
+        total = _tmp(helper, "int64", [1])
+    helper.append_op(type="accuracy", inputs={"Out": [topk_out], "Indices": [topk_indices], "Label": [label]},
+                     outputs={"Accuracy": [acc_out], "Correct": [correct], "Total": [total]})
+    return acc_out
+
+
+def mean(x, name=None):
+    helper = LayerHelper("mean", **locals())
+    out = _tmp(helper, x.dtype, [1])
+    helper.append_op(type="mean", inputs={"X": [x]}, outputs={"Out": [out]})
+    return out
+
+
+def mul(x, y, x_num_col_dims=1, y_num_col_dims=1, name=None):
+    helper = LayerHelper("mul", **locals())
+    out = _tmp(helper, x.dtype, list(x.shape[:x_num_col_dims]) + list(y.shape[y_num_col_dims:]))
+    helper.append_op(type="mul", inputs={"X": x, "Y": y}, outputs={"Out": out},
+                     attrs={"x_num_col_dims": x_num_col_dims, "y_num_col_dims": y_num_col_dims})
+    return out
+
+
+def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0, name=None):
+    helper = LayerHelper("matmul", **locals())
+    xs, ys = list(x.shape), list(y.shape)
+    shape = None
+    if len(xs) >= 2 and len(ys) >= 2:
+        m = xs[-1] if transpose_x else xs[-2]
+        n = ys[-2] if transpose_y else ys[-1]
+        shape = xs[:-2] + [m, n]
+    out = _tmp(helper, x.dtype, shape)
+    helper.append_op(type="matmul", inputs={"X": x, "Y": y}, outputs={"Out": out},
+                     attrs={"transpose_X": transpose_x, "transpose_Y": transpose_y, "alpha": float(alpha)})
+    return out
+
+
+def softmax(input, use_cudnn=True, name=None):
+    helper = LayerHelper("softmax", **locals())
+    out = _tmp(helper, input.dtype, input.shape)
+    helper.append_op(type="softmax", inputs={"X": input}, outputs={"Out": out})
+    return out
+
+
+def reshape(x, shape, actual_shape=None, act=None, inplace=True, name=None):
+    helper = LayerHelper("reshape2", **locals())
+    if actual_shape is not None:
+        raise NotImplementedError("reshape: actual_shape is not supported; give shape")
+    out_shape = []
+    for i, d in enumerate(shape):
+        out_shape.append(x.shape[i] if d == 0 else d)
+    if out_shape.count(-1) == 1 and all(d > 0 for d in x.shape):
+        known = _prod([d for d in out_shape if d != -1])
+        out_shape[out_shape.index(-1)] = _prod(x.shape) // known
+    out = _tmp(helper, x.dtype, out_shape)
+    x_shape = _tmp(helper, x.dtype, [0] + list(x.shape), stop_gradient=True)
+    helper.append_op(type="reshape2", inputs={"X": x}, outputs={"Out": out, "XShape": x_shape},
+                     attrs={"shape": list(shape)})
+    result = helper.append_activation(out)
+    result._shape = out_shape
+    return result
+
+
+def transpose(x, perm, name=None):
+    if len(perm) != len(x.shape):
+        raise ValueError("transpose: perm %s has %d axes, %s has %d dims" % (perm, len(perm), x.name, len(x.shape)))
+    helper = LayerHelper("transpose2", **locals())
+    out = _tmp(helper, x.dtype, [x.shape[i] for i in perm])
+    x_shape = _tmp(helper, x.dtype, [0] + list(x.shape), stop_gradient=True)
+    helper.append_op(type="transpose2", inputs={"X": [x]}, outputs={"Out": [out], "XShape": [x_shape]},
+                     attrs={"axis": list(perm)})
+    return out
+
+
+def split(input, num_or_sections, dim=-1, name=None):
+    helper = LayerHelper("split", **locals())
+    shape = list(input.shape)
+    axis = dim if dim >= 0 else dim + len(shape)
+    if isinstance(num_or_sections, int):
+        num, sections = num_or_sections, []
+        sizes = [shape[axis] // num if shape[axis] > 0 else -1] * num
+    else:
+        num, sections = 0, list(num_or_sections)
+        sizes = sections
+    outs = []
+    for s in sizes:
+        o_shape = list(shape)
+        o_shape[axis] = s
+        outs.append(_tmp(helper, input.dtype, o_shape))
+    helper.append_op(type="split", inputs={"X": input}, outputs={"Out": outs},
+                     attrs={"num": num, "sections": sections, "axis": dim})
+    return outs
+
+
+def _reduce(op_type, input, dim, keep_dim, name):
+    helper = LayerHelper(op_type, input=input, name=name)
+    if dim is not None and not isinstance(dim, (list, tuple)):
+        dim = [dim]
+    shape = list(input.shape)
+    if dim is None:
+        out_shape = [1] * len(shape) if keep_dim else [1]
+    else:
+        axes = [d if d >= 0 else d + len(shape) for d in dim]
+        out_shape = [1 if i in axes else s for i, s in enumerate(shape)] if keep_dim else \
+            [s for i, s in enumerate(shape) if i not in axes] or [1]
+    out = _tmp(helper, input.dtype, out_shape)
+    helper.append_op(type=op_type, inputs={"X": input}, outputs={"Out": out},
+                     attrs={"dim": list(dim) if dim is not None else [0], "keep_dim": keep_dim,
+                            "reduce_all": dim is None})
+    return out
+
+
+def reduce_sum(input, dim=None, keep_dim=False, name=None):
+    return _reduce("reduce_sum", input, dim, keep_dim, name)
+
+
+def reduce_mean(input, dim=None, keep_dim=False, name=None):
+    return _reduce("reduce_mean", input, dim, keep_dim, name)
+
+
+def reduce_max(input, dim=None, keep_dim=False, name=None):
+    return _reduce("reduce_max", input, dim, keep_dim, name)
+
+
+def reduce_min(input, dim=None, keep_dim=False, name=None):
+    return _reduce("reduce_min", input, dim, keep_dim, name)
+
+
+def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
+    helper = LayerHelper("scale", **locals())
+    out = _tmp(helper, x.dtype, x.shape)
+    helper.append_op(type="scale", inputs={"X": x}, outputs={"Out": out},
+                     attrs={"scale": float(scale), "bias": float(bias), "bias_after_scale": bias_after_scale})
+    result = helper.append_activation(out)
+    result._shape = list(x.shape)
+    return result
+
+
+def clip(x, min, max, name=None):
+    helper = LayerHelper("clip", **locals())
+    out = _tmp(helper, x.dtype, x.shape)
+    helper.append_op(type="clip", inputs={"X": x}, outputs={"Out": out},
+                     attrs={"min": float(min), "max": float(max)})
+    return out
+
+
+def _elementwise(op_type, x, y, axis, act, name):
+    helper = LayerHelper(op_type, x=x, y=y, axis=axis, act=act, name=name)
+    out = _tmp(helper, x.dtype, x.shape)
+    helper.append_op(type=op_type, inputs={"X": x, "Y": y}, outputs={"Out": out}, attrs={"axis": axis})
+    result = helper.append_activation(out)
+    result._shape = list(x.shape)
+    return result
+
+
+def elementwise_add(x, y, axis=-1, act=None, name=None):
+    return _elementwise("elementwise_add", x, y, axis, act, name)
+
+
+def elementwise_sub(x, y, axis=-1, act=None, name=None):
+    return _elementwise("elementwise_sub", x, y, axis, act, name)
+
+
+def elementwise_mul(x, y, axis=-1, act=None, name=None):
+    return _elementwise("elementwise_mul", x, y, axis, act, name)
+
+
+def elementwise_div(x, y, axis=-1, act=None, name=None):
+    return _elementwise("elementwise_div", x, y, axis, act, name)
+
+
+def elementwise_max(x, y, axis=-1, act=None, name=None):
+    return _elementwise("elementwise_max", x, y, axis, act, name)
+
+
+def elementwise_min(x, y, axis=-1, act=None, name=None):
+    return _elementwise("elementwise_min", x, y, axis, act, name)
+
+
+def elementwise_pow(x, y, axis=-1, act=None, name=None):
+    return _elementwise("elementwise_pow", x, y, axis, act, name)
+
+
+def _unary(op_type, x, attrs, name):
+    helper = LayerHelper(op_type, x=x, name=name)
+    out = _tmp(helper, x.dtype, x.shape)
+    helper.append_op(type=op_type, inputs={"X": x}, outputs={"Out": out}, attrs=attrs)
+    return out
+
+
+def relu6(x, threshold=6.0, name=None):
+    return _unary("relu6", x, {"threshold": float(threshold)}, name)
+
+
+def leaky_relu(x, alpha=0.02, name=None):
+    return _unary("leaky_relu", x, {"alpha": float(alpha)}, name)
+
+
+def _with_xshape(op_type, x, out_shape, attrs, name):
+    helper = LayerHelper(op_type, x=x, name=name)
+    out = _tmp(helper, x.dtype, out_shape)
+    x_shape = _tmp(helper, x.dtype, [0] + list(x.shape), stop_gradient=True)
+    helper.append_op(type=op_type, inputs={"X": x}, outputs={"Out": out, "XShape": x_shape}, attrs=attrs)
+    return out
+
+
+def flatten(x, axis=1, name=None):
+    s = list(x.shape)
+    out_shape = [_prod(s[:axis]), _prod(s[axis:])] if all(d > 0 for d in s) else [-1, -1]
+    return _with_xshape("flatten2", x, out_shape, {"axis": axis}, name)
+
+
+def squeeze(input, axes, name=None):
+    s = list(input.shape)
+    axes_n = [a if a >= 0 else a + len(s) for a in axes]
+    return _with_xshape("squeeze2", input, [d for i, d in enumerate(s) if i not in axes_n], {"axes": list(axes)},
+                        name)
+
+
+def unsqueeze(input, axes, name=None):
+    s = list(input.shape)
+    for a in sorted(axes):
+        s.insert(a if a >= 0 else a + len(s) + 1, 1)
+    return _with_xshape("unsqueeze2", input, s, {"axes": list(axes)}, name)
+
+
+def stack(x, axis=0):
+    helper = LayerHelper("stack", x=x)
+    s = list(x[0].shape)
+    s.insert(axis if axis >= 0 else axis + len(s) + 1, len(x))
+    out = _tmp(helper, x[0].dtype, s)
+    helper.append_op(type="stack", inputs={"X": x}, outputs={"Y": out}, attrs={"axis": axis})
+    return out
+
+
+def expand(x, expand_times, name=None):
+    helper = LayerHelper("expand", x=x, name=name)
+    out = _tmp(helper, x.dtype, [d * t if d > 0 else -1 for d, t in zip(x.shape, expand_times)])
+    helper.append_op(type="expand", inputs={"X": x}, outputs={"Out": out},
+                     attrs={"expand_times": list(expand_times)})
+    return out
+
+
+def slice(input, axes, starts, ends):
+    helper = LayerHelper("slice", input=input)
+    out = _tmp(helper, input.dtype)
+    helper.append_op(type="slice", inputs={"Input": input}, outputs={"Out": out},
+                     attrs={"axes": list(axes), "starts": list(starts), "ends": list(ends)})
+    return out
+
+

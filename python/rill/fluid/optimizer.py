@@ -1,0 +1,176 @@
+"""fluid.optimizer: SGD, Momentum and Adam with Fluid 0.14's constructors.
+
+``minimize(loss)`` appends the backward pass, a global learning-rate variable (filled by
+the startup program), each optimizer's accumulators (also filled there), and an update op
+per trainable parameter, sorted by name as Fluid does; Adam then scales its beta powers.
+"""
+from collections import defaultdict
+
+from rill.fluid import unique_name
+from rill.fluid.backward import append_backward
+from rill.fluid.framework import Variable, default_main_program
+from rill.fluid.initializer import Constant
+from rill.fluid.layer_helper import LayerHelper
+
+__all__ = ["SGD", "Momentum", "Adam", "SGDOptimizer", "MomentumOptimizer", "AdamOptimizer", "Optimizer"]
+
+
+class Optimizer(object):
+    def __init__(self, learning_rate, regularization=None, LARS_weight_decay=0.0):
+        if not isinstance(learning_rate, (float, int, Variable)):
+            raise TypeError("learning_rate must be a float or a Variable, got %r" % (learning_rate,))
+        if regularization is not None:
+            raise NotImplementedError("regularization is not supported yet")
+        self._learning_rate = learning_rate
+        self._learning_rate_map = {}
+        if isinstance(learning_rate, Variable):
+            self._learning_rate_map[default_main_program()] = learning_rate
+        self._accumulators = defaultdict(dict)
+        self.helper = None
+
+    def global_learning_rate(self, program=None):
+        return self._learning_rate_map.get(default_main_program() if program is None else program)
+
+    def _create_global_learning_rate(self):
+        if isinstance(self.global_learning_rate(), Variable):
+            return
+        from rill.fluid.layers import create_global_var
+        self._learning_rate_map[default_main_program()] = create_global_var(
+            name=unique_name.generate("learning_rate"), shape=[1], value=float(self._learning_rate),
+            dtype="float32", persistable=True)
+
+    def _create_param_lr(self, param_and_grad):
+        param_lr = param_and_grad[0].optimize_attr["learning_rate"]
+        if isinstance(param_lr, Variable):
+            return param_lr
+        if param_lr == 1.0:
+            return self.global_learning_rate()
+        from rill.fluid.layers import scale
+        return scale(self.global_learning_rate(), scale=float(param_lr))
+
+    def _add_accumulator(self, name, param, dtype=None, fill_value=0.0, shape=None):
+        if param.name in self._accumulators[name]:
+            raise ValueError("accumulator %s of %s already exists" % (name, param.name))
+        var = self.helper.create_global_variable(
+            name=unique_name.generate(name), persistable=True, dtype=dtype or param.dtype, type=param.type,
+            shape=list(param.shape) if shape is None else shape)
+        self.helper.set_variable_initializer(var, initializer=Constant(value=float(fill_value)))
+        self._accumulators[name][param.name] = var
+        return var
+
+    def _get_accumulator(self, name, param):
+        return self._accumulators[name][param.name]
+
+    def _create_accumulators(self, block, parameters):
+        pass
+
+    def _finish_update(self, block, parameters_and_grads):
+        pass
+
+    def _append_optimize_op(self, block, param_and_grad):
+        raise NotImplementedError()
+
+    def create_optimization_pass(self, parameters_and_grads, loss, startup_program=None):
+        global_block = loss.block.program.global_block()
+        start = len(global_block.ops)
+        self.helper = LayerHelper(self.__class__.__name__)
+        self._create_accumulators(loss.block, [p[0] for p in parameters_and_grads])
+        self._create_global_learning_rate()
+        for param_and_grad in parameters_and_grads:
+            if param_and_grad[1] is not None and param_and_grad[0].trainable:
+                self._append_optimize_op(loss.block, param_and_grad)
+        self._finish_update(loss.block, parameters_and_grads)
+        return global_block.ops[start:]
+
+    def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
+        params_grads = append_backward(loss, parameter_list, no_grad_set)
+        params_grads = sorted(params_grads, key=lambda x: x[0].name)
+        optimize_ops = self.create_optimization_pass(params_grads, loss, startup_program)
+        return optimize_ops, params_grads
+
+
+class SGDOptimizer(Optimizer):
+    def __init__(self, learning_rate, **kwargs):
+        super(SGDOptimizer, self).__init__(learning_rate=learning_rate, **kwargs)
+        self.type = "sgd"
+
+    def _append_optimize_op(self, block, param_and_grad):
+        return block.append_op(
+            type=self.type,
+            inputs={"Param": param_and_grad[0], "Grad": param_and_grad[1],
+                    "LearningRate": self._create_param_lr(param_and_grad)},
+            outputs={"ParamOut": param_and_grad[0]})
+
+
+class MomentumOptimizer(Optimizer):
+    _velocity_acc_str = "velocity"
+
+    def __init__(self, learning_rate, momentum, use_nesterov=False, **kwargs):
+        super(MomentumOptimizer, self).__init__(learning_rate=learning_rate, **kwargs)
+        self.type = "momentum"
+        self._momentum = momentum
+        self._use_nesterov = bool(use_nesterov)
+
+    def _create_accumulators(self, block, parameters):
+        for p in parameters:
+            self._add_accumulator(self._velocity_acc_str, p)
+
+    def _append_optimize_op(self, block, param_and_grad):
+        velocity = self._get_accumulator(self._velocity_acc_str, param_and_grad[0])
+        return block.append_op(
+            type=self.type,
+            inputs={"Param": param_and_grad[0], "Grad": param_and_grad[1], "Velocity": velocity,
+                    "LearningRate": self._create_param_lr(param_and_grad)},
+            outputs={"ParamOut": param_and_grad[0], "VelocityOut": velocity},
+            attrs={"mu": self._momentum, "use_nesterov": self._use_nesterov})
+
+
+class AdamOptimizer(Optimizer):
+    _moment1_acc_str = "moment1"
+    _moment2_acc_str = "moment2"
+    _beta1_pow_acc_str = "beta1_pow_acc"
+    _beta2_pow_acc_str = "beta2_pow_acc"
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, **kwargs):
+        super(AdamOptimizer, self).__init__(learning_rate=learning_rate, **kwargs)
+        self.type = "adam"
+        self._beta1 = beta1
+        self._beta2 = beta2
+        self._epsilon = epsilon
+
+    def _create_accumulators(self, block, parameters):
+        for p in parameters:
+            self._add_accumulator(self._moment1_acc_str, p)
+            self._add_accumulator(self._moment2_acc_str, p)
+            self._add_accumulator(name=self._beta1_pow_acc_str, param=p, dtype="float32", fill_value=self._beta1,
+                                  shape=[1])
+            self._add_accumulator(name=self._beta2_pow_acc_str, param=p, dtype="float32", fill_value=self._beta2,
+                                  shape=[1])
+
+    def _append_optimize_op(self, block, param_and_grad):
+        p = param_and_grad[0]
+        moment1 = self._get_accumulator(self._moment1_acc_str, p)
+        moment2 = self._get_accumulator(self._moment2_acc_str, p)
+        return block.append_op(
+            type=self.type,
+            inputs={"Param": p, "Grad": param_and_grad[1], "LearningRate": self._create_param_lr(param_and_grad),
+                    "Moment1": moment1, "Moment2": moment2,
+                    "Beta1Pow": self._get_accumulator(self._beta1_pow_acc_str, p),
+                    "Beta2Pow": self._get_accumulator(self._beta2_pow_acc_str, p)},
+            outputs={"ParamOut": p, "Moment1Out": moment1, "Moment2Out": moment2},
+            attrs={"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon})
+
+    def _finish_update(self, block, parameters_and_grads):
+        main_block = block.program.global_block()
+        for p, g in parameters_and_grads:
+            if g is None or not p.trainable:
+                continue
+            for acc, beta in ((self._beta1_pow_acc_str, self._beta1), (self._beta2_pow_acc_str, self._beta2)):
+                var = self._get_accumulator(acc, p)
+                main_block.append_op(type="scale", inputs={"X": var}, outputs={"Out": var},
+                                     attrs={"scale": float(beta)})
+
+
+SGD = SGDOptimizer
+Momentum = MomentumOptimizer
+Adam = AdamOptimizer

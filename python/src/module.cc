@@ -1,0 +1,255 @@
+// python/src/module.cc — rill._rill, the extension module under the `rill` package.
+//
+// It serves rill.fluid what needs the C++ runtime: the plugin registry (loading plugins,
+// op schemas), scopes and tensors, running prepared programs, and the program passes
+// written in C++ (append_backward, the distribute transpiler, validation, loading a
+// saved model's parameters). Programs cross as serialized ProgramDescs: Python builds
+// and edits them with protobuf's own Python classes. Core errors become rill.Error
+// (rill/errors.py picks the subclass by status code), with the core's message.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "core/io/inference_model.h"
+#include "core/loader/plugin_loader.h"
+#include "core/program/backward.h"
+#include "core/program/program_io.h"
+#include "core/program/transpiler.h"
+#include "core/program/validate.h"
+#include "core/registry/registry.h"
+#include "core/runtime/device.h"
+#include "core/runtime/dtype.h"
+#include "core/runtime/scope.h"
+#include "numpy_tensor.h"
+#include "prepared_program.h"
+#include "tensor_handle.h"
+
+namespace rill::python {
+namespace {
+
+// The process's registry, made on first use and never destroyed: plugins are never
+// unloaded, and kernels they made may outlive any Python object.
+core::Registry& TheRegistry() {
+  static auto* registry = new core::Registry;
+  return *registry;
+}
+std::vector<core::PluginInfo>& Loaded() {
+  static auto* loaded = new std::vector<core::PluginInfo>;
+  return *loaded;
+}
+
+py::dict InfoDict(const core::PluginInfo& p) {
+  py::dict d;
+  d["name"] = p.name;
+  d["version"] = p.version;
+  d["path"] = p.path;
+  d["abi_version"] = p.abi_version;
+  d["enabled"] = p.enabled;
+  d["ops"] = p.ops;
+  return d;
+}
+
+py::list LoadPlugins(const std::vector<std::string>& dirs, const std::vector<std::string>& files) {
+  core::LoadOptions options;
+  options.dirs = dirs;
+  options.files = files;
+  options.builtin = Loaded().empty();
+  std::vector<core::PluginInfo> infos = core::LoadPlugins(TheRegistry(), options);
+  py::list out;
+  for (auto& info : infos) {
+    out.append(InfoDict(info));
+    Loaded().push_back(std::move(info));
+  }
+  return out;
+}
+
+py::object OpSchema(const std::string& type) {
+  const core::OpSchemaEntry* op = TheRegistry().FindOp(type);
+  if (op == nullptr) return py::none();
+  const auto slots = [](const std::vector<core::SlotSpec>& specs) {
+    py::list l;
+    for (const auto& s : specs) {
+      py::dict d;
+      d["name"] = s.name;
+      d["optional"] = s.optional();
+      d["duplicable"] = s.duplicable();
+      l.append(d);
+    }
+    return l;
+  };
+  py::dict attrs;
+  for (const auto& a : op->attrs) {
+    py::dict d;
+    d["type"] = a.type;
+    d["required"] = a.required;
+    attrs[py::str(a.name)] = d;
+  }
+  py::dict d;
+  d["type"] = op->type;
+  d["plugin"] = op->plugin;
+  d["doc"] = op->doc;
+  d["inputs"] = slots(op->inputs);
+  d["outputs"] = slots(op->outputs);
+  d["attrs"] = attrs;
+  d["grad_op_type"] = op->grad_op_type;
+  return d;
+}
+
+proto::ProgramDesc Parse(const py::bytes& bytes, const std::string& what) {
+  return core::ParseProgramBinary(std::string(bytes), what);
+}
+py::bytes Serialize(const proto::ProgramDesc& program) { return py::bytes(program.SerializeAsString()); }
+
+py::tuple AppendBackward(const py::bytes& program, const std::string& loss, const std::vector<std::string>& params) {
+  proto::ProgramDesc p = Parse(program, "<program>");
+  const std::vector<core::ParamGrad> grads = core::AppendBackward(p, TheRegistry(), loss, params);
+  py::list pairs;
+  for (const auto& g : grads) pairs.append(py::make_tuple(g.param, g.grad));
+  return py::make_tuple(Serialize(p), pairs);
+}
+
+py::dict Transpile(const py::bytes& train, const py::bytes& startup, int32_t trainers,
+                   const std::vector<std::string>& pservers, const std::string& send_op, const std::string& recv_op,
+                   const std::string& serve_op) {
+  core::TranspileOptions options;
+  options.trainers = trainers;
+  options.pservers = pservers;
+  options.send_op = send_op;
+  options.recv_op = recv_op;
+  options.serve_op = serve_op;
+  core::TranspiledPrograms t =
+      core::Transpile(Parse(train, "<trainer program>"), Parse(startup, "<startup program>"), options);
+  py::dict out;
+  out["trainer"] = Serialize(t.trainer);
+  out["trainer_startup"] = Serialize(t.trainer_startup);
+  py::list ps, pss;
+  for (const auto& p : t.pservers) ps.append(Serialize(p));
+  for (const auto& p : t.pserver_startups) pss.append(Serialize(p));
+  out["pservers"] = ps;
+  out["pserver_startups"] = pss;
+  out["placement"] = t.placement;
+  return out;
+}
+
+// Loads a saved model's parameters into `scope`; returns their names.
+std::vector<std::string> LoadModelParameters(const std::string& dir, const std::string& model_filename,
+                                             const std::string& params_filename,
+                                             const std::shared_ptr<core::Scope>& scope) {
+  core::InferenceModel model = core::LoadInferenceModel(dir, core::ModelFiles{model_filename, params_filename});
+  std::vector<std::string> names;
+  for (auto& [name, value] : model.parameters) {
+    *scope->Var(name)->GetMutableTensor() = std::move(value);
+    names.push_back(name);
+  }
+  return names;
+}
+
+// Raises the rill.Error subclass of the status code (rill/errors.py).
+void TranslateError(const core::Error& e) {
+  py::object cls = py::module_::import("rill.errors").attr("error_class")(static_cast<int>(e.code()));
+  py::object value = cls(e.what(), static_cast<int>(e.code()));
+  PyErr_SetObject(cls.ptr(), value.ptr());
+}
+
+// A variable of a scope, as scope.find_var returns it; keeps the scope alive.
+struct VarHandle {
+  std::shared_ptr<core::Scope> scope;
+  core::Variable* var;
+};
+
+TensorHandle VarTensor(const std::shared_ptr<core::Scope>& scope, core::Variable* var) {
+  if (var->initialized() && !var->is_tensor()) {
+    throw core::Error("variable holds a " + var->KindName() + ", not a tensor", RILL_INVALID_ARGUMENT);
+  }
+  return TensorHandle(scope, var->GetMutableTensor());
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_rill, m) {
+  m.doc() = "Rill's C++ runtime, for rill.fluid";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const core::Error& e) {
+      TranslateError(e);
+    }
+  });
+
+  m.def("load_plugins", &LoadPlugins, py::arg("dirs"), py::arg("files"),
+        "Loads the plugins in `dirs` and the plugin `files` (the first call also the built-in ops).");
+  m.def("plugins", [] {
+    py::list out;
+    for (const auto& p : Loaded()) out.append(InfoDict(p));
+    return out;
+  });
+  m.def("op_schema", &OpSchema, py::arg("type"), "The op's schema as a dict, or None if no plugin has it.");
+  m.def("op_types", [] {
+    std::vector<std::string> types;
+    for (const auto* op : TheRegistry().AllOps()) types.push_back(op->type);
+    return types;
+  });
+  m.def("unknown_op_message", [](const std::string& type) { return TheRegistry().UnknownOpMessage(type); });
+  m.def("device_available", [](int32_t device_type) { return core::FindDevice(device_type) != nullptr; });
+  m.def("validate", [](const py::bytes& program) {
+    return core::ValidateProgram(Parse(program, "<program>"), TheRegistry());
+  });
+  m.def("program_to_text", [](const py::bytes& program) { return core::ProgramToText(Parse(program, "<program>")); });
+  m.def("append_backward", &AppendBackward, py::arg("program"), py::arg("loss"), py::arg("parameters"));
+  m.def("transpile", &Transpile, py::arg("program"), py::arg("startup"), py::arg("trainers"), py::arg("pservers"),
+        py::arg("send_op"), py::arg("recv_op"), py::arg("serve_op"));
+  m.def("load_model_parameters", &LoadModelParameters, py::arg("dir"), py::arg("model_filename"),
+        py::arg("params_filename"), py::arg("scope"));
+
+  py::class_<TensorHandle>(m, "Tensor")
+      .def(py::init<>())
+      .def("set",
+           [](TensorHandle& t, const py::array& value, const py::object&) { *t.get() = TensorFromArray(value, "tensor").DeepCopy(); },
+           py::arg("array"), py::arg("place") = py::none(), "Sets the tensor to a copy of `array`.")
+      .def("shape", [](const TensorHandle& t) { return std::vector<int64_t>(t.get()->dims().begin(), t.get()->dims().end()); })
+      .def("dtype", [](const TensorHandle& t) { return t.get()->dtype(); })
+      .def("_is_initialized", [](const TensorHandle& t) { return t.get()->initialized(); })
+      .def("lod", [](const TensorHandle& t) { return t.get()->lod(); })
+      .def("set_lod", [](TensorHandle& t, const core::LoD& lod) { t.get()->mutable_lod() = lod; })
+      .def("numpy", [](const TensorHandle& t) { return ArrayFromTensor(*t.get()); })
+      .def("__array__", [](const TensorHandle& t, const py::object& dtype) {
+            py::array a = ArrayFromTensor(*t.get());
+            return dtype.is_none() ? py::object(a) : a.attr("astype")(dtype);
+          }, py::arg("dtype") = py::none())
+      .def("__repr__", [](const TensorHandle& t) { return t.get()->Describe(); });
+
+  py::class_<VarHandle>(m, "Variable")
+      .def("get_tensor", [](const VarHandle& v) { return VarTensor(v.scope, v.var); })
+      .def("is_initialized", [](const VarHandle& v) { return v.var->initialized(); })
+      .def("kind", [](const VarHandle& v) { return v.var->KindName(); })
+      .def("__repr__", [](const VarHandle& v) { return v.var->Describe(); });
+
+  py::class_<core::Scope, std::shared_ptr<core::Scope>>(m, "Scope")
+      .def(py::init([] { return core::Scope::NewRoot(); }))
+      .def("new_scope", [](const std::shared_ptr<core::Scope>& s) { return s->NewChild(); })
+      .def("find_var", [](const std::shared_ptr<core::Scope>& s, const std::string& name) -> py::object {
+            core::Variable* v = s->FindVar(name);
+            if (v == nullptr) return py::none();
+            return py::cast(VarHandle{s, v});
+          }, py::arg("name"), "The variable `name` up the scope chain, or None.")
+      .def("var", [](const std::shared_ptr<core::Scope>& s, const std::string& name) {
+            return VarHandle{s, s->Var(name)};
+          }, py::arg("name"), "The variable `name` in this scope, made empty if it is not there.")
+      .def("local_var_names", [](const core::Scope& s) { return s.LocalVarNames(); });
+
+  py::class_<PreparedProgram>(m, "PreparedProgram")
+      .def(py::init([](const py::bytes& program, int workers, int cuda_device) {
+             return std::make_unique<PreparedProgram>(TheRegistry(), std::string(program), workers, cuda_device);
+           }), py::arg("program"), py::arg("workers"), py::arg("cuda_device"))
+      .def("run", &PreparedProgram::Run, py::arg("scope"), py::arg("feeds"))
+      .def_property_readonly("feed_names", &PreparedProgram::feed_names)
+      .def_property_readonly("fetch_names", &PreparedProgram::fetch_names);
+}
+
+}  // namespace rill::python

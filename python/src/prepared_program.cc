@@ -1,0 +1,89 @@
+#include "prepared_program.h"
+
+#include <set>
+
+#include "core/errors.h"
+#include "core/program/validate.h"
+#include "core/tasks/scheduler.h"
+#include "interruptible.h"
+#include "numpy_tensor.h"
+#include "tensor_handle.h"
+
+namespace rill::python {
+namespace {
+
+std::shared_ptr<const core::Program> Validated(const core::Registry& registry, const std::string& bytes) {
+  auto program = core::Program::Parse(bytes, "<program from Python>");
+  core::ValidateProgramOrThrow(*program, registry);
+  return program;
+}
+
+}  // namespace
+
+PreparedProgram::PreparedProgram(const core::Registry& registry, const std::string& program_bytes, int workers,
+                                 int cuda_device)
+    : program_(Validated(registry, program_bytes)),
+      executor_(registry, program_),
+      feeds_(core::FeedTargets(*program_)),
+      fetches_(core::FetchTargets(*program_)),
+      workers_(workers) {
+  if (cuda_device >= 0) executor_.set_place(core::Place{RILL_CUDA, cuda_device});
+}
+
+std::vector<std::string> PreparedProgram::feed_names() const {
+  std::vector<std::string> names;
+  for (const auto& f : feeds_) names.push_back(f.var);
+  return names;
+}
+
+std::vector<std::string> PreparedProgram::fetch_names() const {
+  std::vector<std::string> names;
+  for (const auto& f : fetches_) names.push_back(f.var);
+  return names;
+}
+
+py::list PreparedProgram::Run(const std::shared_ptr<core::Scope>& scope, const py::list& feeds) {
+  std::unique_lock lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    py::gil_scoped_release release;
+    lock.lock();
+  }
+  // What the feeds hold, kept until the run ends: a borrowed array is then shared, so no
+  // kernel rewrites it in place.
+  std::vector<core::Tensor> held;
+  std::set<std::string> given;
+  for (const py::handle item : feeds) {
+    const auto pair = item.cast<py::tuple>();
+    const auto name = pair[0].cast<std::string>();
+    if (!given.insert(name).second) throw core::Error("feed '" + name + "' is given twice", RILL_INVALID_ARGUMENT);
+    core::Tensor value;
+    if (py::isinstance<TensorHandle>(pair[1])) {
+      value = *pair[1].cast<TensorHandle&>().get();
+    } else {
+      value = TensorFromArray(py::array::ensure(pair[1]), "feed '" + name + "'");
+    }
+    held.push_back(value);
+    core::FeedInto(*program_, feeds_, *scope, name, std::move(value));
+  }
+  for (const auto& f : feeds_) {
+    if (!given.count(f.var)) {
+      throw core::Error("feed '" + f.var + "' (" + core::DeclaredType(*program_, f.var) + ") is not given",
+                        RILL_INVALID_ARGUMENT);
+    }
+  }
+  if (local_ == nullptr || last_scope_.lock() != scope) {
+    local_ = scope->NewChild();
+    last_scope_ = scope;
+  }
+  core::SchedulerOptions options;
+  options.workers = workers_;
+  RunInterruptibly([&](core::RunCanceller* canceller) {
+    core::RunTasks(options, [&] { executor_.Run(0, local_); }, canceller);
+  });
+  held.clear();
+  py::list out;
+  for (const auto& f : fetches_) out.append(ArrayFromTensor(core::Fetched(*scope, f)));
+  return out;
+}
+
+}  // namespace rill::python

@@ -1,0 +1,58 @@
+// python/src/prepared_program.h — one program prepared to run from Python, as
+// fluid.Executor.run runs it.
+//
+// Contract: a PreparedProgram is made from a serialized ProgramDesc whose block 0 holds
+// Fluid's feed and fetch ops (fluid.Executor adds them), validated against the registry.
+// Run(scope, feeds) checks every feed against its declaration (name, dtype, shape), puts
+// the values in their feed ops' columns in `scope`, runs block 0 as the main task of
+// RunTasks (go blocks as tasks; `workers` threads, the caller's helper thread first),
+// interruptibly (interruptible.h), and returns the fetch ops' values in col order as
+// numpy arrays (copies). Persistable variables live in `scope`'s root; the others in a
+// child scope of `scope` kept for the next run in the same scope (so a run reuses the
+// last run's memory). Feeds are borrowed, not copied, where numpy_tensor.h allows; they
+// are never written in place. Runs of one PreparedProgram take turns; the GIL is
+// released while one waits and while the program runs.
+#ifndef RILL_PYTHON_SRC_PREPARED_PROGRAM_H_
+#define RILL_PYTHON_SRC_PREPARED_PROGRAM_H_
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/api/feed_fetch_targets.h"
+#include "core/registry/registry.h"
+#include "core/runtime/executor.h"
+#include "core/runtime/scope.h"
+
+namespace rill::python {
+
+namespace py = pybind11;
+
+class PreparedProgram {
+ public:
+  // `cuda_device` >= 0: kernels run on that CUDA device where they can.
+  PreparedProgram(const core::Registry& registry, const std::string& program_bytes, int workers, int cuda_device);
+
+  // `feeds`: (name, numpy array or core.Tensor) pairs.
+  py::list Run(const std::shared_ptr<core::Scope>& scope, const py::list& feeds);
+
+  std::vector<std::string> feed_names() const;
+  std::vector<std::string> fetch_names() const;
+
+ private:
+  std::shared_ptr<const core::Program> program_;
+  core::Executor executor_;
+  std::vector<core::FeedFetchTarget> feeds_, fetches_;
+  int workers_;
+  std::mutex mu_;                          // one run at a time
+  std::weak_ptr<core::Scope> last_scope_;  // guarded by mu_: the scope `local_` is a child of
+  std::shared_ptr<core::Scope> local_;     // guarded by mu_
+};
+
+}  // namespace rill::python
+
+#endif  // RILL_PYTHON_SRC_PREPARED_PROGRAM_H_

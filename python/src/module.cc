@@ -210,7 +210,7 @@ PYBIND11_MODULE(_rill, m) {
   py::class_<TensorHandle>(m, "Tensor")
       .def(py::init<>())
       .def("set",
-           [](TensorHandle& t, const py::array& value, const py::object&) { *t.get() = TensorFromArray(value, "tensor").DeepCopy(); },
+           [](TensorHandle& t, const py::array& value, const py::object&) { *t.get() = TensorFromArray(value, "tensor", /*may_borrow=*/false); },
            py::arg("array"), py::arg("place") = py::none(), "Sets the tensor to a copy of `array`.")
       .def("shape", [](const TensorHandle& t) { return std::vector<int64_t>(t.get()->dims().begin(), t.get()->dims().end()); })
       .def("dtype", [](const TensorHandle& t) { return t.get()->dtype(); })

@@ -40,14 +40,13 @@ py::dtype NumpyOfDtype(int32_t dtype) {
   }
 }
 
-core::Tensor TensorFromArray(const py::array& array, const std::string& what, bool* borrowed) {
+core::Tensor TensorFromArray(const py::array& array, const std::string& what, bool may_borrow) {
   const int32_t dtype = DtypeOfNumpy(array.dtype(), what);
   std::vector<int64_t> dims(array.shape(), array.shape() + array.ndim());
   const bool contiguous = (array.flags() & py::array::c_style) != 0;
   const size_t bytes = static_cast<size_t>(array.nbytes());
   const auto address = reinterpret_cast<uintptr_t>(array.data());
-  if (borrowed != nullptr) *borrowed = false;
-  if (contiguous && address % core::Buffer::kAlignment == 0 && bytes >= core::Buffer::kAlignment) {
+  if (may_borrow && contiguous && address % core::Buffer::kAlignment == 0 && bytes >= core::Buffer::kAlignment) {
     // The keeper drops the array's reference under the GIL, from whichever thread lets
     // go of the tensor last; after the interpreter is gone there is nothing to drop.
     PyObject* owner = array.inc_ref().ptr();
@@ -56,7 +55,6 @@ core::Tensor TensorFromArray(const py::array& array, const std::string& what, bo
       py::gil_scoped_acquire gil;
       Py_DECREF(static_cast<PyObject*>(p));
     });
-    if (borrowed != nullptr) *borrowed = true;
     return core::Tensor::Borrow(dtype, dims, const_cast<void*>(array.data()), std::move(keeper));
   }
   core::Tensor t;

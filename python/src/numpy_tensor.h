@@ -1,10 +1,10 @@
 // python/src/numpy_tensor.h — numpy arrays to tensors and back.
 //
 // Contract: TensorFromArray gives a CPU tensor with the array's dtype, shape and values.
-// A C-contiguous array that is 64-byte aligned and at least 64 bytes long (what the ABI
-// promises kernels of every tensor) is borrowed, not copied: the tensor keeps the array
-// alive, and the caller keeps a copy of the tensor for as long as the array must stay
-// unwritten (tensor.h, Tensor::Borrow). Any other array is copied once. ArrayFromTensor
+// With `may_borrow`, a C-contiguous array that is 64-byte aligned and at least 64 bytes
+// long (what the ABI promises kernels of every tensor) is borrowed, not copied: the tensor
+// keeps the array alive (tensor.h, Tensor::Borrow), and the caller must see that nothing
+// writes the tensor. Any other array is copied once. ArrayFromTensor
 // always copies (a device tensor through the CPU), so what Python holds never changes
 // under it when a later run rewrites the variable. Unsupported dtypes are errors naming
 // the dtype. REQUIRES: the GIL held.
@@ -27,7 +27,7 @@ int32_t DtypeOfNumpy(const py::dtype& dtype, const std::string& what);
 // The numpy dtype of a framework.proto dtype; throws Error for one numpy has not.
 py::dtype NumpyOfDtype(int32_t dtype);
 
-core::Tensor TensorFromArray(const py::array& array, const std::string& what, bool* borrowed = nullptr);
+core::Tensor TensorFromArray(const py::array& array, const std::string& what, bool may_borrow);
 py::array ArrayFromTensor(const core::Tensor& tensor);
 
 }  // namespace rill::python

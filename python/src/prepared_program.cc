@@ -27,6 +27,14 @@ PreparedProgram::PreparedProgram(const core::Registry& registry, const std::stri
       feeds_(core::FeedTargets(*program_)),
       fetches_(core::FetchTargets(*program_)),
       workers_(workers) {
+  for (int b = 0; b < program_->blocks_size(); ++b) {
+    for (const auto& op : program_->ops(program_->block(b))) {
+      if (program_->str(op.type) == "feed") continue;
+      for (const auto& slot : program_->outputs(op)) {
+        for (const auto id : program_->arguments(slot)) written_.insert(std::string(program_->str(id)));
+      }
+    }
+  }
   if (cuda_device >= 0) executor_.set_place(core::Place{RILL_CUDA, cuda_device});
 }
 
@@ -48,9 +56,6 @@ py::list PreparedProgram::Run(const std::shared_ptr<core::Scope>& scope, const p
     py::gil_scoped_release release;
     lock.lock();
   }
-  // What the feeds hold, kept until the run ends: a borrowed array is then shared, so no
-  // kernel rewrites it in place.
-  std::vector<core::Tensor> held;
   std::set<std::string> given;
   for (const py::handle item : feeds) {
     const auto pair = item.cast<py::tuple>();
@@ -60,9 +65,10 @@ py::list PreparedProgram::Run(const std::shared_ptr<core::Scope>& scope, const p
     if (py::isinstance<TensorHandle>(pair[1])) {
       value = *pair[1].cast<TensorHandle&>().get();
     } else {
-      value = TensorFromArray(py::array::ensure(pair[1]), "feed '" + name + "'");
+      const py::array array = py::array::ensure(pair[1]);
+      if (!array) throw core::Error("feed '" + name + "' is not an array", RILL_INVALID_ARGUMENT);
+      value = TensorFromArray(array, "feed '" + name + "'", /*may_borrow=*/written_.count(name) == 0);
     }
-    held.push_back(value);
     core::FeedInto(*program_, feeds_, *scope, name, std::move(value));
   }
   for (const auto& f : feeds_) {
@@ -80,7 +86,6 @@ py::list PreparedProgram::Run(const std::shared_ptr<core::Scope>& scope, const p
   RunInterruptibly([&](core::RunCanceller* canceller) {
     core::RunTasks(options, [&] { executor_.Run(0, local_); }, canceller);
   });
-  held.clear();
   py::list out;
   for (const auto& f : fetches_) out.append(ArrayFromTensor(core::Fetched(*scope, f)));
   return out;

@@ -20,6 +20,7 @@
 
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ class PreparedProgram {
   std::shared_ptr<const core::Program> program_;
   core::Executor executor_;
   std::vector<core::FeedFetchTarget> feeds_, fetches_;
+  // Variables some op of the program writes (in place, perhaps): fed a copy, never a
+  // borrowed array, which such an op would write through.
+  std::set<std::string> written_;
   int workers_;
   std::mutex mu_;                          // one run at a time
   std::weak_ptr<core::Scope> last_scope_;  // guarded by mu_: the scope `local_` is a child of

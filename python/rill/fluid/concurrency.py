@@ -142,6 +142,15 @@ class Select(BlockGuard):
         return self
 
     def case(self, channel_action_fn, channel, value, is_copy=False):
+        """A send (``fluid.channel_send``) or receive (``fluid.channel_recv``) case. A send
+        moves ``value`` unless ``is_copy``: then a copy of it, made just before the select
+        runs, is what is sent."""
+        if is_copy and channel_action_fn is channel_send and isinstance(value, Variable):
+            parent = self.main_program.block(self.main_program.current_block().parent_idx)
+            copied = parent.create_var(name=unique_name.generate(value.name + "_copy"), type=value.type,
+                                       dtype=value.dtype, shape=value._shape, lod_level=value.lod_level)
+            parent.append_op(type="assign", inputs={"X": [value]}, outputs={"Out": [copied]})
+            value = copied
         c = _SelectCase(self, len(self.cases), channel_action_fn, channel, value, is_copy)
         self.cases.append(c)
         return _CaseGuard(c)

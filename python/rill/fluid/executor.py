@@ -112,6 +112,17 @@ def _io_op(op, kind, x, out, col):
     a.i = col
 
 
+def _data_vars_read(program):
+    """The data variables (layers.data) that some op of ``program`` reads."""
+    cached = program.__dict__.get("_rill_data_read")
+    if cached is not None and cached[0] == program._version:
+        return cached[1]
+    data = set(n for n, v in program.global_block().vars.items() if v.is_data)
+    read = set(n for b in program.blocks for op in b.ops for n in op.input_arg_names if n in data)
+    program.__dict__["_rill_data_read"] = (program._version, read)
+    return read
+
+
 class Executor(object):
     """Runs programs on ``place`` (CPUPlace, or CUDAPlace when a CUDA plugin is loaded)."""
 
@@ -150,6 +161,9 @@ class Executor(object):
         fetch_names = _names(fetch_list or [], "fetch_list")
         scope = global_scope() if scope is None else scope
         feed_names = list(feed.keys())
+        for name in _data_vars_read(program):
+            if name not in feed:
+                raise ValueError("feed %r (a data variable the program reads) is not given" % name)
         prepared = self._prepared(program, feed_names, fetch_names, feed_var_name, fetch_var_name)
         block = program.global_block()
         values = []

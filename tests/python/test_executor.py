@@ -1,0 +1,150 @@
+"""Executor.run: feeds, fetches, preparing once, errors, Ctrl-C, zero-copy feeds."""
+import signal
+import subprocess
+import sys
+import os
+
+import numpy as np
+import pytest
+
+import rill
+import rill.fluid as fluid
+from rill.fluid import layers
+
+
+def fit_a_line():
+    x = layers.data(name="x", shape=[13], dtype="float32")
+    y = layers.data(name="y", shape=[1], dtype="float32")
+    y_predict = layers.fc(input=x, size=1, act=None)
+    cost = layers.square_error_cost(input=y_predict, label=y)
+    avg_cost = layers.mean(cost)
+    return x, y, y_predict, avg_cost
+
+
+def test_fit_a_line_trains_to_the_true_weights(exe):
+    _, _, _, avg_cost = fit_a_line()
+    fluid.optimizer.SGD(learning_rate=0.01).minimize(avg_cost)
+    exe.run(fluid.default_startup_program())
+    rng = np.random.RandomState(0)
+    w = rng.randn(13, 1).astype("float32")
+    for _ in range(400):
+        xs = rng.randn(32, 13).astype("float32")
+        loss, = exe.run(fluid.default_main_program(), feed={"x": xs, "y": xs @ w + 0.5}, fetch_list=[avg_cost])
+    assert loss.shape == (1,) and loss[0] < 1e-3
+    np.testing.assert_allclose(fluid.fetch_var("fc_0.w_0"), w, atol=0.02)
+    np.testing.assert_allclose(fluid.fetch_var("fc_0.b_0"), [0.5], atol=0.02)
+    tensor = fluid.global_scope().find_var("fc_0.w_0").get_tensor()
+    assert tensor.shape() == [13, 1] and np.array(tensor).dtype == np.float32
+
+
+def test_prepares_once_per_program_version(exe):
+    x = layers.data(name="x", shape=[2], dtype="float32")
+    y = layers.scale(x, scale=3.0)
+    main = fluid.default_main_program()
+    a = np.ones((4, 2), "float32")
+    exe.run(main, feed={"x": a}, fetch_list=[y])
+    prepared = dict(main._rill_prepared)
+    out, = exe.run(main, feed={"x": a}, fetch_list=[y])
+    assert dict(main._rill_prepared) == prepared  # the same prepared program, reused
+    np.testing.assert_allclose(out, 3 * a)
+    z = layers.scale(y, scale=2.0)  # an edit: prepared again
+    out, = exe.run(main, feed={"x": a}, fetch_list=[z])
+    np.testing.assert_allclose(out, 6 * a)
+
+
+def test_feed_errors_name_the_variable(exe):
+    x = layers.data(name="x", shape=[3], dtype="float32")
+    y = layers.scale(x, scale=2.0)
+    with pytest.raises(rill.Error, match=r"feed 'x': the program declares fp32 \[-1, 3\], the value fed is fp32 \[2, 4\]") as e:
+        exe.run(feed={"x": np.ones((2, 4), "float32")}, fetch_list=[y])
+    assert isinstance(e.value, ValueError)
+    with pytest.raises(rill.Error, match="fp64|float64|dtype"):
+        exe.run(feed={"x": np.ones((2, 3), "float64")}, fetch_list=[y])
+    with pytest.raises(ValueError, match="feed 'x' .* is not given"):
+        exe.run(feed={}, fetch_list=[y])
+    with pytest.raises(LookupError, match="no variable"):
+        exe.run(feed={"x": np.ones((1, 3), "float32"), "nope": np.ones(3, "float32")}, fetch_list=[y])
+    with pytest.raises(TypeError):
+        exe.run(feed=[1, 2], fetch_list=[y])
+    out, = exe.run(feed={"x": [[1, 2, 3]]}, fetch_list=[y])  # a list takes the declared dtype
+    np.testing.assert_allclose(out, [[2, 4, 6]])
+
+
+def test_runtime_error_names_block_and_op(exe):
+    a = layers.data(name="a", shape=[3], dtype="float32")
+    b = layers.data(name="b", shape=[5], dtype="float32")
+    out = layers.mul(a, b)
+    with pytest.raises(rill.Error, match=r"block 0, op \d+ \(mul"):
+        exe.run(feed={"a": np.ones((2, 3), "float32"), "b": np.ones((2, 5), "float32")}, fetch_list=[out])
+
+
+def aligned(shape, dtype=np.float32):
+    """An array whose data is 64-byte aligned (what Rill borrows without copying)."""
+    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    raw = np.empty(n + 64, np.uint8)
+    offset = (-raw.ctypes.data) % 64
+    return raw[offset:offset + n].view(dtype).reshape(shape)
+
+
+def test_fed_arrays_are_never_written(exe):
+    x = layers.data(name="x", shape=[16], dtype="float32")
+    # sgd writes ParamOut = Param in place: here the parameter is the fed array itself.
+    lr = layers.fill_constant(shape=[1], dtype="float32", value=1.0)
+    block = fluid.default_main_program().global_block()
+    block.append_op(type="sgd", inputs={"Param": x, "Grad": x, "LearningRate": lr}, outputs={"ParamOut": x})
+    for feed in (aligned((4, 16)), np.ones((4, 16), "float32")[:, :]):
+        feed[...] = 1.0
+        out, = exe.run(feed={"x": feed}, fetch_list=[x])
+        np.testing.assert_array_equal(out, np.zeros((4, 16), "float32"))
+        np.testing.assert_array_equal(feed, np.ones((4, 16), "float32"))
+
+
+def test_scope_guard_and_lod_tensor(exe):
+    x = layers.create_global_var(shape=[2], value=7.0, dtype="float32", persistable=True, name="g")
+    scope = fluid.core.Scope()
+    with fluid.scope_guard(scope):
+        exe.run(fluid.default_startup_program())
+        assert fluid.global_scope() is scope
+        np.testing.assert_array_equal(fluid.fetch_var("g"), [7, 7])
+    assert fluid.global_scope().find_var("g") is None
+    t = fluid.LoDTensor()
+    t.set(np.arange(6, dtype="float32").reshape(2, 3), fluid.CPUPlace())
+    t.set_lod([[0, 1, 2]])
+    assert t.shape() == [2, 3] and t.lod() == [[0, 1, 2]]
+    y = layers.data(name="y", shape=[3], dtype="float32")
+    out, = exe.run(feed={"y": t}, fetch_list=[layers.scale(y, scale=2.0)])
+    np.testing.assert_array_equal(out, 2 * np.arange(6).reshape(2, 3))
+    assert x.name == "g"
+
+
+INTERRUPT = r'''
+import sys
+import rill.fluid as fluid
+from rill.fluid import layers
+i = layers.fill_constant(shape=[1], dtype="int64", value=0)
+cond = layers.fill_constant(shape=[1], dtype="bool", value=True)
+loop = fluid.While(cond=cond)
+with loop.block():
+    layers.Print(i, first_n=1, message="looping")
+    layers.increment(i, in_place=True)
+try:
+    fluid.Executor(fluid.CPUPlace()).run(fetch_list=[i])
+except KeyboardInterrupt:
+    print("KeyboardInterrupt caught", flush=True)
+    sys.exit(3)
+'''
+
+
+def test_ctrl_c_stops_a_run_with_keyboard_interrupt():
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=dict(os.environ))
+    try:
+        for line in proc.stdout:  # waits until the loop has started
+            if "looping" in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 3, rest
+    assert "KeyboardInterrupt caught" in rest

@@ -1,0 +1,156 @@
+"""rill.fluid.framework, unique_name, layer_helper, param_attr, initializer: programs as
+Fluid builds them."""
+import pytest
+
+import rill
+import rill.fluid as fluid
+from rill.fluid import core, layers, unique_name
+from rill.fluid.layer_helper import LayerHelper
+from rill.proto import framework_pb2
+
+
+def test_program_blocks_and_guard():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        assert fluid.default_main_program() is main
+        assert fluid.default_startup_program() is startup
+        x = layers.data(name="x", shape=[3], dtype="float32")
+        assert x.shape == (-1, 3) and x.dtype == core.VarDesc.VarType.FP32 and x.stop_gradient
+    assert fluid.default_main_program() is not main
+    assert main.global_block().var("x") is x
+    sub = main.create_block()
+    assert sub.idx == 1 and sub.parent_idx == 0 and main.current_block() is sub
+    main.rollback()
+    assert main.current_block().idx == 0 and main.num_blocks == 2
+
+
+def test_variable_flags_and_create_var_twice():
+    block = fluid.default_main_program().global_block()
+    v = block.create_var(name="v", shape=[2, 3], dtype="float32")
+    assert not v.persistable
+    v.persistable = True
+    assert v.persistable
+    again = block.create_var(name="v", dtype="float32")
+    assert again is v and again.shape == (2, 3)
+    with pytest.raises(ValueError, match="declared with shape"):
+        block.create_var(name="v", shape=[4])
+    with pytest.raises(ValueError, match="declared as FP32, now INT64"):
+        block.create_var(name="v", dtype="int64")
+
+
+def test_unique_names_follow_fluid():
+    x = layers.data(name="x", shape=[4], dtype="float32")
+    layers.fc(input=x, size=2)
+    layers.fc(input=x, size=2, act="relu")
+    names = [v.name for v in fluid.default_main_program().global_block().vars.values()]
+    assert names == ["x", "fc_0.w_0", "fc_0.tmp_0", "fc_0.b_0", "fc_0.tmp_1", "fc_1.w_0", "fc_1.tmp_0",
+                     "fc_1.b_0", "fc_1.tmp_1", "fc_1.tmp_2"]
+    with unique_name.guard():
+        assert unique_name.generate("fc") == "fc_0"
+    with unique_name.guard("pre_"):
+        assert unique_name.generate("fc") == "pre_fc_0"
+
+
+def test_fc_writes_fluids_ops_and_startup():
+    x = layers.data(name="x", shape=[13], dtype="float32")
+    y = layers.fc(input=x, size=1, act="relu")
+    ops = fluid.default_main_program().global_block().ops
+    assert [op.type for op in ops] == ["mul", "elementwise_add", "relu"]
+    assert ops[0].input("X") == ["x"] and ops[0].input("Y") == ["fc_0.w_0"]
+    assert ops[0].attr("x_num_col_dims") == 1 and ops[0].attr("y_num_col_dims") == 1
+    assert ops[1].attr("axis") == 1 and ops[2].output("Out") == [y.name]
+    assert y.shape == (-1, 1)
+    startup = fluid.default_startup_program().global_block()
+    assert sorted(op.type for op in startup.ops) == ["fill_constant", "uniform_random"]
+    w = fluid.default_main_program().global_block().var("fc_0.w_0")
+    assert isinstance(w, fluid.Parameter) and w.persistable and w.trainable and w.shape == (13, 1)
+
+
+def test_attribute_types_follow_the_schema():
+    x = layers.data(name="x", shape=[2], dtype="float32")
+    layers.fill_constant(shape=[1], dtype="int64", value=3)
+    helper = LayerHelper("scale")
+    out = helper.create_tmp_variable("float32")
+    helper.append_op(type="scale", inputs={"X": x}, outputs={"Out": out}, attrs={"scale": 2})
+    desc = fluid.default_main_program().desc
+    attrs = {a.name: a for op in desc.blocks[0].ops for a in op.attrs}
+    assert attrs["scale"].type == framework_pb2.FLOAT and attrs["scale"].f == 2.0
+    assert attrs["shape"].type == framework_pb2.INTS and list(attrs["shape"].ints) == [1]
+    assert attrs["dtype"].type == framework_pb2.INT and attrs["dtype"].i == core.VarDesc.VarType.INT64
+
+
+def test_unknown_op_and_slot_are_clear_errors():
+    helper = LayerHelper("nope")
+    with pytest.raises(rill.Error, match="no_such_op") as e:
+        helper.append_op(type="no_such_op", inputs={}, outputs={})
+    assert isinstance(e.value, LookupError)
+    x = layers.data(name="x", shape=[2], dtype="float32")
+    with pytest.raises(ValueError, match="op relu has no input slot 'Input'"):
+        helper.append_op(type="relu", inputs={"Input": x}, outputs={"Out": x})
+    with pytest.raises(ValueError, match="takes one variable, got 2"):
+        helper.append_op(type="relu", inputs={"X": [x, x]}, outputs={"Out": x})
+
+
+def test_clone_for_test_and_serialization_round_trip():
+    img = layers.data(name="img", shape=[1, 8, 8], dtype="float32")
+    y = layers.batch_norm(layers.dropout(img, dropout_prob=0.5))
+    main = fluid.default_main_program()
+    test_prog = main.clone(for_test=True)
+    is_test = {op.type: op.attr("is_test") for op in test_prog.global_block().ops}
+    assert is_test == {"dropout": True, "batch_norm": True}
+    assert main.global_block().ops[0].attr("is_test") is False
+    assert isinstance(test_prog.global_block().var("batch_norm_0.w_0"), fluid.Parameter)
+    again = fluid.Program.parse_from_string(main.serialize_to_string())
+    assert again.serialize_to_string() == main.serialize_to_string()
+    assert [op.type for op in again.global_block().ops] == ["dropout", "batch_norm"]
+    assert 'type: "batch_norm"' in str(main) and y.name in str(main)
+
+
+def test_version_changes_with_every_edit():
+    main = fluid.default_main_program()
+    v0 = main._version
+    x = layers.data(name="x", shape=[2], dtype="float32")
+    v1 = main._version
+    assert v1 > v0
+    x.persistable = True
+    assert main._version > v1
+    desc = main.desc
+    assert main.desc is desc  # unchanged program: the same message
+
+
+def test_param_attr_and_initializers():
+    x = layers.data(name="x", shape=[4], dtype="float32")
+    layers.fc(input=x, size=3, param_attr=fluid.ParamAttr(name="w", initializer=fluid.initializer.Constant(0.5)),
+              bias_attr=False)
+    startup = fluid.default_startup_program().global_block().ops
+    assert [op.type for op in startup] == ["fill_constant"]
+    assert startup[0].attr("value") == 0.5 and startup[0].output("Out") == ["w"]
+    assert [op.type for op in fluid.default_main_program().global_block().ops] == ["mul"]
+
+
+def test_layers_shapes():
+    img = layers.data(name="img", shape=[3, 32, 32], dtype="float32")
+    c = layers.conv2d(img, num_filters=8, filter_size=5, stride=1, padding=2, act="relu")
+    assert c.shape == (-1, 8, 32, 32)
+    p = layers.pool2d(c, pool_size=2, pool_stride=2)
+    assert p.shape == (-1, 8, 16, 16)
+    g = layers.pool2d(p, pool_type="avg", global_pooling=True)
+    assert g.shape == (-1, 8, 1, 1)
+    r = layers.reshape(p, shape=[-1, 8 * 16 * 16])
+    assert r.shape == (-1, 2048)
+    t = layers.transpose(p, perm=[0, 2, 3, 1])
+    assert t.shape == (-1, 16, 16, 8)
+    a, b = layers.split(t, num_or_sections=2, dim=-1)
+    assert a.shape == (-1, 16, 16, 4)
+    assert layers.concat([a, b], axis=3).shape == (-1, 16, 16, 8)
+    assert layers.reduce_sum(t, dim=[1, 2]).shape == (-1, 8)
+    with pytest.raises(ValueError, match="not divisible by groups"):
+        layers.conv2d(img, num_filters=4, filter_size=3, groups=2)
+    with pytest.raises(ValueError, match="pool_type"):
+        layers.pool2d(c, pool_size=2, pool_type="median")
+
+
+def test_plugins_are_listed():
+    names = [p["name"] for p in rill.plugins()]
+    assert "math" in names and "csp" in names
+    assert core.is_compiled_with_cuda() in (True, False)

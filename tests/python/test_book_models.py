@@ -1,0 +1,117 @@
+"""recognize_digits (Paddle book chapter 2), the MLP and the conv net, written as the book
+writes them, trained on synthetic digits to an accuracy, saved with
+save_inference_model, loaded back, and served by `rill run DIR`."""
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import rill.fluid as fluid
+from conftest import rill_binary
+
+SIZE = 16  # images are 1 x SIZE x SIZE: small enough to train in seconds
+CLASSES = 10
+
+
+def synthetic_digits(n, seed):
+    """Ten fixed random prototypes (4x4 grids of 4x4-pixel blocks, so strokes rather than
+    pixel noise); an example is its class's prototype plus noise."""
+    blocks = np.random.RandomState(1234).rand(CLASSES, 1, SIZE // 4, SIZE // 4)
+    prototypes = np.kron(blocks, np.ones((4, 4))).astype("float32")
+    rng = np.random.RandomState(seed)
+    labels = rng.randint(0, CLASSES, size=(n, 1)).astype("int64")
+    images = prototypes[labels[:, 0]] + 0.5 * rng.randn(n, 1, SIZE, SIZE).astype("float32")
+    return images, labels
+
+
+def mlp(img):
+    hidden = fluid.layers.fc(input=img, size=64, act="tanh")
+    hidden = fluid.layers.fc(input=hidden, size=64, act="tanh")
+    return fluid.layers.fc(input=hidden, size=CLASSES, act="softmax")
+
+
+def conv_net(img):
+    conv_pool_1 = fluid.nets.simple_img_conv_pool(input=img, filter_size=5, num_filters=8, pool_size=2,
+                                                  pool_stride=2, act="relu")
+    conv_pool_1 = fluid.layers.batch_norm(conv_pool_1)
+    conv_pool_2 = fluid.nets.simple_img_conv_pool(input=conv_pool_1, filter_size=3, num_filters=16, pool_size=2,
+                                                  pool_stride=2, act="relu")
+    return fluid.layers.fc(input=conv_pool_2, size=CLASSES, act="softmax")
+
+
+def train(net, exe, passes):
+    img = fluid.layers.data(name="img", shape=[1, SIZE, SIZE], dtype="float32")
+    label = fluid.layers.data(name="label", shape=[1], dtype="int64")
+    prediction = net(img)
+    loss = fluid.layers.cross_entropy(input=prediction, label=label)
+    avg_loss = fluid.layers.mean(loss)
+    acc = fluid.layers.accuracy(input=prediction, label=label)
+    test_program = fluid.default_main_program().clone(for_test=True)
+    fluid.optimizer.Adam(learning_rate=0.005).minimize(avg_loss)
+    exe.run(fluid.default_startup_program())
+    feeder = fluid.DataFeeder(feed_list=[img, label], place=fluid.CPUPlace())
+    images, labels = synthetic_digits(1024, seed=1)
+    for _ in range(passes):
+        for start in range(0, len(images), 64):
+            batch = list(zip(images[start:start + 64], labels[start:start + 64]))
+            exe.run(fluid.default_main_program(), feed=feeder.feed(batch), fetch_list=[avg_loss, acc])
+    test_images, test_labels = synthetic_digits(512, seed=2)
+    accuracy, = exe.run(test_program, feed={"img": test_images, "label": test_labels}, fetch_list=[acc])
+    return prediction, test_program, float(accuracy[0])
+
+
+def serve(tmp_path, prediction, exe, test_program):
+    """save_inference_model, load_inference_model and `rill run DIR` give the trained net's
+    predictions."""
+    model_dir = str(tmp_path / "model")
+    fluid.io.save_inference_model(model_dir, ["img"], [prediction], exe)
+    assert os.path.exists(os.path.join(model_dir, "__model__"))
+    images, _ = synthetic_digits(8, seed=3)
+    expected, = exe.run(test_program, feed={"img": images, "label": np.zeros((8, 1), "int64")},
+                        fetch_list=[prediction])
+    with fluid.scope_guard(fluid.core.Scope()):
+        program, feed_names, fetch_targets = fluid.io.load_inference_model(model_dir, exe)
+        assert feed_names == ["img"] and [t.name for t in fetch_targets] == [prediction.name]
+        got, = exe.run(program, feed={"img": images}, fetch_list=fetch_targets)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    np.save(str(tmp_path / "img.npy"), images)
+    out_dir = tmp_path / "out"
+    subprocess.run([rill_binary(), "run", model_dir, "--feed", "img=%s" % (tmp_path / "img.npy"), "--save",
+                    str(out_dir)], check=True, capture_output=True, timeout=120)
+    served = np.load(str(out_dir / (prediction.name + ".npy")))
+    np.testing.assert_allclose(served, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_recognize_digits_mlp(exe, tmp_path):
+    prediction, test_program, accuracy = train(mlp, exe, passes=3)
+    assert accuracy >= 0.9
+    serve(tmp_path, prediction, exe, test_program)
+
+
+def test_recognize_digits_conv(exe, tmp_path):
+    prediction, test_program, accuracy = train(conv_net, exe, passes=3)
+    assert accuracy >= 0.9
+    ops = [op.type for op in fluid.default_main_program().global_block().ops]
+    assert ops[:8] == ["conv2d", "elementwise_add", "relu", "pool2d", "batch_norm", "conv2d", "elementwise_add",
+                       "relu"]
+    serve(tmp_path, prediction, exe, test_program)
+
+
+def test_save_and_load_params_in_both_layouts(exe, tmp_path):
+    img = fluid.layers.data(name="img", shape=[4], dtype="float32")
+    fluid.layers.fc(input=img, size=3)
+    exe.run(fluid.default_startup_program())
+    before = {n: fluid.fetch_var(n) for n in ("fc_0.w_0", "fc_0.b_0")}
+    fluid.io.save_params(exe, str(tmp_path / "separate"))
+    fluid.io.save_persistables(exe, str(tmp_path / "combined"), filename="params")
+    assert sorted(os.listdir(tmp_path / "separate")) == ["fc_0.b_0", "fc_0.w_0"]
+    assert os.listdir(tmp_path / "combined") == ["params"]
+    for dirname, filename in (("separate", None), ("combined", "params")):
+        with fluid.scope_guard(fluid.core.Scope()):
+            fluid.io.load_params(exe, str(tmp_path / dirname), fluid.default_main_program(), filename=filename)
+            for n, v in before.items():
+                np.testing.assert_array_equal(fluid.fetch_var(n), v)
+    with pytest.raises(Exception, match="fc_0"):
+        with fluid.scope_guard(fluid.core.Scope()):
+            fluid.io.load_params(exe, str(tmp_path / "nowhere"), fluid.default_main_program())

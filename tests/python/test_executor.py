@@ -43,13 +43,17 @@ def test_prepares_once_per_program_version(exe):
     main = fluid.default_main_program()
     a = np.ones((4, 2), "float32")
     exe.run(main, feed={"x": a}, fetch_list=[y])
-    prepared = dict(main._rill_prepared)
+    prepared = [entry[2] for entry in exe._cache.values()]
     out, = exe.run(main, feed={"x": a}, fetch_list=[y])
-    assert dict(main._rill_prepared) == prepared  # the same prepared program, reused
+    assert [entry[2] for entry in exe._cache.values()] == prepared  # the same prepared program, reused
     np.testing.assert_allclose(out, 3 * a)
     z = layers.scale(y, scale=2.0)  # an edit: prepared again
     out, = exe.run(main, feed={"x": a}, fetch_list=[z])
     np.testing.assert_allclose(out, 6 * a)
+    exe.close()
+    assert not exe._cache
+    with pytest.raises(RuntimeError, match="closed"):
+        exe.run(main, feed={"x": a}, fetch_list=[z])
 
 
 def test_feed_errors_name_the_variable(exe):
@@ -148,3 +152,23 @@ def test_ctrl_c_stops_a_run_with_keyboard_interrupt():
         proc.kill()
     assert proc.returncode == 3, rest
     assert "KeyboardInterrupt caught" in rest
+
+
+def test_the_gil_is_released_while_a_program_runs(exe):
+    import threading
+    i = layers.fill_constant(shape=[1], dtype="int64", value=0)
+    n = layers.fill_constant(shape=[1], dtype="int64", value=300000)
+    cond = layers.less_than(i, n)
+    loop = fluid.While(cond=cond)
+    with loop.block():
+        layers.increment(i, in_place=True)
+        layers.less_than(i, n, cond=cond)
+    result = {}
+    runner = threading.Thread(target=lambda: result.update(out=exe.run(fetch_list=[i])))
+    runner.start()
+    spins = 0
+    while runner.is_alive():  # runs Python only while the run does not hold the GIL
+        spins += 1
+    runner.join()
+    assert result["out"][0].tolist() == [300000]
+    assert spins > 10

@@ -131,21 +131,25 @@ class Executor(object):
         if isinstance(self.place, core.CUDAPlace) and not core.is_compiled_with_cuda():
             raise RuntimeError("CUDAPlace: no loaded plugin drives a CUDA device that is present")
         self._closed = False
+        # (id(program), feed names, fetch names, holder names) -> (program, version, prepared)
+        self._cache = {}
 
     def close(self):
+        """Drops every program this executor prepared, which ends what their ops hold: a
+        trainer's send op tells its pservers it is done. The executor runs nothing after."""
         self._closed = True
+        self._cache.clear()
 
     def _prepared(self, program, feed_names, fetch_names, feed_var_name, fetch_var_name):
-        cache = program.__dict__.setdefault("_rill_prepared", {})
-        key = (tuple(feed_names), tuple(fetch_names), feed_var_name, fetch_var_name,
-               isinstance(self.place, core.CUDAPlace))
-        entry = cache.get(key)
-        if entry is not None and entry[0] == program._version:
-            return entry[1]
+        key = (id(program), tuple(feed_names), tuple(fetch_names), feed_var_name, fetch_var_name)
+        entry = self._cache.get(key)
+        if entry is not None and entry[0] is program and entry[1] == program._version:
+            return entry[2]
         desc = _with_feed_fetch(program.desc, feed_names, fetch_names, feed_var_name, fetch_var_name)
         device = getattr(self.place, "device_id", 0) if isinstance(self.place, core.CUDAPlace) else -1
         prepared = _rill.PreparedProgram(desc.SerializeToString(), _workers(), device)
-        cache[key] = (program._version, prepared)
+        # The entry keeps the program alive, so its id names no other program while cached.
+        self._cache[key] = (program, program._version, prepared)
         return prepared
 
     def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed", fetch_var_name="fetch",

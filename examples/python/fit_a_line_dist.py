@@ -1,0 +1,80 @@
+"""fit_a_line as parameter-server training, written as Fluid's distributed scripts were:
+one script, its role chosen by the command line. DistributeTranspiler splits the training
+program into trainer and pserver programs; `--transport` picks the plugin's ops (grpc or
+mpi). Parameters start at 0 so that runs can be compared.
+
+    python3 fit_a_line_dist.py pserver ENDPOINT --pservers E0,E1 --trainers 2
+    python3 fit_a_line_dist.py trainer ID --pservers E0,E1 --trainers 2 --out w_ID.npy
+    python3 fit_a_line_dist.py single --trainers 2 --out w.npy    # the same steps in one process
+
+Trainer ID trains on shard ID of the data (64 rows each, the same every step), the single
+process on all shards at once: with equal shards, sync training averages the trainers'
+gradients into exactly the single process's.
+"""
+import argparse
+import os
+
+import numpy as np
+
+import rill.fluid as fluid
+
+STEPS = 50
+
+
+def shard(i):
+    rng = np.random.RandomState(100 + i)
+    w_true = np.random.RandomState(7).randn(13, 1).astype("float32")
+    x = rng.randn(64, 13).astype("float32")
+    return x, x @ w_true + 0.5
+
+
+def build():
+    x = fluid.layers.data(name="x", shape=[13], dtype="float32")
+    y = fluid.layers.data(name="y", shape=[1], dtype="float32")
+    zero = fluid.ParamAttr(initializer=fluid.initializer.Constant(0.0))
+    y_predict = fluid.layers.fc(input=x, size=1, act=None, param_attr=zero, bias_attr=zero)
+    avg_cost = fluid.layers.mean(fluid.layers.square_error_cost(input=y_predict, label=y))
+    fluid.optimizer.SGD(learning_rate=0.1).minimize(avg_cost)
+    return avg_cost
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("role", choices=["pserver", "trainer", "single"])
+    parser.add_argument("who", nargs="?", default="")
+    parser.add_argument("--pservers", default="")
+    parser.add_argument("--trainers", type=int, default=2)
+    parser.add_argument("--transport", default="grpc")
+    parser.add_argument("--out", default="")
+    args = parser.parse_args()
+    avg_cost = build()
+    exe = fluid.Executor(fluid.CPUPlace())
+    if args.role == "single":
+        exe.run(fluid.default_startup_program())
+        shards = [shard(i) for i in range(args.trainers)]
+        x = np.concatenate([s[0] for s in shards])
+        y = np.concatenate([s[1] for s in shards])
+        for _ in range(STEPS):
+            exe.run(feed={"x": x, "y": y}, fetch_list=[avg_cost])
+        np.save(args.out, fluid.fetch_var("fc_0.w_0"))
+        return
+    t = fluid.DistributeTranspiler(transport=args.transport)
+    trainer_id = int(args.who) if args.role == "trainer" else 0
+    t.transpile(trainer_id, pservers=args.pservers, trainers=args.trainers)
+    if args.role == "pserver":
+        exe.run(t.get_startup_program(args.who))
+        exe.run(t.get_pserver_program(args.who))  # serves until every trainer is done
+        return
+    os.environ["RILL_TRAINER_ID"] = str(trainer_id)
+    exe.run(t.get_trainer_startup_program())
+    trainer_program = t.get_trainer_program()
+    x, y = shard(trainer_id)
+    for _ in range(STEPS):
+        loss, = exe.run(trainer_program, feed={"x": x, "y": y}, fetch_list=[avg_cost])
+    np.save(args.out, fluid.fetch_var("fc_0.w_0"))
+    print("trainer %d: loss %.6f" % (trainer_id, loss[0]))
+    exe.close()  # tells the pservers this trainer is done
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""A transpiled job: examples/python/fit_a_line_dist.py as 2 pservers and 2 trainers (four
+Python processes on loopback, over gRPC) trains to the same weights as the same steps in
+one process."""
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import rill.fluid as fluid
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python", "fit_a_line_dist.py")
+
+
+def free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def has_grpc():
+    return any(p["name"] == "dist_grpc" for p in __import__("rill").plugins())
+
+
+@pytest.mark.skipif(not has_grpc(), reason="the dist_grpc plugin is not built (no gRPC)")
+def test_two_pservers_two_trainers_match_one_process(tmp_path):
+    endpoints = ",".join("127.0.0.1:%d" % p for p in free_ports(2))
+    env = dict(os.environ, RILL_RPC_DEADLINE_MS="60000")
+    common = ["--pservers", endpoints, "--trainers", "2"]
+    procs = []
+    for e in endpoints.split(","):
+        procs.append(subprocess.Popen([sys.executable, SCRIPT, "pserver", e] + common, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    for t in range(2):
+        procs.append(subprocess.Popen([sys.executable, SCRIPT, "trainer", str(t)] + common +
+                                      ["--out", str(tmp_path / ("w_%d.npy" % t))], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outputs = []
+    try:
+        for p in procs:
+            out, _ = p.communicate(timeout=240)
+            outputs.append(out)
+    finally:
+        for p in procs:
+            p.kill()
+    for p, out in zip(procs, outputs):
+        assert p.returncode == 0, out
+    single = subprocess.run([sys.executable, SCRIPT, "single", "--trainers", "2", "--out",
+                             str(tmp_path / "w.npy")], capture_output=True, text=True, timeout=120)
+    assert single.returncode == 0, single.stderr
+    w = np.load(str(tmp_path / "w.npy"))
+    for t in range(2):
+        np.testing.assert_allclose(np.load(str(tmp_path / ("w_%d.npy" % t))), w, rtol=1e-4, atol=1e-5)
+    assert np.abs(w).max() > 0.1  # it trained
+
+
+def test_transpiler_programs():
+    x = fluid.layers.data(name="x", shape=[13], dtype="float32")
+    y = fluid.layers.data(name="y", shape=[1], dtype="float32")
+    cost = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(input=x, size=1), y))
+    fluid.optimizer.SGD(learning_rate=0.1).minimize(cost)
+    for transport, serve in (("grpc", "listen_and_serv"), ("mpi", "listen_and_serv_mpi")):
+        t = fluid.DistributeTranspiler(transport=transport)
+        t.transpile(0, pservers="127.0.0.1:6170,127.0.0.1:6171", trainers=2)
+        trainer_ops = [op.type for op in t.get_trainer_program().global_block().ops]
+        assert "sgd" not in trainer_ops and trainer_ops[-1].startswith("send")
+        ps = [t.get_pserver_program(e) for e in ("127.0.0.1:6170", "127.0.0.1:6171")]
+        assert all(p.global_block().ops[-1].type == serve for p in ps)
+        optimize = [op.type for p in ps for b in p.blocks[1:] for op in b.ops]
+        assert optimize.count("sgd") == 2  # one parameter on each pserver
+        assert t.get_startup_program("127.0.0.1:6170").global_block().ops
+    with pytest.raises(ValueError, match="not one of the pservers"):
+        t.get_pserver_program("127.0.0.1:1")
+    with pytest.raises(ValueError, match="transport"):
+        fluid.DistributeTranspiler(transport="carrier-pigeon")

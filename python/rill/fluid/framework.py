@@ -150,9 +150,8 @@ class Variable(object):
 
     def _to_desc(self, desc):
         desc.name = self._name
+        desc.persistable = self.persistable
         desc.type.type = self.type
-        if self.persistable:
-            desc.persistable = True
         if self.type in (VarType.LOD_TENSOR, VarType.SELECTED_ROWS, VarType.LOD_TENSOR_ARRAY):
             tensor = {VarType.LOD_TENSOR: lambda: desc.type.lod_tensor.tensor,
                       VarType.SELECTED_ROWS: lambda: desc.type.selected_rows,
@@ -598,6 +597,7 @@ class Program(object):
         version, desc = self._desc_cache
         if version != self._version:
             desc = framework_pb2.ProgramDesc()
+            desc.version.version = 0
             for b in self.blocks:
                 b._to_desc(desc.blocks.add())
             self._desc_cache = (self._version, desc)

@@ -4,7 +4,7 @@ The gradient ops come from each op's schema; gradients are named "v@GRAD". Param
 the trainable Parameters of the global block unless ``parameter_list`` names them.
 """
 from rill import _rill
-from rill.fluid.framework import GRAD_VAR_SUFFIX as GRAD_SUFFIX, Parameter
+from rill.fluid.framework import GRAD_VAR_SUFFIX as GRAD_SUFFIX, Parameter, VarType
 
 __all__ = ["append_backward"]
 
@@ -33,14 +33,18 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None)
 
 def _declare_gradients(block):
     """Declares every gradient the pass writes and the block does not declare, shaped and
-    typed like its variable ("w@GRAD" and "w@GRAD@RENAME@k" like "w")."""
+    typed like its variable ("w@GRAD" and "w@GRAD@RENAME@k" like "w"), except that a sparse
+    lookup's table gradient is SelectedRows (Fluid's lookup_table_grad var type)."""
     for op in block.ops:
-        for name in op.output_arg_names:
-            if block._find_var_recursive(name) is not None or GRAD_SUFFIX not in name:
-                continue
-            base = block._find_var_recursive(name.split(GRAD_SUFFIX)[0])
-            if base is None:
-                block.create_var(name=name)
-            else:
+        for slot, names in op.outputs.items():
+            for name in names:
+                if block._find_var_recursive(name) is not None or GRAD_SUFFIX not in name:
+                    continue
+                base = block._find_var_recursive(name.split(GRAD_SUFFIX)[0])
+                sparse = op.attrs.get("is_sparse") is True and slot == "W" + GRAD_SUFFIX
+                if base is None:
+                    block.create_var(name=name)
+                    continue
                 block.create_var(name=name, shape=base.shape if base._shape is not None else None,
-                                 dtype=base.dtype, lod_level=base.lod_level)
+                                 dtype=base.dtype, lod_level=base.lod_level,
+                                 type=VarType.SELECTED_ROWS if sparse else base.type)

@@ -208,10 +208,10 @@ class Operator(object):
         self.block = block
         if type is None:
             raise ValueError("an op needs a type")
+        self.type = type
         schema = _rill.op_schema(type)
         if schema is None:
             raise NotFoundError(_rill.unknown_op_message(type), 2)
-        self.type = type
         self._schema = schema
         self.inputs = self._slots(inputs, schema["inputs"], "input")
         self.outputs = self._slots(outputs, schema["outputs"], "output")

@@ -1,0 +1,182 @@
+"""fluid.layers run: each layer's values against numpy."""
+import numpy as np
+import pytest
+
+import rill.fluid as fluid
+from rill.fluid import layers
+
+RNG = np.random.RandomState(0)
+
+
+def run(exe, fetch, feed=None):
+    exe.run(fluid.default_startup_program())
+    return exe.run(feed=feed or {}, fetch_list=fetch)
+
+
+def test_tensor_layers(exe):
+    x = layers.data(name="x", shape=[2, 3], dtype="float32")
+    outs = [
+        layers.fill_constant(shape=[2, 2], dtype="int64", value=7),
+        layers.zeros(shape=[3], dtype="float32"),
+        layers.ones(shape=[1, 2], dtype="float64"),
+        layers.cast(x, "int32"),
+        layers.concat([x, x], axis=1),
+        layers.assign(x),
+        layers.sums([x, x, x]),
+        layers.argmax(x, axis=2),
+    ]
+    a, b = layers.split(x, num_or_sections=[1, 2], dim=2)
+    xs = RNG.randn(4, 2, 3).astype("float32") * 3
+    got = run(exe, outs + [a, b], {"x": xs})
+    np.testing.assert_array_equal(got[0], np.full((2, 2), 7, "int64"))
+    np.testing.assert_array_equal(got[1], np.zeros(3, "float32"))
+    assert got[2].dtype == np.float64 and got[2].tolist() == [[1.0, 1.0]]
+    np.testing.assert_array_equal(got[3], xs.astype("int32"))
+    np.testing.assert_array_equal(got[4], np.concatenate([xs, xs], axis=1))
+    np.testing.assert_array_equal(got[5], xs)
+    np.testing.assert_allclose(got[6], 3 * xs, rtol=1e-6)
+    np.testing.assert_array_equal(got[7], np.argmax(xs, axis=2))
+    np.testing.assert_array_equal(got[8], xs[:, :, :1])
+    np.testing.assert_array_equal(got[9], xs[:, :, 1:])
+
+
+def test_math_layers(exe):
+    x = layers.data(name="x", shape=[3, 4], dtype="float32")
+    y = layers.data(name="y", shape=[4], dtype="float32", append_batch_size=False)
+    xs = RNG.rand(2, 3, 4).astype("float32") + 0.5
+    ys = RNG.rand(4).astype("float32") + 0.5
+    cases = [
+        (layers.elementwise_add(x, y), xs + ys), (layers.elementwise_sub(x, y), xs - ys),
+        (layers.elementwise_mul(x, y), xs * ys), (layers.elementwise_div(x, y), xs / ys),
+        (layers.elementwise_max(x, y), np.maximum(xs, ys)), (layers.elementwise_min(x, y), np.minimum(xs, ys)),
+        (layers.elementwise_pow(x, y), xs ** ys),
+        (layers.mean(x), [xs.mean()]), (layers.reduce_sum(x, dim=1), xs.sum(1)),
+        (layers.reduce_mean(x, dim=[1, 2], keep_dim=True), xs.mean((1, 2), keepdims=True)),
+        (layers.reduce_max(x), [xs.max()]), (layers.reduce_max(x, dim=-1), xs.max(-1)),
+        (layers.scale(x, scale=2.0, bias=1.0), 2 * xs + 1), (layers.clip(x, min=0.7, max=1.2), np.clip(xs, 0.7, 1.2)),
+        (layers.relu(layers.scale(x, bias=-1.0)), np.maximum(xs - 1, 0)),
+        (layers.sigmoid(x), 1 / (1 + np.exp(-xs))), (layers.tanh(x), np.tanh(xs)), (layers.exp(x), np.exp(xs)),
+        (layers.log(x), np.log(xs)), (layers.sqrt(x), np.sqrt(xs)), (layers.abs(x), np.abs(xs)),
+        (layers.square(x), xs ** 2), (layers.softmax(x), np.exp(xs) / np.exp(xs).sum(-1, keepdims=True)),
+        (layers.reshape(x, shape=[0, 12]), xs.reshape(2, 12)), (layers.transpose(x, perm=[0, 2, 1]),
+                                                              xs.transpose(0, 2, 1)),
+        (layers.matmul(x, x, transpose_y=True), xs @ xs.transpose(0, 2, 1)),
+        (layers.relu6(layers.scale(x, scale=10.0)), np.clip(10 * xs, 0, 6)),
+        (layers.leaky_relu(layers.scale(x, bias=-1.0), alpha=0.1), np.where(xs > 1, xs - 1, 0.1 * (xs - 1))),
+    ]
+    got = run(exe, [c[0] for c in cases], {"x": xs, "y": ys})
+    for (var, want), value in zip(cases, got):
+        np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-6, err_msg=var.name)
+
+
+def test_comparisons_and_logic(exe):
+    a = layers.data(name="a", shape=[3], dtype="int64", append_batch_size=False)
+    b = layers.data(name="b", shape=[3], dtype="int64", append_batch_size=False)
+    av, bv = np.array([1, 2, 3], "int64"), np.array([3, 2, 1], "int64")
+    lt, le, gt = layers.less_than(a, b), layers.less_equal(a, b), layers.greater_than(a, b)
+    cases = [(lt, av < bv), (le, av <= bv), (gt, av > bv), (layers.greater_equal(a, b), av >= bv),
+             (layers.equal(a, b), av == bv), (layers.not_equal(a, b), av != bv),
+             (layers.logical_and(lt, le), (av < bv) & (av <= bv)), (layers.logical_or(lt, gt), av != bv),
+             (layers.logical_xor(lt, le), (av < bv) ^ (av <= bv)), (layers.logical_not(lt), ~(av < bv))]
+    got = run(exe, [c[0] for c in cases], {"a": av, "b": bv})
+    for (_, want), value in zip(cases, got):
+        np.testing.assert_array_equal(value, want)
+
+
+def test_while_and_increment_sum_below(exe):
+    i = layers.fill_constant(shape=[1], dtype="int64", value=0)
+    total = layers.fill_constant(shape=[1], dtype="int64", value=0)
+    limit = layers.fill_constant(shape=[1], dtype="int64", value=10)
+    cond = layers.less_than(i, limit)
+    loop = fluid.While(cond=cond)
+    with loop.block():
+        layers.sums([total, i], out=total)
+        layers.increment(i, in_place=True)
+        layers.less_than(i, limit, cond=cond)
+    got = run(exe, [total, i])
+    assert [g.tolist() for g in got] == [[45], [10]]
+    op = fluid.default_main_program().global_block().ops[-1]
+    assert op.type == "while" and op.input("Condition") == [cond.name]
+    with pytest.raises(TypeError, match="bool"):
+        fluid.While(cond=i)
+
+
+def test_conditional_block(exe):
+    flag = layers.data(name="flag", shape=[1], dtype="bool", append_batch_size=False)
+    out = layers.fill_constant(shape=[1], dtype="float32", value=0.0)
+    cb = layers.ConditionalBlock([flag], is_scalar_condition=True)
+    with cb.block():
+        layers.fill_constant(shape=[1], dtype="float32", value=5.0, out=out)
+    for given, want in ((True, 5.0), (False, 0.0)):
+        got, = exe.run(feed={"flag": np.array([given])}, fetch_list=[out])
+        assert got.tolist() == [want]
+
+
+def test_print(exe, capfd):
+    x = layers.fill_constant(shape=[2], dtype="float32", value=1.5)
+    assert layers.Print(x, message="the value") is x
+    run(exe, [x])
+    out = capfd.readouterr().out
+    assert "the value" in out and "1.5" in out
+
+
+def test_dropout_batch_norm_layer_norm_and_embedding(exe):
+    x = layers.data(name="x", shape=[4, 3, 3], dtype="float32")
+    ids = layers.data(name="ids", shape=[1], dtype="int64")
+    d = layers.dropout(x, dropout_prob=0.5, seed=1)
+    d_test = layers.dropout(x, dropout_prob=0.5, is_test=True)
+    bn = layers.batch_norm(x, epsilon=1e-5)
+    ln = layers.layer_norm(x, begin_norm_axis=1)
+    emb = layers.embedding(ids, size=[10, 4], param_attr=fluid.ParamAttr(
+        name="emb", initializer=fluid.initializer.Uniform(-1, 1, seed=3)))
+    xs = RNG.randn(2, 4, 3, 3).astype("float32")
+    idv = np.array([[3], [7]], "int64")
+    got = run(exe, [d, d_test, bn, ln, emb], {"x": xs, "ids": idv})
+    kept = got[0] != 0
+    np.testing.assert_allclose(got[0][kept], xs[kept], rtol=1e-6)  # Fluid's downgrade_in_infer: kept as is
+    assert 0 < kept.mean() < 1
+    np.testing.assert_allclose(got[1], xs * 0.5, rtol=1e-6)
+    mu, var = xs.mean((0, 2, 3), keepdims=True), xs.var((0, 2, 3), keepdims=True)
+    np.testing.assert_allclose(got[2], (xs - mu) / np.sqrt(var + 1e-5), rtol=1e-4, atol=1e-5)
+    flat = xs.reshape(2, -1)
+    ln_want = (flat - flat.mean(1, keepdims=True)) / np.sqrt(flat.var(1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(got[3], ln_want.reshape(xs.shape), rtol=1e-4, atol=1e-5)
+    table = fluid.fetch_var("emb")
+    np.testing.assert_array_equal(got[4], table[idv[:, 0]])
+
+
+def test_momentum_training(exe):
+    x = layers.data(name="x", shape=[3], dtype="float32")
+    y = layers.data(name="y", shape=[1], dtype="float32")
+    pred = layers.fc(input=x, size=1, bias_attr=False)
+    loss = layers.mean(layers.square_error_cost(pred, y))
+    fluid.optimizer.Momentum(learning_rate=0.05, momentum=0.9, use_nesterov=True).minimize(loss)
+    op = [op for op in fluid.default_main_program().global_block().ops if op.type == "momentum"][0]
+    assert op.attr("mu") == 0.9 and op.attr("use_nesterov") is True and op.input("Velocity") == ["velocity_0"]
+    exe.run(fluid.default_startup_program())
+    w = np.array([[1.0], [-2.0], [0.5]], "float32")
+    for _ in range(200):
+        xs = RNG.randn(16, 3).astype("float32")
+        exe.run(feed={"x": xs, "y": xs @ w}, fetch_list=[loss])
+    np.testing.assert_allclose(fluid.fetch_var("fc_0.w_0"), w, atol=1e-3)
+
+
+def test_sparse_embedding_training(exe):
+    ids = layers.data(name="ids", shape=[1], dtype="int64")
+    target = layers.data(name="target", shape=[4], dtype="float32")
+    emb = layers.embedding(ids, size=[20, 4], is_sparse=True, param_attr=fluid.ParamAttr(
+        name="emb", initializer=fluid.initializer.Constant(0.0)))
+    loss = layers.mean(layers.square_error_cost(emb, target))
+    fluid.optimizer.SGD(learning_rate=1.0).minimize(loss)
+    block = fluid.default_main_program().global_block()
+    assert [op.type for op in block.ops].count("sgd") == 1
+    assert block.var("emb@GRAD").type == fluid.core.VarDesc.VarType.SELECTED_ROWS
+    exe.run(fluid.default_startup_program())
+    idv = np.array([[2], [5]], "int64")
+    want = np.array([[1, 2, 3, 4], [-1, -2, -3, -4]], "float32")
+    for _ in range(60):
+        exe.run(feed={"ids": idv, "target": want}, fetch_list=[loss])
+    table = fluid.fetch_var("emb")
+    np.testing.assert_allclose(table[[2, 5]], want, atol=1e-3)
+    untouched = np.delete(table, [2, 5], axis=0)
+    assert not untouched.any()  # only the looked-up rows were updated

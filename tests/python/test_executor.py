@@ -82,12 +82,10 @@ def test_runtime_error_names_block_and_op(exe):
         exe.run(feed={"a": np.ones((2, 3), "float32"), "b": np.ones((2, 5), "float32")}, fetch_list=[out])
 
 
-def aligned(shape, dtype=np.float32):
-    """An array whose data is 64-byte aligned (what Rill borrows without copying)."""
-    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
-    raw = np.empty(n + 64, np.uint8)
-    offset = (-raw.ctypes.data) % 64
-    return raw[offset:offset + n].view(dtype).reshape(shape)
+def test_rill_empty_arrays_are_borrowable():
+    a = rill.empty((3, 16), "float32")
+    assert a.shape == (3, 16) and a.dtype == np.float32 and rill.is_borrowable(a)
+    assert not rill.is_borrowable(a[:, 1:]) and not rill.is_borrowable(rill.empty((2,), "float32"))
 
 
 def test_fed_arrays_are_never_written(exe):
@@ -96,7 +94,7 @@ def test_fed_arrays_are_never_written(exe):
     lr = layers.fill_constant(shape=[1], dtype="float32", value=1.0)
     block = fluid.default_main_program().global_block()
     block.append_op(type="sgd", inputs={"Param": x, "Grad": x, "LearningRate": lr}, outputs={"ParamOut": x})
-    for feed in (aligned((4, 16)), np.ones((4, 16), "float32")[:, :]):
+    for feed in (rill.empty((4, 16)), np.ones((4, 16), "float32")[:, :]):
         feed[...] = 1.0
         out, = exe.run(feed={"x": feed}, fetch_list=[x])
         np.testing.assert_array_equal(out, np.zeros((4, 16), "float32"))

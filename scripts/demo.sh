@@ -5,7 +5,8 @@
 # `rill backward`, SGD for 300 steps, trained weights checked against the true ones; train
 # it again as a parameter-server cluster over gRPC (2 pservers, 2 trainers, `rill
 # launch` on loopback) and check it matches; and run Go-style concurrency (channels,
-# select, go blocks as tasks) with the csp plugin.
+# select, go blocks as tasks) with the csp plugin; then the same runtime from Python
+# (rill.fluid): the select design document's Fibonacci, and recognize_digits' conv net.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -26,3 +27,7 @@ echo "== CSP: Fibonacci from a select inside while (examples/csp/fibonacci.pbtxt
 $rill run examples/csp/fibonacci.pbtxt --fetch result
 echo "== CSP: Go's daisy chain of 100,000 go blocks (examples/csp/daisy_chain.pbtxt)"
 time $rill run examples/csp/daisy_chain.pbtxt --fetch result
+echo "== Python (rill.fluid): the select design document's Fibonacci (examples/python/select_fibonacci.py)"
+PYTHONPATH=build/python /usr/bin/python3 examples/python/select_fibonacci.py | tail -1
+echo "== Python (rill.fluid): recognize_digits' conv net, trained, tested and saved (examples/python/recognize_digits.py)"
+(cd build && PYTHONPATH=python /usr/bin/python3 ../examples/python/recognize_digits.py conv)

@@ -10,8 +10,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,13 +21,12 @@
 #include "core/program/backward.h"
 #include "core/program/program_io.h"
 #include "core/program/transpiler.h"
-#include "core/program/validate.h"
 #include "core/registry/registry.h"
 #include "core/runtime/device.h"
-#include "core/runtime/dtype.h"
 #include "core/runtime/scope.h"
 #include "numpy_tensor.h"
 #include "prepared_program.h"
+#include "registry_mutex.h"
 #include "tensor_handle.h"
 
 namespace rill::python {
@@ -60,7 +59,12 @@ py::list LoadPlugins(const std::vector<std::string>& dirs, const std::vector<std
   options.dirs = dirs;
   options.files = files;
   options.builtin = Loaded().empty();
-  std::vector<core::PluginInfo> infos = core::LoadPlugins(TheRegistry(), options);
+  std::vector<core::PluginInfo> infos;
+  {
+    py::gil_scoped_release release;  // a run in progress may hold the registry a while
+    std::unique_lock lock(RegistryMutex());
+    infos = core::LoadPlugins(TheRegistry(), options);
+  }
   py::list out;
   for (auto& info : infos) {
     out.append(InfoDict(info));
@@ -190,17 +194,8 @@ PYBIND11_MODULE(_rill, m) {
     return out;
   });
   m.def("op_schema", &OpSchema, py::arg("type"), "The op's schema as a dict, or None if no plugin has it.");
-  m.def("op_types", [] {
-    std::vector<std::string> types;
-    for (const auto* op : TheRegistry().AllOps()) types.push_back(op->type);
-    return types;
-  });
   m.def("unknown_op_message", [](const std::string& type) { return TheRegistry().UnknownOpMessage(type); });
   m.def("device_available", [](int32_t device_type) { return core::FindDevice(device_type) != nullptr; });
-  m.def("validate", [](const py::bytes& program) {
-    return core::ValidateProgram(Parse(program, "<program>"), TheRegistry());
-  });
-  m.def("program_to_text", [](const py::bytes& program) { return core::ProgramToText(Parse(program, "<program>")); });
   m.def("append_backward", &AppendBackward, py::arg("program"), py::arg("loss"), py::arg("parameters"));
   m.def("transpile", &Transpile, py::arg("program"), py::arg("startup"), py::arg("trainers"), py::arg("pservers"),
         py::arg("send_op"), py::arg("recv_op"), py::arg("serve_op"));

@@ -1,12 +1,14 @@
 #include "prepared_program.h"
 
 #include <set>
+#include <shared_mutex>
 
 #include "core/errors.h"
 #include "core/program/validate.h"
 #include "core/tasks/scheduler.h"
 #include "interruptible.h"
 #include "numpy_tensor.h"
+#include "registry_mutex.h"
 #include "tensor_handle.h"
 
 namespace rill::python {
@@ -84,6 +86,7 @@ py::list PreparedProgram::Run(const std::shared_ptr<core::Scope>& scope, const p
   core::SchedulerOptions options;
   options.workers = workers_;
   RunInterruptibly([&](core::RunCanceller* canceller) {
+    std::shared_lock registry(RegistryMutex());  // no plugin loads while kernels are chosen
     core::RunTasks(options, [&] { executor_.Run(0, local_); }, canceller);
   });
   py::list out;

@@ -112,6 +112,23 @@ def test_save_and_load_params_in_both_layouts(exe, tmp_path):
             fluid.io.load_params(exe, str(tmp_path / dirname), fluid.default_main_program(), filename=filename)
             for n, v in before.items():
                 np.testing.assert_array_equal(fluid.fetch_var(n), v)
+    with fluid.scope_guard(fluid.core.Scope()):
+        fluid.io.load_persistables(exe, str(tmp_path / "combined"), filename="params")
+        np.testing.assert_array_equal(fluid.fetch_var("fc_0.w_0"), before["fc_0.w_0"])
     with pytest.raises(Exception, match="fc_0"):
         with fluid.scope_guard(fluid.core.Scope()):
             fluid.io.load_params(exe, str(tmp_path / "nowhere"), fluid.default_main_program())
+
+
+def test_prune_and_get_inference_program():
+    x = fluid.layers.data(name="x", shape=[4], dtype="float32")
+    label = fluid.layers.data(name="label", shape=[1], dtype="int64")
+    hidden = fluid.layers.dropout(fluid.layers.fc(input=x, size=8, act="relu"), dropout_prob=0.5)
+    prediction = fluid.layers.fc(input=hidden, size=3, act="softmax")
+    loss = fluid.layers.mean(fluid.layers.cross_entropy(input=prediction, label=label))
+    fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    inference = fluid.io.get_inference_program(prediction)
+    ops = [op.type for op in inference.global_block().ops]
+    assert ops == ["mul", "elementwise_add", "relu", "dropout", "mul", "elementwise_add", "softmax"]
+    assert inference.global_block().ops[3].attr("is_test") is True
+    assert len(fluid.default_main_program().global_block().ops) > len(ops)  # the original is untouched

@@ -170,3 +170,23 @@ def test_the_gil_is_released_while_a_program_runs(exe):
     runner.join()
     assert result["out"][0].tolist() == [300000]
     assert spins > 10
+
+
+def test_non_contiguous_and_list_feeds(exe):
+    x = layers.data(name="x", shape=[3], dtype="float32")
+    y = layers.scale(x, scale=1.0)
+    base = np.arange(12, dtype="float32").reshape(3, 4)
+    view = base.T[:, :3]  # strided: copied in C order
+    out, = exe.run(feed={"x": view}, fetch_list=[y])
+    np.testing.assert_array_equal(out, np.ascontiguousarray(view))
+
+
+def test_data_feeder_shapes_samples_as_declared():
+    img = layers.data(name="img", shape=[2, 2], dtype="float32")
+    label = layers.data(name="label", shape=[1], dtype="int64")
+    feeder = fluid.DataFeeder(feed_list=[img, "label"], place=fluid.CPUPlace())
+    batch = feeder.feed([(np.zeros(4), 3), (np.ones(4), 5)])
+    assert batch["img"].shape == (2, 2, 2) and batch["img"].dtype == np.float32
+    assert batch["label"].tolist() == [[3], [5]] and batch["label"].dtype == np.int64
+    with pytest.raises(ValueError, match="2 variables"):
+        feeder.feed([(np.zeros(4),)])

@@ -67,7 +67,3 @@ class CUDAPinnedPlace(CPUPlace):
 def is_compiled_with_cuda():
     """Whether a loaded plugin drives a CUDA device that is present."""
     return _rill.device_available(_CUDA)
-
-
-def get_cuda_device_count():
-    return 1 if is_compiled_with_cuda() else 0

@@ -30,9 +30,8 @@ class DataFeeder(object):
         out = {}
         for v, column in zip(self.feed_vars, columns):
             arr = np.array(column, dtype=dtype_to_np(v.dtype))
-            shape = list(v.shape)
-            if shape and shape[0] == -1:
-                arr = arr.reshape([-1] + [d if d > 0 else -1 for d in shape[1:]]) if shape[1:].count(-1) <= 1 \
-                    else arr
+            example = list(v.shape[1:])
+            if example and all(d > 0 for d in example):  # a label 3 becomes [3], as declared
+                arr = arr.reshape([len(column)] + example)
             out[v.name] = arr
         return out

@@ -716,7 +716,7 @@ class Program(object):
         block = p.global_block()
         keep = []
         for op in reversed(block.ops):
-            if set(op.output_arg_names) & names or op.type in ("fetch",):
+            if set(op.output_arg_names) & names:
                 keep.append(op)
                 names.update(op.input_arg_names)
                 names.update(_sub_block_inputs(p, op))

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 __all__ = ["Constant", "Uniform", "Normal", "Xavier", "MSRA", "ConstantInitializer", "UniformInitializer",
-           "NormalInitializer", "XavierInitializer", "MSRAInitializer", "NumpyArrayInitializer"]
+           "NormalInitializer", "XavierInitializer", "MSRAInitializer"]
 
 
 class Initializer(object):
@@ -91,20 +91,6 @@ class MSRAInitializer(Initializer):
             limit = math.sqrt(6.0 / float(fan_in))
             return UniformInitializer(-limit, limit, self._seed_value)(var, block)
         return NormalInitializer(0.0, math.sqrt(2.0 / float(fan_in)), self._seed_value)(var, block)
-
-
-class NumpyArrayInitializer(Initializer):
-    """Sets the variable to a given array (through assign_value's job: a fill per value is
-    impractical, so the values go in a fill_constant per element only for tiny arrays)."""
-
-    def __init__(self, value):
-        self._value = np.asarray(value)
-
-    def __call__(self, var, block):
-        if self._value.size != 1:
-            raise NotImplementedError("NumpyArrayInitializer takes one value here; set larger arrays with "
-                                      "scope.var(name).get_tensor().set(array)")
-        return ConstantInitializer(float(self._value.reshape(-1)[0]))(var, block)
 
 
 Constant = ConstantInitializer

@@ -6,6 +6,9 @@ mpi). Parameters start at 0 so that runs can be compared.
     python3 fit_a_line_dist.py pserver ENDPOINT --pservers E0,E1 --trainers 2
     python3 fit_a_line_dist.py trainer ID --pservers E0,E1 --trainers 2 --out w_ID.npy
     python3 fit_a_line_dist.py single --trainers 2 --out w.npy    # the same steps in one process
+    mpirun -np 4 python3 fit_a_line_dist.py mpi --pservers E0,E1 --trainers 2 --transport mpi --out DIR
+        # each rank takes its role from its rank, pservers first (as `rill launch` orders
+        # them); trainer J writes DIR/w_J.npy
 
 Trainer ID trains on shard ID of the data (64 rows each, the same every step), the single
 process on all shards at once: with equal shards, sync training averages the trainers'
@@ -40,13 +43,23 @@ def build():
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("role", choices=["pserver", "trainer", "single"])
+    parser.add_argument("role", choices=["pserver", "trainer", "single", "mpi"])
     parser.add_argument("who", nargs="?", default="")
     parser.add_argument("--pservers", default="")
     parser.add_argument("--trainers", type=int, default=2)
     parser.add_argument("--transport", default="grpc")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
+    if args.role == "mpi":
+        rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "-1")))
+        endpoints = args.pservers.split(",")
+        if rank < 0:
+            parser.error("the mpi role runs under mpirun, which gives each process its rank")
+        if rank < len(endpoints):
+            args.role, args.who = "pserver", endpoints[rank]
+        else:
+            args.role, args.who = "trainer", str(rank - len(endpoints))
+            args.out = os.path.join(args.out, "w_%s.npy" % args.who)
     avg_cost = build()
     exe = fluid.Executor(fluid.CPUPlace())
     if args.role == "single":

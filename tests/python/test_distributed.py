@@ -1,7 +1,8 @@
 """A transpiled job: examples/python/fit_a_line_dist.py as 2 pservers and 2 trainers (four
-Python processes on loopback, over gRPC) trains to the same weights as the same steps in
-one process."""
+Python processes on loopback, over gRPC; and under mpirun over MPI) trains to the same
+weights as the same steps in one process."""
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -24,11 +25,18 @@ def free_ports(n):
     return ports
 
 
-def has_grpc():
-    return any(p["name"] == "dist_grpc" for p in __import__("rill").plugins())
+def has_plugin(name):
+    return any(p["name"] == name for p in __import__("rill").plugins())
 
 
-@pytest.mark.skipif(not has_grpc(), reason="the dist_grpc plugin is not built (no gRPC)")
+def single_process_weights(tmp_path):
+    single = subprocess.run([sys.executable, SCRIPT, "single", "--trainers", "2", "--out",
+                             str(tmp_path / "w.npy")], capture_output=True, text=True, timeout=120)
+    assert single.returncode == 0, single.stderr
+    return np.load(str(tmp_path / "w.npy"))
+
+
+@pytest.mark.skipif(not has_plugin("dist_grpc"), reason="the dist_grpc plugin is not built (no gRPC)")
 def test_two_pservers_two_trainers_match_one_process(tmp_path):
     endpoints = ",".join("127.0.0.1:%d" % p for p in free_ports(2))
     env = dict(os.environ, RILL_RPC_DEADLINE_MS="60000")
@@ -51,13 +59,27 @@ def test_two_pservers_two_trainers_match_one_process(tmp_path):
             p.kill()
     for p, out in zip(procs, outputs):
         assert p.returncode == 0, out
-    single = subprocess.run([sys.executable, SCRIPT, "single", "--trainers", "2", "--out",
-                             str(tmp_path / "w.npy")], capture_output=True, text=True, timeout=120)
-    assert single.returncode == 0, single.stderr
-    w = np.load(str(tmp_path / "w.npy"))
+    w = single_process_weights(tmp_path)
     for t in range(2):
         np.testing.assert_allclose(np.load(str(tmp_path / ("w_%d.npy" % t))), w, rtol=1e-4, atol=1e-5)
     assert np.abs(w).max() > 0.1  # it trained
+
+
+@pytest.mark.skipif(not has_plugin("dist_mpi") or shutil.which("mpirun") is None,
+                    reason="the dist_mpi plugin is not built, or there is no mpirun")
+def test_the_same_job_over_mpi_under_mpirun(tmp_path):
+    endpoints = ",".join("127.0.0.1:%d" % p for p in free_ports(2))
+    args = ["mpirun", "--oversubscribe", "-np", "4", "-x", "PYTHONPATH"]
+    if os.geteuid() == 0:
+        args.append("--allow-run-as-root")
+    args += [sys.executable, SCRIPT, "mpi", "--pservers", endpoints, "--trainers", "2", "--transport", "mpi",
+             "--out", str(tmp_path)]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=240,
+                            env=dict(os.environ, RILL_RPC_DEADLINE_MS="60000"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    w = single_process_weights(tmp_path)
+    for t in range(2):
+        np.testing.assert_allclose(np.load(str(tmp_path / ("w_%d.npy" % t))), w, rtol=1e-4, atol=1e-5)
 
 
 def test_transpiler_programs():

@@ -154,3 +154,33 @@ def test_plugins_are_listed():
     names = [p["name"] for p in rill.plugins()]
     assert "math" in names and "csp" in names
     assert core.is_compiled_with_cuda() in (True, False)
+
+
+def test_a_loaded_program_serializes_back_unchanged():
+    # As Paddle 2.x writes attributes: LONGS, FLOAT64, and a SCALAR Python has no value for.
+    desc = framework_pb2.ProgramDesc()
+    desc.version.version = 0
+    block = desc.blocks.add()
+    block.idx, block.parent_idx = 0, -1
+    v = block.vars.add()
+    v.name, v.persistable = "out", False
+    v.type.type = core.VarDesc.VarType.LOD_TENSOR
+    v.type.lod_tensor.tensor.data_type = core.VarDesc.VarType.FP32
+    op = block.ops.add()
+    op.type = "fill_constant"
+    o = op.outputs.add()
+    o.parameter = "Out"
+    o.arguments.append("out")
+    a = op.attrs.add()
+    a.name, a.type = "shape", framework_pb2.LONGS
+    a.longs.extend([2, 3])
+    a = op.attrs.add()
+    a.name, a.type, a.float64 = "value", framework_pb2.FLOAT64, 1.25
+    a = op.attrs.add()
+    a.name, a.type = "extra", framework_pb2.SCALAR
+    a.scalar.type = framework_pb2.Scalar.LONG
+    a.scalar.i = 7
+    data = desc.SerializeToString()
+    program = fluid.Program.parse_from_string(data)
+    assert program.global_block().ops[0].attr("value") == 1.25
+    assert program.serialize_to_string() == data

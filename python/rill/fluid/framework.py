@@ -176,7 +176,10 @@ class Variable(object):
             text += "stop_gradient: %s\n" % self.stop_gradient
         return text
 
-    __repr__ = __str__ = lambda self: self.to_string()
+    def __str__(self):
+        return self.to_string()
+
+    __repr__ = __str__
 
     def astype(self, dtype):
         from rill.fluid.layers import cast
@@ -219,6 +222,10 @@ class Operator(object):
         for name, value in (attrs or {}).items():
             if value is not None:
                 self.attrs[name] = value
+        # For an op read from a ProgramDesc: its attributes' types there, and those Python
+        # has no value for (SCALAR, VAR, ...), kept as messages: written back as they were.
+        self._attr_types = {}
+        self._raw_attrs = collections.OrderedDict()
         for names in self.outputs.values():
             for n in names:
                 v = block._find_var_recursive(n)
@@ -287,6 +294,8 @@ class Operator(object):
 
     def _set_attr(self, name, value):
         self.attrs[name] = value
+        self._attr_types.pop(name, None)
+        self._raw_attrs.pop(name, None)
         self.block.program._bump()
 
     set_attr = _set_attr
@@ -313,14 +322,20 @@ class Operator(object):
             v.arguments.extend(names)
         declared = self._schema["attrs"]
         for name, value in self.attrs.items():
-            _set_attr_desc(desc.attrs.add(), name, value, declared.get(name, {}).get("type"), self.type)
+            kind = self._attr_types.get(name, declared.get(name, {}).get("type"))
+            _set_attr_desc(desc.attrs.add(), name, value, kind, self.type)
+        for raw in self._raw_attrs.values():
+            desc.attrs.add().CopyFrom(raw)
 
     def to_string(self, throw_on_error=False):
         desc = framework_pb2.OpDesc()
         self._to_desc(desc)
         return text_format.MessageToString(desc)
 
-    __repr__ = __str__ = lambda self: self.to_string()
+    def __str__(self):
+        return self.to_string()
+
+    __repr__ = __str__
 
 
 _A = framework_pb2
@@ -362,6 +377,10 @@ def _set_attr_desc(a, name, value, declared, op_type):
             a.l = int(value)
         elif kind == _A.FLOAT:
             a.f = float(value)
+        elif kind == _A.FLOAT64:
+            a.float64 = float(value)
+        elif kind == _A.FLOAT64S:
+            a.float64s.extend(float(v) for v in value)
         elif kind == _A.STRING:
             a.s = value
         elif kind == _A.BOOLEAN:
@@ -574,7 +593,18 @@ def _operator_from_desc(block, od):
     op._schema = _rill.op_schema(od.type) or {"inputs": [], "outputs": [], "attrs": {}}
     op.inputs = collections.OrderedDict((v.parameter, list(v.arguments)) for v in od.inputs)
     op.outputs = collections.OrderedDict((v.parameter, list(v.arguments)) for v in od.outputs)
-    op.attrs = collections.OrderedDict((a.name, _attr_value(a)) for a in od.attrs)
+    op.attrs = collections.OrderedDict()
+    op._attr_types = {}
+    op._raw_attrs = collections.OrderedDict()
+    for a in od.attrs:
+        value = _attr_value(a)
+        if value is None:
+            raw = framework_pb2.OpDesc.Attr()
+            raw.CopyFrom(a)
+            op._raw_attrs[a.name] = raw
+        else:
+            op.attrs[a.name] = value
+            op._attr_types[a.name] = a.type
     return op
 
 
@@ -643,7 +673,10 @@ class Program(object):
     def to_string(self, throw_on_error=False, with_details=False):
         return text_format.MessageToString(self.desc)
 
-    __repr__ = __str__ = lambda self: self.to_string()
+    def __str__(self):
+        return self.to_string()
+
+    __repr__ = __str__
 
     def global_block(self):
         return self.blocks[0]

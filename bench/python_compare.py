@@ -22,12 +22,12 @@ import time
 
 import numpy as np
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 import rill
 import rill.fluid as fluid
 from rill import _rill
+from model_compare import ConvNet  # the same net as the C++ book model's peer
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 7
 torch.set_num_threads(2)
@@ -85,22 +85,8 @@ def rill_training():
     return lambda: exe.run(main, feed={"img": x, "label": y}, fetch_list=[loss], scope=scope)
 
 
-class TorchConvNet(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 20, 5)
-        self.bn = nn.BatchNorm2d(20)
-        self.conv2 = nn.Conv2d(20, 50, 5)
-        self.fc = nn.Linear(800, 10)
-
-    def forward(self, x):
-        x = self.bn(F.max_pool2d(F.relu(self.conv1(x)), 2))
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        return F.softmax(self.fc(x.flatten(1)), dim=1)
-
-
 def torch_training():
-    net = TorchConvNet()
+    net = ConvNet()  # ends in softmax, as the book's conv net does
     opt = torch.optim.Adam(net.parameters(), lr=0.001)
     x, y = images(64, 1)
     x, y = torch.from_numpy(x), torch.from_numpy(y[:, 0])

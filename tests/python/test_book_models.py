@@ -1,6 +1,7 @@
-"""recognize_digits (Paddle book chapter 2), the MLP and the conv net, written as the book
-writes them, trained on synthetic digits to an accuracy, saved with
-save_inference_model, loaded back, and served by `rill run DIR`."""
+"""recognize_digits (Paddle book chapter 2), the MLP and the conv net as the book writes
+them (examples/python/recognize_digits.py), trained on synthetic digits to an accuracy,
+saved with save_inference_model, loaded back, and served by `rill run DIR`."""
+import importlib.util
 import os
 import subprocess
 
@@ -10,34 +11,14 @@ import pytest
 import rill.fluid as fluid
 from conftest import rill_binary
 
-SIZE = 16  # images are 1 x SIZE x SIZE: small enough to train in seconds
-CLASSES = 10
-
-
-def synthetic_digits(n, seed):
-    """Ten fixed random prototypes (4x4 grids of 4x4-pixel blocks, so strokes rather than
-    pixel noise); an example is its class's prototype plus noise."""
-    blocks = np.random.RandomState(1234).rand(CLASSES, 1, SIZE // 4, SIZE // 4)
-    prototypes = np.kron(blocks, np.ones((4, 4))).astype("float32")
-    rng = np.random.RandomState(seed)
-    labels = rng.randint(0, CLASSES, size=(n, 1)).astype("int64")
-    images = prototypes[labels[:, 0]] + 0.5 * rng.randn(n, 1, SIZE, SIZE).astype("float32")
-    return images, labels
-
-
-def mlp(img):
-    hidden = fluid.layers.fc(input=img, size=64, act="tanh")
-    hidden = fluid.layers.fc(input=hidden, size=64, act="tanh")
-    return fluid.layers.fc(input=hidden, size=CLASSES, act="softmax")
-
-
-def conv_net(img):
-    conv_pool_1 = fluid.nets.simple_img_conv_pool(input=img, filter_size=5, num_filters=8, pool_size=2,
-                                                  pool_stride=2, act="relu")
-    conv_pool_1 = fluid.layers.batch_norm(conv_pool_1)
-    conv_pool_2 = fluid.nets.simple_img_conv_pool(input=conv_pool_1, filter_size=3, num_filters=16, pool_size=2,
-                                                  pool_stride=2, act="relu")
-    return fluid.layers.fc(input=conv_pool_2, size=CLASSES, act="softmax")
+# The nets and the data of examples/python/recognize_digits.py, which this suite trains.
+_spec = importlib.util.spec_from_file_location(
+    "recognize_digits", os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python",
+                                     "recognize_digits.py"))
+recognize_digits = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(recognize_digits)
+synthetic_digits = recognize_digits.synthetic_digits
+SIZE = 28
 
 
 def train(net, exe, passes):
@@ -48,7 +29,7 @@ def train(net, exe, passes):
     avg_loss = fluid.layers.mean(loss)
     acc = fluid.layers.accuracy(input=prediction, label=label)
     test_program = fluid.default_main_program().clone(for_test=True)
-    fluid.optimizer.Adam(learning_rate=0.005).minimize(avg_loss)
+    fluid.optimizer.Adam(learning_rate=0.001).minimize(avg_loss)
     exe.run(fluid.default_startup_program())
     feeder = fluid.DataFeeder(feed_list=[img, label], place=fluid.CPUPlace())
     images, labels = synthetic_digits(1024, seed=1)
@@ -84,13 +65,13 @@ def serve(tmp_path, prediction, exe, test_program):
 
 
 def test_recognize_digits_mlp(exe, tmp_path):
-    prediction, test_program, accuracy = train(mlp, exe, passes=3)
+    prediction, test_program, accuracy = train(recognize_digits.multilayer_perceptron, exe, passes=2)
     assert accuracy >= 0.9
     serve(tmp_path, prediction, exe, test_program)
 
 
 def test_recognize_digits_conv(exe, tmp_path):
-    prediction, test_program, accuracy = train(conv_net, exe, passes=3)
+    prediction, test_program, accuracy = train(recognize_digits.convolutional_neural_network, exe, passes=2)
     assert accuracy >= 0.9
     ops = [op.type for op in fluid.default_main_program().global_block().ops]
     assert ops[:8] == ["conv2d", "elementwise_add", "relu", "pool2d", "batch_norm", "conv2d", "elementwise_add",

@@ -44,20 +44,28 @@ def _vars_of(main_program, vars, predicate):
     return [v for v in program.list_vars() if predicate(v)]
 
 
+def _run_file_ops(executor, dirname, vars, filename, one, combined, slot):
+    """Runs a program of op ``one`` per variable (file dirname/<name>) or, with
+    ``filename``, one op ``combined`` over all of them in name order; ``slot`` is where the
+    variables go ("X" to save, "Out" to load)."""
+    program = Program()
+    block = program.global_block()
+    variables = sorted((_clone_var(block, v) for v in vars), key=lambda v: v.name)
+    kind = "inputs" if slot == "X" else "outputs"
+    if filename is None:
+        for v in variables:
+            block.append_op(type=one, attrs={"file_path": os.path.join(dirname, v.name)}, **{kind: {slot: [v]}})
+    elif variables:
+        block.append_op(type=combined, attrs={"file_path": os.path.join(dirname, filename)},
+                        **{kind: {slot: variables}})
+    executor.run(program)
+
+
 def save_vars(executor, dirname, main_program=None, vars=None, predicate=None, filename=None):
     vars = _vars_of(main_program, vars, predicate)
     if not os.path.isdir(dirname):
         os.makedirs(dirname)
-    program = Program()
-    block = program.global_block()
-    saved = sorted((_clone_var(block, v) for v in vars), key=lambda v: v.name)
-    if filename is None:
-        for v in saved:
-            block.append_op(type="save", inputs={"X": [v]}, attrs={"file_path": os.path.join(dirname, v.name)})
-    elif saved:
-        block.append_op(type="save_combine", inputs={"X": saved},
-                        attrs={"file_path": os.path.join(dirname, filename)})
-    executor.run(program)
+    _run_file_ops(executor, dirname, vars, filename, "save", "save_combine", "X")
 
 
 def save_params(executor, dirname, main_program=None, filename=None):
@@ -69,17 +77,7 @@ def save_persistables(executor, dirname, main_program=None, filename=None):
 
 
 def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, filename=None):
-    vars = _vars_of(main_program, vars, predicate)
-    program = Program()
-    block = program.global_block()
-    loaded = sorted((_clone_var(block, v) for v in vars), key=lambda v: v.name)
-    if filename is None:
-        for v in loaded:
-            block.append_op(type="load", outputs={"Out": [v]}, attrs={"file_path": os.path.join(dirname, v.name)})
-    elif loaded:
-        block.append_op(type="load_combine", outputs={"Out": loaded},
-                        attrs={"file_path": os.path.join(dirname, filename)})
-    executor.run(program)
+    _run_file_ops(executor, dirname, _vars_of(main_program, vars, predicate), filename, "load", "load_combine", "Out")
 
 
 def load_params(executor, dirname, main_program=None, filename=None):

@@ -34,8 +34,10 @@ def convolutional_neural_network(img):
     return fluid.layers.fc(input=conv_pool_2, size=10, act="softmax")
 
 
-def main(net_name):
-    net = {"mlp": multilayer_perceptron, "conv": convolutional_neural_network}[net_name]
+def train(net, exe, examples=2048, epochs=2, log=print):
+    """Builds the training program around ``net`` (cross entropy, accuracy, Adam) in the
+    default programs, trains it on synthetic digits and tests it; returns the prediction,
+    the test program and the test accuracy."""
     img = fluid.layers.data(name="img", shape=[1, 28, 28], dtype="float32")
     label = fluid.layers.data(name="label", shape=[1], dtype="int64")
     prediction = net(img)
@@ -45,19 +47,25 @@ def main(net_name):
     test_program = fluid.default_main_program().clone(for_test=True)
     fluid.optimizer.Adam(learning_rate=0.001).minimize(avg_loss)
 
-    exe = fluid.Executor(fluid.CPUPlace())
     exe.run(fluid.default_startup_program())
     feeder = fluid.DataFeeder(feed_list=[img, label], place=fluid.CPUPlace())
-    images, labels = synthetic_digits(2048, seed=1)
-    for epoch in range(2):
+    images, labels = synthetic_digits(examples, seed=1)
+    for epoch in range(epochs):
         for start in range(0, len(images), 64):
             batch = list(zip(images[start:start + 64], labels[start:start + 64]))
             loss_v, acc_v = exe.run(feed=feeder.feed(batch), fetch_list=[avg_loss, acc])
-        print("epoch %d: loss %.4f, train accuracy %.3f" % (epoch, loss_v[0], acc_v[0]))
+        log("epoch %d: loss %.4f, train accuracy %.3f" % (epoch, loss_v[0], acc_v[0]))
     test_images, test_labels = synthetic_digits(1000, seed=2)
     test_acc, = exe.run(test_program, feed={"img": test_images, "label": test_labels}, fetch_list=[acc])
-    print("test accuracy %.3f" % test_acc[0])
-    assert test_acc[0] > 0.9
+    return prediction, test_program, float(test_acc[0])
+
+
+def main(net_name):
+    net = {"mlp": multilayer_perceptron, "conv": convolutional_neural_network}[net_name]
+    exe = fluid.Executor(fluid.CPUPlace())
+    prediction, _, accuracy = train(net, exe)
+    print("test accuracy %.3f" % accuracy)
+    assert accuracy > 0.9
     fluid.io.save_inference_model("recognize_digits_%s.model" % net_name, ["img"], [prediction], exe)
     print("saved the model to recognize_digits_%s.model/" % net_name)
 

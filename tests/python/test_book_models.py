@@ -18,28 +18,6 @@ _spec = importlib.util.spec_from_file_location(
 recognize_digits = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(recognize_digits)
 synthetic_digits = recognize_digits.synthetic_digits
-SIZE = 28
-
-
-def train(net, exe, passes):
-    img = fluid.layers.data(name="img", shape=[1, SIZE, SIZE], dtype="float32")
-    label = fluid.layers.data(name="label", shape=[1], dtype="int64")
-    prediction = net(img)
-    loss = fluid.layers.cross_entropy(input=prediction, label=label)
-    avg_loss = fluid.layers.mean(loss)
-    acc = fluid.layers.accuracy(input=prediction, label=label)
-    test_program = fluid.default_main_program().clone(for_test=True)
-    fluid.optimizer.Adam(learning_rate=0.001).minimize(avg_loss)
-    exe.run(fluid.default_startup_program())
-    feeder = fluid.DataFeeder(feed_list=[img, label], place=fluid.CPUPlace())
-    images, labels = synthetic_digits(1024, seed=1)
-    for _ in range(passes):
-        for start in range(0, len(images), 64):
-            batch = list(zip(images[start:start + 64], labels[start:start + 64]))
-            exe.run(fluid.default_main_program(), feed=feeder.feed(batch), fetch_list=[avg_loss, acc])
-    test_images, test_labels = synthetic_digits(512, seed=2)
-    accuracy, = exe.run(test_program, feed={"img": test_images, "label": test_labels}, fetch_list=[acc])
-    return prediction, test_program, float(accuracy[0])
 
 
 def serve(tmp_path, prediction, exe, test_program):
@@ -65,13 +43,15 @@ def serve(tmp_path, prediction, exe, test_program):
 
 
 def test_recognize_digits_mlp(exe, tmp_path):
-    prediction, test_program, accuracy = train(recognize_digits.multilayer_perceptron, exe, passes=2)
+    prediction, test_program, accuracy = recognize_digits.train(recognize_digits.multilayer_perceptron, exe, 1024,
+                                                                log=lambda line: None)
     assert accuracy >= 0.9
     serve(tmp_path, prediction, exe, test_program)
 
 
 def test_recognize_digits_conv(exe, tmp_path):
-    prediction, test_program, accuracy = train(recognize_digits.convolutional_neural_network, exe, passes=2)
+    prediction, test_program, accuracy = recognize_digits.train(recognize_digits.convolutional_neural_network, exe,
+                                                                1024, log=lambda line: None)
     assert accuracy >= 0.9
     ops = [op.type for op in fluid.default_main_program().global_block().ops]
     assert ops[:8] == ["conv2d", "elementwise_add", "relu", "pool2d", "batch_norm", "conv2d", "elementwise_add",

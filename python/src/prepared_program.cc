@@ -58,6 +58,13 @@ py::list PreparedProgram::Run(const std::shared_ptr<core::Scope>& scope, const p
     py::gil_scoped_release release;
     lock.lock();
   }
+  if (local_ == nullptr || last_scope_.lock() != scope) {
+    local_ = scope->NewChild();
+    last_scope_ = scope;
+  }
+  // The feed and fetch lists live in the run's own child scope, so runs of other programs
+  // in the same scope at the same time (other threads) cannot mix their feeds.
+  for (const auto& f : fetches_) local_->Var(f.list);
   std::set<std::string> given;
   for (const py::handle item : feeds) {
     const auto pair = item.cast<py::tuple>();
@@ -65,23 +72,20 @@ py::list PreparedProgram::Run(const std::shared_ptr<core::Scope>& scope, const p
     if (!given.insert(name).second) throw core::Error("feed '" + name + "' is given twice", RILL_INVALID_ARGUMENT);
     core::Tensor value;
     if (py::isinstance<TensorHandle>(pair[1])) {
-      value = *pair[1].cast<TensorHandle&>().get();
+      const core::Tensor& given_tensor = *pair[1].cast<TensorHandle&>().get();
+      value = written_.count(name) != 0 ? given_tensor.DeepCopy() : given_tensor;
     } else {
       const py::array array = py::array::ensure(pair[1]);
       if (!array) throw core::Error("feed '" + name + "' is not an array", RILL_INVALID_ARGUMENT);
       value = TensorFromArray(array, "feed '" + name + "'", /*may_borrow=*/written_.count(name) == 0);
     }
-    core::FeedInto(*program_, feeds_, *scope, name, std::move(value));
+    core::FeedInto(*program_, feeds_, *local_, name, std::move(value));
   }
   for (const auto& f : feeds_) {
     if (!given.count(f.var)) {
       throw core::Error("feed '" + f.var + "' (" + core::DeclaredType(*program_, f.var) + ") is not given",
                         RILL_INVALID_ARGUMENT);
     }
-  }
-  if (local_ == nullptr || last_scope_.lock() != scope) {
-    local_ = scope->NewChild();
-    last_scope_ = scope;
   }
   core::SchedulerOptions options;
   options.workers = workers_;
@@ -90,7 +94,7 @@ py::list PreparedProgram::Run(const std::shared_ptr<core::Scope>& scope, const p
     core::RunTasks(options, [&] { executor_.Run(0, local_); }, canceller);
   });
   py::list out;
-  for (const auto& f : fetches_) out.append(ArrayFromTensor(core::Fetched(*scope, f)));
+  for (const auto& f : fetches_) out.append(ArrayFromTensor(core::Fetched(*local_, f)));
   return out;
 }
 

@@ -4,12 +4,13 @@
 // Contract: a PreparedProgram is made from a serialized ProgramDesc whose block 0 holds
 // Fluid's feed and fetch ops (fluid.Executor adds them), validated against the registry.
 // Run(scope, feeds) checks every feed against its declaration (name, dtype, shape), puts
-// the values in their feed ops' columns in `scope`, runs block 0 as the main task of
+// the values in their feed ops' columns, runs block 0 as the main task of
 // RunTasks (go blocks as tasks; `workers` threads, the caller's helper thread first),
 // interruptibly (interruptible.h), and returns the fetch ops' values in col order as
-// numpy arrays (copies). Persistable variables live in `scope`'s root; the others in a
-// child scope of `scope` kept for the next run in the same scope (so a run reuses the
-// last run's memory). Feeds are borrowed, not copied, where numpy_tensor.h allows; they
+// numpy arrays (copies). Persistable variables live in `scope`'s root; the others, and
+// the feed and fetch lists, in a child scope of `scope` kept for the next run in the same
+// scope (so a run reuses the last run's memory, and runs of different programs in one
+// scope at once keep their feeds apart). Feeds are borrowed, not copied, where numpy_tensor.h allows; they
 // are never written in place. Runs of one PreparedProgram take turns; the GIL is
 // released while one waits and while the program runs.
 #ifndef RILL_PYTHON_SRC_PREPARED_PROGRAM_H_

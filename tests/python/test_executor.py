@@ -190,3 +190,30 @@ def test_data_feeder_shapes_samples_as_declared():
     assert batch["label"].tolist() == [[3], [5]] and batch["label"].dtype == np.int64
     with pytest.raises(ValueError, match="2 variables"):
         feeder.feed([(np.zeros(4),)])
+
+
+def test_two_threads_run_two_programs_in_one_scope(exe):
+    import threading
+    programs = []
+    for k in (2.0, 3.0):
+        prog = fluid.Program()
+        with fluid.program_guard(prog, fluid.Program()):
+            x = layers.data(name="x", shape=[4], dtype="float32")
+            programs.append((prog, layers.scale(x, scale=k), k))
+    errors = []
+
+    def loop(prog, y, k):
+        try:
+            for i in range(200):
+                xs = np.full((2, 4), i, "float32")
+                out, = exe.run(prog, feed={"x": xs}, fetch_list=[y])
+                if not np.array_equal(out, k * xs):
+                    errors.append((k, i, out))
+        except Exception as e:  # reported below
+            errors.append(e)
+    threads = [threading.Thread(target=loop, args=p) for p in programs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

@@ -40,7 +40,8 @@ py::dtype NumpyOfDtype(int32_t dtype) {
   }
 }
 
-core::Tensor TensorFromArray(const py::array& array, const std::string& what, bool may_borrow) {
+core::Tensor TensorFromArray(const py::array& array, const std::string& what, bool may_borrow,
+                             core::Tensor* staging) {
   const int32_t dtype = DtypeOfNumpy(array.dtype(), what);
   std::vector<int64_t> dims(array.shape(), array.shape() + array.ndim());
   const bool contiguous = (array.flags() & py::array::c_style) != 0;
@@ -57,8 +58,9 @@ core::Tensor TensorFromArray(const py::array& array, const std::string& what, bo
     });
     return core::Tensor::Borrow(dtype, dims, const_cast<void*>(array.data()), std::move(keeper));
   }
-  core::Tensor t;
-  void* out = t.Allocate(dtype, dims);
+  core::Tensor own;
+  core::Tensor& t = staging != nullptr ? *staging : own;
+  void* out = t.Allocate(dtype, dims);  // the staging tensor's memory when it is free and fits
   if (contiguous) {
     if (bytes != 0) std::memcpy(out, array.data(), bytes);
   } else {

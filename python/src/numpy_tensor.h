@@ -4,7 +4,9 @@
 // With `may_borrow`, a C-contiguous array that is 64-byte aligned and at least 64 bytes
 // long (what the ABI promises kernels of every tensor) is borrowed, not copied: the tensor
 // keeps the array alive (tensor.h, Tensor::Borrow), and the caller must see that nothing
-// writes the tensor. Any other array is copied once. ArrayFromTensor
+// writes the tensor. Any other array is copied once: into `staging`'s memory when given
+// and it has the same size and nobody else holds it (a feed's last copy), else into new
+// memory; the result then shares `staging`'s. ArrayFromTensor
 // always copies (a device tensor through the CPU), so what Python holds never changes
 // under it when a later run rewrites the variable. Unsupported dtypes are errors naming
 // the dtype. REQUIRES: the GIL held.
@@ -27,7 +29,8 @@ int32_t DtypeOfNumpy(const py::dtype& dtype, const std::string& what);
 // The numpy dtype of a framework.proto dtype; throws Error for one numpy has not.
 py::dtype NumpyOfDtype(int32_t dtype);
 
-core::Tensor TensorFromArray(const py::array& array, const std::string& what, bool may_borrow);
+core::Tensor TensorFromArray(const py::array& array, const std::string& what, bool may_borrow,
+                             core::Tensor* staging = nullptr);
 py::array ArrayFromTensor(const core::Tensor& tensor);
 
 }  // namespace rill::python

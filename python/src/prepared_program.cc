@@ -52,6 +52,14 @@ std::vector<std::string> PreparedProgram::fetch_names() const {
   return names;
 }
 
+void PreparedProgram::ReleaseFeeds() {
+  for (const auto& f : feeds_) {
+    for (const std::string* name : {&f.list, &f.var}) {
+      if (core::Variable* v = local_->FindLocalVar(*name)) v->Clear();
+    }
+  }
+}
+
 py::list PreparedProgram::Run(const std::shared_ptr<core::Scope>& scope, const py::list& feeds) {
   std::unique_lock lock(mu_, std::try_to_lock);
   if (!lock.owns_lock()) {
@@ -65,6 +73,10 @@ py::list PreparedProgram::Run(const std::shared_ptr<core::Scope>& scope, const p
   // The feed and fetch lists live in the run's own child scope, so runs of other programs
   // in the same scope at the same time (other threads) cannot mix their feeds.
   for (const auto& f : fetches_) local_->Var(f.list);
+  struct Release {  // whatever the run's outcome
+    PreparedProgram* p;
+    ~Release() { p->ReleaseFeeds(); }
+  } release{this};
   std::set<std::string> given;
   for (const py::handle item : feeds) {
     const auto pair = item.cast<py::tuple>();
@@ -77,7 +89,8 @@ py::list PreparedProgram::Run(const std::shared_ptr<core::Scope>& scope, const p
     } else {
       const py::array array = py::array::ensure(pair[1]);
       if (!array) throw core::Error("feed '" + name + "' is not an array", RILL_INVALID_ARGUMENT);
-      value = TensorFromArray(array, "feed '" + name + "'", /*may_borrow=*/written_.count(name) == 0);
+      value = TensorFromArray(array, "feed '" + name + "'", /*may_borrow=*/written_.count(name) == 0,
+                              &staging_[name]);
     }
     core::FeedInto(*program_, feeds_, *local_, name, std::move(value));
   }

@@ -19,6 +19,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -46,12 +47,19 @@ class PreparedProgram {
   std::vector<std::string> fetch_names() const;
 
  private:
+  // Empties the feed lists and the fed variables in local_. REQUIRES: mu_ held.
+  void ReleaseFeeds();
+
   std::shared_ptr<const core::Program> program_;
   core::Executor executor_;
   std::vector<core::FeedFetchTarget> feeds_, fetches_;
   // Variables some op of the program writes (in place, perhaps): fed a copy, never a
   // borrowed array, which such an op would write through.
   std::set<std::string> written_;
+  // Guarded by mu_: per feed, the memory its last copy went into. A run lets go of its
+  // feeds when it ends (ReleaseFeeds), so the next copy of the same size reuses this
+  // memory instead of faulting in new pages, and a borrowed array is not held past the run.
+  std::map<std::string, core::Tensor> staging_;
   int workers_;
   std::mutex mu_;                          // one run at a time
   std::weak_ptr<core::Scope> last_scope_;  // guarded by mu_: the scope `local_` is a child of

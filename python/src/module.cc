@@ -58,22 +58,21 @@ py::list LoadPlugins(const std::vector<std::string>& dirs, const std::vector<std
   core::LoadOptions options;
   options.dirs = dirs;
   options.files = files;
-  options.builtin = Loaded().empty();
   std::vector<core::PluginInfo> infos;
   {
     py::gil_scoped_release release;  // a run in progress may hold the registry a while
     std::unique_lock lock(RegistryMutex());
+    options.builtin = Loaded().empty();
     infos = core::LoadPlugins(TheRegistry(), options);
+    Loaded().insert(Loaded().end(), infos.begin(), infos.end());
   }
   py::list out;
-  for (auto& info : infos) {
-    out.append(InfoDict(info));
-    Loaded().push_back(std::move(info));
-  }
+  for (const auto& info : infos) out.append(InfoDict(info));
   return out;
 }
 
 py::object OpSchema(const std::string& type) {
+  const auto registry = ReadRegistry();
   const core::OpSchemaEntry* op = TheRegistry().FindOp(type);
   if (op == nullptr) return py::none();
   const auto slots = [](const std::vector<core::SlotSpec>& specs) {
@@ -112,6 +111,7 @@ py::bytes Serialize(const proto::ProgramDesc& program) { return py::bytes(progra
 
 py::tuple AppendBackward(const py::bytes& program, const std::string& loss, const std::vector<std::string>& params) {
   proto::ProgramDesc p = Parse(program, "<program>");
+  const auto registry = ReadRegistry();
   const std::vector<core::ParamGrad> grads = core::AppendBackward(p, TheRegistry(), loss, params);
   py::list pairs;
   for (const auto& g : grads) pairs.append(py::make_tuple(g.param, g.grad));
@@ -189,13 +189,20 @@ PYBIND11_MODULE(_rill, m) {
   m.def("load_plugins", &LoadPlugins, py::arg("dirs"), py::arg("files"),
         "Loads the plugins in `dirs` and the plugin `files` (the first call also the built-in ops).");
   m.def("plugins", [] {
+    const auto registry = ReadRegistry();
     py::list out;
     for (const auto& p : Loaded()) out.append(InfoDict(p));
     return out;
   });
   m.def("op_schema", &OpSchema, py::arg("type"), "The op's schema as a dict, or None if no plugin has it.");
-  m.def("unknown_op_message", [](const std::string& type) { return TheRegistry().UnknownOpMessage(type); });
-  m.def("device_available", [](int32_t device_type) { return core::FindDevice(device_type) != nullptr; });
+  m.def("unknown_op_message", [](const std::string& type) {
+    const auto registry = ReadRegistry();
+    return TheRegistry().UnknownOpMessage(type);
+  });
+  m.def("device_available", [](int32_t device_type) {
+    const auto registry = ReadRegistry();  // plugin loads install devices
+    return core::FindDevice(device_type) != nullptr;
+  });
   m.def("append_backward", &AppendBackward, py::arg("program"), py::arg("loss"), py::arg("parameters"));
   m.def("transpile", &Transpile, py::arg("program"), py::arg("startup"), py::arg("trainers"), py::arg("pservers"),
         py::arg("send_op"), py::arg("recv_op"), py::arg("serve_op"));
@@ -240,6 +247,7 @@ PYBIND11_MODULE(_rill, m) {
 
   py::class_<PreparedProgram>(m, "PreparedProgram")
       .def(py::init([](const py::bytes& program, int workers, int cuda_device) {
+             const auto registry = ReadRegistry();
              return std::make_unique<PreparedProgram>(TheRegistry(), std::string(program), workers, cuda_device);
            }), py::arg("program"), py::arg("workers"), py::arg("cuda_device"))
       .def("run", &PreparedProgram::Run, py::arg("scope"), py::arg("feeds"))

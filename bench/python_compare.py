@@ -4,7 +4,7 @@ interleaved round by round; medians over ROUNDS.
     PYTHONPATH=build/python /usr/bin/python3 bench/python_compare.py [ROUNDS]
 
 - Executor.run of a one-op program (scale of a [1] float32 feed, fetched), Python to Python,
-  against a bare pybind11 call into the same extension (_rill.device_available: the
+  against a bare pybind11 call into the same extension (_rill.device_count: the
   binding's own cost) and PyTorch's eager call of one op (torch.mul on a [1] tensor).
 - Training recognize_digits' conv net as the book writes it (batch 64, 28x28, Adam): steps
   per second of Executor.run against the same net in PyTorch (torch.set_num_threads(2),
@@ -55,7 +55,7 @@ def one_op():
     t = torch.ones(1)
     return {
         "rill Executor.run, one op": lambda: exe.run(prog, feed=feed, fetch_list=[y]),
-        "bare pybind11 call": lambda: _rill.device_available(1),
+        "bare pybind11 call": lambda: _rill.device_count(1),
         "torch eager op": lambda: torch.mul(t, 3.0),
     }
 

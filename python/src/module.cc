@@ -199,10 +199,11 @@ PYBIND11_MODULE(_rill, m) {
     const auto registry = ReadRegistry();
     return TheRegistry().UnknownOpMessage(type);
   });
-  m.def("device_available", [](int32_t device_type) {
+  m.def("device_count", [](int32_t device_type) -> int32_t {
     const auto registry = ReadRegistry();  // plugin loads install devices
-    return core::FindDevice(device_type) != nullptr;
-  });
+    const core::Device* device = core::FindDevice(device_type);
+    return device == nullptr ? -1 : device->device_count();
+  }, py::arg("device_type"), "How many devices of the type are present; -1 if no loaded plugin drives it.");
   m.def("append_backward", &AppendBackward, py::arg("program"), py::arg("loss"), py::arg("parameters"));
   m.def("transpile", &Transpile, py::arg("program"), py::arg("startup"), py::arg("trainers"), py::arg("pservers"),
         py::arg("send_op"), py::arg("recv_op"), py::arg("serve_op"));

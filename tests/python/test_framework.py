@@ -184,3 +184,39 @@ def test_a_loaded_program_serializes_back_unchanged():
     program = fluid.Program.parse_from_string(data)
     assert program.global_block().ops[0].attr("value") == 1.25
     assert program.serialize_to_string() == data
+
+
+def test_initializers_write_fluids_startup_ops(exe):
+    block = fluid.default_main_program().global_block()
+    inits = {
+        "c": fluid.initializer.Constant(2.0), "u": fluid.initializer.Uniform(-0.5, 0.5, seed=3),
+        "n": fluid.initializer.Normal(1.0, 0.1, seed=4), "x": fluid.initializer.Xavier(seed=5),
+        "m": fluid.initializer.MSRA(uniform=False, seed=6),
+    }
+    for name, init in inits.items():
+        block.create_parameter(name=name, shape=[64, 32], dtype="float32", initializer=init)
+    ops = {op.output("Out")[0]: op for op in block.ops}
+    assert ops["c"].type == "fill_constant" and ops["u"].type == "uniform_random"
+    assert ops["n"].type == "gaussian_random" and ops["n"].attr("mean") == 1.0 and ops["n"].attr("seed") == 4
+    limit = (6.0 / (64 + 32)) ** 0.5
+    assert ops["x"].type == "uniform_random" and abs(ops["x"].attr("max") - limit) < 1e-7
+    assert ops["m"].type == "gaussian_random" and abs(ops["m"].attr("std") - (2.0 / 64) ** 0.5) < 1e-7
+    with pytest.raises(ValueError, match="low < high"):
+        fluid.initializer.Uniform(1.0, 1.0)
+    exe.run(fluid.default_main_program())
+    values = {n: fluid.fetch_var(n) for n in inits}
+    assert (values["c"] == 2.0).all()
+    assert values["u"].min() >= -0.5 and values["u"].max() <= 0.5 and values["u"].std() > 0.2
+    assert abs(values["n"].mean() - 1.0) < 0.02 and abs(values["n"].std() - 0.1) < 0.02
+    assert abs(values["m"].std() - (2.0 / 64) ** 0.5) < 0.02
+
+
+def test_cuda_place_beyond_the_devices_present_is_a_clear_error():
+    count = core.get_cuda_device_count()
+    if core.is_compiled_with_cuda():
+        with pytest.raises(RuntimeError, match=r"CUDAPlace\(%d\): %d CUDA device\(s\) present" % (count, count)):
+            fluid.Executor(fluid.CUDAPlace(count))
+    else:
+        assert count == 0
+        with pytest.raises(RuntimeError, match="no loaded plugin drives CUDA devices"):
+            fluid.Executor(fluid.CUDAPlace(0))

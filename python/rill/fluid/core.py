@@ -65,5 +65,11 @@ class CUDAPinnedPlace(CPUPlace):
 
 
 def is_compiled_with_cuda():
-    """Whether a loaded plugin drives a CUDA device that is present."""
-    return _rill.device_available(_CUDA)
+    """Whether a loaded plugin drives CUDA devices (the math_cuda plugin, built where the
+    CUDA toolkit was found), whether or not one is present."""
+    return _rill.device_count(_CUDA) >= 0
+
+
+def get_cuda_device_count():
+    """How many CUDA devices are present (0 without the CUDA plugin)."""
+    return max(_rill.device_count(_CUDA), 0)

@@ -128,8 +128,13 @@ class Executor(object):
 
     def __init__(self, place=None):
         self.place = place if place is not None else core.CPUPlace()
-        if isinstance(self.place, core.CUDAPlace) and not core.is_compiled_with_cuda():
-            raise RuntimeError("CUDAPlace: no loaded plugin drives a CUDA device that is present")
+        if isinstance(self.place, core.CUDAPlace):
+            if not core.is_compiled_with_cuda():
+                raise RuntimeError("CUDAPlace: no loaded plugin drives CUDA devices (the math_cuda plugin is "
+                                   "built where the CUDA toolkit is found)")
+            count = core.get_cuda_device_count()
+            if not 0 <= self.place.device_id < count:
+                raise RuntimeError("CUDAPlace(%d): %d CUDA device(s) present" % (self.place.device_id, count))
         self._closed = False
         # (id(program), feed names, fetch names, holder names) -> (program, version, prepared)
         self._cache = {}

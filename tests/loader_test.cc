@@ -47,6 +47,31 @@ TEST(Loader, LoadsShippedPluginsAndBuiltins) {
   EXPECT_EQ(registry.FindOp("increment")->plugin, "math");
 }
 
+// A second LoadPlugins on a loaded registry (builtin = false) adds plugins beside those it
+// has; one whose ops are there already is refused and changes nothing.
+TEST(Loader, LoadingAgainAddsPlugins) {
+  Registry registry;
+  LoadPlugins(registry, LoadOptions{{kFixtures + "/own_small_ops"}, {}, {}});
+  ASSERT_EQ(registry.FindOp("select"), nullptr);
+  LoadOptions more{{}, {kPlugins + "/librill_csp.so"}, {}};
+  more.builtin = false;
+  const auto added = LoadPlugins(registry, more);
+  ASSERT_EQ(added.size(), 1u);
+  EXPECT_EQ(added[0].name, "csp");
+  EXPECT_EQ(registry.FindOp("select")->plugin, "csp");
+  EXPECT_EQ(registry.FindOp("while")->plugin, "core");
+  EXPECT_EQ(registry.FindOp("increment")->plugin, "own_small_ops");
+  EXPECT_EQ(registry.EnabledPluginList(), "core, own_small_ops, csp");
+  LoadOptions again{{kFixtures + "/own_small_ops"}, {}, {}};
+  again.builtin = false;
+  try {
+    LoadPlugins(registry, again);
+    ADD_FAILURE() << "loading own_small_ops twice was accepted";
+  } catch (const Error& e) {
+    ExpectContains(e.what(), "is registered by both plugin");
+  }
+}
+
 TEST(Loader, FileThatIsNotASharedLibrary) {
   const auto err = LoadError({kFixtures + "/not_a_library"});
   ExpectContains(err, "plugin '" + kFixtures + "/not_a_library/librill_garbage.so' is not a loadable shared library");

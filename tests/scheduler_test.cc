@@ -59,6 +59,42 @@ class SchedulerTest : public ::testing::Test {
   }
 };
 
+// Another thread cancels a run through its RunCanceller: the running main task stops at its
+// next check, and RunTasks throws the canceller's error. A Cancel before the run starts
+// ends it before the main task's body runs.
+TEST_F(SchedulerTest, ACancellerStopsARunFromAnotherThread) {
+  RunCanceller canceller;
+  std::atomic<bool> started{false};
+  std::thread interrupter([&] {
+    while (!started.load()) std::this_thread::yield();
+    canceller.Cancel("interrupted by the test", RILL_CANCELLED);
+  });
+  SchedulerOptions o;
+  o.workers = 2;
+  try {
+    RunTasks(o, [&] {
+      started = true;
+      for (;;) ThrowIfTaskCancelled();  // a run that only a cancellation ends
+    }, &canceller);
+    ADD_FAILURE() << "the run ended without the cancellation";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), RILL_CANCELLED);
+    EXPECT_EQ(std::string(e.what()), "interrupted by the test");
+  }
+  interrupter.join();
+
+  RunCanceller early;
+  early.Cancel("cancelled before it began", RILL_DEADLINE_EXCEEDED);
+  bool ran = false;
+  try {
+    RunTasks(o, [&] { ran = true; }, &early);
+    ADD_FAILURE() << "a cancelled run ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), RILL_DEADLINE_EXCEEDED);
+  }
+  EXPECT_FALSE(ran);
+}
+
 TEST_F(SchedulerTest, EveryGoBlockRunsOnceWhileTasksAreReusedAcrossWorkers) {
   constexpr int kRounds = 20, kPerRound = 1000;  // rounds reuse the tasks of the last ones
   std::atomic<int> ran{0};

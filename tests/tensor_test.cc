@@ -383,5 +383,28 @@ TEST(Npy, MalformedFilesAreClearErrors) {
   EXPECT_EQ(ReadNpy(npy_with_shape("1, 2", std::string(8, '\0'))).dims().ToVector(), (std::vector<int64_t>{1, 2}));
 }
 
+// A borrowed tensor uses the given memory as it is, shares it with its copies, and drops
+// its keeper with the last of them; memory the ABI's promise does not cover is refused.
+TEST(Tensor, BorrowUsesTheMemoryAndDropsItsKeeperWithTheLastCopy) {
+  alignas(64) float data[32];
+  for (int i = 0; i < 32; ++i) data[i] = static_cast<float>(i);
+  auto kept = std::make_shared<int>(0);
+  std::weak_ptr<int> watch = kept;
+  {
+    Tensor t = Tensor::Borrow(RILL_FP32, {4, 8}, data, std::move(kept));
+    EXPECT_EQ(t.data(), static_cast<void*>(data));
+    EXPECT_EQ(t.numel(), 32);
+    EXPECT_EQ(t.OwnData(), static_cast<void*>(data));
+    Tensor copy = t;
+    EXPECT_EQ(copy.OwnData(), nullptr);  // shared now: nobody writes it in place
+    EXPECT_EQ(copy.data_as<float>()[31], 31.0f);
+    t = Tensor();
+    EXPECT_FALSE(watch.expired());
+  }
+  EXPECT_TRUE(watch.expired());
+  EXPECT_THROW(Tensor::Borrow(RILL_FP32, {8}, data + 1, nullptr), Error);  // 4 bytes past alignment
+  EXPECT_THROW(Tensor::Borrow(RILL_FP32, {2}, data, nullptr), Error);      // 8 bytes: under 64
+}
+
 }  // namespace
 }  // namespace rill::core

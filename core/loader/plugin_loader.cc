@@ -185,7 +185,10 @@ std::vector<PluginInfo> LoadPlugins(Registry& registry, const LoadOptions& optio
     }
   }
   registry.Commit(enabled);
-  if (!options.builtin) enabled_names.insert(enabled_names.begin(), registry.enabled_plugins().begin(), registry.enabled_plugins().end());
+  if (!options.builtin) {  // added to the plugins enabled before
+    const auto& before = registry.enabled_plugins();
+    enabled_names.insert(enabled_names.begin(), before.begin(), before.end());
+  }
   registry.set_enabled_plugins(enabled_names);
   registry.Publish();
   return infos;

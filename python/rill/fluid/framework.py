@@ -26,7 +26,6 @@ __all__ = [
 
 GRAD_VAR_SUFFIX = "@GRAD"
 TEMP_VAR_NAME = "@TEMP@"
-EMPTY_VAR_NAME = "@EMPTY@"
 VarType = core.VarDesc.VarType
 
 _NP_TO_VARTYPE = {
@@ -51,10 +50,6 @@ def convert_np_dtype_to_dtype_(np_dtype):
 
 def dtype_to_np(dtype):
     return _VARTYPE_TO_NP[convert_np_dtype_to_dtype_(dtype)]
-
-
-def dtype_is_floating(dtype):
-    return convert_np_dtype_to_dtype_(dtype) in (VarType.FP16, VarType.FP32, VarType.FP64)
 
 
 def _dtype_name(dtype):

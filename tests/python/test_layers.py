@@ -180,3 +180,17 @@ def test_sparse_embedding_training(exe):
     np.testing.assert_allclose(table[[2, 5]], want, atol=1e-3)
     untouched = np.delete(table, [2, 5], axis=0)
     assert not untouched.any()  # only the looked-up rows were updated
+
+
+def test_variable_operators(exe):
+    x = layers.data(name="x", shape=[3], dtype="float32", append_batch_size=False)
+    y = layers.data(name="y", shape=[3], dtype="float32", append_batch_size=False)
+    xs, ys = np.array([1.0, 2.0, 4.0], "float32"), np.array([2.0, 2.0, 2.0], "float32")
+    cases = [(x + y, xs + ys), (x - y, xs - ys), (x * y, xs * ys), (x / y, xs / ys), (x ** y, xs ** ys),
+             (x + 1.5, xs + 1.5), (2 + x, 2 + xs), (x - 1, xs - 1), (10 - x, 10 - xs), (x * 3, xs * 3),
+             (0.5 * x, 0.5 * xs), (x / 4, xs / 4), (x < y, xs < ys), (x >= y, xs >= ys)]
+    got = run(exe, [c[0] for c in cases], {"x": xs, "y": ys})
+    for (var, want), value in zip(cases, got):
+        np.testing.assert_allclose(value, want, rtol=1e-6, err_msg=var.name)
+    types = [op.type for op in fluid.default_main_program().global_block().ops]
+    assert types.count("scale") == 7 and "less_than" in types and "elementwise_pow" in types

@@ -17,11 +17,13 @@
 #include "core/cli/launch.h"
 #include "core/cli/malloc_tuning.h"
 #include "core/cli/npy.h"
+#include "core/cli/render_dot.h"
 #include "core/errors.h"
 #include "core/io/inference_model.h"
 #include "core/loader/plugin_loader.h"
 #include "core/log.h"
 #include "core/program/backward.h"
+#include "core/program/graph.h"
 #include "core/program/program_io.h"
 #include "core/program/transpiler.h"
 #include "core/program/validate.h"
@@ -65,6 +67,13 @@ Commands:
                      validate only: lists the op types no loaded plugin provides, with
                      how many ops of each, then every other problem found; a model's
                      parameters are loaded too (--model-filename, --params-filename)
+  graph PROGRAM|MODEL [-o FILE] [--block N]
+                     the program as a Graphviz graph: ops as boxes, variables as
+                     ellipses (parameters blue, channels orange hexagons), each sub-block
+                     a cluster under the op that runs it, channel sends joined to their
+                     receives; problems the check finds are marked red. FILE: .svg, .png
+                     or .pdf (rendered by Graphviz's dot) or .dot; none: DOT on stdout.
+                     --block N: only block N
   convert PROGRAM -o OUT
                      write PROGRAM as text (OUT ends in .pbtxt/.txt) or binary (otherwise)
   backward PROGRAM --loss VAR -o OUT [--parameters A,B] [--sgd LR]
@@ -108,7 +117,7 @@ struct Args {
   std::vector<std::string> positional;
   std::vector<std::string> plugin_dirs, plugin_files, enable, fetch, feed;
   std::vector<std::string> parameters, pservers, passthrough;
-  std::string trainers, deadline_ms, log_dir, transport;
+  std::string trainers, deadline_ms, log_dir, transport, block;
   std::string model_filename, params_filename;
   std::string save_dir, output, loss, sgd, startup, iterations = "1", print_every = "0", device = "cpu", workers = "0",
               malloc = "tuned",
@@ -126,7 +135,7 @@ Args Parse(int argc, char** argv) {
       {"--loss", &a.loss},     {"--sgd", &a.sgd},  {"--startup", &a.startup},
       {"--iterations", &a.iterations}, {"--print-every", &a.print_every}, {"--device", &a.device},
       {"--workers", &a.workers}, {"--trainers", &a.trainers}, {"--deadline-ms", &a.deadline_ms},
-      {"--log-dir", &a.log_dir}, {"--transport", &a.transport}, {"--malloc", &a.malloc},
+      {"--log-dir", &a.log_dir}, {"--transport", &a.transport}, {"--malloc", &a.malloc}, {"--block", &a.block},
       {"--model-filename", &a.model_filename}, {"--params-filename", &a.params_filename}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -413,6 +422,38 @@ int CmdCheck(const Args& a, const Registry& registry) {
   throw Error(path + ": " + summary);
 }
 
+int CmdGraph(const Args& a, const Registry& registry) {
+  ExpectPositional(a, 2, "graph PROGRAM|MODEL [-o FILE.svg|.png|.dot] [--block N]");
+  const std::string& path = a.positional[1];
+  const ModelFiles files{a.model_filename, a.params_filename};
+  std::string program_file = path;
+  if (IsInferenceModel(path, files) && std::filesystem::is_directory(path)) {
+    program_file = (std::filesystem::path(path) / (files.model_filename.empty() ? "__model__" : files.model_filename))
+                       .string();
+  }
+  const proto::ProgramDesc program = LoadProgram(program_file);
+  GraphOptions options;
+  if (!a.block.empty()) {
+    options.block = static_cast<int>(PositiveCount("--block", a.block, true));
+    if (options.block >= program.blocks_size()) {
+      throw UsageError("--block " + a.block + ": " + path + " has blocks 0 to " +
+                       std::to_string(program.blocks_size() - 1));
+    }
+  }
+  options.problems = ValidateProgram(program, registry);
+  const std::string dot = ProgramToDot(program, options);
+  if (a.output.empty()) {
+    std::fwrite(dot.data(), 1, dot.size(), stdout);
+  } else {
+    WriteGraph(dot, a.output);
+  }
+  if (!options.problems.empty()) {
+    std::fprintf(stderr, "rill graph: %zu problem(s) marked (rill check %s lists them)\n", options.problems.size(),
+                 path.c_str());
+  }
+  return 0;
+}
+
 int CmdConvert(const Args& a) {
   ExpectPositional(a, 2, "convert PROGRAM -o OUT");
   if (a.output.empty()) throw UsageError("usage: rill convert PROGRAM -o OUT");
@@ -632,7 +673,7 @@ int Main(int argc, char** argv) {
     const std::string& cmd = a.positional[0];
     if (cmd == "convert") return CmdConvert(a);
     if (cmd == "launch") return CmdLaunch(a);
-    static const char* kCommands[] = {"run", "check", "ops", "describe", "plugins", "backward", "transpile"};
+    static const char* kCommands[] = {"run", "check", "ops", "describe", "plugins", "backward", "transpile", "graph"};
     if (std::find(std::begin(kCommands), std::end(kCommands), cmd) == std::end(kCommands)) {
       throw UsageError("unknown command '" + cmd + "'");
     }
@@ -654,6 +695,7 @@ int Main(int argc, char** argv) {
     if (cmd == "describe") return CmdDescribe(a, registry);
     if (cmd == "backward") return CmdBackward(a, registry);
     if (cmd == "transpile") return CmdTranspile(a, registry);
+    if (cmd == "graph") return CmdGraph(a, registry);
     return CmdPlugins(a, plugins);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "rill: error: %s\n", OneLine(e.what()).c_str());

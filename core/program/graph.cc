@@ -1,5 +1,6 @@
 #include "core/program/graph.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -283,6 +284,9 @@ class Drawer {
       } else if (tensor && decl->persistable()) {
         style = "style=filled, fillcolor=\"#cfe2ff\"";
       }
+    }
+    if (std::find(options_.highlight.begin(), options_.highlight.end(), name) != options_.highlight.end()) {
+      style += std::string(style.empty() ? "" : ", ") + "color=red, penwidth=2.5";
     }
     const std::string node = id + " [label=\"" + Escape(label) + "\"" + (style.empty() ? "" : ", " + style) + "];";
     if (drawn_[static_cast<size_t>(home)]) {

@@ -13,7 +13,8 @@
 // sends (channel_send, a select's send case) are joined to the receives of the same
 // channel (channel_recv, receive cases) by red dashed edges, across blocks. Problems
 // (validation messages that start "block B, op I") mark their ops red, with the message
-// as the tooltip; the others are listed in a note. With `block` >= 0, only that block's
+// as the tooltip; the others are listed in a note. Variables named in `highlight` get a
+// heavy red outline. With `block` >= 0, only that block's
 // ops are drawn, sub-blocks collapsed. Never throws for a malformed program: what cannot
 // be drawn (a block index out of range) is left out and noted.
 #ifndef RILL_CORE_PROGRAM_GRAPH_H_
@@ -27,8 +28,9 @@
 namespace rill::core {
 
 struct GraphOptions {
-  int block = -1;                     // -1: every block
-  std::vector<std::string> problems;  // ValidateProgram's messages, to mark
+  int block = -1;                      // -1: every block
+  std::vector<std::string> problems;   // ValidateProgram's messages, to mark
+  std::vector<std::string> highlight;  // variables drawn with a heavy red outline
 };
 
 std::string ProgramToDot(const proto::ProgramDesc& program, const GraphOptions& options = {});

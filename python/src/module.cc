@@ -18,9 +18,12 @@
 #include "core/errors.h"
 #include "core/io/inference_model.h"
 #include "core/loader/plugin_loader.h"
+#include "core/cli/render_dot.h"
 #include "core/program/backward.h"
+#include "core/program/graph.h"
 #include "core/program/program_io.h"
 #include "core/program/transpiler.h"
+#include "core/program/validate.h"
 #include "core/registry/registry.h"
 #include "core/runtime/device.h"
 #include "core/runtime/scope.h"
@@ -207,6 +210,20 @@ PYBIND11_MODULE(_rill, m) {
   m.def("append_backward", &AppendBackward, py::arg("program"), py::arg("loss"), py::arg("parameters"));
   m.def("transpile", &Transpile, py::arg("program"), py::arg("startup"), py::arg("trainers"), py::arg("pservers"),
         py::arg("send_op"), py::arg("recv_op"), py::arg("serve_op"));
+  m.def("program_to_dot", [](const py::bytes& program, int block, const std::vector<std::string>& highlight) {
+    const proto::ProgramDesc p = Parse(program, "<program>");
+    core::GraphOptions options;
+    options.block = block;
+    options.highlight = highlight;
+    {
+      const auto registry = ReadRegistry();
+      options.problems = core::ValidateProgram(p, TheRegistry());
+    }
+    return core::ProgramToDot(p, options);
+  }, py::arg("program"), py::arg("block"), py::arg("highlight"),
+        "The program as a Graphviz graph (DOT), its problems marked (core/program/graph.h).");
+  m.def("write_graph", &core::WriteGraph, py::arg("dot"), py::arg("path"),
+        "Writes DOT to PATH: as text for .dot/.gv, else rendered by Graphviz's dot.");
   m.def("load_model_parameters", &LoadModelParameters, py::arg("dir"), py::arg("model_filename"),
         py::arg("params_filename"), py::arg("scope"));
 

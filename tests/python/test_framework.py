@@ -220,3 +220,23 @@ def test_cuda_place_beyond_the_devices_present_is_a_clear_error():
         assert count == 0
         with pytest.raises(RuntimeError, match="no loaded plugin drives CUDA devices"):
             fluid.Executor(fluid.CUDAPlace(0))
+
+
+def test_programs_draw_themselves(tmp_path):
+    ch = fluid.make_channel(dtype=core.VarDesc.VarType.LOD_TENSOR)
+    with fluid.Go():
+        fluid.channel_send(ch, layers.fill_constant(shape=[1], dtype="int32", value=1))
+    got = layers.fill_constant(shape=[1], dtype="int32", value=0)
+    fluid.channel_recv(ch, got)
+    main = fluid.default_main_program()
+    dot = main.to_graphviz()
+    assert dot.startswith("digraph program {") and 'label="block 1: go"' in dot
+    assert 'constraint=false, label="%s"' % ch.name in dot  # the send joined to the receive
+    svg = tmp_path / "main.svg"
+    main.to_graphviz(str(svg))
+    assert "<svg" in svg.read_text()
+    one = fluid.debugger.draw_block_graphviz(main.block(1), highlights=[ch.name], path=str(tmp_path / "go.dot"))
+    assert (tmp_path / "go.dot").read_text() == one
+    assert "penwidth=2.5" in one and "subgraph cluster_1" in one
+    with pytest.raises(ValueError, match="blocks 0 to 1"):
+        main.to_graphviz(block=5)

@@ -673,6 +673,19 @@ class Program(object):
 
     __repr__ = __str__
 
+    def to_graphviz(self, path=None, block=-1, highlights=None):
+        """The program as a Graphviz graph (DOT text), as `rill graph` draws it: ops, variables,
+        each sub-block a cluster under its op, channel sends joined to their receives, what
+        the runtime's check finds marked. ``path`` also writes it: .dot as text, .svg/.png/.pdf
+        rendered by Graphviz's dot. ``block`` >= 0 draws that block alone; ``highlights``
+        names variables to outline."""
+        if block >= self.num_blocks:
+            raise ValueError("block %d: the program has blocks 0 to %d" % (block, self.num_blocks - 1))
+        dot = _rill.program_to_dot(self.serialize_to_string(), block, list(highlights or []))
+        if path is not None:
+            _rill.write_graph(dot, str(path))
+        return dot
+
     def global_block(self):
         return self.blocks[0]
 

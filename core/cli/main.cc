@@ -4,8 +4,11 @@
 // Failures print one line, "rill: error: <reason>", on standard error.
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -31,6 +34,7 @@
 #include "core/runtime/device.h"
 #include "core/runtime/dtype.h"
 #include "core/runtime/executor.h"
+#include "core/runtime/profiler.h"
 #include "core/tasks/scheduler.h"
 
 namespace rill::core {
@@ -60,6 +64,12 @@ Commands:
                        tensors move between them as needed
       --workers N      threads that run the program's tasks (the main block and go
                        blocks); default: one per CPU
+      --profile FILE   write a trace of the run in Chrome's trace-event format (open it
+                       in Perfetto or chrome://tracing): a lane per worker thread, a span
+                       per op (type, block, op index, inputs' shapes), go blocks' spawns,
+                       tasks' waits with the op and what they waited on
+      --profile-summary
+                       print the ops by total time: calls, total, mean, min, max, share
       --malloc MODE    tuned (default): glibc's malloc without fast bins and keeping
                        freed memory up to 1 GiB, unless GLIBC_TUNABLES or
                        MALLOC_TRIM_THRESHOLD_ set those; default: glibc as it comes
@@ -117,12 +127,12 @@ struct Args {
   std::vector<std::string> positional;
   std::vector<std::string> plugin_dirs, plugin_files, enable, fetch, feed;
   std::vector<std::string> parameters, pservers, passthrough;
-  std::string trainers, deadline_ms, log_dir, transport, block;
+  std::string trainers, deadline_ms, log_dir, transport, block, profile;
   std::string model_filename, params_filename;
   std::string save_dir, output, loss, sgd, startup, iterations = "1", print_every = "0", device = "cpu", workers = "0",
               malloc = "tuned",
               log_level = "warn";
-  bool help = false, version = false;
+  bool help = false, version = false, profile_summary = false;
 };
 
 Args Parse(int argc, char** argv) {
@@ -136,6 +146,7 @@ Args Parse(int argc, char** argv) {
       {"--iterations", &a.iterations}, {"--print-every", &a.print_every}, {"--device", &a.device},
       {"--workers", &a.workers}, {"--trainers", &a.trainers}, {"--deadline-ms", &a.deadline_ms},
       {"--log-dir", &a.log_dir}, {"--transport", &a.transport}, {"--malloc", &a.malloc}, {"--block", &a.block},
+      {"--profile", &a.profile},
       {"--model-filename", &a.model_filename}, {"--params-filename", &a.params_filename}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -159,6 +170,8 @@ Args Parse(int argc, char** argv) {
       a.help = true;
     } else if (arg == "--version") {
       a.version = true;
+    } else if (arg == "--profile-summary") {
+      a.profile_summary = true;
     } else if (auto r = repeated.find(arg); r != repeated.end()) {
       r->second->push_back(take());
     } else if (auto s = single.find(arg); s != single.end()) {
@@ -342,6 +355,15 @@ int CmdRun(const Args& given, const Registry& registry) {
   tasks.workers = static_cast<int>(PositiveCount("--workers", a.workers, true));
   Executor executor(registry, program);
   executor.set_place(place);
+  // The trace's file is opened before the run, so that a path it cannot be written to
+  // fails first, not after a long run.
+  std::ofstream trace_file;
+  if (!a.profile.empty()) {
+    trace_file.open(a.profile, std::ios::binary | std::ios::trunc);
+    if (!trace_file) throw Error("--profile: cannot write '" + a.profile + "': " + std::strerror(errno));
+  }
+  std::optional<Profiler> profiler;
+  if (!a.profile.empty() || a.profile_summary) profiler.emplace();
   // The whole run is the main task: go blocks still running when it ends are stopped.
   RunTasks(tasks, [&] {
     if (startup) {
@@ -356,6 +378,16 @@ int CmdRun(const Args& given, const Registry& registry) {
       }
     }
   });
+  if (profiler) {
+    const Trace trace = profiler->Stop();
+    if (trace_file.is_open()) {
+      WriteChromeTrace(trace, trace_file);
+      trace_file.close();
+      if (!trace_file) throw Error("--profile: writing '" + a.profile + "' failed: " + std::strerror(errno));
+    }
+    if (a.profile_summary) WriteSummary(trace, std::cout);
+    std::cout.flush();
+  }
   const auto results = Results(a.fetch, fetches, *scope);
   PrintResults(results, iterations > 1 && print_every > 0 ? "[iteration " + std::to_string(iterations) + "] " : "");
   if (!a.save_dir.empty()) {

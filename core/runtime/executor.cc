@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <type_traits>
 #include <unordered_map>
 
 #include "core/abi/status.h"
@@ -10,6 +11,7 @@
 #include "core/runtime/device.h"
 #include "core/runtime/dtype.h"
 #include "core/runtime/kernel_context.h"
+#include "core/runtime/profiler.h"
 #include "core/tasks/scheduler.h"
 #include "rill/spin_lock.hpp"
 
@@ -641,8 +643,40 @@ bool Executor::ResolveName(const PreparedBlock& block, Scope& scope, size_t i, V
   return here;
 }
 
+namespace {
+
+// An op's span in the profile, recorded when this goes out of scope (the op ran, took
+// the scalar path, or failed).
+struct ProfiledOp {
+  const RillOpInfo& info;
+  Variable* const* frame;
+  int64_t start = Profiler::NowNs();
+  ~ProfiledOp() {
+    try {
+      Profiler::RecordOp(info, frame, start);
+    } catch (...) {  // out of memory for the trace: the span is lost, the run goes on
+    }
+  }
+};
+struct UnprofiledOp {
+  UnprofiledOp(const RillOpInfo&, Variable* const*) {}
+};
+
+}  // namespace
+
 void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
                       OpBoundaries& boundaries) {
+  // Read once per block run, so that the ops' loop carries no check when nobody profiles.
+  if (Profiler::Active()) {
+    RunOpsAs<true>(block, scope, frame, boundaries);
+  } else {
+    RunOpsAs<false>(block, scope, frame, boundaries);
+  }
+}
+
+template <bool kProfile>
+void Executor::RunOpsAs(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
+                        OpBoundaries& boundaries) {
   RillScope scope_handle = RillScope::Borrowed(scope.get());
   const bool on_cpu = place_.device_type == RILL_CPU;
   // One context for the run, pointed at each op in turn: kernels change nothing in it but
@@ -651,6 +685,7 @@ void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& 
   for (const auto& prepared : block.ops) {
     PreparedOp* op = prepared.get();
     ctx.op = &op->info;
+    [[maybe_unused]] const std::conditional_t<kProfile, ProfiledOp, UnprofiledOp> span{op->info, frame};
     // The kernel the op's last run chose.
     KernelInstance* k = op->last.load(std::memory_order_acquire);
     try {

@@ -117,6 +117,10 @@ class Executor {
   // Runs the block's ops on its resolved variables.
   void RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
               OpBoundaries& boundaries);
+  // RunOps, recording each op's span in the profile or not (profiler.h).
+  template <bool kProfile>
+  void RunOpsAs(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
+                OpBoundaries& boundaries);
 
   const Registry& registry_;
   const std::shared_ptr<const Program> program_;

@@ -58,6 +58,7 @@
 #include <vector>
 
 #include "core/abi/status.h"
+#include "core/runtime/profiler.h"
 #include "core/errors.h"
 #include "core/runtime/op_instance.h"
 #include "core/runtime/prefetch.h"
@@ -719,6 +720,7 @@ class Scheduler {
 #if RILL_TSAN
     w->tsan_fiber = __tsan_get_current_fiber();
 #endif
+    if (Profiler::Active()) Profiler::NameLane("worker " + std::to_string(w->index));
     while (Task* t = FindWork(w)) RunTask(w, t);
     ReleaseHeld(w);
   }
@@ -947,7 +949,10 @@ RillStatus* ParkCurrent(const RillOpInfo* op, const char* what, void (*unlock)(v
     t->unlock_arg = arg;
     t->wake_owed = false;  // this worker runs the task it readied next: nothing to wake
     t->exit = Exit::kPark;
+    const bool profiled = Profiler::Active();
+    if (profiled) Profiler::RecordWait(true, t, op, what);
     t->SwitchToWorker();
+    if (profiled) Profiler::RecordWait(false, t, op, what);
     t->blocked_op.store(nullptr, std::memory_order_relaxed);
     t->blocked_what.store(nullptr, std::memory_order_relaxed);
   }
@@ -960,6 +965,7 @@ void SpawnTask(TaskBody body, const RillOpInfo* origin) {
     throw Error("go needs the task scheduler: run the program with `rill run` (or inside "
                 "rill::core::RunTasks)", RILL_FAILED_PRECONDITION);
   }
+  if (Profiler::Active()) Profiler::RecordSpawn(origin);
   t->sched->Spawn(std::move(body), origin, /*is_main=*/false);
 }
 

@@ -3,6 +3,8 @@
 // Exit status: 0 on success; 1 when the program, a plugin or a run fails; 2 for bad usage.
 // Failures print one line, "rill: error: <reason>", on standard error.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -20,6 +22,7 @@
 #include "core/cli/launch.h"
 #include "core/cli/malloc_tuning.h"
 #include "core/cli/npy.h"
+#include "core/cli/progress.h"
 #include "core/cli/render_dot.h"
 #include "core/errors.h"
 #include "core/io/inference_model.h"
@@ -59,6 +62,9 @@ Commands:
       --startup PROG   run PROG once first, in the same scope (initializes parameters)
       --iterations N   run PROGRAM N times (a training loop); fetch after the last
       --print-every K  also print the fetched variables every K iterations
+                       (on a terminal: in the progress line, which a run of more than
+                       one iteration shows there; elsewhere a log line on stderr at
+                       each tenth of the run)
       --device DEV     run kernels on DEV where the op has one: cpu (default), cuda[:N]
                        or another plugin's device by name; other ops run on the CPU,
                        tensors move between them as needed
@@ -246,6 +252,22 @@ std::vector<std::pair<std::string, const Tensor*>> Results(const std::vector<std
   return out;
 }
 
+// "loss=0.0123 w=fp32[13,1]": each result's value if it has one, else its type and shape.
+std::string ShortValues(const std::vector<std::pair<std::string, const Tensor*>>& results) {
+  std::string out;
+  for (const auto& [name, t] : results) {
+    out += (out.empty() ? "" : " ") + name + "=";
+    if (t->numel() == 1) {
+      out += t->ValuesToString();
+      continue;
+    }
+    out += DataTypeName(t->dtype()) + "[";
+    for (size_t i = 0; i < t->dims().size(); ++i) out += (i ? "," : "") + std::to_string(t->dims()[i]);
+    out += "]";
+  }
+  return out;
+}
+
 // Prints each result on a line: name, dtype, dims, values.
 void PrintResults(const std::vector<std::pair<std::string, const Tensor*>>& results, const std::string& prefix) {
   for (const auto& [name, t] : results) {
@@ -362,6 +384,8 @@ int CmdRun(const Args& given, const Registry& registry) {
     trace_file.open(a.profile, std::ios::binary | std::ios::trunc);
     if (!trace_file) throw Error("--profile: cannot write '" + a.profile + "': " + std::strerror(errno));
   }
+  // On a terminal the --print-every values go into the progress line (progress.h).
+  Progress progress(iterations, isatty(STDERR_FILENO) != 0);
   std::optional<Profiler> profiler;
   if (!a.profile.empty() || a.profile_summary) profiler.emplace();
   // The whole run is the main task: go blocks still running when it ends are stopped.
@@ -373,11 +397,14 @@ int CmdRun(const Args& given, const Registry& registry) {
     }
     for (int64_t i = 1; i <= iterations; ++i) {
       executor.Run(0, scope);
-      if (print_every > 0 && i % print_every == 0 && i != iterations) {
+      const bool due = print_every > 0 && i % print_every == 0 && i != iterations;
+      if (due && !progress.terminal()) {
         PrintResults(Results(a.fetch, fetches, *scope), "[iteration " + std::to_string(i) + "] ");
       }
+      progress.Done(i, due && progress.terminal() ? ShortValues(Results(a.fetch, fetches, *scope)) : "");
     }
   });
+  progress.Finish();
   if (profiler) {
     const Trace trace = profiler->Stop();
     if (trace_file.is_open()) {

@@ -11,8 +11,8 @@ packages=(
   libeigen3-dev libdnnl-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy
-  # rill graph renders pictures with Graphviz's dot
-  graphviz
+  # rill graph renders pictures with Graphviz's dot; rill's command line is on CLI11
+  graphviz libcli11-dev
   # the Python package (rill.fluid) and its tests
   pybind11-dev python3-dev python3-protobuf python3-pytest
   # the model ops' independent reference, and the models' benchmark peer

@@ -2,6 +2,8 @@
 // a one-line message and a non-zero exit, never a signal.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -22,7 +24,8 @@ const std::string kProgram = kSource + "/examples/programs/sum_below.pbtxt";
 void ExpectCleanFailure(const CommandResult& r, int code, const std::string& needle) {
   EXPECT_EQ(r.signal, 0) << "rill died of a signal";
   EXPECT_EQ(r.exit_code, code) << r.err;
-  EXPECT_EQ(r.err.rfind("rill: error: ", 0), 0u) << r.err;
+  // "rill: error: ..." for a failed run, "rill COMMAND: error: ..." for bad usage.
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("^rill( [a-z]+)?: error: "))) << r.err;
   EXPECT_NE(r.err.find(needle), std::string::npos) << "wanted: " << needle << "\ngot: " << r.err;
 }
 
@@ -593,7 +596,7 @@ TEST(Cli, EachInvalidProgramIsACleanFailure) {
 
 TEST(Cli, UsageErrorsExitTwo) {
   ExpectCleanFailure(RunRill({"frobnicate"}), 2, "unknown command 'frobnicate'");
-  ExpectCleanFailure(RunRill({"ops", "--bogus"}), 2, "unknown option --bogus");
+  ExpectCleanFailure(RunRill({"ops", "--bogus"}), 2, "rill ops: error: The following argument was not expected: --bogus");
   ExpectCleanFailure(RunRill({"run"}), 2, "usage: rill run PROGRAM");
   ExpectCleanFailure(RunRill({"run", kProgram, "--device", "tpu:0"}), 2,
                      "--device tpu:0: no loaded plugin provides a device called 'tpu'");
@@ -602,7 +605,27 @@ TEST(Cli, UsageErrorsExitTwo) {
   ExpectCleanFailure(RunRill({"run", kProgram, "--malloc", "fast"}), 2, "--malloc must be tuned or default, not 'fast'");
   const auto help = RunRill({"--help"});
   EXPECT_EQ(help.exit_code, 0);
-  EXPECT_NE(help.out.find("usage: rill [options] COMMAND"), std::string::npos);
+  EXPECT_NE(help.out.find("Usage: rill [OPTIONS] [SUBCOMMAND]"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("  transpile "), std::string::npos);
+}
+
+// Each subcommand has its own options: another's is an error naming the subcommand; the
+// global ones go before or after it; --flag=value works; --help after a subcommand is its.
+TEST(Cli, SubcommandsHaveTheirOwnOptions) {
+  ExpectCleanFailure(RunRill({"run", kProgram, "--loss", "x"}), 2,
+                     "rill run: error: The following argument was not expected: --loss (rill run --help lists its "
+                     "options)");
+  ExpectCleanFailure(RunRill({"check", kProgram, "--iterations", "3"}), 2, "rill check: error:");
+  ExpectCleanFailure(RunRill({"convert", kProgram, "--", "x"}), 2, "arguments after -- are `rill launch`'s");
+  const auto before = RunRill({"--plugins=math,csp", "run", kProgram, "--fetch=sum"});
+  const auto after = RunRill({"run", kProgram, "--fetch", "sum", "--plugins", "math,csp"});
+  ASSERT_EQ(before.exit_code, 0) << before.err;
+  EXPECT_EQ(before.out, after.out);
+  EXPECT_NE(before.out.find("sum int64 [1] 10"), std::string::npos) << before.out;
+  const auto run_help = RunRill({"run", "--help"});
+  EXPECT_EQ(run_help.exit_code, 0);
+  EXPECT_NE(run_help.out.find("--profile FILE.json"), std::string::npos) << run_help.out;
+  EXPECT_EQ(run_help.out.find("--loss"), std::string::npos);
 }
 
 // Only regular files are opened as plugins: dlopen on a FIFO named like one blocked rill

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/api/feed_fetch_targets.h"
+#include "core/cli/args.h"
 #include "core/cli/launch.h"
 #include "core/cli/malloc_tuning.h"
 #include "core/cli/npy.h"
@@ -43,159 +44,7 @@
 namespace rill::core {
 namespace {
 
-constexpr const char* kUsage = R"(usage: rill [options] COMMAND [ARGS]
 
-Commands:
-  run PROGRAM        validate and run block 0 of PROGRAM (text .pbtxt or binary)
-  run MODEL          run an inference model as Paddle saves it: a directory with __model__
-                     and a file per parameter or __params__ (--model-filename F,
-                     --params-filename F for other names), or PREFIX.pdmodel beside
-                     PREFIX.pdiparams; its parameters are loaded first
-  run DIR            under mpirun (-np = pservers + trainers): run the process of the
-                     transpiled cluster DIR this rank is; pservers first, then trainers,
-                     whose options may say "{trainer}" for their index
-      --fetch VAR      print VAR after the run (repeatable): name, dtype, dims, values;
-                       without any, the variables of the program's fetch ops, in col order
-      --feed VAR=FILE  set VAR from a .npy file before the run (repeatable); a feed op's
-                       target goes into its column of the feed list, for the op to set
-      --save DIR       also write every fetched VAR to DIR/VAR.npy ('/' in VAR as '_')
-      --startup PROG   run PROG once first, in the same scope (initializes parameters)
-      --iterations N   run PROGRAM N times (a training loop); fetch after the last
-      --print-every K  also print the fetched variables every K iterations
-                       (on a terminal: in the progress line, which a run of more than
-                       one iteration shows there; elsewhere a log line on stderr at
-                       each tenth of the run)
-      --device DEV     run kernels on DEV where the op has one: cpu (default), cuda[:N]
-                       or another plugin's device by name; other ops run on the CPU,
-                       tensors move between them as needed
-      --workers N      threads that run the program's tasks (the main block and go
-                       blocks); default: one per CPU
-      --profile FILE   write a trace of the run in Chrome's trace-event format (open it
-                       in Perfetto or chrome://tracing): a lane per worker thread, a span
-                       per op (type, block, op index, inputs' shapes), go blocks' spawns,
-                       tasks' waits with the op and what they waited on
-      --profile-summary
-                       print the ops by total time: calls, total, mean, min, max, share
-      --malloc MODE    tuned (default): glibc's malloc without fast bins and keeping
-                       freed memory up to 1 GiB, unless GLIBC_TUNABLES or
-                       MALLOC_TRIM_THRESHOLD_ set those; default: glibc as it comes
-  check PROGRAM|MODEL
-                     validate only: lists the op types no loaded plugin provides, with
-                     how many ops of each, then every other problem found; a model's
-                     parameters are loaded too (--model-filename, --params-filename)
-  graph PROGRAM|MODEL [-o FILE] [--block N]
-                     the program as a Graphviz graph: ops as boxes, variables as
-                     ellipses (parameters blue, channels orange hexagons), each sub-block
-                     a cluster under the op that runs it, channel sends joined to their
-                     receives; problems the check finds are marked red. FILE: .svg, .png
-                     or .pdf (rendered by Graphviz's dot) or .dot; none: DOT on stdout.
-                     --block N: only block N
-  convert PROGRAM -o OUT
-                     write PROGRAM as text (OUT ends in .pbtxt/.txt) or binary (otherwise)
-  backward PROGRAM --loss VAR -o OUT [--parameters A,B] [--sgd LR]
-                     append the backward pass of VAR (gradients of the persistable
-                     variables of block 0, or of --parameters) and, with --sgd, SGD
-                     updates; prints each parameter with its gradient
-  transpile PROGRAM --startup PROG --trainers N --pservers HOST:PORT,... -o DIR
-                     split a training program (forward, backward, optimizer) into a
-                     trainer program and one program per pserver, with their startups,
-                     as text in DIR (plus DIR/cluster.txt); [--deadline-ms MS]
-                     [--transport grpc|mpi]: send/recv/listen_and_serv (default) or
-                     send_mpi/recv_mpi/listen_and_serv_mpi
-  launch DIR [--log-dir LOGS] [--deadline-ms MS] [--transport grpc|mpi] [-- RUN-OPTIONS...]
-                     run the cluster of DIR locally: one `rill run` per pserver and per
-                     trainer ("{trainer}" in RUN-OPTIONS becomes J); gRPC: RILL_TRAINER_ID=J,
-                     MPI: all under one mpirun, pservers first; logs in LOGS (default
-                     DIR/logs); fails naming a failed process
-  ops                every op with the plugin that provides it
-  describe OP        an op's inputs, outputs, attributes, kernels and doc
-  describe PROGRAM|MODEL
-                     its feeds and fetches with their declared types, its parameters,
-                     and its op types with their counts and the plugins providing them
-  plugins            the plugins loaded: name, version, ABI version, file, op count
-
-Options:
-  --plugin-path DIR  load every plugin (*.so) in DIR (repeatable); replaces the default
-                     set, as does RILL_PLUGIN_PATH=DIR[:DIR...]. Default: the plugins
-                     shipped beside this binary (<prefix>/lib/rill/plugins)
-  --plugin FILE      also load the plugin FILE (repeatable)
-  --plugins A,B,...  enable only the named plugins; the others only inform error messages
-  --log-level LEVEL  trace, debug, info, warn (default), error or off
-  -h, --help         show this help
-  --version          show rill's version and ABI version
-)";
-
-class UsageError : public std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-struct Args {
-  std::vector<std::string> positional;
-  std::vector<std::string> plugin_dirs, plugin_files, enable, fetch, feed;
-  std::vector<std::string> parameters, pservers, passthrough;
-  std::string trainers, deadline_ms, log_dir, transport, block, profile;
-  std::string model_filename, params_filename;
-  std::string save_dir, output, loss, sgd, startup, iterations = "1", print_every = "0", device = "cpu", workers = "0",
-              malloc = "tuned",
-              log_level = "warn";
-  bool help = false, version = false, profile_summary = false;
-};
-
-Args Parse(int argc, char** argv) {
-  Args a;
-  const std::map<std::string, std::vector<std::string>*> repeated = {
-      {"--plugin-path", &a.plugin_dirs}, {"--plugin", &a.plugin_files},
-      {"--fetch", &a.fetch},             {"--feed", &a.feed}};
-  const std::map<std::string, std::string*> single = {
-      {"--save", &a.save_dir}, {"-o", &a.output}, {"--log-level", &a.log_level},
-      {"--loss", &a.loss},     {"--sgd", &a.sgd},  {"--startup", &a.startup},
-      {"--iterations", &a.iterations}, {"--print-every", &a.print_every}, {"--device", &a.device},
-      {"--workers", &a.workers}, {"--trainers", &a.trainers}, {"--deadline-ms", &a.deadline_ms},
-      {"--log-dir", &a.log_dir}, {"--transport", &a.transport}, {"--malloc", &a.malloc}, {"--block", &a.block},
-      {"--profile", &a.profile},
-      {"--model-filename", &a.model_filename}, {"--params-filename", &a.params_filename}};
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool has_value = false;
-    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
-      value = arg.substr(arg.find('=') + 1);
-      arg = arg.substr(0, arg.find('='));
-      has_value = true;
-    }
-    const auto take = [&]() -> std::string {
-      if (has_value) return value;
-      if (i + 1 >= argc) throw UsageError(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--") {
-      a.passthrough.assign(argv + i + 1, argv + argc);
-      break;
-    }
-    if (arg == "-h" || arg == "--help") {
-      a.help = true;
-    } else if (arg == "--version") {
-      a.version = true;
-    } else if (arg == "--profile-summary") {
-      a.profile_summary = true;
-    } else if (auto r = repeated.find(arg); r != repeated.end()) {
-      r->second->push_back(take());
-    } else if (auto s = single.find(arg); s != single.end()) {
-      *s->second = take();
-    } else if (arg == "--plugins") {
-      for (auto& n : ::rill::SplitList(take())) a.enable.push_back(n);
-    } else if (arg == "--parameters") {
-      for (auto& n : ::rill::SplitList(take())) a.parameters.push_back(n);
-    } else if (arg == "--pservers") {
-      for (auto& n : ::rill::SplitList(take())) a.pservers.push_back(n);
-    } else if (arg.size() > 1 && arg[0] == '-') {
-      throw UsageError("unknown option " + arg);
-    } else {
-      a.positional.push_back(arg);
-    }
-  }
-  return a;
-}
 
 void SetLogLevel(const std::string& level) {
   const auto lvl = spdlog::level::from_str(level);
@@ -710,14 +559,14 @@ int CmdPlugins(const Args& a, const std::vector<PluginInfo>& plugins) {
 int Main(int argc, char** argv) {
   Args a;
   try {
-    a = Parse(argc, argv);
+    a = ParseArgs(argc, argv);
     SetLogLevel(a.log_level);
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "rill: error: %s\n%s", e.what(), kUsage);
+    std::fprintf(stderr, "%s\n", OneLine(e.what()).c_str());
     return 2;
   }
   if (a.help) {
-    std::printf("%s", kUsage);
+    std::printf("%s", a.help_text.c_str());
     return 0;
   }
   if (a.version) {
@@ -725,17 +574,13 @@ int Main(int argc, char** argv) {
     return 0;
   }
   if (a.positional.empty()) {
-    std::fprintf(stderr, "rill: error: no command given\n%s", kUsage);
+    std::fprintf(stderr, "rill: no command given (rill --help lists the commands)\n");
     return 2;
   }
+  const std::string& cmd = a.positional[0];
   try {
-    const std::string& cmd = a.positional[0];
     if (cmd == "convert") return CmdConvert(a);
     if (cmd == "launch") return CmdLaunch(a);
-    static const char* kCommands[] = {"run", "check", "ops", "describe", "plugins", "backward", "transpile", "graph"};
-    if (std::find(std::begin(kCommands), std::end(kCommands), cmd) == std::end(kCommands)) {
-      throw UsageError("unknown command '" + cmd + "'");
-    }
     if (cmd == "run") {
       const std::optional<MallocTuning> tuning = ParseMallocTuning(a.malloc);
       if (!tuning) throw UsageError("--malloc must be tuned or default, not '" + a.malloc + "'");
@@ -757,7 +602,8 @@ int Main(int argc, char** argv) {
     if (cmd == "graph") return CmdGraph(a, registry);
     return CmdPlugins(a, plugins);
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "rill: error: %s\n", OneLine(e.what()).c_str());
+    std::fprintf(stderr, "rill %s: error: %s (rill %s --help lists its options)\n", cmd.c_str(),
+                 OneLine(e.what()).c_str(), cmd.c_str());
     return 2;
   } catch (const std::bad_alloc& e) {
     std::fflush(stdout);

@@ -135,6 +135,8 @@ Args ParseArgs(int argc, char** argv) {
   launch->add_option("--log-dir", a.log_dir, "where the processes' logs go (default DIR/logs)")->type_name("LOGS");
   launch->add_option("--deadline-ms", a.deadline_ms, "the transport ops' deadline")->type_name("MS");
   launch->add_option("--transport", a.transport, "grpc or mpi (under one mpirun)")->type_name("grpc|mpi");
+  launch->add_option("--profile", a.profile, "each process writes its trace (rill run --profile) to DIR, on one "
+                     "clock: load them together in Perfetto")->type_name("DIR");
 
   command("ops", "every op with the plugin that provides it", nullptr, nullptr);
   CLI::App* describe = command("describe", "an op's inputs, outputs, attributes, kernels and doc; or a program's "

@@ -192,6 +192,9 @@ Plan MakePlan(const LaunchOptions& options, const ClusterSpec& spec, const std::
     plan.procs.push_back({p.name, (std::filesystem::path(log_dir) / (log + ".log")).string()});
     std::vector<std::string> args = {exe, "run", p.program, "--startup", p.startup};
     args.insert(args.end(), options.common_args.begin(), options.common_args.end());
+    if (!options.profile_dir.empty()) {
+      args.insert(args.end(), {"--profile", (std::filesystem::path(options.profile_dir) / (log + ".json")).string()});
+    }
     if (p.trainer >= 0) {
       for (const auto& a : options.trainer_args) args.push_back(WithTrainer(a, p.trainer));
     }
@@ -332,6 +335,7 @@ void Launch(const LaunchOptions& options) {
   }
   const std::string log_dir = options.log_dir.empty() ? (fs::path(options.dir) / "logs").string() : options.log_dir;
   fs::create_directories(log_dir);
+  if (!options.profile_dir.empty()) fs::create_directories(options.profile_dir);
   Plan plan = MakePlan(options, spec, log_dir);
   if (transport == "mpi") {
     LaunchMpi(options, plan, log_dir);

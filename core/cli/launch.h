@@ -56,6 +56,9 @@ struct LaunchOptions {
   std::vector<std::string> trainer_args;  // for trainers only ({trainer} = index)
   std::chrono::milliseconds deadline{120000};  // RILL_RPC_DEADLINE_MS for all, and the pservers' grace
   bool deadline_given = false;
+  // Non-empty: each process writes its trace there (rill run --profile), named after its
+  // log (trainer.J.json, pserver.P.json); the directory is made before any starts.
+  std::string profile_dir;
 };
 
 // Runs the cluster; prints each trainer's output, prefixed "[trainer J] ", at the end.

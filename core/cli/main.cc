@@ -255,7 +255,8 @@ int CmdRun(const Args& given, const Registry& registry) {
   });
   progress.Finish();
   if (profiler) {
-    const Trace trace = profiler->Stop();
+    Trace trace = profiler->Stop();
+    trace.process_name = "rill run " + std::filesystem::path(a.positional[1]).filename().string();
     if (trace_file.is_open()) {
       WriteChromeTrace(trace, trace_file);
       trace_file.close();
@@ -446,6 +447,7 @@ int CmdLaunch(const Args& a) {
   options.log_dir = a.log_dir;
   options.transport = a.transport;
   options.trainer_args = a.passthrough;
+  options.profile_dir = a.profile;
   if (!a.deadline_ms.empty()) {
     options.deadline = std::chrono::milliseconds(PositiveCount("--deadline-ms", a.deadline_ms, false));
     options.deadline_given = true;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <unistd.h>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -34,7 +35,6 @@ struct Recording {
   std::vector<std::shared_ptr<ThreadBuffer>> buffers;
   std::vector<std::string> lane_names;
   std::map<std::string, int32_t> lane_by_name;
-  int64_t origin_ns = 0;
 };
 
 Recording& TheRecording() {
@@ -113,7 +113,6 @@ Profiler::Profiler() {
   r.buffers.clear();
   r.lane_names.clear();
   r.lane_by_name.clear();
-  r.origin_ns = NowNs();
   r.current.store(++r.number, std::memory_order_release);
   active_.store(true, std::memory_order_release);
 }
@@ -129,7 +128,6 @@ Trace Profiler::Stop() {
   active_.store(false, std::memory_order_release);
   r.current.store(0, std::memory_order_release);  // a straggler's next event goes nowhere
   Trace trace;
-  trace.origin_ns = r.origin_ns;
   trace.lane_names = r.lane_names;
   for (auto& b : r.buffers) {
     std::lock_guard buffer_lock(b->mu);
@@ -199,16 +197,18 @@ void Profiler::NameLane(const std::string& name) {
 }
 
 void WriteChromeTrace(const Trace& trace, std::ostream& out) {
+  const std::string pid = std::to_string(getpid());
   out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
-  out << "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"args\": {\"name\": \"rill\"}}";
+  out << "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": " << pid << ", \"args\": {\"name\": "
+      << JsonString(trace.process_name) << "}}";
   for (size_t lane = 0; lane < trace.lane_names.size(); ++lane) {
-    out << ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": " << lane
+    out << ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": " << pid << ", \"tid\": " << lane
         << ", \"args\": {\"name\": " << JsonString(trace.lane_names[lane]) << "}}";
   }
   for (const auto& e : trace.events) {
-    const std::string ts = Micros(e.start_ns - trace.origin_ns);
+    const std::string ts = Micros(e.start_ns);
     const std::string where = "\"block\": " + std::to_string(e.block) + ", \"op\": " + std::to_string(e.op);
-    out << ",\n{\"pid\": 1, \"tid\": " << e.lane << ", \"ts\": " << ts << ", ";
+    out << ",\n{\"pid\": " << pid << ", \"tid\": " << e.lane << ", \"ts\": " << ts << ", ";
     switch (e.kind) {
       case TraceEvent::kOp:
         out << "\"ph\": \"X\", \"cat\": \"op\", \"name\": " << JsonString(e.name)

@@ -11,7 +11,9 @@
 // Record calls from threads that outlive the recording are dropped.
 //
 // WriteChromeTrace writes the trace in Chrome's trace-event format (Perfetto,
-// chrome://tracing): "X" spans per op, "b"/"e" async spans for waits, "i" instants for
+// chrome://tracing), on the host's monotonic clock and under the process's id, so that the
+// traces of a cluster's processes on one host load together on one timeline: "X" spans per
+// op, "b"/"e" async spans for waits, "i" instants for
 // spawns, and a thread_name per lane ("worker N", or the thread's own lane). Summary
 // prints the ops by total time, as Fluid's profiler printed them.
 #ifndef RILL_CORE_RUNTIME_PROFILER_H_
@@ -46,7 +48,7 @@ struct TraceEvent {
 };
 
 struct Trace {
-  int64_t origin_ns = 0;  // Start's time: event times are written relative to it
+  std::string process_name = "rill";
   std::vector<TraceEvent> events;
   std::vector<std::string> lane_names;  // by lane
 };

@@ -1,0 +1,72 @@
+"""`rill launch DIR --profile P`: fit_a_line on 2 pservers and 2 trainers over gRPC writes one
+trace per process, each under its own process id and name, on one clock: the trainers' send
+ops (their RPCs to the pservers) and the pservers' optimize blocks line up in time.
+
+    /usr/bin/python3 cluster_traces.py RILL SOURCE_DIR OUT_DIR
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+
+rill, source, out = sys.argv[1:4]
+example = os.path.join(source, "examples", "fit_a_line")
+os.makedirs(out, exist_ok=True)
+ITERATIONS = 5
+
+
+def run(*args):
+    result = subprocess.run([rill] + list(args), capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, (args, result.stderr)
+    return result
+
+
+data = os.path.join(out, "data")
+run("run", os.path.join(example, "data.pbtxt"), "--fetch", "x", "--fetch", "y", "--save", data)
+run("run", os.path.join(example, "shard.pbtxt"), "--feed", "x=%s/x.npy" % data, "--feed", "y=%s/y.npy" % data,
+    "--fetch", "x_0", "--fetch", "x_1", "--fetch", "y_0", "--fetch", "y_1", "--save", data)
+train = os.path.join(out, "train.pbtxt")
+run("backward", os.path.join(example, "model.pbtxt"), "--loss", "avg_cost", "--sgd", "0.1", "-o", train)
+socks = [socket.socket() for _ in range(2)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+endpoints = ",".join("127.0.0.1:%d" % s.getsockname()[1] for s in socks)
+for s in socks:
+    s.close()
+cluster = os.path.join(out, "cluster")
+run("transpile", train, "--startup", os.path.join(example, "startup.pbtxt"), "--trainers", "2", "--pservers",
+    endpoints, "-o", cluster)
+profiles = os.path.join(out, "profiles")
+run("launch", cluster, "--deadline-ms", "60000", "--profile", profiles, "--", "--feed",
+    "x=%s/x_{trainer}.npy" % data, "--feed", "y=%s/y_{trainer}.npy" % data, "--iterations", str(ITERATIONS))
+
+traces = {}
+for name in sorted(os.listdir(profiles)):
+    with open(os.path.join(profiles, name)) as f:
+        traces[name] = json.load(f)["traceEvents"]
+assert sorted(traces) == ["pserver.0.json", "pserver.1.json", "trainer.0.json", "trainer.1.json"], sorted(traces)
+pids = set()
+for name, events in traces.items():
+    meta = next(e for e in events if e.get("name") == "process_name")
+    program = "pserver_%s.pbtxt" % name.split(".")[1] if name.startswith("pserver") else "trainer.pbtxt"
+    assert meta["args"]["name"] == "rill run " + program, (name, meta)
+    assert all(e["pid"] == meta["pid"] for e in events), name
+    pids.add(meta["pid"])
+assert len(pids) == 4, pids
+
+sends = {n: [e for e in ev if e["ph"] == "X" and e["name"] == "send"] for n, ev in traces.items() if "trainer" in n}
+assert all(len(s) == ITERATIONS for s in sends.values()), {n: len(s) for n, s in sends.items()}
+for name in ("pserver.0.json", "pserver.1.json"):
+    spans = [e for e in traces[name] if e["ph"] == "X"]
+    serve = [e for e in spans if e["name"] == "listen_and_serv"]
+    updates = [e for e in spans if e["name"] == "sgd" and e["args"]["block"] == 1]
+    assert len(serve) == 1 and len(updates) == ITERATIONS, (name, len(serve), len(updates))
+    # One clock: each update happens while the pserver serves, and within the trainers' run.
+    first_send = min(e["ts"] for s in sends.values() for e in s)
+    last_send_end = max(e["ts"] + e["dur"] for s in sends.values() for e in s)
+    for u in updates:
+        assert serve[0]["ts"] <= u["ts"] <= serve[0]["ts"] + serve[0]["dur"], (u, serve[0])
+        assert first_send <= u["ts"] <= last_send_end, (u, first_send, last_send_end)
+print("PASS: 4 traces, one per process, on one clock: %d sends per trainer, %d updates per pserver" %
+      (ITERATIONS, ITERATIONS))

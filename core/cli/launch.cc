@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/cli/cluster_status.h"
 #include "core/errors.h"
 
 extern char** environ;
@@ -284,7 +285,17 @@ void LaunchGrpc(const LaunchOptions& options, const ClusterSpec& spec, Plan& pla
     }
     size_t trainers_left = spec.trainers, left = procs.size();
     std::chrono::steady_clock::time_point pservers_due{};
+    ClusterStatus status(isatty(STDERR_FILENO) != 0);
+    const auto states = [&] {
+      std::vector<ProcessState> out;
+      for (size_t i = 0; i < procs.size(); ++i) {
+        const Process& p = procs[i];
+        out.push_back({p.name, p.log, i < plan.pservers, p.running, !p.running, p.status});
+      }
+      return out;
+    };
     while (left > 0) {
+      status.Update(states());
       int status = 0;
       const pid_t pid = waitpid(-1, &status, WNOHANG);
       if (pid > 0) {
@@ -296,6 +307,7 @@ void LaunchGrpc(const LaunchOptions& options, const ClusterSpec& spec, Plan& pla
           --left;
           if (status != 0) {
             StopAll(procs);
+            ClusterStatus(false).Finish(states());
             throw Error("launch: " + p.name + " failed (" + Describe(status) + "); the others were stopped. " +
                         p.log + " ends:" + Tail(p.log, 8));
           }
@@ -316,6 +328,7 @@ void LaunchGrpc(const LaunchOptions& options, const ClusterSpec& spec, Plan& pla
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+    status.Finish(states());
   } catch (...) {
     StopAll(procs);
     throw;
@@ -344,7 +357,10 @@ void Launch(const LaunchOptions& options) {
   }
   for (size_t i = plan.pservers; i < plan.procs.size(); ++i) {
     std::ifstream in(plan.procs[i].log);
-    for (std::string line; std::getline(in, line);) std::printf("[%s] %s\n", plan.procs[i].name.c_str(), line.c_str());
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("rill: iteration ", 0) == 0) continue;  // its progress, shown while it ran
+      std::printf("[%s] %s\n", plan.procs[i].name.c_str(), line.c_str());
+    }
   }
   std::fflush(stdout);
 }

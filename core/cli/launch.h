@@ -61,8 +61,10 @@ struct LaunchOptions {
   std::string profile_dir;
 };
 
-// Runs the cluster; prints each trainer's output, prefixed "[trainer J] ", at the end.
-// Throws Error when a process fails.
+// Runs the cluster; while it runs, shows each process's state (cluster_status.h: on a
+// terminal a block of lines, else a line per change, on stderr; gRPC only: under mpirun
+// the processes are mpirun's); prints each trainer's output, prefixed "[trainer J] ", at
+// the end, without its progress lines. Throws Error when a process fails.
 void Launch(const LaunchOptions& options);
 
 }  // namespace rill::core

@@ -6,39 +6,19 @@ ops (their RPCs to the pservers) and the pservers' optimize blocks line up in ti
 """
 import json
 import os
-import socket
-import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from fit_a_line_cluster import make_cluster, run_rill  # noqa: E402
+
 rill, source, out = sys.argv[1:4]
-example = os.path.join(source, "examples", "fit_a_line")
 os.makedirs(out, exist_ok=True)
 ITERATIONS = 5
 
 
-def run(*args):
-    result = subprocess.run([rill] + list(args), capture_output=True, text=True, timeout=240)
-    assert result.returncode == 0, (args, result.stderr)
-    return result
-
-
-data = os.path.join(out, "data")
-run("run", os.path.join(example, "data.pbtxt"), "--fetch", "x", "--fetch", "y", "--save", data)
-run("run", os.path.join(example, "shard.pbtxt"), "--feed", "x=%s/x.npy" % data, "--feed", "y=%s/y.npy" % data,
-    "--fetch", "x_0", "--fetch", "x_1", "--fetch", "y_0", "--fetch", "y_1", "--save", data)
-train = os.path.join(out, "train.pbtxt")
-run("backward", os.path.join(example, "model.pbtxt"), "--loss", "avg_cost", "--sgd", "0.1", "-o", train)
-socks = [socket.socket() for _ in range(2)]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-endpoints = ",".join("127.0.0.1:%d" % s.getsockname()[1] for s in socks)
-for s in socks:
-    s.close()
-cluster = os.path.join(out, "cluster")
-run("transpile", train, "--startup", os.path.join(example, "startup.pbtxt"), "--trainers", "2", "--pservers",
-    endpoints, "-o", cluster)
+data, cluster = make_cluster(rill, source, out)
 profiles = os.path.join(out, "profiles")
-run("launch", cluster, "--deadline-ms", "60000", "--profile", profiles, "--", "--feed",
+run_rill(rill, "launch", cluster, "--deadline-ms", "60000", "--profile", profiles, "--", "--feed",
     "x=%s/x_{trainer}.npy" % data, "--feed", "y=%s/y_{trainer}.npy" % data, "--iterations", str(ITERATIONS))
 
 traces = {}

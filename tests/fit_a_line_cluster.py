@@ -1,0 +1,34 @@
+"""fit_a_line as a transpiled cluster of 2 pservers and 2 trainers on loopback, for the
+tests of `rill launch`: its data shards, training program and cluster directory."""
+import os
+import socket
+import subprocess
+
+
+def run_rill(rill, *args):
+    result = subprocess.run([rill] + list(args), capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, (args, result.stderr)
+    return result
+
+
+def make_cluster(rill, source, out):
+    """Writes OUT/data (x_J.npy, y_J.npy per trainer) and OUT/cluster; returns both paths."""
+    example = os.path.join(source, "examples", "fit_a_line")
+    data = os.path.join(out, "data")
+    run_rill(rill, "run", os.path.join(example, "data.pbtxt"), "--fetch", "x", "--fetch", "y", "--save", data)
+    run_rill(rill, "run", os.path.join(example, "shard.pbtxt"), "--feed", "x=%s/x.npy" % data, "--feed",
+             "y=%s/y.npy" % data, "--fetch", "x_0", "--fetch", "x_1", "--fetch", "y_0", "--fetch", "y_1",
+             "--save", data)
+    train = os.path.join(out, "train.pbtxt")
+    run_rill(rill, "backward", os.path.join(example, "model.pbtxt"), "--loss", "avg_cost", "--sgd", "0.1", "-o",
+             train)
+    socks = [socket.socket() for _ in range(2)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    endpoints = ",".join("127.0.0.1:%d" % s.getsockname()[1] for s in socks)
+    for s in socks:
+        s.close()
+    cluster = os.path.join(out, "cluster")
+    run_rill(rill, "transpile", train, "--startup", os.path.join(example, "startup.pbtxt"), "--trainers", "2",
+             "--pservers", endpoints, "-o", cluster)
+    return data, cluster

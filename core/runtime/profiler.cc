@@ -229,33 +229,41 @@ void WriteChromeTrace(const Trace& trace, std::ostream& out) {
   out << "\n]}\n";
 }
 
-void WriteSummary(const Trace& trace, std::ostream& out) {
-  struct Row {
-    int64_t calls = 0, total = 0, min = INT64_MAX, max = 0;
-  };
-  std::map<std::string, Row> rows;
-  int64_t all = 0;
+std::vector<OpStats> SummarizeOps(const Trace& trace) {
+  std::map<std::string, OpStats> by_type;
   for (const auto& e : trace.events) {
     if (e.kind != TraceEvent::kOp) continue;
     const int64_t d = e.end_ns - e.start_ns;
-    Row& r = rows[e.name];
+    OpStats& r = by_type[e.name];
+    if (r.calls == 0) {
+      r.type = e.name;
+      r.min_ns = d;
+    }
     ++r.calls;
-    r.total += d;
-    r.min = std::min(r.min, d);
-    r.max = std::max(r.max, d);
-    all += d;
+    r.total_ns += d;
+    r.min_ns = std::min(r.min_ns, d);
+    r.max_ns = std::max(r.max_ns, d);
   }
-  std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
-  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.total > b.second.total; });
+  std::vector<OpStats> rows;
+  for (auto& [type, r] : by_type) rows.push_back(std::move(r));
+  std::sort(rows.begin(), rows.end(), [](const OpStats& a, const OpStats& b) { return a.total_ns > b.total_ns; });
+  return rows;
+}
+
+void WriteSummary(const Trace& trace, std::ostream& out) {
+  const std::vector<OpStats> rows = SummarizeOps(trace);
+  int64_t all = 0;
+  for (const auto& r : rows) all += r.total_ns;
   char line[256];
   std::snprintf(line, sizeof(line), "%-28s %8s %12s %10s %10s %10s %7s\n", "op", "calls", "total ms", "mean ms",
                 "min ms", "max ms", "share");
   out << line;
   const auto ms = [](int64_t ns) { return static_cast<double>(ns) / 1e6; };
-  for (const auto& [name, r] : sorted) {
-    std::snprintf(line, sizeof(line), "%-28s %8lld %12.3f %10.4f %10.4f %10.4f %6.1f%%\n", name.c_str(),
-                  static_cast<long long>(r.calls), ms(r.total), ms(r.total) / static_cast<double>(r.calls), ms(r.min),
-                  ms(r.max), all > 0 ? 100.0 * static_cast<double>(r.total) / static_cast<double>(all) : 0.0);
+  for (const auto& r : rows) {
+    std::snprintf(line, sizeof(line), "%-28s %8lld %12.3f %10.4f %10.4f %10.4f %6.1f%%\n", r.type.c_str(),
+                  static_cast<long long>(r.calls), ms(r.total_ns), ms(r.total_ns) / static_cast<double>(r.calls),
+                  ms(r.min_ns), ms(r.max_ns),
+                  all > 0 ? 100.0 * static_cast<double>(r.total_ns) / static_cast<double>(all) : 0.0);
     out << line;
   }
 }

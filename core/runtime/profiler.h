@@ -88,7 +88,16 @@ class Profiler {
 };
 
 void WriteChromeTrace(const Trace& trace, std::ostream& out);
-// Ops by total time: calls, total, mean, min, max and share of all ops' time, in ms.
+
+// One op type's spans: how many, and their total, shortest and longest time.
+struct OpStats {
+  std::string type;
+  int64_t calls = 0, total_ns = 0, min_ns = 0, max_ns = 0;
+};
+// Every op type's stats, by total time, longest first. An op that runs a block (while,
+// conditional_block) counts the block's ops' time too.
+std::vector<OpStats> SummarizeOps(const Trace& trace);
+// SummarizeOps as a table: calls, total, mean, min, max and share of all ops' time, in ms.
 void WriteSummary(const Trace& trace, std::ostream& out);
 
 }  // namespace rill::core

@@ -10,6 +10,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -26,6 +27,7 @@
 #include "core/program/validate.h"
 #include "core/registry/registry.h"
 #include "core/runtime/device.h"
+#include "core/runtime/profiler.h"
 #include "core/runtime/scope.h"
 #include "numpy_tensor.h"
 #include "prepared_program.h"
@@ -262,6 +264,27 @@ PYBIND11_MODULE(_rill, m) {
             return VarHandle{s, s->Var(name)};
           }, py::arg("name"), "The variable `name` in this scope, made empty if it is not there.")
       .def("local_var_names", [](const core::Scope& s) { return s.LocalVarNames(); });
+
+  // A recording of every run in the process until stop (core/runtime/profiler.h).
+  py::class_<core::Profiler>(m, "Profiler")
+      .def(py::init<>())
+      .def("stop", [](core::Profiler& p, const std::string& trace_path) {
+            core::Trace trace = p.Stop();
+            trace.process_name = "python (rill.fluid)";
+            if (!trace_path.empty()) {
+              std::ofstream out(trace_path, std::ios::binary | std::ios::trunc);
+              core::WriteChromeTrace(trace, out);
+              out.close();
+              if (!out) throw core::Error("cannot write the profile to '" + trace_path + "'", RILL_UNAVAILABLE);
+            }
+            py::list rows;
+            for (const auto& r : core::SummarizeOps(trace)) {
+              rows.append(py::make_tuple(r.type, r.calls, r.total_ns, r.min_ns, r.max_ns));
+            }
+            return rows;
+          }, py::arg("trace_path"),
+          "Ends the recording; writes the Chrome trace to trace_path (unless empty) and returns each op "
+          "type's (type, calls, total_ns, min_ns, max_ns).");
 
   py::class_<PreparedProgram>(m, "PreparedProgram")
       .def(py::init([](const py::bytes& program, int workers, int cuda_device) {

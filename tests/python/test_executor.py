@@ -217,3 +217,27 @@ def test_two_threads_run_two_programs_in_one_scope(exe):
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_the_profiler_records_runs_and_reports(exe, tmp_path, capsys):
+    import json
+    x = layers.data(name="x", shape=[4], dtype="float32")
+    y = layers.relu(layers.scale(x, scale=2.0))
+    path = tmp_path / "trace.json"
+    with fluid.profiler.profiler("CPU", "calls", str(path)):
+        for _ in range(3):
+            exe.run(feed={"x": np.ones((2, 4), "float32")}, fetch_list=[y])
+    report = capsys.readouterr().out
+    assert "Profiling Report" in report and "Sorted by calls" in report
+    rows = {line.split()[0]: line.split() for line in report.splitlines()[5:] if line.strip()}
+    assert rows["scale"][1] == "3" and rows["relu"][1] == "3" and rows["feed"][1] == "3", rows
+    events = json.loads(path.read_text())["traceEvents"]
+    spans = [e for e in events if e["ph"] == "X" and e["name"] == "scale"]
+    assert len(spans) == 3 and spans[0]["args"]["inputs"] == "X=fp32[2,4]"
+    with pytest.raises(RuntimeError, match="not recording"):
+        fluid.profiler.stop_profiler()
+    with pytest.raises(ValueError, match="sorted_key"):
+        with fluid.profiler.profiler("CPU", "loudest"):
+            pass
+    with fluid.profiler.profiler("CPU", None, None):  # nothing left recording; no trace file
+        exe.run(feed={"x": np.ones((1, 4), "float32")}, fetch_list=[y])

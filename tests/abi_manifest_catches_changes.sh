@@ -44,10 +44,10 @@ sed -i 's/size_t (\*op_input_count)(const RillOpInfo\* info, int32_t slot);/size
 expect_failure "a drifted frozen header" "tests/compat/abi_1_0.h, the frozen header of version 1"
 
 fresh
-sed -i 's|  /\* ===== End of version 1 ===== \*/|  /* ===== End of version 1 ===== */\n  /* ===== Version 2 ===== */\n  void (*appended)(void);|' \
+sed -i 's|  /\* ===== End of version 2 ===== \*/|  /* ===== End of version 2 ===== */\n  /* ===== Version 3 ===== */\n  void (*appended)(void);|' \
   "$work/tree/sdk/include/rill/abi.h"
 expect_failure "an unrecorded appended entry" "entries added to abi.h but not to the manifest"
 python3 "$work/tree/scripts/abi-manifest.py" --write
-echo 'RILL_PIN(appended, 67);' >>"$work/tree/core/abi/host_api.cc"
+echo 'RILL_PIN(appended, 70);' >>"$work/tree/core/abi/host_api.cc"
 python3 "$work/tree/scripts/abi-manifest.py" --check >/dev/null
 echo "ok: an appended entry, once recorded and pinned"

@@ -11,6 +11,7 @@
 #include "core/registry/attribute.h"
 #include "core/runtime/executor.h"
 #include "core/runtime/kernel_context.h"
+#include "core/runtime/profiler.h"
 #include "core/tasks/scheduler.h"
 
 // The table's offsets are frozen (sdk/abi_manifest.txt records them too): a new version
@@ -88,7 +89,11 @@ RILL_PIN(ctx_go, 63);
 RILL_PIN(task_current, 64);
 RILL_PIN(task_park, 65);
 RILL_PIN(task_unpark, 66);
-static_assert(sizeof(RillHostApi) == 8 + 67 * sizeof(void*), "RillHostApi version 1 size changed");
+// Version 2.
+RILL_PIN(trace_active, 67);
+RILL_PIN(trace_now_ns, 68);
+RILL_PIN(trace_span, 69);
+static_assert(sizeof(RillHostApi) == 8 + 70 * sizeof(void*), "RillHostApi version 2 size changed");
 #undef RILL_PIN
 
 // The structs of version 1, as plugins fill and read them: a field may only be appended.
@@ -633,6 +638,16 @@ RillStatus* VarSetSelectedRows(RillVariable* v, const int64_t* rows, size_t coun
   return nullptr;
 }
 
+int32_t TraceActive() { return Profiler::Active() ? 1 : 0; }
+int64_t TraceNowNs() { return Profiler::NowNs(); }
+void TraceSpan(const char* category, const char* name, int64_t start_ns, int64_t end_ns, const char* detail) {
+  if (!Profiler::Active() || category == nullptr || name == nullptr) return;
+  try {
+    Profiler::RecordSpan(category, name, start_ns, end_ns, detail != nullptr ? detail : "");
+  } catch (...) {  // out of memory for the trace: the span is lost, the plugin goes on
+  }
+}
+
 const RillHostApi kTable = {
     RILL_ABI_VERSION, sizeof(RillHostApi),
     // Status and logging.
@@ -654,6 +669,8 @@ const RillHostApi kTable = {
     ScopeNewChild, ScopeRetain, ScopeRelease, ScopeFindVar, ScopeVar,
     // Blocks and tasks.
     CtxRunBlock, CtxRunLoop, CtxGo, TaskCurrent, TaskPark, TaskUnpark,
+    // Version 2: tracing.
+    TraceActive, TraceNowNs, TraceSpan,
 };
 
 }  // namespace

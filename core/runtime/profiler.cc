@@ -180,6 +180,18 @@ void Profiler::RecordSpawn(const RillOpInfo* origin) {
   Append(std::move(e));
 }
 
+void Profiler::RecordSpan(const char* category, const char* name, int64_t start_ns, int64_t end_ns,
+                          const char* detail) {
+  TraceEvent e;
+  e.kind = TraceEvent::kSpan;
+  e.category = category;
+  e.name = name;
+  e.start_ns = start_ns;
+  e.end_ns = end_ns;
+  e.args = detail;
+  Append(std::move(e));
+}
+
 void Profiler::NameLane(const std::string& name) {
   Recording& r = TheRecording();
   const uint64_t current = r.current.load(std::memory_order_acquire);
@@ -220,6 +232,11 @@ void WriteChromeTrace(const Trace& trace, std::ostream& out) {
         out << "\"ph\": \"" << (e.kind == TraceEvent::kWaitBegin ? "b" : "e") << "\", \"cat\": \"wait\", \"id\": \"0x"
             << std::hex << e.id << std::dec << "\", \"name\": " << JsonString("wait: " + e.name) << ", \"args\": {"
             << where << ", \"op_type\": " << JsonString(e.args) << "}}";
+        break;
+      case TraceEvent::kSpan:
+        out << "\"ph\": \"X\", \"cat\": " << JsonString(e.category) << ", \"name\": " << JsonString(e.name)
+            << ", \"dur\": " << Micros(e.end_ns - e.start_ns) << ", \"args\": {\"detail\": " << JsonString(e.args)
+            << "}}";
         break;
       case TraceEvent::kSpawn:
         out << "\"ph\": \"i\", \"s\": \"t\", \"cat\": \"task\", \"name\": \"go\", \"args\": {" << where << "}}";

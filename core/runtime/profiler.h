@@ -14,7 +14,7 @@
 // chrome://tracing), on the host's monotonic clock and under the process's id, so that the
 // traces of a cluster's processes on one host load together on one timeline: "X" spans per
 // op, "b"/"e" async spans for waits, "i" instants for
-// spawns, and a thread_name per lane ("worker N", or the thread's own lane). Summary
+// spawns, plugins' spans ("X" in their own categories), and a thread_name per lane ("worker N", or the thread's own lane). Summary
 // prints the ops by total time, as Fluid's profiler printed them.
 #ifndef RILL_CORE_RUNTIME_PROFILER_H_
 #define RILL_CORE_RUNTIME_PROFILER_H_
@@ -37,13 +37,14 @@ namespace rill::core {
 class Variable;
 
 struct TraceEvent {
-  enum Kind : uint8_t { kOp, kWaitBegin, kWaitEnd, kSpawn };
+  enum Kind : uint8_t { kOp, kWaitBegin, kWaitEnd, kSpawn, kSpan };
   Kind kind = kOp;
   int32_t lane = 0;
   int64_t start_ns = 0, end_ns = 0;  // end_ns: ops only
   uint64_t id = 0;                   // waits: the task's; pairs a begin with its end
   std::string name;                  // op type; what a wait waited on; the go op spawning
-  std::string args;                  // an op's "block B op I" and inputs' shapes; a wait's op
+  std::string args;                  // an op's inputs' shapes; a wait's op type; a span's detail
+  std::string category;              // a plugin's span's ("rpc", "barrier", ...)
   int32_t block = -1, op = -1;
 };
 
@@ -79,6 +80,9 @@ class Profiler {
   static void RecordOp(const RillOpInfo& op, Variable* const* frame, int64_t start_ns);
   static void RecordWait(bool begin, const void* task, const RillOpInfo* op, const char* what);
   static void RecordSpawn(const RillOpInfo* origin);
+  // A plugin's span (abi.h, trace_span): `category`, `name`, from start to end, `detail`.
+  static void RecordSpan(const char* category, const char* name, int64_t start_ns, int64_t end_ns,
+                         const char* detail);
   // Names this thread's lane (the scheduler: "worker N").
   static void NameLane(const std::string& name);
 

@@ -10,6 +10,7 @@
 #include "parameter_server.pb.h"
 #include "rill/sdk.hpp"
 #include "tls_check.h"
+#include "trace.h"
 #include "wire.h"
 
 namespace rill::dist {
@@ -87,6 +88,10 @@ void TrainerSession::Call(std::vector<RpcCall>& calls, const TransportOptions& o
   // thread, with no hand-off from a gRPC thread and its wake-up.
   grpc::CompletionQueue cq;
   std::vector<Pending> pending(calls.size());
+  // Each call's span in the profile (trace.h): from its start to its answer.
+  const Tracer& tracer = TheTracer();
+  const bool tracing = tracer.active();
+  std::vector<int64_t> started(tracing ? calls.size() : 0), answered(tracing ? calls.size() : 0);
   const auto deadline = std::chrono::system_clock::now() + options.deadline;
   for (size_t i = 0; i < calls.size(); ++i) {
     Pending& p = pending[i];
@@ -95,6 +100,7 @@ void TrainerSession::Call(std::vector<RpcCall>& calls, const TransportOptions& o
     p.context.set_wait_for_ready(p.first_contact);
     if (!options.token.empty()) p.context.AddMetadata(kTokenMetadataKey, options.token);
     p.reader = p.stub->PrepareUnaryCall(&p.context, calls[i].method, calls[i].request, &cq);
+    if (tracing) started[i] = tracer.now();
     p.reader->StartCall();
     p.reader->Finish(&calls[i].response, &p.status, reinterpret_cast<void*>(i));
   }
@@ -102,6 +108,14 @@ void TrainerSession::Call(std::vector<RpcCall>& calls, const TransportOptions& o
   bool ok = false;
   for (size_t remaining = calls.size(); remaining > 0; --remaining) {
     cq.Next(&tag, &ok);  // every call ends by its deadline at the latest
+    if (tracing) answered[reinterpret_cast<size_t>(tag)] = tracer.now();
+  }
+  for (size_t i = 0; tracing && i < calls.size(); ++i) {
+    const std::string method = calls[i].method;
+    tracer.record("rpc", method.substr(method.rfind('/') + 1) + " " + calls[i].endpoint, started[i], answered[i],
+                std::to_string(calls[i].request.Length()) + " bytes out, " +
+                    std::to_string(calls[i].response.Length()) + " bytes in" +
+                    (calls[i].subject.empty() ? "" : "; " + calls[i].subject));
   }
   cq.Shutdown();
   while (cq.Next(&tag, &ok)) {

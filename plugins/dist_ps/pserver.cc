@@ -8,6 +8,7 @@
 
 #include "parameter_server.grpc.pb.h"
 #include "rill/sdk.hpp"
+#include "trace.h"
 
 namespace rill::dist {
 
@@ -547,6 +548,9 @@ void ParameterServer::ServeIterations(const PserverHooks& hooks) {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     const auto give_up = std::chrono::steady_clock::now() + options_.deadline;
+    const Tracer& tracer = TheTracer();  // the wait is a span in the profile, if one is taken
+    const bool tracing = tracer.active();
+    const int64_t waited_from = tracing ? tracer.now() : 0;
     if (!changed_.wait_until(lock, give_up,
                              [&] { return AllArrived() || AllCompleted() || !transfer_error_.empty(); })) {
       throw std::runtime_error("pserver " + bound_endpoint_ + ": iteration " + std::to_string(current_ + 1) +
@@ -557,6 +561,10 @@ void ParameterServer::ServeIterations(const PserverHooks& hooks) {
     if (AllCompleted()) break;
     optimizing_ = true;
     const int64_t k = current_ + 1;
+    if (tracing) {
+      tracer.record("barrier", "waiting for the trainers' barriers", waited_from, tracer.now(),
+                    "iteration " + std::to_string(k));
+    }
     std::vector<std::vector<const ReceivedGradient*>> parts(params_.size());
     for (size_t g = 0; g < params_.size(); ++g) {
       for (int32_t t = 0; t < fanin_; ++t) {

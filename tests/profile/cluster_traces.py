@@ -6,6 +6,7 @@ ops (their RPCs to the pservers) and the pservers' optimize blocks line up in ti
 """
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -48,5 +49,17 @@ for name in ("pserver.0.json", "pserver.1.json"):
     for u in updates:
         assert serve[0]["ts"] <= u["ts"] <= serve[0]["ts"] + serve[0]["dur"], (u, serve[0])
         assert first_send <= u["ts"] <= last_send_end, (u, first_send, last_send_end)
+# The transport's own spans (abi.h version 2, trace_span): each trainer's RPCs, with their
+# bytes, and each pserver's waits at the barrier.
+for name in ("trainer.0.json", "trainer.1.json"):
+    rpcs = [e for e in traces[name] if e["ph"] == "X" and e.get("cat") == "rpc"]
+    kinds = set(e["name"].split()[0] for e in rpcs)
+    assert {"SendVariable", "Barrier", "GetVariable"} <= kinds, (name, kinds)
+    assert all(re.match(r"\d+ bytes out, \d+ bytes in", e["args"]["detail"]) for e in rpcs), rpcs[0]
+    barriers = [e for e in rpcs if e["name"].startswith("Barrier ")]
+    assert len(barriers) == 2 * ITERATIONS, (name, len(barriers))  # one per pserver per iteration
+for name in ("pserver.0.json", "pserver.1.json"):
+    waits = [e for e in traces[name] if e["ph"] == "X" and e.get("cat") == "barrier"]
+    assert [e["args"]["detail"] for e in waits] == ["iteration %d" % k for k in range(1, ITERATIONS + 1)], waits
 print("PASS: 4 traces, one per process, on one clock: %d sends per trainer, %d updates per pserver" %
       (ITERATIONS, ITERATIONS))

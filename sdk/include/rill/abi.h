@@ -51,8 +51,10 @@ extern "C" {
  * struct), never changes what a shipped call does, and is listed here:
  *
  *   1  SDK 1.0.
+ *   2  Tracing: trace_active, trace_now_ns, trace_span (a plugin's own spans in the profile
+ *      `rill run --profile` records: its RPCs, transfers, waits).
  */
-#define RILL_ABI_VERSION 1u
+#define RILL_ABI_VERSION 2u
 
 /* Name of the single exported entry point. */
 #define RILL_ENTRY_POINT_NAME "RillGetPlugin"
@@ -534,6 +536,22 @@ typedef struct RillHostApi {
   RillStatus* (*task_park)(RillKernelContext* ctx, const char* what, void (*unlock)(void*), void* arg);
   void (*task_unpark)(RillTask* task);
   /* ===== End of version 1 ===== */
+
+  /* ===== Version 2 ===== */
+  /* ---- Tracing: a plugin's spans in the profile `rill run --profile` records, on the
+   * calling thread's lane beside the ops' spans.
+   * trace_active: nonzero while a profile is recorded; check it before building what
+   * trace_span takes (one relaxed load).
+   * trace_now_ns: the clock spans are on (the host's monotonic clock, in nanoseconds).
+   * trace_span: records a span of `category` ("rpc", "mpi", "barrier", ...) called `name`
+   * from start_ns to end_ns, with `detail` (may be NULL: "1048576 bytes to 10.0.0.2:6170")
+   * as its argument; strings are copied. Does nothing when no profile is recorded. A
+   * plugin that needs only version 1 calls these only if the host's table has them
+   * (abi_version >= 2); sdk.hpp's rill::Trace does. */
+  int32_t (*trace_active)(void);
+  int64_t (*trace_now_ns)(void);
+  void (*trace_span)(const char* category, const char* name, int64_t start_ns, int64_t end_ns, const char* detail);
+  /* ===== End of version 2 ===== */
 } RillHostApi;
 
 /* ---- The plugin's entry ---------------------------------------------------------------- */

@@ -122,6 +122,43 @@ inline void Log(RillLogLevel level, const std::string& message) {
   RILL_HOST_ENTRY(log)(level, message.c_str());
 }
 
+// Tracing (ABI version 2): a plugin's own spans (its RPCs, transfers, waits) in the profile
+// `rill run --profile` records. Tracing() is false on a host of version 1 and whenever
+// nobody profiles, and a TraceSpan then records nothing: a plugin that needs only version
+// 1 may use them. Check Tracing() before building an expensive name or detail.
+inline bool Tracing() {
+  return Host().struct_size >= offsetof(RillHostApi, trace_span) + sizeof(Host().trace_span) &&
+         Host().trace_active() != 0;
+}
+
+// The clock spans are on (ns). REQUIRES: Tracing().
+inline int64_t TraceNow() { return Host().trace_now_ns(); }
+// Records a span that ran from `start_ns` to `end_ns` (TraceNow's). REQUIRES: Tracing().
+inline void TraceRecord(const char* category, const std::string& name, int64_t start_ns, int64_t end_ns,
+                        const std::string& detail = "") {
+  Host().trace_span(category, name.c_str(), start_ns, end_ns, detail.c_str());
+}
+
+// A span from construction to destruction, of `category` ("rpc", "barrier", ...) and
+// `name`, on the calling thread's lane; `detail` (set_detail) is shown with it.
+class TraceSpan {
+ public:
+  TraceSpan(const char* category, std::string name)
+      : category_(category), name_(std::move(name)), start_(Tracing() ? TraceNow() : -1) {}
+  ~TraceSpan() {
+    if (start_ >= 0) TraceRecord(category_, name_, start_, TraceNow(), detail_);
+  }
+  TraceSpan(const TraceSpan&) = delete;
+  TraceSpan& operator=(const TraceSpan&) = delete;
+  bool recording() const { return start_ >= 0; }
+  void set_detail(std::string detail) { detail_ = std::move(detail); }
+
+ private:
+  const char* category_;
+  std::string name_, detail_;
+  int64_t start_;
+};
+
 // Splits "a, b,c" into {"a", "b", "c"}: spaces dropped, empty items skipped.
 inline std::vector<std::string> SplitList(const std::string& list) {
   std::vector<std::string> out;

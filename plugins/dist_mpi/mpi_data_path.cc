@@ -7,6 +7,7 @@
 
 #include "mpi_world.h"
 #include "rank_table.h"
+#include "trace.h"
 
 namespace rill::dist {
 namespace {
@@ -72,10 +73,11 @@ class MpiDataPath final : public DataPath {
   }
 
   void Send(int rank, int tag, const void* data, size_t bytes, Done done) override {
-    world_.Send(rank, tag, data, bytes, std::move(done));
+    world_.Send(rank, tag, data, bytes, TracedTransfer("mpi", "send to " + PeerName(rank), bytes, std::move(done)));
   }
   void Receive(int rank, int tag, void* data, size_t bytes, Done done) override {
-    world_.Receive(rank, tag, data, bytes, std::move(done));
+    world_.Receive(rank, tag, data, bytes,
+                   TracedTransfer("mpi", "receive from " + PeerName(rank), bytes, std::move(done)));
   }
 
   bool Pushes() const override { return pushes_; }
@@ -83,6 +85,7 @@ class MpiDataPath final : public DataPath {
   void Push(const v1::OutOfBand& route, const std::string& request, const void* data, size_t bytes,
             Done done) override {
     const int rank = route.peer_rank(), tag = route.tag();
+    done = TracedTransfer("mpi", "push to " + PeerName(rank), bytes, std::move(done));
     auto joined = std::make_shared<Joined>(3, std::move(done));  // the answer, the request, the bytes
     auto answer = std::make_shared<std::string>(kAnswerBytes, '\0');
     world_.Receive(rank, tag, answer->data(), answer->size(), [joined, answer](const std::string& error) {

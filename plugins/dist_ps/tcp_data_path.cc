@@ -20,6 +20,7 @@
 
 #include "client.h"
 #include "tcp_connection.h"
+#include "trace.h"
 #include "wire.h"
 
 namespace rill::dist {
@@ -130,10 +131,12 @@ class TcpPath : public DataPath {
   // 237 against 217 us beside the call, 1 MiB 452 against 607 us.
   size_t MinBytes() const override { return size_t{1} << 20; }
   void Send(int rank, int tag, const void* data, size_t bytes, Done done) override {
+    done = TracedTransfer("tcp", "send to " + PeerName(rank), bytes, std::move(done));
     if (auto c = Find(rank)) return c->Send(static_cast<uint32_t>(tag), data, bytes, std::move(done));
     FailTransferLater(std::move(done), NoConnection(rank));
   }
   void Receive(int rank, int tag, void* data, size_t bytes, Done done) override {
+    done = TracedTransfer("tcp", "receive from " + PeerName(rank), bytes, std::move(done));
     if (auto c = Find(rank)) return c->Receive(static_cast<uint32_t>(tag), data, bytes, std::move(done));
     FailTransferLater(std::move(done), NoConnection(rank));
   }

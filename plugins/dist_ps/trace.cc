@@ -24,4 +24,16 @@ const Tracer& TheTracer() {
   return t != nullptr ? *t : kNone;
 }
 
+std::function<void(const std::string&)> TracedTransfer(const char* category, std::string name, size_t bytes,
+                                                      std::function<void(const std::string&)> done) {
+  const Tracer& tracer = TheTracer();
+  if (!tracer.active()) return done;
+  const int64_t start = tracer.now();
+  return [&tracer, category, name = std::move(name), bytes, start, done = std::move(done)](const std::string& error) {
+    tracer.record(category, name, start, tracer.now(),
+                  std::to_string(bytes) + " bytes" + (error.empty() ? "" : "; failed: " + error));
+    done(error);
+  };
+}
+
 }  // namespace rill::dist

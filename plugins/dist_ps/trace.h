@@ -8,7 +8,9 @@
 #ifndef RILL_PLUGINS_DIST_PS_TRACE_H_
 #define RILL_PLUGINS_DIST_PS_TRACE_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace rill::dist {
@@ -22,6 +24,12 @@ struct Tracer {
 
 void SetTracer(const Tracer& tracer);
 const Tracer& TheTracer();
+
+// A data path's transfer as a span: `done`, wrapped to record the span from now until it
+// is called (on whichever thread ends the transfer), of `category` ("tcp", "mpi") and
+// `name`, with its bytes and any error; `done` itself when no profile is recorded.
+std::function<void(const std::string&)> TracedTransfer(const char* category, std::string name, size_t bytes,
+                                                      std::function<void(const std::string&)> done);
 
 }  // namespace rill::dist
 

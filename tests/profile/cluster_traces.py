@@ -7,6 +7,7 @@ ops (their RPCs to the pservers) and the pservers' optimize blocks line up in ti
 import json
 import os
 import re
+import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -61,5 +62,25 @@ for name in ("trainer.0.json", "trainer.1.json"):
 for name in ("pserver.0.json", "pserver.1.json"):
     waits = [e for e in traces[name] if e["ph"] == "X" and e.get("cat") == "barrier"]
     assert [e["args"]["detail"] for e in waits] == ["iteration %d" % k for k in range(1, ITERATIONS + 1)], waits
-print("PASS: 4 traces, one per process, on one clock: %d sends per trainer, %d updates per pserver" %
-      (ITERATIONS, ITERATIONS))
+# The same cluster over MPI (under one mpirun): each process's transfers are spans with
+# their bytes.
+if shutil.which("mpirun") and os.path.exists(os.path.join(os.path.dirname(rill), "..", "lib", "rill", "plugins",
+                                                          "librill_dist_mpi.so")):
+    mpi_cluster = os.path.join(out, "mpi_cluster")
+    run_rill(rill, "transpile", os.path.join(out, "train.pbtxt"), "--startup",
+             os.path.join(source, "examples", "fit_a_line", "startup.pbtxt"), "--trainers", "2", "--pservers",
+             "127.0.0.1:1,127.0.0.1:2", "--transport", "mpi", "-o", mpi_cluster)
+    mpi_profiles = os.path.join(out, "mpi_profiles")
+    run_rill(rill, "launch", mpi_cluster, "--deadline-ms", "60000", "--profile", mpi_profiles, "--", "--feed",
+             "x=%s/x_{trainer}.npy" % data, "--feed", "y=%s/y_{trainer}.npy" % data, "--iterations",
+             str(ITERATIONS))
+    for name in sorted(os.listdir(mpi_profiles)):
+        with open(os.path.join(mpi_profiles, name)) as f:
+            spans = [e for e in json.load(f)["traceEvents"] if e["ph"] == "X" and e.get("cat") == "mpi"]
+        assert len(spans) >= ITERATIONS and all(re.match(r"\d+ bytes$", e["args"]["detail"]) for e in spans), \
+            (name, spans[:2])
+    mpi_note = "; over MPI, transfers with their bytes"
+else:
+    mpi_note = "; MPI not checked (no mpirun or no dist_mpi plugin)"
+print("PASS: 4 traces, one per process, on one clock: %d sends per trainer, %d updates per pserver%s" %
+      (ITERATIONS, ITERATIONS, mpi_note))

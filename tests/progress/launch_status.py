@@ -4,13 +4,13 @@ pseudo-terminal here) a block of lines redrawn in place, off one a line per chan
     /usr/bin/python3 launch_status.py RILL SOURCE_DIR OUT_DIR
 """
 import os
-import pty
 import re
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from fit_a_line_cluster import make_cluster  # noqa: E402
+from pty_run import run_on_pty  # noqa: E402
 
 rill, source, out = sys.argv[1:4]
 os.makedirs(out, exist_ok=True)
@@ -33,22 +33,8 @@ assert "serving" in off.stderr
 assert "rill: iteration" not in off.stdout and "[trainer 0] w fp32 [13,1]" in off.stdout, off.stdout
 
 # On a terminal: the block of four lines redrawn in place (cursor up, line cleared).
-master, slave = pty.openpty()
-proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=slave)
-os.close(slave)
-tty = b""
-while True:
-    try:
-        chunk = os.read(master, 4096)
-    except OSError:
-        break
-    if not chunk:
-        break
-    tty += chunk
-stdout = proc.communicate(timeout=240)[0].decode()
-os.close(master)
-tty = tty.decode()
-assert proc.returncode == 0, tty
+returncode, tty, stdout = run_on_pty(args)
+assert returncode == 0, tty
 assert "\x1b[4A" in tty, repr(tty[:300])  # a redraw over the last block
 last = tty[tty.rfind("\x1b[4A") + len("\x1b[4A"):]
 states = re.findall(r"\r(\w+ \d) +([^\x1b\r\n]*)\x1b\[K", last)

@@ -5,10 +5,12 @@ each tenth of the run, and the --print-every values as lines of their own.
     /usr/bin/python3 progress_line.py RILL OUT_DIR
 """
 import os
-import pty
 import re
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from pty_run import run_on_pty  # noqa: E402
 
 rill, out = sys.argv[1:3]
 os.makedirs(out, exist_ok=True)
@@ -22,22 +24,8 @@ N = 300000
 args = [rill, "run", program, "--iterations", str(N), "--print-every", str(N // 3), "--fetch", "x"]
 
 # On a terminal: stderr is a pty's slave side; read everything from the master.
-master, slave = pty.openpty()
-proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=slave)
-os.close(slave)
-tty = b""
-while True:
-    try:
-        chunk = os.read(master, 4096)
-    except OSError:  # EIO: the slave side closed with the process
-        break
-    if not chunk:
-        break
-    tty += chunk
-stdout = proc.communicate(timeout=120)[0].decode()
-os.close(master)
-tty = tty.decode()
-assert proc.returncode == 0, tty
+returncode, tty, stdout = run_on_pty(args)
+assert returncode == 0, tty
 redraws = tty.rstrip("\r\n").split("\r")  # the pty writes the final newline as \r\n
 assert redraws[-1].startswith("iteration %d/%d  " % (N, N)) and "it/s  ETA 0:00:00" in redraws[-1], redraws[-1:]
 assert tty.endswith("\n"), repr(tty[-40:])

@@ -172,7 +172,7 @@ void Profiler::RecordSpawn(const RillOpInfo* origin) {
   TraceEvent e;
   e.kind = TraceEvent::kSpawn;
   e.start_ns = NowNs();
-  e.name = "go";
+  e.name = origin != nullptr ? "spawn by " + origin->type : "spawn";
   if (origin != nullptr) {
     e.block = origin->block_idx;
     e.op = origin->op_idx;
@@ -239,7 +239,8 @@ void WriteChromeTrace(const Trace& trace, std::ostream& out) {
             << "}}";
         break;
       case TraceEvent::kSpawn:
-        out << "\"ph\": \"i\", \"s\": \"t\", \"cat\": \"task\", \"name\": \"go\", \"args\": {" << where << "}}";
+        out << "\"ph\": \"i\", \"s\": \"t\", \"cat\": \"task\", \"name\": " << JsonString(e.name) << ", \"args\": {"
+            << where << "}}";
         break;
     }
   }

@@ -42,7 +42,7 @@ struct TraceEvent {
   int32_t lane = 0;
   int64_t start_ns = 0, end_ns = 0;  // end_ns: ops only
   uint64_t id = 0;                   // waits: the task's; pairs a begin with its end
-  std::string name;                  // op type; what a wait waited on; the go op spawning
+  std::string name;                  // op type; what a wait waited on; "spawn by <op type>"
   std::string args;                  // an op's inputs' shapes; a wait's op type; a span's detail
   std::string category;              // a plugin's span's ("rpc", "barrier", ...)
   int32_t block = -1, op = -1;
@@ -76,7 +76,7 @@ class Profiler {
   static int64_t NowNs();
   // The hooks (REQUIRE Active()): an op that ran from start to now on this thread (`frame`:
   // its block's variables, for its inputs' shapes); a
-  // wait's begin and end (`task` pairs them); a spawn by the go op `origin`.
+  // wait's begin and end (`task` pairs them); a task's spawn by the op `origin`.
   static void RecordOp(const RillOpInfo& op, Variable* const* frame, int64_t start_ns);
   static void RecordWait(bool begin, const void* task, const RillOpInfo* op, const char* what);
   static void RecordSpawn(const RillOpInfo* origin);

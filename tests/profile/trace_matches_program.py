@@ -41,6 +41,7 @@ for e in ops:
 spawns = [e for e in events if e["ph"] == "i"]
 go_op = next(e for e in ops if e["name"] == "go")
 assert len(spawns) == 1 and spawns[0]["args"] == {"block": 0, "op": go_op["args"]["op"]}, spawns
+assert spawns[0]["name"] == "spawn by go", spawns
 
 # Waits: per task (id), begins and ends alternate, each end no earlier than its begin, all
 # on channel ops.

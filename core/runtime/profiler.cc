@@ -201,6 +201,8 @@ void Profiler::NameLane(const std::string& name) {
   // this thread takes that lane over, so a lane stays one worker across runs.
   auto [it, fresh] = r.lane_by_name.emplace(name, static_cast<int32_t>(r.lane_names.size()));
   if (fresh) r.lane_names.push_back(name);
+  // This thread on its lane already (a worker of each of many runs: Python's executor).
+  if (tls_buffer != nullptr && tls_buffer->recording == current && tls_buffer->lane == it->second) return;
   auto b = std::make_shared<ThreadBuffer>();
   b->recording = current;
   b->lane = it->second;

@@ -353,17 +353,19 @@ class Scheduler {
         not_started = std::current_exception();
       }
     }
+    if (!not_started && canceller != nullptr) {
+      // Before the gate opens, so before any worker can take the main task: a run
+      // cancelled already ends without running it.
+      canceller->Attach([this](const std::string& message, int32_t code) {
+        Fail(Error(message, static_cast<RillStatusCode>(code)));
+      });
+    }
     OpenGate(/*run=*/!not_started);
     if (!not_started) {
       // The caller may itself be a task of another run (a kernel serving a model): its
       // thread's current task and worker are put back after.
       Task* const outer_task = CurrentTask();
       Worker* const outer_worker = CurrentWorker();
-      if (canceller != nullptr) {
-        canceller->Attach([this](const std::string& message, int32_t code) {
-          Fail(Error(message, static_cast<RillStatusCode>(code)));
-        });
-      }
       WorkerLoop(workers_[0].get());
       if (canceller != nullptr) canceller->Detach();
       SetCurrent(outer_worker, outer_task);

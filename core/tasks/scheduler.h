@@ -123,8 +123,8 @@ struct SchedulerOptions {
 // Cancels a RunTasks run from outside it: another thread (a caller interrupted by the
 // user, a deadline). Cancel() ends the run as a failed task would: parked tasks wake with
 // a status of `code`, running ones stop at their next op boundary, and RunTasks throws
-// Error(message, code). A Cancel before the run starts ends it as soon as it starts; a
-// Cancel after it ended does nothing. Thread-safe; one canceller per run.
+// Error(message, code). A Cancel before the run starts ends it before its main task runs;
+// a Cancel after it ended does nothing. Thread-safe; one canceller per run.
 class RunCanceller {
  public:
   void Cancel(const std::string& message, int32_t code = RILL_CANCELLED);

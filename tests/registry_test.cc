@@ -74,6 +74,43 @@ TEST(Registry, DuplicateOpNamesBothPluginsAndChangesNothing) {
   }
 }
 
+RillStatus* NoopCommand(void*, int32_t, const char* const*) { return nullptr; }
+
+TEST(Registry, CommandsAreCheckedAndUniqueAcrossPlugins) {
+  RillCommandDef def{sizeof(RillCommandDef), "status", "what it does", "HOST:PORT", nullptr, NoopCommand};
+  const CommandEntry e = CommandFromAbi(def, "alpha");
+  EXPECT_EQ(e.name, "status");
+  EXPECT_EQ(e.usage, "HOST:PORT");
+  for (const char* bad : {"", "Status", "1st", "a b", "--x"}) {
+    RillCommandDef d = def;
+    d.name = bad;
+    EXPECT_THROW(CommandFromAbi(d, "alpha"), Error) << bad;
+  }
+  RillCommandDef no_run = def;
+  no_run.run = nullptr;
+  EXPECT_THROW(CommandFromAbi(no_run, "alpha"), Error);
+  RillCommandDef small = def;
+  small.struct_size = 16;
+  EXPECT_THROW(CommandFromAbi(small, "alpha"), Error);
+
+  PluginRegistration a = Plugin("alpha", "a_op"), b = Plugin("beta", "b_op");
+  a.commands.push_back(e);
+  b.commands.push_back(CommandFromAbi(def, "beta"));
+  Registry registry;
+  try {
+    registry.Commit({&a, &b});
+    FAIL();
+  } catch (const Error& err) {
+    EXPECT_EQ(std::string(err.what()), "command 'status' is registered by both plugin 'alpha' and plugin 'beta'");
+  }
+  EXPECT_EQ(registry.FindCommand("status"), nullptr) << "a failed commit registers nothing";
+  registry.Commit({&a});
+  ASSERT_NE(registry.FindCommand("status"), nullptr);
+  EXPECT_EQ(registry.FindCommand("status")->plugin, "alpha");
+  EXPECT_EQ(registry.AllCommands().size(), 1u);
+  EXPECT_THROW(registry.Commit({&b}), Error);
+}
+
 TEST(Registry, KernelLookupFallsBackToAnyDtype) {
   Registry registry;
   auto r = Plugin("p", "op");  // an ANY kernel

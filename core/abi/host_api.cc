@@ -93,7 +93,8 @@ RILL_PIN(task_unpark, 66);
 RILL_PIN(trace_active, 67);
 RILL_PIN(trace_now_ns, 68);
 RILL_PIN(trace_span, 69);
-static_assert(sizeof(RillHostApi) == 8 + 70 * sizeof(void*), "RillHostApi version 2 size changed");
+RILL_PIN(register_command, 70);
+static_assert(sizeof(RillHostApi) == 8 + 71 * sizeof(void*), "RillHostApi version 2 size changed");
 #undef RILL_PIN
 
 // The structs of version 1, as plugins fill and read them: a field may only be appended.
@@ -110,6 +111,7 @@ RILL_PIN_STRUCT(RillVarTypeDef, copy, 32, 40);
 RILL_PIN_STRUCT(RillDeviceDef, free_host, 56, 64);
 RILL_PIN_STRUCT(RillArg, index, 4, 8);
 RILL_PIN_STRUCT(RillPlugin, init, 24, 32);
+RILL_PIN_STRUCT(RillCommandDef, run, 40, 48);  // version 2
 #undef RILL_PIN_STRUCT
 
 namespace rill::core {
@@ -168,6 +170,19 @@ RillStatus* RegisterVarType(RillRegistrar* reg, const RillVarTypeDef* def) {
 RillStatus* RegisterDevice(RillRegistrar* reg, const RillDeviceDef* def) {
   if (!reg || !def) return NullArg("register_device");
   return StatusFromCall([&] { reg->devices.push_back(DeviceFromAbi(*def, reg->plugin)); });
+}
+
+RillStatus* RegisterCommand(RillRegistrar* reg, const RillCommandDef* def) {
+  if (!reg || !def) return NullArg("register_command");
+  return StatusFromCall([&] {
+    CommandEntry e = CommandFromAbi(*def, reg->plugin);
+    for (const auto& c : reg->commands) {
+      if (c.name == e.name) {
+        throw Error("command '" + e.name + "' registered twice by plugin '" + reg->plugin + "'", RILL_ALREADY_EXISTS);
+      }
+    }
+    reg->commands.push_back(std::move(e));
+  });
 }
 
 // ---- op info and attributes --------------------------------------------------------------
@@ -669,8 +684,8 @@ const RillHostApi kTable = {
     ScopeNewChild, ScopeRetain, ScopeRelease, ScopeFindVar, ScopeVar,
     // Blocks and tasks.
     CtxRunBlock, CtxRunLoop, CtxGo, TaskCurrent, TaskPark, TaskUnpark,
-    // Version 2: tracing.
-    TraceActive, TraceNowNs, TraceSpan,
+    // Version 2: tracing, commands.
+    TraceActive, TraceNowNs, TraceSpan, RegisterCommand,
 };
 
 }  // namespace

@@ -23,6 +23,29 @@ std::string FindSubcommand(const std::vector<std::string>& args) {
   return "";
 }
 
+// For a command that is not rill's own (a plugin's, or none): the global options among
+// `args`, wherever they are, for rill; every other argument after `name`, in order, into
+// *command_args, for the command. Global options are recognised as --opt VALUE and
+// --opt=VALUE.
+std::vector<std::string> SplitPluginCommand(const std::vector<std::string>& args, const std::string& name,
+                                            std::vector<std::string>* command_args) {
+  std::vector<std::string> globals;
+  bool after_name = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    const std::string option = arg.substr(0, arg.find('='));
+    if (kGlobalValued.count(option) || (!after_name && arg.rfind("-", 0) == 0)) {
+      globals.push_back(arg);
+      if (kGlobalValued.count(arg) && i + 1 < args.size()) globals.push_back(args[++i]);
+    } else if (!after_name && arg == name) {
+      after_name = true;
+    } else {
+      command_args->push_back(arg);
+    }
+  }
+  return globals;
+}
+
 }  // namespace
 
 Args ParseArgs(int argc, char** argv) {
@@ -146,15 +169,17 @@ Args ParseArgs(int argc, char** argv) {
   command("plugins", "the plugins loaded: name, version, ABI version, file, op count", nullptr, nullptr);
 
   const std::string name = FindSubcommand(args);
+  std::vector<std::string> command_args;  // a plugin's command: the arguments it parses itself
   if (!name.empty() && subcommands.count(name) == 0) {
-    throw UsageError("rill: error: unknown command '" + name + "' (rill --help lists the commands)");
+    a.plugin_command = true;
+    args = SplitPluginCommand(args, name, &command_args);
   }
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
     a.help = true;
-    a.help_text = name.empty() ? app.help() : subcommands.at(name)->help();
+    a.help_text = name.empty() || a.plugin_command ? app.help() : subcommands.at(name)->help();
     return a;
   } catch (const CLI::ParseError& e) {
     const std::string who = name.empty() ? "rill" : "rill " + name;
@@ -162,7 +187,8 @@ Args ParseArgs(int argc, char** argv) {
   }
   if (!name.empty()) {
     a.positional.push_back(name);
-    a.positional.insert(a.positional.end(), rest.begin(), rest.end());
+    const std::vector<std::string>& operands = a.plugin_command ? command_args : rest;
+    a.positional.insert(a.positional.end(), operands.begin(), operands.end());
   }
   if (!a.passthrough.empty() && name != "launch") {
     throw UsageError("rill " + name + ": error: arguments after -- are `rill launch`'s, for the processes it "

@@ -4,7 +4,9 @@
 // in `positional` (positional[0] is the subcommand), each option into its field. An option
 // another subcommand has but this one has not is an error, as is an unknown subcommand;
 // `--flag=value` and `--flag value` both work, and the global options (--plugin-path,
-// --plugin, --plugins, --log-level) go before or after the subcommand. Errors throw
+// --plugin, --plugins, --log-level) go before or after the subcommand. A subcommand that
+// is not rill's own may be a plugin's: ParseArgs takes the global options out and leaves
+// the rest to it (plugin_command). Errors throw
 // UsageError with a message that starts "rill SUBCOMMAND:" (or "rill:") and says where
 // that subcommand's help is. --help anywhere sets `help` and `help_text` (the help of the
 // subcommand it follows); --version sets `version`.
@@ -31,6 +33,9 @@ struct Args {
   std::string save_dir, output, loss, sgd, startup, iterations = "1", print_every = "0", device = "cpu", workers = "0",
               malloc = "tuned", log_level = "warn";
   bool help = false, version = false, profile_summary = false;
+  // positional[0] is not one of rill's own commands: a plugin's (Registry::FindCommand),
+  // given positional[1...] as they came, or an unknown one.
+  bool plugin_command = false;
   std::string help_text;
 };
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/abi/status.h"
 #include "core/api/feed_fetch_targets.h"
 #include "core/cli/args.h"
 #include "core/cli/launch.h"
@@ -558,6 +559,52 @@ int CmdPlugins(const Args& a, const std::vector<PluginInfo>& plugins) {
   return 0;
 }
 
+// Which plugins the global options (or RILL_PLUGIN_PATH) ask for.
+LoadOptions PluginLoadOptions(const Args& a) {
+  LoadOptions options;
+  options.dirs = a.plugin_dirs.empty() ? PluginDirsFromEnvironment() : a.plugin_dirs;
+  options.files = a.plugin_files;
+  options.enable = a.enable;
+  return options;
+}
+
+// A plugin's command (Args::plugin_command): found among the loaded plugins' and run.
+int CmdPluginCommand(const Args& a, const Registry& registry) {
+  const std::string& name = a.positional[0];
+  const CommandEntry* command = registry.FindCommand(name);
+  if (command == nullptr) {
+    std::fprintf(stderr, "rill: error: unknown command '%s': not one of rill's, and no plugin loaded (%s) provides it "
+                 "(rill --help lists the commands)\n", name.c_str(), registry.EnabledPluginList().c_str());
+    return 2;
+  }
+  std::vector<const char*> argv;
+  for (size_t i = 1; i < a.positional.size(); ++i) argv.push_back(a.positional[i].c_str());
+  RillStatus* status = command->run(command->user_data, static_cast<int32_t>(argv.size()), argv.data());
+  std::fflush(stdout);
+  if (status == nullptr) return 0;
+  const std::unique_ptr<RillStatus> owned(status);
+  std::fprintf(stderr, "rill %s: error: %s\n", name.c_str(), OneLine(status->message).c_str());
+  return status->code == RILL_INVALID_ARGUMENT ? 2 : 1;
+}
+
+// `rill --help`'s last section: the commands the plugins found provide. Plugins that do
+// not load leave theirs out (`rill plugins` says why).
+void PrintPluginCommands(const Args& a) {
+  static Registry registry;
+  try {
+    LoadPlugins(registry, PluginLoadOptions(a));
+  } catch (const std::exception&) {
+    return;
+  }
+  const std::vector<const CommandEntry*> commands = registry.AllCommands();
+  if (commands.empty()) return;
+  std::printf("\nCOMMANDS FROM PLUGINS:\n");
+  for (const CommandEntry* c : commands) {
+    std::printf("  %-10s %s\n             %s (plugin %s)\n", c->name.c_str(), c->usage.c_str(), c->summary.c_str(),
+                c->plugin.c_str());
+  }
+}
+
 int Main(int argc, char** argv) {
   Args a;
   try {
@@ -569,6 +616,7 @@ int Main(int argc, char** argv) {
   }
   if (a.help) {
     std::printf("%s", a.help_text.c_str());
+    if (a.positional.empty() || a.plugin_command) PrintPluginCommands(a);
     return 0;
   }
   if (a.version) {
@@ -588,13 +636,10 @@ int Main(int argc, char** argv) {
       if (!tuning) throw UsageError("--malloc must be tuned or default, not '" + a.malloc + "'");
       ApplyMallocTuning(*tuning);  // before the plugins, whose init may start threads
     }
-    LoadOptions options;
-    options.dirs = a.plugin_dirs.empty() ? PluginDirsFromEnvironment() : a.plugin_dirs;
-    options.files = a.plugin_files;
-    options.enable = a.enable;
     // A registry and its plugins live to the end of the process (plugins are never unloaded).
     static Registry registry;
-    const std::vector<PluginInfo> plugins = LoadPlugins(registry, options);
+    const std::vector<PluginInfo> plugins = LoadPlugins(registry, PluginLoadOptions(a));
+    if (a.plugin_command) return CmdPluginCommand(a, registry);
     if (cmd == "run") return CmdRun(a, registry);
     if (cmd == "check") return CmdCheck(a, registry);
     if (cmd == "ops") return CmdOps(a, registry);

@@ -173,6 +173,21 @@ CustomType VarTypeFromAbi(const RillVarTypeDef& d, const std::string& plugin) {
                     RILL_COVERS(d, copy) ? d.copy : nullptr};
 }
 
+CommandEntry CommandFromAbi(const RillCommandDef& d, const std::string& plugin) {
+  if (!RILL_COVERS(d, run)) {
+    throw Error("command struct too small (struct_size " + std::to_string(d.struct_size) + ")");
+  }
+  const std::string name = d.name != nullptr ? d.name : "";
+  const bool well_formed = !name.empty() && name[0] >= 'a' && name[0] <= 'z' &&
+                           std::all_of(name.begin(), name.end(), [](char c) {
+                             return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+                           });
+  if (!well_formed) throw Error("command name '" + name + "' is not of the form [a-z][a-z0-9-]*");
+  if (d.run == nullptr) throw Error("command '" + name + "' has no run function");
+  return CommandEntry{name, d.summary != nullptr ? d.summary : "", d.usage != nullptr ? d.usage : "", d.user_data,
+                      d.run, plugin};
+}
+
 const RillVarType* VarTypeHandle(const std::string& name) {
   static std::mutex mu;
   static auto* handles = new std::map<std::string, std::unique_ptr<RillVarType>>;  // never freed
@@ -188,7 +203,7 @@ std::string Registry::KernelKey(const std::string& op, int32_t device, int32_t d
 
 void Registry::Commit(const std::vector<const PluginRegistration*>& regs) {
   // Check everything first so that a failure changes nothing.
-  std::map<std::string, std::string> new_ops, new_kernels, new_types;  // key -> plugin
+  std::map<std::string, std::string> new_ops, new_kernels, new_types, new_commands;  // key -> plugin
   const auto check_dup = [](std::map<std::string, std::string>& fresh, const std::string& key,
                             const std::string& existing, const std::string& plugin,
                             const std::string& what) {
@@ -209,6 +224,11 @@ void Registry::Commit(const std::vector<const PluginRegistration*>& regs) {
       auto it = var_types_.find(t.name);
       check_dup(new_types, t.name, it == var_types_.end() ? "" : it->second->plugin, r->plugin,
                 "variable type '" + t.name + "'");
+    }
+    for (const auto& c : r->commands) {
+      auto it = commands_.find(c.name);
+      check_dup(new_commands, c.name, it == commands_.end() ? "" : it->second.plugin, r->plugin,
+                "command '" + c.name + "'");
     }
   }
   for (const auto* r : regs) {
@@ -231,6 +251,7 @@ void Registry::Commit(const std::vector<const PluginRegistration*>& regs) {
   for (const auto* r : regs) {
     for (const auto& op : r->ops) ops_[op.type] = std::make_unique<OpSchemaEntry>(op);
     for (const auto& t : r->var_types) var_types_[t.name] = std::make_unique<CustomType>(t);
+    for (const auto& c : r->commands) commands_[c.name] = c;
   }
   for (const auto* r : regs) {
     for (const auto& k : r->kernels) {
@@ -247,6 +268,17 @@ void Registry::AddHints(const PluginRegistration& r) {
 const OpSchemaEntry* Registry::FindOp(const std::string& type) const {
   auto it = ops_.find(type);
   return it == ops_.end() ? nullptr : it->second.get();
+}
+
+const CommandEntry* Registry::FindCommand(const std::string& name) const {
+  auto it = commands_.find(name);
+  return it == commands_.end() ? nullptr : &it->second;
+}
+
+std::vector<const CommandEntry*> Registry::AllCommands() const {
+  std::vector<const CommandEntry*> out;
+  for (const auto& [name, command] : commands_) out.push_back(&command);
+  return out;
 }
 
 const KernelEntry* Registry::FindKernel(const std::string& op, int32_t device, int32_t dtype) const {

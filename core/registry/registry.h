@@ -66,6 +66,14 @@ struct KernelEntry {
   std::string plugin;
 };
 
+// A subcommand of the `rill` tool a plugin provides (abi.h, RillCommandDef).
+struct CommandEntry {
+  std::string name, summary, usage;
+  void* user_data = nullptr;
+  RillStatus* (*run)(void* user_data, int32_t argc, const char* const* argv) = nullptr;
+  std::string plugin;
+};
+
 }  // namespace rill::core
 
 // What one plugin registers during its init (the ABI's opaque registrar).
@@ -75,6 +83,7 @@ struct RillRegistrar {
   std::vector<rill::core::KernelEntry> kernels;
   std::vector<rill::core::CustomType> var_types;
   std::vector<rill::core::Device> devices;
+  std::vector<rill::core::CommandEntry> commands;
 };
 
 namespace rill::core {
@@ -85,6 +94,7 @@ using PluginRegistration = ::RillRegistrar;
 OpSchemaEntry SchemaFromAbi(const RillOpSchema& schema, const std::string& plugin);
 KernelEntry KernelFromAbi(const RillKernelDef& def, const std::string& plugin);
 CustomType VarTypeFromAbi(const RillVarTypeDef& def, const std::string& plugin);
+CommandEntry CommandFromAbi(const RillCommandDef& def, const std::string& plugin);
 // The ABI handle of variable type `name`: one per name for the life of the process, so a
 // plugin's handle stays valid and matches values made under any registry.
 const RillVarType* VarTypeHandle(const std::string& name);
@@ -120,6 +130,8 @@ class Registry {
   // The same by handle (var_type_find's): a walk over the few types, with no name compared.
   const CustomType* FindVarType(const RillVarType* handle) const;
   std::vector<const OpSchemaEntry*> AllOps() const;  // sorted by type
+  const CommandEntry* FindCommand(const std::string& name) const;  // nullptr if none
+  std::vector<const CommandEntry*> AllCommands() const;           // sorted by name
 
   // Why `type` is unknown: which disabled plugin has it, or that no loaded plugin does.
   std::string UnknownOpMessage(const std::string& type) const;
@@ -136,6 +148,7 @@ class Registry {
   std::map<std::string, KernelEntry> kernels_;  // by KernelKey
   std::map<std::string, std::vector<const KernelEntry*>> kernels_by_op_;
   std::map<std::string, std::unique_ptr<CustomType>, std::less<>> var_types_;
+  std::map<std::string, CommandEntry> commands_;
   std::map<std::string, std::string> hints_;  // op type -> plugin that was not enabled
   std::vector<std::string> enabled_;
 };

@@ -1,7 +1,9 @@
 // The gRPC transport plugin (see ARCHITECTURE.md, "Distribution"): control and metadata
 // over gRPC; tensors of 1 MiB and more over a TCP connection beside it (tcp_data_path.h),
-// or in the gRPC messages under TLS or RILL_DATA_PATH=message.
+// or in the gRPC messages under TLS or RILL_DATA_PATH=message. It also provides
+// `rill status`, which asks pservers of either transport.
 #include "ops.h"
+#include "status_command.h"
 #include "tcp_data_path.h"
 
 namespace rill::dist {
@@ -21,6 +23,7 @@ void Init(Registrar& r) {
   grpc.join_as_trainer = [](int32_t*, const TransportOptions& options) { return TcpTrainerDataPath(options); };
   grpc.join_as_pserver = &ListenTcpDataPath;
   RegisterOps(r, grpc);
+  RegisterStatusCommand(r);
 }
 
 }  // namespace

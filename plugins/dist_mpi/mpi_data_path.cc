@@ -47,6 +47,7 @@ class Joined {
 class MpiDataPath final : public DataPath {
  public:
   explicit MpiDataPath(const RankTable& table) : world_(MpiWorld::Get()), table_(table), pushes_(PushOverMpi()) {}
+  std::string Name() const override { return "mpi"; }
 
   bool RouteTo(const std::string& endpoint, v1::OutOfBand* route) override {
     route->set_job(world_.job());

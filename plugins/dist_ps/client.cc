@@ -139,7 +139,7 @@ void TrainerSession::Call(std::vector<RpcCall>& calls, const TransportOptions& o
       what += "TLS with " + calls[i].endpoint + " failed: " + tls_failure;
     } else if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
       what += std::string(pending[i].first_contact ? "no pserver answered" : "no answer") + " within " +
-              std::to_string(options.deadline.count()) + " ms (deadline; RILL_RPC_DEADLINE_MS)";
+              std::to_string(options.deadline.count()) + " ms (deadline; " + options.deadline_setting + ")";
     } else if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
       what += "unavailable (" + s.error_message() + ")";
     } else if (s.error_code() == grpc::StatusCode::CANCELLED) {

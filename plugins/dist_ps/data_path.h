@@ -73,6 +73,8 @@ class DataPath {
   }
   // For messages: who `rank` is ("rank 3", "data connection 3").
   virtual std::string PeerName(int rank) const { return "rank " + std::to_string(rank); }
+  // What the path is, for status reports: "tcp", "mpi".
+  virtual std::string Name() const = 0;
 
   // Bytes to / from `rank` (the route's rank on a pserver, its peer_rank on a trainer),
   // matched by `tag`.

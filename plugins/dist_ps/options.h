@@ -29,6 +29,7 @@ namespace rill::dist {
 
 struct TransportOptions {
   std::chrono::milliseconds deadline{120000};
+  std::string deadline_setting = "RILL_RPC_DEADLINE_MS";  // where `deadline` is set, for messages
   std::string token;
   bool insecure = false;  // RILL_DIST_INSECURE=1: a pserver may listen beyond loopback without a token
   std::string tls_cert_file, tls_key_file, tls_ca_file;

@@ -32,7 +32,8 @@ class ParameterServer::Service final
     : public v1::ParameterServer::WithRawCallbackMethod_SendVariable<
           v1::ParameterServer::WithRawCallbackMethod_GetVariable<v1::ParameterServer::WithRawCallbackMethod_Barrier<
               v1::ParameterServer::WithRawCallbackMethod_Complete<
-                  v1::ParameterServer::WithRawCallbackMethod_OpenDataPath<v1::ParameterServer::Service>>>>> {
+                  v1::ParameterServer::WithRawCallbackMethod_OpenDataPath<
+                      v1::ParameterServer::WithRawCallbackMethod_Status<v1::ParameterServer::Service>>>>>> {
  public:
   explicit Service(ParameterServer* server) : server_(server) {}
 
@@ -68,6 +69,10 @@ class ParameterServer::Service final
   grpc::ServerUnaryReactor* OpenDataPath(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer*,
                                          grpc::ByteBuffer* response) override {
     return Unary(ctx, [&] { return server_->OnOpenDataPath(response); });
+  }
+  grpc::ServerUnaryReactor* Status(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer*,
+                                   grpc::ByteBuffer* response) override {
+    return Unary(ctx, [&] { return server_->OnStatus(response); });
   }
   grpc::ServerUnaryReactor* GetVariable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) override {
@@ -211,6 +216,10 @@ void ParameterServer::Start(std::vector<TensorBytes> initial_parameters) {
     throw std::runtime_error("cannot listen on '" + endpoint_ + "' (address in use, or not an address of this host)");
   }
   bound_endpoint_ = endpoint_.substr(0, endpoint_.rfind(':') + 1) + std::to_string(port);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    started_ = std::chrono::steady_clock::now();
+  }
   if (data_path_) {
     data_path_->ServePushes([this](const std::string& request, DataPath::Answer answer) {
       grpc::Slice slice(request);
@@ -339,6 +348,7 @@ void ParameterServer::OnSend(const grpc::ByteBuffer& request, Answer answer) {
       // average is the one pass that reads them.
       slot.gradient.bytes = std::move(data);
       slot.state = SlotState::FULL;
+      bytes_in_ += bytes;
     } else {
       slot.state = SlotState::WRITING;
       if (slot.capacity < bytes) {
@@ -362,7 +372,10 @@ void ParameterServer::OnSend(const grpc::ByteBuffer& request, Answer answer) {
       std::lock_guard<std::mutex> lock(mu_);
       Slot& slot = slots_[grad][trainer];
       slot.state = error.empty() ? SlotState::FULL : SlotState::EMPTY;
-      if (error.empty()) slot.gradient.bytes = ReceivedBytes::Borrowed(slot.data.get(), bytes);
+      if (error.empty()) {
+        slot.gradient.bytes = ReceivedBytes::Borrowed(slot.data.get(), bytes);
+        bytes_in_ += bytes;
+      }
       answer.swap(slot.answer_when_full);
       changed_.notify_all();
     }
@@ -465,9 +478,51 @@ grpc::Status ParameterServer::OnOpenDataPath(grpc::ByteBuffer* response) {
   return status;
 }
 
+grpc::Status ParameterServer::OnStatus(grpc::ByteBuffer* response) {
+  v1::ServerStatus status;
+  status.set_endpoint(bound_endpoint_);
+  status.set_fanin(fanin_);
+  for (const auto& p : params_) status.add_parameters(p.param);
+  status.set_data_path(data_path_ ? data_path_->Name() : "messages");
+  const auto now = std::chrono::steady_clock::now();
+  const auto ms = [](std::chrono::steady_clock::duration d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    status.set_iteration(current_);
+    status.set_optimizing(optimizing_);
+    status.set_uptime_ms(ms(now - started_));
+    status.set_bytes_in(bytes_in_);
+    status.set_bytes_out(bytes_out_);
+    status.set_barrier_waits(barrier_waits_);
+    status.set_barrier_wait_ms(ms(barrier_waited_));
+    for (size_t i = 0; i < trainers_.size(); ++i) {
+      const TrainerState& t = trainers_[i];
+      v1::TrainerStatus* out = status.add_trainers();
+      out->set_trainer_id(static_cast<int32_t>(i));
+      out->set_iteration(std::max<int64_t>(t.last_seen_iteration, 0));
+      out->set_last_heard_ms_ago(t.last_seen_iteration < 0 ? -1 : ms(now - t.last_seen));
+      if (t.completed) {
+        out->set_state(v1::TrainerStatus::COMPLETED);
+      } else if (t.last_seen_iteration < 0) {
+        out->set_state(v1::TrainerStatus::NOT_CONNECTED);
+      } else if (t.barrier == current_ + 1) {
+        out->set_state(v1::TrainerStatus::AT_BARRIER);
+        out->set_iteration(t.barrier);
+      } else {
+        out->set_state(v1::TrainerStatus::TRAINING);
+      }
+    }
+  }
+  *response = EncodeMessage(status);
+  return grpc::Status::OK;
+}
+
 void ParameterServer::Respond(size_t param, int32_t trainer, const v1::GetRequest& request,
                               grpc::ByteBuffer* response) {
   const TensorBytes& value = published_[param];
+  bytes_out_ += value.bytes;
   // Small tensors ride in the answer even when asked for by the data path: one hop less.
   if (!request.has_out_of_band() || value.bytes < data_path_->MinBytes()) {
     *response = EncodeVariable(params_[param].param, trainer, current_, value, params_lease_);
@@ -551,6 +606,7 @@ void ParameterServer::ServeIterations(const PserverHooks& hooks) {
     const Tracer& tracer = TheTracer();  // the wait is a span in the profile, if one is taken
     const bool tracing = tracer.active();
     const int64_t waited_from = tracing ? tracer.now() : 0;
+    const auto wait_began = std::chrono::steady_clock::now();
     if (!changed_.wait_until(lock, give_up,
                              [&] { return AllArrived() || AllCompleted() || !transfer_error_.empty(); })) {
       throw std::runtime_error("pserver " + bound_endpoint_ + ": iteration " + std::to_string(current_ + 1) +
@@ -561,6 +617,8 @@ void ParameterServer::ServeIterations(const PserverHooks& hooks) {
     if (AllCompleted()) break;
     optimizing_ = true;
     const int64_t k = current_ + 1;
+    ++barrier_waits_;
+    barrier_waited_ += std::chrono::steady_clock::now() - wait_began;
     if (tracing) {
       tracer.record("barrier", "waiting for the trainers' barriers", waited_from, tracer.now(),
                     "iteration " + std::to_string(k));

@@ -28,6 +28,8 @@
 //    bytes arrived in the slot (WRITING until then); one refused after its route was
 //    checked has its bytes discarded. Transfer callbacks hold in_flight_, not the server:
 //    once the server is gone they do nothing. OpenDataPath hands out the DataPath's offer.
+//  - Status is answered at once from the state under mu_ (v1::ServerStatus): what each
+//    trainer is doing, the iteration, the counters below, uptime.
 #ifndef RILL_DIST_PS_PSERVER_H_
 #define RILL_DIST_PS_PSERVER_H_
 
@@ -114,6 +116,7 @@ class ParameterServer {
   grpc::Status OnComplete(const grpc::ByteBuffer& request);
   grpc::Status OnGet(const grpc::ByteBuffer& request, grpc::ByteBuffer* response);
   grpc::Status OnOpenDataPath(grpc::ByteBuffer* response);
+  grpc::Status OnStatus(grpc::ByteBuffer* response);
   grpc::Status CheckTrainer(int32_t trainer) const;
   void Seen(int32_t trainer, int64_t iteration);
   bool AllArrived() const;
@@ -147,6 +150,11 @@ class ParameterServer {
   std::vector<TrainerState> trainers_;
   std::vector<PendingBarrier> pending_;  // answered after the next optimize
   std::string transfer_error_;           // a DataPath send of the parameters that failed
+  // For Status: counted as they happen, never reset.
+  std::chrono::steady_clock::time_point started_{};
+  uint64_t bytes_in_ = 0, bytes_out_ = 0;  // tensor bytes of gradients taken, parameters served
+  int64_t barrier_waits_ = 0;              // iterations Serve() waited for every trainer's barrier
+  std::chrono::steady_clock::duration barrier_waited_{};
 };
 
 }  // namespace rill::dist

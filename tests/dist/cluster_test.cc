@@ -135,6 +135,80 @@ TEST_F(DistCluster, TranspileAndLaunchRejectBadArguments) {
             std::string::npos) << r.err;
 }
 
+// `rill status` until its output contains `text` (the state it waits for), at most 60
+// tries of at most 2 s each; returns the last output.
+CommandResult StatusUntil(const std::vector<std::string>& args, const std::string& text, const std::string& env = "") {
+  CommandResult r;
+  std::vector<std::string> with_deadline = args;
+  with_deadline.insert(with_deadline.end(), {"--deadline-ms", "2000"});
+  for (int attempt = 0; attempt < 60; ++attempt) {
+    r = RunRill(with_deadline, env);
+    if (r.exit_code == 0 && r.out.find(text) != std::string::npos) break;
+  }
+  return r;
+}
+
+TEST_F(DistCluster, StatusReportsEachTrainerTheIterationAndTheBytes) {
+  const std::string dir = Transpile(2, 1);
+  const std::string e = endpoints_[0];
+  RillProcess ps(Pserver(dir, 0), "RILL_RPC_DEADLINE_MS=60000");
+  CommandResult r = StatusUntil({"status", e}, "pserver " + e);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("pserver " + e + ": iteration 0, up "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("trainers: 0 of 2 connected, 0 at the barrier, 0 completed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("trainer 1: not connected"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("parameters: "), std::string::npos) << r.out;
+  // Trainer 0 alone: it pulls the parameters, sends its gradients and waits at the
+  // barrier for trainer 1.
+  RillProcess t0(Trainer(dir, 1), "RILL_RPC_DEADLINE_MS=60000 RILL_TRAINER_ID=0");
+  r = StatusUntil({"status", dir}, "trainer 0: waiting at the barrier of iteration 1");  // by the cluster's directory
+  ASSERT_NE(r.out.find("trainer 0: waiting at the barrier of iteration 1"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("trainers: 1 of 2 connected, 1 at the barrier, 0 completed"), std::string::npos) << r.out;
+  // fit_a_line's parameters: w [13, 1] and b [1], float32: 56 bytes each way so far.
+  EXPECT_NE(r.out.find("tensor bytes: 56 B in (gradients), 56 B out (parameters)"), std::string::npos) << r.out;
+  r = RunRill({"status", e, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("{\"endpoint\":\"" + e + "\",\"fanin\":2,", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("{\"trainer_id\":0,\"state\":\"AT_BARRIER\",\"iteration\":\"1\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("{\"trainer_id\":1,\"state\":\"NOT_CONNECTED\""), std::string::npos) << r.out;
+  RillProcess t1(Trainer(dir, 1), "RILL_RPC_DEADLINE_MS=60000 RILL_TRAINER_ID=1");
+  ASSERT_EQ(t0.Wait(seconds(60)).exit_code, 0);
+  ASSERT_EQ(t1.Wait(seconds(60)).exit_code, 0);
+  ASSERT_EQ(ps.Wait(seconds(20)).exit_code, 0);
+  // The pserver is gone: an error naming it, within the deadline given.
+  r = RunRill({"status", e, "--deadline-ms", "300"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("rill status: error: pserver " + e + ": "), std::string::npos) << r.err;
+}
+
+TEST_F(DistCluster, StatusCarriesTheTokenAndRejectsBadArguments) {
+  const std::string dir = Transpile(1, 1);
+  const std::string e = endpoints_[0];
+  RillProcess ps(Pserver(dir, 0), "RILL_RPC_DEADLINE_MS=60000 RILL_DIST_TOKEN=s3cret");
+  CommandResult r = StatusUntil({"status", e}, "trainer 0: not connected", "RILL_DIST_TOKEN=s3cret");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = RunRill({"status", e});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("requires the shared token (RILL_DIST_TOKEN); the call carried none"), std::string::npos) << r.err;
+  for (const auto& [args, text] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"status"}, "no pserver given"},
+           {{"status", "nohost"}, "'nohost' is neither HOST:PORT nor a transpiled cluster's directory"},
+           {{"status", e, "--bogus"}, "unknown option '--bogus'"},
+           {{"status", e, "--deadline-ms", "soon"}, "--deadline-ms takes a positive number of milliseconds, got 'soon'"},
+           {{"status", dir_}, "is a directory without a cluster.txt"}}) {
+    r = RunRill(args);
+    EXPECT_EQ(r.exit_code, 2) << text;
+    EXPECT_EQ(r.err.rfind("rill status: error: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(text), std::string::npos) << r.err;
+  }
+  // Without the plugin that provides it, `status` is an unknown command, said so.
+  r = RunRill({"--plugins", "math", "status", e});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown command 'status': not one of rill's, and no plugin loaded (core, math) provides it"),
+            std::string::npos) << r.err;
+  ps.Kill(SIGKILL);
+}
+
 TEST_F(DistCluster, TlsAndTheSharedTokenAreEnforced) {
   if (std::system("command -v openssl >/dev/null") != 0) GTEST_SKIP() << "openssl is not installed: no certificate to test TLS with";
   const std::string key = dir_ + "/key.pem", cert = dir_ + "/cert.pem";

@@ -52,7 +52,8 @@ extern "C" {
  *
  *   1  SDK 1.0.
  *   2  Tracing: trace_active, trace_now_ns, trace_span (a plugin's own spans in the profile
- *      `rill run --profile` records: its RPCs, transfers, waits).
+ *      `rill run --profile` records: its RPCs, transfers, waits). Commands:
+ *      register_command (a plugin's own subcommand of the `rill` tool, RillCommandDef).
  */
 #define RILL_ABI_VERSION 2u
 
@@ -327,6 +328,23 @@ typedef struct RillDeviceDef {
   void (*free_host)(void* ptr);
 } RillDeviceDef;
 
+/* A subcommand of the `rill` tool that a plugin provides (ABI version 2, register_command):
+ * `rill NAME ARG...` loads the plugins as for any command, then calls `run` with the
+ * arguments after NAME, global options (--plugin-path, --log-level, ...) taken out. A
+ * transport's `rill status HOST:PORT` is one. The command parses its own arguments
+ * (--help included) and prints its own output to standard output.
+ * `run` returns NULL for success (rill exits 0), or a status: rill prints its message as
+ * "rill NAME: error: MESSAGE" and exits 2 when the code is RILL_INVALID_ARGUMENT (bad
+ * usage), 1 otherwise. */
+typedef struct RillCommandDef {
+  uint32_t struct_size;
+  const char* name;    /* [a-z][a-z0-9-]*, not one of rill's own commands; unique across plugins */
+  const char* summary; /* one line, for `rill --help` */
+  const char* usage;   /* the arguments after NAME, "HOST:PORT... [--json]", for `rill --help` */
+  void* user_data;
+  RillStatus* (*run)(void* user_data, int32_t argc, const char* const* argv);
+} RillCommandDef;
+
 /* An argument of an op instance: argument `index` of the slot at `slot` (op_input_slot,
  * op_output_slot). */
 typedef struct RillArg {
@@ -551,6 +569,11 @@ typedef struct RillHostApi {
   int32_t (*trace_active)(void);
   int64_t (*trace_now_ns)(void);
   void (*trace_span)(const char* category, const char* name, int64_t start_ns, int64_t end_ns, const char* detail);
+  /* ---- Commands, during init only: a subcommand of the `rill` tool (RillCommandDef;
+   * strings are copied). RILL_INVALID_ARGUMENT for a malformed name or a NULL `run`;
+   * RILL_ALREADY_EXISTS when this plugin registered that name already (another plugin's
+   * duplicate fails that plugin's load, as a duplicate op does). */
+  RillStatus* (*register_command)(RillRegistrar* reg, const RillCommandDef* command);
   /* ===== End of version 2 ===== */
 } RillHostApi;
 

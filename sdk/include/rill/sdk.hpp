@@ -920,8 +920,14 @@ class OpSchema {
 };
 
 using KernelFn = void (*)(KernelContext&);
+// A plugin's `rill` subcommand (Registrar::Command): the arguments after its name.
+using CommandFn = void (*)(const std::vector<std::string>& args);
 
 namespace detail {
+inline RillStatus* CallCommand(void* user_data, int32_t argc, const char* const* argv) {
+  auto fn = reinterpret_cast<CommandFn>(user_data);  // a function pointer, as in CallFunctionKernel
+  return Guard([&] { fn(std::vector<std::string>(argv, argv + argc)); });
+}
 inline RillStatus* CallFunctionKernel(void* state, RillKernelContext* ctx) {
   // POSIX guarantees function pointers round-trip through void* (dlsym relies on it).
   auto fn = reinterpret_cast<KernelFn>(state);
@@ -1029,6 +1035,24 @@ class Registrar {
   void VarType(RillVarTypeDef def) {
     def.struct_size = sizeof(def);
     Check(RILL_HOST_ENTRY(register_var_type)(reg_, &def));
+  }
+
+  // A subcommand of the `rill` tool (ABI version 2; abi.h, RillCommandDef): `rill NAME
+  // ARG...` calls `fn` with the arguments after NAME. `fn` prints to stdout and throws
+  // Error to fail: with RILL_INVALID_ARGUMENT for bad usage (rill exits 2), another code
+  // for a failure (exit 1). A version 1 host runs no plugin commands: there it registers
+  // nothing and returns false, so a plugin that needs only version 1 may call it.
+  bool Command(const char* name, const char* summary, const char* usage, CommandFn fn) {
+    if (Host().struct_size < offsetof(RillHostApi, register_command) + sizeof(Host().register_command)) return false;
+    RillCommandDef def{};
+    def.struct_size = sizeof(def);
+    def.name = name;
+    def.summary = summary;
+    def.usage = usage;
+    def.user_data = reinterpret_cast<void*>(fn);
+    def.run = &detail::CallCommand;
+    Check(Host().register_command(reg_, &def));
+    return true;
   }
 
  private:

@@ -1,0 +1,183 @@
+// `rill status`: what each pserver is doing, asked over the service itself (the Status
+// call, with the token and TLS settings of the trainers: RILL_DIST_TOKEN, RILL_TLS_CA).
+#include "status_command.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "client.h"
+#include "wire.h"
+
+namespace rill::dist {
+namespace {
+
+constexpr const char* kUsage = "HOST:PORT...|DIR [--json] [--deadline-ms MS]";
+
+struct StatusArgs {
+  std::vector<std::string> endpoints;
+  bool json = false;
+  int64_t deadline_ms = 5000;
+};
+
+Error Usage(const std::string& message) {
+  return Error(message + " (usage: rill status " + kUsage + ")", RILL_INVALID_ARGUMENT);
+}
+
+// The pservers of a transpiled cluster: DIR/cluster.txt's "pserver HOST:PORT" lines.
+std::vector<std::string> ClusterPservers(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / "cluster.txt").string();
+  std::ifstream in(path);
+  if (!in) throw Usage("'" + dir + "' is a directory without a cluster.txt: not a transpiled cluster");
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::string key, value;
+    if (words >> key >> value && key == "pserver") out.push_back(value);
+  }
+  if (out.empty()) throw Usage(path + " names no pserver");
+  return out;
+}
+
+StatusArgs Parse(const std::vector<std::string>& args) {
+  StatusArgs a;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--json") {
+      a.json = true;
+    } else if (arg == "--deadline-ms" || arg.rfind("--deadline-ms=", 0) == 0) {
+      std::string value = arg.size() > 13 ? arg.substr(14) : (i + 1 < args.size() ? args[++i] : "");
+      size_t used = 0;
+      try {
+        a.deadline_ms = std::stoll(value, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != value.size() || a.deadline_ms < 1) {
+        throw Usage("--deadline-ms takes a positive number of milliseconds, got '" + value + "'");
+      }
+    } else if (arg == "-h" || arg == "--help") {
+      a.endpoints.clear();
+      return a;
+    } else if (arg.rfind("-", 0) == 0) {
+      throw Usage("unknown option '" + arg + "'");
+    } else if (std::filesystem::is_directory(arg)) {
+      for (auto& e : ClusterPservers(arg)) a.endpoints.push_back(std::move(e));
+    } else if (arg.rfind(':') == std::string::npos || arg.rfind(':') + 1 == arg.size()) {
+      throw Usage("'" + arg + "' is neither HOST:PORT nor a transpiled cluster's directory");
+    } else {
+      a.endpoints.push_back(arg);
+    }
+  }
+  if (a.endpoints.empty()) throw Usage("no pserver given");
+  return a;
+}
+
+std::string Bytes(uint64_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(units)) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+std::string Seconds(int64_t ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ms) / 1000);
+  return buf;
+}
+
+std::string TrainerLine(const v1::TrainerStatus& t) {
+  std::ostringstream os;
+  os << "  trainer " << t.trainer_id() << ": ";
+  switch (t.state()) {
+    case v1::TrainerStatus::NOT_CONNECTED: return os.str() + "not connected";
+    case v1::TrainerStatus::TRAINING: os << "training (last named iteration " << t.iteration() << ")"; break;
+    case v1::TrainerStatus::AT_BARRIER: os << "waiting at the barrier of iteration " << t.iteration(); break;
+    case v1::TrainerStatus::COMPLETED: os << "completed"; break;
+    default: os << "state " << t.state(); break;
+  }
+  os << ", heard from " << t.last_heard_ms_ago() << " ms ago";
+  return os.str();
+}
+
+void PrintText(const v1::ServerStatus& s) {
+  int connected = 0, completed = 0, at_barrier = 0;
+  for (const auto& t : s.trainers()) {
+    connected += t.state() == v1::TrainerStatus::TRAINING || t.state() == v1::TrainerStatus::AT_BARRIER;
+    completed += t.state() == v1::TrainerStatus::COMPLETED;
+    at_barrier += t.state() == v1::TrainerStatus::AT_BARRIER;
+  }
+  std::string params;
+  for (const auto& p : s.parameters()) params += (params.empty() ? "" : ", ") + p;
+  std::printf("pserver %s: iteration %lld%s, up %s\n", s.endpoint().c_str(), static_cast<long long>(s.iteration()),
+              s.optimizing() ? " (optimizing the next)" : "", Seconds(s.uptime_ms()).c_str());
+  std::printf("  trainers: %d of %d connected, %d at the barrier, %d completed\n", connected, s.fanin(), at_barrier,
+              completed);
+  std::printf("  barrier waits: %lld, %s in all\n", static_cast<long long>(s.barrier_waits()),
+              Seconds(s.barrier_wait_ms()).c_str());
+  std::printf("  tensor bytes: %s in (gradients), %s out (parameters); large tensors travel by %s\n",
+              Bytes(s.bytes_in()).c_str(), Bytes(s.bytes_out()).c_str(), s.data_path().c_str());
+  std::printf("  parameters: %s\n", params.c_str());
+  for (const auto& t : s.trainers()) std::printf("%s\n", TrainerLine(t).c_str());
+}
+
+void PrintJson(const v1::ServerStatus& s) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  if (!google::protobuf::util::MessageToJsonString(s, &json, options).ok()) throw Error("cannot write the status as JSON");
+  std::printf("%s\n", json.c_str());
+}
+
+void Status(const std::vector<std::string>& args) {
+  const StatusArgs a = Parse(args);
+  if (a.endpoints.empty()) {  // --help
+    std::printf(
+        "rill status %s\n"
+        "  What each pserver is doing: its iteration, each trainer's state (not connected, training,\n"
+        "  waiting at the barrier, completed), barrier waits, tensor bytes in and out, uptime.\n"
+        "  DIR: every pserver of a transpiled cluster (its cluster.txt). The call carries RILL_DIST_TOKEN\n"
+        "  and uses TLS with RILL_TLS_CA, as trainers do.\n"
+        "  --json            one JSON object per pserver, one per line (fields of rill.dist.v1.ServerStatus)\n"
+        "  --deadline-ms MS  how long to wait for each pserver (default 5000)\n",
+        kUsage);
+    return;
+  }
+  TransportOptions options = TransportOptions::Resolve(a.deadline_ms);
+  options.deadline = std::chrono::milliseconds(a.deadline_ms);  // the flag, not RILL_RPC_DEADLINE_MS
+  options.deadline_setting = "--deadline-ms";
+  std::string failures;
+  for (const std::string& endpoint : a.endpoints) {
+    std::vector<RpcCall> calls(1);
+    calls[0].endpoint = endpoint;
+    calls[0].method = kStatus;
+    calls[0].subject = "request";
+    calls[0].request = EncodeMessage(v1::StatusRequest());
+    try {
+      TrainerSession::Get().Call(calls, options);
+      v1::ServerStatus status;
+      DecodeMessage(calls[0].response, &status);
+      a.json ? PrintJson(status) : PrintText(status);
+    } catch (const std::exception& e) {
+      failures += (failures.empty() ? "" : "; ") + std::string(e.what());
+    }
+    std::fflush(stdout);
+  }
+  if (!failures.empty()) throw Error(failures, RILL_UNAVAILABLE);
+}
+
+}  // namespace
+
+void RegisterStatusCommand(Registrar& r) {
+  r.Command("status", "what each pserver is doing: iteration, trainers (waiting at the barrier, ...), bytes, uptime",
+            kUsage, &Status);
+}
+
+}  // namespace rill::dist

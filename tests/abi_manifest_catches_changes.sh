@@ -48,6 +48,7 @@ sed -i 's|  /\* ===== End of version 2 ===== \*/|  /* ===== End of version 2 ===
   "$work/tree/sdk/include/rill/abi.h"
 expect_failure "an unrecorded appended entry" "entries added to abi.h but not to the manifest"
 python3 "$work/tree/scripts/abi-manifest.py" --write
-echo 'RILL_PIN(appended, 70);' >>"$work/tree/core/abi/host_api.cc"
+last=$(grep -oE 'RILL_PIN\([a-z_]+, [0-9]+\)' "$work/tree/core/abi/host_api.cc" | tail -n 1 | grep -oE '[0-9]+')
+echo "RILL_PIN(appended, $((last + 1)));" >>"$work/tree/core/abi/host_api.cc"
 python3 "$work/tree/scripts/abi-manifest.py" --check >/dev/null
 echo "ok: an appended entry, once recorded and pinned"

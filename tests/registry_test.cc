@@ -109,6 +109,14 @@ TEST(Registry, CommandsAreCheckedAndUniqueAcrossPlugins) {
   EXPECT_EQ(registry.FindCommand("status")->plugin, "alpha");
   EXPECT_EQ(registry.AllCommands().size(), 1u);
   EXPECT_THROW(registry.Commit({&b}), Error);
+  Registry reserving;
+  reserving.ReserveCommands({"status"});
+  try {
+    reserving.Commit({&a});
+    FAIL();
+  } catch (const Error& err) {
+    EXPECT_EQ(std::string(err.what()), "plugin 'alpha' registers command 'status', which is one of rill's own");
+  }
 }
 
 TEST(Registry, KernelLookupFallsBackToAnyDtype) {

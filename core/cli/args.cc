@@ -48,6 +48,12 @@ std::vector<std::string> SplitPluginCommand(const std::vector<std::string>& args
 
 }  // namespace
 
+const std::set<std::string>& BuiltinCommands() {
+  static const std::set<std::string> names = {"run",      "check",     "graph",  "convert", "backward",
+                                              "transpile", "launch", "ops",    "describe", "plugins"};
+  return names;
+}
+
 Args ParseArgs(int argc, char** argv) {
   Args a;
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -78,6 +84,7 @@ Args ParseArgs(int argc, char** argv) {
   std::map<std::string, CLI::App*> subcommands;
   const auto command = [&](const char* name, const char* description, const char* operand,
                            const char* operand_help) {
+    if (BuiltinCommands().count(name) == 0) throw std::logic_error(std::string("BuiltinCommands() lacks ") + name);
     CLI::App* sub = app.add_subcommand(name, description);
     subcommands[name] = sub;
     sub->fallthrough();  // the global options work after the subcommand too

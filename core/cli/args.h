@@ -13,6 +13,7 @@
 #ifndef RILL_CORE_CLI_ARGS_H_
 #define RILL_CORE_CLI_ARGS_H_
 
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -40,6 +41,9 @@ struct Args {
 };
 
 Args ParseArgs(int argc, char** argv);
+
+// rill's own subcommands, which no plugin's command may take (Registry::ReserveCommands).
+const std::set<std::string>& BuiltinCommands();
 
 }  // namespace rill::core
 

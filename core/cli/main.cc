@@ -591,6 +591,7 @@ int CmdPluginCommand(const Args& a, const Registry& registry) {
 // not load leave theirs out (`rill plugins` says why).
 void PrintPluginCommands(const Args& a) {
   static Registry registry;
+  registry.ReserveCommands(BuiltinCommands());
   try {
     LoadPlugins(registry, PluginLoadOptions(a));
   } catch (const std::exception&) {
@@ -638,6 +639,7 @@ int Main(int argc, char** argv) {
     }
     // A registry and its plugins live to the end of the process (plugins are never unloaded).
     static Registry registry;
+    registry.ReserveCommands(BuiltinCommands());
     const std::vector<PluginInfo> plugins = LoadPlugins(registry, PluginLoadOptions(a));
     if (a.plugin_command) return CmdPluginCommand(a, registry);
     if (cmd == "run") return CmdRun(a, registry);

@@ -226,6 +226,10 @@ void Registry::Commit(const std::vector<const PluginRegistration*>& regs) {
                 "variable type '" + t.name + "'");
     }
     for (const auto& c : r->commands) {
+      if (reserved_commands_.count(c.name)) {
+        throw Error("plugin '" + r->plugin + "' registers command '" + c.name + "', which is one of rill's own",
+                    RILL_ALREADY_EXISTS);
+      }
       auto it = commands_.find(c.name);
       check_dup(new_commands, c.name, it == commands_.end() ? "" : it->second.plugin, r->plugin,
                 "command '" + c.name + "'");

@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -130,6 +131,9 @@ class Registry {
   // The same by handle (var_type_find's): a walk over the few types, with no name compared.
   const CustomType* FindVarType(const RillVarType* handle) const;
   std::vector<const OpSchemaEntry*> AllOps() const;  // sorted by type
+  // Names no plugin's command may take (the host tool's own): a plugin that registers one
+  // fails to load, as for a duplicate.
+  void ReserveCommands(std::set<std::string> names) { reserved_commands_ = std::move(names); }
   const CommandEntry* FindCommand(const std::string& name) const;  // nullptr if none
   std::vector<const CommandEntry*> AllCommands() const;           // sorted by name
 
@@ -149,6 +153,7 @@ class Registry {
   std::map<std::string, std::vector<const KernelEntry*>> kernels_by_op_;
   std::map<std::string, std::unique_ptr<CustomType>, std::less<>> var_types_;
   std::map<std::string, CommandEntry> commands_;
+  std::set<std::string> reserved_commands_;
   std::map<std::string, std::string> hints_;  // op type -> plugin that was not enabled
   std::vector<std::string> enabled_;
 };

@@ -187,6 +187,12 @@ TEST_F(DistCluster, StatusCarriesTheTokenAndRejectsBadArguments) {
   RillProcess ps(Pserver(dir, 0), "RILL_RPC_DEADLINE_MS=60000 RILL_DIST_TOKEN=s3cret");
   CommandResult r = StatusUntil({"status", e}, "trainer 0: not connected", "RILL_DIST_TOKEN=s3cret");
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Global options go anywhere; the rest is the command's.
+  r = RunRill({"--log-level", "error", "status", "--plugins=core,dist_grpc", e, "--log-level=warn"}, "RILL_DIST_TOKEN=s3cret");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("trainer 0: not connected"), std::string::npos) << r.out;
+  r = RunRill({"--help"});
+  EXPECT_NE(r.out.find("COMMANDS FROM PLUGINS:\n  status     HOST:PORT...|DIR [--json]"), std::string::npos) << r.out;
   r = RunRill({"status", e});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("requires the shared token (RILL_DIST_TOKEN); the call carried none"), std::string::npos) << r.err;

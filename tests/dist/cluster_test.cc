@@ -188,7 +188,7 @@ TEST_F(DistCluster, StatusCarriesTheTokenAndRejectsBadArguments) {
   CommandResult r = StatusUntil({"status", e}, "trainer 0: not connected", "RILL_DIST_TOKEN=s3cret");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Global options go anywhere; the rest is the command's.
-  r = RunRill({"--log-level", "error", "status", "--plugins=core,dist_grpc", e, "--log-level=warn"}, "RILL_DIST_TOKEN=s3cret");
+  r = RunRill({"--log-level", "error", "status", "--plugins=core,dist_grpc", e}, "RILL_DIST_TOKEN=s3cret");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("trainer 0: not connected"), std::string::npos) << r.out;
   r = RunRill({"--help"});

@@ -33,9 +33,13 @@ std::string StateOf(const ProcessState& p) {
                                : "failed (signal " + std::to_string(WTERMSIG(p.status)) + ")";
   }
   if (!p.running) return "starting";
-  if (p.pserver) return "serving";
+  if (p.pserver) return p.waits_for.empty() ? "serving" : "serving, waiting for " + p.waits_for;
   const std::string iteration = LastIteration(p.log);
-  return iteration.empty() ? "running" : "running iteration " + iteration;
+  const std::string state = iteration.empty() ? "running" : "running iteration " + iteration;
+  // Barrier k is iteration k of the training: a report from before the run got past it is stale.
+  const bool passed = !iteration.empty() && std::stoll(iteration) >= p.at_barrier;
+  if (p.at_barrier < 0 || passed) return state;
+  return state + ", waiting at the barrier of iteration " + std::to_string(p.at_barrier);
 }
 
 void ClusterStatus::Update(const std::vector<ProcessState>& processes) { Draw(processes, false); }

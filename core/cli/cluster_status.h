@@ -3,7 +3,8 @@
 // Contract: ClusterStatus is told, every poll of the launcher, each process's name, log
 // file and whether it is starting, running or has exited (and how). A running trainer's
 // state is read from its log, where `rill run` writes its progress ("running iteration
-// k/N"); a running pserver is "serving". On a terminal the states are a block of lines on
+// k/N"); a running pserver is "serving"; either is followed by the wait that lasts, when
+// the launcher knows of one. On a terminal the states are a block of lines on
 // stderr, one per process, redrawn in place at most every kRefresh; off one, a line
 // "launch: NAME: STATE" whenever a process's state changes. Finish draws the last states.
 #ifndef RILL_CORE_CLI_CLUSTER_STATUS_H_
@@ -23,6 +24,10 @@ struct ProcessState {
   bool running = false;
   bool exited = false;
   int status = 0;  // waitpid's, once exited
+  // Lasting waits the pservers report (PserverWatch), while running: a trainer's barrier
+  // (shown until its progress passes that iteration), whom a pserver waits for.
+  int64_t at_barrier = -1;  // the iteration
+  std::string waits_for;    // "trainer 1 (not connected)"
 };
 
 class ClusterStatus {

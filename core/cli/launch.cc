@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "core/cli/cluster_status.h"
+#include "core/cli/pserver_watch.h"
 #include "core/errors.h"
 
 extern char** environ;
@@ -179,12 +180,14 @@ struct Plan {
   std::vector<std::vector<std::string>> args;  // `rill run ...` of each
   std::vector<std::string> env;                // for every process
   size_t pservers = 0;
+  std::string status_log;                      // where the pservers' status reports go
 };
 
 Plan MakePlan(const LaunchOptions& options, const ClusterSpec& spec, const std::string& log_dir) {
   const std::string exe = SelfExe();
   Plan plan;
   plan.pservers = spec.pservers.size();
+  plan.status_log = (std::filesystem::path(log_dir) / "status.json").string();
   if (options.deadline_given) plan.env.push_back("RILL_RPC_DEADLINE_MS=" + std::to_string(options.deadline.count()));
   const size_t count = spec.pservers.size() + static_cast<size_t>(spec.trainers);
   for (size_t i = 0; i < count; ++i) {
@@ -286,37 +289,58 @@ void LaunchGrpc(const LaunchOptions& options, const ClusterSpec& spec, Plan& pla
     size_t trainers_left = spec.trainers, left = procs.size();
     std::chrono::steady_clock::time_point pservers_due{};
     ClusterStatus status(isatty(STDERR_FILENO) != 0);
+    // The pservers' own reports, for the waits that last (PserverWatch): `rill status`
+    // (which a transport plugin provides) run as a child process of its own.
+    PserverWatch watch([&] {
+      Process ask{"status", plan.status_log};
+      std::vector<std::string> args = {plan.args[0][0], "status", options.dir, "--json", "--deadline-ms", "500"};
+      args.insert(args.end(), options.common_args.begin(), options.common_args.end());
+      Spawn(ask, args, plan.env);
+      int ignored = 0;
+      while (waitpid(ask.pid, &ignored, 0) < 0 && errno == EINTR) {
+      }
+      std::ifstream in(plan.status_log);
+      return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    });
     const auto states = [&] {
+      const ClusterWaits waits = watch.Latest();
       std::vector<ProcessState> out;
       for (size_t i = 0; i < procs.size(); ++i) {
         const Process& p = procs[i];
-        out.push_back({p.name, p.log, i < plan.pservers, p.running, !p.running, p.status});
+        ProcessState s{p.name, p.log, i < plan.pservers, p.running, !p.running, p.status};
+        if (i < plan.pservers) {
+          const auto it = waits.pserver_waits_for.find(spec.pservers[i]);
+          if (it != waits.pserver_waits_for.end()) s.waits_for = it->second;
+        } else if (const auto it = waits.trainer_at_barrier.find(static_cast<int32_t>(i - plan.pservers));
+                   it != waits.trainer_at_barrier.end()) {
+          s.at_barrier = it->second;
+        }
+        out.push_back(std::move(s));
       }
       return out;
     };
     while (left > 0) {
       status.Update(states());
-      int status = 0;
-      const pid_t pid = waitpid(-1, &status, WNOHANG);
-      if (pid > 0) {
-        for (size_t i = 0; i < procs.size(); ++i) {
-          Process& p = procs[i];
-          if (p.pid != pid || !p.running) continue;
-          p.running = false;
-          p.status = status;
-          --left;
-          if (status != 0) {
-            StopAll(procs);
-            ClusterStatus(false).Finish(states());
-            throw Error("launch: " + p.name + " failed (" + Describe(status) + "); the others were stopped. " +
-                        p.log + " ends:" + Tail(p.log, 8));
-          }
-          if (i >= plan.pservers && --trainers_left == 0) {
-            pservers_due = std::chrono::steady_clock::now() + options.deadline;
-          }
+      bool reaped = false;
+      for (size_t i = 0; i < procs.size(); ++i) {
+        Process& p = procs[i];
+        int status = 0;
+        if (!p.running || waitpid(p.pid, &status, WNOHANG) != p.pid) continue;  // only ours: not the watch's
+        reaped = true;
+        p.running = false;
+        p.status = status;
+        --left;
+        if (status != 0) {
+          StopAll(procs);
+          ClusterStatus(false).Finish(states());
+          throw Error("launch: " + p.name + " failed (" + Describe(status) + "); the others were stopped. " + p.log +
+                      " ends:" + Tail(p.log, 8));
         }
-        continue;
+        if (i >= plan.pservers && --trainers_left == 0) {
+          pservers_due = std::chrono::steady_clock::now() + options.deadline;
+        }
       }
+      if (reaped) continue;
       if (trainers_left == 0 && std::chrono::steady_clock::now() > pservers_due) {
         std::string stuck;
         for (const auto& p : procs) {

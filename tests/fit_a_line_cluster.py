@@ -11,8 +11,9 @@ def run_rill(rill, *args):
     return result
 
 
-def make_cluster(rill, source, out):
-    """Writes OUT/data (x_J.npy, y_J.npy per trainer) and OUT/cluster; returns both paths."""
+def make_cluster(rill, source, out, transport="grpc"):
+    """Writes OUT/data (x_J.npy, y_J.npy per trainer) and OUT/cluster, transpiled for
+    `transport`; returns both paths."""
     example = os.path.join(source, "examples", "fit_a_line")
     data = os.path.join(out, "data")
     run_rill(rill, "run", os.path.join(example, "data.pbtxt"), "--fetch", "x", "--fetch", "y", "--save", data)
@@ -30,5 +31,5 @@ def make_cluster(rill, source, out):
         s.close()
     cluster = os.path.join(out, "cluster")
     run_rill(rill, "transpile", train, "--startup", os.path.join(example, "startup.pbtxt"), "--trainers", "2",
-             "--pservers", endpoints, "-o", cluster)
+             "--pservers", endpoints, "--transport", transport, "-o", cluster)
     return data, cluster

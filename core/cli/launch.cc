@@ -12,6 +12,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <sstream>
 #include <thread>
@@ -30,7 +31,8 @@ struct Process {
   std::string log;
   pid_t pid = -1;
   bool running = false;
-  int status = 0;
+  bool exited = false;
+  int status = 0;  // waitpid's, once exited
 };
 
 std::string SelfExe() {
@@ -100,6 +102,7 @@ void StopAll(std::vector<Process>& procs) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     p.running = false;
+    p.exited = true;
   }
 }
 
@@ -243,7 +246,41 @@ const Process* FailedRank(const std::string& mpirun_log, const Plan& plan, std::
   return nullptr;
 }
 
-void LaunchMpi(const LaunchOptions& options, Plan& plan, const std::string& log_dir) {
+// How the launcher asks the pservers for their reports (PserverWatch): `rill status DIR
+// --json` (the command a transport plugin provides) as a child process of its own.
+std::function<std::string()> StatusAsker(const LaunchOptions& options, const Plan& plan) {
+  std::vector<std::string> args = {plan.args[0][0], "status", options.dir, "--json", "--deadline-ms", "500"};
+  args.insert(args.end(), options.common_args.begin(), options.common_args.end());
+  return [args, env = plan.env, log = plan.status_log] {
+    Process ask{"status", log};
+    Spawn(ask, args, env);
+    int ignored = 0;
+    while (waitpid(ask.pid, &ignored, 0) < 0 && errno == EINTR) {
+    }
+    std::ifstream in(log);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+}
+
+// Each process's state for ClusterStatus, with the waits the pservers report.
+std::vector<ProcessState> StatesOf(const Plan& plan, const ClusterSpec& spec, const ClusterWaits& waits) {
+  std::vector<ProcessState> out;
+  for (size_t i = 0; i < plan.procs.size(); ++i) {
+    const Process& p = plan.procs[i];
+    ProcessState s{p.name, p.log, i < plan.pservers, p.running, p.exited, p.status};
+    if (i < plan.pservers) {
+      const auto it = waits.pserver_waits_for.find(spec.pservers[i]);
+      if (it != waits.pserver_waits_for.end()) s.waits_for = it->second;
+    } else if (const auto it = waits.trainer_at_barrier.find(static_cast<int32_t>(i - plan.pservers));
+               it != waits.trainer_at_barrier.end()) {
+      s.at_barrier = it->second;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+void LaunchMpi(const LaunchOptions& options, const ClusterSpec& spec, Plan& plan, const std::string& log_dir) {
   // mpirun starts `sh -c` per process, which execs rill with its output to its own log.
   std::vector<std::string> args = {"mpirun", "--oversubscribe"};
   if (geteuid() == 0) args.push_back("--allow-run-as-root");
@@ -254,9 +291,29 @@ void LaunchMpi(const LaunchOptions& options, Plan& plan, const std::string& log_
     args.insert(args.end(), plan.args[i].begin(), plan.args[i].end());
   }
   Process mpirun{"mpirun", (std::filesystem::path(log_dir) / "mpirun.log").string()};
+  // A process is running once its log exists (its `sh` made it): none may be left from before.
+  for (const Process& p : plan.procs) std::filesystem::remove(p.log);
   Spawn(mpirun, args, plan.env);
   int status = 0;
-  while (waitpid(mpirun.pid, &status, 0) < 0 && errno == EINTR) {
+  {
+    ClusterStatus display(isatty(STDERR_FILENO) != 0);
+    PserverWatch watch(StatusAsker(options, plan));
+    for (pid_t r = 0; r != mpirun.pid;) {
+      r = waitpid(mpirun.pid, &status, WNOHANG);
+      if (r < 0 && errno != EINTR) throw Error(std::string("launch: waiting for mpirun: ") + std::strerror(errno));
+      for (Process& p : plan.procs) p.running = p.running || std::filesystem::exists(p.log);
+      if (r == 0) {
+        display.Update(StatesOf(plan, spec, watch.Latest()));
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+    // mpirun ends once every process did: all exited with its status, or it stopped them.
+    for (Process& p : plan.procs) {
+      p.running = false;
+      p.exited = true;
+      p.status = status;
+    }
+    if (status == 0) display.Finish(StatesOf(plan, spec, ClusterWaits{}));
   }
   if (status == 0) return;
   std::string error = "launch: mpirun failed (" + Describe(status) + ")";
@@ -289,36 +346,8 @@ void LaunchGrpc(const LaunchOptions& options, const ClusterSpec& spec, Plan& pla
     size_t trainers_left = spec.trainers, left = procs.size();
     std::chrono::steady_clock::time_point pservers_due{};
     ClusterStatus status(isatty(STDERR_FILENO) != 0);
-    // The pservers' own reports, for the waits that last (PserverWatch): `rill status`
-    // (which a transport plugin provides) run as a child process of its own.
-    PserverWatch watch([&] {
-      Process ask{"status", plan.status_log};
-      std::vector<std::string> args = {plan.args[0][0], "status", options.dir, "--json", "--deadline-ms", "500"};
-      args.insert(args.end(), options.common_args.begin(), options.common_args.end());
-      Spawn(ask, args, plan.env);
-      int ignored = 0;
-      while (waitpid(ask.pid, &ignored, 0) < 0 && errno == EINTR) {
-      }
-      std::ifstream in(plan.status_log);
-      return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    });
-    const auto states = [&] {
-      const ClusterWaits waits = watch.Latest();
-      std::vector<ProcessState> out;
-      for (size_t i = 0; i < procs.size(); ++i) {
-        const Process& p = procs[i];
-        ProcessState s{p.name, p.log, i < plan.pservers, p.running, !p.running, p.status};
-        if (i < plan.pservers) {
-          const auto it = waits.pserver_waits_for.find(spec.pservers[i]);
-          if (it != waits.pserver_waits_for.end()) s.waits_for = it->second;
-        } else if (const auto it = waits.trainer_at_barrier.find(static_cast<int32_t>(i - plan.pservers));
-                   it != waits.trainer_at_barrier.end()) {
-          s.at_barrier = it->second;
-        }
-        out.push_back(std::move(s));
-      }
-      return out;
-    };
+    PserverWatch watch(StatusAsker(options, plan));
+    const auto states = [&] { return StatesOf(plan, spec, watch.Latest()); };
     while (left > 0) {
       status.Update(states());
       bool reaped = false;
@@ -328,6 +357,7 @@ void LaunchGrpc(const LaunchOptions& options, const ClusterSpec& spec, Plan& pla
         if (!p.running || waitpid(p.pid, &status, WNOHANG) != p.pid) continue;  // only ours: not the watch's
         reaped = true;
         p.running = false;
+        p.exited = true;
         p.status = status;
         --left;
         if (status != 0) {
@@ -375,7 +405,7 @@ void Launch(const LaunchOptions& options) {
   if (!options.profile_dir.empty()) fs::create_directories(options.profile_dir);
   Plan plan = MakePlan(options, spec, log_dir);
   if (transport == "mpi") {
-    LaunchMpi(options, plan, log_dir);
+    LaunchMpi(options, spec, plan, log_dir);
   } else {
     LaunchGrpc(options, spec, plan);
   }

@@ -587,8 +587,8 @@ int CmdPluginCommand(const Args& a, const Registry& registry) {
   return status->code == RILL_INVALID_ARGUMENT ? 2 : 1;
 }
 
-// `rill --help`'s last section: the commands the plugins found provide. Plugins that do
-// not load leave theirs out (`rill plugins` says why).
+// `rill --help`'s last section: the commands the plugins provide. Left out when the
+// plugins do not load (any command, `rill plugins` say why).
 void PrintPluginCommands(const Args& a) {
   static Registry registry;
   registry.ReserveCommands(BuiltinCommands());

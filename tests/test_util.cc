@@ -110,6 +110,32 @@ CommandResult RunRill(const std::vector<std::string>& args, const std::string& e
   return Collect(status, out_path);
 }
 
+CommandResult StatusUntil(const std::vector<std::string>& args, const std::function<bool(const std::string&)>& done,
+                          const std::string& env) {
+  std::vector<std::string> status = {"status"};
+  status.insert(status.end(), args.begin(), args.end());
+  status.insert(status.end(), {"--deadline-ms", "2000"});
+  CommandResult r;
+  for (int attempt = 0; attempt < 60; ++attempt) {
+    r = RunRill(status, env);
+    if (r.exit_code == 0 && done(r.out)) break;
+  }
+  return r;
+}
+
+CommandResult StatusUntil(const std::vector<std::string>& args, const std::string& text, const std::string& env) {
+  return StatusUntil(args, [&](const std::string& out) { return out.find(text) != std::string::npos; }, env);
+}
+
+bool PserversHeardFrom(const std::string& json, int trainer, int count) {
+  int heard = 0;
+  for (const char* state : {"TRAINING", "AT_BARRIER"}) {
+    const std::string mark = "{\"trainer_id\":" + std::to_string(trainer) + ",\"state\":\"" + state + "\"";
+    for (size_t at = json.find(mark); at != std::string::npos; at = json.find(mark, at + 1)) ++heard;
+  }
+  return heard >= count;
+}
+
 RillProcess::RillProcess(const std::vector<std::string>& args, const std::string& env)
     : RillProcess(Command{RillArgv(args)}, env) {}
 

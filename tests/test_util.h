@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,16 @@ struct CommandResult {
 };
 // Runs the `rill` binary of this build with `args`, capturing its output.
 CommandResult RunRill(const std::vector<std::string>& args, const std::string& env = "");
+
+// `rill status ARGS... --deadline-ms 2000` (the pservers' reports) until `done` holds for a
+// successful one's output, at most 60 tries; returns the last result.
+CommandResult StatusUntil(const std::vector<std::string>& args, const std::function<bool(const std::string&)>& done,
+                          const std::string& env = "");
+// The same, until the output contains `text`.
+CommandResult StatusUntil(const std::vector<std::string>& args, const std::string& text, const std::string& env = "");
+// Whether a `rill status --json` output says pserver(s) heard from `trainer` (it is training
+// or at a barrier): `count` of them do.
+bool PserversHeardFrom(const std::string& json, int trainer, int count = 1);
 
 // `rill args` started in the background; killed (SIGKILL) when destroyed if still running.
 class RillProcess {

@@ -84,7 +84,10 @@ TEST_F(DistCluster, ATrainerKilledMidRunFailsThePserverNamingIt) {
   RillProcess ps(Pserver(dir, 0), deadline);
   RillProcess t0(Trainer(dir, 10000000), deadline + " RILL_TRAINER_ID=0");
   RillProcess t1(Trainer(dir, 10000000), deadline + " RILL_TRAINER_ID=1");
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  // Once the pserver heard from trainer 1 (it trains), kill it.
+  const CommandResult heard =
+      StatusUntil({endpoints_[0], "--json"}, [](const std::string& out) { return PserversHeardFrom(out, 1); });
+  ASSERT_TRUE(PserversHeardFrom(heard.out, 1)) << heard.out << heard.err;
   t1.Kill(SIGKILL);
   ExpectFailsWith(ps.Wait(seconds(20)), "no barrier within 1500 ms (RILL_RPC_DEADLINE_MS) from trainer 1");
   // The other trainer learns why from the pserver.
@@ -96,7 +99,10 @@ TEST_F(DistCluster, APserverGoneFailsTheTrainerNamingItsEndpoint) {
   const std::string deadline = "RILL_RPC_DEADLINE_MS=1500";
   RillProcess ps0(Pserver(dir, 0), deadline), ps1(Pserver(dir, 1), deadline);
   RillProcess trainer(Trainer(dir, 10000000), deadline);
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  // Once the trainer trains against pserver 1, kill that pserver.
+  const CommandResult heard =
+      StatusUntil({endpoints_[1], "--json"}, [](const std::string& out) { return PserversHeardFrom(out, 0); });
+  ASSERT_TRUE(PserversHeardFrom(heard.out, 0)) << heard.out << heard.err;
   ps1.Kill(SIGKILL);
   ExpectFailsWith(trainer.Wait(seconds(20)), "pserver " + endpoints_[1]);
 }
@@ -135,24 +141,11 @@ TEST_F(DistCluster, TranspileAndLaunchRejectBadArguments) {
             std::string::npos) << r.err;
 }
 
-// `rill status` until its output contains `text` (the state it waits for), at most 60
-// tries of at most 2 s each; returns the last output.
-CommandResult StatusUntil(const std::vector<std::string>& args, const std::string& text, const std::string& env = "") {
-  CommandResult r;
-  std::vector<std::string> with_deadline = args;
-  with_deadline.insert(with_deadline.end(), {"--deadline-ms", "2000"});
-  for (int attempt = 0; attempt < 60; ++attempt) {
-    r = RunRill(with_deadline, env);
-    if (r.exit_code == 0 && r.out.find(text) != std::string::npos) break;
-  }
-  return r;
-}
-
 TEST_F(DistCluster, StatusReportsEachTrainerTheIterationAndTheBytes) {
   const std::string dir = Transpile(2, 1);
   const std::string e = endpoints_[0];
   RillProcess ps(Pserver(dir, 0), "RILL_RPC_DEADLINE_MS=60000");
-  CommandResult r = StatusUntil({"status", e}, "pserver " + e);
+  CommandResult r = StatusUntil({e}, "pserver " + e);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("pserver " + e + ": iteration 0, up "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("trainers: 0 of 2 connected, 0 at the barrier, 0 completed"), std::string::npos) << r.out;
@@ -161,7 +154,7 @@ TEST_F(DistCluster, StatusReportsEachTrainerTheIterationAndTheBytes) {
   // Trainer 0 alone: it pulls the parameters, sends its gradients and waits at the
   // barrier for trainer 1.
   RillProcess t0(Trainer(dir, 1), "RILL_RPC_DEADLINE_MS=60000 RILL_TRAINER_ID=0");
-  r = StatusUntil({"status", dir}, "trainer 0: waiting at the barrier of iteration 1");  // by the cluster's directory
+  r = StatusUntil({dir}, "trainer 0: waiting at the barrier of iteration 1");  // by the cluster's directory
   ASSERT_NE(r.out.find("trainer 0: waiting at the barrier of iteration 1"), std::string::npos) << r.out << r.err;
   EXPECT_NE(r.out.find("trainers: 1 of 2 connected, 1 at the barrier, 0 completed"), std::string::npos) << r.out;
   // fit_a_line's parameters: w [13, 1] and b [1], float32: 56 bytes each way so far.
@@ -185,7 +178,7 @@ TEST_F(DistCluster, StatusCarriesTheTokenAndRejectsBadArguments) {
   const std::string dir = Transpile(1, 1);
   const std::string e = endpoints_[0];
   RillProcess ps(Pserver(dir, 0), "RILL_RPC_DEADLINE_MS=60000 RILL_DIST_TOKEN=s3cret");
-  CommandResult r = StatusUntil({"status", e}, "trainer 0: not connected", "RILL_DIST_TOKEN=s3cret");
+  CommandResult r = StatusUntil({e}, "trainer 0: not connected", "RILL_DIST_TOKEN=s3cret");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Global options go anywhere; the rest is the command's.
   r = RunRill({"--log-level", "error", "status", "--plugins=core,dist_grpc", e}, "RILL_DIST_TOKEN=s3cret");

@@ -202,7 +202,10 @@ TEST_F(DistMpi, ARankThatDiesEndsTheJobNamingIt) {
     victim = FindRill(dir + "/trainer_1");
   }
   ASSERT_GT(victim, 0) << "trainer 1 never started";
-  std::this_thread::sleep_for(seconds(2));  // mid-run
+  // Mid-run: once both pservers heard from trainer 1.
+  const CommandResult heard =
+      StatusUntil({dir, "--json"}, [](const std::string& out) { return PserversHeardFrom(out, 1, 2); });
+  ASSERT_TRUE(PserversHeardFrom(heard.out, 1, 2)) << heard.out << heard.err;
   ASSERT_EQ(kill(victim, SIGKILL), 0);
   const CommandResult r = launch.Wait(seconds(60));
   ASSERT_FALSE(r.timed_out) << "the job still runs; stderr so far: " << r.err;

@@ -82,7 +82,7 @@ TEST_F(ChannelTest, UnbufferedSendWaitsForItsReceiverAndMovesTheValue) {
       ch->Send(V(value), false, nullptr, "send");
       sent = true;
     });
-    std::this_thread::sleep_for(50ms);  // the sender runs on the other worker meanwhile
+    WaitUntilDescribed(*ch, "1 senders and 0 receivers waiting");  // parked on the other worker
     EXPECT_FALSE(sent.load()) << "an unbuffered send completed with no receiver";
     EXPECT_EQ(RecvInt(*ch), 42);
   });
@@ -100,13 +100,8 @@ void ExpectAParkedWaiterKeepsItsChannelAlive(const std::function<int64_t(Channel
     auto ch = Channel::Make(kLodTensor, 0);
     std::weak_ptr<Channel> watch = ch;
     Channel* borrowed = ch.get();
-    std::atomic<bool> waiting{false};
-    Go([&, borrowed] {
-      waiting = true;
-      got = wait(borrowed);
-    });
-    while (!waiting.load()) std::this_thread::yield();
-    std::this_thread::sleep_for(20ms);  // the waiter is parked in the channel by now
+    Go([&, borrowed] { got = wait(borrowed); });
+    WaitUntilDescribed(*borrowed, "0 senders and 1 receivers waiting");  // the waiter is parked in it
     ch.reset();
     EXPECT_FALSE(watch.expired()) << "the parked waiter should hold the channel";
     SendInt(*borrowed, 7);
@@ -372,7 +367,7 @@ TEST_F(ChannelTest, AThreadOutsideTheSchedulerCanReceiveFromATask) {
   std::thread outside([&] { got = RecvInt(*ch); });
   // Let it block first: a thread outside the scheduler is not counted by deadlock
   // detection, so a task parked on it alone would look deadlocked.
-  std::this_thread::sleep_for(50ms);
+  WaitUntilDescribed(*ch, "0 senders and 1 receivers waiting");
   RunMain([&] { SendInt(*ch, 5); });
   outside.join();
   EXPECT_EQ(got, 5);

@@ -1,5 +1,6 @@
 // GPU figures for the math plugin's CUDA kernels, each beside its limit in the same run:
 //   mul 1024x1024x1024 fp32 through Rill (executor on CUDA:0)  vs  cublasSgemm called directly;
+//   conv2d 3x3 64->64 56x56 batch 8 fp32 through Rill            vs  cuDNN called directly;
 //   elementwise_add 16M fp32 through Rill                      vs  device-to-device cudaMemcpy
 //     (bytes read + written: the bandwidth limit); mean of 16M fp32 (bytes read) likewise,
 //     and against CUB's device-wide sum of the same floats;
@@ -10,9 +11,13 @@
 #include <benchmark/benchmark.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#if RILL_WITH_CUDNN
+#include <cudnn.h>
+#endif
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 #include "bench/bench_util.h"
 #include "bench/cub_sum.h"
@@ -37,11 +42,18 @@ std::string Unavailable() {
   return "";
 }
 
-// A one-op program on CUDA:0 with inputs moved to the device by a first run.
+// A one-op program on CUDA:0 with inputs moved to the device by a first run: inputs X and
+// Y and output Out, or the slots and attributes `configure` gives it.
 struct CudaOneOp {
-  CudaOneOp(const std::string& type, std::vector<int64_t> xd, std::vector<int64_t> yd) {
+  CudaOneOp(const std::string& type, std::vector<int64_t> xd, std::vector<int64_t> yd,
+            const std::function<void(OpBuilder&)>& configure = nullptr) {
     ProgramBuilder pb;
-    pb.block(0).Op(type).Input("X", "x").Input("Y", "y").Output("Out", "z");
+    OpBuilder op = pb.block(0).Op(type);
+    if (configure) {
+      configure(op);
+    } else {
+      op.Input("X", "x").Input("Y", "y").Output("Out", "z");
+    }
     auto program = std::make_shared<proto::ProgramDesc>(pb.Build());
     ValidateProgramOrThrow(*program, LoadedRegistry());
     exec = std::make_unique<Executor>(LoadedRegistry(), program);
@@ -89,6 +101,71 @@ void BM_CublasSgemm(benchmark::State& state) {
   state.counters["FLOP/s"] = benchmark::Counter(2.0 * kN * kN * kN, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_CublasSgemm)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+#if RILL_WITH_CUDNN
+// conv2d 3x3, 64 -> 64 channels, 56x56, batch 8, padding 1: through Rill (cuDNN with FMA
+// math, the algorithm its heuristics rank first) and cuDNN called directly the same way.
+constexpr int64_t kConvN = 8, kConvC = 64, kConvHW = 56;
+constexpr double kConvFlops = 2.0 * kConvN * kConvC * kConvHW * kConvHW * kConvC * 9;
+
+void BM_RillConv2dCuda(benchmark::State& state) {
+  if (const std::string why = Unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  CudaOneOp op("conv2d", {kConvN, kConvC, kConvHW, kConvHW}, {kConvC, kConvC, 3, 3}, [](OpBuilder& b) {
+    b.Input("Input", "x").Input("Filter", "y").Output("Output", "z").Attr("paddings", std::vector<int64_t>{1, 1});
+  });
+  for (auto _ : state) {
+    op.exec->Run(0, op.scope);
+    cudaDeviceSynchronize();
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(kConvFlops, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_RillConv2dCuda)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_CudnnConvForward(benchmark::State& state) {
+  if (const std::string why = Unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  cudnnHandle_t h;
+  cudnnCreate(&h);
+  cudnnTensorDescriptor_t x, y;
+  cudnnFilterDescriptor_t w;
+  cudnnConvolutionDescriptor_t conv;
+  cudnnCreateTensorDescriptor(&x);
+  cudnnCreateTensorDescriptor(&y);
+  cudnnCreateFilterDescriptor(&w);
+  cudnnCreateConvolutionDescriptor(&conv);
+  cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, kConvN, kConvC, kConvHW, kConvHW);
+  cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, kConvN, kConvC, kConvHW, kConvHW);
+  cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, kConvC, kConvC, 3, 3);
+  cudnnSetConvolution2dDescriptor(conv, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
+  cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH);
+  cudnnConvolutionFwdAlgoPerf_t perf[16];
+  int returned = 0;
+  cudnnGetConvolutionForwardAlgorithm_v7(h, x, w, conv, y, 16, &returned, perf);
+  size_t bytes = 0;
+  cudnnGetConvolutionForwardWorkspaceSize(h, x, w, conv, y, perf[0].algo, &bytes);
+  float *px, *pw, *py;
+  void* ws = nullptr;
+  cudaMalloc(&px, sizeof(float) * kConvN * kConvC * kConvHW * kConvHW);
+  cudaMalloc(&py, sizeof(float) * kConvN * kConvC * kConvHW * kConvHW);
+  cudaMalloc(&pw, sizeof(float) * kConvC * kConvC * 9);
+  if (bytes > 0) cudaMalloc(&ws, bytes);
+  const float one = 1, zero = 0;
+  for (auto _ : state) {
+    cudnnConvolutionForward(h, &one, x, px, w, pw, conv, perf[0].algo, ws, bytes, &zero, y, py);
+    cudaDeviceSynchronize();
+  }
+  cudaFree(px);
+  cudaFree(py);
+  cudaFree(pw);
+  cudaFree(ws);
+  cudnnDestroyConvolutionDescriptor(conv);
+  cudnnDestroyFilterDescriptor(w);
+  cudnnDestroyTensorDescriptor(x);
+  cudnnDestroyTensorDescriptor(y);
+  cudnnDestroy(h);
+  state.counters["FLOP/s"] = benchmark::Counter(kConvFlops, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_CudnnConvForward)->Unit(benchmark::kMicrosecond)->UseRealTime();
+#endif  // RILL_WITH_CUDNN
 
 void BM_RillElementwiseAddCuda(benchmark::State& state) {
   if (const std::string why = Unavailable(); !why.empty()) return state.SkipWithError(why.c_str());

@@ -191,6 +191,29 @@ std::vector<CudaCase> Cases() {
                            .Attr("keep_dim", true);
                      }});
   }
+  // Convolutions on cuDNN: cuDNN's own padding, and padding it cannot express (SAME over
+  // an even span, 4 unequal paddings), which the kernels apply themselves.
+  cases.push_back({"conv2d_stride_pad_dilation_groups", {{"x", {2, 4, 9, 8}}, {"w", {6, 2, 3, 3}}},
+                   [](core::BlockBuilder& b) {
+                     b.Op("conv2d").Input("Input", "x").Input("Filter", "w").Output("Output", "out")
+                         .Attr("strides", std::vector<int64_t>{2, 1}).Attr("paddings", std::vector<int64_t>{1, 2})
+                         .Attr("dilations", std::vector<int64_t>{1, 2}).Attr("groups", int64_t{2});
+                   }});
+  cases.push_back({"conv2d_nhwc_same_even_kernel", {{"x", {2, 7, 6, 3}}, {"w", {5, 3, 2, 4}}},
+                   [](core::BlockBuilder& b) {
+                     b.Op("conv2d").Input("Input", "x").Input("Filter", "w").Output("Output", "out")
+                         .Attr("strides", std::vector<int64_t>{2, 2}).Attr("padding_algorithm", std::string("SAME"))
+                         .Attr("data_format", std::string("NHWC"));
+                   }});
+  cases.push_back({"conv2d_four_unequal_paddings", {{"x", {1, 3, 6, 7}}, {"w", {4, 3, 3, 3}}},
+                   [](core::BlockBuilder& b) {
+                     b.Op("conv2d").Input("Input", "x").Input("Filter", "w").Output("Output", "out")
+                         .Attr("paddings", std::vector<int64_t>{0, 2, 1, 0});
+                   }});
+  cases.push_back({"depthwise_conv2d", {{"x", {2, 5, 8, 8}}, {"w", {5, 1, 3, 3}}}, [](core::BlockBuilder& b) {
+                     b.Op("depthwise_conv2d").Input("Input", "x").Input("Filter", "w").Output("Output", "out")
+                         .Attr("paddings", std::vector<int64_t>{1, 1}).Attr("groups", int64_t{5});
+                   }});
   cases.push_back({"fit_a_line_step", {{"w", {13, 1}}, {"bias", {1}}}, [](core::BlockBuilder& b) {
                      b.Op("fill_constant").Output("Out", "data").Attr("shape", std::vector<int64_t>{32, 13})
                          .Attr("value", 0.25f);

@@ -1,11 +1,14 @@
 // plugins/math/conv_plan.h — a 2-D convolution's geometry, as conv2d, depthwise_conv2d and
 // conv2d_transpose (as the convolution whose input gradient it is) read it from their
-// operands and attributes, already checked: the kernels take it as it is.
+// operands and attributes, already checked: the kernels, CPU and CUDA, take it as it is.
 #ifndef RILL_PLUGINS_MATH_CONV_PLAN_H_
 #define RILL_PLUGINS_MATH_CONV_PLAN_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "rill/sdk.hpp"
 
 namespace rill::math {
 
@@ -26,6 +29,16 @@ struct ConvPlan {
            bottom == o.bottom && left == o.left && right == o.right && oh == o.oh && ow == o.ow;
   }
 };
+
+// The geometry of a convolution of `in` by `filter` (format NCHW or NHWC) with 4-value
+// paddings [top, bottom, left, right], checked: throws Error saying what does not fit.
+ConvPlan ConvPlanFrom(const std::string& format, const std::vector<int64_t>& in, const std::vector<int64_t>& filter,
+                      int64_t groups, const std::vector<int64_t>& s, const std::vector<int64_t>& d,
+                      const std::vector<int64_t>& pad);
+
+// conv2d's (and depthwise_conv2d's) plan from its attributes: paddings of 2 or 4 values,
+// or as padding_algorithm (EXPLICIT, SAME, VALID) says.
+ConvPlan ConvPlanOf(KernelContext& ctx, const std::vector<int64_t>& in, const std::vector<int64_t>& filter);
 
 }  // namespace rill::math
 

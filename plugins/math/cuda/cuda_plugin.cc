@@ -1,6 +1,6 @@
 // The math plugin's CUDA half: the CUDA device (memory through the CUDA runtime) and CUDA
-// kernels for the math plugin's ops: fp32/fp64 for arithmetic, every dtype the CPU has for
-// comparisons, logical ops, cast, assign and increment. Ops it has no kernel for (the
+// kernels for the math plugin's ops: fp32/fp64 for arithmetic and (on cuDNN) convolutions,
+// every dtype the CPU has for comparisons, logical ops, cast, assign and increment. Ops it has no kernel for (the
 // seeded random ops, whose values must match the CPU's, and print) run on the CPU; the
 // host moves tensors between the two.
 #include "ops.h"
@@ -17,6 +17,9 @@ void Init(rill::Registrar& r) {
   rill::math::cuda::RegisterCompare(r);
   rill::math::cuda::RegisterCopyOps(r);
   rill::math::cuda::RegisterCastIncrement(r);
+#if RILL_WITH_CUDNN
+  rill::math::cuda::RegisterConv(r);
+#endif
 }
 }  // namespace
 

@@ -214,6 +214,27 @@ std::vector<CudaCase> Cases() {
                      b.Op("depthwise_conv2d").Input("Input", "x").Input("Filter", "w").Output("Output", "out")
                          .Attr("paddings", std::vector<int64_t>{1, 1}).Attr("groups", int64_t{5});
                    }});
+  // pool2d: overlapping max windows (their gradients add up), averages with and without
+  // the padding counted, ceil_mode, adaptive windows, global pooling over NHWC.
+  const auto pool = [](core::BlockBuilder& b) -> core::OpBuilder {
+    return b.Op("pool2d").Input("X", "x").Output("Out", "out");
+  };
+  cases.push_back({"pool2d_max_overlapping", {{"x", {2, 3, 9, 8}}}, [pool](core::BlockBuilder& b) {
+                     pool(b).Attr("ksize", std::vector<int64_t>{3, 3}).Attr("strides", std::vector<int64_t>{2, 1})
+                         .Attr("paddings", std::vector<int64_t>{1, 1});
+                   }});
+  cases.push_back({"pool2d_avg_padding_counted_ceil_mode", {{"x", {2, 3, 7, 7}}}, [pool](core::BlockBuilder& b) {
+                     pool(b).Attr("pooling_type", std::string("avg")).Attr("ksize", std::vector<int64_t>{3, 2})
+                         .Attr("strides", std::vector<int64_t>{2, 2}).Attr("paddings", std::vector<int64_t>{1, 0, 0, 1})
+                         .Attr("exclusive", false).Attr("ceil_mode", true);
+                   }});
+  cases.push_back({"pool2d_adaptive_avg", {{"x", {1, 4, 10, 7}}}, [pool](core::BlockBuilder& b) {
+                     pool(b).Attr("pooling_type", std::string("avg")).Attr("ksize", std::vector<int64_t>{3, 3})
+                         .Attr("adaptive", true);
+                   }});
+  cases.push_back({"pool2d_global_max_nhwc", {{"x", {2, 5, 6, 3}}}, [pool](core::BlockBuilder& b) {
+                     pool(b).Attr("global_pooling", true).Attr("data_format", std::string("NHWC"));
+                   }});
   cases.push_back({"fit_a_line_step", {{"w", {13, 1}}, {"bias", {1}}}, [](core::BlockBuilder& b) {
                      b.Op("fill_constant").Output("Out", "data").Attr("shape", std::vector<int64_t>{32, 13})
                          .Attr("value", 0.25f);

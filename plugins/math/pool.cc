@@ -11,109 +11,13 @@
 #include <type_traits>
 
 #include "intra_op.h"
+#include "pool_plan.h"
 #include "kernels.h"
 #include "onednn.h"
 #include "ops.h"
 
 namespace rill::math {
 namespace {
-
-// Where each output position's window lies along one spatial dim: [begin, end) in the
-// input, clipped to it, and the unclipped window's size (the divisor of a non-exclusive
-// average).
-struct Windows {
-  std::vector<int64_t> begin, end;
-  int64_t full = 1;
-};
-
-// The windows along a dim of `in` for kernel `k`, stride `s`, padding `before`/`after`.
-Windows Slide(int64_t in, int64_t k, int64_t s, int64_t before, int64_t after, bool ceil_mode, bool adaptive, int64_t out_size) {
-  Windows w;
-  w.full = k;
-  if (adaptive) {
-    for (int64_t o = 0; o < out_size; ++o) {
-      w.begin.push_back(o * in / out_size);
-      w.end.push_back(((o + 1) * in + out_size - 1) / out_size);
-    }
-    return w;
-  }
-  const int64_t span = in + before + after - k;
-  if (span < 0) throw Error("the window " + std::to_string(k) + " is larger than the padded input " + std::to_string(in + before + after));
-  const int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
-  for (int64_t o = 0; o < out; ++o) {
-    const int64_t start = o * s - before;
-    w.begin.push_back(std::max<int64_t>(start, 0));
-    w.end.push_back(std::min<int64_t>(start + k, in));
-  }
-  return w;
-}
-
-struct PoolPlan {
-  bool nhwc = false, max = true, exclusive = true, adaptive = false;
-  int64_t n = 0, c = 0, h = 0, w = 0;
-  int64_t kh = 1, kw = 1, sh = 1, sw = 1, top = 0, left = 0;  // not adaptive: the window, step, leading padding
-  Windows rows, cols;
-  std::vector<int64_t> out_dims;
-  int64_t At(int64_t i, int64_t ch, int64_t y, int64_t x, int64_t hh, int64_t ww) const {
-    return nhwc ? ((i * hh + y) * ww + x) * c + ch : ((i * c + ch) * hh + y) * ww + x;
-  }
-};
-
-PoolPlan Plan(KernelContext& ctx, const std::vector<int64_t>& d) {
-  PoolPlan p;
-  const std::string format = ctx.Attr<std::string>("data_format");
-  if (d.size() != 4) throw Error("X " + DimsString(d) + " is not 4-D (pool2d)");
-  p.nhwc = IsNhwc(format, "data_format");
-  p.n = d[0];
-  p.c = p.nhwc ? d[3] : d[1];
-  p.h = p.nhwc ? d[1] : d[2];
-  p.w = p.nhwc ? d[2] : d[3];
-  const std::string type = ctx.Attr<std::string>("pooling_type");
-  if (type != "max" && type != "avg") throw Error("pooling_type '" + type + "' is neither max nor avg");
-  p.max = type == "max";
-  p.exclusive = ctx.Attr<bool>("exclusive");
-  p.adaptive = ctx.Attr<bool>("adaptive");
-  std::vector<int64_t> k = ctx.Attr<std::vector<int64_t>>("ksize");
-  std::vector<int64_t> s = ctx.Attr<std::vector<int64_t>>("strides");
-  std::vector<int64_t> pad = ctx.Attr<std::vector<int64_t>>("paddings");
-  const std::string algorithm = ctx.Attr<std::string>("padding_algorithm");
-  if (ctx.Attr<bool>("global_pooling")) {
-    k = {p.h, p.w};
-    pad = {0, 0};
-    p.adaptive = false;
-  }
-  if (k.size() != 2 || s.size() != 2 || k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1) {
-    throw Error("ksize " + DimsString(k) + " and strides " + DimsString(s) + " must be two positive values each");
-  }
-  pad = FourPaddings(pad);
-  const int64_t in[2] = {p.h, p.w};
-  if (algorithm == "VALID") {
-    pad = {0, 0, 0, 0};
-  } else if (algorithm == "SAME") {
-    for (int a = 0; a < 2; ++a) std::tie(pad[2 * a], pad[2 * a + 1]) = SamePadding(in[a], k[a], s[a]);
-  } else if (algorithm != "EXPLICIT") {
-    throw Error("padding_algorithm '" + algorithm + "' is not EXPLICIT, SAME or VALID");
-  }
-  const bool ceil_mode = ctx.Attr<bool>("ceil_mode");
-  p.kh = k[0];
-  p.kw = k[1];
-  p.sh = s[0];
-  p.sw = s[1];
-  p.top = pad[0];
-  p.left = pad[2];
-  p.rows = Slide(p.h, k[0], s[0], pad[0], pad[1], ceil_mode, p.adaptive, k[0]);
-  p.cols = Slide(p.w, k[1], s[1], pad[2], pad[3], ceil_mode, p.adaptive, k[1]);
-  const auto oh = static_cast<int64_t>(p.rows.begin.size()), ow = static_cast<int64_t>(p.cols.begin.size());
-  p.out_dims = p.nhwc ? std::vector<int64_t>{p.n, oh, ow, p.c} : std::vector<int64_t>{p.n, p.c, oh, ow};
-  const auto empty = [](const Windows& ws) {
-    for (size_t i = 0; i < ws.begin.size(); ++i) {
-      if (ws.end[i] <= ws.begin[i]) return true;
-    }
-    return false;
-  };
-  if (empty(p.rows) || empty(p.cols)) throw Error("a pooling window lies wholly in the padding");
-  return p;
-}
 
 // Calls fn(out_index, y0, y1, x0, x1, divisor) for each output position of each image and
 // channel; the window is [y0, y1) x [x0, x1), non-empty (Plan checks).
@@ -240,7 +144,7 @@ class Pool2d {
   explicit Pool2d(const OpInfo&) {}
   void Compute(KernelContext& ctx) {
     Tensor x = ctx.Input("X");
-    const PoolPlan p = Plan(ctx, x.dims());
+    const PoolPlan p = PoolPlanOf(ctx, x.dims());
     if constexpr (std::is_same_v<T, float>) {
       if (!OutputIsInput(ctx, "Out", {"X"}) &&
           onednn_.Forward(p, x.data<T>(), ctx.AllocateOutput<T>("Out", p.out_dims))) {
@@ -275,7 +179,7 @@ class Pool2dGrad {
   explicit Pool2dGrad(const OpInfo&) {}
   void Compute(KernelContext& ctx) {
     Tensor x = ctx.Input("X");
-    const PoolPlan p = Plan(ctx, x.dims());
+    const PoolPlan p = PoolPlanOf(ctx, x.dims());
     const T* px = x.data<T>();
     const T* pg = ctx.Input("Out@GRAD").data<T>();
     T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());

@@ -34,6 +34,7 @@ struct CudaCase {
   std::string name;
   std::vector<std::pair<std::string, std::vector<int64_t>>> params;  // fp32 parameters
   std::function<void(core::BlockBuilder&)> build;                    // writes "out"
+  std::vector<std::string> also = {};                                // other variables compared
 };
 
 std::ostream& operator<<(std::ostream& os, const CudaCase& c) { return os << c.name; }
@@ -68,6 +69,7 @@ RunResult RunCase(const CudaCase& c, core::Place place) {
   RunResult r;
   std::vector<std::string> names = {"out", "loss"};
   for (const auto& pg : grads) names.push_back(pg.grad);
+  names.insert(names.end(), c.also.begin(), c.also.end());
   for (const auto& name : names) {
     const core::Tensor* t = scope->FindVar(name)->GetTensor();
     r.device[name] = t->place().device_type;
@@ -235,6 +237,26 @@ std::vector<CudaCase> Cases() {
   cases.push_back({"pool2d_global_max_nhwc", {{"x", {2, 5, 6, 3}}}, [pool](core::BlockBuilder& b) {
                      pool(b).Attr("global_pooling", true).Attr("data_format", std::string("NHWC"));
                    }});
+  // batch_norm: training (the running statistics updated in place, as Fluid names them)
+  // in both layouts, and with the running statistics (is_test).
+  const auto batch_norm = [](core::BlockBuilder& b) -> core::OpBuilder {
+    return b.Op("batch_norm").Input("X", "x").Input("Scale", "scale").Input("Bias", "bias").Input("Mean", "mean")
+        .Input("Variance", "var").Output("Y", "out").Output("MeanOut", "mean").Output("VarianceOut", "var")
+        .Output("SavedMean", "saved_mean").Output("SavedVariance", "saved_var");
+  };
+  const std::vector<std::string> statistics = {"mean", "var", "saved_mean", "saved_var"};
+  for (const char* layout : {"NCHW", "NHWC"}) {
+    const bool nhwc = std::string(layout) == "NHWC";
+    cases.push_back({std::string("batch_norm_training_") + layout,
+                     {{"x", nhwc ? std::vector<int64_t>{4, 5, 6, 3} : std::vector<int64_t>{4, 3, 5, 6}},
+                      {"scale", {3}}, {"bias", {3}}, {"mean", {3}}, {"var", {3}}},
+                     [batch_norm, layout](core::BlockBuilder& b) {
+                       batch_norm(b).Attr("data_layout", std::string(layout)).Attr("momentum", 0.8f);
+                     },
+                     statistics});
+  }
+  cases.push_back({"batch_norm_is_test", {{"x", {2, 4, 3, 3}}, {"scale", {4}}, {"bias", {4}}, {"mean", {4}}, {"var", {4}}},
+                   [batch_norm](core::BlockBuilder& b) { batch_norm(b).Attr("is_test", true); }, statistics});
   cases.push_back({"fit_a_line_step", {{"w", {13, 1}}, {"bias", {1}}}, [](core::BlockBuilder& b) {
                      b.Op("fill_constant").Output("Out", "data").Attr("shape", std::vector<int64_t>{32, 13})
                          .Attr("value", 0.25f);

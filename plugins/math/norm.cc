@@ -9,6 +9,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "channel_layout.h"
 #include "intra_op.h"
 #include "kernels.h"
 #include "onednn.h"
@@ -108,30 +109,6 @@ void LayerNormGradLoops(KernelContext& ctx) {
   if (ctx.HasOutput("Bias@GRAD")) {
     VecMap<T>(ctx.AllocateOutput<T>("Bias@GRAD", ctx.Input("Bias").dims()), s.width) = dy.colwise().sum().transpose();
   }
-}
-
-// X as [N, C, S] (S: the spatial dims' product), in NCHW or NHWC order.
-struct ChannelLayout {
-  int64_t n = 1, c = 1, s = 1;
-  bool nhwc = false;
-  int64_t At(int64_t i, int64_t ch, int64_t k) const { return nhwc ? (i * s + k) * c + ch : (i * c + ch) * s + k; }
-};
-ChannelLayout LayoutOf(KernelContext& ctx, const std::vector<int64_t>& d) {
-  const bool nhwc = IsNhwc(ctx.Attr<std::string>("data_layout"), "data_layout");
-  if (d.size() < 2) throw Error("X " + DimsString(d) + " has no channel dim");
-  ChannelLayout l;
-  l.nhwc = nhwc;
-  l.n = d[0];
-  l.c = l.nhwc ? d.back() : d[1];
-  l.s = Product(d, 0, d.size()) / std::max<int64_t>(l.n * l.c, 1);
-  return l;
-}
-
-template <class T>
-const T* ChannelInput(KernelContext& ctx, const char* slot, int64_t c) {
-  Tensor t = ctx.Input(slot);
-  if (t.numel() != c) throw Error(std::string(slot) + " " + DimsString(t.dims()) + " must hold one value per channel (" + std::to_string(c) + ")");
-  return t.data<T>();
 }
 
 // layer_norm and its gradient in fp32 on oneDNN's layer normalization over X as

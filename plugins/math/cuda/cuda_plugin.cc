@@ -1,5 +1,5 @@
 // The math plugin's CUDA half: the CUDA device (memory through the CUDA runtime) and CUDA
-// kernels for the math plugin's ops: fp32/fp64 for arithmetic, pooling and (on cuDNN) convolutions,
+// kernels for the math plugin's ops: fp32/fp64 for arithmetic, pooling, batch norm and (on cuDNN) convolutions,
 // every dtype the CPU has for comparisons, logical ops, cast, assign and increment. Ops it has no kernel for (the
 // seeded random ops, whose values must match the CPU's, and print) run on the CPU; the
 // host moves tensors between the two.
@@ -18,6 +18,7 @@ void Init(rill::Registrar& r) {
   rill::math::cuda::RegisterCopyOps(r);
   rill::math::cuda::RegisterCastIncrement(r);
   rill::math::cuda::RegisterPool(r);
+  rill::math::cuda::RegisterBatchNorm(r);
 #if RILL_WITH_CUDNN
   rill::math::cuda::RegisterConv(r);
 #endif

@@ -18,6 +18,7 @@ void RegisterCompare(Registrar& r);
 void RegisterCopyOps(Registrar& r);
 void RegisterCastIncrement(Registrar& r);
 void RegisterPool(Registrar& r);
+void RegisterBatchNorm(Registrar& r);
 void RegisterConv(Registrar& r);  // with cuDNN (RILL_WITH_CUDNN) only
 
 // Registers `pick(T{})` as the CUDA kernel of `op` for float and double.

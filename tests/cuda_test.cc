@@ -269,6 +269,37 @@ std::vector<CudaCase> Cases() {
 INSTANTIATE_TEST_SUITE_P(EveryCudaKernel, CudaMatchesCpu, ::testing::ValuesIn(Cases()),
                          [](const ::testing::TestParamInfo<CudaCase>& info) { return info.param.name; });
 
+// fp16 convolutions (cuDNN, accumulating in fp32; the CPU has no fp16 kernels): a conv2d
+// between casts to and from fp16 on CUDA:0 against the fp32 conv2d on the CPU, forward and
+// gradients, to fp16's precision.
+TEST(Cuda, Conv2dInHalfPrecisionMatchesFloat) {
+  SKIP_WITHOUT_CUDA();
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> params = {{"x", {2, 4, 9, 9}}, {"w", {6, 4, 3, 3}}};
+  const auto conv = [](core::BlockBuilder& b, const std::string& in, const std::string& filter, const std::string& out) {
+    b.Op("conv2d").Input("Input", in).Input("Filter", filter).Output("Output", out)
+        .Attr("paddings", std::vector<int64_t>{1, 1}).Attr("strides", std::vector<int64_t>{2, 1});
+  };
+  const RunResult cpu = RunCase({"fp32", params, [&](core::BlockBuilder& b) { conv(b, "x", "w", "out"); }}, core::Place{});
+  const RunResult gpu = RunCase({"fp16", params, [&](core::BlockBuilder& b) {
+                                   for (const char* v : {"x", "w"}) {
+                                     b.Op("cast").Input("X", v).Output("Out", std::string(v) + "_half")
+                                         .Attr("out_dtype", int32_t{RILL_FP16});
+                                   }
+                                   conv(b, "x_half", "w_half", "out_half");
+                                   b.Op("cast").Input("X", "out_half").Output("Out", "out")
+                                       .Attr("out_dtype", int32_t{RILL_FP32});
+                                 }},
+                                core::Place{RILL_CUDA, 0});
+  for (const char* name : {"out", "x@GRAD", "w@GRAD"}) {
+    const auto& want = cpu.values.at(name);
+    const auto& got = gpu.values.at(name);
+    ASSERT_EQ(got.size(), want.size()) << name;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i], want[i], 1e-2 * std::max(1.0, std::abs(want[i]))) << name << "[" << i << "]";
+    }
+  }
+}
+
 // Ops with no gradient and dtypes other than fp32: comparisons (one with force_cpu, whose
 // result nothing reads after, so it stays where it was made),
 // logical ops, casts to and from int64 and bool, increment, and a while loop whose

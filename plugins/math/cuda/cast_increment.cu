@@ -1,7 +1,9 @@
-// CUDA cast (any of bool, int32, int64, fp32, fp64 to any other) and its gradient
-// (fp32/fp64), and increment (a one-element counter, fp32, fp64, int32, int64).
+// CUDA cast (any of bool, int32, int64, fp16, fp32, fp64 to any other) and its gradient
+// (fp16/fp32/fp64), and increment (a one-element counter, fp32, fp64, int32, int64). fp16
+// exists on the device only: the CPU kernels have none.
 #include "broadcast.cuh"
 #include "device_output.h"
+#include "half.h"
 #include "ops.h"
 
 namespace rill::math::cuda {
@@ -10,7 +12,7 @@ namespace {
 template <class From, class To>
 struct ConvertAt {
   const From* x;
-  __device__ To operator()(int64_t i, int64_t) const { return static_cast<To>(x[i]); }
+  __device__ To operator()(int64_t i, int64_t) const { return ConvertValue<To>(x[i]); }
 };
 
 // out (dims of `x`, dtype To, output `slot`) = x converted; out may be x's variable.
@@ -27,7 +29,7 @@ template <class From>
 void Cast(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
-  VisitDataType<bool, int32_t, int64_t, float, double>(
+  VisitDataType<bool, int32_t, int64_t, __half, float, double>(
       static_cast<int32_t>(ctx.Attr<int64_t>("out_dtype")), "cast out_dtype",
       [&](auto to) { Convert<From, decltype(to)>(ctx, x, "Out", InputVars(ctx, "X")); });
 }
@@ -38,7 +40,7 @@ void CastGrad(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor g = ctx.Input("Out@GRAD");
   const std::vector<RillVariable*> inputs = {ctx.InputVar("X").handle(), ctx.InputVar("Out@GRAD").handle()};
-  VisitDataType<float, double>(g.dtype(), "cast_grad Out@GRAD",
+  VisitDataType<__half, float, double>(g.dtype(), "cast_grad Out@GRAD",
                                [&](auto from) { Convert<decltype(from), T>(ctx, g, "X@GRAD", inputs); });
 }
 
@@ -76,6 +78,8 @@ void RegisterCastIncrement(Registrar& r) {
   r.Kernel("cast", RILL_CUDA, RILL_INT64, &Cast<int64_t>);
   RegisterCudaFloat(r, "cast", [](auto t) { return &Cast<decltype(t)>; });
   RegisterCudaFloat(r, "cast_grad", [](auto t) { return &CastGrad<decltype(t)>; });
+  r.Kernel("cast", RILL_CUDA, RILL_FP16, &Cast<__half>);
+  r.Kernel("cast_grad", RILL_CUDA, RILL_FP16, &CastGrad<__half>);
   r.StatefulKernel<Increment<float>>("increment", RILL_CUDA, RILL_FP32);
   r.StatefulKernel<Increment<double>>("increment", RILL_CUDA, RILL_FP64);
   r.StatefulKernel<Increment<int32_t>>("increment", RILL_CUDA, RILL_INT32);

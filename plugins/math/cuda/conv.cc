@@ -1,9 +1,10 @@
-// conv2d and depthwise_conv2d, and their gradients, on cuDNN: fp32 and fp64, NCHW and
-// NHWC, with the CPU kernels' geometry (conv_plan.h: strides, dilations, groups, paddings
-// of 2 or 4 values, SAME and VALID). cuDNN pads as much after as before: a plan that does
-// not (SAME over an even span, or 4 paddings) pads the input itself (pad.h) and convolves
-// that unpadded. Math is FMA only, never TF32 tensor cores, so results match the CPU's to
-// float rounding, as the tests compare them.
+// conv2d and depthwise_conv2d, and their gradients, on cuDNN: fp16, fp32 and fp64, NCHW
+// and NHWC, with the CPU kernels' geometry (conv_plan.h: strides, dilations, groups,
+// paddings of 2 or 4 values, SAME and VALID). cuDNN pads as much after as before: a plan
+// that does not (SAME over an even span, or 4 paddings) pads the input itself (pad.h) and
+// convolves that unpadded. fp32 and fp64 math is FMA only, never TF32 tensor cores, so
+// results match the CPU's to float rounding, as the tests compare them; fp16 (which the
+// CPU has no kernel for) accumulates in fp32 on tensor cores.
 #include <initializer_list>
 #include <optional>
 
@@ -11,6 +12,7 @@
 #include "../shape.h"
 #include "cudnn.h"
 #include "device_output.h"
+#include "half.h"
 #include "ops.h"
 #include "pad.h"
 #include "scratch.h"
@@ -74,11 +76,12 @@ class CudnnConvolution {
     CudnnCheck(api.cudnnSetConvolution2dDescriptor(conv_.get(), padded_ ? 0 : static_cast<int>(p.top),
                                                    padded_ ? 0 : static_cast<int>(p.left), static_cast<int>(p.sh),
                                                    static_cast<int>(p.sw), static_cast<int>(p.dh), static_cast<int>(p.dw),
-                                                   CUDNN_CROSS_CORRELATION, type),
+                                                   CUDNN_CROSS_CORRELATION, CudnnComputeType<T>()),
                "cudnnSetConvolution2dDescriptor");
     CudnnCheck(api.cudnnSetConvolutionGroupCount(conv_.get(), static_cast<int>(p.groups)),
                "cudnnSetConvolutionGroupCount");
-    CudnnCheck(api.cudnnSetConvolutionMathType(conv_.get(), CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
+    CudnnCheck(api.cudnnSetConvolutionMathType(conv_.get(), sizeof(T) == 2 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+               "cudnnSetConvolutionMathType");
     forward_.reset();
     backward_data_.reset();
     backward_filter_.reset();
@@ -103,7 +106,7 @@ class CudnnConvolution {
     ScratchBuffer<T> padded(padded_ ? pad_.n * pad_.c * pad_.hp() * pad_.wp() : 0);
     if (padded_) PadImage(pad_, x, padded.get());
     ScratchBuffer<char> workspace(static_cast<int64_t>(forward_->workspace));
-    const T one = 1, zero = 0;
+    const CudnnScalar<T> one = 1, zero = 0;
     CudnnCheck(api.cudnnConvolutionForward(h, &one, x_.get(), padded_ ? padded.get() : x, w_.get(), w, conv_.get(),
                                            forward_->algo, workspace.get(), forward_->workspace, &zero, y_.get(), y),
                "cudnnConvolutionForward");
@@ -127,7 +130,7 @@ class CudnnConvolution {
     }
     ScratchBuffer<T> padded(padded_ ? pad_.n * pad_.c * pad_.hp() * pad_.wp() : 0);
     ScratchBuffer<char> workspace(static_cast<int64_t>(backward_data_->workspace));
-    const T one = 1, zero = 0;
+    const CudnnScalar<T> one = 1, zero = 0;
     CudnnCheck(api.cudnnConvolutionBackwardData(h, &one, w_.get(), w, y_.get(), dy, conv_.get(), backward_data_->algo,
                                                 workspace.get(), backward_data_->workspace, &zero, x_.get(),
                                                 padded_ ? padded.get() : dx),
@@ -154,7 +157,7 @@ class CudnnConvolution {
     ScratchBuffer<T> padded(padded_ ? pad_.n * pad_.c * pad_.hp() * pad_.wp() : 0);
     if (padded_) PadImage(pad_, x, padded.get());
     ScratchBuffer<char> workspace(static_cast<int64_t>(backward_filter_->workspace));
-    const T one = 1, zero = 0;
+    const CudnnScalar<T> one = 1, zero = 0;
     CudnnCheck(api.cudnnConvolutionBackwardFilter(h, &one, x_.get(), padded_ ? padded.get() : x, y_.get(), dy,
                                                   conv_.get(), backward_filter_->algo, workspace.get(),
                                                   backward_filter_->workspace, &zero, w_.get(), dw),
@@ -245,7 +248,8 @@ class Conv2dGrad {
 };
 
 template <template <class> class K>
-void RegisterBoth(Registrar& r, const char* op) {
+void RegisterAll(Registrar& r, const char* op) {
+  r.StatefulKernel<K<__half>>(op, RILL_CUDA, RILL_FP16);
   r.StatefulKernel<K<float>>(op, RILL_CUDA, RILL_FP32);
   r.StatefulKernel<K<double>>(op, RILL_CUDA, RILL_FP64);
 }
@@ -254,8 +258,8 @@ void RegisterBoth(Registrar& r, const char* op) {
 
 void RegisterConv(Registrar& r) {
   for (const char* op : {"conv2d", "depthwise_conv2d"}) {
-    RegisterBoth<Conv2d>(r, op);
-    RegisterBoth<Conv2dGrad>(r, (std::string(op) + "_grad").c_str());
+    RegisterAll<Conv2d>(r, op);
+    RegisterAll<Conv2dGrad>(r, (std::string(op) + "_grad").c_str());
   }
 }
 

@@ -12,6 +12,7 @@
 #include <cudnn.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "rill/sdk.hpp"
 
@@ -39,11 +40,18 @@ const Cudnn& LoadCudnn();
 void CudnnCheck(cudnnStatus_t s, const char* what);
 cudnnHandle_t CudnnHandle(int32_t device);
 
-// cuDNN's data type for T (float, double).
+// cuDNN's data type for T (__half, float, double); the type a computation on T accumulates
+// in (float for __half); and the type of its alpha and beta scalars (the same).
 template <class T>
 constexpr cudnnDataType_t CudnnType() {
-  return sizeof(T) == 4 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE;
+  return sizeof(T) == 2 ? CUDNN_DATA_HALF : sizeof(T) == 4 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE;
 }
+template <class T>
+constexpr cudnnDataType_t CudnnComputeType() {
+  return sizeof(T) == 8 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+}
+template <class T>
+using CudnnScalar = std::conditional_t<sizeof(T) == 8, double, float>;
 
 // An owned descriptor: `Create` and `Destroy` are cuDNN's for its type.
 template <class D, cudnnStatus_t (*Cudnn::*Create)(D*), cudnnStatus_t (*Cudnn::*Destroy)(D)>

@@ -1,4 +1,5 @@
 #include "cuda_check.h"
+#include "half.h"
 #include "pad.h"
 
 namespace rill::math::cuda {
@@ -19,7 +20,7 @@ __global__ void PadKernel(ImagePadding p, const T* x, T* xp, int64_t count) {
       y = i / wp % hp - p.top;
       src = (i / wp / hp * p.h + y) * p.w + xx;
     }
-    xp[i] = y >= 0 && y < p.h && xx >= 0 && xx < p.w ? x[src] : T(0);
+    xp[i] = y >= 0 && y < p.h && xx >= 0 && xx < p.w ? x[src] : T{};  // T{}: zero, __half's too
   }
 }
 
@@ -54,8 +55,10 @@ void CropImage(const ImagePadding& p, const T* xp, T* x) {
   CheckLaunch("CropKernel");
 }
 
+template void PadImage<__half>(const ImagePadding&, const __half*, __half*);
 template void PadImage<float>(const ImagePadding&, const float*, float*);
 template void PadImage<double>(const ImagePadding&, const double*, double*);
+template void CropImage<__half>(const ImagePadding&, const __half*, __half*);
 template void CropImage<float>(const ImagePadding&, const float*, float*);
 template void CropImage<double>(const ImagePadding&, const double*, double*);
 

@@ -19,7 +19,7 @@ struct ImagePadding {
   int64_t wp() const { return w + left + right; }
 };
 
-// xp = x with zeros around it.
+// xp = x with zeros around it. T: __half, float or double.
 template <class T>
 void PadImage(const ImagePadding& p, const T* x, T* xp);
 // x = the part of xp that PadImage copied x into (the gradient of PadImage).

@@ -201,7 +201,10 @@ class Conv2d {
     Tensor filter = ctx.Input("Filter");
     const ConvPlan p = ConvPlanOf(ctx, in.dims(), filter.dims());
     DeviceOutput<T> out(ctx, "Output", 0, p.OutDims(), Inputs(ctx, {"Input", "Filter"}));
-    if (p.n > 0 && p.m > 0 && p.oh > 0 && p.ow > 0) {  // else nothing to compute: cuDNN refuses empty tensors
+    const int64_t count = Product(p.OutDims(), 0, 4);
+    if (count > 0 && p.c == 0) {  // sums of nothing (cuDNN refuses empty tensors)
+      CudaCheck(cudaMemsetAsync(out.get(), 0, sizeof(T) * static_cast<size_t>(count), 0), "cudaMemsetAsync");
+    } else if (count > 0) {
       conv_.Prepare(p);
       conv_.Forward(CudnnHandle(ctx.device_id()), in.data<T>(), filter.data<T>(), out.get());
     }
@@ -222,23 +225,23 @@ class Conv2dGrad {
     Tensor filter = ctx.Input("Filter");
     Tensor dy = ctx.Input("Output@GRAD");
     const ConvPlan p = ConvPlanOf(ctx, in.dims(), filter.dims());
+    // A side with no elements leaves gradients of zero (cuDNN refuses empty tensors).
     const bool empty = p.n == 0 || p.c == 0 || p.m == 0 || p.oh == 0 || p.ow == 0;
     if (!empty) conv_.Prepare(p);
     const std::vector<RillVariable*> inputs = Inputs(ctx, {"Input", "Filter", "Output@GRAD"});
     cudnnHandle_t h = empty ? nullptr : CudnnHandle(ctx.device_id());
+    const auto zero = [](T* p, const std::vector<int64_t>& dims) {
+      CudaCheck(cudaMemsetAsync(p, 0, sizeof(T) * static_cast<size_t>(Product(dims, 0, dims.size())), 0),
+                "cudaMemsetAsync");
+    };
     if (ctx.HasOutput("Input@GRAD")) {
       DeviceOutput<T> dx(ctx, "Input@GRAD", 0, in.dims(), inputs);
-      if (!empty) conv_.BackwardData(h, filter.data<T>(), dy.data<T>(), dx.get());
+      empty ? zero(dx.get(), in.dims()) : conv_.BackwardData(h, filter.data<T>(), dy.data<T>(), dx.get());
       dx.Finish();
     }
     if (ctx.HasOutput("Filter@GRAD")) {
       DeviceOutput<T> dw(ctx, "Filter@GRAD", 0, filter.dims(), inputs);
-      if (empty) {
-        CudaCheck(cudaMemsetAsync(dw.get(), 0, sizeof(T) * static_cast<size_t>(Product(filter.dims(), 0, 4)), 0),
-                  "cudaMemsetAsync");
-      } else {
-        conv_.BackwardFilter(h, in.data<T>(), dy.data<T>(), dw.get());
-      }
+      empty ? zero(dw.get(), filter.dims()) : conv_.BackwardFilter(h, in.data<T>(), dy.data<T>(), dw.get());
       dw.Finish();
     }
   }

@@ -7,8 +7,8 @@
 # OUT_DIR/build mirrors BUILD_DIR's binaries, plugins and test fixtures, stripped, at the
 # same relative paths (tests find them by the paths compiled in: point BUILD_DIR's absolute
 # path at OUT_DIR/build there with a symbolic link); OUT_DIR/lib holds every shared library
-# they load that is not the C/C++ runtime or the CUDA driver. cuBLAS is not packed (over
-# 500 MiB): the target's CUDA toolkit provides it. On the target:
+# they load that is not the C/C++ runtime or the CUDA driver. cuBLAS and cuDNN are not
+# packed (over 500 MiB each): the target's CUDA toolkit provides them. On the target:
 #
 #   export LD_LIBRARY_PATH=OUT_DIR/lib:/usr/local/cuda/lib64
 set -euo pipefail
@@ -27,7 +27,7 @@ while IFS= read -r f; do
 done < <(cd "$build" && find bin lib tests/fixtures -type f \( -perm -u+x -o -name '*.so' \) ! -path '*/CMakeFiles/*')
 
 # The shared libraries they load, except those every Linux (and every CUDA machine) has.
-skip='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libcuda|libcublas|libcublasLt)\.so'
+skip='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libcuda|libcublas|libcublasLt|libcudnn)\.so'
 { find "$out/build" -type f \( -perm -u+x -o -name '*.so' \) -print0 | xargs -0 ldd 2>/dev/null || true; } \
   | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u \
   | while read -r name path; do

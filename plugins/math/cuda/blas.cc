@@ -8,7 +8,6 @@
 #include <cublas_v2.h>
 #include <dlfcn.h>
 
-#include <map>
 #include <mutex>
 
 #include "../matmul_shape.h"
@@ -51,16 +50,8 @@ const Cublas& LoadCublas() {
   return api;
 }
 
-// One handle per thread and device: cuBLAS handles must not be shared by concurrent
-// threads. Created on first use, kept for the thread's life.
 cublasHandle_t Handle(int32_t device) {
-  thread_local std::map<int32_t, cublasHandle_t> handles;
-  auto it = handles.find(device);
-  if (it != handles.end()) return it->second;
-  cublasHandle_t h = nullptr;
-  CublasCheck(LoadCublas().create(&h), "cublasCreate");
-  handles.emplace(device, h);
-  return h;
+  return ThreadHandle<cublasHandle_t>(device, LoadCublas().create, CublasCheck, "cublasCreate");
 }
 
 cublasStatus_t Gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,20 @@ inline int Blocks(int64_t n) { return static_cast<int>(std::clamp<int64_t>((n + 
 // Makes the kernel's device current on this thread (kernels run on whichever thread runs
 // the block).
 inline void UseDevice(KernelContext& ctx) { CudaCheck(cudaSetDevice(ctx.device_id()), "cudaSetDevice"); }
+
+// This thread's handle of a library (cuBLAS, cuDNN) for `device`: made by `create(&h)` on
+// first use and kept for the thread's life, as such handles must not be shared by
+// concurrent threads. `check(status, what)` reports a failed create.
+template <class Handle, class Create, class Check>
+Handle ThreadHandle(int32_t device, Create create, Check check, const char* what) {
+  thread_local std::map<int32_t, Handle> handles;
+  auto it = handles.find(device);
+  if (it != handles.end()) return it->second;
+  Handle h = nullptr;
+  check(create(&h), what);
+  handles.emplace(device, h);
+  return h;
+}
 
 // Allocates `out` on the kernel's device.
 template <class T>

@@ -2,9 +2,10 @@
 
 #include <dlfcn.h>
 
-#include <map>
 #include <mutex>
 #include <string>
+
+#include "cuda_check.h"
 
 namespace rill::math::cuda {
 namespace {
@@ -46,13 +47,7 @@ void CudnnCheck(cudnnStatus_t s, const char* what) {
 }
 
 cudnnHandle_t CudnnHandle(int32_t device) {
-  thread_local std::map<int32_t, cudnnHandle_t> handles;
-  auto it = handles.find(device);
-  if (it != handles.end()) return it->second;
-  cudnnHandle_t h = nullptr;
-  CudnnCheck(LoadCudnn().cudnnCreate(&h), "cudnnCreate");
-  handles.emplace(device, h);
-  return h;
+  return ThreadHandle<cudnnHandle_t>(device, LoadCudnn().cudnnCreate, CudnnCheck, "cudnnCreate");
 }
 
 void DescribeTensor(const TensorDescriptor& d, cudnnDataType_t dtype, bool nhwc, int64_t n, int64_t c, int64_t h,

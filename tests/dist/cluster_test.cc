@@ -241,6 +241,10 @@ TEST_F(DistCluster, TlsAndTheSharedTokenAreEnforced) {
   ExpectFailsWith(not_pem.Wait(seconds(20)), "RILL_TLS_CERT '" + key + "': no PEM certificate in it");
   RillProcess no_ca(Trainer(dir, 1), "RILL_RPC_DEADLINE_MS=1500 RILL_TLS_CA=" + dir_ + "/missing.pem");
   ExpectFailsWith(no_ca.Wait(seconds(20)), "RILL_TLS_CA '" + dir_ + "/missing.pem': cannot read it (No such file or directory)");
+  // `rill status` takes the same channel: TLS trusting the certificate, and the token.
+  const CommandResult status = StatusUntil({endpoints_[0]}, "trainer 0: not connected", secure + " RILL_TLS_CA=" + cert);
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("large tensors travel by messages"), std::string::npos) << status.out;  // TLS: no TCP path
   RillProcess trainer(Trainer(dir, 5), secure + " RILL_TLS_CA=" + cert);
   const CommandResult r = trainer.Wait(seconds(30));
   ASSERT_EQ(r.exit_code, 0) << r.err;

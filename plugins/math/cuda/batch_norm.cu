@@ -119,21 +119,6 @@ __global__ void GradientCoefficients(int64_t c, int64_t m, bool global, T eps, c
   }
 }
 
-// Per-channel values computed into scratch, `count` arrays of c.
-template <class T>
-class ChannelScratch {
- public:
-  ChannelScratch(int64_t c, int count) : c_(c), p_(ScratchAlloc<T>(c * count)) {}
-  ~ChannelScratch() { ScratchFree(p_); }
-  ChannelScratch(const ChannelScratch&) = delete;
-  ChannelScratch& operator=(const ChannelScratch&) = delete;
-  T* operator[](int i) const { return p_ + i * c_; }
-
- private:
-  int64_t c_;
-  T* p_;
-};
-
 // Output `slot` (one value per channel), if the op has it, from `values` on the device.
 template <class T>
 void WriteChannels(KernelContext& ctx, const char* slot, int64_t c, const T* values) {
@@ -154,37 +139,38 @@ void BatchNorm(KernelContext& ctx) {
   const T* bias = ChannelInput<T>(ctx, "Bias", l.c);
   const T* running_mean = ChannelInput<T>(ctx, "Mean", l.c);
   const T* running_var = ChannelInput<T>(ctx, "Variance", l.c);
-  enum { kMean, kVar, kA, kB, kInvStd, kMeanOut, kVarOut, kArrays };
-  ChannelScratch<T> s(l.c, kArrays);
+  enum { kMean, kVar, kA, kB, kInvStd, kMeanOut, kVarOut, kArrays };  // per-channel arrays in scratch
+  ScratchBuffer<T> scratch(l.c * kArrays);
+  const auto s = [&](int array) { return scratch.get() + array * l.c; };
   if (l.c > 0) {
     if (training) {
-      BatchStatistics<T><<<static_cast<unsigned>(l.c), kSumThreads>>>(l, x.data<T>(), s[kMean], s[kVar]);
+      BatchStatistics<T><<<static_cast<unsigned>(l.c), kSumThreads>>>(l, x.data<T>(), s(kMean), s(kVar));
       CheckLaunch("BatchStatistics");
     }
-    const T* mean = training ? s[kMean] : running_mean;
-    const T* var = training ? s[kVar] : running_var;
+    const T* mean = training ? s(kMean) : running_mean;
+    const T* var = training ? s(kVar) : running_var;
     ForwardCoefficients<T><<<Blocks(l.c), kThreads>>>(
         l.c, training, static_cast<T>(ctx.Attr<float>("epsilon")), static_cast<T>(ctx.Attr<float>("momentum")), scale,
-        bias, running_mean, running_var, mean, var, s[kA], s[kB], s[kInvStd], s[kMeanOut], s[kVarOut]);
+        bias, running_mean, running_var, mean, var, s(kA), s(kB), s(kInvStd), s(kMeanOut), s(kVarOut));
     CheckLaunch("ForwardCoefficients");
     if (!training) {  // SavedMean: the statistics used
-      CudaCheck(cudaMemcpyAsync(s[kMean], running_mean, sizeof(T) * l.c, cudaMemcpyDeviceToDevice, 0), "cudaMemcpyAsync");
+      CudaCheck(cudaMemcpyAsync(s(kMean), running_mean, sizeof(T) * l.c, cudaMemcpyDeviceToDevice, 0), "cudaMemcpyAsync");
     }
   }
   {
     DeviceOutput<T> y(ctx, "Y", 0, x.dims(), InputVars(ctx, "X"));
     const int64_t count = x.numel();
     if (count > 0) {
-      PerChannelAffine<T><<<Blocks(count), kThreads>>>(l, x.data<T>(), s[kA], nullptr, nullptr, s[kB], y.get(), count);
+      PerChannelAffine<T><<<Blocks(count), kThreads>>>(l, x.data<T>(), s(kA), nullptr, nullptr, s(kB), y.get(), count);
       CheckLaunch("PerChannelAffine");
     }
     y.Finish();
   }
   // Last: MeanOut and VarianceOut are usually Mean's and Variance's own variables, read above.
-  WriteChannels<T>(ctx, "MeanOut", l.c, s[kMeanOut]);
-  WriteChannels<T>(ctx, "VarianceOut", l.c, s[kVarOut]);
-  WriteChannels<T>(ctx, "SavedMean", l.c, s[kMean]);
-  WriteChannels<T>(ctx, "SavedVariance", l.c, s[kInvStd]);
+  WriteChannels<T>(ctx, "MeanOut", l.c, s(kMeanOut));
+  WriteChannels<T>(ctx, "VarianceOut", l.c, s(kVarOut));
+  WriteChannels<T>(ctx, "SavedMean", l.c, s(kMean));
+  WriteChannels<T>(ctx, "SavedVariance", l.c, s(kInvStd));
 }
 
 template <class T>
@@ -197,29 +183,28 @@ void BatchNormGrad(KernelContext& ctx) {
   const T* mean = ChannelInput<T>(ctx, global ? "Mean" : "SavedMean", l.c);
   const T* var_or_inv_std = ChannelInput<T>(ctx, global ? "Variance" : "SavedVariance", l.c);
   const T* dy = ctx.Input("Y@GRAD").data<T>();
-  enum { kDbias, kDscale, kA, kB, kC, kArrays };
-  ChannelScratch<T> s(l.c, kArrays);
+  enum { kDbias, kDscale, kA, kB, kC, kArrays };  // per-channel arrays in scratch
+  ScratchBuffer<T> scratch(l.c * kArrays);
+  const auto s = [&](int array) { return scratch.get() + array * l.c; };
   if (l.c > 0) {
-    GradientSums<T><<<static_cast<unsigned>(l.c), kSumThreads>>>(l, x.data<T>(), dy, mean, s[kDbias], s[kDscale]);
+    GradientSums<T><<<static_cast<unsigned>(l.c), kSumThreads>>>(l, x.data<T>(), dy, mean, s(kDbias), s(kDscale));
     CheckLaunch("GradientSums");
     GradientCoefficients<T><<<Blocks(l.c), kThreads>>>(l.c, l.n * l.s, global, static_cast<T>(ctx.Attr<float>("epsilon")),
-                                                       scale, mean, var_or_inv_std, s[kDbias], s[kDscale], s[kA],
-                                                       s[kB], s[kC]);
+                                                       scale, mean, var_or_inv_std, s(kDbias), s(kDscale), s(kA),
+                                                       s(kB), s(kC));
     CheckLaunch("GradientCoefficients");
   }
   if (ctx.HasOutput("X@GRAD")) {
-    std::vector<RillVariable*> inputs = InputVars(ctx, "X");
-    inputs.push_back(ctx.InputVar("Y@GRAD", 0).handle());
-    DeviceOutput<T> dx(ctx, "X@GRAD", 0, x.dims(), inputs);
+    DeviceOutput<T> dx(ctx, "X@GRAD", 0, x.dims(), InputVars(ctx, {"X", "Y@GRAD"}));
     const int64_t count = x.numel();
     if (count > 0) {
-      PerChannelAffine<T><<<Blocks(count), kThreads>>>(l, dy, s[kA], x.data<T>(), s[kB], s[kC], dx.get(), count);
+      PerChannelAffine<T><<<Blocks(count), kThreads>>>(l, dy, s(kA), x.data<T>(), s(kB), s(kC), dx.get(), count);
       CheckLaunch("PerChannelAffine");
     }
     dx.Finish();
   }
-  WriteChannels<T>(ctx, "Scale@GRAD", l.c, s[kDscale]);
-  WriteChannels<T>(ctx, "Bias@GRAD", l.c, s[kDbias]);
+  WriteChannels<T>(ctx, "Scale@GRAD", l.c, s(kDscale));
+  WriteChannels<T>(ctx, "Bias@GRAD", l.c, s(kDbias));
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 // convolves that unpadded. fp32 and fp64 math is FMA only, never TF32 tensor cores, so
 // results match the CPU's to float rounding, as the tests compare them; fp16 (which the
 // CPU has no kernel for) accumulates in fp32 on tensor cores.
-#include <initializer_list>
 #include <optional>
 
 #include "../conv_plan.h"
@@ -23,22 +22,6 @@ namespace {
 // The most scratch one convolution's algorithm may take; faster ones that need more are
 // passed over.
 constexpr size_t kWorkspaceLimit = size_t{1} << 30;
-
-// Scratch memory for the span of one call.
-template <class T>
-class ScratchBuffer {
- public:
-  explicit ScratchBuffer(int64_t count) : p_(count > 0 ? ScratchAlloc<T>(count) : nullptr) {}
-  ~ScratchBuffer() {
-    if (p_ != nullptr) ScratchFree(p_);
-  }
-  ScratchBuffer(const ScratchBuffer&) = delete;
-  ScratchBuffer& operator=(const ScratchBuffer&) = delete;
-  T* get() const { return p_; }
-
- private:
-  T* p_;
-};
 
 // The first of cuDNN's algorithms (best first, by its heuristics) that it can run here
 // within kWorkspaceLimit. `get(count, &returned, perf)` is one of the *_v7 queries.
@@ -103,7 +86,7 @@ class CudnnConvolution {
                  "cudnnGetConvolutionForwardWorkspaceSize");
       forward_ = Algorithm<cudnnConvolutionFwdAlgo_t>{perf.algo, bytes};
     }
-    ScratchBuffer<T> padded(padded_ ? pad_.n * pad_.c * pad_.hp() * pad_.wp() : 0);
+    ScratchBuffer<T> padded(PaddedCount());
     if (padded_) PadImage(pad_, x, padded.get());
     ScratchBuffer<char> workspace(static_cast<int64_t>(forward_->workspace));
     const CudnnScalar<T> one = 1, zero = 0;
@@ -128,7 +111,7 @@ class CudnnConvolution {
                  "cudnnGetConvolutionBackwardDataWorkspaceSize");
       backward_data_ = Algorithm<cudnnConvolutionBwdDataAlgo_t>{perf.algo, bytes};
     }
-    ScratchBuffer<T> padded(padded_ ? pad_.n * pad_.c * pad_.hp() * pad_.wp() : 0);
+    ScratchBuffer<T> padded(PaddedCount());
     ScratchBuffer<char> workspace(static_cast<int64_t>(backward_data_->workspace));
     const CudnnScalar<T> one = 1, zero = 0;
     CudnnCheck(api.cudnnConvolutionBackwardData(h, &one, w_.get(), w, y_.get(), dy, conv_.get(), backward_data_->algo,
@@ -154,7 +137,7 @@ class CudnnConvolution {
                  "cudnnGetConvolutionBackwardFilterWorkspaceSize");
       backward_filter_ = Algorithm<cudnnConvolutionBwdFilterAlgo_t>{perf.algo, bytes};
     }
-    ScratchBuffer<T> padded(padded_ ? pad_.n * pad_.c * pad_.hp() * pad_.wp() : 0);
+    ScratchBuffer<T> padded(PaddedCount());
     if (padded_) PadImage(pad_, x, padded.get());
     ScratchBuffer<char> workspace(static_cast<int64_t>(backward_filter_->workspace));
     const CudnnScalar<T> one = 1, zero = 0;
@@ -165,6 +148,9 @@ class CudnnConvolution {
   }
 
  private:
+  // The elements of the input PadImage pads (0 where cuDNN pads it).
+  int64_t PaddedCount() const { return padded_ ? pad_.n * pad_.c * pad_.hp() * pad_.wp() : 0; }
+
   template <class Algo>
   struct Algorithm {
     Algo algo;
@@ -183,14 +169,6 @@ class CudnnConvolution {
   std::optional<Algorithm<cudnnConvolutionBwdFilterAlgo_t>> backward_filter_;
 };
 
-std::vector<RillVariable*> Inputs(KernelContext& ctx, std::initializer_list<const char*> slots) {
-  std::vector<RillVariable*> vars;
-  for (const char* slot : slots) {
-    for (RillVariable* v : InputVars(ctx, slot)) vars.push_back(v);
-  }
-  return vars;
-}
-
 template <class T>
 class Conv2d {
  public:
@@ -200,7 +178,7 @@ class Conv2d {
     Tensor in = ctx.Input("Input");
     Tensor filter = ctx.Input("Filter");
     const ConvPlan p = ConvPlanOf(ctx, in.dims(), filter.dims());
-    DeviceOutput<T> out(ctx, "Output", 0, p.OutDims(), Inputs(ctx, {"Input", "Filter"}));
+    DeviceOutput<T> out(ctx, "Output", 0, p.OutDims(), InputVars(ctx, {"Input", "Filter"}));
     const int64_t count = Product(p.OutDims(), 0, 4);
     if (count > 0 && p.c == 0) {  // sums of nothing (cuDNN refuses empty tensors)
       CudaCheck(cudaMemsetAsync(out.get(), 0, sizeof(T) * static_cast<size_t>(count), 0), "cudaMemsetAsync");
@@ -228,7 +206,7 @@ class Conv2dGrad {
     // A side with no elements leaves gradients of zero (cuDNN refuses empty tensors).
     const bool empty = p.n == 0 || p.c == 0 || p.m == 0 || p.oh == 0 || p.ow == 0;
     if (!empty) conv_.Prepare(p);
-    const std::vector<RillVariable*> inputs = Inputs(ctx, {"Input", "Filter", "Output@GRAD"});
+    const std::vector<RillVariable*> inputs = InputVars(ctx, {"Input", "Filter", "Output@GRAD"});
     cudnnHandle_t h = empty ? nullptr : CudnnHandle(ctx.device_id());
     const auto zero = [](T* p, const std::vector<int64_t>& dims) {
       CudaCheck(cudaMemsetAsync(p, 0, sizeof(T) * static_cast<size_t>(Product(dims, 0, dims.size())), 0),

@@ -11,16 +11,25 @@
 #define RILL_PLUGINS_MATH_CUDA_DEVICE_OUTPUT_H_
 
 #include <algorithm>
+#include <initializer_list>
 #include <vector>
 
 #include "scratch.h"
 
 namespace rill::math::cuda {
 
-// The variables of every argument of input `slot`.
+// The variables of every argument of input `slot`, or of each of `slots`.
 inline std::vector<RillVariable*> InputVars(KernelContext& ctx, const char* slot) {
   std::vector<RillVariable*> vars;
   for (size_t i = 0; i < ctx.op().InputCount(slot); ++i) vars.push_back(ctx.InputVar(slot, i).handle());
+  return vars;
+}
+inline std::vector<RillVariable*> InputVars(KernelContext& ctx, std::initializer_list<const char*> slots) {
+  std::vector<RillVariable*> vars;
+  for (const char* slot : slots) {
+    const std::vector<RillVariable*> of_slot = InputVars(ctx, slot);
+    vars.insert(vars.end(), of_slot.begin(), of_slot.end());
+  }
   return vars;
 }
 

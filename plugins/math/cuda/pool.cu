@@ -159,9 +159,7 @@ class Pool2dGrad {
     Tensor x = ctx.Input("X");
     Tensor dy = ctx.Input("Out@GRAD");
     const PoolPlan p = PoolPlanOf(ctx, x.dims());
-    std::vector<RillVariable*> inputs = InputVars(ctx, "X");
-    inputs.push_back(ctx.InputVar("Out@GRAD", 0).handle());
-    DeviceOutput<T> dx(ctx, "X@GRAD", 0, x.dims(), inputs);
+    DeviceOutput<T> dx(ctx, "X@GRAD", 0, x.dims(), InputVars(ctx, {"X", "Out@GRAD"}));
     CudaCheck(cudaMemsetAsync(dx.get(), 0, sizeof(T) * static_cast<size_t>(x.numel()), 0), "cudaMemsetAsync");
     const int64_t count = Product(p.out_dims, 0, 4);
     if (count > 0) {

@@ -46,6 +46,22 @@ T* ScratchAlloc(int64_t count) {
 // Frees scratch once the work already launched on the stream has used it.
 inline void ScratchFree(void* p) { cudaFreeAsync(p, 0); }
 
+// `count` elements of scratch (none: null) for the span of one call.
+template <class T>
+class ScratchBuffer {
+ public:
+  explicit ScratchBuffer(int64_t count) : p_(count > 0 ? ScratchAlloc<T>(count) : nullptr) {}
+  ~ScratchBuffer() {
+    if (p_ != nullptr) ScratchFree(p_);
+  }
+  ScratchBuffer(const ScratchBuffer&) = delete;
+  ScratchBuffer& operator=(const ScratchBuffer&) = delete;
+  T* get() const { return p_; }
+
+ private:
+  T* p_;
+};
+
 }  // namespace rill::math::cuda
 
 #endif  // RILL_PLUGINS_MATH_CUDA_SCRATCH_H_

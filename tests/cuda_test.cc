@@ -3,6 +3,7 @@
 // on CUDA:0, from the same inputs, and compares every output and gradient. Ops without a
 // CUDA kernel in a chain run on the CPU, so the runs also exercise moving tensors between
 // host and device. Without a CUDA device every test here reports itself skipped, with why.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -270,36 +271,105 @@ std::vector<CudaCase> Cases() {
 INSTANTIATE_TEST_SUITE_P(EveryCudaKernel, CudaMatchesCpu, ::testing::ValuesIn(Cases()),
                          [](const ::testing::TestParamInfo<CudaCase>& info) { return info.param.name; });
 
-// fp16 convolutions (cuDNN, accumulating in fp32; the CPU has no fp16 kernels): a conv2d
-// between casts to and from fp16 on CUDA:0 against the fp32 conv2d on the CPU, forward and
-// gradients, to fp16's precision.
-TEST(Cuda, Conv2dInHalfPrecisionMatchesFloat) {
-  SKIP_WITHOUT_CUDA();
-  const std::vector<std::pair<std::string, std::vector<int64_t>>> params = {{"x", {2, 4, 9, 9}}, {"w", {6, 4, 3, 3}}};
-  const auto conv = [](core::BlockBuilder& b, const std::string& in, const std::string& filter, const std::string& out) {
-    b.Op("conv2d").Input("Input", in).Input("Filter", filter).Output("Output", out)
-        .Attr("paddings", std::vector<int64_t>{1, 1}).Attr("strides", std::vector<int64_t>{2, 1});
+// fp16 kernels (the CPU has none) against the fp32 CUDA kernels, which CudaMatchesCpu holds
+// to the CPU's. Both runs are on CUDA:0 and read the same fp16 values: the reference casts
+// its `half` inputs to fp16 and back, then runs the op in fp32; the other casts them to
+// fp16, runs the op in fp16 and casts its result back. So they differ by fp16's rounding of
+// results only (a max pool picks the same element in both), and every output and gradient
+// agrees to fp16's precision. As in Fluid, batch_norm's per-channel tensors stay fp32.
+struct HalfCase {
+  std::string name;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> params;  // fp32 parameters
+  std::vector<std::string> half;                                     // those the op takes in fp16
+  // Writes the op, reading and writing variables by name through `v`, which renames the
+  // `half` inputs and "out" to the run's own.
+  std::function<void(core::BlockBuilder&, const std::function<std::string(const std::string&)>& v)> build;
+  std::vector<std::string> also = {};  // other variables compared
+};
+
+std::ostream& operator<<(std::ostream& os, const HalfCase& c) { return os << c.name; }
+
+RunResult RunHalfCase(const HalfCase& c, bool in_fp16) {
+  const std::string suffix = in_fp16 ? "_half" : "_rounded";
+  const auto v = [&](const std::string& name) {
+    const bool renamed = name == "out" ? in_fp16 : std::count(c.half.begin(), c.half.end(), name) > 0;
+    return renamed ? name + suffix : name;
   };
-  const RunResult cpu = RunCase({"fp32", params, [&](core::BlockBuilder& b) { conv(b, "x", "w", "out"); }}, core::Place{});
-  const RunResult gpu = RunCase({"fp16", params, [&](core::BlockBuilder& b) {
-                                   for (const char* v : {"x", "w"}) {
-                                     b.Op("cast").Input("X", v).Output("Out", std::string(v) + "_half")
-                                         .Attr("out_dtype", int32_t{RILL_FP16});
-                                   }
-                                   conv(b, "x_half", "w_half", "out_half");
-                                   b.Op("cast").Input("X", "out_half").Output("Out", "out")
-                                       .Attr("out_dtype", int32_t{RILL_FP32});
-                                 }},
-                                core::Place{RILL_CUDA, 0});
-  for (const char* name : {"out", "x@GRAD", "w@GRAD"}) {
-    const auto& want = cpu.values.at(name);
-    const auto& got = gpu.values.at(name);
-    ASSERT_EQ(got.size(), want.size()) << name;
-    for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_NEAR(got[i], want[i], 1e-2 * std::max(1.0, std::abs(want[i]))) << name << "[" << i << "]";
+  const auto cast = [](core::BlockBuilder& b, const std::string& from, const std::string& to, int32_t dtype) {
+    b.Op("cast").Input("X", from).Output("Out", to).Attr("out_dtype", dtype);
+  };
+  CudaCase run{c.name, c.params, [&](core::BlockBuilder& b) {
+                 for (const std::string& name : c.half) {
+                   cast(b, name, name + "_half", RILL_FP16);
+                   if (!in_fp16) cast(b, name + "_half", name + "_rounded", RILL_FP32);
+                 }
+                 c.build(b, v);
+                 if (in_fp16) cast(b, "out_half", "out", RILL_FP32);
+               },
+               c.also};
+  return RunCase(run, core::Place{RILL_CUDA, 0});
+}
+
+class HalfPrecision : public ::testing::TestWithParam<HalfCase> {};
+
+TEST_P(HalfPrecision, MatchesFloatOnTheDevice) {
+  SKIP_WITHOUT_CUDA();
+  const RunResult want = RunHalfCase(GetParam(), false);
+  const RunResult got = RunHalfCase(GetParam(), true);
+  for (const auto& [name, expected] : want.values) {
+    const auto& actual = got.values.at(name);
+    ASSERT_EQ(actual.size(), expected.size()) << name;
+    double scale = 0;  // fp16 keeps about 3 digits of a tensor's largest values
+    for (double e : expected) scale = std::max(scale, std::abs(e));
+    for (size_t i = 0; i < actual.size(); ++i) {
+      EXPECT_NEAR(actual[i], expected[i], 5e-3 * scale) << name << "[" << i << "]";
     }
   }
 }
+
+std::vector<HalfCase> HalfCases() {
+  using Names = std::function<std::string(const std::string&)>;
+  std::vector<HalfCase> cases;
+  cases.push_back({"conv2d", {{"x", {2, 4, 9, 9}}, {"w", {6, 4, 3, 3}}}, {"x", "w"},
+                   [](core::BlockBuilder& b, const Names& v) {
+                     b.Op("conv2d").Input("Input", v("x")).Input("Filter", v("w")).Output("Output", v("out"))
+                         .Attr("paddings", std::vector<int64_t>{1, 1}).Attr("strides", std::vector<int64_t>{2, 1});
+                   }});
+  cases.push_back({"conv2d_nhwc_groups", {{"x", {2, 7, 6, 4}}, {"w", {6, 2, 3, 3}}}, {"x", "w"},
+                   [](core::BlockBuilder& b, const Names& v) {
+                     b.Op("conv2d").Input("Input", v("x")).Input("Filter", v("w")).Output("Output", v("out"))
+                         .Attr("paddings", std::vector<int64_t>{1, 0}).Attr("groups", int64_t{2})
+                         .Attr("data_format", std::string("NHWC"));
+                   }});
+  cases.push_back({"pool2d_max_overlapping", {{"x", {2, 3, 9, 8}}}, {"x"}, [](core::BlockBuilder& b, const Names& v) {
+                     b.Op("pool2d").Input("X", v("x")).Output("Out", v("out"))
+                         .Attr("ksize", std::vector<int64_t>{3, 3}).Attr("strides", std::vector<int64_t>{2, 1})
+                         .Attr("paddings", std::vector<int64_t>{1, 1});
+                   }});
+  cases.push_back({"pool2d_avg_ceil_mode_nhwc", {{"x", {2, 7, 7, 3}}}, {"x"}, [](core::BlockBuilder& b, const Names& v) {
+                     b.Op("pool2d").Input("X", v("x")).Output("Out", v("out")).Attr("pooling_type", std::string("avg"))
+                         .Attr("ksize", std::vector<int64_t>{3, 3}).Attr("strides", std::vector<int64_t>{2, 2})
+                         .Attr("ceil_mode", true).Attr("data_format", std::string("NHWC"));
+                   }});
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> channels = {
+      {"scale", {3}}, {"bias", {3}}, {"mean", {3}}, {"var", {3}}};
+  for (const bool is_test : {false, true}) {
+    auto params = channels;
+    params.insert(params.begin(), {"x", {4, 3, 5, 6}});
+    cases.push_back({is_test ? "batch_norm_is_test" : "batch_norm_training", params, {"x"},
+                     [is_test](core::BlockBuilder& b, const Names& v) {
+                       b.Op("batch_norm").Input("X", v("x")).Input("Scale", "scale").Input("Bias", "bias")
+                           .Input("Mean", "mean").Input("Variance", "var").Output("Y", v("out"))
+                           .Output("MeanOut", "mean").Output("VarianceOut", "var").Output("SavedMean", "saved_mean")
+                           .Output("SavedVariance", "saved_var").Attr("is_test", is_test);
+                     },
+                     {"mean", "var", "saved_mean", "saved_var"}});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fp16Kernels, HalfPrecision, ::testing::ValuesIn(HalfCases()),
+                         [](const ::testing::TestParamInfo<HalfCase>& info) { return info.param.name; });
 
 // The book's convolution nets (issue 45) trained on CUDA:0 as on the CPU: the same
 // synthetic batches, the same initial parameters, Adam; the losses step by step agree, and

@@ -228,19 +228,12 @@ class Conv2dGrad {
   CudnnConvolution<T> conv_;
 };
 
-template <template <class> class K>
-void RegisterAll(Registrar& r, const char* op) {
-  r.StatefulKernel<K<__half>>(op, RILL_CUDA, RILL_FP16);
-  r.StatefulKernel<K<float>>(op, RILL_CUDA, RILL_FP32);
-  r.StatefulKernel<K<double>>(op, RILL_CUDA, RILL_FP64);
-}
-
 }  // namespace
 
 void RegisterConv(Registrar& r) {
   for (const char* op : {"conv2d", "depthwise_conv2d"}) {
-    RegisterAll<Conv2d>(r, op);
-    RegisterAll<Conv2dGrad>(r, (std::string(op) + "_grad").c_str());
+    RegisterCudaStateful<Conv2d>(r, op);
+    RegisterCudaStateful<Conv2dGrad>(r, (std::string(op) + "_grad").c_str());
   }
 }
 

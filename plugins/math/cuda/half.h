@@ -1,6 +1,6 @@
 // plugins/math/cuda/half.h — fp16 (framework.proto's FP16) as CUDA's __half, for the CUDA
-// kernels that take it: cast to and from it, and the convolutions on cuDNN. The SDK maps
-// its own element types to dtypes (DataTypeOf); this adds __half for this plugin.
+// kernels that take it: cast, convolution, pooling and batch norm. The SDK maps its own
+// element types to dtypes (DataTypeOf); this adds __half for this plugin.
 #ifndef RILL_PLUGINS_MATH_CUDA_HALF_H_
 #define RILL_PLUGINS_MATH_CUDA_HALF_H_
 
@@ -18,6 +18,12 @@ struct DataTypeOf<__half> {
 }  // namespace rill
 
 namespace rill::math::cuda {
+
+// The type a kernel over T elements computes and sums in: float for __half (as cuDNN's
+// fp16 convolutions do, and Fluid's fp16 batch_norm, whose per-channel tensors are float),
+// T itself otherwise.
+template <class T>
+using Accumulator = std::conditional_t<std::is_same_v<T, __half>, float, T>;
 
 // `v` as a To, as static_cast would; through float where either side is __half (which
 // converts to and from float only).

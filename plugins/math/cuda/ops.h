@@ -3,6 +3,7 @@
 #ifndef RILL_PLUGINS_MATH_CUDA_OPS_H_
 #define RILL_PLUGINS_MATH_CUDA_OPS_H_
 
+#include "half.h"
 #include "rill/sdk.hpp"
 
 namespace rill::math::cuda {
@@ -26,6 +27,14 @@ template <class Pick>
 void RegisterCudaFloat(Registrar& r, const char* op, Pick pick) {
   r.Kernel(op, RILL_CUDA, RILL_FP32, pick(float{}));
   r.Kernel(op, RILL_CUDA, RILL_FP64, pick(double{}));
+}
+
+// Registers Kernel<T> as the stateful CUDA kernel of `op` for fp16, float and double.
+template <template <class> class Kernel>
+void RegisterCudaStateful(Registrar& r, const char* op) {
+  r.StatefulKernel<Kernel<__half>>(op, RILL_CUDA, RILL_FP16);
+  r.StatefulKernel<Kernel<float>>(op, RILL_CUDA, RILL_FP32);
+  r.StatefulKernel<Kernel<double>>(op, RILL_CUDA, RILL_FP64);
 }
 
 }  // namespace rill::math::cuda

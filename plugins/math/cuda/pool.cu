@@ -1,16 +1,18 @@
-// CUDA pool2d and its gradient, fp32/fp64, with the CPU kernels' windows (pool_plan.h):
+// CUDA pool2d and its gradient, fp16/fp32/fp64, with the CPU kernels' windows (pool_plan.h):
 // every mode the CPU has (max and avg, exclusive or not, ceil_mode, adaptive, unequal
-// paddings, NCHW and NHWC). One thread per output element walks its window. Pooling reads
-// each input about once per window over it and does little arithmetic, so it is bound by
-// memory, which a direct kernel reaches as well as cuDNN's would; cuDNN's pooling has no
-// ceil_mode, adaptive windows or unequal paddings. The gradient adds each output's share
-// into X@GRAD with atomicAdd, as windows overlap when strides are smaller than they are.
+// paddings, NCHW and NHWC). One thread per output element walks its window, summing fp16
+// in float. Pooling reads each input about once per window over it and does little
+// arithmetic, so it is bound by memory, which a direct kernel reaches as well as cuDNN's
+// would; cuDNN's pooling has no ceil_mode, adaptive windows or unequal paddings. The
+// gradient adds each output's share into X@GRAD with atomicAdd, as windows overlap when
+// strides are smaller than they are.
 #include <cuda/std/limits>
 
 #include "../pool_plan.h"
 #include "../shape.h"
 #include "cuda_check.h"
 #include "device_output.h"
+#include "half.h"
 #include "ops.h"
 
 namespace rill::math::cuda {
@@ -60,16 +62,17 @@ __device__ int64_t Divisor(const PoolGeometry& g, const Window& win) {
 
 template <class T>
 __global__ void PoolForward(PoolGeometry g, const T* x, T* out, int64_t count) {
+  using A = Accumulator<T>;
   for (int64_t o = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; o < count; o += int64_t{blockDim.x} * gridDim.x) {
     const Window win = WindowOf(g, o);
-    T acc = g.max ? -::cuda::std::numeric_limits<T>::infinity() : T(0);
+    A acc = g.max ? -::cuda::std::numeric_limits<A>::infinity() : A(0);
     for (int64_t y = win.y0; y < win.y1; ++y) {
       for (int64_t xx = win.x0; xx < win.x1; ++xx) {
-        const T v = x[At(g, win, y, xx)];
+        const A v = ConvertValue<A>(x[At(g, win, y, xx)]);
         acc = g.max ? (acc < v ? v : acc) : acc + v;  // as std::max(acc, v): a NaN v is passed over
       }
     }
-    out[o] = g.max ? acc : acc / static_cast<T>(Divisor(g, win));
+    out[o] = ConvertValue<T>(g.max ? acc : acc / static_cast<A>(Divisor(g, win)));
   }
 }
 
@@ -77,19 +80,20 @@ __global__ void PoolForward(PoolGeometry g, const T* x, T* out, int64_t count) {
 // over the divisor. `dx` starts zeroed.
 template <class T>
 __global__ void PoolBackward(PoolGeometry g, const T* x, const T* dy, T* dx, int64_t count) {
+  using A = Accumulator<T>;
   for (int64_t o = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; o < count; o += int64_t{blockDim.x} * gridDim.x) {
     const Window win = WindowOf(g, o);
     if (g.max) {
       int64_t best = At(g, win, win.y0, win.x0);
       for (int64_t y = win.y0; y < win.y1; ++y) {
         for (int64_t xx = win.x0; xx < win.x1; ++xx) {
-          if (x[At(g, win, y, xx)] > x[best]) best = At(g, win, y, xx);
+          if (ConvertValue<A>(x[At(g, win, y, xx)]) > ConvertValue<A>(x[best])) best = At(g, win, y, xx);
         }
       }
       atomicAdd(dx + best, dy[o]);
       continue;
     }
-    const T share = dy[o] / static_cast<T>(Divisor(g, win));
+    const T share = ConvertValue<T>(ConvertValue<A>(dy[o]) / static_cast<A>(Divisor(g, win)));
     for (int64_t y = win.y0; y < win.y1; ++y) {
       for (int64_t xx = win.x0; xx < win.x1; ++xx) atomicAdd(dx + At(g, win, y, xx), share);
     }
@@ -176,10 +180,8 @@ class Pool2dGrad {
 }  // namespace
 
 void RegisterPool(Registrar& r) {
-  r.StatefulKernel<Pool2d<float>>("pool2d", RILL_CUDA, RILL_FP32);
-  r.StatefulKernel<Pool2d<double>>("pool2d", RILL_CUDA, RILL_FP64);
-  r.StatefulKernel<Pool2dGrad<float>>("pool2d_grad", RILL_CUDA, RILL_FP32);
-  r.StatefulKernel<Pool2dGrad<double>>("pool2d_grad", RILL_CUDA, RILL_FP64);
+  RegisterCudaStateful<Pool2d>(r, "pool2d");
+  RegisterCudaStateful<Pool2dGrad>(r, "pool2d_grad");
 }
 
 }  // namespace rill::math::cuda

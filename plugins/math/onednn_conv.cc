@@ -2,8 +2,6 @@
 
 #include <omp.h>
 
-#include <algorithm>
-
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "intra_op.h"
@@ -73,19 +71,6 @@ OnednnCall MakeCall(OnednnConv::Kind kind, const ConvPlan& p) {
   return call;
 }
 
-// Images per call of forward and backward data when NCHW images are reordered: the
-// reorder in, the primitive and the reorder out of a chunk of this many bytes of images
-// run while the chunk is still in cache, instead of each pass streaming the whole batch
-// through memory. At least one image per thread, so the primitive still splits a chunk
-// over all of them. Backward weights sums over the batch, so it takes it whole.
-constexpr int64_t kChunkBytes = int64_t{4} << 20;
-
-int64_t ChunkImages(OnednnConv::Kind kind, const ConvPlan& p, int threads) {
-  if (kind == OnednnConv::Kind::kBackwardWeights || p.nhwc) return p.n;
-  const int64_t image_bytes = static_cast<int64_t>(sizeof(float)) * (p.c * p.h * p.w + p.m * p.oh * p.ow);
-  return std::clamp<int64_t>(kChunkBytes / image_bytes, threads, std::max<int64_t>(p.n, 1));
-}
-
 }  // namespace
 
 bool OnednnConv::Run(Kind kind, const ConvPlan& p, const float* in0, const float* in1, float* out) {
@@ -93,28 +78,10 @@ bool OnednnConv::Run(Kind kind, const ConvPlan& p, const float* in0, const float
   const double flops = 2.0 * static_cast<double>(p.n * p.m * p.oh * p.ow) * static_cast<double>(p.col_rows());
   return RunIntraOp(flops, [&] {
     // Made for the thread count it runs with.
-    const int threads = omp_get_max_threads();
-    const int64_t chunk = ChunkImages(kind, p, threads);
-    // The calls for a whole chunk and for the rest; all checked before any runs, so an
-    // unsupported one writes nothing.
-    ConvPlan whole = p, rest = p;
-    whole.n = chunk;
-    rest.n = p.n % chunk;
-    std::shared_ptr<const OnednnCall> calls[2];
-    for (int i = 0; i < 2; ++i) {
-      const ConvPlan& part = i == 0 ? whole : rest;
-      if (part.n == 0) continue;
-      calls[i] = cache_.Find(Key{kind, part, threads}, [&] { return MakeCall(kind, part); });
-      if (!calls[i]->supported) return false;
-    }
-    // Forward's in0 is x and out is y; backward data's in0 is dy and out is dx.
-    const int64_t x_image = p.c * p.h * p.w, y_image = p.m * p.oh * p.ow;
-    const int64_t in0_image = kind == Kind::kForward ? x_image : y_image;
-    const int64_t out_image = kind == Kind::kForward ? y_image : x_image;
-    for (int64_t i = 0; i < p.n; i += chunk) {
-      const OnednnCall& call = *calls[p.n - i >= chunk ? 0 : 1];
-      call.Run({const_cast<float*>(in0 + i * in0_image), const_cast<float*>(in1), out + i * out_image});
-    }
+    const Key key{kind, p, omp_get_max_threads()};
+    const std::shared_ptr<const OnednnCall> call = cache_.Find(key, [&] { return MakeCall(kind, p); });
+    if (!call->supported) return false;
+    call->Run({const_cast<float*>(in0), const_cast<float*>(in1), out});
     return true;
   });
 }

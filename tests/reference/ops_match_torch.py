@@ -91,17 +91,6 @@ def conv_cases(rng, dt, count):
         op = "depthwise_conv2d" if groups == c == m and groups > 1 and rng.integers(0, 2) else "conv2d"
         cases.append(Case("%s %s x%s f%s" % (op, attrs, x.shape, f.shape), op, attrs, {"Input": x, "Filter": f},
                           ["Output"], ref, grads=["Input", "Filter"]))
-    # NCHW images large enough (1.2 MB each, in and out) that oneDNN's forward and backward
-    # data run the batch in chunks of images (kChunkBytes in plugins/math/onednn_conv.cc):
-    # 3 and then 1 with up to 3 threads. (The filter's gradient, a sum over the whole batch,
-    # is never chunked; summed over 36,864 positions, fp32 keeps it to 1e-3 only.)
-    big = np.random.default_rng(7)
-    x = big.standard_normal((4, 16, 96, 96)).astype(dt)
-    f = big.standard_normal((16, 16, 3, 3)).astype(dt)
-    attrs = dict(strides=[1, 1], paddings=[1, 1], dilations=[1, 1], groups=1, data_format="NCHW")
-    cases.append(Case("conv2d in chunks of images x%s f%s" % (x.shape, f.shape), "conv2d", attrs,
-                      {"Input": x, "Filter": f}, ["Output"],
-                      lambda t: {"Output": F.conv2d(t["Input"], t["Filter"], padding=1)}, grads=["Input"]))
     return cases
 
 

@@ -206,6 +206,16 @@ TEST_F(MathForward, BatchNormScaleMustHoldAChannelEach) {
   EXPECT_NE(error.find("Scale [3] must hold one value per channel (2)"), std::string::npos) << error;
 }
 
+TEST_F(MathForward, BatchNormStatisticsOfAnotherDtypeAreAnError) {
+  Set<float>("x", {1, 2, 1, 1}, {1, 2});
+  for (const char* name : {"s", "b", "m"}) Set<float>(name, {2}, {1, 1});
+  Set<double>("v64", {2}, {1, 1});
+  Op("batch_norm").Input("X", "x").Input("Scale", "s").Input("Bias", "b").Input("Mean", "m").Input("Variance", "v64")
+      .Output("Y", "y");
+  const std::string error = Run();
+  EXPECT_NE(error.find("Variance holds fp64 where this kernel takes fp32"), std::string::npos) << error;
+}
+
 // Issue 45's bad shapes and attributes: each a clear error naming what is wrong.
 class ConvErrors : public OpFixture {
  protected:

@@ -178,7 +178,8 @@ class OnednnLayerNorm {
       if (scale) flags |= dnnl::normalization_flags::use_scale;
       if (shift) flags |= dnnl::normalization_flags::use_shift;
       const dnnl::layer_normalization_forward::primitive_desc forward(
-          dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_training, data, eps, flags), CpuEngine());
+          dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_training, data, eps, flags), UserScratchpad(),
+          CpuEngine());
       OnednnCall c;
       if (kind == kForward) {
         c.primitive = dnnl::layer_normalization_forward(forward);
@@ -191,8 +192,8 @@ class OnednnLayerNorm {
         return c;
       }
       const dnnl::layer_normalization_backward::primitive_desc backward(
-          dnnl::layer_normalization_backward::desc(dnnl::prop_kind::backward, data, data, eps, flags), CpuEngine(),
-          forward);
+          dnnl::layer_normalization_backward::desc(dnnl::prop_kind::backward, data, data, eps, flags), UserScratchpad(),
+          CpuEngine(), forward);
       c.primitive = dnnl::layer_normalization_backward(backward);
       c.operands = {{DNNL_ARG_SRC, data, backward.src_desc()},
                     {DNNL_ARG_MEAN, backward.mean_desc(), backward.mean_desc()},

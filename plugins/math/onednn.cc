@@ -1,5 +1,6 @@
 #include "onednn.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 #include <unordered_map>
@@ -75,12 +76,34 @@ const dnnl::engine& CpuEngine() {
   return engine;
 }
 
-void OnednnCall::PrepareReorders() {
+const dnnl::primitive_attr& UserScratchpad() {
+  static const dnnl::primitive_attr attr = [] {
+    dnnl::primitive_attr a;
+    a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return a;
+  }();
+  return attr;
+}
+
+namespace {
+
+dnnl::memory::desc ScratchpadOf(const dnnl::primitive& p) {
+  const dnnl_memory_desc_t* md = dnnl_primitive_desc_query_md(p.get_primitive_desc(), dnnl_query_scratchpad_md, 0);
+  return md != nullptr ? dnnl::memory::desc(*md) : dnnl::memory::desc();
+}
+
+}  // namespace
+
+void OnednnCall::Prepare() {
   const dnnl::engine& engine = CpuEngine();
+  scratchpad = ScratchpadOf(primitive);
+  scratchpad_bytes = scratchpad.get_size();
   for (Operand& o : operands) {
     if (!o.Reordered()) continue;
-    o.reorder = o.output ? dnnl::reorder(dnnl::reorder::primitive_desc(engine, o.mine, engine, o.user))
-                         : dnnl::reorder(dnnl::reorder::primitive_desc(engine, o.user, engine, o.mine));
+    o.reorder = o.output ? dnnl::reorder(dnnl::reorder::primitive_desc(engine, o.mine, engine, o.user, UserScratchpad()))
+                         : dnnl::reorder(dnnl::reorder::primitive_desc(engine, o.user, engine, o.mine, UserScratchpad()));
+    o.reorder_scratchpad = ScratchpadOf(o.reorder);
+    scratchpad_bytes = std::max(scratchpad_bytes, o.reorder_scratchpad.get_size());
   }
 }
 
@@ -89,18 +112,28 @@ void OnednnCall::Run(const std::vector<void*>& memory) const {
   dnnl::stream stream(engine);
   std::vector<dnnl::memory> callers, mine;
   std::vector<OnednnScratch> scratch(operands.size());
+  OnednnScratch pad;
+  if (scratchpad_bytes > 0) pad = OnednnScratch(scratchpad_bytes);
+  // Arguments `args` with the scratchpad `desc` describes added, if it needs one.
+  const auto with_scratchpad = [&](std::unordered_map<int, dnnl::memory> args, const dnnl::memory::desc& desc) {
+    if (desc.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(desc, engine, pad.data()));
+    return args;
+  };
+  const auto reorder = [&](const Operand& o, const dnnl::memory& from, const dnnl::memory& to) {
+    o.reorder.execute(stream, with_scratchpad({{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}, o.reorder_scratchpad));
+  };
   std::unordered_map<int, dnnl::memory> args;
   for (size_t i = 0; i < operands.size(); ++i) {
     const Operand& o = operands[i];
     callers.emplace_back(o.user, engine, memory[i]);
     if (o.Reordered()) scratch[i] = OnednnScratch(o.mine.get_size());
     mine.push_back(o.Reordered() ? dnnl::memory(o.mine, engine, scratch[i].data()) : callers[i]);
-    if (o.Reordered() && !o.output) o.reorder.execute(stream, callers[i], mine[i]);
+    if (o.Reordered() && !o.output) reorder(o, callers[i], mine[i]);
     args.emplace(o.arg, mine[i]);
   }
-  primitive.execute(stream, args);
+  primitive.execute(stream, with_scratchpad(std::move(args), scratchpad));
   for (size_t i = 0; i < operands.size(); ++i) {
-    if (operands[i].Reordered() && operands[i].output) operands[i].reorder.execute(stream, mine[i], callers[i]);
+    if (operands[i].Reordered() && operands[i].output) reorder(operands[i], mine[i], callers[i]);
   }
   stream.wait();
 }

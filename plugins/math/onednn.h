@@ -5,6 +5,12 @@
 //
 // Calls run where intra_op.h puts them; a primitive is made for the thread count it runs
 // with (omp_get_max_threads() there), which is part of every cache key.
+//
+// Every primitive here, reorders included, is made with UserScratchpad(): each execution
+// gets scratchpad memory of its own from OnednnCall::Run. oneDNN's default scratchpad is
+// shared by the primitives of the thread that made them, so a primitive run on another
+// thread, or on two at once (go blocks running one op), would compute into memory another
+// run is using. With the caller's scratchpad one call may run on any threads at once.
 #ifndef RILL_PLUGINS_MATH_ONEDNN_H_
 #define RILL_PLUGINS_MATH_ONEDNN_H_
 
@@ -19,6 +25,8 @@
 namespace rill::math {
 
 const dnnl::engine& CpuEngine();
+// The attributes every primitive here is made with: the scratchpad comes from the caller.
+const dnnl::primitive_attr& UserScratchpad();
 
 // Memory held for one call, from the pool OnednnCall::Run takes its reorder buffers from:
 // a buffer fresh from the system costs a page fault per page on first touch, as long as
@@ -54,17 +62,21 @@ struct OnednnCall {
     dnnl::memory::desc user, mine;  // the caller's layout, the primitive's
     bool output;
     dnnl::reorder reorder;  // user -> mine (an input) or mine -> user (an output); unset if equal
+    dnnl::memory::desc reorder_scratchpad;
     bool Reordered() const { return user != mine; }
   };
   bool supported = false;  // false: oneDNN has no implementation here (the caller computes it itself)
-  dnnl::primitive primitive;
+  dnnl::primitive primitive;  // made with UserScratchpad()
   std::vector<Operand> operands;
+  dnnl::memory::desc scratchpad;  // the primitive's
+  size_t scratchpad_bytes = 0;    // the most any of the call's primitives needs
 
-  // Makes the reorders, once the operands are set.
-  void PrepareReorders();
+  // Makes the reorders and sizes the scratchpad, once the primitive and operands are set.
+  void Prepare();
   // Runs the primitive with operand i at memory[i], in the caller's layout; reordered
   // operands go through scratch memory kept for reuse (fresh pages would cost a page
-  // fault each, as long as the primitive itself for an activation).
+  // fault each, as long as the primitive itself for an activation), as does the
+  // scratchpad, which the reorders and the primitive use in turn.
   void Run(const std::vector<void*>& memory) const;
 };
 
@@ -89,7 +101,7 @@ class OnednnCache {
     auto call = std::make_shared<OnednnCall>();
     try {
       *call = make();
-      call->PrepareReorders();
+      call->Prepare();
       call->supported = true;
     } catch (const dnnl::error&) {
       call = std::make_shared<OnednnCall>();  // remembered as unsupported, not retried

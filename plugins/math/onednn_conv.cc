@@ -43,7 +43,7 @@ OnednnCall MakeCall(OnednnConv::Kind kind, const ConvPlan& p) {
       kind == Kind::kForward ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
       dnnl::algorithm::convolution_direct, Wanted(x, true, p), Wanted(w, false, p), memory::desc(), Wanted(y, true, p),
       strides, dilates, pad_l, pad_r);
-  const dnnl::convolution_forward::primitive_desc forward_pd(forward, engine);
+  const dnnl::convolution_forward::primitive_desc forward_pd(forward, UserScratchpad(), engine);
   OnednnCall call;
   if (kind == Kind::kForward) {
     call.primitive = dnnl::convolution_forward(forward_pd);
@@ -53,7 +53,7 @@ OnednnCall MakeCall(OnednnConv::Kind kind, const ConvPlan& p) {
   } else if (kind == Kind::kBackwardData) {
     const dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, Wanted(x, true, p),
                                                   Wanted(w, false, p), Wanted(y, true, p), strides, dilates, pad_l, pad_r);
-    const dnnl::convolution_backward_data::primitive_desc pd(d, engine, forward_pd);
+    const dnnl::convolution_backward_data::primitive_desc pd(d, UserScratchpad(), engine, forward_pd);
     call.primitive = dnnl::convolution_backward_data(pd);
     call.operands = {{DNNL_ARG_DIFF_DST, y, pd.diff_dst_desc()},
                      {DNNL_ARG_WEIGHTS, w, pd.weights_desc()},
@@ -62,7 +62,7 @@ OnednnCall MakeCall(OnednnConv::Kind kind, const ConvPlan& p) {
     const dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, Wanted(x, true, p),
                                                      Wanted(w, false, p), Wanted(y, true, p), strides, dilates, pad_l,
                                                      pad_r);
-    const dnnl::convolution_backward_weights::primitive_desc pd(d, engine, forward_pd);
+    const dnnl::convolution_backward_weights::primitive_desc pd(d, UserScratchpad(), engine, forward_pd);
     call.primitive = dnnl::convolution_backward_weights(pd);
     call.operands = {{DNNL_ARG_SRC, x, pd.src_desc()},
                      {DNNL_ARG_DIFF_DST, y, pd.diff_dst_desc()},

@@ -111,7 +111,7 @@ class OnednnPool {
           dnnl::pooling_forward::desc(kind == kForward ? dnnl::prop_kind::forward_inference
                                                        : dnnl::prop_kind::forward_training,
                                       algorithm, in, out, strides, kernel, pad_l, pad_r),
-          CpuEngine());
+          UserScratchpad(), CpuEngine());
       OnednnCall c;
       if (kind == kForward) {
         c.primitive = dnnl::pooling_forward(forward);
@@ -123,7 +123,8 @@ class OnednnPool {
                       {DNNL_ARG_WORKSPACE, forward.workspace_desc(), forward.workspace_desc(), true}};
       } else {
         const dnnl::pooling_backward::primitive_desc backward(
-            dnnl::pooling_backward::desc(algorithm, in, out, strides, kernel, pad_l, pad_r), CpuEngine(), forward);
+            dnnl::pooling_backward::desc(algorithm, in, out, strides, kernel, pad_l, pad_r), UserScratchpad(), CpuEngine(),
+            forward);
         c.primitive = dnnl::pooling_backward(backward);
         c.operands = {{DNNL_ARG_DIFF_DST, out, backward.diff_dst_desc()}};
         if (p.max) c.operands.push_back({DNNL_ARG_WORKSPACE, backward.workspace_desc(), backward.workspace_desc()});

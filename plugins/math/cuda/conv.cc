@@ -5,6 +5,7 @@
 // convolves that unpadded. fp32 and fp64 math is FMA only, never TF32 tensor cores, so
 // results match the CPU's to float rounding, as the tests compare them; fp16 (which the
 // CPU has no kernel for) accumulates in fp32 on tensor cores.
+#include <mutex>
 #include <optional>
 
 #include "../conv_plan.h"
@@ -178,6 +179,7 @@ class Conv2d {
     Tensor in = ctx.Input("Input");
     Tensor filter = ctx.Input("Filter");
     const ConvPlan p = ConvPlanOf(ctx, in.dims(), filter.dims());
+    std::lock_guard<std::mutex> lock(mu_);
     DeviceOutput<T> out(ctx, "Output", 0, p.OutDims(), InputVars(ctx, {"Input", "Filter"}));
     const int64_t count = Product(p.OutDims(), 0, 4);
     if (count > 0 && p.c == 0) {  // sums of nothing (cuDNN refuses empty tensors)
@@ -190,7 +192,11 @@ class Conv2d {
   }
 
  private:
-  CudnnConvolution<T> conv_;
+  // One instance may run on several threads at once (go blocks): runs take turns with
+  // conv_, whose descriptors and algorithms follow the plan. Their device work is ordered
+  // on the one legacy stream anyway.
+  std::mutex mu_;
+  CudnnConvolution<T> conv_;  // guarded by mu_
 };
 
 template <class T>
@@ -203,6 +209,7 @@ class Conv2dGrad {
     Tensor filter = ctx.Input("Filter");
     Tensor dy = ctx.Input("Output@GRAD");
     const ConvPlan p = ConvPlanOf(ctx, in.dims(), filter.dims());
+    std::lock_guard<std::mutex> lock(mu_);
     // A side with no elements leaves gradients of zero (cuDNN refuses empty tensors).
     const bool empty = p.n == 0 || p.c == 0 || p.m == 0 || p.oh == 0 || p.ow == 0;
     if (!empty) conv_.Prepare(p);
@@ -225,7 +232,11 @@ class Conv2dGrad {
   }
 
  private:
-  CudnnConvolution<T> conv_;
+  // One instance may run on several threads at once (go blocks): runs take turns with
+  // conv_, whose descriptors and algorithms follow the plan. Their device work is ordered
+  // on the one legacy stream anyway.
+  std::mutex mu_;
+  CudnnConvolution<T> conv_;  // guarded by mu_
 };
 
 }  // namespace

@@ -8,6 +8,8 @@
 // strides are smaller than they are.
 #include <cuda/std/limits>
 
+#include <mutex>
+
 #include "../pool_plan.h"
 #include "../shape.h"
 #include "cuda_check.h"
@@ -141,6 +143,7 @@ class Pool2d {
     UseDevice(ctx);
     Tensor x = ctx.Input("X");
     const PoolPlan p = PoolPlanOf(ctx, x.dims());
+    std::lock_guard<std::mutex> lock(mu_);
     DeviceOutput<T> out(ctx, "Out", 0, p.out_dims, InputVars(ctx, "X"));
     const int64_t count = Product(p.out_dims, 0, 4);
     if (count > 0) {
@@ -151,7 +154,10 @@ class Pool2d {
   }
 
  private:
-  DeviceWindows windows_;
+  // One instance may run on several threads at once (go blocks): runs take turns with
+  // windows_, which follows the plan.
+  std::mutex mu_;
+  DeviceWindows windows_;  // guarded by mu_
 };
 
 template <class T>
@@ -163,6 +169,7 @@ class Pool2dGrad {
     Tensor x = ctx.Input("X");
     Tensor dy = ctx.Input("Out@GRAD");
     const PoolPlan p = PoolPlanOf(ctx, x.dims());
+    std::lock_guard<std::mutex> lock(mu_);
     DeviceOutput<T> dx(ctx, "X@GRAD", 0, x.dims(), InputVars(ctx, {"X", "Out@GRAD"}));
     CudaCheck(cudaMemsetAsync(dx.get(), 0, sizeof(T) * static_cast<size_t>(x.numel()), 0), "cudaMemsetAsync");
     const int64_t count = Product(p.out_dims, 0, 4);
@@ -174,7 +181,10 @@ class Pool2dGrad {
   }
 
  private:
-  DeviceWindows windows_;
+  // One instance may run on several threads at once (go blocks): runs take turns with
+  // windows_, which follows the plan.
+  std::mutex mu_;
+  DeviceWindows windows_;  // guarded by mu_
 };
 
 }  // namespace

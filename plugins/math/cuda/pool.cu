@@ -103,7 +103,8 @@ __global__ void PoolBackward(PoolGeometry g, const T* x, const T* dy, T* dx, int
 }
 
 // A plan's windows on the device, uploaded again only when they change (a prepared op's
-// runs reuse them).
+// runs reuse them). cudaFree of the old ones waits for the device, so no kernel launched
+// with them still reads them. Not for concurrent use: its op takes turns.
 class DeviceWindows {
  public:
   DeviceWindows() = default;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <new>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace rill::math {
@@ -87,7 +88,15 @@ const dnnl::primitive_attr& UserScratchpad() {
 
 namespace {
 
+// The scratchpad `p` takes from its caller. A primitive made without UserScratchpad() is
+// refused: it would share oneDNN's own.
 dnnl::memory::desc ScratchpadOf(const dnnl::primitive& p) {
+  const_dnnl_primitive_attr_t attr = nullptr;
+  dnnl_scratchpad_mode_t mode = dnnl_scratchpad_mode_library;
+  if (dnnl_primitive_desc_get_attr(p.get_primitive_desc(), &attr) != dnnl_success ||
+      dnnl_primitive_attr_get_scratchpad_mode(attr, &mode) != dnnl_success || mode != dnnl_scratchpad_mode_user) {
+    throw std::logic_error("a oneDNN primitive of the math plugin was made without UserScratchpad()");
+  }
   const dnnl_memory_desc_t* md = dnnl_primitive_desc_query_md(p.get_primitive_desc(), dnnl_query_scratchpad_md, 0);
   return md != nullptr ? dnnl::memory::desc(*md) : dnnl::memory::desc();
 }

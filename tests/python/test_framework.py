@@ -108,6 +108,19 @@ def test_clone_for_test_and_serialization_round_trip():
     assert 'type: "batch_norm"' in str(main) and y.name in str(main)
 
 
+def test_batch_norm_of_fp16_keeps_fp32_parameters_and_statistics():
+    img = layers.data(name="img", shape=[3, 4, 4], dtype="float16")
+    y = layers.batch_norm(img)
+    block = fluid.default_main_program().global_block()
+    op = block.ops[-1]
+    fp32 = core.VarDesc.VarType.FP32
+    for slot in ("Scale", "Bias", "Mean", "Variance"):
+        assert block.var(op.input(slot)[0]).dtype == fp32, slot
+    for slot in ("MeanOut", "VarianceOut", "SavedMean", "SavedVariance"):
+        assert block.var(op.output(slot)[0]).dtype == fp32, slot
+    assert y.dtype == core.VarDesc.VarType.FP16
+
+
 def test_version_changes_with_every_edit():
     main = fluid.default_main_program()
     v0 = main._version

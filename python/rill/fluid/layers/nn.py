@@ -7,6 +7,7 @@ Fluid's shape inference would, so that later layers can size their parameters.
 import functools
 
 
+from rill.fluid import core
 from rill.fluid.initializer import Constant, Normal
 from rill.fluid.layer_helper import LayerHelper
 from rill.fluid.param_attr import ParamAttr
@@ -161,7 +162,11 @@ def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, para
                data_layout="NCHW", in_place=False, use_mkldnn=False, name=None, moving_mean_name=None,
                moving_variance_name=None, do_model_average_for_mean_and_var=False, fuse_with_relu=False):
     helper = LayerHelper("batch_norm", **locals())
+    # Scale, Bias and the statistics of an fp16 input are fp32, as the kernels take them
+    # (and as later Fluid makes them).
     dtype = helper.input_dtype()
+    if dtype == core.VarDesc.VarType.FP16:
+        dtype = core.VarDesc.VarType.FP32
     if data_layout == "NCHW":
         channel_num = input.shape[1]
     elif data_layout == "NHWC":
@@ -174,15 +179,15 @@ def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, para
     bias = helper.create_parameter(attr=helper.bias_attr, shape=param_shape, dtype=dtype, is_bias=True)
     mean = helper.create_parameter(
         attr=ParamAttr(name=moving_mean_name, initializer=Constant(0.0), trainable=False,
-                       do_model_average=do_model_average_for_mean_and_var), shape=param_shape, dtype=input.dtype)
+                       do_model_average=do_model_average_for_mean_and_var), shape=param_shape, dtype=dtype)
     mean.stop_gradient = True
     variance = helper.create_parameter(
         attr=ParamAttr(name=moving_variance_name, initializer=Constant(1.0), trainable=False,
-                       do_model_average=do_model_average_for_mean_and_var), shape=param_shape, dtype=input.dtype)
+                       do_model_average=do_model_average_for_mean_and_var), shape=param_shape, dtype=dtype)
     variance.stop_gradient = True
     saved_mean = _tmp(helper, dtype, param_shape, stop_gradient=True)
     saved_variance = _tmp(helper, dtype, param_shape, stop_gradient=True)
-    out = input if in_place else _tmp(helper, dtype, input.shape)
+    out = input if in_place else _tmp(helper, input.dtype, input.shape)
     attrs = {"momentum": momentum, "epsilon": epsilon, "is_test": is_test}
     if data_layout != "NCHW":
         attrs["data_layout"] = data_layout

@@ -9,31 +9,13 @@
 #include <random>
 
 #include "core/program/backward.h"
-#include "core/program/csp_builder.h"
-#include "core/program/program_io.h"
 #include "core/program/validate.h"
-#include "core/runtime/device.h"
+#include "cuda_available.h"
 #include "models.h"
 #include "op_fixture.h"
-#include "test_util.h"
 
 namespace rill::test {
 namespace {
-
-// Why CUDA tests cannot run here, or "" if they can.
-std::string CudaUnavailable() {
-  ShippedRegistry();  // loads the plugins, and with them the CUDA device if built
-  const core::Device* cuda = core::FindDevice(RILL_CUDA);
-  if (cuda == nullptr) return "this build has no CUDA plugin (RILL_WITH_CUDA=OFF or no CUDA toolkit at configure time)";
-  if (cuda->device_count() == 0) return "no CUDA device: the CUDA runtime reports 0 devices (no GPU, or no driver)";
-  return "";
-}
-
-#define SKIP_WITHOUT_CUDA()                                  \
-  do {                                                       \
-    const std::string why = CudaUnavailable();               \
-    if (!why.empty()) GTEST_SKIP() << why;                   \
-  } while (0)
 
 struct CudaCase {
   std::string name;
@@ -421,75 +403,6 @@ TEST(Cuda, BookConvNetsTrainOnTheDeviceAsOnTheCpu) {
     }
     EXPECT_LT(gpu.back(), gpu.front() / 2) << name << ": the loss fell on the device";
   }
-}
-
-// One op instance run by many go blocks at once (the SDK lets a kernel instance run on
-// several threads; the CUDA conv2d and pool2d keep per-plan state, the CPU's oneDNN
-// primitives): a while loop starts 64 go blocks of one body, a conv2d, a pool2d and a
-// layer_norm of the same x, which wait at a gate until all are started, then run together
-// on 4 workers. Each result must equal the same ops run alone in the main block. On the
-// CPU too, whose kernels make the same promise.
-std::string WorstGoBlockDifference(const std::string& name, const std::vector<std::string>& device_args) {
-  constexpr int kBlocks = 64;
-  core::ProgramBuilder pb;
-  core::BlockBuilder& main = pb.block(0);
-  const auto fill = [](core::BlockBuilder& b, const std::string& out, int32_t dtype, float value) {
-    b.Op("fill_constant").Output("Out", out).Attr("shape", std::vector<int64_t>{1}).Attr("dtype", dtype)
-        .Attr("value", value);
-  };
-  const auto random = [&](const std::string& out, std::vector<int64_t> shape, int32_t seed) {
-    main.Op("uniform_random").Output("Out", out).Attr("shape", shape).Attr("min", -1.0f).Attr("max", 1.0f)
-        .Attr("seed", seed);
-  };
-  const auto body = [](core::BlockBuilder& b, const std::string& out) {
-    b.Op("conv2d").Input("Input", "x").Input("Filter", "w").Output("Output", out + "_conv")
-        .Attr("paddings", std::vector<int64_t>{1, 1});
-    b.Op("pool2d").Input("X", out + "_conv").Output("Out", out + "_pool").Attr("ksize", std::vector<int64_t>{2, 2})
-        .Attr("strides", std::vector<int64_t>{2, 2});
-    b.Op("layer_norm").Input("X", out + "_pool").Output("Y", out);
-  };
-  random("x", {2, 8, 12, 12}, 3);
-  random("w", {8, 8, 3, 3}, 5);
-  core::MakeChannel(main, "results", core::kLodTensorType, kBlocks);
-  core::MakeChannel(main, "start", core::kLodTensorType, kBlocks);
-  fill(main, "i", RILL_INT64, 0);
-  fill(main, "n", RILL_INT64, kBlocks);
-  main.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "more");
-  core::BlockBuilder& step = pb.NewBlock(0);
-  main.Op("while").Input("Condition", "more").BlockAttr("sub_block", step.idx());
-  step.Op("increment").Input("X", "i").Output("Out", "i");
-  core::BlockBuilder& worker = core::Go(pb, step, {"results", "start", "x", "w"});
-  core::ChannelRecv(worker, "start", "go_ahead");
-  body(worker, "normed");
-  core::ChannelSend(worker, "results", "normed", /*copy=*/true);
-  step.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "more");
-  fill(main, "token", RILL_INT64, 0);
-  for (int k = 0; k < kBlocks; ++k) core::ChannelSend(main, "start", "token", /*copy=*/true);
-  body(main, "alone");
-  fill(main, "worst", RILL_FP32, 0);
-  for (int k = 0; k < kBlocks; ++k) {
-    core::ChannelRecv(main, "results", "got");
-    main.Op("elementwise_sub").Input("X", "got").Input("Y", "alone").Output("Out", "difference");
-    main.Op("abs").Input("X", "difference").Output("Out", "size");
-    main.Op("reduce_max").Input("X", "size").Output("Out", "largest").Attr("reduce_all", true);
-    main.Op("elementwise_max").Input("X", "worst").Input("Y", "largest").Output("Out", "worst");
-  }
-  const std::string program = TempPath(name + ".pb");
-  core::SaveProgram(pb.Build(), program, core::ProgramFormat::kBinary);
-  std::vector<std::string> args = {"run", program, "--workers", "4", "--fetch", "worst"};
-  args.insert(args.end(), device_args.begin(), device_args.end());
-  const CommandResult r = RunRill(args);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return r.out;
-}
-
-TEST(Cuda, GoBlocksSharingOpInstancesMatchThemRunAlone) {
-  SKIP_WITHOUT_CUDA();
-  EXPECT_EQ(WorstGoBlockDifference("go_blocks_cuda", {"--device", "cuda:0"}), "worst fp32 [1] 0\n");
-}
-
-TEST(Cpu, GoBlocksSharingOpInstancesMatchThemRunAlone) {
-  EXPECT_EQ(WorstGoBlockDifference("go_blocks_cpu", {}), "worst fp32 [1] 0\n");
 }
 
 // Ops with no gradient and dtypes other than fp32: comparisons (one with force_cpu, whose

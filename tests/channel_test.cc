@@ -13,6 +13,7 @@
 #include "core/runtime/variable.h"
 #include "core/tasks/scheduler.h"
 #include "select.h"
+#include "test_util.h"
 
 namespace rill::csp {
 namespace {
@@ -53,13 +54,16 @@ int64_t RecvInt(Channel& ch) {
 // Waits until the channel's description holds `state` (its waiters parked), yielding the
 // thread meanwhile; fails the test after 10 s.
 void WaitUntilDescribed(Channel& ch, const std::string& state) {
-  const auto give_up = std::chrono::steady_clock::now() + 10s;
-  while (ch.Describe().find(state) == std::string::npos) {
-    if (std::chrono::steady_clock::now() > give_up) {
-      ADD_FAILURE() << "still " << ch.Describe() << "; waited for " << state;
-      return;
-    }
-    std::this_thread::yield();
+  if (!test::WaitUntil([&] { return ch.Describe().find(state) != std::string::npos; })) {
+    ADD_FAILURE() << "still " << ch.Describe() << "; waited for " << state;
+  }
+}
+
+// Waits until a worker of the run other than the caller's is asleep; fails the test after
+// 10 s.
+void WaitUntilTheOtherWorkerSleeps() {
+  if (!test::WaitUntil([] { return core::SleepingWorkers() >= 1; })) {
+    ADD_FAILURE() << "the other worker never went to sleep";
   }
 }
 
@@ -541,7 +545,8 @@ void ExpectReadiedPartnerRuns(bool waker_keeps_running) {
       RecvInt(*ch);
       received = true;
     });
-    std::this_thread::sleep_for(50ms);  // the receiver parked; the other worker is asleep
+    WaitUntilDescribed(*ch, "0 senders and 1 receivers waiting");
+    WaitUntilTheOtherWorkerSleeps();
     const auto wait_for_receiver = [&] {
       const auto until = std::chrono::steady_clock::now() + 5s;
       while (!received.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
@@ -581,7 +586,8 @@ TEST_F(ChannelTest, AReadiedPartnerStaysWithItsBrieflyBusyWaker) {
         ran = true;
         SendInt(*reply, 1);
       });
-      std::this_thread::sleep_for(20ms);  // the receiver parked; the other worker is asleep
+      WaitUntilDescribed(*ch, "0 senders and 1 receivers waiting");
+      WaitUntilTheOtherWorkerSleeps();
       {
         core::OpBoundaries ops;
         SendInt(*ch, 1);  // readies the receiver into this worker's runnext

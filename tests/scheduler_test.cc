@@ -14,6 +14,7 @@
 
 #include "channel.h"
 #include "core/abi/host_api.h"
+#include "test_util.h"
 
 namespace rill::core {
 namespace {
@@ -127,7 +128,7 @@ TEST_F(SchedulerTest, ASleepingWorkerIsWokenForTasksReadiedWhileTheOtherIsBusy) 
   std::vector<std::atomic<int>> runs(kRounds);  // outlives the run's tasks
   Run([&] {
     for (int round = 0; round < kRounds; ++round) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the other worker sleeps
+      ASSERT_TRUE(test::WaitUntil([] { return SleepingWorkers() == 1; })) << "the other worker never went to sleep";
       std::atomic<int>& ran = runs[round];
       for (int i = 0; i < kTasks; ++i) SpawnTask([&ran] { ++ran; }, nullptr);
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

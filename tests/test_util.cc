@@ -57,6 +57,15 @@ const std::filesystem::path& TestDirectory() {
 
 }  // namespace
 
+bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  const auto give_up = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
 std::string TempPath(const std::string& name) { return (TestDirectory() / name).string(); }
 
 void WriteFile(const std::string& path, const std::string& content) {

@@ -79,6 +79,10 @@ std::string MakeFitALineTraining(const std::string& dir);
 // automatic bind by another process can take it meanwhile); -1 if none is found.
 int FreeLoopbackPort();
 
+// Waits until `done()` holds, yielding the thread meanwhile (done is asked again at once);
+// false if it still does not after `limit`.
+bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds limit = std::chrono::seconds(10));
+
 // A fresh file path under the test's temporary directory.
 std::string TempPath(const std::string& name);
 void WriteFile(const std::string& path, const std::string& content);

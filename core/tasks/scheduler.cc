@@ -516,6 +516,7 @@ class Scheduler {
   }
 
   bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  int sleeping() const { return sleepers_.load(); }
   bool single_worker() const { return workers_.size() == 1; }
   const std::atomic<bool>* cancelled_flag() const { return &cancelled_; }
   // Wakes a sleeping worker unless one is spinning or already being woken (either will
@@ -1045,6 +1046,11 @@ void ReleaseLater(std::shared_ptr<void> held) {
   Worker* w = t->worker;  // the one running it (RunTask sets it), as it does not park here
   w->release_later.push_back(std::move(held));
   if (w->release_later.size() >= kReleaseBatch) ReleaseHeld(w);
+}
+
+int SleepingWorkers() {
+  const Task* t = CurrentTask();
+  return t != nullptr ? t->sched->sleeping() : -1;
 }
 
 void ThrowIfTaskCancelled() {

@@ -169,6 +169,11 @@ void SpawnTask(TaskBody body, const RillOpInfo* origin);
 inline constexpr size_t kReleaseBatch = 32;
 void ReleaseLater(std::shared_ptr<void> held);
 
+// How many workers of the calling task's run are asleep, waiting for work (what decides
+// whether readying a task wakes one); -1 outside a task. For tests that need a worker
+// asleep before they ready a task.
+int SleepingWorkers();
+
 // Throws Error(CANCELLED) if the calling task's run is being cancelled.
 void ThrowIfTaskCancelled();
 

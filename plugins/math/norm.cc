@@ -393,7 +393,8 @@ void RegisterNorm(Registrar& r) {
   const OpSchema batch_norm = OpSchema("batch_norm")
       .Doc("Y = (X - mean) / sqrt(variance + epsilon) * Scale + Bias per channel: the batch's statistics over "
            "N and the spatial dims in training (MeanOut/VarianceOut then move the running ones by momentum), "
-           "the running Mean and Variance with is_test or use_global_stats.")
+           "the running Mean and Variance with is_test or use_global_stats. The per-channel tensors have X's "
+           "dtype, but fp32 for an fp16 X (CUDA).")
       .Input("X", "[N, C, ...] (NCHW) or [N, ..., C] (NHWC)")
       .Input("Scale", "per channel")
       .Input("Bias", "per channel")

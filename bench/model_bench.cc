@@ -8,13 +8,17 @@
 //            core::Model, the C++ serving API) or train (one step of the training
 //            program: forward, backward, Adam, run by the executor)
 // Prints one JSON line: the median over ROUNDS of the mean milliseconds per iteration
-// (ITERATIONS per round, after one warm-up round) and the process's peak RSS.
+// (ITERATIONS per round, after one warm-up round) and the process's peak RSS. With
+// --profile-summary last, also the ops by total time over the measured rounds (stderr;
+// the profiler's hooks add their own small cost).
 // Threads: OMP_NUM_THREADS (the intra-op budget) and RILL_WORKERS.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,6 +28,7 @@
 #include "core/io/lod_tensor_file.h"
 #include "core/program/program_io.h"
 #include "core/program/validate.h"
+#include "core/runtime/profiler.h"
 #include "models.h"
 
 namespace rill::bench {
@@ -57,21 +62,25 @@ long long PeakRssKb() {
 }
 
 template <class Step>
-double MedianMs(int rounds, int iterations, Step step) {
+double MedianMs(int rounds, int iterations, bool profile, Step step) {
   for (int i = 0; i < iterations; ++i) step();
+  std::optional<core::Profiler> profiler;
+  if (profile) profiler.emplace();
   std::vector<double> ms;
   for (int r = 0; r < rounds; ++r) {
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < iterations; ++i) step();
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / iterations);
   }
+  if (profiler) core::WriteSummary(profiler->Stop(), std::cerr);
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
 }
 
 int Main(int argc, char** argv) {
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: %s conv|residual infer|train BATCH ROUNDS ITERATIONS\n", argv[0]);
+  const bool profile = argc == 7 && std::string(argv[6]) == "--profile-summary";
+  if (argc != 6 && !profile) {
+    std::fprintf(stderr, "usage: %s conv|residual infer|train BATCH ROUNDS ITERATIONS [--profile-summary]\n", argv[0]);
     return 2;
   }
   const std::string name = argv[1], mode = argv[2];
@@ -93,7 +102,7 @@ int Main(int argc, char** argv) {
     scope.reset();
     auto model = core::Model::Load(LoadedRegistry(), dir);
     const core::Tensor images = Images(m, batch, rng);
-    ms = MedianMs(rounds, iterations, [&] { model->Run({{"img", images}}); });
+    ms = MedianMs(rounds, iterations, profile, [&] { model->Run({{"img", images}}); });
     std::filesystem::remove_all(dir);
   } else if (mode == "train") {
     auto program = std::make_shared<proto::ProgramDesc>(examples::TrainingProgram(m, LoadedRegistry()));
@@ -103,7 +112,7 @@ int Main(int argc, char** argv) {
     core::Tensor* label = scope->Var("label")->GetMutableTensor();
     auto* l = static_cast<int64_t*>(label->Allocate(RILL_INT64, {batch, 1}));
     for (int64_t i = 0; i < batch; ++i) l[i] = static_cast<int64_t>(rng() % static_cast<uint32_t>(m.classes));
-    ms = MedianMs(rounds, iterations, [&] { exec.Run(0, scope); });
+    ms = MedianMs(rounds, iterations, profile, [&] { exec.Run(0, scope); });
   } else {
     std::fprintf(stderr, "unknown mode '%s' (infer or train)\n", mode.c_str());
     return 2;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "intra_op.h"
 #include "kernels.h"
 #include "ops.h"
 
@@ -183,7 +184,9 @@ void Unary(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const T* px = x.data<T>();
   T* po = ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim());
-  op.Forward(ConstVecMap<T>(px, x.numel()), VecMap<T>(po, x.numel()));
+  ParallelFor(x.numel(), 2.0 * sizeof(T) * x.numel(), [&](int, int64_t begin, int64_t end) {
+    op.Forward(ConstVecMap<T>(px + begin, end - begin), VecMap<T>(po + begin, end - begin));
+  });
 }
 
 template <class Op, class T>
@@ -193,8 +196,15 @@ void UnaryGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const T* pv = v.data<T>();
   const T* pg = g.data<T>();
+  if (g.numel() != v.numel()) {
+    throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like " + (Op::kGradFromOut ? "Out " : "X ") +
+                DimsString(v.dims()));
+  }
   T* dx = ctx.AllocateOutput<T>("X@GRAD", v.dims_data(), v.ndim());
-  op.Backward(ConstVecMap<T>(pv, v.numel()), ConstVecMap<T>(pg, g.numel()), VecMap<T>(dx, v.numel()));
+  ParallelFor(v.numel(), 3.0 * sizeof(T) * v.numel(), [&](int, int64_t begin, int64_t end) {
+    const int64_t k = end - begin;
+    op.Backward(ConstVecMap<T>(pv + begin, k), ConstVecMap<T>(pg + begin, k), VecMap<T>(dx + begin, k));
+  });
 }
 
 // Registers `type` and its gradient; `attrs` adds the op's attributes to its schema (the

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "rill/sdk.hpp"
 
@@ -131,6 +132,24 @@ void RunIntraOp(double flops, const std::function<void()>& work) {
     return work();
   }
   Thread().Run(work);
+}
+
+void ParallelFor(int64_t n, int parts, const std::function<void(int, int64_t, int64_t)>& body) {
+  Thread().Run([&] {
+    // An exception may not leave an OpenMP region: each part's is kept, the first rethrown.
+    std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
+#pragma omp parallel for num_threads(parts) schedule(static, 1)
+    for (int p = 0; p < parts; ++p) {
+      try {
+        body(p, n * p / parts, n * (p + 1) / parts);
+      } catch (...) {
+        errors[static_cast<size_t>(p)] = std::current_exception();
+      }
+    }
+    for (const std::exception_ptr& e : errors) {
+      if (e) std::rethrow_exception(e);
+    }
+  });
 }
 
 }  // namespace detail

@@ -16,22 +16,33 @@
 // goes to the intra-op thread: libgomp and libdnnl are not instrumented, so TSan cannot
 // see their barriers and locks.
 //
-// `work` must not block on other tasks (channels, go blocks): it holds the intra-op
-// thread, and with it every other large op, until it returns.
+// ParallelFor(n, bytes, body) does the same for memory-bound passes over n items (an
+// elementwise op's elements, batch norm's per-channel runs): when the pass moves at least
+// kParallelBytes, it splits [0, n) into ParallelParts(n, bytes) contiguous ranges and runs
+// body(part, begin, end) for each on the intra-op team; otherwise body(0, 0, n) inline.
+// A caller that keeps a partial result per part (a sum) asks ParallelParts first; parts
+// combined in part order give the same result on every run with the same budget.
+//
+// `work` and `body` must not block on other tasks (channels, go blocks): they hold the
+// intra-op thread, and with it every other large op, until they return.
 #ifndef RILL_PLUGINS_MATH_INTRA_OP_H_
 #define RILL_PLUGINS_MATH_INTRA_OP_H_
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <type_traits>
 
 namespace rill::math {
 
 inline constexpr double kParallelFlops = 4e6;
+inline constexpr double kParallelBytes = 512 * 1024;
 
 namespace detail {
 // `work` is a reference to the caller's callable (std::function holds that without
 // allocating: a kernel may call this for every small GEMM).
 void RunIntraOp(double flops, const std::function<void()>& work);
+void ParallelFor(int64_t n, int parts, const std::function<void(int, int64_t, int64_t)>& body);
 }  // namespace detail
 
 // Returns what `work` returns (a default-constructible value, or nothing).
@@ -49,6 +60,19 @@ auto RunIntraOp(double flops, F&& work) {
 
 // The budget: the threads a large call gets.
 int IntraOpBudget();
+
+// How many parts ParallelFor splits a pass over n items moving `bytes` into: the budget
+// (at most n), or 1.
+inline int ParallelParts(int64_t n, double bytes) {
+  return bytes < kParallelBytes ? 1 : static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(IntraOpBudget(), n)));
+}
+
+template <class F>
+void ParallelFor(int64_t n, double bytes, F&& body) {
+  const int parts = ParallelParts(n, bytes);
+  if (parts == 1) return body(0, int64_t{0}, n);
+  detail::ParallelFor(n, parts, std::ref(body));
+}
 
 }  // namespace rill::math
 

@@ -264,31 +264,63 @@ class LayerNormGrad {
   OnednnLayerNorm onednn_;
 };
 
-// Calls f(in, per, acc, out) once per contiguous run of an X-shaped tensor, so that every
-// per-channel pass is a vector operation whichever the layout: in NCHW a run is one
-// image's one channel (s values), in NHWC one image's one position (all c channels).
+// An X-shaped tensor's contiguous runs, so that every per-channel pass is a vector
+// operation whichever the layout: in NCHW a run is one image's one channel (s values), in
+// NHWC one image's one position (all c channels). Runs are numbered image by image.
+int64_t RunCount(const ChannelLayout& l) { return l.nhwc ? l.n * l.s : l.n * l.c; }
+
+// Calls f(in, per, acc, out) for runs [begin, end):
 //   in(p):       the run of p (an X-shaped tensor's data) as an Eigen array;
 //   per(v):      per-channel values v along the run (one value repeated in NCHW, v itself
 //                in NHWC);
 //   acc(out, e): adds the run's expression e into per-channel sums out;
 //   out(p):      the run of p, writable.
 template <class T, class F>
-void ForEachRun(const ChannelLayout& l, F f) {
+void ForEachRun(const ChannelLayout& l, int64_t begin, int64_t end, F f) {
   if (l.nhwc) {
-    for (int64_t r = 0; r < l.n * l.s; ++r) {
+    for (int64_t r = begin; r < end; ++r) {
       const int64_t at = r * l.c, c = l.c;
       f([=](const T* p) { return ConstVecMap<T>(p + at, c); }, [=](const T* v) { return ConstVecMap<T>(v, c); },
         [=](T* sums, const auto& e) { VecMap<T>(sums, c) += e; }, [=](T* p) { return VecMap<T>(p + at, c); });
     }
     return;
   }
-  for (int64_t i = 0; i < l.n; ++i) {
-    for (int64_t ch = 0; ch < l.c; ++ch) {
-      const int64_t at = (i * l.c + ch) * l.s, s = l.s;
-      f([=](const T* p) { return ConstVecMap<T>(p + at, s); }, [=](const T* v) { return Vec<T>::Constant(s, v[ch]); },
-        [=](T* sums, const auto& e) { sums[ch] += e.sum(); }, [=](T* p) { return VecMap<T>(p + at, s); });
+  for (int64_t r = begin; r < end; ++r) {
+    const int64_t ch = r % l.c, at = r * l.s, s = l.s;
+    f([=](const T* p) { return ConstVecMap<T>(p + at, s); }, [=](const T* v) { return Vec<T>::Constant(s, v[ch]); },
+      [=](T* sums, const auto& e) { sums[ch] += e.sum(); }, [=](T* p) { return VecMap<T>(p + at, s); });
+  }
+}
+
+// A pass over every run of X that writes an output (f as ForEachRun's), moving `bytes`:
+// in parallel parts when that is large (intra_op.h).
+template <class T, class F>
+void WriteRuns(const ChannelLayout& l, double bytes, F f) {
+  ParallelFor(RunCount(l), bytes, [&](int, int64_t begin, int64_t end) { ForEachRun<T>(l, begin, end, f); });
+}
+
+// K per-channel sums over every run of X, moving `bytes`: f(sums, in, per, acc) adds a
+// run's contributions through acc into sums[k] (l.c values each). Parallel parts keep
+// sums of their own, added up in part order.
+template <class T, size_t K, class F>
+std::array<std::vector<T>, K> SumRuns(const ChannelLayout& l, double bytes, F f) {
+  const size_t c = static_cast<size_t>(l.c);
+  const int parts = ParallelParts(RunCount(l), bytes);
+  std::vector<T> partial(static_cast<size_t>(parts) * K * c, T(0));
+  ParallelFor(RunCount(l), bytes, [&](int part, int64_t begin, int64_t end) {
+    std::array<T*, K> sums;
+    for (size_t k = 0; k < K; ++k) sums[k] = partial.data() + (static_cast<size_t>(part) * K + k) * c;
+    ForEachRun<T>(l, begin, end, [&](auto in, auto per, auto acc, auto) { f(sums, in, per, acc); });
+  });
+  std::array<std::vector<T>, K> total;
+  for (size_t k = 0; k < K; ++k) {
+    total[k].assign(c, T(0));
+    for (int part = 0; part < parts; ++part) {
+      const T* p = partial.data() + (static_cast<size_t>(part) * K + k) * c;
+      for (size_t ch = 0; ch < c; ++ch) total[k][ch] += p[ch];
     }
   }
+  return total;
 }
 
 // Training (unless is_test or use_global_stats): each channel's batch mean and (biased)
@@ -309,14 +341,15 @@ void BatchNorm(KernelContext& ctx) {
   const T* rv = ChannelInput<T>(ctx, "Variance", l.c);
   const std::vector<T> running_mean(rm, rm + l.c), running_var(rv, rv + l.c);
   const T* px = x.data<T>();
+  const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(x.numel());
   const T m = static_cast<T>(l.n * l.s);
   std::vector<T> mean = running_mean, var = running_var;
   if (!global) {
-    std::fill(mean.begin(), mean.end(), T(0));
-    std::fill(var.begin(), var.end(), T(0));
-    ForEachRun<T>(l, [&](auto in, auto, auto acc, auto) { acc(mean.data(), in(px)); });
+    mean = SumRuns<T, 1>(l, bytes, [&](auto sums, auto in, auto, auto acc) { acc(sums[0], in(px)); })[0];
     for (T& v : mean) v = m > 0 ? v / m : T(0);
-    ForEachRun<T>(l, [&](auto in, auto per, auto acc, auto) { acc(var.data(), (in(px) - per(mean.data())).square()); });
+    var = SumRuns<T, 1>(l, bytes, [&](auto sums, auto in, auto per, auto acc) {
+      acc(sums[0], (in(px) - per(mean.data())).square());
+    })[0];
     for (T& v : var) v = m > 0 ? v / m : T(0);
   }
   std::vector<T> inv_std(static_cast<size_t>(l.c)), a(static_cast<size_t>(l.c)), b(static_cast<size_t>(l.c));
@@ -326,7 +359,7 @@ void BatchNorm(KernelContext& ctx) {
     b[ch] = bias[ch] - mean[ch] * a[ch];
   }
   WriteOutput<T>(ctx, "Y", {"X"}, x.dims(), [&](T* y) {
-    ForEachRun<T>(l, [&](auto in, auto per, auto, auto out) { out(y) = in(px) * per(a.data()) + per(b.data()); });
+    WriteRuns<T>(l, 2 * bytes, [&](auto in, auto per, auto, auto out) { out(y) = in(px) * per(a.data()) + per(b.data()); });
   });
   const auto write = [&](const char* slot, const auto& values) {
     if (ctx.HasOutput(slot)) std::copy(values.begin(), values.end(), ctx.AllocateOutput<T>(slot, {l.c}));
@@ -360,13 +393,15 @@ void BatchNormGrad(KernelContext& ctx) {
   const size_t c = static_cast<size_t>(l.c);
   std::vector<T> inv_std(c);
   for (size_t ch = 0; ch < c; ++ch) inv_std[ch] = global ? T(1) / std::sqrt(saved_var[ch] + eps) : saved_var[ch];
+  Tensor g = ctx.Input("Y@GRAD");
+  if (g.numel() != x.numel()) throw Error("Y@GRAD " + DimsString(g.dims()) + " is not shaped like X " + DimsString(x.dims()));
   const T* px = x.data<T>();
-  const T* dy = ctx.Input("Y@GRAD").data<T>();
+  const T* dy = g.data<T>();
+  const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(x.numel());
   const T m = static_cast<T>(l.n * l.s);
-  std::vector<T> dscale(c, T(0)), dbias(c, T(0));
-  ForEachRun<T>(l, [&](auto in, auto per, auto acc, auto) {
-    acc(dbias.data(), in(dy));
-    acc(dscale.data(), in(dy) * (in(px) - per(saved_mean)));
+  auto [dbias, dscale] = SumRuns<T, 2>(l, 2 * bytes, [&](auto sums, auto in, auto per, auto acc) {
+    acc(sums[0], in(dy));
+    acc(sums[1], in(dy) * (in(px) - per(saved_mean)));
   });
   std::vector<T> ka(c), kb(c, T(0)), kc(c, T(0));
   for (size_t ch = 0; ch < c; ++ch) {
@@ -379,7 +414,7 @@ void BatchNormGrad(KernelContext& ctx) {
   }
   if (ctx.HasOutput("X@GRAD")) {
     T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
-    ForEachRun<T>(l, [&](auto in, auto per, auto, auto out) {
+    WriteRuns<T>(l, 3 * bytes, [&](auto in, auto per, auto, auto out) {
       out(dx) = in(dy) * per(ka.data()) + in(px) * per(kb.data()) + per(kc.data());
     });
   }

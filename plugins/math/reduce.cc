@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "broadcast.h"
+#include "intra_op.h"
 #include "kernels.h"
 #include "ops.h"
 
@@ -65,18 +66,27 @@ void Sum(KernelContext& ctx) {
   for (size_t i = 0; i < n; ++i) {
     if (ctx.InputVar("X", i).IsSelectedRows()) return SumWithSelectedRows<T>(ctx, n);
   }
-  Tensor first = ctx.Input("X", 0);
-  const std::vector<int64_t> dims = first.dims();
-  Vec<T> acc = ConstVecMap<T>(first.data<T>(), first.numel());
-  for (size_t i = 1; i < n; ++i) {
+  const std::vector<int64_t> dims = ctx.Input("X", 0).dims();
+  std::vector<const T*> xs(n);
+  bool out_is_input = false;
+  for (size_t i = 0; i < n; ++i) {
     Tensor x = ctx.Input("X", i);
     if (x.dims() != dims) {
       throw Error("X[" + std::to_string(i) + "] has shape " + DimsString(x.dims()) + ", X[0] has " + DimsString(dims));
     }
-    acc += ConstVecMap<T>(x.data<T>(), x.numel());
+    xs[i] = x.data<T>();
+    out_is_input = out_is_input || ctx.InputVar("X", i).handle() == ctx.OutputVar("Out").handle();
   }
-  T* po = ctx.AllocateOutput<T>("Out", dims);
-  VecMap<T>(po, acc.size()) = acc;
+  const int64_t numel = Product(dims, 0, dims.size());
+  // Out may be one of X (a gradient summed into itself): then the sum goes aside first.
+  std::unique_ptr<T[]> aside = out_is_input ? Scratch<T>(numel) : nullptr;
+  T* po = out_is_input ? aside.get() : ctx.AllocateOutput<T>("Out", dims);
+  ParallelFor(numel, (static_cast<double>(n) + 1) * sizeof(T) * numel, [&](int, int64_t begin, int64_t end) {
+    VecMap<T> out(po + begin, end - begin);
+    out = ConstVecMap<T>(xs[0] + begin, end - begin);
+    for (size_t i = 1; i < n; ++i) out += ConstVecMap<T>(xs[i] + begin, end - begin);
+  });
+  if (out_is_input) std::copy(aside.get(), aside.get() + numel, ctx.AllocateOutput<T>("Out", dims));
 }
 
 template <class T>

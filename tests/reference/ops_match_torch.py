@@ -335,6 +335,34 @@ def ranking_cases(rng, dt):
     ]
 
 
+def parallel_pass_cases(rng, dt):
+    """Tensors large enough (over intra_op.h's kParallelBytes) that the memory-bound passes
+    run in parts on the intra-op threads; CMake runs this test with RILL_INTRA_OP_THREADS=3,
+    so the parts are uneven whatever the machine's cores."""
+    cases = []
+    shape = (9, 16, 33, 31)
+    for nhwc in (False, True):
+        s = (9, 31, 33, 16) if nhwc else shape
+        ins = {"X": rng.standard_normal(s).astype(dt) + 0.5, "Scale": rng.standard_normal(16).astype(dt),
+               "Bias": rng.standard_normal(16).astype(dt), "Mean": np.zeros(16, dt), "Variance": np.ones(16, dt)}
+
+        def ref(t, nhwc=nhwc):
+            xt = t["X"].movedim(-1, 1) if nhwc else t["X"]
+            y = F.batch_norm(xt, None, None, t["Scale"], t["Bias"], training=True, eps=f32(1e-5))
+            return {"Y": y.movedim(1, -1) if nhwc else y}
+        cases.append(Case("batch_norm in parts x%s" % (s,), "batch_norm", dict(data_layout="NHWC" if nhwc else "NCHW"),
+                          ins, ["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"], ref,
+                          grads=["X", "Scale", "Bias"]))
+    x, y, z = (rng.standard_normal(shape).astype(dt) for _ in range(3))
+    cases.append(Case("relu in parts", "relu", {}, {"X": x.copy()}, ["Out"], lambda t: {"Out": F.relu(t["X"])},
+                      grads=["X"]))
+    cases.append(Case("elementwise_add in parts", "elementwise_add", {}, {"X": x.copy(), "Y": y},
+                      ["Out"], lambda t: {"Out": t["X"] + t["Y"]}, grads=["X", "Y"]))
+    cases.append(Case("sum in parts", "sum", {}, {"X": [x.copy(), y.copy(), z]}, ["Out"],
+                      lambda t: {"Out": t["X"][0] + t["X"][1] + t["X"][2]}, grads=["X"]))
+    return cases
+
+
 def program(tag, cases):
     """Writes the forward program of every case (each output in case.through multiplied by
     its case.g and summed into "loss"); returns its path, the feeds (name -> array), the
@@ -385,7 +413,8 @@ def main():
         tag = np.dtype(dt).name
         cases = (conv_cases(rng, dt, 12) + conv_transpose_cases(rng, dt, 6) + pool_cases(rng, dt, 12) +
                  norm_cases(rng, dt) + loss_cases(rng, dt) + activation_cases(rng, dt) + matmul_cases(rng, dt) +
-                 embedding_cases(rng, dt) + shape_cases(rng, dt) + ranking_cases(rng, dt))
+                 embedding_cases(rng, dt) + shape_cases(rng, dt) + ranking_cases(rng, dt) +
+                 parallel_pass_cases(np.random.default_rng(46), dt))
         # Torch first: its outputs give the shapes of the G tensors the loss multiplies by.
         want = []
         for case in cases:

@@ -216,6 +216,14 @@ TEST_F(MathForward, BatchNormStatisticsOfAnotherDtypeAreAnError) {
   EXPECT_NE(error.find("Variance holds fp64 where this kernel takes fp32"), std::string::npos) << error;
 }
 
+TEST_F(MathForward, AnInputTheProgramLeavesOutIsNamed) {
+  Set<float>("x", {1, 2, 1, 1}, {1, 2});
+  for (const char* name : {"s", "g"}) Set<float>(name, {2}, {1, 1});
+  Op("batch_norm_grad").Input("X", "x").Input("Scale", "s").Input("Y@GRAD", "x").Output("X@GRAD", "dx");
+  const std::string error = Run();
+  EXPECT_NE(error.find("op 'batch_norm_grad' has no input SavedMean[0]"), std::string::npos) << error;
+}
+
 // Issue 45's bad shapes and attributes: each a clear error naming what is wrong.
 class ConvErrors : public OpFixture {
  protected:

@@ -238,6 +238,11 @@ ConvPlan TransposePlan(KernelContext& ctx, const std::vector<int64_t>& in, const
                   "; the strides allow " + std::to_string(out_hw[a]) + " to " + std::to_string(out_hw[a] + std::max(s[a], d[a]) - 1));
     }
     out_hw[a] += extra;
+    // The convolution's far padding, so that it has exactly Input's size: what
+    // output_padding adds beyond a stride (possible when dilation > stride) makes it
+    // negative, which shortens the convolution's last window; every kernel here computes
+    // windows from the near padding only.
+    pad[2 * a + 1] = (in_hw[a] - 1) * s[a] + k - out_hw[a] - pad[2 * a];
   }
   const int64_t m = filter[1] * groups;
   const std::vector<int64_t> conv_in = nhwc ? std::vector<int64_t>{in[0], out_hw[0], out_hw[1], m}

@@ -117,6 +117,19 @@ def conv_transpose_cases(rng, dt, count):
             return {"Output": back(y, nhwc)}
         cases.append(Case("conv2d_transpose %s x%s f%s" % (attrs, x.shape, f.shape), "conv2d_transpose", attrs,
                           {"Input": x, "Filter": f}, ["Output"], ref, grads=["Input", "Filter"]))
+    # output_padding past a stride (dilation 2 > stride 1), in both layouts.
+    for nhwc in (False, True):
+        x = rng.standard_normal((2, 4, 3, 4) if nhwc else (2, 4, 4, 3)).astype(dt)
+        f = rng.standard_normal((4, 2, 2, 3)).astype(dt)
+        attrs = dict(strides=[1, 2], paddings=[0, 1], dilations=[2, 1], groups=2, output_padding=[1, 0],
+                     data_format="NHWC" if nhwc else "NCHW")
+
+        def ref(t, nhwc=nhwc):
+            y = F.conv_transpose2d(nchw(t["Input"], nhwc), t["Filter"], stride=[1, 2], padding=[0, 1],
+                                   output_padding=[1, 0], groups=2, dilation=[2, 1])
+            return {"Output": back(y, nhwc)}
+        cases.append(Case("conv2d_transpose %s" % attrs, "conv2d_transpose", attrs, {"Input": x, "Filter": f},
+                          ["Output"], ref, grads=["Input", "Filter"]))
     return cases
 
 

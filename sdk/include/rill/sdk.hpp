@@ -687,7 +687,9 @@ class KernelContext {
   Tensor Input(SlotRef slot, size_t i = 0) {
     Tensor t(nullptr);
     t.info_.struct_size = sizeof(RillTensorInfo);
-    Check(RILL_HOST_ENTRY(ctx_input_tensor)(ctx_, InputHandle(slot), i, &t.t_, &t.info_));
+    const int32_t handle = InputHandle(slot);
+    if (handle < 0) Missing("input", slot, i);  // the host knows the slot by handle only
+    Check(RILL_HOST_ENTRY(ctx_input_tensor)(ctx_, handle, i, &t.t_, &t.info_));
     t.have_info_ = true;
     return t;
   }
@@ -698,8 +700,10 @@ class KernelContext {
                         int32_t device_id = 0, size_t i = 0) {
     Tensor t(nullptr);
     t.info_.struct_size = sizeof(RillTensorInfo);
-    Check(RILL_HOST_ENTRY(ctx_output_allocate)(ctx_, OutputHandle(slot), i, dtype, dims, ndim, device_type,
-                                               device_id, &t.t_, &t.info_));
+    const int32_t handle = OutputHandle(slot);
+    if (handle < 0) Missing("output", slot, i);
+    Check(RILL_HOST_ENTRY(ctx_output_allocate)(ctx_, handle, i, dtype, dims, ndim, device_type, device_id, &t.t_,
+                                               &t.info_));
     t.have_info_ = true;
     return t;
   }

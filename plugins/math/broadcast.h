@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "intra_op.h"
 #include "rill/sdk.hpp"
 #include "shape.h"
 
@@ -96,17 +97,21 @@ void BinaryBroadcast(KernelContext& ctx, const BinaryArgs& args, F f) {
   CheckOperandKept(out, x, !std::is_same_v<T, R>, "X");
   CheckOperandKept(out, y, !std::is_same_v<T, R> || !same, "Y");
   R* po = out.mutable_data<R>();
+  const double bytes = static_cast<double>(sizeof(T) + sizeof(R)) * static_cast<double>(x.numel());
   if (same) {
-    for (int64_t i = 0; i < b.n; ++i) po[i] = f(px[i], py[i]);
+    ParallelFor(b.n, bytes, [&](int, int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) po[i] = f(px[i], py[i]);
+    });
     return;
   }
-  for (int64_t i = 0; i < b.pre; ++i) {
-    for (int64_t j = 0; j < b.n; ++j) {
-      const T yv = py[j];
-      const int64_t base = (i * b.n + j) * b.post;
+  // Runs of `post` elements that share one Y value, run r = i * n + j taking Y[j].
+  ParallelFor(b.pre * b.n, bytes, [&](int, int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const T yv = py[r % b.n];
+      const int64_t base = r * b.post;
       for (int64_t k = 0; k < b.post; ++k) po[base + k] = f(px[base + k], yv);
     }
-  }
+  });
 }
 
 }  // namespace rill::math

@@ -26,7 +26,8 @@ void Gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
   if (m == 0 || n == 0) return;
   if (k == 0) return ScaleOnly(m, n, beta, c, ldc);
   const dnnl_status_t s =
-      RunIntraOp(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k), [&] {
+      RunIntraOp(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
+                 sizeof(float) * (static_cast<double>(m) * k + static_cast<double>(k) * n + static_cast<double>(m) * n), [&] {
         return dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
       });
   if (s != dnnl_success) {

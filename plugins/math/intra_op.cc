@@ -119,9 +119,9 @@ int IntraOpBudget() {
 
 namespace detail {
 
-void RunIntraOp(double flops, const std::function<void()>& work) {
+void RunIntraOp(bool large, const std::function<void()>& work) {
   if (kOneThreadForAll) return Thread().Run(work);
-  if (flops < kParallelFlops || IntraOpBudget() == 1) {
+  if (!large || IntraOpBudget() == 1) {
     // Single-threaded on the caller's thread, whose OpenMP setting is the embedder's:
     // restored after.
     struct Restore {

@@ -1,10 +1,12 @@
-// plugins/math/intra_op.h — how large library calls (oneDNN's GEMMs and convolutions) use
-// more than one core without multiplying threads with the task scheduler's workers.
+// plugins/math/intra_op.h — how large ops (oneDNN's calls, the plugin's own memory-bound
+// passes) use more than one core without multiplying threads with the task scheduler's
+// workers.
 //
-// RunIntraOp(flops, work) runs `work`:
-//  - inline on the calling thread, single-threaded, when it is small (under
-//    kParallelFlops: a parallel region's fork and join would cost more than they save),
-//    or when the budget is 1 (the calling thread's OpenMP setting is put back after);
+// RunIntraOp(flops, bytes, work) runs `work`, a library call of `flops` arithmetic that
+// moves `bytes` of memory:
+//  - inline on the calling thread, single-threaded, when it is small (under kParallelFlops
+//    and kParallelBytes: a parallel region's fork and join would cost more than they
+//    save), or when the budget is 1 (the calling thread's OpenMP setting is put back after);
 //  - otherwise on the intra-op thread, one call at a time, with the whole budget of
 //    OpenMP threads, while the caller waits (and its exceptions come back to it).
 // So however many workers run large ops at once, at most `budget` threads compute, and
@@ -37,23 +39,25 @@ namespace rill::math {
 
 inline constexpr double kParallelFlops = 4e6;
 inline constexpr double kParallelBytes = 512 * 1024;
+inline bool IsLargeWork(double flops, double bytes) { return flops >= kParallelFlops || bytes >= kParallelBytes; }
 
 namespace detail {
 // `work` is a reference to the caller's callable (std::function holds that without
 // allocating: a kernel may call this for every small GEMM).
-void RunIntraOp(double flops, const std::function<void()>& work);
+void RunIntraOp(bool large, const std::function<void()>& work);
 void ParallelFor(int64_t n, int parts, const std::function<void(int, int64_t, int64_t)>& body);
 }  // namespace detail
 
 // Returns what `work` returns (a default-constructible value, or nothing).
 template <class F>
-auto RunIntraOp(double flops, F&& work) {
+auto RunIntraOp(double flops, double bytes, F&& work) {
   using Result = decltype(work());
+  const bool large = IsLargeWork(flops, bytes);
   if constexpr (std::is_void_v<Result>) {
-    detail::RunIntraOp(flops, std::ref(work));
+    detail::RunIntraOp(large, std::ref(work));
   } else {
     Result result{};
-    detail::RunIntraOp(flops, [&result, &work] { result = work(); });
+    detail::RunIntraOp(large, [&result, &work] { result = work(); });
     return result;
   }
 }

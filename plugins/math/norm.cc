@@ -121,7 +121,7 @@ class OnednnLayerNorm {
   // implementation.
   bool Forward(const NormShape& s, float eps, const float* x, const float* scale, const float* bias, float* y,
                float* mean, float* var) {
-    return RunIntraOp(Flops(s), [&] {
+    return RunIntraOp(Flops(s), 2 * Bytes(s), [&] {
       const auto call = Find(kForward, s, eps, scale != nullptr, bias != nullptr);
       if (!call->supported) return false;
       std::vector<float> mean_aside(mean ? 0 : static_cast<size_t>(s.rows)), var_aside(var ? 0 : static_cast<size_t>(s.rows));
@@ -139,7 +139,7 @@ class OnednnLayerNorm {
   bool Backward(const NormShape& s, float eps, const float* x, const float* scale, const float* bias, const float* dy,
                 float* dx, float* dscale, float* dbias) {
     const bool has_bias = bias != nullptr;
-    return RunIntraOp(3 * Flops(s), [&] {
+    return RunIntraOp(3 * Flops(s), 5 * Bytes(s), [&] {
       const auto forward = Find(kForward, s, eps, false, false);
       const auto backward = Find(kBackward, s, eps, scale != nullptr, has_bias);
       if (!forward->supported || !backward->supported) return false;
@@ -163,6 +163,7 @@ class OnednnLayerNorm {
   enum Kind : int64_t { kForward, kBackward };
   using Key = std::array<int64_t, 7>;
   static double Flops(const NormShape& s) { return 8.0 * static_cast<double>(s.rows * s.width); }
+  static double Bytes(const NormShape& s) { return sizeof(float) * static_cast<double>(s.rows * s.width); }
 
   // Operands: forward (X[, Scale][, Bias]) -> Y, Mean, Variance; backward (X, Mean,
   // Variance, dY[, Scale][, Bias]) -> dX[, dScale][, dBias].

@@ -76,7 +76,8 @@ OnednnCall MakeCall(OnednnConv::Kind kind, const ConvPlan& p) {
 bool OnednnConv::Run(Kind kind, const ConvPlan& p, const float* in0, const float* in1, float* out) {
   if (p.n == 0 || p.c == 0 || p.m == 0 || p.oh == 0 || p.ow == 0) return false;
   const double flops = 2.0 * static_cast<double>(p.n * p.m * p.oh * p.ow) * static_cast<double>(p.col_rows());
-  return RunIntraOp(flops, [&] {
+  const double bytes = sizeof(float) * static_cast<double>(p.n * p.c * p.h * p.w + p.m * p.col_rows() + p.n * p.m * p.oh * p.ow);
+  return RunIntraOp(flops, bytes, [&] {
     // Made for the thread count it runs with.
     const Key key{kind, p, omp_get_max_threads()};
     const std::shared_ptr<const OnednnCall> call = cache_.Find(key, [&] { return MakeCall(kind, p); });

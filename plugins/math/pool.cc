@@ -48,7 +48,7 @@ class OnednnPool {
   bool Forward(const PoolPlan& p, const float* x, float* y) {
     if (p.adaptive || p.n == 0 || p.c == 0) return false;
     const Geometry g(p);
-    return RunIntraOp(g.Flops(p), [&] {
+    return RunIntraOp(g.Flops(p), g.Bytes(p), [&] {
       const auto call = Find(kForward, p, g);
       if (!call->supported) return false;
       call->Run({const_cast<float*>(x), y});
@@ -62,7 +62,7 @@ class OnednnPool {
   bool Backward(const PoolPlan& p, const float* x, const float* dy, float* dx) {
     if (p.adaptive || p.n == 0 || p.c == 0) return false;
     const Geometry g(p);
-    return RunIntraOp(2 * g.Flops(p), [&] {
+    return RunIntraOp(2 * g.Flops(p), 2 * g.Bytes(p), [&] {
       const auto backward = Find(kBackward, p, g);
       if (!backward->supported) return false;
       if (p.max) {
@@ -88,6 +88,8 @@ class OnednnPool {
           bottom(std::max<int64_t>((oh - 1) * p.sh + p.kh - p.h - p.top, 0)),
           right(std::max<int64_t>((ow - 1) * p.sw + p.kw - p.w - p.left, 0)) {}
     double Flops(const PoolPlan& p) const { return static_cast<double>(p.n * p.c * oh * ow * p.kh * p.kw); }
+    // X read and Out written (or Out@GRAD read and X@GRAD written).
+    double Bytes(const PoolPlan& p) const { return sizeof(float) * static_cast<double>(p.n * p.c * (p.h * p.w + oh * ow)); }
     int64_t oh, ow, bottom, right;
   };
   // kForward: (X) -> Out; kForwardRecording: (X) -> Out, workspace (max's argmax);

@@ -371,6 +371,10 @@ def parallel_pass_cases(rng, dt):
                       grads=["X"]))
     cases.append(Case("elementwise_add in parts", "elementwise_add", {}, {"X": x.copy(), "Y": y},
                       ["Out"], lambda t: {"Out": t["X"] + t["Y"]}, grads=["X", "Y"]))
+    bias = rng.standard_normal(16).astype(dt)
+    cases.append(Case("elementwise_mul of a channel's value in parts", "elementwise_mul", dict(axis=1),
+                      {"X": x.copy(), "Y": bias}, ["Out"], lambda t: {"Out": t["X"] * t["Y"].reshape(1, 16, 1, 1)},
+                      grads=["X", "Y"]))
     cases.append(Case("sum in parts", "sum", {}, {"X": [x.copy(), y.copy(), z]}, ["Out"],
                       lambda t: {"Out": t["X"][0] + t["X"][1] + t["X"][2]}, grads=["X"]))
     return cases

@@ -301,17 +301,28 @@ void WriteRuns(const ChannelLayout& l, double bytes, F f) {
 }
 
 // K per-channel sums over every run of X, moving `bytes`: f(sums, in, per, acc) adds a
-// run's contributions through acc into sums[k] (l.c values each). Parallel parts keep
-// sums of their own, added up in part order.
+// run's contributions through acc into sums[k] (l.c values each). Runs are summed in
+// blocks of kBlockRuns first, so a channel's rounding error grows with the number of
+// blocks, not of runs (NHWC has one run per pixel: a running sum over thousands of rows
+// would lose fp32 digits). Parallel parts keep sums of their own, added up in part order.
 template <class T, size_t K, class F>
 std::array<std::vector<T>, K> SumRuns(const ChannelLayout& l, double bytes, F f) {
+  constexpr int64_t kBlockRuns = 64;
   const size_t c = static_cast<size_t>(l.c);
   const int parts = ParallelParts(RunCount(l), bytes);
   std::vector<T> partial(static_cast<size_t>(parts) * K * c, T(0));
   ParallelFor(RunCount(l), bytes, [&](int part, int64_t begin, int64_t end) {
+    T* mine = partial.data() + static_cast<size_t>(part) * K * c;
+    std::vector<T> block(K * c);
     std::array<T*, K> sums;
-    for (size_t k = 0; k < K; ++k) sums[k] = partial.data() + (static_cast<size_t>(part) * K + k) * c;
-    ForEachRun<T>(l, begin, end, [&](auto in, auto per, auto acc, auto) { f(sums, in, per, acc); });
+    for (size_t k = 0; k < K; ++k) sums[k] = block.data() + k * c;
+    for (int64_t first = begin; first < end; first += kBlockRuns) {
+      std::fill(block.begin(), block.end(), T(0));
+      ForEachRun<T>(l, first, std::min(first + kBlockRuns, end), [&](auto in, auto per, auto acc, auto) {
+        f(sums, in, per, acc);
+      });
+      for (size_t i = 0; i < K * c; ++i) mine[i] += block[i];
+    }
   });
   std::array<std::vector<T>, K> total;
   for (size_t k = 0; k < K; ++k) {

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "intra_op.h"
+#include "parallel_for.h"
 #include "kernels.h"
 #include "ops.h"
 
@@ -184,7 +184,7 @@ void Unary(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const T* px = x.data<T>();
   T* po = ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim());
-  ParallelFor(x.numel(), 2.0 * sizeof(T) * x.numel(), [&](int, int64_t begin, int64_t end) {
+  ParallelFor(x.numel(), 2.0 * sizeof(T) * x.numel(), [&](int64_t, int64_t begin, int64_t end) {
     op.Forward(ConstVecMap<T>(px + begin, end - begin), VecMap<T>(po + begin, end - begin));
   });
 }
@@ -201,7 +201,7 @@ void UnaryGrad(KernelContext& ctx) {
                 DimsString(v.dims()));
   }
   T* dx = ctx.AllocateOutput<T>("X@GRAD", v.dims_data(), v.ndim());
-  ParallelFor(v.numel(), 3.0 * sizeof(T) * v.numel(), [&](int, int64_t begin, int64_t end) {
+  ParallelFor(v.numel(), 3.0 * sizeof(T) * v.numel(), [&](int64_t, int64_t begin, int64_t end) {
     const int64_t k = end - begin;
     op.Backward(ConstVecMap<T>(pv + begin, k), ConstVecMap<T>(pg + begin, k), VecMap<T>(dx + begin, k));
   });

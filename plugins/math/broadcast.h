@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "intra_op.h"
+#include "parallel_for.h"
 #include "rill/sdk.hpp"
 #include "shape.h"
 
@@ -99,13 +99,13 @@ void BinaryBroadcast(KernelContext& ctx, const BinaryArgs& args, F f) {
   R* po = out.mutable_data<R>();
   const double bytes = static_cast<double>(sizeof(T) + sizeof(R)) * static_cast<double>(x.numel());
   if (same) {
-    ParallelFor(b.n, bytes, [&](int, int64_t begin, int64_t end) {
+    ParallelFor(b.n, bytes, [&](int64_t, int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) po[i] = f(px[i], py[i]);
     });
     return;
   }
   // Runs of `post` elements that share one Y value, run r = i * n + j taking Y[j].
-  ParallelFor(b.pre * b.n, bytes, [&](int, int64_t begin, int64_t end) {
+  ParallelFor(b.pre * b.n, bytes, [&](int64_t, int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const T yv = py[r % b.n];
       const int64_t base = r * b.post;

@@ -5,7 +5,7 @@
 #include <type_traits>
 
 #include "broadcast.h"
-#include "intra_op.h"
+#include "parallel_for.h"
 #include "kernels.h"
 #include "ops.h"
 
@@ -96,7 +96,7 @@ class Elementwise {
         const T* px = x.data<T>();
         const T* py = y.data<T>();
         T* po = ctx.AllocateOutput<T>(args_.out, x.dims_data(), x.ndim());
-        ParallelFor(x.numel(), 3.0 * sizeof(T) * x.numel(), [&](int, int64_t begin, int64_t end) {
+        ParallelFor(x.numel(), 3.0 * sizeof(T) * x.numel(), [&](int64_t, int64_t begin, int64_t end) {
           const int64_t k = end - begin;
           VecMap<T>(po + begin, k) = Op::Eigen(ConstVecMap<T>(px + begin, k), ConstVecMap<T>(py + begin, k));
         });
@@ -124,10 +124,10 @@ void ElementwiseGrad(KernelContext& ctx) {
   if (g.numel() != x.numel()) throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like X " + DimsString(x.dims()));
   T* dx = ctx.HasOutput("X@GRAD") ? ctx.AllocateOutput<T>("X@GRAD", x.dims()) : nullptr;
   if (b.pre == 1 && b.post == 1) {
-    // Y as many elements as X: no sum, each output one pass, in parallel parts when large.
+    // Y as many elements as X: no sum, each output one pass, in parallel chunks when large.
     T* dy = ctx.HasOutput("Y@GRAD") ? ctx.AllocateOutput<T>("Y@GRAD", y.dims()) : nullptr;
     const double bytes = (dx && dy ? 5.0 : 3.0) * sizeof(T) * b.n;
-    ParallelFor(b.n, bytes, [&](int, int64_t begin, int64_t end) {
+    ParallelFor(b.n, bytes, [&](int64_t, int64_t begin, int64_t end) {
       if (dx) {
         for (int64_t j = begin; j < end; ++j) dx[j] = Op::DX(px[j], py[j], pg[j]);
       }

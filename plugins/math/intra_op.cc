@@ -10,30 +10,13 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "rill/sdk.hpp"
 
 namespace rill::math {
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
-#define RILL_MATH_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RILL_MATH_TSAN 1
-#endif
-#endif
-
-// Under ThreadSanitizer every call, small ones too, goes to the intra-op thread with a
-// budget of 1: libgomp and libdnnl are not instrumented, so TSan cannot see their locks
-// and would report oneDNN's primitive cache touched from several threads; on one thread
-// there is nothing to report, and the hand-off to that thread is itself checked.
-#ifdef RILL_MATH_TSAN
-constexpr bool kOneThreadForAll = true;
-#else
-constexpr bool kOneThreadForAll = false;
-#endif
+constexpr bool kOneThreadForAll = kThreadSanitizer;
 
 int ReadBudget() {
   if (kOneThreadForAll) return 1;
@@ -132,24 +115,6 @@ void RunIntraOp(bool large, const std::function<void()>& work) {
     return work();
   }
   Thread().Run(work);
-}
-
-void ParallelFor(int64_t n, int parts, const std::function<void(int, int64_t, int64_t)>& body) {
-  Thread().Run([&] {
-    // An exception may not leave an OpenMP region: each part's is kept, the first rethrown.
-    std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
-#pragma omp parallel for num_threads(parts) schedule(static, 1)
-    for (int p = 0; p < parts; ++p) {
-      try {
-        body(p, n * p / parts, n * (p + 1) / parts);
-      } catch (...) {
-        errors[static_cast<size_t>(p)] = std::current_exception();
-      }
-    }
-    for (const std::exception_ptr& e : errors) {
-      if (e) std::rethrow_exception(e);
-    }
-  });
 }
 
 }  // namespace detail

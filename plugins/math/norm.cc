@@ -11,6 +11,7 @@
 
 #include "channel_layout.h"
 #include "intra_op.h"
+#include "parallel_for.h"
 #include "kernels.h"
 #include "onednn.h"
 #include "ops.h"
@@ -294,25 +295,26 @@ void ForEachRun(const ChannelLayout& l, int64_t begin, int64_t end, F f) {
 }
 
 // A pass over every run of X that writes an output (f as ForEachRun's), moving `bytes`:
-// in parallel parts when that is large (intra_op.h).
+// in parallel chunks when that is large (parallel_for.h).
 template <class T, class F>
 void WriteRuns(const ChannelLayout& l, double bytes, F f) {
-  ParallelFor(RunCount(l), bytes, [&](int, int64_t begin, int64_t end) { ForEachRun<T>(l, begin, end, f); });
+  ParallelFor(RunCount(l), bytes, [&](int64_t, int64_t begin, int64_t end) { ForEachRun<T>(l, begin, end, f); });
 }
 
 // K per-channel sums over every run of X, moving `bytes`: f(sums, in, per, acc) adds a
 // run's contributions through acc into sums[k] (l.c values each). Runs are summed in
 // blocks of kBlockRuns first, so a channel's rounding error grows with the number of
 // blocks, not of runs (NHWC has one run per pixel: a running sum over thousands of rows
-// would lose fp32 digits). Parallel parts keep sums of their own, added up in part order.
+// would lose fp32 digits). Each chunk of ParallelFor keeps sums of its own, added up in
+// chunk order.
 template <class T, size_t K, class F>
 std::array<std::vector<T>, K> SumRuns(const ChannelLayout& l, double bytes, F f) {
   constexpr int64_t kBlockRuns = 64;
   const size_t c = static_cast<size_t>(l.c);
-  const int parts = ParallelParts(RunCount(l), bytes);
-  std::vector<T> partial(static_cast<size_t>(parts) * K * c, T(0));
-  ParallelFor(RunCount(l), bytes, [&](int part, int64_t begin, int64_t end) {
-    T* mine = partial.data() + static_cast<size_t>(part) * K * c;
+  const int64_t chunks = ParallelChunks(RunCount(l), bytes);
+  std::vector<T> partial(static_cast<size_t>(chunks) * K * c, T(0));
+  ParallelFor(RunCount(l), bytes, [&](int64_t chunk, int64_t begin, int64_t end) {
+    T* mine = partial.data() + static_cast<size_t>(chunk) * K * c;
     std::vector<T> block(K * c);
     std::array<T*, K> sums;
     for (size_t k = 0; k < K; ++k) sums[k] = block.data() + k * c;
@@ -327,8 +329,8 @@ std::array<std::vector<T>, K> SumRuns(const ChannelLayout& l, double bytes, F f)
   std::array<std::vector<T>, K> total;
   for (size_t k = 0; k < K; ++k) {
     total[k].assign(c, T(0));
-    for (int part = 0; part < parts; ++part) {
-      const T* p = partial.data() + (static_cast<size_t>(part) * K + k) * c;
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const T* p = partial.data() + (static_cast<size_t>(chunk) * K + k) * c;
       for (size_t ch = 0; ch < c; ++ch) total[k][ch] += p[ch];
     }
   }

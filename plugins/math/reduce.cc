@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "broadcast.h"
-#include "intra_op.h"
+#include "parallel_for.h"
 #include "kernels.h"
 #include "ops.h"
 
@@ -81,7 +81,7 @@ void Sum(KernelContext& ctx) {
   // Out may be one of X (a gradient summed into itself): then the sum goes aside first.
   std::unique_ptr<T[]> aside = out_is_input ? Scratch<T>(numel) : nullptr;
   T* po = out_is_input ? aside.get() : ctx.AllocateOutput<T>("Out", dims);
-  ParallelFor(numel, (static_cast<double>(n) + 1) * sizeof(T) * numel, [&](int, int64_t begin, int64_t end) {
+  ParallelFor(numel, (static_cast<double>(n) + 1) * sizeof(T) * numel, [&](int64_t, int64_t begin, int64_t end) {
     VecMap<T> out(po + begin, end - begin);
     out = ConstVecMap<T>(xs[0] + begin, end - begin);
     for (size_t i = 1; i < n; ++i) out += ConstVecMap<T>(xs[i] + begin, end - begin);

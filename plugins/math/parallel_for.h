@@ -3,21 +3,18 @@
 //
 // ParallelFor(n, bytes, body) runs body(chunk, begin, end) for each of ParallelChunks(n,
 // bytes) contiguous chunks of [0, n), a pass moving `bytes` of memory. A pass under
-// kParallelBytes is one chunk, run inline. A larger one is split; the calling thread runs
-// chunks itself while the pass helpers (IntraOpBudget() - 1 threads, shared by every
-// caller) take the rest as they wake, one chunk at a time. So a pass never waits for a
-// helper that has not started: on a busy machine, where a helper may not get a core for
-// milliseconds, the caller does the chunks alone, at about its single-threaded speed; it
-// waits only for chunks a helper has begun.
+// kParallelBytes is one chunk, run inline. A larger one runs on the intra-op thread's
+// OpenMP team (intra_op.h: one call at a time, the budget's threads, the caller waiting),
+// each thread taking a contiguous run of chunks, so that consecutive passes over the same
+// tensors find their shares in the same cores' caches. With a budget of 1 the chunks run
+// in order on the caller.
 //
-// The chunks depend on n and bytes only, never on which thread ran them: a caller that
-// keeps a partial result per chunk (a sum) and combines them in chunk order gets the same
-// result on every run.
+// The chunks depend on n and bytes only, never on the budget or on which thread ran
+// them: a caller that keeps a partial result per chunk (a sum) and combines them in chunk
+// order gets the same bits on every run, with any number of threads.
 //
-// OpenMP is not used here: its barriers spin while a team thread has no core, which on a
-// shared machine costs a pass milliseconds (the library calls of intra_op.h keep it).
-// `body` must not block on other tasks (channels, go blocks), and a chunk's exception is
-// rethrown to the caller (the first, when several throw) once every started chunk ended.
+// `body` must not block on other tasks (channels, go blocks); a chunk's exception is
+// rethrown to the caller (the first, when several throw) after the pass.
 #ifndef RILL_PLUGINS_MATH_PARALLEL_FOR_H_
 #define RILL_PLUGINS_MATH_PARALLEL_FOR_H_
 

@@ -136,24 +136,26 @@ double WorstDifference(const LargeOps& ops, int blocks, const std::string& out) 
   return worst;
 }
 
-TEST(IntraOp, GoBlocksRunningLargeOpsAtOnceGetWhatOneAtATimeGets) {
+// Runs four go blocks of `ops` at once with `threads` intra-op threads; returns the
+// largest difference between their results and the main block's (HUGE_VAL if the run
+// failed).
+double GoBlocksAgainstTheMainBlock(const std::string& name, const LargeOps& ops, const std::string& threads) {
   constexpr int kBlocks = 4;
-  const std::string out = TempPath("intra_op_out");
+  const std::string out = TempPath(name + "_out");
   std::filesystem::remove_all(out);
-  const CommandResult r = RunRill(Prepare("intra_op", LibraryCalls(), kBlocks, out), "RILL_INTRA_OP_THREADS=2");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_LE(WorstDifference(LibraryCalls(), kBlocks, out), 1e-5) << "the go blocks' results against the main block's";
+  const CommandResult r = RunRill(Prepare(name, ops, kBlocks, out), "RILL_INTRA_OP_THREADS=" + threads);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.exit_code == 0 ? WorstDifference(ops, kBlocks, out) : HUGE_VAL;
+}
+
+TEST(IntraOp, GoBlocksRunningLargeOpsAtOnceGetWhatOneAtATimeGets) {
+  EXPECT_LE(GoBlocksAgainstTheMainBlock("intra_op", LibraryCalls(), "2"), 1e-5);
 }
 
 // The passes' chunks depend on the sizes only, so results are the same bits whichever
 // threads ran them, and however many passes ran at once.
 TEST(IntraOp, GoBlocksRunningLargePassesAtOnceGetTheSameBitsAsOneAtATime) {
-  constexpr int kBlocks = 4;
-  const std::string out = TempPath("intra_op_passes_out");
-  std::filesystem::remove_all(out);
-  const CommandResult r = RunRill(Prepare("intra_op_passes", OwnPasses(), kBlocks, out), "RILL_INTRA_OP_THREADS=3");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(WorstDifference(OwnPasses(), kBlocks, out), 0.0) << "the go blocks' results against the main block's";
+  EXPECT_EQ(GoBlocksAgainstTheMainBlock("intra_op_passes", OwnPasses(), "3"), 0.0);
 }
 
 TEST(IntraOp, ABadThreadCountIsAnErrorNamingTheVariable) {

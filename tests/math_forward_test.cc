@@ -367,7 +367,10 @@ TYPED_TEST(Elementwise, Reductions) {
   this->Op("reduce_max").Input("X", "x").Output("Out", "max1").Attr("dim", std::vector<int64_t>{1});
   this->Op("reduce_mean").Input("X", "x").Output("Out", "mean_all").Attr("reduce_all", true);
   this->Op("sum").Input("X", {"x", "y", "x"}).Output("Out", "total");
+  this->template Set<T>("acc", {2, 3}, {1, 1, 1, 1, 1, 1});
+  this->Op("sum").Input("X", {"x", "acc"}).Output("Out", "acc");  // a gradient summed into itself
   ASSERT_EQ(this->Run(), "");
+  EXPECT_EQ(this->Values("acc"), (std::vector<double>{2, 6, 4, 5, 3, 7}));
   EXPECT_EQ(this->Values("sum0"), (std::vector<double>{5, 7, 9}));
   EXPECT_EQ(this->Dims("sum0"), (std::vector<int64_t>{3}));
   EXPECT_EQ(this->Values("sum1"), (std::vector<double>{9, 12}));

@@ -5,9 +5,9 @@
 
 #include <cmath>
 
-#include "parallel_for.h"
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 
 namespace rill::math {
 namespace {

@@ -5,9 +5,9 @@
 #include <type_traits>
 
 #include "broadcast.h"
-#include "parallel_for.h"
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 
 namespace rill::math {
 namespace {

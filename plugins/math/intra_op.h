@@ -18,9 +18,9 @@
 // goes to the intra-op thread: libgomp and libdnnl are not instrumented, so TSan cannot
 // see their barriers and locks.
 //
-// `work` must not block on other tasks (channels, go blocks): it holds the intra-op
-// thread, and with it every other large op, until it returns. The plugin's own
-// memory-bound passes use parallel_for.h instead.
+// `work` must not block on other tasks (channels, go blocks), nor call RunIntraOp or
+// ParallelFor: it holds the intra-op thread, and with it every other large op, until it
+// returns.
 #ifndef RILL_PLUGINS_MATH_INTRA_OP_H_
 #define RILL_PLUGINS_MATH_INTRA_OP_H_
 

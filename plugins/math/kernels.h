@@ -46,13 +46,15 @@ template <class T> std::unique_ptr<T[]> Scratch(int64_t n) {
 // A tensor's elements as a flat Eigen array.
 template <class T> ConstVecMap<T> Flat(const Tensor& t) { return {t.data<T>(), t.numel()}; }
 
-// Whether output `out` is the same variable as one of the inputs `inputs` (a program may
-// write an op's result over its operand): allocating it may then free what is still to be
-// read.
+// Whether output `out` is the same variable as one of the arguments of the input slots
+// `inputs` (a program may write an op's result over its operand): allocating it may then
+// free what is still to be read.
 inline bool OutputIsInput(KernelContext& ctx, const char* out, std::initializer_list<const char*> inputs) {
   RillVariable* o = ctx.OutputVar(out).handle();
   for (const char* in : inputs) {
-    if (o == ctx.InputVar(in).handle()) return true;
+    for (size_t i = 0; i < ctx.op().InputCount(in); ++i) {
+      if (o == ctx.InputVar(in, i).handle()) return true;
+    }
   }
   return false;
 }

@@ -11,10 +11,10 @@
 
 #include "channel_layout.h"
 #include "intra_op.h"
-#include "parallel_for.h"
 #include "kernels.h"
 #include "onednn.h"
 #include "ops.h"
+#include "parallel_for.h"
 
 namespace rill::math {
 namespace {

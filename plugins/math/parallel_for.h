@@ -13,8 +13,9 @@
 // them: a caller that keeps a partial result per chunk (a sum) and combines them in chunk
 // order gets the same bits on every run, with any number of threads.
 //
-// `body` must not block on other tasks (channels, go blocks); a chunk's exception is
-// rethrown to the caller (the first, when several throw) after the pass.
+// `body` must not block on other tasks (channels, go blocks), nor call ParallelFor or
+// RunIntraOp (the intra-op thread, busy with this pass, would wait for itself); a chunk's
+// exception is rethrown to the caller (the first, when several throw) after the pass.
 #ifndef RILL_PLUGINS_MATH_PARALLEL_FOR_H_
 #define RILL_PLUGINS_MATH_PARALLEL_FOR_H_
 

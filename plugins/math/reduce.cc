@@ -4,9 +4,9 @@
 #include <limits>
 
 #include "broadcast.h"
-#include "parallel_for.h"
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 
 namespace rill::math {
 namespace {
@@ -68,25 +68,22 @@ void Sum(KernelContext& ctx) {
   }
   const std::vector<int64_t> dims = ctx.Input("X", 0).dims();
   std::vector<const T*> xs(n);
-  bool out_is_input = false;
   for (size_t i = 0; i < n; ++i) {
     Tensor x = ctx.Input("X", i);
     if (x.dims() != dims) {
       throw Error("X[" + std::to_string(i) + "] has shape " + DimsString(x.dims()) + ", X[0] has " + DimsString(dims));
     }
     xs[i] = x.data<T>();
-    out_is_input = out_is_input || ctx.InputVar("X", i).handle() == ctx.OutputVar("Out").handle();
   }
-  const int64_t numel = Product(dims, 0, dims.size());
-  // Out may be one of X (a gradient summed into itself): then the sum goes aside first.
-  std::unique_ptr<T[]> aside = out_is_input ? Scratch<T>(numel) : nullptr;
-  T* po = out_is_input ? aside.get() : ctx.AllocateOutput<T>("Out", dims);
-  ParallelFor(numel, (static_cast<double>(n) + 1) * sizeof(T) * numel, [&](int64_t, int64_t begin, int64_t end) {
-    VecMap<T> out(po + begin, end - begin);
-    out = ConstVecMap<T>(xs[0] + begin, end - begin);
-    for (size_t i = 1; i < n; ++i) out += ConstVecMap<T>(xs[i] + begin, end - begin);
+  // Out may be one of X (a gradient summed into itself): WriteOutput sums aside first then.
+  WriteOutput<T>(ctx, "Out", {"X"}, dims, [&](T* po) {
+    const int64_t numel = Product(dims, 0, dims.size());
+    ParallelFor(numel, (static_cast<double>(n) + 1) * sizeof(T) * numel, [&](int64_t, int64_t begin, int64_t end) {
+      VecMap<T> out(po + begin, end - begin);
+      out = ConstVecMap<T>(xs[0] + begin, end - begin);
+      for (size_t i = 1; i < n; ++i) out += ConstVecMap<T>(xs[i] + begin, end - begin);
+    });
   });
-  if (out_is_input) std::copy(aside.get(), aside.get() + numel, ctx.AllocateOutput<T>("Out", dims));
 }
 
 template <class T>

@@ -137,49 +137,62 @@ void ElementwiseGrad(KernelContext& ctx) {
     });
     return;
   }
-  std::vector<T> dy(ctx.HasOutput("Y@GRAD") ? static_cast<size_t>(y.numel()) : 0, T(0));
-  // One loop per output: each then vectorizes (dX elementwise; dY elementwise along Y
-  // when post is 1, as for operands of one shape, else a sum over `post` elements kept in
-  // kLanes partial sums so the additions do not wait on each other).
+  // Y broadcast: dY sums over the other dims. X's items for ParallelFor are its rows of n
+  // (post 1) or its runs of `post` elements sharing one Y value (run r takes Y[r % n]);
+  // each chunk sums dY into n values of its own, added up in chunk order. One loop per
+  // output, so that each vectorizes (dX elementwise; dY elementwise along Y when post is
+  // 1, else a sum over `post` elements kept in kLanes partial sums so the additions do not
+  // wait on each other).
   constexpr int64_t kLanes = 8;
-  if (b.post == 1) {
-    for (int64_t i = 0; i < b.pre; ++i) {
-      const T* xs = px + i * b.n;
-      const T* gs = pg + i * b.n;
-      if (dx) {
-        T* d = dx + i * b.n;
-        for (int64_t j = 0; j < b.n; ++j) d[j] = Op::DX(xs[j], py[j], gs[j]);
+  const bool want_dy = ctx.HasOutput("Y@GRAD");
+  const int64_t items = b.post == 1 ? b.pre : b.pre * b.n;
+  const double bytes = (dx ? 3.0 : 2.0) * sizeof(T) * static_cast<double>(x.numel());
+  const int64_t chunks = ParallelChunks(items, bytes);
+  std::vector<T> partial(want_dy ? static_cast<size_t>(chunks * b.n) : 0, T(0));
+  ParallelFor(items, bytes, [&](int64_t chunk, int64_t begin, int64_t end) {
+    T* sums = want_dy ? partial.data() + chunk * b.n : nullptr;
+    if (b.post == 1) {
+      for (int64_t i = begin; i < end; ++i) {
+        const T* xs = px + i * b.n;
+        const T* gs = pg + i * b.n;
+        if (dx) {
+          T* d = dx + i * b.n;
+          for (int64_t j = 0; j < b.n; ++j) d[j] = Op::DX(xs[j], py[j], gs[j]);
+        }
+        if (sums) {
+          for (int64_t j = 0; j < b.n; ++j) sums[j] += Op::DY(xs[j], py[j], gs[j]);
+        }
       }
-      if (!dy.empty()) {
-        T* d = dy.data();
-        for (int64_t j = 0; j < b.n; ++j) d[j] += Op::DY(xs[j], py[j], gs[j]);
+      return;
+    }
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t j = r % b.n;
+      const T yv = py[j];
+      const T* xs = px + r * b.post;
+      const T* gs = pg + r * b.post;
+      if (dx) {
+        T* d = dx + r * b.post;
+        for (int64_t k = 0; k < b.post; ++k) d[k] = Op::DX(xs[k], yv, gs[k]);
+      }
+      if (sums) {
+        T lanes[kLanes] = {};
+        int64_t k = 0;
+        for (; k + kLanes <= b.post; k += kLanes)
+          for (int64_t l = 0; l < kLanes; ++l) lanes[l] += Op::DY(xs[k + l], yv, gs[k + l]);
+        T sum = 0;
+        for (; k < b.post; ++k) sum += Op::DY(xs[k], yv, gs[k]);
+        for (T lane : lanes) sum += lane;
+        sums[j] += sum;
       }
     }
-  } else {
-    for (int64_t i = 0; i < b.pre; ++i) {
-      for (int64_t j = 0; j < b.n; ++j) {
-        const T yv = py[j];
-        const int64_t base = (i * b.n + j) * b.post;
-        const T* xs = px + base;
-        const T* gs = pg + base;
-        if (dx) {
-          T* d = dx + base;
-          for (int64_t k = 0; k < b.post; ++k) d[k] = Op::DX(xs[k], yv, gs[k]);
-        }
-        if (!dy.empty()) {
-          T lanes[kLanes] = {};
-          int64_t k = 0;
-          for (; k + kLanes <= b.post; k += kLanes)
-            for (int64_t l = 0; l < kLanes; ++l) lanes[l] += Op::DY(xs[k + l], yv, gs[k + l]);
-          T sum = 0;
-          for (; k < b.post; ++k) sum += Op::DY(xs[k], yv, gs[k]);
-          for (T lane : lanes) sum += lane;
-          dy[j] += sum;
-        }
-      }
+  });
+  if (want_dy) {
+    T* dy = ctx.AllocateOutput<T>("Y@GRAD", y.dims());
+    std::fill(dy, dy + b.n, T(0));
+    for (int64_t c = 0; c < chunks; ++c) {
+      for (int64_t j = 0; j < b.n; ++j) dy[j] += partial[static_cast<size_t>(c * b.n + j)];
     }
   }
-  if (!dy.empty()) std::copy(dy.begin(), dy.end(), ctx.AllocateOutput<T>("Y@GRAD", y.dims()));
 }
 
 template <class Op>

@@ -387,6 +387,9 @@ def parallel_pass_cases(rng, dt):
     cases.append(Case("elementwise_mul of a channel's value in parts", "elementwise_mul", dict(axis=1),
                       {"X": x.copy(), "Y": bias}, ["Out"], lambda t: {"Out": t["X"] * t["Y"].reshape(1, 16, 1, 1)},
                       grads=["X", "Y"]))
+    rows, row_bias = rng.standard_normal((512, 300)).astype(dt), rng.standard_normal(300).astype(dt)
+    cases.append(Case("elementwise_add of a row's bias in parts", "elementwise_add", dict(axis=1),
+                      {"X": rows, "Y": row_bias}, ["Out"], lambda t: {"Out": t["X"] + t["Y"]}, grads=["X", "Y"]))
     cases.append(Case("sum in parts", "sum", {}, {"X": [x.copy(), y.copy(), z]}, ["Out"],
                       lambda t: {"Out": t["X"][0] + t["X"][1] + t["X"][2]}, grads=["X"]))
     return cases

@@ -29,18 +29,6 @@
 
 namespace rill::math {
 
-#if defined(__SANITIZE_THREAD__)
-inline constexpr bool kThreadSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-inline constexpr bool kThreadSanitizer = true;
-#else
-inline constexpr bool kThreadSanitizer = false;
-#endif
-#else
-inline constexpr bool kThreadSanitizer = false;
-#endif
-
 inline constexpr double kParallelFlops = 4e6;
 inline constexpr double kParallelLibraryBytes = 512 * 1024;
 inline bool IsLargeWork(double flops, double bytes) { return flops >= kParallelFlops || bytes >= kParallelLibraryBytes; }

@@ -1,7 +1,5 @@
 #include "parallel_for.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <exception>

@@ -5,6 +5,11 @@
 // convolves that unpadded. fp32 and fp64 math is FMA only, never TF32 tensor cores, so
 // results match the CPU's to float rounding, as the tests compare them; fp16 (which the
 // CPU has no kernel for) accumulates in fp32 on tensor cores.
+//
+// Fluid's filter is [m, c/groups, kh, kw] in either data_format. cuDNN's convolutions of
+// NHWC images take the filter NHWC ([m, kh, kw, c/groups]) as well, as PyTorch's and
+// Paddle's cuDNN paths give it: the filter is transposed on the device for each run (and
+// its gradient back), a copy the size of the filter.
 #include <mutex>
 #include <optional>
 
@@ -54,9 +59,16 @@ class CudnnConvolution {
     constexpr cudnnDataType_t type = CudnnType<T>();
     DescribeTensor(x_, type, p.nhwc, p.n, p.c, padded_ ? pad_.hp() : p.h, padded_ ? pad_.wp() : p.w);
     DescribeTensor(y_, type, p.nhwc, p.n, p.m, p.oh, p.ow);
-    CudnnCheck(api.cudnnSetFilter4dDescriptor(w_.get(), type, CUDNN_TENSOR_NCHW, static_cast<int>(p.m),
-                                              static_cast<int>(p.cg()), static_cast<int>(p.kh), static_cast<int>(p.kw)),
+    CudnnCheck(api.cudnnSetFilter4dDescriptor(w_.get(), type, p.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                              static_cast<int>(p.m), static_cast<int>(p.cg()), static_cast<int>(p.kh),
+                                              static_cast<int>(p.kw)),
                "cudnnSetFilter4dDescriptor");
+    // With one input channel a group, or a 1x1 kernel, the two layouts are the same bytes.
+    transposed_ = p.nhwc && p.cg() > 1 && p.kh * p.kw > 1;
+    if (transposed_) {
+      DescribeTensor(fluid_filter_, type, false, p.m, p.cg(), p.kh, p.kw);
+      DescribeTensor(cudnn_filter_, type, true, p.m, p.cg(), p.kh, p.kw);
+    }
     CudnnCheck(api.cudnnSetConvolution2dDescriptor(conv_.get(), padded_ ? 0 : static_cast<int>(p.top),
                                                    padded_ ? 0 : static_cast<int>(p.left), static_cast<int>(p.sh),
                                                    static_cast<int>(p.sw), static_cast<int>(p.dh), static_cast<int>(p.dw),
@@ -89,9 +101,12 @@ class CudnnConvolution {
     }
     ScratchBuffer<T> padded(PaddedCount());
     if (padded_) PadImage(pad_, x, padded.get());
+    ScratchBuffer<T> filter(FilterCount());
+    if (transposed_) TransformFilter(h, fluid_filter_, w, cudnn_filter_, filter.get());
     ScratchBuffer<char> workspace(static_cast<int64_t>(forward_->workspace));
     const CudnnScalar<T> one = 1, zero = 0;
-    CudnnCheck(api.cudnnConvolutionForward(h, &one, x_.get(), padded_ ? padded.get() : x, w_.get(), w, conv_.get(),
+    CudnnCheck(api.cudnnConvolutionForward(h, &one, x_.get(), padded_ ? padded.get() : x, w_.get(),
+                                           transposed_ ? filter.get() : w, conv_.get(),
                                            forward_->algo, workspace.get(), forward_->workspace, &zero, y_.get(), y),
                "cudnnConvolutionForward");
   }
@@ -113,10 +128,13 @@ class CudnnConvolution {
       backward_data_ = Algorithm<cudnnConvolutionBwdDataAlgo_t>{perf.algo, bytes};
     }
     ScratchBuffer<T> padded(PaddedCount());
+    ScratchBuffer<T> filter(FilterCount());
+    if (transposed_) TransformFilter(h, fluid_filter_, w, cudnn_filter_, filter.get());
     ScratchBuffer<char> workspace(static_cast<int64_t>(backward_data_->workspace));
     const CudnnScalar<T> one = 1, zero = 0;
-    CudnnCheck(api.cudnnConvolutionBackwardData(h, &one, w_.get(), w, y_.get(), dy, conv_.get(), backward_data_->algo,
-                                                workspace.get(), backward_data_->workspace, &zero, x_.get(),
+    CudnnCheck(api.cudnnConvolutionBackwardData(h, &one, w_.get(), transposed_ ? filter.get() : w, y_.get(), dy,
+                                                conv_.get(), backward_data_->algo, workspace.get(),
+                                                backward_data_->workspace, &zero, x_.get(),
                                                 padded_ ? padded.get() : dx),
                "cudnnConvolutionBackwardData");
     if (padded_) CropImage(pad_, padded.get(), dx);
@@ -140,17 +158,30 @@ class CudnnConvolution {
     }
     ScratchBuffer<T> padded(PaddedCount());
     if (padded_) PadImage(pad_, x, padded.get());
+    ScratchBuffer<T> filter(FilterCount());
     ScratchBuffer<char> workspace(static_cast<int64_t>(backward_filter_->workspace));
     const CudnnScalar<T> one = 1, zero = 0;
     CudnnCheck(api.cudnnConvolutionBackwardFilter(h, &one, x_.get(), padded_ ? padded.get() : x, y_.get(), dy,
                                                   conv_.get(), backward_filter_->algo, workspace.get(),
-                                                  backward_filter_->workspace, &zero, w_.get(), dw),
+                                                  backward_filter_->workspace, &zero, w_.get(),
+                                                  transposed_ ? filter.get() : dw),
                "cudnnConvolutionBackwardFilter");
+    if (transposed_) TransformFilter(h, cudnn_filter_, filter.get(), fluid_filter_, dw);
   }
 
  private:
   // The elements of the input PadImage pads (0 where cuDNN pads it).
   int64_t PaddedCount() const { return padded_ ? pad_.n * pad_.c * pad_.hp() * pad_.wp() : 0; }
+  // The elements of the filter in cuDNN's layout (0 where it is Fluid's).
+  int64_t FilterCount() const { return transposed_ ? plan_.m * plan_.cg() * plan_.kh * plan_.kw : 0; }
+
+  // to = from, between the filter's two layouts.
+  static void TransformFilter(cudnnHandle_t h, const TensorDescriptor& from_desc, const T* from,
+                              const TensorDescriptor& to_desc, T* to) {
+    const CudnnScalar<T> one = 1, zero = 0;
+    CudnnCheck(LoadCudnn().cudnnTransformTensor(h, &one, from_desc.get(), from, &zero, to_desc.get(), to),
+               "conv2d: cudnnTransformTensor of the filter");
+  }
 
   template <class Algo>
   struct Algorithm {
@@ -162,7 +193,9 @@ class CudnnConvolution {
   ConvPlan plan_;
   ImagePadding pad_;
   bool padded_ = false;  // the input is padded by PadImage, not by cuDNN
+  bool transposed_ = false;  // w_ is NHWC and Fluid's filter is not the same bytes
   TensorDescriptor x_, y_;
+  TensorDescriptor fluid_filter_, cudnn_filter_;  // the filter as a tensor, NCHW and NHWC (if transposed_)
   FilterDescriptor w_;
   ConvolutionDescriptor conv_;
   std::optional<Algorithm<cudnnConvolutionFwdAlgo_t>> forward_;

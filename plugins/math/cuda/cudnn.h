@@ -27,7 +27,7 @@ namespace rill::math::cuda {
   X(cudnnConvolutionForward) X(cudnnGetConvolutionBackwardDataAlgorithm_v7)                                \
   X(cudnnGetConvolutionBackwardDataWorkspaceSize) X(cudnnConvolutionBackwardData)                          \
   X(cudnnGetConvolutionBackwardFilterAlgorithm_v7) X(cudnnGetConvolutionBackwardFilterWorkspaceSize)       \
-  X(cudnnConvolutionBackwardFilter)
+  X(cudnnConvolutionBackwardFilter) X(cudnnTransformTensor)
 
 struct Cudnn {
 #define RILL_CUDNN_MEMBER(fn) decltype(&::fn) fn = nullptr;

@@ -42,10 +42,10 @@ build_and_run() {
   err=$(env -u RILL_PLUGIN_PATH "$rill" --plugin "$plugin" run "$example/hard_shrink_negative.pbtxt" 2>&1) || rc=$?
   [ "$rc" = 1 ] || fail "$name" "a failing op exited $rc: $err"
   case "$err" in
-    *"block 0, op 1 (hard_shrink X=[x] -> Out=[y]): threshold must be at least 0, got -1"*) ;;
+    *"block 0, op 1 (example_hard_shrink X=[x] -> Out=[y]): threshold must be at least 0, got -1"*) ;;
     *) fail "$name" "the op's error does not name it: $err" ;;
   esac
-  "$rill" --plugin "$plugin" describe sign_split | grep -q "sign_split  (plugin example_ops)" ||
+  "$rill" --plugin "$plugin" describe example_sign_split | grep -q "example_sign_split  (plugin example_ops)" ||
     fail "$name" "describe does not name the plugin"
 }
 

@@ -1,11 +1,14 @@
 // A third party's op plugin, written from README.md and docs/PLUGIN_GUIDE.md alone and
-// built out of tree against the installed SDK (any C++17 compiler and standard library):
-//  - softsign:     Out = X / (1 + |X|), elementwise (a plain function kernel);
-//  - hard_shrink:  Out = X where |X| > threshold, else 0 (an attribute; a negative
-//                  threshold is the op's error, which reaches the user naming the op);
-//  - sign_split:   Positive = max(X, 0), Negative = min(X, 0) (two outputs);
-//  - running_mean: Out = the mean of every value X has held in this op's runs so far (a
-//                  stateful kernel, whose state lives as long as the op instance).
+// built out of tree against the installed SDK (any C++17 compiler and standard library).
+// Its ops carry the plugin's prefix, as docs/PLUGIN_GUIDE.md asks: op names are global, and
+// the shipped plugins take Fluid's (math has its own softsign and hard_shrink).
+//  - example_softsign:     Out = X / (1 + |X|), elementwise (a plain function kernel);
+//  - example_hard_shrink:  Out = X where |X| > threshold, else 0 (an attribute; a negative
+//                          threshold is the op's error, which reaches the user naming the op);
+//  - example_sign_split:   Positive = max(X, 0), Negative = min(X, 0) (two outputs);
+//  - example_running_mean: Out = the mean of every value X has held in this op's runs so
+//                          far (a stateful kernel, whose state lives as long as the op
+//                          instance).
 #include <cmath>
 #include <mutex>
 
@@ -68,38 +71,38 @@ class RunningMean {
 };
 
 void Init(rill::Registrar& r) {
-  r.Op(rill::OpSchema("softsign")
+  r.Op(rill::OpSchema("example_softsign")
            .Doc("Out = X / (1 + |X|), elementwise.")
            .Input("X", "input tensor")
-           .Output("Out", "softsign of X, same shape")
+           .Output("Out", "example_softsign of X, same shape")
            .KernelDtypeFrom("X"));
-  r.Kernel("softsign", RILL_CPU, RILL_FP32, &Softsign<float>);
-  r.Kernel("softsign", RILL_CPU, RILL_FP64, &Softsign<double>);
+  r.Kernel("example_softsign", RILL_CPU, RILL_FP32, &Softsign<float>);
+  r.Kernel("example_softsign", RILL_CPU, RILL_FP64, &Softsign<double>);
 
-  r.Op(rill::OpSchema("hard_shrink")
+  r.Op(rill::OpSchema("example_hard_shrink")
            .Doc("Out = X where |X| > threshold, else 0, elementwise.")
            .Input("X", "input tensor")
            .Output("Out", "X shrunk, same shape")
            .Attr("threshold", 0.5, "at least 0")
            .KernelDtypeFrom("X"));
-  r.Kernel("hard_shrink", RILL_CPU, RILL_FP32, &HardShrink<float>);
-  r.Kernel("hard_shrink", RILL_CPU, RILL_FP64, &HardShrink<double>);
+  r.Kernel("example_hard_shrink", RILL_CPU, RILL_FP32, &HardShrink<float>);
+  r.Kernel("example_hard_shrink", RILL_CPU, RILL_FP64, &HardShrink<double>);
 
-  r.Op(rill::OpSchema("sign_split")
+  r.Op(rill::OpSchema("example_sign_split")
            .Doc("Positive = max(X, 0) and Negative = min(X, 0), elementwise.")
            .Input("X", "input tensor")
            .Output("Positive", "X's positive part, same shape")
            .Output("Negative", "X's negative part, same shape")
            .KernelDtypeFrom("X"));
-  r.Kernel("sign_split", RILL_CPU, RILL_FP32, &SignSplit<float>);
+  r.Kernel("example_sign_split", RILL_CPU, RILL_FP32, &SignSplit<float>);
 
-  r.Op(rill::OpSchema("running_mean")
+  r.Op(rill::OpSchema("example_running_mean")
            .Doc("Out (fp64 [1]) = the mean of every element X held in this op's runs so far.")
            .Input("X", "the values of this run")
            .Output("Out", "the running mean")
            .KernelDtypeFrom("X"));
-  r.StatefulKernel<RunningMean<int64_t>>("running_mean", RILL_CPU, RILL_INT64);
-  r.StatefulKernel<RunningMean<float>>("running_mean", RILL_CPU, RILL_FP32);
+  r.StatefulKernel<RunningMean<int64_t>>("example_running_mean", RILL_CPU, RILL_INT64);
+  r.StatefulKernel<RunningMean<float>>("example_running_mean", RILL_CPU, RILL_FP32);
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
-// Unary elementwise ops: relu, sigmoid, tanh, square, exp, log, sqrt, abs, relu6,
-// leaky_relu, gelu, swish, hard_swish, hard_sigmoid, clip; scale (Out = scale * X + bias,
-// or scale * (X + bias)); cast (Out = X converted to out_dtype); and their gradients.
+// Unary elementwise ops: Fluid's activations (relu, sigmoid, tanh, square, exp, log, sqrt,
+// abs, relu6, leaky_relu, gelu, swish, hard_swish, hard_sigmoid, clip, silu, logsigmoid,
+// tanh_shrink, softshrink, hard_shrink, thresholded_relu, brelu, soft_relu, elu, softplus,
+// softsign, mish, selu, stanh, pow, reciprocal, rsqrt, expm1, log1p, log2, log10, sin, cos,
+// floor, ceil, round); scale (Out = scale * X + bias, or scale * (X + bias)); cast (Out = X
+// converted to out_dtype); and their gradients.
 #include <unsupported/Eigen/SpecialFunctions>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels.h"
@@ -13,9 +17,11 @@ namespace rill::math {
 namespace {
 
 // Each op is made from the kernel's context (it reads its attributes there); Forward(x, out)
-// writes Out, Backward(v, g, dx) writes X@GRAD from the incoming gradient g and v, which is
-// Out for ops whose derivative is cheapest from the output (kGradFromOut) and X otherwise.
-// Formulas and attribute defaults are Fluid's.
+// writes Out, Backward(v, g, dx) writes X@GRAD from the incoming gradient g and v, the
+// forward value its gradient op reads (kGradFrom: X, or Out where the derivative is
+// cheapest from the output, as Fluid's gradient ops read them; for a derivative of zero
+// almost everywhere, nothing, and v is g). Formulas and attribute defaults are Fluid's.
+enum class GradFrom { kX, kOut, kNothing };
 template <class A> using S = typename A::Scalar;
 // Piecewise formulas are written as lambdas over both operands' values (binaryExpr), not
 // Eigen's select: select reads its chosen branch only, so it compiles to a branch per
@@ -23,7 +29,7 @@ template <class A> using S = typename A::Scalar;
 // hand the compiler makes it a vector blend.
 
 struct Relu {
-  static constexpr bool kGradFromOut = true;
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
   explicit Relu(KernelContext&) {}
   template <class A, class O> void Forward(const A& x, O out) const { out = x.max(S<A>(0)); }
   template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
@@ -31,7 +37,7 @@ struct Relu {
   }
 };
 struct Sigmoid {
-  static constexpr bool kGradFromOut = true;
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
   explicit Sigmoid(KernelContext&) {}
   template <class A, class O> void Forward(const A& x, O out) const { out = (S<A>(1) + (-x).exp()).inverse(); }
   template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
@@ -39,7 +45,7 @@ struct Sigmoid {
   }
 };
 struct Tanh {
-  static constexpr bool kGradFromOut = true;
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
   explicit Tanh(KernelContext&) {}
   template <class A, class O> void Forward(const A& x, O out) const { out = x.tanh(); }
   template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
@@ -47,25 +53,25 @@ struct Tanh {
   }
 };
 struct Square {
-  static constexpr bool kGradFromOut = false;
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit Square(KernelContext&) {}
   template <class A, class O> void Forward(const A& x, O out) const { out = x.square(); }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = S<A>(2) * x * g; }
 };
 struct Exp {
-  static constexpr bool kGradFromOut = true;
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
   explicit Exp(KernelContext&) {}
   template <class A, class O> void Forward(const A& x, O out) const { out = x.exp(); }
   template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const { dx = g * out; }
 };
 struct Log {
-  static constexpr bool kGradFromOut = false;
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit Log(KernelContext&) {}
   template <class A, class O> void Forward(const A& x, O out) const { out = x.log(); }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = g / x; }
 };
 struct Sqrt {
-  static constexpr bool kGradFromOut = true;
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
   explicit Sqrt(KernelContext&) {}
   template <class A, class O> void Forward(const A& x, O out) const { out = x.sqrt(); }
   template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
@@ -73,13 +79,13 @@ struct Sqrt {
   }
 };
 struct Abs {
-  static constexpr bool kGradFromOut = false;
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit Abs(KernelContext&) {}
   template <class A, class O> void Forward(const A& x, O out) const { out = x.abs(); }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = g * x.sign(); }
 };
 struct Relu6 {
-  static constexpr bool kGradFromOut = true;
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
   explicit Relu6(KernelContext& ctx) : t(ctx.Attr<float>("threshold")) {}
   double t;
   template <class A, class O> void Forward(const A& x, O out) const { out = x.max(S<A>(0)).min(S<A>(t)); }
@@ -89,7 +95,7 @@ struct Relu6 {
   }
 };
 struct LeakyRelu {
-  static constexpr bool kGradFromOut = false;
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit LeakyRelu(KernelContext& ctx) : alpha(ctx.Attr<float>("alpha")) {}
   double alpha;
   template <class A, class O> void Forward(const A& x, O out) const {
@@ -103,7 +109,7 @@ struct LeakyRelu {
 };
 // gelu: x * Phi(x) with Phi the normal CDF, or (approximate) Phi by its tanh form.
 struct Gelu {
-  static constexpr bool kGradFromOut = false;
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit Gelu(KernelContext& ctx) : approximate(ctx.Attr<bool>("approximate")) {}
   bool approximate;
   static constexpr double kSqrtHalf = 0.70710678118654752440, kSqrt2OverPi = 0.79788456080286535588;
@@ -126,7 +132,7 @@ struct Gelu {
 };
 // swish: x * sigmoid(beta x).
 struct Swish {
-  static constexpr bool kGradFromOut = false;
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit Swish(KernelContext& ctx) : beta(ctx.Attr<float>("beta")) {}
   double beta;
   template <class A> auto Sig(const A& x) const { return (S<A>(1) + (S<A>(-beta) * x).exp()).inverse(); }
@@ -138,7 +144,7 @@ struct Swish {
 };
 // hard_swish: x * clip(x + offset, 0, threshold) / scale.
 struct HardSwish {
-  static constexpr bool kGradFromOut = false;
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit HardSwish(KernelContext& ctx)
       : t(ctx.Attr<float>("threshold")), scale(ctx.Attr<float>("scale")), offset(ctx.Attr<float>("offset")) {}
   double t, scale, offset;
@@ -153,7 +159,7 @@ struct HardSwish {
 };
 // hard_sigmoid: clip(slope * x + offset, 0, 1).
 struct HardSigmoid {
-  static constexpr bool kGradFromOut = true;
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
   explicit HardSigmoid(KernelContext& ctx) : slope(ctx.Attr<float>("slope")), offset(ctx.Attr<float>("offset")) {}
   double slope, offset;
   template <class A, class O> void Forward(const A& x, O out) const {
@@ -166,7 +172,7 @@ struct HardSigmoid {
 };
 // clip: X limited to [min, max].
 struct Clip {
-  static constexpr bool kGradFromOut = false;
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit Clip(KernelContext& ctx) : lo(ctx.Attr<float>("min")), hi(ctx.Attr<float>("max")) {
     if (lo > hi) throw Error("clip: min (" + std::to_string(lo) + ") is greater than max (" + std::to_string(hi) + ")");
   }
@@ -176,6 +182,293 @@ struct Clip {
     const S<A> l = S<A>(lo), h = S<A>(hi);
     dx = x.binaryExpr(g, [l, h](S<A> v, S<A> gv) { return v > l && v < h ? gv : S<A>(0); });
   }
+};
+
+// silu: x * sigmoid(x).
+struct Silu {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Silu(KernelContext&) {}
+  template <class A> static auto Sig(const A& x) { return (S<A>(1) + (-x).exp()).inverse(); }
+  template <class A, class O> void Forward(const A& x, O out) const { out = x * Sig(x); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const auto s = Sig(x).eval();
+    dx = g * s * (S<A>(1) + x * (S<A>(1) - s));
+  }
+};
+// logsigmoid: ln(sigmoid(x)) = min(x, 0) - ln(1 + exp(-|x|)), which neither overflows nor
+// rounds to ln(0); its derivative sigmoid(-x) = 1 / (1 + exp(x)) tends to 0 for large x.
+struct LogSigmoid {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit LogSigmoid(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const {
+    out = x.min(S<A>(0)) - (-x.abs()).exp().log1p();
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g * (S<A>(1) + x.exp()).inverse();
+  }
+};
+// tanh_shrink: x - tanh(x).
+struct TanhShrink {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit TanhShrink(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x - x.tanh(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g * x.tanh().square();
+  }
+};
+// softshrink: x - lambda above lambda, x + lambda below -lambda, 0 between.
+struct SoftShrink {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit SoftShrink(KernelContext& ctx) : lambda(ctx.Attr<float>("lambda")) {}
+  double lambda;
+  template <class A, class O> void Forward(const A& x, O out) const {
+    const S<A> l = S<A>(lambda);
+    out = x.unaryExpr([l](S<A> v) { return v > l ? v - l : v < -l ? v + l : S<A>(0); });
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const S<A> l = S<A>(lambda);
+    dx = x.binaryExpr(g, [l](S<A> v, S<A> gv) { return v > l || v < -l ? gv : S<A>(0); });
+  }
+};
+// hard_shrink: x where |x| > threshold, else 0.
+struct HardShrink {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit HardShrink(KernelContext& ctx) : t(ctx.Attr<float>("threshold")) {}
+  double t;
+  template <class A, class O> void Forward(const A& x, O out) const {
+    const S<A> k = S<A>(t);
+    out = x.unaryExpr([k](S<A> v) { return v > k || v < -k ? v : S<A>(0); });
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const S<A> k = S<A>(t);
+    dx = x.binaryExpr(g, [k](S<A> v, S<A> gv) { return v > k || v < -k ? gv : S<A>(0); });
+  }
+};
+// thresholded_relu: x above threshold, else 0.
+struct ThresholdedRelu {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit ThresholdedRelu(KernelContext& ctx) : t(ctx.Attr<float>("threshold")) {}
+  double t;
+  template <class A, class O> void Forward(const A& x, O out) const {
+    const S<A> k = S<A>(t);
+    out = x.unaryExpr([k](S<A> v) { return v > k ? v : S<A>(0); });
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const S<A> k = S<A>(t);
+    dx = x.binaryExpr(g, [k](S<A> v, S<A> gv) { return v > k ? gv : S<A>(0); });
+  }
+};
+// brelu: x limited to [t_min, t_max].
+struct BRelu {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit BRelu(KernelContext& ctx) : lo(ctx.Attr<float>("t_min")), hi(ctx.Attr<float>("t_max")) {
+    if (lo > hi) throw Error("brelu: t_min (" + std::to_string(lo) + ") is greater than t_max (" + std::to_string(hi) + ")");
+  }
+  double lo, hi;
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.max(S<A>(lo)).min(S<A>(hi)); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const S<A> l = S<A>(lo), h = S<A>(hi);
+    dx = x.binaryExpr(g, [l, h](S<A> v, S<A> gv) { return v > l && v < h ? gv : S<A>(0); });
+  }
+};
+// soft_relu: ln(1 + exp(x clipped to [-threshold, threshold])). Its gradient, from Out as
+// Fluid's: sigmoid(x) = 1 - exp(-Out), and 0 where x was clipped, which is where Out is
+// Soft(-threshold) or Soft(threshold): the same function of the same value in T, so a
+// clipped x's Out equals its bound to the bit.
+struct SoftRelu {
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
+  explicit SoftRelu(KernelContext& ctx) : t(ctx.Attr<float>("threshold")) {
+    if (!(t > 0)) throw Error("soft_relu: threshold (" + std::to_string(t) + ") is not positive");
+  }
+  double t;
+  template <class T> static T Soft(T v) { return std::log1p(std::exp(v)); }
+  template <class A, class O> void Forward(const A& x, O out) const {
+    const S<A> k = S<A>(t);
+    out = x.unaryExpr([k](S<A> v) { return Soft(std::min(std::max(v, -k), k)); });
+  }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    const S<A> lo = Soft(S<A>(-t)), hi = Soft(S<A>(t));
+    dx = out.binaryExpr(g, [lo, hi](S<A> o, S<A> gv) { return o > lo && o < hi ? gv * -std::expm1(-o) : S<A>(0); });
+  }
+};
+// elu: x above 0, else alpha * (exp(x) - 1).
+struct Elu {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Elu(KernelContext& ctx) : alpha(ctx.Attr<float>("alpha")) {}
+  double alpha;
+  template <class A, class O> void Forward(const A& x, O out) const {
+    const S<A> a = S<A>(alpha);
+    out = x.unaryExpr([a](S<A> v) { return v > S<A>(0) ? v : a * std::expm1(v); });
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const S<A> a = S<A>(alpha);
+    dx = x.binaryExpr(g, [a](S<A> v, S<A> gv) { return v > S<A>(0) ? gv : gv * a * std::exp(v); });
+  }
+};
+// softplus: ln(1 + exp(beta * x)) / beta, or x where beta * x > threshold.
+struct Softplus {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Softplus(KernelContext& ctx) : beta(ctx.Attr<float>("beta")), t(ctx.Attr<float>("threshold")) {
+    if (beta == 0) throw Error("softplus: beta is 0");
+  }
+  double beta, t;
+  template <class A, class O> void Forward(const A& x, O out) const {
+    const S<A> b = S<A>(beta), k = S<A>(t);
+    out = x.unaryExpr([b, k](S<A> v) { return b * v > k ? v : std::log1p(std::exp(b * v)) / b; });
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const S<A> b = S<A>(beta), k = S<A>(t);
+    dx = x.binaryExpr(g, [b, k](S<A> v, S<A> gv) { return b * v > k ? gv : gv / (S<A>(1) + std::exp(-b * v)); });
+  }
+};
+// softsign: x / (1 + |x|).
+struct Softsign {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Softsign(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x / (S<A>(1) + x.abs()); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g / (S<A>(1) + x.abs()).square();
+  }
+};
+// mish: x * tanh(softplus(x)), softplus(x) being x above threshold.
+struct Mish {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Mish(KernelContext& ctx) : t(ctx.Attr<float>("threshold")) {}
+  double t;
+  template <class A, class O> void Forward(const A& x, O out) const {
+    const S<A> k = S<A>(t);
+    out = x.unaryExpr([k](S<A> v) { return v * std::tanh(v > k ? v : std::log1p(std::exp(v))); });
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const S<A> k = S<A>(t);
+    dx = x.binaryExpr(g, [k](S<A> v, S<A> gv) {
+      const S<A> th = std::tanh(v > k ? v : std::log1p(std::exp(v)));
+      const S<A> dsp = v > k ? S<A>(1) : S<A>(1) / (S<A>(1) + std::exp(-v));
+      return gv * (th + v * (S<A>(1) - th * th) * dsp);
+    });
+  }
+};
+// selu: scale * (x above 0, else alpha * (exp(x) - 1)); its gradient from Out, as Fluid's.
+struct Selu {
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
+  explicit Selu(KernelContext& ctx) : scale(ctx.Attr<float>("scale")), alpha(ctx.Attr<float>("alpha")) {
+    if (!(scale > 0) || !(alpha > 0)) {
+      throw Error("selu: scale (" + std::to_string(scale) + ") and alpha (" + std::to_string(alpha) +
+                  ") must be positive");
+    }
+  }
+  double scale, alpha;
+  template <class A, class O> void Forward(const A& x, O out) const {
+    const S<A> s = S<A>(scale), a = S<A>(alpha);
+    out = x.unaryExpr([s, a](S<A> v) { return s * (v > S<A>(0) ? v : a * std::expm1(v)); });
+  }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    const S<A> s = S<A>(scale), sa = S<A>(scale * alpha);
+    dx = out.binaryExpr(g, [s, sa](S<A> o, S<A> gv) { return o > S<A>(0) ? gv * s : gv * (o + sa); });
+  }
+};
+// stanh: scale_b * tanh(scale_a * x).
+struct STanh {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit STanh(KernelContext& ctx) : a(ctx.Attr<float>("scale_a")), b(ctx.Attr<float>("scale_b")) {}
+  double a, b;
+  template <class A, class O> void Forward(const A& x, O out) const { out = S<A>(b) * (S<A>(a) * x).tanh(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g * S<A>(a * b) * (S<A>(1) - (S<A>(a) * x).tanh().square());
+  }
+};
+// pow: x ^ factor, the factor from FactorTensor (one fp32 value) when the op has it.
+struct Pow {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Pow(KernelContext& ctx) : factor(ctx.Attr<float>("factor")) {
+    if (ctx.HasInput("FactorTensor")) {
+      Tensor f = ctx.Input("FactorTensor");
+      if (f.numel() != 1 || f.dtype() != RILL_FP32) {
+        throw Error("pow: FactorTensor must be one fp32 value, not " + std::string(DataTypeName(f.dtype())) + " " +
+                    DimsString(f.dims()));
+      }
+      factor = f.data<float>()[0];
+    }
+  }
+  double factor;
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.pow(S<A>(factor)); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g * S<A>(factor) * x.pow(S<A>(factor - 1));
+  }
+};
+struct Reciprocal {
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
+  explicit Reciprocal(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.inverse(); }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    dx = -g * out.square();
+  }
+};
+struct Rsqrt {
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
+  explicit Rsqrt(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.rsqrt(); }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    dx = S<A>(-0.5) * g * out.cube();
+  }
+};
+struct Expm1 {
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
+  explicit Expm1(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.expm1(); }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    dx = g * (out + S<A>(1));
+  }
+};
+struct Log1p {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Log1p(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.log1p(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g / (S<A>(1) + x);
+  }
+};
+// log2 and log10: ln(x) / ln(base).
+template <int kBase>
+struct LogBase {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit LogBase(KernelContext&) {}
+  static double LnBase() { return std::log(static_cast<double>(kBase)); }
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.log() / S<A>(LnBase()); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g / (x * S<A>(LnBase()));
+  }
+};
+struct Sin {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Sin(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.sin(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = g * x.cos(); }
+};
+struct Cos {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Cos(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.cos(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = -g * x.sin(); }
+};
+// floor, ceil and round (halves away from zero): steps, whose gradient is 0 (as Fluid's).
+template <class Step>
+struct Rounding {
+  static constexpr GradFrom kGradFrom = GradFrom::kNothing;
+  explicit Rounding(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const {
+    out = x.unaryExpr([](S<A> v) { return Step()(v); });
+  }
+  template <class A, class B, class O> void Backward(const A&, const B& g, O dx) const { dx = g * S<A>(0); }
+};
+struct FloorStep {
+  template <class T> T operator()(T v) const { return std::floor(v); }
+};
+struct CeilStep {
+  template <class T> T operator()(T v) const { return std::ceil(v); }
+};
+struct RoundStep {
+  template <class T> T operator()(T v) const { return std::round(v); }
 };
 
 template <class Op, class T>
@@ -189,16 +482,24 @@ void Unary(KernelContext& ctx) {
   });
 }
 
+// The forward slot a gradient op of kGradFrom `from` reads, and the slots it reads in all.
+constexpr const char* GradValueSlot(GradFrom from) {
+  return from == GradFrom::kX ? "X" : from == GradFrom::kOut ? "Out" : "Out@GRAD";
+}
+constexpr const char* GradInputs(GradFrom from) {
+  return from == GradFrom::kX ? "X,Out@GRAD" : from == GradFrom::kOut ? "Out,Out@GRAD" : "Out@GRAD";
+}
+
 template <class Op, class T>
 void UnaryGrad(KernelContext& ctx) {
   const Op op(ctx);
-  Tensor v = ctx.Input(Op::kGradFromOut ? "Out" : "X");
+  Tensor v = ctx.Input(GradValueSlot(Op::kGradFrom));
   Tensor g = ctx.Input("Out@GRAD");
   const T* pv = v.data<T>();
   const T* pg = g.data<T>();
   if (g.numel() != v.numel()) {
-    throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like " + (Op::kGradFromOut ? "Out " : "X ") +
-                DimsString(v.dims()));
+    throw Error(std::string("Out@GRAD ") + DimsString(g.dims()) + " is not shaped like " +
+                GradValueSlot(Op::kGradFrom) + " " + DimsString(v.dims()));
   }
   T* dx = ctx.AllocateOutput<T>("X@GRAD", v.dims_data(), v.ndim());
   ParallelFor(v.numel(), 3.0 * sizeof(T) * v.numel(), [&](int64_t, int64_t begin, int64_t end) {
@@ -208,7 +509,8 @@ void UnaryGrad(KernelContext& ctx) {
 }
 
 // Registers `type` and its gradient; `attrs` adds the op's attributes to its schema (the
-// gradient's schema gets them too, as its kernel reads them).
+// gradient's schema gets them too, as its kernel reads them), and may declare the gradient
+// again where it reads more than GradInputs.
 template <class Op, class... Ts>
 void AddUnary(Registrar& r, const char* type, const std::string& formula,
               OpSchema& (*attrs)(OpSchema&) = [](OpSchema& s) -> OpSchema& { return s; }) {
@@ -218,7 +520,7 @@ void AddUnary(Registrar& r, const char* type, const std::string& formula,
       .Input("X", "input")
       .Output("Out", "result, shaped like X")
       .KernelDtypeFrom("X")
-      .Grad(grad, Op::kGradFromOut ? "Out,Out@GRAD" : "X,Out@GRAD", "X");
+      .Grad(grad, GradInputs(Op::kGradFrom), "X");
   attrs(schema);
   r.Op(schema);
   r.Op(schema.MakeGradSchema());
@@ -321,6 +623,63 @@ void RegisterActivation(Registrar& r) {
     return s.RequiredAttr("min", RILL_ATTR_FLOAT, "the lower limit")
         .RequiredAttr("max", RILL_ATTR_FLOAT, "the upper limit (at least min)");
   });
+
+  AddUnary<Silu, float, double>(r, "silu", "X * sigmoid(X)");
+  AddUnary<LogSigmoid, float, double>(r, "logsigmoid", "ln(1 / (1 + exp(-X)))");
+  AddUnary<TanhShrink, float, double>(r, "tanh_shrink", "X - tanh(X)");
+  AddUnary<SoftShrink, float, double>(r, "softshrink", "X - lambda if X > lambda, X + lambda if X < -lambda, else 0",
+                                      [](OpSchema& s) -> OpSchema& { return s.Attr("lambda", 0.5, "the offset"); });
+  AddUnary<HardShrink, float, double>(r, "hard_shrink", "X if |X| > threshold, else 0", [](OpSchema& s) -> OpSchema& {
+    return s.Attr("threshold", 0.5, "the smallest |X| kept");
+  });
+  AddUnary<ThresholdedRelu, float, double>(r, "thresholded_relu", "X if X > threshold, else 0",
+                                           [](OpSchema& s) -> OpSchema& {
+                                             return s.Attr("threshold", 1.0, "the smallest X kept");
+                                           });
+  AddUnary<BRelu, float, double>(r, "brelu", "min(max(X, t_min), t_max)", [](OpSchema& s) -> OpSchema& {
+    return s.Attr("t_min", 0.0, "the lower limit").Attr("t_max", 24.0, "the upper limit (at least t_min)");
+  });
+  AddUnary<SoftRelu, float, double>(r, "soft_relu", "ln(1 + exp(min(max(X, -threshold), threshold)))",
+                                    [](OpSchema& s) -> OpSchema& {
+                                      return s.Attr("threshold", 40.0, "X is clipped to [-threshold, threshold]");
+                                    });
+  AddUnary<Elu, float, double>(r, "elu", "X if X > 0, else alpha * (exp(X) - 1)", [](OpSchema& s) -> OpSchema& {
+    return s.Attr("alpha", 1.0, "the scale below 0");
+  });
+  AddUnary<Softplus, float, double>(r, "softplus", "ln(1 + exp(beta * X)) / beta, or X where beta * X > threshold",
+                                    [](OpSchema& s) -> OpSchema& {
+                                      return s.Attr("beta", 1.0, "the scale (not 0)")
+                                          .Attr("threshold", 20.0, "past it, Out is X");
+                                    });
+  AddUnary<Softsign, float, double>(r, "softsign", "X / (1 + |X|)");
+  AddUnary<Mish, float, double>(r, "mish", "X * tanh(softplus(X)), softplus(X) = X if X > threshold else ln(1 + exp(X))",
+                                [](OpSchema& s) -> OpSchema& {
+                                  return s.Attr("threshold", 20.0, "past it, softplus(X) is X");
+                                });
+  AddUnary<Selu, float, double>(r, "selu", "scale * (X if X > 0, else alpha * (exp(X) - 1))",
+                                [](OpSchema& s) -> OpSchema& {
+                                  return s.Attr("scale", 1.0507009873554804934193349852946, "the scale (positive)")
+                                      .Attr("alpha", 1.6732632423543772848170429916717, "the scale below 0 (positive)");
+                                });
+  AddUnary<STanh, float, double>(r, "stanh", "scale_b * tanh(scale_a * X)", [](OpSchema& s) -> OpSchema& {
+    return s.Attr("scale_a", 2.0 / 3.0, "the scale of X").Attr("scale_b", 1.7159, "the scale of Out");
+  });
+  AddUnary<Pow, float, double>(r, "pow", "X ^ factor", [](OpSchema& s) -> OpSchema& {
+    return s.Input("FactorTensor", "the factor, one fp32 value; replaces the attribute", RILL_SLOT_OPTIONAL)
+        .Attr("factor", 1.0, "the exponent")
+        .Grad("pow_grad", "X,FactorTensor,Out@GRAD", "X");
+  });
+  AddUnary<Reciprocal, float, double>(r, "reciprocal", "1 / X");
+  AddUnary<Rsqrt, float, double>(r, "rsqrt", "1 / sqrt(X)");
+  AddUnary<Expm1, float, double>(r, "expm1", "exp(X) - 1");
+  AddUnary<Log1p, float, double>(r, "log1p", "ln(1 + X)");
+  AddUnary<LogBase<2>, float, double>(r, "log2", "log2(X)");
+  AddUnary<LogBase<10>, float, double>(r, "log10", "log10(X)");
+  AddUnary<Sin, float, double>(r, "sin", "sin(X)");
+  AddUnary<Cos, float, double>(r, "cos", "cos(X)");
+  AddUnary<Rounding<FloorStep>, float, double>(r, "floor", "the largest integer not above X (gradient 0)");
+  AddUnary<Rounding<CeilStep>, float, double>(r, "ceil", "the smallest integer not below X (gradient 0)");
+  AddUnary<Rounding<RoundStep>, float, double>(r, "round", "the nearest integer, halves away from 0 (gradient 0)");
 
   const OpSchema scale = OpSchema("scale")
       .Doc("Out = scale * X + bias (bias_after_scale) or scale * (X + bias).")

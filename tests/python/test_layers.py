@@ -69,6 +69,32 @@ def test_math_layers(exe):
         np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-6, err_msg=var.name)
 
 
+def test_activation_layers(exe):
+    x = layers.data(name="x", shape=[3, 4], dtype="float64")
+    xs = RNG.randn(2, 3, 4) * 3
+    pos = np.abs(xs) + 0.5
+    p = layers.abs(x) + 0.5
+    sig = 1 / (1 + np.exp(-xs))
+    cases = [
+        (layers.silu(x), xs * sig), (layers.logsigmoid(x), np.log(sig)), (layers.tanh_shrink(x), xs - np.tanh(xs)),
+        (layers.softshrink(x, **{"lambda": 1.0}), np.where(xs > 1, xs - 1, np.where(xs < -1, xs + 1, 0))),
+        (layers.hard_shrink(x, threshold=2), np.where(np.abs(xs) > 2, xs, 0)),
+        (layers.thresholded_relu(x), np.where(xs > 1, xs, 0)), (layers.brelu(x, t_min=-1, t_max=2), np.clip(xs, -1, 2)),
+        (layers.soft_relu(x, threshold=2.0), np.log1p(np.exp(np.clip(xs, -2, 2)))),
+        (layers.elu(x, alpha=0.5), np.where(xs > 0, xs, 0.5 * np.expm1(xs))),
+        (layers.softplus(x), np.log1p(np.exp(xs))), (layers.softsign(x), xs / (1 + np.abs(xs))),
+        (layers.mish(x), xs * np.tanh(np.log1p(np.exp(xs)))),
+        (layers.stanh(x, scale_a=0.5, scale_b=2), 2 * np.tanh(0.5 * xs)),
+        (layers.pow(p, factor=2), pos ** 2), (layers.reciprocal(p), 1 / pos), (layers.rsqrt(p), pos ** -0.5),
+        (layers.expm1(x), np.expm1(xs)), (layers.log1p(p), np.log1p(pos)), (layers.log2(p), np.log2(pos)),
+        (layers.log10(p), np.log10(pos)), (layers.sin(x), np.sin(xs)), (layers.cos(x), np.cos(xs)),
+        (layers.floor(x), np.floor(xs)), (layers.ceil(x), np.ceil(xs)), (layers.round(x), np.round(xs)),
+    ]
+    got = run(exe, [c[0] for c in cases], {"x": xs})
+    for (var, want), value in zip(cases, got):
+        np.testing.assert_allclose(value, want, rtol=1e-12, atol=1e-12, err_msg=var.name)
+
+
 def test_comparisons_and_logic(exe):
     a = layers.data(name="a", shape=[3], dtype="int64", append_batch_size=False)
     b = layers.data(name="b", shape=[3], dtype="int64", append_batch_size=False)

@@ -15,18 +15,18 @@ EXAMPLE = os.environ.get("RILL_EXAMPLE_PLUGIN", "")
 
 def test_third_party_plugin_op_runs_from_python(exe):
     info = rill.load_plugin(EXAMPLE)
-    assert info["name"] == "example_ops" and "softsign" in info["ops"]
+    assert info["name"] == "example_ops" and "example_softsign" in info["ops"]
     assert rill.load_plugin(EXAMPLE)["name"] == "example_ops"  # loading it again changes nothing
     x = fluid.layers.data(name="x", shape=[5], dtype="float32")
-    helper = LayerHelper("softsign")
+    helper = LayerHelper("example_softsign")
     out = helper.create_tmp_variable("float32")
-    helper.append_op(type="softsign", inputs={"X": x}, outputs={"Out": out})
+    helper.append_op(type="example_softsign", inputs={"X": x}, outputs={"Out": out})
     xs = np.linspace(-3, 3, 10, dtype="float32").reshape(2, 5)
     got, = exe.run(feed={"x": xs}, fetch_list=[out])
     np.testing.assert_allclose(got, xs / (1 + np.abs(xs)), rtol=1e-6)
     hs = helper.create_tmp_variable("float32")
-    helper.append_op(type="hard_shrink", inputs={"X": x}, outputs={"Out": hs}, attrs={"threshold": -1.0})
-    with pytest.raises(rill.Error, match="hard_shrink"):  # the plugin's own error, naming the op
+    helper.append_op(type="example_hard_shrink", inputs={"X": x}, outputs={"Out": hs}, attrs={"threshold": -1.0})
+    with pytest.raises(rill.Error, match="example_hard_shrink"):  # the plugin's own error, naming the op
         exe.run(feed={"x": xs}, fetch_list=[hs])
     assert "example_ops" in [p["name"] for p in rill.plugins()]
 

@@ -244,6 +244,7 @@ def activation_cases(rng, dt):
     x = (rng.standard_normal((3, 7, 5)) * 4).astype(dt)
     x[np.abs(x) < 1e-3] = 0.5  # away from the kinks, where a derivative is a convention
     pos = rng.uniform(0.1, 4, (4, 9)).astype(dt)
+    off_kinks = x + dt(0.0123)  # the 0.5s above moved off the shrinks' default kinks at +-0.5
     cases = []
     for op, attrs, fn, v in (
             ("relu6", {}, lambda x: torch.clamp(x, 0, 6), x),
@@ -260,9 +261,49 @@ def activation_cases(rng, dt):
             ("log", {}, torch.log, pos),
             ("sqrt", {}, torch.sqrt, pos),
             ("abs", {}, torch.abs, x),
-            ("clip", dict(min=-1.5, max=2.0), lambda x: torch.clamp(x, -1.5, 2.0), x)):
+            ("clip", dict(min=-1.5, max=2.0), lambda x: torch.clamp(x, -1.5, 2.0), x),
+            ("silu", {}, F.silu, x),
+            ("logsigmoid", {}, F.logsigmoid, x),
+            ("tanh_shrink", {}, F.tanhshrink, x),
+            ("softshrink", {}, lambda x: F.softshrink(x, 0.5), off_kinks),
+            ("softshrink", {"lambda": 1.5}, lambda x: F.softshrink(x, 1.5), x),
+            ("hard_shrink", {}, lambda x: F.hardshrink(x, 0.5), off_kinks),
+            ("hard_shrink", dict(threshold=2.0), lambda x: F.hardshrink(x, 2.0), x),
+            ("thresholded_relu", {}, lambda x: F.threshold(x, 1.0, 0.0), x),
+            ("thresholded_relu", dict(threshold=-0.75), lambda x: F.threshold(x, -0.75, 0.0), x),
+            ("brelu", {}, lambda x: torch.clamp(x, 0, 24), x),
+            ("brelu", dict(t_min=-1.0, t_max=2.0), lambda x: torch.clamp(x, -1, 2), x),
+            ("soft_relu", {}, lambda x: torch.log1p(torch.exp(torch.clamp(x, -40, 40))), x),
+            ("soft_relu", dict(threshold=2.0), lambda x: torch.log1p(torch.exp(torch.clamp(x, -2, 2))), x),
+            ("elu", {}, F.elu, x),
+            ("elu", dict(alpha=0.5), lambda x: F.elu(x, 0.5), x),
+            ("softplus", {}, F.softplus, x),
+            ("softplus", dict(beta=2.0, threshold=3.0), lambda x: F.softplus(x, 2.0, 3.0), x),
+            ("softsign", {}, F.softsign, x),
+            ("mish", {}, F.mish, x),
+            ("mish", dict(threshold=2.0), lambda x: x * torch.tanh(torch.where(x > 2, x, torch.log1p(torch.exp(x)))), x),
+            # F.selu's constants, as the FLOAT attributes hold them.
+            ("selu", {}, lambda x: f32(1.0507009873554804934193349852946) * torch.where(
+                x > 0, x, f32(1.6732632423543772848170429916717) * torch.expm1(x)), x),
+            ("stanh", {}, lambda x: f32(1.7159) * torch.tanh(f32(2 / 3) * x), x),
+            ("stanh", dict(scale_a=0.5, scale_b=2.0), lambda x: 2 * torch.tanh(0.5 * x), x),
+            ("pow", dict(factor=2.5), lambda x: torch.pow(x, 2.5), pos),
+            ("reciprocal", {}, torch.reciprocal, pos),
+            ("rsqrt", {}, torch.rsqrt, pos),
+            ("expm1", {}, torch.expm1, x / 4),
+            ("log1p", {}, torch.log1p, pos - 0.5),
+            ("log2", {}, torch.log2, pos),
+            ("log10", {}, torch.log10, pos),
+            ("sin", {}, torch.sin, x),
+            ("cos", {}, torch.cos, x),
+            ("floor", {}, torch.floor, x),
+            ("ceil", {}, torch.ceil, x),
+            ("round", {}, torch.round, x)):
         cases.append(Case("%s %s" % (op, attrs), op, attrs, {"X": v.copy()}, ["Out"],
                           lambda t, fn=fn: {"Out": fn(t["X"])}, grads=["X"]))
+    # pow's factor from FactorTensor (one fp32 value), which takes precedence over the attribute.
+    cases.append(Case("pow FactorTensor", "pow", dict(factor=7.0), {"X": pos.copy(), "FactorTensor": np.float32([1.5])},
+                      ["Out"], lambda t: {"Out": torch.pow(t["X"], 1.5)}, grads=["X"]))
     return cases
 
 

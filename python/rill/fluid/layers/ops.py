@@ -2,13 +2,17 @@
 from rill.fluid.layer_helper import LayerHelper
 
 _ACTIVATIONS = ["sigmoid", "relu", "tanh", "exp", "log", "sqrt", "abs", "square", "gelu", "swish", "hard_swish",
-                "hard_sigmoid"]
+                "hard_sigmoid", "logsigmoid", "tanh_shrink", "softshrink", "ceil", "floor", "cos", "sin", "round",
+                "reciprocal", "softplus", "softsign", "brelu", "soft_relu", "elu", "pow", "stanh", "hard_shrink",
+                "thresholded_relu", "silu", "mish", "selu", "rsqrt", "expm1", "log1p", "log2", "log10"]
 
 __all__ = list(_ACTIVATIONS)
 
 
 def _make(op_type):
     def layer(x, name=None, **attrs):
+        # Every numeric attribute of these ops is a FLOAT (pow(x, factor=2) as Fluid takes it).
+        attrs = {k: float(v) if isinstance(v, int) and not isinstance(v, bool) else v for k, v in attrs.items()}
         helper = LayerHelper(op_type, x=x, name=name)
         out = helper.create_tmp_variable(dtype=x.dtype)
         out._shape = list(x.shape)

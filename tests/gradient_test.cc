@@ -272,6 +272,57 @@ std::vector<GradCase> Cases() {
                      const double v[] = {0.2, 0.3, 0.5, 1, 0, 0};
                      std::copy(v, v + 6, t->data_as<double>());
                    }});
+  // Indexing, choosing, running sums, and the losses over logits.
+  const auto ints = [](core::Scope& s, const char* name, int32_t dtype, std::vector<int64_t> dims,
+                       std::vector<int64_t> v) {
+    core::Tensor* t = s.Var(name)->GetMutableTensor();
+    t->Allocate(dtype, dims);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (dtype == RILL_INT32) t->data_as<int32_t>()[i] = static_cast<int32_t>(v[i]);
+      else t->data_as<int64_t>()[i] = v[i];
+    }
+  };
+  cases.push_back({"gather_repeated_index", {{"x", {4, 3}}}, [](core::BlockBuilder& b) {
+                     b.Op("gather").Input("X", "x").Input("Index", "index").Output("Out", "out");
+                   }, 1e-6, [ints](core::Scope& s) { ints(s, "index", RILL_INT64, {5}, {2, 0, 2, 3, 2}); }});
+  cases.push_back({"gather_axis1", {{"x", {2, 4, 3}}}, [](core::BlockBuilder& b) {
+                     b.Op("gather").Input("X", "x").Input("Index", "index").Output("Out", "out").Attr("axis", int32_t{1});
+                   }, 1e-6, [ints](core::Scope& s) { ints(s, "index", RILL_INT32, {3, 1}, {3, 1, 3}); }});
+  cases.push_back({"where", {{"x", {2, 3}}, {"y", {2, 3}}}, [](core::BlockBuilder& b) {
+                     b.Op("where").Input("Condition", "c").Input("X", "x").Input("Y", "y").Output("Out", "out");
+                   }, 1e-6, [](core::Scope& s) {
+                     core::Tensor* t = s.Var("c")->GetMutableTensor();
+                     t->Allocate(RILL_BOOL, {2, 3});
+                     const bool v[] = {true, false, false, true, true, false};
+                     std::copy(v, v + 6, t->data_as<bool>());
+                   }});
+  cases.push_back({"cumsum", {{"x", {3, 4}}}, [](core::BlockBuilder& b) {
+                     b.Op("cumsum").Input("X", "x").Output("Out", "out").Attr("axis", int32_t{0});
+                   }});
+  cases.push_back({"cumsum_exclusive_reverse", {{"x", {2, 5}}}, [](core::BlockBuilder& b) {
+                     b.Op("cumsum").Input("X", "x").Output("Out", "out").Attr("exclusive", true).Attr("reverse", true);
+                   }});
+  cases.push_back({"cumsum_flatten", {{"x", {2, 3}}}, [](core::BlockBuilder& b) {
+                     b.Op("cumsum").Input("X", "x").Output("Out", "out").Attr("flatten", true);
+                   }});
+  cases.push_back({"log_softmax", {{"x", {3, 4}}}, [](core::BlockBuilder& b) {
+                     b.Op("log_softmax").Input("X", "x").Output("Out", "out");
+                   }});
+  cases.push_back({"log_softmax_axis0", {{"x", {3, 2}}}, [](core::BlockBuilder& b) {
+                     b.Op("log_softmax").Input("X", "x").Output("Out", "out").Attr("axis", int32_t{0});
+                   }});
+  for (bool normalize : {false, true}) {
+    cases.push_back({std::string("sigmoid_cross_entropy_with_logits") + (normalize ? "_normalized" : ""),
+                     {{"x", {2, 4}, -3, 3}}, [normalize](core::BlockBuilder& b) {
+                       b.Op("sigmoid_cross_entropy_with_logits").Input("X", "x").Input("Label", "label")
+                           .Output("Out", "out").Attr("normalize", normalize).Attr("ignore_index", int32_t{-1});
+                     }, 1e-6, [](core::Scope& s) {
+                       core::Tensor* t = s.Var("label")->GetMutableTensor();
+                       t->Allocate(RILL_FP64, {2, 4});
+                       const double v[] = {0, 1, 0.25, -1, 1, 0.5, -1, 0};  // -1: ignored
+                       std::copy(v, v + 8, t->data_as<double>());
+                     }});
+  }
   // Embeddings: a repeated id adds up, the padding id gets nothing.
   const auto ids = [](std::vector<int64_t> dims, std::vector<int64_t> values) {
     return [dims, values](core::Scope& s) {

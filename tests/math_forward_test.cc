@@ -498,6 +498,100 @@ TEST_F(MathForward, SeededRandomIsReproducibleAndInRange) {
   EXPECT_EQ(Get("g").dtype(), RILL_FP64);
 }
 
+TEST_F(MathForward, TruncatedGaussianStaysWithinTwoStdAndIsReproducible) {
+  for (const char* name : {"t1", "t2"}) {
+    Op("truncated_gaussian_random").Output("Out", name).Attr("shape", std::vector<int64_t>{20000})
+        .Attr("seed", int32_t{9}).Attr("mean", 1.0f).Attr("std", 0.5f).Attr("dtype", int32_t{RILL_FP64});
+  }
+  ASSERT_EQ(Run(), "");
+  const auto t = Values("t1");
+  EXPECT_EQ(t, Values("t2"));
+  double mean = 0, var = 0;
+  for (double v : t) {
+    ASSERT_GE(v, 0.0);  // mean - 2 std
+    ASSERT_LE(v, 2.0);  // mean + 2 std
+    mean += v / t.size();
+  }
+  for (double v : t) var += (v - mean) * (v - mean) / t.size();
+  EXPECT_NEAR(mean, 1.0, 0.02);
+  // A normal truncated at 2 std keeps 0.774 of its variance: std 0.5 * 0.880.
+  EXPECT_NEAR(std::sqrt(var), 0.44, 0.01);
+}
+
+// ---- indexing and made tensors ------------------------------------------------------------------------------
+
+TEST_F(MathForward, GatherOverwriteKeepsTheLastSliceOfARepeatedIndex) {
+  Set<double>("x", {3, 2}, {0, 0, 0, 0, 0, 0});
+  Set<int64_t>("index", {3}, {2, 0, 2});
+  Set<double>("g", {3, 2}, {1, 2, 3, 4, 5, 6});
+  Op("gather_grad").Input("X", "x").Input("Index", "index").Input("Out@GRAD", "g").Output("X@GRAD", "sum");
+  Op("gather_grad").Input("X", "x").Input("Index", "index").Input("Out@GRAD", "g").Output("X@GRAD", "last")
+      .Attr("overwrite", true);
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("sum"), (std::vector<double>{3, 4, 0, 0, 6, 8}));
+  EXPECT_EQ(Values("last"), (std::vector<double>{3, 4, 0, 0, 5, 6}));
+}
+
+TEST_F(MathForward, IndexingErrorsNameTheBadValue) {
+  Set<float>("x", {3, 2}, {1, 2, 3, 4, 5, 6});
+  Set<int64_t>("index", {2}, {1, 3});
+  Op("gather").Input("X", "x").Input("Index", "index").Output("Out", "out");
+  EXPECT_NE(Run().find("Index[1] = 3 is out of range for axis 0 of size 3"), std::string::npos);
+
+  pb_ = core::ProgramBuilder();
+  Set<int64_t>("ids", {2, 1}, {1, 4});
+  Op("one_hot").Input("X", "ids").Output("Out", "out").Attr("depth", int32_t{4});
+  EXPECT_NE(Run().find("X[1] = 4 is not in [0, depth = 4)"), std::string::npos);
+
+  pb_ = core::ProgramBuilder();
+  Set<int64_t>("flat", {2}, {1, 2});
+  Op("one_hot").Input("X", "flat").Output("Out", "out").Attr("depth", int32_t{4});
+  EXPECT_NE(Run().find("X must end in a dim of 1 ([..., 1]), not [2]"), std::string::npos);
+
+  pb_ = core::ProgramBuilder();
+  Set<bool>("c", {2}, {true, false});
+  Op("where").Input("Condition", "c").Input("X", "x").Input("Y", "x").Output("Out", "out");
+  EXPECT_NE(Run().find("Condition [2] is not shaped like X [3, 2]"), std::string::npos);
+}
+
+TEST_F(MathForward, MadeTensorErrorsNameTheBadAttribute) {
+  Set<int64_t>("zero", {1}, {0});
+  Set<int64_t>("one", {1}, {1});
+  Op("range").Input("Start", "one").Input("End", "one").Input("Step", "zero").Output("Out", "out");
+  EXPECT_NE(Run().find("Step is 0"), std::string::npos);
+
+  pb_ = core::ProgramBuilder();
+  Op("assign_value").Output("Out", "out").Attr("shape", std::vector<int64_t>{2, 2}).Attr("dtype", int32_t{RILL_FP32})
+      .Attr("fp32_values", std::vector<float>{1, 2, 3});
+  EXPECT_NE(Run().find("fp32_values holds 3 values, shape [2, 2] takes 4"), std::string::npos);
+
+  pb_ = core::ProgramBuilder();
+  Op("assign_value").Output("Out", "out").Attr("shape", std::vector<int64_t>{1}).Attr("dtype", int32_t{RILL_FP64});
+  EXPECT_NE(Run().find("dtype 6 is none of BOOL (0), INT32 (2), INT64 (3) and FP32 (5)"), std::string::npos);
+
+  pb_ = core::ProgramBuilder();
+  Set<float>("x", {3, 2}, {1, 2, 3, 4, 5, 6});
+  Op("fill_constant_batch_size_like").Input("Input", "x").Output("Out", "out")
+      .Attr("shape", std::vector<int64_t>{-1, 4}).Attr("input_dim_idx", int32_t{2});
+  EXPECT_NE(Run().find("input_dim_idx 2 is out of range for rank 2"), std::string::npos);
+}
+
+TEST_F(MathForward, AssignValueOfEveryDtypeAndShapeOfAnyTensor) {
+  Set<float>("x", {3, 0, 2}, {});
+  Op("assign_value").Output("Out", "b").Attr("shape", std::vector<int64_t>{3}).Attr("dtype", int32_t{RILL_BOOL})
+      .Attr("bool_values", std::vector<int64_t>{1, 0, 1});
+  Op("assign_value").Output("Out", "i").Attr("shape", std::vector<int64_t>{2}).Attr("dtype", int32_t{RILL_INT32})
+      .Attr("int32_values", std::vector<int64_t>{-7, 9});
+  Op("shape").Input("Input", "x").Output("Out", "s");
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Get("b").dtype(), RILL_BOOL);
+  EXPECT_EQ(Values("b"), (std::vector<double>{1, 0, 1}));
+  EXPECT_EQ(Get("i").dtype(), RILL_INT32);
+  EXPECT_EQ(Values("i"), (std::vector<double>{-7, 9}));
+  EXPECT_EQ(Get("s").dtype(), RILL_INT32);
+  EXPECT_EQ(Values("s"), (std::vector<double>{3, 0, 2}));
+}
+
 // ---- concat, split ------------------------------------------------------------------------------------------
 
 TYPED_TEST(Elementwise, ConcatAndSplitInvert) {

@@ -1,5 +1,12 @@
-// fill_constant: Out = a tensor of `shape` and `dtype` filled with `value`; fill_any_like
-// and fill_zeros_like: the same, shaped like X (the backward pass's seeds).
+// Tensors an op makes from its attributes and its inputs' shapes, with Fluid's contracts:
+// fill_constant (a tensor of `shape` and `dtype` filled with `value`); fill_any_like and
+// fill_zeros_like (the same, shaped like X: the backward pass's seeds);
+// fill_constant_batch_size_like (`shape` with one dim taken from Input's); assign_value
+// (the values listed in the attribute of its dtype); shape (Input's dims); range (Start,
+// Start + Step, ... short of End).
+#include <cmath>
+
+#include "kernels.h"
 #include "ops.h"
 
 namespace rill::math {
@@ -50,6 +57,71 @@ void FillAnyLike(KernelContext& ctx) {
                                                         [&](auto t) { FillLike<decltype(t)>(ctx, value); });
 }
 
+template <class T>
+void FillBatchSizeLike(KernelContext& ctx) {
+  std::vector<int64_t> shape = ctx.Attr<std::vector<int64_t>>("shape");
+  const std::vector<int64_t> in = ctx.Input("Input").dims();
+  const size_t from = NormalizeAxis(ctx.Attr<int64_t>("input_dim_idx"), in.size(), "input_dim_idx");
+  const size_t to = NormalizeAxis(ctx.Attr<int64_t>("output_dim_idx"), shape.size(), "output_dim_idx");
+  shape[to] = in[from];
+  T* p = ctx.Output("Out").Allocate<T>(shape);
+  std::fill(p, p + Product(shape, 0, shape.size()), static_cast<T>(static_cast<double>(ctx.Attr<float>("value"))));
+}
+
+// assign_value: Out = the values of the attribute that holds its dtype's (bool_values,
+// int32_values, int64_values or fp32_values, Fluid's four), as many as `shape` has.
+template <class T, class A>
+void AssignValue(KernelContext& ctx, const char* attr) {
+  const std::vector<int64_t> shape = ctx.Attr<std::vector<int64_t>>("shape");
+  const std::vector<A> values = ctx.Attr<std::vector<A>>(attr);
+  const int64_t n = Product(shape, 0, shape.size());
+  if (static_cast<int64_t>(values.size()) != n) {
+    throw Error(std::string(attr) + " holds " + std::to_string(values.size()) + " values, shape " + DimsString(shape) +
+                " takes " + std::to_string(n));
+  }
+  T* p = ctx.Output("Out").Allocate<T>(shape);
+  for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(values[static_cast<size_t>(i)]);
+}
+
+void AssignValueOfDtype(KernelContext& ctx) {
+  switch (ctx.Attr<int64_t>("dtype")) {
+    case RILL_BOOL: return AssignValue<bool, int64_t>(ctx, "bool_values");
+    case RILL_INT32: return AssignValue<int32_t, int64_t>(ctx, "int32_values");
+    case RILL_INT64: return AssignValue<int64_t, int64_t>(ctx, "int64_values");
+    case RILL_FP32: return AssignValue<float, float>(ctx, "fp32_values");
+    default:
+      throw Error("dtype " + std::to_string(ctx.Attr<int64_t>("dtype")) +
+                  " is none of BOOL (0), INT32 (2), INT64 (3) and FP32 (5)");
+  }
+}
+
+void Shape(KernelContext& ctx) {
+  const std::vector<int64_t> d = ctx.Input("Input").dims();
+  int32_t* p = ctx.AllocateOutput<int32_t>("Out", {static_cast<int64_t>(d.size())});
+  for (size_t i = 0; i < d.size(); ++i) p[i] = static_cast<int32_t>(d[i]);
+}
+
+// One value of a [1] input of range, as T.
+template <class T>
+T RangeValue(KernelContext& ctx, const char* slot) {
+  Tensor t = ctx.Input(slot);
+  if (t.numel() != 1) throw Error(std::string(slot) + " must hold one value, not " + DimsString(t.dims()));
+  return t.data<T>()[0];
+}
+
+template <class T>
+void Range(KernelContext& ctx) {
+  const T start = RangeValue<T>(ctx, "Start"), end = RangeValue<T>(ctx, "End"), step = RangeValue<T>(ctx, "Step");
+  if (step == T(0)) throw Error("Step is 0");
+  // ceil(|end - start| / |step|) values, none when step points away from end.
+  const double span = static_cast<double>(end) - static_cast<double>(start);
+  const double count = std::ceil(span / static_cast<double>(step));
+  if (!(count < 1e12)) throw Error("range from Start to End by Step has too many values (" + std::to_string(count) + ")");
+  const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
+  T* p = ctx.AllocateOutput<T>("Out", {n});
+  for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + static_cast<T>(i) * step);
+}
+
 }  // namespace
 
 void RegisterFillConstant(Registrar& r) {
@@ -81,6 +153,47 @@ void RegisterFillConstant(Registrar& r) {
   r.StatefulKernel<FillConstant<int32_t>>("fill_constant", RILL_CPU, RILL_INT32);
   r.StatefulKernel<FillConstant<int64_t>>("fill_constant", RILL_CPU, RILL_INT64);
   r.StatefulKernel<FillConstant<bool>>("fill_constant", RILL_CPU, RILL_BOOL);
+
+  r.Op(OpSchema("fill_constant_batch_size_like")
+           .Doc("Out = a tensor of `shape`, its dim output_dim_idx replaced by Input's dim input_dim_idx (the "
+                "batch size), with every element `value`.")
+           .Input("Input", "the tensor whose dim Out takes")
+           .Output("Out", "the filled tensor")
+           .Attr("shape", std::vector<int64_t>{}, "dimensions of Out, one of them replaced")
+           .Attr("dtype", int64_t{RILL_FP32}, "element type (framework.proto VarType number)")
+           .Attr("value", 0.0, "the value of every element")
+           .Attr("input_dim_idx", int64_t{0}, "the dim of Input taken")
+           .Attr("output_dim_idx", int64_t{0}, "the dim of Out it replaces")
+           .Attr("force_cpu", false, "keep Out on the CPU")
+           .KernelDtypeFrom("attr:dtype"));
+  RegisterCpu<float, double, int32_t, int64_t, bool>(r, "fill_constant_batch_size_like",
+                                                      [](auto t) { return &FillBatchSizeLike<decltype(t)>; });
+
+  r.Op(OpSchema("assign_value")
+           .Doc("Out = a tensor of `shape` and `dtype` holding the values listed in the attribute of that dtype.")
+           .Output("Out", "the tensor")
+           .Attr("shape", std::vector<int64_t>{}, "dimensions of Out")
+           .RequiredAttr("dtype", RILL_ATTR_INT, "BOOL (0), INT32 (2), INT64 (3) or FP32 (5)")
+           .Attr("bool_values", std::vector<int64_t>{}, "the values of a BOOL Out")
+           .Attr("int32_values", std::vector<int64_t>{}, "the values of an INT32 Out")
+           .Attr("int64_values", std::vector<int64_t>{}, "the values of an INT64 Out")
+           .Attr("fp32_values", std::vector<float>{}, "the values of an FP32 Out"));
+  r.Kernel("assign_value", RILL_CPU, RILL_ANY_DTYPE, &AssignValueOfDtype);
+
+  r.Op(OpSchema("shape")
+           .Doc("Out = the dims of Input, int32 [rank].")
+           .Input("Input", "any tensor")
+           .Output("Out", "its dims"));
+  r.Kernel("shape", RILL_CPU, RILL_ANY_DTYPE, &Shape);
+
+  r.Op(OpSchema("range")
+           .Doc("Out = Start, Start + Step, ... while short of End (1-D; empty when Step points away from End).")
+           .Input("Start", "the first value, [1]")
+           .Input("End", "the bound, not reached, [1] of Start's dtype")
+           .Input("Step", "the increment (not 0), [1] of Start's dtype")
+           .Output("Out", "the values")
+           .KernelDtypeFrom("Start"));
+  RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, "range", [](auto t) { return &Range<decltype(t)>; });
 }
 
 }  // namespace rill::math

@@ -25,6 +25,10 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterRandom(r);
   rill::math::RegisterConcatSplit(r);
   rill::math::RegisterOptimizers(r);
+  rill::math::RegisterGather(r);
+  rill::math::RegisterOneHot(r);
+  rill::math::RegisterWhere(r);
+  rill::math::RegisterSigmoidCrossEntropy(r);
 }
 }  // namespace
 

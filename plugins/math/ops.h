@@ -30,6 +30,10 @@ void RegisterSoftmax(Registrar& r);
 void RegisterRandom(Registrar& r);
 void RegisterConcatSplit(Registrar& r);
 void RegisterOptimizers(Registrar& r);
+void RegisterGather(Registrar& r);
+void RegisterOneHot(Registrar& r);
+void RegisterWhere(Registrar& r);
+void RegisterSigmoidCrossEntropy(Registrar& r);
 
 }  // namespace rill::math
 

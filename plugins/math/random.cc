@@ -1,6 +1,8 @@
-// uniform_random and gaussian_random. A non-zero `seed` makes the values reproducible (the
+// uniform_random, gaussian_random and truncated_gaussian_random (a normal distribution's
+// values within two standard deviations of the mean, the others drawn again). A non-zero `seed` makes the values reproducible (the
 // same seed gives the same tensor, run after run, process after process); seed 0 draws a
 // fresh seed from the OS each run, as in Fluid.
+#include <cmath>
 #include <random>
 
 #include "kernels.h"
@@ -36,6 +38,21 @@ void GaussianRandom(KernelContext& ctx) {
   for (int64_t i = 0; i < out.numel(); ++i) po[i] = static_cast<T>(dist(engine));
 }
 
+template <class T>
+void TruncatedGaussianRandom(KernelContext& ctx) {
+  const double mean = ctx.Attr<float>("mean"), std_dev = ctx.Attr<float>("std");
+  if (!(std_dev >= 0)) throw Error("std must be non-negative, got " + std::to_string(std_dev));
+  std::mt19937_64 engine(SeedFrom(ctx));
+  std::normal_distribution<double> dist(mean, std_dev);
+  Tensor out = ctx.Output("Out");
+  T* po = out.Allocate<T>(ctx.Attr<std::vector<int64_t>>("shape"));
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    double v = dist(engine);
+    while (std::abs(v - mean) > 2 * std_dev) v = dist(engine);  // each try lands inside with p = 0.954
+    po[i] = static_cast<T>(v);
+  }
+}
+
 OpSchema RandomSchema(const char* type, const char* doc) {
   return OpSchema(type)
       .Doc(doc)
@@ -57,6 +74,12 @@ void RegisterRandom(Registrar& r) {
            .Attr("mean", 0.0, "mean")
            .Attr("std", 1.0, "standard deviation"));
   RegisterCpu<float, double>(r, "gaussian_random", [](auto t) { return &GaussianRandom<decltype(t)>; });
+  r.Op(RandomSchema("truncated_gaussian_random",
+                    "Out = values drawn from a normal distribution, within 2 std of the mean (others drawn again).")
+           .Attr("mean", 0.0, "mean")
+           .Attr("std", 1.0, "standard deviation"));
+  RegisterCpu<float, double>(r, "truncated_gaussian_random",
+                             [](auto t) { return &TruncatedGaussianRandom<decltype(t)>; });
 }
 
 }  // namespace rill::math

@@ -1,6 +1,6 @@
 // Reductions: sum (of several tensors), mean (of all elements), reduce_{sum,mean,max}
-// (over `dim`, or everything with reduce_all; keep_dim keeps reduced dims as 1), and their
-// gradients.
+// (over `dim`, or everything with reduce_all; keep_dim keeps reduced dims as 1), cumsum
+// (running sums along an axis), and their gradients.
 #include <limits>
 
 #include "broadcast.h"
@@ -196,6 +196,45 @@ void MeanGrad(KernelContext& ctx) {
   std::fill(dx, dx + x.numel(), g / static_cast<T>(x.numel()));
 }
 
+// cumsum: running sums along `axis` (or over X flattened), Fluid's contract: `exclusive`
+// leaves each element out of its own sum, `reverse` runs from the end. Its gradient is the
+// running sum of Out@GRAD the other way, with the same exclusivity.
+template <class T>
+void RunningSums(const T* in, T* out, int64_t pre, int64_t n, int64_t post, bool exclusive, bool reverse) {
+  for (int64_t i = 0; i < pre; ++i) {
+    for (int64_t c = 0; c < post; ++c) {
+      T sum = 0;
+      for (int64_t step = 0; step < n; ++step) {
+        const int64_t j = reverse ? n - 1 - step : step;
+        const int64_t at = (i * n + j) * post + c;
+        const T v = in[at];
+        if (!exclusive) sum += v;
+        out[at] = sum;
+        if (exclusive) sum += v;
+      }
+    }
+  }
+}
+
+template <class T, bool kGrad>
+void Cumsum(KernelContext& ctx) {
+  Tensor x = ctx.Input(kGrad ? "Out@GRAD" : "X");
+  const bool flatten = ctx.Attr<bool>("flatten");
+  // The gradient of a flattened cumsum is shaped like X, not like the 1-D Out.
+  const std::vector<int64_t> out_dims = kGrad ? ctx.Input("X").dims() : flatten ? std::vector<int64_t>{x.numel()} : x.dims();
+  if (kGrad && Product(out_dims, 0, out_dims.size()) != x.numel()) {
+    throw Error("Out@GRAD " + DimsString(x.dims()) + " does not have X's " + DimsString(out_dims) + " elements");
+  }
+  const std::vector<int64_t> d = flatten ? std::vector<int64_t>{x.numel()} : x.dims();
+  const size_t axis = flatten ? 0 : NormalizeAxis(ctx.Attr<int64_t>("axis"), d.size());
+  const int64_t pre = Product(d, 0, axis), n = d[axis], post = Product(d, axis + 1, d.size());
+  const bool reverse = ctx.Attr<bool>("reverse") != kGrad;
+  const T* px = x.data<T>();
+  WriteOutput<T>(ctx, kGrad ? "X@GRAD" : "Out", {kGrad ? "Out@GRAD" : "X"}, out_dims, [&](T* out) {
+    RunningSums(px, out, pre, n, post, ctx.Attr<bool>("exclusive"), reverse);
+  });
+}
+
 template <Reduction R>
 void AddReduce(Registrar& r, const char* type, const char* what) {
   const std::string grad = std::string(type) + "_grad";
@@ -238,6 +277,20 @@ void RegisterReduce(Registrar& r) {
   r.Op(mean.MakeGradSchema());
   RegisterCpu<float, double>(r, "mean", [](auto t) { return &Mean<decltype(t)>; });
   RegisterCpu<float, double>(r, "mean_grad", [](auto t) { return &MeanGrad<decltype(t)>; });
+  const OpSchema cumsum = OpSchema("cumsum")
+      .Doc("Out = the running sums of X along axis (or of X flattened, with flatten).")
+      .Input("X", "input")
+      .Output("Out", "the sums, shaped like X (1-D with flatten)")
+      .Attr("axis", int64_t{-1}, "the axis summed along")
+      .Attr("flatten", false, "sum X's elements in order, as one axis")
+      .Attr("exclusive", false, "leave each element out of its own sum (the first sum is 0)")
+      .Attr("reverse", false, "sum from the end of the axis")
+      .KernelDtypeFrom("X")
+      .Grad("cumsum_grad", "X,Out@GRAD", "X");
+  r.Op(cumsum);
+  r.Op(cumsum.MakeGradSchema());
+  RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, "cumsum", [](auto t) { return &Cumsum<decltype(t), false>; });
+  RegisterCpu<float, double>(r, "cumsum_grad", [](auto t) { return &Cumsum<decltype(t), true>; });
   AddReduce<Reduction::kSum>(r, "reduce_sum", "sum");
   AddReduce<Reduction::kMean>(r, "reduce_mean", "mean");
   AddReduce<Reduction::kMax>(r, "reduce_max", "maximum");

@@ -1,4 +1,4 @@
-// softmax (along `axis`, numerically stable), cross_entropy (hard int64 labels or soft
+// softmax and log_softmax (along `axis`, numerically stable), cross_entropy (hard int64 labels or soft
 // labels; Y[i] = -log X[i, label_i], or -sum_j label_ij * log X_ij), the two fused as
 // softmax_with_cross_entropy, and their gradients.
 #include <cmath>
@@ -65,6 +65,53 @@ void CrossEntropy(KernelContext& ctx) {
   }
   T* po = ctx.AllocateOutput<T>("Y", shape.out_dims);
   std::copy(loss.begin(), loss.end(), po);
+}
+
+// log_softmax: Out = X - max - ln(sum(exp(X - max))) along axis, which neither overflows
+// nor takes ln(0) for a probability that underflows.
+template <class T>
+void LogSoftmax(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  const std::vector<int64_t> d = x.dims();
+  const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), d.size());
+  const int64_t pre = Product(d, 0, axis), n = d[axis], post = Product(d, axis + 1, d.size());
+  const T* px = x.data<T>();
+  WriteOutput<T>(ctx, "Out", {"X"}, d, [&](T* out) {
+    for (int64_t i = 0; i < pre; ++i) {
+      for (int64_t k = 0; k < post; ++k) {
+        const int64_t base = i * n * post + k;
+        T max = px[base];
+        for (int64_t j = 1; j < n; ++j) max = std::max(max, px[base + j * post]);
+        T total = 0;
+        for (int64_t j = 0; j < n; ++j) total += std::exp(px[base + j * post] - max);
+        const T shift = max + std::log(total);
+        for (int64_t j = 0; j < n; ++j) out[base + j * post] = px[base + j * post] - shift;
+      }
+    }
+  });
+}
+
+// X@GRAD = Out@GRAD - exp(Out) * sum(Out@GRAD) along axis.
+template <class T>
+void LogSoftmaxGrad(KernelContext& ctx) {
+  Tensor out = ctx.Input("Out");
+  Tensor g = ctx.Input("Out@GRAD");
+  const std::vector<int64_t> d = out.dims();
+  if (g.dims() != d) throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like Out " + DimsString(d));
+  const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), d.size());
+  const int64_t pre = Product(d, 0, axis), n = d[axis], post = Product(d, axis + 1, d.size());
+  const T* po = out.data<T>();
+  const T* pg = g.data<T>();
+  WriteOutput<T>(ctx, "X@GRAD", {"Out", "Out@GRAD"}, d, [&](T* dx) {
+    for (int64_t i = 0; i < pre; ++i) {
+      for (int64_t k = 0; k < post; ++k) {
+        const int64_t base = i * n * post + k;
+        T sum = 0;
+        for (int64_t j = 0; j < n; ++j) sum += pg[base + j * post];
+        for (int64_t j = 0; j < n; ++j) dx[base + j * post] = pg[base + j * post] - std::exp(po[base + j * post]) * sum;
+      }
+    }
+  });
 }
 
 // X@GRAD = Out * (Out@GRAD - sum(Out@GRAD * Out)) along axis.
@@ -252,6 +299,17 @@ void RegisterSoftmax(Registrar& r) {
   r.Op(softmax.MakeGradSchema());
   RegisterCpu<float, double>(r, "softmax", [](auto t) { return &Softmax<decltype(t)>; });
   RegisterCpu<float, double>(r, "softmax_grad", [](auto t) { return &SoftmaxGrad<decltype(t)>; });
+  const OpSchema log_softmax = OpSchema("log_softmax")
+           .Doc("Out = ln(softmax(X)) along `axis` (computed as X - max - ln(sum(exp(X - max)))).")
+           .Input("X", "logits")
+           .Output("Out", "log-probabilities, shaped like X")
+           .Attr("axis", int64_t{-1}, "the dimension normalized")
+           .KernelDtypeFrom("X")
+           .Grad("log_softmax_grad", "Out,Out@GRAD", "X");
+  r.Op(log_softmax);
+  r.Op(log_softmax.MakeGradSchema());
+  RegisterCpu<float, double>(r, "log_softmax", [](auto t) { return &LogSoftmax<decltype(t)>; });
+  RegisterCpu<float, double>(r, "log_softmax_grad", [](auto t) { return &LogSoftmaxGrad<decltype(t)>; });
   const OpSchema xent = OpSchema("cross_entropy")
            .Doc("Y = -log X[label] per row (hard labels: int64 class indices, one per row) or "
                 "-sum(Label * log X) per row (soft_label). X holds probabilities [N, D]; Y is [N, 1].")

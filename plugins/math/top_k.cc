@@ -1,5 +1,5 @@
 // Picking by value, with Fluid's contracts: top_k (the k largest along the last axis),
-// top_k_v2 (any axis, largest or smallest), arg_max, and accuracy (the share of rows whose
+// top_k_v2 (any axis, largest or smallest), arg_max, arg_min, and accuracy (the share of rows whose
 // label is among their top-k indices). None has a gradient (Fluid's top_k_v2 has one that
 // training does not use; not provided).
 #include <algorithm>
@@ -62,22 +62,24 @@ void TopKV2(KernelContext& ctx) {
   TopK<T>(ctx, NormalizeAxis(ctx.Attr<int64_t>("axis"), ctx.Input("X").ndim()), ctx.Attr<bool>("largest"));
 }
 
-template <class T>
-void ArgMax(KernelContext& ctx) {
+// arg_max (kLargest) and arg_min.
+template <class T, bool kLargest>
+void ArgBest(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   std::vector<int64_t> d = x.dims();
   const bool flatten = ctx.Attr<bool>("flatten");
   if (flatten) d = {x.numel()};
   const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), d.size());
   const int64_t pre = Product(d, 0, axis), n = d[axis], post = Product(d, axis + 1, d.size());
-  if (n == 0) throw Error("arg_max of an empty axis");
+  if (n == 0) throw Error(std::string(kLargest ? "arg_max" : "arg_min") + " of an empty axis");
   std::vector<int64_t> best(static_cast<size_t>(pre * post));
   const T* px = x.data<T>();
   for (int64_t i = 0; i < pre; ++i) {
     for (int64_t c = 0; c < post; ++c) {
       int64_t b = 0;
       for (int64_t j = 1; j < n; ++j) {
-        if (px[(i * n + j) * post + c] > px[(i * n + b) * post + c]) b = j;
+        const T v = px[(i * n + j) * post + c], at_b = px[(i * n + b) * post + c];
+        if (kLargest ? v > at_b : v < at_b) b = j;
       }
       best[static_cast<size_t>(i * post + c)] = b;
     }
@@ -151,6 +153,15 @@ void RegisterTopK(Registrar& r) {
            .Attr("flatten", false, "over all of X, as one axis (Out: [1])")
            .Attr("dtype", int64_t{RILL_INT64}, "Out's dtype: INT32 (2) or INT64 (3; -1 too)")
            .KernelDtypeFrom("X"));
+  r.Op(OpSchema("arg_min")
+           .Doc("Out = the index of the smallest value along axis (the first of equal ones).")
+           .Input("X", "the values")
+           .Output("Out", "the indices")
+           .Attr("axis", int64_t{-1}, "the axis")
+           .Attr("keepdims", false, "keep the axis, as 1")
+           .Attr("flatten", false, "over all of X, as one axis (Out: [1])")
+           .Attr("dtype", int64_t{RILL_INT64}, "Out's dtype: INT32 (2) or INT64 (3; -1 too)")
+           .KernelDtypeFrom("X"));
   r.Op(OpSchema("accuracy")
            .Doc("Accuracy = Correct / Total: the share of rows of Indices [N, k] holding their Label.")
            .Input("Out", "the top-k values (unused)")
@@ -161,7 +172,8 @@ void RegisterTopK(Registrar& r) {
            .Output("Total", "int32 [1]", RILL_SLOT_OPTIONAL));
   RegisterCpu<float, double, int32_t, int64_t>(r, "top_k", [](auto t) { return &TopKV1<decltype(t)>; });
   RegisterCpu<float, double, int32_t, int64_t>(r, "top_k_v2", [](auto t) { return &TopKV2<decltype(t)>; });
-  RegisterCpu<float, double, int32_t, int64_t>(r, "arg_max", [](auto t) { return &ArgMax<decltype(t)>; });
+  RegisterCpu<float, double, int32_t, int64_t>(r, "arg_max", [](auto t) { return &ArgBest<decltype(t), true>; });
+  RegisterCpu<float, double, int32_t, int64_t>(r, "arg_min", [](auto t) { return &ArgBest<decltype(t), false>; });
   r.Kernel("accuracy", RILL_CPU, RILL_ANY_DTYPE, &Accuracy);
 }
 

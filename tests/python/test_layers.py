@@ -95,6 +95,41 @@ def test_activation_layers(exe):
         np.testing.assert_allclose(value, want, rtol=1e-12, atol=1e-12, err_msg=var.name)
 
 
+def test_indexing_and_made_tensor_layers(exe):
+    x = layers.data(name="x", shape=[4, 3], dtype="float32", append_batch_size=False)
+    idx = layers.data(name="idx", shape=[3], dtype="int64", append_batch_size=False)
+    ids = layers.data(name="ids", shape=[1], dtype="int64")
+    label = layers.data(name="label", shape=[4, 3], dtype="float32", append_batch_size=False)
+    xs = RNG.randn(4, 3).astype("float32")
+    labels = RNG.rand(4, 3).astype("float32")
+    table = np.arange(12, dtype="int64").reshape(3, 4)
+    outs = [
+        layers.gather(x, idx), layers.one_hot(ids, depth=5), layers.cumsum(x, axis=0),
+        layers.cumsum(x, exclusive=True, reverse=True), layers.argmin(x, axis=1), layers.shape(x),
+        layers.fill_constant_batch_size_like(ids, shape=[-1, 2], dtype="float32", value=1.5),
+        layers.range(0, 7, 2, "int64"), layers.assign(table), layers.assign(xs),
+        layers.sigmoid_cross_entropy_with_logits(x, label),
+        layers.assign(np.array([0.25])),  # one float64 value: a fill_constant
+    ]
+    got = run(exe, outs, {"x": xs, "idx": np.int64([2, 0, 2]), "ids": np.int64([[4], [0]]), "label": labels})
+    np.testing.assert_array_equal(got[0], xs[[2, 0, 2]])
+    np.testing.assert_array_equal(got[1], np.eye(5, dtype="float32")[[4, 0]])
+    np.testing.assert_allclose(got[2], xs.cumsum(0), rtol=1e-6)
+    np.testing.assert_allclose(got[3], xs[:, ::-1].cumsum(1)[:, ::-1] - xs, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got[4], xs.argmin(1))
+    assert got[5].dtype == np.int32 and got[5].tolist() == [4, 3]
+    np.testing.assert_array_equal(got[6], np.full((2, 2), 1.5, "float32"))
+    np.testing.assert_array_equal(got[7], [0, 2, 4, 6])
+    assert got[8].dtype == np.int64
+    np.testing.assert_array_equal(got[8], table)
+    np.testing.assert_array_equal(got[9], xs)
+    want = np.maximum(xs, 0) - xs * labels + np.log1p(np.exp(-np.abs(xs)))
+    np.testing.assert_allclose(got[10], want, rtol=1e-5, atol=1e-6)
+    assert got[11].tolist() == [0.25]
+    with pytest.raises(TypeError, match="float64"):
+        layers.assign(np.zeros(3))
+
+
 def test_comparisons_and_logic(exe):
     a = layers.data(name="a", shape=[3], dtype="int64", append_batch_size=False)
     b = layers.data(name="b", shape=[3], dtype="int64", append_batch_size=False)

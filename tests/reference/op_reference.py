@@ -83,7 +83,7 @@ def matches(label, got, want, tol=0.0):
 
 def attrs(**kv):
     """Text-format attributes from Python values: bool BOOLEAN, int INT, float FLOAT, str
-    STRING, a list of ints INTS."""
+    STRING, a list of ints INTS (LONGS when one is past int32), a list with a float FLOATS."""
     out = []
     for name, v in kv.items():
         if isinstance(v, bool):
@@ -94,6 +94,10 @@ def attrs(**kv):
             out.append('attrs { name: "%s" type: FLOAT f: %r }' % (name, v))
         elif isinstance(v, str):
             out.append('attrs { name: "%s" type: STRING s: "%s" }' % (name, v))
+        elif any(isinstance(i, float) for i in v):
+            out.append('attrs { name: "%s" type: FLOATS %s }' % (name, " ".join("floats: %r" % float(i) for i in v)))
+        elif any(abs(i) >= 2 ** 31 for i in v):
+            out.append('attrs { name: "%s" type: LONGS %s }' % (name, " ".join("longs: %d" % i for i in v)))
         else:
             out.append('attrs { name: "%s" type: INTS %s }' % (name, " ".join("ints: %d" % i for i in v)))
     return " ".join(out)

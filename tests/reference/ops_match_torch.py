@@ -390,6 +390,70 @@ def ranking_cases(rng, dt):
     ]
 
 
+def index_cases(rng, dt):
+    """Indexing, choosing, running sums, the losses over logits, and made tensors."""
+    x = rng.standard_normal((5, 4, 3)).astype(dt)
+    y = rng.standard_normal((5, 4, 3)).astype(dt)
+    cond = rng.integers(0, 2, (5, 4, 3)).astype(bool)
+    rows = np.int64([3, 0, 3, 4])
+    cases = [
+        Case("gather axis 0, a repeated index", "gather", {}, {"X": x, "Index": rows}, ["Out"],
+             lambda t: {"Out": t["X"].index_select(0, t["Index"])}, grads=["X"]),
+        Case("gather axis 1 (attribute), Index [N, 1]", "gather", dict(axis=1),
+             {"X": x, "Index": np.int32([[2], [0], [2]])}, ["Out"],
+             lambda t: {"Out": t["X"].index_select(1, t["Index"].reshape(-1).long())}, grads=["X"]),
+        Case("gather axis 2 (Axis input)", "gather", {}, {"X": x, "Index": np.int64([1, 1, 0]), "Axis": np.int32([2])},
+             ["Out"], lambda t: {"Out": t["X"].index_select(2, t["Index"])}, grads=["X"]),
+        Case("where", "where", {}, {"Condition": cond, "X": x, "Y": y}, ["Out"],
+             lambda t: {"Out": torch.where(t["Condition"], t["X"], t["Y"])}, grads=["X", "Y"]),
+        Case("cumsum axis 1", "cumsum", dict(axis=1), {"X": x}, ["Out"], lambda t: {"Out": t["X"].cumsum(1)},
+             grads=["X"]),
+        Case("cumsum exclusive reverse", "cumsum", dict(exclusive=True, reverse=True), {"X": x}, ["Out"],
+             lambda t: {"Out": t["X"].flip(-1).cumsum(-1).flip(-1) - t["X"]}, grads=["X"]),
+        Case("cumsum flatten", "cumsum", dict(flatten=True), {"X": x}, ["Out"],
+             lambda t: {"Out": t["X"].reshape(-1).cumsum(0)}, grads=["X"]),
+        Case("log_softmax", "log_softmax", {}, {"X": x * 3}, ["Out"], lambda t: {"Out": F.log_softmax(t["X"], -1)},
+             grads=["X"]),
+        Case("log_softmax axis 0", "log_softmax", dict(axis=0), {"X": x}, ["Out"],
+             lambda t: {"Out": F.log_softmax(t["X"], 0)}, grads=["X"]),
+        Case("arg_min axis 1", "arg_min", dict(axis=1), {"X": x}, ["Out"], lambda t: {"Out": torch.argmin(t["X"], 1)}),
+        Case("one_hot [N, 1]", "one_hot", dict(depth=6), {"X": np.int64([[5], [0], [2], [5]])}, ["Out"],
+             lambda t: {"Out": F.one_hot(t["X"].reshape(-1), 6).to(torch.float32)}),
+        Case("one_hot_v2 [2, 3], out of range allowed, int64", "one_hot_v2",
+             dict(depth=4, dtype=3, allow_out_of_range=True), {"X": np.int32([[3, 0, 7], [1, 1, 2]])}, ["Out"],
+             lambda t: {"Out": F.one_hot(t["X"].long().clamp(max=4), 5)[..., :4]}),
+        Case("shape", "shape", {}, {"Input": x}, ["Out"],
+             lambda t: {"Out": torch.tensor(list(t["Input"].shape), dtype=torch.int32)}),
+        Case("range", "range", {}, {"Start": np.array([-1.5], dt), "End": np.array([4.3], dt),
+                                    "Step": np.array([0.7], dt)}, ["Out"],
+             lambda t: {"Out": torch.arange(t["Start"].item(), t["End"].item(), t["Step"].item(), dtype=torch.float64)}),
+        Case("range int64 downwards", "range", {}, {"Start": np.int64([3]), "End": np.int64([-8]),
+                                                    "Step": np.int64([-2])}, ["Out"],
+             lambda t: {"Out": torch.arange(3, -8, -2)}),
+        Case("fill_constant_batch_size_like", "fill_constant_batch_size_like",
+             dict(shape=[7, -1, 2], value=2.5, input_dim_idx=1, output_dim_idx=1), {"Input": x}, ["Out"],
+             lambda t: {"Out": torch.full((7, 4, 2), 2.5, dtype=torch.float32)}),
+        Case("assign_value fp32", "assign_value", dict(shape=[2, 3], dtype=5, fp32_values=[0.5, -1, 2, 3.25, 0, 7]),
+             {}, ["Out"], lambda t: {"Out": torch.tensor([[0.5, -1, 2], [3.25, 0, 7]], dtype=torch.float32)}),
+        Case("assign_value int64", "assign_value", dict(shape=[3], dtype=3, int64_values=[-4, 0, 2 ** 40]),
+             {}, ["Out"], lambda t: {"Out": torch.tensor([-4, 0, 2 ** 40])}),
+    ]
+    # Binary cross entropy over logits, with ignored labels and normalized by the others.
+    logits = (rng.standard_normal((6, 5)) * 4).astype(dt)
+    label = rng.uniform(0, 1, (6, 5)).astype(dt)
+    label[rng.uniform(0, 1, (6, 5)) < 0.2] = -100
+    for normalize in (False, True):
+        def ref(t, normalize=normalize):
+            keep = t["Label"] != -100
+            loss = torch.where(keep, F.binary_cross_entropy_with_logits(t["X"], t["Label"].clamp(0, 1), reduction="none"),
+                               torch.zeros_like(t["X"]))
+            return {"Out": loss / keep.sum() if normalize else loss}
+        cases.append(Case("sigmoid_cross_entropy_with_logits normalize=%s" % normalize,
+                          "sigmoid_cross_entropy_with_logits", dict(normalize=normalize),
+                          {"X": logits, "Label": label}, ["Out"], ref, grads=["X"]))
+    return cases
+
+
 def exact(v):
     """An input as PyTorch takes it for the reference: fp32 widened to fp64, so that the
     reference's own rounding (a large reduction's) is not counted against Rill's."""
@@ -486,7 +550,7 @@ def main():
         tag = np.dtype(dt).name
         cases = (conv_cases(rng, dt, 12) + conv_transpose_cases(rng, dt, 6) + pool_cases(rng, dt, 12) +
                  norm_cases(rng, dt) + loss_cases(rng, dt) + activation_cases(rng, dt) + matmul_cases(rng, dt) +
-                 embedding_cases(rng, dt) + shape_cases(rng, dt) + ranking_cases(rng, dt) +
+                 embedding_cases(rng, dt) + shape_cases(rng, dt) + ranking_cases(rng, dt) + index_cases(rng, dt) +
                  parallel_pass_cases(np.random.default_rng(46), dt))
         # Torch first: its outputs give the shapes of the G tensors the loss multiplies by.
         want = []

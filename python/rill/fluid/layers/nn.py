@@ -18,7 +18,7 @@ __all__ = [
     "reshape", "transpose", "split", "reduce_sum", "reduce_mean", "reduce_max", "scale", "clip",
     "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div", "elementwise_max",
     "elementwise_min", "elementwise_pow", "relu6", "leaky_relu", "flatten", "squeeze", "unsqueeze", "stack",
-    "expand", "slice",
+    "expand", "slice", "gather", "one_hot", "sigmoid_cross_entropy_with_logits", "cumsum",
 ]
 
 
@@ -523,3 +523,39 @@ def slice(input, axes, starts, ends):
     return out
 
 
+def gather(input, index, overwrite=False):
+    """The rows (slices along dim 0) of input at index."""
+    helper = LayerHelper("gather", **locals())
+    out = _tmp(helper, input.dtype, [index.shape[0]] + list(input.shape[1:]))
+    helper.append_op(type="gather", inputs={"X": input, "Index": index}, outputs={"Out": out},
+                     attrs={"overwrite": overwrite})
+    return out
+
+
+def one_hot(input, depth):
+    """input [..., 1] of class indices as one-hot float32 rows [..., depth]."""
+    helper = LayerHelper("one_hot", **locals())
+    out = _tmp(helper, "float32", list(input.shape[:-1]) + [depth], stop_gradient=True)
+    helper.append_op(type="one_hot", inputs={"X": input}, outputs={"Out": out}, attrs={"depth": depth})
+    return out
+
+
+def sigmoid_cross_entropy_with_logits(x, label, ignore_index=-100, normalize=False, name=None):
+    helper = LayerHelper("sigmoid_cross_entropy_with_logits", **locals())
+    out = _tmp(helper, x.dtype, x.shape)
+    helper.append_op(type="sigmoid_cross_entropy_with_logits", inputs={"X": x, "Label": label},
+                     outputs={"Out": out}, attrs={"ignore_index": ignore_index, "normalize": normalize})
+    return out
+
+
+def cumsum(x, axis=None, exclusive=None, reverse=None):
+    """Running sums of x along axis (default: the last), Fluid's defaults for the rest."""
+    helper = LayerHelper("cumsum", **locals())
+    attrs = {"axis": -1 if axis is None else axis}
+    if exclusive is not None:
+        attrs["exclusive"] = exclusive
+    if reverse is not None:
+        attrs["reverse"] = reverse
+    out = _tmp(helper, x.dtype, x.shape)
+    helper.append_op(type="cumsum", inputs={"X": x}, outputs={"Out": out}, attrs=attrs)
+    return out

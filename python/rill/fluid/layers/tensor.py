@@ -7,7 +7,7 @@ from rill.fluid.initializer import Constant
 from rill.fluid.layer_helper import LayerHelper
 
 __all__ = ["create_tensor", "create_parameter", "create_global_var", "cast", "concat", "sums", "assign",
-           "fill_constant", "ones", "zeros", "argmax"]
+           "fill_constant", "fill_constant_batch_size_like", "ones", "zeros", "argmax", "argmin", "shape", "range"]
 
 
 def create_tensor(dtype, name=None, persistable=False):
@@ -70,11 +70,25 @@ def assign(input, output=None):
             output._shape = list(input.shape)
         helper.append_op(type="assign", inputs={"X": [input]}, outputs={"Out": [output]})
         return output
+    # A numpy array: its values in the program (assign_value), as Fluid writes them.
     value = np.asarray(input)
-    if value.size != 1:
-        raise NotImplementedError("assign of a numpy array of %d values: Rill has no assign_value op; feed the "
-                                  "array, or set it in the scope" % value.size)
-    return fill_constant(list(value.shape) or [1], value.dtype, float(value.reshape(-1)[0]), out=output)
+    attr = {np.dtype(np.float32): "fp32_values", np.dtype(np.int32): "int32_values",
+            np.dtype(np.int64): "int64_values", np.dtype(np.bool_): "bool_values"}.get(value.dtype)
+    if attr is None and value.size == 1:  # one value of another dtype (float64): as fill_constant takes it
+        return fill_constant(list(value.shape) or [1], value.dtype, float(value.reshape(-1)[0]), out=output)
+    if attr is None:
+        raise TypeError("assign: a numpy array of %s; assign_value holds float32, int32, int64 or bool" % value.dtype)
+    if value.size > 1024 * 1024:
+        raise ValueError("assign: %d values are too many to keep in the program; feed the array, or save it and "
+                         "load it" % value.size)
+    if output is None:
+        output = helper.create_tmp_variable(dtype=value.dtype)
+        output._shape = list(value.shape)
+    values = [float(v) for v in value.flat] if attr == "fp32_values" else [int(v) for v in value.flat]
+    helper.append_op(type="assign_value", inputs={}, outputs={"Out": [output]},
+                     attrs={"dtype": output.dtype, "shape": list(value.shape), attr: values})
+    output.stop_gradient = True
+    return output
 
 
 def fill_constant(shape, dtype, value, force_cpu=False, out=None):
@@ -101,6 +115,48 @@ def argmax(x, axis=0):
     helper = LayerHelper("arg_max", **locals())
     out = helper.create_tmp_variable(core.VarDesc.VarType.INT64)
     helper.append_op(type="arg_max", inputs={"X": x}, outputs={"Out": [out]}, attrs={"axis": axis})
+    return out
+
+
+def argmin(x, axis=0):
+    helper = LayerHelper("arg_min", **locals())
+    out = helper.create_tmp_variable(core.VarDesc.VarType.INT64)
+    helper.append_op(type="arg_min", inputs={"X": x}, outputs={"Out": [out]}, attrs={"axis": axis})
+    return out
+
+
+def fill_constant_batch_size_like(input, shape, dtype, value, input_dim_idx=0, output_dim_idx=0):
+    """A tensor of ``shape`` filled with ``value``, its dim output_dim_idx taken from input's
+    dim input_dim_idx (the batch size)."""
+    helper = LayerHelper("fill_constant_batch_size_like", **locals())
+    out = helper.create_tmp_variable(dtype=dtype)
+    out._shape = list(shape)
+    helper.append_op(type="fill_constant_batch_size_like", inputs={"Input": input}, outputs={"Out": [out]},
+                     attrs={"shape": list(shape), "dtype": out.dtype, "value": float(value),
+                            "input_dim_idx": input_dim_idx, "output_dim_idx": output_dim_idx})
+    out.stop_gradient = True
+    return out
+
+
+def shape(input):
+    """input's dims, as an int32 tensor."""
+    helper = LayerHelper("shape", **locals())
+    out = helper.create_tmp_variable(dtype="int32")
+    out._shape = [len(input.shape)]
+    helper.append_op(type="shape", inputs={"Input": input}, outputs={"Out": [out]})
+    out.stop_gradient = True
+    return out
+
+
+def range(start, end, step, dtype):
+    """start, start + step, ... short of end; each a number or a one-element Variable."""
+    helper = LayerHelper("range", **locals())
+    bounds = [v if isinstance(v, Variable) else fill_constant([1], dtype, v) for v in (start, end, step)]
+    out = helper.create_tmp_variable(dtype=dtype)
+    out._shape = [-1]
+    helper.append_op(type="range", inputs={"Start": bounds[0], "End": bounds[1], "Step": bounds[2]},
+                     outputs={"Out": [out]})
+    out.stop_gradient = True
     return out
 
 

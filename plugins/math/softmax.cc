@@ -288,28 +288,26 @@ void RegisterSoftmax(Registrar& r) {
   RegisterCpu<float, double>(r, "softmax_with_cross_entropy_grad",
                              [](auto t) { return &SoftmaxWithCrossEntropyGrad<decltype(t)>; });
 
-  const OpSchema softmax = OpSchema("softmax")
-           .Doc("Out = exp(X) / sum(exp(X)) along `axis` (computed as exp(X - max)).")
-           .Input("X", "logits")
-           .Output("Out", "probabilities, shaped like X")
-           .Attr("axis", int64_t{-1}, "the dimension normalized")
-           .KernelDtypeFrom("X")
-           .Grad("softmax_grad", "Out,Out@GRAD", "X");
-  r.Op(softmax);
-  r.Op(softmax.MakeGradSchema());
-  RegisterCpu<float, double>(r, "softmax", [](auto t) { return &Softmax<decltype(t)>; });
-  RegisterCpu<float, double>(r, "softmax_grad", [](auto t) { return &SoftmaxGrad<decltype(t)>; });
-  const OpSchema log_softmax = OpSchema("log_softmax")
-           .Doc("Out = ln(softmax(X)) along `axis` (computed as X - max - ln(sum(exp(X - max)))).")
-           .Input("X", "logits")
-           .Output("Out", "log-probabilities, shaped like X")
-           .Attr("axis", int64_t{-1}, "the dimension normalized")
-           .KernelDtypeFrom("X")
-           .Grad("log_softmax_grad", "Out,Out@GRAD", "X");
-  r.Op(log_softmax);
-  r.Op(log_softmax.MakeGradSchema());
-  RegisterCpu<float, double>(r, "log_softmax", [](auto t) { return &LogSoftmax<decltype(t)>; });
-  RegisterCpu<float, double>(r, "log_softmax_grad", [](auto t) { return &LogSoftmaxGrad<decltype(t)>; });
+  // softmax and log_softmax: one schema but for what Out holds; gradients from Out.
+  const auto normalizing = [&r](const char* type, const char* doc, const char* out, auto forward, auto backward) {
+    const OpSchema schema = OpSchema(type)
+        .Doc(doc)
+        .Input("X", "logits")
+        .Output("Out", out)
+        .Attr("axis", int64_t{-1}, "the dimension normalized")
+        .KernelDtypeFrom("X")
+        .Grad(std::string(type) + "_grad", "Out,Out@GRAD", "X");
+    r.Op(schema);
+    r.Op(schema.MakeGradSchema());
+    RegisterCpu<float, double>(r, type, forward);
+    RegisterCpu<float, double>(r, (std::string(type) + "_grad").c_str(), backward);
+  };
+  normalizing("softmax", "Out = exp(X) / sum(exp(X)) along `axis` (computed as exp(X - max)).",
+              "probabilities, shaped like X", [](auto t) { return &Softmax<decltype(t)>; },
+              [](auto t) { return &SoftmaxGrad<decltype(t)>; });
+  normalizing("log_softmax", "Out = ln(softmax(X)) along `axis` (computed as X - max - ln(sum(exp(X - max)))).",
+              "log-probabilities, shaped like X", [](auto t) { return &LogSoftmax<decltype(t)>; },
+              [](auto t) { return &LogSoftmaxGrad<decltype(t)>; });
   const OpSchema xent = OpSchema("cross_entropy")
            .Doc("Y = -log X[label] per row (hard labels: int64 class indices, one per row) or "
                 "-sum(Label * log X) per row (soft_label). X holds probabilities [N, D]; Y is [N, 1].")

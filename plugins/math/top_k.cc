@@ -1,6 +1,6 @@
 // Picking by value, with Fluid's contracts: top_k (the k largest along the last axis),
-// top_k_v2 (any axis, largest or smallest), arg_max, arg_min, and accuracy (the share of rows whose
-// label is among their top-k indices). None has a gradient (Fluid's top_k_v2 has one that
+// top_k_v2 (any axis, largest or smallest), arg_max, arg_min, and accuracy (the share of
+// rows whose label is among their top-k indices). None has a gradient (Fluid's top_k_v2 has one that
 // training does not use; not provided).
 #include <algorithm>
 #include <numeric>
@@ -144,24 +144,18 @@ void RegisterTopK(Registrar& r) {
            .Attr("largest", true, "the largest (true) or the smallest")
            .Attr("sorted", true, "informational: the k always come in order")
            .KernelDtypeFrom("X"));
-  r.Op(OpSchema("arg_max")
-           .Doc("Out = the index of the largest value along axis (the first of equal ones).")
-           .Input("X", "the values")
-           .Output("Out", "the indices")
-           .Attr("axis", int64_t{-1}, "the axis")
-           .Attr("keepdims", false, "keep the axis, as 1")
-           .Attr("flatten", false, "over all of X, as one axis (Out: [1])")
-           .Attr("dtype", int64_t{RILL_INT64}, "Out's dtype: INT32 (2) or INT64 (3; -1 too)")
-           .KernelDtypeFrom("X"));
-  r.Op(OpSchema("arg_min")
-           .Doc("Out = the index of the smallest value along axis (the first of equal ones).")
-           .Input("X", "the values")
-           .Output("Out", "the indices")
-           .Attr("axis", int64_t{-1}, "the axis")
-           .Attr("keepdims", false, "keep the axis, as 1")
-           .Attr("flatten", false, "over all of X, as one axis (Out: [1])")
-           .Attr("dtype", int64_t{RILL_INT64}, "Out's dtype: INT32 (2) or INT64 (3; -1 too)")
-           .KernelDtypeFrom("X"));
+  for (const bool largest : {true, false}) {
+    r.Op(OpSchema(largest ? "arg_max" : "arg_min")
+             .Doc(std::string("Out = the index of the ") + (largest ? "largest" : "smallest") +
+                  " value along axis (the first of equal ones).")
+             .Input("X", "the values")
+             .Output("Out", "the indices")
+             .Attr("axis", int64_t{-1}, "the axis")
+             .Attr("keepdims", false, "keep the axis, as 1")
+             .Attr("flatten", false, "over all of X, as one axis (Out: [1])")
+             .Attr("dtype", int64_t{RILL_INT64}, "Out's dtype: INT32 (2) or INT64 (3; -1 too)")
+             .KernelDtypeFrom("X"));
+  }
   r.Op(OpSchema("accuracy")
            .Doc("Accuracy = Correct / Total: the share of rows of Indices [N, k] holding their Label.")
            .Input("Out", "the top-k values (unused)")

@@ -114,6 +114,31 @@ TEST_F(MathForward, LookupTableSparseGradientUpdatesOnlyItsRows) {
 
 // adam with lookup_table's sparse gradient: as the dense gradient would (every row; the
 // untouched ones' moments decay), or in lazy_mode the touched rows alone.
+TEST_F(MathForward, DenseOnlyOptimizersNameWhatTheyRefuse) {
+  Set<float>("w", {4, 2}, {0, 1, 10, 11, 20, 21, 30, 31});
+  Set<float>("m", {4, 2}, {0, 0, 0, 0, 0, 0, 0, 0});
+  Set<float>("small", {2, 2}, {0, 0, 0, 0});
+  Set<int64_t>("ids", {2}, {2, 0});
+  Set<float>("dout", {2, 2}, {1, 2, 3, 4});
+  Set<float>("lr", {1}, {0.1});
+  Op("lookup_table_v2_grad").Input("W", "w").Input("Ids", "ids").Input("Out@GRAD", "dout").Output("W@GRAD", "g")
+      .Attr("is_sparse", true);
+  Op("adagrad").Input("Param", "w").Input("Grad", "g").Input("LearningRate", "lr").Input("Moment", "m")
+      .Output("ParamOut", "w").Output("MomentOut", "m");
+  EXPECT_NE(Run().find("adagrad takes a dense Grad, not SelectedRows"), std::string::npos);
+
+  pb_ = core::ProgramBuilder();
+  Op("rmsprop").Input("Param", "w").Input("Grad", "m").Input("LearningRate", "lr").Input("Moment", "m")
+      .Input("MeanSquare", "small").Output("ParamOut", "w").Output("MomentOut", "m").Output("MeanSquareOut", "small");
+  EXPECT_NE(Run().find("MeanSquare [2, 2] must have Param's shape [4, 2]"), std::string::npos);
+
+  pb_ = core::ProgramBuilder();
+  Op("rmsprop").Input("Param", "w").Input("Grad", "m").Input("LearningRate", "lr").Input("Moment", "m")
+      .Input("MeanSquare", "m").Output("ParamOut", "w").Output("MomentOut", "m").Output("MeanSquareOut", "m")
+      .Attr("centered", true);
+  EXPECT_NE(Run().find("centered rmsprop needs MeanGrad"), std::string::npos);
+}
+
 TEST_F(MathForward, AdamWithASparseGradientMatchesDenseOrLazilyUpdatesItsRows) {
   const std::vector<double> table = {0, 1, 10, 11, 20, 21, 30, 31};
   for (const char* run : {"dense", "sparse", "lazy"}) {

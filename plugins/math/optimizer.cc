@@ -1,10 +1,19 @@
-// Optimizers, updating parameters in place (ParamOut is usually Param itself):
-//   sgd       ParamOut = Param - lr * Grad (a SelectedRows Grad changes only its rows)
-//   momentum  v = mu * v + Grad; ParamOut = Param - lr * (nesterov ? Grad + mu * v : v)
-//   adam      m1 = b1 m1 + (1-b1) g; m2 = b2 m2 + (1-b2) g^2;
-//             ParamOut = Param - lr * sqrt(1 - b2^t) / (1 - b1^t) * m1 / (sqrt(m2) + eps)
-// where b1^t, b2^t come in as Beta1Pow/Beta2Pow (and, when the outputs are given, are
-// advanced by one step into Beta1PowOut/Beta2PowOut).
+// Optimizers, updating parameters in place (ParamOut is usually Param itself), with
+// Fluid's contracts; g is Grad, lr the [1] LearningRate:
+//   sgd             ParamOut = Param - lr * g (a SelectedRows Grad changes only its rows)
+//   momentum        v = mu * v + g; ParamOut = Param - lr * (nesterov ? g + mu * v : v)
+//   adam            m1 = b1 m1 + (1-b1) g; m2 = b2 m2 + (1-b2) g^2;
+//                   ParamOut = Param - lr * sqrt(1 - b2^t) / (1 - b1^t) * m1 / (sqrt(m2) + eps)
+//                   where b1^t, b2^t come in as Beta1Pow/Beta2Pow (and, when the outputs are
+//                   given, are advanced by one step into Beta1PowOut/Beta2PowOut)
+//   adagrad         m = m + g^2; ParamOut = Param - lr * g / (sqrt(m) + eps)
+//   decayed_adagrad m = decay m + (1-decay) g^2; ParamOut = Param - lr * g / (sqrt(m) + eps)
+//   rmsprop         ms = decay ms + (1-decay) g^2 (centered: mg = decay mg + (1-decay) g);
+//                   mom = momentum mom + lr * g / sqrt(ms (- mg^2) + eps); ParamOut = Param - mom
+//   adamax          m = b1 m + (1-b1) g; u = max(b2 u + eps, |g|);
+//                   ParamOut = Param - lr / (1 - b1^t) * m / u (Beta1Pow: b1^t)
+//   adadelta        Eg = rho Eg + (1-rho) g^2; d = -sqrt((Ed + eps) / (Eg + eps)) * g;
+//                   Ed = rho Ed + (1-rho) d^2; ParamOut = Param + (lr, when given) * d
 #include <cmath>
 #include <map>
 
@@ -170,9 +179,158 @@ void Adam(KernelContext& ctx) {
   AdamUpdate<T>(ctx, grad.data<T>(), nullptr, 0);
 }
 
+// The dense Grad, shaped like Param.
+template <class T>
+ConstVecMap<T> DenseGrad(KernelContext& ctx) {
+  if (ctx.InputVar("Grad").IsSelectedRows()) {
+    throw Error(ctx.op().type() + " takes a dense Grad, not SelectedRows (sgd and adam update rows alone)");
+  }
+  Tensor grad = ctx.Input("Grad");
+  CheckSameShape(ctx.Input("Param"), "Param", grad, "Grad");
+  return Flat<T>(grad);
+}
+
+// The accumulator `in_slot`, checked against Param's shape, to update in place.
+template <class T>
+VecMap<T> Accumulator(KernelContext& ctx, const char* out_slot, const char* in_slot) {
+  CheckSameShape(ctx.Input("Param"), "Param", ctx.Input(in_slot), in_slot);
+  return InPlace<T>(ctx, out_slot, in_slot);
+}
+
+template <class T, bool kDecayed>
+void Adagrad(KernelContext& ctx) {
+  const auto g = DenseGrad<T>(ctx);
+  const T lr = LearningRate<T>(ctx);
+  const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
+  auto m = Accumulator<T>(ctx, "MomentOut", "Moment");
+  if constexpr (kDecayed) {
+    const T decay = static_cast<T>(ctx.Attr<float>("decay"));
+    m = decay * m + (T(1) - decay) * g.square();
+  } else {
+    m += g.square();
+  }
+  InPlace<T>(ctx, "ParamOut", "Param") -= lr * g / (m.sqrt() + eps);
+}
+
+template <class T>
+void Rmsprop(KernelContext& ctx) {
+  const auto g = DenseGrad<T>(ctx);
+  const T lr = LearningRate<T>(ctx);
+  const T eps = static_cast<T>(ctx.Attr<float>("epsilon")), decay = static_cast<T>(ctx.Attr<float>("decay"));
+  const T momentum = static_cast<T>(ctx.Attr<float>("momentum"));
+  auto ms = Accumulator<T>(ctx, "MeanSquareOut", "MeanSquare");
+  auto mom = Accumulator<T>(ctx, "MomentOut", "Moment");
+  ms = decay * ms + (T(1) - decay) * g.square();
+  if (ctx.Attr<bool>("centered")) {
+    if (!ctx.HasInput("MeanGrad")) throw Error("centered rmsprop needs MeanGrad");
+    auto mg = Accumulator<T>(ctx, "MeanGradOut", "MeanGrad");
+    mg = decay * mg + (T(1) - decay) * g;
+    mom = momentum * mom + lr * g / (ms - mg.square() + eps).sqrt();
+  } else {
+    mom = momentum * mom + lr * g / (ms + eps).sqrt();
+  }
+  InPlace<T>(ctx, "ParamOut", "Param") -= mom;
+}
+
+template <class T>
+void Adamax(KernelContext& ctx) {
+  const auto g = DenseGrad<T>(ctx);
+  const T lr = LearningRate<T>(ctx);
+  const T b1 = static_cast<T>(ctx.Attr<float>("beta1")), b2 = static_cast<T>(ctx.Attr<float>("beta2"));
+  const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
+  Tensor b1_pow = ctx.Input("Beta1Pow");
+  if (b1_pow.numel() != 1) throw Error("Beta1Pow must hold one element, it has " + std::to_string(b1_pow.numel()));
+  const T lr_t = lr / (T(1) - *b1_pow.data<T>());
+  auto m = Accumulator<T>(ctx, "MomentOut", "Moment");
+  auto u = Accumulator<T>(ctx, "InfNormOut", "InfNorm");
+  m = b1 * m + (T(1) - b1) * g;
+  u = (b2 * u + eps).max(g.abs());
+  InPlace<T>(ctx, "ParamOut", "Param") -= lr_t * m / u;
+}
+
+template <class T>
+void Adadelta(KernelContext& ctx) {
+  const auto g = DenseGrad<T>(ctx);
+  const T rho = static_cast<T>(ctx.Attr<float>("rho")), eps = static_cast<T>(ctx.Attr<float>("epsilon"));
+  const T lr = ctx.HasInput("LearningRate") ? LearningRate<T>(ctx) : T(1);
+  auto eg = Accumulator<T>(ctx, "AvgSquaredGradOut", "AvgSquaredGrad");
+  auto ed = Accumulator<T>(ctx, "AvgSquaredUpdateOut", "AvgSquaredUpdate");
+  eg = rho * eg + (T(1) - rho) * g.square();
+  const Vec<T> d = -((ed + eps) / (eg + eps)).sqrt() * g;
+  ed = rho * ed + (T(1) - rho) * d.square();
+  InPlace<T>(ctx, "ParamOut", "Param") += lr * d;
+}
+
+// The inputs and outputs every optimizer has, and one accumulator's.
+OpSchema OptimizerSchema(const char* type, const std::string& doc) {
+  return OpSchema(type)
+      .Doc(doc)
+      .Input("Param", "parameter")
+      .Input("Grad", "its gradient, shaped like Param")
+      .Output("ParamOut", "updated parameter (usually Param itself)")
+      .KernelDtypeFrom("Param");
+}
+OpSchema& WithAccumulator(OpSchema& s, const std::string& name, const std::string& doc, uint32_t flags = 0) {
+  return s.Input(name, doc + ", shaped like Param", flags).Output(name + "Out", "updated " + name, flags);
+}
+
 }  // namespace
 
 void RegisterOptimizers(Registrar& r) {
+  {
+    OpSchema s = OptimizerSchema("adagrad", "Moment += Grad^2; Param -= LearningRate * Grad / (sqrt(Moment) + epsilon).");
+    s.Input("LearningRate", "[1] learning rate").Attr("epsilon", 1.0e-6, "added to the root");
+    r.Op(WithAccumulator(s, "Moment", "the sum of squared gradients"));
+    RegisterCpu<float, double>(r, "adagrad", [](auto t) { return &Adagrad<decltype(t), false>; });
+  }
+  {
+    OpSchema s = OptimizerSchema("decayed_adagrad", "Moment = decay * Moment + (1 - decay) * Grad^2; "
+                                                    "Param -= LearningRate * Grad / (sqrt(Moment) + epsilon).");
+    s.Input("LearningRate", "[1] learning rate").Attr("decay", 0.95, "the moment's decay").Attr("epsilon", 1.0e-6,
+                                                                                                "added to the root");
+    r.Op(WithAccumulator(s, "Moment", "the running mean of squared gradients"));
+    RegisterCpu<float, double>(r, "decayed_adagrad", [](auto t) { return &Adagrad<decltype(t), true>; });
+  }
+  {
+    OpSchema s = OptimizerSchema(
+        "rmsprop", "MeanSquare = decay * MeanSquare + (1 - decay) * Grad^2; Moment = momentum * Moment + "
+                   "LearningRate * Grad / sqrt(MeanSquare + epsilon) (centered: MeanSquare - MeanGrad^2 + epsilon, "
+                   "MeanGrad the running mean of Grad); Param -= Moment.");
+    s.Input("LearningRate", "[1] learning rate")
+        .Attr("epsilon", 1.0e-10, "added under the root")
+        .Attr("decay", 0.9, "the running means' decay")
+        .Attr("momentum", 0.0, "the moment's decay")
+        .Attr("centered", false, "subtract the squared running mean of Grad");
+    WithAccumulator(s, "MeanSquare", "the running mean of squared gradients");
+    WithAccumulator(s, "Moment", "the update's momentum");
+    r.Op(WithAccumulator(s, "MeanGrad", "the running mean of gradients (centered)", RILL_SLOT_OPTIONAL));
+    RegisterCpu<float, double>(r, "rmsprop", [](auto t) { return &Rmsprop<decltype(t)>; });
+  }
+  {
+    OpSchema s = OptimizerSchema(
+        "adamax", "Moment = beta1 * Moment + (1 - beta1) * Grad; InfNorm = max(beta2 * InfNorm + epsilon, |Grad|); "
+                  "Param -= LearningRate / (1 - Beta1Pow) * Moment / InfNorm.");
+    s.Input("LearningRate", "[1] learning rate")
+        .Input("Beta1Pow", "[1] beta1^t (the program advances it)")
+        .Attr("beta1", 0.9, "the moment's decay")
+        .Attr("beta2", 0.999, "the norm's decay")
+        .Attr("epsilon", 1.0e-8, "keeps the norm above 0");
+    WithAccumulator(s, "Moment", "the running mean of gradients");
+    r.Op(WithAccumulator(s, "InfNorm", "the decayed infinity norm of gradients"));
+    RegisterCpu<float, double>(r, "adamax", [](auto t) { return &Adamax<decltype(t)>; });
+  }
+  {
+    OpSchema s = OptimizerSchema(
+        "adadelta", "AvgSquaredGrad = rho * AvgSquaredGrad + (1 - rho) * Grad^2; update = -sqrt((AvgSquaredUpdate + "
+                    "epsilon) / (AvgSquaredGrad + epsilon)) * Grad; AvgSquaredUpdate = rho * AvgSquaredUpdate + "
+                    "(1 - rho) * update^2; Param += LearningRate (1 without one) * update.");
+    s.Input("LearningRate", "[1] learning rate (Paddle 2's; Fluid's adadelta has none)", RILL_SLOT_OPTIONAL)
+        .Attr("rho", 0.95, "the running means' decay")
+        .Attr("epsilon", 1.0e-6, "added under the root");
+    WithAccumulator(s, "AvgSquaredGrad", "the running mean of squared gradients");
+    r.Op(WithAccumulator(s, "AvgSquaredUpdate", "the running mean of squared updates"));
+    RegisterCpu<float, double>(r, "adadelta", [](auto t) { return &Adadelta<decltype(t)>; });
+  }
   r.Op(OpSchema("sgd")
            .Doc("ParamOut = Param - LearningRate * Grad.")
            .Input("Param", "parameter")

@@ -222,6 +222,31 @@ def test_momentum_training(exe):
     np.testing.assert_allclose(fluid.fetch_var("fc_0.w_0"), w, atol=1e-3)
 
 
+@pytest.mark.parametrize("make, op_type", [
+    (lambda: fluid.optimizer.Adagrad(learning_rate=0.2), "adagrad"),
+    (lambda: fluid.optimizer.DecayedAdagrad(learning_rate=0.05), "decayed_adagrad"),
+    (lambda: fluid.optimizer.RMSProp(learning_rate=0.01), "rmsprop"),
+    (lambda: fluid.optimizer.RMSProp(learning_rate=0.01, momentum=0.5, centered=True), "rmsprop"),
+    (lambda: fluid.optimizer.Adamax(learning_rate=0.05), "adamax"),
+    (lambda: fluid.optimizer.Adadelta(learning_rate=1.0, rho=0.9, epsilon=1e-2), "adadelta"),
+])
+def test_more_optimizers_fit_a_line(exe, make, op_type):
+    x = layers.data(name="x", shape=[3], dtype="float32")
+    y = layers.data(name="y", shape=[1], dtype="float32")
+    pred = layers.fc(input=x, size=1, bias_attr=False)
+    loss = layers.mean(layers.square_error_cost(pred, y))
+    make().minimize(loss)
+    assert [op.type for op in fluid.default_main_program().global_block().ops].count(op_type) == 1
+    exe.run(fluid.default_startup_program())
+    w = np.array([[1.0], [-2.0], [0.5]], "float32")
+    rng = np.random.RandomState(1)
+    losses = []
+    for _ in range(300):
+        xs = rng.randn(16, 3).astype("float32")
+        losses.append(float(exe.run(feed={"x": xs, "y": xs @ w}, fetch_list=[loss])[0][0]))
+    assert np.mean(losses[-20:]) < 0.05 * np.mean(losses[:20]), (losses[:3], losses[-3:])
+
+
 def test_sparse_embedding_training(exe):
     ids = layers.data(name="ids", shape=[1], dtype="int64")
     target = layers.data(name="target", shape=[4], dtype="float32")

@@ -1,8 +1,10 @@
-"""fluid.optimizer: SGD, Momentum and Adam with Fluid 0.14's constructors.
+"""fluid.optimizer: SGD, Momentum, Adagrad, DecayedAdagrad, RMSProp, Adam, Adamax and
+Adadelta with Fluid's constructors.
 
 ``minimize(loss)`` appends the backward pass, a global learning-rate variable (filled by
 the startup program), each optimizer's accumulators (also filled there), and an update op
-per trainable parameter, sorted by name as Fluid does; Adam then scales its beta powers.
+per trainable parameter, sorted by name as Fluid does; Adam and Adamax then scale their
+beta powers.
 """
 from collections import defaultdict
 
@@ -12,7 +14,9 @@ from rill.fluid.framework import Variable, default_main_program
 from rill.fluid.initializer import Constant
 from rill.fluid.layer_helper import LayerHelper
 
-__all__ = ["SGD", "Momentum", "Adam", "SGDOptimizer", "MomentumOptimizer", "AdamOptimizer", "Optimizer"]
+__all__ = ["SGD", "Momentum", "Adagrad", "DecayedAdagrad", "RMSProp", "Adam", "Adamax", "Adadelta",
+           "SGDOptimizer", "MomentumOptimizer", "AdagradOptimizer", "DecayedAdagradOptimizer", "RMSPropOptimizer",
+           "AdamOptimizer", "AdamaxOptimizer", "AdadeltaOptimizer", "Optimizer"]
 
 
 class Optimizer(object):
@@ -171,6 +175,122 @@ class AdamOptimizer(Optimizer):
                                      attrs={"scale": float(beta)})
 
 
+class _AccumulatingOptimizer(Optimizer):
+    """An optimizer whose op reads Param, Grad, LearningRate (unless _uses_lr is False) and
+    one accumulator per slot in _slots (name -> op slot), each updated in place."""
+    _slots = {}
+    _uses_lr = True
+
+    def _attrs(self):
+        return {}
+
+    def _create_accumulators(self, block, parameters):
+        for p in parameters:
+            for name in self._slots:
+                self._add_accumulator(name, p)
+
+    def _append_optimize_op(self, block, param_and_grad):
+        p = param_and_grad[0]
+        inputs = {"Param": p, "Grad": param_and_grad[1]}
+        if self._uses_lr:
+            inputs["LearningRate"] = self._create_param_lr(param_and_grad)
+        outputs = {"ParamOut": p}
+        for name, slot in self._slots.items():
+            inputs[slot] = outputs[slot + "Out"] = self._get_accumulator(name, p)
+        inputs.update(self._extra_inputs(p))
+        return block.append_op(type=self.type, inputs=inputs, outputs=outputs, attrs=self._attrs())
+
+    def _extra_inputs(self, param):
+        return {}
+
+
+class AdagradOptimizer(_AccumulatingOptimizer):
+    _slots = {"moment": "Moment"}
+
+    def __init__(self, learning_rate, epsilon=1.0e-6, **kwargs):
+        super(AdagradOptimizer, self).__init__(learning_rate=learning_rate, **kwargs)
+        self.type = "adagrad"
+        self._epsilon = epsilon
+
+    def _attrs(self):
+        return {"epsilon": self._epsilon}
+
+
+class DecayedAdagradOptimizer(_AccumulatingOptimizer):
+    _slots = {"moment": "Moment"}
+
+    def __init__(self, learning_rate, decay=0.95, epsilon=1.0e-6, **kwargs):
+        super(DecayedAdagradOptimizer, self).__init__(learning_rate=learning_rate, **kwargs)
+        self.type = "decayed_adagrad"
+        self._decay = decay
+        self._epsilon = epsilon
+
+    def _attrs(self):
+        return {"decay": self._decay, "epsilon": self._epsilon}
+
+
+class RMSPropOptimizer(_AccumulatingOptimizer):
+    _slots = {"momentum": "Moment", "mean_square": "MeanSquare", "mean_grad": "MeanGrad"}
+
+    def __init__(self, learning_rate, rho=0.95, epsilon=1.0e-6, momentum=0.0, centered=False, **kwargs):
+        super(RMSPropOptimizer, self).__init__(learning_rate=learning_rate, **kwargs)
+        self.type = "rmsprop"
+        self._rho, self._epsilon, self._momentum, self._centered = rho, epsilon, momentum, bool(centered)
+
+    def _attrs(self):
+        return {"decay": self._rho, "epsilon": self._epsilon, "momentum": self._momentum, "centered": self._centered}
+
+
+class AdamaxOptimizer(_AccumulatingOptimizer):
+    _slots = {"moment": "Moment", "inf_norm": "InfNorm"}
+    _beta1_pow_acc_str = "beta1_pow_acc"
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, **kwargs):
+        super(AdamaxOptimizer, self).__init__(learning_rate=learning_rate, **kwargs)
+        self.type = "adamax"
+        self._beta1, self._beta2, self._epsilon = beta1, beta2, epsilon
+
+    def _create_accumulators(self, block, parameters):
+        super(AdamaxOptimizer, self)._create_accumulators(block, parameters)
+        for p in parameters:
+            self._add_accumulator(name=self._beta1_pow_acc_str, param=p, dtype="float32", fill_value=self._beta1,
+                                  shape=[1])
+
+    def _extra_inputs(self, param):
+        return {"Beta1Pow": self._get_accumulator(self._beta1_pow_acc_str, param)}
+
+    def _attrs(self):
+        return {"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon}
+
+    def _finish_update(self, block, parameters_and_grads):
+        main_block = block.program.global_block()
+        for p, g in parameters_and_grads:
+            if g is None or not p.trainable:
+                continue
+            var = self._get_accumulator(self._beta1_pow_acc_str, p)
+            main_block.append_op(type="scale", inputs={"X": var}, outputs={"Out": var},
+                                 attrs={"scale": float(self._beta1)})
+
+
+class AdadeltaOptimizer(_AccumulatingOptimizer):
+    """As in Fluid, the update is not scaled by learning_rate: Adadelta sets its own step."""
+    _slots = {"_avg_squared_grad": "AvgSquaredGrad", "_avg_squared_update": "AvgSquaredUpdate"}
+    _uses_lr = False
+
+    def __init__(self, learning_rate, epsilon=1.0e-6, rho=0.95, **kwargs):
+        super(AdadeltaOptimizer, self).__init__(learning_rate=learning_rate, **kwargs)
+        self.type = "adadelta"
+        self._epsilon, self._rho = epsilon, rho
+
+    def _attrs(self):
+        return {"epsilon": self._epsilon, "rho": self._rho}
+
+
 SGD = SGDOptimizer
 Momentum = MomentumOptimizer
+Adagrad = AdagradOptimizer
+DecayedAdagrad = DecayedAdagradOptimizer
+RMSProp = RMSPropOptimizer
 Adam = AdamOptimizer
+Adamax = AdamaxOptimizer
+Adadelta = AdadeltaOptimizer

@@ -305,6 +305,15 @@ std::vector<GradCase> Cases() {
   cases.push_back({"cumsum_flatten", {{"x", {2, 3}}}, [](core::BlockBuilder& b) {
                      b.Op("cumsum").Input("X", "x").Output("Out", "out").Attr("flatten", true);
                    }});
+  cases.push_back({"tile", {{"x", {2, 1, 3}}}, [](core::BlockBuilder& b) {
+                     b.Op("tile").Input("X", "x").Output("Out", "out").Attr("repeat_times", std::vector<int64_t>{2, 3, 1, 2});
+                   }});
+  cases.push_back({"expand_v2", {{"x", {3, 1}}}, [](core::BlockBuilder& b) {
+                     b.Op("expand_v2").Input("X", "x").Output("Out", "out").Attr("shape", std::vector<int64_t>{2, -1, 4});
+                   }});
+  cases.push_back({"expand_as_v2", {{"x", {1, 3}}}, [](core::BlockBuilder& b) {
+                     b.Op("expand_as_v2").Input("X", "x").Output("Out", "out").Attr("target_shape", std::vector<int64_t>{2, 3});
+                   }});
   cases.push_back({"log_softmax", {{"x", {3, 4}}}, [](core::BlockBuilder& b) {
                      b.Op("log_softmax").Input("X", "x").Output("Out", "out");
                    }});

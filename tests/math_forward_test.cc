@@ -579,6 +579,18 @@ TEST_F(MathForward, IndexingErrorsNameTheBadValue) {
   EXPECT_NE(Run().find("Condition [2] is not shaped like X [3, 2]"), std::string::npos);
 }
 
+TEST_F(MathForward, ExpandingToAShapeThatIsNoBroadcastIsAnError) {
+  Set<float>("x", {2, 3}, {1, 2, 3, 4, 5, 6});
+  Op("expand_v2").Input("X", "x").Output("Out", "out").Attr("shape", std::vector<int64_t>{4, 3});
+  EXPECT_NE(Run().find("shape [4, 3] is no broadcast of X [2, 3]"), std::string::npos);
+  pb_ = core::ProgramBuilder();
+  Op("expand_v2").Input("X", "x").Output("Out", "out").Attr("shape", std::vector<int64_t>{3});
+  EXPECT_NE(Run().find("shape [3] has fewer dims than X [2, 3]"), std::string::npos);
+  pb_ = core::ProgramBuilder();
+  Op("tile").Input("X", "x").Output("Out", "out").Attr("repeat_times", std::vector<int64_t>{2, 0});
+  EXPECT_NE(Run().find("repeat_times [2, 0] must be positive"), std::string::npos);
+}
+
 TEST_F(MathForward, MadeTensorErrorsNameTheBadAttribute) {
   Set<int64_t>("zero", {1}, {0});
   Set<int64_t>("one", {1}, {1});

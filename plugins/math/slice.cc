@@ -1,5 +1,9 @@
-// slice (a box of Input: starts to ends along `axes`) and expand (X tiled expand_times
-// along each dim), with Fluid's contracts, any dtype, and their gradients.
+// slice (a box of Input: starts to ends along `axes`) and the expand family, with Fluid's
+// contracts, any dtype, and their gradients: expand (X tiled expand_times along each dim),
+// tile (the same, X's dims first padded in front with 1s to repeat_times' length, or
+// repeat_times to X's rank), expand_v2 and expand_as_v2 (X broadcast to a shape, its dims
+// aligned at the end: each 1, or equal to the shape's; -1 in expand_v2's shape keeps X's).
+// All four compute Out[i] = X[i mod dims] over X's dims padded to Out's rank.
 #include <cstring>
 
 #include "kernels.h"
@@ -124,16 +128,15 @@ std::vector<int64_t> ExpandTimes(KernelContext& ctx, size_t rank) {
   return times;
 }
 
-// Out[i] = X[i mod dims], element by element over Out.
-void Expand(KernelContext& ctx) {
+// Out (of out_dims) = X (of dims, padded in front with 1s to Out's rank) at i mod dims,
+// element by element over Out.
+void ExpandTo(KernelContext& ctx, const std::vector<int64_t>& out_dims) {
   Tensor x = ctx.Input("X");
-  const std::vector<int64_t> d = x.dims();
-  const std::vector<int64_t> times = ExpandTimes(ctx, d.size());
-  std::vector<int64_t> out_dims(d.size());
-  for (size_t k = 0; k < d.size(); ++k) out_dims[k] = d[k] * times[k];
+  std::vector<int64_t> d = x.dims();
+  d.insert(d.begin(), out_dims.size() - d.size(), 1);
   const size_t size = DataTypeSize(x.dtype());
   const char* px = static_cast<const char*>(x.raw_data());
-  std::vector<char> out(static_cast<size_t>(Product(out_dims, 0, out_dims.size())) * size);
+  std::vector<char> out(static_cast<size_t>(Product(out_dims, 0, out_dims.size())) * size);  // Out may be X
   std::vector<int64_t> index(d.size(), 0), strides(d.size(), 1);
   for (size_t k = d.size(); k-- > 1;) strides[k - 1] = strides[k] * d[k];
   for (size_t o = 0; o * size < out.size(); ++o) {
@@ -149,13 +152,23 @@ void Expand(KernelContext& ctx) {
   if (!out.empty()) std::memcpy(po, out.data(), out.size());
 }
 
-// X@GRAD[i] = the sum of Out@GRAD over every tile's copy of i.
+// X@GRAD[i] = the sum of Out@GRAD over every copy of i.
 template <class T>
-void ExpandGrad(KernelContext& ctx) {
-  const std::vector<int64_t> d = ctx.Input("X").dims();
+void ExpandGradFrom(KernelContext& ctx) {
+  const std::vector<int64_t> x_dims = ctx.Input("X").dims();
   Tensor g = ctx.Input("Out@GRAD");
   const std::vector<int64_t> gd = g.dims();
-  T* dx = ctx.AllocateOutput<T>("X@GRAD", d);
+  if (gd.size() < x_dims.size()) {
+    throw Error("Out@GRAD " + DimsString(gd) + " has a lower rank than X " + DimsString(x_dims));
+  }
+  std::vector<int64_t> d = x_dims;
+  d.insert(d.begin(), gd.size() - d.size(), 1);
+  for (size_t k = 0; k < d.size(); ++k) {
+    if (d[k] == 0 ? gd[k] != 0 : gd[k] % d[k] != 0) {
+      throw Error("Out@GRAD " + DimsString(gd) + " is no expansion of X " + DimsString(x_dims));
+    }
+  }
+  T* dx = ctx.AllocateOutput<T>("X@GRAD", x_dims);
   std::fill(dx, dx + Product(d, 0, d.size()), T(0));
   std::vector<int64_t> index(d.size(), 0), strides(d.size(), 1);
   for (size_t k = d.size(); k-- > 1;) strides[k - 1] = strides[k] * d[k];
@@ -169,6 +182,54 @@ void ExpandGrad(KernelContext& ctx) {
       index[k] = 0;
     }
   }
+}
+
+void Expand(KernelContext& ctx) {
+  const std::vector<int64_t> d = ctx.Input("X").dims();
+  const std::vector<int64_t> times = ExpandTimes(ctx, d.size());
+  std::vector<int64_t> out_dims(d.size());
+  for (size_t k = 0; k < d.size(); ++k) out_dims[k] = d[k] * times[k];
+  ExpandTo(ctx, out_dims);
+}
+
+void Tile(KernelContext& ctx) {
+  std::vector<int64_t> d = ctx.Input("X").dims();
+  std::vector<int64_t> times = IntsFrom(ctx, "RepeatTimes", "repeat_times_tensor", "repeat_times");
+  for (int64_t t : times) {
+    if (t < 1) throw Error("repeat_times " + DimsString(times) + " must be positive");
+  }
+  if (times.size() < d.size()) times.insert(times.begin(), d.size() - times.size(), 1);
+  d.insert(d.begin(), times.size() - d.size(), 1);
+  for (size_t k = 0; k < d.size(); ++k) d[k] *= times[k];
+  ExpandTo(ctx, d);
+}
+
+// X's dims broadcast to `shape` (aligned at the end; -1 keeps X's dim where X has one).
+std::vector<int64_t> BroadcastTo(const std::vector<int64_t>& x, std::vector<int64_t> shape, const char* what) {
+  if (shape.size() < x.size()) {
+    throw Error(std::string(what) + " " + DimsString(shape) + " has fewer dims than X " + DimsString(x));
+  }
+  const size_t lead = shape.size() - x.size();
+  for (size_t k = 0; k < shape.size(); ++k) {
+    const int64_t have = k < lead ? 1 : x[k - lead];
+    if (shape[k] == -1 && k >= lead) shape[k] = have;
+    if (shape[k] < 0 || (have != 1 && have != shape[k])) {
+      throw Error(std::string(what) + " " + DimsString(shape) + " is no broadcast of X " + DimsString(x) +
+                  " (each of X's dims, aligned at the end, must be 1 or equal)");
+    }
+  }
+  return shape;
+}
+
+void ExpandV2(KernelContext& ctx) {
+  const std::vector<int64_t> shape = IntsFrom(ctx, "Shape", "expand_shapes_tensor", "shape");
+  ExpandTo(ctx, BroadcastTo(ctx.Input("X").dims(), shape, "shape"));
+}
+
+void ExpandAsV2(KernelContext& ctx) {
+  const std::vector<int64_t> target =
+      ctx.HasInput("Y") ? ctx.Input("Y").dims() : ctx.Attr<std::vector<int64_t>>("target_shape");
+  ExpandTo(ctx, BroadcastTo(ctx.Input("X").dims(), target, "target_shape"));
 }
 
 }  // namespace
@@ -204,10 +265,46 @@ void RegisterSlice(Registrar& r) {
       .Attr("expand_times", std::vector<int64_t>{}, "tiles per dim")
       .KernelDtypeFrom("X")
       .Grad("expand_grad", "X,Out@GRAD", "X");
-  r.Op(expand);
-  r.Op(expand.MakeGradSchema());
-  r.Kernel("expand", RILL_CPU, RILL_ANY_DTYPE, &Expand);
-  RegisterCpu<float, double>(r, "expand_grad", [](auto t) { return &ExpandGrad<decltype(t)>; });
+  const OpSchema tile = OpSchema("tile")
+      .Doc("Out = X tiled repeat_times[k] times along each dim k, X's dims padded in front with 1s to "
+           "repeat_times' length (or repeat_times to X's rank).")
+      .Input("X", "the tensor")
+      .Input("RepeatTimes", "repeat_times, 1-D int32/int64", RILL_SLOT_OPTIONAL)
+      .Input("repeat_times_tensor", "repeat_times, one 1-element tensor each", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+      .Output("Out", "the tiled tensor")
+      .Attr("repeat_times", std::vector<int64_t>{}, "tiles per dim (positive)")
+      .KernelDtypeFrom("X")
+      .Grad("tile_grad", "X,Out@GRAD", "X");
+  const OpSchema expand_v2 = OpSchema("expand_v2")
+      .Doc("Out = X broadcast to `shape`: X's dims, aligned at the end, each 1 or equal to shape's; -1 keeps X's.")
+      .Input("X", "the tensor")
+      .Input("Shape", "shape, 1-D int32/int64", RILL_SLOT_OPTIONAL)
+      .Input("expand_shapes_tensor", "shape, one 1-element tensor each", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+      .Output("Out", "the broadcast tensor")
+      .Attr("shape", std::vector<int64_t>{}, "Out's dims")
+      .KernelDtypeFrom("X")
+      .Grad("expand_v2_grad", "X,Out@GRAD", "X");
+  const OpSchema expand_as_v2 = OpSchema("expand_as_v2")
+      .Doc("Out = X broadcast to target_shape (or to Y's dims, when given).")
+      .Input("X", "the tensor")
+      .Input("Y", "the tensor whose dims Out takes", RILL_SLOT_OPTIONAL)
+      .Output("Out", "the broadcast tensor")
+      .Attr("target_shape", std::vector<int64_t>{}, "Out's dims")
+      .KernelDtypeFrom("X")
+      .Grad("expand_as_v2_grad", "X,Out@GRAD", "X");
+  const struct {
+    const char* type;
+    const OpSchema& schema;
+    void (*kernel)(KernelContext&);
+  } family[] = {{"expand", expand, &Expand}, {"tile", tile, &Tile}, {"expand_v2", expand_v2, &ExpandV2},
+                {"expand_as_v2", expand_as_v2, &ExpandAsV2}};
+  for (const auto& op : family) {
+    r.Op(op.schema);
+    r.Op(op.schema.MakeGradSchema());
+    r.Kernel(op.type, RILL_CPU, RILL_ANY_DTYPE, op.kernel);
+    RegisterCpu<float, double>(r, (std::string(op.type) + "_grad").c_str(),
+                               [](auto t) { return &ExpandGradFrom<decltype(t)>; });
+  }
 }
 
 }  // namespace rill::math

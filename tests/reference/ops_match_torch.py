@@ -438,6 +438,21 @@ def index_cases(rng, dt):
         Case("assign_value int64", "assign_value", dict(shape=[3], dtype=3, int64_values=[-4, 0, 2 ** 40]),
              {}, ["Out"], lambda t: {"Out": torch.tensor([-4, 0, 2 ** 40])}),
     ]
+    # The expand family: tiles and broadcasts, their gradients summing the copies.
+    small = rng.standard_normal((3, 1, 2)).astype(dt)
+    cases += [
+        Case("tile, repeat_times longer than X's rank", "tile", dict(repeat_times=[2, 1, 3, 2]), {"X": small}, ["Out"],
+             lambda t: {"Out": torch.tile(t["X"], (2, 1, 3, 2))}, grads=["X"]),
+        Case("tile, repeat_times shorter (RepeatTimes input)", "tile", {},
+             {"X": small, "RepeatTimes": np.int32([2, 2])}, ["Out"], lambda t: {"Out": torch.tile(t["X"], (2, 2))},
+             grads=["X"]),
+        Case("expand_v2 with -1 and a new leading dim", "expand_v2", dict(shape=[2, -1, 4, -1]), {"X": small}, ["Out"],
+             lambda t: {"Out": t["X"].expand(2, 3, 4, 2)}, grads=["X"]),
+        Case("expand_as_v2 (target_shape)", "expand_as_v2", dict(target_shape=[3, 5, 2]), {"X": small}, ["Out"],
+             lambda t: {"Out": t["X"].expand(3, 5, 2)}, grads=["X"]),
+        Case("expand_as_v2 (Y)", "expand_as_v2", {}, {"X": small[:, :, :1].copy(), "Y": x[:3, :1]}, ["Out"],
+             lambda t: {"Out": t["X"].expand(3, 1, 3)}, grads=["X"]),
+    ]
     # Binary cross entropy over logits, with ignored labels and normalized by the others.
     logits = (rng.standard_normal((6, 5)) * 4).astype(dt)
     label = rng.uniform(0, 1, (6, 5)).astype(dt)

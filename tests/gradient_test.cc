@@ -314,6 +314,14 @@ std::vector<GradCase> Cases() {
   cases.push_back({"expand_as_v2", {{"x", {1, 3}}}, [](core::BlockBuilder& b) {
                      b.Op("expand_as_v2").Input("X", "x").Output("Out", "out").Attr("target_shape", std::vector<int64_t>{2, 3});
                    }});
+  cases.push_back({"pad2d_reflect_nhwc", {{"x", {1, 3, 4, 2}}}, [](core::BlockBuilder& b) {
+                     b.Op("pad2d").Input("X", "x").Output("Out", "out").Attr("paddings", std::vector<int64_t>{2, 1, 0, 3})
+                         .Attr("mode", std::string("reflect")).Attr("data_format", std::string("NHWC"));
+                   }});
+  cases.push_back({"pad3d_circular", {{"x", {1, 1, 2, 3, 2}}}, [](core::BlockBuilder& b) {
+                     b.Op("pad3d").Input("X", "x").Output("Out", "out")
+                         .Attr("paddings", std::vector<int64_t>{1, 2, 3, 0, 2, 1}).Attr("mode", std::string("circular"));
+                   }});
   cases.push_back({"log_softmax", {{"x", {3, 4}}}, [](core::BlockBuilder& b) {
                      b.Op("log_softmax").Input("X", "x").Output("Out", "out");
                    }});

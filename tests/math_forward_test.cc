@@ -591,6 +591,25 @@ TEST_F(MathForward, ExpandingToAShapeThatIsNoBroadcastIsAnError) {
   EXPECT_NE(Run().find("repeat_times [2, 0] must be positive"), std::string::npos);
 }
 
+TEST_F(MathForward, PaddingErrorsNameTheBadAttribute) {
+  Set<float>("x", {1, 1, 2, 3}, {1, 2, 3, 4, 5, 6});
+  Op("pad2d").Input("X", "x").Output("Out", "out").Attr("paddings", std::vector<int64_t>{2, 0, 0, 0})
+      .Attr("mode", std::string("reflect"));
+  EXPECT_NE(Run().find("reflect padding of 2 needs a dim longer than that, dim 2 is 2"), std::string::npos);
+  pb_ = core::ProgramBuilder();
+  Op("pad2d").Input("X", "x").Output("Out", "out").Attr("mode", std::string("circular"));
+  EXPECT_NE(Run().find("mode 'circular' is none of constant, reflect, and edge"), std::string::npos);
+  pb_ = core::ProgramBuilder();
+  Op("pad2d").Input("X", "x").Output("Out", "out").Attr("data_format", std::string("NCDHW"));
+  EXPECT_NE(Run().find("data_format 'NCDHW' is neither NCHW nor NHWC"), std::string::npos);
+  pb_ = core::ProgramBuilder();
+  Op("pad").Input("X", "x").Output("Out", "out").Attr("paddings", std::vector<int64_t>{1, 1});
+  EXPECT_NE(Run().find("paddings [1, 1] must hold two values per dim of X [1, 1, 2, 3]"), std::string::npos);
+  pb_ = core::ProgramBuilder();
+  Op("pad3d").Input("X", "x").Output("Out", "out");
+  EXPECT_NE(Run().find("X [1, 1, 2, 3] must have rank 5"), std::string::npos);
+}
+
 TEST_F(MathForward, MadeTensorErrorsNameTheBadAttribute) {
   Set<int64_t>("zero", {1}, {0});
   Set<int64_t>("one", {1}, {1});

@@ -29,6 +29,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterOneHot(r);
   rill::math::RegisterWhere(r);
   rill::math::RegisterSigmoidCrossEntropy(r);
+  rill::math::RegisterPad(r);
 }
 }  // namespace
 

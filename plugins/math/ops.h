@@ -34,6 +34,7 @@ void RegisterGather(Registrar& r);
 void RegisterOneHot(Registrar& r);
 void RegisterWhere(Registrar& r);
 void RegisterSigmoidCrossEntropy(Registrar& r);
+void RegisterPad(Registrar& r);
 
 }  // namespace rill::math
 

@@ -126,6 +126,14 @@ def test_indexing_and_made_tensor_layers(exe):
     want = np.maximum(xs, 0) - xs * labels + np.log1p(np.exp(-np.abs(xs)))
     np.testing.assert_allclose(got[10], want, rtol=1e-5, atol=1e-6)
     assert got[11].tolist() == [0.25]
+    img = layers.data(name="img", shape=[1, 2, 3], dtype="float32")
+    padded = [layers.pad(x, paddings=[1, 0, 0, 2], pad_value=-1.0),
+              layers.pad2d(img, paddings=[1, 0, 0, 2], mode="reflect")]
+    imgs = RNG.randn(2, 1, 2, 3).astype("float32")
+    got = run(exe, padded, {"x": xs, "idx": np.int64([2, 0, 2]), "ids": np.int64([[4], [0]]), "label": labels,
+                            "img": imgs})
+    np.testing.assert_array_equal(got[0], np.pad(xs, ((1, 0), (0, 2)), constant_values=-1.0))
+    np.testing.assert_array_equal(got[1], np.pad(imgs, ((0, 0), (0, 0), (1, 0), (0, 2)), mode="reflect"))
     with pytest.raises(TypeError, match="float64"):
         layers.assign(np.zeros(3))
 

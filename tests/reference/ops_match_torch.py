@@ -453,6 +453,31 @@ def index_cases(rng, dt):
         Case("expand_as_v2 (Y)", "expand_as_v2", {}, {"X": small[:, :, :1].copy(), "Y": x[:3, :1]}, ["Out"],
              lambda t: {"Out": t["X"].expand(3, 1, 3)}, grads=["X"]),
     ]
+    # Padding: every dim (pad), H and W (pad2d), D, H and W (pad3d), in every mode.
+    img = rng.standard_normal((2, 3, 4, 5)).astype(dt)
+    vol = rng.standard_normal((1, 2, 3, 4, 5)).astype(dt)
+    cases.append(Case("pad every dim", "pad", dict(paddings=[1, 0, 0, 2, 2, 1], pad_value=-1.5), {"X": x}, ["Out"],
+                      lambda t: {"Out": F.pad(t["X"], (2, 1, 0, 2, 1, 0), value=-1.5)}, grads=["X"]))
+    for mode, torch_mode in (("constant", "constant"), ("reflect", "reflect"), ("edge", "replicate")):
+        for nhwc in (False, True):
+            def ref(t, torch_mode=torch_mode, nhwc=nhwc):
+                y = F.pad(nchw(t["X"], nhwc), (3, 0, 1, 2), mode=torch_mode,
+                          **({"value": f32(0.5)} if torch_mode == "constant" else {}))
+                return {"Out": back(y, nhwc)}
+            cases.append(Case("pad2d %s%s" % (mode, " NHWC" if nhwc else ""), "pad2d",
+                              dict(paddings=[1, 2, 3, 0], mode=mode, pad_value=0.5,
+                                   data_format="NHWC" if nhwc else "NCHW"),
+                              {"X": img.transpose(0, 2, 3, 1).copy() if nhwc else img}, ["Out"], ref, grads=["X"]))
+    for mode, torch_mode in (("constant", "constant"), ("reflect", "reflect"), ("replicate", "replicate"),
+                             ("circular", "circular")):
+        cases.append(Case("pad3d %s" % mode, "pad3d", dict(paddings=[1, 3, 2, 0, 1, 2], mode=mode, value=2.0),
+                          {"X": vol}, ["Out"],
+                          lambda t, m=torch_mode: {"Out": F.pad(t["X"], (1, 3, 2, 0, 1, 2), mode=m,
+                                                                **({"value": 2.0} if m == "constant" else {}))},
+                          grads=["X"]))
+    cases.append(Case("pad2d Paddings input", "pad2d", dict(mode="reflect"),
+                      {"X": img, "Paddings": np.int32([0, 3, 1, 1])}, ["Out"],
+                      lambda t: {"Out": F.pad(t["X"], (1, 1, 0, 3), mode="reflect")}, grads=["X"]))
     # Binary cross entropy over logits, with ignored labels and normalized by the others.
     logits = (rng.standard_normal((6, 5)) * 4).astype(dt)
     label = rng.uniform(0, 1, (6, 5)).astype(dt)

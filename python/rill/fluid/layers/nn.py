@@ -18,7 +18,7 @@ __all__ = [
     "reshape", "transpose", "split", "reduce_sum", "reduce_mean", "reduce_max", "scale", "clip",
     "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div", "elementwise_max",
     "elementwise_min", "elementwise_pow", "relu6", "leaky_relu", "flatten", "squeeze", "unsqueeze", "stack",
-    "expand", "slice", "gather", "one_hot", "sigmoid_cross_entropy_with_logits", "cumsum",
+    "expand", "slice", "gather", "one_hot", "sigmoid_cross_entropy_with_logits", "cumsum", "pad", "pad2d",
 ]
 
 
@@ -558,4 +558,29 @@ def cumsum(x, axis=None, exclusive=None, reverse=None):
         attrs["reverse"] = reverse
     out = _tmp(helper, x.dtype, x.shape)
     helper.append_op(type="cumsum", inputs={"X": x}, outputs={"Out": out}, attrs=attrs)
+    return out
+
+
+def pad(x, paddings, pad_value=0.0, name=None):
+    """x with paddings[2k] values before and paddings[2k + 1] after along each dim k."""
+    helper = LayerHelper("pad", **locals())
+    shape = [d if d < 0 else d + paddings[2 * k] + paddings[2 * k + 1] for k, d in enumerate(x.shape)]
+    out = _tmp(helper, x.dtype, shape)
+    helper.append_op(type="pad", inputs={"X": x}, outputs={"Out": out},
+                     attrs={"paddings": list(paddings), "pad_value": float(pad_value)})
+    return out
+
+
+def pad2d(input, paddings=(0, 0, 0, 0), mode="constant", pad_value=0.0, data_format="NCHW", name=None):
+    """input padded along H and W by [top, bottom, left, right]: constant, reflect or edge."""
+    helper = LayerHelper("pad2d", **locals())
+    h, w = (1, 2) if data_format == "NHWC" else (2, 3)
+    shape = list(input.shape)
+    for dim, (before, after) in ((h, paddings[0:2]), (w, paddings[2:4])):
+        if shape[dim] >= 0:
+            shape[dim] += before + after
+    out = _tmp(helper, input.dtype, shape)
+    helper.append_op(type="pad2d", inputs={"X": input}, outputs={"Out": out},
+                     attrs={"paddings": list(paddings), "mode": mode, "pad_value": float(pad_value),
+                            "data_format": data_format})
     return out

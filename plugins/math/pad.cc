@@ -1,0 +1,206 @@
+// Padding, with Fluid's contracts, and the gradients: pad (every dim, `paddings` giving
+// before and after each, filled with pad_value), pad2d (H and W of NCHW or NHWC:
+// [top, bottom, left, right]) and pad3d (D, H and W of NCDHW or NDHWC: [left, right, top,
+// bottom, front, back]). pad2d and pad3d also reflect (mirror without repeating the edge),
+// replicate the edge ("edge" in pad2d) or, pad3d, wrap around (circular). Each element of
+// Out comes from one element of X, or is the pad value: its gradient goes there.
+#include "kernels.h"
+#include "ops.h"
+
+namespace rill::math {
+namespace {
+
+enum class PadMode { kConstant, kReflect, kEdge, kCircular };
+
+struct PadPlan {
+  std::vector<int64_t> x_dims, before, after, out_dims;
+  PadMode mode = PadMode::kConstant;
+};
+
+PadMode ModeOf(const std::string& mode, bool circular_allowed) {
+  if (mode == "constant") return PadMode::kConstant;
+  if (mode == "reflect") return PadMode::kReflect;
+  if (mode == "edge" || mode == "replicate") return PadMode::kEdge;
+  if (mode == "circular" && circular_allowed) return PadMode::kCircular;
+  throw Error("mode '" + mode + "' is none of constant, reflect, " +
+              (circular_allowed ? "replicate and circular" : "and edge"));
+}
+
+// Checks the paddings against the dims their mode reads from, and sets out_dims.
+void Finish(PadPlan& p) {
+  p.out_dims = p.x_dims;
+  for (size_t k = 0; k < p.x_dims.size(); ++k) {
+    const int64_t n = p.x_dims[k], most = std::max(p.before[k], p.after[k]);
+    if (p.before[k] < 0 || p.after[k] < 0) {
+      throw Error("paddings must not be negative, dim " + std::to_string(k) + " has " + std::to_string(p.before[k]) +
+                  ", " + std::to_string(p.after[k]));
+    }
+    if (most > 0 && p.mode == PadMode::kReflect && most >= n) {
+      throw Error("reflect padding of " + std::to_string(most) + " needs a dim longer than that, dim " +
+                  std::to_string(k) + " is " + std::to_string(n));
+    }
+    if (most > 0 && p.mode == PadMode::kCircular && most > n) {
+      throw Error("circular padding of " + std::to_string(most) + " wraps around dim " + std::to_string(k) +
+                  " of " + std::to_string(n) + " more than once");
+    }
+    if (most > 0 && p.mode == PadMode::kEdge && n == 0) {
+      throw Error("edge padding of dim " + std::to_string(k) + " has no edge: the dim is empty");
+    }
+    p.out_dims[k] = n + p.before[k] + p.after[k];
+  }
+}
+
+PadPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
+  PadPlan p;
+  p.x_dims = x_dims;
+  const size_t rank = x_dims.size();
+  p.before.assign(rank, 0);
+  p.after.assign(rank, 0);
+  const std::string& type = ctx.op().type();
+  if (type == "pad" || type == "pad_grad") {
+    const std::vector<int64_t> pads = ctx.Attr<std::vector<int64_t>>("paddings");
+    if (pads.size() != 2 * rank) {
+      throw Error("paddings " + DimsString(pads) + " must hold two values per dim of X " + DimsString(x_dims));
+    }
+    for (size_t k = 0; k < rank; ++k) {
+      p.before[k] = pads[2 * k];
+      p.after[k] = pads[2 * k + 1];
+    }
+  } else {
+    const bool three = type == "pad3d" || type == "pad3d_grad";
+    const size_t spatial = three ? 3 : 2;
+    if (rank != spatial + 2) {
+      throw Error("X " + DimsString(x_dims) + " must have rank " + std::to_string(spatial + 2));
+    }
+    std::vector<int64_t> pads =
+        ctx.HasInput("Paddings") ? IntsOf(ctx.Input("Paddings"), "Paddings") : ctx.Attr<std::vector<int64_t>>("paddings");
+    if (pads.size() != 2 * spatial) {
+      throw Error("paddings " + DimsString(pads) + " must hold " + std::to_string(2 * spatial) + " values");
+    }
+    const std::string format = ctx.Attr<std::string>("data_format");
+    const bool channels_last = format == (three ? "NDHWC" : "NHWC");
+    if (!channels_last && format != (three ? "NCDHW" : "NCHW")) {
+      throw Error("data_format '" + format + "' is neither " + (three ? "NCDHW nor NDHWC" : "NCHW nor NHWC"));
+    }
+    const size_t first = channels_last ? 1 : 2;  // the first spatial dim
+    for (size_t s = 0; s < spatial; ++s) {
+      // pad2d lists [top, bottom, left, right]: H then W; pad3d [left, right, top, bottom,
+      // front, back]: W, H, D, the last dim first.
+      const size_t dim = three ? first + spatial - 1 - s : first + s;
+      p.before[dim] = pads[2 * s];
+      p.after[dim] = pads[2 * s + 1];
+    }
+    p.mode = ModeOf(ctx.Attr<std::string>("mode"), three);
+  }
+  Finish(p);
+  return p;
+}
+
+// The index in a dim of n that output position `o` (before the padding `before`) reads,
+// or -1 for the pad value.
+int64_t Source(int64_t o, int64_t before, int64_t n, PadMode mode) {
+  int64_t i = o - before;
+  if (i >= 0 && i < n) return i;
+  switch (mode) {
+    case PadMode::kConstant: return -1;
+    case PadMode::kReflect: return i < 0 ? -i : 2 * (n - 1) - i;
+    case PadMode::kEdge: return i < 0 ? 0 : n - 1;
+    case PadMode::kCircular: return ((i % n) + n) % n;
+  }
+  return -1;
+}
+
+// Calls fn(out_index, x_index or -1) for each element of Out in order.
+template <class F>
+void ForEachOut(const PadPlan& p, F fn) {
+  const size_t rank = p.x_dims.size();
+  const int64_t n = Product(p.out_dims, 0, rank);
+  std::vector<int64_t> index(rank, 0), strides(rank, 1);
+  for (size_t k = rank; k-- > 1;) strides[k - 1] = strides[k] * p.x_dims[k];
+  for (int64_t o = 0; o < n; ++o) {
+    int64_t from = 0;
+    for (size_t k = 0; k < rank && from >= 0; ++k) {
+      const int64_t s = Source(index[k], p.before[k], p.x_dims[k], p.mode);
+      from = s < 0 ? -1 : from + s * strides[k];
+    }
+    fn(o, from);
+    for (size_t k = rank; k-- > 0;) {
+      if (++index[k] < p.out_dims[k]) break;
+      index[k] = 0;
+    }
+  }
+}
+
+template <class T>
+void Pad(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  const PadPlan p = PlanOf(ctx, x.dims());
+  const T value = static_cast<T>(ctx.Attr<float>(ctx.op().type() == "pad3d" ? "value" : "pad_value"));
+  const T* px = x.data<T>();
+  WriteOutput<T>(ctx, "Out", {"X"}, p.out_dims, [&](T* out) {
+    ForEachOut(p, [&](int64_t o, int64_t from) { out[o] = from < 0 ? value : px[from]; });
+  });
+}
+
+template <class T>
+void PadGrad(KernelContext& ctx) {
+  const std::vector<int64_t> x_dims = ctx.Input("X").dims();
+  Tensor g = ctx.Input("Out@GRAD");
+  const PadPlan p = PlanOf(ctx, x_dims);
+  if (g.dims() != p.out_dims) {
+    throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like Out " + DimsString(p.out_dims));
+  }
+  const T* pg = g.data<T>();
+  T* dx = ctx.AllocateOutput<T>("X@GRAD", x_dims);
+  std::fill(dx, dx + Product(x_dims, 0, x_dims.size()), T(0));
+  ForEachOut(p, [&](int64_t o, int64_t from) {
+    if (from >= 0) dx[from] += pg[o];
+  });
+}
+
+}  // namespace
+
+void RegisterPad(Registrar& r) {
+  const OpSchema pad = OpSchema("pad")
+      .Doc("Out = X with paddings[2k] values before and paddings[2k + 1] after along each dim k, all pad_value.")
+      .Input("X", "the tensor")
+      .Output("Out", "the padded tensor")
+      .Attr("paddings", std::vector<int64_t>{}, "before and after each dim")
+      .Attr("pad_value", 0.0, "the value padded in")
+      .KernelDtypeFrom("X")
+      .Grad("pad_grad", "X,Out@GRAD", "X");
+  const OpSchema pad2d = OpSchema("pad2d")
+      .Doc("Out = X padded along H and W: [top, bottom, left, right], by pad_value (constant), mirrored (reflect) "
+           "or the edge repeated (edge).")
+      .Input("X", "[N, C, H, W] or [N, H, W, C]")
+      .Input("Paddings", "paddings, 1-D int32 of 4; replaces the attribute", RILL_SLOT_OPTIONAL)
+      .Output("Out", "the padded tensor")
+      .Attr("paddings", std::vector<int64_t>{0, 0, 0, 0}, "[top, bottom, left, right]")
+      .Attr("mode", "constant", "constant, reflect or edge")
+      .Attr("pad_value", 0.0, "the value of constant padding")
+      .Attr("data_format", "NCHW", "NCHW or NHWC")
+      .KernelDtypeFrom("X")
+      .Grad("pad2d_grad", "X,Paddings,Out@GRAD", "X");
+  const OpSchema pad3d = OpSchema("pad3d")
+      .Doc("Out = X padded along D, H and W: [left, right, top, bottom, front, back], by value (constant), mirrored "
+           "(reflect), the edge repeated (replicate) or wrapped around (circular).")
+      .Input("X", "[N, C, D, H, W] or [N, D, H, W, C]")
+      .Input("Paddings", "paddings, 1-D int32 of 6; replaces the attribute", RILL_SLOT_OPTIONAL)
+      .Output("Out", "the padded tensor")
+      .Attr("paddings", std::vector<int64_t>{0, 0, 0, 0, 0, 0}, "[left, right, top, bottom, front, back]")
+      .Attr("mode", "constant", "constant, reflect, replicate or circular")
+      .Attr("value", 0.0, "the value of constant padding")
+      .Attr("data_format", "NCDHW", "NCDHW or NDHWC")
+      .KernelDtypeFrom("X")
+      .Grad("pad3d_grad", "X,Paddings,Out@GRAD", "X");
+  for (const OpSchema* s : {&pad, &pad2d, &pad3d}) {
+    r.Op(*s);
+    r.Op(s->MakeGradSchema());
+  }
+  for (const char* type : {"pad", "pad2d", "pad3d"}) {
+    RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, type, [](auto t) { return &Pad<decltype(t)>; });
+    RegisterCpu<float, double>(r, (std::string(type) + "_grad").c_str(), [](auto t) { return &PadGrad<decltype(t)>; });
+  }
+}
+
+}  // namespace rill::math

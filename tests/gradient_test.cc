@@ -322,6 +322,14 @@ std::vector<GradCase> Cases() {
                      b.Op("pad3d").Input("X", "x").Output("Out", "out")
                          .Attr("paddings", std::vector<int64_t>{1, 2, 3, 0, 2, 1}).Attr("mode", std::string("circular"));
                    }});
+  cases.push_back({"prelu_channel", {{"x", {2, 3, 2}}, {"alpha", {3}, 0.1, 0.5}}, [](core::BlockBuilder& b) {
+                     b.Op("prelu").Input("X", "x").Input("Alpha", "alpha").Output("Out", "out")
+                         .Attr("mode", std::string("channel"));
+                   }});
+  cases.push_back({"prelu_element", {{"x", {2, 3}}, {"alpha", {3}, 0.1, 0.5}}, [](core::BlockBuilder& b) {
+                     b.Op("prelu").Input("X", "x").Input("Alpha", "alpha").Output("Out", "out")
+                         .Attr("mode", std::string("element"));
+                   }});
   cases.push_back({"log_softmax", {{"x", {3, 4}}}, [](core::BlockBuilder& b) {
                      b.Op("log_softmax").Input("X", "x").Output("Out", "out");
                    }});

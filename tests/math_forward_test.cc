@@ -610,6 +610,16 @@ TEST_F(MathForward, PaddingErrorsNameTheBadAttribute) {
   EXPECT_NE(Run().find("X [1, 1, 2, 3] must have rank 5"), std::string::npos);
 }
 
+TEST_F(MathForward, PreluAlphaOfTheWrongSizeIsNamed) {
+  Set<float>("x", {2, 3, 2}, {1, -2, 3, -4, 5, -6, 1, -2, 3, -4, 5, -6});
+  Set<float>("alpha", {2}, {0.1f, 0.2f});
+  Op("prelu").Input("X", "x").Input("Alpha", "alpha").Output("Out", "out").Attr("mode", std::string("channel"));
+  EXPECT_NE(Run().find("Alpha holds 2 values; mode channel on X [2, 3, 2] takes 3"), std::string::npos);
+  pb_ = core::ProgramBuilder();
+  Op("prelu").Input("X", "x").Input("Alpha", "alpha").Output("Out", "out").Attr("mode", std::string("row"));
+  EXPECT_NE(Run().find("mode 'row' is none of all, channel and element"), std::string::npos);
+}
+
 TEST_F(MathForward, MadeTensorErrorsNameTheBadAttribute) {
   Set<int64_t>("zero", {1}, {0});
   Set<int64_t>("one", {1}, {1});

@@ -30,6 +30,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterWhere(r);
   rill::math::RegisterSigmoidCrossEntropy(r);
   rill::math::RegisterPad(r);
+  rill::math::RegisterPrelu(r);
 }
 }  // namespace
 

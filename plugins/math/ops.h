@@ -35,6 +35,7 @@ void RegisterOneHot(Registrar& r);
 void RegisterWhere(Registrar& r);
 void RegisterSigmoidCrossEntropy(Registrar& r);
 void RegisterPad(Registrar& r);
+void RegisterPrelu(Registrar& r);
 
 }  // namespace rill::math
 

@@ -478,6 +478,17 @@ def index_cases(rng, dt):
     cases.append(Case("pad2d Paddings input", "pad2d", dict(mode="reflect"),
                       {"X": img, "Paddings": np.int32([0, 3, 1, 1])}, ["Out"],
                       lambda t: {"Out": F.pad(t["X"], (1, 1, 0, 3), mode="reflect")}, grads=["X"]))
+    # prelu: one slope, one per channel (NCHW and NHWC), one per element of a sample.
+    for mode, alpha_shape, fmt in (("all", (1,), "NCHW"), ("channel", (3,), "NCHW"), ("channel", (5,), "NHWC"),
+                                   ("element", (3, 4, 5), "NCHW")):
+        def ref(t, mode=mode, fmt=fmt):
+            a = t["Alpha"]
+            if mode == "channel":
+                a = a.reshape(1, 1, 1, -1) if fmt == "NHWC" else a.reshape(1, -1, 1, 1)
+            return {"Out": torch.where(t["X"] > 0, t["X"], a * t["X"])}
+        cases.append(Case("prelu %s %s" % (mode, fmt), "prelu", dict(mode=mode, data_format=fmt),
+                          {"X": img, "Alpha": rng.uniform(0.05, 0.5, alpha_shape).astype(dt)}, ["Out"], ref,
+                          grads=["X", "Alpha"]))
     # Binary cross entropy over logits, with ignored labels and normalized by the others.
     logits = (rng.standard_normal((6, 5)) * 4).astype(dt)
     label = rng.uniform(0, 1, (6, 5)).astype(dt)

@@ -18,7 +18,7 @@ __all__ = [
     "reshape", "transpose", "split", "reduce_sum", "reduce_mean", "reduce_max", "scale", "clip",
     "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div", "elementwise_max",
     "elementwise_min", "elementwise_pow", "relu6", "leaky_relu", "flatten", "squeeze", "unsqueeze", "stack",
-    "expand", "slice", "gather", "one_hot", "sigmoid_cross_entropy_with_logits", "cumsum", "pad", "pad2d",
+    "expand", "slice", "gather", "one_hot", "sigmoid_cross_entropy_with_logits", "cumsum", "pad", "pad2d", "prelu",
 ]
 
 
@@ -583,4 +583,18 @@ def pad2d(input, paddings=(0, 0, 0, 0), mode="constant", pad_value=0.0, data_for
     helper.append_op(type="pad2d", inputs={"X": input}, outputs={"Out": out},
                      attrs={"paddings": list(paddings), "mode": mode, "pad_value": float(pad_value),
                             "data_format": data_format})
+    return out
+
+
+def prelu(x, mode, param_attr=None, name=None):
+    """x where x > 0, else alpha * x; alpha a parameter (0.25 at first): one ("all"), one per
+    channel ("channel"), or one per element of a sample ("element")."""
+    if mode not in ("all", "channel", "element"):
+        raise ValueError("prelu mode must be all, channel or element, got %r" % (mode,))
+    helper = LayerHelper("prelu", **locals())
+    shape = {"all": [1], "channel": [1, x.shape[1], 1, 1], "element": [1] + list(x.shape[1:])}[mode]
+    alpha = helper.create_parameter(attr=helper.param_attr, shape=shape, dtype="float32", is_bias=False,
+                                    default_initializer=Constant(0.25))
+    out = _tmp(helper, x.dtype, x.shape)
+    helper.append_op(type="prelu", inputs={"X": x, "Alpha": alpha}, outputs={"Out": out}, attrs={"mode": mode})
     return out

@@ -1,0 +1,100 @@
+// prelu, with Fluid's contract: Out = X where X > 0, else Alpha * X, with one Alpha for
+// all of X (mode "all"), one per channel (dim 1 of NCHW, the last of NHWC: "channel"), or
+// one per element of a sample ("element": Alpha shaped like X without its batch dim). Its
+// gradient also gives Alpha@GRAD, the sum of X * Out@GRAD where X <= 0 over the elements
+// sharing each Alpha.
+#include "kernels.h"
+#include "ops.h"
+
+namespace rill::math {
+namespace {
+
+// Which Alpha each element of X uses: its index is (i / inner) % count.
+struct AlphaOf {
+  int64_t inner = 1, count = 1;
+  int64_t operator()(int64_t i) const { return (i / inner) % count; }
+};
+
+AlphaOf PlanAlpha(KernelContext& ctx, const std::vector<int64_t>& d, int64_t alphas) {
+  const std::string mode = ctx.Attr<std::string>("mode");
+  AlphaOf a;
+  int64_t want = 1;
+  if (mode == "all") {
+    a.inner = 1;
+    a.count = 1;
+  } else if (mode == "channel") {
+    if (d.size() < 2) throw Error("channel mode needs X with a channel dim, X is " + DimsString(d));
+    const bool nhwc = IsNhwc(ctx.Attr<std::string>("data_format"), "data_format");
+    const size_t c = nhwc ? d.size() - 1 : 1;
+    a.inner = Product(d, c + 1, d.size());
+    a.count = want = d[c];
+  } else if (mode == "element") {
+    if (d.empty()) throw Error("element mode needs X with a batch dim");
+    a.inner = 1;
+    a.count = want = Product(d, 1, d.size());
+  } else {
+    throw Error("mode '" + mode + "' is none of all, channel and element");
+  }
+  if (alphas != want) {
+    throw Error("Alpha holds " + std::to_string(alphas) + " values; mode " + mode + " on X " + DimsString(d) +
+                " takes " + std::to_string(want));
+  }
+  if (a.count == 0) a.count = 1;  // an empty X reads no Alpha
+  return a;
+}
+
+template <class T>
+void Prelu(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  Tensor alpha = ctx.Input("Alpha");
+  const AlphaOf at = PlanAlpha(ctx, x.dims(), alpha.numel());
+  const T* px = x.data<T>();
+  const T* pa = alpha.data<T>();
+  WriteOutput<T>(ctx, "Out", {"X", "Alpha"}, x.dims(), [&](T* out) {
+    for (int64_t i = 0; i < x.numel(); ++i) out[i] = px[i] > T(0) ? px[i] : pa[at(i)] * px[i];
+  });
+}
+
+template <class T>
+void PreluGrad(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  Tensor alpha = ctx.Input("Alpha");
+  Tensor g = ctx.Input("Out@GRAD");
+  if (g.dims() != x.dims()) throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like X " + DimsString(x.dims()));
+  const AlphaOf at = PlanAlpha(ctx, x.dims(), alpha.numel());
+  const T* px = x.data<T>();
+  const T* pa = alpha.data<T>();
+  const T* pg = g.data<T>();
+  std::vector<T> da(static_cast<size_t>(alpha.numel()), T(0));
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (px[i] <= T(0)) da[static_cast<size_t>(at(i))] += px[i] * pg[i];
+  }
+  if (ctx.HasOutput("X@GRAD")) {
+    T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
+    for (int64_t i = 0; i < x.numel(); ++i) dx[i] = px[i] > T(0) ? pg[i] : pa[at(i)] * pg[i];
+  }
+  if (ctx.HasOutput("Alpha@GRAD")) {
+    std::copy(da.begin(), da.end(), ctx.AllocateOutput<T>("Alpha@GRAD", alpha.dims()));
+  }
+}
+
+}  // namespace
+
+void RegisterPrelu(Registrar& r) {
+  const OpSchema prelu = OpSchema("prelu")
+      .Doc("Out = X where X > 0, else Alpha * X: one Alpha for all of X, one per channel, or one per element of a "
+           "sample (mode).")
+      .Input("X", "the input")
+      .Input("Alpha", "the slopes: 1 (all), C (channel) or X's size without the batch dim (element) values")
+      .Output("Out", "the result, shaped like X")
+      .Attr("mode", "all", "all, channel or element")
+      .Attr("data_format", "NCHW", "where channel mode finds the channels: NCHW (dim 1) or NHWC (the last)")
+      .KernelDtypeFrom("X")
+      .Grad("prelu_grad", "X,Alpha,Out@GRAD", "X,Alpha");
+  r.Op(prelu);
+  r.Op(prelu.MakeGradSchema());
+  RegisterCpu<float, double>(r, "prelu", [](auto t) { return &Prelu<decltype(t)>; });
+  RegisterCpu<float, double>(r, "prelu_grad", [](auto t) { return &PreluGrad<decltype(t)>; });
+}
+
+}  // namespace rill::math

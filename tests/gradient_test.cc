@@ -330,6 +330,20 @@ std::vector<GradCase> Cases() {
                      b.Op("prelu").Input("X", "x").Input("Alpha", "alpha").Output("Out", "out")
                          .Attr("mode", std::string("element"));
                    }});
+  cases.push_back({"bilinear_interp_v2_half_pixel", {{"x", {1, 2, 3, 4}}}, [](core::BlockBuilder& b) {
+                     b.Op("bilinear_interp_v2").Input("X", "x").Output("Out", "out").Attr("out_h", int32_t{5})
+                         .Attr("out_w", int32_t{3}).Attr("interp_method", std::string("bilinear"))
+                         .Attr("align_corners", false).Attr("align_mode", int32_t{0});
+                   }});
+  cases.push_back({"bilinear_interp_align_corners_nhwc", {{"x", {1, 3, 2, 2}}}, [](core::BlockBuilder& b) {
+                     b.Op("bilinear_interp").Input("X", "x").Output("Out", "out").Attr("out_h", int32_t{4})
+                         .Attr("out_w", int32_t{5}).Attr("interp_method", std::string("bilinear"))
+                         .Attr("data_layout", std::string("NHWC"));
+                   }});
+  cases.push_back({"nearest_interp_v2", {{"x", {1, 1, 3, 4}}}, [](core::BlockBuilder& b) {
+                     b.Op("nearest_interp_v2").Input("X", "x").Output("Out", "out").Attr("out_h", int32_t{5})
+                         .Attr("out_w", int32_t{2}).Attr("interp_method", std::string("nearest"));
+                   }});
   cases.push_back({"log_softmax", {{"x", {3, 4}}}, [](core::BlockBuilder& b) {
                      b.Op("log_softmax").Input("X", "x").Output("Out", "out");
                    }});

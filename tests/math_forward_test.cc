@@ -620,6 +620,21 @@ TEST_F(MathForward, PreluAlphaOfTheWrongSizeIsNamed) {
   EXPECT_NE(Run().find("mode 'row' is none of all, channel and element"), std::string::npos);
 }
 
+TEST_F(MathForward, ResizeErrorsNameTheBadSizeOrMethod) {
+  Set<float>("x", {1, 1, 2, 2}, {1, 2, 3, 4});
+  Op("bilinear_interp_v2").Input("X", "x").Output("Out", "out").Attr("interp_method", std::string("bilinear"));
+  EXPECT_NE(Run().find("the output size [-1, -1] must be two positive values"), std::string::npos);
+  pb_ = core::ProgramBuilder();
+  Op("nearest_interp").Input("X", "x").Output("Out", "out").Attr("out_h", int32_t{3}).Attr("out_w", int32_t{3})
+      .Attr("interp_method", std::string("bilinear"));
+  EXPECT_NE(Run().find("interp_method 'bilinear' does not match the op (nearest)"), std::string::npos);
+  pb_ = core::ProgramBuilder();
+  Set<float>("flat", {4}, {1, 2, 3, 4});
+  Op("bilinear_interp").Input("X", "flat").Output("Out", "out").Attr("out_h", int32_t{3}).Attr("out_w", int32_t{3})
+      .Attr("interp_method", std::string("bilinear"));
+  EXPECT_NE(Run().find("X [4] must be a 4-D image"), std::string::npos);
+}
+
 TEST_F(MathForward, MadeTensorErrorsNameTheBadAttribute) {
   Set<int64_t>("zero", {1}, {0});
   Set<int64_t>("one", {1}, {1});

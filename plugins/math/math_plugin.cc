@@ -31,6 +31,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterSigmoidCrossEntropy(r);
   rill::math::RegisterPad(r);
   rill::math::RegisterPrelu(r);
+  rill::math::RegisterInterp(r);
 }
 }  // namespace
 

@@ -36,6 +36,7 @@ void RegisterWhere(Registrar& r);
 void RegisterSigmoidCrossEntropy(Registrar& r);
 void RegisterPad(Registrar& r);
 void RegisterPrelu(Registrar& r);
+void RegisterInterp(Registrar& r);
 
 }  // namespace rill::math
 

@@ -128,13 +128,20 @@ def test_indexing_and_made_tensor_layers(exe):
     assert got[11].tolist() == [0.25]
     img = layers.data(name="img", shape=[1, 2, 3], dtype="float32")
     padded = [layers.pad(x, paddings=[1, 0, 0, 2], pad_value=-1.0),
-              layers.pad2d(img, paddings=[1, 0, 0, 2], mode="reflect"), layers.prelu(img, mode="channel")]
+              layers.pad2d(img, paddings=[1, 0, 0, 2], mode="reflect"), layers.prelu(img, mode="channel"),
+              layers.resize_bilinear(img, out_shape=[3, 5]), layers.resize_nearest(img, scale=2.0)]
     imgs = RNG.randn(2, 1, 2, 3).astype("float32")
     got = run(exe, padded, {"x": xs, "idx": np.int64([2, 0, 2]), "ids": np.int64([[4], [0]]), "label": labels,
                             "img": imgs})
     np.testing.assert_array_equal(got[0], np.pad(xs, ((1, 0), (0, 2)), constant_values=-1.0))
     np.testing.assert_array_equal(got[1], np.pad(imgs, ((0, 0), (0, 0), (1, 0), (0, 2)), mode="reflect"))
     np.testing.assert_allclose(got[2], np.where(imgs > 0, imgs, 0.25 * imgs), rtol=1e-6)
+    # align_corners: the corners are the input's; nearest at scale 2 repeats each pixel twice.
+    assert got[3].shape == (2, 1, 3, 5)
+    np.testing.assert_allclose(got[3][:, :, [0, 0, -1, -1], [0, -1, 0, -1]], imgs[:, :, [0, 0, -1, -1], [0, -1, 0, -1]],
+                               rtol=1e-6)
+    np.testing.assert_allclose(got[3][:, :, 1, 2], imgs[:, :, :, 1].mean(-1), rtol=1e-5)
+    np.testing.assert_array_equal(got[4][:, :, ::2, ::2], imgs)
     with pytest.raises(TypeError, match="float64"):
         layers.assign(np.zeros(3))
 

@@ -489,6 +489,49 @@ def index_cases(rng, dt):
         cases.append(Case("prelu %s %s" % (mode, fmt), "prelu", dict(mode=mode, data_format=fmt),
                           {"X": img, "Alpha": rng.uniform(0.05, 0.5, alpha_shape).astype(dt)}, ["Out"], ref,
                           grads=["X", "Alpha"]))
+    # Resizing: torch's modes where they are Paddle's (bilinear with align_corners or half-pixel
+    # centres, nearest rounding down); Fluid's defaults (bilinear at k * in / out, nearest
+    # with align_corners rounding to nearest) by index_select and weights in torch.
+    def asymmetric(v, out, ratio, nearest_round=False):
+        """Per axis: positions read and their weights, as Fluid's align_mode 1 computes them."""
+        src = torch.arange(out, dtype=torch.float32 if dt == np.float32 else torch.float64) * ratio
+        if nearest_round:
+            return (src + 0.5).long().clamp(max=v - 1), None
+        lo = src.long().clamp(max=v - 1)
+        return lo, (lo + 1).clamp(max=v - 1), (src - lo).to(torch.float64)
+
+    def resize_asymmetric(xt, oh, ow):
+        ih, iw = xt.shape[2], xt.shape[3]
+        r0, r1, fr = asymmetric(ih, oh, dt(ih) / dt(oh))
+        c0, c1, fc = asymmetric(iw, ow, dt(iw) / dt(ow))
+        rows = (xt.index_select(2, r0) * (1 - fr).reshape(-1, 1) + xt.index_select(2, r1) * fr.reshape(-1, 1))
+        return rows.index_select(3, c0) * (1 - fc) + rows.index_select(3, c1) * fc
+
+    cases += [
+        Case("bilinear_interp_v2 align_corners, out_h/out_w", "bilinear_interp_v2",
+             dict(out_h=7, out_w=9, interp_method="bilinear", align_corners=True), {"X": img}, ["Out"],
+             lambda t: {"Out": F.interpolate(t["X"], size=(7, 9), mode="bilinear", align_corners=True)}, grads=["X"]),
+        Case("bilinear_interp_v2 half-pixel, scale", "bilinear_interp_v2",
+             dict(scale=[1.5, 2.0], interp_method="bilinear", align_corners=False, align_mode=0), {"X": img}, ["Out"],
+             lambda t: {"Out": F.interpolate(t["X"], scale_factor=(1.5, 2.0), mode="bilinear", align_corners=False)},
+             grads=["X"]),
+        Case("bilinear_interp_v2 half-pixel NHWC, downsizing", "bilinear_interp_v2",
+             dict(out_h=3, out_w=2, interp_method="bilinear", align_corners=False, align_mode=0, data_layout="NHWC"),
+             {"X": img.transpose(0, 2, 3, 1).copy()}, ["Out"],
+             lambda t: {"Out": back(F.interpolate(nchw(t["X"], True), size=(3, 2), mode="bilinear",
+                                                  align_corners=False), True)}, grads=["X"]),
+        Case("nearest_interp_v2, OutSize", "nearest_interp_v2", dict(interp_method="nearest", align_corners=False),
+             {"X": img, "OutSize": np.int32([6, 3])}, ["Out"],
+             lambda t: {"Out": F.interpolate(t["X"], size=(6, 3), mode="nearest")}, grads=["X"]),
+        Case("bilinear_interp (Fluid's default: align_mode 1)", "bilinear_interp",
+             dict(out_h=6, out_w=8, interp_method="bilinear", align_corners=False), {"X": img}, ["Out"],
+             lambda t: {"Out": resize_asymmetric(t["X"], 6, 8)}, grads=["X"]),
+        Case("nearest_interp align_corners, SizeTensor", "nearest_interp",
+             dict(interp_method="nearest", align_corners=True),
+             {"X": img, "SizeTensor": [np.int32([7]), np.int32([3])]}, ["Out"],
+             lambda t: {"Out": t["X"].index_select(2, asymmetric(4, 7, dt(3) / dt(6), True)[0])
+                        .index_select(3, asymmetric(5, 3, dt(4) / dt(2), True)[0])}, grads=["X"]),
+    ]
     # Binary cross entropy over logits, with ignored labels and normalized by the others.
     logits = (rng.standard_normal((6, 5)) * 4).astype(dt)
     label = rng.uniform(0, 1, (6, 5)).astype(dt)

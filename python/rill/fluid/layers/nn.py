@@ -8,6 +8,7 @@ import functools
 
 
 from rill.fluid import core
+from rill.fluid.framework import Variable
 from rill.fluid.initializer import Constant, Normal
 from rill.fluid.layer_helper import LayerHelper
 from rill.fluid.param_attr import ParamAttr
@@ -18,7 +19,7 @@ __all__ = [
     "reshape", "transpose", "split", "reduce_sum", "reduce_mean", "reduce_max", "scale", "clip",
     "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div", "elementwise_max",
     "elementwise_min", "elementwise_pow", "relu6", "leaky_relu", "flatten", "squeeze", "unsqueeze", "stack",
-    "expand", "slice", "gather", "one_hot", "sigmoid_cross_entropy_with_logits", "cumsum", "pad", "pad2d", "prelu",
+    "expand", "slice", "gather", "one_hot", "sigmoid_cross_entropy_with_logits", "cumsum", "pad", "pad2d", "prelu", "image_resize", "resize_bilinear", "resize_nearest",
 ]
 
 
@@ -598,3 +599,40 @@ def prelu(x, mode, param_attr=None, name=None):
     out = _tmp(helper, x.dtype, x.shape)
     helper.append_op(type="prelu", inputs={"X": x, "Alpha": alpha}, outputs={"Out": out}, attrs={"mode": mode})
     return out
+
+
+def image_resize(input, out_shape=None, scale=None, name=None, resample="BILINEAR", align_corners=True,
+                 align_mode=1):
+    """input [N, C, H, W] resized to out_shape [h, w] (a list, or an int32 Variable) or by scale,
+    by bilinear_interp or nearest_interp."""
+    methods = {"BILINEAR": "bilinear", "NEAREST": "nearest"}
+    if resample not in methods:
+        raise ValueError("resample must be BILINEAR or NEAREST, got %r" % (resample,))
+    if out_shape is None and scale is None:
+        raise ValueError("image_resize needs out_shape or scale")
+    method = methods[resample]
+    helper = LayerHelper(method + "_interp", **locals())
+    inputs = {"X": input}
+    attrs = {"interp_method": method, "align_corners": align_corners, "align_mode": align_mode,
+             "out_h": -1, "out_w": -1, "scale": 0.0}
+    shape = list(input.shape)
+    if isinstance(out_shape, Variable):
+        inputs["OutSize"] = out_shape
+        shape[2:] = [-1, -1]
+    elif out_shape is not None:
+        attrs["out_h"], attrs["out_w"] = int(out_shape[0]), int(out_shape[1])
+        shape[2:] = [attrs["out_h"], attrs["out_w"]]
+    else:
+        attrs["scale"] = float(scale)
+        shape[2:] = [int(d * scale) if d >= 0 else -1 for d in shape[2:]]
+    out = _tmp(helper, input.dtype, shape)
+    helper.append_op(type=method + "_interp", inputs=inputs, outputs={"Out": out}, attrs=attrs)
+    return out
+
+
+def resize_bilinear(input, out_shape=None, scale=None, name=None, align_corners=True, align_mode=1):
+    return image_resize(input, out_shape, scale, name, "BILINEAR", align_corners, align_mode)
+
+
+def resize_nearest(input, out_shape=None, scale=None, name=None, align_corners=True):
+    return image_resize(input, out_shape, scale, name, "NEAREST", align_corners)

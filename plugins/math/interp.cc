@@ -1,0 +1,213 @@
+// Resizing images, with Fluid's contracts: nearest_interp and bilinear_interp (Fluid 1.x)
+// and their _v2 (Paddle 2), NCHW or NHWC, and their gradients. The output size comes from
+// SizeTensor, else OutSize, else the scale (the Scale input, else the attribute) times the
+// input's, else out_h and out_w. Output position k reads input position k * ratio, where
+// ratio is (in - 1) / (out - 1) with align_corners, else in / out (v2: 1 / scale when a
+// scale is given). Nearest takes that position rounded down (to nearest with
+// align_corners); bilinear weighs the two neighbours along each axis, at k * ratio, or,
+// with align_mode 0 and without align_corners, at the half-pixel (k + 0.5) * ratio - 0.5,
+// clamped at 0.
+#include <cmath>
+
+#include "kernels.h"
+#include "ops.h"
+
+namespace rill::math {
+namespace {
+
+// Where output position k of one axis reads: lo and hi, weighted (1 - frac) and frac
+// (nearest: lo alone).
+struct Tap {
+  int64_t lo = 0, hi = 0;
+  double frac = 0;
+};
+
+struct InterpPlan {
+  bool nhwc = false, nearest = false;
+  int64_t n = 0, c = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  std::vector<Tap> rows, cols;
+  std::vector<int64_t> OutDims() const { return nhwc ? std::vector<int64_t>{n, out_h, out_w, c} : std::vector<int64_t>{n, c, out_h, out_w}; }
+  int64_t At(int64_t i, int64_t ch, int64_t y, int64_t x, int64_t h, int64_t w) const {
+    return nhwc ? ((i * h + y) * w + x) * c + ch : ((i * c + ch) * h + y) * w + x;
+  }
+};
+
+// One axis' taps, positions computed in T (as torch does; Paddle computes them in float
+// for fp64 too). `scale` > 0 when a scale was given (v2 reads its ratio from it).
+template <class T>
+std::vector<Tap> Taps(int64_t in, int64_t out, double scale, bool v2, bool nearest, bool align_corners,
+                      int64_t align_mode) {
+  const T ratio = out <= 1 ? T(0)
+                  : align_corners ? static_cast<T>(in - 1) / static_cast<T>(out - 1)
+                  : v2 && scale > 0 ? static_cast<T>(1. / scale)
+                                    : static_cast<T>(in) / static_cast<T>(out);
+  std::vector<Tap> taps(static_cast<size_t>(out));
+  const bool half_pixel = align_mode == 0 && !align_corners;
+  for (int64_t k = 0; k < out; ++k) {
+    Tap& t = taps[static_cast<size_t>(k)];
+    const T at = static_cast<T>(k);
+    if (nearest) {
+      t.lo = std::min(static_cast<int64_t>(align_corners ? ratio * at + T(0.5) : ratio * at), in - 1);
+      continue;
+    }
+    const T src = half_pixel ? std::max(ratio * (at + T(0.5)) - T(0.5), T(0)) : ratio * at;
+    t.lo = std::min(static_cast<int64_t>(src), in - 1);
+    t.hi = std::min(t.lo + 1, in - 1);
+    t.frac = static_cast<double>(src - static_cast<T>(t.lo));
+  }
+  return taps;
+}
+
+template <class T>
+InterpPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
+  const std::string type = ctx.op().type();
+  const bool v2 = type.find("_v2") != std::string::npos;
+  InterpPlan p;
+  p.nearest = type.rfind("nearest", 0) == 0;
+  const std::string method = ctx.Attr<std::string>("interp_method");
+  if (method != (p.nearest ? "nearest" : "bilinear")) {
+    throw Error("interp_method '" + method + "' does not match the op (" + (p.nearest ? "nearest" : "bilinear") + ")");
+  }
+  if (d.size() != 4) throw Error("X " + DimsString(d) + " must be a 4-D image");
+  p.nhwc = IsNhwc(ctx.Attr<std::string>("data_layout"), "data_layout");
+  p.n = d[0];
+  p.c = p.nhwc ? d[3] : d[1];
+  p.in_h = p.nhwc ? d[1] : d[2];
+  p.in_w = p.nhwc ? d[2] : d[3];
+  double scale_h = -1, scale_w = -1;
+  std::vector<int64_t> size;
+  if (ctx.HasInput("SizeTensor")) {
+    for (size_t i = 0; i < ctx.op().InputCount("SizeTensor"); ++i) {
+      const std::vector<int64_t> one = IntsOf(ctx.Input("SizeTensor", i), "SizeTensor");
+      size.insert(size.end(), one.begin(), one.end());
+    }
+  } else {
+    std::vector<double> scale;
+    if (ctx.HasInput("Scale")) {
+      Tensor s = ctx.Input("Scale");
+      VisitDataType<float, double>(s.dtype(), "Scale", [&](auto t) {
+        const auto* ps = s.data<decltype(t)>();
+        scale.assign(ps, ps + s.numel());
+      });
+    } else if (v2) {
+      const std::vector<float> attr = ctx.Attr<std::vector<float>>("scale");
+      scale.assign(attr.begin(), attr.end());
+    } else {
+      scale.push_back(ctx.Attr<float>("scale"));
+    }
+    if (scale.size() == 1) scale.push_back(scale[0]);
+    if (scale.size() == 2 && scale[0] > 0 && scale[1] > 0) {
+      scale_h = scale[0];
+      scale_w = scale[1];
+      size = {static_cast<int64_t>(static_cast<double>(p.in_h) * scale_h),
+              static_cast<int64_t>(static_cast<double>(p.in_w) * scale_w)};
+    } else if (scale.size() > 2) {
+      throw Error("scale holds " + std::to_string(scale.size()) + " values; a 2-D resize takes 1 or 2");
+    }
+    if (ctx.HasInput("OutSize")) size = IntsOf(ctx.Input("OutSize"), "OutSize");
+  }
+  if (size.empty()) size = {ctx.Attr<int64_t>("out_h"), ctx.Attr<int64_t>("out_w")};
+  if (size.size() != 2 || size[0] < 1 || size[1] < 1) {
+    throw Error("the output size " + DimsString(size) + " must be two positive values (from SizeTensor, OutSize, "
+                "scale, or out_h and out_w)");
+  }
+  p.out_h = size[0];
+  p.out_w = size[1];
+  if ((p.in_h == 0 || p.in_w == 0) && p.n * p.c > 0) throw Error("X " + DimsString(d) + " has no pixels to resize");
+  const bool align_corners = ctx.Attr<bool>("align_corners");
+  const int64_t align_mode = ctx.Attr<int64_t>("align_mode");
+  p.rows = Taps<T>(p.in_h, p.out_h, scale_h, v2, p.nearest, align_corners, align_mode);
+  p.cols = Taps<T>(p.in_w, p.out_w, scale_w, v2, p.nearest, align_corners, align_mode);
+  return p;
+}
+
+// Calls fn(out_index, in_index, weight) for each tap of each output element.
+template <class F>
+void ForEachTap(const InterpPlan& p, F fn) {
+  for (int64_t i = 0; i < p.n; ++i) {
+    for (int64_t ch = 0; ch < p.c; ++ch) {
+      for (int64_t y = 0; y < p.out_h; ++y) {
+        const Tap& r = p.rows[static_cast<size_t>(y)];
+        for (int64_t x = 0; x < p.out_w; ++x) {
+          const Tap& q = p.cols[static_cast<size_t>(x)];
+          const int64_t o = p.At(i, ch, y, x, p.out_h, p.out_w);
+          const auto in = [&](int64_t yy, int64_t xx) { return p.At(i, ch, yy, xx, p.in_h, p.in_w); };
+          if (p.nearest) {
+            fn(o, in(r.lo, q.lo), 1.0);
+            continue;
+          }
+          fn(o, in(r.lo, q.lo), (1 - r.frac) * (1 - q.frac));
+          fn(o, in(r.lo, q.hi), (1 - r.frac) * q.frac);
+          fn(o, in(r.hi, q.lo), r.frac * (1 - q.frac));
+          fn(o, in(r.hi, q.hi), r.frac * q.frac);
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+void Interp(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  const InterpPlan p = PlanOf<T>(ctx, x.dims());
+  const T* px = x.data<T>();
+  const std::vector<int64_t> out_dims = p.OutDims();
+  WriteOutput<T>(ctx, "Out", {"X"}, out_dims, [&](T* out) {
+    std::fill(out, out + Product(out_dims, 0, 4), T(0));
+    ForEachTap(p, [&](int64_t o, int64_t i, double w) { out[o] += static_cast<T>(w) * px[i]; });
+  });
+}
+
+template <class T>
+void InterpGrad(KernelContext& ctx) {
+  const std::vector<int64_t> d = ctx.Input("X").dims();
+  Tensor g = ctx.Input("Out@GRAD");
+  const InterpPlan p = PlanOf<T>(ctx, d);
+  if (g.dims() != p.OutDims()) {
+    throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like Out " + DimsString(p.OutDims()));
+  }
+  const T* pg = g.data<T>();
+  T* dx = ctx.AllocateOutput<T>("X@GRAD", d);
+  std::fill(dx, dx + Product(d, 0, 4), T(0));
+  ForEachTap(p, [&](int64_t o, int64_t i, double w) { dx[i] += static_cast<T>(w) * pg[o]; });
+}
+
+OpSchema InterpSchema(const char* type, bool v2, const char* method) {
+  OpSchema s = OpSchema(type)
+      .Doc(std::string("Out = X resized by ") + method + " interpolation (see the size and alignment attributes).")
+      .Input("X", "[N, C, H, W] or [N, H, W, C]")
+      .Input("OutSize", "[out_h, out_w], int32; replaces scale and out_h, out_w", RILL_SLOT_OPTIONAL)
+      .Input("SizeTensor", "out_h and out_w, one [1] int32 each; replaces everything else",
+             RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+      .Input("Scale", "the scale, 1 or 2 values; replaces the attribute", RILL_SLOT_OPTIONAL)
+      .Output("Out", "the resized image")
+      .Attr("data_layout", "NCHW", "NCHW or NHWC")
+      .Attr("out_d", int64_t{-1}, "unused by 2-D resizes")
+      .Attr("out_h", int64_t{-1}, "the output height, when nothing else sets it")
+      .Attr("out_w", int64_t{-1}, "the output width, when nothing else sets it")
+      .Attr("interp_method", method, "the op's method")
+      .Attr("align_corners", true, "map the corner pixels onto each other")
+      .Attr("align_mode", int64_t{1}, "without align_corners: 0 half-pixel centres, 1 k * ratio")
+      .KernelDtypeFrom("X")
+      .Grad(std::string(type) + "_grad", "X,OutSize,SizeTensor,Scale,Out@GRAD", "X");
+  if (v2) s.Attr("scale", std::vector<float>{}, "[scale_h, scale_w] (or one for both); used when positive");
+  else s.Attr("scale", 0.0, "the scale of both dims; used when positive");
+  return s;
+}
+
+}  // namespace
+
+void RegisterInterp(Registrar& r) {
+  for (const bool v2 : {false, true}) {
+    for (const char* method : {"nearest", "bilinear"}) {
+      const std::string type = std::string(method) + (v2 ? "_interp_v2" : "_interp");
+      const OpSchema schema = InterpSchema(type.c_str(), v2, method);
+      r.Op(schema);
+      r.Op(schema.MakeGradSchema());
+      RegisterCpu<float, double>(r, type.c_str(), [](auto t) { return &Interp<decltype(t)>; });
+      RegisterCpu<float, double>(r, (type + "_grad").c_str(), [](auto t) { return &InterpGrad<decltype(t)>; });
+    }
+  }
+}
+
+}  // namespace rill::math

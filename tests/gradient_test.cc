@@ -344,6 +344,13 @@ std::vector<GradCase> Cases() {
                      b.Op("nearest_interp_v2").Input("X", "x").Output("Out", "out").Attr("out_h", int32_t{5})
                          .Attr("out_w", int32_t{2}).Attr("interp_method", std::string("nearest"));
                    }});
+  cases.push_back({"group_norm", {{"x", {2, 4, 3}}, {"scale", {4}}, {"bias", {4}}}, [](core::BlockBuilder& b) {
+                     b.Op("group_norm").Input("X", "x").Input("Scale", "scale").Input("Bias", "bias").Output("Y", "out")
+                         .Output("Mean", "mean").Output("Variance", "var").Attr("groups", int32_t{2});
+                   }});
+  cases.push_back({"instance_norm", {{"x", {2, 3, 4}}, {"scale", {3}}}, [](core::BlockBuilder& b) {
+                     b.Op("instance_norm").Input("X", "x").Input("Scale", "scale").Output("Y", "out");
+                   }});
   cases.push_back({"log_softmax", {{"x", {3, 4}}}, [](core::BlockBuilder& b) {
                      b.Op("log_softmax").Input("X", "x").Output("Out", "out");
                    }});

@@ -635,6 +635,12 @@ TEST_F(MathForward, ResizeErrorsNameTheBadSizeOrMethod) {
   EXPECT_NE(Run().find("X [4] must be a 4-D image"), std::string::npos);
 }
 
+TEST_F(MathForward, GroupNormGroupsMustDivideTheChannels) {
+  Set<float>("x", {1, 6, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  Op("group_norm").Input("X", "x").Output("Y", "y").Attr("groups", int32_t{4});
+  EXPECT_NE(Run().find("groups (4) must divide the 6 channels"), std::string::npos);
+}
+
 TEST_F(MathForward, MadeTensorErrorsNameTheBadAttribute) {
   Set<int64_t>("zero", {1}, {0});
   Set<int64_t>("one", {1}, {1});

@@ -32,6 +32,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterPad(r);
   rill::math::RegisterPrelu(r);
   rill::math::RegisterInterp(r);
+  rill::math::RegisterGroupNorm(r);
 }
 }  // namespace
 

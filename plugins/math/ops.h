@@ -37,6 +37,7 @@ void RegisterSigmoidCrossEntropy(Registrar& r);
 void RegisterPad(Registrar& r);
 void RegisterPrelu(Registrar& r);
 void RegisterInterp(Registrar& r);
+void RegisterGroupNorm(Registrar& r);
 
 }  // namespace rill::math
 

@@ -129,7 +129,8 @@ def test_indexing_and_made_tensor_layers(exe):
     img = layers.data(name="img", shape=[1, 2, 3], dtype="float32")
     padded = [layers.pad(x, paddings=[1, 0, 0, 2], pad_value=-1.0),
               layers.pad2d(img, paddings=[1, 0, 0, 2], mode="reflect"), layers.prelu(img, mode="channel"),
-              layers.resize_bilinear(img, out_shape=[3, 5]), layers.resize_nearest(img, scale=2.0)]
+              layers.resize_bilinear(img, out_shape=[3, 5]), layers.resize_nearest(img, scale=2.0),
+              layers.instance_norm(img), layers.group_norm(img, groups=1)]
     imgs = RNG.randn(2, 1, 2, 3).astype("float32")
     got = run(exe, padded, {"x": xs, "idx": np.int64([2, 0, 2]), "ids": np.int64([[4], [0]]), "label": labels,
                             "img": imgs})
@@ -142,6 +143,10 @@ def test_indexing_and_made_tensor_layers(exe):
                                rtol=1e-6)
     np.testing.assert_allclose(got[3][:, :, 1, 2], imgs[:, :, :, 1].mean(-1), rtol=1e-5)
     np.testing.assert_array_equal(got[4][:, :, ::2, ::2], imgs)
+    flat = imgs.reshape(2, -1)
+    normalized = ((flat - flat.mean(1, keepdims=True)) / np.sqrt(flat.var(1, keepdims=True) + 1e-5)).reshape(imgs.shape)
+    np.testing.assert_allclose(got[5], normalized, rtol=1e-4, atol=1e-5)  # one channel: both normalize the image
+    np.testing.assert_allclose(got[6], normalized, rtol=1e-4, atol=1e-5)
     with pytest.raises(TypeError, match="float64"):
         layers.assign(np.zeros(3))
 

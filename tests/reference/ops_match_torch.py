@@ -532,6 +532,28 @@ def index_cases(rng, dt):
              lambda t: {"Out": t["X"].index_select(2, asymmetric(4, 7, dt(3) / dt(6), True)[0])
                         .index_select(3, asymmetric(5, 3, dt(4) / dt(2), True)[0])}, grads=["X"]),
     ]
+    # group_norm (NCHW and NHWC) and instance_norm, with and without Scale and Bias.
+    wide = rng.standard_normal((2, 6, 3, 4)).astype(dt) * 2 + 1
+    c_scale, c_bias = rng.standard_normal(6).astype(dt), rng.standard_normal(6).astype(dt)
+    cases += [
+        Case("group_norm 3 groups", "group_norm", dict(groups=3, epsilon=1e-4),
+             {"X": wide, "Scale": c_scale, "Bias": c_bias}, ["Y", "Mean", "Variance"],
+             lambda t: {"Y": F.group_norm(t["X"], 3, t["Scale"], t["Bias"], eps=f32(1e-4)),
+                        "Mean": t["X"].reshape(2, 3, -1).mean(-1),
+                        "Variance": t["X"].reshape(2, 3, -1).var(-1, unbiased=False)},
+             grads=["X", "Scale", "Bias"], through=["Y"]),
+        Case("group_norm NHWC, no Scale or Bias", "group_norm", dict(groups=2, data_layout="NHWC"),
+             {"X": wide.transpose(0, 2, 3, 1).copy()}, ["Y"],
+             lambda t: {"Y": back(F.group_norm(nchw(t["X"], True), 2, eps=f32(1e-5)), True)}, grads=["X"]),
+        Case("instance_norm", "instance_norm", {}, {"X": wide, "Scale": c_scale, "Bias": c_bias}, ["Y"],
+             lambda t: {"Y": F.instance_norm(t["X"], weight=t["Scale"], bias=t["Bias"], eps=f32(1e-5))},
+             grads=["X", "Scale", "Bias"]),
+        Case("instance_norm with its saved statistics", "instance_norm", {}, {"X": wide},
+             ["Y", "SavedMean", "SavedVariance"],
+             lambda t: {"Y": F.instance_norm(t["X"], eps=f32(1e-5)), "SavedMean": t["X"].reshape(12, -1).mean(-1),
+                        "SavedVariance": 1 / torch.sqrt(t["X"].reshape(12, -1).var(-1, unbiased=False) + f32(1e-5))},
+             grads=["X"], through=["Y"]),
+    ]
     # Binary cross entropy over logits, with ignored labels and normalized by the others.
     logits = (rng.standard_normal((6, 5)) * 4).astype(dt)
     label = rng.uniform(0, 1, (6, 5)).astype(dt)

@@ -19,7 +19,7 @@ __all__ = [
     "reshape", "transpose", "split", "reduce_sum", "reduce_mean", "reduce_max", "scale", "clip",
     "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div", "elementwise_max",
     "elementwise_min", "elementwise_pow", "relu6", "leaky_relu", "flatten", "squeeze", "unsqueeze", "stack",
-    "expand", "slice", "gather", "one_hot", "sigmoid_cross_entropy_with_logits", "cumsum", "pad", "pad2d", "prelu", "image_resize", "resize_bilinear", "resize_nearest",
+    "expand", "slice", "gather", "one_hot", "sigmoid_cross_entropy_with_logits", "cumsum", "pad", "pad2d", "prelu", "image_resize", "resize_bilinear", "resize_nearest", "group_norm", "instance_norm",
 ]
 
 
@@ -636,3 +636,34 @@ def resize_bilinear(input, out_shape=None, scale=None, name=None, align_corners=
 
 def resize_nearest(input, out_shape=None, scale=None, name=None, align_corners=True):
     return image_resize(input, out_shape, scale, name, "NEAREST", align_corners)
+
+
+def _channel_norm(op_type, input, channels, stats_shape, stats, param_attr, bias_attr, act, attrs):
+    """group_norm and instance_norm: Scale (1 at first) and Bias parameters of one value per
+    channel, the statistics outputs, and the activation."""
+    helper = LayerHelper(op_type, input=input, param_attr=param_attr, bias_attr=bias_attr, act=act)
+    dtype = helper.input_dtype()
+    inputs = {"X": input,
+              "Scale": helper.create_parameter(attr=helper.param_attr, shape=[channels], dtype=dtype,
+                                               default_initializer=Constant(1.0)),
+              "Bias": helper.create_parameter(attr=helper.bias_attr, shape=[channels], dtype=dtype, is_bias=True)}
+    out = _tmp(helper, dtype, input.shape)
+    outputs = {"Y": out}
+    for name in stats:
+        outputs[name] = _tmp(helper, dtype, stats_shape, stop_gradient=True)
+    helper.append_op(type=op_type, inputs=inputs, outputs=outputs, attrs=attrs)
+    result = helper.append_activation(out)
+    result._shape = list(input.shape)
+    return result
+
+
+def group_norm(input, groups, epsilon=1e-05, param_attr=None, bias_attr=None, act=None, data_layout="NCHW",
+               name=None):
+    channels = input.shape[1] if data_layout == "NCHW" else input.shape[-1]
+    return _channel_norm("group_norm", input, channels, [input.shape[0], groups], ("Mean", "Variance"), param_attr,
+                         bias_attr, act, {"groups": groups, "epsilon": epsilon, "data_layout": data_layout})
+
+
+def instance_norm(input, epsilon=1e-05, param_attr=None, bias_attr=None, name=None):
+    return _channel_norm("instance_norm", input, input.shape[1], [-1], ("SavedMean", "SavedVariance"), param_attr,
+                         bias_attr, None, {"epsilon": epsilon})

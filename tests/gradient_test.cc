@@ -351,6 +351,12 @@ std::vector<GradCase> Cases() {
   cases.push_back({"instance_norm", {{"x", {2, 3, 4}}, {"scale", {3}}}, [](core::BlockBuilder& b) {
                      b.Op("instance_norm").Input("X", "x").Input("Scale", "scale").Output("Y", "out");
                    }});
+  cases.push_back({"squared_l2_norm", {{"x", {2, 3}}}, [](core::BlockBuilder& b) {
+                     b.Op("squared_l2_norm").Input("X", "x").Output("Out", "out");
+                   }});
+  cases.push_back({"label_smooth", {{"x", {2, 3}}}, [](core::BlockBuilder& b) {
+                     b.Op("label_smooth").Input("X", "x").Output("Out", "out").Attr("epsilon", 0.25f);
+                   }});
   cases.push_back({"log_softmax", {{"x", {3, 4}}}, [](core::BlockBuilder& b) {
                      b.Op("log_softmax").Input("X", "x").Output("Out", "out");
                    }});

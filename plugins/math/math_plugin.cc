@@ -33,6 +33,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterPrelu(r);
   rill::math::RegisterInterp(r);
   rill::math::RegisterGroupNorm(r);
+  rill::math::RegisterGradClip(r);
 }
 }  // namespace
 

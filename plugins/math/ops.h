@@ -38,6 +38,7 @@ void RegisterPad(Registrar& r);
 void RegisterPrelu(Registrar& r);
 void RegisterInterp(Registrar& r);
 void RegisterGroupNorm(Registrar& r);
+void RegisterGradClip(Registrar& r);
 
 }  // namespace rill::math
 

@@ -110,6 +110,7 @@ def test_indexing_and_made_tensor_layers(exe):
         layers.range(0, 7, 2, "int64"), layers.assign(table), layers.assign(xs),
         layers.sigmoid_cross_entropy_with_logits(x, label),
         layers.assign(np.array([0.25])),  # one float64 value: a fill_constant
+        layers.label_smooth(layers.one_hot(ids, depth=5), epsilon=0.1), layers.isfinite(x),
     ]
     got = run(exe, outs, {"x": xs, "idx": np.int64([2, 0, 2]), "ids": np.int64([[4], [0]]), "label": labels})
     np.testing.assert_array_equal(got[0], xs[[2, 0, 2]])
@@ -126,6 +127,8 @@ def test_indexing_and_made_tensor_layers(exe):
     want = np.maximum(xs, 0) - xs * labels + np.log1p(np.exp(-np.abs(xs)))
     np.testing.assert_allclose(got[10], want, rtol=1e-5, atol=1e-6)
     assert got[11].tolist() == [0.25]
+    np.testing.assert_allclose(got[12], 0.9 * np.eye(5)[[4, 0]] + 0.02, rtol=1e-6)
+    assert got[13].tolist() == [True]
     img = layers.data(name="img", shape=[1, 2, 3], dtype="float32")
     padded = [layers.pad(x, paddings=[1, 0, 0, 2], pad_value=-1.0),
               layers.pad2d(img, paddings=[1, 0, 0, 2], mode="reflect"), layers.prelu(img, mode="channel"),

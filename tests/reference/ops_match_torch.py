@@ -554,6 +554,28 @@ def index_cases(rng, dt):
                         "SavedVariance": 1 / torch.sqrt(t["X"].reshape(12, -1).var(-1, unbiased=False) + f32(1e-5))},
              grads=["X"], through=["Y"]),
     ]
+    # Gradient clipping, label smoothing, finiteness.
+    odd = x.copy()
+    odd[0, 0, 0], odd[1, 2, 1], odd[3, 1, 2] = np.inf, -np.inf, np.nan
+    one_hot = np.eye(4, dtype=dt)[rng.integers(0, 4, 6)]
+    prior = np.array([0.1, 0.2, 0.3, 0.4], dt)
+    cases += [
+        Case("squared_l2_norm", "squared_l2_norm", {}, {"X": x}, ["Out"], lambda t: {"Out": (t["X"] ** 2).sum().reshape(1)},
+             grads=["X"]),
+        Case("clip_by_norm, clipped", "clip_by_norm", dict(max_norm=1.5), {"X": x}, ["Out"],
+             lambda t: {"Out": t["X"] * (f32(1.5) / t["X"].norm())}),
+        Case("clip_by_norm, kept", "clip_by_norm", dict(max_norm=1e4), {"X": x}, ["Out"], lambda t: {"Out": t["X"]}),
+        Case("label_smooth", "label_smooth", dict(epsilon=0.1), {"X": one_hot}, ["Out"],
+             lambda t: {"Out": (1 - f32(0.1)) * t["X"] + f32(0.1) / 4}, grads=["X"]),
+        Case("label_smooth PriorDist", "label_smooth", dict(epsilon=0.2), {"X": one_hot, "PriorDist": prior}, ["Out"],
+             lambda t: {"Out": (1 - f32(0.2)) * t["X"] + f32(0.2) * t["PriorDist"]}, grads=["X"]),
+    ]
+    for name, fn in (("isfinite", torch.isfinite), ("isinf", torch.isinf), ("isnan", torch.isnan)):
+        whole = (lambda v, fn=fn: fn(v).all()) if name == "isfinite" else (lambda v, fn=fn: fn(v).any())
+        cases.append(Case(name, name, {}, {"X": odd}, ["Out"], lambda t, whole=whole: {"Out": whole(t["X"]).reshape(1)}))
+        cases.append(Case(name + " of finite values", name, {}, {"X": x}, ["Out"],
+                          lambda t, whole=whole: {"Out": whole(t["X"]).reshape(1)}))
+        cases.append(Case(name + "_v2", name + "_v2", {}, {"X": odd}, ["Out"], lambda t, fn=fn: {"Out": fn(t["X"])}))
     # Binary cross entropy over logits, with ignored labels and normalized by the others.
     logits = (rng.standard_normal((6, 5)) * 4).astype(dt)
     label = rng.uniform(0, 1, (6, 5)).astype(dt)

@@ -19,7 +19,7 @@ __all__ = [
     "reshape", "transpose", "split", "reduce_sum", "reduce_mean", "reduce_max", "scale", "clip",
     "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div", "elementwise_max",
     "elementwise_min", "elementwise_pow", "relu6", "leaky_relu", "flatten", "squeeze", "unsqueeze", "stack",
-    "expand", "slice", "gather", "one_hot", "sigmoid_cross_entropy_with_logits", "cumsum", "pad", "pad2d", "prelu", "image_resize", "resize_bilinear", "resize_nearest", "group_norm", "instance_norm",
+    "expand", "slice", "gather", "one_hot", "sigmoid_cross_entropy_with_logits", "cumsum", "pad", "pad2d", "prelu", "image_resize", "resize_bilinear", "resize_nearest", "group_norm", "instance_norm", "label_smooth",
 ]
 
 
@@ -667,3 +667,16 @@ def group_norm(input, groups, epsilon=1e-05, param_attr=None, bias_attr=None, ac
 def instance_norm(input, epsilon=1e-05, param_attr=None, bias_attr=None, name=None):
     return _channel_norm("instance_norm", input, input.shape[1], [-1], ("SavedMean", "SavedVariance"), param_attr,
                          bias_attr, None, {"epsilon": epsilon})
+
+
+def label_smooth(label, prior_dist=None, epsilon=0.1, dtype="float32", name=None):
+    """(1 - epsilon) * label + epsilon * prior_dist (uniform over the classes when None)."""
+    if not 0 <= epsilon <= 1:
+        raise ValueError("epsilon must be in [0, 1], got %r" % (epsilon,))
+    helper = LayerHelper("label_smooth", **locals())
+    out = _tmp(helper, dtype, label.shape)
+    inputs = {"X": label}
+    if prior_dist is not None:
+        inputs["PriorDist"] = prior_dist
+    helper.append_op(type="label_smooth", inputs=inputs, outputs={"Out": out}, attrs={"epsilon": float(epsilon)})
+    return out

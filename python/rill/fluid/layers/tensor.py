@@ -7,7 +7,8 @@ from rill.fluid.initializer import Constant
 from rill.fluid.layer_helper import LayerHelper
 
 __all__ = ["create_tensor", "create_parameter", "create_global_var", "cast", "concat", "sums", "assign",
-           "fill_constant", "fill_constant_batch_size_like", "ones", "zeros", "argmax", "argmin", "shape", "range"]
+           "fill_constant", "fill_constant_batch_size_like", "ones", "zeros", "argmax", "argmin", "shape", "range",
+           "isfinite"]
 
 
 def create_tensor(dtype, name=None, persistable=False):
@@ -160,3 +161,11 @@ def range(start, end, step, dtype):
     return out
 
 
+def isfinite(x):
+    """A bool [1]: whether every element of x is finite."""
+    helper = LayerHelper("isfinite", **locals())
+    out = helper.create_tmp_variable(dtype="bool")
+    out._shape = [1]
+    helper.append_op(type="isfinite", inputs={"X": x}, outputs={"Out": [out]})
+    out.stop_gradient = True
+    return out

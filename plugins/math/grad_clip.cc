@@ -1,0 +1,160 @@
+// The ops Fluid's gradient clipping and label smoothing emit, with Fluid's contracts:
+// squared_l2_norm (Out = sum(X^2), [1]; with a gradient, as GradientClipByGlobalNorm
+// differentiates nothing through it but regularizers may), clip_by_norm (Out = X scaled
+// down to an L2 norm of max_norm when above it), label_smooth (Out = (1 - epsilon) * X +
+// epsilon * PriorDist, the prior uniform over X's last dim when absent; with a gradient),
+// and the finiteness checks: isfinite (Out: [1], every element finite), isinf and isnan
+// (any element infinite, any NaN), and their _v2 (Paddle 2: elementwise).
+#include <cmath>
+
+#include "kernels.h"
+#include "ops.h"
+
+namespace rill::math {
+namespace {
+
+template <class T>
+void SquaredL2Norm(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  const double sum = Flat<T>(x).template cast<double>().square().sum();
+  *ctx.AllocateOutput<T>("Out", {1}) = static_cast<T>(sum);
+}
+
+template <class T>
+void SquaredL2NormGrad(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  Tensor g = ctx.Input("Out@GRAD");
+  if (g.numel() != 1) throw Error("Out@GRAD must hold one value, it has " + std::to_string(g.numel()));
+  const T scale = T(2) * g.data<T>()[0];
+  const T* px = x.data<T>();
+  WriteOutput<T>(ctx, "X@GRAD", {"X"}, x.dims(), [&](T* dx) {
+    for (int64_t i = 0; i < x.numel(); ++i) dx[i] = scale * px[i];
+  });
+}
+
+template <class T>
+void ClipByNorm(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  const double max_norm = ctx.Attr<float>("max_norm");
+  if (!(max_norm > 0)) throw Error("max_norm must be positive, got " + std::to_string(max_norm));
+  const double norm = std::sqrt(Flat<T>(x).template cast<double>().square().sum());
+  const T scale = static_cast<T>(norm > max_norm ? max_norm / norm : 1.0);
+  const T* px = x.data<T>();
+  WriteOutput<T>(ctx, "Out", {"X"}, x.dims(), [&](T* out) {
+    for (int64_t i = 0; i < x.numel(); ++i) out[i] = scale * px[i];
+  });
+}
+
+template <class T>
+void LabelSmooth(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  if (x.ndim() == 0) throw Error("X has no class dim");
+  const int64_t k = x.dims().back();
+  const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
+  std::vector<T> prior(static_cast<size_t>(k), k > 0 ? T(1) / static_cast<T>(k) : T(0));
+  if (ctx.HasInput("PriorDist")) {
+    Tensor p = ctx.Input("PriorDist");
+    if (p.numel() != k) throw Error("PriorDist " + DimsString(p.dims()) + " must hold X's " + std::to_string(k) + " classes");
+    prior.assign(p.data<T>(), p.data<T>() + k);
+  }
+  const T* px = x.data<T>();
+  WriteOutput<T>(ctx, "Out", {"X", "PriorDist"}, x.dims(), [&](T* out) {
+    for (int64_t i = 0; i < x.numel(); ++i) out[i] = (T(1) - eps) * px[i] + eps * prior[static_cast<size_t>(i % k)];
+  });
+}
+
+template <class T>
+void LabelSmoothGrad(KernelContext& ctx) {
+  Tensor g = ctx.Input("Out@GRAD");
+  const T keep = T(1) - static_cast<T>(ctx.Attr<float>("epsilon"));
+  const T* pg = g.data<T>();
+  WriteOutput<T>(ctx, "X@GRAD", {"Out@GRAD"}, g.dims(), [&](T* dx) {
+    for (int64_t i = 0; i < g.numel(); ++i) dx[i] = keep * pg[i];
+  });
+}
+
+enum class Check { kFinite, kInf, kNan };
+
+template <class T, Check kCheck>
+bool Holds(T v) {
+  if constexpr (kCheck == Check::kFinite) return std::isfinite(v);
+  else if constexpr (kCheck == Check::kInf) return std::isinf(v);
+  else return std::isnan(v);
+}
+
+// v1: one bool for all of X (isfinite: all finite; isinf, isnan: any); v2: per element.
+template <class T, Check kCheck, bool kV2>
+void Finiteness(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  const T* px = x.data<T>();
+  if constexpr (kV2) {
+    bool* out = ctx.AllocateOutput<bool>("Out", x.dims());
+    for (int64_t i = 0; i < x.numel(); ++i) out[i] = Holds<T, kCheck>(px[i]);
+  } else {
+    bool all = true, any = false;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const bool h = Holds<T, kCheck>(px[i]);
+      all = all && h;
+      any = any || h;
+    }
+    *ctx.AllocateOutput<bool>("Out", {1}) = kCheck == Check::kFinite ? all : any;
+  }
+}
+
+template <Check kCheck>
+void AddFiniteness(Registrar& r, const char* name, const char* v1_doc, const char* v2_doc) {
+  for (const bool v2 : {false, true}) {
+    const std::string type = std::string(name) + (v2 ? "_v2" : "");
+    r.Op(OpSchema(type)
+             .Doc(v2 ? v2_doc : v1_doc)
+             .Input("X", "the tensor checked")
+             .Output("Out", v2 ? "bool, shaped like X" : "bool [1]")
+             .KernelDtypeFrom("X"));
+    if (v2) {
+      RegisterCpu<float, double>(r, type.c_str(), [](auto t) { return &Finiteness<decltype(t), kCheck, true>; });
+    } else {
+      RegisterCpu<float, double>(r, type.c_str(), [](auto t) { return &Finiteness<decltype(t), kCheck, false>; });
+    }
+  }
+}
+
+}  // namespace
+
+void RegisterGradClip(Registrar& r) {
+  const OpSchema squared = OpSchema("squared_l2_norm")
+      .Doc("Out = the sum of X's squared elements, [1].")
+      .Input("X", "the tensor")
+      .Output("Out", "[1]")
+      .KernelDtypeFrom("X")
+      .Grad("squared_l2_norm_grad", "X,Out@GRAD", "X");
+  r.Op(squared);
+  r.Op(squared.MakeGradSchema());
+  RegisterCpu<float, double>(r, "squared_l2_norm", [](auto t) { return &SquaredL2Norm<decltype(t)>; });
+  RegisterCpu<float, double>(r, "squared_l2_norm_grad", [](auto t) { return &SquaredL2NormGrad<decltype(t)>; });
+  r.Op(OpSchema("clip_by_norm")
+           .Doc("Out = X * max_norm / norm(X) where X's L2 norm is above max_norm, else X.")
+           .Input("X", "the tensor (a gradient)")
+           .Output("Out", "X, its norm at most max_norm")
+           .RequiredAttr("max_norm", RILL_ATTR_FLOAT, "the largest L2 norm kept (positive)")
+           .KernelDtypeFrom("X"));
+  RegisterCpu<float, double>(r, "clip_by_norm", [](auto t) { return &ClipByNorm<decltype(t)>; });
+  const OpSchema smooth = OpSchema("label_smooth")
+      .Doc("Out = (1 - epsilon) * X + epsilon * PriorDist, the prior uniform over X's last dim when absent.")
+      .Input("X", "one-hot (or soft) labels [..., K]")
+      .Input("PriorDist", "the prior over the K classes", RILL_SLOT_OPTIONAL)
+      .Output("Out", "the smoothed labels, shaped like X")
+      .Attr("epsilon", 0.0, "the weight of the prior")
+      .KernelDtypeFrom("X")
+      .Grad("label_smooth_grad", "Out@GRAD", "X");
+  r.Op(smooth);
+  r.Op(smooth.MakeGradSchema());
+  RegisterCpu<float, double>(r, "label_smooth", [](auto t) { return &LabelSmooth<decltype(t)>; });
+  RegisterCpu<float, double>(r, "label_smooth_grad", [](auto t) { return &LabelSmoothGrad<decltype(t)>; });
+  AddFiniteness<Check::kFinite>(r, "isfinite", "Out = whether every element of X is finite.",
+                                "Out = whether each element of X is finite.");
+  AddFiniteness<Check::kInf>(r, "isinf", "Out = whether any element of X is infinite.",
+                             "Out = whether each element of X is infinite.");
+  AddFiniteness<Check::kNan>(r, "isnan", "Out = whether any element of X is NaN.", "Out = whether each element of X is NaN.");
+}
+
+}  // namespace rill::math

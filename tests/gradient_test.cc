@@ -174,6 +174,7 @@ std::vector<GradCase> Cases() {
       {"floor", -2, 2, nullptr},
       {"ceil", -2, 2, nullptr},
       {"round", -2, 2, nullptr},
+      {"sign", -2, 2, nullptr},
   };
   for (const auto& a : activations) {
     const std::string type = a.type;

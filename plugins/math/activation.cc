@@ -2,7 +2,7 @@
 // abs, relu6, leaky_relu, gelu, swish, hard_swish, hard_sigmoid, clip, silu, logsigmoid,
 // tanh_shrink, softshrink, hard_shrink, thresholded_relu, brelu, soft_relu, elu, softplus,
 // softsign, mish, selu, stanh, pow, reciprocal, rsqrt, expm1, log1p, log2, log10, sin, cos,
-// floor, ceil, round); scale (Out = scale * X + bias, or scale * (X + bias)); cast (Out = X
+// floor, ceil, round, sign); scale (Out = scale * X + bias, or scale * (X + bias)); cast (Out = X
 // converted to out_dtype); and their gradients.
 #include <unsupported/Eigen/SpecialFunctions>
 
@@ -451,7 +451,8 @@ struct Cos {
   template <class A, class O> void Forward(const A& x, O out) const { out = x.cos(); }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = -g * x.sin(); }
 };
-// floor, ceil and round (halves away from zero): steps, whose gradient is 0 (as Fluid's).
+// floor, ceil, round (halves away from zero) and sign: steps, whose gradient is 0 (as
+// Fluid's).
 template <class Step>
 struct Rounding {
   static constexpr GradFrom kGradFrom = GradFrom::kNothing;
@@ -460,6 +461,9 @@ struct Rounding {
     out = x.unaryExpr([](S<A> v) { return Step()(v); });
   }
   template <class A, class B, class O> void Backward(const A&, const B& g, O dx) const { dx = g * S<A>(0); }
+};
+struct SignStep {
+  template <class T> T operator()(T v) const { return static_cast<T>((v > T(0)) - (v < T(0))); }
 };
 struct FloorStep {
   template <class T> T operator()(T v) const { return std::floor(v); }
@@ -680,6 +684,7 @@ void RegisterActivation(Registrar& r) {
   AddUnary<Rounding<FloorStep>, float, double>(r, "floor", "the largest integer not above X (gradient 0)");
   AddUnary<Rounding<CeilStep>, float, double>(r, "ceil", "the smallest integer not below X (gradient 0)");
   AddUnary<Rounding<RoundStep>, float, double>(r, "round", "the nearest integer, halves away from 0 (gradient 0)");
+  AddUnary<Rounding<SignStep>, float, double>(r, "sign", "1 for X > 0, -1 for X < 0, 0 for 0 (gradient 0)");
 
   const OpSchema scale = OpSchema("scale")
       .Doc("Out = scale * X + bias (bias_after_scale) or scale * (X + bias).")

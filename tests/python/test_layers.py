@@ -271,6 +271,60 @@ def test_more_optimizers_fit_a_line(exe, make, op_type):
     assert np.mean(losses[-20:]) < 0.05 * np.mean(losses[:20]), (losses[:3], losses[-3:])
 
 
+def _one_sgd_step(exe, **optimizer_kwargs):
+    """One SGD step (lr 0.1) of a bias-free fc from w = 1 on a fixed batch; returns the
+    gradient numpy computes, and w before and after the step."""
+    x = layers.data(name="x", shape=[3], dtype="float32")
+    y = layers.data(name="y", shape=[1], dtype="float32")
+    pred = layers.fc(input=x, size=1, bias_attr=False, param_attr=fluid.ParamAttr(
+        name="w", initializer=fluid.initializer.Constant(1.0), **optimizer_kwargs.pop("param_attr", {})))
+    loss = layers.mean(layers.square_error_cost(pred, y))
+    fluid.optimizer.SGD(learning_rate=0.1, **optimizer_kwargs).minimize(loss)
+    exe.run(fluid.default_startup_program())
+    xs = np.array([[1, 2, 3], [-1, 0.5, 2]], "float32")
+    ys = np.array([[10], [-4]], "float32")
+    w0 = np.ones((3, 1), "float32")
+    grad = 2 * xs.T @ (xs @ w0 - ys) / len(xs)
+    exe.run(feed={"x": xs, "y": ys}, fetch_list=[loss])
+    return grad, w0, fluid.fetch_var("w")
+
+
+def test_l2_and_l1_decay_add_to_the_gradient(exe):
+    grad, w0, w1 = _one_sgd_step(exe, regularization=fluid.regularizer.L2Decay(0.5))
+    np.testing.assert_allclose(w1, w0 - 0.1 * (grad + 0.5 * w0), rtol=1e-5)
+    ops = [op.type for op in fluid.default_main_program().global_block().ops]
+    assert ops[-3:] == ["scale", "elementwise_add", "sgd"], ops
+
+
+def test_a_parameters_own_regularizer_wins(exe):
+    grad, w0, w1 = _one_sgd_step(exe, regularization=fluid.regularizer.L2Decay(0.5),
+                                 param_attr={"regularizer": fluid.regularizer.L1Decay(0.25)})
+    np.testing.assert_allclose(w1, w0 - 0.1 * (grad + 0.25 * np.sign(w0)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("clip, check", [
+    (fluid.clip.GradientClipByValue(max=2.0), lambda g, step: np.clip(g, -2.0, 2.0)),
+    (fluid.clip.GradientClipByNorm(clip_norm=1.5), lambda g, step: g * 1.5 / np.linalg.norm(g)),
+    (fluid.clip.GradientClipByGlobalNorm(clip_norm=0.5), lambda g, step: g * 0.5 / np.linalg.norm(g)),
+])
+def test_gradient_clipping(exe, clip, check):
+    grad, w0, w1 = _one_sgd_step(exe, param_attr={"gradient_clip": clip})
+    assert np.linalg.norm(grad) > 2, "the batch's gradient is large enough to be clipped"
+    np.testing.assert_allclose(w1, w0 - 0.1 * check(grad, None), rtol=1e-5)
+
+
+def test_set_gradient_clip_and_a_bad_clip(exe):
+    x = layers.data(name="x", shape=[3], dtype="float32")
+    layers.fc(input=x, size=2)
+    fluid.clip.set_gradient_clip(fluid.clip.GradientClipByValue(1.0))
+    params = fluid.default_main_program().global_block().all_parameters()
+    assert params and all(isinstance(p.gradient_clip_attr, fluid.clip.GradientClipByValue) for p in params)
+    with pytest.raises(TypeError, match="GradientClip"):
+        fluid.clip.set_gradient_clip(0.5)
+    with pytest.raises(ValueError, match="min"):
+        fluid.clip.GradientClipByValue(max=1.0, min=2.0)
+
+
 def test_sparse_embedding_training(exe):
     ids = layers.data(name="ids", shape=[1], dtype="int64")
     target = layers.data(name="target", shape=[4], dtype="float32")

@@ -298,7 +298,8 @@ def activation_cases(rng, dt):
             ("cos", {}, torch.cos, x),
             ("floor", {}, torch.floor, x),
             ("ceil", {}, torch.ceil, x),
-            ("round", {}, torch.round, x)):
+            ("round", {}, torch.round, x),
+            ("sign", {}, torch.sign, x)):
         cases.append(Case("%s %s" % (op, attrs), op, attrs, {"X": v.copy()}, ["Out"],
                           lambda t, fn=fn: {"Out": fn(t["X"])}, grads=["X"]))
     # pow's factor from FactorTensor (one fp32 value), which takes precedence over the attribute.

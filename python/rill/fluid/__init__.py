@@ -6,7 +6,8 @@ Programs are built with Fluid's layers and run in-process by Rill's executor and
 see docs/PYTHON.md.
 """
 from rill.fluid import core, unique_name, framework, initializer, param_attr, layer_helper, executor, layers, \
-    nets, backward, optimizer, io, concurrency, transpiler, data_feeder, debugger, profiler  # noqa: F401
+    nets, backward, optimizer, io, concurrency, transpiler, data_feeder, debugger, profiler, regularizer, \
+    clip  # noqa: F401
 from rill.fluid.framework import Program, Block, Variable, Parameter, Operator, program_guard, \
     default_main_program, default_startup_program, switch_main_program, switch_startup_program, get_var
 from rill.fluid.executor import Executor, global_scope, scope_guard, fetch_var
@@ -20,7 +21,8 @@ from rill.fluid.layers.control_flow import While
 
 __all__ = [
     "core", "unique_name", "framework", "initializer", "param_attr", "layer_helper", "executor", "layers", "nets",
-    "backward", "optimizer", "io", "concurrency", "transpiler", "data_feeder", "debugger", "profiler", "Program", "Block", "Variable",
+    "backward", "optimizer", "io", "concurrency", "transpiler", "data_feeder", "debugger", "profiler", "regularizer",
+    "clip", "Program", "Block", "Variable",
     "Parameter", "Operator", "program_guard", "default_main_program", "default_startup_program",
     "switch_main_program", "switch_startup_program", "get_var", "Executor", "global_scope", "scope_guard",
     "fetch_var", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "LoDTensor", "Scope", "ParamAttr",

@@ -1,7 +1,8 @@
 """fluid.optimizer: SGD, Momentum, Adagrad, DecayedAdagrad, RMSProp, Adam, Adamax and
 Adadelta with Fluid's constructors.
 
-``minimize(loss)`` appends the backward pass, a global learning-rate variable (filled by
+``minimize(loss)`` appends the backward pass, each parameter's gradient clipping
+(fluid.clip) and weight decay (fluid.regularizer), a global learning-rate variable (filled by
 the startup program), each optimizer's accumulators (also filled there), and an update op
 per trainable parameter, sorted by name as Fluid does; Adam and Adamax then scale their
 beta powers.
@@ -10,9 +11,11 @@ from collections import defaultdict
 
 from rill.fluid import unique_name
 from rill.fluid.backward import append_backward
+from rill.fluid.clip import append_gradient_clip_ops
 from rill.fluid.framework import Variable, default_main_program
 from rill.fluid.initializer import Constant
 from rill.fluid.layer_helper import LayerHelper
+from rill.fluid.regularizer import append_regularization_ops
 
 __all__ = ["SGD", "Momentum", "Adagrad", "DecayedAdagrad", "RMSProp", "Adam", "Adamax", "Adadelta",
            "SGDOptimizer", "MomentumOptimizer", "AdagradOptimizer", "DecayedAdagradOptimizer", "RMSPropOptimizer",
@@ -23,8 +26,7 @@ class Optimizer(object):
     def __init__(self, learning_rate, regularization=None, LARS_weight_decay=0.0):
         if not isinstance(learning_rate, (float, int, Variable)):
             raise TypeError("learning_rate must be a float or a Variable, got %r" % (learning_rate,))
-        if regularization is not None:
-            raise NotImplementedError("regularization is not supported yet")
+        self.regularization = regularization
         self._learning_rate = learning_rate
         self._learning_rate_map = {}
         if isinstance(learning_rate, Variable):
@@ -89,6 +91,8 @@ class Optimizer(object):
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
         params_grads = append_backward(loss, parameter_list, no_grad_set)
         params_grads = sorted(params_grads, key=lambda x: x[0].name)
+        params_grads = append_gradient_clip_ops(params_grads)
+        params_grads = append_regularization_ops(params_grads, self.regularization)
         optimize_ops = self.create_optimization_pass(params_grads, loss, startup_program)
         return optimize_ops, params_grads
 

@@ -1,0 +1,100 @@
+"""fluid.clip: gradient clipping, appended after the backward pass and before
+regularization and the updates, as Fluid does. GradientClipByValue clips each element
+(``clip``), GradientClipByNorm each gradient's L2 norm (``clip_by_norm``), and
+GradientClipByGlobalNorm scales every gradient of its group by clip_norm / max(clip_norm,
+global norm), the global norm over the group's gradients together. Set one for
+parameters with ``set_gradient_clip`` or ParamAttr(gradient_clip=...).
+"""
+from rill.fluid import layers
+from rill.fluid.framework import default_main_program
+
+__all__ = ["GradientClipByValue", "GradientClipByNorm", "GradientClipByGlobalNorm", "set_gradient_clip",
+           "append_gradient_clip_ops"]
+
+
+class BaseGradientClipAttr(object):
+    def _process_context(self, context, param, grad):
+        pass
+
+    def _create_operators(self, param, grad):
+        raise NotImplementedError()
+
+
+class NullGradientClipAttr(BaseGradientClipAttr):
+    def _create_operators(self, param, grad):
+        return param, grad
+
+
+class GradientClipByValue(BaseGradientClipAttr):
+    def __init__(self, max, min=None):
+        max = float(max)
+        min = -max if min is None else float(min)
+        if min > max:
+            raise ValueError("GradientClipByValue: min (%f) is greater than max (%f)" % (min, max))
+        self.max, self.min = max, min
+
+    def _create_operators(self, param, grad):
+        return param, layers.clip(x=grad, min=self.min, max=self.max)
+
+
+class GradientClipByNorm(BaseGradientClipAttr):
+    def __init__(self, clip_norm):
+        self.clip_norm = float(clip_norm)
+
+    def _create_operators(self, param, grad):
+        helper_block = grad.block
+        out = helper_block.create_var(dtype=grad.dtype, shape=grad.shape)
+        helper_block.append_op(type="clip_by_norm", inputs={"X": grad}, outputs={"Out": out},
+                               attrs={"max_norm": self.clip_norm})
+        return param, out
+
+
+class GradientClipByGlobalNorm(BaseGradientClipAttr):
+    def __init__(self, clip_norm, group_name="default_group"):
+        self.clip_norm = float(clip_norm)
+        self.group_name = group_name
+
+    def _process_context(self, context, param, grad):
+        group = context.setdefault(self.group_name, {"clip_norm": self.clip_norm, "squares": [], "scale": None})
+        if group["clip_norm"] != self.clip_norm:
+            raise ValueError("gradient clip group %r has clip_norm %f and %f" % (self.group_name, group["clip_norm"],
+                                                                                 self.clip_norm))
+        block = grad.block
+        square = block.create_var(dtype=grad.dtype, shape=[1])
+        block.append_op(type="squared_l2_norm", inputs={"X": grad}, outputs={"Out": square})
+        group["squares"].append(square)
+        self.context = context
+
+    def _create_operators(self, param, grad):
+        group = self.context[self.group_name]
+        if group["scale"] is None:
+            global_norm = layers.sqrt(layers.sums(input=group["squares"]))
+            clip = layers.fill_constant(shape=[1], dtype=grad.dtype, value=self.clip_norm)
+            group["scale"] = layers.elementwise_div(x=clip, y=layers.elementwise_max(x=clip, y=global_norm))
+        return param, layers.elementwise_mul(x=grad, y=group["scale"])
+
+
+def set_gradient_clip(clip, param_list=None, program=None):
+    """Gives `clip` to every parameter of `program` (default: the main program), or to those
+    of param_list (parameters or their names)."""
+    if not isinstance(clip, BaseGradientClipAttr):
+        raise TypeError("clip must be a GradientClip*, got %r" % type(clip).__name__)
+    program = program or default_main_program()
+    params = program.global_block().all_parameters() if param_list is None else param_list
+    for p in params:
+        p = program.global_block().var(p) if isinstance(p, str) else p
+        p.gradient_clip_attr = clip
+
+
+def append_gradient_clip_ops(param_grads):
+    """The (param, grad) pairs with each grad clipped by its parameter's gradient_clip_attr."""
+    context = {}
+    for param, grad in param_grads:
+        clip = getattr(param, "gradient_clip_attr", None)
+        if grad is not None and clip is not None:
+            clip._process_context(context, param, grad)
+    result = []
+    for param, grad in param_grads:
+        clip = getattr(param, "gradient_clip_attr", None)
+        result.append(clip._create_operators(param, grad) if grad is not None and clip is not None else (param, grad))
+    return result

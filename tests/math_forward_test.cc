@@ -641,6 +641,38 @@ TEST_F(MathForward, GroupNormGroupsMustDivideTheChannels) {
   EXPECT_NE(Run().find("groups (4) must divide the 6 channels"), std::string::npos);
 }
 
+// Sizes from attributes that do not fit int64 are errors, never a wrapped size (UBSan
+// would also flag the signed overflow).
+TEST_F(MathForward, SizesPastInt64FromAttributesAreErrors) {
+  Set<float>("x", {2, 3}, {1, 2, 3, 4, 5, 6});
+  Set<float>("img", {1, 1, 2, 2}, {1, 2, 3, 4});
+  const int64_t huge = (int64_t{1} << 31) - 1;  // the largest INTS value
+  const std::vector<int64_t> three_huge = {huge, huge, huge};
+  const std::vector<std::pair<std::function<void()>, std::string>> cases = {
+      {[&] { Op("tile").Input("X", "x").Output("Out", "o").Attr("repeat_times", three_huge); },
+       "more elements than int64 can count"},
+      {[&] { Op("expand_v2").Input("X", "x").Output("Out", "o").Attr("shape", std::vector<int64_t>{huge, huge, huge, 2, 3}); },
+       "more elements than int64 can count"},
+      {[&] {
+         Op("pad").Input("X", "x").Output("Out", "o").Attr("paddings", std::vector<int64_t>{huge, huge, huge, huge});
+         Op("pad").Input("X", "o").Output("Out", "o").Attr("paddings", std::vector<int64_t>{huge, huge, huge, huge});
+       }, "more"},
+      {[&] {
+         Op("bilinear_interp_v2").Input("X", "img").Output("Out", "o").Attr("interp_method", std::string("bilinear"))
+             .Attr("scale", std::vector<float>{1e30f, 1e30f});
+       }, "pixels"},
+      {[&] {
+         Op("assign_value").Output("Out", "o").Attr("shape", three_huge).Attr("dtype", int32_t{RILL_FP32});
+       }, "more elements than int64 can count"},
+  };
+  for (const auto& [build, want] : cases) {
+    pb_ = core::ProgramBuilder();
+    build();
+    const std::string error = Run();
+    EXPECT_NE(error.find(want), std::string::npos) << error;
+  }
+}
+
 TEST_F(MathForward, MadeTensorErrorsNameTheBadAttribute) {
   Set<int64_t>("zero", {1}, {0});
   Set<int64_t>("one", {1}, {1});

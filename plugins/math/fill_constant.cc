@@ -65,7 +65,7 @@ void FillBatchSizeLike(KernelContext& ctx) {
   const size_t to = NormalizeAxis(ctx.Attr<int64_t>("output_dim_idx"), shape.size(), "output_dim_idx");
   shape[to] = in[from];
   T* p = ctx.Output("Out").Allocate<T>(shape);
-  std::fill(p, p + Product(shape, 0, shape.size()), static_cast<T>(static_cast<double>(ctx.Attr<float>("value"))));
+  std::fill(p, p + CheckedCount(shape, sizeof(T), "shape"), static_cast<T>(static_cast<double>(ctx.Attr<float>("value"))));
 }
 
 // assign_value: Out = the values of the attribute that holds its dtype's (bool_values,
@@ -74,7 +74,7 @@ template <class T, class A>
 void AssignValue(KernelContext& ctx, const char* attr) {
   const std::vector<int64_t> shape = ctx.Attr<std::vector<int64_t>>("shape");
   const std::vector<A> values = ctx.Attr<std::vector<A>>(attr);
-  const int64_t n = Product(shape, 0, shape.size());
+  const int64_t n = CheckedCount(shape, sizeof(T), "shape");
   if (static_cast<int64_t>(values.size()) != n) {
     throw Error(std::string(attr) + " holds " + std::to_string(values.size()) + " values, shape " + DimsString(shape) +
                 " takes " + std::to_string(n));

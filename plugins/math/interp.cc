@@ -99,8 +99,12 @@ InterpPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
     if (scale.size() == 2 && scale[0] > 0 && scale[1] > 0) {
       scale_h = scale[0];
       scale_w = scale[1];
-      size = {static_cast<int64_t>(static_cast<double>(p.in_h) * scale_h),
-              static_cast<int64_t>(static_cast<double>(p.in_w) * scale_w)};
+      const double h = static_cast<double>(p.in_h) * scale_h, w = static_cast<double>(p.in_w) * scale_w;
+      if (!(h < 1e15 && w < 1e15)) {
+        throw Error("scale [" + std::to_string(scale_h) + ", " + std::to_string(scale_w) + "] makes an image of " +
+                    std::to_string(h) + " x " + std::to_string(w) + " pixels", RILL_RESOURCE_EXHAUSTED);
+      }
+      size = {static_cast<int64_t>(h), static_cast<int64_t>(w)};
     } else if (scale.size() > 2) {
       throw Error("scale holds " + std::to_string(scale.size()) + " values; a 2-D resize takes 1 or 2");
     }

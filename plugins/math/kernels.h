@@ -65,7 +65,7 @@ template <class T, class Write>
 void WriteOutput(KernelContext& ctx, const char* out, std::initializer_list<const char*> inputs,
                  const std::vector<int64_t>& dims, Write write) {
   if (!OutputIsInput(ctx, out, inputs)) return write(ctx.AllocateOutput<T>(out, dims));
-  const int64_t n = Product(dims, 0, dims.size());
+  const int64_t n = CheckedCount(dims, sizeof(T), out);
   std::unique_ptr<T[]> aside = Scratch<T>(n);
   write(aside.get());
   std::copy(aside.get(), aside.get() + n, ctx.AllocateOutput<T>(out, dims));

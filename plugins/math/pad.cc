@@ -46,7 +46,10 @@ void Finish(PadPlan& p) {
     if (most > 0 && p.mode == PadMode::kEdge && n == 0) {
       throw Error("edge padding of dim " + std::to_string(k) + " has no edge: the dim is empty");
     }
-    p.out_dims[k] = n + p.before[k] + p.after[k];
+    int64_t padded = 0;
+    if (!CheckedAdd<int64_t>(n, p.before[k], &padded) || !CheckedAdd<int64_t>(padded, p.after[k], &p.out_dims[k])) {
+      throw Error("paddings of dim " + std::to_string(k) + " make it longer than int64 counts", RILL_RESOURCE_EXHAUSTED);
+    }
   }
 }
 

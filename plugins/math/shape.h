@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "rill/checked_size.hpp"
 #include "rill/sdk.hpp"
 
 namespace rill::math {
@@ -24,6 +25,25 @@ inline int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t en
   int64_t p = 1;
   for (size_t i = begin; i < end && i < dims.size(); ++i) p *= dims[i];
   return p;
+}
+
+// The elements of a tensor of `dims` taken from a program (attributes, index inputs), of
+// `elem_size` bytes each: throws Error naming `what` when a dim is negative or the count or
+// bytes do not fit, instead of multiplying past int64.
+inline int64_t CheckedCount(const std::vector<int64_t>& dims, size_t elem_size, const char* what) {
+  const ShapeSize s = SizeOfShape(dims.data(), dims.size(), elem_size);
+  if (!s.ok()) throw Error(std::string(what) + ": " + s.error, RILL_RESOURCE_EXHAUSTED);
+  return s.numel;
+}
+
+// a * b for sizes from a program; throws Error naming `what` when it does not fit int64.
+inline int64_t CheckedProduct(int64_t a, int64_t b, const char* what) {
+  int64_t out = 0;
+  if (!CheckedMul<int64_t>(a, b, &out)) {
+    throw Error(std::string(what) + ": " + std::to_string(a) + " * " + std::to_string(b) + " does not fit int64",
+                RILL_RESOURCE_EXHAUSTED);
+  }
+  return out;
 }
 
 // Normalizes a possibly negative axis for a tensor of rank `rank`; throws if out of range.

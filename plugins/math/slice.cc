@@ -136,7 +136,7 @@ void ExpandTo(KernelContext& ctx, const std::vector<int64_t>& out_dims) {
   d.insert(d.begin(), out_dims.size() - d.size(), 1);
   const size_t size = DataTypeSize(x.dtype());
   const char* px = static_cast<const char*>(x.raw_data());
-  std::vector<char> out(static_cast<size_t>(Product(out_dims, 0, out_dims.size())) * size);  // Out may be X
+  std::vector<char> out(static_cast<size_t>(CheckedCount(out_dims, size, "Out")) * size);  // Out may be X
   std::vector<int64_t> index(d.size(), 0), strides(d.size(), 1);
   for (size_t k = d.size(); k-- > 1;) strides[k - 1] = strides[k] * d[k];
   for (size_t o = 0; o * size < out.size(); ++o) {
@@ -188,7 +188,7 @@ void Expand(KernelContext& ctx) {
   const std::vector<int64_t> d = ctx.Input("X").dims();
   const std::vector<int64_t> times = ExpandTimes(ctx, d.size());
   std::vector<int64_t> out_dims(d.size());
-  for (size_t k = 0; k < d.size(); ++k) out_dims[k] = d[k] * times[k];
+  for (size_t k = 0; k < d.size(); ++k) out_dims[k] = CheckedProduct(d[k], times[k], "expand_times");
   ExpandTo(ctx, out_dims);
 }
 
@@ -200,7 +200,7 @@ void Tile(KernelContext& ctx) {
   }
   if (times.size() < d.size()) times.insert(times.begin(), d.size() - times.size(), 1);
   d.insert(d.begin(), times.size() - d.size(), 1);
-  for (size_t k = 0; k < d.size(); ++k) d[k] *= times[k];
+  for (size_t k = 0; k < d.size(); ++k) d[k] = CheckedProduct(d[k], times[k], "repeat_times");
   ExpandTo(ctx, d);
 }
 

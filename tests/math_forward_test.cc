@@ -641,6 +641,13 @@ TEST_F(MathForward, GroupNormGroupsMustDivideTheChannels) {
   EXPECT_NE(Run().find("groups (4) must divide the 6 channels"), std::string::npos);
 }
 
+TEST_F(MathForward, RoundTakesHalvesAwayFromZero) {
+  Set<double>("x", {5}, {0.5, -0.5, 1.5, 2.5, -2.5});
+  Op("round").Input("X", "x").Output("Out", "out");
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("out"), (std::vector<double>{1, -1, 2, 3, -3}));
+}
+
 // Sizes from attributes that do not fit int64 are errors, never a wrapped size (UBSan
 // would also flag the signed overflow).
 TEST_F(MathForward, SizesPastInt64FromAttributesAreErrors) {

@@ -641,6 +641,16 @@ TEST_F(MathForward, GroupNormGroupsMustDivideTheChannels) {
   EXPECT_NE(Run().find("groups (4) must divide the 6 channels"), std::string::npos);
 }
 
+TEST_F(MathForward, IntegerModAndFloorDivByZeroAreErrors) {
+  for (const char* op : {"elementwise_mod", "elementwise_floordiv"}) {
+    pb_ = core::ProgramBuilder();
+    Set<int32_t>("x", {2}, {7, -7});
+    Set<int32_t>("y", {2}, {2, 0});
+    Op(op).Input("X", "x").Input("Y", "y").Output("Out", "out");
+    EXPECT_NE(Run().find("integer division by zero (Y[1] is 0)"), std::string::npos) << op;
+  }
+}
+
 TEST_F(MathForward, RoundTakesHalvesAwayFromZero) {
   Set<double>("x", {5}, {0.5, -0.5, 1.5, 2.5, -2.5});
   Op("round").Input("X", "x").Output("Out", "out");

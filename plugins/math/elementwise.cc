@@ -1,5 +1,6 @@
-// elementwise_{add,sub,mul,div,max,min,pow}: Out = X op Y with Fluid's broadcasting (see
-// broadcast.h), and their gradients. Same-shape operands of the vectorizable ops are one
+// elementwise_{add,sub,mul,div,max,min,pow,mod,floordiv}: Out = X op Y with Fluid's
+// broadcasting (see broadcast.h), and their gradients (none for mod and floordiv, as in
+// Fluid). Same-shape operands of the vectorizable ops are one
 // Eigen expression over the whole buffer; everything else walks Fluid's [pre, n, post] view.
 #include <cmath>
 #include <type_traits>
@@ -65,6 +66,33 @@ struct Pow {
   template <class T> static T DY(T x, T y, T g) { return g * std::pow(x, y) * std::log(x); }
 };
 
+// mod: the remainder with the divisor's sign (Python's %, Paddle's); floordiv: the quotient
+// rounded down (Python's //). Integers by 0 are an error (Elementwise::Compute).
+struct Mod {
+  static constexpr bool kEigen = false;
+  template <class T> static T Apply(T a, T b) {
+    T r;
+    if constexpr (std::is_integral_v<T>) r = a % b;
+    else r = std::fmod(a, b);
+    return r != T(0) && (r < T(0)) != (b < T(0)) ? r + b : r;
+  }
+};
+struct FloorDiv {
+  static constexpr bool kEigen = false;
+  template <class T> static T Apply(T a, T b) {
+    if constexpr (std::is_integral_v<T>) {
+      const T q = a / b;
+      return (a % b != 0) && ((a < 0) != (b < 0)) ? q - 1 : q;
+    } else {
+      return std::floor(a / b);
+    }
+  }
+};
+
+// Whether Op divides by Y, so an integer Y of 0 is an error.
+template <class Op> constexpr bool kDivides = std::is_same_v<Op, Div> || std::is_same_v<Op, Mod> ||
+                                              std::is_same_v<Op, FloorDiv>;
+
 template <class Op, class T>
 class Elementwise {
  public:
@@ -73,7 +101,7 @@ class Elementwise {
   // A running sum, a received value. An integer division by zero declines: Compute gives
   // the error.
   bool Scalar(const RillScalar* in, RillScalar* out) const {
-    if constexpr (std::is_same_v<Op, Div> && std::is_integral_v<T>) {
+    if constexpr (kDivides<Op> && std::is_integral_v<T>) {
       T y;
       if (ReadScalar(in[1], &y) && y == 0) return false;
     }
@@ -81,7 +109,7 @@ class Elementwise {
   }
 
   void Compute(KernelContext& ctx) {
-    if constexpr (std::is_same_v<Op, Div> && std::is_integral_v<T>) {
+    if constexpr (kDivides<Op> && std::is_integral_v<T>) {
       Tensor y = ctx.Input(args_.y);
       const T* py = y.data<T>();
       for (int64_t i = 0; i < y.numel(); ++i) {
@@ -195,22 +223,24 @@ void ElementwiseGrad(KernelContext& ctx) {
   }
 }
 
-template <class Op>
+template <class Op, bool kGrad = true>
 void RegisterOne(Registrar& r, const char* type, const char* formula) {
   const std::string grad = std::string(type) + "_grad";
-  const OpSchema schema = OpSchema(type)
+  OpSchema schema = OpSchema(type)
       .Doc(std::string("Out = ") + formula + ", elementwise. Y's dims must match a contiguous run of X's "
            "starting at `axis` (Fluid's broadcasting); Out is shaped like X.")
       .Input("X", "left operand")
       .Input("Y", "right operand, broadcast to X")
       .Output("Out", "the result, shaped like X")
       .Attr("axis", int64_t{-1}, "where Y's dims start in X's (-1: aligned to the end)")
-      .KernelDtypeFrom("X")
-      .Grad(grad, "X,Y,Out@GRAD", "X,Y");
-  r.Op(schema);
-  r.Op(schema.MakeGradSchema());
+      .KernelDtypeFrom("X");
   RegisterCpuStateful<RILL_MATH_NUMERIC_TYPES>(r, type, [](auto t) { return TypeTag<Elementwise<Op, decltype(t)>>{}; });
-  RegisterCpu<float, double>(r, grad.c_str(), [](auto t) { return &ElementwiseGrad<Op, decltype(t)>; });
+  if constexpr (kGrad) {
+    schema.Grad(grad, "X,Y,Out@GRAD", "X,Y");
+    r.Op(schema.MakeGradSchema());
+    RegisterCpu<float, double>(r, grad.c_str(), [](auto t) { return &ElementwiseGrad<Op, decltype(t)>; });
+  }
+  r.Op(schema);
 }
 
 }  // namespace
@@ -223,6 +253,8 @@ void RegisterElementwise(Registrar& r) {
   RegisterOne<Max>(r, "elementwise_max", "max(X, Y)");
   RegisterOne<Min>(r, "elementwise_min", "min(X, Y)");
   RegisterOne<Pow>(r, "elementwise_pow", "X ^ Y");
+  RegisterOne<Mod, false>(r, "elementwise_mod", "X mod Y, with Y's sign (Python's %)");
+  RegisterOne<FloorDiv, false>(r, "elementwise_floordiv", "floor(X / Y) (Python's //)");
 }
 
 }  // namespace rill::math

@@ -50,6 +50,8 @@ def test_math_layers(exe):
         (layers.elementwise_mul(x, y), xs * ys), (layers.elementwise_div(x, y), xs / ys),
         (layers.elementwise_max(x, y), np.maximum(xs, ys)), (layers.elementwise_min(x, y), np.minimum(xs, ys)),
         (layers.elementwise_pow(x, y), xs ** ys),
+        (layers.elementwise_mod(layers.scale(x, scale=-7.0), y), np.mod(-7 * xs, ys)),
+        (layers.elementwise_floordiv(layers.scale(x, scale=-7.0), y), np.floor_divide(-7 * xs, ys)),
         (layers.mean(x), [xs.mean()]), (layers.reduce_sum(x, dim=1), xs.sum(1)),
         (layers.reduce_mean(x, dim=[1, 2], keep_dim=True), xs.mean((1, 2), keepdims=True)),
         (layers.reduce_max(x), [xs.max()]), (layers.reduce_max(x, dim=-1), xs.max(-1)),

@@ -555,6 +555,14 @@ def index_cases(rng, dt):
                         "SavedVariance": 1 / torch.sqrt(t["X"].reshape(12, -1).var(-1, unbiased=False) + f32(1e-5))},
              grads=["X"], through=["Y"]),
     ]
+    # Python's % and // (the divisor's sign; rounded down), floats and ints, broadcast.
+    a = (rng.standard_normal((3, 4)) * 7).astype(dt)
+    b = np.where(rng.integers(0, 2, 4) > 0, 1, -1) * rng.uniform(0.5, 3, 4).astype(dt)
+    ia, ib = rng.integers(-20, 20, (3, 4)).astype(np.int64), np.int64([3, -4, 5, -7])
+    for name, fn in (("elementwise_mod", torch.remainder),
+                     ("elementwise_floordiv", lambda p, q: torch.div(p, q, rounding_mode="floor"))):
+        cases.append(Case(name, name, {}, {"X": a, "Y": b.astype(dt)}, ["Out"], lambda t, fn=fn: {"Out": fn(t["X"], t["Y"])}))
+        cases.append(Case(name + " int64", name, {}, {"X": ia, "Y": ib}, ["Out"], lambda t, fn=fn: {"Out": fn(t["X"], t["Y"])}))
     # Gradient clipping, label smoothing, finiteness.
     odd = x.copy()
     odd[0, 0, 0], odd[1, 2, 1], odd[3, 1, 2] = np.inf, -np.inf, np.nan

@@ -358,6 +358,17 @@ std::vector<GradCase> Cases() {
   cases.push_back({"label_smooth", {{"x", {2, 3}}}, [](core::BlockBuilder& b) {
                      b.Op("label_smooth").Input("X", "x").Output("Out", "out").Attr("epsilon", 0.25f);
                    }});
+  cases.push_back({"roll", {{"x", {3, 4}}}, [](core::BlockBuilder& b) {
+                     b.Op("roll").Input("X", "x").Output("Out", "out").Attr("shifts", std::vector<int64_t>{-1, 6})
+                         .Attr("axis", std::vector<int64_t>{0, 1});
+                   }});
+  cases.push_back({"flip", {{"x", {3, 4}}}, [](core::BlockBuilder& b) {
+                     b.Op("flip").Input("X", "x").Output("Out", "out").Attr("axis", std::vector<int64_t>{1});
+                   }});
+  cases.push_back({"index_select", {{"x", {3, 4}}}, [](core::BlockBuilder& b) {
+                     b.Op("index_select").Input("X", "x").Input("Index", "index").Output("Out", "out")
+                         .Attr("dim", int32_t{1});
+                   }, 1e-6, [ints](core::Scope& s) { ints(s, "index", RILL_INT64, {3}, {3, 3, 0}); }});
   cases.push_back({"log_softmax", {{"x", {3, 4}}}, [](core::BlockBuilder& b) {
                      b.Op("log_softmax").Input("X", "x").Output("Out", "out");
                    }});

@@ -1,7 +1,8 @@
 // gather: Out = X's slices at Index along an axis (attribute `axis`, or the Axis input),
-// with Fluid's contract; and its gradient, which adds each slice of Out@GRAD back at its
-// index (Fluid 1.x's `overwrite`, when a program sets it, keeps the last slice of a
-// repeated index instead, as its kernel assigned them).
+// and index_select (the same along attribute `dim`), with Fluid's contracts; and their
+// gradients, which add each slice of Out@GRAD back at its index (Fluid 1.x's gather
+// `overwrite`, when a program sets it, keeps the last slice of a repeated index instead,
+// as its kernel assigned them).
 #include <cstring>
 
 #include "kernels.h"
@@ -23,8 +24,9 @@ GatherPlan PlanGather(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
   if (!(id.size() == 1 || (id.size() == 2 && id[1] == 1))) {
     throw Error("Index must be [N] or [N, 1], not " + DimsString(id));
   }
-  int64_t axis = ctx.Attr<int64_t>("axis");
-  if (ctx.HasInput("Axis")) axis = IntsOf(ctx.Input("Axis"), "Axis").at(0);
+  const bool index_select = ctx.op().type().rfind("index_select", 0) == 0;
+  int64_t axis = ctx.Attr<int64_t>(index_select ? "dim" : "axis");
+  if (!index_select && ctx.HasInput("Axis")) axis = IntsOf(ctx.Input("Axis"), "Axis").at(0);
   const size_t a = NormalizeAxis(axis, x_dims.size());
   GatherPlan p;
   p.index = IntsOf(index, "Index");
@@ -68,7 +70,7 @@ void GatherGrad(KernelContext& ctx) {
   if (g.dims() != p.out_dims) {
     throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like Out " + DimsString(p.out_dims));
   }
-  const bool overwrite = ctx.Attr<bool>("overwrite");
+  const bool overwrite = ctx.op().type() == "gather_grad" && ctx.Attr<bool>("overwrite");
   const auto k = static_cast<int64_t>(p.index.size());
   const T* pg = g.data<T>();
   T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
@@ -96,10 +98,22 @@ void RegisterGather(Registrar& r) {
             "gradient: a repeated index keeps its last slice of Out@GRAD (Fluid 1.x) instead of their sum")
       .KernelDtypeFrom("X")
       .Grad("gather_grad", "X,Index,Axis,Out@GRAD", "X");
-  r.Op(gather);
-  r.Op(gather.MakeGradSchema());
-  r.Kernel("gather", RILL_CPU, RILL_ANY_DTYPE, &Gather);
-  RegisterCpu<float, double>(r, "gather_grad", [](auto t) { return &GatherGrad<decltype(t)>; });
+  const OpSchema index_select = OpSchema("index_select")
+      .Doc("Out = the slices of X at Index along dim: Out's dims are X's with dims[dim] = len(Index).")
+      .Input("X", "the tensor selected from (any dtype)")
+      .Input("Index", "int32 or int64 [N], each in [0, X.dims[dim])")
+      .Output("Out", "the selected slices")
+      .Attr("dim", int64_t{0}, "the axis")
+      .KernelDtypeFrom("X")
+      .Grad("index_select_grad", "X,Index,Out@GRAD", "X");
+  for (const OpSchema* s : {&gather, &index_select}) {
+    r.Op(*s);
+    r.Op(s->MakeGradSchema());
+  }
+  for (const char* type : {"gather", "index_select"}) {
+    r.Kernel(type, RILL_CPU, RILL_ANY_DTYPE, &Gather);
+    RegisterCpu<float, double>(r, (std::string(type) + "_grad").c_str(), [](auto t) { return &GatherGrad<decltype(t)>; });
+  }
 }
 
 }  // namespace rill::math

@@ -34,6 +34,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterInterp(r);
   rill::math::RegisterGroupNorm(r);
   rill::math::RegisterGradClip(r);
+  rill::math::RegisterFlipRoll(r);
 }
 }  // namespace
 

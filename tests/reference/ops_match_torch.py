@@ -563,6 +563,17 @@ def index_cases(rng, dt):
                      ("elementwise_floordiv", lambda p, q: torch.div(p, q, rounding_mode="floor"))):
         cases.append(Case(name, name, {}, {"X": a, "Y": b.astype(dt)}, ["Out"], lambda t, fn=fn: {"Out": fn(t["X"], t["Y"])}))
         cases.append(Case(name + " int64", name, {}, {"X": ia, "Y": ib}, ["Out"], lambda t, fn=fn: {"Out": fn(t["X"], t["Y"])}))
+    # index_select; flip and roll.
+    cases += [
+        Case("index_select dim 2", "index_select", dict(dim=2), {"X": x, "Index": np.int64([2, 0, 2, 1])}, ["Out"],
+             lambda t: {"Out": t["X"].index_select(2, t["Index"])}, grads=["X"]),
+        Case("flip axes 0 and -1", "flip", dict(axis=[0, -1]), {"X": x}, ["Out"],
+             lambda t: {"Out": t["X"].flip([0, 2])}, grads=["X"]),
+        Case("roll two axes", "roll", dict(shifts=[2, -5], axis=[1, 2]), {"X": x}, ["Out"],
+             lambda t: {"Out": torch.roll(t["X"], (2, -5), (1, 2))}, grads=["X"]),
+        Case("roll flattened, ShiftsTensor", "roll", {}, {"X": x, "ShiftsTensor": np.int64([7])}, ["Out"],
+             lambda t: {"Out": torch.roll(t["X"], 7)}, grads=["X"]),
+    ]
     # Gradient clipping, label smoothing, finiteness.
     odd = x.copy()
     odd[0, 0, 0], odd[1, 2, 1], odd[3, 1, 2] = np.inf, -np.inf, np.nan

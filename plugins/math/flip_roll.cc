@@ -1,0 +1,123 @@
+// flip and roll, with Paddle's contracts: X's elements moved along axes, its shape kept.
+// flip reverses each of `axis`; roll shifts each of `axis` by its `shifts` (elements past
+// the end come round to the start), or, with no axis, all of X flattened. Each element of
+// Out comes from one of X: the gradients put Out@GRAD's elements back where they came from.
+#include <cstring>
+
+#include "kernels.h"
+#include "ops.h"
+
+namespace rill::math {
+namespace {
+
+// Per dim of X: the shift of its positions (roll), and whether it is reversed (flip).
+struct Moves {
+  std::vector<int64_t> dims, shift;
+  std::vector<bool> reverse;
+};
+
+Moves MovesOf(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
+  Moves m;
+  const bool roll = ctx.op().type().rfind("roll", 0) == 0;
+  std::vector<int64_t> axes = ctx.Attr<std::vector<int64_t>>("axis");
+  m.dims = x_dims;
+  if (roll && axes.empty()) m.dims = {Product(x_dims, 0, x_dims.size())};  // all of X, flattened
+  m.shift.assign(m.dims.size(), 0);
+  m.reverse.assign(m.dims.size(), false);
+  if (!roll) {
+    for (int64_t a : axes) {
+      const size_t k = NormalizeAxis(a, m.dims.size());
+      m.reverse[k] = !m.reverse[k];  // an axis given twice flips back
+    }
+    return m;
+  }
+  std::vector<int64_t> shifts =
+      ctx.HasInput("ShiftsTensor") ? IntsOf(ctx.Input("ShiftsTensor"), "ShiftsTensor") : ctx.Attr<std::vector<int64_t>>("shifts");
+  if (axes.empty()) axes = {0};
+  if (shifts.size() != axes.size()) {
+    throw Error("shifts " + DimsString(shifts) + " must hold one shift per axis of " + DimsString(axes));
+  }
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const size_t k = NormalizeAxis(axes[i], m.dims.size());
+    const int64_t n = m.dims[k];
+    if (n > 0) m.shift[k] = ((m.shift[k] + shifts[i] % n) % n + n) % n;
+  }
+  return m;
+}
+
+// Calls fn(out_index, x_index) for every element.
+template <class F>
+void ForEachMove(const Moves& m, F fn) {
+  const size_t rank = m.dims.size();
+  const int64_t n = Product(m.dims, 0, rank);
+  std::vector<int64_t> index(rank, 0), strides(rank, 1);
+  for (size_t k = rank; k-- > 1;) strides[k - 1] = strides[k] * m.dims[k];
+  for (int64_t o = 0; o < n; ++o) {
+    int64_t from = 0;
+    for (size_t k = 0; k < rank; ++k) {
+      int64_t i = m.reverse[k] ? m.dims[k] - 1 - index[k] : index[k] - m.shift[k];
+      if (i < 0) i += m.dims[k];
+      from += i * strides[k];
+    }
+    fn(o, from);
+    for (size_t k = rank; k-- > 0;) {
+      if (++index[k] < m.dims[k]) break;
+      index[k] = 0;
+    }
+  }
+}
+
+void Move(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  const Moves m = MovesOf(ctx, x.dims());
+  const size_t size = DataTypeSize(x.dtype());
+  const char* px = static_cast<const char*>(x.raw_data());
+  std::vector<char> out(static_cast<size_t>(x.numel()) * size);  // Out may be X
+  ForEachMove(m, [&](int64_t o, int64_t from) { std::memcpy(out.data() + o * size, px + from * size, size); });
+  void* po = ctx.Output("Out").Allocate(x.dtype(), x.dims());
+  if (!out.empty()) std::memcpy(po, out.data(), out.size());
+}
+
+template <class T>
+void MoveGrad(KernelContext& ctx) {
+  Tensor g = ctx.Input("Out@GRAD");
+  const std::vector<int64_t> d = ctx.Input("X").dims();
+  if (g.dims() != d) throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like X " + DimsString(d));
+  const Moves m = MovesOf(ctx, d);
+  const T* pg = g.data<T>();
+  WriteOutput<T>(ctx, "X@GRAD", {"Out@GRAD"}, d, [&](T* dx) {
+    ForEachMove(m, [&](int64_t o, int64_t from) { dx[from] = pg[o]; });
+  });
+}
+
+}  // namespace
+
+void RegisterFlipRoll(Registrar& r) {
+  const OpSchema flip = OpSchema("flip")
+      .Doc("Out = X reversed along each of axis.")
+      .Input("X", "the tensor (any dtype)")
+      .Output("Out", "shaped like X")
+      .Attr("axis", std::vector<int64_t>{}, "the axes reversed")
+      .KernelDtypeFrom("X")
+      .Grad("flip_grad", "X,Out@GRAD", "X");
+  const OpSchema roll = OpSchema("roll")
+      .Doc("Out = X shifted by shifts[i] along axis[i], elements past the end coming round to the start; with no "
+           "axis, X flattened is shifted by shifts[0].")
+      .Input("X", "the tensor (any dtype)")
+      .Input("ShiftsTensor", "shifts, 1-D int32/int64; replaces the attribute", RILL_SLOT_OPTIONAL)
+      .Output("Out", "shaped like X")
+      .Attr("shifts", std::vector<int64_t>{}, "one shift per axis")
+      .Attr("axis", std::vector<int64_t>{}, "the axes shifted (none: all of X, flattened)")
+      .KernelDtypeFrom("X")
+      .Grad("roll_grad", "X,ShiftsTensor,Out@GRAD", "X");
+  for (const OpSchema* s : {&flip, &roll}) {
+    r.Op(*s);
+    r.Op(s->MakeGradSchema());
+  }
+  for (const char* type : {"flip", "roll"}) {
+    r.Kernel(type, RILL_CPU, RILL_ANY_DTYPE, &Move);
+    RegisterCpu<float, double>(r, (std::string(type) + "_grad").c_str(), [](auto t) { return &MoveGrad<decltype(t)>; });
+  }
+}
+
+}  // namespace rill::math

@@ -4,6 +4,7 @@
 // Out comes from one of X: the gradients put Out@GRAD's elements back where they came from.
 #include <cstring>
 
+#include "index_map.h"
 #include "kernels.h"
 #include "ops.h"
 
@@ -48,23 +49,10 @@ Moves MovesOf(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
 // Calls fn(out_index, x_index) for every element.
 template <class F>
 void ForEachMove(const Moves& m, F fn) {
-  const size_t rank = m.dims.size();
-  const int64_t n = Product(m.dims, 0, rank);
-  std::vector<int64_t> index(rank, 0), strides(rank, 1);
-  for (size_t k = rank; k-- > 1;) strides[k - 1] = strides[k] * m.dims[k];
-  for (int64_t o = 0; o < n; ++o) {
-    int64_t from = 0;
-    for (size_t k = 0; k < rank; ++k) {
-      int64_t i = m.reverse[k] ? m.dims[k] - 1 - index[k] : index[k] - m.shift[k];
-      if (i < 0) i += m.dims[k];
-      from += i * strides[k];
-    }
-    fn(o, from);
-    for (size_t k = rank; k-- > 0;) {
-      if (++index[k] < m.dims[k]) break;
-      index[k] = 0;
-    }
-  }
+  ForEachMapped(m.dims, m.dims, [&m](size_t k, int64_t i) {
+    const int64_t from = m.reverse[k] ? m.dims[k] - 1 - i : i - m.shift[k];
+    return from < 0 ? from + m.dims[k] : from;
+  }, fn);
 }
 
 void Move(KernelContext& ctx) {

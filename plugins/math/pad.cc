@@ -4,6 +4,7 @@
 // bottom, front, back]). pad2d and pad3d also reflect (mirror without repeating the edge),
 // replicate the edge ("edge" in pad2d) or, pad3d, wrap around (circular). Each element of
 // Out comes from one element of X, or is the pad value: its gradient goes there.
+#include "index_map.h"
 #include "kernels.h"
 #include "ops.h"
 
@@ -116,22 +117,8 @@ int64_t Source(int64_t o, int64_t before, int64_t n, PadMode mode) {
 // Calls fn(out_index, x_index or -1) for each element of Out in order.
 template <class F>
 void ForEachOut(const PadPlan& p, F fn) {
-  const size_t rank = p.x_dims.size();
-  const int64_t n = Product(p.out_dims, 0, rank);
-  std::vector<int64_t> index(rank, 0), strides(rank, 1);
-  for (size_t k = rank; k-- > 1;) strides[k - 1] = strides[k] * p.x_dims[k];
-  for (int64_t o = 0; o < n; ++o) {
-    int64_t from = 0;
-    for (size_t k = 0; k < rank && from >= 0; ++k) {
-      const int64_t s = Source(index[k], p.before[k], p.x_dims[k], p.mode);
-      from = s < 0 ? -1 : from + s * strides[k];
-    }
-    fn(o, from);
-    for (size_t k = rank; k-- > 0;) {
-      if (++index[k] < p.out_dims[k]) break;
-      index[k] = 0;
-    }
-  }
+  ForEachMapped(p.out_dims, p.x_dims, [&p](size_t k, int64_t i) { return Source(i, p.before[k], p.x_dims[k], p.mode); },
+                fn);
 }
 
 template <class T>

@@ -6,6 +6,7 @@
 // All four compute Out[i] = X[i mod dims] over X's dims padded to Out's rank.
 #include <cstring>
 
+#include "index_map.h"
 #include "kernels.h"
 #include "ops.h"
 
@@ -137,17 +138,9 @@ void ExpandTo(KernelContext& ctx, const std::vector<int64_t>& out_dims) {
   const size_t size = DataTypeSize(x.dtype());
   const char* px = static_cast<const char*>(x.raw_data());
   std::vector<char> out(static_cast<size_t>(CheckedCount(out_dims, size, "Out")) * size);  // Out may be X
-  std::vector<int64_t> index(d.size(), 0), strides(d.size(), 1);
-  for (size_t k = d.size(); k-- > 1;) strides[k - 1] = strides[k] * d[k];
-  for (size_t o = 0; o * size < out.size(); ++o) {
-    int64_t from = 0;
-    for (size_t k = 0; k < d.size(); ++k) from += (index[k] % d[k]) * strides[k];
-    std::memcpy(out.data() + o * size, px + from * static_cast<int64_t>(size), size);
-    for (size_t k = d.size(); k-- > 0;) {
-      if (++index[k] < out_dims[k]) break;
-      index[k] = 0;
-    }
-  }
+  ForEachMapped(out_dims, d, [&d](size_t k, int64_t i) { return i % d[k]; }, [&](int64_t o, int64_t from) {
+    std::memcpy(out.data() + o * static_cast<int64_t>(size), px + from * static_cast<int64_t>(size), size);
+  });
   void* po = ctx.Output("Out").Allocate(x.dtype(), out_dims);
   if (!out.empty()) std::memcpy(po, out.data(), out.size());
 }
@@ -170,18 +163,8 @@ void ExpandGradFrom(KernelContext& ctx) {
   }
   T* dx = ctx.AllocateOutput<T>("X@GRAD", x_dims);
   std::fill(dx, dx + Product(d, 0, d.size()), T(0));
-  std::vector<int64_t> index(d.size(), 0), strides(d.size(), 1);
-  for (size_t k = d.size(); k-- > 1;) strides[k - 1] = strides[k] * d[k];
   const T* pg = g.data<T>();
-  for (int64_t o = 0; o < g.numel(); ++o) {
-    int64_t to = 0;
-    for (size_t k = 0; k < d.size(); ++k) to += (index[k] % d[k]) * strides[k];
-    dx[to] += pg[o];
-    for (size_t k = d.size(); k-- > 0;) {
-      if (++index[k] < gd[k]) break;
-      index[k] = 0;
-    }
-  }
+  ForEachMapped(gd, d, [&d](size_t k, int64_t i) { return i % d[k]; }, [&](int64_t o, int64_t to) { dx[to] += pg[o]; });
 }
 
 void Expand(KernelContext& ctx) {

@@ -32,8 +32,8 @@ Moves MovesOf(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
     }
     return m;
   }
-  std::vector<int64_t> shifts =
-      ctx.HasInput("ShiftsTensor") ? IntsOf(ctx.Input("ShiftsTensor"), "ShiftsTensor") : ctx.Attr<std::vector<int64_t>>("shifts");
+  const std::vector<int64_t> shifts = ctx.HasInput("ShiftsTensor") ? IntsOf(ctx.Input("ShiftsTensor"), "ShiftsTensor")
+                                                                    : ctx.Attr<std::vector<int64_t>>("shifts");
   if (axes.empty()) axes = {0};
   if (shifts.size() != axes.size()) {
     throw Error("shifts " + DimsString(shifts) + " must hold one shift per axis of " + DimsString(axes));

@@ -26,7 +26,9 @@ struct InterpPlan {
   bool nhwc = false, nearest = false;
   int64_t n = 0, c = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
   std::vector<Tap> rows, cols;
-  std::vector<int64_t> OutDims() const { return nhwc ? std::vector<int64_t>{n, out_h, out_w, c} : std::vector<int64_t>{n, c, out_h, out_w}; }
+  std::vector<int64_t> OutDims() const {
+    return nhwc ? std::vector<int64_t>{n, out_h, out_w, c} : std::vector<int64_t>{n, c, out_h, out_w};
+  }
   int64_t At(int64_t i, int64_t ch, int64_t y, int64_t x, int64_t h, int64_t w) const {
     return nhwc ? ((i * h + y) * w + x) * c + ch : ((i * c + ch) * h + y) * w + x;
   }

@@ -154,21 +154,31 @@ def test_ctrl_c_stops_a_run_with_keyboard_interrupt():
 
 def test_the_gil_is_released_while_a_program_runs(exe):
     import threading
+    # A run of about a tenth of a second, many scheduler quanta: a loaded machine still
+    # gives this thread a core during it.
+    steps = 3000000
     i = layers.fill_constant(shape=[1], dtype="int64", value=0)
-    n = layers.fill_constant(shape=[1], dtype="int64", value=300000)
+    n = layers.fill_constant(shape=[1], dtype="int64", value=steps)
     cond = layers.less_than(i, n)
     loop = fluid.While(cond=cond)
     with loop.block():
         layers.increment(i, in_place=True)
         layers.less_than(i, n, cond=cond)
     result = {}
-    runner = threading.Thread(target=lambda: result.update(out=exe.run(fetch_list=[i])))
+    entering = threading.Event()
+
+    def run():
+        entering.set()
+        result.update(out=exe.run(fetch_list=[i]))
+
+    runner = threading.Thread(target=run)
     runner.start()
+    entering.wait()
     spins = 0
     while runner.is_alive():  # runs Python only while the run does not hold the GIL
         spins += 1
     runner.join()
-    assert result["out"][0].tolist() == [300000]
+    assert result["out"][0].tolist() == [steps]
     assert spins > 10
 
 

@@ -1,5 +1,6 @@
 // plugins/math/index_map.h — walking a tensor whose every element comes from one element
-// of another of the same rank (or from none): the expand family, padding, flip and roll.
+// of another of the same rank (or from none): slice, the expand family, padding, flip and
+// roll.
 #ifndef RILL_PLUGINS_MATH_INDEX_MAP_H_
 #define RILL_PLUGINS_MATH_INDEX_MAP_H_
 

@@ -13,30 +13,6 @@
 namespace rill::math {
 namespace {
 
-// Calls fn(out_index, in_index) for each element of a box of `box` dims whose corner is
-// `corner` in a tensor of `dims` (row-major), out_index counting the box in order.
-template <class F>
-void ForEachInBox(const std::vector<int64_t>& dims, const std::vector<int64_t>& corner, const std::vector<int64_t>& box,
-                  F fn) {
-  const size_t rank = dims.size();
-  if (Product(box, 0, rank) == 0) return;
-  std::vector<int64_t> strides(rank, 1);
-  for (size_t k = rank; k-- > 1;) strides[k - 1] = strides[k] * dims[k];
-  int64_t from = 0;
-  for (size_t k = 0; k < rank; ++k) from += corner[k] * strides[k];
-  std::vector<int64_t> index(rank, 0);
-  const int64_t n = Product(box, 0, rank);
-  for (int64_t i = 0; i < n; ++i) {
-    fn(i, from);
-    for (size_t k = rank; k-- > 0;) {
-      from += strides[k];
-      if (++index[k] < box[k]) break;
-      from -= strides[k] * box[k];
-      index[k] = 0;
-    }
-  }
-}
-
 // The ints of the `tensor` input (1-D), or of the `list` input (one 1-element tensor
 // each), or the attribute `attr`: Fluid's three ways of giving starts and ends.
 std::vector<int64_t> IntsFrom(KernelContext& ctx, const char* tensor, const char* list, const char* attr) {
@@ -101,7 +77,8 @@ void Slice(KernelContext& ctx) {
   const size_t size = DataTypeSize(in.dtype());
   const char* pin = static_cast<const char*>(in.raw_data());
   std::vector<char> out(static_cast<size_t>(Product(b.dims, 0, b.dims.size())) * size);
-  ForEachInBox(d, b.corner, b.dims, [&](int64_t o, int64_t i) { std::memcpy(out.data() + o * size, pin + i * size, size); });
+  ForEachMapped(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
+                [&](int64_t o, int64_t i) { std::memcpy(out.data() + o * size, pin + i * size, size); });
   void* po = ctx.Output("Out").Allocate(in.dtype(), SliceOutDims(ctx, b));
   if (!out.empty()) std::memcpy(po, out.data(), out.size());
 }
@@ -114,7 +91,8 @@ void SliceGrad(KernelContext& ctx) {
   const T* pg = ctx.Input("Out@GRAD").data<T>();
   T* dx = ctx.AllocateOutput<T>("Input@GRAD", d);
   std::fill(dx, dx + Product(d, 0, d.size()), T(0));
-  ForEachInBox(d, b.corner, b.dims, [&](int64_t o, int64_t i) { dx[i] = pg[o]; });
+  ForEachMapped(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
+                [&](int64_t o, int64_t i) { dx[i] = pg[o]; });
 }
 
 // expand's tiles per dim: the ExpandTimes input's values, or expand_times.

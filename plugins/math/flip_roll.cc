@@ -17,15 +17,15 @@ struct Moves {
   std::vector<bool> reverse;
 };
 
+template <bool kRoll>
 Moves MovesOf(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
   Moves m;
-  const bool roll = ctx.op().type().rfind("roll", 0) == 0;
   std::vector<int64_t> axes = ctx.Attr<std::vector<int64_t>>("axis");
   m.dims = x_dims;
-  if (roll && axes.empty()) m.dims = {Product(x_dims, 0, x_dims.size())};  // all of X, flattened
+  if (kRoll && axes.empty()) m.dims = {Product(x_dims, 0, x_dims.size())};  // all of X, flattened
   m.shift.assign(m.dims.size(), 0);
   m.reverse.assign(m.dims.size(), false);
-  if (!roll) {
+  if constexpr (!kRoll) {
     for (int64_t a : axes) {
       const size_t k = NormalizeAxis(a, m.dims.size());
       m.reverse[k] = !m.reverse[k];  // an axis given twice flips back
@@ -55,9 +55,10 @@ void ForEachMove(const Moves& m, F fn) {
   }, fn);
 }
 
+template <bool kRoll>
 void Move(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
-  const Moves m = MovesOf(ctx, x.dims());
+  const Moves m = MovesOf<kRoll>(ctx, x.dims());
   const size_t size = DataTypeSize(x.dtype());
   const char* px = static_cast<const char*>(x.raw_data());
   std::vector<char> out(static_cast<size_t>(x.numel()) * size);  // Out may be X
@@ -66,12 +67,12 @@ void Move(KernelContext& ctx) {
   if (!out.empty()) std::memcpy(po, out.data(), out.size());
 }
 
-template <class T>
+template <class T, bool kRoll>
 void MoveGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const std::vector<int64_t> d = ctx.Input("X").dims();
   if (g.dims() != d) throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like X " + DimsString(d));
-  const Moves m = MovesOf(ctx, d);
+  const Moves m = MovesOf<kRoll>(ctx, d);
   const T* pg = g.data<T>();
   WriteOutput<T>(ctx, "X@GRAD", {"Out@GRAD"}, d, [&](T* dx) {
     ForEachMove(m, [&](int64_t o, int64_t from) { dx[from] = pg[o]; });
@@ -102,10 +103,10 @@ void RegisterFlipRoll(Registrar& r) {
     r.Op(*s);
     r.Op(s->MakeGradSchema());
   }
-  for (const char* type : {"flip", "roll"}) {
-    r.Kernel(type, RILL_CPU, RILL_ANY_DTYPE, &Move);
-    RegisterCpu<float, double>(r, (std::string(type) + "_grad").c_str(), [](auto t) { return &MoveGrad<decltype(t)>; });
-  }
+  r.Kernel("flip", RILL_CPU, RILL_ANY_DTYPE, &Move<false>);
+  r.Kernel("roll", RILL_CPU, RILL_ANY_DTYPE, &Move<true>);
+  RegisterCpu<float, double>(r, "flip_grad", [](auto t) { return &MoveGrad<decltype(t), false>; });
+  RegisterCpu<float, double>(r, "roll_grad", [](auto t) { return &MoveGrad<decltype(t), true>; });
 }
 
 }  // namespace rill::math

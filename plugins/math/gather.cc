@@ -18,15 +18,16 @@ struct GatherPlan {
   std::vector<int64_t> out_dims;
 };
 
+// kIndexSelect: index_select's contract (attribute `dim`; no Axis input, no overwrite).
+template <bool kIndexSelect>
 GatherPlan PlanGather(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
   Tensor index = ctx.Input("Index");
   const std::vector<int64_t> id = index.dims();
   if (!(id.size() == 1 || (id.size() == 2 && id[1] == 1))) {
     throw Error("Index must be [N] or [N, 1], not " + DimsString(id));
   }
-  const bool index_select = ctx.op().type().rfind("index_select", 0) == 0;
-  int64_t axis = ctx.Attr<int64_t>(index_select ? "dim" : "axis");
-  if (!index_select && ctx.HasInput("Axis")) axis = IntsOf(ctx.Input("Axis"), "Axis").at(0);
+  int64_t axis = ctx.Attr<int64_t>(kIndexSelect ? "dim" : "axis");
+  if (!kIndexSelect && ctx.HasInput("Axis")) axis = IntsOf(ctx.Input("Axis"), "Axis").at(0);
   const size_t a = NormalizeAxis(axis, x_dims.size());
   GatherPlan p;
   p.index = IntsOf(index, "Index");
@@ -44,9 +45,10 @@ GatherPlan PlanGather(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
   return p;
 }
 
+template <bool kIndexSelect>
 void Gather(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
-  const GatherPlan p = PlanGather(ctx, x.dims());
+  const GatherPlan p = PlanGather<kIndexSelect>(ctx, x.dims());
   const size_t elem = DataTypeSize(x.dtype());
   const size_t slice = static_cast<size_t>(p.post) * elem;
   const auto k = static_cast<int64_t>(p.index.size());
@@ -62,15 +64,15 @@ void Gather(KernelContext& ctx) {
   if (!out.empty()) std::memcpy(po, out.data(), out.size());
 }
 
-template <class T>
+template <class T, bool kIndexSelect>
 void GatherGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor g = ctx.Input("Out@GRAD");
-  const GatherPlan p = PlanGather(ctx, x.dims());
+  const GatherPlan p = PlanGather<kIndexSelect>(ctx, x.dims());
   if (g.dims() != p.out_dims) {
     throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like Out " + DimsString(p.out_dims));
   }
-  const bool overwrite = ctx.op().type() == "gather_grad" && ctx.Attr<bool>("overwrite");
+  const bool overwrite = !kIndexSelect && ctx.Attr<bool>("overwrite");
   const auto k = static_cast<int64_t>(p.index.size());
   const T* pg = g.data<T>();
   T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
@@ -110,10 +112,10 @@ void RegisterGather(Registrar& r) {
     r.Op(*s);
     r.Op(s->MakeGradSchema());
   }
-  for (const char* type : {"gather", "index_select"}) {
-    r.Kernel(type, RILL_CPU, RILL_ANY_DTYPE, &Gather);
-    RegisterCpu<float, double>(r, (std::string(type) + "_grad").c_str(), [](auto t) { return &GatherGrad<decltype(t)>; });
-  }
+  r.Kernel("gather", RILL_CPU, RILL_ANY_DTYPE, &Gather<false>);
+  r.Kernel("index_select", RILL_CPU, RILL_ANY_DTYPE, &Gather<true>);
+  RegisterCpu<float, double>(r, "gather_grad", [](auto t) { return &GatherGrad<decltype(t), false>; });
+  RegisterCpu<float, double>(r, "index_select_grad", [](auto t) { return &GatherGrad<decltype(t), true>; });
 }
 
 }  // namespace rill::math

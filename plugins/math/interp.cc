@@ -60,12 +60,11 @@ std::vector<Tap> Taps(int64_t in, int64_t out, double scale, bool v2, bool neare
   return taps;
 }
 
-template <class T>
+// kNearest: nearest_interp (else bilinear); kV2: Paddle 2's op.
+template <class T, bool kNearest, bool kV2>
 InterpPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
-  const std::string type = ctx.op().type();
-  const bool v2 = type.find("_v2") != std::string::npos;
   InterpPlan p;
-  p.nearest = type.rfind("nearest", 0) == 0;
+  p.nearest = kNearest;
   const std::string method = ctx.Attr<std::string>("interp_method");
   if (method != (p.nearest ? "nearest" : "bilinear")) {
     throw Error("interp_method '" + method + "' does not match the op (" + (p.nearest ? "nearest" : "bilinear") + ")");
@@ -91,7 +90,7 @@ InterpPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
         const auto* ps = s.data<decltype(t)>();
         scale.assign(ps, ps + s.numel());
       });
-    } else if (v2) {
+    } else if (kV2) {
       const std::vector<float> attr = ctx.Attr<std::vector<float>>("scale");
       scale.assign(attr.begin(), attr.end());
     } else {
@@ -122,8 +121,8 @@ InterpPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
   if ((p.in_h == 0 || p.in_w == 0) && p.n * p.c > 0) throw Error("X " + DimsString(d) + " has no pixels to resize");
   const bool align_corners = ctx.Attr<bool>("align_corners");
   const int64_t align_mode = ctx.Attr<int64_t>("align_mode");
-  p.rows = Taps<T>(p.in_h, p.out_h, scale_h, v2, p.nearest, align_corners, align_mode);
-  p.cols = Taps<T>(p.in_w, p.out_w, scale_w, v2, p.nearest, align_corners, align_mode);
+  p.rows = Taps<T>(p.in_h, p.out_h, scale_h, kV2, p.nearest, align_corners, align_mode);
+  p.cols = Taps<T>(p.in_w, p.out_w, scale_w, kV2, p.nearest, align_corners, align_mode);
   return p;
 }
 
@@ -152,10 +151,10 @@ void ForEachTap(const InterpPlan& p, F fn) {
   }
 }
 
-template <class T>
+template <class T, bool kNearest, bool kV2>
 void Interp(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
-  const InterpPlan p = PlanOf<T>(ctx, x.dims());
+  const InterpPlan p = PlanOf<T, kNearest, kV2>(ctx, x.dims());
   const T* px = x.data<T>();
   const std::vector<int64_t> out_dims = p.OutDims();
   WriteOutput<T>(ctx, "Out", {"X"}, out_dims, [&](T* out) {
@@ -164,11 +163,11 @@ void Interp(KernelContext& ctx) {
   });
 }
 
-template <class T>
+template <class T, bool kNearest, bool kV2>
 void InterpGrad(KernelContext& ctx) {
   const std::vector<int64_t> d = ctx.Input("X").dims();
   Tensor g = ctx.Input("Out@GRAD");
-  const InterpPlan p = PlanOf<T>(ctx, d);
+  const InterpPlan p = PlanOf<T, kNearest, kV2>(ctx, d);
   if (g.dims() != p.OutDims()) {
     throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like Out " + DimsString(p.OutDims()));
   }
@@ -201,19 +200,26 @@ OpSchema InterpSchema(const char* type, bool v2, const char* method) {
   return s;
 }
 
+// Registers one of the four ops and its gradient.
+template <bool kNearest, bool kV2>
+void RegisterOneInterp(Registrar& r) {
+  const char* method = kNearest ? "nearest" : "bilinear";
+  const std::string type = std::string(method) + (kV2 ? "_interp_v2" : "_interp");
+  const OpSchema schema = InterpSchema(type.c_str(), kV2, method);
+  r.Op(schema);
+  r.Op(schema.MakeGradSchema());
+  RegisterCpu<float, double>(r, type.c_str(), [](auto t) { return &Interp<decltype(t), kNearest, kV2>; });
+  RegisterCpu<float, double>(r, (type + "_grad").c_str(),
+                             [](auto t) { return &InterpGrad<decltype(t), kNearest, kV2>; });
+}
+
 }  // namespace
 
 void RegisterInterp(Registrar& r) {
-  for (const bool v2 : {false, true}) {
-    for (const char* method : {"nearest", "bilinear"}) {
-      const std::string type = std::string(method) + (v2 ? "_interp_v2" : "_interp");
-      const OpSchema schema = InterpSchema(type.c_str(), v2, method);
-      r.Op(schema);
-      r.Op(schema.MakeGradSchema());
-      RegisterCpu<float, double>(r, type.c_str(), [](auto t) { return &Interp<decltype(t)>; });
-      RegisterCpu<float, double>(r, (type + "_grad").c_str(), [](auto t) { return &InterpGrad<decltype(t)>; });
-    }
-  }
+  RegisterOneInterp<true, false>(r);
+  RegisterOneInterp<false, false>(r);
+  RegisterOneInterp<true, true>(r);
+  RegisterOneInterp<false, true>(r);
 }
 
 }  // namespace rill::math

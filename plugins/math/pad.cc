@@ -54,14 +54,15 @@ void Finish(PadPlan& p) {
   }
 }
 
+// kSpatial: 0 for pad (every dim), 2 for pad2d, 3 for pad3d.
+template <int kSpatial>
 PadPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
   PadPlan p;
   p.x_dims = x_dims;
   const size_t rank = x_dims.size();
   p.before.assign(rank, 0);
   p.after.assign(rank, 0);
-  const std::string& type = ctx.op().type();
-  if (type == "pad" || type == "pad_grad") {
+  if constexpr (kSpatial == 0) {
     const std::vector<int64_t> pads = ctx.Attr<std::vector<int64_t>>("paddings");
     if (pads.size() != 2 * rank) {
       throw Error("paddings " + DimsString(pads) + " must hold two values per dim of X " + DimsString(x_dims));
@@ -71,8 +72,8 @@ PadPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
       p.after[k] = pads[2 * k + 1];
     }
   } else {
-    const bool three = type == "pad3d" || type == "pad3d_grad";
-    const size_t spatial = three ? 3 : 2;
+    constexpr bool three = kSpatial == 3;
+    constexpr size_t spatial = kSpatial;
     if (rank != spatial + 2) {
       throw Error("X " + DimsString(x_dims) + " must have rank " + std::to_string(spatial + 2));
     }
@@ -121,22 +122,22 @@ void ForEachOut(const PadPlan& p, F fn) {
                 fn);
 }
 
-template <class T>
+template <class T, int kSpatial>
 void Pad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
-  const PadPlan p = PlanOf(ctx, x.dims());
-  const T value = static_cast<T>(ctx.Attr<float>(ctx.op().type() == "pad3d" ? "value" : "pad_value"));
+  const PadPlan p = PlanOf<kSpatial>(ctx, x.dims());
+  const T value = static_cast<T>(ctx.Attr<float>(kSpatial == 3 ? "value" : "pad_value"));
   const T* px = x.data<T>();
   WriteOutput<T>(ctx, "Out", {"X"}, p.out_dims, [&](T* out) {
     ForEachOut(p, [&](int64_t o, int64_t from) { out[o] = from < 0 ? value : px[from]; });
   });
 }
 
-template <class T>
+template <class T, int kSpatial>
 void PadGrad(KernelContext& ctx) {
   const std::vector<int64_t> x_dims = ctx.Input("X").dims();
   Tensor g = ctx.Input("Out@GRAD");
-  const PadPlan p = PlanOf(ctx, x_dims);
+  const PadPlan p = PlanOf<kSpatial>(ctx, x_dims);
   if (g.dims() != p.out_dims) {
     throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like Out " + DimsString(p.out_dims));
   }
@@ -187,10 +188,12 @@ void RegisterPad(Registrar& r) {
     r.Op(*s);
     r.Op(s->MakeGradSchema());
   }
-  for (const char* type : {"pad", "pad2d", "pad3d"}) {
-    RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, type, [](auto t) { return &Pad<decltype(t)>; });
-    RegisterCpu<float, double>(r, (std::string(type) + "_grad").c_str(), [](auto t) { return &PadGrad<decltype(t)>; });
-  }
+  RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, "pad", [](auto t) { return &Pad<decltype(t), 0>; });
+  RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, "pad2d", [](auto t) { return &Pad<decltype(t), 2>; });
+  RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, "pad3d", [](auto t) { return &Pad<decltype(t), 3>; });
+  RegisterCpu<float, double>(r, "pad_grad", [](auto t) { return &PadGrad<decltype(t), 0>; });
+  RegisterCpu<float, double>(r, "pad2d_grad", [](auto t) { return &PadGrad<decltype(t), 2>; });
+  RegisterCpu<float, double>(r, "pad3d_grad", [](auto t) { return &PadGrad<decltype(t), 3>; });
 }
 
 }  // namespace rill::math

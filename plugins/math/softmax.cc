@@ -11,26 +11,33 @@
 namespace rill::math {
 namespace {
 
-template <class T>
-void Softmax(KernelContext& ctx) {
+// softmax (kLog false): Out = exp(X - max) / sum(exp(X - max)) along axis; log_softmax:
+// Out = X - max - ln(sum(exp(X - max))), which neither overflows nor takes ln(0) for a
+// probability that underflows.
+template <class T, bool kLog>
+void SoftmaxOrLog(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const std::vector<int64_t> d = x.dims();
   const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), d.size());
   const int64_t pre = Product(d, 0, axis), n = d[axis], post = Product(d, axis + 1, d.size());
-  std::vector<T> out(static_cast<size_t>(x.numel()));
   const T* px = x.data<T>();
-  for (int64_t i = 0; i < pre; ++i) {
-    for (int64_t k = 0; k < post; ++k) {
-      const int64_t base = i * n * post + k;
-      T max = px[base];
-      for (int64_t j = 1; j < n; ++j) max = std::max(max, px[base + j * post]);
-      T total = 0;
-      for (int64_t j = 0; j < n; ++j) total += out[base + j * post] = std::exp(px[base + j * post] - max);
-      for (int64_t j = 0; j < n; ++j) out[base + j * post] /= total;
+  WriteOutput<T>(ctx, "Out", {"X"}, d, [&](T* out) {
+    for (int64_t i = 0; i < pre; ++i) {
+      for (int64_t k = 0; k < post; ++k) {
+        const int64_t base = i * n * post + k;
+        T max = px[base];
+        for (int64_t j = 1; j < n; ++j) max = std::max(max, px[base + j * post]);
+        T total = 0;
+        for (int64_t j = 0; j < n; ++j) total += out[base + j * post] = std::exp(px[base + j * post] - max);
+        if constexpr (kLog) {
+          const T shift = max + std::log(total);
+          for (int64_t j = 0; j < n; ++j) out[base + j * post] = px[base + j * post] - shift;
+        } else {
+          for (int64_t j = 0; j < n; ++j) out[base + j * post] /= total;
+        }
+      }
     }
-  }
-  T* po = ctx.AllocateOutput<T>("Out", d);
-  std::copy(out.begin(), out.end(), po);
+  });
 }
 
 template <class T>
@@ -65,30 +72,6 @@ void CrossEntropy(KernelContext& ctx) {
   }
   T* po = ctx.AllocateOutput<T>("Y", shape.out_dims);
   std::copy(loss.begin(), loss.end(), po);
-}
-
-// log_softmax: Out = X - max - ln(sum(exp(X - max))) along axis, which neither overflows
-// nor takes ln(0) for a probability that underflows.
-template <class T>
-void LogSoftmax(KernelContext& ctx) {
-  Tensor x = ctx.Input("X");
-  const std::vector<int64_t> d = x.dims();
-  const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), d.size());
-  const int64_t pre = Product(d, 0, axis), n = d[axis], post = Product(d, axis + 1, d.size());
-  const T* px = x.data<T>();
-  WriteOutput<T>(ctx, "Out", {"X"}, d, [&](T* out) {
-    for (int64_t i = 0; i < pre; ++i) {
-      for (int64_t k = 0; k < post; ++k) {
-        const int64_t base = i * n * post + k;
-        T max = px[base];
-        for (int64_t j = 1; j < n; ++j) max = std::max(max, px[base + j * post]);
-        T total = 0;
-        for (int64_t j = 0; j < n; ++j) total += std::exp(px[base + j * post] - max);
-        const T shift = max + std::log(total);
-        for (int64_t j = 0; j < n; ++j) out[base + j * post] = px[base + j * post] - shift;
-      }
-    }
-  });
 }
 
 // X@GRAD = Out@GRAD - exp(Out) * sum(Out@GRAD) along axis.
@@ -303,10 +286,10 @@ void RegisterSoftmax(Registrar& r) {
     RegisterCpu<float, double>(r, (std::string(type) + "_grad").c_str(), backward);
   };
   normalizing("softmax", "Out = exp(X) / sum(exp(X)) along `axis` (computed as exp(X - max)).",
-              "probabilities, shaped like X", [](auto t) { return &Softmax<decltype(t)>; },
+              "probabilities, shaped like X", [](auto t) { return &SoftmaxOrLog<decltype(t), false>; },
               [](auto t) { return &SoftmaxGrad<decltype(t)>; });
   normalizing("log_softmax", "Out = ln(softmax(X)) along `axis` (computed as X - max - ln(sum(exp(X - max)))).",
-              "log-probabilities, shaped like X", [](auto t) { return &LogSoftmax<decltype(t)>; },
+              "log-probabilities, shaped like X", [](auto t) { return &SoftmaxOrLog<decltype(t), true>; },
               [](auto t) { return &LogSoftmaxGrad<decltype(t)>; });
   const OpSchema xent = OpSchema("cross_entropy")
            .Doc("Y = -log X[label] per row (hard labels: int64 class indices, one per row) or "

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <sstream>
 
 #include <cstring>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "core/cli/npy.h"
+#include "core/errors.h"
 #include "core/io/lod_tensor_file.h"
 #include "test_util.h"
 
@@ -59,9 +61,32 @@ TEST(Cli, FeedsAndSavesNpy) {
   EXPECT_EQ(r.out, "y fp32 [2,2] 0 2 4 6\n");
   EXPECT_EQ(core::ReadNpy(dir + "/y.npy").ValuesToString(), "0 2 4 6");
   ExpectCleanFailure(RunRill({"run", prog, "--feed", "x"}), 2, "--feed takes VAR=FILE.npy");
+  // One value per --plugin (and every repeatable option): the program after it is the operand.
+  std::filesystem::create_directories(TempPath("no_plugins_here"));
+  const auto one_plugin = RunRill({"--plugin-path", TempPath("no_plugins_here"), "run", "--plugin",
+                                   kPlugins + "/librill_math.so", prog, "--feed", "x=" + in, "--fetch", "y"});
+  EXPECT_EQ(one_plugin.exit_code, 0) << one_plugin.err;
+  EXPECT_EQ(one_plugin.out, "y fp32 [2,2] 0 2 4 6\n");
   ExpectCleanFailure(RunRill({"run", prog, "--feed", "x=" + kProgram}), 1, "not a .npy file");
   ExpectCleanFailure(RunRill({"run", prog, "--feed", "x=" + in, "--fetch", "zz"}), 1,
                      "fetch: variable 'zz' does not exist after the run");
+}
+
+// A header giving a key twice is refused: numpy reads the last, and reading the first
+// would make another array of the same bytes.
+TEST(Cli, NpyHeadersWithARepeatedKeyAreRefused) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'descr': '<i4', }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+  header += '\n';
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size()) + '\0' + header +
+                      std::string(8, '\0');
+  std::istringstream in(bytes);
+  try {
+    core::ReadNpy(in, "twice.npy");
+    ADD_FAILURE() << "no error";
+  } catch (const core::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("twice.npy: .npy header gives 'descr' twice"), std::string::npos) << e.what();
+  }
 }
 
 // Issue 43, item 6: a feed the program declares differently is refused, naming both.
@@ -362,17 +387,123 @@ TEST(Cli, InferenceModelsRunInEveryLayoutPaddleSaves) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, expected);
 
-  // Missing, extra and surplus parameters are errors naming the file.
+  // Files the program does not name are not read, as Paddle's loader ignores them: a
+  // README, a .gitkeep, a subdirectory, a stale parameter; a symlinked parameter is its file.
+  WriteFile(separate + "/notes.txt", "hello");
+  WriteFile(separate + "/.gitkeep", "");
+  std::filesystem::create_directories(separate + "/old/sub");
+  write(separate + "/stale_w", {w});
+  std::filesystem::rename(separate + "/b", separate + "/b.real");
+  std::filesystem::create_symlink("b.real", separate + "/b");
+  r = run({separate});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, expected);
+
+  // Missing and surplus parameters are errors naming the file.
   std::filesystem::remove(separate + "/b");
   ExpectCleanFailure(run({separate}), 1, "cannot open the file of parameter 'b', '" + separate + "/b'");
   write(separate + "/b", {b});
-  WriteFile(separate + "/notes.txt", "hello");
-  ExpectCleanFailure(run({separate}), 1, "'" + separate + "/notes.txt' is not a parameter of the model");
   write(combined + "/__params__", {b, w, w});
   ExpectCleanFailure(run({combined}), 1, "'" + combined + "/__params__' holds more than the program's 2 parameters");
   write(combined + "/__params__", {b});
   ExpectCleanFailure(run({combined}), 1, "'" + combined + "/__params__' (parameter 'w'): the LoDTensor version");
   ExpectCleanFailure(run({text, "--params-filename", "params"}), 2, "--model-filename and --params-filename name the files");
+
+  // A parameter file must hold what the program declares, dtype and dims.
+  write(separate + "/w", {tensor({2, 3}, {1, -1, 2, 0, 0.5f, 1})});
+  ExpectCleanFailure(run({separate}), 1,
+                     "'" + separate + "/w' (parameter 'w'): the file holds fp32 [2, 3], the program declares fp32 [3, 2]");
+  write(separate + "/w", {tensor({3, 2, 1}, {1, -1, 2, 0, 0.5f, 1})});
+  ExpectCleanFailure(run({separate}), 1, "the file holds fp32 [3, 2, 1], the program declares fp32 [3, 2]");
+  write(combined + "/__params__", {tensor({1}, {0.5f}), w});
+  ExpectCleanFailure(run({combined}), 1, "(parameter 'b'): the file holds fp32 [1], the program declares fp32 [2]");
+  write(separate + "/w", {w});
+  write(combined + "/__params__", {b, w});
+
+  // A parameter file that is a FIFO is refused, not opened (that would wait forever).
+  std::filesystem::remove(separate + "/b");
+  ASSERT_EQ(mkfifo((separate + "/b").c_str(), 0600), 0);
+  ExpectCleanFailure(run({separate}), 1, "the file of parameter 'b', '" + separate + "/b' is a FIFO, not a regular file");
+  std::filesystem::remove(separate + "/b");
+  write(separate + "/b", {b});
+}
+
+// A model is code that runs with the user's rights: one that writes files, or reads a
+// parameter or a file from outside its directory, is refused unless --allow-model-files;
+// rill check and rill describe list what it would do.
+TEST(Cli, ModelsThatWriteFilesOrReachOutsideTheirDirectoryAreRefused) {
+  const std::string dir = TempPath("model_file_ops");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/sub");
+  const std::string victim = TempPath("model_file_ops_victim");
+  std::filesystem::remove(victim);
+  const auto program = [&](const std::string& param, const std::string& extra_op) {
+    return R"(blocks { idx: 0 parent_idx: -1
+      vars { name: "fetch" type { type: FETCH_LIST } persistable: true }
+      vars { name: ")" + param + R"(" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2 } } } persistable: true }
+      )" + extra_op + R"(
+      ops { type: "scale" inputs { parameter: "X" arguments: ")" + param + R"(" } outputs { parameter: "Out" arguments: "out" } }
+      ops { type: "fetch" inputs { parameter: "X" arguments: "out" } outputs { parameter: "Out" arguments: "fetch" }
+            attrs { name: "col" type: INT i: 0 } } })";
+  };
+  const auto model = [&](const std::string& param, const std::string& extra_op) {
+    WriteFile(dir + "/model.pbtxt", program(param, extra_op));
+    ASSERT_EQ(RunRill({"convert", dir + "/model.pbtxt", "-o", dir + "/__model__.pb"}).exit_code, 0);
+    std::filesystem::rename(dir + "/__model__.pb", dir + "/__model__");
+  };
+  const auto write = [](const std::string& path) {
+    core::Tensor t;
+    t.Allocate(RILL_FP32, {2});
+    t.data_as<float>()[0] = 1;
+    t.data_as<float>()[1] = 2;
+    std::ofstream out(path, std::ios::binary);
+    core::WriteLodTensor(out, t, false, path);
+  };
+  write(dir + "/sub/w");
+  write(victim);
+
+  // Parameters in a subdirectory are fine.
+  model("sub/w", "");
+  auto r = RunRill({"run", dir});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "out fp32 [2] 1 2\n");
+
+  // A save op: refused, nothing written; allowed, it writes.
+  const std::string save = R"(ops { type: "save" inputs { parameter: "X" arguments: "sub/w" }
+      attrs { name: "file_path" type: STRING s: ")" + victim + R"(" } })";
+  std::filesystem::remove(victim);
+  model("sub/w", save);
+  ExpectCleanFailure(RunRill({"run", dir}), 1, "op 0 of block 0 (save, file_path '" + victim +
+                                                   "') writes a file: an inference model may not write files");
+  EXPECT_FALSE(std::filesystem::exists(victim));
+  r = RunRill({"check", dir});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("file access (rill run refuses it without --allow-model-files):\n  op 0 of block 0 (save"),
+            std::string::npos) << r.out;
+  r = RunRill({"describe", dir});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  op 0 of block 0 (save, file_path '" + victim + "') writes a file"), std::string::npos) << r.out;
+  r = RunRill({"run", dir, "--allow-model-files"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(victim));
+
+  // A load op reading outside the directory.
+  model("sub/w", R"(ops { type: "load" outputs { parameter: "Out" arguments: "other" }
+      attrs { name: "file_path" type: STRING s: ")" + victim + R"(" } })");
+  ExpectCleanFailure(RunRill({"run", dir}), 1, "(load, file_path '" + victim + "') reads outside the model directory");
+
+  // Parameter names that climb out, are absolute, or are symlinks pointing out.
+  const std::string up = "../" + std::filesystem::path(victim).filename().string();
+  model(up, "");
+  ExpectCleanFailure(RunRill({"run", dir}), 1, "parameter '" + up + "' names a file outside the model directory");
+  model(victim, "");
+  ExpectCleanFailure(RunRill({"run", dir}), 1, "parameter '" + victim + "' names a file outside the model directory");
+  std::filesystem::create_symlink(victim, dir + "/out_link");
+  model("out_link", "");
+  ExpectCleanFailure(RunRill({"run", dir}), 1, "parameter 'out_link' names a file outside the model directory");
+  r = RunRill({"run", dir, "--allow-model-files"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "out fp32 [2] 1 2\n");
 }
 
 // Programs Paddle 2.x writes (issue 44, item 4): its framework.proto fields and enum values

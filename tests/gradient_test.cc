@@ -247,6 +247,24 @@ std::vector<GradCase> Cases() {
   cases.push_back({"matmul_vector", {{"x", {2, 3}}, {"y", {3}}}, [](core::BlockBuilder& b) {
                      Binary(b, "matmul");
                    }});
+  // 1-D operands with transposes, every combination Paddle's matmul (v1) and matmul_v2
+  // give a meaning (v1 transposes the row / column a vector stands for; v2 ignores it).
+  for (bool v2 : {false, true}) {
+    const char* op = v2 ? "matmul_v2" : "matmul";
+    const char* tx = v2 ? "trans_x" : "transpose_X";
+    const char* ty = v2 ? "trans_y" : "transpose_Y";
+    const std::string name = op;
+    cases.push_back({name + "_vector_x_transposed_batched_y", {{"x", {3}}, {"y", {2, v2 ? 3 : 1, 4}}},
+                     [=](core::BlockBuilder& b) { Binary(b, op).Attr(tx, true); }});
+    cases.push_back({name + "_vector_x_transposed_matrix_y", {{"x", {3}}, {"y", {v2 ? 3 : 1, 4}}},
+                     [=](core::BlockBuilder& b) { Binary(b, op).Attr(tx, true); }});
+    cases.push_back({name + "_matrix_x_vector_y_transposed", {{"x", {2, v2 ? 3 : 1}}, {"y", {3}}},
+                     [=](core::BlockBuilder& b) { Binary(b, op).Attr(ty, true); }});
+    cases.push_back({name + "_vector_times_vector", {{"x", {3}}, {"y", {3}}},
+                     [=](core::BlockBuilder& b) { Binary(b, op); }});
+    cases.push_back({name + "_batched_x_vector_y", {{"x", {2, 2, 3}}, {"y", {3}}},
+                     [=](core::BlockBuilder& b) { Binary(b, op); }});
+  }
   cases.push_back({"softmax_last_axis", {{"x", {2, 4}}}, [](core::BlockBuilder& b) {
                      b.Op("softmax").Input("X", "x").Output("Out", "out");
                    }});

@@ -1,6 +1,7 @@
 // Forward math ops against reference values worked out by hand, for every dtype each op
 // registers; plus the dtype and shape errors users will hit.
 #include <cmath>
+#include <limits>
 
 #include "op_fixture.h"
 
@@ -198,6 +199,105 @@ TEST_F(MathForward, LookupTableIdOutOfRangeIsAnError) {
   Op("lookup_table_v2").Input("W", "w").Input("Ids", "ids").Output("Out", "y");
   const std::string error = Run();
   EXPECT_NE(error.find("Ids[1] is 2, not a row of W's 2"), std::string::npos) << error;
+}
+
+// padding_idx's default -1 means "no padding row": an id of -1 is refused like -2, not
+// looked up as zeros; with padding_idx -1 given, the same.
+TEST_F(MathForward, LookupTableIdMinusOneIsRefusedWithoutPadding) {
+  Set<float>("w", {2, 2}, {1, 2, 3, 4});
+  Set<int64_t>("ids", {2}, {1, -1});
+  Op("lookup_table_v2").Input("W", "w").Input("Ids", "ids").Output("Out", "y");
+  const std::string error = Run();
+  EXPECT_NE(error.find("Ids[1] is -1, not a row of W's 2"), std::string::npos) << error;
+}
+
+TEST_F(MathForward, LookupTableGradientIdMinusOneIsRefusedWithoutPadding) {
+  Set<float>("w", {2, 2}, {1, 2, 3, 4});
+  Set<int64_t>("ids", {2}, {1, -1});
+  Set<float>("dout", {2, 2}, {1, 1, 1, 1});
+  Op("lookup_table_v2_grad").Input("W", "w").Input("Ids", "ids").Input("Out@GRAD", "dout").Output("W@GRAD", "g")
+      .Attr("padding_idx", int64_t{-1});
+  const std::string error = Run();
+  EXPECT_NE(error.find("Ids[1] is -1, not a row of W's 2"), std::string::npos) << error;
+}
+
+// NaN among the values (nan_order.h): above every number for top_k, and the winner of
+// every maximum and arg_max/arg_min, as in PyTorch and NumPy.
+TEST_F(MathForward, NanIsLargestInTopKAndWinsEveryMaximum) {
+  const double nan = std::nan("");
+  auto is_nan = [](double v) { return std::isnan(v); };
+  Set<float>("x", {4}, {2, nan, 1, 3});
+  Op("top_k").Input("X", "x").Output("Out", "v").Output("Indices", "i").Attr("k", int64_t{3});
+  Op("top_k_v2").Input("X", "x").Output("Out", "sv").Output("Indices", "si").Attr("k", int64_t{4})
+      .Attr("largest", false);
+  Op("arg_max").Input("X", "x").Output("Out", "amax");
+  Op("arg_min").Input("X", "x").Output("Out", "amin");
+  Op("reduce_max").Input("X", "x").Output("Out", "rmax").Attr("reduce_all", true);
+  Set<float>("img", {1, 1, 2, 2}, {1, nan, 3, 2});
+  Set<double>("img64", {1, 1, 2, 2}, {1, nan, 3, 2});
+  for (const char* img : {"img", "img64"}) {
+    Op("pool2d").Input("X", img).Output("Out", std::string(img) + "_max").Attr("pooling_type", std::string("max"))
+        .Attr("ksize", std::vector<int64_t>{2, 2});
+  }
+  ASSERT_EQ(Run(), "");
+  const std::vector<double> v = Values("v");
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_TRUE(is_nan(v[0]));
+  EXPECT_EQ(std::vector<double>(v.begin() + 1, v.end()), (std::vector<double>{3, 2}));
+  EXPECT_EQ(Values("i"), (std::vector<double>{1, 3, 0}));
+  EXPECT_EQ(Values("si"), (std::vector<double>{2, 0, 3, 1}));  // smallest first: NaN last
+  EXPECT_EQ(Values("amax"), (std::vector<double>{1}));
+  EXPECT_EQ(Values("amin"), (std::vector<double>{1}));
+  EXPECT_TRUE(is_nan(Values("rmax").at(0)));
+  EXPECT_TRUE(is_nan(Values("img_max").at(0))) << "fp32 (oneDNN)";
+  EXPECT_TRUE(is_nan(Values("img64_max").at(0))) << "fp64 (loops)";
+}
+
+// Out's shape with 1-D operands, as Paddle's InferShape gives it: matmul (v1) transposes
+// a vector as the row (X) or column (Y) it stands for and drops its dim only where it is
+// 1; matmul_v2 ignores a vector's transpose and always drops it.
+TEST_F(MathForward, MatmulShapesWithVectorsAreThoseOfPaddle) {
+  struct Case {
+    const char* op;
+    std::vector<int64_t> x, y;
+    bool tx, ty;
+    std::vector<int64_t> out;
+  };
+  const std::vector<Case> cases = {
+      {"matmul", {3}, {2, 1, 4}, true, false, {2, 3, 4}},
+      {"matmul", {3}, {1, 4}, true, false, {3, 4}},
+      {"matmul", {3}, {3, 4}, false, false, {4}},
+      {"matmul", {2, 1}, {3}, false, true, {2, 3}},
+      {"matmul", {3}, {3}, false, false, {1}},
+      {"matmul_v2", {3}, {2, 3, 4}, true, false, {2, 4}},
+      {"matmul_v2", {2, 3}, {3}, false, true, {2}},
+  };
+  for (const Case& c : cases) {
+    pb_ = core::ProgramBuilder();
+    const bool v2 = std::string(c.op) == "matmul_v2";
+    auto count = [](const std::vector<int64_t>& d) {
+      int64_t n = 1;
+      for (int64_t v : d) n *= v;
+      return static_cast<size_t>(n);
+    };
+    Set<float>("x", c.x, std::vector<double>(count(c.x), 1.0));
+    Set<float>("y", c.y, std::vector<double>(count(c.y), 1.0));
+    Op(c.op).Input("X", "x").Input("Y", "y").Output("Out", "out").Attr(v2 ? "trans_x" : "transpose_X", c.tx)
+        .Attr(v2 ? "trans_y" : "transpose_Y", c.ty);
+    ASSERT_EQ(Run(), "") << c.op;
+    EXPECT_EQ(Dims("out"), c.out) << c.op << " case " << (&c - cases.data());
+  }
+}
+
+// Paddings far past the input are refused before the windows are planned (they would
+// number 2^30 per row), naming the geometry.
+TEST_F(MathForward, Pool2dPaddingsPastTheInputAreRefusedBeforeAllocating) {
+  Set<float>("img", {1, 1, 2, 2}, {1, 2, 3, 4});
+  Op("pool2d").Input("X", "img").Output("Out", "out").Attr("pooling_type", std::string("max"))
+      .Attr("ksize", std::vector<int64_t>{2, 2}).Attr("paddings", std::vector<int64_t>{1 << 30, 1 << 30});
+  const std::string error = Run();
+  EXPECT_NE(error.find("a pooling window lies wholly in the padding (input 2, window 2, stride 1, paddings 1073741824"),
+            std::string::npos) << error;
 }
 
 // Equal values come out lower index first; a k beyond the axis is an error naming it.
@@ -648,6 +748,29 @@ TEST_F(MathForward, IntegerModAndFloorDivByZeroAreErrors) {
     Set<int32_t>("y", {2}, {2, 0});
     Op(op).Input("X", "x").Input("Y", "y").Output("Out", "out");
     EXPECT_NE(Run().find("integer division by zero (Y[1] is 0)"), std::string::npos) << op;
+  }
+}
+
+// The most negative integer by -1 (undefined in C++, a SIGFPE on x86) is defined as Go
+// defines it: the quotient wraps to the dividend, the remainder is 0. On tensors and on
+// one-element operands (the kernels' scalar path) alike.
+TEST_F(MathForward, MostNegativeIntegerByMinusOneWrapsAsInGo) {
+  auto check = [&](auto tag, int64_t n) {
+    using T = decltype(tag);
+    const double lowest = static_cast<double>(std::numeric_limits<T>::min());
+    for (const auto& [op, want] : std::vector<std::pair<const char*, double>>{
+             {"elementwise_div", lowest}, {"elementwise_floordiv", lowest}, {"elementwise_mod", 0}}) {
+      pb_ = core::ProgramBuilder();
+      this->template Set<T>("x", {n}, std::vector<double>(n, lowest));
+      this->template Set<T>("y", {n}, std::vector<double>(n, -1));
+      Op(op).Input("X", "x").Input("Y", "y").Output("Out", "out");
+      ASSERT_EQ(Run(), "") << op;
+      EXPECT_EQ(Values("out"), std::vector<double>(n, want)) << op << " on " << n << " elements";
+    }
+  };
+  for (int64_t n : {1, 3}) {
+    check(int32_t{}, n);
+    check(int64_t{}, n);
   }
 }
 

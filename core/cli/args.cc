@@ -105,6 +105,8 @@ Args ParseArgs(int argc, char** argv) {
   run->add_option("--fetch", a.fetch, "print VAR after the run (repeatable); without any, the variables of the "
                   "program's fetch ops, in col order")->type_name("VAR");
   run->add_option("--feed", a.feed, "set VAR from a .npy file before the run (repeatable)")->type_name("VAR=FILE");
+  run->add_flag("--allow-model-files", a.allow_model_files, "let an inference model write files (save ops) and "
+                "read files outside its directory; refused by default, as a model runs with your rights");
   run->add_option("--save", a.save_dir, "also write every fetched VAR to DIR/VAR.npy")->type_name("DIR");
   run->add_option("--startup", a.startup, "run PROG once first, in the same scope")->type_name("PROG");
   run->add_option("--iterations", a.iterations, "run the program N times (a training loop); on a terminal a "
@@ -181,6 +183,15 @@ Args ParseArgs(int argc, char** argv) {
     a.plugin_command = true;
     args = SplitPluginCommand(args, name, &command_args);
   }
+  // One value per occurrence of a repeatable option: `--plugin x.so prog.pbtxt` loads one
+  // plugin and runs prog.pbtxt (CLI11 would take both as plugins).
+  const auto one_value_each = [](CLI::App* sub) {
+    for (CLI::Option* opt : sub->get_options()) {
+      if (opt->nonpositional()) opt->allow_extra_args(false);
+    }
+  };
+  one_value_each(&app);
+  for (const auto& entry : subcommands) one_value_each(entry.second);
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
   try {
     app.parse(reversed);

@@ -20,6 +20,7 @@
 #include "core/cli/cluster_status.h"
 #include "core/cli/pserver_watch.h"
 #include "core/errors.h"
+#include "core/io/atomic_file.h"
 
 extern char** environ;
 
@@ -109,12 +110,12 @@ void StopAll(std::vector<Process>& procs) {
 }  // namespace
 
 void WriteClusterSpec(const ClusterSpec& spec, const std::string& path) {
-  std::ofstream out(path);
-  out << "# The cluster of these programs, for `rill launch`: transport, trainer count, pserver endpoints.\n";
-  out << "transport " << spec.transport << "\n";
-  out << "trainers " << spec.trainers << "\n";
-  for (const auto& e : spec.pservers) out << "pserver " << e << "\n";
-  if (!out) throw Error("cannot write '" + path + "'");
+  WriteFileAtomically(path, [&](std::ostream& out) {
+    out << "# The cluster of these programs, for `rill launch`: transport, trainer count, pserver endpoints.\n";
+    out << "transport " << spec.transport << "\n";
+    out << "trainers " << spec.trainers << "\n";
+    for (const auto& e : spec.pservers) out << "pserver " << e << "\n";
+  });
 }
 
 ClusterSpec ReadClusterSpec(const std::string& path) {

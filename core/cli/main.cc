@@ -27,6 +27,7 @@
 #include "core/cli/progress.h"
 #include "core/cli/render_dot.h"
 #include "core/errors.h"
+#include "core/io/atomic_file.h"
 #include "core/io/inference_model.h"
 #include "core/loader/plugin_loader.h"
 #include "core/log.h"
@@ -193,7 +194,7 @@ Args ForThisRank(const Args& a) {
 
 int CmdRun(const Args& given, const Registry& registry) {
   ExpectPositional(given, 2, "run PROGRAM [--fetch VAR]... [--feed VAR=FILE.npy]... [--save DIR]");
-  const ModelFiles model_files{given.model_filename, given.params_filename};
+  const ModelFiles model_files{given.model_filename, given.params_filename, given.allow_model_files};
   const bool model = IsInferenceModel(given.positional[1], model_files);
   const Args a = std::filesystem::is_directory(given.positional[1]) && !model ? ForThisRank(given) : given;
   const int64_t iterations = PositiveCount("--iterations", a.iterations, false);
@@ -227,12 +228,13 @@ int CmdRun(const Args& given, const Registry& registry) {
   tasks.workers = static_cast<int>(PositiveCount("--workers", a.workers, true));
   Executor executor(registry, program);
   executor.set_place(place);
-  // The trace's file is opened before the run, so that a path it cannot be written to
-  // fails first, not after a long run.
-  std::ofstream trace_file;
+  // The trace's directory is checked before the run, so that a path the trace cannot be
+  // written to fails first, not after a long run.
   if (!a.profile.empty()) {
-    trace_file.open(a.profile, std::ios::binary | std::ios::trunc);
-    if (!trace_file) throw Error("--profile: cannot write '" + a.profile + "': " + std::strerror(errno));
+    const std::filesystem::path parent = std::filesystem::path(a.profile).parent_path();
+    if (access(parent.empty() ? "." : parent.c_str(), W_OK) != 0) {
+      throw Error("--profile: cannot write '" + a.profile + "': " + std::strerror(errno));
+    }
   }
   // On a terminal the --print-every values go into the progress line (progress.h).
   Progress progress(iterations, isatty(STDERR_FILENO) != 0);
@@ -258,10 +260,8 @@ int CmdRun(const Args& given, const Registry& registry) {
   if (profiler) {
     Trace trace = profiler->Stop();
     trace.process_name = "rill run " + std::filesystem::path(a.positional[1]).filename().string();
-    if (trace_file.is_open()) {
-      WriteChromeTrace(trace, trace_file);
-      trace_file.close();
-      if (!trace_file) throw Error("--profile: writing '" + a.profile + "' failed: " + std::strerror(errno));
+    if (!a.profile.empty()) {
+      WriteFileAtomically(a.profile, [&](std::ostream& out) { WriteChromeTrace(trace, out); });
     }
     if (a.profile_summary) WriteSummary(trace, std::cout);
     std::cout.flush();
@@ -276,17 +276,25 @@ int CmdRun(const Args& given, const Registry& registry) {
 }
 
 // A program file, or an inference model (its program, and its parameters loaded as
-// `rill run` would load them).
+// `rill run` would load them, with what the model policy would refuse listed, not thrown).
 struct CheckedInput {
   std::shared_ptr<const Program> program;
   std::vector<std::pair<std::string, Tensor>> parameters;
   bool model = false;
+  std::vector<std::string> file_access;
 };
 CheckedInput LoadProgramOrModel(const Args& a) {
-  const ModelFiles files{a.model_filename, a.params_filename};
-  if (!IsInferenceModel(a.positional[1], files)) return {ReadProgram(a.positional[1]), {}, false};
+  const ModelFiles files{a.model_filename, a.params_filename, /*allow_files_outside=*/true};
+  if (!IsInferenceModel(a.positional[1], files)) return {ReadProgram(a.positional[1]), {}, false, {}};
   InferenceModel m = LoadInferenceModel(a.positional[1], files);
-  return {std::move(m.program), std::move(m.parameters), true};
+  return {std::move(m.program), std::move(m.parameters), true, std::move(m.file_access)};
+}
+
+// The model's file access `rill run` refuses without --allow-model-files, one line each.
+void PrintFileAccess(const CheckedInput& in) {
+  if (in.file_access.empty()) return;
+  std::printf("file access (rill run refuses it without --allow-model-files):\n");
+  for (const auto& f : in.file_access) std::printf("  %s\n", f.c_str());
 }
 
 int CmdCheck(const Args& a, const Registry& registry) {
@@ -295,7 +303,9 @@ int CmdCheck(const Args& a, const Registry& registry) {
   const CheckedInput in = LoadProgramOrModel(a);
   const Program& program = *in.program;
   MissingOps missing;
-  const auto problems = ValidateProgram(program, registry, &missing);
+  auto problems = ValidateProgram(program, registry, &missing);
+  PrintFileAccess(in);
+  problems.insert(problems.end(), in.file_access.begin(), in.file_access.end());
   if (problems.empty() && missing.empty()) {
     int64_t ops = 0;
     for (int b = 0; b < program.blocks_size(); ++b) ops += program.block(b).ops_size;
@@ -511,6 +521,7 @@ int DescribeProgram(const Args& a, const Registry& registry) {
     uint64_t bytes = 0;
     for (const auto& [name, t] : in.parameters) bytes += t.nbytes();
     std::printf("parameters: %zu, %llu bytes\n", in.parameters.size(), static_cast<unsigned long long>(bytes));
+    PrintFileAccess(in);
   }
   std::vector<std::pair<std::string, int64_t>> sorted(by_type.begin(), by_type.end());
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) { return x.second > y.second; });

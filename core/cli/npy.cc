@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/io/atomic_file.h"
 #include "core/io/bytes_left.h"
 #include "core/runtime/dtype.h"
 #include "rill/checked_size.hpp"
@@ -25,10 +26,14 @@ constexpr DescrMap kDescrs[] = {
     {"<f8", RILL_FP64},  {"<c8", RILL_COMPLEX64}, {"<c16", RILL_COMPLEX128},
 };
 
-// The value text after `'key':` in the header dict.
+// The value text after `'key':` in the header dict. A key given twice is refused: numpy
+// would take the last, a reader taking the first would see another array.
 std::string DictValue(const std::string& header, const std::string& key, const std::string& path) {
   const auto k = header.find("'" + key + "'");
   if (k == std::string::npos) throw Error(path + ": .npy header has no '" + key + "'");
+  if (header.find("'" + key + "'", k + 1) != std::string::npos) {
+    throw Error(path + ": .npy header gives '" + key + "' twice");
+  }
   auto v = header.find(':', k);
   if (v == std::string::npos) throw Error(path + ": malformed .npy header");
   ++v;
@@ -128,17 +133,16 @@ void WriteNpy(const Tensor& tensor, const std::string& path) {
   const size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error("cannot write '" + path + "'", RILL_NOT_FOUND);
   const uint16_t len = static_cast<uint16_t>(header.size());
-  out.write(kMagic, 6);
-  out.put(1);
-  out.put(0);
-  out.put(static_cast<char>(len & 0xff));
-  out.put(static_cast<char>(len >> 8));
-  out << header;
-  out.write(static_cast<const char*>(t.data()), static_cast<std::streamsize>(t.nbytes()));
-  if (!out.flush()) throw Error("write to '" + path + "' failed", RILL_INTERNAL);
+  WriteFileAtomically(path, [&](std::ostream& out) {
+    out.write(kMagic, 6);
+    out.put(1);
+    out.put(0);
+    out.put(static_cast<char>(len & 0xff));
+    out.put(static_cast<char>(len >> 8));
+    out << header;
+    out.write(static_cast<const char*>(t.data()), static_cast<std::streamsize>(t.nbytes()));
+  });
 }
 
 }  // namespace rill::core

@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "core/errors.h"
+#include "core/io/atomic_file.h"
 
 extern char** environ;
 
@@ -18,10 +18,7 @@ namespace rill::core {
 namespace {
 
 void WriteText(const std::string& text, const std::string& path) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw Error("cannot write '" + path + "': " + std::strerror(errno), RILL_UNAVAILABLE);
+  WriteFileAtomically(path, [&](std::ostream& out) { out << text; });
 }
 
 // A file of its own under the temporary directory, removed when this goes.

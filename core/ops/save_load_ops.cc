@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/io/atomic_file.h"
 #include "core/io/lod_tensor_file.h"
 #include "core/ops/control_flow.h"
 #include "core/runtime/variable.h"
@@ -17,8 +18,9 @@ std::string Where(const std::string& path, const std::string& var) {
   return "'" + path + "' (variable '" + var + "')";
 }
 
-// The file to write, its directory made; refused when it exists and `overwrite` is false.
-std::ofstream OpenForSave(const std::string& path, bool overwrite) {
+// Makes the directory of the file to write; refuses a file that exists when `overwrite`
+// is false.
+void PrepareSave(const std::string& path, bool overwrite) {
   if (path.empty()) throw rill::Error("file_path is empty", RILL_INVALID_ARGUMENT);
   if (!overwrite && std::filesystem::exists(path)) {
     throw rill::Error("'" + path + "' exists, and overwrite is false", RILL_ALREADY_EXISTS);
@@ -26,9 +28,6 @@ std::ofstream OpenForSave(const std::string& path, bool overwrite) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   std::error_code ec;
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw rill::Error("cannot write '" + path + "'", RILL_UNAVAILABLE);
-  return out;
 }
 
 std::ifstream OpenForLoad(const std::string& path) {
@@ -43,19 +42,25 @@ void Put(Variable& var, Tensor t, bool as_fp16) {
   *var.GetMutableTensor() = std::move(t);
 }
 
+// Every variable is checked before a byte is written, and the file replaced only once
+// complete (atomic_file.h): a failed save leaves the last good one.
 void Save(rill::KernelContext& ctx, bool combined) {
   const std::string path = ctx.Attr<std::string>("file_path");
-  std::ofstream out = OpenForSave(path, ctx.Attr<bool>("overwrite"));
+  PrepareSave(path, ctx.Attr<bool>("overwrite"));
   const bool as_fp16 = ctx.Attr<bool>("save_as_fp16");
   const size_t n = combined ? ctx.op().InputCount("X") : 1;
+  std::vector<const Tensor*> tensors;
   for (size_t i = 0; i < n; ++i) {
-    const std::string name = ctx.op().InputName("X", i);
     const Tensor* t = Var(ctx.InputVar("X", i)).GetTensor();
-    if (t == nullptr) throw rill::Error(Where(path, name) + ": the variable holds no tensor", RILL_FAILED_PRECONDITION);
-    WriteLodTensor(out, *t, as_fp16, Where(path, name));
+    if (t == nullptr || !t->initialized()) {
+      throw rill::Error(Where(path, ctx.op().InputName("X", i)) + ": the variable holds no tensor (nothing written)",
+                        RILL_FAILED_PRECONDITION);
+    }
+    tensors.push_back(t);
   }
-  out.close();
-  if (!out) throw rill::Error("writing '" + path + "' failed", RILL_UNAVAILABLE);
+  WriteFileAtomically(path, [&](std::ostream& out) {
+    for (size_t i = 0; i < n; ++i) WriteLodTensor(out, *tensors[i], as_fp16, Where(path, ctx.op().InputName("X", i)));
+  });
 }
 
 void Load(rill::KernelContext& ctx, bool combined) {

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/errors.h"
+#include "core/io/atomic_file.h"
 
 namespace rill::core {
 
@@ -134,14 +135,13 @@ std::string ProgramToText(const proto::ProgramDesc& program) {
 }
 
 void SaveProgram(const proto::ProgramDesc& program, const std::string& path, ProgramFormat format) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error("cannot write '" + path + "'", RILL_NOT_FOUND);
-  if (format == ProgramFormat::kText) {
-    out << ProgramToText(program);
-  } else if (!program.SerializeToOstream(&out)) {
-    throw Error("cannot serialize program to '" + path + "'", RILL_INTERNAL);
-  }
-  if (!out.flush()) throw Error("write to '" + path + "' failed", RILL_INTERNAL);
+  WriteFileAtomically(path, [&](std::ostream& out) {
+    if (format == ProgramFormat::kText) {
+      out << ProgramToText(program);
+    } else if (!program.SerializeToOstream(&out) && out.good()) {  // a failed write is reported as one
+      throw Error("cannot serialize program to '" + path + "'", RILL_INTERNAL);
+    }
+  });
 }
 
 ProgramFormat FormatForPath(const std::string& path) {

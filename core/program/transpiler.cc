@@ -1,6 +1,7 @@
 #include "core/program/transpiler.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <vector>
@@ -72,33 +73,11 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
   const proto::BlockDesc& main = train.blocks(0);
   const int n = main.ops_size();
 
-  // Which ops move to the pservers: optimizers, and ops only they read from.
   std::map<std::string, std::vector<int>> readers;
+  std::set<std::string> computed;  // every variable an op of block 0 writes
   for (int i = 0; i < n; ++i) {
     for (const auto& name : Args(main.ops(i).inputs())) readers[name].push_back(i);
-  }
-  std::vector<bool> moves(n, false);
-  for (int i = n - 1; i >= 0; --i) {
-    const auto& op = main.ops(i);
-    if (IsOptimizer(op)) {
-      moves[i] = true;
-      continue;
-    }
-    bool read = false, only_by_moved = true;
-    for (const auto& out : Args(op.outputs())) {
-      for (int r : readers[out]) {
-        if (r <= i) continue;
-        read = true;
-        only_by_moved = only_by_moved && moves[r];
-      }
-    }
-    moves[i] = read && only_by_moved;
-  }
-  // Gradients are what trainers send, so what computes them stays; so does any helper
-  // that reads something only the trainer has.
-  std::set<std::string> gradients, from_moved;
-  for (int i = 0; i < n; ++i) {
-    if (IsOptimizer(main.ops(i))) gradients.insert(Args(main.ops(i).inputs(), "Grad")[0]);
+    for (const auto& name : Args(main.ops(i).outputs())) computed.insert(name);
   }
   // A variable as declared by the training program, else by its startup.
   auto declared = [&](const std::string& name) {
@@ -109,48 +88,126 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
     const proto::VarDesc* v = declared(name);
     return v != nullptr && v->persistable();
   };
-  for (int i = 0; i < n; ++i) {
-    const auto& op = main.ops(i);
-    if (!moves[i] || IsOptimizer(op)) continue;
-    for (const auto& o : Args(op.outputs())) moves[i] = moves[i] && gradients.count(o) == 0;
-    for (const auto& in : Args(op.inputs())) moves[i] = moves[i] && (from_moved.count(in) > 0 || persistable(in));
-    if (moves[i]) {
-      for (const auto& o : Args(op.outputs())) from_moved.insert(o);
-    }
-  }
 
+  // One optimizer op per parameter. A trainer sends the gradient the backward pass made,
+  // P@GRAD (Fluid's name for it) when the program computes one, else the optimizer's Grad:
+  // whatever lies between the two (clipping, regularization) then runs on the pserver on
+  // the averaged gradient, as one process runs it on the whole batch.
   struct Param {
-    std::string name, grad;
+    std::string name, grad;  // grad: the variable the trainer sends
     int op;
     size_t pserver = 0;
   };
   std::vector<Param> params;
+  std::set<std::string> sent;
   for (int i = 0; i < n; ++i) {
     if (!IsOptimizer(main.ops(i))) continue;
     const std::string p = Args(main.ops(i).inputs(), "Param")[0];
     for (const auto& q : params) {
       if (q.name == p) throw Error("parameter '" + p + "' has two optimizer ops (ops " + std::to_string(q.op) + " and " + std::to_string(i) + ")");
     }
-    params.push_back({p, Args(main.ops(i).inputs(), "Grad")[0], i});
+    const std::string backward_grad = p + "@GRAD";
+    params.push_back({p, computed.count(backward_grad) ? backward_grad : Args(main.ops(i).inputs(), "Grad")[0], i});
+    sent.insert(params.back().grad);
   }
   if (params.empty()) {
     throw Error("block 0 has no optimizer op (an op with Param, Grad and ParamOut, e.g. sgd): nothing to "
                 "distribute; `rill backward --sgd LR` appends one per parameter");
   }
 
-  // Placement: largest first onto the least loaded pserver.
-  std::vector<size_t> order(params.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  // Which ops move to the pservers: the optimizers, and every op whose outputs only moved
+  // ops read (in this iteration or, through a persistable variable, the next: Adam's
+  // beta-power updates after the update itself) and whose inputs a pserver has (persistable
+  // state, a sent gradient, or what another moved op wrote). What writes a sent gradient
+  // stays. Moving only ever enables more moves, so the loop reaches a fixed point.
+  std::vector<bool> moves(n, false);
+  for (int i = 0; i < n; ++i) moves[i] = IsOptimizer(main.ops(i));
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::set<std::string> from_moved;
+    for (int i = 0; i < n; ++i) {
+      if (!moves[i]) continue;
+      for (const auto& o : Args(main.ops(i).outputs())) from_moved.insert(o);
+    }
+    for (int i = n - 1; i >= 0; --i) {
+      if (moves[i]) continue;
+      const auto& op = main.ops(i);
+      bool read = false, movable = true;
+      for (const auto& out : Args(op.outputs())) {
+        movable = movable && sent.count(out) == 0;
+        for (int r : readers[out]) {
+          if (r == i) continue;
+          read = true;
+          movable = movable && moves[r];
+        }
+      }
+      for (const auto& in : Args(op.inputs())) {
+        movable = movable && (from_moved.count(in) > 0 || sent.count(in) > 0 || persistable(in));
+      }
+      if (read && movable) {
+        moves[i] = true;
+        changed = true;
+        for (const auto& o : Args(op.outputs())) from_moved.insert(o);
+      }
+    }
+  }
+
+  // The moved ops each parameter's update needs, and the sent gradients they read.
+  auto closure = [&](const std::vector<int>& seeds) {
+    std::vector<bool> here(n, false);
+    std::set<std::string> needed;
+    for (int i : seeds) {
+      here[i] = true;
+      for (const auto& in : Args(main.ops(i).inputs())) needed.insert(in);
+    }
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (int i = n - 1; i >= 0; --i) {
+        if (!moves[i] || here[i]) continue;
+        const auto outs = Args(main.ops(i).outputs());
+        if (std::none_of(outs.begin(), outs.end(), [&](const std::string& o) { return needed.count(o) > 0; })) {
+          continue;
+        }
+        here[i] = grew = true;
+        for (const auto& in : Args(main.ops(i).inputs())) needed.insert(in);
+      }
+    }
+    return here;
+  };
+  // Parameters whose updates read each other's gradients (clipping by global norm) form
+  // one group, and a group goes to one pserver: a pserver sees only the gradients sent to it.
+  std::vector<size_t> group(params.size());
+  for (size_t i = 0; i < params.size(); ++i) group[i] = i;
+  std::function<size_t(size_t)> root = [&](size_t i) { return group[i] == i ? i : group[i] = root(group[i]); };
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::vector<bool> here = closure({params[i].op});
+    for (size_t j = 0; j < params.size(); ++j) {
+      const auto& r = readers[params[j].grad];
+      if (std::any_of(r.begin(), r.end(), [&](int op) { return here[op]; })) group[root(j)] = root(i);
+    }
+  }
+
+  // Placement: the largest group first onto the least loaded pserver.
   auto size_of = [&](const Param& p) { return Elements(declared(p.name)); };
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return size_of(params[a]) > size_of(params[b]); });
+  std::map<size_t, int64_t> group_size;
+  for (size_t i = 0; i < params.size(); ++i) {
+    int64_t& total = group_size[root(i)];
+    if (!CheckedAdd(total, size_of(params[i]), &total)) {
+      throw Error("the parameters updated with '" + params[i].name + "' have more elements than int64 can count");
+    }
+  }
+  std::vector<std::pair<size_t, int64_t>> order(group_size.begin(), group_size.end());
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   std::vector<int64_t> load(options.pservers.size(), 0);
-  for (size_t i : order) {
+  std::map<size_t, size_t> group_pserver;
+  for (const auto& [g, size] : order) {
     const size_t p = std::min_element(load.begin(), load.end()) - load.begin();
-    params[i].pserver = p;
-    if (!CheckedAdd(load[p], size_of(params[i]), &load[p])) {
+    group_pserver[g] = p;
+    if (!CheckedAdd(load[p], size, &load[p])) {
       throw Error("the parameters placed on " + options.pservers[p] + " have more elements than int64 can count");
     }
   }
+  for (size_t i = 0; i < params.size(); ++i) params[i].pserver = group_pserver[root(i)];
 
   TranspiledPrograms out;
   for (const auto& p : params) out.placement.emplace_back(p.name, options.pservers[p.pserver]);
@@ -169,21 +226,11 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
 
   // Pservers.
   for (size_t s = 0; s < options.pservers.size(); ++s) {
-    std::vector<bool> here(n, false);
-    std::set<std::string> needed;
+    std::vector<int> seeds;
     for (const auto& p : params) {
-      if (p.pserver != s) continue;
-      here[p.op] = true;
-      for (const auto& in : Args(main.ops(p.op).inputs())) needed.insert(in);
+      if (p.pserver == s) seeds.push_back(p.op);
     }
-    for (int i = n - 1; i >= 0; --i) {
-      if (!moves[i] || here[i]) continue;
-      for (const auto& o : Args(main.ops(i).outputs())) {
-        if (needed.count(o) == 0) continue;
-        here[i] = true;
-        for (const auto& in : Args(main.ops(i).inputs())) needed.insert(in);
-      }
-    }
+    const std::vector<bool> here = closure(seeds);
     ProgramBuilder pb;
     BlockBuilder& top = pb.block(0);
     BlockBuilder& optimize = pb.NewBlock(0);

@@ -3,21 +3,28 @@
 //
 // Input: a training program whose block 0 runs forward, backward and optimizer ops, as
 // `rill backward --sgd` writes it, and its startup program. An optimizer op is any op
-// with Param and Grad inputs and a ParamOut output (sgd, momentum, adam); ops whose
-// outputs only optimizer ops read (a learning-rate fill) go with them.
+// with Param and Grad inputs and a ParamOut output (sgd, momentum, adam, ...).
+//
+// What moves to the pservers, so that N trainers train as one process on their N
+// batches: the optimizers, and every op whose outputs only moved ops read and whose
+// inputs a pserver holds: a learning-rate fill, the ops that advance optimizer state after
+// the update (Adam's beta powers), clipping and regularization between the gradient and
+// the optimizer. Trainers send the backward pass's gradient P@GRAD (else the optimizer's
+// Grad) and the pserver averages it before anything else reads it.
 //
 // Output, for N trainers and pservers E[0..P):
-//  - trainer: block 0 without the optimizer ops, ending in one `send` that pushes every
+//  - trainer: block 0 without the moved ops, ending in one `send` that pushes every
 //    gradient to its parameter's pserver and pulls the parameters back (sync mode). One
 //    program for every trainer; each learns its index from RILL_TRAINER_ID.
 //  - trainer startup: the startup program, then a `recv` of every parameter, so all
 //    trainers start from the pservers' values.
 //  - pserver p: block 0 declares its parameters, gradients and optimizer state and runs
-//    `listen_and_serv` (Fanin = N); block 1 (OptimizeBlock) holds the optimizer ops of
-//    its parameters. The pserver averages the trainers' gradients before block 1 runs.
+//    `listen_and_serv` (Fanin = N); block 1 (OptimizeBlock) holds the moved ops its
+//    parameters' updates need, in program order (an op several need, on each of theirs).
 //  - pserver p startup: the startup ops that initialize what pserver p holds.
-// Parameters are placed greedily, largest first, on the pserver holding the fewest
-// elements so far. Errors (no optimizer op, a bad endpoint) throw Error.
+// Parameters whose updates read each other's gradients (clipping by global norm) are one
+// group on one pserver; groups are placed greedily, largest first, on the pserver holding
+// the fewest elements so far. Errors (no optimizer op, a bad endpoint) throw Error.
 #ifndef RILL_CORE_PROGRAM_TRANSPILER_H_
 #define RILL_CORE_PROGRAM_TRANSPILER_H_
 

@@ -10,6 +10,10 @@ mpi). Parameters start at 0 so that runs can be compared.
         # each rank takes its role from its rank, pservers first (as `rill launch` orders
         # them); trainer J writes DIR/w_J.npy
 
+Every role takes the same `--optimizer` (sgd, momentum, adam, adagrad, decayed_adagrad,
+rmsprop, adamax, adadelta), `--regularization` (l1, l2) and `--clip` (value, norm,
+global_norm), so each distributed run has its one-process twin.
+
 Trainer ID trains on shard ID of the data (64 rows each, the same every step), the single
 process on all shards at once: with equal shards, sync training averages the trainers'
 gradients into exactly the single process's.
@@ -31,13 +35,32 @@ def shard(i):
     return x, x @ w_true + 0.5
 
 
-def build():
+OPTIMIZERS = {
+    "sgd": lambda **kw: fluid.optimizer.SGD(learning_rate=0.1, **kw),
+    "momentum": lambda **kw: fluid.optimizer.Momentum(learning_rate=0.05, momentum=0.9, **kw),
+    "adam": lambda **kw: fluid.optimizer.Adam(learning_rate=0.1, **kw),
+    "adagrad": lambda **kw: fluid.optimizer.Adagrad(learning_rate=0.3, **kw),
+    "decayed_adagrad": lambda **kw: fluid.optimizer.DecayedAdagrad(learning_rate=0.3, **kw),
+    "rmsprop": lambda **kw: fluid.optimizer.RMSProp(learning_rate=0.05, momentum=0.5, centered=True, **kw),
+    "adamax": lambda **kw: fluid.optimizer.Adamax(learning_rate=0.1, **kw),
+    "adadelta": lambda **kw: fluid.optimizer.Adadelta(learning_rate=1.0, **kw),
+}
+REGULARIZERS = {"l1": lambda: fluid.regularizer.L1Decay(0.01), "l2": lambda: fluid.regularizer.L2Decay(0.01)}
+CLIPS = {"value": lambda: fluid.clip.GradientClipByValue(0.5),
+         "norm": lambda: fluid.clip.GradientClipByNorm(1.0),
+         "global_norm": lambda: fluid.clip.GradientClipByGlobalNorm(1.0)}
+
+
+def build(optimizer="sgd", regularization="", clip=""):
     x = fluid.layers.data(name="x", shape=[13], dtype="float32")
     y = fluid.layers.data(name="y", shape=[1], dtype="float32")
     zero = fluid.ParamAttr(initializer=fluid.initializer.Constant(0.0))
     y_predict = fluid.layers.fc(input=x, size=1, act=None, param_attr=zero, bias_attr=zero)
     avg_cost = fluid.layers.mean(fluid.layers.square_error_cost(input=y_predict, label=y))
-    fluid.optimizer.SGD(learning_rate=0.1).minimize(avg_cost)
+    if clip:
+        fluid.clip.set_gradient_clip(CLIPS[clip]())
+    regularizer = REGULARIZERS[regularization]() if regularization else None
+    OPTIMIZERS[optimizer](regularization=regularizer).minimize(avg_cost)
     return avg_cost
 
 
@@ -49,6 +72,9 @@ def main():
     parser.add_argument("--trainers", type=int, default=2)
     parser.add_argument("--transport", default="grpc")
     parser.add_argument("--out", default="")
+    parser.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="sgd")
+    parser.add_argument("--regularization", choices=sorted(REGULARIZERS), default=None)
+    parser.add_argument("--clip", choices=sorted(CLIPS), default=None)
     args = parser.parse_args()
     if args.role == "mpi":
         rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "-1")))
@@ -60,7 +86,7 @@ def main():
         else:
             args.role, args.who = "trainer", str(rank - len(endpoints))
             args.out = os.path.join(args.out, "w_%s.npy" % args.who)
-    avg_cost = build()
+    avg_cost = build(args.optimizer, args.regularization, args.clip)
     exe = fluid.Executor(fluid.CPUPlace())
     if args.role == "single":
         exe.run(fluid.default_startup_program())

@@ -36,9 +36,28 @@ struct Mul {
   template <class T> static T DY(T x, T, T g) { return g * x; }
   template <class A, class B> static auto Eigen(const A& a, const B& b) { return a * b; }
 };
+// Integer a / b and a % b for b != 0, defined for the one pair C++ leaves undefined (and
+// x86 traps on): the most negative value by -1. As Go and Java define it, the quotient
+// wraps to the dividend and the remainder is 0.
+template <class T> T IntDiv(T a, T b) {
+  if constexpr (std::is_signed_v<T>) {
+    if (b == T(-1)) return static_cast<T>(std::make_unsigned_t<T>(0) - static_cast<std::make_unsigned_t<T>>(a));
+  }
+  return a / b;
+}
+template <class T> T IntRem(T a, T b) {
+  if constexpr (std::is_signed_v<T>) {
+    if (b == T(-1)) return T(0);
+  }
+  return a % b;
+}
+
 struct Div {
   static constexpr bool kEigen = true;
-  template <class T> static T Apply(T a, T b) { return a / b; }
+  template <class T> static T Apply(T a, T b) {
+    if constexpr (std::is_integral_v<T>) return IntDiv(a, b);
+    else return a / b;
+  }
   template <class T> static T DX(T, T y, T g) { return g / y; }
   template <class T> static T DY(T x, T y, T g) { return -g * x / (y * y); }
   template <class A, class B> static auto Eigen(const A& a, const B& b) { return a / b; }
@@ -72,7 +91,7 @@ struct Mod {
   static constexpr bool kEigen = false;
   template <class T> static T Apply(T a, T b) {
     T r;
-    if constexpr (std::is_integral_v<T>) r = a % b;
+    if constexpr (std::is_integral_v<T>) r = IntRem(a, b);
     else r = std::fmod(a, b);
     return r != T(0) && (r < T(0)) != (b < T(0)) ? r + b : r;
   }
@@ -81,8 +100,8 @@ struct FloorDiv {
   static constexpr bool kEigen = false;
   template <class T> static T Apply(T a, T b) {
     if constexpr (std::is_integral_v<T>) {
-      const T q = a / b;
-      return (a % b != 0) && ((a < 0) != (b < 0)) ? q - 1 : q;
+      const T q = IntDiv(a, b);
+      return (IntRem(a, b) != 0) && ((a < 0) != (b < 0)) ? q - 1 : q;
     } else {
       return std::floor(a / b);
     }
@@ -116,7 +135,8 @@ class Elementwise {
         if (py[i] == 0) throw Error("integer division by zero (Y[" + std::to_string(i) + "] is 0)");
       }
     }
-    if constexpr (Op::kEigen) {
+    // Integer division goes through Apply, which defines the most negative value by -1.
+    if constexpr (Op::kEigen && !(kDivides<Op> && std::is_integral_v<T>)) {
       Tensor x = ctx.Input(args_.x);
       Tensor y = ctx.Input(args_.y);
       if (SameDims(x, y)) {
@@ -228,7 +248,9 @@ void RegisterOne(Registrar& r, const char* type, const char* formula) {
   const std::string grad = std::string(type) + "_grad";
   OpSchema schema = OpSchema(type)
       .Doc(std::string("Out = ") + formula + ", elementwise. Y's dims must match a contiguous run of X's "
-           "starting at `axis` (Fluid's broadcasting); Out is shaped like X.")
+           "starting at `axis` (Fluid's broadcasting); Out is shaped like X." +
+           (kDivides<Op> ? " Integers: a Y of 0 is an error; the most negative value by -1 wraps to itself "
+                           "(remainder 0), as in Go and Java." : ""))
       .Input("X", "left operand")
       .Input("Y", "right operand, broadcast to X")
       .Output("Out", "the result, shaped like X")

@@ -12,6 +12,9 @@ namespace {
 
 constexpr int64_t kNoPadding = -1;
 
+// padding_idx -1 means no padding row: an id of -1 is out of range like any negative id.
+bool IsPadding(int64_t id, int64_t padding) { return padding != kNoPadding && id == padding; }
+
 // The ids, each checked to name one of W's `rows` rows. v1's Ids end in a dim of 1.
 std::vector<int64_t> ReadIds(KernelContext& ctx, bool v2, int64_t rows, std::vector<int64_t>* out_dims) {
   Tensor ids = ctx.Input("Ids");
@@ -23,7 +26,7 @@ std::vector<int64_t> ReadIds(KernelContext& ctx, bool v2, int64_t rows, std::vec
   const std::vector<int64_t> v = IntsOf(ids, "Ids");
   const int64_t padding = ctx.Attr<int64_t>("padding_idx");
   for (size_t i = 0; i < v.size(); ++i) {
-    if ((v[i] < 0 || v[i] >= rows) && v[i] != padding) {
+    if ((v[i] < 0 || v[i] >= rows) && !IsPadding(v[i], padding)) {
       throw Error("Ids[" + std::to_string(i) + "] is " + std::to_string(v[i]) + ", not a row of W's " + std::to_string(rows));
     }
   }
@@ -45,7 +48,7 @@ void LookupTable(KernelContext& ctx) {
   T* out = ctx.AllocateOutput<T>("Out", out_dims);
   for (size_t i = 0; i < ids.size(); ++i) {
     T* row = out + static_cast<int64_t>(i) * width;
-    if (ids[i] == padding) std::fill(row, row + width, T(0));
+    if (IsPadding(ids[i], padding)) std::fill(row, row + width, T(0));
     else std::memcpy(row, table.data() + ids[i] * width, sizeof(T) * static_cast<size_t>(width));
   }
 }
@@ -67,7 +70,7 @@ void LookupTableGrad(KernelContext& ctx) {
     T* pv = value.Allocate<T>({static_cast<int64_t>(ids.size()), width});
     for (size_t i = 0; i < ids.size(); ++i) {
       T* row = pv + static_cast<int64_t>(i) * width;
-      if (ids[i] == padding) std::fill(row, row + width, T(0));
+      if (IsPadding(ids[i], padding)) std::fill(row, row + width, T(0));
       else std::memcpy(row, pg + static_cast<int64_t>(i) * width, sizeof(T) * static_cast<size_t>(width));
     }
     return;
@@ -75,7 +78,7 @@ void LookupTableGrad(KernelContext& ctx) {
   T* dw = ctx.AllocateOutput<T>("W@GRAD", wd);
   std::fill(dw, dw + w.numel(), T(0));
   for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] == padding) continue;
+    if (IsPadding(ids[i], padding)) continue;
     VecMap<T>(dw + ids[i] * width, width) += ConstVecMap<T>(pg + static_cast<int64_t>(i) * width, width);
   }
 }

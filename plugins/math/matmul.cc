@@ -37,11 +37,12 @@ template <class T, bool kV2>
 void MatMul(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
-  const auto [tx, ty, alpha_attr, a, b, batch, m, k, n] = PlanMatMul(ctx, x.dims(), y.dims(), kV2);
+  const MatMulPlan plan = PlanMatMul(ctx, x.dims(), y.dims(), kV2);
+  const auto [v2, tx, ty, alpha_attr, a, b, batch, m, k, n] = plan;
   const T alpha = static_cast<T>(alpha_attr);
   const T* px = x.data<T>();
   const T* py = y.data<T>();
-  WriteOutput<T>(ctx, "Out", {"X", "Y"}, MatMulOutDims(a, b, x.dims(), y.dims()), [&](T* out) {
+  WriteOutput<T>(ctx, "Out", {"X", "Y"}, MatMulOutDims(plan, x.dims(), y.dims()), [&](T* out) {
     for (int64_t i = 0; i < batch; ++i) {
       Gemm<T>(tx, ty, m, n, k, alpha, px + (a.batch == 1 ? 0 : i) * m * k, py + (b.batch == 1 ? 0 : i) * k * n, T(0),
               out + i * m * n);
@@ -111,7 +112,12 @@ void MatMulGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   Tensor g = ctx.Input("Out@GRAD");
-  const auto [tx, ty, alpha_attr, a, b, batch, m, k, n] = PlanMatMul(ctx, x.dims(), y.dims(), kV2);
+  const MatMulPlan plan = PlanMatMul(ctx, x.dims(), y.dims(), kV2);
+  const auto [v2, tx, ty, alpha_attr, a, b, batch, m, k, n] = plan;
+  const std::vector<int64_t> out_dims = MatMulOutDims(plan, x.dims(), y.dims());
+  if (g.dims() != out_dims) {
+    throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like Out " + DimsString(out_dims));
+  }
   const T alpha = static_cast<T>(alpha_attr);
   T* dx = ctx.HasOutput("X@GRAD") ? ctx.AllocateOutput<T>("X@GRAD", x.dims()) : nullptr;
   T* dy = ctx.HasOutput("Y@GRAD") ? ctx.AllocateOutput<T>("Y@GRAD", y.dims()) : nullptr;

@@ -1,6 +1,9 @@
 // plugins/math/matmul_shape.h — how matmul reads its operands' shapes (shared by the CPU
 // and CUDA kernels): leading dims are a batch; a 1-D X is a row vector and a 1-D Y a
-// column vector; transposes swap the last two dims.
+// column vector; transposes swap the last two dims. Paddle's two ops differ on vectors:
+// matmul (v1) transposes a 1-D side as the row or column it stands for and drops a
+// vector's dim from Out only where it is 1; matmul_v2 ignores a 1-D side's transpose and
+// always drops it, as numpy does.
 #ifndef RILL_PLUGINS_MATH_MATMUL_SHAPE_H_
 #define RILL_PLUGINS_MATH_MATMUL_SHAPE_H_
 
@@ -42,6 +45,7 @@ inline MatSide Side(const std::vector<int64_t>& d, bool transpose, bool is_x) {
 // A matmul as its kernels see it: Out = alpha * op(X) op(Y) as `batch` products of
 // [m, k] by [k, n] (read from the op's attributes and its operands' dims).
 struct MatMulPlan {
+  bool v2 = false;
   bool tx = false, ty = false;
   float alpha = 1;
   MatSide a, b;
@@ -53,8 +57,9 @@ struct MatMulPlan {
 inline MatMulPlan PlanMatMul(KernelContext& ctx, const std::vector<int64_t>& xd, const std::vector<int64_t>& yd,
                              bool v2 = false) {
   MatMulPlan p;
-  p.tx = ctx.Attr<bool>(v2 ? "trans_x" : "transpose_X");
-  p.ty = ctx.Attr<bool>(v2 ? "trans_y" : "transpose_Y");
+  p.v2 = v2;
+  p.tx = ctx.Attr<bool>(v2 ? "trans_x" : "transpose_X") && !(v2 && xd.size() == 1);
+  p.ty = ctx.Attr<bool>(v2 ? "trans_y" : "transpose_Y") && !(v2 && yd.size() == 1);
   p.alpha = v2 ? 1.0f : ctx.Attr<float>("alpha");
   p.a = Side(xd, p.tx, true);
   p.b = Side(yd, p.ty, false);
@@ -65,11 +70,13 @@ inline MatMulPlan PlanMatMul(KernelContext& ctx, const std::vector<int64_t>& xd,
   return p;
 }
 
-// Out's dims for op(X) * op(Y): the longer batch, then op(X)'s rows unless X is a
-// vector, then op(Y)'s columns unless Y is a vector ([1] for a vector times a vector).
-// Throws if the operands do not multiply.
-inline std::vector<int64_t> MatMulOutDims(const MatSide& a, const MatSide& b, const std::vector<int64_t>& xd,
+// Out's dims for op(X) * op(Y): the longer batch, then op(X)'s rows and op(Y)'s columns,
+// a 1-D side's dim dropped as the op says (above; [1] when nothing is left). Throws if
+// the operands do not multiply.
+inline std::vector<int64_t> MatMulOutDims(const MatMulPlan& p, const std::vector<int64_t>& xd,
                                           const std::vector<int64_t>& yd) {
+  const MatSide& a = p.a;
+  const MatSide& b = p.b;
   if (a.cols != b.rows) {
     throw Error("matmul: X " + DimsString(xd) + " and Y " + DimsString(yd) + " have inner dimensions " +
                 std::to_string(a.cols) + " and " + std::to_string(b.rows) + " (after any transpose)");
@@ -79,8 +86,15 @@ inline std::vector<int64_t> MatMulOutDims(const MatSide& a, const MatSide& b, co
                 " differ");
   }
   std::vector<int64_t> out = a.batch >= b.batch ? a.batch_dims : b.batch_dims;
-  if (!a.vector) out.push_back(a.rows);
-  if (!b.vector) out.push_back(b.cols);
+  if (p.v2) {
+    if (!a.vector) out.push_back(a.rows);
+    if (!b.vector) out.push_back(b.cols);
+  } else {
+    out.push_back(a.rows);
+    out.push_back(b.cols);
+    if (a.vector && out[out.size() - 2] == 1) out.erase(out.end() - 2);
+    if (b.vector && out.back() == 1) out.pop_back();
+  }
   if (out.empty()) out = {1};
   return out;
 }

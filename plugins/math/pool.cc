@@ -13,6 +13,7 @@
 #include "intra_op.h"
 #include "pool_plan.h"
 #include "kernels.h"
+#include "nan_order.h"
 #include "onednn.h"
 #include "ops.h"
 
@@ -140,6 +141,12 @@ class OnednnPool {
 };
 
 // pool2d: fp32 on oneDNN (OnednnPool) where it has the plan, else (fp64, adaptive) loops.
+// oneDNN's max pooling does not propagate a NaN (nan_order.h's rule), so max pooling of
+// an input holding one runs the loops.
+bool OnednnMaxKeepsNans(const PoolPlan& p, const Tensor& x) {
+  return !p.max || !Flat<float>(x).isNaN().any();
+}
+
 // An Out that is X's own variable is computed aside first.
 template <class T>
 class Pool2d {
@@ -149,7 +156,7 @@ class Pool2d {
     Tensor x = ctx.Input("X");
     const PoolPlan p = PoolPlanOf(ctx, x.dims());
     if constexpr (std::is_same_v<T, float>) {
-      if (!OutputIsInput(ctx, "Out", {"X"}) &&
+      if (!OutputIsInput(ctx, "Out", {"X"}) && OnednnMaxKeepsNans(p, x) &&
           onednn_.Forward(p, x.data<T>(), ctx.AllocateOutput<T>("Out", p.out_dims))) {
         return;
       }
@@ -161,7 +168,8 @@ class Pool2d {
       for (int64_t y = y0; y < y1; ++y) {
         for (int64_t xx = x0; xx < x1; ++xx) {
           const T v = px[p.At(i, ch, y, xx, p.h, p.w)];
-          acc = p.max ? std::max(acc, v) : acc + v;
+          if (!p.max) acc += v;
+          else if (Improves<true>(v, acc)) acc = v;
         }
       }
       out[static_cast<size_t>(o)] = p.max ? acc : acc / static_cast<T>(divisor);
@@ -187,7 +195,7 @@ class Pool2dGrad {
     const T* pg = ctx.Input("Out@GRAD").data<T>();
     T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
     if constexpr (std::is_same_v<T, float>) {
-      if (onednn_.Backward(p, px, pg, dx)) return;
+      if (OnednnMaxKeepsNans(p, x) && onednn_.Backward(p, px, pg, dx)) return;
     }
     std::fill(dx, dx + x.numel(), T(0));
     ForEachWindow(p, [&](int64_t i, int64_t ch, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t divisor) {
@@ -195,7 +203,7 @@ class Pool2dGrad {
         int64_t best = p.At(i, ch, y0, x0, p.h, p.w);
         for (int64_t y = y0; y < y1; ++y) {
           for (int64_t xx = x0; xx < x1; ++xx) {
-            if (px[p.At(i, ch, y, xx, p.h, p.w)] > px[best]) best = p.At(i, ch, y, xx, p.h, p.w);
+            if (Improves<true>(px[p.At(i, ch, y, xx, p.h, p.w)], px[best])) best = p.At(i, ch, y, xx, p.h, p.w);
           }
         }
         dx[best] += pg[o];

@@ -18,9 +18,23 @@ Windows Slide(int64_t in, int64_t k, int64_t s, int64_t before, int64_t after, b
     }
     return w;
   }
-  const int64_t span = in + before + after - k;
-  if (span < 0) throw Error("the window " + std::to_string(k) + " is larger than the padded input " + std::to_string(in + before + after));
-  const int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  // The sizes in checked arithmetic, and every window overlapping the input (the first
+  // starts before `k` of padding ends, the last before the input ends), before anything is
+  // allocated: the windows then number at most in + k, however large the paddings.
+  int64_t padded = 0;
+  if (!CheckedAdd(in, before, &padded) || !CheckedAdd(padded, after, &padded)) {
+    throw Error("the paddings " + std::to_string(before) + " and " + std::to_string(after) + " are past int64");
+  }
+  const int64_t span = padded - k;
+  if (span < 0) throw Error("the window " + std::to_string(k) + " is larger than the padded input " + std::to_string(padded));
+  const int64_t out = (ceil_mode ? span / s + (span % s != 0) : span / s) + 1;
+  if (before >= k || (out - 1) * s - before >= in) {
+    throw Error("a pooling window lies wholly in the padding (input " + std::to_string(in) + ", window " +
+                std::to_string(k) + ", stride " + std::to_string(s) + ", paddings " + std::to_string(before) + " and " +
+                std::to_string(after) + ")");
+  }
+  w.begin.reserve(static_cast<size_t>(out));
+  w.end.reserve(static_cast<size_t>(out));
   for (int64_t o = 0; o < out; ++o) {
     const int64_t start = o * s - before;
     w.begin.push_back(std::max<int64_t>(start, 0));

@@ -5,6 +5,7 @@
 
 #include "broadcast.h"
 #include "kernels.h"
+#include "nan_order.h"
 #include "ops.h"
 #include "parallel_for.h"
 
@@ -151,7 +152,11 @@ void Reduce(KernelContext& ctx) {
   const T* px = x.data<T>();
   for (int64_t i = 0; i < x.numel(); ++i) {
     T& a = acc[static_cast<size_t>(m.offset[i])];
-    a = R == Reduction::kMax ? std::max(a, px[i]) : a + px[i];
+    if constexpr (R == Reduction::kMax) {
+      if (Improves<true>(px[i], a)) a = px[i];
+    } else {
+      a += px[i];
+    }
   }
   if (R == Reduction::kMean && m.out_numel > 0) {
     for (T& a : acc) a /= static_cast<T>(x.numel() / m.out_numel);
@@ -160,7 +165,7 @@ void Reduce(KernelContext& ctx) {
 }
 
 // X@GRAD[i] = Out@GRAD at i's output (sum); divided by the count (mean); only where X[i]
-// is the maximum (max).
+// is the maximum (max; a NaN maximum is every NaN of its run, nan_order.h).
 template <Reduction R, class T>
 void ReduceGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
@@ -174,7 +179,8 @@ void ReduceGrad(KernelContext& ctx) {
   T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
   for (int64_t i = 0; i < x.numel(); ++i) {
     const int64_t o = m.offset[i];
-    dx[i] = (R == Reduction::kMax && px[i] != po[o]) ? T(0) : pg[o] * scale;
+    const bool is_max = px[i] == po[o] || (IsNan(px[i]) && IsNan(po[o]));
+    dx[i] = (R == Reduction::kMax && !is_max) ? T(0) : pg[o] * scale;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "kernels.h"
+#include "nan_order.h"
 #include "ops.h"
 
 namespace rill::math {
@@ -19,7 +20,8 @@ int64_t KOf(KernelContext& ctx, int64_t size) {
   return k;
 }
 
-// The k best of each run of `n` values `post` apart, in order (ties: the lower index first).
+// The k best of each run of `n` values `post` apart, in order (ties: the lower index first;
+// NaN above every number, nan_order.h).
 template <class T>
 void TopK(KernelContext& ctx, size_t axis, bool largest) {
   Tensor x = ctx.Input("X");
@@ -37,7 +39,10 @@ void TopK(KernelContext& ctx, size_t axis, bool largest) {
       const auto at = [&](int64_t j) { return px[(i * n + j) * post + c]; };
       std::iota(order.begin(), order.end(), 0);
       std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
-        return largest ? (at(a) > at(b) || (at(a) == at(b) && a < b)) : (at(a) < at(b) || (at(a) == at(b) && a < b));
+        const T va = at(a), vb = at(b);
+        if (NanLast(va, vb)) return !largest;
+        if (NanLast(vb, va)) return largest;
+        return a < b;
       });
       for (int64_t j = 0; j < k; ++j) {
         const size_t o = static_cast<size_t>((i * k + j) * post + c);
@@ -62,7 +67,8 @@ void TopKV2(KernelContext& ctx) {
   TopK<T>(ctx, NormalizeAxis(ctx.Attr<int64_t>("axis"), ctx.Input("X").ndim()), ctx.Attr<bool>("largest"));
 }
 
-// arg_max (kLargest) and arg_min.
+// arg_max (kLargest) and arg_min: the first best index, the first NaN when there is one
+// (nan_order.h).
 template <class T, bool kLargest>
 void ArgBest(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
@@ -79,7 +85,7 @@ void ArgBest(KernelContext& ctx) {
       int64_t b = 0;
       for (int64_t j = 1; j < n; ++j) {
         const T v = px[(i * n + j) * post + c], at_b = px[(i * n + b) * post + c];
-        if (kLargest ? v > at_b : v < at_b) b = j;
+        if (Improves<kLargest>(v, at_b)) b = j;
       }
       best[static_cast<size_t>(i * post + c)] = b;
     }

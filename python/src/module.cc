@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/io/atomic_file.h"
 #include "core/io/inference_model.h"
 #include "core/loader/plugin_loader.h"
 #include "core/cli/render_dot.h"
@@ -149,8 +150,9 @@ py::dict Transpile(const py::bytes& train, const py::bytes& startup, int32_t tra
 // Loads a saved model's parameters into `scope`; returns their names.
 std::vector<std::string> LoadModelParameters(const std::string& dir, const std::string& model_filename,
                                              const std::string& params_filename,
-                                             const std::shared_ptr<core::Scope>& scope) {
-  core::InferenceModel model = core::LoadInferenceModel(dir, core::ModelFiles{model_filename, params_filename});
+                                             const std::shared_ptr<core::Scope>& scope, bool allow_files_outside) {
+  core::InferenceModel model =
+      core::LoadInferenceModel(dir, core::ModelFiles{model_filename, params_filename, allow_files_outside});
   std::vector<std::string> names;
   for (auto& [name, value] : model.parameters) {
     *scope->Var(name)->GetMutableTensor() = std::move(value);
@@ -226,8 +228,13 @@ PYBIND11_MODULE(_rill, m) {
         "The program as a Graphviz graph (DOT), its problems marked (core/program/graph.h).");
   m.def("write_graph", &core::WriteGraph, py::arg("dot"), py::arg("path"),
         "Writes DOT to PATH: as text for .dot/.gv, else rendered by Graphviz's dot.");
+  m.def("write_file", [](const std::string& path, const py::bytes& data) {
+          const std::string bytes = data;
+          core::WriteFileAtomically(path, [&](std::ostream& out) { out << bytes; });
+        }, py::arg("path"), py::arg("data"),
+        "Writes DATA to PATH whole or not at all (core/io/atomic_file.h): a failure leaves the old file.");
   m.def("load_model_parameters", &LoadModelParameters, py::arg("dir"), py::arg("model_filename"),
-        py::arg("params_filename"), py::arg("scope"));
+        py::arg("params_filename"), py::arg("scope"), py::arg("allow_files_outside") = false);
 
   py::class_<TensorHandle>(m, "Tensor")
       .def(py::init<>())
@@ -272,10 +279,7 @@ PYBIND11_MODULE(_rill, m) {
             core::Trace trace = p.Stop();
             trace.process_name = "python (rill.fluid)";
             if (!trace_path.empty()) {
-              std::ofstream out(trace_path, std::ios::binary | std::ios::trunc);
-              core::WriteChromeTrace(trace, out);
-              out.close();
-              if (!out) throw core::Error("cannot write the profile to '" + trace_path + "'", RILL_UNAVAILABLE);
+              core::WriteFileAtomically(trace_path, [&](std::ostream& out) { core::WriteChromeTrace(trace, out); });
             }
             py::list rows;
             for (const auto& r : core::SummarizeOps(trace)) {

@@ -1,6 +1,7 @@
 """A transpiled job: examples/python/fit_a_line_dist.py as 2 pservers and 2 trainers (four
 Python processes on loopback, over gRPC; and under mpirun over MPI) trains to the same
-weights as the same steps in one process."""
+weights as the same steps in one process, with every optimizer Rill ships, with
+regularization and with each kind of gradient clipping."""
 import os
 import shutil
 import socket
@@ -29,18 +30,48 @@ def has_plugin(name):
     return any(p["name"] == name for p in __import__("rill").plugins())
 
 
-def single_process_weights(tmp_path):
+# (--optimizer, --regularization, --clip): each optimizer alone, then regularization and
+# each clip, which must run on the averaged gradient to match one process.
+TRAININGS = [(o, None, None) for o in ("sgd", "momentum", "adam", "adagrad", "decayed_adagrad", "rmsprop",
+                                       "adamax", "adadelta")] + \
+    [("adam", "l2", None), ("sgd", "l1", None), ("momentum", None, "value"), ("adam", None, "norm"),
+     ("rmsprop", "l2", "global_norm")]
+
+
+def training_args(training):
+    optimizer, regularization, clip = training
+    args = ["--optimizer", optimizer]
+    if regularization:
+        args += ["--regularization", regularization]
+    if clip:
+        args += ["--clip", clip]
+    return args
+
+
+def training_id(training):
+    return "-".join(t for t in training if t)
+
+
+def single_process_weights(tmp_path, extra=()):
     single = subprocess.run([sys.executable, SCRIPT, "single", "--trainers", "2", "--out",
-                             str(tmp_path / "w.npy")], capture_output=True, text=True, timeout=120)
+                             str(tmp_path / "w.npy")] + list(extra), capture_output=True, text=True, timeout=120)
     assert single.returncode == 0, single.stderr
     return np.load(str(tmp_path / "w.npy"))
 
 
+def assert_trainers_match_one_process(tmp_path, extra):
+    w = single_process_weights(tmp_path, extra)
+    for t in range(2):
+        np.testing.assert_allclose(np.load(str(tmp_path / ("w_%d.npy" % t))), w, rtol=0, atol=1e-6)
+    assert np.abs(w).max() > 0.1  # it trained
+
+
 @pytest.mark.skipif(not has_plugin("dist_grpc"), reason="the dist_grpc plugin is not built (no gRPC)")
-def test_two_pservers_two_trainers_match_one_process(tmp_path):
+@pytest.mark.parametrize("training", TRAININGS, ids=training_id)
+def test_two_pservers_two_trainers_match_one_process(tmp_path, training):
     endpoints = ",".join("127.0.0.1:%d" % p for p in free_ports(2))
     env = dict(os.environ, RILL_RPC_DEADLINE_MS="60000")
-    common = ["--pservers", endpoints, "--trainers", "2"]
+    common = ["--pservers", endpoints, "--trainers", "2"] + training_args(training)
     procs = []
     for e in endpoints.split(","):
         procs.append(subprocess.Popen([sys.executable, SCRIPT, "pserver", e] + common, env=env,
@@ -59,27 +90,23 @@ def test_two_pservers_two_trainers_match_one_process(tmp_path):
             p.kill()
     for p, out in zip(procs, outputs):
         assert p.returncode == 0, out
-    w = single_process_weights(tmp_path)
-    for t in range(2):
-        np.testing.assert_allclose(np.load(str(tmp_path / ("w_%d.npy" % t))), w, rtol=1e-4, atol=1e-5)
-    assert np.abs(w).max() > 0.1  # it trained
+    assert_trainers_match_one_process(tmp_path, training_args(training))
 
 
 @pytest.mark.skipif(not has_plugin("dist_mpi") or shutil.which("mpirun") is None,
                     reason="the dist_mpi plugin is not built, or there is no mpirun")
-def test_the_same_job_over_mpi_under_mpirun(tmp_path):
+@pytest.mark.parametrize("training", TRAININGS, ids=training_id)
+def test_the_same_job_over_mpi_under_mpirun(tmp_path, training):
     endpoints = ",".join("127.0.0.1:%d" % p for p in free_ports(2))
     args = ["mpirun", "--oversubscribe", "-np", "4", "-x", "PYTHONPATH"]
     if os.geteuid() == 0:
         args.append("--allow-run-as-root")
     args += [sys.executable, SCRIPT, "mpi", "--pservers", endpoints, "--trainers", "2", "--transport", "mpi",
-             "--out", str(tmp_path)]
+             "--out", str(tmp_path)] + training_args(training)
     result = subprocess.run(args, capture_output=True, text=True, timeout=240,
                             env=dict(os.environ, RILL_RPC_DEADLINE_MS="60000"))
     assert result.returncode == 0, result.stdout + result.stderr
-    w = single_process_weights(tmp_path)
-    for t in range(2):
-        np.testing.assert_allclose(np.load(str(tmp_path / ("w_%d.npy" % t))), w, rtol=1e-4, atol=1e-5)
+    assert_trainers_match_one_process(tmp_path, training_args(training))
 
 
 def test_transpiler_programs():

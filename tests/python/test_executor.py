@@ -43,9 +43,11 @@ def test_prepares_once_per_program_version(exe):
     main = fluid.default_main_program()
     a = np.ones((4, 2), "float32")
     exe.run(main, feed={"x": a}, fetch_list=[y])
-    prepared = [entry[2] for entry in exe._cache.values()]
+    def held():
+        return [entry[1] for forms in exe._cache.values() for entry in forms.values()]
+    prepared = held()
     out, = exe.run(main, feed={"x": a}, fetch_list=[y])
-    assert [entry[2] for entry in exe._cache.values()] == prepared  # the same prepared program, reused
+    assert held() == prepared  # the same prepared program, reused
     np.testing.assert_allclose(out, 3 * a)
     z = layers.scale(y, scale=2.0)  # an edit: prepared again
     out, = exe.run(main, feed={"x": a}, fetch_list=[z])
@@ -189,6 +191,36 @@ def test_non_contiguous_and_list_feeds(exe):
     view = base.T[:, :3]  # strided: copied in C order
     out, = exe.run(feed={"x": view}, fetch_list=[y])
     np.testing.assert_array_equal(out, np.ascontiguousarray(view))
+
+
+def test_an_executor_holds_prepared_programs_only_while_their_program_lives(exe):
+    import gc
+    for i in range(50):
+        program, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(program, startup):
+            x = layers.data(name="x", shape=[1], dtype="float32")
+            y = layers.scale(x, scale=float(i))
+        out, = exe.run(program, feed={"x": np.ones((1, 1), "float32")}, fetch_list=[y])
+        assert out[0, 0] == i
+    gc.collect()
+    assert exe._prepared_count() <= 1  # the last program may still be referenced by its loop variables
+    del program, x, y
+    gc.collect()
+    assert exe._prepared_count() == 0
+
+
+def test_list_feeds_refuse_what_numpy_would_change_silently(exe):
+    i32 = layers.data(name="i32", shape=[1], dtype="int32", append_batch_size=False)
+    i64 = layers.data(name="i64", shape=[1], dtype="int64", append_batch_size=False)
+    out32, out64 = layers.scale(i32, scale=1.0), layers.scale(i64, scale=1.0)
+    with pytest.raises(ValueError, match=r"feed 'i32': 1099511627776 is outside int32's range \[-2147483648, 2147483647\]"):
+        exe.run(feed={"i32": [2 ** 40], "i64": [1]}, fetch_list=[out32])
+    with pytest.raises(ValueError, match="feed 'i64': float64 values for a int64 variable"):
+        exe.run(feed={"i32": [1], "i64": [1.7]}, fetch_list=[out64])
+    with pytest.raises(ValueError, match="feed 'i64': values of mixed kinds or too large"):
+        exe.run(feed={"i32": [1], "i64": [2 ** 70]}, fetch_list=[out64])
+    a, b = exe.run(feed={"i32": [-7], "i64": [2 ** 40]}, fetch_list=[out32, out64])
+    assert a.dtype == np.int32 and a[0] == -7 and b.dtype == np.int64 and b[0] == 2 ** 40
 
 
 def test_data_feeder_shapes_samples_as_declared():

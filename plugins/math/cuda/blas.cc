@@ -139,8 +139,9 @@ void MatMul(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
-  const auto [tx, ty, alpha_attr, a, b, batch, m, k, n] = PlanMatMul(ctx, x.dims(), y.dims());
-  const std::vector<int64_t> out_dims = MatMulOutDims(a, b, x.dims(), y.dims());
+  const MatMulPlan plan = PlanMatMul(ctx, x.dims(), y.dims());
+  const auto [v2, tx, ty, alpha_attr, a, b, batch, m, k, n] = plan;
+  const std::vector<int64_t> out_dims = MatMulOutDims(plan, x.dims(), y.dims());
   DeviceOutput<T> out(ctx, "Out", 0, out_dims, GemmInputs(ctx, false));
   cublasHandle_t h = Handle(ctx.device_id());
   const T alpha = static_cast<T>(alpha_attr);
@@ -161,7 +162,11 @@ void MatMulGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   Tensor g = ctx.Input("Out@GRAD");
-  const auto [tx, ty, alpha_attr, a, b, batch, m, k, n] = PlanMatMul(ctx, x.dims(), y.dims());
+  const MatMulPlan plan = PlanMatMul(ctx, x.dims(), y.dims());
+  const auto [v2, tx, ty, alpha_attr, a, b, batch, m, k, n] = plan;
+  if (g.dims() != MatMulOutDims(plan, x.dims(), y.dims())) {
+    throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like Out");
+  }
   const T alpha = static_cast<T>(alpha_attr);
   cublasHandle_t h = Handle(ctx.device_id());
   const T* px = x.data<T>();

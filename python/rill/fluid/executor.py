@@ -10,6 +10,7 @@ stopping the run; a runtime error raises rill.Error with the block and op it hap
 """
 import contextlib
 import os
+import weakref
 
 import numpy as np
 
@@ -123,6 +124,29 @@ def _data_vars_read(program):
     return read
 
 
+def _feed_array(name, value, dtype):
+    """A feed given as a Python value (a list, a number) as an array of the variable's dtype,
+    converted as numpy would but refusing what numpy would change silently: a float for an
+    integer variable, an integer outside the variable's range."""
+    array = np.asarray(value)
+    if dtype is None or array.dtype == dtype:
+        return array
+    target = np.dtype(dtype)
+    if target.kind in "iu":
+        if array.dtype.kind == "f":
+            raise ValueError("feed %r: %s values for a %s variable (convert them yourself if that is meant)"
+                             % (name, array.dtype, target))
+        if array.dtype.kind in "iu" and array.size:
+            info = np.iinfo(target)
+            low, high = array.min(), array.max()
+            if low < info.min or high > info.max:
+                bad = low if low < info.min else high
+                raise ValueError("feed %r: %d is outside %s's range [%d, %d]" % (name, bad, target, info.min, info.max))
+        if array.dtype == object:
+            raise ValueError("feed %r: values of mixed kinds or too large for any integer type" % name)
+    return array.astype(target)
+
+
 class Executor(object):
     """Runs programs on ``place`` (CPUPlace, or CUDAPlace when a CUDA plugin is loaded)."""
 
@@ -136,8 +160,10 @@ class Executor(object):
             if not 0 <= self.place.device_id < count:
                 raise RuntimeError("CUDAPlace(%d): %d CUDA device(s) present" % (self.place.device_id, count))
         self._closed = False
-        # (id(program), feed names, fetch names, holder names) -> (program, version, prepared)
-        self._cache = {}
+        # program -> {(feed names, fetch names, holder names): (program version, prepared)}.
+        # Weak: a program's prepared forms go with it, so an executor running a new Program
+        # each iteration holds only the live ones.
+        self._cache = weakref.WeakKeyDictionary()
 
     def close(self):
         """Drops every program this executor prepared, which ends what their ops hold: a
@@ -146,16 +172,20 @@ class Executor(object):
         self._cache.clear()
 
     def _prepared(self, program, feed_names, fetch_names, feed_var_name, fetch_var_name):
-        key = (id(program), tuple(feed_names), tuple(fetch_names), feed_var_name, fetch_var_name)
-        entry = self._cache.get(key)
-        if entry is not None and entry[0] is program and entry[1] == program._version:
-            return entry[2]
+        key = (tuple(feed_names), tuple(fetch_names), feed_var_name, fetch_var_name)
+        forms = self._cache.setdefault(program, {})
+        entry = forms.get(key)
+        if entry is not None and entry[0] == program._version:
+            return entry[1]
         desc = _with_feed_fetch(program.desc, feed_names, fetch_names, feed_var_name, fetch_var_name)
         device = getattr(self.place, "device_id", 0) if isinstance(self.place, core.CUDAPlace) else -1
         prepared = _rill.PreparedProgram(desc.SerializeToString(), _workers(), device)
-        # The entry keeps the program alive, so its id names no other program while cached.
-        self._cache[key] = (program, program._version, prepared)
+        forms[key] = (program._version, prepared)
         return prepared
+
+    def _prepared_count(self):
+        """How many prepared programs this executor holds (for tests of the cache's bound)."""
+        return sum(len(forms) for forms in self._cache.values())
 
     def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed", fetch_var_name="fetch",
             scope=None, return_numpy=True, use_program_cache=True):
@@ -184,6 +214,6 @@ class Executor(object):
                 if var is not None and var.dtype is not None:
                     from rill.fluid.framework import dtype_to_np
                     dtype = dtype_to_np(var.dtype)
-                value = np.asarray(value, dtype=dtype)
+                value = _feed_array(name, value, dtype)
             values.append((name, value))
         return prepared.run(scope, values)

@@ -61,8 +61,21 @@ def _run_file_ops(executor, dirname, vars, filename, one, combined, slot):
     executor.run(program)
 
 
+def _check_saveable(vars):
+    """Every variable must hold a tensor before any file is written: a save that fails half
+    way would leave a checkpoint of mixed ages."""
+    scope = global_scope()
+    for v in vars:
+        var = scope.find_var(v.name)
+        if var is None or not var.get_tensor()._is_initialized():
+            raise ValueError("save: variable %r holds no tensor (has the startup program run?); nothing was written"
+                             % v.name)
+
+
 def save_vars(executor, dirname, main_program=None, vars=None, predicate=None, filename=None):
+    """Each file is replaced whole or not at all (the save ops write atomically)."""
     vars = _vars_of(main_program, vars, predicate)
+    _check_saveable(vars)
     if not os.path.isdir(dirname):
         os.makedirs(dirname)
     _run_file_ops(executor, dirname, vars, filename, "save", "save_combine", "X")
@@ -136,27 +149,32 @@ def save_inference_model(dirname, feeded_var_names, target_vars, executor, main_
     if not os.path.isdir(dirname):
         os.makedirs(dirname)
     model_path = os.path.join(dirname, os.path.basename(model_filename) if model_filename else "__model__")
-    with open(model_path, "wb") as f:
-        f.write(inference.serialize_to_string())
+    _check_saveable([v for v in inference.list_vars() if is_persistable(v)])
+    _rill.write_file(model_path, inference.serialize_to_string())
     save_persistables(executor, dirname, inference,
                       os.path.basename(params_filename) if params_filename else None)
     return [t.name for t in target_vars]
 
 
-def load_inference_model(dirname, executor, model_filename=None, params_filename=None, pserver_endpoints=None):
+def load_inference_model(dirname, executor, model_filename=None, params_filename=None, pserver_endpoints=None,
+                         allow_files_outside=False):
     """Returns [program, feed_target_names, fetch_targets]; the parameters go into the
-    global scope."""
+    global scope. A model is code that runs with your rights: one whose program writes
+    files (save ops) or names files outside ``dirname`` is refused unless
+    ``allow_files_outside``."""
     if not os.path.isdir(dirname) and not str(dirname).endswith(".pdmodel"):
         raise ValueError("load_inference_model: %r is not a directory" % dirname)
     if str(dirname).endswith(".pdmodel"):
         model_path = dirname
     else:
         model_path = os.path.join(dirname, os.path.basename(model_filename) if model_filename else "__model__")
+    # The runtime checks the model (its files regular, the policy above) before this reads it.
+    _rill.load_model_parameters(dirname, model_filename or "", params_filename or "", global_scope(),
+                                allow_files_outside)
     with open(model_path, "rb") as f:
         desc = framework_pb2.ProgramDesc()
         desc.ParseFromString(f.read())
     program = Program._from_desc(desc)
-    _rill.load_model_parameters(dirname, model_filename or "", params_filename or "", global_scope())
     block = program.global_block()
     feeds = sorted((op.attr("col"), op.output("Out")[0]) for op in block.ops if op.type == "feed")
     fetches = sorted((op.attr("col"), op.input("X")[0]) for op in block.ops if op.type == "fetch")

@@ -72,6 +72,43 @@ TEST(Cli, FeedsAndSavesNpy) {
                      "fetch: variable 'zz' does not exist after the run");
 }
 
+// Feed and fetch columns: each list's are 0..K-1, each once; anything else is refused
+// before a list is allocated (a col of 1e8 made one of 9 GB), naming the ops.
+TEST(Cli, FeedFetchColumnsAreChecked) {
+  const auto program = [](int64_t feed_col, int64_t fetch_col) {
+    const std::string path = TempPath("columns.pbtxt");
+    WriteFile(path, R"(blocks { idx: 0 parent_idx: -1
+      vars { name: "feed" type { type: FEED_MINIBATCH } persistable: true }
+      vars { name: "fetch" type { type: FETCH_LIST } persistable: true }
+      ops { type: "feed" inputs { parameter: "X" arguments: "feed" } outputs { parameter: "Out" arguments: "x" }
+            attrs { name: "col" type: INT i: )" + std::to_string(feed_col) + R"( } }
+      ops { type: "scale" inputs { parameter: "X" arguments: "x" } outputs { parameter: "Out" arguments: "a" } }
+      ops { type: "scale" inputs { parameter: "X" arguments: "x" } outputs { parameter: "Out" arguments: "b" }
+            attrs { name: "scale" type: FLOAT f: 2 } }
+      ops { type: "fetch" inputs { parameter: "X" arguments: "a" } outputs { parameter: "Out" arguments: "fetch" }
+            attrs { name: "col" type: INT i: 0 } }
+      ops { type: "fetch" inputs { parameter: "X" arguments: "b" } outputs { parameter: "Out" arguments: "fetch" }
+            attrs { name: "col" type: INT i: )" + std::to_string(fetch_col) + R"( } } })");
+    return path;
+  };
+  core::Tensor x;
+  x.Allocate(RILL_FP32, {1});
+  x.data_as<float>()[0] = 3;
+  const std::string npy = TempPath("columns_x.npy");
+  core::WriteNpy(x, npy);
+  auto r = RunRill({"run", program(0, 1), "--feed", "x=" + npy});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "a fp32 [1] 3\nb fp32 [1] 6\n");
+  ExpectCleanFailure(RunRill({"run", program(0, 0), "--feed", "x=" + npy}), 1,
+                     "fetch op 3 ('a') and fetch op 4 ('b') both use column 0 of 'fetch'");
+  ExpectCleanFailure(RunRill({"run", program(-1, 1), "--feed", "x=" + npy}), 1,
+                     "feed op 0 ('x'): col -1 is not in [0, 1), one column per feed op on 'feed'");
+  ExpectCleanFailure(RunRill({"run", program(100000000, 1), "--feed", "x=" + npy}), 1, "col 100000000 is not in [0, 1)");
+  ExpectCleanFailure(RunRill({"run", program(int64_t{INT32_MIN}, 1), "--feed", "x=" + npy}), 1,
+                     "col -2147483648 is not in [0, 1)");
+  ExpectCleanFailure(RunRill({"run", program(0, 2), "--feed", "x=" + npy}), 1, "col 2 is not in [0, 2)");
+}
+
 // A header giving a key twice is refused: numpy reads the last, and reading the first
 // would make another array of the same bytes.
 TEST(Cli, NpyHeadersWithARepeatedKeyAreRefused) {

@@ -118,20 +118,20 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
   // Which ops move to the pservers: the optimizers, and every op whose outputs only moved
   // ops read (in this iteration or, through a persistable variable, the next: Adam's
   // beta-power updates after the update itself) and whose inputs a pserver has (persistable
-  // state, a sent gradient, or what another moved op wrote). What writes a sent gradient
-  // stays. Moving only ever enables more moves, so the loop reaches a fixed point.
-  std::vector<bool> moves(n, false);
-  for (int i = 0; i < n; ++i) moves[i] = IsOptimizer(main.ops(i));
+  // state, a sent gradient, or what only moved ops write). What writes a sent gradient
+  // stays. The largest such set: start from every op and drop those that break the rule
+  // until none does, so that ops which feed each other (a clip, then a regularization
+  // adding into the clipped gradient in place) move together.
+  std::map<std::string, std::vector<int>> writers;
+  for (int i = 0; i < n; ++i) {
+    for (const auto& name : Args(main.ops(i).outputs())) writers[name].push_back(i);
+  }
+  std::vector<bool> moves(n, true);
   for (bool changed = true; changed;) {
     changed = false;
-    std::set<std::string> from_moved;
-    for (int i = 0; i < n; ++i) {
-      if (!moves[i]) continue;
-      for (const auto& o : Args(main.ops(i).outputs())) from_moved.insert(o);
-    }
     for (int i = n - 1; i >= 0; --i) {
-      if (moves[i]) continue;
       const auto& op = main.ops(i);
+      if (!moves[i] || IsOptimizer(op)) continue;
       bool read = false, movable = true;
       for (const auto& out : Args(op.outputs())) {
         movable = movable && sent.count(out) == 0;
@@ -142,12 +142,13 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
         }
       }
       for (const auto& in : Args(op.inputs())) {
-        movable = movable && (from_moved.count(in) > 0 || sent.count(in) > 0 || persistable(in));
+        const auto& w = writers[in];
+        const bool written_on_pserver = !w.empty() && std::all_of(w.begin(), w.end(), [&](int j) { return moves[j]; });
+        movable = movable && (persistable(in) || sent.count(in) > 0 || written_on_pserver);
       }
-      if (read && movable) {
-        moves[i] = true;
+      if (!(read && movable)) {
+        moves[i] = false;
         changed = true;
-        for (const auto& o : Args(op.outputs())) from_moved.insert(o);
       }
     }
   }
@@ -174,6 +175,12 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
     }
     return here;
   };
+  // A moved op no update needs (ops that only read each other) stays with the trainer.
+  std::vector<int> optimizers;
+  for (const auto& p : params) optimizers.push_back(p.op);
+  const std::vector<bool> needed_by_some = closure(optimizers);
+  for (int i = 0; i < n; ++i) moves[i] = moves[i] && needed_by_some[i];
+
   // Parameters whose updates read each other's gradients (clipping by global norm) form
   // one group, and a group goes to one pserver: a pserver sees only the gradients sent to it.
   std::vector<size_t> group(params.size());
@@ -198,6 +205,12 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
   }
   std::vector<std::pair<size_t, int64_t>> order(group_size.begin(), group_size.end());
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (order.size() < options.pservers.size()) {
+    throw Error(std::to_string(options.pservers.size()) + " pservers for " + std::to_string(order.size()) +
+                " group(s) of parameters: each group goes to one pserver (parameters whose updates read each "
+                "other's gradients, as clipping by global norm does, are one group), so give at most " +
+                std::to_string(order.size()) + " pserver(s)");
+  }
   std::vector<int64_t> load(options.pservers.size(), 0);
   std::map<size_t, size_t> group_pserver;
   for (const auto& [g, size] : order) {

@@ -1,8 +1,10 @@
 // A program as `rill check` and `rill run` take it: parsed as text (first byte even) or
 // read by Rill's own decoder into the compact form (odd) from the rest, then validated
-// against the built-in ops and the csp plugin's, loaded from disk once.
+// against the built-in ops and the csp plugin's, loaded from disk once; then its feed and
+// fetch targets read as every front door reads them (their columns checked).
 #include <string>
 
+#include "core/api/feed_fetch_targets.h"
 #include "core/errors.h"
 #include "core/loader/plugin_loader.h"
 #include "core/program/program.h"
@@ -34,6 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto program = data[0] % 2 == 0 ? rill::core::Program::FromProto(rill::core::ParseProgramText(bytes, "fuzz"))
                                            : rill::core::Program::Parse(bytes, "fuzz");
     rill::core::ValidateProgram(*program, Ops());
+    rill::core::FeedTargets(*program);
+    rill::core::FetchTargets(*program);
   } catch (const rill::core::Error&) {
   }
   return 0;

@@ -97,15 +97,11 @@ const Tensor& Fetched(const Scope& scope, const FeedFetchTarget& fetch) {
 }
 
 std::string DeclaredType(const Program& program, const std::string& name) {
-  const std::optional<StrId> id = program.FindStr(name);
-  if (!id || program.blocks_size() == 0) return "undeclared";
-  for (const ProgramVar& v : program.vars(program.block(0))) {
-    if (v.name != *id) continue;
-    if (v.type != proto::VarType::LOD_TENSOR) return VarTypeName(v.type);
-    const auto dims = program.dims(v);
-    return DataTypeName(v.data_type) + " " + ShapeString(dims.begin(), dims.size());
-  }
-  return "undeclared";
+  const ProgramVar* v = program.FindVar(0, name);
+  if (v == nullptr) return "undeclared";
+  if (v->type != proto::VarType::LOD_TENSOR) return VarTypeName(v->type);
+  const auto dims = program.dims(*v);
+  return DataTypeName(v->data_type) + " " + ShapeString(dims.begin(), dims.size());
 }
 
 }  // namespace rill::core

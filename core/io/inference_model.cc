@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "core/io/lod_tensor_file.h"
+#include "core/program/feed_check.h"
 #include "core/program/program_io.h"
 #include "core/runtime/dtype.h"
 #include "rill/checked_size.hpp"
@@ -98,26 +99,20 @@ std::vector<std::string> FileAccessProblems(const Program& program, const fs::pa
   return problems;
 }
 
-// The record of parameter `name` must hold what the program declares for it.
+// The record of parameter `name` must hold what the program declares for it: its dtype,
+// and dims by CheckFeed's rule (DimsFitDeclared).
 void CheckDeclared(const Program& program, const std::string& name, const LodTensorHeader& header,
                    const std::string& what) {
-  const std::optional<StrId> id = program.FindStr(name);
-  if (!id) return;
-  for (const ProgramVar& v : program.vars(program.block(0))) {
-    if (v.name != *id || !v.has_tensor) continue;
-    const auto dims = program.dims(v);
-    bool same = v.data_type < 0 || v.data_type == header.dtype;
-    same = same && (dims.size() == 0 || dims.size() == header.dims.size());
-    for (size_t i = 0; same && i < dims.size(); ++i) same = dims[i] < 0 || dims[i] == header.dims[i];
-    if (!same) {
-      throw Error(what + ": the file holds " + DataTypeName(header.dtype) + " " +
-                      ShapeString(header.dims.data(), header.dims.size()) + ", the program declares " +
-                      (v.data_type < 0 ? std::string("any dtype") : DataTypeName(v.data_type)) + " " +
-                      ShapeString(dims.begin(), dims.size()),
-                  RILL_INVALID_ARGUMENT);
-    }
-    return;
-  }
+  const ProgramVar* v = program.FindVar(0, name);
+  if (v == nullptr || !v->has_tensor) return;
+  const auto range = program.dims(*v);
+  const std::vector<int64_t> dims(range.begin(), range.end());
+  if ((v->data_type < 0 || v->data_type == header.dtype) && DimsFitDeclared(dims, header.dims)) return;
+  throw Error(what + ": the file holds " + DataTypeName(header.dtype) + " " +
+                  ShapeString(header.dims.data(), header.dims.size()) + ", the program declares " +
+                  (v->data_type < 0 ? std::string("any dtype") : DataTypeName(v->data_type)) + " " +
+                  ShapeString(dims.data(), dims.size()),
+              RILL_INVALID_ARGUMENT);
 }
 
 // Where a parameter's record lies: its file, its header, and where its data starts.

@@ -27,15 +27,19 @@ bool NamedByAnOp(const Program& program, StrId name) {
 
 }  // namespace
 
-void CheckFeed(const Program& program, const std::string& name, const Tensor& value) {
-  const std::optional<StrId> id = program.FindStr(name);
-  const ProgramVar* var = nullptr;
-  if (id && program.blocks_size() > 0) {
-    for (const ProgramVar& v : program.vars(program.block(0))) {
-      if (v.name == *id) var = &v;
-    }
+bool DimsFitDeclared(const std::vector<int64_t>& declared, const std::vector<int64_t>& dims) {
+  if (declared.empty()) return true;
+  if (declared.size() != dims.size()) return false;
+  for (size_t i = 0; i < declared.size(); ++i) {
+    if (declared[i] != -1 && declared[i] != dims[i]) return false;
   }
+  return true;
+}
+
+void CheckFeed(const Program& program, const std::string& name, const Tensor& value) {
+  const ProgramVar* var = program.FindVar(0, name);
   if (var == nullptr) {
+    const std::optional<StrId> id = program.FindStr(name);
     if (id && NamedByAnOp(program, *id)) return;  // undeclared: nothing to check against
     throw Error("feed '" + name + "': the program neither declares nor uses a variable of that name",
                 RILL_INVALID_ARGUMENT);
@@ -48,10 +52,7 @@ void CheckFeed(const Program& program, const std::string& name, const Tensor& va
   const auto dims = program.dims(*var);
   const std::vector<int64_t> want(dims.begin(), dims.end());
   const auto& have = value.dims();
-  bool shape_ok = want.empty() || want.size() == have.size();
-  for (size_t i = 0; shape_ok && !want.empty() && i < want.size(); ++i) {
-    shape_ok = want[i] == -1 || want[i] == have[i];
-  }
+  const bool shape_ok = DimsFitDeclared(want, have.ToVector());
   const int32_t want_dtype = var->data_type;
   if (!shape_ok || want_dtype != value.dtype()) {
     throw Error("feed '" + name + "': the program declares " + DataTypeName(want_dtype) + " " +

@@ -12,6 +12,7 @@
 #define RILL_CORE_PROGRAM_FEED_CHECK_H_
 
 #include <string>
+#include <vector>
 
 #include "core/program/program.h"
 #include "core/runtime/tensor.h"
@@ -19,6 +20,11 @@
 namespace rill::core {
 
 void CheckFeed(const Program& program, const std::string& name, const Tensor& value);
+
+// The shape rule CheckFeed applies, for every check of a value against a declaration
+// (parameter files too): no declared dims declare the dtype only; otherwise the same rank,
+// each declared dim equal to the value's or -1.
+bool DimsFitDeclared(const std::vector<int64_t>& declared, const std::vector<int64_t>& dims);
 
 }  // namespace rill::core
 

@@ -91,6 +91,16 @@ Program::ListKind Program::ListKindOf(int32_t type) {
 
 std::optional<StrId> Program::FindStr(std::string_view s) const { return names_.Find(s); }
 
+const ProgramVar* Program::FindVar(int block, std::string_view name) const {
+  const std::optional<StrId> id = FindStr(name);
+  if (!id || block < 0 || block >= blocks_size()) return nullptr;
+  const ProgramVar* found = nullptr;
+  for (const ProgramVar& v : vars(this->block(block))) {
+    if (v.name == *id) found = &v;
+  }
+  return found;
+}
+
 // Reads framework.proto's wire form field by field, as protobuf's own parser does (a
 // field of an unexpected wire type is skipped as unknown; repeated scalars packed or not),
 // appending to the program's arrays. Each message is read whole before the next begins,

@@ -125,6 +125,9 @@ class Program {
   std::string_view str(StrId id) const { return names_.Get(id); }
   // The id of `s` if the program has that string anywhere.
   std::optional<StrId> FindStr(std::string_view s) const;
+  // Block `block`'s declaration of variable `name` (the last, as Paddle's BlockDesc keeps
+  // it when a block declares a name twice), or nullptr.
+  const ProgramVar* FindVar(int block, std::string_view name) const;
   // Version.version: Paddle 1.8 on (field 4), or Fluid's (field 2); 0 if neither.
   int64_t version() const { return version_; }
   size_t attrs_count() const { return attrs_.size(); }  // distinct attributes

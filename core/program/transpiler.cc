@@ -73,11 +73,10 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
   const proto::BlockDesc& main = train.blocks(0);
   const int n = main.ops_size();
 
-  std::map<std::string, std::vector<int>> readers;
-  std::set<std::string> computed;  // every variable an op of block 0 writes
+  std::map<std::string, std::vector<int>> readers, writers;
   for (int i = 0; i < n; ++i) {
     for (const auto& name : Args(main.ops(i).inputs())) readers[name].push_back(i);
-    for (const auto& name : Args(main.ops(i).outputs())) computed.insert(name);
+    for (const auto& name : Args(main.ops(i).outputs())) writers[name].push_back(i);
   }
   // A variable as declared by the training program, else by its startup.
   auto declared = [&](const std::string& name) {
@@ -107,7 +106,7 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
       if (q.name == p) throw Error("parameter '" + p + "' has two optimizer ops (ops " + std::to_string(q.op) + " and " + std::to_string(i) + ")");
     }
     const std::string backward_grad = p + "@GRAD";
-    params.push_back({p, computed.count(backward_grad) ? backward_grad : Args(main.ops(i).inputs(), "Grad")[0], i});
+    params.push_back({p, writers.count(backward_grad) ? backward_grad : Args(main.ops(i).inputs(), "Grad")[0], i});
     sent.insert(params.back().grad);
   }
   if (params.empty()) {
@@ -122,10 +121,6 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
   // stays. The largest such set: start from every op and drop those that break the rule
   // until none does, so that ops which feed each other (a clip, then a regularization
   // adding into the clipped gradient in place) move together.
-  std::map<std::string, std::vector<int>> writers;
-  for (int i = 0; i < n; ++i) {
-    for (const auto& name : Args(main.ops(i).outputs())) writers[name].push_back(i);
-  }
   std::vector<bool> moves(n, true);
   for (bool changed = true; changed;) {
     changed = false;
@@ -142,8 +137,9 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
         }
       }
       for (const auto& in : Args(op.inputs())) {
-        const auto& w = writers[in];
-        const bool written_on_pserver = !w.empty() && std::all_of(w.begin(), w.end(), [&](int j) { return moves[j]; });
+        const auto w = writers.find(in);
+        const bool written_on_pserver =
+            w != writers.end() && std::all_of(w->second.begin(), w->second.end(), [&](int j) { return moves[j]; });
         movable = movable && (persistable(in) || sent.count(in) > 0 || written_on_pserver);
       }
       if (!(read && movable)) {

@@ -140,13 +140,13 @@ class OnednnPool {
   OnednnCache<Key> cache_;
 };
 
-// pool2d: fp32 on oneDNN (OnednnPool) where it has the plan, else (fp64, adaptive) loops.
 // oneDNN's max pooling does not propagate a NaN (nan_order.h's rule), so max pooling of
 // an input holding one runs the loops.
 bool OnednnMaxKeepsNans(const PoolPlan& p, const Tensor& x) {
   return !p.max || !Flat<float>(x).isNaN().any();
 }
 
+// pool2d: fp32 on oneDNN (OnednnPool) where it has the plan, else (fp64, adaptive) loops.
 // An Out that is X's own variable is computed aside first.
 template <class T>
 class Pool2d {

@@ -149,10 +149,11 @@ def save_inference_model(dirname, feeded_var_names, target_vars, executor, main_
     if not os.path.isdir(dirname):
         os.makedirs(dirname)
     model_path = os.path.join(dirname, os.path.basename(model_filename) if model_filename else "__model__")
-    _check_saveable([v for v in inference.list_vars() if is_persistable(v)])
-    _rill.write_file(model_path, inference.serialize_to_string())
+    # The parameters first: save_vars checks every one before writing anything, so a model
+    # that cannot be saved leaves the directory as it was.
     save_persistables(executor, dirname, inference,
                       os.path.basename(params_filename) if params_filename else None)
+    _rill.write_file(model_path, inference.serialize_to_string())
     return [t.name for t in target_vars]
 
 

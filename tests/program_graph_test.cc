@@ -3,10 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
+#include "core/cli/render_dot.h"
 #include "core/program/builder.h"
 #include "core/program/program_io.h"
 #include "test_util.h"
@@ -29,7 +32,8 @@ size_t Count(const std::string& text, const std::string& needle) {
 TEST(ProgramGraph, ClustersSubBlocksAndJoinsChannels) {
   const proto::ProgramDesc program = LoadProgram(kSource + "/examples/csp/fibonacci.pbtxt");
   const std::string dot = ProgramToDot(program);
-  EXPECT_EQ(dot.rfind("digraph program {", 0), 0u);
+  EXPECT_TRUE(std::regex_search(dot, std::regex("^// rill graph: [0-9]+ nodes, [0-9]+ edges\ndigraph program \\{")))
+      << dot.substr(0, 80);
   EXPECT_EQ(Count(dot, "subgraph cluster_"), static_cast<size_t>(program.blocks_size() - 1));
   EXPECT_NE(dot.find("label=\"block 1: go\""), std::string::npos) << dot;
   EXPECT_NE(dot.find("label=\"block 2: while body\""), std::string::npos);
@@ -98,7 +102,7 @@ TEST(ProgramGraph, CliWritesDotSvgAndRefusesBadInput) {
   const std::string fib = kSource + "/examples/csp/fibonacci.pbtxt";
   auto r = RunRill({"graph", fib});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out.rfind("digraph program {", 0), 0u);
+  EXPECT_NE(r.out.find("\ndigraph program {"), std::string::npos);
   r = RunRill({"graph", fib, "-o", dir + "/fib.dot", "--block", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream dot_file(dir + "/fib.dot");
@@ -136,6 +140,57 @@ TEST(ProgramGraph, CliMarksTheProblemsOfAnInvalidProgram) {
   EXPECT_NE(r.out.find("tooltip=\"block 0, op 0 (no_such_op"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("label=\"relu\""), std::string::npos);
   EXPECT_NE(r.err.find("1 problem(s) marked"), std::string::npos) << r.err;
+}
+
+// A picture Graphviz would take minutes over is refused at once, and a dot that runs past
+// its deadline, fails or crashes is reported as it is, with what it printed; nothing is
+// left in the temporary directory either way, and .dot text has no budget.
+TEST(ProgramGraph, PicturesGraphvizCannotLayOutInTimeAreRefusedAndItsFailuresNamed) {
+  const std::string dir = std::string(RILL_BINARY_DIR) + "/tests/program_graph";
+  std::filesystem::create_directories(dir);
+  ProgramBuilder pb;
+  for (size_t i = 0; i < kGraphNodeBudget; ++i) {
+    pb.block(0).Op("scale").Input("X", "v" + std::to_string(i)).Output("Out", "v" + std::to_string(i + 1));
+  }
+  SaveProgram(pb.Build(), dir + "/long.pb", ProgramFormat::kBinary);
+  auto r = RunRill({"graph", dir + "/long.pb", "-o", dir + "/long.svg"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("the graph has 10001 nodes, more than Graphviz lays out in reasonable time (a picture takes "
+                       "at most 5000); draw one block"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/long.svg"));
+  r = RunRill({"graph", dir + "/long.pb", "-o", dir + "/long.dot"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+
+  // Stand-ins for dot, first on PATH: one that hangs, one that fails, one that crashes
+  // saying nothing.
+  const std::string bin = dir + "/fake_dot", tmp = dir + "/tmp";
+  std::filesystem::remove_all(tmp);
+  std::filesystem::create_directories(bin);
+  std::filesystem::create_directories(tmp);
+  const std::string fib = kSource + "/examples/csp/fibonacci.pbtxt";
+  const auto with_dot = [&](const std::string& script, const std::string& extra_env = "") {
+    test::WriteFile(bin + "/dot", "#!/bin/sh\n" + script + "\n");
+    std::filesystem::permissions(bin + "/dot", std::filesystem::perms::owner_all);
+    return RunRill({"graph", fib, "-o", dir + "/fib_fake.svg"},
+                   "TMPDIR=" + tmp + " PATH=" + bin + ":" + std::getenv("PATH") + " " + extra_env);
+  };
+  r = with_dot("exec sleep 600", "RILL_GRAPH_DEADLINE_S=1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("did not lay out '" + dir + "/fib_fake.svg' ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nodes) within 1 s (RILL_GRAPH_DEADLINE_S) and was stopped; draw one block"),
+            std::string::npos) << r.err;
+  r = with_dot("echo 'Error: <stdin>: syntax error in line 3' >&2; exit 3");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("`dot -Tsvg` failed (exit status 3) rendering '" + dir +
+                       "/fib_fake.svg'; it printed: Error: <stdin>: syntax error in line 3"),
+            std::string::npos) << r.err;
+  r = with_dot("kill -SEGV $$");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("`dot -Tsvg` was killed by signal 11 (Segmentation fault) rendering '" + dir +
+                       "/fib_fake.svg'; it printed nothing"),
+            std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/fib_fake.svg"));
+  EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "a temporary file was left in TMPDIR";
 }
 
 }  // namespace

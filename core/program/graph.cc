@@ -22,6 +22,7 @@ const std::set<std::string> kQuietAttrs = {
 constexpr size_t kLabelAttrs = 3;       // at most this many attributes on an op's box
 constexpr size_t kShortValue = 24;      // longer values are left off
 constexpr size_t kNotedProblems = 10;   // problems listed in the note, the rest counted
+constexpr char kSizeComment[] = "// rill graph: ";  // graph.h: the first line's size
 
 // A DOT double-quoted string's contents.
 std::string Escape(const std::string& s) {
@@ -146,8 +147,12 @@ class Drawer {
       if (drawn_[static_cast<size_t>(b)]) DrawOps(b);
     }
     ChannelEdges();
+    size_t nodes = loose_.size();
+    for (const auto& ops : block_ops_) nodes += ops.size();
+    for (const auto& vars : block_vars_) nodes += vars.size();
     std::ostringstream out;
-    out << "digraph program {\n"
+    out << kSizeComment << nodes << " nodes, " << edges_.size() << " edges\n"
+        << "digraph program {\n"
         << "  graph [rankdir=TB, compound=true, newrank=true, fontname=\"Helvetica\", fontsize=11, "
            "nodesep=0.25, ranksep=0.35];\n"
         << "  node [fontname=\"Helvetica\", fontsize=10, height=0.3];\n"

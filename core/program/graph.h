@@ -16,7 +16,9 @@
 // as the tooltip; the others are listed in a note. Variables named in `highlight` get a
 // heavy red outline. With `block` >= 0, only that block's
 // ops are drawn, sub-blocks collapsed. Never throws for a malformed program: what cannot
-// be drawn (a block index out of range) is left out and noted.
+// be drawn (a block index out of range) is left out and noted. The first line is a DOT
+// comment giving the graph's size, `// rill graph: N nodes, M edges`, which WriteGraph
+// (core/cli/render_dot.h) reads to refuse a picture Graphviz would take minutes to lay out.
 #ifndef RILL_CORE_PROGRAM_GRAPH_H_
 #define RILL_CORE_PROGRAM_GRAPH_H_
 

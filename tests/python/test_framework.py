@@ -245,7 +245,7 @@ def test_programs_draw_themselves(tmp_path):
     fluid.channel_recv(ch, got)
     main = fluid.default_main_program()
     dot = main.to_graphviz()
-    assert dot.startswith("digraph program {") and 'label="block 1: go"' in dot
+    assert dot.startswith("// rill graph: ") and "\ndigraph program {" in dot and 'label="block 1: go"' in dot
     assert 'constraint=false, label="%s"' % ch.name in dot  # the send joined to the receive
     one = fluid.debugger.draw_block_graphviz(main.block(1), highlights=[ch.name], path=str(tmp_path / "go.dot"))
     assert (tmp_path / "go.dot").read_text() == one

@@ -97,7 +97,7 @@ void TrainerSession::Call(std::vector<RpcCall>& calls, const TransportOptions& o
     Pending& p = pending[i];
     p.context.set_deadline(deadline);
     p.stub = std::make_unique<grpc::GenericStub>(ChannelFor(calls[i].endpoint, options, &p.first_contact));
-    p.context.set_wait_for_ready(p.first_contact);
+    p.context.set_wait_for_ready(p.first_contact && options.wait_for_pserver);
     if (!options.token.empty()) p.context.AddMetadata(kTokenMetadataKey, options.token);
     p.reader = p.stub->PrepareUnaryCall(&p.context, calls[i].method, calls[i].request, &cq);
     if (tracing) started[i] = tracer.now();

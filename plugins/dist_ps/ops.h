@@ -75,8 +75,8 @@ class ParameterFetcher {
 // Waits for `batch` within the options' deadline; throws naming `what` if it fails.
 void AwaitTransfers(TransferBatch& batch, const TransportOptions& options, const std::string& what);
 
-// Throws unless `endpoint` is HOST:PORT.
-void CheckEndpoint(const std::string& op_type, const std::string& endpoint);
+// Throws, beginning with `who`, unless `endpoint` is HOST:PORT with a port in 1..65535.
+void CheckEndpoint(const std::string& who, const std::string& endpoint);
 
 // The bytes of a CPU tensor, or of SelectedRows (their value, with rows and height), to
 // send; errors name `name`.

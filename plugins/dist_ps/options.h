@@ -35,6 +35,9 @@ struct TransportOptions {
   std::string tls_cert_file, tls_key_file, tls_ca_file;
   bool tcp_data_path = true;  // RILL_DATA_PATH; whether dist_grpc may use one (never with TLS)
   uint16_t data_port = 0;     // RILL_DATA_PORT
+  // Whether a first call to a pserver waits, until the deadline, for one that does not
+  // listen yet (trainers start before their pservers); `rill status` asks once.
+  bool wait_for_pserver = true;
 
   // Attribute values (deadline_ms <= 0: the default) with the environment's overrides.
   static TransportOptions Resolve(int64_t deadline_ms_attr);

@@ -112,8 +112,14 @@ class Send {
 
 }  // namespace
 
-void CheckEndpoint(const std::string& op_type, const std::string& endpoint) {
-  if (endpoint.rfind(':') == std::string::npos) throw Error(op_type + ": endpoint '" + endpoint + "' is not HOST:PORT");
+void CheckEndpoint(const std::string& who, const std::string& endpoint) {
+  const size_t colon = endpoint.rfind(':');
+  if (colon == std::string::npos || colon == 0) throw Error(who + ": endpoint '" + endpoint + "' is not HOST:PORT");
+  const std::string port = endpoint.substr(colon + 1);
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoi(port) < 1 || std::stoi(port) > 65535) {
+    throw Error(who + ": endpoint '" + endpoint + "': port '" + port + "' is not in 1..65535");
+  }
 }
 
 void AwaitTransfers(TransferBatch& batch, const TransportOptions& options, const std::string& what) {

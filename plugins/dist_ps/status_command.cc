@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "client.h"
+#include "ops.h"
 #include "wire.h"
 
 namespace rill::dist {
@@ -69,6 +70,11 @@ StatusArgs Parse(const std::vector<std::string>& args) {
     } else if (arg.rfind(':') == std::string::npos || arg.rfind(':') + 1 == arg.size()) {
       throw Usage("'" + arg + "' is neither HOST:PORT nor a transpiled cluster's directory");
     } else {
+      try {
+        CheckEndpoint("rill status", arg);
+      } catch (const Error& e) {
+        throw Usage(e.what());
+      }
       a.endpoints.push_back(arg);
     }
   }
@@ -136,6 +142,27 @@ void PrintJson(const v1::ServerStatus& s) {
   std::printf("%s\n", json.c_str());
 }
 
+// Why `call` to `endpoint` got no status, in the words a user acts on: nothing listens
+// there, something that is no pserver does, or a pserver that did not answer in time.
+std::string WhyNoStatus(const RpcCall& call, const std::string& failure) {
+  const grpc::Status& s = call.status;
+  const std::string message = s.error_message();
+  const std::string at = "pserver " + call.endpoint + ": ";
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE && message.find("Connection refused") != std::string::npos) {
+    return at + "connection refused (nothing listens there)";
+  }
+  if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    return at + "not a pserver (a gRPC server without Rill's ParameterServer service)";
+  }
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::INTERNAL) {
+    return at + "not a pserver (it does not answer as a gRPC server: " + message + ")";
+  }
+  if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return at + "connected, but no answer within the deadline (--deadline-ms): not a pserver, or one that is stuck";
+  }
+  return failure;
+}
+
 void Status(const std::vector<std::string>& args) {
   const StatusArgs a = Parse(args);
   if (a.endpoints.empty()) {  // --help
@@ -153,6 +180,7 @@ void Status(const std::vector<std::string>& args) {
   TransportOptions options = TransportOptions::Resolve(a.deadline_ms);
   options.deadline = std::chrono::milliseconds(a.deadline_ms);  // the flag, not RILL_RPC_DEADLINE_MS
   options.deadline_setting = "--deadline-ms";
+  options.wait_for_pserver = false;  // a status asks once: an endpoint not listening is the answer
   std::string failures;
   for (const std::string& endpoint : a.endpoints) {
     std::vector<RpcCall> calls(1);
@@ -166,7 +194,7 @@ void Status(const std::vector<std::string>& args) {
       DecodeMessage(calls[0].response, &status);
       a.json ? PrintJson(status) : PrintText(status);
     } catch (const std::exception& e) {
-      failures += (failures.empty() ? "" : "; ") + std::string(e.what());
+      failures += (failures.empty() ? "" : "; ") + WhyNoStatus(calls[0], e.what());
     }
     std::fflush(stdout);
   }

@@ -1,7 +1,11 @@
 // Parameter-server clusters of real `rill` processes on loopback, transpiled from
 // fit_a_line: by hand, and each failure the transport must report instead of hanging.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -174,6 +178,40 @@ TEST_F(DistCluster, StatusReportsEachTrainerTheIterationAndTheBytes) {
   EXPECT_NE(r.err.find("rill status: error: pserver " + e + ": "), std::string::npos) << r.err;
 }
 
+// `rill status` asks once: a closed port and a listener that is no pserver are said at
+// once, whatever the deadline (a wait for the 10-minute deadline would time the test out).
+TEST(DistStatus, AClosedPortOrSomethingElseListeningIsSaidAtOnce) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string endpoint = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  // Bound but not listening: connections are refused.
+  CommandResult r = RunRill({"status", endpoint, "--deadline-ms", "600000"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("pserver " + endpoint + ": connection refused (nothing listens there)"), std::string::npos)
+      << r.err;
+  // Listening, answering every connection with an HTTP/1 error and closing it.
+  ASSERT_EQ(listen(listener, 16), 0);
+  std::thread server([listener] {
+    for (int c; (c = accept(listener, nullptr, nullptr)) >= 0; close(c)) {
+      const char reply[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+      static_cast<void>(write(c, reply, sizeof reply - 1));
+    }
+  });
+  r = RunRill({"status", endpoint, "--deadline-ms", "600000"});
+  shutdown(listener, SHUT_RDWR);
+  server.join();
+  close(listener);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("pserver " + endpoint + ": not a pserver (it does not answer as a gRPC server: "),
+            std::string::npos) << r.err;
+}
+
 TEST_F(DistCluster, StatusCarriesTheTokenAndRejectsBadArguments) {
   const std::string dir = Transpile(1, 1);
   const std::string e = endpoints_[0];
@@ -194,7 +232,8 @@ TEST_F(DistCluster, StatusCarriesTheTokenAndRejectsBadArguments) {
            {{"status", "nohost"}, "'nohost' is neither HOST:PORT nor a transpiled cluster's directory"},
            {{"status", e, "--bogus"}, "unknown option '--bogus'"},
            {{"status", e, "--deadline-ms", "soon"}, "--deadline-ms takes a positive number of milliseconds, got 'soon'"},
-           {{"status", dir_}, "is a directory without a cluster.txt"}}) {
+           {{"status", dir_}, "is a directory without a cluster.txt"},
+           {{"status", "127.0.0.1:99999"}, "endpoint '127.0.0.1:99999': port '99999' is not in 1..65535"}}) {
     r = RunRill(args);
     EXPECT_EQ(r.exit_code, 2) << text;
     EXPECT_EQ(r.err.rfind("rill status: error: ", 0), 0u) << r.err;

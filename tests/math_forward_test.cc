@@ -300,6 +300,24 @@ TEST_F(MathForward, Pool2dPaddingsPastTheInputAreRefusedBeforeAllocating) {
             std::string::npos) << error;
 }
 
+// Attribute values that are wrong are named as given: a negative num_col_dims as itself,
+// not as the size_t it would wrap to; conv2d_transpose's groups 0 as groups.
+TEST_F(MathForward, BadNumColDimsAndGroupsAreNamedAsGiven) {
+  Set<float>("x", {2, 3}, {1, 2, 3, 4, 5, 6});
+  Set<float>("w", {3, 2}, {1, 2, 3, 4, 5, 6});
+  Op("mul").Input("X", "x").Input("Y", "w").Output("Out", "o").Attr("y_num_col_dims", int64_t{-1});
+  std::string error = Run();
+  EXPECT_NE(error.find("x_num_col_dims 1 / y_num_col_dims -1 do not split X [2, 3] and Y [3, 2] into matrices"),
+            std::string::npos) << error;
+  pb_ = core::ProgramBuilder();
+  Set<float>("img", {1, 2, 2, 2}, std::vector<double>(8, 1.0));
+  Set<float>("filter", {2, 1, 1, 1}, {1, 1});
+  Op("conv2d_transpose").Input("Input", "img").Input("Filter", "filter").Output("Output", "out")
+      .Attr("groups", int64_t{0});
+  error = Run();
+  EXPECT_NE(error.find("groups 0 must be at least 1"), std::string::npos) << error;
+}
+
 // Equal values come out lower index first; a k beyond the axis is an error naming it.
 TEST_F(MathForward, TopKTiesAndBadK) {
   Set<float>("x", {4}, {1, 3, 3, 2});

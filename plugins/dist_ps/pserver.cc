@@ -301,16 +301,25 @@ grpc::Status ParameterServer::AdmitGradient(const v1::VariableHeader& h, size_t*
                    p.param + "')");
   }
   if (stopped_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "pserver is stopping");
-  if (h.iteration() != current_ + 1 || optimizing_ || trainers_[trainer].barrier >= h.iteration()) {
+  if (h.iteration() != current_ + 1 || optimizing_) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         "'" + h.name() + "' of iteration " + std::to_string(h.iteration()) + " from trainer " +
                             std::to_string(trainer) + ": the pserver collects iteration " +
                             std::to_string(current_ + 1) + (optimizing_ ? " and is optimizing it" : ""));
   }
+  // The iteration collected, and this trainer id has sent this gradient or reached the
+  // barrier already: a second trainer runs with the same id, as a trainer retries nothing.
+  const std::string twice = " (is trainer id " + std::to_string(trainer) + " used by two trainers? each needs its own, "
+                            "0 to " + std::to_string(trainers_.size() - 1) + ": RILL_TRAINER_ID)";
+  if (trainers_[trainer].barrier >= h.iteration()) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "'" + h.name() + "' of iteration " + std::to_string(h.iteration()) + " from trainer " +
+                            std::to_string(trainer) + ", which already reached that iteration's barrier" + twice);
+  }
   if (slots_[*grad][trainer].state != SlotState::EMPTY) {
     return grpc::Status(grpc::StatusCode::ALREADY_EXISTS, "trainer " + std::to_string(trainer) + " already sent '" +
                                                               h.name() + "' for iteration " +
-                                                              std::to_string(h.iteration()));
+                                                              std::to_string(h.iteration()) + twice);
   }
   return grpc::Status::OK;
 }

@@ -210,6 +210,7 @@ ConvPlan TransposePlan(KernelContext& ctx, const std::vector<int64_t>& in, const
     throw Error("Input " + DimsString(in) + " and Filter " + DimsString(filter) + " must be 4-D (conv2d_transpose)");
   }
   const int64_t groups = ctx.Attr<int64_t>("groups");
+  if (groups < 1) throw Error("groups " + std::to_string(groups) + " must be at least 1");
   const int64_t c = nhwc ? in[3] : in[1];
   if (filter[0] != c) throw Error("Filter " + DimsString(filter) + " must have Input's " + std::to_string(c) + " channels first");
   const std::vector<int64_t> s = ctx.Attr<std::vector<int64_t>>("strides");

@@ -10,17 +10,26 @@
 namespace rill::math {
 namespace {
 
+// mul's x_num_col_dims and y_num_col_dims, each checked to split its operand into a
+// matrix (a 1-D operand: 1) before it is used as a count of dims.
+std::pair<size_t, size_t> NumColDims(KernelContext& ctx, const std::vector<int64_t>& xd, const std::vector<int64_t>& yd) {
+  const int64_t xn = ctx.Attr<int64_t>("x_num_col_dims"), yn = ctx.Attr<int64_t>("y_num_col_dims");
+  const auto splits = [](int64_t n, const std::vector<int64_t>& d) {
+    return n >= 1 && n < static_cast<int64_t>(d.size()) + (d.size() == 1 ? 1 : 0);
+  };
+  if (!splits(xn, xd) || !splits(yn, yd)) {
+    throw Error("x_num_col_dims " + std::to_string(xn) + " / y_num_col_dims " + std::to_string(yn) +
+                " do not split X " + DimsString(xd) + " and Y " + DimsString(yd) + " into matrices");
+  }
+  return {static_cast<size_t>(xn), static_cast<size_t>(yn)};
+}
+
 template <class T>
 void Mul(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   const std::vector<int64_t> xd = x.dims(), yd = y.dims();
-  const auto xn = static_cast<size_t>(ctx.Attr<int64_t>("x_num_col_dims"));
-  const auto yn = static_cast<size_t>(ctx.Attr<int64_t>("y_num_col_dims"));
-  if (xn < 1 || xn >= xd.size() + (xd.size() == 1 ? 1 : 0) || yn < 1 || yn >= yd.size() + (yd.size() == 1 ? 1 : 0)) {
-    throw Error("x_num_col_dims " + std::to_string(xn) + " / y_num_col_dims " + std::to_string(yn) +
-                " do not split X " + DimsString(xd) + " and Y " + DimsString(yd) + " into matrices");
-  }
+  const auto [xn, yn] = NumColDims(ctx, xd, yd);
   const int64_t m = Product(xd, 0, xn), k = Product(xd, xn, xd.size());
   const int64_t ky = Product(yd, 0, yn), n = Product(yd, yn, yd.size());
   if (k != ky) {
@@ -92,8 +101,7 @@ void MulGrad(KernelContext& ctx) {
   Tensor y = ctx.Input("Y");
   Tensor g = ctx.Input("Out@GRAD");
   const std::vector<int64_t> xd = x.dims(), yd = y.dims();
-  const auto xn = static_cast<size_t>(ctx.Attr<int64_t>("x_num_col_dims"));
-  const auto yn = static_cast<size_t>(ctx.Attr<int64_t>("y_num_col_dims"));
+  const auto [xn, yn] = NumColDims(ctx, xd, yd);
   const int64_t m = Product(xd, 0, xn), k = Product(xd, xn, xd.size()), n = Product(yd, yn, yd.size());
   if (ctx.HasOutput("X@GRAD")) {
     Gemm<T>(false, true, m, k, n, T(1), g.data<T>(), y.data<T>(), T(0), ctx.AllocateOutput<T>("X@GRAD", xd));

@@ -13,9 +13,14 @@ ALIGNMENT = 64
 
 
 def empty(shape, dtype="float32"):
-    """An uninitialized C-contiguous array whose data is 64-byte aligned."""
+    """An uninitialized C-contiguous array whose data is 64-byte aligned. ``shape`` is an int
+    or a sequence of non-negative ints, as numpy.empty takes it."""
     dtype = np.dtype(dtype)
-    count = int(np.prod(shape, dtype=np.int64))
+    dims = (shape,) if np.isscalar(shape) else tuple(shape)
+    for d in dims:
+        if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 0:
+            raise ValueError("rill.empty: shape %r: each dimension must be a non-negative int, got %r" % (shape, d))
+    count = int(np.prod(dims, dtype=np.int64))
     raw = np.empty(count * dtype.itemsize + ALIGNMENT, np.uint8)
     offset = (-raw.ctypes.data) % ALIGNMENT
     return raw[offset:offset + count * dtype.itemsize].view(dtype).reshape(shape)

@@ -150,7 +150,9 @@ TEST(DistPserver, BadRequestsGetAnErrorAndTheServerGoesOnServing) {
 
   // After all of that, a well-formed iteration goes through.
   ASSERT_TRUE(Call(e, kSendVariable, Grad("w@GRAD", 0, 1, g, lease)).status.ok());
-  ExpectStatus(Call(e, kSendVariable, Grad("w@GRAD", 0, 1, g, lease)), StatusCode::ALREADY_EXISTS, "already sent");
+  ExpectStatus(Call(e, kSendVariable, Grad("w@GRAD", 0, 1, g, lease)), StatusCode::ALREADY_EXISTS,
+               "trainer 0 already sent 'w@GRAD' for iteration 1 (is trainer id 0 used by two trainers? each needs its "
+               "own, 0 to 0: RILL_TRAINER_ID)");
   ASSERT_TRUE(Call(e, kBarrier, Barrier(0, 1)).status.ok());
   const Reply r = Call(e, kGetVariable, Get("w", 0, 1));
   ASSERT_TRUE(r.status.ok()) << r.status.error_message();

@@ -84,6 +84,13 @@ def test_runtime_error_names_block_and_op(exe):
         exe.run(feed={"a": np.ones((2, 3), "float32"), "b": np.ones((2, 5), "float32")}, fetch_list=[out])
 
 
+def test_rill_empty_refuses_a_bad_shape_naming_it():
+    for shape in ((-1, 3), (2.5,), (True, 2)):
+        with pytest.raises(ValueError, match=r"rill.empty: shape .*: each dimension must be a non-negative int"):
+            rill.empty(shape)
+    assert rill.empty(4).shape == (4,) and rill.empty((0, 3)).shape == (0, 3)
+
+
 def test_rill_empty_arrays_are_borrowable():
     a = rill.empty((3, 16), "float32")
     assert a.shape == (3, 16) and a.dtype == np.float32 and rill.is_borrowable(a)

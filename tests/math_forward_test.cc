@@ -295,9 +295,16 @@ TEST_F(MathForward, Pool2dPaddingsPastTheInputAreRefusedBeforeAllocating) {
   Set<float>("img", {1, 1, 2, 2}, {1, 2, 3, 4});
   Op("pool2d").Input("X", "img").Output("Out", "out").Attr("pooling_type", std::string("max"))
       .Attr("ksize", std::vector<int64_t>{2, 2}).Attr("paddings", std::vector<int64_t>{1 << 30, 1 << 30});
-  const std::string error = Run();
+  std::string error = Run();
   EXPECT_NE(error.find("a pooling window lies wholly in the padding (input 2, window 2, stride 1, paddings 1073741824"),
             std::string::npos) << error;
+  pb_ = core::ProgramBuilder();
+  Set<float>("img", {1, 1, 2, 2}, {1, 2, 3, 4});
+  Op("pool2d").Input("X", "img").Output("Out", "out").Attr("pooling_type", std::string("max")).Attr("adaptive", true)
+      .Attr("ksize", std::vector<int64_t>{(int64_t{1} << 31) - 1, (int64_t{1} << 31) - 1});
+  error = Run();
+  EXPECT_NE(error.find("pool2d's adaptive output (ksize): shape [1, 1, 2147483647, 2147483647]"), std::string::npos)
+      << error;
 }
 
 // Attribute values that are wrong are named as given: a negative num_col_dims as itself,

@@ -87,6 +87,10 @@ PoolPlan PoolPlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
   p.sw = s[1];
   p.top = pad[0];
   p.left = pad[2];
+  if (p.adaptive) {  // the output's size is ksize: checked before a window is planned for each
+    CheckedCount(p.nhwc ? std::vector<int64_t>{p.n, k[0], k[1], p.c} : std::vector<int64_t>{p.n, p.c, k[0], k[1]},
+                 sizeof(double), "pool2d's adaptive output (ksize)");
+  }
   p.rows = Slide(p.h, k[0], s[0], pad[0], pad[1], ceil_mode, p.adaptive, k[0]);
   p.cols = Slide(p.w, k[1], s[1], pad[2], pad[3], ceil_mode, p.adaptive, k[1]);
   const auto oh = static_cast<int64_t>(p.rows.begin.size()), ow = static_cast<int64_t>(p.cols.begin.size());

@@ -13,7 +13,7 @@ generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 CC=clang CXX=clang++ cmake -S . -B build-fuzz "${generator[@]}" -DRILL_FUZZ=ON -DRILL_SANITIZE=address,undefined \
   -DRILL_WITH_CUDA=OFF -DRILL_BUILD_TESTS=ON -DRILL_BUILD_BENCHMARKS=OFF >/dev/null
-targets=(rill_fuzz_npy rill_fuzz_lod_tensor rill_fuzz_program rill_fuzz_select_case rill_csp)
+targets=(rill_fuzz_npy rill_fuzz_lod_tensor rill_fuzz_model_params rill_fuzz_program rill_fuzz_select_case rill_csp)
 grep -q '^rill_fuzz_pserver:' <(cmake --build build-fuzz --target help | sed 's/: .*//;s/$/:/') && targets+=(rill_fuzz_pserver)
 cmake --build build-fuzz -j "${JOBS:-2}" --target "${targets[@]}"
 case "$mode" in

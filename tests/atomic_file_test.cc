@@ -166,6 +166,25 @@ TEST(AtomicFile, RillsWritersLeaveTheOldFileWhenAWriteFails) {
   ExpectOldAndAlone(converted);
   ExpectOldAndAlone(saved);
   ExpectOldAndAlone(trace);
+
+  // backward -o and transpile -o, whose programs are a few KiB: a 1 KiB limit.
+  const std::string fit = std::string(RILL_SOURCE_DIR) + "/examples/fit_a_line/";
+  const std::string train = dir + "/train.pbtxt";
+  ASSERT_EQ(RunRill({"backward", fit + "model.pbtxt", "--loss", "avg_cost", "--sgd", "0.1", "-o", train}).exit_code, 0);
+  const std::string backward = OldFile("atomic_cli_backward", "train.pbtxt");
+  const std::string transpiled = OldFile("atomic_cli_transpile", "trainer.pbtxt");
+  {
+    FileSizeLimit limit(1024);
+    const auto b = RunRill({"backward", fit + "model.pbtxt", "--loss", "avg_cost", "--sgd", "0.1", "-o", backward});
+    EXPECT_EQ(b.signal, 0);
+    EXPECT_NE(b.err.find("File too large"), std::string::npos) << b.err;
+    const auto t = RunRill({"transpile", train, "--startup", fit + "startup.pbtxt", "--trainers", "2", "--pservers",
+                            "127.0.0.1:7001", "-o", std::filesystem::path(transpiled).parent_path()});
+    EXPECT_EQ(t.signal, 0);
+    EXPECT_NE(t.err.find("writing '" + transpiled + "': File too large"), std::string::npos) << t.err;
+  }
+  ExpectOldAndAlone(backward);
+  ExpectOldAndAlone(transpiled);
 }
 
 }  // namespace

@@ -35,6 +35,33 @@ def test_a_failed_save_persistables_leaves_the_last_checkpoint(exe, tmp_path):
     assert sorted(os.listdir(str(tmp_path))) == ["ckpt"]  # no temporary left behind
 
 
+def test_a_save_inference_model_whose_write_fails_leaves_the_old_files(exe, tmp_path):
+    """A write failing mid-way (a file-size limit, SIGXFSZ ignored: EFBIG) leaves the file it
+    was writing as it was, and the program, written last, too."""
+    import resource
+    import signal
+    x = layers.data(name="x", shape=[100], dtype="float32")
+    y = layers.fc(input=x, size=100, act=None)
+    exe.run(fluid.default_startup_program())
+    d = str(tmp_path)
+    fluid.io.save_inference_model(d, ["x"], [y], exe)
+    before = {name: (tmp_path / name).read_bytes() for name in os.listdir(d)}
+    assert (tmp_path / "fc_0.w_0").stat().st_size > 8192
+    exe.run(fluid.default_startup_program())  # new values, so a written file would differ
+    old_limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (8192, old_limit[1]))
+    try:
+        with pytest.raises(rill.Error, match="File too large|writing failed"):
+            fluid.io.save_inference_model(d, ["x"], [y], exe)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, old_limit)
+        signal.signal(signal.SIGXFSZ, old_handler)
+    assert (tmp_path / "fc_0.w_0").read_bytes() == before["fc_0.w_0"]
+    assert (tmp_path / "__model__").read_bytes() == before["__model__"]
+    assert sorted(os.listdir(d)) == sorted(before)  # no temporary left behind
+
+
 def test_both_layouts_saved_into_one_directory_load(exe, tmp_path):
     """As Paddle's test_recognize_digits does: the combined and the separate layout saved
     into one directory in turn; each loads, ignoring the other's files."""

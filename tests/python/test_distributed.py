@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 
+import rill
 import rill.fluid as fluid
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python", "fit_a_line_dist.py")
@@ -134,3 +135,35 @@ def test_transpiler_programs():
         t.get_pserver_program("127.0.0.1:1")
     with pytest.raises(ValueError, match="transport"):
         fluid.DistributeTranspiler(transport="carrier-pigeon")
+
+
+def test_optimizer_state_clipping_and_regularization_move_with_their_optimizer():
+    """Adam's beta-power updates (after the update) and clipping go to the parameter's
+    pserver: a trainer keeps none of them and sends the backward pass's gradient."""
+    x = fluid.layers.data(name="x", shape=[13], dtype="float32")
+    y = fluid.layers.data(name="y", shape=[1], dtype="float32")
+    cost = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(input=x, size=1), y))
+    fluid.clip.set_gradient_clip(fluid.clip.GradientClipByValue(0.5))
+    fluid.optimizer.Adam(learning_rate=0.1).minimize(cost)
+    t = fluid.DistributeTranspiler()
+    t.transpile(0, pservers="127.0.0.1:6170,127.0.0.1:6171", trainers=2)
+    trainer = t.get_trainer_program().global_block()
+    assert not [op.type for op in trainer.ops if op.type in ("adam", "clip", "scale")]
+    assert sorted(trainer.ops[-1].input("X")) == ["fc_0.b_0@GRAD", "fc_0.w_0@GRAD"]
+    for e in ("127.0.0.1:6170", "127.0.0.1:6171"):
+        optimize = [op for b in t.get_pserver_program(e).blocks[1:] for op in b.ops]
+        types = [op.type for op in optimize]
+        assert types[types.index("clip"):] == ["clip", "adam", "scale", "scale"], types
+        written = [n for op in optimize if op.type == "scale" for n in op.output("Out")]
+        assert sorted(n.rsplit("_", 1)[0] for n in written) == ["beta1_pow_acc", "beta2_pow_acc"], written
+
+
+def test_more_pservers_than_parameter_groups_is_an_error():
+    x = fluid.layers.data(name="x", shape=[13], dtype="float32")
+    y = fluid.layers.data(name="y", shape=[1], dtype="float32")
+    cost = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(input=x, size=1), y))
+    fluid.clip.set_gradient_clip(fluid.clip.GradientClipByGlobalNorm(1.0))
+    fluid.optimizer.SGD(learning_rate=0.1).minimize(cost)
+    with pytest.raises(rill.Error, match=r"2 pservers for 1 group\(s\) of parameters: .*give at most 1 pserver"):
+        fluid.DistributeTranspiler().transpile(0, pservers="127.0.0.1:6170,127.0.0.1:6171", trainers=2)
+

@@ -78,6 +78,11 @@ int DeadlineSeconds() {
   return static_cast<int>(s);
 }
 
+void Reap(pid_t pid, int* status) {
+  while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
+  }
+}
+
 // Waits for `pid` to end within `seconds`; true with its wait status, or false (it still
 // runs) when the deadline passed. A pidfd makes the wait one poll; where the kernel has
 // none, the wait has no deadline.
@@ -91,8 +96,7 @@ bool WaitWithin(pid_t pid, int seconds, int* status) {
     close(pidfd);
     if (ready == 0) return false;
   }
-  while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
-  }
+  Reap(pid, status);
   return true;
 }
 
@@ -142,8 +146,7 @@ void WriteGraph(const std::string& dot, const std::string& path) {
   int status = 0;
   if (!WaitWithin(pid, deadline, &status)) {
     kill(pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    Reap(pid, &status);
     throw Error("Graphviz's `dot " + type + "` did not lay out '" + path + "' (" + std::to_string(nodes) +
                     " nodes) within " + std::to_string(deadline) + " s (RILL_GRAPH_DEADLINE_S) and was stopped; " +
                     instead,

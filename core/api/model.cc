@@ -8,12 +8,6 @@
 namespace rill::core {
 
 std::unique_ptr<Model> Model::Load(const Registry& registry, const std::string& path, const ModelOptions& options) {
-  if (!IsInferenceModel(path, options.files)) {
-    throw Error("'" + path + "' is not an inference model: no '" +
-                    (options.files.model_filename.empty() ? std::string("__model__") : options.files.model_filename) +
-                    "' in it, and not PREFIX.pdmodel",
-                RILL_NOT_FOUND);
-  }
   InferenceModel loaded = LoadInferenceModel(path, options.files);
   ValidateProgramOrThrow(*loaded.program, registry);
   return std::unique_ptr<Model>(new Model(registry, std::move(loaded), options));

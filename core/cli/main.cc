@@ -346,11 +346,8 @@ int CmdGraph(const Args& a, const Registry& registry) {
   ExpectPositional(a, 2, "graph PROGRAM|MODEL [-o FILE.svg|.png|.dot] [--block N]");
   const std::string& path = a.positional[1];
   const ModelFiles files{a.model_filename, a.params_filename};
-  std::string program_file = path;
-  if (IsInferenceModel(path, files) && std::filesystem::is_directory(path)) {
-    program_file = (std::filesystem::path(path) / (files.model_filename.empty() ? "__model__" : files.model_filename))
-                       .string();
-  }
+  std::string program_file = ModelProgramFile(path, files);
+  if (program_file.empty()) program_file = path;
   const proto::ProgramDesc program = LoadProgram(program_file);
   GraphOptions options;
   if (!a.block.empty()) {

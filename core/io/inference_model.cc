@@ -173,25 +173,50 @@ std::vector<std::pair<std::string, Tensor>> ReadData(std::vector<PlacedRecord>& 
 
 }  // namespace
 
+std::string ModelProgramFile(const std::string& path, const ModelFiles& files) {
+  if (EndsWith(path, ".pdmodel")) return fs::is_regular_file(path) ? path : "";
+  if (!fs::is_directory(path)) return "";
+  const fs::path named = fs::path(path) / (files.model_filename.empty() ? "__model__" : files.model_filename);
+  if (fs::is_regular_file(named) || !files.model_filename.empty()) {
+    return fs::is_regular_file(named) ? named.string() : "";
+  }
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(path, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (EndsWith(name, ".pdmodel") && entry.is_regular_file()) found.push_back(entry.path().string());
+  }
+  if (found.size() > 1) {
+    std::sort(found.begin(), found.end());
+    std::string list;
+    for (const auto& f : found) list += (list.empty() ? "" : ", ") + fs::path(f).filename().string();
+    throw Error("'" + path + "' holds several programs (" + list + ") and no __model__: give the .pdmodel to load",
+                RILL_INVALID_ARGUMENT);
+  }
+  return found.empty() ? "" : found.front();
+}
+
 bool IsInferenceModel(const std::string& path, const ModelFiles& files) {
-  if (EndsWith(path, ".pdmodel")) return fs::is_regular_file(path);
-  const std::string model = files.model_filename.empty() ? "__model__" : files.model_filename;
-  return fs::is_directory(path) && fs::is_regular_file(fs::path(path) / model);
+  return !ModelProgramFile(path, files).empty();
 }
 
 InferenceModel LoadInferenceModel(const std::string& path, const ModelFiles& files) {
-  fs::path model_file, combined;
-  const bool prefix_form = EndsWith(path, ".pdmodel");
+  fs::path model_file = ModelProgramFile(path, files), combined;
+  if (model_file.empty()) {
+    throw Error("'" + path + "' is not an inference model: no " +
+                    (files.model_filename.empty() ? std::string("'__model__' or PREFIX.pdmodel")
+                                                   : "'" + files.model_filename + "'") +
+                    " in it",
+                RILL_NOT_FOUND);
+  }
+  const bool prefix_form = EndsWith(model_file.string(), ".pdmodel") && files.model_filename.empty();
   if (prefix_form) {
-    model_file = path;
-    combined = path.substr(0, path.size() - 8) + ".pdiparams";
-  } else {
-    model_file = fs::path(path) / (files.model_filename.empty() ? "__model__" : files.model_filename);
-    if (!files.params_filename.empty()) {
-      combined = fs::path(path) / files.params_filename;
-    } else if (fs::exists(fs::path(path) / "__params__")) {
-      combined = fs::path(path) / "__params__";
-    }
+    const std::string m = model_file.string();
+    combined = m.substr(0, m.size() - 8) + ".pdiparams";
+  } else if (!files.params_filename.empty()) {
+    combined = fs::path(path) / files.params_filename;
+  } else if (fs::exists(fs::path(path) / "__params__")) {
+    combined = fs::path(path) / "__params__";
   }
   InferenceModel m;
   CheckRegularFile(model_file, "the model's program file");

@@ -5,7 +5,9 @@
 //    parameters, either one file per parameter named as the parameter, or one combined
 //    file (`__params__` when present, or files.params_filename) holding them in name order
 //    (Fluid's save_inference_model);
-//  - PREFIX.pdmodel, with the combined PREFIX.pdiparams beside it (Paddle 2.x).
+//  - PREFIX.pdmodel, with the combined PREFIX.pdiparams beside it (Paddle 2.x), given as
+//    the .pdmodel's path or as the directory holding it when no __model__ is there and it
+//    is the directory's only .pdmodel (Paddle 2.x's models are shipped as such a folder).
 // The parameters are block 0's persistable variables other than the feed and fetch lists,
 // each in Fluid's LoDTensor format (lod_tensor_file.h); other files in the directory are
 // not read (Paddle's loader ignores them too). Each record must hold what the program
@@ -21,8 +23,10 @@
 // or parameter; InferenceModel::file_access lists them all. Subdirectories inside the
 // model directory are fine.
 //
-// IsInferenceModel says whether `path` is one (its program file is there), telling a
-// model directory from a transpiled cluster's.
+// ModelProgramFile is the program file of the model at `path` by the rules above, or empty
+// when `path` is not a model; a directory with several .pdmodel files and no __model__ is
+// an Error naming them. IsInferenceModel says whether `path` is a model, telling a model
+// directory from a transpiled cluster's.
 #ifndef RILL_CORE_IO_INFERENCE_MODEL_H_
 #define RILL_CORE_IO_INFERENCE_MODEL_H_
 
@@ -59,6 +63,7 @@ struct InferenceModel {
   std::vector<std::string> file_access;
 };
 
+std::string ModelProgramFile(const std::string& path, const ModelFiles& files = {});
 bool IsInferenceModel(const std::string& path, const ModelFiles& files = {});
 InferenceModel LoadInferenceModel(const std::string& path, const ModelFiles& files = {});
 

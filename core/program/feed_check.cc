@@ -52,7 +52,10 @@ void CheckFeed(const Program& program, const std::string& name, const Tensor& va
   const auto dims = program.dims(*var);
   const std::vector<int64_t> want(dims.begin(), dims.end());
   const auto& have = value.dims();
-  const bool shape_ok = DimsFitDeclared(want, have.ToVector());
+  // Paddle checks a feed's shape only where the variable asks for it (need_check_feed, set
+  // by `data` layers since 1.6): PP-OCR's models declare one input size and are fed
+  // another. The dtype is checked always: a kernel would read the bytes as another type.
+  const bool shape_ok = !var->need_check_feed || DimsFitDeclared(want, have.ToVector());
   const int32_t want_dtype = var->data_type;
   if (!shape_ok || want_dtype != value.dtype()) {
     throw Error("feed '" + name + "': the program declares " + DataTypeName(want_dtype) + " " +

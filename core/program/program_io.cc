@@ -3,6 +3,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "core/errors.h"
@@ -116,6 +117,11 @@ proto::ProgramDesc LoadProgram(const std::string& path) {
 std::shared_ptr<const Program> ReadProgram(const std::string& path) {
   // Text or binary, told from the first bytes: a serialized program's field tags (below
   // 0x20) come at once; a text one has none anywhere.
+  if (std::filesystem::is_directory(path)) {
+    throw Error("'" + path + "' is a directory with no program in it: a model directory holds __model__ "
+                "or one PREFIX.pdmodel with its PREFIX.pdiparams",
+                RILL_NOT_FOUND);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot open program '" + path + "'", RILL_NOT_FOUND);
   std::string head(64 * 1024, '\0');

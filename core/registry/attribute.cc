@@ -22,6 +22,7 @@ std::string AttrTypeName(int32_t type) {
 namespace {
 
 bool IsIntType(int32_t t) { return t == RILL_ATTR_INT || t == RILL_ATTR_LONG; }
+bool IsFloatType(int32_t t) { return t == RILL_ATTR_FLOAT || t == proto::FLOAT64; }
 
 // The schema type a SCALAR value reads as; -1 for a complex one, which none declares.
 int32_t ScalarReadsAs(const ProgramAttr& a) {
@@ -36,18 +37,23 @@ int32_t ScalarReadsAs(const ProgramAttr& a) {
 }  // namespace
 
 bool AttrCompatible(int32_t declared, const ProgramAttr& given) {
-  const int32_t t = given.type;
+  int32_t t = given.type;
   if (t < 0) return false;
+  if (t == proto::SCALAR) {
+    t = ScalarReadsAs(given);
+    if (t < 0) return false;
+  }
   if (t == declared || (IsIntType(declared) && IsIntType(t))) return true;
-  switch (t) {
-    case proto::LONGS: return declared == RILL_ATTR_INTS;
-    case proto::FLOAT64: return declared == RILL_ATTR_FLOAT;
-    case proto::FLOAT64S: return declared == RILL_ATTR_FLOATS;
-    case proto::SCALAR: {
-      const int32_t reads = ScalarReadsAs(given);
-      return reads == declared || (IsIntType(reads) && IsIntType(declared)) ||
-             (reads == RILL_ATTR_LONG && declared == RILL_ATTR_FLOAT);
-    }
+  switch (declared) {
+    // Paddle's loader reads an int or a float as a bool (non-zero is true): Paddle up to 1.6
+    // saved every boolean attribute as INT.
+    case RILL_ATTR_BOOLEAN: return IsIntType(t) || IsFloatType(t);
+    case RILL_ATTR_BOOLEANS: return t == proto::INTS || t == proto::LONGS;
+    // An int64 reads a float by truncation, as Paddle's ExtractAttribute<int64_t> does.
+    case RILL_ATTR_LONG: return IsFloatType(t);
+    case RILL_ATTR_FLOAT: return IsIntType(t) || t == proto::FLOAT64;
+    case RILL_ATTR_INTS: return t == proto::LONGS;
+    case RILL_ATTR_FLOATS: return t == proto::FLOAT64S;
     default: return false;
   }
 }
@@ -165,23 +171,25 @@ AttrValue ParseAttrDefault(int32_t type, const std::string& text) {
 
 AttrValue AttrFromProgram(const Program& program, const ProgramAttr& a, int32_t declared) {
   AttrValue v = ZeroAttr(declared);
-  switch (a.type) {
-    case proto::INT: case proto::LONG: case proto::BOOLEAN: case proto::BLOCK: v.i = a.i; break;
-    case proto::FLOAT: case proto::FLOAT64: v.f = a.f; break;
-    case proto::STRING: v.s = program.str(a.s); break;
-    case proto::INTS: case proto::LONGS: {
+  // A scalar attribute's value, whichever of int, float and SCALAR the program stored.
+  const bool given_float = a.type == proto::FLOAT || a.type == proto::FLOAT64 ||
+                           (a.type == proto::SCALAR && a.scalar_type == proto::Scalar::FLOAT64);
+  switch (declared) {
+    case RILL_ATTR_INT: case RILL_ATTR_LONG: case RILL_ATTR_BLOCK:
+      v.i = given_float ? static_cast<int64_t>(a.f) : a.i;
+      break;
+    case RILL_ATTR_BOOLEAN: v.i = given_float ? a.f != 0 : a.i != 0; break;
+    case RILL_ATTR_FLOAT: v.f = given_float ? a.f : static_cast<double>(a.i); break;
+    case RILL_ATTR_STRING: v.s = program.str(a.s); break;
+    case RILL_ATTR_INTS: {
       const auto xs = program.ints(a);
       v.ints.assign(xs.begin(), xs.end());
       break;
     }
-    case proto::BOOLEANS: for (int64_t b : program.ints(a)) v.bools.push_back(b != 0); break;
-    case proto::BLOCKS: for (int64_t b : program.ints(a)) v.blocks.push_back(static_cast<int32_t>(b)); break;
-    case proto::FLOATS: case proto::FLOAT64S: for (double x : program.floats(a)) v.floats.push_back(static_cast<float>(x)); break;
-    case proto::STRINGS: for (StrId s : program.strings(a)) v.strings.emplace_back(program.str(s)); break;
-    case proto::SCALAR:
-      if (declared == RILL_ATTR_FLOAT) v.f = a.scalar_type == proto::Scalar::FLOAT64 ? a.f : static_cast<double>(a.i);
-      else v.i = a.i;
-      break;
+    case RILL_ATTR_BOOLEANS: for (int64_t b : program.ints(a)) v.bools.push_back(b != 0); break;
+    case RILL_ATTR_BLOCKS: for (int64_t b : program.ints(a)) v.blocks.push_back(static_cast<int32_t>(b)); break;
+    case RILL_ATTR_FLOATS: for (double x : program.floats(a)) v.floats.push_back(static_cast<float>(x)); break;
+    case RILL_ATTR_STRINGS: for (StrId s : program.strings(a)) v.strings.emplace_back(program.str(s)); break;
   }
   return v;
 }

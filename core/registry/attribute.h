@@ -4,7 +4,11 @@
 // field is meaningful. Integers are widened to int64 and floats to double on read, so INT
 // and LONG attributes are interchangeable in programs. Paddle 2.x's wider program types
 // fill the schema types kernels read: LONGS an INTS, FLOAT64 a FLOAT, FLOAT64S a FLOATS,
-// and a SCALAR the one of INT, LONG, FLOAT or BOOLEAN its value is.
+// and a SCALAR the one of INT, LONG, FLOAT or BOOLEAN its value is. Beside these, a
+// program may give what Paddle's loader (ExtractAttribute) converts: an INT, LONG or
+// FLOAT for a BOOLEAN (non-zero is true; Paddle up to 1.6 saved booleans as INT), an
+// INTS or LONGS for a BOOLEANS, an INT or LONG for a FLOAT, and a FLOAT for a LONG
+// (truncated). Anything else is refused, as Paddle refuses it.
 #ifndef RILL_CORE_REGISTRY_ATTRIBUTE_H_
 #define RILL_CORE_REGISTRY_ATTRIBUTE_H_
 

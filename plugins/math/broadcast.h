@@ -1,8 +1,19 @@
-// plugins/math/broadcast.h — Fluid's elementwise broadcasting rule.
+// plugins/math/broadcast.h — Paddle's elementwise broadcasting rule.
 //
-// Y's dims must equal a contiguous run of X's dims starting at `axis` (axis -1 means
-// rank(X) - rank(Y)); trailing 1s of Y are ignored. X is then viewed as [pre, n, post]
-// and Y as [n], and Out[i, j, k] = f(X[i, j, k], Y[j]). Out has X's shape.
+// X and Y are aligned as Paddle 2.x aligns them: the operand of lower rank is placed at
+// `axis` of the other's dims (axis -1: at the rank difference, so the two align at their
+// trailing dims) and padded with 1s on both sides; each aligned pair of dims must be equal
+// or one of them 1, and Out's dim is the other one. With axis -1 this is numpy's
+// broadcasting; with an explicit axis it is Fluid's rule widened by size-1 dims. Paddle
+// 1.x's rule (axis taken from the untrimmed ranks, then Y's trailing 1s trimmed and Y's
+// dims equal to a run of X's) accepts a subset of these pairs, with the same Out.
+//
+// A plan gives kernels one of two forms:
+//  - the fast form (Fluid's), when Out is shaped like X and Y's dims other than 1 are one
+//    run of X's: X viewed as [pre, n, post], Y as [n], Out[i, j, k] = f(X[i, j, k], Y[j]);
+//  - the general form: Out's dims coalesced (size-1 dims dropped, neighbours merged where
+//    both operands advance alike), with each operand's stride per dim (0: broadcast along
+//    it). The innermost stride of each operand is 1 or 0.
 #ifndef RILL_PLUGINS_MATH_BROADCAST_H_
 #define RILL_PLUGINS_MATH_BROADCAST_H_
 
@@ -22,32 +33,109 @@ struct Broadcast {
   int64_t pre = 1, n = 1, post = 1;
 };
 
-inline Broadcast ComputeBroadcast(const std::vector<int64_t>& x, std::vector<int64_t> y, int64_t axis) {
+struct BroadcastPlan {
+  std::vector<int64_t> out;  // Out's dims
+  bool fast = false;         // the fast form applies: `b`
   Broadcast b;
-  if (x == y) {
-    for (int64_t d : x) b.n *= d;
-    return b;
+  std::vector<int64_t> dims, x_strides, y_strides;  // the general form, outermost first
+
+  // The general form's rows: runs along its innermost dim.
+  int64_t rows() const {
+    int64_t r = 1;
+    for (size_t k = 0; k + 1 < dims.size(); ++k) r *= dims[k];
+    return r;
   }
-  while (y.size() > 1 && y.back() == 1) y.pop_back();
-  if (y.size() == 1 && y[0] == 1) {  // a scalar Y broadcasts everywhere
-    for (int64_t d : x) b.pre *= d;
-    return b;
-  }
-  if (axis == -1) axis = static_cast<int64_t>(x.size()) - static_cast<int64_t>(y.size());
-  if (axis < 0 || axis + y.size() > x.size()) {
-    throw Error("cannot broadcast Y " + DimsString(y) + " to X " + DimsString(x) + " at axis " +
-                std::to_string(axis));
-  }
-  for (size_t i = 0; i < y.size(); ++i) {
-    if (x[axis + i] != y[i]) {
-      throw Error("cannot broadcast Y " + DimsString(y) + " to X " + DimsString(x) + " at axis " +
-                  std::to_string(axis) + ": dimension " + std::to_string(axis + i) + " differs");
+  int64_t row_size() const { return dims.empty() ? 1 : dims.back(); }
+  // Offsets into X and Y of the first element of general-form row `r`.
+  void RowStart(int64_t r, int64_t* x_off, int64_t* y_off) const {
+    *x_off = *y_off = 0;
+    for (size_t k = dims.size() - 1; k-- > 0;) {
+      const int64_t i = r % dims[k];
+      r /= dims[k];
+      *x_off += i * x_strides[k];
+      *y_off += i * y_strides[k];
     }
   }
-  for (int64_t i = 0; i < axis; ++i) b.pre *= x[i];
-  for (size_t i = 0; i < y.size(); ++i) b.n *= y[i];
-  for (size_t i = axis + y.size(); i < x.size(); ++i) b.post *= x[i];
-  return b;
+};
+
+inline BroadcastPlan PlanBroadcast(const std::vector<int64_t>& x, const std::vector<int64_t>& y, int64_t axis) {
+  BroadcastPlan p;
+  if (x == y) {
+    p.out = x;
+    p.fast = true;
+    p.b.n = Product(x, 0, x.size());
+    return p;
+  }
+  const size_t rank = std::max(x.size(), y.size());
+  const size_t low = std::min(x.size(), y.size());
+  const auto fail = [&](const std::string& why) {
+    return Error("cannot broadcast X " + DimsString(x) + " and Y " + DimsString(y) + " (axis " + std::to_string(axis) +
+                     "): " + why,
+                 RILL_INVALID_ARGUMENT);
+  };
+  const int64_t at = axis == -1 ? static_cast<int64_t>(rank - low) : axis;
+  if (at < 0 || static_cast<size_t>(at) + low > rank) {
+    throw fail("the operand of rank " + std::to_string(low) + " does not fit at axis " + std::to_string(at) +
+               " of rank " + std::to_string(rank));
+  }
+  std::vector<int64_t> xp(rank, 1), yp(rank, 1);
+  std::copy(x.begin(), x.end(), xp.begin() + (x.size() < rank ? at : 0));
+  std::copy(y.begin(), y.end(), yp.begin() + (y.size() < rank ? at : 0));
+  p.out.resize(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    if (xp[i] != yp[i] && xp[i] != 1 && yp[i] != 1) {
+      throw fail("dimension " + std::to_string(i) + " is " + std::to_string(xp[i]) + " in X and " +
+                 std::to_string(yp[i]) + " in Y");
+    }
+    p.out[i] = xp[i] == 1 ? yp[i] : xp[i];
+  }
+  if (xp == p.out) {  // the fast form: Y's dims other than 1 one run of X's
+    size_t first = rank, last = 0;
+    for (size_t i = 0; i < rank; ++i) {
+      if (yp[i] != 1) first = std::min(first, i), last = i + 1;
+    }
+    bool run = true;
+    for (size_t i = first; i < last; ++i) run = run && yp[i] == xp[i];
+    if (first == rank) first = last = rank;
+    if (run) {
+      p.fast = true;
+      p.b = {Product(xp, 0, first), Product(xp, first, last), Product(xp, last, rank)};
+      return p;
+    }
+  }
+  // The general form. Strides of the padded operands, 0 along a broadcast dim.
+  std::vector<int64_t> xs(rank, 0), ys(rank, 0);
+  for (int64_t i = static_cast<int64_t>(rank) - 1, sx = 1, sy = 1; i >= 0; --i) {
+    if (xp[i] != 1) xs[i] = sx, sx *= xp[i];
+    if (yp[i] != 1) ys[i] = sy, sy *= yp[i];
+  }
+  for (size_t i = 0; i < rank; ++i) {
+    if (p.out[i] == 1) continue;
+    const bool merge = !p.dims.empty() && (xs[i] == 0) == (p.x_strides.back() == 0) &&
+                       (ys[i] == 0) == (p.y_strides.back() == 0);
+    if (merge) {
+      p.dims.back() *= p.out[i];
+      p.x_strides.back() = xs[i];
+      p.y_strides.back() = ys[i];
+    } else {
+      p.dims.push_back(p.out[i]);
+      p.x_strides.push_back(xs[i]);
+      p.y_strides.push_back(ys[i]);
+    }
+  }
+  return p;
+}
+
+// The fast form for kernels that have no other (the CUDA ones); an Error naming the shapes
+// when the pair needs the general form.
+inline Broadcast ComputeBroadcast(const std::vector<int64_t>& x, const std::vector<int64_t>& y, int64_t axis) {
+  const BroadcastPlan p = PlanBroadcast(x, y, axis);
+  if (!p.fast) {
+    throw Error("X " + DimsString(x) + " and Y " + DimsString(y) + " broadcast to " + DimsString(p.out) +
+                    ": this kernel takes only Y broadcast into X's shape along one run of X's dims",
+                RILL_UNIMPLEMENTED);
+  }
+  return p.b;
 }
 
 inline bool SameDims(const Tensor& a, const Tensor& b) {
@@ -84,7 +172,7 @@ bool ScalarBinary(const RillScalar* in, RillScalar* out, F f) {
   return true;
 }
 
-// Out = f(X, Y) elementwise with broadcasting; Out is shaped like X with element type R.
+// Out = f(X, Y) elementwise with broadcasting; Out's element type is R.
 template <class T, class R, class F>
 void BinaryBroadcast(KernelContext& ctx, const BinaryArgs& args, F f) {
   Tensor x = ctx.Input(args.x);
@@ -92,24 +180,41 @@ void BinaryBroadcast(KernelContext& ctx, const BinaryArgs& args, F f) {
   const T* px = x.data<T>();
   const T* py = y.data<T>();
   const bool same = SameDims(x, y);  // the usual case (a loop's counters): no shape vectors
-  const Broadcast b = same ? Broadcast{1, x.numel(), 1} : ComputeBroadcast(x.dims(), y.dims(), args.axis);
-  Tensor out = ctx.AllocateOutput(args.out, DataTypeOf<R>::value, x.dims_data(), x.ndim());
-  CheckOperandKept(out, x, !std::is_same_v<T, R>, "X");
+  BroadcastPlan plan;
+  if (same) plan.fast = true, plan.b = Broadcast{1, x.numel(), 1};
+  else plan = PlanBroadcast(x.dims(), y.dims(), args.axis);
+  Tensor out = same ? ctx.AllocateOutput(args.out, DataTypeOf<R>::value, x.dims_data(), x.ndim())
+                    : ctx.AllocateOutput(args.out, DataTypeOf<R>::value, plan.out.data(), plan.out.size());
+  CheckOperandKept(out, x, !std::is_same_v<T, R> || (!same && plan.out != x.dims()), "X");
   CheckOperandKept(out, y, !std::is_same_v<T, R> || !same, "Y");
   R* po = out.mutable_data<R>();
-  const double bytes = static_cast<double>(sizeof(T) + sizeof(R)) * static_cast<double>(x.numel());
+  const double bytes = static_cast<double>(sizeof(T) + sizeof(R)) * static_cast<double>(out.numel());
   if (same) {
-    ParallelFor(b.n, bytes, [&](int64_t, int64_t begin, int64_t end) {
+    ParallelFor(plan.b.n, bytes, [&](int64_t, int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) po[i] = f(px[i], py[i]);
     });
     return;
   }
-  // Runs of `post` elements that share one Y value, run r = i * n + j taking Y[j].
-  ParallelFor(b.pre * b.n, bytes, [&](int64_t, int64_t begin, int64_t end) {
+  if (plan.fast) {
+    const Broadcast b = plan.b;
+    // Runs of `post` elements that share one Y value, run r = i * n + j taking Y[j].
+    ParallelFor(b.pre * b.n, bytes, [&](int64_t, int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T yv = py[r % b.n];
+        const int64_t base = r * b.post;
+        for (int64_t k = 0; k < b.post; ++k) po[base + k] = f(px[base + k], yv);
+      }
+    });
+    return;
+  }
+  const int64_t row = plan.row_size();
+  const int64_t sx = plan.x_strides.back(), sy = plan.y_strides.back();
+  ParallelFor(plan.rows(), bytes, [&](int64_t, int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const T yv = py[r % b.n];
-      const int64_t base = r * b.post;
-      for (int64_t k = 0; k < b.post; ++k) po[base + k] = f(px[base + k], yv);
+      int64_t xo, yo;
+      plan.RowStart(r, &xo, &yo);
+      R* o = po + r * row;
+      for (int64_t k = 0; k < row; ++k) o[k] = f(px[xo + k * sx], py[yo + k * sy]);
     }
   });
 }

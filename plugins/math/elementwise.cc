@@ -1,7 +1,7 @@
-// elementwise_{add,sub,mul,div,max,min,pow,mod,floordiv}: Out = X op Y with Fluid's
+// elementwise_{add,sub,mul,div,max,min,pow,mod,floordiv}: Out = X op Y with Paddle's
 // broadcasting (see broadcast.h), and their gradients (none for mod and floordiv, as in
 // Fluid). Same-shape operands of the vectorizable ops are one
-// Eigen expression over the whole buffer; everything else walks Fluid's [pre, n, post] view.
+// Eigen expression over the whole buffer; everything else walks a broadcast plan.
 #include <cmath>
 #include <type_traits>
 
@@ -165,12 +165,34 @@ void ElementwiseGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   Tensor g = ctx.Input("Out@GRAD");
-  const Broadcast b = ComputeBroadcast(x.dims(), y.dims(), ctx.Attr<int64_t>("axis"));
+  const BroadcastPlan plan = PlanBroadcast(x.dims(), y.dims(), ctx.Attr<int64_t>("axis"));
   const T* px = x.data<T>();
   const T* py = y.data<T>();
   const T* pg = g.data<T>();
-  if (g.numel() != x.numel()) throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like X " + DimsString(x.dims()));
+  if (g.numel() != Product(plan.out, 0, plan.out.size())) {
+    throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like Out " + DimsString(plan.out));
+  }
   T* dx = ctx.HasOutput("X@GRAD") ? ctx.AllocateOutput<T>("X@GRAD", x.dims()) : nullptr;
+  if (!plan.fast) {
+    // Each operand's gradient sums the terms of the Out elements it was broadcast to.
+    T* dy = ctx.HasOutput("Y@GRAD") ? ctx.AllocateOutput<T>("Y@GRAD", y.dims()) : nullptr;
+    if (dx) std::fill(dx, dx + x.numel(), T(0));
+    if (dy) std::fill(dy, dy + y.numel(), T(0));
+    const int64_t row = plan.row_size();
+    const int64_t sx = plan.x_strides.back(), sy = plan.y_strides.back();
+    for (int64_t r = 0; r < plan.rows(); ++r) {
+      int64_t xo, yo;
+      plan.RowStart(r, &xo, &yo);
+      const T* gs = pg + r * row;
+      for (int64_t k = 0; k < row; ++k) {
+        const T xv = px[xo + k * sx], yv = py[yo + k * sy];
+        if (dx) dx[xo + k * sx] += Op::DX(xv, yv, gs[k]);
+        if (dy) dy[yo + k * sy] += Op::DY(xv, yv, gs[k]);
+      }
+    }
+    return;
+  }
+  const Broadcast b = plan.b;
   if (b.pre == 1 && b.post == 1) {
     // Y as many elements as X: no sum, each output one pass, in parallel chunks when large.
     T* dy = ctx.HasOutput("Y@GRAD") ? ctx.AllocateOutput<T>("Y@GRAD", y.dims()) : nullptr;
@@ -247,14 +269,16 @@ template <class Op, bool kGrad = true>
 void RegisterOne(Registrar& r, const char* type, const char* formula) {
   const std::string grad = std::string(type) + "_grad";
   OpSchema schema = OpSchema(type)
-      .Doc(std::string("Out = ") + formula + ", elementwise. Y's dims must match a contiguous run of X's "
-           "starting at `axis` (Fluid's broadcasting); Out is shaped like X." +
+      .Doc(std::string("Out = ") + formula + ", elementwise, with Paddle's broadcasting: the operand of lower "
+           "rank is aligned at `axis` of the other's dims (-1: at their trailing dims, numpy's rule, which "
+           "gives Fluid 1.x's result for every pair 1.x accepts) and padded with 1s; aligned dims must be "
+           "equal or one of them 1, and Out takes the other." +
            (kDivides<Op> ? " Integers: a Y of 0 is an error; the most negative value by -1 wraps to itself "
                            "(remainder 0), as in Go and Java." : ""))
       .Input("X", "left operand")
-      .Input("Y", "right operand, broadcast to X")
-      .Output("Out", "the result, shaped like X")
-      .Attr("axis", int64_t{-1}, "where Y's dims start in X's (-1: aligned to the end)")
+      .Input("Y", "right operand")
+      .Output("Out", "the result, of the operands' broadcast shape")
+      .Attr("axis", int64_t{-1}, "where the lower-rank operand's dims start in the other's (-1: aligned to the end)")
       .KernelDtypeFrom("X");
   RegisterCpuStateful<RILL_MATH_NUMERIC_TYPES>(r, type, [](auto t) { return TypeTag<Elementwise<Op, decltype(t)>>{}; });
   if constexpr (kGrad) {

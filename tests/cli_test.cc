@@ -139,10 +139,13 @@ TEST(Cli, FeedsAreCheckedAgainstTheirDeclarations) {
   };
   const std::string prog = TempPath("declared.pbtxt");
   WriteFile(prog, R"(blocks { idx: 0 parent_idx: -1
-    vars { name: "x" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: -1 dims: 3 } } } }
-    vars { name: "c" type { type: LOD_TENSOR lod_tensor { tensor { data_type: INT64 } } } }
+    vars { name: "x" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: -1 dims: 3 } } }
+           need_check_feed: true }
+    vars { name: "c" type { type: LOD_TENSOR lod_tensor { tensor { data_type: INT64 } } } need_check_feed: true }
+    vars { name: "free" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: -1 dims: 3 } } } }
     vars { name: "ch" type { type: CHANNEL } }
     ops { type: "scale" inputs { parameter: "X" arguments: "x" } outputs { parameter: "Out" arguments: "y" } }
+    ops { type: "scale" inputs { parameter: "X" arguments: "free" } outputs { parameter: "Out" arguments: "w" } }
     ops { type: "scale" inputs { parameter: "X" arguments: "u" } outputs { parameter: "Out" arguments: "v" } } })");
   const auto fed = [&](const std::string& feed) {
     return RunRill({"run", prog, "--feed", "x=" + npy(RILL_FP32, {2, 3}), "--feed", "c=" + npy(RILL_INT64, {1}),
@@ -159,6 +162,11 @@ TEST(Cli, FeedsAreCheckedAgainstTheirDeclarations) {
   ExpectCleanFailure(fed("x=" + npy(RILL_FP32, {2, 4})), 1, "the value fed is fp32 [2, 4]");
   ExpectCleanFailure(fed("c=" + npy(RILL_FP32, {1})), 1, "feed 'c': the program declares int64 [], the value fed is fp32 [1]");
   ExpectCleanFailure(fed("ch=" + npy(RILL_FP32, {1})), 1, "feed 'ch': the variable is declared as CHANNEL");
+  // Without need_check_feed (Paddle's default, and every program before Paddle 1.6) the
+  // declared shape is not checked, as Paddle does not check it; the dtype still is.
+  EXPECT_EQ(fed("free=" + npy(RILL_FP32, {2, 5, 7})).exit_code, 0) << "no need_check_feed: any shape";
+  ExpectCleanFailure(fed("free=" + npy(RILL_INT32, {2, 3})), 1,
+                     "feed 'free': the program declares fp32 [-1, 3], the value fed is int32 [2, 3]");
   ExpectCleanFailure(fed("xx=" + npy(RILL_FP32, {1})), 1,
                      "feed 'xx': the program neither declares nor uses a variable of that name");
 }
@@ -312,7 +320,8 @@ TEST(Cli, FeedAndFetchOpsRunAsInFluid) {
   WriteFile(prog, R"(blocks { idx: 0 parent_idx: -1
     vars { name: "feed" type { type: FEED_MINIBATCH } persistable: true }
     vars { name: "fetch" type { type: FETCH_LIST } persistable: true }
-    vars { name: "image" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: -1 dims: 3 } } } }
+    vars { name: "image" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: -1 dims: 3 } } }
+           need_check_feed: true }
     ops { type: "feed" inputs { parameter: "X" arguments: "feed" } outputs { parameter: "Out" arguments: "image" }
           attrs { name: "col" type: INT i: 0 } }
     ops { type: "scale" inputs { parameter: "X" arguments: "image" } outputs { parameter: "Out" arguments: "out/scale_0.tmp_0" }

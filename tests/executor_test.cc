@@ -429,8 +429,8 @@ TEST(Executor, KernelErrorNamesBlockOpTypeAndVariables) {
   Fill(pb.block(0), "b", RILL_FP32, 1, {4});
   pb.block(0).Op("elementwise_add").Input("X", "a").Input("Y", "b").Output("Out", "c");
   EXPECT_EQ(RunAndGetError(pb.Build()),
-            "block 0, op 2 (elementwise_add X=[a] Y=[b] -> Out=[c]): cannot broadcast Y [4] to X [2, 3] at axis 1: "
-            "dimension 1 differs");
+            "block 0, op 2 (elementwise_add X=[a] Y=[b] -> Out=[c]): cannot broadcast X [2, 3] and Y [4] (axis -1): "
+            "dimension 1 is 3 in X and 4 in Y");
 }
 
 TEST(Executor, NestedErrorsKeepTheChain) {

@@ -129,12 +129,21 @@ TEST_F(MathOps, ComparisonsGiveBool) {
   EXPECT_EQ(Values("eqb"), "bool[4] {false, true, true, false}");
 }
 
-TEST_F(MathOps, BroadcastGoesFromYIntoXOnly) {
-  Set<int32_t>("small", RILL_INT32, {1}, {1});
+// Paddle 2.x's broadcasting (broadcast.h): either operand may broadcast, numpy's rule with
+// axis -1; pairs it cannot align are an error naming both shapes.
+TEST_F(MathOps, BroadcastGoesBothWaysAsPaddles) {
+  Set<int32_t>("small", RILL_INT32, {1}, {2});
   Set<int32_t>("big", RILL_INT32, {3}, {1, 2, 3});
-  main().Op("less_than").Input("X", "small").Input("Y", "big").Output("Out", "r");
-  EXPECT_EQ(Run(), "block 0, op 0 (less_than X=[small] Y=[big] -> Out=[r]): cannot broadcast Y [3] to X [1] at axis 0: "
-                   "dimension 0 differs");
+  Set<int32_t>("col", RILL_INT32, {2, 1}, {0, 10});
+  Set<int32_t>("pair", RILL_INT32, {2}, {1, 2});
+  main().Op("less_than").Input("X", "small").Input("Y", "big").Output("Out", "lt");
+  main().Op("elementwise_add").Input("X", "col").Input("Y", "big").Output("Out", "sum");
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("lt"), "bool[3] {false, false, true}");
+  EXPECT_EQ(Values("sum"), "int32[2, 3] {1, 2, 3, 11, 12, 13}");
+  main().Op("elementwise_add").Input("X", "pair").Input("Y", "big").Output("Out", "bad");
+  EXPECT_EQ(Run(), "block 0, op 2 (elementwise_add X=[pair] Y=[big] -> Out=[bad]): cannot broadcast X [2] and Y [3] "
+                   "(axis -1): dimension 0 is 2 in X and 3 in Y");
 }
 
 TEST_F(MathOps, PrintHonoursFirstNAndPassesThrough) {

@@ -35,6 +35,8 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterGroupNorm(r);
   rill::math::RegisterGradClip(r);
   rill::math::RegisterFlipRoll(r);
+  rill::math::RegisterYoloBox(r);
+  rill::math::RegisterMulticlassNms(r);
 }
 }  // namespace
 

@@ -40,6 +40,8 @@ void RegisterInterp(Registrar& r);
 void RegisterGroupNorm(Registrar& r);
 void RegisterGradClip(Registrar& r);
 void RegisterFlipRoll(Registrar& r);
+void RegisterYoloBox(Registrar& r);
+void RegisterMulticlassNms(Registrar& r);
 
 }  // namespace rill::math
 

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/errors.h"
@@ -147,18 +148,21 @@ py::dict Transpile(const py::bytes& train, const py::bytes& startup, int32_t tra
   return out;
 }
 
-// Loads a saved model's parameters into `scope`; returns their names.
-std::vector<std::string> LoadModelParameters(const std::string& dir, const std::string& model_filename,
-                                             const std::string& params_filename,
-                                             const std::shared_ptr<core::Scope>& scope, bool allow_files_outside) {
-  core::InferenceModel model =
-      core::LoadInferenceModel(dir, core::ModelFiles{model_filename, params_filename, allow_files_outside});
+// Loads a saved model's parameters into `scope`; returns the model's program file (as
+// core::ModelProgramFile finds it) and the parameters' names.
+std::pair<std::string, std::vector<std::string>> LoadModelParameters(const std::string& dir,
+                                                                     const std::string& model_filename,
+                                                                     const std::string& params_filename,
+                                                                     const std::shared_ptr<core::Scope>& scope,
+                                                                     bool allow_files_outside) {
+  const core::ModelFiles files{model_filename, params_filename, allow_files_outside};
+  core::InferenceModel model = core::LoadInferenceModel(dir, files);
   std::vector<std::string> names;
   for (auto& [name, value] : model.parameters) {
     *scope->Var(name)->GetMutableTensor() = std::move(value);
     names.push_back(name);
   }
-  return names;
+  return {core::ModelProgramFile(dir, files), names};
 }
 
 // Raises the rill.Error subclass of the status code (rill/errors.py).

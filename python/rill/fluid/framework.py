@@ -146,10 +146,6 @@ class Variable(object):
     def _to_desc(self, desc):
         desc.name = self._name
         desc.persistable = self.persistable
-        # A data layer's shape is checked against what is fed, as Paddle's fluid.data
-        # declares it; other variables are not fed.
-        if self.is_data:
-            desc.need_check_feed = True
         desc.type.type = self.type
         if self.type in (VarType.LOD_TENSOR, VarType.SELECTED_ROWS, VarType.LOD_TENSOR_ARRAY):
             tensor = {VarType.LOD_TENSOR: lambda: desc.type.lod_tensor.tensor,

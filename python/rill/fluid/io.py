@@ -165,13 +165,10 @@ def load_inference_model(dirname, executor, model_filename=None, params_filename
     ``allow_files_outside``."""
     if not os.path.isdir(dirname) and not str(dirname).endswith(".pdmodel"):
         raise ValueError("load_inference_model: %r is not a directory" % dirname)
-    if str(dirname).endswith(".pdmodel"):
-        model_path = dirname
-    else:
-        model_path = os.path.join(dirname, os.path.basename(model_filename) if model_filename else "__model__")
-    # The runtime checks the model (its files regular, the policy above) before this reads it.
-    _rill.load_model_parameters(dirname, model_filename or "", params_filename or "", global_scope(),
-                                allow_files_outside)
+    # The runtime checks the model (its files regular, the policy above) and finds its
+    # program file (__model__, model_filename, or the directory's one PREFIX.pdmodel).
+    model_path, _ = _rill.load_model_parameters(dirname, os.path.basename(model_filename) if model_filename else "",
+                                                params_filename or "", global_scope(), allow_files_outside)
     with open(model_path, "rb") as f:
         desc = framework_pb2.ProgramDesc()
         desc.ParseFromString(f.read())

@@ -145,7 +145,6 @@ TEST(Cli, FeedsAreCheckedAgainstTheirDeclarations) {
     vars { name: "free" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: -1 dims: 3 } } } }
     vars { name: "ch" type { type: CHANNEL } }
     ops { type: "scale" inputs { parameter: "X" arguments: "x" } outputs { parameter: "Out" arguments: "y" } }
-    ops { type: "scale" inputs { parameter: "X" arguments: "free" } outputs { parameter: "Out" arguments: "w" } }
     ops { type: "scale" inputs { parameter: "X" arguments: "u" } outputs { parameter: "Out" arguments: "v" } } })");
   const auto fed = [&](const std::string& feed) {
     return RunRill({"run", prog, "--feed", "x=" + npy(RILL_FP32, {2, 3}), "--feed", "c=" + npy(RILL_INT64, {1}),
@@ -433,6 +432,25 @@ TEST(Cli, InferenceModelsRunInEveryLayoutPaddleSaves) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, expected);
 
+  // A Paddle 2.x model folder: the directory of its one PREFIX.pdmodel (with the
+  // .pdiparams.info Paddle writes beside them) runs as the .pdmodel does. Two programs and
+  // no __model__ is an error naming both.
+  const std::string folder = TempPath("mlp_folder");
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  std::filesystem::copy_file(prefix + ".pdmodel", folder + "/inference.pdmodel");
+  std::filesystem::copy_file(prefix + ".pdiparams", folder + "/inference.pdiparams");
+  WriteFile(folder + "/inference.pdiparams.info", "not read");
+  r = run({folder});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, expected);
+  std::filesystem::copy_file(prefix + ".pdmodel", folder + "/other.pdmodel");
+  ExpectCleanFailure(run({folder}), 1, "holds several programs (inference.pdmodel, other.pdmodel) and no __model__");
+  const std::string empty = TempPath("no_model_here");
+  std::filesystem::remove_all(empty);
+  std::filesystem::create_directories(empty);
+  ExpectCleanFailure(RunRill({"check", empty}), 1, "is a directory with no program in it");
+
   // Files the program does not name are not read, as Paddle's loader ignores them: a
   // README, a .gitkeep, a subdirectory, a stale parameter; a symlinked parameter is its file.
   WriteFile(separate + "/notes.txt", "hello");
@@ -600,6 +618,41 @@ TEST(Cli, ProgramsPaddle2WritesLoadAndRun) {
                      "block 0, op 1 (scale): attribute 'bias' must be FLOAT, the program gives VAR (variable 'b')");
   WriteFile(bad, program("", "type: SCALAR scalar { type: COMPLEX128 c { r: 1 i: 2 } }"));
   ExpectCleanFailure(RunRill({"run", bad}), 1, "attribute 'bias' must be FLOAT, the program gives SCALAR (complex128)");
+}
+
+// Attributes convert as Paddle's loader (ExtractAttribute) converts them (issue 61): Paddle
+// up to 1.6 saved booleans as INT, and an int may fill a FLOAT. What Paddle refuses stays
+// an error naming the op and attribute.
+TEST(Cli, AttributesConvertAsPaddlesLoaderDoes) {
+  const auto program = [](const std::string& is_test, const std::string& scale, const std::string& after) {
+    return R"(blocks { idx: 0 parent_idx: -1
+      ops { type: "fill_constant" outputs { parameter: "Out" arguments: "x" }
+            attrs { name: "shape" type: INTS ints: 2 } attrs { name: "value" type: FLOAT f: 2 }
+            attrs { name: "dtype" type: INT i: 5 } }
+      ops { type: "dropout" inputs { parameter: "X" arguments: "x" } outputs { parameter: "Out" arguments: "d" }
+            outputs { parameter: "Mask" arguments: "m" } attrs { name: "dropout_prob" type: FLOAT f: 0.25 }
+            attrs { name: "is_test" )" + is_test + R"( } }
+      ops { type: "scale" inputs { parameter: "X" arguments: "d" } outputs { parameter: "Out" arguments: "y" }
+            attrs { name: "scale" )" + scale + R"( } attrs { name: "bias" type: FLOAT f: 1 }
+            attrs { name: "bias_after_scale" )" + after + R"( } } })";
+  };
+  const std::string prog = TempPath("coerced.pbtxt");
+  // is_test 1 (INT): inference, d = x * (1 - 0.25) = 1.5; scale 3 (INT) with bias first
+  // (bias_after_scale 0 as a LONG): (1.5 + 1) * 3.
+  WriteFile(prog, program("type: INT i: 1", "type: INT i: 3", "type: LONG l: 0"));
+  auto r = RunRill({"run", prog, "--fetch", "y"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "y fp32 [2] 7.5 7.5\n");
+  // A FLOAT for a BOOLEAN (non-zero is true), a FLOAT64 for a FLOAT.
+  WriteFile(prog, program("type: FLOAT f: 2", "type: FLOAT64 float64: 3", "type: FLOAT f: 0"));
+  r = RunRill({"run", prog, "--fetch", "y"});
+  EXPECT_EQ(r.out, "y fp32 [2] 7.5 7.5\n") << r.err;
+  // Paddle reads no bool from a string, nor a FLOAT from INTS.
+  WriteFile(prog, program("type: STRING s: \"yes\"", "type: INT i: 3", "type: INT i: 0"));
+  ExpectCleanFailure(RunRill({"run", prog}), 1,
+                     "block 0, op 1 (dropout): attribute 'is_test' must be BOOLEAN, the program gives STRING");
+  WriteFile(prog, program("type: INT i: 1", "type: INTS ints: 3", "type: INT i: 0"));
+  ExpectCleanFailure(RunRill({"run", prog}), 1, "block 0, op 2 (scale): attribute 'scale' must be FLOAT, the program gives INTS");
 }
 
 // rill check and rill describe of a model (issue 44, item 5): the op types no loaded

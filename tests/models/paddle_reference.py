@@ -17,11 +17,17 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rill.proto import framework_pb2
+# framework.proto's VarType.Type numbers of the dtypes and of the feed and fetch lists.
+_DTYPES = {0: np.bool_, 1: np.int16, 2: np.int32, 3: np.int64, 4: np.float16, 5: np.float32, 6: np.float64,
+           20: np.uint8, 21: np.int8}
+_FEED_MINIBATCH, _FETCH_LIST = 9, 10
 
-VT = framework_pb2.VarType
-_DTYPES = {VT.BOOL: np.bool_, VT.INT16: np.int16, VT.INT32: np.int32, VT.INT64: np.int64, VT.FP16: np.float16,
-           VT.FP32: np.float32, VT.FP64: np.float64, VT.UINT8: np.uint8, VT.INT8: np.int8}
+
+def _proto():
+    """framework.proto's messages (imported when a model is read: the op references above
+    need no protobuf)."""
+    from rill.proto import framework_pb2
+    return framework_pb2
 
 
 def program_file(path):
@@ -45,7 +51,7 @@ def _read_tensor(f):
     (version,) = struct.unpack("<I", f.read(4))
     assert version == 0, version
     (desc_size,) = struct.unpack("<i", f.read(4))
-    desc = VT.TensorDesc()
+    desc = _proto().VarType.TensorDesc()
     desc.ParseFromString(f.read(desc_size))
     dtype = np.dtype(_DTYPES[desc.data_type])
     shape = tuple(desc.dims)
@@ -56,11 +62,11 @@ def _read_tensor(f):
 def load_model(path):
     """(ProgramDesc, {parameter: array}) of the model at ``path``."""
     pfile = program_file(path)
-    program = framework_pb2.ProgramDesc()
+    program = _proto().ProgramDesc()
     with open(pfile, "rb") as f:
         program.ParseFromString(f.read())
     names = sorted(v.name for v in program.blocks[0].vars
-                   if v.persistable and v.type.type not in (VT.FEED_MINIBATCH, VT.FETCH_LIST))
+                   if v.persistable and v.type.type not in (_FEED_MINIBATCH, _FETCH_LIST))
     params = {}
     combined = pfile[:-len(".pdmodel")] + ".pdiparams" if pfile.endswith(".pdmodel") else None
     if combined is None and os.path.exists(os.path.join(os.path.dirname(pfile), "__params__")):
@@ -78,6 +84,7 @@ def load_model(path):
 
 
 def _attrs(op):
+    framework_pb2 = _proto()
     out = {}
     for a in op.attrs:
         t = a.type
@@ -251,7 +258,7 @@ def _run_op(op, env, a):
             out = out.reshape([d for i, d in enumerate(out.shape) if i not in a["decrease_axis"]] or [1])
         return {"Out": out}
     if t == "fill_constant":
-        return {"Out": np.full(a["shape"], a.get("value", 0.0), _DTYPES[a.get("dtype", VT.FP32)])}
+        return {"Out": np.full(a["shape"], a.get("value", 0.0), _DTYPES[a.get("dtype", 5)])}
     if t == "cast":
         return {"Out": X.astype(_DTYPES[a["out_dtype"]])}
     if t in ("lookup_table", "lookup_table_v2"):
@@ -274,7 +281,8 @@ def _run_op(op, env, a):
     if t == "yolo_box":
         return _yolo_box(X, ins["ImgSize"][0], a)
     if t in ("multiclass_nms", "multiclass_nms2", "multiclass_nms3"):
-        return _multiclass_nms(ins["BBoxes"][0], ins["Scores"][0], a)
+        rois = ins["RoisNum"][0] if ins.get("RoisNum") else None
+        return _multiclass_nms(ins["BBoxes"][0], ins["Scores"][0], a, rois)
     raise NotImplementedError("the reference has no op '%s'" % t)
 
 
@@ -284,22 +292,27 @@ def _sigmoid(x):
 
 def _yolo_box(x, img_size, a):
     """YOLOv3 decoding (Paddle's yolo_box), vectorized over anchors and cells."""
-    assert not a.get("iou_aware", False)
     anchors = np.array(a["anchors"], np.float32).reshape(-1, 2)
     classes, ratio = a["class_num"], a.get("downsample_ratio", 32)
     s = np.float32(a.get("scale_x_y", 1.0))
     bias = np.float32(-0.5 * (s - 1.0))
     n, _, h, w = x.shape
+    iou = None
+    if a.get("iou_aware", False):  # an IoU channel per anchor in front
+        iou, x = x[:, :len(anchors)], x[:, len(anchors):]
     p = x.reshape(n, len(anchors), 5 + classes, h, w)
     conf = _sigmoid(p[:, :, 4])
-    img_h = img_size[:, 0].astype(np.float32).reshape(n, 1, 1, 1)
-    img_w = img_size[:, 1].astype(np.float32).reshape(n, 1, 1, 1)
-    cols = np.arange(w, dtype=np.float32).reshape(1, 1, 1, w)
-    rows = np.arange(h, dtype=np.float32).reshape(1, 1, h, 1)
-    cx = (cols + _sigmoid(p[:, :, 0]) * s + bias) * img_w / np.float32(w)
-    cy = (rows + _sigmoid(p[:, :, 1]) * s + bias) * img_h / np.float32(h)
-    bw = np.exp(p[:, :, 2]) * anchors[:, 0].reshape(1, -1, 1, 1) * img_w / np.float32(ratio * w)
-    bh = np.exp(p[:, :, 3]) * anchors[:, 1].reshape(1, -1, 1, 1) * img_h / np.float32(ratio * h)
+    if iou is not None:
+        f = x.dtype.type(np.float32(a.get("iou_aware_factor", 0.5)))  # a FLOAT attribute
+        conf = conf ** (1 - f) * _sigmoid(iou) ** f
+    img_h = img_size[:, 0].astype(x.dtype).reshape(n, 1, 1, 1)
+    img_w = img_size[:, 1].astype(x.dtype).reshape(n, 1, 1, 1)
+    cols = np.arange(w, dtype=x.dtype).reshape(1, 1, 1, w)
+    rows = np.arange(h, dtype=x.dtype).reshape(1, 1, h, 1)
+    cx = (cols + _sigmoid(p[:, :, 0]) * s + bias) * img_w / x.dtype.type(w)
+    cy = (rows + _sigmoid(p[:, :, 1]) * s + bias) * img_h / x.dtype.type(h)
+    bw = np.exp(p[:, :, 2]) * anchors[:, 0].reshape(1, -1, 1, 1) * img_w / x.dtype.type(ratio * w)
+    bh = np.exp(p[:, :, 3]) * anchors[:, 1].reshape(1, -1, 1, 1) * img_h / x.dtype.type(ratio * h)
     boxes = np.stack([cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2], axis=-1)
     if a.get("clip_bbox", True):
         boxes[..., 0] = np.maximum(boxes[..., 0], 0)
@@ -326,35 +339,50 @@ def _iou(box, others, normalized):
     return np.where(disjoint, 0, inter / (area(box) + area(others) - inter))
 
 
-def _multiclass_nms(bboxes, scores, a):
-    """Per-class greedy NMS for Scores [N, C, M] and BBoxes [N, M, 4] (Paddle's multiclass_nms):
-    rows (label, score, box) per image by label, then NmsRoisNum and Index."""
-    assert scores.ndim == 3
+def _nms_image(boxes_of, scores, a):
+    """One image's kept detections [(label, score, box)], in Paddle's output order. scores:
+    [C, M]; boxes_of(c): that class's [M, 4] boxes."""
+    kept = []
+    for c in range(scores.shape[0]):
+        if c == a.get("background_label", 0):
+            continue
+        s, boxes = scores[c], boxes_of(c)
+        order = [m for m in np.argsort(-s, kind="stable") if s[m] > s.dtype.type(a["score_threshold"])]
+        if a.get("nms_top_k", -1) > -1:
+            order = order[:a["nms_top_k"]]
+        chosen, threshold = [], s.dtype.type(a.get("nms_threshold", 0.3))
+        for m in order:
+            if not chosen or np.all(_iou(boxes[m], boxes[chosen], a.get("normalized", True)) <= threshold):
+                chosen.append(m)
+                if a.get("nms_eta", 1.0) < 1 and threshold > 0.5:
+                    threshold *= s.dtype.type(a["nms_eta"])
+        kept += [(c, s[m], m) for m in chosen]
+    top = a.get("keep_top_k", -1)
+    if top > -1 and len(kept) > top:
+        best = sorted(range(len(kept)), key=lambda k: -kept[k][1])[:top]  # sorted() is stable
+        best = [kept[k] for k in best]
+        kept = [r for c in sorted(set(r[0] for r in best)) for r in best if r[0] == c]
+    return kept
+
+
+def _multiclass_nms(bboxes, scores, a, rois_num=None):
+    """Per-class greedy NMS (Paddle's multiclass_nms): Scores [N, C, M] with BBoxes [N, M, 4],
+    or Scores [M, C] with BBoxes [M, C, 4] split into images by rois_num. Out rows
+    (label, score, box) per image by label; Index; NmsRoisNum."""
     rows, index, counts = [], [], []
-    for i in range(scores.shape[0]):
-        kept = []  # (label, score, box index)
-        for c in range(scores.shape[1]):
-            if c == a.get("background_label", 0):
-                continue
-            s = scores[i, c]
-            order = [m for m in np.argsort(-s, kind="stable") if s[m] > np.float32(a["score_threshold"])]
-            if a.get("nms_top_k", -1) > -1:
-                order = order[:a["nms_top_k"]]
-            chosen, threshold = [], np.float32(a.get("nms_threshold", 0.3))
-            for m in order:
-                if not chosen or np.all(_iou(bboxes[i, m], bboxes[i, chosen], a.get("normalized", True)) <= threshold):
-                    chosen.append(m)
-                    if a.get("nms_eta", 1.0) < 1 and threshold > 0.5:
-                        threshold *= np.float32(a["nms_eta"])
-            kept += [(c, s[m], m) for m in chosen]
-        top = a.get("keep_top_k", -1)
-        if top > -1 and len(kept) > top:
-            best = sorted(range(len(kept)), key=lambda k: -kept[k][1])[:top]  # sorted() is stable
-            kept = sorted((kept[k] for k in best), key=lambda r: r[0])
-            kept = [r for c in sorted(set(r[0] for r in kept)) for r in
-                    sorted((r for r in kept if r[0] == c), key=lambda r: -r[1])]
-        rows += [[c, sc] + list(bboxes[i, m]) for c, sc, m in kept]
-        index += [i * scores.shape[2] + m for _, _, m in kept]
+    if scores.ndim == 3:
+        images = [(scores[i], lambda c, i=i: bboxes[i], i * scores.shape[2], 1, 0) for i in range(scores.shape[0])]
+    else:
+        starts = np.concatenate([[0], np.cumsum(rois_num)]).astype(int)
+        classes = scores.shape[1]
+        images = [(scores[b:e].T, lambda c, b=b, e=e: bboxes[b:e, c], b * classes, classes, 1)
+                  for b, e in zip(starts[:-1], starts[1:])]
+    for s, boxes_of, offset, box_step, label_step in images:
+        kept = _nms_image(boxes_of, s, a)
+        if scores.ndim == 2:  # this layout lists each class's boxes in box order
+            kept = sorted(kept, key=lambda r: (r[0], r[2]))
+        rows += [[c, sc] + list(boxes_of(c)[m]) for c, sc, m in kept]
+        index += [offset + m * box_step + c * label_step for c, _, m in kept]
         counts.append(len(kept))
     out = np.array(rows, scores.dtype).reshape(-1, 6)
     return {"Out": out, "Index": np.array(index, np.int32).reshape(-1, 1), "NmsRoisNum": np.array(counts, np.int32)}

@@ -623,6 +623,78 @@ def rounded(v, dt):
     return v.astype(dt) if v.dtype == np.float64 else v
 
 
+def broadcast_cases(rng, dt):
+    """Paddle 2.x's elementwise broadcasting (plugins/math/broadcast.h): numpy's rule with axis
+    -1 (X smaller than Y, both operands broadcast, size-1 dims anywhere), Y placed at an
+    explicit axis and padded with 1s, forward and both gradients; comparisons too."""
+    pairs = [((10, 3, 12), (10, 1, 12), -1), ((3, 4), (2, 3, 4), -1), ((4, 1), (1, 5), -1),
+             ((2, 8, 5, 6), (2, 8, 1, 1), -1), ((2, 3, 1, 5), (3, 4, 1), -1), ((5,), (2, 3, 5), -1),
+             ((2, 3, 4, 5), (3, 1), 1), ((2, 3, 4, 5), (1, 4), 1), ((1, 1, 20, 5), (20, 5, 20, 5), -1)]
+    fns = {"elementwise_add": torch.add, "elementwise_sub": torch.sub, "elementwise_mul": torch.mul,
+           "elementwise_div": torch.div, "elementwise_max": torch.maximum, "elementwise_min": torch.minimum,
+           "elementwise_pow": torch.pow}
+    cases = []
+    for k, (xs, ys, axis) in enumerate(pairs):
+        name = list(fns)[k % len(fns)]
+        x = rng.standard_normal(xs).astype(dt)
+        y = rng.standard_normal(ys).astype(dt)
+        if name in ("elementwise_div", "elementwise_pow"):
+            x, y = np.abs(x) + 0.5, np.abs(y) + 0.5
+
+        def ref(t, fn=fns[name], xs=xs, ys=ys, axis=axis):
+            y = t["Y"]
+            if axis != -1:  # Y's dims start at `axis` of X's
+                y = y.reshape((1,) * axis + ys + (1,) * (len(xs) - axis - len(ys)))
+            return {"Out": fn(t["X"], y)}
+        cases.append(Case("%s %s and %s axis %d" % (name, xs, ys, axis), name, dict(axis=axis), {"X": x, "Y": y},
+                          ["Out"], ref, grads=["X", "Y"]))
+    a, b = rng.standard_normal((3, 1)).astype(dt), rng.standard_normal((1, 4)).astype(dt)
+    cases.append(Case("less_than [3, 1] and [1, 4]", "less_than", {}, {"X": a, "Y": b}, ["Out"],
+                      lambda t: {"Out": t["X"] < t["Y"]}))
+    return cases
+
+
+def check_fluid1_rule_claim(rng):
+    """The rule's claim (broadcast.h): every pair Fluid 1.x's rule accepts gets the same Out
+    from Paddle 2.x's. Fluid 1.x: X's rank at least Y's; axis -1 is rank(X) - rank(Y) of the
+    untrimmed Y; Y's trailing 1s are trimmed; Y's dims must equal X's from axis on; Out is
+    X[i, j, k] op Y[j] over X viewed as [pre, n, post]. Paddle 2.x: Y placed at axis, padded
+    with 1s, numpy broadcasting. Checked on random pairs in numpy alone."""
+    accepted = 0
+    for _ in range(3000):
+        xs = tuple(int(d) for d in rng.integers(1, 4, rng.integers(1, 5)))
+        start = int(rng.integers(0, len(xs) + 1))
+        end = int(rng.integers(start, len(xs) + 1))
+        ys = xs[start:end] + (1,) * int(rng.integers(0, 3))
+        if not ys:
+            ys = (1,)
+        if rng.integers(0, 4) == 0:  # sometimes a pair 1.x refuses
+            ys = tuple(int(d) for d in rng.integers(1, 4, len(ys)))
+        axis = -1 if rng.integers(0, 2) else start
+        if len(ys) > len(xs):
+            continue
+        at = len(xs) - len(ys) if axis == -1 else axis
+        trimmed = list(ys)
+        while len(trimmed) > 1 and trimmed[-1] == 1:
+            trimmed.pop()
+        if trimmed == [1]:
+            trimmed = []
+        if at + len(trimmed) > len(xs) or list(xs[at:at + len(trimmed)]) != trimmed:
+            continue  # 1.x refuses the pair
+        if at + len(ys) > len(xs):
+            continue  # Y's trailing 1s reach past X: 2.x's padding has no room (1.x trimmed them)
+        accepted += 1
+        x = rng.standard_normal(xs)
+        y = rng.standard_normal(ys)
+        pre = int(np.prod(xs[:at])) if trimmed else int(np.prod(xs))
+        n = int(np.prod(trimmed)) if trimmed else 1
+        fluid1 = (x.reshape(pre, n, -1) + y.reshape(-1)[:n].reshape(1, n, 1)).reshape(xs)
+        padded = y.reshape((1,) * at + ys + (1,) * (len(xs) - at - len(ys)))
+        paddle2 = x + padded
+        assert paddle2.shape == xs and np.array_equal(fluid1, paddle2), (xs, ys, axis)
+    assert accepted > 500, accepted
+
+
 def parallel_pass_cases(rng, dt):
     """Tensors large enough (over intra_op.h's kParallelBytes) that the memory-bound passes
     run in parts on the intra-op threads; CMake runs this test with RILL_INTRA_OP_THREADS=3,
@@ -703,13 +775,14 @@ def program(tag, cases):
 
 def main():
     rng = np.random.default_rng(int(os.environ.get("RILL_REFERENCE_SEED", "45")))
+    check_fluid1_rule_claim(np.random.default_rng(61))
     failed = False
     for dt, tol in ((np.float32, 2e-4), (np.float64, 1e-9)):
         tag = np.dtype(dt).name
         cases = (conv_cases(rng, dt, 12) + conv_transpose_cases(rng, dt, 6) + pool_cases(rng, dt, 12) +
                  norm_cases(rng, dt) + loss_cases(rng, dt) + activation_cases(rng, dt) + matmul_cases(rng, dt) +
                  embedding_cases(rng, dt) + shape_cases(rng, dt) + ranking_cases(rng, dt) + index_cases(rng, dt) +
-                 parallel_pass_cases(np.random.default_rng(46), dt))
+                 broadcast_cases(rng, dt) + parallel_pass_cases(np.random.default_rng(46), dt))
         # Torch first: its outputs give the shapes of the G tensors the loss multiplies by.
         want = []
         for case in cases:

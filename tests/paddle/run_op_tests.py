@@ -1,0 +1,157 @@
+"""Runs Paddle 2.1's own op unit tests on Rill and says which pass.
+
+usage: PADDLE_SRC=/path/to/Paddle /usr/bin/python3 tests/paddle/run_op_tests.py [--build BUILD]
+           [--json FILE] [--verbose] [test_NAME.py ...]
+
+PADDLE_SRC is a Paddle checkout (release/2.1; only python/paddle/fluid/tests/unittests is
+read, from where it is: nothing of Paddle's is copied). Each test file runs in a process of
+its own with the stand-in `paddle` package and OpTest of tests/paddle/standin first on the
+path (Rill's rill.fluid underneath), then Paddle's test directory for its helpers and white
+lists. Without file names it runs the files of the ops Rill ships (FILES below).
+
+It prints each file's passed, failed and skipped test methods, each failure's first line
+(--verbose: the whole message), the skips grouped by reason, and the totals. A file that
+cannot be imported counts as one failure. Exit status 0 when no method failed.
+"""
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# The op test files of the ops Rill ships (issue 61's list).
+FILES = """accuracy_op activation_op adadelta_op adagrad_op adam_op adamax_op arg_min_max_op assign_op assign_value_op
+batch_norm_op bilinear_interp_op bilinear_interp_v2_op cast_op clip_by_norm_op clip_op compare_op concat_op conv2d_op
+conv2d_transpose_op cross_entropy_op cumsum_op decayed_adagrad_op dropout_op elementwise_add_op elementwise_div_op
+elementwise_floordiv_op elementwise_max_op elementwise_min_op elementwise_mod_op elementwise_mul_op elementwise_pow_op
+elementwise_sub_op expand_as_v2_op expand_op expand_v2_op fc_op fill_any_like_op fill_constant_op fill_zeros_like_op
+flatten2_op flatten_contiguous_range_op flip gather_op gaussian_random_op group_norm_op index_select_op
+instance_norm_op isfinite_op label_smooth_op layer_norm_op log_softmax lookup_table_op lookup_table_v2_op matmul_op
+matmul_v2_op mean_op mish_op momentum_op mul_op nearest_interp_op nearest_interp_v2_op one_hot_op one_hot_v2_op
+pad2d_op pad3d_op pad_op pool2d_op prelu_op range reduce_op reshape_op rmsprop_op roll_op scale_op selu_op sgd_op
+shape_op sigmoid_cross_entropy_with_logits_op sign_op slice_op softmax_op softmax_with_cross_entropy_op split_op
+squared_l2_norm_op squeeze2_op stack_op sum_op tile_op top_k_op top_k_v2_op transpose_op uniform_random_op
+unsqueeze2_op where_op""".split()
+
+# Runs one test file's methods, one result line per method, as JSON, on stdout's last line.
+HARNESS = r"""
+import json, sys, traceback, unittest
+sys.path[:] = [p for p in sys.path if p not in ("", ".")]  # the stand-in's op_test, not the one in cwd
+name = sys.argv[1]
+results = []
+
+class Result(unittest.TestResult):
+    def addSuccess(self, test):
+        results.append((test.id(), "pass", ""))
+    def addFailure(self, test, err):
+        results.append((test.id(), "fail", self._exc_info_to_string(err, test)))
+    def addError(self, test, err):
+        if isinstance(test, unittest.suite._ErrorHolder):
+            results.append((test.description, "fail", self._exc_info_to_string(err, test)))
+        else:
+            results.append((test.id(), "fail", self._exc_info_to_string(err, test)))
+    def addSkip(self, test, reason):
+        results.append((test.id(), "skip", reason))
+    def addExpectedFailure(self, test, err):
+        results.append((test.id(), "pass", ""))
+    def addUnexpectedSuccess(self, test):
+        results.append((test.id(), "fail", "unexpected success"))
+
+try:
+    module = __import__(name)
+    suite = unittest.defaultTestLoader.loadTestsFromModule(module)
+    suite.run(Result())
+except Exception:
+    results.append((name, "fail", "cannot import: " + traceback.format_exc()))
+print("\n" + json.dumps(results))
+"""
+
+
+def skip_kind(reason):
+    """The reason group of a skip: GPU, fp16, bf16, complex, LoD, API (Paddle API outside the
+    stand-in), or the test's own reason."""
+    r = reason.lower()
+    for kind in ("fp16", "bf16", "complex", "lod", "api"):
+        if r.startswith(kind + ":"):
+            return {"lod": "LoD", "api": "API"}.get(kind, kind)
+    if any(w in r for w in ("cuda", "gpu", "cudnn", "xpu", "npu", "rocm")):
+        return "GPU"
+    if "float16" in r or "fp16" in r:
+        return "fp16"
+    if "bfloat16" in r or "bf16" in r or "mkldnn" in r:
+        return "bf16"
+    return "other: " + reason.strip().splitlines()[0][:100]
+
+
+def run_file(path, build, timeout):
+    directory = os.path.dirname(path)
+    env = dict(os.environ)
+    env.pop("RILL_PLUGIN_PATH", None)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(HERE, "standin"), os.path.join(build, "python"), directory])
+    module = os.path.basename(path)[:-3]
+    try:
+        r = subprocess.run([sys.executable, "-c", HARNESS, module], cwd=directory, env=env, capture_output=True,
+                           text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return [(module, "fail", "timed out after %d s" % timeout)]
+    lines = r.stdout.strip().splitlines()
+    try:
+        return [tuple(x) for x in json.loads(lines[-1])]
+    except (IndexError, ValueError):
+        return [(module, "fail", "the test process exited %d: %s" % (r.returncode, r.stderr.strip()[-2000:]))]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="*", help="test_NAME.py files (default: the ops Rill ships)")
+    parser.add_argument("--build", default=os.path.join(HERE, "..", "..", "build"), help="Rill's build directory")
+    parser.add_argument("--json", help="also write every method's result to FILE")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds a file may run")
+    parser.add_argument("--verbose", action="store_true", help="print failures in full")
+    args = parser.parse_args()
+    src = os.environ.get("PADDLE_SRC")
+    if not src:
+        sys.exit("run_op_tests: set PADDLE_SRC to a Paddle checkout (release/2.1)")
+    tests = os.path.join(src, "python", "paddle", "fluid", "tests", "unittests")
+    if not os.path.isdir(tests):
+        sys.exit("run_op_tests: %s has no python/paddle/fluid/tests/unittests" % src)
+    names = args.files or ["test_%s.py" % f for f in FILES]
+    totals = collections.Counter()
+    skips = collections.Counter()
+    every = {}
+    for name in names:
+        path = os.path.join(tests, os.path.basename(name))
+        if not os.path.exists(path):
+            print("%-45s missing from %s" % (name, tests))
+            totals["fail"] += 1
+            continue
+        results = run_file(path, os.path.abspath(args.build), args.timeout)
+        every[name] = results
+        counts = collections.Counter(outcome for _, outcome, _ in results)
+        totals.update(counts)
+        print("%-45s %3d passed %3d failed %3d skipped" % (name, counts["pass"], counts["fail"], counts["skip"]))
+        for test, outcome, message in results:
+            if outcome == "fail":
+                text = message.strip()
+                if not args.verbose:
+                    text = [l for l in text.splitlines() if l.strip()][-1][:300] if text else ""
+                print("    FAIL %s: %s" % (test, text))
+            elif outcome == "skip":
+                skips[skip_kind(message)] += 1
+    run = totals["pass"] + totals["fail"]
+    print("\nskipped, by reason:")
+    for kind, n in skips.most_common():
+        print("  %5d  %s" % (n, kind))
+    print("\ntotal: %d passed, %d failed (%.1f%% of %d run), %d skipped, %d files" %
+          (totals["pass"], totals["fail"], 100.0 * totals["pass"] / max(1, run), run, totals["skip"], len(names)))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(every, f, indent=1)
+    sys.exit(1 if totals["fail"] else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""A stand-in `paddle` package for running Paddle's own tests on Rill (run_op_tests.py).
+
+It is not Paddle: `paddle.fluid` is rill.fluid (Fluid's static-graph API on Rill's
+runtime) with the few `core` queries Paddle's tests ask (no CUDA here, no XPU, ...), and
+op_test.py beside this package is our OpTest. Every other name a test may reach (Paddle
+2.x's eager API, paddle.nn, paddle.static's newer helpers, ...) resolves to a placeholder:
+importing it works, and using it skips that test with unittest.SkipTest naming the API,
+so the runner can report what was not run and why instead of failing the whole file.
+"""
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+import unittest
+
+
+class Unsupported(object):
+    """A Paddle name the stand-in does not provide. Using it (calling it, reading a value
+    from it) skips the test; it may be imported, decorated with or subclassed."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def _skip(self, *args, **kwargs):
+        raise unittest.SkipTest("API: %s is Paddle API the stand-in does not provide" % self._name)
+
+    __call__ = _skip
+    __iter__ = _skip
+    __bool__ = _skip
+    __len__ = _skip
+    __getitem__ = _skip
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return Unsupported(self._name + "." + attr)
+
+    def __mro_entries__(self, bases):
+        return (_UnsupportedBase,)
+
+
+class _UnsupportedBase(object):
+    def __init__(self, *args, **kwargs):
+        raise unittest.SkipTest("API: a subclass of Paddle API the stand-in does not provide")
+
+
+def _forwarding_module(name, target):
+    """Module `name` whose attributes are `target`'s (a module or None), and otherwise
+    placeholders."""
+    module = types.ModuleType(name)
+    module.__path__ = []  # a package: its own submodules resolve through the finder too
+
+    def __getattr__(attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        if target is not None and hasattr(target, attr):
+            return getattr(target, attr)
+        return Unsupported(name + "." + attr)
+    module.__getattr__ = __getattr__
+    return module
+
+
+# paddle.X names rill's module of the same job, where there is one.
+_RILL_EQUIVALENT = {"paddle.fluid.framework": "rill.fluid.framework", "paddle.fluid.layers": "rill.fluid.layers",
+                    "paddle.fluid.executor": "rill.fluid.executor", "paddle.fluid.backward": "rill.fluid.backward",
+                    "paddle.fluid.initializer": "rill.fluid.initializer", "paddle.fluid.io": "rill.fluid.io",
+                    "paddle.fluid.unique_name": "rill.fluid.unique_name", "paddle.fluid.optimizer": "rill.fluid.optimizer",
+                    "paddle.fluid.param_attr": "rill.fluid.param_attr", "paddle.fluid.layer_helper":
+                    "rill.fluid.layer_helper", "paddle.fluid.data_feeder": "rill.fluid.data_feeder",
+                    "paddle.fluid.regularizer": "rill.fluid.regularizer", "paddle.fluid.clip": "rill.fluid.clip"}
+
+
+class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Any paddle.* module the stand-in has no file for: a forwarding module."""
+
+    def find_spec(self, fullname, path, target=None):
+        if not fullname.startswith("paddle."):
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                return spec
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec):
+        target = None
+        if spec.name in _RILL_EQUIVALENT:
+            target = importlib.import_module(_RILL_EQUIVALENT[spec.name])
+        return _forwarding_module(spec.name, target)
+
+    def exec_module(self, module):
+        pass
+
+
+sys.meta_path.insert(0, _Finder())
+
+from paddle import fluid  # noqa: E402
+from paddle.fluid import CPUPlace, CUDAPlace, CUDAPinnedPlace  # noqa: E402,F401
+
+_static = [True]
+
+
+def enable_static():
+    _static[0] = True
+
+
+def disable_static(place=None):
+    """Dygraph mode: the stand-in has none; tests that go on to use it skip there."""
+    _static[0] = False
+
+
+def in_dynamic_mode():
+    return not _static[0]
+
+
+def is_compiled_with_cuda():
+    return fluid.core.is_compiled_with_cuda()
+
+
+def is_compiled_with_xpu():
+    return False
+
+
+def is_compiled_with_npu():
+    return False
+
+
+def is_compiled_with_rocm():
+    return False
+
+
+def seed(value):
+    import numpy as np
+    np.random.seed(value)
+
+
+def __getattr__(attr):
+    if attr.startswith("__"):
+        raise AttributeError(attr)
+    return Unsupported("paddle." + attr)

@@ -1,0 +1,37 @@
+"""paddle.fluid.core in the stand-in: rill.fluid.core, and the build queries Paddle's tests
+make, answered for Rill's CPU build (a CUDA build answers is_compiled_with_cuda truly)."""
+from rill.fluid.core import *  # noqa: F401,F403
+import rill.fluid.core as _rill_core
+
+
+def is_compiled_with_xpu():
+    return False
+
+
+def is_compiled_with_npu():
+    return False
+
+
+def is_compiled_with_rocm():
+    return False
+
+
+def is_compiled_with_mkldnn():
+    return False
+
+
+def op_support_gpu(op_type):
+    return _rill_core.is_compiled_with_cuda()
+
+
+def is_float16_supported(place):
+    return False
+
+
+def __getattr__(attr):
+    if attr.startswith("__"):
+        raise AttributeError(attr)
+    if hasattr(_rill_core, attr):
+        return getattr(_rill_core, attr)
+    from paddle import Unsupported
+    return Unsupported("paddle.fluid.core." + attr)

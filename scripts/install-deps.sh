@@ -17,6 +17,8 @@ packages=(
   pybind11-dev python3-dev python3-protobuf python3-pytest
   # the model ops' independent reference, and the models' benchmark peer
   python3-torch
+  # Paddle's own op tests (tests/paddle/run_op_tests.py) compute some expected values with it
+  python3-scipy
   # the CSP benchmarks' peer: the same benchmarks in Go
   golang-go
   # out-of-tree plugin test: a different compiler and standard library from the host's;

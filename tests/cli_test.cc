@@ -600,7 +600,8 @@ TEST(Cli, ProgramsPaddle2WritesLoadAndRun) {
     op_version_map { pair { op_name: "fill_constant" op_version { version: 2 } } })";
   };
   const std::string ok = TempPath("paddle2.pbtxt");
-  WriteFile(ok, program("", "type: SCALAR scalar { type: LONG i: 1 }"));
+  // An empty ScaleTensor (declared) and an empty BiasTensor (a slot no schema declares).
+  WriteFile(ok, program("} inputs { parameter: \"BiasTensor\"", "type: SCALAR scalar { type: LONG i: 1 }"));
   auto r = RunRill({"run", ok, "--fetch", "y"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "y fp32 [2,3] 4 4 4 4 4 4\n");  // 1.5 * 2 + 1
@@ -611,8 +612,9 @@ TEST(Cli, ProgramsPaddle2WritesLoadAndRun) {
   EXPECT_EQ(r.out, "y fp32 [2,3] 4 4 4 4 4 4\n") << r.err;
 
   const std::string bad = TempPath("paddle2_bad.pbtxt");
-  WriteFile(bad, program("arguments: \"s\"", "type: SCALAR scalar { type: LONG i: 1 }"));
-  ExpectCleanFailure(RunRill({"run", bad}), 1, "block 0, op 1 (scale): unknown input slot 'ScaleTensor' (declared: X)");
+  WriteFile(bad, program("} inputs { parameter: \"BiasTensor\" arguments: \"s\"", "type: SCALAR scalar { type: LONG i: 1 }"));
+  ExpectCleanFailure(RunRill({"run", bad}), 1,
+                     "block 0, op 1 (scale): unknown input slot 'BiasTensor' (declared: X, ScaleTensor)");
   WriteFile(bad, program("", "type: VAR var_name: \"b\""));
   ExpectCleanFailure(RunRill({"run", bad}), 1,
                      "block 0, op 1 (scale): attribute 'bias' must be FLOAT, the program gives VAR (variable 'b')");

@@ -170,10 +170,11 @@ struct HardSigmoid {
     dx = out.binaryExpr(g, [k](S<A> o, S<A> gv) { return o > S<A>(0) && o < S<A>(1) ? k * gv : S<A>(0); });
   }
 };
-// clip: X limited to [min, max].
+// clip: X limited to [min, max], each from its tensor (Min, Max) when given.
 struct Clip {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
-  explicit Clip(KernelContext& ctx) : lo(ctx.Attr<float>("min")), hi(ctx.Attr<float>("max")) {
+  explicit Clip(KernelContext& ctx)
+      : lo(ScalarFromInput<float>(ctx, "Min", "min")), hi(ScalarFromInput<float>(ctx, "Max", "max")) {
     if (lo > hi) throw Error("clip: min (" + std::to_string(lo) + ") is greater than max (" + std::to_string(hi) + ")");
   }
   double lo, hi;
@@ -451,6 +452,50 @@ struct Cos {
   template <class A, class O> void Forward(const A& x, O out) const { out = x.cos(); }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = -g * x.sin(); }
 };
+struct Tan {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Tan(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.tan(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g / x.cos().square();
+  }
+};
+struct Asin {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Asin(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.asin(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g / (S<A>(1) - x.square()).sqrt();
+  }
+};
+struct Acos {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Acos(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.acos(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = -g / (S<A>(1) - x.square()).sqrt();
+  }
+};
+struct Atan {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Atan(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.atan(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g / (S<A>(1) + x.square());
+  }
+};
+struct Sinh {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Sinh(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.sinh(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = g * x.cosh(); }
+};
+struct Cosh {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Cosh(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.cosh(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = g * x.sinh(); }
+};
 // floor, ceil, round (halves away from zero) and sign: steps, whose gradient is 0 (as
 // Fluid's).
 template <class Step>
@@ -537,7 +582,7 @@ void ScaleGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const T* pg = g.data<T>();
   T* dx = ctx.AllocateOutput<T>("X@GRAD", g.dims_data(), g.ndim());
-  VecMap<T>(dx, g.numel()) = ConstVecMap<T>(pg, g.numel()) * static_cast<T>(ctx.Attr<float>("scale"));
+  VecMap<T>(dx, g.numel()) = ConstVecMap<T>(pg, g.numel()) * ScalarFromInput<T>(ctx, "ScaleTensor", "scale");
 }
 
 // X@GRAD = Out@GRAD converted back to X's dtype.
@@ -560,7 +605,7 @@ void CastGrad(KernelContext& ctx) {
 template <class T>
 void Scale(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
-  const double scale = ctx.Attr<float>("scale");
+  const double scale = ScalarFromInput<double>(ctx, "ScaleTensor", "scale");
   const double bias = ctx.Attr<float>("bias");
   const bool after = ctx.Attr<bool>("bias_after_scale");
   const T* px = x.data<T>();
@@ -624,8 +669,11 @@ void RegisterActivation(Registrar& r) {
                                          return s.Attr("slope", 0.2, "the slope").Attr("offset", 0.5, "the offset");
                                        });
   AddUnary<Clip, float, double>(r, "clip", "min(max(X, min), max)", [](OpSchema& s) -> OpSchema& {
-    return s.RequiredAttr("min", RILL_ATTR_FLOAT, "the lower limit")
-        .RequiredAttr("max", RILL_ATTR_FLOAT, "the upper limit (at least min)");
+    return s.Input("Min", "the lower limit, one element; replaces min", RILL_SLOT_OPTIONAL)
+        .Input("Max", "the upper limit, one element; replaces max", RILL_SLOT_OPTIONAL)
+        .RequiredAttr("min", RILL_ATTR_FLOAT, "the lower limit")
+        .RequiredAttr("max", RILL_ATTR_FLOAT, "the upper limit (at least min)")
+        .Grad("clip_grad", "X,Min,Max,Out@GRAD", "X");
   });
 
   AddUnary<Silu, float, double>(r, "silu", "X * sigmoid(X)");
@@ -681,6 +729,12 @@ void RegisterActivation(Registrar& r) {
   AddUnary<LogBase<10>, float, double>(r, "log10", "log10(X)");
   AddUnary<Sin, float, double>(r, "sin", "sin(X)");
   AddUnary<Cos, float, double>(r, "cos", "cos(X)");
+  AddUnary<Tan, float, double>(r, "tan", "tan(X)");
+  AddUnary<Asin, float, double>(r, "asin", "asin(X)");
+  AddUnary<Acos, float, double>(r, "acos", "acos(X)");
+  AddUnary<Atan, float, double>(r, "atan", "atan(X)");
+  AddUnary<Sinh, float, double>(r, "sinh", "sinh(X)");
+  AddUnary<Cosh, float, double>(r, "cosh", "cosh(X)");
   AddUnary<Rounding<FloorStep>, float, double>(r, "floor", "the largest integer not above X (gradient 0)");
   AddUnary<Rounding<CeilStep>, float, double>(r, "ceil", "the smallest integer not below X (gradient 0)");
   AddUnary<Rounding<RoundStep>, float, double>(r, "round", "the nearest integer, halves away from 0 (gradient 0)");
@@ -689,12 +743,13 @@ void RegisterActivation(Registrar& r) {
   const OpSchema scale = OpSchema("scale")
       .Doc("Out = scale * X + bias (bias_after_scale) or scale * (X + bias).")
       .Input("X", "input")
+      .Input("ScaleTensor", "the scale, one element; replaces the attribute", RILL_SLOT_OPTIONAL)
       .Output("Out", "result, shaped like X")
       .Attr("scale", 1.0, "multiplier")
       .Attr("bias", 0.0, "offset")
       .Attr("bias_after_scale", true, "add bias after scaling (true) or before (false)")
       .KernelDtypeFrom("X")
-      .Grad("scale_grad", "Out@GRAD", "X");
+      .Grad("scale_grad", "Out@GRAD,ScaleTensor", "X");
   r.Op(scale);
   r.Op(scale.MakeGradSchema());
   RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, "scale", [](auto t) { return &Scale<decltype(t)>; });

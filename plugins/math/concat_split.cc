@@ -16,7 +16,7 @@ void ConcatInto(KernelContext& ctx, const char* in, const char* out_slot) {
   for (size_t i = 0; i < n; ++i) xs.push_back(ctx.Input(in, i));
   std::vector<std::vector<int64_t>> dims;
   for (const Tensor& x : xs) dims.push_back(x.dims());
-  const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), dims[0].size());
+  const size_t axis = NormalizeAxis(ScalarFromInput<int64_t>(ctx, "AxisTensor", "axis"), dims[0].size());
   const std::vector<int64_t> out_dims = ConcatDims(dims, axis);
   const int64_t pre = Product(out_dims, 0, axis), post = Product(out_dims, axis + 1, out_dims.size());
   const int64_t total = Product(out_dims, 0, out_dims.size());
@@ -41,10 +41,10 @@ template <class T>
 void Split(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const std::vector<int64_t> d = x.dims();
-  const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), d.size());
+  const size_t axis = NormalizeAxis(ScalarFromInput<int64_t>(ctx, "AxisTensor", "axis"), d.size());
   const size_t outputs = ctx.op().OutputCount("Out");
-  const std::vector<int64_t> sections =
-      SplitSections(d, axis, ctx.Attr<std::vector<int64_t>>("sections"), ctx.Attr<int64_t>("num"), outputs);
+  const std::vector<int64_t> sections = SplitSections(
+      d, axis, IntsFromInputs(ctx, nullptr, "SectionsTensorList", "sections"), ctx.Attr<int64_t>("num"), outputs);
   const int64_t pre = Product(d, 0, axis), post = Product(d, axis + 1, d.size());
   auto in = Scratch<T>(x.numel());  // an output may be X itself
   std::copy(x.data<T>(), x.data<T>() + x.numel(), in.get());
@@ -67,7 +67,7 @@ template <class T>
 void ConcatGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const std::vector<int64_t> gd = g.dims();
-  const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), gd.size());
+  const size_t axis = NormalizeAxis(ScalarFromInput<int64_t>(ctx, "AxisTensor", "axis"), gd.size());
   const int64_t pre = Product(gd, 0, axis), post = Product(gd, axis + 1, gd.size()), row = gd[axis] * post;
   const OpInfo op = ctx.op();
   int64_t offset = 0;
@@ -140,24 +140,28 @@ void RegisterConcatSplit(Registrar& r) {
   const OpSchema concat = OpSchema("concat")
            .Doc("Out = X[0], X[1], ... joined along `axis`; other dims must agree.")
            .Input("X", "tensors to join", RILL_SLOT_DUPLICABLE)
+           .Input("AxisTensor", "the axis, one int32/int64; replaces the attribute", RILL_SLOT_OPTIONAL)
            .Output("Out", "the joined tensor")
            .Attr("axis", int64_t{0}, "the dimension joined along")
            .KernelDtypeFrom("X")
-           .Grad("concat_grad", "X,Out@GRAD", "X");
+           .Grad("concat_grad", "X,AxisTensor,Out@GRAD", "X");
   r.Op(concat);
   r.Op(concat.MakeGradSchema());
   RegisterCpu<bool, RILL_MATH_NUMERIC_TYPES>(r, "concat", [](auto t) { return &Concat<decltype(t)>; });
   RegisterCpu<float, double>(r, "concat_grad", [](auto t) { return &ConcatGrad<decltype(t)>; });
   const OpSchema split = OpSchema("split")
            .Doc("Out[i] = the i-th piece of X cut along `axis`: into `num` equal pieces, or pieces of the "
-                "sizes in `sections`.")
+                "sizes in `sections` (one may be -1: what the others leave).")
            .Input("X", "tensor to cut")
+           .Input("AxisTensor", "the axis, one int32/int64; replaces the attribute", RILL_SLOT_OPTIONAL)
+           .Input("SectionsTensorList", "the sections, one 1-element int32/int64 tensor each",
+                  RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
            .Output("Out", "the pieces", RILL_SLOT_DUPLICABLE)
            .Attr("axis", int64_t{0}, "the dimension cut")
            .Attr("num", int64_t{0}, "number of equal pieces (0: one per output)")
            .Attr("sections", std::vector<int64_t>{}, "sizes of the pieces (overrides num)")
            .KernelDtypeFrom("X")
-           .Grad("split_grad", "Out@GRAD", "X");
+           .Grad("split_grad", "Out@GRAD,AxisTensor", "X");
   r.Op(split);
   r.Op(split.MakeGradSchema());
   RegisterCpu<bool, RILL_MATH_NUMERIC_TYPES>(r, "split", [](auto t) { return &Split<decltype(t)>; });

@@ -12,30 +12,59 @@
 namespace rill::math {
 namespace {
 
-// Reads its attributes once per op instance: fills run in every loop step.
+// Reads its attributes once per op instance: fills run in every loop step. The shape and
+// value may come as tensors instead (ShapeTensor, ShapeTensorList, ValueTensor), read each
+// run; `str_value`, when set, is the value (Paddle keeps large and int64 values exactly
+// there).
 template <class T>
 class FillConstant {
  public:
   explicit FillConstant(const OpInfo& op)
       : out_(op.OutputSlot("Out")),
         shape_(op.Attr<std::vector<int64_t>>("shape")),
-        value_(static_cast<T>(static_cast<double>(op.Attr<float>("value")))) {}
+        value_(ValueOf(op)),
+        from_inputs_(op.InputCount("ShapeTensor") + op.InputCount("ShapeTensorList") + op.InputCount("ValueTensor") > 0) {}
   // A loop's or a go block's constant one.
   bool Scalar(const RillScalar*, RillScalar* out) const {
-    if (!scalar_) return false;
+    if (!scalar_ || from_inputs_) return false;
     WriteScalar<T>(out[0], value_);
     return true;
   }
   void Compute(KernelContext& ctx) {
-    Tensor out = ctx.AllocateOutput(out_, DataTypeOf<T>::value, shape_.data(), shape_.size());
+    std::vector<int64_t> shape = shape_;
+    T value = value_;
+    if (from_inputs_) {
+      shape = IntsFromInputs(ctx, "ShapeTensor", "ShapeTensorList", "shape");
+      if (ctx.HasInput("ValueTensor")) value = static_cast<T>(ScalarOf(ctx.Input("ValueTensor"), "ValueTensor"));
+    }
+    Tensor out = ctx.AllocateOutput(out_, DataTypeOf<T>::value, shape.data(), shape.size());
     T* p = out.mutable_data<T>();
-    std::fill(p, p + out.numel(), value_);
+    std::fill(p, p + out.numel(), value);
   }
 
  private:
+  static T ValueOf(const OpInfo& op) {
+    const std::string text = op.Attr<std::string>("str_value");
+    if (text.empty()) return static_cast<T>(static_cast<double>(op.Attr<float>("value")));
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      try {
+        size_t used = 0;
+        const long long v = std::stoll(text, &used);
+        if (used == text.size()) return static_cast<T>(v);
+      } catch (const std::exception&) {
+      }
+    }
+    try {
+      return static_cast<T>(std::stod(text));
+    } catch (const std::exception&) {
+      throw Error("str_value '" + text + "' is not a number");
+    }
+  }
+
   const Slot out_;
   const std::vector<int64_t> shape_;
   const T value_;
+  const bool from_inputs_;
   const bool scalar_ = shape_.size() == 1 && shape_[0] == 1;
 };
 
@@ -141,11 +170,17 @@ void RegisterFillConstant(Registrar& r) {
   r.Kernel("fill_zeros_like", RILL_CPU, RILL_ANY_DTYPE, &FillAnyLike<true>);
 
   r.Op(OpSchema("fill_constant")
-           .Doc("Out = a tensor of `shape` and `dtype` with every element `value`.")
+           .Doc("Out = a tensor of `shape` and `dtype` with every element `value`; the shape and value may "
+                "come as tensors instead.")
+           .Input("ShapeTensor", "the shape, a 1-D int32/int64 tensor", RILL_SLOT_OPTIONAL)
+           .Input("ShapeTensorList", "the shape, one 1-element int32/int64 tensor per dim",
+                  RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+           .Input("ValueTensor", "the value, one element", RILL_SLOT_OPTIONAL)
            .Output("Out", "the filled tensor")
            .Attr("shape", std::vector<int64_t>{}, "dimensions of Out")
            .Attr("dtype", int64_t{RILL_FP32}, "element type (framework.proto VarType number)")
            .Attr("value", 0.0, "the value of every element")
+           .Attr("str_value", "", "the value as text; when set, it is the value (exact for large and int64 values)")
            .Attr("force_cpu", false, "keep Out on the CPU")
            .KernelDtypeFrom("attr:dtype"));
   r.StatefulKernel<FillConstant<float>>("fill_constant", RILL_CPU, RILL_FP32);

@@ -103,7 +103,14 @@ void Momentum(KernelContext& ctx) {
   CheckSameShape(param, "Param", velocity, "Velocity");
   const T lr = LearningRate<T>(ctx);
   const T mu = static_cast<T>(ctx.Attr<float>("mu"));
-  const auto g = Flat<T>(grad);
+  // The gradient rescaled, plus coeff * Param under l2_decay (read before Param is updated
+  // in place).
+  const std::string method = ctx.Attr<std::string>("regularization_method");
+  if (!method.empty() && method != "l2_decay") {
+    throw Error("regularization_method '" + method + "' is neither \"\" nor \"l2_decay\"");
+  }
+  Vec<T> g = Flat<T>(grad) * static_cast<T>(ctx.Attr<float>("rescale_grad"));
+  if (method == "l2_decay") g += static_cast<T>(ctx.Attr<float>("regularization_coeff")) * Flat<T>(param);
   auto v = InPlace<T>(ctx, "VelocityOut", "Velocity");
   v = mu * v + g;
   auto p = InPlace<T>(ctx, "ParamOut", "Param");
@@ -122,7 +129,7 @@ void AdamUpdate(KernelContext& ctx, const T* g, const std::vector<int64_t>* at, 
   CheckSameShape(param, "Param", ctx.Input("Moment1"), "Moment1");
   CheckSameShape(param, "Param", ctx.Input("Moment2"), "Moment2");
   const T lr = LearningRate<T>(ctx);
-  const T b1 = static_cast<T>(ctx.Attr<float>("beta1")), b2 = static_cast<T>(ctx.Attr<float>("beta2"));
+  const T b1 = ScalarFromInput<T>(ctx, "Beta1Tensor", "beta1"), b2 = ScalarFromInput<T>(ctx, "Beta2Tensor", "beta2");
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
   const T b1_pow = *ctx.Input("Beta1Pow").data<T>(), b2_pow = *ctx.Input("Beta2Pow").data<T>();
   const T lr_t = lr * std::sqrt(T(1) - b2_pow) / (T(1) - b1_pow);
@@ -350,6 +357,9 @@ void RegisterOptimizers(Registrar& r) {
            .Output("VelocityOut", "updated velocity")
            .Attr("mu", 0.9, "momentum")
            .Attr("use_nesterov", false, "Nesterov momentum")
+           .Attr("regularization_method", "", "\"l2_decay\" adds regularization_coeff * Param to Grad; \"\": none")
+           .Attr("regularization_coeff", 0.0f, "the L2 decay's coefficient")
+           .Attr("rescale_grad", 1.0f, "Grad is multiplied by it first")
            .KernelDtypeFrom("Param"));
   RegisterCpu<float, double>(r, "momentum", [](auto t) { return &Momentum<decltype(t)>; });
   r.Op(OpSchema("adam")
@@ -361,6 +371,8 @@ void RegisterOptimizers(Registrar& r) {
            .Input("Moment2", "second moment")
            .Input("Beta1Pow", "[1] beta1^t")
            .Input("Beta2Pow", "[1] beta2^t")
+           .Input("Beta1Tensor", "beta1, one element; replaces the attribute", RILL_SLOT_OPTIONAL)
+           .Input("Beta2Tensor", "beta2, one element; replaces the attribute", RILL_SLOT_OPTIONAL)
            .Output("ParamOut", "updated parameter")
            .Output("Moment1Out", "updated first moment")
            .Output("Moment2Out", "updated second moment")

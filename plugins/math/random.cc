@@ -23,7 +23,7 @@ void UniformRandom(KernelContext& ctx) {
   std::mt19937_64 engine(SeedFrom(ctx));
   std::uniform_real_distribution<double> dist(lo, hi);
   Tensor out = ctx.Output("Out");
-  T* po = out.Allocate<T>(ctx.Attr<std::vector<int64_t>>("shape"));
+  T* po = out.Allocate<T>(IntsFromInputs(ctx, "ShapeTensor", "ShapeTensorList", "shape"));
   for (int64_t i = 0; i < out.numel(); ++i) po[i] = static_cast<T>(dist(engine));
 }
 
@@ -34,7 +34,7 @@ void GaussianRandom(KernelContext& ctx) {
   std::mt19937_64 engine(SeedFrom(ctx));
   std::normal_distribution<double> dist(ctx.Attr<float>("mean"), std_dev);
   Tensor out = ctx.Output("Out");
-  T* po = out.Allocate<T>(ctx.Attr<std::vector<int64_t>>("shape"));
+  T* po = out.Allocate<T>(IntsFromInputs(ctx, "ShapeTensor", "ShapeTensorList", "shape"));
   for (int64_t i = 0; i < out.numel(); ++i) po[i] = static_cast<T>(dist(engine));
 }
 
@@ -45,7 +45,7 @@ void TruncatedGaussianRandom(KernelContext& ctx) {
   std::mt19937_64 engine(SeedFrom(ctx));
   std::normal_distribution<double> dist(mean, std_dev);
   Tensor out = ctx.Output("Out");
-  T* po = out.Allocate<T>(ctx.Attr<std::vector<int64_t>>("shape"));
+  T* po = out.Allocate<T>(IntsFromInputs(ctx, "ShapeTensor", "ShapeTensorList", "shape"));
   for (int64_t i = 0; i < out.numel(); ++i) {
     double v = dist(engine);
     while (std::abs(v - mean) > 2 * std_dev) v = dist(engine);  // each try lands inside with p = 0.954
@@ -56,6 +56,9 @@ void TruncatedGaussianRandom(KernelContext& ctx) {
 OpSchema RandomSchema(const char* type, const char* doc) {
   return OpSchema(type)
       .Doc(doc)
+      .Input("ShapeTensor", "the shape, a 1-D int32/int64 tensor; replaces the attribute", RILL_SLOT_OPTIONAL)
+      .Input("ShapeTensorList", "the shape, one 1-element int32/int64 tensor per dim",
+             RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
       .Output("Out", "the random tensor")
       .Attr("shape", std::vector<int64_t>{}, "dimensions of Out")
       .Attr("dtype", int64_t{RILL_FP32}, "element type (fp32 or fp64)")

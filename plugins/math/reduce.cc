@@ -1,6 +1,6 @@
-// Reductions: sum (of several tensors), mean (of all elements), reduce_{sum,mean,max}
-// (over `dim`, or everything with reduce_all; keep_dim keeps reduced dims as 1), cumsum
-// (running sums along an axis), and their gradients.
+// Reductions: sum (of several tensors), mean (of all elements), reduce_{sum,mean,max,min,
+// prod} (over `dim`, or everything with reduce_all; keep_dim keeps reduced dims as 1) and
+// the boolean reduce_{all,any}, cumsum (running sums along an axis), and their gradients.
 #include <limits>
 
 #include "broadcast.h"
@@ -95,7 +95,7 @@ void Mean(KernelContext& ctx) {
   *ctx.AllocateOutput<T>("Out", {1}) = mean;
 }
 
-enum class Reduction { kSum, kMean, kMax };
+enum class Reduction { kSum, kMean, kMax, kMin, kProd };
 
 // Where each element of X lands in a reduction over `dim` (or everything): the offset in
 // the reduced output of every input element, and the output's shapes.
@@ -147,13 +147,18 @@ template <Reduction R, class T>
 void Reduce(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const ReduceMap m = MapReduction(ctx, x.dims());
-  const T init = R == Reduction::kMax ? std::numeric_limits<T>::lowest() : T(0);
+  const T init = R == Reduction::kMax    ? std::numeric_limits<T>::lowest()
+                 : R == Reduction::kMin  ? std::numeric_limits<T>::max()
+                 : R == Reduction::kProd ? T(1)
+                                         : T(0);
   std::vector<T> acc(static_cast<size_t>(m.out_numel), init);
   const T* px = x.data<T>();
   for (int64_t i = 0; i < x.numel(); ++i) {
     T& a = acc[static_cast<size_t>(m.offset[i])];
-    if constexpr (R == Reduction::kMax) {
-      if (Improves<true>(px[i], a)) a = px[i];
+    if constexpr (R == Reduction::kMax || R == Reduction::kMin) {
+      if (Improves<R == Reduction::kMax>(px[i], a)) a = px[i];
+    } else if constexpr (R == Reduction::kProd) {
+      a *= px[i];
     } else {
       a += px[i];
     }
@@ -165,7 +170,8 @@ void Reduce(KernelContext& ctx) {
 }
 
 // X@GRAD[i] = Out@GRAD at i's output (sum); divided by the count (mean); only where X[i]
-// is the maximum (max; a NaN maximum is every NaN of its run, nan_order.h).
+// is the maximum or minimum (max, min; a NaN extreme is every NaN of its run, nan_order.h);
+// times Out / X[i] (prod, as Paddle computes it: a zero X gives inf or NaN).
 template <Reduction R, class T>
 void ReduceGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
@@ -179,9 +185,29 @@ void ReduceGrad(KernelContext& ctx) {
   T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
   for (int64_t i = 0; i < x.numel(); ++i) {
     const int64_t o = m.offset[i];
-    const bool is_max = px[i] == po[o] || (IsNan(px[i]) && IsNan(po[o]));
-    dx[i] = (R == Reduction::kMax && !is_max) ? T(0) : pg[o] * scale;
+    if constexpr (R == Reduction::kProd) {
+      dx[i] = pg[o] * po[o] / px[i];
+    } else {
+      const bool extreme = px[i] == po[o] || (IsNan(px[i]) && IsNan(po[o]));
+      const bool picks = R == Reduction::kMax || R == Reduction::kMin;
+      dx[i] = (picks && !extreme) ? T(0) : pg[o] * scale;
+    }
   }
+}
+
+// reduce_all (every element true) and reduce_any (some element true) of a bool X.
+template <bool kAll>
+void ReduceBool(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  const ReduceMap m = MapReduction(ctx, x.dims());
+  std::vector<uint8_t> acc(static_cast<size_t>(m.out_numel), kAll ? 1 : 0);
+  const bool* px = x.data<bool>();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    uint8_t& a = acc[static_cast<size_t>(m.offset[i])];
+    a = kAll ? (a && px[i]) : (a || px[i]);
+  }
+  bool* out = ctx.AllocateOutput<bool>("Out", m.out_dims);
+  for (size_t k = 0; k < acc.size(); ++k) out[k] = acc[k] != 0;
 }
 
 template <class T>
@@ -241,18 +267,21 @@ void Cumsum(KernelContext& ctx) {
   });
 }
 
-template <Reduction R>
-void AddReduce(Registrar& r, const char* type, const char* what) {
-  const std::string grad = std::string(type) + "_grad";
-  const OpSchema schema = OpSchema(type)
-      .Doc(std::string("Out = the ") + what + " of X over `dim` (or every element with reduce_all).")
+OpSchema ReduceSchema(const char* type, const std::string& what) {
+  return OpSchema(type)
+      .Doc("Out = " + what + " of X over `dim` (or every element with reduce_all).")
       .Input("X", "input")
       .Output("Out", "reduced tensor")
       .Attr("dim", std::vector<int64_t>{0}, "dimensions to reduce (negative counts from the end)")
       .Attr("keep_dim", false, "keep reduced dimensions as size 1")
       .Attr("reduce_all", false, "reduce every dimension")
-      .KernelDtypeFrom("X")
-      .Grad(grad, "X,Out,Out@GRAD", "X");
+      .KernelDtypeFrom("X");
+}
+
+template <Reduction R>
+void AddReduce(Registrar& r, const char* type, const char* what) {
+  const std::string grad = std::string(type) + "_grad";
+  const OpSchema schema = ReduceSchema(type, std::string("the ") + what).Grad(grad, "X,Out,Out@GRAD", "X");
   r.Op(schema);
   r.Op(schema.MakeGradSchema());
   RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, type, [](auto t) { return &Reduce<R, decltype(t)>; });
@@ -300,6 +329,12 @@ void RegisterReduce(Registrar& r) {
   AddReduce<Reduction::kSum>(r, "reduce_sum", "sum");
   AddReduce<Reduction::kMean>(r, "reduce_mean", "mean");
   AddReduce<Reduction::kMax>(r, "reduce_max", "maximum");
+  AddReduce<Reduction::kMin>(r, "reduce_min", "minimum");
+  AddReduce<Reduction::kProd>(r, "reduce_prod", "product");
+  r.Op(ReduceSchema("reduce_all", "whether every element is true"));
+  r.Op(ReduceSchema("reduce_any", "whether some element is true"));
+  r.Kernel("reduce_all", RILL_CPU, RILL_BOOL, &ReduceBool<true>);
+  r.Kernel("reduce_any", RILL_CPU, RILL_BOOL, &ReduceBool<false>);
 }
 
 }  // namespace rill::math

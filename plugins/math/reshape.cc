@@ -6,6 +6,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "kernels.h"
 #include "ops.h"
 #include "shape.h"
 
@@ -135,7 +136,7 @@ void Squeeze2(KernelContext& ctx) {
 void Unsqueeze2(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   std::vector<int64_t> dims = x.dims();
-  for (int64_t axis : ctx.Attr<std::vector<int64_t>>("axes")) {
+  for (int64_t axis : IntsFromInputs(ctx, "AxesTensor", "AxesTensorList", "axes")) {
     const size_t a = NormalizeAxis(axis, dims.size() + 1, "axes entry");
     dims.insert(dims.begin() + static_cast<std::ptrdiff_t>(a), 1);
   }
@@ -253,7 +254,11 @@ void RegisterReshape(Registrar& r) {
                     .Attr("axes", std::vector<int64_t>{}, "the dims to remove (negative from the end)"),
              &Squeeze2, &ReshapeGrad);
   AddShapeOp(r, "unsqueeze2", OpSchema("unsqueeze2")
-                    .Doc("Out = X with a dim of 1 inserted at each of `axes`, in order.")
+                    .Doc("Out = X with a dim of 1 inserted at each of `axes` (or AxesTensor's, or AxesTensorList's), "
+                         "in order.")
+                    .Input("AxesTensor", "the axes, a 1-D int32/int64 tensor", RILL_SLOT_OPTIONAL)
+                    .Input("AxesTensorList", "the axes, one 1-element int32/int64 tensor each",
+                           RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
                     .Attr("axes", std::vector<int64_t>{}, "where to insert (negative from the end)"),
              &Unsqueeze2, &ReshapeGrad);
   AddShapeOp(r, "transpose2", OpSchema("transpose2")

@@ -88,8 +88,16 @@ inline std::vector<int64_t> SplitSections(const std::vector<int64_t>& d, size_t 
     }
     sections.assign(static_cast<size_t>(parts), d[axis] / parts);
   }
-  int64_t total = 0;
-  for (int64_t s : sections) total += s;
+  // One section of -1 takes what the others leave, as Paddle's split does.
+  int64_t total = 0, unknown = -1;
+  for (size_t k = 0; k < sections.size(); ++k) {
+    if (sections[k] == -1 && unknown < 0) unknown = static_cast<int64_t>(k);
+    else total += sections[k];
+  }
+  if (unknown >= 0 && total <= d[axis]) {
+    sections[static_cast<size_t>(unknown)] = d[axis] - total;
+    total = d[axis];
+  }
   if (sections.size() != outputs || total != d[axis]) {
     throw Error("sections " + DimsString(sections) + " must list one size per output (" + std::to_string(outputs) +
                 ") and add up to " + std::to_string(d[axis]));
@@ -130,6 +138,17 @@ inline std::vector<int64_t> IntsOf(Tensor t, const char* what) {
   VisitDataType<int32_t, int64_t>(t.dtype(), what, [&](auto type) {
     const auto* p = t.data<decltype(type)>();
     v = std::vector<int64_t>(p, p + t.numel());
+  });
+  return v;
+}
+
+// The value of a one-element CPU tensor of any numeric dtype, as a double: a scale, a
+// bound or a fill value given as a tensor. `what` names it in an error.
+inline double ScalarOf(Tensor t, const char* what) {
+  if (t.numel() != 1) throw Error(std::string(what) + " must hold one value, got " + DimsString(t.dims()));
+  double v = 0;
+  VisitDataType<float, double, int32_t, int64_t>(t.dtype(), what, [&](auto type) {
+    v = static_cast<double>(*t.data<decltype(type)>());
   });
   return v;
 }

@@ -13,23 +13,6 @@
 namespace rill::math {
 namespace {
 
-// The ints of the `tensor` input (1-D), or of the `list` input (one 1-element tensor
-// each), or the attribute `attr`: Fluid's three ways of giving starts and ends.
-std::vector<int64_t> IntsFrom(KernelContext& ctx, const char* tensor, const char* list, const char* attr) {
-  std::vector<int64_t> v;
-  if (ctx.HasInput(tensor)) {
-    v = IntsOf(ctx.Input(tensor), tensor);
-  } else if (ctx.HasInput(list)) {
-    for (size_t i = 0; i < ctx.op().InputCount(list); ++i) {
-      const std::vector<int64_t> one = IntsOf(ctx.Input(list, i), list);
-      v.insert(v.end(), one.begin(), one.end());
-    }
-  } else {
-    v = ctx.Attr<std::vector<int64_t>>(attr);
-  }
-  return v;
-}
-
 // slice's box in Input: its corner and dims. A negative start or end counts from the end;
 // both are clamped to [0, dim]; an end before its start gives an empty box.
 struct Box {
@@ -37,8 +20,8 @@ struct Box {
 };
 Box SliceBox(KernelContext& ctx, const std::vector<int64_t>& in) {
   const std::vector<int64_t> axes = ctx.Attr<std::vector<int64_t>>("axes");
-  const std::vector<int64_t> starts = IntsFrom(ctx, "StartsTensor", "StartsTensorList", "starts");
-  const std::vector<int64_t> ends = IntsFrom(ctx, "EndsTensor", "EndsTensorList", "ends");
+  const std::vector<int64_t> starts = IntsFromInputs(ctx, "StartsTensor", "StartsTensorList", "starts");
+  const std::vector<int64_t> ends = IntsFromInputs(ctx, "EndsTensor", "EndsTensorList", "ends");
   if (starts.size() != axes.size() || ends.size() != axes.size()) {
     throw Error("axes " + DimsString(axes) + ", starts " + DimsString(starts) + " and ends " + DimsString(ends) +
                 " must be as long as each other");
@@ -97,7 +80,7 @@ void SliceGrad(KernelContext& ctx) {
 
 // expand's tiles per dim: the ExpandTimes input's values, or expand_times.
 std::vector<int64_t> ExpandTimes(KernelContext& ctx, size_t rank) {
-  std::vector<int64_t> times = IntsFrom(ctx, "ExpandTimes", "expand_times_tensor", "expand_times");
+  std::vector<int64_t> times = IntsFromInputs(ctx, "ExpandTimes", "expand_times_tensor", "expand_times");
   if (times.size() != rank) {
     throw Error("expand_times " + DimsString(times) + " must have one entry per dim of X (rank " + std::to_string(rank) + ")");
   }
@@ -155,7 +138,7 @@ void Expand(KernelContext& ctx) {
 
 void Tile(KernelContext& ctx) {
   std::vector<int64_t> d = ctx.Input("X").dims();
-  std::vector<int64_t> times = IntsFrom(ctx, "RepeatTimes", "repeat_times_tensor", "repeat_times");
+  std::vector<int64_t> times = IntsFromInputs(ctx, "RepeatTimes", "repeat_times_tensor", "repeat_times");
   for (int64_t t : times) {
     if (t < 1) throw Error("repeat_times " + DimsString(times) + " must be positive");
   }
@@ -183,7 +166,7 @@ std::vector<int64_t> BroadcastTo(const std::vector<int64_t>& x, std::vector<int6
 }
 
 void ExpandV2(KernelContext& ctx) {
-  const std::vector<int64_t> shape = IntsFrom(ctx, "Shape", "expand_shapes_tensor", "shape");
+  const std::vector<int64_t> shape = IntsFromInputs(ctx, "Shape", "expand_shapes_tensor", "shape");
   ExpandTo(ctx, BroadcastTo(ctx.Input("X").dims(), shape, "shape"));
 }
 
@@ -211,7 +194,7 @@ void RegisterSlice(Registrar& r) {
       .Attr("decrease_axis", std::vector<int64_t>{}, "dims of length 1 to remove from Out")
       .Attr("infer_flags", std::vector<int64_t>{}, "informational (Fluid's shape inference)")
       .KernelDtypeFrom("Input")
-      .Grad("slice_grad", "Input,Out@GRAD", "Input");
+      .Grad("slice_grad", "Input,StartsTensor,EndsTensor,StartsTensorList,EndsTensorList,Out@GRAD", "Input");
   r.Op(slice);
   r.Op(slice.MakeGradSchema());
   r.Kernel("slice", RILL_CPU, RILL_ANY_DTYPE, &Slice);

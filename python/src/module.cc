@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -108,6 +109,10 @@ py::object OpSchema(const std::string& type) {
   d["outputs"] = slots(op->outputs);
   d["attrs"] = attrs;
   d["grad_op_type"] = op->grad_op_type;
+  d["dtype_source"] = op->dtype_source;
+  std::set<int32_t> dtypes;  // of its kernels on every device; RILL_ANY_DTYPE (-1): any
+  for (const core::KernelEntry* k : TheRegistry().KernelsOf(type)) dtypes.insert(k->dtype);
+  d["kernel_dtypes"] = std::vector<int32_t>(dtypes.begin(), dtypes.end());
   return d;
 }
 

@@ -1,9 +1,15 @@
 """fluid.layer_helper: what every layer uses to make its parameters, temporaries and ops."""
 import copy
 
-from rill.fluid import unique_name
-from rill.fluid.framework import Parameter, Variable, default_main_program, default_startup_program
+from rill import _rill
+from rill.fluid import core, unique_name
+from rill.fluid.framework import Parameter, Variable, _dtype_name, default_main_program, default_startup_program
 from rill.fluid.param_attr import ParamAttr
+
+# The arguments through which layers take their input variables, and the layers that take
+# a value there too (assign copies a numpy array into the program).
+_INPUT_ARGUMENTS = ("x", "y", "input", "label")
+_TAKE_VALUES = ("assign",)
 
 __all__ = ["LayerHelper"]
 
@@ -12,6 +18,13 @@ class LayerHelper(object):
     def __init__(self, layer_type, **kwargs):
         self.kwargs = kwargs
         self.layer_type = layer_type
+        for arg in _INPUT_ARGUMENTS if layer_type not in _TAKE_VALUES else ():
+            value = kwargs.get(arg)
+            values = value if isinstance(value, (list, tuple)) else [value]
+            for v in values:
+                if v is not None and not isinstance(v, Variable):
+                    raise TypeError("The type of '%s' in %s must be Variable, but received %s" %
+                                    (arg, layer_type, type(v).__name__))
         if self.kwargs.get("name") is None:
             self.kwargs["name"] = unique_name.generate(self.layer_type)
 
@@ -28,7 +41,30 @@ class LayerHelper(object):
         return default_startup_program()
 
     def append_op(self, *args, **kwargs):
+        self._check_kernel_dtype(kwargs.get("type"), kwargs.get("inputs") or {})
         return self.main_program.current_block().append_op(*args, **kwargs)
+
+    @staticmethod
+    def _check_kernel_dtype(op_type, inputs):
+        """A TypeError when the op has no kernel for the dtype of the input its kernel is
+        chosen by (sqrt of int32), as Fluid's layers check their inputs' dtypes. fp16 passes
+        wherever the op has a floating kernel: a device may have it."""
+        schema = _rill.op_schema(op_type) if op_type else None
+        if not schema or not schema.get("dtype_source") or schema["dtype_source"].startswith("attr:"):
+            return
+        dtypes = schema["kernel_dtypes"]
+        if not dtypes or -1 in dtypes:
+            return
+        slot = inputs.get(schema["dtype_source"])
+        var = slot[0] if isinstance(slot, (list, tuple)) and slot else slot
+        if not isinstance(var, Variable) or var.dtype is None or var.dtype in dtypes:
+            return
+        floating = (core.VarDesc.VarType.FP32, core.VarDesc.VarType.FP64)
+        if var.dtype == core.VarDesc.VarType.FP16 and any(d in dtypes for d in floating):
+            return
+        raise TypeError("The data type of '%s' in %s must be one of [%s], but received %s" %
+                        (schema["dtype_source"], op_type, ", ".join(_dtype_name(d) for d in dtypes),
+                         _dtype_name(var.dtype)))
 
     def multiple_input(self, input_param_name="input"):
         inputs = self.kwargs.get(input_param_name, [])

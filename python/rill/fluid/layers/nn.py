@@ -16,7 +16,8 @@ from rill.fluid.param_attr import ParamAttr
 __all__ = [
     "fc", "embedding", "conv2d", "pool2d", "batch_norm", "layer_norm", "dropout", "cross_entropy",
     "square_error_cost", "softmax_with_cross_entropy", "accuracy", "topk", "mean", "mul", "matmul", "softmax",
-    "reshape", "transpose", "split", "reduce_sum", "reduce_mean", "reduce_max", "scale", "clip",
+    "reshape", "transpose", "split", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
+    "reduce_all", "reduce_any", "scale", "clip",
     "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div", "elementwise_max",
     "elementwise_min", "elementwise_pow", "elementwise_mod", "elementwise_floordiv", "relu6", "leaky_relu",
     "flatten", "squeeze", "unsqueeze", "stack", "expand", "slice", "gather", "one_hot",
@@ -401,6 +402,22 @@ def reduce_mean(input, dim=None, keep_dim=False, name=None):
 
 def reduce_max(input, dim=None, keep_dim=False, name=None):
     return _reduce("reduce_max", input, dim, keep_dim, name)
+
+
+def reduce_min(input, dim=None, keep_dim=False, name=None):
+    return _reduce("reduce_min", input, dim, keep_dim, name)
+
+
+def reduce_prod(input, dim=None, keep_dim=False, name=None):
+    return _reduce("reduce_prod", input, dim, keep_dim, name)
+
+
+def reduce_all(input, dim=None, keep_dim=False, name=None):
+    return _reduce("reduce_all", input, dim, keep_dim, name)
+
+
+def reduce_any(input, dim=None, keep_dim=False, name=None):
+    return _reduce("reduce_any", input, dim, keep_dim, name)
 
 
 def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):

@@ -3,6 +3,7 @@ from rill.fluid.layer_helper import LayerHelper
 
 _ACTIVATIONS = ["sigmoid", "relu", "tanh", "exp", "log", "sqrt", "abs", "square", "gelu", "swish", "hard_swish",
                 "hard_sigmoid", "logsigmoid", "tanh_shrink", "softshrink", "ceil", "floor", "cos", "sin", "round",
+                "tan", "asin", "acos", "atan", "sinh", "cosh",
                 "reciprocal", "softplus", "softsign", "brelu", "soft_relu", "elu", "pow", "stanh", "hard_shrink",
                 "thresholded_relu", "silu", "mish", "selu", "rsqrt", "expm1", "log1p", "log2", "log10", "sign"]
 

@@ -97,6 +97,19 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 sys.meta_path.insert(0, _Finder())
 
+
+def _restore_numpy_aliases():
+    """numpy's aliases of the builtin types (np.bool, np.int, ...), which Paddle 2.1's tests
+    use and numpy 1.24 removed: the environment's difference, not the op's."""
+    import builtins
+    import numpy as np
+    for alias in ("bool", "int", "float", "complex", "object", "str"):
+        if alias not in np.__dict__:
+            setattr(np, alias, getattr(builtins, alias))
+
+
+_restore_numpy_aliases()
+
 from paddle import fluid  # noqa: E402
 from paddle.fluid import CPUPlace, CUDAPlace, CUDAPinnedPlace  # noqa: E402,F401
 

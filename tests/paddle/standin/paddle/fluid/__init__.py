@@ -3,7 +3,10 @@
 from rill.fluid import *  # noqa: F401,F403
 import rill.fluid as _rill_fluid
 
-from paddle.fluid import core  # noqa: E402,F401
+import importlib as _importlib
+
+# The stand-in's core (rill.fluid's star import brought rill.fluid.core under that name).
+core = _importlib.import_module("paddle.fluid.core")
 
 
 def __getattr__(attr):

@@ -336,16 +336,20 @@ struct Mish {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit Mish(KernelContext& ctx) : t(ctx.Attr<float>("threshold")) {}
   double t;
+  // softplus as Paddle computes it: x above the threshold, exp(x) below its negative.
+  template <class V> static V Softplus(V v, V k) { return v > k ? v : v < -k ? std::exp(v) : std::log1p(std::exp(v)); }
+  template <class V> static V SoftplusGrad(V v, V k) {
+    return v > k ? V(1) : v < -k ? std::exp(v) : V(1) / (V(1) + std::exp(-v));
+  }
   template <class A, class O> void Forward(const A& x, O out) const {
     const S<A> k = S<A>(t);
-    out = x.unaryExpr([k](S<A> v) { return v * std::tanh(v > k ? v : std::log1p(std::exp(v))); });
+    out = x.unaryExpr([k](S<A> v) { return v * std::tanh(Softplus(v, k)); });
   }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
     const S<A> k = S<A>(t);
     dx = x.binaryExpr(g, [k](S<A> v, S<A> gv) {
-      const S<A> th = std::tanh(v > k ? v : std::log1p(std::exp(v)));
-      const S<A> dsp = v > k ? S<A>(1) : S<A>(1) / (S<A>(1) + std::exp(-v));
-      return gv * (th + v * (S<A>(1) - th * th) * dsp);
+      const S<A> th = std::tanh(Softplus(v, k));
+      return gv * (th + v * (S<A>(1) - th * th) * SoftplusGrad(v, k));
     });
   }
 };

@@ -154,12 +154,22 @@ void ForEachTap(const InterpPlan& p, F fn) {
 template <class T, bool kNearest, bool kV2>
 void Interp(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
-  const InterpPlan p = PlanOf<T, kNearest, kV2>(ctx, x.dims());
+  // Source coordinates in T, or in float for uint8 images, as Paddle computes them.
+  using Coord = std::conditional_t<std::is_integral_v<T>, float, T>;
+  const InterpPlan p = PlanOf<Coord, kNearest, kV2>(ctx, x.dims());
   const T* px = x.data<T>();
   const std::vector<int64_t> out_dims = p.OutDims();
+  const int64_t n = Product(out_dims, 0, 4);
   WriteOutput<T>(ctx, "Out", {"X"}, out_dims, [&](T* out) {
-    std::fill(out, out + Product(out_dims, 0, 4), T(0));
-    ForEachTap(p, [&](int64_t o, int64_t i, double w) { out[o] += static_cast<T>(w) * px[i]; });
+    if constexpr (std::is_integral_v<T>) {
+      // uint8 images: the taps summed in float, then truncated into T, as Paddle computes them.
+      std::vector<float> sum(static_cast<size_t>(n), 0.0f);
+      ForEachTap(p, [&](int64_t o, int64_t i, double w) { sum[o] += static_cast<float>(w) * px[i]; });
+      for (int64_t o = 0; o < n; ++o) out[o] = static_cast<T>(sum[o]);
+    } else {
+      std::fill(out, out + n, T(0));
+      ForEachTap(p, [&](int64_t o, int64_t i, double w) { out[o] += static_cast<T>(w) * px[i]; });
+    }
   });
 }
 
@@ -208,7 +218,7 @@ void RegisterOneInterp(Registrar& r) {
   const OpSchema schema = InterpSchema(type.c_str(), kV2, method);
   r.Op(schema);
   r.Op(schema.MakeGradSchema());
-  RegisterCpu<float, double>(r, type.c_str(), [](auto t) { return &Interp<decltype(t), kNearest, kV2>; });
+  RegisterCpu<float, double, uint8_t>(r, type.c_str(), [](auto t) { return &Interp<decltype(t), kNearest, kV2>; });
   RegisterCpu<float, double>(r, (type + "_grad").c_str(),
                              [](auto t) { return &InterpGrad<decltype(t), kNearest, kV2>; });
 }

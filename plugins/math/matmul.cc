@@ -47,13 +47,13 @@ void MatMul(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   const MatMulPlan plan = PlanMatMul(ctx, x.dims(), y.dims(), kV2);
-  const auto [v2, tx, ty, alpha_attr, a, b, batch, m, k, n] = plan;
-  const T alpha = static_cast<T>(alpha_attr);
+  const int64_t m = plan.m, k = plan.k, n = plan.n;
+  const T alpha = static_cast<T>(plan.alpha);
   const T* px = x.data<T>();
   const T* py = y.data<T>();
   WriteOutput<T>(ctx, "Out", {"X", "Y"}, MatMulOutDims(plan, x.dims(), y.dims()), [&](T* out) {
-    for (int64_t i = 0; i < batch; ++i) {
-      Gemm<T>(tx, ty, m, n, k, alpha, px + (a.batch == 1 ? 0 : i) * m * k, py + (b.batch == 1 ? 0 : i) * k * n, T(0),
+    for (int64_t i = 0; i < plan.batch; ++i) {
+      Gemm<T>(plan.tx, plan.ty, m, n, k, alpha, px + plan.x_at[i] * m * k, py + plan.y_at[i] * k * n, T(0),
               out + i * m * n);
     }
   });
@@ -113,34 +113,38 @@ void MulGrad(KernelContext& ctx) {
 
 // For Out = alpha * op(X) op(Y), per batch: with A = op(X), B = op(Y) and G = Out@GRAD,
 // dA = alpha G B^T and dB = alpha A^T G, written in X's and Y's stored orientation
-// (dX = dA^T when X is transposed, likewise Y). A side broadcast over the batch sums its
-// gradient over the batch (beta 1 after the first product).
+// (dX = dA^T when X is transposed, likewise Y). A matrix broadcast over several products
+// sums their gradients: the first product writes it (beta 0), the others add (beta 1).
 template <class T, bool kV2>
 void MatMulGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   Tensor g = ctx.Input("Out@GRAD");
   const MatMulPlan plan = PlanMatMul(ctx, x.dims(), y.dims(), kV2);
-  const auto [v2, tx, ty, alpha_attr, a, b, batch, m, k, n] = plan;
+  const bool tx = plan.tx, ty = plan.ty;
+  const int64_t m = plan.m, k = plan.k, n = plan.n;
   const std::vector<int64_t> out_dims = MatMulOutDims(plan, x.dims(), y.dims());
   if (g.dims() != out_dims) {
     throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like Out " + DimsString(out_dims));
   }
-  const T alpha = static_cast<T>(alpha_attr);
+  const T alpha = static_cast<T>(plan.alpha);
   T* dx = ctx.HasOutput("X@GRAD") ? ctx.AllocateOutput<T>("X@GRAD", x.dims()) : nullptr;
   T* dy = ctx.HasOutput("Y@GRAD") ? ctx.AllocateOutput<T>("Y@GRAD", y.dims()) : nullptr;
-  for (int64_t i = 0; i < batch; ++i) {
-    const int64_t xo = (a.batch == 1 ? 0 : i) * m * k, yo = (b.batch == 1 ? 0 : i) * k * n;
+  std::vector<bool> x_seen(static_cast<size_t>(plan.a.batch)), y_seen(static_cast<size_t>(plan.b.batch));
+  for (int64_t i = 0; i < plan.batch; ++i) {
+    const int64_t xo = plan.x_at[i] * m * k, yo = plan.y_at[i] * k * n;
     const T* xi = x.data<T>() + xo;
     const T* yi = y.data<T>() + yo;
     const T* gi = g.data<T>() + i * m * n;
     if (dx != nullptr) {
-      const T beta = a.batch == 1 && i > 0 ? T(1) : T(0);
+      const T beta = x_seen[plan.x_at[i]] ? T(1) : T(0);
+      x_seen[plan.x_at[i]] = true;
       if (tx) Gemm<T>(ty, true, k, m, n, alpha, yi, gi, beta, dx + xo);
       else Gemm<T>(false, !ty, m, k, n, alpha, gi, yi, beta, dx + xo);
     }
     if (dy != nullptr) {
-      const T beta = b.batch == 1 && i > 0 ? T(1) : T(0);
+      const T beta = y_seen[plan.y_at[i]] ? T(1) : T(0);
+      y_seen[plan.y_at[i]] = true;
       if (ty) Gemm<T>(true, tx, n, k, m, alpha, gi, xi, beta, dy + yo);
       else Gemm<T>(!tx, false, k, n, m, alpha, xi, gi, beta, dy + yo);
     }
@@ -167,7 +171,7 @@ void RegisterMatMul(Registrar& r) {
   RegisterCpu<float, double>(r, "mul_grad", [](auto t) { return &MulGrad<decltype(t)>; });
   const OpSchema matmul = OpSchema("matmul")
            .Doc("Out = alpha * op(X) * op(Y), op transposing when asked; leading dims are a batch "
-                "(equal, or one side unbatched); a 1-D X is a row vector and a 1-D Y a column vector, "
+                "(broadcast as numpy's); a 1-D X is a row vector and a 1-D Y a column vector, "
                 "their dimension dropped from Out.")
            .Input("X", "left operand")
            .Input("Y", "right operand")
@@ -183,7 +187,7 @@ void RegisterMatMul(Registrar& r) {
   RegisterCpu<float, double>(r, "matmul_grad", [](auto t) { return &MatMulGrad<decltype(t), false>; });
   const OpSchema matmul_v2 = OpSchema("matmul_v2")
            .Doc("Out = op(X) * op(Y), op transposing when asked (Paddle 2.x's matmul); leading dims are a "
-                "batch (equal, or one side unbatched); a 1-D X is a row vector and a 1-D Y a column vector, "
+                "batch (broadcast as numpy's); a 1-D X is a row vector and a 1-D Y a column vector, "
                 "their dimension dropped from Out.")
            .Input("X", "left operand")
            .Input("Y", "right operand")

@@ -43,14 +43,50 @@ inline MatSide Side(const std::vector<int64_t>& d, bool transpose, bool is_x) {
 }
 
 // A matmul as its kernels see it: Out = alpha * op(X) op(Y) as `batch` products of
-// [m, k] by [k, n] (read from the op's attributes and its operands' dims).
+// [m, k] by [k, n] (read from the op's attributes and its operands' dims). The batch dims
+// broadcast as numpy's do (aligned at the end, each pair equal or one of them 1): product
+// i multiplies X's matrix x_at[i] by Y's matrix y_at[i].
 struct MatMulPlan {
   bool v2 = false;
   bool tx = false, ty = false;
   float alpha = 1;
   MatSide a, b;
   int64_t batch = 1, m = 0, k = 0, n = 0;
+  std::vector<int64_t> batch_dims, x_at, y_at;
 };
+
+// Fills the plan's batch: the broadcast of the two sides' batch dims, and which matrix of
+// each side every product takes. Throws when the batch dims do not broadcast.
+inline void PlanBatch(MatMulPlan& p, const std::vector<int64_t>& xd, const std::vector<int64_t>& yd) {
+  const std::vector<int64_t>& ad = p.a.batch_dims;
+  const std::vector<int64_t>& bd = p.b.batch_dims;
+  const size_t rank = std::max(ad.size(), bd.size());
+  std::vector<int64_t> ap(rank, 1), bp(rank, 1);
+  std::copy(ad.begin(), ad.end(), ap.begin() + static_cast<std::ptrdiff_t>(rank - ad.size()));
+  std::copy(bd.begin(), bd.end(), bp.begin() + static_cast<std::ptrdiff_t>(rank - bd.size()));
+  p.batch_dims.resize(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    if (ap[i] != bp[i] && ap[i] != 1 && bp[i] != 1) {
+      throw Error("matmul: the batch dimensions of X " + DimsString(xd) + " and Y " + DimsString(yd) +
+                  " do not broadcast: " + DimsString(ad) + " and " + DimsString(bd));
+    }
+    p.batch_dims[i] = ap[i] == 1 ? bp[i] : ap[i];
+  }
+  p.batch = Product(p.batch_dims, 0, rank);
+  p.x_at.assign(static_cast<size_t>(p.batch), 0);
+  p.y_at.assign(static_cast<size_t>(p.batch), 0);
+  for (int64_t i = 0; i < p.batch; ++i) {
+    int64_t rest = i, xs = 1, ys = 1;
+    for (size_t d = rank; d-- > 0;) {
+      const int64_t at = rest % p.batch_dims[d];
+      rest /= p.batch_dims[d];
+      if (ap[d] != 1) p.x_at[static_cast<size_t>(i)] += at * xs;
+      if (bp[d] != 1) p.y_at[static_cast<size_t>(i)] += at * ys;
+      xs *= ap[d];
+      ys *= bp[d];
+    }
+  }
+}
 
 // `v2`: matmul_v2's attributes (trans_x, trans_y; no alpha) instead of matmul's
 // (transpose_X, transpose_Y, alpha).
@@ -63,14 +99,14 @@ inline MatMulPlan PlanMatMul(KernelContext& ctx, const std::vector<int64_t>& xd,
   p.alpha = v2 ? 1.0f : ctx.Attr<float>("alpha");
   p.a = Side(xd, p.tx, true);
   p.b = Side(yd, p.ty, false);
-  p.batch = std::max(p.a.batch, p.b.batch);
+  PlanBatch(p, xd, yd);
   p.m = p.a.rows;
   p.k = p.a.cols;
   p.n = p.b.cols;
   return p;
 }
 
-// Out's dims for op(X) * op(Y): the longer batch, then op(X)'s rows and op(Y)'s columns,
+// Out's dims for op(X) * op(Y): the broadcast batch, then op(X)'s rows and op(Y)'s columns,
 // a 1-D side's dim dropped as the op says (above; [1] when nothing is left). Throws if
 // the operands do not multiply.
 inline std::vector<int64_t> MatMulOutDims(const MatMulPlan& p, const std::vector<int64_t>& xd,
@@ -81,11 +117,7 @@ inline std::vector<int64_t> MatMulOutDims(const MatMulPlan& p, const std::vector
     throw Error("matmul: X " + DimsString(xd) + " and Y " + DimsString(yd) + " have inner dimensions " +
                 std::to_string(a.cols) + " and " + std::to_string(b.rows) + " (after any transpose)");
   }
-  if (a.batch != b.batch && a.batch != 1 && b.batch != 1) {
-    throw Error("matmul: batch dimensions " + DimsString(a.batch_dims) + " and " + DimsString(b.batch_dims) +
-                " differ");
-  }
-  std::vector<int64_t> out = a.batch >= b.batch ? a.batch_dims : b.batch_dims;
+  std::vector<int64_t> out = p.batch_dims;
   if (p.v2) {
     if (!a.vector) out.push_back(a.rows);
     if (!b.vector) out.push_back(b.cols);

@@ -107,7 +107,7 @@ inline std::vector<int64_t> SplitSections(const std::vector<int64_t>& d, size_t 
 
 // cross_entropy's shape contract, for the CPU and CUDA kernels alike: X [..., D] holds
 // probabilities, Label holds one class per row (hard) or is shaped like X (soft), and Y
-// is [..., 1].
+// is [..., 1] (or [...] for a hard Label of rank one less than X's, as Paddle shapes it).
 struct CrossEntropyShape {
   int64_t rows = 0, classes = 0;
   std::vector<int64_t> out_dims;
@@ -120,7 +120,8 @@ inline CrossEntropyShape CheckCrossEntropy(const std::vector<int64_t>& x, const 
   s.classes = x.back();
   s.rows = Product(x, 0, x.size() - 1);
   s.out_dims.assign(x.begin(), x.end() - 1);
-  s.out_dims.push_back(1);
+  // Y is [..., 1], or without that 1 when a hard Label is (Paddle's shape: Y is Label's).
+  if (soft_label || label.size() == x.size()) s.out_dims.push_back(1);
   if (soft_label && label != x) {
     throw Error("soft Label must be shaped like X " + DimsString(x) + ", got " + DimsString(label));
   }

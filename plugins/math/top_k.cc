@@ -128,8 +128,37 @@ void Accuracy(KernelContext& ctx) {
 
 }  // namespace
 
+// top_k's and top_k_v2's gradient: X@GRAD is zero but where Out's values came from, which
+// take Out@GRAD's (Indices along the axis).
+template <class T, bool kV2>
+void TopKGrad(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  Tensor g = ctx.Input("Out@GRAD");
+  const std::vector<int64_t> d = x.dims(), gd = g.dims();
+  if (d.empty()) throw Error("X has no axis to pick from");
+  const size_t axis = kV2 ? NormalizeAxis(ctx.Attr<int64_t>("axis"), d.size()) : d.size() - 1;
+  const std::vector<int64_t> index = IntsOf(ctx.Input("Indices"), "Indices");
+  if (gd.size() != d.size() || static_cast<int64_t>(index.size()) != g.numel()) {
+    throw Error("Out@GRAD " + DimsString(gd) + " and Indices (" + std::to_string(index.size()) +
+                " values) do not match X " + DimsString(d) + " with k along axis " + std::to_string(axis));
+  }
+  const int64_t pre = Product(d, 0, axis), n = d[axis], post = Product(d, axis + 1, d.size()), k = gd[axis];
+  const T* pg = g.data<T>();
+  T* dx = ctx.AllocateOutput<T>("X@GRAD", d);
+  std::fill(dx, dx + x.numel(), T(0));
+  for (int64_t i = 0; i < pre; ++i) {
+    for (int64_t j = 0; j < k; ++j) {
+      for (int64_t c = 0; c < post; ++c) {
+        const int64_t at = (i * k + j) * post + c, to = index[static_cast<size_t>(at)];
+        if (to < 0 || to >= n) throw Error("Indices holds " + std::to_string(to) + ", outside the axis of " + std::to_string(n));
+        dx[(i * n + to) * post + c] += pg[at];
+      }
+    }
+  }
+}
+
 void RegisterTopK(Registrar& r) {
-  r.Op(OpSchema("top_k")
+  const OpSchema top_k = OpSchema("top_k")
            .Doc("Out = the k largest values along X's last axis, in order (ties: lower index first); Indices "
                 "(int64) where they were.")
            .Input("X", "the values")
@@ -137,8 +166,9 @@ void RegisterTopK(Registrar& r) {
            .Output("Out", "the k values")
            .Output("Indices", "their positions, int64")
            .Attr("k", int64_t{1}, "how many")
-           .KernelDtypeFrom("X"));
-  r.Op(OpSchema("top_k_v2")
+           .KernelDtypeFrom("X")
+           .Grad("top_k_grad", "X,Indices,Out@GRAD", "X");
+  const OpSchema top_k_v2 = OpSchema("top_k_v2")
            .Doc("Out = the k largest (or smallest) values along axis, in order (ties: lower index first); "
                 "Indices (int64) where they were.")
            .Input("X", "the values")
@@ -149,7 +179,12 @@ void RegisterTopK(Registrar& r) {
            .Attr("axis", int64_t{-1}, "the axis")
            .Attr("largest", true, "the largest (true) or the smallest")
            .Attr("sorted", true, "informational: the k always come in order")
-           .KernelDtypeFrom("X"));
+           .KernelDtypeFrom("X")
+           .Grad("top_k_v2_grad", "X,Indices,Out@GRAD", "X");
+  for (const OpSchema* schema : {&top_k, &top_k_v2}) {
+    r.Op(*schema);
+    r.Op(schema->MakeGradSchema());
+  }
   for (const bool largest : {true, false}) {
     r.Op(OpSchema(largest ? "arg_max" : "arg_min")
              .Doc(std::string("Out = the index of the ") + (largest ? "largest" : "smallest") +
@@ -172,6 +207,8 @@ void RegisterTopK(Registrar& r) {
            .Output("Total", "int32 [1]", RILL_SLOT_OPTIONAL));
   RegisterCpu<float, double, int32_t, int64_t>(r, "top_k", [](auto t) { return &TopKV1<decltype(t)>; });
   RegisterCpu<float, double, int32_t, int64_t>(r, "top_k_v2", [](auto t) { return &TopKV2<decltype(t)>; });
+  RegisterCpu<float, double>(r, "top_k_grad", [](auto t) { return &TopKGrad<decltype(t), false>; });
+  RegisterCpu<float, double>(r, "top_k_v2_grad", [](auto t) { return &TopKGrad<decltype(t), true>; });
   RegisterCpu<float, double, int32_t, int64_t>(r, "arg_max", [](auto t) { return &ArgBest<decltype(t), true>; });
   RegisterCpu<float, double, int32_t, int64_t>(r, "arg_min", [](auto t) { return &ArgBest<decltype(t), false>; });
   r.Kernel("accuracy", RILL_CPU, RILL_ANY_DTYPE, &Accuracy);

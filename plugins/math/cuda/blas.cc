@@ -140,22 +140,22 @@ void MatMul(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   const MatMulPlan plan = PlanMatMul(ctx, x.dims(), y.dims());
-  const auto [v2, tx, ty, alpha_attr, a, b, batch, m, k, n] = plan;
+  const int64_t m = plan.m, k = plan.k, n = plan.n;
   const std::vector<int64_t> out_dims = MatMulOutDims(plan, x.dims(), y.dims());
   DeviceOutput<T> out(ctx, "Out", 0, out_dims, GemmInputs(ctx, false));
   cublasHandle_t h = Handle(ctx.device_id());
-  const T alpha = static_cast<T>(alpha_attr);
-  for (int64_t i = 0; i < batch; ++i) {
-    RowMajorGemm<T>(h, tx, ty, m, n, k, alpha, x.data<T>() + (a.batch == 1 ? 0 : i * m * k),
-                    y.data<T>() + (b.batch == 1 ? 0 : i * k * n), T(0), out.get() + i * m * n);
+  const T alpha = static_cast<T>(plan.alpha);
+  for (int64_t i = 0; i < plan.batch; ++i) {
+    RowMajorGemm<T>(h, plan.tx, plan.ty, m, n, k, alpha, x.data<T>() + plan.x_at[i] * m * k,
+                    y.data<T>() + plan.y_at[i] * k * n, T(0), out.get() + i * m * n);
   }
   out.Finish();
 }
 
 // For Out = alpha * op(X) op(Y), per batch: with A = op(X), B = op(Y) and G = Out@GRAD,
 // dA = alpha G B^T and dB = alpha A^T G, written through the transposes (dX = dA^T when X
-// is transposed); a side broadcast over the batch sums its gradient over the batch
-// (beta = 1 after the first product).
+// is transposed); a matrix broadcast over several products sums their gradients (beta 0
+// for its first product, 1 after).
 template <class T>
 void MatMulGrad(KernelContext& ctx) {
   UseDevice(ctx);
@@ -163,39 +163,44 @@ void MatMulGrad(KernelContext& ctx) {
   Tensor y = ctx.Input("Y");
   Tensor g = ctx.Input("Out@GRAD");
   const MatMulPlan plan = PlanMatMul(ctx, x.dims(), y.dims());
-  const auto [v2, tx, ty, alpha_attr, a, b, batch, m, k, n] = plan;
+  const bool tx = plan.tx, ty = plan.ty;
+  const int64_t m = plan.m, k = plan.k, n = plan.n;
   if (g.dims() != MatMulOutDims(plan, x.dims(), y.dims())) {
     throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like Out");
   }
-  const T alpha = static_cast<T>(alpha_attr);
+  const T alpha = static_cast<T>(plan.alpha);
   cublasHandle_t h = Handle(ctx.device_id());
   const T* px = x.data<T>();
   const T* py = y.data<T>();
   const T* pg = g.data<T>();
-  // Where batch i's matrices start (a side with one matrix uses it for every i).
-  const int64_t x_step = a.batch == 1 ? 0 : m * k, y_step = b.batch == 1 ? 0 : k * n;
   if (ctx.HasOutput("X@GRAD")) {
     DeviceOutput<T> dx(ctx, "X@GRAD", 0, x.dims(), GemmInputs(ctx, true));
-    for (int64_t i = 0; i < batch; ++i) {
-      const T beta = (a.batch == 1 && i > 0) ? T(1) : T(0);
+    std::vector<bool> seen(static_cast<size_t>(plan.a.batch));
+    for (int64_t i = 0; i < plan.batch; ++i) {
+      const int64_t xo = plan.x_at[i] * m * k, yo = plan.y_at[i] * k * n;
+      const T beta = seen[plan.x_at[i]] ? T(1) : T(0);
+      seen[plan.x_at[i]] = true;
       const T* gi = pg + i * m * n;
       if (tx) {  // dX[k, m] = alpha B G^T
-        RowMajorGemm<T>(h, ty, true, k, m, n, alpha, py + i * y_step, gi, beta, dx.get() + i * x_step);
+        RowMajorGemm<T>(h, ty, true, k, m, n, alpha, py + yo, gi, beta, dx.get() + xo);
       } else {   // dX[m, k] = alpha G B^T
-        RowMajorGemm<T>(h, false, !ty, m, k, n, alpha, gi, py + i * y_step, beta, dx.get() + i * x_step);
+        RowMajorGemm<T>(h, false, !ty, m, k, n, alpha, gi, py + yo, beta, dx.get() + xo);
       }
     }
     dx.Finish();
   }
   if (ctx.HasOutput("Y@GRAD")) {
     DeviceOutput<T> dy(ctx, "Y@GRAD", 0, y.dims(), GemmInputs(ctx, true));
-    for (int64_t i = 0; i < batch; ++i) {
-      const T beta = (b.batch == 1 && i > 0) ? T(1) : T(0);
+    std::vector<bool> seen(static_cast<size_t>(plan.b.batch));
+    for (int64_t i = 0; i < plan.batch; ++i) {
+      const int64_t xo = plan.x_at[i] * m * k, yo = plan.y_at[i] * k * n;
+      const T beta = seen[plan.y_at[i]] ? T(1) : T(0);
+      seen[plan.y_at[i]] = true;
       const T* gi = pg + i * m * n;
       if (ty) {  // dY[n, k] = alpha G^T A
-        RowMajorGemm<T>(h, true, tx, n, k, m, alpha, gi, px + i * x_step, beta, dy.get() + i * y_step);
+        RowMajorGemm<T>(h, true, tx, n, k, m, alpha, gi, px + xo, beta, dy.get() + yo);
       } else {   // dY[k, n] = alpha A^T G
-        RowMajorGemm<T>(h, !tx, false, k, n, m, alpha, px + i * x_step, gi, beta, dy.get() + i * y_step);
+        RowMajorGemm<T>(h, !tx, false, k, n, m, alpha, px + xo, gi, beta, dy.get() + yo);
       }
     }
     dy.Finish();

@@ -6,7 +6,7 @@ variables the sub-block reads from outside in its X (or Params) slot and the par
 variables it writes in Out, in the order the sub-block first uses them.
 """
 from rill.fluid import core
-from rill.fluid.framework import Program, Variable
+from rill.fluid.framework import Program, Variable, VarType, _dtype_name
 from rill.fluid.layer_helper import LayerHelper
 
 __all__ = ["While", "ConditionalBlock", "BlockGuard", "increment", "less_than", "less_equal", "greater_than",
@@ -152,6 +152,16 @@ def increment(x, value=1.0, in_place=True):
 
 def _compare(op_type, x, y, cond, force_cpu=None):
     helper = LayerHelper(op_type, x=x, y=y)
+    # Fluid's contract for these layers' arguments (TypeError, as its check_type raises).
+    for arg, var in (("x", x), ("y", y)):
+        if var.dtype not in (VarType.BOOL, VarType.FP32, VarType.FP64, VarType.INT32, VarType.INT64):
+            raise TypeError("The data type of '%s' in %s must be bool, float32, float64, int32 or int64, but "
+                            "received %s" % (arg, op_type, _dtype_name(var.dtype)))
+    if cond is not None and not isinstance(cond, Variable):
+        raise TypeError("The type of 'cond' in %s must be Variable, but received %s" % (op_type, type(cond).__name__))
+    if force_cpu is not None and not isinstance(force_cpu, bool):
+        raise TypeError("The type of 'force_cpu' in %s must be bool, but received %s" %
+                        (op_type, type(force_cpu).__name__))
     if cond is None:
         cond = helper.create_tmp_variable(dtype="bool")
         cond._shape = list(x.shape)

@@ -130,7 +130,7 @@ def in_dynamic_mode():
 
 
 def is_compiled_with_cuda():
-    return fluid.core.is_compiled_with_cuda()
+    return fluid.core.is_compiled_with_cuda()  # the stand-in's: a GPU is here
 
 
 def is_compiled_with_xpu():

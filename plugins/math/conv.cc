@@ -202,7 +202,8 @@ class Conv2dGrad {
 // input is this op's Output ([N, M, oh', ow'], M = Filter.dims[1] * groups) and its output
 // this op's Input; Filter [C, M / groups, kh, kw] is that convolution's filter as it is.
 // Output's size: (in - 1) * stride - paddings + dilation * (k - 1) + 1, plus what
-// output_size or output_padding adds (less than a stride); SAME: in * stride.
+// output_size or output_padding adds (less than a stride); SAME pads as a convolution of
+// Input with that stride would, with dilation 1 (Paddle's rule).
 ConvPlan TransposePlan(KernelContext& ctx, const std::vector<int64_t>& in, const std::vector<int64_t>& filter) {
   const std::string format = ctx.Attr<std::string>("data_format");
   const bool nhwc = format == "NHWC";
@@ -214,25 +215,23 @@ ConvPlan TransposePlan(KernelContext& ctx, const std::vector<int64_t>& in, const
   const int64_t c = nhwc ? in[3] : in[1];
   if (filter[0] != c) throw Error("Filter " + DimsString(filter) + " must have Input's " + std::to_string(c) + " channels first");
   const std::vector<int64_t> s = ctx.Attr<std::vector<int64_t>>("strides");
-  const std::vector<int64_t> d = ctx.Attr<std::vector<int64_t>>("dilations");
+  std::vector<int64_t> d = ctx.Attr<std::vector<int64_t>>("dilations");
   std::vector<int64_t> pad = FourPaddings(ctx.Attr<std::vector<int64_t>>("paddings"));
   if (s.size() != 2 || d.size() != 2) {
     throw Error("strides " + DimsString(s) + " and dilations " + DimsString(d) + " must have 2 values each");
   }
   const std::string algorithm = ctx.Attr<std::string>("padding_algorithm");
+  if (algorithm == "SAME") d = {1, 1};  // Paddle's SAME resets the dilations
   const std::vector<int64_t> output_size = ctx.Attr<std::vector<int64_t>>("output_size");
   const std::vector<int64_t> output_padding = ctx.Attr<std::vector<int64_t>>("output_padding");
   const int64_t in_hw[2] = {nhwc ? in[1] : in[2], nhwc ? in[2] : in[3]};
   int64_t out_hw[2];
   for (int a = 0; a < 2; ++a) {
     const int64_t k = d[a] * (filter[2 + a] - 1) + 1;
-    if (algorithm == "SAME") {
-      out_hw[a] = in_hw[a] * s[a];
-      std::tie(pad[2 * a], pad[2 * a + 1]) = SamePadding(out_hw[a], k, s[a]);
-    } else {
-      if (algorithm == "VALID") pad[2 * a] = pad[2 * a + 1] = 0;
-      out_hw[a] = (in_hw[a] - 1) * s[a] - pad[2 * a] - pad[2 * a + 1] + k;
-    }
+    // SAME pads as a convolution of Input with this stride would (Paddle's rule).
+    if (algorithm == "SAME") std::tie(pad[2 * a], pad[2 * a + 1]) = SamePadding(in_hw[a], k, s[a]);
+    if (algorithm == "VALID") pad[2 * a] = pad[2 * a + 1] = 0;
+    out_hw[a] = (in_hw[a] - 1) * s[a] - pad[2 * a] - pad[2 * a + 1] + k;
     const int64_t extra = !output_size.empty() ? output_size.at(a) - out_hw[a] : !output_padding.empty() ? output_padding.at(a) : 0;
     if (extra < 0 || extra >= std::max<int64_t>(s[a], d[a])) {
       throw Error("output_size/output_padding asks for " + std::to_string(out_hw[a] + extra) + " along dim " + std::to_string(a) +
@@ -335,7 +334,7 @@ void RegisterConv(Registrar& r) {
   const OpSchema transpose = OpSchema("conv2d_transpose")
       .Doc("Output = the transposed 2-D convolution of Input with Filter (the gradient of conv2d with respect to "
            "its input): Output's size (in - 1) * stride - paddings + dilation * (k - 1) + 1, plus output_padding "
-           "or up to output_size; SAME: in * stride.")
+           "or up to output_size; SAME pads as a convolution of Input would, with dilation 1.")
       .Input("Input", "[N, C, H, W] (NCHW) or [N, H, W, C] (NHWC)")
       .Input("Filter", "[C, M / groups, kh, kw]")
       .Output("Output", "[N, M, oh, ow] or [N, oh, ow, M]")

@@ -59,7 +59,7 @@ ConvPlan ConvPlanFrom(const std::string& format, const std::vector<int64_t>& in,
 
 ConvPlan ConvPlanOf(KernelContext& ctx, const std::vector<int64_t>& in, const std::vector<int64_t>& filter) {
   const std::vector<int64_t> s = ctx.Attr<std::vector<int64_t>>("strides");
-  const std::vector<int64_t> d = ctx.Attr<std::vector<int64_t>>("dilations");
+  std::vector<int64_t> d = ctx.Attr<std::vector<int64_t>>("dilations");
   std::vector<int64_t> pad = FourPaddings(ctx.Attr<std::vector<int64_t>>("paddings"));
   const std::string format = ctx.Attr<std::string>("data_format");
   const std::string algorithm = ctx.Attr<std::string>("padding_algorithm");
@@ -69,11 +69,12 @@ ConvPlan ConvPlanOf(KernelContext& ctx, const std::vector<int64_t>& in, const st
     if (in.size() != 4 || filter.size() != 4 || s.size() != 2 || d.size() != 2) {
       return ConvPlanFrom(format, in, filter, ctx.Attr<int64_t>("groups"), s, d, pad);  // reports what is wrong
     }
+    // Paddle's SAME: padded for the undilated filter, and the dilations reset to 1.
     const bool nhwc = format == "NHWC";
     const int64_t in_hw[2] = {nhwc ? in[1] : in[2], nhwc ? in[2] : in[3]};
+    d = {1, 1};
     for (int a = 0; a < 2; ++a) {
-      std::tie(pad[2 * a], pad[2 * a + 1]) =
-          SamePadding(in_hw[a], d[a] * (filter[2 + a] - 1) + 1, std::max<int64_t>(s[a], 1));
+      std::tie(pad[2 * a], pad[2 * a + 1]) = SamePadding(in_hw[a], filter[2 + a], std::max<int64_t>(s[a], 1));
     }
   } else if (algorithm != "EXPLICIT") {
     throw Error("padding_algorithm '" + algorithm + "' is not EXPLICIT, SAME or VALID");

@@ -5,6 +5,7 @@
 // (the values listed in the attribute of its dtype); shape (Input's dims); range (Start,
 // Start + Step, ... short of End).
 #include <cmath>
+#include <limits>
 
 #include "kernels.h"
 #include "ops.h"
@@ -68,9 +69,17 @@ class FillConstant {
   const bool scalar_ = shape_.size() == 1 && shape_[0] == 1;
 };
 
-// Out = a tensor shaped like X filled with `value`, of `dtype` (-1: X's dtype).
+// Out = a tensor shaped like X filled with `value`, of `dtype` (-1: X's dtype). A value
+// the dtype cannot hold (NaN, or beyond its range, as an overflowing FLOAT's infinity is)
+// is an error, as in Paddle.
 template <class T>
 void FillLike(KernelContext& ctx, double value) {
+  const double lowest = static_cast<double>(std::numeric_limits<T>::lowest());
+  const double highest = static_cast<double>(std::numeric_limits<T>::max());
+  if (!(value >= lowest && value <= highest)) {
+    throw Error("value " + std::to_string(value) + " is not a value of " + DataTypeName(DataTypeOf<T>::value) +
+                " (from " + std::to_string(lowest) + " to " + std::to_string(highest) + ")");
+  }
   Tensor x = ctx.Input("X");
   T* p = ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim());
   std::fill(p, p + x.numel(), static_cast<T>(value));

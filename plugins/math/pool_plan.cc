@@ -63,9 +63,9 @@ PoolPlan PoolPlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
   std::vector<int64_t> s = ctx.Attr<std::vector<int64_t>>("strides");
   std::vector<int64_t> pad = ctx.Attr<std::vector<int64_t>>("paddings");
   const std::string algorithm = ctx.Attr<std::string>("padding_algorithm");
-  if (ctx.Attr<bool>("global_pooling")) {
+  const bool global = ctx.Attr<bool>("global_pooling");
+  if (global) {
     k = {p.h, p.w};
-    pad = {0, 0};
     p.adaptive = false;
   }
   if (k.size() != 2 || s.size() != 2 || k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1) {
@@ -80,6 +80,8 @@ PoolPlan PoolPlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
   } else if (algorithm != "EXPLICIT") {
     throw Error("padding_algorithm '" + algorithm + "' is not EXPLICIT, SAME or VALID");
   }
+  // Global and adaptive pooling pad nothing, whatever the algorithm says (Paddle's rule).
+  if (global || p.adaptive) pad = {0, 0, 0, 0};
   const bool ceil_mode = ctx.Attr<bool>("ceil_mode");
   p.kh = k[0];
   p.kw = k[1];

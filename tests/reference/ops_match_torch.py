@@ -74,11 +74,12 @@ def conv_cases(rng, dt, count):
         nhwc = bool(rng.integers(0, 2))
         algorithm = str(rng.choice(["EXPLICIT", "EXPLICIT", "SAME", "VALID"]))
         pads = [int(v) for v in rng.integers(0, 3, size=4)]
-        dk = [d[0] * (kh - 1) + 1, d[1] * (kw - 1) + 1]
-        if algorithm == "SAME":
-            pads = list(same_pads(h, dk[0], s[0]) + same_pads(w, dk[1], s[1]))
+        if algorithm == "SAME":  # Paddle's SAME: the undilated filter's padding, dilation 1
+            d = [1, 1]
+            pads = list(same_pads(h, kh, s[0]) + same_pads(w, kw, s[1]))
         elif algorithm == "VALID":
             pads = [0, 0, 0, 0]
+        dk = [d[0] * (kh - 1) + 1, d[1] * (kw - 1) + 1]
         if h + pads[0] + pads[1] < dk[0] or w + pads[2] + pads[3] < dk[1]:
             continue
         x = rng.standard_normal((n, h, w, c) if nhwc else (n, c, h, w)).astype(dt)
@@ -281,7 +282,9 @@ def activation_cases(rng, dt):
             ("softplus", dict(beta=2.0, threshold=3.0), lambda x: F.softplus(x, 2.0, 3.0), x),
             ("softsign", {}, F.softsign, x),
             ("mish", {}, F.mish, x),
-            ("mish", dict(threshold=2.0), lambda x: x * torch.tanh(torch.where(x > 2, x, torch.log1p(torch.exp(x)))), x),
+            # Paddle's softplus inside mish: x above the threshold, exp(x) below its negative.
+            ("mish", dict(threshold=2.0), lambda x: x * torch.tanh(
+                torch.where(x > 2, x, torch.where(x < -2, torch.exp(x), torch.log1p(torch.exp(x))))), x),
             # F.selu's constants, as the FLOAT attributes hold them.
             ("selu", {}, lambda x: f32(1.0507009873554804934193349852946) * torch.where(
                 x > 0, x, f32(1.6732632423543772848170429916717) * torch.expm1(x)), x),

@@ -90,17 +90,59 @@ def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=No
     return tmp
 
 
-def _conv_out(size, k, s, p, d):
+def _layout(data_format, layer):
+    """Whether `data_format` is NHWC (channels last); ValueError for anything but NCHW and NHWC."""
+    if data_format not in ("NCHW", "NHWC"):
+        raise ValueError("%s: data_format must be 'NCHW' or 'NHWC', got %r" % (layer, data_format))
+    return data_format == "NHWC"
+
+
+def _image_padding(padding, channel_last, layer):
+    """A 2-D layer's padding as (paddings, padding_algorithm), as Fluid's layers read it: an
+    int, two ints, four (top, bottom, left, right), one pair per dim of the input (the batch
+    and channel pairs 0), or "SAME" / "VALID"."""
+    if isinstance(padding, str):
+        algorithm = padding.upper()
+        if algorithm not in ("SAME", "VALID"):
+            raise ValueError("%s: padding must be 'SAME' or 'VALID' when a string, got %r" % (layer, padding))
+        return [0, 0], algorithm
+    if isinstance(padding, int):
+        return [padding, padding], "EXPLICIT"
+    padding = list(padding)
+    if len(padding) == 4 and all(isinstance(p, (list, tuple)) for p in padding):
+        spatial = padding[1:3] if channel_last else padding[2:4]
+        fixed = [padding[0], padding[3]] if channel_last else padding[:2]
+        if any(list(p) != [0, 0] for p in fixed):
+            raise ValueError("%s: padding %r pads the batch or channel dim" % (layer, padding))
+        return [int(v) for pair in spatial for v in pair], "EXPLICIT"
+    if len(padding) in (2, 4) and all(isinstance(p, int) for p in padding):
+        return padding, "EXPLICIT"
+    raise ValueError("%s: padding must be an int, 2 or 4 ints, pairs per dim, 'SAME' or 'VALID', got %r" %
+                     (layer, padding))
+
+
+def _out_size(size, k, s, pads, d, algorithm, ceil_mode=False):
+    """A conv or pool output dim: -1 when the input's is unknown."""
     if size < 0:
         return -1
-    return (size + 2 * p - (d * (k - 1) + 1)) // s + 1
+    if algorithm == "SAME":
+        return -(-size // s)
+    if algorithm == "VALID":
+        pads = (0, 0)
+    span = size + pads[0] + pads[1] - (d * (k - 1) + 1)
+    return (span + (s - 1 if ceil_mode else 0)) // s + 1
 
 
 def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=None, param_attr=None,
-           bias_attr=None, use_cudnn=True, use_mkldnn=False, act=None, name=None):
+           bias_attr=None, use_cudnn=True, use_mkldnn=False, act=None, name=None, data_format="NCHW"):
+    if not isinstance(use_cudnn, bool):
+        raise ValueError("conv2d: use_cudnn must be a bool, got %r" % (use_cudnn,))
+    channel_last = _layout(data_format, "conv2d")
     if len(input.shape) != 4:
-        raise ValueError("conv2d: input %s must be NCHW (4 dims), has shape %s" % (input.name, list(input.shape)))
-    num_channels = input.shape[1]
+        raise ValueError("conv2d: input %s must be 4-D (%s), has shape %s" % (input.name, data_format, list(input.shape)))
+    num_channels = input.shape[3 if channel_last else 1]
+    if num_channels < 0:
+        raise ValueError("conv2d: the channel dim of input %s %s is unknown" % (input.name, list(input.shape)))
     l_type = "conv2d"
     if num_channels == groups and num_filters % num_channels == 0 and not use_cudnn:
         l_type = "depthwise_conv2d"
@@ -114,18 +156,25 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
         num_filter_channels = num_channels // groups
     filter_size = _pair(filter_size, "filter_size")
     stride = _pair(stride, "stride")
-    padding = _pair(padding, "padding")
     dilation = _pair(dilation, "dilation")
+    padding, algorithm = _image_padding(padding, channel_last, "conv2d")
+    four = padding if len(padding) == 4 else [padding[0], padding[0], padding[1], padding[1]]
     filter_shape = [num_filters, int(num_filter_channels)] + filter_size
     std = (2.0 / (filter_size[0] ** 2 * num_channels)) ** 0.5
     filter_param = helper.create_parameter(attr=helper.param_attr, shape=filter_shape, dtype=dtype,
                                            default_initializer=Normal(0.0, std, 0))
-    out_shape = [input.shape[0], num_filters] + [
-        _conv_out(input.shape[2 + i], filter_size[i], stride[i], padding[i], dilation[i]) for i in range(2)]
+    hw = input.shape[1:3] if channel_last else input.shape[2:4]
+    sizes = [_out_size(hw[i], filter_size[i], stride[i], four[2 * i:2 * i + 2],
+                       1 if algorithm == "SAME" else dilation[i], algorithm) for i in range(2)]
+    out_shape = [input.shape[0]] + (sizes + [num_filters] if channel_last else [num_filters] + sizes)
     pre_bias = _tmp(helper, dtype, out_shape)
+    attrs = {"strides": stride, "paddings": padding, "dilations": dilation, "groups": groups}
+    if algorithm != "EXPLICIT" or channel_last:
+        attrs.update(padding_algorithm=algorithm, data_format=data_format)
     helper.append_op(type=l_type, inputs={"Input": input, "Filter": filter_param}, outputs={"Output": pre_bias},
-                     attrs={"strides": stride, "paddings": padding, "dilations": dilation, "groups": groups})
-    pre_act = helper.append_bias_op(pre_bias, dim_start=1, dim_end=2)
+                     attrs=attrs)
+    channel = 3 if channel_last else 1
+    pre_act = helper.append_bias_op(pre_bias, dim_start=channel, dim_end=channel + 1)
     pre_act._shape = out_shape
     out = helper.append_activation(pre_act)
     out._shape = out_shape
@@ -133,32 +182,39 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
 
 
 def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, global_pooling=False,
-           use_cudnn=True, ceil_mode=False, use_mkldnn=False, name=None):
+           use_cudnn=True, ceil_mode=False, use_mkldnn=False, name=None, exclusive=True, data_format="NCHW"):
     if pool_type not in ("max", "avg"):
         raise ValueError("pool2d: pool_type must be 'max' or 'avg', got %r" % (pool_type,))
     if not global_pooling and pool_size == -1:
         raise ValueError("pool2d: give pool_size, or set global_pooling")
+    if not isinstance(use_cudnn, bool):
+        raise TypeError("pool2d: use_cudnn must be a bool, got %r" % (use_cudnn,))
+    channel_last = _layout(data_format, "pool2d")
     helper = LayerHelper("pool2d", **locals())
     dtype = helper.input_dtype()
     pool_size = _pair(pool_size, "pool_size")
     pool_stride = _pair(pool_stride, "pool_stride")
-    pool_padding = _pair(pool_padding, "pool_padding")
+    pool_padding, algorithm = _image_padding(pool_padding, channel_last, "pool2d")
+    if algorithm == "VALID" and ceil_mode:
+        raise ValueError("pool2d: ceil_mode must be False with pool_padding 'VALID'")
+    four = pool_padding if len(pool_padding) == 4 else [pool_padding[0], pool_padding[0], pool_padding[1],
+                                                           pool_padding[1]]
     shape = list(input.shape)
+    hw = shape[1:3] if channel_last else shape[2:4]
     if global_pooling:
-        out_shape = shape[:2] + [1, 1]
+        sizes = [1, 1]
     else:
-        out_shape = shape[:2]
-        for i in range(2):
-            size = shape[2 + i]
-            if size < 0:
-                out_shape.append(-1)
-                continue
-            span = size + 2 * pool_padding[i] - pool_size[i]
-            out_shape.append((span + (pool_stride[i] - 1 if ceil_mode else 0)) // pool_stride[i] + 1)
+        sizes = [_out_size(hw[i], pool_size[i], pool_stride[i], four[2 * i:2 * i + 2], 1, algorithm, ceil_mode)
+                 for i in range(2)]
+    out_shape = [shape[0]] + (sizes + [shape[3]] if channel_last else [shape[1]] + sizes)
     pool_out = _tmp(helper, dtype, out_shape)
-    helper.append_op(type="pool2d", inputs={"X": input}, outputs={"Out": pool_out},
-                     attrs={"pooling_type": pool_type, "ksize": pool_size, "global_pooling": global_pooling,
-                            "strides": pool_stride, "paddings": pool_padding, "ceil_mode": ceil_mode})
+    attrs = {"pooling_type": pool_type, "ksize": pool_size, "global_pooling": global_pooling,
+             "strides": pool_stride, "paddings": pool_padding, "ceil_mode": ceil_mode}
+    if not exclusive:
+        attrs["exclusive"] = False
+    if algorithm != "EXPLICIT" or channel_last:
+        attrs.update(padding_algorithm=algorithm, data_format=data_format)
+    helper.append_op(type="pool2d", inputs={"X": input}, outputs={"Out": pool_out}, attrs=attrs)
     return pool_out
 
 

@@ -628,9 +628,15 @@ void Cast(KernelContext& ctx) {
   const auto out_dtype = static_cast<int32_t>(ctx.Attr<int64_t>("out_dtype"));
   const From* px = x.data<From>();
   Tensor out = ctx.Output("Out");
+  // Out may be X: read everything before the allocation can replace X's memory.
+  if (out_dtype == RILL_FP16) {  // fp16 through Eigen's half, rounding to nearest even
+    std::vector<Eigen::half> converted(static_cast<size_t>(x.numel()));
+    for (int64_t i = 0; i < x.numel(); ++i) converted[i] = Eigen::half(static_cast<float>(px[i]));
+    std::copy(converted.begin(), converted.end(), static_cast<Eigen::half*>(out.Allocate(RILL_FP16, x.dims())));
+    return;
+  }
   VisitDataType<bool, int32_t, int64_t, float, double>(out_dtype, "cast out_dtype", [&](auto to) {
     using To = decltype(to);
-    // Out may be X: read everything before the allocation can replace X's memory.
     std::vector<To> converted(static_cast<size_t>(x.numel()));
     for (int64_t i = 0; i < x.numel(); ++i) converted[i] = static_cast<To>(px[i]);
     To* po = out.Allocate<To>(x.dims());

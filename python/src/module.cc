@@ -183,6 +183,39 @@ struct VarHandle {
   core::Variable* var;
 };
 
+// A variable's SelectedRows, as var.get_selected_rows() returns it; keeps the scope alive.
+struct RowsHandle {
+  std::shared_ptr<core::Scope> scope;
+  core::SelectedRows* rows;
+};
+
+RowsHandle VarRows(const std::shared_ptr<core::Scope>& scope, core::Variable* var) {
+  if (var->initialized() && !var->is_selected_rows()) {
+    throw core::Error("variable holds a " + var->KindName() + ", not SelectedRows", RILL_INVALID_ARGUMENT);
+  }
+  return RowsHandle{scope, var->GetMutableSelectedRows()};
+}
+
+// LoD offsets from Fluid's "recursive sequence lengths" (each level's lengths), and back.
+core::LoD LodFromLengths(const std::vector<std::vector<uint64_t>>& lengths) {
+  core::LoD lod;
+  for (const auto& level : lengths) {
+    std::vector<uint64_t> offsets{0};
+    for (uint64_t n : level) offsets.push_back(offsets.back() + n);
+    lod.push_back(std::move(offsets));
+  }
+  return lod;
+}
+std::vector<std::vector<uint64_t>> LengthsFromLod(const core::LoD& lod) {
+  std::vector<std::vector<uint64_t>> lengths;
+  for (const auto& level : lod) {
+    std::vector<uint64_t> l;
+    for (size_t i = 1; i < level.size(); ++i) l.push_back(level[i] - level[i - 1]);
+    lengths.push_back(std::move(l));
+  }
+  return lengths;
+}
+
 TensorHandle VarTensor(const std::shared_ptr<core::Scope>& scope, core::Variable* var) {
   if (var->initialized() && !var->is_tensor()) {
     throw core::Error("variable holds a " + var->KindName() + ", not a tensor", RILL_INVALID_ARGUMENT);
@@ -255,6 +288,10 @@ PYBIND11_MODULE(_rill, m) {
       .def("_is_initialized", [](const TensorHandle& t) { return t.get()->initialized(); })
       .def("lod", [](const TensorHandle& t) { return t.get()->lod(); })
       .def("set_lod", [](TensorHandle& t, const core::LoD& lod) { t.get()->mutable_lod() = lod; })
+      .def("recursive_sequence_lengths", [](const TensorHandle& t) { return LengthsFromLod(t.get()->lod()); })
+      .def("set_recursive_sequence_lengths", [](TensorHandle& t, const std::vector<std::vector<uint64_t>>& lengths) {
+            t.get()->mutable_lod() = LodFromLengths(lengths);
+          }, py::arg("lengths"), "Sets the LoD from each level's sequence lengths (Fluid's form).")
       .def("numpy", [](const TensorHandle& t) { return ArrayFromTensor(*t.get()); })
       .def("__array__", [](const TensorHandle& t, const py::object& dtype) {
             py::array a = ArrayFromTensor(*t.get());
@@ -262,8 +299,18 @@ PYBIND11_MODULE(_rill, m) {
           }, py::arg("dtype") = py::none())
       .def("__repr__", [](const TensorHandle& t) { return t.get()->Describe(); });
 
+  py::class_<RowsHandle>(m, "SelectedRows")
+      .def("height", [](const RowsHandle& r) { return r.rows->height; })
+      .def("set_height", [](RowsHandle& r, int64_t h) { r.rows->height = h; }, py::arg("height"))
+      .def("rows", [](const RowsHandle& r) { return r.rows->rows; })
+      .def("set_rows", [](RowsHandle& r, const std::vector<int64_t>& rows) { r.rows->rows = rows; }, py::arg("rows"))
+      .def("get_tensor", [](const RowsHandle& r) { return TensorHandle(r.scope, &r.rows->value); },
+           "The rows' values, [len(rows), ...].");
+
   py::class_<VarHandle>(m, "Variable")
       .def("get_tensor", [](const VarHandle& v) { return VarTensor(v.scope, v.var); })
+      .def("get_selected_rows", [](const VarHandle& v) { return VarRows(v.scope, v.var); },
+           "The variable's SelectedRows, made empty if the variable holds nothing yet.")
       .def("is_initialized", [](const VarHandle& v) { return v.var->initialized(); })
       .def("kind", [](const VarHandle& v) { return v.var->KindName(); })
       .def("__repr__", [](const VarHandle& v) { return v.var->Describe(); });

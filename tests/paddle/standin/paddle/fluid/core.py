@@ -33,6 +33,10 @@ def is_float16_supported(place):
     return False
 
 
+def supports_bfloat16():
+    return False
+
+
 def __getattr__(attr):
     if attr.startswith("__"):
         raise AttributeError(attr)

@@ -249,6 +249,12 @@ def activation_cases(rng, dt):
     cases = []
     for op, attrs, fn, v in (
             ("relu6", {}, lambda x: torch.clamp(x, 0, 6), x),
+            ("tan", {}, torch.tan, x / dt(4)),
+            ("asin", {}, torch.asin, x / dt(20)),
+            ("acos", {}, torch.acos, x / dt(20)),
+            ("atan", {}, torch.atan, x),
+            ("sinh", {}, torch.sinh, x / dt(2)),
+            ("cosh", {}, torch.cosh, x / dt(2)),
             ("relu6", dict(threshold=2.5), lambda x: torch.clamp(x, 0, 2.5), x),
             ("leaky_relu", dict(alpha=0.1), lambda x: F.leaky_relu(x, f32(0.1)), x),
             ("gelu", {}, lambda x: F.gelu(x), x),
@@ -316,7 +322,8 @@ def matmul_cases(rng, dt):
     for xs, ys, tx, ty in (((3, 4), (4, 5), False, False), ((4, 3), (4, 5), True, False), ((3, 4), (5, 4), False, True),
                            ((2, 3, 4), (2, 4, 5), False, False), ((2, 4, 3), (2, 5, 4), True, True),
                            ((2, 3, 4), (4, 5), False, False), ((4,), (2, 4, 3), False, False), ((3, 4), (4,), False, False),
-                           ((65, 33), (33, 17), False, False)):
+                           ((65, 33), (33, 17), False, False), ((3, 1, 2, 4), (1, 2, 4, 3), False, False),
+                           ((2, 1, 3, 4), (5, 3, 2), True, False)):
         def ref(t, tx=tx, ty=ty):
             a, b = t["X"], t["Y"]
             a = a.transpose(-1, -2) if tx and a.dim() > 1 else a
@@ -374,6 +381,36 @@ def shape_cases(rng, dt):
     return cases
 
 
+def reduce_and_tensor_attr_cases(rng, dt):
+    """reduce_min and reduce_prod (with gradients), reduce_all and reduce_any; attributes
+    given as tensors (Paddle 2.x's AxisTensor, AxesTensor, ShapeTensorList, Min/Max, ...)."""
+    x = rng.uniform(0.5, 2, (3, 4, 5)).astype(dt) * np.where(rng.integers(0, 2, (3, 4, 5)) > 0, 1, -1).astype(dt)
+    b = rng.integers(0, 2, (3, 4)).astype(np.bool_)
+    y = rng.standard_normal((3, 2, 5)).astype(dt)
+    i32 = lambda *v: np.array(v, np.int32)  # noqa: E731
+    return [
+        Case("reduce_min dim 1", "reduce_min", dict(dim=[1]), {"X": x}, ["Out"],
+             lambda t: {"Out": t["X"].amin(1)}, grads=["X"]),
+        Case("reduce_prod dims 0, 2 keep", "reduce_prod", dict(dim=[0, 2], keep_dim=True), {"X": x}, ["Out"],
+             lambda t: {"Out": t["X"].prod(2, keepdim=True).prod(0, keepdim=True)}, grads=["X"]),
+        Case("reduce_all dim 1", "reduce_all", dict(dim=[1]), {"X": b}, ["Out"], lambda t: {"Out": t["X"].all(1)}),
+        Case("reduce_any all", "reduce_any", dict(reduce_all=True), {"X": b}, ["Out"],
+             lambda t: {"Out": t["X"].any().reshape(1)}),
+        Case("concat AxisTensor", "concat", dict(axis=0), {"X": [x, y], "AxisTensor": i32(1)}, ["Out"],
+             lambda t: {"Out": torch.cat(t["X"], 1)},
+             grads=["X"]),
+        Case("unsqueeze2 AxesTensor", "unsqueeze2", {}, {"X": y, "AxesTensor": i32(0, 3)}, ["Out"],
+             lambda t: {"Out": t["X"].reshape(1, 3, 2, 1, 5)}, grads=["X"]),
+        Case("fill_constant ShapeTensorList ValueTensor", "fill_constant", dict(dtype=5 if dt == np.float32 else 6),
+             {"ShapeTensorList": [i32(2), i32(3)], "ValueTensor": np.array([2.5], dt)}, ["Out"],
+             lambda t: {"Out": torch.full((2, 3), 2.5, dtype=t["ValueTensor"].dtype)}),
+        Case("clip Min Max", "clip", dict(min=-9.0, max=9.0), {"X": x, "Min": np.array([-1], dt), "Max": np.array([1.5], dt)},
+             ["Out"], lambda t: {"Out": torch.clamp(t["X"], -1, 1.5)}, grads=["X"]),
+        Case("scale ScaleTensor", "scale", dict(scale=9.0, bias=1.0), {"X": x, "ScaleTensor": np.array([-2], dt)},
+             ["Out"], lambda t: {"Out": -2 * t["X"] + 1}, grads=["X"]),
+    ]
+
+
 def ranking_cases(rng, dt):
     x = rng.standard_normal((4, 9)).astype(dt)
     x3 = rng.standard_normal((3, 5, 4)).astype(dt)
@@ -382,9 +419,10 @@ def ranking_cases(rng, dt):
     idx[0, 0] = label[0, 0]  # at least one hit
     return [
         Case("top_k k=3", "top_k", dict(k=3), {"X": x}, ["Out", "Indices"],
-             lambda t: dict(zip(("Out", "Indices"), torch.topk(t["X"], 3)))),
+             lambda t: dict(zip(("Out", "Indices"), torch.topk(t["X"], 3))), grads=["X"], through=["Out"]),
         Case("top_k_v2 axis=1 smallest", "top_k_v2", dict(k=2, axis=1, largest=False), {"X": x3}, ["Out", "Indices"],
-             lambda t: dict(zip(("Out", "Indices"), torch.topk(t["X"], 2, dim=1, largest=False)))),
+             lambda t: dict(zip(("Out", "Indices"), torch.topk(t["X"], 2, dim=1, largest=False))), grads=["X"],
+             through=["Out"]),
         Case("arg_max axis=1 keepdims", "arg_max", dict(axis=1, keepdims=True), {"X": x3}, ["Out"],
              lambda t: {"Out": torch.argmax(t["X"], 1, keepdim=True)}),
         Case("arg_max axis=-1", "arg_max", dict(axis=-1), {"X": x3}, ["Out"], lambda t: {"Out": torch.argmax(t["X"], -1)}),
@@ -785,7 +823,7 @@ def main():
         cases = (conv_cases(rng, dt, 12) + conv_transpose_cases(rng, dt, 6) + pool_cases(rng, dt, 12) +
                  norm_cases(rng, dt) + loss_cases(rng, dt) + activation_cases(rng, dt) + matmul_cases(rng, dt) +
                  embedding_cases(rng, dt) + shape_cases(rng, dt) + ranking_cases(rng, dt) + index_cases(rng, dt) +
-                 broadcast_cases(rng, dt) + parallel_pass_cases(np.random.default_rng(46), dt))
+                 broadcast_cases(rng, dt) + reduce_and_tensor_attr_cases(rng, dt) + parallel_pass_cases(np.random.default_rng(46), dt))
         # Torch first: its outputs give the shapes of the G tensors the loss multiplies by.
         want = []
         for case in cases:

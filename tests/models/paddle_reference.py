@@ -9,6 +9,11 @@ op is a convolution, a pooling or an interpolation. Only the ops the models in
 ../shared/models use are here; any other op is an error naming it.
 
     outputs = run_model(model_dir_or_pdmodel, {"x": array})   # {fetch var: array}, in col order
+
+or, in a process of its own (a test under a sanitizer keeps PyTorch out of its process):
+
+    python3 paddle_reference.py MODEL OUT.npz FEED=FILE.npy ...   # OUT.npz: the fetches, and
+                                                                 # "__order__", their names
 """
 import os
 import struct
@@ -409,3 +414,19 @@ def run_model(path, feeds):
             if v.parameter in outs and v.arguments:
                 env[v.arguments[0]] = outs[v.parameter]
     return {fetched[c]: env[fetched[c]] for c in sorted(fetched)}
+
+
+def main(argv):
+    model, out = argv[1], argv[2]
+    feeds = {}
+    for spec in argv[3:]:
+        name, path = spec.split("=", 1)
+        feeds[name] = np.load(path)
+    fetched = run_model(model, feeds)
+    arrays = {"f%d" % k: v for k, v in enumerate(fetched.values())}
+    np.savez(out, __order__=np.array(list(fetched)), **arrays)
+
+
+if __name__ == "__main__":
+    import sys
+    main(sys.argv)

@@ -123,6 +123,9 @@ _mark_framework_internals()
 
 from paddle import fluid  # noqa: E402
 from paddle.fluid import CPUPlace, CUDAPlace, CUDAPinnedPlace  # noqa: E402,F401
+# The build queries, as the stand-in's core answers them (is_compiled_with_cuda: a GPU is here).
+from paddle.fluid.core import (is_compiled_with_cuda, is_compiled_with_npu, is_compiled_with_rocm,  # noqa: E402,F401
+                               is_compiled_with_xpu)
 
 _static = [True]
 
@@ -138,22 +141,6 @@ def disable_static(place=None):
 
 def in_dynamic_mode():
     return not _static[0]
-
-
-def is_compiled_with_cuda():
-    return fluid.core.is_compiled_with_cuda()  # the stand-in's: a GPU is here
-
-
-def is_compiled_with_xpu():
-    return False
-
-
-def is_compiled_with_npu():
-    return False
-
-
-def is_compiled_with_rocm():
-    return False
 
 
 def seed(value):

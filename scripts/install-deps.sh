@@ -15,8 +15,9 @@ packages=(
   graphviz libcli11-dev
   # the Python package (rill.fluid) and its tests
   pybind11-dev python3-dev python3-protobuf python3-pytest
-  # the model ops' independent reference, and the models' benchmark peer
-  python3-torch
+  # the model ops' independent reference, and the models' benchmark peer; the detection
+  # ops' peer (torchvision.ops)
+  python3-torch python3-torchvision
   # Paddle's own op tests (tests/paddle/run_op_tests.py) compute some expected values with it
   python3-scipy
   # the CSP benchmarks' peer: the same benchmarks in Go

@@ -18,6 +18,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 
 namespace rill::math {
 namespace {
@@ -65,13 +66,16 @@ void YoloBox(KernelContext& ctx) {
   std::fill(scores, scores + n * box_num * class_num, T(0));
   const T input_h = static_cast<T>(ratio * h), input_w = static_cast<T>(ratio * w);
 
-  for (int64_t i = 0; i < n; ++i) {
-    const T img_h = static_cast<T>(sizes[2 * i]), img_w = static_cast<T>(sizes[2 * i + 1]);
-    const T* image = in + i * want_c * stride;
-    const T* ious = image;  // the IoU channels, when iou_aware
-    const T* preds = image + (iou_aware ? an_num * stride : 0);
-    for (int64_t a = 0; a < an_num; ++a) {
-      const T* p = preds + a * an_stride;
+  // One item per (image, anchor): each writes its own boxes and scores. The cost is the
+  // exps of every cell's channels, so the bytes read stand for it.
+  const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(x.numel());
+  ParallelFor(n * an_num, bytes, [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t i = item / an_num, a = item % an_num;
+      const T img_h = static_cast<T>(sizes[2 * i]), img_w = static_cast<T>(sizes[2 * i + 1]);
+      const T* image = in + i * want_c * stride;
+      const T* ious = image;  // the IoU channels, when iou_aware
+      const T* p = image + (iou_aware ? an_num * stride : 0) + a * an_stride;
       for (int64_t k = 0; k < h; ++k) {
         for (int64_t l = 0; l < w; ++l) {
           const int64_t cell = k * w + l;
@@ -103,7 +107,7 @@ void YoloBox(KernelContext& ctx) {
         }
       }
     }
-  }
+  });
 }
 
 }  // namespace

@@ -6,10 +6,6 @@ from rill.fluid import core, unique_name
 from rill.fluid.framework import Parameter, Variable, _dtype_name, default_main_program, default_startup_program
 from rill.fluid.param_attr import ParamAttr
 
-# The arguments through which layers take their input variables, and the layers that take
-# a value there too (assign copies a numpy array into the program).
-_INPUT_ARGUMENTS = ("x", "y", "input", "label")
-_TAKE_VALUES = ("assign",)
 
 __all__ = ["LayerHelper"]
 
@@ -18,13 +14,6 @@ class LayerHelper(object):
     def __init__(self, layer_type, **kwargs):
         self.kwargs = kwargs
         self.layer_type = layer_type
-        for arg in _INPUT_ARGUMENTS if layer_type not in _TAKE_VALUES else ():
-            value = kwargs.get(arg)
-            values = value if isinstance(value, (list, tuple)) else [value]
-            for v in values:
-                if v is not None and not isinstance(v, Variable):
-                    raise TypeError("The type of '%s' in %s must be Variable, but received %s" %
-                                    (arg, layer_type, type(v).__name__))
         if self.kwargs.get("name") is None:
             self.kwargs["name"] = unique_name.generate(self.layer_type)
 

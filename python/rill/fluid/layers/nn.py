@@ -400,6 +400,8 @@ def reshape(x, shape, actual_shape=None, act=None, inplace=True, name=None):
 
 
 def transpose(x, perm, name=None):
+    if not isinstance(perm, (list, tuple)):
+        raise TypeError("The type of 'perm' in transpose must be list or tuple, but received %s" % type(perm).__name__)
     if len(perm) != len(x.shape):
         raise ValueError("transpose: perm %s has %d axes, %s has %d dims" % (perm, len(perm), x.name, len(x.shape)))
     helper = LayerHelper("transpose2", **locals())

@@ -2,11 +2,11 @@
 import numpy as np
 
 from rill.fluid import core
-from rill.fluid.framework import Variable
+from rill.fluid.framework import Variable, _dtype_name
 from rill.fluid.initializer import Constant
 from rill.fluid.layer_helper import LayerHelper
 
-__all__ = ["create_tensor", "create_parameter", "create_global_var", "cast", "concat", "sums", "assign",
+__all__ = ["create_tensor", "create_parameter", "create_global_var", "cast", "concat", "sum", "sums", "assign",
            "fill_constant", "fill_constant_batch_size_like", "ones", "zeros", "argmax", "argmin", "shape", "range",
            "isfinite"]
 
@@ -41,16 +41,28 @@ def cast(x, dtype):
 
 
 def concat(input, axis=0, name=None):
+    if isinstance(input, Variable):
+        input = [input]
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        raise TypeError("The type of 'axis' in concat must be int, but received %s" % type(axis).__name__)
+    if len(set(v.dtype for v in input)) > 1:
+        raise TypeError("All the inputs of concat must have one dtype, got %s" %
+                        ", ".join(_dtype_name(v.dtype) for v in input))
     helper = LayerHelper("concat", **locals())
     out = helper.create_tmp_variable(dtype=helper.input_dtype())
     shapes = [list(v.shape) for v in input]
     if shapes and all(shapes):
         s = list(shapes[0])
         a = axis if axis >= 0 else axis + len(s)
-        s[a] = -1 if any(t[a] < 0 for t in shapes) else sum(t[a] for t in shapes)
+        s[a] = -1 if any(t[a] < 0 for t in shapes) else int(np.sum([t[a] for t in shapes]))
         out._shape = s
     helper.append_op(type="concat", inputs={"X": input}, outputs={"Out": [out]}, attrs={"axis": axis})
     return out
+
+
+def sum(x):
+    """The sum of the Variables in ``x`` (Fluid 1.x's name for sums)."""
+    return sums(x if isinstance(x, (list, tuple)) else [x])
 
 
 def sums(input, out=None):

@@ -174,7 +174,7 @@ struct HardSigmoid {
 struct Clip {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit Clip(KernelContext& ctx)
-      : lo(ScalarFromInput<float>(ctx, "Min", "min")), hi(ScalarFromInput<float>(ctx, "Max", "max")) {
+      : lo(ScalarFromInput<double, float>(ctx, "Min", "min")), hi(ScalarFromInput<double, float>(ctx, "Max", "max")) {
     if (lo > hi) throw Error("clip: min (" + std::to_string(lo) + ") is greater than max (" + std::to_string(hi) + ")");
   }
   double lo, hi;
@@ -586,7 +586,7 @@ void ScaleGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const T* pg = g.data<T>();
   T* dx = ctx.AllocateOutput<T>("X@GRAD", g.dims_data(), g.ndim());
-  VecMap<T>(dx, g.numel()) = ConstVecMap<T>(pg, g.numel()) * ScalarFromInput<T>(ctx, "ScaleTensor", "scale");
+  VecMap<T>(dx, g.numel()) = ConstVecMap<T>(pg, g.numel()) * ScalarFromInput<T, float>(ctx, "ScaleTensor", "scale");
 }
 
 // X@GRAD = Out@GRAD converted back to X's dtype.
@@ -609,7 +609,7 @@ void CastGrad(KernelContext& ctx) {
 template <class T>
 void Scale(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
-  const double scale = ScalarFromInput<double>(ctx, "ScaleTensor", "scale");
+  const double scale = ScalarFromInput<double, float>(ctx, "ScaleTensor", "scale");
   const double bias = ctx.Attr<float>("bias");
   const bool after = ctx.Attr<bool>("bias_after_scale");
   const T* px = x.data<T>();

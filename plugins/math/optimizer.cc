@@ -129,7 +129,8 @@ void AdamUpdate(KernelContext& ctx, const T* g, const std::vector<int64_t>* at, 
   CheckSameShape(param, "Param", ctx.Input("Moment1"), "Moment1");
   CheckSameShape(param, "Param", ctx.Input("Moment2"), "Moment2");
   const T lr = LearningRate<T>(ctx);
-  const T b1 = ScalarFromInput<T>(ctx, "Beta1Tensor", "beta1"), b2 = ScalarFromInput<T>(ctx, "Beta2Tensor", "beta2");
+  const T b1 = ScalarFromInput<T, float>(ctx, "Beta1Tensor", "beta1"),
+          b2 = ScalarFromInput<T, float>(ctx, "Beta2Tensor", "beta2");
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
   const T b1_pow = *ctx.Input("Beta1Pow").data<T>(), b2_pow = *ctx.Input("Beta2Pow").data<T>();
   const T lr_t = lr * std::sqrt(T(1) - b2_pow) / (T(1) - b1_pow);

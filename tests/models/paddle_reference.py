@@ -15,8 +15,10 @@ or, in a process of its own (a test under a sanitizer keeps PyTorch out of its p
     python3 paddle_reference.py MODEL OUT.npz FEED=FILE.npy ...   # OUT.npz: the fetches, and
                                                                  # "__order__", their names
 """
+import importlib.util
 import os
 import struct
+import sys
 
 import numpy as np
 import torch
@@ -28,11 +30,25 @@ _DTYPES = {0: np.bool_, 1: np.int16, 2: np.int32, 3: np.int64, 4: np.float16, 5:
 _FEED_MINIBATCH, _FETCH_LIST = 9, 10
 
 
+_FRAMEWORK_PB2 = []
+
+
 def _proto():
-    """framework.proto's messages (imported when a model is read: the op references above
-    need no protobuf)."""
-    from rill.proto import framework_pb2
-    return framework_pb2
+    """framework.proto's messages: Rill's generated framework_pb2, found on the path and
+    loaded on its own, without the rill package (whose extension this process keeps out).
+    Loaded when a model is read: the op references above need no protobuf."""
+    if not _FRAMEWORK_PB2:
+        for root in sys.path:
+            path = os.path.join(root, "rill", "proto", "framework_pb2.py")
+            if os.path.exists(path):
+                spec = importlib.util.spec_from_file_location("framework_pb2", path)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                _FRAMEWORK_PB2.append(module)
+                break
+        else:
+            raise ImportError("rill/proto/framework_pb2.py is on no path entry (PYTHONPATH=BUILD/python)")
+    return _FRAMEWORK_PB2[0]
 
 
 def program_file(path):

@@ -46,30 +46,6 @@ template <class T> std::unique_ptr<T[]> Scratch(int64_t n) {
 // A tensor's elements as a flat Eigen array.
 template <class T> ConstVecMap<T> Flat(const Tensor& t) { return {t.data<T>(), t.numel()}; }
 
-// Paddle 2.x ops take some attributes as tensors instead (ShapeTensor, AxesTensor, ...),
-// the tensor winning when given. IntsFromInputs: the ints of the 1-D input `tensor`, else
-// of the input `list` (one 1-element tensor each), else the attribute `attr`; a null name
-// is a way the op does not have. ScalarFromInput: the value of the one-element input
-// `tensor` when given, else attribute `attr` read as A (its declared type: a FLOAT
-// attribute reads as float, as Paddle's kernels read it, whatever T is).
-inline std::vector<int64_t> IntsFromInputs(KernelContext& ctx, const char* tensor, const char* list, const char* attr) {
-  if (tensor != nullptr && ctx.HasInput(tensor)) return IntsOf(ctx.Input(tensor), tensor);
-  if (list != nullptr && ctx.HasInput(list)) {
-    std::vector<int64_t> v;
-    for (size_t i = 0; i < ctx.op().InputCount(list); ++i) {
-      const std::vector<int64_t> one = IntsOf(ctx.Input(list, i), list);
-      v.insert(v.end(), one.begin(), one.end());
-    }
-    return v;
-  }
-  return ctx.Attr<std::vector<int64_t>>(attr);
-}
-template <class T, class A = T>
-T ScalarFromInput(KernelContext& ctx, const char* tensor, const char* attr) {
-  if (ctx.HasInput(tensor)) return static_cast<T>(ScalarOf(ctx.Input(tensor), tensor));
-  return static_cast<T>(ctx.Attr<A>(attr));
-}
-
 // Whether output `out` is the same variable as one of the arguments of the input slots
 // `inputs` (a program may write an op's result over its operand): allocating it may then
 // free what is still to be read.

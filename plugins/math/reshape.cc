@@ -6,7 +6,6 @@
 #include <cstring>
 #include <numeric>
 
-#include "kernels.h"
 #include "ops.h"
 #include "shape.h"
 

@@ -154,6 +154,30 @@ inline double ScalarOf(Tensor t, const char* what) {
   return v;
 }
 
+// Paddle 2.x ops take some attributes as tensors instead (ShapeTensor, AxesTensor, ...),
+// the tensor winning when given. IntsFromInputs: the ints of the 1-D input `tensor`, else
+// of the input `list` (one 1-element tensor each), else the attribute `attr`; a null name
+// is a way the op does not have. ScalarFromInput: the value of the one-element input
+// `tensor` when given, else attribute `attr` read as A (its declared type: a FLOAT
+// attribute reads as float, as Paddle's kernels read it, whatever T is).
+inline std::vector<int64_t> IntsFromInputs(KernelContext& ctx, const char* tensor, const char* list, const char* attr) {
+  if (tensor != nullptr && ctx.HasInput(tensor)) return IntsOf(ctx.Input(tensor), tensor);
+  if (list != nullptr && ctx.HasInput(list)) {
+    std::vector<int64_t> v;
+    for (size_t i = 0; i < ctx.op().InputCount(list); ++i) {
+      const std::vector<int64_t> one = IntsOf(ctx.Input(list, i), list);
+      v.insert(v.end(), one.begin(), one.end());
+    }
+    return v;
+  }
+  return ctx.Attr<std::vector<int64_t>>(attr);
+}
+template <class T, class A = T>
+T ScalarFromInput(KernelContext& ctx, const char* tensor, const char* attr) {
+  if (ctx.HasInput(tensor)) return static_cast<T>(ScalarOf(ctx.Input(tensor), tensor));
+  return static_cast<T>(ctx.Attr<A>(attr));
+}
+
 // Whether a 2-D layout attribute (`attr`: data_format, data_layout) says NHWC; NCHW and
 // AnyLayout read as NCHW, anything else is an error naming it.
 inline bool IsNhwc(const std::string& layout, const char* attr) {

@@ -306,15 +306,19 @@ class OpTest(unittest.TestCase):
         self._assert_is_close(numeric, analytic, inputs_to_check, max_relative_error,
                               "Gradient Check On %s" % place)
 
-    def _forward_outputs(self, output_names):
-        """(program, feeds, var names of `output_names`): the op alone. An output name is a
-        slot's or one of a duplicable slot's variables."""
-        program = fluid.Program()
-        _, feeds, outputs = self._build(program.global_block())
+    @staticmethod
+    def _output_vars(outputs, output_names):
+        """The variables of `output_names`, each a slot's or one of a duplicable slot's."""
         names = []
         for n in output_names:
             names += outputs.get(n, [n])
-        return program, feeds, names
+        return names
+
+    def _forward_outputs(self, output_names):
+        """(program, feeds, var names of `output_names`): the op alone."""
+        program = fluid.Program()
+        _, feeds, outputs = self._build(program.global_block())
+        return program, feeds, self._output_vars(outputs, output_names)
 
     def _numeric_gradient(self, input_name, output_names, delta):
         """Central differences of the mean of the outputs (their means' average), one element
@@ -354,9 +358,7 @@ class OpTest(unittest.TestCase):
         program = fluid.Program()
         block = program.global_block()
         _, feeds, outputs = self._build(block, grad_inputs=set(inputs_to_check))
-        names = []
-        for n in output_names:
-            names += outputs.get(n, [n])
+        names = self._output_vars(outputs, output_names)
         with fluid.program_guard(program):
             if grad_outputs is not None:
                 if not isinstance(grad_outputs, list):

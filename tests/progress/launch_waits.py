@@ -4,7 +4,9 @@ trainer 1 is held, so trainer 0 waits at a barrier and each pserver waits for tr
        writes yet); once the waits are shown, the data is written and the cluster finishes.
   mpi (one mpirun): trainer 1 must start with the others (MPI_Init waits for every rank),
        so it is stopped (SIGSTOP) mid-training; once the waits are shown the cluster is
-       killed.
+       killed. The stop may land between trainer 1's barrier calls to the two pservers: the
+       pserver it already reached is then past that barrier and waits for nobody, so one
+       pserver waiting for trainer 1 is what is sure to be shown.
 
     /usr/bin/python3 launch_waits.py RILL SOURCE_DIR OUT_DIR TRANSPORT...
 """
@@ -47,15 +49,15 @@ def launch_held(transport):
     if transport == "grpc":
         os.mkfifo(os.path.join(held, "x_1.npy"))
         iterations = 5
-        wanted = ("launch: trainer 0: running, waiting at the barrier of iteration 1",
-                  "launch: pserver 0: serving, waiting for trainer 1 (not connected)",
-                  "launch: pserver 1: serving, waiting for trainer 1 (not connected)")
+        wanted = (("launch: trainer 0: running, waiting at the barrier of iteration 1",),
+                  ("launch: pserver 0: serving, waiting for trainer 1 (not connected)",),
+                  ("launch: pserver 1: serving, waiting for trainer 1 (not connected)",))
     else:
         shutil.copy(os.path.join(data, "x_1.npy"), held)
         iterations = 10000000
-        wanted = ("launch: trainer 0: running",
-                  "launch: pserver 0: serving, waiting for trainer 1 (training)",
-                  "launch: pserver 1: serving, waiting for trainer 1 (training)")
+        wanted = (("launch: trainer 0: running",),
+                  ("launch: pserver 0: serving, waiting for trainer 1 (training)",
+                   "launch: pserver 1: serving, waiting for trainer 1 (training)"))
     args = [rill, "launch", cluster, "--deadline-ms", "60000", "--", "--feed", "x=%s/x_{trainer}.npy" % held,
             "--feed", "y=%s/y_{trainer}.npy" % data, "--iterations", str(iterations), "--fetch", "w"]
     launch = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -64,10 +66,10 @@ def launch_held(transport):
     running = threading.Event()
     seen = threading.Event()
 
-    def shown(w):
+    def shown(alternatives):
         # The trainer's line must name its barrier too (under MPI its iteration is not known).
         return any(l.startswith(w) and (" waiting at the barrier of iteration " in l or "pserver" in w)
-                   for l in lines)
+                   for l in lines for w in alternatives)
 
     def read():
         for line in launch.stderr:

@@ -37,6 +37,11 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterFlipRoll(r);
   rill::math::RegisterYoloBox(r);
   rill::math::RegisterMulticlassNms(r);
+  rill::math::RegisterMatrixNms(r);
+  rill::math::RegisterPriorBox(r);
+  rill::math::RegisterBoxCoder(r);
+  rill::math::RegisterIouSimilarity(r);
+  rill::math::RegisterRoiAlign(r);
 }
 }  // namespace
 

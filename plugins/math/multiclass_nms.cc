@@ -23,28 +23,12 @@
 #include <utility>
 #include <vector>
 
+#include "boxes.h"
 #include "kernels.h"
 #include "ops.h"
 
 namespace rill::math {
 namespace {
-
-template <class T>
-T BoxArea(const T* b, bool normalized) {
-  if (b[2] < b[0] || b[3] < b[1]) return T(0);
-  const T w = b[2] - b[0], h = b[3] - b[1];
-  return normalized ? w * h : (w + 1) * (h + 1);
-}
-
-template <class T>
-T Iou(const T* a, const T* b, bool normalized) {
-  if (b[0] > a[2] || b[2] < a[0] || b[1] > a[3] || b[3] < a[1]) return T(0);
-  const T norm = normalized ? T(0) : T(1);
-  const T iw = std::min(a[2], b[2]) - std::max(a[0], b[0]) + norm;
-  const T ih = std::min(a[3], b[3]) - std::max(a[1], b[1]) + norm;
-  const T inter = iw * ih;
-  return inter / (BoxArea(a, normalized) + BoxArea(b, normalized) - inter);
-}
 
 struct NmsAttrs {
   int64_t background, nms_top_k, keep_top_k;
@@ -72,7 +56,7 @@ std::map<int64_t, std::vector<int64_t>> NmsImage(int64_t classes, int64_t boxes,
     for (const auto& [s, m] : order) {
       bool keep = true;
       for (int64_t k : selected) {
-        if (Iou(box(c, m), box(c, k), a.normalized) > threshold) {
+        if (JaccardOverlap(box(c, m), box(c, k), a.normalized) > threshold) {
           keep = false;
           break;
         }

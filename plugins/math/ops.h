@@ -42,6 +42,11 @@ void RegisterGradClip(Registrar& r);
 void RegisterFlipRoll(Registrar& r);
 void RegisterYoloBox(Registrar& r);
 void RegisterMulticlassNms(Registrar& r);
+void RegisterMatrixNms(Registrar& r);
+void RegisterPriorBox(Registrar& r);
+void RegisterBoxCoder(Registrar& r);
+void RegisterIouSimilarity(Registrar& r);
+void RegisterRoiAlign(Registrar& r);
 
 }  // namespace rill::math
 

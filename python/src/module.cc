@@ -351,7 +351,7 @@ PYBIND11_MODULE(_rill, m) {
              const auto registry = ReadRegistry();
              return std::make_unique<PreparedProgram>(TheRegistry(), std::string(program), workers, cuda_device);
            }), py::arg("program"), py::arg("workers"), py::arg("cuda_device"))
-      .def("run", &PreparedProgram::Run, py::arg("scope"), py::arg("feeds"))
+      .def("run", &PreparedProgram::Run, py::arg("scope"), py::arg("feeds"), py::arg("as_tensors") = false)
       .def_property_readonly("feed_names", &PreparedProgram::feed_names)
       .def_property_readonly("fetch_names", &PreparedProgram::fetch_names);
 }

@@ -60,7 +60,7 @@ void PreparedProgram::ReleaseFeeds() {
   }
 }
 
-py::list PreparedProgram::Run(const std::shared_ptr<core::Scope>& scope, const py::list& feeds) {
+py::list PreparedProgram::Run(const std::shared_ptr<core::Scope>& scope, const py::list& feeds, bool as_tensors) {
   std::unique_lock lock(mu_, std::try_to_lock);
   if (!lock.owns_lock()) {
     py::gil_scoped_release release;
@@ -107,7 +107,16 @@ py::list PreparedProgram::Run(const std::shared_ptr<core::Scope>& scope, const p
     core::RunTasks(options, [&] { executor_.Run(0, local_); }, canceller);
   });
   py::list out;
-  for (const auto& f : fetches_) out.append(ArrayFromTensor(core::Fetched(*local_, f)));
+  for (const auto& f : fetches_) {
+    const core::Tensor& fetched = core::Fetched(*local_, f);
+    if (!as_tensors) {
+      out.append(ArrayFromTensor(fetched));
+      continue;
+    }
+    auto copy = std::make_shared<core::Tensor>(fetched.DeepCopy());
+    core::Tensor* tensor = copy.get();
+    out.append(py::cast(TensorHandle(std::move(copy), tensor)));
+  }
   return out;
 }
 

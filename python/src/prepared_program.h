@@ -7,7 +7,8 @@
 // the values in their feed ops' columns, runs block 0 as the main task of
 // RunTasks (go blocks as tasks; `workers` threads, the caller's helper thread first),
 // interruptibly (interruptible.h), and returns the fetch ops' values in col order as
-// numpy arrays (copies). Persistable variables live in `scope`'s root; the others, and
+// numpy arrays (copies), or, with as_tensors, as Tensors (copies keeping their LoD: Fluid's
+// return_numpy=False). Persistable variables live in `scope`'s root; the others, and
 // the feed and fetch lists, in a child scope of `scope` kept for the next run in the same
 // scope (so a run reuses the last run's memory, and runs of different programs in one
 // scope at once keep their feeds apart). Feeds are borrowed, not copied, where numpy_tensor.h allows; they
@@ -41,7 +42,7 @@ class PreparedProgram {
   PreparedProgram(const core::Registry& registry, const std::string& program_bytes, int workers, int cuda_device);
 
   // `feeds`: (name, numpy array or core.Tensor) pairs.
-  py::list Run(const std::shared_ptr<core::Scope>& scope, const py::list& feeds);
+  py::list Run(const std::shared_ptr<core::Scope>& scope, const py::list& feeds, bool as_tensors);
 
   std::vector<std::string> feed_names() const;
   std::vector<std::string> fetch_names() const;

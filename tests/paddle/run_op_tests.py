@@ -22,7 +22,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# The op test files of the ops Rill ships (issue 61's list).
+# The op test files of the ops Rill ships (issue 61's list, and the detection ops).
 FILES = """accuracy_op activation_op adadelta_op adagrad_op adam_op adamax_op arg_min_max_op assign_op assign_value_op
 batch_norm_op bilinear_interp_op bilinear_interp_v2_op cast_op clip_by_norm_op clip_op compare_op concat_op conv2d_op
 conv2d_transpose_op cross_entropy_op cumsum_op decayed_adagrad_op dropout_op elementwise_add_op elementwise_div_op
@@ -34,7 +34,9 @@ matmul_v2_op mean_op mish_op momentum_op mul_op nearest_interp_op nearest_interp
 pad2d_op pad3d_op pad_op pool2d_op prelu_op range reduce_op reshape_op rmsprop_op roll_op scale_op selu_op sgd_op
 shape_op sigmoid_cross_entropy_with_logits_op sign_op slice_op softmax_op softmax_with_cross_entropy_op split_op
 squared_l2_norm_op squeeze2_op stack_op sum_op tile_op top_k_op top_k_v2_op transpose_op uniform_random_op
-unsqueeze2_op where_op""".split()
+unsqueeze2_op where_op
+box_coder_op density_prior_box_op iou_similarity_op matrix_nms_op multiclass_nms_op prior_box_op roi_align_op
+yolo_box_op""".split()
 
 # Runs one test file's methods, one result line per method, as JSON, on stdout's last line.
 HARNESS = r"""

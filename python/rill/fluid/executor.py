@@ -222,4 +222,4 @@ class Executor(object):
                     dtype = dtype_to_np(var.dtype)
                 value = _feed_array(name, value, dtype)
             values.append((name, value))
-        return prepared.run(scope, values)
+        return prepared.run(scope, values, not return_numpy)

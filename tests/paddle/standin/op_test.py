@@ -11,8 +11,11 @@ numeric gradient, central differences of that loss, by Paddle's relative-error r
 thresholds (fp64: delta 1e-5, error 1e-7, and the small-value scaling), again with Paddle's
 white lists, read from the Paddle checkout the tests come from.
 
+Inputs given with a LoD, `(array, lengths)`, are fed as LoD tensors; an expected output
+given with one must come out with that LoD (Paddle's rule: the lengths compared).
+
 What Rill does not run is skipped with a reason the runner tallies: fp16 (Paddle runs it
-only on a GPU), bf16, complex, a CUDA or other device place, LoD inputs (the sequence work).
+only on a GPU), bf16, complex, a CUDA or other device place.
 Paddle's CI policies that are not about the op's behaviour (every test must check fp64
 gradients, inputs of at least 100 elements) are not enforced.
 """
@@ -33,6 +36,10 @@ try:  # Paddle's white lists, beside its op_test.py in the checkout the tests co
     _FP64_GRAD_RELAXED = set(op_threshold_white_list.NEED_FIX_FP64_CHECK_GRAD_THRESHOLD_OP_LIST)
 except ImportError:
     _FP64_OUTPUT_RELAXED, _FP64_GRAD_RELAXED = set(), set()
+
+# Outputs Paddle declares intermediate (always made, even when a test does not check
+# them) that Rill's schemas mark optional: Paddle's OpTest gives the op a variable for each.
+_INTERMEDIATE_OUTPUTS = ("XShape", "Mask", "Index")
 
 # Paddle's order for the precision a test runs at: the first of these its inputs have.
 _DTYPE_ORDER = [np.float64, np.float32, np.float16, np.int64, np.int32, np.uint16, np.int16, np.int8, np.uint8,
@@ -74,8 +81,11 @@ def _array_of(value):
     return value[0] if isinstance(value, tuple) else value
 
 
-def _has_lod(value):
-    return isinstance(value, tuple) and len(value) > 1 and value[1] is not None and len(value[1]) > 0
+def _lod_of(value):
+    """A slot value's LoD as lengths, or None."""
+    if isinstance(value, tuple) and len(value) > 1 and value[1] is not None and len(value[1]) > 0:
+        return value[1]
+    return None
 
 
 def _entries(slot, value):
@@ -162,8 +172,6 @@ class OpTest(unittest.TestCase):
                 for _, v in _entries(slot, value):
                     if np.iscomplexobj(_array_of(v)):
                         raise unittest.SkipTest("complex: Rill has no complex kernels")
-                    if _has_lod(v):
-                        raise unittest.SkipTest("LoD: an input or output with a LoD (the sequence work)")
 
     def _schema(self):
         schema = rill._rill.op_schema(self.op_type)
@@ -176,6 +184,7 @@ class OpTest(unittest.TestCase):
         (op, {input var: array}, {output slot: [var names]})."""
         schema = self._schema()
         feeds, inputs = {}, {}
+        self._feed_lods = {}
         for slot, value in self.inputs.items():
             names = []
             for name, v in _entries(slot, value):
@@ -185,6 +194,8 @@ class OpTest(unittest.TestCase):
                 block.create_var(name=name, shape=array.shape, dtype=array.dtype,
                                  stop_gradient=name not in grad_inputs)
                 feeds[name] = array
+                if _lod_of(v) is not None:
+                    self._feed_lods[name] = _lod_of(v)
                 names.append(name)
             inputs[slot] = names
         outputs = {}
@@ -192,7 +203,7 @@ class OpTest(unittest.TestCase):
             slot = spec["name"]
             if slot in self.outputs:
                 outputs[slot] = [name for name, _ in _entries(slot, self.outputs[slot])]
-            elif not spec["optional"] or slot in ("XShape", "Mask"):
+            elif not spec["optional"] or slot in _INTERMEDIATE_OUTPUTS:
                 outputs[slot] = [slot]
         for slot, value in self.outputs.items():
             if slot not in outputs:
@@ -205,8 +216,19 @@ class OpTest(unittest.TestCase):
         return op, feeds, outputs
 
     def _run(self, program, feeds, fetch, scope=None):
+        """The fetched values as Rill's tensors (np.array reads one; its LoD is kept)."""
+        values = {}
+        for name, array in feeds.items():
+            lod = self._feed_lods.get(name)
+            if lod is None:
+                values[name] = array
+                continue
+            tensor = core.LoDTensor()
+            tensor.set(array, fluid.CPUPlace())
+            tensor.set_recursive_sequence_lengths(lod)
+            values[name] = tensor
         exe = fluid.Executor(fluid.CPUPlace())
-        return exe.run(program, feed=feeds, fetch_list=fetch, scope=scope or core.Scope())
+        return exe.run(program, feed=values, fetch_list=fetch, scope=scope or core.Scope(), return_numpy=False)
 
     def _calc_output(self, place, no_check_set=None):
         program = fluid.Program()
@@ -221,7 +243,7 @@ class OpTest(unittest.TestCase):
         return self._run(program, feeds, fetch), fetch
 
     def calc_output(self, place):
-        return self._calc_output(place)[0]
+        return [np.array(out) for out in self._calc_output(place)[0]]
 
     def _skip_preset_fp16(self):
         """Paddle picks the places from the dtype the test set before inferring it: a test
@@ -247,10 +269,16 @@ class OpTest(unittest.TestCase):
                 continue
             for name, expect in _entries(slot, value):
                 actual = np.array(got[name])
-                expect = _array_of(expect)
-                self.assertTrue(np.allclose(actual, expect, atol=atol, equal_nan=equal_nan),
-                                "Output (%s) has diff at %s\nExpect %s\nBut Got %s in class %s" %
-                                (name, place, expect, actual, self.__class__.__name__))
+                expect_array = np.asarray(_array_of(expect))
+                if not (actual.size == 0 and expect_array.size == 0):
+                    self.assertTrue(np.allclose(actual, expect_array, atol=atol, equal_nan=equal_nan),
+                                    "Output (%s) has diff at %s\nExpect %s\nBut Got %s in class %s" %
+                                    (name, place, expect_array, actual, self.__class__.__name__))
+                if isinstance(expect, tuple):
+                    self.assertListEqual([list(l) for l in got[name].recursive_sequence_lengths()],
+                                         [list(l) for l in expect[1]],
+                                         "Output (%s) has different lod at %s" % (name, place))
+        outs = [np.array(o) for o in outs]
         return (outs, fetch, fetch) if check_dygraph else (outs, fetch)
 
     def check_output_customized(self, checker):
@@ -331,12 +359,11 @@ class OpTest(unittest.TestCase):
         if x.dtype not in (np.float32, np.float64):
             raise ValueError("Not supported data type " + str(x.dtype))
         scope = core.Scope()
-        exe = fluid.Executor(fluid.CPUPlace())
         flat = x.reshape(-1).copy()
 
         def loss():
             feeds[input_name] = flat.reshape(x.shape)
-            outs = exe.run(program, feed=feeds, fetch_list=names, scope=scope)
+            outs = self._run(program, feeds, names, scope)
             return dtype(np.array([np.array(o).astype(dtype).mean() for o in outs]).sum() / len(names))
 
         grad = np.zeros(flat.size, dtype)

@@ -606,20 +606,32 @@ void CastGrad(KernelContext& ctx) {
   });
 }
 
+// scale of SelectedRows X: SelectedRows of the same rows, their values scaled.
 template <class T>
 void Scale(KernelContext& ctx) {
-  Tensor x = ctx.Input("X");
   const double scale = ScalarFromInput<double, float>(ctx, "ScaleTensor", "scale");
   const double bias = ctx.Attr<float>("bias");
   const bool after = ctx.Attr<bool>("bias_after_scale");
-  const T* px = x.data<T>();
-  T* po = ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim());
   const T s = static_cast<T>(scale), b = static_cast<T>(bias);
-  if (after) {
-    VecMap<T>(po, x.numel()) = ConstVecMap<T>(px, x.numel()) * s + b;
-  } else {
-    VecMap<T>(po, x.numel()) = (ConstVecMap<T>(px, x.numel()) + b) * s;
+  const auto write = [&](const T* px, T* po, int64_t n) {
+    if (after) {
+      VecMap<T>(po, n) = ConstVecMap<T>(px, n) * s + b;
+    } else {
+      VecMap<T>(po, n) = (ConstVecMap<T>(px, n) + b) * s;
+    }
+  };
+  if (Variable xv = ctx.InputVar("X"); xv.IsSelectedRows()) {
+    const Variable::SelectedRows sr = xv.selected_rows();
+    // Out may be X: its rows and values are read before Out is remade.
+    const std::vector<int64_t> rows(sr.rows, sr.rows + sr.count), dims = sr.value.dims();
+    const std::vector<T> values(sr.value.data<T>(), sr.value.data<T>() + sr.value.numel());
+    Tensor out = ctx.OutputVar("Out").SetSelectedRows(rows.data(), rows.size(), sr.height);
+    write(values.data(), out.Allocate<T>(dims), static_cast<int64_t>(values.size()));
+    return;
   }
+  Tensor x = ctx.Input("X");
+  const T* px = x.data<T>();
+  write(px, ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim()), x.numel());
 }
 
 template <class From>
@@ -751,8 +763,9 @@ void RegisterActivation(Registrar& r) {
   AddUnary<Rounding<SignStep>, float, double>(r, "sign", "1 for X > 0, -1 for X < 0, 0 for 0 (gradient 0)");
 
   const OpSchema scale = OpSchema("scale")
-      .Doc("Out = scale * X + bias (bias_after_scale) or scale * (X + bias).")
-      .Input("X", "input")
+      .Doc("Out = scale * X + bias (bias_after_scale) or scale * (X + bias); SelectedRows X gives SelectedRows of "
+           "its rows.")
+      .Input("X", "input, a tensor or SelectedRows")
       .Input("ScaleTensor", "the scale, one element; replaces the attribute", RILL_SLOT_OPTIONAL)
       .Output("Out", "result, shaped like X")
       .Attr("scale", 1.0, "multiplier")

@@ -9,6 +9,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "selected_rows.h"
 
 namespace rill::math {
 namespace {
@@ -38,8 +39,8 @@ class FillConstant {
       shape = IntsFromInputs(ctx, "ShapeTensor", "ShapeTensorList", "shape");
       if (ctx.HasInput("ValueTensor")) value = static_cast<T>(ScalarOf(ctx.Input("ValueTensor"), "ValueTensor"));
     }
-    Tensor out = ctx.AllocateOutput(out_, DataTypeOf<T>::value, shape.data(), shape.size());
-    T* p = out.mutable_data<T>();
+    Tensor out = OutputValue(ctx, out_);
+    T* p = out.Allocate<T>(shape);
     std::fill(p, p + out.numel(), value);
   }
 
@@ -134,7 +135,8 @@ void AssignValueOfDtype(KernelContext& ctx) {
 }
 
 void Shape(KernelContext& ctx) {
-  const std::vector<int64_t> d = ctx.Input("Input").dims();
+  Variable in = ctx.InputVar("Input");
+  const std::vector<int64_t> d = in.IsSelectedRows() ? in.selected_rows().value.dims() : in.tensor().dims();
   int32_t* p = ctx.AllocateOutput<int32_t>("Out", {static_cast<int64_t>(d.size())});
   for (size_t i = 0; i < d.size(); ++i) p[i] = static_cast<int32_t>(d[i]);
 }
@@ -180,7 +182,7 @@ void RegisterFillConstant(Registrar& r) {
 
   r.Op(OpSchema("fill_constant")
            .Doc("Out = a tensor of `shape` and `dtype` with every element `value`; the shape and value may "
-                "come as tensors instead.")
+                "come as tensors instead. An Out holding SelectedRows gets the tensor as its value.")
            .Input("ShapeTensor", "the shape, a 1-D int32/int64 tensor", RILL_SLOT_OPTIONAL)
            .Input("ShapeTensorList", "the shape, one 1-element int32/int64 tensor per dim",
                   RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
@@ -225,8 +227,8 @@ void RegisterFillConstant(Registrar& r) {
   r.Kernel("assign_value", RILL_CPU, RILL_ANY_DTYPE, &AssignValueOfDtype);
 
   r.Op(OpSchema("shape")
-           .Doc("Out = the dims of Input, int32 [rank].")
-           .Input("Input", "any tensor")
+           .Doc("Out = the dims of Input, int32 [rank] (SelectedRows: of their value).")
+           .Input("Input", "any tensor, or SelectedRows")
            .Output("Out", "its dims"));
   r.Kernel("shape", RILL_CPU, RILL_ANY_DTYPE, &Shape);
 

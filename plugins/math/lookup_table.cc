@@ -3,6 +3,7 @@
 // looked-up rows when is_sparse (Fluid's sparse path: sgd and the parameter servers update
 // only those rows).
 #include <cstring>
+#include <unordered_map>
 
 #include "kernels.h"
 #include "ops.h"
@@ -34,22 +35,63 @@ std::vector<int64_t> ReadIds(KernelContext& ctx, bool v2, int64_t rows, std::vec
   return v;
 }
 
+// W's rows: a [rows, width] tensor, or SelectedRows (a table a parameter server holds part
+// of), whose row numbers an id is looked up among: an id it does not hold is an error.
+template <class T>
+struct Table {
+  const T* values;
+  int64_t rows, width;
+  bool sparse = false;
+  std::unordered_map<int64_t, int64_t> index;  // SelectedRows: row number -> value row
+  std::vector<T> copy;                         // W's values when Out is W
+
+  explicit Table(KernelContext& ctx) {
+    Variable w = ctx.InputVar("W");
+    if (w.IsSelectedRows()) {
+      const Variable::SelectedRows sr = w.selected_rows();
+      const std::vector<int64_t> vd = sr.value.dims();
+      if (vd.size() != 2 || vd[0] != static_cast<int64_t>(sr.count)) {
+        throw Error("W is SelectedRows whose value " + DimsString(vd) + " is not [" + std::to_string(sr.count) +
+                    " rows, width]");
+      }
+      values = sr.value.data<T>();
+      rows = sr.height;
+      width = vd[1];
+      sparse = true;
+      for (size_t i = 0; i < sr.count; ++i) index.emplace(sr.rows[i], static_cast<int64_t>(i));
+      return;
+    }
+    Tensor t = w.tensor();
+    const std::vector<int64_t> wd = t.dims();
+    if (wd.size() != 2) throw Error("W " + DimsString(wd) + " is not a matrix");
+    values = t.data<T>();
+    rows = wd[0];
+    width = wd[1];
+    if (OutputIsInput(ctx, "Out", {"W"})) {  // Out's allocation may replace W's memory
+      copy.assign(values, values + t.numel());
+      values = copy.data();
+    }
+  }
+  const T* Row(int64_t id) const {
+    if (!sparse) return values + id * width;
+    const auto it = index.find(id);
+    if (it == index.end()) throw Error("Ids names row " + std::to_string(id) + ", which W's SelectedRows do not hold");
+    return values + it->second * width;
+  }
+};
+
 template <class T, bool kV2>
 void LookupTable(KernelContext& ctx) {
-  Tensor w = ctx.Input("W");
-  const std::vector<int64_t> wd = w.dims();
-  if (wd.size() != 2) throw Error("W " + DimsString(wd) + " is not a matrix");
-  const int64_t width = wd[1];
+  const Table<T> table(ctx);
   std::vector<int64_t> out_dims;
-  const std::vector<int64_t> ids = ReadIds(ctx, kV2, wd[0], &out_dims);
-  out_dims.push_back(width);
+  const std::vector<int64_t> ids = ReadIds(ctx, kV2, table.rows, &out_dims);
+  out_dims.push_back(table.width);
   const int64_t padding = ctx.Attr<int64_t>("padding_idx");
-  const std::vector<T> table(w.data<T>(), w.data<T>() + w.numel());  // Out may be W
   T* out = ctx.AllocateOutput<T>("Out", out_dims);
   for (size_t i = 0; i < ids.size(); ++i) {
-    T* row = out + static_cast<int64_t>(i) * width;
-    if (IsPadding(ids[i], padding)) std::fill(row, row + width, T(0));
-    else std::memcpy(row, table.data() + ids[i] * width, sizeof(T) * static_cast<size_t>(width));
+    T* row = out + static_cast<int64_t>(i) * table.width;
+    if (IsPadding(ids[i], padding)) std::fill(row, row + table.width, T(0));
+    else std::memcpy(row, table.Row(ids[i]), sizeof(T) * static_cast<size_t>(table.width));
   }
 }
 
@@ -91,7 +133,7 @@ void Add(Registrar& r, const char* type) {
                  "padding_idx is zeros."
                : "Out = the rows of W that Ids names: Ids' dims end in 1, which Out's replace by W's width; a "
                  "row for padding_idx is zeros.")
-      .Input("W", "the table, [rows, width]")
+      .Input("W", "the table, [rows, width]; or SelectedRows of its rows (each id must be one of them)")
       .Input("Ids", "int64 (or int32) row numbers")
       .Output("Out", "the rows")
       .Attr("padding_idx", int64_t{kNoPadding}, "an id whose row is zeros and gets no gradient; -1: none")

@@ -15,11 +15,12 @@
 //   adadelta        Eg = rho Eg + (1-rho) g^2; d = -sqrt((Ed + eps) / (Eg + eps)) * g;
 //                   Ed = rho Ed + (1-rho) d^2; ParamOut = Param + (lr, when given) * d
 #include <cmath>
-#include <map>
+#include <unordered_map>
 
 #include "broadcast.h"
 #include "kernels.h"
 #include "ops.h"
+#include "selected_rows.h"
 
 namespace rill::math {
 namespace {
@@ -82,8 +83,35 @@ void SparseSgd(KernelContext& ctx, const Variable::SelectedRows& grad) {
   for (size_t i = 0; i < grad.count; ++i) p.segment(grad.rows[i] * width, width) -= lr * ConstVecMap<T>(g + i * width, width);
 }
 
+// sgd of a parameter held as SelectedRows (a slice of a table): each Grad row updates the
+// Param row of the same number, which must be there; Param is updated in place.
+template <class T>
+void SgdOfRows(KernelContext& ctx) {
+  Variable param = ctx.InputVar("Param"), grad = ctx.InputVar("Grad");
+  if (!grad.IsSelectedRows()) throw Error("Param is SelectedRows: Grad must be SelectedRows too");
+  if (!OutputIsInput(ctx, "ParamOut", {"Param"})) throw Error("Param is SelectedRows: ParamOut must be Param");
+  Variable::SelectedRows p = param.selected_rows();
+  const Variable::SelectedRows g = grad.selected_rows();
+  const int64_t width = p.count == 0 ? 0 : p.value.numel() / static_cast<int64_t>(p.count);
+  if (g.value.numel() != static_cast<int64_t>(g.count) * width) {
+    throw Error("Grad's value " + DimsString(g.value.dims()) + " must hold " + std::to_string(g.count) + " rows of " +
+                std::to_string(width) + " elements, as Param's rows are");
+  }
+  std::unordered_map<int64_t, int64_t> at;
+  for (size_t i = 0; i < p.count; ++i) at.emplace(p.rows[i], static_cast<int64_t>(i));
+  const T lr = LearningRate<T>(ctx);
+  T* pv = p.value.mutable_data<T>();
+  const T* gv = g.value.data<T>();
+  for (size_t i = 0; i < g.count; ++i) {
+    const auto it = at.find(g.rows[i]);
+    if (it == at.end()) throw Error("Grad row " + std::to_string(g.rows[i]) + " is not one of Param's rows");
+    VecMap<T>(pv + it->second * width, width) -= lr * ConstVecMap<T>(gv + static_cast<int64_t>(i) * width, width);
+  }
+}
+
 template <class T>
 void Sgd(KernelContext& ctx) {
+  if (ctx.InputVar("Param").IsSelectedRows()) return SgdOfRows<T>(ctx);
   if (Variable grad = ctx.InputVar("Grad"); grad.IsSelectedRows()) return SparseSgd<T>(ctx, grad.selected_rows());
   Tensor param = ctx.Input("Param");
   Tensor grad = ctx.Input("Grad");
@@ -94,12 +122,40 @@ void Sgd(KernelContext& ctx) {
   p -= lr * g;
 }
 
+// Grad's values shaped like Param. A SelectedRows Grad (momentum, adagrad and rmsprop take
+// one, as Paddle's sparse kernels do) has its rows summed into zeros: those kernels treat a
+// row it lacks as a zero gradient, which is what the dense update does with it.
+template <class T>
+struct DenseGrad {
+  std::vector<T> spread;  // a SelectedRows Grad's rows in zeros
+  const T* dense;         // a dense Grad's values; null for SelectedRows
+  int64_t size;
+  ConstVecMap<T> vec() const { return ConstVecMap<T>(dense != nullptr ? dense : spread.data(), size); }
+};
+
+template <class T>
+DenseGrad<T> DenseGradOf(KernelContext& ctx, bool rows_allowed) {
+  Tensor param = ctx.Input("Param");
+  if (Variable var = ctx.InputVar("Grad"); var.IsSelectedRows()) {
+    if (!rows_allowed) {
+      throw Error(ctx.op().type() + " takes a dense Grad, not SelectedRows (sgd, momentum, adam, adagrad and rmsprop "
+                                    "take rows)");
+    }
+    const Variable::SelectedRows rows = var.selected_rows();
+    const int64_t width = SparseRowWidth(param, rows);
+    return DenseGrad<T>{RowsIntoZeros(rows.rows, rows.count, rows.value.data<T>(), width, rows.height), nullptr,
+                        param.numel()};
+  }
+  Tensor grad = ctx.Input("Grad");
+  CheckSameShape(param, "Param", grad, "Grad");
+  return DenseGrad<T>{{}, grad.data<T>(), grad.numel()};
+}
+
 template <class T>
 void Momentum(KernelContext& ctx) {
   Tensor param = ctx.Input("Param");
-  Tensor grad = ctx.Input("Grad");
+  const DenseGrad<T> grad = DenseGradOf<T>(ctx, /*rows_allowed=*/true);
   Tensor velocity = ctx.Input("Velocity");
-  CheckSameShape(param, "Param", grad, "Grad");
   CheckSameShape(param, "Param", velocity, "Velocity");
   const T lr = LearningRate<T>(ctx);
   const T mu = static_cast<T>(ctx.Attr<float>("mu"));
@@ -109,7 +165,7 @@ void Momentum(KernelContext& ctx) {
   if (!method.empty() && method != "l2_decay") {
     throw Error("regularization_method '" + method + "' is neither \"\" nor \"l2_decay\"");
   }
-  Vec<T> g = Flat<T>(grad) * static_cast<T>(ctx.Attr<float>("rescale_grad"));
+  Vec<T> g = grad.vec() * static_cast<T>(ctx.Attr<float>("rescale_grad"));
   if (method == "l2_decay") g += static_cast<T>(ctx.Attr<float>("regularization_coeff")) * Flat<T>(param);
   auto v = InPlace<T>(ctx, "VelocityOut", "Velocity");
   v = mu * v + g;
@@ -159,24 +215,11 @@ void SparseAdam(KernelContext& ctx, const Variable::SelectedRows& grad) {
   const int64_t width = SparseRowWidth(param, grad);
   const T* g = grad.value.data<T>();
   if (!ctx.Attr<bool>("lazy_mode")) {
-    std::vector<T> dense(static_cast<size_t>(param.numel()), T(0));
-    for (size_t i = 0; i < grad.count; ++i) {
-      VecMap<T>(dense.data() + grad.rows[i] * width, width) += ConstVecMap<T>(g + static_cast<int64_t>(i) * width, width);
-    }
+    const std::vector<T> dense = RowsIntoZeros(grad.rows, grad.count, g, width, grad.height);
     return AdamUpdate<T>(ctx, dense.data(), nullptr, width);
   }
-  std::vector<int64_t> rows;
-  std::vector<T> merged;
-  std::map<int64_t, size_t> index;
-  for (size_t i = 0; i < grad.count; ++i) {
-    auto [it, fresh] = index.try_emplace(grad.rows[i], rows.size());
-    if (fresh) {
-      rows.push_back(grad.rows[i]);
-      merged.resize(merged.size() + static_cast<size_t>(width), T(0));
-    }
-    VecMap<T>(merged.data() + it->second * width, width) += ConstVecMap<T>(g + static_cast<int64_t>(i) * width, width);
-  }
-  AdamUpdate<T>(ctx, merged.data(), &rows, width);
+  const MergedRows<T> merged = MergeRows(grad.rows, grad.count, g, width);
+  AdamUpdate<T>(ctx, merged.values.data(), &merged.rows, width);
 }
 
 template <class T>
@@ -185,17 +228,6 @@ void Adam(KernelContext& ctx) {
   Tensor grad = ctx.Input("Grad");
   CheckSameShape(ctx.Input("Param"), "Param", grad, "Grad");
   AdamUpdate<T>(ctx, grad.data<T>(), nullptr, 0);
-}
-
-// The dense Grad, shaped like Param.
-template <class T>
-ConstVecMap<T> DenseGrad(KernelContext& ctx) {
-  if (ctx.InputVar("Grad").IsSelectedRows()) {
-    throw Error(ctx.op().type() + " takes a dense Grad, not SelectedRows (sgd and adam update rows alone)");
-  }
-  Tensor grad = ctx.Input("Grad");
-  CheckSameShape(ctx.Input("Param"), "Param", grad, "Grad");
-  return Flat<T>(grad);
 }
 
 // The accumulator `in_slot`, checked against Param's shape, to update in place.
@@ -207,7 +239,8 @@ VecMap<T> Accumulator(KernelContext& ctx, const char* out_slot, const char* in_s
 
 template <class T, bool kDecayed>
 void Adagrad(KernelContext& ctx) {
-  const auto g = DenseGrad<T>(ctx);
+  const DenseGrad<T> grad = DenseGradOf<T>(ctx, /*rows_allowed=*/!kDecayed);
+  const auto g = grad.vec();
   const T lr = LearningRate<T>(ctx);
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
   auto m = Accumulator<T>(ctx, "MomentOut", "Moment");
@@ -222,7 +255,8 @@ void Adagrad(KernelContext& ctx) {
 
 template <class T>
 void Rmsprop(KernelContext& ctx) {
-  const auto g = DenseGrad<T>(ctx);
+  const DenseGrad<T> grad = DenseGradOf<T>(ctx, /*rows_allowed=*/true);
+  const auto g = grad.vec();
   const T lr = LearningRate<T>(ctx);
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon")), decay = static_cast<T>(ctx.Attr<float>("decay"));
   const T momentum = static_cast<T>(ctx.Attr<float>("momentum"));
@@ -242,7 +276,8 @@ void Rmsprop(KernelContext& ctx) {
 
 template <class T>
 void Adamax(KernelContext& ctx) {
-  const auto g = DenseGrad<T>(ctx);
+  const DenseGrad<T> grad = DenseGradOf<T>(ctx, /*rows_allowed=*/false);
+  const auto g = grad.vec();
   const T lr = LearningRate<T>(ctx);
   const T b1 = static_cast<T>(ctx.Attr<float>("beta1")), b2 = static_cast<T>(ctx.Attr<float>("beta2"));
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
@@ -258,7 +293,8 @@ void Adamax(KernelContext& ctx) {
 
 template <class T>
 void Adadelta(KernelContext& ctx) {
-  const auto g = DenseGrad<T>(ctx);
+  const DenseGrad<T> grad = DenseGradOf<T>(ctx, /*rows_allowed=*/false);
+  const auto g = grad.vec();
   const T rho = static_cast<T>(ctx.Attr<float>("rho")), eps = static_cast<T>(ctx.Attr<float>("epsilon"));
   const T lr = ctx.HasInput("LearningRate") ? LearningRate<T>(ctx) : T(1);
   auto eg = Accumulator<T>(ctx, "AvgSquaredGradOut", "AvgSquaredGrad");
@@ -270,11 +306,13 @@ void Adadelta(KernelContext& ctx) {
 }
 
 // The inputs and outputs every optimizer has, and one accumulator's.
-OpSchema OptimizerSchema(const char* type, const std::string& doc) {
+OpSchema OptimizerSchema(const char* type, const std::string& doc, bool rows_allowed = false) {
   return OpSchema(type)
       .Doc(doc)
       .Input("Param", "parameter")
-      .Input("Grad", "its gradient, shaped like Param")
+      .Input("Grad", rows_allowed ? "its gradient, shaped like Param; or SelectedRows of Param's rows (the others "
+                                    "count as zero)"
+                                  : "its gradient, shaped like Param")
       .Output("ParamOut", "updated parameter (usually Param itself)")
       .KernelDtypeFrom("Param");
 }
@@ -286,7 +324,8 @@ OpSchema& WithAccumulator(OpSchema& s, const std::string& name, const std::strin
 
 void RegisterOptimizers(Registrar& r) {
   {
-    OpSchema s = OptimizerSchema("adagrad", "Moment += Grad^2; Param -= LearningRate * Grad / (sqrt(Moment) + epsilon).");
+    OpSchema s = OptimizerSchema("adagrad", "Moment += Grad^2; Param -= LearningRate * Grad / (sqrt(Moment) + epsilon).",
+                                 /*rows_allowed=*/true);
     s.Input("LearningRate", "[1] learning rate").Attr("epsilon", 1.0e-6, "added to the root");
     r.Op(WithAccumulator(s, "Moment", "the sum of squared gradients"));
     RegisterCpu<float, double>(r, "adagrad", [](auto t) { return &Adagrad<decltype(t), false>; });
@@ -303,7 +342,8 @@ void RegisterOptimizers(Registrar& r) {
     OpSchema s = OptimizerSchema(
         "rmsprop", "MeanSquare = decay * MeanSquare + (1 - decay) * Grad^2; Moment = momentum * Moment + "
                    "LearningRate * Grad / sqrt(MeanSquare + epsilon) (centered: MeanSquare - MeanGrad^2 + epsilon, "
-                   "MeanGrad the running mean of Grad); Param -= Moment.");
+                   "MeanGrad the running mean of Grad); Param -= Moment.",
+        /*rows_allowed=*/true);
     s.Input("LearningRate", "[1] learning rate")
         .Attr("epsilon", 1.0e-10, "added under the root")
         .Attr("decay", 0.9, "the running means' decay")
@@ -341,7 +381,7 @@ void RegisterOptimizers(Registrar& r) {
   }
   r.Op(OpSchema("sgd")
            .Doc("ParamOut = Param - LearningRate * Grad.")
-           .Input("Param", "parameter")
+           .Input("Param", "parameter; or SelectedRows of a table's rows (Grad's rows must be among them)")
            .Input("Grad", "its gradient, same shape; or SelectedRows of Param's rows (only those change)")
            .Input("LearningRate", "[1] learning rate")
            .Output("ParamOut", "updated parameter (usually Param itself)")
@@ -351,7 +391,7 @@ void RegisterOptimizers(Registrar& r) {
            .Doc("Velocity = mu * Velocity + Grad; Param -= LearningRate * Velocity (or, with use_nesterov, "
                 "LearningRate * (Grad + mu * Velocity)).")
            .Input("Param", "parameter")
-           .Input("Grad", "its gradient")
+           .Input("Grad", "its gradient; or SelectedRows of Param's rows (the others count as zero)")
            .Input("Velocity", "running velocity")
            .Input("LearningRate", "[1] learning rate")
            .Output("ParamOut", "updated parameter")

@@ -136,12 +136,12 @@ void PriorBox(KernelContext& ctx) {
         if (min_max_order) {
           box(min_size / 2, min_size / 2);
           max_box();
-          for (float r : ratios) {
+          for (double r : ratios) {
             if (std::fabs(r - 1.0) < 1e-6) continue;
             box(min_size * std::sqrt(r) / 2, min_size / std::sqrt(r) / 2);
           }
         } else {
-          for (float r : ratios) box(min_size * std::sqrt(r) / 2, min_size / std::sqrt(r) / 2);
+          for (double r : ratios) box(min_size * std::sqrt(r) / 2, min_size / std::sqrt(r) / 2);
           max_box();
         }
       }
@@ -177,27 +177,26 @@ void DensityPriorBox(KernelContext& ctx) {
                                         : std::vector<int64_t>{g.feature_h, g.feature_w, priors, 4};
   T* b = ctx.AllocateOutput<T>("Boxes", dims);
   const double iw = static_cast<double>(g.image_w), ih = static_cast<double>(g.image_h);
-  // Paddle's kernel places the grid in int and float arithmetic: kept so the boxes agree.
-  const int step_average = static_cast<int>((g.step_w + g.step_h) * 0.5);
+  // The grid's step and shifts are whole pixels, as Paddle's kernel makes them.
+  const int64_t step_average = static_cast<int64_t>((g.step_w + g.step_h) * 0.5);
   for (int64_t h = 0; h < g.feature_h; ++h) {
     for (int64_t w = 0; w < g.feature_w; ++w) {
-      const T cx = static_cast<T>((static_cast<double>(w) + g.offset) * g.step_w);
-      const T cy = static_cast<T>((static_cast<double>(h) + g.offset) * g.step_h);
+      const double cx = (static_cast<double>(w) + g.offset) * g.step_w;
+      const double cy = (static_cast<double>(h) + g.offset) * g.step_h;
       for (size_t s = 0; s < sizes.size(); ++s) {
-        const int density = static_cast<int>(densities[s]);
-        const int shift = step_average / density;
+        const int64_t density = densities[s], shift = step_average / density;
+        const double corner = -static_cast<double>(step_average) / 2 + static_cast<double>(shift) / 2;
         for (float r : ratios) {
-          const float box_w = sizes[s] * std::sqrt(r), box_h = sizes[s] / std::sqrt(r);
-          const float corner_x = static_cast<float>(cx - step_average / 2. + shift / 2.);
-          const float corner_y = static_cast<float>(cy - step_average / 2. + shift / 2.);
-          for (int di = 0; di < density; ++di) {
-            for (int dj = 0; dj < density; ++dj) {
-              const float x = corner_x + static_cast<float>(dj * shift);
-              const float y = corner_y + static_cast<float>(di * shift);
-              b[0] = static_cast<T>(std::max((x - box_w / 2.) / iw, 0.));
-              b[1] = static_cast<T>(std::max((y - box_h / 2.) / ih, 0.));
-              b[2] = static_cast<T>(std::min((x + box_w / 2.) / iw, 1.));
-              b[3] = static_cast<T>(std::min((y + box_h / 2.) / ih, 1.));
+          const double half_w = sizes[s] * std::sqrt(static_cast<double>(r)) / 2;
+          const double half_h = sizes[s] / std::sqrt(static_cast<double>(r)) / 2;
+          for (int64_t di = 0; di < density; ++di) {
+            for (int64_t dj = 0; dj < density; ++dj) {
+              const double x = cx + corner + static_cast<double>(dj * shift);
+              const double y = cy + corner + static_cast<double>(di * shift);
+              b[0] = static_cast<T>(std::max((x - half_w) / iw, 0.));
+              b[1] = static_cast<T>(std::max((y - half_h) / ih, 0.));
+              b[2] = static_cast<T>(std::min((x + half_w) / iw, 1.));
+              b[3] = static_cast<T>(std::min((y + half_h) / ih, 1.));
               b += 4;
             }
           }

@@ -7,6 +7,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "selected_rows.h"
 
 namespace rill::math {
 namespace {
@@ -22,9 +23,20 @@ void UniformRandom(KernelContext& ctx) {
   if (!(lo < hi)) throw Error("min (" + std::to_string(lo) + ") must be less than max (" + std::to_string(hi) + ")");
   std::mt19937_64 engine(SeedFrom(ctx));
   std::uniform_real_distribution<double> dist(lo, hi);
-  Tensor out = ctx.Output("Out");
+  Tensor out = OutputValue(ctx, "Out");
   T* po = out.Allocate<T>(IntsFromInputs(ctx, "ShapeTensor", "ShapeTensorList", "shape"));
   for (int64_t i = 0; i < out.numel(); ++i) po[i] = static_cast<T>(dist(engine));
+  // Paddle's diagonal: diag_num elements diag_step + 1 apart, from the first, set to diag_val.
+  const int64_t diag_num = ctx.Attr<int64_t>("diag_num"), diag_step = ctx.Attr<int64_t>("diag_step");
+  if (diag_num < 0 || diag_step < 0) {
+    throw Error("diag_num and diag_step must be at least 0, got " + std::to_string(diag_num) + " and " +
+                std::to_string(diag_step));
+  }
+  if (diag_num > 0 && (diag_num - 1) * (diag_step + 1) >= out.numel()) {
+    throw Error("a diagonal of " + std::to_string(diag_num) + " elements " + std::to_string(diag_step + 1) +
+                " apart does not fit Out's " + std::to_string(out.numel()));
+  }
+  for (int64_t i = 0; i < diag_num; ++i) po[i * (diag_step + 1)] = static_cast<T>(ctx.Attr<float>("diag_val"));
 }
 
 template <class T>
@@ -71,7 +83,10 @@ OpSchema RandomSchema(const char* type, const char* doc) {
 void RegisterRandom(Registrar& r) {
   r.Op(RandomSchema("uniform_random", "Out = values drawn uniformly from [min, max).")
            .Attr("min", -1.0, "lower bound")
-           .Attr("max", 1.0, "upper bound (exclusive)"));
+           .Attr("max", 1.0, "upper bound (exclusive)")
+           .Attr("diag_num", int64_t{0}, "elements of a diagonal set to diag_val (0: none)")
+           .Attr("diag_step", int64_t{0}, "elements skipped between two of the diagonal")
+           .Attr("diag_val", 1.0, "the diagonal's value"));
   RegisterCpu<float, double>(r, "uniform_random", [](auto t) { return &UniformRandom<decltype(t)>; });
   r.Op(RandomSchema("gaussian_random", "Out = values drawn from a normal distribution.")
            .Attr("mean", 0.0, "mean")

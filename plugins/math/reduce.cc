@@ -2,19 +2,23 @@
 // prod} (over `dim`, or everything with reduce_all; keep_dim keeps reduced dims as 1) and
 // the boolean reduce_{all,any}, cumsum (running sums along an axis), and their gradients.
 #include <limits>
+#include <set>
 
 #include "broadcast.h"
 #include "kernels.h"
 #include "nan_order.h"
 #include "ops.h"
 #include "parallel_for.h"
+#include "selected_rows.h"
 
 namespace rill::math {
 namespace {
 
 // sum with SelectedRows among X (the gradients of one embedding looked up several times):
-// all SelectedRows give SelectedRows, their rows and values one after the other (repeats
-// kept, as in Fluid); with a dense X too, the rows are added into the dense sum.
+// all SelectedRows give SelectedRows, as Paddle's MergeAdd makes them: their rows and
+// values one after the other when no row repeats, else each row once, ascending, its values
+// summed. X without rows take no part (their height is not checked). With a dense X too,
+// the rows are added into the dense sum.
 template <class T>
 void SumWithSelectedRows(KernelContext& ctx, size_t n) {
   std::vector<int64_t> rows, dense_dims;
@@ -35,23 +39,33 @@ void SumWithSelectedRows(KernelContext& ctx, size_t n) {
       continue;
     }
     const Variable::SelectedRows sr = x.selected_rows();
-    const int64_t w = sr.count == 0 ? width : sr.value.numel() / static_cast<int64_t>(sr.count);
-    if ((height >= 0 && sr.height != height) || (width >= 0 && sr.count > 0 && w != width)) {
+    if (sr.count == 0) {
+      if (height < 0) height = sr.height;
+      continue;
+    }
+    const int64_t w = sr.value.numel() / static_cast<int64_t>(sr.count);
+    if (width >= 0 && (sr.height != height || w != width)) {
       throw Error("X[" + std::to_string(i) + "] is SelectedRows of height " + std::to_string(sr.height) + " and rows of " +
                   std::to_string(w) + "; an earlier X has " + std::to_string(height) + " and " + std::to_string(width));
     }
     height = sr.height;
-    if (sr.count > 0) width = w;
+    width = w;
     rows.insert(rows.end(), sr.rows, sr.rows + sr.count);
     values.insert(values.end(), sr.value.data<T>(), sr.value.data<T>() + sr.value.numel());
   }
   if (dense.empty()) {
+    const bool repeats = std::set<int64_t>(rows.begin(), rows.end()).size() != rows.size();
+    if (repeats) {
+      MergedRows<T> merged = MergeRows(rows.data(), rows.size(), values.data(), width);
+      rows.swap(merged.rows);
+      values.swap(merged.values);
+    }
     Tensor out = ctx.OutputVar("Out").SetSelectedRows(rows.data(), rows.size(), height);
     std::copy(values.begin(), values.end(), out.Allocate<T>({static_cast<int64_t>(rows.size()), std::max<int64_t>(width, 0)}));
     return;
   }
   const int64_t dense_width = dense_dims.empty() || dense_dims[0] == 0 ? 0 : static_cast<int64_t>(dense.size()) / dense_dims[0];
-  if (dense_dims.empty() || (height >= 0 && height != dense_dims[0]) || (width >= 0 && width != dense_width)) {
+  if (dense_dims.empty() || (width >= 0 && (height != dense_dims[0] || width != dense_width))) {
     throw Error("SelectedRows of height " + std::to_string(height) + " cannot be added to X " + DimsString(dense_dims));
   }
   for (size_t k = 0; k < rows.size(); ++k) {

@@ -10,6 +10,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -286,6 +287,17 @@ PYBIND11_MODULE(_rill, m) {
       .def("shape", [](const TensorHandle& t) { return std::vector<int64_t>(t.get()->dims().begin(), t.get()->dims().end()); })
       .def("dtype", [](const TensorHandle& t) { return t.get()->dtype(); })
       .def("_is_initialized", [](const TensorHandle& t) { return t.get()->initialized(); })
+      .def("_get_dims", [](const TensorHandle& t) { return std::vector<int64_t>(t.get()->dims().begin(), t.get()->dims().end()); })
+      .def("_set_dims",
+           [](TensorHandle& t, const std::vector<int64_t>& dims) {
+             core::Tensor* x = t.get();
+             if (x->initialized() && std::vector<int64_t>(x->dims().begin(), x->dims().end()) == dims) return;
+             void* p = x->Allocate(x->initialized() ? x->dtype() : RILL_FP32, dims);
+             std::memset(p, 0, x->nbytes());
+           },
+           py::arg("dims"),
+           "Fluid's Resize: the tensor takes `dims` (kept as it is when it has them already; else zero-filled, in "
+           "its dtype, fp32 when it has none): Rill's tensors always hold memory for their dims.")
       .def("lod", [](const TensorHandle& t) { return t.get()->lod(); })
       .def("set_lod", [](TensorHandle& t, const core::LoD& lod) { t.get()->mutable_lod() = lod; })
       .def("recursive_sequence_lengths", [](const TensorHandle& t) { return LengthsFromLod(t.get()->lod()); })
@@ -304,6 +316,9 @@ PYBIND11_MODULE(_rill, m) {
       .def("set_height", [](RowsHandle& r, int64_t h) { r.rows->height = h; }, py::arg("height"))
       .def("rows", [](const RowsHandle& r) { return r.rows->rows; })
       .def("set_rows", [](RowsHandle& r, const std::vector<int64_t>& rows) { r.rows->rows = rows; }, py::arg("rows"))
+      .def("sync_index", [](RowsHandle&) {},
+           "Fluid rebuilds its row-to-value index here; Rill keeps no index (kernels look rows up as they run), so "
+           "there is nothing to do.")
       .def("get_tensor", [](const RowsHandle& r) { return TensorHandle(r.scope, &r.rows->value); },
            "The rows' values, [len(rows), ...].");
 

@@ -10,7 +10,14 @@ Rill's do not meet).
   best 1,000) and the 100 best kept: the same work torchvision's way.
 - yolo_box of the 40x40 head (the largest) against tests/models/paddle_reference.py's numpy
   decoding at the same shape (PyTorch and torchvision have no such op).
-Prints a Markdown table; a ratio below 1 means Rill is faster.
+- matrix_nms (score threshold 0.01, 400 a class, 100 an image kept, linear decay) at the same
+  boxes and scores against tests/reference/detection_reference.py's numpy Matrix NMS.
+- roi_align at a Faster R-CNN head's shapes (a 256x50x68 map an image, 512 regions an image,
+  7x7 bins, 2x2 samples, 1/16 scale, aligned) against torchvision.ops.roi_align.
+- box_coder decoding every box of the batch against its 6,300 priors, and iou_similarity of
+  2,000 boxes against 2,000, against detection_reference.py's numpy.
+Prints a Markdown table; a ratio below 1 means Rill is faster. The peers run with PyTorch's
+default threads, Rill with its own (both use the machine's cores).
 """
 import json
 import os
@@ -28,6 +35,11 @@ CELLS = [10, 20, 40]
 M = ANCHORS * sum(c * c for c in CELLS)
 NMS = dict(background_label=-1, score_threshold=0.01, nms_top_k=1000, nms_threshold=0.45, keep_top_k=100,
            normalized=False)
+MATRIX = dict(background_label=-1, score_threshold=0.01, post_threshold=0.01, nms_top_k=400, keep_top_k=100,
+              normalized=False)
+ROI = dict(pooled_height=7, pooled_width=7, spatial_scale=1.0 / 16, sampling_ratio=2, aligned=True)
+ROI_N, ROI_C, ROI_H, ROI_W, ROI_PER_IMAGE = 2, 256, 50, 68, 512
+IOU_BOXES = 2000
 YOLO = dict(anchors=[10, 13, 16, 30, 33, 23], class_num=CLASSES, conf_thresh=0.01, downsample_ratio=8,
             scale_x_y=1.05)
 
@@ -40,7 +52,12 @@ def inputs():
     scores = (rng.uniform(0, 1, (N, CLASSES, M)) ** 8).astype(np.float32)
     head = rng.standard_normal((N, ANCHORS * (5 + CLASSES), CELLS[-1], CELLS[-1])).astype(np.float32)
     img = np.tile(np.array([[320, 320]], np.int32), (N, 1))
-    return boxes, scores, head, img
+    features = rng.standard_normal((ROI_N, ROI_C, ROI_H, ROI_W)).astype(np.float32)
+    corner = rng.uniform(0, 16 * np.array([ROI_W, ROI_H]) - 64, (ROI_N * ROI_PER_IMAGE, 2))
+    regions = np.concatenate([corner, corner + rng.uniform(16, 400, corner.shape)], -1).astype(np.float32)
+    priors = boxes[0]
+    offsets = (rng.standard_normal((N, M, 4)) * 0.2).astype(np.float32)
+    return boxes, scores, head, img, features, regions, priors, offsets
 
 
 def median_seconds(fn, rounds):
@@ -59,9 +76,13 @@ def peer(rounds):
     from torchvision.ops import batched_nms
     sys.path.insert(0, os.path.join(HERE, "..", "tests", "models"))
     import paddle_reference
-    torch.set_num_threads(1)
-    boxes, scores, head, img = inputs()
+    from torchvision.ops import roi_align
+    sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
+    import detection_reference
+    boxes, scores, head, img, features, regions, priors, offsets = inputs()
     tb, ts = torch.from_numpy(boxes), torch.from_numpy(scores)
+    image_of = np.repeat(np.arange(ROI_N), ROI_PER_IMAGE).astype(np.float32)[:, None]
+    tf, tr = torch.from_numpy(features), torch.from_numpy(np.hstack([image_of, regions]))
 
     def nms():
         for i in range(N):
@@ -79,12 +100,22 @@ def peer(rounds):
 
     def yolo():
         paddle_reference._yolo_box(head, img, YOLO)
-    print(json.dumps({"nms": median_seconds(nms, rounds), "yolo": median_seconds(yolo, rounds)}))
+
+    def roi():
+        roi_align(tf, tr, (7, 7), spatial_scale=ROI["spatial_scale"], sampling_ratio=2, aligned=True)
+    decode = dict(code_type="decode_center_size", box_normalized=False)
+    print(json.dumps({
+        "nms": median_seconds(nms, rounds), "yolo": median_seconds(yolo, rounds),
+        "matrix": median_seconds(lambda: detection_reference.matrix_nms(boxes, scores, MATRIX), rounds),
+        "roi": median_seconds(roi, rounds),
+        "coder": median_seconds(lambda: detection_reference.box_coder(priors, None, offsets, decode), rounds),
+        "iou": median_seconds(lambda: detection_reference.iou_similarity(boxes[0, :IOU_BOXES], boxes[1, :IOU_BOXES],
+                                                                          False), rounds)}))
 
 
 def rill_times(rounds):
     import rill.fluid as fluid
-    boxes, scores, head, img = inputs()
+    boxes, scores, head, img, features, regions, priors, offsets = inputs()
     exe = fluid.Executor(fluid.CPUPlace())
 
     def program(op, ins, outs, attrs):
@@ -100,12 +131,25 @@ def rill_times(rounds):
     nms_prog, nms_fetch = program("multiclass_nms3", {"BBoxes": boxes, "Scores": scores},
                                   {"Out": "out", "NmsRoisNum": "num", "Index": "index"}, NMS)
     yolo_prog, yolo_fetch = program("yolo_box", {"X": head, "ImgSize": img}, {"Boxes": "b", "Scores": "s"}, YOLO)
-    return {
+    counts = np.full((ROI_N,), ROI_PER_IMAGE, np.int32)
+    timed = {
+        "matrix": ("matrix_nms", {"BBoxes": boxes, "Scores": scores}, {"Out": "out", "Index": "index"}, MATRIX),
+        "roi": ("roi_align", {"X": features, "ROIs": regions, "RoisNum": counts}, {"Out": "out"}, ROI),
+        "coder": ("box_coder", {"PriorBox": priors, "TargetBox": offsets}, {"OutputBox": "out"},
+                  dict(code_type="decode_center_size", box_normalized=False)),
+        "iou": ("iou_similarity", {"X": boxes[0, :IOU_BOXES], "Y": boxes[1, :IOU_BOXES]}, {"Out": "out"},
+                dict(box_normalized=False)),
+    }
+    times = {}
+    for key, (op, ins, outs, attrs) in timed.items():
+        prog, fetch = program(op, ins, outs, attrs)
+        times[key] = median_seconds(lambda: exe.run(prog, feed=ins, fetch_list=fetch), rounds)
+    return dict(times, **{
         "nms": median_seconds(lambda: exe.run(nms_prog, feed={"BBoxes": boxes, "Scores": scores},
                                               fetch_list=nms_fetch), rounds),
         "yolo": median_seconds(lambda: exe.run(yolo_prog, feed={"X": head, "ImgSize": img}, fetch_list=yolo_fetch),
                                rounds),
-    }
+    })
 
 
 def main():
@@ -121,8 +165,14 @@ def main():
     print("|---|---|---|---|")
     print("| multiclass_nms3 vs torchvision batched_nms | %.1f ms | %.1f ms | **%.2f** |" %
           (ours["nms"] * 1e3, theirs["nms"] * 1e3, ours["nms"] / theirs["nms"]))
-    print("| yolo_box (40x40 head) vs numpy reference | %.1f ms | %.1f ms | **%.2f** |" %
-          (ours["yolo"] * 1e3, theirs["yolo"] * 1e3, ours["yolo"] / theirs["yolo"]))
+    rows = [("yolo", "yolo_box (40x40 head) vs numpy reference"),
+            ("matrix", "matrix_nms vs numpy Matrix NMS"),
+            ("roi", "roi_align (1,024 regions, 7x7) vs torchvision roi_align"),
+            ("coder", "box_coder decode vs numpy"),
+            ("iou", "iou_similarity (2,000 x 2,000) vs numpy")]
+    for key, label in rows:
+        print("| %s | %.1f ms | %.1f ms | **%.2f** |" % (label, ours[key] * 1e3, theirs[key] * 1e3,
+                                                       ours[key] / theirs[key]))
 
 
 if __name__ == "__main__":

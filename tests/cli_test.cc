@@ -677,7 +677,7 @@ TEST(Cli, CheckAndDescribeSayWhatAModelNeeds) {
     vars { name: "w" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 3 dims: 3 dims: 1 dims: 1 } } } persistable: true }
     ops { type: "feed" inputs { parameter: "X" arguments: "feed" } outputs { parameter: "Out" arguments: "img" } attrs { name: "col" type: INT i: 0 } }
     )" + deformable_conv("img", "c1") + deformable_conv("c1", "c2") + deformable_conv("c2", "c3") + R"(
-    ops { type: "roi_align" inputs { parameter: "X" arguments: "c3" } outputs { parameter: "Out" arguments: "p" } }
+    ops { type: "psroi_pool" inputs { parameter: "X" arguments: "c3" } outputs { parameter: "Out" arguments: "p" } }
     ops { type: "relu" inputs { parameter: "X" arguments: "p" } inputs { parameter: "Y" arguments: "p" } outputs { parameter: "Out" arguments: "r" } }
     ops { type: "fetch" inputs { parameter: "X" arguments: "r" } outputs { parameter: "Out" arguments: "fetch" } attrs { name: "col" type: INT i: 0 } } }
     version { version: 2004000 })");
@@ -692,7 +692,7 @@ TEST(Cli, CheckAndDescribeSayWhatAModelNeeds) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "2 op type(s) no loaded plugin provides (loaded: " + test::LoadedPlugins() + "):\n"
                    "  deformable_conv          3 ops\n"
-                   "  roi_align                1 op\n"
+                   "  psroi_pool               1 op\n"
                    "block 0, op 5 (relu): unknown input slot 'Y' (declared: X)\n");
   EXPECT_NE(r.err.find("rill: error: " + dir + ": op 'deformable_conv' is not provided by any loaded plugin (loaded: " +
                        test::LoadedPlugins() + ") (3 ops), and 1 op(s) of 1 other type(s) no loaded plugin provides; "

@@ -124,9 +124,11 @@ TEST_F(MathForward, DenseOnlyOptimizersNameWhatTheyRefuse) {
   Set<float>("lr", {1}, {0.1});
   Op("lookup_table_v2_grad").Input("W", "w").Input("Ids", "ids").Input("Out@GRAD", "dout").Output("W@GRAD", "g")
       .Attr("is_sparse", true);
-  Op("adagrad").Input("Param", "w").Input("Grad", "g").Input("LearningRate", "lr").Input("Moment", "m")
+  Op("decayed_adagrad").Input("Param", "w").Input("Grad", "g").Input("LearningRate", "lr").Input("Moment", "m")
       .Output("ParamOut", "w").Output("MomentOut", "m");
-  EXPECT_NE(Run().find("adagrad takes a dense Grad, not SelectedRows"), std::string::npos);
+  const std::string refused = Run();
+  EXPECT_NE(refused.find("decayed_adagrad takes a dense Grad, not SelectedRows (sgd, momentum, adam, adagrad and "
+                         "rmsprop take rows)"), std::string::npos) << refused;
 
   pb_ = core::ProgramBuilder();
   Op("rmsprop").Input("Param", "w").Input("Grad", "m").Input("LearningRate", "lr").Input("Moment", "m")
@@ -171,7 +173,8 @@ TEST_F(MathForward, AdamWithASparseGradientMatchesDenseOrLazilyUpdatesItsRows) {
 }
 
 // One table looked up twice: backward sums the two gradients; sparse ones stay sparse
-// (their rows one after the other), and a dense one among them takes theirs in.
+// (a row both name once, its values summed, as Paddle's MergeAdd), and a dense one among
+// them takes theirs in.
 TEST_F(MathForward, SumOfSparseGradientsStaysSparseOrAddsIntoADenseOne) {
   Set<float>("w", {4, 2}, {0, 1, 10, 11, 20, 21, 30, 31});
   Set<int64_t>("ids_a", {2}, {2, 0});
@@ -188,8 +191,8 @@ TEST_F(MathForward, SumOfSparseGradientsStaysSparseOrAddsIntoADenseOne) {
   ASSERT_EQ(Run(), "");
   core::Variable* sparse = scope()->FindVar("g_sparse");
   ASSERT_TRUE(sparse->is_selected_rows()) << sparse->KindName();
-  EXPECT_EQ(sparse->GetMutableSelectedRows()->rows, (std::vector<int64_t>{2, 0, 2}));
-  EXPECT_EQ(sparse->GetMutableSelectedRows()->value.ValuesToString(), "1 2 3 4 5 6");
+  EXPECT_EQ(sparse->GetMutableSelectedRows()->rows, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(sparse->GetMutableSelectedRows()->value.ValuesToString(), "3 4 6 8");
   EXPECT_EQ(Values("g_dense"), (std::vector<double>{4, 5, 1, 1, 7, 9, 1, 1}));
 }
 
@@ -970,6 +973,98 @@ TYPED_TEST(FloatOps, SgdWithSelectedRowsGradient) {
   g->height = 5;
   const std::string height_error = this->Run();
   EXPECT_NE(height_error.find("Grad is SelectedRows of height 5; Param [4, 2] needs height 4"), std::string::npos) << height_error;
+}
+
+// momentum, adagrad and rmsprop take SelectedRows gradients as Paddle's sparse kernels do:
+// a row the gradient lacks counts as zero, so each matches the op fed the dense gradient.
+TEST_F(MathForward, SparseGradientsUpdateAsTheirDenseGradient) {
+  const std::vector<double> param = {1, 2, 3, 4, 5, 6, 7, 8}, state = {0.5, 0.5, 1, 1, 2, 2, 0.25, 0.25};
+  const std::vector<double> dense = {0, 0, 3, 5, 0, 0, 2, 2};  // rows 1 (1+2, 2+3) and 3
+  for (const std::string op : {"momentum", "adagrad", "rmsprop"}) {
+    for (bool sparse : {false, true}) {
+      const std::string p = op + (sparse ? "_sparse" : "_dense"), g = p + "@GRAD";
+      Set<float>(p, {4, 2}, param);
+      Set<float>(p + "_a", {4, 2}, state);
+      Set<float>(p + "_b", {4, 2}, state);
+      Set<float>("lr", {1}, {0.1});
+      if (sparse) {
+        core::SelectedRows* rows = scope()->Var(g)->GetMutableSelectedRows();
+        rows->rows = {3, 1, 1};
+        rows->height = 4;
+        rows->value.Allocate(RILL_FP32, {3, 2});
+        const float values[] = {2, 2, 1, 2, 2, 3};
+        std::copy(values, values + 6, rows->value.data_as<float>());
+      } else {
+        Set<float>(g, {4, 2}, dense);
+      }
+      auto& o = Op(op).Input("Param", p).Input("Grad", g).Input("LearningRate", "lr").Output("ParamOut", p);
+      if (op == "momentum") o.Input("Velocity", p + "_a").Output("VelocityOut", p + "_a");
+      if (op == "adagrad") o.Input("Moment", p + "_a").Output("MomentOut", p + "_a");
+      if (op == "rmsprop") {
+        o.Input("MeanSquare", p + "_a").Output("MeanSquareOut", p + "_a").Input("Moment", p + "_b")
+            .Output("MomentOut", p + "_b");
+      }
+    }
+  }
+  ASSERT_EQ(Run(), "");
+  for (const std::string op : {"momentum", "adagrad", "rmsprop"}) {
+    EXPECT_EQ(Values(op + "_sparse"), Values(op + "_dense")) << op;
+    EXPECT_EQ(Values(op + "_sparse_a"), Values(op + "_dense_a")) << op;
+    EXPECT_NE(Values(op + "_sparse"), param) << op;
+  }
+}
+
+// sum of SelectedRows, as Paddle's MergeAdd: rows one after the other when none repeats,
+// else each row once, ascending, its values summed.
+TEST_F(MathForward, SumOfSelectedRowsMergesRepeatedRows) {
+  auto rows_of = [&](const std::string& name, std::vector<int64_t> rows, std::vector<float> values) {
+    core::SelectedRows* sr = scope()->Var(name)->GetMutableSelectedRows();
+    sr->rows = std::move(rows);
+    sr->height = 6;
+    sr->value.Allocate(RILL_FP32, {static_cast<int64_t>(sr->rows.size()), 1});
+    std::copy(values.begin(), values.end(), sr->value.data_as<float>());
+  };
+  rows_of("a", {4, 1}, {40, 10});
+  rows_of("b", {2}, {20});
+  rows_of("c", {1, 5}, {1, 50});
+  rows_of("none", {}, {});
+  Op("sum").Input("X", {"a", "b", "none"}).Output("Out", "apart");
+  Op("sum").Input("X", {"a", "b", "c"}).Output("Out", "merged");
+  ASSERT_EQ(Run(), "");
+  const core::SelectedRows* apart = scope()->FindVar("apart")->GetMutableSelectedRows();
+  EXPECT_EQ(apart->rows, (std::vector<int64_t>{4, 1, 2}));
+  const core::SelectedRows* merged = scope()->FindVar("merged")->GetMutableSelectedRows();
+  EXPECT_EQ(merged->rows, (std::vector<int64_t>{1, 2, 4, 5}));
+  const float* v = merged->value.data_as<float>();
+  EXPECT_EQ(std::vector<float>(v, v + 4), (std::vector<float>{11, 20, 40, 50}));
+}
+
+// A table held as SelectedRows (part of it): lookup_table finds each id among its rows, and
+// sgd updates the rows a SelectedRows gradient names.
+TEST_F(MathForward, LookupAndSgdOnATableHeldAsSelectedRows) {
+  core::SelectedRows* w = scope()->Var("w")->GetMutableSelectedRows();
+  w->rows = {7, 2, 9};
+  w->height = 10;
+  w->value.Allocate(RILL_FP32, {3, 2});
+  const float values[] = {70, 71, 20, 21, 90, 91};
+  std::copy(values, values + 6, w->value.data_as<float>());
+  core::SelectedRows* g = scope()->Var("g")->GetMutableSelectedRows();
+  g->rows = {9};
+  g->height = 10;
+  g->value.Allocate(RILL_FP32, {1, 2});
+  g->value.data_as<float>()[0] = 10;
+  g->value.data_as<float>()[1] = 20;
+  Set<int64_t>("ids", {3}, {9, 7, 9});
+  Set<float>("lr", {1}, {0.5});
+  Op("lookup_table_v2").Input("W", "w").Input("Ids", "ids").Output("Out", "out");
+  Op("sgd").Input("Param", "w").Input("Grad", "g").Input("LearningRate", "lr").Output("ParamOut", "w");
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("out"), (std::vector<double>{90, 91, 70, 71, 90, 91}));
+  const float* updated = w->value.data_as<float>();
+  EXPECT_EQ(std::vector<float>(updated, updated + 6), (std::vector<float>{70, 71, 20, 21, 85, 81}));
+  Set<int64_t>("ids", {1}, {3});
+  const std::string error = Run();
+  EXPECT_NE(error.find("Ids names row 3, which W's SelectedRows do not hold"), std::string::npos) << error;
 }
 
 }  // namespace

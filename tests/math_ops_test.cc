@@ -240,10 +240,12 @@ TEST_F(MathOps, ScalarOperandsKeepTheTensorPathsErrors) {
   EXPECT_NE(Run(), "") << "a scalar result does not replace selected rows";
   EXPECT_TRUE(scope_->FindVar("rows")->is_selected_rows());
 
+  // fill_constant into selected rows fills their value, as Paddle's does.
   pb_ = ProgramBuilder();
   Fill("rows", RILL_INT32, 1, {1});
-  EXPECT_NE(Run(), "");
-  EXPECT_TRUE(scope_->FindVar("rows")->is_selected_rows());
+  EXPECT_EQ(Run(), "");
+  ASSERT_TRUE(scope_->FindVar("rows")->is_selected_rows());
+  EXPECT_EQ(scope_->FindVar("rows")->GetMutableSelectedRows()->value.ValuesToString(), "1");
 }
 
 }  // namespace

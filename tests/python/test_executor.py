@@ -128,6 +128,29 @@ def test_scope_guard_and_lod_tensor(exe):
     assert x.name == "g"
 
 
+def test_return_numpy_false_gives_tensors_with_their_lod(exe):
+    """Fluid's return_numpy=False: each fetched value a LoDTensor (a copy) keeping its LoD,
+    here the per-image counts iou_similarity passes on from X."""
+    prog = fluid.Program()
+    block = prog.global_block()
+    block.create_var(name="x", shape=[3, 4], dtype="float32")
+    block.create_var(name="y", shape=[2, 4], dtype="float32")
+    block.create_var(name="iou")
+    block.append_op(type="iou_similarity", inputs={"X": ["x"], "Y": ["y"]}, outputs={"Out": ["iou"]}, attrs={})
+    boxes = np.array([[0, 0, 1, 1], [0, 0, 0.5, 1], [2, 2, 3, 3]], "float32")
+    x = fluid.LoDTensor()
+    x.set(boxes, fluid.CPUPlace())
+    x.set_recursive_sequence_lengths([[1, 2]])
+    feed = {"x": x, "y": boxes[:2]}
+    tensor, = exe.run(prog, feed=feed, fetch_list=["iou"], return_numpy=False)
+    assert isinstance(tensor, fluid.LoDTensor)
+    assert tensor.recursive_sequence_lengths() == [[1, 2]]
+    np.testing.assert_allclose(np.array(tensor), [[1, 0.5], [0.5, 1], [0, 0]], atol=1e-6)
+    array, = exe.run(prog, feed=feed, fetch_list=["iou"])
+    assert isinstance(array, np.ndarray)
+    np.testing.assert_array_equal(array, np.array(tensor))
+
+
 INTERRUPT = r'''
 import sys
 import rill.fluid as fluid

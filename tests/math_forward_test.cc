@@ -997,7 +997,7 @@ TEST_F(MathForward, SparseGradientsUpdateAsTheirDenseGradient) {
       } else {
         Set<float>(g, {4, 2}, dense);
       }
-      auto& o = Op(op).Input("Param", p).Input("Grad", g).Input("LearningRate", "lr").Output("ParamOut", p);
+      core::OpBuilder o = Op(op).Input("Param", p).Input("Grad", g).Input("LearningRate", "lr").Output("ParamOut", p);
       if (op == "momentum") o.Input("Velocity", p + "_a").Output("VelocityOut", p + "_a");
       if (op == "adagrad") o.Input("Moment", p + "_a").Output("MomentOut", p + "_a");
       if (op == "rmsprop") {

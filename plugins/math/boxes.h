@@ -1,4 +1,5 @@
-// plugins/math/boxes.h — the box geometry Paddle's detection ops share (nms_util.h).
+// plugins/math/boxes.h — what Paddle's detection ops share: box geometry (nms_util.h), and
+// how rows of boxes are split into images.
 //
 // A box is 4 values (x1, y1, x2, y2), x2 >= x1 and y2 >= y1 for a proper one. With
 // `normalized` the coordinates are fractions of the image and a box's width is x2 - x1;
@@ -7,6 +8,11 @@
 #define RILL_PLUGINS_MATH_BOXES_H_
 
 #include <algorithm>
+#include <string>
+#include <vector>
+
+#include "kernels.h"
+#include "shape.h"
 
 namespace rill::math {
 
@@ -27,6 +33,24 @@ T JaccardOverlap(const T* a, const T* b, bool normalized) {
   const T ih = std::min(a[3], b[3]) - std::max(a[1], b[1]) + norm;
   const T inter = iw * ih;
   return inter / (BoxArea(a, normalized) + BoxArea(b, normalized) - inter);
+}
+
+// Where each image's rows of `rows` start, and where the last ends: from the op's RoisNum
+// input (int32 [N], each image's count) when it has one, else from `rows`' LoD.
+// `rows_name` names `rows` in the error when it has neither.
+inline std::vector<int64_t> ImageStarts(KernelContext& ctx, const Tensor& rows, const std::string& rows_name) {
+  std::vector<int64_t> starts{0};
+  if (ctx.HasInput("RoisNum")) {
+    for (int64_t count : IntsOf(ctx.Input("RoisNum"), "RoisNum")) {
+      if (count < 0) throw Error("RoisNum holds a negative count, " + std::to_string(count));
+      starts.push_back(starts.back() + count);
+    }
+    return starts;
+  }
+  const auto lod = rows.lod();
+  if (lod.empty()) throw Error(rows_name + " needs RoisNum or a LoD that gives each image's rows");
+  for (size_t k = 1; k < lod.back().size(); ++k) starts.push_back(static_cast<int64_t>(lod.back()[k]));
+  return starts;
 }
 
 }  // namespace rill::math

@@ -29,8 +29,23 @@ void ConcatInto(KernelContext& ctx, const char* in, const char* out_slot) {
     for (int64_t i = 0; i < pre; ++i) std::copy(px + i * chunk, px + (i + 1) * chunk, out.get() + i * row + offset);
     offset += chunk;
   }
-  T* po = ctx.Output(out_slot).Allocate<T>(out_dims);
-  std::copy(out.get(), out.get() + total, po);
+  Tensor result = ctx.Output(out_slot);
+  std::copy(out.get(), out.get() + total, result.Allocate<T>(out_dims));
+  // Joined along the first dim, sequences follow one another: when every X has a LoD of
+  // the same depth, Out's joins them, each level's offsets moved past the ones before it
+  // (Paddle's ConcatLoD).
+  if (axis != 0) return;
+  std::vector<std::vector<uint64_t>> lod = xs[0].lod();
+  for (size_t i = 1; i < n && !lod.empty(); ++i) {
+    const std::vector<std::vector<uint64_t>> next = xs[i].lod();
+    if (next.size() != lod.size()) return;
+    for (size_t level = 0; level < lod.size(); ++level) {
+      if (next[level].empty() || lod[level].empty()) return;
+      const uint64_t shift = lod[level].back();
+      for (size_t k = 1; k < next[level].size(); ++k) lod[level].push_back(next[level][k] + shift);
+    }
+  }
+  result.set_lod(lod);
 }
 
 template <class T> void Concat(KernelContext& ctx) { ConcatInto<T>(ctx, "X", "Out"); }

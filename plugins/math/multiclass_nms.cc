@@ -113,15 +113,8 @@ void MulticlassNms(KernelContext& ctx) {
   std::vector<int64_t> starts{0};
   if (per_image) {
     for (int64_t i = 1; i <= sd[0]; ++i) starts.push_back(i);
-  } else if (ctx.HasInput("RoisNum")) {
-    for (int64_t count : IntsOf(ctx.Input("RoisNum"), "RoisNum")) {
-      if (count < 0) throw Error("RoisNum holds a negative count, " + std::to_string(count));
-      starts.push_back(starts.back() + count);
-    }
   } else {
-    const auto lod = bboxes.lod();
-    if (lod.empty()) throw Error("BBoxes [M, C, 4] needs RoisNum or a LoD that splits its rows into images");
-    for (size_t k = 1; k < lod.back().size(); ++k) starts.push_back(static_cast<int64_t>(lod.back()[k]));
+    starts = ImageStarts(ctx, bboxes, "BBoxes [M, C, 4]");
   }
   if (!per_image && starts.back() != sd[0]) {
     throw Error("the images' box counts add up to " + std::to_string(starts.back()) + ", but Scores has " +

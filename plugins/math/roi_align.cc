@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "boxes.h"
 #include "kernels.h"
 #include "ops.h"
 #include "parallel_for.h"
@@ -46,17 +47,7 @@ RoiAlignAttrs AttrsOf(KernelContext& ctx) {
 // The image of each region, from RoisNum or ROIs' LoD, checked against X's batch.
 std::vector<int64_t> ImageOfEachRoi(KernelContext& ctx, const Tensor& rois, int64_t batch) {
   const int64_t count = rois.dims()[0];
-  std::vector<int64_t> starts{0};
-  if (ctx.HasInput("RoisNum")) {
-    for (int64_t n : IntsOf(ctx.Input("RoisNum"), "RoisNum")) {
-      if (n < 0) throw Error("RoisNum holds a negative count, " + std::to_string(n));
-      starts.push_back(starts.back() + n);
-    }
-  } else {
-    const auto lod = rois.lod();
-    if (lod.empty()) throw Error("ROIs needs RoisNum or a LoD that gives each image's regions");
-    for (size_t k = 1; k < lod.back().size(); ++k) starts.push_back(static_cast<int64_t>(lod.back()[k]));
-  }
+  const std::vector<int64_t> starts = ImageStarts(ctx, rois, "ROIs");
   const int64_t images = static_cast<int64_t>(starts.size()) - 1;
   if (images != batch) {
     throw Error("the regions are given for " + std::to_string(images) + " images, X holds " + std::to_string(batch));

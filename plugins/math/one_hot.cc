@@ -38,6 +38,7 @@ void OneHot(KernelContext& ctx) {
       if (index[i] >= 0 && index[i] < depth) out[static_cast<int64_t>(i) * depth + index[i]] = T(1);
     }
   });
+  ctx.Output("Out").set_lod(x.lod());  // a row per index: X's sequences are Out's
 }
 
 OpSchema OneHotSchema(const char* type, const char* doc) {
@@ -45,7 +46,7 @@ OpSchema OneHotSchema(const char* type, const char* doc) {
       .Doc(doc)
       .Input("X", "the indices, int32 or int64")
       .Input("depth_tensor", "the depth, one int32 or int64; replaces the attribute", RILL_SLOT_OPTIONAL)
-      .Output("Out", "the one-hot rows")
+      .Output("Out", "the one-hot rows, with X's LoD")
       .Attr("depth", int64_t{-1}, "the classes: the length of each row")
       .Attr("dtype", int64_t{RILL_FP32}, "Out's dtype: FP32 (5), FP64, INT32 or INT64")
       .Attr("allow_out_of_range", false, "an index outside [0, depth) gives a row of zeros instead of an error")

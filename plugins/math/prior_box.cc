@@ -131,7 +131,9 @@ void PriorBox(KernelContext& ctx) {
       for (size_t s = 0; s < min_sizes.size(); ++s) {
         const double min_size = min_sizes[s];
         auto max_box = [&] {
-          if (!max_sizes.empty()) box(std::sqrt(min_size * max_sizes[s]) / 2, std::sqrt(min_size * max_sizes[s]) / 2);
+          if (max_sizes.empty()) return;
+          const double half = std::sqrt(min_size * max_sizes[s]) / 2;
+          box(half, half);
         };
         if (min_max_order) {
           box(min_size / 2, min_size / 2);

@@ -279,19 +279,22 @@ PYBIND11_MODULE(_rill, m) {
   m.def("load_model_parameters", &LoadModelParameters, py::arg("dir"), py::arg("model_filename"),
         py::arg("params_filename"), py::arg("scope"), py::arg("allow_files_outside") = false);
 
+  const auto dims_of = [](const TensorHandle& t) {
+    return std::vector<int64_t>(t.get()->dims().begin(), t.get()->dims().end());
+  };
   py::class_<TensorHandle>(m, "Tensor")
       .def(py::init<>())
       .def("set",
            [](TensorHandle& t, const py::array& value, const py::object&) { *t.get() = TensorFromArray(value, "tensor", /*may_borrow=*/false); },
            py::arg("array"), py::arg("place") = py::none(), "Sets the tensor to a copy of `array`.")
-      .def("shape", [](const TensorHandle& t) { return std::vector<int64_t>(t.get()->dims().begin(), t.get()->dims().end()); })
+      .def("shape", dims_of)
       .def("dtype", [](const TensorHandle& t) { return t.get()->dtype(); })
       .def("_is_initialized", [](const TensorHandle& t) { return t.get()->initialized(); })
-      .def("_get_dims", [](const TensorHandle& t) { return std::vector<int64_t>(t.get()->dims().begin(), t.get()->dims().end()); })
+      .def("_get_dims", dims_of)
       .def("_set_dims",
-           [](TensorHandle& t, const std::vector<int64_t>& dims) {
+           [dims_of](TensorHandle& t, const std::vector<int64_t>& dims) {
              core::Tensor* x = t.get();
-             if (x->initialized() && std::vector<int64_t>(x->dims().begin(), x->dims().end()) == dims) return;
+             if (x->initialized() && dims_of(t) == dims) return;
              void* p = x->Allocate(x->initialized() ? x->dtype() : RILL_FP32, dims);
              std::memset(p, 0, x->nbytes());
            },

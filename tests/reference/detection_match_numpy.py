@@ -43,16 +43,19 @@ def boxes(rng, shape, dt):
 
 
 def check(tag, inputs, cases):
-    """Runs the cases (op, attrs dict, slots, outputs, {output: want}); whether all matched."""
+    """Runs the cases (op, attrs dict, slots, outputs, {output: want}): floats within 1e-5
+    (fp32) or 1e-12 (fp64), integers exactly. Returns whether all matched, and the outputs
+    (None when rill failed)."""
     outs = op_reference.run_cases(rill, work, tag, inputs, [(c[0], attrs(**c[1]), c[2], c[3]) for c in cases])
     if outs is None:
-        return False
+        return False, None
     ok = True
     for got, (op, a, _, names, want) in zip(outs, cases):
         for g, name in zip(got, names):
             floating = np.issubdtype(want[name].dtype, np.floating)
             tol = (1e-5 if want[name].dtype == np.float32 else 1e-12) if floating else 0
             ok &= op_reference.matches("%s %s %s %s" % (tag, op, sorted(a.items())[:3], name), g, want[name], tol)
+    return ok, outs
     return ok
 
 
@@ -118,7 +121,7 @@ def anchors_and_boxes(dt, tag):
         ("matrix_nms", matrix_b, {"BBoxes": "pbb", "Scores": "sc"}, ["Out", "Index", "RoisNum"],
          ref.matrix_nms(pixel_nms_boxes, nms_scores, matrix_b)),
     ]
-    return check(tag + "_anchors", inputs, cases)
+    return check(tag + "_anchors", inputs, cases)[0]
 
 
 def roi_align(dt, tag):
@@ -141,7 +144,7 @@ def roi_align(dt, tag):
         cases.append(("roi_align", a, slots, ["Out"], {"Out": out.detach().numpy()}))
         cases.append(("roi_align_grad", a, dict(slots, **{"Out@GRAD": "dout"}), ["X@GRAD"],
                       {"X@GRAD": xt.grad.numpy()}))
-    return check(tag + "_roi_align", {"x": x, "rois": regions, "counts": counts, "dout": dout}, cases)
+    return check(tag + "_roi_align", {"x": x, "rois": regions, "counts": counts, "dout": dout}, cases)[0]
 
 
 rng = np.random.default_rng(61)
@@ -169,31 +172,27 @@ for dt in (np.float32, np.float64):
               "rs": rows_scores, "rois": rois}
     det = ["Out", "Index", "NmsRoisNum"]
     cases = [
-        ("yolo_box", attrs(**yolo_a), {"X": "head", "ImgSize": "img"}, ["Boxes", "Scores"],
+        ("yolo_box", yolo_a, {"X": "head", "ImgSize": "img"}, ["Boxes", "Scores"],
          paddle_reference._yolo_box(head, img, yolo_a)),
-        ("yolo_box", attrs(**yolo_b), {"X": "aware", "ImgSize": "img"}, ["Boxes", "Scores"],
+        ("yolo_box", yolo_b, {"X": "aware", "ImgSize": "img"}, ["Boxes", "Scores"],
          paddle_reference._yolo_box(aware, img, yolo_b)),
-        ("multiclass_nms3", attrs(**nms_a), {"BBoxes": "bb", "Scores": "sc"}, det,
+        ("multiclass_nms3", nms_a, {"BBoxes": "bb", "Scores": "sc"}, det,
          paddle_reference._multiclass_nms(nms_boxes, nms_scores, nms_a)),
-        ("multiclass_nms3", attrs(**nms_b), {"BBoxes": "bb", "Scores": "sc"}, det,
+        ("multiclass_nms3", nms_b, {"BBoxes": "bb", "Scores": "sc"}, det,
          paddle_reference._multiclass_nms(nms_boxes, nms_scores, nms_b)),
-        ("multiclass_nms3", attrs(**nms_c), {"BBoxes": "rb", "Scores": "rs", "RoisNum": "rois"}, det,
+        ("multiclass_nms3", nms_c, {"BBoxes": "rb", "Scores": "rs", "RoisNum": "rois"}, det,
          paddle_reference._multiclass_nms(rows_boxes, rows_scores, nms_c, rois)),
-        ("multiclass_nms2", attrs(**quiet), {"BBoxes": "bb", "Scores": "sc"}, ["Out", "Index"],
+        ("multiclass_nms2", quiet, {"BBoxes": "bb", "Scores": "sc"}, ["Out", "Index"],
          {"Out": np.zeros((0, 6), dt), "Index": np.zeros((0, 1), np.int32)}),
-        ("multiclass_nms", attrs(**quiet), {"BBoxes": "bb", "Scores": "sc"}, ["Out"], {"Out": np.full((1, 1), -1, dt)}),
+        ("multiclass_nms", quiet, {"BBoxes": "bb", "Scores": "sc"}, ["Out"], {"Out": np.full((1, 1), -1, dt)}),
     ]
-    outs = op_reference.run_cases(rill, work, tag, inputs, [c[:4] for c in cases])
-    if outs is None:
-        failed = True
-        continue
-    for got, (op, attr_text, _, names, want) in zip(outs, cases):
-        for g, name in zip(got, names):
-            tol = 1e-5 if dt == np.float32 and name != "Index" else 0 if name in ("Index", "NmsRoisNum") else 1e-12
-            failed |= not op_reference.matches("%s %s %s %s" % (tag, op, attr_text[:60], name), g, want[name], tol)
-    # Each kept row's Index names its box: the row's coordinates are that box's.
-    out, index = outs[2][0], outs[2][1].reshape(-1)
-    failed |= not op_reference.matches(tag + " Index names each row's box", out[:, 2:], nms_boxes.reshape(-1, 4)[index])
+    ok, outs = check(tag, inputs, cases)
+    failed |= not ok
+    if outs is not None:
+        # Each kept row's Index names its box: the row's coordinates are that box's.
+        out, index = outs[2][0], outs[2][1].reshape(-1)
+        failed |= not op_reference.matches(tag + " Index names each row's box", out[:, 2:],
+                                           nms_boxes.reshape(-1, 4)[index])
     failed |= not anchors_and_boxes(dt, tag)
     failed |= not roi_align(dt, tag)
 sys.exit(1 if failed else 0)

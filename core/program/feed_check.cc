@@ -52,10 +52,12 @@ void CheckFeed(const Program& program, const std::string& name, const Tensor& va
   const auto dims = program.dims(*var);
   const std::vector<int64_t> want(dims.begin(), dims.end());
   const auto& have = value.dims();
-  // Paddle checks a feed's shape only where the variable asks for it (need_check_feed, set
-  // by `data` layers since 1.6): PP-OCR's models declare one input size and are fed
-  // another. The dtype is checked always: a kernel would read the bytes as another type.
-  const bool shape_ok = !var->need_check_feed || DimsFitDeclared(want, have.ToVector());
+  // Paddle checks a feed only where the variable asks for it (need_check_feed, set by
+  // fluid.data since 1.6): PP-OCR's models declare one input size and are fed another, and
+  // programs declare a float data layer for a shape they feed as int32. Elsewhere the value
+  // is fed as it is: kernels are chosen by the dtype their inputs hold when they run.
+  if (!var->need_check_feed) return;
+  const bool shape_ok = DimsFitDeclared(want, have.ToVector());
   const int32_t want_dtype = var->data_type;
   if (!shape_ok || want_dtype != value.dtype()) {
     throw Error("feed '" + name + "': the program declares " + DataTypeName(want_dtype) + " " +

@@ -1,12 +1,12 @@
 // core/program/feed_check.h — a value fed into a program checked against its declaration.
 //
 // Contract: CheckFeed accepts `value` for variable `name` when block 0 of `program`
-// declares `name` as a dense tensor (LOD_TENSOR) of the value's dtype and, where the
-// variable sets need_check_feed, of a shape compatible with the value's: the same rank,
-// and each declared dimension equal to the value's or -1 (any size), as Fluid checks a
-// feed. Without need_check_feed (Paddle's default; before 1.6 no program set it) the
-// declared shape is not checked, as Paddle does not. A declaration with no dimensions
-// declares the dtype only. A variable no block declares is accepted when some op names
+// declares `name` as a dense tensor (LOD_TENSOR) and, where the variable sets
+// need_check_feed, of the value's dtype and a shape compatible with the value's: the same
+// rank, and each declared dimension equal to the value's or -1 (any size), as Fluid checks
+// a feed. Without need_check_feed (Paddle's default; before 1.6 no program set it) neither
+// is checked, as Paddle checks neither. A declaration with no dimensions declares the
+// dtype only. A variable no block declares is accepted when some op names
 // it (hand-written programs need not declare); one that no op names either is a
 // misspelt feed. Anything else throws Error (RILL_INVALID_ARGUMENT) naming the variable
 // and, for a mismatch, both dtypes and both shapes.

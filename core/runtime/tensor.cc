@@ -117,6 +117,29 @@ Buffer::~Buffer() {
 
 const LoD LoDHolder::kEmpty;
 
+std::string LoDProblem(const LoD& lod, int64_t rows) {
+  for (size_t i = 0; i < lod.size(); ++i) {
+    const auto& level = lod[i];
+    const std::string where = "LoD level " + std::to_string(i);
+    if (level.size() < 2) return where + " has " + std::to_string(level.size()) + " offsets (at least 2: 0 and an end)";
+    if (level.front() != 0) return where + " starts at " + std::to_string(level.front()) + ", not 0";
+    for (size_t j = 1; j < level.size(); ++j) {
+      if (level[j] < level[j - 1]) {
+        return where + " decreases at offset " + std::to_string(j) + " (" + std::to_string(level[j - 1]) + " then " +
+               std::to_string(level[j]) + ")";
+      }
+    }
+    if (i + 1 < lod.size() && lod[i + 1].size() < 2) continue;  // the next level's own problem
+    const uint64_t end = i + 1 < lod.size() ? lod[i + 1].size() - 1 : static_cast<uint64_t>(rows);
+    if (level.back() != end) {
+      return where + " ends at " + std::to_string(level.back()) + ", but " +
+             (i + 1 < lod.size() ? "level " + std::to_string(i + 1) + " has " + std::to_string(end) + " sequences"
+                                 : "the tensor has " + std::to_string(end) + " rows");
+    }
+  }
+  return "";
+}
+
 namespace {
 // The calling thread's spare buffer (Tensor::RecycleBuffer): one, so what it keeps alive is
 // bounded by a small block a thread.

@@ -34,6 +34,12 @@ struct Place {
 
 using LoD = std::vector<std::vector<uint64_t>>;
 
+// What is wrong with `lod` as the LoD of a tensor of `rows` rows, or "" when nothing is
+// (Fluid's CheckLoD): every level has at least two offsets, starts at 0 and never
+// decreases; each level ends at the number of entries the next level has (its offsets
+// less one), and the last level ends at `rows`. An empty LoD is valid.
+std::string LoDProblem(const LoD& lod, int64_t rows);
+
 // A tensor's LoD in one pointer, with a value's copy semantics: most tensors have none (a
 // go block's scalars), and a tensor is in every scope variable (Variable), whose size
 // decides the size class of every variable's allocation.

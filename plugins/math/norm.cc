@@ -346,7 +346,7 @@ void BatchNorm(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const ChannelLayout l = LayoutOf(ctx, x.dims());
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
-  const T momentum = static_cast<T>(ctx.Attr<float>("momentum"));
+  const T momentum = ScalarFromInput<T, float>(ctx, "MomentumTensor", "momentum");
   const bool global = ctx.Attr<bool>("is_test") || ctx.Attr<bool>("use_global_stats");
   const T* scale = ChannelInput<T>(ctx, "Scale", l.c);
   const T* bias = ChannelInput<T>(ctx, "Bias", l.c);
@@ -449,6 +449,7 @@ void RegisterNorm(Registrar& r) {
       .Input("Bias", "per channel")
       .Input("Mean", "the running mean, per channel")
       .Input("Variance", "the running variance, per channel")
+      .Input("MomentumTensor", "one element: momentum, in place of the attribute (fp32 or fp64)", RILL_SLOT_OPTIONAL)
       .Output("Y", "the normalized X")
       .Output("MeanOut", "the running mean updated (Fluid names Mean's variable)", RILL_SLOT_OPTIONAL)
       .Output("VarianceOut", "the running variance updated (Fluid names Variance's variable)", RILL_SLOT_OPTIONAL)

@@ -307,6 +307,13 @@ PYBIND11_MODULE(_rill, m) {
       .def("set_recursive_sequence_lengths", [](TensorHandle& t, const std::vector<std::vector<uint64_t>>& lengths) {
             t.get()->mutable_lod() = LodFromLengths(lengths);
           }, py::arg("lengths"), "Sets the LoD from each level's sequence lengths (Fluid's form).")
+      .def("has_valid_recursive_sequence_lengths",
+           [](const TensorHandle& t) {
+             const core::Tensor& x = *t.get();
+             return core::LoDProblem(x.lod(), x.dims().empty() ? 0 : x.dims()[0]).empty();
+           },
+           "Whether the LoD fits the tensor: each level starts at 0, never decreases, and ends where the next "
+           "level's sequences (or the tensor's rows) end.")
       .def("numpy", [](const TensorHandle& t) { return ArrayFromTensor(*t.get()); })
       .def("__array__", [](const TensorHandle& t, const py::object& dtype) {
             py::array a = ArrayFromTensor(*t.get());

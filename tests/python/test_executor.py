@@ -59,7 +59,7 @@ def test_prepares_once_per_program_version(exe):
 
 
 def test_feed_errors_name_the_variable(exe):
-    x = layers.data(name="x", shape=[3], dtype="float32")
+    x = fluid.data(name="x", shape=[None, 3], dtype="float32")
     y = layers.scale(x, scale=2.0)
     with pytest.raises(rill.Error, match=r"feed 'x': the program declares fp32 \[-1, 3\], the value fed is fp32 \[2, 4\]") as e:
         exe.run(feed={"x": np.ones((2, 4), "float32")}, fetch_list=[y])
@@ -74,6 +74,17 @@ def test_feed_errors_name_the_variable(exe):
         exe.run(feed=[1, 2], fetch_list=[y])
     out, = exe.run(feed={"x": [[1, 2, 3]]}, fetch_list=[y])  # a list takes the declared dtype
     np.testing.assert_allclose(out, [[2, 4, 6]])
+
+
+def test_a_data_layer_takes_its_feed_as_it_is(exe):
+    # Paddle checks only fluid.data's feeds (need_check_feed): a layers.data declared float32
+    # and fed int32 holds int32, which the op then reads (expand's times, slice's bounds).
+    x = layers.data(name="x", shape=[2, 3], append_batch_size=False, dtype="float32")
+    times = layers.data(name="times", shape=[2], append_batch_size=False)
+    y = layers.expand(x, expand_times=times)
+    a = np.arange(6, dtype="float32").reshape(2, 3)
+    out, = exe.run(feed={"x": a, "times": np.array([2, 1], "int32")}, fetch_list=[y])
+    np.testing.assert_array_equal(out, np.tile(a, (2, 1)))
 
 
 def test_runtime_error_names_block_and_op(exe):

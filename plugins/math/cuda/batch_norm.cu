@@ -143,6 +143,9 @@ void BatchNorm(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const ChannelLayout l = LayoutOf(ctx, x.dims());
   const bool training = !ctx.Attr<bool>("is_test") && !ctx.Attr<bool>("use_global_stats");
+  if (ctx.HasInput("MomentumTensor")) {
+    throw Error("the CUDA batch_norm kernel takes momentum as an attribute, not as MomentumTensor", RILL_UNIMPLEMENTED);
+  }
   const P* scale = ChannelInput<P>(ctx, "Scale", l.c);
   const P* bias = ChannelInput<P>(ctx, "Bias", l.c);
   const P* running_mean = ChannelInput<P>(ctx, "Mean", l.c);

@@ -16,13 +16,16 @@ __global__ void SgdKernel(T* param, const T* grad, const T* lr, int64_t n) {
   }
 }
 
+// g = grad * rescale + l2 * param (l2 is 0 without l2_decay), read before param changes.
 template <class T>
-__global__ void MomentumKernel(T* param, const T* grad, T* velocity, const T* lr, int64_t n, T mu, bool nesterov) {
+__global__ void MomentumKernel(T* param, const T* grad, T* velocity, const T* lr, int64_t n, T mu, bool nesterov,
+                               T rescale, T l2) {
   const T rate = lr[0];
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
-    const T v = mu * velocity[i] + grad[i];
+    const T g = grad[i] * rescale + l2 * param[i];
+    const T v = mu * velocity[i] + g;
     velocity[i] = v;
-    param[i] -= rate * (nesterov ? grad[i] + mu * v : v);
+    param[i] -= rate * (nesterov ? g + mu * v : v);
   }
 }
 
@@ -78,9 +81,15 @@ void Momentum(KernelContext& ctx) {
   Tensor param = ctx.Input("Param");
   Tensor velocity = ctx.Input("Velocity");
   if (velocity.dims() != param.dims()) throw Error("Velocity must have Param's shape " + DimsString(param.dims()));
+  const std::string method = ctx.Attr<std::string>("regularization_method");
+  if (!method.empty() && method != "l2_decay") {
+    throw Error("regularization_method '" + method + "' is neither \"\" nor \"l2_decay\"");
+  }
+  const T l2 = method == "l2_decay" ? T(ctx.Attr<float>("regularization_coeff")) : T(0);
   MomentumKernel<T><<<Blocks(param.numel()), kThreads>>>(
       param.mutable_data<T>(), ctx.Input("Grad").data<T>(), velocity.mutable_data<T>(),
-      ctx.Input("LearningRate").data<T>(), param.numel(), T(ctx.Attr<float>("mu")), ctx.Attr<bool>("use_nesterov"));
+      ctx.Input("LearningRate").data<T>(), param.numel(), T(ctx.Attr<float>("mu")), ctx.Attr<bool>("use_nesterov"),
+      T(ctx.Attr<float>("rescale_grad")), l2);
   CheckLaunch("momentum kernel");
 }
 
@@ -93,6 +102,12 @@ void Adam(KernelContext& ctx) {
   Tensor m2 = ctx.Input("Moment2");
   if (m1.dims() != param.dims() || m2.dims() != param.dims()) {
     throw Error("Moment1 and Moment2 must have Param's shape " + DimsString(param.dims()));
+  }
+  for (const char* slot : {"Beta1Tensor", "Beta2Tensor"}) {
+    if (ctx.HasInput(slot)) {
+      throw Error(std::string("the CUDA adam kernel takes beta1 and beta2 as attributes, not as ") + slot,
+                  RILL_UNIMPLEMENTED);
+    }
   }
   Tensor b1_pow = ctx.Input("Beta1Pow");
   Tensor b2_pow = ctx.Input("Beta2Pow");

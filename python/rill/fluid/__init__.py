@@ -7,25 +7,28 @@ see docs/PYTHON.md.
 """
 from rill.fluid import core, unique_name, framework, initializer, param_attr, layer_helper, executor, layers, \
     nets, backward, optimizer, io, concurrency, transpiler, data_feeder, debugger, profiler, regularizer, \
-    clip  # noqa: F401
+    clip, lod_tensor  # noqa: F401
+from rill.fluid.data import data
+from rill.fluid.lod_tensor import create_lod_tensor, create_random_int_lodtensor
 from rill.fluid.framework import Program, Block, Variable, Parameter, Operator, program_guard, \
     default_main_program, default_startup_program, switch_main_program, switch_startup_program, get_var
 from rill.fluid.executor import Executor, global_scope, scope_guard, fetch_var
-from rill.fluid.core import CPUPlace, CUDAPlace, CUDAPinnedPlace, LoDTensor, Scope
+from rill.fluid.core import is_compiled_with_cuda, CPUPlace, CUDAPlace, CUDAPinnedPlace, LoDTensor, Scope
 from rill.fluid.param_attr import ParamAttr, WeightNormParamAttr
 from rill.fluid.data_feeder import DataFeeder
 from rill.fluid.transpiler import DistributeTranspiler
-from rill.fluid.backward import append_backward
+from rill.fluid.backward import append_backward, gradients
 from rill.fluid.concurrency import Go, Select, make_channel, channel_send, channel_recv, channel_close
 from rill.fluid.layers.control_flow import While
 
 __all__ = [
     "core", "unique_name", "framework", "initializer", "param_attr", "layer_helper", "executor", "layers", "nets",
     "backward", "optimizer", "io", "concurrency", "transpiler", "data_feeder", "debugger", "profiler", "regularizer",
-    "clip", "Program", "Block", "Variable",
+    "clip", "lod_tensor", "data", "create_lod_tensor", "create_random_int_lodtensor", "is_compiled_with_cuda",
+    "Program", "Block", "Variable",
     "Parameter", "Operator", "program_guard", "default_main_program", "default_startup_program",
     "switch_main_program", "switch_startup_program", "get_var", "Executor", "global_scope", "scope_guard",
     "fetch_var", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "LoDTensor", "Scope", "ParamAttr",
-    "WeightNormParamAttr", "DataFeeder", "DistributeTranspiler", "append_backward", "Go", "Select",
+    "WeightNormParamAttr", "DataFeeder", "DistributeTranspiler", "append_backward", "gradients", "Go", "Select",
     "make_channel", "channel_send", "channel_recv", "channel_close", "While",
 ]

@@ -6,7 +6,7 @@ the trainable Parameters of the global block unless ``parameter_list`` names the
 from rill import _rill
 from rill.fluid.framework import GRAD_VAR_SUFFIX as GRAD_SUFFIX, Parameter, VarType
 
-__all__ = ["append_backward"]
+__all__ = ["append_backward", "calc_gradient", "gradients"]
 
 
 def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None):
@@ -29,6 +29,50 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None)
     program._load(new_desc)
     _declare_gradients(block)
     return [(block.var(p), block.var(g)) for p, g in pairs]
+
+
+def calc_gradient(targets, inputs, target_gradients=None, no_grad_set=None):
+    """Appends the ops computing the gradients of ``targets`` (a Variable or a list) by
+    ``inputs`` (likewise) and returns them, one per input: None for an input no target
+    depends on. ``target_gradients`` (one per target, shaped like it) weight the targets;
+    by default each is ones, as append_backward's loss gradient is. With several targets
+    or given weights, the gradients are those of sum_i(reduce_sum(targets[i] * weights[i])),
+    which is the same vector-Jacobian product."""
+    from rill.fluid import layers
+    targets = list(targets) if isinstance(targets, (list, tuple)) else [targets]
+    inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    if target_gradients is not None:
+        target_gradients = list(target_gradients) if isinstance(target_gradients, (list, tuple)) else \
+            [target_gradients]
+        if len(target_gradients) != len(targets):
+            raise ValueError("calc_gradient: %d target_gradients for %d targets" % (len(target_gradients), len(targets)))
+    program = targets[0].block.program
+    if len(targets) == 1 and target_gradients is None:
+        loss = targets[0]
+    else:
+        from rill.fluid.framework import program_guard
+        with program_guard(program):
+            weighted = []
+            for i, t in enumerate(targets):
+                g = target_gradients[i] if target_gradients is not None else None
+                if g is not None:
+                    g.stop_gradient = True
+                weighted.append(layers.reduce_sum(t if g is None else layers.elementwise_mul(t, g)))
+            loss = weighted[0] if len(weighted) == 1 else layers.sums(weighted)
+    skip = set(v if isinstance(v, str) else v.name for v in (no_grad_set or ()))
+    names = [v.name for v in inputs if v.name not in skip]
+    block = program.global_block()
+    desc, pairs = _rill.append_backward(program.serialize_to_string(), loss.name, names)
+    from rill.proto import framework_pb2
+    new_desc = framework_pb2.ProgramDesc()
+    new_desc.ParseFromString(desc)
+    program._load(new_desc)
+    _declare_gradients(block)
+    grads = dict(pairs)
+    return [block.var(grads[v.name]) if v.name in grads else None for v in inputs]
+
+
+gradients = calc_gradient  # Fluid 1.x's name
 
 
 def _declare_gradients(block):

@@ -70,17 +70,12 @@ def _names(values, what):
     return out
 
 
-def _with_feed_fetch(desc, feed_names, fetch_names, feed_var_name, fetch_var_name, data_names=()):
+def _with_feed_fetch(desc, feed_names, fetch_names, feed_var_name, fetch_var_name):
     """A copy of ProgramDesc ``desc`` whose block 0 starts with a feed op per feed and ends
-    with a fetch op per fetch; feed or fetch ops the program has already are dropped. The
-    variables ``data_names`` (data layers) ask for their feeds' shapes to be checked, as
-    Paddle's executor checks a data layer's."""
+    with a fetch op per fetch; feed or fetch ops the program has already are dropped."""
     out = framework_pb2.ProgramDesc()
     out.CopyFrom(desc)
     block = out.blocks[0]
-    for v in block.vars:
-        if v.name in data_names:
-            v.need_check_feed = True
     ops = [op for op in block.ops if op.type not in ("feed", "fetch")]
     del block.ops[:]
     names = set(v.name for v in block.vars)
@@ -182,8 +177,7 @@ class Executor(object):
         entry = forms.get(key)
         if entry is not None and entry[0] == program._version:
             return entry[1]
-        data = set(n for n, v in program.global_block().vars.items() if v.is_data)
-        desc = _with_feed_fetch(program.desc, feed_names, fetch_names, feed_var_name, fetch_var_name, data)
+        desc = _with_feed_fetch(program.desc, feed_names, fetch_names, feed_var_name, fetch_var_name)
         device = getattr(self.place, "device_id", 0) if isinstance(self.place, core.CUDAPlace) else -1
         prepared = _rill.PreparedProgram(desc.SerializeToString(), _workers(), device)
         forms[key] = (program._version, prepared)

@@ -67,7 +67,8 @@ class Variable(object):
     """
 
     def __init__(self, block, type=VarType.LOD_TENSOR, name=None, shape=None, dtype=None, lod_level=None,
-                 capacity=None, persistable=None, error_clip=None, stop_gradient=False, is_data=False, **kwargs):
+                 capacity=None, persistable=None, error_clip=None, stop_gradient=False, is_data=False,
+                 need_check_feed=False, **kwargs):
         self.block = block
         self.error_clip = error_clip
         self._name = name if name is not None else unique_name.generate(TEMP_VAR_NAME)
@@ -79,6 +80,9 @@ class Variable(object):
         self._persistable = bool(persistable)
         self._stop_gradient = stop_gradient
         self.is_data = is_data
+        # Feeds of it are checked against its dtype and shape (fluid.data's; Paddle checks
+        # no other variable's feed).
+        self.need_check_feed = need_check_feed
         self.op = None  # the op that last wrote it, for Fluid's code that looks
 
     def _merge(self, shape, dtype, lod_level, persistable, type):
@@ -146,6 +150,8 @@ class Variable(object):
     def _to_desc(self, desc):
         desc.name = self._name
         desc.persistable = self.persistable
+        if self.need_check_feed:
+            desc.need_check_feed = True
         desc.type.type = self.type
         if self.type in (VarType.LOD_TENSOR, VarType.SELECTED_ROWS, VarType.LOD_TENSOR_ARRAY):
             tensor = {VarType.LOD_TENSOR: lambda: desc.type.lod_tensor.tensor,
@@ -578,7 +584,7 @@ def _variable_from_desc(block, vd):
     if dtype is not None and dtype not in _VARTYPE_TO_NP and t != VarType.CHANNEL:
         dtype = None
     return Variable(block, type=t, name=vd.name, shape=shape, dtype=dtype, lod_level=lod_level,
-                    capacity=capacity, persistable=vd.persistable)
+                    capacity=capacity, persistable=vd.persistable, need_check_feed=vd.need_check_feed)
 
 
 def _operator_from_desc(block, od):

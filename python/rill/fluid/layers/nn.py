@@ -11,10 +11,12 @@ from rill.fluid import core
 from rill.fluid.framework import Variable
 from rill.fluid.initializer import Constant, Normal
 from rill.fluid.layer_helper import LayerHelper
+from rill.fluid.layers.checks import check_type, check_variable_and_dtype
+from rill.fluid.layers.tensor_attrs import int_list_argument
 from rill.fluid.param_attr import ParamAttr
 
 __all__ = [
-    "fc", "embedding", "conv2d", "pool2d", "batch_norm", "layer_norm", "dropout", "cross_entropy",
+    "fc", "embedding", "conv2d", "conv2d_transpose", "pool2d", "batch_norm", "layer_norm", "dropout", "cross_entropy",
     "square_error_cost", "softmax_with_cross_entropy", "accuracy", "topk", "mean", "mul", "matmul", "softmax",
     "reshape", "transpose", "split", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
     "reduce_all", "reduce_any", "scale", "clip",
@@ -173,6 +175,66 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
         attrs.update(padding_algorithm=algorithm, data_format=data_format)
     helper.append_op(type=l_type, inputs={"Input": input, "Filter": filter_param}, outputs={"Output": pre_bias},
                      attrs=attrs)
+    channel = 3 if channel_last else 1
+    pre_act = helper.append_bias_op(pre_bias, dim_start=channel, dim_end=channel + 1)
+    pre_act._shape = out_shape
+    out = helper.append_activation(pre_act)
+    out._shape = out_shape
+    return out
+
+
+def conv2d_transpose(input, num_filters, output_size=None, filter_size=None, padding=0, stride=1, dilation=1,
+                     groups=None, param_attr=None, bias_attr=None, use_cudnn=True, act=None, name=None,
+                     data_format="NCHW"):
+    """The transposed convolution (the gradient of conv2d by its input) of input with a
+    [C, num_filters / groups, kh, kw] filter. filter_size may be left out when output_size
+    is given: it is then the size that makes output_size with no output padding."""
+    channel_last = _layout(data_format, "conv2d_transpose")
+    if len(input.shape) != 4:
+        raise ValueError("conv2d_transpose: input %s must be 4-D (%s), has shape %s"
+                         % (input.name, data_format, list(input.shape)))
+    num_channels = input.shape[3 if channel_last else 1]
+    if num_channels < 0:
+        raise ValueError("conv2d_transpose: the channel dim of input %s %s is unknown" % (input.name, list(input.shape)))
+    groups = 1 if groups is None else groups
+    if num_channels % groups != 0 or num_filters % groups != 0:
+        raise ValueError("conv2d_transpose: %d input channels and %d filters must both be divisible by groups=%d"
+                         % (num_channels, num_filters, groups))
+    helper = LayerHelper("conv2d_transpose", **locals())
+    dtype = helper.input_dtype()
+    stride = _pair(stride, "stride")
+    dilation = _pair(dilation, "dilation")
+    padding, algorithm = _image_padding(padding, channel_last, "conv2d_transpose")
+    four = padding if len(padding) == 4 else [padding[0], padding[0], padding[1], padding[1]]
+    hw = input.shape[1:3] if channel_last else input.shape[2:4]
+    if output_size is not None:
+        output_size = _pair(output_size, "output_size")
+    if filter_size is None:
+        if output_size is None:
+            raise ValueError("conv2d_transpose: give filter_size or output_size")
+        if algorithm != "EXPLICIT" or any(d < 0 for d in hw):
+            raise ValueError("conv2d_transpose: filter_size can be inferred from output_size only with explicit "
+                             "padding and a known input size")
+        filter_size = [(output_size[i] - (hw[i] - 1) * stride[i] + four[2 * i] + four[2 * i + 1] - 1)
+                       // dilation[i] + 1 for i in range(2)]
+    filter_size = _pair(filter_size, "filter_size")
+    filter_param = helper.create_parameter(attr=helper.param_attr,
+                                           shape=[num_channels, num_filters // groups] + filter_size, dtype=dtype)
+    if output_size is not None:
+        sizes = list(output_size)
+    elif algorithm == "SAME":
+        sizes = [hw[i] * stride[i] if hw[i] > 0 else -1 for i in range(2)]
+    else:
+        pads = [0, 0, 0, 0] if algorithm == "VALID" else four
+        sizes = [(hw[i] - 1) * stride[i] - pads[2 * i] - pads[2 * i + 1] + dilation[i] * (filter_size[i] - 1) + 1
+                 if hw[i] > 0 else -1 for i in range(2)]
+    out_shape = [input.shape[0]] + (sizes + [num_filters] if channel_last else [num_filters] + sizes)
+    pre_bias = _tmp(helper, dtype, out_shape)
+    helper.append_op(type="conv2d_transpose", inputs={"Input": input, "Filter": filter_param},
+                     outputs={"Output": pre_bias},
+                     attrs={"output_size": list(output_size or []), "strides": stride, "paddings": padding,
+                            "padding_algorithm": algorithm, "dilations": dilation, "groups": groups,
+                            "data_format": data_format})
     channel = 3 if channel_last else 1
     pre_act = helper.append_bias_op(pre_bias, dim_start=channel, dim_end=channel + 1)
     pre_act._shape = out_shape
@@ -359,15 +421,28 @@ def mul(x, y, x_num_col_dims=1, y_num_col_dims=1, name=None):
     return out
 
 
+def _matmul_shape(xs, ys, transpose_x, transpose_y):
+    """matmul's output shape as Fluid infers it: a 1-D X is a row [1, K] and a 1-D Y a column
+    [K, 1], whose unit dim the output then drops; batch dims come from X when it has them,
+    else from Y. None when a shape is unknown."""
+    if not xs or not ys:
+        return None
+    x2 = [1] + xs if len(xs) == 1 else xs
+    y2 = ys + [1] if len(ys) == 1 else ys
+    height = x2[-1] if transpose_x else x2[-2]
+    width = y2[-2] if transpose_y else y2[-1]
+    batch = xs[:-2] if len(xs) > 2 else ys[:-2] if len(ys) > 2 else []
+    out = batch + [height, width]
+    if len(xs) == 1 and out[-2] == 1:
+        out = out[:-2] + [out[-1]]
+    if len(ys) == 1 and out[-1] == 1:
+        out = out[:-1]
+    return out or [1]
+
+
 def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0, name=None):
     helper = LayerHelper("matmul", **locals())
-    xs, ys = list(x.shape), list(y.shape)
-    shape = None
-    if len(xs) >= 2 and len(ys) >= 2:
-        m = xs[-1] if transpose_x else xs[-2]
-        n = ys[-2] if transpose_y else ys[-1]
-        shape = xs[:-2] + [m, n]
-    out = _tmp(helper, x.dtype, shape)
+    out = _tmp(helper, x.dtype, _matmul_shape(list(x.shape), list(y.shape), transpose_x, transpose_y))
     helper.append_op(type="matmul", inputs={"X": x, "Y": y}, outputs={"Out": out},
                      attrs={"transpose_X": transpose_x, "transpose_Y": transpose_y, "alpha": float(alpha)})
     return out
@@ -400,6 +475,7 @@ def reshape(x, shape, actual_shape=None, act=None, inplace=True, name=None):
 
 
 def transpose(x, perm, name=None):
+    check_variable_and_dtype(x, "x", ["float16", "float32", "float64", "int32", "int64"], "transpose")
     if not isinstance(perm, (list, tuple)):
         raise TypeError("The type of 'perm' in transpose must be list or tuple, but received %s" % type(perm).__name__)
     if len(perm) != len(x.shape):
@@ -565,6 +641,7 @@ def _with_xshape(op_type, x, out_shape, attrs, name):
 
 
 def flatten(x, axis=1, name=None):
+    check_variable_and_dtype(x, "x", ["float32", "float64", "int8", "int32", "int64", "uint8"], "flatten")
     s = list(x.shape)
     out_shape = [_prod(s[:axis]), _prod(s[axis:])] if all(d > 0 for d in s) else [-1, -1]
     return _with_xshape("flatten2", x, out_shape, {"axis": axis}, name)
@@ -594,18 +671,33 @@ def stack(x, axis=0):
 
 
 def expand(x, expand_times, name=None):
+    """x repeated expand_times[i] times along dim i; expand_times a list of ints and
+    one-element int Variables, or a 1-D int Variable."""
     helper = LayerHelper("expand", x=x, name=name)
-    out = _tmp(helper, x.dtype, [d * t if d > 0 else -1 for d, t in zip(x.shape, expand_times)])
-    helper.append_op(type="expand", inputs={"X": x}, outputs={"Out": out},
-                     attrs={"expand_times": list(expand_times)})
+    inputs, attrs = {"X": x}, {}
+    times = int_list_argument(expand_times, "expand_times", "expand", inputs, attrs, "expand_times", "ExpandTimes",
+                              "expand_times_tensor", dtype_checked=False)
+    shape = [d * t if d > 0 and t > 0 else -1 for d, t in zip(x.shape, times)] if times else [-1] * len(x.shape)
+    out = _tmp(helper, x.dtype, shape)
+    helper.append_op(type="expand", inputs=inputs, outputs={"Out": out}, attrs=attrs)
     return out
 
 
 def slice(input, axes, starts, ends):
+    """input[starts[i]:ends[i]] along each axes[i]; starts and ends lists of ints and
+    one-element int Variables, or 1-D int Variables."""
     helper = LayerHelper("slice", input=input)
+    inputs, attrs = {"Input": input}, {"axes": list(axes)}
+    starts = int_list_argument(starts, "starts", "slice", inputs, attrs, "starts", "StartsTensor", "StartsTensorList",
+                               dtype_checked=False)
+    ends = int_list_argument(ends, "ends", "slice", inputs, attrs, "ends", "EndsTensor", "EndsTensorList",
+                             dtype_checked=False)
+    if not starts:
+        attrs["starts"] = [-1] * len(axes)
+    if not ends:
+        attrs["ends"] = [-1] * len(axes)
     out = _tmp(helper, input.dtype)
-    helper.append_op(type="slice", inputs={"Input": input}, outputs={"Out": out},
-                     attrs={"axes": list(axes), "starts": list(starts), "ends": list(ends)})
+    helper.append_op(type="slice", inputs=inputs, outputs={"Out": out}, attrs=attrs)
     return out
 
 
@@ -618,11 +710,21 @@ def gather(input, index, overwrite=False):
     return out
 
 
-def one_hot(input, depth):
-    """input [..., 1] of class indices as one-hot float32 rows [..., depth]."""
+def one_hot(input, depth, allow_out_of_range=False):
+    """input [..., 1] of class indices (int32 or int64) as one-hot float32 rows [..., depth];
+    depth an int or a one-element int Variable."""
+    check_variable_and_dtype(input, "input", ["int32", "int64"], "one_hot")
+    check_type(depth, "depth", (int, Variable), "one_hot")
     helper = LayerHelper("one_hot", **locals())
-    out = _tmp(helper, "float32", list(input.shape[:-1]) + [depth], stop_gradient=True)
-    helper.append_op(type="one_hot", inputs={"X": input}, outputs={"Out": out}, attrs={"depth": depth})
+    inputs, attrs = {"X": input}, {"allow_out_of_range": allow_out_of_range}
+    if isinstance(depth, Variable):
+        depth.stop_gradient = True
+        inputs["depth_tensor"] = depth
+    else:
+        attrs["depth"] = depth
+    last = depth if isinstance(depth, int) else -1
+    out = _tmp(helper, "float32", list(input.shape[:-1]) + [last], stop_gradient=True)
+    helper.append_op(type="one_hot", inputs=inputs, outputs={"Out": out}, attrs=attrs)
     return out
 
 

@@ -2,9 +2,11 @@
 import numpy as np
 
 from rill.fluid import core
-from rill.fluid.framework import Variable, _dtype_name
+from rill.fluid.framework import Variable, _dtype_name, convert_np_dtype_to_dtype_, dtype_to_np
 from rill.fluid.initializer import Constant
 from rill.fluid.layer_helper import LayerHelper
+from rill.fluid.layers.checks import check_dtype, check_variable_and_dtype
+from rill.fluid.layers.tensor_attrs import int_list_argument
 
 __all__ = ["create_tensor", "create_parameter", "create_global_var", "cast", "concat", "sum", "sums", "assign",
            "fill_constant", "fill_constant_batch_size_like", "ones", "zeros", "argmax", "argmin", "shape", "range",
@@ -43,20 +45,25 @@ def cast(x, dtype):
 def concat(input, axis=0, name=None):
     if isinstance(input, Variable):
         input = [input]
-    if not isinstance(axis, int) or isinstance(axis, bool):
-        raise TypeError("The type of 'axis' in concat must be int, but received %s" % type(axis).__name__)
+    if not isinstance(axis, (int, Variable)) or isinstance(axis, bool):
+        raise TypeError("The type of 'axis' in concat must be int or Variable, but received %s" % type(axis).__name__)
     if len(set(v.dtype for v in input)) > 1:
         raise TypeError("All the inputs of concat must have one dtype, got %s" %
                         ", ".join(_dtype_name(v.dtype) for v in input))
     helper = LayerHelper("concat", **locals())
     out = helper.create_tmp_variable(dtype=helper.input_dtype())
+    inputs = {"X": input}
+    if isinstance(axis, Variable):  # known when the program runs
+        check_dtype(axis.dtype, "axis", ["int32", "int64"], "concat")
+        inputs["AxisTensor"], axis = axis, 0
+        out._shape = [-1] * len(input[0].shape)
     shapes = [list(v.shape) for v in input]
-    if shapes and all(shapes):
+    if "AxisTensor" not in inputs and shapes and all(shapes):
         s = list(shapes[0])
         a = axis if axis >= 0 else axis + len(s)
         s[a] = -1 if any(t[a] < 0 for t in shapes) else int(np.sum([t[a] for t in shapes]))
         out._shape = s
-    helper.append_op(type="concat", inputs={"X": input}, outputs={"Out": [out]}, attrs={"axis": axis})
+    helper.append_op(type="concat", inputs=inputs, outputs={"Out": [out]}, attrs={"axis": axis})
     return out
 
 
@@ -105,13 +112,26 @@ def assign(input, output=None):
 
 
 def fill_constant(shape, dtype, value, force_cpu=False, out=None):
+    """A tensor of `shape` (a list of ints and one-element int Variables, or a 1-D int
+    Variable) filled with `value` (a number, or a one-element Variable) as `dtype`; written
+    into `out` when given (its dtype must be `dtype`)."""
+    check_dtype(dtype, "dtype", ["bool", "float16", "float32", "float64", "uint8", "int32", "int64"],
+                "fill_constant")
+    if isinstance(shape, (list, tuple)) and len(shape) == 0:
+        raise AssertionError("The size of 'shape' in fill_constant can't be zero")
+    if out is not None:
+        check_variable_and_dtype(out, "out", [np.dtype(dtype_to_np(dtype)).name], "fill_constant")
     helper = LayerHelper("fill_constant", **locals())
+    inputs, attrs = {}, {"value": float(value) if not isinstance(value, Variable) else 0.0, "force_cpu": force_cpu}
+    if isinstance(value, Variable):
+        inputs["ValueTensor"] = value if value.dtype == convert_np_dtype_to_dtype_(dtype) else cast(value, dtype)
+    known = int_list_argument(shape, "shape", "fill_constant", inputs, attrs, "shape", "ShapeTensor",
+                              "ShapeTensorList")
     if out is None:
         out = helper.create_tmp_variable(dtype=dtype)
-        out._shape = list(shape)
-    helper.append_op(type="fill_constant", inputs={}, outputs={"Out": [out]},
-                     attrs={"shape": list(shape), "dtype": out.dtype, "value": float(value),
-                            "force_cpu": force_cpu})
+        out._shape = list(known)
+    attrs["dtype"] = out.dtype
+    helper.append_op(type="fill_constant", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
     out.stop_gradient = True
     return out
 

@@ -1,0 +1,156 @@
+"""Fluid 1.x's additions to the layers API, as Paddle's own tests use them: fluid.data,
+create_lod_tensor, calc_gradient, attributes given as Variables, conv2d_transpose, and the
+argument checks Fluid's layers make."""
+import numpy as np
+import pytest
+
+import rill.fluid as fluid
+from rill.fluid import layers
+
+
+def test_fluid_data_declares_the_whole_shape_and_checks_feeds(exe):
+    x = fluid.data("x", [None, 3])
+    assert x.shape == (-1, 3)
+    y = layers.scale(x, 2.0)
+    out, = exe.run(feed={"x": np.ones((5, 3), "float32")}, fetch_list=[y])
+    assert out.shape == (5, 3)
+    with pytest.raises(ValueError, match=r"feed 'x'.*fp32 \[2, 4\]"):
+        exe.run(feed={"x": np.ones((2, 4), "float32")}, fetch_list=[y])
+    with pytest.raises(ValueError, match=r"feed 'x'.*fp64 \[2, 3\]"):
+        exe.run(feed={"x": np.ones((2, 3), "float64")}, fetch_list=[y])
+    with pytest.raises(TypeError, match="name"):
+        fluid.data(3, [1])
+    with pytest.raises(TypeError, match="shape"):
+        fluid.data("z", 3)
+
+
+def test_create_lod_tensor_from_sequences_arrays_and_tensors():
+    place = fluid.CPUPlace()
+    t = fluid.create_lod_tensor([[1, 2], [3, 4, 5]], [[2, 3]], place)
+    assert t.recursive_sequence_lengths() == [[2, 3]]
+    assert t.lod() == [[0, 2, 5]]
+    np.testing.assert_array_equal(np.array(t), np.array([[1], [2], [3], [4], [5]], "int64"))
+    again = fluid.create_lod_tensor(t, [[1, 4]], place)
+    assert again.lod() == [[0, 1, 5]]
+    two = fluid.create_lod_tensor(np.zeros((6, 2), "float32"), [[2, 1], [1, 2, 3]], place)
+    assert two.has_valid_recursive_sequence_lengths()
+    r = fluid.create_random_int_lodtensor([[2, 3]], [4], place, low=0, high=9)
+    assert np.array(r).shape == (5, 4) and 0 <= np.array(r).min() and np.array(r).max() <= 9
+    with pytest.raises(ValueError, match="does not fit data of 4 rows"):
+        fluid.create_lod_tensor(np.ones((4, 1)), [[2, 3]], place)
+    with pytest.raises(ValueError, match="lengths"):
+        fluid.create_lod_tensor([[1, 2], [3]], [[2, 2]], place)
+    with pytest.raises(ValueError, match="does not fit"):  # level 0 ends at 3, level 1 has 2 sequences
+        fluid.create_lod_tensor(np.ones((3, 1)), [[1, 2], [1, 2]], place)
+
+
+def test_calc_gradient_of_one_target_and_of_weighted_targets(exe):
+    x = fluid.data("x", [2, 3])
+    w = fluid.data("w", [2, 3])
+    y = layers.scale(x, 3.0)
+    z = layers.elementwise_mul(y, y)  # 9 x^2
+    g, = fluid.backward.calc_gradient(z, x)
+    a = np.arange(6, dtype="float32").reshape(2, 3)
+    out, = exe.run(feed={"x": a}, fetch_list=[g])
+    np.testing.assert_allclose(out, 18 * a)
+    main = fluid.Program()
+    with fluid.program_guard(main):
+        x = fluid.data("x", [2, 3])
+        w = fluid.data("w", [2, 3])
+        unused = fluid.data("unused", [2, 3])
+        y = layers.scale(x, 3.0)
+        z = layers.elementwise_mul(y, y)
+        g, none = fluid.gradients([y, z], [x, unused], target_gradients=[w, w])
+    assert none is None
+    out, = exe.run(main, feed={"x": a, "w": np.full((2, 3), 2, "float32")}, fetch_list=[g])
+    np.testing.assert_allclose(out, 2 * (3 + 18 * a))
+
+
+def test_attributes_given_as_variables(exe):
+    x = fluid.data("x", [3, 4], "float64")
+    two = layers.fill_constant([1], "int32", 2)
+    minus_one = layers.fill_constant([1], "int64", -1)
+    shape = fluid.data("shape", [2], "int32")
+    filled = layers.fill_constant([two, 3], "float32", 1.5)
+    filled_by = layers.fill_constant(shape, "float32", layers.fill_constant([1], "float64", 2.5))
+    sliced = layers.slice(x, axes=[0, 1], starts=[0, 1], ends=[two, minus_one])
+    expanded = layers.expand(x, expand_times=[two, 1])
+    joined = layers.concat([x, x], axis=layers.fill_constant([1], "int32", 1))
+    a = np.arange(12, dtype="float64").reshape(3, 4)
+    outs = exe.run(feed={"x": a, "shape": np.array([1, 2], "int32")},
+                   fetch_list=[filled, filled_by, sliced, expanded, joined])
+    np.testing.assert_array_equal(outs[0], np.full((2, 3), 1.5, "float32"))
+    np.testing.assert_array_equal(outs[1], np.full((1, 2), 2.5, "float32"))
+    np.testing.assert_array_equal(outs[2], a[0:2, 1:-1])
+    np.testing.assert_array_equal(outs[3], np.tile(a, (2, 1)))
+    np.testing.assert_array_equal(outs[4], np.concatenate([a, a], axis=1))
+    assert filled.shape == (-1, 3)
+
+
+def test_fill_constant_checks_its_arguments_as_fluid_does():
+    x1 = layers.data(name="x1", shape=[1], dtype="int16")
+    x2 = layers.data(name="x2", shape=[1], dtype="int32")
+    for kwargs in ({"dtype": "uint4"}, {"dtype": "int16", "out": x1}, {"shape": [1.1]},
+                   {"dtype": "float64", "out": x2}, {"out": np.zeros(1, "float32")}, {"shape": 1},
+                   {"shape": fluid.data("s", [2], "float32")}, {"shape": [fluid.data("b", [1], "bool"), 2]}):
+        args = dict({"shape": [1], "dtype": "float32", "value": 5}, **kwargs)
+        with pytest.raises(TypeError, match="fill_constant"):
+            layers.fill_constant(**args)
+    with pytest.raises(AssertionError):
+        layers.fill_constant([], "float32", 1)
+
+
+def test_layers_refuse_what_fluid_refuses():
+    with pytest.raises(TypeError, match="transpose"):
+        layers.transpose(layers.data("b", [2, 3], dtype="bool"), perm=[1, 0, 2])
+    with pytest.raises(TypeError, match="flatten"):
+        layers.flatten(layers.data("h", [2, 3], dtype="float16"))
+    ids = layers.data("ids", [1], dtype="int32")
+    with pytest.raises(TypeError, match="one_hot"):
+        layers.one_hot(layers.data("f", [1], dtype="float32"), 4)
+    with pytest.raises(TypeError, match="depth"):
+        layers.one_hot(ids, 4.1)
+    with pytest.raises(TypeError, match="factor"):
+        layers.pow(layers.data("p", [3]), factor=layers.fill_constant([1], "float64", 3.0))
+
+
+def test_matmul_infers_fluids_shapes():
+    def shape(xs, ys, tx=False, ty=False):
+        with fluid.program_guard(fluid.Program()):
+            return layers.matmul(fluid.data("x", xs), fluid.data("y", ys), tx, ty).shape
+    assert shape([5], [5]) == (1,)
+    assert shape([5], [5, 4]) == (4,)
+    assert shape([3, 5], [5]) == (3,)
+    assert shape([2, 3, 5], [5]) == (2, 3)
+    assert shape([3, 5], [2, 5, 4]) == (2, 3, 4)
+    assert shape([5, 3], [4, 5], True, True) == (3, 4)
+    assert shape([-1, 5], [5, 4]) == (-1, 4)
+
+
+def test_activation_layers_take_their_attributes_positionally(exe):
+    x = fluid.data("x", [4], "float64")
+    st = layers.stanh(x, 0.5, 2.0)
+    shrink = layers.softshrink(x, 0.5)
+    factor = layers.pow(x, factor=layers.fill_constant([1], "float32", 3.0))
+    a = np.array([-2.0, -0.25, 0.25, 2.0])
+    outs = exe.run(feed={"x": a}, fetch_list=[st, shrink, factor])
+    np.testing.assert_allclose(outs[0], 2.0 * np.tanh(0.5 * a))
+    np.testing.assert_allclose(outs[1], np.where(np.abs(a) > 0.5, a - 0.5 * np.sign(a), 0))
+    np.testing.assert_allclose(outs[2], a ** 3)
+
+
+def test_conv2d_transpose_layer_shapes_match_what_runs(exe):
+    x = fluid.data("x", [2, 3, 5, 5])
+    outs = [layers.conv2d_transpose(x, num_filters=6, filter_size=3),
+            layers.conv2d_transpose(x, num_filters=6, filter_size=3, stride=2, padding=1),
+            layers.conv2d_transpose(x, num_filters=6, groups=3, filter_size=3, padding="SAME"),
+            layers.conv2d_transpose(x, num_filters=4, output_size=[9, 9], stride=2)]
+    exe.run(fluid.default_startup_program())
+    results = exe.run(feed={"x": np.random.rand(2, 3, 5, 5).astype("float32")}, fetch_list=outs)
+    for out, result in zip(outs, results):
+        assert out.shape == result.shape
+    assert [r.shape[2] for r in results] == [7, 9, 5, 9]
+    with pytest.raises(ValueError, match="data_format"):
+        layers.conv2d_transpose(x, num_filters=6, filter_size=3, data_format="NCDHW")
+    with pytest.raises(ValueError, match="batch or channel"):
+        layers.conv2d_transpose(x, num_filters=6, filter_size=3, padding=[[1, 1], [1, 1], [0, 0], [0, 0]])

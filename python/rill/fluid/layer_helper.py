@@ -134,6 +134,8 @@ class LayerHelper(object):
             name=unique_name.generate(".".join([self.name, "tmp"])), dtype=dtype, persistable=False,
             stop_gradient=stop_gradient)
 
+    create_variable_for_type_inference = create_tmp_variable  # Fluid 1.x's name
+
     def create_variable(self, *args, **kwargs):
         return self.main_program.current_block().create_var(*args, **kwargs)
 

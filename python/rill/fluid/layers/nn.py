@@ -11,7 +11,7 @@ from rill.fluid import core
 from rill.fluid.framework import Variable
 from rill.fluid.initializer import Constant, Normal
 from rill.fluid.layer_helper import LayerHelper
-from rill.fluid.layers.checks import check_type, check_variable_and_dtype
+from rill.fluid.layers.checks import check_dtype, check_type, check_variable_and_dtype
 from rill.fluid.layers.tensor_attrs import int_list_argument
 from rill.fluid.param_attr import ParamAttr
 
@@ -80,6 +80,8 @@ def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=Non
 
 def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=None, param_attr=None,
               dtype="float32"):
+    check_variable_and_dtype(input, "input", ["int64"], "embedding")
+    check_dtype(dtype, "dtype", ["float16", "float32", "float64"], "embedding")
     helper = LayerHelper("embedding", **locals())
     w = helper.create_parameter(attr=helper.param_attr, shape=size, dtype=dtype, is_bias=False)
     shape = list(input.shape)
@@ -137,6 +139,7 @@ def _out_size(size, k, s, pads, d, algorithm, ceil_mode=False):
 
 def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=None, param_attr=None,
            bias_attr=None, use_cudnn=True, use_mkldnn=False, act=None, name=None, data_format="NCHW"):
+    check_variable_and_dtype(input, "input", ["float16", "float32", "float64"], "conv2d")
     if not isinstance(use_cudnn, bool):
         raise ValueError("conv2d: use_cudnn must be a bool, got %r" % (use_cudnn,))
     channel_last = _layout(data_format, "conv2d")
@@ -489,22 +492,46 @@ def transpose(x, perm, name=None):
 
 
 def split(input, num_or_sections, dim=-1, name=None):
+    """input split along dim (an int or a one-element int Variable) into num_or_sections
+    equal parts (an int), or parts of the given sizes (a list of ints, at most one -1 for the
+    rest, and one-element int Variables)."""
     helper = LayerHelper("split", **locals())
     shape = list(input.shape)
-    axis = dim if dim >= 0 else dim + len(shape)
-    if isinstance(num_or_sections, int):
-        num, sections = num_or_sections, []
-        sizes = [shape[axis] // num if shape[axis] > 0 else -1] * num
+    inputs, attrs = {"X": input}, {"num": 0, "sections": [], "axis": 0}
+    if isinstance(dim, Variable):
+        check_dtype(dim.dtype, "dim", ["int32", "int64"], "split")
+        dim.stop_gradient = True
+        inputs["AxisTensor"] = dim
+        axis = None
     else:
-        num, sections = 0, list(num_or_sections)
-        sizes = sections
+        check_type(dim, "dim", (int,), "split")
+        axis = dim if dim >= 0 else dim + len(shape)
+        attrs["axis"] = dim
+    if isinstance(num_or_sections, int) and not isinstance(num_or_sections, bool):
+        if axis is not None and shape[axis] > 0 and shape[axis] % num_or_sections:
+            raise ValueError("split: dim %d of %s (%d) is not divisible by %d" % (axis, input.name, shape[axis],
+                                                                                 num_or_sections))
+        attrs["num"] = num_or_sections
+        sizes = [shape[axis] // num_or_sections if axis is not None and shape[axis] > 0 else -1] * num_or_sections
+    elif isinstance(num_or_sections, (list, tuple)):
+        if [d for d in num_or_sections if not isinstance(d, Variable)].count(-1) > 1:
+            raise ValueError("split: at most one section may be -1, got %r" % (num_or_sections,))
+        sizes = int_list_argument(num_or_sections, "num_or_sections", "split", inputs, attrs, "sections", None,
+                                  "SectionsTensorList")
+        if axis is not None and shape[axis] > 0 and sizes.count(-1) == 1 and \
+                not any(isinstance(d, Variable) for d in num_or_sections):
+            sizes = [shape[axis] - (sum(sizes) + 1) if d == -1 else d for d in sizes]
+    else:
+        raise TypeError("split: num_or_sections must be an int, list or tuple, got %s" % type(num_or_sections).__name__)
     outs = []
-    for s in sizes:
+    for size in sizes:
         o_shape = list(shape)
-        o_shape[axis] = s
+        if axis is not None:
+            o_shape[axis] = size
+        else:
+            o_shape = [-1] * len(shape)
         outs.append(_tmp(helper, input.dtype, o_shape))
-    helper.append_op(type="split", inputs={"X": input}, outputs={"Out": outs},
-                     attrs={"num": num, "sections": sections, "axis": dim})
+    helper.append_op(type="split", inputs=inputs, outputs={"Out": outs}, attrs=attrs)
     return outs
 
 
@@ -673,6 +700,7 @@ def stack(x, axis=0):
 def expand(x, expand_times, name=None):
     """x repeated expand_times[i] times along dim i; expand_times a list of ints and
     one-element int Variables, or a 1-D int Variable."""
+    check_variable_and_dtype(x, "x", ["bool", "float16", "float32", "float64", "int32", "int64"], "expand")
     helper = LayerHelper("expand", x=x, name=name)
     inputs, attrs = {"X": x}, {}
     times = int_list_argument(expand_times, "expand_times", "expand", inputs, attrs, "expand_times", "ExpandTimes",
@@ -703,6 +731,8 @@ def slice(input, axes, starts, ends):
 
 def gather(input, index, overwrite=False):
     """The rows (slices along dim 0) of input at index."""
+    check_variable_and_dtype(input, "x", ["float16", "float32", "float64", "int32", "int64", "uint8"], "gather")
+    check_variable_and_dtype(index, "index", ["int32", "int64"], "gather")
     helper = LayerHelper("gather", **locals())
     out = _tmp(helper, input.dtype, [index.shape[0]] + list(input.shape[1:]))
     helper.append_op(type="gather", inputs={"X": input, "Index": index}, outputs={"Out": out},
@@ -788,52 +818,104 @@ def prelu(x, mode, param_attr=None, name=None):
     return out
 
 
-def image_resize(input, out_shape=None, scale=None, name=None, resample="BILINEAR", align_corners=True,
-                 align_mode=1):
-    """input [N, C, H, W] resized to out_shape [h, w] (a list, or an int32 Variable) or by scale,
-    by bilinear_interp or nearest_interp."""
+def image_resize(input, out_shape=None, scale=None, name=None, resample="BILINEAR", actual_shape=None,
+                 align_corners=True, align_mode=1, data_format="NCHW"):
+    """input [N, C, H, W] (or NHWC) resized by bilinear_interp or nearest_interp to out_shape
+    ([h, w] of ints and one-element int Variables, or a [2] int32 Variable), or else by scale
+    (a number or a one-element Variable); actual_shape, a [2] Variable, overrides both when
+    the program runs (Fluid's older form of a Variable out_shape)."""
     methods = {"BILINEAR": "bilinear", "NEAREST": "nearest"}
+    resample = str(resample).upper()
     if resample not in methods:
-        raise ValueError("resample must be BILINEAR or NEAREST, got %r" % (resample,))
+        raise ValueError("image_resize: resample must be BILINEAR or NEAREST for 4-D input, got %r" % (resample,))
+    if len(input.shape) != 4:
+        raise ValueError("image_resize: %s takes a 4-D input, %s has shape %s" % (resample, input.name,
+                                                                                  list(input.shape)))
+    if not isinstance(align_corners, bool):
+        raise TypeError("image_resize: align_corners must be a bool, got %r" % (align_corners,))
+    if align_mode not in (0, 1):
+        raise ValueError("image_resize: align_mode must be 0 or 1, got %r" % (align_mode,))
     if out_shape is None and scale is None:
         raise ValueError("image_resize needs out_shape or scale")
+    channel_last = _layout(data_format, "image_resize")
     method = methods[resample]
     helper = LayerHelper(method + "_interp", **locals())
     inputs = {"X": input}
     attrs = {"interp_method": method, "align_corners": align_corners, "align_mode": align_mode,
-             "out_h": -1, "out_w": -1, "scale": 0.0}
-    shape = list(input.shape)
-    if isinstance(out_shape, Variable):
-        inputs["OutSize"] = out_shape
-        shape[2:] = [-1, -1]
-    elif out_shape is not None:
-        attrs["out_h"], attrs["out_w"] = int(out_shape[0]), int(out_shape[1])
-        shape[2:] = [attrs["out_h"], attrs["out_w"]]
-    else:
+             "out_d": -1, "out_h": -1, "out_w": -1, "data_layout": data_format}
+    hw = [-1, -1]
+    if out_shape is not None:
+        if isinstance(out_shape, Variable):
+            out_shape.stop_gradient = True
+            inputs["OutSize"] = out_shape
+        elif isinstance(out_shape, (list, tuple)):
+            if len(out_shape) != 2:
+                raise ValueError("image_resize: out_shape must have 2 entries for a 4-D input, got %r" % (out_shape,))
+            if any(isinstance(d, Variable) for d in out_shape):
+                from rill.fluid.layers.tensor import fill_constant
+                for d in out_shape:
+                    if isinstance(d, Variable):
+                        d.stop_gradient = True
+                inputs["SizeTensor"] = [d if isinstance(d, Variable) else fill_constant([1], "int32", int(d))
+                                        for d in out_shape]
+            for d in out_shape:
+                if not isinstance(d, Variable) and int(d) <= 0:
+                    raise AssertionError("image_resize: each size in out_shape must be greater than 0, got %r"
+                                         % (out_shape,))
+            hw = [-1 if isinstance(d, Variable) else int(d) for d in out_shape]
+            attrs["out_h"], attrs["out_w"] = hw
+        else:
+            raise TypeError("image_resize: out_shape must be a list, tuple or Variable, got %s"
+                            % type(out_shape).__name__)
+    elif isinstance(scale, Variable):
+        scale.stop_gradient = True
+        inputs["Scale"] = scale
+    elif isinstance(scale, (int, float)) and not isinstance(scale, bool):
+        if scale <= 0:
+            raise ValueError("image_resize: scale must be greater than 0, got %r" % (scale,))
         attrs["scale"] = float(scale)
-        shape[2:] = [int(d * scale) if d >= 0 else -1 for d in shape[2:]]
+        spatial = input.shape[1:3] if channel_last else input.shape[2:4]
+        hw = [int(d * scale) if d >= 0 else -1 for d in spatial]
+    else:
+        raise TypeError("image_resize: scale must be a number or a Variable, got %s" % type(scale).__name__)
+    if isinstance(actual_shape, Variable):
+        actual_shape.stop_gradient = True
+        inputs["OutSize"] = actual_shape
+        hw = [-1, -1]
+    elif actual_shape is not None:
+        raise TypeError("image_resize: actual_shape must be a Variable or None")
+    shape = list(input.shape)
+    if channel_last:
+        shape[1:3] = hw
+    else:
+        shape[2:4] = hw
     out = _tmp(helper, input.dtype, shape)
     helper.append_op(type=method + "_interp", inputs=inputs, outputs={"Out": out}, attrs=attrs)
     return out
 
 
-def resize_bilinear(input, out_shape=None, scale=None, name=None, align_corners=True, align_mode=1):
-    return image_resize(input, out_shape, scale, name, "BILINEAR", align_corners, align_mode)
+def resize_bilinear(input, out_shape=None, scale=None, name=None, actual_shape=None, align_corners=True,
+                    align_mode=1, data_format="NCHW"):
+    return image_resize(input, out_shape, scale, name, "BILINEAR", actual_shape, align_corners, align_mode,
+                        data_format)
 
 
-def resize_nearest(input, out_shape=None, scale=None, name=None, align_corners=True):
-    return image_resize(input, out_shape, scale, name, "NEAREST", align_corners)
+def resize_nearest(input, out_shape=None, scale=None, name=None, actual_shape=None, align_corners=True,
+                   data_format="NCHW"):
+    return image_resize(input, out_shape, scale, name, "NEAREST", actual_shape, align_corners, 1, data_format)
 
 
-def _channel_norm(op_type, input, channels, stats_shape, stats, param_attr, bias_attr, act, attrs):
+def _channel_norm(op_type, input, channels, stats_shape, stats, param_attr, bias_attr, act, attrs, affine):
     """group_norm and instance_norm: Scale (1 at first) and Bias parameters of one value per
-    channel, the statistics outputs, and the activation."""
+    channel where `affine` says so (a bool each), the statistics outputs, and the activation."""
     helper = LayerHelper(op_type, input=input, param_attr=param_attr, bias_attr=bias_attr, act=act)
     dtype = helper.input_dtype()
-    inputs = {"X": input,
-              "Scale": helper.create_parameter(attr=helper.param_attr, shape=[channels], dtype=dtype,
-                                               default_initializer=Constant(1.0)),
-              "Bias": helper.create_parameter(attr=helper.bias_attr, shape=[channels], dtype=dtype, is_bias=True)}
+    inputs = {"X": input}
+    if affine[0]:
+        inputs["Scale"] = helper.create_parameter(attr=helper.param_attr, shape=[channels], dtype=dtype,
+                                                  default_initializer=Constant(1.0))
+    if affine[1]:
+        inputs["Bias"] = helper.create_parameter(attr=helper.bias_attr, shape=[channels], dtype=dtype, is_bias=True)
     out = _tmp(helper, dtype, input.shape)
     outputs = {"Y": out}
     for name in stats:
@@ -846,14 +928,23 @@ def _channel_norm(op_type, input, channels, stats_shape, stats, param_attr, bias
 
 def group_norm(input, groups, epsilon=1e-05, param_attr=None, bias_attr=None, act=None, data_layout="NCHW",
                name=None):
+    """As Fluid's: Scale and Bias only when param_attr and bias_attr are given."""
+    check_variable_and_dtype(input, "input", ["float32", "float64"], "group_norm")
+    if data_layout not in ("NCHW", "NHWC"):
+        raise ValueError("group_norm: data_layout must be 'NCHW' or 'NHWC', got %r" % (data_layout,))
     channels = input.shape[1] if data_layout == "NCHW" else input.shape[-1]
     return _channel_norm("group_norm", input, channels, [input.shape[0], groups], ("Mean", "Variance"), param_attr,
-                         bias_attr, act, {"groups": groups, "epsilon": epsilon, "data_layout": data_layout})
+                         bias_attr, act, {"groups": groups, "epsilon": epsilon, "data_layout": data_layout},
+                         (bool(param_attr), bool(bias_attr)))
 
 
 def instance_norm(input, epsilon=1e-05, param_attr=None, bias_attr=None, name=None):
+    """As Fluid's: Scale and Bias unless param_attr (and then bias_attr) is False."""
+    check_variable_and_dtype(input, "input", ["float32", "float64"], "instance_norm")
+    if param_attr is False and bias_attr is not False:
+        raise ValueError("instance_norm: param_attr False (no Scale) needs bias_attr False too")
     return _channel_norm("instance_norm", input, input.shape[1], [-1], ("SavedMean", "SavedVariance"), param_attr,
-                         bias_attr, None, {"epsilon": epsilon})
+                         bias_attr, None, {"epsilon": epsilon}, (param_attr is not False, bias_attr is not False))
 
 
 def label_smooth(label, prior_dist=None, epsilon=0.1, dtype="float32", name=None):

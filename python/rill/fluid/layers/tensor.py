@@ -10,7 +10,7 @@ from rill.fluid.layers.tensor_attrs import int_list_argument
 
 __all__ = ["create_tensor", "create_parameter", "create_global_var", "cast", "concat", "sum", "sums", "assign",
            "fill_constant", "fill_constant_batch_size_like", "ones", "zeros", "argmax", "argmin", "shape", "range",
-           "isfinite"]
+           "isfinite", "has_inf", "has_nan"]
 
 
 def create_tensor(dtype, name=None, persistable=False):
@@ -33,7 +33,12 @@ def create_global_var(shape, value, dtype, persistable=False, force_cpu=False, n
     return var
 
 
+_CAST_DTYPES = ["bool", "float16", "float32", "float64", "int32", "int64", "uint8"]
+
+
 def cast(x, dtype):
+    check_variable_and_dtype(x, "x", _CAST_DTYPES, "cast")
+    check_dtype(dtype, "dtype", _CAST_DTYPES, "cast")
     helper = LayerHelper("cast", **locals())
     out = helper.create_tmp_variable(dtype=dtype)
     out._shape = list(x.shape)
@@ -84,7 +89,10 @@ def sums(input, out=None):
 def assign(input, output=None):
     """output = a copy of ``input`` (a Variable, or a one-element numpy array)."""
     helper = LayerHelper("assign", **locals())
+    if isinstance(input, core.LoDTensor):
+        raise TypeError("The type of 'input' in assign must be Variable or numpy.ndarray, but received LoDTensor")
     if isinstance(input, Variable):
+        check_dtype(input.dtype, "input", ["float16", "float32", "float64", "int32", "int64", "bool"], "assign")
         if output is None:
             output = helper.create_tmp_variable(dtype=input.dtype)
             output._shape = list(input.shape)
@@ -195,9 +203,24 @@ def range(start, end, step, dtype):
 
 def isfinite(x):
     """A bool [1]: whether every element of x is finite."""
-    helper = LayerHelper("isfinite", **locals())
+    return _all_finite_check("isfinite", x)
+
+
+def has_inf(x):
+    """A bool [1]: whether some element of x is infinite."""
+    return _all_finite_check("isinf", x)
+
+
+def has_nan(x):
+    """A bool [1]: whether some element of x is NaN."""
+    return _all_finite_check("isnan", x)
+
+
+def _all_finite_check(op_type, x):
+    check_variable_and_dtype(x, "x", ["float32", "float64", "int32", "int64"], op_type)
+    helper = LayerHelper(op_type, x=x)
     out = helper.create_tmp_variable(dtype="bool")
     out._shape = [1]
-    helper.append_op(type="isfinite", inputs={"X": x}, outputs={"Out": [out]})
+    helper.append_op(type=op_type, inputs={"X": x}, outputs={"Out": [out]})
     out.stop_gradient = True
     return out

@@ -98,11 +98,7 @@ void FillAnyLike(KernelContext& ctx) {
 
 template <class T>
 void FillBatchSizeLike(KernelContext& ctx) {
-  std::vector<int64_t> shape = ctx.Attr<std::vector<int64_t>>("shape");
-  const std::vector<int64_t> in = ctx.Input("Input").dims();
-  const size_t from = NormalizeAxis(ctx.Attr<int64_t>("input_dim_idx"), in.size(), "input_dim_idx");
-  const size_t to = NormalizeAxis(ctx.Attr<int64_t>("output_dim_idx"), shape.size(), "output_dim_idx");
-  shape[to] = in[from];
+  const std::vector<int64_t> shape = BatchSizeLikeShape(ctx);
   T* p = ctx.Output("Out").Allocate<T>(shape);
   std::fill(p, p + CheckedCount(shape, sizeof(T), "shape"), static_cast<T>(static_cast<double>(ctx.Attr<float>("value"))));
 }

@@ -172,6 +172,16 @@ inline std::vector<int64_t> IntsFromInputs(KernelContext& ctx, const char* tenso
   }
   return ctx.Attr<std::vector<int64_t>>(attr);
 }
+// The *_batch_size_like ops' Out shape: attribute `shape` with its dim output_dim_idx
+// replaced by Input's dim input_dim_idx (the batch size).
+inline std::vector<int64_t> BatchSizeLikeShape(KernelContext& ctx) {
+  std::vector<int64_t> shape = ctx.Attr<std::vector<int64_t>>("shape");
+  const std::vector<int64_t> in = ctx.Input("Input").dims();
+  const size_t from = NormalizeAxis(ctx.Attr<int64_t>("input_dim_idx"), in.size(), "input_dim_idx");
+  const size_t to = NormalizeAxis(ctx.Attr<int64_t>("output_dim_idx"), shape.size(), "output_dim_idx");
+  shape[to] = in[from];
+  return shape;
+}
 template <class T, class A = T>
 T ScalarFromInput(KernelContext& ctx, const char* tensor, const char* attr) {
   if (ctx.HasInput(tensor)) return static_cast<T>(ScalarOf(ctx.Input(tensor), tensor));

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 __all__ = ["Constant", "Uniform", "Normal", "Xavier", "MSRA", "ConstantInitializer", "UniformInitializer",
-           "NormalInitializer", "XavierInitializer", "MSRAInitializer"]
+           "NormalInitializer", "XavierInitializer", "MSRAInitializer", "NumpyArrayInitializer"]
 
 
 class Initializer(object):
@@ -45,15 +45,23 @@ class ConstantInitializer(Initializer):
 
 
 class UniformInitializer(Initializer):
-    def __init__(self, low=-1.0, high=1.0, seed=0):
+    """Values drawn uniformly from [low, high); diag_num > 0 then sets that many elements,
+    diag_step apart (counting those skipped), from the first, to diag_val (Fluid 2.x's)."""
+
+    def __init__(self, low=-1.0, high=1.0, seed=0, diag_num=0, diag_step=0, diag_val=1.0):
         if low >= high:
             raise ValueError("UniformInitializer needs low < high, got %s and %s" % (low, high))
+        if diag_num < 0 or diag_step < 0:
+            raise ValueError("UniformInitializer: diag_num and diag_step must be at least 0, got %s and %s"
+                             % (diag_num, diag_step))
         self._low, self._high, self._seed_value = low, high, seed
+        self._diag = (int(diag_num), int(diag_step), float(diag_val))
 
     def __call__(self, var, block):
         return block.prepend_op(type="uniform_random", outputs={"Out": var}, attrs={
             "shape": list(var.shape), "dtype": int(var.dtype), "min": float(self._low), "max": float(self._high),
-            "seed": self._seed(self._seed_value, block)})
+            "seed": self._seed(self._seed_value, block), "diag_num": self._diag[0], "diag_step": self._diag[1],
+            "diag_val": self._diag[2]})
 
 
 class NormalInitializer(Initializer):
@@ -91,6 +99,33 @@ class MSRAInitializer(Initializer):
             limit = math.sqrt(6.0 / float(fan_in))
             return UniformInitializer(-limit, limit, self._seed_value)(var, block)
         return NormalInitializer(0.0, math.sqrt(2.0 / float(fan_in)), self._seed_value)(var, block)
+
+
+class NumpyArrayInitializer(Initializer):
+    """The values of a numpy array (float32, int32 or int64), shaped like the parameter, kept
+    in the program (an assign_value op), as Fluid 1.x's."""
+
+    def __init__(self, value):
+        if not isinstance(value, np.ndarray):
+            raise TypeError("NumpyArrayInitializer takes a numpy array, got %s" % type(value).__name__)
+        self._value = value
+
+    def __call__(self, var, block):
+        from rill.fluid.framework import dtype_to_np
+        if tuple(self._value.shape) != tuple(var.shape):
+            raise ValueError("NumpyArrayInitializer: the array is %s, %s is %s"
+                             % (list(self._value.shape), var.name, list(var.shape)))
+        value = self._value.astype(dtype_to_np(var.dtype))
+        attr = {np.dtype(np.float32): "fp32_values", np.dtype(np.int32): "int32_values",
+                np.dtype(np.int64): "int64_values"}.get(value.dtype)
+        if attr is None:
+            raise TypeError("NumpyArrayInitializer: %s is %s; assign_value holds float32, int32 or int64"
+                            % (var.name, value.dtype))
+        if value.size > 1024 * 1024:
+            raise ValueError("NumpyArrayInitializer: %d values are too many to keep in the program" % value.size)
+        values = [float(v) for v in value.flat] if attr == "fp32_values" else [int(v) for v in value.flat]
+        return block.prepend_op(type="assign_value", outputs={"Out": var}, attrs={
+            "shape": list(value.shape), "dtype": int(var.dtype), attr: values})
 
 
 Constant = ConstantInitializer

@@ -24,7 +24,8 @@ __all__ = [
     "elementwise_min", "elementwise_pow", "elementwise_mod", "elementwise_floordiv", "relu6", "leaky_relu",
     "flatten", "squeeze", "unsqueeze", "stack", "expand", "slice", "gather", "one_hot",
     "sigmoid_cross_entropy_with_logits", "cumsum", "pad", "pad2d", "prelu", "image_resize", "resize_bilinear",
-    "resize_nearest", "group_norm", "instance_norm", "label_smooth",
+    "resize_nearest", "group_norm", "instance_norm", "label_smooth", "uniform_random", "gaussian_random",
+    "uniform_random_batch_size_like", "gaussian_random_batch_size_like",
 ]
 
 
@@ -459,19 +460,37 @@ def softmax(input, use_cudnn=True, name=None):
 
 
 def reshape(x, shape, actual_shape=None, act=None, inplace=True, name=None):
+    """x with `shape`: a list of ints (0 keeps x's dim there, one -1 takes the rest) and
+    one-element int Variables, or a 1-D int Variable; actual_shape, a 1-D int Variable,
+    overrides shape when the program runs (Fluid's older form of a Variable shape)."""
+    check_variable_and_dtype(x, "x", ["float16", "float32", "float64", "int32", "int64", "bool"], "reshape")
+    check_type(shape, "shape", (list, tuple, Variable), "reshape")
+    check_type(actual_shape, "actual_shape", (Variable, type(None)), "reshape")
     helper = LayerHelper("reshape2", **locals())
-    if actual_shape is not None:
-        raise NotImplementedError("reshape: actual_shape is not supported; give shape")
-    out_shape = []
-    for i, d in enumerate(shape):
-        out_shape.append(x.shape[i] if d == 0 else d)
-    if out_shape.count(-1) == 1 and all(d > 0 for d in x.shape):
+    inputs, attrs = {"X": x}, {}
+    if isinstance(shape, (list, tuple)):
+        known = [d for d in shape if not isinstance(d, Variable)]
+        if known.count(-1) > 1:
+            raise AssertionError("reshape: only one dimension of shape may be -1, got %r" % (list(shape),))
+        for i, d in enumerate(shape):
+            if isinstance(d, Variable):
+                continue
+            if d == 0 and i >= len(x.shape):
+                raise AssertionError("reshape: shape[%d] is 0 (keep x's dim), but x has %d dims" % (i, len(x.shape)))
+            if d < -1:
+                raise AssertionError("reshape: shape[%d] is %d; only -1 may be negative" % (i, d))
+    requested = int_list_argument(shape, "shape", "reshape", inputs, attrs, "shape", "Shape", "ShapeTensor")
+    out_shape = [x.shape[i] if d == 0 and i < len(x.shape) else d for i, d in enumerate(requested)]
+    if out_shape.count(-1) == 1 and all(d > 0 for d in x.shape) and not isinstance(shape, Variable) and \
+            not any(isinstance(d, Variable) for d in shape):
         known = _prod([d for d in out_shape if d != -1])
         out_shape[out_shape.index(-1)] = _prod(x.shape) // known
+    if actual_shape is not None:
+        actual_shape.stop_gradient = True
+        inputs["Shape"] = actual_shape
     out = _tmp(helper, x.dtype, out_shape)
     x_shape = _tmp(helper, x.dtype, [0] + list(x.shape), stop_gradient=True)
-    helper.append_op(type="reshape2", inputs={"X": x}, outputs={"Out": out, "XShape": x_shape},
-                     attrs={"shape": list(shape)})
+    helper.append_op(type="reshape2", inputs=inputs, outputs={"Out": out, "XShape": x_shape}, attrs=attrs)
     result = helper.append_activation(out)
     result._shape = out_shape
     return result
@@ -957,4 +976,60 @@ def label_smooth(label, prior_dist=None, epsilon=0.1, dtype="float32", name=None
     if prior_dist is not None:
         inputs["PriorDist"] = prior_dist
     helper.append_op(type="label_smooth", inputs=inputs, outputs={"Out": out}, attrs={"epsilon": float(epsilon)})
+    return out
+
+
+_RANDOM_DTYPES = ["float32", "float64"]
+
+
+def uniform_random(shape, dtype="float32", min=-1.0, max=1.0, seed=0, name=None):
+    """A tensor of `shape` (a list of ints and one-element int Variables, or a 1-D int
+    Variable) of values drawn uniformly from [min, max); seed 0 draws a fresh seed each run."""
+    return _random("uniform_random", shape, dtype, {"min": float(min), "max": float(max), "seed": seed}, name)
+
+
+def gaussian_random(shape, mean=0.0, std=1.0, seed=0, dtype="float32", name=None):
+    """A tensor of `shape` (as uniform_random takes it) of values drawn from N(mean, std^2)."""
+    return _random("gaussian_random", shape, dtype, {"mean": float(mean), "std": float(std), "seed": seed}, name)
+
+
+def _random(op_type, shape, dtype, attrs, name):
+    check_type(shape, "shape", (list, tuple, Variable), op_type)
+    check_dtype(dtype, "dtype", _RANDOM_DTYPES, op_type)
+    helper = LayerHelper(op_type, name=name)
+    inputs = {}
+    known = int_list_argument(shape, "shape", op_type, inputs, attrs, "shape", "ShapeTensor", "ShapeTensorList")
+    out = _tmp(helper, dtype, known)
+    attrs["dtype"] = out.dtype
+    helper.append_op(type=op_type, inputs=inputs, outputs={"Out": out}, attrs=attrs)
+    return out
+
+
+def uniform_random_batch_size_like(input, shape, dtype="float32", input_dim_idx=0, output_dim_idx=0, min=-1.0,
+                                   max=1.0, seed=0):
+    """A tensor of `shape`, its dim output_dim_idx replaced by input's dim input_dim_idx, of
+    values drawn uniformly from [min, max)."""
+    return _random_like("uniform_random_batch_size_like", input, shape, dtype, input_dim_idx, output_dim_idx,
+                        {"min": float(min), "max": float(max), "seed": seed})
+
+
+def gaussian_random_batch_size_like(input, shape, input_dim_idx=0, output_dim_idx=0, mean=0.0, std=1.0, seed=0,
+                                    dtype="float32"):
+    """A tensor of `shape`, its dim output_dim_idx replaced by input's dim input_dim_idx, of
+    values drawn from N(mean, std^2)."""
+    return _random_like("gaussian_random_batch_size_like", input, shape, dtype, input_dim_idx, output_dim_idx,
+                        {"mean": float(mean), "std": float(std), "seed": seed})
+
+
+def _random_like(op_type, input, shape, dtype, input_dim_idx, output_dim_idx, attrs):
+    check_variable_and_dtype(input, "input", ["float16", "float32", "float64"], op_type)
+    check_type(shape, "shape", (list, tuple), op_type)
+    check_dtype(dtype, "dtype", _RANDOM_DTYPES, op_type)
+    helper = LayerHelper(op_type, input=input)
+    out_shape = [int(d) for d in shape]
+    out_shape[output_dim_idx] = input.shape[input_dim_idx]
+    out = _tmp(helper, dtype, out_shape)
+    attrs.update(shape=[int(d) for d in shape], input_dim_idx=input_dim_idx, output_dim_idx=output_dim_idx,
+                 dtype=out.dtype)
+    helper.append_op(type=op_type, inputs={"Input": input}, outputs={"Out": out}, attrs=attrs)
     return out

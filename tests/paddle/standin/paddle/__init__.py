@@ -151,9 +151,14 @@ def in_dynamic_mode():
     return not _static[0]
 
 
+class _Generator(object):
+    """What paddle.seed returns (Paddle's default Generator); tests only set flags on it."""
+
+
 def seed(value):
     import numpy as np
     np.random.seed(value)
+    return _Generator()
 
 
 def __getattr__(attr):

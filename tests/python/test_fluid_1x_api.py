@@ -154,3 +154,40 @@ def test_conv2d_transpose_layer_shapes_match_what_runs(exe):
         layers.conv2d_transpose(x, num_filters=6, filter_size=3, data_format="NCDHW")
     with pytest.raises(ValueError, match="batch or channel"):
         layers.conv2d_transpose(x, num_filters=6, filter_size=3, padding=[[1, 1], [1, 1], [0, 0], [0, 0]])
+
+
+def test_detection_layers_build_a_detector_end(exe):
+    feature = fluid.data("feature", [1, 8, 2, 2])
+    image = fluid.data("image", [1, 3, 16, 16])
+    boxes, variances = layers.prior_box(feature, image, min_sizes=[4.0], aspect_ratios=[1.0, 2.0], flip=True,
+                                        clip=True)
+    target = fluid.data("target", [3, 4])
+    priors = fluid.data("priors", [3, 4])
+    encoded = layers.box_coder(priors, [0.1, 0.1, 0.2, 0.2], target, code_type="encode_center_size")
+    iou = layers.iou_similarity(target, priors)
+    bboxes = fluid.data("bboxes", [1, 3, 4])
+    scores = fluid.data("scores", [1, 2, 3])
+    kept = layers.multiclass_nms(bboxes, scores, score_threshold=0.1, nms_top_k=10, keep_top_k=10,
+                                 nms_threshold=0.5, background_label=-1)
+    matrix, index = layers.matrix_nms(bboxes, scores, score_threshold=0.1, post_threshold=0.0, nms_top_k=10,
+                                      keep_top_k=10, background_label=-1, return_index=True)
+    box = np.array([[0.1, 0.1, 0.4, 0.4], [0.12, 0.1, 0.42, 0.4], [0.6, 0.6, 0.9, 0.9]], "float32")
+    score = np.array([[[0.9, 0.8, 0.7], [0.05, 0.05, 0.05]]], "float32")
+    outs = exe.run(feed={"feature": np.zeros((1, 8, 2, 2), "float32"), "image": np.zeros((1, 3, 16, 16), "float32"),
+                         "target": box, "priors": box, "bboxes": box[None], "scores": score},
+                   fetch_list=[boxes, variances, encoded, iou, kept, matrix, index], return_numpy=False)
+    assert np.array(outs[0]).shape == (2, 2, 3, 4)  # aspect ratios 1, 2, 1/2
+    np.testing.assert_allclose(np.array(outs[1])[0, 0, 0], [0.1, 0.1, 0.2, 0.2])
+    enc = np.array(outs[2])  # [targets, priors, 4]
+    assert enc.shape == (3, 3, 4)
+    np.testing.assert_allclose(enc[np.arange(3), np.arange(3)], 0, atol=1e-5)  # each box against itself
+    np.testing.assert_allclose(np.diag(np.array(outs[3])), 1, rtol=1e-6)
+    detections = np.array(outs[4])
+    # Class 0 keeps boxes 0 and 2 (box 1 overlaps box 0 by IoU 0.88); class 1 scores below 0.1.
+    np.testing.assert_allclose(detections[:, 1], [0.9, 0.7])
+    np.testing.assert_allclose(detections[:, 2:], box[[0, 2]])
+    assert outs[4].lod() == [[0, 2]]
+    rows, at = np.array(outs[5]), np.array(outs[6]).ravel()
+    np.testing.assert_allclose(rows[:, 2:], box[at % 3])
+    with pytest.raises(TypeError, match="BBoxes"):
+        layers.multiclass_nms(box, scores, 0.1, 10, 10)

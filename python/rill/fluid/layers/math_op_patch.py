@@ -1,6 +1,6 @@
 """Arithmetic and comparison operators on Variables, as Fluid 0.14's math_op_patch gave them:
 ``a + b`` is elementwise_add (with Fluid's broadcasting), ``x * 2.0`` and ``1 - x`` are one
-``scale`` op, ``a < b`` is less_than. Applied to Variable when rill.fluid.layers is imported."""
+``scale`` op, ``a < b`` is less_than; and Fluid 1.8's ``x[1:3, i]`` (indexing.py). Applied to Variable when rill.fluid.layers is imported."""
 from rill.fluid.framework import Variable
 from rill.fluid.layer_helper import LayerHelper
 
@@ -51,6 +51,9 @@ def monkey_patch_variable():
         "__gt__": _binary("greater_than"),
         "__ge__": _binary("greater_equal"),
     }
+    from rill.fluid.layers.indexing import getitem, not_iterable
+    ops["__getitem__"] = getitem
+    ops["__iter__"] = not_iterable
     for name, method in ops.items():
         setattr(Variable, name, method)
     Variable.__div__ = Variable.__truediv__

@@ -131,6 +131,8 @@ def fill_constant(shape, dtype, value, force_cpu=False, out=None):
         check_variable_and_dtype(out, "out", [np.dtype(dtype_to_np(dtype)).name], "fill_constant")
     helper = LayerHelper("fill_constant", **locals())
     inputs, attrs = {}, {"value": float(value) if not isinstance(value, Variable) else 0.0, "force_cpu": force_cpu}
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        attrs["str_value"] = str(int(value))  # exact where a float attribute is not (2**31 - 1, int64)
     if isinstance(value, Variable):
         inputs["ValueTensor"] = value if value.dtype == convert_np_dtype_to_dtype_(dtype) else cast(value, dtype)
     known = int_list_argument(shape, "shape", "fill_constant", inputs, attrs, "shape", "ShapeTensor",

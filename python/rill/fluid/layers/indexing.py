@@ -1,0 +1,94 @@
+"""var[item] on a Variable, as Fluid 1.8's Variable.__getitem__ builds it: one slice op.
+
+An item is a tuple (or one entry) of: an int or a one-element int Variable (that dim is
+taken and dropped: the op's decrease_axis), a slice with step 1 whose bounds are ints or
+one-element int Variables, `...` (every dim it stands for, whole); a list of ints or a
+multi-element int Variable as the only entry selects rows (gather). A slice with
+another step, None, and other indices are errors naming what was given.
+"""
+from rill.fluid.framework import Variable
+from rill.fluid.layer_helper import LayerHelper
+from rill.fluid.layers.tensor_attrs import int_list_argument
+
+# An end past any dim (Fluid's MAX_INTEGER): what an open slice end and the index -1 read as.
+_END = 2 ** 31 - 1
+
+
+def _is_scalar_index(value):
+    if isinstance(value, Variable):
+        return list(value.shape) == [1]
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _expand_ellipsis(var, item):
+    if sum(1 for i in item if i is Ellipsis) > 1:
+        raise IndexError("%s[...]: an index can have one ellipsis" % var.name)
+    if Ellipsis not in item:
+        return item
+    at = item.index(Ellipsis)
+    whole = len(var.shape) - (len(item) - 1)
+    return item[:at] + (slice(None),) * max(whole, 0) + item[at + 1:]
+
+
+def _scalar_bounds(var, dim, index):
+    """(start, end) of the one-element slice at `index` along `dim`."""
+    from rill.fluid.layers.nn import elementwise_mod
+    from rill.fluid.layers.tensor import fill_constant
+    if not isinstance(index, Variable):
+        size = var.shape[dim] if dim < len(var.shape) else -1
+        if size >= 0 and not -size <= index < size:
+            raise IndexError("%s[...]: index %d is out of range for dim %d of size %d" % (var.name, index, dim, size))
+        return index, (index + 1 if index != -1 else _END)
+    size = var.shape[dim] if dim < len(var.shape) else -1
+    if size > 0:  # a negative index counts from the end: index mod size
+        index = elementwise_mod(index, fill_constant([1], index.dtype, size))
+    return index, index + 1
+
+
+def not_iterable(var):
+    """Variables are not sequences, though they take [] (Python would otherwise iterate one
+    by indexing 0, 1, ...)."""
+    raise TypeError("Variable %s is not iterable (index it, or split it)" % var.name)
+
+
+def getitem(var, item):
+    from rill.fluid.layers.nn import gather
+    if not isinstance(item, tuple):
+        item = (item,)
+    item = _expand_ellipsis(var, item)
+    if len(item) == 1 and (isinstance(item[0], list) or isinstance(item[0], Variable) and not _is_scalar_index(item[0])):
+        from rill.fluid.layers.tensor import assign
+        import numpy as np
+        index = item[0] if isinstance(item[0], Variable) else assign(np.array(item[0], "int64"))
+        return gather(var, index)
+    if len(item) > len(var.shape) and var.shape:
+        raise IndexError("%s[...]: %d indices for a variable of %d dims" % (var.name, len(item), len(var.shape)))
+    axes, starts, ends, decrease = [], [], [], []
+    for dim, index in enumerate(item):
+        if _is_scalar_index(index):
+            start, end = _scalar_bounds(var, dim, index)
+            decrease.append(dim)
+        elif isinstance(index, slice):
+            if index.step not in (None, 1):
+                raise NotImplementedError("%s[...]: a slice with step %r (strided slicing) is not supported"
+                                          % (var.name, index.step))
+            if index.start is None and index.stop is None:
+                continue
+            start = 0 if index.start is None else index.start
+            end = _END if index.stop is None else index.stop
+        else:
+            raise IndexError("%s[...]: an index is an int, a slice, ... or a one-element int Variable; got %r"
+                             % (var.name, index))
+        axes.append(dim)
+        starts.append(start)
+        ends.append(end)
+    if not axes:
+        return var
+    helper = LayerHelper("slice")
+    inputs, attrs = {"Input": var}, {"axes": axes, "decrease_axis": decrease}
+    int_list_argument(starts, "starts", "slice", inputs, attrs, "starts", None, "StartsTensorList",
+                      dtype_checked=False)
+    int_list_argument(ends, "ends", "slice", inputs, attrs, "ends", None, "EndsTensorList", dtype_checked=False)
+    out = helper.create_tmp_variable(dtype=var.dtype)
+    helper.append_op(type="slice", inputs=inputs, outputs={"Out": out}, attrs=attrs)
+    return out

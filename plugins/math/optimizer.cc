@@ -177,6 +177,29 @@ void Momentum(KernelContext& ctx) {
   }
 }
 
+// LARS (You et al.): momentum with a layer-local learning rate,
+// lr * lars_coeff * |Param| / (|Grad| + lars_weight_decay * |Param| + epsilon), where both
+// norms are non-zero and the decay positive (else lr itself), and the decay added to Grad.
+template <class T>
+void LarsMomentum(KernelContext& ctx) {
+  Tensor param = ctx.Input("Param");
+  const DenseGrad<T> grad = DenseGradOf<T>(ctx, /*rows_allowed=*/false);
+  CheckSameShape(param, "Param", ctx.Input("Velocity"), "Velocity");
+  const T lr = LearningRate<T>(ctx);
+  const T mu = static_cast<T>(ctx.Attr<float>("mu")), coeff = static_cast<T>(ctx.Attr<float>("lars_coeff"));
+  const T decay = static_cast<T>(ctx.Attr<float>("lars_weight_decay"));
+  const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
+  const auto g = grad.vec();
+  const T p_norm = std::sqrt(Flat<T>(param).square().sum()), g_norm = std::sqrt(g.square().sum());
+  const T local_lr = decay > 0 && p_norm > 0 && g_norm > 0 ? lr * coeff * p_norm / (g_norm + decay * p_norm + eps)
+                                                           : lr;
+  // The update reads Param before it changes: the decay term is taken first.
+  const Vec<T> step = local_lr * (g + decay * Flat<T>(param));
+  auto v = InPlace<T>(ctx, "VelocityOut", "Velocity");
+  v = mu * v + step;
+  InPlace<T>(ctx, "ParamOut", "Param") -= v;
+}
+
 // Adam on `g` (a gradient of `rows` rows of `width`, at rows `at` of the parameter, or
 // all of it when `at` is null).
 template <class T>
@@ -403,6 +426,22 @@ void RegisterOptimizers(Registrar& r) {
            .Attr("rescale_grad", 1.0f, "Grad is multiplied by it first")
            .KernelDtypeFrom("Param"));
   RegisterCpu<float, double>(r, "momentum", [](auto t) { return &Momentum<decltype(t)>; });
+  r.Op(OpSchema("lars_momentum")
+           .Doc("LARS: momentum with a per-parameter learning rate, lr * lars_coeff * |Param| / (|Grad| + "
+                "lars_weight_decay * |Param| + epsilon) (lr itself when a norm is 0 or the decay is not positive); "
+                "Velocity = mu * Velocity + local_lr * (Grad + lars_weight_decay * Param); Param -= Velocity.")
+           .Input("Param", "parameter")
+           .Input("Grad", "its gradient")
+           .Input("Velocity", "running velocity")
+           .Input("LearningRate", "[1] learning rate")
+           .Output("ParamOut", "updated parameter")
+           .Output("VelocityOut", "updated velocity")
+           .Attr("mu", 0.9, "momentum")
+           .Attr("lars_coeff", 0.001, "the LARS coefficient")
+           .Attr("lars_weight_decay", 0.0005, "weight decay, in the local rate and added to Grad")
+           .Attr("epsilon", 0.0, "added to the local rate's denominator")
+           .KernelDtypeFrom("Param"));
+  RegisterCpu<float, double>(r, "lars_momentum", [](auto t) { return &LarsMomentum<decltype(t)>; });
   r.Op(OpSchema("adam")
            .Doc("Adam (Kingma & Ba) with bias correction from Beta1Pow/Beta2Pow (beta^t).")
            .Input("Param", "parameter")

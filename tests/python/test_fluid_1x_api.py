@@ -211,3 +211,36 @@ def test_indexing_a_variable_slices_it(exe):
         x[::2]
     with pytest.raises(TypeError, match="not iterable"):
         list(x)
+
+
+def test_lars_momentum_follows_the_lars_rule(exe):
+    rng = np.random.RandomState(3)
+    p, g, v = rng.rand(4, 5), rng.rand(4, 5), rng.rand(4, 5)
+    lr, mu, coeff, decay, eps = 0.1, 0.9, 0.01, 0.005, 1e-6
+    block = fluid.default_main_program().global_block()
+    names = {}
+    for name, value in (("p", p), ("g", g), ("v", v), ("lr", np.array([lr]))):
+        names[name] = fluid.data(name, list(value.shape), "float64")
+    block.append_op(type="lars_momentum",
+                    inputs={"Param": names["p"], "Grad": names["g"], "Velocity": names["v"],
+                            "LearningRate": names["lr"]},
+                    outputs={"ParamOut": names["p"], "VelocityOut": names["v"]},
+                    attrs={"mu": mu, "lars_coeff": coeff, "lars_weight_decay": decay, "epsilon": eps})
+    new_p, new_v = exe.run(feed={"p": p, "g": g, "v": v, "lr": np.array([lr])}, fetch_list=["p", "v"])
+    mu, coeff, decay, eps = (float(np.float32(a)) for a in (mu, coeff, decay, eps))  # FLOAT attributes
+    p_norm, g_norm = np.linalg.norm(p), np.linalg.norm(g)
+    local = lr * coeff * p_norm / (g_norm + decay * p_norm + eps)
+    want_v = mu * v + local * (g + decay * p)
+    np.testing.assert_allclose(new_v, want_v, rtol=1e-12)
+    np.testing.assert_allclose(new_p, p - want_v, rtol=1e-12)
+
+
+def test_random_batch_size_like_takes_the_batch_from_its_input(exe):
+    x = fluid.data("x", [-1, 3])
+    u = layers.uniform_random_batch_size_like(x, shape=[-1, 7], min=2.0, max=3.0, seed=5)
+    n = layers.gaussian_random_batch_size_like(x, shape=[2, -1], input_dim_idx=0, output_dim_idx=1, seed=5)
+    outs = exe.run(feed={"x": np.zeros((6, 3), "float32")}, fetch_list=[u, n])
+    assert outs[0].shape == (6, 7) and 2 <= outs[0].min() and outs[0].max() < 3
+    assert outs[1].shape == (2, 6)
+    with pytest.raises(TypeError, match="dtype"):
+        layers.uniform_random_batch_size_like(x, [-1, 7], dtype="int32")

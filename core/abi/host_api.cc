@@ -94,7 +94,11 @@ RILL_PIN(trace_active, 67);
 RILL_PIN(trace_now_ns, 68);
 RILL_PIN(trace_span, 69);
 RILL_PIN(register_command, 70);
-static_assert(sizeof(RillHostApi) == 8 + 71 * sizeof(void*), "RillHostApi version 2 size changed");
+RILL_PIN(var_is_tensor_array, 71);
+RILL_PIN(var_tensor_array, 72);
+RILL_PIN(var_tensor_array_resize, 73);
+RILL_PIN(var_tensor_array_at, 74);
+static_assert(sizeof(RillHostApi) == 8 + 75 * sizeof(void*), "RillHostApi version 2 size changed");
 #undef RILL_PIN
 
 // The structs of version 1, as plugins fill and read them: a field may only be appended.
@@ -653,6 +657,42 @@ RillStatus* VarSetSelectedRows(RillVariable* v, const int64_t* rows, size_t coun
   return nullptr;
 }
 
+// ---- tensor arrays --------------------------------------------------------------------------
+
+int32_t VarIsTensorArray(const RillVariable* v) { return v && V(v)->is_tensor_array() ? 1 : 0; }
+// The variable's array (made from an empty variable), or a status saying what it holds.
+RillStatus* ArrayOf(RillVariable* v, TensorArray** out) {
+  if (V(v)->initialized() && !V(v)->is_tensor_array()) {
+    return new RillStatus{RILL_INVALID_ARGUMENT, "variable holds " + V(v)->KindName() + ", not a tensor array"};
+  }
+  *out = V(v)->GetMutableTensorArray();
+  return nullptr;
+}
+RillStatus* VarTensorArray(RillVariable* v, size_t* count) {
+  if (!v || !count) return NullArg("var_tensor_array");
+  TensorArray* array = nullptr;
+  if (RillStatus* st = ArrayOf(v, &array)) return st;
+  *count = array->size();
+  return nullptr;
+}
+RillStatus* VarTensorArrayResize(RillVariable* v, size_t count) {
+  if (!v) return NullArg("var_tensor_array_resize");
+  TensorArray* array = nullptr;
+  if (RillStatus* st = ArrayOf(v, &array)) return st;
+  return StatusFromCall([&] { array->resize(count); });
+}
+RillStatus* VarTensorArrayAt(RillVariable* v, size_t i, RillTensor** out) {
+  if (!v || !out) return NullArg("var_tensor_array_at");
+  TensorArray* array = nullptr;
+  if (RillStatus* st = ArrayOf(v, &array)) return st;
+  if (i >= array->size()) {
+    return new RillStatus{RILL_OUT_OF_RANGE, "entry " + std::to_string(i) + " of a tensor array of " +
+                                                 std::to_string(array->size())};
+  }
+  *out = reinterpret_cast<RillTensor*>(&(*array)[i]);
+  return nullptr;
+}
+
 int32_t TraceActive() { return Profiler::Active() ? 1 : 0; }
 int64_t TraceNowNs() { return Profiler::NowNs(); }
 void TraceSpan(const char* category, const char* name, int64_t start_ns, int64_t end_ns, const char* detail) {
@@ -686,6 +726,7 @@ const RillHostApi kTable = {
     CtxRunBlock, CtxRunLoop, CtxGo, TaskCurrent, TaskPark, TaskUnpark,
     // Version 2: tracing, commands.
     TraceActive, TraceNowNs, TraceSpan, RegisterCommand,
+    VarIsTensorArray, VarTensorArray, VarTensorArrayResize, VarTensorArrayAt,
 };
 
 }  // namespace

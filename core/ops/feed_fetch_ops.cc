@@ -59,7 +59,15 @@ void Feed(rill::KernelContext& ctx) {
 
 void Fetch(rill::KernelContext& ctx) {
   const int col = Column(ctx);
-  const Tensor* value = Var(ctx.InputVar("X")).GetTensor();
+  Variable& x = Var(ctx.InputVar("X"));
+  if (x.is_tensor_array()) {
+    throw Error("'" + ctx.op().InputName("X") + "' holds a tensor array of " +
+                    std::to_string(x.GetMutableTensorArray()->size()) +
+                    " entries, which is not fetched whole: fetch an entry (array_read) or the entries joined "
+                    "(concat, stack)",
+                RILL_UNIMPLEMENTED);
+  }
+  const Tensor* value = x.GetTensor();
   if (value == nullptr || !value->initialized()) {
     throw Error("'" + ctx.op().InputName("X") + "' holds no tensor to fetch", RILL_FAILED_PRECONDITION);
   }

@@ -238,8 +238,17 @@ std::pair<int32_t, int32_t> KernelKey(const PreparedOp& op, const RillKernelCont
   const auto& args = op.info.inputs[static_cast<size_t>(op.dtype_input)];
   if (v == nullptr) v = ctx.Arg(&args, 0);
   const Tensor* t = v ? v->GetTensor() : nullptr;
-  // SelectedRows (a sparse gradient) choose by their values' dtype.
+  // SelectedRows (a sparse gradient) choose by their values' dtype; a tensor array by its
+  // first written entry's.
   if (t == nullptr && v != nullptr && v->is_selected_rows()) t = &v->GetMutableSelectedRows()->value;
+  if (t == nullptr && v != nullptr && v->is_tensor_array()) {
+    for (const Tensor& entry : *v->GetMutableTensorArray()) {
+      if (entry.initialized()) {
+        t = &entry;
+        break;
+      }
+    }
+  }
   if (t == nullptr || !t->initialized()) ThrowNoTensorYet(op, args);
   return {device, t->dtype()};
 }

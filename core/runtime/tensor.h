@@ -300,6 +300,10 @@ struct SelectedRows {
   Tensor value;
 };
 
+// Fluid's LoDTensorArray: a list of LoD tensors, each its own shape (a loop's per-step
+// values). An entry never written is an empty tensor (not initialized).
+using TensorArray = std::vector<Tensor>;
+
 }  // namespace rill::core
 
 #endif  // RILL_CORE_RUNTIME_TENSOR_H_

@@ -34,6 +34,14 @@ SelectedRows* Variable::GetMutableSelectedRows() {
   throw Error("variable holds " + KindName() + ", not selected rows");
 }
 
+TensorArray* Variable::GetMutableTensorArray() {
+  if (std::holds_alternative<std::monostate>(value_)) {
+    return value_.emplace<BoxedArray>(std::make_unique<TensorArray>()).get();
+  }
+  if (auto* a = std::get_if<BoxedArray>(&value_)) return a->get();
+  throw Error("variable holds " + KindName() + ", not a tensor array");
+}
+
 void Variable::SetCustom(const CustomType* type, void* value) {
   value_ = CustomValue(type, value);
 }
@@ -70,6 +78,11 @@ void Variable::CopyFrom(const Variable& src) {
   } else if (const auto* boxed = std::get_if<BoxedRows>(&src.value_)) {
     const SelectedRows& s = **boxed;
     value_ = std::make_unique<SelectedRows>(SelectedRows{s.rows, s.height, s.value.DeepCopy()});
+  } else if (const auto* array = std::get_if<BoxedArray>(&src.value_)) {
+    auto copy = std::make_unique<TensorArray>();
+    copy->reserve((*array)->size());
+    for (const Tensor& t : **array) copy->push_back(t.initialized() ? t.DeepCopy() : Tensor());
+    value_ = std::move(copy);
   } else if (std::holds_alternative<std::monostate>(src.value_)) {
     value_ = std::monostate{};
   } else if (const auto* c = std::get_if<CustomValue>(&src.value_); c->type()->copy != nullptr) {
@@ -98,6 +111,7 @@ std::string Variable::KindName() const {
   if (std::holds_alternative<std::monostate>(value_)) return "empty";
   if (std::holds_alternative<Tensor>(value_)) return "tensor";
   if (std::holds_alternative<BoxedRows>(value_)) return "selected_rows";
+  if (std::holds_alternative<BoxedArray>(value_)) return "tensor_array";
   return std::get<CustomValue>(value_).type()->name;
 }
 
@@ -107,6 +121,14 @@ std::string Variable::Describe(size_t max_values) const {
     const SelectedRows& s = **boxed;
     return "selected_rows height " + std::to_string(s.height) + ", " + std::to_string(s.rows.size()) +
            " rows, value " + s.value.Describe(max_values);
+  }
+  if (const auto* array = std::get_if<BoxedArray>(&value_)) {
+    std::string out = "tensor_array of " + std::to_string((*array)->size());
+    for (size_t i = 0; i < (*array)->size() && i < 4; ++i) {
+      const Tensor& t = (**array)[i];
+      out += (i == 0 ? ": " : "; ") + (t.initialized() ? t.Describe(max_values) : std::string("empty"));
+    }
+    return out + ((*array)->size() > 4 ? "; ..." : "");
   }
   if (const auto* c = std::get_if<CustomValue>(&value_)) {
     if (c->type()->describe == nullptr) return c->type()->name;

@@ -1,6 +1,6 @@
 // core/runtime/variable.h — a named slot in a scope holding one typed value.
 //
-// A Variable holds nothing, a LoD tensor, SelectedRows, or a value of a plugin-defined
+// A Variable holds nothing, a LoD tensor, SelectedRows, a tensor array, or a value of a plugin-defined
 // type (a channel, say) that the host holds as an opaque pointer and frees through the
 // plugin's destroy callback. Like Tensor, it is not internally synchronized.
 #ifndef RILL_CORE_RUNTIME_VARIABLE_H_
@@ -60,6 +60,7 @@ class Variable {
   bool is_tensor() const { return std::holds_alternative<Tensor>(value_); }
   bool is_selected_rows() const { return std::holds_alternative<BoxedRows>(value_); }
   bool is_custom() const { return std::holds_alternative<CustomValue>(value_); }
+  bool is_tensor_array() const { return std::holds_alternative<BoxedArray>(value_); }
 
   // The tensor held; an empty variable becomes an empty tensor. Throws Error if it holds
   // another kind of value.
@@ -68,14 +69,17 @@ class Variable {
   Tensor* GetTensor() { return std::get_if<Tensor>(&value_); }
   const Tensor* GetTensor() const { return std::get_if<Tensor>(&value_); }
   SelectedRows* GetMutableSelectedRows();
+  // The tensor array held; an empty variable becomes an empty array. Throws Error if it
+  // holds another kind of value.
+  TensorArray* GetMutableTensorArray();
   const CustomValue* GetCustom() const { return std::get_if<CustomValue>(&value_); }  // nullptr if not one
 
   void SetCustom(const CustomType* type, void* value);
   // Moves `src`'s value here, leaving `src` empty.
   void MoveFrom(Variable& src);
   void Swap(Variable& other);
-  // Deep-copies tensors (into this variable's tensor memory when it fits) and selected
-  // rows; custom values through their type's copy.
+  // Deep-copies tensors (into this variable's tensor memory when it fits), selected rows
+  // and tensor arrays; custom values through their type's copy.
   void CopyFrom(const Variable& src);
   void Clear() { value_ = std::monostate{}; }
 
@@ -116,9 +120,10 @@ class Variable {
     SetScalarAnew(dtype, bits);
   }
 
-  // "fp32[1] {3}", "selected_rows ...", "csp.channel (cap 0, open)", "empty".
+  // "fp32[1] {3}", "selected_rows ...", "tensor_array of 2 ...", "csp.channel (cap 0, open)", "empty".
   std::string Describe(size_t max_values = 16) const;
-  // Kind of value, for error messages: "empty", "tensor", "selected_rows", or the type name.
+  // Kind of value, for error messages: "empty", "tensor", "selected_rows", "tensor_array", or
+  // the type name.
   std::string KindName() const;
 
  private:
@@ -126,9 +131,10 @@ class Variable {
   // widen every variable, so a scope's entry (a name and a variable) stays within its
   // small-object class (Scope::VarList::Entry's static_assert).
   using BoxedRows = std::unique_ptr<SelectedRows>;
+  using BoxedArray = std::unique_ptr<TensorArray>;  // likewise
   // SetScalar's every case but the in-place one.
   void SetScalarAnew(int32_t dtype, uint64_t bits);
-  std::variant<std::monostate, Tensor, BoxedRows, CustomValue> value_;
+  std::variant<std::monostate, Tensor, BoxedRows, CustomValue, BoxedArray> value_;
 };
 static_assert(sizeof(Variable) <= kMaxSmallBytes);
 

@@ -42,6 +42,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterBoxCoder(r);
   rill::math::RegisterIouSimilarity(r);
   rill::math::RegisterRoiAlign(r);
+  rill::math::RegisterTensorArray(r);
 }
 }  // namespace
 

@@ -47,6 +47,7 @@ void RegisterPriorBox(Registrar& r);
 void RegisterBoxCoder(Registrar& r);
 void RegisterIouSimilarity(Registrar& r);
 void RegisterRoiAlign(Registrar& r);
+void RegisterTensorArray(Registrar& r);
 
 }  // namespace rill::math
 

@@ -244,3 +244,58 @@ def test_random_batch_size_like_takes_the_batch_from_its_input(exe):
     assert outs[1].shape == (2, 6)
     with pytest.raises(TypeError, match="dtype"):
         layers.uniform_random_batch_size_like(x, [-1, 7], dtype="int32")
+
+
+def test_tensor_arrays_fill_in_a_loop_and_join(exe):
+    x = fluid.data("x", [2, 3])
+    array = layers.create_array("float32")
+    i = layers.fill_constant([1], "int64", 0)
+    limit = layers.fill_constant([1], "int64", 3)
+    cond = layers.less_than(i, limit)
+    loop = layers.While(cond)
+    with loop.block():
+        step = layers.cast(i, "float32")
+        layers.array_write(layers.elementwise_mul(x, step, axis=0), i, array)
+        layers.increment(i, in_place=True)
+        layers.less_than(i, limit, cond=cond)
+    length = layers.array_length(array)
+    last = layers.array_read(array, layers.fill_constant([1], "int64", 2))
+    stacked = layers.stack(array, axis=1)
+    joined = layers.concat(array, axis=0)
+    copied = layers.array_read(layers.assign(array), layers.fill_constant([1], "int64", 1))
+    a = np.arange(6, dtype="float32").reshape(2, 3)
+    outs = exe.run(feed={"x": a}, fetch_list=[length, last, stacked, joined, copied])
+    assert outs[0].tolist() == [3]
+    np.testing.assert_array_equal(outs[1], 2 * a)
+    np.testing.assert_array_equal(outs[2], np.stack([0 * a, a, 2 * a], axis=1))
+    np.testing.assert_array_equal(outs[3], np.concatenate([0 * a, a, 2 * a], axis=0))
+    np.testing.assert_array_equal(outs[4], a)
+    assert stacked.shape == (2, -1, 3)
+
+
+def test_tensor_array_gradients_and_errors(exe):
+    x = fluid.data("x", [2, 3])
+    x.stop_gradient = False
+    zero = layers.fill_constant([1], "int64", 0)
+    one = layers.fill_constant([1], "int64", 1)
+    array = layers.array_write(layers.scale(x, 3.0), zero)
+    layers.array_write(layers.scale(x, 5.0), one, array)
+    loss = layers.mean(layers.concat(array, axis=1))  # [2, 6]: d/dx = (3 + 5) / 12
+    fluid.backward.append_backward(loss)
+    a = np.ones((2, 3), "float32")
+    grad, = exe.run(feed={"x": a}, fetch_list=[x.grad_name])
+    np.testing.assert_allclose(grad, np.full((2, 3), 8 / 12.0), rtol=1e-6)
+    main = fluid.Program()
+    with fluid.program_guard(main):
+        y = fluid.data("y", [2])
+        arr = layers.array_write(y, layers.fill_constant([1], "int64", 0))
+        past = layers.array_read(arr, layers.fill_constant([1], "int64", 4))
+    with pytest.raises(Exception, match="I is 4, but X .* holds 1 entries"):
+        exe.run(main, feed={"y": np.ones(2, "float32")}, fetch_list=[past])
+    with pytest.raises(TypeError, match="not a tensor array"):
+        layers.array_read(y, layers.fill_constant([1], "int64", 0))
+    whole = fluid.Program()
+    with fluid.program_guard(whole):
+        arr = layers.array_write(fluid.data("y", [2]), layers.fill_constant([1], "int64", 0))
+    with pytest.raises(Exception, match="holds a tensor array of 1 entries"):
+        exe.run(whole, feed={"y": np.ones(2, "float32")}, fetch_list=[arr])

@@ -19,16 +19,22 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None)
         names = [p.name if isinstance(p, Parameter) else p for p in parameter_list]
     else:
         names = [p.name for p in block.all_parameters() if p.trainable]
+    # Inputs a user asked gradients of (stop_gradient False on a variable no op writes, a
+    # data layer say) get them too, as in Fluid; the result lists the parameters only.
+    written = set(n for op in block.ops for n in op.output_arg_names)
+    leaves = [n for n, v in block.vars.items() if not v.stop_gradient and not isinstance(v, Parameter)
+              and not v.persistable and n not in written and n not in names]
     if no_grad_set:
         skip = set(v if isinstance(v, str) else v.name for v in no_grad_set)
         names = [n for n in names if n not in skip]
-    desc, pairs = _rill.append_backward(program.serialize_to_string(), loss.name, names)
+        leaves = [n for n in leaves if n not in skip]
+    desc, pairs = _rill.append_backward(program.serialize_to_string(), loss.name, names + leaves)
     from rill.proto import framework_pb2
     new_desc = framework_pb2.ProgramDesc()
     new_desc.ParseFromString(desc)
     program._load(new_desc)
     _declare_gradients(block)
-    return [(block.var(p), block.var(g)) for p, g in pairs]
+    return [(block.var(p), block.var(g)) for p, g in pairs if p not in leaves]
 
 
 def calc_gradient(targets, inputs, target_gradients=None, no_grad_set=None):

@@ -197,6 +197,8 @@ class Executor(object):
         feed = {} if feed is None else feed
         if not isinstance(feed, dict):
             raise TypeError("feed must be a dict of variable name to value, got %r" % type(feed).__name__)
+        if isinstance(fetch_list, (Variable, str)):
+            fetch_list = [fetch_list]
         fetch_names = _names(fetch_list or [], "fetch_list")
         scope = global_scope() if scope is None else scope
         feed_names = list(feed.keys())

@@ -119,6 +119,11 @@ class Variable(object):
         self.block._rename_var(self._name, new_name)
 
     @property
+    def grad_name(self):
+        """The name of this variable's gradient (Fluid 1.x's)."""
+        return self._name + GRAD_VAR_SUFFIX
+
+    @property
     def shape(self):
         return tuple(self._shape) if self._shape is not None else ()
 

@@ -54,6 +54,8 @@ extern "C" {
  *   2  Tracing: trace_active, trace_now_ns, trace_span (a plugin's own spans in the profile
  *      `rill run --profile` records: its RPCs, transfers, waits). Commands:
  *      register_command (a plugin's own subcommand of the `rill` tool, RillCommandDef).
+ *      Tensor arrays: var_is_tensor_array, var_tensor_array, var_tensor_array_resize,
+ *      var_tensor_array_at (Fluid's LoDTensorArray, a variable holding a list of tensors).
  */
 #define RILL_ABI_VERSION 2u
 
@@ -574,6 +576,20 @@ typedef struct RillHostApi {
    * RILL_ALREADY_EXISTS when this plugin registered that name already (another plugin's
    * duplicate fails that plugin's load, as a duplicate op does). */
   RillStatus* (*register_command)(RillRegistrar* reg, const RillCommandDef* command);
+  /* ---- Tensor arrays (Fluid's LoDTensorArray, a variable of type LOD_TENSOR_ARRAY): a list
+   * of tensors, each with its own dtype, shape and LoD; an entry never written is an empty
+   * tensor, which tensor_allocate gives a value.
+   * var_is_tensor_array: nonzero if the variable holds one.
+   * var_tensor_array: writes the number of entries; an empty variable becomes an empty
+   * array. RILL_INVALID_ARGUMENT when it holds another kind of value.
+   * var_tensor_array_resize: makes it hold `count` entries, new ones empty, those past
+   * `count` freed; an empty variable becomes an array first. RILL_INVALID_ARGUMENT as above.
+   * var_tensor_array_at: entry `i`, valid until the array is resized or the variable
+   * changes; RILL_OUT_OF_RANGE past the end, RILL_INVALID_ARGUMENT as above. */
+  int32_t (*var_is_tensor_array)(const RillVariable* var);
+  RillStatus* (*var_tensor_array)(RillVariable* var, size_t* count);
+  RillStatus* (*var_tensor_array_resize)(RillVariable* var, size_t count);
+  RillStatus* (*var_tensor_array_at)(RillVariable* var, size_t i, RillTensor** out);
   /* ===== End of version 2 ===== */
 } RillHostApi;
 

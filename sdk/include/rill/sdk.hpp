@@ -401,6 +401,23 @@ class Variable {
     return Tensor(value);
   }
 
+  // Tensor arrays (Fluid's LoDTensorArray; ABI version 2): a list of tensors, each its own
+  // shape. TensorArraySize makes an empty variable an empty array; TensorArrayAt(i) is
+  // entry i (an entry never written is an empty tensor, to Allocate), valid until the
+  // array is resized.
+  bool IsTensorArray() const { return RILL_HOST_ENTRY(var_is_tensor_array)(v_) != 0; }
+  size_t TensorArraySize() const {
+    size_t count = 0;
+    Check(RILL_HOST_ENTRY(var_tensor_array)(v_, &count));
+    return count;
+  }
+  void ResizeTensorArray(size_t count) { Check(RILL_HOST_ENTRY(var_tensor_array_resize)(v_, count)); }
+  Tensor TensorArrayAt(size_t i) const {
+    RillTensor* t = nullptr;
+    Check(RILL_HOST_ENTRY(var_tensor_array_at)(v_, i, &t));
+    return Tensor(t);
+  }
+
   std::string Describe() const {
     char buf[512];
     RILL_HOST_ENTRY(var_describe)(v_, buf, sizeof(buf));

@@ -1,4 +1,6 @@
-"""fluid.layers.control_flow: While, ConditionalBlock, comparisons, increment, Print.
+"""fluid.layers.control_flow: While, ConditionalBlock, comparisons, increment, Print, and
+tensor arrays (create_array, array_write, array_read, array_length: Fluid's LoDTensorArray,
+a variable holding a list of tensors, which a loop fills step by step).
 
 A block guard (``with while_op.block():``) opens a sub-block of the current block; on
 leaving it, the op that runs the sub-block is appended to the parent block, with the
@@ -11,7 +13,7 @@ from rill.fluid.layer_helper import LayerHelper
 
 __all__ = ["While", "ConditionalBlock", "BlockGuard", "increment", "less_than", "less_equal", "greater_than",
            "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
-           "Print"]
+           "Print", "create_array", "array_write", "array_read", "array_length", "is_array"]
 
 
 class BlockGuard(object):
@@ -137,6 +139,72 @@ class ConditionalBlock(object):
                                inputs={"X": self.inputs, "Params": [p for p in params if p is not None]},
                                outputs={"Out": out_list, "Scope": [step_scope]},
                                attrs={"sub_block": inside_block, "is_scalar_condition": self.is_scalar_condition})
+
+
+def is_array(var):
+    """Whether `var` is a Variable declared as a tensor array."""
+    return isinstance(var, Variable) and var.type == VarType.LOD_TENSOR_ARRAY
+
+
+def create_array(dtype):
+    """An empty tensor array of `dtype` entries."""
+    helper = LayerHelper("array")
+    return helper.create_variable(name="%s.out" % helper.name, type=VarType.LOD_TENSOR_ARRAY, dtype=dtype)
+
+
+def array_write(x, i, array=None):
+    """array[i] = x (a [1] int64 i); the array grows to hold entry i. A new array when none
+    is given. Returns the array."""
+    if not isinstance(x, Variable) or not isinstance(i, Variable):
+        raise TypeError("array_write: x and i must be Variables")
+    if array is None:
+        array = create_array(x.dtype)
+    elif not is_array(array):
+        raise TypeError("array_write: array %s is not a tensor array" % array.name)
+    if array._shape is None and x._shape is not None:
+        array._shape = list(x.shape)  # an entry's shape, for the layers reading the array
+    helper = LayerHelper("array_write")
+    helper.append_op(type="write_to_array", inputs={"X": [x], "I": [i]}, outputs={"Out": [array]})
+    return array
+
+
+def array_read(array, i):
+    """A copy of array[i] (a [1] int64 i)."""
+    if not is_array(array):
+        raise TypeError("array_read: %r is not a tensor array" % (array,))
+    helper = LayerHelper("array_read")
+    out = helper.create_tmp_variable(dtype=array.dtype)
+    helper.append_op(type="read_from_array", inputs={"X": [array], "I": [i]}, outputs={"Out": [out]})
+    return out
+
+
+def array_length(array):
+    """The number of entries of the array: an int64 [1]."""
+    if not is_array(array):
+        raise TypeError("array_length: %r is not a tensor array" % (array,))
+    helper = LayerHelper("array_length")
+    out = helper.create_tmp_variable(dtype="int64", stop_gradient=True)
+    out._shape = [1]
+    helper.append_op(type="lod_array_length", inputs={"X": [array]}, outputs={"Out": [out]})
+    return out
+
+
+def array_to_tensor(array, axis, use_stack):
+    """The entries of `array` joined along axis (or stacked there): concat's and stack's
+    form for an array."""
+    helper = LayerHelper("tensor_array_to_tensor")
+    out = helper.create_tmp_variable(dtype=array.dtype)
+    index = helper.create_tmp_variable(dtype="int32", stop_gradient=True)
+    if array._shape:  # an entry's shape, as array_write records it; the joined dim is unknown
+        shape = list(array.shape)
+        if use_stack:
+            shape.insert(axis if axis >= 0 else axis + len(shape) + 1, -1)
+        else:
+            shape[axis] = -1
+        out._shape = shape
+    helper.append_op(type="tensor_array_to_tensor", inputs={"X": [array]}, outputs={"Out": [out], "OutIndex": [index]},
+                     attrs={"axis": axis, "use_stack": use_stack})
+    return out
 
 
 def increment(x, value=1.0, in_place=True):

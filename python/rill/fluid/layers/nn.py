@@ -708,6 +708,11 @@ def unsqueeze(input, axes, name=None):
 
 
 def stack(x, axis=0):
+    from rill.fluid.layers.control_flow import array_to_tensor, is_array
+    if is_array(x):
+        return array_to_tensor(x, axis, use_stack=True)
+    if isinstance(x, Variable):
+        x = [x]
     helper = LayerHelper("stack", x=x)
     s = list(x[0].shape)
     s.insert(axis if axis >= 0 else axis + len(s) + 1, len(x))

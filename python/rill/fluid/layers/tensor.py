@@ -48,6 +48,9 @@ def cast(x, dtype):
 
 
 def concat(input, axis=0, name=None):
+    from rill.fluid.layers.control_flow import array_to_tensor, is_array
+    if is_array(input):
+        return array_to_tensor(input, axis, use_stack=False)
     if isinstance(input, Variable):
         input = [input]
     if not isinstance(axis, (int, Variable)) or isinstance(axis, bool):
@@ -93,6 +96,9 @@ def assign(input, output=None):
         raise TypeError("The type of 'input' in assign must be Variable or numpy.ndarray, but received LoDTensor")
     if isinstance(input, Variable):
         check_dtype(input.dtype, "input", ["float16", "float32", "float64", "int32", "int64", "bool"], "assign")
+        if input.type == core.VarDesc.VarType.LOD_TENSOR_ARRAY and output is None:
+            output = helper.create_variable(name=helper.name + ".out", type=input.type, dtype=input.dtype)
+            output._shape = input._shape
         if output is None:
             output = helper.create_tmp_variable(dtype=input.dtype)
             output._shape = list(input.shape)

@@ -64,7 +64,7 @@ def skip_check_grad_ci(reason=None):
 
 def check_out_dtype(api_fn, in_specs, expect_dtypes, target_index=0, **configs):
     """Paddle's check of a Paddle 2.x API's output dtypes (paddle.static.data and the API)."""
-    raise unittest.SkipTest("API: check_out_dtype drives Paddle 2.x's paddle.static API")
+    raise unittest.SkipTest("API 2.x: check_out_dtype checks a Paddle 2.x API function")
 
 
 def randomize_probability(batch_size, class_num, dtype='float32'):

@@ -1,11 +1,13 @@
 """A stand-in `paddle` package for running Paddle's own tests on Rill (run_op_tests.py).
 
 It is not Paddle: `paddle.fluid` is rill.fluid (Fluid's static-graph API on Rill's
-runtime) with the few `core` queries Paddle's tests ask (no CUDA here, no XPU, ...), and
-op_test.py beside this package is our OpTest. Every other name a test may reach (Paddle
-2.x's eager API, paddle.nn, paddle.static's newer helpers, ...) resolves to a placeholder:
-importing it works, and using it skips that test with unittest.SkipTest naming the API,
-so the runner can report what was not run and why instead of failing the whole file.
+runtime) with the few `core` queries Paddle's tests ask (no CUDA here, no XPU, ...),
+`paddle.static` is the part of it Paddle 2.x renamed (Program, program_guard, data,
+Executor, ...), and op_test.py beside this package is our OpTest. Every other name a test
+may reach resolves to a placeholder: importing it works, and using it skips that test with
+unittest.SkipTest naming the API and its group (skip_reason: dygraph, Fluid API rill.fluid
+lacks, Paddle's internals, Paddle 2.x's own API), so the runner can report what was not
+run and why instead of failing the whole file.
 """
 import importlib
 import importlib.abc
@@ -13,6 +15,20 @@ import importlib.machinery
 import sys
 import types
 import unittest
+
+
+def skip_reason(name):
+    """Why a test using Paddle name `name` skips, by what the name is: Paddle's eager mode
+    (dygraph), which Rill does not have; Fluid API that rill.fluid lacks (a gap to close);
+    Paddle's C++ internals; or Paddle 2.x's own API (paddle.*, not Fluid's)."""
+    if name.startswith(("paddle.fluid.dygraph", "paddle.to_tensor", "paddle.disable_static")) or \
+            name in ("paddle.fluid.core.VarBase",):
+        return "API dygraph: %s is Paddle's eager mode, which Rill does not have" % name
+    if name.startswith(("paddle.fluid.core.", "Operator.desc")):
+        return "API internals: %s is Paddle's C++ framework, not its API" % name
+    if name.startswith("paddle.fluid."):
+        return "API fluid: %s is Fluid API rill.fluid does not have yet" % name
+    return "API 2.x: %s is Paddle 2.x API (rill.fluid is Fluid's)" % name
 
 
 class Unsupported(object):
@@ -23,7 +39,7 @@ class Unsupported(object):
         self._name = name
 
     def _skip(self, *args, **kwargs):
-        raise unittest.SkipTest("API: %s is Paddle API the stand-in does not provide" % self._name)
+        raise unittest.SkipTest(skip_reason(self._name))
 
     __call__ = _skip
     __iter__ = _skip
@@ -42,7 +58,7 @@ class Unsupported(object):
 
 class _UnsupportedBase(object):
     def __init__(self, *args, **kwargs):
-        raise unittest.SkipTest("API: a subclass of Paddle API the stand-in does not provide")
+        raise unittest.SkipTest("API 2.x: a subclass of Paddle API the stand-in does not provide")
 
 
 def _forwarding_module(name, target):
@@ -129,7 +145,7 @@ def _mark_framework_internals():
 
 _mark_framework_internals()
 
-from paddle import fluid  # noqa: E402
+from paddle import fluid, static  # noqa: E402,F401
 from paddle.fluid import CPUPlace, CUDAPlace, CUDAPinnedPlace  # noqa: E402,F401
 # The build queries, as the stand-in's core answers them (is_compiled_with_cuda: a GPU is here).
 from paddle.fluid.core import (is_compiled_with_cuda, is_compiled_with_npu, is_compiled_with_rocm,  # noqa: E402,F401

@@ -5,22 +5,22 @@ usage: PADDLE_SRC=/path/to/Paddle /usr/bin/python3 tests/paddle/run_op_tests.py 
 
 PADDLE_SRC is a Paddle checkout (release/2.1; only python/paddle/fluid/tests/unittests is
 read, from where it is: nothing of Paddle's is copied). Each test file runs in a process of
-its own with the stand-in `paddle` package and OpTest of tests/paddle/standin first on the
-path (Rill's rill.fluid underneath), then Paddle's test directory for its helpers and white
-lists. Without file names it runs the files of the ops Rill ships (FILES below).
+its own (harness.py) with the stand-in `paddle` package and OpTest of tests/paddle/standin
+first on the path (Rill's rill.fluid underneath), then Paddle's test directory for its
+helpers and white lists. Without file names it runs the files of the ops Rill ships (FILES
+below).
 
 It prints each file's passed, failed and skipped test methods, each failure's first line
 (--verbose: the whole message), the skips grouped by reason, and the totals. A file that
 cannot be imported counts as one failure. Exit status 0 when no method failed.
 """
 import argparse
-import collections
-import json
 import os
-import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+import harness
+
+HERE = harness.HERE
 
 # The op test files of the ops Rill ships (issue 61's list, and the detection ops).
 FILES = """accuracy_op activation_op adadelta_op adagrad_op adam_op adamax_op arg_min_max_op assign_op assign_value_op
@@ -38,76 +38,6 @@ unsqueeze2_op where_op
 box_coder_op density_prior_box_op iou_similarity_op matrix_nms_op multiclass_nms_op prior_box_op roi_align_op
 yolo_box_op""".split()
 
-# Runs one test file's methods, one result line per method, as JSON, on stdout's last line.
-HARNESS = r"""
-import json, sys, traceback, unittest
-sys.path[:] = [p for p in sys.path if p not in ("", ".")]  # the stand-in's op_test, not the one in cwd
-name = sys.argv[1]
-results = []
-
-class Result(unittest.TestResult):
-    def addSuccess(self, test):
-        results.append((test.id(), "pass", ""))
-    def addFailure(self, test, err):
-        results.append((test.id(), "fail", self._exc_info_to_string(err, test)))
-    def addError(self, test, err):
-        if isinstance(test, unittest.suite._ErrorHolder):
-            results.append((test.description, "fail", self._exc_info_to_string(err, test)))
-        else:
-            results.append((test.id(), "fail", self._exc_info_to_string(err, test)))
-    def addSkip(self, test, reason):
-        results.append((test.id(), "skip", reason))
-    def addExpectedFailure(self, test, err):
-        results.append((test.id(), "pass", ""))
-    def addUnexpectedSuccess(self, test):
-        results.append((test.id(), "fail", "unexpected success"))
-
-try:
-    module = __import__(name)
-    suite = unittest.defaultTestLoader.loadTestsFromModule(module)
-    suite.run(Result())
-except Exception:
-    results.append((name, "fail", "cannot import: " + traceback.format_exc()))
-print("\n" + json.dumps(results))
-"""
-
-
-def skip_kind(reason):
-    """The reason group of a skip: GPU, fp16, bf16, complex, LoD, an API group (the stand-in's
-    own: "API dygraph", "API 2.x", "API fluid", "API internals"), or the test's own reason."""
-    r = reason.lower()
-    if r.startswith("api"):
-        return reason.split(":")[0]
-    for kind in ("fp16", "bf16", "complex", "lod"):
-        if r.startswith(kind + ":"):
-            return {"lod": "LoD"}.get(kind, kind)
-    if any(w in r for w in ("cuda", "gpu", "cudnn", "xpu", "npu", "rocm")):
-        return "GPU"
-    if "float16" in r or "fp16" in r:
-        return "fp16"
-    if "bfloat16" in r or "bf16" in r or "mkldnn" in r:
-        return "bf16"
-    return "other: " + reason.strip().splitlines()[0][:100]
-
-
-def run_file(path, build, timeout):
-    directory = os.path.dirname(path)
-    env = dict(os.environ)
-    env.pop("RILL_PLUGIN_PATH", None)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(HERE, "standin"), os.path.join(build, "python"), directory])
-    module = os.path.basename(path)[:-3]
-    try:
-        r = subprocess.run([sys.executable, "-c", HARNESS, module], cwd=directory, env=env, capture_output=True,
-                           text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return [(module, "fail", "timed out after %d s" % timeout)]
-    lines = r.stdout.strip().splitlines()
-    try:
-        return [tuple(x) for x in json.loads(lines[-1])]
-    except (IndexError, ValueError):
-        return [(module, "fail", "the test process exited %d: %s" % (r.returncode, r.stderr.strip()[-2000:]))]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="*", help="test_NAME.py files (default: the ops Rill ships)")
@@ -123,38 +53,9 @@ def main():
     if not os.path.isdir(tests):
         sys.exit("run_op_tests: %s has no python/paddle/fluid/tests/unittests" % src)
     names = args.files or ["test_%s.py" % f for f in FILES]
-    totals = collections.Counter()
-    skips = collections.Counter()
-    every = {}
-    for name in names:
-        path = os.path.join(tests, os.path.basename(name))
-        if not os.path.exists(path):
-            print("%-45s missing from %s" % (name, tests))
-            totals["fail"] += 1
-            continue
-        results = run_file(path, os.path.abspath(args.build), args.timeout)
-        every[name] = results
-        counts = collections.Counter(outcome for _, outcome, _ in results)
-        totals.update(counts)
-        print("%-45s %3d passed %3d failed %3d skipped" % (name, counts["pass"], counts["fail"], counts["skip"]))
-        for test, outcome, message in results:
-            if outcome == "fail":
-                text = message.strip()
-                if not args.verbose:
-                    text = [l for l in text.splitlines() if l.strip()][-1][:300] if text else ""
-                print("    FAIL %s: %s" % (test, text))
-            elif outcome == "skip":
-                skips[skip_kind(message)] += 1
-    run = totals["pass"] + totals["fail"]
-    print("\nskipped, by reason:")
-    for kind, n in skips.most_common():
-        print("  %5d  %s" % (n, kind))
-    print("\ntotal: %d passed, %d failed (%.1f%% of %d run), %d skipped, %d files" %
-          (totals["pass"], totals["fail"], 100.0 * totals["pass"] / max(1, run), run, totals["skip"], len(names)))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(every, f, indent=1)
-    sys.exit(1 if totals["fail"] else 0)
+    paths = {name: os.path.join(tests, os.path.basename(name)) for name in names}
+    failed = harness.run_and_report(paths, os.path.abspath(args.build), args.timeout, args.verbose, args.json)
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":

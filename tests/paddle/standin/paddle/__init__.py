@@ -26,7 +26,7 @@ def skip_reason(name):
         return "API dygraph: %s is Paddle's eager mode, which Rill does not have" % name
     if name.startswith(("paddle.fluid.core.", "Operator.desc")):
         return "API internals: %s is Paddle's C++ framework, not its API" % name
-    if name.startswith("paddle.fluid."):
+    if name.startswith(("paddle.fluid.", "paddle.dataset", "paddle.reader", "paddle.batch")):
         return "API fluid: %s is Fluid API rill.fluid does not have yet" % name
     return "API 2.x: %s is Paddle 2.x API (rill.fluid is Fluid's)" % name
 

@@ -1,0 +1,158 @@
+"""Running Paddle's own Python test files on Rill, one process per file, and reporting them:
+what run_op_tests.py (Paddle 2.1's op tests) and run_fluid014_tests.py (Fluid 0.14's tests)
+share.
+
+Each file runs in a process of its own with the stand-in `paddle` package and OpTest of
+standin/ first on the path (Rill's rill.fluid underneath), then the file's own directory
+for its helpers. A Python 2 file (Fluid 0.14's) is converted to Python 3 with lib2to3 as it
+is imported, and so is each module it imports from its directory; nothing is written beside
+Paddle's files. The process prints one result per test method as JSON on its last line.
+"""
+import collections
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Runs one test file's methods (argv: module name, "py2" or "py3"), one result line per
+# method, as JSON, on stdout's last line.
+_PROCESS = r"""
+import importlib.abc, importlib.util, json, os, sys, traceback, unittest, warnings
+sys.path[:] = [p for p in sys.path if p not in ("", ".")]  # the stand-in's op_test, not the one in cwd
+name, dialect = sys.argv[1], sys.argv[2]
+here = os.getcwd()
+results = []
+
+if dialect == "py2":
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", category=PendingDeprecationWarning)
+    from lib2to3 import refactor
+    # fix_import would make `import op_test` relative; these modules are imported top-level.
+    fixers = [f for f in refactor.get_fixers_from_package("lib2to3.fixes") if not f.endswith(".fix_import")]
+    tool = refactor.RefactoringTool(fixers)
+
+    class Py2Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        # Modules of the test's own directory, converted to Python 3 as they are imported.
+        def find_spec(self, fullname, path, target=None):
+            if "." in fullname:
+                return None
+            source = os.path.join(here, fullname + ".py")
+            if not os.path.exists(source):
+                return None
+            return importlib.util.spec_from_loader(fullname, self, origin=source)
+
+        def create_module(self, spec):
+            return None
+
+        def exec_module(self, module):
+            with open(module.__spec__.origin) as f:
+                text = f.read()
+            code = str(tool.refactor_string(text + ("" if text.endswith("\n") else "\n"), module.__name__))
+            module.__file__ = module.__spec__.origin
+            exec(compile(code, module.__spec__.origin, "exec"), module.__dict__)
+
+    sys.meta_path.insert(0, Py2Finder())
+
+
+class Result(unittest.TestResult):
+    def addSuccess(self, test):
+        results.append((test.id(), "pass", ""))
+    def addFailure(self, test, err):
+        results.append((test.id(), "fail", self._exc_info_to_string(err, test)))
+    def addError(self, test, err):
+        if isinstance(test, unittest.suite._ErrorHolder):
+            results.append((test.description, "fail", self._exc_info_to_string(err, test)))
+        else:
+            results.append((test.id(), "fail", self._exc_info_to_string(err, test)))
+    def addSkip(self, test, reason):
+        results.append((test.id(), "skip", reason))
+    def addExpectedFailure(self, test, err):
+        results.append((test.id(), "pass", ""))
+    def addUnexpectedSuccess(self, test):
+        results.append((test.id(), "fail", "unexpected success"))
+
+try:
+    module = __import__(name)
+    suite = unittest.defaultTestLoader.loadTestsFromModule(module)
+    suite.run(Result())
+except Exception:
+    results.append((name, "fail", "cannot import: " + traceback.format_exc()))
+print("\n" + json.dumps(results))
+"""
+
+
+def skip_kind(reason):
+    """The reason group of a skip: GPU, fp16, bf16, complex, LoD, an API group (the stand-in's
+    own: "API dygraph", "API 2.x", "API fluid", "API internals"), or the test's own reason."""
+    r = reason.lower()
+    if r.startswith("api"):
+        return reason.split(":")[0]
+    for kind in ("fp16", "bf16", "complex", "lod"):
+        if r.startswith(kind + ":"):
+            return {"lod": "LoD"}.get(kind, kind)
+    if any(w in r for w in ("cuda", "gpu", "cudnn", "xpu", "npu", "rocm")):
+        return "GPU"
+    if "float16" in r or "fp16" in r:
+        return "fp16"
+    if "bfloat16" in r or "bf16" in r or "mkldnn" in r:
+        return "bf16"
+    return "other: " + reason.strip().splitlines()[0][:100]
+
+
+def run_file(path, build, timeout, dialect="py3"):
+    """[(test id, "pass" | "fail" | "skip", message)] of the test file at `path`."""
+    directory = os.path.dirname(path)
+    env = dict(os.environ)
+    env.pop("RILL_PLUGIN_PATH", None)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(HERE, "standin"), os.path.join(build, "python"), directory])
+    module = os.path.basename(path)[:-3]
+    try:
+        r = subprocess.run([sys.executable, "-c", _PROCESS, module, dialect], cwd=directory, env=env,
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return [(module, "fail", "timed out after %d s" % timeout)]
+    lines = r.stdout.strip().splitlines()
+    try:
+        return [tuple(x) for x in json.loads(lines[-1])]
+    except (IndexError, ValueError):
+        return [(module, "fail", "the test process exited %d: %s" % (r.returncode, r.stderr.strip()[-2000:]))]
+
+
+def run_and_report(paths, build, timeout, verbose, json_path, dialect="py3"):
+    """Runs each test file of `paths` ({shown name: path}), printing each file's passed,
+    failed and skipped methods, each failure's first line (verbose: all of it), the skips
+    by reason, and the totals; writes every result to `json_path` if given. Returns the
+    number of failed methods (a missing or unimportable file counts as one)."""
+    totals = collections.Counter()
+    skips = collections.Counter()
+    every = {}
+    for name, path in paths.items():
+        if not os.path.exists(path):
+            print("%-45s missing: %s" % (name, path))
+            totals["fail"] += 1
+            continue
+        results = run_file(path, build, timeout, dialect)
+        every[name] = results
+        counts = collections.Counter(outcome for _, outcome, _ in results)
+        totals.update(counts)
+        print("%-45s %3d passed %3d failed %3d skipped" % (name, counts["pass"], counts["fail"], counts["skip"]))
+        for test, outcome, message in results:
+            if outcome == "fail":
+                text = message.strip()
+                if not verbose:
+                    text = [l for l in text.splitlines() if l.strip()][-1][:300] if text else ""
+                print("    FAIL %s: %s" % (test, text))
+            elif outcome == "skip":
+                skips[skip_kind(message)] += 1
+    run = totals["pass"] + totals["fail"]
+    print("\nskipped, by reason:")
+    for kind, n in skips.most_common():
+        print("  %5d  %s" % (n, kind))
+    print("\ntotal: %d passed, %d failed (%.1f%% of %d run), %d skipped, %d files" %
+          (totals["pass"], totals["fail"], 100.0 * totals["pass"] / max(1, run), run, totals["skip"], len(paths)))
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(every, f, indent=1)
+    return totals["fail"]

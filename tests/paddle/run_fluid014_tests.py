@@ -1,0 +1,62 @@
+"""Runs Fluid 0.14's own Python tests on rill.fluid and says which pass.
+
+usage: PADDLE_SRC=/path/to/Paddle-0.14 /usr/bin/python3 tests/paddle/run_fluid014_tests.py [--build BUILD]
+           [--json FILE] [--verbose] [test_NAME.py ...]
+
+PADDLE_SRC is a Paddle checkout at the v0.14.0 tag (only python/paddle/fluid/tests is read,
+from where it is: nothing of Paddle's is copied; `git archive v0.14.0 python/paddle/fluid/tests`
+of a Paddle clone is enough). Those tests are Python 2: each file, and each module it
+imports from its own directory, is converted to Python 3 as it is imported (harness.py).
+They run with the stand-in `paddle` package (standin/), whose paddle.fluid is rill.fluid.
+Without file names it runs the files issue 62 names (FILES below). It prints each file's
+passed, failed and skipped methods, the skips by reason, and the totals; exit status 0
+when no method failed.
+"""
+import argparse
+import os
+import sys
+
+import harness
+
+# Fluid 0.14's tests of rill.fluid's API: unittests/ and, for four, tests/ itself.
+FILES = """test_array_read_write_op test_calc_gradient test_conditional_block test_const_value test_debugger
+test_default_scope_funcs test_dist_transpiler test_executor_and_mul test_feed_fetch_method test_fetch_var
+test_fill_constant_op test_framework_debug_str test_get_places_op test_inference_model_io test_initializer
+test_layers test_learning_rate_scheduler test_math_op_patch test_memory_optimization_transpiler
+test_network_with_dtype test_operator_desc test_optimizer test_parameter test_print_op test_profiler test_program
+test_protobuf_descs test_registry test_regularizer test_scope test_slice_var test_switch test_tensor
+test_unique_name test_variable test_while_op""".split()
+TOP_LEVEL_FILES = "test_data_feeder test_error_clip test_gradient_clip test_python_operator_overriding".split()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="*", help="test_NAME.py files (default: issue 62's forty)")
+    parser.add_argument("--build", default=os.path.join(harness.HERE, "..", "..", "build"),
+                        help="Rill's build directory")
+    parser.add_argument("--json", help="also write every method's result to FILE")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds a file may run")
+    parser.add_argument("--verbose", action="store_true", help="print failures in full")
+    args = parser.parse_args()
+    src = os.environ.get("PADDLE_SRC")
+    if not src:
+        sys.exit("run_fluid014_tests: set PADDLE_SRC to a Paddle checkout at v0.14.0")
+    tests = os.path.join(src, "python", "paddle", "fluid", "tests")
+    if not os.path.isdir(os.path.join(tests, "unittests")):
+        sys.exit("run_fluid014_tests: %s has no python/paddle/fluid/tests/unittests" % src)
+
+    def path_of(name):
+        name = os.path.basename(name)
+        top = os.path.join(tests, name)
+        return top if name[:-3] in TOP_LEVEL_FILES or not os.path.exists(os.path.join(tests, "unittests", name)) \
+            else os.path.join(tests, "unittests", name)
+
+    names = args.files or ["%s.py" % f for f in FILES + TOP_LEVEL_FILES]
+    paths = {name: path_of(name) for name in names}
+    failed = harness.run_and_report(paths, os.path.abspath(args.build), args.timeout, args.verbose, args.json,
+                                    dialect="py2")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

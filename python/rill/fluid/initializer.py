@@ -58,10 +58,11 @@ class UniformInitializer(Initializer):
         self._diag = (int(diag_num), int(diag_step), float(diag_val))
 
     def __call__(self, var, block):
-        return block.prepend_op(type="uniform_random", outputs={"Out": var}, attrs={
-            "shape": list(var.shape), "dtype": int(var.dtype), "min": float(self._low), "max": float(self._high),
-            "seed": self._seed(self._seed_value, block), "diag_num": self._diag[0], "diag_step": self._diag[1],
-            "diag_val": self._diag[2]})
+        attrs = {"shape": list(var.shape), "dtype": int(var.dtype), "min": float(self._low),
+                 "max": float(self._high), "seed": self._seed(self._seed_value, block)}
+        if self._diag[0] > 0:  # written only when used: a program without one stays Fluid 0.14's
+            attrs.update(diag_num=self._diag[0], diag_step=self._diag[1], diag_val=self._diag[2])
+        return block.prepend_op(type="uniform_random", outputs={"Out": var}, attrs=attrs)
 
 
 class NormalInitializer(Initializer):

@@ -37,13 +37,15 @@ class Optimizer(object):
     def global_learning_rate(self, program=None):
         return self._learning_rate_map.get(default_main_program() if program is None else program)
 
-    def _create_global_learning_rate(self):
+    def _create_global_learning_rate(self, dtype):
+        """The learning rate variable, of the loss's dtype (an fp64 network's updates take an
+        fp64 rate)."""
         if isinstance(self.global_learning_rate(), Variable):
             return
         from rill.fluid.layers import create_global_var
         self._learning_rate_map[default_main_program()] = create_global_var(
             name=unique_name.generate("learning_rate"), shape=[1], value=float(self._learning_rate),
-            dtype="float32", persistable=True)
+            dtype=dtype, persistable=True)
 
     def _create_param_lr(self, param_and_grad):
         param_lr = param_and_grad[0].optimize_attr["learning_rate"]
@@ -81,7 +83,7 @@ class Optimizer(object):
         start = len(global_block.ops)
         self.helper = LayerHelper(self.__class__.__name__)
         self._create_accumulators(loss.block, [p[0] for p in parameters_and_grads])
-        self._create_global_learning_rate()
+        self._create_global_learning_rate(loss.dtype if loss.dtype is not None else "float32")
         for param_and_grad in parameters_and_grads:
             if param_and_grad[1] is not None and param_and_grad[0].trainable:
                 self._append_optimize_op(loss.block, param_and_grad)
@@ -89,11 +91,16 @@ class Optimizer(object):
         return global_block.ops[start:]
 
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
-        params_grads = append_backward(loss, parameter_list, no_grad_set)
-        params_grads = sorted(params_grads, key=lambda x: x[0].name)
-        params_grads = append_gradient_clip_ops(params_grads)
-        params_grads = append_regularization_ops(params_grads, self.regularization)
-        optimize_ops = self.create_optimization_pass(params_grads, loss, startup_program)
+        """Appends the backward pass and the updates to loss's program (and the learning
+        rate's and accumulators' initializers to `startup_program`, the default one when
+        None); returns (every op the updates appended, [(param, grad)])."""
+        from rill.fluid.framework import default_startup_program, program_guard
+        with program_guard(loss.block.program, startup_program or default_startup_program()):
+            params_grads = append_backward(loss, parameter_list, no_grad_set)
+            params_grads = sorted(params_grads, key=lambda x: x[0].name)
+            params_grads = append_gradient_clip_ops(params_grads)
+            params_grads = append_regularization_ops(params_grads, self.regularization)
+            optimize_ops = self.create_optimization_pass(params_grads, loss, startup_program)
         return optimize_ops, params_grads
 
 

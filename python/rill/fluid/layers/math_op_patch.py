@@ -17,6 +17,8 @@ def _scale(var, scale, bias):
 def _binary(op_type, reverse=False, scalar=None):
     """The method for ``op_type``; ``scalar(var, value)`` handles a Python number, if given."""
     def method(self, other):
+        if op_type in ("equal", "not_equal") and not isinstance(other, (Variable, int, float)):
+            return NotImplemented  # None, a name, ...: Python's own comparison (identity)
         if isinstance(other, (int, float)) and not isinstance(other, bool) and scalar is not None:
             return scalar(self, other)
         if not isinstance(other, Variable):
@@ -50,10 +52,15 @@ def monkey_patch_variable():
         "__le__": _binary("less_equal"),
         "__gt__": _binary("greater_than"),
         "__ge__": _binary("greater_equal"),
+        # As Fluid patches them: `a == b` is an equal op, not a comparison of Variables
+        # (compare `a is b`, or names). Hashing stays by identity.
+        "__eq__": _binary("equal"),
+        "__ne__": _binary("not_equal"),
     }
     from rill.fluid.layers.indexing import getitem, not_iterable
     ops["__getitem__"] = getitem
     ops["__iter__"] = not_iterable
     for name, method in ops.items():
         setattr(Variable, name, method)
+    Variable.__hash__ = object.__hash__
     Variable.__div__ = Variable.__truediv__

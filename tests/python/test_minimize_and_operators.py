@@ -1,0 +1,56 @@
+"""Optimizer.minimize on a program that is not the default one, an fp64 network's training,
+and Fluid's operators on Variables (==, !=, a number on either side), as Fluid 0.14's own
+tests use them."""
+import numpy as np
+
+import rill.fluid as fluid
+from rill.fluid import layers
+
+
+def test_minimize_builds_into_the_losss_program_and_the_given_startup(exe):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = layers.data("x", [3])
+        y = layers.fc(x, size=1, param_attr=fluid.ParamAttr(learning_rate=0.5))
+        loss = layers.mean(y)
+    before = (len(fluid.default_main_program().global_block().ops),
+              len(fluid.default_startup_program().global_block().ops))
+    ops, params_grads = fluid.optimizer.SGD(learning_rate=0.1).minimize(loss, startup)
+    assert (len(fluid.default_main_program().global_block().ops),
+            len(fluid.default_startup_program().global_block().ops)) == before
+    # Every op the updates appended: the weight's own rate (scale), then its update.
+    assert [op.type for op in ops] == ["sgd", "scale", "sgd"]
+    assert all(op.block.program is main for op in ops)
+    exe.run(startup)
+    w = params_grads[1][0].name
+    w0 = np.array(fluid.global_scope().find_var(w).get_tensor())
+    exe.run(main, feed={"x": np.ones((2, 3), "float32")})
+    w1 = np.array(fluid.global_scope().find_var(w).get_tensor())
+    np.testing.assert_allclose(w0 - w1, 0.1 * 0.5 / 2 * 2, rtol=1e-5)  # d mean / dw = mean of x = 1
+
+
+def test_a_float64_network_trains(exe):
+    x = layers.data("x", [2], dtype="float64")
+    y = layers.data("y", [1], dtype="float64")
+    loss = layers.mean(layers.square_error_cost(layers.fc(x, size=1), y))
+    fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    exe.run(fluid.default_startup_program())
+    a = np.random.RandomState(0).rand(16, 2)
+    b = a.sum(axis=1, keepdims=True)
+    losses = [exe.run(feed={"x": a, "y": b}, fetch_list=[loss])[0][0] for _ in range(30)]
+    assert losses[-1] < losses[0] / 4
+
+
+def test_operators_on_variables(exe):
+    a = layers.data("a", [2])
+    b = layers.data("b", [1])
+    outs = [a == b, a != a, 10 / a, a + 1.0, 2 - a]
+    assert (a == None) is False and (a != "a") is True  # noqa: E711: not Variables: Python's own
+    assert {a: 1}[a] == 1  # hashed by identity
+    feed = {"a": np.array([[1, 2], [4, 5]], "float32"), "b": np.array([[2], [4]], "float32")}
+    eq, ne, div, add, sub = exe.run(feed=feed, fetch_list=outs)
+    np.testing.assert_array_equal(eq, [[False, True], [True, False]])
+    assert not ne.any()
+    np.testing.assert_allclose(div, 10 / feed["a"])
+    np.testing.assert_allclose(add, feed["a"] + 1)
+    np.testing.assert_allclose(sub, 2 - feed["a"])

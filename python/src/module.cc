@@ -19,11 +19,12 @@
 #include <utility>
 #include <vector>
 
+#include "core/cli/render_dot.h"
 #include "core/errors.h"
 #include "core/io/atomic_file.h"
 #include "core/io/inference_model.h"
 #include "core/loader/plugin_loader.h"
-#include "core/cli/render_dot.h"
+#include "core/ops/feed_fetch.h"
 #include "core/program/backward.h"
 #include "core/program/graph.h"
 #include "core/program/program_io.h"
@@ -178,6 +179,15 @@ void TranslateError(const core::Error& e) {
   PyErr_SetObject(cls.ptr(), value.ptr());
 }
 
+// Gives `t` zeroed memory of `dtype` for its dims (none yet: [0]), keeping its LoD.
+void AllocateAs(core::Tensor& t, int32_t dtype) {
+  core::LoD lod = t.lod();
+  const core::Dims dims = t.dims();
+  void* p = t.Allocate(dtype, std::vector<int64_t>(dims.begin(), dims.end()));
+  std::memset(p, 0, t.nbytes());
+  t.mutable_lod() = std::move(lod);
+}
+
 // A variable of a scope, as scope.find_var returns it; keeps the scope alive.
 struct VarHandle {
   std::shared_ptr<core::Scope> scope;
@@ -276,6 +286,25 @@ PYBIND11_MODULE(_rill, m) {
           core::WriteFileAtomically(path, [&](std::ostream& out) { out << bytes; });
         }, py::arg("path"), py::arg("data"),
         "Writes DATA to PATH whole or not at all (core/io/atomic_file.h): a failure leaves the old file.");
+  m.def("set_feed_variable",
+        [](const std::shared_ptr<core::Scope>& scope, const TensorHandle& t, const std::string& name, int col) {
+          if (col < 0) throw core::Error("col must be at least 0", RILL_OUT_OF_RANGE);
+          core::SetFeedColumn(*scope->Var(name), col, *t.get());
+        },
+        py::arg("scope"), py::arg("tensor"), py::arg("var_name"), py::arg("col"),
+        "Fluid's: column `col` of the feed list variable `var_name` of `scope` becomes a copy of `tensor`.");
+  m.def("get_fetch_variable",
+        [](const std::shared_ptr<core::Scope>& scope, const std::string& name, int col) {
+          core::Variable* holder = scope->FindVar(name);
+          const std::vector<core::Tensor>* columns = holder != nullptr ? &core::FetchColumns(*holder) : nullptr;
+          if (columns == nullptr || col < 0 || static_cast<size_t>(col) >= columns->size()) {
+            throw core::Error("'" + name + "' has no column " + std::to_string(col), RILL_OUT_OF_RANGE);
+          }
+          auto copy = std::make_shared<core::Tensor>((*columns)[static_cast<size_t>(col)]);
+          return TensorHandle(copy, copy.get());
+        },
+        py::arg("scope"), py::arg("var_name"), py::arg("col"),
+        "Fluid's: column `col` of the feed or fetch list variable `var_name` of `scope`.");
   m.def("load_model_parameters", &LoadModelParameters, py::arg("dir"), py::arg("model_filename"),
         py::arg("params_filename"), py::arg("scope"), py::arg("allow_files_outside") = false);
 
@@ -284,9 +313,19 @@ PYBIND11_MODULE(_rill, m) {
   };
   py::class_<TensorHandle>(m, "Tensor")
       .def(py::init<>())
+      .def(py::init([](const std::vector<std::vector<uint64_t>>& lengths) {
+             TensorHandle t;
+             t.get()->mutable_lod() = LodFromLengths(lengths);
+             return t;
+           }),
+           py::arg("recursive_sequence_lengths"), "An empty tensor with this LoD (each level's sequence lengths).")
       .def("set",
-           [](TensorHandle& t, const py::array& value, const py::object&) { *t.get() = TensorFromArray(value, "tensor", /*may_borrow=*/false); },
-           py::arg("array"), py::arg("place") = py::none(), "Sets the tensor to a copy of `array`.")
+           [](TensorHandle& t, const py::array& value, const py::object&) {
+             core::LoD lod = t.get()->lod();  // the values change, the LoD stays (Fluid's set)
+             *t.get() = TensorFromArray(value, "tensor", /*may_borrow=*/false);
+             if (!lod.empty()) t.get()->mutable_lod() = std::move(lod);
+           },
+           py::arg("array"), py::arg("place") = py::none(), "Sets the tensor's values to a copy of `array`; the LoD stays.")
       .def("shape", dims_of)
       .def("dtype", [](const TensorHandle& t) { return t.get()->dtype(); })
       .def("_is_initialized", [](const TensorHandle& t) { return t.get()->initialized(); })
@@ -301,6 +340,22 @@ PYBIND11_MODULE(_rill, m) {
            py::arg("dims"),
            "Fluid's Resize: the tensor takes `dims` (kept as it is when it has them already; else zero-filled, in "
            "its dtype, fp32 when it has none): Rill's tensors always hold memory for their dims.")
+      .def("set_dims",
+           [dims_of](TensorHandle& t, const std::vector<int64_t>& dims) {
+             core::Tensor* x = t.get();
+             if (x->initialized() && dims_of(t) == dims) return;
+             core::LoD lod = x->lod();
+             void* p = x->Allocate(x->initialized() ? x->dtype() : RILL_FP32, dims);
+             std::memset(p, 0, x->nbytes());
+             x->mutable_lod() = std::move(lod);
+           },
+           py::arg("dims"), "Fluid 0.14's Resize (as _set_dims; the LoD stays).")
+      .def("alloc_int",
+           [](TensorHandle& t, const py::object&) { AllocateAs(*t.get(), RILL_INT32); }, py::arg("place") = py::none(),
+           "Fluid 0.14's: the tensor's memory as int32 zeros, for its dims.")
+      .def("alloc_float",
+           [](TensorHandle& t, const py::object&) { AllocateAs(*t.get(), RILL_FP32); }, py::arg("place") = py::none(),
+           "Fluid 0.14's: the tensor's memory as fp32 zeros, for its dims.")
       .def("lod", [](const TensorHandle& t) { return t.get()->lod(); })
       .def("set_lod", [](TensorHandle& t, const core::LoD& lod) { t.get()->mutable_lod() = lod; })
       .def("recursive_sequence_lengths", [](const TensorHandle& t) { return LengthsFromLod(t.get()->lod()); })
@@ -338,6 +393,25 @@ PYBIND11_MODULE(_rill, m) {
            "The variable's SelectedRows, made empty if the variable holds nothing yet.")
       .def("is_initialized", [](const VarHandle& v) { return v.var->initialized(); })
       .def("kind", [](const VarHandle& v) { return v.var->KindName(); })
+      .def("set_int", [](VarHandle& v, int32_t value) { v.var->SetScalar(RILL_INT32, static_cast<uint32_t>(value)); },
+           py::arg("value"), "Fluid 0.14's: the variable holds the int (an int32 scalar).")
+      .def("is_int",
+           [](const VarHandle& v) {
+             int32_t dtype = 0;
+             uint64_t bits = 0;
+             return v.var->GetScalar(&dtype, &bits) && dtype == RILL_INT32;
+           })
+      .def("get_int",
+           [](const VarHandle& v) {
+             int32_t dtype = 0;
+             uint64_t bits = 0;
+             if (!v.var->GetScalar(&dtype, &bits) || dtype != RILL_INT32) {
+               throw core::Error("the variable holds " + v.var->Describe(4) + ", not an int", RILL_INVALID_ARGUMENT);
+             }
+             int32_t value = 0;
+             std::memcpy(&value, &bits, sizeof(value));
+             return value;
+           })
       .def("__repr__", [](const VarHandle& v) { return v.var->Describe(); });
 
   py::class_<core::Scope, std::shared_ptr<core::Scope>>(m, "Scope")

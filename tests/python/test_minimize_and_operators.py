@@ -18,8 +18,8 @@ def test_minimize_builds_into_the_losss_program_and_the_given_startup(exe):
     ops, params_grads = fluid.optimizer.SGD(learning_rate=0.1).minimize(loss, startup)
     assert (len(fluid.default_main_program().global_block().ops),
             len(fluid.default_startup_program().global_block().ops)) == before
-    # Every op the updates appended: the weight's own rate (scale), then its update.
-    assert [op.type for op in ops] == ["sgd", "scale", "sgd"]
+    # Every op the updates appended: the weight's own rate (global * its own), then its update.
+    assert [op.type for op in ops] == ["sgd", "fill_constant", "elementwise_mul", "sgd"]
     assert all(op.block.program is main for op in ops)
     exe.run(startup)
     w = params_grads[1][0].name

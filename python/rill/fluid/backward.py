@@ -28,6 +28,8 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None)
         skip = set(v if isinstance(v, str) else v.name for v in no_grad_set)
         names = [n for n in names if n not in skip]
         leaves = [n for n in leaves if n not in skip]
+    if not names and not leaves:
+        return []  # nothing to differentiate by, as Fluid returns
     desc, pairs = _rill.append_backward(program.serialize_to_string(), loss.name, names + leaves)
     from rill.proto import framework_pb2
     new_desc = framework_pb2.ProgramDesc()

@@ -1,7 +1,8 @@
 """fluid.core: the runtime's types, as Fluid's C++ core module offered them.
 
 ``VarDesc.VarType`` (framework.proto's type numbers), places, ``Scope`` and ``LoDTensor``
-(the runtime's own, through the extension module), ``is_compiled_with_cuda``, and
+(the runtime's own, through the extension module), ``is_compiled_with_cuda``,
+``set_feed_variable``/``get_fetch_variable`` (a feed or fetch list's columns), and
 ``EnforceNotMet`` (Fluid's runtime error; here ``rill.Error``).
 """
 from rill import _rill
@@ -10,6 +11,8 @@ from rill.errors import Error as EnforceNotMet
 Scope = _rill.Scope
 LoDTensor = _rill.Tensor
 Tensor = _rill.Tensor
+set_feed_variable = _rill.set_feed_variable
+get_fetch_variable = _rill.get_fetch_variable
 
 
 class VarDesc(object):

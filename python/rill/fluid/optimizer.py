@@ -32,6 +32,7 @@ class Optimizer(object):
         if isinstance(learning_rate, Variable):
             self._learning_rate_map[default_main_program()] = learning_rate
         self._accumulators = defaultdict(dict)
+        self._beta_pows = defaultdict(dict)
         self.helper = None
 
     def global_learning_rate(self, program=None):
@@ -53,21 +54,35 @@ class Optimizer(object):
             return param_lr
         if param_lr == 1.0:
             return self.global_learning_rate()
-        from rill.fluid.layers import scale
-        return scale(self.global_learning_rate(), scale=float(param_lr))
+        # The global rate times the parameter's, as Fluid 0.14 builds it (its programs have
+        # these two ops).
+        from rill.fluid.layers import elementwise_mul, fill_constant
+        rate = self.global_learning_rate()
+        return elementwise_mul(rate, fill_constant([1], rate.dtype, float(param_lr)))
 
-    def _add_accumulator(self, name, param, dtype=None, fill_value=0.0, shape=None):
-        if param.name in self._accumulators[name]:
+    def _add_accumulator(self, name, param, dtype=None, fill_value=0.0, shape=None, store=None):
+        """A variable of `param`'s shape (or `shape`) filled with fill_value by the startup
+        program, kept in _accumulators (or in `store`, a dict of the same form: the beta
+        powers, which Fluid 0.14 did not count among the accumulators)."""
+        store = self._accumulators if store is None else store
+        if param.name in store[name]:
             raise ValueError("accumulator %s of %s already exists" % (name, param.name))
         var = self.helper.create_global_variable(
             name=unique_name.generate(name), persistable=True, dtype=dtype or param.dtype, type=param.type,
             shape=list(param.shape) if shape is None else shape)
         self.helper.set_variable_initializer(var, initializer=Constant(value=float(fill_value)))
-        self._accumulators[name][param.name] = var
+        store[name][param.name] = var
         return var
 
     def _get_accumulator(self, name, param):
         return self._accumulators[name][param.name]
+
+    def _add_beta_pow(self, name, param, beta):
+        """beta^t for `param`'s update: [1] fp32, beta at first, scaled by beta each step."""
+        return self._add_accumulator(name, param, dtype="float32", fill_value=beta, shape=[1], store=self._beta_pows)
+
+    def _get_beta_pow(self, name, param):
+        return self._beta_pows[name][param.name]
 
     def _create_accumulators(self, block, parameters):
         pass
@@ -79,6 +94,11 @@ class Optimizer(object):
         raise NotImplementedError()
 
     def create_optimization_pass(self, parameters_and_grads, loss, startup_program=None):
+        from rill.fluid.framework import default_startup_program, program_guard
+        with program_guard(loss.block.program, startup_program or default_startup_program()):
+            return self._optimization_pass(parameters_and_grads, loss, startup_program)
+
+    def _optimization_pass(self, parameters_and_grads, loss, startup_program):
         global_block = loss.block.program.global_block()
         start = len(global_block.ops)
         self.helper = LayerHelper(self.__class__.__name__)
@@ -157,10 +177,8 @@ class AdamOptimizer(Optimizer):
         for p in parameters:
             self._add_accumulator(self._moment1_acc_str, p)
             self._add_accumulator(self._moment2_acc_str, p)
-            self._add_accumulator(name=self._beta1_pow_acc_str, param=p, dtype="float32", fill_value=self._beta1,
-                                  shape=[1])
-            self._add_accumulator(name=self._beta2_pow_acc_str, param=p, dtype="float32", fill_value=self._beta2,
-                                  shape=[1])
+            self._add_beta_pow(self._beta1_pow_acc_str, p, self._beta1)
+            self._add_beta_pow(self._beta2_pow_acc_str, p, self._beta2)
 
     def _append_optimize_op(self, block, param_and_grad):
         p = param_and_grad[0]
@@ -170,8 +188,8 @@ class AdamOptimizer(Optimizer):
             type=self.type,
             inputs={"Param": p, "Grad": param_and_grad[1], "LearningRate": self._create_param_lr(param_and_grad),
                     "Moment1": moment1, "Moment2": moment2,
-                    "Beta1Pow": self._get_accumulator(self._beta1_pow_acc_str, p),
-                    "Beta2Pow": self._get_accumulator(self._beta2_pow_acc_str, p)},
+                    "Beta1Pow": self._get_beta_pow(self._beta1_pow_acc_str, p),
+                    "Beta2Pow": self._get_beta_pow(self._beta2_pow_acc_str, p)},
             outputs={"ParamOut": p, "Moment1Out": moment1, "Moment2Out": moment2},
             attrs={"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon})
 
@@ -181,7 +199,7 @@ class AdamOptimizer(Optimizer):
             if g is None or not p.trainable:
                 continue
             for acc, beta in ((self._beta1_pow_acc_str, self._beta1), (self._beta2_pow_acc_str, self._beta2)):
-                var = self._get_accumulator(acc, p)
+                var = self._get_beta_pow(acc, p)
                 main_block.append_op(type="scale", inputs={"X": var}, outputs={"Out": var},
                                      attrs={"scale": float(beta)})
 
@@ -216,7 +234,8 @@ class _AccumulatingOptimizer(Optimizer):
 
 
 class AdagradOptimizer(_AccumulatingOptimizer):
-    _slots = {"moment": "Moment"}
+    _moment_acc_str = "moment"  # Fluid's names of the accumulators
+    _slots = {_moment_acc_str: "Moment"}
 
     def __init__(self, learning_rate, epsilon=1.0e-6, **kwargs):
         super(AdagradOptimizer, self).__init__(learning_rate=learning_rate, **kwargs)
@@ -228,7 +247,8 @@ class AdagradOptimizer(_AccumulatingOptimizer):
 
 
 class DecayedAdagradOptimizer(_AccumulatingOptimizer):
-    _slots = {"moment": "Moment"}
+    _moment_acc_str = "moment"
+    _slots = {_moment_acc_str: "Moment"}
 
     def __init__(self, learning_rate, decay=0.95, epsilon=1.0e-6, **kwargs):
         super(DecayedAdagradOptimizer, self).__init__(learning_rate=learning_rate, **kwargs)
@@ -253,7 +273,9 @@ class RMSPropOptimizer(_AccumulatingOptimizer):
 
 
 class AdamaxOptimizer(_AccumulatingOptimizer):
-    _slots = {"moment": "Moment", "inf_norm": "InfNorm"}
+    _moment_acc_str = "moment"
+    _inf_norm_acc_str = "inf_norm"
+    _slots = {_moment_acc_str: "Moment", _inf_norm_acc_str: "InfNorm"}
     _beta1_pow_acc_str = "beta1_pow_acc"
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, **kwargs):
@@ -264,11 +286,10 @@ class AdamaxOptimizer(_AccumulatingOptimizer):
     def _create_accumulators(self, block, parameters):
         super(AdamaxOptimizer, self)._create_accumulators(block, parameters)
         for p in parameters:
-            self._add_accumulator(name=self._beta1_pow_acc_str, param=p, dtype="float32", fill_value=self._beta1,
-                                  shape=[1])
+            self._add_beta_pow(self._beta1_pow_acc_str, p, self._beta1)
 
     def _extra_inputs(self, param):
-        return {"Beta1Pow": self._get_accumulator(self._beta1_pow_acc_str, param)}
+        return {"Beta1Pow": self._get_beta_pow(self._beta1_pow_acc_str, param)}
 
     def _attrs(self):
         return {"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon}
@@ -278,7 +299,7 @@ class AdamaxOptimizer(_AccumulatingOptimizer):
         for p, g in parameters_and_grads:
             if g is None or not p.trainable:
                 continue
-            var = self._get_accumulator(self._beta1_pow_acc_str, p)
+            var = self._get_beta_pow(self._beta1_pow_acc_str, p)
             main_block.append_op(type="scale", inputs={"X": var}, outputs={"Out": var},
                                  attrs={"scale": float(self._beta1)})
 

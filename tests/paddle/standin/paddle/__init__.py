@@ -74,17 +74,20 @@ def _forwarding_module(name, target):
             return getattr(target, attr)
         return Unsupported(name + "." + attr)
     module.__getattr__ = __getattr__
+    if target is not None:  # `from paddle.fluid.X import *` takes the target's names
+        module.__all__ = list(getattr(target, "__all__", [n for n in dir(target) if not n.startswith("_")]))
     return module
 
 
-# paddle.X names rill's module of the same job, where there is one.
-_RILL_EQUIVALENT = {"paddle.fluid.framework": "rill.fluid.framework", "paddle.fluid.layers": "rill.fluid.layers",
-                    "paddle.fluid.executor": "rill.fluid.executor", "paddle.fluid.backward": "rill.fluid.backward",
-                    "paddle.fluid.initializer": "rill.fluid.initializer", "paddle.fluid.io": "rill.fluid.io",
-                    "paddle.fluid.unique_name": "rill.fluid.unique_name", "paddle.fluid.optimizer": "rill.fluid.optimizer",
-                    "paddle.fluid.param_attr": "rill.fluid.param_attr", "paddle.fluid.layer_helper":
-                    "rill.fluid.layer_helper", "paddle.fluid.data_feeder": "rill.fluid.data_feeder",
-                    "paddle.fluid.regularizer": "rill.fluid.regularizer", "paddle.fluid.clip": "rill.fluid.clip"}
+def _rill_equivalent(name):
+    """rill.fluid's module for paddle.fluid module `name` (paddle.fluid.layers.nn is
+    rill.fluid.layers.nn), or None where rill.fluid has none."""
+    if not name.startswith("paddle.fluid."):
+        return None
+    try:
+        return importlib.import_module("rill.fluid." + name[len("paddle.fluid."):])
+    except ImportError:
+        return None
 
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -102,10 +105,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.machinery.ModuleSpec(fullname, self)
 
     def create_module(self, spec):
-        target = None
-        if spec.name in _RILL_EQUIVALENT:
-            target = importlib.import_module(_RILL_EQUIVALENT[spec.name])
-        return _forwarding_module(spec.name, target)
+        return _forwarding_module(spec.name, _rill_equivalent(spec.name))
 
     def exec_module(self, module):
         pass

@@ -268,11 +268,18 @@ def test_data_feeder_shapes_samples_as_declared():
     img = layers.data(name="img", shape=[2, 2], dtype="float32")
     label = layers.data(name="label", shape=[1], dtype="int64")
     feeder = fluid.DataFeeder(feed_list=[img, "label"], place=fluid.CPUPlace())
-    batch = feeder.feed([(np.zeros(4), 3), (np.ones(4), 5)])
-    assert batch["img"].shape == (2, 2, 2) and batch["img"].dtype == np.float32
-    assert batch["label"].tolist() == [[3], [5]] and batch["label"].dtype == np.int64
+    batch = feeder.feed([(np.zeros(4), 3), (np.ones(4), 5)])  # LoDTensors, as Fluid's
+    img_values, labels = np.array(batch["img"]), np.array(batch["label"])
+    assert batch["img"].shape() == [2, 2, 2] and img_values.dtype == np.float32
+    assert labels.tolist() == [[3], [5]] and labels.dtype == np.int64
     with pytest.raises(ValueError, match="2 variables"):
         feeder.feed([(np.zeros(4),)])
+    words = layers.data(name="words", shape=[1], dtype="int64", lod_level=2)
+    batch = fluid.DataFeeder([words], fluid.CPUPlace()).feed([([[1, 2, 3], [4, 5]],), ([[6, 7, 8, 9]],)])
+    assert batch["words"].recursive_sequence_lengths() == [[2, 1], [3, 2, 4]]
+    assert np.array(batch["words"]).ravel().tolist() == list(range(1, 10))
+    with pytest.raises(ValueError, match="nested 2 deep"):
+        fluid.DataFeeder([words], fluid.CPUPlace()).feed([(7,)])
 
 
 def test_two_threads_run_two_programs_in_one_scope(exe):

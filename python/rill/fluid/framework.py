@@ -471,13 +471,17 @@ class Block(object):
     def create_parameter(self, *args, **kwargs):
         global_block = self.program.global_block()
         name = kwargs.get("name")
+        initializer = kwargs.pop("initializer", None)
         if name is not None and name in global_block.vars:
+            # A second declaration: the same Parameter, and (as in Fluid) its initializer
+            # appended again, the later one then running first.
             p = global_block.vars[name]
             if not isinstance(p, Parameter):
                 raise InvalidArgumentError("%s is a variable of the block, not a parameter" % name, 1)
             p._merge(kwargs.get("shape"), kwargs.get("dtype"), None, None, None)
+            if initializer is not None:
+                initializer(p, self)
             return p
-        initializer = kwargs.pop("initializer", None)
         param = Parameter(global_block, *args, **kwargs)
         global_block.vars[param.name] = param
         self.program._bump()

@@ -174,6 +174,8 @@ def array_read(array, i):
         raise TypeError("array_read: %r is not a tensor array" % (array,))
     helper = LayerHelper("array_read")
     out = helper.create_tmp_variable(dtype=array.dtype)
+    if array._shape is not None:
+        out._shape = list(array.shape)  # an entry's, as array_write recorded it
     helper.append_op(type="read_from_array", inputs={"X": [array], "I": [i]}, outputs={"Out": [out]})
     return out
 

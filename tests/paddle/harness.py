@@ -55,6 +55,15 @@ if dialect == "py2":
 
     sys.meta_path.insert(0, Py2Finder())
 
+    # Python 2's unittest named assertRaises' callable `callableObj`.
+    _assert_raises = unittest.TestCase.assertRaises
+
+    def assert_raises(self, expected, *args, **kwargs):
+        if "callableObj" in kwargs:
+            args = (kwargs.pop("callableObj"),) + args
+        return _assert_raises(self, expected, *args, **kwargs)
+    unittest.TestCase.assertRaises = assert_raises
+
 
 class Result(unittest.TestResult):
     def addSuccess(self, test):

@@ -49,7 +49,7 @@ def test_calc_gradient_of_one_target_and_of_weighted_targets(exe):
     w = fluid.data("w", [2, 3])
     y = layers.scale(x, 3.0)
     z = layers.elementwise_mul(y, y)  # 9 x^2
-    g, = fluid.backward.calc_gradient(z, x)
+    g = fluid.backward.calc_gradient(z, x)
     a = np.arange(6, dtype="float32").reshape(2, 3)
     out, = exe.run(feed={"x": a}, fetch_list=[g])
     np.testing.assert_allclose(out, 18 * a)

@@ -41,8 +41,8 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None)
 
 def calc_gradient(targets, inputs, target_gradients=None, no_grad_set=None):
     """Appends the ops computing the gradients of ``targets`` (a Variable or a list) by
-    ``inputs`` (likewise) and returns them, one per input: None for an input no target
-    depends on. ``target_gradients`` (one per target, shaped like it) weight the targets;
+    ``inputs`` (likewise) and returns them, one per input (the one gradient itself for one
+    input, as Fluid returns it): None for an input no target depends on. ``target_gradients`` (one per target, shaped like it) weight the targets;
     by default each is ones, as append_backward's loss gradient is. With several targets
     or given weights, the gradients are those of sum_i(reduce_sum(targets[i] * weights[i])),
     which is the same vector-Jacobian product."""
@@ -77,10 +77,14 @@ def calc_gradient(targets, inputs, target_gradients=None, no_grad_set=None):
     program._load(new_desc)
     _declare_gradients(block)
     grads = dict(pairs)
-    return [block.var(grads[v.name]) if v.name in grads else None for v in inputs]
+    result = [block.var(grads[v.name]) if v.name in grads else None for v in inputs]
+    return result[0] if len(result) == 1 else result
 
 
-gradients = calc_gradient  # Fluid 1.x's name
+def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
+    """calc_gradient, always returning a list (Fluid 1.x's fluid.gradients)."""
+    result = calc_gradient(targets, inputs, target_gradients, no_grad_set)
+    return result if isinstance(result, list) else [result]
 
 
 def _declare_gradients(block):

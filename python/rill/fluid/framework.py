@@ -26,6 +26,13 @@ __all__ = [
 
 GRAD_VAR_SUFFIX = "@GRAD"
 TEMP_VAR_NAME = "@TEMP@"
+ZERO_VAR_SUFFIX = "@ZERO"  # Fluid's suffix of a zero gradient's name
+EMPTY_VAR_NAME = "@EMPTY@"  # an argument left out (abi.h's RILL_EMPTY_VAR_NAME)
+
+
+def grad_var_name(name):
+    """The name of variable `name`'s gradient."""
+    return name + GRAD_VAR_SUFFIX
 VarType = core.VarDesc.VarType
 
 _NP_TO_VARTYPE = {
@@ -284,6 +291,14 @@ class Operator(object):
     @property
     def output_arg_names(self):
         return [n for names in self.outputs.values() for n in names]
+
+    @property
+    def idx(self):
+        """This op's position in its block."""
+        for i, op in enumerate(self.block.ops):
+            if op is self:
+                return i
+        raise ValueError("op %s is no longer in its block" % self.type)
 
     def has_attr(self, name):
         return name in self.attrs

@@ -5,7 +5,7 @@ Each trainer learns its index from RILL_TRAINER_ID when it runs."""
 from rill import _rill
 from rill.fluid.framework import Program, default_main_program, default_startup_program
 
-__all__ = ["DistributeTranspiler"]
+__all__ = ["DistributeTranspiler", "memory_optimize", "release_memory"]
 
 _TRANSPORT_OPS = {"grpc": ("send", "recv", "listen_and_serv"),
                   "mpi": ("send_mpi", "recv_mpi", "listen_and_serv_mpi")}
@@ -57,3 +57,23 @@ class DistributeTranspiler(object):
         if endpoint is None:
             return self.get_trainer_startup_program()
         return Program.parse_from_string(self._result["pserver_startups"][self._index(endpoint)])
+
+
+def memory_optimize(input_program, skip_opt_set=None, print_log=False, level=0):
+    """Fluid's memory_optimize rewrote a program so that variables whose lives do not overlap
+    share memory. Rill's executor keeps each variable's own buffer from run to run instead
+    (a tensor of an unchanged size is rewritten in place), so there is nothing to rewrite:
+    the program is accepted and left as it is (docs/PYTHON.md)."""
+    from rill.fluid.framework import Program
+    if not isinstance(input_program, Program):
+        raise TypeError("memory_optimize takes a Program, got %s" % type(input_program).__name__)
+    if level not in (0, 1):
+        raise ValueError("memory_optimize: level must be 0 or 1, got %r" % (level,))
+    if print_log:
+        print("memory_optimize: the program is left as it is (Rill keeps each variable's own buffer)")
+
+
+def release_memory(input_program, skip_opt_set=None):
+    """Fluid's release_memory inserted ops freeing variables after their last use; as with
+    memory_optimize, Rill leaves the program as it is (docs/PYTHON.md)."""
+    memory_optimize(input_program, skip_opt_set)

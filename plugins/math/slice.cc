@@ -1,4 +1,5 @@
-// slice (a box of Input: starts to ends along `axes`) and the expand family, with Fluid's
+// slice (a box of Input: starts to ends along `axes`; a range of a tensor array's entries)
+// and the expand family, with Fluid's
 // contracts, any dtype, and their gradients: expand (X tiled expand_times along each dim),
 // tile (the same, X's dims first padded in front with 1s to repeat_times' length, or
 // repeat_times to X's rank), expand_v2 and expand_as_v2 (X broadcast to a shape, its dims
@@ -9,6 +10,7 @@
 #include "index_map.h"
 #include "kernels.h"
 #include "ops.h"
+#include "tensor_copy.h"
 
 namespace rill::math {
 namespace {
@@ -53,7 +55,39 @@ std::vector<int64_t> SliceOutDims(KernelContext& ctx, const Box& b) {
   return out;
 }
 
+// slice of a tensor array, along its one axis (axes [0]): Out = the entries in the range,
+// copied; Out@GRAD's entries go back there, zeros like Input's elsewhere.
+void SliceArray(KernelContext& ctx, Variable in) {
+  if (!ctx.Attr<std::vector<int64_t>>("decrease_axis").empty()) {
+    throw Error("a slice of a tensor array keeps its axis: decrease_axis must be empty");
+  }
+  const Box b = SliceBox(ctx, {static_cast<int64_t>(in.TensorArraySize())});
+  Variable out = ctx.OutputVar("Out");
+  out.ResizeTensorArray(static_cast<size_t>(b.dims[0]));
+  for (int64_t k = 0; k < b.dims[0]; ++k) {
+    CopyTensor(in.TensorArrayAt(static_cast<size_t>(b.corner[0] + k)), out.TensorArrayAt(static_cast<size_t>(k)));
+  }
+}
+void SliceArrayGrad(KernelContext& ctx, Variable in) {
+  const size_t n = in.TensorArraySize();
+  const Box b = SliceBox(ctx, {static_cast<int64_t>(n)});
+  Variable g = ctx.InputVar("Out@GRAD");
+  Variable dx = ctx.OutputVar("Input@GRAD");
+  dx.ResizeTensorArray(n);
+  for (size_t k = 0; k < n; ++k) {
+    const int64_t o = static_cast<int64_t>(k) - b.corner[0];
+    const bool inside = o >= 0 && o < b.dims[0] && g.IsTensorArray() && static_cast<size_t>(o) < g.TensorArraySize() &&
+                        g.TensorArrayAt(static_cast<size_t>(o)).initialized();
+    if (inside) {
+      CopyTensor(g.TensorArrayAt(static_cast<size_t>(o)), dx.TensorArrayAt(k));
+    } else if (in.TensorArrayAt(k).initialized()) {
+      ZerosLike(in.TensorArrayAt(k), dx.TensorArrayAt(k));
+    }
+  }
+}
+
 void Slice(KernelContext& ctx) {
+  if (Variable v = ctx.InputVar("Input"); v.IsTensorArray()) return SliceArray(ctx, v);
   Tensor in = ctx.Input("Input");
   const std::vector<int64_t> d = in.dims();
   const Box b = SliceBox(ctx, d);
@@ -69,6 +103,7 @@ void Slice(KernelContext& ctx) {
 // Input@GRAD: zeros, with Out@GRAD in the box.
 template <class T>
 void SliceGrad(KernelContext& ctx) {
+  if (Variable v = ctx.InputVar("Input"); v.IsTensorArray()) return SliceArrayGrad(ctx, v);
   const std::vector<int64_t> d = ctx.Input("Input").dims();
   const Box b = SliceBox(ctx, d);
   const T* pg = ctx.Input("Out@GRAD").data<T>();
@@ -181,8 +216,9 @@ void ExpandAsV2(KernelContext& ctx) {
 void RegisterSlice(Registrar& r) {
   const OpSchema slice = OpSchema("slice")
       .Doc("Out = Input[starts:ends] along `axes` (negative counts from the end; clamped to the dim), the "
-           "decrease_axis dims (each of length 1) removed. starts and ends may come as tensors instead.")
-      .Input("Input", "the tensor")
+           "decrease_axis dims (each of length 1) removed. starts and ends may come as tensors instead. A tensor "
+           "array Input is sliced along its entries (axes [0]), into a tensor array.")
+      .Input("Input", "the tensor, or a tensor array")
       .Input("StartsTensor", "starts, 1-D int32/int64", RILL_SLOT_OPTIONAL)
       .Input("EndsTensor", "ends, 1-D int32/int64", RILL_SLOT_OPTIONAL)
       .Input("StartsTensorList", "starts, one 1-element tensor each", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)

@@ -6,10 +6,9 @@
 // registered for any dtype and choose none. Gradients keep the array's shape: the
 // gradient of an array is an array whose entry i is the gradient of entry i, and an entry
 // no gradient reached reads as zeros shaped like the forward entry.
-#include <cstring>
-
 #include "ops.h"
 #include "shape.h"
+#include "tensor_copy.h"
 
 namespace rill::math {
 namespace {
@@ -21,21 +20,6 @@ size_t IndexOf(KernelContext& ctx) {
     throw Error("I must be a non-negative integer, got " + std::to_string(i));
   }
   return static_cast<size_t>(i);
-}
-
-size_t Bytes(const Tensor& t) { return static_cast<size_t>(t.numel()) * DataTypeSize(t.dtype()); }
-
-// dst = a copy of src: dtype, dims, bytes and LoD.
-void CopyTensor(Tensor src, Tensor dst) {
-  void* p = dst.Allocate(src.dtype(), src.dims());
-  if (Bytes(src) > 0) std::memcpy(p, src.raw_data(), Bytes(src));
-  dst.set_lod(src.lod());
-}
-
-// dst = zeros shaped and typed like `like`.
-void ZerosLike(const Tensor& like, Tensor dst) {
-  void* p = dst.Allocate(like.dtype(), like.dims());
-  if (Bytes(like) > 0) std::memset(p, 0, Bytes(like));
 }
 
 // The array held by input `slot`, checked to be one.
@@ -100,8 +84,10 @@ void ReadFromArrayGrad(KernelContext& ctx) {
   }
 }
 
+// An array never written (its variable still empty) has length 0.
 void LodArrayLength(KernelContext& ctx) {
-  const int64_t size = static_cast<int64_t>(ArrayInput(ctx, "X").TensorArraySize());
+  Variable x = ctx.InputVar("X");
+  const int64_t size = x.initialized() ? static_cast<int64_t>(ArrayInput(ctx, "X").TensorArraySize()) : 0;
   *ctx.Output("Out").Allocate<int64_t>({1}) = size;
 }
 

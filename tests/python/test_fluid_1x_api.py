@@ -299,3 +299,23 @@ def test_tensor_array_gradients_and_errors(exe):
         arr = layers.array_write(fluid.data("y", [2]), layers.fill_constant([1], "int64", 0))
     with pytest.raises(Exception, match="holds a tensor array of 1 entries"):
         exe.run(whole, feed={"y": np.ones(2, "float32")}, fetch_list=[arr])
+
+
+def test_a_range_of_a_tensor_array_and_its_gradient(exe):
+    xs = [fluid.data("x%d" % k, [2, 3]) for k in range(3)]
+    array = layers.create_array("float32")
+    for x in xs:
+        x.stop_gradient = False
+        layers.array_write(x, layers.array_length(array), array)
+    first_two = array[0:layers.array_length(array) - 1]
+    out, index = layers.tensor_array_to_tensor(first_two, axis=1, use_stack=True)
+    fluid.backward.append_backward(layers.reduce_sum(out))
+    a = np.arange(6, dtype="float32").reshape(2, 3)
+    feed = {"x0": a, "x1": 2 * a, "x2": 3 * a}
+    got, idx, g0, g1, g2 = exe.run(feed=feed, fetch_list=[out, index] + [x.grad_name for x in xs])
+    np.testing.assert_array_equal(got, np.stack([a, 2 * a], axis=1))
+    assert idx.tolist() == [1, 1]
+    np.testing.assert_array_equal(g0, np.ones_like(a))
+    np.testing.assert_array_equal(g1, np.ones_like(a))
+    np.testing.assert_array_equal(g2, np.zeros_like(a))  # past the range: no gradient
+    assert array[1].shape == (2, 3)

@@ -13,7 +13,7 @@ from rill.fluid.layer_helper import LayerHelper
 
 __all__ = ["While", "ConditionalBlock", "BlockGuard", "increment", "less_than", "less_equal", "greater_than",
            "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
-           "Print", "create_array", "array_write", "array_read", "array_length", "is_array"]
+           "Print", "create_array", "array_write", "array_read", "array_length", "is_array", "tensor_array_to_tensor"]
 
 
 class BlockGuard(object):
@@ -191,9 +191,21 @@ def array_length(array):
     return out
 
 
+def tensor_array_to_tensor(input, axis=1, name=None, use_stack=False):
+    """(the entries of the tensor array `input` joined along axis, or stacked there; an int32
+    tensor of each entry's size along axis)."""
+    if not is_array(input):
+        raise TypeError("tensor_array_to_tensor: %r is not a tensor array" % (input,))
+    return _array_to_tensor(input, axis, use_stack)
+
+
 def array_to_tensor(array, axis, use_stack):
     """The entries of `array` joined along axis (or stacked there): concat's and stack's
     form for an array."""
+    return _array_to_tensor(array, axis, use_stack)[0]
+
+
+def _array_to_tensor(array, axis, use_stack):
     helper = LayerHelper("tensor_array_to_tensor")
     out = helper.create_tmp_variable(dtype=array.dtype)
     index = helper.create_tmp_variable(dtype="int32", stop_gradient=True)
@@ -206,7 +218,7 @@ def array_to_tensor(array, axis, use_stack):
         out._shape = shape
     helper.append_op(type="tensor_array_to_tensor", inputs={"X": [array]}, outputs={"Out": [out], "OutIndex": [index]},
                      attrs={"axis": axis, "use_stack": use_stack})
-    return out
+    return out, index
 
 
 def increment(x, value=1.0, in_place=True):

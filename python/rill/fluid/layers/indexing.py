@@ -1,4 +1,5 @@
-"""var[item] on a Variable, as Fluid 1.8's Variable.__getitem__ builds it: one slice op.
+"""var[item] on a Variable, as Fluid 1.8's Variable.__getitem__ builds it: one slice op
+(on a tensor array: an int reads an entry, a slice takes a range of them).
 
 An item is a tuple (or one entry) of: an int or a one-element int Variable (that dim is
 taken and dropped: the op's decrease_axis), a slice with step 1 whose bounds are ints or
@@ -51,8 +52,34 @@ def not_iterable(var):
     raise TypeError("Variable %s is not iterable (index it, or split it)" % var.name)
 
 
+def _array_range(array, item):
+    """array[start:stop]: a tensor array of those entries (one slice op)."""
+    helper = LayerHelper("slice")
+    inputs, attrs = {"Input": array}, {"axes": [0], "decrease_axis": []}
+    start = 0 if item.start is None else item.start
+    stop = _END if item.stop is None else item.stop
+    int_list_argument([start], "starts", "slice", inputs, attrs, "starts", None, "StartsTensorList",
+                      dtype_checked=False)
+    int_list_argument([stop], "ends", "slice", inputs, attrs, "ends", None, "EndsTensorList", dtype_checked=False)
+    out = helper.create_variable(name=helper.name + ".out", type=array.type, dtype=array.dtype)
+    out._shape = array._shape
+    helper.append_op(type="slice", inputs=inputs, outputs={"Out": out}, attrs=attrs)
+    return out
+
+
 def getitem(var, item):
     from rill.fluid.layers.nn import gather
+    from rill.fluid.layers.control_flow import array_read, is_array
+    if is_array(var):  # an entry of a tensor array, or a range of them
+        if isinstance(item, slice) and item.step in (None, 1):
+            return _array_range(var, item)
+        if not _is_scalar_index(item):
+            raise IndexError("%s[...]: a tensor array takes an int, a one-element int Variable or a slice, got %r"
+                             % (var.name, item))
+        if not isinstance(item, Variable):
+            from rill.fluid.layers.tensor import fill_constant
+            item = fill_constant([1], "int64", item)
+        return array_read(var, item)
     if not isinstance(item, tuple):
         item = (item,)
     item = _expand_ellipsis(var, item)

@@ -75,9 +75,46 @@ void SumWithSelectedRows(KernelContext& ctx, size_t n) {
   std::copy(dense.begin(), dense.end(), ctx.AllocateOutput<T>("Out", dense_dims));
 }
 
+// Tensor arrays (gradients of one array reaching it from several uses): Out's entry k is the
+// sum of the X's entries k that were written; an entry none wrote stays empty.
+template <class T>
+void SumOfArrays(KernelContext& ctx, size_t n) {
+  size_t length = 0;
+  for (size_t i = 0; i < n; ++i) {
+    Variable x = ctx.InputVar("X", i);
+    if (!x.IsTensorArray()) throw Error("X[" + std::to_string(i) + "] is not a tensor array, X[0] is");
+    length = std::max(length, x.TensorArraySize());
+  }
+  std::vector<std::vector<T>> sums(length);
+  std::vector<std::vector<int64_t>> dims(length);
+  for (size_t i = 0; i < n; ++i) {
+    Variable x = ctx.InputVar("X", i);
+    for (size_t k = 0; k < x.TensorArraySize(); ++k) {
+      Tensor entry = x.TensorArrayAt(k);
+      if (!entry.initialized()) continue;
+      if (sums[k].empty() && dims[k].empty()) {
+        dims[k] = entry.dims();
+        sums[k].assign(entry.data<T>(), entry.data<T>() + entry.numel());
+      } else if (entry.dims() != dims[k]) {
+        throw Error("entry " + std::to_string(k) + " of X[" + std::to_string(i) + "] has shape " +
+                    DimsString(entry.dims()) + ", an earlier X's has " + DimsString(dims[k]));
+      } else {
+        VecMap<T>(sums[k].data(), entry.numel()) += ConstVecMap<T>(entry.data<T>(), entry.numel());
+      }
+    }
+  }
+  Variable out = ctx.OutputVar("Out");  // written last: Out may be one of X
+  out.ResizeTensorArray(length);
+  for (size_t k = 0; k < length; ++k) {
+    if (dims[k].empty() && sums[k].empty()) continue;
+    std::copy(sums[k].begin(), sums[k].end(), out.TensorArrayAt(k).Allocate<T>(dims[k]));
+  }
+}
+
 template <class T>
 void Sum(KernelContext& ctx) {
   const size_t n = ctx.op().InputCount("X");
+  if (ctx.InputVar("X", 0).IsTensorArray()) return SumOfArrays<T>(ctx, n);
   for (size_t i = 0; i < n; ++i) {
     if (ctx.InputVar("X", i).IsSelectedRows()) return SumWithSelectedRows<T>(ctx, n);
   }

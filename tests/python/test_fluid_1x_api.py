@@ -319,3 +319,23 @@ def test_a_range_of_a_tensor_array_and_its_gradient(exe):
     np.testing.assert_array_equal(g1, np.ones_like(a))
     np.testing.assert_array_equal(g2, np.zeros_like(a))  # past the range: no gradient
     assert array[1].shape == (2, 3)
+
+
+def test_array_gradients_follow_an_index_incremented_in_place(exe):
+    x0, x1 = fluid.data("x0", [2, 2]), fluid.data("x1", [2, 2])
+    x0.stop_gradient = x1.stop_gradient = False
+    i = layers.zeros([1], "int64")
+    array = layers.array_write(x0, i)
+    layers.increment(i)  # in place: the reads and writes before keep the index they had
+    layers.array_write(x1, i, array)
+    j = layers.zeros([1], "int64")
+    first = layers.array_read(array, j)
+    layers.increment(j)
+    second = layers.array_read(array, j)
+    # Two reads of one array: their array gradients are summed entry by entry.
+    loss = layers.sums([layers.reduce_sum(first), layers.scale(layers.reduce_sum(second), 2.0)])
+    fluid.backward.append_backward(loss)
+    ones = np.ones((2, 2), "float32")
+    g0, g1 = exe.run(feed={"x0": ones, "x1": ones}, fetch_list=[x0.grad_name, x1.grad_name])
+    np.testing.assert_array_equal(g0, ones)
+    np.testing.assert_array_equal(g1, 2 * ones)

@@ -152,6 +152,17 @@ def create_array(dtype):
     return helper.create_variable(name="%s.out" % helper.name, type=VarType.LOD_TENSOR_ARRAY, dtype=dtype)
 
 
+def _index_as_of_now(i):
+    """A copy of index `i` taken here: the gradient ops of an array write or read run after
+    the whole forward pass, when an `i` incremented in place since holds another value.
+    (Fluid has increment's gradient decrement it back instead.)"""
+    helper = LayerHelper("array_index")
+    copy = helper.create_tmp_variable(dtype=i.dtype, stop_gradient=True)
+    copy._shape = [1]
+    helper.append_op(type="assign", inputs={"X": [i]}, outputs={"Out": [copy]})
+    return copy
+
+
 def array_write(x, i, array=None):
     """array[i] = x (a [1] int64 i); the array grows to hold entry i. A new array when none
     is given. Returns the array."""
@@ -164,7 +175,7 @@ def array_write(x, i, array=None):
     if array._shape is None and x._shape is not None:
         array._shape = list(x.shape)  # an entry's shape, for the layers reading the array
     helper = LayerHelper("array_write")
-    helper.append_op(type="write_to_array", inputs={"X": [x], "I": [i]}, outputs={"Out": [array]})
+    helper.append_op(type="write_to_array", inputs={"X": [x], "I": [_index_as_of_now(i)]}, outputs={"Out": [array]})
     return array
 
 
@@ -176,7 +187,7 @@ def array_read(array, i):
     out = helper.create_tmp_variable(dtype=array.dtype)
     if array._shape is not None:
         out._shape = list(array.shape)  # an entry's, as array_write recorded it
-    helper.append_op(type="read_from_array", inputs={"X": [array], "I": [i]}, outputs={"Out": [out]})
+    helper.append_op(type="read_from_array", inputs={"X": [array], "I": [_index_as_of_now(i)]}, outputs={"Out": [out]})
     return out
 
 

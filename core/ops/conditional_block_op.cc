@@ -2,6 +2,15 @@
 // holds. The condition comes from `Cond` (Fluid 1.x) or `X` (Fluid 0.x, as in the select
 // design). With is_scalar_condition it is one bool element; otherwise the block runs when
 // every condition tensor is non-empty (Fluid's rule).
+//
+// Its gradient, conditional_block_grad, reads the same condition: when it held, it runs its
+// own sub_block (which the backward pass writes: the forward block's ops again, recomputing
+// what the forward run's child scope held, then their gradient ops, ending in the Params'
+// gradients); when it did not, the Params' gradients are zeros. X, Fluid 0.x's condition
+// slot, may hold tensors the block reads (the condition being that they are not empty):
+// they get gradients too.
+#include <cstring>
+
 #include "core/ops/control_flow.h"
 
 namespace rill::core {
@@ -15,10 +24,25 @@ class ConditionalBlock {
       : slot_(ConditionSlot(op)),
         count_(op.InputCount(slot_)),
         scalar_(op.Attr<bool>("is_scalar_condition")),
-        block_(op.BlockAttr("sub_block")) {}
+        block_(op.BlockAttr("sub_block")),
+        grad_(op.type() == "conditional_block_grad") {}
 
   void Compute(rill::KernelContext& ctx) {
-    if (ConditionHolds(ctx)) ctx.RunSubBlock(block_);
+    if (ConditionHolds(ctx)) {
+      ctx.RunSubBlock(block_);
+      return;
+    }
+    if (!grad_) return;
+    // No branch ran, so nothing flowed back through it: zeros like each Params entry.
+    for (const char* slot : {"Params", "Input", "X"}) {
+      const std::string grad = std::string(slot) + "@GRAD";
+      for (size_t i = 0; i < ctx.op().OutputCount(grad); ++i) {
+        if (ctx.op().OutputName(grad, i) == RILL_EMPTY_VAR_NAME) continue;
+        rill::Tensor like = ctx.Input(slot, i);
+        void* p = ctx.Output(grad, i).Allocate(like.dtype(), like.dims());
+        std::memset(p, 0, static_cast<size_t>(like.numel()) * rill::DataTypeSize(like.dtype()));
+      }
+    }
   }
 
  private:
@@ -42,13 +66,14 @@ class ConditionalBlock {
   const size_t count_;
   const bool scalar_;
   const int32_t block_;
+  const bool grad_;
 };
 
 }  // namespace
 
 void RegisterConditionalBlock(rill::Registrar& r) {
   constexpr uint32_t kOptList = RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE;
-  r.Op(rill::OpSchema("conditional_block")
+  const rill::OpSchema forward = rill::OpSchema("conditional_block")
            .Doc("Runs sub_block once in a child scope when the condition holds. The condition "
                 "is input Cond (or X, Fluid's older name).")
            .Input("Cond", "condition tensor(s)", kOptList)
@@ -60,8 +85,16 @@ void RegisterConditionalBlock(rill::Registrar& r) {
            .RequiredAttr("sub_block", RILL_ATTR_BLOCK, "the block to run")
            .Attr("is_scalar_condition", false,
                  "true: the condition is one bool element; false: run when every condition "
-                 "tensor is non-empty"));
+                 "tensor is non-empty")
+      .Grad("conditional_block_grad", "Cond,X,Params,Input,Out,Out@GRAD", "Params,Input,X");
+  r.Op(forward);
+  // The backward pass writes this op itself (core/program/backward.cc): its sub_block is the
+  // gradient block, not the forward one.
+  r.Op(forward.MakeGradSchema().Doc(
+      "Gradient of conditional_block: when the condition held, runs sub_block (the forward ops again, then "
+      "their gradients, ending in Params@GRAD); else Params@GRAD are zeros."));
   r.StatefulKernel<ConditionalBlock>("conditional_block", RILL_CPU, RILL_ANY_DTYPE);
+  r.StatefulKernel<ConditionalBlock>("conditional_block_grad", RILL_CPU, RILL_ANY_DTYPE);
 }
 
 }  // namespace rill::core

@@ -23,16 +23,19 @@ const proto::OpDesc::Var* FindSlot(const google::protobuf::RepeatedPtrField<prot
   return nullptr;
 }
 
-std::string Where(int i, const proto::OpDesc& op) {
-  return "block 0, op " + std::to_string(i) + " (" + op.type() + ")";
-}
+// The op of a conditional_block's gradient: written by the pass itself (below), since its
+// sub-block is one the pass makes.
+constexpr const char* kConditionalBlock = "conditional_block";
 
-// Builds the gradient ops into a copy of block 0, tracking for each forward variable the
-// gradient contributions written so far, so they can be summed (or just renamed) once
-// every consumer has contributed.
+// Builds the gradient ops into block `block_idx` of a program (a copy, so that a failure
+// leaves the caller's program as it was), tracking for each forward variable the gradient
+// contributions written so far, so they can be summed (or just renamed) once every
+// consumer has contributed. A conditional_block on the path gets a gradient block of its
+// own, appended to the program.
 class BackwardBuilder {
  public:
-  BackwardBuilder(proto::BlockDesc& block, const Registry& registry) : block_(block), registry_(registry) {}
+  BackwardBuilder(proto::ProgramDesc& program, int block_idx, const Registry& registry)
+      : program_(program), block_idx_(block_idx), block_(*program.mutable_blocks(block_idx)), registry_(registry) {}
 
   std::vector<ParamGrad> Build(const std::string& loss, std::vector<std::string> params) {
     int loss_op = -1;
@@ -48,30 +51,73 @@ class BackwardBuilder {
     if (params.empty()) {
       throw Error("no parameters: declare the trainable variables of block 0 persistable, or name them");
     }
-
-    // Forward: which variables depend on a parameter through differentiable ops.
     std::set<std::string> requires(params.begin(), params.end());
-    std::vector<const OpSchemaEntry*> schemas(static_cast<size_t>(loss_op + 1));
-    for (int i = 0; i <= loss_op; ++i) {
-      const auto& op = block_.ops(i);
-      schemas[i] = registry_.FindOp(op.type());
-      if (schemas[i] == nullptr) throw Error(Where(i, op) + ": " + registry_.UnknownOpMessage(op.type()));
-      if (schemas[i]->grad_op_type.empty() || !AnyInput(op, requires)) continue;
-      for (const auto& out : op.outputs()) for (const auto& a : out.arguments()) requires.insert(a);
-    }
+    Propagate(loss_op, requires);
     if (!requires.count(loss)) {
       std::string names;
       for (const auto& p : params) names += (names.empty() ? "" : ", ") + p;
       throw Error("loss '" + loss + "' does not depend on any parameter (" + names + ") through differentiable ops");
     }
-
-    // Backward: the ops on a path from a parameter to the loss, last first.
     std::set<std::string> needed{loss};
-    std::vector<int> path;
-    for (int i = loss_op; i >= 0; --i) {
+    const std::vector<int> path = PathBack(loss_op, requires, needed);
+
+    BlockBuilder(&block_).Op("fill_any_like").Input("X", loss).Output("Out", loss + kGradSuffix).Attr("value", 1.0f);
+    finalized_.insert(loss + kGradSuffix);
+    Emit(path, requires);
+
+    std::vector<ParamGrad> result;
+    for (const auto& p : params) {
+      if (!needed.count(p)) continue;  // the loss does not depend on it
+      result.push_back({p, Finalize(p)});
+    }
+    return result;
+  }
+
+  // For a conditional_block's gradient block, which holds the forward block's ops: `seeds`
+  // are the variables of its outputs whose gradients ("v@GRAD") the enclosing block has;
+  // `params` the inputs that need gradients. Appends the gradient ops; returns each
+  // param's final gradient here ("" where none flows back).
+  std::vector<std::string> BuildSeeded(const std::vector<std::string>& seeds, const std::vector<std::string>& params) {
+    const int last = block_.ops_size() - 1;
+    std::set<std::string> requires(params.begin(), params.end());
+    Propagate(last, requires);
+    std::set<std::string> needed;
+    for (const auto& v : seeds) {
+      finalized_.insert(v + kGradSuffix);
+      if (requires.count(v)) needed.insert(v);
+    }
+    Emit(PathBack(last, requires, needed), requires);
+    std::vector<std::string> result;
+    for (const auto& p : params) result.push_back(needed.count(p) ? Finalize(p) : "");
+    return result;
+  }
+
+ private:
+  std::string Where(int i, const proto::OpDesc& op) const {
+    return "block " + std::to_string(block_idx_) + ", op " + std::to_string(i) + " (" + op.type() + ")";
+  }
+
+  // Forward: adds to `requires` every variable that depends on one of it through
+  // differentiable ops up to op `last`; finds the ops' schemas.
+  void Propagate(int last, std::set<std::string>& requires) {
+    schemas_.assign(static_cast<size_t>(last + 1), nullptr);
+    for (int i = 0; i <= last; ++i) {
       const auto& op = block_.ops(i);
-      if (schemas[i]->grad_op_type.empty() || !AnyOutput(op, needed) || !AnyInput(op, requires)) continue;
-      const auto& grads = schemas[i]->grad_outputs;
+      schemas_[i] = registry_.FindOp(op.type());
+      if (schemas_[i] == nullptr) throw Error(Where(i, op) + ": " + registry_.UnknownOpMessage(op.type()));
+      if (schemas_[i]->grad_op_type.empty() || !AnyInput(op, requires)) continue;
+      for (const auto& out : op.outputs()) for (const auto& a : out.arguments()) requires.insert(a);
+    }
+  }
+
+  // Backward: the ops from `last` down on a path from `requires` to `needed`, last first;
+  // `needed` grows by the inputs along it that need gradients.
+  std::vector<int> PathBack(int last, const std::set<std::string>& requires, std::set<std::string>& needed) {
+    std::vector<int> path;
+    for (int i = last; i >= 0; --i) {
+      const auto& op = block_.ops(i);
+      if (schemas_[i]->grad_op_type.empty() || !AnyOutput(op, needed) || !AnyInput(op, requires)) continue;
+      const auto& grads = schemas_[i]->grad_outputs;
       for (const auto& in : op.inputs()) {
         // An input the op overwrites breaks the gradient only if one flows back through
         // it; a state it updates in place (batch_norm's running Mean) gets none.
@@ -88,20 +134,20 @@ class BackwardBuilder {
       }
       path.push_back(i);
     }
-
-    BlockBuilder(&block_).Op("fill_any_like").Input("X", loss).Output("Out", loss + kGradSuffix).Attr("value", 1.0f);
-    finalized_.insert(loss + kGradSuffix);
-    for (int i : path) EmitGradOp(block_.ops(i), *schemas[i], requires);
-
-    std::vector<ParamGrad> result;
-    for (const auto& p : params) {
-      if (!needed.count(p)) continue;  // the loss does not depend on it
-      result.push_back({p, Finalize(p)});
-    }
-    return result;
+    return path;
   }
 
- private:
+  void Emit(const std::vector<int>& path, const std::set<std::string>& requires) {
+    const std::vector<const OpSchemaEntry*> schemas = schemas_;  // a nested block's pass has its own
+    for (int i : path) {
+      if (block_.ops(i).type() == kConditionalBlock) {
+        EmitConditionalBlockGrad(block_.ops(i), *schemas[i], requires);
+      } else {
+        EmitGradOp(block_.ops(i), *schemas[i], requires);
+      }
+    }
+  }
+
   static bool AnyInput(const proto::OpDesc& op, const std::set<std::string>& vars) {
     for (const auto& in : op.inputs()) for (const auto& a : in.arguments()) if (vars.count(a)) return true;
     return false;
@@ -176,11 +222,94 @@ class BackwardBuilder {
     *block_.add_ops() = std::move(grad);
   }
 
+  // conditional_block's gradient: a new block holding the forward block's ops (recomputing
+  // what its run's child scope held) and then their gradient ops, seeded by the gradients of
+  // the outputs that need them, ending in an assign of each Params gradient to the
+  // contribution this block's op registers; conditional_block_grad runs it when the
+  // condition held (else its outputs are zeros).
+  void EmitConditionalBlockGrad(const proto::OpDesc fwd, const OpSchemaEntry& schema,
+                                const std::set<std::string>& requires) {
+    int32_t sub = -1;
+    for (const auto& a : fwd.attrs()) {
+      if (a.name() == "sub_block") sub = a.block_idx();
+    }
+    if (sub < 0 || sub >= program_.blocks_size()) throw Error("conditional_block without a valid sub_block");
+    std::vector<std::string> seeds;
+    proto::OpDesc grad;
+    grad.set_type(schema.grad_op_type);
+    for (const auto& in : fwd.inputs()) *grad.add_inputs() = in;
+    for (const auto& out : fwd.outputs()) {
+      if (out.parameter() != "Out") continue;
+      *grad.add_inputs() = out;
+      auto* g = grad.add_inputs();
+      g->set_parameter(std::string("Out") + kGradSuffix);
+      for (const auto& a : out.arguments()) {
+        if (requires.count(a)) seeds.push_back(a);
+        g->add_arguments(Finalize(a));
+      }
+    }
+    // The inputs that get gradients: what the block reads (and X, Fluid 0.x's condition
+    // slot, whose tensors the block may read too).
+    const auto differentiated = [](const std::string& slot) { return slot == "Params" || slot == "Input" || slot == "X"; };
+    std::vector<std::string> params;
+    for (const auto& in : fwd.inputs()) {
+      if (!differentiated(in.parameter())) continue;
+      for (const auto& a : in.arguments()) {
+        if (requires.count(a) && std::find(params.begin(), params.end(), a) == params.end()) params.push_back(a);
+      }
+    }
+
+    auto* block = program_.add_blocks();
+    const int idx = program_.blocks_size() - 1;
+    block->set_idx(idx);
+    block->set_parent_idx(block_idx_);
+    block->set_forward_block_idx(sub);
+    *block->mutable_ops() = program_.blocks(sub).ops();
+    const std::vector<std::string> inner = BackwardBuilder(program_, idx, registry_).BuildSeeded(seeds, params);
+
+    // The op's outputs: one contribution per required Params argument, as EmitGradOp does.
+    const int index = block_.ops_size();
+    int slot_index = 0;
+    std::set<std::string> given;  // a variable in two slots gets its gradient once
+    for (const auto& in : fwd.inputs()) {
+      if (!differentiated(in.parameter())) continue;
+      auto* out = grad.add_outputs();
+      out->set_parameter(in.parameter() + kGradSuffix);
+      for (const auto& a : in.arguments()) {
+        const auto at = std::find(params.begin(), params.end(), a);
+        if (at == params.end() || !given.insert(a).second) {
+          out->add_arguments(kEmptyVarName);
+          continue;
+        }
+        auto& refs = contributions_[a];
+        const std::string name = a + kGradSuffix + "@RENAME@" + std::to_string(refs.size());
+        out->add_arguments(name);
+        refs.push_back({index, slot_index, out->arguments_size() - 1});
+        const std::string& found = inner[static_cast<size_t>(at - params.begin())];
+        BlockBuilder b(program_.mutable_blocks(idx));
+        if (found.empty()) {
+          b.Op("fill_zeros_like").Input("X", a).Output("Out", name);
+        } else {
+          b.Op("assign").Input("X", found).Output("Out", name);
+        }
+      }
+      ++slot_index;
+    }
+    *grad.mutable_attrs() = fwd.attrs();
+    for (auto& a : *grad.mutable_attrs()) {
+      if (a.name() == "sub_block") a.set_block_idx(idx);
+    }
+    *block_.add_ops() = std::move(grad);
+  }
+
   struct ArgRef {
     int op, slot, arg;
   };
+  proto::ProgramDesc& program_;
+  const int block_idx_;
   proto::BlockDesc& block_;
   const Registry& registry_;
+  std::vector<const OpSchemaEntry*> schemas_;
   std::map<std::string, std::vector<ArgRef>> contributions_;
   std::set<std::string> finalized_;
 };
@@ -190,9 +319,9 @@ class BackwardBuilder {
 std::vector<ParamGrad> AppendBackward(proto::ProgramDesc& program, const Registry& registry, const std::string& loss,
                                       std::vector<std::string> parameters) {
   if (program.blocks_size() == 0) throw Error("program has no blocks");
-  proto::BlockDesc block = program.blocks(0);  // built aside: a failure leaves the program as it was
-  auto result = BackwardBuilder(block, registry).Build(loss, std::move(parameters));
-  *program.mutable_blocks(0) = std::move(block);
+  proto::ProgramDesc built = program;  // built aside: a failure leaves the program as it was
+  auto result = BackwardBuilder(built, 0, registry).Build(loss, std::move(parameters));
+  program = std::move(built);
   return result;
 }
 

@@ -7,7 +7,10 @@
 // Parameters are the block's persistable variables unless named. Gradients are named
 // "v@GRAD"; a variable used by several ops gets one "v@GRAD@RENAME@k" per use, summed
 // into v@GRAD; the gradient of an op output that does not reach the loss is zeros. The
-// loss gradient is ones shaped like the loss. Errors (no such loss, loss independent of
+// loss gradient is ones shaped like the loss. A conditional_block on the path gets a
+// conditional_block_grad op and a gradient block appended to the program: the forward
+// block's ops again (recomputing what the forward run's child scope held), then their
+// gradient ops, seeded by the gradients of the block's outputs. Errors (no such loss, loss independent of
 // every parameter, an op overwriting a variable on the gradient path) throw Error and
 // leave the program unchanged.
 #ifndef RILL_CORE_PROGRAM_BACKWARD_H_

@@ -199,6 +199,29 @@ def test_conditional_block(exe):
         assert got.tolist() == [want]
 
 
+def test_gradients_through_a_conditional_block(exe):
+    x = layers.data(name="x", shape=[1])
+    x.stop_gradient = False
+    flag = layers.data(name="flag", shape=[1], dtype="bool", append_batch_size=False)
+    out = layers.fill_constant_batch_size_like(x, shape=[-1, 3], dtype="float32", value=0.0)
+    cb = layers.ConditionalBlock([flag], is_scalar_condition=True)
+    with cb.block():
+        h = layers.fc(x, size=3, param_attr=fluid.ParamAttr(name="w", initializer=fluid.initializer.Constant(2.0)),
+                      bias_attr=False)
+        layers.assign(layers.scale(h, 3.0), out)
+    loss = layers.mean(out)
+    params_grads = fluid.backward.append_backward(loss)
+    assert [p.name for p, _ in params_grads] == ["w"]
+    exe.run(fluid.default_startup_program())
+    a = np.array([[1.0], [2.0]], "float32")
+    # loss = mean(3 x w) over [2, 3]: d/dw_j = 3 * (1 + 2) / 6, d/dx_i = 3 * (2 + 2 + 2) / 6
+    w_grad, x_grad = exe.run(feed={"x": a, "flag": np.array([True])}, fetch_list=["w@GRAD", "x@GRAD"])
+    np.testing.assert_allclose(w_grad, [[1.5, 1.5, 1.5]])
+    np.testing.assert_allclose(x_grad, [[3.0], [3.0]])
+    w_grad, x_grad = exe.run(feed={"x": a, "flag": np.array([False])}, fetch_list=["w@GRAD", "x@GRAD"])
+    assert not w_grad.any() and not x_grad.any()  # the block did not run: nothing flowed back
+
+
 def test_print(exe, capfd):
     x = layers.fill_constant(shape=[2], dtype="float32", value=1.5)
     assert layers.Print(x, message="the value") is x

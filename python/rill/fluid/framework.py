@@ -24,6 +24,10 @@ __all__ = [
     "get_var", "convert_np_dtype_to_dtype_", "dtype_to_np",
 ]
 
+# Fluid's Program.desc is its C++ ProgramDesc, whose serialize_to_string Fluid code calls;
+# ours is framework.proto's message, which gets that name too.
+framework_pb2.ProgramDesc.serialize_to_string = lambda self: self.SerializeToString()
+
 GRAD_VAR_SUFFIX = "@GRAD"
 TEMP_VAR_NAME = "@TEMP@"
 ZERO_VAR_SUFFIX = "@ZERO"  # Fluid's suffix of a zero gradient's name

@@ -199,6 +199,23 @@ def test_conditional_block(exe):
         assert got.tolist() == [want]
 
 
+def test_switch_runs_the_first_case_that_holds(exe):
+    x = layers.data(name="x", shape=[1], dtype="float32", append_batch_size=False)
+    out = layers.fill_constant(shape=[1], dtype="float32", value=-1.0)
+    with layers.Switch() as switch:
+        with switch.case(layers.less_than(x, layers.fill_constant([1], "float32", 1.0))):
+            layers.assign(layers.fill_constant([1], "float32", 10.0), out)
+        with switch.case(layers.less_than(x, layers.fill_constant([1], "float32", 5.0))):
+            layers.assign(layers.fill_constant([1], "float32", 20.0), out)
+        with switch.default():
+            layers.assign(layers.fill_constant([1], "float32", 30.0), out)
+    for given, want in ((0.5, 10.0), (3.0, 20.0), (9.0, 30.0)):
+        got, = exe.run(feed={"x": np.array([given], "float32")}, fetch_list=[out])
+        assert got.tolist() == [want]
+    with pytest.raises(ValueError, match="inside"):
+        layers.Switch().case(layers.less_than(x, x))
+
+
 def test_gradients_through_a_conditional_block(exe):
     x = layers.data(name="x", shape=[1])
     x.stop_gradient = False

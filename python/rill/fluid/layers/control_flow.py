@@ -11,7 +11,7 @@ from rill.fluid import core
 from rill.fluid.framework import Program, Variable, VarType, _dtype_name
 from rill.fluid.layer_helper import LayerHelper
 
-__all__ = ["While", "ConditionalBlock", "BlockGuard", "increment", "less_than", "less_equal", "greater_than",
+__all__ = ["While", "ConditionalBlock", "Switch", "BlockGuard", "increment", "less_than", "less_equal", "greater_than",
            "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
            "Print", "create_array", "array_write", "array_read", "array_length", "is_array", "tensor_array_to_tensor"]
 
@@ -139,6 +139,42 @@ class ConditionalBlock(object):
                                inputs={"X": self.inputs, "Params": [p for p in params if p is not None]},
                                outputs={"Out": out_list, "Scope": [step_scope]},
                                attrs={"sub_block": inside_block, "is_scalar_condition": self.is_scalar_condition})
+
+
+class Switch(object):
+    """``with Switch() as switch:`` then ``with switch.case(cond):`` blocks and an optional
+    ``with switch.default():``: the first case whose condition (a bool [1]) holds runs, or
+    the default when none does. Each case is a conditional_block on "this condition and
+    none before it"."""
+
+    def __init__(self, name=None):
+        self.helper = LayerHelper("switch", name=name)
+        self.inside_scope = False
+        self.none_before = None  # a bool [1]: no case so far held
+
+    def case(self, condition):
+        if not self.inside_scope:
+            raise ValueError("Switch.case is used inside `with Switch() as switch:`")
+        if self.none_before is None:
+            runs = condition
+            self.none_before = logical_not(condition)
+        else:
+            runs = logical_and(self.none_before, condition)
+            self.none_before = logical_and(self.none_before, logical_not(condition))
+        return ConditionalBlockGuard(ConditionalBlock([runs], is_scalar_condition=True))
+
+    def default(self):
+        if self.none_before is None:
+            raise ValueError("Switch.default needs a case before it")
+        return ConditionalBlockGuard(ConditionalBlock([self.none_before], is_scalar_condition=True))
+
+    def __enter__(self):
+        self.inside_scope = True
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        self.inside_scope = False
+        return False
 
 
 def is_array(var):

@@ -186,29 +186,26 @@ void TensorArrayToTensorGrad(KernelContext& ctx) {
 }  // namespace
 
 void RegisterTensorArray(Registrar& r) {
-  const OpSchema write = OpSchema("write_to_array")
-      .Doc("Out[I] = a copy of X (dtype, shape, LoD); Out, a tensor array, grows to hold entry I.")
-      .Input("X", "the tensor written")
-      .Input("I", "[1] integer: the entry")
-      .Output("Out", "the tensor array")
-      .KernelDtypeFrom("")
-      .Grad("write_to_array_grad", "X,I,Out@GRAD", "X");
-  r.Op(write);
-  r.Op(write.MakeGradSchema().KernelDtypeFrom(""));
-  r.Kernel("write_to_array", RILL_CPU, RILL_ANY_DTYPE, &WriteToArray);
-  r.Kernel("write_to_array_grad", RILL_CPU, RILL_ANY_DTYPE, &WriteToArrayGrad);
-
-  const OpSchema read = OpSchema("read_from_array")
-      .Doc("Out = a copy of entry I of the tensor array X; an error past X's end or for an entry never written.")
-      .Input("X", "the tensor array")
-      .Input("I", "[1] integer: the entry")
-      .Output("Out", "the entry's copy")
-      .KernelDtypeFrom("")
-      .Grad("read_from_array_grad", "X,I,Out@GRAD", "X");
-  r.Op(read);
-  r.Op(read.MakeGradSchema().KernelDtypeFrom(""));
-  r.Kernel("read_from_array", RILL_CPU, RILL_ANY_DTYPE, &ReadFromArray);
-  r.Kernel("read_from_array_grad", RILL_CPU, RILL_ANY_DTYPE, &ReadFromArrayGrad);
+  // write_to_array and read_from_array: X, I -> Out, each with its gradient.
+  const auto indexed = [&r](const char* type, const char* doc, const char* x, const char* out, KernelFn forward,
+                            KernelFn backward) {
+    const OpSchema op = OpSchema(type)
+        .Doc(doc)
+        .Input("X", x)
+        .Input("I", "[1] integer: the entry")
+        .Output("Out", out)
+        .KernelDtypeFrom("")
+        .Grad(std::string(type) + "_grad", "X,I,Out@GRAD", "X");
+    r.Op(op);
+    r.Op(op.MakeGradSchema().KernelDtypeFrom(""));
+    r.Kernel(type, RILL_CPU, RILL_ANY_DTYPE, forward);
+    r.Kernel((std::string(type) + "_grad").c_str(), RILL_CPU, RILL_ANY_DTYPE, backward);
+  };
+  indexed("write_to_array", "Out[I] = a copy of X (dtype, shape, LoD); Out, a tensor array, grows to hold entry I.",
+          "the tensor written", "the tensor array", &WriteToArray, &WriteToArrayGrad);
+  indexed("read_from_array",
+          "Out = a copy of entry I of the tensor array X; an error past X's end or for an entry never written.",
+          "the tensor array", "the entry's copy", &ReadFromArray, &ReadFromArrayGrad);
 
   r.Op(OpSchema("lod_array_length")
            .Doc("Out = [1] int64: the number of entries of the tensor array X.")

@@ -8,6 +8,7 @@ for its helpers. A Python 2 file (Fluid 0.14's) is converted to Python 3 with li
 is imported, and so is each module it imports from its directory; nothing is written beside
 Paddle's files. The process prints one result per test method as JSON on its last line.
 """
+import argparse
 import collections
 import json
 import os
@@ -90,6 +91,17 @@ except Exception:
     results.append((name, "fail", "cannot import: " + traceback.format_exc()))
 print("\n" + json.dumps(results))
 """
+
+
+def parse_args(description, files_help):
+    """The runners' command line: test files, --build, --json, --timeout, --verbose."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("files", nargs="*", help=files_help)
+    parser.add_argument("--build", default=os.path.join(HERE, "..", "..", "build"), help="Rill's build directory")
+    parser.add_argument("--json", help="also write every method's result to FILE")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds a file may run")
+    parser.add_argument("--verbose", action="store_true", help="print failures in full")
+    return parser.parse_args()
 
 
 def skip_kind(reason):

@@ -12,7 +12,6 @@ Without file names it runs the files issue 62 names (FILES below). It prints eac
 passed, failed and skipped methods, the skips by reason, and the totals; exit status 0
 when no method failed.
 """
-import argparse
 import os
 import sys
 
@@ -30,14 +29,7 @@ TOP_LEVEL_FILES = "test_data_feeder test_error_clip test_gradient_clip test_pyth
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("files", nargs="*", help="test_NAME.py files (default: issue 62's forty)")
-    parser.add_argument("--build", default=os.path.join(harness.HERE, "..", "..", "build"),
-                        help="Rill's build directory")
-    parser.add_argument("--json", help="also write every method's result to FILE")
-    parser.add_argument("--timeout", type=int, default=600, help="seconds a file may run")
-    parser.add_argument("--verbose", action="store_true", help="print failures in full")
-    args = parser.parse_args()
+    args = harness.parse_args(__doc__.splitlines()[0], "test_NAME.py files (default: issue 62's forty)")
     src = os.environ.get("PADDLE_SRC")
     if not src:
         sys.exit("run_fluid014_tests: set PADDLE_SRC to a Paddle checkout at v0.14.0")

@@ -14,13 +14,10 @@ It prints each file's passed, failed and skipped test methods, each failure's fi
 (--verbose: the whole message), the skips grouped by reason, and the totals. A file that
 cannot be imported counts as one failure. Exit status 0 when no method failed.
 """
-import argparse
 import os
 import sys
 
 import harness
-
-HERE = harness.HERE
 
 # The op test files of the ops Rill ships (issue 61's list, and the detection ops).
 FILES = """accuracy_op activation_op adadelta_op adagrad_op adam_op adamax_op arg_min_max_op assign_op assign_value_op
@@ -39,13 +36,7 @@ box_coder_op density_prior_box_op iou_similarity_op matrix_nms_op multiclass_nms
 yolo_box_op""".split()
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("files", nargs="*", help="test_NAME.py files (default: the ops Rill ships)")
-    parser.add_argument("--build", default=os.path.join(HERE, "..", "..", "build"), help="Rill's build directory")
-    parser.add_argument("--json", help="also write every method's result to FILE")
-    parser.add_argument("--timeout", type=int, default=600, help="seconds a file may run")
-    parser.add_argument("--verbose", action="store_true", help="print failures in full")
-    args = parser.parse_args()
+    args = harness.parse_args(__doc__.splitlines()[0], "test_NAME.py files (default: the ops Rill ships)")
     src = os.environ.get("PADDLE_SRC")
     if not src:
         sys.exit("run_op_tests: set PADDLE_SRC to a Paddle checkout (release/2.1)")

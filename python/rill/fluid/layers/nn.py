@@ -138,6 +138,16 @@ def _out_size(size, k, s, pads, d, algorithm, ceil_mode=False):
     return (span + (s - 1 if ceil_mode else 0)) // s + 1
 
 
+def _bias_and_activation(helper, pre_bias, channel_last, out_shape):
+    """A convolution's output with its per-channel bias added and its activation applied."""
+    channel = 3 if channel_last else 1
+    pre_act = helper.append_bias_op(pre_bias, dim_start=channel, dim_end=channel + 1)
+    pre_act._shape = out_shape
+    out = helper.append_activation(pre_act)
+    out._shape = out_shape
+    return out
+
+
 def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=None, param_attr=None,
            bias_attr=None, use_cudnn=True, use_mkldnn=False, act=None, name=None, data_format="NCHW"):
     check_variable_and_dtype(input, "input", ["float16", "float32", "float64"], "conv2d")
@@ -179,12 +189,7 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
         attrs.update(padding_algorithm=algorithm, data_format=data_format)
     helper.append_op(type=l_type, inputs={"Input": input, "Filter": filter_param}, outputs={"Output": pre_bias},
                      attrs=attrs)
-    channel = 3 if channel_last else 1
-    pre_act = helper.append_bias_op(pre_bias, dim_start=channel, dim_end=channel + 1)
-    pre_act._shape = out_shape
-    out = helper.append_activation(pre_act)
-    out._shape = out_shape
-    return out
+    return _bias_and_activation(helper, pre_bias, channel_last, out_shape)
 
 
 def conv2d_transpose(input, num_filters, output_size=None, filter_size=None, padding=0, stride=1, dilation=1,
@@ -239,12 +244,7 @@ def conv2d_transpose(input, num_filters, output_size=None, filter_size=None, pad
                      attrs={"output_size": list(output_size or []), "strides": stride, "paddings": padding,
                             "padding_algorithm": algorithm, "dilations": dilation, "groups": groups,
                             "data_format": data_format})
-    channel = 3 if channel_last else 1
-    pre_act = helper.append_bias_op(pre_bias, dim_start=channel, dim_end=channel + 1)
-    pre_act._shape = out_shape
-    out = helper.append_activation(pre_act)
-    out._shape = out_shape
-    return out
+    return _bias_and_activation(helper, pre_bias, channel_last, out_shape)
 
 
 def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, global_pooling=False,

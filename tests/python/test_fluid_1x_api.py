@@ -339,3 +339,19 @@ def test_array_gradients_follow_an_index_incremented_in_place(exe):
     g0, g1 = exe.run(feed={"x0": ones, "x1": ones}, fetch_list=[x0.grad_name, x1.grad_name])
     np.testing.assert_array_equal(g0, ones)
     np.testing.assert_array_equal(g1, 2 * ones)
+
+
+def test_fluid_embedding_and_one_hot_keep_every_dim_of_the_ids(exe):
+    ids = fluid.data("ids", [2, 3], "int64")
+    table = np.arange(20, dtype="float32").reshape(5, 4)
+    emb = fluid.embedding(ids, size=[5, 4], param_attr=fluid.ParamAttr(
+        name="table", initializer=fluid.initializer.NumpyArrayInitializer(table)))
+    hot = fluid.one_hot(ids, depth=5)
+    assert emb.shape == (2, 3, 4) and hot.shape == (2, 3, 5)
+    exe.run(fluid.default_startup_program())
+    a = np.array([[0, 4, 1], [2, 2, 3]], "int64")
+    got_emb, got_hot = exe.run(feed={"ids": a}, fetch_list=[emb, hot])
+    np.testing.assert_array_equal(got_emb, table[a])
+    np.testing.assert_array_equal(got_hot, np.eye(5, dtype="float32")[a])
+    with pytest.raises(TypeError, match="fluid.embedding"):
+        fluid.embedding(fluid.data("f", [2], "float32"), size=[5, 4])

@@ -7,8 +7,9 @@ see docs/PYTHON.md.
 """
 from rill.fluid import core, unique_name, framework, initializer, param_attr, layer_helper, executor, layers, \
     nets, backward, optimizer, io, concurrency, transpiler, data_feeder, debugger, profiler, regularizer, \
-    clip, lod_tensor  # noqa: F401
+    clip, lod_tensor, input  # noqa: F401
 from rill.fluid.data import data
+from rill.fluid.input import embedding, one_hot
 from rill.fluid.lod_tensor import create_lod_tensor, create_random_int_lodtensor
 from rill.fluid.framework import Program, Block, Variable, Parameter, Operator, program_guard, \
     default_main_program, default_startup_program, switch_main_program, switch_startup_program, get_var
@@ -24,7 +25,7 @@ from rill.fluid.layers.control_flow import While
 __all__ = [
     "core", "unique_name", "framework", "initializer", "param_attr", "layer_helper", "executor", "layers", "nets",
     "backward", "optimizer", "io", "concurrency", "transpiler", "data_feeder", "debugger", "profiler", "regularizer",
-    "clip", "lod_tensor", "data", "create_lod_tensor", "create_random_int_lodtensor", "is_compiled_with_cuda",
+    "clip", "lod_tensor", "input", "data", "embedding", "one_hot", "create_lod_tensor", "create_random_int_lodtensor", "is_compiled_with_cuda",
     "Program", "Block", "Variable",
     "Parameter", "Operator", "program_guard", "default_main_program", "default_startup_program",
     "switch_main_program", "switch_startup_program", "get_var", "Executor", "global_scope", "scope_guard",

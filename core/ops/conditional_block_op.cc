@@ -30,10 +30,16 @@ class ConditionalBlock {
   void Compute(rill::KernelContext& ctx) {
     if (ConditionHolds(ctx)) {
       ctx.RunSubBlock(block_);
-      return;
+    } else if (grad_) {
+      ZeroGradients(ctx);
     }
-    if (!grad_) return;
-    // No branch ran, so nothing flowed back through it: zeros like each Params entry.
+  }
+
+ private:
+  // conditional_block_grad when no branch ran, so nothing flowed back through it: zeros
+  // like each input. A frame of its own: Compute's is on the stack under every block nested
+  // in it, so it stays small.
+  [[gnu::noinline]] static void ZeroGradients(rill::KernelContext& ctx) {
     for (const char* slot : {"Params", "Input", "X"}) {
       const std::string grad = std::string(slot) + "@GRAD";
       for (size_t i = 0; i < ctx.op().OutputCount(grad); ++i) {
@@ -45,7 +51,6 @@ class ConditionalBlock {
     }
   }
 
- private:
   static const char* ConditionSlot(const rill::OpInfo& op) {
     const bool has_cond = op.InputCount("Cond") > 0;
     const bool has_x = op.InputCount("X") > 0;

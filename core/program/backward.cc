@@ -181,6 +181,17 @@ class BackwardBuilder {
     return grad;
   }
 
+  // Adds to `out` (output slot `slot` of the grad op that will stand at `op`) the next
+  // contribution to `var`'s gradient, "var@GRAD@RENAME@k", registered for Finalize; returns
+  // its name.
+  std::string AddContribution(const std::string& var, int op, int slot, proto::OpDesc::Var* out) {
+    auto& refs = contributions_[var];
+    std::string name = var + kGradSuffix + "@RENAME@" + std::to_string(refs.size());
+    out->add_arguments(name);
+    refs.push_back({op, slot, out->arguments_size() - 1});
+    return name;
+  }
+
   void EmitGradOp(const proto::OpDesc fwd, const OpSchemaEntry& schema, const std::set<std::string>& requires) {
     proto::OpDesc grad;
     grad.set_type(schema.grad_op_type);
@@ -212,9 +223,7 @@ class BackwardBuilder {
           if (spec->duplicable()) out->add_arguments(kEmptyVarName);  // keeps positions aligned
           continue;
         }
-        auto& refs = contributions_[a];
-        out->add_arguments(a + kGradSuffix + "@RENAME@" + std::to_string(refs.size()));
-        refs.push_back({index, slot_index, out->arguments_size() - 1});
+        AddContribution(a, index, slot_index, out);
       }
       ++slot_index;
     }
@@ -281,10 +290,7 @@ class BackwardBuilder {
           out->add_arguments(kEmptyVarName);
           continue;
         }
-        auto& refs = contributions_[a];
-        const std::string name = a + kGradSuffix + "@RENAME@" + std::to_string(refs.size());
-        out->add_arguments(name);
-        refs.push_back({index, slot_index, out->arguments_size() - 1});
+        const std::string name = AddContribution(a, index, slot_index, out);
         const std::string& found = inner[static_cast<size_t>(at - params.begin())];
         BlockBuilder b(program_.mutable_blocks(idx));
         if (found.empty()) {

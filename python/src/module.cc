@@ -179,13 +179,11 @@ void TranslateError(const core::Error& e) {
   PyErr_SetObject(cls.ptr(), value.ptr());
 }
 
-// Gives `t` zeroed memory of `dtype` for its dims (none yet: [0]), keeping its LoD.
+// Gives `t` zeroed memory of `dtype` for its dims (none yet: [0]); its LoD stays, as
+// Allocate leaves it.
 void AllocateAs(core::Tensor& t, int32_t dtype) {
-  core::LoD lod = t.lod();
   const core::Dims dims = t.dims();
-  void* p = t.Allocate(dtype, std::vector<int64_t>(dims.begin(), dims.end()));
-  std::memset(p, 0, t.nbytes());
-  t.mutable_lod() = std::move(lod);
+  std::memset(t.Allocate(dtype, std::vector<int64_t>(dims.begin(), dims.end())), 0, t.nbytes());
 }
 
 // A variable of a scope, as scope.find_var returns it; keeps the scope alive.
@@ -311,6 +309,13 @@ PYBIND11_MODULE(_rill, m) {
   const auto dims_of = [](const TensorHandle& t) {
     return std::vector<int64_t>(t.get()->dims().begin(), t.get()->dims().end());
   };
+  // Fluid's Resize (the LoD stays, as Allocate leaves it).
+  const auto set_dims = [dims_of](TensorHandle& t, const std::vector<int64_t>& dims) {
+    core::Tensor* x = t.get();
+    if (x->initialized() && dims_of(t) == dims) return;
+    void* p = x->Allocate(x->initialized() ? x->dtype() : RILL_FP32, dims);
+    std::memset(p, 0, x->nbytes());
+  };
   py::class_<TensorHandle>(m, "Tensor")
       .def(py::init<>())
       .def(py::init([](const std::vector<std::vector<uint64_t>>& lengths) {
@@ -330,26 +335,10 @@ PYBIND11_MODULE(_rill, m) {
       .def("dtype", [](const TensorHandle& t) { return t.get()->dtype(); })
       .def("_is_initialized", [](const TensorHandle& t) { return t.get()->initialized(); })
       .def("_get_dims", dims_of)
-      .def("_set_dims",
-           [dims_of](TensorHandle& t, const std::vector<int64_t>& dims) {
-             core::Tensor* x = t.get();
-             if (x->initialized() && dims_of(t) == dims) return;
-             void* p = x->Allocate(x->initialized() ? x->dtype() : RILL_FP32, dims);
-             std::memset(p, 0, x->nbytes());
-           },
-           py::arg("dims"),
+      .def("_set_dims", set_dims, py::arg("dims"),
            "Fluid's Resize: the tensor takes `dims` (kept as it is when it has them already; else zero-filled, in "
            "its dtype, fp32 when it has none): Rill's tensors always hold memory for their dims.")
-      .def("set_dims",
-           [dims_of](TensorHandle& t, const std::vector<int64_t>& dims) {
-             core::Tensor* x = t.get();
-             if (x->initialized() && dims_of(t) == dims) return;
-             core::LoD lod = x->lod();
-             void* p = x->Allocate(x->initialized() ? x->dtype() : RILL_FP32, dims);
-             std::memset(p, 0, x->nbytes());
-             x->mutable_lod() = std::move(lod);
-           },
-           py::arg("dims"), "Fluid 0.14's Resize (as _set_dims; the LoD stays).")
+      .def("set_dims", set_dims, py::arg("dims"), "Fluid 0.14's name of _set_dims.")
       .def("alloc_int",
            [](TensorHandle& t, const py::object&) { AllocateAs(*t.get(), RILL_INT32); }, py::arg("place") = py::none(),
            "Fluid 0.14's: the tensor's memory as int32 zeros, for its dims.")

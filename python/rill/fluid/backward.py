@@ -30,12 +30,7 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None)
         leaves = [n for n in leaves if n not in skip]
     if not names and not leaves:
         return []  # nothing to differentiate by, as Fluid returns
-    desc, pairs = _rill.append_backward(program.serialize_to_string(), loss.name, names + leaves)
-    from rill.proto import framework_pb2
-    new_desc = framework_pb2.ProgramDesc()
-    new_desc.ParseFromString(desc)
-    program._load(new_desc)
-    _declare_gradients(block)
+    pairs = _run_pass(program, loss.name, names + leaves)
     return [(block.var(p), block.var(g)) for p, g in pairs if p not in leaves]
 
 
@@ -70,13 +65,7 @@ def calc_gradient(targets, inputs, target_gradients=None, no_grad_set=None):
     skip = set(v if isinstance(v, str) else v.name for v in (no_grad_set or ()))
     names = [v.name for v in inputs if v.name not in skip]
     block = program.global_block()
-    desc, pairs = _rill.append_backward(program.serialize_to_string(), loss.name, names)
-    from rill.proto import framework_pb2
-    new_desc = framework_pb2.ProgramDesc()
-    new_desc.ParseFromString(desc)
-    program._load(new_desc)
-    _declare_gradients(block)
-    grads = dict(pairs)
+    grads = dict(_run_pass(program, loss.name, names))
     result = [block.var(grads[v.name]) if v.name in grads else None for v in inputs]
     return result[0] if len(result) == 1 else result
 
@@ -85,6 +74,18 @@ def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
     """calc_gradient, always returning a list (Fluid 1.x's fluid.gradients)."""
     result = calc_gradient(targets, inputs, target_gradients, no_grad_set)
     return result if isinstance(result, list) else [result]
+
+
+def _run_pass(program, loss_name, sources):
+    """Appends the runtime's backward pass of `loss_name` by `sources` to `program` and
+    declares the gradients it writes; returns [(source, gradient name)] of those reached."""
+    desc, pairs = _rill.append_backward(program.serialize_to_string(), loss_name, sources)
+    from rill.proto import framework_pb2
+    new_desc = framework_pb2.ProgramDesc()
+    new_desc.ParseFromString(desc)
+    program._load(new_desc)
+    _declare_gradients(program.global_block())
+    return pairs
 
 
 def _declare_gradients(block):

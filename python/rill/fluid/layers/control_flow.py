@@ -240,30 +240,20 @@ def array_length(array):
 
 def tensor_array_to_tensor(input, axis=1, name=None, use_stack=False):
     """(the entries of the tensor array `input` joined along axis, or stacked there; an int32
-    tensor of each entry's size along axis)."""
+    tensor of each entry's size along axis): also concat's and stack's form for an input."""
     if not is_array(input):
         raise TypeError("tensor_array_to_tensor: %r is not a tensor array" % (input,))
-    return _array_to_tensor(input, axis, use_stack)
-
-
-def array_to_tensor(array, axis, use_stack):
-    """The entries of `array` joined along axis (or stacked there): concat's and stack's
-    form for an array."""
-    return _array_to_tensor(array, axis, use_stack)[0]
-
-
-def _array_to_tensor(array, axis, use_stack):
     helper = LayerHelper("tensor_array_to_tensor")
-    out = helper.create_tmp_variable(dtype=array.dtype)
+    out = helper.create_tmp_variable(dtype=input.dtype)
     index = helper.create_tmp_variable(dtype="int32", stop_gradient=True)
-    if array._shape:  # an entry's shape, as array_write records it; the joined dim is unknown
-        shape = list(array.shape)
+    if input._shape:  # an entry's shape, as array_write records it; the joined dim is unknown
+        shape = list(input.shape)
         if use_stack:
             shape.insert(axis if axis >= 0 else axis + len(shape) + 1, -1)
         else:
             shape[axis] = -1
         out._shape = shape
-    helper.append_op(type="tensor_array_to_tensor", inputs={"X": [array]}, outputs={"Out": [out], "OutIndex": [index]},
+    helper.append_op(type="tensor_array_to_tensor", inputs={"X": [input]}, outputs={"Out": [out], "OutIndex": [index]},
                      attrs={"axis": axis, "use_stack": use_stack})
     return out, index
 

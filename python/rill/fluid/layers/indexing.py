@@ -54,15 +54,24 @@ def not_iterable(var):
 
 def _array_range(array, item):
     """array[start:stop]: a tensor array of those entries (one slice op)."""
-    helper = LayerHelper("slice")
-    inputs, attrs = {"Input": array}, {"axes": [0], "decrease_axis": []}
     start = 0 if item.start is None else item.start
     stop = _END if item.stop is None else item.stop
-    int_list_argument([start], "starts", "slice", inputs, attrs, "starts", None, "StartsTensorList",
+    return _slice(array, [0], [start], [stop], [], array_out=True)
+
+
+def _slice(var, axes, starts, ends, decrease, array_out=False):
+    """One slice op of `var` (bounds ints or one-element int Variables); its output a tensor
+    array like `var` when array_out."""
+    helper = LayerHelper("slice")
+    inputs, attrs = {"Input": var}, {"axes": axes, "decrease_axis": decrease}
+    int_list_argument(starts, "starts", "slice", inputs, attrs, "starts", None, "StartsTensorList",
                       dtype_checked=False)
-    int_list_argument([stop], "ends", "slice", inputs, attrs, "ends", None, "EndsTensorList", dtype_checked=False)
-    out = helper.create_variable(name=helper.name + ".out", type=array.type, dtype=array.dtype)
-    out._shape = array._shape
+    int_list_argument(ends, "ends", "slice", inputs, attrs, "ends", None, "EndsTensorList", dtype_checked=False)
+    if array_out:
+        out = helper.create_variable(name=helper.name + ".out", type=var.type, dtype=var.dtype)
+        out._shape = var._shape
+    else:
+        out = helper.create_tmp_variable(dtype=var.dtype)
     helper.append_op(type="slice", inputs=inputs, outputs={"Out": out}, attrs=attrs)
     return out
 
@@ -111,11 +120,4 @@ def getitem(var, item):
         ends.append(end)
     if not axes:
         return var
-    helper = LayerHelper("slice")
-    inputs, attrs = {"Input": var}, {"axes": axes, "decrease_axis": decrease}
-    int_list_argument(starts, "starts", "slice", inputs, attrs, "starts", None, "StartsTensorList",
-                      dtype_checked=False)
-    int_list_argument(ends, "ends", "slice", inputs, attrs, "ends", None, "EndsTensorList", dtype_checked=False)
-    out = helper.create_tmp_variable(dtype=var.dtype)
-    helper.append_op(type="slice", inputs=inputs, outputs={"Out": out}, attrs=attrs)
-    return out
+    return _slice(var, axes, starts, ends, decrease)

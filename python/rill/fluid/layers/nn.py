@@ -81,18 +81,26 @@ def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=Non
 
 def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=None, param_attr=None,
               dtype="float32"):
-    check_variable_and_dtype(input, "input", ["int64"], "embedding")
-    check_dtype(dtype, "dtype", ["float16", "float32", "float64"], "embedding")
-    helper = LayerHelper("embedding", **locals())
-    w = helper.create_parameter(attr=helper.param_attr, shape=size, dtype=dtype, is_bias=False)
-    shape = list(input.shape)
+    """The rows of a [size[0], size[1]] table at the int64 ids `input` [..., 1]: [..., size[1]]."""
+    shape = list(input.shape) if isinstance(input, Variable) else []
     if shape and shape[-1] == 1:
         shape = shape[:-1]
-    tmp = _tmp(helper, dtype, shape + [size[1]])
+    return lookup("lookup_table", "embedding", input, size, shape, is_sparse, is_distributed, padding_idx,
+                  param_attr, dtype)
+
+
+def lookup(op_type, layer, input, size, leading_dims, is_sparse, is_distributed, padding_idx, param_attr, dtype):
+    """embedding's and fluid.embedding's op: a [size[0], size[1]] table parameter, looked up
+    at `input` into leading_dims + [size[1]]; a negative padding_idx counts from the end."""
+    check_variable_and_dtype(input, "input", ["int64"], layer)
+    check_dtype(dtype, "dtype", ["float16", "float32", "float64"], layer)
+    helper = LayerHelper("embedding", param_attr=param_attr)
+    w = helper.create_parameter(attr=helper.param_attr, shape=size, dtype=dtype, is_bias=False)
+    out = _tmp(helper, dtype, list(leading_dims) + [size[1]])
     padding_idx = -1 if padding_idx is None else padding_idx if padding_idx >= 0 else size[0] + padding_idx
-    helper.append_op(type="lookup_table", inputs={"Ids": input, "W": w}, outputs={"Out": tmp},
+    helper.append_op(type=op_type, inputs={"Ids": input, "W": w}, outputs={"Out": out},
                      attrs={"is_sparse": is_sparse, "is_distributed": is_distributed, "padding_idx": padding_idx})
-    return tmp
+    return out
 
 
 def _layout(data_format, layer):
@@ -708,9 +716,9 @@ def unsqueeze(input, axes, name=None):
 
 
 def stack(x, axis=0):
-    from rill.fluid.layers.control_flow import array_to_tensor, is_array
+    from rill.fluid.layers.control_flow import is_array, tensor_array_to_tensor
     if is_array(x):
-        return array_to_tensor(x, axis, use_stack=True)
+        return tensor_array_to_tensor(x, axis, use_stack=True)[0]
     if isinstance(x, Variable):
         x = [x]
     helper = LayerHelper("stack", x=x)
@@ -767,9 +775,16 @@ def gather(input, index, overwrite=False):
 def one_hot(input, depth, allow_out_of_range=False):
     """input [..., 1] of class indices (int32 or int64) as one-hot float32 rows [..., depth];
     depth an int or a one-element int Variable."""
-    check_variable_and_dtype(input, "input", ["int32", "int64"], "one_hot")
-    check_type(depth, "depth", (int, Variable), "one_hot")
-    helper = LayerHelper("one_hot", **locals())
+    leading = list(input.shape[:-1]) if isinstance(input, Variable) else []
+    return one_hot_of("one_hot", "one_hot", input, depth, allow_out_of_range, leading)
+
+
+def one_hot_of(op_type, layer, input, depth, allow_out_of_range, leading_dims):
+    """one_hot's and fluid.one_hot's op: class indices `input` as one-hot float32 rows,
+    leading_dims + [depth]; depth an int or a one-element int Variable (depth_tensor)."""
+    check_variable_and_dtype(input, "input", ["int32", "int64"], layer)
+    check_type(depth, "depth", (int, Variable), layer)
+    helper = LayerHelper(op_type)
     inputs, attrs = {"X": input}, {"allow_out_of_range": allow_out_of_range}
     if isinstance(depth, Variable):
         depth.stop_gradient = True
@@ -777,8 +792,8 @@ def one_hot(input, depth, allow_out_of_range=False):
     else:
         attrs["depth"] = depth
     last = depth if isinstance(depth, int) else -1
-    out = _tmp(helper, "float32", list(input.shape[:-1]) + [last], stop_gradient=True)
-    helper.append_op(type="one_hot", inputs=inputs, outputs={"Out": out}, attrs=attrs)
+    out = _tmp(helper, "float32", list(leading_dims) + [last], stop_gradient=True)
+    helper.append_op(type=op_type, inputs=inputs, outputs={"Out": out}, attrs=attrs)
     return out
 
 

@@ -48,9 +48,9 @@ def cast(x, dtype):
 
 
 def concat(input, axis=0, name=None):
-    from rill.fluid.layers.control_flow import array_to_tensor, is_array
+    from rill.fluid.layers.control_flow import is_array, tensor_array_to_tensor
     if is_array(input):
-        return array_to_tensor(input, axis, use_stack=False)
+        return tensor_array_to_tensor(input, axis)[0]
     if isinstance(input, Variable):
         input = [input]
     if not isinstance(axis, (int, Variable)) or isinstance(axis, bool):

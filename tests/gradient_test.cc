@@ -387,6 +387,53 @@ std::vector<GradCase> Cases() {
                      b.Op("index_select").Input("X", "x").Input("Index", "index").Output("Out", "out")
                          .Attr("dim", int32_t{1});
                    }, 1e-6, [ints](core::Scope& s) { ints(s, "index", RILL_INT64, {3}, {3, 3, 0}); }});
+  cases.push_back({"lrn", {{"x", {2, 5, 2, 2}}}, [](core::BlockBuilder& b) {
+                     b.Op("lrn").Input("X", "x").Output("Out", "out").Output("MidOut", "mid").Attr("n", int32_t{3})
+                         .Attr("k", 1.0f).Attr("alpha", 0.5f).Attr("beta", 0.75f);
+                   }});
+  cases.push_back({"lrn_nhwc", {{"x", {2, 2, 2, 4}}}, [](core::BlockBuilder& b) {
+                     b.Op("lrn").Input("X", "x").Output("Out", "out").Output("MidOut", "mid").Attr("n", int32_t{3})
+                         .Attr("alpha", 0.5f).Attr("data_format", std::string("NHWC"));
+                   }});
+  cases.push_back({"maxout", {{"x", {2, 6, 2, 2}}}, [](core::BlockBuilder& b) {
+                     b.Op("maxout").Input("X", "x").Output("Out", "out").Attr("groups", int32_t{3});
+                   }});
+  cases.push_back({"maxout_nhwc", {{"x", {2, 2, 2, 4}}}, [](core::BlockBuilder& b) {
+                     b.Op("maxout").Input("X", "x").Output("Out", "out").Attr("groups", int32_t{2})
+                         .Attr("axis", int32_t{-1});
+                   }});
+  cases.push_back({"crop", {{"x", {3, 5}}}, [](core::BlockBuilder& b) {
+                     b.Op("crop").Input("X", "x").Output("Out", "out").Attr("shape", std::vector<int64_t>{2, 3})
+                         .Attr("offsets", std::vector<int64_t>{1, 2});
+                   }});
+  cases.push_back({"norm", {{"x", {2, 3, 4}}}, [](core::BlockBuilder& b) {
+                     b.Op("norm").Input("X", "x").Output("Out", "out").Output("Norm", "norm").Attr("axis", int32_t{1})
+                         .Attr("epsilon", 1e-10f);
+                   }});
+  cases.push_back({"multiplex", {{"x0", {3, 2}}, {"x1", {3, 2}}}, [](core::BlockBuilder& b) {
+                     b.Op("multiplex").Input("X", {"x0", "x1"}).Input("Ids", "ids").Output("Out", "out");
+                   }, 1e-6, [ints](core::Scope& s) { ints(s, "ids", RILL_INT32, {3, 1}, {1, 0, 1}); }});
+  cases.push_back({"roi_pool", {{"x", {1, 2, 6, 6}}}, [](core::BlockBuilder& b) {
+                     b.Op("roi_pool").Input("X", "x").Input("ROIs", "rois").Input("RoisNum", "rois_num")
+                         .Output("Out", "out").Output("Argmax", "argmax").Attr("pooled_height", int32_t{2})
+                         .Attr("pooled_width", int32_t{2}).Attr("spatial_scale", 0.5f);
+                   }, 1e-6, [ints](core::Scope& s) {
+                     core::Tensor* r = s.Var("rois")->GetMutableTensor();
+                     r->Allocate(RILL_FP64, {2, 4});
+                     const double boxes[] = {0, 0, 9, 9, 2, 4, 7, 11};
+                     std::copy(boxes, boxes + 8, r->data_as<double>());
+                     ints(s, "rois_num", RILL_INT32, {1}, {2});
+                   }});
+  cases.push_back({"smooth_l1_loss", {{"x", {3, 4}, -2, 2}, {"y", {3, 4}, -2, 2}}, [](core::BlockBuilder& b) {
+                     b.Op("smooth_l1_loss").Input("X", "x").Input("Y", "y").Input("InsideWeight", "iw")
+                         .Input("OutsideWeight", "ow").Output("Diff", "diff").Output("Out", "out").Attr("sigma", 1.5f);
+                   }, 1e-6, [](core::Scope& s) {
+                     for (const char* name : {"iw", "ow"}) {
+                       core::Tensor* w = s.Var(name)->GetMutableTensor();
+                       w->Allocate(RILL_FP64, {3, 4});
+                       for (int i = 0; i < 12; ++i) w->data_as<double>()[i] = 0.5 + 0.1 * i;
+                     }
+                   }});
   cases.push_back({"log_softmax", {{"x", {3, 4}}}, [](core::BlockBuilder& b) {
                      b.Op("log_softmax").Input("X", "x").Output("Out", "out");
                    }});

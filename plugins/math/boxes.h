@@ -53,6 +53,38 @@ inline std::vector<int64_t> ImageStarts(KernelContext& ctx, const Tensor& rows, 
   return starts;
 }
 
+// The image of each region of `rois` (roi_align's and roi_pool's ROIs), from RoisNum or
+// its LoD, checked against X's batch.
+inline std::vector<int64_t> ImageOfEachRoi(KernelContext& ctx, const Tensor& rois, int64_t batch) {
+  const int64_t count = rois.dims()[0];
+  const std::vector<int64_t> starts = ImageStarts(ctx, rois, "ROIs");
+  const int64_t images = static_cast<int64_t>(starts.size()) - 1;
+  if (images != batch) {
+    throw Error("the regions are given for " + std::to_string(images) + " images, X holds " + std::to_string(batch));
+  }
+  if (starts.back() != count) {
+    throw Error("the images' region counts add up to " + std::to_string(starts.back()) + ", ROIs holds " +
+                std::to_string(count));
+  }
+  std::vector<int64_t> image(static_cast<size_t>(count));
+  for (int64_t i = 0; i < images; ++i) {
+    for (int64_t r = starts[i]; r < starts[i + 1]; ++r) image[static_cast<size_t>(r)] = i;
+  }
+  return image;
+}
+
+// X [N, C, H, W] and ROIs [R, 4] of the region-pooling ops (roi_align, roi_pool), checked.
+struct RoiShapes {
+  int64_t batch, channels, height, width, rois;
+};
+
+inline RoiShapes RoiShapesOf(const Tensor& x, const Tensor& rois) {
+  const std::vector<int64_t> xd = x.dims(), rd = rois.dims();
+  if (xd.size() != 4) throw Error("X must be [N, C, H, W], got " + DimsString(xd));
+  if (rd.size() != 2 || rd[1] != 4) throw Error("ROIs must be [R, 4] regions (x1, y1, x2, y2), got " + DimsString(rd));
+  return {xd[0], xd[1], xd[2], xd[3], rd[0]};
+}
+
 }  // namespace rill::math
 
 #endif  // RILL_PLUGINS_MATH_BOXES_H_

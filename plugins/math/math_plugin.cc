@@ -43,6 +43,14 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterIouSimilarity(r);
   rill::math::RegisterRoiAlign(r);
   rill::math::RegisterTensorArray(r);
+  rill::math::RegisterLrn(r);
+  rill::math::RegisterMaxout(r);
+  rill::math::RegisterL2Norm(r);
+  rill::math::RegisterMeanIou(r);
+  rill::math::RegisterMultiplex(r);
+  rill::math::RegisterRoiPool(r);
+  rill::math::RegisterSmoothL1Loss(r);
+  rill::math::RegisterPolygonBoxTransform(r);
 }
 }  // namespace
 

@@ -48,6 +48,14 @@ void RegisterBoxCoder(Registrar& r);
 void RegisterIouSimilarity(Registrar& r);
 void RegisterRoiAlign(Registrar& r);
 void RegisterTensorArray(Registrar& r);
+void RegisterLrn(Registrar& r);
+void RegisterMaxout(Registrar& r);
+void RegisterL2Norm(Registrar& r);
+void RegisterMeanIou(Registrar& r);
+void RegisterMultiplex(Registrar& r);
+void RegisterRoiPool(Registrar& r);
+void RegisterSmoothL1Loss(Registrar& r);
+void RegisterPolygonBoxTransform(Registrar& r);
 
 }  // namespace rill::math
 

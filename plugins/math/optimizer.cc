@@ -14,6 +14,10 @@
 //                   ParamOut = Param - lr / (1 - b1^t) * m / u (Beta1Pow: b1^t)
 //   adadelta        Eg = rho Eg + (1-rho) g^2; d = -sqrt((Ed + eps) / (Eg + eps)) * g;
 //                   Ed = rho Ed + (1-rho) d^2; ParamOut = Param + (lr, when given) * d
+//   ftrl            n' = n + g^2; z = z + g - (n'^-p - n^-p) / lr * Param (p: lr_power);
+//                   ParamOut = |z| > l1 ? (l1 sign(z) - z) / (n'^-p / lr + 2 l2) : 0; n = n'
+//                   (l1 and l2 each plus 1e-10, as Paddle's kernel; a SelectedRows Grad
+//                   updates only its rows)
 #include <cmath>
 #include <unordered_map>
 
@@ -328,6 +332,45 @@ void Adadelta(KernelContext& ctx) {
   InPlace<T>(ctx, "ParamOut", "Param") += lr * d;
 }
 
+// FTRL-proximal (McMahan et al.) as Paddle's ftrl kernel computes it, on `g` (rows of
+// `width` at rows `at` of the parameter, or all of it when `at` is null).
+template <class T>
+void FtrlUpdate(KernelContext& ctx, const T* g, const std::vector<int64_t>* at, int64_t width) {
+  const T lr = LearningRate<T>(ctx);
+  const T l1 = static_cast<T>(ctx.Attr<float>("l1")) + static_cast<T>(1e-10);
+  const T l2 = static_cast<T>(ctx.Attr<float>("l2")) + static_cast<T>(1e-10);
+  const T power = static_cast<T>(ctx.Attr<float>("lr_power"));
+  const auto rate = [power](const auto& n) { return power == T(-0.5) ? n.sqrt().eval() : n.pow(-power).eval(); };
+  auto sq = Accumulator<T>(ctx, "SquaredAccumOut", "SquaredAccumulator");
+  auto lin = Accumulator<T>(ctx, "LinearAccumOut", "LinearAccumulator");
+  auto p = InPlace<T>(ctx, "ParamOut", "Param");
+  const auto update = [&](int64_t offset, int64_t n, const T* gp) {
+    const ConstVecMap<T> gv(gp, n);
+    auto sqs = sq.segment(offset, n), lins = lin.segment(offset, n), ps = p.segment(offset, n);
+    const Vec<T> next = sqs + gv.square();
+    lins += gv - (rate(next) - rate(Vec<T>(sqs))) / lr * ps;
+    const Vec<T> shrunk = (l1 * lins.sign() - lins) / (rate(next) / lr + T(2) * l2);
+    ps = (lins.abs() > l1).select(shrunk, T(0));
+    sqs = next;
+  };
+  if (at == nullptr) update(0, p.size(), g);
+  else for (size_t i = 0; i < at->size(); ++i) update((*at)[i] * width, width, g + static_cast<int64_t>(i) * width);
+}
+
+template <class T>
+void Ftrl(KernelContext& ctx) {
+  Tensor param = ctx.Input("Param");
+  if (Variable var = ctx.InputVar("Grad"); var.IsSelectedRows()) {
+    const Variable::SelectedRows rows = var.selected_rows();
+    const int64_t width = SparseRowWidth(param, rows);
+    const MergedRows<T> merged = MergeRows(rows.rows, rows.count, rows.value.data<T>(), width);
+    return FtrlUpdate<T>(ctx, merged.values.data(), &merged.rows, width);
+  }
+  Tensor grad = ctx.Input("Grad");
+  CheckSameShape(param, "Param", grad, "Grad");
+  FtrlUpdate<T>(ctx, grad.data<T>(), nullptr, 0);
+}
+
 // The inputs and outputs every optimizer has, and one accumulator's.
 OpSchema OptimizerSchema(const char* type, const std::string& doc, bool rows_allowed = false) {
   return OpSchema(type)
@@ -401,6 +444,20 @@ void RegisterOptimizers(Registrar& r) {
     WithAccumulator(s, "AvgSquaredGrad", "the running mean of squared gradients");
     r.Op(WithAccumulator(s, "AvgSquaredUpdate", "the running mean of squared updates"));
     RegisterCpu<float, double>(r, "adadelta", [](auto t) { return &Adadelta<decltype(t)>; });
+  }
+  {
+    OpSchema s = OptimizerSchema("ftrl", "FTRL-proximal, as Paddle computes it (see optimizer.cc); a SelectedRows Grad of "
+                                         "Param's rows updates those rows alone.");
+    s.Input("LearningRate", "[1] learning rate")
+        .Input("SquaredAccumulator", "the sum of squared gradients, shaped like Param")
+        .Input("LinearAccumulator", "the linear term, shaped like Param")
+        .Output("SquaredAccumOut", "updated SquaredAccumulator")
+        .Output("LinearAccumOut", "updated LinearAccumulator")
+        .Attr("l1", 0.0f, "L1 regularization")
+        .Attr("l2", 0.0f, "L2 regularization")
+        .Attr("lr_power", -0.5f, "the learning rate's power");
+    r.Op(s);
+    RegisterCpu<float, double>(r, "ftrl", [](auto t) { return &Ftrl<decltype(t)>; });
   }
   r.Op(OpSchema("sgd")
            .Doc("ParamOut = Param - LearningRate * Grad.")

@@ -44,25 +44,6 @@ RoiAlignAttrs AttrsOf(KernelContext& ctx) {
   return a;
 }
 
-// The image of each region, from RoisNum or ROIs' LoD, checked against X's batch.
-std::vector<int64_t> ImageOfEachRoi(KernelContext& ctx, const Tensor& rois, int64_t batch) {
-  const int64_t count = rois.dims()[0];
-  const std::vector<int64_t> starts = ImageStarts(ctx, rois, "ROIs");
-  const int64_t images = static_cast<int64_t>(starts.size()) - 1;
-  if (images != batch) {
-    throw Error("the regions are given for " + std::to_string(images) + " images, X holds " + std::to_string(batch));
-  }
-  if (starts.back() != count) {
-    throw Error("the images' region counts add up to " + std::to_string(starts.back()) + ", ROIs holds " +
-                std::to_string(count));
-  }
-  std::vector<int64_t> image(static_cast<size_t>(count));
-  for (int64_t i = 0; i < images; ++i) {
-    for (int64_t r = starts[i]; r < starts[i + 1]; ++r) image[static_cast<size_t>(r)] = i;
-  }
-  return image;
-}
-
 // One sample: the 4 neighbours' offsets in a channel plane and their weights (all 0 for a
 // sample outside the map).
 template <class T>
@@ -129,23 +110,12 @@ RegionSamples<T> SamplesOf(const T* roi, const RoiAlignAttrs& a, int64_t height,
   return out;
 }
 
-struct RoiAlignShapes {
-  int64_t batch, channels, height, width, rois;
-};
-
-RoiAlignShapes ShapesOf(const Tensor& x, const Tensor& rois) {
-  const std::vector<int64_t> xd = x.dims(), rd = rois.dims();
-  if (xd.size() != 4) throw Error("X must be [N, C, H, W], got " + DimsString(xd));
-  if (rd.size() != 2 || rd[1] != 4) throw Error("ROIs must be [R, 4] regions (x1, y1, x2, y2), got " + DimsString(rd));
-  return {xd[0], xd[1], xd[2], xd[3], rd[0]};
-}
-
 template <class T>
 void RoiAlign(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor rois = ctx.Input("ROIs");
   const RoiAlignAttrs a = AttrsOf(ctx);
-  const RoiAlignShapes s = ShapesOf(x, rois);
+  const RoiShapes s = RoiShapesOf(x, rois);
   const std::vector<int64_t> image = ImageOfEachRoi(ctx, rois, s.batch);
   const T* in = x.data<T>();
   const T* roi = rois.data<T>();
@@ -179,7 +149,7 @@ void RoiAlignGrad(KernelContext& ctx) {
   Tensor rois = ctx.Input("ROIs");
   Tensor g = ctx.Input("Out@GRAD");
   const RoiAlignAttrs a = AttrsOf(ctx);
-  const RoiAlignShapes s = ShapesOf(x, rois);
+  const RoiShapes s = RoiShapesOf(x, rois);
   const std::vector<int64_t> image = ImageOfEachRoi(ctx, rois, s.batch);
   const int64_t plane = s.height * s.width, bins = a.pooled_h * a.pooled_w;
   if (g.dims() != std::vector<int64_t>{s.rois, s.channels, a.pooled_h, a.pooled_w}) {

@@ -1,6 +1,6 @@
-// slice (a box of Input: starts to ends along `axes`; a range of a tensor array's entries)
-// and the expand family, with Fluid's
-// contracts, any dtype, and their gradients: expand (X tiled expand_times along each dim),
+// slice (a box of Input: starts to ends along `axes`; a range of a tensor array's entries),
+// crop (a box of X: `offsets` and Y's or `shape`'s dims) and the expand family, with
+// Fluid's contracts, any dtype, and their gradients: expand (X tiled expand_times along each dim),
 // tile (the same, X's dims first padded in front with 1s to repeat_times' length, or
 // repeat_times to X's rank), expand_v2 and expand_as_v2 (X broadcast to a shape, its dims
 // aligned at the end: each 1, or equal to the shape's; -1 in expand_v2's shape keeps X's).
@@ -86,31 +86,88 @@ void SliceArrayGrad(KernelContext& ctx, Variable in) {
   }
 }
 
+// `out` = box b of `in` (any dtype), with out_dims (b's dims, or those without some 1s).
+// Copied through a buffer first: `out` may be `in`.
+void WriteBox(Tensor in, const Box& b, Tensor out, const std::vector<int64_t>& out_dims) {
+  const std::vector<int64_t> d = in.dims();
+  const size_t size = DataTypeSize(in.dtype());
+  const char* pin = static_cast<const char*>(in.raw_data());
+  std::vector<char> buf(static_cast<size_t>(Product(b.dims, 0, b.dims.size())) * size);
+  ForEachMapped(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
+                [&](int64_t o, int64_t i) { std::memcpy(buf.data() + o * size, pin + i * size, size); });
+  void* po = out.Allocate(in.dtype(), out_dims);
+  if (!buf.empty()) std::memcpy(po, buf.data(), buf.size());
+}
+
+// Output `dx_slot`, shaped d: zeros, with the gradient `g` of box b in the box.
+template <class T>
+void WriteBoxGrad(KernelContext& ctx, Tensor g, const Box& b, const std::vector<int64_t>& d, const char* dx_slot) {
+  if (g.numel() != Product(b.dims, 0, b.dims.size())) {
+    throw Error("Out@GRAD " + DimsString(g.dims()) + " does not hold the " + DimsString(b.dims) + " box's elements");
+  }
+  const T* pg = g.data<T>();
+  T* dx = ctx.AllocateOutput<T>(dx_slot, d);
+  std::fill(dx, dx + Product(d, 0, d.size()), T(0));
+  ForEachMapped(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
+                [&](int64_t o, int64_t i) { dx[i] = pg[o]; });
+}
+
 void Slice(KernelContext& ctx) {
   if (Variable v = ctx.InputVar("Input"); v.IsTensorArray()) return SliceArray(ctx, v);
   Tensor in = ctx.Input("Input");
-  const std::vector<int64_t> d = in.dims();
-  const Box b = SliceBox(ctx, d);
-  const size_t size = DataTypeSize(in.dtype());
-  const char* pin = static_cast<const char*>(in.raw_data());
-  std::vector<char> out(static_cast<size_t>(Product(b.dims, 0, b.dims.size())) * size);
-  ForEachMapped(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
-                [&](int64_t o, int64_t i) { std::memcpy(out.data() + o * size, pin + i * size, size); });
-  void* po = ctx.Output("Out").Allocate(in.dtype(), SliceOutDims(ctx, b));
-  if (!out.empty()) std::memcpy(po, out.data(), out.size());
+  const Box b = SliceBox(ctx, in.dims());
+  WriteBox(in, b, ctx.Output("Out"), SliceOutDims(ctx, b));
 }
 
-// Input@GRAD: zeros, with Out@GRAD in the box.
 template <class T>
 void SliceGrad(KernelContext& ctx) {
   if (Variable v = ctx.InputVar("Input"); v.IsTensorArray()) return SliceArrayGrad(ctx, v);
   const std::vector<int64_t> d = ctx.Input("Input").dims();
-  const Box b = SliceBox(ctx, d);
-  const T* pg = ctx.Input("Out@GRAD").data<T>();
-  T* dx = ctx.AllocateOutput<T>("Input@GRAD", d);
-  std::fill(dx, dx + Product(d, 0, d.size()), T(0));
-  ForEachMapped(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
-                [&](int64_t o, int64_t i) { dx[i] = pg[o]; });
+  WriteBoxGrad<T>(ctx, ctx.Input("Out@GRAD"), SliceBox(ctx, d), d, "Input@GRAD");
+}
+
+// crop's box in X, of dims `dims`: its corner from the Offsets input (1-D int32/int64) or
+// the offsets attribute (one per dim of X; none: X's first element), which must keep the
+// box inside X.
+Box CropBox(KernelContext& ctx, const std::vector<int64_t>& x, std::vector<int64_t> dims) {
+  if (ctx.HasInput("Offsets") && !ctx.Attr<std::vector<int64_t>>("offsets").empty()) {
+    throw Error("offsets come from the Offsets input or the attribute, not both");
+  }
+  std::vector<int64_t> corner = IntsFromInputs(ctx, "Offsets", nullptr, "offsets");
+  if (corner.empty()) corner.assign(x.size(), 0);
+  if (corner.size() != x.size() || dims.size() != x.size()) {
+    throw Error("offsets " + DimsString(corner) + " and the crop's shape " + DimsString(dims) +
+                " must have one entry per dim of X " + DimsString(x));
+  }
+  for (size_t k = 0; k < x.size(); ++k) {
+    if (corner[k] < 0 || dims[k] < 0 || corner[k] + dims[k] > x[k]) {
+      throw Error("a crop of shape " + DimsString(dims) + " at offsets " + DimsString(corner) + " does not fit in X " +
+                  DimsString(x));
+    }
+  }
+  return Box{corner, dims};
+}
+
+// crop's dims: Y's, or the shape attribute's (-1 first: X's first dim).
+std::vector<int64_t> CropDims(KernelContext& ctx, const std::vector<int64_t>& x) {
+  if (ctx.HasInput("Y")) return ctx.Input("Y").dims();
+  std::vector<int64_t> shape = ctx.Attr<std::vector<int64_t>>("shape");
+  if (!shape.empty() && shape[0] == -1 && !x.empty()) shape[0] = x[0];
+  return shape;
+}
+
+void Crop(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  const Box b = CropBox(ctx, x.dims(), CropDims(ctx, x.dims()));
+  WriteBox(x, b, ctx.Output("Out"), b.dims);
+}
+
+template <class T>
+void CropGrad(KernelContext& ctx) {
+  if (!ctx.HasOutput("X@GRAD")) return;
+  const std::vector<int64_t> d = ctx.Input("X").dims();
+  Tensor g = ctx.Input("Out@GRAD");
+  WriteBoxGrad<T>(ctx, g, CropBox(ctx, d, g.dims()), d, "X@GRAD");
 }
 
 // expand's tiles per dim: the ExpandTimes input's values, or expand_times.
@@ -235,6 +292,22 @@ void RegisterSlice(Registrar& r) {
   r.Op(slice.MakeGradSchema());
   r.Kernel("slice", RILL_CPU, RILL_ANY_DTYPE, &Slice);
   RegisterCpu<float, double>(r, "slice_grad", [](auto t) { return &SliceGrad<decltype(t)>; });
+
+  const OpSchema crop = OpSchema("crop")
+      .Doc("Out = the box of X at `offsets` (or the Offsets input) with Y's dims (or `shape`'s, a first -1 taking "
+           "X's first dim); the box must lie inside X.")
+      .Input("X", "the tensor")
+      .Input("Y", "the tensor whose dims Out takes", RILL_SLOT_OPTIONAL)
+      .Input("Offsets", "the offsets, 1-D int32/int64 with one per dim of X", RILL_SLOT_OPTIONAL)
+      .Output("Out", "the crop")
+      .Attr("offsets", std::vector<int64_t>{}, "the box's corner, one per dim of X (empty: all 0, or the input's)")
+      .Attr("shape", std::vector<int64_t>{}, "Out's dims, without Y")
+      .KernelDtypeFrom("X")
+      .Grad("crop_grad", "X,Y,Offsets,Out@GRAD", "X");
+  r.Op(crop);
+  r.Op(crop.MakeGradSchema());
+  r.Kernel("crop", RILL_CPU, RILL_ANY_DTYPE, &Crop);
+  RegisterCpu<float, double>(r, "crop_grad", [](auto t) { return &CropGrad<decltype(t)>; });
 
   const OpSchema expand = OpSchema("expand")
       .Doc("Out = X tiled expand_times[k] times along each dim k.")

@@ -295,6 +295,7 @@ def test_momentum_training(exe):
     (lambda: fluid.optimizer.RMSProp(learning_rate=0.01, momentum=0.5, centered=True), "rmsprop"),
     (lambda: fluid.optimizer.Adamax(learning_rate=0.05), "adamax"),
     (lambda: fluid.optimizer.Adadelta(learning_rate=1.0, rho=0.9, epsilon=1e-2), "adadelta"),
+    (lambda: fluid.optimizer.Ftrl(learning_rate=0.5), "ftrl"),
 ])
 def test_more_optimizers_fit_a_line(exe, make, op_type):
     x = layers.data(name="x", shape=[3], dtype="float32")
@@ -400,3 +401,80 @@ def test_variable_operators(exe):
         np.testing.assert_allclose(value, want, rtol=1e-6, err_msg=var.name)
     types = [op.type for op in fluid.default_main_program().global_block().ops]
     assert types.count("scale") == 7 and "less_than" in types and "elementwise_pow" in types
+
+
+def test_crop_l2_normalize_lrn_and_maxout(exe):
+    x = layers.data(name="x", shape=[6, 3, 4], dtype="float32")
+    crop = layers.crop(x, shape=[-1, 2, 2, 3], offsets=[0, 1, 1, 0])
+    normed = layers.l2_normalize(x, axis=1, epsilon=1e-12)
+    lrn = layers.lrn(x, n=3, k=1.0, alpha=0.1, beta=0.75)
+    maxout = layers.maxout(x, groups=3)
+    assert maxout.shape == (-1, 2, 3, 4) and crop.shape == (-1, 2, 2, 3)
+    xs = RNG.randn(2, 6, 3, 4).astype("float32")
+    got = run(exe, [crop, normed, lrn, maxout], {"x": xs})
+    np.testing.assert_array_equal(got[0], xs[:, 1:3, 1:3, 0:3])
+    np.testing.assert_allclose(got[1], xs / np.sqrt((xs ** 2).sum(axis=1, keepdims=True) + 1e-12), rtol=1e-5)
+    sq = np.pad(xs ** 2, ((0, 0), (1, 1), (0, 0), (0, 0)))
+    mid = 1.0 + 0.1 * (sq[:, :-2] + sq[:, 1:-1] + sq[:, 2:])  # alpha not divided by n, as Paddle's
+    np.testing.assert_allclose(got[2], xs * mid ** -0.75, rtol=1e-5)
+    np.testing.assert_array_equal(got[3], xs.reshape(2, 2, 3, 3, 4).max(axis=2))
+
+
+def test_a_crop_that_does_not_fit_names_the_shapes(exe):
+    x = layers.data(name="x", shape=[3], dtype="float32")
+    layers.crop(x, shape=[2, 2], offsets=[0, 2])
+    with pytest.raises(fluid.core.EnforceNotMet, match=r"does not fit in X \[2, 3\]"):
+        run(exe, [], {"x": np.zeros((2, 3), "float32")})
+
+
+def test_multiplex_smooth_l1_and_mean_iou(exe):
+    a = layers.data(name="a", shape=[3], dtype="float32")
+    b = layers.data(name="b", shape=[3], dtype="float32")
+    ids = layers.data(name="ids", shape=[1], dtype="int32")
+    picked = layers.multiplex([a, b], ids)
+    loss = layers.smooth_l1(a, b, sigma=2.0)
+    pred = layers.data(name="pred", shape=[5], dtype="int64")
+    label = layers.data(name="label", shape=[5], dtype="int64")
+    miou, wrong, correct = layers.mean_iou(pred, label, num_classes=3)
+    av, bv = RNG.randn(4, 3).astype("float32"), RNG.randn(4, 3).astype("float32")
+    idv = np.array([[1], [0], [0], [1]], "int32")
+    pv = np.array([[0, 1, 2, 2, 1]], "int64")
+    lv = np.array([[0, 1, 1, 2, 0]], "int64")
+    got = run(exe, [picked, loss, miou, wrong, correct],
+              {"a": av, "b": bv, "ids": idv, "pred": pv, "label": lv})
+    np.testing.assert_array_equal(got[0], np.where(idv == 1, bv, av))
+    d = np.abs(av - bv)
+    expect = np.where(d < 1 / 4.0, 0.5 * 4.0 * d ** 2, d - 0.5 / 4.0).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(got[1], expect, rtol=1e-5)
+    # a miss counts against its label's class and its prediction's: 2-for-1 and 1-for-0 make
+    # class 0: 1 right, 1 wrong; 1: 1 right, 2 wrong; 2: 1 right, 1 wrong
+    np.testing.assert_array_equal(got[4], [1, 1, 1])
+    np.testing.assert_array_equal(got[3], [1, 2, 1])
+    np.testing.assert_allclose(got[2], [(1 / 2 + 1 / 3 + 1 / 2) / 3], rtol=1e-6)
+
+
+def test_roi_pool_and_polygon_box_transform(exe):
+    x = layers.data(name="x", shape=[1, 4, 4], dtype="float32")
+    rois = layers.data(name="rois", shape=[4], dtype="float32", lod_level=1)
+    pooled = layers.roi_pool(x, rois, pooled_height=1, pooled_width=2)
+    offsets = layers.data(name="offsets", shape=[2, 2, 3], dtype="float32")
+    corners = layers.polygon_box_transform(offsets)
+    xs = np.arange(16, dtype="float32").reshape(1, 1, 4, 4)
+    roi_tensor = fluid.create_lod_tensor(np.array([[0, 0, 3, 3], [1, 1, 2, 2]], "float32"), [[2]], fluid.CPUPlace())
+    ov = RNG.randn(1, 2, 2, 3).astype("float32")
+    got = run(exe, [pooled, corners], {"x": xs, "rois": roi_tensor, "offsets": ov})
+    # the whole map in two halves across: maxima 13 and 15; the inner 2x2 (5, 6, 9, 10): 9 and 10
+    np.testing.assert_array_equal(got[0].reshape(2, 2), [[13, 15], [9, 10]])
+    w, h = np.meshgrid(np.arange(3), np.arange(2))
+    np.testing.assert_allclose(got[1][0, 0], 4 * w - ov[0, 0], rtol=1e-6)
+    np.testing.assert_allclose(got[1][0, 1], 4 * h - ov[0, 1], rtol=1e-6)
+
+
+def test_bilinear_initializer_makes_an_upsampling_filter(exe):
+    x = layers.data(name="x", shape=[1, 2, 2], dtype="float32")
+    up = layers.conv2d_transpose(x, num_filters=1, filter_size=4, stride=2, padding=1, bias_attr=False,
+                                 param_attr=fluid.ParamAttr(name="w", initializer=fluid.initializer.Bilinear()))
+    got, = run(exe, [up], {"x": np.ones((1, 1, 2, 2), "float32")})
+    ramp = np.array([0.25, 0.75, 0.75, 0.25], "float32")
+    np.testing.assert_allclose(fluid.fetch_var("w")[0, 0], np.outer(ramp, ramp), rtol=1e-6)
+    np.testing.assert_allclose(got[0, 0, 1:3, 1:3], np.ones((2, 2)), rtol=1e-6)  # a constant stays constant inside

@@ -1,15 +1,15 @@
 """fluid.initializer: ops in the startup program that give parameters their first values.
 
 Each initializer, called with a variable and a block, prepends one op to that block (as
-Fluid's do): fill_constant, uniform_random or gaussian_random. A seed of 0 takes the
+Fluid's do): fill_constant, uniform_random, gaussian_random or assign_value. A seed of 0 takes the
 program's random_seed.
 """
 import math
 
 import numpy as np
 
-__all__ = ["Constant", "Uniform", "Normal", "Xavier", "MSRA", "ConstantInitializer", "UniformInitializer",
-           "NormalInitializer", "XavierInitializer", "MSRAInitializer", "NumpyArrayInitializer"]
+__all__ = ["Constant", "Uniform", "Normal", "Xavier", "MSRA", "Bilinear", "ConstantInitializer", "UniformInitializer",
+           "NormalInitializer", "XavierInitializer", "MSRAInitializer", "BilinearInitializer", "NumpyArrayInitializer"]
 
 
 class Initializer(object):
@@ -134,3 +134,23 @@ Uniform = UniformInitializer
 Normal = NormalInitializer
 Xavier = XavierInitializer
 MSRA = MSRAInitializer
+
+
+class BilinearInitializer(Initializer):
+    """A [C, 1, K, K] (or [C_out, C_in, K, K]) filter that upsamples by bilinear interpolation
+    when a conv2d_transpose of stride about K / 2 applies it: every K x K kernel is the same
+    tent, (1 - |x / f - c|) (1 - |y / f - c|) with f = ceil(K / 2), c = (2f - 1 - f mod 2) / 2f."""
+
+    def __call__(self, var, block):
+        shape = list(var.shape)
+        if len(shape) != 4:
+            raise ValueError("the length of shape must be 4.")
+        if shape[2] != shape[3]:
+            raise ValueError("shape[2] must be equal to shape[3].")
+        size = shape[3]
+        f = np.ceil(size / 2.0)
+        c = (2 * f - 1 - f % 2) / (2.0 * f)
+        ramp = 1 - np.abs(np.arange(size) / f - c)
+        kernel = np.outer(ramp, ramp).astype(np.float32)
+        return NumpyArrayInitializer(np.broadcast_to(kernel, shape).copy())(var, block)
+Bilinear = BilinearInitializer

@@ -17,9 +17,9 @@ from rill.fluid.initializer import Constant
 from rill.fluid.layer_helper import LayerHelper
 from rill.fluid.regularizer import append_regularization_ops
 
-__all__ = ["SGD", "Momentum", "Adagrad", "DecayedAdagrad", "RMSProp", "Adam", "Adamax", "Adadelta",
+__all__ = ["SGD", "Momentum", "Adagrad", "DecayedAdagrad", "RMSProp", "Adam", "Adamax", "Adadelta", "Ftrl",
            "SGDOptimizer", "MomentumOptimizer", "AdagradOptimizer", "DecayedAdagradOptimizer", "RMSPropOptimizer",
-           "AdamOptimizer", "AdamaxOptimizer", "AdadeltaOptimizer", "Optimizer"]
+           "AdamOptimizer", "AdamaxOptimizer", "AdadeltaOptimizer", "FtrlOptimizer", "Optimizer"]
 
 
 class Optimizer(object):
@@ -206,7 +206,8 @@ class AdamOptimizer(Optimizer):
 
 class _AccumulatingOptimizer(Optimizer):
     """An optimizer whose op reads Param, Grad, LearningRate (unless _uses_lr is False) and
-    one accumulator per slot in _slots (name -> op slot), each updated in place."""
+    one accumulator per entry of _slots, each updated in place: name -> the op's input slot
+    (its output slot that name + "Out"), or name -> (input slot, output slot)."""
     _slots = {}
     _uses_lr = True
 
@@ -225,7 +226,8 @@ class _AccumulatingOptimizer(Optimizer):
             inputs["LearningRate"] = self._create_param_lr(param_and_grad)
         outputs = {"ParamOut": p}
         for name, slot in self._slots.items():
-            inputs[slot] = outputs[slot + "Out"] = self._get_accumulator(name, p)
+            in_slot, out_slot = slot if isinstance(slot, tuple) else (slot, slot + "Out")
+            inputs[in_slot] = outputs[out_slot] = self._get_accumulator(name, p)
         inputs.update(self._extra_inputs(p))
         return block.append_op(type=self.type, inputs=inputs, outputs=outputs, attrs=self._attrs())
 
@@ -318,6 +320,25 @@ class AdadeltaOptimizer(_AccumulatingOptimizer):
         return {"epsilon": self._epsilon, "rho": self._rho}
 
 
+class FtrlOptimizer(_AccumulatingOptimizer):
+    """FTRL-proximal (McMahan et al.), as Fluid's: l1 and l2 regularization, the learning
+    rate's power lr_power."""
+    _squared_acc_str = "squared"
+    _linear_acc_str = "linear"
+    _slots = {_squared_acc_str: ("SquaredAccumulator", "SquaredAccumOut"),
+              _linear_acc_str: ("LinearAccumulator", "LinearAccumOut")}
+
+    def __init__(self, learning_rate, l1=0.0, l2=0.0, lr_power=-0.5, **kwargs):
+        super(FtrlOptimizer, self).__init__(learning_rate=learning_rate, **kwargs)
+        if learning_rate is None:
+            raise ValueError("learning_rate is not set.")
+        self.type = "ftrl"
+        self._l1, self._l2, self._lr_power = l1, l2, lr_power
+
+    def _attrs(self):
+        return {"l1": float(self._l1), "l2": float(self._l2), "lr_power": float(self._lr_power)}
+
+
 SGD = SGDOptimizer
 Momentum = MomentumOptimizer
 Adagrad = AdagradOptimizer
@@ -326,3 +347,4 @@ RMSProp = RMSPropOptimizer
 Adam = AdamOptimizer
 Adamax = AdamaxOptimizer
 Adadelta = AdadeltaOptimizer
+Ftrl = FtrlOptimizer

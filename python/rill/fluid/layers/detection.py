@@ -1,14 +1,14 @@
 """fluid.layers.detection: the layers detectors are built from, as Fluid's take their
 arguments: priors (prior_box, density_prior_box), box encoding (box_coder, iou_similarity),
-heads (yolo_box), region features (roi_align), and the non-maximum suppressions that end a
+heads (yolo_box), region features (roi_align, roi_pool), text boxes (polygon_box_transform), and the non-maximum suppressions that end a
 detector (multiclass_nms, matrix_nms), whose outputs are LoD tensors of each image's
 detections."""
 from rill.fluid.framework import Variable
 from rill.fluid.layer_helper import LayerHelper
 from rill.fluid.layers.checks import check_type, check_variable_and_dtype
 
-__all__ = ["prior_box", "density_prior_box", "box_coder", "iou_similarity", "yolo_box", "roi_align",
-           "multiclass_nms", "matrix_nms"]
+__all__ = ["prior_box", "density_prior_box", "box_coder", "iou_similarity", "yolo_box", "roi_align", "roi_pool",
+           "polygon_box_transform", "multiclass_nms", "matrix_nms"]
 
 _FLOATS = ["float32", "float64"]
 
@@ -141,6 +141,33 @@ def roi_align(input, rois, pooled_height=1, pooled_width=1, spatial_scale=1.0, s
     helper.append_op(type="roi_align", inputs=inputs, outputs={"Out": out},
                      attrs={"pooled_height": pooled_height, "pooled_width": pooled_width,
                             "spatial_scale": float(spatial_scale), "sampling_ratio": sampling_ratio})
+    return out
+
+
+def roi_pool(input, rois, pooled_height=1, pooled_width=1, spatial_scale=1.0, rois_num=None, name=None):
+    """Each region of rois ([R, 4], a LoD or rois_num saying each image's) max-pooled from
+    input [N, C, H, W]: [R, C, pooled_height, pooled_width]."""
+    check_variable_and_dtype(input, "input", _FLOATS, "roi_pool")
+    check_variable_and_dtype(rois, "rois", _FLOATS, "roi_pool")
+    helper = LayerHelper("roi_pool", **locals())
+    out, = _outputs(helper, input.dtype, 1, stop_gradient=False)
+    argmax, = _outputs(helper, "int64", 1)
+    inputs = {"X": input, "ROIs": rois}
+    if rois_num is not None:
+        inputs["RoisNum"] = rois_num
+    helper.append_op(type="roi_pool", inputs=inputs, outputs={"Out": out, "Argmax": argmax},
+                     attrs={"pooled_height": pooled_height, "pooled_width": pooled_width,
+                            "spatial_scale": float(spatial_scale)})
+    return out
+
+
+def polygon_box_transform(input, name=None):
+    """A text detector's offsets [N, G, H, W] (x and y in turn) made corner coordinates."""
+    check_variable_and_dtype(input, "input", _FLOATS, "polygon_box_transform")
+    helper = LayerHelper("polygon_box_transform", **locals())
+    out, = _outputs(helper, input.dtype, 1)
+    out._shape = list(input.shape)
+    helper.append_op(type="polygon_box_transform", inputs={"Input": input}, outputs={"Output": out})
     return out
 
 

@@ -25,7 +25,8 @@ __all__ = [
     "flatten", "squeeze", "unsqueeze", "stack", "expand", "slice", "gather", "one_hot",
     "sigmoid_cross_entropy_with_logits", "cumsum", "pad", "pad2d", "prelu", "image_resize", "resize_bilinear",
     "resize_nearest", "group_norm", "instance_norm", "label_smooth", "uniform_random", "gaussian_random",
-    "uniform_random_batch_size_like", "gaussian_random_batch_size_like",
+    "uniform_random_batch_size_like", "gaussian_random_batch_size_like", "crop", "l2_normalize", "lrn", "maxout",
+    "multiplex", "smooth_l1", "mean_iou",
 ]
 
 
@@ -1053,3 +1054,118 @@ def _random_like(op_type, input, shape, dtype, input_dim_idx, output_dim_idx, at
                  dtype=out.dtype)
     helper.append_op(type=op_type, inputs={"Input": input}, outputs={"Out": out}, attrs=attrs)
     return out
+
+
+def crop(x, shape=None, offsets=None, name=None):
+    """The box of x at offsets (default: x's first element) with shape's dims: a list (a
+    first -1 keeps x's batch) or a Variable whose dims the crop takes."""
+    check_variable_and_dtype(x, "x", ["float32", "float64"], "crop")
+    check_type(shape, "shape", (list, tuple, Variable), "crop")
+    helper = LayerHelper("crop", **locals())
+    inputs, attrs = {"X": x}, {}
+    if isinstance(shape, Variable):
+        inputs["Y"] = shape
+        out_shape = shape.shape
+    else:
+        attrs["shape"] = [int(d) for d in shape]
+        out_shape = attrs["shape"]
+    if isinstance(offsets, Variable):
+        inputs["Offsets"] = offsets
+    else:
+        attrs["offsets"] = [0] * len(x.shape) if offsets is None else [int(o) for o in offsets]
+    out = _tmp(helper, x.dtype, out_shape)
+    helper.append_op(type="crop", inputs=inputs, outputs={"Out": out}, attrs=attrs)
+    return out
+
+
+def l2_normalize(x, axis, epsilon=1e-12, name=None):
+    """x divided by its L2 norm along axis (sqrt(sum(x^2) + epsilon)); axis 0 for a 1-D x."""
+    check_variable_and_dtype(x, "X", ["float32", "float64"], "norm")
+    if len(x.shape) == 1:
+        axis = 0
+    helper = LayerHelper("l2_normalize", **locals())
+    out = _tmp(helper, x.dtype, x.shape)
+    norm = _tmp(helper, x.dtype, stop_gradient=True)
+    helper.append_op(type="norm", inputs={"X": x}, outputs={"Out": out, "Norm": norm},
+                     attrs={"axis": 1 if axis is None else axis, "epsilon": float(epsilon)})
+    return out
+
+
+def lrn(input, n=5, k=1.0, alpha=1e-4, beta=0.75, name=None, data_format="NCHW"):
+    """Local response normalization across channels: input / (k + alpha * the sum of the
+    squares of the n channels around each)^beta."""
+    check_variable_and_dtype(input, "input", ["float32", "float64"], "lrn")
+    if len(input.shape) != 4:
+        raise ValueError("Input's dimension size of Op(lrn) must be 4, but received %d." % len(input.shape))
+    if data_format not in ("NCHW", "NHWC"):
+        raise ValueError("Attr(data_format) of Op(lrn) got wrong value: received %s but only NCHW or NHWC "
+                         "supported." % data_format)
+    helper = LayerHelper("lrn", **locals())
+    mid = _tmp(helper, input.dtype, input.shape, stop_gradient=True)
+    out = _tmp(helper, input.dtype, input.shape)
+    helper.append_op(type="lrn", inputs={"X": input}, outputs={"Out": out, "MidOut": mid},
+                     attrs={"n": n, "k": float(k), "alpha": float(alpha), "beta": float(beta),
+                            "data_format": data_format})
+    return out
+
+
+def maxout(x, groups, name=None, axis=1):
+    """The maximum over each group of `groups` consecutive channels (at axis 1, or 3/-1 for NHWC)."""
+    check_variable_and_dtype(x, "x", ["float32", "float64"], "maxout")
+    if axis not in (1, -1, 3):
+        raise ValueError("Attr(axis) should be 1 when data format is NCHW, -1 or 3 when data format is NHWC. "
+                         "Received Attr(axis): %s." % axis)
+    helper = LayerHelper("maxout", **locals())
+    shape = list(x.shape)
+    a = 1 if axis == 1 else 3
+    if len(shape) == 4 and shape[a] > 0:
+        shape[a] //= groups
+    out = _tmp(helper, x.dtype, shape)
+    helper.append_op(type="maxout", inputs={"X": x}, outputs={"Out": out}, attrs={"groups": groups, "axis": axis})
+    return out
+
+
+def multiplex(inputs, index, name=None):
+    """Row i of the result is row i of inputs[index[i]]."""
+    check_type(inputs, "inputs", (list,), "multiplex")
+    if len(inputs) < 2:
+        raise ValueError("inputs should be a list object with at least 2 elements.")
+    for i, x in enumerate(inputs):
+        check_variable_and_dtype(x, "input[%d]" % i, ["float32", "float64", "int32", "int64"], "multiplex")
+    check_variable_and_dtype(index, "index", ["int32", "int64"], "multiplex")
+    helper = LayerHelper("multiplex", **locals())
+    out = _tmp(helper, inputs[0].dtype, inputs[0].shape)
+    helper.append_op(type="multiplex", inputs={"X": inputs, "Ids": index}, outputs={"Out": out})
+    return out
+
+
+def smooth_l1(x, y, inside_weight=None, outside_weight=None, sigma=None):
+    """Each row's smooth L1 loss between x and y ([N, 1]), the weights optional (both or neither)."""
+    check_variable_and_dtype(x, "X", ["float32", "float64"], "smooth_l1_loss")
+    check_variable_and_dtype(y, "Y", ["float32", "float64"], "smooth_l1_loss")
+    helper = LayerHelper("smooth_l1_loss", **locals())
+    diff = _tmp(helper, x.dtype, x.shape, stop_gradient=True)
+    loss = _tmp(helper, x.dtype, [x.shape[0], 1])
+    inputs = {"X": x, "Y": y}
+    if inside_weight is not None:
+        inputs["InsideWeight"] = inside_weight
+    if outside_weight is not None:
+        inputs["OutsideWeight"] = outside_weight
+    helper.append_op(type="smooth_l1_loss", inputs=inputs, outputs={"Diff": diff, "Out": loss},
+                     attrs={"sigma": 1.0 if sigma is None else float(sigma)})
+    return loss
+
+
+def mean_iou(input, label, num_classes):
+    """The mean IoU of a segmentation over its classes: (mean_iou [1], wrong and correct
+    counts [num_classes] each)."""
+    check_variable_and_dtype(input, "Predictions", ["int32", "int64"], "mean_iou")
+    check_variable_and_dtype(label, "Labels", ["int32", "int64"], "mean_iou")
+    helper = LayerHelper("mean_iou", **locals())
+    mean = _tmp(helper, "float32", [1], stop_gradient=True)
+    wrong = _tmp(helper, "int32", [num_classes], stop_gradient=True)
+    correct = _tmp(helper, "int32", [num_classes], stop_gradient=True)
+    helper.append_op(type="mean_iou", inputs={"Predictions": input, "Labels": label},
+                     outputs={"OutMeanIou": mean, "OutWrong": wrong, "OutCorrect": correct},
+                     attrs={"num_classes": num_classes})
+    return mean, wrong, correct

@@ -1,0 +1,122 @@
+// smooth_l1_loss, smooth_l1_loss_grad: the smooth L1 (Huber-like) loss of each row, with
+// Paddle's contract (paddle/fluid/operators/smooth_l1_loss_op.h).
+//
+// X and Y are [N, ...] of one shape; InsideWeight and OutsideWeight (both or neither) are
+// too. With s2 = sigma^2:
+//   Diff = InsideWeight * (X - Y)                 (kept for the gradient)
+//   f(d) = 0.5 * s2 * d^2 when |d| < 1 / s2, else |d| - 0.5 / s2
+//   Out[i] = sum over row i of OutsideWeight * f(Diff)      ([N, 1])
+// and, with f'(d) = s2 * d or sign(d) on the same two sides,
+//   X@GRAD = Out@GRAD[i] * InsideWeight * OutsideWeight * f'(Diff),  Y@GRAD = -X@GRAD.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kernels.h"
+#include "ops.h"
+
+namespace rill::math {
+namespace {
+
+// The weights, when both are given, checked against X's dims; null when neither is.
+template <class T>
+struct Weights {
+  const T* inside = nullptr;
+  const T* outside = nullptr;
+};
+
+template <class T>
+Weights<T> WeightsOf(KernelContext& ctx, const std::vector<int64_t>& dims) {
+  const bool in = ctx.HasInput("InsideWeight"), out = ctx.HasInput("OutsideWeight");
+  if (in != out) throw Error("InsideWeight and OutsideWeight come together or not at all");
+  if (!in) return {};
+  for (const char* slot : {"InsideWeight", "OutsideWeight"}) {
+    if (ctx.Input(slot).dims() != dims) {
+      throw Error(std::string(slot) + " " + DimsString(ctx.Input(slot).dims()) + " must be shaped like X " +
+                  DimsString(dims));
+    }
+  }
+  return {ctx.Input("InsideWeight").data<T>(), ctx.Input("OutsideWeight").data<T>()};
+}
+
+template <class T>
+T Sigma2(KernelContext& ctx) {
+  const T sigma = static_cast<T>(ctx.Attr<float>("sigma"));
+  return sigma * sigma;
+}
+
+template <class T>
+void SmoothL1Loss(KernelContext& ctx) {
+  Tensor x = ctx.Input("X"), y = ctx.Input("Y");
+  const std::vector<int64_t> d = x.dims();
+  if (d.empty() || y.dims() != d) {
+    throw Error("X " + DimsString(d) + " and Y " + DimsString(y.dims()) + " must be [N, ...] of one shape");
+  }
+  const Weights<T> w = WeightsOf<T>(ctx, d);
+  const T s2 = Sigma2<T>(ctx);
+  const int64_t rows = d[0], cols = rows > 0 ? x.numel() / rows : 0;
+  const T *px = x.data<T>(), *py = y.data<T>();
+  T* diff = ctx.AllocateOutput<T>("Diff", d);
+  std::vector<T> loss(static_cast<size_t>(rows), T(0));
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = i * cols; j < (i + 1) * cols; ++j) {
+      diff[j] = (px[j] - py[j]) * (w.inside != nullptr ? w.inside[j] : T(1));
+      const T a = std::abs(diff[j]);
+      const T f = a < T(1) / s2 ? T(0.5) * s2 * diff[j] * diff[j] : a - T(0.5) / s2;
+      loss[static_cast<size_t>(i)] += f * (w.outside != nullptr ? w.outside[j] : T(1));
+    }
+  }
+  std::copy(loss.begin(), loss.end(), ctx.AllocateOutput<T>("Out", {rows, 1}));
+}
+
+template <class T>
+void SmoothL1LossGrad(KernelContext& ctx) {
+  Tensor diff = ctx.Input("Diff"), g = ctx.Input("Out@GRAD");
+  const std::vector<int64_t> d = diff.dims();
+  if (d.empty() || g.numel() != d[0]) {
+    throw Error("Out@GRAD " + DimsString(g.dims()) + " must hold one value per row of Diff " + DimsString(d));
+  }
+  const Weights<T> w = WeightsOf<T>(ctx, d);
+  const T s2 = Sigma2<T>(ctx);
+  const int64_t rows = d[0], cols = rows > 0 ? diff.numel() / rows : 0;
+  const T *pd = diff.data<T>(), *pg = g.data<T>();
+  std::vector<T> grad(static_cast<size_t>(diff.numel()));
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = i * cols; j < (i + 1) * cols; ++j) {
+      const T v = pd[j];
+      const T df = std::abs(v) < T(1) / s2 ? s2 * v : static_cast<T>((T(0) < v) - (v < T(0)));
+      const T weight = w.inside != nullptr ? w.inside[j] * w.outside[j] : T(1);
+      grad[static_cast<size_t>(j)] = pg[i] * weight * df;
+    }
+  }
+  if (ctx.HasOutput("X@GRAD") && ctx.op().OutputName("X@GRAD") != RILL_EMPTY_VAR_NAME) {
+    std::copy(grad.begin(), grad.end(), ctx.AllocateOutput<T>("X@GRAD", d));
+  }
+  if (ctx.HasOutput("Y@GRAD") && ctx.op().OutputName("Y@GRAD") != RILL_EMPTY_VAR_NAME) {
+    T* dy = ctx.AllocateOutput<T>("Y@GRAD", d);
+    for (size_t j = 0; j < grad.size(); ++j) dy[j] = -grad[j];
+  }
+}
+
+}  // namespace
+
+void RegisterSmoothL1Loss(Registrar& r) {
+  const OpSchema smooth_l1 = OpSchema("smooth_l1_loss")
+      .Doc("Out[i] = the sum over row i of OutsideWeight * f(InsideWeight * (X - Y)), f(d) = 0.5 sigma^2 d^2 "
+           "where |d| < 1 / sigma^2, else |d| - 0.5 / sigma^2.")
+      .Input("X", "[N, ...]")
+      .Input("Y", "the target, shaped like X")
+      .Input("InsideWeight", "shaped like X; weights X - Y (with OutsideWeight)", RILL_SLOT_OPTIONAL)
+      .Input("OutsideWeight", "shaped like X; weights each term (with InsideWeight)", RILL_SLOT_OPTIONAL)
+      .Output("Diff", "InsideWeight * (X - Y), kept for the gradient")
+      .Output("Out", "[N, 1] losses")
+      .Attr("sigma", 1.0f, "where the loss turns from quadratic to linear: |d| = 1 / sigma^2")
+      .KernelDtypeFrom("X")
+      .Grad("smooth_l1_loss_grad", "Diff,Out@GRAD,InsideWeight,OutsideWeight", "X,Y");
+  r.Op(smooth_l1);
+  r.Op(smooth_l1.MakeGradSchema());
+  RegisterCpu<float, double>(r, "smooth_l1_loss", [](auto t) { return &SmoothL1Loss<decltype(t)>; });
+  RegisterCpu<float, double>(r, "smooth_l1_loss_grad", [](auto t) { return &SmoothL1LossGrad<decltype(t)>; });
+}
+
+}  // namespace rill::math

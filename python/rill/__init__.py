@@ -4,10 +4,14 @@
 runtime and its plugins. The plugins shipped with Rill are loaded on import (or those in
 the directories ``RILL_PLUGIN_PATH`` names); ``rill.load_plugin(path)`` adds another, whose
 ops are then usable from ``LayerHelper.append_op`` at once. ``rill.empty`` makes arrays
-that Executor.run feeds without a copy.
+that Executor.run feeds without a copy. ``rill.reader`` and ``rill.batch`` are Fluid's
+reader decorators (paddle.reader, paddle.batch); ``rill.dataset`` reads the datasets Fluid's
+book uses from files already on this machine.
 """
 from rill.arrays import empty, is_borrowable
 from rill.errors import Error
 from rill.plugins import load_plugin, plugins
+from rill import reader
+from rill.reader import batch
 
-__all__ = ["Error", "empty", "is_borrowable", "load_plugin", "plugins"]
+__all__ = ["Error", "batch", "empty", "is_borrowable", "load_plugin", "plugins", "reader"]

@@ -4,7 +4,7 @@ share.
 
 Each file runs in a process of its own with the stand-in `paddle` package and OpTest of
 standin/ first on the path (Rill's rill.fluid underneath), then the file's own directory
-for its helpers. A Python 2 file (Fluid 0.14's) is converted to Python 3 with lib2to3 as it
+for its helpers, in an empty directory of its own. A Python 2 file (Fluid 0.14's) is converted to Python 3 with lib2to3 as it
 is imported, and so is each module it imports from its directory; nothing is written beside
 Paddle's files. The process prints one result per test method as JSON on its last line.
 """
@@ -14,16 +14,16 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# Runs one test file's methods (argv: module name, "py2" or "py3"), one result line per
-# method, as JSON, on stdout's last line.
+# Runs one test file's methods (argv: module name, "py2" or "py3", the file's directory),
+# one result line per method, as JSON, on stdout's last line.
 _PROCESS = r"""
-import importlib.abc, importlib.util, json, os, sys, traceback, unittest, warnings
+import ast, importlib.abc, importlib.util, json, os, runpy, sys, traceback, unittest, warnings
 sys.path[:] = [p for p in sys.path if p not in ("", ".")]  # the stand-in's op_test, not the one in cwd
-name, dialect = sys.argv[1], sys.argv[2]
-here = os.getcwd()
+name, dialect, here = sys.argv[1], sys.argv[2], sys.argv[3]
 results = []
 
 if dialect == "py2":
@@ -47,12 +47,42 @@ if dialect == "py2":
         def create_module(self, spec):
             return None
 
-        def exec_module(self, module):
-            with open(module.__spec__.origin) as f:
+        def source_tree(self, fullname):
+            # The module's source, converted: lib2to3's fixers, then Python 2's division.
+            origin = os.path.join(here, fullname + ".py")
+            with open(origin) as f:
                 text = f.read()
-            code = str(tool.refactor_string(text + ("" if text.endswith("\n") else "\n"), module.__name__))
+            code = str(tool.refactor_string(text + ("" if text.endswith("\n") else "\n"), fullname))
+            tree = ast.parse(code, origin)
+            if "from __future__ import division" not in text:
+                tree = ast.fix_missing_locations(Py2Division().visit(tree))
+            return tree
+
+        def exec_module(self, module):
             module.__file__ = module.__spec__.origin
-            exec(compile(code, module.__spec__.origin, "exec"), module.__dict__)
+            exec(compile(self.source_tree(module.__name__), module.__spec__.origin, "exec"), module.__dict__)
+
+    class Py2Division(ast.NodeTransformer):
+        # Python 2's `/` floors when both operands are ints: a / b becomes _py2_div(a, b).
+        def visit_BinOp(self, node):
+            self.generic_visit(node)
+            if isinstance(node.op, ast.Div):
+                return ast.copy_location(ast.Call(ast.Name("_py2_div", ast.Load()), [node.left, node.right], []), node)
+            return node
+
+        def visit_AugAssign(self, node):
+            self.generic_visit(node)
+            if isinstance(node.op, ast.Div):
+                target = ast.Name(node.target.id, ast.Load()) if isinstance(node.target, ast.Name) else None
+                if target is not None:
+                    return ast.copy_location(ast.Assign([node.target], ast.Call(ast.Name("_py2_div", ast.Load()),
+                                                                               [target, node.value], [])), node)
+            return node
+
+    def _py2_div(a, b):
+        return a // b if isinstance(a, int) and isinstance(b, int) else a / b
+    import builtins
+    builtins._py2_div = _py2_div
 
     sys.meta_path.insert(0, Py2Finder())
 
@@ -86,6 +116,19 @@ class Result(unittest.TestResult):
 try:
     module = __import__(name)
     suite = unittest.defaultTestLoader.loadTestsFromModule(module)
+    if suite.countTestCases() == 0 and hasattr(module, "main"):
+        # A script without test methods (the book's high-level-api chapters) is run as its
+        # build ran it, as __main__: one result, a pass when it ends without an exception.
+        try:
+            if dialect == "py2":
+                exec(compile(Py2Finder().source_tree(name), name, "exec"), {"__name__": "__main__"})
+            else:
+                runpy.run_module(name, run_name="__main__")
+            results.append((name + ".__main__", "pass", ""))
+        except unittest.SkipTest as skip:
+            results.append((name + ".__main__", "skip", str(skip)))
+        except BaseException:
+            results.append((name + ".__main__", "fail", traceback.format_exc()))
     suite.run(Result())
 except unittest.SkipTest as skip:  # the module itself skips (it reaches for a skipped API as it loads)
     results.append((name, "skip", str(skip)))
@@ -131,11 +174,13 @@ def run_file(path, build, timeout, dialect="py3"):
     env.pop("RILL_PLUGIN_PATH", None)
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(HERE, "standin"), os.path.join(build, "python"), directory])
     module = os.path.basename(path)[:-3]
-    try:
-        r = subprocess.run([sys.executable, "-c", _PROCESS, module, dialect], cwd=directory, env=env,
-                           capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return [(module, "fail", "timed out after %d s" % timeout)]
+    # What a test writes where it runs (saved models) goes to a directory of its own.
+    with tempfile.TemporaryDirectory(prefix="rill-paddle-test-") as cwd:
+        try:
+            r = subprocess.run([sys.executable, "-c", _PROCESS, module, dialect, directory], cwd=cwd, env=env,
+                               capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return [(module, "fail", "timed out after %d s" % timeout)]
     lines = r.stdout.strip().splitlines()
     try:
         return [tuple(x) for x in json.loads(lines[-1])]

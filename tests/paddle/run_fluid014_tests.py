@@ -8,7 +8,8 @@ from where it is: nothing of Paddle's is copied; `git archive v0.14.0 python/pad
 of a Paddle clone is enough). Those tests are Python 2: each file, and each module it
 imports from its own directory, is converted to Python 3 as it is imported (harness.py).
 They run with the stand-in `paddle` package (standin/), whose paddle.fluid is rill.fluid.
-Without file names it runs the files issue 62 names (FILES below). It prints each file's
+Without file names it runs the files issue 62 names (FILES below) and the book's
+chapters that need no sequences (BOOK_FILES; name one as book/test_NAME.py). It prints each file's
 passed, failed and skipped methods, the skips by reason, and the totals; exit status 0
 when no method failed.
 """
@@ -26,6 +27,11 @@ test_network_with_dtype test_operator_desc test_optimizer test_parameter test_pr
 test_protobuf_descs test_registry test_regularizer test_scope test_slice_var test_switch test_tensor
 test_unique_name test_variable test_while_op""".split()
 TOP_LEVEL_FILES = "test_data_feeder test_error_clip test_gradient_clip test_python_operator_overriding".split()
+# The book's chapters that need no sequences, low-level and high-level API (under book/).
+BOOK_FILES = """test_fit_a_line test_recognize_digits test_image_classification test_word2vec
+high-level-api/fit_a_line/test_fit_a_line high-level-api/recognize_digits/test_recognize_digits_conv
+high-level-api/recognize_digits/test_recognize_digits_mlp high-level-api/image_classification/test_image_classification_resnet
+high-level-api/image_classification/test_image_classification_vgg high-level-api/word2vec/test_word2vec_new_api""".split()
 
 
 def main():
@@ -38,13 +44,18 @@ def main():
         sys.exit("run_fluid014_tests: %s has no python/paddle/fluid/tests/unittests" % src)
 
     def path_of(name):
+        if name.startswith("book/"):
+            return os.path.join(tests, name)
         name = os.path.basename(name)
         top = os.path.join(tests, name)
         return top if name[:-3] in TOP_LEVEL_FILES or not os.path.exists(os.path.join(tests, "unittests", name)) \
             else os.path.join(tests, "unittests", name)
 
-    names = args.files or ["%s.py" % f for f in FILES + TOP_LEVEL_FILES]
-    paths = {name: path_of(name) for name in names}
+    if args.files:
+        paths = {name: path_of(name) for name in args.files}
+    else:
+        paths = {"%s.py" % f: path_of("%s.py" % f) for f in FILES + TOP_LEVEL_FILES}
+        paths.update({"book/%s.py" % f: os.path.join(tests, "book", f + ".py") for f in BOOK_FILES})
     failed = harness.run_and_report(paths, os.path.abspath(args.build), args.timeout, args.verbose, args.json,
                                     dialect="py2")
     sys.exit(1 if failed else 0)

@@ -7,7 +7,7 @@ see docs/PYTHON.md.
 """
 from rill.fluid import core, unique_name, framework, initializer, param_attr, layer_helper, executor, layers, \
     nets, backward, optimizer, io, concurrency, transpiler, data_feeder, debugger, profiler, regularizer, \
-    clip, lod_tensor, input  # noqa: F401
+    clip, lod_tensor, input, trainer, inferencer, inference_transpiler  # noqa: F401
 from rill.fluid.data import data
 from rill.fluid.input import embedding, one_hot
 from rill.fluid.lod_tensor import create_lod_tensor, create_random_int_lodtensor
@@ -21,6 +21,9 @@ from rill.fluid.transpiler import DistributeTranspiler, memory_optimize, release
 from rill.fluid.backward import append_backward, gradients
 from rill.fluid.concurrency import Go, Select, make_channel, channel_send, channel_recv, channel_close
 from rill.fluid.layers.control_flow import While
+from rill.fluid.trainer import Trainer, BeginEpochEvent, EndEpochEvent, BeginStepEvent, EndStepEvent, CheckpointConfig
+from rill.fluid.inferencer import Inferencer
+from rill.fluid.inference_transpiler import InferenceTranspiler
 
 __all__ = [
     "core", "unique_name", "framework", "initializer", "param_attr", "layer_helper", "executor", "layers", "nets",
@@ -31,5 +34,7 @@ __all__ = [
     "switch_main_program", "switch_startup_program", "get_var", "Executor", "global_scope", "scope_guard",
     "fetch_var", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "LoDTensor", "Scope", "ParamAttr",
     "WeightNormParamAttr", "DataFeeder", "DistributeTranspiler", "memory_optimize", "release_memory", "append_backward", "gradients", "Go", "Select",
-    "make_channel", "channel_send", "channel_recv", "channel_close", "While",
+    "make_channel", "channel_send", "channel_recv", "channel_close", "While", "trainer", "inferencer", "Trainer",
+    "BeginEpochEvent", "EndEpochEvent", "BeginStepEvent", "EndStepEvent", "CheckpointConfig", "Inferencer",
+    "inference_transpiler", "InferenceTranspiler",
 ]

@@ -1,7 +1,7 @@
 """fluid.nets: layer compositions."""
 from rill.fluid import layers
 
-__all__ = ["simple_img_conv_pool"]
+__all__ = ["simple_img_conv_pool", "img_conv_group"]
 
 
 def simple_img_conv_pool(input, num_filters, filter_size, pool_size, pool_stride, pool_padding=0, pool_type="max",
@@ -15,3 +15,39 @@ def simple_img_conv_pool(input, num_filters, filter_size, pool_size, pool_stride
     return layers.pool2d(input=conv_out, pool_size=pool_size, pool_type=pool_type, pool_stride=pool_stride,
                          pool_padding=pool_padding, global_pooling=global_pooling, use_cudnn=use_cudnn,
                          use_mkldnn=use_mkldnn)
+
+
+def img_conv_group(input, conv_num_filter, pool_size, conv_padding=1, conv_filter_size=3, conv_act=None,
+                   param_attr=None, conv_with_batchnorm=False, conv_batchnorm_drop_rate=0.0, pool_stride=1,
+                   pool_type="max", use_cudnn=True, use_mkldnn=False):
+    """A VGG block: one conv2d per entry of conv_num_filter (each, with conv_with_batchnorm,
+    followed by batch_norm carrying conv_act and, for a drop rate above 0, dropout; else
+    conv_act on the conv), then pool2d. The per-conv arguments take one value for all or a
+    list with one per conv."""
+    if not isinstance(conv_num_filter, (list, tuple)):
+        raise TypeError("img_conv_group: conv_num_filter must be a list or tuple, got %r" % (conv_num_filter,))
+
+    def per_conv(value, name):
+        if not hasattr(value, "__len__"):
+            return [value] * len(conv_num_filter)
+        if len(value) != len(conv_num_filter):
+            raise ValueError("img_conv_group: %s has %d entries for %d convolutions"
+                             % (name, len(value), len(conv_num_filter)))
+        return list(value)
+
+    paddings = per_conv(conv_padding, "conv_padding")
+    sizes = per_conv(conv_filter_size, "conv_filter_size")
+    attrs = per_conv(param_attr, "param_attr")
+    with_bn = per_conv(conv_with_batchnorm, "conv_with_batchnorm")
+    drops = per_conv(conv_batchnorm_drop_rate, "conv_batchnorm_drop_rate")
+    tmp = input
+    for i, filters in enumerate(conv_num_filter):
+        tmp = layers.conv2d(input=tmp, num_filters=filters, filter_size=sizes[i], padding=paddings[i],
+                            param_attr=attrs[i], act=None if with_bn[i] else conv_act, use_cudnn=use_cudnn,
+                            use_mkldnn=use_mkldnn)
+        if with_bn[i]:
+            tmp = layers.batch_norm(input=tmp, act=conv_act)
+            if abs(drops[i]) > 1e-5:
+                tmp = layers.dropout(x=tmp, dropout_prob=drops[i])
+    return layers.pool2d(input=tmp, pool_size=pool_size, pool_type=pool_type, pool_stride=pool_stride,
+                         use_cudnn=use_cudnn, use_mkldnn=use_mkldnn)

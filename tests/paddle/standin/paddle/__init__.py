@@ -3,7 +3,9 @@
 It is not Paddle: `paddle.fluid` is rill.fluid (Fluid's static-graph API on Rill's
 runtime) with the few `core` queries Paddle's tests ask (no CUDA here, no XPU, ...),
 `paddle.static` is the part of it Paddle 2.x renamed (Program, program_guard, data,
-Executor, ...), and op_test.py beside this package is our OpTest. Every other name a test
+Executor, ...), `paddle.reader` and `paddle.batch` are rill's, `paddle.dataset` gives
+synthetic data of the real datasets' shapes, and op_test.py beside this package is our
+OpTest. Every other name a test
 may reach resolves to a placeholder: importing it works, and using it skips that test with
 unittest.SkipTest naming the API and its group (skip_reason: dygraph, Fluid API rill.fluid
 lacks, Paddle's internals, Paddle 2.x's own API), so the runner can report what was not
@@ -146,6 +148,12 @@ def _mark_framework_internals():
 _mark_framework_internals()
 
 from paddle import fluid, static  # noqa: E402,F401
+# Fluid's readers are rill's (rill.reader, rill.batch); paddle.dataset is the stand-in's own,
+# synthetic (dataset/).
+import rill.reader as reader  # noqa: E402
+from rill.reader import batch  # noqa: E402,F401
+sys.modules["paddle.reader"] = reader
+from paddle import dataset  # noqa: E402,F401
 from paddle.fluid import CPUPlace, CUDAPlace, CUDAPinnedPlace  # noqa: E402,F401
 # The build queries, as the stand-in's core answers them (is_compiled_with_cuda: a GPU is here).
 from paddle.fluid.core import (is_compiled_with_cuda, is_compiled_with_npu, is_compiled_with_rocm,  # noqa: E402,F401

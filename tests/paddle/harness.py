@@ -132,6 +132,8 @@ try:
     suite.run(Result())
 except unittest.SkipTest as skip:  # the module itself skips (it reaches for a skipped API as it loads)
     results.append((name, "skip", str(skip)))
+except SystemExit as done:  # a script whose exit status is its verdict (test_error_clip)
+    results.append((name, "fail" if done.code else "pass", "" if not done.code else "exit(%s)" % done.code))
 except Exception:
     results.append((name, "fail", "cannot import: " + traceback.format_exc()))
 print("\n" + json.dumps(results))

@@ -368,6 +368,47 @@ def test_set_gradient_clip_and_a_bad_clip(exe):
         fluid.clip.GradientClipByValue(max=1.0, min=2.0)
 
 
+def test_error_clipping_clips_a_gradient_before_the_rest_of_the_pass_reads_it(exe):
+    x = layers.data(name="x", shape=[4], dtype="float32")
+    hidden = layers.fc(input=x, size=3, bias_attr=False, param_attr=fluid.ParamAttr(name="w1"))
+    out = layers.fc(input=hidden, size=1, bias_attr=False, param_attr=fluid.ParamAttr(name="w2"))
+    loss = layers.mean(out)
+    hidden.set_error_clip(fluid.clip.ErrorClipByValue(max=0.01, min=-0.02))
+    grads = dict((p.name, g) for p, g in fluid.backward.append_backward(
+        loss, callbacks=[fluid.clip.error_clip_callback]))
+    exe.run(fluid.default_startup_program())
+    xs = RNG.randn(5, 4).astype("float32")
+    d_hidden, d_w1, w2 = exe.run(feed={"x": xs}, fetch_list=[hidden.name + "@GRAD", grads["w1"], "w2"])
+    unclipped = np.tile(w2.T / 5.0, (5, 1))  # d mean(hidden @ w2) / d hidden
+    np.testing.assert_allclose(d_hidden, np.clip(unclipped, -0.02, 0.01), rtol=1e-5)
+    np.testing.assert_allclose(d_w1, xs.T @ np.clip(unclipped, -0.02, 0.01), rtol=1e-4, atol=1e-7)
+    with pytest.raises(TypeError, match="BaseErrorClipAttr"):
+        hidden.set_error_clip(0.5)
+        fluid.backward.append_backward(loss, callbacks=[fluid.clip.error_clip_callback])
+
+
+def test_parallel_do_runs_its_block_over_the_whole_batch(exe):
+    x = layers.data(name="x", shape=[3], dtype="float32")
+    places = layers.get_places(device_count=2)
+    assert places.type == fluid.core.VarDesc.VarType.PLACE_LIST
+    pd = layers.ParallelDo(places)
+    with pytest.raises(ValueError, match="after its"):
+        pd()
+    with pd.do():
+        x_ = pd.read_input(x)
+        pd.write_output(layers.scale(x_, scale=2.0))
+        pd.write_output(layers.mean(x_))
+    doubled, mean = pd()
+    xs = RNG.randn(4, 3).astype("float32")
+    got = run(exe, [doubled, layers.mean(mean)], {"x": xs})
+    np.testing.assert_allclose(got[0], 2 * xs, rtol=1e-6)
+    np.testing.assert_allclose(got[1], [xs.mean()], rtol=1e-5)
+    with pytest.raises(ValueError, match="inside"):
+        pd.read_input(x)
+    with pytest.raises(TypeError, match="get_places"):
+        layers.ParallelDo(x)
+
+
 def test_sparse_embedding_training(exe):
     ids = layers.data(name="ids", shape=[1], dtype="int64")
     target = layers.data(name="target", shape=[4], dtype="float32")

@@ -10,7 +10,10 @@ __all__ = ["append_backward", "calc_gradient", "gradients"]
 
 
 def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None):
-    """Appends the backward pass of ``loss`` to its program; returns [(param, grad)]."""
+    """Appends the backward pass of ``loss`` to its program; returns [(param, grad)].
+    Each of ``callbacks`` is called as callback(block=, context=) after each gradient op is
+    in the block (its last op then), context mapping each gradient's name to its
+    variable's, as Fluid calls them: fluid.clip.error_clip_callback appends error clipping."""
     program = loss.block.program
     if loss.block.idx != 0:
         raise ValueError("append_backward: the loss %s must be a variable of the global block" % loss.name)
@@ -30,8 +33,28 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None)
         leaves = [n for n in leaves if n not in skip]
     if not names and not leaves:
         return []  # nothing to differentiate by, as Fluid returns
+    first_grad_op = len(block.ops)
     pairs = _run_pass(program, loss.name, names + leaves)
+    if callbacks:
+        _replay_with_callbacks(block, first_grad_op, callbacks)
     return [(block.var(p), block.var(g)) for p, g in pairs if p not in leaves]
+
+
+def _replay_with_callbacks(block, first, callbacks):
+    """Puts the gradient ops from `first` on back into `block` one by one, calling each
+    callback after each, so that what a callback appends runs right after that op."""
+    grad_ops = block.ops[first:]
+    del block.ops[first:]
+    grad_to_var = {}
+    for op in grad_ops:
+        for name in op.output_arg_names:
+            if name.endswith(GRAD_SUFFIX):
+                grad_to_var[name] = name[:-len(GRAD_SUFFIX)]
+    for op in grad_ops:
+        block.ops.append(op)
+        block.program._bump()
+        for callback in callbacks:
+            callback(block=block, context=grad_to_var)
 
 
 def calc_gradient(targets, inputs, target_gradients=None, no_grad_set=None):

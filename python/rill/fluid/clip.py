@@ -1,5 +1,12 @@
-"""fluid.clip: gradient clipping, appended after the backward pass and before
-regularization and the updates, as Fluid does. GradientClipByValue clips each element
+"""fluid.clip: error clipping and gradient clipping, as Fluid does them.
+
+Error clipping clips the gradient of one forward variable, in place, as soon as the
+backward pass has computed it, so that the rest of the pass sees it clipped: give the
+variable ``set_error_clip(ErrorClipByValue(max, min))`` and pass
+``callbacks=[error_clip_callback]`` to append_backward.
+
+Gradient clipping is appended after the backward pass and before
+regularization and the updates. GradientClipByValue clips each element
 (``clip``), GradientClipByNorm each gradient's L2 norm (``clip_by_norm``), and
 GradientClipByGlobalNorm scales every gradient of its group by clip_norm / max(clip_norm,
 global norm), the global norm over the group's gradients together. Set one for
@@ -8,8 +15,43 @@ parameters with ``set_gradient_clip`` or ParamAttr(gradient_clip=...).
 from rill.fluid import layers
 from rill.fluid.framework import default_main_program
 
-__all__ = ["GradientClipByValue", "GradientClipByNorm", "GradientClipByGlobalNorm", "set_gradient_clip",
-           "append_gradient_clip_ops"]
+__all__ = ["ErrorClipByValue", "error_clip_callback", "GradientClipByValue", "GradientClipByNorm",
+           "GradientClipByGlobalNorm", "set_gradient_clip", "append_gradient_clip_ops"]
+
+
+class BaseErrorClipAttr(object):
+    def append_clip_op(self, block, grad_name):
+        raise NotImplementedError()
+
+
+class ErrorClipByValue(BaseErrorClipAttr):
+    """Clips a variable's gradient to [min, max] (min: -max when not given)."""
+
+    def __init__(self, max, min=None):
+        self.max = float(max)
+        self.min = -self.max if min is None else float(min)
+
+    def __str__(self):
+        return "ByValue, min=%f, max=%f" % (self.min, self.max)
+
+    def append_clip_op(self, block, grad_name):
+        block.append_op(type="clip", inputs={"X": [grad_name]}, outputs={"Out": [grad_name]},
+                        attrs={"min": self.min, "max": self.max})
+
+
+def error_clip_callback(block, context):
+    """append_backward's callback (called after each gradient op, context mapping gradient
+    names to their variables' names): clips, in place, each gradient the last op wrote whose
+    variable has an error_clip."""
+    for grad_name in block.ops[-1].output_arg_names:
+        if grad_name not in context:
+            continue
+        error_clip = getattr(block.var_recursive(context[grad_name]), "error_clip", None)
+        if error_clip is None:
+            continue
+        if not isinstance(error_clip, BaseErrorClipAttr):
+            raise TypeError("Variable's error_clip should be an instance of BaseErrorClipAttr or None.")
+        error_clip.append_clip_op(block, grad_name)
 
 
 class BaseGradientClipAttr(object):

@@ -96,6 +96,11 @@ class Variable(object):
         self.need_check_feed = need_check_feed
         self.op = None  # the op that last wrote it, for Fluid's code that looks
 
+    def set_error_clip(self, error_clip):
+        """Clip this variable's gradient (fluid.clip.ErrorClipByValue) when append_backward
+        runs with fluid.clip.error_clip_callback."""
+        self.error_clip = error_clip
+
     def _merge(self, shape, dtype, lod_level, persistable, type):
         """A second declaration of this variable: what it gives must agree with the first."""
         if shape is not None:

@@ -331,3 +331,17 @@ def test_the_profiler_records_runs_and_reports(exe, tmp_path, capsys):
             pass
     with fluid.profiler.profiler("CPU", None, None):  # nothing left recording; no trace file
         exe.run(feed={"x": np.ones((1, 4), "float32")}, fetch_list=[y])
+
+
+def test_weighted_average_of_fetched_values():
+    avg = fluid.average.WeightedAverage()
+    with pytest.raises(ValueError, match="no data"):
+        avg.eval()
+    avg.add(value=np.array([1.0, 2.0]), weight=3)
+    avg.add(value=np.array([3.0, 6.0]), weight=np.array([1], "int64"))
+    np.testing.assert_allclose(avg.eval(), [(3 + 3) / 4.0, (6 + 6) / 4.0])
+    with pytest.raises(ValueError, match="weight"):
+        avg.add(value=1.0, weight=np.array([1, 2]))
+    avg.reset()
+    avg.add(value=2.0, weight=1)
+    assert avg.eval() == 2.0

@@ -96,3 +96,14 @@ def test_models_that_write_files_or_reach_outside_are_refused(exe, tmp_path):
     program, _, _ = fluid.io.load_inference_model(str(d), exe, allow_files_outside=True)
     assert any(op.type == "save" for op in program.global_block().ops)
     assert not victim.exists()
+
+
+def test_get_parameter_value_reads_the_scope(exe):
+    x = fluid.layers.data(name="x", shape=[3], dtype="float32")
+    fluid.layers.fc(input=x, size=2, param_attr=fluid.ParamAttr(name="w", initializer=fluid.initializer.Constant(0.5)))
+    exe.run(fluid.default_startup_program())
+    np.testing.assert_array_equal(fluid.io.get_parameter_value_by_name("w", exe), np.full((3, 2), 0.5, "float32"))
+    w = fluid.default_main_program().global_block().var("w")
+    np.testing.assert_array_equal(fluid.io.get_parameter_value(w, exe), np.full((3, 2), 0.5, "float32"))
+    with pytest.raises(TypeError, match="Parameter"):
+        fluid.io.get_parameter_value(x, exe)

@@ -16,7 +16,8 @@ from rill.fluid.framework import Parameter, Program, Variable, default_main_prog
 from rill.proto import framework_pb2
 
 __all__ = ["save_vars", "save_params", "save_persistables", "load_vars", "load_params", "load_persistables",
-           "save_inference_model", "load_inference_model", "get_inference_program"]
+           "save_inference_model", "load_inference_model", "get_inference_program", "get_parameter_value",
+           "get_parameter_value_by_name"]
 
 
 def is_parameter(var):
@@ -33,6 +34,22 @@ def is_persistable(var):
 def _clone_var(block, var):
     return block.create_var(name=var.name, shape=var.shape, dtype=var.dtype, type=var.type,
                             lod_level=var.lod_level, persistable=True)
+
+
+def get_parameter_value(para, executor):
+    """The current value of Parameter `para` in the executor's scope, as a numpy array."""
+    if not is_parameter(para):
+        raise TypeError("get_parameter_value takes a Parameter, got %r" % (para,))
+    program = Program()
+    var = _clone_var(program.global_block(), para)
+    return executor.run(program, feed={}, fetch_list=[var])[0]
+
+
+def get_parameter_value_by_name(name, executor, program=None):
+    """get_parameter_value of the Parameter `name` of `program` (the default main program)."""
+    program = default_main_program() if program is None else program
+    var = program.global_block().var(name)
+    return get_parameter_value(var, executor)
 
 
 def _vars_of(main_program, vars, predicate):

@@ -345,3 +345,34 @@ def test_weighted_average_of_fetched_values():
     avg.reset()
     avg.add(value=2.0, weight=1)
     assert avg.eval() == 2.0
+
+
+def test_parallel_executor_and_compiled_program_run_the_program_as_the_executor_does(exe):
+    x = layers.data(name="x", shape=[3], dtype="float32")
+    y = layers.data(name="y", shape=[1], dtype="float32")
+    pred = layers.fc(input=x, size=1, bias_attr=False, param_attr=fluid.ParamAttr(name="w"))
+    loss = layers.mean(layers.square_error_cost(pred, y))
+    fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    exe.run(fluid.default_startup_program())
+    pe = fluid.ParallelExecutor(use_cuda=False, loss_name=loss.name)
+    assert pe.device_count == 1
+    w = np.array([[1.0], [-2.0], [0.5]], "float32")
+    rng = np.random.RandomState(0)
+    for step in range(100):
+        xs = rng.randn(8, 3).astype("float32")
+        feed = {"x": xs, "y": xs @ w}
+        first, = pe.run(fetch_list=[loss.name], feed=[feed] if step % 2 else feed)
+    assert first < 1e-3
+    tester = fluid.ParallelExecutor(use_cuda=False, main_program=fluid.default_main_program().clone(for_test=True),
+                                    share_vars_from=pe)
+    compiled = fluid.CompiledProgram(fluid.default_main_program()).with_data_parallel(loss_name=loss.name)
+    xs = rng.randn(4, 3).astype("float32")
+    tested, = tester.run(fetch_list=[pred], feed={"x": xs, "y": xs @ w})
+    np.testing.assert_allclose(tested, xs @ w, atol=0.05)
+    exe.run(compiled, feed={"x": xs, "y": xs @ w}, fetch_list=[loss])
+    with pytest.raises(ValueError, match="same size as places"):
+        pe.run(fetch_list=[loss], feed=[{}, {}])
+    with pytest.raises(ValueError, match="loss_name"):
+        fluid.ParallelExecutor(use_cuda=False, loss_name="no_such_loss")
+    with pytest.raises(TypeError, match="CompiledProgram takes a Program"):
+        fluid.CompiledProgram("main")

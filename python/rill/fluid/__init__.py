@@ -7,7 +7,8 @@ see docs/PYTHON.md.
 """
 from rill.fluid import core, unique_name, framework, initializer, param_attr, layer_helper, executor, layers, \
     nets, backward, optimizer, io, concurrency, transpiler, data_feeder, debugger, profiler, regularizer, \
-    clip, lod_tensor, input, trainer, inferencer, inference_transpiler, average  # noqa: F401
+    clip, lod_tensor, input, trainer, inferencer, inference_transpiler, average, compiler, \
+    parallel_executor  # noqa: F401
 from rill.fluid.data import data
 from rill.fluid.input import embedding, one_hot
 from rill.fluid.lod_tensor import create_lod_tensor, create_random_int_lodtensor
@@ -24,6 +25,8 @@ from rill.fluid.layers.control_flow import While
 from rill.fluid.trainer import Trainer, BeginEpochEvent, EndEpochEvent, BeginStepEvent, EndStepEvent, CheckpointConfig
 from rill.fluid.inferencer import Inferencer
 from rill.fluid.inference_transpiler import InferenceTranspiler
+from rill.fluid.compiler import CompiledProgram
+from rill.fluid.parallel_executor import ParallelExecutor, ExecutionStrategy, BuildStrategy
 
 __all__ = [
     "core", "unique_name", "framework", "initializer", "param_attr", "layer_helper", "executor", "layers", "nets",
@@ -36,5 +39,6 @@ __all__ = [
     "WeightNormParamAttr", "DataFeeder", "DistributeTranspiler", "memory_optimize", "release_memory", "append_backward", "gradients", "Go", "Select",
     "make_channel", "channel_send", "channel_recv", "channel_close", "While", "trainer", "inferencer", "Trainer",
     "BeginEpochEvent", "EndEpochEvent", "BeginStepEvent", "EndStepEvent", "CheckpointConfig", "Inferencer",
-    "inference_transpiler", "InferenceTranspiler", "average",
+    "inference_transpiler", "InferenceTranspiler", "average", "compiler", "parallel_executor", "CompiledProgram",
+    "ParallelExecutor", "ExecutionStrategy", "BuildStrategy",
 ]

@@ -17,6 +17,7 @@ import numpy as np
 from rill import _rill
 from rill.fluid import core
 from rill.fluid.framework import Program, Variable, default_main_program
+from rill.fluid.compiler import CompiledProgram
 from rill.proto import framework_pb2
 
 __all__ = ["Executor", "global_scope", "scope_guard", "fetch_var"]
@@ -192,8 +193,10 @@ class Executor(object):
         if self._closed:
             raise RuntimeError("the executor is closed")
         program = default_main_program() if program is None else program
+        if isinstance(program, CompiledProgram):
+            program = program.program
         if not isinstance(program, Program):
-            raise TypeError("Executor.run takes a Program, got %r" % type(program).__name__)
+            raise TypeError("Executor.run takes a Program or CompiledProgram, got %r" % type(program).__name__)
         feed = {} if feed is None else feed
         if not isinstance(feed, dict):
             raise TypeError("feed must be a dict of variable name to value, got %r" % type(feed).__name__)

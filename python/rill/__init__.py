@@ -6,12 +6,12 @@ the directories ``RILL_PLUGIN_PATH`` names); ``rill.load_plugin(path)`` adds ano
 ops are then usable from ``LayerHelper.append_op`` at once. ``rill.empty`` makes arrays
 that Executor.run feeds without a copy. ``rill.reader`` and ``rill.batch`` are Fluid's
 reader decorators (paddle.reader, paddle.batch); ``rill.dataset`` reads the datasets Fluid's
-book uses from files already on this machine.
+book uses from files already on this machine (it downloads nothing).
 """
 from rill.arrays import empty, is_borrowable
 from rill.errors import Error
 from rill.plugins import load_plugin, plugins
-from rill import reader
+from rill import dataset, reader
 from rill.reader import batch
 
-__all__ = ["Error", "batch", "empty", "is_borrowable", "load_plugin", "plugins", "reader"]
+__all__ = ["Error", "batch", "dataset", "empty", "is_borrowable", "load_plugin", "plugins", "reader"]

@@ -26,7 +26,7 @@ def skip_reason(name):
     if name.startswith(("paddle.fluid.dygraph", "paddle.to_tensor", "paddle.disable_static")) or \
             name in ("paddle.fluid.core.VarBase",):
         return "API dygraph: %s is Paddle's eager mode, which Rill does not have" % name
-    if name.startswith(("paddle.fluid.core.", "Operator.desc", "Program.desc")):
+    if name.startswith(("paddle.fluid.core.", "Operator.desc")):
         return "API internals: %s is Paddle's C++ framework, not its API" % name
     if name.startswith(("paddle.fluid.", "paddle.dataset", "paddle.reader", "paddle.batch")):
         return "API fluid: %s is Fluid API rill.fluid does not have yet" % name
@@ -130,25 +130,11 @@ _restore_numpy_aliases()
 
 
 def _mark_framework_internals():
-    """An op's OpDesc (op.desc), a program's C++ ProgramDesc methods (program.desc.block)
-    and the C++ passes Paddle's tests drive through them (core.get_grad_op_desc,
-    infer_shape, ...) are Paddle's internals: a test reaching for them skips, naming them."""
+    """An op's OpDesc (op.desc) and the C++ passes Paddle's tests drive through it
+    (core.get_grad_op_desc, infer_shape, ...) are Paddle's internals: a test reaching for
+    them skips, naming them."""
     from rill.fluid import framework
     framework.Operator.desc = property(lambda self: Unsupported("Operator.desc (Paddle's OpDesc)"))
-
-    class ProgramDescView(object):
-        """Program.desc: rill's framework.proto message, whose own fields and methods work;
-        Paddle's C++ ProgramDesc methods (block(i), append_op, ...) skip the test."""
-
-        def __init__(self, message):
-            self._message = message
-
-        def __getattr__(self, attr):
-            if hasattr(self._message, attr):
-                return getattr(self._message, attr)
-            return Unsupported("Program.desc.%s (Paddle's C++ ProgramDesc)" % attr)
-    program_desc = framework.Program.desc
-    framework.Program.desc = property(lambda self: ProgramDescView(program_desc.fget(self)))
 
     def tensor_method(self, attr):
         """Paddle 2.x gives its static Variable the Tensor's methods (x.add_, x.clip_, ...);

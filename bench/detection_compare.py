@@ -13,7 +13,9 @@ Rill's do not meet).
 - matrix_nms (score threshold 0.01, 400 a class, 100 an image kept, linear decay) at the same
   boxes and scores against tests/reference/detection_reference.py's numpy Matrix NMS.
 - roi_align at a Faster R-CNN head's shapes (a 256x50x68 map an image, 512 regions an image,
-  7x7 bins, 2x2 samples, 1/16 scale, aligned) against torchvision.ops.roi_align.
+  7x7 bins, 2x2 samples, 1/16 scale, aligned) against torchvision.ops.roi_align, and roi_pool
+  (Fast R-CNN's max pooling, 7x7 bins, 1/16 scale) at the same regions against
+  torchvision.ops.roi_pool.
 - box_coder decoding every box of the batch against its 6,300 priors, and iou_similarity of
   2,000 boxes against 2,000, against detection_reference.py's numpy.
 Prints a Markdown table; a ratio below 1 means Rill is faster. The peers run with PyTorch's
@@ -38,6 +40,7 @@ NMS = dict(background_label=-1, score_threshold=0.01, nms_top_k=1000, nms_thresh
 MATRIX = dict(background_label=-1, score_threshold=0.01, post_threshold=0.01, nms_top_k=400, keep_top_k=100,
               normalized=False)
 ROI = dict(pooled_height=7, pooled_width=7, spatial_scale=1.0 / 16, sampling_ratio=2, aligned=True)
+ROI_POOL = dict(pooled_height=7, pooled_width=7, spatial_scale=1.0 / 16)
 ROI_N, ROI_C, ROI_H, ROI_W, ROI_PER_IMAGE = 2, 256, 50, 68, 512
 IOU_BOXES = 2000
 YOLO = dict(anchors=[10, 13, 16, 30, 33, 23], class_num=CLASSES, conf_thresh=0.01, downsample_ratio=8,
@@ -76,7 +79,7 @@ def peer(rounds):
     from torchvision.ops import batched_nms
     sys.path.insert(0, os.path.join(HERE, "..", "tests", "models"))
     import paddle_reference
-    from torchvision.ops import roi_align
+    from torchvision.ops import roi_align, roi_pool
     sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
     import detection_reference
     boxes, scores, head, img, features, regions, priors, offsets = inputs()
@@ -103,11 +106,15 @@ def peer(rounds):
 
     def roi():
         roi_align(tf, tr, (7, 7), spatial_scale=ROI["spatial_scale"], sampling_ratio=2, aligned=True)
+
+    def pool():
+        roi_pool(tf, tr, (7, 7), spatial_scale=ROI_POOL["spatial_scale"])
     decode = dict(code_type="decode_center_size", box_normalized=False)
     print(json.dumps({
         "nms": median_seconds(nms, rounds), "yolo": median_seconds(yolo, rounds),
         "matrix": median_seconds(lambda: detection_reference.matrix_nms(boxes, scores, MATRIX), rounds),
         "roi": median_seconds(roi, rounds),
+        "roi_pool": median_seconds(pool, rounds),
         "coder": median_seconds(lambda: detection_reference.box_coder(priors, None, offsets, decode), rounds),
         "iou": median_seconds(lambda: detection_reference.iou_similarity(boxes[0, :IOU_BOXES], boxes[1, :IOU_BOXES],
                                                                           False), rounds)}))
@@ -135,6 +142,8 @@ def rill_times(rounds):
     timed = {
         "matrix": ("matrix_nms", {"BBoxes": boxes, "Scores": scores}, {"Out": "out", "Index": "index"}, MATRIX),
         "roi": ("roi_align", {"X": features, "ROIs": regions, "RoisNum": counts}, {"Out": "out"}, ROI),
+        "roi_pool": ("roi_pool", {"X": features, "ROIs": regions, "RoisNum": counts}, {"Out": "out", "Argmax": "at"},
+                     ROI_POOL),
         "coder": ("box_coder", {"PriorBox": priors, "TargetBox": offsets}, {"OutputBox": "out"},
                   dict(code_type="decode_center_size", box_normalized=False)),
         "iou": ("iou_similarity", {"X": boxes[0, :IOU_BOXES], "Y": boxes[1, :IOU_BOXES]}, {"Out": "out"},
@@ -168,6 +177,7 @@ def main():
     rows = [("yolo", "yolo_box (40x40 head) vs numpy reference"),
             ("matrix", "matrix_nms vs numpy Matrix NMS"),
             ("roi", "roi_align (1,024 regions, 7x7) vs torchvision roi_align"),
+            ("roi_pool", "roi_pool (1,024 regions, 7x7) vs torchvision roi_pool"),
             ("coder", "box_coder decode vs numpy"),
             ("iou", "iou_similarity (2,000 x 2,000) vs numpy")]
     for key, label in rows:

@@ -1,0 +1,421 @@
+"""Every op of the registry against PyTorch, forward, fp32, one op at a time: the whole surface
+a user meets, not only what the model benchmarks time.
+
+    PYTHONPATH=build/python /usr/bin/python3 bench/op_compare.py [ROUNDS] [--only OP,OP]
+
+The op list comes from the registry (`rill ops`), so a new op shows up here: each op is timed
+by the cases below that name it, or listed at the end as not covered (no PyTorch peer
+written yet) or not a kernel to time (I/O, control flow, optimizers' state updates). A case
+is one op at a standard shape (sized to take about a millisecond or more), its inputs made
+from a fixed seed:
+ - Rill: a one-op rill.fluid program, its feeds rill.empty arrays (borrowed, not copied),
+   nothing fetched, so that what is timed is the executor running the kernel;
+ - PyTorch: the same computation in torch (1.13, Debian's), in a process of its own (two
+   OpenMP runtimes in one process slow each other), torch.no_grad(), the same thread count
+   (RILL_BENCH_THREADS, default 2: one per core of these machines).
+Each side's time is the median over ROUNDS rounds of the mean of a timed loop (at least
+0.1 s). Prints a Markdown table of ratios (Rill / PyTorch: below 1, Rill is faster), the
+geometric mean, the slowest ten, and the ops not covered.
+"""
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 5
+THREADS = int(os.environ.get("RILL_BENCH_THREADS", "2"))
+BIG = (1024, 4096)
+
+# Ops that are not a kernel to time one at a time: I/O, control flow, random sources, and
+# the optimizers (their cost is in the model benchmarks' training rows).
+NOT_KERNELS = {
+    "feed", "fetch", "load", "load_combine", "save", "save_combine", "print", "while", "conditional_block",
+    "read_from_array", "write_to_array", "lod_array_length", "tensor_array_to_tensor", "increment", "assign_value",
+    "fill_constant", "fill_constant_batch_size_like", "gaussian_random", "gaussian_random_batch_size_like",
+    "uniform_random", "uniform_random_batch_size_like", "truncated_gaussian_random", "range", "shape",
+    "sgd", "momentum", "lars_momentum", "adam", "adamax", "adagrad", "decayed_adagrad", "adadelta", "rmsprop",
+    "ftrl", "accuracy", "mean_iou",
+}
+
+
+class Data(object):
+    """An input described, made (from its seed) only when its case runs: the inputs of every
+    case together would not fit in memory."""
+
+    def __init__(self, shape, dtype="float32", lo=-1.0, hi=1.0, seed=0):
+        self.shape, self.dtype, self.lo, self.hi, self.seed = tuple(shape), np.dtype(dtype), lo, hi, seed
+
+    def make(self):
+        rng = np.random.RandomState(self.seed)
+        if self.dtype.kind in "iu":
+            return rng.randint(int(self.lo), int(self.hi), self.shape).astype(self.dtype)
+        if self.dtype == np.bool_:
+            return rng.uniform(0, 1, self.shape) < 0.5
+        return rng.uniform(self.lo, self.hi, self.shape).astype(self.dtype)
+
+
+class Case(object):
+    """One timed op: `op` with `inputs` (slot -> Data, or a list of them), `outputs` (slots),
+    `attrs`, and `torch`, a PyTorch expression of the inputs as tensors (named by slot,
+    lists kept; `torch` and `F` in scope)."""
+
+    def __init__(self, label, op, inputs, outputs, attrs, torch_expr):
+        self.label, self.op, self.inputs, self.outputs, self.attrs, self.torch = \
+            label, op, inputs, outputs, attrs, torch_expr
+
+    def arrays(self):
+        return {slot: [d.make() for d in v] if isinstance(v, list) else v.make() for slot, v in self.inputs.items()}
+
+
+_data = Data
+
+
+def cases():
+    """Every case (its inputs described, not made)."""
+    x = lambda lo=-1.0, hi=1.0, shape=BIG: Data(shape, lo=lo, hi=hi)  # noqa: E731
+    out = []
+
+    def add(label, op, inputs, attrs, torch_expr, outputs=("Out",)):
+        out.append(Case(label, op, inputs, list(outputs), attrs, torch_expr))
+    # Unary activations and math, [1024, 4096]: op -> (torch expression, input range, attrs).
+    unary = {
+        "relu": ("torch.relu(X)", -1, 1, {}), "sigmoid": ("torch.sigmoid(X)", -1, 1, {}),
+        "tanh": ("torch.tanh(X)", -1, 1, {}), "exp": ("torch.exp(X)", -1, 1, {}), "log": ("torch.log(X)", 0.1, 2, {}),
+        "sqrt": ("torch.sqrt(X)", 0.1, 2, {}), "rsqrt": ("torch.rsqrt(X)", 0.1, 2, {}), "abs": ("torch.abs(X)", -1, 1, {}),
+        "square": ("torch.square(X)", -1, 1, {}), "gelu": ("F.gelu(X)", -3, 3, {}),
+        "silu": ("F.silu(X)", -3, 3, {}), "swish": ("X * torch.sigmoid(X)", -3, 3, {"beta": 1.0}),
+        "hard_swish": ("F.hardswish(X)", -4, 4, {}), "hard_sigmoid": ("F.hardsigmoid(X)", -4, 4, {"slope": 1 / 6.0, "offset": 0.5}),
+        "relu6": ("F.relu6(X)", -2, 8, {}), "leaky_relu": ("F.leaky_relu(X, 0.02)", -1, 1, {"alpha": 0.02}),
+        "elu": ("F.elu(X)", -2, 2, {}), "selu": ("F.selu(X)", -2, 2, {}), "mish": ("F.mish(X)", -3, 3, {}),
+        "softplus": ("F.softplus(X)", -3, 3, {}), "softsign": ("F.softsign(X)", -2, 2, {}),
+        "logsigmoid": ("F.logsigmoid(X)", -3, 3, {}), "tanh_shrink": ("F.tanhshrink(X)", -2, 2, {}),
+        "softshrink": ("F.softshrink(X, 0.5)", -1, 1, {"lambda": 0.5}),
+        "hard_shrink": ("F.hardshrink(X, 0.5)", -1, 1, {"threshold": 0.5}),
+        "thresholded_relu": ("F.threshold(X, 1.0, 0.0)", -2, 2, {"threshold": 1.0}),
+        "sin": ("torch.sin(X)", -3, 3, {}), "cos": ("torch.cos(X)", -3, 3, {}), "tan": ("torch.tan(X)", -1, 1, {}),
+        "asin": ("torch.asin(X)", -0.9, 0.9, {}), "acos": ("torch.acos(X)", -0.9, 0.9, {}),
+        "atan": ("torch.atan(X)", -2, 2, {}), "sinh": ("torch.sinh(X)", -2, 2, {}), "cosh": ("torch.cosh(X)", -2, 2, {}),
+        "expm1": ("torch.expm1(X)", -1, 1, {}), "log1p": ("torch.log1p(X)", 0, 2, {}), "log2": ("torch.log2(X)", 0.1, 2, {}),
+        "log10": ("torch.log10(X)", 0.1, 2, {}), "reciprocal": ("torch.reciprocal(X)", 0.5, 2, {}),
+        "floor": ("torch.floor(X)", -3, 3, {}), "ceil": ("torch.ceil(X)", -3, 3, {}), "round": ("torch.round(X)", -3, 3, {}),
+        "sign": ("torch.sign(X)", -1, 1, {}), "pow": ("torch.pow(X, 3.0)", 0.1, 2, {"factor": 3.0}),
+        "scale": ("X * 2.0 + 1.0", -1, 1, {"scale": 2.0, "bias": 1.0}),
+        "clip": ("torch.clamp(X, -0.5, 0.5)", -1, 1, {"min": -0.5, "max": 0.5}),
+        "brelu": ("torch.clamp(X, 0.0, 24.0)", -1, 30, {}),
+        "stanh": ("1.7159 * torch.tanh(0.67 * X)", -2, 2, {}),
+        "soft_relu": ("torch.log1p(torch.exp(torch.clamp(X, -40.0, 40.0)))", -3, 3, {}),
+        "isfinite": ("torch.isfinite(X).all()", -1, 1, {}), "isfinite_v2": ("torch.isfinite(X)", -1, 1, {}),
+        "isinf": ("torch.isinf(X).any()", -1, 1, {}), "isinf_v2": ("torch.isinf(X)", -1, 1, {}),
+        "isnan": ("torch.isnan(X).any()", -1, 1, {}), "isnan_v2": ("torch.isnan(X)", -1, 1, {}),
+        "assign": ("X.clone()", -1, 1, {}), "fill_any_like": ("torch.full_like(X, 1.0)", -1, 1, {"value": 1.0}),
+        "fill_zeros_like": ("torch.zeros_like(X)", -1, 1, {}),
+        "cast": ("X.to(torch.float64)", -1, 1, {"in_dtype": 5, "out_dtype": 6}),
+    }
+    for op, (expr, lo, hi, attrs) in unary.items():
+        add("%s [1024, 4096]" % op, op, {"X": x(lo, hi)}, attrs, expr)
+    add("logical_not [1024, 4096]", "logical_not", {"X": _data(BIG, "bool")}, {}, "torch.logical_not(X)")
+
+    # Binary elementwise: same shape, and a row bias [4096].
+    for op, expr, lo in (("elementwise_add", "X + Y", -1), ("elementwise_sub", "X - Y", -1),
+                         ("elementwise_mul", "X * Y", -1), ("elementwise_div", "X / Y", 0.5),
+                         ("elementwise_max", "torch.maximum(X, Y)", -1), ("elementwise_min", "torch.minimum(X, Y)", -1),
+                         ("elementwise_pow", "torch.pow(X, Y)", 0.5)):
+        add("%s [1024, 4096] same shape" % op, op, {"X": x(lo, 2), "Y": x(lo, 2)}, {"axis": -1}, expr)
+    add("elementwise_add [1024, 4096] + row bias [4096]", "elementwise_add", {"X": x(), "Y": x(shape=(4096,))},
+        {"axis": -1}, "X + Y")
+    add("elementwise_mul [1024, 4096] * column [1024, 1]", "elementwise_mul", {"X": x(), "Y": x(shape=(1024, 1))},
+        {"axis": -1}, "X * Y")
+    for op, expr in (("elementwise_mod", "torch.remainder(X, Y)"), ("elementwise_floordiv", "torch.div(X, Y, rounding_mode='floor')")):
+        add("%s int64 [1024, 4096]" % op, op, {"X": _data(BIG, "int64", 1, 1000), "Y": _data(BIG, "int64", 1, 50, 1)},
+            {"axis": -1}, expr)
+    for op, expr in (("equal", "X == Y"), ("not_equal", "X != Y"), ("less_than", "X < Y"), ("less_equal", "X <= Y"),
+                     ("greater_than", "X > Y"), ("greater_equal", "X >= Y")):
+        add("%s [1024, 4096]" % op, op, {"X": x(), "Y": x()}, {}, expr)
+    for op, expr in (("logical_and", "torch.logical_and(X, Y)"), ("logical_or", "torch.logical_or(X, Y)"),
+                     ("logical_xor", "torch.logical_xor(X, Y)")):
+        add("%s [1024, 4096]" % op, op, {"X": _data(BIG, "bool"), "Y": _data(BIG, "bool", seed=1)}, {}, expr)
+    add("where [1024, 4096]", "where", {"Condition": _data(BIG, "bool"), "X": x(), "Y": x()}, {},
+        "torch.where(Condition, X, Y)")
+    add("sum of 4 [1024, 4096]", "sum", {"X": [x() for _ in range(4)]}, {}, "X[0] + X[1] + X[2] + X[3]")
+
+    # Reductions.
+    add("reduce_sum over all [1024, 4096]", "reduce_sum", {"X": x()}, {"reduce_all": True}, "X.sum()")
+    for op, expr in (("reduce_sum", "X.sum(1)"), ("reduce_max", "X.amax(1)"), ("reduce_min", "X.amin(1)"),
+                     ("reduce_mean", "X.mean(1)"), ("reduce_prod", "X.prod(1)")):
+        add("%s over dim 1 [1024, 4096]" % op, op, {"X": x(0.9, 1.1)}, {"dim": [1]}, expr)
+    add("reduce_mean over dim 0 [1024, 4096]", "reduce_mean", {"X": x()}, {"dim": [0]}, "X.mean(0)")
+    add("reduce_all over dim 1 [1024, 4096]", "reduce_all", {"X": _data(BIG, "bool")}, {"dim": [1]}, "X.all(1)")
+    add("reduce_any over dim 1 [1024, 4096]", "reduce_any", {"X": _data(BIG, "bool")}, {"dim": [1]}, "X.any(1)")
+    add("mean [1024, 4096]", "mean", {"X": x()}, {}, "X.mean()")
+    add("squared_l2_norm [1024, 4096]", "squared_l2_norm", {"X": x()}, {}, "(X * X).sum()")
+    add("clip_by_norm [1024, 4096]", "clip_by_norm", {"X": x()}, {"max_norm": 1.0},
+        "X * torch.clamp(1.0 / X.norm(), max=1.0)")
+    add("arg_max dim 1 [1024, 4096]", "arg_max", {"X": x()}, {"axis": 1}, "X.argmax(1)")
+    add("arg_min dim 1 [1024, 4096]", "arg_min", {"X": x()}, {"axis": 1}, "X.argmin(1)")
+    add("cumsum dim 1 [1024, 4096]", "cumsum", {"X": x()}, {"axis": 1}, "X.cumsum(1)")
+    add("top_k 10 of [1024, 4096]", "top_k", {"X": x()}, {"k": 10}, "torch.topk(X, 10)", ("Out", "Indices"))
+    add("top_k_v2 10 of [1024, 4096]", "top_k_v2", {"X": x()}, {"k": 10}, "torch.topk(X, 10)", ("Out", "Indices"))
+    add("norm (l2_normalize) dim 1 [1024, 4096]", "norm", {"X": x()}, {"axis": 1, "epsilon": 1e-10},
+        "F.normalize(X, dim=1)", ("Out", "Norm"))
+
+    # Softmax family and losses.
+    add("softmax [1024, 4096]", "softmax", {"X": x()}, {}, "torch.softmax(X, -1)")
+    add("log_softmax [1024, 4096]", "log_softmax", {"X": x()}, {}, "torch.log_softmax(X, -1)")
+    add("softmax_with_cross_entropy [4096, 1000]", "softmax_with_cross_entropy",
+        {"Logits": x(shape=(4096, 1000)), "Label": _data((4096, 1), "int64", 0, 1000)}, {},
+        "F.cross_entropy(Logits, Label.view(-1), reduction='none')", ("Softmax", "Loss"))
+    add("cross_entropy [4096, 1000]", "cross_entropy",
+        {"X": x(0.01, 1, (4096, 1000)), "Label": _data((4096, 1), "int64", 0, 1000)}, {},
+        "-torch.log(X.gather(1, Label))", ("Y",))
+    add("sigmoid_cross_entropy_with_logits [1024, 4096]", "sigmoid_cross_entropy_with_logits",
+        {"X": x(), "Label": x(0, 1)}, {}, "F.binary_cross_entropy_with_logits(X, Label, reduction='none')")
+    add("smooth_l1_loss [1024, 4096]", "smooth_l1_loss", {"X": x(), "Y": x()}, {"sigma": 1.0},
+        "F.smooth_l1_loss(X, Y, reduction='none').sum(1)", ("Diff", "Out"))
+    add("label_smooth [1024, 4096]", "label_smooth", {"X": x(0, 1)}, {"epsilon": 0.1}, "X * 0.9 + 0.1 / 4096")
+
+    # Layout ops.
+    add("transpose2 [64, 128, 256] (0, 2, 1)", "transpose2", {"X": x(shape=(64, 128, 256))}, {"axis": [0, 2, 1]},
+        "X.permute(0, 2, 1).contiguous()", ("Out", "XShape"))
+    add("concat 4 x [1024, 1024] dim 0", "concat", {"X": [x(shape=(1024, 1024)) for _ in range(4)]}, {"axis": 0},
+        "torch.cat(X, 0)")
+    add("concat 4 x [1024, 1024] dim 1", "concat", {"X": [x(shape=(1024, 1024)) for _ in range(4)]}, {"axis": 1},
+        "torch.cat(X, 1)")
+    add("split [1024, 4096] in 4 along dim 1", "split", {"X": x()}, {"num": 4, "axis": 1},
+        "[t.contiguous() for t in torch.split(X, 1024, 1)]", ("Out", "Out", "Out", "Out"))
+    add("stack 4 x [1024, 1024]", "stack", {"X": [x(shape=(1024, 1024)) for _ in range(4)]}, {"axis": 0},
+        "torch.stack(X, 0)", ("Y",))
+    add("slice [1024, 4096][:, 1000:3000]", "slice", {"Input": x()}, {"axes": [1], "starts": [1000], "ends": [3000]},
+        "Input[:, 1000:3000].contiguous()")
+    add("crop [1024, 4096] to [512, 2048] at (256, 1024)", "crop", {"X": x()},
+        {"shape": [512, 2048], "offsets": [256, 1024]}, "X[256:768, 1024:3072].contiguous()")
+    add("pad [1024, 4096] by 8 each side", "pad", {"X": x()}, {"paddings": [8, 8, 8, 8], "pad_value": 0.0},
+        "F.pad(X, (8, 8, 8, 8))")
+    add("pad2d reflect [8, 64, 56, 56] by 2", "pad2d", {"X": x(shape=(8, 64, 56, 56))},
+        {"paddings": [2, 2, 2, 2], "mode": "reflect"}, "F.pad(X, (2, 2, 2, 2), mode='reflect')")
+    add("flip dim 1 [1024, 4096]", "flip", {"X": x()}, {"axis": [1]}, "torch.flip(X, [1])")
+    add("roll 3 along dim 1 [1024, 4096]", "roll", {"X": x()}, {"shifts": [3], "axis": [1]}, "torch.roll(X, 3, 1)")
+    add("tile [1024, 1024] x (1, 4)", "tile", {"X": x(shape=(1024, 1024))}, {"repeat_times": [1, 4]},
+        "X.repeat(1, 4)")
+    add("expand_v2 [1, 4096] to [1024, 4096]", "expand_v2", {"X": x(shape=(1, 4096))}, {"shape": [1024, 4096]},
+        "X.expand(1024, 4096).contiguous()")
+    add("reshape2 [1024, 4096] to [4096, 1024]", "reshape2", {"X": x()}, {"shape": [4096, 1024]},
+        "X.reshape(4096, 1024).clone()", ("Out", "XShape"))
+    add("gather 8192 rows of [100000, 64]", "gather", {"X": x(shape=(100000, 64)), "Index": _data((8192,), "int64", 0, 100000)},
+        {}, "X.index_select(0, Index)")
+    add("index_select 8192 rows of [100000, 64]", "index_select",
+        {"X": x(shape=(100000, 64)), "Index": _data((8192,), "int64", 0, 100000)}, {"dim": 0}, "X.index_select(0, Index)")
+    add("lookup_table 4096 ids in [1000000, 64]", "lookup_table",
+        {"W": x(shape=(1000000, 64)), "Ids": _data((4096, 1), "int64", 0, 1000000)}, {},
+        "F.embedding(Ids.view(-1), W)")
+    add("lookup_table_v2 4096 ids in [1000000, 64]", "lookup_table_v2",
+        {"W": x(shape=(1000000, 64)), "Ids": _data((4096,), "int64", 0, 1000000)}, {}, "F.embedding(Ids, W)")
+    add("one_hot_v2 65536 ids depth 1000", "one_hot_v2", {"X": _data((65536,), "int64", 0, 1000)}, {"depth": 1000},
+        "torch.zeros(65536, 1000).scatter_(1, X.view(-1, 1), 1.0)")
+    add("multiplex 2 x [1024, 4096]", "multiplex", {"X": [x(), x()], "Ids": _data((1024, 1), "int32", 0, 2)}, {},
+        "torch.where(Ids.bool(), X[1], X[0])")
+
+    # Dense math and nets.
+    add("mul [1024, 1024] x [1024, 1024]", "mul", {"X": x(shape=(1024, 1024)), "Y": x(shape=(1024, 1024))}, {},
+        "X @ Y")
+    add("matmul_v2 batched [32, 256, 256] x [32, 256, 256]", "matmul_v2",
+        {"X": x(shape=(32, 256, 256)), "Y": x(shape=(32, 256, 256))}, {}, "torch.bmm(X, Y)")
+    add("matmul batched [32, 256, 256] x [32, 256, 256]", "matmul",
+        {"X": x(shape=(32, 256, 256)), "Y": x(shape=(32, 256, 256))}, {}, "torch.bmm(X, Y)")
+    add("conv2d 3x3 64->64 [8, 64, 56, 56]", "conv2d", {"Input": x(shape=(8, 64, 56, 56)), "Filter": x(shape=(64, 64, 3, 3))},
+        {"strides": [1, 1], "paddings": [1, 1]}, "F.conv2d(Input, Filter, padding=1)", ("Output",))
+    add("depthwise_conv2d 3x3 [8, 64, 56, 56]", "depthwise_conv2d",
+        {"Input": x(shape=(8, 64, 56, 56)), "Filter": x(shape=(64, 1, 3, 3))},
+        {"strides": [1, 1], "paddings": [1, 1], "groups": 64}, "F.conv2d(Input, Filter, padding=1, groups=64)",
+        ("Output",))
+    add("conv2d_transpose 4x4 s2 64->32 [8, 64, 28, 28]", "conv2d_transpose",
+        {"Input": x(shape=(8, 64, 28, 28)), "Filter": x(shape=(64, 32, 4, 4))},
+        {"strides": [2, 2], "paddings": [1, 1]}, "F.conv_transpose2d(Input, Filter, stride=2, padding=1)", ("Output",))
+    add("pool2d max 2x2 s2 [64, 64, 56, 56]", "pool2d", {"X": x(shape=(64, 64, 56, 56))},
+        {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2]}, "F.max_pool2d(X, 2, 2)")
+    add("pool2d avg 3x3 s1 p1 [16, 64, 56, 56]", "pool2d", {"X": x(shape=(16, 64, 56, 56))},
+        {"pooling_type": "avg", "ksize": [3, 3], "strides": [1, 1], "paddings": [1, 1]},
+        "F.avg_pool2d(X, 3, 1, 1)")
+    c = 64
+    add("batch_norm inference [32, 64, 56, 56]", "batch_norm",
+        {"X": x(shape=(32, c, 56, 56)), "Scale": x(0.5, 1.5, (c,)), "Bias": x(shape=(c,)), "Mean": x(shape=(c,)),
+         "Variance": x(0.5, 1.5, (c,))}, {"is_test": True},
+        "F.batch_norm(X, Mean, Variance, Scale, Bias, training=False)",
+        ("Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"))
+    add("layer_norm [4096, 1024]", "layer_norm",
+        {"X": x(shape=(4096, 1024)), "Scale": x(0.5, 1.5, (1024,)), "Bias": x(shape=(1024,))}, {"begin_norm_axis": 1},
+        "F.layer_norm(X, (1024,), Scale, Bias)", ("Y", "Mean", "Variance"))
+    add("group_norm 32 groups [16, 256, 28, 28]", "group_norm",
+        {"X": x(shape=(16, 256, 28, 28)), "Scale": x(0.5, 1.5, (256,)), "Bias": x(shape=(256,))}, {"groups": 32},
+        "F.group_norm(X, 32, Scale, Bias)", ("Y", "Mean", "Variance"))
+    add("instance_norm [16, 256, 28, 28]", "instance_norm",
+        {"X": x(shape=(16, 256, 28, 28)), "Scale": x(0.5, 1.5, (256,)), "Bias": x(shape=(256,))}, {},
+        "F.instance_norm(X, weight=Scale, bias=Bias)", ("Y", "SavedMean", "SavedVariance"))
+    add("lrn n=5 [16, 64, 56, 56]", "lrn", {"X": x(shape=(16, 64, 56, 56))},
+        {"n": 5, "k": 1.0, "alpha": 1e-4, "beta": 0.75},
+        "F.local_response_norm(X, 5, alpha=5e-4, beta=0.75, k=1.0)", ("Out", "MidOut"))
+    add("maxout groups 2 [16, 128, 56, 56]", "maxout", {"X": x(shape=(16, 128, 56, 56))}, {"groups": 2},
+        "X.view(16, 64, 2, 56, 56).amax(2)")
+    add("prelu channel [32, 64, 56, 56]", "prelu", {"X": x(shape=(32, 64, 56, 56)), "Alpha": x(0, 0.5, (64,))},
+        {"mode": "channel"}, "F.prelu(X, Alpha)")
+    add("dropout inference [1024, 4096]", "dropout", {"X": x()}, {"dropout_prob": 0.5, "is_test": True,
+                                                                  "dropout_implementation": "upscale_in_train"},
+        "F.dropout(X, 0.5, training=False)", ("Out",))
+    add("bilinear_interp_v2 [16, 64, 56, 56] to 112", "bilinear_interp_v2", {"X": x(shape=(16, 64, 56, 56))},
+        {"out_h": 112, "out_w": 112, "align_corners": False, "align_mode": 0},
+        "F.interpolate(X, size=(112, 112), mode='bilinear', align_corners=False)")
+    add("nearest_interp_v2 [16, 64, 56, 56] to 112", "nearest_interp_v2", {"X": x(shape=(16, 64, 56, 56))},
+        {"out_h": 112, "out_w": 112, "align_corners": False},
+        "F.interpolate(X, size=(112, 112), mode='nearest')")
+    add("bilinear_interp [16, 64, 56, 56] to 112", "bilinear_interp", {"X": x(shape=(16, 64, 56, 56))},
+        {"out_h": 112, "out_w": 112, "align_corners": False, "align_mode": 0},
+        "F.interpolate(X, size=(112, 112), mode='bilinear', align_corners=False)")
+    add("nearest_interp [16, 64, 56, 56] to 112", "nearest_interp", {"X": x(shape=(16, 64, 56, 56))},
+        {"out_h": 112, "out_w": 112, "align_corners": False},
+        "F.interpolate(X, size=(112, 112), mode='nearest')")
+    add("expand [1, 4096] x (1024, 1)", "expand", {"X": x(shape=(1, 4096))}, {"expand_times": [1024, 1]},
+        "X.repeat(1024, 1)")
+    add("expand_as_v2 [1, 4096] to [1024, 4096]", "expand_as_v2", {"X": x(shape=(1, 4096))},
+        {"target_shape": [1024, 4096]}, "X.expand(1024, 4096).contiguous()")
+    add("fc [4096, 1024] x [1024, 1024] + bias", "fc",
+        {"Input": x(shape=(4096, 1024)), "W": x(shape=(1024, 1024)), "Bias": x(shape=(1024,))}, {"in_num_col_dims": 1},
+        "F.linear(Input, W.t(), Bias)")
+    add("flatten2 [64, 64, 32, 32] from axis 1", "flatten2", {"X": x(shape=(64, 64, 32, 32))}, {"axis": 1},
+        "X.flatten(1).clone()", ("Out", "XShape"))
+    add("flatten_contiguous_range [64, 64, 32, 32] dims 1-3", "flatten_contiguous_range",
+        {"X": x(shape=(64, 64, 32, 32))}, {"start_axis": 1, "stop_axis": 3}, "X.flatten(1).clone()", ("Out", "XShape"))
+    add("squeeze2 [1024, 1, 4096]", "squeeze2", {"X": x(shape=(1024, 1, 4096))}, {"axes": [1]}, "X.squeeze(1).clone()",
+        ("Out", "XShape"))
+    add("unsqueeze2 [1024, 4096]", "unsqueeze2", {"X": x()}, {"axes": [1]}, "X.unsqueeze(1).clone()", ("Out", "XShape"))
+    add("one_hot 65536 ids [65536, 1] depth 1000", "one_hot", {"X": _data((65536, 1), "int64", 0, 1000)},
+        {"depth": 1000}, "torch.zeros(65536, 1000).scatter_(1, X, 1.0)")
+    add("pad3d [4, 32, 16, 56, 56] by 1", "pad3d", {"X": x(shape=(4, 32, 16, 56, 56))},
+        {"paddings": [1, 1, 1, 1, 1, 1], "mode": "constant", "value": 0.0}, "F.pad(X, (1, 1, 1, 1, 1, 1))")
+    add("polygon_box_transform [16, 8, 128, 128]", "polygon_box_transform", {"Input": x(shape=(16, 8, 128, 128))}, {},
+        "torch.where(torch.arange(8).view(1, 8, 1, 1) % 2 == 0, 4.0 * torch.arange(128).view(1, 1, 1, 128), "
+        "4.0 * torch.arange(128).view(1, 1, 128, 1)) - Input", ("Output",))
+    return out
+
+
+# Timed against torchvision and numpy at a detector's shapes by bench/detection_compare.py.
+DETECTION = {"box_coder", "density_prior_box", "iou_similarity", "matrix_nms", "multiclass_nms", "multiclass_nms2",
+             "multiclass_nms3", "prior_box", "roi_align", "roi_pool", "yolo_box"}
+
+
+def _torch_env():
+    import torch
+    import torch.nn.functional as F
+    torch.set_num_threads(THREADS)
+    return {"torch": torch, "F": F}
+
+
+def _per_call(fn, min_seconds=0.1):
+    fn()
+    n, start = 0, time.perf_counter()
+    while True:
+        fn()
+        n += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds and n >= 3:
+            return elapsed / n
+
+
+def _median(fn, rounds):
+    return statistics.median(_per_call(fn) for _ in range(rounds))
+
+
+def peer(rounds, only):
+    """PyTorch's medians, as JSON {label: seconds}."""
+    env = _torch_env()
+    torch = env["torch"]
+    result = {}
+    for case in cases():
+        if only and case.op not in only:
+            continue
+        tensors = {slot: [torch.from_numpy(a) for a in v] if isinstance(v, list) else torch.from_numpy(v)
+                   for slot, v in case.arrays().items()}
+        code = compile(case.torch, case.label, "eval")
+        scope = dict(env, **tensors)
+        with torch.no_grad():
+            result[case.label] = _median(lambda: eval(code, scope), rounds)
+    print(json.dumps(result))
+
+
+def rill_times(rounds, only):
+    import rill
+    import rill.fluid as fluid
+    exe = fluid.Executor(fluid.CPUPlace())
+    times = {}
+    for case in cases():
+        if only and case.op not in only:
+            continue
+        prog = fluid.Program()
+        block = prog.global_block()
+        feed, inputs = {}, {}
+        for slot, value in case.arrays().items():
+            arrays = value if isinstance(value, list) else [value]
+            names = []
+            for i, a in enumerate(arrays):
+                name = "%s_%d" % (slot, i)
+                borrowed = rill.empty(a.shape, a.dtype)
+                borrowed[...] = a
+                feed[name] = borrowed
+                block.create_var(name=name, shape=a.shape, dtype=a.dtype)
+                names.append(name)
+            inputs[slot] = names
+        outputs = {}
+        for i, slot in enumerate(case.outputs):
+            name = "out_%d" % i
+            block.create_var(name=name)
+            outputs.setdefault(slot, []).append(name)
+        block.append_op(type=case.op, inputs=inputs, outputs=outputs, attrs=case.attrs)
+        times[case.label] = _median(lambda: exe.run(prog, feed=feed, fetch_list=[]), rounds)
+    return times
+
+
+def registry_ops():
+    rill_binary = os.environ.get("RILL_BINARY", os.path.join(HERE, "..", "build", "bin", "rill"))
+    listing = subprocess.run([rill_binary, "--plugins", "math", "ops"], capture_output=True, text=True, check=True)
+    return sorted(line.split()[0] for line in listing.stdout.splitlines()
+                  if line.strip() and not line.split()[0].endswith("_grad"))
+
+
+def main():
+    if "--peer" in sys.argv:
+        only = set(sys.argv[sys.argv.index("--only") + 1].split(",")) if "--only" in sys.argv else None
+        peer(int(sys.argv[sys.argv.index("--peer") + 1]), only)
+        return
+    only = set(sys.argv[sys.argv.index("--only") + 1].split(",")) if "--only" in sys.argv else None
+    peer_cmd = [sys.executable, os.path.abspath(__file__), "--peer", str(ROUNDS)]
+    if only:
+        peer_cmd += ["--only", ",".join(sorted(only))]
+    r = subprocess.run(peer_cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("the PyTorch side failed:\n" + r.stderr[-3000:])
+    theirs = json.loads(r.stdout.strip().splitlines()[-1])
+    ours = rill_times(ROUNDS, only)
+    rows = [(label, ours[label], theirs[label]) for label in ours]
+    print("| op, shape (fp32 unless named) | Rill | PyTorch | Rill / PyTorch |")
+    print("|---|---|---|---|")
+    for label, a, b in rows:
+        print("| %s | %.3f ms | %.3f ms | %.2f |" % (label, a * 1e3, b * 1e3, a / b))
+    ratios = [a / b for _, a, b in rows]
+    print("\n%d cases, %d threads each side, medians of %d rounds; geometric mean of Rill / PyTorch: **%.2f**"
+          % (len(rows), THREADS, ROUNDS, math.exp(sum(math.log(r) for r in ratios) / len(ratios))))
+    print("\nslowest ten:")
+    for label, a, b in sorted(rows, key=lambda r: -r[1] / r[2])[:10]:
+        print("  %.2f  %s" % (a / b, label))
+    covered = {c.op for c in cases()}
+    missing = [op for op in registry_ops() if op not in covered and op not in NOT_KERNELS and op not in DETECTION]
+    print("\nops of the registry without a case yet (%d): %s" % (len(missing), " ".join(missing)))
+    print("detection ops, timed by bench/detection_compare.py (%d): %s" % (len(DETECTION), " ".join(sorted(DETECTION))))
+    print("not kernels to time one at a time (%d): %s" % (len(NOT_KERNELS), " ".join(sorted(NOT_KERNELS))))
+
+
+if __name__ == "__main__":
+    main()

@@ -6,8 +6,8 @@
 infer_func builds the net and returns its prediction(s); the parameters come from
 param_path (what Trainer.save_params wrote), read into a scope of the Inferencer's own.
 """
-from rill.fluid import core, executor, framework, io
-from rill.fluid.trainer import build_with
+from rill.fluid import core, executor, framework, io, unique_name
+from rill.fluid.trainer import as_list
 
 __all__ = ["Inferencer"]
 
@@ -19,7 +19,8 @@ class Inferencer(object):
         self.scope = core.Scope()
         self.startup_program = framework.Program()
         self.inference_program = framework.Program()
-        self.predict_vars = build_with(infer_func, self.inference_program, self.startup_program)
+        with framework.program_guard(self.inference_program, self.startup_program), unique_name.guard():
+            self.predict_vars = as_list(infer_func())
         self.inference_program = self.inference_program.clone(for_test=True)
         self.exe = executor.Executor(self.place)
         with executor.scope_guard(self.scope):

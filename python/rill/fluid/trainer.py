@@ -66,14 +66,9 @@ class CheckpointConfig(object):
         self.step_interval = step_interval
 
 
-def _as_list(outputs):
+def as_list(outputs):
+    """A train_func's (or infer_func's) outputs as a list."""
     return list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-
-
-def build_with(func, main, startup):
-    """func()'s outputs, built into main and startup with fresh layer names."""
-    with framework.program_guard(main, startup), unique_name.guard():
-        return _as_list(func())
 
 
 def feeder_for(program, feed_order, place):
@@ -103,7 +98,7 @@ class Trainer(object):
         # One naming guard for the net and the optimizer: a Trainer built again from the same
         # functions names its variables alike, so that it can read this one's checkpoints.
         with framework.program_guard(self.train_program, self.startup_program), unique_name.guard():
-            self.train_func_outputs = _as_list(train_func())
+            self.train_func_outputs = as_list(train_func())
             self.test_program = self.train_program.clone(for_test=True)
             optimizer = optimizer_func()
             if not hasattr(optimizer, "minimize"):

@@ -1,8 +1,10 @@
 // Reductions: sum (of several tensors), mean (of all elements), reduce_{sum,mean,max,min,
 // prod} (over `dim`, or everything with reduce_all; keep_dim keeps reduced dims as 1) and
 // the boolean reduce_{all,any}, cumsum (running sums along an axis), and their gradients.
+#include <algorithm>
 #include <limits>
 #include <set>
+#include <type_traits>
 
 #include "broadcast.h"
 #include "kernels.h"
@@ -148,76 +150,194 @@ void Mean(KernelContext& ctx) {
 
 enum class Reduction { kSum, kMean, kMax, kMin, kProd };
 
-// Where each element of X lands in a reduction over `dim` (or everything): the offset in
-// the reduced output of every input element, and the output's shapes.
-struct ReduceMap {
-  std::vector<int64_t> offset;     // per input element
-  std::vector<int64_t> kept_dims;  // output dims with reduced dims kept as 1
-  std::vector<int64_t> out_dims;   // output dims as the op produces them (keep_dim or not)
-  int64_t out_numel = 1;
+// A reduction over `dim` (or everything) seen with adjacent dims of one kind merged: its
+// groups, outermost first, alternate between kept and reduced. Every input element then
+// lands in the output by a walk over runs of the innermost group (ForEachRun), with no
+// index arithmetic per element; the common shapes (one reduced group) have fast paths.
+struct ReducePlan {
+  std::vector<int64_t> group;       // merged dims, outermost first (none for a scalar X)
+  std::vector<bool> reduced;        // per group
+  std::vector<int64_t> out_stride;  // per group: the output's stride along it; 0 if reduced
+  std::vector<int64_t> out_dims;    // as the op produces them (keep_dim or not)
+  int64_t numel = 1, out_numel = 1;
+  int64_t count = 1;                // input elements reduced into each output element
 };
 
-ReduceMap MapReduction(KernelContext& ctx, const std::vector<int64_t>& in) {
+ReducePlan PlanReduction(KernelContext& ctx, const std::vector<int64_t>& in) {
   const size_t rank = in.size();
   const bool all = ctx.Attr<bool>("reduce_all");
   std::vector<bool> reduced(rank, all);
   if (!all) {
     for (int64_t d : ctx.Attr<std::vector<int64_t>>("dim")) reduced[NormalizeAxis(d, rank, "dim")] = true;
   }
-  ReduceMap m;
-  m.kept_dims.resize(rank);
-  std::vector<int64_t> strides(rank, 0);  // output stride along each input dim; 0 if reduced
-  for (size_t i = rank; i-- > 0;) {
-    m.kept_dims[i] = reduced[i] ? 1 : in[i];
-    strides[i] = reduced[i] ? 0 : m.out_numel;
-    m.out_numel *= m.kept_dims[i];
-  }
-  const int64_t numel = Product(in, 0, rank);
-  m.offset.resize(static_cast<size_t>(numel));
-  std::vector<int64_t> idx(rank, 0);
-  int64_t off = 0;
-  for (int64_t i = 0; i < numel; ++i) {
-    m.offset[static_cast<size_t>(i)] = off;
-    for (size_t d = rank; d-- > 0;) {  // odometer step, keeping `off` in sync
-      off += strides[d];
-      if (++idx[d] < in[d]) break;
-      off -= strides[d] * in[d];
-      idx[d] = 0;
+  ReducePlan p;
+  const bool keep = ctx.Attr<bool>("keep_dim");
+  for (size_t i = 0; i < rank; ++i) {
+    p.numel *= in[i];
+    if (reduced[i]) p.count *= in[i]; else p.out_numel *= in[i];
+    if (keep || !reduced[i]) p.out_dims.push_back(reduced[i] ? 1 : in[i]);
+    if (in[i] == 1) continue;  // a dim of 1 moves nothing: merged into its neighbours
+    if (!p.group.empty() && p.reduced.back() == reduced[i]) {
+      p.group.back() *= in[i];
+    } else {
+      p.group.push_back(in[i]);
+      p.reduced.push_back(reduced[i]);
     }
   }
-  if (ctx.Attr<bool>("keep_dim")) {
-    m.out_dims = m.kept_dims;
-  } else {
-    for (size_t i = 0; i < rank; ++i) if (!reduced[i]) m.out_dims.push_back(in[i]);
-    if (m.out_dims.empty()) m.out_dims = {1};
+  if (p.out_dims.empty()) p.out_dims = {1};
+  p.out_stride.assign(p.group.size(), 0);
+  int64_t stride = 1;
+  for (size_t g = p.group.size(); g-- > 0;) {
+    if (p.reduced[g]) continue;
+    p.out_stride[g] = stride;
+    stride *= p.group[g];
   }
-  return m;
+  return p;
+}
+
+// Calls run(in_offset, out_offset, length) for each run of the innermost group, in input
+// order: input elements in_offset .. in_offset + length - 1 land at out_offset (the
+// innermost group reduced) or at out_offset .. out_offset + length - 1 (kept).
+template <class F>
+void ForEachRun(const ReducePlan& p, F run) {
+  if (p.numel == 0) return;
+  if (p.group.empty()) return run(int64_t{0}, int64_t{0}, int64_t{1});
+  const size_t outer = p.group.size() - 1;
+  const int64_t length = p.group.back();
+  std::vector<int64_t> idx(outer, 0);
+  int64_t out = 0;
+  for (int64_t in = 0; in < p.numel; in += length) {
+    run(in, out, length);
+    for (size_t g = outer; g-- > 0;) {  // odometer over the outer groups, `out` kept in step
+      out += p.out_stride[g];
+      if (++idx[g] < p.group[g]) break;
+      out -= p.out_stride[g] * p.group[g];
+      idx[g] = 0;
+    }
+  }
+}
+
+template <Reduction R, class T>
+T Identity() {
+  if constexpr (R == Reduction::kMax) return std::numeric_limits<T>::lowest();
+  if constexpr (R == Reduction::kMin) return std::numeric_limits<T>::max();
+  if constexpr (R == Reduction::kProd) return T(1);
+  return T(0);
+}
+
+// acc = acc (op) v, for one element.
+template <Reduction R, class T>
+void Combine(T& acc, T v) {
+  if constexpr (R == Reduction::kMax || R == Reduction::kMin) {
+    if (Improves<R == Reduction::kMax>(v, acc)) acc = v;
+  } else if constexpr (R == Reduction::kProd) {
+    acc *= v;
+  } else {
+    acc += v;
+  }
+}
+
+// The reduction of n contiguous elements, vectorized by Eigen; max and min propagate NaN,
+// which is nan_order.h's rule (a NaN among the values is the extreme).
+template <Reduction R, class T>
+T ReduceRow(const T* x, int64_t n) {
+  if (n == 0) return Identity<R, T>();
+  const ConstVecMap<T> v(x, n);
+  if constexpr (R == Reduction::kSum || R == Reduction::kMean) return v.sum();
+  if constexpr (R == Reduction::kProd) return v.prod();
+  if constexpr (R == Reduction::kMax) return v.template maxCoeff<Eigen::PropagateNaN>();
+  if constexpr (R == Reduction::kMin) return v.template minCoeff<Eigen::PropagateNaN>();
+}
+
+// acc[0..n) = acc (op) x[0..n), element by element.
+template <Reduction R, class T>
+void CombineRows(T* acc, const T* x, int64_t n) {
+  VecMap<T> a(acc, n);
+  const ConstVecMap<T> v(x, n);
+  if constexpr (R == Reduction::kSum || R == Reduction::kMean) a += v;
+  if constexpr (R == Reduction::kProd) a *= v;
+  // Eigen 3.4's element-wise max and min take no NaN rule but their functors do (the same
+  // ones maxCoeff<PropagateNaN> vectorizes with).
+  if constexpr (R == Reduction::kMax) a = a.binaryExpr(v, Eigen::internal::scalar_max_op<T, T, Eigen::PropagateNaN>());
+  if constexpr (R == Reduction::kMin) a = a.binaryExpr(v, Eigen::internal::scalar_min_op<T, T, Eigen::PropagateNaN>());
+}
+
+// out[o * inner + i] = the reduction over j of x[(o * n + j) * inner + i]: X as [outer, n,
+// inner] with the middle reduced (inner 1: rows; outer 1: columns). Split across the
+// intra-op team by output rows, or, with one row, by chunks of the reduced dim (partial
+// results combined in chunk order: the same bits on any number of threads).
+template <Reduction R, class T>
+void ReduceMiddle(const T* x, T* out, int64_t outer, int64_t n, int64_t inner) {
+  const double bytes = static_cast<double>(outer * n * inner) * sizeof(T);
+  if (outer == 1 && inner == 1) {
+    const int64_t chunks = ParallelChunks(n, bytes);
+    std::vector<T> partial(static_cast<size_t>(chunks), Identity<R, T>());
+    ParallelFor(n, bytes, [&](int64_t chunk, int64_t begin, int64_t end) {
+      partial[static_cast<size_t>(chunk)] = ReduceRow<R>(x + begin, end - begin);
+    });
+    T acc = Identity<R, T>();
+    for (T v : partial) Combine<R>(acc, v);
+    *out = acc;
+    return;
+  }
+  if (outer == 1) {  // columns: each chunk of rows into a partial row, combined in order
+    const int64_t chunks = ParallelChunks(n, bytes);
+    std::vector<T> partial(static_cast<size_t>(chunks * inner), Identity<R, T>());
+    ParallelFor(n, bytes, [&](int64_t chunk, int64_t begin, int64_t end) {
+      T* acc = partial.data() + chunk * inner;
+      for (int64_t j = begin; j < end; ++j) CombineRows<R>(acc, x + j * inner, inner);
+    });
+    std::copy(partial.begin(), partial.begin() + inner, out);
+    for (int64_t c = 1; c < chunks; ++c) CombineRows<R>(out, partial.data() + c * inner, inner);
+    return;
+  }
+  ParallelFor(outer, bytes, [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) {
+      const T* xo = x + o * n * inner;
+      T* oo = out + o * inner;
+      if (inner == 1) {
+        *oo = ReduceRow<R>(xo, n);
+        continue;
+      }
+      std::fill(oo, oo + inner, Identity<R, T>());
+      for (int64_t j = 0; j < n; ++j) CombineRows<R>(oo, xo + j * inner, inner);
+    }
+  });
 }
 
 template <Reduction R, class T>
 void Reduce(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
-  const ReduceMap m = MapReduction(ctx, x.dims());
-  const T init = R == Reduction::kMax    ? std::numeric_limits<T>::lowest()
-                 : R == Reduction::kMin  ? std::numeric_limits<T>::max()
-                 : R == Reduction::kProd ? T(1)
-                                         : T(0);
-  std::vector<T> acc(static_cast<size_t>(m.out_numel), init);
+  const ReducePlan p = PlanReduction(ctx, x.dims());
   const T* px = x.data<T>();
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    T& a = acc[static_cast<size_t>(m.offset[i])];
-    if constexpr (R == Reduction::kMax || R == Reduction::kMin) {
-      if (Improves<R == Reduction::kMax>(px[i], a)) a = px[i];
-    } else if constexpr (R == Reduction::kProd) {
-      a *= px[i];
-    } else {
-      a += px[i];
+  std::vector<T> acc(static_cast<size_t>(p.out_numel), Identity<R, T>());
+  const size_t reduced_groups = static_cast<size_t>(std::count(p.reduced.begin(), p.reduced.end(), true));
+  if (p.numel > 0 && reduced_groups <= 1) {
+    // [outer, n, inner]: the kept groups before the reduced one, it, those after it.
+    int64_t outer = 1, n = 1, inner = 1;
+    bool after = false;
+    for (size_t g = 0; g < p.group.size(); ++g) {
+      if (p.reduced[g]) { n = p.group[g]; after = true; }
+      else (after ? inner : outer) *= p.group[g];
+    }
+    ReduceMiddle<R>(px, acc.data(), outer, n, inner);
+  } else {
+    ForEachRun(p, [&](int64_t in, int64_t out, int64_t length) {
+      if (p.group.empty() || p.reduced.back()) {
+        T row = ReduceRow<R>(px + in, length);
+        Combine<R>(acc[static_cast<size_t>(out)], row);
+      } else {
+        CombineRows<R>(acc.data() + out, px + in, length);
+      }
+    });
+  }
+  if constexpr (R == Reduction::kMean) {
+    // The mean of no elements: NaN (0 / 0) for a float, 0 for an int (no division by 0).
+    if (p.count > 0 || std::is_floating_point_v<T>) {
+      for (T& a : acc) a /= static_cast<T>(p.count);
     }
   }
-  if (R == Reduction::kMean && m.out_numel > 0) {
-    for (T& a : acc) a /= static_cast<T>(x.numel() / m.out_numel);
-  }
-  std::copy(acc.begin(), acc.end(), ctx.AllocateOutput<T>("Out", m.out_dims));
+  std::copy(acc.begin(), acc.end(), ctx.AllocateOutput<T>("Out", p.out_dims));
 }
 
 // X@GRAD[i] = Out@GRAD at i's output (sum); divided by the count (mean); only where X[i]
@@ -228,36 +348,47 @@ void ReduceGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor out = ctx.Input("Out");
   Tensor g = ctx.Input("Out@GRAD");
-  const ReduceMap m = MapReduction(ctx, x.dims());
+  const ReducePlan p = PlanReduction(ctx, x.dims());
+  if (g.numel() != p.out_numel || out.numel() != p.out_numel) {
+    throw Error("Out " + DimsString(out.dims()) + " and Out@GRAD " + DimsString(g.dims()) + " must hold the " +
+                std::to_string(p.out_numel) + " elements of the reduction's output");
+  }
   const T* px = x.data<T>();
   const T* po = out.data<T>();
   const T* pg = g.data<T>();
-  const T scale = R == Reduction::kMean ? T(1) / static_cast<T>(x.numel() / std::max<int64_t>(m.out_numel, 1)) : T(1);
+  const T scale = R == Reduction::kMean ? T(1) / static_cast<T>(std::max<int64_t>(p.count, 1)) : T(1);
   T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const int64_t o = m.offset[i];
+  const auto one = [&](int64_t i, int64_t o) {
     if constexpr (R == Reduction::kProd) {
       dx[i] = pg[o] * po[o] / px[i];
-    } else {
+    } else if constexpr (R == Reduction::kMax || R == Reduction::kMin) {
       const bool extreme = px[i] == po[o] || (IsNan(px[i]) && IsNan(po[o]));
-      const bool picks = R == Reduction::kMax || R == Reduction::kMin;
-      dx[i] = (picks && !extreme) ? T(0) : pg[o] * scale;
+      dx[i] = extreme ? pg[o] : T(0);
+    } else {
+      dx[i] = pg[o] * scale;
     }
-  }
+  };
+  const bool inner_reduced = p.group.empty() || p.reduced.back();
+  ForEachRun(p, [&](int64_t in, int64_t o, int64_t length) {
+    for (int64_t k = 0; k < length; ++k) one(in + k, inner_reduced ? o : o + k);
+  });
 }
 
 // reduce_all (every element true) and reduce_any (some element true) of a bool X.
 template <bool kAll>
 void ReduceBool(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
-  const ReduceMap m = MapReduction(ctx, x.dims());
-  std::vector<uint8_t> acc(static_cast<size_t>(m.out_numel), kAll ? 1 : 0);
+  const ReducePlan p = PlanReduction(ctx, x.dims());
+  std::vector<uint8_t> acc(static_cast<size_t>(p.out_numel), kAll ? 1 : 0);
   const bool* px = x.data<bool>();
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    uint8_t& a = acc[static_cast<size_t>(m.offset[i])];
-    a = kAll ? (a && px[i]) : (a || px[i]);
-  }
-  bool* out = ctx.AllocateOutput<bool>("Out", m.out_dims);
+  const bool inner_reduced = p.group.empty() || p.reduced.back();
+  ForEachRun(p, [&](int64_t in, int64_t o, int64_t length) {
+    for (int64_t k = 0; k < length; ++k) {
+      uint8_t& a = acc[static_cast<size_t>(inner_reduced ? o : o + k)];
+      a = kAll ? (a && px[in + k]) : (a || px[in + k]);
+    }
+  });
+  bool* out = ctx.AllocateOutput<bool>("Out", p.out_dims);
   for (size_t k = 0; k < acc.size(); ++k) out[k] = acc[k] != 0;
 }
 

@@ -45,7 +45,8 @@ LargeOps LibraryCalls() {
 }
 
 // batch_norm in training, relu and a residual add on [4, 16, 48, 48] (576 KiB: over
-// parallel_for.h's threshold): the plugin's own passes, in chunks on the pass helpers.
+// parallel_for.h's threshold), and reductions of that sum over everything and over the
+// batch: the plugin's own passes, in chunks on the pass helpers.
 LargeOps OwnPasses() {
   return {[](core::BlockBuilder& b, const std::string& prefix, const std::string& k) {
             const std::string y = prefix + "bn" + k;
@@ -55,8 +56,11 @@ LargeOps OwnPasses() {
                 .Output("SavedVariance", prefix + "saved_var" + k);
             b.Op("relu").Input("X", y).Output("Out", prefix + "relu" + k);
             b.Op("elementwise_add").Input("X", prefix + "relu" + k).Input("Y", "x").Output("Out", prefix + "add" + k);
+            b.Op("reduce_sum").Input("X", prefix + "add" + k).Output("Out", prefix + "total" + k).Attr("reduce_all", true);
+            b.Op("reduce_max").Input("X", prefix + "add" + k).Output("Out", prefix + "batch_max" + k)
+                .Attr("dim", std::vector<int64_t>{0});
           },
-          {"bn", "saved_mean", "add"},
+          {"bn", "saved_mean", "add", "total", "batch_max"},
           {{"x", {4, 16, 48, 48}}, {"m", {16}}, {"v", {16}}},
           {{"s", {16}}}};
 }

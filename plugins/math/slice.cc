@@ -5,6 +5,7 @@
 // repeat_times to X's rank), expand_v2 and expand_as_v2 (X broadcast to a shape, its dims
 // aligned at the end: each 1, or equal to the shape's; -1 in expand_v2's shape keeps X's).
 // All four compute Out[i] = X[i mod dims] over X's dims padded to Out's rank.
+#include <algorithm>
 #include <cstring>
 
 #include "index_map.h"
@@ -182,20 +183,50 @@ std::vector<int64_t> ExpandTimes(KernelContext& ctx, size_t rank) {
   return times;
 }
 
-// Out (of out_dims) = X (of dims, padded in front with 1s to Out's rank) at i mod dims,
-// element by element over Out.
+// Out's block `o` (dims out_dims[k:]) from X's block `x` (dims d[k:]), each dim of Out a
+// multiple of X's: X's slices along dim k written at the front, then that front copied
+// along the dim until the block is full. The innermost dim is one memcpy, and every copy
+// after the first doubles what is there: blocks are moved, not elements.
+void TileBlock(const char* x, char* o, size_t k, const std::vector<int64_t>& d, const std::vector<int64_t>& out_dims,
+               const std::vector<int64_t>& x_step, const std::vector<int64_t>& o_step) {
+  if (k + 1 == d.size()) {
+    std::memcpy(o, x, static_cast<size_t>(d[k] * o_step[k]));
+  } else {
+    for (int64_t i = 0; i < d[k]; ++i) TileBlock(x + i * x_step[k], o + i * o_step[k], k + 1, d, out_dims, x_step, o_step);
+  }
+  const int64_t total = out_dims[k] * o_step[k];
+  for (int64_t done = d[k] * o_step[k]; done < total;) {
+    const int64_t n = std::min(done, total - done);
+    std::memcpy(o + done, o, static_cast<size_t>(n));
+    done += n;
+  }
+}
+
+// Out (of out_dims) = X (of dims, padded in front with 1s to Out's rank) at i mod dims.
 void ExpandTo(KernelContext& ctx, const std::vector<int64_t>& out_dims) {
   Tensor x = ctx.Input("X");
   std::vector<int64_t> d = x.dims();
   d.insert(d.begin(), out_dims.size() - d.size(), 1);
-  const size_t size = DataTypeSize(x.dtype());
-  const char* px = static_cast<const char*>(x.raw_data());
-  std::vector<char> out(static_cast<size_t>(CheckedCount(out_dims, size, "Out")) * size);  // Out may be X
-  ForEachMapped(out_dims, d, [&d](size_t k, int64_t i) { return i % d[k]; }, [&](int64_t o, int64_t from) {
-    std::memcpy(out.data() + o * static_cast<int64_t>(size), px + from * static_cast<int64_t>(size), size);
-  });
+  const int64_t size = static_cast<int64_t>(DataTypeSize(x.dtype()));
+  const int64_t bytes = CheckedCount(out_dims, static_cast<size_t>(size), "Out") * size;
+  const auto write = [&](char* po) {
+    if (bytes == 0 || out_dims.empty()) {
+      if (bytes > 0) std::memcpy(po, x.raw_data(), static_cast<size_t>(size));
+      return;
+    }
+    std::vector<int64_t> x_step(d.size()), o_step(d.size());  // bytes per step along each dim
+    x_step.back() = o_step.back() = size;
+    for (size_t k = d.size() - 1; k-- > 0;) {
+      x_step[k] = x_step[k + 1] * d[k + 1];
+      o_step[k] = o_step[k + 1] * out_dims[k + 1];
+    }
+    TileBlock(static_cast<const char*>(x.raw_data()), po, 0, d, out_dims, x_step, o_step);
+  };
+  if (!OutputIsInput(ctx, "Out", {"X"})) return write(static_cast<char*>(ctx.Output("Out").Allocate(x.dtype(), out_dims)));
+  std::vector<char> aside(static_cast<size_t>(bytes));  // Out is X: X is read to the end first
+  write(aside.data());
   void* po = ctx.Output("Out").Allocate(x.dtype(), out_dims);
-  if (!out.empty()) std::memcpy(po, out.data(), out.size());
+  if (bytes > 0) std::memcpy(po, aside.data(), aside.size());
 }
 
 // X@GRAD[i] = the sum of Out@GRAD over every copy of i.

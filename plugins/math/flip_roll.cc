@@ -2,6 +2,7 @@
 // flip reverses each of `axis`; roll shifts each of `axis` by its `shifts` (elements past
 // the end come round to the start), or, with no axis, all of X flattened. Each element of
 // Out comes from one of X: the gradients put Out@GRAD's elements back where they came from.
+#include <algorithm>
 #include <cstring>
 
 #include "index_map.h"
@@ -46,23 +47,48 @@ Moves MovesOf(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
   return m;
 }
 
-// Calls fn(out_index, x_index) for every element.
+// Calls run(out_index, x_index, length) for each run of Out reading consecutive elements
+// of X (index_map.h): a roll's rows are two runs, a flip of the last dim one per element.
 template <class F>
-void ForEachMove(const Moves& m, F fn) {
-  ForEachMapped(m.dims, m.dims, [&m](size_t k, int64_t i) {
+void ForEachMoveRun(const Moves& m, F run) {
+  ForEachMappedRun(m.dims, m.dims, [&m](size_t k, int64_t i) {
     const int64_t from = m.reverse[k] ? m.dims[k] - 1 - i : i - m.shift[k];
     return from < 0 ? from + m.dims[k] : from;
-  }, fn);
+  }, run);
+}
+
+// Reverses each row of `width` elements of `size` bytes in place.
+template <class Word>
+void ReverseRows(char* data, int64_t rows, int64_t width) {
+  Word* w = reinterpret_cast<Word*>(data);
+  for (int64_t r = 0; r < rows; ++r) std::reverse(w + r * width, w + (r + 1) * width);
+}
+void ReverseRows(char* data, int64_t rows, int64_t width, size_t size) {
+  switch (size) {
+    case 1: return ReverseRows<uint8_t>(data, rows, width);
+    case 2: return ReverseRows<uint16_t>(data, rows, width);
+    case 4: return ReverseRows<uint32_t>(data, rows, width);
+    case 8: return ReverseRows<uint64_t>(data, rows, width);
+    default: throw Error("flip: no element of " + std::to_string(size) + " bytes");
+  }
 }
 
 template <bool kRoll>
 void Move(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
-  const Moves m = MovesOf<kRoll>(ctx, x.dims());
+  Moves m = MovesOf<kRoll>(ctx, x.dims());
   const size_t size = DataTypeSize(x.dtype());
   const char* px = static_cast<const char*>(x.raw_data());
   std::vector<char> out(static_cast<size_t>(x.numel()) * size);  // Out may be X
-  ForEachMove(m, [&](int64_t o, int64_t from) { std::memcpy(out.data() + o * size, px + from * size, size); });
+  // A flipped last dim would make every element a run of its own: its rows are copied
+  // whole and reversed afterwards instead.
+  const bool reverse_rows = !m.dims.empty() && m.reverse.back();
+  if (reverse_rows) m.reverse.back() = false;
+  ForEachMoveRun(m, [&](int64_t o, int64_t from, int64_t n) {
+    std::memcpy(out.data() + o * static_cast<int64_t>(size), px + from * static_cast<int64_t>(size),
+                static_cast<size_t>(n) * size);
+  });
+  if (reverse_rows && x.numel() > 0) ReverseRows(out.data(), x.numel() / m.dims.back(), m.dims.back(), size);
   void* po = ctx.Output("Out").Allocate(x.dtype(), x.dims());
   if (!out.empty()) std::memcpy(po, out.data(), out.size());
 }
@@ -75,7 +101,7 @@ void MoveGrad(KernelContext& ctx) {
   const Moves m = MovesOf<kRoll>(ctx, d);
   const T* pg = g.data<T>();
   WriteOutput<T>(ctx, "X@GRAD", {"Out@GRAD"}, d, [&](T* dx) {
-    ForEachMove(m, [&](int64_t o, int64_t from) { dx[from] = pg[o]; });
+    ForEachMoveRun(m, [&](int64_t o, int64_t from, int64_t n) { std::copy(pg + o, pg + o + n, dx + from); });
   });
 }
 

@@ -115,11 +115,11 @@ int64_t Source(int64_t o, int64_t before, int64_t n, PadMode mode) {
   return -1;
 }
 
-// Calls fn(out_index, x_index or -1) for each element of Out in order.
+// Calls run(out_index, x_index or -1, length) for each run of Out (index_map.h).
 template <class F>
-void ForEachOut(const PadPlan& p, F fn) {
-  ForEachMapped(p.out_dims, p.x_dims, [&p](size_t k, int64_t i) { return Source(i, p.before[k], p.x_dims[k], p.mode); },
-                fn);
+void ForEachOutRun(const PadPlan& p, F run) {
+  ForEachMappedRun(p.out_dims, p.x_dims,
+                   [&p](size_t k, int64_t i) { return Source(i, p.before[k], p.x_dims[k], p.mode); }, run);
 }
 
 template <class T, int kSpatial>
@@ -129,7 +129,10 @@ void Pad(KernelContext& ctx) {
   const T value = static_cast<T>(ctx.Attr<float>(kSpatial == 3 ? "value" : "pad_value"));
   const T* px = x.data<T>();
   WriteOutput<T>(ctx, "Out", {"X"}, p.out_dims, [&](T* out) {
-    ForEachOut(p, [&](int64_t o, int64_t from) { out[o] = from < 0 ? value : px[from]; });
+    ForEachOutRun(p, [&](int64_t o, int64_t from, int64_t n) {
+      if (from < 0) std::fill(out + o, out + o + n, value);
+      else std::copy(px + from, px + from + n, out + o);
+    });
   });
 }
 
@@ -144,8 +147,8 @@ void PadGrad(KernelContext& ctx) {
   const T* pg = g.data<T>();
   T* dx = ctx.AllocateOutput<T>("X@GRAD", x_dims);
   std::fill(dx, dx + Product(x_dims, 0, x_dims.size()), T(0));
-  ForEachOut(p, [&](int64_t o, int64_t from) {
-    if (from >= 0) dx[from] += pg[o];
+  ForEachOutRun(p, [&](int64_t o, int64_t from, int64_t n) {
+    if (from >= 0) VecMap<T>(dx + from, n) += ConstVecMap<T>(pg + o, n);
   });
 }
 

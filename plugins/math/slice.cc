@@ -94,8 +94,8 @@ void WriteBox(Tensor in, const Box& b, Tensor out, const std::vector<int64_t>& o
   const size_t size = DataTypeSize(in.dtype());
   const char* pin = static_cast<const char*>(in.raw_data());
   std::vector<char> buf(static_cast<size_t>(Product(b.dims, 0, b.dims.size())) * size);
-  ForEachMapped(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
-                [&](int64_t o, int64_t i) { std::memcpy(buf.data() + o * size, pin + i * size, size); });
+  ForEachMappedRun(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
+                   [&](int64_t o, int64_t i, int64_t n) { std::memcpy(buf.data() + o * size, pin + i * size, n * size); });
   void* po = out.Allocate(in.dtype(), out_dims);
   if (!buf.empty()) std::memcpy(po, buf.data(), buf.size());
 }
@@ -109,8 +109,8 @@ void WriteBoxGrad(KernelContext& ctx, Tensor g, const Box& b, const std::vector<
   const T* pg = g.data<T>();
   T* dx = ctx.AllocateOutput<T>(dx_slot, d);
   std::fill(dx, dx + Product(d, 0, d.size()), T(0));
-  ForEachMapped(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
-                [&](int64_t o, int64_t i) { dx[i] = pg[o]; });
+  ForEachMappedRun(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
+                   [&](int64_t o, int64_t i, int64_t n) { std::copy(pg + o, pg + o + n, dx + i); });
 }
 
 void Slice(KernelContext& ctx) {

@@ -14,8 +14,9 @@ from a fixed seed:
    OpenMP runtimes in one process slow each other), torch.no_grad(), the same thread count
    (RILL_BENCH_THREADS, default 2: one per core of these machines).
 Each side's time is the median over ROUNDS rounds of the mean of a timed loop (at least
-0.1 s). Prints a Markdown table of ratios (Rill / PyTorch: below 1, Rill is faster), the
-geometric mean, the slowest ten, and the ops not covered.
+0.1 s), the rounds paired: each times PyTorch, then Rill, so that both meet the machine's
+load of the moment. Prints a Markdown table of ratios (Rill / PyTorch: below 1, Rill is
+faster), the geometric mean, the slowest ten, and the ops not covered.
 """
 import json
 import math
@@ -265,7 +266,7 @@ def cases():
         {"mode": "channel"}, "F.prelu(X, Alpha)")
     add("dropout inference [1024, 4096]", "dropout", {"X": x()}, {"dropout_prob": 0.5, "is_test": True,
                                                                   "dropout_implementation": "upscale_in_train"},
-        "F.dropout(X, 0.5, training=False)", ("Out",))
+        "F.dropout(X, 0.5, training=False).clone()", ("Out",))
     add("bilinear_interp_v2 [16, 64, 56, 56] to 112", "bilinear_interp_v2", {"X": x(shape=(16, 64, 56, 56))},
         {"out_h": 112, "out_w": 112, "align_corners": False, "align_mode": 0},
         "F.interpolate(X, size=(112, 112), mode='bilinear', align_corners=False)")
@@ -325,56 +326,80 @@ def _per_call(fn, min_seconds=0.1):
             return elapsed / n
 
 
-def _median(fn, rounds):
-    return statistics.median(_per_call(fn) for _ in range(rounds))
-
-
-def peer(rounds, only):
-    """PyTorch's medians, as JSON {label: seconds}."""
+def peer_server():
+    """PyTorch's side: reads a case's label per line on stdin and answers with one round's
+    seconds per call (a JSON number), its inputs made when a label first comes."""
     env = _torch_env()
     torch = env["torch"]
-    result = {}
-    for case in cases():
-        if only and case.op not in only:
-            continue
-        tensors = {slot: [torch.from_numpy(a) for a in v] if isinstance(v, list) else torch.from_numpy(v)
-                   for slot, v in case.arrays().items()}
-        code = compile(case.torch, case.label, "eval")
-        scope = dict(env, **tensors)
+    by_label = {case.label: case for case in cases()}
+    ready = {}
+    for line in sys.stdin:
+        label = line.strip()
+        if label not in ready:
+            ready.clear()  # one case's inputs at a time
+            case = by_label[label]
+            tensors = {slot: [torch.from_numpy(a) for a in v] if isinstance(v, list) else torch.from_numpy(v)
+                       for slot, v in case.arrays().items()}
+            ready[label] = (compile(case.torch, label, "eval"), dict(env, **tensors))
+        code, scope = ready[label]
         with torch.no_grad():
-            result[case.label] = _median(lambda: eval(code, scope), rounds)
-    print(json.dumps(result))
+            seconds = _per_call(lambda: eval(code, scope))
+        print(json.dumps(seconds), flush=True)
 
 
-def rill_times(rounds, only):
+def rill_program(case):
+    """The case's one-op program and its feed (rill.empty arrays, borrowed, not copied)."""
     import rill
     import rill.fluid as fluid
+    prog = fluid.Program()
+    block = prog.global_block()
+    feed, inputs = {}, {}
+    for slot, value in case.arrays().items():
+        arrays = value if isinstance(value, list) else [value]
+        names = []
+        for i, a in enumerate(arrays):
+            name = "%s_%d" % (slot, i)
+            borrowed = rill.empty(a.shape, a.dtype)
+            borrowed[...] = a
+            feed[name] = borrowed
+            block.create_var(name=name, shape=a.shape, dtype=a.dtype)
+            names.append(name)
+        inputs[slot] = names
+    outputs = {}
+    for i, slot in enumerate(case.outputs):
+        name = "out_%d" % i
+        block.create_var(name=name)
+        outputs.setdefault(slot, []).append(name)
+    block.append_op(type=case.op, inputs=inputs, outputs=outputs, attrs=case.attrs)
+    return prog, feed
+
+
+def paired_times(rounds, only):
+    """{label: (Rill's median, PyTorch's median)}: each round times PyTorch (in its own
+    process) and then Rill, so that both meet the machine's load of the moment."""
+    import rill.fluid as fluid
     exe = fluid.Executor(fluid.CPUPlace())
+    server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--peer-server"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
     times = {}
-    for case in cases():
-        if only and case.op not in only:
-            continue
-        prog = fluid.Program()
-        block = prog.global_block()
-        feed, inputs = {}, {}
-        for slot, value in case.arrays().items():
-            arrays = value if isinstance(value, list) else [value]
-            names = []
-            for i, a in enumerate(arrays):
-                name = "%s_%d" % (slot, i)
-                borrowed = rill.empty(a.shape, a.dtype)
-                borrowed[...] = a
-                feed[name] = borrowed
-                block.create_var(name=name, shape=a.shape, dtype=a.dtype)
-                names.append(name)
-            inputs[slot] = names
-        outputs = {}
-        for i, slot in enumerate(case.outputs):
-            name = "out_%d" % i
-            block.create_var(name=name)
-            outputs.setdefault(slot, []).append(name)
-        block.append_op(type=case.op, inputs=inputs, outputs=outputs, attrs=case.attrs)
-        times[case.label] = _median(lambda: exe.run(prog, feed=feed, fetch_list=[]), rounds)
+    try:
+        for case in cases():
+            if only and case.op not in only:
+                continue
+            prog, feed = rill_program(case)
+            ours, theirs = [], []
+            for _ in range(rounds):
+                server.stdin.write(case.label + "\n")
+                server.stdin.flush()
+                answer = server.stdout.readline()
+                if not answer:
+                    sys.exit("the PyTorch side stopped at %r" % case.label)
+                theirs.append(json.loads(answer))
+                ours.append(_per_call(lambda: exe.run(prog, feed=feed, fetch_list=[])))
+            times[case.label] = (statistics.median(ours), statistics.median(theirs))
+    finally:
+        server.stdin.close()
+        server.wait()
     return times
 
 
@@ -386,26 +411,16 @@ def registry_ops():
 
 
 def main():
-    if "--peer" in sys.argv:
-        only = set(sys.argv[sys.argv.index("--only") + 1].split(",")) if "--only" in sys.argv else None
-        peer(int(sys.argv[sys.argv.index("--peer") + 1]), only)
-        return
+    if "--peer-server" in sys.argv:
+        return peer_server()
     only = set(sys.argv[sys.argv.index("--only") + 1].split(",")) if "--only" in sys.argv else None
-    peer_cmd = [sys.executable, os.path.abspath(__file__), "--peer", str(ROUNDS)]
-    if only:
-        peer_cmd += ["--only", ",".join(sorted(only))]
-    r = subprocess.run(peer_cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit("the PyTorch side failed:\n" + r.stderr[-3000:])
-    theirs = json.loads(r.stdout.strip().splitlines()[-1])
-    ours = rill_times(ROUNDS, only)
-    rows = [(label, ours[label], theirs[label]) for label in ours]
+    rows = [(label, a, b) for label, (a, b) in paired_times(ROUNDS, only).items()]
     print("| op, shape (fp32 unless named) | Rill | PyTorch | Rill / PyTorch |")
     print("|---|---|---|---|")
     for label, a, b in rows:
         print("| %s | %.3f ms | %.3f ms | %.2f |" % (label, a * 1e3, b * 1e3, a / b))
     ratios = [a / b for _, a, b in rows]
-    print("\n%d cases, %d threads each side, medians of %d rounds; geometric mean of Rill / PyTorch: **%.2f**"
+    print("\n%d cases, %d threads each side, medians of %d paired rounds; geometric mean of Rill / PyTorch: **%.2f**"
           % (len(rows), THREADS, ROUNDS, math.exp(sum(math.log(r) for r in ratios) / len(ratios))))
     print("\nslowest ten:")
     for label, a, b in sorted(rows, key=lambda r: -r[1] / r[2])[:10]:

@@ -379,8 +379,11 @@ def paired_times(rounds, only):
     process) and then Rill, so that both meet the machine's load of the moment."""
     import rill.fluid as fluid
     exe = fluid.Executor(fluid.CPUPlace())
+    # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, set on these machines, slow a current OpenBLAS
+    # (PyTorch's BLAS): the peer runs without them.
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--peer-server"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, text=True, env=env)
     times = {}
     try:
         for case in cases():

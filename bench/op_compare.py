@@ -24,9 +24,10 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 import numpy as np
+
+from timing import per_call
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 5
@@ -315,15 +316,8 @@ def _torch_env():
     return {"torch": torch, "F": F}
 
 
-def _per_call(fn, min_seconds=0.1):
-    fn()
-    n, start = 0, time.perf_counter()
-    while True:
-        fn()
-        n += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds and n >= 3:
-            return elapsed / n
+def _per_call(fn):
+    return per_call(fn, min_seconds=0.1, min_calls=3)
 
 
 def peer_server():

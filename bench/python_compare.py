@@ -18,7 +18,6 @@ than a copy).
 """
 import statistics
 import sys
-import time
 
 import numpy as np
 import torch
@@ -28,21 +27,10 @@ import rill
 import rill.fluid as fluid
 from rill import _rill
 from model_compare import ConvNet  # the same net as the C++ book model's peer
+from timing import per_call
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 7
 torch.set_num_threads(2)
-
-
-def per_call(fn, min_seconds=0.2):
-    """Mean seconds per call of fn over at least min_seconds (after one warm-up call)."""
-    fn()
-    n, start = 0, time.perf_counter()
-    while True:
-        fn()
-        n += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds:
-            return elapsed / n
 
 
 def one_op():

@@ -57,38 +57,50 @@ Bin BinOf(const T* roi, const RoiPoolAttrs& a, int64_t ph, int64_t pw, int64_t h
              clip(static_cast<int64_t>(std::ceil(static_cast<float>(pw + 1) * bin_w)) + x1, width)};
 }
 
+// What the op and its gradient both read: the attributes, the shapes checked, each
+// region's image and Out's dims.
+struct RoiPoolSetup {
+  RoiPoolAttrs a;
+  RoiShapes s;
+  std::vector<int64_t> image, out_dims;
+};
+
+RoiPoolSetup SetupOf(KernelContext& ctx, const Tensor& x, const Tensor& rois) {
+  RoiPoolSetup u{AttrsOf(ctx), RoiShapesOf(x, rois), {}, {}};
+  u.image = ImageOfEachRoi(ctx, rois, u.s.batch);
+  u.out_dims = {u.s.rois, u.s.channels, u.a.pooled_h, u.a.pooled_w};
+  return u;
+}
+
 template <class T>
 void RoiPool(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor rois = ctx.Input("ROIs");
-  const RoiPoolAttrs a = AttrsOf(ctx);
-  const RoiShapes s = RoiShapesOf(x, rois);
-  const std::vector<int64_t> image = ImageOfEachRoi(ctx, rois, s.batch);
-  const std::vector<int64_t> out_dims{s.rois, s.channels, a.pooled_h, a.pooled_w};
+  const RoiPoolSetup u = SetupOf(ctx, x, rois);
   const T* in = x.data<T>();
   const T* roi = rois.data<T>();
-  const int64_t plane = s.height * s.width, bins = a.pooled_h * a.pooled_w;
-  T* out = ctx.AllocateOutput<T>("Out", out_dims);
-  int64_t* argmax = ctx.AllocateOutput<int64_t>("Argmax", out_dims);
-  ParallelFor(s.rois, static_cast<double>(s.rois * s.channels * plane) * sizeof(T), [&](int64_t, int64_t begin, int64_t end) {
+  const int64_t plane = u.s.height * u.s.width, bins = u.a.pooled_h * u.a.pooled_w;
+  T* out = ctx.AllocateOutput<T>("Out", u.out_dims);
+  int64_t* argmax = ctx.AllocateOutput<int64_t>("Argmax", u.out_dims);
+  ParallelFor(u.s.rois, static_cast<double>(u.s.rois * u.s.channels * plane) * sizeof(T), [&](int64_t, int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      for (int64_t ph = 0; ph < a.pooled_h; ++ph) {
-        for (int64_t pw = 0; pw < a.pooled_w; ++pw) {
-          const Bin b = BinOf(roi + r * 4, a, ph, pw, s.height, s.width);
+      for (int64_t ph = 0; ph < u.a.pooled_h; ++ph) {
+        for (int64_t pw = 0; pw < u.a.pooled_w; ++pw) {
+          const Bin b = BinOf(roi + r * 4, u.a, ph, pw, u.s.height, u.s.width);
           const bool empty = b.h1 <= b.h0 || b.w1 <= b.w0;
-          for (int64_t c = 0; c < s.channels; ++c) {
-            const T* map = in + (image[static_cast<size_t>(r)] * s.channels + c) * plane;
+          for (int64_t c = 0; c < u.s.channels; ++c) {
+            const T* map = in + (u.image[static_cast<size_t>(r)] * u.s.channels + c) * plane;
             T best = empty ? T(0) : -std::numeric_limits<T>::max();
             int64_t at = -1;
             for (int64_t h = b.h0; h < b.h1; ++h) {
               for (int64_t w = b.w0; w < b.w1; ++w) {
-                if (map[h * s.width + w] > best) {
-                  best = map[h * s.width + w];
-                  at = h * s.width + w;
+                if (map[h * u.s.width + w] > best) {
+                  best = map[h * u.s.width + w];
+                  at = h * u.s.width + w;
                 }
               }
             }
-            const int64_t o = (r * s.channels + c) * bins + ph * a.pooled_w + pw;
+            const int64_t o = (r * u.s.channels + c) * bins + ph * u.a.pooled_w + pw;
             out[o] = best;
             argmax[o] = at;
           }
@@ -103,25 +115,22 @@ void RoiPoolGrad(KernelContext& ctx) {
   if (!ctx.HasOutput("X@GRAD")) return;
   Tensor x = ctx.Input("X");
   Tensor rois = ctx.Input("ROIs");
-  const RoiPoolAttrs a = AttrsOf(ctx);
-  const RoiShapes s = RoiShapesOf(x, rois);
-  const std::vector<int64_t> image = ImageOfEachRoi(ctx, rois, s.batch);
-  const std::vector<int64_t> out_dims{s.rois, s.channels, a.pooled_h, a.pooled_w};
+  const RoiPoolSetup u = SetupOf(ctx, x, rois);
   Tensor g = ctx.Input("Out@GRAD"), argmax = ctx.Input("Argmax");
-  if (g.dims() != out_dims || argmax.dims() != out_dims || argmax.dtype() != RILL_INT64) {
+  if (g.dims() != u.out_dims || argmax.dims() != u.out_dims || argmax.dtype() != RILL_INT64) {
     throw Error("Out@GRAD " + DimsString(g.dims()) + " and int64 Argmax " + DimsString(argmax.dims()) +
-                " must be shaped like Out " + DimsString(out_dims));
+                " must be shaped like Out " + DimsString(u.out_dims));
   }
-  const int64_t plane = s.height * s.width, bins = a.pooled_h * a.pooled_w;
+  const int64_t plane = u.s.height * u.s.width, bins = u.a.pooled_h * u.a.pooled_w;
   T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
   std::fill(dx, dx + x.numel(), T(0));
   const T* dout = g.data<T>();
   const int64_t* from = argmax.data<int64_t>();
   // Regions of one image add into the same planes: one pass, in region order.
-  for (int64_t r = 0; r < s.rois; ++r) {
-    for (int64_t c = 0; c < s.channels; ++c) {
-      T* map = dx + (image[static_cast<size_t>(r)] * s.channels + c) * plane;
-      for (int64_t o = (r * s.channels + c) * bins, e = o + bins; o < e; ++o) {
+  for (int64_t r = 0; r < u.s.rois; ++r) {
+    for (int64_t c = 0; c < u.s.channels; ++c) {
+      T* map = dx + (u.image[static_cast<size_t>(r)] * u.s.channels + c) * plane;
+      for (int64_t o = (r * u.s.channels + c) * bins, e = o + bins; o < e; ++o) {
         if (from[o] < 0) continue;
         if (from[o] >= plane) throw Error("Argmax holds " + std::to_string(from[o]) + ", outside the map");
         map[from[o]] += dout[o];

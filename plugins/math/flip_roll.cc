@@ -79,18 +79,17 @@ void Move(KernelContext& ctx) {
   Moves m = MovesOf<kRoll>(ctx, x.dims());
   const size_t size = DataTypeSize(x.dtype());
   const char* px = static_cast<const char*>(x.raw_data());
-  std::vector<char> out(static_cast<size_t>(x.numel()) * size);  // Out may be X
   // A flipped last dim would make every element a run of its own: its rows are copied
   // whole and reversed afterwards instead.
   const bool reverse_rows = !m.dims.empty() && m.reverse.back();
   if (reverse_rows) m.reverse.back() = false;
-  ForEachMoveRun(m, [&](int64_t o, int64_t from, int64_t n) {
-    std::memcpy(out.data() + o * static_cast<int64_t>(size), px + from * static_cast<int64_t>(size),
-                static_cast<size_t>(n) * size);
+  WriteOutputBytes(ctx, "Out", {"X"}, x.dtype(), x.dims(), [&](char* po) {
+    ForEachMoveRun(m, [&](int64_t o, int64_t from, int64_t n) {
+      std::memcpy(po + o * static_cast<int64_t>(size), px + from * static_cast<int64_t>(size),
+                  static_cast<size_t>(n) * size);
+    });
+    if (reverse_rows && x.numel() > 0) ReverseRows(po, x.numel() / m.dims.back(), m.dims.back(), size);
   });
-  if (reverse_rows && x.numel() > 0) ReverseRows(out.data(), x.numel() / m.dims.back(), m.dims.back(), size);
-  void* po = ctx.Output("Out").Allocate(x.dtype(), x.dims());
-  if (!out.empty()) std::memcpy(po, out.data(), out.size());
 }
 
 template <class T, bool kRoll>

@@ -46,33 +46,32 @@ void ForEachMappedRun(const std::vector<int64_t>& out_dims, const std::vector<in
   const int64_t width = out_dims.back();
   for (int64_t i = 0; i < width; ++i) {
     const int64_t s = source(rank - 1, i);
-    Span& last = spans.empty() ? spans.emplace_back(Span{i, 0, s}) : spans.back();
-    const bool extends = last.length > 0 && ((s < 0 && last.from < 0) || (s >= 0 && last.from >= 0 && s == last.from + last.length));
-    if (last.length == 0 || extends) {
-      ++last.length;
+    const bool extends = !spans.empty() && (s < 0 ? spans.back().from < 0
+                                                  : spans.back().from >= 0 && s == spans.back().from + spans.back().length);
+    if (extends) {
+      ++spans.back().length;
     } else {
       spans.push_back(Span{i, 1, s});
     }
   }
   // The outer dims by odometer, the X offset of the current row kept as a sum per level.
   std::vector<int64_t> idx(rank - 1, 0), base(rank, 0);  // base[k]: X offset of dims < k (-1: none)
-  for (size_t k = 0; k + 1 < rank; ++k) {
-    base[k + 1] = base[k] < 0 || offset[k][0] < 0 ? -1 : base[k] + offset[k][0];
-  }
-  for (int64_t row = 0, o = 0; o < n; ++row, o += width) {
+  const auto set_base = [&](size_t from_level) {  // base[j + 1] for j >= from_level, from idx
+    for (size_t j = from_level; j + 1 < rank; ++j) {
+      const int64_t off = offset[j][static_cast<size_t>(idx[j])];
+      base[j + 1] = base[j] < 0 || off < 0 ? -1 : base[j] + off;
+    }
+  };
+  set_base(0);
+  for (int64_t o = 0; o < n; o += width) {
     const int64_t b = base[rank - 1];
     for (const Span& s : spans) run(o + s.begin, b < 0 || s.from < 0 ? int64_t{-1} : b + s.from, s.length);
     for (size_t k = rank - 1; k-- > 0;) {
-      if (++idx[k] == out_dims[k]) {
-        idx[k] = 0;
-        if (k == 0) break;
-        continue;
+      if (++idx[k] < out_dims[k]) {
+        set_base(k);
+        break;
       }
-      for (size_t j = k; j + 1 < rank; ++j) {
-        const int64_t off = offset[j][static_cast<size_t>(idx[j])];
-        base[j + 1] = base[j] < 0 || off < 0 ? -1 : base[j] + off;
-      }
-      break;
+      idx[k] = 0;
     }
   }
 }

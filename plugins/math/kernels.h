@@ -6,6 +6,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <vector>
@@ -69,6 +70,19 @@ void WriteOutput(KernelContext& ctx, const char* out, std::initializer_list<cons
   std::unique_ptr<T[]> aside = Scratch<T>(n);
   write(aside.get());
   std::copy(aside.get(), aside.get() + n, ctx.AllocateOutput<T>(out, dims));
+}
+
+// The same for an output of any dtype, filled as bytes by `write(char* p)`: the kernels
+// that move elements without reading them (slice, tile, flip, multiplex, ...).
+template <class Write>
+void WriteOutputBytes(KernelContext& ctx, const char* out, std::initializer_list<const char*> inputs, int32_t dtype,
+                      const std::vector<int64_t>& dims, Write write) {
+  if (!OutputIsInput(ctx, out, inputs)) return write(static_cast<char*>(ctx.Output(out).Allocate(dtype, dims)));
+  const size_t bytes = static_cast<size_t>(CheckedCount(dims, DataTypeSize(dtype), out)) * DataTypeSize(dtype);
+  std::vector<char> aside(bytes);
+  write(aside.data());
+  void* p = ctx.Output(out).Allocate(dtype, dims);
+  if (bytes > 0) std::memcpy(p, aside.data(), bytes);
 }
 
 }  // namespace rill::math

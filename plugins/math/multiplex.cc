@@ -46,13 +46,12 @@ void Multiplex(KernelContext& ctx) {
   }
   const std::vector<int64_t> src = RowSources(ctx, d[0], k);
   const size_t row = static_cast<size_t>(Product(d, 1, d.size())) * DataTypeSize(x0.dtype());
-  std::vector<char> buf(row * src.size());  // Out may be one of X
-  for (size_t i = 0; i < src.size(); ++i) {
-    std::memcpy(buf.data() + i * row, static_cast<const char*>(ctx.Input("X", static_cast<size_t>(src[i])).raw_data()) + i * row,
-                row);
-  }
-  void* po = ctx.Output("Out").Allocate(x0.dtype(), d);
-  if (!buf.empty()) std::memcpy(po, buf.data(), buf.size());
+  WriteOutputBytes(ctx, "Out", {"X"}, x0.dtype(), d, [&](char* po) {
+    for (size_t i = 0; i < src.size(); ++i) {
+      const char* from = static_cast<const char*>(ctx.Input("X", static_cast<size_t>(src[i])).raw_data());
+      std::memcpy(po + i * row, from + i * row, row);
+    }
+  });
 }
 
 template <class T>

@@ -161,6 +161,9 @@ struct ReducePlan {
   std::vector<int64_t> out_dims;    // as the op produces them (keep_dim or not)
   int64_t numel = 1, out_numel = 1;
   int64_t count = 1;                // input elements reduced into each output element
+
+  // Whether a run of ForEachRun lands on one output element (else on consecutive ones).
+  bool InnerReduced() const { return group.empty() || reduced.back(); }
 };
 
 ReducePlan PlanReduction(KernelContext& ctx, const std::vector<int64_t>& in) {
@@ -323,7 +326,7 @@ void Reduce(KernelContext& ctx) {
     ReduceMiddle<R>(px, acc.data(), outer, n, inner);
   } else {
     ForEachRun(p, [&](int64_t in, int64_t out, int64_t length) {
-      if (p.group.empty() || p.reduced.back()) {
+      if (p.InnerReduced()) {
         T row = ReduceRow<R>(px + in, length);
         Combine<R>(acc[static_cast<size_t>(out)], row);
       } else {
@@ -368,7 +371,7 @@ void ReduceGrad(KernelContext& ctx) {
       dx[i] = pg[o] * scale;
     }
   };
-  const bool inner_reduced = p.group.empty() || p.reduced.back();
+  const bool inner_reduced = p.InnerReduced();
   ForEachRun(p, [&](int64_t in, int64_t o, int64_t length) {
     for (int64_t k = 0; k < length; ++k) one(in + k, inner_reduced ? o : o + k);
   });
@@ -381,7 +384,7 @@ void ReduceBool(KernelContext& ctx) {
   const ReducePlan p = PlanReduction(ctx, x.dims());
   std::vector<uint8_t> acc(static_cast<size_t>(p.out_numel), kAll ? 1 : 0);
   const bool* px = x.data<bool>();
-  const bool inner_reduced = p.group.empty() || p.reduced.back();
+  const bool inner_reduced = p.InnerReduced();
   ForEachRun(p, [&](int64_t in, int64_t o, int64_t length) {
     for (int64_t k = 0; k < length; ++k) {
       uint8_t& a = acc[static_cast<size_t>(inner_reduced ? o : o + k)];

@@ -87,17 +87,17 @@ void SliceArrayGrad(KernelContext& ctx, Variable in) {
   }
 }
 
-// `out` = box b of `in` (any dtype), with out_dims (b's dims, or those without some 1s).
-// Copied through a buffer first: `out` may be `in`.
-void WriteBox(Tensor in, const Box& b, Tensor out, const std::vector<int64_t>& out_dims) {
+// Output "Out" (out_dims: b's dims, or those without some 1s) = box b of input `in_slot`,
+// any dtype, row by row.
+void WriteBox(KernelContext& ctx, const char* in_slot, const Box& b, const std::vector<int64_t>& out_dims) {
+  Tensor in = ctx.Input(in_slot);
   const std::vector<int64_t> d = in.dims();
-  const size_t size = DataTypeSize(in.dtype());
+  const int64_t size = static_cast<int64_t>(DataTypeSize(in.dtype()));
   const char* pin = static_cast<const char*>(in.raw_data());
-  std::vector<char> buf(static_cast<size_t>(Product(b.dims, 0, b.dims.size())) * size);
-  ForEachMappedRun(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
-                   [&](int64_t o, int64_t i, int64_t n) { std::memcpy(buf.data() + o * size, pin + i * size, n * size); });
-  void* po = out.Allocate(in.dtype(), out_dims);
-  if (!buf.empty()) std::memcpy(po, buf.data(), buf.size());
+  WriteOutputBytes(ctx, "Out", {in_slot}, in.dtype(), out_dims, [&](char* po) {
+    ForEachMappedRun(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
+                     [&](int64_t o, int64_t i, int64_t n) { std::memcpy(po + o * size, pin + i * size, n * size); });
+  });
 }
 
 // Output `dx_slot`, shaped d: zeros, with the gradient `g` of box b in the box.
@@ -115,9 +115,8 @@ void WriteBoxGrad(KernelContext& ctx, Tensor g, const Box& b, const std::vector<
 
 void Slice(KernelContext& ctx) {
   if (Variable v = ctx.InputVar("Input"); v.IsTensorArray()) return SliceArray(ctx, v);
-  Tensor in = ctx.Input("Input");
-  const Box b = SliceBox(ctx, in.dims());
-  WriteBox(in, b, ctx.Output("Out"), SliceOutDims(ctx, b));
+  const Box b = SliceBox(ctx, ctx.Input("Input").dims());
+  WriteBox(ctx, "Input", b, SliceOutDims(ctx, b));
 }
 
 template <class T>
@@ -158,9 +157,9 @@ std::vector<int64_t> CropDims(KernelContext& ctx, const std::vector<int64_t>& x)
 }
 
 void Crop(KernelContext& ctx) {
-  Tensor x = ctx.Input("X");
-  const Box b = CropBox(ctx, x.dims(), CropDims(ctx, x.dims()));
-  WriteBox(x, b, ctx.Output("Out"), b.dims);
+  const std::vector<int64_t> d = ctx.Input("X").dims();
+  const Box b = CropBox(ctx, d, CropDims(ctx, d));
+  WriteBox(ctx, "X", b, b.dims);
 }
 
 template <class T>
@@ -208,10 +207,13 @@ void ExpandTo(KernelContext& ctx, const std::vector<int64_t>& out_dims) {
   std::vector<int64_t> d = x.dims();
   d.insert(d.begin(), out_dims.size() - d.size(), 1);
   const int64_t size = static_cast<int64_t>(DataTypeSize(x.dtype()));
-  const int64_t bytes = CheckedCount(out_dims, static_cast<size_t>(size), "Out") * size;
-  const auto write = [&](char* po) {
-    if (bytes == 0 || out_dims.empty()) {
-      if (bytes > 0) std::memcpy(po, x.raw_data(), static_cast<size_t>(size));
+  if (CheckedCount(out_dims, static_cast<size_t>(size), "Out") == 0) {  // nothing to copy
+    ctx.Output("Out").Allocate(x.dtype(), out_dims);
+    return;
+  }
+  WriteOutputBytes(ctx, "Out", {"X"}, x.dtype(), out_dims, [&](char* po) {
+    if (out_dims.empty()) {  // a scalar X, expanded by nothing
+      std::memcpy(po, x.raw_data(), static_cast<size_t>(size));
       return;
     }
     std::vector<int64_t> x_step(d.size()), o_step(d.size());  // bytes per step along each dim
@@ -221,12 +223,7 @@ void ExpandTo(KernelContext& ctx, const std::vector<int64_t>& out_dims) {
       o_step[k] = o_step[k + 1] * out_dims[k + 1];
     }
     TileBlock(static_cast<const char*>(x.raw_data()), po, 0, d, out_dims, x_step, o_step);
-  };
-  if (!OutputIsInput(ctx, "Out", {"X"})) return write(static_cast<char*>(ctx.Output("Out").Allocate(x.dtype(), out_dims)));
-  std::vector<char> aside(static_cast<size_t>(bytes));  // Out is X: X is read to the end first
-  write(aside.data());
-  void* po = ctx.Output("Out").Allocate(x.dtype(), out_dims);
-  if (bytes > 0) std::memcpy(po, aside.data(), aside.size());
+  });
 }
 
 // X@GRAD[i] = the sum of Out@GRAD over every copy of i.

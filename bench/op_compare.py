@@ -75,7 +75,6 @@ class Case(object):
         return {slot: [d.make() for d in v] if isinstance(v, list) else v.make() for slot, v in self.inputs.items()}
 
 
-_data = Data
 
 
 def cases():
@@ -121,7 +120,7 @@ def cases():
     }
     for op, (expr, lo, hi, attrs) in unary.items():
         add("%s [1024, 4096]" % op, op, {"X": x(lo, hi)}, attrs, expr)
-    add("logical_not [1024, 4096]", "logical_not", {"X": _data(BIG, "bool")}, {}, "torch.logical_not(X)")
+    add("logical_not [1024, 4096]", "logical_not", {"X": Data(BIG, "bool")}, {}, "torch.logical_not(X)")
 
     # Binary elementwise: same shape, and a row bias [4096].
     for op, expr, lo in (("elementwise_add", "X + Y", -1), ("elementwise_sub", "X - Y", -1),
@@ -134,15 +133,15 @@ def cases():
     add("elementwise_mul [1024, 4096] * column [1024, 1]", "elementwise_mul", {"X": x(), "Y": x(shape=(1024, 1))},
         {"axis": -1}, "X * Y")
     for op, expr in (("elementwise_mod", "torch.remainder(X, Y)"), ("elementwise_floordiv", "torch.div(X, Y, rounding_mode='floor')")):
-        add("%s int64 [1024, 4096]" % op, op, {"X": _data(BIG, "int64", 1, 1000), "Y": _data(BIG, "int64", 1, 50, 1)},
+        add("%s int64 [1024, 4096]" % op, op, {"X": Data(BIG, "int64", 1, 1000), "Y": Data(BIG, "int64", 1, 50, 1)},
             {"axis": -1}, expr)
     for op, expr in (("equal", "X == Y"), ("not_equal", "X != Y"), ("less_than", "X < Y"), ("less_equal", "X <= Y"),
                      ("greater_than", "X > Y"), ("greater_equal", "X >= Y")):
         add("%s [1024, 4096]" % op, op, {"X": x(), "Y": x()}, {}, expr)
     for op, expr in (("logical_and", "torch.logical_and(X, Y)"), ("logical_or", "torch.logical_or(X, Y)"),
                      ("logical_xor", "torch.logical_xor(X, Y)")):
-        add("%s [1024, 4096]" % op, op, {"X": _data(BIG, "bool"), "Y": _data(BIG, "bool", seed=1)}, {}, expr)
-    add("where [1024, 4096]", "where", {"Condition": _data(BIG, "bool"), "X": x(), "Y": x()}, {},
+        add("%s [1024, 4096]" % op, op, {"X": Data(BIG, "bool"), "Y": Data(BIG, "bool", seed=1)}, {}, expr)
+    add("where [1024, 4096]", "where", {"Condition": Data(BIG, "bool"), "X": x(), "Y": x()}, {},
         "torch.where(Condition, X, Y)")
     add("sum of 4 [1024, 4096]", "sum", {"X": [x() for _ in range(4)]}, {}, "X[0] + X[1] + X[2] + X[3]")
 
@@ -152,8 +151,8 @@ def cases():
                      ("reduce_mean", "X.mean(1)"), ("reduce_prod", "X.prod(1)")):
         add("%s over dim 1 [1024, 4096]" % op, op, {"X": x(0.9, 1.1)}, {"dim": [1]}, expr)
     add("reduce_mean over dim 0 [1024, 4096]", "reduce_mean", {"X": x()}, {"dim": [0]}, "X.mean(0)")
-    add("reduce_all over dim 1 [1024, 4096]", "reduce_all", {"X": _data(BIG, "bool")}, {"dim": [1]}, "X.all(1)")
-    add("reduce_any over dim 1 [1024, 4096]", "reduce_any", {"X": _data(BIG, "bool")}, {"dim": [1]}, "X.any(1)")
+    add("reduce_all over dim 1 [1024, 4096]", "reduce_all", {"X": Data(BIG, "bool")}, {"dim": [1]}, "X.all(1)")
+    add("reduce_any over dim 1 [1024, 4096]", "reduce_any", {"X": Data(BIG, "bool")}, {"dim": [1]}, "X.any(1)")
     add("mean [1024, 4096]", "mean", {"X": x()}, {}, "X.mean()")
     add("squared_l2_norm [1024, 4096]", "squared_l2_norm", {"X": x()}, {}, "(X * X).sum()")
     add("clip_by_norm [1024, 4096]", "clip_by_norm", {"X": x()}, {"max_norm": 1.0},
@@ -170,10 +169,10 @@ def cases():
     add("softmax [1024, 4096]", "softmax", {"X": x()}, {}, "torch.softmax(X, -1)")
     add("log_softmax [1024, 4096]", "log_softmax", {"X": x()}, {}, "torch.log_softmax(X, -1)")
     add("softmax_with_cross_entropy [4096, 1000]", "softmax_with_cross_entropy",
-        {"Logits": x(shape=(4096, 1000)), "Label": _data((4096, 1), "int64", 0, 1000)}, {},
+        {"Logits": x(shape=(4096, 1000)), "Label": Data((4096, 1), "int64", 0, 1000)}, {},
         "F.cross_entropy(Logits, Label.view(-1), reduction='none')", ("Softmax", "Loss"))
     add("cross_entropy [4096, 1000]", "cross_entropy",
-        {"X": x(0.01, 1, (4096, 1000)), "Label": _data((4096, 1), "int64", 0, 1000)}, {},
+        {"X": x(0.01, 1, (4096, 1000)), "Label": Data((4096, 1), "int64", 0, 1000)}, {},
         "-torch.log(X.gather(1, Label))", ("Y",))
     add("sigmoid_cross_entropy_with_logits [1024, 4096]", "sigmoid_cross_entropy_with_logits",
         {"X": x(), "Label": x(0, 1)}, {}, "F.binary_cross_entropy_with_logits(X, Label, reduction='none')")
@@ -208,18 +207,18 @@ def cases():
         "X.expand(1024, 4096).contiguous()")
     add("reshape2 [1024, 4096] to [4096, 1024]", "reshape2", {"X": x()}, {"shape": [4096, 1024]},
         "X.reshape(4096, 1024).clone()", ("Out", "XShape"))
-    add("gather 8192 rows of [100000, 64]", "gather", {"X": x(shape=(100000, 64)), "Index": _data((8192,), "int64", 0, 100000)},
+    add("gather 8192 rows of [100000, 64]", "gather", {"X": x(shape=(100000, 64)), "Index": Data((8192,), "int64", 0, 100000)},
         {}, "X.index_select(0, Index)")
     add("index_select 8192 rows of [100000, 64]", "index_select",
-        {"X": x(shape=(100000, 64)), "Index": _data((8192,), "int64", 0, 100000)}, {"dim": 0}, "X.index_select(0, Index)")
+        {"X": x(shape=(100000, 64)), "Index": Data((8192,), "int64", 0, 100000)}, {"dim": 0}, "X.index_select(0, Index)")
     add("lookup_table 4096 ids in [1000000, 64]", "lookup_table",
-        {"W": x(shape=(1000000, 64)), "Ids": _data((4096, 1), "int64", 0, 1000000)}, {},
+        {"W": x(shape=(1000000, 64)), "Ids": Data((4096, 1), "int64", 0, 1000000)}, {},
         "F.embedding(Ids.view(-1), W)")
     add("lookup_table_v2 4096 ids in [1000000, 64]", "lookup_table_v2",
-        {"W": x(shape=(1000000, 64)), "Ids": _data((4096,), "int64", 0, 1000000)}, {}, "F.embedding(Ids, W)")
-    add("one_hot_v2 65536 ids depth 1000", "one_hot_v2", {"X": _data((65536,), "int64", 0, 1000)}, {"depth": 1000},
+        {"W": x(shape=(1000000, 64)), "Ids": Data((4096,), "int64", 0, 1000000)}, {}, "F.embedding(Ids, W)")
+    add("one_hot_v2 65536 ids depth 1000", "one_hot_v2", {"X": Data((65536,), "int64", 0, 1000)}, {"depth": 1000},
         "torch.zeros(65536, 1000).scatter_(1, X.view(-1, 1), 1.0)")
-    add("multiplex 2 x [1024, 4096]", "multiplex", {"X": [x(), x()], "Ids": _data((1024, 1), "int32", 0, 2)}, {},
+    add("multiplex 2 x [1024, 4096]", "multiplex", {"X": [x(), x()], "Ids": Data((1024, 1), "int32", 0, 2)}, {},
         "torch.where(Ids.bool(), X[1], X[0])")
 
     # Dense math and nets.
@@ -294,7 +293,7 @@ def cases():
     add("squeeze2 [1024, 1, 4096]", "squeeze2", {"X": x(shape=(1024, 1, 4096))}, {"axes": [1]}, "X.squeeze(1).clone()",
         ("Out", "XShape"))
     add("unsqueeze2 [1024, 4096]", "unsqueeze2", {"X": x()}, {"axes": [1]}, "X.unsqueeze(1).clone()", ("Out", "XShape"))
-    add("one_hot 65536 ids [65536, 1] depth 1000", "one_hot", {"X": _data((65536, 1), "int64", 0, 1000)},
+    add("one_hot 65536 ids [65536, 1] depth 1000", "one_hot", {"X": Data((65536, 1), "int64", 0, 1000)},
         {"depth": 1000}, "torch.zeros(65536, 1000).scatter_(1, X, 1.0)")
     add("pad3d [4, 32, 16, 56, 56] by 1", "pad3d", {"X": x(shape=(4, 32, 16, 56, 56))},
         {"paddings": [1, 1, 1, 1, 1, 1], "mode": "constant", "value": 0.0}, "F.pad(X, (1, 1, 1, 1, 1, 1))")

@@ -29,26 +29,23 @@ class InferenceTranspiler(object):
             i += 1
 
     @staticmethod
-    def _readers(block, name):
-        return [op for op in block.ops if name in [n for slot in op.input_names for n in op.input(slot)]]
+    def _sole_producer(block, name, before):
+        """The one op before `before` that writes `name`, when it is also read by one op
+        only (folding may then rewrite it); else None."""
+        writers = [op for op in block.ops[:before] if name in op.output_arg_names]
+        readers = [op for op in block.ops if name in op.input_arg_names]
+        return writers[0] if len(writers) == 1 and len(readers) == 1 else None
 
     def _fold(self, block, bn_index, scope, place):
         bn = block.ops[bn_index]
         if not (bn.has_attr("is_test") and bn.attr("is_test")):
             return False  # a training batch_norm normalizes by the batch's statistics
         x = bn.input("X")[0]
-        producers = [op for op in block.ops[:bn_index] if x in [n for s in op.output_names for n in op.output(s)]]
-        if len(producers) != 1 or len(self._readers(block, x)) != 1:
-            return False
-        conv, bias_add = producers[0], None
-        if conv.type == "elementwise_add" and conv.attr("axis") == 1:
+        conv, bias_add = self._sole_producer(block, x, bn_index), None
+        if conv is not None and conv.type == "elementwise_add" and conv.attr("axis") == 1:
             bias_add = conv
-            inner = bias_add.input("X")[0]
-            conv_ops = [op for op in block.ops[:bn_index] if inner in [n for s in op.output_names for n in op.output(s)]]
-            if len(conv_ops) != 1 or len(self._readers(block, inner)) != 1:
-                return False
-            conv = conv_ops[0]
-        if conv.type not in ("conv2d", "depthwise_conv2d"):
+            conv = self._sole_producer(block, bias_add.input("X")[0], bn_index)
+        if conv is None or conv.type not in ("conv2d", "depthwise_conv2d"):
             return False
         if conv.has_attr("data_format") and conv.attr("data_format") == "NHWC":
             return False  # the folded bias is added along axis 1
@@ -73,17 +70,16 @@ class InferenceTranspiler(object):
             scope.var(name).get_tensor().set(np.ascontiguousarray(array), place)
             return name
 
-        filter_name = persistable(conv.input("Filter")[0] + "@bn_folded", new_filter.astype(filt.dtype))
+        filter_name = persistable(conv.input("Filter")[0] + "@bn_folded", new_filter)
         bias_name = persistable(bn.input("Bias")[0] + "@bn_folded", new_bias.astype(filt.dtype))
         conv._rename_input(conv.input("Filter")[0], filter_name)
         out = bn.output("Y")[0]
+        block.remove_op(bn_index)
         if bias_add is not None:
             # the conv's own bias is in the folded one: its add becomes the batch_norm's
             bias_add._rename_input(bias_add.input("Y")[0], bias_name)
             bias_add._rename_output(bias_add.output("Out")[0], out)
-            block.remove_op(bn_index)
         else:
-            block.remove_op(bn_index)
             block.insert_op(bn_index, type="elementwise_add", inputs={"X": [x], "Y": [bias_name]},
                             outputs={"Out": [out]}, attrs={"axis": 1})
         return True

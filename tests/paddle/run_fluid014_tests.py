@@ -33,6 +33,21 @@ high-level-api/fit_a_line/test_fit_a_line high-level-api/recognize_digits/test_r
 high-level-api/recognize_digits/test_recognize_digits_mlp high-level-api/image_classification/test_image_classification_resnet
 high-level-api/image_classification/test_image_classification_vgg high-level-api/word2vec/test_word2vec_new_api""".split()
 
+# Methods whose failure is a deliberate difference, each with its reason (harness.py).
+DIVERGENCES = {
+    "test_layers.TestBook.test_label_smooth":
+        "Paddle 2.1 refuses one_hot of a float32 label (its test_one_hot_op asserts the TypeError); Rill keeps 2.1's rule",
+    "test_layers.TestBook.test_mean_iou":
+        "Paddle 2.1 refuses mean_iou of float32 predictions (its test_mean_iou asserts the TypeError); Rill keeps 2.1's",
+    "test_layers.TestBook.test_simple_conv2d":
+        "Paddle 2.1 refuses conv2d of an int32 image (its test_conv2d_op asserts the TypeError); Rill keeps 2.1's",
+    "test_variable.TestVariable.test_np_dtype_convert":
+        "0.14 refuses the dtype int8, which Paddle 2.1 and Rill have",
+    "test_profiler.TestProfiler.test_all_profiler":
+        "GPU: the file it reads is written only by the GPU profiling run, which returns early without CUDA, as on "
+        "Paddle's own CPU build",
+}
+
 
 def main():
     args = harness.parse_args(__doc__.splitlines()[0], "test_NAME.py files (default: issue 62's forty)")
@@ -56,8 +71,11 @@ def main():
     else:
         paths = {"%s.py" % f: path_of("%s.py" % f) for f in FILES + TOP_LEVEL_FILES}
         paths.update({"book/%s.py" % f: os.path.join(tests, "book", f + ".py") for f in BOOK_FILES})
+    # Paddle's own switch for the variants its CI skipped for time (word2vec's dense and
+    # parallel cases): the book's CPU methods are the acceptance, so all of them run.
+    os.environ["FULL_TEST"] = "1"
     failed = harness.run_and_report(paths, os.path.abspath(args.build), args.timeout, args.verbose, args.json,
-                                    dialect="py2")
+                                    dialect="py2", divergences=DIVERGENCES)
     sys.exit(1 if failed else 0)
 
 

@@ -38,6 +38,18 @@ yolo_box_op
 crop_op ftrl_op lrn_op maxout_op mean_iou multiplex_op norm_op polygon_box_transform roi_pool_op smooth_l1_loss_op
 """.split()
 
+# Methods whose failure is a deliberate difference, each with its reason (harness.py).
+DIVERGENCES = {
+    "test_adam_op.TestSparseAdamOp.test_sparse_adam":
+        "lazy sparse Adam into outputs that are not its inputs: Paddle leaves the rows Grad does not name as the "
+        "outputs held them (the test pre-fills zeros); Rill gives them Param's and the moments' values, as updating "
+        "in place would",
+    "test_expand_op.TestExpandError.test_errors":
+        "Paddle 2.1's fluid.layers.expand refuses a bool X whose stop_gradient is True (paddle.expand refuses the "
+        "opposite); Rill expands bool tensors either way",
+}
+
+
 def main():
     args = harness.parse_args(__doc__.splitlines()[0], "test_NAME.py files (default: the ops Rill ships)")
     src = os.environ.get("PADDLE_SRC")
@@ -48,7 +60,8 @@ def main():
         sys.exit("run_op_tests: %s has no python/paddle/fluid/tests/unittests" % src)
     names = args.files or ["test_%s.py" % f for f in FILES]
     paths = {name: os.path.join(tests, os.path.basename(name)) for name in names}
-    failed = harness.run_and_report(paths, os.path.abspath(args.build), args.timeout, args.verbose, args.json)
+    failed = harness.run_and_report(paths, os.path.abspath(args.build), args.timeout, args.verbose, args.json,
+                                    divergences=DIVERGENCES)
     sys.exit(1 if failed else 0)
 
 

@@ -1,0 +1,562 @@
+// The activations' formulas: one functor per unary elementwise op of activation.cc, kept
+// apart from its kernels so that activation_loops.cc can compile them once per instruction
+// set (isa.h).
+//
+// A functor is made from the kernel's context on the calling thread (it reads its attributes
+// there) and is then only read: Forward and Backward are const and take Eigen array
+// expressions of one contiguous run of elements, so the loops may call them from any thread,
+// on any run.
+#ifndef RILL_MATH_ACTIVATION_FUNCTORS_H_
+#define RILL_MATH_ACTIVATION_FUNCTORS_H_
+
+#include <unsupported/Eigen/SpecialFunctions>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "kernels.h"
+
+namespace rill::math::activation {
+
+// Each op is made from the kernel's context (it reads its attributes there); Forward(x, out)
+// writes Out, Backward(v, g, dx) writes X@GRAD from the incoming gradient g and v, the
+// forward value its gradient op reads (kGradFrom: X, or Out where the derivative is
+// cheapest from the output, as Fluid's gradient ops read them; for a derivative of zero
+// almost everywhere, nothing, and v is g). Formulas and attribute defaults are Fluid's.
+enum class GradFrom { kX, kOut, kNothing };
+template <class A> using S = typename A::Scalar;
+// Piecewise formulas are written as lambdas over both operands' values (binaryExpr), not
+// Eigen's select: select reads its chosen branch only, so it compiles to a branch per
+// element, mispredicted on half of them for activations' mixed signs; with both values in
+// hand the compiler makes it a vector blend (given the flags CMakeLists.txt compiles this
+// file with: without them GCC keeps the branch).
+//
+// Eigen evaluates an expression with a lambda in it one scalar at a time, its exp or log
+// included (a libm call each). A piecewise formula with a transcendental branch therefore
+// computes that branch over the whole run first, into a Block (vectorized), and then blends;
+// the loops hand a functor runs of at most kActivationBlock elements, so a Block lives on
+// the stack and in L1. The Block's argument is clamped to the branch's own domain where the
+// other branch is taken, so it cannot overflow there.
+constexpr int kActivationBlock = 1024;
+template <class A> using Block = Eigen::Array<S<A>, Eigen::Dynamic, 1, Eigen::ColMajor, kActivationBlock, 1>;
+
+struct Relu {
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
+  explicit Relu(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.max(S<A>(0)); }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    dx = out.binaryExpr(g, [](S<A> o, S<A> gv) { return o > S<A>(0) ? gv : S<A>(0); });
+  }
+};
+struct Sigmoid {
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
+  explicit Sigmoid(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = (S<A>(1) + (-x).exp()).inverse(); }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    dx = g * out * (S<A>(1) - out);
+  }
+};
+struct Tanh {
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
+  explicit Tanh(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.tanh(); }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    dx = g * (S<A>(1) - out.square());
+  }
+};
+struct Square {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Square(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.square(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = S<A>(2) * x * g; }
+};
+struct Exp {
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
+  explicit Exp(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.exp(); }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const { dx = g * out; }
+};
+struct Log {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Log(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.log(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = g / x; }
+};
+struct Sqrt {
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
+  explicit Sqrt(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.sqrt(); }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    dx = S<A>(0.5) * g / out;
+  }
+};
+struct Abs {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Abs(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.abs(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = g * x.sign(); }
+};
+struct Relu6 {
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
+  explicit Relu6(KernelContext& ctx) : t(ctx.Attr<float>("threshold")) {}
+  double t;
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.max(S<A>(0)).min(S<A>(t)); }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    const S<A> top = S<A>(t);
+    dx = out.binaryExpr(g, [top](S<A> o, S<A> gv) { return o > S<A>(0) && o < top ? gv : S<A>(0); });
+  }
+};
+struct LeakyRelu {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit LeakyRelu(KernelContext& ctx) : alpha(ctx.Attr<float>("alpha")) {}
+  double alpha;
+  template <class A, class O> void Forward(const A& x, O out) const {
+    const S<A> a = S<A>(alpha);
+    out = x.unaryExpr([a](S<A> v) { return v > S<A>(0) ? v : a * v; });
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const S<A> a = S<A>(alpha);
+    dx = x.binaryExpr(g, [a](S<A> v, S<A> gv) { return v > S<A>(0) ? gv : a * gv; });
+  }
+};
+// gelu: x * Phi(x) with Phi the normal CDF, or (approximate) Phi by its tanh form.
+struct Gelu {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Gelu(KernelContext& ctx) : approximate(ctx.Attr<bool>("approximate")) {}
+  bool approximate;
+  static constexpr double kSqrtHalf = 0.70710678118654752440, kSqrt2OverPi = 0.79788456080286535588;
+  static constexpr double kInvSqrt2Pi = 0.39894228040143267794, kCubic = 0.044715;
+  template <class A> static auto Inner(const A& x) { return S<A>(kSqrt2OverPi) * (x + S<A>(kCubic) * x.cube()); }
+  template <class A, class O> void Forward(const A& x, O out) const {
+    if (approximate) out = S<A>(0.5) * x * (S<A>(1) + Inner(x).tanh());
+    else out = S<A>(0.5) * x * (S<A>(1) + (S<A>(kSqrtHalf) * x).erf());
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    if (approximate) {
+      const auto t = Inner(x).tanh().eval();
+      dx = g * (S<A>(0.5) * (S<A>(1) + t) +
+                S<A>(0.5) * x * (S<A>(1) - t.square()) * S<A>(kSqrt2OverPi) * (S<A>(1) + S<A>(3 * kCubic) * x.square()));
+    } else {
+      dx = g * (S<A>(0.5) * (S<A>(1) + (S<A>(kSqrtHalf) * x).erf()) +
+                x * (S<A>(-0.5) * x.square()).exp() * S<A>(kInvSqrt2Pi));
+    }
+  }
+};
+// swish: x * sigmoid(beta x).
+struct Swish {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Swish(KernelContext& ctx) : beta(ctx.Attr<float>("beta")) {}
+  double beta;
+  template <class A> auto Sig(const A& x) const { return (S<A>(1) + (S<A>(-beta) * x).exp()).inverse(); }
+  template <class A, class O> void Forward(const A& x, O out) const { out = x * Sig(x); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const auto s = Sig(x).eval();
+    dx = g * (s + S<A>(beta) * x * s * (S<A>(1) - s));
+  }
+};
+// hard_swish: x * clip(x + offset, 0, threshold) / scale.
+struct HardSwish {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit HardSwish(KernelContext& ctx)
+      : t(ctx.Attr<float>("threshold")), scale(ctx.Attr<float>("scale")), offset(ctx.Attr<float>("offset")) {}
+  double t, scale, offset;
+  template <class A, class O> void Forward(const A& x, O out) const {
+    out = x * (x + S<A>(offset)).max(S<A>(0)).min(S<A>(t)) / S<A>(scale);
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const auto shifted = (x + S<A>(offset)).eval();
+    const auto inside = (shifted > S<A>(0) && shifted < S<A>(t)).template cast<S<A>>();
+    dx = g * (shifted.max(S<A>(0)).min(S<A>(t)) + x * inside) / S<A>(scale);
+  }
+};
+// hard_sigmoid: clip(slope * x + offset, 0, 1).
+struct HardSigmoid {
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
+  explicit HardSigmoid(KernelContext& ctx) : slope(ctx.Attr<float>("slope")), offset(ctx.Attr<float>("offset")) {}
+  double slope, offset;
+  template <class A, class O> void Forward(const A& x, O out) const {
+    out = (S<A>(slope) * x + S<A>(offset)).max(S<A>(0)).min(S<A>(1));
+  }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    const S<A> k = S<A>(slope);
+    dx = out.binaryExpr(g, [k](S<A> o, S<A> gv) { return o > S<A>(0) && o < S<A>(1) ? k * gv : S<A>(0); });
+  }
+};
+// clip: X limited to [min, max], each from its tensor (Min, Max) when given.
+struct Clip {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Clip(KernelContext& ctx)
+      : lo(ScalarFromInput<double, float>(ctx, "Min", "min")), hi(ScalarFromInput<double, float>(ctx, "Max", "max")) {
+    if (lo > hi) throw Error("clip: min (" + std::to_string(lo) + ") is greater than max (" + std::to_string(hi) + ")");
+  }
+  double lo, hi;
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.max(S<A>(lo)).min(S<A>(hi)); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const S<A> l = S<A>(lo), h = S<A>(hi);
+    dx = x.binaryExpr(g, [l, h](S<A> v, S<A> gv) { return v > l && v < h ? gv : S<A>(0); });
+  }
+};
+
+// silu: x * sigmoid(x).
+struct Silu {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Silu(KernelContext&) {}
+  template <class A> static auto Sig(const A& x) { return (S<A>(1) + (-x).exp()).inverse(); }
+  template <class A, class O> void Forward(const A& x, O out) const { out = x * Sig(x); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const auto s = Sig(x).eval();
+    dx = g * s * (S<A>(1) + x * (S<A>(1) - s));
+  }
+};
+// logsigmoid: ln(sigmoid(x)) = min(x, 0) - ln(1 + exp(-|x|)), which neither overflows nor
+// rounds to ln(0); its derivative sigmoid(-x) = 1 / (1 + exp(x)) tends to 0 for large x.
+struct LogSigmoid {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit LogSigmoid(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const {
+    out = x.min(S<A>(0)) - (-x.abs()).exp().log1p();
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g * (S<A>(1) + x.exp()).inverse();
+  }
+};
+// tanh_shrink: x - tanh(x).
+struct TanhShrink {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit TanhShrink(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x - x.tanh(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g * x.tanh().square();
+  }
+};
+// softshrink: x - lambda above lambda, x + lambda below -lambda, 0 between.
+struct SoftShrink {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit SoftShrink(KernelContext& ctx) : lambda(ctx.Attr<float>("lambda")) {}
+  double lambda;
+  template <class A, class O> void Forward(const A& x, O out) const {
+    const S<A> l = S<A>(lambda);
+    out = x.unaryExpr([l](S<A> v) { return v > l ? v - l : v < -l ? v + l : S<A>(0); });
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const S<A> l = S<A>(lambda);
+    dx = x.binaryExpr(g, [l](S<A> v, S<A> gv) { return v > l || v < -l ? gv : S<A>(0); });
+  }
+};
+// hard_shrink: x where |x| > threshold, else 0.
+struct HardShrink {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit HardShrink(KernelContext& ctx) : t(ctx.Attr<float>("threshold")) {}
+  double t;
+  template <class A, class O> void Forward(const A& x, O out) const {
+    const S<A> k = S<A>(t);
+    out = x.unaryExpr([k](S<A> v) { return v > k || v < -k ? v : S<A>(0); });
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const S<A> k = S<A>(t);
+    dx = x.binaryExpr(g, [k](S<A> v, S<A> gv) { return v > k || v < -k ? gv : S<A>(0); });
+  }
+};
+// thresholded_relu: x above threshold, else 0.
+struct ThresholdedRelu {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit ThresholdedRelu(KernelContext& ctx) : t(ctx.Attr<float>("threshold")) {}
+  double t;
+  template <class A, class O> void Forward(const A& x, O out) const {
+    const S<A> k = S<A>(t);
+    out = x.unaryExpr([k](S<A> v) { return v > k ? v : S<A>(0); });
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const S<A> k = S<A>(t);
+    dx = x.binaryExpr(g, [k](S<A> v, S<A> gv) { return v > k ? gv : S<A>(0); });
+  }
+};
+// brelu: x limited to [t_min, t_max].
+struct BRelu {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit BRelu(KernelContext& ctx) : lo(ctx.Attr<float>("t_min")), hi(ctx.Attr<float>("t_max")) {
+    if (lo > hi) throw Error("brelu: t_min (" + std::to_string(lo) + ") is greater than t_max (" + std::to_string(hi) + ")");
+  }
+  double lo, hi;
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.max(S<A>(lo)).min(S<A>(hi)); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const S<A> l = S<A>(lo), h = S<A>(hi);
+    dx = x.binaryExpr(g, [l, h](S<A> v, S<A> gv) { return v > l && v < h ? gv : S<A>(0); });
+  }
+};
+// soft_relu: ln(1 + exp(x clipped to [-threshold, threshold])). Its gradient, from Out as
+// Fluid's: sigmoid(x) = 1 - exp(-Out), and 0 where x was clipped, which is where Out is
+// Soft(-threshold) or Soft(threshold): the same function of the same value in T, so a
+// clipped x's Out equals its bound to the bit.
+struct SoftRelu {
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
+  explicit SoftRelu(KernelContext& ctx) : t(ctx.Attr<float>("threshold")) {
+    if (!(t > 0)) throw Error("soft_relu: threshold (" + std::to_string(t) + ") is not positive");
+  }
+  double t;
+  template <class T> static T Soft(T v) { return std::log1p(std::exp(v)); }
+  template <class A, class O> void Forward(const A& x, O out) const {
+    const S<A> k = S<A>(t);
+    out = x.max(-k).min(k).exp().log1p();
+  }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    const S<A> lo = Soft(S<A>(-t)), hi = Soft(S<A>(t));
+    const Block<A> d = -(-out).expm1() * g;
+    dx = out.binaryExpr(d, [lo, hi](S<A> o, S<A> dv) { return o > lo && o < hi ? dv : S<A>(0); });
+  }
+};
+// elu: x above 0, else alpha * (exp(x) - 1).
+struct Elu {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Elu(KernelContext& ctx) : alpha(ctx.Attr<float>("alpha")) {}
+  double alpha;
+  template <class A, class O> void Forward(const A& x, O out) const {
+    const S<A> a = S<A>(alpha);
+    const Block<A> below = a * x.min(S<A>(0)).expm1();
+    out = x.binaryExpr(below, [](S<A> v, S<A> b) { return v > S<A>(0) ? v : b; });
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    Block<A> slope = S<A>(alpha) * x.min(S<A>(0)).exp();
+    slope = x.binaryExpr(slope, [](S<A> v, S<A> d) { return v > S<A>(0) ? S<A>(1) : d; });
+    dx = g * slope;
+  }
+};
+// softplus: ln(1 + exp(beta * x)) / beta, or x where beta * x > threshold.
+struct Softplus {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Softplus(KernelContext& ctx) : beta(ctx.Attr<float>("beta")), t(ctx.Attr<float>("threshold")) {
+    if (beta == 0) throw Error("softplus: beta is 0");
+  }
+  double beta, t;
+  template <class A, class O> void Forward(const A& x, O out) const {
+    const S<A> b = S<A>(beta), k = S<A>(t);
+    const Block<A> soft = (b * x).min(k).exp().log1p() / b;
+    out = x.binaryExpr(soft, [b, k](S<A> v, S<A> sv) { return b * v > k ? v : sv; });
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const S<A> b = S<A>(beta), k = S<A>(t);
+    Block<A> slope = (S<A>(1) + (-b * x).exp()).inverse();
+    slope = x.binaryExpr(slope, [b, k](S<A> v, S<A> d) { return b * v > k ? S<A>(1) : d; });
+    dx = g * slope;
+  }
+};
+// softsign: x / (1 + |x|).
+struct Softsign {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Softsign(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x / (S<A>(1) + x.abs()); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g / (S<A>(1) + x.abs()).square();
+  }
+};
+// mish: x * tanh(softplus(x)), softplus(x) being x above threshold.
+struct Mish {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Mish(KernelContext& ctx) : t(ctx.Attr<float>("threshold")) {}
+  double t;
+  // softplus as Paddle computes it: x above the threshold, exp(x) below its negative.
+  template <class V> static V Softplus(V v, V k) { return v > k ? v : v < -k ? std::exp(v) : std::log1p(std::exp(v)); }
+  template <class V> static V SoftplusGrad(V v, V k) {
+    return v > k ? V(1) : v < -k ? std::exp(v) : V(1) / (V(1) + std::exp(-v));
+  }
+  template <class A, class O> void Forward(const A& x, O out) const {
+    const S<A> k = S<A>(t);
+    out = x.unaryExpr([k](S<A> v) { return v * std::tanh(Softplus(v, k)); });
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    const S<A> k = S<A>(t);
+    dx = x.binaryExpr(g, [k](S<A> v, S<A> gv) {
+      const S<A> th = std::tanh(Softplus(v, k));
+      return gv * (th + v * (S<A>(1) - th * th) * SoftplusGrad(v, k));
+    });
+  }
+};
+// selu: scale * (x above 0, else alpha * (exp(x) - 1)); its gradient from Out, as Fluid's.
+struct Selu {
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
+  explicit Selu(KernelContext& ctx) : scale(ctx.Attr<float>("scale")), alpha(ctx.Attr<float>("alpha")) {
+    if (!(scale > 0) || !(alpha > 0)) {
+      throw Error("selu: scale (" + std::to_string(scale) + ") and alpha (" + std::to_string(alpha) +
+                  ") must be positive");
+    }
+  }
+  double scale, alpha;
+  template <class A, class O> void Forward(const A& x, O out) const {
+    const S<A> s = S<A>(scale), a = S<A>(alpha);
+    const Block<A> below = a * x.min(S<A>(0)).expm1();
+    out = s * x.binaryExpr(below, [](S<A> v, S<A> b) { return v > S<A>(0) ? v : b; });
+  }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    const S<A> s = S<A>(scale), sa = S<A>(scale * alpha);
+    dx = out.binaryExpr(g, [s, sa](S<A> o, S<A> gv) { return o > S<A>(0) ? gv * s : gv * (o + sa); });
+  }
+};
+// stanh: scale_b * tanh(scale_a * x).
+struct STanh {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit STanh(KernelContext& ctx) : a(ctx.Attr<float>("scale_a")), b(ctx.Attr<float>("scale_b")) {}
+  double a, b;
+  template <class A, class O> void Forward(const A& x, O out) const { out = S<A>(b) * (S<A>(a) * x).tanh(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g * S<A>(a * b) * (S<A>(1) - (S<A>(a) * x).tanh().square());
+  }
+};
+// pow: x ^ factor, the factor from FactorTensor (one fp32 value) when the op has it.
+struct Pow {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Pow(KernelContext& ctx) : factor(ctx.Attr<float>("factor")) {
+    if (ctx.HasInput("FactorTensor")) {
+      Tensor f = ctx.Input("FactorTensor");
+      if (f.numel() != 1 || f.dtype() != RILL_FP32) {
+        throw Error("pow: FactorTensor must be one fp32 value, not " + std::string(DataTypeName(f.dtype())) + " " +
+                    DimsString(f.dims()));
+      }
+      factor = f.data<float>()[0];
+    }
+  }
+  double factor;
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.pow(S<A>(factor)); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g * S<A>(factor) * x.pow(S<A>(factor - 1));
+  }
+};
+struct Reciprocal {
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
+  explicit Reciprocal(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.inverse(); }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    dx = -g * out.square();
+  }
+};
+struct Rsqrt {
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
+  explicit Rsqrt(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.rsqrt(); }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    dx = S<A>(-0.5) * g * out.cube();
+  }
+};
+struct Expm1 {
+  static constexpr GradFrom kGradFrom = GradFrom::kOut;
+  explicit Expm1(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.expm1(); }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
+    dx = g * (out + S<A>(1));
+  }
+};
+struct Log1p {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Log1p(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.log1p(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g / (S<A>(1) + x);
+  }
+};
+// log2 and log10: ln(x) / ln(base).
+template <int kBase>
+struct LogBase {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit LogBase(KernelContext&) {}
+  static double LnBase() { return std::log(static_cast<double>(kBase)); }
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.log() / S<A>(LnBase()); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g / (x * S<A>(LnBase()));
+  }
+};
+struct Sin {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Sin(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.sin(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = g * x.cos(); }
+};
+struct Cos {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Cos(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.cos(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = -g * x.sin(); }
+};
+struct Tan {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Tan(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.tan(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g / x.cos().square();
+  }
+};
+struct Asin {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Asin(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.asin(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g / (S<A>(1) - x.square()).sqrt();
+  }
+};
+struct Acos {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Acos(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.acos(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = -g / (S<A>(1) - x.square()).sqrt();
+  }
+};
+struct Atan {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Atan(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = x.atan(); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g / (S<A>(1) + x.square());
+  }
+};
+// sinh and cosh from Eigen's vectorized exp and expm1 (Eigen's own are scalar): with
+// e = expm1(|x|), sinh |x| = (e + e / (e + 1)) / 2, exact to rounding near 0 where
+// (exp(x) - exp(-x)) / 2 cancels; e is capped in the fraction so that an overflowed e gives
+// inf, not inf / inf. cosh x = (E + 1 / E) / 2 with E = exp(|x|) has no cancellation.
+template <class A> Block<A> SinhOf(const A& x) {
+  const Block<A> e = x.abs().expm1();
+  const Block<A> capped = e.min(std::numeric_limits<S<A>>::max());
+  return x.sign() * (S<A>(0.5) * (e + capped / (capped + S<A>(1))));
+}
+template <class A> Block<A> CoshOf(const A& x) {
+  const Block<A> e = x.abs().exp();
+  return S<A>(0.5) * (e + e.inverse());
+}
+struct Sinh {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Sinh(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = SinhOf(x); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = g * CoshOf(x); }
+};
+struct Cosh {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Cosh(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const { out = CoshOf(x); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = g * SinhOf(x); }
+};
+// floor, ceil, round (halves away from zero) and sign: steps, whose gradient is 0 (as
+// Fluid's).
+template <class Step>
+struct Rounding {
+  static constexpr GradFrom kGradFrom = GradFrom::kNothing;
+  explicit Rounding(KernelContext&) {}
+  template <class A, class O> void Forward(const A& x, O out) const {
+    out = x.unaryExpr([](S<A> v) { return Step()(v); });
+  }
+  template <class A, class B, class O> void Backward(const A&, const B& g, O dx) const { dx = g * S<A>(0); }
+};
+struct SignStep {
+  template <class T> T operator()(T v) const { return static_cast<T>((v > T(0)) - (v < T(0))); }
+};
+struct FloorStep {
+  template <class T> T operator()(T v) const { return std::floor(v); }
+};
+struct CeilStep {
+  template <class T> T operator()(T v) const { return std::ceil(v); }
+};
+struct RoundStep {
+  template <class T> T operator()(T v) const { return std::round(v); }
+};
+}  // namespace rill::math::activation
+
+#endif  // RILL_MATH_ACTIVATION_FUNCTORS_H_

@@ -1,0 +1,71 @@
+// The activations' loops over one contiguous run of elements, compiled once per instruction
+// set (isa.h) by activation_loops.cc, and the choice among them.
+//
+// Forward(op, x, out, n) writes out[0, n) from x[0, n); Backward(op, v, g, dx, n) writes
+// dx[0, n) from the functor's forward value v and the incoming gradient g (see
+// activation_functors.h). out and dx may be x, v or g themselves: each element is read
+// before it is written.
+#ifndef RILL_MATH_ACTIVATION_LOOPS_H_
+#define RILL_MATH_ACTIVATION_LOOPS_H_
+
+#include <cstdint>
+
+#include "activation_functors.h"
+#include "isa.h"
+
+namespace rill::math::activation {
+
+template <class Op, class T> using ForwardLoop = void (*)(const Op&, const T*, T*, int64_t);
+template <class Op, class T> using BackwardLoop = void (*)(const Op&, const T*, const T*, T*, int64_t);
+
+#define RILL_MATH_DECLARE_ACTIVATION_LOOPS(ns)                                   \
+  namespace ns {                                                                 \
+  template <class Op, class T> void Forward(const Op&, const T*, T*, int64_t);   \
+  template <class Op, class T> void Backward(const Op&, const T*, const T*, T*, int64_t); \
+  }
+RILL_MATH_DECLARE_ACTIVATION_LOOPS(isa_baseline)
+#if defined(RILL_MATH_X86_ISAS)
+RILL_MATH_DECLARE_ACTIVATION_LOOPS(isa_avx2)
+RILL_MATH_DECLARE_ACTIVATION_LOOPS(isa_avx512)
+#endif
+#undef RILL_MATH_DECLARE_ACTIVATION_LOOPS
+
+// Every functor compiled per set, with its forward dtypes (its gradient's: float and
+// double). Sin and Cos are a group apart: Eigen compiles their polynomial under options of
+// its own, which GCC will not inline the rest of Eigen into under the piecewise group's
+// -fno-trapping-math (CMakeLists.txt), so they are built without it.
+#define RILL_MATH_PIECEWISE_ACTIVATIONS(X)                                                                      \
+  X(Relu) X(Sigmoid) X(Tanh) X(Square) X(Exp) X(Log) X(Sqrt) X(Abs) X(Relu6) X(LeakyRelu) X(Gelu) X(Swish)      \
+  X(HardSwish) X(HardSigmoid) X(Clip) X(Silu) X(LogSigmoid) X(TanhShrink) X(SoftShrink) X(HardShrink)          \
+  X(ThresholdedRelu) X(BRelu) X(SoftRelu) X(Elu) X(Softplus) X(Softsign) X(Mish) X(Selu) X(STanh) X(Pow)        \
+  X(Reciprocal) X(Rsqrt) X(Expm1) X(Log1p) X(LogBase<2>) X(LogBase<10>) X(Tan) X(Asin) X(Acos) X(Atan) X(Sinh) \
+  X(Cosh) X(Rounding<FloorStep>) X(Rounding<CeilStep>) X(Rounding<RoundStep>) X(Rounding<SignStep>)
+#define RILL_MATH_TRIGONOMETRIC_ACTIVATIONS(X) X(Sin) X(Cos)
+// square also takes integers.
+#define RILL_MATH_INTEGER_ACTIVATIONS(X) X(Square, int32_t) X(Square, int64_t)
+
+// The loops of MathIsa()'s set.
+template <class Op, class T>
+ForwardLoop<Op, T> ForwardFor() {
+  switch (MathIsa()) {
+#if defined(RILL_MATH_X86_ISAS)
+    case Isa::kAvx512: return &isa_avx512::Forward<Op, T>;
+    case Isa::kAvx2: return &isa_avx2::Forward<Op, T>;
+#endif
+    default: return &isa_baseline::Forward<Op, T>;
+  }
+}
+template <class Op, class T>
+BackwardLoop<Op, T> BackwardFor() {
+  switch (MathIsa()) {
+#if defined(RILL_MATH_X86_ISAS)
+    case Isa::kAvx512: return &isa_avx512::Backward<Op, T>;
+    case Isa::kAvx2: return &isa_avx2::Backward<Op, T>;
+#endif
+    default: return &isa_baseline::Backward<Op, T>;
+  }
+}
+
+}  // namespace rill::math::activation
+
+#endif  // RILL_MATH_ACTIVATION_LOOPS_H_

@@ -5,6 +5,7 @@
 // sharing each Alpha.
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 
 namespace rill::math {
 namespace {
@@ -20,7 +21,7 @@ AlphaOf PlanAlpha(KernelContext& ctx, const std::vector<int64_t>& d, int64_t alp
   AlphaOf a;
   int64_t want = 1;
   if (mode == "all") {
-    a.inner = 1;
+    a.inner = std::max<int64_t>(1, Product(d, 0, d.size()));
     a.count = 1;
   } else if (mode == "channel") {
     if (d.size() < 2) throw Error("channel mode needs X with a channel dim, X is " + DimsString(d));
@@ -50,8 +51,20 @@ void Prelu(KernelContext& ctx) {
   const AlphaOf at = PlanAlpha(ctx, x.dims(), alpha.numel());
   const T* px = x.data<T>();
   const T* pa = alpha.data<T>();
+  const int64_t n = x.numel();
   WriteOutput<T>(ctx, "Out", {"X", "Alpha"}, x.dims(), [&](T* out) {
-    for (int64_t i = 0; i < x.numel(); ++i) out[i] = px[i] > T(0) ? px[i] : pa[at(i)] * px[i];
+    // Runs of `inner` elements share one Alpha: the inner loop is a vector blend.
+    ParallelFor(at.inner == 0 ? 0 : n / at.inner, 2.0 * sizeof(T) * n, [&](int64_t, int64_t first, int64_t last) {
+      for (int64_t run = first; run < last; ++run) {
+        const T a = pa[run % at.count];
+        const T* xs = px + run * at.inner;
+        T* os = out + run * at.inner;
+        for (int64_t j = 0; j < at.inner; ++j) {
+          const T v = xs[j], scaled = a * v;
+          os[j] = v > T(0) ? v : scaled;
+        }
+      }
+    });
   });
 }
 

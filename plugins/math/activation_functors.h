@@ -184,12 +184,16 @@ struct HardSigmoid {
     dx = out.binaryExpr(g, [k](S<A> o, S<A> gv) { return o > S<A>(0) && o < S<A>(1) ? k * gv : S<A>(0); });
   }
 };
-// clip: X limited to [min, max], each from its tensor (Min, Max) when given.
-struct Clip {
+// X limited to [lo, hi], its gradient passing strictly inside: clip and brelu, which take
+// their limits from different places.
+struct Limited {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
-  explicit Clip(KernelContext& ctx)
-      : lo(ScalarFromInput<double, float>(ctx, "Min", "min")), hi(ScalarFromInput<double, float>(ctx, "Max", "max")) {
-    if (lo > hi) throw Error("clip: min (" + std::to_string(lo) + ") is greater than max (" + std::to_string(hi) + ")");
+  Limited(const char* op, const char* lo_name, double lo_value, const char* hi_name, double hi_value)
+      : lo(lo_value), hi(hi_value) {
+    if (lo > hi) {
+      throw Error(std::string(op) + ": " + lo_name + " (" + std::to_string(lo) + ") is greater than " + hi_name +
+                  " (" + std::to_string(hi) + ")");
+    }
   }
   double lo, hi;
   template <class A, class O> void Forward(const A& x, O out) const { out = x.max(S<A>(lo)).min(S<A>(hi)); }
@@ -197,6 +201,12 @@ struct Clip {
     const S<A> l = S<A>(lo), h = S<A>(hi);
     dx = x.binaryExpr(g, [l, h](S<A> v, S<A> gv) { return v > l && v < h ? gv : S<A>(0); });
   }
+};
+// clip: X limited to [min, max], each from its tensor (Min, Max) when given.
+struct Clip : Limited {
+  explicit Clip(KernelContext& ctx)
+      : Limited("clip", "min", ScalarFromInput<double, float>(ctx, "Min", "min"), "max",
+                ScalarFromInput<double, float>(ctx, "Max", "max")) {}
 };
 
 // silu: x * sigmoid(x).
@@ -274,17 +284,9 @@ struct ThresholdedRelu {
   }
 };
 // brelu: x limited to [t_min, t_max].
-struct BRelu {
-  static constexpr GradFrom kGradFrom = GradFrom::kX;
-  explicit BRelu(KernelContext& ctx) : lo(ctx.Attr<float>("t_min")), hi(ctx.Attr<float>("t_max")) {
-    if (lo > hi) throw Error("brelu: t_min (" + std::to_string(lo) + ") is greater than t_max (" + std::to_string(hi) + ")");
-  }
-  double lo, hi;
-  template <class A, class O> void Forward(const A& x, O out) const { out = x.max(S<A>(lo)).min(S<A>(hi)); }
-  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
-    const S<A> l = S<A>(lo), h = S<A>(hi);
-    dx = x.binaryExpr(g, [l, h](S<A> v, S<A> gv) { return v > l && v < h ? gv : S<A>(0); });
-  }
+struct BRelu : Limited {
+  explicit BRelu(KernelContext& ctx)
+      : Limited("brelu", "t_min", ctx.Attr<float>("t_min"), "t_max", ctx.Attr<float>("t_max")) {}
 };
 // soft_relu: ln(1 + exp(x clipped to [-threshold, threshold])). Its gradient, from Out as
 // Fluid's: sigmoid(x) = 1 - exp(-Out), and 0 where x was clipped, which is where Out is

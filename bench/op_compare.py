@@ -267,18 +267,13 @@ def cases():
     add("dropout inference [1024, 4096]", "dropout", {"X": x()}, {"dropout_prob": 0.5, "is_test": True,
                                                                   "dropout_implementation": "upscale_in_train"},
         "F.dropout(X, 0.5, training=False).clone()", ("Out",))
-    add("bilinear_interp_v2 [16, 64, 56, 56] to 112", "bilinear_interp_v2", {"X": x(shape=(16, 64, 56, 56))},
-        {"out_h": 112, "out_w": 112, "align_corners": False, "align_mode": 0},
-        "F.interpolate(X, size=(112, 112), mode='bilinear', align_corners=False)")
-    add("nearest_interp_v2 [16, 64, 56, 56] to 112", "nearest_interp_v2", {"X": x(shape=(16, 64, 56, 56))},
-        {"out_h": 112, "out_w": 112, "align_corners": False},
-        "F.interpolate(X, size=(112, 112), mode='nearest')")
-    add("bilinear_interp [16, 64, 56, 56] to 112", "bilinear_interp", {"X": x(shape=(16, 64, 56, 56))},
-        {"out_h": 112, "out_w": 112, "align_corners": False, "align_mode": 0},
-        "F.interpolate(X, size=(112, 112), mode='bilinear', align_corners=False)")
-    add("nearest_interp [16, 64, 56, 56] to 112", "nearest_interp", {"X": x(shape=(16, 64, 56, 56))},
-        {"out_h": 112, "out_w": 112, "align_corners": False},
-        "F.interpolate(X, size=(112, 112), mode='nearest')")
+    for version in ("_v2", ""):
+        add("bilinear_interp%s [16, 64, 56, 56] to 112" % version, "bilinear_interp" + version,
+            {"X": x(shape=(16, 64, 56, 56))}, {"out_h": 112, "out_w": 112, "align_corners": False, "align_mode": 0},
+            "F.interpolate(X, size=(112, 112), mode='bilinear', align_corners=False)")
+        add("nearest_interp%s [16, 64, 56, 56] to 112" % version, "nearest_interp" + version,
+            {"X": x(shape=(16, 64, 56, 56))}, {"out_h": 112, "out_w": 112, "align_corners": False},
+            "F.interpolate(X, size=(112, 112), mode='nearest')")
     add("expand [1, 4096] x (1024, 1)", "expand", {"X": x(shape=(1, 4096))}, {"expand_times": [1024, 1]},
         "X.repeat(1024, 1)")
     add("expand_as_v2 [1, 4096] to [1024, 4096]", "expand_as_v2", {"X": x(shape=(1, 4096))},

@@ -19,13 +19,13 @@ using namespace activation;  // the functors, one per op
 
 template <class Op, class T>
 void Unary(KernelContext& ctx) {
-  static const ForwardLoop<Op, T> loop = ForwardFor<Op, T>();
+  static const Loops<Op, T> loops = LoopsFor<Op, T>();
   const Op op(ctx);
   Tensor x = ctx.Input("X");
   const T* px = x.data<T>();
   T* po = ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim());
   ParallelFor(x.numel(), 2.0 * sizeof(T) * x.numel(), [&](int64_t, int64_t begin, int64_t end) {
-    loop(op, px + begin, po + begin, end - begin);
+    loops.forward(op, px + begin, po + begin, end - begin);
   });
 }
 
@@ -39,7 +39,7 @@ constexpr const char* GradInputs(GradFrom from) {
 
 template <class Op, class T>
 void UnaryGrad(KernelContext& ctx) {
-  static const BackwardLoop<Op, T> loop = BackwardFor<Op, T>();
+  static const Loops<Op, T> loops = LoopsFor<Op, T>();
   const Op op(ctx);
   Tensor v = ctx.Input(GradValueSlot(Op::kGradFrom));
   Tensor g = ctx.Input("Out@GRAD");
@@ -51,7 +51,7 @@ void UnaryGrad(KernelContext& ctx) {
   }
   T* dx = ctx.AllocateOutput<T>("X@GRAD", v.dims_data(), v.ndim());
   ParallelFor(v.numel(), 3.0 * sizeof(T) * v.numel(), [&](int64_t, int64_t begin, int64_t end) {
-    loop(op, pv + begin, pg + begin, dx + begin, end - begin);
+    loops.backward(op, pv + begin, pg + begin, dx + begin, end - begin);
   });
 }
 

@@ -28,13 +28,10 @@ void Backward(const Op& op, const T* v, const T* g, T* dx, int64_t n) {
   }
 }
 
-#define RILL_INSTANTIATE_FOR(Op, T)                                       \
-  template void Forward<Op, T>(const Op&, const T*, T*, int64_t);
-#define RILL_INSTANTIATE(Op)                                                           \
-  RILL_INSTANTIATE_FOR(Op, float)                                                      \
-  RILL_INSTANTIATE_FOR(Op, double)                                                     \
-  template void Backward<Op, float>(const Op&, const float*, const float*, float*, int64_t); \
-  template void Backward<Op, double>(const Op&, const double*, const double*, double*, int64_t);
+#define RILL_INSTANTIATE_FOR(Op, T)                                  \
+  template void Forward<Op, T>(const Op&, const T*, T*, int64_t); \
+  template void Backward<Op, T>(const Op&, const T*, const T*, T*, int64_t);
+#define RILL_INSTANTIATE(Op) RILL_INSTANTIATE_FOR(Op, float) RILL_INSTANTIATE_FOR(Op, double)
 
 RILL_MATH_ACTIVATION_GROUP(RILL_INSTANTIATE)
 #if defined(RILL_MATH_ACTIVATION_INTEGERS)

@@ -15,8 +15,12 @@
 
 namespace rill::math::activation {
 
-template <class Op, class T> using ForwardLoop = void (*)(const Op&, const T*, T*, int64_t);
-template <class Op, class T> using BackwardLoop = void (*)(const Op&, const T*, const T*, T*, int64_t);
+// One set's loops for functor Op on dtype T.
+template <class Op, class T>
+struct Loops {
+  void (*forward)(const Op&, const T*, T*, int64_t);
+  void (*backward)(const Op&, const T*, const T*, T*, int64_t);
+};
 
 #define RILL_MATH_DECLARE_ACTIVATION_LOOPS(ns)                                   \
   namespace ns {                                                                 \
@@ -30,8 +34,7 @@ RILL_MATH_DECLARE_ACTIVATION_LOOPS(isa_avx512)
 #endif
 #undef RILL_MATH_DECLARE_ACTIVATION_LOOPS
 
-// Every functor compiled per set, with its forward dtypes (its gradient's: float and
-// double). Sin and Cos are a group apart: Eigen compiles their polynomial under options of
+// Every functor compiled per set, for float and double. Sin and Cos are a group apart: Eigen compiles their polynomial under options of
 // its own, which GCC will not inline the rest of Eigen into under the piecewise group's
 // -fno-trapping-math (CMakeLists.txt), so they are built without it.
 #define RILL_MATH_PIECEWISE_ACTIVATIONS(X)                                                                      \
@@ -46,23 +49,13 @@ RILL_MATH_DECLARE_ACTIVATION_LOOPS(isa_avx512)
 
 // The loops of MathIsa()'s set.
 template <class Op, class T>
-ForwardLoop<Op, T> ForwardFor() {
+Loops<Op, T> LoopsFor() {
   switch (MathIsa()) {
 #if defined(RILL_MATH_X86_ISAS)
-    case Isa::kAvx512: return &isa_avx512::Forward<Op, T>;
-    case Isa::kAvx2: return &isa_avx2::Forward<Op, T>;
+    case Isa::kAvx512: return {&isa_avx512::Forward<Op, T>, &isa_avx512::Backward<Op, T>};
+    case Isa::kAvx2: return {&isa_avx2::Forward<Op, T>, &isa_avx2::Backward<Op, T>};
 #endif
-    default: return &isa_baseline::Forward<Op, T>;
-  }
-}
-template <class Op, class T>
-BackwardLoop<Op, T> BackwardFor() {
-  switch (MathIsa()) {
-#if defined(RILL_MATH_X86_ISAS)
-    case Isa::kAvx512: return &isa_avx512::Backward<Op, T>;
-    case Isa::kAvx2: return &isa_avx2::Backward<Op, T>;
-#endif
-    default: return &isa_baseline::Backward<Op, T>;
+    default: return {&isa_baseline::Forward<Op, T>, &isa_baseline::Backward<Op, T>};
   }
 }
 

@@ -21,7 +21,7 @@ AlphaOf PlanAlpha(KernelContext& ctx, const std::vector<int64_t>& d, int64_t alp
   AlphaOf a;
   int64_t want = 1;
   if (mode == "all") {
-    a.inner = std::max<int64_t>(1, Product(d, 0, d.size()));
+    a.inner = Product(d, 0, d.size());
     a.count = 1;
   } else if (mode == "channel") {
     if (d.size() < 2) throw Error("channel mode needs X with a channel dim, X is " + DimsString(d));
@@ -40,7 +40,9 @@ AlphaOf PlanAlpha(KernelContext& ctx, const std::vector<int64_t>& d, int64_t alp
     throw Error("Alpha holds " + std::to_string(alphas) + " values; mode " + mode + " on X " + DimsString(d) +
                 " takes " + std::to_string(want));
   }
-  if (a.count == 0) a.count = 1;  // an empty X reads no Alpha
+  // An empty X reads no Alpha: its runs may be of any length but 0.
+  a.inner = std::max<int64_t>(a.inner, 1);
+  a.count = std::max<int64_t>(a.count, 1);
   return a;
 }
 
@@ -54,7 +56,7 @@ void Prelu(KernelContext& ctx) {
   const int64_t n = x.numel();
   WriteOutput<T>(ctx, "Out", {"X", "Alpha"}, x.dims(), [&](T* out) {
     // Runs of `inner` elements share one Alpha: the inner loop is a vector blend.
-    ParallelFor(at.inner == 0 ? 0 : n / at.inner, 2.0 * sizeof(T) * n, [&](int64_t, int64_t first, int64_t last) {
+    ParallelFor(n / at.inner, 2.0 * sizeof(T) * n, [&](int64_t, int64_t first, int64_t last) {
       for (int64_t run = first; run < last; ++run) {
         const T a = pa[run % at.count];
         const T* xs = px + run * at.inner;

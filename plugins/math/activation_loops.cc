@@ -1,18 +1,18 @@
 // The activations' loops for one instruction set and one group of functors
 // (activation_loops.h): CMakeLists.txt compiles this file once per set and group, naming the
-// set's namespace in RILL_MATH_ISA_NAMESPACE and the group in RILL_MATH_ACTIVATION_GROUP.
+// set's tag in RILL_MATH_ISA_TAG and the group in RILL_MATH_ACTIVATION_GROUP.
 #include "activation_loops.h"
 
 #include <algorithm>
 
-#if !defined(RILL_MATH_ISA_NAMESPACE) || !defined(RILL_MATH_ACTIVATION_GROUP)
+#if !defined(RILL_MATH_ISA_TAG) || !defined(RILL_MATH_ACTIVATION_GROUP)
 #error "activation_loops.cc is compiled by rill_math_isa_objects (CMakeLists.txt), once per set and group"
 #endif
 
-namespace rill::math::activation::RILL_MATH_ISA_NAMESPACE {
+namespace rill::math::activation {
 
 // Runs of at most kActivationBlock elements, as the functors expect.
-template <class Op, class T>
+template <class Set, class Op, class T>
 void Forward(const Op& op, const T* x, T* out, int64_t n) {
   for (int64_t i = 0; i < n; i += kActivationBlock) {
     const int64_t k = std::min<int64_t>(kActivationBlock, n - i);
@@ -20,7 +20,7 @@ void Forward(const Op& op, const T* x, T* out, int64_t n) {
   }
 }
 
-template <class Op, class T>
+template <class Set, class Op, class T>
 void Backward(const Op& op, const T* v, const T* g, T* dx, int64_t n) {
   for (int64_t i = 0; i < n; i += kActivationBlock) {
     const int64_t k = std::min<int64_t>(kActivationBlock, n - i);
@@ -29,8 +29,8 @@ void Backward(const Op& op, const T* v, const T* g, T* dx, int64_t n) {
 }
 
 #define RILL_INSTANTIATE_FOR(Op, T)                                  \
-  template void Forward<Op, T>(const Op&, const T*, T*, int64_t); \
-  template void Backward<Op, T>(const Op&, const T*, const T*, T*, int64_t);
+  template void Forward<RILL_MATH_ISA_TAG, Op, T>(const Op&, const T*, T*, int64_t); \
+  template void Backward<RILL_MATH_ISA_TAG, Op, T>(const Op&, const T*, const T*, T*, int64_t);
 #define RILL_INSTANTIATE(Op) RILL_INSTANTIATE_FOR(Op, float) RILL_INSTANTIATE_FOR(Op, double)
 
 RILL_MATH_ACTIVATION_GROUP(RILL_INSTANTIATE)
@@ -38,4 +38,4 @@ RILL_MATH_ACTIVATION_GROUP(RILL_INSTANTIATE)
 RILL_MATH_INTEGER_ACTIVATIONS(RILL_INSTANTIATE_FOR)
 #endif
 
-}  // namespace rill::math::activation::RILL_MATH_ISA_NAMESPACE
+}  // namespace rill::math::activation

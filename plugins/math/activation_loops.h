@@ -22,17 +22,9 @@ struct Loops {
   void (*backward)(const Op&, const T*, const T*, T*, int64_t);
 };
 
-#define RILL_MATH_DECLARE_ACTIVATION_LOOPS(ns)                                   \
-  namespace ns {                                                                 \
-  template <class Op, class T> void Forward(const Op&, const T*, T*, int64_t);   \
-  template <class Op, class T> void Backward(const Op&, const T*, const T*, T*, int64_t); \
-  }
-RILL_MATH_DECLARE_ACTIVATION_LOOPS(isa_baseline)
-#if defined(RILL_MATH_X86_ISAS)
-RILL_MATH_DECLARE_ACTIVATION_LOOPS(isa_avx2)
-RILL_MATH_DECLARE_ACTIVATION_LOOPS(isa_avx512)
-#endif
-#undef RILL_MATH_DECLARE_ACTIVATION_LOOPS
+// Instantiated by activation_loops.cc for each set's tag (isa.h).
+template <class Set, class Op, class T> void Forward(const Op&, const T*, T*, int64_t);
+template <class Set, class Op, class T> void Backward(const Op&, const T*, const T*, T*, int64_t);
 
 // Every functor compiled per set, for float and double. Sin and Cos are a group apart: Eigen compiles their polynomial under options of
 // its own, which GCC will not inline the rest of Eigen into under the piecewise group's
@@ -50,13 +42,10 @@ RILL_MATH_DECLARE_ACTIVATION_LOOPS(isa_avx512)
 // The loops of MathIsa()'s set.
 template <class Op, class T>
 Loops<Op, T> LoopsFor() {
-  switch (MathIsa()) {
-#if defined(RILL_MATH_X86_ISAS)
-    case Isa::kAvx512: return {&isa_avx512::Forward<Op, T>, &isa_avx512::Backward<Op, T>};
-    case Isa::kAvx2: return {&isa_avx2::Forward<Op, T>, &isa_avx2::Backward<Op, T>};
-#endif
-    default: return {&isa_baseline::Forward<Op, T>, &isa_baseline::Backward<Op, T>};
-  }
+  return ForMathIsa([](auto set) {
+    using Set = decltype(set);
+    return Loops<Op, T>{&Forward<Set, Op, T>, &Backward<Set, Op, T>};
+  });
 }
 
 }  // namespace rill::math::activation

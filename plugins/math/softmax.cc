@@ -7,36 +7,37 @@
 #include "broadcast.h"
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
+#include "softmax_loops.h"
 
 namespace rill::math {
 namespace {
+
+using softmax::Vectors;
+
+Vectors VectorsAlong(const std::vector<int64_t>& d, size_t axis) {
+  return Vectors{Product(d, 0, axis), d[axis], Product(d, axis + 1, d.size())};
+}
+
+// The loops of this CPU's instruction set over the blocks of `v`, on the intra-op team.
+template <class T, class F>
+void ForBlocks(const Vectors& v, F&& loop) {
+  ParallelFor(v.pre, 2.0 * sizeof(T) * v.pre * v.n * v.post,
+              [&](int64_t, int64_t first, int64_t last) { loop(first, last); });
+}
 
 // softmax (kLog false): Out = exp(X - max) / sum(exp(X - max)) along axis; log_softmax:
 // Out = X - max - ln(sum(exp(X - max))), which neither overflows nor takes ln(0) for a
 // probability that underflows.
 template <class T, bool kLog>
 void SoftmaxOrLog(KernelContext& ctx) {
+  static const softmax::Loops<T> loops = softmax::LoopsFor<T>();
   Tensor x = ctx.Input("X");
   const std::vector<int64_t> d = x.dims();
-  const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), d.size());
-  const int64_t pre = Product(d, 0, axis), n = d[axis], post = Product(d, axis + 1, d.size());
+  const Vectors v = VectorsAlong(d, NormalizeAxis(ctx.Attr<int64_t>("axis"), d.size()));
   const T* px = x.data<T>();
   WriteOutput<T>(ctx, "Out", {"X"}, d, [&](T* out) {
-    for (int64_t i = 0; i < pre; ++i) {
-      for (int64_t k = 0; k < post; ++k) {
-        const int64_t base = i * n * post + k;
-        T max = px[base];
-        for (int64_t j = 1; j < n; ++j) max = std::max(max, px[base + j * post]);
-        T total = 0;
-        for (int64_t j = 0; j < n; ++j) total += out[base + j * post] = std::exp(px[base + j * post] - max);
-        if constexpr (kLog) {
-          const T shift = max + std::log(total);
-          for (int64_t j = 0; j < n; ++j) out[base + j * post] = px[base + j * post] - shift;
-        } else {
-          for (int64_t j = 0; j < n; ++j) out[base + j * post] /= total;
-        }
-      }
-    }
+    ForBlocks<T>(v, [&](int64_t first, int64_t last) { loops.forward(px, out, nullptr, v, first, last, kLog); });
   });
 }
 
@@ -74,48 +75,21 @@ void CrossEntropy(KernelContext& ctx) {
   std::copy(loss.begin(), loss.end(), po);
 }
 
-// X@GRAD = Out@GRAD - exp(Out) * sum(Out@GRAD) along axis.
-template <class T>
-void LogSoftmaxGrad(KernelContext& ctx) {
+// X@GRAD = Out@GRAD - exp(Out) * sum(Out@GRAD) (log_softmax), or Out * (Out@GRAD -
+// sum(Out@GRAD * Out)) (softmax), along axis.
+template <class T, bool kLog>
+void SoftmaxOrLogGrad(KernelContext& ctx) {
+  static const softmax::Loops<T> loops = softmax::LoopsFor<T>();
   Tensor out = ctx.Input("Out");
   Tensor g = ctx.Input("Out@GRAD");
   const std::vector<int64_t> d = out.dims();
   if (g.dims() != d) throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like Out " + DimsString(d));
-  const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), d.size());
-  const int64_t pre = Product(d, 0, axis), n = d[axis], post = Product(d, axis + 1, d.size());
+  const Vectors v = VectorsAlong(d, NormalizeAxis(ctx.Attr<int64_t>("axis"), d.size()));
   const T* po = out.data<T>();
   const T* pg = g.data<T>();
   WriteOutput<T>(ctx, "X@GRAD", {"Out", "Out@GRAD"}, d, [&](T* dx) {
-    for (int64_t i = 0; i < pre; ++i) {
-      for (int64_t k = 0; k < post; ++k) {
-        const int64_t base = i * n * post + k;
-        T sum = 0;
-        for (int64_t j = 0; j < n; ++j) sum += pg[base + j * post];
-        for (int64_t j = 0; j < n; ++j) dx[base + j * post] = pg[base + j * post] - std::exp(po[base + j * post]) * sum;
-      }
-    }
+    ForBlocks<T>(v, [&](int64_t first, int64_t last) { loops.backward(po, pg, dx, v, first, last, kLog); });
   });
-}
-
-// X@GRAD = Out * (Out@GRAD - sum(Out@GRAD * Out)) along axis.
-template <class T>
-void SoftmaxGrad(KernelContext& ctx) {
-  Tensor out = ctx.Input("Out");
-  Tensor g = ctx.Input("Out@GRAD");
-  const std::vector<int64_t> d = out.dims();
-  const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), d.size());
-  const int64_t pre = Product(d, 0, axis), n = d[axis], post = Product(d, axis + 1, d.size());
-  const T* po = out.data<T>();
-  const T* pg = g.data<T>();
-  T* dx = ctx.AllocateOutput<T>("X@GRAD", d);
-  for (int64_t i = 0; i < pre; ++i) {
-    for (int64_t k = 0; k < post; ++k) {
-      const int64_t base = i * n * post + k;
-      T dot = 0;
-      for (int64_t j = 0; j < n; ++j) dot += pg[base + j * post] * po[base + j * post];
-      for (int64_t j = 0; j < n; ++j) dx[base + j * post] = po[base + j * post] * (pg[base + j * post] - dot);
-    }
-  }
 }
 
 // X@GRAD = -Y@GRAD / X at each row's label (hard), or -Y@GRAD * Label / X (soft).
@@ -169,42 +143,44 @@ XentPlan PlanXent(KernelContext& ctx, const std::vector<int64_t>& logits, const 
 
 template <class T>
 void SoftmaxWithCrossEntropy(KernelContext& ctx) {
+  static const softmax::Loops<T> loops = softmax::LoopsFor<T>();
   Tensor logits = ctx.Input("Logits");
   Tensor label = ctx.Input("Label");
   const bool soft = ctx.Attr<bool>("soft_label");
   const bool use_softmax = ctx.Attr<bool>("use_softmax");
   const int64_t ignore = ctx.Attr<int64_t>("ignore_index");
   const XentPlan p = PlanXent(ctx, logits.dims(), label.dims(), soft);
+  const Vectors v{p.pre, p.n, p.post};
   const T* px = logits.data<T>();
-  std::vector<T> prob(static_cast<size_t>(logits.numel())), loss(static_cast<size_t>(p.pre * p.post), T(0));
-  for (int64_t i = 0; i < p.pre; ++i) {
-    for (int64_t k = 0; k < p.post; ++k) {
-      const int64_t base = i * p.n * p.post + k;
-      const auto at = [&](int64_t j) { return base + j * p.post; };
-      T max = px[base], total = 0;
-      for (int64_t j = 1; j < p.n; ++j) max = std::max(max, px[at(j)]);
-      for (int64_t j = 0; j < p.n; ++j) total += prob[at(j)] = use_softmax ? std::exp(px[at(j)] - max) : px[at(j)];
-      if (use_softmax) for (int64_t j = 0; j < p.n; ++j) prob[at(j)] /= total;
-      // -log softmax, from the logits: log(total) + max - x (no log of an underflowed 0).
-      const auto neg_log = [&](int64_t j) {
-        return use_softmax ? std::log(total) + max - px[at(j)] : -std::log(prob[at(j)]);
-      };
-      T& l = loss[i * p.post + k];
-      if (soft) {
-        const T* pl = label.data<T>();
-        for (int64_t j = 0; j < p.n; ++j) l += pl[at(j)] * neg_log(j);
-      } else {
-        const int64_t c = label.data<int64_t>()[i * p.post + k];
-        if (c == ignore) continue;
-        if (c < 0 || c >= p.n) {
-          throw Error("Label " + std::to_string(c) + " at row " + std::to_string(i * p.post + k) + " is not a class in [0, " +
-                      std::to_string(p.n) + ") nor ignore_index " + std::to_string(ignore));
+  // -log softmax(x_j) of row r is shift[r] - x_j: no log of a probability that underflowed.
+  std::vector<T> shift(static_cast<size_t>(p.pre * p.post)), loss(shift.size(), T(0));
+  WriteOutput<T>(ctx, "Softmax", {"Logits", "Label"}, p.dims, [&](T* prob) {
+    if (use_softmax) {
+      ForBlocks<T>(v, [&](int64_t first, int64_t last) { loops.forward(px, prob, shift.data(), v, first, last, false); });
+    } else {
+      std::copy(px, px + logits.numel(), prob);
+    }
+    for (int64_t i = 0; i < p.pre; ++i) {
+      for (int64_t k = 0; k < p.post; ++k) {
+        const int64_t base = i * p.n * p.post + k, row = i * p.post + k;
+        const auto at = [&](int64_t j) { return base + j * p.post; };
+        const auto neg_log = [&](int64_t j) { return use_softmax ? shift[row] - px[at(j)] : -std::log(prob[at(j)]); };
+        T& l = loss[row];
+        if (soft) {
+          const T* pl = label.data<T>();
+          for (int64_t j = 0; j < p.n; ++j) l += pl[at(j)] * neg_log(j);
+        } else {
+          const int64_t c = label.data<int64_t>()[row];
+          if (c == ignore) continue;
+          if (c < 0 || c >= p.n) {
+            throw Error("Label " + std::to_string(c) + " at row " + std::to_string(row) + " is not a class in [0, " +
+                        std::to_string(p.n) + ") nor ignore_index " + std::to_string(ignore));
+          }
+          l = neg_log(c);
         }
-        l = neg_log(c);
       }
     }
-  }
-  std::copy(prob.begin(), prob.end(), ctx.AllocateOutput<T>("Softmax", p.dims));
+  });
   std::copy(loss.begin(), loss.end(), ctx.AllocateOutput<T>("Loss", p.loss_dims));
 }
 
@@ -287,10 +263,10 @@ void RegisterSoftmax(Registrar& r) {
   };
   normalizing("softmax", "Out = exp(X) / sum(exp(X)) along `axis` (computed as exp(X - max)).",
               "probabilities, shaped like X", [](auto t) { return &SoftmaxOrLog<decltype(t), false>; },
-              [](auto t) { return &SoftmaxGrad<decltype(t)>; });
+              [](auto t) { return &SoftmaxOrLogGrad<decltype(t), false>; });
   normalizing("log_softmax", "Out = ln(softmax(X)) along `axis` (computed as X - max - ln(sum(exp(X - max)))).",
               "log-probabilities, shaped like X", [](auto t) { return &SoftmaxOrLog<decltype(t), true>; },
-              [](auto t) { return &LogSoftmaxGrad<decltype(t)>; });
+              [](auto t) { return &SoftmaxOrLogGrad<decltype(t), true>; });
   const OpSchema xent = OpSchema("cross_entropy")
            .Doc("Y = -log X[label] per row (hard labels: int64 class indices, one per row) or "
                 "-sum(Label * log X) per row (soft_label). X holds probabilities [N, D]; Y is [N, 1].")

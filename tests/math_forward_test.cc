@@ -479,6 +479,36 @@ TYPED_TEST(FloatOps, Activations) {
   EXPECT_EQ(this->Values("square"), (std::vector<double>{4, 0.25, 0, 2.25}));
 }
 
+// pow keeps std::pow's results for every factor: products for integer factors (signs,
+// signed zeros, infinities, NaN ^ 0 = 1), std::pow for the others; values within a few
+// roundings, the special ones exactly.
+TYPED_TEST(FloatOps, PowMatchesStdPow) {
+  using T = TypeParam;
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  const std::vector<T> xs = {T(-2.5), T(-1), T(-0.0), T(0), T(0.75), T(3), T(1e-3), T(40), -inf, inf, nan};
+  const std::vector<double> factors = {3, 4, -1, -2, -3, 0, 1, 2.5, 0.5, 33};
+  this->template Set<T>("x", {static_cast<int64_t>(xs.size())}, std::vector<double>(xs.begin(), xs.end()));
+  for (size_t f = 0; f < factors.size(); ++f) {
+    this->Op("pow").Input("X", "x").Output("Out", "p" + std::to_string(f)).Attr("factor", static_cast<float>(factors[f]));
+  }
+  ASSERT_EQ(this->Run(), "");
+  for (size_t f = 0; f < factors.size(); ++f) {
+    const std::vector<double> got = this->Values("p" + std::to_string(f));
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const T want = std::pow(xs[i], static_cast<T>(factors[f]));
+      const auto where = ::testing::Message() << xs[i] << " ^ " << factors[f];
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got[i])) << where << " gave " << got[i];
+      } else if (std::isinf(want) || want == 0) {
+        EXPECT_EQ(got[i], want) << where;
+        EXPECT_EQ(std::signbit(got[i]), std::signbit(want)) << where;
+      } else {
+        EXPECT_NEAR(got[i], want, 8 * std::numeric_limits<T>::epsilon() * std::fabs(want)) << where;
+      }
+    }
+  }
+}
+
 TYPED_TEST(Elementwise, ScaleAndSquare) {
   using T = TypeParam;
   this->template Set<T>("x", {3}, {1, 2, 3});

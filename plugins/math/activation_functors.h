@@ -419,9 +419,27 @@ struct Pow {
     }
   }
   double factor;
-  template <class A, class O> void Forward(const A& x, O out) const { out = x.pow(S<A>(factor)); }
+  template <class A, class O> void Forward(const A& x, O out) const { out = PowerOf(x, factor); }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
-    dx = g * S<A>(factor) * x.pow(S<A>(factor - 1));
+    dx = g * S<A>(factor) * PowerOf(x, factor - 1);
+  }
+  // x ^ f: for an integer f up to kMultipliedPowers in size, products of x (of 1 / x for a
+  // negative f) by squaring, which vectorize and keep std::pow's signs, zeros, infinities and
+  // x ^ 0 = 1 (NaN's included), at a few roundings more; std::pow otherwise.
+  static constexpr double kMultipliedPowers = 32;
+  template <class A> static Block<A> PowerOf(const A& x, double f) {
+    using T = S<A>;
+    if (f != std::floor(f) || std::fabs(f) > kMultipliedPowers) {
+      // std::pow itself: Eigen's array pow differs from it (the sign of -0 ^ odd for fp64).
+      return x.unaryExpr([e = T(f)](T v) { return std::pow(v, e); });
+    }
+    Block<A> result = Block<A>::Ones(x.size());
+    Block<A> base = f < 0 ? Block<A>(x.inverse()) : Block<A>(x);
+    for (auto e = static_cast<uint32_t>(std::fabs(f)); e != 0; e >>= 1) {
+      if (e & 1) result *= base;
+      if (e > 1) base = base.square();
+    }
+    return result;
   }
 };
 struct Reciprocal {

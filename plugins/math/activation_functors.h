@@ -358,21 +358,45 @@ struct Mish {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit Mish(KernelContext& ctx) : t(ctx.Attr<float>("threshold")) {}
   double t;
-  // softplus as Paddle computes it: x above the threshold, exp(x) below its negative.
-  template <class V> static V Softplus(V v, V k) { return v > k ? v : v < -k ? std::exp(v) : std::log1p(std::exp(v)); }
-  template <class V> static V SoftplusGrad(V v, V k) {
-    return v > k ? V(1) : v < -k ? std::exp(v) : V(1) / (V(1) + std::exp(-v));
+  // Paddle's three pieces: `above` where x > threshold, `below` where x < -threshold, else
+  // `between`, blended in one pass (a vector blend: CMakeLists.txt's flags).
+  template <class A> static Block<A> Pieces(const A& x, S<A> k, const Block<A>& above, const Block<A>& below,
+                                            const Block<A>& between) {
+    Block<A> out(x.size());
+    for (Eigen::Index i = 0; i < x.size(); ++i) {
+      const S<A> v = x[i];
+      out[i] = v > k ? above[i] : v < -k ? below[i] : between[i];
+    }
+    return out;
+  }
+  // softplus as Paddle computes it: x above the threshold, exp(x) below its negative, else
+  // ln(1 + exp(x)); e is exp of x capped at the threshold, where it is not used.
+  template <class A> static Block<A> Softplus(const A& x, const Block<A>& e, S<A> k) {
+    return Pieces(x, k, Block<A>(x), e, Block<A>(e.log1p()));
+  }
+  // tanh(s) of s = softplus(x) > 0 from m = expm1(-2s), -m / (2 + m): exact to rounding
+  // where tanh(s) nears 1 (Eigen's tanh is a few roundings off there, which the gradient's
+  // 1 - tanh(s)^2 and a finite difference of Out would magnify).
+  template <class A> static Block<A> TanhOf(const Block<A>& minus_2s) {
+    const Block<A> m = minus_2s.expm1();
+    return -m / (S<A>(2) + m);
   }
   template <class A, class O> void Forward(const A& x, O out) const {
     const S<A> k = S<A>(t);
-    out = x.unaryExpr([k](S<A> v) { return v * std::tanh(Softplus(v, k)); });
+    const Block<A> e = x.min(k).exp();
+    out = x * TanhOf<A>(S<A>(-2) * Softplus(x, e, k));
   }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
     const S<A> k = S<A>(t);
-    dx = x.binaryExpr(g, [k](S<A> v, S<A> gv) {
-      const S<A> th = std::tanh(Softplus(v, k));
-      return gv * (th + v * (S<A>(1) - th * th) * SoftplusGrad(v, k));
-    });
+    const Block<A> e = x.min(k).exp();
+    // 1 - tanh(s)^2 as 4q / (1 + q)^2, q = exp(-2s): no cancellation where tanh(s) nears 1.
+    const Block<A> minus_2s = S<A>(-2) * Softplus(x, e, k);
+    const Block<A> q = minus_2s.exp();
+    const Block<A> th = TanhOf<A>(minus_2s), sech2 = S<A>(4) * q / (S<A>(1) + q).square();
+    // softplus' derivative: 1 above the threshold, exp(x) below its negative, else sigmoid(x).
+    const Block<A> sigmoid = (S<A>(1) + (-x.max(-k).min(k)).exp()).inverse();
+    const Block<A> slope = Pieces(x, k, Block<A>::Ones(x.size()), e, sigmoid);
+    dx = g * (th + x * sech2 * slope);
   }
 };
 // selu: scale * (x above 0, else alpha * (exp(x) - 1)); its gradient from Out, as Fluid's.

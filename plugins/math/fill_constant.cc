@@ -82,8 +82,7 @@ void FillLike(KernelContext& ctx, double value) {
                 " (from " + std::to_string(lowest) + " to " + std::to_string(highest) + ")");
   }
   Tensor x = ctx.Input("X");
-  T* p = ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim());
-  std::fill(p, p + x.numel(), static_cast<T>(value));
+  ParallelFill(ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim()), x.numel(), static_cast<T>(value));
 }
 
 template <bool kZeros>

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "parallel_for.h"
 #include "rill/sdk.hpp"
 #include "shape.h"
 
@@ -69,7 +70,7 @@ void WriteOutput(KernelContext& ctx, const char* out, std::initializer_list<cons
   const int64_t n = CheckedCount(dims, sizeof(T), out);
   std::unique_ptr<T[]> aside = Scratch<T>(n);
   write(aside.get());
-  std::copy(aside.get(), aside.get() + n, ctx.AllocateOutput<T>(out, dims));
+  ParallelCopy(aside.get(), ctx.AllocateOutput<T>(out, dims), static_cast<size_t>(n) * sizeof(T));
 }
 
 // The same for an output of any dtype, filled as bytes by `write(char* p)`: the kernels
@@ -81,8 +82,7 @@ void WriteOutputBytes(KernelContext& ctx, const char* out, std::initializer_list
   const size_t bytes = static_cast<size_t>(CheckedCount(dims, DataTypeSize(dtype), out)) * DataTypeSize(dtype);
   std::vector<char> aside(bytes);
   write(aside.data());
-  void* p = ctx.Output(out).Allocate(dtype, dims);
-  if (bytes > 0) std::memcpy(p, aside.data(), bytes);
+  ParallelCopy(aside.data(), ctx.Output(out).Allocate(dtype, dims), bytes);
 }
 
 }  // namespace rill::math

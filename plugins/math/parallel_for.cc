@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <vector>
 
@@ -14,6 +15,15 @@ constexpr double kChunkBytes = 128 * 1024;
 constexpr int64_t kMaxChunks = 64;
 
 }  // namespace
+
+void ParallelCopy(const void* from, void* to, size_t bytes) {
+  const auto* in = static_cast<const char*>(from);
+  auto* out = static_cast<char*>(to);
+  ParallelFor(static_cast<int64_t>(bytes), 2.0 * static_cast<double>(bytes),
+              [in, out](int64_t, int64_t begin, int64_t end) {
+                std::memcpy(out + begin, in + begin, static_cast<size_t>(end - begin));
+              });
+}
 
 int64_t ParallelChunks(int64_t n, double bytes) {
   if (bytes < kParallelBytes || n <= 1) return 1;

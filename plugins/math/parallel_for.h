@@ -19,6 +19,8 @@
 #ifndef RILL_PLUGINS_MATH_PARALLEL_FOR_H_
 #define RILL_PLUGINS_MATH_PARALLEL_FOR_H_
 
+#include <Eigen/Core>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 
@@ -40,6 +42,18 @@ void ParallelFor(int64_t n, double bytes, F&& body) {
   const int64_t chunks = ParallelChunks(n, bytes);
   if (chunks == 1) return body(int64_t{0}, int64_t{0}, n);
   detail::RunChunks(n, chunks, std::ref(body));
+}
+
+// memcpy of `bytes` from `from` to `to` (not overlapping), as a ParallelFor pass.
+void ParallelCopy(const void* from, void* to, size_t bytes);
+
+// p[0, n) = value, as a ParallelFor pass of Eigen's vector stores (GCC's -O2 leaves
+// std::fill's loop scalar).
+template <class T>
+void ParallelFill(T* p, int64_t n, T value) {
+  ParallelFor(n, static_cast<double>(sizeof(T)) * n, [p, value](int64_t, int64_t begin, int64_t end) {
+    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(p + begin, end - begin).setConstant(value);
+  });
 }
 
 }  // namespace rill::math

@@ -6,22 +6,22 @@
 #include <cstring>
 #include <numeric>
 
+#include "kernels.h"
 #include "ops.h"
 #include "shape.h"
 
 namespace rill::math {
 namespace {
 
-// Out = X's bytes with `dims` (same element count). Out may be X.
-void CopyWithDims(KernelContext& ctx, Tensor x, const char* out_slot, const std::vector<int64_t>& dims) {
+// Out = the bytes of input `in_slot` with `dims` (same element count). Out may be that input.
+void CopyWithDims(KernelContext& ctx, const char* in_slot, const char* out_slot, const std::vector<int64_t>& dims) {
+  Tensor x = ctx.Input(in_slot);
   if (Product(dims, 0, dims.size()) != x.numel()) {
     throw Error("cannot give " + DimsString(x.dims()) + " (" + std::to_string(x.numel()) + " elements) the shape " +
                 DimsString(dims));
   }
   const size_t bytes = static_cast<size_t>(x.numel()) * DataTypeSize(x.dtype());
-  const std::vector<char> copy(static_cast<const char*>(x.raw_data()), static_cast<const char*>(x.raw_data()) + bytes);
-  void* out = ctx.Output(out_slot).Allocate(x.dtype(), dims);
-  if (bytes > 0) std::memcpy(out, copy.data(), bytes);
+  WriteOutputBytes(ctx, out_slot, {in_slot}, x.dtype(), dims, [&](char* out) { ParallelCopy(x.raw_data(), out, bytes); });
 }
 
 void WriteXShape(KernelContext& ctx, const Tensor& x) {
@@ -77,7 +77,7 @@ void Reshape2(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const std::vector<int64_t> dims = ReshapeDims(ctx, x);
   WriteXShape(ctx, x);
-  CopyWithDims(ctx, x, "Out", dims);
+  CopyWithDims(ctx, "X", "Out", dims);
 }
 
 // flatten2: [prod(dims[:axis]), prod(dims[axis:])].
@@ -90,7 +90,7 @@ void Flatten2(KernelContext& ctx) {
   }
   const size_t a = static_cast<size_t>(axis);
   WriteXShape(ctx, x);
-  CopyWithDims(ctx, x, "Out", {Product(xd, 0, a), Product(xd, a, xd.size())});
+  CopyWithDims(ctx, "X", "Out", {Product(xd, 0, a), Product(xd, a, xd.size())});
 }
 
 // flatten_contiguous_range: dims start_axis..stop_axis become one.
@@ -105,7 +105,7 @@ void FlattenRange(KernelContext& ctx) {
   dims.push_back(xd.empty() ? 1 : Product(xd, start, stop + 1));
   if (stop + 1 < xd.size()) dims.insert(dims.end(), xd.begin() + static_cast<std::ptrdiff_t>(stop + 1), xd.end());
   WriteXShape(ctx, x);
-  CopyWithDims(ctx, x, "Out", dims);
+  CopyWithDims(ctx, "X", "Out", dims);
 }
 
 // squeeze2: the listed dims (all of size 1 when none is listed) removed; a listed dim of
@@ -127,7 +127,7 @@ void Squeeze2(KernelContext& ctx) {
     if (!drop[i]) dims.push_back(xd[i]);
   }
   WriteXShape(ctx, x);
-  CopyWithDims(ctx, x, "Out", dims);
+  CopyWithDims(ctx, "X", "Out", dims);
 }
 
 // unsqueeze2: a dim of 1 inserted at each of `axes`, in order, each against the rank
@@ -140,12 +140,12 @@ void Unsqueeze2(KernelContext& ctx) {
     dims.insert(dims.begin() + static_cast<std::ptrdiff_t>(a), 1);
   }
   WriteXShape(ctx, x);
-  CopyWithDims(ctx, x, "Out", dims);
+  CopyWithDims(ctx, "X", "Out", dims);
 }
 
 // X@GRAD = Out@GRAD with X's dims.
 void ReshapeGrad(KernelContext& ctx) {
-  CopyWithDims(ctx, ctx.Input("Out@GRAD"), "X@GRAD", ctx.Input("X").dims());
+  CopyWithDims(ctx, "Out@GRAD", "X@GRAD", ctx.Input("X").dims());
 }
 
 // `axis` checked to be a permutation of [0, rank).

@@ -195,6 +195,18 @@ void BinaryBroadcast(KernelContext& ctx, const BinaryArgs& args, F f) {
     });
     return;
   }
+  if (plan.fast && plan.b.post == 1) {
+    // Rows of n elements, Y along each (a row bias): the inner loop is a vector loop.
+    const Broadcast b = plan.b;
+    ParallelFor(b.pre, bytes, [&](int64_t, int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const T* xs = px + i * b.n;
+        R* os = po + i * b.n;
+        for (int64_t j = 0; j < b.n; ++j) os[j] = f(xs[j], py[j]);
+      }
+    });
+    return;
+  }
   if (plan.fast) {
     const Broadcast b = plan.b;
     // Runs of `post` elements that share one Y value, run r = i * n + j taking Y[j].

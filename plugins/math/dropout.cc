@@ -36,14 +36,20 @@ void Dropout(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const double p = Probability(ctx);
   const bool upscale = Upscale(ctx);
+  if (ctx.Attr<bool>("is_test")) {
+    const T keep = upscale ? T(1) : static_cast<T>(1 - p);
+    const T* px = x.data<T>();
+    const int64_t count = x.numel();
+    WriteOutput<T>(ctx, "Out", {"X"}, x.dims(), [&](T* out) {
+      ParallelFor(count, 2.0 * sizeof(T) * count, [&](int64_t, int64_t begin, int64_t end) {
+        VecMap<T>(out + begin, end - begin) = ConstVecMap<T>(px + begin, end - begin) * keep;
+      });
+    });
+    return;
+  }
   const std::vector<T> in(x.data<T>(), x.data<T>() + x.numel());  // Out may be X
   T* out = ctx.AllocateOutput<T>("Out", x.dims());
   const size_t n = in.size();
-  if (ctx.Attr<bool>("is_test")) {
-    const T keep = upscale ? T(1) : static_cast<T>(1 - p);
-    for (size_t i = 0; i < n; ++i) out[i] = in[i] * keep;
-    return;
-  }
   std::vector<uint8_t> mask(n);
   std::mt19937_64 rng(SeedOf(ctx));
   std::bernoulli_distribution kept(1 - p);

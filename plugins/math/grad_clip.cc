@@ -58,8 +58,15 @@ void LabelSmooth(KernelContext& ctx) {
     prior.assign(p.data<T>(), p.data<T>() + k);
   }
   const T* px = x.data<T>();
+  const int64_t rows = k > 0 ? x.numel() / k : 0;
+  const ConstVecMap<T> prior_row(prior.data(), k);
   WriteOutput<T>(ctx, "Out", {"X", "PriorDist"}, x.dims(), [&](T* out) {
-    for (int64_t i = 0; i < x.numel(); ++i) out[i] = (T(1) - eps) * px[i] + eps * prior[static_cast<size_t>(i % k)];
+    // Rows of k classes, the prior along each.
+    ParallelFor(rows, 2.0 * sizeof(T) * x.numel(), [&](int64_t, int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        VecMap<T>(out + r * k, k) = (T(1) - eps) * ConstVecMap<T>(px + r * k, k) + eps * prior_row;
+      }
+    });
   });
 }
 
@@ -68,8 +75,11 @@ void LabelSmoothGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const T keep = T(1) - static_cast<T>(ctx.Attr<float>("epsilon"));
   const T* pg = g.data<T>();
+  const int64_t count = g.numel();
   WriteOutput<T>(ctx, "X@GRAD", {"Out@GRAD"}, g.dims(), [&](T* dx) {
-    for (int64_t i = 0; i < g.numel(); ++i) dx[i] = keep * pg[i];
+    ParallelFor(count, 2.0 * sizeof(T) * count, [&](int64_t, int64_t begin, int64_t end) {
+      VecMap<T>(dx + begin, end - begin) = keep * ConstVecMap<T>(pg + begin, end - begin);
+    });
   });
 }
 

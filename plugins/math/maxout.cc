@@ -62,9 +62,20 @@ void Maxout(KernelContext& ctx) {
   const MaxoutShape s = ShapeOf(ctx, x.dims());
   const T* px = x.data<T>();
   T* out = ctx.AllocateOutput<T>("Out", s.out_dims);
-  ParallelFor(s.in.n, static_cast<double>(x.numel()) * sizeof(T), [&](int64_t, int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      for (int64_t o = 0; o < s.out.c; ++o) {
+  // Group o's maximum at each position: its first channel's value, replaced by a later
+  // channel's only where that is greater, as ArgmaxOfGroup picks it.
+  const auto keep_greater = [](T* best, const T* channel, int64_t count) {
+    for (int64_t k = 0; k < count; ++k) best[k] = channel[k] > best[k] ? channel[k] : best[k];
+  };
+  ParallelFor(s.in.n * s.out.c, static_cast<double>(x.numel()) * sizeof(T), [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t i = r / s.out.c, o = r % s.out.c;
+      if (!s.in.nhwc) {  // channels of S contiguous positions: vector loops along them
+        T* best = out + s.out.At(i, o, 0);
+        const T* first = px + s.in.At(i, o * s.groups, 0);
+        std::copy(first, first + s.in.s, best);
+        for (int64_t g = 1; g < s.groups; ++g) keep_greater(best, first + g * s.in.s, s.in.s);
+      } else {
         for (int64_t k = 0; k < s.out.s; ++k) out[s.out.At(i, o, k)] = px[s.in.At(i, ArgmaxOfGroup(px, s, i, o, k), k)];
       }
     }

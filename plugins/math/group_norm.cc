@@ -9,6 +9,7 @@
 #include "channel_layout.h"
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 
 namespace rill::math {
 namespace {
@@ -47,23 +48,32 @@ GroupPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
   return p;
 }
 
+// Group (i, g)'s mean and biased variance.
+template <class T>
+void Moments(const GroupPlan& p, const T* px, int64_t i, int64_t g, T* mean, T* var) {
+  const T m = static_cast<T>(std::max<int64_t>(p.size(), 1));
+  if (!p.l.nhwc) {  // the group's channels' planes: one contiguous run
+    const ConstVecMap<T> run(px + p.l.At(i, g * p.cg, 0), p.size());
+    *mean = run.sum() / m;
+    *var = (run - *mean).square().sum() / m;
+    return;
+  }
+  T sum = 0, squares = 0;
+  p.ForEach(i, g, [&](int64_t e, int64_t) { sum += px[e]; });
+  const T mu = sum / m;
+  p.ForEach(i, g, [&](int64_t e, int64_t) { squares += (px[e] - mu) * (px[e] - mu); });
+  *mean = mu;
+  *var = squares / m;
+}
+
 // Each group's mean and biased variance, group (i, g) at i * groups + g.
 template <class T>
 void GroupStats(const GroupPlan& p, const T* px, std::vector<T>& mean, std::vector<T>& var) {
   mean.assign(static_cast<size_t>(p.count()), T(0));
   var.assign(mean.size(), T(0));
-  const T m = static_cast<T>(std::max<int64_t>(p.size(), 1));
-  for (int64_t i = 0; i < p.l.n; ++i) {
-    for (int64_t g = 0; g < p.groups; ++g) {
-      const size_t at = static_cast<size_t>(i * p.groups + g);
-      T sum = 0, squares = 0;
-      p.ForEach(i, g, [&](int64_t e, int64_t) { sum += px[e]; });
-      const T mu = sum / m;
-      p.ForEach(i, g, [&](int64_t e, int64_t) { squares += (px[e] - mu) * (px[e] - mu); });
-      mean[at] = mu;
-      var[at] = squares / m;
-    }
-  }
+  ParallelFor(p.count(), static_cast<double>(sizeof(T)) * p.count() * p.size(), [&](int64_t, int64_t first, int64_t last) {
+    for (int64_t at = first; at < last; ++at) Moments(p, px, at / p.groups, at % p.groups, &mean[at], &var[at]);
+  });
 }
 
 // Scale or Bias, per channel, or `fill` for each when the op leaves it out.
@@ -85,13 +95,20 @@ void GroupNorm(KernelContext& ctx) {
   std::vector<T> mean, var;
   GroupStats(p, px, mean, var);
   WriteOutput<T>(ctx, "Y", {"X"}, x.dims(), [&](T* y) {
-    for (int64_t i = 0; i < p.l.n; ++i) {
-      for (int64_t g = 0; g < p.groups; ++g) {
-        const size_t at = static_cast<size_t>(i * p.groups + g);
-        const T inv = T(1) / std::sqrt(var[at] + eps);
-        p.ForEach(i, g, [&](int64_t e, int64_t ch) { y[e] = (px[e] - mean[at]) * inv * scale[ch] + bias[ch]; });
+    ParallelFor(p.count(), 2.0 * sizeof(T) * x.numel(), [&](int64_t, int64_t first, int64_t last) {
+      for (int64_t at = first; at < last; ++at) {
+        const int64_t i = at / p.groups, g = at % p.groups;
+        const T mu = mean[static_cast<size_t>(at)], inv = T(1) / std::sqrt(var[static_cast<size_t>(at)] + eps);
+        if (p.l.nhwc) {
+          p.ForEach(i, g, [&](int64_t e, int64_t ch) { y[e] = (px[e] - mu) * inv * scale[ch] + bias[ch]; });
+          continue;
+        }
+        for (int64_t ch = g * p.cg; ch < (g + 1) * p.cg; ++ch) {  // a channel's plane at a time
+          const int64_t e = p.l.At(i, ch, 0);
+          VecMap<T>(y + e, p.l.s) = (ConstVecMap<T>(px + e, p.l.s) - mu) * inv * scale[ch] + bias[ch];
+        }
       }
-    }
+    });
   });
   if constexpr (kInstance) {
     for (T& v : var) v = T(1) / std::sqrt(v + eps);

@@ -14,6 +14,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 
 namespace rill::math {
 namespace {
@@ -58,14 +59,24 @@ void SmoothL1Loss(KernelContext& ctx) {
   const T *px = x.data<T>(), *py = y.data<T>();
   T* diff = ctx.AllocateOutput<T>("Diff", d);
   std::vector<T> loss(static_cast<size_t>(rows), T(0));
-  for (int64_t i = 0; i < rows; ++i) {
-    for (int64_t j = i * cols; j < (i + 1) * cols; ++j) {
-      diff[j] = (px[j] - py[j]) * (w.inside != nullptr ? w.inside[j] : T(1));
-      const T a = std::abs(diff[j]);
-      const T f = a < T(1) / s2 ? T(0.5) * s2 * diff[j] * diff[j] : a - T(0.5) / s2;
-      loss[static_cast<size_t>(i)] += f * (w.outside != nullptr ? w.outside[j] : T(1));
+  // A row at a time on the intra-op team: Diff, f(Diff) weighted (into the chunk's own
+  // scratch), and its sum.
+  ParallelFor(rows, 3.0 * sizeof(T) * x.numel(), [&](int64_t, int64_t first, int64_t last) {
+    std::vector<T> scratch(static_cast<size_t>(cols));
+    VecMap<T> f(scratch.data(), cols);
+    for (int64_t i = first; i < last; ++i) {
+      const int64_t at = i * cols;
+      VecMap<T> dr(diff + at, cols);
+      dr = ConstVecMap<T>(px + at, cols) - ConstVecMap<T>(py + at, cols);
+      if (w.inside != nullptr) dr *= ConstVecMap<T>(w.inside + at, cols);
+      f = dr.unaryExpr([s2](T v) {
+        const T a = std::abs(v);
+        return a < T(1) / s2 ? T(0.5) * s2 * v * v : a - T(0.5) / s2;
+      });
+      if (w.outside != nullptr) f *= ConstVecMap<T>(w.outside + at, cols);
+      loss[static_cast<size_t>(i)] = f.sum();
     }
-  }
+  });
   std::copy(loss.begin(), loss.end(), ctx.AllocateOutput<T>("Out", {rows, 1}));
 }
 

@@ -8,6 +8,7 @@
 #include "kernels.h"
 #include "nan_order.h"
 #include "ops.h"
+#include "parallel_for.h"
 
 namespace rill::math {
 namespace {
@@ -80,16 +81,18 @@ void ArgBest(KernelContext& ctx) {
   if (n == 0) throw Error(std::string(kLargest ? "arg_max" : "arg_min") + " of an empty axis");
   std::vector<int64_t> best(static_cast<size_t>(pre * post));
   const T* px = x.data<T>();
-  for (int64_t i = 0; i < pre; ++i) {
-    for (int64_t c = 0; c < post; ++c) {
+  // One vector (i, c) at a time, on the intra-op team, its best value held in a register.
+  ParallelFor(pre * post, static_cast<double>(sizeof(T)) * x.numel(), [&](int64_t, int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) {
+      const T* v = px + (r / post) * n * post + r % post;
       int64_t b = 0;
+      T at_b = v[0];
       for (int64_t j = 1; j < n; ++j) {
-        const T v = px[(i * n + j) * post + c], at_b = px[(i * n + b) * post + c];
-        if (Improves<kLargest>(v, at_b)) b = j;
+        if (Improves<kLargest>(v[j * post], at_b)) b = j, at_b = v[j * post];
       }
-      best[static_cast<size_t>(i * post + c)] = b;
+      best[static_cast<size_t>(r)] = b;
     }
-  }
+  });
   std::vector<int64_t> out_dims = d;
   if (flatten) out_dims = {1};  // one index into the flattened X, as Fluid gives it
   else if (ctx.Attr<bool>("keepdims")) out_dims[axis] = 1;

@@ -1,7 +1,10 @@
 // Forward math ops against reference values worked out by hand, for every dtype each op
 // registers; plus the dtype and shape errors users will hit.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <type_traits>
 
 #include "op_fixture.h"
 
@@ -79,6 +82,54 @@ TEST_F(MathForward, TransposeNeedsAPermutation) {
   Op("transpose2").Input("X", "x").Output("Out", "y").Attr("axis", std::vector<int64_t>{1, 1});
   const std::string error = Run();
   EXPECT_NE(error.find("axis [1, 1] is not a permutation: 1 repeats"), std::string::npos) << error;
+}
+
+// Every permutation of shapes with size-1 dims, neighbours that merge, and tensors large
+// enough to be split across the intra-op team, of 1-, 4- and 8-byte elements, against an
+// index walk.
+template <class T> class Transposes : public OpFixture {};
+using TransposeTypes = ::testing::Types<bool, float, double>;
+TYPED_TEST_SUITE(Transposes, TransposeTypes);
+
+TYPED_TEST(Transposes, EveryPermutationMatchesAnIndexWalk) {
+  using T = TypeParam;
+  const std::vector<std::vector<int64_t>> shapes = {
+      {7}, {3, 1}, {5, 4}, {2, 3, 4}, {1, 6, 1, 5}, {3, 37, 2, 65}, {2, 129, 1, 257}, {40, 3, 70, 2}};
+  int index = 0;
+  std::vector<std::pair<std::string, std::vector<double>>> expected;
+  for (const auto& dims : shapes) {
+    const size_t rank = dims.size();
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    std::vector<double> values(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) values[i] = std::is_same_v<T, bool> ? (i * 7919 % 3 == 0) : i;
+    const std::string x = "x" + std::to_string(index);
+    this->template Set<T>(x, dims, values);
+    std::vector<int64_t> perm(rank);
+    std::iota(perm.begin(), perm.end(), 0);
+    do {
+      std::vector<int64_t> strides(rank, 1), out_dims(rank);
+      for (size_t k = rank; k-- > 1;) strides[k - 1] = strides[k] * dims[k];
+      for (size_t k = 0; k < rank; ++k) out_dims[k] = dims[perm[k]];
+      std::vector<double> want(static_cast<size_t>(n));
+      std::vector<int64_t> at(rank, 0);
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t from = 0;
+        for (size_t k = 0; k < rank; ++k) from += at[k] * strides[perm[k]];
+        want[i] = values[from];
+        for (size_t k = rank; k-- > 0;) {
+          if (++at[k] < out_dims[k]) break;
+          at[k] = 0;
+        }
+      }
+      const std::string y = "y" + std::to_string(expected.size());
+      this->Op("transpose2").Input("X", x).Output("Out", y).Attr("axis", perm);
+      expected.emplace_back(y, std::move(want));
+    } while (std::next_permutation(perm.begin(), perm.end()));
+    ++index;
+  }
+  ASSERT_EQ(this->Run(), "");
+  for (const auto& [y, want] : expected) EXPECT_EQ(this->Values(y), want) << y;
 }
 
 TEST_F(MathForward, FcShapeErrorsNameTheShapes) {

@@ -8,6 +8,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "permute.h"
 #include "shape.h"
 
 namespace rill::math {
@@ -164,47 +165,24 @@ std::vector<size_t> Permutation(const std::vector<int64_t>& axis, size_t rank) {
   return perm;
 }
 
-// out[i0, i1, ...] = in[...] with out's dim k being in's dim perm[k]; elements of `size`
-// bytes. Walks out in order with an odometer over in's strides.
-void Permute(const char* in, char* out, const std::vector<int64_t>& in_dims, const std::vector<size_t>& perm, size_t size) {
-  const size_t rank = in_dims.size();
-  std::vector<int64_t> in_strides(rank, 1);
-  for (size_t k = rank; k-- > 1;) in_strides[k - 1] = in_strides[k] * in_dims[k];
-  std::vector<int64_t> out_dims(rank), stride(rank);
-  for (size_t k = 0; k < rank; ++k) {
-    out_dims[k] = in_dims[perm[k]];
-    stride[k] = in_strides[perm[k]];
-  }
-  const int64_t n = Product(in_dims, 0, rank);
-  std::vector<int64_t> index(rank, 0);
-  int64_t from = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    std::memcpy(out + static_cast<size_t>(i) * size, in + static_cast<size_t>(from) * size, size);
-    for (size_t k = rank; k-- > 0;) {
-      from += stride[k];
-      if (++index[k] < out_dims[k]) break;
-      from -= stride[k] * out_dims[k];
-      index[k] = 0;
-    }
-  }
-}
-
-void TransposeInto(KernelContext& ctx, Tensor x, const char* out_slot, const std::vector<size_t>& perm) {
+// Out = input `in_slot` with its dims permuted. Out may be that input.
+void TransposeInto(KernelContext& ctx, const char* in_slot, const char* out_slot, const std::vector<size_t>& perm) {
+  Tensor x = ctx.Input(in_slot);
   const std::vector<int64_t> xd = x.dims();
   std::vector<int64_t> dims(perm.size());
   for (size_t k = 0; k < perm.size(); ++k) dims[k] = xd[perm[k]];
   const size_t size = DataTypeSize(x.dtype());
-  const std::vector<char> in(static_cast<const char*>(x.raw_data()),
-                             static_cast<const char*>(x.raw_data()) + static_cast<size_t>(x.numel()) * size);
-  char* out = static_cast<char*>(ctx.Output(out_slot).Allocate(x.dtype(), dims));
-  if (x.numel() > 0) Permute(in.data(), out, xd, perm, size);
+  const auto* in = static_cast<const char*>(x.raw_data());
+  WriteOutputBytes(ctx, out_slot, {in_slot}, x.dtype(), dims, [&](char* out) {
+    if (x.numel() > 0) Permute(in, out, xd, perm, size);
+  });
 }
 
 void Transpose2(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const std::vector<size_t> perm = Permutation(ctx.Attr<std::vector<int64_t>>("axis"), x.ndim());
   WriteXShape(ctx, x);
-  TransposeInto(ctx, x, "Out", perm);
+  TransposeInto(ctx, "X", "Out", perm);
 }
 
 // X@GRAD = Out@GRAD under the inverse permutation.
@@ -212,7 +190,7 @@ void Transpose2Grad(KernelContext& ctx) {
   const std::vector<size_t> perm = Permutation(ctx.Attr<std::vector<int64_t>>("axis"), ctx.Input("X").ndim());
   std::vector<size_t> inverse(perm.size());
   for (size_t k = 0; k < perm.size(); ++k) inverse[perm[k]] = k;
-  TransposeInto(ctx, ctx.Input("Out@GRAD"), "X@GRAD", inverse);
+  TransposeInto(ctx, "Out@GRAD", "X@GRAD", inverse);
 }
 
 // Registers `type` (X -> Out, XShape) and `type`_grad, both for every dtype.

@@ -20,17 +20,24 @@ void ConcatInto(KernelContext& ctx, const char* in, const char* out_slot) {
   const std::vector<int64_t> out_dims = ConcatDims(dims, axis);
   const int64_t pre = Product(out_dims, 0, axis), post = Product(out_dims, axis + 1, out_dims.size());
   const int64_t total = Product(out_dims, 0, out_dims.size());
-  auto out = Scratch<T>(total);
-  int64_t offset = 0;  // along axis, in elements of one `pre` row
-  const int64_t row = out_dims[axis] * post;
-  for (const Tensor& x : xs) {
-    const int64_t chunk = x.dims()[axis] * post;
-    const T* px = x.data<T>();
-    for (int64_t i = 0; i < pre; ++i) std::copy(px + i * chunk, px + (i + 1) * chunk, out.get() + i * row + offset);
-    offset += chunk;
+  // Piece (i, k): row i of X[k], `chunk[k]` elements at `offset[k]` of Out's row i.
+  std::vector<int64_t> chunk(n), offset(n);
+  for (size_t k = 0, at = 0; k < n; at += static_cast<size_t>(chunk[k]), ++k) {
+    chunk[k] = dims[k][axis] * post;
+    offset[k] = static_cast<int64_t>(at);
   }
+  const int64_t row = out_dims[axis] * post, pieces = pre * static_cast<int64_t>(n);
+  WriteOutput<T>(ctx, out_slot, {in}, out_dims, [&](T* out) {
+    ParallelFor(pieces, 2.0 * sizeof(T) * total, [&](int64_t, int64_t first, int64_t last) {
+      for (int64_t p = first; p < last; ++p) {
+        const int64_t i = p / static_cast<int64_t>(n);
+        const size_t k = static_cast<size_t>(p % static_cast<int64_t>(n));
+        const T* px = xs[k].data<T>() + i * chunk[k];
+        std::copy(px, px + chunk[k], out + i * row + offset[k]);
+      }
+    });
+  });
   Tensor result = ctx.Output(out_slot);
-  std::copy(out.get(), out.get() + total, result.Allocate<T>(out_dims));
   // Joined along the first dim, sequences follow one another: when every X has a LoD of
   // the same depth, Out's joins them, each level's offsets moved past the ones before it
   // (Paddle's ConcatLoD).
@@ -61,20 +68,35 @@ void Split(KernelContext& ctx) {
   const std::vector<int64_t> sections = SplitSections(
       d, axis, IntsFromInputs(ctx, nullptr, "SectionsTensorList", "sections"), ctx.Attr<int64_t>("num"), outputs);
   const int64_t pre = Product(d, 0, axis), post = Product(d, axis + 1, d.size());
-  auto in = Scratch<T>(x.numel());  // an output may be X itself
-  std::copy(x.data<T>(), x.data<T>() + x.numel(), in.get());
-  int64_t offset = 0;
-  for (size_t o = 0; o < outputs; ++o) {
+  // An output may be X itself: then X is read from a copy.
+  bool x_is_output = false;
+  for (size_t o = 0; o < outputs; ++o) x_is_output |= ctx.OutputVar("Out", o).handle() == ctx.InputVar("X").handle();
+  std::unique_ptr<T[]> copy;
+  const T* in = x.data<T>();
+  if (x_is_output) {
+    copy = Scratch<T>(x.numel());
+    ParallelCopy(in, copy.get(), static_cast<size_t>(x.numel()) * sizeof(T));
+    in = copy.get();
+  }
+  // Piece (i, o): row i of output o, `chunk[o]` elements from `offset[o]` of X's row i.
+  std::vector<T*> po(outputs);
+  std::vector<int64_t> chunk(outputs), offset(outputs);
+  for (size_t o = 0, at = 0; o < outputs; at += static_cast<size_t>(chunk[o]), ++o) {
     std::vector<int64_t> od = d;
     od[axis] = sections[o];
-    T* po = ctx.Output("Out", o).Allocate<T>(od);
-    const int64_t chunk = sections[o] * post;
-    for (int64_t i = 0; i < pre; ++i) {
-      const T* src = in.get() + i * d[axis] * post + offset;
-      std::copy(src, src + chunk, po + i * chunk);
-    }
-    offset += chunk;
+    po[o] = ctx.Output("Out", o).Allocate<T>(od);
+    chunk[o] = sections[o] * post;
+    offset[o] = static_cast<int64_t>(at);
   }
+  const int64_t row = d[axis] * post, n = static_cast<int64_t>(outputs);
+  ParallelFor(pre * n, 2.0 * sizeof(T) * x.numel(), [&](int64_t, int64_t first, int64_t last) {
+    for (int64_t p = first; p < last; ++p) {
+      const int64_t i = p / n;
+      const size_t o = static_cast<size_t>(p % n);
+      const T* src = in + i * row + offset[o];
+      std::copy(src, src + chunk[o], po[o] + i * chunk[o]);
+    }
+  });
 }
 
 // X@GRAD[i] = the slice of Out@GRAD that X[i] filled.

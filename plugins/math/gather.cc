@@ -52,16 +52,17 @@ void Gather(KernelContext& ctx) {
   const size_t elem = DataTypeSize(x.dtype());
   const size_t slice = static_cast<size_t>(p.post) * elem;
   const auto k = static_cast<int64_t>(p.index.size());
-  std::vector<char> out(static_cast<size_t>(p.pre * k) * slice);  // Out may be X
   const char* px = static_cast<const char*>(x.raw_data());
-  for (int64_t i = 0; i < p.pre; ++i) {
-    for (int64_t j = 0; j < k; ++j) {
-      std::memcpy(out.data() + static_cast<size_t>(i * k + j) * slice,
-                  px + static_cast<size_t>(i * p.n + p.index[static_cast<size_t>(j)]) * slice, slice);
-    }
-  }
-  void* po = ctx.Output("Out").Allocate(x.dtype(), p.out_dims);
-  if (!out.empty()) std::memcpy(po, out.data(), out.size());
+  WriteOutputBytes(ctx, "Out", {"X", "Index"}, x.dtype(), p.out_dims, [&](char* out) {
+    // Slice (i, j) of Out: X's slice (i, Index[j]), on the intra-op team.
+    ParallelFor(p.pre * k, 2.0 * static_cast<double>(slice) * p.pre * k, [&](int64_t, int64_t first, int64_t last) {
+      for (int64_t s = first; s < last; ++s) {
+        const int64_t i = s / k, j = s % k;
+        std::memcpy(out + static_cast<size_t>(s) * slice,
+                    px + static_cast<size_t>(i * p.n + p.index[static_cast<size_t>(j)]) * slice, slice);
+      }
+    });
+  });
 }
 
 template <class T, bool kIndexSelect>

@@ -37,11 +37,23 @@ void ClipByNorm(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const double max_norm = ctx.Attr<float>("max_norm");
   if (!(max_norm > 0)) throw Error("max_norm must be positive, got " + std::to_string(max_norm));
-  const double norm = std::sqrt(Flat<T>(x).template cast<double>().square().sum());
-  const T scale = static_cast<T>(norm > max_norm ? max_norm / norm : 1.0);
   const T* px = x.data<T>();
+  const int64_t n = x.numel();
+  // The squares summed in fp64 per chunk, the chunks added in order: the same bits for
+  // any thread budget (parallel_for.h).
+  const double bytes = static_cast<double>(sizeof(T)) * n;
+  std::vector<double> partial(static_cast<size_t>(ParallelChunks(n, bytes)), 0.0);
+  ParallelFor(n, bytes, [&](int64_t chunk, int64_t begin, int64_t end) {
+    partial[static_cast<size_t>(chunk)] = ConstVecMap<T>(px + begin, end - begin).template cast<double>().square().sum();
+  });
+  double squares = 0;
+  for (double p : partial) squares += p;
+  const double norm = std::sqrt(squares);
+  const T scale = static_cast<T>(norm > max_norm ? max_norm / norm : 1.0);
   WriteOutput<T>(ctx, "Out", {"X"}, x.dims(), [&](T* out) {
-    for (int64_t i = 0; i < x.numel(); ++i) out[i] = scale * px[i];
+    ParallelFor(n, 2.0 * bytes, [&](int64_t, int64_t begin, int64_t end) {
+      VecMap<T>(out + begin, end - begin) = scale * ConstVecMap<T>(px + begin, end - begin);
+    });
   });
 }
 

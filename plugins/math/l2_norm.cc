@@ -40,6 +40,12 @@ void Norm(KernelContext& ctx) {
   T* out = ctx.AllocateOutput<T>("Out", x.dims());
   ParallelFor(v.pre, static_cast<double>(x.numel()) * sizeof(T) * 2, [&](int64_t, int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
+      if (v.post == 1) {  // a contiguous vector: Eigen's vector loops (its row-major n x 1 view has none)
+        const ConstVecMap<T> xs(px + p * v.n, v.n);
+        norm[p] = std::sqrt(xs.square().sum() + eps);
+        VecMap<T>(out + p * v.n, v.n) = xs / norm[p];
+        continue;
+      }
       const ConstMatrixMap<T> xs(px + p * v.n * v.post, v.n, v.post);
       Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>> ns(norm + p * v.post, v.post);
       ns = (xs.array().square().colwise().sum() + eps).sqrt().matrix();
@@ -62,6 +68,12 @@ void NormGrad(KernelContext& ctx) {
   T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
   ParallelFor(v.pre, static_cast<double>(x.numel()) * sizeof(T) * 3, [&](int64_t, int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
+      if (v.post == 1) {  // a contiguous vector, as in Norm
+        const ConstVecMap<T> xs(px + p * v.n, v.n), gs(pg + p * v.n, v.n);
+        const T dot = (xs * gs).sum() / (pn[p] * pn[p]);
+        VecMap<T>(dx + p * v.n, v.n) = (gs - xs * dot) / pn[p];
+        continue;
+      }
       const auto xs = ConstMatrixMap<T>(px + p * v.n * v.post, v.n, v.post).array();
       const auto gs = ConstMatrixMap<T>(pg + p * v.n * v.post, v.n, v.post).array();
       const auto ns = Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>>(pn + p * v.post, v.post);

@@ -8,6 +8,23 @@
 namespace rill::math {
 namespace {
 
+// Out's `pre` rows, each the pieces of xs in order: piece k is chunk[k] elements of xs[k]'s
+// row i. Pieces are copied on the intra-op team.
+template <class T>
+void JoinRows(const std::vector<const T*>& xs, const std::vector<int64_t>& chunk, int64_t pre, T* out) {
+  const auto n = static_cast<int64_t>(xs.size());
+  std::vector<int64_t> offset(xs.size(), 0);
+  for (size_t k = 1; k < xs.size(); ++k) offset[k] = offset[k - 1] + chunk[k - 1];
+  const int64_t row = offset.empty() ? 0 : offset.back() + chunk.back();
+  ParallelFor(pre * n, 2.0 * sizeof(T) * pre * row, [&](int64_t, int64_t first, int64_t last) {
+    for (int64_t p = first; p < last; ++p) {
+      const int64_t i = p / n;
+      const size_t k = static_cast<size_t>(p % n);
+      std::copy(xs[k] + i * chunk[k], xs[k] + (i + 1) * chunk[k], out + i * row + offset[k]);
+    }
+  });
+}
+
 // Joins the tensors of input slot `in` along `axis` into output `out`.
 template <class T>
 void ConcatInto(KernelContext& ctx, const char* in, const char* out_slot) {
@@ -19,24 +36,10 @@ void ConcatInto(KernelContext& ctx, const char* in, const char* out_slot) {
   const size_t axis = NormalizeAxis(ScalarFromInput<int64_t>(ctx, "AxisTensor", "axis"), dims[0].size());
   const std::vector<int64_t> out_dims = ConcatDims(dims, axis);
   const int64_t pre = Product(out_dims, 0, axis), post = Product(out_dims, axis + 1, out_dims.size());
-  const int64_t total = Product(out_dims, 0, out_dims.size());
-  // Piece (i, k): row i of X[k], `chunk[k]` elements at `offset[k]` of Out's row i.
-  std::vector<int64_t> chunk(n), offset(n);
-  for (size_t k = 0, at = 0; k < n; at += static_cast<size_t>(chunk[k]), ++k) {
-    chunk[k] = dims[k][axis] * post;
-    offset[k] = static_cast<int64_t>(at);
-  }
-  const int64_t row = out_dims[axis] * post, pieces = pre * static_cast<int64_t>(n);
-  WriteOutput<T>(ctx, out_slot, {in}, out_dims, [&](T* out) {
-    ParallelFor(pieces, 2.0 * sizeof(T) * total, [&](int64_t, int64_t first, int64_t last) {
-      for (int64_t p = first; p < last; ++p) {
-        const int64_t i = p / static_cast<int64_t>(n);
-        const size_t k = static_cast<size_t>(p % static_cast<int64_t>(n));
-        const T* px = xs[k].data<T>() + i * chunk[k];
-        std::copy(px, px + chunk[k], out + i * row + offset[k]);
-      }
-    });
-  });
+  std::vector<const T*> data(n);
+  std::vector<int64_t> chunk(n);
+  for (size_t k = 0; k < n; ++k) data[k] = xs[k].data<T>(), chunk[k] = dims[k][axis] * post;
+  WriteOutput<T>(ctx, out_slot, {in}, out_dims, [&](T* out) { JoinRows(data, chunk, pre, out); });
   Tensor result = ctx.Output(out_slot);
   // Joined along the first dim, sequences follow one another: when every X has a LoD of
   // the same depth, Out's joins them, each level's offsets moved past the ones before it
@@ -131,16 +134,15 @@ void Stack(KernelContext& ctx) {
   std::vector<int64_t> out_dims = d;
   out_dims.insert(out_dims.begin() + static_cast<std::ptrdiff_t>(axis), static_cast<int64_t>(n));
   const int64_t pre = Product(d, 0, axis), post = Product(d, axis, d.size());
-  auto out = Scratch<T>(pre * static_cast<int64_t>(n) * post);
+  // Stacking joins rows of `post` elements, one from each X in turn.
+  std::vector<const T*> data(n);
   for (size_t k = 0; k < n; ++k) {
     Tensor x = ctx.Input("X", k);
     if (x.dims() != d) throw Error("X[" + std::to_string(k) + "] " + DimsString(x.dims()) + " differs from X[0] " + DimsString(d));
-    const T* px = x.data<T>();
-    for (int64_t a = 0; a < pre; ++a) {
-      std::copy(px + a * post, px + (a + 1) * post, out.get() + (a * static_cast<int64_t>(n) + static_cast<int64_t>(k)) * post);
-    }
+    data[k] = x.data<T>();
   }
-  std::copy(out.get(), out.get() + pre * static_cast<int64_t>(n) * post, ctx.AllocateOutput<T>("Y", out_dims));
+  WriteOutput<T>(ctx, "Y", {"X"}, out_dims,
+                 [&](T* out) { JoinRows(data, std::vector<int64_t>(n, post), pre, out); });
 }
 
 // X@GRAD[k] = Y@GRAD[a, k, b].

@@ -6,6 +6,7 @@
 // converted to out_dtype); and their gradients.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "activation_loops.h"
 #include "kernels.h"
@@ -133,21 +134,23 @@ void Cast(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const auto out_dtype = static_cast<int32_t>(ctx.Attr<int64_t>("out_dtype"));
   const From* px = x.data<From>();
-  Tensor out = ctx.Output("Out");
-  // Out may be X: read everything before the allocation can replace X's memory.
-  if (out_dtype == RILL_FP16) {  // fp16 through Eigen's half, rounding to nearest even
-    std::vector<Eigen::half> converted(static_cast<size_t>(x.numel()));
-    for (int64_t i = 0; i < x.numel(); ++i) converted[i] = Eigen::half(static_cast<float>(px[i]));
-    std::copy(converted.begin(), converted.end(), static_cast<Eigen::half*>(out.Allocate(RILL_FP16, x.dims())));
-    return;
-  }
-  VisitDataType<bool, int32_t, int64_t, float, double>(out_dtype, "cast out_dtype", [&](auto to) {
+  const int64_t n = x.numel();
+  // Each element converted on the intra-op team (into scratch first when Out is X); fp16
+  // through Eigen's half, rounding to nearest even.
+  const auto convert = [&](auto to) {
     using To = decltype(to);
-    std::vector<To> converted(static_cast<size_t>(x.numel()));
-    for (int64_t i = 0; i < x.numel(); ++i) converted[i] = static_cast<To>(px[i]);
-    To* po = out.Allocate<To>(x.dims());
-    std::copy(converted.begin(), converted.end(), po);
-  });
+    WriteOutputBytes(ctx, "Out", {"X"}, out_dtype, x.dims(), [&](char* bytes) {
+      To* po = reinterpret_cast<To*>(bytes);
+      ParallelFor(n, static_cast<double>(sizeof(From) + sizeof(To)) * n, [&](int64_t, int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          if constexpr (std::is_same_v<To, Eigen::half>) po[i] = Eigen::half(static_cast<float>(px[i]));
+          else po[i] = static_cast<To>(px[i]);
+        }
+      });
+    });
+  };
+  if (out_dtype == RILL_FP16) return convert(Eigen::half());
+  VisitDataType<bool, int32_t, int64_t, float, double>(out_dtype, "cast out_dtype", convert);
 }
 
 }  // namespace

@@ -13,10 +13,32 @@
 namespace rill::math {
 namespace {
 
+// sum(p[0, n)^2) in fp64, a sum per chunk on the intra-op team, the chunks added in
+// order: the same bits for any thread budget (parallel_for.h).
+template <class T>
+double SumOfSquares(const T* p, int64_t n) {
+  const double bytes = static_cast<double>(sizeof(T)) * n;
+  std::vector<double> partial(static_cast<size_t>(ParallelChunks(n, bytes)), 0.0);
+  ParallelFor(n, bytes, [&](int64_t chunk, int64_t begin, int64_t end) {
+    partial[static_cast<size_t>(chunk)] = ConstVecMap<T>(p + begin, end - begin).template cast<double>().square().sum();
+  });
+  double sum = 0;
+  for (double v : partial) sum += v;
+  return sum;
+}
+
+// out[0, n) = factor * in[0, n), on the intra-op team.
+template <class T>
+void Scaled(const T* in, T* out, int64_t n, T factor) {
+  ParallelFor(n, 2.0 * sizeof(T) * n, [&](int64_t, int64_t begin, int64_t end) {
+    VecMap<T>(out + begin, end - begin) = factor * ConstVecMap<T>(in + begin, end - begin);
+  });
+}
+
 template <class T>
 void SquaredL2Norm(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
-  const double sum = Flat<T>(x).template cast<double>().square().sum();
+  const double sum = SumOfSquares(x.data<T>(), x.numel());
   *ctx.AllocateOutput<T>("Out", {1}) = static_cast<T>(sum);
 }
 
@@ -27,9 +49,7 @@ void SquaredL2NormGrad(KernelContext& ctx) {
   if (g.numel() != 1) throw Error("Out@GRAD must hold one value, it has " + std::to_string(g.numel()));
   const T scale = T(2) * g.data<T>()[0];
   const T* px = x.data<T>();
-  WriteOutput<T>(ctx, "X@GRAD", {"X"}, x.dims(), [&](T* dx) {
-    for (int64_t i = 0; i < x.numel(); ++i) dx[i] = scale * px[i];
-  });
+  WriteOutput<T>(ctx, "X@GRAD", {"X"}, x.dims(), [&](T* dx) { Scaled(px, dx, x.numel(), scale); });
 }
 
 template <class T>
@@ -38,23 +58,9 @@ void ClipByNorm(KernelContext& ctx) {
   const double max_norm = ctx.Attr<float>("max_norm");
   if (!(max_norm > 0)) throw Error("max_norm must be positive, got " + std::to_string(max_norm));
   const T* px = x.data<T>();
-  const int64_t n = x.numel();
-  // The squares summed in fp64 per chunk, the chunks added in order: the same bits for
-  // any thread budget (parallel_for.h).
-  const double bytes = static_cast<double>(sizeof(T)) * n;
-  std::vector<double> partial(static_cast<size_t>(ParallelChunks(n, bytes)), 0.0);
-  ParallelFor(n, bytes, [&](int64_t chunk, int64_t begin, int64_t end) {
-    partial[static_cast<size_t>(chunk)] = ConstVecMap<T>(px + begin, end - begin).template cast<double>().square().sum();
-  });
-  double squares = 0;
-  for (double p : partial) squares += p;
-  const double norm = std::sqrt(squares);
+  const double norm = std::sqrt(SumOfSquares(px, x.numel()));
   const T scale = static_cast<T>(norm > max_norm ? max_norm / norm : 1.0);
-  WriteOutput<T>(ctx, "Out", {"X"}, x.dims(), [&](T* out) {
-    ParallelFor(n, 2.0 * bytes, [&](int64_t, int64_t begin, int64_t end) {
-      VecMap<T>(out + begin, end - begin) = scale * ConstVecMap<T>(px + begin, end - begin);
-    });
-  });
+  WriteOutput<T>(ctx, "Out", {"X"}, x.dims(), [&](T* out) { Scaled(px, out, x.numel(), scale); });
 }
 
 template <class T>
@@ -87,12 +93,7 @@ void LabelSmoothGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const T keep = T(1) - static_cast<T>(ctx.Attr<float>("epsilon"));
   const T* pg = g.data<T>();
-  const int64_t count = g.numel();
-  WriteOutput<T>(ctx, "X@GRAD", {"Out@GRAD"}, g.dims(), [&](T* dx) {
-    ParallelFor(count, 2.0 * sizeof(T) * count, [&](int64_t, int64_t begin, int64_t end) {
-      VecMap<T>(dx + begin, end - begin) = keep * ConstVecMap<T>(pg + begin, end - begin);
-    });
-  });
+  WriteOutput<T>(ctx, "X@GRAD", {"Out@GRAD"}, g.dims(), [&](T* dx) { Scaled(pg, dx, g.numel(), keep); });
 }
 
 enum class Check { kFinite, kInf, kNan };

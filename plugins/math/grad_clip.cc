@@ -111,8 +111,14 @@ void Finiteness(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const T* px = x.data<T>();
   if constexpr (kV2) {
-    bool* out = ctx.AllocateOutput<bool>("Out", x.dims());
-    for (int64_t i = 0; i < x.numel(); ++i) out[i] = Holds<T, kCheck>(px[i]);
+    const int64_t n = x.numel();
+    WriteOutputBytes(ctx, "Out", {"X"}, RILL_BOOL, x.dims(), [&](char* bytes) {
+      ParallelFor(n, static_cast<double>(sizeof(T) + 1) * n, [&](int64_t, int64_t begin, int64_t end) {
+        const T* in = px + begin;  // locals: a bool store may alias what the captures point to
+        bool* out = reinterpret_cast<bool*>(bytes) + begin;
+        for (int64_t i = 0; i < end - begin; ++i) out[i] = Holds<T, kCheck>(in[i]);
+      });
+    });
   } else {
     bool all = true, any = false;
     for (int64_t i = 0; i < x.numel(); ++i) {

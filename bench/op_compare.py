@@ -1,7 +1,8 @@
-"""Every op of the registry against PyTorch, forward, fp32, one op at a time: the whole surface
-a user meets, not only what the model benchmarks time.
+"""Every op of the registry against PyTorch, one op at a time: the whole surface a user meets,
+not only what the model benchmarks time.
 
     PYTHONPATH=build/python /usr/bin/python3 bench/op_compare.py [ROUNDS] [--only OP,OP]
+        [--kinds forward,backward,small,fp64,int64]
 
 The op list comes from the registry (`rill ops`), so a new op shows up here: each op is timed
 by the cases below that name it, or listed at the end as not covered (no PyTorch peer
@@ -13,6 +14,18 @@ from a fixed seed:
  - PyTorch: the same computation in torch (1.13, Debian's), in a process of its own (two
    OpenMP runtimes in one process slow each other), torch.no_grad(), the same thread count
    (RILL_BENCH_THREADS, default 2: one per core of these machines).
+Each standard case comes in up to five kinds (--kinds picks some; all by default):
+ - forward: fp32 at the standard shape;
+ - backward: the op's gradient ops alone (Rill's backward pass of the first output, its
+   forward run once beforehand) against torch.autograd.grad of the same inputs, fed the
+   same random output gradient, its results made contiguous;
+ - small: the same op at 64 x 64, where per-op overhead dominates: SMALL_REPEATS copies of
+   the op in one program run by the C++ executor, against as many calls of the torch
+   expression in a Python loop;
+ - fp64 (float inputs made float64) and int64 (for the ops in INT64_OPS, inputs -100..100).
+A derived kind is made only where the standard case allows it (a shape named in the attrs
+or the torch expression does not scale); a kind the op refuses (no gradient, no fp64
+kernel) is listed at the end with its reason rather than timed.
 Each side's time is the median over ROUNDS rounds of the mean of a timed loop (at least
 0.1 s), the rounds paired: each times PyTorch, then Rill, so that both meet the machine's
 load of the moment. Prints a Markdown table of ratios (Rill / PyTorch: below 1, Rill is
@@ -53,6 +66,10 @@ class Data(object):
     def __init__(self, shape, dtype="float32", lo=-1.0, hi=1.0, seed=0):
         self.shape, self.dtype, self.lo, self.hi, self.seed = tuple(shape), np.dtype(dtype), lo, hi, seed
 
+    def but(self, shape=None, dtype=None, lo=None, hi=None):
+        return Data(self.shape if shape is None else shape, self.dtype if dtype is None else dtype,
+                    self.lo if lo is None else lo, self.hi if hi is None else hi, self.seed)
+
     def make(self):
         rng = np.random.RandomState(self.seed)
         if self.dtype.kind in "iu":
@@ -67,9 +84,18 @@ class Case(object):
     `attrs`, and `torch`, a PyTorch expression of the inputs as tensors (named by slot,
     lists kept; `torch` and `F` in scope)."""
 
-    def __init__(self, label, op, inputs, outputs, attrs, torch_expr):
-        self.label, self.op, self.inputs, self.outputs, self.attrs, self.torch = \
-            label, op, inputs, outputs, attrs, torch_expr
+    def __init__(self, label, op, inputs, outputs, attrs, torch_expr, kind="forward"):
+        self.label, self.op, self.inputs, self.outputs, self.attrs, self.torch, self.kind = \
+            label, op, inputs, outputs, attrs, torch_expr, kind
+
+    def datas(self):
+        return [d for v in self.inputs.values() for d in (v if isinstance(v, list) else [v])]
+
+    def derived(self, kind, label, convert):
+        """This case as `kind`, each input Data passed through `convert`."""
+        inputs = {slot: [convert(d) for d in v] if isinstance(v, list) else convert(v)
+                  for slot, v in self.inputs.items()}
+        return Case(label, self.op, inputs, self.outputs, self.attrs, self.torch, kind)
 
     def arrays(self):
         return {slot: [d.make() for d in v] if isinstance(v, list) else v.make() for slot, v in self.inputs.items()}
@@ -77,8 +103,8 @@ class Case(object):
 
 
 
-def cases():
-    """Every case (its inputs described, not made)."""
+def standard_cases():
+    """The forward fp32 cases at their standard shapes (inputs described, not made)."""
     x = lambda lo=-1.0, hi=1.0, shape=BIG: Data(shape, lo=lo, hi=hi)  # noqa: E731
     out = []
 
@@ -298,6 +324,47 @@ def cases():
     return out
 
 
+SMALL = 64
+SMALL_REPEATS = 64
+# Ops timed on int64 inputs too (their int64 kernels are what index and count pipelines use).
+INT64_OPS = {
+    "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_max", "elementwise_min", "reduce_sum",
+    "reduce_max", "reduce_min", "abs", "sign", "equal", "less_than", "concat", "split", "stack", "slice", "transpose2",
+    "flip", "roll", "tile", "expand_v2", "gather", "index_select", "cumsum", "where", "assign", "arg_max", "top_k_v2",
+    "reshape2",
+}
+KINDS = ("forward", "backward", "small", "fp64", "int64")
+
+
+def _scales(case):
+    """Whether the case shrinks to SMALL x SMALL: its inputs are [1024, 4096]-family shapes
+    and neither its attrs nor its torch expression name a size."""
+    text = repr(case.attrs) + case.torch
+    return all(set(d.shape) <= {1, 1024, 4096} for d in case.datas()) and \
+        not any(size in text for size in ("1000", "1024", "4096"))
+
+
+def cases():
+    """Every case of every kind (its inputs described, not made)."""
+    out = []
+    for case in standard_cases():
+        out.append(case)
+        floats = [d for d in case.datas() if d.dtype == np.float32]
+        if floats:
+            out.append(case.derived("backward", case.label + " backward", lambda d: d))
+        if _scales(case):
+            small = lambda d: d.but(shape=tuple(SMALL if n > 1 else 1 for n in d.shape))  # noqa: E731
+            label = case.label.replace("1024", str(SMALL)).replace("4096", str(SMALL))
+            out.append(case.derived("small", "%s (x%d in one program)" % (label, SMALL_REPEATS), small))
+        if floats and "dtype" not in repr(case.attrs):
+            out.append(case.derived("fp64", case.label.replace(" [", " fp64 [", 1),
+                                    lambda d: d.but(dtype="float64") if d.dtype == np.float32 else d))
+        if floats and case.op in INT64_OPS:
+            out.append(case.derived("int64", case.label.replace(" [", " int64 [", 1),
+                                    lambda d: d.but(dtype="int64", lo=-100, hi=100) if d.dtype == np.float32 else d))
+    return out
+
+
 # Timed against torchvision and numpy at a detector's shapes by bench/detection_compare.py.
 DETECTION = {"box_coder", "density_prior_box", "iou_similarity", "matrix_nms", "multiclass_nms", "multiclass_nms2",
              "multiclass_nms3", "prior_box", "roi_align", "roi_pool", "yolo_box"}
@@ -314,29 +381,60 @@ def _per_call(fn):
     return per_call(fn, min_seconds=0.1, min_calls=3)
 
 
-def peer_server():
-    """PyTorch's side: reads a case's label per line on stdin and answers with one round's
-    seconds per call (a JSON number), its inputs made when a label first comes."""
-    env = _torch_env()
+def _torch_timer(case, env, grad_slots):
+    """A function timing one round of `case` in torch, or None where torch has no gradient
+    for it."""
     torch = env["torch"]
+    tensors = {}
+    for slot, value in case.arrays().items():
+        grads = slot in grad_slots
+        as_tensor = lambda a: torch.from_numpy(a).requires_grad_(grads)  # noqa: E731
+        tensors[slot] = [as_tensor(a) for a in value] if isinstance(value, list) else as_tensor(value)
+    scope = dict(env, **tensors)
+    if case.kind == "small":
+        code = compile("for _ in range(%d):\n    %s" % (SMALL_REPEATS, case.torch), case.label, "exec")
+        return lambda: _per_call(lambda: exec(code, scope))
+    code = compile(case.torch, case.label, "eval")
+    if case.kind != "backward":
+        return lambda: _per_call(lambda: eval(code, scope))
+    out = eval(code, scope)
+    out = out[0] if isinstance(out, (list, tuple)) else out
+    if not out.requires_grad:
+        return None
+    leaves = [t for slot in grad_slots for t in (tensors[slot] if isinstance(tensors[slot], list) else [tensors[slot]])]
+    torch.manual_seed(0)
+    grad = torch.rand_like(out)
+    # A gradient torch returns as a view (of a broadcast, a transpose, a slice) is made
+    # dense, as Rill's always are: its cost is otherwise paid by whatever reads it.
+    return lambda: _per_call(lambda: [g.contiguous() for g in torch.autograd.grad(out, leaves, grad,
+                                                                                   retain_graph=True)])
+
+
+def peer_server():
+    """PyTorch's side: reads a request per line on stdin (a JSON [label, gradient slots]) and
+    answers with one round's seconds per call (a JSON number, or null where torch has no
+    gradient), a case's inputs made when its label first comes."""
+    env = _torch_env()
     by_label = {case.label: case for case in cases()}
     ready = {}
     for line in sys.stdin:
-        label = line.strip()
+        label, grad_slots = json.loads(line)
         if label not in ready:
             ready.clear()  # one case's inputs at a time
-            case = by_label[label]
-            tensors = {slot: [torch.from_numpy(a) for a in v] if isinstance(v, list) else torch.from_numpy(v)
-                       for slot, v in case.arrays().items()}
-            ready[label] = (compile(case.torch, label, "eval"), dict(env, **tensors))
-        code, scope = ready[label]
-        with torch.no_grad():
-            seconds = _per_call(lambda: eval(code, scope))
-        print(json.dumps(seconds), flush=True)
+            with env["torch"].set_grad_enabled(by_label[label].kind == "backward"):
+                ready[label] = _torch_timer(by_label[label], env, set(grad_slots))
+        timer = ready[label]
+        if timer is None:
+            answer = None
+        else:
+            with env["torch"].set_grad_enabled(by_label[label].kind == "backward"):
+                answer = timer()
+        print(json.dumps(answer), flush=True)
 
 
-def rill_program(case):
-    """The case's one-op program and its feed (rill.empty arrays, borrowed, not copied)."""
+def rill_program(case, repeats=1):
+    """The case's program (its op `repeats` times) and its feed (rill.empty arrays, borrowed,
+    not copied)."""
     import rill
     import rill.fluid as fluid
     prog = fluid.Program()
@@ -358,13 +456,50 @@ def rill_program(case):
         name = "out_%d" % i
         block.create_var(name=name)
         outputs.setdefault(slot, []).append(name)
-    block.append_op(type=case.op, inputs=inputs, outputs=outputs, attrs=case.attrs)
+    for _ in range(repeats):
+        block.append_op(type=case.op, inputs=inputs, outputs=outputs, attrs=case.attrs)
     return prog, feed
 
 
-def paired_times(rounds, only):
-    """{label: (Rill's median, PyTorch's median)}: each round times PyTorch (in its own
-    process) and then Rill, so that both meet the machine's load of the moment."""
+def rill_runner(case, exe):
+    """(a function running the case once in Rill, the input slots given gradients): for a
+    backward case the program holds the gradient ops alone, the forward outputs they read
+    made by one forward run into a scope of their own."""
+    import rill
+    import rill.fluid as fluid
+    if case.kind != "backward":
+        prog, feed = rill_program(case, SMALL_REPEATS if case.kind == "small" else 1)
+        return (lambda: exe.run(prog, feed=feed, fetch_list=[])), []
+    from rill.fluid.backward import _run_pass
+    prog, feed = rill_program(case)
+    block = prog.global_block()
+    outputs = ["out_%d" % i for i in range(len(case.outputs))]
+    for name in outputs:
+        block.var(name).persistable = True
+    sources = [name for name, a in feed.items() if a.dtype == np.float32]
+    pairs = _run_pass(prog, outputs[0], sources)
+    if not pairs:
+        raise ValueError("no gradient reaches its inputs")
+    grad_slots = sorted(set(source.rsplit("_", 1)[0] for source, _ in pairs))
+    scope = fluid.Scope()
+    forward = fluid.Program()
+    forward.global_block().ops.append(block.ops[0])
+    forward.global_block().vars.update(block.vars)
+    forward._bump()
+    value = exe.run(forward, feed=feed, fetch_list=[outputs[0]], scope=scope)[0]
+    seed = rill.empty(value.shape, value.dtype)
+    seed[...] = np.random.RandomState(1).uniform(0, 1, value.shape)
+    seeded = next(i for i, op in enumerate(block.ops) if outputs[0] + "@GRAD" in op.output_arg_names)
+    del block.ops[:seeded + 1]
+    prog._bump()
+    feed = dict(feed, **{outputs[0] + "@GRAD": seed})
+    return (lambda: exe.run(prog, feed=feed, fetch_list=[], scope=scope)), grad_slots
+
+
+def paired_times(rounds, only, kinds):
+    """({label: (Rill's median, PyTorch's median)}, {label: why not timed}): each round
+    times PyTorch (in its own process) and then Rill, so that both meet the machine's load
+    of the moment."""
     import rill.fluid as fluid
     exe = fluid.Executor(fluid.CPUPlace())
     # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, set on these machines, slow a current OpenBLAS
@@ -372,26 +507,36 @@ def paired_times(rounds, only):
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--peer-server"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True, env=env)
-    times = {}
+    times, refused = {}, {}
     try:
         for case in cases():
-            if only and case.op not in only:
+            if (only and case.op not in only) or case.kind not in kinds:
                 continue
-            prog, feed = rill_program(case)
+            try:
+                run, grad_slots = rill_runner(case, exe)
+                run()
+            except Exception as e:  # a kind the op does not take: listed, not timed
+                refused[case.label] = str(e).strip().splitlines()[0][:160]
+                continue
             ours, theirs = [], []
             for _ in range(rounds):
-                server.stdin.write(case.label + "\n")
+                server.stdin.write(json.dumps([case.label, grad_slots]) + "\n")
                 server.stdin.flush()
                 answer = server.stdout.readline()
                 if not answer:
                     sys.exit("the PyTorch side stopped at %r" % case.label)
+                if json.loads(answer) is None:
+                    break
                 theirs.append(json.loads(answer))
-                ours.append(_per_call(lambda: exe.run(prog, feed=feed, fetch_list=[])))
+                ours.append(_per_call(run))
+            if not theirs:
+                refused[case.label] = "PyTorch has no gradient for it"
+                continue
             times[case.label] = (statistics.median(ours), statistics.median(theirs))
     finally:
         server.stdin.close()
         server.wait()
-    return times
+    return times, refused
 
 
 def registry_ops():
@@ -405,17 +550,31 @@ def main():
     if "--peer-server" in sys.argv:
         return peer_server()
     only = set(sys.argv[sys.argv.index("--only") + 1].split(",")) if "--only" in sys.argv else None
-    rows = [(label, a, b) for label, (a, b) in paired_times(ROUNDS, only).items()]
+    kinds = sys.argv[sys.argv.index("--kinds") + 1].split(",") if "--kinds" in sys.argv else KINDS
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        sys.exit("--kinds: unknown %s (the kinds are %s)" % (", ".join(unknown), ", ".join(KINDS)))
+    times, refused = paired_times(ROUNDS, only, kinds)
+    kind_of = {c.label: c.kind for c in cases()}
     print("| op, shape (fp32 unless named) | Rill | PyTorch | Rill / PyTorch |")
     print("|---|---|---|---|")
-    for label, a, b in rows:
+    for label, (a, b) in times.items():
         print("| %s | %.3f ms | %.3f ms | %.2f |" % (label, a * 1e3, b * 1e3, a / b))
-    ratios = [a / b for _, a, b in rows]
-    print("\n%d cases, %d threads each side, medians of %d paired rounds; geometric mean of Rill / PyTorch: **%.2f**"
-          % (len(rows), THREADS, ROUNDS, math.exp(sum(math.log(r) for r in ratios) / len(ratios))))
-    print("\nslowest ten:")
-    for label, a, b in sorted(rows, key=lambda r: -r[1] / r[2])[:10]:
-        print("  %.2f  %s" % (a / b, label))
+    print("\n%d threads each side, medians of %d paired rounds" % (THREADS, ROUNDS))
+    for kind in kinds:
+        rows = [(label, a / b) for label, (a, b) in times.items() if kind_of[label] == kind]
+        if not rows:
+            continue
+        limit = 1.5 if kind in ("forward", "fp64", "int64") else 2.0
+        print("\n%s: %d cases, geometric mean of Rill / PyTorch **%.2f**, %d above %.1f; slowest ten:"
+              % (kind, len(rows), math.exp(sum(math.log(r) for _, r in rows) / len(rows)),
+                 sum(r > limit for _, r in rows), limit))
+        for label, r in sorted(rows, key=lambda row: -row[1])[:10]:
+            print("  %.2f  %s" % (r, label))
+    if refused:
+        print("\nnot timed (%d):" % len(refused))
+        for label, why in refused.items():
+            print("  %s: %s" % (label, why))
     covered = {c.op for c in cases()}
     missing = [op for op in registry_ops() if op not in covered and op not in NOT_KERNELS and op not in DETECTION]
     print("\nops of the registry without a case yet (%d): %s" % (len(missing), " ".join(missing)))

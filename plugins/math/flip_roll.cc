@@ -1,11 +1,12 @@
 // flip and roll, with Paddle's contracts: X's elements moved along axes, its shape kept.
 // flip reverses each of `axis`; roll shifts each of `axis` by its `shifts` (elements past
 // the end come round to the start), or, with no axis, all of X flattened. Each element of
-// Out comes from one of X: the gradients put Out@GRAD's elements back where they came from.
+// Out comes from one of X: the gradients move Out@GRAD back by the inverse moves.
 #include <algorithm>
 #include <cstring>
 
 #include "index_map.h"
+#include "parallel_for.h"
 #include "kernels.h"
 #include "ops.h"
 
@@ -47,49 +48,75 @@ Moves MovesOf(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
   return m;
 }
 
-// Calls run(out_index, x_index, length) for each run of Out reading consecutive elements
-// of X (index_map.h): a roll's rows are two runs, a flip of the last dim one per element.
-template <class F>
-void ForEachMoveRun(const Moves& m, F run) {
-  ForEachMappedRun(m.dims, m.dims, [&m](size_t k, int64_t i) {
-    const int64_t from = m.reverse[k] ? m.dims[k] - 1 - i : i - m.shift[k];
-    return from < 0 ? from + m.dims[k] : from;
-  }, run);
+// The moves that undo m: a flip is its own inverse, a roll by s is undone by one by n - s.
+Moves Inverse(Moves m) {
+  for (size_t k = 0; k < m.dims.size(); ++k) {
+    if (m.shift[k] != 0) m.shift[k] = m.dims[k] - m.shift[k];
+  }
+  return m;
 }
 
-// Reverses each row of `width` elements of `size` bytes in place.
+// out[j] = in[width - 1 - j] for elements of one machine word each.
 template <class Word>
-void ReverseRows(char* data, int64_t rows, int64_t width) {
-  Word* w = reinterpret_cast<Word*>(data);
-  for (int64_t r = 0; r < rows; ++r) std::reverse(w + r * width, w + (r + 1) * width);
+void ReverseCopy(const char* in, char* out, int64_t width) {
+  const Word* from = reinterpret_cast<const Word*>(in);
+  Word* to = reinterpret_cast<Word*>(out);
+  for (int64_t j = 0; j < width; ++j) to[j] = from[width - 1 - j];
 }
-void ReverseRows(char* data, int64_t rows, int64_t width, size_t size) {
-  switch (size) {
-    case 1: return ReverseRows<uint8_t>(data, rows, width);
-    case 2: return ReverseRows<uint16_t>(data, rows, width);
-    case 4: return ReverseRows<uint32_t>(data, rows, width);
-    case 8: return ReverseRows<uint64_t>(data, rows, width);
-    default: throw Error("flip: no element of " + std::to_string(size) + " bytes");
+
+// out = X moved by m, X's elements `size` bytes each. Out's rows (its innermost dim) are
+// split across the intra-op team: each row comes from one row of X (index_map.h, the last
+// dim left out of the walk), reversed or rotated along the last dim while it is copied.
+void MoveBytes(const char* px, char* po, Moves m, size_t size) {
+  if (m.dims.empty()) {  // a scalar
+    std::memcpy(po, px, size);
+    return;
   }
+  const int64_t width = m.dims.back();
+  const bool reverse = m.reverse.back();
+  const int64_t shift = m.shift.back();
+  m.reverse.back() = false;
+  m.shift.back() = 0;
+  using Copy = void (*)(const char*, char*, int64_t);
+  Copy reverse_copy = nullptr;
+  switch (size) {
+    case 1: reverse_copy = &ReverseCopy<uint8_t>; break;
+    case 2: reverse_copy = &ReverseCopy<uint16_t>; break;
+    case 4: reverse_copy = &ReverseCopy<uint32_t>; break;
+    case 8: reverse_copy = &ReverseCopy<uint64_t>; break;
+    default: if (reverse) throw Error("flip: no element of " + std::to_string(size) + " bytes");
+  }
+  const auto row_bytes = static_cast<size_t>(width) * size;
+  const double bytes = 2.0 * static_cast<double>(row_bytes) * static_cast<double>(Product(m.dims, 0, m.dims.size() - 1));
+  // Whole rows as runs of one element each: the outer dims' moves pick the source row.
+  std::vector<int64_t> rows_dims(m.dims.begin(), m.dims.end() - 1);
+  ParallelForEachMappedRun(rows_dims, rows_dims, [&m](size_t k, int64_t i) {
+    const int64_t from = m.reverse[k] ? m.dims[k] - 1 - i : i - m.shift[k];
+    return from < 0 ? from + m.dims[k] : from;
+  }, bytes, [&](int64_t o, int64_t from, int64_t n) {
+    for (int64_t r = 0; r < n; ++r) {
+      const char* in = px + static_cast<size_t>(from + r) * row_bytes;
+      char* out = po + static_cast<size_t>(o + r) * row_bytes;
+      if (reverse) {
+        reverse_copy(in, out, width);
+      } else {
+        // out[(j + shift) % width] = in[j]
+        const size_t head = static_cast<size_t>(shift) * size;
+        std::memcpy(out + head, in, row_bytes - head);
+        std::memcpy(out, in + row_bytes - head, head);
+      }
+    }
+  });
 }
 
 template <bool kRoll>
 void Move(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
-  Moves m = MovesOf<kRoll>(ctx, x.dims());
-  const size_t size = DataTypeSize(x.dtype());
+  const Moves m = MovesOf<kRoll>(ctx, x.dims());
   const char* px = static_cast<const char*>(x.raw_data());
-  // A flipped last dim would make every element a run of its own: its rows are copied
-  // whole and reversed afterwards instead.
-  const bool reverse_rows = !m.dims.empty() && m.reverse.back();
-  if (reverse_rows) m.reverse.back() = false;
-  WriteOutputBytes(ctx, "Out", {"X"}, x.dtype(), x.dims(), [&](char* po) {
-    ForEachMoveRun(m, [&](int64_t o, int64_t from, int64_t n) {
-      std::memcpy(po + o * static_cast<int64_t>(size), px + from * static_cast<int64_t>(size),
-                  static_cast<size_t>(n) * size);
-    });
-    if (reverse_rows && x.numel() > 0) ReverseRows(po, x.numel() / m.dims.back(), m.dims.back(), size);
-  });
+  if (x.numel() == 0) return WriteOutputBytes(ctx, "Out", {"X"}, x.dtype(), x.dims(), [](char*) {});
+  WriteOutputBytes(ctx, "Out", {"X"}, x.dtype(), x.dims(),
+                   [&](char* po) { MoveBytes(px, po, m, DataTypeSize(x.dtype())); });
 }
 
 template <class T, bool kRoll>
@@ -97,11 +124,10 @@ void MoveGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const std::vector<int64_t> d = ctx.Input("X").dims();
   if (g.dims() != d) throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like X " + DimsString(d));
-  const Moves m = MovesOf<kRoll>(ctx, d);
-  const T* pg = g.data<T>();
-  WriteOutput<T>(ctx, "X@GRAD", {"Out@GRAD"}, d, [&](T* dx) {
-    ForEachMoveRun(m, [&](int64_t o, int64_t from, int64_t n) { std::copy(pg + o, pg + o + n, dx + from); });
-  });
+  const Moves m = Inverse(MovesOf<kRoll>(ctx, d));
+  const char* pg = static_cast<const char*>(g.raw_data());
+  if (g.numel() == 0) return WriteOutput<T>(ctx, "X@GRAD", {"Out@GRAD"}, d, [](T*) {});
+  WriteOutput<T>(ctx, "X@GRAD", {"Out@GRAD"}, d, [&](T* dx) { MoveBytes(pg, reinterpret_cast<char*>(dx), m, sizeof(T)); });
 }
 
 }  // namespace

@@ -115,11 +115,14 @@ int64_t Source(int64_t o, int64_t before, int64_t n, PadMode mode) {
   return -1;
 }
 
-// Calls run(out_index, x_index or -1, length) for each run of Out (index_map.h).
+// Calls run(out_index, x_index or -1, length) for each run of Out (index_map.h), Out's rows
+// split across the intra-op team for a pass moving `bytes` when `parallel`.
 template <class F>
-void ForEachOutRun(const PadPlan& p, F run) {
-  ForEachMappedRun(p.out_dims, p.x_dims,
-                   [&p](size_t k, int64_t i) { return Source(i, p.before[k], p.x_dims[k], p.mode); }, run);
+void ForEachOutRun(const PadPlan& p, bool parallel, double bytes, F run) {
+  const MappedRuns runs(p.out_dims, p.x_dims,
+                        [&p](size_t k, int64_t i) { return Source(i, p.before[k], p.x_dims[k], p.mode); });
+  if (!parallel) return runs.Walk(0, runs.rows(), run);
+  ParallelFor(runs.rows(), bytes, [&](int64_t, int64_t begin, int64_t end) { runs.Walk(begin, end, run); });
 }
 
 template <class T, int kSpatial>
@@ -128,8 +131,9 @@ void Pad(KernelContext& ctx) {
   const PadPlan p = PlanOf<kSpatial>(ctx, x.dims());
   const T value = static_cast<T>(ctx.Attr<float>(kSpatial == 3 ? "value" : "pad_value"));
   const T* px = x.data<T>();
+  const double bytes = 2.0 * sizeof(T) * static_cast<double>(Product(p.out_dims, 0, p.out_dims.size()));
   WriteOutput<T>(ctx, "Out", {"X"}, p.out_dims, [&](T* out) {
-    ForEachOutRun(p, [&](int64_t o, int64_t from, int64_t n) {
+    ForEachOutRun(p, true, bytes, [&](int64_t o, int64_t from, int64_t n) {
       if (from < 0) std::fill(out + o, out + o + n, value);
       else std::copy(px + from, px + from + n, out + o);
     });
@@ -146,8 +150,12 @@ void PadGrad(KernelContext& ctx) {
   }
   const T* pg = g.data<T>();
   T* dx = ctx.AllocateOutput<T>("X@GRAD", x_dims);
-  std::fill(dx, dx + Product(x_dims, 0, x_dims.size()), T(0));
-  ForEachOutRun(p, [&](int64_t o, int64_t from, int64_t n) {
+  ParallelFill(dx, Product(x_dims, 0, x_dims.size()), T(0));
+  // Constant padding reads each element of X once, so rows of Out add into distinct
+  // elements; the other modes read edge elements from several rows, which are summed in
+  // order on one thread.
+  ForEachOutRun(p, p.mode == PadMode::kConstant, 2.0 * sizeof(T) * static_cast<double>(g.numel()),
+                [&](int64_t o, int64_t from, int64_t n) {
     if (from >= 0) VecMap<T>(dx + from, n) += ConstVecMap<T>(pg + o, n);
   });
 }

@@ -11,6 +11,7 @@
 #include "nan_order.h"
 #include "ops.h"
 #include "parallel_for.h"
+#include "reduction.h"
 #include "selected_rows.h"
 
 namespace rill::math {
@@ -144,202 +145,29 @@ template <class T>
 void Mean(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   if (x.numel() == 0) throw Error("mean of an empty tensor");
-  const T mean = ConstVecMap<T>(x.data<T>(), x.numel()).sum() / static_cast<T>(x.numel());
+  T mean;
+  ReduceInto<Reduction::kMean>(x.data<T>(), PlanReduction({x.numel()}, {true}, false), &mean);
   *ctx.AllocateOutput<T>("Out", {1}) = mean;
 }
 
-enum class Reduction { kSum, kMean, kMax, kMin, kProd };
-
-// A reduction over `dim` (or everything) seen with adjacent dims of one kind merged: its
-// groups, outermost first, alternate between kept and reduced. Every input element then
-// lands in the output by a walk over runs of the innermost group (ForEachRun), with no
-// index arithmetic per element; the common shapes (one reduced group) have fast paths.
-struct ReducePlan {
-  std::vector<int64_t> group;       // merged dims, outermost first (none for a scalar X)
-  std::vector<bool> reduced;        // per group
-  std::vector<int64_t> out_stride;  // per group: the output's stride along it; 0 if reduced
-  std::vector<int64_t> out_dims;    // as the op produces them (keep_dim or not)
-  int64_t numel = 1, out_numel = 1;
-  int64_t count = 1;                // input elements reduced into each output element
-
-  // Whether a run of ForEachRun lands on one output element (else on consecutive ones).
-  bool InnerReduced() const { return group.empty() || reduced.back(); }
-};
-
-ReducePlan PlanReduction(KernelContext& ctx, const std::vector<int64_t>& in) {
+// The plan of reduce_* over its `dim` (or everything, reduce_all), keep_dim kept.
+ReducePlan PlanReduceOp(KernelContext& ctx, const std::vector<int64_t>& in) {
   const size_t rank = in.size();
   const bool all = ctx.Attr<bool>("reduce_all");
   std::vector<bool> reduced(rank, all);
   if (!all) {
     for (int64_t d : ctx.Attr<std::vector<int64_t>>("dim")) reduced[NormalizeAxis(d, rank, "dim")] = true;
   }
-  ReducePlan p;
-  const bool keep = ctx.Attr<bool>("keep_dim");
-  for (size_t i = 0; i < rank; ++i) {
-    p.numel *= in[i];
-    if (reduced[i]) p.count *= in[i]; else p.out_numel *= in[i];
-    if (keep || !reduced[i]) p.out_dims.push_back(reduced[i] ? 1 : in[i]);
-    if (in[i] == 1) continue;  // a dim of 1 moves nothing: merged into its neighbours
-    if (!p.group.empty() && p.reduced.back() == reduced[i]) {
-      p.group.back() *= in[i];
-    } else {
-      p.group.push_back(in[i]);
-      p.reduced.push_back(reduced[i]);
-    }
-  }
-  if (p.out_dims.empty()) p.out_dims = {1};
-  p.out_stride.assign(p.group.size(), 0);
-  int64_t stride = 1;
-  for (size_t g = p.group.size(); g-- > 0;) {
-    if (p.reduced[g]) continue;
-    p.out_stride[g] = stride;
-    stride *= p.group[g];
-  }
-  return p;
-}
-
-// Calls run(in_offset, out_offset, length) for each run of the innermost group, in input
-// order: input elements in_offset .. in_offset + length - 1 land at out_offset (the
-// innermost group reduced) or at out_offset .. out_offset + length - 1 (kept).
-template <class F>
-void ForEachRun(const ReducePlan& p, F run) {
-  if (p.numel == 0) return;
-  if (p.group.empty()) return run(int64_t{0}, int64_t{0}, int64_t{1});
-  const size_t outer = p.group.size() - 1;
-  const int64_t length = p.group.back();
-  std::vector<int64_t> idx(outer, 0);
-  int64_t out = 0;
-  for (int64_t in = 0; in < p.numel; in += length) {
-    run(in, out, length);
-    for (size_t g = outer; g-- > 0;) {  // odometer over the outer groups, `out` kept in step
-      out += p.out_stride[g];
-      if (++idx[g] < p.group[g]) break;
-      out -= p.out_stride[g] * p.group[g];
-      idx[g] = 0;
-    }
-  }
-}
-
-template <Reduction R, class T>
-T Identity() {
-  if constexpr (R == Reduction::kMax) return std::numeric_limits<T>::lowest();
-  if constexpr (R == Reduction::kMin) return std::numeric_limits<T>::max();
-  if constexpr (R == Reduction::kProd) return T(1);
-  return T(0);
-}
-
-// acc = acc (op) v, for one element.
-template <Reduction R, class T>
-void Combine(T& acc, T v) {
-  if constexpr (R == Reduction::kMax || R == Reduction::kMin) {
-    if (Improves<R == Reduction::kMax>(v, acc)) acc = v;
-  } else if constexpr (R == Reduction::kProd) {
-    acc *= v;
-  } else {
-    acc += v;
-  }
-}
-
-// The reduction of n contiguous elements, vectorized by Eigen; max and min propagate NaN,
-// which is nan_order.h's rule (a NaN among the values is the extreme).
-template <Reduction R, class T>
-T ReduceRow(const T* x, int64_t n) {
-  if (n == 0) return Identity<R, T>();
-  const ConstVecMap<T> v(x, n);
-  if constexpr (R == Reduction::kSum || R == Reduction::kMean) return v.sum();
-  if constexpr (R == Reduction::kProd) return v.prod();
-  if constexpr (R == Reduction::kMax) return v.template maxCoeff<Eigen::PropagateNaN>();
-  if constexpr (R == Reduction::kMin) return v.template minCoeff<Eigen::PropagateNaN>();
-}
-
-// acc[0..n) = acc (op) x[0..n), element by element.
-template <Reduction R, class T>
-void CombineRows(T* acc, const T* x, int64_t n) {
-  VecMap<T> a(acc, n);
-  const ConstVecMap<T> v(x, n);
-  if constexpr (R == Reduction::kSum || R == Reduction::kMean) a += v;
-  if constexpr (R == Reduction::kProd) a *= v;
-  // Eigen 3.4's element-wise max and min take no NaN rule but their functors do (the same
-  // ones maxCoeff<PropagateNaN> vectorizes with).
-  if constexpr (R == Reduction::kMax) a = a.binaryExpr(v, Eigen::internal::scalar_max_op<T, T, Eigen::PropagateNaN>());
-  if constexpr (R == Reduction::kMin) a = a.binaryExpr(v, Eigen::internal::scalar_min_op<T, T, Eigen::PropagateNaN>());
-}
-
-// out[o * inner + i] = the reduction over j of x[(o * n + j) * inner + i]: X as [outer, n,
-// inner] with the middle reduced (inner 1: rows; outer 1: columns). Split across the
-// intra-op team by output rows, or, with one row, by chunks of the reduced dim (partial
-// results combined in chunk order: the same bits on any number of threads).
-template <Reduction R, class T>
-void ReduceMiddle(const T* x, T* out, int64_t outer, int64_t n, int64_t inner) {
-  const double bytes = static_cast<double>(outer * n * inner) * sizeof(T);
-  if (outer == 1 && inner == 1) {
-    const int64_t chunks = ParallelChunks(n, bytes);
-    std::vector<T> partial(static_cast<size_t>(chunks), Identity<R, T>());
-    ParallelFor(n, bytes, [&](int64_t chunk, int64_t begin, int64_t end) {
-      partial[static_cast<size_t>(chunk)] = ReduceRow<R>(x + begin, end - begin);
-    });
-    T acc = Identity<R, T>();
-    for (T v : partial) Combine<R>(acc, v);
-    *out = acc;
-    return;
-  }
-  if (outer == 1) {  // columns: each chunk of rows into a partial row, combined in order
-    const int64_t chunks = ParallelChunks(n, bytes);
-    std::vector<T> partial(static_cast<size_t>(chunks * inner), Identity<R, T>());
-    ParallelFor(n, bytes, [&](int64_t chunk, int64_t begin, int64_t end) {
-      T* acc = partial.data() + chunk * inner;
-      for (int64_t j = begin; j < end; ++j) CombineRows<R>(acc, x + j * inner, inner);
-    });
-    std::copy(partial.begin(), partial.begin() + inner, out);
-    for (int64_t c = 1; c < chunks; ++c) CombineRows<R>(out, partial.data() + c * inner, inner);
-    return;
-  }
-  ParallelFor(outer, bytes, [&](int64_t, int64_t begin, int64_t end) {
-    for (int64_t o = begin; o < end; ++o) {
-      const T* xo = x + o * n * inner;
-      T* oo = out + o * inner;
-      if (inner == 1) {
-        *oo = ReduceRow<R>(xo, n);
-        continue;
-      }
-      std::fill(oo, oo + inner, Identity<R, T>());
-      for (int64_t j = 0; j < n; ++j) CombineRows<R>(oo, xo + j * inner, inner);
-    }
-  });
+  return PlanReduction(in, reduced, ctx.Attr<bool>("keep_dim"));
 }
 
 template <Reduction R, class T>
 void Reduce(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
-  const ReducePlan p = PlanReduction(ctx, x.dims());
-  const T* px = x.data<T>();
-  std::vector<T> acc(static_cast<size_t>(p.out_numel), Identity<R, T>());
-  const size_t reduced_groups = static_cast<size_t>(std::count(p.reduced.begin(), p.reduced.end(), true));
-  if (p.numel > 0 && reduced_groups <= 1) {
-    // [outer, n, inner]: the kept groups before the reduced one, it, those after it.
-    int64_t outer = 1, n = 1, inner = 1;
-    bool after = false;
-    for (size_t g = 0; g < p.group.size(); ++g) {
-      if (p.reduced[g]) { n = p.group[g]; after = true; }
-      else (after ? inner : outer) *= p.group[g];
-    }
-    ReduceMiddle<R>(px, acc.data(), outer, n, inner);
-  } else {
-    ForEachRun(p, [&](int64_t in, int64_t out, int64_t length) {
-      if (p.InnerReduced()) {
-        T row = ReduceRow<R>(px + in, length);
-        Combine<R>(acc[static_cast<size_t>(out)], row);
-      } else {
-        CombineRows<R>(acc.data() + out, px + in, length);
-      }
-    });
-  }
-  if constexpr (R == Reduction::kMean) {
-    // The mean of no elements: NaN (0 / 0) for a float, 0 for an int (no division by 0).
-    if (p.count > 0 || std::is_floating_point_v<T>) {
-      for (T& a : acc) a /= static_cast<T>(p.count);
-    }
-  }
+  const ReducePlan p = PlanReduceOp(ctx, x.dims());
+  // Into a buffer of its own: Out may be X.
+  std::vector<T> acc(static_cast<size_t>(p.out_numel));
+  ReduceInto<R>(x.data<T>(), p, acc.data());
   std::copy(acc.begin(), acc.end(), ctx.AllocateOutput<T>("Out", p.out_dims));
 }
 
@@ -351,7 +179,7 @@ void ReduceGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor out = ctx.Input("Out");
   Tensor g = ctx.Input("Out@GRAD");
-  const ReducePlan p = PlanReduction(ctx, x.dims());
+  const ReducePlan p = PlanReduceOp(ctx, x.dims());
   if (g.numel() != p.out_numel || out.numel() != p.out_numel) {
     throw Error("Out " + DimsString(out.dims()) + " and Out@GRAD " + DimsString(g.dims()) + " must hold the " +
                 std::to_string(p.out_numel) + " elements of the reduction's output");
@@ -361,19 +189,52 @@ void ReduceGrad(KernelContext& ctx) {
   const T* pg = g.data<T>();
   const T scale = R == Reduction::kMean ? T(1) / static_cast<T>(std::max<int64_t>(p.count, 1)) : T(1);
   T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
-  const auto one = [&](int64_t i, int64_t o) {
-    if constexpr (R == Reduction::kProd) {
-      dx[i] = pg[o] * po[o] / px[i];
-    } else if constexpr (R == Reduction::kMax || R == Reduction::kMin) {
-      const bool extreme = px[i] == po[o] || (IsNan(px[i]) && IsNan(po[o]));
-      dx[i] = extreme ? pg[o] : T(0);
-    } else {
-      dx[i] = pg[o] * scale;
+  // dx[i + k] for the k < length input elements from i on, landing on output elements
+  // o + k (kStep 1) or all on o (kStep 0); one branch-free loop per reduction and step.
+  const auto run = [&](int64_t i, int64_t o, int64_t length, auto step) {
+    constexpr int64_t kStep = decltype(step)::value;
+    T* d = dx + i;
+    const T* xs = px + i;
+    const T* os = po + o;
+    const T* gs = pg + o;
+    // With kStep 0 the output's values are loaded once, before the loop (dx could alias
+    // them as far as the compiler knows, which would keep the loop scalar).
+    const T g0 = gs[0] * scale, o0 = os[0];
+    for (int64_t k = 0; k < length; ++k) {
+      const T gv = kStep == 0 ? g0 : gs[k] * scale;
+      const T ov = kStep == 0 ? o0 : os[k];
+      if constexpr (R == Reduction::kProd) {
+        d[k] = gv * ov / xs[k];
+      } else if constexpr (R == Reduction::kMax || R == Reduction::kMin) {
+        d[k] = (xs[k] == ov || (IsNan(xs[k]) && IsNan(ov))) ? gv : T(0);
+      } else {
+        d[k] = gv;
+      }
     }
   };
+  constexpr std::integral_constant<int64_t, 0> kBroadcast;
+  constexpr std::integral_constant<int64_t, 1> kAlong;
+  const double bytes = static_cast<double>(3 * sizeof(T)) * static_cast<double>(p.numel);
+  Middle m;
+  if (p.numel > 0 && AsMiddle(p, &m)) {
+    // X [outer, n, inner]: rows (o, j) of `inner` elements, each from output row o.
+    ParallelFor(m.outer * m.n, bytes, [&](int64_t, int64_t begin, int64_t end) {
+      if (m.inner == 1) {  // runs of X's rows: the reduced dim is innermost
+        for (int64_t r = begin; r < end;) {
+          const int64_t o = r / m.n, stop = std::min(end, (o + 1) * m.n);
+          run(r, o, stop - r, kBroadcast);
+          r = stop;
+        }
+        return;
+      }
+      for (int64_t r = begin; r < end; ++r) run(r * m.inner, (r / m.n) * m.inner, m.inner, kAlong);
+    });
+    return;
+  }
   const bool inner_reduced = p.InnerReduced();
   ForEachRun(p, [&](int64_t in, int64_t o, int64_t length) {
-    for (int64_t k = 0; k < length; ++k) one(in + k, inner_reduced ? o : o + k);
+    if (inner_reduced) run(in, o, length, kBroadcast);
+    else run(in, o, length, kAlong);
   });
 }
 
@@ -381,7 +242,7 @@ void ReduceGrad(KernelContext& ctx) {
 template <bool kAll>
 void ReduceBool(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
-  const ReducePlan p = PlanReduction(ctx, x.dims());
+  const ReducePlan p = PlanReduceOp(ctx, x.dims());
   std::vector<uint8_t> acc(static_cast<size_t>(p.out_numel), kAll ? 1 : 0);
   const bool* px = x.data<bool>();
   const bool inner_reduced = p.InnerReduced();
@@ -401,7 +262,7 @@ void SumGrad(KernelContext& ctx) {
   const OpInfo op = ctx.op();
   for (size_t i = 0; i < op.OutputCount("X@GRAD"); ++i) {
     if (op.OutputName("X@GRAD", i) == RILL_EMPTY_VAR_NAME) continue;
-    std::copy(g.data<T>(), g.data<T>() + g.numel(), ctx.Output("X@GRAD", i).Allocate<T>(g.dims()));
+    ParallelCopy(g.data<T>(), ctx.Output("X@GRAD", i).Allocate<T>(g.dims()), sizeof(T) * g.numel());
   }
 }
 
@@ -410,7 +271,7 @@ void MeanGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const T g = *ctx.Input("Out@GRAD").data<T>();
   T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
-  std::fill(dx, dx + x.numel(), g / static_cast<T>(x.numel()));
+  ParallelFill(dx, x.numel(), g / static_cast<T>(x.numel()));
 }
 
 // cumsum: running sums along `axis` (or over X flattened), Fluid's contract: `exclusive`

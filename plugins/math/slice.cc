@@ -11,6 +11,7 @@
 #include "index_map.h"
 #include "kernels.h"
 #include "ops.h"
+#include "reduction.h"
 #include "tensor_copy.h"
 
 namespace rill::math {
@@ -95,8 +96,9 @@ void WriteBox(KernelContext& ctx, const char* in_slot, const Box& b, const std::
   const int64_t size = static_cast<int64_t>(DataTypeSize(in.dtype()));
   const char* pin = static_cast<const char*>(in.raw_data());
   WriteOutputBytes(ctx, "Out", {in_slot}, in.dtype(), out_dims, [&](char* po) {
-    ForEachMappedRun(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
-                     [&](int64_t o, int64_t i, int64_t n) { std::memcpy(po + o * size, pin + i * size, n * size); });
+    ParallelForEachMappedRun(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
+                             2.0 * static_cast<double>(size * Product(b.dims, 0, b.dims.size())),
+                             [&](int64_t o, int64_t i, int64_t n) { std::memcpy(po + o * size, pin + i * size, n * size); });
   });
 }
 
@@ -108,9 +110,11 @@ void WriteBoxGrad(KernelContext& ctx, Tensor g, const Box& b, const std::vector<
   }
   const T* pg = g.data<T>();
   T* dx = ctx.AllocateOutput<T>(dx_slot, d);
-  std::fill(dx, dx + Product(d, 0, d.size()), T(0));
-  ForEachMappedRun(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
-                   [&](int64_t o, int64_t i, int64_t n) { std::copy(pg + o, pg + o + n, dx + i); });
+  ParallelFill(dx, Product(d, 0, d.size()), T(0));
+  // The box's elements are distinct elements of dx: its rows may be written concurrently.
+  ParallelForEachMappedRun(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
+                           2.0 * sizeof(T) * static_cast<double>(g.numel()),
+                           [&](int64_t o, int64_t i, int64_t n) { std::copy(pg + o, pg + o + n, dx + i); });
 }
 
 void Slice(KernelContext& ctx) {
@@ -182,25 +186,6 @@ std::vector<int64_t> ExpandTimes(KernelContext& ctx, size_t rank) {
   return times;
 }
 
-// Out's block `o` (dims out_dims[k:]) from X's block `x` (dims d[k:]), each dim of Out a
-// multiple of X's: X's slices along dim k written at the front, then that front copied
-// along the dim until the block is full. The innermost dim is one memcpy, and every copy
-// after the first doubles what is there: blocks are moved, not elements.
-void TileBlock(const char* x, char* o, size_t k, const std::vector<int64_t>& d, const std::vector<int64_t>& out_dims,
-               const std::vector<int64_t>& x_step, const std::vector<int64_t>& o_step) {
-  if (k + 1 == d.size()) {
-    std::memcpy(o, x, static_cast<size_t>(d[k] * o_step[k]));
-  } else {
-    for (int64_t i = 0; i < d[k]; ++i) TileBlock(x + i * x_step[k], o + i * o_step[k], k + 1, d, out_dims, x_step, o_step);
-  }
-  const int64_t total = out_dims[k] * o_step[k];
-  for (int64_t done = d[k] * o_step[k]; done < total;) {
-    const int64_t n = std::min(done, total - done);
-    std::memcpy(o + done, o, static_cast<size_t>(n));
-    done += n;
-  }
-}
-
 // Out (of out_dims) = X (of dims, padded in front with 1s to Out's rank) at i mod dims.
 void ExpandTo(KernelContext& ctx, const std::vector<int64_t>& out_dims) {
   Tensor x = ctx.Input("X");
@@ -211,18 +196,30 @@ void ExpandTo(KernelContext& ctx, const std::vector<int64_t>& out_dims) {
     ctx.Output("Out").Allocate(x.dtype(), out_dims);
     return;
   }
+  const char* px = static_cast<const char*>(x.raw_data());
   WriteOutputBytes(ctx, "Out", {"X"}, x.dtype(), out_dims, [&](char* po) {
     if (out_dims.empty()) {  // a scalar X, expanded by nothing
-      std::memcpy(po, x.raw_data(), static_cast<size_t>(size));
+      std::memcpy(po, px, static_cast<size_t>(size));
       return;
     }
-    std::vector<int64_t> x_step(d.size()), o_step(d.size());  // bytes per step along each dim
-    x_step.back() = o_step.back() = size;
-    for (size_t k = d.size() - 1; k-- > 0;) {
-      x_step[k] = x_step[k + 1] * d[k + 1];
-      o_step[k] = o_step[k + 1] * out_dims[k + 1];
-    }
-    TileBlock(static_cast<const char*>(x.raw_data()), po, 0, d, out_dims, x_step, o_step);
+    // Out's rows split across the intra-op team, each from X's row at its index mod X's
+    // dims: that row copied to the row's front, then the front copied after itself until
+    // the row is full (blocks moved, not elements; the row stays in cache).
+    const size_t x_row = static_cast<size_t>(d.back() * size), o_row = static_cast<size_t>(out_dims.back() * size);
+    const std::vector<int64_t> out_rows(out_dims.begin(), out_dims.end() - 1), x_rows(d.begin(), d.end() - 1);
+    const double bytes = static_cast<double>(o_row) * static_cast<double>(Product(out_rows, 0, out_rows.size()));
+    ParallelForEachMappedRun(out_rows, x_rows, [&x_rows](size_t k, int64_t i) { return i % x_rows[k]; }, bytes,
+                             [&](int64_t o, int64_t from, int64_t n) {
+      for (int64_t r = 0; r < n; ++r) {
+        char* row = po + static_cast<size_t>(o + r) * o_row;
+        std::memcpy(row, px + static_cast<size_t>(from + r) * x_row, x_row);
+        for (size_t done = x_row; done < o_row;) {
+          const size_t more = std::min(done, o_row - done);
+          std::memcpy(row + done, row, more);
+          done += more;
+        }
+      }
+    });
   });
 }
 
@@ -242,10 +239,16 @@ void ExpandGradFrom(KernelContext& ctx) {
       throw Error("Out@GRAD " + DimsString(gd) + " is no expansion of X " + DimsString(x_dims));
     }
   }
-  T* dx = ctx.AllocateOutput<T>("X@GRAD", x_dims);
-  std::fill(dx, dx + Product(d, 0, d.size()), T(0));
+  // Out@GRAD seen with each dim k of Out split into (copies, X's dim k): the sum over the
+  // copies, a reduction with X's layout.
+  std::vector<int64_t> split;
+  std::vector<bool> reduced;
+  for (size_t k = 0; k < d.size(); ++k) {
+    if (d[k] != gd[k]) split.push_back(gd[k] / d[k]), reduced.push_back(true);
+    split.push_back(d[k]), reduced.push_back(false);
+  }
   const T* pg = g.data<T>();
-  ForEachMapped(gd, d, [&d](size_t k, int64_t i) { return i % d[k]; }, [&](int64_t o, int64_t to) { dx[to] += pg[o]; });
+  ReduceInto<Reduction::kSum>(pg, PlanReduction(split, reduced, false), ctx.AllocateOutput<T>("X@GRAD", x_dims));
 }
 
 void Expand(KernelContext& ctx) {

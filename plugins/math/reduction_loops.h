@@ -1,0 +1,49 @@
+// The innermost loops of a reduction (reduction.h), compiled once per instruction set
+// (isa.h) by reduction_loops.cc: a reduction reads every element once and is bound by how
+// many elements a core combines per cycle, which the vector width sets.
+//
+// Each loop's order of combination is fixed for a given set and length (Eigen's packets,
+// then their lanes), so a result is the same bits run to run and for every thread budget;
+// max and min propagate NaN (nan_order.h's rule: a NaN among the values is the extreme).
+#ifndef RILL_MATH_REDUCTION_LOOPS_H_
+#define RILL_MATH_REDUCTION_LOOPS_H_
+
+#include <cstdint>
+
+#include "isa.h"
+
+namespace rill::math {
+
+enum class Reduction { kSum, kMean, kMax, kMin, kProd };
+
+namespace reduction {
+
+template <class T>
+struct Loops {
+  // The reduction of x[0, n) (the mean's sum; the identity for n 0).
+  T (*row)(const T* x, int64_t n);
+  // acc[0, n) = acc (op) x[0, n), element by element.
+  void (*rows)(T* acc, const T* x, int64_t n);
+};
+
+// Instantiated by reduction_loops.cc for each set's tag, reduction and element type (the
+// reduce ops' float, double, int32_t and int64_t).
+template <class Set, Reduction R, class T>
+T Row(const T* x, int64_t n);
+template <class Set, Reduction R, class T>
+void Rows(T* acc, const T* x, int64_t n);
+
+// MathIsa()'s loops for R over T, picked on first use.
+template <Reduction R, class T>
+const Loops<T>& LoopsFor() {
+  static const Loops<T> loops = ForMathIsa([](auto set) {
+    using Set = decltype(set);
+    return Loops<T>{&Row<Set, R, T>, &Rows<Set, R, T>};
+  });
+  return loops;
+}
+
+}  // namespace reduction
+}  // namespace rill::math
+
+#endif  // RILL_MATH_REDUCTION_LOOPS_H_

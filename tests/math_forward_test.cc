@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <cstring>
 #include <type_traits>
 
 #include "op_fixture.h"
@@ -560,6 +561,55 @@ TYPED_TEST(FloatOps, PowMatchesStdPow) {
   }
 }
 
+// asin, acos and atan: single precision by our own polynomials, promised within 3 ulp of
+// the exact value (here: double precision's, rounded) over a sweep of every binade, with
+// libm's NaNs, infinities and signed zeros; double precision is libm's, exactly.
+TYPED_TEST(FloatOps, InverseTrigonometryWithinThreeUlp) {
+  using T = TypeParam;
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  std::vector<double> xs = {0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.0000001, -1.5, 2.414213562373095, 0.41421356,
+                            static_cast<double>(inf), static_cast<double>(-inf), static_cast<double>(nan)};
+  for (uint32_t bits = 0; bits < 0x7f800000u; bits += 0x7f800000u / 20011) {  // positive floats, every binade
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    xs.push_back(f);
+    xs.push_back(-f);
+  }
+  for (int i = -4000; i <= 4000; ++i) xs.push_back(i / 4000.0);  // asin's and acos's domain, densely
+  this->template Set<T>("x", {static_cast<int64_t>(xs.size())}, xs);
+  for (const char* op : {"asin", "acos", "atan"}) this->Op(op).Input("X", "x").Output("Out", op);
+  ASSERT_EQ(this->Run(), "");
+  const std::vector<std::pair<const char*, double (*)(double)>> exact = {
+      {"asin", [](double v) { return std::asin(v); }},
+      {"acos", [](double v) { return std::acos(v); }},
+      {"atan", [](double v) { return std::atan(v); }}};
+  for (const auto& [op, f] : exact) {
+    const std::vector<double> got = this->Values(op);
+    double worst = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const T x = static_cast<T>(xs[i]);
+      const T want = std::is_same_v<T, float> ? static_cast<T>(f(static_cast<double>(x))) : static_cast<T>(f(x));
+      const T have = static_cast<T>(got[i]);
+      const auto where = ::testing::Message() << op << "(" << x << ")";
+      if (std::isnan(want) || std::isinf(want) || want == 0) {
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(have)) << where << " gave " << have;
+        } else {
+          EXPECT_EQ(have, want) << where;
+          EXPECT_EQ(std::signbit(have), std::signbit(want)) << where;
+        }
+        continue;
+      }
+      const T ulp = std::nextafter(std::fabs(want), inf) - std::fabs(want);
+      worst = std::max(worst, static_cast<double>(std::fabs(have - want) / ulp));
+      if (!std::is_same_v<T, float>) {
+        EXPECT_EQ(have, want) << where;
+      }
+    }
+    EXPECT_LE(worst, 3.0) << op << "'s largest error in ulp";
+  }
+}
+
 TYPED_TEST(Elementwise, ScaleAndSquare) {
   using T = TypeParam;
   this->template Set<T>("x", {3}, {1, 2, 3});
@@ -613,6 +663,89 @@ TYPED_TEST(Elementwise, Reductions) {
   EXPECT_EQ(this->Values("mean_all"), (std::vector<double>{std::is_integral_v<T> ? 3 : 3.5}));
   EXPECT_EQ(this->Dims("mean_all"), (std::vector<int64_t>{1}));
   EXPECT_EQ(this->Values("total"), (std::vector<double>{3, 11, 7, 9, 5, 13}));
+}
+
+// Every reduction over every set of dims of a tensor whose rows are longer than any vector
+// register, against a walk over its elements: small integers, so that every order of
+// summation gives the same exact result in every dtype.
+TYPED_TEST(Elementwise, ReductionsOverEveryDimSetMatchAnElementWalk) {
+  using T = TypeParam;
+  const std::vector<int64_t> dims = {3, 37, 2, 41};
+  const int64_t n = 3 * 37 * 2 * 41;
+  std::vector<double> x(static_cast<size_t>(n)), signs(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    x[static_cast<size_t>(i)] = static_cast<double>((i * 7919) % 17) - 8;
+    signs[static_cast<size_t>(i)] = (i * 31) % 5 == 0 ? -1 : 1;  // products stay in range
+  }
+  this->template Set<T>("x", dims, x);
+  this->template Set<T>("signs", dims, signs);
+  const std::vector<std::string> ops = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"};
+  for (int mask = 1; mask < 16; ++mask) {
+    std::vector<int64_t> dim;
+    for (int k = 0; k < 4; ++k) {
+      if (mask & (1 << k)) dim.push_back(k);
+    }
+    for (const std::string& op : ops) {
+      this->Op(op).Input("X", op == "reduce_prod" ? "signs" : "x").Output("Out", op + std::to_string(mask))
+          .Attr("dim", dim);
+    }
+  }
+  ASSERT_EQ(this->Run(), "");
+  for (int mask = 1; mask < 16; ++mask) {
+    // Output index of each element: its kept dims' indices, row-major.
+    std::vector<int64_t> out_of(static_cast<size_t>(n));
+    int64_t out_n = 1, count = 1;
+    for (int k = 0; k < 4; ++k) (mask & (1 << k) ? count : out_n) *= dims[static_cast<size_t>(k)];
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t rest = i, o = 0, stride = 1;
+      for (int k = 3; k >= 0; --k) {
+        const int64_t idx = rest % dims[static_cast<size_t>(k)];
+        rest /= dims[static_cast<size_t>(k)];
+        if (!(mask & (1 << k))) o += idx * stride, stride *= dims[static_cast<size_t>(k)];
+      }
+      out_of[static_cast<size_t>(i)] = o;
+    }
+    std::vector<double> sum(static_cast<size_t>(out_n), 0), mx(static_cast<size_t>(out_n), -1e9),
+        mn(static_cast<size_t>(out_n), 1e9), prod(static_cast<size_t>(out_n), 1);
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t o = static_cast<size_t>(out_of[static_cast<size_t>(i)]);
+      const double v = x[static_cast<size_t>(i)];
+      sum[o] += v, mx[o] = std::max(mx[o], v), mn[o] = std::min(mn[o], v), prod[o] *= signs[static_cast<size_t>(i)];
+    }
+    std::vector<double> mean(sum.size());
+    for (size_t o = 0; o < sum.size(); ++o) {
+      mean[o] = static_cast<double>(static_cast<T>(sum[o]) / static_cast<T>(count));
+    }
+    const std::string m = std::to_string(mask);
+    EXPECT_EQ(this->Values("reduce_sum" + m), sum) << "dims mask " << mask;
+    EXPECT_EQ(this->Values("reduce_mean" + m), mean) << "dims mask " << mask;
+    EXPECT_EQ(this->Values("reduce_max" + m), mx) << "dims mask " << mask;
+    EXPECT_EQ(this->Values("reduce_min" + m), mn) << "dims mask " << mask;
+    EXPECT_EQ(this->Values("reduce_prod" + m), prod) << "dims mask " << mask;
+  }
+}
+
+// A NaN anywhere in a long row is that row's maximum and minimum, whichever vector lane it
+// lands in.
+TYPED_TEST(FloatOps, ReducedNanWinsEveryLane) {
+  using T = TypeParam;
+  const int64_t rows = 40, width = 67;
+  std::vector<double> x(static_cast<size_t>(rows * width));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>(i % 13);
+  for (int64_t r = 0; r < rows; r += 2) x[static_cast<size_t>(r * width + r)] = std::nan("");  // column r
+  this->template Set<T>("x", {rows, width}, x);
+  this->Op("reduce_max").Input("X", "x").Output("Out", "max").Attr("dim", std::vector<int64_t>{1});
+  this->Op("reduce_min").Input("X", "x").Output("Out", "min").Attr("dim", std::vector<int64_t>{1});
+  this->Op("reduce_max").Input("X", "x").Output("Out", "col").Attr("dim", std::vector<int64_t>{0});
+  ASSERT_EQ(this->Run(), "");
+  const std::vector<double> mx = this->Values("max"), mn = this->Values("min"), col = this->Values("col");
+  for (int64_t r = 0; r < rows; ++r) {
+    EXPECT_EQ(std::isnan(mx[static_cast<size_t>(r)]), r % 2 == 0) << "row " << r;
+    EXPECT_EQ(std::isnan(mn[static_cast<size_t>(r)]), r % 2 == 0) << "row " << r;
+  }
+  for (int64_t c = 0; c < width; ++c) {
+    EXPECT_EQ(std::isnan(col[static_cast<size_t>(c)]), c < rows && c % 2 == 0) << "column " << c;
+  }
 }
 
 TYPED_TEST(FloatOps, Mean) {

@@ -532,7 +532,7 @@ struct Tan {
 };
 // asin, acos and atan in single precision by Cephes' polynomials, which the compiler
 // vectorizes (Eigen's are a libm call per element): each within 3 ulp of the exact value
-// (checked over every float), with libm's NaN for |x| > 1 and NaN in, and the sign of a zero
+// (checked over one float in seven), with libm's NaN for |x| > 1 and NaN in, and the sign of a zero
 // kept. Double precision stays libm's. AsinTerms gives, for |x| > 0.5, z = (1 - |x|) / 2
 // (whose square root s gives asin |x| = pi/2 - 2 asin s), else z = x²; Block holds the
 // square roots, computed vectorized before the blend.

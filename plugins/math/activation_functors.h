@@ -532,10 +532,13 @@ struct Tan {
 };
 // asin, acos and atan in single precision by Cephes' polynomials, which the compiler
 // vectorizes (Eigen's are a libm call per element): each within 3 ulp of the exact value
-// (checked over one float in seven), with libm's NaN for |x| > 1 and NaN in, and the sign of a zero
-// kept. Double precision stays libm's. AsinTerms gives, for |x| > 0.5, z = (1 - |x|) / 2
+// (against double precision, over one float in 61), with libm's NaN for |x| > 1 and NaN in, and the sign of a zero
+// kept. Double precision stays libm's. pi/2 is added as two floats (the second its
+// rounding error), which keeps the subtractions near |x| = 0.5 within that bound whether or
+// not the compiler fuses multiplies and adds. AsinTerm gives, for |x| > 0.5, z = (1 - |x|) / 2
 // (whose square root s gives asin |x| = pi/2 - 2 asin s), else z = x²; Block holds the
 // square roots, computed vectorized before the blend.
+constexpr float kHalfPiHigh = 1.57079637f, kHalfPiLow = -4.37113883e-8f;
 inline float AsinPolynomial(float s, float z) {  // asin s for s in [0, 0.5], z = s²
   return s + s * z * ((((4.2163199048e-2f * z + 2.4181311049e-2f) * z + 4.5470025998e-2f) * z + 7.4953002686e-2f) * z +
                       1.6666752422e-1f);
@@ -547,14 +550,14 @@ inline float AsinTerm(float v) {
 inline float AsinFrom(float v, float z, float root) {
   const bool high = std::fabs(v) > 0.5f;
   const float q = AsinPolynomial(high ? root : std::fabs(v), z);
-  return std::copysign(high ? 1.57079632679489662f - (q + q) : q, v);
+  return std::copysign(high ? (kHalfPiHigh - (q + q)) + kHalfPiLow : q, v);
 }
 inline float AcosFrom(float v, float z, float root) {
   // |x| <= 0.5: pi/2 - asin x; x > 0.5: 2 asin sqrt((1 - x) / 2); x < -0.5: pi minus that.
   const bool high = std::fabs(v) > 0.5f;
   const float q = AsinPolynomial(high ? root : std::fabs(v), z);
-  if (!high) return 1.57079632679489662f - std::copysign(q, v);
-  return v > 0.0f ? q + q : 3.14159265358979324f - (q + q);
+  if (!high) return (kHalfPiHigh - std::copysign(q, v)) + kHalfPiLow;
+  return v > 0.0f ? q + q : (2 * kHalfPiHigh - (q + q)) + 2 * kHalfPiLow;
 }
 inline float AtanOf(float v) {
   // atan |x| = pi/2 + atan(-1/|x|) above tan(3 pi / 8), pi/4 + atan((|x| - 1) / (|x| + 1))
@@ -562,10 +565,11 @@ inline float AtanOf(float v) {
   const float a = std::fabs(v);
   const bool big = a > 2.414213562373095f, mid = a > 0.4142135623730950f;
   const float t = big ? -1.0f / a : mid ? (a - 1.0f) / (a + 1.0f) : a;
-  const float base = big ? 1.57079632679489662f : mid ? 0.78539816339744831f : 0.0f;
+  const float base = big ? kHalfPiHigh : mid ? kHalfPiHigh / 2 : 0.0f;
+  const float base_low = big ? kHalfPiLow : mid ? kHalfPiLow / 2 : 0.0f;
   const float z = t * t;
   const float p = (((8.05374449538e-2f * z - 1.38776856032e-1f) * z + 1.99777106478e-1f) * z - 3.33329491539e-1f) * z;
-  return std::copysign(base + (t + t * p), v);
+  return std::copysign((base + (t + t * p)) + base_low, v);
 }
 template <class A, class O, class F> void AsinFamily(const A& x, O out, F from) {
   if constexpr (std::is_same_v<S<A>, float>) {

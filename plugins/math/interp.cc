@@ -7,10 +7,13 @@
 // align_corners); bilinear weighs the two neighbours along each axis, at k * ratio, or,
 // with align_mode 0 and without align_corners, at the half-pixel (k + 0.5) * ratio - 0.5,
 // clamped at 0.
+#include <array>
 #include <cmath>
+#include <vector>
 
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 
 namespace rill::math {
 namespace {
@@ -126,26 +129,48 @@ InterpPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
   return p;
 }
 
-// Calls fn(out_index, in_index, weight) for each tap of each output element.
+// The taps' weights of each output pixel (y, x), in A: (1 - fy)(1 - fx), (1 - fy) fx,
+// fy (1 - fx) and fy fx, worked out in double and rounded once (nearest: 1).
+template <class A>
+std::vector<std::array<A, 4>> WeightsOf(const InterpPlan& p) {
+  std::vector<std::array<A, 4>> w(static_cast<size_t>(p.out_h * p.out_w));
+  for (int64_t y = 0; y < p.out_h; ++y) {
+    const Tap& r = p.rows[static_cast<size_t>(y)];
+    for (int64_t x = 0; x < p.out_w; ++x) {
+      const Tap& q = p.cols[static_cast<size_t>(x)];
+      w[static_cast<size_t>(y * p.out_w + x)] = {
+          static_cast<A>((1 - r.frac) * (1 - q.frac)), static_cast<A>((1 - r.frac) * q.frac),
+          static_cast<A>(r.frac * (1 - q.frac)), static_cast<A>(r.frac * q.frac)};
+    }
+  }
+  return w;
+}
+
+// The units the passes split across the intra-op team: a channel's plane (NCHW) or a whole
+// image (NHWC), whose output and input pixels no other unit touches.
+int64_t Units(const InterpPlan& p) { return p.nhwc ? p.n : p.n * p.c; }
+
+// Calls fn(out_index, in_index, tap) for each tap (0 to 3; nearest: 0 alone) of each
+// output element of unit u, channel by channel, each channel's pixels in row-major order.
 template <class F>
-void ForEachTap(const InterpPlan& p, F fn) {
-  for (int64_t i = 0; i < p.n; ++i) {
-    for (int64_t ch = 0; ch < p.c; ++ch) {
-      for (int64_t y = 0; y < p.out_h; ++y) {
-        const Tap& r = p.rows[static_cast<size_t>(y)];
-        for (int64_t x = 0; x < p.out_w; ++x) {
-          const Tap& q = p.cols[static_cast<size_t>(x)];
-          const int64_t o = p.At(i, ch, y, x, p.out_h, p.out_w);
-          const auto in = [&](int64_t yy, int64_t xx) { return p.At(i, ch, yy, xx, p.in_h, p.in_w); };
-          if (p.nearest) {
-            fn(o, in(r.lo, q.lo), 1.0);
-            continue;
-          }
-          fn(o, in(r.lo, q.lo), (1 - r.frac) * (1 - q.frac));
-          fn(o, in(r.lo, q.hi), (1 - r.frac) * q.frac);
-          fn(o, in(r.hi, q.lo), r.frac * (1 - q.frac));
-          fn(o, in(r.hi, q.hi), r.frac * q.frac);
+void ForEachTap(const InterpPlan& p, int64_t u, F fn) {
+  const int64_t i = p.nhwc ? u : u / p.c;
+  const int64_t ch_begin = p.nhwc ? 0 : u % p.c, ch_end = p.nhwc ? p.c : ch_begin + 1;
+  for (int64_t ch = ch_begin; ch < ch_end; ++ch) {
+    for (int64_t y = 0; y < p.out_h; ++y) {
+      const Tap& r = p.rows[static_cast<size_t>(y)];
+      for (int64_t x = 0; x < p.out_w; ++x) {
+        const Tap& q = p.cols[static_cast<size_t>(x)];
+        const int64_t o = p.At(i, ch, y, x, p.out_h, p.out_w);
+        const auto in = [&](int64_t yy, int64_t xx) { return p.At(i, ch, yy, xx, p.in_h, p.in_w); };
+        if (p.nearest) {
+          fn(o, in(r.lo, q.lo), 0, y * p.out_w + x);
+          continue;
         }
+        fn(o, in(r.lo, q.lo), 0, y * p.out_w + x);
+        fn(o, in(r.lo, q.hi), 1, y * p.out_w + x);
+        fn(o, in(r.hi, q.lo), 2, y * p.out_w + x);
+        fn(o, in(r.hi, q.hi), 3, y * p.out_w + x);
       }
     }
   }
@@ -154,22 +179,48 @@ void ForEachTap(const InterpPlan& p, F fn) {
 template <class T, bool kNearest, bool kV2>
 void Interp(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
-  // Source coordinates in T, or in float for uint8 images, as Paddle computes them.
+  // Source coordinates in T, or in float for uint8 images, as Paddle computes them; uint8's
+  // taps are summed in float, then truncated into T.
   using Coord = std::conditional_t<std::is_integral_v<T>, float, T>;
   const InterpPlan p = PlanOf<Coord, kNearest, kV2>(ctx, x.dims());
+  const std::vector<std::array<Coord, 4>> w = WeightsOf<Coord>(p);
   const T* px = x.data<T>();
   const std::vector<int64_t> out_dims = p.OutDims();
   const int64_t n = Product(out_dims, 0, 4);
+  const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(n + x.numel());
   WriteOutput<T>(ctx, "Out", {"X"}, out_dims, [&](T* out) {
-    if constexpr (std::is_integral_v<T>) {
-      // uint8 images: the taps summed in float, then truncated into T, as Paddle computes them.
-      std::vector<float> sum(static_cast<size_t>(n), 0.0f);
-      ForEachTap(p, [&](int64_t o, int64_t i, double w) { sum[o] += static_cast<float>(w) * px[i]; });
-      for (int64_t o = 0; o < n; ++o) out[o] = static_cast<T>(sum[o]);
-    } else {
-      std::fill(out, out + n, T(0));
-      ForEachTap(p, [&](int64_t o, int64_t i, double w) { out[o] += static_cast<T>(w) * px[i]; });
-    }
+    ParallelFor(Units(p), bytes, [&](int64_t, int64_t begin, int64_t end) {
+      for (int64_t u = begin; u < end; ++u) {
+        if (!p.nhwc) {  // a plane: row pointers per output row, the same sums in the same order
+          const T* plane = px + u * p.in_h * p.in_w;
+          T* o = out + u * p.out_h * p.out_w;
+          for (int64_t y = 0; y < p.out_h; ++y) {
+            const Tap& r = p.rows[static_cast<size_t>(y)];
+            const T* lo = plane + r.lo * p.in_w;
+            const T* hi = plane + r.hi * p.in_w;
+            const std::array<Coord, 4>* wy = w.data() + y * p.out_w;
+            for (int64_t x = 0; x < p.out_w; ++x) {
+              const Tap& q = p.cols[static_cast<size_t>(x)];
+              const std::array<Coord, 4>& wx = wy[x];
+              Coord sum = Coord(0) + wx[0] * static_cast<Coord>(lo[q.lo]);
+              if (!p.nearest) {
+                sum += wx[1] * static_cast<Coord>(lo[q.hi]);
+                sum += wx[2] * static_cast<Coord>(hi[q.lo]);
+                sum += wx[3] * static_cast<Coord>(hi[q.hi]);
+              }
+              o[y * p.out_w + x] = static_cast<T>(sum);
+            }
+          }
+          continue;
+        }
+        Coord sum = 0;
+        ForEachTap(p, u, [&](int64_t o, int64_t i, int tap, int64_t pixel) {
+          if (tap == 0) sum = 0;
+          sum += w[static_cast<size_t>(pixel)][static_cast<size_t>(tap)] * static_cast<Coord>(px[i]);
+          if (p.nearest || tap == 3) out[o] = static_cast<T>(sum);
+        });
+      }
+    });
   });
 }
 
@@ -181,10 +232,18 @@ void InterpGrad(KernelContext& ctx) {
   if (g.dims() != p.OutDims()) {
     throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like Out " + DimsString(p.OutDims()));
   }
+  const std::vector<std::array<T, 4>> w = WeightsOf<T>(p);
   const T* pg = g.data<T>();
   T* dx = ctx.AllocateOutput<T>("X@GRAD", d);
-  std::fill(dx, dx + Product(d, 0, 4), T(0));
-  ForEachTap(p, [&](int64_t o, int64_t i, double w) { dx[i] += static_cast<T>(w) * pg[o]; });
+  ParallelFill(dx, Product(d, 0, 4), T(0));
+  const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(g.numel() + Product(d, 0, 4));
+  ParallelFor(Units(p), bytes, [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      ForEachTap(p, u, [&](int64_t o, int64_t i, int tap, int64_t pixel) {
+        dx[i] += w[static_cast<size_t>(pixel)][static_cast<size_t>(tap)] * pg[o];
+      });
+    }
+  });
 }
 
 OpSchema InterpSchema(const char* type, bool v2, const char* method) {

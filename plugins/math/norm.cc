@@ -4,10 +4,12 @@
 // by the running statistics at inference), and their gradients.
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "channel_layout.h"
 #include "intra_op.h"
@@ -39,77 +41,90 @@ NormShape LayerNormShape(KernelContext& ctx, const std::vector<int64_t>& xd) {
   return s;
 }
 
-// X as [rows, width] arrays.
-template <class T> using Rows = Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <class T> using ConstRowsMap = Eigen::Map<const Rows<T>>;
-template <class T> using RowsMap = Eigen::Map<Rows<T>>;
-
-// The row of `slot` (Scale or Bias) as a [1, width] array.
+// One row of X: its mean and 1 / sqrt(variance + epsilon), the variance biased and taken
+// about the mean (two passes over the row, which is in cache for the second).
 template <class T>
-Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>> RowOf(KernelContext& ctx, const char* slot, int64_t width) {
-  return {ctx.Input(slot).data<T>(), width};
-}
-
-// Each row of X normalized: its mean, (biased) variance, 1 / sqrt(variance + epsilon),
-// and xhat = (x - mean) / sqrt(variance + epsilon).
-template <class T>
-struct NormalizedRows {
-  Vec<T> mean, var, inv_sigma;
-  Rows<T> xhat;
+struct RowMoments {
+  T mean, var, inv_sigma;
 };
 template <class T>
-NormalizedRows<T> Normalize(const ConstRowsMap<T>& xm, T eps) {
-  NormalizedRows<T> n;
-  n.mean = xm.rowwise().mean();
-  n.xhat = xm.colwise() - n.mean;
-  n.var = n.xhat.square().rowwise().mean();
-  n.inv_sigma = (n.var + eps).rsqrt();
-  n.xhat.colwise() *= n.inv_sigma;
-  return n;
+RowMoments<T> MomentsOf(const T* row, int64_t width, T eps) {
+  const ConstVecMap<T> x(row, width);
+  RowMoments<T> m;
+  m.mean = x.sum() / static_cast<T>(width);
+  m.var = (x - m.mean).square().sum() / static_cast<T>(width);
+  m.inv_sigma = T(1) / std::sqrt(m.var + eps);
+  return m;
 }
 
+// Y = (X - mean) / sigma * Scale + Bias, row by row on the intra-op team; each row's
+// moments are its own sums, so the result does not depend on the thread budget. Y may be
+// X itself: a row is read whole before it is written.
 template <class T>
 void LayerNormLoops(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const NormShape s = LayerNormShape(ctx, x.dims());
-  NormalizedRows<T> n = Normalize<T>(ConstRowsMap<T>(x.data<T>(), s.rows, s.width), static_cast<T>(ctx.Attr<float>("epsilon")));
-  Rows<T>& y = n.xhat;
-  if (ctx.HasInput("Scale")) y.rowwise() *= RowOf<T>(ctx, "Scale", s.width);
-  if (ctx.HasInput("Bias")) y.rowwise() += RowOf<T>(ctx, "Bias", s.width);
-  RowsMap<T>(ctx.AllocateOutput<T>("Y", x.dims()), s.rows, s.width) = y;
-  if (ctx.HasOutput("Mean")) VecMap<T>(ctx.AllocateOutput<T>("Mean", {s.rows}), s.rows) = n.mean;
-  if (ctx.HasOutput("Variance")) VecMap<T>(ctx.AllocateOutput<T>("Variance", {s.rows}), s.rows) = n.var;
+  const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
+  const T* px = x.data<T>();
+  const T* scale = ctx.HasInput("Scale") ? ctx.Input("Scale").data<T>() : nullptr;
+  const T* bias = ctx.HasInput("Bias") ? ctx.Input("Bias").data<T>() : nullptr;
+  T* py = ctx.AllocateOutput<T>("Y", x.dims());
+  T* mean = ctx.HasOutput("Mean") ? ctx.AllocateOutput<T>("Mean", {s.rows}) : nullptr;
+  T* var = ctx.HasOutput("Variance") ? ctx.AllocateOutput<T>("Variance", {s.rows}) : nullptr;
+  ParallelFor(s.rows, 3.0 * sizeof(T) * static_cast<double>(s.rows * s.width), [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const RowMoments<T> m = MomentsOf(px + r * s.width, s.width, eps);
+      VecMap<T> y(py + r * s.width, s.width);
+      y = (ConstVecMap<T>(px + r * s.width, s.width) - m.mean) * m.inv_sigma;
+      if (scale != nullptr) y *= ConstVecMap<T>(scale, s.width);
+      if (bias != nullptr) y += ConstVecMap<T>(bias, s.width);
+      if (mean != nullptr) mean[r] = m.mean;
+      if (var != nullptr) var[r] = m.var;
+    }
+  });
 }
 
 // With xhat = (x - mean) / sigma per row and dxhat = dy * scale:
 // dx = (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) / sigma; dscale = sum over rows of
-// dy * xhat; dbias = sum over rows of dy. Mean and variance are recomputed from X.
+// dy * xhat; dbias = sum over rows of dy. Mean and variance are recomputed from X. Rows
+// are split across the intra-op team; the column sums are kept per chunk and added in
+// chunk order, the same bits for any thread budget.
 template <class T>
 void LayerNormGradLoops(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const NormShape s = LayerNormShape(ctx, x.dims());
-  const NormalizedRows<T> n =
-      Normalize<T>(ConstRowsMap<T>(x.data<T>(), s.rows, s.width), static_cast<T>(ctx.Attr<float>("epsilon")));
-  const Rows<T>& xhat = n.xhat;
-  const Vec<T>& inv_sigma = n.inv_sigma;
-  const ConstRowsMap<T> dy(ctx.Input("Y@GRAD").data<T>(), s.rows, s.width);
-  Rows<T> dxhat = dy;
-  if (ctx.HasInput("Scale")) dxhat.rowwise() *= RowOf<T>(ctx, "Scale", s.width);
-  if (ctx.HasOutput("X@GRAD")) {
-    const Vec<T> mean_d = dxhat.rowwise().mean();
-    const Vec<T> mean_dx = (dxhat * xhat).rowwise().mean();
-    Rows<T> dx = dxhat.colwise() - mean_d;
-    dx -= xhat.colwise() * mean_dx;
-    dx.colwise() *= inv_sigma;
-    RowsMap<T>(ctx.AllocateOutput<T>("X@GRAD", x.dims()), s.rows, s.width) = dx;
-  }
-  if (ctx.HasOutput("Scale@GRAD")) {
-    VecMap<T>(ctx.AllocateOutput<T>("Scale@GRAD", ctx.Input("Scale").dims()), s.width) =
-        (dy * xhat).colwise().sum().transpose();
-  }
-  if (ctx.HasOutput("Bias@GRAD")) {
-    VecMap<T>(ctx.AllocateOutput<T>("Bias@GRAD", ctx.Input("Bias").dims()), s.width) = dy.colwise().sum().transpose();
-  }
+  const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
+  const T* px = x.data<T>();
+  const T* pdy = ctx.Input("Y@GRAD").data<T>();
+  const T* scale = ctx.HasInput("Scale") ? ctx.Input("Scale").data<T>() : nullptr;
+  T* dx = ctx.HasOutput("X@GRAD") ? ctx.AllocateOutput<T>("X@GRAD", x.dims()) : nullptr;
+  const bool want_dscale = ctx.HasOutput("Scale@GRAD"), want_dbias = ctx.HasOutput("Bias@GRAD");
+  const double bytes = 4.0 * sizeof(T) * static_cast<double>(s.rows * s.width);
+  const int64_t chunks = ParallelChunks(s.rows, bytes);
+  std::vector<T> dscale_part(want_dscale ? static_cast<size_t>(chunks * s.width) : 0, T(0));
+  std::vector<T> dbias_part(want_dbias ? static_cast<size_t>(chunks * s.width) : 0, T(0));
+  ParallelFor(s.rows, bytes, [&](int64_t chunk, int64_t begin, int64_t end) {
+    Vec<T> xhat(s.width), dxhat(s.width);
+    for (int64_t r = begin; r < end; ++r) {
+      const RowMoments<T> m = MomentsOf(px + r * s.width, s.width, eps);
+      const ConstVecMap<T> dy(pdy + r * s.width, s.width);
+      xhat = (ConstVecMap<T>(px + r * s.width, s.width) - m.mean) * m.inv_sigma;
+      if (want_dscale) VecMap<T>(dscale_part.data() + chunk * s.width, s.width) += dy * xhat;
+      if (want_dbias) VecMap<T>(dbias_part.data() + chunk * s.width, s.width) += dy;
+      if (dx == nullptr) continue;
+      dxhat = dy;
+      if (scale != nullptr) dxhat *= ConstVecMap<T>(scale, s.width);
+      const T mean_d = dxhat.mean(), mean_dx = (dxhat * xhat).mean();
+      VecMap<T>(dx + r * s.width, s.width) = (dxhat - mean_d - xhat * mean_dx) * m.inv_sigma;
+    }
+  });
+  const auto add_chunks = [&](const std::vector<T>& part, const char* slot, const char* like) {
+    T* out = ctx.AllocateOutput<T>(slot, ctx.Input(like).dims());
+    std::fill(out, out + s.width, T(0));
+    for (int64_t c = 0; c < chunks; ++c) VecMap<T>(out, s.width) += ConstVecMap<T>(part.data() + c * s.width, s.width);
+  };
+  if (want_dscale) add_chunks(dscale_part, "Scale@GRAD", "Scale");
+  if (want_dbias) add_chunks(dbias_part, "Bias@GRAD", "Bias");
 }
 
 // layer_norm and its gradient in fp32 on oneDNN's layer normalization over X as

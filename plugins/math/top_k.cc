@@ -3,7 +3,8 @@
 // rows whose label is among their top-k indices). None has a gradient (Fluid's top_k_v2 has one that
 // training does not use; not provided).
 #include <algorithm>
-#include <numeric>
+#include <utility>
+#include <vector>
 
 #include "kernels.h"
 #include "nan_order.h"
@@ -22,7 +23,10 @@ int64_t KOf(KernelContext& ctx, int64_t size) {
 }
 
 // The k best of each run of `n` values `post` apart, in order (ties: the lower index first;
-// NaN above every number, nan_order.h).
+// NaN above every number, nan_order.h). The runs are split across the intra-op team. Each
+// keeps its k best so far in order, best first: a value enters only when it beats the last
+// of them, so most of a run costs one comparison each. A later value that ties an earlier
+// one never beats it, which keeps the lower index first.
 template <class T>
 void TopK(KernelContext& ctx, size_t axis, bool largest) {
   Tensor x = ctx.Input("X");
@@ -34,24 +38,38 @@ void TopK(KernelContext& ctx, size_t axis, bool largest) {
   const T* px = x.data<T>();
   std::vector<T> values(static_cast<size_t>(pre * k * post));
   std::vector<int64_t> indices(values.size());
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  for (int64_t i = 0; i < pre; ++i) {
-    for (int64_t c = 0; c < post; ++c) {
-      const auto at = [&](int64_t j) { return px[(i * n + j) * post + c]; };
-      std::iota(order.begin(), order.end(), 0);
-      std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
-        const T va = at(a), vb = at(b);
-        if (NanLast(va, vb)) return !largest;
-        if (NanLast(vb, va)) return largest;
-        return a < b;
-      });
+  // Whether value a comes before value b.
+  const auto before = [largest](T a, T b) { return largest ? NanLast(b, a) : NanLast(a, b); };
+  ParallelFor(pre * post, static_cast<double>(sizeof(T)) * static_cast<double>(x.numel()),
+              [&](int64_t, int64_t first, int64_t last) {
+    std::vector<std::pair<T, int64_t>> best;  // value, index; best first
+    best.reserve(static_cast<size_t>(k) + 1);
+    const auto order = [&](const std::pair<T, int64_t>& a, const std::pair<T, int64_t>& b) {
+      return before(a.first, b.first) || (!before(b.first, a.first) && a.second < b.second);
+    };
+    for (int64_t r = first; r < last; ++r) {
+      const int64_t i = r / post, c = r % post;
+      const T* v = px + i * n * post + c;
+      best.clear();
+      for (int64_t j = 0; j < k; ++j) best.emplace_back(v[j * post], j);
+      std::sort(best.begin(), best.end(), order);
+      T worst = best.back().first;
+      for (int64_t j = k; j < n; ++j) {
+        const T value = v[j * post];
+        if (!before(value, worst)) continue;
+        const auto at = std::upper_bound(best.begin(), best.end(), value,
+                                         [&](T a, const std::pair<T, int64_t>& e) { return before(a, e.first); });
+        best.insert(at, {value, j});
+        best.pop_back();
+        worst = best.back().first;
+      }
       for (int64_t j = 0; j < k; ++j) {
         const size_t o = static_cast<size_t>((i * k + j) * post + c);
-        values[o] = at(order[static_cast<size_t>(j)]);
-        indices[o] = order[static_cast<size_t>(j)];
+        values[o] = best[static_cast<size_t>(j)].first;
+        indices[o] = best[static_cast<size_t>(j)].second;
       }
     }
-  }
+  });
   std::copy(values.begin(), values.end(), ctx.AllocateOutput<T>("Out", out_dims));
   std::copy(indices.begin(), indices.end(), ctx.AllocateOutput<int64_t>("Indices", out_dims));
 }
@@ -148,7 +166,7 @@ void TopKGrad(KernelContext& ctx) {
   const int64_t pre = Product(d, 0, axis), n = d[axis], post = Product(d, axis + 1, d.size()), k = gd[axis];
   const T* pg = g.data<T>();
   T* dx = ctx.AllocateOutput<T>("X@GRAD", d);
-  std::fill(dx, dx + x.numel(), T(0));
+  ParallelFill(dx, x.numel(), T(0));
   for (int64_t i = 0; i < pre; ++i) {
     for (int64_t j = 0; j < k; ++j) {
       for (int64_t c = 0; c < post; ++c) {

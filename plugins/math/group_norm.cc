@@ -4,7 +4,9 @@
 // then scaled and shifted per channel (Scale and Bias, 1 and 0 when absent). group_norm
 // outputs each group's Mean and Variance ([N, groups]); instance_norm its SavedMean and
 // SavedVariance, the latter as 1 / sqrt(variance + epsilon) ([N * C]), as Fluid's do.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "channel_layout.h"
 #include "kernels.h"
@@ -152,30 +154,59 @@ void GroupNormGrad(KernelContext& ctx) {
     for (T& v : inv) v = T(1) / std::sqrt(v + eps);
   }
   const T* pg = dy.data<T>();
-  std::vector<T> dscale(static_cast<size_t>(p.l.c), T(0)), dbias(dscale.size(), T(0));
-  std::vector<T> dx(static_cast<size_t>(x.numel()));
+  T* dx = ctx.HasOutput("X@GRAD") ? ctx.AllocateOutput<T>("X@GRAD", x.dims()) : nullptr;
+  // Scale@GRAD and Bias@GRAD per image and channel (each group's own), added over the
+  // images in order afterwards: the same bits for any thread budget.
+  std::vector<T> dscale_part(static_cast<size_t>(p.l.n * p.l.c), T(0)), dbias_part(dscale_part.size(), T(0));
   const T m = static_cast<T>(std::max<int64_t>(p.size(), 1));
-  for (int64_t i = 0; i < p.l.n; ++i) {
-    for (int64_t g = 0; g < p.groups; ++g) {
-      const size_t at = static_cast<size_t>(i * p.groups + g);
-      const T mu = mean[at], k = inv[at];
+  ParallelFor(p.count(), 3.0 * sizeof(T) * static_cast<double>(x.numel()), [&](int64_t, int64_t first, int64_t last) {
+    for (int64_t at = first; at < last; ++at) {
+      const int64_t i = at / p.groups, g = at % p.groups;
+      const T mu = mean[static_cast<size_t>(at)], k = inv[static_cast<size_t>(at)];
+      T* ds = dscale_part.data() + i * p.l.c;
+      T* db = dbias_part.data() + i * p.l.c;
       T sum = 0, weighted = 0;
+      if (!p.l.nhwc) {  // a channel's plane at a time, contiguous
+        for (int64_t ch = g * p.cg; ch < (g + 1) * p.cg; ++ch) {
+          const int64_t e = p.l.At(i, ch, 0);
+          const ConstVecMap<T> xs(px + e, p.l.s), gs(pg + e, p.l.s);
+          const T dot = (gs * ((xs - mu) * k)).sum(), total = gs.sum();
+          sum += total * scale[static_cast<size_t>(ch)];
+          weighted += dot * scale[static_cast<size_t>(ch)];
+          ds[ch] = dot;
+          db[ch] = total;
+        }
+        if (dx == nullptr) continue;
+        for (int64_t ch = g * p.cg; ch < (g + 1) * p.cg; ++ch) {
+          const int64_t e = p.l.At(i, ch, 0);
+          VecMap<T>(dx + e, p.l.s) = k * (ConstVecMap<T>(pg + e, p.l.s) * scale[static_cast<size_t>(ch)] - sum / m -
+                                          (ConstVecMap<T>(px + e, p.l.s) - mu) * k * (weighted / m));
+        }
+        continue;
+      }
       p.ForEach(i, g, [&](int64_t e, int64_t ch) {
-        const T xh = (px[e] - mu) * k, dyh = pg[e] * scale[ch];
+        const T xh = (px[e] - mu) * k, dyh = pg[e] * scale[static_cast<size_t>(ch)];
         sum += dyh;
         weighted += dyh * xh;
-        dscale[ch] += pg[e] * xh;
-        dbias[ch] += pg[e];
+        ds[ch] += pg[e] * xh;
+        db[ch] += pg[e];
       });
+      if (dx == nullptr) continue;
       p.ForEach(i, g, [&](int64_t e, int64_t ch) {
         const T xh = (px[e] - mu) * k;
-        dx[e] = k * (pg[e] * scale[ch] - sum / m - xh * weighted / m);
+        dx[e] = k * (pg[e] * scale[static_cast<size_t>(ch)] - sum / m - xh * (weighted / m));
       });
     }
-  }
-  if (ctx.HasOutput("X@GRAD")) std::copy(dx.begin(), dx.end(), ctx.AllocateOutput<T>("X@GRAD", x.dims()));
-  if (ctx.HasOutput("Scale@GRAD")) std::copy(dscale.begin(), dscale.end(), ctx.AllocateOutput<T>("Scale@GRAD", {p.l.c}));
-  if (ctx.HasOutput("Bias@GRAD")) std::copy(dbias.begin(), dbias.end(), ctx.AllocateOutput<T>("Bias@GRAD", {p.l.c}));
+  });
+  const auto over_images = [&](const std::vector<T>& part, const char* slot) {
+    T* out = ctx.AllocateOutput<T>(slot, {p.l.c});
+    std::fill(out, out + p.l.c, T(0));
+    for (int64_t i = 0; i < p.l.n; ++i) {
+      for (int64_t ch = 0; ch < p.l.c; ++ch) out[ch] += part[static_cast<size_t>(i * p.l.c + ch)];
+    }
+  };
+  if (ctx.HasOutput("Scale@GRAD")) over_images(dscale_part, "Scale@GRAD");
+  if (ctx.HasOutput("Bias@GRAD")) over_images(dbias_part, "Bias@GRAD");
 }
 
 }  // namespace

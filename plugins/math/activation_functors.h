@@ -167,9 +167,12 @@ struct HardSwish {
     out = x * (x + S<A>(offset)).max(S<A>(0)).min(S<A>(t)) / S<A>(scale);
   }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
-    const auto shifted = (x + S<A>(offset)).eval();
-    const auto inside = (shifted > S<A>(0) && shifted < S<A>(t)).template cast<S<A>>();
-    dx = g * (shifted.max(S<A>(0)).min(S<A>(t)) + x * inside) / S<A>(scale);
+    const S<A> top = S<A>(t), shift = S<A>(offset), divisor = S<A>(scale);
+    dx = x.binaryExpr(g, [top, shift, divisor](S<A> v, S<A> gv) {
+      const S<A> shifted = v + shift;
+      const S<A> clipped = std::min(std::max(shifted, S<A>(0)), top);
+      return gv * (clipped + (shifted > S<A>(0) && shifted < top ? v : S<A>(0))) / divisor;
+    });
   }
 };
 // hard_sigmoid: clip(slope * x + offset, 0, 1).

@@ -5,10 +5,11 @@
 // and no gradient; `normalize` divides by the count of the others. Gradient:
 // (sigmoid(X) - Label) * Out@GRAD, divided likewise.
 #include <algorithm>
-#include <cmath>
 
 #include "kernels.h"
+#include "loss_loops.h"
 #include "ops.h"
+#include "parallel_for.h"
 
 namespace rill::math {
 namespace {
@@ -34,12 +35,11 @@ void SigmoidCrossEntropy(KernelContext& ctx) {
   const T* px = x.data<T>();
   const T* pl = label.data<T>();
   const T div = Divisor(ctx, pl, x.numel(), ignore);
+  const auto loops = loss::SigmoidCrossEntropyLoopsFor<T>();
   WriteOutput<T>(ctx, "Out", {"X", "Label"}, x.dims(), [&](T* out) {
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      const T v = px[i];
-      out[i] = pl[i] == ignore ? T(0)
-                               : (std::max(v, T(0)) - v * pl[i] + std::log1p(std::exp(-std::abs(v)))) / div;
-    }
+    ParallelFor(x.numel(), 3.0 * sizeof(T) * x.numel(), [&](int64_t, int64_t begin, int64_t end) {
+      loops.forward(px, pl, out, begin, end, ignore, div);
+    });
   });
 }
 
@@ -58,9 +58,10 @@ void SigmoidCrossEntropyGrad(KernelContext& ctx) {
   const T* pg = g.data<T>();
   const T div = Divisor(ctx, pl, x.numel(), ignore);
   T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    dx[i] = pl[i] == ignore ? T(0) : (T(1) / (T(1) + std::exp(-px[i])) - pl[i]) * pg[i] / div;
-  }
+  const auto loops = loss::SigmoidCrossEntropyLoopsFor<T>();
+  ParallelFor(x.numel(), 4.0 * sizeof(T) * x.numel(), [&](int64_t, int64_t begin, int64_t end) {
+    loops.backward(px, pl, pg, dx, begin, end, ignore, div);
+  });
 }
 
 }  // namespace

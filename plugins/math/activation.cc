@@ -96,7 +96,10 @@ void CastGrad(KernelContext& ctx) {
       using G = decltype(from);
       const G* pg = g.data<G>();
       To* p = dx.Allocate<To>(g.dims());
-      for (int64_t i = 0; i < g.numel(); ++i) p[i] = static_cast<To>(pg[i]);
+      ParallelFor(g.numel(), static_cast<double>(sizeof(G) + sizeof(To)) * g.numel(),
+                  [&](int64_t, int64_t begin, int64_t end) {
+                    for (int64_t i = begin; i < end; ++i) p[i] = static_cast<To>(pg[i]);
+                  });
     });
   });
 }

@@ -136,7 +136,7 @@ struct Gelu {
   }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
     if (approximate) {
-      const auto t = Inner(x).tanh().eval();
+      const Block<A> t = Inner(x).tanh();
       dx = g * (S<A>(0.5) * (S<A>(1) + t) +
                 S<A>(0.5) * x * (S<A>(1) - t.square()) * S<A>(kSqrt2OverPi) * (S<A>(1) + S<A>(3 * kCubic) * x.square()));
     } else {
@@ -153,7 +153,7 @@ struct Swish {
   template <class A> auto Sig(const A& x) const { return (S<A>(1) + (S<A>(-beta) * x).exp()).inverse(); }
   template <class A, class O> void Forward(const A& x, O out) const { out = x * Sig(x); }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
-    const auto s = Sig(x).eval();
+    const Block<A> s = Sig(x);
     dx = g * (s + S<A>(beta) * x * s * (S<A>(1) - s));
   }
 };
@@ -220,7 +220,7 @@ struct Silu {
   template <class A> static auto Sig(const A& x) { return (S<A>(1) + (-x).exp()).inverse(); }
   template <class A, class O> void Forward(const A& x, O out) const { out = x * Sig(x); }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
-    const auto s = Sig(x).eval();
+    const Block<A> s = Sig(x);
     dx = g * s * (S<A>(1) + x * (S<A>(1) - s));
   }
 };

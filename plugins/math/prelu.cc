@@ -80,17 +80,51 @@ void PreluGrad(KernelContext& ctx) {
   const T* px = x.data<T>();
   const T* pa = alpha.data<T>();
   const T* pg = g.data<T>();
-  std::vector<T> da(static_cast<size_t>(alpha.numel()), T(0));
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    if (px[i] <= T(0)) da[static_cast<size_t>(at(i))] += px[i] * pg[i];
-  }
+  const int64_t n = x.numel(), runs = n / at.inner, outer = runs / at.count;
+  // X as [outer, count, inner]: element (o, k, j) uses Alpha[k].
   if (ctx.HasOutput("X@GRAD")) {
     T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
-    for (int64_t i = 0; i < x.numel(); ++i) dx[i] = px[i] > T(0) ? pg[i] : pa[at(i)] * pg[i];
+    ParallelFor(runs, 3.0 * sizeof(T) * n, [&](int64_t, int64_t first, int64_t last) {
+      for (int64_t run = first; run < last; ++run) {
+        const T a = pa[run % at.count];
+        const T* xs = px + run * at.inner;
+        const T* gs = pg + run * at.inner;
+        T* ds = dx + run * at.inner;
+        for (int64_t j = 0; j < at.inner; ++j) {
+          const T gv = gs[j], scaled = a * gv;
+          ds[j] = xs[j] > T(0) ? gv : scaled;
+        }
+      }
+    });
   }
-  if (ctx.HasOutput("Alpha@GRAD")) {
-    std::copy(da.begin(), da.end(), ctx.AllocateOutput<T>("Alpha@GRAD", alpha.dims()));
+  if (!ctx.HasOutput("Alpha@GRAD")) return;
+  T* da = ctx.AllocateOutput<T>("Alpha@GRAD", alpha.dims());
+  // The sum for each Alpha, in an order fixed by the shapes alone: one Alpha's elements
+  // per task, or, for a single Alpha, per chunk of elements, the chunks added in order.
+  const auto term = [](T v, T gv) { return v <= T(0) ? v * gv : T(0); };
+  if (at.count == 1) {
+    const int64_t chunks = ParallelChunks(n, 2.0 * sizeof(T) * n);
+    std::vector<T> partial(static_cast<size_t>(chunks), T(0));
+    ParallelFor(n, 2.0 * sizeof(T) * n, [&](int64_t chunk, int64_t begin, int64_t end) {
+      T sum = 0;
+      for (int64_t i = begin; i < end; ++i) sum += term(px[i], pg[i]);
+      partial[static_cast<size_t>(chunk)] = sum;
+    });
+    T sum = 0;
+    for (T v : partial) sum += v;
+    da[0] = sum;
+    return;
   }
+  ParallelFor(at.count, 2.0 * sizeof(T) * n, [&](int64_t, int64_t first, int64_t last) {
+    for (int64_t k = first; k < last; ++k) {
+      T sum = 0;
+      for (int64_t o = 0; o < outer; ++o) {
+        const int64_t base = (o * at.count + k) * at.inner;
+        for (int64_t j = 0; j < at.inner; ++j) sum += term(px[base + j], pg[base + j]);
+      }
+      da[k] = sum;
+    }
+  });
 }
 
 }  // namespace

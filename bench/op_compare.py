@@ -18,7 +18,9 @@ Each standard case comes in up to five kinds (--kinds picks some; all by default
  - forward: fp32 at the standard shape;
  - backward: the op's gradient ops alone (Rill's backward pass of the first output, its
    forward run once beforehand) against torch.autograd.grad of the same inputs, fed the
-   same random output gradient, its results made contiguous;
+   same random output gradient, its results made contiguous; where torch's gradients are
+   the incoming one itself or views of it (an add, a reshape), against memcpy of the bytes
+   Rill's gradients hold;
  - small: the same op at 64 x 64, where per-op overhead dominates: SMALL_REPEATS copies of
    the op in one program run by the C++ executor, against as many calls of the torch
    expression in a Python loop;
@@ -382,8 +384,9 @@ def _per_call(fn):
 
 
 def _torch_timer(case, env, grad_slots):
-    """A function timing one round of `case` in torch, or None where torch has no gradient
-    for it."""
+    """(a function timing one round of `case` in torch, whether torch's gradients are the
+    incoming gradient itself or views of it, computing nothing), or None where torch has no
+    gradient for it."""
     torch = env["torch"]
     tensors = {}
     for slot, value in case.arrays().items():
@@ -393,10 +396,10 @@ def _torch_timer(case, env, grad_slots):
     scope = dict(env, **tensors)
     if case.kind == "small":
         code = compile("for _ in range(%d):\n    %s" % (SMALL_REPEATS, case.torch), case.label, "exec")
-        return lambda: _per_call(lambda: exec(code, scope))
+        return (lambda: _per_call(lambda: exec(code, scope))), False
     code = compile(case.torch, case.label, "eval")
     if case.kind != "backward":
-        return lambda: _per_call(lambda: eval(code, scope))
+        return (lambda: _per_call(lambda: eval(code, scope))), False
     out = eval(code, scope)
     out = out[0] if isinstance(out, (list, tuple)) else out
     if not out.requires_grad:
@@ -404,31 +407,35 @@ def _torch_timer(case, env, grad_slots):
     leaves = [t for slot in grad_slots for t in (tensors[slot] if isinstance(tensors[slot], list) else [tensors[slot]])]
     torch.manual_seed(0)
     grad = torch.rand_like(out)
+
     # A gradient torch returns as a view (of a broadcast, a transpose, a slice) is made
     # dense, as Rill's always are: its cost is otherwise paid by whatever reads it.
-    return lambda: _per_call(lambda: [g.contiguous() for g in torch.autograd.grad(out, leaves, grad,
-                                                                                   retain_graph=True)])
+    def gradients():
+        return [g.contiguous() for g in torch.autograd.grad(out, leaves, grad, retain_graph=True)]
+    aliased = all(g.storage().data_ptr() == grad.storage().data_ptr() for g in gradients())
+    return (lambda: _per_call(gradients)), aliased
 
 
 def peer_server():
     """PyTorch's side: reads a request per line on stdin (a JSON [label, gradient slots]) and
-    answers with one round's seconds per call (a JSON number, or null where torch has no
-    gradient), a case's inputs made when its label first comes."""
+    answers with one round (a JSON [seconds per call, whether its gradients alias the
+    incoming one]; null where torch has no gradient), a case's inputs made when its label
+    first comes."""
     env = _torch_env()
     by_label = {case.label: case for case in cases()}
     ready = {}
     for line in sys.stdin:
         label, grad_slots = json.loads(line)
+        backward = by_label[label].kind == "backward"
         if label not in ready:
             ready.clear()  # one case's inputs at a time
-            with env["torch"].set_grad_enabled(by_label[label].kind == "backward"):
+            with env["torch"].set_grad_enabled(backward):
                 ready[label] = _torch_timer(by_label[label], env, set(grad_slots))
-        timer = ready[label]
-        if timer is None:
-            answer = None
-        else:
-            with env["torch"].set_grad_enabled(by_label[label].kind == "backward"):
-                answer = timer()
+        answer = None
+        if ready[label] is not None:
+            timer, aliased = ready[label]
+            with env["torch"].set_grad_enabled(backward):
+                answer = [timer(), aliased]
         print(json.dumps(answer), flush=True)
 
 
@@ -462,14 +469,14 @@ def rill_program(case, repeats=1):
 
 
 def rill_runner(case, exe):
-    """(a function running the case once in Rill, the input slots given gradients): for a
-    backward case the program holds the gradient ops alone, the forward outputs they read
-    made by one forward run into a scope of their own."""
+    """(a function running the case once in Rill, the input slots given gradients, the bytes
+    of those gradients): for a backward case the program holds the gradient ops alone, the
+    forward outputs they read made by one forward run into a scope of their own."""
     import rill
     import rill.fluid as fluid
     if case.kind != "backward":
         prog, feed = rill_program(case, SMALL_REPEATS if case.kind == "small" else 1)
-        return (lambda: exe.run(prog, feed=feed, fetch_list=[])), []
+        return (lambda: exe.run(prog, feed=feed, fetch_list=[])), [], 0
     from rill.fluid.backward import _run_pass
     prog, feed = rill_program(case)
     block = prog.global_block()
@@ -481,6 +488,7 @@ def rill_runner(case, exe):
     if not pairs:
         raise ValueError("no gradient reaches its inputs")
     grad_slots = sorted(set(source.rsplit("_", 1)[0] for source, _ in pairs))
+    grad_bytes = sum(feed[source].nbytes for source, _ in pairs)
     scope = fluid.Scope()
     forward = fluid.Program()
     forward.global_block().ops.append(block.ops[0])
@@ -493,13 +501,16 @@ def rill_runner(case, exe):
     del block.ops[:seeded + 1]
     prog._bump()
     feed = dict(feed, **{outputs[0] + "@GRAD": seed})
-    return (lambda: exe.run(prog, feed=feed, fetch_list=[], scope=scope)), grad_slots
+    return (lambda: exe.run(prog, feed=feed, fetch_list=[], scope=scope)), grad_slots, grad_bytes
 
 
 def paired_times(rounds, only, kinds):
-    """({label: (Rill's median, PyTorch's median)}, {label: why not timed}): each round
-    times PyTorch (in its own process) and then Rill, so that both meet the machine's load
-    of the moment."""
+    """({label: (Rill's median, PyTorch's median)}, {label: (Rill's median, memcpy's)},
+    {label: why not timed}): each round times PyTorch (in its own process) and then Rill, so
+    that both meet the machine's load of the moment. A gradient PyTorch returns without
+    computing it (the incoming gradient itself, or views of it) is held against memcpy of
+    the bytes Rill's gradients hold instead, timed in the same round: Fluid's gradients are
+    variables of their own."""
     import rill.fluid as fluid
     exe = fluid.Executor(fluid.CPUPlace())
     # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, set on these machines, slow a current OpenBLAS
@@ -507,18 +518,18 @@ def paired_times(rounds, only, kinds):
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--peer-server"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True, env=env)
-    times, refused = {}, {}
+    times, copies, refused = {}, {}, {}
     try:
         for case in cases():
             if (only and case.op not in only) or case.kind not in kinds:
                 continue
             try:
-                run, grad_slots = rill_runner(case, exe)
+                run, grad_slots, grad_bytes = rill_runner(case, exe)
                 run()
             except Exception as e:  # a kind the op does not take: listed, not timed
                 refused[case.label] = str(e).strip().splitlines()[0][:160]
                 continue
-            ours, theirs = [], []
+            ours, theirs, aliased = [], [], False
             for _ in range(rounds):
                 server.stdin.write(json.dumps([case.label, grad_slots]) + "\n")
                 server.stdin.flush()
@@ -527,16 +538,24 @@ def paired_times(rounds, only, kinds):
                     sys.exit("the PyTorch side stopped at %r" % case.label)
                 if json.loads(answer) is None:
                     break
-                theirs.append(json.loads(answer))
+                seconds, aliased = json.loads(answer)
+                theirs.append(_memcpy_seconds(grad_bytes) if aliased else seconds)
                 ours.append(_per_call(run))
             if not theirs:
                 refused[case.label] = "PyTorch has no gradient for it"
                 continue
-            times[case.label] = (statistics.median(ours), statistics.median(theirs))
+            (copies if aliased else times)[case.label] = (statistics.median(ours), statistics.median(theirs))
     finally:
         server.stdin.close()
         server.wait()
-    return times, refused
+    return times, copies, refused
+
+
+def _memcpy_seconds(nbytes):
+    """One round of memcpy (numpy's copyto: one thread) of nbytes."""
+    src = np.ones(nbytes, np.uint8)
+    dst = np.empty_like(src)
+    return _per_call(lambda: np.copyto(dst, src))
 
 
 def registry_ops():
@@ -554,7 +573,7 @@ def main():
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         sys.exit("--kinds: unknown %s (the kinds are %s)" % (", ".join(unknown), ", ".join(KINDS)))
-    times, refused = paired_times(ROUNDS, only, kinds)
+    times, copies, refused = paired_times(ROUNDS, only, kinds)
     kind_of = {c.label: c.kind for c in cases()}
     print("| op, shape (fp32 unless named) | Rill | PyTorch | Rill / PyTorch |")
     print("|---|---|---|---|")
@@ -571,6 +590,11 @@ def main():
                  sum(r > limit for _, r in rows), limit))
         for label, r in sorted(rows, key=lambda row: -row[1])[:10]:
             print("  %.2f  %s" % (r, label))
+    if copies:
+        print("\ngradients PyTorch returns without computing them (the incoming gradient or views of it), Rill's "
+              "against memcpy of the bytes they hold (%d; goal: at most 2, half memcpy's bandwidth):" % len(copies))
+        for label, (a, b) in sorted(copies.items(), key=lambda row: -row[1][0] / row[1][1]):
+            print("  %.2f  %s (%.3f ms, memcpy %.3f ms)" % (a / b, label, a * 1e3, b * 1e3))
     if refused:
         print("\nnot timed (%d):" % len(refused))
         for label, why in refused.items():

@@ -23,16 +23,23 @@ void PolygonBoxTransform(KernelContext& ctx) {
     throw Error("Input must be [N, G, H, W] with G even (x and y offsets), got " + DimsString(d));
   }
   const T* p = in.data<T>();
-  T* out = ctx.AllocateOutput<T>("Output", d);
-  for (int64_t plane = 0; plane < d[0] * d[1]; ++plane) {
-    const bool x = plane % 2 == 0;
-    for (int64_t h = 0; h < d[2]; ++h) {
-      for (int64_t w = 0; w < d[3]; ++w) {
-        const int64_t at = (plane * d[2] + h) * d[3] + w;
-        out[at] = static_cast<T>(4 * (x ? w : h)) - p[at];
+  // Rows of W pixels on the intra-op team: an x plane's row subtracts from 4 * w (one
+  // vector of W values, made once), a y plane's from the constant 4 * h.
+  std::vector<T> xs(static_cast<size_t>(d[3]));
+  for (int64_t w = 0; w < d[3]; ++w) xs[static_cast<size_t>(w)] = static_cast<T>(4 * w);
+  WriteOutput<T>(ctx, "Output", {"Input"}, d, [&](T* out) {
+    ParallelFor(d[0] * d[1] * d[2], 2.0 * sizeof(T) * static_cast<double>(in.numel()),
+                [&](int64_t, int64_t first, int64_t last) {
+      for (int64_t row = first; row < last; ++row) {
+        const int64_t h = row % d[2];
+        const bool x = (row / d[2]) % 2 == 0;
+        const ConstVecMap<T> from(p + row * d[3], d[3]);
+        VecMap<T> to(out + row * d[3], d[3]);
+        if (x) to = ConstVecMap<T>(xs.data(), d[3]) - from;
+        else to = static_cast<T>(4 * h) - from;
       }
-    }
-  }
+    });
+  });
 }
 
 }  // namespace

@@ -535,12 +535,12 @@ struct Tan {
 };
 // asin, acos and atan in single precision by Cephes' polynomials, which the compiler
 // vectorizes (Eigen's are a libm call per element): each within 3 ulp of the exact value
-// (against double precision, over one float in 61), with libm's NaN for |x| > 1 and NaN in, and the sign of a zero
-// kept. Double precision stays libm's. pi/2 is added as two floats (the second its
-// rounding error), which keeps the subtractions near |x| = 0.5 within that bound whether or
-// not the compiler fuses multiplies and adds. AsinTerm gives, for |x| > 0.5, z = (1 - |x|) / 2
-// (whose square root s gives asin |x| = pi/2 - 2 asin s), else z = x²; Block holds the
-// square roots, computed vectorized before the blend.
+// (against double precision, over one float in 61), with libm's NaN for |x| > 1 and NaN
+// in, and the sign of a zero kept. Double precision stays libm's. pi/2 is added as two
+// floats (the second its rounding error), which keeps the subtractions near |x| = 0.5
+// within that bound whether or not the compiler fuses multiplies and adds. AsinTerm gives,
+// for |x| > 0.5, z = (1 - |x|) / 2 (whose square root s gives asin |x| = pi/2 - 2 asin s),
+// else z = x²; Block holds the square roots, computed vectorized before the blend.
 constexpr float kHalfPiHigh = 1.57079637f, kHalfPiLow = -4.37113883e-8f;
 inline float AsinPolynomial(float s, float z) {  // asin s for s in [0, 0.5], z = s²
   return s + s * z * ((((4.2163199048e-2f * z + 2.4181311049e-2f) * z + 4.5470025998e-2f) * z + 7.4953002686e-2f) * z +
@@ -585,8 +585,11 @@ struct Asin {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit Asin(KernelContext&) {}
   template <class A, class O> void Forward(const A& x, O out) const {
-    if constexpr (std::is_same_v<S<A>, float>) AsinFamily(x, out, [](float v, float z, float root) { return AsinFrom(v, z, root); });
-    else out = x.asin();
+    if constexpr (std::is_same_v<S<A>, float>) {
+      AsinFamily(x, out, [](float v, float z, float root) { return AsinFrom(v, z, root); });
+    } else {
+      out = x.asin();
+    }
   }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
     dx = g / (S<A>(1) - x.square()).sqrt();
@@ -596,8 +599,11 @@ struct Acos {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit Acos(KernelContext&) {}
   template <class A, class O> void Forward(const A& x, O out) const {
-    if constexpr (std::is_same_v<S<A>, float>) AsinFamily(x, out, [](float v, float z, float root) { return AcosFrom(v, z, root); });
-    else out = x.acos();
+    if constexpr (std::is_same_v<S<A>, float>) {
+      AsinFamily(x, out, [](float v, float z, float root) { return AcosFrom(v, z, root); });
+    } else {
+      out = x.acos();
+    }
   }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
     dx = -g / (S<A>(1) - x.square()).sqrt();

@@ -20,12 +20,16 @@ namespace py = pybind11;
 // one ends; the caller, for the job to end. A training loop calls run after run, each a
 // few hundred microseconds or less, and a sleeping thread takes tens of microseconds to
 // wake here: spinning this long turns most hand-offs into a cache-line exchange, at a
-// bounded cost in CPU time when no job comes.
+// bounded cost in CPU time when no job comes. The caller spins only when its last run was
+// shorter than kLongRun: a long run's kernels want every core (a spinning caller holds one
+// they would use, slowing the run by more than a wake-up costs), and its end is worth a
+// wake-up; a short run is mostly one thread's, beside which the caller spins for free.
 constexpr auto kSpin = std::chrono::microseconds(100);
+constexpr auto kLongRun = std::chrono::microseconds(200);
 
 template <class Ready>
-bool SpinFor(Ready ready) {
-  const auto until = std::chrono::steady_clock::now() + kSpin;
+bool SpinFor(Ready ready, std::chrono::nanoseconds spin = kSpin) {
+  const auto until = std::chrono::steady_clock::now() + spin;
   do {
     if (ready()) return true;
   } while (std::chrono::steady_clock::now() < until);
@@ -54,9 +58,10 @@ class Helper {
     }
     cv_.notify_all();
   }
-  // Waits up to `timeout` for the job to end; true when it has.
-  bool WaitFor(std::chrono::milliseconds timeout) {
-    if (SpinFor([&] { return done_.load(std::memory_order_acquire); })) return true;
+  // Waits up to `timeout` for the job to end, spinning for `spin` of it first; true when
+  // it has ended.
+  bool WaitFor(std::chrono::milliseconds timeout, std::chrono::nanoseconds spin) {
+    if (SpinFor([&] { return done_.load(std::memory_order_acquire); }, spin)) return true;
     std::unique_lock lock(mu_);
     return cv_.wait_for(lock, timeout, [&] { return done_.load(std::memory_order_relaxed); });
   }
@@ -121,6 +126,10 @@ void ReturnHelper(std::unique_ptr<Helper> h) {
 void RunInterruptibly(const std::function<void(core::RunCanceller*)>& job) {
   core::RunCanceller canceller;
   std::exception_ptr failure;
+  // How long this thread's last run took: it spins for this one only after a short one.
+  thread_local std::chrono::nanoseconds last_run{0};
+  const auto start = std::chrono::steady_clock::now();
+  const std::chrono::nanoseconds spin = last_run < kLongRun ? std::chrono::nanoseconds(kSpin) : std::chrono::nanoseconds(0);
   std::unique_ptr<Helper> helper = TakeHelper();
   helper->Start([&] {
     try {
@@ -132,7 +141,7 @@ void RunInterruptibly(const std::function<void(core::RunCanceller*)>& job) {
   std::unique_ptr<py::error_already_set> interrupted;
   {
     py::gil_scoped_release release;
-    while (!helper->WaitFor(kPollInterval)) {
+    while (!helper->WaitFor(kPollInterval, spin)) {
       if (interrupted != nullptr) continue;  // cancelled: wait for the run to stop
       py::gil_scoped_acquire gil;
       if (PyErr_CheckSignals() != 0) {
@@ -141,6 +150,7 @@ void RunInterruptibly(const std::function<void(core::RunCanceller*)>& job) {
       }
     }
   }
+  last_run = std::chrono::steady_clock::now() - start;
   ReturnHelper(std::move(helper));
   if (interrupted != nullptr) throw std::move(*interrupted);
   if (failure) std::rethrow_exception(failure);

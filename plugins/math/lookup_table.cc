@@ -88,17 +88,13 @@ void LookupTable(KernelContext& ctx) {
   out_dims.push_back(table.width);
   const int64_t padding = ctx.Attr<int64_t>("padding_idx");
   T* out = ctx.AllocateOutput<T>("Out", out_dims);
-  // Rows looked up on the intra-op team; a SelectedRows table's missing id is an error
-  // (Table::Row throws, ParallelFor rethrows the first).
-  const auto n = static_cast<int64_t>(ids.size());
-  ParallelFor(n, 2.0 * sizeof(T) * static_cast<double>(n * table.width), [&](int64_t, int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      T* row = out + i * table.width;
-      const int64_t id = ids[static_cast<size_t>(i)];
-      if (IsPadding(id, padding)) std::fill(row, row + table.width, T(0));
-      else std::memcpy(row, table.Row(id), sizeof(T) * static_cast<size_t>(table.width));
-    }
-  });
+  // On the calling thread: a lookup moves ids x width values, which the intra-op team's
+  // hand-off costs more than it saves at embedding sizes.
+  for (size_t i = 0; i < ids.size(); ++i) {
+    T* row = out + static_cast<int64_t>(i) * table.width;
+    if (IsPadding(ids[i], padding)) std::fill(row, row + table.width, T(0));
+    else std::memcpy(row, table.Row(ids[i]), sizeof(T) * static_cast<size_t>(table.width));
+  }
 }
 
 // W@GRAD: Out@GRAD's rows added into the rows Ids name (padding rows left out); dense, or

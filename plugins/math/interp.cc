@@ -150,8 +150,9 @@ std::vector<std::array<A, 4>> WeightsOf(const InterpPlan& p) {
 // image (NHWC), whose output and input pixels no other unit touches.
 int64_t Units(const InterpPlan& p) { return p.nhwc ? p.n : p.n * p.c; }
 
-// Calls fn(out_index, in_index, tap) for each tap (0 to 3; nearest: 0 alone) of each
-// output element of unit u, channel by channel, each channel's pixels in row-major order.
+// Calls fn(out_index, in_index, tap, pixel) for each tap (0 to 3; nearest: 0 alone) of
+// each output element of unit u, channel by channel, each channel's pixels in row-major
+// order; pixel (y * out_w + x) indexes WeightsOf's table.
 template <class F>
 void ForEachTap(const InterpPlan& p, int64_t u, F fn) {
   const int64_t i = p.nhwc ? u : u / p.c;

@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -88,14 +87,6 @@ void ForEachRun(const ReducePlan& p, F run) {
       idx[g] = 0;
     }
   }
-}
-
-template <Reduction R, class T>
-T Identity() {
-  if constexpr (R == Reduction::kMax) return std::numeric_limits<T>::lowest();
-  if constexpr (R == Reduction::kMin) return std::numeric_limits<T>::max();
-  if constexpr (R == Reduction::kProd) return T(1);
-  return T(0);
 }
 
 // acc = acc (op) v, for one element.

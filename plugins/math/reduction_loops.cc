@@ -2,8 +2,6 @@
 // this file once per set, naming its tag in RILL_MATH_ISA_TAG.
 #include "reduction_loops.h"
 
-#include <limits>
-
 #include "kernels.h"
 
 #if !defined(RILL_MATH_ISA_TAG)
@@ -14,12 +12,7 @@ namespace rill::math::reduction {
 
 template <class Set, Reduction R, class T>
 T Row(const T* x, int64_t n) {
-  if (n == 0) {
-    if constexpr (R == Reduction::kProd) return T(1);
-    if constexpr (R == Reduction::kMax) return std::numeric_limits<T>::lowest();
-    if constexpr (R == Reduction::kMin) return std::numeric_limits<T>::max();
-    return T(0);
-  }
+  if (n == 0) return Identity<R, T>();
   const ConstVecMap<T> v(x, n);
   if constexpr (R == Reduction::kSum || R == Reduction::kMean) return v.sum();
   if constexpr (R == Reduction::kProd) return v.prod();

@@ -9,12 +9,22 @@
 #define RILL_MATH_REDUCTION_LOOPS_H_
 
 #include <cstdint>
+#include <limits>
 
 #include "isa.h"
 
 namespace rill::math {
 
 enum class Reduction { kSum, kMean, kMax, kMin, kProd };
+
+// What R of no elements gives (the mean's sum: 0).
+template <Reduction R, class T>
+T Identity() {
+  if constexpr (R == Reduction::kMax) return std::numeric_limits<T>::lowest();
+  if constexpr (R == Reduction::kMin) return std::numeric_limits<T>::max();
+  if constexpr (R == Reduction::kProd) return T(1);
+  return T(0);
+}
 
 namespace reduction {
 

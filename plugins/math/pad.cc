@@ -131,8 +131,9 @@ void Pad(KernelContext& ctx) {
   const PadPlan p = PlanOf<kSpatial>(ctx, x.dims());
   const T value = static_cast<T>(ctx.Attr<float>(kSpatial == 3 ? "value" : "pad_value"));
   const T* px = x.data<T>();
-  const double bytes = 2.0 * sizeof(T) * static_cast<double>(Product(p.out_dims, 0, p.out_dims.size()));
   WriteOutput<T>(ctx, "Out", {"X"}, p.out_dims, [&](T* out) {
+    // Out is allocated: its element count fits in int64.
+    const double bytes = 2.0 * sizeof(T) * static_cast<double>(Product(p.out_dims, 0, p.out_dims.size()));
     ForEachOutRun(p, true, bytes, [&](int64_t o, int64_t from, int64_t n) {
       if (from < 0) std::fill(out + o, out + o + n, value);
       else std::copy(px + from, px + from + n, out + o);

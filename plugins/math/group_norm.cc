@@ -12,6 +12,7 @@
 #include "kernels.h"
 #include "ops.h"
 #include "parallel_for.h"
+#include "reduction.h"
 
 namespace rill::math {
 namespace {
@@ -155,8 +156,8 @@ void GroupNormGrad(KernelContext& ctx) {
   }
   const T* pg = dy.data<T>();
   T* dx = ctx.HasOutput("X@GRAD") ? ctx.AllocateOutput<T>("X@GRAD", x.dims()) : nullptr;
-  // Scale@GRAD and Bias@GRAD per image and channel (each group's own), added over the
-  // images in order afterwards: the same bits for any thread budget.
+  // Scale@GRAD and Bias@GRAD per image and channel (each group's own), then summed over the
+  // images (reduction.h): the same bits for any thread budget.
   std::vector<T> dscale_part(static_cast<size_t>(p.l.n * p.l.c), T(0)), dbias_part(dscale_part.size(), T(0));
   const T m = static_cast<T>(std::max<int64_t>(p.size(), 1));
   ParallelFor(p.count(), 3.0 * sizeof(T) * static_cast<double>(x.numel()), [&](int64_t, int64_t first, int64_t last) {
@@ -198,15 +199,12 @@ void GroupNormGrad(KernelContext& ctx) {
       });
     }
   });
-  const auto over_images = [&](const std::vector<T>& part, const char* slot) {
-    T* out = ctx.AllocateOutput<T>(slot, {p.l.c});
-    std::fill(out, out + p.l.c, T(0));
-    for (int64_t i = 0; i < p.l.n; ++i) {
-      for (int64_t ch = 0; ch < p.l.c; ++ch) out[ch] += part[static_cast<size_t>(i * p.l.c + ch)];
-    }
+  const ReducePlan over_images = PlanReduction({p.l.n, p.l.c}, {true, false}, false);
+  const auto sum_images = [&](const std::vector<T>& part, const char* slot) {
+    ReduceInto<Reduction::kSum>(part.data(), over_images, ctx.AllocateOutput<T>(slot, {p.l.c}));
   };
-  if (ctx.HasOutput("Scale@GRAD")) over_images(dscale_part, "Scale@GRAD");
-  if (ctx.HasOutput("Bias@GRAD")) over_images(dbias_part, "Bias@GRAD");
+  if (ctx.HasOutput("Scale@GRAD")) sum_images(dscale_part, "Scale@GRAD");
+  if (ctx.HasOutput("Bias@GRAD")) sum_images(dbias_part, "Bias@GRAD");
 }
 
 }  // namespace

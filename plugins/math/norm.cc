@@ -17,6 +17,7 @@
 #include "onednn.h"
 #include "ops.h"
 #include "parallel_for.h"
+#include "reduction.h"
 
 namespace rill::math {
 namespace {
@@ -87,8 +88,8 @@ void LayerNormLoops(KernelContext& ctx) {
 // With xhat = (x - mean) / sigma per row and dxhat = dy * scale:
 // dx = (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) / sigma; dscale = sum over rows of
 // dy * xhat; dbias = sum over rows of dy. Mean and variance are recomputed from X. Rows
-// are split across the intra-op team; the column sums are kept per chunk and added in
-// chunk order, the same bits for any thread budget.
+// are split across the intra-op team; the column sums are kept per chunk and then summed
+// over the chunks (reduction.h), the same bits for any thread budget.
 template <class T>
 void LayerNormGradLoops(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
@@ -118,10 +119,9 @@ void LayerNormGradLoops(KernelContext& ctx) {
       VecMap<T>(dx + r * s.width, s.width) = (dxhat - mean_d - xhat * mean_dx) * m.inv_sigma;
     }
   });
+  const ReducePlan over_chunks = PlanReduction({chunks, s.width}, {true, false}, false);
   const auto add_chunks = [&](const std::vector<T>& part, const char* slot, const char* like) {
-    T* out = ctx.AllocateOutput<T>(slot, ctx.Input(like).dims());
-    std::fill(out, out + s.width, T(0));
-    for (int64_t c = 0; c < chunks; ++c) VecMap<T>(out, s.width) += ConstVecMap<T>(part.data() + c * s.width, s.width);
+    ReduceInto<Reduction::kSum>(part.data(), over_chunks, ctx.AllocateOutput<T>(slot, ctx.Input(like).dims()));
   };
   if (want_dscale) add_chunks(dscale_part, "Scale@GRAD", "Scale");
   if (want_dbias) add_chunks(dbias_part, "Bias@GRAD", "Bias");

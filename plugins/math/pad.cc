@@ -119,10 +119,9 @@ int64_t Source(int64_t o, int64_t before, int64_t n, PadMode mode) {
 // split across the intra-op team for a pass moving `bytes` when `parallel`.
 template <class F>
 void ForEachOutRun(const PadPlan& p, bool parallel, double bytes, F run) {
-  const MappedRuns runs(p.out_dims, p.x_dims,
-                        [&p](size_t k, int64_t i) { return Source(i, p.before[k], p.x_dims[k], p.mode); });
-  if (!parallel) return runs.Walk(0, runs.rows(), run);
-  ParallelFor(runs.rows(), bytes, [&](int64_t, int64_t begin, int64_t end) { runs.Walk(begin, end, run); });
+  const auto source = [&p](size_t k, int64_t i) { return Source(i, p.before[k], p.x_dims[k], p.mode); };
+  if (!parallel) return ForEachMappedRun(p.out_dims, p.x_dims, source, run);
+  ParallelForEachMappedRun(p.out_dims, p.x_dims, source, bytes, run);
 }
 
 template <class T, int kSpatial>

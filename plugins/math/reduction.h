@@ -176,11 +176,11 @@ void ReduceMiddle(const T* x, T* out, int64_t outer, int64_t n, int64_t inner) {
 // of no elements is NaN for a float, 0 for an int). out must not overlap x.
 template <Reduction R, class T>
 void ReduceInto(const T* x, const ReducePlan& p, T* out) {
-  std::fill(out, out + p.out_numel, Identity<R, T>());
   Middle m;
   if (p.numel > 0 && AsMiddle(p, &m)) {
-    ReduceMiddle<R>(x, out, m.outer, m.n, m.inner);
+    ReduceMiddle<R>(x, out, m.outer, m.n, m.inner);  // writes every element of out
   } else {
+    std::fill(out, out + p.out_numel, Identity<R, T>());
     ForEachRun(p, [&](int64_t in, int64_t o, int64_t length) {
       if (p.InnerReduced()) {
         Combine<R>(out[o], ReduceRow<R>(x + in, length));

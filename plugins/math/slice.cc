@@ -206,7 +206,10 @@ void ExpandTo(KernelContext& ctx, const std::vector<int64_t>& out_dims) {
     // dims: that row copied to the row's front, then the front copied after itself until
     // the row is full (blocks moved, not elements; the row stays in cache).
     const size_t x_row = static_cast<size_t>(d.back() * size), o_row = static_cast<size_t>(out_dims.back() * size);
-    const std::vector<int64_t> out_rows(out_dims.begin(), out_dims.end() - 1), x_rows(d.begin(), d.end() - 1);
+    // The row dims with a trailing 1 (one run per row), so that the team splits Out's rows:
+    // without it the last row dim would be walked as runs of one "row" on one thread.
+    std::vector<int64_t> out_rows(out_dims.begin(), out_dims.end() - 1), x_rows(d.begin(), d.end() - 1);
+    out_rows.push_back(1), x_rows.push_back(1);
     const double bytes = static_cast<double>(o_row) * static_cast<double>(Product(out_rows, 0, out_rows.size()));
     ParallelForEachMappedRun(out_rows, x_rows, [&x_rows](size_t k, int64_t i) { return i % x_rows[k]; }, bytes,
                              [&](int64_t o, int64_t from, int64_t n) {

@@ -5,6 +5,7 @@
 // as its kernel assigned them).
 #include <cstring>
 
+#include "gather_rows.h"
 #include "kernels.h"
 #include "ops.h"
 
@@ -54,13 +55,9 @@ void Gather(KernelContext& ctx) {
   const auto k = static_cast<int64_t>(p.index.size());
   const char* px = static_cast<const char*>(x.raw_data());
   WriteOutputBytes(ctx, "Out", {"X", "Index"}, x.dtype(), p.out_dims, [&](char* out) {
-    // Slice (i, j) of Out: X's slice (i, Index[j]), on the intra-op team.
-    ParallelFor(p.pre * k, 2.0 * static_cast<double>(slice) * p.pre * k, [&](int64_t, int64_t first, int64_t last) {
-      for (int64_t s = first; s < last; ++s) {
-        const int64_t i = s / k, j = s % k;
-        std::memcpy(out + static_cast<size_t>(s) * slice,
-                    px + static_cast<size_t>(i * p.n + p.index[static_cast<size_t>(j)]) * slice, slice);
-      }
+    // Slice (i, j) of Out: X's slice (i, Index[j]).
+    GatherRows(out, p.pre * k, slice, [&](int64_t s) {
+      return px + static_cast<size_t>((s / k) * p.n + p.index[static_cast<size_t>(s % k)]) * slice;
     });
   });
 }

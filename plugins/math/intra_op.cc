@@ -35,7 +35,6 @@ constexpr bool kOneThreadForAll = false;
 #endif
 
 int ReadBudget() {
-  if (kOneThreadForAll) return 1;
   const char* env = std::getenv("RILL_INTRA_OP_THREADS");
   if (env == nullptr || *env == '\0') return std::max(1, omp_get_max_threads());
   char* end = nullptr;
@@ -111,10 +110,12 @@ IntraOpThread& Thread() {
 
 }  // namespace
 
-int IntraOpBudget() {
+int ThreadBudget() {
   static const int budget = ReadBudget();
   return budget;
 }
+
+int IntraOpBudget() { return kOneThreadForAll ? 1 : ThreadBudget(); }
 
 namespace detail {
 

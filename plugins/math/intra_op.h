@@ -18,9 +18,8 @@
 // goes to the intra-op thread: libgomp and libdnnl are not instrumented, so TSan cannot
 // see their barriers and locks.
 //
-// `work` must not block on other tasks (channels, go blocks), nor call RunIntraOp or
-// ParallelFor: it holds the intra-op thread, and with it every other large op, until it
-// returns.
+// `work` must not block on other tasks (channels, go blocks), nor call RunIntraOp: it holds
+// the intra-op thread, and with it every other large op, until it returns.
 #ifndef RILL_PLUGINS_MATH_INTRA_OP_H_
 #define RILL_PLUGINS_MATH_INTRA_OP_H_
 
@@ -55,6 +54,11 @@ auto RunIntraOp(double flops, double bytes, F&& work) {
 
 // The budget: the threads a large call gets.
 int IntraOpBudget();
+
+// The budget as configured ($RILL_INTRA_OP_THREADS, else OpenMP's default), which the
+// plugin's own passes (parallel_for.h) use under ThreadSanitizer too: their threads and
+// synchronization are the plugin's own, which TSan sees.
+int ThreadBudget();
 
 }  // namespace rill::math
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "gather_rows.h"
 #include "kernels.h"
 #include "ops.h"
 
@@ -72,11 +73,21 @@ struct Table {
       values = copy.data();
     }
   }
-  const T* Row(int64_t id) const {
-    if (!sparse) return values + id * width;
-    const auto it = index.find(id);
-    if (it == index.end()) throw Error("Ids names row " + std::to_string(id) + ", which W's SelectedRows do not hold");
-    return values + it->second * width;
+  // Where each id's row starts (null for padding), found before any is copied, so that an
+  // id W's SelectedRows do not hold is named in Ids' order.
+  std::vector<const T*> Rows(const std::vector<int64_t>& ids, int64_t padding) const {
+    std::vector<const T*> rows_of(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (IsPadding(ids[i], padding)) continue;
+      if (!sparse) {
+        rows_of[i] = values + ids[i] * width;
+        continue;
+      }
+      const auto it = index.find(ids[i]);
+      if (it == index.end()) throw Error("Ids names row " + std::to_string(ids[i]) + ", which W's SelectedRows do not hold");
+      rows_of[i] = values + it->second * width;
+    }
+    return rows_of;
   }
 };
 
@@ -87,14 +98,10 @@ void LookupTable(KernelContext& ctx) {
   const std::vector<int64_t> ids = ReadIds(ctx, kV2, table.rows, &out_dims);
   out_dims.push_back(table.width);
   const int64_t padding = ctx.Attr<int64_t>("padding_idx");
-  T* out = ctx.AllocateOutput<T>("Out", out_dims);
-  // On the calling thread: a lookup moves ids x width values, which the intra-op team's
-  // hand-off costs more than it saves at embedding sizes.
-  for (size_t i = 0; i < ids.size(); ++i) {
-    T* row = out + static_cast<int64_t>(i) * table.width;
-    if (IsPadding(ids[i], padding)) std::fill(row, row + table.width, T(0));
-    else std::memcpy(row, table.Row(ids[i]), sizeof(T) * static_cast<size_t>(table.width));
-  }
+  const std::vector<const T*> rows = table.Rows(ids, padding);
+  GatherRows(reinterpret_cast<char*>(ctx.AllocateOutput<T>("Out", out_dims)), static_cast<int64_t>(rows.size()),
+             sizeof(T) * static_cast<size_t>(table.width),
+             [&rows](int64_t r) { return reinterpret_cast<const char*>(rows[static_cast<size_t>(r)]); });
 }
 
 // W@GRAD: Out@GRAD's rows added into the rows Ids name (padding rows left out); dense, or

@@ -3,19 +3,20 @@
 //
 // ParallelFor(n, bytes, body) runs body(chunk, begin, end) for each of ParallelChunks(n,
 // bytes) contiguous chunks of [0, n), a pass moving `bytes` of memory. A pass under
-// kParallelBytes is one chunk, run inline. A larger one runs on the intra-op thread's
-// OpenMP team (intra_op.h: one call at a time, the budget's threads, the caller waiting),
-// each thread taking a contiguous run of chunks, so that consecutive passes over the same
-// tensors find their shares in the same cores' caches. With a budget of 1 the chunks run
-// in order on the caller.
+// kParallelBytes is one chunk, run inline. A larger one runs on the passes' team: the
+// calling thread and ThreadBudget() - 1 helpers (intra_op.h), each taking a contiguous run
+// of chunks first, so that consecutive passes over the same tensors find their shares in
+// the same cores' caches, then the chunks others have not started (parallel_for.cc argues
+// the protocol). A pass while the team runs another (another worker's, or one a chunk
+// starts) runs its chunks in order on its caller, as every pass does with a budget of 1.
 //
 // The chunks depend on n and bytes only, never on the budget or on which thread ran
 // them: a caller that keeps a partial result per chunk (a sum) and combines them in chunk
 // order gets the same bits on every run, with any number of threads.
 //
-// `body` must not block on other tasks (channels, go blocks), nor call ParallelFor or
-// RunIntraOp (the intra-op thread, busy with this pass, would wait for itself); a chunk's
-// exception is rethrown to the caller (the first, when several throw) after the pass.
+// `body` must not block on other tasks (channels, go blocks): the helpers would wait with
+// it. A chunk's exception is rethrown to the caller (the first in chunk order, when several
+// throw) after the pass.
 #ifndef RILL_PLUGINS_MATH_PARALLEL_FOR_H_
 #define RILL_PLUGINS_MATH_PARALLEL_FOR_H_
 

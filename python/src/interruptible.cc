@@ -23,7 +23,8 @@ namespace py = pybind11;
 // bounded cost in CPU time when no job comes. The caller spins only when its last run was
 // shorter than kLongRun: a long run's kernels want every core (a spinning caller holds one
 // they would use, slowing the run by more than a wake-up costs), and its end is worth a
-// wake-up; a short run is mostly one thread's, beside which the caller spins for free.
+// wake-up; a short run is mostly one thread's. A spinner yields its core at every look, so
+// a run's threads (a parallel pass's helpers) get it whenever they want it.
 constexpr auto kSpin = std::chrono::microseconds(100);
 constexpr auto kLongRun = std::chrono::microseconds(200);
 
@@ -32,6 +33,7 @@ bool SpinFor(Ready ready, std::chrono::nanoseconds spin = kSpin) {
   const auto until = std::chrono::steady_clock::now() + spin;
   do {
     if (ready()) return true;
+    std::this_thread::yield();
   } while (std::chrono::steady_clock::now() < until);
   return false;
 }

@@ -561,10 +561,12 @@ TYPED_TEST(FloatOps, PowMatchesStdPow) {
   }
 }
 
-// asin, acos and atan: single precision by our own polynomials, promised within 3 ulp of
-// the exact value (here: double precision's, rounded) over a sweep of every binade, with
-// libm's NaNs, infinities and signed zeros; double precision is libm's, exactly.
-TYPED_TEST(FloatOps, InverseTrigonometryWithinThreeUlp) {
+// asin, acos, atan and tan: single precision by our own polynomials, promised within 3 ulp
+// of the exact value (here: double precision's, rounded) over a sweep of every binade, with
+// libm's NaNs, infinities and signed zeros; double precision is libm's, exactly. tan is
+// also held to it at the floats nearest its poles (where an inexact reduction by pi/2 shows
+// most), and on both sides of where it hands over to libm.
+TYPED_TEST(FloatOps, TrigonometryByPolynomialsWithinThreeUlp) {
   using T = TypeParam;
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
   std::vector<double> xs = {0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.0000001, -1.5, 2.414213562373095, 0.41421356,
@@ -576,13 +578,23 @@ TYPED_TEST(FloatOps, InverseTrigonometryWithinThreeUlp) {
     xs.push_back(-f);
   }
   for (int i = -4000; i <= 4000; ++i) xs.push_back(i / 4000.0);  // asin's and acos's domain, densely
+  for (int k = 1; k < 2600; k += 7) {  // tan's poles, k pi / 2, up to past 4096
+    const float pole = static_cast<float>(k * 1.5707963267948966);
+    for (float v = std::nextafter(pole, 0.0f), n = 0; n < 3; v = std::nextafter(v, 1e9f), ++n) {
+      xs.push_back(v);
+      xs.push_back(-v);
+    }
+  }
+  for (float v : {4095.99f, 4096.0f, 4096.01f, 1e6f}) xs.push_back(v);
+  for (int i = -20000; i <= 20000; ++i) xs.push_back(i / 1000.0);  // tan over its first periods, densely
   this->template Set<T>("x", {static_cast<int64_t>(xs.size())}, xs);
-  for (const char* op : {"asin", "acos", "atan"}) this->Op(op).Input("X", "x").Output("Out", op);
+  for (const char* op : {"asin", "acos", "atan", "tan"}) this->Op(op).Input("X", "x").Output("Out", op);
   ASSERT_EQ(this->Run(), "");
   const std::vector<std::pair<const char*, double (*)(double)>> exact = {
       {"asin", [](double v) { return std::asin(v); }},
       {"acos", [](double v) { return std::acos(v); }},
-      {"atan", [](double v) { return std::atan(v); }}};
+      {"atan", [](double v) { return std::atan(v); }},
+      {"tan", [](double v) { return std::tan(v); }}};
   for (const auto& [op, f] : exact) {
     const std::vector<double> got = this->Values(op);
     double worst = 0;

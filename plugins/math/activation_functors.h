@@ -525,12 +525,54 @@ struct Cos {
   template <class A, class O> void Forward(const A& x, O out) const { out = x.cos(); }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = -g * x.sin(); }
 };
+// tan in single precision, which the compiler vectorizes (Eigen's is a libm call per
+// element): |x| less the nearest even multiple of pi/4, in double precision with pi/4 as
+// three doubles (the first two short enough that their multiples are exact), so the
+// remainder keeps its float precision even at the floats nearest a pole, where the
+// remainder is tiny and everything else cancels; then tan or -cot of the remainder by
+// Cephes' tanf polynomial: within 3 ulp of the exact value. Beyond kTanReducedBelow (and
+// for infinities and NaN) the elements are libm's, in a second pass that only those take.
+// Double precision stays libm's.
+constexpr float kTanReducedBelow = 4096.0f;
+inline float TanReduced(float v) {
+  const float a = std::fabs(v) < kTanReducedBelow ? std::fabs(v) : 0.0f;  // the others: libm's
+  int j = static_cast<int>(a * 1.27323954473516f);                          // 4 / pi
+  j += j & 1;  // the nearest even multiple of pi/4: the remainder is in [-pi/4, pi/4]
+  const double y = j;
+  const float z = static_cast<float>(((static_cast<double>(a) - y * 0.7853981633961666) - y * 1.2816720757919779e-12) -
+                                     y * 5.281499533493714e-24);
+  const float zz = z * z;
+  const float t = (((((9.38540185543e-3f * zz + 3.11992232697e-3f) * zz + 2.44301354525e-2f) * zz +
+                     5.34112807005e-2f) * zz + 1.33387994085e-1f) * zz + 3.33331568548e-1f) * zz * z + z;
+  const float cot = -1.0f / t;  // computed for every element, so the choices below are blends
+  const float r = (j & 2) != 0 ? cot : t;  // tan |x|
+  return std::signbit(v) ? -r : r;
+}
+// tan x, float by TanReduced where it holds and libm's elsewhere; double by libm.
+template <class A> Block<A> TanOf(const A& x) {
+  if constexpr (std::is_same_v<S<A>, float>) {
+    Block<A> out = x.unaryExpr([](float v) { return TanReduced(v); });
+    for (Eigen::Index i = 0; i < x.size(); ++i) {
+      if (!(std::fabs(x[i]) < kTanReducedBelow)) out[i] = std::tan(x[i]);
+    }
+    return out;
+  } else {
+    return x.tan();
+  }
+}
+// tan's gradient is Out@GRAD / cos² x (Fluid's, from X); in single precision as
+// Out@GRAD * (1 + tan² x), the same value, from the vectorized tan: Eigen's cos is not
+// inlined into this group of loops (activation_loops.h).
 struct Tan {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit Tan(KernelContext&) {}
-  template <class A, class O> void Forward(const A& x, O out) const { out = x.tan(); }
+  template <class A, class O> void Forward(const A& x, O out) const { out = TanOf(x); }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
-    dx = g / x.cos().square();
+    if constexpr (std::is_same_v<S<A>, float>) {
+      dx = g * (S<A>(1) + TanOf(x).square());
+    } else {
+      dx = g / x.cos().square();
+    }
   }
 };
 // asin, acos and atan in single precision by Cephes' polynomials, which the compiler

@@ -561,12 +561,14 @@ TYPED_TEST(FloatOps, PowMatchesStdPow) {
   }
 }
 
-// asin, acos, atan and tan: single precision by our own polynomials, promised within 3 ulp
-// of the exact value (here: double precision's, rounded) over a sweep of every binade, with
-// libm's NaNs, infinities and signed zeros; double precision is libm's, exactly. tan is
-// also held to it at the floats nearest its poles (where an inexact reduction by pi/2 shows
-// most), and on both sides of where it hands over to libm.
-TYPED_TEST(FloatOps, TrigonometryByPolynomialsWithinThreeUlp) {
+// asin, acos, atan, tan and expm1: single precision by our own polynomials, promised within
+// 3 ulp of the exact value (here: double precision's, rounded) over a sweep of every binade
+// (expm1 within 5: Eigen's exp, which it uses above |x| = 0.7, is that far off above 43
+// under AVX-512), with libm's NaNs, infinities and signed zeros; double precision is libm's
+// (expm1's Eigen's), exactly. tan is also held to it at the floats nearest its poles (where an
+// inexact reduction by pi/2 shows most), and on both sides of where it hands over to libm;
+// expm1 on both sides of where its series hands over to exp.
+TYPED_TEST(FloatOps, PolynomialFunctionsWithinThreeUlp) {
   using T = TypeParam;
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
   std::vector<double> xs = {0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.0000001, -1.5, 2.414213562373095, 0.41421356,
@@ -585,16 +587,20 @@ TYPED_TEST(FloatOps, TrigonometryByPolynomialsWithinThreeUlp) {
       xs.push_back(-v);
     }
   }
-  for (float v : {4095.99f, 4096.0f, 4096.01f, 1e6f}) xs.push_back(v);
+  for (float v : {4095.99f, 4096.0f, 4096.01f, 1e6f, 0.69999f, 0.7f, 0.70001f, -0.69999f, -0.7f, -0.70001f, 88.0f,
+                  -88.0f, 1e-30f, -1e-30f}) {
+    xs.push_back(v);
+  }
   for (int i = -20000; i <= 20000; ++i) xs.push_back(i / 1000.0);  // tan over its first periods, densely
   this->template Set<T>("x", {static_cast<int64_t>(xs.size())}, xs);
-  for (const char* op : {"asin", "acos", "atan", "tan"}) this->Op(op).Input("X", "x").Output("Out", op);
+  for (const char* op : {"asin", "acos", "atan", "tan", "expm1"}) this->Op(op).Input("X", "x").Output("Out", op);
   ASSERT_EQ(this->Run(), "");
   const std::vector<std::pair<const char*, double (*)(double)>> exact = {
       {"asin", [](double v) { return std::asin(v); }},
       {"acos", [](double v) { return std::acos(v); }},
       {"atan", [](double v) { return std::atan(v); }},
-      {"tan", [](double v) { return std::tan(v); }}};
+      {"tan", [](double v) { return std::tan(v); }},
+      {"expm1", [](double v) { return std::expm1(v); }}};
   for (const auto& [op, f] : exact) {
     const std::vector<double> got = this->Values(op);
     double worst = 0;
@@ -614,11 +620,11 @@ TYPED_TEST(FloatOps, TrigonometryByPolynomialsWithinThreeUlp) {
       }
       const T ulp = std::nextafter(std::fabs(want), inf) - std::fabs(want);
       worst = std::max(worst, static_cast<double>(std::fabs(have - want) / ulp));
-      if (!std::is_same_v<T, float>) {
+      if (!std::is_same_v<T, float> && std::string(op) != "expm1") {
         EXPECT_EQ(have, want) << where;
       }
     }
-    EXPECT_LE(worst, 3.0) << op << "'s largest error in ulp";
+    EXPECT_LE(worst, std::string(op) == "expm1" ? 5.0 : 3.0) << op << "'s largest error in ulp";
   }
 }
 

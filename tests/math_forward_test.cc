@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <random>
 #include <cstring>
 #include <type_traits>
 
@@ -556,6 +557,50 @@ TYPED_TEST(FloatOps, PowMatchesStdPow) {
         EXPECT_EQ(std::signbit(got[i]), std::signbit(want)) << where;
       } else {
         EXPECT_NEAR(got[i], want, 8 * std::numeric_limits<T>::epsilon() * std::fabs(want)) << where;
+      }
+    }
+  }
+}
+
+// elementwise_pow of same-shape operands: what std::pow gives in double precision, rounded to
+// T (single precision computes exp(y log x) in double for positive finite x and finite y:
+// within an ulp of that), with std::pow's signs, zeros, infinities and NaNs exactly; and
+// the same with Out written over X.
+TYPED_TEST(FloatOps, ElementwisePowMatchesStdPow) {
+  using T = TypeParam;
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> bases = {0.0, -0.0, 1.0, -1.0, 2.0, -2.5, 0.3, 1e-30, 3e30, 7.25, 1.0000001, inf, -inf, nan};
+  const std::vector<double> exponents = {0.0, -0.0, 1.0, 2.0, 3.0, -1.0, -2.0, 0.5, -0.5, 1.5, 10.3, -7.7, 100.0,
+                                         -100.0, 1e-7, inf, -inf, nan};
+  std::vector<double> xs, ys;
+  for (double b : bases) {
+    for (double e : exponents) xs.push_back(b), ys.push_back(e);
+  }
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> base(0.0, 20.0), exponent(-30.0, 30.0);
+  for (int i = 0; i < 20000; ++i) xs.push_back(base(rng)), ys.push_back(exponent(rng));
+  const int64_t n = static_cast<int64_t>(xs.size());
+  this->template Set<T>("x", {n}, xs);
+  this->template Set<T>("y", {n}, ys);
+  this->template Set<T>("z", {n}, xs);
+  this->Op("elementwise_pow").Input("X", "x").Input("Y", "y").Output("Out", "pow");
+  this->Op("elementwise_pow").Input("X", "z").Input("Y", "y").Output("Out", "z");  // in place
+  ASSERT_EQ(this->Run(), "");
+  for (const char* out : {"pow", "z"}) {
+    const std::vector<double> got = this->Values(out);
+    for (int64_t i = 0; i < n; ++i) {
+      const T x = static_cast<T>(xs[i]), y = static_cast<T>(ys[i]);
+      const T want = static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+      const T have = static_cast<T>(got[i]);
+      const auto where = ::testing::Message() << out << ": " << x << " ^ " << y;
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(have)) << where << " gave " << have;
+      } else if (std::isinf(want) || want == 0) {
+        EXPECT_EQ(have, want) << where;
+        EXPECT_EQ(std::signbit(have), std::signbit(want)) << where;
+      } else {
+        const T ulp = std::nextafter(std::fabs(want), std::numeric_limits<T>::infinity()) - std::fabs(want);
+        EXPECT_LE(std::fabs(have - want), ulp) << where << " gave " << have << ", not " << want;
       }
     }
   }

@@ -9,6 +9,7 @@
 #include "kernels.h"
 #include "ops.h"
 #include "parallel_for.h"
+#include "pow_loops.h"
 
 namespace rill::math {
 namespace {
@@ -83,7 +84,16 @@ struct Pow {
   }
   template <class T> static T DX(T x, T y, T g) { return g * y * std::pow(x, y - T(1)); }
   template <class T> static T DY(T x, T y, T g) { return g * std::pow(x, y) * std::log(x); }
+  // Same-shape runs in single precision: pow_loops.h's loop.
+  static void Run(const float* x, const float* y, float* out, int64_t n) { PowLoopFor()(x, y, out, n); }
 };
+
+// Whether Op has a Run over same-shape runs of T (Run(x, y, out, n)): used in place of
+// Apply there.
+template <class Op, class T, class = void> constexpr bool kHasRun = false;
+template <class Op, class T>
+constexpr bool kHasRun<Op, T, std::void_t<decltype(Op::Run(static_cast<const T*>(nullptr), static_cast<const T*>(nullptr),
+                                                         static_cast<T*>(nullptr), int64_t{}))>> = true;
 
 // mod: the remainder with the divisor's sign (Python's %, Paddle's); floordiv: the quotient
 // rounded down (Python's //). Integers by 0 are an error (Elementwise::Compute).
@@ -133,6 +143,20 @@ class Elementwise {
       const T* py = y.data<T>();
       for (int64_t i = 0; i < y.numel(); ++i) {
         if (py[i] == 0) throw Error("integer division by zero (Y[" + std::to_string(i) + "] is 0)");
+      }
+    }
+    if constexpr (kHasRun<Op, T>) {
+      Tensor x = ctx.Input(args_.x);
+      Tensor y = ctx.Input(args_.y);
+      if (SameDims(x, y)) {
+        // Out may be X or Y itself: Run reads each element before writing it.
+        const T* px = x.data<T>();
+        const T* py = y.data<T>();
+        T* po = ctx.AllocateOutput<T>(args_.out, x.dims_data(), x.ndim());
+        ParallelFor(x.numel(), 3.0 * sizeof(T) * x.numel(), [&](int64_t, int64_t begin, int64_t end) {
+          Op::Run(px + begin, py + begin, po + begin, end - begin);
+        });
+        return;
       }
     }
     // Integer division goes through Apply, which defines the most negative value by -1.

@@ -110,8 +110,11 @@ struct FloorDiv {
   static constexpr bool kEigen = false;
   template <class T> static T Apply(T a, T b) {
     if constexpr (std::is_integral_v<T>) {
+      // The remainder from the quotient (one division, not two), in wrapping arithmetic.
+      using U = std::make_unsigned_t<T>;
       const T q = IntDiv(a, b);
-      return (IntRem(a, b) != 0) && ((a < 0) != (b < 0)) ? q - 1 : q;
+      const T r = static_cast<T>(static_cast<U>(a) - static_cast<U>(q) * static_cast<U>(b));
+      return r != 0 && ((a < 0) != (b < 0)) ? q - 1 : q;
     } else {
       return std::floor(a / b);
     }

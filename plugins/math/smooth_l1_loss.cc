@@ -90,23 +90,39 @@ void SmoothL1LossGrad(KernelContext& ctx) {
   const Weights<T> w = WeightsOf<T>(ctx, d);
   const T s2 = Sigma2<T>(ctx);
   const int64_t rows = d[0], cols = rows > 0 ? diff.numel() / rows : 0;
-  const T *pd = diff.data<T>(), *pg = g.data<T>();
-  std::vector<T> grad(static_cast<size_t>(diff.numel()));
-  for (int64_t i = 0; i < rows; ++i) {
-    for (int64_t j = i * cols; j < (i + 1) * cols; ++j) {
-      const T v = pd[j];
-      const T df = std::abs(v) < T(1) / s2 ? s2 * v : static_cast<T>((T(0) < v) - (v < T(0)));
-      const T weight = w.inside != nullptr ? w.inside[j] * w.outside[j] : T(1);
-      grad[static_cast<size_t>(j)] = pg[i] * weight * df;
-    }
-  }
-  if (ctx.HasOutput("X@GRAD") && ctx.op().OutputName("X@GRAD") != RILL_EMPTY_VAR_NAME) {
-    std::copy(grad.begin(), grad.end(), ctx.AllocateOutput<T>("X@GRAD", d));
-  }
-  if (ctx.HasOutput("Y@GRAD") && ctx.op().OutputName("Y@GRAD") != RILL_EMPTY_VAR_NAME) {
-    T* dy = ctx.AllocateOutput<T>("Y@GRAD", d);
-    for (size_t j = 0; j < grad.size(); ++j) dy[j] = -grad[j];
-  }
+  const double bytes = (w.inside != nullptr ? 4.0 : 2.0) * sizeof(T) * static_cast<double>(diff.numel());
+  // X@GRAD from the inputs, in row chunks on the team; Y@GRAD its negation (from X@GRAD's
+  // values when both are asked for, so that neither pass reads an input the other's
+  // output may have replaced).
+  const auto from_inputs = [&](T sign, T* out) {
+    const T *pd = ctx.Input("Diff").data<T>(), *pg = ctx.Input("Out@GRAD").data<T>();
+    ParallelFor(rows, bytes, [&](int64_t, int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i) {
+        const T scale = sign * pg[i];
+        for (int64_t j = i * cols; j < (i + 1) * cols; ++j) {
+          const T v = pd[j];
+          const T df = std::abs(v) < T(1) / s2 ? s2 * v : static_cast<T>((T(0) < v) - (v < T(0)));
+          const T weight = w.inside != nullptr ? w.inside[j] * w.outside[j] : T(1);
+          out[j] = scale * weight * df;
+        }
+      }
+    });
+  };
+  const std::initializer_list<const char*> inputs = {"Diff", "Out@GRAD", "InsideWeight", "OutsideWeight"};
+  const auto wanted = [&](const char* slot) {
+    return ctx.HasOutput(slot) && ctx.op().OutputName(slot) != RILL_EMPTY_VAR_NAME;
+  };
+  const bool want_x = wanted("X@GRAD");
+  if (want_x) WriteOutput<T>(ctx, "X@GRAD", inputs, d, [&](T* dx) { from_inputs(T(1), dx); });
+  if (!wanted("Y@GRAD")) return;
+  if (!want_x) return WriteOutput<T>(ctx, "Y@GRAD", inputs, d, [&](T* dy) { from_inputs(T(-1), dy); });
+  WriteOutput<T>(ctx, "Y@GRAD", {}, d, [&](T* dy) {  // reads X@GRAD alone
+    const T* dx = ctx.Output("X@GRAD").data<T>();
+    ParallelFor(diff.numel(), 2.0 * sizeof(T) * static_cast<double>(diff.numel()),
+                [&](int64_t, int64_t begin, int64_t end) {
+                  VecMap<T>(dy + begin, end - begin) = -ConstVecMap<T>(dx + begin, end - begin);
+                });
+  });
 }
 
 }  // namespace

@@ -279,19 +279,41 @@ void MeanGrad(KernelContext& ctx) {
 // running sum of Out@GRAD the other way, with the same exclusivity.
 template <class T>
 void RunningSums(const T* in, T* out, int64_t pre, int64_t n, int64_t post, bool exclusive, bool reverse) {
-  for (int64_t i = 0; i < pre; ++i) {
-    for (int64_t c = 0; c < post; ++c) {
-      T sum = 0;
+  // X as pre blocks of [n, post]; a block's post columns split into runs of at most
+  // kColumns, each run of each block one item on the team. Within an item the running sums
+  // of its columns advance a row at a time (a vector loop across the columns), or along the
+  // one column when post is 1. Each sum adds its elements in order, as a serial walk would,
+  // so the result is the same bits whatever the split.
+  constexpr int64_t kColumns = 256;
+  const int64_t runs = (post + kColumns - 1) / kColumns;
+  ParallelFor(pre * runs, 2.0 * sizeof(T) * static_cast<double>(pre * n * post),
+              [&](int64_t, int64_t first, int64_t last) {
+    T sums[kColumns];
+    for (int64_t item = first; item < last; ++item) {
+      const int64_t c0 = item % runs * kColumns, width = std::min(kColumns, post - c0);
+      const T* x = in + item / runs * n * post + c0;
+      T* o = out + item / runs * n * post + c0;
+      if (post == 1) {  // one column: its sum in a register
+        T sum = 0;
+        const int64_t first_at = reverse ? n - 1 : 0, delta = reverse ? -1 : 1;
+        if (exclusive) {
+          for (int64_t step = 0, at = first_at; step < n; ++step, at += delta) o[at] = sum, sum += x[at];
+        } else {
+          for (int64_t step = 0, at = first_at; step < n; ++step, at += delta) sum += x[at], o[at] = sum;
+        }
+        continue;
+      }
+      std::fill(sums, sums + width, T(0));
       for (int64_t step = 0; step < n; ++step) {
-        const int64_t j = reverse ? n - 1 - step : step;
-        const int64_t at = (i * n + j) * post + c;
-        const T v = in[at];
-        if (!exclusive) sum += v;
-        out[at] = sum;
-        if (exclusive) sum += v;
+        const int64_t at = (reverse ? n - 1 - step : step) * post;
+        if (exclusive) {
+          for (int64_t c = 0; c < width; ++c) o[at + c] = sums[c], sums[c] += x[at + c];
+        } else {
+          for (int64_t c = 0; c < width; ++c) sums[c] += x[at + c], o[at + c] = sums[c];
+        }
       }
     }
-  }
+  });
 }
 
 template <class T, bool kGrad>

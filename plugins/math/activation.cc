@@ -138,7 +138,7 @@ void Cast(KernelContext& ctx) {
   const auto out_dtype = static_cast<int32_t>(ctx.Attr<int64_t>("out_dtype"));
   const From* px = x.data<From>();
   const int64_t n = x.numel();
-  // Each element converted on the intra-op team (into scratch first when Out is X); fp16
+  // Each element converted on the passes' team (into scratch first when Out is X); fp16
   // through Eigen's half, rounding to nearest even.
   const auto convert = [&](auto to) {
     using To = decltype(to);

@@ -9,7 +9,7 @@ namespace rill::math {
 namespace {
 
 // Out's `pre` rows, each the pieces of xs in order: piece k is chunk[k] elements of xs[k]'s
-// row i. Pieces are copied on the intra-op team.
+// row i. Pieces are copied on the passes' team.
 template <class T>
 void JoinRows(const std::vector<const T*>& xs, const std::vector<int64_t>& chunk, int64_t pre, T* out) {
   const auto n = static_cast<int64_t>(xs.size());

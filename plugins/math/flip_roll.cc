@@ -65,7 +65,7 @@ void ReverseCopy(const char* in, char* out, int64_t width) {
 }
 
 // out = X moved by m, X's elements `size` bytes each. Out's rows (its innermost dim) are
-// split across the intra-op team: each row comes from one row of X (index_map.h, the last
+// split across the passes' team: each row comes from one row of X (index_map.h, the last
 // dim left out of the walk), reversed or rotated along the last dim while it is copied.
 void MoveBytes(const char* px, char* po, Moves m, size_t size) {
   if (m.dims.empty()) {  // a scalar

@@ -5,7 +5,7 @@
 // rows), read at scattered rows: each row's copy waits on memory, not on the copy. So the
 // walk asks for the row kPrefetchDistance ahead of the one it copies (software prefetch,
 // which the hardware's stride prefetchers cannot do for scattered rows), keeping that many
-// misses in flight, and splits Out's rows across the intra-op team (parallel_for.h), each
+// misses in flight, and splits Out's rows across the passes' team (parallel_for.h), each
 // thread's misses adding to the others'. Rows are independent: the result does not depend
 // on the split.
 #ifndef RILL_PLUGINS_MATH_GATHER_ROWS_H_

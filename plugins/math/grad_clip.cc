@@ -13,7 +13,7 @@
 namespace rill::math {
 namespace {
 
-// sum(p[0, n)^2) in fp64, a sum per chunk on the intra-op team, the chunks added in
+// sum(p[0, n)^2) in fp64, a sum per chunk on the passes' team, the chunks added in
 // order: the same bits for any thread budget (parallel_for.h).
 template <class T>
 double SumOfSquares(const T* p, int64_t n) {
@@ -27,7 +27,7 @@ double SumOfSquares(const T* p, int64_t n) {
   return sum;
 }
 
-// out[0, n) = factor * in[0, n), on the intra-op team.
+// out[0, n) = factor * in[0, n), on the passes' team.
 template <class T>
 void Scaled(const T* in, T* out, int64_t n, T factor) {
   ParallelFor(n, 2.0 * sizeof(T) * n, [&](int64_t, int64_t begin, int64_t end) {

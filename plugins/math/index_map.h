@@ -4,7 +4,7 @@
 // The mapping is given per dim: along dim k, Out's position i reads X's position
 // source(k, i), or none when that is negative. The walks below read `source` once per
 // position of each dim (into tables), not once per element, and visit Out's rows in
-// row-major order, or (ParallelForEachMappedRun) ranges of them on the intra-op team.
+// row-major order, or (ParallelForEachMappedRun) ranges of them on the passes' team.
 #ifndef RILL_PLUGINS_MATH_INDEX_MAP_H_
 #define RILL_PLUGINS_MATH_INDEX_MAP_H_
 
@@ -18,7 +18,7 @@ namespace rill::math {
 
 // Out's runs along its innermost dim that read consecutive elements of X, planned once
 // (tables per dim) and walked over any range of Out's rows, so that a pass can split its
-// rows across the intra-op team (each row's runs write only that row of Out).
+// rows across the passes' team (each row's runs write only that row of Out).
 class MappedRuns {
  public:
   // Out and X have the same rank, X's dims x_dims; source(k, i) as above.
@@ -111,7 +111,7 @@ void ForEachMappedRun(const std::vector<int64_t>& out_dims, const std::vector<in
   runs.Walk(0, runs.rows(), run);
 }
 
-// The same with Out's rows split across the intra-op team (parallel_for.h), for a pass
+// The same with Out's rows split across the passes' team (parallel_for.h), for a pass
 // moving `bytes`: run is called concurrently for different rows, and must write nothing
 // another row's runs write.
 template <class Source, class Run>

@@ -146,7 +146,7 @@ std::vector<std::array<A, 4>> WeightsOf(const InterpPlan& p) {
   return w;
 }
 
-// The units the passes split across the intra-op team: a channel's plane (NCHW) or a whole
+// The units the passes split across the passes' team: a channel's plane (NCHW) or a whole
 // image (NHWC), whose output and input pixels no other unit touches.
 int64_t Units(const InterpPlan& p) { return p.nhwc ? p.n : p.n * p.c; }
 

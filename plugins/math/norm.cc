@@ -58,7 +58,7 @@ RowMoments<T> MomentsOf(const T* row, int64_t width, T eps) {
   return m;
 }
 
-// Y = (X - mean) / sigma * Scale + Bias, row by row on the intra-op team; each row's
+// Y = (X - mean) / sigma * Scale + Bias, row by row on the passes' team; each row's
 // moments are its own sums, so the result does not depend on the thread budget. Y may be
 // X itself: a row is read whole before it is written.
 template <class T>
@@ -88,7 +88,7 @@ void LayerNormLoops(KernelContext& ctx) {
 // With xhat = (x - mean) / sigma per row and dxhat = dy * scale:
 // dx = (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) / sigma; dscale = sum over rows of
 // dy * xhat; dbias = sum over rows of dy. Mean and variance are recomputed from X. Rows
-// are split across the intra-op team; the column sums are kept per chunk and then summed
+// are split across the passes' team; the column sums are kept per chunk and then summed
 // over the chunks (reduction.h), the same bits for any thread budget.
 template <class T>
 void LayerNormGradLoops(KernelContext& ctx) {

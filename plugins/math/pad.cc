@@ -116,7 +116,7 @@ int64_t Source(int64_t o, int64_t before, int64_t n, PadMode mode) {
 }
 
 // Calls run(out_index, x_index or -1, length) for each run of Out (index_map.h), Out's rows
-// split across the intra-op team for a pass moving `bytes` when `parallel`.
+// split across the passes' team for a pass moving `bytes` when `parallel`.
 template <class F>
 void ForEachOutRun(const PadPlan& p, bool parallel, double bytes, F run) {
   const auto source = [&p](size_t k, int64_t i) { return Source(i, p.before[k], p.x_dims[k], p.mode); };

@@ -7,7 +7,7 @@
 // too, each row of out is one run of in, copied whole; otherwise out's innermost dim and
 // the dim that is innermost in `in` form a 2-D transpose, moved in square tiles so that
 // both sides touch whole cache lines. Rows or strips of tiles are split across the
-// intra-op team (parallel_for.h); which thread moves an element changes nothing.
+// passes' team (parallel_for.h); which thread moves an element changes nothing.
 #ifndef RILL_PLUGINS_MATH_PERMUTE_H_
 #define RILL_PLUGINS_MATH_PERMUTE_H_
 

@@ -23,7 +23,7 @@ void PolygonBoxTransform(KernelContext& ctx) {
     throw Error("Input must be [N, G, H, W] with G even (x and y offsets), got " + DimsString(d));
   }
   const T* p = in.data<T>();
-  // Rows of W pixels on the intra-op team: an x plane's row subtracts from 4 * w (one
+  // Rows of W pixels on the passes' team: an x plane's row subtracts from 4 * w (one
   // vector of W values, made once), a y plane's from the constant 4 * h.
   std::vector<T> xs(static_cast<size_t>(d[3]));
   for (int64_t w = 0; w < d[3]; ++w) xs[static_cast<size_t>(w)] = static_cast<T>(4 * w);

@@ -3,7 +3,7 @@
 //
 // A reduction is planned once (ReducePlan: adjacent dims of one kind merged) and run by
 // ReduceInto: with at most one reduced group, X is [outer, n, inner] with the middle
-// reduced, split across the intra-op team by output rows or, for one output row, by chunks
+// reduced, split across the passes' team by output rows or, for one output row, by chunks
 // of the reduced dim whose partial results are combined in chunk order, so a result has
 // the same bits whatever the thread budget; otherwise by a walk over runs of the innermost
 // group on the calling thread. The loops over contiguous elements are compiled per
@@ -131,7 +131,7 @@ inline bool AsMiddle(const ReducePlan& p, Middle* m) {
 
 // out[o * inner + i] = the reduction over j of x[(o * n + j) * inner + i]: X as [outer, n,
 // inner] with the middle reduced (inner 1: rows; outer 1: columns). Split across the
-// intra-op team by output rows, or, with one row, by chunks of the reduced dim (partial
+// passes' team by output rows, or, with one row, by chunks of the reduced dim (partial
 // results combined in chunk order: the same bits on any number of threads).
 template <Reduction R, class T>
 void ReduceMiddle(const T* x, T* out, int64_t outer, int64_t n, int64_t inner) {

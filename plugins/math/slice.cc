@@ -202,7 +202,7 @@ void ExpandTo(KernelContext& ctx, const std::vector<int64_t>& out_dims) {
       std::memcpy(po, px, static_cast<size_t>(size));
       return;
     }
-    // Out's rows split across the intra-op team, each from X's row at its index mod X's
+    // Out's rows split across the passes' team, each from X's row at its index mod X's
     // dims: that row copied to the row's front, then the front copied after itself until
     // the row is full (blocks moved, not elements; the row stays in cache).
     const size_t x_row = static_cast<size_t>(d.back() * size), o_row = static_cast<size_t>(out_dims.back() * size);

@@ -59,7 +59,7 @@ void SmoothL1Loss(KernelContext& ctx) {
   const T *px = x.data<T>(), *py = y.data<T>();
   T* diff = ctx.AllocateOutput<T>("Diff", d);
   std::vector<T> loss(static_cast<size_t>(rows), T(0));
-  // A row at a time on the intra-op team: Diff, f(Diff) weighted (into the chunk's own
+  // A row at a time on the passes' team: Diff, f(Diff) weighted (into the chunk's own
   // scratch), and its sum.
   ParallelFor(rows, 3.0 * sizeof(T) * x.numel(), [&](int64_t, int64_t first, int64_t last) {
     std::vector<T> scratch(static_cast<size_t>(cols));

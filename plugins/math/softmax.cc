@@ -19,7 +19,7 @@ Vectors VectorsAlong(const std::vector<int64_t>& d, size_t axis) {
   return Vectors{Product(d, 0, axis), d[axis], Product(d, axis + 1, d.size())};
 }
 
-// The loops of this CPU's instruction set over the blocks of `v`, on the intra-op team.
+// The loops of this CPU's instruction set over the blocks of `v`, on the passes' team.
 template <class T, class F>
 void ForBlocks(const Vectors& v, F&& loop) {
   ParallelFor(v.pre, 2.0 * sizeof(T) * v.pre * v.n * v.post,

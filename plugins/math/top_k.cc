@@ -23,7 +23,7 @@ int64_t KOf(KernelContext& ctx, int64_t size) {
 }
 
 // The k best of each run of `n` values `post` apart, in order (ties: the lower index first;
-// NaN above every number, nan_order.h). The runs are split across the intra-op team. Each
+// NaN above every number, nan_order.h). The runs are split across the passes' team. Each
 // keeps its k best so far in order, best first: a value enters only when it beats the last
 // of them, so most of a run costs one comparison each. A later value that ties an earlier
 // one never beats it, which keeps the lower index first.
@@ -99,7 +99,7 @@ void ArgBest(KernelContext& ctx) {
   if (n == 0) throw Error(std::string(kLargest ? "arg_max" : "arg_min") + " of an empty axis");
   std::vector<int64_t> best(static_cast<size_t>(pre * post));
   const T* px = x.data<T>();
-  // One vector (i, c) at a time, on the intra-op team, its best value held in a register.
+  // One vector (i, c) at a time, on the passes' team, its best value held in a register.
   ParallelFor(pre * post, static_cast<double>(sizeof(T)) * x.numel(), [&](int64_t, int64_t first, int64_t last) {
     for (int64_t r = first; r < last; ++r) {
       const T* v = px + (r / post) * n * post + r % post;

@@ -148,32 +148,26 @@ class Elementwise {
         if (py[i] == 0) throw Error("integer division by zero (Y[" + std::to_string(i) + "] is 0)");
       }
     }
-    if constexpr (kHasRun<Op, T>) {
+    // Same-shape operands of an op with a vector form (its Run, or its Eigen expression): one
+    // pass over the buffers, in chunks on the passes' team. Integer division goes through
+    // Apply, which defines the most negative value by -1.
+    constexpr bool kVector = kHasRun<Op, T> || (Op::kEigen && !(kDivides<Op> && std::is_integral_v<T>));
+    if constexpr (kVector) {
       Tensor x = ctx.Input(args_.x);
       Tensor y = ctx.Input(args_.y);
       if (SameDims(x, y)) {
-        // Out may be X or Y itself: Run reads each element before writing it.
-        const T* px = x.data<T>();
-        const T* py = y.data<T>();
-        T* po = ctx.AllocateOutput<T>(args_.out, x.dims_data(), x.ndim());
-        ParallelFor(x.numel(), 3.0 * sizeof(T) * x.numel(), [&](int64_t, int64_t begin, int64_t end) {
-          Op::Run(px + begin, py + begin, po + begin, end - begin);
-        });
-        return;
-      }
-    }
-    // Integer division goes through Apply, which defines the most negative value by -1.
-    if constexpr (Op::kEigen && !(kDivides<Op> && std::is_integral_v<T>)) {
-      Tensor x = ctx.Input(args_.x);
-      Tensor y = ctx.Input(args_.y);
-      if (SameDims(x, y)) {
-        // Read X and Y before Allocate: Out may be X or Y itself.
+        // Read X and Y before Allocate: Out may be X or Y itself (each element is read
+        // before it is written).
         const T* px = x.data<T>();
         const T* py = y.data<T>();
         T* po = ctx.AllocateOutput<T>(args_.out, x.dims_data(), x.ndim());
         ParallelFor(x.numel(), 3.0 * sizeof(T) * x.numel(), [&](int64_t, int64_t begin, int64_t end) {
           const int64_t k = end - begin;
-          VecMap<T>(po + begin, k) = Op::Eigen(ConstVecMap<T>(px + begin, k), ConstVecMap<T>(py + begin, k));
+          if constexpr (kHasRun<Op, T>) {
+            Op::Run(px + begin, py + begin, po + begin, k);
+          } else {
+            VecMap<T>(po + begin, k) = Op::Eigen(ConstVecMap<T>(px + begin, k), ConstVecMap<T>(py + begin, k));
+          }
         });
         return;
       }

@@ -1,7 +1,6 @@
 #include "intra_op.h"
 
 #include <omp.h>
-#include <unistd.h>
 
 #include <condition_variable>
 #include <cstdlib>
@@ -11,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "per_process.h"
 #include "rill/sdk.hpp"
 
 namespace rill::math {
@@ -94,18 +94,9 @@ class IntraOpThread {
   std::deque<Job*> queue_;
 };
 
-// The process's intra-op thread, started on first use. A child made by fork() has no
-// copy of the parent's thread, so it starts its own.
+// The process's intra-op thread, started on first use.
 IntraOpThread& Thread() {
-  static std::mutex mu;
-  static IntraOpThread* thread = nullptr;
-  static pid_t owner = 0;
-  std::lock_guard<std::mutex> lock(mu);
-  if (thread == nullptr || owner != getpid()) {
-    thread = new IntraOpThread(IntraOpBudget());
-    owner = getpid();
-  }
-  return *thread;
+  return PerProcess<IntraOpThread>([] { return new IntraOpThread(IntraOpBudget()); });
 }
 
 }  // namespace

@@ -1,7 +1,5 @@
 #include "parallel_for.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "intra_op.h"
+#include "per_process.h"
 
 namespace rill::math {
 namespace {
@@ -168,18 +167,9 @@ class Team {
   int sleepers_ = 0;
 };
 
-// The process's team, started on first use. A child made by fork() has no copy of the
-// parent's helpers, so it starts its own.
+// The process's team, started on first use.
 Team& TheTeam() {
-  static std::mutex mu;
-  static Team* team = nullptr;
-  static pid_t owner = 0;
-  std::lock_guard<std::mutex> lock(mu);
-  if (team == nullptr || owner != getpid()) {
-    team = new Team(ThreadBudget());
-    owner = getpid();
-  }
-  return *team;
+  return PerProcess<Team>([] { return new Team(ThreadBudget()); });
 }
 
 }  // namespace

@@ -164,7 +164,7 @@ TEST(IntraOp, GoBlocksRunningLargePassesAtOnceGetTheSameBitsAsOneAtATime) {
 
 TEST(IntraOp, ABadThreadCountIsAnErrorNamingTheVariable) {
   if (std::string(RILL_TEST_SANITIZER) == "thread") {
-    GTEST_SKIP() << "ThreadSanitizer builds run every large op on one thread and read no budget "
+    GTEST_SKIP() << "ThreadSanitizer builds run every library call on one thread and read no budget for them "
                     "(libgomp is not instrumented)";
   }
   const std::string out = TempPath("intra_op_bad_out");

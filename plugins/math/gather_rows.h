@@ -32,19 +32,16 @@ inline constexpr size_t kPrefetchRowBytes = 1024;
 template <class Source>
 void GatherRows(char* out, int64_t rows, size_t row_bytes, Source source) {
   const size_t prefetched = std::min(row_bytes, kPrefetchRowBytes);
+  const auto prefetch = [&](int64_t r) {
+    if (const char* p = source(r)) {
+      for (size_t b = 0; b < prefetched; b += 64) __builtin_prefetch(p + b);
+    }
+  };
   ParallelFor(rows, 2.0 * static_cast<double>(row_bytes) * static_cast<double>(rows),
               [&](int64_t, int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < std::min(end, begin + kPrefetchDistance); ++r) {
-      if (const char* p = source(r)) {
-        for (size_t b = 0; b < prefetched; b += 64) __builtin_prefetch(p + b);
-      }
-    }
+    for (int64_t r = begin; r < std::min(end, begin + kPrefetchDistance); ++r) prefetch(r);
     for (int64_t r = begin; r < end; ++r) {
-      if (r + kPrefetchDistance < end) {
-        if (const char* p = source(r + kPrefetchDistance)) {
-          for (size_t b = 0; b < prefetched; b += 64) __builtin_prefetch(p + b);
-        }
-      }
+      if (r + kPrefetchDistance < end) prefetch(r + kPrefetchDistance);
       char* to = out + static_cast<size_t>(r) * row_bytes;
       if (const char* from = source(r)) {
         std::memcpy(to, from, row_bytes);

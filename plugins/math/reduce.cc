@@ -291,8 +291,9 @@ void RunningSums(const T* in, T* out, int64_t pre, int64_t n, int64_t post, bool
     T sums[kColumns];
     for (int64_t item = first; item < last; ++item) {
       const int64_t c0 = item % runs * kColumns, width = std::min(kColumns, post - c0);
-      const T* x = in + item / runs * n * post + c0;
-      T* o = out + item / runs * n * post + c0;
+      const int64_t at0 = item / runs * n * post + c0;  // the item's first element
+      const T* x = in + at0;
+      T* o = out + at0;
       if (post == 1) {  // one column: its sum in a register
         T sum = 0;
         const int64_t first_at = reverse ? n - 1 : 0, delta = reverse ? -1 : 1;

@@ -81,6 +81,26 @@ py::list LoadPlugins(const std::vector<std::string>& dirs, const std::vector<std
   return out;
 }
 
+// A schema attribute's default as Python reads it; None for BLOCK(S), which have none.
+py::object AttrDefault(const core::AttrValue& v) {
+  switch (v.type) {
+    case RILL_ATTR_INT:
+    case RILL_ATTR_LONG: return py::int_(v.i);
+    case RILL_ATTR_FLOAT: return py::float_(v.f);
+    case RILL_ATTR_STRING: return py::str(v.s);
+    case RILL_ATTR_BOOLEAN: return py::bool_(v.i != 0);
+    case RILL_ATTR_INTS: return py::cast(v.ints);
+    case RILL_ATTR_FLOATS: return py::cast(v.floats);
+    case RILL_ATTR_STRINGS: return py::cast(v.strings);
+    case RILL_ATTR_BOOLEANS: {
+      py::list l;
+      for (uint8_t b : v.bools) l.append(py::bool_(b != 0));
+      return l;
+    }
+    default: return py::none();
+  }
+}
+
 py::object OpSchema(const std::string& type) {
   const auto registry = ReadRegistry();
   const core::OpSchemaEntry* op = TheRegistry().FindOp(type);
@@ -101,6 +121,7 @@ py::object OpSchema(const std::string& type) {
     py::dict d;
     d["type"] = a.type;
     d["required"] = a.required;
+    d["default"] = a.required ? py::none() : AttrDefault(a.default_value);
     attrs[py::str(a.name)] = d;
   }
   py::dict d;

@@ -20,7 +20,16 @@ using rill::core::BlockBuilder;
 using rill::core::ProgramBuilder;
 using Dims = std::vector<int64_t>;
 
-void Write(const rill::proto::ProgramDesc& program, const std::string& path) {
+// Fluid's Python gives every op its role last: these programs' ops are all Forward (0).
+void Write(rill::proto::ProgramDesc program, const std::string& path) {
+  for (auto& block : *program.mutable_blocks()) {
+    for (auto& op : *block.mutable_ops()) {
+      auto* role = op.add_attrs();
+      role->set_name("op_role");
+      role->set_type(rill::proto::INT);
+      role->set_i(0);
+    }
+  }
   std::ofstream out(path, std::ios::binary);
   out << program.SerializeAsString();
 }

@@ -265,3 +265,59 @@ def test_programs_render_with_graphviz(tmp_path):
     fluid.default_main_program().to_graphviz(str(svg))
     text = svg.read_text()
     assert "<svg" in text and "relu" in text
+
+
+def test_ops_read_schema_defaults_and_carry_fluids_roles():
+    block = fluid.Program().global_block()
+    x = block.create_var(name="x", shape=[5, 10], dtype="float32")
+    y = block.create_var(name="y", shape=[10, 8], dtype="float32")
+    out = block.create_var(name="out", shape=[5, 8], dtype="float32")
+    op = block.append_op(type="mul", inputs={"X": x, "Y": y}, outputs={"Out": out}, attrs={"x_num_col_dims": 1})
+    # What the op was not given reads as the schema's default, as Paddle's checker fills it.
+    assert set(op.attr_names) == {"x_num_col_dims", "y_num_col_dims", "op_role", "op_role_var"}
+    assert op.has_attr("y_num_col_dims") and op.attr("y_num_col_dims") == 1
+    assert op.attr_type("y_num_col_dims") == core.AttrType.INT
+    assert op.attr("op_role") == fluid.framework.OpRole.Forward and op.attr("op_role_var") == []
+    assert not op.has_attr("no_such") and op.attr("no_such") is None
+    with pytest.raises(ValueError, match="no attribute 'no_such'"):
+        op.attr_type("no_such")
+    # The desc holds what was given, and the role.
+    desc = block.program.desc.blocks[0].ops[0]
+    assert [a.name for a in desc.attrs] == ["x_num_col_dims", "op_role"]
+
+
+def test_backward_and_updates_get_fluids_op_roles():
+    OpRole = fluid.framework.OpRole
+    x = layers.data(name="x", shape=[4], dtype="float32")
+    y = layers.data(name="y", shape=[1], dtype="float32")
+    loss = layers.mean(layers.square_error_cost(input=layers.fc(input=x, size=1), label=y))
+    fluid.optimizer.SGD(learning_rate=0.1, regularization=fluid.regularizer.L2Decay(0.01)).minimize(loss)
+    ops = fluid.default_main_program().global_block().ops
+    roles = [op.attr("op_role") for op in ops]
+    loss_op = [op for op in ops if loss.name in op.output_arg_names][0]
+    assert loss_op.attr("op_role") == OpRole.Forward | OpRole.Loss
+    first_grad = next(i for i, r in enumerate(roles) if r & OpRole.Backward)
+    assert roles[first_grad] == OpRole.Backward | OpRole.Loss  # the loss gradient's fill
+    assert all(r == OpRole.Backward for r in roles[first_grad + 1:] if r & 0xff == OpRole.Backward)
+    # The op writing a parameter's gradient names the pair; every update op too.
+    w_grad_op = [op for op in ops if "fc_0.w_0@GRAD" in op.output_arg_names
+                 and op.attr("op_role") == OpRole.Backward][-1]
+    assert w_grad_op.attr("op_role_var") == ["fc_0.w_0", "fc_0.w_0@GRAD"]
+    sgd = [op for op in ops if op.type == "sgd"]
+    assert len(sgd) == 2 and all(op.attr("op_role") == OpRole.Optimize for op in sgd)
+    assert sorted(op.attr("op_role_var")[0] for op in sgd) == ["fc_0.b_0", "fc_0.w_0"]
+    decay = [op for op in ops if op.type == "scale" and op.attr("op_role") == OpRole.Optimize]
+    assert decay and all(len(op.attr("op_role_var")) == 2 for op in decay)
+    # The roles survive serialization, as Paddle's programs carry them.
+    again = fluid.Program.parse_from_string(fluid.default_main_program().serialize_to_string())
+    assert [op.attr("op_role") for op in again.global_block().ops] == roles
+
+
+def test_printing_a_program_with_an_untyped_variable_fails():
+    p = fluid.Program()
+    p.current_block().create_var(name="t", shape=[0, 1])
+    with pytest.raises(ValueError, match="variable t \\(block 0\\) has no dtype"):
+        str(p)
+    assert "name: \"t\"" in p.to_string(throw_on_error=False)
+    p.current_block().create_var(name="t", dtype="float32")  # declared again, with its dtype
+    assert "name: \"t\"" in str(p)

@@ -4,7 +4,8 @@ The gradient ops come from each op's schema; gradients are named "v@GRAD". Param
 the trainable Parameters of the global block unless ``parameter_list`` names them.
 """
 from rill import _rill
-from rill.fluid.framework import GRAD_VAR_SUFFIX as GRAD_SUFFIX, Parameter, VarType
+from rill.fluid.framework import GRAD_VAR_SUFFIX as GRAD_SUFFIX, OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, OpRole, \
+    Parameter, VarType
 
 __all__ = ["append_backward", "calc_gradient", "gradients"]
 
@@ -35,9 +36,32 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None)
         return []  # nothing to differentiate by, as Fluid returns
     first_grad_op = len(block.ops)
     pairs = _run_pass(program, loss.name, names + leaves)
+    _mark_roles(block, first_grad_op, loss.name, [(p, g) for p, g in pairs if p not in leaves])
     if callbacks:
-        _replay_with_callbacks(block, first_grad_op, callbacks)
+        with program._backward_role_guard():
+            _replay_with_callbacks(block, first_grad_op, callbacks)
     return [(block.var(p), block.var(g)) for p, g in pairs if p not in leaves]
+
+
+def _mark_roles(block, first, loss_name, params_grads):
+    """Gives the ops of the pass (those from `first` on) Fluid's roles: Backward, the loss
+    gradient's fill Backward | Loss, and the loss's own op Forward | Loss; the op writing a
+    parameter's gradient last lists [parameter, gradient] in its op_role_var."""
+    loss_grad = loss_name + GRAD_SUFFIX
+    filled = False
+    for op in block.ops[first:]:
+        loss_fill = not filled and loss_grad in op.output_arg_names
+        filled = filled or loss_fill
+        op._set_attr(OP_ROLE_ATTR_NAME, OpRole.Backward | (OpRole.Loss if loss_fill else 0))
+    for op in reversed(block.ops[:first]):
+        if loss_name in op.output_arg_names:
+            op._set_attr(OP_ROLE_ATTR_NAME, op.attr(OP_ROLE_ATTR_NAME) & ~OpRole.NotSpecified | OpRole.Loss)
+            break
+    for param, grad in params_grads:
+        for op in reversed(block.ops[first:]):
+            if grad in op.output_arg_names:
+                op._set_attr(OP_ROLE_VAR_ATTR_NAME, [param, grad] + list(op.attr(OP_ROLE_VAR_ATTR_NAME)))
+                break
 
 
 def _replay_with_callbacks(block, first, callbacks):
@@ -88,7 +112,9 @@ def calc_gradient(targets, inputs, target_gradients=None, no_grad_set=None):
     skip = set(v if isinstance(v, str) else v.name for v in (no_grad_set or ()))
     names = [v.name for v in inputs if v.name not in skip]
     block = program.global_block()
+    first_grad_op = len(block.ops)
     grads = dict(_run_pass(program, loss.name, names))
+    _mark_roles(block, first_grad_op, loss.name, [])
     result = [block.var(grads[v.name]) if v.name in grads else None for v in inputs]
     return result[0] if len(result) == 1 else result
 

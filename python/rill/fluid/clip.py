@@ -138,5 +138,9 @@ def append_gradient_clip_ops(param_grads):
     result = []
     for param, grad in param_grads:
         clip = getattr(param, "gradient_clip_attr", None)
-        result.append(clip._create_operators(param, grad) if grad is not None and clip is not None else (param, grad))
+        if grad is None or clip is None:
+            result.append((param, grad))
+            continue
+        with param.block.program.optimized_guard([param, grad]):
+            result.append(clip._create_operators(param, grad))
     return result

@@ -1,12 +1,14 @@
 """fluid.core: the runtime's types, as Fluid's C++ core module offered them.
 
-``VarDesc.VarType`` (framework.proto's type numbers), places, ``Scope`` and ``LoDTensor``
+``VarDesc.VarType`` and ``AttrType`` (framework.proto's type numbers), ``op_proto_and_checker_maker``
+(the op role attributes' names; its ``OpRole`` is rill.fluid.framework's), places, ``Scope`` and ``LoDTensor``
 (the runtime's own, through the extension module), ``is_compiled_with_cuda``,
 ``set_feed_variable``/``get_fetch_variable`` (a feed or fetch list's columns), and
 ``EnforceNotMet`` (Fluid's runtime error; here ``rill.Error``).
 """
 from rill import _rill
 from rill.errors import Error as EnforceNotMet
+from rill.proto import framework_pb2
 
 Scope = _rill.Scope
 LoDTensor = _rill.Tensor
@@ -39,6 +41,27 @@ class VarDesc(object):
         SIZE_T = 19
         UINT8 = 20
         INT8 = 21
+
+
+class AttrType(object):
+    """framework.proto's attribute types (an op's ``attr_type``)."""
+
+
+for _name, _number in framework_pb2.AttrType.items():
+    setattr(AttrType, _name, _number)
+
+
+class op_proto_and_checker_maker(object):
+    """The attributes Fluid gives every op beside its schema's: its role and the variables
+    that role is for (rill.fluid.framework.OpRole)."""
+
+    @staticmethod
+    def kOpRoleAttrName():
+        return "op_role"
+
+    @staticmethod
+    def kOpRoleVarAttrName():
+        return "op_role_var"
 
 
 _CUDA = 1  # rill/abi.h's RILL_CUDA

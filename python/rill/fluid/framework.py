@@ -4,8 +4,12 @@ A Program is Python objects (Block, Variable, Parameter, Operator) that serializ
 framework.proto's ProgramDesc (``Program.desc``), which the runtime runs. Every change made
 through this API bumps ``Program._version``, so the serialized form (and the executor's
 prepared program) is rebuilt only after a change. An op's attributes take the types its
-schema declares (from the loaded plugins), else the type of the Python value. Ops carry the
-attributes they are given; the runtime fills in schema defaults.
+schema declares (from the loaded plugins), else the type of the Python value. An op's desc
+carries the attributes it is given and, as Fluid writes them, its role (``op_role``: the
+program's role when the op was made, see ``Program.op_role``) and, for the ops of an
+update or a parameter's gradient, ``op_role_var``. Reading an attribute (``attr``,
+``attr_names``, ``has_attr``) also sees the schema's defaults, as Paddle's attribute
+checker fills them in; the runtime fills in the same defaults when it runs the op.
 """
 import collections
 import contextlib
@@ -21,7 +25,7 @@ from rill.proto import framework_pb2
 __all__ = [
     "Block", "Variable", "Program", "Operator", "Parameter", "default_startup_program",
     "default_main_program", "program_guard", "switch_startup_program", "switch_main_program",
-    "get_var", "convert_np_dtype_to_dtype_", "dtype_to_np",
+    "get_var", "convert_np_dtype_to_dtype_", "dtype_to_np", "OpRole",
 ]
 
 # Fluid's Program.desc is its C++ ProgramDesc, whose serialize_to_string Fluid code calls;
@@ -45,6 +49,30 @@ _NP_TO_VARTYPE = {
     np.dtype(np.float64): VarType.FP64, np.dtype(np.uint8): VarType.UINT8, np.dtype(np.int8): VarType.INT8,
 }
 _VARTYPE_TO_NP = {v: k for k, v in _NP_TO_VARTYPE.items()}
+# Variable types whose desc requires a dtype.
+_TENSOR_TYPES = (VarType.LOD_TENSOR, VarType.SELECTED_ROWS, VarType.LOD_TENSOR_ARRAY)
+
+
+class OpRole(object):
+    """The roles Fluid gives ops (``op_role``; its op_proto_maker.h numbers): a bit set,
+    Loss combined with Forward (the loss's op) or Backward (the loss gradient's fill)."""
+    Forward = 0x0000
+    Backward = 0x0001
+    Optimize = 0x0002
+    RPC = 0x0003
+    Loss = 0x0100
+    NotSpecified = 0x1000  # an op whose desc records no role
+
+
+core.op_proto_and_checker_maker.OpRole = OpRole
+
+OP_ROLE_ATTR_NAME = "op_role"
+OP_ROLE_VAR_ATTR_NAME = "op_role_var"
+# The attributes Fluid gives every op beside its schema's: (type, default).
+_FRAMEWORK_ATTRS = collections.OrderedDict([
+    (OP_ROLE_ATTR_NAME, (framework_pb2.INT, OpRole.NotSpecified)),
+    (OP_ROLE_VAR_ATTR_NAME, (framework_pb2.STRINGS, [])),
+])
 
 
 def convert_np_dtype_to_dtype_(np_dtype):
@@ -191,6 +219,8 @@ class Variable(object):
                 desc.type.channel.capacity = self._capacity
 
     def to_string(self, throw_on_error=False, with_details=False):
+        if throw_on_error and self._dtype is None and self.type in _TENSOR_TYPES:
+            raise ValueError("variable %s has no dtype" % self._name)
         desc = framework_pb2.VarDesc()
         self._to_desc(desc)
         text = text_format.MessageToString(desc)
@@ -232,7 +262,7 @@ class Operator(object):
     def __init__(self, block, type=None, inputs=None, outputs=None, attrs=None):
         self.block = block
         if type is None:
-            raise ValueError("an op needs a type")
+            raise ValueError("`type` to initialized an Operator can not be None.")  # Paddle 2.1's words
         self.type = type
         schema = _rill.op_schema(type)
         if schema is None:
@@ -244,6 +274,10 @@ class Operator(object):
         for name, value in (attrs or {}).items():
             if value is not None:
                 self.attrs[name] = value
+        program = block.program
+        self.attrs.setdefault(OP_ROLE_ATTR_NAME, program._current_role)
+        if program._op_role_var and OP_ROLE_VAR_ATTR_NAME not in self.attrs:
+            self.attrs[OP_ROLE_VAR_ATTR_NAME] = list(program._op_role_var)
         # For an op read from a ProgramDesc: its attributes' types there, and those Python
         # has no value for (SCALAR, VAR, ...), kept as messages: written back as they were.
         self._attr_types = {}
@@ -309,18 +343,50 @@ class Operator(object):
                 return i
         raise ValueError("op %s is no longer in its block" % self.type)
 
+    def _defaults(self):
+        """{name: default} of the attributes this op was not given: its schema's (those with
+        a default) and Fluid's framework attributes."""
+        defaults = collections.OrderedDict(
+            (name, spec["default"]) for name, spec in self._schema["attrs"].items()
+            if name not in self.attrs and name not in self._raw_attrs and spec.get("default") is not None)
+        for name, (_, default) in _FRAMEWORK_ATTRS.items():
+            if name not in self.attrs:
+                defaults[name] = list(default) if isinstance(default, list) else default
+        return defaults
+
     def has_attr(self, name):
-        return name in self.attrs
+        return name in self.attrs or name in self._raw_attrs or name in self._defaults()
 
     def attr(self, name):
-        return self.attrs.get(name)
+        """The attribute's value: as given, else its default (None for one the op has not)."""
+        if name in self.attrs:
+            return self.attrs[name]
+        return self._defaults().get(name)
 
     @property
     def attr_names(self):
-        return list(self.attrs.keys())
+        return list(self.attrs.keys()) + list(self._raw_attrs.keys()) + list(self._defaults().keys())
+
+    def attr_type(self, name):
+        """The attribute's framework.proto type (core.AttrType): as its desc or schema says,
+        else that of its Python value."""
+        if name in self._raw_attrs:
+            return self._raw_attrs[name].type
+        if name in self._attr_types:
+            return self._attr_types[name]
+        declared = self._schema["attrs"].get(name)
+        if declared is not None:
+            return declared["type"]
+        if name in _FRAMEWORK_ATTRS:
+            return _FRAMEWORK_ATTRS[name][0]
+        if name not in self.attrs:
+            raise ValueError("op %s has no attribute %r" % (self.type, name))
+        return _infer_attr_type(self.attrs[name])
 
     def all_attrs(self):
-        return dict(self.attrs)
+        every = self._defaults()
+        every.update(self.attrs)
+        return dict(every)
 
     def _set_attr(self, name, value):
         self.attrs[name] = value
@@ -353,6 +419,8 @@ class Operator(object):
         declared = self._schema["attrs"]
         for name, value in self.attrs.items():
             kind = self._attr_types.get(name, declared.get(name, {}).get("type"))
+            if kind is None and name in _FRAMEWORK_ATTRS:
+                kind = _FRAMEWORK_ATTRS[name][0]
             _set_attr_desc(desc.attrs.add(), name, value, kind, self.type)
         for raw in self._raw_attrs.values():
             desc.attrs.add().CopyFrom(raw)
@@ -651,9 +719,54 @@ class Program(object):
         self.random_seed = 0
         self._version = 0
         self._desc_cache = (None, None)  # (version, ProgramDesc)
+        self._current_role = OpRole.Forward
+        self._op_role_var = []
 
     def _bump(self):
         self._version += 1
+
+    @property
+    def op_role(self):
+        """The role (OpRole) the ops appended now get: Forward unless a guard says otherwise."""
+        return self._current_role
+
+    @op_role.setter
+    def op_role(self, role):
+        self._current_role = role
+
+    @property
+    def op_role_var(self):
+        """The variables the ops appended now are for (their ``op_role_var``): an update's
+        parameter and gradient."""
+        return self._op_role_var
+
+    @op_role_var.setter
+    def op_role_var(self, var_name):
+        self._op_role_var = [var_name]
+
+    @contextlib.contextmanager
+    def _role_guard(self, role, variables=None):
+        """Ops appended inside get role `role` and, if given, `variables` (Variables or names)
+        as their op_role_var."""
+        saved = self._current_role, self._op_role_var
+        self._current_role = role
+        if variables is not None:
+            variables = variables if isinstance(variables, (list, tuple)) else [variables]
+            self._op_role_var = [v.name if isinstance(v, Variable) else v for v in variables]
+        try:
+            yield
+        finally:
+            self._current_role, self._op_role_var = saved
+
+    def optimized_guard(self, param_and_grads):
+        """Ops appended inside are an update (OpRole.Optimize) of ``param_and_grads``: a
+        variable, or a (parameter, gradient) pair, as Fluid's optimizers pass them."""
+        return self._role_guard(OpRole.Optimize, param_and_grads)
+
+    _optimized_guard = optimized_guard
+
+    def _backward_role_guard(self):
+        return self._role_guard(OpRole.Backward)
 
     @property
     def desc(self):
@@ -705,10 +818,19 @@ class Program(object):
         self._bump()
 
     def to_string(self, throw_on_error=False, with_details=False):
+        """The program as framework.proto text. With ``throw_on_error`` (as ``str`` has it), a
+        tensor variable without a dtype raises ValueError: framework.proto requires one, and
+        the text would show the fp32 the runtime assumes for it."""
+        if throw_on_error:
+            missing = ["%s (block %d)" % (v.name, b.idx) for b in self.blocks for v in b.vars.values()
+                       if v._dtype is None and v.type in _TENSOR_TYPES]
+            if missing:
+                raise ValueError("the program is incomplete: variable%s %s ha%s no dtype" % (
+                    "s" if len(missing) > 1 else "", ", ".join(missing), "ve" if len(missing) > 1 else "s"))
         return text_format.MessageToString(self.desc)
 
     def __str__(self):
-        return self.to_string()
+        return self.to_string(True)
 
     __repr__ = __str__
 

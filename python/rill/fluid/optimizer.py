@@ -104,10 +104,13 @@ class Optimizer(object):
         self.helper = LayerHelper(self.__class__.__name__)
         self._create_accumulators(loss.block, [p[0] for p in parameters_and_grads])
         self._create_global_learning_rate(loss.dtype if loss.dtype is not None else "float32")
+        program = loss.block.program
         for param_and_grad in parameters_and_grads:
             if param_and_grad[1] is not None and param_and_grad[0].trainable:
-                self._append_optimize_op(loss.block, param_and_grad)
-        self._finish_update(loss.block, parameters_and_grads)
+                with program.optimized_guard(param_and_grad):
+                    self._append_optimize_op(loss.block, param_and_grad)
+        with program.optimized_guard([]):
+            self._finish_update(loss.block, parameters_and_grads)
         return global_block.ops[start:]
 
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):

@@ -59,8 +59,9 @@ def append_regularization_ops(parameters_and_grads, regularization=None):
         if grad.type == core.VarDesc.VarType.SELECTED_ROWS:
             raise NotImplementedError("regularization of %s: its gradient is sparse (an is_sparse embedding); "
                                       "regularize it through a dense gradient" % param.name)
-        term = regularizer(param, grad, grad.block)
-        grad.block.append_op(type="elementwise_add", inputs={"X": grad, "Y": term}, outputs={"Out": grad})
+        with param.block.program.optimized_guard([param, grad]):
+            term = regularizer(param, grad, grad.block)
+            grad.block.append_op(type="elementwise_add", inputs={"X": grad, "Y": term}, outputs={"Out": grad})
         result.append((param, grad))
     return result
 

@@ -321,3 +321,17 @@ def test_printing_a_program_with_an_untyped_variable_fails():
     assert "name: \"t\"" in p.to_string(throw_on_error=False)
     p.current_block().create_var(name="t", dtype="float32")  # declared again, with its dtype
     assert "name: \"t\"" in str(p)
+
+
+def test_slice_variable_cuts_whole_rows_of_at_least_the_minimum():
+    from rill.fluid.transpiler.distribute_transpiler import slice_variable
+    block = fluid.Program().global_block()
+    wide = block.create_var(name="wide", shape=[800, 10], dtype="float32")
+    small = block.create_var(name="small", shape=[5], dtype="float32")
+    # 8000 elements over 3 pservers: 2667 rounded up to whole rows of 10, the rest last.
+    assert slice_variable([wide, small], 3, 1000) == ["wide:0:2670", "wide:1:2670", "wide:2:2660", "small:0:5"]
+    # No block under the minimum: 8000 / 3000 allows 2 blocks.
+    assert slice_variable([wide], 3, 3000) == ["wide:0:4000", "wide:1:4000"]
+    unknown = block.create_var(name="unknown", shape=[-1, 4], dtype="float32")
+    with pytest.raises(ValueError, match="unknown needs a known shape"):
+        slice_variable([unknown], 2)

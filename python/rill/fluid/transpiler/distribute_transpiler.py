@@ -1,11 +1,40 @@
-"""fluid.DistributeTranspiler: a training program into trainer and pserver programs, by the
-runtime's transpiler (core/program/transpiler.h). ``transport`` picks the ops, and so the
-plugin that runs them: "grpc" (send, recv, listen_and_serv) or "mpi" (their _mpi kin).
-Each trainer learns its index from RILL_TRAINER_ID when it runs."""
+"""fluid.transpiler.distribute_transpiler: a training program into trainer and pserver
+programs, by the runtime's transpiler (core/program/transpiler.h). ``transport`` picks the
+ops, and so the plugin that runs them: "grpc" (send, recv, listen_and_serv) or "mpi" (their
+_mpi kin). Each trainer learns its index from RILL_TRAINER_ID when it runs.
+
+``slice_variable`` is Fluid's rule for cutting variables into blocks to spread over
+pservers. The runtime's transpiler does not cut: it places each variable whole, grouping
+those whose updates read each other's gradients (transpiler.h)."""
+import math
+
 from rill import _rill
 from rill.fluid.framework import Program, default_main_program, default_startup_program
 
-__all__ = ["DistributeTranspiler", "memory_optimize", "release_memory"]
+__all__ = ["DistributeTranspiler", "slice_variable"]
+
+
+def slice_variable(var_list, slice_count, min_block_size=8192):
+    """Fluid's blocks of each variable of ``var_list`` for ``slice_count`` pservers, as
+    "name:block_id:size" strings in order: at most ``slice_count`` blocks of at least
+    ``min_block_size`` elements each (one if the variable is smaller), sized equally and
+    rounded up to whole rows (dims after the first), the last block what remains."""
+    if slice_count < 1 or min_block_size < 1:
+        raise ValueError("slice_variable: slice_count and min_block_size must be at least 1, got %r and %r" %
+                         (slice_count, min_block_size))
+    blocks = []
+    for var in var_list:
+        if var.shape is None or any(d < 0 for d in var.shape):
+            raise ValueError("slice_variable: variable %s needs a known shape, has %s" % (var.name, var.shape))
+        numel = int(math.prod(var.shape))
+        split_count = max(1, min(slice_count, numel // min_block_size))
+        block_size = -(-numel // split_count)
+        if len(var.shape) >= 2:
+            row = int(math.prod(var.shape[1:]))
+            block_size += -block_size % row
+        for block_id in range(-(-numel // block_size)):
+            blocks.append("%s:%d:%d" % (var.name, block_id, min(block_size, numel - block_id * block_size)))
+    return blocks
 
 _TRANSPORT_OPS = {"grpc": ("send", "recv", "listen_and_serv"),
                   "mpi": ("send_mpi", "recv_mpi", "listen_and_serv_mpi")}
@@ -57,23 +86,3 @@ class DistributeTranspiler(object):
         if endpoint is None:
             return self.get_trainer_startup_program()
         return Program.parse_from_string(self._result["pserver_startups"][self._index(endpoint)])
-
-
-def memory_optimize(input_program, skip_opt_set=None, print_log=False, level=0):
-    """Fluid's memory_optimize rewrote a program so that variables whose lives do not overlap
-    share memory. Rill's executor keeps each variable's own buffer from run to run instead
-    (a tensor of an unchanged size is rewritten in place), so there is nothing to rewrite:
-    the program is accepted and left as it is (docs/PYTHON.md)."""
-    from rill.fluid.framework import Program
-    if not isinstance(input_program, Program):
-        raise TypeError("memory_optimize takes a Program, got %s" % type(input_program).__name__)
-    if level not in (0, 1):
-        raise ValueError("memory_optimize: level must be 0 or 1, got %r" % (level,))
-    if print_log:
-        print("memory_optimize: the program is left as it is (Rill keeps each variable's own buffer)")
-
-
-def release_memory(input_program, skip_opt_set=None):
-    """Fluid's release_memory inserted ops freeing variables after their last use; as with
-    memory_optimize, Rill leaves the program as it is (docs/PYTHON.md)."""
-    memory_optimize(input_program, skip_opt_set)

@@ -45,6 +45,11 @@ DIVERGENCES = {
         "asserts 0.14's exact messages: its typo 'initilized' (Paddle 2.1 and Rill say 'initialized'), and "
         "an unregistered op as a ValueError; Rill's is a NotFoundError (a LookupError) naming the nearest op "
         "types and where plugins were looked for",
+    "test_gradient_clip":
+        "its check leaves each gradient list's first entry out of the norms it compares, and 0.14's clone lists "
+        "its parameters in its C++ unordered_map's order, so on Paddle the two lists leave out different "
+        "gradients and the check holds by that accident; Rill's clone keeps the order. With every gradient "
+        "counted, Rill's clipped global norm is min(norm, clip) on each of its 5 batches",
     "test_variable.TestVariable.test_np_dtype_convert":
         "0.14 refuses the dtype int8, which Paddle 2.1 and Rill have",
     "test_profiler.TestProfiler.test_all_profiler":

@@ -1,13 +1,15 @@
 """fluid.core: the runtime's types, as Fluid's C++ core module offered them.
 
-``VarDesc.VarType`` and ``AttrType`` (framework.proto's type numbers), ``op_proto_and_checker_maker``
-(the op role attributes' names; its ``OpRole`` is rill.fluid.framework's), places, ``Scope`` and ``LoDTensor``
-(the runtime's own, through the extension module), ``is_compiled_with_cuda``,
+``ProgramDesc``, ``BlockDesc``, ``OpDesc`` and ``VarDesc`` (fluid/desc.py; ``VarDesc.VarType``
+and ``AttrType`` are framework.proto's type numbers), ``op_proto_and_checker_maker`` (the
+op role attributes' names; its ``OpRole`` is rill.fluid.framework's), places, ``Scope``
+and ``LoDTensor`` (the runtime's own, through the extension module), ``is_compiled_with_cuda``,
 ``set_feed_variable``/``get_fetch_variable`` (a feed or fetch list's columns), and
 ``EnforceNotMet`` (Fluid's runtime error; here ``rill.Error``).
 """
 from rill import _rill
 from rill.errors import Error as EnforceNotMet
+from rill.fluid.desc import BlockDesc, OpDesc, ProgramDesc, VarDesc  # noqa: F401
 from rill.proto import framework_pb2
 
 Scope = _rill.Scope
@@ -15,32 +17,6 @@ LoDTensor = _rill.Tensor
 Tensor = _rill.Tensor
 set_feed_variable = _rill.set_feed_variable
 get_fetch_variable = _rill.get_fetch_variable
-
-
-class VarDesc(object):
-    class VarType(object):
-        BOOL = 0
-        INT16 = 1
-        INT32 = 2
-        INT64 = 3
-        FP16 = 4
-        FP32 = 5
-        FP64 = 6
-        LOD_TENSOR = 7
-        SELECTED_ROWS = 8
-        FEED_MINIBATCH = 9
-        FETCH_LIST = 10
-        STEP_SCOPES = 11
-        LOD_RANK_TABLE = 12
-        LOD_TENSOR_ARRAY = 13
-        PLACE_LIST = 14
-        READER = 15
-        CHANNEL = 16
-        RAW = 17
-        TUPLE = 18
-        SIZE_T = 19
-        UINT8 = 20
-        INT8 = 21
 
 
 class AttrType(object):

@@ -28,10 +28,6 @@ __all__ = [
     "get_var", "convert_np_dtype_to_dtype_", "dtype_to_np", "OpRole",
 ]
 
-# Fluid's Program.desc is its C++ ProgramDesc, whose serialize_to_string Fluid code calls;
-# ours is framework.proto's message, which gets that name too.
-framework_pb2.ProgramDesc.serialize_to_string = lambda self: self.SerializeToString()
-
 GRAD_VAR_SUFFIX = "@GRAD"
 TEMP_VAR_NAME = "@TEMP@"
 ZERO_VAR_SUFFIX = "@ZERO"  # Fluid's suffix of a zero gradient's name
@@ -782,6 +778,13 @@ class Program(object):
 
     def serialize_to_string(self):
         return self.desc.SerializeToString()
+
+    def sync_with_cpp(self):
+        """Makes the program what its ``desc`` now says: changes made through the desc's
+        methods (core.BlockDesc, OpDesc, VarDesc) since it was taken reach the program."""
+        self._load(self.desc)
+
+    _sync_with_cpp = sync_with_cpp
 
     @staticmethod
     def parse_from_string(binary_str):

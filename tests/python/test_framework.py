@@ -335,3 +335,44 @@ def test_slice_variable_cuts_whole_rows_of_at_least_the_minimum():
     unknown = block.create_var(name="unknown", shape=[-1, 4], dtype="float32")
     with pytest.raises(ValueError, match="unknown needs a known shape"):
         slice_variable([unknown], 2)
+
+
+def test_op_proto_holder_reads_the_plugins_schemas():
+    from rill.fluid.framework import OpProtoHolder
+    proto = OpProtoHolder.instance().get_op_proto("mul")
+    assert proto.type == "mul" and [v.name for v in proto.inputs] == ["X", "Y"]
+    assert [v.name for v in proto.outputs] == ["Out"] and not proto.inputs[0].duplicable
+    by_name = {a.name: a for a in proto.attrs}
+    assert by_name["x_num_col_dims"].type == core.AttrType.INT and not by_name["x_num_col_dims"].generated
+    assert by_name["op_role"].generated and OpProtoHolder.generated_op_attr_names() == {"op_role", "op_role_var"}
+    assert OpProtoHolder.instance().get_op_proto("sum").inputs[0].duplicable
+    with pytest.raises(ValueError, match='Operator "no_such_op" has not been registered'):
+        OpProtoHolder.instance().get_op_proto("no_such_op")
+
+
+def test_delete_ops_removes_a_run_of_ops():
+    from rill.fluid.transpiler.distribute_transpiler import delete_ops
+    x = layers.data(name="x", shape=[2], dtype="float32")
+    for act in (layers.relu, layers.tanh, layers.sigmoid, layers.exp):
+        act(x)
+    block = fluid.default_main_program().global_block()
+    ops = list(block.ops)
+    with pytest.raises(ValueError, match="not a run of consecutive ops"):
+        delete_ops(block, [ops[0], ops[2]])
+    delete_ops(block, ops[1:3])
+    assert [op.type for op in block.ops] == ["relu", "exp"]
+
+
+def test_operator_runs_one_op_on_a_scope():
+    import numpy as np
+    from rill.fluid.op import Operator
+    scope, place = core.Scope(), core.CPUPlace()
+    for name, value in (("p", [1.0, 2.0, 3.0]), ("g", [0.5, 0.5, 1.0]), ("lr", [2.0])):
+        scope.var(name).get_tensor().set(np.array(value, "float32"), place)
+    op = Operator("sgd", Param="p", Grad="g", LearningRate="lr", ParamOut="p")
+    assert op.input("Param") == ["p"] and op.output("ParamOut") == ["p"]
+    assert Operator.get_op_input_names("sgd")[:3] == ["Param", "Grad", "LearningRate"]
+    op.run(scope, place)
+    assert np.array(scope.find_var("p").get_tensor()).tolist() == [0.0, 1.0, 1.0]
+    with pytest.raises(ValueError, match="no_such_op"):
+        Operator("no_such_op")

@@ -25,7 +25,7 @@ from rill.proto import framework_pb2
 __all__ = [
     "Block", "Variable", "Program", "Operator", "Parameter", "default_startup_program",
     "default_main_program", "program_guard", "switch_startup_program", "switch_main_program",
-    "get_var", "convert_np_dtype_to_dtype_", "dtype_to_np", "OpRole",
+    "get_var", "convert_np_dtype_to_dtype_", "dtype_to_np", "OpRole", "OpProtoHolder",
 ]
 
 GRAD_VAR_SUFFIX = "@GRAD"
@@ -947,6 +947,43 @@ def _sub_block_inputs(program, op):
 def _schema_attrs(op_type):
     schema = _rill.op_schema(op_type)
     return schema["attrs"] if schema else {}
+
+
+# An op's proto as Fluid's OpProto message names its parts (OpProtoHolder).
+OpProto = collections.namedtuple("OpProto", "type inputs outputs attrs comment")
+OpProtoVar = collections.namedtuple("OpProtoVar", "name comment duplicable intermediate dispensable")
+OpProtoAttr = collections.namedtuple("OpProtoAttr", "name type comment generated")
+
+
+class OpProtoHolder(object):
+    """Fluid's registry of op protos, read from the loaded plugins' schemas:
+    ``OpProtoHolder.instance().get_op_proto(type)``."""
+
+    _instance = None
+
+    @classmethod
+    def instance(cls):
+        if cls._instance is None:
+            cls._instance = cls()
+        return cls._instance
+
+    def get_op_proto(self, type):
+        schema = _rill.op_schema(type)
+        if schema is None:
+            raise ValueError("Operator \"%s\" has not been registered." % type)
+
+        def slots(specs):
+            return [OpProtoVar(s["name"], "", s["duplicable"], False, s["optional"]) for s in specs]
+        attrs = [OpProtoAttr(name, spec["type"], "", False) for name, spec in schema["attrs"].items()]
+        attrs += [OpProtoAttr(name, kind, "", True) for name, (kind, _) in _FRAMEWORK_ATTRS.items()]
+        return OpProto(type, slots(schema["inputs"]), slots(schema["outputs"]), attrs, schema["doc"] or "")
+
+    def update_op_proto(self):
+        """Nothing to do: each proto is read from the plugins loaded when it is asked for."""
+
+    @staticmethod
+    def generated_op_attr_names():
+        return set(_FRAMEWORK_ATTRS)
 
 
 _main_program_ = Program()

@@ -11,7 +11,17 @@ import math
 from rill import _rill
 from rill.fluid.framework import Program, default_main_program, default_startup_program
 
-__all__ = ["DistributeTranspiler", "slice_variable"]
+__all__ = ["DistributeTranspiler", "slice_variable", "delete_ops"]
+
+
+def delete_ops(block, ops):
+    """Removes ops ``ops`` (a run of consecutive ops of ``block``, in order) from the block."""
+    if not ops:
+        return
+    start, end = block.ops.index(ops[0]), block.ops.index(ops[-1])
+    if end - start + 1 != len(ops) or any(a is not b for a, b in zip(block.ops[start:end + 1], ops)):
+        raise ValueError("delete_ops: the ops given are not a run of consecutive ops of block %d" % block.idx)
+    block.remove_op(start, end + 1)
 
 
 def slice_variable(var_list, slice_count, min_block_size=8192):

@@ -1,15 +1,16 @@
-"""paddle.fluid.op in the stand-in: Operator, one op run on a scope's variables.
+"""fluid.op: Operator, one op run on a scope's variables (Fluid's paddle.fluid.op).
 
     op = Operator("sgd", Param="Param", Grad="Grad", ParamOut="Param", LearningRate="lr")
     op.run(scope, place)
 
-Keyword arguments naming the op's input or output slots (from its schema on Rill) give the
-slot's variable names (one, or a list); the others are attributes. run builds a program of
-the one op and runs it on Rill's runtime in `scope`, where the variables are.
+Keyword arguments naming the op's input or output slots (from its schema) give the slot's
+variable names (one, or a list); the others are attributes, of the types the schema
+declares. run builds a program of the one op and runs it in `scope`, where the variables
+are.
 """
 from rill import _rill
 from rill.fluid import framework
-from rill.proto import framework_pb2
+from rill.fluid.desc import ProgramDesc
 
 
 def _schema(op_type):
@@ -46,16 +47,12 @@ class Operator(object):
         return self._outputs.get(slot, [])
 
     def run(self, scope, place):
-        desc = framework_pb2.ProgramDesc()
-        block = desc.blocks.add()
-        block.idx, block.parent_idx = 0, -1
-        op = block.ops.add()
+        desc = ProgramDesc()
+        op = desc.blocks[0].ops.add()
         op.type = self._type
         for slots, target in ((self._inputs, op.inputs), (self._outputs, op.outputs)):
             for slot, names in slots.items():
-                v = target.add()
-                v.parameter = slot
-                v.arguments.extend(names)
+                target.add(parameter=slot, arguments=names)
         for name, value in self._attrs.items():
             framework._set_attr_desc(op.attrs.add(), name, value, self._declared.get(name), self._type)
         device = getattr(place, "device_id", 0) if type(place).__name__ == "CUDAPlace" else -1

@@ -673,6 +673,62 @@ TYPED_TEST(FloatOps, PolynomialFunctionsWithinThreeUlp) {
   }
 }
 
+// The double-precision forms built on Eigen's vectorized exp and log (Kahan's expm1 and
+// log1p, and tanh from expm1 and exp) and the activations made of them: within 3 ulp of the
+// exact value (long double's, rounded) over a sweep of every binade of both signs and
+// densely where they bend, with libm's infinities, NaNs and signed zeros.
+TEST_F(MathForward, DoubleExpm1Log1pTanhFormsWithinThreeUlp) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> xs = {0.0, -0.0, 1e-300, -1e-300, 5e-324, 709.0, 709.8, 710.0, -745.0, -746.0, 19.0, 20.0, 21.0,
+                            -1.0 + 1e-16, inf, -inf, nan};
+  for (uint64_t bits = 0; bits < 0x7ff0000000000000ull; bits += 0x7ff0000000000000ull / 40009) {
+    double d;
+    std::memcpy(&d, &bits, sizeof d);
+    xs.push_back(d);
+    xs.push_back(-d);
+  }
+  for (int i = -40000; i <= 40000; ++i) xs.push_back(i / 1000.0);
+  Set<double>("x", {static_cast<int64_t>(xs.size())}, xs);
+  for (const char* op : {"expm1", "log1p", "tanh", "softplus", "elu", "logsigmoid"}) {
+    Op(op).Input("X", "x").Output("Out", op);
+  }
+  ASSERT_EQ(Run(), "");
+  using Exact = long double (*)(long double);
+  const std::vector<std::pair<const char*, Exact>> exact = {
+      {"expm1", [](long double v) { return std::expm1(v); }},
+      {"log1p", [](long double v) { return std::log1p(v); }},
+      {"tanh", [](long double v) { return std::tanh(v); }},
+      {"softplus", [](long double v) { return v > 20 ? v : std::log1p(std::exp(v)); }},  // beta 1, threshold 20
+      {"elu", [](long double v) { return v > 0 ? v : std::expm1(v); }},                   // alpha 1
+      {"logsigmoid", [](long double v) { return std::fmin(v, 0.0L) - std::log1p(std::exp(-std::fabs(v))); }}};
+  for (const auto& [op, f] : exact) {
+    const std::vector<double> got = Values(op);
+    double worst = 0, worst_at = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double want = static_cast<double>(f(xs[i])), have = got[i];
+      const auto where = ::testing::Message() << op << "(" << xs[i] << ")";
+      if (std::fabs(want) < std::numeric_limits<double>::min() && xs[i] != 0) {
+        // Below the normal range Eigen's exp stops at exp(-709.78), 5.6e-309, where libm's
+        // goes on down to 0: held to that absolutely.
+        EXPECT_LE(std::fabs(have - want), 5.6e-309) << where << " gave " << have;
+        continue;
+      }
+      if (std::isnan(want) || std::isinf(want) || want == 0) {
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(have)) << where << " gave " << have;
+        } else {
+          EXPECT_EQ(have, want) << where;
+          EXPECT_EQ(std::signbit(have), std::signbit(want)) << where;
+        }
+        continue;
+      }
+      const double ulp = std::nextafter(std::fabs(want), inf) - std::fabs(want);
+      if (std::fabs(have - want) / ulp > worst) worst = std::fabs(have - want) / ulp, worst_at = xs[i];
+    }
+    EXPECT_LE(worst, 3.0) << op << "'s largest error in ulp, at " << worst_at;
+  }
+}
+
 TYPED_TEST(Elementwise, ScaleAndSquare) {
   using T = TypeParam;
   this->template Set<T>("x", {3}, {1, 2, 3});
@@ -1250,6 +1306,32 @@ TYPED_TEST(FloatOps, SgdWithSelectedRowsGradient) {
   g->height = 5;
   const std::string height_error = this->Run();
   EXPECT_NE(height_error.find("Grad is SelectedRows of height 5; Param [4, 2] needs height 4"), std::string::npos) << height_error;
+}
+
+// clip_by_norm of a sparse gradient clips the dense gradient it stands for: repeated rows
+// summed first (into each row once, ascending), the norm theirs.
+TYPED_TEST(FloatOps, ClipByNormOfSelectedRowsMergesRepeatedRows) {
+  using T = TypeParam;
+  core::SelectedRows* g = this->scope()->Var("g")->GetMutableSelectedRows();
+  g->rows = {2, 0, 2};
+  g->height = 5;
+  g->value.Allocate(rill::DataTypeOf<T>::value, {3, 2});
+  const T values[] = {1, 2, 0, 4, 2, 2};  // row 2: (3, 4); row 0: (0, 4); norm sqrt(9 + 16 + 16)
+  std::copy(values, values + 6, g->value.template data_as<T>());
+  this->Op("clip_by_norm").Input("X", "g").Output("Out", "clipped").Attr("max_norm", 1.0f);
+  this->Op("clip_by_norm").Input("X", "g").Output("Out", "kept").Attr("max_norm", 100.0f);
+  ASSERT_EQ(this->Run(), "");
+  core::Variable* clipped = this->scope()->FindVar("clipped");
+  ASSERT_TRUE(clipped->is_selected_rows()) << clipped->KindName();
+  EXPECT_EQ(clipped->GetMutableSelectedRows()->rows, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(clipped->GetMutableSelectedRows()->height, 5);
+  const auto values_of = [](core::Variable* v) {
+    const core::Tensor& t = v->GetMutableSelectedRows()->value;
+    return std::vector<double>(t.template data_as<T>(), t.template data_as<T>() + t.numel());
+  };
+  const double norm = std::sqrt(41.0);
+  ExpectNear(values_of(clipped), {0, 4 / norm, 3 / norm, 4 / norm});
+  ExpectNear(values_of(this->scope()->FindVar("kept")), {0, 4, 3, 4});
 }
 
 // momentum, adagrad and rmsprop take SelectedRows gradients as Paddle's sparse kernels do:

@@ -48,8 +48,11 @@ template <class A> using Block = Eigen::Array<S<A>, Eigen::Dynamic, 1, Eigen::Co
 // Eigen's vectorized exp, where the subtraction cancels little (|exp(x) - 1| > 0.5): within
 // 2 ulp where Eigen's exp is within 1, as it is but for x above 43 under AVX-512 (up to 5
 // ulp there; Eigen's expm1 keeps that error too). The compiler vectorizes both and the
-// blend, where Eigen's expm1 (Kahan's formula) takes an exp, a log and a division. Double
-// precision stays Eigen's.
+// blend, where Eigen's expm1 (Kahan's formula) takes an exp, a log and a division.
+// Double precision: below |x| = 0.7 Kahan's formula, u = exp(x), (u - 1) (x / ln u), exact
+// to a few roundings because ln u carries the rounding of u and the ratio cancels it (x
+// where u rounds to 1); elsewhere exp(x) - 1 as in single precision. Eigen vectorizes exp
+// and log of doubles but calls libm's expm1 per element.
 constexpr float kExpm1SeriesBelow = 0.7f;
 inline float Expm1Blend(float v, float exp_v) {
   const float series =
@@ -57,15 +60,62 @@ inline float Expm1Blend(float v, float exp_v) {
           v * (1.0f / 40320 + v * (1.0f / 362880)))))))));
   return std::fabs(v) < kExpm1SeriesBelow ? series : exp_v - 1.0f;
 }
+inline double Expm1Kahan(double v, double u, double log_u) {
+  const double um1 = u - 1.0;
+  if (u == 1.0) return v;  // the sign of a zero kept
+  if (!(std::fabs(v) < kExpm1SeriesBelow)) return um1;  // cancels little; also -1, inf and NaN
+  return um1 * (v / log_u);
+}
 template <class X> Block<X> Expm1Of(const X& x) {
+  const Block<X> v = x;
+  const Block<X> e = v.exp();
+  Block<X> out(v.size());
   if constexpr (std::is_same_v<S<X>, float>) {
-    const Block<X> v = x;
-    const Block<X> e = v.exp();
-    Block<X> out(v.size());
     for (Eigen::Index i = 0; i < v.size(); ++i) out[i] = Expm1Blend(v[i], e[i]);
-    return out;
   } else {
-    return x.expm1();
+    const Block<X> log_e = e.log();
+    for (Eigen::Index i = 0; i < v.size(); ++i) out[i] = Expm1Kahan(v[i], e[i], log_e[i]);
+  }
+  return out;
+}
+// ln(1 + x). Single precision: Eigen's, vectorized. Double precision: Kahan's formula,
+// u = 1 + x, ln u (x / (u - 1)), whose ratio cancels the rounding of u (Eigen calls libm's
+// log1p per element for doubles); x where u rounds to 1, ln u where u overflows.
+template <class X> Block<X> Log1pOf(const X& x) {
+  if constexpr (std::is_same_v<S<X>, float>) {
+    return x.log1p();
+  } else {
+    const Block<X> v = x;
+    const Block<X> u = v + 1.0;
+    const Block<X> log_u = u.log();
+    Block<X> out(v.size());
+    for (Eigen::Index i = 0; i < v.size(); ++i) {
+      const double w = u[i];
+      out[i] = w == 1.0 ? v[i] : w == std::numeric_limits<double>::infinity() ? log_u[i] : log_u[i] * (v[i] / (w - 1.0));
+    }
+    return out;
+  }
+}
+// tanh x. Single precision: Eigen's, vectorized. Double precision (Eigen's is libm's per
+// element), of |x| then given x's sign (a zero's kept): below kTanhByExpm1Below as
+// -m / (2 + m) with m = expm1(-2 |x|), which does not cancel near 0; above it as
+// 1 - 2 / (exp(2 |x|) + 1), whose subtraction from 1 shrinks exp's error (the fraction is
+// under 1/2 there), and which reaches 1 without overflow trouble (2 / inf is 0).
+constexpr double kTanhByExpm1Below = 0.55;
+template <class X> Block<X> TanhOf(const X& x) {
+  if constexpr (std::is_same_v<S<X>, float>) {
+    return x.tanh();
+  } else {
+    const Block<X> v = x;
+    const Block<X> a = v.abs();
+    const Block<X> m = Expm1Of(-2.0 * a.min(kTanhByExpm1Below));
+    const Block<X> e = (2.0 * a).exp();
+    Block<X> out(a.size());
+    for (Eigen::Index i = 0; i < a.size(); ++i) {
+      const double t = a[i] < kTanhByExpm1Below ? -m[i] / (2.0 + m[i]) : 1.0 - 2.0 / (e[i] + 1.0);
+      out[i] = std::copysign(t, v[i]);
+    }
+    return out;
   }
 }
 
@@ -88,7 +138,7 @@ struct Sigmoid {
 struct Tanh {
   static constexpr GradFrom kGradFrom = GradFrom::kOut;
   explicit Tanh(KernelContext&) {}
-  template <class A, class O> void Forward(const A& x, O out) const { out = x.tanh(); }
+  template <class A, class O> void Forward(const A& x, O out) const { out = TanhOf(x); }
   template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
     dx = g * (S<A>(1) - out.square());
   }
@@ -157,12 +207,12 @@ struct Gelu {
   static constexpr double kInvSqrt2Pi = 0.39894228040143267794, kCubic = 0.044715;
   template <class A> static auto Inner(const A& x) { return S<A>(kSqrt2OverPi) * (x + S<A>(kCubic) * x.cube()); }
   template <class A, class O> void Forward(const A& x, O out) const {
-    if (approximate) out = S<A>(0.5) * x * (S<A>(1) + Inner(x).tanh());
+    if (approximate) out = S<A>(0.5) * x * (S<A>(1) + TanhOf(Inner(x)));
     else out = S<A>(0.5) * x * (S<A>(1) + (S<A>(kSqrtHalf) * x).erf());
   }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
     if (approximate) {
-      const Block<A> t = Inner(x).tanh();
+      const Block<A> t = TanhOf(Inner(x));
       dx = g * (S<A>(0.5) * (S<A>(1) + t) +
                 S<A>(0.5) * x * (S<A>(1) - t.square()) * S<A>(kSqrt2OverPi) * (S<A>(1) + S<A>(3 * kCubic) * x.square()));
     } else {
@@ -256,7 +306,7 @@ struct LogSigmoid {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit LogSigmoid(KernelContext&) {}
   template <class A, class O> void Forward(const A& x, O out) const {
-    out = x.min(S<A>(0)) - (-x.abs()).exp().log1p();
+    out = x.min(S<A>(0)) - Log1pOf((-x.abs()).exp());
   }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
     dx = g * (S<A>(1) + x.exp()).inverse();
@@ -266,9 +316,9 @@ struct LogSigmoid {
 struct TanhShrink {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit TanhShrink(KernelContext&) {}
-  template <class A, class O> void Forward(const A& x, O out) const { out = x - x.tanh(); }
+  template <class A, class O> void Forward(const A& x, O out) const { out = x - TanhOf(x); }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
-    dx = g * x.tanh().square();
+    dx = g * TanhOf(x).square();
   }
 };
 // softshrink: x - lambda above lambda, x + lambda below -lambda, 0 between.
@@ -331,7 +381,7 @@ struct SoftRelu {
   template <class T> static T Soft(T v) { return std::log1p(std::exp(v)); }
   template <class A, class O> void Forward(const A& x, O out) const {
     const S<A> k = S<A>(t);
-    out = x.max(-k).min(k).exp().log1p();
+    out = Log1pOf(x.max(-k).min(k).exp());
   }
   template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
     const S<A> lo = Soft(S<A>(-t)), hi = Soft(S<A>(t));
@@ -364,7 +414,7 @@ struct Softplus {
   double beta, t;
   template <class A, class O> void Forward(const A& x, O out) const {
     const S<A> b = S<A>(beta), k = S<A>(t);
-    const Block<A> soft = (b * x).min(k).exp().log1p() / b;
+    const Block<A> soft = Log1pOf((b * x).min(k).exp()) / b;
     out = x.binaryExpr(soft, [b, k](S<A> v, S<A> sv) { return b * v > k ? v : sv; });
   }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
@@ -402,19 +452,19 @@ struct Mish {
   // softplus as Paddle computes it: x above the threshold, exp(x) below its negative, else
   // ln(1 + exp(x)); e is exp of x capped at the threshold, where it is not used.
   template <class A> static Block<A> Softplus(const A& x, const Block<A>& e, S<A> k) {
-    return Pieces(x, k, Block<A>(x), e, Block<A>(e.log1p()));
+    return Pieces(x, k, Block<A>(x), e, Log1pOf(e));
   }
   // tanh(s) of s = softplus(x) > 0 from m = expm1(-2s), -m / (2 + m): exact to rounding
   // where tanh(s) nears 1 (Eigen's tanh is a few roundings off there, which the gradient's
   // 1 - tanh(s)^2 and a finite difference of Out would magnify).
-  template <class A> static Block<A> TanhOf(const Block<A>& minus_2s) {
+  template <class A> static Block<A> TanhFromMinus2s(const Block<A>& minus_2s) {
     const Block<A> m = Expm1Of(minus_2s);
     return -m / (S<A>(2) + m);
   }
   template <class A, class O> void Forward(const A& x, O out) const {
     const S<A> k = S<A>(t);
     const Block<A> e = x.min(k).exp();
-    out = x * TanhOf<A>(S<A>(-2) * Softplus(x, e, k));
+    out = x * TanhFromMinus2s<A>(S<A>(-2) * Softplus(x, e, k));
   }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
     const S<A> k = S<A>(t);
@@ -422,7 +472,7 @@ struct Mish {
     // 1 - tanh(s)^2 as 4q / (1 + q)^2, q = exp(-2s): no cancellation where tanh(s) nears 1.
     const Block<A> minus_2s = S<A>(-2) * Softplus(x, e, k);
     const Block<A> q = minus_2s.exp();
-    const Block<A> th = TanhOf<A>(minus_2s), sech2 = S<A>(4) * q / (S<A>(1) + q).square();
+    const Block<A> th = TanhFromMinus2s<A>(minus_2s), sech2 = S<A>(4) * q / (S<A>(1) + q).square();
     // softplus' derivative: 1 above the threshold, exp(x) below its negative, else sigmoid(x).
     const Block<A> sigmoid = (S<A>(1) + (-x.max(-k).min(k)).exp()).inverse();
     const Block<A> slope = Pieces(x, k, Block<A>::Ones(x.size()), e, sigmoid);
@@ -454,9 +504,9 @@ struct STanh {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit STanh(KernelContext& ctx) : a(ctx.Attr<float>("scale_a")), b(ctx.Attr<float>("scale_b")) {}
   double a, b;
-  template <class A, class O> void Forward(const A& x, O out) const { out = S<A>(b) * (S<A>(a) * x).tanh(); }
+  template <class A, class O> void Forward(const A& x, O out) const { out = S<A>(b) * TanhOf(S<A>(a) * x); }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
-    dx = g * S<A>(a * b) * (S<A>(1) - (S<A>(a) * x).tanh().square());
+    dx = g * S<A>(a * b) * (S<A>(1) - TanhOf(S<A>(a) * x).square());
   }
 };
 // pow: x ^ factor, the factor from FactorTensor (one fp32 value) when the op has it.
@@ -523,7 +573,7 @@ struct Expm1 {
 struct Log1p {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit Log1p(KernelContext&) {}
-  template <class A, class O> void Forward(const A& x, O out) const { out = x.log1p(); }
+  template <class A, class O> void Forward(const A& x, O out) const { out = Log1pOf(x); }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
     dx = g / (S<A>(1) + x);
   }

@@ -9,6 +9,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "selected_rows.h"
 
 namespace rill::math {
 namespace {
@@ -52,14 +53,35 @@ void SquaredL2NormGrad(KernelContext& ctx) {
   WriteOutput<T>(ctx, "X@GRAD", {"X"}, x.dims(), [&](T* dx) { Scaled(px, dx, x.numel(), scale); });
 }
 
+// The factor that brings values of L2 norm `norm` down to at most `max_norm`.
+template <class T>
+T ClipFactor(double norm, double max_norm) {
+  return static_cast<T>(norm > max_norm ? max_norm / norm : 1.0);
+}
+
+// SelectedRows X (a sparse gradient), as Paddle's: its repeated rows merged (summed) first,
+// so the norm is the dense gradient's; Out holds each row once, ascending, clipped.
+template <class T>
+void ClipRowsByNorm(KernelContext& ctx, const Variable::SelectedRows& sr, double max_norm) {
+  const std::vector<int64_t> dims = sr.value.dims();
+  const int64_t width = sr.count > 0 ? sr.value.numel() / static_cast<int64_t>(sr.count) : 0;
+  const MergedRows<T> merged = MergeRows(sr.rows, sr.count, sr.value.data<T>(), width);
+  const int64_t n = static_cast<int64_t>(merged.values.size());
+  const T scale = ClipFactor<T>(std::sqrt(SumOfSquares(merged.values.data(), n)), max_norm);
+  std::vector<int64_t> out_dims = dims;
+  if (!out_dims.empty()) out_dims[0] = static_cast<int64_t>(merged.rows.size());
+  Tensor out = ctx.OutputVar("Out").SetSelectedRows(merged.rows.data(), merged.rows.size(), sr.height);
+  Scaled(merged.values.data(), out.Allocate<T>(out_dims), n, scale);
+}
+
 template <class T>
 void ClipByNorm(KernelContext& ctx) {
-  Tensor x = ctx.Input("X");
   const double max_norm = ctx.Attr<float>("max_norm");
   if (!(max_norm > 0)) throw Error("max_norm must be positive, got " + std::to_string(max_norm));
+  if (Variable xv = ctx.InputVar("X"); xv.IsSelectedRows()) return ClipRowsByNorm<T>(ctx, xv.selected_rows(), max_norm);
+  Tensor x = ctx.Input("X");
   const T* px = x.data<T>();
-  const double norm = std::sqrt(SumOfSquares(px, x.numel()));
-  const T scale = static_cast<T>(norm > max_norm ? max_norm / norm : 1.0);
+  const T scale = ClipFactor<T>(std::sqrt(SumOfSquares(px, x.numel())), max_norm);
   WriteOutput<T>(ctx, "Out", {"X"}, x.dims(), [&](T* out) { Scaled(px, out, x.numel(), scale); });
 }
 
@@ -162,8 +184,8 @@ void RegisterGradClip(Registrar& r) {
   RegisterCpu<float, double>(r, "squared_l2_norm_grad", [](auto t) { return &SquaredL2NormGrad<decltype(t)>; });
   r.Op(OpSchema("clip_by_norm")
            .Doc("Out = X * max_norm / norm(X) where X's L2 norm is above max_norm, else X.")
-           .Input("X", "the tensor (a gradient)")
-           .Output("Out", "X, its norm at most max_norm")
+           .Input("X", "the tensor (a gradient); or SelectedRows, whose repeated rows are summed first")
+           .Output("Out", "X, its norm at most max_norm; SelectedRows of X's rows, each once, ascending")
            .RequiredAttr("max_norm", RILL_ATTR_FLOAT, "the largest L2 norm kept (positive)")
            .KernelDtypeFrom("X"));
   RegisterCpu<float, double>(r, "clip_by_norm", [](auto t) { return &ClipByNorm<decltype(t)>; });

@@ -383,8 +383,16 @@ struct SoftRelu {
     const S<A> k = S<A>(t);
     out = Log1pOf(x.max(-k).min(k).exp());
   }
+  // Out at the clamp comes from the forward's exp and log, which may round a few ulp apart
+  // from Soft(±t) computed here: the bounds move 4 ulp inward, so the clamp's own Out
+  // counts as clamped (an X within that of the bound loses its gradient).
+  template <class T> static T Inward(T bound, T toward, int ulps = 4) {
+    for (int i = 0; i < ulps; ++i) bound = std::nextafter(bound, toward);
+    return bound;
+  }
   template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
-    const S<A> lo = Soft(S<A>(-t)), hi = Soft(S<A>(t));
+    const S<A> soft_lo = Soft(S<A>(-t)), soft_hi = Soft(S<A>(t));
+    const S<A> lo = Inward(soft_lo, soft_hi), hi = Inward(soft_hi, soft_lo);
     const Block<A> d = -Expm1Of(-out) * g;
     dx = out.binaryExpr(d, [lo, hi](S<A> o, S<A> dv) { return o > lo && o < hi ? dv : S<A>(0); });
   }

@@ -15,6 +15,20 @@ namespace {
 
 // ---- Elementwise binary ops, every numeric dtype ---------------------------------------
 
+// Where `want` is NaN, infinite or zero, expects `have` to be the same (a zero's sign too)
+// and returns true; else returns false, leaving the caller to bound |have - want| in ulp.
+template <class T>
+bool ExpectSpecialValue(T have, T want, const ::testing::Message& where) {
+  if (!(std::isnan(want) || std::isinf(want) || want == 0)) return false;
+  if (std::isnan(want)) {
+    EXPECT_TRUE(std::isnan(have)) << where << " gave " << have;
+  } else {
+    EXPECT_EQ(have, want) << where;
+    EXPECT_EQ(std::signbit(have), std::signbit(want)) << where;
+  }
+  return true;
+}
+
 template <class T> class Elementwise : public OpFixture {};
 using NumericTypes = ::testing::Types<float, double, int32_t, int64_t>;
 TYPED_TEST_SUITE(Elementwise, NumericTypes);
@@ -550,12 +564,7 @@ TYPED_TEST(FloatOps, PowMatchesStdPow) {
     for (size_t i = 0; i < xs.size(); ++i) {
       const T want = std::pow(xs[i], static_cast<T>(factors[f]));
       const auto where = ::testing::Message() << xs[i] << " ^ " << factors[f];
-      if (std::isnan(want)) {
-        EXPECT_TRUE(std::isnan(got[i])) << where << " gave " << got[i];
-      } else if (std::isinf(want) || want == 0) {
-        EXPECT_EQ(got[i], want) << where;
-        EXPECT_EQ(std::signbit(got[i]), std::signbit(want)) << where;
-      } else {
+      if (!ExpectSpecialValue(static_cast<T>(got[i]), want, where)) {
         EXPECT_NEAR(got[i], want, 8 * std::numeric_limits<T>::epsilon() * std::fabs(want)) << where;
       }
     }
@@ -593,12 +602,7 @@ TYPED_TEST(FloatOps, ElementwisePowMatchesStdPow) {
       const T want = static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
       const T have = static_cast<T>(got[i]);
       const auto where = ::testing::Message() << out << ": " << x << " ^ " << y;
-      if (std::isnan(want)) {
-        EXPECT_TRUE(std::isnan(have)) << where << " gave " << have;
-      } else if (std::isinf(want) || want == 0) {
-        EXPECT_EQ(have, want) << where;
-        EXPECT_EQ(std::signbit(have), std::signbit(want)) << where;
-      } else {
+      if (!ExpectSpecialValue(have, want, where)) {
         const T ulp = std::nextafter(std::fabs(want), std::numeric_limits<T>::infinity()) - std::fabs(want);
         EXPECT_LE(std::fabs(have - want), ulp) << where << " gave " << have << ", not " << want;
       }
@@ -654,15 +658,7 @@ TYPED_TEST(FloatOps, PolynomialFunctionsWithinThreeUlp) {
       const T want = std::is_same_v<T, float> ? static_cast<T>(f(static_cast<double>(x))) : static_cast<T>(f(x));
       const T have = static_cast<T>(got[i]);
       const auto where = ::testing::Message() << op << "(" << x << ")";
-      if (std::isnan(want) || std::isinf(want) || want == 0) {
-        if (std::isnan(want)) {
-          EXPECT_TRUE(std::isnan(have)) << where << " gave " << have;
-        } else {
-          EXPECT_EQ(have, want) << where;
-          EXPECT_EQ(std::signbit(have), std::signbit(want)) << where;
-        }
-        continue;
-      }
+      if (ExpectSpecialValue(have, want, where)) continue;
       const T ulp = std::nextafter(std::fabs(want), inf) - std::fabs(want);
       worst = std::max(worst, static_cast<double>(std::fabs(have - want) / ulp));
       if (!std::is_same_v<T, float> && std::string(op) != "expm1") {
@@ -713,15 +709,7 @@ TEST_F(MathForward, DoubleExpm1Log1pTanhFormsWithinThreeUlp) {
         EXPECT_LE(std::fabs(have - want), 5.6e-309) << where << " gave " << have;
         continue;
       }
-      if (std::isnan(want) || std::isinf(want) || want == 0) {
-        if (std::isnan(want)) {
-          EXPECT_TRUE(std::isnan(have)) << where << " gave " << have;
-        } else {
-          EXPECT_EQ(have, want) << where;
-          EXPECT_EQ(std::signbit(have), std::signbit(want)) << where;
-        }
-        continue;
-      }
+      if (ExpectSpecialValue(have, want, where)) continue;
       const double ulp = std::nextafter(std::fabs(want), inf) - std::fabs(want);
       if (std::fabs(have - want) / ulp > worst) worst = std::fabs(have - want) / ulp, worst_at = xs[i];
     }

@@ -2,8 +2,8 @@
 
 ``ProgramDesc``, ``BlockDesc``, ``OpDesc`` and ``VarDesc`` (fluid/desc.py; ``VarDesc.VarType``
 and ``AttrType`` are framework.proto's type numbers), ``op_proto_and_checker_maker`` (the
-op role attributes' names; its ``OpRole`` is rill.fluid.framework's), places, ``Scope``
-and ``LoDTensor`` (the runtime's own, through the extension module), ``is_compiled_with_cuda``,
+op role attributes' names and ``OpRole``), places, ``Scope`` and ``LoDTensor`` (the
+runtime's own, through the extension module), ``is_compiled_with_cuda``,
 ``set_feed_variable``/``get_fetch_variable`` (a feed or fetch list's columns), and
 ``EnforceNotMet`` (Fluid's runtime error; here ``rill.Error``).
 """
@@ -29,7 +29,17 @@ for _name, _number in framework_pb2.AttrType.items():
 
 class op_proto_and_checker_maker(object):
     """The attributes Fluid gives every op beside its schema's: its role and the variables
-    that role is for (rill.fluid.framework.OpRole)."""
+    that role is for."""
+
+    class OpRole(object):
+        """The roles Fluid gives ops (``op_role``; its op_proto_maker.h numbers): a bit set,
+        Loss combined with Forward (the loss's op) or Backward (the loss gradient's fill)."""
+        Forward = 0x0000
+        Backward = 0x0001
+        Optimize = 0x0002
+        RPC = 0x0003
+        Loss = 0x0100
+        NotSpecified = 0x1000  # an op whose desc records no role
 
     @staticmethod
     def kOpRoleAttrName():

@@ -49,21 +49,9 @@ _VARTYPE_TO_NP = {v: k for k, v in _NP_TO_VARTYPE.items()}
 _TENSOR_TYPES = (VarType.LOD_TENSOR, VarType.SELECTED_ROWS, VarType.LOD_TENSOR_ARRAY)
 
 
-class OpRole(object):
-    """The roles Fluid gives ops (``op_role``; its op_proto_maker.h numbers): a bit set,
-    Loss combined with Forward (the loss's op) or Backward (the loss gradient's fill)."""
-    Forward = 0x0000
-    Backward = 0x0001
-    Optimize = 0x0002
-    RPC = 0x0003
-    Loss = 0x0100
-    NotSpecified = 0x1000  # an op whose desc records no role
-
-
-core.op_proto_and_checker_maker.OpRole = OpRole
-
-OP_ROLE_ATTR_NAME = "op_role"
-OP_ROLE_VAR_ATTR_NAME = "op_role_var"
+OpRole = core.op_proto_and_checker_maker.OpRole
+OP_ROLE_ATTR_NAME = core.op_proto_and_checker_maker.kOpRoleAttrName()
+OP_ROLE_VAR_ATTR_NAME = core.op_proto_and_checker_maker.kOpRoleVarAttrName()
 # The attributes Fluid gives every op beside its schema's: (type, default).
 _FRAMEWORK_ATTRS = collections.OrderedDict([
     (OP_ROLE_ATTR_NAME, (framework_pb2.INT, OpRole.NotSpecified)),

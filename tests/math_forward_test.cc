@@ -670,10 +670,12 @@ TYPED_TEST(FloatOps, PolynomialFunctionsWithinThreeUlp) {
 }
 
 // The double-precision forms built on Eigen's vectorized exp and log (Kahan's expm1 and
-// log1p, and tanh from expm1 and exp) and the activations made of them: within 3 ulp of the
-// exact value (long double's, rounded) over a sweep of every binade of both signs and
-// densely where they bend, with libm's infinities, NaNs and signed zeros.
-TEST_F(MathForward, DoubleExpm1Log1pTanhFormsWithinThreeUlp) {
+// log1p, and tanh from expm1 and exp) and the activations made of them, and sin and cos
+// reduced by pi/2: within 3 ulp of the exact value (long double's, rounded) over a sweep of
+// every binade of both signs, densely where they bend, and at the doubles nearest
+// multiples of pi/2 (where a reduction's error shows most) up to past where sin and cos
+// hand over to libm; with libm's infinities, NaNs and signed zeros.
+TEST_F(MathForward, DoublePrecisionFormsWithinThreeUlp) {
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> xs = {0.0, -0.0, 1e-300, -1e-300, 5e-324, 709.0, 709.8, 710.0, -745.0, -746.0, 19.0, 20.0, 21.0,
                             -1.0 + 1e-16, inf, -inf, nan};
@@ -684,8 +686,16 @@ TEST_F(MathForward, DoubleExpm1Log1pTanhFormsWithinThreeUlp) {
     xs.push_back(-d);
   }
   for (int i = -40000; i <= 40000; ++i) xs.push_back(i / 1000.0);
+  for (int k = 1; k < 700000; k += 997) {  // near multiples of pi/2, up to past 2^20, where sin or cos nears 0
+    const double near = k * 1.5707963267948966;
+    for (double v = std::nextafter(near, 0.0), n = 0; n < 3; v = std::nextafter(v, inf), ++n) {
+      xs.push_back(v);
+      xs.push_back(-v);
+    }
+  }
+  for (double v : {1048575.9, 1048576.0, 1048576.1, 1e10, 1e300}) xs.push_back(v), xs.push_back(-v);
   Set<double>("x", {static_cast<int64_t>(xs.size())}, xs);
-  for (const char* op : {"expm1", "log1p", "tanh", "softplus", "elu", "logsigmoid"}) {
+  for (const char* op : {"expm1", "log1p", "tanh", "softplus", "elu", "logsigmoid", "sin", "cos"}) {
     Op(op).Input("X", "x").Output("Out", op);
   }
   ASSERT_EQ(Run(), "");
@@ -696,7 +706,9 @@ TEST_F(MathForward, DoubleExpm1Log1pTanhFormsWithinThreeUlp) {
       {"tanh", [](long double v) { return std::tanh(v); }},
       {"softplus", [](long double v) { return v > 20 ? v : std::log1p(std::exp(v)); }},  // beta 1, threshold 20
       {"elu", [](long double v) { return v > 0 ? v : std::expm1(v); }},                   // alpha 1
-      {"logsigmoid", [](long double v) { return std::fmin(v, 0.0L) - std::log1p(std::exp(-std::fabs(v))); }}};
+      {"logsigmoid", [](long double v) { return std::fmin(v, 0.0L) - std::log1p(std::exp(-std::fabs(v))); }},
+      {"sin", [](long double v) { return std::sin(v); }},
+      {"cos", [](long double v) { return std::cos(v); }}};
   for (const auto& [op, f] : exact) {
     const std::vector<double> got = Values(op);
     double worst = 0, worst_at = 0;

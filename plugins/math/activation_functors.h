@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -597,17 +599,89 @@ struct LogBase {
     dx = g / (x * S<A>(LnBase()));
   }
 };
+// sin and cos in double precision, which the compiler vectorizes (Eigen's are a libm call
+// per element for doubles; for floats Eigen's own are vectorized and kept). x less the
+// nearest multiple q of pi/2, with pi/2 as three doubles, the first two of 33 bits, so
+// that for |x| < 2^20 (q < 2^20) their multiples are exact and the remainder r is off by
+// about an ulp of r plus q times pi/2's truncation, under 1e-30; then Cephes' sin or cos
+// polynomial of r, by q mod 4, each computed and chosen by bit masks (no branch, no
+// conditional floating-point operation: this group is built with trapping math). Within 2
+// ulp of the exact value. Where that absolute error would show, a remainder under 2^-40
+// off a nonzero multiple, and beyond 2^20, infinities and NaN, the elements are libm's,
+// in a second pass that only those take.
+constexpr double kTrigReducedBelow = 1048576.0;         // 2^20
+constexpr double kTrigRemainderAbove = 9.094947e-13;    // 2^-40
+constexpr double kHalfPi1 = 1.5707963267341256, kHalfPi2 = 6.077100506303966e-11, kHalfPi3 = 2.0222662487959506e-21;
+constexpr double kRoundToInteger = 6755399441055744.0;  // 1.5 * 2^52: (t + it) - it rounds t to an integer
+struct TrigReduction {
+  double r, m;  // the remainder, and q mod 4 as one of -2, -1, 0, 1, 2 (2 and -2 alike)
+};
+inline TrigReduction ReduceByHalfPi(double v) {
+  const double q = (v * 0.6366197723675814 + kRoundToInteger) - kRoundToInteger;  // 2 / pi
+  const double r = ((v - q * kHalfPi1) - q * kHalfPi2) - q * kHalfPi3;
+  return {r, q - 4.0 * ((q * 0.25 + kRoundToInteger) - kRoundToInteger)};
+}
+inline bool TrigNeedsLibm(double v) {
+  if (!(std::fabs(v) < kTrigReducedBelow)) return true;
+  const TrigReduction t = ReduceByHalfPi(v);
+  return std::fabs(t.r) < kTrigRemainderAbove && v != t.r;  // a tiny remainder off a nonzero multiple
+}
+template <bool kCos> inline double SinCosReduced(double v) {
+  const TrigReduction t = ReduceByHalfPi(std::fabs(v) < kTrigReducedBelow ? v : 0.0);  // others: libm's
+  const double r = t.r, a = std::fabs(r), z = r * r;
+  // sin r of |r|, then r's sign: so the sign of a zero is kept.
+  const double s = std::copysign(a + a * z * (((((1.58962301576546568060e-10 * z - 2.50507477628578072866e-8) * z +
+                                                 2.75573136213857245213e-6) * z - 1.98412698295895385996e-4) * z +
+                                               8.33333333332211858878e-3) * z - 1.66666666666666307295e-1), r);
+  const double c = (1.0 - 0.5 * z) + z * z * (((((-1.13585365213876817300e-11 * z + 2.08757008419747316778e-9) * z -
+                                                2.75573141792967388112e-7) * z + 2.48015872888517045348e-5) * z -
+                                              1.38888888888730564116e-3) * z + 4.16666666666665929218e-2);
+  // sin(q pi/2 + r) is s, c, -s, -c and cos(q pi/2 + r) is c, -s, -c, s for q mod 4 = 0..3.
+  const bool odd = t.m == 1.0 || t.m == -1.0, half = t.m == 2.0 || t.m == -2.0;
+  const bool take_c = odd != kCos;
+  const bool negative = half || (kCos ? t.m == 1.0 : t.m == -1.0);
+  uint64_t sb, cb;
+  std::memcpy(&sb, &s, sizeof sb);
+  std::memcpy(&cb, &c, sizeof cb);
+  const uint64_t take = uint64_t{0} - static_cast<uint64_t>(take_c);
+  const uint64_t bits = ((cb & take) | (sb & ~take)) ^ (static_cast<uint64_t>(negative) << 63);
+  double out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
+// sin x (kCos false) or cos x of doubles: SinCosReduced, and libm where it does not hold.
+template <bool kCos, class A> Block<A> SinCosOfDoubles(const A& x) {
+  const Block<A> v = x;
+  Block<A> out = v.unaryExpr([](double e) { return SinCosReduced<kCos>(e); });
+  for (Eigen::Index i = 0; i < v.size(); ++i) {
+    if (TrigNeedsLibm(v[i])) out[i] = kCos ? std::cos(v[i]) : std::sin(v[i]);
+  }
+  return out;
+}
+template <class A> constexpr bool kIsFloat = std::is_same_v<S<A>, float>;
 struct Sin {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit Sin(KernelContext&) {}
-  template <class A, class O> void Forward(const A& x, O out) const { out = x.sin(); }
-  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = g * x.cos(); }
+  template <class A, class O> void Forward(const A& x, O out) const {
+    if constexpr (kIsFloat<A>) out = x.sin();
+    else out = SinCosOfDoubles<false>(x);
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    if constexpr (kIsFloat<A>) dx = g * x.cos();
+    else dx = g * SinCosOfDoubles<true>(x);
+  }
 };
 struct Cos {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit Cos(KernelContext&) {}
-  template <class A, class O> void Forward(const A& x, O out) const { out = x.cos(); }
-  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = -g * x.sin(); }
+  template <class A, class O> void Forward(const A& x, O out) const {
+    if constexpr (kIsFloat<A>) out = x.cos();
+    else out = SinCosOfDoubles<true>(x);
+  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    if constexpr (kIsFloat<A>) dx = -g * x.sin();
+    else dx = -g * SinCosOfDoubles<false>(x);
+  }
 };
 // tan in single precision, which the compiler vectorizes (Eigen's is a libm call per
 // element): |x| less the nearest even multiple of pi/4, in double precision with pi/4 as

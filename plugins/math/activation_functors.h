@@ -102,7 +102,8 @@ template <class X> Block<X> Log1pOf(const X& x) {
 // element), of |x| then given x's sign (a zero's kept): below kTanhByExpm1Below as
 // -m / (2 + m) with m = expm1(-2 |x|), which does not cancel near 0; above it as
 // 1 - 2 / (exp(2 |x|) + 1), whose subtraction from 1 shrinks exp's error (the fraction is
-// under 1/2 there), and which reaches 1 without overflow trouble (2 / inf is 0).
+// under 1/2 there), and which reaches 1 without overflow trouble (2 / inf is 0). Within 5
+// ulp: the quotient carries expm1's error.
 constexpr double kTanhByExpm1Below = 0.55;
 template <class X> Block<X> TanhOf(const X& x) {
   if constexpr (std::is_same_v<S<X>, float>) {
@@ -736,7 +737,7 @@ struct Tan {
 // asin, acos and atan in single precision by Cephes' polynomials, which the compiler
 // vectorizes (Eigen's are a libm call per element): each within 3 ulp of the exact value
 // (against double precision, over one float in 61), with libm's NaN for |x| > 1 and NaN
-// in, and the sign of a zero kept. Double precision stays libm's. pi/2 is added as two
+// in, and the sign of a zero kept. Double precision: below. pi/2 is added as two
 // floats (the second its rounding error), which keeps the subtractions near |x| = 0.5
 // within that bound whether or not the compiler fuses multiplies and adds. AsinTerm gives,
 // for |x| > 0.5, z = (1 - |x|) / 2 (whose square root s gives asin |x| = pi/2 - 2 asin s),
@@ -774,6 +775,37 @@ inline float AtanOf(float v) {
   const float p = (((8.05374449538e-2f * z - 1.38776856032e-1f) * z + 1.99777106478e-1f) * z - 3.33329491539e-1f) * z;
   return std::copysign((base + (t + t * p)) + base_low, v);
 }
+// asin and acos in double precision by Cephes' rational functions (Eigen's are a libm call
+// per element), each within 2 ulp of the exact value: for |x| <= 0.625 asin |x| =
+// |x| + |x| z P(z) / Q(z), z = x²; above, pi/2 - s (1 + R(w) w / S(w)) with w = 1 - |x| and
+// s = sqrt(2w), pi/2 as pi/4 + pi/4 (rounded) plus what that sum lacks (kHalfPiRest). acos takes asin of |x| <= 0.5 (pi/2 - asin x), else of sqrt((1 - |x|) / 2) (twice it,
+// or pi less that for negative x), so it needs only the inner form. The square roots are
+// Eigen's, vectorized, before the blends; |x| > 1 and NaN give NaN through them.
+constexpr double kPiOver4 = 7.85398163397448309616e-1, kHalfPiRest = 6.123233995736765886130e-17;
+inline double AsinInner(double a) {  // asin a for a in [0, 0.625]
+  const double z = a * a;
+  const double p = ((((4.253011369004428248960e-3 * z - 6.019598008014123785661e-1) * z + 5.444622390564711410273e0) * z -
+                     1.626247967210700244449e1) * z + 1.956261983317594739197e1) * z - 8.198089802484824371615e0;
+  const double q = ((((z - 1.474091372988853791896e1) * z + 7.049610280856842141659e1) * z - 1.471791292232726029859e2) * z +
+                    1.395105614657485689735e2) * z - 4.918853881490881290097e1;
+  return a + a * (z * p / q);
+}
+inline double AsinDouble(double v, double root) {  // root = sqrt(2 (1 - |v|))
+  const double a = std::fabs(v), w = 1.0 - a;
+  const double r = w * ((((2.967721961301243206100e-3 * w - 5.634242780008963776856e-1) * w + 6.968710824104713396794e0) * w -
+                         2.556901049652824852289e1) * w + 2.853665548261061424989e1) /
+                   ((((w - 2.194779531642920639778e1) * w + 1.470656354026814941758e2) * w - 3.838770957603691357202e2) * w +
+                    3.424398657913078477438e2);
+  const double outer = ((kPiOver4 - root) - (root * r - kHalfPiRest)) + kPiOver4;
+  return std::copysign(a > 0.625 ? outer : AsinInner(a), v);
+}
+inline double AcosDouble(double v, double root) {  // root = sqrt((1 - |v|) / 2)
+  const bool high = std::fabs(v) > 0.5;
+  const double t = AsinInner(high ? root : std::fabs(v));
+  const double low = ((kPiOver4 - std::copysign(t, v)) + kHalfPiRest) + kPiOver4;
+  const double high_value = v > 0.0 ? t + t : (2 * kPiOver4 - (t + t)) + 2 * kPiOver4 + 2 * kHalfPiRest;
+  return high ? high_value : low;
+}
 template <class A, class O, class F> void AsinFamily(const A& x, O out, F from) {
   if constexpr (std::is_same_v<S<A>, float>) {
     const Block<A> z = x.unaryExpr([](float v) { return AsinTerm(v); });
@@ -788,7 +820,9 @@ struct Asin {
     if constexpr (std::is_same_v<S<A>, float>) {
       AsinFamily(x, out, [](float v, float z, float root) { return AsinFrom(v, z, root); });
     } else {
-      out = x.asin();
+      const Block<A> v = x;
+      const Block<A> root = (2.0 * (1.0 - v.abs())).sqrt();
+      for (Eigen::Index i = 0; i < v.size(); ++i) out[i] = AsinDouble(v[i], root[i]);
     }
   }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
@@ -802,7 +836,9 @@ struct Acos {
     if constexpr (std::is_same_v<S<A>, float>) {
       AsinFamily(x, out, [](float v, float z, float root) { return AcosFrom(v, z, root); });
     } else {
-      out = x.acos();
+      const Block<A> v = x;
+      const Block<A> root = (0.5 * (1.0 - v.abs())).sqrt();
+      for (Eigen::Index i = 0; i < v.size(); ++i) out[i] = AcosDouble(v[i], root[i]);
     }
   }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {

@@ -605,11 +605,11 @@ struct LogBase {
 // nearest multiple q of pi/2, with pi/2 as three doubles, the first two of 33 bits, so
 // that for |x| < 2^20 (q < 2^20) their multiples are exact and the remainder r is off by
 // about an ulp of r plus q times pi/2's truncation, under 1e-30; then Cephes' sin or cos
-// polynomial of r, by q mod 4, each computed and chosen by bit masks (no branch, no
-// conditional floating-point operation: this group is built with trapping math). Within 2
+// polynomial of r, by q mod 4, each computed and chosen by bit masks, which vectorize
+// (activation_loops.h builds these double loops in the piecewise group). Within 2
 // ulp of the exact value. Where that absolute error would show, a remainder under 2^-40
-// off a nonzero multiple, and beyond 2^20, infinities and NaN, the elements are libm's,
-// in a second pass that only those take.
+// off a nonzero multiple, and beyond 2^20, infinities and NaN, the first pass gives NaN and
+// a second pass, which only a run holding a NaN takes, puts libm's value there.
 constexpr double kTrigReducedBelow = 1048576.0;         // 2^20
 constexpr double kTrigRemainderAbove = 9.094947e-13;    // 2^-40
 constexpr double kHalfPi1 = 1.5707963267341256, kHalfPi2 = 6.077100506303966e-11, kHalfPi3 = 2.0222662487959506e-21;
@@ -622,13 +622,12 @@ inline TrigReduction ReduceByHalfPi(double v) {
   const double r = ((v - q * kHalfPi1) - q * kHalfPi2) - q * kHalfPi3;
   return {r, q - 4.0 * ((q * 0.25 + kRoundToInteger) - kRoundToInteger)};
 }
-inline bool TrigNeedsLibm(double v) {
-  if (!(std::fabs(v) < kTrigReducedBelow)) return true;
-  const TrigReduction t = ReduceByHalfPi(v);
-  return std::fabs(t.r) < kTrigRemainderAbove && v != t.r;  // a tiny remainder off a nonzero multiple
-}
+// sin or cos of v, or NaN where libm's is to be taken instead: beyond 2^20 (infinities and
+// NaN too), and for a tiny remainder off a nonzero multiple.
 template <bool kCos> inline double SinCosReduced(double v) {
-  const TrigReduction t = ReduceByHalfPi(std::fabs(v) < kTrigReducedBelow ? v : 0.0);  // others: libm's
+  const bool in_range = std::fabs(v) < kTrigReducedBelow;
+  const TrigReduction t = ReduceByHalfPi(in_range ? v : 0.0);
+  const bool libm = !in_range || (std::fabs(t.r) < kTrigRemainderAbove && v != t.r);
   const double r = t.r, a = std::fabs(r), z = r * r;
   // sin r of |r|, then r's sign: so the sign of a zero is kept.
   const double s = std::copysign(a + a * z * (((((1.58962301576546568060e-10 * z - 2.50507477628578072866e-8) * z +
@@ -645,7 +644,9 @@ template <bool kCos> inline double SinCosReduced(double v) {
   std::memcpy(&sb, &s, sizeof sb);
   std::memcpy(&cb, &c, sizeof cb);
   const uint64_t take = uint64_t{0} - static_cast<uint64_t>(take_c);
-  const uint64_t bits = ((cb & take) | (sb & ~take)) ^ (static_cast<uint64_t>(negative) << 63);
+  const uint64_t nan = uint64_t{0} - static_cast<uint64_t>(libm);
+  const uint64_t value = ((cb & take) | (sb & ~take)) ^ (static_cast<uint64_t>(negative) << 63);
+  const uint64_t bits = (value & ~nan) | (uint64_t{0x7ff8000000000000} & nan);
   double out;
   std::memcpy(&out, &bits, sizeof out);
   return out;
@@ -654,8 +655,10 @@ template <bool kCos> inline double SinCosReduced(double v) {
 template <bool kCos, class A> Block<A> SinCosOfDoubles(const A& x) {
   const Block<A> v = x;
   Block<A> out = v.unaryExpr([](double e) { return SinCosReduced<kCos>(e); });
-  for (Eigen::Index i = 0; i < v.size(); ++i) {
-    if (TrigNeedsLibm(v[i])) out[i] = kCos ? std::cos(v[i]) : std::sin(v[i]);
+  if (out.isNaN().any()) {
+    for (Eigen::Index i = 0; i < v.size(); ++i) {
+      if (std::isnan(out[i])) out[i] = kCos ? std::cos(v[i]) : std::sin(v[i]);
+    }
   }
   return out;
 }

@@ -26,16 +26,19 @@ struct Loops {
 template <class Set, class Op, class T> void Forward(const Op&, const T*, T*, int64_t);
 template <class Set, class Op, class T> void Backward(const Op&, const T*, const T*, T*, int64_t);
 
-// Every functor compiled per set, for float and double. Sin and Cos are a group apart: Eigen compiles their polynomial under options of
-// its own, which GCC will not inline the rest of Eigen into under the piecewise group's
-// -fno-trapping-math (CMakeLists.txt), so they are built without it.
-#define RILL_MATH_PIECEWISE_ACTIVATIONS(X)                                                                      \
+// Every functor compiled per set, for float and double (X), or for one type (XT). Sin and
+// Cos of floats are a group apart: Eigen compiles their polynomial under options of its own,
+// which GCC will not inline the rest of Eigen into under the piecewise group's
+// -fno-trapping-math (CMakeLists.txt), so they are built without it; of doubles they are
+// our own blends, which need it.
+#define RILL_MATH_PIECEWISE_ACTIVATIONS(X, XT)                                                                  \
   X(Relu) X(Sigmoid) X(Tanh) X(Square) X(Exp) X(Log) X(Sqrt) X(Abs) X(Relu6) X(LeakyRelu) X(Gelu) X(Swish)      \
   X(HardSwish) X(HardSigmoid) X(Clip) X(Silu) X(LogSigmoid) X(TanhShrink) X(SoftShrink) X(HardShrink)          \
   X(ThresholdedRelu) X(BRelu) X(SoftRelu) X(Elu) X(Softplus) X(Softsign) X(Mish) X(Selu) X(STanh) X(Pow)        \
   X(Reciprocal) X(Rsqrt) X(Expm1) X(Log1p) X(LogBase<2>) X(LogBase<10>) X(Tan) X(Asin) X(Acos) X(Atan) X(Sinh) \
-  X(Cosh) X(Rounding<FloorStep>) X(Rounding<CeilStep>) X(Rounding<RoundStep>) X(Rounding<SignStep>)
-#define RILL_MATH_TRIGONOMETRIC_ACTIVATIONS(X) X(Sin) X(Cos)
+  X(Cosh) X(Rounding<FloorStep>) X(Rounding<CeilStep>) X(Rounding<RoundStep>) X(Rounding<SignStep>)           \
+  XT(Sin, double) XT(Cos, double)
+#define RILL_MATH_TRIGONOMETRIC_ACTIVATIONS(X, XT) XT(Sin, float) XT(Cos, float)
 // square also takes integers.
 #define RILL_MATH_INTEGER_ACTIVATIONS(X) X(Square, int32_t) X(Square, int64_t)
 

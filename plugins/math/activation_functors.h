@@ -83,9 +83,9 @@ template <class X> Block<X> Expm1Of(const X& x) {
 // ln(1 + x). Single precision: Eigen's, vectorized. Double precision: Kahan's formula,
 // u = 1 + x, ln u (x / (u - 1)), whose ratio cancels the rounding of u (Eigen calls libm's
 // log1p per element for doubles); x where u rounds to 1, ln u where u overflows.
-template <class X> Block<X> Log1pOf(const X& x) {
+template <class X> auto Log1pOf(const X& x) {
   if constexpr (std::is_same_v<S<X>, float>) {
-    return x.log1p();
+    return x.log1p();  // an expression, evaluated where it is used
   } else {
     const Block<X> v = x;
     const Block<X> u = v + 1.0;
@@ -105,9 +105,9 @@ template <class X> Block<X> Log1pOf(const X& x) {
 // under 1/2 there), and which reaches 1 without overflow trouble (2 / inf is 0). Within 5
 // ulp: the quotient carries expm1's error.
 constexpr double kTanhByExpm1Below = 0.55;
-template <class X> Block<X> TanhOf(const X& x) {
+template <class X> auto TanhOf(const X& x) {
   if constexpr (std::is_same_v<S<X>, float>) {
-    return x.tanh();
+    return x.tanh();  // an expression, evaluated where it is used
   } else {
     const Block<X> v = x;
     const Block<X> a = v.abs();

@@ -615,9 +615,9 @@ TYPED_TEST(FloatOps, ElementwisePowMatchesStdPow) {
 // (expm1 within 5: Eigen's exp, which it uses above |x| = 0.7, is that far off above 43
 // under AVX-512), with libm's NaNs, infinities and signed zeros; double precision is libm's
 // exactly for atan and tan, and within 3 ulp for the others (our own forms, tested more
-// closely in DoublePrecisionFormsWithinThreeUlp). tan is also held to it at the floats nearest its poles (where an
-// inexact reduction by pi/2 shows most), and on both sides of where it hands over to libm;
-// expm1 on both sides of where its series hands over to exp.
+// closely in DoublePrecisionFormsWithinFewUlp). tan is also held to it at the floats
+// nearest its poles (where an inexact reduction by pi/2 shows most), and on both sides of
+// where it hands over to libm; expm1 on both sides of where its series hands over to exp.
 TYPED_TEST(FloatOps, PolynomialFunctionsWithinThreeUlp) {
   using T = TypeParam;
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();

@@ -63,12 +63,11 @@ T ClipFactor(double norm, double max_norm) {
 // so the norm is the dense gradient's; Out holds each row once, ascending, clipped.
 template <class T>
 void ClipRowsByNorm(KernelContext& ctx, const Variable::SelectedRows& sr, double max_norm) {
-  const std::vector<int64_t> dims = sr.value.dims();
   const int64_t width = sr.count > 0 ? sr.value.numel() / static_cast<int64_t>(sr.count) : 0;
   const MergedRows<T> merged = MergeRows(sr.rows, sr.count, sr.value.data<T>(), width);
   const int64_t n = static_cast<int64_t>(merged.values.size());
   const T scale = ClipFactor<T>(std::sqrt(SumOfSquares(merged.values.data(), n)), max_norm);
-  std::vector<int64_t> out_dims = dims;
+  std::vector<int64_t> out_dims = sr.value.dims();
   if (!out_dims.empty()) out_dims[0] = static_cast<int64_t>(merged.rows.size());
   Tensor out = ctx.OutputVar("Out").SetSelectedRows(merged.rows.data(), merged.rows.size(), sr.height);
   Scaled(merged.values.data(), out.Allocate<T>(out_dims), n, scale);

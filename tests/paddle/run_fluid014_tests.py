@@ -43,8 +43,8 @@ DIVERGENCES = {
         "Paddle 2.1 refuses conv2d of an int32 image (its test_conv2d_op asserts the TypeError); Rill keeps 2.1's",
     "test_operator_desc.TestOperator.test_error_type":
         "asserts 0.14's exact messages: its typo 'initilized' (Paddle 2.1 and Rill say 'initialized'), and "
-        "an unregistered op as a ValueError; Rill's is a NotFoundError (a LookupError) naming the nearest op "
-        "types and where plugins were looked for",
+        "an unregistered op as a ValueError; Rill's is a NotFoundError (a LookupError) naming the loaded "
+        "plugins",
     "test_dist_transpiler.TestDistTranspiler.test_transpiler":
         "asserts 0.14's exact trainer and pserver op lists (split_byref, concat, one send per block); Rill's "
         "transpiler places each variable whole and writes one send and one recv (core/program/transpiler.h)",

@@ -9,7 +9,7 @@ runtime's own, through the extension module), ``is_compiled_with_cuda``,
 """
 from rill import _rill
 from rill.errors import Error as EnforceNotMet
-from rill.fluid.desc import BlockDesc, OpDesc, ProgramDesc, VarDesc  # noqa: F401
+from rill.fluid.desc import BlockDesc, OpDesc, ProgramDesc, VarDesc, numbers_by_name  # noqa: F401
 from rill.proto import framework_pb2
 
 Scope = _rill.Scope
@@ -20,11 +20,10 @@ get_fetch_variable = _rill.get_fetch_variable
 
 
 class AttrType(object):
-    """framework.proto's attribute types (an op's ``attr_type``)."""
+    """framework.proto's attribute types (an op's ``attr_type``), by name."""
 
 
-for _name, _number in framework_pb2.AttrType.items():
-    setattr(AttrType, _name, _number)
+numbers_by_name(AttrType, framework_pb2.AttrType)
 
 
 class op_proto_and_checker_maker(object):

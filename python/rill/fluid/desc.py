@@ -9,10 +9,15 @@ That message is a snapshot: a change made through it reaches the Program when
 ``Program.sync_with_cpp()`` loads it, and a change made through the Program first makes a
 new snapshot, leaving earlier views to the old one (Fluid's desc is a single C++ object).
 """
-from rill import _rill
 from rill.proto import framework_pb2
 
-__all__ = ["ProgramDesc", "BlockDesc", "OpDesc", "VarDesc"]
+__all__ = ["ProgramDesc", "BlockDesc", "OpDesc", "VarDesc", "numbers_by_name"]
+
+
+def numbers_by_name(cls, enum):
+    """Gives class `cls` each name of protobuf enum `enum` as an attribute holding its number."""
+    for name, number in enum.items():
+        setattr(cls, name, number)
 
 
 class _View(object):
@@ -38,28 +43,7 @@ class VarDesc(_View):
     """A variable: its name, type, and per type its dtype(s), shape(s) and LoD level(s)."""
 
     class VarType(object):
-        BOOL = 0
-        INT16 = 1
-        INT32 = 2
-        INT64 = 3
-        FP16 = 4
-        FP32 = 5
-        FP64 = 6
-        LOD_TENSOR = 7
-        SELECTED_ROWS = 8
-        FEED_MINIBATCH = 9
-        FETCH_LIST = 10
-        STEP_SCOPES = 11
-        LOD_RANK_TABLE = 12
-        LOD_TENSOR_ARRAY = 13
-        PLACE_LIST = 14
-        READER = 15
-        CHANNEL = 16
-        RAW = 17
-        TUPLE = 18
-        SIZE_T = 19
-        UINT8 = 20
-        INT8 = 21
+        """framework.proto's variable types and dtypes (VarType.Type), by name."""
 
     __slots__ = ()
 
@@ -162,6 +146,9 @@ class VarDesc(_View):
 
     def set_lod_levels(self, levels):
         self._set_each(levels, lambda pair, level: setattr(pair[1], "lod_level", level))
+
+
+numbers_by_name(VarDesc.VarType, framework_pb2.VarType.Type)
 
 
 class OpDesc(_View):
@@ -281,10 +268,8 @@ class OpDesc(_View):
 
     def check_attrs(self):
         """Fills in each attribute the op's schema declares a default for and the op lacks."""
-        schema = _rill.op_schema(self._msg.type)
-        if schema is None:
-            raise ValueError("Operator \"%s\" has not been registered." % self._msg.type)
         from rill.fluid import framework
+        schema = framework.registered_schema(self._msg.type)
         for name, spec in schema["attrs"].items():
             if spec.get("default") is not None and not self.has_attr(name):
                 framework._set_attr_desc(self._msg.attrs.add(), name, spec["default"], spec["type"], self._msg.type)

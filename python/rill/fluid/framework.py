@@ -202,8 +202,12 @@ class Variable(object):
             if self._capacity is not None:
                 desc.type.channel.capacity = self._capacity
 
+    def _untyped(self):
+        """Whether this is a tensor variable without a dtype, which framework.proto refuses."""
+        return self._dtype is None and self.type in _TENSOR_TYPES
+
     def to_string(self, throw_on_error=False, with_details=False):
-        if throw_on_error and self._dtype is None and self.type in _TENSOR_TYPES:
+        if throw_on_error and self._untyped():
             raise ValueError("variable %s has no dtype" % self._name)
         desc = framework_pb2.VarDesc()
         self._to_desc(desc)
@@ -813,8 +817,7 @@ class Program(object):
         tensor variable without a dtype raises ValueError: framework.proto requires one, and
         the text would show the fp32 the runtime assumes for it."""
         if throw_on_error:
-            missing = ["%s (block %d)" % (v.name, b.idx) for b in self.blocks for v in b.vars.values()
-                       if v._dtype is None and v.type in _TENSOR_TYPES]
+            missing = ["%s (block %d)" % (v.name, b.idx) for b in self.blocks for v in b.vars.values() if v._untyped()]
             if missing:
                 raise ValueError("the program is incomplete: variable%s %s ha%s no dtype" % (
                     "s" if len(missing) > 1 else "", ", ".join(missing), "ve" if len(missing) > 1 else "s"))
@@ -932,6 +935,15 @@ def _sub_block_inputs(program, op):
     return names
 
 
+def registered_schema(op_type):
+    """The op's schema; for a type no loaded plugin registers, ValueError in Fluid's words
+    (as its OpProtoHolder raises it) followed by the runtime's, which names near types."""
+    schema = _rill.op_schema(op_type)
+    if schema is None:
+        raise ValueError("Operator \"%s\" has not been registered. %s" % (op_type, _rill.unknown_op_message(op_type)))
+    return schema
+
+
 def _schema_attrs(op_type):
     schema = _rill.op_schema(op_type)
     return schema["attrs"] if schema else {}
@@ -956,9 +968,7 @@ class OpProtoHolder(object):
         return cls._instance
 
     def get_op_proto(self, type):
-        schema = _rill.op_schema(type)
-        if schema is None:
-            raise ValueError("Operator \"%s\" has not been registered." % type)
+        schema = registered_schema(type)
 
         def slots(specs):
             return [OpProtoVar(s["name"], "", s["duplicable"], False, s["optional"]) for s in specs]

@@ -13,17 +13,10 @@ from rill.fluid import framework
 from rill.fluid.desc import ProgramDesc
 
 
-def _schema(op_type):
-    schema = _rill.op_schema(op_type)
-    if schema is None:
-        raise ValueError(_rill.unknown_op_message(op_type))
-    return schema
-
-
 class Operator(object):
     def __init__(self, type, **kwargs):
         self._type = type
-        schema = _schema(type)
+        schema = framework.registered_schema(type)
         self._inputs, self._outputs, self._attrs = {}, {}, {}
         inputs = set(s["name"] for s in schema["inputs"])
         outputs = set(s["name"] for s in schema["outputs"])
@@ -60,20 +53,20 @@ class Operator(object):
 
     @staticmethod
     def get_op_inputs(op_type):
-        return [(s["name"], s["duplicable"]) for s in _schema(op_type)["inputs"]]
+        return [(s["name"], s["duplicable"]) for s in framework.registered_schema(op_type)["inputs"]]
 
     @staticmethod
     def get_op_outputs(op_type):
-        return [(s["name"], s["duplicable"]) for s in _schema(op_type)["outputs"]]
+        return [(s["name"], s["duplicable"]) for s in framework.registered_schema(op_type)["outputs"]]
 
     @staticmethod
     def get_op_input_names(op_type):
-        return [s["name"] for s in _schema(op_type)["inputs"]]
+        return [s["name"] for s in framework.registered_schema(op_type)["inputs"]]
 
     @staticmethod
     def get_op_output_names(op_type):
-        return [s["name"] for s in _schema(op_type)["outputs"]]
+        return [s["name"] for s in framework.registered_schema(op_type)["outputs"]]
 
     @staticmethod
     def get_op_attr_names(op_type):
-        return list(_schema(op_type)["attrs"])
+        return list(framework.registered_schema(op_type)["attrs"])

@@ -854,14 +854,16 @@ TYPED_TEST(Elementwise, ReductionsOverEveryDimSetMatchAnElementWalk) {
   }
 }
 
-// A NaN anywhere in a long row is that row's maximum and minimum, whichever vector lane it
-// lands in.
+// A NaN anywhere in a long row is that row's maximum and minimum, whichever vector lane or
+// accumulator it lands in, or past the last whole vector.
 TYPED_TEST(FloatOps, ReducedNanWinsEveryLane) {
   using T = TypeParam;
   const int64_t rows = 40, width = 67;
   std::vector<double> x(static_cast<size_t>(rows * width));
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>(i % 13);
   for (int64_t r = 0; r < rows; r += 2) x[static_cast<size_t>(r * width + r)] = std::nan("");  // column r
+  x[static_cast<size_t>(width - 1)] = std::nan("");  // row 0's last element, too
+  x[static_cast<size_t>(2 * width - 1)] = std::nan("");  // row 1's only NaN: its last element
   this->template Set<T>("x", {rows, width}, x);
   this->Op("reduce_max").Input("X", "x").Output("Out", "max").Attr("dim", std::vector<int64_t>{1});
   this->Op("reduce_min").Input("X", "x").Output("Out", "min").Attr("dim", std::vector<int64_t>{1});
@@ -869,11 +871,54 @@ TYPED_TEST(FloatOps, ReducedNanWinsEveryLane) {
   ASSERT_EQ(this->Run(), "");
   const std::vector<double> mx = this->Values("max"), mn = this->Values("min"), col = this->Values("col");
   for (int64_t r = 0; r < rows; ++r) {
-    EXPECT_EQ(std::isnan(mx[static_cast<size_t>(r)]), r % 2 == 0) << "row " << r;
-    EXPECT_EQ(std::isnan(mn[static_cast<size_t>(r)]), r % 2 == 0) << "row " << r;
+    EXPECT_EQ(std::isnan(mx[static_cast<size_t>(r)]), r % 2 == 0 || r == 1) << "row " << r;
+    EXPECT_EQ(std::isnan(mn[static_cast<size_t>(r)]), r % 2 == 0 || r == 1) << "row " << r;
   }
   for (int64_t c = 0; c < width; ++c) {
-    EXPECT_EQ(std::isnan(col[static_cast<size_t>(c)]), c < rows && c % 2 == 0) << "column " << c;
+    EXPECT_EQ(std::isnan(col[static_cast<size_t>(c)]), (c < rows && c % 2 == 0) || c == width - 1) << "column " << c;
+  }
+}
+
+// reduce_all and reduce_any over every set of dims, against a walk over the elements: rows
+// longer than any vector register, most of them all true or all false, a few with a single
+// odd element at each end and in the middle.
+TEST_F(MathForward, BoolReductionsOverEveryDimSetMatchAnElementWalk) {
+  const std::vector<int64_t> dims = {3, 5, 130};
+  const int64_t n = 3 * 5 * 130;
+  std::vector<double> x(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t row = i / 130, j = i % 130;
+    const bool odd = (row % 3 == 1 && j == 0) || (row % 3 == 2 && j == 129) || (row % 5 == 0 && j == 64);
+    x[static_cast<size_t>(i)] = ((row / 2) % 2 == 0) != odd ? 1 : 0;
+  }
+  Set<bool>("x", dims, x);
+  for (int mask = 1; mask < 8; ++mask) {
+    std::vector<int64_t> dim;
+    for (int k = 0; k < 3; ++k) {
+      if (mask & (1 << k)) dim.push_back(k);
+    }
+    Op("reduce_all").Input("X", "x").Output("Out", "all" + std::to_string(mask)).Attr("dim", dim);
+    Op("reduce_any").Input("X", "x").Output("Out", "any" + std::to_string(mask)).Attr("dim", dim);
+  }
+  ASSERT_EQ(Run(), "");
+  for (int mask = 1; mask < 8; ++mask) {
+    int64_t out_n = 1;
+    for (int k = 0; k < 3; ++k) {
+      if (!(mask & (1 << k))) out_n *= dims[static_cast<size_t>(k)];
+    }
+    std::vector<double> all(static_cast<size_t>(out_n), 1), any(static_cast<size_t>(out_n), 0);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t idx[3] = {i / (5 * 130), (i / 130) % 5, i % 130};
+      int64_t o = 0;
+      for (int k = 0; k < 3; ++k) {
+        if (!(mask & (1 << k))) o = o * dims[static_cast<size_t>(k)] + idx[k];
+      }
+      const double v = x[static_cast<size_t>(i)];
+      all[static_cast<size_t>(o)] = std::min(all[static_cast<size_t>(o)], v);
+      any[static_cast<size_t>(o)] = std::max(any[static_cast<size_t>(o)], v);
+    }
+    EXPECT_EQ(Values("all" + std::to_string(mask)), all) << "dims mask " << mask;
+    EXPECT_EQ(Values("any" + std::to_string(mask)), any) << "dims mask " << mask;
   }
 }
 

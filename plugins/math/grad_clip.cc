@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "kernels.h"
+#include "reduction_loops.h"
 #include "ops.h"
 #include "selected_rows.h"
 
@@ -21,7 +22,7 @@ double SumOfSquares(const T* p, int64_t n) {
   const double bytes = static_cast<double>(sizeof(T)) * n;
   std::vector<double> partial(static_cast<size_t>(ParallelChunks(n, bytes)), 0.0);
   ParallelFor(n, bytes, [&](int64_t chunk, int64_t begin, int64_t end) {
-    partial[static_cast<size_t>(chunk)] = ConstVecMap<T>(p + begin, end - begin).template cast<double>().square().sum();
+    partial[static_cast<size_t>(chunk)] = reduction::SumOfSquaresFor<T>()(p + begin, end - begin);
   });
   double sum = 0;
   for (double v : partial) sum += v;

@@ -238,20 +238,15 @@ void ReduceGrad(KernelContext& ctx) {
   });
 }
 
-// reduce_all (every element true) and reduce_any (some element true) of a bool X.
+// reduce_all (every element true) and reduce_any (some element true) of a bool X: the
+// minimum and the maximum of its bytes (a bool's byte is nonzero exactly when it is true).
 template <bool kAll>
 void ReduceBool(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const ReducePlan p = PlanReduceOp(ctx, x.dims());
-  std::vector<uint8_t> acc(static_cast<size_t>(p.out_numel), kAll ? 1 : 0);
-  const bool* px = x.data<bool>();
-  const bool inner_reduced = p.InnerReduced();
-  ForEachRun(p, [&](int64_t in, int64_t o, int64_t length) {
-    for (int64_t k = 0; k < length; ++k) {
-      uint8_t& a = acc[static_cast<size_t>(inner_reduced ? o : o + k)];
-      a = kAll ? (a && px[in + k]) : (a || px[in + k]);
-    }
-  });
+  const auto* px = static_cast<const uint8_t*>(x.raw_data());
+  std::vector<uint8_t> acc(static_cast<size_t>(p.out_numel));
+  ReduceInto<kAll ? Reduction::kMin : Reduction::kMax>(px, p, acc.data());
   bool* out = ctx.AllocateOutput<bool>("Out", p.out_dims);
   for (size_t k = 0; k < acc.size(); ++k) out[k] = acc[k] != 0;
 }

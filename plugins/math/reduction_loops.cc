@@ -2,6 +2,9 @@
 // this file once per set, naming its tag in RILL_MATH_ISA_TAG.
 #include "reduction_loops.h"
 
+#include <cstring>
+#include <type_traits>
+
 #include "kernels.h"
 
 #if !defined(RILL_MATH_ISA_TAG)
@@ -9,15 +12,104 @@
 #endif
 
 namespace rill::math::reduction {
+namespace {
+
+namespace pk = Eigen::internal;
+
+// a (op) b, for one element and for a packet of them. Max and min of packets are the
+// instructions' (which return one operand when the other is NaN): Row notes NaNs apart.
+template <Reduction R, class T>
+T Apply(T a, T b) {
+  if constexpr (R == Reduction::kMax) return a < b ? b : a;
+  if constexpr (R == Reduction::kMin) return b < a ? b : a;
+  if constexpr (R == Reduction::kProd) return a * b;
+  return a + b;
+}
+template <Reduction R, class P>
+P ApplyPacket(const P& a, const P& b) {
+  if constexpr (R == Reduction::kMax) return pk::pmax(a, b);
+  if constexpr (R == Reduction::kMin) return pk::pmin(a, b);
+  if constexpr (R == Reduction::kProd) return pk::pmul(a, b);
+  return pk::padd(a, b);
+}
+
+constexpr bool Extreme(Reduction r) { return r == Reduction::kMax || r == Reduction::kMin; }
+
+// The first NaN of x[0, n), for a row Row found one in.
+template <class T>
+T FirstNan(const T* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (x[i] != x[i]) return x[i];
+  }
+  return std::numeric_limits<T>::quiet_NaN();
+}
+
+// Row for floats: four packets of accumulators, each combining every fourth packet of x
+// element by element (four independent chains, so the loop runs at the rate the core loads,
+// not at one operation's latency), then the four combined, their lanes in order, and the
+// elements past the last whole packet: a fixed order for a given set and n. Max and min
+// also keep, per lane, whether some element compared unordered with itself; a row holding
+// a NaN returns its first one (nan_order.h's rule).
+template <Reduction R, class T>
+T FloatRow(const T* x, int64_t n) {
+  using P = typename pk::packet_traits<T>::type;
+  constexpr int64_t kLanes = pk::packet_traits<T>::size;
+  const P identity = pk::pset1<P>(Identity<R, T>());
+  P acc0 = identity, acc1 = identity, acc2 = identity, acc3 = identity;
+  P nan = pk::pzero(identity);
+  int64_t i = 0;
+  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+    const P v0 = pk::ploadu<P>(x + i), v1 = pk::ploadu<P>(x + i + kLanes);
+    const P v2 = pk::ploadu<P>(x + i + 2 * kLanes), v3 = pk::ploadu<P>(x + i + 3 * kLanes);
+    acc0 = ApplyPacket<R>(acc0, v0);
+    acc1 = ApplyPacket<R>(acc1, v1);
+    acc2 = ApplyPacket<R>(acc2, v2);
+    acc3 = ApplyPacket<R>(acc3, v3);
+    if constexpr (Extreme(R)) {
+      nan = pk::por(nan, pk::por(pk::por(pk::pcmp_lt_or_nan(v0, v0), pk::pcmp_lt_or_nan(v1, v1)),
+                                 pk::por(pk::pcmp_lt_or_nan(v2, v2), pk::pcmp_lt_or_nan(v3, v3))));
+    }
+  }
+  for (; i + kLanes <= n; i += kLanes) {
+    const P v = pk::ploadu<P>(x + i);
+    acc0 = ApplyPacket<R>(acc0, v);
+    if constexpr (Extreme(R)) nan = pk::por(nan, pk::pcmp_lt_or_nan(v, v));
+  }
+  acc0 = ApplyPacket<R>(ApplyPacket<R>(acc0, acc1), ApplyPacket<R>(acc2, acc3));
+  T lanes[kLanes];
+  pk::pstoreu(lanes, acc0);
+  T result = lanes[0];
+  for (int64_t l = 1; l < kLanes; ++l) result = Apply<R>(result, lanes[l]);
+  bool unordered = false;
+  for (; i < n; ++i) {
+    result = Apply<R>(result, x[i]);
+    unordered |= x[i] != x[i];
+  }
+  if constexpr (Extreme(R)) {
+    pk::pstoreu(lanes, nan);  // a lane's bits are all set where it met a NaN
+    for (int64_t l = 0; l < kLanes; ++l) {
+      uint64_t bits = 0;
+      std::memcpy(&bits, &lanes[l], sizeof(T));
+      unordered |= bits != 0;
+    }
+    if (unordered) return FirstNan(x, n);
+  }
+  return result;
+}
+
+}  // namespace
 
 template <class Set, Reduction R, class T>
 T Row(const T* x, int64_t n) {
-  if (n == 0) return Identity<R, T>();
-  const ConstVecMap<T> v(x, n);
-  if constexpr (R == Reduction::kSum || R == Reduction::kMean) return v.sum();
-  if constexpr (R == Reduction::kProd) return v.prod();
-  if constexpr (R == Reduction::kMax) return v.template maxCoeff<Eigen::PropagateNaN>();
-  if constexpr (R == Reduction::kMin) return v.template minCoeff<Eigen::PropagateNaN>();
+  if constexpr (std::is_floating_point_v<T>) {
+    return FloatRow<R>(x, n);
+  } else {
+    // Integers combine exactly in any order (a sum or product modulo 2^width), so this loop
+    // is left to the compiler to vectorize as it likes.
+    T acc = Identity<R, T>();
+    for (int64_t i = 0; i < n; ++i) acc = Apply<R>(acc, x[i]);
+    return acc;
+  }
 }
 
 template <class Set, Reduction R, class T>
@@ -30,6 +122,25 @@ void Rows(T* acc, const T* x, int64_t n) {
   // ones maxCoeff<PropagateNaN> vectorizes with).
   if constexpr (R == Reduction::kMax) a = a.binaryExpr(v, Eigen::internal::scalar_max_op<T, T, Eigen::PropagateNaN>());
   if constexpr (R == Reduction::kMin) a = a.binaryExpr(v, Eigen::internal::scalar_min_op<T, T, Eigen::PropagateNaN>());
+}
+
+template <class Set, class T>
+double SumOfSquares(const T* x, int64_t n) {
+  // Sixteen double accumulators, lane j taking the elements j mod 16: independent chains
+  // the compiler keeps in vector registers; combined in lane order.
+  constexpr int64_t kLanes = 16;
+  double acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) {
+      const double v = static_cast<double>(x[i + l]);
+      acc[l] += v * v;
+    }
+  }
+  double sum = 0;
+  for (int64_t l = 0; l < kLanes; ++l) sum += acc[l];
+  for (; i < n; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  return sum;
 }
 
 #define RILL_MATH_REDUCTION_LOOPS(R, T)                                       \
@@ -45,5 +156,10 @@ RILL_MATH_REDUCTION_LOOPS_OF(float)
 RILL_MATH_REDUCTION_LOOPS_OF(double)
 RILL_MATH_REDUCTION_LOOPS_OF(int32_t)
 RILL_MATH_REDUCTION_LOOPS_OF(int64_t)
+// reduce_all and reduce_any: the minimum and maximum of bools' bytes.
+RILL_MATH_REDUCTION_LOOPS(kMax, uint8_t)
+RILL_MATH_REDUCTION_LOOPS(kMin, uint8_t)
+template double SumOfSquares<RILL_MATH_ISA_TAG, float>(const float*, int64_t);
+template double SumOfSquares<RILL_MATH_ISA_TAG, double>(const double*, int64_t);
 
 }  // namespace rill::math::reduction

@@ -2,9 +2,9 @@
 // (isa.h) by reduction_loops.cc: a reduction reads every element once and is bound by how
 // many elements a core combines per cycle, which the vector width sets.
 //
-// Each loop's order of combination is fixed for a given set and length (Eigen's packets,
-// then their lanes), so a result is the same bits run to run and for every thread budget;
-// max and min propagate NaN (nan_order.h's rule: a NaN among the values is the extreme).
+// Each loop's order of combination is fixed for a given set and length (packets of
+// accumulators, then their lanes), so a result is the same bits run to run and for every
+// thread budget; max and min propagate NaN (nan_order.h's rule: a NaN among the values is the extreme).
 #ifndef RILL_MATH_REDUCTION_LOOPS_H_
 #define RILL_MATH_REDUCTION_LOOPS_H_
 
@@ -37,11 +37,14 @@ struct Loops {
 };
 
 // Instantiated by reduction_loops.cc for each set's tag, reduction and element type (the
-// reduce ops' float, double, int32_t and int64_t).
+// reduce ops' float, double, int32_t and int64_t; uint8_t's max and min for bools).
 template <class Set, Reduction R, class T>
 T Row(const T* x, int64_t n);
 template <class Set, Reduction R, class T>
 void Rows(T* acc, const T* x, int64_t n);
+// The sum of x[0, n)'s squares, in double (float and double).
+template <class Set, class T>
+double SumOfSquares(const T* x, int64_t n);
 
 // MathIsa()'s loops for R over T, picked on first use.
 template <Reduction R, class T>
@@ -51,6 +54,13 @@ const Loops<T>& LoopsFor() {
     return Loops<T>{&Row<Set, R, T>, &Rows<Set, R, T>};
   });
   return loops;
+}
+
+// MathIsa()'s SumOfSquares over T.
+template <class T>
+auto SumOfSquaresFor() {
+  static const auto loop = ForMathIsa([](auto set) { return &SumOfSquares<decltype(set), T>; });
+  return loop;
 }
 
 }  // namespace reduction

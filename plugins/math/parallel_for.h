@@ -20,10 +20,13 @@
 #ifndef RILL_PLUGINS_MATH_PARALLEL_FOR_H_
 #define RILL_PLUGINS_MATH_PARALLEL_FOR_H_
 
-#include <Eigen/Core>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
+#include <type_traits>
+
+#include "fill_loops.h"
 
 namespace rill::math {
 
@@ -48,13 +51,20 @@ void ParallelFor(int64_t n, double bytes, F&& body) {
 // memcpy of `bytes` from `from` to `to` (not overlapping), as a ParallelFor pass.
 void ParallelCopy(const void* from, void* to, size_t bytes);
 
-// p[0, n) = value, as a ParallelFor pass of Eigen's vector stores (GCC's -O2 leaves
-// std::fill's loop scalar).
+// p[0, n) = value, as a ParallelFor pass of the widest stores the machine has
+// (fill_loops.h): T is any type of 1, 2, 4 or 8 bytes, written as its bytes.
 template <class T>
 void ParallelFill(T* p, int64_t n, T value) {
-  ParallelFor(n, static_cast<double>(sizeof(T)) * n, [p, value](int64_t, int64_t begin, int64_t end) {
-    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(p + begin, end - begin).setConstant(value);
-  });
+  static_assert(std::is_trivially_copyable_v<T>, "a fill writes T's bytes");
+  using Word = std::conditional_t<sizeof(T) == 1, uint8_t, std::conditional_t<sizeof(T) == 2, uint16_t,
+               std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+  static_assert(sizeof(T) == sizeof(Word), "a fill writes elements of 1, 2, 4 or 8 bytes");
+  Word bits;
+  std::memcpy(&bits, &value, sizeof(T));
+  Word* words = reinterpret_cast<Word*>(p);
+  const auto fill = fill::FillFor<Word>();
+  ParallelFor(n, static_cast<double>(sizeof(T)) * n,
+              [words, bits, fill](int64_t, int64_t begin, int64_t end) { fill(words + begin, end - begin, bits); });
 }
 
 }  // namespace rill::math

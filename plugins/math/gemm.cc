@@ -2,10 +2,12 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-#include <Eigen/Core>
+#include <algorithm>
 #include <string>
 
+#include "gemm_loops.h"
 #include "intra_op.h"
+#include "parallel_for.h"
 #include "rill/sdk.hpp"
 
 namespace rill::math {
@@ -37,22 +39,30 @@ void Gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
   }
 }
 
+// fp64: Eigen's product compiled for the machine's widest set (gemm_loops.h), C split into
+// blocks of at least kDoubleBlock rows (or, when C is wider than tall, columns), each its own
+// product over the whole of k, on the passes' team. The blocks depend on the shape alone,
+// so an element of C is summed in the same order whatever the thread budget.
 template <>
 void Gemm<double>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
                   int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) return ScaleOnly(m, n, beta, c, ldc);
-  using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  using Stride = Eigen::OuterStride<>;
-  Eigen::Map<const Mat, 0, Stride> am(a, trans_a ? k : m, trans_a ? m : k, Stride(lda));
-  Eigen::Map<const Mat, 0, Stride> bm(b, trans_b ? n : k, trans_b ? k : n, Stride(ldb));
-  Eigen::Map<Mat, 0, Stride> cm(c, m, n, Stride(ldc));
-  if (beta == 0) cm.setZero();
-  else if (beta != 1) cm *= beta;
-  if (trans_a && trans_b) cm.noalias() += alpha * (am.transpose() * bm.transpose());
-  else if (trans_a) cm.noalias() += alpha * (am.transpose() * bm);
-  else if (trans_b) cm.noalias() += alpha * (am * bm.transpose());
-  else cm.noalias() += alpha * (am * bm);
+  constexpr int64_t kDoubleBlock = 128;
+  const auto gemm = gemm::DoubleGemmForIsa();
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const bool by_rows = m >= n;
+  const int64_t split = by_rows ? m : n;
+  const int64_t blocks = flops < kParallelFlops ? 1 : std::clamp<int64_t>(split / kDoubleBlock, 1, 64);
+  ParallelForBlocks(split, blocks, [&](int64_t, int64_t begin, int64_t end) {
+    if (by_rows) {
+      gemm(trans_a, trans_b, end - begin, n, k, alpha, trans_a ? a + begin : a + begin * lda, lda, b, ldb, beta,
+           c + begin * ldc, ldc);
+    } else {
+      gemm(trans_a, trans_b, m, end - begin, k, alpha, a, lda, trans_b ? b + begin * ldb : b + begin, ldb, beta,
+           c + begin, ldc);
+    }
+  });
 }
 
 }  // namespace rill::math

@@ -7,7 +7,7 @@
 // between rows as stored). With beta == 0, C is written without being read (it may hold
 // anything, NaN included). fp32 runs oneDNN's sgemm (AVX2 / AVX-512 chosen at run time,
 // on the cores intra_op.h gives it); fp64, which oneDNN has no GEMM for, runs
-// Eigen's.
+// Eigen's, compiled per instruction set, in blocks of C on the passes' team (gemm.cc).
 #ifndef RILL_PLUGINS_MATH_GEMM_H_
 #define RILL_PLUGINS_MATH_GEMM_H_
 

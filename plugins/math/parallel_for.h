@@ -48,6 +48,14 @@ void ParallelFor(int64_t n, double bytes, F&& body) {
   detail::RunChunks(n, chunks, std::ref(body));
 }
 
+// ParallelFor with the caller's own count of chunks, `chunks` (1 to n): for work whose
+// cost is not the memory it moves (a matrix product's blocks).
+template <class F>
+void ParallelForBlocks(int64_t n, int64_t chunks, F&& body) {
+  if (chunks <= 1) return body(int64_t{0}, int64_t{0}, n);
+  detail::RunChunks(n, chunks, std::ref(body));
+}
+
 // memcpy of `bytes` from `from` to `to` (not overlapping), as a ParallelFor pass.
 void ParallelCopy(const void* from, void* to, size_t bytes);
 

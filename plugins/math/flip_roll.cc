@@ -8,6 +8,7 @@
 #include "index_map.h"
 #include "parallel_for.h"
 #include "kernels.h"
+#include "memory_loops.h"
 #include "ops.h"
 
 namespace rill::math {
@@ -102,8 +103,8 @@ void MoveBytes(const char* px, char* po, Moves m, size_t size) {
       } else {
         // out[(j + shift) % width] = in[j]
         const size_t head = static_cast<size_t>(shift) * size;
-        std::memcpy(out + head, in, row_bytes - head);
-        std::memcpy(out, in + row_bytes - head, head);
+        CopyBytes(out + head, in, row_bytes - head);
+        CopyBytes(out, in + row_bytes - head, head);
       }
     }
   });

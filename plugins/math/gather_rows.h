@@ -14,8 +14,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
+#include "memory_loops.h"
 #include "parallel_for.h"
 
 namespace rill::math {
@@ -44,7 +44,7 @@ void GatherRows(char* out, int64_t rows, size_t row_bytes, Source source) {
       if (r + kPrefetchDistance < end) prefetch(r + kPrefetchDistance);
       char* to = out + static_cast<size_t>(r) * row_bytes;
       if (const char* from = source(r)) {
-        std::memcpy(to, from, row_bytes);
+        CopyBytes(to, from, row_bytes);
       } else {
         std::memset(to, 0, row_bytes);
       }

@@ -4,11 +4,11 @@
 // X is a list of k >= 2 tensors of one shape [M, ...]; Ids (int32/int64 [M, 1]) names, for
 // each row i, the tensor Out's row i is copied from: Out[i] = X[Ids[i]][i]. The gradient
 // sends Out@GRAD's row i to X[Ids[i]]@GRAD's row i; the other rows get zeros.
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "kernels.h"
+#include "memory_loops.h"
 #include "ops.h"
 
 namespace rill::math {
@@ -49,7 +49,7 @@ void Multiplex(KernelContext& ctx) {
   WriteOutputBytes(ctx, "Out", {"X"}, x0.dtype(), d, [&](char* po) {
     for (size_t i = 0; i < src.size(); ++i) {
       const char* from = static_cast<const char*>(ctx.Input("X", static_cast<size_t>(src[i])).raw_data());
-      std::memcpy(po + i * row, from + i * row, row);
+      CopyBytes(po + i * row, from + i * row, row);
     }
   });
 }

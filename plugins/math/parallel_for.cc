@@ -179,7 +179,7 @@ void ParallelCopy(const void* from, void* to, size_t bytes) {
   auto* out = static_cast<char*>(to);
   ParallelFor(static_cast<int64_t>(bytes), 2.0 * static_cast<double>(bytes),
               [in, out](int64_t, int64_t begin, int64_t end) {
-                std::memcpy(out + begin, in + begin, static_cast<size_t>(end - begin));
+                CopyBytes(out + begin, in + begin, static_cast<size_t>(end - begin));
               });
 }
 

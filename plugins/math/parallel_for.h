@@ -26,7 +26,7 @@
 #include <functional>
 #include <type_traits>
 
-#include "fill_loops.h"
+#include "memory_loops.h"
 
 namespace rill::math {
 
@@ -56,11 +56,11 @@ void ParallelForBlocks(int64_t n, int64_t chunks, F&& body) {
   detail::RunChunks(n, chunks, std::ref(body));
 }
 
-// memcpy of `bytes` from `from` to `to` (not overlapping), as a ParallelFor pass.
+// CopyBytes of `bytes` from `from` to `to` (not overlapping), as a ParallelFor pass.
 void ParallelCopy(const void* from, void* to, size_t bytes);
 
 // p[0, n) = value, as a ParallelFor pass of the widest stores the machine has
-// (fill_loops.h): T is any type of 1, 2, 4 or 8 bytes, written as its bytes.
+// (memory_loops.h): T is any type of 1, 2, 4 or 8 bytes, written as its bytes.
 template <class T>
 void ParallelFill(T* p, int64_t n, T value) {
   static_assert(std::is_trivially_copyable_v<T>, "a fill writes T's bytes");
@@ -70,7 +70,7 @@ void ParallelFill(T* p, int64_t n, T value) {
   Word bits;
   std::memcpy(&bits, &value, sizeof(T));
   Word* words = reinterpret_cast<Word*>(p);
-  const auto fill = fill::FillFor<Word>();
+  const auto fill = memory::FillFor<Word>();
   ParallelFor(n, static_cast<double>(sizeof(T)) * n,
               [words, bits, fill](int64_t, int64_t begin, int64_t end) { fill(words + begin, end - begin, bits); });
 }

@@ -1,10 +1,10 @@
 #include "permute.h"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 
 #include "kernels.h"
+#include "memory_loops.h"
 
 namespace rill::math {
 namespace {
@@ -57,7 +57,7 @@ void CopyRows(const char* in, char* out, const View& v, const std::vector<int64_
     for (int64_t i = first; i < last; ++i) {
       int64_t from, to;
       Offsets(v, out_strides, outer, i, &from, &to);
-      std::memcpy(out + static_cast<size_t>(to) * size, in + static_cast<size_t>(from) * size,
+      CopyBytes(out + static_cast<size_t>(to) * size, in + static_cast<size_t>(from) * size,
                   static_cast<size_t>(row) * size);
     }
   });

@@ -10,6 +10,7 @@
 
 #include "index_map.h"
 #include "kernels.h"
+#include "memory_loops.h"
 #include "ops.h"
 #include "reduction.h"
 #include "tensor_copy.h"
@@ -98,7 +99,7 @@ void WriteBox(KernelContext& ctx, const char* in_slot, const Box& b, const std::
   WriteOutputBytes(ctx, "Out", {in_slot}, in.dtype(), out_dims, [&](char* po) {
     ParallelForEachMappedRun(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
                              2.0 * static_cast<double>(size * Product(b.dims, 0, b.dims.size())),
-                             [&](int64_t o, int64_t i, int64_t n) { std::memcpy(po + o * size, pin + i * size, n * size); });
+                             [&](int64_t o, int64_t i, int64_t n) { CopyBytes(po + o * size, pin + i * size, n * size); });
   });
 }
 
@@ -215,10 +216,10 @@ void ExpandTo(KernelContext& ctx, const std::vector<int64_t>& out_dims) {
                              [&](int64_t o, int64_t from, int64_t n) {
       for (int64_t r = 0; r < n; ++r) {
         char* row = po + static_cast<size_t>(o + r) * o_row;
-        std::memcpy(row, px + static_cast<size_t>(from + r) * x_row, x_row);
+        CopyBytes(row, px + static_cast<size_t>(from + r) * x_row, x_row);
         for (size_t done = x_row; done < o_row;) {
           const size_t more = std::min(done, o_row - done);
-          std::memcpy(row + done, row, more);
+          CopyBytes(row + done, row, more);
           done += more;
         }
       }

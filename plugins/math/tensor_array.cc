@@ -6,6 +6,7 @@
 // registered for any dtype and choose none. Gradients keep the array's shape: the
 // gradient of an array is an array whose entry i is the gradient of entry i, and an entry
 // no gradient reached reads as zeros shaped like the forward entry.
+#include "memory_loops.h"
 #include "ops.h"
 #include "shape.h"
 #include "tensor_copy.h"
@@ -152,7 +153,7 @@ void TensorArrayToTensor(KernelContext& ctx) {
     size_t e_outer = 0, e_inner = 0;
     Split(e.dims(), axis, elem, &e_outer, &e_inner);
     const char* pe = static_cast<const char*>(e.raw_data());
-    for (size_t o = 0; o < outer; ++o) std::memcpy(po + o * row + offset, pe + o * e_inner, e_inner);
+    for (size_t o = 0; o < outer; ++o) CopyBytes(po + o * row + offset, pe + o * e_inner, e_inner);
     offset += e_inner;
   }
   if (ctx.HasOutput("OutIndex")) {
@@ -178,7 +179,7 @@ void TensorArrayToTensorGrad(KernelContext& ctx) {
     size_t e_outer = 0, e_inner = 0;
     Split(entries[k].dims(), axis, elem, &e_outer, &e_inner);
     char* pe = static_cast<char*>(x_grad.TensorArrayAt(k).Allocate(g.dtype(), entries[k].dims()));
-    for (size_t o = 0; o < outer; ++o) std::memcpy(pe + o * e_inner, pg + o * row + offset, e_inner);
+    for (size_t o = 0; o < outer; ++o) CopyBytes(pe + o * e_inner, pg + o * row + offset, e_inner);
     offset += e_inner;
   }
 }

@@ -1,0 +1,29 @@
+// The fill and copy loops (memory_loops.h) for one instruction set: CMakeLists.txt compiles
+// this file once per set, naming its tag in RILL_MATH_ISA_TAG, and with loop pattern
+// distribution off, so that the compiler does not turn these loops back into memset and
+// memcpy calls.
+#include "memory_loops.h"
+
+#if !defined(RILL_MATH_ISA_TAG)
+#error "memory_loops.cc is compiled by rill_math_isa_objects (CMakeLists.txt), once per set"
+#endif
+
+namespace rill::math::memory {
+
+template <class Set, class Word>
+void Fill(Word* p, int64_t n, Word value) {
+  for (int64_t i = 0; i < n; ++i) p[i] = value;
+}
+
+template <class Set>
+void Copy(const uint8_t* __restrict from, uint8_t* __restrict to, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) to[i] = from[i];
+}
+
+template void Fill<RILL_MATH_ISA_TAG, uint8_t>(uint8_t*, int64_t, uint8_t);
+template void Fill<RILL_MATH_ISA_TAG, uint16_t>(uint16_t*, int64_t, uint16_t);
+template void Fill<RILL_MATH_ISA_TAG, uint32_t>(uint32_t*, int64_t, uint32_t);
+template void Fill<RILL_MATH_ISA_TAG, uint64_t>(uint64_t*, int64_t, uint64_t);
+template void Copy<RILL_MATH_ISA_TAG>(const uint8_t*, uint8_t*, int64_t);
+
+}  // namespace rill::math::memory

@@ -1,0 +1,57 @@
+// plugins/math/memory_loops.h — fills and copies of plain bytes, compiled once per
+// instruction set (isa.h) by memory_loops.cc.
+//  - A fill is bound by how many bytes a store writes, which the vector width sets; the
+//    plugin's baseline build stores 16.
+//  - A copy of a large block by the C library's memcpy may use `rep movsb`, which on some
+//    cores runs several times slower than vector moves when the destination's offset within
+//    a cache line differs from the source's (a row rolled by a few elements, a transposed
+//    run): the plugin copies large blocks with CopyBytes, whose vector loop does not care.
+// ParallelFill and ParallelCopy (parallel_for.h) split fills and copies across the passes'
+// team with these.
+#ifndef RILL_MATH_MEMORY_LOOPS_H_
+#define RILL_MATH_MEMORY_LOOPS_H_
+
+#include <cstdint>
+#include <cstring>
+
+#include "isa.h"
+
+namespace rill::math {
+namespace memory {
+
+// p[0, n) = value. Instantiated by memory_loops.cc for each set's tag and uint8_t,
+// uint16_t, uint32_t, uint64_t.
+template <class Set, class Word>
+void Fill(Word* p, int64_t n, Word value);
+
+// to[0, n) = from[0, n), not overlapping.
+template <class Set>
+void Copy(const uint8_t* from, uint8_t* to, int64_t n);
+
+// MathIsa()'s Fill of Word, and its Copy.
+template <class Word>
+auto FillFor() {
+  static const auto loop = ForMathIsa([](auto set) { return &Fill<decltype(set), Word>; });
+  return loop;
+}
+inline auto CopyFor() {
+  static const auto loop = ForMathIsa([](auto set) { return &Copy<decltype(set)>; });
+  return loop;
+}
+
+}  // namespace memory
+
+// memcpy(to, from, n) for blocks that do not overlap: the C library's for small ones (a
+// call to the vector loop would cost more than the copy), memory::Copy for the rest.
+inline void CopyBytes(void* to, const void* from, size_t n) {
+  constexpr size_t kLoopFrom = 256;
+  if (n < kLoopFrom) {
+    std::memcpy(to, from, n);
+    return;
+  }
+  memory::CopyFor()(static_cast<const uint8_t*>(from), static_cast<uint8_t*>(to), static_cast<int64_t>(n));
+}
+
+}  // namespace rill::math
+
+#endif  // RILL_MATH_MEMORY_LOOPS_H_

@@ -879,6 +879,44 @@ TYPED_TEST(FloatOps, ReducedNanWinsEveryLane) {
   }
 }
 
+// flip and roll of rows longer than any vector register and than the copies' vector-loop
+// threshold, for elements of 1, 4 and 8 bytes, against a walk over the elements: every
+// row reversed, shifted (both ways, by amounts that leave the stores off the rows'
+// alignment), and the rows themselves moved.
+template <class T>
+class EveryElementSize : public OpFixture {};
+using ElementSizes = ::testing::Types<bool, float, double, int64_t>;
+TYPED_TEST_SUITE(EveryElementSize, ElementSizes);
+
+TYPED_TEST(EveryElementSize, FlipAndRollOfLongRowsMatchAWalk) {
+  using T = TypeParam;
+  auto& f = *this;
+  const int64_t rows = 3, width = 300;
+  std::vector<double> x(static_cast<size_t>(rows * width));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::is_same_v<T, bool> ? (i * 7) % 3 == 0 : static_cast<double>(i % 251);
+  f.template Set<T>("x", {rows, width}, x);
+  f.Op("flip").Input("X", "x").Output("Out", "flipped").Attr("axis", std::vector<int64_t>{1});
+  f.Op("flip").Input("X", "x").Output("Out", "both").Attr("axis", std::vector<int64_t>{0, 1});
+  f.Op("roll").Input("X", "x").Output("Out", "right").Attr("shifts", std::vector<int64_t>{3}).Attr("axis", std::vector<int64_t>{1});
+  f.Op("roll").Input("X", "x").Output("Out", "left_down")
+      .Attr("shifts", std::vector<int64_t>{-7, 1}).Attr("axis", std::vector<int64_t>{1, 0});
+  ASSERT_EQ(f.Run(), "");
+  std::vector<double> flipped, both, right, left_down;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < width; ++j) {
+      const auto at = [&](int64_t rr, int64_t jj) { return x[static_cast<size_t>(rr * width + jj)]; };
+      flipped.push_back(at(r, width - 1 - j));
+      both.push_back(at(rows - 1 - r, width - 1 - j));
+      right.push_back(at(r, (j - 3 + width) % width));
+      left_down.push_back(at((r - 1 + rows) % rows, (j + 7) % width));
+    }
+  }
+  EXPECT_EQ(f.Values("flipped"), flipped);
+  EXPECT_EQ(f.Values("both"), both);
+  EXPECT_EQ(f.Values("right"), right);
+  EXPECT_EQ(f.Values("left_down"), left_down);
+}
+
 // reduce_all and reduce_any over every set of dims, against a walk over the elements: rows
 // longer than any vector register, most of them all true or all false, a few with a single
 // odd element at each end and in the middle.

@@ -60,9 +60,7 @@ Moves Inverse(Moves m) {
 // out[j] = in[width - 1 - j] for elements of one machine word each.
 template <class Word>
 void ReverseCopy(const char* in, char* out, int64_t width) {
-  const Word* from = reinterpret_cast<const Word*>(in);
-  Word* to = reinterpret_cast<Word*>(out);
-  for (int64_t j = 0; j < width; ++j) to[j] = from[width - 1 - j];
+  memory::ReverseFor<Word>()(reinterpret_cast<const Word*>(in), reinterpret_cast<Word*>(out), width);
 }
 
 // out = X moved by m, X's elements `size` bytes each. Out's rows (its innermost dim) are
@@ -89,8 +87,14 @@ void MoveBytes(const char* px, char* po, Moves m, size_t size) {
   }
   const auto row_bytes = static_cast<size_t>(width) * size;
   const double bytes = 2.0 * static_cast<double>(row_bytes) * static_cast<double>(Product(m.dims, 0, m.dims.size() - 1));
-  // Whole rows as runs of one element each: the outer dims' moves pick the source row.
+  // Whole rows as runs of one element each: the outer dims' moves pick the source row. The
+  // trailing 1 makes each row a row of the walk, so that the team splits them (without it
+  // the last outer dim would be one row of runs, walked on one thread).
   std::vector<int64_t> rows_dims(m.dims.begin(), m.dims.end() - 1);
+  rows_dims.push_back(1);
+  m.dims.insert(m.dims.end() - 1, 1);
+  m.shift.insert(m.shift.end() - 1, 0);
+  m.reverse.insert(m.reverse.end() - 1, false);
   ParallelForEachMappedRun(rows_dims, rows_dims, [&m](size_t k, int64_t i) {
     const int64_t from = m.reverse[k] ? m.dims[k] - 1 - i : i - m.shift[k];
     return from < 0 ? from + m.dims[k] : from;

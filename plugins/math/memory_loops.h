@@ -1,4 +1,4 @@
-// plugins/math/memory_loops.h — fills and copies of plain bytes, compiled once per
+// plugins/math/memory_loops.h — fills, copies and reversed copies of plain bytes, compiled once per
 // instruction set (isa.h) by memory_loops.cc.
 //  - A fill is bound by how many bytes a store writes, which the vector width sets; the
 //    plugin's baseline build stores 16.
@@ -28,6 +28,10 @@ void Fill(Word* p, int64_t n, Word value);
 template <class Set>
 void Copy(const uint8_t* from, uint8_t* to, int64_t n);
 
+// to[j] = from[n - 1 - j] for j in [0, n), not overlapping (Word as for Fill).
+template <class Set, class Word>
+void Reverse(const Word* from, Word* to, int64_t n);
+
 // MathIsa()'s Fill of Word, and its Copy.
 template <class Word>
 auto FillFor() {
@@ -36,6 +40,11 @@ auto FillFor() {
 }
 inline auto CopyFor() {
   static const auto loop = ForMathIsa([](auto set) { return &Copy<decltype(set)>; });
+  return loop;
+}
+template <class Word>
+auto ReverseFor() {
+  static const auto loop = ForMathIsa([](auto set) { return &Reverse<decltype(set), Word>; });
   return loop;
 }
 

@@ -1,7 +1,7 @@
-// The fill, copy and reverse loops (memory_loops.h) for one instruction set: CMakeLists.txt compiles
-// this file once per set, naming its tag in RILL_MATH_ISA_TAG, and with loop pattern
-// distribution off, so that the compiler does not turn these loops back into memset and
-// memcpy calls.
+// The fill, copy and reverse loops (memory_loops.h) for one instruction set: CMakeLists.txt
+// compiles this file once per set, naming its tag in RILL_MATH_ISA_TAG, with loop pattern
+// distribution off (as every per-set object), so that these loops stay loops rather than
+// becoming the memset and memcpy calls they stand in for.
 #include "memory_loops.h"
 
 #include <algorithm>

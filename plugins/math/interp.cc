@@ -240,6 +240,28 @@ void InterpGrad(KernelContext& ctx) {
   const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(g.numel() + Product(d, 0, 4));
   ParallelFor(Units(p), bytes, [&](int64_t, int64_t begin, int64_t end) {
     for (int64_t u = begin; u < end; ++u) {
+      if (!p.nhwc) {  // a plane: row pointers per output row, the same sums in the same order
+        const T* gu = pg + u * p.out_h * p.out_w;
+        T* plane = dx + u * p.in_h * p.in_w;
+        for (int64_t y = 0; y < p.out_h; ++y) {
+          const Tap& r = p.rows[static_cast<size_t>(y)];
+          T* lo = plane + r.lo * p.in_w;
+          T* hi = plane + r.hi * p.in_w;
+          const std::array<T, 4>* wy = w.data() + y * p.out_w;
+          const T* gy = gu + y * p.out_w;
+          for (int64_t x = 0; x < p.out_w; ++x) {
+            const Tap& q = p.cols[static_cast<size_t>(x)];
+            const std::array<T, 4>& wx = wy[x];
+            lo[q.lo] += wx[0] * gy[x];
+            if (!p.nearest) {
+              lo[q.hi] += wx[1] * gy[x];
+              hi[q.lo] += wx[2] * gy[x];
+              hi[q.hi] += wx[3] * gy[x];
+            }
+          }
+        }
+        continue;
+      }
       ForEachTap(p, u, [&](int64_t o, int64_t i, int tap, int64_t pixel) {
         dx[i] += w[static_cast<size_t>(pixel)][static_cast<size_t>(tap)] * pg[o];
       });

@@ -11,10 +11,10 @@ Each ratio is paired: a round runs every scenario once in Rill (its channel-API 
 program benchmarks) and once in Go, side by side, alternating which goes first, and the
 ratio is the median over REPETITIONS rounds (default 5) of each round's Rill / Go, with
 the lowest and highest in brackets. These shared machines change speed from minute to
-minute (how far apart the two vCPUs are: a cache line passes between them in 25-30 ns in
-one spell and 155-170 ns in another, see docs/PERFORMANCE.md, stop 33), so two figures
-taken minutes apart, as medians of separate runs were, compare two machines; the
-table's first line gives the line-transfer time before and after the rounds.
+minute (how far apart the two vCPUs are: the time a cache line takes to pass between them
+varies several-fold from one spell to the next), so two figures taken minutes apart
+compare two machines; the table's first line gives the line-transfer time before and
+after the rounds.
 """
 import os
 import re

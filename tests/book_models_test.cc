@@ -1,4 +1,4 @@
-// Paddle's book models end to end (issue 45, point 5), as examples/book_models writes them
+// Paddle's book models end to end, as examples/book_models writes them
 // (small sizes here), trained on synthetic data with a known answer to a stated accuracy, saved in
 // save_inference_model's layout and served by `rill run DIR`: recognize_digits' MLP and conv
 // net, and a small residual net. word2vec, trained through the parameter servers with sparse

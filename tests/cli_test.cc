@@ -126,7 +126,7 @@ TEST(Cli, NpyHeadersWithARepeatedKeyAreRefused) {
   }
 }
 
-// Issue 43, item 6: a feed the program declares differently is refused, naming both.
+// A feed the program declares differently is refused, naming both.
 TEST(Cli, FeedsAreCheckedAgainstTheirDeclarations) {
   int files = 0;
   const auto npy = [&](int32_t dtype, const std::vector<int64_t>& dims) {
@@ -169,7 +169,7 @@ TEST(Cli, FeedsAreCheckedAgainstTheirDeclarations) {
                      "feed 'xx': the program neither declares nor uses a variable of that name");
 }
 
-// Issue 43, item 3: a shape attribute whose byte size does not fit is an error, not a
+// A shape attribute whose byte size does not fit is an error, not a
 // wrapped 0-byte buffer.
 TEST(Cli, AShapeTooLargeToAllocateIsACleanFailure) {
   const std::string prog = TempPath("huge.pbtxt");
@@ -181,7 +181,7 @@ TEST(Cli, AShapeTooLargeToAllocateIsACleanFailure) {
                      "1073741824, 4] of 4-byte elements is more bytes than memory can address");
 }
 
-// Issue 43, item 4: running out of memory or threads is an error, never `terminate`. The
+// Running out of memory or threads is an error, never `terminate`. The
 // runs are given a small address space (prlimit --as), which sanitizer runtimes, reserving
 // terabytes of shadow memory, cannot start in.
 TEST(Cli, RunningOutOfMemoryOrThreadsIsACleanFailure) {
@@ -211,7 +211,7 @@ TEST(Cli, RunningOutOfMemoryOrThreadsIsACleanFailure) {
                      "RILL_WORKERS 5000 is more worker threads than the 1024 a run may have");
 }
 
-// Issue 43, item 2: `depth` conditional blocks, each in the one before, each adding 1 to
+// `depth` conditional blocks, each in the one before, each adding 1 to
 // `n`, in a go block that sends `n` back on `done`; beside it, `parked` go blocks wait
 // on a channel until main closes it.
 std::string NestedInAGoBlockBesideParkedOnes(int depth, int parked) {
@@ -310,7 +310,7 @@ TEST(Cli, NestingDeeperThanTheMainStackIsACleanFailure) {
   EXPECT_NE(m.err.find("KiB of the task's 8192 KiB stack is left"), std::string::npos) << m.err;
 }
 
-// Fluid's feed and fetch ops (issue 44): --feed fills a feed op's column of the feed list;
+// Fluid's feed and fetch ops: --feed fills a feed op's column of the feed list;
 // without --fetch, rill run prints (and --save writes) the fetch ops' variables in col
 // order, a '/' in a name written as '_'.
 TEST(Cli, FeedAndFetchOpsRunAsInFluid) {
@@ -352,7 +352,7 @@ TEST(Cli, FeedAndFetchOpsRunAsInFluid) {
                      "feed 'image': the program declares fp32 [-1, 3], the value fed is fp32 [2, 4]");
 }
 
-// Inference models as Paddle saves them (issue 44, item 3): a directory with __model__
+// Inference models as Paddle saves them: a directory with __model__
 // and a file per parameter, or __params__, or other names; PREFIX.pdmodel beside
 // PREFIX.pdiparams. out = relu(image x w + b), fetched by the program's fetch op.
 TEST(Cli, InferenceModelsRunInEveryLayoutPaddleSaves) {
@@ -569,7 +569,7 @@ TEST(Cli, ModelsThatWriteFilesOrReachOutsideTheirDirectoryAreRefused) {
   EXPECT_EQ(r.out, "out fp32 [2] 1 2\n");
 }
 
-// Programs Paddle 2.x writes (issue 44, item 4): its framework.proto fields and enum values
+// Programs Paddle 2.x writes: its framework.proto fields and enum values
 // load, its wider attribute types fill the schema's (LONGS an INTS, FLOAT64 a FLOAT, a
 // SCALAR the kind it holds), bookkeeping attributes are ignored, and an undeclared slot is
 // accepted while empty. An undeclared slot naming a variable, a VAR attribute and a
@@ -621,7 +621,7 @@ TEST(Cli, ProgramsPaddle2WritesLoadAndRun) {
   ExpectCleanFailure(RunRill({"run", bad}), 1, "attribute 'bias' must be FLOAT, the program gives SCALAR (complex128)");
 }
 
-// Attributes convert as Paddle's loader (ExtractAttribute) converts them (issue 61): Paddle
+// Attributes convert as Paddle's loader (ExtractAttribute) converts them: Paddle
 // up to 1.6 saved booleans as INT, and an int may fill a FLOAT. What Paddle refuses stays
 // an error naming the op and attribute.
 TEST(Cli, AttributesConvertAsPaddlesLoaderDoes) {
@@ -656,7 +656,7 @@ TEST(Cli, AttributesConvertAsPaddlesLoaderDoes) {
   ExpectCleanFailure(RunRill({"run", prog}), 1, "block 0, op 2 (scale): attribute 'scale' must be FLOAT, the program gives INTS");
 }
 
-// rill check and rill describe of a model (issue 44, item 5): the op types no loaded
+// rill check and rill describe of a model: the op types no loaded
 // plugin provides come first, each with its count; describe shows feeds, fetches,
 // parameters and every op type with its provider.
 TEST(Cli, CheckAndDescribeSayWhatAModelNeeds) {
@@ -709,7 +709,7 @@ TEST(Cli, CheckAndDescribeSayWhatAModelNeeds) {
   EXPECT_NE(r.out.find("relu  (plugin math)"), std::string::npos) << r.out;
 }
 
-// Fluid's save_combine and load_combine (issue 44): a program's variables saved in
+// Fluid's save_combine and load_combine: a program's variables saved in
 // Fluid's format load back bit-exactly; load, overwrite and the load errors.
 TEST(Cli, SaveCombineThenLoadCombineRoundTripsBitExactly) {
   const std::string dir = TempPath("saved_params");

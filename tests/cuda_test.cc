@@ -356,7 +356,7 @@ std::vector<HalfCase> HalfCases() {
 INSTANTIATE_TEST_SUITE_P(Fp16Kernels, HalfPrecision, ::testing::ValuesIn(HalfCases()),
                          [](const ::testing::TestParamInfo<HalfCase>& info) { return info.param.name; });
 
-// The book's convolution nets (issue 45) trained on CUDA:0 as on the CPU: the same
+// The book's convolution nets trained on CUDA:0 as on the CPU: the same
 // synthetic batches, the same initial parameters, Adam; the losses step by step agree, and
 // both learn. conv2d, pool2d, batch_norm and their gradients run on the device here
 // together, over many steps, with everything around them.

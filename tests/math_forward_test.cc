@@ -444,7 +444,7 @@ TEST_F(MathForward, AnInputTheProgramLeavesOutIsNamed) {
   EXPECT_NE(error.find("op 'batch_norm_grad' has no input SavedMean[0]"), std::string::npos) << error;
 }
 
-// Issue 45's bad shapes and attributes: each a clear error naming what is wrong.
+// Bad shapes and attributes of the convolutions: each a clear error naming what is wrong.
 class ConvErrors : public OpFixture {
  protected:
   std::string ErrorOf(std::vector<int64_t> x, std::vector<int64_t> w, const std::function<void(core::OpBuilder&)>& attrs) {

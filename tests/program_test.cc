@@ -123,7 +123,7 @@ TEST(Validate, BadBlockIndexAndParent) {
   ExpectProblem(proto::ProgramDesc(), "program has no blocks");
 }
 
-// An op runs only blocks below its own (issue 43): one that runs its own block or an
+// An op runs only blocks below its own: one that runs its own block or an
 // ancestor would recurse until the stack ends, so the program is refused with the cycle
 // as a path of blocks and ops; one that runs a block beside its own is refused too.
 TEST(Validate, AnOpRunsOnlyBlocksBelowItsOwn) {

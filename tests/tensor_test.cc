@@ -298,8 +298,8 @@ TEST(Variable, AMoveLeavesTheOverwrittenMemoryToTheNextAllocationUnlessShared) {
   EXPECT_EQ(*keep.data_as<int64_t>(), 7);
 }
 
-// Sizes from untrusted shapes never wrap: issue 43's 2^62 fp32 elements fit int64 but
-// their bytes do not, and were allocated as a 0-byte buffer.
+// Sizes from untrusted shapes never wrap: 2^62 fp32 elements fit int64 but their bytes
+// do not, and must not be allocated as a 0-byte buffer.
 TEST(Tensor, AShapeWhoseSizeDoesNotFitIsAnError) {
   const auto expect_refused = [](int32_t dtype, const std::vector<int64_t>& dims, const std::string& why) {
     Tensor t;

@@ -589,8 +589,7 @@ void Executor::RunSubBlock(int32_t block_idx, const std::shared_ptr<Scope>& pare
   PreparedBlock& block = Prepare(block_idx);
   if (!block.declares_locals && !block.makes_locals.load(std::memory_order_relaxed)) {
     // Its names are looked up on every run, not kept in a run cache: a branch's block
-    // uses a few, and a cache for them bought 2% of a loop with a branch
-    // (BM_ExecutorLoopWithBranch) for a second slot in every scope.
+    // uses a few, and a cache for them would take a second slot in every scope.
     OpBoundaries boundaries;
     LocalFrame frame(block.names.size());
     if (ResolveAbove(block, *parent, frame.data())) {

@@ -162,7 +162,7 @@ struct Heap {
 // and put none for kReleaseAfter, from the scavenger's thread: a run that empties a few
 // thousand pages and the next run that takes them again (a benchmark's repetitions) then
 // make no madvise call (one a page, each flushing the TLB of every core the process runs
-// on, cost a chain of 100,000 go blocks ~2% of its time).
+// on).
 struct Depot final : Scavengeable {
   static constexpr Clock::duration kReleaseAfter = std::chrono::seconds(1);
 

@@ -24,8 +24,8 @@
 //    wake-ups and ends (kChangeOne), so two equal reads of it bracket an interval in
 //    which the task stayed parked (or dead).
 //  - Nothing global is written per spawn, end, park or unpark: two workers touching one
-//    count or list on every spawn and end made a two-worker spawn 8x slower than a
-//    one-worker one (each touch a cross-core cache miss). Each worker counts the tasks it
+//    count or list on every spawn and end would each take a cross-core cache miss per
+//    touch, serialising the workers on that line. Each worker counts the tasks it
 //    spawned and ended; finished go tasks, with their stacks, go to the ending worker's
 //    free list (spilling to a shared one in batches) and are reused by its next spawns;
 //    every task ever made stays in `all_`, which only a new task's allocation writes.
@@ -85,9 +85,9 @@ constexpr auto kSpinFor = std::chrono::microseconds(50);
 // it. A task readied there is the running task's partner in a hand-off and runs on that
 // worker as soon as the running one parks: a producer refilling a channel's buffer while
 // the consumer drains it, say, a cycle of tens of microseconds. Taking it at the end of a
-// 50 us spin split such pairs across two workers, where each message then crossed cores:
-// a capacity-100 producer/consumer program took 13.7 ms a run split against 5.8 ms on one
-// worker. The bound keeps a partner behind a task that does not park from waiting long.
+// 50 us spin split such pairs across two workers, where each message then crosses cores
+// (a cache miss per message instead of a hit). The bound keeps a partner behind a task
+// that does not park from waiting long.
 constexpr auto kRunnextStealAfter = std::chrono::milliseconds(1);
 constexpr size_t kCacheLine = 64;
 

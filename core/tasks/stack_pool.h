@@ -4,7 +4,7 @@
 //  - StackPool::Shared(bytes) is the process's pool of stacks of that size. Each scheduler
 //    leases it (Lease/Unlease) while it runs, so later runs reuse stacks whose pages are
 //    already mapped in: on some hosts touching a page again after the kernel was told it
-//    may take it back costs as much as a fresh fault (9-18 us here), more than a task.
+//    may take it back costs as much as a fresh fault, more than a short task's whole run.
 //  - Memory goes back lazily, as Go's scavenger does it: once a pool has had no lessee for
 //    `release_after` (1 s), it hands the pages of all but its first `kept_slabs` slabs to
 //    the kernel to reclaim under memory pressure (MADV_FREE), from the scavenger's thread

@@ -1,4 +1,4 @@
-"""Issue 44's acceptance model: an MLP inference model in Paddle 2.x's exact layout runs
+"""An MLP inference model in Paddle 2.x's exact layout runs
 under `rill run` and matches numpy's computation of the same network to 1e-5.
 
 The model is written byte by byte as Paddle's save_inference_model writes it (feed, mul,

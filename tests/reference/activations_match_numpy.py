@@ -1,4 +1,4 @@
-"""The activations' forward passes against numpy (issue 45's independent reference): each
+"""The activations' forward passes against numpy, an independent reference: each
 op, with its default attributes and with others, on odd-sized random inputs in fp32 and
 fp64, run by `rill run` and compared with numpy's evaluation of Fluid's formula.
 

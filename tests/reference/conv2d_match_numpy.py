@@ -1,5 +1,5 @@
 """conv2d, depthwise_conv2d and conv2d_transpose against a numpy evaluation (tap by tap,
-einsum and scatter; issue 45's reference until PyTorch is a test dependency): strides,
+einsum and scatter): strides,
 2- and 4-value paddings, SAME and VALID, dilations, groups, depthwise, output_padding and
 output_size, NCHW and NHWC; fp32 and fp64.
 

@@ -1,5 +1,5 @@
-"""lookup_table and lookup_table_v2 against numpy's indexing (issue 45's independent
-reference): int64 and int32 ids of several shapes, repeats, padding_idx; fp32 and fp64.
+"""lookup_table and lookup_table_v2 against numpy's indexing, an independent
+reference: int64 and int32 ids of several shapes, repeats, padding_idx; fp32 and fp64.
 
 usage: /usr/bin/python3 lookup_table_match_numpy.py RILL WORK_DIR      (needs numpy)
 """

@@ -1,4 +1,4 @@
-"""matmul_v2 and fc against numpy's matmul (issue 45's independent reference): every
+"""matmul_v2 and fc against numpy's matmul, an independent reference: every
 transpose combination, batches (equal and one side unbatched), vectors, fc with and
 without Bias and relu, at in_num_col_dims 1 and 2; fp32 and fp64.
 

@@ -1,4 +1,4 @@
-"""layer_norm, batch_norm and dropout against numpy (issue 45's independent reference).
+"""layer_norm, batch_norm and dropout against numpy, an independent reference.
 
 layer_norm: Y, Mean and Variance at begin_norm_axis 1 and 2, with and without Scale and
 Bias, fp32 and fp64. batch_norm: in training (Y, MeanOut, VarianceOut, SavedMean,

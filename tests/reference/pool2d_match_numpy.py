@@ -1,5 +1,4 @@
-"""pool2d against a numpy evaluation of Fluid's definition (issue 45's reference until
-PyTorch, which has pooling, is among the test dependencies): max and avg, strides,
+"""pool2d against a numpy evaluation of Fluid's definition: max and avg, strides,
 2- and 4-value paddings, SAME and VALID, ceil_mode, exclusive or not, global, adaptive,
 NCHW and NHWC; fp32 and fp64.
 

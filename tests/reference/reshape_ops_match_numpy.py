@@ -1,6 +1,6 @@
 """reshape2, flatten2, flatten_contiguous_range, squeeze2, unsqueeze2 and transpose2
-against numpy's reshape, squeeze, expand_dims and transpose (issue 45's independent
-reference), on fp32, int64 and bool inputs: the elements must come out bit-exactly.
+against numpy's reshape, squeeze, expand_dims and transpose, an independent
+reference, on fp32, int64 and bool inputs: the elements must come out bit-exactly.
 
 usage: /usr/bin/python3 reshape_ops_match_numpy.py RILL WORK_DIR      (needs numpy)
 """

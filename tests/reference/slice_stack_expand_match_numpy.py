@@ -1,5 +1,5 @@
-"""slice, stack and expand against numpy's indexing, stack and tile (issue 45's
-independent reference): negative and clamped bounds, decrease_axis, bounds given as a
+"""slice, stack and expand against numpy's indexing, stack and tile, an
+independent reference: negative and clamped bounds, decrease_axis, bounds given as a
 tensor, every stack axis, tiles on every dim; fp32 and int64, compared bit-exactly.
 
 usage: /usr/bin/python3 slice_stack_expand_match_numpy.py RILL WORK_DIR      (needs numpy)

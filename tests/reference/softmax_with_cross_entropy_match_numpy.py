@@ -1,4 +1,4 @@
-"""softmax_with_cross_entropy against numpy (issue 45's independent reference): hard labels
+"""softmax_with_cross_entropy against numpy, an independent reference: hard labels
 with ignore_index, soft labels, the class axis first and last, use_softmax false; fp32 and
 fp64. Both outputs, Softmax and Loss, are compared.
 

@@ -1,4 +1,4 @@
-"""top_k, top_k_v2, arg_max and accuracy against numpy (issue 45's independent reference):
+"""top_k, top_k_v2, arg_max and accuracy against numpy, an independent reference:
 values without ties (so the order is numpy's), every axis for top_k_v2, largest and
 smallest, K as an input; fp32, fp64 and int64.
 

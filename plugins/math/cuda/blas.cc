@@ -3,8 +3,7 @@
 // same memory read column-major (see RowMajorGemm).
 //
 // cuBLAS is loaded on the first GEMM, not linked: it is over half a gigabyte, and linking
-// it made every `rill` start-up, CPU-only runs included, ~115 ms slower and ~200 MiB
-// bigger (docs/PERFORMANCE.md).
+// it would make every `rill` start-up, CPU-only runs included, load and map it.
 #include <cublas_v2.h>
 #include <dlfcn.h>
 

@@ -1,4 +1,4 @@
-// plugins/math/memory_loops.h — fills, copies and reversed copies of plain bytes, compiled once per
+// plugins/math/memory_loops.h — fills, copies, reversed copies and transposes of plain bytes, compiled once per
 // instruction set (isa.h) by memory_loops.cc.
 //  - A fill is bound by how many bytes a store writes, which the vector width sets; the
 //    plugin's baseline build stores 16.
@@ -32,6 +32,13 @@ void Copy(const uint8_t* from, uint8_t* to, int64_t n);
 template <class Set, class Word>
 void Reverse(const Word* from, Word* to, int64_t n);
 
+// to[c * to_stride + r] = from[r * from_stride + c] for r < rows, c < cols: a transposed
+// tile, not overlapping (uint32_t and uint64_t). Above the baseline, in blocks transposed
+// in vector registers (8 x 8 words of 4 bytes, 4 x 4 of 8), each row of a block one load
+// and each column one store.
+template <class Set, class Word>
+void Transpose(const Word* from, int64_t from_stride, Word* to, int64_t to_stride, int64_t rows, int64_t cols);
+
 // MathIsa()'s Fill of Word, and its Copy.
 template <class Word>
 auto FillFor() {
@@ -40,6 +47,11 @@ auto FillFor() {
 }
 inline auto CopyFor() {
   static const auto loop = ForMathIsa([](auto set) { return &Copy<decltype(set)>; });
+  return loop;
+}
+template <class Word>
+auto TransposeFor() {
+  static const auto loop = ForMathIsa([](auto set) { return &Transpose<decltype(set), Word>; });
   return loop;
 }
 template <class Word>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "kernels.h"
 #include "memory_loops.h"
@@ -85,6 +86,12 @@ void TransposeTiles(const E* in, E* out, const View& v, const std::vector<int64_
                   const int64_t a0 = item % strips * kTile, a1 = std::min(rows, a0 + kTile);
                   for (int64_t b0 = 0; b0 < cols; b0 += kTile) {
                     const int64_t b1 = std::min(cols, b0 + kTile);
+                    if constexpr (std::is_same_v<E, uint32_t> || std::is_same_v<E, uint64_t>) {
+                      // in's [b, a] tile (rows b, stride sl) transposed into out's [a, b] one
+                      memory::TransposeFor<E>()(in + in_base + a0 + b0 * sl, sl, out + out_base + a0 * oj + b0, oj,
+                                                b1 - b0, a1 - a0);
+                      continue;
+                    }
                     for (int64_t a = a0; a < a1; ++a) {
                       E* o = out + out_base + a * oj;
                       const E* i = in + in_base + a;
@@ -123,8 +130,8 @@ void Permute(const char* in, char* out, const std::vector<int64_t>& in_dims, con
   switch (size) {
     case 1: return tiles(Element<1>{});
     case 2: return tiles(Element<2>{});
-    case 4: return tiles(Element<4>{});
-    case 8: return tiles(Element<8>{});
+    case 4: return tiles(uint32_t{});  // words: tiles transposed in registers (memory_loops.h)
+    case 8: return tiles(uint64_t{});
     case 16: return tiles(Element<16>{});
     default: throw Error("transpose of elements of " + std::to_string(size) + " bytes");
   }

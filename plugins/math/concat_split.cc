@@ -3,6 +3,7 @@
 // their gradients.
 #include "broadcast.h"
 #include "kernels.h"
+#include "memory_loops.h"
 #include "ops.h"
 
 namespace rill::math {
@@ -20,7 +21,24 @@ void JoinRows(const std::vector<const T*>& xs, const std::vector<int64_t>& chunk
     for (int64_t p = first; p < last; ++p) {
       const int64_t i = p / n;
       const size_t k = static_cast<size_t>(p % n);
-      std::copy(xs[k] + i * chunk[k], xs[k] + (i + 1) * chunk[k], out + i * row + offset[k]);
+      CopyBytes(out + i * row + offset[k], xs[k] + i * chunk[k], sizeof(T) * static_cast<size_t>(chunk[k]));
+    }
+  });
+}
+
+// The inverse: outs[k]'s `pre` rows, its row i the chunk[k] elements from offset[k] of
+// in's row i (`row` elements), for each k whose output is not null. Pieces are copied on the
+// passes' team.
+template <class T>
+void SplitRows(const T* in, int64_t pre, int64_t row, const std::vector<T*>& outs, const std::vector<int64_t>& chunk,
+               const std::vector<int64_t>& offset) {
+  const auto n = static_cast<int64_t>(outs.size());
+  ParallelFor(pre * n, 2.0 * sizeof(T) * pre * row, [&](int64_t, int64_t first, int64_t last) {
+    for (int64_t p = first; p < last; ++p) {
+      const int64_t i = p / n;
+      const size_t k = static_cast<size_t>(p % n);
+      if (outs[k] == nullptr) continue;
+      CopyBytes(outs[k] + i * chunk[k], in + i * row + offset[k], sizeof(T) * static_cast<size_t>(chunk[k]));
     }
   });
 }
@@ -81,7 +99,6 @@ void Split(KernelContext& ctx) {
     ParallelCopy(in, copy.get(), static_cast<size_t>(x.numel()) * sizeof(T));
     in = copy.get();
   }
-  // Piece (i, o): row i of output o, `chunk[o]` elements from `offset[o]` of X's row i.
   std::vector<T*> po(outputs);
   std::vector<int64_t> chunk(outputs), offset(outputs);
   for (size_t o = 0, at = 0; o < outputs; at += static_cast<size_t>(chunk[o]), ++o) {
@@ -91,15 +108,7 @@ void Split(KernelContext& ctx) {
     chunk[o] = sections[o] * post;
     offset[o] = static_cast<int64_t>(at);
   }
-  const int64_t row = d[axis] * post, n = static_cast<int64_t>(outputs);
-  ParallelFor(pre * n, 2.0 * sizeof(T) * x.numel(), [&](int64_t, int64_t first, int64_t last) {
-    for (int64_t p = first; p < last; ++p) {
-      const int64_t i = p / n;
-      const size_t o = static_cast<size_t>(p % n);
-      const T* src = in + i * row + offset[o];
-      std::copy(src, src + chunk[o], po[o] + i * chunk[o]);
-    }
-  });
+  SplitRows(in, pre, d[axis] * post, po, chunk, offset);
 }
 
 // X@GRAD[i] = the slice of Out@GRAD that X[i] filled.
@@ -110,19 +119,18 @@ void ConcatGrad(KernelContext& ctx) {
   const size_t axis = NormalizeAxis(ScalarFromInput<int64_t>(ctx, "AxisTensor", "axis"), gd.size());
   const int64_t pre = Product(gd, 0, axis), post = Product(gd, axis + 1, gd.size()), row = gd[axis] * post;
   const OpInfo op = ctx.op();
-  int64_t offset = 0;
-  for (size_t i = 0; i < op.InputCount("X"); ++i) {
+  const size_t inputs = op.InputCount("X");
+  std::vector<T*> dx(inputs, nullptr);  // null: that input gets no gradient
+  std::vector<int64_t> chunk(inputs), offset(inputs);
+  for (size_t i = 0, at = 0; i < inputs; at += static_cast<size_t>(chunk[i]), ++i) {
     const std::vector<int64_t> xd = ctx.Input("X", i).dims();
-    const int64_t chunk = xd[axis] * post;
+    chunk[i] = xd[axis] * post;
+    offset[i] = static_cast<int64_t>(at);
     if (i < op.OutputCount("X@GRAD") && op.OutputName("X@GRAD", i) != RILL_EMPTY_VAR_NAME) {
-      T* dx = ctx.Output("X@GRAD", i).Allocate<T>(xd);
-      for (int64_t p = 0; p < pre; ++p) {
-        const T* src = g.data<T>() + p * row + offset;
-        std::copy(src, src + chunk, dx + p * chunk);
-      }
+      dx[i] = ctx.Output("X@GRAD", i).Allocate<T>(xd);
     }
-    offset += chunk;
   }
+  SplitRows(g.data<T>(), pre, row, dx, chunk, offset);
 }
 
 // stack: Y[a, k, b] = X[k][a, b], with a the dims before `axis` and b the rest.
@@ -154,11 +162,13 @@ void StackGrad(KernelContext& ctx) {
   const int64_t n = gd[axis], pre = Product(gd, 0, axis), post = Product(gd, axis + 1, gd.size());
   std::vector<int64_t> d = gd;
   d.erase(d.begin() + static_cast<std::ptrdiff_t>(axis));
-  const T* pg = g.data<T>();
-  for (int64_t k = 0; k < n && static_cast<size_t>(k) < ctx.op().OutputCount("X@GRAD"); ++k) {
-    T* dx = ctx.Output("X@GRAD", static_cast<size_t>(k)).Allocate<T>(d);
-    for (int64_t a = 0; a < pre; ++a) std::copy(pg + (a * n + k) * post, pg + (a * n + k + 1) * post, dx + a * post);
+  std::vector<T*> dx(static_cast<size_t>(n), nullptr);
+  std::vector<int64_t> chunk(dx.size(), post), offset(dx.size());
+  for (size_t k = 0; k < dx.size(); ++k) {
+    offset[k] = static_cast<int64_t>(k) * post;
+    if (k < ctx.op().OutputCount("X@GRAD")) dx[k] = ctx.Output("X@GRAD", k).Allocate<T>(d);
   }
+  SplitRows(g.data<T>(), pre, n * post, dx, chunk, offset);
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ T FloatRow(const T* x, int64_t n) {
   bool unordered = false;
   for (; i < n; ++i) {
     result = Apply<R>(result, x[i]);
-    unordered |= x[i] != x[i];
+    if constexpr (Extreme(R)) unordered |= x[i] != x[i];
   }
   if constexpr (Extreme(R)) {
     pk::pstoreu(lanes, nan);  // a lane's bits are all set where it met a NaN

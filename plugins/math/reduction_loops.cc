@@ -46,8 +46,8 @@ T FirstNan(const T* x, int64_t n) {
 
 // Row for floats: four packets of accumulators, each combining every fourth packet of x
 // element by element (four independent chains, so the loop runs at the rate the core loads,
-// not at one operation's latency), then the four combined, their lanes in order, and the
-// elements past the last whole packet: a fixed order for a given set and n. Max and min
+// not at one operation's latency), then the four combined, their lanes, and the elements
+// past the last whole packet: a fixed order for a given set and n. Max and min
 // also keep, per lane, whether some element compared unordered with itself; a row holding
 // a NaN returns its first one (nan_order.h's rule).
 template <Reduction R, class T>
@@ -76,23 +76,28 @@ T FloatRow(const T* x, int64_t n) {
     if constexpr (Extreme(R)) nan = pk::por(nan, pk::pcmp_lt_or_nan(v, v));
   }
   acc0 = ApplyPacket<R>(ApplyPacket<R>(acc0, acc1), ApplyPacket<R>(acc2, acc3));
-  T lanes[kLanes];
-  pk::pstoreu(lanes, acc0);
-  T result = lanes[0];
-  for (int64_t l = 1; l < kLanes; ++l) result = Apply<R>(result, lanes[l]);
+  // The lanes combined in registers, halves folded onto halves (Eigen's horizontal
+  // reductions): a chain of log2(kLanes) steps, which is most of a short row's time.
+  T result;
+  if constexpr (R == Reduction::kMax) result = pk::predux_max(acc0);
+  else if constexpr (R == Reduction::kMin) result = pk::predux_min(acc0);
+  else if constexpr (R == Reduction::kProd) result = pk::predux_mul(acc0);
+  else result = pk::predux(acc0);
   bool unordered = false;
   for (; i < n; ++i) {
     result = Apply<R>(result, x[i]);
     if constexpr (Extreme(R)) unordered |= x[i] != x[i];
   }
   if constexpr (Extreme(R)) {
-    pk::pstoreu(lanes, nan);  // a lane's bits are all set where it met a NaN
-    for (int64_t l = 0; l < kLanes; ++l) {
-      uint64_t bits = 0;
-      std::memcpy(&bits, &lanes[l], sizeof(T));
-      unordered |= bits != 0;
-    }
-    if (unordered) return FirstNan(x, n);
+    // A lane's bits are all set where it met a NaN: the lanes' bits or-ed together.
+    using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+    T lanes[kLanes];
+    Bits bits[kLanes];
+    pk::pstoreu(lanes, nan);
+    std::memcpy(bits, lanes, sizeof bits);
+    Bits any = 0;
+    for (int64_t l = 0; l < kLanes; ++l) any |= bits[l];
+    if (unordered || any != 0) return FirstNan(x, n);
   }
   return result;
 }

@@ -89,7 +89,8 @@ void MoveBytes(const char* px, char* po, Moves m, size_t size) {
   const double bytes = 2.0 * static_cast<double>(row_bytes) * static_cast<double>(Product(m.dims, 0, m.dims.size() - 1));
   // Whole rows as runs of one element each: the outer dims' moves pick the source row. The
   // trailing 1 makes each row a row of the walk, so that the team splits them (without it
-  // the last outer dim would be one row of runs, walked on one thread).
+  // the last outer dim would be one row of runs, walked on one thread); the moves get a
+  // dim of 1 at the same place, which moves nothing.
   std::vector<int64_t> rows_dims(m.dims.begin(), m.dims.end() - 1);
   rows_dims.push_back(1);
   m.dims.insert(m.dims.end() - 1, 1);

@@ -1,13 +1,15 @@
-// plugins/math/memory_loops.h — fills, copies, reversed copies and transposes of plain bytes, compiled once per
-// instruction set (isa.h) by memory_loops.cc.
+// plugins/math/memory_loops.h — fills, copies, reversed copies and transposes of plain
+// bytes, compiled once per instruction set (isa.h) by memory_loops.cc.
 //  - A fill is bound by how many bytes a store writes, which the vector width sets; the
 //    plugin's baseline build stores 16.
 //  - A copy of a large block by the C library's memcpy may use `rep movsb`, which on some
 //    cores runs several times slower than vector moves when the destination's offset within
 //    a cache line differs from the source's (a row rolled by a few elements, a transposed
 //    run): the plugin copies large blocks with CopyBytes, whose vector loop does not care.
+//  - A transpose read element by element is a strided load per element; blocks moved
+//    through vector registers read and write whole rows.
 // ParallelFill and ParallelCopy (parallel_for.h) split fills and copies across the passes'
-// team with these.
+// team with these; flip, roll and transpose2 call the others from their own passes.
 #ifndef RILL_MATH_MEMORY_LOOPS_H_
 #define RILL_MATH_MEMORY_LOOPS_H_
 
@@ -39,7 +41,7 @@ void Reverse(const Word* from, Word* to, int64_t n);
 template <class Set, class Word>
 void Transpose(const Word* from, int64_t from_stride, Word* to, int64_t to_stride, int64_t rows, int64_t cols);
 
-// MathIsa()'s Fill of Word, and its Copy.
+// MathIsa()'s copies of each.
 template <class Word>
 auto FillFor() {
   static const auto loop = ForMathIsa([](auto set) { return &Fill<decltype(set), Word>; });
@@ -50,13 +52,13 @@ inline auto CopyFor() {
   return loop;
 }
 template <class Word>
-auto TransposeFor() {
-  static const auto loop = ForMathIsa([](auto set) { return &Transpose<decltype(set), Word>; });
+auto ReverseFor() {
+  static const auto loop = ForMathIsa([](auto set) { return &Reverse<decltype(set), Word>; });
   return loop;
 }
 template <class Word>
-auto ReverseFor() {
-  static const auto loop = ForMathIsa([](auto set) { return &Reverse<decltype(set), Word>; });
+auto TransposeFor() {
+  static const auto loop = ForMathIsa([](auto set) { return &Transpose<decltype(set), Word>; });
   return loop;
 }
 

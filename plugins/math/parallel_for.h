@@ -41,19 +41,17 @@ namespace detail {
 void RunChunks(int64_t n, int64_t chunks, const std::function<void(int64_t, int64_t, int64_t)>& body);
 }  // namespace detail
 
-template <class F>
-void ParallelFor(int64_t n, double bytes, F&& body) {
-  const int64_t chunks = ParallelChunks(n, bytes);
-  if (chunks == 1) return body(int64_t{0}, int64_t{0}, n);
-  detail::RunChunks(n, chunks, std::ref(body));
-}
-
 // ParallelFor with the caller's own count of chunks, `chunks` (1 to n): for work whose
 // cost is not the memory it moves (a matrix product's blocks).
 template <class F>
 void ParallelForBlocks(int64_t n, int64_t chunks, F&& body) {
   if (chunks <= 1) return body(int64_t{0}, int64_t{0}, n);
   detail::RunChunks(n, chunks, std::ref(body));
+}
+
+template <class F>
+void ParallelFor(int64_t n, double bytes, F&& body) {
+  ParallelForBlocks(n, ParallelChunks(n, bytes), body);
 }
 
 // CopyBytes of `bytes` from `from` to `to` (not overlapping), as a ParallelFor pass.

@@ -59,7 +59,7 @@ void CopyRows(const char* in, char* out, const View& v, const std::vector<int64_
       int64_t from, to;
       Offsets(v, out_strides, outer, i, &from, &to);
       CopyBytes(out + static_cast<size_t>(to) * size, in + static_cast<size_t>(from) * size,
-                  static_cast<size_t>(row) * size);
+                static_cast<size_t>(row) * size);
     }
   });
 }

@@ -548,11 +548,14 @@ TYPED_TEST(FloatOps, Activations) {
 
 // pow keeps std::pow's results for every factor: products for integer factors (signs,
 // signed zeros, infinities, NaN ^ 0 = 1), std::pow for the others; values within a few
-// roundings, the special ones exactly.
+// roundings, the special ones exactly. The values come three times over, so that each meets
+// both the vector chunks and the scalar tail.
 TYPED_TEST(FloatOps, PowMatchesStdPow) {
   using T = TypeParam;
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
-  const std::vector<T> xs = {T(-2.5), T(-1), T(-0.0), T(0), T(0.75), T(3), T(1e-3), T(40), -inf, inf, nan};
+  const std::vector<T> values = {T(-2.5), T(-1), T(-0.0), T(0), T(0.75), T(3), T(1e-3), T(40), -inf, inf, nan};
+  std::vector<T> xs;
+  for (int copy = 0; copy < 3; ++copy) xs.insert(xs.end(), values.begin(), values.end());
   const std::vector<double> factors = {3, 4, -1, -2, -3, 0, 1, 2.5, 0.5, 33};
   this->template Set<T>("x", {static_cast<int64_t>(xs.size())}, std::vector<double>(xs.begin(), xs.end()));
   for (size_t f = 0; f < factors.size(); ++f) {

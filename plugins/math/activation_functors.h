@@ -534,27 +534,43 @@ struct Pow {
     }
   }
   double factor;
-  template <class A, class O> void Forward(const A& x, O out) const { out = PowerOf(x, factor); }
+  template <class A, class O> void Forward(const A& x, O out) const { RaiseInto(x, factor, out); }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
-    dx = g * S<A>(factor) * PowerOf(x, factor - 1);
+    Block<A> power(x.size());
+    RaiseInto(x, factor - 1, power);
+    dx = g * S<A>(factor) * power;
   }
-  // x ^ f: for an integer f up to kMultipliedPowers in size, products of x (of 1 / x for a
-  // negative f) by squaring, which vectorize and keep std::pow's signs, zeros, infinities and
-  // x ^ 0 = 1 (NaN's included), at a few roundings more; std::pow otherwise.
+  // out = x ^ f (out may be x). For an integer f up to kMultipliedPowers in size: products
+  // of x (of 1 / x for a negative f) by squaring, which keep std::pow's signs, zeros,
+  // infinities and x ^ 0 = 1 (NaN's included), at a few roundings more. They are taken a
+  // chunk of kChunk elements at a time, all of f's squarings on one chunk in registers before
+  // the next chunk is read, so the run is read and written once. std::pow otherwise.
   static constexpr double kMultipliedPowers = 32;
-  template <class A> static Block<A> PowerOf(const A& x, double f) {
+  static constexpr int kChunk = 16;
+  template <class V> static V Raised(V base, uint32_t e, V one) {
+    V result = one;
+    for (; e != 0; e >>= 1) {
+      if (e & 1) result = result * base;
+      if (e > 1) base = base * base;
+    }
+    return result;
+  }
+  template <class A, class O> static void RaiseInto(const A& x, double f, O&& out) {
     using T = S<A>;
     if (f != std::floor(f) || std::fabs(f) > kMultipliedPowers) {
       // std::pow itself: Eigen's array pow differs from it (the sign of -0 ^ odd for fp64).
-      return x.unaryExpr([e = T(f)](T v) { return std::pow(v, e); });
+      out = x.unaryExpr([e = T(f)](T v) { return std::pow(v, e); });
+      return;
     }
-    Block<A> result = Block<A>::Ones(x.size());
-    Block<A> base = f < 0 ? Block<A>(x.inverse()) : Block<A>(x);
-    for (auto e = static_cast<uint32_t>(std::fabs(f)); e != 0; e >>= 1) {
-      if (e & 1) result *= base;
-      if (e > 1) base = base.square();
+    using Chunk = Eigen::Array<T, kChunk, 1>;
+    const auto e = static_cast<uint32_t>(std::fabs(f));
+    const Eigen::Index n = x.size();
+    Eigen::Index i = 0;
+    for (; i + kChunk <= n; i += kChunk) {
+      const Chunk v = x.template segment<kChunk>(i);
+      out.template segment<kChunk>(i) = Raised<Chunk>(f < 0 ? Chunk(v.inverse()) : v, e, Chunk::Ones());
     }
-    return result;
+    for (; i < n; ++i) out[i] = Raised<T>(f < 0 ? T(1) / x[i] : x[i], e, T(1));
   }
 };
 struct Reciprocal {

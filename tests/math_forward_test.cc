@@ -515,6 +515,22 @@ TEST_F(MathForward, LogicalOps) {
   EXPECT_EQ(Values("not"), (std::vector<double>{1, 1, 0, 0}));
 }
 
+// logical_not over runs long enough for the vector loop and its tail, into another variable
+// and over X itself.
+TEST_F(MathForward, LogicalNotOfLongRunsMatchesAWalk) {
+  std::vector<double> bits;
+  for (int i = 0; i < 1000; ++i) bits.push_back((i * 7 + i / 3) % 5 < 2);
+  Set<bool>("a", {1000}, bits);
+  Set<bool>("b", {1000}, bits);
+  Op("logical_not").Input("X", "a").Output("Out", "not");
+  Op("logical_not").Input("X", "b").Output("Out", "b");
+  ASSERT_EQ(Run(), "");
+  std::vector<double> want;
+  for (double b : bits) want.push_back(b == 0);
+  EXPECT_EQ(Values("not"), want);
+  EXPECT_EQ(Values("b"), want);
+}
+
 TEST_F(MathForward, LogicalOpsRefuseNonBool) {
   Set<float>("a", {1}, {1});
   Op("logical_and").Input("X", "a").Input("Y", "a").Output("Out", "z");

@@ -2,6 +2,7 @@
 // tensors (logical_not is unary).
 #include "broadcast.h"
 #include "kernels.h"
+#include "memory_loops.h"
 #include "ops.h"
 #include "parallel_for.h"
 
@@ -60,13 +61,10 @@ void LogicalNot(KernelContext& ctx) {
   const bool* px = x.data<bool>();
   const int64_t n = x.numel();
   bool* po = ctx.AllocateOutput<bool>("Out", x.dims_data(), x.ndim());
-  // A bool is one byte holding 0 or 1: not is xor 1, which vectorizes where ! on bool does
-  // not. The pointers are locals of the loop's own: a byte store may alias anything read
-  // through the lambda's captures, which the loop would then reload per element.
+  // A bool is one byte holding 0 or 1: not is xor 1.
+  const auto flip = memory::XorBytesFor();
   ParallelFor(n, 2.0 * n, [&](int64_t, int64_t begin, int64_t end) {
-    const auto* in = reinterpret_cast<const uint8_t*>(px) + begin;
-    auto* out = reinterpret_cast<uint8_t*>(po) + begin;
-    for (int64_t i = 0; i < end - begin; ++i) out[i] = in[i] ^ 1;
+    flip(reinterpret_cast<const uint8_t*>(px) + begin, reinterpret_cast<uint8_t*>(po) + begin, end - begin, 1);
   });
 }
 

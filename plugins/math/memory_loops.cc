@@ -1,4 +1,4 @@
-// The fill, copy, reverse and transpose loops (memory_loops.h) for one instruction set: CMakeLists.txt
+// The fill, copy, xor, reverse and transpose loops (memory_loops.h) for one instruction set: CMakeLists.txt
 // compiles this file once per set, naming its tag in RILL_MATH_ISA_TAG, with loop pattern
 // distribution off (as every per-set object), so that these loops stay loops rather than
 // becoming the memset and memcpy calls they stand in for.
@@ -26,6 +26,11 @@ void Copy(const uint8_t* __restrict from, uint8_t* __restrict to, int64_t n) {
   const auto head = std::min<int64_t>(n, static_cast<int64_t>((kLine - reinterpret_cast<uintptr_t>(to) % kLine) % kLine));
   for (int64_t i = 0; i < head; ++i) to[i] = from[i];
   for (int64_t i = head; i < n; ++i) to[i] = from[i];
+}
+
+template <class Set>
+void XorBytes(const uint8_t* from, uint8_t* to, int64_t n, uint8_t mask) {
+  for (int64_t i = 0; i < n; ++i) to[i] = from[i] ^ mask;
 }
 
 template <class Set, class Word>
@@ -121,6 +126,7 @@ template void Fill<RILL_MATH_ISA_TAG, uint16_t>(uint16_t*, int64_t, uint16_t);
 template void Fill<RILL_MATH_ISA_TAG, uint32_t>(uint32_t*, int64_t, uint32_t);
 template void Fill<RILL_MATH_ISA_TAG, uint64_t>(uint64_t*, int64_t, uint64_t);
 template void Copy<RILL_MATH_ISA_TAG>(const uint8_t*, uint8_t*, int64_t);
+template void XorBytes<RILL_MATH_ISA_TAG>(const uint8_t*, uint8_t*, int64_t, uint8_t);
 template void Reverse<RILL_MATH_ISA_TAG, uint8_t>(const uint8_t*, uint8_t*, int64_t);
 template void Reverse<RILL_MATH_ISA_TAG, uint16_t>(const uint16_t*, uint16_t*, int64_t);
 template void Reverse<RILL_MATH_ISA_TAG, uint32_t>(const uint32_t*, uint32_t*, int64_t);

@@ -1,5 +1,5 @@
-// plugins/math/memory_loops.h — fills, copies, reversed copies and transposes of plain
-// bytes, compiled once per instruction set (isa.h) by memory_loops.cc.
+// plugins/math/memory_loops.h — fills, copies (plain, bits flipped, reversed) and
+// transposes of plain bytes, compiled once per instruction set (isa.h) by memory_loops.cc.
 //  - A fill is bound by how many bytes a store writes, which the vector width sets; the
 //    plugin's baseline build stores 16.
 //  - A copy of a large block by the C library's memcpy may use `rep movsb`, which on some
@@ -30,6 +30,11 @@ void Fill(Word* p, int64_t n, Word value);
 template <class Set>
 void Copy(const uint8_t* from, uint8_t* to, int64_t n);
 
+// to[i] = from[i] ^ mask for i in [0, n), to either from itself or not overlapping it
+// (logical_not: a bool is one byte holding 0 or 1).
+template <class Set>
+void XorBytes(const uint8_t* from, uint8_t* to, int64_t n, uint8_t mask);
+
 // to[j] = from[n - 1 - j] for j in [0, n), not overlapping (Word as for Fill).
 template <class Set, class Word>
 void Reverse(const Word* from, Word* to, int64_t n);
@@ -49,6 +54,10 @@ auto FillFor() {
 }
 inline auto CopyFor() {
   static const auto loop = ForMathIsa([](auto set) { return &Copy<decltype(set)>; });
+  return loop;
+}
+inline auto XorBytesFor() {
+  static const auto loop = ForMathIsa([](auto set) { return &XorBytes<decltype(set)>; });
   return loop;
 }
 template <class Word>

@@ -181,6 +181,38 @@ TEST(Cli, AShapeTooLargeToAllocateIsACleanFailure) {
                      "1073741824, 4] of 4-byte elements is more bytes than memory can address");
 }
 
+// `blocks` go blocks, each counting to `work` before it ends; main counts to `gap` between
+// two of them, and to `work` after the last (when main ends, the run ends).
+std::string BusyGoBlocks(int blocks, int work, int gap) {
+  const auto fill = [](const std::string& out, int value) {
+    return "ops { type: \"fill_constant\" outputs { parameter: \"Out\" arguments: \"" + out +
+           "\" } attrs { name: \"shape\" type: INTS ints: 1 } attrs { name: \"dtype\" type: INT i: 3 } attrs { "
+           "name: \"value\" type: FLOAT f: " + std::to_string(value) + " } }\n";
+  };
+  // n += 1; more = n < limit
+  const auto step = [](const std::string& n, const std::string& limit, const std::string& more) {
+    return "ops { type: \"increment\" inputs { parameter: \"X\" arguments: \"" + n +
+           "\" } outputs { parameter: \"Out\" arguments: \"" + n + "\" } }\n"
+           "ops { type: \"less_than\" inputs { parameter: \"X\" arguments: \"" + n + "\" } inputs { parameter: "
+           "\"Y\" arguments: \"" + limit + "\" } outputs { parameter: \"Out\" arguments: \"" + more + "\" } }\n";
+  };
+  const auto loop = [](const std::string& more, int block) {
+    return "ops { type: \"while\" inputs { parameter: \"Condition\" arguments: \"" + more +
+           "\" } attrs { name: \"sub_block\" type: BLOCK block_idx: " + std::to_string(block) + " } }\n";
+  };
+  std::string p = "blocks { idx: 0 parent_idx: -1\n" + fill("i", -1) + fill("blocks", blocks) + fill("work", work) +
+                  fill("gap", gap) + step("i", "blocks", "more") + loop("more", 1) + fill("m", -1) +
+                  step("m", "work", "counting") + loop("counting", 5) + "}\n";
+  p += "blocks { idx: 1 parent_idx: 0\n"
+       "ops { type: \"go\" attrs { name: \"sub_block\" type: BLOCK block_idx: 2 } }\n" +
+       fill("k", -1) + step("k", "gap", "waiting") + loop("waiting", 3) + step("i", "blocks", "more") + "}\n";
+  p += "blocks { idx: 2 parent_idx: 1\n" + fill("j", -1) + step("j", "work", "working") + loop("working", 4) + "}\n";
+  p += "blocks { idx: 3 parent_idx: 1\n" + step("k", "gap", "waiting") + "}\n";
+  p += "blocks { idx: 4 parent_idx: 2\n" + step("j", "work", "working") + "}\n";
+  p += "blocks { idx: 5 parent_idx: 0\n" + step("m", "work", "counting") + "}\n";
+  return p;
+}
+
 // Running out of memory or threads is an error, never `terminate`. The
 // runs are given a small address space (prlimit --as), which sanitizer runtimes, reserving
 // terabytes of shadow memory, cannot start in.
@@ -202,8 +234,15 @@ TEST(Cli, RunningOutOfMemoryOrThreadsIsACleanFailure) {
   const auto one_send = RunRill({"run", channel, "--fetch", "s"}, limited);
   EXPECT_EQ(one_send.exit_code, 0) << one_send.err;
   EXPECT_EQ(one_send.out, "s bool [1] true\n");
-  // Worker threads' stacks (8 MiB each) run out of the address space part way.
-  ExpectCleanFailure(RunRill({"run", kProgram, "--workers", "1000"}, limited), 1, "cannot start worker thread ");
+  // Worker threads start as work waits for them: a program with nothing to run beside its
+  // main task starts none, so it runs with 1000 allowed.
+  const auto few = RunRill({"run", kProgram, "--workers", "1000", "--fetch", "sum"}, limited);
+  EXPECT_EQ(few.exit_code, 0) << few.err;
+  // Go blocks that keep their workers busy start one thread after another, until their
+  // stacks (8 MiB each) run out of the address space part way.
+  const std::string busy = TempPath("busy_go_blocks.pbtxt");
+  WriteFile(busy, BusyGoBlocks(60, 100000000, 10000));
+  ExpectCleanFailure(RunRill({"run", busy, "--workers", "1000"}, limited), 1, "cannot start worker thread ");
   // The bound on workers, before anything is made.
   ExpectCleanFailure(RunRill({"run", kProgram, "--workers", "100000"}), 1,
                      "--workers 100000 is more worker threads than the 1024 a run may have");

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -120,8 +121,8 @@ TEST_F(SchedulerTest, EveryGoBlockRunsOnceWhileTasksAreReusedAcrossWorkers) {
 }
 
 // The main task never parks here, so its worker is busy: each round's tasks can only run
-// on the other one, which has gone to sleep by then and must be woken (once, however many
-// tasks are readied while it wakes up).
+// on the other one, which has gone to sleep by then (or has yet to start) and must be woken
+// (once, however many tasks are readied while it wakes up).
 TEST_F(SchedulerTest, ASleepingWorkerIsWokenForTasksReadiedWhileTheOtherIsBusy) {
   constexpr int kRounds = 20, kTasks = 50;
   int rounds_done = 0;
@@ -138,6 +139,43 @@ TEST_F(SchedulerTest, ASleepingWorkerIsWokenForTasksReadiedWhileTheOtherIsBusy) 
     }
   });
   EXPECT_EQ(rounds_done, kRounds) << "tasks readied while the other worker was busy were never run";
+}
+
+// The threads of this process, as the kernel lists them.
+size_t ProcessThreads() {
+  size_t n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) n += entry.is_directory();
+  return n;
+}
+
+// A run with only ever one task ready runs on the calling thread: it starts no other,
+// however many workers it may have.
+TEST_F(SchedulerTest, ARunWithOneTaskReadyAtATimeStartsNoThread) {
+  const size_t before = ProcessThreads();
+  size_t during = 0;
+  SchedulerOptions o;
+  o.workers = 8;
+  RunTasks(o, [&] { during = ProcessThreads(); });
+  EXPECT_EQ(during, before);
+}
+
+// A burst of tasks readied at once, each waiting until all of them run, ends only if every
+// one gets a worker of its own at the same time: workers keep starting while tasks wait.
+TEST_F(SchedulerTest, ABurstOfReadyTasksGetsEveryWorker) {
+  constexpr int kWorkers = 6;
+  std::atomic<int> running{0}, all_met{0};
+  SchedulerOptions o;
+  o.workers = kWorkers;
+  RunTasks(o, [&] {
+    for (int i = 0; i < kWorkers - 1; ++i) {
+      SpawnTask([&] {
+        ++running;
+        if (test::WaitUntil([&] { return running.load() == kWorkers - 1; })) ++all_met;
+      }, nullptr);
+    }
+    ASSERT_TRUE(test::WaitUntil([&] { return all_met.load() == kWorkers - 1; }))
+        << running.load() << " of " << kWorkers - 1 << " tasks ran at once";
+  });
 }
 
 TEST_F(SchedulerTest, ReleaseLaterDropsInBatchesAndEverythingBeforeTheRunEnds) {

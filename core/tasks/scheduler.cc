@@ -55,6 +55,7 @@
 #include <system_error>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/abi/status.h"
@@ -202,6 +203,7 @@ struct Worker {
   };
   std::vector<RunnextSeen> runnext_seen;
   std::thread thread;
+  bool woken = false;  // started or woken since it last found work (FindWork); its own
 #if RILL_ASAN
   void* fake_stack = nullptr;
 #endif
@@ -329,65 +331,37 @@ class Scheduler {
   void Run(std::function<void()> main, RunCanceller* canceller) {
     // The calling thread is worker 0: it takes the main task first, with no thread to
     // wake, and is among those whose going idle ends the run. Workers 1.. are threads
-    // started here. Every worker starts, or the run does not: the run's end is seen when
-    // all of them are idle, which a partial set never is. So each new thread waits at the
-    // gate until all exist, and is sent home if one could not be made.
-    std::exception_ptr not_started;
-    for (size_t i = 1; i < workers_.size(); ++i) {
-      Worker* w = workers_[i].get();
-      try {
-        w->thread = std::thread([this, w] {
-          if (PassGate()) WorkerLoop(w);
-        });
-      } catch (const std::system_error& e) {
-        not_started = std::make_exception_ptr(Error("cannot start worker thread " + std::to_string(w->index + 1) +
-                                                        " of " + std::to_string(workers_.size()) + ": " + e.what(),
-                                                    RILL_RESOURCE_EXHAUSTED));
-        break;
-      }
+    // started by WakeIfIdle the first time work is readied with no started worker free to
+    // take it, so a run that never has two tasks ready at once (most programs without go
+    // blocks) starts none. Until it starts, a worker counts as asleep: the run's end and
+    // deadlocks are still seen by the last started worker to go idle.
+    Spawn(std::move(main), nullptr, /*is_main=*/true);  // no worker is asleep yet: wakes none
+    {
+      std::lock_guard lock(idle_mu_);
+      sleepers_.store(static_cast<int>(workers_.size()) - 1);
     }
-    if (!not_started) {
-      try {
-        Spawn(std::move(main), nullptr, /*is_main=*/true);
-      } catch (...) {  // no memory for its stack
-        not_started = std::current_exception();
-      }
-    }
-    if (!not_started && canceller != nullptr) {
-      // Before the gate opens, so before any worker can take the main task: a run
-      // cancelled already ends without running it.
+    if (canceller != nullptr) {
+      // Before worker 0 takes the main task: a run cancelled already ends without running it.
       canceller->Attach([this](const std::string& message, int32_t code) {
         Fail(Error(message, static_cast<RillStatusCode>(code)));
       });
     }
-    OpenGate(/*run=*/!not_started);
-    if (!not_started) {
-      // The caller may itself be a task of another run (a kernel serving a model): its
-      // thread's current task and worker are put back after.
-      Task* const outer_task = CurrentTask();
-      Worker* const outer_worker = CurrentWorker();
-      WorkerLoop(workers_[0].get());
-      if (canceller != nullptr) canceller->Detach();
-      SetCurrent(outer_worker, outer_task);
+    // The caller may itself be a task of another run (a kernel serving a model): its
+    // thread's current task and worker are put back after.
+    Task* const outer_task = CurrentTask();
+    Worker* const outer_worker = CurrentWorker();
+    WorkerLoop(workers_[0].get());
+    if (canceller != nullptr) canceller->Detach();
+    SetCurrent(outer_worker, outer_task);
+    std::vector<std::thread> started;
+    {
+      std::lock_guard lock(idle_mu_);  // no worker starts once stop_ is set (WakeIfIdle)
+      for (auto& w : workers_) {
+        if (w->thread.joinable()) started.push_back(std::move(w->thread));
+      }
     }
-    for (auto& w : workers_) {
-      if (w->thread.joinable()) w->thread.join();
-    }
-    if (not_started) std::rethrow_exception(not_started);
+    for (std::thread& t : started) t.join();
     if (error_) throw *error_;
-  }
-
-  // The start gate (see Run): PassGate waits until it opens and says whether to run.
-  bool PassGate() {
-    std::unique_lock lock(gate_mu_);
-    gate_cv_.wait(lock, [&] { return gate_open_; });
-    return gate_run_;
-  }
-  void OpenGate(bool run) {
-    std::lock_guard lock(gate_mu_);
-    gate_open_ = true;
-    gate_run_ = run;
-    gate_cv_.notify_all();
   }
 
   void Spawn(TaskBody body, const RillOpInfo* origin, bool is_main) {
@@ -523,14 +497,47 @@ class Scheduler {
   // find the work). Without the second condition every task readied while a woken worker
   // was still on its way up (tens of microseconds here) woke it again: a spawn loop made
   // thousands of futex calls a run, each a system call and, in a VM, an exit.
+  // A worker not yet started (see Run) is asleep too: it is started rather than notified
+  // when no started one waits. A thread the system refuses fails the run (after idle_mu_ is
+  // released: failing readies every parked task, which comes back here).
   void WakeIfIdle() {
     if (sleepers_.load() > 0 && spinners_.load() == 0 && waking_.load() == 0) {
-      std::lock_guard lock(idle_mu_);
-      if (waiting_ > waking_.load(std::memory_order_relaxed)) {
-        waking_.fetch_add(1);
-        idle_cv_.notify_one();
+      std::optional<Error> not_started;
+      {
+        std::lock_guard lock(idle_mu_);
+        if (waiting_ > waking_.load(std::memory_order_relaxed)) {
+          waking_.fetch_add(1);
+          idle_cv_.notify_one();
+        } else if (next_to_start_ < workers_.size() && !stop_.load()) {
+          not_started = StartWorker();
+        }
       }
+      if (not_started) Fail(*not_started);
     }
+  }
+  // Starts worker next_to_start_, which then settles the wake-up (waking_) as a woken
+  // sleeper does; the error if the system refuses the thread, after which no other is
+  // tried. REQUIRES: idle_mu_ held.
+  std::optional<Error> StartWorker() {
+    Worker* w = workers_[next_to_start_].get();
+    sleepers_.fetch_sub(1);
+    waking_.fetch_add(1);
+    try {
+      w->thread = std::thread([this, w] {
+        if (waking_.load(std::memory_order_relaxed) > 0) waking_.fetch_sub(1);
+        w->woken = true;
+        WorkerLoop(w);
+      });
+    } catch (const std::system_error& e) {
+      sleepers_.fetch_add(1);
+      waking_.fetch_sub(1);
+      next_to_start_ = workers_.size();
+      return Error("cannot start worker thread " + std::to_string(w->index + 1) + " of " +
+                       std::to_string(workers_.size()) + ": " + e.what(),
+                   RILL_RESOURCE_EXHAUSTED);
+    }
+    ++next_to_start_;
+    return std::nullopt;
   }
   // After a task was put into a runnext: no wake-up while a worker watches the runnexts
   // (FindWork), which looks again within kRunnextStealAfter, the earliest it may take it.
@@ -650,7 +657,14 @@ class Scheduler {
   Task* FindWork(Worker* w) {
     bool watched = false;  // back from watching a runnext task (see below)
     for (;;) {
-      if (Task* t = TryFind(w, watched)) return t;
+      if (Task* t = TryFind(w, watched)) {
+        // A worker just started or woken that finds work lets another look when more is
+        // queued, so a burst of readied tasks gets every worker it can use (Go's wakep once
+        // a spinning M finds work): waking one per readied task alone would stop short
+        // when the burst is readied faster than workers come up.
+        if (std::exchange(w->woken, false) && AnyQueued()) WakeIfIdle();
+        return t;
+      }
       ReleaseHeld(w);  // no work at once: a good time for the burst
       // Spinning catches work that comes soon; once the run is cancelled (the main task
       // ended, or a task failed) what is left only winds down, and the run's end is seen
@@ -667,6 +681,7 @@ class Scheduler {
         }
         spinners_.fetch_sub(1);
         if (found != nullptr) {
+          w->woken = false;
           WakeIfIdle();  // there may be more: let a sleeper look
           return found;
         }
@@ -692,11 +707,11 @@ class Scheduler {
           // kRunnextStealAfter: look again then, rather than spin beside its worker (or on
           // its CPU) meanwhile. Hand-offs do not wake a watcher (WakeForRunnext).
           watchers_.fetch_add(1);
-          Wait(lock, kRunnextStealAfter);
+          Wait(w, lock, kRunnextStealAfter);
           watchers_.fetch_sub(1);
           watched = true;
         } else {
-          Wait(lock, std::nullopt);
+          Wait(w, lock, std::nullopt);
         }
       }
       sleepers_.fetch_sub(1);
@@ -708,7 +723,8 @@ class Scheduler {
   // return, for whatever reason, settles one pending wake-up (waking_): the worker looks
   // for work next, which is what the notifier wanted of it. Settling one meant for
   // another sleeper only lets WakeIfIdle wake again early; never too late.
-  void Wait(std::unique_lock<std::mutex>& lock, std::optional<std::chrono::milliseconds> at_most) {
+  void Wait(Worker* w, std::unique_lock<std::mutex>& lock, std::optional<std::chrono::milliseconds> at_most) {
+    w->woken = true;
     ++waiting_;
     if (at_most) {
       idle_cv_.wait_for(lock, *at_most);
@@ -815,6 +831,7 @@ class Scheduler {
   // notified and have not yet returned from it (read without the lock by WakeIfIdle).
   int waiting_ = 0;
   std::atomic<int> waking_{0};
+  size_t next_to_start_ = 1;  // under idle_mu_: the next worker thread to start (see Run)
   std::atomic<bool> stop_{false};
   alignas(kCacheLine) std::mutex idle_mu_;
   std::condition_variable idle_cv_;
@@ -824,10 +841,6 @@ class Scheduler {
   std::vector<Task*> free_;  // finished go tasks beyond what workers keep (no malloc, warm stack)
   std::mutex error_mu_;
   std::optional<Error> error_;
-  std::mutex gate_mu_;
-  std::condition_variable gate_cv_;
-  bool gate_open_ = false;
-  bool gate_run_ = false;
   std::atomic<bool> cancelled_{false};
   std::string cancel_message_;
   int32_t cancel_code_ = RILL_CANCELLED;

@@ -1,9 +1,11 @@
 // core/tasks/scheduler.h — go blocks as user-space tasks, M:N over a few worker threads.
 //
 // Contract:
-//  - RunTasks(options, main) runs `main` as the main task on `options.workers` threads (the
-//    calling thread and as many more minus one, started and joined by the call) and
-//    returns when it and every task spawned under it have ended. When the main task ends,
+//  - RunTasks(options, main) runs `main` as the main task on up to `options.workers`
+//    threads: the calling thread, and more started by the call as tasks become ready with
+//    no started thread free to take them (none for a run that only ever has one ready), all
+//    joined before it returns; one the system refuses fails the run (RESOURCE_EXHAUSTED).
+//    It returns when the main task and every task spawned under it have ended. When the main task ends,
 //    tasks still running are cancelled (parked ones wake with a CANCELLED status, running
 //    ones stop at their next op) and waited for, so nothing outlives the call.
 //  - A task parks only through ParkCurrent(); Unpark() makes it runnable again. Park and
@@ -169,8 +171,8 @@ void SpawnTask(TaskBody body, const RillOpInfo* origin);
 inline constexpr size_t kReleaseBatch = 32;
 void ReleaseLater(std::shared_ptr<void> held);
 
-// How many workers of the calling task's run are asleep, waiting for work (what decides
-// whether readying a task wakes one); -1 outside a task. For tests that need a worker
+// How many workers of the calling task's run are asleep, waiting for work or not yet
+// started (what decides whether readying a task wakes or starts one); -1 outside a task. For tests that need a worker
 // asleep before they ready a task.
 int SleepingWorkers();
 

@@ -203,7 +203,7 @@ struct Worker {
   };
   std::vector<RunnextSeen> runnext_seen;
   std::thread thread;
-  bool woken = false;  // started or woken since it last found work (FindWork); its own
+  bool fresh = false;  // started and yet to find work (FindWork); its own
 #if RILL_ASAN
   void* fake_stack = nullptr;
 #endif
@@ -525,7 +525,7 @@ class Scheduler {
     try {
       w->thread = std::thread([this, w] {
         if (waking_.load(std::memory_order_relaxed) > 0) waking_.fetch_sub(1);
-        w->woken = true;
+        w->fresh = true;
         WorkerLoop(w);
       });
     } catch (const std::system_error& e) {
@@ -658,11 +658,11 @@ class Scheduler {
     bool watched = false;  // back from watching a runnext task (see below)
     for (;;) {
       if (Task* t = TryFind(w, watched)) {
-        // A worker just started or woken that finds work lets another look when more is
-        // queued, so a burst of readied tasks gets every worker it can use (Go's wakep once
-        // a spinning M finds work): waking one per readied task alone would stop short
-        // when the burst is readied faster than workers come up.
-        if (std::exchange(w->woken, false) && AnyQueued()) WakeIfIdle();
+        // A worker just started that finds work lets another start when more is queued,
+        // so a burst of readied tasks gets every worker it can use (as Go's wakep once a
+        // spinning M finds work): starting one per readied task alone would stop short when
+        // the burst is readied faster than threads come up.
+        if (std::exchange(w->fresh, false) && AnyQueued()) WakeIfIdle();
         return t;
       }
       ReleaseHeld(w);  // no work at once: a good time for the burst
@@ -681,7 +681,7 @@ class Scheduler {
         }
         spinners_.fetch_sub(1);
         if (found != nullptr) {
-          w->woken = false;
+          w->fresh = false;
           WakeIfIdle();  // there may be more: let a sleeper look
           return found;
         }
@@ -707,11 +707,11 @@ class Scheduler {
           // kRunnextStealAfter: look again then, rather than spin beside its worker (or on
           // its CPU) meanwhile. Hand-offs do not wake a watcher (WakeForRunnext).
           watchers_.fetch_add(1);
-          Wait(w, lock, kRunnextStealAfter);
+          Wait(lock, kRunnextStealAfter);
           watchers_.fetch_sub(1);
           watched = true;
         } else {
-          Wait(w, lock, std::nullopt);
+          Wait(lock, std::nullopt);
         }
       }
       sleepers_.fetch_sub(1);
@@ -723,8 +723,7 @@ class Scheduler {
   // return, for whatever reason, settles one pending wake-up (waking_): the worker looks
   // for work next, which is what the notifier wanted of it. Settling one meant for
   // another sleeper only lets WakeIfIdle wake again early; never too late.
-  void Wait(Worker* w, std::unique_lock<std::mutex>& lock, std::optional<std::chrono::milliseconds> at_most) {
-    w->woken = true;
+  void Wait(std::unique_lock<std::mutex>& lock, std::optional<std::chrono::milliseconds> at_most) {
     ++waiting_;
     if (at_most) {
       idle_cv_.wait_for(lock, *at_most);

@@ -1,4 +1,4 @@
-// plugins/dist_ps/tls_check.h — TLS settings checked, and TLS failures explained, with
+// plugins/dist/tls_check.h — TLS settings checked, and TLS failures explained, with
 // OpenSSL, where gRPC reports only that a server did not start or a call did not connect.
 //
 // Contract:

@@ -1,4 +1,4 @@
-// plugins/dist_ps/trace.h — the transport's spans in the profile (`rill run --profile`).
+// plugins/dist/trace.h — the transport's spans in the profile (`rill run --profile`).
 //
 // Contract: the shared library has no host table of its own (the SDK's is per plugin), so
 // each transport plugin hands it its own tracing calls at init (SetTracer); until then,

@@ -181,14 +181,17 @@ TEST(Cli, AShapeTooLargeToAllocateIsACleanFailure) {
                      "1073741824, 4] of 4-byte elements is more bytes than memory can address");
 }
 
+// A fill_constant op's text: `out` = [value], of dtype `dtype`.
+std::string FillOne(const std::string& out, int dtype, int value) {
+  return "ops { type: \"fill_constant\" outputs { parameter: \"Out\" arguments: \"" + out +
+         "\" } attrs { name: \"shape\" type: INTS ints: 1 } attrs { name: \"dtype\" type: INT i: " +
+         std::to_string(dtype) + " } attrs { name: \"value\" type: FLOAT f: " + std::to_string(value) + " } }\n";
+}
+
 // `blocks` go blocks, each counting to `work` before it ends; main counts to `gap` between
 // two of them, and to `work` after the last (when main ends, the run ends).
 std::string BusyGoBlocks(int blocks, int work, int gap) {
-  const auto fill = [](const std::string& out, int value) {
-    return "ops { type: \"fill_constant\" outputs { parameter: \"Out\" arguments: \"" + out +
-           "\" } attrs { name: \"shape\" type: INTS ints: 1 } attrs { name: \"dtype\" type: INT i: 3 } attrs { "
-           "name: \"value\" type: FLOAT f: " + std::to_string(value) + " } }\n";
-  };
+  const auto fill = [](const std::string& out, int value) { return FillOne(out, RILL_INT64, value); };
   // n += 1; more = n < limit
   const auto step = [](const std::string& n, const std::string& limit, const std::string& more) {
     return "ops { type: \"increment\" inputs { parameter: \"X\" arguments: \"" + n +
@@ -254,11 +257,7 @@ TEST(Cli, RunningOutOfMemoryOrThreadsIsACleanFailure) {
 // `n`, in a go block that sends `n` back on `done`; beside it, `parked` go blocks wait
 // on a channel until main closes it.
 std::string NestedInAGoBlockBesideParkedOnes(int depth, int parked) {
-  const auto fill = [](const std::string& out, int dtype, int value) {
-    return "ops { type: \"fill_constant\" outputs { parameter: \"Out\" arguments: \"" + out +
-           "\" } attrs { name: \"shape\" type: INTS ints: 1 } attrs { name: \"dtype\" type: INT i: " +
-           std::to_string(dtype) + " } attrs { name: \"value\" type: FLOAT f: " + std::to_string(value) + " } }\n";
-  };
+  const auto& fill = FillOne;
   const auto chan = [](const std::string& out) {
     return "ops { type: \"channel_create\" outputs { parameter: \"Out\" arguments: \"" + out +
            "\" } attrs { name: \"data_type\" type: INT i: 7 } attrs { name: \"capacity\" type: INT i: 0 } }\n";

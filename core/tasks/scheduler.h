@@ -5,9 +5,10 @@
 //    threads: the calling thread, and more started by the call as tasks become ready with
 //    no started thread free to take them (none for a run that only ever has one ready), all
 //    joined before it returns; one the system refuses fails the run (RESOURCE_EXHAUSTED).
-//    It returns when the main task and every task spawned under it have ended. When the main task ends,
-//    tasks still running are cancelled (parked ones wake with a CANCELLED status, running
-//    ones stop at their next op) and waited for, so nothing outlives the call.
+//    It returns when the main task and every task spawned under it have ended. When the
+//    main task ends, tasks still running are cancelled (parked ones wake with a CANCELLED
+//    status, running ones stop at their next op) and waited for, so nothing outlives the
+//    call.
 //  - A task parks only through ParkCurrent(); Unpark() makes it runnable again. Park and
 //    unpark follow LockSupport's permit rule: an unpark that comes before the park makes
 //    the park return at once, and a park may return without its condition holding, so
@@ -172,8 +173,8 @@ inline constexpr size_t kReleaseBatch = 32;
 void ReleaseLater(std::shared_ptr<void> held);
 
 // How many workers of the calling task's run are asleep, waiting for work or not yet
-// started (what decides whether readying a task wakes or starts one); -1 outside a task. For tests that need a worker
-// asleep before they ready a task.
+// started (what decides whether readying a task wakes or starts one); -1 outside a task.
+// For tests that need a worker asleep before they ready a task.
 int SleepingWorkers();
 
 // Throws Error(CANCELLED) if the calling task's run is being cancelled.

@@ -97,6 +97,74 @@ TEST_F(SchedulerTest, ACancellerStopsARunFromAnotherThread) {
   EXPECT_FALSE(ran);
 }
 
+// The calling thread's poll (SchedulerOptions::poll) while the task on that thread only
+// computes: the task steps aside at an op boundary, the poll runs on the calling thread
+// outside every task, and a poll that cancels ends the run with its error.
+TEST_F(SchedulerTest, ThePollRunsOnTheCallingThreadWhileItsTaskComputes) {
+  RunCanceller canceller;
+  const std::thread::id caller = std::this_thread::get_id();
+  int polls = 0;
+  bool every_poll_on_the_caller_outside_tasks = true;
+  SchedulerOptions o;
+  o.workers = 1;
+  o.poll_every = std::chrono::milliseconds(1);
+  o.poll = [&] {
+    every_poll_on_the_caller_outside_tasks &= std::this_thread::get_id() == caller && SleepingWorkers() == -1;
+    if (++polls == 3) canceller.Cancel("cancelled by the third poll", RILL_CANCELLED);
+  };
+  int64_t ops = 0;
+  try {
+    RunTasks(o, [&] {
+      OpBoundaries boundaries;
+      for (;;) {  // ops that never park: only a poll ends the run
+        boundaries.Check();
+        ++ops;
+      }
+    }, &canceller);
+    ADD_FAILURE() << "the run ended without the poll's cancellation";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), RILL_CANCELLED);
+    EXPECT_EQ(std::string(e.what()), "cancelled by the third poll");
+  }
+  EXPECT_EQ(polls, 3);
+  EXPECT_TRUE(every_poll_on_the_caller_outside_tasks);
+  EXPECT_GT(ops, 0);
+}
+
+// ... and while the calling thread waits for work: its task is parked and another worker
+// runs the only task that can run, which passes no op boundary.
+TEST_F(SchedulerTest, ThePollRunsWhileTheCallingThreadWaitsForWork) {
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> polls{0};
+  std::atomic<bool> a_poll_off_the_caller{false};
+  SchedulerOptions o;
+  o.workers = 2;
+  o.poll_every = std::chrono::milliseconds(1);
+  o.poll = [&] {
+    if (std::this_thread::get_id() != caller) a_poll_off_the_caller = true;
+    ++polls;
+  };
+  bool three_polls_seen = false;
+  RunTasks(o, [&] {
+    auto done = csp::Channel::Make(kLodTensor, 0);
+    std::atomic<bool> started{false};
+    SpawnTask([&, done] {
+      started = true;
+      // No op boundary: while this runs, only the calling thread's wait can poll.
+      three_polls_seen = test::WaitUntil([&] { return polls.load() >= 3; });
+      Variable one;
+      *static_cast<int64_t*>(one.GetMutableTensor()->Allocate(RILL_INT64, {1})) = 1;
+      done->Send(rill::Variable(reinterpret_cast<RillVariable*>(&one)), false, nullptr, "send");
+    }, nullptr);
+    // Busy until the go block started, so that it runs on the other worker.
+    while (!started.load()) std::this_thread::yield();
+    Variable got;
+    done->Recv(rill::Variable(reinterpret_cast<RillVariable*>(&got)), nullptr, "recv");
+  }, nullptr);
+  EXPECT_TRUE(three_polls_seen) << "the calling thread, waiting for work, never polled";
+  EXPECT_FALSE(a_poll_off_the_caller.load());
+}
+
 TEST_F(SchedulerTest, EveryGoBlockRunsOnceWhileTasksAreReusedAcrossWorkers) {
   constexpr int kRounds = 20, kPerRound = 1000;  // rounds reuse the tasks of the last ones
   std::atomic<int> ran{0};

@@ -40,6 +40,7 @@
 #include "core/tasks/scheduler.h"
 
 #include <pthread.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -91,6 +92,15 @@ constexpr auto kSpinFor = std::chrono::microseconds(50);
 // that does not park from waiting long.
 constexpr auto kRunnextStealAfter = std::chrono::milliseconds(1);
 constexpr size_t kCacheLine = 64;
+
+// The clock of the calling thread's poll (SchedulerOptions::poll), in nanoseconds: the
+// coarse one, read in a few nanoseconds without a system call, and fine enough for a
+// poll every tens of milliseconds.
+int64_t PollClockNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 class Scheduler;
 struct Worker;
@@ -295,7 +305,9 @@ class Scheduler {
  public:
   explicit Scheduler(const SchedulerOptions& o)
       : task_stacks_(StackPool::Shared(o.task_stack_bytes).Lease()),
-        main_stacks_(StackPool::Shared(o.main_stack_bytes).Lease()) {
+        main_stacks_(StackPool::Shared(o.main_stack_bytes).Lease()),
+        poll_(o.poll),
+        poll_every_ns_(std::chrono::nanoseconds(o.poll_every).count()) {
     int n = o.workers;
     const char* from = "--workers";
     if (n <= 0) {
@@ -350,6 +362,7 @@ class Scheduler {
     // thread's current task and worker are put back after.
     Task* const outer_task = CurrentTask();
     Worker* const outer_worker = CurrentWorker();
+    next_poll_ns_ = PollClockNs() + poll_every_ns_;
     WorkerLoop(workers_[0].get());
     if (canceller != nullptr) canceller->Detach();
     SetCurrent(outer_worker, outer_task);
@@ -493,7 +506,12 @@ class Scheduler {
   int sleeping() const { return sleepers_.load(); }
   bool single_worker() const { return workers_.size() == 1; }
   const std::atomic<bool>* cancelled_flag() const { return &cancelled_; }
-  // Wakes a sleeping worker unless one is spinning or already being woken (either will
+  bool polled() const { return static_cast<bool>(poll_); }
+  // Whether worker `w` is the calling thread's and its poll is due. The poll's clock is
+  // worker 0's alone: `w` is the worker of the thread that asks.
+  bool PollDue(const Worker* w) const {
+    return poll_ && w == workers_[0].get() && PollClockNs() >= next_poll_ns_;
+  }  // Wakes a sleeping worker unless one is spinning or already being woken (either will
   // find the work). Without the second condition every task readied while a woken worker
   // was still on its way up (tens of microseconds here) woke it again: a spawn loop made
   // thousands of futex calls a run, each a system call and, in a VM, an exit.
@@ -657,6 +675,10 @@ class Scheduler {
   Task* FindWork(Worker* w) {
     bool watched = false;  // back from watching a runnext task (see below)
     for (;;) {
+      if (PollDue(w)) {  // on the calling thread's own stack, no lock held
+        poll_();
+        next_poll_ns_ = PollClockNs() + poll_every_ns_;
+      }
       if (Task* t = TryFind(w, watched)) {
         // A worker just started that finds work lets another start when more is queued,
         // so a burst of readied tasks gets every worker it can use (as Go's wakep once a
@@ -711,7 +733,7 @@ class Scheduler {
           watchers_.fetch_sub(1);
           watched = true;
         } else {
-          Wait(lock, std::nullopt);
+          Wait(lock, UntilPoll(w));
         }
       }
       sleepers_.fetch_sub(1);
@@ -732,6 +754,13 @@ class Scheduler {
     }
     --waiting_;
     if (waking_.load(std::memory_order_relaxed) > 0) waking_.fetch_sub(1);
+  }
+
+  // How long worker `w` may sleep before its poll is due; nullopt: it has none.
+  std::optional<std::chrono::milliseconds> UntilPoll(const Worker* w) const {
+    if (!poll_ || w != workers_[0].get()) return std::nullopt;
+    const int64_t ns = std::max<int64_t>(next_poll_ns_ - PollClockNs(), 0);
+    return std::chrono::milliseconds(ns / 1000000 + 1);
   }
 
   void WorkerLoop(Worker* w) {
@@ -843,6 +872,9 @@ class Scheduler {
   std::atomic<bool> cancelled_{false};
   std::string cancel_message_;
   int32_t cancel_code_ = RILL_CANCELLED;
+  const std::function<void()> poll_;  // SchedulerOptions::poll, run by worker 0 only
+  const int64_t poll_every_ns_;
+  int64_t next_poll_ns_ = 0;  // worker 0's: when its poll is next due (PollClockNs)
 };
 
 void Task::Unpark() {
@@ -1014,6 +1046,18 @@ const char* ThreadStackLow() {
               RILL_RESOURCE_EXHAUSTED);
 }
 
+// In a run with a poll: when it is due on this task's worker, lets the worker make it.
+void StepAsideIfPollDue() {
+  Task* t = CurrentTask();
+  if (t == nullptr || !t->sched->PollDue(t->worker)) return;
+  // A park that readies itself once off its stack: the worker polls (FindWork) and runs
+  // the task next, from its runnext slot.
+  std::unique_ptr<RillStatus> cancelled(ParkCurrent(
+      nullptr, "stepping aside for the calling thread's poll", [](void* task) { static_cast<Task*>(task)->Unpark(); },
+      t));
+  if (cancelled != nullptr) ThrowIfTaskCancelled();
+}
+
 }  // namespace
 
 OpBoundaries::OpBoundaries() {
@@ -1025,6 +1069,7 @@ OpBoundaries::OpBoundaries() {
     until_due_ = &t->ops_until_due;
     cancelled_ = t->sched->cancelled_flag();
     wake_owed_ = &t->wake_owed;
+    polled_ = t->sched->polled();
     op_runs_ = &t->op_runs;
   } else {
     low = ThreadStackLow();
@@ -1048,6 +1093,7 @@ void OpBoundaries::Due() {
     CurrentTask()->sched->WakeForRunnext();
   }
   if (cancelled_->load(std::memory_order_acquire)) ThrowIfTaskCancelled();
+  if (polled_) StepAsideIfPollDue();
 }
 
 void ReleaseLater(std::shared_ptr<void> held) {

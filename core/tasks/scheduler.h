@@ -24,6 +24,7 @@
 #define RILL_CORE_TASKS_SCHEDULER_H_
 
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstddef>
 #include <functional>
@@ -121,6 +122,17 @@ struct SchedulerOptions {
   int workers = 0;  // 0: $RILL_WORKERS if set, else one per hardware thread
   size_t task_stack_bytes = 256 * 1024;     // go tasks (virtual; touched pages only)
   size_t main_stack_bytes = 8 * 1024 * 1024;
+  // A check that only the thread calling RunTasks can make, made while its run goes on:
+  // Python, say, runs signal handlers (Ctrl-C) only on its main thread, and that thread is
+  // the run's worker 0. When set, `poll` runs on the calling thread, on that thread's own
+  // stack, outside every task and every lock of the run, about every `poll_every` until
+  // the run ends: while the thread waits for work, and while it runs a task, at that
+  // task's next op-boundary check (OpBoundaries), where the task steps aside to the
+  // worker loop, which polls and then takes it up again. An op in progress ends first: a
+  // kernel that computes or blocks for long delays the poll to its end. `poll` may cancel
+  // the run through the RunCanceller given to RunTasks; it must not throw.
+  std::function<void()> poll;
+  std::chrono::milliseconds poll_every{50};
 };
 
 // Cancels a RunTasks run from outside it: another thread (a caller interrupted by the
@@ -200,6 +212,8 @@ void ThrowIfTaskCancelled();
 //    the end of host code that runs in a task between block runs, and then until this task
 //    parks or, at most, until it has sat in runnext for 1 ms, when the woken worker takes
 //    it (kRunnextStealAfter in scheduler.cc).
+//  - In a run with a poll (SchedulerOptions::poll), a task on the calling thread steps
+//    aside for it at the first Check() that finds it due.
 class OpBoundaries {
  public:
   static constexpr int kDeferredWakeOps = 8;
@@ -227,7 +241,7 @@ class OpBoundaries {
   int depth() const { return *op_runs_; }
 
  private:
-  // The cancellation check and the owed wake-up, when the count runs out.
+  // The cancellation check, the owed wake-up and the poll, when the count runs out.
   [[gnu::noinline]] void Due();
 
   // The task's count of ops left before Due (scheduler.cc's Task::ops_until_due, which a
@@ -236,6 +250,7 @@ class OpBoundaries {
   int own_until_due_ = INT_MAX;
   const std::atomic<bool>* cancelled_ = nullptr;  // the task's run's; valid on any worker
   bool* wake_owed_ = nullptr;                     // the task's: it deferred a wake-up
+  bool polled_ = false;                           // the task's run has a poll (SchedulerOptions)
   int* op_runs_ = nullptr;  // the task's (or thread's) block runs in progress
 };
 

@@ -1,14 +1,12 @@
 #include "prepared_program.h"
 
 #include <set>
-#include <shared_mutex>
 
 #include "core/errors.h"
 #include "core/program/validate.h"
 #include "core/tasks/scheduler.h"
 #include "interruptible.h"
 #include "numpy_tensor.h"
-#include "registry_mutex.h"
 #include "tensor_handle.h"
 
 namespace rill::python {
@@ -102,10 +100,7 @@ py::list PreparedProgram::Run(const std::shared_ptr<core::Scope>& scope, const p
   }
   core::SchedulerOptions options;
   options.workers = workers_;
-  RunInterruptibly([&](core::RunCanceller* canceller) {
-    std::shared_lock registry(RegistryMutex());  // no plugin loads while kernels are chosen
-    core::RunTasks(options, [&] { executor_.Run(0, local_); }, canceller);
-  });
+  RunInterruptibly(options, [&] { executor_.Run(0, local_); });
   py::list out;
   for (const auto& f : fetches_) {
     const core::Tensor& fetched = core::Fetched(*local_, f);

@@ -5,7 +5,7 @@
 // Fluid's feed and fetch ops (fluid.Executor adds them), validated against the registry.
 // Run(scope, feeds) checks every feed against its declaration (name, dtype, shape), puts
 // the values in their feed ops' columns, runs block 0 as the main task of
-// RunTasks (go blocks as tasks; `workers` threads, the caller's helper thread first),
+// RunTasks (go blocks as tasks; `workers` threads, the calling thread first),
 // interruptibly (interruptible.h), and returns the fetch ops' values in col order as
 // numpy arrays (copies), or, with as_tensors, as Tensors (copies keeping their LoD: Fluid's
 // return_numpy=False). Persistable variables live in `scope`'s root; the others, and

@@ -16,7 +16,7 @@
 namespace rill::python {
 
 inline std::shared_mutex& RegistryMutex() {
-  static auto* mu = new std::shared_mutex;  // never destroyed: helper threads outlive statics
+  static auto* mu = new std::shared_mutex;  // never destroyed: a run on another thread may outlive statics
   return *mu;
 }
 

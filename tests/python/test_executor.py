@@ -162,27 +162,45 @@ def test_return_numpy_false_gives_tensors_with_their_lod(exe):
     np.testing.assert_array_equal(array, np.array(tensor))
 
 
-INTERRUPT = r'''
-import sys
-import rill.fluid as fluid
-from rill.fluid import layers
+# A run only Ctrl-C ends, in two shapes: the main block loops, or the main block waits on a
+# channel while a go block loops (with one worker the loop runs on the calling thread, with
+# two it may run on the other while the calling thread waits for work).
+LOOPING = r'''
 i = layers.fill_constant(shape=[1], dtype="int64", value=0)
 cond = layers.fill_constant(shape=[1], dtype="bool", value=True)
 loop = fluid.While(cond=cond)
 with loop.block():
     layers.Print(i, first_n=1, message="looping")
     layers.increment(i, in_place=True)
+'''
+INTERRUPT = r'''
+import sys
+import rill.fluid as fluid
+from rill.fluid import layers
+from rill.fluid import concurrency
+if sys.argv[1] == "main":
+    exec(LOOPING)
+    fetched = i
+else:
+    ch = concurrency.make_channel(dtype=fluid.core.VarDesc.VarType.LOD_TENSOR)
+    with concurrency.Go():
+        exec(LOOPING)
+        concurrency.channel_send(ch, i)
+    fetched = layers.fill_constant(shape=[1], dtype="int64", value=0)
+    concurrency.channel_recv(ch, fetched)
 try:
-    fluid.Executor(fluid.CPUPlace()).run(fetch_list=[i])
+    fluid.Executor(fluid.CPUPlace()).run(fetch_list=[fetched])
 except KeyboardInterrupt:
     print("KeyboardInterrupt caught", flush=True)
     sys.exit(3)
 '''
 
 
-def test_ctrl_c_stops_a_run_with_keyboard_interrupt():
-    proc = subprocess.Popen([sys.executable, "-c", INTERRUPT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=dict(os.environ))
+@pytest.mark.parametrize("looping, workers", [("main", "1"), ("go", "1"), ("go", "2")])
+def test_ctrl_c_stops_a_run_with_keyboard_interrupt(looping, workers):
+    script = "LOOPING = %r\n%s" % (LOOPING, INTERRUPT)
+    proc = subprocess.Popen([sys.executable, "-c", script, looping], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=dict(os.environ, RILL_WORKERS=workers))
     try:
         for line in proc.stdout:  # waits until the loop has started
             if "looping" in line:

@@ -48,8 +48,12 @@ void Scavenger::Watch(Scavengeable* s) noexcept {
   std::lock_guard lock(mu_);
   // Watch is called by frees, which cannot fail. Out of memory or threads, `s` goes
   // unwatched for now: it keeps its idle memory, and its next Watch tries again.
+  // One watched already has a look scheduled, at the latest when its last ReleaseIfIdle
+  // said (see the contract): that wakes nobody, so that a run's end, which watches the
+  // stack pools, costs no wake-up of the scavenger's thread.
+  if (std::find(watched_.begin(), watched_.end(), s) != watched_.end()) return;
   try {
-    if (std::find(watched_.begin(), watched_.end(), s) == watched_.end()) watched_.push_back(s);
+    watched_.push_back(s);
     if (!thread_.joinable() && !stop_) {
       thread_ = std::thread([this] { Loop(); });
       started_by_ = getpid();

@@ -7,6 +7,10 @@
 //    when that may become so; the scavenger's one thread then calls its ReleaseIfIdle(now)
 //    again at whatever time each call returns, until a call returns
 //    Clock::time_point::max() (nothing to give back until it is watched again).
+//  - A Watch only ever moves the time a Scavengeable's memory may be given back later
+//    (its memory has been in use until now), never earlier than the time its last
+//    ReleaseIfIdle returned. So a Watch of one already watched wakes nobody: the look
+//    already scheduled for it comes no later than needed, and its answer schedules the next.
 //  - Lock order: the scavenger's lock, then a Scavengeable's own. ReleaseIfIdle runs on the
 //    scavenger's thread with the former held, so a Scavengeable calls Watch and Forget with
 //    its own lock released.

@@ -55,7 +55,11 @@ void Gather(KernelContext& ctx) {
   const auto k = static_cast<int64_t>(p.index.size());
   const char* px = static_cast<const char*>(x.raw_data());
   WriteOutputBytes(ctx, "Out", {"X", "Index"}, x.dtype(), p.out_dims, [&](char* out) {
-    // Slice (i, j) of Out: X's slice (i, Index[j]).
+    // Slice (i, j) of Out: X's slice (i, Index[j]); slice j itself when the axis is X's
+    // first (i only 0), without a division per slice.
+    if (p.pre == 1) {
+      return GatherRows(out, k, slice, [&](int64_t s) { return px + static_cast<size_t>(p.index[static_cast<size_t>(s)]) * slice; });
+    }
     GatherRows(out, p.pre * k, slice, [&](int64_t s) {
       return px + static_cast<size_t>((s / k) * p.n + p.index[static_cast<size_t>(s % k)]) * slice;
     });

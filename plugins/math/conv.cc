@@ -1,6 +1,7 @@
 // conv2d, depthwise_conv2d and conv2d_transpose with Fluid's contracts (Filter [M, C / groups, kh, kw];
 // strides, paddings of 2 or 4 values, padding_algorithm EXPLICIT/SAME/VALID, dilations,
 // groups, NCHW or NHWC), and their gradients. im2col and Gemm (gemm.h) per image and group.
+#include <algorithm>
 #include <tuple>
 #include <type_traits>
 
@@ -9,6 +10,7 @@
 #include "kernels.h"
 #include "onednn_conv.h"
 #include "ops.h"
+#include "parallel_for.h"
 
 namespace rill::math {
 namespace {
@@ -84,49 +86,95 @@ const T* Columns(const ConvPlan& p, const T* x, int64_t g, Matrix<T>& col) {
   return col.data();
 }
 
+// Output plane `out` [oh, ow] of a group with one input and one output channel (a
+// depthwise convolution's): the sum over the kernel's taps of input plane `plane` [h, w]
+// shifted by the tap, times its weight, added row by row over the outputs whose input lies
+// inside the image. It is what Im2Col and a one-row Gemm compute, without the columns: the
+// padding contributes nothing, so it is skipped rather than gathered as zeros.
+template <class T>
+void ShiftedPlaneSum(const ConvPlan& p, const T* plane, const T* w, T* out) {
+  // The outputs ox whose input column ox * sw + shift lies in [0, p.w).
+  const auto first = [&](int64_t shift) { return shift >= 0 ? int64_t{0} : (-shift + p.sw - 1) / p.sw; };
+  const auto end = [&](int64_t shift) {
+    return p.w - shift <= 0 ? int64_t{0} : std::min(p.ow, (p.w - shift + p.sw - 1) / p.sw);
+  };
+  for (int64_t oy = 0; oy < p.oh; ++oy) {
+    T* row = out + oy * p.ow;
+    std::fill(row, row + p.ow, T(0));
+    for (int64_t ki = 0; ki < p.kh; ++ki) {
+      const int64_t y = oy * p.sh - p.top + ki * p.dh;
+      if (y < 0 || y >= p.h) continue;
+      const T* in = plane + y * p.w;
+      for (int64_t kj = 0; kj < p.kw; ++kj) {
+        const T weight = w[ki * p.kw + kj];
+        const int64_t shift = kj * p.dw - p.left;
+        const int64_t stop = end(shift);
+        if (p.sw == 1) {
+          for (int64_t ox = first(shift); ox < stop; ++ox) row[ox] += weight * in[ox + shift];
+        } else {
+          for (int64_t ox = first(shift); ox < stop; ++ox) row[ox] += weight * in[ox * p.sw + shift];
+        }
+      }
+    }
+  }
+}
+
 // The three products of a convolution in plan p's terms (NCHW, per image and group):
 // Forward y = W col(x); BackwardData dx = col2im(W^T dy); BackwardFilter dW = dy col(x)^T.
 // conv2d is Forward, its gradient the other two; conv2d_transpose is BackwardData, its
-// gradient Forward and BackwardFilter.
+// gradient Forward and BackwardFilter. Each (image, group) writes its own part of the
+// result, so they split across the passes' team (parallel_for.h) with the same result.
 template <class T>
 std::vector<T> Forward(const ConvPlan& p, const T* x, const T* w) {
   std::vector<T> y(static_cast<size_t>(p.n * p.m * p.oh * p.ow));
-  Matrix<T> col;
-  for (int64_t i = 0; i < p.n; ++i) {
-    for (int64_t g = 0; g < p.groups; ++g) {
-      const T* cols = Columns(p, x + i * p.c * p.h * p.w, g, col);
-      Gemm<T>(false, false, p.mg(), p.oh * p.ow, p.col_rows(), T(1), w + g * p.mg() * p.col_rows(), cols, T(0),
-              y.data() + (i * p.m + g * p.mg()) * p.oh * p.ow);
+  const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(p.n * (p.c * p.h * p.w + p.m * p.oh * p.ow));
+  ParallelFor(p.n * p.groups, bytes, [&](int64_t, int64_t begin, int64_t end) {
+    Matrix<T> col;
+    for (int64_t ig = begin; ig < end; ++ig) {
+      const int64_t i = ig / p.groups, g = ig % p.groups;
+      const T* image = x + i * p.c * p.h * p.w;
+      T* out = y.data() + (i * p.m + g * p.mg()) * p.oh * p.ow;
+      if (p.cg() == 1 && p.mg() == 1) {
+        ShiftedPlaneSum(p, image + g * p.h * p.w, w + g * p.kh * p.kw, out);
+        continue;
+      }
+      Gemm<T>(false, false, p.mg(), p.oh * p.ow, p.col_rows(), T(1), w + g * p.mg() * p.col_rows(),
+              Columns(p, image, g, col), T(0), out);
     }
-  }
+  });
   return y;
 }
 
 template <class T>
 std::vector<T> BackwardData(const ConvPlan& p, const T* dy, const T* w) {
   std::vector<T> dx(static_cast<size_t>(p.n * p.c * p.h * p.w), T(0));
-  Matrix<T> dcol(p.col_rows(), p.oh * p.ow);
-  for (int64_t i = 0; i < p.n; ++i) {
-    for (int64_t g = 0; g < p.groups; ++g) {
+  const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(p.n * (p.c * p.h * p.w + p.m * p.oh * p.ow));
+  ParallelFor(p.n * p.groups, bytes, [&](int64_t, int64_t begin, int64_t end) {
+    Matrix<T> dcol(p.col_rows(), p.oh * p.ow);
+    for (int64_t ig = begin; ig < end; ++ig) {
+      const int64_t i = ig / p.groups, g = ig % p.groups;
       Gemm<T>(true, false, p.col_rows(), p.oh * p.ow, p.mg(), T(1), w + g * p.mg() * p.col_rows(),
               dy + (i * p.m + g * p.mg()) * p.oh * p.ow, T(0), dcol.data());
       Col2Im(p, dcol, g, dx.data() + i * p.c * p.h * p.w);
     }
-  }
+  });
   return dx;
 }
 
-// Writes dW [M, C / groups * kh * kw] into `dw`.
+// Writes dW [M, C / groups * kh * kw] into `dw`: per group, the images' products added in
+// image order.
 template <class T>
 void BackwardFilter(const ConvPlan& p, const T* x, const T* dy, T* dw) {
-  Matrix<T> col;
-  for (int64_t i = 0; i < p.n; ++i) {
-    for (int64_t g = 0; g < p.groups; ++g) {
-      const T* cols = Columns(p, x + i * p.c * p.h * p.w, g, col);
-      Gemm<T>(false, true, p.mg(), p.col_rows(), p.oh * p.ow, T(1), dy + (i * p.m + g * p.mg()) * p.oh * p.ow, cols,
-              i == 0 ? T(0) : T(1), dw + g * p.mg() * p.col_rows());
+  const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(p.n * (p.c * p.h * p.w + p.m * p.oh * p.ow));
+  ParallelFor(p.groups, bytes, [&](int64_t, int64_t begin, int64_t end) {
+    Matrix<T> col;
+    for (int64_t g = begin; g < end; ++g) {
+      for (int64_t i = 0; i < p.n; ++i) {
+        Gemm<T>(false, true, p.mg(), p.col_rows(), p.oh * p.ow, T(1), dy + (i * p.m + g * p.mg()) * p.oh * p.ow,
+                Columns(p, x + i * p.c * p.h * p.w, g, col), i == 0 ? T(0) : T(1), dw + g * p.mg() * p.col_rows());
+      }
     }
-  }
+  });
   if (p.n == 0) std::fill(dw, dw + p.m * p.col_rows(), T(0));
 }
 

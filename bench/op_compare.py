@@ -265,6 +265,10 @@ def standard_cases():
     add("conv2d_transpose 4x4 s2 64->32 [8, 64, 28, 28]", "conv2d_transpose",
         {"Input": x(shape=(8, 64, 28, 28)), "Filter": x(shape=(64, 32, 4, 4))},
         {"strides": [2, 2], "paddings": [1, 1]}, "F.conv_transpose2d(Input, Filter, stride=2, padding=1)", ("Output",))
+    add("depthwise_conv2d_transpose 4x4 s2 [8, 64, 28, 28]", "depthwise_conv2d_transpose",
+        {"Input": x(shape=(8, 64, 28, 28)), "Filter": x(shape=(64, 1, 4, 4))},
+        {"strides": [2, 2], "paddings": [1, 1], "groups": 64},
+        "F.conv_transpose2d(Input, Filter, stride=2, padding=1, groups=64)", ("Output",))
     add("pool2d max 2x2 s2 [64, 64, 56, 56]", "pool2d", {"X": x(shape=(64, 64, 56, 56))},
         {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2]}, "F.max_pool2d(X, 2, 2)")
     add("pool2d avg 3x3 s1 p1 [16, 64, 56, 56]", "pool2d", {"X": x(shape=(16, 64, 56, 56))},

@@ -1,6 +1,7 @@
-// conv2d, depthwise_conv2d and conv2d_transpose with Fluid's contracts (Filter [M, C / groups, kh, kw];
-// strides, paddings of 2 or 4 values, padding_algorithm EXPLICIT/SAME/VALID, dilations,
-// groups, NCHW or NHWC), and their gradients. im2col and Gemm (gemm.h) per image and group.
+// conv2d, depthwise_conv2d, conv2d_transpose and depthwise_conv2d_transpose with Fluid's
+// contracts (Filter [M, C / groups, kh, kw]; strides, paddings of 2 or 4 values,
+// padding_algorithm EXPLICIT/SAME/VALID, dilations, groups, NCHW or NHWC), and their
+// gradients. im2col and Gemm (gemm.h) per image and group.
 #include <algorithm>
 #include <tuple>
 #include <type_traits>
@@ -374,15 +375,10 @@ void Add(Registrar& r, const char* type, const char* doc) {
   RegisterCpuStateful<float, double>(r, grad.c_str(), [](auto t) { return TypeTag<Conv2dGrad<decltype(t)>>{}; });
 }
 
-}  // namespace
-
-void RegisterConv(Registrar& r) {
-  Add(r, "conv2d", "Output = the 2-D convolution (cross-correlation) of Input with Filter.");
-  Add(r, "depthwise_conv2d", "conv2d with groups equal to Input's channels (each channel convolved on its own).");
-  const OpSchema transpose = OpSchema("conv2d_transpose")
-      .Doc("Output = the transposed 2-D convolution of Input with Filter (the gradient of conv2d with respect to "
-           "its input): Output's size (in - 1) * stride - paddings + dilation * (k - 1) + 1, plus output_padding "
-           "or up to output_size; SAME pads as a convolution of Input would, with dilation 1.")
+void AddTranspose(Registrar& r, const char* type, const char* doc) {
+  const std::string grad = std::string(type) + "_grad";
+  const OpSchema schema = OpSchema(type)
+      .Doc(doc)
       .Input("Input", "[N, C, H, W] (NCHW) or [N, H, W, C] (NHWC)")
       .Input("Filter", "[C, M / groups, kh, kw]")
       .Output("Output", "[N, M, oh, ow] or [N, oh, ow, M]")
@@ -395,12 +391,24 @@ void RegisterConv(Registrar& r) {
       .Attr("dilations", std::vector<int64_t>{1, 1}, "the kernel taps' spacing, [h, w]")
       .Attr("data_format", "NCHW", "NCHW or NHWC")
       .KernelDtypeFrom("Input")
-      .Grad("conv2d_transpose_grad", "Input,Filter,Output@GRAD", "Input,Filter");
-  r.Op(transpose);
-  r.Op(transpose.MakeGradSchema());
-  RegisterCpuStateful<float, double>(r, "conv2d_transpose", [](auto t) { return TypeTag<Conv2dTranspose<decltype(t)>>{}; });
-  RegisterCpuStateful<float, double>(r, "conv2d_transpose_grad",
-                                     [](auto t) { return TypeTag<Conv2dTransposeGrad<decltype(t)>>{}; });
+      .Grad(grad, "Input,Filter,Output@GRAD", "Input,Filter");
+  r.Op(schema);
+  r.Op(schema.MakeGradSchema());
+  RegisterCpuStateful<float, double>(r, type, [](auto t) { return TypeTag<Conv2dTranspose<decltype(t)>>{}; });
+  RegisterCpuStateful<float, double>(r, grad.c_str(), [](auto t) { return TypeTag<Conv2dTransposeGrad<decltype(t)>>{}; });
+}
+
+}  // namespace
+
+void RegisterConv(Registrar& r) {
+  Add(r, "conv2d", "Output = the 2-D convolution (cross-correlation) of Input with Filter.");
+  Add(r, "depthwise_conv2d", "conv2d with groups equal to Input's channels (each channel convolved on its own).");
+  AddTranspose(r, "conv2d_transpose",
+               "Output = the transposed 2-D convolution of Input with Filter (the gradient of conv2d with respect to "
+               "its input): Output's size (in - 1) * stride - paddings + dilation * (k - 1) + 1, plus output_padding "
+               "or up to output_size; SAME pads as a convolution of Input would, with dilation 1.");
+  AddTranspose(r, "depthwise_conv2d_transpose",
+               "conv2d_transpose with groups equal to Input's channels (each channel transposed on its own).");
 }
 
 }  // namespace rill::math

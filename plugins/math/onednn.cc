@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <stdexcept>
 #include <unordered_map>
@@ -102,6 +103,14 @@ dnnl::memory::desc ScratchpadOf(const dnnl::primitive& p) {
 }
 
 }  // namespace
+
+bool OnednnCall::IsReference() const {
+  const char* name = nullptr;
+  if (dnnl_primitive_desc_query(primitive.get_primitive_desc(), dnnl_query_impl_info_str, 0, &name) != dnnl_success) {
+    return false;
+  }
+  return name != nullptr && std::strncmp(name, "ref", 3) == 0;
+}
 
 void OnednnCall::Prepare() {
   const dnnl::engine& engine = CpuEngine();

@@ -65,7 +65,9 @@ struct OnednnCall {
     dnnl::memory::desc reorder_scratchpad;
     bool Reordered() const { return user != mine; }
   };
-  bool supported = false;  // false: oneDNN has no implementation here (the caller computes it itself)
+  // false: oneDNN has no implementation here but its reference one (the caller computes it
+  // itself).
+  bool supported = false;
   dnnl::primitive primitive;  // made with UserScratchpad()
   std::vector<Operand> operands;
   dnnl::memory::desc scratchpad;  // the primitive's
@@ -73,6 +75,11 @@ struct OnednnCall {
 
   // Makes the reorders and sizes the scratchpad, once the primitive and operands are set.
   void Prepare();
+  // Whether oneDNN implements the primitive with its reference code ("ref:" in its
+  // implementation's name): plain loops that check the optimized ones, slower than the
+  // math plugin's own (a depthwise transposed convolution's weight gradient: 13x
+  // PyTorch's time). Such a call counts as unsupported.
+  bool IsReference() const;
   // Runs the primitive with operand i at memory[i], in the caller's layout; reordered
   // operands go through scratch memory kept for reuse (fresh pages would cost a page
   // fault each, as long as the primitive itself for an activation), as does the
@@ -85,7 +92,8 @@ struct OnednnCall {
 template <class Key>
 class OnednnCache {
  public:
-  // The call for `key`, made by `make()` on first use (a dnnl::error from it: unsupported).
+  // The call for `key`, made by `make()` on first use (a dnnl::error from it, or a reference
+  // implementation: unsupported).
   template <class Make>
   std::shared_ptr<const OnednnCall> Find(const Key& key, Make make) {
     {
@@ -102,7 +110,7 @@ class OnednnCache {
     try {
       *call = make();
       call->Prepare();
-      call->supported = true;
+      call->supported = !call->IsReference();
     } catch (const dnnl::error&) {
       call = std::make_shared<OnednnCall>();  // remembered as unsupported, not retried
     }

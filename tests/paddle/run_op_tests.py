@@ -19,11 +19,11 @@ import sys
 
 import harness
 
-# The op test files of the ops Rill ships (issue 61's list, the detection ops, and the ops
-# under Fluid's layers that issue 62 added).
+# The op test files of the ops Rill ships: the common ops, the detection ops, and the ops
+# Fluid's layers use.
 FILES = """accuracy_op activation_op adadelta_op adagrad_op adam_op adamax_op arg_min_max_op assign_op assign_value_op
 batch_norm_op bilinear_interp_op bilinear_interp_v2_op cast_op clip_by_norm_op clip_op compare_op concat_op conv2d_op
-conv2d_transpose_op cross_entropy_op cumsum_op decayed_adagrad_op dropout_op elementwise_add_op elementwise_div_op
+conv2d_transpose_op conv2d_transpose_op_depthwise_conv cross_entropy_op cumsum_op decayed_adagrad_op dropout_op elementwise_add_op elementwise_div_op
 elementwise_floordiv_op elementwise_max_op elementwise_min_op elementwise_mod_op elementwise_mul_op elementwise_pow_op
 elementwise_sub_op expand_as_v2_op expand_op expand_v2_op fc_op fill_any_like_op fill_constant_op fill_zeros_like_op
 flatten2_op flatten_contiguous_range_op flip gather_op gaussian_random_op group_norm_op index_select_op

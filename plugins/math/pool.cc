@@ -16,26 +16,34 @@
 #include "nan_order.h"
 #include "onednn.h"
 #include "ops.h"
+#include "parallel_for.h"
 
 namespace rill::math {
 namespace {
 
-// Calls fn(out_index, y0, y1, x0, x1, divisor) for each output position of each image and
-// channel; the window is [y0, y1) x [x0, x1), non-empty (Plan checks).
-template <class F>
+// Calls fn(in, out, y0, y1, x0, x1, divisor) for each output position of each image and
+// channel: `in` is the offset in X of the channel's element (0, 0), so that the window's
+// element (y, x) is at in + y * p.RowStride() + x * p.ColStride(); `out` is the position's
+// offset in Out; the window is [y0, y1) x [x0, x1), non-empty (Plan checks). The (image,
+// channel) planes split across the passes' team (parallel_for.h): each reads and writes
+// only its own elements (of Out, and of X@GRAD), so the split changes no result.
+template <class T, class F>
 void ForEachWindow(const PoolPlan& p, F fn) {
   const auto oh = static_cast<int64_t>(p.rows.begin.size()), ow = static_cast<int64_t>(p.cols.begin.size());
-  for (int64_t i = 0; i < p.n; ++i) {
-    for (int64_t ch = 0; ch < p.c; ++ch) {
+  const double bytes = sizeof(T) * static_cast<double>(p.n * p.c * (p.h * p.w + oh * ow));
+  ParallelFor(p.n * p.c, bytes, [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const int64_t i = plane / p.c, ch = plane % p.c;
+      const int64_t in = p.At(i, ch, 0, 0, p.h, p.w);
       for (int64_t y = 0; y < oh; ++y) {
         for (int64_t x = 0; x < ow; ++x) {
           const int64_t y0 = p.rows.begin[y], y1 = p.rows.end[y], x0 = p.cols.begin[x], x1 = p.cols.end[x];
           const int64_t divisor = p.exclusive || p.adaptive ? (y1 - y0) * (x1 - x0) : p.rows.full * p.cols.full;
-          fn(i, ch, p.At(i, ch, y, x, oh, ow), y0, y1, x0, x1, divisor);
+          fn(in, p.At(i, ch, y, x, oh, ow), y0, y1, x0, x1, divisor);
         }
       }
     }
-  }
+  });
 }
 
 // oneDNN's pooling for an fp32 plan that is not adaptive (oneDNN has no adaptive
@@ -162,19 +170,21 @@ class Pool2d {
       }
     }
     const T* px = x.data<T>();
-    std::vector<T> out(static_cast<size_t>(Product(p.out_dims, 0, 4)));
-    ForEachWindow(p, [&](int64_t i, int64_t ch, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t divisor) {
-      T acc = p.max ? -std::numeric_limits<T>::infinity() : T(0);
-      for (int64_t y = y0; y < y1; ++y) {
-        for (int64_t xx = x0; xx < x1; ++xx) {
-          const T v = px[p.At(i, ch, y, xx, p.h, p.w)];
-          if (!p.max) acc += v;
-          else if (Improves<true>(v, acc)) acc = v;
+    const int64_t row = p.RowStride(), col = p.ColStride();
+    WriteOutput<T>(ctx, "Out", {"X"}, p.out_dims, [&](T* out) {
+      ForEachWindow<T>(p, [&](int64_t in, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t divisor) {
+        T acc = p.max ? -std::numeric_limits<T>::infinity() : T(0);
+        for (int64_t y = y0; y < y1; ++y) {
+          const T* r = px + in + y * row;
+          for (int64_t xx = x0; xx < x1; ++xx) {
+            const T v = r[xx * col];
+            if (!p.max) acc += v;
+            else if (Improves<true>(v, acc)) acc = v;
+          }
         }
-      }
-      out[static_cast<size_t>(o)] = p.max ? acc : acc / static_cast<T>(divisor);
+        out[o] = p.max ? acc : acc / static_cast<T>(divisor);
+      });
     });
-    std::copy(out.begin(), out.end(), ctx.AllocateOutput<T>("Out", p.out_dims));
   }
 
  private:
@@ -198,12 +208,14 @@ class Pool2dGrad {
       if (OnednnMaxKeepsNans(p, x) && onednn_.Backward(p, px, pg, dx)) return;
     }
     std::fill(dx, dx + x.numel(), T(0));
-    ForEachWindow(p, [&](int64_t i, int64_t ch, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t divisor) {
+    const int64_t row = p.RowStride(), col = p.ColStride();
+    ForEachWindow<T>(p, [&](int64_t in, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t divisor) {
       if (p.max) {
-        int64_t best = p.At(i, ch, y0, x0, p.h, p.w);
+        int64_t best = in + y0 * row + x0 * col;
         for (int64_t y = y0; y < y1; ++y) {
           for (int64_t xx = x0; xx < x1; ++xx) {
-            if (Improves<true>(px[p.At(i, ch, y, xx, p.h, p.w)], px[best])) best = p.At(i, ch, y, xx, p.h, p.w);
+            const int64_t at = in + y * row + xx * col;
+            if (Improves<true>(px[at], px[best])) best = at;
           }
         }
         dx[best] += pg[o];
@@ -211,7 +223,7 @@ class Pool2dGrad {
       }
       const T share = pg[o] / static_cast<T>(divisor);
       for (int64_t y = y0; y < y1; ++y) {
-        for (int64_t xx = x0; xx < x1; ++xx) dx[p.At(i, ch, y, xx, p.h, p.w)] += share;
+        for (int64_t xx = x0; xx < x1; ++xx) dx[in + y * row + xx * col] += share;
       }
     });
   }

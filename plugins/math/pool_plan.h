@@ -29,6 +29,9 @@ struct PoolPlan {
   int64_t At(int64_t i, int64_t ch, int64_t y, int64_t x, int64_t hh, int64_t ww) const {
     return nhwc ? ((i * hh + y) * ww + x) * c + ch : ((i * c + ch) * hh + y) * ww + x;
   }
+  // How far apart X's elements of one channel are along a row, and its rows.
+  int64_t ColStride() const { return nhwc ? c : 1; }
+  int64_t RowStride() const { return w * ColStride(); }
 };
 
 // pool2d's plan for X of dims `d`; throws Error saying what does not fit.

@@ -638,6 +638,20 @@ inline TrigReduction ReduceByHalfPi(double v) {
   const double r = ((v - q * kHalfPi1) - q * kHalfPi2) - q * kHalfPi3;
   return {r, q - 4.0 * ((q * 0.25 + kRoundToInteger) - kRoundToInteger)};
 }
+// `a` where `pick_a`, else `b`; negated where `negate`; NaN where `nan`. By bit masks,
+// which GCC vectorizes where it would leave a choice between doubles as a branch.
+inline double Blend(bool pick_a, double a, double b, bool negate, bool nan) {
+  uint64_t ab, bb;
+  std::memcpy(&ab, &a, sizeof ab);
+  std::memcpy(&bb, &b, sizeof bb);
+  const uint64_t take = uint64_t{0} - static_cast<uint64_t>(pick_a);
+  const uint64_t nan_mask = uint64_t{0} - static_cast<uint64_t>(nan);
+  const uint64_t value = ((ab & take) | (bb & ~take)) ^ (static_cast<uint64_t>(negate) << 63);
+  const uint64_t bits = (value & ~nan_mask) | (uint64_t{0x7ff8000000000000} & nan_mask);
+  double out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
 // sin or cos of v, or NaN where libm's is to be taken instead: beyond 2^20 (infinities and
 // NaN too), and for a tiny remainder off a nonzero multiple.
 template <bool kCos> inline double SinCosReduced(double v) {
@@ -656,27 +670,39 @@ template <bool kCos> inline double SinCosReduced(double v) {
   const bool odd = t.m == 1.0 || t.m == -1.0, half = t.m == 2.0 || t.m == -2.0;
   const bool take_c = odd != kCos;
   const bool negative = half || (kCos ? t.m == 1.0 : t.m == -1.0);
-  uint64_t sb, cb;
-  std::memcpy(&sb, &s, sizeof sb);
-  std::memcpy(&cb, &c, sizeof cb);
-  const uint64_t take = uint64_t{0} - static_cast<uint64_t>(take_c);
-  const uint64_t nan = uint64_t{0} - static_cast<uint64_t>(libm);
-  const uint64_t value = ((cb & take) | (sb & ~take)) ^ (static_cast<uint64_t>(negative) << 63);
-  const uint64_t bits = (value & ~nan) | (uint64_t{0x7ff8000000000000} & nan);
-  double out;
-  std::memcpy(&out, &bits, sizeof out);
+  return Blend(take_c, c, s, negative, libm);
+}
+// tan of v by the same reduction and the same NaN where libm's is to be taken, then
+// Cephes' rational form of tan r for |r| <= pi/4: tan(q pi/2 + r) is tan r for even q
+// and -1 / tan r for odd q, both computed and chosen by a blend, which vectorizes.
+inline double TanReducedDouble(double v) {
+  const bool in_range = std::fabs(v) < kTrigReducedBelow;
+  const TrigReduction t = ReduceByHalfPi(in_range ? v : 0.0);
+  const bool libm = !in_range || (std::fabs(t.r) < kTrigRemainderAbove && v != t.r);
+  const double r = t.r, z = r * r;
+  const double p = (-1.30936939181383777646e4 * z + 1.15351664838587416140e6) * z - 1.79565251976484877988e7;
+  const double q = (((z + 1.36812963470692954678e4) * z - 1.32089234440210967447e6) * z + 2.50083801823357915839e7) * z -
+                   5.38695755929454629881e7;
+  const double tan_r = r + r * (z * p / q);
+  const bool odd = t.m == 1.0 || t.m == -1.0;
+  return Blend(odd, -1.0 / tan_r, tan_r, false, libm);
+}
+// `reduced` of each double of x, and `libm` where that gives NaN (which only a run holding
+// a NaN takes a second pass for).
+template <class A, class Reduced, class Libm> Block<A> ReducedOrLibm(const A& x, Reduced reduced, Libm libm) {
+  const Block<A> v = x;
+  Block<A> out = v.unaryExpr(reduced);
+  if (out.isNaN().any()) {
+    for (Eigen::Index i = 0; i < v.size(); ++i) {
+      if (std::isnan(out[i])) out[i] = libm(v[i]);
+    }
+  }
   return out;
 }
 // sin x (kCos false) or cos x of doubles: SinCosReduced, and libm where it does not hold.
 template <bool kCos, class A> Block<A> SinCosOfDoubles(const A& x) {
-  const Block<A> v = x;
-  Block<A> out = v.unaryExpr([](double e) { return SinCosReduced<kCos>(e); });
-  if (out.isNaN().any()) {
-    for (Eigen::Index i = 0; i < v.size(); ++i) {
-      if (std::isnan(out[i])) out[i] = kCos ? std::cos(v[i]) : std::sin(v[i]);
-    }
-  }
-  return out;
+  return ReducedOrLibm(x, [](double e) { return SinCosReduced<kCos>(e); },
+                       [](double e) { return kCos ? std::cos(e) : std::sin(e); });
 }
 template <class A> constexpr bool kIsFloat = std::is_same_v<S<A>, float>;
 struct Sin {
@@ -726,7 +752,7 @@ inline float TanReduced(float v) {
   const float r = (j & 2) != 0 ? cot : t;  // tan |x|
   return std::signbit(v) ? -r : r;
 }
-// tan x, float by TanReduced where it holds and libm's elsewhere; double by libm.
+// tan x by TanReduced where it holds and libm's elsewhere.
 template <class A> Block<A> TanOf(const A& x) {
   if constexpr (std::is_same_v<S<A>, float>) {
     Block<A> out = x.unaryExpr([](float v) { return TanReduced(v); });
@@ -735,7 +761,7 @@ template <class A> Block<A> TanOf(const A& x) {
     }
     return out;
   } else {
-    return x.tan();
+    return ReducedOrLibm(x, [](double e) { return TanReducedDouble(e); }, [](double e) { return std::tan(e); });
   }
 }
 // tan's gradient is Out@GRAD / cos² x (Fluid's, from X); in single precision as
@@ -749,7 +775,7 @@ struct Tan {
     if constexpr (std::is_same_v<S<A>, float>) {
       dx = g * (S<A>(1) + TanOf(x).square());
     } else {
-      dx = g / x.cos().square();
+      dx = g / SinCosOfDoubles<true>(x).square();
     }
   }
 };
@@ -808,6 +834,24 @@ inline double AsinInner(double a) {  // asin a for a in [0, 0.625]
   const double q = ((((z - 1.474091372988853791896e1) * z + 7.049610280856842141659e1) * z - 1.471791292232726029859e2) * z +
                     1.395105614657485689735e2) * z - 4.918853881490881290097e1;
   return a + a * (z * p / q);
+}
+// atan in double precision by Cephes' rational function (Eigen's is a libm call per
+// element), within 2 ulp of the exact value: atan |x| = pi/2 + atan(-1/|x|) above
+// tan(3 pi / 8), pi/4 + atan((|x| - 1) / (|x| + 1)) above 0.66, and t + t z P(z) / Q(z),
+// z = t², below; pi/2 and pi/4 with what their doubles lack added last. The choices are
+// blends, which vectorize; NaN gives NaN, infinities pi/2, and a zero keeps its sign.
+inline double AtanDouble(double v) {
+  const double a = std::fabs(v);
+  const bool big = a > 2.41421356237309504880, mid = a > 0.66;
+  const double t = big ? -1.0 / a : mid ? (a - 1.0) / (a + 1.0) : a;
+  const double base = big ? 2 * kPiOver4 : mid ? kPiOver4 : 0.0;
+  const double rest = big ? kHalfPiRest : mid ? 0.5 * kHalfPiRest : 0.0;
+  const double z = t * t;
+  const double p = (((-8.750608600031904122785e-1 * z - 1.615753718733365076637e1) * z - 7.500855792314704667340e1) * z -
+                    1.228866684490136173410e2) * z - 6.485021904942025371773e1;
+  const double q = ((((z + 2.485846490142306297962e1) * z + 1.650270098316988542046e2) * z + 4.328810604912902668951e2) * z +
+                    4.853903996359136964868e2) * z + 1.945506571482613964425e2;
+  return std::copysign((base + (t + t * (z * p / q))) + rest, v);
 }
 inline double AsinDouble(double v, double root) {  // root = sqrt(2 (1 - |v|))
   const double a = std::fabs(v), w = 1.0 - a;
@@ -869,7 +913,7 @@ struct Atan {
   explicit Atan(KernelContext&) {}
   template <class A, class O> void Forward(const A& x, O out) const {
     if constexpr (std::is_same_v<S<A>, float>) out = x.unaryExpr([](float v) { return AtanOf(v); });
-    else out = x.atan();
+    else out = x.unaryExpr([](double v) { return AtanDouble(v); });
   }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
     dx = g / (S<A>(1) + x.square());

@@ -10,6 +10,7 @@
 
 #include "channel_layout.h"
 #include "kernels.h"
+#include "norm_loops.h"
 #include "ops.h"
 #include "parallel_for.h"
 #include "reduction.h"
@@ -160,6 +161,7 @@ void GroupNormGrad(KernelContext& ctx) {
   // images (reduction.h): the same bits for any thread budget.
   std::vector<T> dscale_part(static_cast<size_t>(p.l.n * p.l.c), T(0)), dbias_part(dscale_part.size(), T(0));
   const T m = static_cast<T>(std::max<int64_t>(p.size(), 1));
+  static const norm::GradLoops<T> loops = norm::GradLoopsFor<T>();
   ParallelFor(p.count(), 3.0 * sizeof(T) * static_cast<double>(x.numel()), [&](int64_t, int64_t first, int64_t last) {
     for (int64_t at = first; at < last; ++at) {
       const int64_t i = at / p.groups, g = at % p.groups;
@@ -170,18 +172,19 @@ void GroupNormGrad(KernelContext& ctx) {
       if (!p.l.nhwc) {  // a channel's plane at a time, contiguous
         for (int64_t ch = g * p.cg; ch < (g + 1) * p.cg; ++ch) {
           const int64_t e = p.l.At(i, ch, 0);
-          const ConstVecMap<T> xs(px + e, p.l.s), gs(pg + e, p.l.s);
-          const T dot = (gs * ((xs - mu) * k)).sum(), total = gs.sum();
+          T dot, total;
+          loops.sums(px + e, pg + e, p.l.s, mu, k, &dot, &total);
           sum += total * scale[static_cast<size_t>(ch)];
           weighted += dot * scale[static_cast<size_t>(ch)];
           ds[ch] = dot;
           db[ch] = total;
         }
         if (dx == nullptr) continue;
+        // dx = k (g scale - sum / m - (x - mu) k weighted / m)
         for (int64_t ch = g * p.cg; ch < (g + 1) * p.cg; ++ch) {
           const int64_t e = p.l.At(i, ch, 0);
-          VecMap<T>(dx + e, p.l.s) = k * (ConstVecMap<T>(pg + e, p.l.s) * scale[static_cast<size_t>(ch)] - sum / m -
-                                          (ConstVecMap<T>(px + e, p.l.s) - mu) * k * (weighted / m));
+          loops.dx(px + e, pg + e, p.l.s, mu, k * scale[static_cast<size_t>(ch)], -k * k * (weighted / m), -k * (sum / m),
+                   dx + e);
         }
         continue;
       }

@@ -89,7 +89,7 @@ TEST(DistOps, ASparseGradientUpdatesOnlyItsRowsOnThePserver) {
   EXPECT_EQ(ps.Finish(), (std::vector<float>{0, 0, 0.5f, 0.5f, 2, 2, 1, 0}));
 }
 
-// Embedding training through the pserver (issue 45): lookup_table_v2 with is_sparse makes
+// Embedding training through the pserver: lookup_table_v2 with is_sparse makes
 // w's gradient SelectedRows of the looked-up rows, which is what the trainer sends (3 rows
 // of the table's 4), and the pserver's sparse sgd leaves w as dense local training does.
 TEST(DistOps, AnEmbeddingTrainsThroughThePserverOnItsLookedUpRowsAlone) {

@@ -188,8 +188,8 @@ TEST(DistPserver, AClientWithoutTheTokenIsRefused) {
   EXPECT_EQ(ps.Result(), "");
 }
 
-// Issue 43, item 7: without a token, any process that reaches a pserver can stop it
-// (Complete); beyond loopback that takes RILL_DIST_INSECURE=1.
+// Without a token, any process that reaches a pserver can stop it (Complete): beyond
+// loopback, listening without one takes RILL_DIST_INSECURE=1.
 TEST(DistPserver, ListeningBeyondLoopbackTakesATokenOrInsecure) {
   float w = 0;
   const auto start = [&](const std::string& endpoint, const TransportOptions& options) {

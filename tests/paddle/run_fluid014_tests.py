@@ -8,7 +8,7 @@ from where it is: nothing of Paddle's is copied; `git archive v0.14.0 python/pad
 of a Paddle clone is enough). Those tests are Python 2: each file, and each module it
 imports from its own directory, is converted to Python 3 as it is imported (harness.py).
 They run with the stand-in `paddle` package (standin/), whose paddle.fluid is rill.fluid.
-Without file names it runs the files issue 62 names (FILES below) and the book's
+Without file names it runs the forty files of Fluid's own API (FILES below) and the book's
 chapters that need no sequences (BOOK_FILES; name one as book/test_NAME.py). It prints each file's
 passed, failed and skipped methods, the skips by reason, and the totals; exit status 0
 when no method failed.
@@ -62,7 +62,7 @@ DIVERGENCES = {
 
 
 def main():
-    args = harness.parse_args(__doc__.splitlines()[0], "test_NAME.py files (default: issue 62's forty)")
+    args = harness.parse_args(__doc__.splitlines()[0], "test_NAME.py files (default: FILES, the forty)")
     src = os.environ.get("PADDLE_SRC")
     if not src:
         sys.exit("run_fluid014_tests: set PADDLE_SRC to a Paddle checkout at v0.14.0")

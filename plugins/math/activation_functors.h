@@ -633,28 +633,17 @@ constexpr double kRoundToInteger = 6755399441055744.0;  // 1.5 * 2^52: (t + it) 
 struct TrigReduction {
   double r, m;  // the remainder, and q mod 4 as one of -2, -1, 0, 1, 2 (2 and -2 alike)
 };
-inline TrigReduction ReduceByHalfPi(double v) {
+// The per-element functions below are always inlined into the loops that call them: a
+// copy out of line is the baseline set's (isa.h), and a call per element stops the loop
+// from vectorizing.
+[[gnu::always_inline]] inline TrigReduction ReduceByHalfPi(double v) {
   const double q = (v * 0.6366197723675814 + kRoundToInteger) - kRoundToInteger;  // 2 / pi
   const double r = ((v - q * kHalfPi1) - q * kHalfPi2) - q * kHalfPi3;
   return {r, q - 4.0 * ((q * 0.25 + kRoundToInteger) - kRoundToInteger)};
 }
-// `a` where `pick_a`, else `b`; negated where `negate`; NaN where `nan`. By bit masks,
-// which GCC vectorizes where it would leave a choice between doubles as a branch.
-inline double Blend(bool pick_a, double a, double b, bool negate, bool nan) {
-  uint64_t ab, bb;
-  std::memcpy(&ab, &a, sizeof ab);
-  std::memcpy(&bb, &b, sizeof bb);
-  const uint64_t take = uint64_t{0} - static_cast<uint64_t>(pick_a);
-  const uint64_t nan_mask = uint64_t{0} - static_cast<uint64_t>(nan);
-  const uint64_t value = ((ab & take) | (bb & ~take)) ^ (static_cast<uint64_t>(negate) << 63);
-  const uint64_t bits = (value & ~nan_mask) | (uint64_t{0x7ff8000000000000} & nan_mask);
-  double out;
-  std::memcpy(&out, &bits, sizeof out);
-  return out;
-}
 // sin or cos of v, or NaN where libm's is to be taken instead: beyond 2^20 (infinities and
 // NaN too), and for a tiny remainder off a nonzero multiple.
-template <bool kCos> inline double SinCosReduced(double v) {
+template <bool kCos> [[gnu::always_inline]] inline double SinCosReduced(double v) {
   const bool in_range = std::fabs(v) < kTrigReducedBelow;
   const TrigReduction t = ReduceByHalfPi(in_range ? v : 0.0);
   const bool libm = !in_range || (std::fabs(t.r) < kTrigRemainderAbove && v != t.r);
@@ -670,12 +659,21 @@ template <bool kCos> inline double SinCosReduced(double v) {
   const bool odd = t.m == 1.0 || t.m == -1.0, half = t.m == 2.0 || t.m == -2.0;
   const bool take_c = odd != kCos;
   const bool negative = half || (kCos ? t.m == 1.0 : t.m == -1.0);
-  return Blend(take_c, c, s, negative, libm);
+  uint64_t sb, cb;
+  std::memcpy(&sb, &s, sizeof sb);
+  std::memcpy(&cb, &c, sizeof cb);
+  const uint64_t take = uint64_t{0} - static_cast<uint64_t>(take_c);
+  const uint64_t nan = uint64_t{0} - static_cast<uint64_t>(libm);
+  const uint64_t value = ((cb & take) | (sb & ~take)) ^ (static_cast<uint64_t>(negative) << 63);
+  const uint64_t bits = (value & ~nan) | (uint64_t{0x7ff8000000000000} & nan);
+  double out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
 }
 // tan of v by the same reduction and the same NaN where libm's is to be taken, then
 // Cephes' rational form of tan r for |r| <= pi/4: tan(q pi/2 + r) is tan r for even q
 // and -1 / tan r for odd q, both computed and chosen by a blend, which vectorizes.
-inline double TanReducedDouble(double v) {
+[[gnu::always_inline]] inline double TanReducedDouble(double v) {
   const bool in_range = std::fabs(v) < kTrigReducedBelow;
   const TrigReduction t = ReduceByHalfPi(in_range ? v : 0.0);
   const bool libm = !in_range || (std::fabs(t.r) < kTrigRemainderAbove && v != t.r);
@@ -685,7 +683,17 @@ inline double TanReducedDouble(double v) {
                    5.38695755929454629881e7;
   const double tan_r = r + r * (z * p / q);
   const bool odd = t.m == 1.0 || t.m == -1.0;
-  return Blend(odd, -1.0 / tan_r, tan_r, false, libm);
+  // By bit masks, as SinCosReduced chooses: GCC leaves a choice between doubles a branch.
+  const double cot = -1.0 / tan_r;
+  uint64_t tb, cb;
+  std::memcpy(&tb, &tan_r, sizeof tb);
+  std::memcpy(&cb, &cot, sizeof cb);
+  const uint64_t take = uint64_t{0} - static_cast<uint64_t>(odd);
+  const uint64_t nan = uint64_t{0} - static_cast<uint64_t>(libm);
+  const uint64_t bits = (((cb & take) | (tb & ~take)) & ~nan) | (uint64_t{0x7ff8000000000000} & nan);
+  double out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
 }
 // `reduced` of each double of x, and `libm` where that gives NaN (which only a run holding
 // a NaN takes a second pass for).
@@ -840,7 +848,7 @@ inline double AsinInner(double a) {  // asin a for a in [0, 0.625]
 // tan(3 pi / 8), pi/4 + atan((|x| - 1) / (|x| + 1)) above 0.66, and t + t z P(z) / Q(z),
 // z = t², below; pi/2 and pi/4 with what their doubles lack added last. The choices are
 // blends, which vectorize; NaN gives NaN, infinities pi/2, and a zero keeps its sign.
-inline double AtanDouble(double v) {
+[[gnu::always_inline]] inline double AtanDouble(double v) {
   const double a = std::fabs(v);
   const bool big = a > 2.41421356237309504880, mid = a > 0.66;
   const double t = big ? -1.0 / a : mid ? (a - 1.0) / (a + 1.0) : a;

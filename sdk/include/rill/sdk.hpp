@@ -43,8 +43,12 @@
 #define RILL_PLUGIN_NEEDS_ABI 1u
 #endif
 
+// The namespace the layer lives in (see the top of this file): inline, versioned, of hidden
+// visibility. A macro, so that formatters read the line as the namespace it opens.
+#define RILL_SDK_NAMESPACE(name) inline namespace name __attribute__((visibility("hidden")))
+
 namespace rill {
-inline namespace sdk_v1 __attribute__((visibility("hidden"))) {
+RILL_SDK_NAMESPACE(sdk_v1) {
 
 // ---- Host table and errors ------------------------------------------------------------
 
@@ -1097,7 +1101,7 @@ RillStatus* PluginInit(const RillHostApi* host, RillRegistrar* reg) {
 }
 }  // namespace detail
 
-}  // inline namespace sdk_v1
+}  // RILL_SDK_NAMESPACE(sdk_v1)
 }  // namespace rill
 
 // Defines `const RillPlugin* SYMBOL(void)` for a plugin whose init is

@@ -113,7 +113,9 @@ TEST(LodTensorFile, Fp16ConversionsRoundAsIeeeDoes) {
   EXPECT_TRUE(std::isnan(HalfToFloat(FloatToHalf(NAN))));
   for (uint32_t h = 0; h < 0x10000; ++h) {  // every half survives the round trip
     const float f = HalfToFloat(static_cast<uint16_t>(h));
-    if (!std::isnan(f)) EXPECT_EQ(FloatToHalf(f), h) << std::hex << h;
+    if (!std::isnan(f)) {
+      EXPECT_EQ(FloatToHalf(f), h) << std::hex << h;
+    }
   }
   Tensor x;
   x.Allocate(RILL_FP32, {3});

@@ -27,7 +27,7 @@ struct ProcessState {
   // Lasting waits the pservers report (PserverWatch), while running: a trainer's barrier
   // (shown until its progress passes that iteration), whom a pserver waits for.
   int64_t at_barrier = -1;  // the iteration
-  std::string waits_for;    // "trainer 1 (not connected)"
+  std::string waits_for{};  // "trainer 1 (not connected)"
 };
 
 class ClusterStatus {

@@ -131,7 +131,7 @@ struct SchedulerOptions {
   // worker loop, which polls and then takes it up again. An op in progress ends first: a
   // kernel that computes or blocks for long delays the poll to its end. `poll` may cancel
   // the run through the RunCanceller given to RunTasks; it must not throw.
-  std::function<void()> poll;
+  std::function<void()> poll{};
   std::chrono::milliseconds poll_every{50};
 };
 

@@ -35,7 +35,7 @@
 
 // Hidden like the SDK layer it builds on: these types never cross a library boundary.
 namespace rill {
-namespace csp __attribute__((visibility("hidden"))) {
+namespace [[gnu::visibility("hidden")]] csp {
 
 class Channel;
 

@@ -21,7 +21,7 @@
 
 // Hidden like the SDK layer it builds on: these types never cross a library boundary.
 namespace rill {
-namespace csp __attribute__((visibility("hidden"))) {
+namespace [[gnu::visibility("hidden")]] csp {
 
 struct SelectCase {
   enum Kind { kDefault = 0, kSend = 1, kRecv = 2 };

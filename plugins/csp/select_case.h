@@ -12,7 +12,7 @@
 #include "select.h"
 
 namespace rill {
-namespace csp __attribute__((visibility("hidden"))) {
+namespace [[gnu::visibility("hidden")]] csp {
 
 struct CaseText {
   int32_t idx = 0;

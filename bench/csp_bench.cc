@@ -67,10 +67,12 @@ void BM_Chan_PingPong(benchmark::State& state) {
   InTasks([&] {
     auto ping = Channel::Make(kLodTensor, 0);
     auto pong = Channel::Make(kLodTensor, 0);
-    core::SpawnTask([ping, pong] {
-      core::Variable v;
-      while (Recv(*ping, v)) Send(*pong, v);
-    }, nullptr);
+    core::SpawnTask(
+        [ping, pong] {
+          core::Variable v;
+          while (Recv(*ping, v)) Send(*pong, v);
+        },
+        nullptr);
     TimeRoundTrips(state, *ping, *pong);
     ping->Close();
   });
@@ -82,12 +84,14 @@ void BM_Chan_SelectPingPong(benchmark::State& state) {
     auto ping = Channel::Make(kLodTensor, 0);
     auto pong = Channel::Make(kLodTensor, 0);
     auto quit = Channel::Make(kLodTensor, 0);
-    core::SpawnTask([ping, pong, quit] {
-      core::Variable v, stop;
-      const std::vector<csp::SelectCase> cases = {{csp::SelectCase::kRecv, ping.get(), H(v)},
-                                                  {csp::SelectCase::kRecv, quit.get(), H(stop)}};
-      while (csp::RunSelect(cases, nullptr, "bench select") == 0) Send(*pong, v);
-    }, nullptr);
+    core::SpawnTask(
+        [ping, pong, quit] {
+          core::Variable v, stop;
+          const std::vector<csp::SelectCase> cases = {{csp::SelectCase::kRecv, ping.get(), H(v)},
+                                                      {csp::SelectCase::kRecv, quit.get(), H(stop)}};
+          while (csp::RunSelect(cases, nullptr, "bench select") == 0) Send(*pong, v);
+        },
+        nullptr);
     TimeRoundTrips(state, *ping, *pong);
     quit->Close();
   });
@@ -97,10 +101,12 @@ BENCHMARK(BM_Chan_SelectPingPong)->UseRealTime();
 void BM_Chan_ProdCons(benchmark::State& state) {
   InTasks([&] {
     auto ch = Channel::Make(kLodTensor, state.range(0));
-    core::SpawnTask([ch] {
-      core::Variable v = One();
-      for (;;) SendCopy(*ch, v);  // until the main task ends
-    }, nullptr);
+    core::SpawnTask(
+        [ch] {
+          core::Variable v = One();
+          for (;;) SendCopy(*ch, v);  // until the main task ends
+        },
+        nullptr);
     core::Variable got;
     for (auto _ : state) Recv(*ch, got);
   });
@@ -114,12 +120,14 @@ void BM_Chan_DaisyChain(benchmark::State& state) {
     auto left = leftmost;
     for (int64_t i = 0; i < n; ++i) {
       auto right = Channel::Make(kLodTensor, 0);
-      core::SpawnTask([left, right] {
-        core::Variable v;
-        Recv(*right, v);
-        ++*v.GetMutableTensor()->data_as<int64_t>();
-        Send(*left, v);
-      }, nullptr);
+      core::SpawnTask(
+          [left, right] {
+            core::Variable v;
+            Recv(*right, v);
+            ++*v.GetMutableTensor()->data_as<int64_t>();
+            Send(*left, v);
+          },
+          nullptr);
       left = right;
     }
     core::Variable start = One(), result;
@@ -151,12 +159,14 @@ void BM_Chan_Spawn(benchmark::State& state) {
       // One go block per iteration; the last of each batch of 1000 signals `done`.
       left.store(1000);
       for (int i = 0; i < 1000; ++i) {
-        core::SpawnTask([signal, count] {
-          if (count->fetch_sub(1) == 1) {
-            core::Variable v = One();
-            Send(*signal, v);
-          }
-        }, nullptr);
+        core::SpawnTask(
+            [signal, count] {
+              if (count->fetch_sub(1) == 1) {
+                core::Variable v = One();
+                Send(*signal, v);
+              }
+            },
+            nullptr);
       }
       Recv(*done, token);
     }
@@ -175,10 +185,12 @@ void BM_Chan_SpawnSend(benchmark::State& state) {
     core::Variable got;
     for (auto _ : state) {
       for (int i = 0; i < 1000; ++i) {
-        core::SpawnTask([signal] {
-          core::Variable v = One();
-          Send(*signal, v);
-        }, nullptr);
+        core::SpawnTask(
+            [signal] {
+              core::Variable v = One();
+              Send(*signal, v);
+            },
+            nullptr);
       }
       int64_t count = 0;
       for (int i = 0; i < 1000; ++i) {
@@ -216,8 +228,12 @@ constexpr int64_t kRounds = 200000;
 // A run of a one-op program: what starting and stopping the scheduler costs a run.
 void BM_Prog_Start(benchmark::State& state) {
   core::ProgramBuilder pb;
-  pb.block(0).Op("fill_constant").Output("Out", "x").Attr("shape", std::vector<int64_t>{1})
-      .Attr("dtype", int64_t{RILL_INT64}).Attr("value", 1.0f);
+  pb.block(0)
+      .Op("fill_constant")
+      .Output("Out", "x")
+      .Attr("shape", std::vector<int64_t>{1})
+      .Attr("dtype", int64_t{RILL_INT64})
+      .Attr("value", 1.0f);
   RunProgram(state, pb, 1);
 }
 BENCHMARK(BM_Prog_Start)->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -163,12 +163,12 @@ constexpr double kConvFlops = 2.0 * kConvN * kConvC * kConvHW * kConvHW * kConvC
 
 void RillConv2dCuda(benchmark::State& state, int32_t dtype) {
   if (const std::string why = Unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
-  CudaOneOp("conv2d", {{"x", {kConvN, kConvC, kConvHW, kConvHW}}, {"w", {kConvC, kConvC, 3, 3}}},
-            [](OpBuilder& b) {
-              b.Input("Input", "x").Input("Filter", "w").Output("Output", "z")
-                  .Attr("paddings", std::vector<int64_t>{1, 1});
-            },
-            dtype)
+  CudaOneOp(
+      "conv2d", {{"x", {kConvN, kConvC, kConvHW, kConvHW}}, {"w", {kConvC, kConvC, 3, 3}}},
+      [](OpBuilder& b) {
+        b.Input("Input", "x").Input("Filter", "w").Output("Output", "z").Attr("paddings", std::vector<int64_t>{1, 1});
+      },
+      dtype)
       .Measure(state);
   state.counters["FLOP/s"] = benchmark::Counter(kConvFlops, benchmark::Counter::kIsIterationInvariantRate);
 }
@@ -220,7 +220,9 @@ constexpr int64_t kActN = 32, kActC = 64, kActHW = 56, kActElems = kActN * kActC
 void BM_RillPool2dCuda(benchmark::State& state) {
   if (const std::string why = Unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
   CudaOneOp("pool2d", {{"x", {kActN, kActC, kActHW, kActHW}}}, [](OpBuilder& b) {
-    b.Input("X", "x").Output("Out", "z").Attr("ksize", std::vector<int64_t>{2, 2})
+    b.Input("X", "x")
+        .Output("Out", "z")
+        .Attr("ksize", std::vector<int64_t>{2, 2})
         .Attr("strides", std::vector<int64_t>{2, 2});
   }).Measure(state);
   state.SetBytesProcessed(state.iterations() * kActElems * 5 / 4 * sizeof(float));
@@ -249,12 +251,22 @@ BENCHMARK(BM_CudnnPoolingForward)->Unit(benchmark::kMicrosecond)->UseRealTime();
 void BM_RillBatchNormCuda(benchmark::State& state) {
   if (const std::string why = Unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
   CudaOneOp("batch_norm",
-            {{"x", {kActN, kActC, kActHW, kActHW}}, {"scale", {kActC}}, {"bias", {kActC}}, {"mean", {kActC}},
+            {{"x", {kActN, kActC, kActHW, kActHW}},
+             {"scale", {kActC}},
+             {"bias", {kActC}},
+             {"mean", {kActC}},
              {"var", {kActC}}},
             [](OpBuilder& b) {
-              b.Input("X", "x").Input("Scale", "scale").Input("Bias", "bias").Input("Mean", "mean")
-                  .Input("Variance", "var").Output("Y", "z").Output("MeanOut", "mean").Output("VarianceOut", "var")
-                  .Output("SavedMean", "saved_mean").Output("SavedVariance", "saved_var");
+              b.Input("X", "x")
+                  .Input("Scale", "scale")
+                  .Input("Bias", "bias")
+                  .Input("Mean", "mean")
+                  .Input("Variance", "var")
+                  .Output("Y", "z")
+                  .Output("MeanOut", "mean")
+                  .Output("VarianceOut", "var")
+                  .Output("SavedMean", "saved_mean")
+                  .Output("SavedVariance", "saved_var");
             })
       .Measure(state);
   state.SetBytesProcessed(state.iterations() * kActElems * 2 * sizeof(float));

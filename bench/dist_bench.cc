@@ -70,8 +70,7 @@ std::vector<char>& Destination() {
 constexpr int kWarmUpMessages = 32;
 constexpr auto kWarmUpTime = std::chrono::seconds(5);
 
-template <class F>
-void WarmUp(const char* peer, size_t bytes, F&& send) {
+template <class F> void WarmUp(const char* peer, size_t bytes, F&& send) {
   static std::set<std::pair<std::string, size_t>> warm;
   if (!warm.insert({peer, bytes}).second) {
     send();  // connected (or reconnected) before timing
@@ -115,10 +114,11 @@ class RillSink final : public v1::ParameterServer::WithRawCallbackMethod_SendVar
       reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why));
       return reactor;
     }
-    path_->Receive(h.out_of_band().rank(), h.out_of_band().tag(), Destination().data(), TensorByteSize(h),
-                   [reactor](const std::string& error) {
-                     reactor->Finish(error.empty() ? grpc::Status::OK : grpc::Status(grpc::StatusCode::UNAVAILABLE, error));
-                   });
+    path_->Receive(
+        h.out_of_band().rank(), h.out_of_band().tag(), Destination().data(), TensorByteSize(h),
+        [reactor](const std::string& error) {
+          reactor->Finish(error.empty() ? grpc::Status::OK : grpc::Status(grpc::StatusCode::UNAVAILABLE, error));
+        });
     return reactor;
   }
   grpc::ServerUnaryReactor* OpenDataPath(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer*,
@@ -189,8 +189,7 @@ void ServeTcp(int listener) {
           ReadFully(fd, Destination().data(), n);
           WriteFully(fd, &ack, 1);
         }
-      } catch (const std::exception&) {
-      }
+      } catch (const std::exception&) {}
       close(fd);
     }).detach();
   }
@@ -217,8 +216,7 @@ int ServeSinks() {
   std::printf("%s %s %u\n", rill_at.c_str(), protobuf_at.c_str(), ntohs(addr.sin_port));
   std::fflush(stdout);
   char c;
-  while (read(STDIN_FILENO, &c, 1) > 0) {
-  }
+  while (read(STDIN_FILENO, &c, 1) > 0) {}
   std::_Exit(0);  // the serving threads are still blocked in accept and reads
 }
 
@@ -316,7 +314,8 @@ void BM_Send_Protobuf(benchmark::State& state) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
-  auto stub = v1::ParameterServer::NewStub(grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args));
+  auto stub =
+      v1::ParameterServer::NewStub(grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args));
   const char* data = reinterpret_cast<const char*>(Tensor(bytes).data());
   auto send = [&] {
     v1::VariableMessage m;

@@ -228,7 +228,8 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size != 2 || provided < MPI_THREAD_MULTIPLE) {
-    if (rank == 0) std::fprintf(stderr, "usage: mpirun -np 2 %s [benchmark options] (needs MPI_THREAD_MULTIPLE)\n", argv[0]);
+    if (rank == 0)
+      std::fprintf(stderr, "usage: mpirun -np 2 %s [benchmark options] (needs MPI_THREAD_MULTIPLE)\n", argv[0]);
     MPI_Finalize();
     return 2;
   }
@@ -241,7 +242,8 @@ int main(int argc, char** argv) {
     builder.SetMaxReceiveMessageSize(-1);
     builder.RegisterService(&sink);
     auto server = builder.BuildAndStart();
-    const std::shared_ptr<DataPath> data_path = JoinMpiAsPserver("127.0.0.1:" + std::to_string(port), options);  // rank 0 learns it
+    const std::shared_ptr<DataPath> data_path =
+        JoinMpiAsPserver("127.0.0.1:" + std::to_string(port), options);  // rank 0 learns it
     data_path->ServePushes([](const std::string& request, DataPath::Answer answer) {
       grpc::Slice slice(request);
       Accept(grpc::ByteBuffer(&slice, 1), std::move(answer));

@@ -30,8 +30,7 @@ Registry& LoadedRegistry() {
 constexpr char kMath[] = "increment";
 constexpr char kThirdParty[] = "third_party_counter";
 
-template <const char* kCounter>
-void BM_ExecutorIncrement(benchmark::State& state) {
+template <const char* kCounter> void BM_ExecutorIncrement(benchmark::State& state) {
   const int64_t kOps = state.range(0);
   ProgramBuilder pb;
   for (int i = 0; i < kOps; ++i) pb.block(0).Op(kCounter).Input("X", "x").Output("Out", "x");
@@ -58,8 +57,11 @@ BlockBuilder& CountedLoop(ProgramBuilder& pb, int64_t steps, const char* counter
   std::vector<std::pair<const char*, float>> fills{{"i", 0.0f}, {"n", static_cast<float>(steps)}};
   for (const char* name : zeroed) fills.emplace_back(name, 0.0f);
   for (const auto& [name, value] : fills) {
-    main.Op("fill_constant").Output("Out", name).Attr("shape", std::vector<int64_t>{1})
-        .Attr("dtype", int64_t{RILL_INT64}).Attr("value", value);
+    main.Op("fill_constant")
+        .Output("Out", name)
+        .Attr("shape", std::vector<int64_t>{1})
+        .Attr("dtype", int64_t{RILL_INT64})
+        .Attr("value", value);
   }
   main.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "c");
   main.Op("while").Input("Condition", "c").BlockAttr("sub_block", body.idx());
@@ -82,8 +84,7 @@ void RunLoopProgram(benchmark::State& state, const ProgramBuilder& pb, int64_t s
 
 // A counted loop: ns/step is what a loop costs around its body (the `while` step, the run
 // of its block, the counter's increment and compare).
-template <const char* kCounter>
-void BM_ExecutorCountedLoop(benchmark::State& state) {
+template <const char* kCounter> void BM_ExecutorCountedLoop(benchmark::State& state) {
   ProgramBuilder pb;
   CountedLoop(pb, state.range(0), kCounter);
   RunLoopProgram(state, pb, state.range(0));

@@ -22,8 +22,7 @@ static _Atomic long turn __attribute__((aligned(64)));
 static void* Answer(void* unused) {
   (void)unused;
   for (long i = 0; i < kPasses / 2; ++i) {
-    while (atomic_load_explicit(&turn, memory_order_acquire) != 2 * i + 1) {
-    }
+    while (atomic_load_explicit(&turn, memory_order_acquire) != 2 * i + 1) {}
     atomic_store_explicit(&turn, 2 * i + 2, memory_order_release);
   }
   return NULL;
@@ -39,8 +38,7 @@ int main(void) {
   clock_gettime(CLOCK_MONOTONIC, &start);
   for (long i = 0; i < kPasses / 2; ++i) {
     atomic_store_explicit(&turn, 2 * i + 1, memory_order_release);
-    while (atomic_load_explicit(&turn, memory_order_acquire) != 2 * i + 2) {
-    }
+    while (atomic_load_explicit(&turn, memory_order_acquire) != 2 * i + 2) {}
   }
   clock_gettime(CLOCK_MONOTONIC, &end);
   pthread_join(other, NULL);

@@ -108,7 +108,8 @@ void BM_DnnlSgemm(benchmark::State& state) {
   std::fill(x.data_as<float>(), x.data_as<float>() + kN * kN, 1.0f);
   std::fill(y.data_as<float>(), y.data_as<float>() + kN * kN, 2.0f);
   for (auto _ : state) {
-    dnnl_sgemm('N', 'N', kN, kN, kN, 1.0f, x.data_as<float>(), kN, y.data_as<float>(), kN, 0.0f, z.data_as<float>(), kN);
+    dnnl_sgemm('N', 'N', kN, kN, kN, 1.0f, x.data_as<float>(), kN, y.data_as<float>(), kN, 0.0f, z.data_as<float>(),
+               kN);
     benchmark::ClobberMemory();
   }
   state.counters["FLOP/s"] = benchmark::Counter(2.0 * kN * kN * kN, benchmark::Counter::kIsIterationInvariantRate);
@@ -121,7 +122,11 @@ constexpr double kConvFlops = 2.0 * kConvN * kConvC * kConvC * 9 * kConvHw * kCo
 
 void BM_RillConv2d(benchmark::State& state) {
   ProgramBuilder pb;
-  pb.block(0).Op("conv2d").Input("Input", "x").Input("Filter", "w").Output("Output", "y")
+  pb.block(0)
+      .Op("conv2d")
+      .Input("Input", "x")
+      .Input("Filter", "w")
+      .Output("Output", "y")
       .Attr("paddings", std::vector<int64_t>{1, 1});
   auto program = std::make_shared<proto::ProgramDesc>(pb.Build());
   ValidateProgramOrThrow(*program, LoadedRegistry());
@@ -180,7 +185,11 @@ const std::vector<int64_t> kPoolIn{64, 20, 24, 24}, kNormIn{32, 16, 32, 32};
 
 void BM_RillPool2d(benchmark::State& state) {
   ProgramBuilder pb;
-  pb.block(0).Op("pool2d").Input("X", "x").Output("Out", "y").Attr("ksize", std::vector<int64_t>{2, 2})
+  pb.block(0)
+      .Op("pool2d")
+      .Input("X", "x")
+      .Output("Out", "y")
+      .Attr("ksize", std::vector<int64_t>{2, 2})
       .Attr("strides", std::vector<int64_t>{2, 2});
   auto program = std::make_shared<proto::ProgramDesc>(pb.Build());
   Executor exec(LoadedRegistry(), program);
@@ -198,8 +207,8 @@ void BM_DnnlPool2d(benchmark::State& state) {
   const memory::desc x(kPoolIn, memory::data_type::f32, memory::format_tag::nchw);
   const memory::desc y({64, 20, 12, 12}, memory::data_type::f32, memory::format_tag::nchw);
   const dnnl::pooling_forward::primitive_desc pd(
-      dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, x, y, {2, 2}, {2, 2},
-                                  {0, 0}, {0, 0}),
+      dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, x, y, {2, 2},
+                                  {2, 2}, {0, 0}, {0, 0}),
       engine);
   const dnnl::pooling_forward pool(pd);
   memory xm(x, engine), ym(y, engine);
@@ -213,9 +222,18 @@ BENCHMARK(BM_DnnlPool2d)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void BM_RillBatchNorm(benchmark::State& state) {
   ProgramBuilder pb;
-  pb.block(0).Op("batch_norm").Input("X", "x").Input("Scale", "scale").Input("Bias", "bias").Input("Mean", "mean")
-      .Input("Variance", "var").Output("Y", "y").Output("MeanOut", "mean").Output("VarianceOut", "var")
-      .Output("SavedMean", "saved_mean").Output("SavedVariance", "saved_var");
+  pb.block(0)
+      .Op("batch_norm")
+      .Input("X", "x")
+      .Input("Scale", "scale")
+      .Input("Bias", "bias")
+      .Input("Mean", "mean")
+      .Input("Variance", "var")
+      .Output("Y", "y")
+      .Output("MeanOut", "mean")
+      .Output("VarianceOut", "var")
+      .Output("SavedMean", "saved_mean")
+      .Output("SavedVariance", "saved_var");
   auto program = std::make_shared<proto::ProgramDesc>(pb.Build());
   Executor exec(LoadedRegistry(), program);
   auto scope = Scope::NewRoot();
@@ -233,9 +251,9 @@ void BM_DnnlBatchNorm(benchmark::State& state) {
   dnnl::stream stream(engine);
   const memory::desc x(kNormIn, memory::data_type::f32, memory::format_tag::nchw);
   const dnnl::batch_normalization_forward::primitive_desc pd(
-      dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, x, 1e-5f,
-                                              dnnl::normalization_flags::use_scale |
-                                                  dnnl::normalization_flags::use_shift),
+      dnnl::batch_normalization_forward::desc(
+          dnnl::prop_kind::forward_training, x, 1e-5f,
+          dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift),
       engine);
   const dnnl::batch_normalization_forward bn(pd);
   memory xm(x, engine), ym(x, engine), mean(pd.mean_desc(), engine), var(pd.variance_desc(), engine);
@@ -244,8 +262,12 @@ void BM_DnnlBatchNorm(benchmark::State& state) {
   std::fill_n(static_cast<float*>(scale.get_data_handle()), 16, 1.0f);
   std::fill_n(static_cast<float*>(shift.get_data_handle()), 16, 0.0f);
   for (auto _ : state) {
-    bn.execute(stream, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_MEAN, mean}, {DNNL_ARG_VARIANCE, var},
-                        {DNNL_ARG_SCALE, scale}, {DNNL_ARG_SHIFT, shift}});
+    bn.execute(stream, {{DNNL_ARG_SRC, xm},
+                        {DNNL_ARG_DST, ym},
+                        {DNNL_ARG_MEAN, mean},
+                        {DNNL_ARG_VARIANCE, var},
+                        {DNNL_ARG_SCALE, scale},
+                        {DNNL_ARG_SHIFT, shift}});
     stream.wait();
   }
 }
@@ -255,8 +277,14 @@ constexpr int64_t kRows = 256, kWidth = 768;
 
 void BM_RillLayerNorm(benchmark::State& state) {
   ProgramBuilder pb;
-  pb.block(0).Op("layer_norm").Input("X", "x").Input("Scale", "scale").Input("Bias", "bias").Output("Y", "y")
-      .Output("Mean", "mean").Output("Variance", "var");
+  pb.block(0)
+      .Op("layer_norm")
+      .Input("X", "x")
+      .Input("Scale", "scale")
+      .Input("Bias", "bias")
+      .Output("Y", "y")
+      .Output("Mean", "mean")
+      .Output("Variance", "var");
   auto program = std::make_shared<proto::ProgramDesc>(pb.Build());
   Executor exec(LoadedRegistry(), program);
   auto scope = Scope::NewRoot();
@@ -274,9 +302,9 @@ void BM_DnnlLayerNorm(benchmark::State& state) {
   dnnl::stream stream(engine);
   const memory::desc x({kRows, kWidth}, memory::data_type::f32, memory::format_tag::ab);
   const dnnl::layer_normalization_forward::primitive_desc pd(
-      dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_training, x, 1e-5f,
-                                              dnnl::normalization_flags::use_scale |
-                                                  dnnl::normalization_flags::use_shift),
+      dnnl::layer_normalization_forward::desc(
+          dnnl::prop_kind::forward_training, x, 1e-5f,
+          dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift),
       engine);
   const dnnl::layer_normalization_forward ln(pd);
   memory xm(x, engine), ym(x, engine), mean(pd.mean_desc(), engine), var(pd.variance_desc(), engine);
@@ -285,8 +313,12 @@ void BM_DnnlLayerNorm(benchmark::State& state) {
   std::fill_n(static_cast<float*>(scale.get_data_handle()), kWidth, 1.0f);
   std::fill_n(static_cast<float*>(shift.get_data_handle()), kWidth, 0.0f);
   for (auto _ : state) {
-    ln.execute(stream, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_MEAN, mean}, {DNNL_ARG_VARIANCE, var},
-                        {DNNL_ARG_SCALE, scale}, {DNNL_ARG_SHIFT, shift}});
+    ln.execute(stream, {{DNNL_ARG_SRC, xm},
+                        {DNNL_ARG_DST, ym},
+                        {DNNL_ARG_MEAN, mean},
+                        {DNNL_ARG_VARIANCE, var},
+                        {DNNL_ARG_SCALE, scale},
+                        {DNNL_ARG_SHIFT, shift}});
     stream.wait();
   }
 }

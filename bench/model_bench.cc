@@ -61,8 +61,7 @@ long long PeakRssKb() {
   return -1;
 }
 
-template <class Step>
-double MedianMs(int rounds, int iterations, bool profile, Step step) {
+template <class Step> double MedianMs(int rounds, int iterations, bool profile, Step step) {
   for (int i = 0; i < iterations; ++i) step();
   std::optional<core::Profiler> profiler;
   if (profile) profiler.emplace();
@@ -70,7 +69,8 @@ double MedianMs(int rounds, int iterations, bool profile, Step step) {
   for (int r = 0; r < rounds; ++r) {
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < iterations; ++i) step();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / iterations);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
+                 iterations);
   }
   if (profiler) core::WriteSummary(profiler->Stop(), std::cerr);
   std::sort(ms.begin(), ms.end());
@@ -117,8 +117,8 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "unknown mode '%s' (infer or train)\n", mode.c_str());
     return 2;
   }
-  std::printf("{\"model\": \"%s\", \"mode\": \"%s\", \"batch\": %lld, \"ms\": %.4f, \"peak_rss_kb\": %lld}\n", name.c_str(),
-              mode.c_str(), static_cast<long long>(batch), ms, PeakRssKb());
+  std::printf("{\"model\": \"%s\", \"mode\": \"%s\", \"batch\": %lld, \"ms\": %.4f, \"peak_rss_kb\": %lld}\n",
+              name.c_str(), mode.c_str(), static_cast<long long>(batch), ms, PeakRssKb());
   return 0;
 }
 

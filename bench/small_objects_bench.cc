@@ -32,8 +32,7 @@ struct Malloc {
 // one): two scopes (184), six variable entries (168), two scalars' buffers (176), a task (208).
 constexpr size_t kBlockSizes[] = {184, 168, 168, 168, 184, 168, 168, 168, 176, 176, 208};
 
-template <class A>
-void BM_Churn(benchmark::State& state) {
+template <class A> void BM_Churn(benchmark::State& state) {
   for (auto _ : state) {
     void* p = A::Allocate(168);
     benchmark::DoNotOptimize(p);
@@ -44,8 +43,7 @@ void BM_Churn(benchmark::State& state) {
 
 // Grows to range(0) blocks' objects, touching each as a constructor would, then frees them
 // oldest first, as a chain's blocks end from its start.
-template <class A>
-void BM_Grow(benchmark::State& state) {
+template <class A> void BM_Grow(benchmark::State& state) {
   const auto blocks = static_cast<size_t>(state.range(0));
   std::vector<std::pair<void*, size_t>> live;
   live.reserve(blocks * std::size(kBlockSizes));
@@ -65,8 +63,7 @@ void BM_Grow(benchmark::State& state) {
 }
 
 // This thread allocates batches of 1000 objects; another frees each batch as it arrives.
-template <class A>
-void BM_CrossThread(benchmark::State& state) {
+template <class A> void BM_CrossThread(benchmark::State& state) {
   constexpr size_t kBatch = 1000, kBytes = 184;
   std::atomic<std::vector<void*>*> handed{nullptr};
   std::atomic<bool> stop{false};
@@ -87,12 +84,10 @@ void BM_CrossThread(benchmark::State& state) {
       p[0] = 1;
       batch->push_back(p);
     }
-    while (handed.load(std::memory_order_acquire) != nullptr) {
-    }
+    while (handed.load(std::memory_order_acquire) != nullptr) {}
     handed.store(batch, std::memory_order_release);
   }
-  while (handed.load(std::memory_order_acquire) != nullptr) {
-  }
+  while (handed.load(std::memory_order_acquire) != nullptr) {}
   stop.store(true, std::memory_order_release);
   freer.join();
   state.SetItemsProcessed(state.iterations() * kBatch);

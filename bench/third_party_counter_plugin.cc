@@ -6,8 +6,7 @@
 
 namespace {
 
-template <class T>
-class Counter {
+template <class T> class Counter {
  public:
   explicit Counter(const rill::OpInfo& op)
       : step_(static_cast<T>(op.Attr<float>("step"))), x_(op.InputSlot("X")), out_(op.OutputSlot("Out")) {}

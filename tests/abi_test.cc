@@ -118,12 +118,14 @@ TEST(HostApi, CustomValuesAreSetAndReadByTheirTypesHandle) {
   static int destroyed = 0;
   RillRegistrar reg;
   reg.plugin = "test";
-  reg.var_types.push_back(CustomType{VarTypeHandle("test.typed"), "test.typed", "test",
-                                     [](void* p) { ++destroyed; delete static_cast<int*>(p); },
-                                     [](const void* p, char* buf, size_t cap) {
-                                       snprintf(buf, cap, "box(%d)", *static_cast<const int*>(p));
-                                     },
-                                     nullptr});
+  reg.var_types.push_back(CustomType{
+      VarTypeHandle("test.typed"), "test.typed", "test",
+      [](void* p) {
+        ++destroyed;
+        delete static_cast<int*>(p);
+      },
+      [](const void* p, char* buf, size_t cap) { snprintf(buf, cap, "box(%d)", *static_cast<const int*>(p)); },
+      nullptr});
   Variable var;
   auto* v = reinterpret_cast<RillVariable*>(&var);
   const RillVarType* typed = VarTypeHandle("test.typed");
@@ -184,7 +186,7 @@ struct KernelFixture {
     vars[3].GetMutableSelectedRows();
     for (size_t i = 0; i < 4; ++i) frame[i] = &vars[i];
     frame[1] = nullptr;  // "gone" exists in no scope
-    info.IndexSlots();    // as Executor::Prepare does
+    info.IndexSlots();   // as Executor::Prepare does
   }
   RillOpInfo info;
   Variable vars[4];
@@ -287,7 +289,8 @@ TEST(HostApi, GoRefusesArgumentsItCannotBind) {
   const RillArg past[] = {{0, 1}}, missing[] = {{0, 0}, {1, 0}}, output[] = {{2, 0}};
   f.vars[0].GetMutableTensor();
   EXPECT_EQ(Message(H().ctx_go(&f.ctx, 1, past, 1)), "ctx_go: input X[1] is not an argument of op 'op'");
-  EXPECT_EQ(Message(H().ctx_go(&f.ctx, 1, missing, 2)), "ctx_go: input Missing[0] ('gone') does not exist in any scope");
+  EXPECT_EQ(Message(H().ctx_go(&f.ctx, 1, missing, 2)),
+            "ctx_go: input Missing[0] ('gone') does not exist in any scope");
   EXPECT_EQ(Message(H().ctx_go(&f.ctx, 1, output, 1)), "ctx_go: input #2[0] is not an argument of op 'op'");
   EXPECT_EQ(Message(H().ctx_go(nullptr, 1, past, 1)), "ctx_go: null argument");
   EXPECT_EQ(Message(H().ctx_go(&f.ctx, 1, nullptr, 1)), "ctx_go: null argument");

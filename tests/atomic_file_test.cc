@@ -78,10 +78,11 @@ TEST(AtomicFile, ReplacesTheFileWhenComplete) {
 
 TEST(AtomicFile, AFillThatThrowsMidWayLeavesTheOldFile) {
   const std::string path = OldFile("atomic_throw", "f");
-  EXPECT_THROW(core::WriteFileAtomically(path, [](std::ostream& out) {
-                 out << std::string(1 << 20, 'x');
-                 throw core::Error("the second variable holds nothing");
-               }),
+  EXPECT_THROW(core::WriteFileAtomically(path,
+                                         [](std::ostream& out) {
+                                           out << std::string(1 << 20, 'x');
+                                           throw core::Error("the second variable holds nothing");
+                                         }),
                core::Error);
   ExpectOldAndAlone(path);
 }
@@ -130,12 +131,15 @@ TEST(AtomicFile, RillsWritersLeaveTheOldFileWhenAWriteFails) {
   // A program larger than the limit: many ops over one large fill.
   std::ostringstream text;
   text << "blocks { idx: 0 parent_idx: -1\n"
-          "  vars { name: \"x\" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 1 } } } persistable: true }\n"
+          "  vars { name: \"x\" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 1 } } } "
+          "persistable: true }\n"
           "  ops { type: \"fill_constant\" outputs { parameter: \"Out\" arguments: \"x\" }\n"
           "        attrs { name: \"shape\" type: INTS ints: 1 } attrs { name: \"value\" type: FLOAT f: 1 }\n"
           "        attrs { name: \"dtype\" type: INT i: 5 } }\n"
           "  ops { type: \"fill_constant\" outputs { parameter: \"Out\" arguments: \"big\" }\n"
-          "        attrs { name: \"shape\" type: INTS ints: " << kLimit << " } attrs { name: \"value\" type: FLOAT f: 1 }\n"
+          "        attrs { name: \"shape\" type: INTS ints: "
+       << kLimit
+       << " } attrs { name: \"value\" type: FLOAT f: 1 }\n"
           "        attrs { name: \"dtype\" type: INT i: 5 } }\n";
   for (int i = 0; i < 2000; ++i) {
     text << "  ops { type: \"scale\" inputs { parameter: \"X\" arguments: \"x\" } outputs { parameter: \"Out\" "

@@ -147,7 +147,8 @@ TEST(Backward, CliWritesAProgramThatRuns) {
   *w.data_as<float>() = 1;
   const std::string w_npy = test::TempPath("w.npy");
   WriteNpy(w, w_npy);
-  const auto run = test::RunRill({"run", out, "--feed", "w=" + w_npy, "--fetch", "loss", "--fetch", "w@GRAD", "--fetch", "w"});
+  const auto run =
+      test::RunRill({"run", out, "--feed", "w=" + w_npy, "--fetch", "loss", "--fetch", "w@GRAD", "--fetch", "w"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "loss fp32 [1] 3\nw@GRAD fp32 [1] 3\nw fp32 [1] 0.7\n");
   const auto bad = test::RunRill({"backward", prog, "--loss", "loss", "--sgd", "fast", "-o", out});

@@ -30,7 +30,9 @@ class ChannelTest : public ::testing::Test {
 
 rill::Variable V(core::Variable& v) { return rill::Variable(reinterpret_cast<RillVariable*>(&v)); }
 
-void SetInt(core::Variable& v, int64_t x) { *static_cast<int64_t*>(v.GetMutableTensor()->Allocate(RILL_INT64, {1})) = x; }
+void SetInt(core::Variable& v, int64_t x) {
+  *static_cast<int64_t*>(v.GetMutableTensor()->Allocate(RILL_INT64, {1})) = x;
+}
 int64_t IntOf(const core::Variable& v) { return *v.GetTensor()->data_as<int64_t>(); }
 
 void RunMain(const std::function<void()>& main, int workers = 2) {
@@ -379,7 +381,8 @@ TEST_F(ChannelTest, AThreadOutsideTheSchedulerCanReceiveFromATask) {
 
 // ---- select ----------------------------------------------------------------------------
 
-std::vector<SelectCase> RecvCases(const std::vector<std::shared_ptr<Channel>>& chans, std::vector<core::Variable>& outs) {
+std::vector<SelectCase> RecvCases(const std::vector<std::shared_ptr<Channel>>& chans,
+                                  std::vector<core::Variable>& outs) {
   std::vector<SelectCase> cases;
   for (size_t i = 0; i < chans.size(); ++i) {
     cases.push_back(SelectCase{SelectCase::kRecv, chans[i].get(), reinterpret_cast<RillVariable*>(&outs[i])});

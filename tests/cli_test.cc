@@ -81,14 +81,16 @@ TEST(Cli, FeedFetchColumnsAreChecked) {
       vars { name: "feed" type { type: FEED_MINIBATCH } persistable: true }
       vars { name: "fetch" type { type: FETCH_LIST } persistable: true }
       ops { type: "feed" inputs { parameter: "X" arguments: "feed" } outputs { parameter: "Out" arguments: "x" }
-            attrs { name: "col" type: INT i: )" + std::to_string(feed_col) + R"( } }
+            attrs { name: "col" type: INT i: )" +
+                        std::to_string(feed_col) + R"( } }
       ops { type: "scale" inputs { parameter: "X" arguments: "x" } outputs { parameter: "Out" arguments: "a" } }
       ops { type: "scale" inputs { parameter: "X" arguments: "x" } outputs { parameter: "Out" arguments: "b" }
             attrs { name: "scale" type: FLOAT f: 2 } }
       ops { type: "fetch" inputs { parameter: "X" arguments: "a" } outputs { parameter: "Out" arguments: "fetch" }
             attrs { name: "col" type: INT i: 0 } }
       ops { type: "fetch" inputs { parameter: "X" arguments: "b" } outputs { parameter: "Out" arguments: "fetch" }
-            attrs { name: "col" type: INT i: )" + std::to_string(fetch_col) + R"( } } })");
+            attrs { name: "col" type: INT i: )" +
+                        std::to_string(fetch_col) + R"( } } })");
     return path;
   };
   core::Tensor x;
@@ -103,7 +105,8 @@ TEST(Cli, FeedFetchColumnsAreChecked) {
                      "fetch op 3 ('a') and fetch op 4 ('b') both use column 0 of 'fetch'");
   ExpectCleanFailure(RunRill({"run", program(-1, 1), "--feed", "x=" + npy}), 1,
                      "feed op 0 ('x'): col -1 is not in [0, 1), one column per feed op on 'feed'");
-  ExpectCleanFailure(RunRill({"run", program(100000000, 1), "--feed", "x=" + npy}), 1, "col 100000000 is not in [0, 1)");
+  ExpectCleanFailure(RunRill({"run", program(100000000, 1), "--feed", "x=" + npy}), 1,
+                     "col 100000000 is not in [0, 1)");
   ExpectCleanFailure(RunRill({"run", program(int64_t{INT32_MIN}, 1), "--feed", "x=" + npy}), 1,
                      "col -2147483648 is not in [0, 1)");
   ExpectCleanFailure(RunRill({"run", program(0, 2), "--feed", "x=" + npy}), 1, "col 2 is not in [0, 2)");
@@ -115,8 +118,8 @@ TEST(Cli, NpyHeadersWithARepeatedKeyAreRefused) {
   std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'descr': '<i4', }";
   header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
   header += '\n';
-  std::string bytes = std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size()) + '\0' + header +
-                      std::string(8, '\0');
+  std::string bytes =
+      std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size()) + '\0' + header + std::string(8, '\0');
   std::istringstream in(bytes);
   try {
     core::ReadNpy(in, "twice.npy");
@@ -159,7 +162,8 @@ TEST(Cli, FeedsAreCheckedAgainstTheirDeclarations) {
                      "feed 'x': the program declares fp32 [-1, 3], the value fed is fp32 [7] (a declared "
                      "dimension of -1 matches any size)");
   ExpectCleanFailure(fed("x=" + npy(RILL_FP32, {2, 4})), 1, "the value fed is fp32 [2, 4]");
-  ExpectCleanFailure(fed("c=" + npy(RILL_FP32, {1})), 1, "feed 'c': the program declares int64 [], the value fed is fp32 [1]");
+  ExpectCleanFailure(fed("c=" + npy(RILL_FP32, {1})), 1,
+                     "feed 'c': the program declares int64 [], the value fed is fp32 [1]");
   ExpectCleanFailure(fed("ch=" + npy(RILL_FP32, {1})), 1, "feed 'ch': the variable is declared as CHANNEL");
   // Without need_check_feed (Paddle's default, and every program before Paddle 1.6) the
   // declaration is not checked, as Paddle does not check it: the value is fed as it is.
@@ -195,9 +199,13 @@ std::string BusyGoBlocks(int blocks, int work, int gap) {
   // n += 1; more = n < limit
   const auto step = [](const std::string& n, const std::string& limit, const std::string& more) {
     return "ops { type: \"increment\" inputs { parameter: \"X\" arguments: \"" + n +
-           "\" } outputs { parameter: \"Out\" arguments: \"" + n + "\" } }\n"
-           "ops { type: \"less_than\" inputs { parameter: \"X\" arguments: \"" + n + "\" } inputs { parameter: "
-           "\"Y\" arguments: \"" + limit + "\" } outputs { parameter: \"Out\" arguments: \"" + more + "\" } }\n";
+           "\" } outputs { parameter: \"Out\" arguments: \"" + n +
+           "\" } }\n"
+           "ops { type: \"less_than\" inputs { parameter: \"X\" arguments: \"" +
+           n +
+           "\" } inputs { parameter: "
+           "\"Y\" arguments: \"" +
+           limit + "\" } outputs { parameter: \"Out\" arguments: \"" + more + "\" } }\n";
   };
   const auto loop = [](const std::string& more, int block) {
     return "ops { type: \"while\" inputs { parameter: \"Condition\" arguments: \"" + more +
@@ -267,8 +275,9 @@ std::string NestedInAGoBlockBesideParkedOnes(int depth, int parked) {
            "\"is_scalar_condition\" type: BOOLEAN b: true } attrs { name: \"sub_block\" type: BLOCK block_idx: " +
            std::to_string(block) + " } }\n";
   };
-  const std::string less = "ops { type: \"less_than\" inputs { parameter: \"X\" arguments: \"i\" } inputs { parameter: "
-                           "\"Y\" arguments: \"limit\" } outputs { parameter: \"Out\" arguments: \"more\" } }\n";
+  const std::string less =
+      "ops { type: \"less_than\" inputs { parameter: \"X\" arguments: \"i\" } inputs { parameter: "
+      "\"Y\" arguments: \"limit\" } outputs { parameter: \"Out\" arguments: \"more\" } }\n";
   std::string p = "blocks { idx: 0 parent_idx: -1\n" + chan("gate") + chan("done") + fill("c", RILL_BOOL, 1) +
                   fill("n", RILL_INT64, 0) + fill("i", RILL_INT64, 0) + fill("limit", RILL_INT64, parked) + less +
                   "ops { type: \"while\" inputs { parameter: \"Condition\" arguments: \"more\" } attrs { name: "
@@ -282,7 +291,8 @@ std::string NestedInAGoBlockBesideParkedOnes(int depth, int parked) {
        "ops { type: \"go\" inputs { parameter: \"X\" arguments: \"gate\" } attrs { name: \"sub_block\" type: "
        "BLOCK block_idx: 3 } }\n"
        "ops { type: \"increment\" inputs { parameter: \"X\" arguments: \"i\" } outputs { parameter: \"Out\" "
-       "arguments: \"i\" } }\n" + less + "}\n";
+       "arguments: \"i\" } }\n" +
+       less + "}\n";
   p += "blocks { idx: 2 parent_idx: 0\n" + branch(4) +
        "ops { type: \"channel_send\" inputs { parameter: \"Channel\" arguments: \"done\" } inputs { parameter: "
        "\"X\" arguments: \"n\" } } }\n";
@@ -318,9 +328,9 @@ TEST(Cli, NestingDeeperThanTheStackIsACleanFailure) {
   ExpectCleanFailure(r, 1, "go block started by block 0, op 8 (go X=[done]) failed: block 2, op 0 (conditional_block");
   EXPECT_NE(r.err.find("): … block "), std::string::npos) << "levels past the eighth go unnamed: " << r.err;
   EXPECT_NE(r.err.find("block nesting exceeds "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("KiB of the task's 256 KiB stack is left for a block nested deeper"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("KiB of the task's 256 KiB stack is left for a block nested deeper"), std::string::npos)
+      << r.err;
   EXPECT_LT(r.err.size(), 2000u) << "an error 2,000 blocks deep is not 2,000 names long";
-
 }
 
 // The same on the main task's 8 MiB stack: 30,000 levels (it segfaulted near 20,000).
@@ -329,15 +339,17 @@ TEST(Cli, NestingDeeperThanTheMainStackIsACleanFailure) {
     GTEST_SKIP() << "ThreadSanitizer's state for a recursion this deep outgrew 24 GB (killed by the kernel); "
                     "NestingDeeperThanTheStackIsACleanFailure shows the check under it in a go block";
   }
-  std::string main_deep = "blocks { idx: 0 parent_idx: -1\n"
-                          "ops { type: \"fill_constant\" outputs { parameter: \"Out\" arguments: \"c\" } attrs { "
-                          "name: \"shape\" type: INTS ints: 1 } attrs { name: \"dtype\" type: INT i: 0 } attrs { "
-                          "name: \"value\" type: FLOAT f: 1 } }\n";
+  std::string main_deep =
+      "blocks { idx: 0 parent_idx: -1\n"
+      "ops { type: \"fill_constant\" outputs { parameter: \"Out\" arguments: \"c\" } attrs { "
+      "name: \"shape\" type: INTS ints: 1 } attrs { name: \"dtype\" type: INT i: 0 } attrs { "
+      "name: \"value\" type: FLOAT f: 1 } }\n";
   for (int b = 1; b <= 30000; ++b) {
-    main_deep += "ops { type: \"conditional_block\" inputs { parameter: \"Cond\" arguments: \"c\" } attrs { name: "
-                 "\"is_scalar_condition\" type: BOOLEAN b: true } attrs { name: \"sub_block\" type: BLOCK block_idx: " +
-                 std::to_string(b) + " } } }\nblocks { idx: " + std::to_string(b) + " parent_idx: " +
-                 std::to_string(b - 1) + "\n";
+    main_deep +=
+        "ops { type: \"conditional_block\" inputs { parameter: \"Cond\" arguments: \"c\" } attrs { name: "
+        "\"is_scalar_condition\" type: BOOLEAN b: true } attrs { name: \"sub_block\" type: BLOCK block_idx: " +
+        std::to_string(b) + " } } }\nblocks { idx: " + std::to_string(b) + " parent_idx: " + std::to_string(b - 1) +
+        "\n";
   }
   main_deep += "}\n";
   const std::string on_main = TempPath("nest_main.pbtxt");
@@ -508,12 +520,14 @@ TEST(Cli, InferenceModelsRunInEveryLayoutPaddleSaves) {
   ExpectCleanFailure(run({combined}), 1, "'" + combined + "/__params__' holds more than the program's 2 parameters");
   write(combined + "/__params__", {b});
   ExpectCleanFailure(run({combined}), 1, "'" + combined + "/__params__' (parameter 'w'): the LoDTensor version");
-  ExpectCleanFailure(run({text, "--params-filename", "params"}), 2, "--model-filename and --params-filename name the files");
+  ExpectCleanFailure(run({text, "--params-filename", "params"}), 2,
+                     "--model-filename and --params-filename name the files");
 
   // A parameter file must hold what the program declares, dtype and dims.
   write(separate + "/w", {tensor({2, 3}, {1, -1, 2, 0, 0.5f, 1})});
-  ExpectCleanFailure(run({separate}), 1,
-                     "'" + separate + "/w' (parameter 'w'): the file holds fp32 [2, 3], the program declares fp32 [3, 2]");
+  ExpectCleanFailure(
+      run({separate}), 1,
+      "'" + separate + "/w' (parameter 'w'): the file holds fp32 [2, 3], the program declares fp32 [3, 2]");
   write(separate + "/w", {tensor({3, 2, 1}, {1, -1, 2, 0, 0.5f, 1})});
   ExpectCleanFailure(run({separate}), 1, "the file holds fp32 [3, 2, 1], the program declares fp32 [3, 2]");
   write(combined + "/__params__", {tensor({1}, {0.5f}), w});
@@ -524,7 +538,8 @@ TEST(Cli, InferenceModelsRunInEveryLayoutPaddleSaves) {
   // A parameter file that is a FIFO is refused, not opened (that would wait forever).
   std::filesystem::remove(separate + "/b");
   ASSERT_EQ(mkfifo((separate + "/b").c_str(), 0600), 0);
-  ExpectCleanFailure(run({separate}), 1, "the file of parameter 'b', '" + separate + "/b' is a FIFO, not a regular file");
+  ExpectCleanFailure(run({separate}), 1,
+                     "the file of parameter 'b', '" + separate + "/b' is a FIFO, not a regular file");
   std::filesystem::remove(separate + "/b");
   write(separate + "/b", {b});
 }
@@ -541,9 +556,12 @@ TEST(Cli, ModelsThatWriteFilesOrReachOutsideTheirDirectoryAreRefused) {
   const auto program = [&](const std::string& param, const std::string& extra_op) {
     return R"(blocks { idx: 0 parent_idx: -1
       vars { name: "fetch" type { type: FETCH_LIST } persistable: true }
-      vars { name: ")" + param + R"(" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2 } } } persistable: true }
-      )" + extra_op + R"(
-      ops { type: "scale" inputs { parameter: "X" arguments: ")" + param + R"(" } outputs { parameter: "Out" arguments: "out" } }
+      vars { name: ")" +
+           param + R"(" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2 } } } persistable: true }
+      )" + extra_op +
+           R"(
+      ops { type: "scale" inputs { parameter: "X" arguments: ")" +
+           param + R"(" } outputs { parameter: "Out" arguments: "out" } }
       ops { type: "fetch" inputs { parameter: "X" arguments: "out" } outputs { parameter: "Out" arguments: "fetch" }
             attrs { name: "col" type: INT i: 0 } } })";
   };
@@ -571,26 +589,31 @@ TEST(Cli, ModelsThatWriteFilesOrReachOutsideTheirDirectoryAreRefused) {
 
   // A save op: refused, nothing written; allowed, it writes.
   const std::string save = R"(ops { type: "save" inputs { parameter: "X" arguments: "sub/w" }
-      attrs { name: "file_path" type: STRING s: ")" + victim + R"(" } })";
+      attrs { name: "file_path" type: STRING s: ")" +
+                           victim + R"(" } })";
   std::filesystem::remove(victim);
   model("sub/w", save);
-  ExpectCleanFailure(RunRill({"run", dir}), 1, "op 0 of block 0 (save, file_path '" + victim +
-                                                   "') writes a file: an inference model may not write files");
+  ExpectCleanFailure(
+      RunRill({"run", dir}), 1,
+      "op 0 of block 0 (save, file_path '" + victim + "') writes a file: an inference model may not write files");
   EXPECT_FALSE(std::filesystem::exists(victim));
   r = RunRill({"check", dir});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.out.find("file access (rill run refuses it without --allow-model-files):\n  op 0 of block 0 (save"),
-            std::string::npos) << r.out;
+            std::string::npos)
+      << r.out;
   r = RunRill({"describe", dir});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("  op 0 of block 0 (save, file_path '" + victim + "') writes a file"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  op 0 of block 0 (save, file_path '" + victim + "') writes a file"), std::string::npos)
+      << r.out;
   r = RunRill({"run", dir, "--allow-model-files"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::filesystem::exists(victim));
 
   // A load op reading outside the directory.
   model("sub/w", R"(ops { type: "load" outputs { parameter: "Out" arguments: "other" }
-      attrs { name: "file_path" type: STRING s: ")" + victim + R"(" } })");
+      attrs { name: "file_path" type: STRING s: ")" +
+                     victim + R"(" } })");
   ExpectCleanFailure(RunRill({"run", dir}), 1, "(load, file_path '" + victim + "') reads outside the model directory");
 
   // Parameter names that climb out, are absolute, or are symlinks pointing out.
@@ -628,10 +651,12 @@ TEST(Cli, ProgramsPaddle2WritesLoadAndRun) {
             attrs { name: "op_callstack" type: STRINGS strings: "  File \"a.py\", line 1" }
             attrs { name: "with_quant_attr" type: BOOLEAN b: false }
             attrs { name: "op_role_var" type: STRINGS } attrs { name: "op_namescope" type: STRING s: "/" } }
-      ops { type: "scale" inputs { parameter: "ScaleTensor" )" + scale_tensor + R"( } inputs { parameter: "X" arguments: "x" }
+      ops { type: "scale" inputs { parameter: "ScaleTensor" )" +
+           scale_tensor + R"( } inputs { parameter: "X" arguments: "x" }
             outputs { parameter: "Out" arguments: "y" }
             attrs { name: "scale" type: FLOAT64 float64: 2.0 }
-            attrs { name: "bias" )" + bias + R"( }
+            attrs { name: "bias" )" +
+           bias + R"( }
             attrs { name: "bias_after_scale" type: SCALAR scalar { type: BOOLEAN b: true } } } }
     version { version: 2004000 }
     op_version_map { pair { op_name: "fill_constant" op_version { version: 2 } } })";
@@ -649,7 +674,8 @@ TEST(Cli, ProgramsPaddle2WritesLoadAndRun) {
   EXPECT_EQ(r.out, "y fp32 [2,3] 4 4 4 4 4 4\n") << r.err;
 
   const std::string bad = TempPath("paddle2_bad.pbtxt");
-  WriteFile(bad, program("} inputs { parameter: \"BiasTensor\" arguments: \"s\"", "type: SCALAR scalar { type: LONG i: 1 }"));
+  WriteFile(
+      bad, program("} inputs { parameter: \"BiasTensor\" arguments: \"s\"", "type: SCALAR scalar { type: LONG i: 1 }"));
   ExpectCleanFailure(RunRill({"run", bad}), 1,
                      "block 0, op 1 (scale): unknown input slot 'BiasTensor' (declared: X, ScaleTensor)");
   WriteFile(bad, program("", "type: VAR var_name: \"b\""));
@@ -670,10 +696,13 @@ TEST(Cli, AttributesConvertAsPaddlesLoaderDoes) {
             attrs { name: "dtype" type: INT i: 5 } }
       ops { type: "dropout" inputs { parameter: "X" arguments: "x" } outputs { parameter: "Out" arguments: "d" }
             outputs { parameter: "Mask" arguments: "m" } attrs { name: "dropout_prob" type: FLOAT f: 0.25 }
-            attrs { name: "is_test" )" + is_test + R"( } }
+            attrs { name: "is_test" )" +
+           is_test + R"( } }
       ops { type: "scale" inputs { parameter: "X" arguments: "d" } outputs { parameter: "Out" arguments: "y" }
-            attrs { name: "scale" )" + scale + R"( } attrs { name: "bias" type: FLOAT f: 1 }
-            attrs { name: "bias_after_scale" )" + after + R"( } } })";
+            attrs { name: "scale" )" +
+           scale + R"( } attrs { name: "bias" type: FLOAT f: 1 }
+            attrs { name: "bias_after_scale" )" +
+           after + R"( } } })";
   };
   const std::string prog = TempPath("coerced.pbtxt");
   // is_test 1 (INT): inference, d = x * (1 - 0.25) = 1.5; scale 3 (INT) with bias first
@@ -691,7 +720,8 @@ TEST(Cli, AttributesConvertAsPaddlesLoaderDoes) {
   ExpectCleanFailure(RunRill({"run", prog}), 1,
                      "block 0, op 1 (dropout): attribute 'is_test' must be BOOLEAN, the program gives STRING");
   WriteFile(prog, program("type: INT i: 1", "type: INTS ints: 3", "type: INT i: 0"));
-  ExpectCleanFailure(RunRill({"run", prog}), 1, "block 0, op 2 (scale): attribute 'scale' must be FLOAT, the program gives INTS");
+  ExpectCleanFailure(RunRill({"run", prog}), 1,
+                     "block 0, op 2 (scale): attribute 'scale' must be FLOAT, the program gives INTS");
 }
 
 // rill check and rill describe of a model: the op types no loaded
@@ -713,7 +743,8 @@ TEST(Cli, CheckAndDescribeSayWhatAModelNeeds) {
     vars { name: "img" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: -1 dims: 3 dims: 8 dims: 8 } } } }
     vars { name: "w" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 3 dims: 3 dims: 1 dims: 1 } } } persistable: true }
     ops { type: "feed" inputs { parameter: "X" arguments: "feed" } outputs { parameter: "Out" arguments: "img" } attrs { name: "col" type: INT i: 0 } }
-    )" + deformable_conv("img", "c1") + deformable_conv("c1", "c2") + deformable_conv("c2", "c3") + R"(
+    )" + deformable_conv("img", "c1") +
+                      deformable_conv("c1", "c2") + deformable_conv("c2", "c3") + R"(
     ops { type: "psroi_pool" inputs { parameter: "X" arguments: "c3" } outputs { parameter: "Out" arguments: "p" } }
     ops { type: "relu" inputs { parameter: "X" arguments: "p" } inputs { parameter: "Y" arguments: "p" } outputs { parameter: "Out" arguments: "r" } }
     ops { type: "fetch" inputs { parameter: "X" arguments: "r" } outputs { parameter: "Out" arguments: "fetch" } attrs { name: "col" type: INT i: 0 } } }
@@ -727,19 +758,23 @@ TEST(Cli, CheckAndDescribeSayWhatAModelNeeds) {
   }
   auto r = RunRill({"check", dir});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out, "2 op type(s) no loaded plugin provides (loaded: " + test::LoadedPlugins() + "):\n"
-                   "  deformable_conv          3 ops\n"
-                   "  psroi_pool               1 op\n"
-                   "block 0, op 5 (relu): unknown input slot 'Y' (declared: X)\n");
-  EXPECT_NE(r.err.find("rill: error: " + dir + ": op 'deformable_conv' is not provided by any loaded plugin (loaded: " +
-                       test::LoadedPlugins() + ") (3 ops), and 1 op(s) of 1 other type(s) no loaded plugin provides; "
-                       "1 problem(s); first: block 0, op 5 (relu): unknown input slot 'Y'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "2 op type(s) no loaded plugin provides (loaded: " + test::LoadedPlugins() +
+                       "):\n"
+                       "  deformable_conv          3 ops\n"
+                       "  psroi_pool               1 op\n"
+                       "block 0, op 5 (relu): unknown input slot 'Y' (declared: X)\n");
+  EXPECT_NE(r.err.find("rill: error: " + dir +
+                       ": op 'deformable_conv' is not provided by any loaded plugin (loaded: " + test::LoadedPlugins() +
+                       ") (3 ops), and 1 op(s) of 1 other type(s) no loaded plugin provides; "
+                       "1 problem(s); first: block 0, op 5 (relu): unknown input slot 'Y'"),
+            std::string::npos)
+      << r.err;
   r = RunRill({"describe", dir});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (const char* line : {"inference model", "written by: Paddle 2.4.0", "blocks: 1, ops: 7",
-                                  "  0  img  fp32 [-1, 3, 8, 8]", "fetches:\n  0  r  undeclared",
-                                  "parameters: 1, 36 bytes", "  deformable_conv               3  MISSING: no loaded plugin provides it",
-                                  "  relu                          1  math"}) {
+                           "  0  img  fp32 [-1, 3, 8, 8]", "fetches:\n  0  r  undeclared", "parameters: 1, 36 bytes",
+                           "  deformable_conv               3  MISSING: no loaded plugin provides it",
+                           "  relu                          1  math"}) {
     EXPECT_NE(r.out.find(line), std::string::npos) << "wanted: " << line << "\ngot:\n" << r.out;
   }
   // The op's description still wins over a file of the same name.
@@ -764,15 +799,19 @@ TEST(Cli, SaveCombineThenLoadCombineRoundTripsBitExactly) {
           attrs { name: "scale" type: FLOAT f: 3.3 } attrs { name: "bias" type: FLOAT f: -0.7 } }
     ops { type: "fill_constant" outputs { parameter: "Out" arguments: "n" } attrs { name: "shape" type: INTS ints: 4 }
           attrs { name: "dtype" type: INT i: 3 } attrs { name: "value" type: FLOAT f: -9 } }
-    ops { type: "save_combine" inputs { parameter: "X" arguments: "w" arguments: "n" } )" + attr_path(params) + R"( }
-    ops { type: "save" inputs { parameter: "X" arguments: "n" } )" + attr_path(dir + "/n") + R"( } })");
+    ops { type: "save_combine" inputs { parameter: "X" arguments: "w" arguments: "n" } )" +
+                      attr_path(params) + R"( }
+    ops { type: "save" inputs { parameter: "X" arguments: "n" } )" +
+                      attr_path(dir + "/n") + R"( } })");
   const auto saved = RunRill({"run", save, "--fetch", "w", "--fetch", "n", "--save", dir + "/before"});
   ASSERT_EQ(saved.exit_code, 0) << saved.err;
 
   const std::string load = TempPath("load.pbtxt");
   WriteFile(load, R"(blocks { idx: 0 parent_idx: -1
-    ops { type: "load_combine" outputs { parameter: "Out" arguments: "w" arguments: "n" } )" + attr_path(params) + R"( }
-    ops { type: "load" outputs { parameter: "Out" arguments: "n1" } )" + attr_path(dir + "/n") + R"( } })");
+    ops { type: "load_combine" outputs { parameter: "Out" arguments: "w" arguments: "n" } )" +
+                      attr_path(params) + R"( }
+    ops { type: "load" outputs { parameter: "Out" arguments: "n1" } )" +
+                      attr_path(dir + "/n") + R"( } })");
   const auto loaded = RunRill({"run", load, "--fetch", "w", "--fetch", "n", "--save", dir + "/after"});
   ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
   EXPECT_EQ(loaded.out, saved.out);
@@ -781,17 +820,19 @@ TEST(Cli, SaveCombineThenLoadCombineRoundTripsBitExactly) {
 
   const std::string partial = TempPath("load_partial.pbtxt");
   WriteFile(partial, R"(blocks { idx: 0 parent_idx: -1
-    ops { type: "load_combine" outputs { parameter: "Out" arguments: "w" } )" + attr_path(params) + R"( } })");
+    ops { type: "load_combine" outputs { parameter: "Out" arguments: "w" } )" +
+                         attr_path(params) + R"( } })");
   ExpectCleanFailure(RunRill({"run", partial}), 1, "holds more than the 1 variables load_combine names");
   const std::string missing = TempPath("load_missing.pbtxt");
   WriteFile(missing, R"(blocks { idx: 0 parent_idx: -1
-    ops { type: "load" outputs { parameter: "Out" arguments: "w" } )" + attr_path(dir + "/nope") + R"( } })");
+    ops { type: "load" outputs { parameter: "Out" arguments: "w" } )" +
+                         attr_path(dir + "/nope") + R"( } })");
   ExpectCleanFailure(RunRill({"run", missing}), 1, "cannot open '" + dir + "/nope'");
   const std::string keep = TempPath("save_keep.pbtxt");
   WriteFile(keep, R"(blocks { idx: 0 parent_idx: -1
     ops { type: "fill_constant" outputs { parameter: "Out" arguments: "n" } attrs { name: "shape" type: INTS ints: 1 } }
-    ops { type: "save" inputs { parameter: "X" arguments: "n" } )" + attr_path(dir + "/n") +
-                      R"( attrs { name: "overwrite" type: BOOLEAN b: false } } })");
+    ops { type: "save" inputs { parameter: "X" arguments: "n" } )" +
+                      attr_path(dir + "/n") + R"( attrs { name: "overwrite" type: BOOLEAN b: false } } })");
   ExpectCleanFailure(RunRill({"run", keep}), 1, "'" + dir + "/n' exists, and overwrite is false");
   // A truncated parameter file names the file and the variable.
   const std::string bytes = ReadFile(params);
@@ -815,14 +856,18 @@ TEST(Cli, BadProgramsAreCleanFailures) {
   ExpectCleanFailure(RunRill({"run", "/nonexistent.pbtxt"}), 1, "cannot open program '/nonexistent.pbtxt'");
   const std::string garbled = TempPath("garbled.pbtxt");
   WriteFile(garbled, "blocks { idx: 0 oops }");
-  ExpectCleanFailure(RunRill({"run", garbled}), 1, "not a valid text program: line 1, column 22: Message type \"rill.proto.BlockDesc\" has no field named \"oops\"");
+  ExpectCleanFailure(
+      RunRill({"run", garbled}), 1,
+      "not a valid text program: line 1, column 22: Message type \"rill.proto.BlockDesc\" has no field named \"oops\"");
   const std::string unknown = TempPath("unknown.pbtxt");
-  WriteFile(unknown, R"(blocks { idx: 0 parent_idx: -1 ops { type: "send_rdma" } ops { type: "listen_and_serv_rdma" } })");
+  WriteFile(unknown,
+            R"(blocks { idx: 0 parent_idx: -1 ops { type: "send_rdma" } ops { type: "listen_and_serv_rdma" } })");
   ExpectCleanFailure(RunRill({"run", unknown}), 1,
                      "block 0, op 0 (send_rdma): op 'send_rdma' is not provided by any loaded plugin");
   const auto check = RunRill({"check", unknown});
-  ExpectCleanFailure(check, 1, "op 'listen_and_serv_rdma' is not provided by any loaded plugin (loaded: " +
-                                   test::LoadedPlugins() + ") (1 op), and 1 op(s) of 1 other type(s) no loaded plugin provides");
+  ExpectCleanFailure(check, 1,
+                     "op 'listen_and_serv_rdma' is not provided by any loaded plugin (loaded: " +
+                         test::LoadedPlugins() + ") (1 op), and 1 op(s) of 1 other type(s) no loaded plugin provides");
   EXPECT_NE(check.out.find("  send_rdma                1 op\n"), std::string::npos) << check.out;
   const auto ok = RunRill({"check", kProgram});
   EXPECT_EQ(ok.exit_code, 0);
@@ -832,7 +877,8 @@ TEST(Cli, BadProgramsAreCleanFailures) {
 TEST(Cli, EachInvalidProgramIsACleanFailure) {
   const std::string head = R"(blocks { idx: 0 parent_idx: -1 )";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {R"(ops { type: "nosuch_op" } })", "block 0, op 0 (nosuch_op): op 'nosuch_op' is not provided by any loaded plugin"},
+      {R"(ops { type: "nosuch_op" } })",
+       "block 0, op 0 (nosuch_op): op 'nosuch_op' is not provided by any loaded plugin"},
       {R"(ops { type: "while" inputs { parameter: "Condition" arguments: "c" }
                 attrs { name: "sub_block" type: BLOCK block_idx: 3 } } })",
        "block 0, op 0 (while): attribute 'sub_block' refers to block 3, which does not exist"},
@@ -858,20 +904,22 @@ TEST(Cli, EachInvalidProgramIsACleanFailure) {
     ExpectCleanFailure(RunRill({"run", path}), 1, cases[i].second);
     // check lists missing op types by name and count, not by position.
     const bool missing_op = cases[i].second.find("is not provided") != std::string::npos;
-    ExpectCleanFailure(RunRill({"check", path}), 1, missing_op ? cases[i].second.substr(cases[i].second.find(": ") + 2)
-                                                               : cases[i].second);
+    ExpectCleanFailure(RunRill({"check", path}), 1,
+                       missing_op ? cases[i].second.substr(cases[i].second.find(": ") + 2) : cases[i].second);
   }
 }
 
 TEST(Cli, UsageErrorsExitTwo) {
   ExpectCleanFailure(RunRill({"frobnicate"}), 2, "unknown command 'frobnicate'");
-  ExpectCleanFailure(RunRill({"ops", "--bogus"}), 2, "rill ops: error: The following argument was not expected: --bogus");
+  ExpectCleanFailure(RunRill({"ops", "--bogus"}), 2,
+                     "rill ops: error: The following argument was not expected: --bogus");
   ExpectCleanFailure(RunRill({"run"}), 2, "usage: rill run PROGRAM");
   ExpectCleanFailure(RunRill({"run", kProgram, "--device", "tpu:0"}), 2,
                      "--device tpu:0: no loaded plugin provides a device called 'tpu'");
   ExpectCleanFailure(RunRill({"run", kProgram, "--device", "cuda:x"}), 2,
                      "--device takes cpu or DEVICE[:N] (cuda, cuda:1), got 'cuda:x'");
-  ExpectCleanFailure(RunRill({"run", kProgram, "--malloc", "fast"}), 2, "--malloc must be tuned or default, not 'fast'");
+  ExpectCleanFailure(RunRill({"run", kProgram, "--malloc", "fast"}), 2,
+                     "--malloc must be tuned or default, not 'fast'");
   const auto help = RunRill({"--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("Usage: rill [OPTIONS] [SUBCOMMAND]"), std::string::npos) << help.out;
@@ -907,7 +955,8 @@ TEST(Cli, PluginPathsThatCannotHoldPluginsAreClearErrors) {
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   ExpectCleanFailure(RunRill({"--plugin-path", dir, "ops"}), 1,
                      "plugin directory '" + dir + "' holds 'librill_fifo.so', which is a FIFO, not a shared library");
-  ExpectCleanFailure(RunRill({"--plugin", fifo, "ops"}), 1, "plugin file '" + fifo + "' is a FIFO, not a shared library");
+  ExpectCleanFailure(RunRill({"--plugin", fifo, "ops"}), 1,
+                     "plugin file '" + fifo + "' is a FIFO, not a shared library");
   ExpectCleanFailure(RunRill({"ops"}, "RILL_PLUGIN_PATH=::"), 1,
                      "RILL_PLUGIN_PATH is '::', which names no directory: set it to DIR[:DIR...], or unset it");
 }
@@ -938,9 +987,11 @@ TEST(Cli, DevicesAreNamedByTheirPlugins) {
   ops { type: "scale" inputs { parameter: "X" arguments: "x" } outputs { parameter: "Out" arguments: "y" }
         attrs { name: "scale" type: FLOAT f: 3 } }
   ops { type: "fake_device_stats" outputs { parameter: "Out" arguments: "stats" } } })");
-  const auto run = RunRill({"--plugin", fake, "run", program, "--device", "FAKE:0", "--fetch", "y", "--fetch", "stats"});
+  const auto run =
+      RunRill({"--plugin", fake, "run", program, "--device", "FAKE:0", "--fetch", "y", "--fetch", "stats"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_EQ(run.out, "y fp32 [2] 6 6\nstats int64 [6] 2 0 1 0 0 0\n") << "scale ran on FAKE: x moved there, y made there";
+  EXPECT_EQ(run.out, "y fp32 [2] 6 6\nstats int64 [6] 2 0 1 0 0 0\n")
+      << "scale ran on FAKE: x moved there, y made there";
 }
 
 }  // namespace

@@ -93,7 +93,7 @@ TEST(Compat, TheFrozenPluginsOpsComputeWhatTheySay) {
   ProgramBuilder pb;
   BlockBuilder& main = pb.block(0);
   main.Op("fill_constant").Output("Out", "x").Attr("shape", std::vector<int64_t>{3}).Attr("value", 1.5f);
-  main.Op("c_scale").Input("X", "x").Output("Out", "y");  // factor defaults to 2
+  main.Op("c_scale").Input("X", "x").Output("Out", "y");                       // factor defaults to 2
   main.Op("c_scale").Input("X", "y").Output("Out", "y").Attr("factor", 0.5f);  // in place
   main.Op("c_box").Input("X", "x").Output("Out", "box");
   main.Op("assign").Input("X", "box").Output("Out", "box_copy");  // through the type's copy

@@ -19,7 +19,11 @@ using test::RunRill;
 const std::string kSource = RILL_SOURCE_DIR;
 
 void Fill(BlockBuilder& b, const std::string& out, int32_t dtype, float value) {
-  b.Op("fill_constant").Output("Out", out).Attr("shape", std::vector<int64_t>{1}).Attr("dtype", dtype).Attr("value", value);
+  b.Op("fill_constant")
+      .Output("Out", out)
+      .Attr("shape", std::vector<int64_t>{1})
+      .Attr("dtype", dtype)
+      .Attr("value", value);
 }
 
 // Writes the program and runs it, fetching `fetch`.
@@ -45,8 +49,8 @@ void ExpectRunPrints(const ProgramBuilder& pb, const std::string& name, const st
 }
 
 TEST(CspPrograms, SeedGoExampleRuns) {
-  const auto r = RunRill({"run", kSource + "/tests/programs/seed_go_fragment.pbtxt", "--fetch", "return_value",
-                          "--fetch", "status_recv"});
+  const auto r = RunRill(
+      {"run", kSource + "/tests/programs/seed_go_fragment.pbtxt", "--fetch", "return_value", "--fetch", "status_recv"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "return_value int64 [1] 99\nstatus_recv bool [1] true\n");
 }
@@ -151,13 +155,14 @@ TEST(CspPrograms, PingPongOverTwoBufferedChannels) {
   MakeChannel(main, "pongs", kLodTensorType, 1);
   Fill(main, "msg", RILL_INT64, 9);
   main.Op("assign").Input("X", "msg").Output("Out", "message_to_send");
-  ChannelSend(main, "pings", "message_to_send");        // ping
-  ChannelRecv(main, "pings", "ping_result");            // pong ...
+  ChannelSend(main, "pings", "message_to_send");             // ping
+  ChannelRecv(main, "pings", "ping_result");                 // pong ...
   ChannelSend(main, "pongs", "ping_result", /*copy=*/true);  // ... sends it on
   ChannelRecv(main, "pongs", "pong_result");
   ChannelClose(main, "pings");
   ChannelClose(main, "pongs");
-  ExpectRunPrints(pb, "ping_pong", {"ping_result", "pong_result"}, "ping_result int64 [1] 9\npong_result int64 [1] 9\n");
+  ExpectRunPrints(pb, "ping_pong", {"ping_result", "pong_result"},
+                  "ping_result int64 [1] 9\npong_result int64 [1] 9\n");
 }
 
 // Go blocks use a variable of the while step that started them after that step's scope
@@ -206,7 +211,7 @@ TEST(CspPrograms, GoBlocksStillBlockedWhenTheMainBlockEndsAreStopped) {
   MakeChannel(main, "never");
   MakeChannel(main, "results", kLodTensorType, 1);
   for (int k = 0; k < 3; ++k) ChannelRecv(Go(pb, main, {"never"}), "never", "x");  // blocked for good
-  BlockBuilder& busy = Go(pb, main, {"results"});  // blocked once the buffer is full
+  BlockBuilder& busy = Go(pb, main, {"results"});                                  // blocked once the buffer is full
   Fill(busy, "one", RILL_INT64, 1);
   for (int k = 0; k < 5; ++k) ChannelSend(busy, "results", "one", /*copy=*/true);
   ChannelRecv(main, "results", "first");
@@ -273,8 +278,13 @@ void HandWrittenSelect(ProgramBuilder& pb, BlockBuilder& b, const std::string& n
     Fill(body, mark, RILL_INT64, marks[i]);
     const std::string idx = name + ".idx" + std::to_string(i), cond = name + ".cond" + std::to_string(i);
     Fill(cases_block, idx, RILL_INT32, static_cast<float>(i));
-    cases_block.Op("equal").Input("X", swapped ? case_var : idx).Input("Y", swapped ? idx : case_var).Output("Out", cond);
-    cases_block.Op("conditional_block").Input(swapped ? "Cond" : "X", cond).Attr("is_scalar_condition", true)
+    cases_block.Op("equal")
+        .Input("X", swapped ? case_var : idx)
+        .Input("Y", swapped ? idx : case_var)
+        .Output("Out", cond);
+    cases_block.Op("conditional_block")
+        .Input(swapped ? "Cond" : "X", cond)
+        .Attr("is_scalar_condition", true)
         .BlockAttr("sub_block", body.idx());
   }
   if (extra) extra(cases_block);
@@ -292,8 +302,9 @@ TEST(CspPrograms, ASelectRunsTheChosenCaseWhateverItsCasesBlockHolds) {
   HandWrittenSelect(pb, main, "a", {"0,2,ch,got", "1,0"}, "a", {1, 2}, /*swapped=*/true);
   HandWrittenSelect(pb, main, "b", {"0,1,ch,x", "1,0"}, "b", {1, 2}, /*swapped=*/false);
   // The seed's layout plus an op of its own, which every run of the select runs.
-  HandWrittenSelect(pb, main, "c", {"0,2,ch,got", "1,0"}, "c", {1, 2}, /*swapped=*/false,
-                    [](BlockBuilder& cases) { cases.Op("increment").Input("X", "extra_ran").Output("Out", "extra_ran"); });
+  HandWrittenSelect(pb, main, "c", {"0,2,ch,got", "1,0"}, "c", {1, 2}, /*swapped=*/false, [](BlockBuilder& cases) {
+    cases.Op("increment").Input("X", "extra_ran").Output("Out", "extra_ran");
+  });
   ExpectRunPrints(pb, "select_layouts", {"a", "b", "c", "got", "extra_ran", "a.case", "c.case"},
                   "a int64 [1] 2\nb int64 [1] 1\nc int64 [1] 1\ngot int64 [1] 7\nextra_ran int64 [1] 1\n"
                   "a.case int32 [1] 1\nc.case int32 [1] 0\n");
@@ -320,8 +331,9 @@ TEST(CspPrograms, TheCompatPluginParksItsTask) {
   alone.block(0).Op("c_take").Input("Box", "box").Output("Out", "got");
   const auto d = RunProgram(alone, "compat_deadlock", {}, plugin);
   EXPECT_EQ(d.exit_code, 1);
-  EXPECT_EQ(d.err, "rill: error: deadlock: all 1 tasks are blocked: main: block 0, op 1 (c_take Box=[box] -> "
-                   "Out=[got]) waiting for the mailbox\n");
+  EXPECT_EQ(d.err,
+            "rill: error: deadlock: all 1 tasks are blocked: main: block 0, op 1 (c_take Box=[box] -> "
+            "Out=[got]) waiting for the mailbox\n");
 }
 
 // The compatibility plugin starts go blocks with ctx_go: the channel it binds is the

@@ -101,9 +101,8 @@ std::vector<CudaCase> Cases() {
   }
   for (const char* op : {"relu", "sigmoid", "tanh", "square"}) {
     const std::string type = op;
-    cases.push_back({type, {{"x", {1000}}}, [type](core::BlockBuilder& b) {
-                       b.Op(type).Input("X", "x").Output("Out", "out");
-                     }});
+    cases.push_back(
+        {type, {{"x", {1000}}}, [type](core::BlockBuilder& b) { b.Op(type).Input("X", "x").Output("Out", "out"); }});
   }
   cases.push_back({"scale", {{"x", {7}}}, [](core::BlockBuilder& b) {
                      b.Op("scale").Input("X", "x").Output("Out", "out").Attr("scale", 3.0f).Attr("bias", -1.0f);
@@ -111,9 +110,7 @@ std::vector<CudaCase> Cases() {
   cases.push_back({"sum", {{"a", {6}}, {"b", {6}}}, [](core::BlockBuilder& b) {
                      b.Op("sum").Input("X", {"a", "b", "a"}).Output("Out", "out");
                    }});
-  cases.push_back({"mul", {{"x", {8, 2, 3}}, {"y", {6, 5}}}, [](core::BlockBuilder& b) {
-                     Binary(b, "mul");
-                   }});
+  cases.push_back({"mul", {{"x", {8, 2, 3}}, {"y", {6, 5}}}, [](core::BlockBuilder& b) { Binary(b, "mul"); }});
   cases.push_back({"matmul_transposed_batched", {{"x", {2, 3, 4}}, {"y", {5, 3}}}, [](core::BlockBuilder& b) {
                      Binary(b, "matmul").Attr("transpose_X", true).Attr("transpose_Y", true).Attr("alpha", 0.5f);
                    }});
@@ -121,17 +118,20 @@ std::vector<CudaCase> Cases() {
                      b.Op("softmax").Input("X", "x").Output("Out", "out").Attr("axis", int32_t{1});
                    }});
   cases.push_back({"softmax_cross_entropy_hard", {{"x", {5, 4}}}, [](core::BlockBuilder& b) {
-                     b.Op("fill_constant").Output("Out", "label").Attr("shape", std::vector<int64_t>{5, 1})
-                         .Attr("dtype", int32_t{RILL_INT64}).Attr("value", 2.0f);
+                     b.Op("fill_constant")
+                         .Output("Out", "label")
+                         .Attr("shape", std::vector<int64_t>{5, 1})
+                         .Attr("dtype", int32_t{RILL_INT64})
+                         .Attr("value", 2.0f);
                      b.Op("softmax").Input("X", "x").Output("Out", "p");
                      b.Op("cross_entropy").Input("X", "p").Input("Label", "label").Output("Y", "out");
                    }});
-  cases.push_back({"softmax_cross_entropy_soft", {{"x", {3, 6}}, {"t", {3, 6}}}, [](core::BlockBuilder& b) {
-                     b.Op("softmax").Input("X", "x").Output("Out", "p");
-                     b.Op("softmax").Input("X", "t").Output("Out", "target");
-                     b.Op("cross_entropy").Input("X", "p").Input("Label", "target").Output("Y", "out")
-                         .Attr("soft_label", true);
-                   }});
+  cases.push_back(
+      {"softmax_cross_entropy_soft", {{"x", {3, 6}}, {"t", {3, 6}}}, [](core::BlockBuilder& b) {
+         b.Op("softmax").Input("X", "x").Output("Out", "p");
+         b.Op("softmax").Input("X", "t").Output("Out", "target");
+         b.Op("cross_entropy").Input("X", "p").Input("Label", "target").Output("Y", "out").Attr("soft_label", true);
+       }});
   // Y's gradient summed over a large broadcast: split into partial sums (sum_reduce.cuh).
   cases.push_back({"elementwise_add_bias_gradient", {{"x", {4096, 40}}, {"y", {40}}}, [](core::BlockBuilder& b) {
                      Binary(b, "elementwise_add");
@@ -149,9 +149,7 @@ std::vector<CudaCase> Cases() {
                      b.Op("mean").Input("X", "x64").Output("Out", "m64");
                      b.Op("cast").Input("X", "m64").Output("Out", "out").Attr("out_dtype", int32_t{RILL_FP32});
                    }});
-  cases.push_back({"matmul_plain", {{"x", {3, 4}}, {"y", {4, 5}}}, [](core::BlockBuilder& b) {
-                     Binary(b, "matmul");
-                   }});
+  cases.push_back({"matmul_plain", {{"x", {3, 4}}, {"y", {4, 5}}}, [](core::BlockBuilder& b) { Binary(b, "matmul"); }});
   cases.push_back({"matmul_batched_x_transposed", {{"x", {2, 4, 3}}, {"y", {2, 4, 5}}}, [](core::BlockBuilder& b) {
                      Binary(b, "matmul").Attr("transpose_X", true);
                    }});
@@ -160,7 +158,10 @@ std::vector<CudaCase> Cases() {
                    }});
   cases.push_back({"concat_then_split", {{"a", {2, 3, 4}}, {"b", {2, 2, 4}}}, [](core::BlockBuilder& b) {
                      b.Op("concat").Input("X", {"a", "b"}).Output("Out", "ab").Attr("axis", int32_t{1});
-                     b.Op("split").Input("X", "ab").Output("Out", {"p", "q"}).Attr("axis", int32_t{1})
+                     b.Op("split")
+                         .Input("X", "ab")
+                         .Output("Out", {"p", "q"})
+                         .Attr("axis", int32_t{1})
                          .Attr("sections", std::vector<int64_t>{4, 1});
                      b.Op("elementwise_mul").Input("X", "p").Input("Y", "p").Output("Out", "pp");
                      b.Op("concat").Input("X", {"q", "pp"}).Output("Out", "out").Attr("axis", int32_t{-2});
@@ -170,38 +171,56 @@ std::vector<CudaCase> Cases() {
                      b.Op("scale").Input("X", "x64").Output("Out", "s64").Attr("scale", 0.5f);
                      b.Op("cast").Input("X", "s64").Output("Out", "out").Attr("out_dtype", int32_t{RILL_FP32});
                    }});
-  cases.push_back({"assign", {{"x", {9}}}, [](core::BlockBuilder& b) {
-                     b.Op("assign").Input("X", "x").Output("Out", "out");
-                   }});
+  cases.push_back(
+      {"assign", {{"x", {9}}}, [](core::BlockBuilder& b) { b.Op("assign").Input("X", "x").Output("Out", "out"); }});
   for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max"}) {
     const std::string type = op;
     cases.push_back({type, {{"x", {3, 4, 5}}}, [type](core::BlockBuilder& b) {
-                       b.Op(type).Input("X", "x").Output("Out", "out").Attr("dim", std::vector<int64_t>{0, 2})
+                       b.Op(type)
+                           .Input("X", "x")
+                           .Output("Out", "out")
+                           .Attr("dim", std::vector<int64_t>{0, 2})
                            .Attr("keep_dim", true);
                      }});
   }
   // Convolutions on cuDNN: cuDNN's own padding, and padding it cannot express (SAME over
   // an even span, 4 unequal paddings), which the kernels apply themselves.
-  cases.push_back({"conv2d_stride_pad_dilation_groups", {{"x", {2, 4, 9, 8}}, {"w", {6, 2, 3, 3}}},
-                   [](core::BlockBuilder& b) {
-                     b.Op("conv2d").Input("Input", "x").Input("Filter", "w").Output("Output", "out")
-                         .Attr("strides", std::vector<int64_t>{2, 1}).Attr("paddings", std::vector<int64_t>{1, 2})
-                         .Attr("dilations", std::vector<int64_t>{1, 2}).Attr("groups", int64_t{2});
-                   }});
-  cases.push_back({"conv2d_nhwc_same_even_kernel", {{"x", {2, 7, 6, 3}}, {"w", {5, 3, 2, 4}}},
-                   [](core::BlockBuilder& b) {
-                     b.Op("conv2d").Input("Input", "x").Input("Filter", "w").Output("Output", "out")
-                         .Attr("strides", std::vector<int64_t>{2, 2}).Attr("padding_algorithm", std::string("SAME"))
-                         .Attr("data_format", std::string("NHWC"));
-                   }});
-  cases.push_back({"conv2d_four_unequal_paddings", {{"x", {1, 3, 6, 7}}, {"w", {4, 3, 3, 3}}},
-                   [](core::BlockBuilder& b) {
-                     b.Op("conv2d").Input("Input", "x").Input("Filter", "w").Output("Output", "out")
-                         .Attr("paddings", std::vector<int64_t>{0, 2, 1, 0});
-                   }});
+  cases.push_back(
+      {"conv2d_stride_pad_dilation_groups", {{"x", {2, 4, 9, 8}}, {"w", {6, 2, 3, 3}}}, [](core::BlockBuilder& b) {
+         b.Op("conv2d")
+             .Input("Input", "x")
+             .Input("Filter", "w")
+             .Output("Output", "out")
+             .Attr("strides", std::vector<int64_t>{2, 1})
+             .Attr("paddings", std::vector<int64_t>{1, 2})
+             .Attr("dilations", std::vector<int64_t>{1, 2})
+             .Attr("groups", int64_t{2});
+       }});
+  cases.push_back(
+      {"conv2d_nhwc_same_even_kernel", {{"x", {2, 7, 6, 3}}, {"w", {5, 3, 2, 4}}}, [](core::BlockBuilder& b) {
+         b.Op("conv2d")
+             .Input("Input", "x")
+             .Input("Filter", "w")
+             .Output("Output", "out")
+             .Attr("strides", std::vector<int64_t>{2, 2})
+             .Attr("padding_algorithm", std::string("SAME"))
+             .Attr("data_format", std::string("NHWC"));
+       }});
+  cases.push_back(
+      {"conv2d_four_unequal_paddings", {{"x", {1, 3, 6, 7}}, {"w", {4, 3, 3, 3}}}, [](core::BlockBuilder& b) {
+         b.Op("conv2d")
+             .Input("Input", "x")
+             .Input("Filter", "w")
+             .Output("Output", "out")
+             .Attr("paddings", std::vector<int64_t>{0, 2, 1, 0});
+       }});
   cases.push_back({"depthwise_conv2d", {{"x", {2, 5, 8, 8}}, {"w", {5, 1, 3, 3}}}, [](core::BlockBuilder& b) {
-                     b.Op("depthwise_conv2d").Input("Input", "x").Input("Filter", "w").Output("Output", "out")
-                         .Attr("paddings", std::vector<int64_t>{1, 1}).Attr("groups", int64_t{5});
+                     b.Op("depthwise_conv2d")
+                         .Input("Input", "x")
+                         .Input("Filter", "w")
+                         .Output("Output", "out")
+                         .Attr("paddings", std::vector<int64_t>{1, 1})
+                         .Attr("groups", int64_t{5});
                    }});
   // pool2d: overlapping max windows (their gradients add up), averages with and without
   // the padding counted, ceil_mode, adaptive windows, global pooling over NHWC.
@@ -209,16 +228,24 @@ std::vector<CudaCase> Cases() {
     return b.Op("pool2d").Input("X", "x").Output("Out", "out");
   };
   cases.push_back({"pool2d_max_overlapping", {{"x", {2, 3, 9, 8}}}, [pool](core::BlockBuilder& b) {
-                     pool(b).Attr("ksize", std::vector<int64_t>{3, 3}).Attr("strides", std::vector<int64_t>{2, 1})
+                     pool(b)
+                         .Attr("ksize", std::vector<int64_t>{3, 3})
+                         .Attr("strides", std::vector<int64_t>{2, 1})
                          .Attr("paddings", std::vector<int64_t>{1, 1});
                    }});
   cases.push_back({"pool2d_avg_padding_counted_ceil_mode", {{"x", {2, 3, 7, 7}}}, [pool](core::BlockBuilder& b) {
-                     pool(b).Attr("pooling_type", std::string("avg")).Attr("ksize", std::vector<int64_t>{3, 2})
-                         .Attr("strides", std::vector<int64_t>{2, 2}).Attr("paddings", std::vector<int64_t>{1, 0, 0, 1})
-                         .Attr("exclusive", false).Attr("ceil_mode", true);
+                     pool(b)
+                         .Attr("pooling_type", std::string("avg"))
+                         .Attr("ksize", std::vector<int64_t>{3, 2})
+                         .Attr("strides", std::vector<int64_t>{2, 2})
+                         .Attr("paddings", std::vector<int64_t>{1, 0, 0, 1})
+                         .Attr("exclusive", false)
+                         .Attr("ceil_mode", true);
                    }});
   cases.push_back({"pool2d_adaptive_avg", {{"x", {1, 4, 10, 7}}}, [pool](core::BlockBuilder& b) {
-                     pool(b).Attr("pooling_type", std::string("avg")).Attr("ksize", std::vector<int64_t>{3, 3})
+                     pool(b)
+                         .Attr("pooling_type", std::string("avg"))
+                         .Attr("ksize", std::vector<int64_t>{3, 3})
                          .Attr("adaptive", true);
                    }});
   cases.push_back({"pool2d_global_max_nhwc", {{"x", {2, 5, 6, 3}}}, [pool](core::BlockBuilder& b) {
@@ -227,29 +254,42 @@ std::vector<CudaCase> Cases() {
   // batch_norm: training (the running statistics updated in place, as Fluid names them)
   // in both layouts, and with the running statistics (is_test).
   const auto batch_norm = [](core::BlockBuilder& b) -> core::OpBuilder {
-    return b.Op("batch_norm").Input("X", "x").Input("Scale", "scale").Input("Bias", "bias").Input("Mean", "mean")
-        .Input("Variance", "var").Output("Y", "out").Output("MeanOut", "mean").Output("VarianceOut", "var")
-        .Output("SavedMean", "saved_mean").Output("SavedVariance", "saved_var");
+    return b.Op("batch_norm")
+        .Input("X", "x")
+        .Input("Scale", "scale")
+        .Input("Bias", "bias")
+        .Input("Mean", "mean")
+        .Input("Variance", "var")
+        .Output("Y", "out")
+        .Output("MeanOut", "mean")
+        .Output("VarianceOut", "var")
+        .Output("SavedMean", "saved_mean")
+        .Output("SavedVariance", "saved_var");
   };
   const std::vector<std::string> statistics = {"mean", "var", "saved_mean", "saved_var"};
   for (const char* layout : {"NCHW", "NHWC"}) {
     const bool nhwc = std::string(layout) == "NHWC";
     cases.push_back({std::string("batch_norm_training_") + layout,
                      {{"x", nhwc ? std::vector<int64_t>{4, 5, 6, 3} : std::vector<int64_t>{4, 3, 5, 6}},
-                      {"scale", {3}}, {"bias", {3}}, {"mean", {3}}, {"var", {3}}},
+                      {"scale", {3}},
+                      {"bias", {3}},
+                      {"mean", {3}},
+                      {"var", {3}}},
                      [batch_norm, layout](core::BlockBuilder& b) {
                        batch_norm(b).Attr("data_layout", std::string(layout)).Attr("momentum", 0.8f);
                      },
                      statistics});
   }
-  cases.push_back({"batch_norm_is_test", {{"x", {2, 4, 3, 3}}, {"scale", {4}}, {"bias", {4}}, {"mean", {4}}, {"var", {4}}},
-                   [batch_norm](core::BlockBuilder& b) { batch_norm(b).Attr("is_test", true); }, statistics});
-  cases.push_back({"fit_a_line_step", {{"w", {13, 1}}, {"bias", {1}}}, [](core::BlockBuilder& b) {
-                     b.Op("fill_constant").Output("Out", "data").Attr("shape", std::vector<int64_t>{32, 13})
-                         .Attr("value", 0.25f);
-                     b.Op("mul").Input("X", "data").Input("Y", "w").Output("Out", "xw");
-                     b.Op("elementwise_add").Input("X", "xw").Input("Y", "bias").Output("Out", "out");
-                   }});
+  cases.push_back({"batch_norm_is_test",
+                   {{"x", {2, 4, 3, 3}}, {"scale", {4}}, {"bias", {4}}, {"mean", {4}}, {"var", {4}}},
+                   [batch_norm](core::BlockBuilder& b) { batch_norm(b).Attr("is_test", true); },
+                   statistics});
+  cases.push_back(
+      {"fit_a_line_step", {{"w", {13, 1}}, {"bias", {1}}}, [](core::BlockBuilder& b) {
+         b.Op("fill_constant").Output("Out", "data").Attr("shape", std::vector<int64_t>{32, 13}).Attr("value", 0.25f);
+         b.Op("mul").Input("X", "data").Input("Y", "w").Output("Out", "xw");
+         b.Op("elementwise_add").Input("X", "xw").Input("Y", "bias").Output("Out", "out");
+       }});
   return cases;
 }
 
@@ -283,7 +323,8 @@ RunResult RunHalfCase(const HalfCase& c, bool in_fp16) {
   const auto cast = [](core::BlockBuilder& b, const std::string& from, const std::string& to, int32_t dtype) {
     b.Op("cast").Input("X", from).Output("Out", to).Attr("out_dtype", dtype);
   };
-  CudaCase run{c.name, c.params, [&](core::BlockBuilder& b) {
+  CudaCase run{c.name, c.params,
+               [&](core::BlockBuilder& b) {
                  for (const std::string& name : c.half) {
                    cast(b, name, name + "_half", RILL_FP16);
                    if (!in_fp16) cast(b, name + "_half", name + "_rounded", RILL_FP32);
@@ -315,38 +356,67 @@ TEST_P(HalfPrecision, MatchesFloatOnTheDevice) {
 std::vector<HalfCase> HalfCases() {
   using Names = std::function<std::string(const std::string&)>;
   std::vector<HalfCase> cases;
-  cases.push_back({"conv2d", {{"x", {2, 4, 9, 9}}, {"w", {6, 4, 3, 3}}}, {"x", "w"},
+  cases.push_back(
+      {"conv2d", {{"x", {2, 4, 9, 9}}, {"w", {6, 4, 3, 3}}}, {"x", "w"}, [](core::BlockBuilder& b, const Names& v) {
+         b.Op("conv2d")
+             .Input("Input", v("x"))
+             .Input("Filter", v("w"))
+             .Output("Output", v("out"))
+             .Attr("paddings", std::vector<int64_t>{1, 1})
+             .Attr("strides", std::vector<int64_t>{2, 1});
+       }});
+  cases.push_back({"conv2d_nhwc_groups",
+                   {{"x", {2, 7, 6, 4}}, {"w", {6, 2, 3, 3}}},
+                   {"x", "w"},
                    [](core::BlockBuilder& b, const Names& v) {
-                     b.Op("conv2d").Input("Input", v("x")).Input("Filter", v("w")).Output("Output", v("out"))
-                         .Attr("paddings", std::vector<int64_t>{1, 1}).Attr("strides", std::vector<int64_t>{2, 1});
-                   }});
-  cases.push_back({"conv2d_nhwc_groups", {{"x", {2, 7, 6, 4}}, {"w", {6, 2, 3, 3}}}, {"x", "w"},
-                   [](core::BlockBuilder& b, const Names& v) {
-                     b.Op("conv2d").Input("Input", v("x")).Input("Filter", v("w")).Output("Output", v("out"))
-                         .Attr("paddings", std::vector<int64_t>{1, 0}).Attr("groups", int64_t{2})
+                     b.Op("conv2d")
+                         .Input("Input", v("x"))
+                         .Input("Filter", v("w"))
+                         .Output("Output", v("out"))
+                         .Attr("paddings", std::vector<int64_t>{1, 0})
+                         .Attr("groups", int64_t{2})
                          .Attr("data_format", std::string("NHWC"));
                    }});
   cases.push_back({"pool2d_max_overlapping", {{"x", {2, 3, 9, 8}}}, {"x"}, [](core::BlockBuilder& b, const Names& v) {
-                     b.Op("pool2d").Input("X", v("x")).Output("Out", v("out"))
-                         .Attr("ksize", std::vector<int64_t>{3, 3}).Attr("strides", std::vector<int64_t>{2, 1})
+                     b.Op("pool2d")
+                         .Input("X", v("x"))
+                         .Output("Out", v("out"))
+                         .Attr("ksize", std::vector<int64_t>{3, 3})
+                         .Attr("strides", std::vector<int64_t>{2, 1})
                          .Attr("paddings", std::vector<int64_t>{1, 1});
                    }});
-  cases.push_back({"pool2d_avg_ceil_mode_nhwc", {{"x", {2, 7, 7, 3}}}, {"x"}, [](core::BlockBuilder& b, const Names& v) {
-                     b.Op("pool2d").Input("X", v("x")).Output("Out", v("out")).Attr("pooling_type", std::string("avg"))
-                         .Attr("ksize", std::vector<int64_t>{3, 3}).Attr("strides", std::vector<int64_t>{2, 2})
-                         .Attr("ceil_mode", true).Attr("data_format", std::string("NHWC"));
-                   }});
+  cases.push_back(
+      {"pool2d_avg_ceil_mode_nhwc", {{"x", {2, 7, 7, 3}}}, {"x"}, [](core::BlockBuilder& b, const Names& v) {
+         b.Op("pool2d")
+             .Input("X", v("x"))
+             .Output("Out", v("out"))
+             .Attr("pooling_type", std::string("avg"))
+             .Attr("ksize", std::vector<int64_t>{3, 3})
+             .Attr("strides", std::vector<int64_t>{2, 2})
+             .Attr("ceil_mode", true)
+             .Attr("data_format", std::string("NHWC"));
+       }});
   const std::vector<std::pair<std::string, std::vector<int64_t>>> channels = {
       {"scale", {3}}, {"bias", {3}}, {"mean", {3}}, {"var", {3}}};
   for (const bool is_test : {false, true}) {
     auto params = channels;
     params.insert(params.begin(), {"x", {4, 3, 5, 6}});
-    cases.push_back({is_test ? "batch_norm_is_test" : "batch_norm_training", params, {"x"},
+    cases.push_back({is_test ? "batch_norm_is_test" : "batch_norm_training",
+                     params,
+                     {"x"},
                      [is_test](core::BlockBuilder& b, const Names& v) {
-                       b.Op("batch_norm").Input("X", v("x")).Input("Scale", "scale").Input("Bias", "bias")
-                           .Input("Mean", "mean").Input("Variance", "var").Output("Y", v("out"))
-                           .Output("MeanOut", "mean").Output("VarianceOut", "var").Output("SavedMean", "saved_mean")
-                           .Output("SavedVariance", "saved_var").Attr("is_test", is_test);
+                       b.Op("batch_norm")
+                           .Input("X", v("x"))
+                           .Input("Scale", "scale")
+                           .Input("Bias", "bias")
+                           .Input("Mean", "mean")
+                           .Input("Variance", "var")
+                           .Output("Y", v("out"))
+                           .Output("MeanOut", "mean")
+                           .Output("VarianceOut", "var")
+                           .Output("SavedMean", "saved_mean")
+                           .Output("SavedVariance", "saved_var")
+                           .Attr("is_test", is_test);
                      },
                      {"mean", "var", "saved_mean", "saved_var"}});
   }
@@ -423,8 +493,12 @@ NonDifferentiableRun RunNonDifferentiable(core::Place place) {
     in.Op("fill_constant").Output("Out", name).Attr("shape", dims).Attr("value", value).Attr("dtype", dtype);
   };
   fill(b, "a", {2, 3}, 1.5f, RILL_FP32);
-  b.Op("uniform_random").Output("Out", "r").Attr("shape", std::vector<int64_t>{2, 3}).Attr("min", 0.0f)
-      .Attr("max", 3.0f).Attr("seed", int32_t{7});
+  b.Op("uniform_random")
+      .Output("Out", "r")
+      .Attr("shape", std::vector<int64_t>{2, 3})
+      .Attr("min", 0.0f)
+      .Attr("max", 3.0f)
+      .Attr("seed", int32_t{7});
   b.Op("less_than").Input("X", "r").Input("Y", "a").Output("Out", "lt");
   b.Op("greater_equal").Input("X", "r").Input("Y", "a").Output("Out", "ge");
   b.Op("greater_than").Input("X", "r").Input("Y", "a").Output("Out", "gt_on_host").Attr("force_cpu", true);
@@ -454,7 +528,8 @@ NonDifferentiableRun RunNonDifferentiable(core::Place place) {
   exec.set_place(place);
   exec.Run(0, scope);
   NonDifferentiableRun run;
-  for (const char* name : {"lt", "ge", "gt_on_host", "not_lt", "xor", "or", "and", "r_int", "lt_float", "is_one", "v", "total"}) {
+  for (const char* name :
+       {"lt", "ge", "gt_on_host", "not_lt", "xor", "or", "and", "r_int", "lt_float", "is_one", "v", "total"}) {
     const core::Tensor* t = scope->FindVar(name)->GetTensor();
     run.device[name] = t->place().device_type;
     run.values[name] = t->CopyTo(core::Place{}).Describe();
@@ -478,11 +553,28 @@ TEST(Cuda, ComparisonsLogicalOpsCastsAndLoopsMatchCpu) {
 std::map<std::string, std::vector<double>> RunOptimizers(core::Place place) {
   core::ProgramBuilder pb;
   auto& b = pb.block(0);
-  b.Op("momentum").Input("Param", "p").Input("Grad", "g").Input("Velocity", "v").Input("LearningRate", "lr")
-      .Output("ParamOut", "p").Output("VelocityOut", "v").Attr("mu", 0.9f).Attr("use_nesterov", true);
-  b.Op("adam").Input("Param", "w").Input("Grad", "g").Input("LearningRate", "lr").Input("Moment1", "m1")
-      .Input("Moment2", "m2").Input("Beta1Pow", "b1p").Input("Beta2Pow", "b2p").Output("ParamOut", "w")
-      .Output("Moment1Out", "m1").Output("Moment2Out", "m2").Output("Beta1PowOut", "b1p").Output("Beta2PowOut", "b2p");
+  b.Op("momentum")
+      .Input("Param", "p")
+      .Input("Grad", "g")
+      .Input("Velocity", "v")
+      .Input("LearningRate", "lr")
+      .Output("ParamOut", "p")
+      .Output("VelocityOut", "v")
+      .Attr("mu", 0.9f)
+      .Attr("use_nesterov", true);
+  b.Op("adam")
+      .Input("Param", "w")
+      .Input("Grad", "g")
+      .Input("LearningRate", "lr")
+      .Input("Moment1", "m1")
+      .Input("Moment2", "m2")
+      .Input("Beta1Pow", "b1p")
+      .Input("Beta2Pow", "b2p")
+      .Output("ParamOut", "w")
+      .Output("Moment1Out", "m1")
+      .Output("Moment2Out", "m2")
+      .Output("Beta1PowOut", "b1p")
+      .Output("Beta2PowOut", "b2p");
   auto scope = core::Scope::NewRoot();
   const auto set = [&](const std::string& name, std::vector<int64_t> dims, float base) {
     core::Tensor* t = scope->Var(name)->GetMutableTensor();

@@ -40,7 +40,9 @@ std::shared_ptr<proto::ProgramDesc> LoopProgram(float n) {
   body.Var("small", RILL_BOOL, {1});
   body.Op("increment").Input("X", "i").Output("Out", "i");
   body.Op("less_than").Input("X", "i").Input("Y", "five").Output("Out", "small");
-  body.Op("conditional_block").Input("Cond", "small").BlockAttr("sub_block", then.idx())
+  body.Op("conditional_block")
+      .Input("Cond", "small")
+      .BlockAttr("sub_block", then.idx())
       .Attr("is_scalar_condition", true);
   body.Op("less_than").Input("X", "i").Input("Y", "n").Output("Out", "c");
   then.Op("elementwise_add").Input("X", "s").Input("Y", "i").Output("Out", "s");
@@ -130,7 +132,8 @@ TEST(Executor, ALoopRunAgainSeesVariablesCreatedOnTheChainSince) {
   int left = 0;
   const auto run = [&](int steps) {
     left = steps;
-    exec.RunLoop(1, mid, Scope::ChildKey{42, 1}, [](void* n) { return (*static_cast<int*>(n))-- > 0; }, &left);
+    exec.RunLoop(
+        1, mid, Scope::ChildKey{42, 1}, [](void* n) { return (*static_cast<int*>(n))-- > 0; }, &left);
   };
   run(3);
   EXPECT_EQ(Int64Of(*root, "total"), 3);
@@ -152,7 +155,7 @@ struct CountedLoop {
   int32_t dtype = RILL_INT64;
   float step = 1, limit = 5;
   std::vector<int64_t> counter_shape = {1}, limit_shape = {1};
-  int32_t limit_dtype = -1;  // -1: the counter's
+  int32_t limit_dtype = -1;    // -1: the counter's
   bool separate_next = false;  // j is its own variable, copied back to i
   // Refilled by the body before the step, so that the loop starts and the step fails.
   std::string refill;
@@ -185,8 +188,8 @@ std::string RunCountedLoop(const CountedLoop& loop) {
   Executor exec(test::ShippedRegistry(), std::make_shared<proto::ProgramDesc>(pb.Build()));
   auto scope = Scope::NewRoot();
   exec.Run(0, scope);
-  return scope->FindVar("i")->GetTensor()->Describe() + "; " + scope->FindVar("steps")->GetTensor()->Describe() +
-         "; " + scope->FindVar("c")->GetTensor()->Describe();
+  return scope->FindVar("i")->GetTensor()->Describe() + "; " + scope->FindVar("steps")->GetTensor()->Describe() + "; " +
+         scope->FindVar("c")->GetTensor()->Describe();
 }
 
 TEST(Executor, ACountedLoopCountsAsItsIncrementAndLessThanWould) {
@@ -256,9 +259,11 @@ TEST(Executor, ACounterAndItsCompareSharingVariablesCountAsTheOpsInTurn) {
   EXPECT_EQ(run("i", "i", "c"), "int64[1] {5}; int64[1] {5}; int64[1] {5}; bool[1] {false}");
   // A compare writing its bool over its own operand is the kernel's error, scalars or not.
   EXPECT_NE(run("j", "n", "j").find("op 3 (less_than X=[j] Y=[n] -> Out=[j]): Out is the same variable as X"),
-            std::string::npos) << run("j", "n", "j");
+            std::string::npos)
+      << run("j", "n", "j");
   EXPECT_NE(run("j", "n", "n").find("op 3 (less_than X=[j] Y=[n] -> Out=[n]): Out is the same variable as Y"),
-            std::string::npos) << run("j", "n", "n");
+            std::string::npos)
+      << run("j", "n", "n");
 }
 
 TEST(Executor, ACountedLoopTheKernelsRefuseFailsAsTheyDo) {
@@ -278,7 +283,8 @@ TEST(Executor, ACountedLoopTheKernelsRefuseFailsAsTheyDo) {
   wide.refill = "i";
   wide.refill_shape = {2};
   EXPECT_NE(error(wide).find("block 1, op 2 (increment X=[i] -> Out=[i]): X must have exactly one element, it has 2"),
-            std::string::npos) << error(wide);
+            std::string::npos)
+      << error(wide);
 }
 
 // Out = X <op> Y on two fills of `dtype` and `shape`, Out first filled as `out_dtype` and
@@ -389,16 +395,18 @@ FillResult RunFill(int32_t dtype, float value, std::optional<std::pair<int32_t, 
 
 TEST(Executor, AScalarFillWritesWhatItsKernelWould) {
   const std::pair<int32_t, std::vector<int64_t>> wide{RILL_INT64, {3}};  // not a scalar: the kernel fills
-  for (auto [dtype, expected] : std::vector<std::pair<int32_t, std::string>>{
-           {RILL_INT32, "int32[1] {-2}"}, {RILL_INT64, "int64[1] {-2}"}, {RILL_FP32, "fp32[1] {-2.5}"},
-           {RILL_FP64, "fp64[1] {-2.5}"}}) {
+  for (auto [dtype, expected] : std::vector<std::pair<int32_t, std::string>>{{RILL_INT32, "int32[1] {-2}"},
+                                                                             {RILL_INT64, "int64[1] {-2}"},
+                                                                             {RILL_FP32, "fp32[1] {-2.5}"},
+                                                                             {RILL_FP64, "fp64[1] {-2.5}"}}) {
     SCOPED_TRACE(expected);
     EXPECT_EQ(RunFill(dtype, -2.5f, std::nullopt).out, expected);
     EXPECT_EQ(RunFill(dtype, -2.5f, wide).out, expected);
     // A scalar of the fill's dtype is written in place; one of another dtype is retyped.
     EXPECT_TRUE(RunFill(dtype, -2.5f, std::pair{dtype, std::vector<int64_t>{1}}).same_memory);
-    EXPECT_EQ(RunFill(dtype, -2.5f, std::pair{dtype == RILL_FP64 ? RILL_INT32 : RILL_FP64, std::vector<int64_t>{1}}).out,
-              expected);
+    EXPECT_EQ(
+        RunFill(dtype, -2.5f, std::pair{dtype == RILL_FP64 ? RILL_INT32 : RILL_FP64, std::vector<int64_t>{1}}).out,
+        expected);
   }
   // The value is a float attribute, widened as the kernel widens it.
   EXPECT_EQ(RunFill(RILL_FP64, 0.1f, std::nullopt).out, RunFill(RILL_FP64, 0.1f, wide).out);
@@ -444,7 +452,8 @@ TEST(Executor, NestedErrorsKeepTheChain) {
   EXPECT_EQ(err.rfind("block 0, op 1 (while Condition=[c]): block 1, op 1 (increment X=[flag] -> Out=[flag]): ", 0), 0u)
       << err;
   EXPECT_NE(err.find("no CPU kernel for dtype bool (registered: CPU/fp32, CPU/fp64, CPU/int32, CPU/int64"),
-            std::string::npos) << err;
+            std::string::npos)
+      << err;
 }
 
 TEST(Executor, MissingInputIsAClearError) {
@@ -468,7 +477,10 @@ TEST(Executor, AttributeDefaultsApply) {
 TEST(Executor, PersistableVariablesLiveInTheRootScope) {
   ProgramBuilder pb;
   auto& body = pb.NewBlock(0);
-  pb.block(0).Op("conditional_block").Input("Cond", "yes").BlockAttr("sub_block", body.idx())
+  pb.block(0)
+      .Op("conditional_block")
+      .Input("Cond", "yes")
+      .BlockAttr("sub_block", body.idx())
       .Attr("is_scalar_condition", true);
   body.Var("kept", RILL_INT64, {1}, /*persistable=*/true);
   body.Var("local", RILL_INT64, {1});

@@ -97,8 +97,7 @@ TEST_P(GradientCheck, MatchesFiniteDifferences) {
       v[i] = orig;
       const double numeric = (up - down) / (2 * kEps);
       const double analytic = g->data_as<double>()[i];
-      EXPECT_NEAR(analytic, numeric, c.tolerance * std::max(1.0, std::abs(numeric)))
-          << pg.grad << "[" << i << "]";
+      EXPECT_NEAR(analytic, numeric, c.tolerance * std::max(1.0, std::abs(numeric))) << pg.grad << "[" << i << "]";
     }
   }
 }
@@ -113,18 +112,20 @@ std::vector<GradCase> Cases() {
     const std::string type = std::string("elementwise_") + op;
     const bool positive = std::string(op) == "pow" || std::string(op) == "div";
     const double lo = positive ? 0.5 : -1, hi = positive ? 2 : 1;
-    cases.push_back({type + "_same_shape", {{"x", {2, 3}, lo, hi}, {"y", {2, 3}, lo, hi}},
+    cases.push_back({type + "_same_shape",
+                     {{"x", {2, 3}, lo, hi}, {"y", {2, 3}, lo, hi}},
                      [type](core::BlockBuilder& b) { Binary(b, type); }});
-    cases.push_back({type + "_broadcast_row", {{"x", {2, 3}, lo, hi}, {"y", {3}, lo, hi}},
+    cases.push_back({type + "_broadcast_row",
+                     {{"x", {2, 3}, lo, hi}, {"y", {3}, lo, hi}},
                      [type](core::BlockBuilder& b) { Binary(b, type); }});
-    cases.push_back({type + "_broadcast_axis0", {{"x", {2, 3, 2}, lo, hi}, {"y", {2, 3}, lo, hi}},
+    cases.push_back({type + "_broadcast_axis0",
+                     {{"x", {2, 3, 2}, lo, hi}, {"y", {2, 3}, lo, hi}},
                      [type](core::BlockBuilder& b) { Binary(b, type).Attr("axis", int32_t{0}); }});
   }
   for (const char* op : {"relu", "sigmoid", "tanh", "square"}) {
     const std::string type = op;
-    cases.push_back({type, {{"x", {3, 4}}}, [type](core::BlockBuilder& b) {
-                       b.Op(type).Input("X", "x").Output("Out", "out");
-                     }});
+    cases.push_back(
+        {type, {{"x", {3, 4}}}, [type](core::BlockBuilder& b) { b.Op(type).Input("X", "x").Output("Out", "out"); }});
   }
   // The activations with attributes and domains of their own; inputs span every kink.
   struct Activation {
@@ -178,7 +179,8 @@ std::vector<GradCase> Cases() {
   };
   for (const auto& a : activations) {
     const std::string type = a.type;
-    cases.push_back({type + (a.attrs ? "_with_attributes" : ""), {{"x", {3, 5}, a.lo, a.hi}},
+    cases.push_back({type + (a.attrs ? "_with_attributes" : ""),
+                     {{"x", {3, 5}, a.lo, a.hi}},
                      [type, attrs = a.attrs](core::BlockBuilder& b) {
                        core::OpBuilder op = b.Op(type).Input("X", "x").Output("Out", "out");
                        if (attrs) attrs(op);
@@ -186,12 +188,22 @@ std::vector<GradCase> Cases() {
   }
   // The reshape family and transpose2 on a [2, 1, 3, 4] parameter.
   const std::vector<std::pair<std::string, std::function<void(core::OpBuilder&)>>> reshapes = {
-      {"reshape2", [](core::OpBuilder& o) { o.Attr("shape", std::vector<int64_t>{0, -1, 4}); }},
+      {"reshape2",
+       [](core::OpBuilder& o) {
+         o.Attr("shape", std::vector<int64_t>{0, -1, 4});
+       }},
       {"flatten2", [](core::OpBuilder& o) { o.Attr("axis", int32_t{2}); }},
-      {"flatten_contiguous_range", [](core::OpBuilder& o) { o.Attr("start_axis", int32_t{1}).Attr("stop_axis", int32_t{2}); }},
+      {"flatten_contiguous_range",
+       [](core::OpBuilder& o) { o.Attr("start_axis", int32_t{1}).Attr("stop_axis", int32_t{2}); }},
       {"squeeze2", [](core::OpBuilder& o) { o.Attr("axes", std::vector<int64_t>{1}); }},
-      {"unsqueeze2", [](core::OpBuilder& o) { o.Attr("axes", std::vector<int64_t>{0, -1}); }},
-      {"transpose2", [](core::OpBuilder& o) { o.Attr("axis", std::vector<int64_t>{2, 0, 3, 1}); }},
+      {"unsqueeze2",
+       [](core::OpBuilder& o) {
+         o.Attr("axes", std::vector<int64_t>{0, -1});
+       }},
+      {"transpose2",
+       [](core::OpBuilder& o) {
+         o.Attr("axis", std::vector<int64_t>{2, 0, 3, 1});
+       }},
   };
   for (const auto& [type, attrs] : reshapes) {
     cases.push_back({type, {{"x", {2, 1, 3, 4}}}, [type = type, attrs = attrs](core::BlockBuilder& b) {
@@ -202,25 +214,29 @@ std::vector<GradCase> Cases() {
   cases.push_back({"scale", {{"x", {5}}}, [](core::BlockBuilder& b) {
                      b.Op("scale").Input("X", "x").Output("Out", "out").Attr("scale", -2.5f).Attr("bias", 3.0f);
                    }});
-  cases.push_back({"cast_through_fp32", {{"x", {4}}}, [](core::BlockBuilder& b) {
+  cases.push_back({"cast_through_fp32",
+                   {{"x", {4}}},
+                   [](core::BlockBuilder& b) {
                      b.Op("cast").Input("X", "x").Output("Out", "x32").Attr("out_dtype", int32_t{RILL_FP32});
                      b.Op("cast").Input("X", "x32").Output("Out", "out").Attr("out_dtype", int32_t{RILL_FP64});
-                   }, 1e-3, nullptr, 1e-2});
+                   },
+                   1e-3,
+                   nullptr,
+                   1e-2});
   cases.push_back({"sum_with_repeated_input", {{"a", {2, 2}}, {"b", {2, 2}}}, [](core::BlockBuilder& b) {
                      b.Op("sum").Input("X", {"a", "b", "a"}).Output("Out", "out");
                    }});
-  cases.push_back({"mean", {{"x", {3, 2}}}, [](core::BlockBuilder& b) {
-                     b.Op("mean").Input("X", "x").Output("Out", "out");
-                   }});
+  cases.push_back(
+      {"mean", {{"x", {3, 2}}}, [](core::BlockBuilder& b) { b.Op("mean").Input("X", "x").Output("Out", "out"); }});
   for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max"}) {
     const std::string type = op;
     cases.push_back({type + "_dim1", {{"x", {2, 3, 2}}}, [type](core::BlockBuilder& b) {
                        b.Op(type).Input("X", "x").Output("Out", "out").Attr("dim", std::vector<int64_t>{1});
                      }});
-    cases.push_back({type + "_keep_dim_last", {{"x", {3, 4}}}, [type](core::BlockBuilder& b) {
-                       b.Op(type).Input("X", "x").Output("Out", "out").Attr("dim", std::vector<int64_t>{-1})
-                           .Attr("keep_dim", true);
-                     }});
+    cases.push_back(
+        {type + "_keep_dim_last", {{"x", {3, 4}}}, [type](core::BlockBuilder& b) {
+           b.Op(type).Input("X", "x").Output("Out", "out").Attr("dim", std::vector<int64_t>{-1}).Attr("keep_dim", true);
+         }});
   }
   cases.push_back({"mul_num_col_dims", {{"x", {2, 2, 3}}, {"y", {3, 2}}}, [](core::BlockBuilder& b) {
                      Binary(b, "mul").Attr("x_num_col_dims", int32_t{2});
@@ -244,9 +260,7 @@ std::vector<GradCase> Cases() {
   cases.push_back({"matmul_batched_broadcast_y", {{"x", {2, 2, 3}}, {"y", {3, 2}}}, [](core::BlockBuilder& b) {
                      Binary(b, "matmul");
                    }});
-  cases.push_back({"matmul_vector", {{"x", {2, 3}}, {"y", {3}}}, [](core::BlockBuilder& b) {
-                     Binary(b, "matmul");
-                   }});
+  cases.push_back({"matmul_vector", {{"x", {2, 3}}, {"y", {3}}}, [](core::BlockBuilder& b) { Binary(b, "matmul"); }});
   // 1-D operands with transposes, every combination Paddle's matmul (v1) and matmul_v2
   // give a meaning (v1 transposes the row / column a vector stands for; v2 ignores it).
   for (bool v2 : {false, true}) {
@@ -254,16 +268,19 @@ std::vector<GradCase> Cases() {
     const char* tx = v2 ? "trans_x" : "transpose_X";
     const char* ty = v2 ? "trans_y" : "transpose_Y";
     const std::string name = op;
-    cases.push_back({name + "_vector_x_transposed_batched_y", {{"x", {3}}, {"y", {2, v2 ? 3 : 1, 4}}},
+    cases.push_back({name + "_vector_x_transposed_batched_y",
+                     {{"x", {3}}, {"y", {2, v2 ? 3 : 1, 4}}},
                      [=](core::BlockBuilder& b) { Binary(b, op).Attr(tx, true); }});
-    cases.push_back({name + "_vector_x_transposed_matrix_y", {{"x", {3}}, {"y", {v2 ? 3 : 1, 4}}},
+    cases.push_back({name + "_vector_x_transposed_matrix_y",
+                     {{"x", {3}}, {"y", {v2 ? 3 : 1, 4}}},
                      [=](core::BlockBuilder& b) { Binary(b, op).Attr(tx, true); }});
-    cases.push_back({name + "_matrix_x_vector_y_transposed", {{"x", {2, v2 ? 3 : 1}}, {"y", {3}}},
+    cases.push_back({name + "_matrix_x_vector_y_transposed",
+                     {{"x", {2, v2 ? 3 : 1}}, {"y", {3}}},
                      [=](core::BlockBuilder& b) { Binary(b, op).Attr(ty, true); }});
-    cases.push_back({name + "_vector_times_vector", {{"x", {3}}, {"y", {3}}},
-                     [=](core::BlockBuilder& b) { Binary(b, op); }});
-    cases.push_back({name + "_batched_x_vector_y", {{"x", {2, 2, 3}}, {"y", {3}}},
-                     [=](core::BlockBuilder& b) { Binary(b, op); }});
+    cases.push_back(
+        {name + "_vector_times_vector", {{"x", {3}}, {"y", {3}}}, [=](core::BlockBuilder& b) { Binary(b, op); }});
+    cases.push_back(
+        {name + "_batched_x_vector_y", {{"x", {2, 2, 3}}, {"y", {3}}}, [=](core::BlockBuilder& b) { Binary(b, op); }});
   }
   cases.push_back({"softmax_last_axis", {{"x", {2, 4}}}, [](core::BlockBuilder& b) {
                      b.Op("softmax").Input("X", "x").Output("Out", "out");
@@ -271,26 +288,34 @@ std::vector<GradCase> Cases() {
   cases.push_back({"softmax_axis0", {{"x", {3, 2}}}, [](core::BlockBuilder& b) {
                      b.Op("softmax").Input("X", "x").Output("Out", "out").Attr("axis", int32_t{0});
                    }});
-  cases.push_back({"softmax_cross_entropy_hard", {{"x", {3, 4}}}, [](core::BlockBuilder& b) {
+  cases.push_back({"softmax_cross_entropy_hard",
+                   {{"x", {3, 4}}},
+                   [](core::BlockBuilder& b) {
                      b.Op("softmax").Input("X", "x").Output("Out", "p");
                      b.Op("cross_entropy").Input("X", "p").Input("Label", "label").Output("Y", "out");
-                   }, 1e-6, [](core::Scope& s) {
+                   },
+                   1e-6,
+                   [](core::Scope& s) {
                      core::Tensor* t = s.Var("label")->GetMutableTensor();
                      t->Allocate(RILL_INT64, {3, 1});
                      t->data_as<int64_t>()[0] = 3;
                      t->data_as<int64_t>()[1] = 0;
                      t->data_as<int64_t>()[2] = 1;
                    }});
-  cases.push_back({"softmax_cross_entropy_soft", {{"x", {2, 3}}}, [](core::BlockBuilder& b) {
-                     b.Op("softmax").Input("X", "x").Output("Out", "p");
-                     b.Op("cross_entropy").Input("X", "p").Input("Label", "label").Output("Y", "out")
-                         .Attr("soft_label", true);
-                   }, 1e-6, [](core::Scope& s) {
-                     core::Tensor* t = s.Var("label")->GetMutableTensor();
-                     t->Allocate(RILL_FP64, {2, 3});
-                     const double v[] = {0.2, 0.3, 0.5, 1, 0, 0};
-                     std::copy(v, v + 6, t->data_as<double>());
-                   }});
+  cases.push_back(
+      {"softmax_cross_entropy_soft",
+       {{"x", {2, 3}}},
+       [](core::BlockBuilder& b) {
+         b.Op("softmax").Input("X", "x").Output("Out", "p");
+         b.Op("cross_entropy").Input("X", "p").Input("Label", "label").Output("Y", "out").Attr("soft_label", true);
+       },
+       1e-6,
+       [](core::Scope& s) {
+         core::Tensor* t = s.Var("label")->GetMutableTensor();
+         t->Allocate(RILL_FP64, {2, 3});
+         const double v[] = {0.2, 0.3, 0.5, 1, 0, 0};
+         std::copy(v, v + 6, t->data_as<double>());
+       }});
   // Indexing, choosing, running sums, and the losses over logits.
   const auto ints = [](core::Scope& s, const char* name, int32_t dtype, std::vector<int64_t> dims,
                        std::vector<int64_t> v) {
@@ -301,15 +326,31 @@ std::vector<GradCase> Cases() {
       else t->data_as<int64_t>()[i] = v[i];
     }
   };
-  cases.push_back({"gather_repeated_index", {{"x", {4, 3}}}, [](core::BlockBuilder& b) {
-                     b.Op("gather").Input("X", "x").Input("Index", "index").Output("Out", "out");
-                   }, 1e-6, [ints](core::Scope& s) { ints(s, "index", RILL_INT64, {5}, {2, 0, 2, 3, 2}); }});
-  cases.push_back({"gather_axis1", {{"x", {2, 4, 3}}}, [](core::BlockBuilder& b) {
-                     b.Op("gather").Input("X", "x").Input("Index", "index").Output("Out", "out").Attr("axis", int32_t{1});
-                   }, 1e-6, [ints](core::Scope& s) { ints(s, "index", RILL_INT32, {3, 1}, {3, 1, 3}); }});
-  cases.push_back({"where", {{"x", {2, 3}}, {"y", {2, 3}}}, [](core::BlockBuilder& b) {
+  cases.push_back(
+      {"gather_repeated_index",
+       {{"x", {4, 3}}},
+       [](core::BlockBuilder& b) { b.Op("gather").Input("X", "x").Input("Index", "index").Output("Out", "out"); },
+       1e-6,
+       [ints](core::Scope& s) {
+         ints(s, "index", RILL_INT64, {5}, {2, 0, 2, 3, 2});
+       }});
+  cases.push_back(
+      {"gather_axis1",
+       {{"x", {2, 4, 3}}},
+       [](core::BlockBuilder& b) {
+         b.Op("gather").Input("X", "x").Input("Index", "index").Output("Out", "out").Attr("axis", int32_t{1});
+       },
+       1e-6,
+       [ints](core::Scope& s) {
+         ints(s, "index", RILL_INT32, {3, 1}, {3, 1, 3});
+       }});
+  cases.push_back({"where",
+                   {{"x", {2, 3}}, {"y", {2, 3}}},
+                   [](core::BlockBuilder& b) {
                      b.Op("where").Input("Condition", "c").Input("X", "x").Input("Y", "y").Output("Out", "out");
-                   }, 1e-6, [](core::Scope& s) {
+                   },
+                   1e-6,
+                   [](core::Scope& s) {
                      core::Tensor* t = s.Var("c")->GetMutableTensor();
                      t->Allocate(RILL_BOOL, {2, 3});
                      const bool v[] = {true, false, false, true, true, false};
@@ -324,48 +365,83 @@ std::vector<GradCase> Cases() {
   cases.push_back({"cumsum_flatten", {{"x", {2, 3}}}, [](core::BlockBuilder& b) {
                      b.Op("cumsum").Input("X", "x").Output("Out", "out").Attr("flatten", true);
                    }});
-  cases.push_back({"tile", {{"x", {2, 1, 3}}}, [](core::BlockBuilder& b) {
-                     b.Op("tile").Input("X", "x").Output("Out", "out").Attr("repeat_times", std::vector<int64_t>{2, 3, 1, 2});
-                   }});
-  cases.push_back({"expand_v2", {{"x", {3, 1}}}, [](core::BlockBuilder& b) {
-                     b.Op("expand_v2").Input("X", "x").Output("Out", "out").Attr("shape", std::vector<int64_t>{2, -1, 4});
-                   }});
-  cases.push_back({"expand_as_v2", {{"x", {1, 3}}}, [](core::BlockBuilder& b) {
-                     b.Op("expand_as_v2").Input("X", "x").Output("Out", "out").Attr("target_shape", std::vector<int64_t>{2, 3});
-                   }});
+  cases.push_back(
+      {"tile", {{"x", {2, 1, 3}}}, [](core::BlockBuilder& b) {
+         b.Op("tile").Input("X", "x").Output("Out", "out").Attr("repeat_times", std::vector<int64_t>{2, 3, 1, 2});
+       }});
+  cases.push_back(
+      {"expand_v2", {{"x", {3, 1}}}, [](core::BlockBuilder& b) {
+         b.Op("expand_v2").Input("X", "x").Output("Out", "out").Attr("shape", std::vector<int64_t>{2, -1, 4});
+       }});
+  cases.push_back(
+      {"expand_as_v2", {{"x", {1, 3}}}, [](core::BlockBuilder& b) {
+         b.Op("expand_as_v2").Input("X", "x").Output("Out", "out").Attr("target_shape", std::vector<int64_t>{2, 3});
+       }});
   cases.push_back({"pad2d_reflect_nhwc", {{"x", {1, 3, 4, 2}}}, [](core::BlockBuilder& b) {
-                     b.Op("pad2d").Input("X", "x").Output("Out", "out").Attr("paddings", std::vector<int64_t>{2, 1, 0, 3})
-                         .Attr("mode", std::string("reflect")).Attr("data_format", std::string("NHWC"));
+                     b.Op("pad2d")
+                         .Input("X", "x")
+                         .Output("Out", "out")
+                         .Attr("paddings", std::vector<int64_t>{2, 1, 0, 3})
+                         .Attr("mode", std::string("reflect"))
+                         .Attr("data_format", std::string("NHWC"));
                    }});
   cases.push_back({"pad3d_circular", {{"x", {1, 1, 2, 3, 2}}}, [](core::BlockBuilder& b) {
-                     b.Op("pad3d").Input("X", "x").Output("Out", "out")
-                         .Attr("paddings", std::vector<int64_t>{1, 2, 3, 0, 2, 1}).Attr("mode", std::string("circular"));
+                     b.Op("pad3d")
+                         .Input("X", "x")
+                         .Output("Out", "out")
+                         .Attr("paddings", std::vector<int64_t>{1, 2, 3, 0, 2, 1})
+                         .Attr("mode", std::string("circular"));
                    }});
   cases.push_back({"prelu_channel", {{"x", {2, 3, 2}}, {"alpha", {3}, 0.1, 0.5}}, [](core::BlockBuilder& b) {
-                     b.Op("prelu").Input("X", "x").Input("Alpha", "alpha").Output("Out", "out")
+                     b.Op("prelu")
+                         .Input("X", "x")
+                         .Input("Alpha", "alpha")
+                         .Output("Out", "out")
                          .Attr("mode", std::string("channel"));
                    }});
   cases.push_back({"prelu_element", {{"x", {2, 3}}, {"alpha", {3}, 0.1, 0.5}}, [](core::BlockBuilder& b) {
-                     b.Op("prelu").Input("X", "x").Input("Alpha", "alpha").Output("Out", "out")
+                     b.Op("prelu")
+                         .Input("X", "x")
+                         .Input("Alpha", "alpha")
+                         .Output("Out", "out")
                          .Attr("mode", std::string("element"));
                    }});
   cases.push_back({"bilinear_interp_v2_half_pixel", {{"x", {1, 2, 3, 4}}}, [](core::BlockBuilder& b) {
-                     b.Op("bilinear_interp_v2").Input("X", "x").Output("Out", "out").Attr("out_h", int32_t{5})
-                         .Attr("out_w", int32_t{3}).Attr("interp_method", std::string("bilinear"))
-                         .Attr("align_corners", false).Attr("align_mode", int32_t{0});
+                     b.Op("bilinear_interp_v2")
+                         .Input("X", "x")
+                         .Output("Out", "out")
+                         .Attr("out_h", int32_t{5})
+                         .Attr("out_w", int32_t{3})
+                         .Attr("interp_method", std::string("bilinear"))
+                         .Attr("align_corners", false)
+                         .Attr("align_mode", int32_t{0});
                    }});
   cases.push_back({"bilinear_interp_align_corners_nhwc", {{"x", {1, 3, 2, 2}}}, [](core::BlockBuilder& b) {
-                     b.Op("bilinear_interp").Input("X", "x").Output("Out", "out").Attr("out_h", int32_t{4})
-                         .Attr("out_w", int32_t{5}).Attr("interp_method", std::string("bilinear"))
+                     b.Op("bilinear_interp")
+                         .Input("X", "x")
+                         .Output("Out", "out")
+                         .Attr("out_h", int32_t{4})
+                         .Attr("out_w", int32_t{5})
+                         .Attr("interp_method", std::string("bilinear"))
                          .Attr("data_layout", std::string("NHWC"));
                    }});
   cases.push_back({"nearest_interp_v2", {{"x", {1, 1, 3, 4}}}, [](core::BlockBuilder& b) {
-                     b.Op("nearest_interp_v2").Input("X", "x").Output("Out", "out").Attr("out_h", int32_t{5})
-                         .Attr("out_w", int32_t{2}).Attr("interp_method", std::string("nearest"));
+                     b.Op("nearest_interp_v2")
+                         .Input("X", "x")
+                         .Output("Out", "out")
+                         .Attr("out_h", int32_t{5})
+                         .Attr("out_w", int32_t{2})
+                         .Attr("interp_method", std::string("nearest"));
                    }});
   cases.push_back({"group_norm", {{"x", {2, 4, 3}}, {"scale", {4}}, {"bias", {4}}}, [](core::BlockBuilder& b) {
-                     b.Op("group_norm").Input("X", "x").Input("Scale", "scale").Input("Bias", "bias").Output("Y", "out")
-                         .Output("Mean", "mean").Output("Variance", "var").Attr("groups", int32_t{2});
+                     b.Op("group_norm")
+                         .Input("X", "x")
+                         .Input("Scale", "scale")
+                         .Input("Bias", "bias")
+                         .Output("Y", "out")
+                         .Output("Mean", "mean")
+                         .Output("Variance", "var")
+                         .Attr("groups", int32_t{2});
                    }});
   cases.push_back({"instance_norm", {{"x", {2, 3, 4}}, {"scale", {3}}}, [](core::BlockBuilder& b) {
                      b.Op("instance_norm").Input("X", "x").Input("Scale", "scale").Output("Y", "out");
@@ -377,57 +453,110 @@ std::vector<GradCase> Cases() {
                      b.Op("label_smooth").Input("X", "x").Output("Out", "out").Attr("epsilon", 0.25f);
                    }});
   cases.push_back({"roll", {{"x", {3, 4}}}, [](core::BlockBuilder& b) {
-                     b.Op("roll").Input("X", "x").Output("Out", "out").Attr("shifts", std::vector<int64_t>{-1, 6})
+                     b.Op("roll")
+                         .Input("X", "x")
+                         .Output("Out", "out")
+                         .Attr("shifts", std::vector<int64_t>{-1, 6})
                          .Attr("axis", std::vector<int64_t>{0, 1});
                    }});
   cases.push_back({"flip", {{"x", {3, 4}}}, [](core::BlockBuilder& b) {
                      b.Op("flip").Input("X", "x").Output("Out", "out").Attr("axis", std::vector<int64_t>{1});
                    }});
-  cases.push_back({"index_select", {{"x", {3, 4}}}, [](core::BlockBuilder& b) {
-                     b.Op("index_select").Input("X", "x").Input("Index", "index").Output("Out", "out")
-                         .Attr("dim", int32_t{1});
-                   }, 1e-6, [ints](core::Scope& s) { ints(s, "index", RILL_INT64, {3}, {3, 3, 0}); }});
+  cases.push_back(
+      {"index_select",
+       {{"x", {3, 4}}},
+       [](core::BlockBuilder& b) {
+         b.Op("index_select").Input("X", "x").Input("Index", "index").Output("Out", "out").Attr("dim", int32_t{1});
+       },
+       1e-6,
+       [ints](core::Scope& s) {
+         ints(s, "index", RILL_INT64, {3}, {3, 3, 0});
+       }});
   cases.push_back({"lrn", {{"x", {2, 5, 2, 2}}}, [](core::BlockBuilder& b) {
-                     b.Op("lrn").Input("X", "x").Output("Out", "out").Output("MidOut", "mid").Attr("n", int32_t{3})
-                         .Attr("k", 1.0f).Attr("alpha", 0.5f).Attr("beta", 0.75f);
+                     b.Op("lrn")
+                         .Input("X", "x")
+                         .Output("Out", "out")
+                         .Output("MidOut", "mid")
+                         .Attr("n", int32_t{3})
+                         .Attr("k", 1.0f)
+                         .Attr("alpha", 0.5f)
+                         .Attr("beta", 0.75f);
                    }});
   cases.push_back({"lrn_nhwc", {{"x", {2, 2, 2, 4}}}, [](core::BlockBuilder& b) {
-                     b.Op("lrn").Input("X", "x").Output("Out", "out").Output("MidOut", "mid").Attr("n", int32_t{3})
-                         .Attr("alpha", 0.5f).Attr("data_format", std::string("NHWC"));
+                     b.Op("lrn")
+                         .Input("X", "x")
+                         .Output("Out", "out")
+                         .Output("MidOut", "mid")
+                         .Attr("n", int32_t{3})
+                         .Attr("alpha", 0.5f)
+                         .Attr("data_format", std::string("NHWC"));
                    }});
   cases.push_back({"maxout", {{"x", {2, 6, 2, 2}}}, [](core::BlockBuilder& b) {
                      b.Op("maxout").Input("X", "x").Output("Out", "out").Attr("groups", int32_t{3});
                    }});
-  cases.push_back({"maxout_nhwc", {{"x", {2, 2, 2, 4}}}, [](core::BlockBuilder& b) {
-                     b.Op("maxout").Input("X", "x").Output("Out", "out").Attr("groups", int32_t{2})
-                         .Attr("axis", int32_t{-1});
-                   }});
+  cases.push_back(
+      {"maxout_nhwc", {{"x", {2, 2, 2, 4}}}, [](core::BlockBuilder& b) {
+         b.Op("maxout").Input("X", "x").Output("Out", "out").Attr("groups", int32_t{2}).Attr("axis", int32_t{-1});
+       }});
   cases.push_back({"crop", {{"x", {3, 5}}}, [](core::BlockBuilder& b) {
-                     b.Op("crop").Input("X", "x").Output("Out", "out").Attr("shape", std::vector<int64_t>{2, 3})
+                     b.Op("crop")
+                         .Input("X", "x")
+                         .Output("Out", "out")
+                         .Attr("shape", std::vector<int64_t>{2, 3})
                          .Attr("offsets", std::vector<int64_t>{1, 2});
                    }});
   cases.push_back({"norm", {{"x", {2, 3, 4}}}, [](core::BlockBuilder& b) {
-                     b.Op("norm").Input("X", "x").Output("Out", "out").Output("Norm", "norm").Attr("axis", int32_t{1})
+                     b.Op("norm")
+                         .Input("X", "x")
+                         .Output("Out", "out")
+                         .Output("Norm", "norm")
+                         .Attr("axis", int32_t{1})
                          .Attr("epsilon", 1e-10f);
                    }});
-  cases.push_back({"multiplex", {{"x0", {3, 2}}, {"x1", {3, 2}}}, [](core::BlockBuilder& b) {
+  cases.push_back({"multiplex",
+                   {{"x0", {3, 2}}, {"x1", {3, 2}}},
+                   [](core::BlockBuilder& b) {
                      b.Op("multiplex").Input("X", {"x0", "x1"}).Input("Ids", "ids").Output("Out", "out");
-                   }, 1e-6, [ints](core::Scope& s) { ints(s, "ids", RILL_INT32, {3, 1}, {1, 0, 1}); }});
-  cases.push_back({"roi_pool", {{"x", {1, 2, 6, 6}}}, [](core::BlockBuilder& b) {
-                     b.Op("roi_pool").Input("X", "x").Input("ROIs", "rois").Input("RoisNum", "rois_num")
-                         .Output("Out", "out").Output("Argmax", "argmax").Attr("pooled_height", int32_t{2})
-                         .Attr("pooled_width", int32_t{2}).Attr("spatial_scale", 0.5f);
-                   }, 1e-6, [ints](core::Scope& s) {
+                   },
+                   1e-6,
+                   [ints](core::Scope& s) {
+                     ints(s, "ids", RILL_INT32, {3, 1}, {1, 0, 1});
+                   }});
+  cases.push_back({"roi_pool",
+                   {{"x", {1, 2, 6, 6}}},
+                   [](core::BlockBuilder& b) {
+                     b.Op("roi_pool")
+                         .Input("X", "x")
+                         .Input("ROIs", "rois")
+                         .Input("RoisNum", "rois_num")
+                         .Output("Out", "out")
+                         .Output("Argmax", "argmax")
+                         .Attr("pooled_height", int32_t{2})
+                         .Attr("pooled_width", int32_t{2})
+                         .Attr("spatial_scale", 0.5f);
+                   },
+                   1e-6,
+                   [ints](core::Scope& s) {
                      core::Tensor* r = s.Var("rois")->GetMutableTensor();
                      r->Allocate(RILL_FP64, {2, 4});
                      const double boxes[] = {0, 0, 9, 9, 2, 4, 7, 11};
                      std::copy(boxes, boxes + 8, r->data_as<double>());
                      ints(s, "rois_num", RILL_INT32, {1}, {2});
                    }});
-  cases.push_back({"smooth_l1_loss", {{"x", {3, 4}, -2, 2}, {"y", {3, 4}, -2, 2}}, [](core::BlockBuilder& b) {
-                     b.Op("smooth_l1_loss").Input("X", "x").Input("Y", "y").Input("InsideWeight", "iw")
-                         .Input("OutsideWeight", "ow").Output("Diff", "diff").Output("Out", "out").Attr("sigma", 1.5f);
-                   }, 1e-6, [](core::Scope& s) {
+  cases.push_back({"smooth_l1_loss",
+                   {{"x", {3, 4}, -2, 2}, {"y", {3, 4}, -2, 2}},
+                   [](core::BlockBuilder& b) {
+                     b.Op("smooth_l1_loss")
+                         .Input("X", "x")
+                         .Input("Y", "y")
+                         .Input("InsideWeight", "iw")
+                         .Input("OutsideWeight", "ow")
+                         .Output("Diff", "diff")
+                         .Output("Out", "out")
+                         .Attr("sigma", 1.5f);
+                   },
+                   1e-6,
+                   [](core::Scope& s) {
                      for (const char* name : {"iw", "ow"}) {
                        core::Tensor* w = s.Var(name)->GetMutableTensor();
                        w->Allocate(RILL_FP64, {3, 4});
@@ -442,10 +571,17 @@ std::vector<GradCase> Cases() {
                    }});
   for (bool normalize : {false, true}) {
     cases.push_back({std::string("sigmoid_cross_entropy_with_logits") + (normalize ? "_normalized" : ""),
-                     {{"x", {2, 4}, -3, 3}}, [normalize](core::BlockBuilder& b) {
-                       b.Op("sigmoid_cross_entropy_with_logits").Input("X", "x").Input("Label", "label")
-                           .Output("Out", "out").Attr("normalize", normalize).Attr("ignore_index", int32_t{-1});
-                     }, 1e-6, [](core::Scope& s) {
+                     {{"x", {2, 4}, -3, 3}},
+                     [normalize](core::BlockBuilder& b) {
+                       b.Op("sigmoid_cross_entropy_with_logits")
+                           .Input("X", "x")
+                           .Input("Label", "label")
+                           .Output("Out", "out")
+                           .Attr("normalize", normalize)
+                           .Attr("ignore_index", int32_t{-1});
+                     },
+                     1e-6,
+                     [](core::Scope& s) {
                        core::Tensor* t = s.Var("label")->GetMutableTensor();
                        t->Allocate(RILL_FP64, {2, 4});
                        const double v[] = {0, 1, 0.25, -1, 1, 0.5, -1, 0};  // -1: ignored
@@ -460,13 +596,23 @@ std::vector<GradCase> Cases() {
       std::copy(values.begin(), values.end(), t->data_as<int64_t>());
     };
   };
-  cases.push_back({"lookup_table_v2_repeats_and_padding", {{"w", {5, 3}}}, [](core::BlockBuilder& b) {
-                     b.Op("lookup_table_v2").Input("W", "w").Input("Ids", "ids").Output("Out", "out")
+  cases.push_back({"lookup_table_v2_repeats_and_padding",
+                   {{"w", {5, 3}}},
+                   [](core::BlockBuilder& b) {
+                     b.Op("lookup_table_v2")
+                         .Input("W", "w")
+                         .Input("Ids", "ids")
+                         .Output("Out", "out")
                          .Attr("padding_idx", int64_t{4});
-                   }, 1e-6, ids({2, 3}, {1, 3, 1, 4, 0, 1})});
-  cases.push_back({"lookup_table", {{"w", {4, 2}}}, [](core::BlockBuilder& b) {
-                     b.Op("lookup_table").Input("W", "w").Input("Ids", "ids").Output("Out", "out");
-                   }, 1e-6, ids({3, 1}, {2, 0, 2})});
+                   },
+                   1e-6,
+                   ids({2, 3}, {1, 3, 1, 4, 0, 1})});
+  cases.push_back(
+      {"lookup_table",
+       {{"w", {4, 2}}},
+       [](core::BlockBuilder& b) { b.Op("lookup_table").Input("W", "w").Input("Ids", "ids").Output("Out", "out"); },
+       1e-6,
+       ids({3, 1}, {2, 0, 2})});
   // softmax_with_cross_entropy: hard labels (one ignored), soft labels, the class axis first.
   const auto labels = [](std::vector<int64_t> dims, std::vector<int64_t> values) {
     return [dims, values](core::Scope& s) {
@@ -476,46 +622,72 @@ std::vector<GradCase> Cases() {
     };
   };
   const auto swce = [](core::BlockBuilder& b) {
-    return b.Op("softmax_with_cross_entropy").Input("Logits", "x").Input("Label", "label")
-        .Output("Softmax", "p").Output("Loss", "out");
+    return b.Op("softmax_with_cross_entropy")
+        .Input("Logits", "x")
+        .Input("Label", "label")
+        .Output("Softmax", "p")
+        .Output("Loss", "out");
   };
-  cases.push_back({"softmax_with_cross_entropy_hard_one_ignored", {{"x", {3, 4}, -2, 2}},
-                   [swce](core::BlockBuilder& b) { swce(b).Attr("ignore_index", int64_t{1}); }, 1e-6,
+  cases.push_back({"softmax_with_cross_entropy_hard_one_ignored",
+                   {{"x", {3, 4}, -2, 2}},
+                   [swce](core::BlockBuilder& b) { swce(b).Attr("ignore_index", int64_t{1}); },
+                   1e-6,
                    labels({3, 1}, {3, 1, 0})});
-  cases.push_back({"softmax_with_cross_entropy_axis0", {{"x", {4, 2}, -2, 2}},
-                   [swce](core::BlockBuilder& b) { swce(b).Attr("axis", int64_t{0}); }, 1e-6, labels({1, 2}, {2, 0})});
-  cases.push_back({"softmax_with_cross_entropy_soft", {{"x", {2, 3}, -2, 2}},
-                   [swce](core::BlockBuilder& b) { swce(b).Attr("soft_label", true); }, 1e-6, [](core::Scope& s) {
+  cases.push_back({"softmax_with_cross_entropy_axis0",
+                   {{"x", {4, 2}, -2, 2}},
+                   [swce](core::BlockBuilder& b) { swce(b).Attr("axis", int64_t{0}); },
+                   1e-6,
+                   labels({1, 2}, {2, 0})});
+  cases.push_back({"softmax_with_cross_entropy_soft",
+                   {{"x", {2, 3}, -2, 2}},
+                   [swce](core::BlockBuilder& b) { swce(b).Attr("soft_label", true); },
+                   1e-6,
+                   [](core::Scope& s) {
                      core::Tensor* t = s.Var("label")->GetMutableTensor();
                      t->Allocate(RILL_FP64, {2, 3});
                      const double v[] = {0.2, 0.3, 0.5, 0.6, 0, 0.4};
                      std::copy(v, v + 6, t->data_as<double>());
                    }});
   cases.push_back({"layer_norm_scale_bias", {{"x", {3, 4}}, {"scale", {4}}, {"bias", {4}}}, [](core::BlockBuilder& b) {
-                     b.Op("layer_norm").Input("X", "x").Input("Scale", "scale").Input("Bias", "bias")
-                         .Output("Y", "out").Output("Mean", "mean").Output("Variance", "var");
+                     b.Op("layer_norm")
+                         .Input("X", "x")
+                         .Input("Scale", "scale")
+                         .Input("Bias", "bias")
+                         .Output("Y", "out")
+                         .Output("Mean", "mean")
+                         .Output("Variance", "var");
                    }});
   cases.push_back({"layer_norm_begin_axis_2_no_scale", {{"x", {2, 2, 3}}}, [](core::BlockBuilder& b) {
                      b.Op("layer_norm").Input("X", "x").Output("Y", "out").Attr("begin_norm_axis", int32_t{2});
                    }});
   for (const char* how : {"downgrade_in_infer", "upscale_in_train"}) {
     cases.push_back({std::string("dropout_") + how, {{"x", {4, 5}}}, [how](core::BlockBuilder& b) {
-                       b.Op("dropout").Input("X", "x").Output("Out", "out").Output("Mask", "mask")
-                           .Attr("dropout_prob", 0.3f).Attr("fix_seed", true).Attr("seed", int32_t{7})
+                       b.Op("dropout")
+                           .Input("X", "x")
+                           .Output("Out", "out")
+                           .Output("Mask", "mask")
+                           .Attr("dropout_prob", 0.3f)
+                           .Attr("fix_seed", true)
+                           .Attr("seed", int32_t{7})
                            .Attr("dropout_implementation", std::string(how));
                      }});
   }
   cases.push_back({"slice_negative_bounds_decrease_axis", {{"x", {3, 4, 2}}}, [](core::BlockBuilder& b) {
-                     b.Op("slice").Input("Input", "x").Output("Out", "out")
-                         .Attr("axes", std::vector<int64_t>{0, 1}).Attr("starts", std::vector<int64_t>{1, -3})
-                         .Attr("ends", std::vector<int64_t>{2, 100}).Attr("decrease_axis", std::vector<int64_t>{0});
+                     b.Op("slice")
+                         .Input("Input", "x")
+                         .Output("Out", "out")
+                         .Attr("axes", std::vector<int64_t>{0, 1})
+                         .Attr("starts", std::vector<int64_t>{1, -3})
+                         .Attr("ends", std::vector<int64_t>{2, 100})
+                         .Attr("decrease_axis", std::vector<int64_t>{0});
                    }});
   cases.push_back({"stack_axis1", {{"a", {2, 3}}, {"b", {2, 3}}}, [](core::BlockBuilder& b) {
                      b.Op("stack").Input("X", {"a", "b", "a"}).Output("Y", "out").Attr("axis", int32_t{1});
                    }});
-  cases.push_back({"expand", {{"x", {2, 1, 3}}}, [](core::BlockBuilder& b) {
-                     b.Op("expand").Input("X", "x").Output("Out", "out").Attr("expand_times", std::vector<int64_t>{2, 3, 1});
-                   }});
+  cases.push_back(
+      {"expand", {{"x", {2, 1, 3}}}, [](core::BlockBuilder& b) {
+         b.Op("expand").Input("X", "x").Output("Out", "out").Attr("expand_times", std::vector<int64_t>{2, 3, 1});
+       }});
   // batch_norm: the running statistics are inputs, not parameters.
   const auto running = [](core::Scope& s) {
     for (const char* name : {"mean", "var"}) {
@@ -524,31 +696,56 @@ std::vector<GradCase> Cases() {
       for (int i = 0; i < 3; ++i) t->data_as<double>()[i] = name[0] == 'm' ? 0.1 * i : 0.5 + i;
     }
   };
-  for (const auto& [name, layout, global] : std::vector<std::tuple<std::string, std::string, bool>>{
-           {"batch_norm_nchw", "NCHW", false}, {"batch_norm_nhwc", "NHWC", false}, {"batch_norm_global_stats", "NCHW", true}}) {
-    const std::vector<int64_t> dims = layout == "NCHW" ? std::vector<int64_t>{2, 3, 2, 2} : std::vector<int64_t>{2, 2, 2, 3};
-    cases.push_back({name, {{"x", dims}, {"scale", {3}}, {"bias", {3}}}, [layout = layout, global = global](core::BlockBuilder& b) {
-                       b.Op("batch_norm").Input("X", "x").Input("Scale", "scale").Input("Bias", "bias")
-                           .Input("Mean", "mean").Input("Variance", "var").Output("Y", "out")
-                           .Output("MeanOut", "mean_out").Output("VarianceOut", "var_out")
-                           .Output("SavedMean", "saved_mean").Output("SavedVariance", "saved_var")
-                           .Attr("data_layout", layout).Attr("use_global_stats", global);
-                     }, 1e-6, running});
+  for (const auto& [name, layout, global] :
+       std::vector<std::tuple<std::string, std::string, bool>>{{"batch_norm_nchw", "NCHW", false},
+                                                               {"batch_norm_nhwc", "NHWC", false},
+                                                               {"batch_norm_global_stats", "NCHW", true}}) {
+    const std::vector<int64_t> dims =
+        layout == "NCHW" ? std::vector<int64_t>{2, 3, 2, 2} : std::vector<int64_t>{2, 2, 2, 3};
+    cases.push_back({name,
+                     {{"x", dims}, {"scale", {3}}, {"bias", {3}}},
+                     [layout = layout, global = global](core::BlockBuilder& b) {
+                       b.Op("batch_norm")
+                           .Input("X", "x")
+                           .Input("Scale", "scale")
+                           .Input("Bias", "bias")
+                           .Input("Mean", "mean")
+                           .Input("Variance", "var")
+                           .Output("Y", "out")
+                           .Output("MeanOut", "mean_out")
+                           .Output("VarianceOut", "var_out")
+                           .Output("SavedMean", "saved_mean")
+                           .Output("SavedVariance", "saved_var")
+                           .Attr("data_layout", layout)
+                           .Attr("use_global_stats", global);
+                     },
+                     1e-6,
+                     running});
   }
   const std::vector<std::pair<std::string, std::function<void(core::OpBuilder&)>>> pools = {
-      {"pool2d_max_strided", [](core::OpBuilder& o) {
+      {"pool2d_max_strided",
+       [](core::OpBuilder& o) {
          o.Attr("ksize", std::vector<int64_t>{2, 2}).Attr("strides", std::vector<int64_t>{2, 1});
        }},
-      {"pool2d_avg_padded", [](core::OpBuilder& o) {
-         o.Attr("pooling_type", std::string("avg")).Attr("ksize", std::vector<int64_t>{3, 3})
+      {"pool2d_avg_padded",
+       [](core::OpBuilder& o) {
+         o.Attr("pooling_type", std::string("avg"))
+             .Attr("ksize", std::vector<int64_t>{3, 3})
              .Attr("paddings", std::vector<int64_t>{1, 1});
        }},
-      {"pool2d_avg_not_exclusive_ceil", [](core::OpBuilder& o) {
-         o.Attr("pooling_type", std::string("avg")).Attr("ksize", std::vector<int64_t>{2, 2})
-             .Attr("strides", std::vector<int64_t>{2, 2}).Attr("exclusive", false).Attr("ceil_mode", true);
+      {"pool2d_avg_not_exclusive_ceil",
+       [](core::OpBuilder& o) {
+         o.Attr("pooling_type", std::string("avg"))
+             .Attr("ksize", std::vector<int64_t>{2, 2})
+             .Attr("strides", std::vector<int64_t>{2, 2})
+             .Attr("exclusive", false)
+             .Attr("ceil_mode", true);
        }},
-      {"pool2d_adaptive_nhwc", [](core::OpBuilder& o) {
-         o.Attr("pooling_type", std::string("avg")).Attr("ksize", std::vector<int64_t>{2, 2}).Attr("adaptive", true)
+      {"pool2d_adaptive_nhwc",
+       [](core::OpBuilder& o) {
+         o.Attr("pooling_type", std::string("avg"))
+             .Attr("ksize", std::vector<int64_t>{2, 2})
+             .Attr("adaptive", true)
              .Attr("data_format", std::string("NHWC"));
        }},
   };
@@ -562,7 +759,8 @@ std::vector<GradCase> Cases() {
                        std::function<void(core::OpBuilder&)> attrs) {
     return GradCase{type + "_" + std::to_string(x[1]) + "x" + std::to_string(w[0]) + "_" + std::to_string(w[2]) +
                         std::to_string(w[3]),
-                    {{"x", x}, {"w", w}}, [type, attrs](core::BlockBuilder& b) {
+                    {{"x", x}, {"w", w}},
+                    [type, attrs](core::BlockBuilder& b) {
                       core::OpBuilder op = b.Op(type).Input("Input", "x").Input("Filter", "w").Output("Output", "out");
                       attrs(op);
                     }};
@@ -577,7 +775,8 @@ std::vector<GradCase> Cases() {
     o.Attr("data_format", std::string("NHWC")).Attr("padding_algorithm", std::string("SAME"));
   }));
   cases.push_back(conv("conv2d_transpose", {1, 2, 3, 3}, {2, 3, 3, 2}, [](core::OpBuilder& o) {
-    o.Attr("strides", std::vector<int64_t>{2, 1}).Attr("paddings", std::vector<int64_t>{1, 0})
+    o.Attr("strides", std::vector<int64_t>{2, 1})
+        .Attr("paddings", std::vector<int64_t>{1, 0})
         .Attr("output_padding", std::vector<int64_t>{1, 0});
   }));
   cases.push_back(conv("conv2d_transpose", {1, 3, 2, 4}, {4, 1, 2, 2}, [](core::OpBuilder& o) {  // NHWC, C = 4
@@ -589,26 +788,30 @@ std::vector<GradCase> Cases() {
   cases.push_back({"concat_axis1", {{"a", {2, 1}}, {"b", {2, 3}}}, [](core::BlockBuilder& b) {
                      b.Op("concat").Input("X", {"a", "b"}).Output("Out", "out").Attr("axis", int32_t{1});
                    }});
-  cases.push_back({"split_sections_one_piece_used", {{"x", {5, 2}}}, [](core::BlockBuilder& b) {
-                     // Only the second piece reaches the loss: the first one's gradient is zeros.
-                     b.Op("split").Input("X", "x").Output("Out", {"p0", "out"}).Attr("sections", std::vector<int64_t>{2, 3});
-                   }});
-  cases.push_back({"assign", {{"x", {3}}}, [](core::BlockBuilder& b) {
-                     b.Op("assign").Input("X", "x").Output("Out", "out");
-                   }});
+  cases.push_back(
+      {"split_sections_one_piece_used", {{"x", {5, 2}}}, [](core::BlockBuilder& b) {
+         // Only the second piece reaches the loss: the first one's gradient is zeros.
+         b.Op("split").Input("X", "x").Output("Out", {"p0", "out"}).Attr("sections", std::vector<int64_t>{2, 3});
+       }});
+  cases.push_back(
+      {"assign", {{"x", {3}}}, [](core::BlockBuilder& b) { b.Op("assign").Input("X", "x").Output("Out", "out"); }});
   cases.push_back({"variable_used_by_two_ops", {{"x", {2, 2}}, {"w", {2, 2}}}, [](core::BlockBuilder& b) {
                      // out = x * w + tanh(x): x's gradient is summed from two grad ops.
                      b.Op("elementwise_mul").Input("X", "x").Input("Y", "w").Output("Out", "xw");
                      b.Op("tanh").Input("X", "x").Output("Out", "tx");
                      b.Op("elementwise_add").Input("X", "xw").Input("Y", "tx").Output("Out", "out");
                    }});
-  cases.push_back({"fit_a_line_chain", {{"w", {3, 1}}, {"b", {1}}}, [](core::BlockBuilder& b) {
+  cases.push_back({"fit_a_line_chain",
+                   {{"w", {3, 1}}, {"b", {1}}},
+                   [](core::BlockBuilder& b) {
                      b.Op("mul").Input("X", "data").Input("Y", "w").Output("Out", "xw");
                      b.Op("elementwise_add").Input("X", "xw").Input("Y", "b").Output("Out", "pred");
                      b.Op("elementwise_sub").Input("X", "pred").Input("Y", "target").Output("Out", "err");
                      b.Op("square").Input("X", "err").Output("Out", "se");
                      b.Op("mean").Input("X", "se").Output("Out", "out");
-                   }, 1e-6, [](core::Scope& s) {
+                   },
+                   1e-6,
+                   [](core::Scope& s) {
                      core::Tensor* d = s.Var("data")->GetMutableTensor();
                      d->Allocate(RILL_FP64, {4, 3});
                      for (int i = 0; i < 12; ++i) d->data_as<double>()[i] = 0.1 * i - 0.4;

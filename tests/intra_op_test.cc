@@ -35,7 +35,10 @@ struct LargeOps {
 // 256: 67 MFLOP): oneDNN's calls on the intra-op thread.
 LargeOps LibraryCalls() {
   return {[](core::BlockBuilder& b, const std::string& prefix, const std::string& k) {
-            b.Op("conv2d").Input("Input", "x").Input("Filter", "w" + k).Output("Output", prefix + "conv" + k)
+            b.Op("conv2d")
+                .Input("Input", "x")
+                .Input("Filter", "w" + k)
+                .Output("Output", prefix + "conv" + k)
                 .Attr("paddings", std::vector<int64_t>{1, 1});
             b.Op("mul").Input("X", "a").Input("Y", "b" + k).Output("Out", prefix + "mul" + k);
           },
@@ -48,21 +51,31 @@ LargeOps LibraryCalls() {
 // parallel_for.h's threshold), and reductions of that sum over everything and over the
 // batch: the plugin's own passes, in chunks on the pass helpers.
 LargeOps OwnPasses() {
-  return {[](core::BlockBuilder& b, const std::string& prefix, const std::string& k) {
-            const std::string y = prefix + "bn" + k;
-            b.Op("batch_norm").Input("X", "x").Input("Scale", "s" + k).Input("Bias", "s" + k).Input("Mean", "m")
-                .Input("Variance", "v").Output("Y", y).Output("MeanOut", prefix + "mean" + k)
-                .Output("VarianceOut", prefix + "var" + k).Output("SavedMean", prefix + "saved_mean" + k)
-                .Output("SavedVariance", prefix + "saved_var" + k);
-            b.Op("relu").Input("X", y).Output("Out", prefix + "relu" + k);
-            b.Op("elementwise_add").Input("X", prefix + "relu" + k).Input("Y", "x").Output("Out", prefix + "add" + k);
-            b.Op("reduce_sum").Input("X", prefix + "add" + k).Output("Out", prefix + "total" + k).Attr("reduce_all", true);
-            b.Op("reduce_max").Input("X", prefix + "add" + k).Output("Out", prefix + "batch_max" + k)
-                .Attr("dim", std::vector<int64_t>{0});
-          },
-          {"bn", "saved_mean", "add", "total", "batch_max"},
-          {{"x", {4, 16, 48, 48}}, {"m", {16}}, {"v", {16}}},
-          {{"s", {16}}}};
+  return {
+      [](core::BlockBuilder& b, const std::string& prefix, const std::string& k) {
+        const std::string y = prefix + "bn" + k;
+        b.Op("batch_norm")
+            .Input("X", "x")
+            .Input("Scale", "s" + k)
+            .Input("Bias", "s" + k)
+            .Input("Mean", "m")
+            .Input("Variance", "v")
+            .Output("Y", y)
+            .Output("MeanOut", prefix + "mean" + k)
+            .Output("VarianceOut", prefix + "var" + k)
+            .Output("SavedMean", prefix + "saved_mean" + k)
+            .Output("SavedVariance", prefix + "saved_var" + k);
+        b.Op("relu").Input("X", y).Output("Out", prefix + "relu" + k);
+        b.Op("elementwise_add").Input("X", prefix + "relu" + k).Input("Y", "x").Output("Out", prefix + "add" + k);
+        b.Op("reduce_sum").Input("X", prefix + "add" + k).Output("Out", prefix + "total" + k).Attr("reduce_all", true);
+        b.Op("reduce_max")
+            .Input("X", prefix + "add" + k)
+            .Output("Out", prefix + "batch_max" + k)
+            .Attr("dim", std::vector<int64_t>{0});
+      },
+      {"bn", "saved_mean", "add", "total", "batch_max"},
+      {{"x", {4, 16, 48, 48}}, {"m", {16}}, {"v", {16}}},
+      {{"s", {16}}}};
 }
 
 // `blocks` go blocks doing `ops`, each sending its results on a channel of its own; the
@@ -170,7 +183,8 @@ TEST(IntraOp, ABadThreadCountIsAnErrorNamingTheVariable) {
   const std::string out = TempPath("intra_op_bad_out");
   const CommandResult r = RunRill(Prepare("intra_op_bad", LibraryCalls(), 1, out), "RILL_INTRA_OP_THREADS=many");
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("RILL_INTRA_OP_THREADS 'many' is not a thread count from 1 to 4096"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("RILL_INTRA_OP_THREADS 'many' is not a thread count from 1 to 4096"), std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("conv2d"), std::string::npos) << r.err;
 }
 

@@ -205,8 +205,9 @@ TEST(Loader, AnEntryTheHostLacksIsAnErrorNamingIt) {
     exec.Run(0, scope);
     ADD_FAILURE() << "repeat ran in a host without ctx_run_loop";
   } catch (const Error& e) {
-    ExpectContains(e.what(), "block 0, op 1 (repeat Times=[n]): this plugin calls the host's ctx_run_loop, which "
-                             "this host (ABI version 1) does not serve: upgrade rill");
+    ExpectContains(e.what(),
+                   "block 0, op 1 (repeat Times=[n]): this plugin calls the host's ctx_run_loop, which "
+                   "this host (ABI version 1) does not serve: upgrade rill");
   }
   EXPECT_EQ(scope->FindVar("i")->GetTensor()->Describe(), "int64[1] {10}") << "the increment before it ran";
   RillRegistrar again;  // back to this host's full table for the tests after

@@ -17,8 +17,7 @@ namespace rill::core {
 namespace {
 
 // Little-endian bytes of a value.
-template <class T>
-std::string LE(T v) {
+template <class T> std::string LE(T v) {
   std::string s(sizeof(T), '\0');
   std::memcpy(s.data(), &v, sizeof(T));
   return s;
@@ -78,13 +77,14 @@ TEST(LodTensorFile, ReadsRecordsMadeByteByByteFromTheFormat) {
 TEST(LodTensorFile, WritesPaddlesBytesAndReadsThemBack) {
   const Tensor t = Read(Int64Record());
   EXPECT_EQ(Write(t), Int64Record()) << "the writer's bytes are the format's";
-  for (int32_t dtype : {RILL_FP32, RILL_FP64, RILL_INT32, RILL_BOOL, RILL_UINT8, RILL_INT8,
-                        RILL_BF16, RILL_COMPLEX64, RILL_COMPLEX128}) {  // Paddle 2.x's too
+  for (int32_t dtype : {RILL_FP32, RILL_FP64, RILL_INT32, RILL_BOOL, RILL_UINT8, RILL_INT8, RILL_BF16, RILL_COMPLEX64,
+                        RILL_COMPLEX128}) {  // Paddle 2.x's too
     for (const std::vector<int64_t>& dims : {std::vector<int64_t>{}, {4}, {2, 3}, {0, 3}}) {
       Tensor x;
       x.Allocate(dtype, dims);
       auto* p = static_cast<unsigned char*>(x.data());
-      for (size_t i = 0; i < x.nbytes(); ++i) p[i] = static_cast<unsigned char>(dtype == RILL_BOOL ? i % 2 : i * 37 + 1);
+      for (size_t i = 0; i < x.nbytes(); ++i)
+        p[i] = static_cast<unsigned char>(dtype == RILL_BOOL ? i % 2 : i * 37 + 1);
       if (dims.size() == 2 && dims[0] == 2) x.mutable_lod() = {{0, 2}, {0, 1, 2}};
       const std::string bytes = Write(x);
       const Tensor back = Read(bytes);

@@ -17,8 +17,7 @@ namespace {
 
 // Where `want` is NaN, infinite or zero, expects `have` to be the same (a zero's sign too)
 // and returns true; else returns false, leaving the caller to bound |have - want| in ulp.
-template <class T>
-bool ExpectSpecialValue(T have, T want, const ::testing::Message& where) {
+template <class T> bool ExpectSpecialValue(T have, T want, const ::testing::Message& where) {
   if (!(std::isnan(want) || std::isinf(want) || want == 0)) return false;
   if (std::isnan(want)) {
     EXPECT_TRUE(std::isnan(have)) << where << " gave " << have;
@@ -109,8 +108,8 @@ TYPED_TEST_SUITE(Transposes, TransposeTypes);
 
 TYPED_TEST(Transposes, EveryPermutationMatchesAnIndexWalk) {
   using T = TypeParam;
-  const std::vector<std::vector<int64_t>> shapes = {
-      {7}, {3, 1}, {5, 4}, {2, 3, 4}, {1, 6, 1, 5}, {3, 37, 2, 65}, {2, 129, 1, 257}, {40, 3, 70, 2}};
+  const std::vector<std::vector<int64_t>> shapes = {{7},          {3, 1},         {5, 4},           {2, 3, 4},
+                                                    {1, 6, 1, 5}, {3, 37, 2, 65}, {2, 129, 1, 257}, {40, 3, 70, 2}};
   int index = 0;
   std::vector<std::pair<std::string, std::vector<double>>> expected;
   for (const auto& dims : shapes) {
@@ -166,8 +165,13 @@ TEST_F(MathForward, LookupTableSparseGradientUpdatesOnlyItsRows) {
     Set<int64_t>("ids", {4}, {2, 0, 2, 3});
     Set<float>("dout", {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
     Set<float>("lr", {1}, {0.5});
-    Op("lookup_table_v2_grad").Input("W", w).Input("Ids", "ids").Input("Out@GRAD", "dout").Output("W@GRAD", g)
-        .Attr("is_sparse", sparse).Attr("padding_idx", int64_t{3});
+    Op("lookup_table_v2_grad")
+        .Input("W", w)
+        .Input("Ids", "ids")
+        .Input("Out@GRAD", "dout")
+        .Output("W@GRAD", g)
+        .Attr("is_sparse", sparse)
+        .Attr("padding_idx", int64_t{3});
     Op("sgd").Input("Param", w).Input("Grad", g).Input("LearningRate", "lr").Output("ParamOut", w);
   }
   ASSERT_EQ(Run(), "");
@@ -189,22 +193,47 @@ TEST_F(MathForward, DenseOnlyOptimizersNameWhatTheyRefuse) {
   Set<int64_t>("ids", {2}, {2, 0});
   Set<float>("dout", {2, 2}, {1, 2, 3, 4});
   Set<float>("lr", {1}, {0.1});
-  Op("lookup_table_v2_grad").Input("W", "w").Input("Ids", "ids").Input("Out@GRAD", "dout").Output("W@GRAD", "g")
+  Op("lookup_table_v2_grad")
+      .Input("W", "w")
+      .Input("Ids", "ids")
+      .Input("Out@GRAD", "dout")
+      .Output("W@GRAD", "g")
       .Attr("is_sparse", true);
-  Op("decayed_adagrad").Input("Param", "w").Input("Grad", "g").Input("LearningRate", "lr").Input("Moment", "m")
-      .Output("ParamOut", "w").Output("MomentOut", "m");
+  Op("decayed_adagrad")
+      .Input("Param", "w")
+      .Input("Grad", "g")
+      .Input("LearningRate", "lr")
+      .Input("Moment", "m")
+      .Output("ParamOut", "w")
+      .Output("MomentOut", "m");
   const std::string refused = Run();
   EXPECT_NE(refused.find("decayed_adagrad takes a dense Grad, not SelectedRows (sgd, momentum, adam, adagrad and "
-                         "rmsprop take rows)"), std::string::npos) << refused;
+                         "rmsprop take rows)"),
+            std::string::npos)
+      << refused;
 
   pb_ = core::ProgramBuilder();
-  Op("rmsprop").Input("Param", "w").Input("Grad", "m").Input("LearningRate", "lr").Input("Moment", "m")
-      .Input("MeanSquare", "small").Output("ParamOut", "w").Output("MomentOut", "m").Output("MeanSquareOut", "small");
+  Op("rmsprop")
+      .Input("Param", "w")
+      .Input("Grad", "m")
+      .Input("LearningRate", "lr")
+      .Input("Moment", "m")
+      .Input("MeanSquare", "small")
+      .Output("ParamOut", "w")
+      .Output("MomentOut", "m")
+      .Output("MeanSquareOut", "small");
   EXPECT_NE(Run().find("MeanSquare [2, 2] must have Param's shape [4, 2]"), std::string::npos);
 
   pb_ = core::ProgramBuilder();
-  Op("rmsprop").Input("Param", "w").Input("Grad", "m").Input("LearningRate", "lr").Input("Moment", "m")
-      .Input("MeanSquare", "m").Output("ParamOut", "w").Output("MomentOut", "m").Output("MeanSquareOut", "m")
+  Op("rmsprop")
+      .Input("Param", "w")
+      .Input("Grad", "m")
+      .Input("LearningRate", "lr")
+      .Input("Moment", "m")
+      .Input("MeanSquare", "m")
+      .Output("ParamOut", "w")
+      .Output("MomentOut", "m")
+      .Output("MeanSquareOut", "m")
       .Attr("centered", true);
   EXPECT_NE(Run().find("centered rmsprop needs MeanGrad"), std::string::npos);
 }
@@ -221,11 +250,24 @@ TEST_F(MathForward, AdamWithASparseGradientMatchesDenseOrLazilyUpdatesItsRows) {
     Set<int64_t>("ids", {3}, {2, 0, 2});
     Set<float>("dout", {3, 2}, {1, 2, 3, 4, 5, 6});
     Set<float>("lr", {1}, {0.1});
-    Op("lookup_table_v2_grad").Input("W", w).Input("Ids", "ids").Input("Out@GRAD", "dout").Output("W@GRAD", g)
+    Op("lookup_table_v2_grad")
+        .Input("W", w)
+        .Input("Ids", "ids")
+        .Input("Out@GRAD", "dout")
+        .Output("W@GRAD", g)
         .Attr("is_sparse", std::string(run) != "dense");
-    Op("adam").Input("Param", w).Input("Grad", g).Input("LearningRate", "lr").Input("Moment1", w + "_m1")
-        .Input("Moment2", w + "_m2").Input("Beta1Pow", w + "_b1").Input("Beta2Pow", w + "_b2").Output("ParamOut", w)
-        .Output("Moment1Out", w + "_m1").Output("Moment2Out", w + "_m2").Attr("lazy_mode", std::string(run) == "lazy");
+    Op("adam")
+        .Input("Param", w)
+        .Input("Grad", g)
+        .Input("LearningRate", "lr")
+        .Input("Moment1", w + "_m1")
+        .Input("Moment2", w + "_m2")
+        .Input("Beta1Pow", w + "_b1")
+        .Input("Beta2Pow", w + "_b2")
+        .Output("ParamOut", w)
+        .Output("Moment1Out", w + "_m1")
+        .Output("Moment2Out", w + "_m2")
+        .Attr("lazy_mode", std::string(run) == "lazy");
   }
   ASSERT_EQ(Run(), "");
   EXPECT_EQ(Values("w_sparse"), Values("w_dense"));
@@ -250,8 +292,12 @@ TEST_F(MathForward, SumOfSparseGradientsStaysSparseOrAddsIntoADenseOne) {
   Set<float>("dout_b", {1, 2}, {5, 6});
   Set<float>("dense", {4, 2}, {1, 1, 1, 1, 1, 1, 1, 1});
   for (const char* k : {"a", "b"}) {
-    Op("lookup_table_v2_grad").Input("W", "w").Input("Ids", std::string("ids_") + k).Input("Out@GRAD", std::string("dout_") + k)
-        .Output("W@GRAD", std::string("g_") + k).Attr("is_sparse", true);
+    Op("lookup_table_v2_grad")
+        .Input("W", "w")
+        .Input("Ids", std::string("ids_") + k)
+        .Input("Out@GRAD", std::string("dout_") + k)
+        .Output("W@GRAD", std::string("g_") + k)
+        .Attr("is_sparse", true);
   }
   Op("sum").Input("X", {"g_a", "g_b"}).Output("Out", "g_sparse");
   Op("sum").Input("X", {"g_a", "dense", "g_b"}).Output("Out", "g_dense");
@@ -285,7 +331,11 @@ TEST_F(MathForward, LookupTableGradientIdMinusOneIsRefusedWithoutPadding) {
   Set<float>("w", {2, 2}, {1, 2, 3, 4});
   Set<int64_t>("ids", {2}, {1, -1});
   Set<float>("dout", {2, 2}, {1, 1, 1, 1});
-  Op("lookup_table_v2_grad").Input("W", "w").Input("Ids", "ids").Input("Out@GRAD", "dout").Output("W@GRAD", "g")
+  Op("lookup_table_v2_grad")
+      .Input("W", "w")
+      .Input("Ids", "ids")
+      .Input("Out@GRAD", "dout")
+      .Output("W@GRAD", "g")
       .Attr("padding_idx", int64_t{-1});
   const std::string error = Run();
   EXPECT_NE(error.find("Ids[1] is -1, not a row of W's 2"), std::string::npos) << error;
@@ -298,7 +348,11 @@ TEST_F(MathForward, NanIsLargestInTopKAndWinsEveryMaximum) {
   auto is_nan = [](double v) { return std::isnan(v); };
   Set<float>("x", {4}, {2, nan, 1, 3});
   Op("top_k").Input("X", "x").Output("Out", "v").Output("Indices", "i").Attr("k", int64_t{3});
-  Op("top_k_v2").Input("X", "x").Output("Out", "sv").Output("Indices", "si").Attr("k", int64_t{4})
+  Op("top_k_v2")
+      .Input("X", "x")
+      .Output("Out", "sv")
+      .Output("Indices", "si")
+      .Attr("k", int64_t{4})
       .Attr("largest", false);
   Op("arg_max").Input("X", "x").Output("Out", "amax");
   Op("arg_min").Input("X", "x").Output("Out", "amin");
@@ -306,7 +360,10 @@ TEST_F(MathForward, NanIsLargestInTopKAndWinsEveryMaximum) {
   Set<float>("img", {1, 1, 2, 2}, {1, nan, 3, 2});
   Set<double>("img64", {1, 1, 2, 2}, {1, nan, 3, 2});
   for (const char* img : {"img", "img64"}) {
-    Op("pool2d").Input("X", img).Output("Out", std::string(img) + "_max").Attr("pooling_type", std::string("max"))
+    Op("pool2d")
+        .Input("X", img)
+        .Output("Out", std::string(img) + "_max")
+        .Attr("pooling_type", std::string("max"))
         .Attr("ksize", std::vector<int64_t>{2, 2});
   }
   ASSERT_EQ(Run(), "");
@@ -352,7 +409,11 @@ TEST_F(MathForward, MatmulShapesWithVectorsAreThoseOfPaddle) {
     };
     Set<float>("x", c.x, std::vector<double>(count(c.x), 1.0));
     Set<float>("y", c.y, std::vector<double>(count(c.y), 1.0));
-    Op(c.op).Input("X", "x").Input("Y", "y").Output("Out", "out").Attr(v2 ? "trans_x" : "transpose_X", c.tx)
+    Op(c.op)
+        .Input("X", "x")
+        .Input("Y", "y")
+        .Output("Out", "out")
+        .Attr(v2 ? "trans_x" : "transpose_X", c.tx)
         .Attr(v2 ? "trans_y" : "transpose_Y", c.ty);
     ASSERT_EQ(Run(), "") << c.op;
     EXPECT_EQ(Dims("out"), c.out) << c.op << " case " << (&c - cases.data());
@@ -363,14 +424,23 @@ TEST_F(MathForward, MatmulShapesWithVectorsAreThoseOfPaddle) {
 // number 2^30 per row), naming the geometry.
 TEST_F(MathForward, Pool2dPaddingsPastTheInputAreRefusedBeforeAllocating) {
   Set<float>("img", {1, 1, 2, 2}, {1, 2, 3, 4});
-  Op("pool2d").Input("X", "img").Output("Out", "out").Attr("pooling_type", std::string("max"))
-      .Attr("ksize", std::vector<int64_t>{2, 2}).Attr("paddings", std::vector<int64_t>{1 << 30, 1 << 30});
+  Op("pool2d")
+      .Input("X", "img")
+      .Output("Out", "out")
+      .Attr("pooling_type", std::string("max"))
+      .Attr("ksize", std::vector<int64_t>{2, 2})
+      .Attr("paddings", std::vector<int64_t>{1 << 30, 1 << 30});
   std::string error = Run();
   EXPECT_NE(error.find("a pooling window lies wholly in the padding (input 2, window 2, stride 1, paddings 1073741824"),
-            std::string::npos) << error;
+            std::string::npos)
+      << error;
   pb_ = core::ProgramBuilder();
   Set<float>("img", {1, 1, 2, 2}, {1, 2, 3, 4});
-  Op("pool2d").Input("X", "img").Output("Out", "out").Attr("pooling_type", std::string("max")).Attr("adaptive", true)
+  Op("pool2d")
+      .Input("X", "img")
+      .Output("Out", "out")
+      .Attr("pooling_type", std::string("max"))
+      .Attr("adaptive", true)
       .Attr("ksize", std::vector<int64_t>{(int64_t{1} << 31) - 1, (int64_t{1} << 31) - 1});
   error = Run();
   EXPECT_NE(error.find("pool2d's adaptive output (ksize): shape [1, 1, 2147483647, 2147483647]"), std::string::npos)
@@ -385,11 +455,15 @@ TEST_F(MathForward, BadNumColDimsAndGroupsAreNamedAsGiven) {
   Op("mul").Input("X", "x").Input("Y", "w").Output("Out", "o").Attr("y_num_col_dims", int64_t{-1});
   std::string error = Run();
   EXPECT_NE(error.find("x_num_col_dims 1 / y_num_col_dims -1 do not split X [2, 3] and Y [3, 2] into matrices"),
-            std::string::npos) << error;
+            std::string::npos)
+      << error;
   pb_ = core::ProgramBuilder();
   Set<float>("img", {1, 2, 2, 2}, std::vector<double>(8, 1.0));
   Set<float>("filter", {2, 1, 1, 1}, {1, 1});
-  Op("conv2d_transpose").Input("Input", "img").Input("Filter", "filter").Output("Output", "out")
+  Op("conv2d_transpose")
+      .Input("Input", "img")
+      .Input("Filter", "filter")
+      .Output("Output", "out")
       .Attr("groups", int64_t{0});
   error = Run();
   EXPECT_NE(error.find("groups 0 must be at least 1"), std::string::npos) << error;
@@ -410,8 +484,14 @@ TEST_F(MathForward, TopKTiesAndBadK) {
 TEST_F(MathForward, BatchNormBadLayoutIsAnError) {
   Set<float>("x", {1, 2, 1, 1}, {1, 2});
   for (const char* name : {"s", "b", "m", "v"}) Set<float>(name, {2}, {1, 1});
-  Op("batch_norm").Input("X", "x").Input("Scale", "s").Input("Bias", "b").Input("Mean", "m").Input("Variance", "v")
-      .Output("Y", "y").Attr("data_layout", std::string("NCDHW"));
+  Op("batch_norm")
+      .Input("X", "x")
+      .Input("Scale", "s")
+      .Input("Bias", "b")
+      .Input("Mean", "m")
+      .Input("Variance", "v")
+      .Output("Y", "y")
+      .Attr("data_layout", std::string("NCDHW"));
   const std::string error = Run();
   EXPECT_NE(error.find("data_layout 'NCDHW' is neither NCHW nor NHWC"), std::string::npos) << error;
 }
@@ -420,7 +500,12 @@ TEST_F(MathForward, BatchNormScaleMustHoldAChannelEach) {
   Set<float>("x", {1, 2, 1, 1}, {1, 2});
   for (const char* name : {"b", "m", "v"}) Set<float>(name, {2}, {1, 1});
   Set<float>("s3", {3}, {1, 1, 1});
-  Op("batch_norm").Input("X", "x").Input("Scale", "s3").Input("Bias", "b").Input("Mean", "m").Input("Variance", "v")
+  Op("batch_norm")
+      .Input("X", "x")
+      .Input("Scale", "s3")
+      .Input("Bias", "b")
+      .Input("Mean", "m")
+      .Input("Variance", "v")
       .Output("Y", "y");
   const std::string error = Run();
   EXPECT_NE(error.find("Scale [3] must hold one value per channel (2)"), std::string::npos) << error;
@@ -430,7 +515,12 @@ TEST_F(MathForward, BatchNormStatisticsOfAnotherDtypeAreAnError) {
   Set<float>("x", {1, 2, 1, 1}, {1, 2});
   for (const char* name : {"s", "b", "m"}) Set<float>(name, {2}, {1, 1});
   Set<double>("v64", {2}, {1, 1});
-  Op("batch_norm").Input("X", "x").Input("Scale", "s").Input("Bias", "b").Input("Mean", "m").Input("Variance", "v64")
+  Op("batch_norm")
+      .Input("X", "x")
+      .Input("Scale", "s")
+      .Input("Bias", "b")
+      .Input("Mean", "m")
+      .Input("Variance", "v64")
       .Output("Y", "y");
   const std::string error = Run();
   EXPECT_NE(error.find("Variance holds fp64 where this kernel takes fp32"), std::string::npos) << error;
@@ -447,7 +537,8 @@ TEST_F(MathForward, AnInputTheProgramLeavesOutIsNamed) {
 // Bad shapes and attributes of the convolutions: each a clear error naming what is wrong.
 class ConvErrors : public OpFixture {
  protected:
-  std::string ErrorOf(std::vector<int64_t> x, std::vector<int64_t> w, const std::function<void(core::OpBuilder&)>& attrs) {
+  std::string ErrorOf(std::vector<int64_t> x, std::vector<int64_t> w,
+                      const std::function<void(core::OpBuilder&)>& attrs) {
     Set<float>("x", x, std::vector<double>(static_cast<size_t>(x[0] * x[1] * x[2] * x[3]), 1));
     Set<float>("w", w, std::vector<double>(static_cast<size_t>(w[0] * w[1] * w[2] * w[3]), 1));
     core::OpBuilder op = Op("conv2d").Input("Input", "x").Input("Filter", "w").Output("Output", "y");
@@ -468,15 +559,18 @@ TEST_F(ConvErrors, KernelLargerThanTheUnpaddedInput) {
 }
 
 TEST_F(ConvErrors, BadDataFormat) {
-  const std::string e = ErrorOf({1, 2, 4, 4}, {1, 2, 3, 3}, [](core::OpBuilder& o) { o.Attr("data_format", std::string("CHWN")); });
+  const std::string e =
+      ErrorOf({1, 2, 4, 4}, {1, 2, 3, 3}, [](core::OpBuilder& o) { o.Attr("data_format", std::string("CHWN")); });
   EXPECT_NE(e.find("data_format 'CHWN' is neither NCHW nor NHWC"), std::string::npos) << e;
 }
 
 TEST_F(MathForward, UnsupportedDtypeNamesOpAndDtype) {
   Set<bool>("x", {1}, {1});
   Op("elementwise_add").Input("X", "x").Input("Y", "x").Output("Out", "z");
-  EXPECT_EQ(Run(), "block 0, op 0 (elementwise_add X=[x] Y=[x] -> Out=[z]): no CPU kernel for dtype bool "
-                   "(registered: " + WithCudaKernels("CPU/fp32, CPU/fp64, CPU/int32, CPU/int64") + ")");
+  EXPECT_EQ(Run(),
+            "block 0, op 0 (elementwise_add X=[x] Y=[x] -> Out=[z]): no CPU kernel for dtype bool "
+            "(registered: " +
+                WithCudaKernels("CPU/fp32, CPU/fp64, CPU/int32, CPU/int64") + ")");
 }
 
 // ---- Comparisons and logical ops ----------------------------------------------------------
@@ -575,7 +669,10 @@ TYPED_TEST(FloatOps, PowMatchesStdPow) {
   const std::vector<double> factors = {3, 4, -1, -2, -3, 0, 1, 2.5, 0.5, 33};
   this->template Set<T>("x", {static_cast<int64_t>(xs.size())}, std::vector<double>(xs.begin(), xs.end()));
   for (size_t f = 0; f < factors.size(); ++f) {
-    this->Op("pow").Input("X", "x").Output("Out", "p" + std::to_string(f)).Attr("factor", static_cast<float>(factors[f]));
+    this->Op("pow")
+        .Input("X", "x")
+        .Output("Out", "p" + std::to_string(f))
+        .Attr("factor", static_cast<float>(factors[f]));
   }
   ASSERT_EQ(this->Run(), "");
   for (size_t f = 0; f < factors.size(); ++f) {
@@ -597,9 +694,10 @@ TYPED_TEST(FloatOps, PowMatchesStdPow) {
 TYPED_TEST(FloatOps, ElementwisePowMatchesStdPow) {
   using T = TypeParam;
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
-  const std::vector<double> bases = {0.0, -0.0, 1.0, -1.0, 2.0, -2.5, 0.3, 1e-30, 3e30, 7.25, 1.0000001, inf, -inf, nan};
-  const std::vector<double> exponents = {0.0, -0.0, 1.0, 2.0, 3.0, -1.0, -2.0, 0.5, -0.5, 1.5, 10.3, -7.7, 100.0,
-                                         -100.0, 1e-7, inf, -inf, nan};
+  const std::vector<double> bases = {0.0,   -0.0, 1.0,  -1.0,      2.0, -2.5, 0.3,
+                                     1e-30, 3e30, 7.25, 1.0000001, inf, -inf, nan};
+  const std::vector<double> exponents = {0.0, -0.0, 1.0,  2.0,   3.0,    -1.0, -2.0, 0.5,  -0.5,
+                                         1.5, 10.3, -7.7, 100.0, -100.0, 1e-7, inf,  -inf, nan};
   std::vector<double> xs, ys;
   for (double b : bases) {
     for (double e : exponents) xs.push_back(b), ys.push_back(e);
@@ -640,8 +738,19 @@ TYPED_TEST(FloatOps, ElementwisePowMatchesStdPow) {
 TYPED_TEST(FloatOps, PolynomialFunctionsWithinThreeUlp) {
   using T = TypeParam;
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
-  std::vector<double> xs = {0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.0000001, -1.5, 2.414213562373095, 0.41421356,
-                            static_cast<double>(inf), static_cast<double>(-inf), static_cast<double>(nan)};
+  std::vector<double> xs = {0.0,
+                            -0.0,
+                            1.0,
+                            -1.0,
+                            0.5,
+                            -0.5,
+                            1.0000001,
+                            -1.5,
+                            2.414213562373095,
+                            0.41421356,
+                            static_cast<double>(inf),
+                            static_cast<double>(-inf),
+                            static_cast<double>(nan)};
   for (uint32_t bits = 0; bits < 0x7f800000u; bits += 0x7f800000u / 20011) {  // positive floats, every binade
     float f;
     std::memcpy(&f, &bits, sizeof f);
@@ -649,7 +758,7 @@ TYPED_TEST(FloatOps, PolynomialFunctionsWithinThreeUlp) {
     xs.push_back(-f);
   }
   for (int i = -4000; i <= 4000; ++i) xs.push_back(i / 4000.0);  // asin's and acos's domain, densely
-  for (int k = 1; k < 2600; k += 7) {  // tan's poles, k pi / 2, up to past 4096
+  for (int k = 1; k < 2600; k += 7) {                            // tan's poles, k pi / 2, up to past 4096
     const float pole = static_cast<float>(k * 1.5707963267948966);
     for (float v = std::nextafter(pole, 0.0f), n = 0; n < 3; v = std::nextafter(v, 1e9f), ++n) {
       xs.push_back(v);
@@ -696,8 +805,8 @@ TYPED_TEST(FloatOps, PolynomialFunctionsWithinThreeUlp) {
 // zeros.
 TEST_F(MathForward, DoublePrecisionFormsWithinFewUlp) {
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
-  std::vector<double> xs = {0.0, -0.0, 1e-300, -1e-300, 5e-324, 709.0, 709.8, 710.0, -745.0, -746.0, 19.0, 20.0, 21.0,
-                            -1.0 + 1e-16, inf, -inf, nan};
+  std::vector<double> xs = {0.0,    -0.0, 1e-300, -1e-300, 5e-324,       709.0, 709.8, 710.0, -745.0,
+                            -746.0, 19.0, 20.0,   21.0,    -1.0 + 1e-16, inf,   -inf,  nan};
   for (uint64_t bits = 0; bits < 0x7ff0000000000000ull; bits += 0x7ff0000000000000ull / 40009) {
     double d;
     std::memcpy(&d, &bits, sizeof d);
@@ -732,7 +841,7 @@ TEST_F(MathForward, DoublePrecisionFormsWithinFewUlp) {
       {"log1p", [](long double v) { return std::log1p(v); }},
       {"tanh", [](long double v) { return std::tanh(v); }},
       {"softplus", [](long double v) { return v > 20 ? v : std::log1p(std::exp(v)); }},  // beta 1, threshold 20
-      {"elu", [](long double v) { return v > 0 ? v : std::expm1(v); }},                   // alpha 1
+      {"elu", [](long double v) { return v > 0 ? v : std::expm1(v); }},                  // alpha 1
       {"logsigmoid", [](long double v) { return std::fmin(v, 0.0L) - std::log1p(std::exp(-std::fabs(v))); }},
       {"sin", [](long double v) { return std::sin(v); }},
       {"cos", [](long double v) { return std::cos(v); }},
@@ -765,7 +874,11 @@ TYPED_TEST(Elementwise, ScaleAndSquare) {
   using T = TypeParam;
   this->template Set<T>("x", {3}, {1, 2, 3});
   this->Op("scale").Input("X", "x").Output("Out", "after").Attr("scale", 2.0f).Attr("bias", 1.0f);
-  this->Op("scale").Input("X", "x").Output("Out", "before").Attr("scale", 2.0f).Attr("bias", 1.0f)
+  this->Op("scale")
+      .Input("X", "x")
+      .Output("Out", "before")
+      .Attr("scale", 2.0f)
+      .Attr("bias", 1.0f)
       .Attr("bias_after_scale", false);
   this->Op("square").Input("X", "x").Output("Out", "sq");
   ASSERT_EQ(this->Run(), "");
@@ -797,7 +910,10 @@ TYPED_TEST(Elementwise, Reductions) {
   this->template Set<T>("x", {2, 3}, {1, 5, 3, 4, 2, 6});
   this->template Set<T>("y", {2, 3}, {1, 1, 1, 1, 1, 1});
   this->Op("reduce_sum").Input("X", "x").Output("Out", "sum0");  // dim defaults to [0]
-  this->Op("reduce_sum").Input("X", "x").Output("Out", "sum1").Attr("dim", std::vector<int64_t>{-1})
+  this->Op("reduce_sum")
+      .Input("X", "x")
+      .Output("Out", "sum1")
+      .Attr("dim", std::vector<int64_t>{-1})
       .Attr("keep_dim", true);
   this->Op("reduce_max").Input("X", "x").Output("Out", "max1").Attr("dim", std::vector<int64_t>{1});
   this->Op("reduce_mean").Input("X", "x").Output("Out", "mean_all").Attr("reduce_all", true);
@@ -837,7 +953,9 @@ TYPED_TEST(Elementwise, ReductionsOverEveryDimSetMatchAnElementWalk) {
       if (mask & (1 << k)) dim.push_back(k);
     }
     for (const std::string& op : ops) {
-      this->Op(op).Input("X", op == "reduce_prod" ? "signs" : "x").Output("Out", op + std::to_string(mask))
+      this->Op(op)
+          .Input("X", op == "reduce_prod" ? "signs" : "x")
+          .Output("Out", op + std::to_string(mask))
           .Attr("dim", dim);
     }
   }
@@ -884,7 +1002,7 @@ TYPED_TEST(FloatOps, ReducedNanWinsEveryLane) {
   std::vector<double> x(static_cast<size_t>(rows * width));
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>(i % 13);
   for (int64_t r = 0; r < rows; r += 2) x[static_cast<size_t>(r * width + r)] = std::nan("");  // column r
-  x[static_cast<size_t>(width - 1)] = std::nan("");  // row 0's last element, too
+  x[static_cast<size_t>(width - 1)] = std::nan("");      // row 0's last element, too
   x[static_cast<size_t>(2 * width - 1)] = std::nan("");  // row 1's only NaN: its last element
   this->template Set<T>("x", {rows, width}, x);
   this->Op("reduce_max").Input("X", "x").Output("Out", "max").Attr("dim", std::vector<int64_t>{1});
@@ -905,8 +1023,7 @@ TYPED_TEST(FloatOps, ReducedNanWinsEveryLane) {
 // threshold, for elements of 1, 4 and 8 bytes, against a walk over the elements: every
 // row reversed, shifted (both ways, by amounts that leave the stores off the rows'
 // alignment), and the rows themselves moved.
-template <class T>
-class EveryElementSize : public OpFixture {};
+template <class T> class EveryElementSize : public OpFixture {};
 using ElementSizes = ::testing::Types<bool, float, double, int64_t>;
 TYPED_TEST_SUITE(EveryElementSize, ElementSizes);
 
@@ -915,13 +1032,21 @@ TYPED_TEST(EveryElementSize, FlipAndRollOfLongRowsMatchAWalk) {
   auto& f = *this;
   const int64_t rows = 3, width = 300;
   std::vector<double> x(static_cast<size_t>(rows * width));
-  for (size_t i = 0; i < x.size(); ++i) x[i] = std::is_same_v<T, bool> ? (i * 7) % 3 == 0 : static_cast<double>(i % 251);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = std::is_same_v<T, bool> ? (i * 7) % 3 == 0 : static_cast<double>(i % 251);
   f.template Set<T>("x", {rows, width}, x);
   f.Op("flip").Input("X", "x").Output("Out", "flipped").Attr("axis", std::vector<int64_t>{1});
   f.Op("flip").Input("X", "x").Output("Out", "both").Attr("axis", std::vector<int64_t>{0, 1});
-  f.Op("roll").Input("X", "x").Output("Out", "right").Attr("shifts", std::vector<int64_t>{3}).Attr("axis", std::vector<int64_t>{1});
-  f.Op("roll").Input("X", "x").Output("Out", "left_down")
-      .Attr("shifts", std::vector<int64_t>{-7, 1}).Attr("axis", std::vector<int64_t>{1, 0});
+  f.Op("roll")
+      .Input("X", "x")
+      .Output("Out", "right")
+      .Attr("shifts", std::vector<int64_t>{3})
+      .Attr("axis", std::vector<int64_t>{1});
+  f.Op("roll")
+      .Input("X", "x")
+      .Output("Out", "left_down")
+      .Attr("shifts", std::vector<int64_t>{-7, 1})
+      .Attr("axis", std::vector<int64_t>{1, 0});
   ASSERT_EQ(f.Run(), "");
   std::vector<double> flipped, both, right, left_down;
   for (int64_t r = 0; r < rows; ++r) {
@@ -1017,8 +1142,7 @@ TYPED_TEST(FloatOps, MatMulTransposesBatchesAndVectors) {
   this->template Set<T>("batch", {2, 2, 2}, {1, 0, 0, 1, 2, 0, 0, 2});
   this->template Set<T>("v", {3}, {1, 1, 1});
   this->Op("matmul").Input("X", "a").Input("Y", "b").Output("Out", "abt").Attr("transpose_Y", true);
-  this->Op("matmul").Input("X", "a").Input("Y", "b").Output("Out", "atb").Attr("transpose_X", true)
-      .Attr("alpha", 0.5f);
+  this->Op("matmul").Input("X", "a").Input("Y", "b").Output("Out", "atb").Attr("transpose_X", true).Attr("alpha", 0.5f);
   this->Op("matmul").Input("X", "batch").Input("Y", "a").Output("Out", "batched");
   this->Op("matmul").Input("X", "a").Input("Y", "v").Output("Out", "mv");
   ASSERT_EQ(this->Run(), "");
@@ -1077,12 +1201,21 @@ TEST_F(MathForward, CrossEntropyShapeErrors) {
 
 TEST_F(MathForward, SeededRandomIsReproducibleAndInRange) {
   for (const char* name : {"u1", "u2"}) {
-    Op("uniform_random").Output("Out", name).Attr("shape", std::vector<int64_t>{1000}).Attr("seed", int32_t{42})
-        .Attr("min", -2.0f).Attr("max", 3.0f);
+    Op("uniform_random")
+        .Output("Out", name)
+        .Attr("shape", std::vector<int64_t>{1000})
+        .Attr("seed", int32_t{42})
+        .Attr("min", -2.0f)
+        .Attr("max", 3.0f);
   }
   Op("uniform_random").Output("Out", "u3").Attr("shape", std::vector<int64_t>{1000}).Attr("seed", int32_t{43});
-  Op("gaussian_random").Output("Out", "g").Attr("shape", std::vector<int64_t>{20000}).Attr("seed", int32_t{7})
-      .Attr("mean", 1.0f).Attr("std", 2.0f).Attr("dtype", int32_t{RILL_FP64});
+  Op("gaussian_random")
+      .Output("Out", "g")
+      .Attr("shape", std::vector<int64_t>{20000})
+      .Attr("seed", int32_t{7})
+      .Attr("mean", 1.0f)
+      .Attr("std", 2.0f)
+      .Attr("dtype", int32_t{RILL_FP64});
   ASSERT_EQ(Run(), "");
   EXPECT_EQ(Values("u1"), Values("u2"));
   EXPECT_NE(Values("u1"), Values("u3"));
@@ -1101,8 +1234,13 @@ TEST_F(MathForward, SeededRandomIsReproducibleAndInRange) {
 
 TEST_F(MathForward, TruncatedGaussianStaysWithinTwoStdAndIsReproducible) {
   for (const char* name : {"t1", "t2"}) {
-    Op("truncated_gaussian_random").Output("Out", name).Attr("shape", std::vector<int64_t>{20000})
-        .Attr("seed", int32_t{9}).Attr("mean", 1.0f).Attr("std", 0.5f).Attr("dtype", int32_t{RILL_FP64});
+    Op("truncated_gaussian_random")
+        .Output("Out", name)
+        .Attr("shape", std::vector<int64_t>{20000})
+        .Attr("seed", int32_t{9})
+        .Attr("mean", 1.0f)
+        .Attr("std", 0.5f)
+        .Attr("dtype", int32_t{RILL_FP64});
   }
   ASSERT_EQ(Run(), "");
   const auto t = Values("t1");
@@ -1126,7 +1264,11 @@ TEST_F(MathForward, GatherOverwriteKeepsTheLastSliceOfARepeatedIndex) {
   Set<int64_t>("index", {3}, {2, 0, 2});
   Set<double>("g", {3, 2}, {1, 2, 3, 4, 5, 6});
   Op("gather_grad").Input("X", "x").Input("Index", "index").Input("Out@GRAD", "g").Output("X@GRAD", "sum");
-  Op("gather_grad").Input("X", "x").Input("Index", "index").Input("Out@GRAD", "g").Output("X@GRAD", "last")
+  Op("gather_grad")
+      .Input("X", "x")
+      .Input("Index", "index")
+      .Input("Out@GRAD", "g")
+      .Output("X@GRAD", "last")
       .Attr("overwrite", true);
   ASSERT_EQ(Run(), "");
   EXPECT_EQ(Values("sum"), (std::vector<double>{3, 4, 0, 0, 6, 8}));
@@ -1169,7 +1311,10 @@ TEST_F(MathForward, ExpandingToAShapeThatIsNoBroadcastIsAnError) {
 
 TEST_F(MathForward, PaddingErrorsNameTheBadAttribute) {
   Set<float>("x", {1, 1, 2, 3}, {1, 2, 3, 4, 5, 6});
-  Op("pad2d").Input("X", "x").Output("Out", "out").Attr("paddings", std::vector<int64_t>{2, 0, 0, 0})
+  Op("pad2d")
+      .Input("X", "x")
+      .Output("Out", "out")
+      .Attr("paddings", std::vector<int64_t>{2, 0, 0, 0})
       .Attr("mode", std::string("reflect"));
   EXPECT_NE(Run().find("reflect padding of 2 needs a dim longer than that, dim 2 is 2"), std::string::npos);
   pb_ = core::ProgramBuilder();
@@ -1201,12 +1346,20 @@ TEST_F(MathForward, ResizeErrorsNameTheBadSizeOrMethod) {
   Op("bilinear_interp_v2").Input("X", "x").Output("Out", "out").Attr("interp_method", std::string("bilinear"));
   EXPECT_NE(Run().find("the output size [-1, -1] must be two positive values"), std::string::npos);
   pb_ = core::ProgramBuilder();
-  Op("nearest_interp").Input("X", "x").Output("Out", "out").Attr("out_h", int32_t{3}).Attr("out_w", int32_t{3})
+  Op("nearest_interp")
+      .Input("X", "x")
+      .Output("Out", "out")
+      .Attr("out_h", int32_t{3})
+      .Attr("out_w", int32_t{3})
       .Attr("interp_method", std::string("bilinear"));
   EXPECT_NE(Run().find("interp_method 'bilinear' does not match the op (nearest)"), std::string::npos);
   pb_ = core::ProgramBuilder();
   Set<float>("flat", {4}, {1, 2, 3, 4});
-  Op("bilinear_interp").Input("X", "flat").Output("Out", "out").Attr("out_h", int32_t{3}).Attr("out_w", int32_t{3})
+  Op("bilinear_interp")
+      .Input("X", "flat")
+      .Output("Out", "out")
+      .Attr("out_h", int32_t{3})
+      .Attr("out_w", int32_t{3})
       .Attr("interp_method", std::string("bilinear"));
   EXPECT_NE(Run().find("X [4] must be a 4-D image"), std::string::npos);
 }
@@ -1267,19 +1420,25 @@ TEST_F(MathForward, SizesPastInt64FromAttributesAreErrors) {
   const std::vector<std::pair<std::function<void()>, std::string>> cases = {
       {[&] { Op("tile").Input("X", "x").Output("Out", "o").Attr("repeat_times", three_huge); },
        "more elements than int64 can count"},
-      {[&] { Op("expand_v2").Input("X", "x").Output("Out", "o").Attr("shape", std::vector<int64_t>{huge, huge, huge, 2, 3}); },
+      {[&] {
+         Op("expand_v2").Input("X", "x").Output("Out", "o").Attr("shape", std::vector<int64_t>{huge, huge, huge, 2, 3});
+       },
        "more elements than int64 can count"},
       {[&] {
          Op("pad").Input("X", "x").Output("Out", "o").Attr("paddings", std::vector<int64_t>{huge, huge, huge, huge});
          Op("pad").Input("X", "o").Output("Out", "o").Attr("paddings", std::vector<int64_t>{huge, huge, huge, huge});
-       }, "more"},
+       },
+       "more"},
       {[&] {
-         Op("bilinear_interp_v2").Input("X", "img").Output("Out", "o").Attr("interp_method", std::string("bilinear"))
+         Op("bilinear_interp_v2")
+             .Input("X", "img")
+             .Output("Out", "o")
+             .Attr("interp_method", std::string("bilinear"))
              .Attr("scale", std::vector<float>{1e30f, 1e30f});
-       }, "pixels"},
-      {[&] {
-         Op("assign_value").Output("Out", "o").Attr("shape", three_huge).Attr("dtype", int32_t{RILL_FP32});
-       }, "more elements than int64 can count"},
+       },
+       "pixels"},
+      {[&] { Op("assign_value").Output("Out", "o").Attr("shape", three_huge).Attr("dtype", int32_t{RILL_FP32}); },
+       "more elements than int64 can count"},
   };
   for (const auto& [build, want] : cases) {
     pb_ = core::ProgramBuilder();
@@ -1296,7 +1455,10 @@ TEST_F(MathForward, MadeTensorErrorsNameTheBadAttribute) {
   EXPECT_NE(Run().find("Step is 0"), std::string::npos);
 
   pb_ = core::ProgramBuilder();
-  Op("assign_value").Output("Out", "out").Attr("shape", std::vector<int64_t>{2, 2}).Attr("dtype", int32_t{RILL_FP32})
+  Op("assign_value")
+      .Output("Out", "out")
+      .Attr("shape", std::vector<int64_t>{2, 2})
+      .Attr("dtype", int32_t{RILL_FP32})
       .Attr("fp32_values", std::vector<float>{1, 2, 3});
   EXPECT_NE(Run().find("fp32_values holds 3 values, shape [2, 2] takes 4"), std::string::npos);
 
@@ -1306,16 +1468,25 @@ TEST_F(MathForward, MadeTensorErrorsNameTheBadAttribute) {
 
   pb_ = core::ProgramBuilder();
   Set<float>("x", {3, 2}, {1, 2, 3, 4, 5, 6});
-  Op("fill_constant_batch_size_like").Input("Input", "x").Output("Out", "out")
-      .Attr("shape", std::vector<int64_t>{-1, 4}).Attr("input_dim_idx", int32_t{2});
+  Op("fill_constant_batch_size_like")
+      .Input("Input", "x")
+      .Output("Out", "out")
+      .Attr("shape", std::vector<int64_t>{-1, 4})
+      .Attr("input_dim_idx", int32_t{2});
   EXPECT_NE(Run().find("input_dim_idx 2 is out of range for rank 2"), std::string::npos);
 }
 
 TEST_F(MathForward, AssignValueOfEveryDtypeAndShapeOfAnyTensor) {
   Set<float>("x", {3, 0, 2}, {});
-  Op("assign_value").Output("Out", "b").Attr("shape", std::vector<int64_t>{3}).Attr("dtype", int32_t{RILL_BOOL})
+  Op("assign_value")
+      .Output("Out", "b")
+      .Attr("shape", std::vector<int64_t>{3})
+      .Attr("dtype", int32_t{RILL_BOOL})
       .Attr("bool_values", std::vector<int64_t>{1, 0, 1});
-  Op("assign_value").Output("Out", "i").Attr("shape", std::vector<int64_t>{2}).Attr("dtype", int32_t{RILL_INT32})
+  Op("assign_value")
+      .Output("Out", "i")
+      .Attr("shape", std::vector<int64_t>{2})
+      .Attr("dtype", int32_t{RILL_INT32})
       .Attr("int32_values", std::vector<int64_t>{-7, 9});
   Op("shape").Input("Input", "x").Output("Out", "s");
   ASSERT_EQ(Run(), "");
@@ -1334,7 +1505,10 @@ TYPED_TEST(Elementwise, ConcatAndSplitInvert) {
   this->template Set<T>("a", {2, 1}, {1, 2});
   this->template Set<T>("b", {2, 2}, {3, 4, 5, 6});
   this->Op("concat").Input("X", {"a", "b"}).Output("Out", "ab").Attr("axis", int32_t{1});
-  this->Op("split").Input("X", "ab").Output("Out", {"a2", "b2"}).Attr("axis", int32_t{-1})
+  this->Op("split")
+      .Input("X", "ab")
+      .Output("Out", {"a2", "b2"})
+      .Attr("axis", int32_t{-1})
       .Attr("sections", std::vector<int64_t>{1, 2});
   this->Op("split").Input("X", "ab").Output("Out", {"r0", "r1"});  // two equal parts along 0
   ASSERT_EQ(this->Run(), "");
@@ -1372,16 +1546,32 @@ TYPED_TEST(FloatOps, Optimizers) {
   this->Op("sgd").Input("Param", "p").Input("Grad", "g").Input("LearningRate", "lr").Output("ParamOut", "p");
   this->template Set<T>("q", {2}, {1, 2});
   this->template Set<T>("v", {2}, {1, 1});
-  this->Op("momentum").Input("Param", "q").Input("Grad", "g").Input("Velocity", "v").Input("LearningRate", "lr")
-      .Output("ParamOut", "q").Output("VelocityOut", "v").Attr("mu", 0.5f);
+  this->Op("momentum")
+      .Input("Param", "q")
+      .Input("Grad", "g")
+      .Input("Velocity", "v")
+      .Input("LearningRate", "lr")
+      .Output("ParamOut", "q")
+      .Output("VelocityOut", "v")
+      .Attr("mu", 0.5f);
   this->template Set<T>("w", {2}, {1, 2});
   this->template Set<T>("m1", {2}, {0, 0});
   this->template Set<T>("m2", {2}, {0, 0});
   this->template Set<T>("b1p", {1}, {0.9});
   this->template Set<T>("b2p", {1}, {0.999});
-  this->Op("adam").Input("Param", "w").Input("Grad", "g").Input("LearningRate", "lr").Input("Moment1", "m1")
-      .Input("Moment2", "m2").Input("Beta1Pow", "b1p").Input("Beta2Pow", "b2p").Output("ParamOut", "w")
-      .Output("Moment1Out", "m1").Output("Moment2Out", "m2").Output("Beta1PowOut", "b1p").Output("Beta2PowOut", "b2p");
+  this->Op("adam")
+      .Input("Param", "w")
+      .Input("Grad", "g")
+      .Input("LearningRate", "lr")
+      .Input("Moment1", "m1")
+      .Input("Moment2", "m2")
+      .Input("Beta1Pow", "b1p")
+      .Input("Beta2Pow", "b2p")
+      .Output("ParamOut", "w")
+      .Output("Moment1Out", "m1")
+      .Output("Moment2Out", "m2")
+      .Output("Beta1PowOut", "b1p")
+      .Output("Beta2PowOut", "b2p");
   ASSERT_EQ(this->Run(), "");
   ExpectNear(this->Values("p"), {0.95, 2.1});
   ExpectNear(this->Values("v"), {1.0, -0.5});
@@ -1420,7 +1610,8 @@ TYPED_TEST(FloatOps, SgdWithSelectedRowsGradient) {
   EXPECT_NE(this->Run().find("Grad row 4 is outside [0, 4)"), std::string::npos);
   g->height = 5;
   const std::string height_error = this->Run();
-  EXPECT_NE(height_error.find("Grad is SelectedRows of height 5; Param [4, 2] needs height 4"), std::string::npos) << height_error;
+  EXPECT_NE(height_error.find("Grad is SelectedRows of height 5; Param [4, 2] needs height 4"), std::string::npos)
+      << height_error;
 }
 
 // clip_by_norm of a sparse gradient clips the dense gradient it stands for: repeated rows
@@ -1475,7 +1666,9 @@ TEST_F(MathForward, SparseGradientsUpdateAsTheirDenseGradient) {
       if (op == "momentum") o.Input("Velocity", p + "_a").Output("VelocityOut", p + "_a");
       if (op == "adagrad") o.Input("Moment", p + "_a").Output("MomentOut", p + "_a");
       if (op == "rmsprop") {
-        o.Input("MeanSquare", p + "_a").Output("MeanSquareOut", p + "_a").Input("Moment", p + "_b")
+        o.Input("MeanSquare", p + "_a")
+            .Output("MeanSquareOut", p + "_a")
+            .Input("Moment", p + "_b")
             .Output("MomentOut", p + "_b");
       }
     }

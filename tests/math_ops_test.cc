@@ -142,8 +142,9 @@ TEST_F(MathOps, BroadcastGoesBothWaysAsPaddles) {
   EXPECT_EQ(Values("lt"), "bool[3] {false, false, true}");
   EXPECT_EQ(Values("sum"), "int32[2, 3] {1, 2, 3, 11, 12, 13}");
   main().Op("elementwise_add").Input("X", "pair").Input("Y", "big").Output("Out", "bad");
-  EXPECT_EQ(Run(), "block 0, op 2 (elementwise_add X=[pair] Y=[big] -> Out=[bad]): cannot broadcast X [2] and Y [3] "
-                   "(axis -1): dimension 0 is 2 in X and 3 in Y");
+  EXPECT_EQ(Run(),
+            "block 0, op 2 (elementwise_add X=[pair] Y=[big] -> Out=[bad]): cannot broadcast X [2] and Y [3] "
+            "(axis -1): dimension 0 is 2 in X and 3 in Y");
 }
 
 TEST_F(MathOps, PrintHonoursFirstNAndPassesThrough) {
@@ -199,8 +200,8 @@ TEST_F(MathOps, ScalarOperandsGiveWhatTheTensorPathGives) {
   Set<int64_t>("a", RILL_INT64, {1}, {7});
   Set<int64_t>("b", RILL_INT64, {1}, {-2});
   Set<int64_t>("wide", RILL_INT64, {3}, {0, 0, 0});
-  for (const char* op : {"elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
-                         "elementwise_max", "elementwise_min"}) {
+  for (const char* op : {"elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div", "elementwise_max",
+                         "elementwise_min"}) {
     main().Op(op).Input("X", "a").Input("Y", "b").Output("Out", op);
   }
   main().Op("less_than").Input("X", "a").Input("Y", "b").Output("Out", "lt");

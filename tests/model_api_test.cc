@@ -82,7 +82,9 @@ TEST(ModelApi, BadFeedsAndPathsAreErrorsNamingThem) {
     Model::Load(test::ShippedRegistry(), test::TempPath("no_such_model"));
     ADD_FAILURE();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("is not an inference model: no '__model__' or PREFIX.pdmodel in it"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is not an inference model: no '__model__' or PREFIX.pdmodel in it"),
+              std::string::npos)
+        << e.what();
   }
 }
 

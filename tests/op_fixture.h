@@ -19,8 +19,7 @@ namespace rill::test {
 class __attribute__((visibility("hidden"))) OpFixture : public ::testing::Test {  // hidden: holds a Scope
  protected:
   // Sets `name` before the run: a tensor of element type T with these dims and values.
-  template <class T>
-  void Set(const std::string& name, std::vector<int64_t> dims, const std::vector<double>& values) {
+  template <class T> void Set(const std::string& name, std::vector<int64_t> dims, const std::vector<double>& values) {
     core::Tensor* t = scope()->Var(name)->GetMutableTensor();
     t->Allocate(rill::DataTypeOf<T>::value, dims);
     ASSERT_EQ(static_cast<size_t>(t->numel()), values.size()) << name;
@@ -31,7 +30,8 @@ class __attribute__((visibility("hidden"))) OpFixture : public ::testing::Test {
 
   // Runs block 0 (once per call, in the same scope); returns the error message or "".
   std::string Run() {
-    exec_ = std::make_unique<core::Executor>(ShippedRegistry(), std::make_shared<rill::proto::ProgramDesc>(pb_.Build()));
+    exec_ =
+        std::make_unique<core::Executor>(ShippedRegistry(), std::make_shared<rill::proto::ProgramDesc>(pb_.Build()));
     try {
       exec_->Run(0, scope());
     } catch (const core::Error& e) {

@@ -24,7 +24,9 @@ void ExpectSameAttr(const proto::OpDesc::Attr& want, const Program& p, const Pro
   EXPECT_EQ(p.str(got.name), want.name());
   EXPECT_EQ(got.type, want.has_type() ? want.type() : -1);
   if (!want.has_type()) return;  // no type selects a value
-  const auto list = [](const auto& range) { return std::vector<std::decay_t<decltype(range[0])>>(range.begin(), range.end()); };
+  const auto list = [](const auto& range) {
+    return std::vector<std::decay_t<decltype(range[0])>>(range.begin(), range.end());
+  };
   switch (want.type()) {
     case proto::INT: EXPECT_EQ(got.i, want.i()); break;
     case proto::LONG: EXPECT_EQ(got.i, want.l()); break;
@@ -35,16 +37,23 @@ void ExpectSameAttr(const proto::OpDesc::Attr& want, const Program& p, const Pro
     case proto::STRING: EXPECT_EQ(p.str(got.s), want.s()); break;
     case proto::VAR: EXPECT_EQ(p.str(got.s), want.var_name()); break;
     case proto::INTS: EXPECT_EQ(list(p.ints(got)), std::vector<int64_t>(want.ints().begin(), want.ints().end())); break;
-    case proto::LONGS: EXPECT_EQ(list(p.ints(got)), std::vector<int64_t>(want.longs().begin(), want.longs().end())); break;
+    case proto::LONGS:
+      EXPECT_EQ(list(p.ints(got)), std::vector<int64_t>(want.longs().begin(), want.longs().end()));
+      break;
     case proto::BLOCKS:
       EXPECT_EQ(list(p.ints(got)), std::vector<int64_t>(want.blocks_idx().begin(), want.blocks_idx().end()));
       break;
-    case proto::BOOLEANS: EXPECT_EQ(list(p.ints(got)), std::vector<int64_t>(want.bools().begin(), want.bools().end())); break;
-    case proto::FLOATS: EXPECT_EQ(list(p.floats(got)), std::vector<double>(want.floats().begin(), want.floats().end())); break;
+    case proto::BOOLEANS:
+      EXPECT_EQ(list(p.ints(got)), std::vector<int64_t>(want.bools().begin(), want.bools().end()));
+      break;
+    case proto::FLOATS:
+      EXPECT_EQ(list(p.floats(got)), std::vector<double>(want.floats().begin(), want.floats().end()));
+      break;
     case proto::FLOAT64S:
       EXPECT_EQ(list(p.floats(got)), std::vector<double>(want.float64s().begin(), want.float64s().end()));
       break;
-    case proto::STRINGS: case proto::VARS: {
+    case proto::STRINGS:
+    case proto::VARS: {
       const auto& names = want.type() == proto::STRINGS ? want.strings() : want.vars_name();
       ASSERT_EQ(p.strings(got).size(), static_cast<size_t>(names.size()));
       for (int k = 0; k < names.size(); ++k) EXPECT_EQ(p.str(p.strings(got)[k]), names[k]);
@@ -185,9 +194,16 @@ TEST(ProgramForm, ReadsPackedAndUnpackedRepeatedFields) {
   const std::string dims_packed = std::string("\x12\x0b", 2) + "\x02" + std::string(10, '\xff').replace(9, 1, "\x01");
   const std::string tensor = std::string("\x08\x05", 2) + dims_packed;
   const std::string lod = "\x0a" + std::string(1, static_cast<char>(tensor.size())) + tensor;
-  const std::string var_type = std::string("\x08\x07", 2) + "\x1a" + std::string(1, static_cast<char>(lod.size())) + lod;
-  const std::string var = std::string("\x0a\x01v", 3) + "\x12" + std::string(1, static_cast<char>(var_type.size())) + var_type;
-  const std::string attr = std::string("\x0a\x01" "a" "\x10\x03" "\x32\x02\x05\x06", 9);
+  const std::string var_type =
+      std::string("\x08\x07", 2) + "\x1a" + std::string(1, static_cast<char>(lod.size())) + lod;
+  const std::string var =
+      std::string("\x0a\x01v", 3) + "\x12" + std::string(1, static_cast<char>(var_type.size())) + var_type;
+  const std::string attr = std::string(
+      "\x0a\x01"
+      "a"
+      "\x10\x03"
+      "\x32\x02\x05\x06",
+      9);
   const std::string op = std::string("\x1a\x01t", 3) + "\x22" + std::string(1, static_cast<char>(attr.size())) + attr;
   const std::string block = std::string("\x08\x00\x10", 3) + std::string(10, '\xff').replace(9, 1, "\x01") + "\x1a" +
                             std::string(1, static_cast<char>(var.size())) + var + "\x22" +

@@ -156,7 +156,9 @@ TEST(ProgramGraph, PicturesGraphvizCannotLayOutInTimeAreRefusedAndItsFailuresNam
   auto r = RunRill({"graph", dir + "/long.pb", "-o", dir + "/long.svg"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("the graph has 10001 nodes, more than Graphviz lays out in reasonable time (a picture takes "
-                       "at most 5000); draw one block"), std::string::npos) << r.err;
+                       "at most 5000); draw one block"),
+            std::string::npos)
+      << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/long.svg"));
   r = RunRill({"graph", dir + "/long.pb", "-o", dir + "/long.dot"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -177,18 +179,20 @@ TEST(ProgramGraph, PicturesGraphvizCannotLayOutInTimeAreRefusedAndItsFailuresNam
   r = with_dot("exec sleep 600", "RILL_GRAPH_DEADLINE_S=1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("did not lay out '" + dir + "/fib_fake.svg' ("), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("nodes) within 1 s (RILL_GRAPH_DEADLINE_S) and was stopped; draw one block"),
-            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nodes) within 1 s (RILL_GRAPH_DEADLINE_S) and was stopped; draw one block"), std::string::npos)
+      << r.err;
   r = with_dot("echo 'Error: <stdin>: syntax error in line 3' >&2; exit 3");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("`dot -Tsvg` failed (exit status 3) rendering '" + dir +
                        "/fib_fake.svg'; it printed: Error: <stdin>: syntax error in line 3"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   r = with_dot("kill -SEGV $$");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("`dot -Tsvg` was killed by signal 11 (Segmentation fault) rendering '" + dir +
                        "/fib_fake.svg'; it printed nothing"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/fib_fake.svg"));
   EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "a temporary file was left in TMPDIR";
 }

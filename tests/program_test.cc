@@ -56,7 +56,9 @@ TEST(ProgramIo, ParseErrorsNameFileLineAndColumn) {
     ParseProgramText("blocks {\n  idx: 0\n  bogus_field: 3\n}\n", "p.pbtxt");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("p.pbtxt: not a valid text program: line 3, column 14: Message type \"rill.proto.BlockDesc\" has no field named \"bogus_field\""), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("p.pbtxt: not a valid text program: line 3, column 14: Message type "
+                                         "\"rill.proto.BlockDesc\" has no field named \"bogus_field\""),
+              std::string::npos)
         << e.what();
   }
   EXPECT_THROW(ParseProgramBinary("\xff\xff\xff garbage", "g.pb"), Error);
@@ -69,9 +71,7 @@ proto::ProgramDesc FillProgram() {
   return pb.Build();
 }
 
-TEST(Validate, AcceptsWellFormedPrograms) {
-  EXPECT_EQ(FirstProblem(FillProgram()), "");
-}
+TEST(Validate, AcceptsWellFormedPrograms) { EXPECT_EQ(FirstProblem(FillProgram()), ""); }
 
 TEST(Validate, UnknownOpSaysNoLoadedPluginProvidesIt) {
   ProgramBuilder pb;
@@ -87,7 +87,8 @@ TEST(Validate, AttributeOfWrongType) {
   a->set_name("value");
   a->set_type(proto::STRING);
   a->set_s("three");
-  EXPECT_EQ(FirstProblem(p), "block 0, op 0 (fill_constant): attribute 'value' must be FLOAT, the program gives STRING");
+  EXPECT_EQ(FirstProblem(p),
+            "block 0, op 0 (fill_constant): attribute 'value' must be FLOAT, the program gives STRING");
 }
 
 TEST(Validate, MissingRequiredSlotAndAttribute) {
@@ -131,9 +132,13 @@ TEST(Validate, AnOpRunsOnlyBlocksBelowItsOwn) {
     ProgramBuilder pb;
     auto& body = pb.NewBlock(0);
     pb.block(0).Op("while").Input("Condition", "c").BlockAttr("sub_block", body.idx());
-    body.Op("conditional_block").Input("Cond", "c").Attr("is_scalar_condition", true).BlockAttr("sub_block", body.idx());
-    ExpectProblem(pb.Build(), "block 1, op 0 (conditional_block): attribute 'sub_block' runs block 1, the op's own "
-                              "block, which recurses without end: block 1, op 0 (conditional_block) -> block 1");
+    body.Op("conditional_block")
+        .Input("Cond", "c")
+        .Attr("is_scalar_condition", true)
+        .BlockAttr("sub_block", body.idx());
+    ExpectProblem(pb.Build(),
+                  "block 1, op 0 (conditional_block): attribute 'sub_block' runs block 1, the op's own "
+                  "block, which recurses without end: block 1, op 0 (conditional_block) -> block 1");
   }
   {
     ProgramBuilder pb;
@@ -141,20 +146,32 @@ TEST(Validate, AnOpRunsOnlyBlocksBelowItsOwn) {
     auto& branch = pb.NewBlock(loop.idx());
     pb.block(0).Op("while").Input("Condition", "c").BlockAttr("sub_block", loop.idx());
     loop.Op("increment").Input("X", "i").Output("Out", "i");
-    loop.Op("conditional_block").Input("Cond", "c").Attr("is_scalar_condition", true).BlockAttr("sub_block", branch.idx());
+    loop.Op("conditional_block")
+        .Input("Cond", "c")
+        .Attr("is_scalar_condition", true)
+        .BlockAttr("sub_block", branch.idx());
     branch.Op("go").BlockAttr("sub_block", loop.idx());
-    ExpectProblem(pb.Build(), "block 2, op 0 (go): attribute 'sub_block' runs block 1, an ancestor of the op's block, "
-                              "which recurses without end: block 1, op 1 (conditional_block) -> block 2, op 0 (go) "
-                              "-> block 1");
+    ExpectProblem(pb.Build(),
+                  "block 2, op 0 (go): attribute 'sub_block' runs block 1, an ancestor of the op's block, "
+                  "which recurses without end: block 1, op 1 (conditional_block) -> block 2, op 0 (go) "
+                  "-> block 1");
   }
   {
     ProgramBuilder pb;
     auto& left = pb.NewBlock(0);
     auto& right = pb.NewBlock(0);
-    pb.block(0).Op("conditional_block").Input("Cond", "c").Attr("is_scalar_condition", true).BlockAttr("sub_block", left.idx());
-    left.Op("conditional_block").Input("Cond", "c").Attr("is_scalar_condition", true).BlockAttr("sub_block", right.idx());
-    ExpectProblem(pb.Build(), "block 1, op 0 (conditional_block): attribute 'sub_block' runs block 2, which is not "
-                              "inside block 1 (its parent chain: 2 -> 0); an op runs only blocks below its own");
+    pb.block(0)
+        .Op("conditional_block")
+        .Input("Cond", "c")
+        .Attr("is_scalar_condition", true)
+        .BlockAttr("sub_block", left.idx());
+    left.Op("conditional_block")
+        .Input("Cond", "c")
+        .Attr("is_scalar_condition", true)
+        .BlockAttr("sub_block", right.idx());
+    ExpectProblem(pb.Build(),
+                  "block 1, op 0 (conditional_block): attribute 'sub_block' runs block 2, which is not "
+                  "inside block 1 (its parent chain: 2 -> 0); an op runs only blocks below its own");
     EXPECT_EQ(ValidateProgram(pb.Build(), test::ShippedRegistry()).size(), 1u) << "block 0 running block 1 is fine";
   }
 }

@@ -19,7 +19,8 @@ std::string Line(const std::string& endpoint, int64_t iteration, const std::stri
   };
   return "{\"endpoint\":\"" + endpoint + "\",\"fanin\":2,\"iteration\":\"" + std::to_string(iteration) +
          "\",\"optimizing\":false,\"uptime_ms\":\"2026\",\"bytes_in\":\"56\",\"bytes_out\":\"56\",\"barrier_waits\":"
-         "\"0\",\"barrier_wait_ms\":\"0\",\"trainers\":[" + trainer(0, state0, it0) + "," + trainer(1, state1, it1) +
+         "\"0\",\"barrier_wait_ms\":\"0\",\"trainers\":[" +
+         trainer(0, state0, it0) + "," + trainer(1, state1, it1) +
          "],\"parameters\":[\"w\",\"b\"],\"data_path\":\"tcp\"}\n";
 }
 

@@ -43,12 +43,14 @@ TEST(Registry, SchemaFromAbiParsesDefaults) {
 
 TEST(Registry, MalformedSchemasAreRefused) {
   const RillAttrDef bad_default[] = {{"n", RILL_ATTR_INT, 0, "three", nullptr}};
-  RillOpSchema s{sizeof(RillOpSchema), "op", "", nullptr, 0, nullptr, 0, bad_default, 1, nullptr, nullptr, nullptr, nullptr};
+  RillOpSchema s{sizeof(RillOpSchema), "op", "",      nullptr, 0,       nullptr, 0,
+                 bad_default,          1,    nullptr, nullptr, nullptr, nullptr};
   EXPECT_THROW(SchemaFromAbi(s, "p"), Error);
   RillOpSchema small = s;
   small.struct_size = 8;
   EXPECT_THROW(SchemaFromAbi(small, "p"), Error);
-  RillOpSchema bad_source{sizeof(RillOpSchema), "op", "", nullptr, 0, nullptr, 0, nullptr, 0, "attr:dtype", nullptr, nullptr, nullptr};
+  RillOpSchema bad_source{sizeof(RillOpSchema), "op",    "",      nullptr, 0, nullptr, 0, nullptr, 0,
+                          "attr:dtype",         nullptr, nullptr, nullptr};
   EXPECT_THROW(SchemaFromAbi(bad_source, "p"), Error);
 }
 

@@ -74,10 +74,13 @@ TEST_F(SchedulerTest, ACancellerStopsARunFromAnotherThread) {
   SchedulerOptions o;
   o.workers = 2;
   try {
-    RunTasks(o, [&] {
-      started = true;
-      for (;;) ThrowIfTaskCancelled();  // a run that only a cancellation ends
-    }, &canceller);
+    RunTasks(
+        o,
+        [&] {
+          started = true;
+          for (;;) ThrowIfTaskCancelled();  // a run that only a cancellation ends
+        },
+        &canceller);
     ADD_FAILURE() << "the run ended without the cancellation";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), RILL_CANCELLED);
@@ -89,7 +92,8 @@ TEST_F(SchedulerTest, ACancellerStopsARunFromAnotherThread) {
   early.Cancel("cancelled before it began", RILL_DEADLINE_EXCEEDED);
   bool ran = false;
   try {
-    RunTasks(o, [&] { ran = true; }, &early);
+    RunTasks(
+        o, [&] { ran = true; }, &early);
     ADD_FAILURE() << "a cancelled run ran";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), RILL_DEADLINE_EXCEEDED);
@@ -114,13 +118,16 @@ TEST_F(SchedulerTest, ThePollRunsOnTheCallingThreadWhileItsTaskComputes) {
   };
   int64_t ops = 0;
   try {
-    RunTasks(o, [&] {
-      OpBoundaries boundaries;
-      for (;;) {  // ops that never park: only a poll ends the run
-        boundaries.Check();
-        ++ops;
-      }
-    }, &canceller);
+    RunTasks(
+        o,
+        [&] {
+          OpBoundaries boundaries;
+          for (;;) {  // ops that never park: only a poll ends the run
+            boundaries.Check();
+            ++ops;
+          }
+        },
+        &canceller);
     ADD_FAILURE() << "the run ended without the poll's cancellation";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), RILL_CANCELLED);
@@ -145,22 +152,27 @@ TEST_F(SchedulerTest, ThePollRunsWhileTheCallingThreadWaitsForWork) {
     ++polls;
   };
   bool three_polls_seen = false;
-  RunTasks(o, [&] {
-    auto done = csp::Channel::Make(kLodTensor, 0);
-    std::atomic<bool> started{false};
-    SpawnTask([&, done] {
-      started = true;
-      // No op boundary: while this runs, only the calling thread's wait can poll.
-      three_polls_seen = test::WaitUntil([&] { return polls.load() >= 3; });
-      Variable one;
-      *static_cast<int64_t*>(one.GetMutableTensor()->Allocate(RILL_INT64, {1})) = 1;
-      done->Send(rill::Variable(reinterpret_cast<RillVariable*>(&one)), false, nullptr, "send");
-    }, nullptr);
-    // Busy until the go block started, so that it runs on the other worker.
-    while (!started.load()) std::this_thread::yield();
-    Variable got;
-    done->Recv(rill::Variable(reinterpret_cast<RillVariable*>(&got)), nullptr, "recv");
-  }, nullptr);
+  RunTasks(
+      o,
+      [&] {
+        auto done = csp::Channel::Make(kLodTensor, 0);
+        std::atomic<bool> started{false};
+        SpawnTask(
+            [&, done] {
+              started = true;
+              // No op boundary: while this runs, only the calling thread's wait can poll.
+              three_polls_seen = test::WaitUntil([&] { return polls.load() >= 3; });
+              Variable one;
+              *static_cast<int64_t*>(one.GetMutableTensor()->Allocate(RILL_INT64, {1})) = 1;
+              done->Send(rill::Variable(reinterpret_cast<RillVariable*>(&one)), false, nullptr, "send");
+            },
+            nullptr);
+        // Busy until the go block started, so that it runs on the other worker.
+        while (!started.load()) std::this_thread::yield();
+        Variable got;
+        done->Recv(rill::Variable(reinterpret_cast<RillVariable*>(&got)), nullptr, "recv");
+      },
+      nullptr);
   EXPECT_TRUE(three_polls_seen) << "the calling thread, waiting for work, never polled";
   EXPECT_FALSE(a_poll_off_the_caller.load());
 }
@@ -173,15 +185,18 @@ TEST_F(SchedulerTest, EveryGoBlockRunsOnceWhileTasksAreReusedAcrossWorkers) {
     auto done = csp::Channel::Make(kLodTensor, kPerRound);
     for (int round = 0; round < kRounds; ++round) {
       for (int i = 0; i < kPerRound; ++i) {
-        SpawnTask([&ran, done, c = Counted(&live)] {
-          ++ran;
-          Variable one;
-          *static_cast<int64_t*>(one.GetMutableTensor()->Allocate(RILL_INT64, {1})) = 1;
-          done->Send(rill::Variable(reinterpret_cast<RillVariable*>(&one)), false, nullptr, "send");
-        }, nullptr);
+        SpawnTask(
+            [&ran, done, c = Counted(&live)] {
+              ++ran;
+              Variable one;
+              *static_cast<int64_t*>(one.GetMutableTensor()->Allocate(RILL_INT64, {1})) = 1;
+              done->Send(rill::Variable(reinterpret_cast<RillVariable*>(&one)), false, nullptr, "send");
+            },
+            nullptr);
       }
       Variable got;
-      for (int i = 0; i < kPerRound; ++i) done->Recv(rill::Variable(reinterpret_cast<RillVariable*>(&got)), nullptr, "recv");
+      for (int i = 0; i < kPerRound; ++i)
+        done->Recv(rill::Variable(reinterpret_cast<RillVariable*>(&got)), nullptr, "recv");
     }
   });
   EXPECT_EQ(ran.load(), kRounds * kPerRound);
@@ -236,10 +251,12 @@ TEST_F(SchedulerTest, ABurstOfReadyTasksGetsEveryWorker) {
   o.workers = kWorkers;
   RunTasks(o, [&] {
     for (int i = 0; i < kWorkers - 1; ++i) {
-      SpawnTask([&] {
-        ++running;
-        if (test::WaitUntil([&] { return running.load() == kWorkers - 1; })) ++all_met;
-      }, nullptr);
+      SpawnTask(
+          [&] {
+            ++running;
+            if (test::WaitUntil([&] { return running.load() == kWorkers - 1; })) ++all_met;
+          },
+          nullptr);
     }
     ASSERT_TRUE(test::WaitUntil([&] { return all_met.load() == kWorkers - 1; }))
         << running.load() << " of " << kWorkers - 1 << " tasks ran at once";
@@ -282,10 +299,12 @@ TEST_F(SchedulerTest, ADeadlockCountsOnlyTheTasksStillAlive) {
     Run([] {
       for (int i = 0; i < 500; ++i) SpawnTask([] {}, nullptr);  // end, and stay for reuse
       auto never = csp::Channel::Make(kLodTensor, 0);
-      SpawnTask([never] {
-        Variable v;
-        never->Recv(rill::Variable(reinterpret_cast<RillVariable*>(&v)), nullptr, "go recv");
-      }, nullptr);
+      SpawnTask(
+          [never] {
+            Variable v;
+            never->Recv(rill::Variable(reinterpret_cast<RillVariable*>(&v)), nullptr, "go recv");
+          },
+          nullptr);
       Variable v;
       never->Recv(rill::Variable(reinterpret_cast<RillVariable*>(&v)), nullptr, "main recv");
     });

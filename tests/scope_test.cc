@@ -30,8 +30,8 @@ TEST(Scope, VarCreatesLocallyAndFindWalksUp) {
 // found, listed and told apart exactly.
 TEST(Scope, ShortAndLongNamesAreFoundAndListed) {
   auto scope = Scope::NewRoot();
-  const std::vector<std::string> names = {"", "x", "fifteen_chars__", "sixteen_chars___",
-                                          std::string(300, 'n'), std::string(300, 'n') + "m"};
+  const std::vector<std::string> names = {
+      "", "x", "fifteen_chars__", "sixteen_chars___", std::string(300, 'n'), std::string(300, 'n') + "m"};
   std::vector<Variable*> made;
   for (const std::string& name : names) made.push_back(scope->Var(name));
   for (size_t i = 0; i < names.size(); ++i) {

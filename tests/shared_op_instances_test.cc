@@ -24,17 +24,30 @@ std::string WorstGoBlockDifference(const std::string& name, const std::vector<st
   core::ProgramBuilder pb;
   core::BlockBuilder& main = pb.block(0);
   const auto fill = [](core::BlockBuilder& b, const std::string& out, int32_t dtype, float value) {
-    b.Op("fill_constant").Output("Out", out).Attr("shape", std::vector<int64_t>{1}).Attr("dtype", dtype)
+    b.Op("fill_constant")
+        .Output("Out", out)
+        .Attr("shape", std::vector<int64_t>{1})
+        .Attr("dtype", dtype)
         .Attr("value", value);
   };
   const auto random = [&](const std::string& out, std::vector<int64_t> shape, int32_t seed) {
-    main.Op("uniform_random").Output("Out", out).Attr("shape", shape).Attr("min", -1.0f).Attr("max", 1.0f)
+    main.Op("uniform_random")
+        .Output("Out", out)
+        .Attr("shape", shape)
+        .Attr("min", -1.0f)
+        .Attr("max", 1.0f)
         .Attr("seed", seed);
   };
   const auto body = [](core::BlockBuilder& b, const std::string& out) {
-    b.Op("conv2d").Input("Input", "x").Input("Filter", "w").Output("Output", out + "_conv")
+    b.Op("conv2d")
+        .Input("Input", "x")
+        .Input("Filter", "w")
+        .Output("Output", out + "_conv")
         .Attr("paddings", std::vector<int64_t>{1, 1});
-    b.Op("pool2d").Input("X", out + "_conv").Output("Out", out + "_pool").Attr("ksize", std::vector<int64_t>{2, 2})
+    b.Op("pool2d")
+        .Input("X", out + "_conv")
+        .Output("Out", out + "_pool")
+        .Attr("ksize", std::vector<int64_t>{2, 2})
         .Attr("strides", std::vector<int64_t>{2, 2});
     b.Op("layer_norm").Input("X", out + "_pool").Output("Y", out);
   };

@@ -345,7 +345,7 @@ TEST(SmallObjects, TheAllocatorServesSharedObjectsAndNodeContainers) {
                      SmallObjectAllocator<std::pair<const int, std::string>>>
       map;
   for (int i = 0; i < 1000; ++i) map.emplace(i, std::to_string(i));  // buckets outgrow the classes
-  std::thread([&] { map.clear(); }).join();  // nodes freed on another thread
+  std::thread([&] { map.clear(); }).join();                          // nodes freed on another thread
   for (int i = 0; i < 1000; ++i) map.emplace(i, std::to_string(i * 2));
   EXPECT_EQ(map.at(999), "1998");
 }
@@ -355,7 +355,8 @@ TEST(SmallObjects, TheAllocatorServesSharedObjectsAndNodeContainers) {
 // are as the process had them, on by default.
 TEST(SmallObjects, ARunOfTasksLeavesGlibcsMallocSettingsAlone) {
   if (!kSmallObjectCaches) GTEST_SKIP() << "built with AddressSanitizer, whose malloc is not glibc's";
-  if (std::string(RILL_TEST_SANITIZER) == "thread") GTEST_SKIP() << "built with ThreadSanitizer, whose malloc is not glibc's";
+  if (std::string(RILL_TEST_SANITIZER) == "thread")
+    GTEST_SKIP() << "built with ThreadSanitizer, whose malloc is not glibc's";
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.mxfast") != nullptr) {
     GTEST_SKIP() << "GLIBC_TUNABLES sets glibc.malloc.mxfast: fast bins are the user's choice here";

@@ -106,7 +106,8 @@ TEST(Tensor, LargeBuffersAskForHugePagesOverTheirWholeHugePagesOnly) {
 // Tensors allocated together (a model's parameters) each get their own aligned slice of
 // one allocation, which lives while any of them does; writing one leaves the others be.
 TEST(Tensor, TensorsAllocatedTogetherHoldTheirOwnSlicesOfOneAllocation) {
-  std::vector<Tensor> ts = Tensor::AllocateTogether({{RILL_FP32, {3, 5}}, {RILL_INT8, {1}}, {RILL_FP64, {0}}, {RILL_INT64, {7}}});
+  std::vector<Tensor> ts =
+      Tensor::AllocateTogether({{RILL_FP32, {3, 5}}, {RILL_INT8, {1}}, {RILL_FP64, {0}}, {RILL_INT64, {7}}});
   ASSERT_EQ(ts.size(), 4u);
   EXPECT_EQ(ts[0].dims().ToVector(), (std::vector<int64_t>{3, 5}));
   EXPECT_EQ(ts[2].numel(), 0);
@@ -257,7 +258,11 @@ TEST(Tensor, BadShapesAndPlacesAreErrors) {
 
 TEST(Variable, HoldsOneKindOfValue) {
   static int destroyed = 0;
-  static const CustomType kType{nullptr, "test.thing", "test", [](void* v) { ++destroyed; delete static_cast<int*>(v); },
+  static const CustomType kType{nullptr, "test.thing", "test",
+                                [](void* v) {
+                                  ++destroyed;
+                                  delete static_cast<int*>(v);
+                                },
                                 nullptr};
   Variable v;
   EXPECT_EQ(v.Describe(), "empty");
@@ -312,8 +317,9 @@ TEST(Tensor, AShapeWhoseSizeDoesNotFitIsAnError) {
     }
     EXPECT_FALSE(t.initialized());
   };
-  expect_refused(RILL_FP32, {int64_t{1} << 62},
-                 "tensor of fp32: shape [4611686018427387904] of 4-byte elements is more bytes than memory can address");
+  expect_refused(
+      RILL_FP32, {int64_t{1} << 62},
+      "tensor of fp32: shape [4611686018427387904] of 4-byte elements is more bytes than memory can address");
   expect_refused(RILL_INT8, {int64_t{1} << 32, int64_t{1} << 32}, "has more elements than int64 can count");
   expect_refused(RILL_FP32, {3, -2}, "shape [3, -2] has a negative dimension");
   Tensor empty;

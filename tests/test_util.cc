@@ -133,7 +133,8 @@ CommandResult StatusUntil(const std::vector<std::string>& args, const std::funct
 }
 
 CommandResult StatusUntil(const std::vector<std::string>& args, const std::string& text, const std::string& env) {
-  return StatusUntil(args, [&](const std::string& out) { return out.find(text) != std::string::npos; }, env);
+  return StatusUntil(
+      args, [&](const std::string& out) { return out.find(text) != std::string::npos; }, env);
 }
 
 bool PserversHeardFrom(const std::string& json, int trainer, int count) {
@@ -231,7 +232,8 @@ std::string MakeFitALineTraining(const std::string& dir) {
   std::filesystem::create_directories(dir);
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"run", fit_a_line + "data.pbtxt", "--fetch", "x", "--fetch", "y", "--save", dir + "/data"},
-           {"backward", fit_a_line + "model.pbtxt", "--loss", "avg_cost", "--sgd", "0.1", "-o", dir + "/train.pbtxt"}}) {
+           {"backward", fit_a_line + "model.pbtxt", "--loss", "avg_cost", "--sgd", "0.1", "-o",
+            dir + "/train.pbtxt"}}) {
     const CommandResult r = RunRill(args);
     if (r.exit_code != 0) return "rill " + args[0] + ": " + r.err;
   }

@@ -16,9 +16,8 @@
 
 // The table's offsets are frozen (sdk/abi_manifest.txt records them too): a new version
 // appends entries after the last one and pins them the same way.
-#define RILL_PIN(field, index)                                                                \
-  static_assert(offsetof(RillHostApi, field) == 8 + (index) * sizeof(void*),                   \
-                "RillHostApi layout changed: " #field)
+#define RILL_PIN(field, index) \
+  static_assert(offsetof(RillHostApi, field) == 8 + (index) * sizeof(void*), "RillHostApi layout changed: " #field)
 static_assert(offsetof(RillHostApi, abi_version) == 0, "RillHostApi layout changed");
 static_assert(offsetof(RillHostApi, struct_size) == 4, "RillHostApi layout changed");
 // Version 1.
@@ -102,9 +101,8 @@ static_assert(sizeof(RillHostApi) == 8 + 75 * sizeof(void*), "RillHostApi versio
 #undef RILL_PIN
 
 // The structs of version 1, as plugins fill and read them: a field may only be appended.
-#define RILL_PIN_STRUCT(type, last_field, last_offset, size)                          \
-  static_assert(offsetof(type, last_field) == (last_offset) && sizeof(type) == (size), \
-                #type " layout changed")
+#define RILL_PIN_STRUCT(type, last_field, last_offset, size) \
+  static_assert(offsetof(type, last_field) == (last_offset) && sizeof(type) == (size), #type " layout changed")
 RILL_PIN_STRUCT(RillTensorInfo, data, 40, 48);
 RILL_PIN_STRUCT(RillSlotDef, doc, 16, 24);
 RILL_PIN_STRUCT(RillAttrDef, doc, 24, 32);
@@ -132,17 +130,14 @@ RillStatus* NullArg(const char* fn) {
 
 // ---- status, log -------------------------------------------------------------------------
 
-RillStatus* StatusCreate(int32_t code, const char* message) {
-  return new RillStatus{code, message ? message : ""};
-}
+RillStatus* StatusCreate(int32_t code, const char* message) { return new RillStatus{code, message ? message : ""}; }
 int32_t StatusCode(const RillStatus* s) { return s ? s->code : RILL_OK; }
 const char* StatusMessage(const RillStatus* s) { return s ? s->message.c_str() : ""; }
 void StatusRelease(RillStatus* s) { delete s; }
 
 void Log(int32_t level, const char* message) {
-  static const spdlog::level::level_enum kLevels[] = {
-      spdlog::level::trace, spdlog::level::debug, spdlog::level::info, spdlog::level::warn,
-      spdlog::level::err};
+  static const spdlog::level::level_enum kLevels[] = {spdlog::level::trace, spdlog::level::debug, spdlog::level::info,
+                                                      spdlog::level::warn, spdlog::level::err};
   const auto lvl = (level >= 0 && level <= 4) ? kLevels[level] : spdlog::level::info;
   Logger().log(lvl, "{}", message ? message : "");
 }
@@ -154,8 +149,8 @@ RillStatus* RegisterOp(RillRegistrar* reg, const RillOpSchema* schema) {
   return StatusFromCall([&] {
     OpSchemaEntry e = SchemaFromAbi(*schema, reg->plugin);
     for (const auto& op : reg->ops) {
-      if (op.type == e.type) throw Error("op '" + e.type + "' registered twice by plugin '" + reg->plugin + "'",
-                                         RILL_ALREADY_EXISTS);
+      if (op.type == e.type)
+        throw Error("op '" + e.type + "' registered twice by plugin '" + reg->plugin + "'", RILL_ALREADY_EXISTS);
     }
     reg->ops.push_back(std::move(e));
   });
@@ -231,9 +226,8 @@ RillStatus* FindAttr(const RillOpInfo* info, const char* name, std::initializer_
       return nullptr;
     }
   }
-  return new RillStatus{RILL_INVALID_ARGUMENT, "attribute '" + std::string(name) + "' of op '" +
-                                                   info->type + "' is " + AttrTypeName(v->type) +
-                                                   ", read as " + AttrTypeName(*types.begin())};
+  return new RillStatus{RILL_INVALID_ARGUMENT, "attribute '" + std::string(name) + "' of op '" + info->type + "' is " +
+                                                   AttrTypeName(v->type) + ", read as " + AttrTypeName(*types.begin())};
 }
 
 RillStatus* AttrInt(const RillOpInfo* info, const char* name, int64_t* out) {
@@ -288,8 +282,7 @@ RillStatus* AttrStrings(const RillOpInfo* info, const char* name, size_t* count)
   *count = v->strings.size();
   return nullptr;
 }
-RillStatus* AttrStringsAt(const RillOpInfo* info, const char* name, size_t i, const char** data,
-                          size_t* len) {
+RillStatus* AttrStringsAt(const RillOpInfo* info, const char* name, size_t i, const char** data, size_t* len) {
   const AttrValue* v = nullptr;
   if (RillStatus* st = FindAttr(info, name, {RILL_ATTR_STRINGS}, &v)) return st;
   if (i >= v->strings.size()) {
@@ -362,7 +355,9 @@ std::string ArgLabel(const RillOpInfo::Args* args, int32_t slot, size_t i) {
   Tensor* t = v->is_tensor() ? v->GetMutableTensor() : nullptr;
   if (t == nullptr || !t->initialized()) {
     return new RillStatus{RILL_FAILED_PRECONDITION, "input " + args->slot + " ('" + name + "') holds " +
-                                                        (t ? "an empty tensor" : v->initialized() ? v->KindName() : "nothing yet") +
+                                                        (t                  ? "an empty tensor"
+                                                         : v->initialized() ? v->KindName()
+                                                                            : "nothing yet") +
                                                         ", not a tensor value"};
   }
   *out = reinterpret_cast<RillTensor*>(t);
@@ -456,8 +451,7 @@ RillStatus* CtxRunLoop(RillKernelContext* ctx, int32_t block_idx, const RillVari
 
 // The variable `find` gives, or NULL when it throws: the entries with no status to
 // return hand back NULL when memory runs out (abi.h).
-template <class F>
-RillVariable* VariableOrNull(F&& find) noexcept {
+template <class F> RillVariable* VariableOrNull(F&& find) noexcept {
   try {
     return reinterpret_cast<RillVariable*>(find());
   } catch (const std::exception&) {
@@ -471,8 +465,7 @@ RillStatus* VarTensor(RillVariable* v, RillTensor** out) {
   return StatusFromCall([&] { *out = reinterpret_cast<RillTensor*>(V(v)->GetMutableTensor()); });
 }
 // A variable type of the newest published registry, by name or by handle; nullptr if none.
-template <class Key>
-const CustomType* PublishedVarType(Key key) {
+template <class Key> const CustomType* PublishedVarType(Key key) {
   const Registry* registry = Registry::Published();
   return registry != nullptr ? registry->FindVarType(key) : nullptr;
 }
@@ -528,8 +521,8 @@ void VarDescribe(const RillVariable* v, char* buf, size_t cap) {
 void TensorInfo(const RillTensor* t, RillTensorInfo* out) {
   if (t) Describe(*T(t), out);
 }
-RillStatus* TensorAllocate(RillTensor* t, int32_t dtype, const int64_t* dims, size_t ndim,
-                           int32_t device_type, int32_t device_id, void** data_out) {
+RillStatus* TensorAllocate(RillTensor* t, int32_t dtype, const int64_t* dims, size_t ndim, int32_t device_type,
+                           int32_t device_id, void** data_out) {
   if (!t || (!dims && ndim > 0)) return NullArg("tensor_allocate");
   return StatusFromCall([&] {
     void* p = T(t)->Allocate(dtype, dims, ndim, Place{device_type, device_id});
@@ -549,8 +542,8 @@ RillStatus* TensorSetLodLevel(RillTensor* t, size_t level, const uint64_t* offse
   if (!t || (!offsets && count > 0)) return NullArg("tensor_set_lod_level");
   auto& lod = T(t)->mutable_lod();
   if (level > lod.size()) {
-    return new RillStatus{RILL_OUT_OF_RANGE, "LoD level " + std::to_string(level) + " set before level " +
-                                                 std::to_string(lod.size())};
+    return new RillStatus{RILL_OUT_OF_RANGE,
+                          "LoD level " + std::to_string(level) + " set before level " + std::to_string(lod.size())};
   }
   if (level == lod.size()) lod.emplace_back();
   lod[level].assign(offsets, offsets + count);
@@ -597,9 +590,9 @@ RillStatus* CtxGo(RillKernelContext* ctx, int32_t block_idx, const RillArg* bind
       const RillOpInfo::Args* args = ctx->op->InputAt(bind[k].slot);
       return new RillStatus{RILL_INVALID_ARGUMENT,
                             "ctx_go: input " + ArgLabel(args, bind[k].slot, bind[k].index) +
-                                (ids[k] == RillOpInfo::kNoArg ? " is not an argument of op '" + ctx->op->type + "'"
-                                                              : " ('" + ctx->op->Name(*args, bind[k].index) +
-                                                                    "') does not exist in any scope")};
+                                (ids[k] == RillOpInfo::kNoArg
+                                     ? " is not an argument of op '" + ctx->op->type + "'"
+                                     : " ('" + ctx->op->Name(*args, bind[k].index) + "') does not exist in any scope")};
     }
   }
   return StatusFromCall([&] {
@@ -633,8 +626,7 @@ RillStatus* VarSwap(RillVariable* a, RillVariable* b) {
 // ---- selected rows -------------------------------------------------------------------------
 
 int32_t VarIsSelectedRows(const RillVariable* v) { return v && V(v)->is_selected_rows() ? 1 : 0; }
-RillStatus* VarSelectedRows(RillVariable* v, const int64_t** rows, size_t* count, int64_t* height,
-                            RillTensor** value) {
+RillStatus* VarSelectedRows(RillVariable* v, const int64_t** rows, size_t* count, int64_t* height, RillTensor** value) {
   if (!v || !rows || !count || !height || !value) return NullArg("var_selected_rows");
   if (!V(v)->is_selected_rows()) {
     return new RillStatus{RILL_INVALID_ARGUMENT, "variable holds " + V(v)->KindName() + ", not selected_rows"};
@@ -646,8 +638,7 @@ RillStatus* VarSelectedRows(RillVariable* v, const int64_t** rows, size_t* count
   *value = reinterpret_cast<RillTensor*>(&s->value);
   return nullptr;
 }
-RillStatus* VarSetSelectedRows(RillVariable* v, const int64_t* rows, size_t count, int64_t height,
-                               RillTensor** value) {
+RillStatus* VarSetSelectedRows(RillVariable* v, const int64_t* rows, size_t count, int64_t height, RillTensor** value) {
   if (!v || (!rows && count > 0) || !value) return NullArg("var_set_selected_rows");
   V(v)->Clear();
   SelectedRows* s = V(v)->GetMutableSelectedRows();
@@ -686,8 +677,8 @@ RillStatus* VarTensorArrayAt(RillVariable* v, size_t i, RillTensor** out) {
   TensorArray* array = nullptr;
   if (RillStatus* st = ArrayOf(v, &array)) return st;
   if (i >= array->size()) {
-    return new RillStatus{RILL_OUT_OF_RANGE, "entry " + std::to_string(i) + " of a tensor array of " +
-                                                 std::to_string(array->size())};
+    return new RillStatus{RILL_OUT_OF_RANGE,
+                          "entry " + std::to_string(i) + " of a tensor array of " + std::to_string(array->size())};
   }
   *out = reinterpret_cast<RillTensor*>(&(*array)[i]);
   return nullptr;
@@ -704,29 +695,92 @@ void TraceSpan(const char* category, const char* name, int64_t start_ns, int64_t
 }
 
 const RillHostApi kTable = {
-    RILL_ABI_VERSION, sizeof(RillHostApi),
+    RILL_ABI_VERSION,
+    sizeof(RillHostApi),
     // Status and logging.
-    StatusCreate, StatusCode, StatusMessage, StatusRelease, Log,
+    StatusCreate,
+    StatusCode,
+    StatusMessage,
+    StatusRelease,
+    Log,
     // Registration.
-    RegisterOp, RegisterKernel, RegisterVarType, RegisterDevice,
+    RegisterOp,
+    RegisterKernel,
+    RegisterVarType,
+    RegisterDevice,
     // Op instances.
-    OpType, OpInputSlot, OpOutputSlot, OpInputCount, OpOutputCount, OpInputName, OpOutputName,
-    AttrInt, AttrFloat, AttrBool, AttrString, AttrInts, AttrFloats, AttrBools, AttrStrings, AttrStringsAt,
-    AttrBlock, AttrBlocks, OpBlockOps,
+    OpType,
+    OpInputSlot,
+    OpOutputSlot,
+    OpInputCount,
+    OpOutputCount,
+    OpInputName,
+    OpOutputName,
+    AttrInt,
+    AttrFloat,
+    AttrBool,
+    AttrString,
+    AttrInts,
+    AttrFloats,
+    AttrBools,
+    AttrStrings,
+    AttrStringsAt,
+    AttrBlock,
+    AttrBlocks,
+    OpBlockOps,
     // Kernel context.
-    CtxOp, CtxScope, CtxDeviceId, CtxInput, CtxOutput, CtxInputTensor, CtxOutputAllocate,
+    CtxOp,
+    CtxScope,
+    CtxDeviceId,
+    CtxInput,
+    CtxOutput,
+    CtxInputTensor,
+    CtxOutputAllocate,
     // Variables.
-    VarIsInitialized, VarTensor, VarScalar, VarSetScalar, VarIsSelectedRows, VarSelectedRows, VarSetSelectedRows,
-    VarTypeFind, VarCustom, VarSetCustom, VarMove, VarCopy, VarSwap, VarDescribe, VarNew, VarDelete,
+    VarIsInitialized,
+    VarTensor,
+    VarScalar,
+    VarSetScalar,
+    VarIsSelectedRows,
+    VarSelectedRows,
+    VarSetSelectedRows,
+    VarTypeFind,
+    VarCustom,
+    VarSetCustom,
+    VarMove,
+    VarCopy,
+    VarSwap,
+    VarDescribe,
+    VarNew,
+    VarDelete,
     // Tensors.
-    TensorInfo, TensorAllocate, TensorLodLevels, TensorLodLevel, TensorSetLodLevel,
+    TensorInfo,
+    TensorAllocate,
+    TensorLodLevels,
+    TensorLodLevel,
+    TensorSetLodLevel,
     // Scopes.
-    ScopeNewChild, ScopeRetain, ScopeRelease, ScopeFindVar, ScopeVar,
+    ScopeNewChild,
+    ScopeRetain,
+    ScopeRelease,
+    ScopeFindVar,
+    ScopeVar,
     // Blocks and tasks.
-    CtxRunBlock, CtxRunLoop, CtxGo, TaskCurrent, TaskPark, TaskUnpark,
+    CtxRunBlock,
+    CtxRunLoop,
+    CtxGo,
+    TaskCurrent,
+    TaskPark,
+    TaskUnpark,
     // Version 2: tracing, commands.
-    TraceActive, TraceNowNs, TraceSpan, RegisterCommand,
-    VarIsTensorArray, VarTensorArray, VarTensorArrayResize, VarTensorArrayAt,
+    TraceActive,
+    TraceNowNs,
+    TraceSpan,
+    RegisterCommand,
+    VarIsTensorArray,
+    VarTensorArray,
+    VarTensorArrayResize,
+    VarTensorArrayAt,
 };
 
 }  // namespace

@@ -20,8 +20,7 @@ namespace rill::core {
 void ThrowIfError(RillStatus* status, const std::string& context = "");
 
 // Runs `body`; returns nullptr, or a new status describing the exception it threw.
-template <class F>
-RillStatus* StatusFromCall(F&& body) noexcept {
+template <class F> RillStatus* StatusFromCall(F&& body) noexcept {
   try {
     body();
     return nullptr;

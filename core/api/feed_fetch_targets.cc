@@ -49,8 +49,8 @@ std::vector<FeedFetchTarget> Targets(const Program& program, std::string_view ty
     return std::string(type) + " op " + std::to_string(op_index[i]) + " ('" + found[i].var + "')";
   };
   for (size_t i = 0; i < found.size(); ++i) {
-    const int64_t on_list = std::count_if(found.begin(), found.end(),
-                                          [&](const FeedFetchTarget& f) { return f.list == found[i].list; });
+    const int64_t on_list =
+        std::count_if(found.begin(), found.end(), [&](const FeedFetchTarget& f) { return f.list == found[i].list; });
     if (cols[i] < 0 || cols[i] >= on_list) {
       throw Error(name(i) + ": col " + std::to_string(cols[i]) + " is not in [0, " + std::to_string(on_list) +
                       "), one column per " + std::string(type) + " op on '" + found[i].list + "'",
@@ -58,9 +58,9 @@ std::vector<FeedFetchTarget> Targets(const Program& program, std::string_view ty
     }
     for (size_t j = 0; j < i; ++j) {
       if (cols[j] == cols[i] && found[j].list == found[i].list) {
-        throw Error(name(j) + " and " + name(i) + " both use column " + std::to_string(cols[i]) + " of '" +
-                        found[i].list + "'",
-                    RILL_INVALID_ARGUMENT);
+        throw Error(
+            name(j) + " and " + name(i) + " both use column " + std::to_string(cols[i]) + " of '" + found[i].list + "'",
+            RILL_INVALID_ARGUMENT);
       }
     }
     found[i].col = static_cast<int>(cols[i]);
@@ -74,8 +74,8 @@ std::vector<FeedFetchTarget> Targets(const Program& program, std::string_view ty
 std::vector<FeedFetchTarget> FeedTargets(const Program& program) { return Targets(program, "feed"); }
 std::vector<FeedFetchTarget> FetchTargets(const Program& program) { return Targets(program, "fetch"); }
 
-void FeedInto(const Program& program, const std::vector<FeedFetchTarget>& feeds, Scope& scope,
-              const std::string& name, Tensor value) {
+void FeedInto(const Program& program, const std::vector<FeedFetchTarget>& feeds, Scope& scope, const std::string& name,
+              Tensor value) {
   CheckFeed(program, name, value);
   const auto op = std::find_if(feeds.begin(), feeds.end(), [&](const FeedFetchTarget& f) { return f.var == name; });
   if (op != feeds.end()) {

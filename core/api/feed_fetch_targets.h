@@ -28,8 +28,8 @@ struct FeedFetchTarget {
 std::vector<FeedFetchTarget> FeedTargets(const Program& program);
 std::vector<FeedFetchTarget> FetchTargets(const Program& program);
 
-void FeedInto(const Program& program, const std::vector<FeedFetchTarget>& feeds, Scope& scope,
-              const std::string& name, Tensor value);
+void FeedInto(const Program& program, const std::vector<FeedFetchTarget>& feeds, Scope& scope, const std::string& name,
+              Tensor value);
 // REQUIRES: `fetch` is one of the program's fetch targets and the program has run in `scope`.
 const Tensor& Fetched(const Scope& scope, const FeedFetchTarget& fetch);
 

@@ -40,8 +40,7 @@ std::vector<Tensor> Model::Run(std::vector<std::pair<std::string, Tensor>> feeds
   }
   for (const auto& f : feeds_) {
     if (!given.count(f.var)) {
-      throw Error("feed '" + f.var + "' (" + DeclaredType(*program_, f.var) + ") is not given",
-                  RILL_INVALID_ARGUMENT);
+      throw Error("feed '" + f.var + "' (" + DeclaredType(*program_, f.var) + ") is not given", RILL_INVALID_ARGUMENT);
     }
   }
   RunTasks(tasks_, [&] { executor_.Run(0, scope_); });

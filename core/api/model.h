@@ -32,8 +32,8 @@
 namespace rill::core {
 
 struct ModelOptions {
-  ModelFiles files;          // other names for the program and combined parameter files
-  Place place;               // where kernels run (CPU by default), as rill run --device
+  ModelFiles files;  // other names for the program and combined parameter files
+  Place place;       // where kernels run (CPU by default), as rill run --device
   // Worker threads for the run's tasks. One by default, the thread calling Run: a model's
   // ops run in order, a large op uses the math plugin's intra-op threads, and a run
   // starts and stops no thread (several threads serve by calling Run on models of their

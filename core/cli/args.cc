@@ -49,8 +49,8 @@ std::vector<std::string> SplitPluginCommand(const std::vector<std::string>& args
 }  // namespace
 
 const std::set<std::string>& BuiltinCommands() {
-  static const std::set<std::string> names = {"run",      "check",     "graph",  "convert", "backward",
-                                              "transpile", "launch", "ops",    "describe", "plugins"};
+  static const std::set<std::string> names = {"run",       "check",  "graph", "convert",  "backward",
+                                              "transpile", "launch", "ops",   "describe", "plugins"};
   return names;
 }
 
@@ -63,9 +63,10 @@ Args ParseArgs(int argc, char** argv) {
     args.erase(dashes, args.end());
   }
 
-  CLI::App app("rill: runs Rill programs with op-kernel plugins loaded from disk. Exit status: 0 on success, "
-               "1 when the program, a plugin or a run fails, 2 for bad usage.",
-               "rill");
+  CLI::App app(
+      "rill: runs Rill programs with op-kernel plugins loaded from disk. Exit status: 0 on success, "
+      "1 when the program, a plugin or a run fails, 2 for bad usage.",
+      "rill");
   app.set_help_flag("-h,--help", "show this help; after a subcommand, its own");
   app.add_flag("--version", a.version, "show rill's version and plugin ABI version");
   app.add_option("--plugin-path", a.plugin_dirs,
@@ -82,8 +83,7 @@ Args ParseArgs(int argc, char** argv) {
 
   std::vector<std::string> rest;  // the subcommand's positional arguments
   std::map<std::string, CLI::App*> subcommands;
-  const auto command = [&](const char* name, const char* description, const char* operand,
-                           const char* operand_help) {
+  const auto command = [&](const char* name, const char* description, const char* operand, const char* operand_help) {
     if (BuiltinCommands().count(name) == 0) throw std::logic_error(std::string("BuiltinCommands() lacks ") + name);
     CLI::App* sub = app.add_subcommand(name, description);
     subcommands[name] = sub;
@@ -98,50 +98,72 @@ Args ParseArgs(int argc, char** argv) {
         ->type_name("F");
   };
 
-  CLI::App* run = command("run", "validate and run block 0 of a program (text .pbtxt or binary), an inference "
+  CLI::App* run = command("run",
+                          "validate and run block 0 of a program (text .pbtxt or binary), an inference "
                           "model as Paddle saves it (its parameters loaded first), or, under mpirun, this "
                           "rank's process of a transpiled cluster DIR",
                           "PROGRAM|MODEL|DIR", "what to run");
-  run->add_option("--fetch", a.fetch, "print VAR after the run (repeatable); without any, the variables of the "
-                  "program's fetch ops, in col order")->type_name("VAR");
+  run->add_option("--fetch", a.fetch,
+                  "print VAR after the run (repeatable); without any, the variables of the "
+                  "program's fetch ops, in col order")
+      ->type_name("VAR");
   run->add_option("--feed", a.feed, "set VAR from a .npy file before the run (repeatable)")->type_name("VAR=FILE");
-  run->add_flag("--allow-model-files", a.allow_model_files, "let an inference model write files (save ops) and "
+  run->add_flag("--allow-model-files", a.allow_model_files,
+                "let an inference model write files (save ops) and "
                 "read files outside its directory; refused by default, as a model runs with your rights");
   run->add_option("--save", a.save_dir, "also write every fetched VAR to DIR/VAR.npy")->type_name("DIR");
   run->add_option("--startup", a.startup, "run PROG once first, in the same scope")->type_name("PROG");
-  run->add_option("--iterations", a.iterations, "run the program N times (a training loop); on a terminal a "
-                  "progress line shows how far it got")->type_name("N");
-  run->add_option("--print-every", a.print_every, "also print the fetched variables every K iterations (on a "
-                  "terminal: in the progress line)")->type_name("K");
-  run->add_option("--device", a.device, "run kernels on DEV where the op has one: cpu (default), cuda[:N] or "
-                  "another plugin's device")->type_name("DEV");
-  run->add_option("--workers", a.workers, "threads that run the program's tasks; default: one per CPU")
+  run->add_option("--iterations", a.iterations,
+                  "run the program N times (a training loop); on a terminal a "
+                  "progress line shows how far it got")
       ->type_name("N");
-  run->add_option("--malloc", a.malloc, "tuned (default) or default: glibc's malloc as rill tunes it or as it "
-                  "comes")->type_name("MODE");
-  run->add_option("--profile", a.profile, "write a trace of the run in Chrome's trace-event format (Perfetto, "
-                  "chrome://tracing)")->type_name("FILE.json");
+  run->add_option("--print-every", a.print_every,
+                  "also print the fetched variables every K iterations (on a "
+                  "terminal: in the progress line)")
+      ->type_name("K");
+  run->add_option("--device", a.device,
+                  "run kernels on DEV where the op has one: cpu (default), cuda[:N] or "
+                  "another plugin's device")
+      ->type_name("DEV");
+  run->add_option("--workers", a.workers, "threads that run the program's tasks; default: one per CPU")->type_name("N");
+  run->add_option("--malloc", a.malloc,
+                  "tuned (default) or default: glibc's malloc as rill tunes it or as it "
+                  "comes")
+      ->type_name("MODE");
+  run->add_option("--profile", a.profile,
+                  "write a trace of the run in Chrome's trace-event format (Perfetto, "
+                  "chrome://tracing)")
+      ->type_name("FILE.json");
   run->add_flag("--profile-summary", a.profile_summary, "print the ops by total time");
   model_files(run);
 
-  CLI::App* check = command("check", "validate only: the op types no loaded plugin provides, with counts, then "
-                            "every other problem", "PROGRAM|MODEL", "what to check");
+  CLI::App* check = command("check",
+                            "validate only: the op types no loaded plugin provides, with counts, then "
+                            "every other problem",
+                            "PROGRAM|MODEL", "what to check");
   model_files(check);
 
-  CLI::App* graph = command("graph", "the program as a Graphviz graph: ops, variables (parameters blue, channels "
+  CLI::App* graph = command("graph",
+                            "the program as a Graphviz graph: ops, variables (parameters blue, channels "
                             "orange), sub-blocks as clusters under their ops, channel sends joined to their "
-                            "receives, problems red", "PROGRAM|MODEL", "what to draw");
-  graph->add_option("-o", a.output, "FILE.svg, .png, .pdf (rendered by Graphviz's dot) or .dot; none: DOT on "
-                    "stdout")->type_name("FILE");
+                            "receives, problems red",
+                            "PROGRAM|MODEL", "what to draw");
+  graph
+      ->add_option("-o", a.output,
+                   "FILE.svg, .png, .pdf (rendered by Graphviz's dot) or .dot; none: DOT on "
+                   "stdout")
+      ->type_name("FILE");
   graph->add_option("--block", a.block, "draw only block N")->type_name("N");
   model_files(graph);
 
-  CLI::App* convert = command("convert", "write a program as text (OUT ends in .pbtxt/.txt) or binary",
-                              "PROGRAM", "the program");
+  CLI::App* convert =
+      command("convert", "write a program as text (OUT ends in .pbtxt/.txt) or binary", "PROGRAM", "the program");
   convert->add_option("-o", a.output, "the file to write")->type_name("OUT");
 
-  CLI::App* backward = command("backward", "append the backward pass of VAR and, with --sgd, SGD updates; prints "
-                               "each parameter with its gradient", "PROGRAM", "the program");
+  CLI::App* backward = command("backward",
+                               "append the backward pass of VAR and, with --sgd, SGD updates; prints "
+                               "each parameter with its gradient",
+                               "PROGRAM", "the program");
   backward->add_option("--loss", a.loss, "the loss variable")->type_name("VAR");
   backward->add_option("-o", a.output, "the file to write")->type_name("OUT");
   backward->add_option("--parameters", a.parameters, "the parameters (default: block 0's persistable variables)")
@@ -149,31 +171,42 @@ Args ParseArgs(int argc, char** argv) {
       ->type_name("A,B,...");
   backward->add_option("--sgd", a.sgd, "append SGD updates at learning rate LR")->type_name("LR");
 
-  CLI::App* transpile = command("transpile", "split a training program into a trainer program and one program "
+  CLI::App* transpile = command("transpile",
+                                "split a training program into a trainer program and one program "
                                 "per pserver, with their startups, as text in DIR (plus DIR/cluster.txt)",
                                 "PROGRAM", "the training program");
   transpile->add_option("--startup", a.startup, "its startup program")->type_name("PROG");
   transpile->add_option("--trainers", a.trainers, "how many trainers")->type_name("N");
-  transpile->add_option("--pservers", a.pservers, "the pservers' endpoints")->delimiter(',')->type_name(
-      "HOST:PORT,...");
+  transpile->add_option("--pservers", a.pservers, "the pservers' endpoints")
+      ->delimiter(',')
+      ->type_name("HOST:PORT,...");
   transpile->add_option("-o", a.output, "the directory to write")->type_name("DIR");
   transpile->add_option("--deadline-ms", a.deadline_ms, "the transport ops' deadline")->type_name("MS");
-  transpile->add_option("--transport", a.transport, "grpc (send/recv/listen_and_serv, default) or mpi "
-                        "(send_mpi/recv_mpi/listen_and_serv_mpi)")->type_name("grpc|mpi");
+  transpile
+      ->add_option("--transport", a.transport,
+                   "grpc (send/recv/listen_and_serv, default) or mpi "
+                   "(send_mpi/recv_mpi/listen_and_serv_mpi)")
+      ->type_name("grpc|mpi");
 
-  CLI::App* launch = command("launch", "run the cluster of DIR locally: one `rill run` per pserver and trainer "
+  CLI::App* launch = command("launch",
+                             "run the cluster of DIR locally: one `rill run` per pserver and trainer "
                              "(\"{trainer}\" in the run options after -- becomes J); logs in LOGS; fails naming a "
-                             "failed process", "DIR", "a transpiled cluster");
+                             "failed process",
+                             "DIR", "a transpiled cluster");
   launch->add_option("--log-dir", a.log_dir, "where the processes' logs go (default DIR/logs)")->type_name("LOGS");
   launch->add_option("--deadline-ms", a.deadline_ms, "the transport ops' deadline")->type_name("MS");
   launch->add_option("--transport", a.transport, "grpc or mpi (under one mpirun)")->type_name("grpc|mpi");
-  launch->add_option("--profile", a.profile, "each process writes its trace (rill run --profile) to DIR, on one "
-                     "clock: load them together in Perfetto")->type_name("DIR");
+  launch
+      ->add_option("--profile", a.profile,
+                   "each process writes its trace (rill run --profile) to DIR, on one "
+                   "clock: load them together in Perfetto")
+      ->type_name("DIR");
 
   command("ops", "every op with the plugin that provides it", nullptr, nullptr);
-  CLI::App* describe = command("describe", "an op's inputs, outputs, attributes, kernels and doc; or a program's "
-                               "or model's feeds, fetches, parameters and op types", "OP|PROGRAM|MODEL",
-                               "what to describe");
+  CLI::App* describe = command("describe",
+                               "an op's inputs, outputs, attributes, kernels and doc; or a program's "
+                               "or model's feeds, fetches, parameters and op types",
+                               "OP|PROGRAM|MODEL", "what to describe");
   model_files(describe);
   command("plugins", "the plugins loaded: name, version, ABI version, file, op count", nullptr, nullptr);
 
@@ -209,7 +242,8 @@ Args ParseArgs(int argc, char** argv) {
     a.positional.insert(a.positional.end(), operands.begin(), operands.end());
   }
   if (!a.passthrough.empty() && name != "launch") {
-    throw UsageError("rill " + name + ": error: arguments after -- are `rill launch`'s, for the processes it "
+    throw UsageError("rill " + name +
+                     ": error: arguments after -- are `rill launch`'s, for the processes it "
                      "starts");
   }
   return a;

@@ -32,7 +32,7 @@ struct Args {
   std::string trainers, deadline_ms, log_dir, transport, block, profile;
   std::string model_filename, params_filename;
   std::string save_dir, output, loss, sgd, startup, iterations = "1", print_every = "0", device = "cpu", workers = "0",
-              malloc = "tuned", log_level = "warn";
+                                                    malloc = "tuned", log_level = "warn";
   bool help = false, version = false, profile_summary = false, allow_model_files = false;
   // positional[0] is not one of rill's own commands: a plugin's (Registry::FindCommand),
   // given positional[1...] as they came, or an unknown one.

@@ -43,7 +43,6 @@ std::string SelfExe() {
   return p.string();
 }
 
-
 void Spawn(Process& p, const std::vector<std::string>& args, const std::vector<std::string>& extra_env) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -136,11 +135,12 @@ ClusterSpec ReadClusterSpec(const std::string& path) {
     } else if (key == "pserver" && !value.empty()) {
       spec.pservers.push_back(value);
     } else {
-      throw Error(path + ":" + std::to_string(n) + ": expected 'transport grpc|mpi', 'trainers N' or 'pserver HOST:PORT', got '" +
-                  line + "'");
+      throw Error(path + ":" + std::to_string(n) +
+                  ": expected 'transport grpc|mpi', 'trainers N' or 'pserver HOST:PORT', got '" + line + "'");
     }
   }
-  if (spec.trainers < 1 || spec.pservers.empty()) throw Error(path + ": needs 'trainers N' (N >= 1) and a 'pserver' line");
+  if (spec.trainers < 1 || spec.pservers.empty())
+    throw Error(path + ": needs 'trainers N' (N >= 1) and a 'pserver' line");
   return spec;
 }
 
@@ -172,7 +172,8 @@ bool LauncherRank(int64_t* rank, int64_t* size) {
 
 std::string WithTrainer(std::string s, int32_t trainer) {
   const std::string from = "{trainer}", to = std::to_string(trainer);
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
   return s;
 }
 
@@ -184,7 +185,7 @@ struct Plan {
   std::vector<std::vector<std::string>> args;  // `rill run ...` of each
   std::vector<std::string> env;                // for every process
   size_t pservers = 0;
-  std::string status_log;                      // where the pservers' status reports go
+  std::string status_log;  // where the pservers' status reports go
 };
 
 Plan MakePlan(const LaunchOptions& options, const ClusterSpec& spec, const std::string& log_dir) {
@@ -256,8 +257,7 @@ std::function<std::string()> StatusAsker(const LaunchOptions& options, const Pla
     Process ask{"status", log};
     Spawn(ask, args, env);
     int ignored = 0;
-    while (waitpid(ask.pid, &ignored, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(ask.pid, &ignored, 0) < 0 && errno == EINTR) {}
     std::ifstream in(log);
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   };
@@ -288,7 +288,8 @@ void LaunchMpi(const LaunchOptions& options, const ClusterSpec& spec, Plan& plan
   if (options.deadline_given) args.insert(args.end(), {"-x", "RILL_RPC_DEADLINE_MS"});
   for (size_t i = 0; i < plan.procs.size(); ++i) {
     if (i > 0) args.push_back(":");
-    args.insert(args.end(), {"-np", "1", "sh", "-c", R"(log=$1; shift; exec "$@" >"$log" 2>&1)", "sh", plan.procs[i].log});
+    args.insert(args.end(),
+                {"-np", "1", "sh", "-c", R"(log=$1; shift; exec "$@" >"$log" 2>&1)", "sh", plan.procs[i].log});
     args.insert(args.end(), plan.args[i].begin(), plan.args[i].end());
   }
   Process mpirun{"mpirun", (std::filesystem::path(log_dir) / "mpirun.log").string()};
@@ -396,10 +397,11 @@ void Launch(const LaunchOptions& options) {
   namespace fs = std::filesystem;
   const ClusterSpec spec = ReadClusterSpec((fs::path(options.dir) / "cluster.txt").string());
   const std::string transport = options.transport.empty() ? spec.transport : options.transport;
-  if (transport != "grpc" && transport != "mpi") throw Error("launch: --transport is grpc or mpi, got '" + transport + "'");
+  if (transport != "grpc" && transport != "mpi")
+    throw Error("launch: --transport is grpc or mpi, got '" + transport + "'");
   if (transport != spec.transport) {
-    throw Error("launch: " + options.dir + " was transpiled for " + spec.transport + " (cluster.txt), not " + transport +
-                "; transpile again with --transport " + transport);
+    throw Error("launch: " + options.dir + " was transpiled for " + spec.transport + " (cluster.txt), not " +
+                transport + "; transpile again with --transport " + transport);
   }
   const std::string log_dir = options.log_dir.empty() ? (fs::path(options.dir) / "logs").string() : options.log_dir;
   fs::create_directories(log_dir);

@@ -49,11 +49,11 @@ bool LauncherRank(int64_t* rank, int64_t* size);
 std::string WithTrainer(std::string s, int32_t trainer);
 
 struct LaunchOptions {
-  std::string dir;                        // rill transpile's output
-  std::string transport;                  // "grpc" or "mpi"; empty: cluster.txt's
-  std::string log_dir;                    // default: DIR/logs
-  std::vector<std::string> common_args;   // for every process (plugin options, log level)
-  std::vector<std::string> trainer_args;  // for trainers only ({trainer} = index)
+  std::string dir;                             // rill transpile's output
+  std::string transport;                       // "grpc" or "mpi"; empty: cluster.txt's
+  std::string log_dir;                         // default: DIR/logs
+  std::vector<std::string> common_args;        // for every process (plugin options, log level)
+  std::vector<std::string> trainer_args;       // for trainers only ({trainer} = index)
   std::chrono::milliseconds deadline{120000};  // RILL_RPC_DEADLINE_MS for all, and the pservers' grace
   bool deadline_given = false;
   // Non-empty: each process writes its trace there (rill run --profile), named after its

@@ -46,8 +46,6 @@
 namespace rill::core {
 namespace {
 
-
-
 void SetLogLevel(const std::string& level) {
   const auto lvl = spdlog::level::from_str(level);
   if (lvl == spdlog::level::off && level != "off") throw UsageError("unknown log level '" + level + "'");
@@ -59,13 +57,15 @@ void ExpectPositional(const Args& a, size_t n, const char* usage) {
 }
 
 std::string OneLine(std::string s) {
-  for (char& c : s) if (c == '\n' || c == '\r') c = ' ';
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
   return s;
 }
 
 std::string FileNameFor(const std::string& var) {
   std::string out = var;
-  for (char& c : out) if (c == '/' || c == '\\') c = '_';
+  for (char& c : out)
+    if (c == '/' || c == '\\') c = '_';
   return out + ".npy";
 }
 
@@ -163,9 +163,13 @@ Args ForThisRank(const Args& a) {
   const int64_t processes = static_cast<int64_t>(spec.pservers.size()) + spec.trainers;
   int64_t rank = -1, size = -1;
   if (!LauncherRank(&rank, &size)) {
-    throw UsageError("rill run " + dir + " runs one process of a cluster, picked by the rank a launcher gives it "
-                     "(mpirun -np " + std::to_string(processes) + " rill run " + dir + " ...); for a local cluster, "
-                     "rill launch " + dir);
+    throw UsageError("rill run " + dir +
+                     " runs one process of a cluster, picked by the rank a launcher gives it "
+                     "(mpirun -np " +
+                     std::to_string(processes) + " rill run " + dir +
+                     " ...); for a local cluster, "
+                     "rill launch " +
+                     dir);
   }
   if (rank < 0 || rank >= processes || (size >= 0 && size != processes)) {
     throw Error(dir + "/cluster.txt has " + std::to_string(spec.pservers.size()) + " pservers and " +
@@ -205,9 +209,9 @@ int CmdRun(const Args& given, const Registry& registry) {
   if (model) {
     loaded = LoadInferenceModel(a.positional[1], model_files);
   } else if (!a.model_filename.empty() || !a.params_filename.empty()) {
-    throw UsageError("--model-filename and --params-filename name the files of a model directory; '" +
-                     a.positional[1] + "' is not one (no '" +
-                     (a.model_filename.empty() ? std::string("__model__") : a.model_filename) + "' in it)");
+    throw UsageError("--model-filename and --params-filename name the files of a model directory; '" + a.positional[1] +
+                     "' is not one (no '" + (a.model_filename.empty() ? std::string("__model__") : a.model_filename) +
+                     "' in it)");
   }
   auto program = model ? loaded.program : ReadProgram(a.positional[1]);
   ValidateProgramOrThrow(*program, registry);
@@ -270,7 +274,8 @@ int CmdRun(const Args& given, const Registry& registry) {
   PrintResults(results, iterations > 1 && print_every > 0 ? "[iteration " + std::to_string(iterations) + "] " : "");
   if (!a.save_dir.empty()) {
     std::filesystem::create_directories(a.save_dir);
-    for (const auto& [name, t] : results) WriteNpy(*t, (std::filesystem::path(a.save_dir) / FileNameFor(name)).string());
+    for (const auto& [name, t] : results)
+      WriteNpy(*t, (std::filesystem::path(a.save_dir) / FileNameFor(name)).string());
   }
   return 0;
 }
@@ -337,7 +342,8 @@ int CmdCheck(const Args& a, const Registry& registry) {
     }
   }
   if (!problems.empty()) {
-    summary += (summary.empty() ? "" : "; ") + std::to_string(problems.size()) + " problem(s); first: " + problems.front();
+    summary +=
+        (summary.empty() ? "" : "; ") + std::to_string(problems.size()) + " problem(s); first: " + problems.front();
   }
   throw Error(path + ": " + summary);
 }
@@ -494,11 +500,11 @@ int DescribeProgram(const Args& a, const Registry& registry) {
   const Program& program = *in.program;
   std::printf("%s: %s\n", a.positional[1].c_str(), in.model ? "inference model" : "program");
   const int64_t version = program.version();
-  std::printf("written by: %s\n",
-              version >= 1000000 ? ("Paddle " + std::to_string(version / 1000000) + "." +
-                                    std::to_string(version / 1000 % 1000) + "." + std::to_string(version % 1000))
-                                       .c_str()
-                                 : "Fluid (no version recorded)");
+  std::printf("written by: %s\n", version >= 1000000
+                                      ? ("Paddle " + std::to_string(version / 1000000) + "." +
+                                         std::to_string(version / 1000 % 1000) + "." + std::to_string(version % 1000))
+                                            .c_str()
+                                      : "Fluid (no version recorded)");
   int64_t ops = 0;
   std::map<std::string, int64_t> by_type;
   for (int b = 0; b < program.blocks_size(); ++b) {
@@ -527,7 +533,7 @@ int DescribeProgram(const Args& a, const Registry& registry) {
     const OpSchemaEntry* op = registry.FindOp(type);
     const std::string disabled = op == nullptr ? registry.DisabledPluginOf(type) : "";
     std::printf("  %-24s %6lld  %s\n", type.c_str(), static_cast<long long>(count),
-                op != nullptr ? op->plugin.c_str()
+                op != nullptr      ? op->plugin.c_str()
                 : disabled.empty() ? "MISSING: no loaded plugin provides it"
                                    : ("MISSING: plugin '" + disabled + "' is not enabled").c_str());
   }
@@ -561,8 +567,8 @@ int CmdDescribe(const Args& a, const Registry& registry) {
 int CmdPlugins(const Args& a, const std::vector<PluginInfo>& plugins) {
   ExpectPositional(a, 1, "plugins");
   for (const auto& p : plugins) {
-    std::printf("%-12s %-8s abi %u  %3zu ops  %s%s\n", p.name.c_str(), p.version.c_str(), p.abi_version,
-                p.ops.size(), p.path.c_str(), p.enabled ? "" : "  (not enabled)");
+    std::printf("%-12s %-8s abi %u  %3zu ops  %s%s\n", p.name.c_str(), p.version.c_str(), p.abi_version, p.ops.size(),
+                p.path.c_str(), p.enabled ? "" : "  (not enabled)");
   }
   return 0;
 }
@@ -581,8 +587,10 @@ int CmdPluginCommand(const Args& a, const Registry& registry) {
   const std::string& name = a.positional[0];
   const CommandEntry* command = registry.FindCommand(name);
   if (command == nullptr) {
-    std::fprintf(stderr, "rill: error: unknown command '%s': not one of rill's, and no plugin loaded (%s) provides it "
-                 "(rill --help lists the commands)\n", name.c_str(), registry.EnabledPluginList().c_str());
+    std::fprintf(stderr,
+                 "rill: error: unknown command '%s': not one of rill's, and no plugin loaded (%s) provides it "
+                 "(rill --help lists the commands)\n",
+                 name.c_str(), registry.EnabledPluginList().c_str());
     return 2;
   }
   std::vector<const char*> argv;

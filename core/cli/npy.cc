@@ -21,8 +21,8 @@ struct DescrMap {
   int32_t dtype;
 };
 constexpr DescrMap kDescrs[] = {
-    {"|b1", RILL_BOOL},  {"|i1", RILL_INT8},   {"|u1", RILL_UINT8}, {"<i2", RILL_INT16},
-    {"<i4", RILL_INT32}, {"<i8", RILL_INT64},  {"<f2", RILL_FP16},  {"<f4", RILL_FP32},
+    {"|b1", RILL_BOOL},  {"|i1", RILL_INT8},      {"|u1", RILL_UINT8},       {"<i2", RILL_INT16},
+    {"<i4", RILL_INT32}, {"<i8", RILL_INT64},     {"<f2", RILL_FP16},        {"<f4", RILL_FP32},
     {"<f8", RILL_FP64},  {"<c8", RILL_COMPLEX64}, {"<c16", RILL_COMPLEX128},
 };
 
@@ -50,8 +50,7 @@ std::string DictValue(const std::string& header, const std::string& key, const s
 Tensor ReadNpy(std::istream& in, const std::string& path) {
   char magic[6];
   unsigned char version[2];
-  if (!in.read(magic, 6) || std::memcmp(magic, kMagic, 6) != 0 ||
-      !in.read(reinterpret_cast<char*>(version), 2)) {
+  if (!in.read(magic, 6) || std::memcmp(magic, kMagic, 6) != 0 || !in.read(reinterpret_cast<char*>(version), 2)) {
     throw Error(path + ": not a .npy file (bad magic)");
   }
   uint32_t header_len = 0;

@@ -49,8 +49,7 @@ ClusterWaits LastingWaits(const std::map<std::string, PserverReport>& before,
   return waits;
 }
 
-PserverWatch::PserverWatch(std::function<std::string()> ask)
-    : ask_(std::move(ask)), thread_([this] { Loop(); }) {}
+PserverWatch::PserverWatch(std::function<std::string()> ask) : ask_(std::move(ask)), thread_([this] { Loop(); }) {}
 
 PserverWatch::~PserverWatch() {
   {

@@ -79,8 +79,7 @@ int DeadlineSeconds() {
 }
 
 void Reap(pid_t pid, int* status) {
-  while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(pid, status, 0) < 0 && errno == EINTR) {}
 }
 
 // Waits for `pid` to end within `seconds`; true with its wait status, or false (it still
@@ -91,8 +90,7 @@ bool WaitWithin(pid_t pid, int seconds, int* status) {
   if (pidfd >= 0) {
     pollfd p{pidfd, POLLIN, 0};
     int ready;
-    while ((ready = poll(&p, 1, seconds * 1000)) < 0 && errno == EINTR) {
-    }
+    while ((ready = poll(&p, 1, seconds * 1000)) < 0 && errno == EINTR) {}
     close(pidfd);
     if (ready == 0) return false;
   }
@@ -114,11 +112,13 @@ void WriteGraph(const std::string& dot, const std::string& path) {
     return WriteFileAtomically(path, [&](std::ostream& out) { out << dot; });
   }
   if (format.empty()) {
-    throw Error("'" + path + "' has no extension to tell the picture's format by (.svg, .png, .pdf, or .dot for "
+    throw Error("'" + path +
+                "' has no extension to tell the picture's format by (.svg, .png, .pdf, or .dot for "
                 "the graph as text)");
   }
-  const std::string instead = "draw one block (rill graph --block N; Program.to_graphviz(block=N)) or write the "
-                              "graph as text (-o FILE.dot)";
+  const std::string instead =
+      "draw one block (rill graph --block N; Program.to_graphviz(block=N)) or write the "
+      "graph as text (-o FILE.dot)";
   const size_t nodes = NodesOf(dot);
   if (nodes > kGraphNodeBudget) {
     throw Error("'" + path + "': the graph has " + std::to_string(nodes) + " nodes, more than Graphviz lays out " +
@@ -139,8 +139,10 @@ void WriteGraph(const std::string& dot, const std::string& path) {
   const int err = posix_spawnp(&pid, "dot", &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (err == ENOENT) {
-    throw Error("rendering '" + path + "' needs Graphviz's `dot` on PATH (Debian: apt-get install graphviz); "
-                "a .dot file needs none", RILL_NOT_FOUND);
+    throw Error("rendering '" + path +
+                    "' needs Graphviz's `dot` on PATH (Debian: apt-get install graphviz); "
+                    "a .dot file needs none",
+                RILL_NOT_FOUND);
   }
   if (err != 0) throw Error("cannot start Graphviz's `dot`: " + std::string(std::strerror(err)), RILL_UNAVAILABLE);
   int status = 0;

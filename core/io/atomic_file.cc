@@ -43,7 +43,8 @@ bool Sync(const fs::path& path, int flags) {
 
 void WriteFileAtomically(const std::string& path_string, const std::function<void(std::ostream&)>& fill) {
   const fs::path path(path_string);
-  if (path.filename().empty()) throw Error("'" + path_string + "' names a directory, not a file", RILL_INVALID_ARGUMENT);
+  if (path.filename().empty())
+    throw Error("'" + path_string + "' names a directory, not a file", RILL_INVALID_ARGUMENT);
   const fs::path temporary = TemporaryFor(path);
   struct RemoveUnlessRenamed {
     const fs::path& file;

@@ -205,7 +205,7 @@ InferenceModel LoadInferenceModel(const std::string& path, const ModelFiles& fil
   if (model_file.empty()) {
     throw Error("'" + path + "' is not an inference model: no " +
                     (files.model_filename.empty() ? std::string("'__model__' or PREFIX.pdmodel")
-                                                   : "'" + files.model_filename + "'") +
+                                                  : "'" + files.model_filename + "'") +
                     " in it",
                 RILL_NOT_FOUND);
   }
@@ -224,8 +224,9 @@ InferenceModel LoadInferenceModel(const std::string& path, const ModelFiles& fil
   const fs::path dir = prefix_form ? fs::absolute(model_file).parent_path() : fs::path(path);
   m.file_access = FileAccessProblems(*m.program, dir, combined.empty());
   if (!files.allow_files_outside && !m.file_access.empty()) {
-    throw Error(m.file_access.front() + " (rill run --allow-model-files, ModelFiles::allow_files_outside or "
-                "load_inference_model(..., allow_files_outside=True) allow it)",
+    throw Error(m.file_access.front() +
+                    " (rill run --allow-model-files, ModelFiles::allow_files_outside or "
+                    "load_inference_model(..., allow_files_outside=True) allow it)",
                 RILL_INVALID_ARGUMENT);
   }
   const std::vector<std::string> names = ParameterNames(*m.program);
@@ -235,8 +236,8 @@ InferenceModel LoadInferenceModel(const std::string& path, const ModelFiles& fil
                 "the program's " + std::to_string(names.size()) + " parameters", &placed);
   } else {
     for (const auto& name : names) {
-      ReadHeaders(*m.program, dir / name, {name}, "the file of parameter '" + name + "',",
-                  "parameter '" + name + "'", &placed);
+      ReadHeaders(*m.program, dir / name, {name}, "the file of parameter '" + name + "',", "parameter '" + name + "'",
+                  &placed);
     }
   }
   m.parameters = ReadData(placed);

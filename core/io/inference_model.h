@@ -41,8 +41,8 @@
 namespace rill::core {
 
 struct ModelFiles {
-  std::string model_filename;   // empty: __model__
-  std::string params_filename;  // empty: __params__ if present, else one file per parameter
+  std::string model_filename;        // empty: __model__
+  std::string params_filename;       // empty: __params__ if present, else one file per parameter
   bool allow_files_outside = false;  // let the model write files and reach outside its directory
 };
 

@@ -21,8 +21,7 @@ constexpr int32_t kMaxDescBytes = 1 << 20;
 class Reader {
  public:
   Reader(std::istream& in, const std::string& what) : in_(in), what_(what), left_(BytesLeft(in)) {}
-  template <class T>
-  T Read(const char* field) {
+  template <class T> T Read(const char* field) {
     T v;
     Bytes(&v, sizeof(v), field);
     return v;
@@ -122,7 +121,8 @@ LodTensorHeader ReadLodTensorHeader(std::istream& in, const std::string& what) {
   for (uint64_t l = 0; l < levels; ++l) {
     const uint64_t bytes = r.Read<uint64_t>("a LoD level's byte size");
     if (bytes % sizeof(uint64_t) != 0) {
-      r.Fail("LoD level " + std::to_string(l) + " is " + std::to_string(bytes) + " bytes, not a whole number of offsets");
+      r.Fail("LoD level " + std::to_string(l) + " is " + std::to_string(bytes) +
+             " bytes, not a whole number of offsets");
     }
     r.Need(bytes, "a LoD level's offsets");
     std::vector<uint64_t> offsets(bytes / sizeof(uint64_t));
@@ -140,7 +140,8 @@ LodTensorHeader ReadLodTensorHeader(std::istream& in, const std::string& what) {
   }
   const int32_t desc_bytes = r.Read<int32_t>("the TensorDesc size");
   if (desc_bytes < 0 || desc_bytes > kMaxDescBytes) {
-    r.Fail("TensorDesc size " + std::to_string(desc_bytes) + " is out of range [0, " + std::to_string(kMaxDescBytes) + "]");
+    r.Fail("TensorDesc size " + std::to_string(desc_bytes) + " is out of range [0, " + std::to_string(kMaxDescBytes) +
+           "]");
   }
   r.Need(static_cast<uint64_t>(desc_bytes), "the TensorDesc");
   std::string desc_text(static_cast<size_t>(desc_bytes), '\0');
@@ -149,7 +150,8 @@ LodTensorHeader ReadLodTensorHeader(std::istream& in, const std::string& what) {
   if (!desc.ParseFromString(desc_text)) r.Fail("the TensorDesc is not a valid protobuf message");
   if (!desc.has_data_type()) r.Fail("the TensorDesc has no data type this build knows");
   const int32_t dtype = static_cast<int32_t>(desc.data_type());
-  if (!IsTensorDataType(dtype)) r.Fail("the TensorDesc's data type " + DataTypeName(dtype) + " is not a tensor element type");
+  if (!IsTensorDataType(dtype))
+    r.Fail("the TensorDesc's data type " + DataTypeName(dtype) + " is not a tensor element type");
   const size_t elem = DataTypeSize(dtype);
   const std::vector<int64_t> dims(desc.dims().begin(), desc.dims().end());
   const ShapeSize size = SizeOfShape(dims.data(), dims.size(), elem);
@@ -179,8 +181,11 @@ void WriteLodTensor(std::ostream& out, const Tensor& tensor, bool as_fp16, const
   if (tensor.place().device_type != RILL_CPU) {
     return WriteLodTensor(out, tensor.CopyTo(Place{}), as_fp16, what);
   }
-  if (as_fp16 && tensor.dtype() == RILL_FP32) return WriteLodTensor(out, ConvertFp32Fp16(tensor, RILL_FP16), false, what);
-  const auto put = [&](const void* p, size_t n) { out.write(static_cast<const char*>(p), static_cast<std::streamsize>(n)); };
+  if (as_fp16 && tensor.dtype() == RILL_FP32)
+    return WriteLodTensor(out, ConvertFp32Fp16(tensor, RILL_FP16), false, what);
+  const auto put = [&](const void* p, size_t n) {
+    out.write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
+  };
   const uint32_t version = 0;
   put(&version, 4);
   const uint64_t levels = tensor.lod().size();

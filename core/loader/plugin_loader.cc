@@ -42,12 +42,12 @@ const RillPlugin* OpenPlugin(const std::string& path) {
   try {
     lib.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& e) {
-    throw Error("plugin '" + path + "' is not a loadable shared library: " + e.what(),
-                RILL_INVALID_ARGUMENT);
+    throw Error("plugin '" + path + "' is not a loadable shared library: " + e.what(), RILL_INVALID_ARGUMENT);
   }
   if (!lib.has(RILL_ENTRY_POINT_NAME)) {
-    throw Error("plugin '" + path + "' has no Rill entry point '" RILL_ENTRY_POINT_NAME
-                "' (not a Rill plugin, or built without RILL_PLUGIN)",
+    throw Error("plugin '" + path +
+                    "' has no Rill entry point '" RILL_ENTRY_POINT_NAME
+                    "' (not a Rill plugin, or built without RILL_PLUGIN)",
                 RILL_NOT_FOUND);
   }
   auto entry = lib.get<const RillPlugin*()>(RILL_ENTRY_POINT_NAME);
@@ -59,8 +59,8 @@ const RillPlugin* OpenPlugin(const std::string& path) {
 void CheckEntry(const RillPlugin* p, const std::string& path) {
   if (p == nullptr) throw Error("plugin '" + path + "': " RILL_ENTRY_POINT_NAME " returned null");
   if (p->struct_size < offsetof(RillPlugin, init) + sizeof(p->init)) {
-    throw Error("plugin '" + path + "': RillPlugin struct too small (struct_size " +
-                std::to_string(p->struct_size) + ")");
+    throw Error("plugin '" + path + "': RillPlugin struct too small (struct_size " + std::to_string(p->struct_size) +
+                ")");
   }
   const std::string name = p->name ? p->name : "";
   if (p->abi_version > RILL_ABI_VERSION) {
@@ -175,8 +175,8 @@ std::vector<PluginInfo> LoadPlugins(Registry& registry, const LoadOptions& optio
     } else {
       registry.AddHints(c->registration);
     }
-    Logger().debug("plugin '{}' {} from {}: {} ops{}", c->info.name, c->info.version, c->info.path,
-                  c->info.ops.size(), c->info.enabled ? "" : " (not enabled)");
+    Logger().debug("plugin '{}' {} from {}: {} ops{}", c->info.name, c->info.version, c->info.path, c->info.ops.size(),
+                   c->info.enabled ? "" : " (not enabled)");
     infos.push_back(c->info);
   }
   for (const auto& want : options.enable) {
@@ -216,8 +216,10 @@ std::vector<std::string> PluginDirsFromEnvironment() {
     }
   }
   if (dirs.empty()) {
-    throw Error(std::string("RILL_PLUGIN_PATH is '") + env + "', which names no directory: set it to DIR[:DIR...], "
-                    "or unset it for the default (" + DefaultPluginDir() + ")",
+    throw Error(std::string("RILL_PLUGIN_PATH is '") + env +
+                    "', which names no directory: set it to DIR[:DIR...], "
+                    "or unset it for the default (" +
+                    DefaultPluginDir() + ")",
                 RILL_INVALID_ARGUMENT);
   }
   return dirs;

@@ -78,20 +78,22 @@ class ConditionalBlock {
 
 void RegisterConditionalBlock(rill::Registrar& r) {
   constexpr uint32_t kOptList = RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE;
-  const rill::OpSchema forward = rill::OpSchema("conditional_block")
-           .Doc("Runs sub_block once in a child scope when the condition holds. The condition "
-                "is input Cond (or X, Fluid's older name).")
-           .Input("Cond", "condition tensor(s)", kOptList)
-           .Input("X", "condition tensor(s), Fluid's older slot name", kOptList)
-           .Input("Params", "variables the block reads", kOptList)
-           .Input("Input", "variables the block reads (Fluid 1.x name)", kOptList)
-           .Output("Out", "variables the block writes", kOptList)
-           .Output("Scope", "Fluid's scope holder (unused)", RILL_SLOT_OPTIONAL)
-           .RequiredAttr("sub_block", RILL_ATTR_BLOCK, "the block to run")
-           .Attr("is_scalar_condition", false,
-                 "true: the condition is one bool element; false: run when every condition "
-                 "tensor is non-empty")
-      .Grad("conditional_block_grad", "Cond,X,Params,Input,Out,Out@GRAD", "Params,Input,X");
+  const rill::OpSchema forward =
+      rill::OpSchema("conditional_block")
+          .Doc(
+              "Runs sub_block once in a child scope when the condition holds. The condition "
+              "is input Cond (or X, Fluid's older name).")
+          .Input("Cond", "condition tensor(s)", kOptList)
+          .Input("X", "condition tensor(s), Fluid's older slot name", kOptList)
+          .Input("Params", "variables the block reads", kOptList)
+          .Input("Input", "variables the block reads (Fluid 1.x name)", kOptList)
+          .Output("Out", "variables the block writes", kOptList)
+          .Output("Scope", "Fluid's scope holder (unused)", RILL_SLOT_OPTIONAL)
+          .RequiredAttr("sub_block", RILL_ATTR_BLOCK, "the block to run")
+          .Attr("is_scalar_condition", false,
+                "true: the condition is one bool element; false: run when every condition "
+                "tensor is non-empty")
+          .Grad("conditional_block_grad", "Cond,X,Params,Input,Out,Out@GRAD", "Params,Input,X");
   r.Op(forward);
   // The backward pass writes this op itself (core/program/backward.cc): its sub_block is the
   // gradient block, not the forward one.

@@ -14,9 +14,7 @@ namespace {
 
 Variable& Var(rill::Variable v) { return *reinterpret_cast<Variable*>(v.handle()); }
 
-std::string Where(const std::string& path, const std::string& var) {
-  return "'" + path + "' (variable '" + var + "')";
-}
+std::string Where(const std::string& path, const std::string& var) { return "'" + path + "' (variable '" + var + "')"; }
 
 // Makes the directory of the file to write; refuses a file that exists when `overwrite`
 // is false.

@@ -41,12 +41,14 @@ class BackwardBuilder {
     int loss_op = -1;
     for (int i = 0; i < block_.ops_size(); ++i) {
       for (const auto& out : block_.ops(i).outputs()) {
-        for (const auto& a : out.arguments()) if (a == loss) loss_op = i;
+        for (const auto& a : out.arguments())
+          if (a == loss) loss_op = i;
       }
     }
     if (loss_op < 0) throw Error("loss variable '" + loss + "' is not produced by any op of block 0");
     if (params.empty()) {
-      for (const auto& v : block_.vars()) if (v.persistable()) params.push_back(v.name());
+      for (const auto& v : block_.vars())
+        if (v.persistable()) params.push_back(v.name());
     }
     if (params.empty()) {
       throw Error("no parameters: declare the trainable variables of block 0 persistable, or name them");
@@ -106,7 +108,8 @@ class BackwardBuilder {
       schemas_[i] = registry_.FindOp(op.type());
       if (schemas_[i] == nullptr) throw Error(Where(i, op) + ": " + registry_.UnknownOpMessage(op.type()));
       if (schemas_[i]->grad_op_type.empty() || !AnyInput(op, requires)) continue;
-      for (const auto& out : op.outputs()) for (const auto& a : out.arguments()) requires.insert(a);
+      for (const auto& out : op.outputs())
+        for (const auto& a : out.arguments()) requires.insert(a);
     }
   }
 
@@ -125,7 +128,8 @@ class BackwardBuilder {
         for (const auto& a : in.arguments()) {
           for (const auto& out : op.outputs()) {
             if (differentiated && std::count(out.arguments().begin(), out.arguments().end(), a)) {
-              throw Error(Where(i, op) + " reads and writes '" + a + "': in-place ops on the gradient path are not "
+              throw Error(Where(i, op) + " reads and writes '" + a +
+                          "': in-place ops on the gradient path are not "
                           "supported; write to a new variable");
             }
           }
@@ -149,11 +153,15 @@ class BackwardBuilder {
   }
 
   static bool AnyInput(const proto::OpDesc& op, const std::set<std::string>& vars) {
-    for (const auto& in : op.inputs()) for (const auto& a : in.arguments()) if (vars.count(a)) return true;
+    for (const auto& in : op.inputs())
+      for (const auto& a : in.arguments())
+        if (vars.count(a)) return true;
     return false;
   }
   static bool AnyOutput(const proto::OpDesc& op, const std::set<std::string>& vars) {
-    for (const auto& out : op.outputs()) for (const auto& a : out.arguments()) if (vars.count(a)) return true;
+    for (const auto& out : op.outputs())
+      for (const auto& a : out.arguments())
+        if (vars.count(a)) return true;
     return false;
   }
 
@@ -259,7 +267,9 @@ class BackwardBuilder {
     }
     // The inputs that get gradients: what the block reads (and X, Fluid 0.x's condition
     // slot, whose tensors the block may read too).
-    const auto differentiated = [](const std::string& slot) { return slot == "Params" || slot == "Input" || slot == "X"; };
+    const auto differentiated = [](const std::string& slot) {
+      return slot == "Params" || slot == "Input" || slot == "X";
+    };
     std::vector<std::string> params;
     for (const auto& in : fwd.inputs()) {
       if (!differentiated(in.parameter())) continue;
@@ -342,10 +352,16 @@ void AppendSgd(proto::ProgramDesc& program, const std::vector<ParamGrad>& params
     }
     auto [it, fresh] = lr_by_dtype.emplace(dtype, "learning_rate@" + std::to_string(dtype));
     if (fresh) {
-      block.Op("fill_constant").Output("Out", it->second).Attr("shape", std::vector<int64_t>{1})
-          .Attr("dtype", dtype).Attr("value", learning_rate);
+      block.Op("fill_constant")
+          .Output("Out", it->second)
+          .Attr("shape", std::vector<int64_t>{1})
+          .Attr("dtype", dtype)
+          .Attr("value", learning_rate);
     }
-    block.Op("sgd").Input("Param", pg.param).Input("Grad", pg.grad).Input("LearningRate", it->second)
+    block.Op("sgd")
+        .Input("Param", pg.param)
+        .Input("Grad", pg.grad)
+        .Input("LearningRate", it->second)
         .Output("ParamOut", pg.param);
   }
 }

@@ -35,8 +35,8 @@ inline constexpr const char* kGradSuffix = RILL_GRAD_SUFFIX;
 inline constexpr const char* kEmptyVarName = RILL_EMPTY_VAR_NAME;
 
 // Appends the backward pass; returns each parameter that received a gradient with it.
-std::vector<ParamGrad> AppendBackward(proto::ProgramDesc& program, const Registry& registry,
-                                      const std::string& loss, std::vector<std::string> parameters = {});
+std::vector<ParamGrad> AppendBackward(proto::ProgramDesc& program, const Registry& registry, const std::string& loss,
+                                      std::vector<std::string> parameters = {});
 
 // Appends `param -= learning_rate * grad` (sgd ops) for each pair; the learning rate is a
 // [1] tensor of each parameter's declared dtype (fp32 if undeclared).

@@ -71,8 +71,7 @@ OpBuilder& OpBuilder::BlockAttr(const std::string& name, int32_t block_idx) {
   return *this;
 }
 
-BlockBuilder& BlockBuilder::Var(const std::string& name, int32_t dtype, std::vector<int64_t> dims,
-                                bool persistable) {
+BlockBuilder& BlockBuilder::Var(const std::string& name, int32_t dtype, std::vector<int64_t> dims, bool persistable) {
   auto* v = block_->add_vars();
   v->set_name(name);
   v->set_persistable(persistable);

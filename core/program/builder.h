@@ -55,8 +55,8 @@ class BlockBuilder {
   explicit BlockBuilder(proto::BlockDesc* block) : block_(block) {}
   int32_t idx() const { return block_->idx(); }
   // Declares a LoD tensor variable of this block.
-  BlockBuilder& Var(const std::string& name, int32_t dtype = RILL_FP32,
-                    std::vector<int64_t> dims = {}, bool persistable = false);
+  BlockBuilder& Var(const std::string& name, int32_t dtype = RILL_FP32, std::vector<int64_t> dims = {},
+                    bool persistable = false);
   // Appends an op to the block.
   OpBuilder Op(const std::string& type);
   proto::BlockDesc* desc() { return block_; }

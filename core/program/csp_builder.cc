@@ -44,9 +44,7 @@ void ChannelRecv(BlockBuilder& b, const std::string& channel, const std::string&
   if (!status.empty()) op.Output("Status", status);
 }
 
-void ChannelClose(BlockBuilder& b, const std::string& channel) {
-  b.Op("channel_close").Input("Channel", channel);
-}
+void ChannelClose(BlockBuilder& b, const std::string& channel) { b.Op("channel_close").Input("Channel", channel); }
 
 BlockBuilder& Go(ProgramBuilder& pb, BlockBuilder& b, const std::vector<std::string>& captured) {
   BlockBuilder& body = pb.NewBlock(b.idx());

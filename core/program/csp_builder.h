@@ -28,12 +28,10 @@ namespace rill::core {
 // framework.proto's VarType.Type for "any tensor", the usual channel data_type.
 constexpr int32_t kLodTensorType = 7;
 
-void MakeChannel(BlockBuilder& b, const std::string& name, int32_t data_type = kLodTensorType,
-                 int64_t capacity = 0);
+void MakeChannel(BlockBuilder& b, const std::string& name, int32_t data_type = kLodTensorType, int64_t capacity = 0);
 void ChannelSend(BlockBuilder& b, const std::string& channel, const std::string& value, bool copy = false);
 // `status` (optional) receives bool [1]: false when the channel was closed and drained.
-void ChannelRecv(BlockBuilder& b, const std::string& channel, const std::string& out,
-                 const std::string& status = "");
+void ChannelRecv(BlockBuilder& b, const std::string& channel, const std::string& out, const std::string& status = "");
 void ChannelClose(BlockBuilder& b, const std::string& channel);
 
 // Appends a go op to `b` and returns its body, a new block. `captured` are the variables

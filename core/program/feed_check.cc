@@ -45,9 +45,9 @@ void CheckFeed(const Program& program, const std::string& name, const Tensor& va
                 RILL_INVALID_ARGUMENT);
   }
   if (var->type != proto::VarType::LOD_TENSOR || !var->has_tensor) {
-    throw Error("feed '" + name + "': the variable is declared as " + VarTypeName(var->type) +
-                    ", not a tensor that can be fed",
-                RILL_INVALID_ARGUMENT);
+    throw Error(
+        "feed '" + name + "': the variable is declared as " + VarTypeName(var->type) + ", not a tensor that can be fed",
+        RILL_INVALID_ARGUMENT);
   }
   const auto dims = program.dims(*var);
   const std::vector<int64_t> want(dims.begin(), dims.end());
@@ -61,8 +61,8 @@ void CheckFeed(const Program& program, const std::string& name, const Tensor& va
   const int32_t want_dtype = var->data_type;
   if (!shape_ok || want_dtype != value.dtype()) {
     throw Error("feed '" + name + "': the program declares " + DataTypeName(want_dtype) + " " +
-                    ShapeString(want.data(), want.size()) + ", the value fed is " + DataTypeName(value.dtype()) +
-                    " " + ShapeString(have.data(), have.size()) +
+                    ShapeString(want.data(), want.size()) + ", the value fed is " + DataTypeName(value.dtype()) + " " +
+                    ShapeString(have.data(), have.size()) +
                     (shape_ok ? "" : " (a declared dimension of -1 matches any size)"),
                 RILL_INVALID_ARGUMENT);
   }

@@ -16,12 +16,13 @@ namespace {
 
 // Attributes that say nothing about what an op computes (Paddle's bookkeeping, kernel
 // hints), left off op labels.
-const std::set<std::string> kQuietAttrs = {
-    "op_role", "op_role_var", "op_namescope", "op_callstack", "op_device", "with_quant_attr", "use_mkldnn",
-    "use_cudnn", "use_quantizer", "mkldnn_data_type", "cases", "endpoints", "epmap"};
-constexpr size_t kLabelAttrs = 3;       // at most this many attributes on an op's box
-constexpr size_t kShortValue = 24;      // longer values are left off
-constexpr size_t kNotedProblems = 10;   // problems listed in the note, the rest counted
+const std::set<std::string> kQuietAttrs = {"op_role",       "op_role_var",      "op_namescope", "op_callstack",
+                                           "op_device",     "with_quant_attr",  "use_mkldnn",   "use_cudnn",
+                                           "use_quantizer", "mkldnn_data_type", "cases",        "endpoints",
+                                           "epmap"};
+constexpr size_t kLabelAttrs = 3;                   // at most this many attributes on an op's box
+constexpr size_t kShortValue = 24;                  // longer values are left off
+constexpr size_t kNotedProblems = 10;               // problems listed in the note, the rest counted
 constexpr char kSizeComment[] = "// rill graph: ";  // graph.h: the first line's size
 
 // A DOT double-quoted string's contents.
@@ -54,8 +55,8 @@ std::string ShortAttr(const proto::OpDesc::Attr& a) {
     for (int i = 0; i < values.size(); ++i) s += (i ? "," : "") + Number(static_cast<double>(values.Get(i)));
     return s + "]";
   };
-  const bool dtype = a.name() == "dtype" || a.name() == "data_type" || a.name() == "in_dtype" ||
-                     a.name() == "out_dtype";
+  const bool dtype =
+      a.name() == "dtype" || a.name() == "data_type" || a.name() == "in_dtype" || a.name() == "out_dtype";
   switch (a.type()) {
     case proto::INT:
       v = !dtype ? std::to_string(a.i()) : IsTensorDataType(a.i()) ? DataTypeName(a.i()) : VarTypeName(a.i());
@@ -159,7 +160,8 @@ class Drawer {
         << "  edge [fontname=\"Helvetica\", fontsize=9, arrowsize=0.6];\n";
     std::set<int> emitted;
     for (int b = 0; b < blocks_; ++b) {
-      if (drawn_[static_cast<size_t>(b)] && !DrawnParent(b)) EmitBlock(out, b, b != 0 || options_.block > 0, emitted, 1);
+      if (drawn_[static_cast<size_t>(b)] && !DrawnParent(b))
+        EmitBlock(out, b, b != 0 || options_.block > 0, emitted, 1);
     }
     for (int b = 0; b < blocks_; ++b) {  // blocks whose parents form a cycle: on their own
       if (drawn_[static_cast<size_t>(b)]) EmitBlock(out, b, true, emitted, 1);
@@ -241,7 +243,8 @@ class Drawer {
       if (op.type() != "conditional_block" || index >= cases.size()) continue;
       for (const auto& a : op.attrs()) {
         if (a.type() == proto::BLOCK && ValidBlock(a.block_idx())) {
-          case_labels_[a.block_idx()] = "block " + std::to_string(a.block_idx()) + ": " + CaseLabel(index, cases[index]);
+          case_labels_[a.block_idx()] =
+              "block " + std::to_string(a.block_idx()) + ": " + CaseLabel(index, cases[index]);
         }
       }
       ++index;
@@ -343,8 +346,8 @@ class Drawer {
         if (a.type() == proto::BLOCKS) targets.assign(a.blocks_idx().begin(), a.blocks_idx().end());
         for (int k : targets) {
           if (!ValidBlock(k)) {
-            notes_.push_back("block " + std::to_string(b) + ", op " + std::to_string(i) + " (" + op.type() + "): " +
-                             a.name() + " names block " + std::to_string(k) + ", which does not exist");
+            notes_.push_back("block " + std::to_string(b) + ", op " + std::to_string(i) + " (" + op.type() +
+                             "): " + a.name() + " names block " + std::to_string(k) + ", which does not exist");
           } else if (drawn_[static_cast<size_t>(k)] && k != b) {
             edges_.push_back(id + " -> " + Anchor(k) + " [style=dashed, color=\"#666666\", lhead=cluster_" +
                              std::to_string(k) + "];");

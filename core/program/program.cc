@@ -39,7 +39,7 @@ struct Malformed {
 StrId Program::StringTable::Intern(std::string_view s) {
   if ((offsets.size() - 1) * 2 >= table.size()) Grow();
   const size_t mask = table.size() - 1;
-  for (size_t i = std::hash<std::string_view>{}(s) & mask;; i = (i + 1) & mask) {
+  for (size_t i = std::hash<std::string_view>{}(s)&mask;; i = (i + 1) & mask) {
     const uint32_t slot = table[i];
     if (slot == 0) {
       if (pool.size() + s.size() > UINT32_MAX) throw Malformed{"more than 4 GiB of distinct strings"};
@@ -56,7 +56,7 @@ StrId Program::StringTable::Intern(std::string_view s) {
 std::optional<StrId> Program::StringTable::Find(std::string_view s) const {
   if (table.empty()) return std::nullopt;
   const size_t mask = table.size() - 1;
-  for (size_t i = std::hash<std::string_view>{}(s) & mask;; i = (i + 1) & mask) {
+  for (size_t i = std::hash<std::string_view>{}(s)&mask;; i = (i + 1) & mask) {
     const uint32_t slot = table[i];
     if (slot == 0) return std::nullopt;
     if (Get(slot - 1) == s) return slot - 1;
@@ -82,9 +82,14 @@ std::string VarTypeName(int32_t type) {
 
 Program::ListKind Program::ListKindOf(int32_t type) {
   switch (type) {
-    case proto::INTS: case proto::LONGS: case proto::BOOLEANS: case proto::BLOCKS: return kInts;
-    case proto::FLOATS: case proto::FLOAT64S: return kFloats;
-    case proto::STRINGS: case proto::VARS: return kStrs;
+    case proto::INTS:
+    case proto::LONGS:
+    case proto::BOOLEANS:
+    case proto::BLOCKS: return kInts;
+    case proto::FLOATS:
+    case proto::FLOAT64S: return kFloats;
+    case proto::STRINGS:
+    case proto::VARS: return kStrs;
     default: return kNone;
   }
 }
@@ -130,15 +135,14 @@ class ProgramDecoder {
 
   // Calls handle(tag) for each field up to the current limit; a field it does not take
   // (returns false for) is skipped.
-  template <class F>
-  void Fields(CodedInputStream& in, F handle) {
+  template <class F> void Fields(CodedInputStream& in, F handle) {
     while (const uint32_t tag = in.ReadTag()) {
-      if (!handle(tag) && !WireFormat::SkipField(&in, tag)) throw Malformed{"malformed field " + std::to_string(Field(tag))};
+      if (!handle(tag) && !WireFormat::SkipField(&in, tag))
+        throw Malformed{"malformed field " + std::to_string(Field(tag))};
     }
   }
   // A nested message: its length, then `read` within it.
-  template <class F>
-  bool Message(uint32_t tag, F read, CodedInputStream* in = nullptr) {
+  template <class F> bool Message(uint32_t tag, F read, CodedInputStream* in = nullptr) {
     CodedInputStream& s = in != nullptr ? *in : in_;
     if (Wire(tag) != kBytes) return false;
     int length = 0;
@@ -157,8 +161,7 @@ class ProgramDecoder {
     return static_cast<int64_t>(v);
   }
   // An int32/int64/bool/enum field: false (skip it) if not sent as a varint.
-  template <class T>
-  static bool Scalar(CodedInputStream& in, uint32_t tag, T* out) {
+  template <class T> static bool Scalar(CodedInputStream& in, uint32_t tag, T* out) {
     if (Wire(tag) != kVarint) return false;
     *out = static_cast<T>(Varint(in));
     return true;
@@ -183,8 +186,7 @@ class ProgramDecoder {
     return true;
   }
   // A repeated scalar field, packed or one value per field; `one` reads one value.
-  template <class F>
-  static bool Repeated(CodedInputStream& in, uint32_t tag, int wire, F one) {
+  template <class F> static bool Repeated(CodedInputStream& in, uint32_t tag, int wire, F one) {
     if (Wire(tag) == wire) {
       one();
       return true;
@@ -200,8 +202,7 @@ class ProgramDecoder {
     return true;
   }
   // A float or double field's value, as protobuf reads it.
-  template <class T, WireFormat::FieldType kType>
-  static T Fixed(CodedInputStream& in) {
+  template <class T, WireFormat::FieldType kType> static T Fixed(CodedInputStream& in) {
     T v{};
     if (!WireFormat::ReadPrimitive<T, kType>(&in, &v)) throw Malformed{"truncated number"};
     return v;
@@ -252,14 +253,20 @@ class ProgramDecoder {
     Fields(in_, [&](uint32_t tag) {
       switch (Field(tag)) {
         case 1: return Scalar(in_, tag, &v->type);
-        case 3: case 4:  // lod_tensor, tensor_array: a TensorDesc and a LoD level
+        case 3:
+        case 4:  // lod_tensor, tensor_array: a TensorDesc and a LoD level
           return Message(tag, [&] {
             Fields(in_, [&](uint32_t t) {
               if (Field(t) == 1) return Message(t, [&] { TensorDesc(v); });
               return Field(t) == 2 && Scalar(in_, t, &v->lod_level);
             });
           });
-        case 2: case 8: case 9: case 10: case 11: case 12:  // a TensorDesc itself
+        case 2:
+        case 8:
+        case 9:
+        case 10:
+        case 11:
+        case 12:  // a TensorDesc itself
           return Message(tag, [&] { TensorDesc(v); });
         default: return false;
       }
@@ -370,8 +377,18 @@ class ProgramDecoder {
         case 17: return text(tag, &v.var_name);
         case 18: return Wire(tag) == kBytes && (v.vars_name.emplace_back(Bytes(in)), true);
         case 19: return Wire(tag) == kFixed64 && ((v.float64 = Double(in)), true);
-        case 20: return Message(tag, [&] { ScalarValue(in, &v); }, &in);
-        case 21: return Message(tag, [&] { AttrFields ignored; ScalarValue(in, &ignored); ++v.scalars; }, &in);
+        case 20:
+          return Message(
+              tag, [&] { ScalarValue(in, &v); }, &in);
+        case 21:
+          return Message(
+              tag,
+              [&] {
+                AttrFields ignored;
+                ScalarValue(in, &ignored);
+                ++v.scalars;
+              },
+              &in);
         default: return false;
       }
     });
@@ -395,7 +412,9 @@ class ProgramDecoder {
       case proto::INTS: list(p_.ints_, v.ints, [](int64_t x) { return int64_t{static_cast<int32_t>(x)}; }); break;
       case proto::LONGS: list(p_.ints_, v.longs, same); break;
       case proto::BOOLEANS: list(p_.ints_, v.bools, [](int64_t x) { return int64_t{x != 0}; }); break;
-      case proto::BLOCKS: list(p_.ints_, v.blocks_idx, [](int64_t x) { return int64_t{static_cast<int32_t>(x)}; }); break;
+      case proto::BLOCKS:
+        list(p_.ints_, v.blocks_idx, [](int64_t x) { return int64_t{static_cast<int32_t>(x)}; });
+        break;
       case proto::FLOATS: list(p_.floats_, v.floats, same); break;
       case proto::FLOAT64S: list(p_.floats_, v.float64s, same); break;
       case proto::STRINGS: list(p_.strs_, v.strings, intern); break;
@@ -454,7 +473,8 @@ std::shared_ptr<const Program> Decode(CodedInputStream& in, const std::string& s
 }  // namespace
 
 std::shared_ptr<const Program> Program::Parse(std::string_view bytes, const std::string& source) {
-  if (bytes.size() >= static_cast<size_t>(INT_MAX)) throw Error(source + ": a program is at most 2 GiB", RILL_INVALID_ARGUMENT);
+  if (bytes.size() >= static_cast<size_t>(INT_MAX))
+    throw Error(source + ": a program is at most 2 GiB", RILL_INVALID_ARGUMENT);
   CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()), static_cast<int>(bytes.size()));
   return Decode(in, source, static_cast<int>(bytes.size()));
 }
@@ -469,7 +489,8 @@ std::shared_ptr<const Program> Program::ParseFile(const std::string& path) {
   if (st.st_size >= INT_MAX) throw Error(path + ": a program is at most 2 GiB", RILL_INVALID_ARGUMENT);
   CodedInputStream in(&file);
   auto program = Decode(in, path, static_cast<int>(st.st_size));
-  if (file.GetErrno() != 0) throw Error("cannot read program '" + path + "': " + std::strerror(file.GetErrno()), RILL_NOT_FOUND);
+  if (file.GetErrno() != 0)
+    throw Error("cannot read program '" + path + "': " + std::strerror(file.GetErrno()), RILL_NOT_FOUND);
   return program;
 }
 

@@ -29,13 +29,12 @@
 
 namespace rill::core {
 
-using StrId = uint32_t;   // a string of the program; Program::str reads it; 0 is ""
+using StrId = uint32_t;  // a string of the program; Program::str reads it; 0 is ""
 
 using AttrId = uint32_t;  // an attribute of the program; Program::attr reads it
 
 // A run of elements of one of the program's arrays.
-template <class T>
-class Range {
+template <class T> class Range {
  public:
   Range(const T* first, size_t size) : first_(first), size_(size) {}
   const T* begin() const { return first_; }
@@ -86,10 +85,10 @@ struct ProgramBlock {
 // other value fields are dropped).
 struct ProgramAttr {
   StrId name = 0;
-  int32_t type = -1;  // AttrType; -1: not set
-  int64_t i = 0;      // INT, LONG, BOOLEAN (0/1), BLOCK; a SCALAR's bool or int64
-  double f = 0;       // FLOAT, FLOAT64; a SCALAR's float64
-  StrId s = 0;        // STRING; VAR's variable
+  int32_t type = -1;        // AttrType; -1: not set
+  int64_t i = 0;            // INT, LONG, BOOLEAN (0/1), BLOCK; a SCALAR's bool or int64
+  double f = 0;             // FLOAT, FLOAT64; a SCALAR's float64
+  StrId s = 0;              // STRING; VAR's variable
   int32_t scalar_type = 0;  // SCALAR: Scalar.Type (0: not set; COMPLEX128 keeps no value)
   // INTS, LONGS, BOOLEANS (0/1), BLOCKS: in Program::ints; FLOATS, FLOAT64S: in
   // Program::floats; STRINGS, VARS: in Program::strings. SCALARS: their count only.

@@ -17,8 +17,7 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
  public:
   void AddError(int line, int column, const std::string& message) override {
     if (first_.empty()) {
-      first_ = "line " + std::to_string(line + 1) + ", column " + std::to_string(column + 1) +
-               ": " + message;
+      first_ = "line " + std::to_string(line + 1) + ", column " + std::to_string(column + 1) + ": " + message;
     }
   }
   const std::string& first() const { return first_; }
@@ -67,8 +66,7 @@ void ParseTextInto(const std::string& text, const std::string& source, proto::Pr
   FirstErrorCollector errors;
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFromString(BlankSlashComments(text), program)) {
-    throw Error(source + ": not a valid text program: " +
-                (errors.first().empty() ? "parse error" : errors.first()));
+    throw Error(source + ": not a valid text program: " + (errors.first().empty() ? "parse error" : errors.first()));
   }
 }
 
@@ -118,8 +116,9 @@ std::shared_ptr<const Program> ReadProgram(const std::string& path) {
   // Text or binary, told from the first bytes: a serialized program's field tags (below
   // 0x20) come at once; a text one has none anywhere.
   if (std::filesystem::is_directory(path)) {
-    throw Error("'" + path + "' is a directory with no program in it: a model directory holds __model__ "
-                "or one PREFIX.pdmodel with its PREFIX.pdiparams",
+    throw Error("'" + path +
+                    "' is a directory with no program in it: a model directory holds __model__ "
+                    "or one PREFIX.pdmodel with its PREFIX.pdiparams",
                 RILL_NOT_FOUND);
   }
   std::ifstream in(path, std::ios::binary);

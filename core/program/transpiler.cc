@@ -48,8 +48,8 @@ int64_t Elements(const proto::VarDesc* v) {
 void CheckEndpoint(const std::string& e) {
   const auto colon = e.rfind(':');
   const std::string port = colon == std::string::npos ? "" : e.substr(colon + 1);
-  if (colon == 0 || port.empty() || port.find_first_not_of("0123456789") != std::string::npos ||
-      std::stol(port) < 1 || std::stol(port) > 65535) {
+  if (colon == 0 || port.empty() || port.find_first_not_of("0123456789") != std::string::npos || std::stol(port) < 1 ||
+      std::stol(port) > 65535) {
     throw Error("pserver endpoint '" + e + "' is not HOST:PORT with a port in 1..65535");
   }
 }
@@ -103,15 +103,18 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
     if (!IsOptimizer(main.ops(i))) continue;
     const std::string p = Args(main.ops(i).inputs(), "Param")[0];
     for (const auto& q : params) {
-      if (q.name == p) throw Error("parameter '" + p + "' has two optimizer ops (ops " + std::to_string(q.op) + " and " + std::to_string(i) + ")");
+      if (q.name == p)
+        throw Error("parameter '" + p + "' has two optimizer ops (ops " + std::to_string(q.op) + " and " +
+                    std::to_string(i) + ")");
     }
     const std::string backward_grad = p + "@GRAD";
     params.push_back({p, writers.count(backward_grad) ? backward_grad : Args(main.ops(i).inputs(), "Grad")[0], i});
     sent.insert(params.back().grad);
   }
   if (params.empty()) {
-    throw Error("block 0 has no optimizer op (an op with Param, Grad and ParamOut, e.g. sgd): nothing to "
-                "distribute; `rill backward --sgd LR` appends one per parameter");
+    throw Error(
+        "block 0 has no optimizer op (an op with Param, Grad and ParamOut, e.g. sgd): nothing to "
+        "distribute; `rill backward --sgd LR` appends one per parameter");
   }
 
   // Which ops move to the pservers: the optimizers, and every op whose outputs only moved
@@ -277,8 +280,12 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
       *optimize.desc()->add_ops() = op;
     }
     OpBuilder serve = top.Op(options.serve_op);
-    serve.Input("X", grad_list).Attr("endpoint", options.pservers[s]).BlockAttr("OptimizeBlock", optimize.idx())
-        .Attr("ParamList", param_list).Attr("GradList", grad_list).Attr("Fanin", options.trainers)
+    serve.Input("X", grad_list)
+        .Attr("endpoint", options.pservers[s])
+        .BlockAttr("OptimizeBlock", optimize.idx())
+        .Attr("ParamList", param_list)
+        .Attr("GradList", grad_list)
+        .Attr("Fanin", options.trainers)
         .Attr("sync_mode", true);
     MaybeDeadline(serve, options.deadline_ms);
     out.pservers.push_back(pb.Build());
@@ -314,7 +321,10 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
   }
   BlockBuilder trainer_main(out.trainer.mutable_blocks(0));
   OpBuilder send = trainer_main.Op(options.send_op);
-  send.Input("X", grads).Output("Out", names).Attr("endpoints", options.pservers).Attr("epmap", epmap)
+  send.Input("X", grads)
+      .Output("Out", names)
+      .Attr("endpoints", options.pservers)
+      .Attr("epmap", epmap)
       .Attr("sync_mode", true);
   MaybeDeadline(send, options.deadline_ms);
 

@@ -13,8 +13,7 @@ namespace {
 
 class Checker {
  public:
-  Checker(const Program& p, const Registry& r, MissingOps* missing)
-      : program_(p), registry_(r), missing_(missing) {}
+  Checker(const Program& p, const Registry& r, MissingOps* missing) : program_(p), registry_(r), missing_(missing) {}
 
   std::vector<std::string> Run() {
     const int n = program_.blocks_size();
@@ -37,12 +36,11 @@ class Checker {
     const ProgramBlock& block = program_.block(b);
     const std::string where = "block " + std::to_string(b);
     if (block.has_idx && block.idx != b) {
-      problems_.push_back(where + ": idx is " + std::to_string(block.idx) +
-                          " but the block is at position " + std::to_string(b));
+      problems_.push_back(where + ": idx is " + std::to_string(block.idx) + " but the block is at position " +
+                          std::to_string(b));
     }
     if (b == 0 && block.parent_idx != -1) {
-      problems_.push_back(where + ": the root block must have parent_idx -1, not " +
-                          std::to_string(block.parent_idx));
+      problems_.push_back(where + ": the root block must have parent_idx -1, not " + std::to_string(block.parent_idx));
     } else if (b > 0 && depth_[b] < 0) {
       problems_.push_back(where + ": " + chain_problem_[b]);
     }
@@ -106,8 +104,8 @@ class Checker {
 
   void CheckOp(int b, int i, const ProgramOp& op) {
     const std::string type = Str(op.type);
-    const std::string where = "block " + std::to_string(b) + ", op " + std::to_string(i) +
-                              " (" + (type.empty() ? "<no type>" : type) + ")";
+    const std::string where =
+        "block " + std::to_string(b) + ", op " + std::to_string(i) + " (" + (type.empty() ? "<no type>" : type) + ")";
     if (type.empty()) {
       problems_.push_back(where + ": op has no type");
       return;
@@ -132,8 +130,8 @@ class Checker {
       if (k < 0) continue;  // undeclared attributes are Paddle's bookkeeping; ignored
       const AttrSpec& spec = schema->attrs[static_cast<size_t>(k)];
       if (!AttrCompatible(spec.type, a)) {
-        problems_.push_back(where + ": attribute '" + Str(a.name) + "' must be " +
-                            AttrTypeName(spec.type) + ", the program gives " + AttrDescription(program_, a));
+        problems_.push_back(where + ": attribute '" + Str(a.name) + "' must be " + AttrTypeName(spec.type) +
+                            ", the program gives " + AttrDescription(program_, a));
         continue;
       }
       CheckBlockRefs(b, i, where, a);
@@ -141,8 +139,8 @@ class Checker {
     for (const auto& spec : schema->attrs) {
       const auto name = program_.FindStr(spec.name);
       if (spec.required && (!name || !set_attrs.count(*name))) {
-        problems_.push_back(where + ": required attribute '" + spec.name + "' (" +
-                            AttrTypeName(spec.type) + ") is not set");
+        problems_.push_back(where + ": required attribute '" + spec.name + "' (" + AttrTypeName(spec.type) +
+                            ") is not set");
       }
     }
   }
@@ -162,9 +160,8 @@ class Checker {
     const int n = program_.blocks_size();
     const auto check = [&](int idx) {
       if (idx <= 0 || idx >= n) {
-        problems_.push_back(where + ": attribute '" + Str(a.name) + "' refers to block " +
-                            std::to_string(idx) + ", which " +
-                            (idx == 0 ? "is the root block" : "does not exist") + " (program has " +
+        problems_.push_back(where + ": attribute '" + Str(a.name) + "' refers to block " + std::to_string(idx) +
+                            ", which " + (idx == 0 ? "is the root block" : "does not exist") + " (program has " +
                             std::to_string(n) + " blocks)");
         return;
       }
@@ -183,7 +180,8 @@ class Checker {
                           "); an op runs only blocks below its own");
     };
     if (a.type == proto::BLOCK) check(static_cast<int>(a.i));
-    if (a.type == proto::BLOCKS) for (int64_t idx : program_.ints(a)) check(static_cast<int>(idx));
+    if (a.type == proto::BLOCKS)
+      for (int64_t idx : program_.ints(a)) check(static_cast<int>(idx));
   }
 
   // `block`, its parent, and so on up to the root. REQUIRES depth_[block] >= 0.
@@ -232,7 +230,8 @@ class Checker {
     for (const ProgramSlot& var : given) {
       const std::string parameter = Str(var.parameter);
       const SlotSpec* spec = nullptr;
-      for (const auto& s : declared) if (s.name == parameter) spec = &s;
+      for (const auto& s : declared)
+        if (s.name == parameter) spec = &s;
       // Paddle writes every slot its own schema declares, empty when unused (scale's
       // ScaleTensor, reshape2's Shape): an empty slot says nothing, so only one holding
       // variables must be declared.

@@ -12,9 +12,9 @@ static_assert(int{RILL_ATTR_BLOCKS} == int{proto::BLOCKS} && int{RILL_ATTR_LONG}
               int{RILL_ATTR_BOOLEANS} == int{proto::BOOLEANS});
 
 std::string AttrTypeName(int32_t type) {
-  static const char* kNames[] = {"INT",    "FLOAT",    "STRING", "INTS",     "FLOATS", "STRINGS",
-                                 "BOOLEAN", "BOOLEANS", "BLOCK",  "LONG",     "BLOCKS", "LONGS",
-                                 "FLOAT64S", "VAR",     "VARS",   "FLOAT64",  "SCALAR", "SCALARS"};
+  static const char* kNames[] = {"INT",      "FLOAT",    "STRING", "INTS",    "FLOATS", "STRINGS",
+                                 "BOOLEAN",  "BOOLEANS", "BLOCK",  "LONG",    "BLOCKS", "LONGS",
+                                 "FLOAT64S", "VAR",      "VARS",   "FLOAT64", "SCALAR", "SCALARS"};
   if (type >= 0 && type <= proto::SCALARS) return kNames[type];
   return "attr_type(" + std::to_string(type) + ")";
 }
@@ -151,15 +151,21 @@ std::vector<std::string> SplitList(const std::string& text) {
 AttrValue ParseAttrDefault(int32_t type, const std::string& text) {
   AttrValue v = ZeroAttr(type);
   switch (type) {
-    case RILL_ATTR_INT: case RILL_ATTR_LONG: case RILL_ATTR_BLOCK: v.i = ParseInt(text); break;
+    case RILL_ATTR_INT:
+    case RILL_ATTR_LONG:
+    case RILL_ATTR_BLOCK: v.i = ParseInt(text); break;
     case RILL_ATTR_FLOAT: v.f = ParseFloat(text); break;
     case RILL_ATTR_BOOLEAN: v.i = ParseBool(text); break;
     case RILL_ATTR_STRING: v.s = text; break;
-    case RILL_ATTR_INTS: for (auto& e : SplitList(text)) v.ints.push_back(ParseInt(e)); break;
+    case RILL_ATTR_INTS:
+      for (auto& e : SplitList(text)) v.ints.push_back(ParseInt(e));
+      break;
     case RILL_ATTR_FLOATS:
       for (auto& e : SplitList(text)) v.floats.push_back(static_cast<float>(ParseFloat(e)));
       break;
-    case RILL_ATTR_BOOLEANS: for (auto& e : SplitList(text)) v.bools.push_back(ParseBool(e)); break;
+    case RILL_ATTR_BOOLEANS:
+      for (auto& e : SplitList(text)) v.bools.push_back(ParseBool(e));
+      break;
     case RILL_ATTR_STRINGS: v.strings = SplitList(text); break;
     case RILL_ATTR_BLOCKS:
       for (auto& e : SplitList(text)) v.blocks.push_back(static_cast<int32_t>(ParseInt(e)));
@@ -175,9 +181,9 @@ AttrValue AttrFromProgram(const Program& program, const ProgramAttr& a, int32_t 
   const bool given_float = a.type == proto::FLOAT || a.type == proto::FLOAT64 ||
                            (a.type == proto::SCALAR && a.scalar_type == proto::Scalar::FLOAT64);
   switch (declared) {
-    case RILL_ATTR_INT: case RILL_ATTR_LONG: case RILL_ATTR_BLOCK:
-      v.i = given_float ? static_cast<int64_t>(a.f) : a.i;
-      break;
+    case RILL_ATTR_INT:
+    case RILL_ATTR_LONG:
+    case RILL_ATTR_BLOCK: v.i = given_float ? static_cast<int64_t>(a.f) : a.i; break;
     case RILL_ATTR_BOOLEAN: v.i = given_float ? a.f != 0 : a.i != 0; break;
     case RILL_ATTR_FLOAT: v.f = given_float ? a.f : static_cast<double>(a.i); break;
     case RILL_ATTR_STRING: v.s = program.str(a.s); break;
@@ -186,10 +192,18 @@ AttrValue AttrFromProgram(const Program& program, const ProgramAttr& a, int32_t 
       v.ints.assign(xs.begin(), xs.end());
       break;
     }
-    case RILL_ATTR_BOOLEANS: for (int64_t b : program.ints(a)) v.bools.push_back(b != 0); break;
-    case RILL_ATTR_BLOCKS: for (int64_t b : program.ints(a)) v.blocks.push_back(static_cast<int32_t>(b)); break;
-    case RILL_ATTR_FLOATS: for (double x : program.floats(a)) v.floats.push_back(static_cast<float>(x)); break;
-    case RILL_ATTR_STRINGS: for (StrId s : program.strings(a)) v.strings.emplace_back(program.str(s)); break;
+    case RILL_ATTR_BOOLEANS:
+      for (int64_t b : program.ints(a)) v.bools.push_back(b != 0);
+      break;
+    case RILL_ATTR_BLOCKS:
+      for (int64_t b : program.ints(a)) v.blocks.push_back(static_cast<int32_t>(b));
+      break;
+    case RILL_ATTR_FLOATS:
+      for (double x : program.floats(a)) v.floats.push_back(static_cast<float>(x));
+      break;
+    case RILL_ATTR_STRINGS:
+      for (StrId s : program.strings(a)) v.strings.emplace_back(program.str(s));
+      break;
   }
   return v;
 }
@@ -205,7 +219,9 @@ std::string AttrValue::ToString() const {
     os << "]";
   };
   switch (type) {
-    case RILL_ATTR_INT: case RILL_ATTR_LONG: case RILL_ATTR_BLOCK: os << i; break;
+    case RILL_ATTR_INT:
+    case RILL_ATTR_LONG:
+    case RILL_ATTR_BLOCK: os << i; break;
     case RILL_ATTR_FLOAT: os << f; break;
     case RILL_ATTR_BOOLEAN: os << (i ? "true" : "false"); break;
     case RILL_ATTR_STRING: os << '"' << s << '"'; break;

@@ -39,8 +39,7 @@ void WithdrawLocked(const Registry* r) {
   g_newest_published.store(list.empty() ? nullptr : list.back(), std::memory_order_release);
 }
 
-std::vector<SlotSpec> Slots(const RillSlotDef* defs, size_t n, const std::string& op,
-                            const char* kind) {
+std::vector<SlotSpec> Slots(const RillSlotDef* defs, size_t n, const std::string& op, const char* kind) {
   std::vector<SlotSpec> out;
   for (size_t i = 0; i < n; ++i) {
     if (defs[i].name == nullptr || *defs[i].name == '\0') {
@@ -59,17 +58,20 @@ std::vector<SlotSpec> Slots(const RillSlotDef* defs, size_t n, const std::string
 }  // namespace
 
 const SlotSpec* OpSchemaEntry::FindInput(const std::string& name) const {
-  for (const auto& s : inputs) if (s.name == name) return &s;
+  for (const auto& s : inputs)
+    if (s.name == name) return &s;
   return nullptr;
 }
 
 const SlotSpec* OpSchemaEntry::FindOutput(const std::string& name) const {
-  for (const auto& s : outputs) if (s.name == name) return &s;
+  for (const auto& s : outputs)
+    if (s.name == name) return &s;
   return nullptr;
 }
 
 int OpSchemaEntry::AttrIndex(const std::string& name) const {
-  for (size_t i = 0; i < attrs.size(); ++i) if (attrs[i].name == name) return static_cast<int>(i);
+  for (size_t i = 0; i < attrs.size(); ++i)
+    if (attrs[i].name == name) return static_cast<int>(i);
   return -1;
 }
 
@@ -90,8 +92,7 @@ OpSchemaEntry SchemaFromAbi(const RillOpSchema& s, const std::string& plugin) {
       throw Error("op '" + e.type + "': attribute " + std::to_string(i) + " has no name");
     }
     if (a.type < RILL_ATTR_INT || a.type > RILL_ATTR_BLOCKS) {
-      throw Error("op '" + e.type + "': attribute '" + a.name + "' has unknown type " +
-                  std::to_string(a.type));
+      throw Error("op '" + e.type + "': attribute '" + a.name + "' has unknown type " + std::to_string(a.type));
     }
     if (e.AttrIndex(a.name) >= 0) {
       throw Error("op '" + e.type + "': attribute '" + std::string(a.name) + "' declared twice");
@@ -102,9 +103,8 @@ OpSchemaEntry SchemaFromAbi(const RillOpSchema& s, const std::string& plugin) {
     spec.required = a.flags & RILL_ATTR_REQUIRED;
     spec.doc = Str(a.doc);
     try {
-      spec.default_value = (spec.required || a.default_value == nullptr)
-                               ? ZeroAttr(a.type)
-                               : ParseAttrDefault(a.type, a.default_value);
+      spec.default_value =
+          (spec.required || a.default_value == nullptr) ? ZeroAttr(a.type) : ParseAttrDefault(a.type, a.default_value);
     } catch (const Error& err) {
       throw Error("op '" + e.type + "': default of attribute '" + spec.name + "': " + err.what());
     }
@@ -122,17 +122,17 @@ OpSchemaEntry SchemaFromAbi(const RillOpSchema& s, const std::string& plugin) {
       }
     }
     for (const auto& slot : e.grad_outputs) {
-      if (e.FindInput(slot) == nullptr) throw Error("op '" + e.type + "': gradient output '" + slot + "' names no input slot");
+      if (e.FindInput(slot) == nullptr)
+        throw Error("op '" + e.type + "': gradient output '" + slot + "' names no input slot");
     }
   }
   e.dtype_source = Str(s.kernel_dtype_source);
   if (!e.dtype_source.empty()) {
     const bool is_attr = e.dtype_source.rfind("attr:", 0) == 0;
-    const bool known = is_attr ? e.AttrIndex(e.dtype_source.substr(5)) >= 0
-                               : e.FindInput(e.dtype_source) != nullptr;
+    const bool known = is_attr ? e.AttrIndex(e.dtype_source.substr(5)) >= 0 : e.FindInput(e.dtype_source) != nullptr;
     if (!known) {
-      throw Error("op '" + e.type + "': kernel dtype source '" + e.dtype_source +
-                  "' names no declared " + (is_attr ? "attribute" : "input slot"));
+      throw Error("op '" + e.type + "': kernel dtype source '" + e.dtype_source + "' names no declared " +
+                  (is_attr ? "attribute" : "input slot"));
     }
   }
   return e;
@@ -147,8 +147,7 @@ KernelEntry KernelFromAbi(const RillKernelDef& d, const std::string& plugin) {
   if (k.op_type.empty()) throw Error("kernel without an op type");
   if (d.compute == nullptr) throw Error("kernel for '" + k.op_type + "' has no compute function");
   if (d.device_type < RILL_CPU || d.device_type >= RILL_MAX_DEVICE_TYPES) {
-    throw Error("kernel for '" + k.op_type + "': unknown device type " +
-                std::to_string(d.device_type));
+    throw Error("kernel for '" + k.op_type + "': unknown device type " + std::to_string(d.device_type));
   }
   if (d.dtype != RILL_ANY_DTYPE && !IsTensorDataType(d.dtype)) {
     throw Error("kernel for '" + k.op_type + "': unknown dtype " + std::to_string(d.dtype));
@@ -169,8 +168,8 @@ CustomType VarTypeFromAbi(const RillVarTypeDef& d, const std::string& plugin) {
     throw Error("variable type struct too small (struct_size " + std::to_string(d.struct_size) + ")");
   }
   if (d.name == nullptr || *d.name == '\0') throw Error("variable type without a name");
-  return CustomType{VarTypeHandle(d.name), d.name, plugin, d.destroy, d.describe,
-                    RILL_COVERS(d, copy) ? d.copy : nullptr};
+  return CustomType{
+      VarTypeHandle(d.name), d.name, plugin, d.destroy, d.describe, RILL_COVERS(d, copy) ? d.copy : nullptr};
 }
 
 CommandEntry CommandFromAbi(const RillCommandDef& d, const std::string& plugin) {
@@ -178,14 +177,14 @@ CommandEntry CommandFromAbi(const RillCommandDef& d, const std::string& plugin) 
     throw Error("command struct too small (struct_size " + std::to_string(d.struct_size) + ")");
   }
   const std::string name = d.name != nullptr ? d.name : "";
-  const bool well_formed = !name.empty() && name[0] >= 'a' && name[0] <= 'z' &&
-                           std::all_of(name.begin(), name.end(), [](char c) {
-                             return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-                           });
+  const bool well_formed =
+      !name.empty() && name[0] >= 'a' && name[0] <= 'z' && std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+      });
   if (!well_formed) throw Error("command name '" + name + "' is not of the form [a-z][a-z0-9-]*");
   if (d.run == nullptr) throw Error("command '" + name + "' has no run function");
-  return CommandEntry{name, d.summary != nullptr ? d.summary : "", d.usage != nullptr ? d.usage : "", d.user_data,
-                      d.run, plugin};
+  return CommandEntry{
+      name, d.summary != nullptr ? d.summary : "", d.usage != nullptr ? d.usage : "", d.user_data, d.run, plugin};
 }
 
 const RillVarType* VarTypeHandle(const std::string& name) {
@@ -205,8 +204,7 @@ void Registry::Commit(const std::vector<const PluginRegistration*>& regs) {
   // Check everything first so that a failure changes nothing.
   std::map<std::string, std::string> new_ops, new_kernels, new_types, new_commands;  // key -> plugin
   const auto check_dup = [](std::map<std::string, std::string>& fresh, const std::string& key,
-                            const std::string& existing, const std::string& plugin,
-                            const std::string& what) {
+                            const std::string& existing, const std::string& plugin, const std::string& what) {
     const std::string& other = !existing.empty() ? existing : fresh[key];
     if (!other.empty()) {
       throw Error(what + " is registered by both plugin '" + other + "' and plugin '" + plugin + "'",
@@ -217,8 +215,7 @@ void Registry::Commit(const std::vector<const PluginRegistration*>& regs) {
   for (const auto* r : regs) {
     for (const auto& op : r->ops) {
       auto it = ops_.find(op.type);
-      check_dup(new_ops, op.type, it == ops_.end() ? "" : it->second->plugin, r->plugin,
-                "op '" + op.type + "'");
+      check_dup(new_ops, op.type, it == ops_.end() ? "" : it->second->plugin, r->plugin, "op '" + op.type + "'");
     }
     for (const auto& t : r->var_types) {
       auto it = var_types_.find(t.name);
@@ -238,14 +235,14 @@ void Registry::Commit(const std::vector<const PluginRegistration*>& regs) {
   for (const auto* r : regs) {
     for (const auto& k : r->kernels) {
       if (!ops_.count(k.op_type) && !new_ops.count(k.op_type)) {
-        throw Error("plugin '" + r->plugin + "' registers a kernel for op '" + k.op_type +
-                    "', which no plugin declares", RILL_NOT_FOUND);
+        throw Error(
+            "plugin '" + r->plugin + "' registers a kernel for op '" + k.op_type + "', which no plugin declares",
+            RILL_NOT_FOUND);
       }
       const std::string key = KernelKey(k.op_type, k.device_type, k.dtype);
       auto it = kernels_.find(key);
       check_dup(new_kernels, key, it == kernels_.end() ? "" : it->second.plugin, r->plugin,
-                "kernel for op '" + k.op_type + "' (" + DeviceName(k.device_type) +
-                    ", " + DataTypeName(k.dtype) + ")");
+                "kernel for op '" + k.op_type + "' (" + DeviceName(k.device_type) + ", " + DataTypeName(k.dtype) + ")");
     }
   }
   // Devices are process-wide; installing checks them against every plugin ever loaded.

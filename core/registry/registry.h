@@ -135,7 +135,7 @@ class Registry {
   // fails to load, as for a duplicate.
   void ReserveCommands(std::set<std::string> names) { reserved_commands_ = std::move(names); }
   const CommandEntry* FindCommand(const std::string& name) const;  // nullptr if none
-  std::vector<const CommandEntry*> AllCommands() const;           // sorted by name
+  std::vector<const CommandEntry*> AllCommands() const;            // sorted by name
 
   // Why `type` is unknown: which disabled plugin has it, or that no loaded plugin does.
   std::string UnknownOpMessage(const std::string& type) const;

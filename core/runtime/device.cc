@@ -51,7 +51,8 @@ void InstallDevice(const Device& device) {
   if (const Device* existing = slot.load()) {
     if (existing->plugin == device.plugin) return;
     throw Error("device " + device.name + " is registered by both plugin '" + existing->plugin + "' and plugin '" +
-                device.plugin + "'", RILL_ALREADY_EXISTS);
+                    device.plugin + "'",
+                RILL_ALREADY_EXISTS);
   }
   slot.store(new Device(device));  // never freed: tensors anywhere may hold its memory
   g_any.store(true);

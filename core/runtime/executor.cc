@@ -47,8 +47,8 @@ using ScalarRunner = bool (*)(const PreparedOp&, const KernelInstance&, Variable
 
 struct PreparedOp {
   OpInstance info;
-  int dtype_input = -1;           // index into info.inputs giving the dtype key, or -1
-  uint32_t dtype_var = 0;         // frame index of that input's first variable
+  int dtype_input = -1;                   // index into info.inputs giving the dtype key, or -1
+  uint32_t dtype_var = 0;                 // frame index of that input's first variable
   int32_t static_dtype = RILL_ANY_DTYPE;  // key from an attribute (or ANY)
   // The op's arguments as a kernel's scalar path reads them (RillKernelScalarFn): per slot
   // the schema declares, in the schema's order, the frame index of the slot's one
@@ -71,10 +71,10 @@ struct PreparedOp {
 
 struct Executor::PreparedBlock {
   int32_t idx = 0;
-  uint64_t serial = 0;                // unique in the process, never reused (run caches)
-  std::vector<std::string> names;     // every variable name the ops use
-  std::vector<uint64_t> name_bits;    // Scope::NameBits of each, parallel to names
-  std::vector<uint8_t> is_output;     // parallel to names
+  uint64_t serial = 0;                                 // unique in the process, never reused (run caches)
+  std::vector<std::string> names;                      // every variable name the ops use
+  std::vector<uint64_t> name_bits;                     // Scope::NameBits of each, parallel to names
+  std::vector<uint8_t> is_output;                      // parallel to names
   std::vector<std::pair<std::string, bool>> declared;  // (name, persistable)
   std::vector<std::unique_ptr<PreparedOp>> ops;
   std::vector<const RillOpInfo*> infos;  // &ops[i]->info, for BlockOps
@@ -101,8 +101,7 @@ struct ResolvedFrame final : Scope::RunCache {
 // n elements of T for one run (or one loop), on the stack for the usual small block: no
 // allocation per run. A parked go block keeps its run's frame on its stack, so the inline
 // size is what a go block's names need (a daisy chain's has 5), not a model's loop body.
-template <class T>
-class InlineArray {
+template <class T> class InlineArray {
  public:
   explicit InlineArray(size_t n) {
     if (n > kInline) heap_.resize(n);
@@ -122,8 +121,8 @@ bool TakeResolved(Scope& scope, const Executor::PreparedBlock& block, Variable**
   Scope::RunCacheSlot* slot = scope.ClaimRunCache();
   if (slot == nullptr) return false;
   const auto* cached = slot->tag == block.serial ? static_cast<const ResolvedFrame*>(slot->cache.get()) : nullptr;
-  const bool valid = cached != nullptr && cached->frame.size() == block.names.size() &&
-                     cached->chain_version == scope.ChainVersion();
+  const bool valid =
+      cached != nullptr && cached->frame.size() == block.names.size() && cached->chain_version == scope.ChainVersion();
   if (valid) {
     std::copy(cached->frame.begin(), cached->frame.end(), frame);
     *version = cached->chain_version;
@@ -144,7 +143,8 @@ void KeepResolved(Scope& scope, const Executor::PreparedBlock& block, Variable* 
   scope.ReleaseRunCache();
 }
 
-[[gnu::noinline]] KernelInstance* ChooseKernel(const Registry& registry, PreparedOp& op, int32_t device, int32_t dtype) {
+[[gnu::noinline]] KernelInstance* ChooseKernel(const Registry& registry, PreparedOp& op, int32_t device,
+                                               int32_t dtype) {
   std::lock_guard lock(op.mu);
   for (auto& k : op.instances) {
     if (k->device == device && k->dtype == dtype) return k.get();
@@ -156,8 +156,8 @@ void KeepResolved(Scope& scope, const Executor::PreparedBlock& block, Variable* 
     for (const KernelEntry* k : registry.KernelsOf(op.info.type)) {
       have += (have.empty() ? "" : ", ") + DeviceName(k->device_type) + "/" + DataTypeName(k->dtype);
     }
-    throw Error("no " + DeviceName(device) + " kernel for dtype " +
-                    DataTypeName(dtype) + " (registered: " + (have.empty() ? "none" : have) + ")",
+    throw Error("no " + DeviceName(device) + " kernel for dtype " + DataTypeName(dtype) +
+                    " (registered: " + (have.empty() ? "none" : have) + ")",
                 RILL_UNIMPLEMENTED);
   }
   auto k = std::make_unique<KernelInstance>();
@@ -207,8 +207,9 @@ bool OnlyHostScalarInputs(const PreparedOp& op, const RillKernelContext& ctx) {
 // frame of RunOps (and KernelKey, inlined in it), which every parked task keeps on its
 // stack while it waits.
 [[noreturn, gnu::noinline, gnu::cold]] void ThrowNoTensorYet(const PreparedOp& op, const RillOpInfo::Args& args) {
-  throw Error("input " + args.slot + " ('" + op.info.Name(args, 0) + "') holds no tensor yet, so no kernel can be chosen",
-              RILL_FAILED_PRECONDITION);
+  throw Error(
+      "input " + args.slot + " ('" + op.info.Name(args, 0) + "') holds no tensor yet, so no kernel can be chosen",
+      RILL_FAILED_PRECONDITION);
 }
 // What an op at nesting `depth` puts before the error it failed with. Every op names
 // itself, except that an error from a block nested below kNamedLevels passes the levels
@@ -217,8 +218,8 @@ bool OnlyHostScalarInputs(const PreparedOp& op, const RillKernelContext& ctx) {
 constexpr int kNamedLevels = 8;
 std::string ErrorContext(const PreparedOp& op, const char* message, int depth) {
   // Named by an op of a nested block: "block 7, op 1 (...): ...", or already elided.
-  const bool from_nested_block = (std::strncmp(message, "block ", 6) == 0 && std::isdigit(message[6])) ||
-                                 std::strncmp(message, "… ", 4) == 0;
+  const bool from_nested_block =
+      (std::strncmp(message, "block ", 6) == 0 && std::isdigit(message[6])) || std::strncmp(message, "… ", 4) == 0;
   if (depth <= kNamedLevels || !from_nested_block) return op.info.Where() + ": ";
   return depth == kNamedLevels + 1 ? "… " : "";
 }
@@ -396,7 +397,8 @@ void Executor::set_place(Place place) {
     const int32_t count = device->device_count();
     if (place.device_id < 0 || place.device_id >= count) {
       throw Error("cannot run on " + place.ToString() + ": " + std::to_string(count) + " " + device->name +
-                  " device(s) present (plugin '" + device->plugin + "')", RILL_UNAVAILABLE);
+                      " device(s) present (plugin '" + device->plugin + "')",
+                  RILL_UNAVAILABLE);
     }
   }
   place_ = place;
@@ -466,7 +468,8 @@ Executor::PreparedBlock& Executor::PrepareFirst(int32_t block_idx) {
     info.schema = registry_.FindOp(info.type);
     if (info.schema == nullptr) {
       throw Error("block " + std::to_string(block_idx) + ", op " + std::to_string(i) + ": " +
-                  registry_.UnknownOpMessage(info.type), RILL_NOT_FOUND);
+                      registry_.UnknownOpMessage(info.type),
+                  RILL_NOT_FOUND);
     }
     info.inputs = args(program.inputs(od), false);
     info.outputs = args(program.outputs(od), true);

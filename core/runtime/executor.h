@@ -60,8 +60,8 @@ class Executor {
   // the previous step's scope while nothing else holds that scope and no ancestor gained a
   // variable since (what Fluid's `while` does with Run and a child scope per step, minus
   // the per-step claim of the scope's run cache and name checks: a step costs its ops).
-  void RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key,
-               bool (*proceed)(void*), void* arg);
+  void RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key, bool (*proceed)(void*),
+               void* arg);
   // Runs block `block_idx` once as the sub-block of an op running in `parent`
   // (conditional_block, a select's case): as Run in parent->NewChild(key) would, but in
   // `parent` itself when no one can tell the two apart, which saves making the scope: the
@@ -106,8 +106,7 @@ class Executor {
   // parent chain has not changed since: only the names marked `local` can resolve
   // differently, so only they are looked up (RunLoop's next step after a go block kept
   // the last one). Updates `local`.
-  void ResolveLocals(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
-                     uint8_t* local);
+  void ResolveLocals(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame, uint8_t* local);
   // Fills `frame` with every name of `block` as found up `scope`'s chain, making nothing;
   // false if a name or a declared persistable variable is missing (Resolve would make it).
   // For a block that declares no local variable.
@@ -126,7 +125,7 @@ class Executor {
   const std::shared_ptr<const Program> program_;
   Place place_;
   std::mutex prepare_mu_;
-  std::vector<std::atomic<PreparedBlock*>> prepared_;  // owned; deleted in ~Executor
+  std::vector<std::atomic<PreparedBlock*>> prepared_;                     // owned; deleted in ~Executor
   std::unordered_map<uint64_t, std::unique_ptr<AttrValue>> attr_values_;  // AttrValueOf's, by attr and type
 };
 

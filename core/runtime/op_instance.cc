@@ -16,6 +16,6 @@ std::string FormatArgs(const RillOpInfo& op, const std::vector<RillOpInfo::Args>
 }  // namespace
 
 std::string RillOpInfo::Where() const {
-  return "block " + std::to_string(block_idx) + ", op " + std::to_string(op_idx) + " (" + type + FormatArgs(*this, inputs) +
-         (outputs.empty() ? "" : " ->") + FormatArgs(*this, outputs) + ")";
+  return "block " + std::to_string(block_idx) + ", op " + std::to_string(op_idx) + " (" + type +
+         FormatArgs(*this, inputs) + (outputs.empty() ? "" : " ->") + FormatArgs(*this, outputs) + ")";
 }

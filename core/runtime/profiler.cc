@@ -213,8 +213,8 @@ void Profiler::NameLane(const std::string& name) {
 void WriteChromeTrace(const Trace& trace, std::ostream& out) {
   const std::string pid = std::to_string(getpid());
   out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
-  out << "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": " << pid << ", \"args\": {\"name\": "
-      << JsonString(trace.process_name) << "}}";
+  out << "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": " << pid
+      << ", \"args\": {\"name\": " << JsonString(trace.process_name) << "}}";
   for (size_t lane = 0; lane < trace.lane_names.size(); ++lane) {
     out << ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": " << pid << ", \"tid\": " << lane
         << ", \"args\": {\"name\": " << JsonString(trace.lane_names[lane]) << "}}";

@@ -81,8 +81,7 @@ class Profiler {
   static void RecordWait(bool begin, const void* task, const RillOpInfo* op, const char* what);
   static void RecordSpawn(const RillOpInfo* origin);
   // A plugin's span (abi.h, trace_span): `category`, `name`, from start to end, `detail`.
-  static void RecordSpan(const char* category, const char* name, int64_t start_ns, int64_t end_ns,
-                         const char* detail);
+  static void RecordSpan(const char* category, const char* name, int64_t start_ns, int64_t end_ns, const char* detail);
   // Names this thread's lane (the scheduler: "worker N").
   static void NameLane(const std::string& name);
 

@@ -58,8 +58,7 @@ void Scavenger::Watch(Scavengeable* s) noexcept {
       thread_ = std::thread([this] { Loop(); });
       started_by_ = getpid();
     }
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   cv_.notify_one();
 }
 

@@ -22,7 +22,7 @@ std::shared_ptr<Scope> Scope::NewChild(ChildKey key) {
   if (key.op == 0) return child;  // unkeyed: always new
   Extras* x = extras_.load(std::memory_order_acquire);
   if (x == nullptr) return child;  // no child has left anything here
-  Leftover taken;  // destroyed after the lock: a variable's destructor may release scopes
+  Leftover taken;                  // destroyed after the lock: a variable's destructor may release scopes
   {
     std::lock_guard lock(x->leftovers_mu);
     auto it = std::find_if(x->leftovers.begin(), x->leftovers.end(), [&](const Leftover& l) { return l.key == key; });

@@ -221,8 +221,8 @@ class Scope : public std::enable_shared_from_this<Scope> {
   bool BornUnder(uint64_t parent_chain_version) const { return !parent_ || parent_chain_version == born_under_; }
 
   const std::shared_ptr<Scope> parent_;
-  ChildKey key_;                // op 0 unless made by NewChild(key)
-  uint64_t born_under_ = 0;     // parent_->ChainVersion() when vars_ started out empty
+  ChildKey key_;             // op 0 unless made by NewChild(key)
+  uint64_t born_under_ = 0;  // parent_->ChainVersion() when vars_ started out empty
   // What only some scopes use, made on first use: the run caches (a scope a block runs in
   // more than once: a loop step, a sub-block's parent) and the leftovers of keyed children
   // (a loop's parent). A go block's scope uses neither, and without them a scope (with its
@@ -245,8 +245,8 @@ class Scope : public std::enable_shared_from_this<Scope> {
   // Spin locks, not a mutex and a reader-writer lock: held for a hash lookup or an insert,
   // and taken several times per go block (its scope's variables, lookups up the chain), a
   // critical section shorter than a reader-writer lock's own bookkeeping.
-  mutable SpinLock mu_;  // serialises Var's inserts; guards a large scope's index
-  VarList vars_;         // its size() only grows, so it doubles as version()
+  mutable SpinLock mu_;                   // serialises Var's inserts; guards a large scope's index
+  VarList vars_;                          // its size() only grows, so it doubles as version()
   std::atomic<Extras*> extras_{nullptr};  // owned
 };
 

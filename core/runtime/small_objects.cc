@@ -69,8 +69,8 @@ static_assert(ClassBytes(0) == 32 && ClassBytes(5) == 192 && ClassBytes(kClasses
 static_assert(SmallClassOf(32) == 0 && SmallClassOf(33) == 1 && SmallClassOf(192) == 5 &&
               SmallClassOf(kMaxSmallBytes) == kClasses - 1);
 
-constexpr size_t kSegmentPages = 64;                // pages reserved from the kernel at a time
-constexpr size_t kResidentHeaderBytes = 4096;       // what an advised-away empty page keeps
+constexpr size_t kSegmentPages = 64;           // pages reserved from the kernel at a time
+constexpr size_t kResidentHeaderBytes = 4096;  // what an advised-away empty page keeps
 static_assert(kSmallPageBytes % kResidentHeaderBytes == 0);
 
 struct FreeBlock {
@@ -85,12 +85,12 @@ struct Page {
   // half, the newest block's offset in the page (0: none) in the low half. One word, so
   // the owner learns how many came back without walking them (cold lines, all of them).
   std::atomic<uint64_t> remote{0};
-  std::atomic<Heap*> owner{nullptr};        // null while empty or abandoned
-  std::atomic<bool> full{false};            // on its owner's full list
+  std::atomic<Heap*> owner{nullptr};  // null while empty or abandoned
+  std::atomic<bool> full{false};      // on its owner's full list
   // The owner's (or the depot's, while the page is in it).
   alignas(64) FreeBlock* local = nullptr;
-  uint32_t used = 0;      // blocks out, as the owner knows
-  uint32_t carved = 0;    // blocks handed out at least once since the page was formatted
+  uint32_t used = 0;    // blocks out, as the owner knows
+  uint32_t carved = 0;  // blocks handed out at least once since the page was formatted
   uint32_t capacity = 0;
   uint32_t block_bytes = 0;
   Page* prev = nullptr;
@@ -167,8 +167,8 @@ struct Depot final : Scavengeable {
   static constexpr Clock::duration kReleaseAfter = std::chrono::seconds(1);
 
   SpinLock mu;
-  PageList empty;     // resident, the most recently emptied first
-  PageList released;  // all but their first kResidentHeaderBytes given back (MADV_FREE)
+  PageList empty;              // resident, the most recently emptied first
+  PageList released;           // all but their first kResidentHeaderBytes given back (MADV_FREE)
   Clock::time_point last_use;  // of `empty`, while it holds more than the kept pages
   bool watched = false;        // by the scavenger, which will release what is past them
   PageList abandoned[kClasses];
@@ -311,9 +311,8 @@ bool Collect(Page* p) {
 // with live blocks, without touching the blocks.
 void CountRemote(Page* p) {
   uint64_t word = p->remote.load(std::memory_order_relaxed);
-  while (word >= kOneRemote &&
-         !p->remote.compare_exchange_weak(word, static_cast<uint32_t>(word), std::memory_order_seq_cst,
-                                          std::memory_order_relaxed)) {
+  while (word >= kOneRemote && !p->remote.compare_exchange_weak(word, static_cast<uint32_t>(word),
+                                                                std::memory_order_seq_cst, std::memory_order_relaxed)) {
   }
   p->used -= static_cast<uint32_t>(word >> 32);
 }
@@ -438,7 +437,8 @@ void FreeRemote(Page* p, FreeBlock* first, FreeBlock* last, uint32_t n, size_t c
   } while (!p->remote.compare_exchange_weak(word, (word >> 32 << 32) + n * kOneRemote + offset,
                                             std::memory_order_seq_cst, std::memory_order_relaxed));
   if (p->full.load(std::memory_order_seq_cst)) {
-    if (Heap* owner = p->owner.load(std::memory_order_acquire)) owner->full_freed[c].store(true, std::memory_order_relaxed);
+    if (Heap* owner = p->owner.load(std::memory_order_acquire))
+      owner->full_freed[c].store(true, std::memory_order_relaxed);
   }
 }
 

@@ -54,7 +54,7 @@ namespace rill::core {
 inline constexpr bool kSmallObjectCaches = RILL_SMALL_OBJECT_CACHES;
 inline constexpr size_t kMaxSmallBytes = 512;
 inline constexpr size_t kSmallPageBytes = size_t{64} << 10;
-inline constexpr size_t kSmallPageHeaderBytes = 128;  // a page's first block starts here
+inline constexpr size_t kSmallPageHeaderBytes = 128;     // a page's first block starts here
 inline constexpr size_t kSmallResidentEmptyPages = 256;  // 16 MiB
 
 #if RILL_SMALL_OBJECT_CACHES
@@ -85,12 +85,10 @@ SmallPageCounts CountSmallPages();
 // pages, not how many: any thread's exit or first page of a class changes the count.
 std::vector<uintptr_t> AbandonedSmallPages();
 
-template <class T>
-struct SmallObjectAllocator {
+template <class T> struct SmallObjectAllocator {
   using value_type = T;
   SmallObjectAllocator() = default;
-  template <class U>
-  SmallObjectAllocator(const SmallObjectAllocator<U>&) {}  // NOLINT: rebinding converts implicitly
+  template <class U> SmallObjectAllocator(const SmallObjectAllocator<U>&) {}  // NOLINT: rebinding converts implicitly
 
   T* allocate(size_t n) {
     const size_t bytes = n * sizeof(T);
@@ -105,10 +103,8 @@ struct SmallObjectAllocator {
       ::operator delete(p, bytes, std::align_val_t(alignof(T)));
     }
   }
-  template <class U>
-  bool operator==(const SmallObjectAllocator<U>&) const { return true; }
-  template <class U>
-  bool operator!=(const SmallObjectAllocator<U>&) const { return false; }
+  template <class U> bool operator==(const SmallObjectAllocator<U>&) const { return true; }
+  template <class U> bool operator!=(const SmallObjectAllocator<U>&) const { return false; }
 
  private:
   // Whether `bytes` of T come from the caches (allocate and deallocate must agree).

@@ -43,8 +43,8 @@ void* TakeStagingMemory(const Device& device, size_t bytes) {
   }
   void* block = nullptr;
   if (RillStatus* st = device.allocate_host(bytes, &block)) {
-    Logger().debug("{} gave no page-locked memory for {} bytes ({}): staging in ordinary memory", device.name,
-                   bytes, st->message);
+    Logger().debug("{} gave no page-locked memory for {} bytes ({}): staging in ordinary memory", device.name, bytes,
+                   st->message);
     delete st;
     return nullptr;
   }

@@ -63,7 +63,8 @@ Buffer::Buffer(size_t bytes, Place place, const Device* staging_for) : data_(nul
     const int32_t count = device_->device_count();
     if (place.device_id < 0 || place.device_id >= count) {
       throw Error("cannot allocate on " + place.ToString() + ": " + std::to_string(count) + " " + device_->name +
-                  " device(s) present", RILL_UNAVAILABLE);
+                      " device(s) present",
+                  RILL_UNAVAILABLE);
     }
     ThrowIfError(device_->allocate(place.device_id, bytes == 0 ? 1 : bytes, &data_),
                  "allocating " + std::to_string(bytes) + " bytes on " + place.ToString() + ": ");
@@ -95,8 +96,7 @@ Buffer::Buffer(size_t bytes, Place place, const Device* staging_for) : data_(nul
                                     : AllocateHuge(rounded);
   data_ = AlignedInside(block_);
   if (block_ == nullptr) {
-    throw Error("out of memory allocating " + std::to_string(bytes) + " bytes",
-                RILL_RESOURCE_EXHAUSTED);
+    throw Error("out of memory allocating " + std::to_string(bytes) + " bytes", RILL_RESOURCE_EXHAUSTED);
   }
 }
 
@@ -160,9 +160,7 @@ void Tensor::RecycleBuffer() {
   }
 }
 
-size_t Tensor::nbytes() const {
-  return initialized() ? static_cast<size_t>(numel_) * DataTypeSize(dtype_) : 0;
-}
+size_t Tensor::nbytes() const { return initialized() ? static_cast<size_t>(numel_) * DataTypeSize(dtype_) : 0; }
 
 void* Tensor::Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place place, const Device* staging_for) {
   if (void* same = AlreadyAllocated(dtype, dims, ndim, place)) return same;
@@ -171,19 +169,21 @@ void* Tensor::Allocate(int32_t dtype, const int64_t* dims, size_t ndim, Place pl
     return Allocate(dtype, copy.data(), copy.size(), place, staging_for);
   }
   const ShapeSize size = SizeOfShape(dims, ndim, DataTypeSize(dtype));
-  if (!size.ok()) throw Error("cannot allocate a tensor of " + DataTypeName(dtype) + ": " + size.error, RILL_INVALID_ARGUMENT);
+  if (!size.ok())
+    throw Error("cannot allocate a tensor of " + DataTypeName(dtype) + ": " + size.error, RILL_INVALID_ARGUMENT);
   const int64_t numel = size.numel;
   const size_t bytes = size.bytes;
-  const bool reuse = buffer_ && buffer_.use_count() == 1 && buffer_->size() == bytes &&
-                     buffer_->place() == place;
+  const bool reuse = buffer_ && buffer_.use_count() == 1 && buffer_->size() == bytes && buffer_->place() == place;
   if (!reuse) {
     // Buffer stages only CPU memory; for a device place `staging_for` goes unused.
     if (staging_for == nullptr && buffer_) {
       staging_for = buffer_->device() != nullptr ? buffer_->device() : buffer_->staged_for();
     }
-    std::shared_ptr<Buffer> spare = place.device_type == RILL_CPU && staging_for == nullptr ? TakeSpare(bytes) : nullptr;
-    buffer_ = spare != nullptr ? std::move(spare)
-                               : std::allocate_shared<Buffer>(SmallObjectAllocator<Buffer>(), bytes, place, staging_for);
+    std::shared_ptr<Buffer> spare =
+        place.device_type == RILL_CPU && staging_for == nullptr ? TakeSpare(bytes) : nullptr;
+    buffer_ = spare != nullptr
+                  ? std::move(spare)
+                  : std::allocate_shared<Buffer>(SmallObjectAllocator<Buffer>(), bytes, place, staging_for);
   }
   SetShape(dtype, dims, ndim, numel, place);
   return buffer_->data();
@@ -202,7 +202,8 @@ std::vector<Tensor> Tensor::AllocateTogether(const std::vector<std::pair<int32_t
   size_t total = 0;
   for (const auto& [dtype, dims] : shapes) {
     const ShapeSize size = SizeOfShape(dims.data(), dims.size(), DataTypeSize(dtype));
-    if (!size.ok()) throw Error("cannot allocate a tensor of " + DataTypeName(dtype) + ": " + size.error, RILL_INVALID_ARGUMENT);
+    if (!size.ok())
+      throw Error("cannot allocate a tensor of " + DataTypeName(dtype) + ": " + size.error, RILL_INVALID_ARGUMENT);
     offsets.push_back(total);
     sizes.push_back(size);
     const size_t rounded = (size.bytes + Buffer::kAlignment - 1) / Buffer::kAlignment * Buffer::kAlignment;
@@ -213,7 +214,8 @@ std::vector<Tensor> Tensor::AllocateTogether(const std::vector<std::pair<int32_t
   auto together = std::make_shared<Together>(total);
   std::vector<Tensor> out(shapes.size());
   for (size_t k = 0; k < shapes.size(); ++k) {
-    Buffer& view = together->views.emplace_back(static_cast<char*>(together->whole.data()) + offsets[k], sizes[k].bytes);
+    Buffer& view =
+        together->views.emplace_back(static_cast<char*>(together->whole.data()) + offsets[k], sizes[k].bytes);
     out[k].buffer_ = std::shared_ptr<Buffer>(together, &view);
     out[k].SetShape(shapes[k].first, shapes[k].second.data(), shapes[k].second.size(), sizes[k].numel, Place{});
   }
@@ -222,7 +224,8 @@ std::vector<Tensor> Tensor::AllocateTogether(const std::vector<std::pair<int32_t
 
 Tensor Tensor::Borrow(int32_t dtype, const std::vector<int64_t>& dims, void* data, std::shared_ptr<void> keeper) {
   const ShapeSize size = SizeOfShape(dims.data(), dims.size(), DataTypeSize(dtype));
-  if (!size.ok()) throw Error("cannot make a tensor of " + DataTypeName(dtype) + ": " + size.error, RILL_INVALID_ARGUMENT);
+  if (!size.ok())
+    throw Error("cannot make a tensor of " + DataTypeName(dtype) + ": " + size.error, RILL_INVALID_ARGUMENT);
   if (reinterpret_cast<uintptr_t>(data) % Buffer::kAlignment != 0 || size.bytes < Buffer::kAlignment) {
     throw Error("cannot borrow memory that is not 64-byte aligned or holds fewer than 64 bytes", RILL_INVALID_ARGUMENT);
   }
@@ -265,8 +268,7 @@ void Tensor::CopyInto(Tensor& out, Place place) const {
   }
   // Off a device onto the CPU: into the device's page-locked memory (the copy runs at
   // full speed, and a transport then sends from it).
-  out.Allocate(dtype_, dims_.data(), dims_.size(), place,
-               place.device_type == RILL_CPU ? buffer_->device() : nullptr);
+  out.Allocate(dtype_, dims_.data(), dims_.size(), place, place.device_type == RILL_CPU ? buffer_->device() : nullptr);
   if (!lod_.empty() || !out.lod_.empty()) out.lod_ = lod_;
   const size_t bytes = out.nbytes();
   if (bytes == 0) return;
@@ -286,14 +288,13 @@ void Tensor::CopyInto(Tensor& out, Place place) const {
                        : to_device              ? RILL_COPY_HOST_TO_DEVICE
                                                 : RILL_COPY_DEVICE_TO_HOST;
   const Device* device = FindDevice(dev.device_type);
-  ThrowIfError(device->copy(dev.device_id, out.data(), data(), nbytes(), kind),
-               "copying " + std::to_string(nbytes()) + " bytes from " + place_.ToString() + " to " +
-                   place.ToString() + ": ");
+  ThrowIfError(
+      device->copy(dev.device_id, out.data(), data(), nbytes(), kind),
+      "copying " + std::to_string(nbytes()) + " bytes from " + place_.ToString() + " to " + place.ToString() + ": ");
 }
 
 namespace {
-template <class T>
-void AppendValues(std::ostringstream& os, const void* data, size_t n, const char* sep) {
+template <class T> void AppendValues(std::ostringstream& os, const void* data, size_t n, const char* sep) {
   const T* p = static_cast<const T*>(data);
   for (size_t i = 0; i < n; ++i) {
     if (i) os << sep;
@@ -307,8 +308,7 @@ void AppendValues(std::ostringstream& os, const void* data, size_t n, const char
   }
 }
 
-void AppendAny(std::ostringstream& os, int32_t dtype, const void* data, size_t n,
-               const char* sep) {
+void AppendAny(std::ostringstream& os, int32_t dtype, const void* data, size_t n, const char* sep) {
   switch (dtype) {
     case RILL_BOOL: AppendValues<bool>(os, data, n, sep); break;
     case RILL_INT16: AppendValues<int16_t>(os, data, n, sep); break;

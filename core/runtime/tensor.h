@@ -26,9 +26,7 @@ struct Device;
 struct Place {
   int32_t device_type = RILL_CPU;
   int32_t device_id = 0;
-  bool operator==(const Place& o) const {
-    return device_type == o.device_type && device_id == o.device_id;
-  }
+  bool operator==(const Place& o) const { return device_type == o.device_type && device_id == o.device_id; }
   std::string ToString() const;
 };
 
@@ -101,8 +99,8 @@ class Buffer {
   static size_t PaddedBytes(size_t rounded);
   static void* AlignedInside(void* block);
   static void* AllocateHuge(size_t rounded);
-  static constexpr size_t kSmallBytes = 1024;       // aligned inside a malloc block
-  static constexpr size_t kHugePage = size_t{2} << 20;  // from here on: AllocateHuge
+  static constexpr size_t kSmallBytes = 1024;                            // aligned inside a malloc block
+  static constexpr size_t kHugePage = size_t{2} << 20;                   // from here on: AllocateHuge
   static constexpr size_t kMallocAlignment = alignof(std::max_align_t);  // malloc gives that
 
   void* block_ = nullptr;  // what the CPU allocator returned (data_ lies inside it); null when inline

@@ -42,9 +42,7 @@ TensorArray* Variable::GetMutableTensorArray() {
   throw Error("variable holds " + KindName() + ", not a tensor array");
 }
 
-void Variable::SetCustom(const CustomType* type, void* value) {
-  value_ = CustomValue(type, value);
-}
+void Variable::SetCustom(const CustomType* type, void* value) { value_ = CustomValue(type, value); }
 
 void Variable::MoveFrom(Variable& src) {
   if (&src == this) return;
@@ -119,8 +117,8 @@ std::string Variable::Describe(size_t max_values) const {
   if (const auto* t = std::get_if<Tensor>(&value_)) return t->Describe(max_values);
   if (const auto* boxed = std::get_if<BoxedRows>(&value_)) {
     const SelectedRows& s = **boxed;
-    return "selected_rows height " + std::to_string(s.height) + ", " + std::to_string(s.rows.size()) +
-           " rows, value " + s.value.Describe(max_values);
+    return "selected_rows height " + std::to_string(s.height) + ", " + std::to_string(s.rows.size()) + " rows, value " +
+           s.value.Describe(max_values);
   }
   if (const auto* array = std::get_if<BoxedArray>(&value_)) {
     std::string out = "tensor_array of " + std::to_string((*array)->size());

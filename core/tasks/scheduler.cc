@@ -204,7 +204,7 @@ struct Worker {
   // This worker's own: written only by it, read by the last worker to go idle.
   alignas(kCacheLine) std::atomic<uint64_t> spawned{0};
   std::atomic<uint64_t> finished{0};
-  std::vector<Task*> free;  // finished go tasks, reused by spawns on this worker
+  std::vector<Task*> free;                           // finished go tasks, reused by spawns on this worker
   std::vector<std::shared_ptr<void>> release_later;  // see ReleaseLater
   // As a thief: each worker's runnext_puts as this one last read it, and since when.
   struct RunnextSeen {
@@ -465,8 +465,7 @@ class Scheduler {
 #if RILL_TSAN
     __tsan_destroy_fiber(t->tsan_fiber);
 #endif
-    t->state.store(WithState(t->state.load(std::memory_order_relaxed), kDead) + kChangeOne,
-                   std::memory_order_release);
+    t->state.store(WithState(t->state.load(std::memory_order_relaxed), kDead) + kChangeOne, std::memory_order_release);
     if (!t->is_main) PutFreeTask(w, t);
     w->finished.fetch_add(1, std::memory_order_seq_cst);
   }
@@ -841,8 +840,7 @@ class Scheduler {
     }
     if (n == 0 || cancelled()) return;
     if (n > 20) report += "; and " + std::to_string(n - 20) + " more";
-    Fail(Error("deadlock: all " + std::to_string(n) + " tasks are blocked: " + report,
-               RILL_FAILED_PRECONDITION));
+    Fail(Error("deadlock: all " + std::to_string(n) + " tasks are blocked: " + report, RILL_FAILED_PRECONDITION));
   }
 
   StackPool& task_stacks_;
@@ -882,8 +880,7 @@ void Task::Unpark() {
   for (;;) {
     switch (StateOf(word)) {
       case kNotified:
-      case kDead:
-        return;
+      case kDead: return;
       case kRunning:
         if (state.compare_exchange_weak(word, WithState(word, kNotified), std::memory_order_acq_rel)) return;
         break;
@@ -903,8 +900,7 @@ void Task::SwitchToWorker() {
     stack_in_use = static_cast<uint32_t>(stack.top() - frame) + 2 * kCacheLine;
   }
 #if RILL_ASAN
-  __sanitizer_start_switch_fiber(exit == Exit::kFinish ? nullptr : &fake_stack, caller_stack.bottom,
-                                 caller_stack.size);
+  __sanitizer_start_switch_fiber(exit == Exit::kFinish ? nullptr : &fake_stack, caller_stack.bottom, caller_stack.size);
 #endif
   caller = std::move(caller).resume();
 #if RILL_ASAN
@@ -1009,8 +1005,10 @@ RillStatus* ParkCurrent(const RillOpInfo* op, const char* what, void (*unlock)(v
 void SpawnTask(TaskBody body, const RillOpInfo* origin) {
   Task* t = CurrentTask();
   if (t == nullptr) {
-    throw Error("go needs the task scheduler: run the program with `rill run` (or inside "
-                "rill::core::RunTasks)", RILL_FAILED_PRECONDITION);
+    throw Error(
+        "go needs the task scheduler: run the program with `rill run` (or inside "
+        "rill::core::RunTasks)",
+        RILL_FAILED_PRECONDITION);
   }
   if (Profiler::Active()) Profiler::RecordSpawn(origin);
   t->sched->Spawn(std::move(body), origin, /*is_main=*/false);

@@ -92,18 +92,16 @@ class TaskBody {
     void (*destroy)(void*);
   };
   template <class T>
-  static constexpr Ops kInlineOps = {
-      [](void* s) { (*static_cast<T*>(s))(); },
-      [](void* to, void* from) {
-        new (to) T(std::move(*static_cast<T*>(from)));
-        static_cast<T*>(from)->~T();
-      },
-      [](void* s) { static_cast<T*>(s)->~T(); }};
+  static constexpr Ops kInlineOps = {[](void* s) { (*static_cast<T*>(s))(); },
+                                     [](void* to, void* from) {
+                                       new (to) T(std::move(*static_cast<T*>(from)));
+                                       static_cast<T*>(from)->~T();
+                                     },
+                                     [](void* s) { static_cast<T*>(s)->~T(); }};
   template <class T>
-  static constexpr Ops kHeapOps = {
-      [](void* s) { (**static_cast<T**>(s))(); },
-      [](void* to, void* from) { *static_cast<T**>(to) = *static_cast<T**>(from); },
-      [](void* s) { delete *static_cast<T**>(s); }};
+  static constexpr Ops kHeapOps = {[](void* s) { (**static_cast<T**>(s))(); },
+                                   [](void* to, void* from) { *static_cast<T**>(to) = *static_cast<T**>(from); },
+                                   [](void* s) { delete *static_cast<T**>(s); }};
 
   void Take(TaskBody& o) {
     if (o.ops_ != nullptr) o.ops_->move(storage_, o.storage_);
@@ -119,8 +117,8 @@ struct SchedulerOptions {
   // Each worker keeps a word per other worker (runnext_seen): the count is bounded, as
   // Go bounds GOMAXPROCS, and a larger one is an Error naming the bound.
   static constexpr int kMaxWorkers = 1024;
-  int workers = 0;  // 0: $RILL_WORKERS if set, else one per hardware thread
-  size_t task_stack_bytes = 256 * 1024;     // go tasks (virtual; touched pages only)
+  int workers = 0;                       // 0: $RILL_WORKERS if set, else one per hardware thread
+  size_t task_stack_bytes = 256 * 1024;  // go tasks (virtual; touched pages only)
   size_t main_stack_bytes = 8 * 1024 * 1024;
   // A check that only the thread calling RunTasks can make, made while its run goes on:
   // Python, say, runs signal handlers (Ctrl-C) only on its main thread, and that thread is
@@ -151,7 +149,7 @@ class RunCanceller {
  private:
   std::mutex mu_;
   std::function<void(const std::string&, int32_t)> cancel_;  // guarded by mu_
-  bool cancelled_ = false;                                    // guarded by mu_
+  bool cancelled_ = false;                                   // guarded by mu_
   std::string message_;
   int32_t code_ = RILL_CANCELLED;
 };
@@ -251,7 +249,7 @@ class OpBoundaries {
   const std::atomic<bool>* cancelled_ = nullptr;  // the task's run's; valid on any worker
   bool* wake_owed_ = nullptr;                     // the task's: it deferred a wake-up
   bool polled_ = false;                           // the task's run has a poll (SchedulerOptions)
-  int* op_runs_ = nullptr;  // the task's (or thread's) block runs in progress
+  int* op_runs_ = nullptr;                        // the task's (or thread's) block runs in progress
 };
 
 }  // namespace rill::core

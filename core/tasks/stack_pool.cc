@@ -94,8 +94,7 @@ size_t StackPool::warm_slabs() {
 void StackPool::AddSlab() {
   const size_t slot = usable_ + page_;  // guard page + stack
   const size_t bytes = slot * kStacksPerSlab;
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) {
     throw Error("cannot map " + std::to_string(bytes >> 20) + " MiB for task stacks (" +
                     std::to_string(slabs_.size() * kStacksPerSlab) + " stacks exist)",

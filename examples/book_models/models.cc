@@ -21,7 +21,10 @@ void FcOps(core::BlockBuilder& b, const std::string& in, const std::string& name
            const std::string& out = "") {
   const std::string result = out.empty() ? name : out;
   b.Op("mul").Input("X", in).Input("Y", name + "_w").Output("Out", name + "_mul");
-  b.Op("elementwise_add").Input("X", name + "_mul").Input("Y", name + "_b").Output("Out", act.empty() ? result : name + "_add")
+  b.Op("elementwise_add")
+      .Input("X", name + "_mul")
+      .Input("Y", name + "_b")
+      .Output("Out", act.empty() ? result : name + "_add")
       .Attr("axis", int32_t{1});
   if (!act.empty()) b.Op(act).Input("X", name + "_add").Output("Out", result);
 }
@@ -34,15 +37,26 @@ void BatchNorm(BookModel& m, const std::string& name, int64_t channels) {
   m.running.push_back({name + "_var", channels});
 }
 void BatchNormOps(core::BlockBuilder& b, const std::string& in, const std::string& name, bool is_test) {
-  b.Op("batch_norm").Input("X", in).Input("Scale", name + "_scale").Input("Bias", name + "_bias")
-      .Input("Mean", name + "_mean").Input("Variance", name + "_var").Output("Y", name)
-      .Output("MeanOut", name + "_mean").Output("VarianceOut", name + "_var")
-      .Output("SavedMean", name + "_saved_mean").Output("SavedVariance", name + "_saved_var").Attr("is_test", is_test);
+  b.Op("batch_norm")
+      .Input("X", in)
+      .Input("Scale", name + "_scale")
+      .Input("Bias", name + "_bias")
+      .Input("Mean", name + "_mean")
+      .Input("Variance", name + "_var")
+      .Output("Y", name)
+      .Output("MeanOut", name + "_mean")
+      .Output("VarianceOut", name + "_var")
+      .Output("SavedMean", name + "_saved_mean")
+      .Output("SavedVariance", name + "_saved_var")
+      .Attr("is_test", is_test);
 }
 
 void ConvOp(core::BlockBuilder& b, const std::string& in, const std::string& filter, const std::string& out,
             int64_t padding) {
-  b.Op("conv2d").Input("Input", in).Input("Filter", filter).Output("Output", out)
+  b.Op("conv2d")
+      .Input("Input", in)
+      .Input("Filter", filter)
+      .Output("Output", out)
       .Attr("paddings", std::vector<int64_t>{padding, padding});
 }
 
@@ -101,11 +115,18 @@ BookModel ConvNet(std::vector<int64_t> image, std::pair<int64_t, int64_t> filter
     // simple_img_conv_pool: conv2d, its bias (elementwise_add on axis 1), relu, max pool 2x2.
     const auto conv_pool = [&](const std::string& in, const std::string& name) {
       ConvOp(b, in, name + "_w", name + "_conv", padding);
-      b.Op("elementwise_add").Input("X", name + "_conv").Input("Y", name + "_b").Output("Out", name + "_add")
+      b.Op("elementwise_add")
+          .Input("X", name + "_conv")
+          .Input("Y", name + "_b")
+          .Output("Out", name + "_add")
           .Attr("axis", int32_t{1});
       b.Op("relu").Input("X", name + "_add").Output("Out", name + "_act");
-      b.Op("pool2d").Input("X", name + "_act").Output("Out", name).Attr("pooling_type", std::string("max"))
-          .Attr("ksize", std::vector<int64_t>{2, 2}).Attr("strides", std::vector<int64_t>{2, 2});
+      b.Op("pool2d")
+          .Input("X", name + "_act")
+          .Output("Out", name)
+          .Attr("pooling_type", std::string("max"))
+          .Attr("ksize", std::vector<int64_t>{2, 2})
+          .Attr("strides", std::vector<int64_t>{2, 2});
     };
     conv_pool("img", "conv1");
     BatchNormOps(b, "conv1", "bn", is_test);
@@ -138,7 +159,10 @@ BookModel ResidualNet(std::vector<int64_t> image, int64_t channels, int blocks, 
       b.Op("relu").Input("X", r + "_sum").Output("Out", r + "_out");
       x = r + "_out";
     }
-    b.Op("pool2d").Input("X", x).Output("Out", "pool").Attr("pooling_type", std::string("avg"))
+    b.Op("pool2d")
+        .Input("X", x)
+        .Output("Out", "pool")
+        .Attr("pooling_type", std::string("avg"))
         .Attr("global_pooling", true);
     FcOps(b, "pool", "fc", "softmax", "prob");
   };
@@ -162,9 +186,18 @@ proto::ProgramDesc TrainingProgram(const BookModel& m, const core::Registry& reg
   core::BlockBuilder block(train.mutable_blocks(0));
   for (const auto& pg : grads) {
     const std::string& p = pg.param;
-    block.Op("adam").Input("Param", p).Input("Grad", pg.grad).Input("LearningRate", "lr").Input("Moment1", p + "_m1")
-        .Input("Moment2", p + "_m2").Input("Beta1Pow", p + "_b1").Input("Beta2Pow", p + "_b2").Output("ParamOut", p)
-        .Output("Moment1Out", p + "_m1").Output("Moment2Out", p + "_m2").Output("Beta1PowOut", p + "_b1")
+    block.Op("adam")
+        .Input("Param", p)
+        .Input("Grad", pg.grad)
+        .Input("LearningRate", "lr")
+        .Input("Moment1", p + "_m1")
+        .Input("Moment2", p + "_m2")
+        .Input("Beta1Pow", p + "_b1")
+        .Input("Beta2Pow", p + "_b2")
+        .Output("ParamOut", p)
+        .Output("Moment1Out", p + "_m1")
+        .Output("Moment2Out", p + "_m2")
+        .Output("Beta1PowOut", p + "_b1")
         .Output("Beta2PowOut", p + "_b2");
   }
   return train;

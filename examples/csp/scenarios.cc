@@ -7,7 +7,11 @@ using core::BlockBuilder;
 using core::ProgramBuilder;
 
 void Fill(BlockBuilder& b, const std::string& out, int32_t dtype, float value) {
-  b.Op("fill_constant").Output("Out", out).Attr("shape", std::vector<int64_t>{1}).Attr("dtype", dtype).Attr("value", value);
+  b.Op("fill_constant")
+      .Output("Out", out)
+      .Attr("shape", std::vector<int64_t>{1})
+      .Attr("dtype", dtype)
+      .Attr("value", value);
 }
 
 // Appends `counter = 0; cond = counter < limit; while cond { <body>; counter += 1; ... }`
@@ -26,8 +30,7 @@ void FinishCountedLoop(BlockBuilder& body, const std::string& counter) {
 }
 
 // Appends a counted loop receiving n values from `channel` and adding them to `sum`.
-void ReceiveAndAdd(ProgramBuilder& pb, BlockBuilder& b, const std::string& channel, int64_t n,
-                   const std::string& sum) {
+void ReceiveAndAdd(ProgramBuilder& pb, BlockBuilder& b, const std::string& channel, int64_t n, const std::string& sum) {
   BlockBuilder& receive = CountedLoop(pb, b, sum + ".i", n);
   core::ChannelRecv(receive, channel, "got");
   receive.Op("elementwise_add").Input("X", sum).Input("Y", "got").Output("Out", sum);

@@ -16,16 +16,14 @@
 
 namespace {
 
-template <class T>
-void Softsign(rill::KernelContext& ctx) {
+template <class T> void Softsign(rill::KernelContext& ctx) {
   rill::Tensor x = ctx.Input("X");
   const T* in = x.data<T>();
   T* out = ctx.AllocateOutput<T>("Out", x.dims());
   for (int64_t i = 0; i < x.numel(); ++i) out[i] = in[i] / (T(1) + std::abs(in[i]));
 }
 
-template <class T>
-void HardShrink(rill::KernelContext& ctx) {
+template <class T> void HardShrink(rill::KernelContext& ctx) {
   const double threshold = ctx.Attr<float>("threshold");
   if (threshold < 0) throw rill::Error("threshold must be at least 0, got " + std::to_string(threshold));
   rill::Tensor x = ctx.Input("X");
@@ -34,8 +32,7 @@ void HardShrink(rill::KernelContext& ctx) {
   for (int64_t i = 0; i < x.numel(); ++i) out[i] = std::abs(in[i]) > threshold ? in[i] : T(0);
 }
 
-template <class T>
-void SignSplit(rill::KernelContext& ctx) {
+template <class T> void SignSplit(rill::KernelContext& ctx) {
   rill::Tensor x = ctx.Input("X");
   const T* in = x.data<T>();
   T* positive = ctx.AllocateOutput<T>("Positive", x.dims());
@@ -48,8 +45,7 @@ void SignSplit(rill::KernelContext& ctx) {
 
 // One instance per op in a program, made when the op first runs; several threads may run
 // it at once (go blocks), so its state is guarded.
-template <class T>
-class RunningMean {
+template <class T> class RunningMean {
  public:
   explicit RunningMean(const rill::OpInfo&) {}
   void Compute(rill::KernelContext& ctx) {

@@ -119,8 +119,9 @@ Channel::Channel(Passkey, int32_t data_type, int64_t capacity)
                 "SIZE_T 19 ... COMPLEX128 24) or CHANNEL (16)");
   }
   if (capacity < 0 || capacity > kMaxCapacity) {
-    throw Error("channel capacity " + std::to_string(capacity) + " is out of range [0, " +
-                std::to_string(kMaxCapacity) + "]", RILL_OUT_OF_RANGE);
+    throw Error(
+        "channel capacity " + std::to_string(capacity) + " is out of range [0, " + std::to_string(kMaxCapacity) + "]",
+        RILL_OUT_OF_RANGE);
   }
   if (capacity > 0) Resize(std::min(static_cast<size_t>(capacity), kFirstSlots));
 }
@@ -195,7 +196,8 @@ void Channel::Take(Slot& slot, RillVariable* dst, Scalar* taken) {
 }
 
 void Channel::PushBuffered(RillVariable* src, bool copy, const Scalar* scalar) {
-  if (count_ == slots_) [[unlikely]] Resize(std::min(2 * slots_, static_cast<size_t>(capacity_)));
+  if (count_ == slots_) [[unlikely]]
+    Resize(std::min(2 * slots_, static_cast<size_t>(capacity_)));
   Store(buf_[Wrap(head_ + count_)], src, copy, scalar);
   ++count_;
 }
@@ -273,7 +275,7 @@ void Channel::Send(Variable src, bool copy, RillKernelContext* ctx, const char* 
   // CheckElement's calls and messages.
   Scalar scalar = data_type_ != kChannel ? ScalarOf(src) : Scalar{};
   if (scalar.dtype < 0 || (data_type_ != kLodTensor && scalar.dtype != data_type_)) CheckElement(src);
-  if (!copy) scalar = Scalar{};  // only a copy goes as its bytes (a move hands the tensor on)
+  if (!copy) scalar = Scalar{};   // only a copy goes as its bytes (a move hands the tensor on)
   std::shared_ptr<Channel> keep;  // set before waiting; outlives `lock` (see the header)
   std::unique_lock lock(mu_);
   if (closed_) throw Error("send on a closed channel", RILL_FAILED_PRECONDITION);
@@ -301,7 +303,7 @@ bool Channel::Recv(Variable dst, RillKernelContext* ctx, const char* what) {
   std::unique_lock lock(mu_);
   bool ok = false;
   RillTask* wake = nullptr;
-  Scalar taken;  // a buffered scalar, written into dst once the lock is released
+  Scalar taken;                        // a buffered scalar, written into dst once the lock is released
   if (count_ > 0 && sendq_.empty()) {  // the usual buffered receive
     PopBuffered(dst.handle(), &taken);
     ok = true;

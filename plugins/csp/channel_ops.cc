@@ -17,9 +17,7 @@ class Create {
         capacity_(op.Attr<int64_t>("capacity")),
         out_(op.OutputSlot("Out")),
         type_(VarType::Find(kChannelType)) {}
-  void Compute(KernelContext& ctx) {
-    ctx.OutputVar(out_).SetCustom(type_, Channel::MakeHeld(data_type_, capacity_));
-  }
+  void Compute(KernelContext& ctx) { ctx.OutputVar(out_).SetCustom(type_, Channel::MakeHeld(data_type_, capacity_)); }
 
  private:
   const int32_t data_type_;
@@ -61,8 +59,8 @@ class Recv {
         has_status_(HasStatus(op)),
         what_("receiving from channel '" + channel_ + "'") {}
   void Compute(KernelContext& ctx) {
-    const bool ok = ChannelOf(ctx.InputVarOrNull(channel_slot_), channel_).Recv(ctx.OutputVar(out_), ctx.handle(),
-                                                                                what_.c_str());
+    const bool ok =
+        ChannelOf(ctx.InputVarOrNull(channel_slot_), channel_).Recv(ctx.OutputVar(out_), ctx.handle(), what_.c_str());
     if (has_status_) ctx.OutputVar(status_).SetScalar(ok);
   }
 
@@ -73,9 +71,7 @@ class Recv {
   const std::string what_;
 };
 
-void Close(KernelContext& ctx) {
-  ChannelOf(ctx.InputVarOrNull("Channel"), ctx.op().InputName("Channel")).Close();
-}
+void Close(KernelContext& ctx) { ChannelOf(ctx.InputVarOrNull("Channel"), ctx.op().InputName("Channel")).Close(); }
 
 }  // namespace
 

@@ -15,7 +15,8 @@ namespace {
 
 class Go {
  public:
-  explicit Go(const OpInfo& op) : block_(op.BlockAttr("sub_block")), x_(op.InputSlot("X")), x_count_(op.InputCount(x_)) {}
+  explicit Go(const OpInfo& op)
+      : block_(op.BlockAttr("sub_block")), x_(op.InputSlot("X")), x_count_(op.InputCount(x_)) {}
   void Compute(KernelContext& ctx) {
     // The channels among X. On the stack: one kernel instance serves every task running
     // this op's block at once.

@@ -34,7 +34,9 @@ class Selector {
   static void UnlockAllCallback(void* self) { static_cast<Selector*>(self)->UnlockAll(); }
 
   static bool closed(Channel* c) { return c->closed_; }
-  static bool TrySend(Channel* c, RillVariable* v, RillTask** wake) { return c->TrySendLocked(Variable(v), false, nullptr, wake); }
+  static bool TrySend(Channel* c, RillVariable* v, RillTask** wake) {
+    return c->TrySendLocked(Variable(v), false, nullptr, wake);
+  }
   static bool TryRecv(Channel* c, RillVariable* v, bool* ok, RillTask** wake) {
     return c->TryRecvLocked(Variable(v), ok, wake);
   }

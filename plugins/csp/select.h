@@ -29,17 +29,15 @@ struct SelectCase {
   // Send and receive cases. Borrowed, as ChannelOf gives it: RunSelect takes its own
   // references only before it waits (two shared counts per case and round otherwise).
   Channel* channel = nullptr;
-  RillVariable* var = nullptr;       // send: the value (moved); receive: where it goes
+  RillVariable* var = nullptr;  // send: the value (moved); receive: where it goes
 };
 
 // n value-initialised elements of T for one select: inline for up to kInline (a select of
 // a few cases, run in a loop, allocates nothing), on the heap beyond. Only the n in use are
 // constructed: a select makes several of these per round.
-template <class T, size_t kInline = 8>
-class PerCase {
+template <class T, size_t kInline = 8> class PerCase {
  public:
-  explicit PerCase(size_t n)
-      : n_(n), heap_(Heap(n)), data_(heap_ ? heap_.get() : reinterpret_cast<T*>(inline_)) {
+  explicit PerCase(size_t n) : n_(n), heap_(Heap(n)), data_(heap_ ? heap_.get() : reinterpret_cast<T*>(inline_)) {
     if (!heap_) std::uninitialized_value_construct_n(data_, n);
   }
   ~PerCase() {

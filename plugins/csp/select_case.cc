@@ -19,7 +19,8 @@ std::vector<std::string> SplitFields(const std::string& s) {
 
 CaseText ParseCase(const std::string& text) {
   const auto bad = [&](const std::string& why) {
-    return Error("select: case \"" + text + "\": " + why + " (expected \"idx,type,channel,value\", "
+    return Error("select: case \"" + text + "\": " + why +
+                 " (expected \"idx,type,channel,value\", "
                  "type 0 default, 1 send, 2 receive)");
   };
   const std::vector<std::string> f = SplitFields(text);

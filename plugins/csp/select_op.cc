@@ -53,8 +53,7 @@ ArgRef FindArg(const OpInfo& op, const std::string& name) {
 // (three ops of sub_block) are the seed's shape for one case: I = fill_constant(idx);
 // C = equal(I, case_to_execute) (either order); conditional_block(C, scalar). Returns false
 // when they are anything else.
-bool ReadSeedCase(const std::vector<OpInfo>& ops, size_t at, const std::string& case_var, int32_t* idx,
-                  int32_t* body) {
+bool ReadSeedCase(const std::vector<OpInfo>& ops, size_t at, const std::string& case_var, int32_t* idx, int32_t* body) {
   const OpInfo& fill = ops[at];
   const OpInfo& equal = ops[at + 1];
   const OpInfo& cond = ops[at + 2];
@@ -62,8 +61,7 @@ bool ReadSeedCase(const std::vector<OpInfo>& ops, size_t at, const std::string& 
   if (fill.OutputCount("Out") != 1 || fill.Attr<std::vector<int64_t>>("shape") != std::vector<int64_t>{1}) return false;
   const int64_t dtype = fill.Attr<int64_t>("dtype");
   const double value = fill.Attr<double>("value");
-  if (dtype != RILL_INT32 || !(value >= INT32_MIN && value <= INT32_MAX) ||
-      value != static_cast<int32_t>(value)) {
+  if (dtype != RILL_INT32 || !(value >= INT32_MIN && value <= INT32_MAX) || value != static_cast<int32_t>(value)) {
     return false;
   }
   const std::string index_var = fill.OutputName("Out");
@@ -96,7 +94,8 @@ class Select {
       }
       defaults += specs_.back().kind == SelectCase::kDefault;
       if (specs_.back().kind != SelectCase::kDefault) {
-        what_ += (what_.empty() ? "in select on " : ", ") + std::string(specs_.back().kind == SelectCase::kSend ? "send to '" : "receive from '") +
+        what_ += (what_.empty() ? "in select on " : ", ") +
+                 std::string(specs_.back().kind == SelectCase::kSend ? "send to '" : "receive from '") +
                  specs_.back().channel + "'";
       }
     }

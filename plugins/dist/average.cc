@@ -10,8 +10,7 @@ namespace {
 // Calls f(values, first, count) for runs of the next `n` values of T in `bytes`, staged
 // through a small buffer: the received pieces need not be aligned to T, nor end on a
 // value's boundary.
-template <class T, class F>
-void ForEachRun(ReceivedBytes bytes, size_t n, F&& f) {
+template <class T, class F> void ForEachRun(ReceivedBytes bytes, size_t n, F&& f) {
   constexpr size_t kRun = 2048;
   T run[kRun];
   for (size_t first = 0; first < n; first += kRun) {
@@ -75,7 +74,8 @@ void Average(const std::vector<int64_t>& dims, const std::vector<const ReceivedG
 }  // namespace
 
 void WriteAverage(int32_t dtype, const std::vector<int64_t>& dims, const std::vector<const ReceivedGradient*>& parts,
-                  const std::function<void*()>& dense, const std::function<void*(const std::vector<int64_t>&)>& sparse) {
+                  const std::function<void*()>& dense,
+                  const std::function<void*(const std::vector<int64_t>&)>& sparse) {
   if (dtype == RILL_FP32) {
     Average<float>(dims, parts, dense, sparse);
   } else {

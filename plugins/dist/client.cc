@@ -35,8 +35,8 @@ TrainerSession& TrainerSession::Get() {
 int32_t TrainerSession::BindTrainerId(int32_t trainer_id) {
   std::lock_guard<std::mutex> lock(mu_);
   if (trainer_id_ >= 0 && trainer_id_ != trainer_id) {
-    throw std::runtime_error("this process is trainer " + std::to_string(trainer_id_) +
-                             "; an op asks to be trainer " + std::to_string(trainer_id));
+    throw std::runtime_error("this process is trainer " + std::to_string(trainer_id_) + "; an op asks to be trainer " +
+                             std::to_string(trainer_id));
   }
   trainer_id_ = trainer_id;
   return trainer_id_;
@@ -57,8 +57,8 @@ int64_t TrainerSession::Advance() {
   return ++iteration_;
 }
 
-std::shared_ptr<grpc::Channel> TrainerSession::ChannelFor(const std::string& endpoint,
-                                                          const TransportOptions& options, bool* first_contact) {
+std::shared_ptr<grpc::Channel> TrainerSession::ChannelFor(const std::string& endpoint, const TransportOptions& options,
+                                                          bool* first_contact) {
   std::lock_guard<std::mutex> lock(mu_);
   *first_contact = contacted_.count(endpoint) == 0;
   auto& channel = channels_[endpoint];
@@ -113,13 +113,12 @@ void TrainerSession::Call(std::vector<RpcCall>& calls, const TransportOptions& o
   for (size_t i = 0; tracing && i < calls.size(); ++i) {
     const std::string method = calls[i].method;
     tracer.record("rpc", method.substr(method.rfind('/') + 1) + " " + calls[i].endpoint, started[i], answered[i],
-                std::to_string(calls[i].request.Length()) + " bytes out, " +
-                    std::to_string(calls[i].response.Length()) + " bytes in" +
-                    (calls[i].subject.empty() ? "" : "; " + calls[i].subject));
+                  std::to_string(calls[i].request.Length()) + " bytes out, " +
+                      std::to_string(calls[i].response.Length()) + " bytes in" +
+                      (calls[i].subject.empty() ? "" : "; " + calls[i].subject));
   }
   cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
-  }
+  while (cq.Next(&tag, &ok)) {}
   for (size_t i = 0; i < calls.size(); ++i) {
     const grpc::Status& s = calls[i].status = pending[i].status;
     if (s.ok() || s.error_code() == calls[i].tolerated) {
@@ -130,8 +129,8 @@ void TrainerSession::Call(std::vector<RpcCall>& calls, const TransportOptions& o
     std::string what = AboutCall(calls[i]);
     // gRPC retries a handshake that fails until the deadline and then reports only the
     // deadline: a handshake of our own says why TLS did not connect.
-    const bool unreached = s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
-                           s.error_code() == grpc::StatusCode::UNAVAILABLE;
+    const bool unreached =
+        s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || s.error_code() == grpc::StatusCode::UNAVAILABLE;
     const std::string tls_failure = unreached && pending[i].first_contact && !options.tls_ca_file.empty()
                                         ? ProbeTls(calls[i].endpoint, options.tls_ca_file, std::chrono::seconds(5))
                                         : "";

@@ -88,8 +88,7 @@ class DataPath {
   virtual bool Pushes() const { return false; }
   // Trainer: a SendVariable `request` (its header carries `route`) and the bytes, to the
   // pserver of route.peer_rank(); `done` gets the pserver's answer.
-  virtual void Push(const v1::OutOfBand& route, const std::string& request, const void* data, size_t bytes,
-                    Done done) {
+  virtual void Push(const v1::OutOfBand& route, const std::string& request, const void* data, size_t bytes, Done done) {
     (void)route, (void)request, (void)data, (void)bytes;
     done("this data path does not push requests");
   }
@@ -117,8 +116,8 @@ class TransferBatch {
   // running are left to the DataPath.
   bool Wait(std::chrono::milliseconds deadline, std::string* error) {
     std::unique_lock<std::mutex> lock(state_->mu);
-    const bool ended = state_->finished.wait_for(
-        lock, deadline, [&] { return state_->pending == 0 || !state_->error.empty(); });
+    const bool ended =
+        state_->finished.wait_for(lock, deadline, [&] { return state_->pending == 0 || !state_->error.empty(); });
     *error = state_->error;
     return ended;
   }

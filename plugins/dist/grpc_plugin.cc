@@ -12,10 +12,11 @@ namespace {
 void Init(Registrar& r) {
   Transport grpc;
   grpc.name = "gRPC";
-  grpc.doc = "Tensors under 1 MiB travel in the gRPC messages, as slices over the tensors' memory; larger ones "
-             "over one TCP connection per trainer and pserver, opened through the gRPC service (so the token "
-             "applies), straight from and into the tensors. With TLS, or RILL_DATA_PATH=message, every tensor "
-             "travels in the (encrypted) messages.";
+  grpc.doc =
+      "Tensors under 1 MiB travel in the gRPC messages, as slices over the tensors' memory; larger ones "
+      "over one TCP connection per trainer and pserver, opened through the gRPC service (so the token "
+      "applies), straight from and into the tensors. With TLS, or RILL_DATA_PATH=message, every tensor "
+      "travels in the (encrypted) messages.";
   grpc.trainer_id_doc = "-1: RILL_TRAINER_ID or 0";
   grpc.send = "send";
   grpc.recv = "recv";

@@ -27,7 +27,8 @@ void Serve(KernelContext& ctx) {
   for (size_t i = 0; i < params.size(); ++i) {
     Variable v = scope.FindVar(params[i]);
     if (!v || !v.initialized()) {
-      throw Error(op.type() + ": parameter '" + params[i] + "' is not initialized; run the pserver's startup program first");
+      throw Error(op.type() + ": parameter '" + params[i] +
+                  "' is not initialized; run the pserver's startup program first");
     }
     Tensor t = v.tensor();  // on the CPU: BytesOf checks that in snapshot() below
     specs[i] = ParamSpec{params[i], grads[i], t.dtype(), t.dims()};
@@ -56,7 +57,9 @@ void Serve(KernelContext& ctx) {
   hooks.sparse_gradient = [&](size_t i, const std::vector<int64_t>& rows) {
     std::vector<int64_t> dims = specs[i].dims;
     dims[0] = static_cast<int64_t>(rows.size());
-    return scope.Var(grads[i]).SetSelectedRows(rows.data(), rows.size(), specs[i].dims[0]).Allocate(specs[i].dtype, dims);
+    return scope.Var(grads[i])
+        .SetSelectedRows(rows.data(), rows.size(), specs[i].dims[0])
+        .Allocate(specs[i].dtype, dims);
   };
   hooks.optimize = [&] { ctx.RunBlock(optimize_block, scope); };
   hooks.parameters = snapshot;
@@ -72,14 +75,16 @@ void ListenAndServ(KernelContext& ctx) {
 void RegisterListenAndServ(Registrar& r) {
   const Transport& t = ThisTransport();
   r.Op(OpSchema(t.listen_and_serv)
-           .Doc("Pserver side of sync parameter-server training (" + t.name + "): listens on `endpoint` (that "
+           .Doc("Pserver side of sync parameter-server training (" + t.name +
+                "): listens on `endpoint` (that "
                 "address only), and for each iteration waits until all Fanin trainers sent their gradients and "
                 "barrier, writes each GradList variable as the average of the trainers' gradients (SelectedRows "
                 "from every trainer stay SelectedRows, their values scaled by 1/trainers), runs "
                 "OptimizeBlock once, then serves the ParamList parameters. Ends when every trainer "
                 "completed. A trainer missing a barrier past the deadline (deadline_ms, or "
                 "RILL_RPC_DEADLINE_MS) is an error naming it. Parameters must be initialized first (the "
-                "pserver's startup program). RILL_DIST_TOKEN and RILL_TLS_CERT/RILL_TLS_KEY secure it. " + t.doc)
+                "pserver's startup program). RILL_DIST_TOKEN and RILL_TLS_CERT/RILL_TLS_KEY secure it. " +
+                t.doc)
            .Input("X", "the gradients received (documentation; GradList is what counts)",
                   RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
            .RequiredAttr("endpoint", RILL_ATTR_STRING, "HOST:PORT to listen on")
@@ -88,7 +93,8 @@ void RegisterListenAndServ(Registrar& r) {
            .RequiredAttr("GradList", RILL_ATTR_STRINGS, "the gradient of each parameter, in ParamList's order")
            .Attr("Fanin", int64_t{1}, "the number of trainers")
            .Attr("sync_mode", true, "synchronous training (the only mode supported)")
-           .Attr("deadline_ms", int64_t{0}, "how long to wait for a trainer, in ms; 0: 120000 (RILL_RPC_DEADLINE_MS overrides)"));
+           .Attr("deadline_ms", int64_t{0},
+                 "how long to wait for a trainer, in ms; 0: 120000 (RILL_RPC_DEADLINE_MS overrides)"));
   r.Kernel(t.listen_and_serv.c_str(), RILL_CPU, RILL_ANY_DTYPE, &ListenAndServ);
 }
 

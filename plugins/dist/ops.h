@@ -33,7 +33,8 @@ struct Transport {
   // the trainer id asked for (-1: none), which it may fix (*trainer_id) ...
   std::function<DataPath*(int32_t* trainer_id, const TransportOptions& options)> join_as_trainer;
   // ... and of the pserver serving `endpoint`, held while it serves; null: in the messages.
-  std::function<std::shared_ptr<DataPath>(const std::string& endpoint, const TransportOptions& options)> join_as_pserver;
+  std::function<std::shared_ptr<DataPath>(const std::string& endpoint, const TransportOptions& options)>
+      join_as_pserver;
   // Told when one of these ops fails (the process is about to end with the error).
   std::function<void()> failed;
 };
@@ -45,8 +46,7 @@ void RegisterOps(Registrar& r, const Transport& transport);
 const Transport& ThisTransport();
 
 // Runs an op's `body`; if it throws, tells the transport first (Transport::failed).
-template <class F>
-decltype(auto) ReportingFailure(F&& body) {
+template <class F> decltype(auto) ReportingFailure(F&& body) {
   try {
     return body();
   } catch (...) {

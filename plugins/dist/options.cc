@@ -58,7 +58,8 @@ TransportOptions TransportOptions::Resolve(int64_t deadline_ms_attr) {
     o.tcp_data_path = std::strcmp(d, "tcp") == 0;
   }
   const int64_t port = EnvInt("RILL_DATA_PORT", 0, 0);
-  if (port > 65535) throw std::runtime_error("RILL_DATA_PORT='" + std::to_string(port) + "': expected a port, 0 to 65535");
+  if (port > 65535)
+    throw std::runtime_error("RILL_DATA_PORT='" + std::to_string(port) + "': expected a port, 0 to 65535");
   o.data_port = static_cast<uint16_t>(port);
   if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
     throw std::runtime_error("RILL_TLS_CERT and RILL_TLS_KEY go together: set both or neither");

@@ -30,8 +30,8 @@ struct ParameterServer::InFlight {
 // Every method raw: requests are parsed by wire.h, responses built over tensor memory.
 class ParameterServer::Service final
     : public v1::ParameterServer::WithRawCallbackMethod_SendVariable<
-          v1::ParameterServer::WithRawCallbackMethod_GetVariable<v1::ParameterServer::WithRawCallbackMethod_Barrier<
-              v1::ParameterServer::WithRawCallbackMethod_Complete<
+          v1::ParameterServer::WithRawCallbackMethod_GetVariable<
+              v1::ParameterServer::WithRawCallbackMethod_Barrier<v1::ParameterServer::WithRawCallbackMethod_Complete<
                   v1::ParameterServer::WithRawCallbackMethod_OpenDataPath<
                       v1::ParameterServer::WithRawCallbackMethod_Status<v1::ParameterServer::Service>>>>>> {
  public:
@@ -81,8 +81,7 @@ class ParameterServer::Service final
 
  private:
   // The methods handled at once: `handle` (once the token passed) writes the answer.
-  template <class F>
-  grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, F&& handle) {
+  template <class F> grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, F&& handle) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     grpc::Status status = server_->CheckToken(ctx);
     if (status.ok()) status = handle();
@@ -94,9 +93,7 @@ class ParameterServer::Service final
 
 namespace {
 
-grpc::Status Invalid(const std::string& message) {
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
-}
+grpc::Status Invalid(const std::string& message) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message); }
 
 std::string DimsText(const std::vector<int64_t>& dims) {
   std::string s = "[";
@@ -174,8 +171,9 @@ DataPath::Done ParameterServer::Track(std::function<void(const std::string& erro
 
 grpc::Status ParameterServer::CheckRoute(const v1::OutOfBand& route) const {
   if (!data_path_) {
-    return Invalid("this pserver takes the bytes in the message (dist_grpc's listen_and_serv); the request "
-                   "routes them out of band (an MPI transport op): load the same transport on both sides");
+    return Invalid(
+        "this pserver takes the bytes in the message (dist_grpc's listen_and_serv); the request "
+        "routes them out of band (an MPI transport op): load the same transport on both sides");
   }
   const std::string why = data_path_->Refuses(route);
   return why.empty() ? grpc::Status::OK : Invalid(why);
@@ -249,8 +247,8 @@ grpc::Status ParameterServer::CheckToken(grpc::CallbackServerContext* ctx) const
 
 grpc::Status ParameterServer::CheckTrainer(int32_t trainer) const {
   if (trainer < 0 || trainer >= fanin_) {
-    return Invalid("trainer " + std::to_string(trainer) + " is not one of this pserver's " +
-                   std::to_string(fanin_) + " trainers (0.." + std::to_string(fanin_ - 1) + ")");
+    return Invalid("trainer " + std::to_string(trainer) + " is not one of this pserver's " + std::to_string(fanin_) +
+                   " trainers (0.." + std::to_string(fanin_ - 1) + ")");
   }
   if (trainers_[trainer].completed) return Invalid("trainer " + std::to_string(trainer) + " already completed");
   return grpc::Status::OK;
@@ -277,9 +275,9 @@ std::string ParameterServer::NamesOf(std::string ParamSpec::*field) const {
 grpc::Status ParameterServer::AdmitGradient(const v1::VariableHeader& h, size_t* grad) {
   *grad = IndexOf(&ParamSpec::grad, h.name());
   if (*grad == params_.size()) {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown variable '" + h.name() +
-                                                         "'; this pserver takes the gradients " +
-                                                         NamesOf(&ParamSpec::grad));
+    return grpc::Status(
+        grpc::StatusCode::NOT_FOUND,
+        "unknown variable '" + h.name() + "'; this pserver takes the gradients " + NamesOf(&ParamSpec::grad));
   }
   if (auto s = CheckTrainer(h.trainer_id()); !s.ok()) return s;
   const int32_t trainer = h.trainer_id();
@@ -296,9 +294,8 @@ grpc::Status ParameterServer::AdmitGradient(const v1::VariableHeader& h, size_t*
     const std::string got = sparse ? "SelectedRows of height " + std::to_string(h.selected_rows().height()) +
                                          " with values " + DimsText(dims)
                                    : DimsText(dims);
-    return Invalid("'" + h.name() + "' is " + DataTypeName(h.tensor().dtype()) + " " + got +
-                   "; the pserver expects " + DataTypeName(p.dtype) + " " + DimsText(p.dims) + " (parameter '" +
-                   p.param + "')");
+    return Invalid("'" + h.name() + "' is " + DataTypeName(h.tensor().dtype()) + " " + got + "; the pserver expects " +
+                   DataTypeName(p.dtype) + " " + DimsText(p.dims) + " (parameter '" + p.param + "')");
   }
   if (stopped_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "pserver is stopping");
   if (h.iteration() != current_ + 1 || optimizing_) {
@@ -309,8 +306,10 @@ grpc::Status ParameterServer::AdmitGradient(const v1::VariableHeader& h, size_t*
   }
   // The iteration collected, and this trainer id has sent this gradient or reached the
   // barrier already: a second trainer runs with the same id, as a trainer retries nothing.
-  const std::string twice = " (is trainer id " + std::to_string(trainer) + " used by two trainers? each needs its own, "
-                            "0 to " + std::to_string(trainers_.size() - 1) + ": RILL_TRAINER_ID)";
+  const std::string twice = " (is trainer id " + std::to_string(trainer) +
+                            " used by two trainers? each needs its own, "
+                            "0 to " +
+                            std::to_string(trainers_.size() - 1) + ": RILL_TRAINER_ID)";
   if (trainers_[trainer].barrier >= h.iteration()) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         "'" + h.name() + "' of iteration " + std::to_string(h.iteration()) + " from trainer " +
@@ -351,7 +350,8 @@ void ParameterServer::OnSend(const grpc::ByteBuffer& request, Answer answer) {
     }
     Slot& slot = slots_[grad][trainer];
     slot.gradient.sparse = header.has_selected_rows();
-    slot.gradient.rows.assign(header.selected_rows().rows().begin(), header.selected_rows().rows().end());  // empty if dense
+    slot.gradient.rows.assign(header.selected_rows().rows().begin(),
+                              header.selected_rows().rows().end());  // empty if dense
     if (!by_data_path) {
       // The bytes stay in gRPC's receive buffers until the iteration is averaged: the
       // average is the one pass that reads them.
@@ -374,8 +374,8 @@ void ParameterServer::OnSend(const grpc::ByteBuffer& request, Answer answer) {
   }
   // The header is good: take the bytes into the slot, then answer.
   const v1::OutOfBand& route = header.out_of_band();
-  auto done = Track([this, grad, trainer, bytes, name = header.name(), peer = data_path_->PeerName(route.rank())](
-                        const std::string& error) {
+  auto done = Track([this, grad, trainer, bytes, name = header.name(),
+                     peer = data_path_->PeerName(route.rank())](const std::string& error) {
     Answer answer;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -388,9 +388,9 @@ void ParameterServer::OnSend(const grpc::ByteBuffer& request, Answer answer) {
       answer.swap(slot.answer_when_full);
       changed_.notify_all();
     }
-    answer(error.empty() ? grpc::Status::OK
-                         : grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                        "receiving '" + name + "' from " + peer + ": " + error));
+    answer(error.empty()
+               ? grpc::Status::OK
+               : grpc::Status(grpc::StatusCode::UNAVAILABLE, "receiving '" + name + "' from " + peer + ": " + error));
   });
   data_path_->Receive(route.rank(), route.tag(), into, bytes, std::move(done));
 }
@@ -409,16 +409,18 @@ bool ParameterServer::OnBarrier(const grpc::ByteBuffer& request, grpc::ByteBuffe
   Seen(r.trainer_id(), r.iteration());
   TrainerState& t = trainers_[r.trainer_id()];
   if (r.iteration() != current_ + 1 || t.barrier == r.iteration()) {
-    *status = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                           "barrier of iteration " + std::to_string(r.iteration()) + " from trainer " +
-                               std::to_string(r.trainer_id()) + ": the pserver is at iteration " +
-                               std::to_string(current_ + 1) + (t.barrier == r.iteration() ? " and has it already" : ""));
+    *status =
+        grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                     "barrier of iteration " + std::to_string(r.iteration()) + " from trainer " +
+                         std::to_string(r.trainer_id()) + ": the pserver is at iteration " +
+                         std::to_string(current_ + 1) + (t.barrier == r.iteration() ? " and has it already" : ""));
     return true;
   }
   for (const auto& per_grad : slots_) {
     if (per_grad[r.trainer_id()].state == SlotState::WRITING) {
-      *status = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                             "barrier while a gradient of trainer " + std::to_string(r.trainer_id()) + " is still arriving");
+      *status =
+          grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                       "barrier while a gradient of trainer " + std::to_string(r.trainer_id()) + " is still arriving");
       return true;
     }
   }
@@ -460,9 +462,9 @@ grpc::Status ParameterServer::OnGet(const grpc::ByteBuffer& request, grpc::ByteB
   std::lock_guard<std::mutex> lock(mu_);
   const size_t param = IndexOf(&ParamSpec::param, r.name());
   if (param == params_.size()) {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown variable '" + r.name() +
-                                                         "'; this pserver serves the parameters " +
-                                                         NamesOf(&ParamSpec::param));
+    return grpc::Status(
+        grpc::StatusCode::NOT_FOUND,
+        "unknown variable '" + r.name() + "'; this pserver serves the parameters " + NamesOf(&ParamSpec::param));
   }
   if (auto s = CheckTrainer(r.trainer_id()); !s.ok()) return s;
   Seen(r.trainer_id(), r.iteration());
@@ -472,9 +474,9 @@ grpc::Status ParameterServer::OnGet(const grpc::ByteBuffer& request, grpc::ByteB
     return grpc::Status::OK;
   }
   return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                         "'" + r.name() + "' of iteration " + std::to_string(r.iteration()) + " for trainer " +
-                             std::to_string(r.trainer_id()) + ": the pserver holds iteration " + std::to_string(current_) +
-                             (r.iteration() == current_ + 1 ? " (ask after the barrier of that iteration returns)" : ""));
+                      "'" + r.name() + "' of iteration " + std::to_string(r.iteration()) + " for trainer " +
+                          std::to_string(r.trainer_id()) + ": the pserver holds iteration " + std::to_string(current_) +
+                          (r.iteration() == current_ + 1 ? " (ask after the barrier of that iteration returns)" : ""));
 }
 
 grpc::Status ParameterServer::OnOpenDataPath(grpc::ByteBuffer* response) {
@@ -540,16 +542,16 @@ void ParameterServer::Respond(size_t param, int32_t trainer, const v1::GetReques
   const v1::OutOfBand& route = request.out_of_band();
   *response = EncodeVariable(params_[param].param, trainer, current_, value, params_lease_, &route);
   params_lease_.Acquire();
-  data_path_->Send(route.rank(), route.tag(), value.data, value.bytes,
-                   Track([this, name = params_[param].param, peer = data_path_->PeerName(route.rank())](
-                             const std::string& error) {
-                     if (!error.empty()) {
-                       std::lock_guard<std::mutex> lock(mu_);
-                       if (transfer_error_.empty()) transfer_error_ = "sending '" + name + "' to " + peer + ": " + error;
-                       changed_.notify_all();
-                     }
-                     params_lease_.Release();
-                   }));
+  data_path_->Send(
+      route.rank(), route.tag(), value.data, value.bytes,
+      Track([this, name = params_[param].param, peer = data_path_->PeerName(route.rank())](const std::string& error) {
+        if (!error.empty()) {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (transfer_error_.empty()) transfer_error_ = "sending '" + name + "' to " + peer + ": " + error;
+          changed_.notify_all();
+        }
+        params_lease_.Release();
+      }));
 }
 
 void ParameterServer::FinishPending(const grpc::Status& status) {

@@ -30,9 +30,11 @@ class Recv {
 void RegisterRecv(Registrar& r) {
   const Transport& t = ThisTransport();
   r.Op(OpSchema(t.recv)
-           .Doc("(" + t.name + ") With Out: the trainer pulls the parameters Out[i] from the pservers epmap[i], as they are "
+           .Doc("(" + t.name +
+                ") With Out: the trainer pulls the parameters Out[i] from the pservers epmap[i], as they are "
                 "at the trainer's current iteration (in a trainer's startup program: the pservers' initial "
-                "values). Without Out: the seed's name for " + t.listen_and_serv + ", with the same attributes.")
+                "values). Without Out: the seed's name for " +
+                t.listen_and_serv + ", with the same attributes.")
            .Input("RX", "seed form: the gradients received (documentation)", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
            .Output("Out", "trainer form: the parameters to pull", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
            .OptionalAttr("epmap", RILL_ATTR_STRINGS, "trainer form: the pserver endpoint of each Out")

@@ -11,8 +11,8 @@ namespace {
 std::vector<std::string> CheckedEpmap(const OpInfo& op, size_t count, const char* slot) {
   auto epmap = op.Attr<std::vector<std::string>>("epmap");
   if (epmap.size() != count) {
-    throw Error(op.type() + ": epmap has " + std::to_string(epmap.size()) + " endpoints for " +
-                std::to_string(count) + " variables in " + slot + "; give one endpoint per variable");
+    throw Error(op.type() + ": epmap has " + std::to_string(epmap.size()) + " endpoints for " + std::to_string(count) +
+                " variables in " + slot + "; give one endpoint per variable");
   }
   for (const auto& e : epmap) CheckEndpoint(op.type(), e);
   return epmap;
@@ -99,11 +99,13 @@ class Send {
         continue;
       }
       const std::string what = AboutCall(call);
-      data_path->Push(route, Flatten(call.request), bytes.data, bytes.bytes,
-                      [done = transfers.Done(), what](const std::string& error) { done(error.empty() ? error : what + error); });
+      data_path->Push(
+          route, Flatten(call.request), bytes.data, bytes.bytes,
+          [done = transfers.Done(), what](const std::string& error) { done(error.empty() ? error : what + error); });
     }
     if (!pushed) TrainerSession::Get().Call(calls, fetcher_.options());
-    if (data_path) AwaitTransfers(transfers, fetcher_.options(), "sending the gradients of iteration " + std::to_string(k));
+    if (data_path)
+      AwaitTransfers(transfers, fetcher_.options(), "sending the gradients of iteration " + std::to_string(k));
   }
 
   ParameterFetcher fetcher_;
@@ -211,7 +213,8 @@ void ParameterFetcher::Fetch(KernelContext& ctx, int64_t iteration) {
       const v1::VariableHeader h = DecodeVariable(calls[i].response, [&](const v1::VariableHeader& h) {
         if (h.name() != names_[i]) throw WireError("asked for '" + names_[i] + "', got '" + h.name() + "'");
         if (h.has_out_of_band() && !data_path_) throw WireError("its bytes went by a data path this trainer has not");
-        into = out.Allocate(h.tensor().dtype(), std::vector<int64_t>(h.tensor().dims().begin(), h.tensor().dims().end()));
+        into =
+            out.Allocate(h.tensor().dtype(), std::vector<int64_t>(h.tensor().dims().begin(), h.tensor().dims().end()));
         return into;
       });
       if (h.has_out_of_band()) {
@@ -228,21 +231,26 @@ void ParameterFetcher::Fetch(KernelContext& ctx, int64_t iteration) {
       throw Error("pserver " + epmap_[i] + " sent a bad '" + names_[i] + "': " + e.what());
     }
   }
-  if (data_path_) AwaitTransfers(transfers, options_, "pulling the parameters of iteration " + std::to_string(iteration));
+  if (data_path_)
+    AwaitTransfers(transfers, options_, "pulling the parameters of iteration " + std::to_string(iteration));
 }
 
 void RegisterSend(Registrar& r) {
   const Transport& t = ThisTransport();
   r.Op(OpSchema(t.send)
-           .Doc("Trainer side of sync parameter-server training (" + t.name + "): sends each gradient X[i] to the "
+           .Doc("Trainer side of sync parameter-server training (" + t.name +
+                "): sends each gradient X[i] to the "
                 "pserver epmap[i], then a barrier to every pserver, then fetches each parameter Out[i] of "
                 "the same iteration from epmap[i] once the pservers ran their optimize blocks. When the "
                 "trainer's run ends, every pserver it used is told the trainer completed. Every RPC and "
                 "transfer has a deadline (deadline_ms, or RILL_RPC_DEADLINE_MS); a pserver that is gone or "
-                "silent is an error naming its endpoint. " + t.doc)
+                "silent is an error naming its endpoint. " +
+                t.doc)
            .Input("X", "the gradients to send: dense, or SelectedRows (sparse)", RILL_SLOT_DUPLICABLE)
-           .Output("Out", "the parameters to fetch back, X[i]'s parameter at i", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
-           .Attr("endpoints", std::vector<std::string>{}, "every pserver endpoint (HOST:PORT) to barrier; default: those of epmap")
+           .Output("Out", "the parameters to fetch back, X[i]'s parameter at i",
+                   RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+           .Attr("endpoints", std::vector<std::string>{},
+                 "every pserver endpoint (HOST:PORT) to barrier; default: those of epmap")
            .RequiredAttr("epmap", RILL_ATTR_STRINGS, "the pserver endpoint of each X (and Out)")
            .Attr("sync_mode", true, "synchronous training (the only mode supported)")
            .Attr("trainer_id", int64_t{-1}, "this trainer's index in [0, Fanin); " + t.trainer_id_doc)

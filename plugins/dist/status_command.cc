@@ -138,7 +138,8 @@ void PrintJson(const v1::ServerStatus& s) {
   options.always_print_primitive_fields = true;
   options.preserve_proto_field_names = true;
   std::string json;
-  if (!google::protobuf::util::MessageToJsonString(s, &json, options).ok()) throw Error("cannot write the status as JSON");
+  if (!google::protobuf::util::MessageToJsonString(s, &json, options).ok())
+    throw Error("cannot write the status as JSON");
   std::printf("%s\n", json.c_str());
 }
 

@@ -105,7 +105,8 @@ void TcpConnection::Receive(uint32_t tag, void* data, size_t bytes, DataPath::Do
   }
   if (receives_.count(tag) != 0) {  // a route is used once: a second Receive of one tag is the caller's bug
     lock.unlock();
-    return FailTransferLater(std::move(done), "transfer " + std::to_string(tag) + " from " + peer_ + " is received already");
+    return FailTransferLater(std::move(done),
+                             "transfer " + std::to_string(tag) + " from " + peer_ + " is received already");
   }
   receives_.emplace(tag, Transfer{tag, static_cast<char*>(data), bytes, false, std::move(done)});
   changed_.notify_all();
@@ -137,7 +138,8 @@ void TcpConnection::Close(const std::string& why) {
 }
 
 std::string TcpConnection::IoError(const char* what) const {
-  return "the data connection with " + peer_ + " broke: " + what + (errno ? std::string(" (") + std::strerror(errno) + ")" : "");
+  return "the data connection with " + peer_ + " broke: " + what +
+         (errno ? std::string(" (") + std::strerror(errno) + ")" : "");
 }
 
 bool TcpConnection::ReadAll(char* into, size_t n) {
@@ -178,12 +180,13 @@ void TcpConnection::ReadLoop() {
   for (;;) {
     TcpFrameHeader h;
     if (!ReadAll(reinterpret_cast<char*>(&h), sizeof(h))) return Close(IoError("it closed"));
-    if (h.magic != TcpFrameHeader::kMagic) return Close("the data connection with " + peer_ + " carried a malformed frame");
+    if (h.magic != TcpFrameHeader::kMagic)
+      return Close("the data connection with " + peer_ + " carried a malformed frame");
     Transfer t;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      const bool claimed = changed_.wait_for(lock, unclaimed_after_,
-                                             [&] { return !closed_.empty() || receives_.count(h.tag) != 0; });
+      const bool claimed =
+          changed_.wait_for(lock, unclaimed_after_, [&] { return !closed_.empty() || receives_.count(h.tag) != 0; });
       if (!closed_.empty()) return;
       if (claimed) {
         auto it = receives_.find(h.tag);

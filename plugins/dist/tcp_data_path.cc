@@ -261,8 +261,8 @@ class PserverPath final : public TcpPath {
       if (fd >= 0) close(fd);
     }
     if (listener_ < 0) {
-      throw std::runtime_error("cannot listen for data connections on '" + host + ":" + std::to_string(options_.data_port) +
-                               "' (" + error + "; RILL_DATA_PORT)");
+      throw std::runtime_error("cannot listen for data connections on '" + host + ":" +
+                               std::to_string(options_.data_port) + "' (" + error + "; RILL_DATA_PORT)");
     }
     sockaddr_storage bound{};
     socklen_t len = sizeof(bound);
@@ -383,9 +383,9 @@ class PserverPath final : public TcpPath {
       char host[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
       getnameinfo(reinterpret_cast<sockaddr*>(&from), len, host, sizeof(host), port, sizeof(port),
                   NI_NUMERICHOST | NI_NUMERICSERV);
-      greeting_.push_back(std::make_shared<TcpConnection>(
-          fd, std::string("trainer at ") + host + ":" + port, options_.deadline,
-          [this](const TcpHello& hello, TcpConnection* c) { return Admit(hello, c); }));
+      greeting_.push_back(
+          std::make_shared<TcpConnection>(fd, std::string("trainer at ") + host + ":" + port, options_.deadline,
+                                          [this](const TcpHello& hello, TcpConnection* c) { return Admit(hello, c); }));
     }
   }
 

@@ -18,8 +18,7 @@
 namespace rill::dist {
 namespace {
 
-template <class T, void (*Free)(T*)>
-struct Freer {
+template <class T, void (*Free)(T*)> struct Freer {
   void operator()(T* p) const { Free(p); }
 };
 using Bio = std::unique_ptr<BIO, Freer<BIO, BIO_free_all>>;

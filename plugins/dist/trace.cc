@@ -25,7 +25,7 @@ const Tracer& TheTracer() {
 }
 
 std::function<void(const std::string&)> TracedTransfer(const char* category, std::string name, size_t bytes,
-                                                      std::function<void(const std::string&)> done) {
+                                                       std::function<void(const std::string&)> done) {
   const Tracer& tracer = TheTracer();
   if (!tracer.active()) return done;
   const int64_t start = tracer.now();

@@ -29,7 +29,7 @@ const Tracer& TheTracer();
 // is called (on whichever thread ends the transfer), of `category` ("tcp", "mpi") and
 // `name`, with its bytes and any error; `done` itself when no profile is recorded.
 std::function<void(const std::string&)> TracedTransfer(const char* category, std::string name, size_t bytes,
-                                                      std::function<void(const std::string&)> done);
+                                                       std::function<void(const std::string&)> done);
 
 }  // namespace rill::dist
 

@@ -169,8 +169,8 @@ v1::VariableHeader ParseVariable(const grpc::ByteBuffer& buffer, ReceivedBytes* 
     data_size = ReadVarint(in);
   }
   if (data_size != in.size()) {
-    throw WireError("data length " + std::to_string(data_size) + " does not match the " +
-                    std::to_string(in.size()) + " bytes that follow");
+    throw WireError("data length " + std::to_string(data_size) + " does not match the " + std::to_string(in.size()) +
+                    " bytes that follow");
   }
   const size_t bytes = TensorByteSize(header);
   const std::vector<int64_t> dims(header.tensor().dims().begin(), header.tensor().dims().end());
@@ -185,7 +185,8 @@ v1::VariableHeader ParseVariable(const grpc::ByteBuffer& buffer, ReceivedBytes* 
     const auto& sr = header.selected_rows();
     if (dims.empty() || dims[0] != sr.rows_size()) {
       throw WireError("'" + header.name() + "' is SelectedRows with " + std::to_string(sr.rows_size()) +
-                      " rows but its value has " + (dims.empty() ? std::string("no dims") : std::to_string(dims[0]) + " rows"));
+                      " rows but its value has " +
+                      (dims.empty() ? std::string("no dims") : std::to_string(dims[0]) + " rows"));
     }
     for (int64_t r : sr.rows()) {
       if (r < 0 || r >= sr.height()) {

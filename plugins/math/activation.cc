@@ -18,16 +18,14 @@ namespace {
 
 using namespace activation;  // the functors, one per op
 
-template <class Op, class T>
-void Unary(KernelContext& ctx) {
+template <class Op, class T> void Unary(KernelContext& ctx) {
   static const Loops<Op, T> loops = LoopsFor<Op, T>();
   const Op op(ctx);
   Tensor x = ctx.Input("X");
   const T* px = x.data<T>();
   T* po = ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim());
-  ParallelFor(x.numel(), 2.0 * sizeof(T) * x.numel(), [&](int64_t, int64_t begin, int64_t end) {
-    loops.forward(op, px + begin, po + begin, end - begin);
-  });
+  ParallelFor(x.numel(), 2.0 * sizeof(T) * x.numel(),
+              [&](int64_t, int64_t begin, int64_t end) { loops.forward(op, px + begin, po + begin, end - begin); });
 }
 
 // The forward slot a gradient op of kGradFrom `from` reads, and the slots it reads in all.
@@ -38,8 +36,7 @@ constexpr const char* GradInputs(GradFrom from) {
   return from == GradFrom::kX ? "X,Out@GRAD" : from == GradFrom::kOut ? "Out,Out@GRAD" : "Out@GRAD";
 }
 
-template <class Op, class T>
-void UnaryGrad(KernelContext& ctx) {
+template <class Op, class T> void UnaryGrad(KernelContext& ctx) {
   static const Loops<Op, T> loops = LoopsFor<Op, T>();
   const Op op(ctx);
   Tensor v = ctx.Input(GradValueSlot(Op::kGradFrom));
@@ -60,15 +57,16 @@ void UnaryGrad(KernelContext& ctx) {
 // gradient's schema gets them too, as its kernel reads them), and may declare the gradient
 // again where it reads more than GradInputs.
 template <class Op, class... Ts>
-void AddUnary(Registrar& r, const char* type, const std::string& formula,
-              OpSchema& (*attrs)(OpSchema&) = [](OpSchema& s) -> OpSchema& { return s; }) {
+void AddUnary(
+    Registrar& r, const char* type, const std::string& formula,
+    OpSchema& (*attrs)(OpSchema&) = [](OpSchema& s) -> OpSchema& { return s; }) {
   const std::string grad = std::string(type) + "_grad";
   OpSchema schema = OpSchema(type)
-      .Doc("Out = " + formula + ", elementwise.")
-      .Input("X", "input")
-      .Output("Out", "result, shaped like X")
-      .KernelDtypeFrom("X")
-      .Grad(grad, GradInputs(Op::kGradFrom), "X");
+                        .Doc("Out = " + formula + ", elementwise.")
+                        .Input("X", "input")
+                        .Output("Out", "result, shaped like X")
+                        .KernelDtypeFrom("X")
+                        .Grad(grad, GradInputs(Op::kGradFrom), "X");
   attrs(schema);
   r.Op(schema);
   r.Op(schema.MakeGradSchema());
@@ -76,8 +74,7 @@ void AddUnary(Registrar& r, const char* type, const std::string& formula,
   RegisterCpu<float, double>(r, grad.c_str(), [](auto t) { return &UnaryGrad<Op, decltype(t)>; });
 }
 
-template <class T>
-void ScaleGrad(KernelContext& ctx) {
+template <class T> void ScaleGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const T* pg = g.data<T>();
   T* dx = ctx.AllocateOutput<T>("X@GRAD", g.dims_data(), g.ndim());
@@ -85,8 +82,7 @@ void ScaleGrad(KernelContext& ctx) {
 }
 
 // X@GRAD = Out@GRAD converted back to X's dtype.
-template <class From>
-void CastGrad(KernelContext& ctx) {
+template <class From> void CastGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor g = ctx.Input("Out@GRAD");
   Tensor dx = ctx.Output("X@GRAD");
@@ -105,8 +101,7 @@ void CastGrad(KernelContext& ctx) {
 }
 
 // scale of SelectedRows X: SelectedRows of the same rows, their values scaled.
-template <class T>
-void Scale(KernelContext& ctx) {
+template <class T> void Scale(KernelContext& ctx) {
   const double scale = ScalarFromInput<double, float>(ctx, "ScaleTensor", "scale");
   const double bias = ctx.Attr<float>("bias");
   const bool after = ctx.Attr<bool>("bias_after_scale");
@@ -132,8 +127,7 @@ void Scale(KernelContext& ctx) {
   write(px, ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim()), x.numel());
 }
 
-template <class From>
-void Cast(KernelContext& ctx) {
+template <class From> void Cast(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const auto out_dtype = static_cast<int32_t>(ctx.Attr<int64_t>("out_dtype"));
   const From* px = x.data<From>();
@@ -167,29 +161,26 @@ void RegisterActivation(Registrar& r) {
   AddUnary<Log, float, double>(r, "log", "ln(X)");
   AddUnary<Sqrt, float, double>(r, "sqrt", "sqrt(X)");
   AddUnary<Abs, float, double>(r, "abs", "|X|");
-  AddUnary<Relu6, float, double>(r, "relu6", "min(max(X, 0), threshold)", [](OpSchema& s) -> OpSchema& {
-    return s.Attr("threshold", 6.0, "the upper limit");
-  });
+  AddUnary<Relu6, float, double>(r, "relu6", "min(max(X, 0), threshold)",
+                                 [](OpSchema& s) -> OpSchema& { return s.Attr("threshold", 6.0, "the upper limit"); });
   AddUnary<LeakyRelu, float, double>(r, "leaky_relu", "X if X > 0, else alpha * X", [](OpSchema& s) -> OpSchema& {
     return s.Attr("alpha", 0.02, "the slope below 0");
   });
-  AddUnary<Gelu, float, double>(r, "gelu", "X * Phi(X), Phi the standard normal CDF (approximate: its tanh form)",
-                                [](OpSchema& s) -> OpSchema& {
-                                  return s.Attr("approximate", false, "use 0.5 (1 + tanh(sqrt(2/pi) (X + 0.044715 X^3)))");
-                                });
-  AddUnary<Swish, float, double>(r, "swish", "X * sigmoid(beta * X)", [](OpSchema& s) -> OpSchema& {
-    return s.Attr("beta", 1.0, "the sigmoid's scale");
-  });
+  AddUnary<Gelu, float, double>(
+      r, "gelu", "X * Phi(X), Phi the standard normal CDF (approximate: its tanh form)", [](OpSchema& s) -> OpSchema& {
+        return s.Attr("approximate", false, "use 0.5 (1 + tanh(sqrt(2/pi) (X + 0.044715 X^3)))");
+      });
+  AddUnary<Swish, float, double>(r, "swish", "X * sigmoid(beta * X)",
+                                 [](OpSchema& s) -> OpSchema& { return s.Attr("beta", 1.0, "the sigmoid's scale"); });
   AddUnary<HardSwish, float, double>(r, "hard_swish", "X * min(max(X + offset, 0), threshold) / scale",
                                      [](OpSchema& s) -> OpSchema& {
                                        return s.Attr("threshold", 6.0, "the upper limit of X + offset")
                                            .Attr("scale", 6.0, "the divisor")
                                            .Attr("offset", 3.0, "added to X");
                                      });
-  AddUnary<HardSigmoid, float, double>(r, "hard_sigmoid", "min(max(slope * X + offset, 0), 1)",
-                                       [](OpSchema& s) -> OpSchema& {
-                                         return s.Attr("slope", 0.2, "the slope").Attr("offset", 0.5, "the offset");
-                                       });
+  AddUnary<HardSigmoid, float, double>(
+      r, "hard_sigmoid", "min(max(slope * X + offset, 0), 1)",
+      [](OpSchema& s) -> OpSchema& { return s.Attr("slope", 0.2, "the slope").Attr("offset", 0.5, "the offset"); });
   AddUnary<Clip, float, double>(r, "clip", "min(max(X, min), max)", [](OpSchema& s) -> OpSchema& {
     return s.Input("Min", "the lower limit, one element; replaces min", RILL_SLOT_OPTIONAL)
         .Input("Max", "the upper limit, one element; replaces max", RILL_SLOT_OPTIONAL)
@@ -206,30 +197,25 @@ void RegisterActivation(Registrar& r) {
   AddUnary<HardShrink, float, double>(r, "hard_shrink", "X if |X| > threshold, else 0", [](OpSchema& s) -> OpSchema& {
     return s.Attr("threshold", 0.5, "the smallest |X| kept");
   });
-  AddUnary<ThresholdedRelu, float, double>(r, "thresholded_relu", "X if X > threshold, else 0",
-                                           [](OpSchema& s) -> OpSchema& {
-                                             return s.Attr("threshold", 1.0, "the smallest X kept");
-                                           });
+  AddUnary<ThresholdedRelu, float, double>(
+      r, "thresholded_relu", "X if X > threshold, else 0",
+      [](OpSchema& s) -> OpSchema& { return s.Attr("threshold", 1.0, "the smallest X kept"); });
   AddUnary<BRelu, float, double>(r, "brelu", "min(max(X, t_min), t_max)", [](OpSchema& s) -> OpSchema& {
     return s.Attr("t_min", 0.0, "the lower limit").Attr("t_max", 24.0, "the upper limit (at least t_min)");
   });
-  AddUnary<SoftRelu, float, double>(r, "soft_relu", "ln(1 + exp(min(max(X, -threshold), threshold)))",
-                                    [](OpSchema& s) -> OpSchema& {
-                                      return s.Attr("threshold", 40.0, "X is clipped to [-threshold, threshold]");
-                                    });
-  AddUnary<Elu, float, double>(r, "elu", "X if X > 0, else alpha * (exp(X) - 1)", [](OpSchema& s) -> OpSchema& {
-    return s.Attr("alpha", 1.0, "the scale below 0");
-  });
-  AddUnary<Softplus, float, double>(r, "softplus", "ln(1 + exp(beta * X)) / beta, or X where beta * X > threshold",
-                                    [](OpSchema& s) -> OpSchema& {
-                                      return s.Attr("beta", 1.0, "the scale (not 0)")
-                                          .Attr("threshold", 20.0, "past it, Out is X");
-                                    });
+  AddUnary<SoftRelu, float, double>(
+      r, "soft_relu", "ln(1 + exp(min(max(X, -threshold), threshold)))",
+      [](OpSchema& s) -> OpSchema& { return s.Attr("threshold", 40.0, "X is clipped to [-threshold, threshold]"); });
+  AddUnary<Elu, float, double>(r, "elu", "X if X > 0, else alpha * (exp(X) - 1)",
+                               [](OpSchema& s) -> OpSchema& { return s.Attr("alpha", 1.0, "the scale below 0"); });
+  AddUnary<Softplus, float, double>(
+      r, "softplus", "ln(1 + exp(beta * X)) / beta, or X where beta * X > threshold", [](OpSchema& s) -> OpSchema& {
+        return s.Attr("beta", 1.0, "the scale (not 0)").Attr("threshold", 20.0, "past it, Out is X");
+      });
   AddUnary<Softsign, float, double>(r, "softsign", "X / (1 + |X|)");
-  AddUnary<Mish, float, double>(r, "mish", "X * tanh(softplus(X)), softplus(X) = X if X > threshold else ln(1 + exp(X))",
-                                [](OpSchema& s) -> OpSchema& {
-                                  return s.Attr("threshold", 20.0, "past it, softplus(X) is X");
-                                });
+  AddUnary<Mish, float, double>(
+      r, "mish", "X * tanh(softplus(X)), softplus(X) = X if X > threshold else ln(1 + exp(X))",
+      [](OpSchema& s) -> OpSchema& { return s.Attr("threshold", 20.0, "past it, softplus(X) is X"); });
   AddUnary<Selu, float, double>(r, "selu", "scale * (X if X > 0, else alpha * (exp(X) - 1))",
                                 [](OpSchema& s) -> OpSchema& {
                                   return s.Attr("scale", 1.0507009873554804934193349852946, "the scale (positive)")
@@ -262,30 +248,33 @@ void RegisterActivation(Registrar& r) {
   AddUnary<Rounding<RoundStep>, float, double>(r, "round", "the nearest integer, halves away from 0 (gradient 0)");
   AddUnary<Rounding<SignStep>, float, double>(r, "sign", "1 for X > 0, -1 for X < 0, 0 for 0 (gradient 0)");
 
-  const OpSchema scale = OpSchema("scale")
-      .Doc("Out = scale * X + bias (bias_after_scale) or scale * (X + bias); SelectedRows X gives SelectedRows of "
-           "its rows.")
-      .Input("X", "input, a tensor or SelectedRows")
-      .Input("ScaleTensor", "the scale, one element; replaces the attribute", RILL_SLOT_OPTIONAL)
-      .Output("Out", "result, shaped like X")
-      .Attr("scale", 1.0, "multiplier")
-      .Attr("bias", 0.0, "offset")
-      .Attr("bias_after_scale", true, "add bias after scaling (true) or before (false)")
-      .KernelDtypeFrom("X")
-      .Grad("scale_grad", "Out@GRAD,ScaleTensor", "X");
+  const OpSchema scale =
+      OpSchema("scale")
+          .Doc(
+              "Out = scale * X + bias (bias_after_scale) or scale * (X + bias); SelectedRows X gives SelectedRows of "
+              "its rows.")
+          .Input("X", "input, a tensor or SelectedRows")
+          .Input("ScaleTensor", "the scale, one element; replaces the attribute", RILL_SLOT_OPTIONAL)
+          .Output("Out", "result, shaped like X")
+          .Attr("scale", 1.0, "multiplier")
+          .Attr("bias", 0.0, "offset")
+          .Attr("bias_after_scale", true, "add bias after scaling (true) or before (false)")
+          .KernelDtypeFrom("X")
+          .Grad("scale_grad", "Out@GRAD,ScaleTensor", "X");
   r.Op(scale);
   r.Op(scale.MakeGradSchema());
   RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, "scale", [](auto t) { return &Scale<decltype(t)>; });
   RegisterCpu<float, double>(r, "scale_grad", [](auto t) { return &ScaleGrad<decltype(t)>; });
 
-  const OpSchema cast = OpSchema("cast")
-      .Doc("Out = X converted to out_dtype (C++ conversion: floats truncate toward zero into ints).")
-      .Input("X", "input")
-      .Output("Out", "X as out_dtype")
-      .Attr("in_dtype", int64_t{RILL_FP32}, "X's dtype (informational; X's actual dtype is used)")
-      .Attr("out_dtype", int64_t{RILL_FP32}, "dtype of Out")
-      .KernelDtypeFrom("X")
-      .Grad("cast_grad", "X,Out@GRAD", "X");
+  const OpSchema cast =
+      OpSchema("cast")
+          .Doc("Out = X converted to out_dtype (C++ conversion: floats truncate toward zero into ints).")
+          .Input("X", "input")
+          .Output("Out", "X as out_dtype")
+          .Attr("in_dtype", int64_t{RILL_FP32}, "X's dtype (informational; X's actual dtype is used)")
+          .Attr("out_dtype", int64_t{RILL_FP32}, "dtype of Out")
+          .KernelDtypeFrom("X")
+          .Grad("cast_grad", "X,Out@GRAD", "X");
   r.Op(cast);
   r.Op(cast.MakeGradSchema());
   RegisterCpu<bool, RILL_MATH_NUMERIC_TYPES>(r, "cast", [](auto t) { return &Cast<decltype(t)>; });

@@ -58,13 +58,17 @@ template <class A> using Block = Eigen::Array<S<A>, Eigen::Dynamic, 1, Eigen::Co
 constexpr float kExpm1SeriesBelow = 0.7f;
 inline float Expm1Blend(float v, float exp_v) {
   const float series =
-      v * (1.0f + v * (0.5f + v * (1.0f / 6 + v * (1.0f / 24 + v * (1.0f / 120 + v * (1.0f / 720 + v * (1.0f / 5040 +
-          v * (1.0f / 40320 + v * (1.0f / 362880)))))))));
+      v *
+      (1.0f +
+       v * (0.5f + v * (1.0f / 6 +
+                        v * (1.0f / 24 +
+                             v * (1.0f / 120 +
+                                  v * (1.0f / 720 + v * (1.0f / 5040 + v * (1.0f / 40320 + v * (1.0f / 362880)))))))));
   return std::fabs(v) < kExpm1SeriesBelow ? series : exp_v - 1.0f;
 }
 inline double Expm1Kahan(double v, double u, double log_u) {
   const double um1 = u - 1.0;
-  if (u == 1.0) return v;  // the sign of a zero kept
+  if (u == 1.0) return v;                               // the sign of a zero kept
   if (!(std::fabs(v) < kExpm1SeriesBelow)) return um1;  // cancels little; also -1, inf and NaN
   return um1 * (v / log_u);
 }
@@ -93,7 +97,9 @@ template <class X> auto Log1pOf(const X& x) {
     Block<X> out(v.size());
     for (Eigen::Index i = 0; i < v.size(); ++i) {
       const double w = u[i];
-      out[i] = w == 1.0 ? v[i] : w == std::numeric_limits<double>::infinity() ? log_u[i] : log_u[i] * (v[i] / (w - 1.0));
+      out[i] = w == 1.0                                       ? v[i]
+               : w == std::numeric_limits<double>::infinity() ? log_u[i]
+                                                              : log_u[i] * (v[i] / (w - 1.0));
     }
     return out;
   }
@@ -168,9 +174,7 @@ struct Sqrt {
   static constexpr GradFrom kGradFrom = GradFrom::kOut;
   explicit Sqrt(KernelContext&) {}
   template <class A, class O> void Forward(const A& x, O out) const { out = x.sqrt(); }
-  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
-    dx = S<A>(0.5) * g / out;
-  }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const { dx = S<A>(0.5) * g / out; }
 };
 struct Abs {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
@@ -216,8 +220,8 @@ struct Gelu {
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
     if (approximate) {
       const Block<A> t = TanhOf(Inner(x));
-      dx = g * (S<A>(0.5) * (S<A>(1) + t) +
-                S<A>(0.5) * x * (S<A>(1) - t.square()) * S<A>(kSqrt2OverPi) * (S<A>(1) + S<A>(3 * kCubic) * x.square()));
+      dx = g * (S<A>(0.5) * (S<A>(1) + t) + S<A>(0.5) * x * (S<A>(1) - t.square()) * S<A>(kSqrt2OverPi) *
+                                                (S<A>(1) + S<A>(3 * kCubic) * x.square()));
     } else {
       dx = g * (S<A>(0.5) * (S<A>(1) + (S<A>(kSqrtHalf) * x).erf()) +
                 x * (S<A>(-0.5) * x.square()).exp() * S<A>(kInvSqrt2Pi));
@@ -274,8 +278,8 @@ struct Limited {
   Limited(const char* op, const char* lo_name, double lo_value, const char* hi_name, double hi_value)
       : lo(lo_value), hi(hi_value) {
     if (lo > hi) {
-      throw Error(std::string(op) + ": " + lo_name + " (" + std::to_string(lo) + ") is greater than " + hi_name +
-                  " (" + std::to_string(hi) + ")");
+      throw Error(std::string(op) + ": " + lo_name + " (" + std::to_string(lo) + ") is greater than " + hi_name + " (" +
+                  std::to_string(hi) + ")");
     }
   }
   double lo, hi;
@@ -451,8 +455,8 @@ struct Mish {
   double t;
   // Paddle's three pieces: `above` where x > threshold, `below` where x < -threshold, else
   // `between`, blended in one pass (a vector blend: CMakeLists.txt's flags).
-  template <class A> static Block<A> Pieces(const A& x, S<A> k, const Block<A>& above, const Block<A>& below,
-                                            const Block<A>& between) {
+  template <class A>
+  static Block<A> Pieces(const A& x, S<A> k, const Block<A>& above, const Block<A>& below, const Block<A>& between) {
     Block<A> out(x.size());
     for (Eigen::Index i = 0; i < x.size(); ++i) {
       const S<A> v = x[i];
@@ -577,9 +581,7 @@ struct Reciprocal {
   static constexpr GradFrom kGradFrom = GradFrom::kOut;
   explicit Reciprocal(KernelContext&) {}
   template <class A, class O> void Forward(const A& x, O out) const { out = x.inverse(); }
-  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
-    dx = -g * out.square();
-  }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const { dx = -g * out.square(); }
 };
 struct Rsqrt {
   static constexpr GradFrom kGradFrom = GradFrom::kOut;
@@ -593,21 +595,16 @@ struct Expm1 {
   static constexpr GradFrom kGradFrom = GradFrom::kOut;
   explicit Expm1(KernelContext&) {}
   template <class A, class O> void Forward(const A& x, O out) const { out = Expm1Of(x); }
-  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const {
-    dx = g * (out + S<A>(1));
-  }
+  template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const { dx = g * (out + S<A>(1)); }
 };
 struct Log1p {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit Log1p(KernelContext&) {}
   template <class A, class O> void Forward(const A& x, O out) const { out = Log1pOf(x); }
-  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
-    dx = g / (S<A>(1) + x);
-  }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = g / (S<A>(1) + x); }
 };
 // log2 and log10: ln(x) / ln(base).
-template <int kBase>
-struct LogBase {
+template <int kBase> struct LogBase {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit LogBase(KernelContext&) {}
   static double LnBase() { return std::log(static_cast<double>(kBase)); }
@@ -626,8 +623,8 @@ struct LogBase {
 // ulp of the exact value. Where that absolute error would show, a remainder under 2^-40
 // off a nonzero multiple, and beyond 2^20, infinities and NaN, the first pass gives NaN and
 // a second pass, which only a run holding a NaN takes, puts libm's value there.
-constexpr double kTrigReducedBelow = 1048576.0;         // 2^20
-constexpr double kTrigRemainderAbove = 9.094947e-13;    // 2^-40
+constexpr double kTrigReducedBelow = 1048576.0;       // 2^20
+constexpr double kTrigRemainderAbove = 9.094947e-13;  // 2^-40
 constexpr double kHalfPi1 = 1.5707963267341256, kHalfPi2 = 6.077100506303966e-11, kHalfPi3 = 2.0222662487959506e-21;
 constexpr double kRoundToInteger = 6755399441055744.0;  // 1.5 * 2^52: (t + it) - it rounds t to an integer
 struct TrigReduction {
@@ -649,12 +646,24 @@ template <bool kCos> [[gnu::always_inline]] inline double SinCosReduced(double v
   const bool libm = !in_range || (std::fabs(t.r) < kTrigRemainderAbove && v != t.r);
   const double r = t.r, a = std::fabs(r), z = r * r;
   // sin r of |r|, then r's sign: so the sign of a zero is kept.
-  const double s = std::copysign(a + a * z * (((((1.58962301576546568060e-10 * z - 2.50507477628578072866e-8) * z +
-                                                 2.75573136213857245213e-6) * z - 1.98412698295895385996e-4) * z +
-                                               8.33333333332211858878e-3) * z - 1.66666666666666307295e-1), r);
-  const double c = (1.0 - 0.5 * z) + z * z * (((((-1.13585365213876817300e-11 * z + 2.08757008419747316778e-9) * z -
-                                                2.75573141792967388112e-7) * z + 2.48015872888517045348e-5) * z -
-                                              1.38888888888730564116e-3) * z + 4.16666666666665929218e-2);
+  const double s = std::copysign(
+      a + a * z *
+              (((((1.58962301576546568060e-10 * z - 2.50507477628578072866e-8) * z + 2.75573136213857245213e-6) * z -
+                 1.98412698295895385996e-4) *
+                    z +
+                8.33333333332211858878e-3) *
+                   z -
+               1.66666666666666307295e-1),
+      r);
+  const double c =
+      (1.0 - 0.5 * z) +
+      z * z *
+          (((((-1.13585365213876817300e-11 * z + 2.08757008419747316778e-9) * z - 2.75573141792967388112e-7) * z +
+             2.48015872888517045348e-5) *
+                z -
+            1.38888888888730564116e-3) *
+               z +
+           4.16666666666665929218e-2);
   // sin(q pi/2 + r) is s, c, -s, -c and cos(q pi/2 + r) is c, -s, -c, s for q mod 4 = 0..3.
   const bool odd = t.m == 1.0 || t.m == -1.0, half = t.m == 2.0 || t.m == -2.0;
   const bool take_c = odd != kCos;
@@ -679,8 +688,9 @@ template <bool kCos> [[gnu::always_inline]] inline double SinCosReduced(double v
   const bool libm = !in_range || (std::fabs(t.r) < kTrigRemainderAbove && v != t.r);
   const double r = t.r, z = r * r;
   const double p = (-1.30936939181383777646e4 * z + 1.15351664838587416140e6) * z - 1.79565251976484877988e7;
-  const double q = (((z + 1.36812963470692954678e4) * z - 1.32089234440210967447e6) * z + 2.50083801823357915839e7) * z -
-                   5.38695755929454629881e7;
+  const double q =
+      (((z + 1.36812963470692954678e4) * z - 1.32089234440210967447e6) * z + 2.50083801823357915839e7) * z -
+      5.38695755929454629881e7;
   const double tan_r = r + r * (z * p / q);
   const bool odd = t.m == 1.0 || t.m == -1.0;
   // By bit masks, as SinCosReduced chooses: GCC leaves a choice between doubles a branch.
@@ -709,8 +719,8 @@ template <class A, class Reduced, class Libm> Block<A> ReducedOrLibm(const A& x,
 }
 // sin x (kCos false) or cos x of doubles: SinCosReduced, and libm where it does not hold.
 template <bool kCos, class A> Block<A> SinCosOfDoubles(const A& x) {
-  return ReducedOrLibm(x, [](double e) { return SinCosReduced<kCos>(e); },
-                       [](double e) { return kCos ? std::cos(e) : std::sin(e); });
+  return ReducedOrLibm(
+      x, [](double e) { return SinCosReduced<kCos>(e); }, [](double e) { return kCos ? std::cos(e) : std::sin(e); });
 }
 template <class A> constexpr bool kIsFloat = std::is_same_v<S<A>, float>;
 struct Sin {
@@ -748,15 +758,20 @@ struct Cos {
 constexpr float kTanReducedBelow = 4096.0f;
 inline float TanReduced(float v) {
   const float a = std::fabs(v) < kTanReducedBelow ? std::fabs(v) : 0.0f;  // the others: libm's
-  int j = static_cast<int>(a * 1.27323954473516f);                          // 4 / pi
+  int j = static_cast<int>(a * 1.27323954473516f);                        // 4 / pi
   j += j & 1;  // the nearest even multiple of pi/4: the remainder is in [-pi/4, pi/4]
   const double y = j;
   const float z = static_cast<float>(((static_cast<double>(a) - y * 0.7853981633961666) - y * 1.2816720757919779e-12) -
                                      y * 5.281499533493714e-24);
   const float zz = z * z;
-  const float t = (((((9.38540185543e-3f * zz + 3.11992232697e-3f) * zz + 2.44301354525e-2f) * zz +
-                     5.34112807005e-2f) * zz + 1.33387994085e-1f) * zz + 3.33331568548e-1f) * zz * z + z;
-  const float cot = -1.0f / t;  // computed for every element, so the choices below are blends
+  const float t =
+      (((((9.38540185543e-3f * zz + 3.11992232697e-3f) * zz + 2.44301354525e-2f) * zz + 5.34112807005e-2f) * zz +
+        1.33387994085e-1f) *
+           zz +
+       3.33331568548e-1f) *
+          zz * z +
+      z;
+  const float cot = -1.0f / t;             // computed for every element, so the choices below are blends
   const float r = (j & 2) != 0 ? cot : t;  // tan |x|
   return std::signbit(v) ? -r : r;
 }
@@ -769,7 +784,8 @@ template <class A> Block<A> TanOf(const A& x) {
     }
     return out;
   } else {
-    return ReducedOrLibm(x, [](double e) { return TanReducedDouble(e); }, [](double e) { return std::tan(e); });
+    return ReducedOrLibm(
+        x, [](double e) { return TanReducedDouble(e); }, [](double e) { return std::tan(e); });
   }
 }
 // tan's gradient is Out@GRAD / cos² x (Fluid's, from X); in single precision as
@@ -797,8 +813,9 @@ struct Tan {
 // else z = x²; Block holds the square roots, computed vectorized before the blend.
 constexpr float kHalfPiHigh = 1.57079637f, kHalfPiLow = -4.37113883e-8f;
 inline float AsinPolynomial(float s, float z) {  // asin s for s in [0, 0.5], z = s²
-  return s + s * z * ((((4.2163199048e-2f * z + 2.4181311049e-2f) * z + 4.5470025998e-2f) * z + 7.4953002686e-2f) * z +
-                      1.6666752422e-1f);
+  return s + s * z *
+                 ((((4.2163199048e-2f * z + 2.4181311049e-2f) * z + 4.5470025998e-2f) * z + 7.4953002686e-2f) * z +
+                  1.6666752422e-1f);
 }
 inline float AsinTerm(float v) {
   const float a = std::fabs(v);
@@ -837,10 +854,18 @@ inline float AtanOf(float v) {
 constexpr double kPiOver4 = 7.85398163397448309616e-1, kHalfPiRest = 6.123233995736765886130e-17;
 inline double AsinInner(double a) {  // asin a for a in [0, 0.625]
   const double z = a * a;
-  const double p = ((((4.253011369004428248960e-3 * z - 6.019598008014123785661e-1) * z + 5.444622390564711410273e0) * z -
-                     1.626247967210700244449e1) * z + 1.956261983317594739197e1) * z - 8.198089802484824371615e0;
-  const double q = ((((z - 1.474091372988853791896e1) * z + 7.049610280856842141659e1) * z - 1.471791292232726029859e2) * z +
-                    1.395105614657485689735e2) * z - 4.918853881490881290097e1;
+  const double p =
+      ((((4.253011369004428248960e-3 * z - 6.019598008014123785661e-1) * z + 5.444622390564711410273e0) * z -
+        1.626247967210700244449e1) *
+           z +
+       1.956261983317594739197e1) *
+          z -
+      8.198089802484824371615e0;
+  const double q =
+      ((((z - 1.474091372988853791896e1) * z + 7.049610280856842141659e1) * z - 1.471791292232726029859e2) * z +
+       1.395105614657485689735e2) *
+          z -
+      4.918853881490881290097e1;
   return a + a * (z * p / q);
 }
 // atan in double precision by Cephes' rational function (Eigen's is a libm call per
@@ -855,18 +880,28 @@ inline double AsinInner(double a) {  // asin a for a in [0, 0.625]
   const double base = big ? 2 * kPiOver4 : mid ? kPiOver4 : 0.0;
   const double rest = big ? kHalfPiRest : mid ? 0.5 * kHalfPiRest : 0.0;
   const double z = t * t;
-  const double p = (((-8.750608600031904122785e-1 * z - 1.615753718733365076637e1) * z - 7.500855792314704667340e1) * z -
-                    1.228866684490136173410e2) * z - 6.485021904942025371773e1;
-  const double q = ((((z + 2.485846490142306297962e1) * z + 1.650270098316988542046e2) * z + 4.328810604912902668951e2) * z +
-                    4.853903996359136964868e2) * z + 1.945506571482613964425e2;
+  const double p =
+      (((-8.750608600031904122785e-1 * z - 1.615753718733365076637e1) * z - 7.500855792314704667340e1) * z -
+       1.228866684490136173410e2) *
+          z -
+      6.485021904942025371773e1;
+  const double q =
+      ((((z + 2.485846490142306297962e1) * z + 1.650270098316988542046e2) * z + 4.328810604912902668951e2) * z +
+       4.853903996359136964868e2) *
+          z +
+      1.945506571482613964425e2;
   return std::copysign((base + (t + t * (z * p / q))) + rest, v);
 }
 inline double AsinDouble(double v, double root) {  // root = sqrt(2 (1 - |v|))
   const double a = std::fabs(v), w = 1.0 - a;
-  const double r = w * ((((2.967721961301243206100e-3 * w - 5.634242780008963776856e-1) * w + 6.968710824104713396794e0) * w -
-                         2.556901049652824852289e1) * w + 2.853665548261061424989e1) /
-                   ((((w - 2.194779531642920639778e1) * w + 1.470656354026814941758e2) * w - 3.838770957603691357202e2) * w +
-                    3.424398657913078477438e2);
+  const double r =
+      w *
+      ((((2.967721961301243206100e-3 * w - 5.634242780008963776856e-1) * w + 6.968710824104713396794e0) * w -
+        2.556901049652824852289e1) *
+           w +
+       2.853665548261061424989e1) /
+      ((((w - 2.194779531642920639778e1) * w + 1.470656354026814941758e2) * w - 3.838770957603691357202e2) * w +
+       3.424398657913078477438e2);
   const double outer = ((kPiOver4 - root) - (root * r - kHalfPiRest)) + kPiOver4;
   return std::copysign(a > 0.625 ? outer : AsinInner(a), v);
 }
@@ -954,8 +989,7 @@ struct Cosh {
 };
 // floor, ceil, round (halves away from zero) and sign: steps, whose gradient is 0 (as
 // Fluid's).
-template <class Step>
-struct Rounding {
+template <class Step> struct Rounding {
   static constexpr GradFrom kGradFrom = GradFrom::kNothing;
   explicit Rounding(KernelContext&) {}
   template <class A, class O> void Forward(const A& x, O out) const {

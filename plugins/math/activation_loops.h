@@ -16,8 +16,7 @@
 namespace rill::math::activation {
 
 // One set's loops for functor Op on dtype T.
-template <class Op, class T>
-struct Loops {
+template <class Op, class T> struct Loops {
   void (*forward)(const Op&, const T*, T*, int64_t);
   void (*backward)(const Op&, const T*, const T*, T*, int64_t);
 };
@@ -31,6 +30,7 @@ template <class Set, class Op, class T> void Backward(const Op&, const T*, const
 // which GCC will not inline the rest of Eigen into under the piecewise group's
 // -fno-trapping-math (CMakeLists.txt), so they are built without it; of doubles they are
 // our own blends, which need it.
+// clang-format off
 #define RILL_MATH_PIECEWISE_ACTIVATIONS(X, XT)                                                                  \
   X(Relu) X(Sigmoid) X(Tanh) X(Square) X(Exp) X(Log) X(Sqrt) X(Abs) X(Relu6) X(LeakyRelu) X(Gelu) X(Swish)      \
   X(HardSwish) X(HardSigmoid) X(Clip) X(Silu) X(LogSigmoid) X(TanhShrink) X(SoftShrink) X(HardShrink)          \
@@ -38,13 +38,13 @@ template <class Set, class Op, class T> void Backward(const Op&, const T*, const
   X(Reciprocal) X(Rsqrt) X(Expm1) X(Log1p) X(LogBase<2>) X(LogBase<10>) X(Tan) X(Asin) X(Acos) X(Atan) X(Sinh) \
   X(Cosh) X(Rounding<FloorStep>) X(Rounding<CeilStep>) X(Rounding<RoundStep>) X(Rounding<SignStep>)           \
   XT(Sin, double) XT(Cos, double)
+// clang-format on
 #define RILL_MATH_TRIGONOMETRIC_ACTIVATIONS(X, XT) XT(Sin, float) XT(Cos, float)
 // square also takes integers.
 #define RILL_MATH_INTEGER_ACTIVATIONS(X) X(Square, int32_t) X(Square, int64_t)
 
 // The loops of MathIsa()'s set.
-template <class Op, class T>
-Loops<Op, T> LoopsFor() {
+template <class Op, class T> Loops<Op, T> LoopsFor() {
   return ForMathIsa([](auto set) {
     using Set = decltype(set);
     return Loops<Op, T>{&Forward<Set, Op, T>, &Backward<Set, Op, T>};

@@ -6,10 +6,10 @@ namespace rill::math {
 
 void RegisterAssign(Registrar& r) {
   const OpSchema assign = OpSchema("assign")
-      .Doc("Out = a deep copy of X (tensor or selected rows, any dtype).")
-      .Input("X", "the value to copy")
-      .Output("Out", "the copy")
-      .Grad("assign_grad", "Out@GRAD", "X");
+                              .Doc("Out = a deep copy of X (tensor or selected rows, any dtype).")
+                              .Input("X", "the value to copy")
+                              .Output("Out", "the copy")
+                              .Grad("assign_grad", "Out@GRAD", "X");
   r.Op(assign);
   OpSchema grad = assign.MakeGradSchema();
   r.Op(grad.KernelDtypeFrom(""));

@@ -25,14 +25,12 @@ namespace rill::math {
 namespace {
 
 // A prior's width, height and centre.
-template <class T>
-struct Prior {
+template <class T> struct Prior {
   T w, h, cx, cy;
   Prior(const T* p, T one) : w(p[2] - p[0] + one), h(p[3] - p[1] + one), cx(p[0] + w / 2), cy(p[1] + h / 2) {}
 };
 
-template <class T>
-void BoxCoder(KernelContext& ctx) {
+template <class T> void BoxCoder(KernelContext& ctx) {
   Tensor prior = ctx.Input("PriorBox");
   Tensor target = ctx.Input("TargetBox");
   const std::string code_type = ctx.Attr<std::string>("code_type");
@@ -48,7 +46,8 @@ void BoxCoder(KernelContext& ctx) {
   const T* var = nullptr;
   if (ctx.HasInput("PriorBoxVar")) {
     Tensor v = ctx.Input("PriorBoxVar");
-    if (v.dims() != pd) throw Error("PriorBoxVar must be shaped like PriorBox " + DimsString(pd) + ", got " + DimsString(v.dims()));
+    if (v.dims() != pd)
+      throw Error("PriorBoxVar must be shaped like PriorBox " + DimsString(pd) + ", got " + DimsString(v.dims()));
     if (!variance.empty()) throw Error("PriorBoxVar and the variance attribute cannot both be given");
     var = v.data<T>();
   }

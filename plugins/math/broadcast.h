@@ -111,8 +111,8 @@ inline BroadcastPlan PlanBroadcast(const std::vector<int64_t>& x, const std::vec
   }
   for (size_t i = 0; i < rank; ++i) {
     if (p.out[i] == 1) continue;
-    const bool merge = !p.dims.empty() && (xs[i] == 0) == (p.x_strides.back() == 0) &&
-                       (ys[i] == 0) == (p.y_strides.back() == 0);
+    const bool merge =
+        !p.dims.empty() && (xs[i] == 0) == (p.x_strides.back() == 0) && (ys[i] == 0) == (p.y_strides.back() == 0);
     if (merge) {
       p.dims.back() *= p.out[i];
       p.x_strides.back() = xs[i];
@@ -164,8 +164,7 @@ struct BinaryArgs {
 // The scalar path of Out = f(X, Y) (a StatefulKernel's Scalar, with X and Y the schema's
 // first two inputs and Out its first output): X and Y scalars of T, Out a scalar of R. A
 // loop counter's compare, a running sum.
-template <class T, class R, class F>
-bool ScalarBinary(const RillScalar* in, RillScalar* out, F f) {
+template <class T, class R, class F> bool ScalarBinary(const RillScalar* in, RillScalar* out, F f) {
   T a, b;
   if (!ReadScalar(in[0], &a) || !ReadScalar(in[1], &b)) return false;
   WriteScalar<R>(out[0], f(a, b));
@@ -173,8 +172,7 @@ bool ScalarBinary(const RillScalar* in, RillScalar* out, F f) {
 }
 
 // Out = f(X, Y) elementwise with broadcasting; Out's element type is R.
-template <class T, class R, class F>
-void BinaryBroadcast(KernelContext& ctx, const BinaryArgs& args, F f) {
+template <class T, class R, class F> void BinaryBroadcast(KernelContext& ctx, const BinaryArgs& args, F f) {
   Tensor x = ctx.Input(args.x);
   Tensor y = ctx.Input(args.y);
   const T* px = x.data<T>();

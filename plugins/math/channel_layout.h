@@ -29,14 +29,16 @@ inline ChannelLayout LayoutOf(KernelContext& ctx, const std::vector<int64_t>& d)
 }
 
 // The data of `slot`, which must hold one value per channel, of type T.
-template <class T>
-const T* ChannelInput(KernelContext& ctx, const char* slot, int64_t c) {
+template <class T> const T* ChannelInput(KernelContext& ctx, const char* slot, int64_t c) {
   Tensor t = ctx.Input(slot);
   if (t.dtype() != DataTypeOf<T>::value) {
     throw Error(std::string(slot) + " holds " + DataTypeName(t.dtype()) + " where this kernel takes " +
-                DataTypeName(DataTypeOf<T>::value) + " (per-channel tensors are fp32 for an fp16 X, X's dtype otherwise)");
+                DataTypeName(DataTypeOf<T>::value) +
+                " (per-channel tensors are fp32 for an fp16 X, X's dtype otherwise)");
   }
-  if (t.numel() != c) throw Error(std::string(slot) + " " + DimsString(t.dims()) + " must hold one value per channel (" + std::to_string(c) + ")");
+  if (t.numel() != c)
+    throw Error(std::string(slot) + " " + DimsString(t.dims()) + " must hold one value per channel (" +
+                std::to_string(c) + ")");
   return t.data<T>();
 }
 

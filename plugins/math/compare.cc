@@ -9,8 +9,7 @@
 namespace rill::math {
 namespace {
 
-template <class T, class F>
-class Compare {
+template <class T, class F> class Compare {
  public:
   explicit Compare(const OpInfo& op) : args_(op) {}
   void Compute(KernelContext& ctx) { BinaryBroadcast<T, bool>(ctx, args_, F{}); }
@@ -20,20 +19,38 @@ class Compare {
   const BinaryArgs args_;
 };
 
-struct Less { template <class T> bool operator()(T a, T b) const { return a < b; } };
-struct LessEq { template <class T> bool operator()(T a, T b) const { return a <= b; } };
-struct Greater { template <class T> bool operator()(T a, T b) const { return a > b; } };
-struct GreaterEq { template <class T> bool operator()(T a, T b) const { return a >= b; } };
-struct Eq { template <class T> bool operator()(T a, T b) const { return a == b; } };
-struct NotEq { template <class T> bool operator()(T a, T b) const { return a != b; } };
-struct And { bool operator()(bool a, bool b) const { return a && b; } };
-struct Or { bool operator()(bool a, bool b) const { return a || b; } };
-struct Xor { bool operator()(bool a, bool b) const { return a != b; } };
+struct Less {
+  template <class T> bool operator()(T a, T b) const { return a < b; }
+};
+struct LessEq {
+  template <class T> bool operator()(T a, T b) const { return a <= b; }
+};
+struct Greater {
+  template <class T> bool operator()(T a, T b) const { return a > b; }
+};
+struct GreaterEq {
+  template <class T> bool operator()(T a, T b) const { return a >= b; }
+};
+struct Eq {
+  template <class T> bool operator()(T a, T b) const { return a == b; }
+};
+struct NotEq {
+  template <class T> bool operator()(T a, T b) const { return a != b; }
+};
+struct And {
+  bool operator()(bool a, bool b) const { return a && b; }
+};
+struct Or {
+  bool operator()(bool a, bool b) const { return a || b; }
+};
+struct Xor {
+  bool operator()(bool a, bool b) const { return a != b; }
+};
 
-template <class F>
-void AddCompare(Registrar& r, const char* type, const char* what, bool with_bool) {
+template <class F> void AddCompare(Registrar& r, const char* type, const char* what, bool with_bool) {
   r.Op(OpSchema(type)
-           .Doc(std::string("Out = X ") + what + " Y, elementwise with Fluid's broadcasting; Out is bool, shaped like X.")
+           .Doc(std::string("Out = X ") + what +
+                " Y, elementwise with Fluid's broadcasting; Out is bool, shaped like X.")
            .Input("X", "left operand")
            .Input("Y", "right operand, broadcast to X")
            .Output("Out", "bool result")
@@ -44,8 +61,7 @@ void AddCompare(Registrar& r, const char* type, const char* what, bool with_bool
   if (with_bool) r.StatefulKernel<Compare<bool, F>>(type, RILL_CPU, RILL_BOOL);
 }
 
-template <class F>
-void AddLogical(Registrar& r, const char* type, const char* what) {
+template <class F> void AddLogical(Registrar& r, const char* type, const char* what) {
   r.Op(OpSchema(type)
            .Doc(std::string("Out = X ") + what + " Y on bool tensors, elementwise with Fluid's broadcasting.")
            .Input("X", "bool tensor")

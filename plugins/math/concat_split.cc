@@ -44,8 +44,7 @@ void SplitRows(const T* in, int64_t pre, int64_t row, const std::vector<T*>& out
 }
 
 // Joins the tensors of input slot `in` along `axis` into output `out`.
-template <class T>
-void ConcatInto(KernelContext& ctx, const char* in, const char* out_slot) {
+template <class T> void ConcatInto(KernelContext& ctx, const char* in, const char* out_slot) {
   const size_t n = ctx.op().InputCount(in);
   std::vector<Tensor> xs;
   for (size_t i = 0; i < n; ++i) xs.push_back(ctx.Input(in, i));
@@ -80,8 +79,7 @@ template <class T> void Concat(KernelContext& ctx) { ConcatInto<T>(ctx, "X", "Ou
 // split's gradient: the pieces' gradients joined back together.
 template <class T> void SplitGrad(KernelContext& ctx) { ConcatInto<T>(ctx, "Out@GRAD", "X@GRAD"); }
 
-template <class T>
-void Split(KernelContext& ctx) {
+template <class T> void Split(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const std::vector<int64_t> d = x.dims();
   const size_t axis = NormalizeAxis(ScalarFromInput<int64_t>(ctx, "AxisTensor", "axis"), d.size());
@@ -112,8 +110,7 @@ void Split(KernelContext& ctx) {
 }
 
 // X@GRAD[i] = the slice of Out@GRAD that X[i] filled.
-template <class T>
-void ConcatGrad(KernelContext& ctx) {
+template <class T> void ConcatGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const std::vector<int64_t> gd = g.dims();
   const size_t axis = NormalizeAxis(ScalarFromInput<int64_t>(ctx, "AxisTensor", "axis"), gd.size());
@@ -134,8 +131,7 @@ void ConcatGrad(KernelContext& ctx) {
 }
 
 // stack: Y[a, k, b] = X[k][a, b], with a the dims before `axis` and b the rest.
-template <class T>
-void Stack(KernelContext& ctx) {
+template <class T> void Stack(KernelContext& ctx) {
   const size_t n = ctx.op().InputCount("X");
   const std::vector<int64_t> d = ctx.Input("X", 0).dims();
   const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), d.size() + 1);
@@ -146,16 +142,15 @@ void Stack(KernelContext& ctx) {
   std::vector<const T*> data(n);
   for (size_t k = 0; k < n; ++k) {
     Tensor x = ctx.Input("X", k);
-    if (x.dims() != d) throw Error("X[" + std::to_string(k) + "] " + DimsString(x.dims()) + " differs from X[0] " + DimsString(d));
+    if (x.dims() != d)
+      throw Error("X[" + std::to_string(k) + "] " + DimsString(x.dims()) + " differs from X[0] " + DimsString(d));
     data[k] = x.data<T>();
   }
-  WriteOutput<T>(ctx, "Y", {"X"}, out_dims,
-                 [&](T* out) { JoinRows(data, std::vector<int64_t>(n, post), pre, out); });
+  WriteOutput<T>(ctx, "Y", {"X"}, out_dims, [&](T* out) { JoinRows(data, std::vector<int64_t>(n, post), pre, out); });
 }
 
 // X@GRAD[k] = Y@GRAD[a, k, b].
-template <class T>
-void StackGrad(KernelContext& ctx) {
+template <class T> void StackGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Y@GRAD");
   const std::vector<int64_t> gd = g.dims();
   const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), gd.size());
@@ -175,42 +170,45 @@ void StackGrad(KernelContext& ctx) {
 
 void RegisterConcatSplit(Registrar& r) {
   const OpSchema stack = OpSchema("stack")
-           .Doc("Y = X[0], X[1], ... (all of one shape) joined along a new dim at `axis`.")
-           .Input("X", "tensors to stack", RILL_SLOT_DUPLICABLE)
-           .Output("Y", "the stacked tensor")
-           .Attr("axis", int64_t{0}, "where the new dim goes (negative from the end of Y's dims)")
-           .KernelDtypeFrom("X")
-           .Grad("stack_grad", "Y@GRAD", "X");
+                             .Doc("Y = X[0], X[1], ... (all of one shape) joined along a new dim at `axis`.")
+                             .Input("X", "tensors to stack", RILL_SLOT_DUPLICABLE)
+                             .Output("Y", "the stacked tensor")
+                             .Attr("axis", int64_t{0}, "where the new dim goes (negative from the end of Y's dims)")
+                             .KernelDtypeFrom("X")
+                             .Grad("stack_grad", "Y@GRAD", "X");
   r.Op(stack);
   r.Op(stack.MakeGradSchema());
   RegisterCpu<bool, RILL_MATH_NUMERIC_TYPES>(r, "stack", [](auto t) { return &Stack<decltype(t)>; });
   RegisterCpu<float, double>(r, "stack_grad", [](auto t) { return &StackGrad<decltype(t)>; });
 
-  const OpSchema concat = OpSchema("concat")
-           .Doc("Out = X[0], X[1], ... joined along `axis`; other dims must agree.")
-           .Input("X", "tensors to join", RILL_SLOT_DUPLICABLE)
-           .Input("AxisTensor", "the axis, one int32/int64; replaces the attribute", RILL_SLOT_OPTIONAL)
-           .Output("Out", "the joined tensor")
-           .Attr("axis", int64_t{0}, "the dimension joined along")
-           .KernelDtypeFrom("X")
-           .Grad("concat_grad", "X,AxisTensor,Out@GRAD", "X");
+  const OpSchema concat =
+      OpSchema("concat")
+          .Doc("Out = X[0], X[1], ... joined along `axis`; other dims must agree.")
+          .Input("X", "tensors to join", RILL_SLOT_DUPLICABLE)
+          .Input("AxisTensor", "the axis, one int32/int64; replaces the attribute", RILL_SLOT_OPTIONAL)
+          .Output("Out", "the joined tensor")
+          .Attr("axis", int64_t{0}, "the dimension joined along")
+          .KernelDtypeFrom("X")
+          .Grad("concat_grad", "X,AxisTensor,Out@GRAD", "X");
   r.Op(concat);
   r.Op(concat.MakeGradSchema());
   RegisterCpu<bool, RILL_MATH_NUMERIC_TYPES>(r, "concat", [](auto t) { return &Concat<decltype(t)>; });
   RegisterCpu<float, double>(r, "concat_grad", [](auto t) { return &ConcatGrad<decltype(t)>; });
-  const OpSchema split = OpSchema("split")
-           .Doc("Out[i] = the i-th piece of X cut along `axis`: into `num` equal pieces, or pieces of the "
-                "sizes in `sections` (one may be -1: what the others leave).")
-           .Input("X", "tensor to cut")
-           .Input("AxisTensor", "the axis, one int32/int64; replaces the attribute", RILL_SLOT_OPTIONAL)
-           .Input("SectionsTensorList", "the sections, one 1-element int32/int64 tensor each",
-                  RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
-           .Output("Out", "the pieces", RILL_SLOT_DUPLICABLE)
-           .Attr("axis", int64_t{0}, "the dimension cut")
-           .Attr("num", int64_t{0}, "number of equal pieces (0: one per output)")
-           .Attr("sections", std::vector<int64_t>{}, "sizes of the pieces (overrides num)")
-           .KernelDtypeFrom("X")
-           .Grad("split_grad", "Out@GRAD,AxisTensor", "X");
+  const OpSchema split =
+      OpSchema("split")
+          .Doc(
+              "Out[i] = the i-th piece of X cut along `axis`: into `num` equal pieces, or pieces of the "
+              "sizes in `sections` (one may be -1: what the others leave).")
+          .Input("X", "tensor to cut")
+          .Input("AxisTensor", "the axis, one int32/int64; replaces the attribute", RILL_SLOT_OPTIONAL)
+          .Input("SectionsTensorList", "the sections, one 1-element int32/int64 tensor each",
+                 RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+          .Output("Out", "the pieces", RILL_SLOT_DUPLICABLE)
+          .Attr("axis", int64_t{0}, "the dimension cut")
+          .Attr("num", int64_t{0}, "number of equal pieces (0: one per output)")
+          .Attr("sections", std::vector<int64_t>{}, "sizes of the pieces (overrides num)")
+          .KernelDtypeFrom("X")
+          .Grad("split_grad", "Out@GRAD,AxisTensor", "X");
   r.Op(split);
   r.Op(split.MakeGradSchema());
   RegisterCpu<bool, RILL_MATH_NUMERIC_TYPES>(r, "split", [](auto t) { return &Split<decltype(t)>; });

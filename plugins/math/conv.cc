@@ -18,8 +18,7 @@ namespace {
 
 // Image `x` (NCHW, one image) group g's columns: col[(ci, ki, kj), (oy, ox)] = the input
 // under kernel tap (ki, kj) at output (oy, ox), 0 in the padding.
-template <class T>
-void Im2Col(const ConvPlan& p, const T* x, int64_t g, Matrix<T>& col) {
+template <class T> void Im2Col(const ConvPlan& p, const T* x, int64_t g, Matrix<T>& col) {
   col.resize(p.col_rows(), p.oh * p.ow);
   for (int64_t ci = 0; ci < p.cg(); ++ci) {
     const T* plane = x + (g * p.cg() + ci) * p.h * p.w;
@@ -39,8 +38,7 @@ void Im2Col(const ConvPlan& p, const T* x, int64_t g, Matrix<T>& col) {
 }
 
 // The inverse gather: adds each column entry back onto the input element it came from.
-template <class T>
-void Col2Im(const ConvPlan& p, const Matrix<T>& col, int64_t g, T* dx) {
+template <class T> void Col2Im(const ConvPlan& p, const Matrix<T>& col, int64_t g, T* dx) {
   for (int64_t ci = 0; ci < p.cg(); ++ci) {
     T* plane = dx + (g * p.cg() + ci) * p.h * p.w;
     for (int64_t ki = 0; ki < p.kh; ++ki) {
@@ -60,16 +58,14 @@ void Col2Im(const ConvPlan& p, const Matrix<T>& col, int64_t g, T* dx) {
 }
 
 // [N, H, W, C] <-> [N, C, H, W] copies, for NHWC tensors (the kernels work in NCHW).
-template <class T>
-std::vector<T> ToNchw(const T* x, int64_t n, int64_t h, int64_t w, int64_t c) {
+template <class T> std::vector<T> ToNchw(const T* x, int64_t n, int64_t h, int64_t w, int64_t c) {
   std::vector<T> out(static_cast<size_t>(n * c * h * w));
   for (int64_t i = 0; i < n; ++i)
     for (int64_t y = 0; y < h * w; ++y)
       for (int64_t ch = 0; ch < c; ++ch) out[(i * c + ch) * h * w + y] = x[(i * h * w + y) * c + ch];
   return out;
 }
-template <class T>
-void FromNchw(const std::vector<T>& x, int64_t n, int64_t h, int64_t w, int64_t c, T* out) {
+template <class T> void FromNchw(const std::vector<T>& x, int64_t n, int64_t h, int64_t w, int64_t c, T* out) {
   for (int64_t i = 0; i < n; ++i)
     for (int64_t y = 0; y < h * w; ++y)
       for (int64_t ch = 0; ch < c; ++ch) out[(i * h * w + y) * c + ch] = x[(i * c + ch) * h * w + y];
@@ -78,10 +74,9 @@ void FromNchw(const std::vector<T>& x, int64_t n, int64_t h, int64_t w, int64_t 
 // Group g's columns of image `x` (NCHW): Im2Col's gather, or, for a 1x1 kernel with
 // stride 1 and no padding, the image's own channels of the group (the gather would copy
 // them unchanged).
-template <class T>
-const T* Columns(const ConvPlan& p, const T* x, int64_t g, Matrix<T>& col) {
-  const bool identity = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.top == 0 && p.left == 0 &&
-                        p.oh == p.h && p.ow == p.w;
+template <class T> const T* Columns(const ConvPlan& p, const T* x, int64_t g, Matrix<T>& col) {
+  const bool identity =
+      p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.top == 0 && p.left == 0 && p.oh == p.h && p.ow == p.w;
   if (identity) return x + g * p.cg() * p.h * p.w;
   Im2Col(p, x, g, col);
   return col.data();
@@ -92,8 +87,7 @@ const T* Columns(const ConvPlan& p, const T* x, int64_t g, Matrix<T>& col) {
 // shifted by the tap, times its weight, added row by row over the outputs whose input lies
 // inside the image. It is what Im2Col and a one-row Gemm compute, without the columns: the
 // padding contributes nothing, so it is skipped rather than gathered as zeros.
-template <class T>
-void ShiftedPlaneSum(const ConvPlan& p, const T* plane, const T* w, T* out) {
+template <class T> void ShiftedPlaneSum(const ConvPlan& p, const T* plane, const T* w, T* out) {
   // The outputs ox whose input column ox * sw + shift lies in [0, p.w).
   const auto first = [&](int64_t shift) { return shift >= 0 ? int64_t{0} : (-shift + p.sw - 1) / p.sw; };
   const auto end = [&](int64_t shift) {
@@ -125,10 +119,10 @@ void ShiftedPlaneSum(const ConvPlan& p, const T* plane, const T* w, T* out) {
 // conv2d is Forward, its gradient the other two; conv2d_transpose is BackwardData, its
 // gradient Forward and BackwardFilter. Each (image, group) writes its own part of the
 // result, so they split across the passes' team (parallel_for.h) with the same result.
-template <class T>
-std::vector<T> Forward(const ConvPlan& p, const T* x, const T* w) {
+template <class T> std::vector<T> Forward(const ConvPlan& p, const T* x, const T* w) {
   std::vector<T> y(static_cast<size_t>(p.n * p.m * p.oh * p.ow));
-  const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(p.n * (p.c * p.h * p.w + p.m * p.oh * p.ow));
+  const double bytes =
+      static_cast<double>(sizeof(T)) * static_cast<double>(p.n * (p.c * p.h * p.w + p.m * p.oh * p.ow));
   ParallelFor(p.n * p.groups, bytes, [&](int64_t, int64_t begin, int64_t end) {
     Matrix<T> col;
     for (int64_t ig = begin; ig < end; ++ig) {
@@ -146,10 +140,10 @@ std::vector<T> Forward(const ConvPlan& p, const T* x, const T* w) {
   return y;
 }
 
-template <class T>
-std::vector<T> BackwardData(const ConvPlan& p, const T* dy, const T* w) {
+template <class T> std::vector<T> BackwardData(const ConvPlan& p, const T* dy, const T* w) {
   std::vector<T> dx(static_cast<size_t>(p.n * p.c * p.h * p.w), T(0));
-  const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(p.n * (p.c * p.h * p.w + p.m * p.oh * p.ow));
+  const double bytes =
+      static_cast<double>(sizeof(T)) * static_cast<double>(p.n * (p.c * p.h * p.w + p.m * p.oh * p.ow));
   ParallelFor(p.n * p.groups, bytes, [&](int64_t, int64_t begin, int64_t end) {
     Matrix<T> dcol(p.col_rows(), p.oh * p.ow);
     for (int64_t ig = begin; ig < end; ++ig) {
@@ -164,9 +158,9 @@ std::vector<T> BackwardData(const ConvPlan& p, const T* dy, const T* w) {
 
 // Writes dW [M, C / groups * kh * kw] into `dw`: per group, the images' products added in
 // image order.
-template <class T>
-void BackwardFilter(const ConvPlan& p, const T* x, const T* dy, T* dw) {
-  const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(p.n * (p.c * p.h * p.w + p.m * p.oh * p.ow));
+template <class T> void BackwardFilter(const ConvPlan& p, const T* x, const T* dy, T* dw) {
+  const double bytes =
+      static_cast<double>(sizeof(T)) * static_cast<double>(p.n * (p.c * p.h * p.w + p.m * p.oh * p.ow));
   ParallelFor(p.groups, bytes, [&](int64_t, int64_t begin, int64_t end) {
     Matrix<T> col;
     for (int64_t g = begin; g < end; ++g) {
@@ -180,8 +174,7 @@ void BackwardFilter(const ConvPlan& p, const T* x, const T* dy, T* dw) {
 }
 
 // A tensor of `p`'s layout as NCHW (a copy), and back into `out`.
-template <class T>
-std::vector<T> Nchw(const ConvPlan& p, const Tensor& t, int64_t c, int64_t h, int64_t w) {
+template <class T> std::vector<T> Nchw(const ConvPlan& p, const Tensor& t, int64_t c, int64_t h, int64_t w) {
   return p.nhwc ? ToNchw(t.data<T>(), p.n, h, w, c) : std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
 }
 template <class T>
@@ -194,8 +187,7 @@ void WriteLayout(const ConvPlan& p, const std::vector<T>& nchw, int64_t c, int64
 // one for the plan; otherwise, and for fp64, im2col and Gemm. When Output is Input or
 // Filter, the result is computed aside first (the im2col path) so nothing read is
 // overwritten.
-template <class T>
-class Conv2d {
+template <class T> class Conv2d {
  public:
   explicit Conv2d(const OpInfo&) {}
   void Compute(KernelContext& ctx) {
@@ -204,7 +196,8 @@ class Conv2d {
     const ConvPlan p = ConvPlanOf(ctx, in.dims(), filter.dims());
     const bool aliased = OutputIsInput(ctx, "Output", {"Input", "Filter"});
     if constexpr (std::is_same_v<T, float>) {
-      if (!aliased && onednn_.Forward(p, in.data<T>(), filter.data<T>(), ctx.AllocateOutput<T>("Output", p.OutDims()))) {
+      if (!aliased &&
+          onednn_.Forward(p, in.data<T>(), filter.data<T>(), ctx.AllocateOutput<T>("Output", p.OutDims()))) {
         return;
       }
     }
@@ -216,8 +209,7 @@ class Conv2d {
   OnednnConv onednn_;
 };
 
-template <class T>
-class Conv2dGrad {
+template <class T> class Conv2dGrad {
  public:
   explicit Conv2dGrad(const OpInfo&) {}
   void Compute(KernelContext& ctx) {
@@ -262,7 +254,8 @@ ConvPlan TransposePlan(KernelContext& ctx, const std::vector<int64_t>& in, const
   const int64_t groups = ctx.Attr<int64_t>("groups");
   if (groups < 1) throw Error("groups " + std::to_string(groups) + " must be at least 1");
   const int64_t c = nhwc ? in[3] : in[1];
-  if (filter[0] != c) throw Error("Filter " + DimsString(filter) + " must have Input's " + std::to_string(c) + " channels first");
+  if (filter[0] != c)
+    throw Error("Filter " + DimsString(filter) + " must have Input's " + std::to_string(c) + " channels first");
   const std::vector<int64_t> s = ctx.Attr<std::vector<int64_t>>("strides");
   std::vector<int64_t> d = ctx.Attr<std::vector<int64_t>>("dilations");
   std::vector<int64_t> pad = FourPaddings(ctx.Attr<std::vector<int64_t>>("paddings"));
@@ -281,10 +274,13 @@ ConvPlan TransposePlan(KernelContext& ctx, const std::vector<int64_t>& in, const
     if (algorithm == "SAME") std::tie(pad[2 * a], pad[2 * a + 1]) = SamePadding(in_hw[a], k, s[a]);
     if (algorithm == "VALID") pad[2 * a] = pad[2 * a + 1] = 0;
     out_hw[a] = (in_hw[a] - 1) * s[a] - pad[2 * a] - pad[2 * a + 1] + k;
-    const int64_t extra = !output_size.empty() ? output_size.at(a) - out_hw[a] : !output_padding.empty() ? output_padding.at(a) : 0;
+    const int64_t extra = !output_size.empty()      ? output_size.at(a) - out_hw[a]
+                          : !output_padding.empty() ? output_padding.at(a)
+                                                    : 0;
     if (extra < 0 || extra >= std::max<int64_t>(s[a], d[a])) {
-      throw Error("output_size/output_padding asks for " + std::to_string(out_hw[a] + extra) + " along dim " + std::to_string(a) +
-                  "; the strides allow " + std::to_string(out_hw[a]) + " to " + std::to_string(out_hw[a] + std::max(s[a], d[a]) - 1));
+      throw Error("output_size/output_padding asks for " + std::to_string(out_hw[a] + extra) + " along dim " +
+                  std::to_string(a) + "; the strides allow " + std::to_string(out_hw[a]) + " to " +
+                  std::to_string(out_hw[a] + std::max(s[a], d[a]) - 1));
     }
     out_hw[a] += extra;
     // The convolution's far padding, so that it has exactly Input's size: what
@@ -304,15 +300,15 @@ ConvPlan TransposePlan(KernelContext& ctx, const std::vector<int64_t>& in, const
 // conv2d_transpose is the convolution of TransposePlan run backwards, so its kernels are
 // that convolution's: Output = BackwardData(Input); Input@GRAD = Forward(Output@GRAD);
 // Filter@GRAD = BackwardFilter(Output@GRAD, Input). fp32 on oneDNN, as conv2d.
-template <class T>
-class Conv2dTranspose {
+template <class T> class Conv2dTranspose {
  public:
   explicit Conv2dTranspose(const OpInfo&) {}
   void Compute(KernelContext& ctx) {
     Tensor in = ctx.Input("Input");
     Tensor filter = ctx.Input("Filter");
     const ConvPlan p = TransposePlan(ctx, in.dims(), filter.dims());
-    const std::vector<int64_t> dims = p.nhwc ? std::vector<int64_t>{p.n, p.h, p.w, p.c} : std::vector<int64_t>{p.n, p.c, p.h, p.w};
+    const std::vector<int64_t> dims =
+        p.nhwc ? std::vector<int64_t>{p.n, p.h, p.w, p.c} : std::vector<int64_t>{p.n, p.c, p.h, p.w};
     const bool aliased = OutputIsInput(ctx, "Output", {"Input", "Filter"});
     if constexpr (std::is_same_v<T, float>) {
       if (!aliased && onednn_.BackwardData(p, in.data<T>(), filter.data<T>(), ctx.AllocateOutput<T>("Output", dims))) {
@@ -327,8 +323,7 @@ class Conv2dTranspose {
   OnednnConv onednn_;
 };
 
-template <class T>
-class Conv2dTransposeGrad {
+template <class T> class Conv2dTransposeGrad {
  public:
   explicit Conv2dTransposeGrad(const OpInfo&) {}
   void Compute(KernelContext& ctx) {
@@ -340,7 +335,8 @@ class Conv2dTransposeGrad {
       T* dx = ctx.AllocateOutput<T>("Input@GRAD", in.dims());
       bool done = false;
       if constexpr (std::is_same_v<T, float>) done = onednn_.Forward(p, dy.data<T>(), filter.data<T>(), dx);
-      if (!done) WriteLayout(p, Forward(p, Nchw<T>(p, dy, p.c, p.h, p.w).data(), filter.data<T>()), p.m, p.oh, p.ow, dx);
+      if (!done)
+        WriteLayout(p, Forward(p, Nchw<T>(p, dy, p.c, p.h, p.w).data(), filter.data<T>()), p.m, p.oh, p.ow, dx);
     }
     if (ctx.HasOutput("Filter@GRAD")) {
       T* dw = ctx.AllocateOutput<T>("Filter@GRAD", filter.dims());
@@ -357,18 +353,18 @@ class Conv2dTransposeGrad {
 void Add(Registrar& r, const char* type, const char* doc) {
   const std::string grad = std::string(type) + "_grad";
   const OpSchema schema = OpSchema(type)
-      .Doc(doc)
-      .Input("Input", "[N, C, H, W] (NCHW) or [N, H, W, C] (NHWC)")
-      .Input("Filter", "[M, C / groups, kh, kw]")
-      .Output("Output", "[N, M, oh, ow] or [N, oh, ow, M]")
-      .Attr("strides", std::vector<int64_t>{1, 1}, "the step, [h, w]")
-      .Attr("paddings", std::vector<int64_t>{0, 0}, "[h, w] or [top, bottom, left, right]")
-      .Attr("padding_algorithm", "EXPLICIT", "EXPLICIT (paddings), SAME or VALID")
-      .Attr("groups", int64_t{1}, "channel groups: each output channel sees C / groups inputs")
-      .Attr("dilations", std::vector<int64_t>{1, 1}, "the kernel taps' spacing, [h, w]")
-      .Attr("data_format", "NCHW", "NCHW or NHWC")
-      .KernelDtypeFrom("Input")
-      .Grad(grad, "Input,Filter,Output@GRAD", "Input,Filter");
+                              .Doc(doc)
+                              .Input("Input", "[N, C, H, W] (NCHW) or [N, H, W, C] (NHWC)")
+                              .Input("Filter", "[M, C / groups, kh, kw]")
+                              .Output("Output", "[N, M, oh, ow] or [N, oh, ow, M]")
+                              .Attr("strides", std::vector<int64_t>{1, 1}, "the step, [h, w]")
+                              .Attr("paddings", std::vector<int64_t>{0, 0}, "[h, w] or [top, bottom, left, right]")
+                              .Attr("padding_algorithm", "EXPLICIT", "EXPLICIT (paddings), SAME or VALID")
+                              .Attr("groups", int64_t{1}, "channel groups: each output channel sees C / groups inputs")
+                              .Attr("dilations", std::vector<int64_t>{1, 1}, "the kernel taps' spacing, [h, w]")
+                              .Attr("data_format", "NCHW", "NCHW or NHWC")
+                              .KernelDtypeFrom("Input")
+                              .Grad(grad, "Input,Filter,Output@GRAD", "Input,Filter");
   r.Op(schema);
   r.Op(schema.MakeGradSchema());
   RegisterCpuStateful<float, double>(r, type, [](auto t) { return TypeTag<Conv2d<decltype(t)>>{}; });
@@ -377,25 +373,27 @@ void Add(Registrar& r, const char* type, const char* doc) {
 
 void AddTranspose(Registrar& r, const char* type, const char* doc) {
   const std::string grad = std::string(type) + "_grad";
-  const OpSchema schema = OpSchema(type)
-      .Doc(doc)
-      .Input("Input", "[N, C, H, W] (NCHW) or [N, H, W, C] (NHWC)")
-      .Input("Filter", "[C, M / groups, kh, kw]")
-      .Output("Output", "[N, M, oh, ow] or [N, oh, ow, M]")
-      .Attr("strides", std::vector<int64_t>{1, 1}, "the step, [h, w]")
-      .Attr("paddings", std::vector<int64_t>{0, 0}, "[h, w] or [top, bottom, left, right]")
-      .Attr("padding_algorithm", "EXPLICIT", "EXPLICIT (paddings), SAME or VALID")
-      .Attr("output_size", std::vector<int64_t>{}, "Output's [h, w], within a stride of the computed size")
-      .Attr("output_padding", std::vector<int64_t>{}, "added to Output's [h, w] (less than the stride)")
-      .Attr("groups", int64_t{1}, "channel groups")
-      .Attr("dilations", std::vector<int64_t>{1, 1}, "the kernel taps' spacing, [h, w]")
-      .Attr("data_format", "NCHW", "NCHW or NHWC")
-      .KernelDtypeFrom("Input")
-      .Grad(grad, "Input,Filter,Output@GRAD", "Input,Filter");
+  const OpSchema schema =
+      OpSchema(type)
+          .Doc(doc)
+          .Input("Input", "[N, C, H, W] (NCHW) or [N, H, W, C] (NHWC)")
+          .Input("Filter", "[C, M / groups, kh, kw]")
+          .Output("Output", "[N, M, oh, ow] or [N, oh, ow, M]")
+          .Attr("strides", std::vector<int64_t>{1, 1}, "the step, [h, w]")
+          .Attr("paddings", std::vector<int64_t>{0, 0}, "[h, w] or [top, bottom, left, right]")
+          .Attr("padding_algorithm", "EXPLICIT", "EXPLICIT (paddings), SAME or VALID")
+          .Attr("output_size", std::vector<int64_t>{}, "Output's [h, w], within a stride of the computed size")
+          .Attr("output_padding", std::vector<int64_t>{}, "added to Output's [h, w] (less than the stride)")
+          .Attr("groups", int64_t{1}, "channel groups")
+          .Attr("dilations", std::vector<int64_t>{1, 1}, "the kernel taps' spacing, [h, w]")
+          .Attr("data_format", "NCHW", "NCHW or NHWC")
+          .KernelDtypeFrom("Input")
+          .Grad(grad, "Input,Filter,Output@GRAD", "Input,Filter");
   r.Op(schema);
   r.Op(schema.MakeGradSchema());
   RegisterCpuStateful<float, double>(r, type, [](auto t) { return TypeTag<Conv2dTranspose<decltype(t)>>{}; });
-  RegisterCpuStateful<float, double>(r, grad.c_str(), [](auto t) { return TypeTag<Conv2dTransposeGrad<decltype(t)>>{}; });
+  RegisterCpuStateful<float, double>(r, grad.c_str(),
+                                     [](auto t) { return TypeTag<Conv2dTransposeGrad<decltype(t)>>{}; });
 }
 
 }  // namespace

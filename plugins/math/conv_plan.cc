@@ -23,8 +23,8 @@ ConvPlan ConvPlanFrom(const std::string& format, const std::vector<int64_t>& in,
   p.kw = filter[3];
   p.groups = groups;
   if (p.groups < 1 || p.c % p.groups != 0 || p.m % p.groups != 0) {
-    throw Error("groups " + std::to_string(p.groups) + " must divide Input's " + std::to_string(p.c) + " channels and Filter's " +
-                std::to_string(p.m) + " outputs");
+    throw Error("groups " + std::to_string(p.groups) + " must divide Input's " + std::to_string(p.c) +
+                " channels and Filter's " + std::to_string(p.m) + " outputs");
   }
   if (filter[1] != p.cg()) {
     throw Error("Filter " + DimsString(filter) + " must have " + std::to_string(p.cg()) + " input channels (Input's " +

@@ -22,7 +22,9 @@ struct ConvPlan {
   int64_t cg() const { return c / groups; }
   int64_t mg() const { return m / groups; }
   int64_t col_rows() const { return cg() * kh * kw; }
-  std::vector<int64_t> OutDims() const { return nhwc ? std::vector<int64_t>{n, oh, ow, m} : std::vector<int64_t>{n, m, oh, ow}; }
+  std::vector<int64_t> OutDims() const {
+    return nhwc ? std::vector<int64_t>{n, oh, ow, m} : std::vector<int64_t>{n, m, oh, ow};
+  }
   bool operator==(const ConvPlan& o) const {
     return nhwc == o.nhwc && n == o.n && c == o.c && h == o.h && w == o.w && m == o.m && kh == o.kh && kw == o.kw &&
            groups == o.groups && sh == o.sh && sw == o.sw && dh == o.dh && dw == o.dw && top == o.top &&

@@ -31,8 +31,7 @@ uint64_t SeedOf(KernelContext& ctx) {
   return std::random_device{}();
 }
 
-template <class T>
-void Dropout(KernelContext& ctx) {
+template <class T> void Dropout(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const double p = Probability(ctx);
   const bool upscale = Upscale(ctx);
@@ -62,8 +61,7 @@ void Dropout(KernelContext& ctx) {
   }
 }
 
-template <class T>
-void DropoutGrad(KernelContext& ctx) {
+template <class T> void DropoutGrad(KernelContext& ctx) {
   Tensor mask = ctx.Input("Mask");
   Tensor g = ctx.Input("Out@GRAD");
   if (mask.numel() != g.numel()) {
@@ -80,21 +78,23 @@ void DropoutGrad(KernelContext& ctx) {
 }  // namespace
 
 void RegisterDropout(Registrar& r) {
-  const OpSchema dropout = OpSchema("dropout")
-      .Doc("Out = X with each element kept with probability 1 - dropout_prob (Mask: 1 where kept), scaled by "
-           "1 / (1 - dropout_prob) in training (upscale_in_train) or by 1 - dropout_prob at inference "
-           "(downgrade_in_infer); with is_test nothing is dropped.")
-      .Input("X", "the input")
-      .Input("Seed", "an int32 seed for this run, overriding the attributes", RILL_SLOT_OPTIONAL)
-      .Output("Out", "the result, shaped like X")
-      .Output("Mask", "uint8, 1 where X was kept (training only)", RILL_SLOT_OPTIONAL)
-      .Attr("dropout_prob", 0.5, "the probability of dropping an element")
-      .Attr("is_test", false, "inference: drop nothing")
-      .Attr("fix_seed", false, "use `seed` for every run")
-      .Attr("seed", int64_t{0}, "the seed when fix_seed")
-      .Attr("dropout_implementation", "downgrade_in_infer", "downgrade_in_infer or upscale_in_train")
-      .KernelDtypeFrom("X")
-      .Grad("dropout_grad", "Mask,Out@GRAD", "X");
+  const OpSchema dropout =
+      OpSchema("dropout")
+          .Doc(
+              "Out = X with each element kept with probability 1 - dropout_prob (Mask: 1 where kept), scaled by "
+              "1 / (1 - dropout_prob) in training (upscale_in_train) or by 1 - dropout_prob at inference "
+              "(downgrade_in_infer); with is_test nothing is dropped.")
+          .Input("X", "the input")
+          .Input("Seed", "an int32 seed for this run, overriding the attributes", RILL_SLOT_OPTIONAL)
+          .Output("Out", "the result, shaped like X")
+          .Output("Mask", "uint8, 1 where X was kept (training only)", RILL_SLOT_OPTIONAL)
+          .Attr("dropout_prob", 0.5, "the probability of dropping an element")
+          .Attr("is_test", false, "inference: drop nothing")
+          .Attr("fix_seed", false, "use `seed` for every run")
+          .Attr("seed", int64_t{0}, "the seed when fix_seed")
+          .Attr("dropout_implementation", "downgrade_in_infer", "downgrade_in_infer or upscale_in_train")
+          .KernelDtypeFrom("X")
+          .Grad("dropout_grad", "Mask,Out@GRAD", "X");
   r.Op(dropout);
   OpSchema grad = dropout.MakeGradSchema();
   r.Op(grad.KernelDtypeFrom("Out@GRAD"));

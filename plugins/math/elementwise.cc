@@ -92,8 +92,9 @@ struct Pow {
 // Apply there.
 template <class Op, class T, class = void> constexpr bool kHasRun = false;
 template <class Op, class T>
-constexpr bool kHasRun<Op, T, std::void_t<decltype(Op::Run(static_cast<const T*>(nullptr), static_cast<const T*>(nullptr),
-                                                         static_cast<T*>(nullptr), int64_t{}))>> = true;
+constexpr bool kHasRun<Op, T,
+                       std::void_t<decltype(Op::Run(static_cast<const T*>(nullptr), static_cast<const T*>(nullptr),
+                                                    static_cast<T*>(nullptr), int64_t{}))>> = true;
 
 // mod: the remainder with the divisor's sign (Python's %, Paddle's); floordiv: the quotient
 // rounded down (Python's //). Integers by 0 are an error (Elementwise::Compute).
@@ -122,11 +123,10 @@ struct FloorDiv {
 };
 
 // Whether Op divides by Y, so an integer Y of 0 is an error.
-template <class Op> constexpr bool kDivides = std::is_same_v<Op, Div> || std::is_same_v<Op, Mod> ||
-                                              std::is_same_v<Op, FloorDiv>;
+template <class Op>
+constexpr bool kDivides = std::is_same_v<Op, Div> || std::is_same_v<Op, Mod> || std::is_same_v<Op, FloorDiv>;
 
-template <class Op, class T>
-class Elementwise {
+template <class Op, class T> class Elementwise {
  public:
   explicit Elementwise(const OpInfo& op) : args_(op) {}
 
@@ -181,8 +181,7 @@ class Elementwise {
 
 // X@GRAD (shaped like X) and Y@GRAD (shaped like Y: summed over the broadcast dims), each
 // only when asked for.
-template <class Op, class T>
-void ElementwiseGrad(KernelContext& ctx) {
+template <class Op, class T> void ElementwiseGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   Tensor g = ctx.Input("Out@GRAD");
@@ -286,21 +285,24 @@ void ElementwiseGrad(KernelContext& ctx) {
   }
 }
 
-template <class Op, bool kGrad = true>
-void RegisterOne(Registrar& r, const char* type, const char* formula) {
+template <class Op, bool kGrad = true> void RegisterOne(Registrar& r, const char* type, const char* formula) {
   const std::string grad = std::string(type) + "_grad";
-  OpSchema schema = OpSchema(type)
-      .Doc(std::string("Out = ") + formula + ", elementwise, with Paddle's broadcasting: the operand of lower "
-           "rank is aligned at `axis` of the other's dims (-1: at their trailing dims, numpy's rule, which "
-           "gives Fluid 1.x's result for every pair 1.x accepts) and padded with 1s; aligned dims must be "
-           "equal or one of them 1, and Out takes the other." +
-           (kDivides<Op> ? " Integers: a Y of 0 is an error; the most negative value by -1 wraps to itself "
-                           "(remainder 0), as in Go and Java." : ""))
-      .Input("X", "left operand")
-      .Input("Y", "right operand")
-      .Output("Out", "the result, of the operands' broadcast shape")
-      .Attr("axis", int64_t{-1}, "where the lower-rank operand's dims start in the other's (-1: aligned to the end)")
-      .KernelDtypeFrom("X");
+  OpSchema schema =
+      OpSchema(type)
+          .Doc(std::string("Out = ") + formula +
+               ", elementwise, with Paddle's broadcasting: the operand of lower "
+               "rank is aligned at `axis` of the other's dims (-1: at their trailing dims, numpy's rule, which "
+               "gives Fluid 1.x's result for every pair 1.x accepts) and padded with 1s; aligned dims must be "
+               "equal or one of them 1, and Out takes the other." +
+               (kDivides<Op> ? " Integers: a Y of 0 is an error; the most negative value by -1 wraps to itself "
+                               "(remainder 0), as in Go and Java."
+                             : ""))
+          .Input("X", "left operand")
+          .Input("Y", "right operand")
+          .Output("Out", "the result, of the operands' broadcast shape")
+          .Attr("axis", int64_t{-1},
+                "where the lower-rank operand's dims start in the other's (-1: aligned to the end)")
+          .KernelDtypeFrom("X");
   RegisterCpuStateful<RILL_MATH_NUMERIC_TYPES>(r, type, [](auto t) { return TypeTag<Elementwise<Op, decltype(t)>>{}; });
   if constexpr (kGrad) {
     schema.Grad(grad, "X,Y,Out@GRAD", "X,Y");

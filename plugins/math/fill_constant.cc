@@ -18,14 +18,14 @@ namespace {
 // value may come as tensors instead (ShapeTensor, ShapeTensorList, ValueTensor), read each
 // run; `str_value`, when set, is the value (Paddle keeps large and int64 values exactly
 // there).
-template <class T>
-class FillConstant {
+template <class T> class FillConstant {
  public:
   explicit FillConstant(const OpInfo& op)
       : out_(op.OutputSlot("Out")),
         shape_(op.Attr<std::vector<int64_t>>("shape")),
         value_(ValueOf(op)),
-        from_inputs_(op.InputCount("ShapeTensor") + op.InputCount("ShapeTensorList") + op.InputCount("ValueTensor") > 0) {}
+        from_inputs_(op.InputCount("ShapeTensor") + op.InputCount("ShapeTensorList") + op.InputCount("ValueTensor") >
+                     0) {}
   // A loop's or a go block's constant one.
   bool Scalar(const RillScalar*, RillScalar* out) const {
     if (!scalar_ || from_inputs_) return false;
@@ -53,8 +53,7 @@ class FillConstant {
         size_t used = 0;
         const long long v = std::stoll(text, &used);
         if (used == text.size()) return static_cast<T>(v);
-      } catch (const std::exception&) {
-      }
+      } catch (const std::exception&) {}
     }
     try {
       return static_cast<T>(std::stod(text));
@@ -73,8 +72,7 @@ class FillConstant {
 // Out = a tensor shaped like X filled with `value`, of `dtype` (-1: X's dtype). A value
 // the dtype cannot hold (NaN, or beyond its range, as an overflowing FLOAT's infinity is)
 // is an error, as in Paddle.
-template <class T>
-void FillLike(KernelContext& ctx, double value) {
+template <class T> void FillLike(KernelContext& ctx, double value) {
   const double lowest = static_cast<double>(std::numeric_limits<T>::lowest());
   const double highest = static_cast<double>(std::numeric_limits<T>::max());
   if (!(value >= lowest && value <= highest)) {
@@ -85,27 +83,25 @@ void FillLike(KernelContext& ctx, double value) {
   ParallelFill(ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim()), x.numel(), static_cast<T>(value));
 }
 
-template <bool kZeros>
-void FillAnyLike(KernelContext& ctx) {
+template <bool kZeros> void FillAnyLike(KernelContext& ctx) {
   const int32_t x_dtype = ctx.Input("X").dtype();
   const int64_t want = kZeros ? -1 : ctx.Attr<int64_t>("dtype");
   const double value = kZeros ? 0.0 : ctx.Attr<float>("value");
   VisitDataType<bool, int32_t, int64_t, float, double>(want < 0 ? x_dtype : static_cast<int32_t>(want),
-                                                        ctx.op().type().c_str(),
-                                                        [&](auto t) { FillLike<decltype(t)>(ctx, value); });
+                                                       ctx.op().type().c_str(),
+                                                       [&](auto t) { FillLike<decltype(t)>(ctx, value); });
 }
 
-template <class T>
-void FillBatchSizeLike(KernelContext& ctx) {
+template <class T> void FillBatchSizeLike(KernelContext& ctx) {
   const std::vector<int64_t> shape = BatchSizeLikeShape(ctx);
   T* p = ctx.Output("Out").Allocate<T>(shape);
-  std::fill(p, p + CheckedCount(shape, sizeof(T), "shape"), static_cast<T>(static_cast<double>(ctx.Attr<float>("value"))));
+  std::fill(p, p + CheckedCount(shape, sizeof(T), "shape"),
+            static_cast<T>(static_cast<double>(ctx.Attr<float>("value"))));
 }
 
 // assign_value: Out = the values of the attribute that holds its dtype's (bool_values,
 // int32_values, int64_values or fp32_values, Fluid's four), as many as `shape` has.
-template <class T, class A>
-void AssignValue(KernelContext& ctx, const char* attr) {
+template <class T, class A> void AssignValue(KernelContext& ctx, const char* attr) {
   const std::vector<int64_t> shape = ctx.Attr<std::vector<int64_t>>("shape");
   const std::vector<A> values = ctx.Attr<std::vector<A>>(attr);
   const int64_t n = CheckedCount(shape, sizeof(T), "shape");
@@ -137,21 +133,20 @@ void Shape(KernelContext& ctx) {
 }
 
 // One value of a [1] input of range, as T.
-template <class T>
-T RangeValue(KernelContext& ctx, const char* slot) {
+template <class T> T RangeValue(KernelContext& ctx, const char* slot) {
   Tensor t = ctx.Input(slot);
   if (t.numel() != 1) throw Error(std::string(slot) + " must hold one value, not " + DimsString(t.dims()));
   return t.data<T>()[0];
 }
 
-template <class T>
-void Range(KernelContext& ctx) {
+template <class T> void Range(KernelContext& ctx) {
   const T start = RangeValue<T>(ctx, "Start"), end = RangeValue<T>(ctx, "End"), step = RangeValue<T>(ctx, "Step");
   if (step == T(0)) throw Error("Step is 0");
   // ceil(|end - start| / |step|) values, none when step points away from end.
   const double span = static_cast<double>(end) - static_cast<double>(start);
   const double count = std::ceil(span / static_cast<double>(step));
-  if (!(count < 1e12)) throw Error("range from Start to End by Step has too many values (" + std::to_string(count) + ")");
+  if (!(count < 1e12))
+    throw Error("range from Start to End by Step has too many values (" + std::to_string(count) + ")");
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   T* p = ctx.AllocateOutput<T>("Out", {n});
   for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + static_cast<T>(i) * step);
@@ -208,7 +203,7 @@ void RegisterFillConstant(Registrar& r) {
            .Attr("force_cpu", false, "keep Out on the CPU")
            .KernelDtypeFrom("attr:dtype"));
   RegisterCpu<float, double, int32_t, int64_t, bool>(r, "fill_constant_batch_size_like",
-                                                      [](auto t) { return &FillBatchSizeLike<decltype(t)>; });
+                                                     [](auto t) { return &FillBatchSizeLike<decltype(t)>; });
 
   r.Op(OpSchema("assign_value")
            .Doc("Out = a tensor of `shape` and `dtype` holding the values listed in the attribute of that dtype.")

@@ -20,8 +20,7 @@ struct Moves {
   std::vector<bool> reverse;
 };
 
-template <bool kRoll>
-Moves MovesOf(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
+template <bool kRoll> Moves MovesOf(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
   Moves m;
   std::vector<int64_t> axes = ctx.Attr<std::vector<int64_t>>("axis");
   m.dims = x_dims;
@@ -36,7 +35,7 @@ Moves MovesOf(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
     return m;
   }
   const std::vector<int64_t> shifts = ctx.HasInput("ShiftsTensor") ? IntsOf(ctx.Input("ShiftsTensor"), "ShiftsTensor")
-                                                                    : ctx.Attr<std::vector<int64_t>>("shifts");
+                                                                   : ctx.Attr<std::vector<int64_t>>("shifts");
   if (axes.empty()) axes = {0};
   if (shifts.size() != axes.size()) {
     throw Error("shifts " + DimsString(shifts) + " must hold one shift per axis of " + DimsString(axes));
@@ -58,8 +57,7 @@ Moves Inverse(Moves m) {
 }
 
 // out[j] = in[width - 1 - j] for elements of one machine word each.
-template <class Word>
-void ReverseCopy(const char* in, char* out, int64_t width) {
+template <class Word> void ReverseCopy(const char* in, char* out, int64_t width) {
   memory::ReverseFor<Word>()(reinterpret_cast<const Word*>(in), reinterpret_cast<Word*>(out), width);
 }
 
@@ -83,10 +81,12 @@ void MoveBytes(const char* px, char* po, Moves m, size_t size) {
     case 2: reverse_copy = &ReverseCopy<uint16_t>; break;
     case 4: reverse_copy = &ReverseCopy<uint32_t>; break;
     case 8: reverse_copy = &ReverseCopy<uint64_t>; break;
-    default: if (reverse) throw Error("flip: no element of " + std::to_string(size) + " bytes");
+    default:
+      if (reverse) throw Error("flip: no element of " + std::to_string(size) + " bytes");
   }
   const auto row_bytes = static_cast<size_t>(width) * size;
-  const double bytes = 2.0 * static_cast<double>(row_bytes) * static_cast<double>(Product(m.dims, 0, m.dims.size() - 1));
+  const double bytes =
+      2.0 * static_cast<double>(row_bytes) * static_cast<double>(Product(m.dims, 0, m.dims.size() - 1));
   // Whole rows as runs of one element each: the outer dims' moves pick the source row. The
   // trailing 1 makes each row a row of the walk, so that the team splits them (without it
   // the last outer dim would be one row of runs, walked on one thread); the moves get a
@@ -96,27 +96,30 @@ void MoveBytes(const char* px, char* po, Moves m, size_t size) {
   m.dims.insert(m.dims.end() - 1, 1);
   m.shift.insert(m.shift.end() - 1, 0);
   m.reverse.insert(m.reverse.end() - 1, false);
-  ParallelForEachMappedRun(rows_dims, rows_dims, [&m](size_t k, int64_t i) {
-    const int64_t from = m.reverse[k] ? m.dims[k] - 1 - i : i - m.shift[k];
-    return from < 0 ? from + m.dims[k] : from;
-  }, bytes, [&](int64_t o, int64_t from, int64_t n) {
-    for (int64_t r = 0; r < n; ++r) {
-      const char* in = px + static_cast<size_t>(from + r) * row_bytes;
-      char* out = po + static_cast<size_t>(o + r) * row_bytes;
-      if (reverse) {
-        reverse_copy(in, out, width);
-      } else {
-        // out[(j + shift) % width] = in[j]
-        const size_t head = static_cast<size_t>(shift) * size;
-        CopyBytes(out + head, in, row_bytes - head);
-        CopyBytes(out, in + row_bytes - head, head);
-      }
-    }
-  });
+  ParallelForEachMappedRun(
+      rows_dims, rows_dims,
+      [&m](size_t k, int64_t i) {
+        const int64_t from = m.reverse[k] ? m.dims[k] - 1 - i : i - m.shift[k];
+        return from < 0 ? from + m.dims[k] : from;
+      },
+      bytes,
+      [&](int64_t o, int64_t from, int64_t n) {
+        for (int64_t r = 0; r < n; ++r) {
+          const char* in = px + static_cast<size_t>(from + r) * row_bytes;
+          char* out = po + static_cast<size_t>(o + r) * row_bytes;
+          if (reverse) {
+            reverse_copy(in, out, width);
+          } else {
+            // out[(j + shift) % width] = in[j]
+            const size_t head = static_cast<size_t>(shift) * size;
+            CopyBytes(out + head, in, row_bytes - head);
+            CopyBytes(out, in + row_bytes - head, head);
+          }
+        }
+      });
 }
 
-template <bool kRoll>
-void Move(KernelContext& ctx) {
+template <bool kRoll> void Move(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const Moves m = MovesOf<kRoll>(ctx, x.dims());
   const char* px = static_cast<const char*>(x.raw_data());
@@ -125,37 +128,39 @@ void Move(KernelContext& ctx) {
                    [&](char* po) { MoveBytes(px, po, m, DataTypeSize(x.dtype())); });
 }
 
-template <class T, bool kRoll>
-void MoveGrad(KernelContext& ctx) {
+template <class T, bool kRoll> void MoveGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const std::vector<int64_t> d = ctx.Input("X").dims();
   if (g.dims() != d) throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like X " + DimsString(d));
   const Moves m = Inverse(MovesOf<kRoll>(ctx, d));
   const char* pg = static_cast<const char*>(g.raw_data());
   if (g.numel() == 0) return WriteOutput<T>(ctx, "X@GRAD", {"Out@GRAD"}, d, [](T*) {});
-  WriteOutput<T>(ctx, "X@GRAD", {"Out@GRAD"}, d, [&](T* dx) { MoveBytes(pg, reinterpret_cast<char*>(dx), m, sizeof(T)); });
+  WriteOutput<T>(ctx, "X@GRAD", {"Out@GRAD"}, d,
+                 [&](T* dx) { MoveBytes(pg, reinterpret_cast<char*>(dx), m, sizeof(T)); });
 }
 
 }  // namespace
 
 void RegisterFlipRoll(Registrar& r) {
   const OpSchema flip = OpSchema("flip")
-      .Doc("Out = X reversed along each of axis.")
-      .Input("X", "the tensor (any dtype)")
-      .Output("Out", "shaped like X")
-      .Attr("axis", std::vector<int64_t>{}, "the axes reversed")
-      .KernelDtypeFrom("X")
-      .Grad("flip_grad", "X,Out@GRAD", "X");
-  const OpSchema roll = OpSchema("roll")
-      .Doc("Out = X shifted by shifts[i] along axis[i], elements past the end coming round to the start; with no "
-           "axis, X flattened is shifted by shifts[0].")
-      .Input("X", "the tensor (any dtype)")
-      .Input("ShiftsTensor", "shifts, 1-D int32/int64; replaces the attribute", RILL_SLOT_OPTIONAL)
-      .Output("Out", "shaped like X")
-      .Attr("shifts", std::vector<int64_t>{}, "one shift per axis")
-      .Attr("axis", std::vector<int64_t>{}, "the axes shifted (none: all of X, flattened)")
-      .KernelDtypeFrom("X")
-      .Grad("roll_grad", "X,ShiftsTensor,Out@GRAD", "X");
+                            .Doc("Out = X reversed along each of axis.")
+                            .Input("X", "the tensor (any dtype)")
+                            .Output("Out", "shaped like X")
+                            .Attr("axis", std::vector<int64_t>{}, "the axes reversed")
+                            .KernelDtypeFrom("X")
+                            .Grad("flip_grad", "X,Out@GRAD", "X");
+  const OpSchema roll =
+      OpSchema("roll")
+          .Doc(
+              "Out = X shifted by shifts[i] along axis[i], elements past the end coming round to the start; with no "
+              "axis, X flattened is shifted by shifts[0].")
+          .Input("X", "the tensor (any dtype)")
+          .Input("ShiftsTensor", "shifts, 1-D int32/int64; replaces the attribute", RILL_SLOT_OPTIONAL)
+          .Output("Out", "shaped like X")
+          .Attr("shifts", std::vector<int64_t>{}, "one shift per axis")
+          .Attr("axis", std::vector<int64_t>{}, "the axes shifted (none: all of X, flattened)")
+          .KernelDtypeFrom("X")
+          .Grad("roll_grad", "X,ShiftsTensor,Out@GRAD", "X");
   for (const OpSchema* s : {&flip, &roll}) {
     r.Op(*s);
     r.Op(s->MakeGradSchema());

@@ -20,8 +20,7 @@ struct GatherPlan {
 };
 
 // kIndexSelect: index_select's contract (attribute `dim`; no Axis input, no overwrite).
-template <bool kIndexSelect>
-GatherPlan PlanGather(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
+template <bool kIndexSelect> GatherPlan PlanGather(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
   Tensor index = ctx.Input("Index");
   const std::vector<int64_t> id = index.dims();
   if (!(id.size() == 1 || (id.size() == 2 && id[1] == 1))) {
@@ -46,8 +45,7 @@ GatherPlan PlanGather(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
   return p;
 }
 
-template <bool kIndexSelect>
-void Gather(KernelContext& ctx) {
+template <bool kIndexSelect> void Gather(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const GatherPlan p = PlanGather<kIndexSelect>(ctx, x.dims());
   const size_t elem = DataTypeSize(x.dtype());
@@ -58,7 +56,8 @@ void Gather(KernelContext& ctx) {
     // Slice (i, j) of Out: X's slice (i, Index[j]); slice j itself when the axis is X's
     // first (i only 0), without a division per slice.
     if (p.pre == 1) {
-      return GatherRows(out, k, slice, [&](int64_t s) { return px + static_cast<size_t>(p.index[static_cast<size_t>(s)]) * slice; });
+      return GatherRows(out, k, slice,
+                        [&](int64_t s) { return px + static_cast<size_t>(p.index[static_cast<size_t>(s)]) * slice; });
     }
     GatherRows(out, p.pre * k, slice, [&](int64_t s) {
       return px + static_cast<size_t>((s / k) * p.n + p.index[static_cast<size_t>(s % k)]) * slice;
@@ -66,8 +65,7 @@ void Gather(KernelContext& ctx) {
   });
 }
 
-template <class T, bool kIndexSelect>
-void GatherGrad(KernelContext& ctx) {
+template <class T, bool kIndexSelect> void GatherGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor g = ctx.Input("Out@GRAD");
   const GatherPlan p = PlanGather<kIndexSelect>(ctx, x.dims());
@@ -91,25 +89,27 @@ void GatherGrad(KernelContext& ctx) {
 }  // namespace
 
 void RegisterGather(Registrar& r) {
-  const OpSchema gather = OpSchema("gather")
-      .Doc("Out = the slices of X at Index along axis: Out's dims are X's with dims[axis] = len(Index).")
-      .Input("X", "the tensor gathered from (any dtype)")
-      .Input("Index", "int32 or int64 [N] or [N, 1], each in [0, X.dims[axis])")
-      .Input("Axis", "the axis, one int32 or int64; replaces the attribute", RILL_SLOT_OPTIONAL)
-      .Output("Out", "the gathered slices")
-      .Attr("axis", int64_t{0}, "the axis")
-      .Attr("overwrite", false,
-            "gradient: a repeated index keeps its last slice of Out@GRAD (Fluid 1.x) instead of their sum")
-      .KernelDtypeFrom("X")
-      .Grad("gather_grad", "X,Index,Axis,Out@GRAD", "X");
-  const OpSchema index_select = OpSchema("index_select")
-      .Doc("Out = the slices of X at Index along dim: Out's dims are X's with dims[dim] = len(Index).")
-      .Input("X", "the tensor selected from (any dtype)")
-      .Input("Index", "int32 or int64 [N], each in [0, X.dims[dim])")
-      .Output("Out", "the selected slices")
-      .Attr("dim", int64_t{0}, "the axis")
-      .KernelDtypeFrom("X")
-      .Grad("index_select_grad", "X,Index,Out@GRAD", "X");
+  const OpSchema gather =
+      OpSchema("gather")
+          .Doc("Out = the slices of X at Index along axis: Out's dims are X's with dims[axis] = len(Index).")
+          .Input("X", "the tensor gathered from (any dtype)")
+          .Input("Index", "int32 or int64 [N] or [N, 1], each in [0, X.dims[axis])")
+          .Input("Axis", "the axis, one int32 or int64; replaces the attribute", RILL_SLOT_OPTIONAL)
+          .Output("Out", "the gathered slices")
+          .Attr("axis", int64_t{0}, "the axis")
+          .Attr("overwrite", false,
+                "gradient: a repeated index keeps its last slice of Out@GRAD (Fluid 1.x) instead of their sum")
+          .KernelDtypeFrom("X")
+          .Grad("gather_grad", "X,Index,Axis,Out@GRAD", "X");
+  const OpSchema index_select =
+      OpSchema("index_select")
+          .Doc("Out = the slices of X at Index along dim: Out's dims are X's with dims[dim] = len(Index).")
+          .Input("X", "the tensor selected from (any dtype)")
+          .Input("Index", "int32 or int64 [N], each in [0, X.dims[dim])")
+          .Output("Out", "the selected slices")
+          .Attr("dim", int64_t{0}, "the axis")
+          .KernelDtypeFrom("X")
+          .Grad("index_select_grad", "X,Index,Out@GRAD", "X");
   for (const OpSchema* s : {&gather, &index_select}) {
     r.Op(*s);
     r.Op(s->MakeGradSchema());

@@ -29,8 +29,7 @@ inline constexpr size_t kPrefetchRowBytes = 1024;
 // out[r * row_bytes, (r + 1) * row_bytes) = row_bytes from source(r), or zeros where
 // source(r) is null, for r in [0, rows). source must be callable concurrently and its rows
 // must not overlap Out.
-template <class Source>
-void GatherRows(char* out, int64_t rows, size_t row_bytes, Source source) {
+template <class Source> void GatherRows(char* out, int64_t rows, size_t row_bytes, Source source) {
   const size_t prefetched = std::min(row_bytes, kPrefetchRowBytes);
   const auto prefetch = [&](int64_t r) {
     if (const char* p = source(r)) {
@@ -39,17 +38,17 @@ void GatherRows(char* out, int64_t rows, size_t row_bytes, Source source) {
   };
   ParallelFor(rows, 2.0 * static_cast<double>(row_bytes) * static_cast<double>(rows),
               [&](int64_t, int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < std::min(end, begin + kPrefetchDistance); ++r) prefetch(r);
-    for (int64_t r = begin; r < end; ++r) {
-      if (r + kPrefetchDistance < end) prefetch(r + kPrefetchDistance);
-      char* to = out + static_cast<size_t>(r) * row_bytes;
-      if (const char* from = source(r)) {
-        CopyBytes(to, from, row_bytes);
-      } else {
-        std::memset(to, 0, row_bytes);
-      }
-    }
-  });
+                for (int64_t r = begin; r < std::min(end, begin + kPrefetchDistance); ++r) prefetch(r);
+                for (int64_t r = begin; r < end; ++r) {
+                  if (r + kPrefetchDistance < end) prefetch(r + kPrefetchDistance);
+                  char* to = out + static_cast<size_t>(r) * row_bytes;
+                  if (const char* from = source(r)) {
+                    CopyBytes(to, from, row_bytes);
+                  } else {
+                    std::memset(to, 0, row_bytes);
+                  }
+                }
+              });
 }
 
 }  // namespace rill::math

@@ -14,8 +14,7 @@ namespace rill::math {
 namespace {
 
 // C = beta * C, for an empty product (k == 0), which the libraries may not take.
-template <class T>
-void ScaleOnly(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
+template <class T> void ScaleOnly(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? T(0) : beta * c[i * ldc + j];
 }
@@ -23,13 +22,13 @@ void ScaleOnly(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
 }  // namespace
 
 template <>
-void Gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+void Gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) return ScaleOnly(m, n, beta, c, ldc);
-  const dnnl_status_t s =
-      RunIntraOp(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
-                 sizeof(float) * (static_cast<double>(m) * k + static_cast<double>(k) * n + static_cast<double>(m) * n), [&] {
+  const dnnl_status_t s = RunIntraOp(
+      2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
+      sizeof(float) * (static_cast<double>(m) * k + static_cast<double>(k) * n + static_cast<double>(m) * n), [&] {
         return dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
       });
   if (s != dnnl_success) {

@@ -11,8 +11,8 @@
 namespace rill::math::gemm {
 
 template <class Set>
-void DoubleGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-                int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+void DoubleGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+                const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
   using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using Stride = Eigen::OuterStride<>;
   Eigen::Map<const Mat, 0, Stride> am(a, trans_a ? k : m, trans_a ? m : k, Stride(lda));

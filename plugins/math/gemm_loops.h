@@ -16,8 +16,8 @@ namespace gemm {
 // [m, k], op(B) [k, n], C [m, n] with leading dimensions lda, ldb, ldc. With beta == 0, C
 // is written without being read.
 template <class Set>
-void DoubleGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-                int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+void DoubleGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+                const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
 // MathIsa()'s DoubleGemm.
 inline auto DoubleGemmForIsa() {

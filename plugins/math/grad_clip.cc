@@ -17,8 +17,7 @@ namespace {
 
 // sum(p[0, n)^2) in fp64, a sum per chunk on the passes' team, the chunks added in
 // order: the same bits for any thread budget (parallel_for.h).
-template <class T>
-double SumOfSquares(const T* p, int64_t n) {
+template <class T> double SumOfSquares(const T* p, int64_t n) {
   const double bytes = static_cast<double>(sizeof(T)) * n;
   std::vector<double> partial(static_cast<size_t>(ParallelChunks(n, bytes)), 0.0);
   ParallelFor(n, bytes, [&](int64_t chunk, int64_t begin, int64_t end) {
@@ -30,22 +29,19 @@ double SumOfSquares(const T* p, int64_t n) {
 }
 
 // out[0, n) = factor * in[0, n), on the passes' team.
-template <class T>
-void Scaled(const T* in, T* out, int64_t n, T factor) {
+template <class T> void Scaled(const T* in, T* out, int64_t n, T factor) {
   ParallelFor(n, 2.0 * sizeof(T) * n, [&](int64_t, int64_t begin, int64_t end) {
     VecMap<T>(out + begin, end - begin) = factor * ConstVecMap<T>(in + begin, end - begin);
   });
 }
 
-template <class T>
-void SquaredL2Norm(KernelContext& ctx) {
+template <class T> void SquaredL2Norm(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const double sum = SumOfSquares(x.data<T>(), x.numel());
   *ctx.AllocateOutput<T>("Out", {1}) = static_cast<T>(sum);
 }
 
-template <class T>
-void SquaredL2NormGrad(KernelContext& ctx) {
+template <class T> void SquaredL2NormGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor g = ctx.Input("Out@GRAD");
   if (g.numel() != 1) throw Error("Out@GRAD must hold one value, it has " + std::to_string(g.numel()));
@@ -55,15 +51,13 @@ void SquaredL2NormGrad(KernelContext& ctx) {
 }
 
 // The factor that brings values of L2 norm `norm` down to at most `max_norm`.
-template <class T>
-T ClipFactor(double norm, double max_norm) {
+template <class T> T ClipFactor(double norm, double max_norm) {
   return static_cast<T>(norm > max_norm ? max_norm / norm : 1.0);
 }
 
 // SelectedRows X (a sparse gradient), as Paddle's: its repeated rows merged (summed) first,
 // so the norm is the dense gradient's; Out holds each row once, ascending, clipped.
-template <class T>
-void ClipRowsByNorm(KernelContext& ctx, const Variable::SelectedRows& sr, double max_norm) {
+template <class T> void ClipRowsByNorm(KernelContext& ctx, const Variable::SelectedRows& sr, double max_norm) {
   const int64_t width = sr.count > 0 ? sr.value.numel() / static_cast<int64_t>(sr.count) : 0;
   const MergedRows<T> merged = MergeRows(sr.rows, sr.count, sr.value.data<T>(), width);
   const int64_t n = static_cast<int64_t>(merged.values.size());
@@ -74,8 +68,7 @@ void ClipRowsByNorm(KernelContext& ctx, const Variable::SelectedRows& sr, double
   Scaled(merged.values.data(), out.Allocate<T>(out_dims), n, scale);
 }
 
-template <class T>
-void ClipByNorm(KernelContext& ctx) {
+template <class T> void ClipByNorm(KernelContext& ctx) {
   const double max_norm = ctx.Attr<float>("max_norm");
   if (!(max_norm > 0)) throw Error("max_norm must be positive, got " + std::to_string(max_norm));
   if (Variable xv = ctx.InputVar("X"); xv.IsSelectedRows()) return ClipRowsByNorm<T>(ctx, xv.selected_rows(), max_norm);
@@ -85,8 +78,7 @@ void ClipByNorm(KernelContext& ctx) {
   WriteOutput<T>(ctx, "Out", {"X"}, x.dims(), [&](T* out) { Scaled(px, out, x.numel(), scale); });
 }
 
-template <class T>
-void LabelSmooth(KernelContext& ctx) {
+template <class T> void LabelSmooth(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   if (x.ndim() == 0) throw Error("X has no class dim");
   const int64_t k = x.dims().back();
@@ -94,7 +86,8 @@ void LabelSmooth(KernelContext& ctx) {
   std::vector<T> prior(static_cast<size_t>(k), k > 0 ? T(1) / static_cast<T>(k) : T(0));
   if (ctx.HasInput("PriorDist")) {
     Tensor p = ctx.Input("PriorDist");
-    if (p.numel() != k) throw Error("PriorDist " + DimsString(p.dims()) + " must hold X's " + std::to_string(k) + " classes");
+    if (p.numel() != k)
+      throw Error("PriorDist " + DimsString(p.dims()) + " must hold X's " + std::to_string(k) + " classes");
     prior.assign(p.data<T>(), p.data<T>() + k);
   }
   const T* px = x.data<T>();
@@ -110,8 +103,7 @@ void LabelSmooth(KernelContext& ctx) {
   });
 }
 
-template <class T>
-void LabelSmoothGrad(KernelContext& ctx) {
+template <class T> void LabelSmoothGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const T keep = T(1) - static_cast<T>(ctx.Attr<float>("epsilon"));
   const T* pg = g.data<T>();
@@ -120,16 +112,14 @@ void LabelSmoothGrad(KernelContext& ctx) {
 
 enum class Check { kFinite, kInf, kNan };
 
-template <class T, Check kCheck>
-bool Holds(T v) {
+template <class T, Check kCheck> bool Holds(T v) {
   if constexpr (kCheck == Check::kFinite) return std::isfinite(v);
   else if constexpr (kCheck == Check::kInf) return std::isinf(v);
   else return std::isnan(v);
 }
 
 // v1: one bool for all of X (isfinite: all finite; isinf, isnan: any); v2: per element.
-template <class T, Check kCheck, bool kV2>
-void Finiteness(KernelContext& ctx) {
+template <class T, Check kCheck, bool kV2> void Finiteness(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const T* px = x.data<T>();
   if constexpr (kV2) {
@@ -158,8 +148,7 @@ void Finiteness(KernelContext& ctx) {
   }
 }
 
-template <Check kCheck>
-void AddFiniteness(Registrar& r, const char* name, const char* v1_doc, const char* v2_doc) {
+template <Check kCheck> void AddFiniteness(Registrar& r, const char* name, const char* v1_doc, const char* v2_doc) {
   for (const bool v2 : {false, true}) {
     const std::string type = std::string(name) + (v2 ? "_v2" : "");
     r.Op(OpSchema(type)
@@ -179,11 +168,11 @@ void AddFiniteness(Registrar& r, const char* name, const char* v1_doc, const cha
 
 void RegisterGradClip(Registrar& r) {
   const OpSchema squared = OpSchema("squared_l2_norm")
-      .Doc("Out = the sum of X's squared elements, [1].")
-      .Input("X", "the tensor")
-      .Output("Out", "[1]")
-      .KernelDtypeFrom("X")
-      .Grad("squared_l2_norm_grad", "X,Out@GRAD", "X");
+                               .Doc("Out = the sum of X's squared elements, [1].")
+                               .Input("X", "the tensor")
+                               .Output("Out", "[1]")
+                               .KernelDtypeFrom("X")
+                               .Grad("squared_l2_norm_grad", "X,Out@GRAD", "X");
   r.Op(squared);
   r.Op(squared.MakeGradSchema());
   RegisterCpu<float, double>(r, "squared_l2_norm", [](auto t) { return &SquaredL2Norm<decltype(t)>; });
@@ -195,14 +184,15 @@ void RegisterGradClip(Registrar& r) {
            .RequiredAttr("max_norm", RILL_ATTR_FLOAT, "the largest L2 norm kept (positive)")
            .KernelDtypeFrom("X"));
   RegisterCpu<float, double>(r, "clip_by_norm", [](auto t) { return &ClipByNorm<decltype(t)>; });
-  const OpSchema smooth = OpSchema("label_smooth")
-      .Doc("Out = (1 - epsilon) * X + epsilon * PriorDist, the prior uniform over X's last dim when absent.")
-      .Input("X", "one-hot (or soft) labels [..., K]")
-      .Input("PriorDist", "the prior over the K classes", RILL_SLOT_OPTIONAL)
-      .Output("Out", "the smoothed labels, shaped like X")
-      .Attr("epsilon", 0.0, "the weight of the prior")
-      .KernelDtypeFrom("X")
-      .Grad("label_smooth_grad", "Out@GRAD", "X");
+  const OpSchema smooth =
+      OpSchema("label_smooth")
+          .Doc("Out = (1 - epsilon) * X + epsilon * PriorDist, the prior uniform over X's last dim when absent.")
+          .Input("X", "one-hot (or soft) labels [..., K]")
+          .Input("PriorDist", "the prior over the K classes", RILL_SLOT_OPTIONAL)
+          .Output("Out", "the smoothed labels, shaped like X")
+          .Attr("epsilon", 0.0, "the weight of the prior")
+          .KernelDtypeFrom("X")
+          .Grad("label_smooth_grad", "Out@GRAD", "X");
   r.Op(smooth);
   r.Op(smooth.MakeGradSchema());
   RegisterCpu<float, double>(r, "label_smooth", [](auto t) { return &LabelSmooth<decltype(t)>; });
@@ -211,7 +201,8 @@ void RegisterGradClip(Registrar& r) {
                                 "Out = whether each element of X is finite.");
   AddFiniteness<Check::kInf>(r, "isinf", "Out = whether any element of X is infinite.",
                              "Out = whether each element of X is infinite.");
-  AddFiniteness<Check::kNan>(r, "isnan", "Out = whether any element of X is NaN.", "Out = whether each element of X is NaN.");
+  AddFiniteness<Check::kNan>(r, "isnan", "Out = whether any element of X is NaN.",
+                             "Out = whether each element of X is NaN.");
 }
 
 }  // namespace rill::math

@@ -24,16 +24,14 @@ struct GroupPlan {
   int64_t count() const { return l.n * groups; }
   int64_t size() const { return cg * l.s; }  // elements a group
   // Calls fn(index in X, channel) for each element of group g of image i.
-  template <class F>
-  void ForEach(int64_t i, int64_t g, F fn) const {
+  template <class F> void ForEach(int64_t i, int64_t g, F fn) const {
     for (int64_t ch = g * cg; ch < (g + 1) * cg; ++ch) {
       for (int64_t k = 0; k < l.s; ++k) fn(l.At(i, ch, k), ch);
     }
   }
 };
 
-template <bool kInstance>
-GroupPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
+template <bool kInstance> GroupPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
   GroupPlan p;
   if constexpr (kInstance) {
     if (d.size() < 2) throw Error("X " + DimsString(d) + " has no channel dim");
@@ -53,8 +51,7 @@ GroupPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
 }
 
 // Group (i, g)'s mean and biased variance.
-template <class T>
-void Moments(const GroupPlan& p, const T* px, int64_t i, int64_t g, T* mean, T* var) {
+template <class T> void Moments(const GroupPlan& p, const T* px, int64_t i, int64_t g, T* mean, T* var) {
   const T m = static_cast<T>(std::max<int64_t>(p.size(), 1));
   if (!p.l.nhwc) {  // the group's channels' planes: one contiguous run
     const ConstVecMap<T> run(px + p.l.At(i, g * p.cg, 0), p.size());
@@ -71,25 +68,24 @@ void Moments(const GroupPlan& p, const T* px, int64_t i, int64_t g, T* mean, T* 
 }
 
 // Each group's mean and biased variance, group (i, g) at i * groups + g.
-template <class T>
-void GroupStats(const GroupPlan& p, const T* px, std::vector<T>& mean, std::vector<T>& var) {
+template <class T> void GroupStats(const GroupPlan& p, const T* px, std::vector<T>& mean, std::vector<T>& var) {
   mean.assign(static_cast<size_t>(p.count()), T(0));
   var.assign(mean.size(), T(0));
-  ParallelFor(p.count(), static_cast<double>(sizeof(T)) * p.count() * p.size(), [&](int64_t, int64_t first, int64_t last) {
-    for (int64_t at = first; at < last; ++at) Moments(p, px, at / p.groups, at % p.groups, &mean[at], &var[at]);
-  });
+  ParallelFor(p.count(), static_cast<double>(sizeof(T)) * p.count() * p.size(),
+              [&](int64_t, int64_t first, int64_t last) {
+                for (int64_t at = first; at < last; ++at)
+                  Moments(p, px, at / p.groups, at % p.groups, &mean[at], &var[at]);
+              });
 }
 
 // Scale or Bias, per channel, or `fill` for each when the op leaves it out.
-template <class T>
-std::vector<T> PerChannel(KernelContext& ctx, const char* slot, int64_t c, T fill) {
+template <class T> std::vector<T> PerChannel(KernelContext& ctx, const char* slot, int64_t c, T fill) {
   if (!ctx.HasInput(slot)) return std::vector<T>(static_cast<size_t>(c), fill);
   const T* p = ChannelInput<T>(ctx, slot, c);
   return std::vector<T>(p, p + c);
 }
 
-template <class T, bool kInstance>
-void GroupNorm(KernelContext& ctx) {
+template <class T, bool kInstance> void GroupNorm(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const GroupPlan p = PlanOf<kInstance>(ctx, x.dims());
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
@@ -117,7 +113,8 @@ void GroupNorm(KernelContext& ctx) {
   if constexpr (kInstance) {
     for (T& v : var) v = T(1) / std::sqrt(v + eps);
   }
-  const std::vector<int64_t> stats = kInstance ? std::vector<int64_t>{p.count()} : std::vector<int64_t>{p.l.n, p.groups};
+  const std::vector<int64_t> stats =
+      kInstance ? std::vector<int64_t>{p.count()} : std::vector<int64_t>{p.l.n, p.groups};
   const char* mean_slot = kInstance ? "SavedMean" : "Mean";
   const char* var_slot = kInstance ? "SavedVariance" : "Variance";
   if (ctx.HasOutput(mean_slot)) std::copy(mean.begin(), mean.end(), ctx.AllocateOutput<T>(mean_slot, stats));
@@ -128,11 +125,11 @@ void GroupNorm(KernelContext& ctx) {
 // X@GRAD = inv * (dyh - mean(dyh) - xh * mean(dyh * xh)); per channel, Scale@GRAD =
 // sum(Y@GRAD * xh) and Bias@GRAD = sum(Y@GRAD). The statistics are the forward op's, or,
 // where its program left them out, computed again from X.
-template <class T, bool kInstance>
-void GroupNormGrad(KernelContext& ctx) {
+template <class T, bool kInstance> void GroupNormGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor dy = ctx.Input("Y@GRAD");
-  if (dy.dims() != x.dims()) throw Error("Y@GRAD " + DimsString(dy.dims()) + " is not shaped like X " + DimsString(x.dims()));
+  if (dy.dims() != x.dims())
+    throw Error("Y@GRAD " + DimsString(dy.dims()) + " is not shaped like X " + DimsString(x.dims()));
   const GroupPlan p = PlanOf<kInstance>(ctx, x.dims());
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
   const std::vector<T> scale = PerChannel<T>(ctx, "Scale", p.l.c, T(1));
@@ -183,8 +180,8 @@ void GroupNormGrad(KernelContext& ctx) {
         // dx = k (g scale - sum / m - (x - mu) k weighted / m)
         for (int64_t ch = g * p.cg; ch < (g + 1) * p.cg; ++ch) {
           const int64_t e = p.l.At(i, ch, 0);
-          loops.dx(px + e, pg + e, p.l.s, mu, k * scale[static_cast<size_t>(ch)], -k * k * (weighted / m), -k * (sum / m),
-                   dx + e);
+          loops.dx(px + e, pg + e, p.l.s, mu, k * scale[static_cast<size_t>(ch)], -k * k * (weighted / m),
+                   -k * (sum / m), dx + e);
         }
         continue;
       }
@@ -213,32 +210,36 @@ void GroupNormGrad(KernelContext& ctx) {
 }  // namespace
 
 void RegisterGroupNorm(Registrar& r) {
-  const OpSchema group_norm = OpSchema("group_norm")
-      .Doc("Y = (X - mean) / sqrt(variance + epsilon) * Scale + Bias, mean and variance over each group of channels "
-           "of each image.")
-      .Input("X", "[N, C, ...] or [N, ..., C]")
-      .Input("Scale", "[C]", RILL_SLOT_OPTIONAL)
-      .Input("Bias", "[C]", RILL_SLOT_OPTIONAL)
-      .Output("Y", "shaped like X")
-      .Output("Mean", "[N, groups]", RILL_SLOT_OPTIONAL)
-      .Output("Variance", "[N, groups], the biased variance", RILL_SLOT_OPTIONAL)
-      .Attr("epsilon", 1e-5, "added to the variance")
-      .Attr("groups", int64_t{1}, "groups of channels (dividing C)")
-      .Attr("data_layout", "NCHW", "NCHW (channels at dim 1) or NHWC (the last)")
-      .KernelDtypeFrom("X")
-      .Grad("group_norm_grad", "X,Scale,Bias,Mean,Variance,Y@GRAD", "X,Scale,Bias");
-  const OpSchema instance_norm = OpSchema("instance_norm")
-      .Doc("Y = (X - mean) / sqrt(variance + epsilon) * Scale + Bias, mean and variance over each channel of each "
-           "image.")
-      .Input("X", "[N, C, ...]")
-      .Input("Scale", "[C]", RILL_SLOT_OPTIONAL)
-      .Input("Bias", "[C]", RILL_SLOT_OPTIONAL)
-      .Output("Y", "shaped like X")
-      .Output("SavedMean", "[N * C]", RILL_SLOT_OPTIONAL)
-      .Output("SavedVariance", "[N * C], 1 / sqrt(variance + epsilon)", RILL_SLOT_OPTIONAL)
-      .Attr("epsilon", 1e-5, "added to the variance")
-      .KernelDtypeFrom("X")
-      .Grad("instance_norm_grad", "X,Scale,Bias,SavedMean,SavedVariance,Y@GRAD", "X,Scale,Bias");
+  const OpSchema group_norm =
+      OpSchema("group_norm")
+          .Doc(
+              "Y = (X - mean) / sqrt(variance + epsilon) * Scale + Bias, mean and variance over each group of channels "
+              "of each image.")
+          .Input("X", "[N, C, ...] or [N, ..., C]")
+          .Input("Scale", "[C]", RILL_SLOT_OPTIONAL)
+          .Input("Bias", "[C]", RILL_SLOT_OPTIONAL)
+          .Output("Y", "shaped like X")
+          .Output("Mean", "[N, groups]", RILL_SLOT_OPTIONAL)
+          .Output("Variance", "[N, groups], the biased variance", RILL_SLOT_OPTIONAL)
+          .Attr("epsilon", 1e-5, "added to the variance")
+          .Attr("groups", int64_t{1}, "groups of channels (dividing C)")
+          .Attr("data_layout", "NCHW", "NCHW (channels at dim 1) or NHWC (the last)")
+          .KernelDtypeFrom("X")
+          .Grad("group_norm_grad", "X,Scale,Bias,Mean,Variance,Y@GRAD", "X,Scale,Bias");
+  const OpSchema instance_norm =
+      OpSchema("instance_norm")
+          .Doc(
+              "Y = (X - mean) / sqrt(variance + epsilon) * Scale + Bias, mean and variance over each channel of each "
+              "image.")
+          .Input("X", "[N, C, ...]")
+          .Input("Scale", "[C]", RILL_SLOT_OPTIONAL)
+          .Input("Bias", "[C]", RILL_SLOT_OPTIONAL)
+          .Output("Y", "shaped like X")
+          .Output("SavedMean", "[N * C]", RILL_SLOT_OPTIONAL)
+          .Output("SavedVariance", "[N * C], 1 / sqrt(variance + epsilon)", RILL_SLOT_OPTIONAL)
+          .Attr("epsilon", 1e-5, "added to the variance")
+          .KernelDtypeFrom("X")
+          .Grad("instance_norm_grad", "X,Scale,Bias,SavedMean,SavedVariance,Y@GRAD", "X,Scale,Bias");
   r.Op(group_norm);
   r.Op(group_norm.MakeGradSchema());
   r.Op(instance_norm);

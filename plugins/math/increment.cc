@@ -5,8 +5,7 @@ namespace rill::math {
 namespace {
 
 // Stateful so that `step` and the slots are found once per op instance, not on every run.
-template <class T>
-class Increment {
+template <class T> class Increment {
  public:
   explicit Increment(const OpInfo& op)
       : step_(static_cast<T>(op.Attr<float>("step"))), x_(op.InputSlot("X")), out_(op.OutputSlot("Out")) {}

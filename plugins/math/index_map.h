@@ -39,9 +39,9 @@ class MappedRuns {
     const int64_t width = out_dims.back();
     for (int64_t i = 0; i < width; ++i) {
       const int64_t s = source(rank_ - 1, i);
-      const bool extends = !spans_.empty() && (s < 0 ? spans_.back().from < 0
-                                                     : spans_.back().from >= 0 &&
-                                                           s == spans_.back().from + spans_.back().length);
+      const bool extends =
+          !spans_.empty() &&
+          (s < 0 ? spans_.back().from < 0 : spans_.back().from >= 0 && s == spans_.back().from + spans_.back().length);
       if (extends) {
         ++spans_.back().length;
       } else {
@@ -57,8 +57,7 @@ class MappedRuns {
   }
 
   // Calls run(out_index, x_index, length) for each run of rows [begin, end), in order.
-  template <class Run>
-  void Walk(int64_t begin, int64_t end, Run run) const {
+  template <class Run> void Walk(int64_t begin, int64_t end, Run run) const {
     if (begin >= end) return;
     if (rank_ == 0) return run(int64_t{0}, int64_t{0}, int64_t{1});
     const int64_t width = dims_.back();
@@ -115,8 +114,8 @@ void ForEachMappedRun(const std::vector<int64_t>& out_dims, const std::vector<in
 // moving `bytes`: run is called concurrently for different rows, and must write nothing
 // another row's runs write.
 template <class Source, class Run>
-void ParallelForEachMappedRun(const std::vector<int64_t>& out_dims, const std::vector<int64_t>& x_dims,
-                              Source source, double bytes, Run run) {
+void ParallelForEachMappedRun(const std::vector<int64_t>& out_dims, const std::vector<int64_t>& x_dims, Source source,
+                              double bytes, Run run) {
   const MappedRuns runs(out_dims, x_dims, source);
   ParallelFor(runs.rows(), bytes, [&](int64_t, int64_t begin, int64_t end) { runs.Walk(begin, end, run); });
 }

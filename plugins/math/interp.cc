@@ -42,8 +42,8 @@ struct InterpPlan {
 template <class T>
 std::vector<Tap> Taps(int64_t in, int64_t out, double scale, bool v2, bool nearest, bool align_corners,
                       int64_t align_mode) {
-  const T ratio = out <= 1 ? T(0)
-                  : align_corners ? static_cast<T>(in - 1) / static_cast<T>(out - 1)
+  const T ratio = out <= 1          ? T(0)
+                  : align_corners   ? static_cast<T>(in - 1) / static_cast<T>(out - 1)
                   : v2 && scale > 0 ? static_cast<T>(1. / scale)
                                     : static_cast<T>(in) / static_cast<T>(out);
   std::vector<Tap> taps(static_cast<size_t>(out));
@@ -64,8 +64,7 @@ std::vector<Tap> Taps(int64_t in, int64_t out, double scale, bool v2, bool neare
 }
 
 // kNearest: nearest_interp (else bilinear); kV2: Paddle 2's op.
-template <class T, bool kNearest, bool kV2>
-InterpPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
+template <class T, bool kNearest, bool kV2> InterpPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
   InterpPlan p;
   p.nearest = kNearest;
   const std::string method = ctx.Attr<std::string>("interp_method");
@@ -106,7 +105,8 @@ InterpPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
       const double h = static_cast<double>(p.in_h) * scale_h, w = static_cast<double>(p.in_w) * scale_w;
       if (!(h < 1e15 && w < 1e15)) {
         throw Error("scale [" + std::to_string(scale_h) + ", " + std::to_string(scale_w) + "] makes an image of " +
-                    std::to_string(h) + " x " + std::to_string(w) + " pixels", RILL_RESOURCE_EXHAUSTED);
+                        std::to_string(h) + " x " + std::to_string(w) + " pixels",
+                    RILL_RESOURCE_EXHAUSTED);
       }
       size = {static_cast<int64_t>(h), static_cast<int64_t>(w)};
     } else if (scale.size() > 2) {
@@ -116,7 +116,8 @@ InterpPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
   }
   if (size.empty()) size = {ctx.Attr<int64_t>("out_h"), ctx.Attr<int64_t>("out_w")};
   if (size.size() != 2 || size[0] < 1 || size[1] < 1) {
-    throw Error("the output size " + DimsString(size) + " must be two positive values (from SizeTensor, OutSize, "
+    throw Error("the output size " + DimsString(size) +
+                " must be two positive values (from SizeTensor, OutSize, "
                 "scale, or out_h and out_w)");
   }
   p.out_h = size[0];
@@ -131,8 +132,7 @@ InterpPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
 
 // The taps' weights of each output pixel (y, x), in A: (1 - fy)(1 - fx), (1 - fy) fx,
 // fy (1 - fx) and fy fx, worked out in double and rounded once (nearest: 1).
-template <class A>
-std::vector<std::array<A, 4>> WeightsOf(const InterpPlan& p) {
+template <class A> std::vector<std::array<A, 4>> WeightsOf(const InterpPlan& p) {
   std::vector<std::array<A, 4>> w(static_cast<size_t>(p.out_h * p.out_w));
   for (int64_t y = 0; y < p.out_h; ++y) {
     const Tap& r = p.rows[static_cast<size_t>(y)];
@@ -153,8 +153,7 @@ int64_t Units(const InterpPlan& p) { return p.nhwc ? p.n : p.n * p.c; }
 // Calls fn(out_index, in_index, tap, pixel) for each tap (0 to 3; nearest: 0 alone) of
 // each output element of unit u, channel by channel, each channel's pixels in row-major
 // order; pixel (y * out_w + x) indexes WeightsOf's table.
-template <class F>
-void ForEachTap(const InterpPlan& p, int64_t u, F fn) {
+template <class F> void ForEachTap(const InterpPlan& p, int64_t u, F fn) {
   const int64_t i = p.nhwc ? u : u / p.c;
   const int64_t ch_begin = p.nhwc ? 0 : u % p.c, ch_end = p.nhwc ? p.c : ch_begin + 1;
   for (int64_t ch = ch_begin; ch < ch_end; ++ch) {
@@ -177,8 +176,7 @@ void ForEachTap(const InterpPlan& p, int64_t u, F fn) {
   }
 }
 
-template <class T, bool kNearest, bool kV2>
-void Interp(KernelContext& ctx) {
+template <class T, bool kNearest, bool kV2> void Interp(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   // Source coordinates in T, or in float for uint8 images, as Paddle computes them; uint8's
   // taps are summed in float, then truncated into T.
@@ -225,8 +223,7 @@ void Interp(KernelContext& ctx) {
   });
 }
 
-template <class T, bool kNearest, bool kV2>
-void InterpGrad(KernelContext& ctx) {
+template <class T, bool kNearest, bool kV2> void InterpGrad(KernelContext& ctx) {
   const std::vector<int64_t> d = ctx.Input("X").dims();
   Tensor g = ctx.Input("Out@GRAD");
   const InterpPlan p = PlanOf<T, kNearest, kV2>(ctx, d);
@@ -270,31 +267,31 @@ void InterpGrad(KernelContext& ctx) {
 }
 
 OpSchema InterpSchema(const char* type, bool v2, const char* method) {
-  OpSchema s = OpSchema(type)
-      .Doc(std::string("Out = X resized by ") + method + " interpolation (see the size and alignment attributes).")
-      .Input("X", "[N, C, H, W] or [N, H, W, C]")
-      .Input("OutSize", "[out_h, out_w], int32; replaces scale and out_h, out_w", RILL_SLOT_OPTIONAL)
-      .Input("SizeTensor", "out_h and out_w, one [1] int32 each; replaces everything else",
-             RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
-      .Input("Scale", "the scale, 1 or 2 values; replaces the attribute", RILL_SLOT_OPTIONAL)
-      .Output("Out", "the resized image")
-      .Attr("data_layout", "NCHW", "NCHW or NHWC")
-      .Attr("out_d", int64_t{-1}, "unused by 2-D resizes")
-      .Attr("out_h", int64_t{-1}, "the output height, when nothing else sets it")
-      .Attr("out_w", int64_t{-1}, "the output width, when nothing else sets it")
-      .Attr("interp_method", method, "the op's method")
-      .Attr("align_corners", true, "map the corner pixels onto each other")
-      .Attr("align_mode", int64_t{1}, "without align_corners: 0 half-pixel centres, 1 k * ratio")
-      .KernelDtypeFrom("X")
-      .Grad(std::string(type) + "_grad", "X,OutSize,SizeTensor,Scale,Out@GRAD", "X");
+  OpSchema s =
+      OpSchema(type)
+          .Doc(std::string("Out = X resized by ") + method + " interpolation (see the size and alignment attributes).")
+          .Input("X", "[N, C, H, W] or [N, H, W, C]")
+          .Input("OutSize", "[out_h, out_w], int32; replaces scale and out_h, out_w", RILL_SLOT_OPTIONAL)
+          .Input("SizeTensor", "out_h and out_w, one [1] int32 each; replaces everything else",
+                 RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+          .Input("Scale", "the scale, 1 or 2 values; replaces the attribute", RILL_SLOT_OPTIONAL)
+          .Output("Out", "the resized image")
+          .Attr("data_layout", "NCHW", "NCHW or NHWC")
+          .Attr("out_d", int64_t{-1}, "unused by 2-D resizes")
+          .Attr("out_h", int64_t{-1}, "the output height, when nothing else sets it")
+          .Attr("out_w", int64_t{-1}, "the output width, when nothing else sets it")
+          .Attr("interp_method", method, "the op's method")
+          .Attr("align_corners", true, "map the corner pixels onto each other")
+          .Attr("align_mode", int64_t{1}, "without align_corners: 0 half-pixel centres, 1 k * ratio")
+          .KernelDtypeFrom("X")
+          .Grad(std::string(type) + "_grad", "X,OutSize,SizeTensor,Scale,Out@GRAD", "X");
   if (v2) s.Attr("scale", std::vector<float>{}, "[scale_h, scale_w] (or one for both); used when positive");
   else s.Attr("scale", 0.0, "the scale of both dims; used when positive");
   return s;
 }
 
 // Registers one of the four ops and its gradient.
-template <bool kNearest, bool kV2>
-void RegisterOneInterp(Registrar& r) {
+template <bool kNearest, bool kV2> void RegisterOneInterp(Registrar& r) {
   const char* method = kNearest ? "nearest" : "bilinear";
   const std::string type = std::string(method) + (kV2 ? "_interp_v2" : "_interp");
   const OpSchema schema = InterpSchema(type.c_str(), kV2, method);

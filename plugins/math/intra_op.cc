@@ -57,7 +57,9 @@ struct Job {
 // exits); the thread is detached and sleeps when there is nothing to do.
 class IntraOpThread {
  public:
-  explicit IntraOpThread(int budget) : budget_(budget) { std::thread([this] { Loop(); }).detach(); }
+  explicit IntraOpThread(int budget) : budget_(budget) {
+    std::thread([this] { Loop(); }).detach();
+  }
 
   void Run(const std::function<void()>& work) {
     Job job{&work, nullptr, false};

@@ -30,7 +30,9 @@ namespace rill::math {
 
 inline constexpr double kParallelFlops = 4e6;
 inline constexpr double kParallelLibraryBytes = 512 * 1024;
-inline bool IsLargeWork(double flops, double bytes) { return flops >= kParallelFlops || bytes >= kParallelLibraryBytes; }
+inline bool IsLargeWork(double flops, double bytes) {
+  return flops >= kParallelFlops || bytes >= kParallelLibraryBytes;
+}
 
 namespace detail {
 // `work` is a reference to the caller's callable (std::function holds that without
@@ -39,8 +41,7 @@ void RunIntraOp(bool large, const std::function<void()>& work);
 }  // namespace detail
 
 // Returns what `work` returns (a default-constructible value, or nothing).
-template <class F>
-auto RunIntraOp(double flops, double bytes, F&& work) {
+template <class F> auto RunIntraOp(double flops, double bytes, F&& work) {
   using Result = decltype(work());
   const bool large = IsLargeWork(flops, bytes);
   if constexpr (std::is_void_v<Result>) {

@@ -15,8 +15,7 @@
 namespace rill::math {
 namespace {
 
-template <class T>
-void IouSimilarity(KernelContext& ctx) {
+template <class T> void IouSimilarity(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   const std::vector<int64_t> xd = x.dims(), yd = y.dims();

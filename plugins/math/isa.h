@@ -38,8 +38,7 @@ struct IsaAvx512 {};
 
 // f(tag) with the tag of MathIsa()'s set: f takes the tag's type as `auto` and returns the
 // set's functions (one type whatever the set).
-template <class F>
-auto ForMathIsa(F&& f) {
+template <class F> auto ForMathIsa(F&& f) {
   switch (MathIsa()) {
 #if defined(RILL_MATH_X86_ISAS)
     case Isa::kAvx512: return f(IsaAvx512{});

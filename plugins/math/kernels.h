@@ -19,24 +19,21 @@ namespace rill::math {
 
 // Registers `pick(T{})` — a KernelFn for element type T — as the CPU kernel of `op` for
 // every T in Ts:  RegisterCpu<float, double>(r, "relu", [](auto t) { return &Relu<decltype(t)>; });
-template <class... Ts, class Pick>
-void RegisterCpu(Registrar& r, const char* op, Pick pick) {
+template <class... Ts, class Pick> void RegisterCpu(Registrar& r, const char* op, Pick pick) {
   (r.Kernel(op, RILL_CPU, DataTypeOf<Ts>::value, pick(Ts{})), ...);
 }
 
 // The same for a kernel class K<T> (Registrar::StatefulKernel), for every T in Ts:
 // RegisterCpuStateful<Ts...>(r, "elementwise_add", KernelClass<Elementwise, Add>{}).
 template <class T> struct TypeTag { using type = T; };
-template <class... Ts, class Pick>
-void RegisterCpuStateful(Registrar& r, const char* op, Pick pick) {
+template <class... Ts, class Pick> void RegisterCpuStateful(Registrar& r, const char* op, Pick pick) {
   (r.StatefulKernel<typename decltype(pick(Ts{}))::type>(op, RILL_CPU, DataTypeOf<Ts>::value), ...);
 }
 
 template <class T> using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
 template <class T> using ConstVecMap = Eigen::Map<const Vec<T>>;
 template <class T> using VecMap = Eigen::Map<Vec<T>>;
-template <class T>
-using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T> using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 template <class T> using ConstMatrixMap = Eigen::Map<const Matrix<T>>;
 template <class T> using MatrixMap = Eigen::Map<Matrix<T>>;
 

@@ -30,8 +30,7 @@ AxisView ViewOf(KernelContext& ctx, const std::vector<int64_t>& d) {
   return v;
 }
 
-template <class T>
-void Norm(KernelContext& ctx) {
+template <class T> void Norm(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const AxisView v = ViewOf(ctx, x.dims());
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
@@ -54,8 +53,7 @@ void Norm(KernelContext& ctx) {
   });
 }
 
-template <class T>
-void NormGrad(KernelContext& ctx) {
+template <class T> void NormGrad(KernelContext& ctx) {
   if (!ctx.HasOutput("X@GRAD")) return;
   Tensor x = ctx.Input("X");
   const AxisView v = ViewOf(ctx, x.dims());
@@ -63,7 +61,8 @@ void NormGrad(KernelContext& ctx) {
   if (norm.numel() != v.pre * v.post) {
     throw Error("Norm " + DimsString(norm.dims()) + " is not shaped like " + DimsString(v.norm_dims));
   }
-  if (g.dims() != x.dims()) throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like X " + DimsString(x.dims()));
+  if (g.dims() != x.dims())
+    throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like X " + DimsString(x.dims()));
   const T *px = x.data<T>(), *pn = norm.data<T>(), *pg = g.data<T>();
   T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
   ParallelFor(v.pre, static_cast<double>(x.numel()) * sizeof(T) * 3, [&](int64_t, int64_t begin, int64_t end) {
@@ -86,15 +85,16 @@ void NormGrad(KernelContext& ctx) {
 }  // namespace
 
 void RegisterL2Norm(Registrar& r) {
-  const OpSchema norm = OpSchema("norm")
-      .Doc("Out = X / Norm, Norm = sqrt(the sum of X^2 along axis + epsilon): Fluid's l2_normalize.")
-      .Input("X", "any shape")
-      .Output("Out", "shaped like X")
-      .Output("Norm", "X's dims with 1 at axis: the norms, kept for the gradient")
-      .Attr("axis", int64_t{1}, "the dim normalized along (negative from the end)")
-      .Attr("epsilon", 1e-10f, "added under the root")
-      .KernelDtypeFrom("X")
-      .Grad("norm_grad", "X,Norm,Out@GRAD", "X");
+  const OpSchema norm =
+      OpSchema("norm")
+          .Doc("Out = X / Norm, Norm = sqrt(the sum of X^2 along axis + epsilon): Fluid's l2_normalize.")
+          .Input("X", "any shape")
+          .Output("Out", "shaped like X")
+          .Output("Norm", "X's dims with 1 at axis: the norms, kept for the gradient")
+          .Attr("axis", int64_t{1}, "the dim normalized along (negative from the end)")
+          .Attr("epsilon", 1e-10f, "added under the root")
+          .KernelDtypeFrom("X")
+          .Grad("norm_grad", "X,Norm,Out@GRAD", "X");
   r.Op(norm);
   r.Op(norm.MakeGradSchema());
   RegisterCpu<float, double>(r, "norm", [](auto t) { return &Norm<decltype(t)>; });

@@ -22,14 +22,16 @@ std::vector<int64_t> ReadIds(KernelContext& ctx, bool v2, int64_t rows, std::vec
   Tensor ids = ctx.Input("Ids");
   std::vector<int64_t> dims = ids.dims();
   if (!v2) {
-    if (dims.empty() || dims.back() != 1) throw Error("Ids " + DimsString(dims) + " must end in a dim of 1 (lookup_table_v2 takes any)");
+    if (dims.empty() || dims.back() != 1)
+      throw Error("Ids " + DimsString(dims) + " must end in a dim of 1 (lookup_table_v2 takes any)");
     dims.pop_back();
   }
   const std::vector<int64_t> v = IntsOf(ids, "Ids");
   const int64_t padding = ctx.Attr<int64_t>("padding_idx");
   for (size_t i = 0; i < v.size(); ++i) {
     if ((v[i] < 0 || v[i] >= rows) && !IsPadding(v[i], padding)) {
-      throw Error("Ids[" + std::to_string(i) + "] is " + std::to_string(v[i]) + ", not a row of W's " + std::to_string(rows));
+      throw Error("Ids[" + std::to_string(i) + "] is " + std::to_string(v[i]) + ", not a row of W's " +
+                  std::to_string(rows));
     }
   }
   if (out_dims != nullptr) *out_dims = dims;
@@ -38,8 +40,7 @@ std::vector<int64_t> ReadIds(KernelContext& ctx, bool v2, int64_t rows, std::vec
 
 // W's rows: a [rows, width] tensor, or SelectedRows (a table a parameter server holds part
 // of), whose row numbers an id is looked up among: an id it does not hold is an error.
-template <class T>
-struct Table {
+template <class T> struct Table {
   const T* values;
   int64_t rows, width;
   bool sparse = false;
@@ -84,15 +85,15 @@ struct Table {
         continue;
       }
       const auto it = index.find(ids[i]);
-      if (it == index.end()) throw Error("Ids names row " + std::to_string(ids[i]) + ", which W's SelectedRows do not hold");
+      if (it == index.end())
+        throw Error("Ids names row " + std::to_string(ids[i]) + ", which W's SelectedRows do not hold");
       rows_of[i] = values + it->second * width;
     }
     return rows_of;
   }
 };
 
-template <class T, bool kV2>
-void LookupTable(KernelContext& ctx) {
+template <class T, bool kV2> void LookupTable(KernelContext& ctx) {
   const Table<T> table(ctx);
   std::vector<int64_t> out_dims;
   const std::vector<int64_t> ids = ReadIds(ctx, kV2, table.rows, &out_dims);
@@ -107,8 +108,7 @@ void LookupTable(KernelContext& ctx) {
 // W@GRAD: Out@GRAD's rows added into the rows Ids name (padding rows left out); dense, or
 // SelectedRows of every looked-up row in Ids' order when is_sparse (repeats kept, as in
 // Fluid; whoever applies them adds them up).
-template <class T, bool kV2>
-void LookupTableGrad(KernelContext& ctx) {
+template <class T, bool kV2> void LookupTableGrad(KernelContext& ctx) {
   Tensor w = ctx.Input("W");
   const std::vector<int64_t> wd = w.dims();
   const int64_t width = wd.at(1);
@@ -134,22 +134,22 @@ void LookupTableGrad(KernelContext& ctx) {
   }
 }
 
-template <bool kV2>
-void Add(Registrar& r, const char* type) {
+template <bool kV2> void Add(Registrar& r, const char* type) {
   const std::string grad = std::string(type) + "_grad";
-  const OpSchema schema = OpSchema(type)
-      .Doc(kV2 ? "Out = the rows of W that Ids names: Out's dims are Ids' dims + [W's width]; a row for "
-                 "padding_idx is zeros."
-               : "Out = the rows of W that Ids names: Ids' dims end in 1, which Out's replace by W's width; a "
-                 "row for padding_idx is zeros.")
-      .Input("W", "the table, [rows, width]; or SelectedRows of its rows (each id must be one of them)")
-      .Input("Ids", "int64 (or int32) row numbers")
-      .Output("Out", "the rows")
-      .Attr("padding_idx", int64_t{kNoPadding}, "an id whose row is zeros and gets no gradient; -1: none")
-      .Attr("is_sparse", false, "W's gradient as SelectedRows of the looked-up rows")
-      .Attr("is_distributed", false, "informational (a distributed table)")
-      .KernelDtypeFrom("W")
-      .Grad(grad, "W,Ids,Out@GRAD", "W");
+  const OpSchema schema =
+      OpSchema(type)
+          .Doc(kV2 ? "Out = the rows of W that Ids names: Out's dims are Ids' dims + [W's width]; a row for "
+                     "padding_idx is zeros."
+                   : "Out = the rows of W that Ids names: Ids' dims end in 1, which Out's replace by W's width; a "
+                     "row for padding_idx is zeros.")
+          .Input("W", "the table, [rows, width]; or SelectedRows of its rows (each id must be one of them)")
+          .Input("Ids", "int64 (or int32) row numbers")
+          .Output("Out", "the rows")
+          .Attr("padding_idx", int64_t{kNoPadding}, "an id whose row is zeros and gets no gradient; -1: none")
+          .Attr("is_sparse", false, "W's gradient as SelectedRows of the looked-up rows")
+          .Attr("is_distributed", false, "informational (a distributed table)")
+          .KernelDtypeFrom("W")
+          .Grad(grad, "W,Ids,Out@GRAD", "W");
   r.Op(schema);
   r.Op(schema.MakeGradSchema());
   RegisterCpu<float, double, int8_t>(r, type, [](auto t) { return &LookupTable<decltype(t), kV2>; });

@@ -41,10 +41,10 @@ void SigmoidCrossEntropyBackward(const T* x, const T* label, const T* g, T* dx, 
   }
 }
 
-#define RILL_MATH_LOSS_LOOPS(T)                                                                                     \
-  template void SigmoidCrossEntropyForward<RILL_MATH_ISA_TAG, T>(const T*, const T*, T*, int64_t, int64_t, T, T); \
-  template void SigmoidCrossEntropyBackward<RILL_MATH_ISA_TAG, T>(const T*, const T*, const T*, T*, int64_t,       \
-                                                                   int64_t, T, T);
+#define RILL_MATH_LOSS_LOOPS(T)                                                                                       \
+  template void SigmoidCrossEntropyForward<RILL_MATH_ISA_TAG, T>(const T*, const T*, T*, int64_t, int64_t, T, T);     \
+  template void SigmoidCrossEntropyBackward<RILL_MATH_ISA_TAG, T>(const T*, const T*, const T*, T*, int64_t, int64_t, \
+                                                                  T, T);
 RILL_MATH_LOSS_LOOPS(float)
 RILL_MATH_LOSS_LOOPS(double)
 

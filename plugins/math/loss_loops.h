@@ -15,8 +15,7 @@ namespace rill::math::loss {
 
 // sigmoid_cross_entropy_with_logits: an element whose label is `ignore` gives 0; the others
 // are divided by `div`.
-template <class T>
-struct SigmoidCrossEntropyLoops {
+template <class T> struct SigmoidCrossEntropyLoops {
   // out = max(x, 0) - x * label + ln(1 + exp(-|x|))
   void (*forward)(const T* x, const T* label, T* out, int64_t begin, int64_t end, T ignore, T div);
   // dx = (sigmoid(x) - label) * g
@@ -30,8 +29,7 @@ template <class Set, class T>
 void SigmoidCrossEntropyBackward(const T* x, const T* label, const T* g, T* dx, int64_t begin, int64_t end, T ignore,
                                  T div);
 
-template <class T>
-SigmoidCrossEntropyLoops<T> SigmoidCrossEntropyLoopsFor() {
+template <class T> SigmoidCrossEntropyLoops<T> SigmoidCrossEntropyLoopsFor() {
   return ForMathIsa([](auto set) {
     using Set = decltype(set);
     return SigmoidCrossEntropyLoops<T>{&SigmoidCrossEntropyForward<Set, T>, &SigmoidCrossEntropyBackward<Set, T>};

@@ -45,8 +45,7 @@ ChannelLayout LayoutOfX(KernelContext& ctx, const std::vector<int64_t>& d) {
   return l;
 }
 
-template <class T>
-void Lrn(KernelContext& ctx) {
+template <class T> void Lrn(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const LrnAttrs a = AttrsOf(ctx);
   const ChannelLayout l = LayoutOfX(ctx, x.dims());
@@ -71,8 +70,7 @@ void Lrn(KernelContext& ctx) {
   ctx.Output("Out").set_lod(x.lod());
 }
 
-template <class T>
-void LrnGrad(KernelContext& ctx) {
+template <class T> void LrnGrad(KernelContext& ctx) {
   if (!ctx.HasOutput("X@GRAD")) return;
   Tensor x = ctx.Input("X");
   const LrnAttrs a = AttrsOf(ctx);
@@ -109,19 +107,21 @@ void LrnGrad(KernelContext& ctx) {
 }  // namespace
 
 void RegisterLrn(Registrar& r) {
-  const OpSchema lrn = OpSchema("lrn")
-      .Doc("Local response normalization across channels, as Paddle defines it: MidOut = k + alpha * (the sum of "
-           "the squares of the n channels centred on each), Out = X * MidOut^-beta (alpha not divided by n).")
-      .Input("X", "[N, C, H, W], or [N, H, W, C] under data_format NHWC")
-      .Output("Out", "shaped like X, with its LoD")
-      .Output("MidOut", "k + alpha * the window's sum of squares, kept for the gradient")
-      .Attr("n", int64_t{5}, "the channels in a window: odd")
-      .Attr("k", 2.0f, "the bias")
-      .Attr("alpha", 1e-4f, "the scale of the sum of squares")
-      .Attr("beta", 0.75f, "the power")
-      .Attr("data_format", "AnyLayout", "NCHW or NHWC (AnyLayout: NCHW)")
-      .KernelDtypeFrom("X")
-      .Grad("lrn_grad", "X,Out,MidOut,Out@GRAD", "X");
+  const OpSchema lrn =
+      OpSchema("lrn")
+          .Doc(
+              "Local response normalization across channels, as Paddle defines it: MidOut = k + alpha * (the sum of "
+              "the squares of the n channels centred on each), Out = X * MidOut^-beta (alpha not divided by n).")
+          .Input("X", "[N, C, H, W], or [N, H, W, C] under data_format NHWC")
+          .Output("Out", "shaped like X, with its LoD")
+          .Output("MidOut", "k + alpha * the window's sum of squares, kept for the gradient")
+          .Attr("n", int64_t{5}, "the channels in a window: odd")
+          .Attr("k", 2.0f, "the bias")
+          .Attr("alpha", 1e-4f, "the scale of the sum of squares")
+          .Attr("beta", 0.75f, "the power")
+          .Attr("data_format", "AnyLayout", "NCHW or NHWC (AnyLayout: NCHW)")
+          .KernelDtypeFrom("X")
+          .Grad("lrn_grad", "X,Out,MidOut,Out@GRAD", "X");
   r.Op(lrn);
   r.Op(lrn.MakeGradSchema());
   RegisterCpu<float, double>(r, "lrn", [](auto t) { return &Lrn<decltype(t)>; });

@@ -12,7 +12,8 @@ namespace {
 
 // mul's x_num_col_dims and y_num_col_dims, each checked to split its operand into a
 // matrix (a 1-D operand: 1) before it is used as a count of dims.
-std::pair<size_t, size_t> NumColDims(KernelContext& ctx, const std::vector<int64_t>& xd, const std::vector<int64_t>& yd) {
+std::pair<size_t, size_t> NumColDims(KernelContext& ctx, const std::vector<int64_t>& xd,
+                                     const std::vector<int64_t>& yd) {
   const int64_t xn = ctx.Attr<int64_t>("x_num_col_dims"), yn = ctx.Attr<int64_t>("y_num_col_dims");
   const auto splits = [](int64_t n, const std::vector<int64_t>& d) {
     return n >= 1 && n < static_cast<int64_t>(d.size()) + (d.size() == 1 ? 1 : 0);
@@ -24,8 +25,7 @@ std::pair<size_t, size_t> NumColDims(KernelContext& ctx, const std::vector<int64
   return {static_cast<size_t>(xn), static_cast<size_t>(yn)};
 }
 
-template <class T>
-void Mul(KernelContext& ctx) {
+template <class T> void Mul(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   const std::vector<int64_t> xd = x.dims(), yd = y.dims();
@@ -39,11 +39,10 @@ void Mul(KernelContext& ctx) {
   std::vector<int64_t> out_dims(xd.begin(), xd.begin() + static_cast<std::ptrdiff_t>(xn));
   out_dims.insert(out_dims.end(), yd.begin() + static_cast<std::ptrdiff_t>(yn), yd.end());
   WriteOutput<T>(ctx, "Out", {"X", "Y"}, out_dims,
-             [&](T* out) { Gemm<T>(false, false, m, n, k, T(1), x.data<T>(), y.data<T>(), T(0), out); });
+                 [&](T* out) { Gemm<T>(false, false, m, n, k, T(1), x.data<T>(), y.data<T>(), T(0), out); });
 }
 
-template <class T, bool kV2>
-void MatMul(KernelContext& ctx) {
+template <class T, bool kV2> void MatMul(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   const MatMulPlan plan = PlanMatMul(ctx, x.dims(), y.dims(), kV2);
@@ -60,8 +59,7 @@ void MatMul(KernelContext& ctx) {
 }
 
 // fc: Out = act(Input * W + Bias) on Input flattened at in_num_col_dims.
-template <class T>
-void Fc(KernelContext& ctx) {
+template <class T> void Fc(KernelContext& ctx) {
   Tensor in = ctx.Input("Input");
   Tensor w = ctx.Input("W");
   const std::vector<int64_t> id = in.dims(), wd = w.dims();
@@ -81,7 +79,8 @@ void Fc(KernelContext& ctx) {
   const T* bias = nullptr;
   if (ctx.HasInput("Bias")) {
     Tensor b = ctx.Input("Bias");
-    if (b.numel() != n) throw Error("Bias " + DimsString(b.dims()) + " does not have W's " + std::to_string(n) + " columns");
+    if (b.numel() != n)
+      throw Error("Bias " + DimsString(b.dims()) + " does not have W's " + std::to_string(n) + " columns");
     bias = b.data<T>();
   }
   std::vector<int64_t> out_dims(id.begin(), id.begin() + static_cast<std::ptrdiff_t>(cols));
@@ -95,8 +94,7 @@ void Fc(KernelContext& ctx) {
 }
 
 // X@GRAD = Out@GRAD * Y^T, Y@GRAD = X^T * Out@GRAD on the flattened matrices.
-template <class T>
-void MulGrad(KernelContext& ctx) {
+template <class T> void MulGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   Tensor g = ctx.Input("Out@GRAD");
@@ -115,8 +113,7 @@ void MulGrad(KernelContext& ctx) {
 // dA = alpha G B^T and dB = alpha A^T G, written in X's and Y's stored orientation
 // (dX = dA^T when X is transposed, likewise Y). A matrix broadcast over several products
 // sums their gradients: the first product writes it (beta 0), the others add (beta 1).
-template <class T, bool kV2>
-void MatMulGrad(KernelContext& ctx) {
+template <class T, bool kV2> void MatMulGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   Tensor g = ctx.Input("Out@GRAD");
@@ -155,64 +152,70 @@ void MatMulGrad(KernelContext& ctx) {
 
 void RegisterMatMul(Registrar& r) {
   const OpSchema mul = OpSchema("mul")
-           .Doc("Out = X * Y as matrices: X flattened to [prod(X.dims[:x_num_col_dims]), rest], Y to "
-                "[prod(Y.dims[:y_num_col_dims]), rest]; Out has dims X.dims[:x_num_col_dims] + "
-                "Y.dims[y_num_col_dims:].")
-           .Input("X", "left operand")
-           .Input("Y", "right operand")
-           .Output("Out", "the product")
-           .Attr("x_num_col_dims", int64_t{1}, "leading dims of X that form the rows")
-           .Attr("y_num_col_dims", int64_t{1}, "leading dims of Y that form the rows")
-           .KernelDtypeFrom("X")
-           .Grad("mul_grad", "X,Y,Out@GRAD", "X,Y");
+                           .Doc(
+                               "Out = X * Y as matrices: X flattened to [prod(X.dims[:x_num_col_dims]), rest], Y to "
+                               "[prod(Y.dims[:y_num_col_dims]), rest]; Out has dims X.dims[:x_num_col_dims] + "
+                               "Y.dims[y_num_col_dims:].")
+                           .Input("X", "left operand")
+                           .Input("Y", "right operand")
+                           .Output("Out", "the product")
+                           .Attr("x_num_col_dims", int64_t{1}, "leading dims of X that form the rows")
+                           .Attr("y_num_col_dims", int64_t{1}, "leading dims of Y that form the rows")
+                           .KernelDtypeFrom("X")
+                           .Grad("mul_grad", "X,Y,Out@GRAD", "X,Y");
   r.Op(mul);
   r.Op(mul.MakeGradSchema());
   RegisterCpu<float, double>(r, "mul", [](auto t) { return &Mul<decltype(t)>; });
   RegisterCpu<float, double>(r, "mul_grad", [](auto t) { return &MulGrad<decltype(t)>; });
   const OpSchema matmul = OpSchema("matmul")
-           .Doc("Out = alpha * op(X) * op(Y), op transposing when asked; leading dims are a batch "
-                "(broadcast as numpy's); a 1-D X is a row vector and a 1-D Y a column vector, "
-                "their dimension dropped from Out.")
-           .Input("X", "left operand")
-           .Input("Y", "right operand")
-           .Output("Out", "the product")
-           .Attr("transpose_X", false, "transpose the last two dims of X")
-           .Attr("transpose_Y", false, "transpose the last two dims of Y")
-           .Attr("alpha", 1.0, "scale of the product")
-           .KernelDtypeFrom("X")
-           .Grad("matmul_grad", "X,Y,Out@GRAD", "X,Y");
+                              .Doc(
+                                  "Out = alpha * op(X) * op(Y), op transposing when asked; leading dims are a batch "
+                                  "(broadcast as numpy's); a 1-D X is a row vector and a 1-D Y a column vector, "
+                                  "their dimension dropped from Out.")
+                              .Input("X", "left operand")
+                              .Input("Y", "right operand")
+                              .Output("Out", "the product")
+                              .Attr("transpose_X", false, "transpose the last two dims of X")
+                              .Attr("transpose_Y", false, "transpose the last two dims of Y")
+                              .Attr("alpha", 1.0, "scale of the product")
+                              .KernelDtypeFrom("X")
+                              .Grad("matmul_grad", "X,Y,Out@GRAD", "X,Y");
   r.Op(matmul);
   r.Op(matmul.MakeGradSchema());
   RegisterCpu<float, double>(r, "matmul", [](auto t) { return &MatMul<decltype(t), false>; });
   RegisterCpu<float, double>(r, "matmul_grad", [](auto t) { return &MatMulGrad<decltype(t), false>; });
-  const OpSchema matmul_v2 = OpSchema("matmul_v2")
-           .Doc("Out = op(X) * op(Y), op transposing when asked (Paddle 2.x's matmul); leading dims are a "
-                "batch (broadcast as numpy's); a 1-D X is a row vector and a 1-D Y a column vector, "
-                "their dimension dropped from Out.")
-           .Input("X", "left operand")
-           .Input("Y", "right operand")
-           .Output("Out", "the product")
-           .Attr("trans_x", false, "transpose the last two dims of X")
-           .Attr("trans_y", false, "transpose the last two dims of Y")
-           .KernelDtypeFrom("X")
-           .Grad("matmul_v2_grad", "X,Y,Out@GRAD", "X,Y");
+  const OpSchema matmul_v2 =
+      OpSchema("matmul_v2")
+          .Doc(
+              "Out = op(X) * op(Y), op transposing when asked (Paddle 2.x's matmul); leading dims are a "
+              "batch (broadcast as numpy's); a 1-D X is a row vector and a 1-D Y a column vector, "
+              "their dimension dropped from Out.")
+          .Input("X", "left operand")
+          .Input("Y", "right operand")
+          .Output("Out", "the product")
+          .Attr("trans_x", false, "transpose the last two dims of X")
+          .Attr("trans_y", false, "transpose the last two dims of Y")
+          .KernelDtypeFrom("X")
+          .Grad("matmul_v2_grad", "X,Y,Out@GRAD", "X,Y");
   r.Op(matmul_v2);
   r.Op(matmul_v2.MakeGradSchema());
   RegisterCpu<float, double>(r, "matmul_v2", [](auto t) { return &MatMul<decltype(t), true>; });
   RegisterCpu<float, double>(r, "matmul_v2_grad", [](auto t) { return &MatMulGrad<decltype(t), true>; });
 
-  const OpSchema fc = OpSchema("fc")
-           .Doc("Out = activation(Input * W + Bias): Input flattened to [prod(Input.dims[:in_num_col_dims]), rest], "
-                "W [rest, N], Bias [N] or [1, N]; Out has dims Input.dims[:in_num_col_dims] + [N]. Fluid's fused "
-                "inference op: it has no gradient.")
-           .Input("Input", "the input")
-           .Input("W", "the weights, [K, N]")
-           .Input("Bias", "added to every row, [N]", RILL_SLOT_OPTIONAL)
-           .Output("Out", "the result")
-           .Attr("in_num_col_dims", int64_t{1}, "leading dims of Input that form the rows")
-           .Attr("activation_type", "", "\"\" or \"relu\"")
-           .Attr("padding_weights", false, "W padded by 4 rows and columns (not supported: must be false)")
-           .KernelDtypeFrom("Input");
+  const OpSchema fc =
+      OpSchema("fc")
+          .Doc(
+              "Out = activation(Input * W + Bias): Input flattened to [prod(Input.dims[:in_num_col_dims]), rest], "
+              "W [rest, N], Bias [N] or [1, N]; Out has dims Input.dims[:in_num_col_dims] + [N]. Fluid's fused "
+              "inference op: it has no gradient.")
+          .Input("Input", "the input")
+          .Input("W", "the weights, [K, N]")
+          .Input("Bias", "added to every row, [N]", RILL_SLOT_OPTIONAL)
+          .Output("Out", "the result")
+          .Attr("in_num_col_dims", int64_t{1}, "leading dims of Input that form the rows")
+          .Attr("activation_type", "", "\"\" or \"relu\"")
+          .Attr("padding_weights", false, "W padded by 4 rows and columns (not supported: must be false)")
+          .KernelDtypeFrom("Input");
   r.Op(fc);
   RegisterCpu<float, double>(r, "fc", [](auto t) { return &Fc<decltype(t)>; });
 }

@@ -35,8 +35,7 @@ struct MatrixNmsAttrs {
 };
 
 // A detection: its class, its box in the image, its decayed score.
-template <class T>
-struct Detection {
+template <class T> struct Detection {
   int64_t label, box;
   T score;
 };
@@ -52,7 +51,8 @@ void MatrixNmsClass(int64_t label, const T* score, const T* boxes, int64_t m, co
   }
   if (order.empty()) return;
   std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return score[x] > score[y]; });
-  if (a.nms_top_k > -1 && static_cast<int64_t>(order.size()) > a.nms_top_k) order.resize(static_cast<size_t>(a.nms_top_k));
+  if (a.nms_top_k > -1 && static_cast<int64_t>(order.size()) > a.nms_top_k)
+    order.resize(static_cast<size_t>(a.nms_top_k));
   const size_t n = order.size();
   // iou[i * (i - 1) / 2 + j]: the IoU of the i-th and j-th best, j < i.
   std::vector<T> iou(n * (n - 1) / 2), max_iou(n, T(0));
@@ -76,8 +76,7 @@ void MatrixNmsClass(int64_t label, const T* score, const T* boxes, int64_t m, co
   }
 }
 
-template <class T>
-void MatrixNms(KernelContext& ctx) {
+template <class T> void MatrixNms(KernelContext& ctx) {
   Tensor bboxes = ctx.Input("BBoxes");
   Tensor scores = ctx.Input("Scores");
   const MatrixNmsAttrs a{ctx.Attr<int64_t>("background_label"), ctx.Attr<int64_t>("nms_top_k"),
@@ -101,7 +100,8 @@ void MatrixNms(KernelContext& ctx) {
       MatrixNmsClass(c, score_data + (i * classes + c) * m, box_data + i * m * 4, m, a, &image);
     }
     std::stable_sort(image.begin(), image.end(), [](const auto& x, const auto& y) { return x.score > y.score; });
-    if (a.keep_top_k > -1 && static_cast<int64_t>(image.size()) > a.keep_top_k) image.resize(static_cast<size_t>(a.keep_top_k));
+    if (a.keep_top_k > -1 && static_cast<int64_t>(image.size()) > a.keep_top_k)
+      image.resize(static_cast<size_t>(a.keep_top_k));
   }
 
   std::vector<uint64_t> lod{0};

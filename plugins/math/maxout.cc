@@ -17,8 +17,8 @@ namespace rill::math {
 namespace {
 
 struct MaxoutShape {
-  ChannelLayout in;      // X as [N, C, S]
-  ChannelLayout out;     // Out as [N, C / groups, S]
+  ChannelLayout in;   // X as [N, C, S]
+  ChannelLayout out;  // Out as [N, C / groups, S]
   int64_t groups;
   std::vector<int64_t> out_dims;
 };
@@ -47,8 +47,7 @@ MaxoutShape ShapeOf(KernelContext& ctx, const std::vector<int64_t>& d) {
 }
 
 // The channel of group `o` holding its maximum at (i, s): the lowest of equal ones.
-template <class T>
-int64_t ArgmaxOfGroup(const T* x, const MaxoutShape& s, int64_t i, int64_t o, int64_t k) {
+template <class T> int64_t ArgmaxOfGroup(const T* x, const MaxoutShape& s, int64_t i, int64_t o, int64_t k) {
   int64_t best = o * s.groups;
   for (int64_t g = 1; g < s.groups; ++g) {
     if (x[s.in.At(i, o * s.groups + g, k)] > x[s.in.At(i, best, k)]) best = o * s.groups + g;
@@ -56,8 +55,7 @@ int64_t ArgmaxOfGroup(const T* x, const MaxoutShape& s, int64_t i, int64_t o, in
   return best;
 }
 
-template <class T>
-void Maxout(KernelContext& ctx) {
+template <class T> void Maxout(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const MaxoutShape s = ShapeOf(ctx, x.dims());
   const T* px = x.data<T>();
@@ -82,8 +80,7 @@ void Maxout(KernelContext& ctx) {
   });
 }
 
-template <class T>
-void MaxoutGrad(KernelContext& ctx) {
+template <class T> void MaxoutGrad(KernelContext& ctx) {
   if (!ctx.HasOutput("X@GRAD")) return;
   Tensor x = ctx.Input("X");
   const MaxoutShape s = ShapeOf(ctx, x.dims());
@@ -97,7 +94,8 @@ void MaxoutGrad(KernelContext& ctx) {
   ParallelFor(s.in.n, static_cast<double>(x.numel()) * sizeof(T) * 2, [&](int64_t, int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       for (int64_t o = 0; o < s.out.c; ++o) {
-        for (int64_t k = 0; k < s.out.s; ++k) dx[s.in.At(i, ArgmaxOfGroup(px, s, i, o, k), k)] = dout[s.out.At(i, o, k)];
+        for (int64_t k = 0; k < s.out.s; ++k)
+          dx[s.in.At(i, ArgmaxOfGroup(px, s, i, o, k), k)] = dout[s.out.At(i, o, k)];
       }
     }
   });
@@ -106,14 +104,16 @@ void MaxoutGrad(KernelContext& ctx) {
 }  // namespace
 
 void RegisterMaxout(Registrar& r) {
-  const OpSchema maxout = OpSchema("maxout")
-      .Doc("Out's channel o = the maximum of X's channels o*groups ... o*groups + groups - 1, as Paddle defines it.")
-      .Input("X", "4-D, channels at `axis`")
-      .Output("Out", "X with C / groups channels")
-      .Attr("groups", int64_t{2}, "the channels in a group: more than 1, dividing C")
-      .Attr("axis", int64_t{1}, "the channel dim: 1 (NCHW), 3 or -1 (NHWC)")
-      .KernelDtypeFrom("X")
-      .Grad("maxout_grad", "X,Out@GRAD", "X");
+  const OpSchema maxout =
+      OpSchema("maxout")
+          .Doc(
+              "Out's channel o = the maximum of X's channels o*groups ... o*groups + groups - 1, as Paddle defines it.")
+          .Input("X", "4-D, channels at `axis`")
+          .Output("Out", "X with C / groups channels")
+          .Attr("groups", int64_t{2}, "the channels in a group: more than 1, dividing C")
+          .Attr("axis", int64_t{1}, "the channel dim: 1 (NCHW), 3 or -1 (NHWC)")
+          .KernelDtypeFrom("X")
+          .Grad("maxout_grad", "X,Out@GRAD", "X");
   r.Op(maxout);
   r.Op(maxout.MakeGradSchema());
   RegisterCpu<float, double>(r, "maxout", [](auto t) { return &Maxout<decltype(t)>; });

@@ -19,8 +19,7 @@ namespace rill::math {
 namespace {
 
 // out = the sum of every tensor in list input `slot`, each of out.size() elements of U.
-template <class U>
-void AddEach(KernelContext& ctx, const char* slot, std::vector<U>& out) {
+template <class U> void AddEach(KernelContext& ctx, const char* slot, std::vector<U>& out) {
   for (size_t i = 0; i < ctx.op().InputCount(slot); ++i) {
     Tensor t = ctx.Input(slot, i);
     if (t.dtype() != DataTypeOf<U>::value || t.numel() != static_cast<int64_t>(out.size())) {
@@ -32,8 +31,7 @@ void AddEach(KernelContext& ctx, const char* slot, std::vector<U>& out) {
   }
 }
 
-template <class T>
-void MeanIou(KernelContext& ctx) {
+template <class T> void MeanIou(KernelContext& ctx) {
   Tensor pred = ctx.Input("Predictions"), label = ctx.Input("Labels");
   const int64_t classes = ctx.Attr<int64_t>("num_classes");
   if (classes <= 0) throw Error("num_classes must be positive, got " + std::to_string(classes));
@@ -81,7 +79,8 @@ void RegisterMeanIou(Registrar& r) {
                 "mean_iou.cc).")
            .Input("Predictions", "int32/int64: each pixel's predicted class")
            .Input("Labels", "its true class, same dtype and element count")
-           .Input("InWrongs", "int32 [num_classes] earlier wrong counts, added", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+           .Input("InWrongs", "int32 [num_classes] earlier wrong counts, added",
+                  RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
            .Input("InCorrects", "int32 [num_classes] earlier correct counts, added",
                   RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
            .Input("InMeanIou", "float [1] earlier mean IoUs, added", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)

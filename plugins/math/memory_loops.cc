@@ -13,33 +13,30 @@
 
 namespace rill::math::memory {
 
-template <class Set, class Word>
-void Fill(Word* p, int64_t n, Word value) {
+template <class Set, class Word> void Fill(Word* p, int64_t n, Word value) {
   for (int64_t i = 0; i < n; ++i) p[i] = value;
 }
 
 // The bytes up to `to`'s next cache line one by one, so that each vector store of the rest
 // writes within one line: a store split across two lines costs more than a split load.
-template <class Set>
-void Copy(const uint8_t* __restrict from, uint8_t* __restrict to, int64_t n) {
+template <class Set> void Copy(const uint8_t* __restrict from, uint8_t* __restrict to, int64_t n) {
   constexpr uintptr_t kLine = 64;
-  const auto head = std::min<int64_t>(n, static_cast<int64_t>((kLine - reinterpret_cast<uintptr_t>(to) % kLine) % kLine));
+  const auto head =
+      std::min<int64_t>(n, static_cast<int64_t>((kLine - reinterpret_cast<uintptr_t>(to) % kLine) % kLine));
   for (int64_t i = 0; i < head; ++i) to[i] = from[i];
   for (int64_t i = head; i < n; ++i) to[i] = from[i];
 }
 
-template <class Set>
-void XorBytes(const uint8_t* from, uint8_t* to, int64_t n, uint8_t mask) {
+template <class Set> void XorBytes(const uint8_t* from, uint8_t* to, int64_t n, uint8_t mask) {
   for (int64_t i = 0; i < n; ++i) to[i] = from[i] ^ mask;
 }
 
-template <class Set, class Word>
-void Reverse(const Word* __restrict from, Word* __restrict to, int64_t n) {
+template <class Set, class Word> void Reverse(const Word* __restrict from, Word* __restrict to, int64_t n) {
   for (int64_t j = 0; j < n; ++j) to[j] = from[n - 1 - j];
 }
 
 #if defined(__AVX2__)  // the sets with 256-bit registers: not the baseline's SSE2
-namespace {  // internal to each set's copy: the helpers differ by the set's flags
+namespace {            // internal to each set's copy: the helpers differ by the set's flags
 
 // 256 bits of words, as GCC's vector extension (one register), and the lane indices a
 // shuffle of two of them takes.
@@ -47,16 +44,12 @@ typedef uint32_t U32x8 __attribute__((vector_size(32)));
 typedef int32_t I32x8 __attribute__((vector_size(32)));
 typedef uint64_t U64x4 __attribute__((vector_size(32)));
 typedef int64_t I64x4 __attribute__((vector_size(32)));
-template <class V, class Word>
-V Load256(const Word* p) {
+template <class V, class Word> V Load256(const Word* p) {
   V v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-template <class V, class Word>
-void Store256(Word* p, const V& v) {
-  std::memcpy(p, &v, sizeof v);
-}
+template <class V, class Word> void Store256(Word* p, const V& v) { std::memcpy(p, &v, sizeof v); }
 
 // One block: to[c * ts + r] = from[r * fs + c] for r, c < 32 / sizeof(Word), by rounds of
 // shuffles interleaving pairs of rows: a word at a time, then two, then four (8-byte

@@ -23,21 +23,17 @@ namespace memory {
 
 // p[0, n) = value. Instantiated by memory_loops.cc for each set's tag and uint8_t,
 // uint16_t, uint32_t, uint64_t.
-template <class Set, class Word>
-void Fill(Word* p, int64_t n, Word value);
+template <class Set, class Word> void Fill(Word* p, int64_t n, Word value);
 
 // to[0, n) = from[0, n), not overlapping.
-template <class Set>
-void Copy(const uint8_t* from, uint8_t* to, int64_t n);
+template <class Set> void Copy(const uint8_t* from, uint8_t* to, int64_t n);
 
 // to[i] = from[i] ^ mask for i in [0, n), to either from itself or not overlapping it
 // (logical_not: a bool is one byte holding 0 or 1).
-template <class Set>
-void XorBytes(const uint8_t* from, uint8_t* to, int64_t n, uint8_t mask);
+template <class Set> void XorBytes(const uint8_t* from, uint8_t* to, int64_t n, uint8_t mask);
 
 // to[j] = from[n - 1 - j] for j in [0, n), not overlapping (Word as for Fill).
-template <class Set, class Word>
-void Reverse(const Word* from, Word* to, int64_t n);
+template <class Set, class Word> void Reverse(const Word* from, Word* to, int64_t n);
 
 // to[c * to_stride + r] = from[r * from_stride + c] for r < rows, c < cols: a transposed
 // tile, not overlapping (uint32_t and uint64_t). Above the baseline, in blocks transposed
@@ -47,8 +43,7 @@ template <class Set, class Word>
 void Transpose(const Word* from, int64_t from_stride, Word* to, int64_t to_stride, int64_t rows, int64_t cols);
 
 // MathIsa()'s copies of each.
-template <class Word>
-auto FillFor() {
+template <class Word> auto FillFor() {
   static const auto loop = ForMathIsa([](auto set) { return &Fill<decltype(set), Word>; });
   return loop;
 }
@@ -60,13 +55,11 @@ inline auto XorBytesFor() {
   static const auto loop = ForMathIsa([](auto set) { return &XorBytes<decltype(set)>; });
   return loop;
 }
-template <class Word>
-auto ReverseFor() {
+template <class Word> auto ReverseFor() {
   static const auto loop = ForMathIsa([](auto set) { return &Reverse<decltype(set), Word>; });
   return loop;
 }
-template <class Word>
-auto TransposeFor() {
+template <class Word> auto TransposeFor() {
   static const auto loop = ForMathIsa([](auto set) { return &Transpose<decltype(set), Word>; });
   return loop;
 }

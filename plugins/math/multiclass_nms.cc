@@ -39,8 +39,8 @@ struct NmsAttrs {
 // One image's detections: class -> kept boxes, in output order. `score(c, m)` and
 // `box(c, m)` read box m's score and coordinates for class c.
 template <class T, class ScoreAt, class BoxAt>
-std::map<int64_t, std::vector<int64_t>> NmsImage(int64_t classes, int64_t boxes, const NmsAttrs& a,
-                                                 bool box_order, ScoreAt score, BoxAt box) {
+std::map<int64_t, std::vector<int64_t>> NmsImage(int64_t classes, int64_t boxes, const NmsAttrs& a, bool box_order,
+                                                 ScoreAt score, BoxAt box) {
   std::map<int64_t, std::vector<int64_t>> kept;
   int64_t total = 0;
   for (int64_t c = 0; c < classes; ++c) {
@@ -86,13 +86,15 @@ std::map<int64_t, std::vector<int64_t>> NmsImage(int64_t classes, int64_t boxes,
   return kept;
 }
 
-template <class T>
-void MulticlassNms(KernelContext& ctx) {
+template <class T> void MulticlassNms(KernelContext& ctx) {
   Tensor bboxes = ctx.Input("BBoxes");
   Tensor scores = ctx.Input("Scores");
-  const NmsAttrs a{ctx.Attr<int64_t>("background_label"), ctx.Attr<int64_t>("nms_top_k"),
-                   ctx.Attr<int64_t>("keep_top_k"),       ctx.Attr<bool>("normalized"),
-                   ctx.Attr<float>("score_threshold"),    ctx.Attr<float>("nms_threshold"),
+  const NmsAttrs a{ctx.Attr<int64_t>("background_label"),
+                   ctx.Attr<int64_t>("nms_top_k"),
+                   ctx.Attr<int64_t>("keep_top_k"),
+                   ctx.Attr<bool>("normalized"),
+                   ctx.Attr<float>("score_threshold"),
+                   ctx.Attr<float>("nms_threshold"),
                    ctx.Attr<float>("nms_eta")};
   const std::vector<int64_t> bd = bboxes.dims(), sd = scores.dims();
   const bool per_image = sd.size() == 3;  // Scores [N, C, M]; else [M, C]
@@ -102,8 +104,9 @@ void MulticlassNms(KernelContext& ctx) {
                 DimsString(bd));
   }
   if (per_image ? (bd[0] != sd[0] || bd[1] != sd[2]) : (bd[0] != sd[0] || bd[1] != sd[1])) {
-    throw Error("BBoxes " + DimsString(bd) + " does not match Scores " + DimsString(sd) +
-                (per_image ? ": want BBoxes [N, M, 4] for Scores [N, C, M]" : ": want BBoxes [M, C, 4] for Scores [M, C]"));
+    throw Error(
+        "BBoxes " + DimsString(bd) + " does not match Scores " + DimsString(sd) +
+        (per_image ? ": want BBoxes [N, M, 4] for Scores [N, C, M]" : ": want BBoxes [M, C, 4] for Scores [M, C]"));
   }
   const T* box_data = bboxes.data<T>();
   const T* score_data = scores.data<T>();
@@ -136,16 +139,18 @@ void MulticlassNms(KernelContext& ctx) {
       const int64_t m_all = sd[2];
       const T* s = score_data + i * classes * m_all;
       const T* b = box_data + i * m_all * 4;
-      kept = NmsImage<T>(classes, m_all, a, false, [&](int64_t c, int64_t m) { return s[c * m_all + m]; },
-                         [&](int64_t, int64_t m) { return b + m * 4; });
+      kept = NmsImage<T>(
+          classes, m_all, a, false, [&](int64_t c, int64_t m) { return s[c * m_all + m]; },
+          [&](int64_t, int64_t m) { return b + m * 4; });
       for (const auto& [c, ms] : kept) {
         for (int64_t m : ms) rows[i].push_back({c, i * m_all + m, b + m * 4, s[c * m_all + m]});
       }
     } else {
       const T* s = score_data + first * classes;
       const T* b = box_data + first * classes * 4;
-      kept = NmsImage<T>(classes, count, a, true, [&](int64_t c, int64_t m) { return s[m * classes + c]; },
-                         [&](int64_t c, int64_t m) { return b + (m * classes + c) * 4; });
+      kept = NmsImage<T>(
+          classes, count, a, true, [&](int64_t c, int64_t m) { return s[m * classes + c]; },
+          [&](int64_t c, int64_t m) { return b + (m * classes + c) * 4; });
       for (const auto& [c, ms] : kept) {
         for (int64_t m : ms) {
           rows[i].push_back({c, (first + m) * classes + c, b + (m * classes + c) * 4, s[m * classes + c]});
@@ -185,11 +190,12 @@ void MulticlassNms(KernelContext& ctx) {
 
 OpSchema NmsSchema(const char* type, int version) {
   OpSchema s = OpSchema(type)
-      .Doc("Per-class non-maximum suppression as Paddle defines it (see multiclass_nms.cc): each image's "
-           "kept detections as rows (label, score, x1, y1, x2, y2), by label, best first; Out's LoD gives "
-           "each image's rows.")
-      .Input("BBoxes", "[N, M, 4] boxes an image, or [M, C, 4] a box per class (with RoisNum or a LoD)")
-      .Input("Scores", "[N, C, M], or [M, C]");
+                   .Doc(
+                       "Per-class non-maximum suppression as Paddle defines it (see multiclass_nms.cc): each image's "
+                       "kept detections as rows (label, score, x1, y1, x2, y2), by label, best first; Out's LoD gives "
+                       "each image's rows.")
+                   .Input("BBoxes", "[N, M, 4] boxes an image, or [M, C, 4] a box per class (with RoisNum or a LoD)")
+                   .Input("Scores", "[N, C, M], or [M, C]");
   if (version >= 3) s.Input("RoisNum", "int32 [N]: each image's rows of [M, C] Scores", RILL_SLOT_OPTIONAL);
   s.Output("Out", "[detections, 6] rows (label, score, x1, y1, x2, y2), with each image's count as LoD");
   if (version >= 2) s.Output("Index", "int32 [detections, 1]: each row's box in the input", RILL_SLOT_OPTIONAL);

@@ -54,8 +54,7 @@ void Multiplex(KernelContext& ctx) {
   });
 }
 
-template <class T>
-void MultiplexGrad(KernelContext& ctx) {
+template <class T> void MultiplexGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const std::vector<int64_t> d = g.dims();
   if (d.empty()) throw Error("Out@GRAD needs a row dim");
@@ -81,12 +80,12 @@ void MultiplexGrad(KernelContext& ctx) {
 
 void RegisterMultiplex(Registrar& r) {
   const OpSchema multiplex = OpSchema("multiplex")
-      .Doc("Out[i] = X[Ids[i]][i]: each row taken from the tensor Ids names.")
-      .Input("Ids", "int32/int64 [M, 1]: for each row, which tensor of X")
-      .Input("X", "at least 2 tensors of one shape [M, ...]", RILL_SLOT_DUPLICABLE)
-      .Output("Out", "shaped like each of X")
-      .KernelDtypeFrom("X")
-      .Grad("multiplex_grad", "Out@GRAD,Ids", "X");
+                                 .Doc("Out[i] = X[Ids[i]][i]: each row taken from the tensor Ids names.")
+                                 .Input("Ids", "int32/int64 [M, 1]: for each row, which tensor of X")
+                                 .Input("X", "at least 2 tensors of one shape [M, ...]", RILL_SLOT_DUPLICABLE)
+                                 .Output("Out", "shaped like each of X")
+                                 .KernelDtypeFrom("X")
+                                 .Grad("multiplex_grad", "Out@GRAD,Ids", "X");
   r.Op(multiplex);
   r.Op(multiplex.MakeGradSchema());
   r.Kernel("multiplex", RILL_CPU, RILL_ANY_DTYPE, &Multiplex);

@@ -44,12 +44,8 @@ NormShape LayerNormShape(KernelContext& ctx, const std::vector<int64_t>& xd) {
 
 // One row of X: its mean and 1 / sqrt(variance + epsilon), the variance biased and taken
 // about the mean (two passes over the row, which is in cache for the second).
-template <class T>
-struct RowMoments {
-  T mean, var, inv_sigma;
-};
-template <class T>
-RowMoments<T> MomentsOf(const T* row, int64_t width, T eps) {
+template <class T> struct RowMoments { T mean, var, inv_sigma; };
+template <class T> RowMoments<T> MomentsOf(const T* row, int64_t width, T eps) {
   const ConstVecMap<T> x(row, width);
   RowMoments<T> m;
   m.mean = x.sum() / static_cast<T>(width);
@@ -61,8 +57,7 @@ RowMoments<T> MomentsOf(const T* row, int64_t width, T eps) {
 // Y = (X - mean) / sigma * Scale + Bias, row by row on the passes' team; each row's
 // moments are its own sums, so the result does not depend on the thread budget. Y may be
 // X itself: a row is read whole before it is written.
-template <class T>
-void LayerNormLoops(KernelContext& ctx) {
+template <class T> void LayerNormLoops(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const NormShape s = LayerNormShape(ctx, x.dims());
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
@@ -72,17 +67,18 @@ void LayerNormLoops(KernelContext& ctx) {
   T* py = ctx.AllocateOutput<T>("Y", x.dims());
   T* mean = ctx.HasOutput("Mean") ? ctx.AllocateOutput<T>("Mean", {s.rows}) : nullptr;
   T* var = ctx.HasOutput("Variance") ? ctx.AllocateOutput<T>("Variance", {s.rows}) : nullptr;
-  ParallelFor(s.rows, 3.0 * sizeof(T) * static_cast<double>(s.rows * s.width), [&](int64_t, int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const RowMoments<T> m = MomentsOf(px + r * s.width, s.width, eps);
-      VecMap<T> y(py + r * s.width, s.width);
-      y = (ConstVecMap<T>(px + r * s.width, s.width) - m.mean) * m.inv_sigma;
-      if (scale != nullptr) y *= ConstVecMap<T>(scale, s.width);
-      if (bias != nullptr) y += ConstVecMap<T>(bias, s.width);
-      if (mean != nullptr) mean[r] = m.mean;
-      if (var != nullptr) var[r] = m.var;
-    }
-  });
+  ParallelFor(s.rows, 3.0 * sizeof(T) * static_cast<double>(s.rows * s.width),
+              [&](int64_t, int64_t begin, int64_t end) {
+                for (int64_t r = begin; r < end; ++r) {
+                  const RowMoments<T> m = MomentsOf(px + r * s.width, s.width, eps);
+                  VecMap<T> y(py + r * s.width, s.width);
+                  y = (ConstVecMap<T>(px + r * s.width, s.width) - m.mean) * m.inv_sigma;
+                  if (scale != nullptr) y *= ConstVecMap<T>(scale, s.width);
+                  if (bias != nullptr) y += ConstVecMap<T>(bias, s.width);
+                  if (mean != nullptr) mean[r] = m.mean;
+                  if (var != nullptr) var[r] = m.var;
+                }
+              });
 }
 
 // With xhat = (x - mean) / sigma per row and dxhat = dy * scale:
@@ -90,8 +86,7 @@ void LayerNormLoops(KernelContext& ctx) {
 // dy * xhat; dbias = sum over rows of dy. Mean and variance are recomputed from X. Rows
 // are split across the passes' team; the column sums are kept per chunk and then summed
 // over the chunks (reduction.h), the same bits for any thread budget.
-template <class T>
-void LayerNormGradLoops(KernelContext& ctx) {
+template <class T> void LayerNormGradLoops(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const NormShape s = LayerNormShape(ctx, x.dims());
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
@@ -140,7 +135,8 @@ class OnednnLayerNorm {
     return RunIntraOp(Flops(s), 2 * Bytes(s), [&] {
       const auto call = Find(kForward, s, eps, scale != nullptr, bias != nullptr);
       if (!call->supported) return false;
-      std::vector<float> mean_aside(mean ? 0 : static_cast<size_t>(s.rows)), var_aside(var ? 0 : static_cast<size_t>(s.rows));
+      std::vector<float> mean_aside(mean ? 0 : static_cast<size_t>(s.rows)),
+          var_aside(var ? 0 : static_cast<size_t>(s.rows));
       std::vector<void*> memory{const_cast<float*>(x)};
       if (scale) memory.push_back(const_cast<float*>(scale));
       if (bias) memory.push_back(const_cast<float*>(bias));
@@ -195,8 +191,8 @@ class OnednnLayerNorm {
       if (scale) flags |= dnnl::normalization_flags::use_scale;
       if (shift) flags |= dnnl::normalization_flags::use_shift;
       const dnnl::layer_normalization_forward::primitive_desc forward(
-          dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_training, data, eps, flags), UserScratchpad(),
-          CpuEngine());
+          dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_training, data, eps, flags),
+          UserScratchpad(), CpuEngine());
       OnednnCall c;
       if (kind == kForward) {
         c.primitive = dnnl::layer_normalization_forward(forward);
@@ -230,8 +226,7 @@ class OnednnLayerNorm {
 
 // layer_norm and its gradient: fp32 on oneDNN (OnednnLayerNorm) unless Y is X's own
 // variable; otherwise, and fp64, the Eigen passes.
-template <class T>
-class LayerNorm {
+template <class T> class LayerNorm {
  public:
   explicit LayerNorm(const OpInfo&) {}
   void Compute(KernelContext& ctx) {
@@ -254,8 +249,7 @@ class LayerNorm {
   OnednnLayerNorm onednn_;
 };
 
-template <class T>
-class LayerNormGrad {
+template <class T> class LayerNormGrad {
  public:
   explicit LayerNormGrad(const OpInfo&) {}
   void Compute(KernelContext& ctx) {
@@ -265,8 +259,10 @@ class LayerNormGrad {
       if (s.rows > 0 && s.width > 0) {
         const float* scale = ctx.HasInput("Scale") ? ctx.Input("Scale").data<float>() : nullptr;
         float* dx = ctx.HasOutput("X@GRAD") ? ctx.AllocateOutput<float>("X@GRAD", x.dims()) : nullptr;
-        float* dscale = ctx.HasOutput("Scale@GRAD") ? ctx.AllocateOutput<float>("Scale@GRAD", ctx.Input("Scale").dims()) : nullptr;
-        float* dbias = ctx.HasOutput("Bias@GRAD") ? ctx.AllocateOutput<float>("Bias@GRAD", ctx.Input("Bias").dims()) : nullptr;
+        float* dscale =
+            ctx.HasOutput("Scale@GRAD") ? ctx.AllocateOutput<float>("Scale@GRAD", ctx.Input("Scale").dims()) : nullptr;
+        float* dbias =
+            ctx.HasOutput("Bias@GRAD") ? ctx.AllocateOutput<float>("Bias@GRAD", ctx.Input("Bias").dims()) : nullptr;
         const float* bias = ctx.HasInput("Bias") ? ctx.Input("Bias").data<float>() : nullptr;
         if (onednn_.Backward(s, ctx.Attr<float>("epsilon"), x.data<float>(), scale, bias,
                              ctx.Input("Y@GRAD").data<float>(), dx, dscale, dbias)) {
@@ -292,8 +288,7 @@ int64_t RunCount(const ChannelLayout& l) { return l.nhwc ? l.n * l.s : l.n * l.c
 //                in NHWC);
 //   acc(out, e): adds the run's expression e into per-channel sums out;
 //   out(p):      the run of p, writable.
-template <class T, class F>
-void ForEachRun(const ChannelLayout& l, int64_t begin, int64_t end, F f) {
+template <class T, class F> void ForEachRun(const ChannelLayout& l, int64_t begin, int64_t end, F f) {
   if (l.nhwc) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t at = r * l.c, c = l.c;
@@ -311,8 +306,7 @@ void ForEachRun(const ChannelLayout& l, int64_t begin, int64_t end, F f) {
 
 // A pass over every run of X that writes an output (f as ForEachRun's), moving `bytes`:
 // in parallel chunks when that is large (parallel_for.h).
-template <class T, class F>
-void WriteRuns(const ChannelLayout& l, double bytes, F f) {
+template <class T, class F> void WriteRuns(const ChannelLayout& l, double bytes, F f) {
   ParallelFor(RunCount(l), bytes, [&](int64_t, int64_t begin, int64_t end) { ForEachRun<T>(l, begin, end, f); });
 }
 
@@ -322,8 +316,7 @@ void WriteRuns(const ChannelLayout& l, double bytes, F f) {
 // blocks, not of runs (NHWC has one run per pixel: a running sum over thousands of rows
 // would lose fp32 digits). Each chunk of ParallelFor keeps sums of its own, added up in
 // chunk order.
-template <class T, size_t K, class F>
-std::array<std::vector<T>, K> SumRuns(const ChannelLayout& l, double bytes, F f) {
+template <class T, size_t K, class F> std::array<std::vector<T>, K> SumRuns(const ChannelLayout& l, double bytes, F f) {
   constexpr int64_t kBlockRuns = 64;
   const size_t c = static_cast<size_t>(l.c);
   const int64_t chunks = ParallelChunks(RunCount(l), bytes);
@@ -335,9 +328,8 @@ std::array<std::vector<T>, K> SumRuns(const ChannelLayout& l, double bytes, F f)
     for (size_t k = 0; k < K; ++k) sums[k] = block.data() + k * c;
     for (int64_t first = begin; first < end; first += kBlockRuns) {
       std::fill(block.begin(), block.end(), T(0));
-      ForEachRun<T>(l, first, std::min(first + kBlockRuns, end), [&](auto in, auto per, auto acc, auto) {
-        f(sums, in, per, acc);
-      });
+      ForEachRun<T>(l, first, std::min(first + kBlockRuns, end),
+                    [&](auto in, auto per, auto acc, auto) { f(sums, in, per, acc); });
       for (size_t i = 0; i < K * c; ++i) mine[i] += block[i];
     }
   });
@@ -356,8 +348,7 @@ std::array<std::vector<T>, K> SumRuns(const ChannelLayout& l, double bytes, F f)
 // variance normalize it, SavedMean and SavedVariance (1 / sqrt(var + epsilon)) keep them
 // for the gradient, and MeanOut/VarianceOut = momentum * running + (1 - momentum) * batch.
 // Y = X * a + b per channel, a = Scale / sqrt(var + epsilon), b = Bias - mean * a.
-template <class T>
-void BatchNorm(KernelContext& ctx) {
+template <class T> void BatchNorm(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const ChannelLayout l = LayoutOf(ctx, x.dims());
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
@@ -376,9 +367,8 @@ void BatchNorm(KernelContext& ctx) {
   if (!global) {
     mean = SumRuns<T, 1>(l, bytes, [&](auto sums, auto in, auto, auto acc) { acc(sums[0], in(px)); })[0];
     for (T& v : mean) v = m > 0 ? v / m : T(0);
-    var = SumRuns<T, 1>(l, bytes, [&](auto sums, auto in, auto per, auto acc) {
-      acc(sums[0], (in(px) - per(mean.data())).square());
-    })[0];
+    var = SumRuns<T, 1>(
+        l, bytes, [&](auto sums, auto in, auto per, auto acc) { acc(sums[0], (in(px)-per(mean.data())).square()); })[0];
     for (T& v : var) v = m > 0 ? v / m : T(0);
   }
   std::vector<T> inv_std(static_cast<size_t>(l.c)), a(static_cast<size_t>(l.c)), b(static_cast<size_t>(l.c));
@@ -388,7 +378,8 @@ void BatchNorm(KernelContext& ctx) {
     b[ch] = bias[ch] - mean[ch] * a[ch];
   }
   WriteOutput<T>(ctx, "Y", {"X"}, x.dims(), [&](T* y) {
-    WriteRuns<T>(l, 2 * bytes, [&](auto in, auto per, auto, auto out) { out(y) = in(px) * per(a.data()) + per(b.data()); });
+    WriteRuns<T>(l, 2 * bytes,
+                 [&](auto in, auto per, auto, auto out) { out(y) = in(px)*per(a.data()) + per(b.data()); });
   });
   const auto write = [&](const char* slot, const auto& values) {
     if (ctx.HasOutput(slot)) std::copy(values.begin(), values.end(), ctx.AllocateOutput<T>(slot, {l.c}));
@@ -410,8 +401,7 @@ void BatchNorm(KernelContext& ctx) {
 // sum dy * xhat, dx = scale * inv_std / m * (m dy - dbias - xhat dscale) in training; with
 // the running statistics (use_global_stats), dx = dy * scale * inv_std. Either is
 // dx = A dy + B x + C per channel.
-template <class T>
-void BatchNormGrad(KernelContext& ctx) {
+template <class T> void BatchNormGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const ChannelLayout l = LayoutOf(ctx, x.dims());
   const bool global = ctx.Attr<bool>("use_global_stats") || ctx.Attr<bool>("is_test");
@@ -423,14 +413,15 @@ void BatchNormGrad(KernelContext& ctx) {
   std::vector<T> inv_std(c);
   for (size_t ch = 0; ch < c; ++ch) inv_std[ch] = global ? T(1) / std::sqrt(saved_var[ch] + eps) : saved_var[ch];
   Tensor g = ctx.Input("Y@GRAD");
-  if (g.numel() != x.numel()) throw Error("Y@GRAD " + DimsString(g.dims()) + " is not shaped like X " + DimsString(x.dims()));
+  if (g.numel() != x.numel())
+    throw Error("Y@GRAD " + DimsString(g.dims()) + " is not shaped like X " + DimsString(x.dims()));
   const T* px = x.data<T>();
   const T* dy = g.data<T>();
   const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(x.numel());
   const T m = static_cast<T>(l.n * l.s);
   auto [dbias, dscale] = SumRuns<T, 2>(l, 2 * bytes, [&](auto sums, auto in, auto per, auto acc) {
     acc(sums[0], in(dy));
-    acc(sums[1], in(dy) * (in(px) - per(saved_mean)));
+    acc(sums[1], in(dy) * (in(px)-per(saved_mean)));
   });
   std::vector<T> ka(c), kb(c, T(0)), kc(c, T(0));
   for (size_t ch = 0; ch < c; ++ch) {
@@ -444,7 +435,7 @@ void BatchNormGrad(KernelContext& ctx) {
   if (ctx.HasOutput("X@GRAD")) {
     T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
     WriteRuns<T>(l, 3 * bytes, [&](auto in, auto per, auto, auto out) {
-      out(dx) = in(dy) * per(ka.data()) + in(px) * per(kb.data()) + per(kc.data());
+      out(dx) = in(dy)*per(ka.data()) + in(px)*per(kb.data()) + per(kc.data());
     });
   }
   if (ctx.HasOutput("Scale@GRAD")) std::copy(dscale.begin(), dscale.end(), ctx.AllocateOutput<T>("Scale@GRAD", {l.c}));
@@ -454,53 +445,59 @@ void BatchNormGrad(KernelContext& ctx) {
 }  // namespace
 
 void RegisterNorm(Registrar& r) {
-  const OpSchema batch_norm = OpSchema("batch_norm")
-      .Doc("Y = (X - mean) / sqrt(variance + epsilon) * Scale + Bias per channel: the batch's statistics over "
-           "N and the spatial dims in training (MeanOut/VarianceOut then move the running ones by momentum), "
-           "the running Mean and Variance with is_test or use_global_stats. The per-channel tensors have X's "
-           "dtype, but fp32 for an fp16 X (CUDA).")
-      .Input("X", "[N, C, ...] (NCHW) or [N, ..., C] (NHWC)")
-      .Input("Scale", "per channel")
-      .Input("Bias", "per channel")
-      .Input("Mean", "the running mean, per channel")
-      .Input("Variance", "the running variance, per channel")
-      .Input("MomentumTensor", "one element: momentum, in place of the attribute (fp32 or fp64)", RILL_SLOT_OPTIONAL)
-      .Output("Y", "the normalized X")
-      .Output("MeanOut", "the running mean updated (Fluid names Mean's variable)", RILL_SLOT_OPTIONAL)
-      .Output("VarianceOut", "the running variance updated (Fluid names Variance's variable)", RILL_SLOT_OPTIONAL)
-      .Output("SavedMean", "the batch mean, for the gradient", RILL_SLOT_OPTIONAL)
-      .Output("SavedVariance", "1 / sqrt(batch variance + epsilon), for the gradient", RILL_SLOT_OPTIONAL)
-      .Output("ReserveSpace", "unused (cuDNN's)", RILL_SLOT_OPTIONAL)
-      .Attr("momentum", 0.9, "how much of the running statistics stays each step")
-      .Attr("epsilon", 1e-5, "added to the variance")
-      .Attr("is_test", false, "inference: normalize by the running statistics")
-      .Attr("use_global_stats", false, "normalize by the running statistics in training too")
-      .Attr("trainable_statistics", false, "informational")
-      .Attr("data_layout", "NCHW", "NCHW or NHWC")
-      .KernelDtypeFrom("X")
-      .Grad("batch_norm_grad", "X,Scale,Bias,Mean,Variance,SavedMean,SavedVariance,Y@GRAD", "X,Scale,Bias");
+  const OpSchema batch_norm =
+      OpSchema("batch_norm")
+          .Doc(
+              "Y = (X - mean) / sqrt(variance + epsilon) * Scale + Bias per channel: the batch's statistics over "
+              "N and the spatial dims in training (MeanOut/VarianceOut then move the running ones by momentum), "
+              "the running Mean and Variance with is_test or use_global_stats. The per-channel tensors have X's "
+              "dtype, but fp32 for an fp16 X (CUDA).")
+          .Input("X", "[N, C, ...] (NCHW) or [N, ..., C] (NHWC)")
+          .Input("Scale", "per channel")
+          .Input("Bias", "per channel")
+          .Input("Mean", "the running mean, per channel")
+          .Input("Variance", "the running variance, per channel")
+          .Input("MomentumTensor", "one element: momentum, in place of the attribute (fp32 or fp64)",
+                 RILL_SLOT_OPTIONAL)
+          .Output("Y", "the normalized X")
+          .Output("MeanOut", "the running mean updated (Fluid names Mean's variable)", RILL_SLOT_OPTIONAL)
+          .Output("VarianceOut", "the running variance updated (Fluid names Variance's variable)", RILL_SLOT_OPTIONAL)
+          .Output("SavedMean", "the batch mean, for the gradient", RILL_SLOT_OPTIONAL)
+          .Output("SavedVariance", "1 / sqrt(batch variance + epsilon), for the gradient", RILL_SLOT_OPTIONAL)
+          .Output("ReserveSpace", "unused (cuDNN's)", RILL_SLOT_OPTIONAL)
+          .Attr("momentum", 0.9, "how much of the running statistics stays each step")
+          .Attr("epsilon", 1e-5, "added to the variance")
+          .Attr("is_test", false, "inference: normalize by the running statistics")
+          .Attr("use_global_stats", false, "normalize by the running statistics in training too")
+          .Attr("trainable_statistics", false, "informational")
+          .Attr("data_layout", "NCHW", "NCHW or NHWC")
+          .KernelDtypeFrom("X")
+          .Grad("batch_norm_grad", "X,Scale,Bias,Mean,Variance,SavedMean,SavedVariance,Y@GRAD", "X,Scale,Bias");
   r.Op(batch_norm);
   r.Op(batch_norm.MakeGradSchema());
   RegisterCpu<float, double>(r, "batch_norm", [](auto t) { return &BatchNorm<decltype(t)>; });
   RegisterCpu<float, double>(r, "batch_norm_grad", [](auto t) { return &BatchNormGrad<decltype(t)>; });
 
-  const OpSchema layer_norm = OpSchema("layer_norm")
-      .Doc("Y = (X - mean) / sqrt(variance + epsilon) * Scale + Bias, mean and variance over each row of X "
-           "flattened at begin_norm_axis; Mean and Variance hold them per row.")
-      .Input("X", "the input")
-      .Input("Scale", "per element of a row, [prod(X.dims[begin_norm_axis:])]", RILL_SLOT_OPTIONAL)
-      .Input("Bias", "per element of a row, likewise", RILL_SLOT_OPTIONAL)
-      .Output("Y", "the normalized X")
-      .Output("Mean", "each row's mean", RILL_SLOT_OPTIONAL)
-      .Output("Variance", "each row's (biased) variance", RILL_SLOT_OPTIONAL)
-      .Attr("epsilon", 1e-5, "added to the variance")
-      .Attr("begin_norm_axis", int64_t{1}, "the first dim of a row")
-      .KernelDtypeFrom("X")
-      .Grad("layer_norm_grad", "X,Scale,Bias,Y@GRAD", "X,Scale,Bias");
+  const OpSchema layer_norm =
+      OpSchema("layer_norm")
+          .Doc(
+              "Y = (X - mean) / sqrt(variance + epsilon) * Scale + Bias, mean and variance over each row of X "
+              "flattened at begin_norm_axis; Mean and Variance hold them per row.")
+          .Input("X", "the input")
+          .Input("Scale", "per element of a row, [prod(X.dims[begin_norm_axis:])]", RILL_SLOT_OPTIONAL)
+          .Input("Bias", "per element of a row, likewise", RILL_SLOT_OPTIONAL)
+          .Output("Y", "the normalized X")
+          .Output("Mean", "each row's mean", RILL_SLOT_OPTIONAL)
+          .Output("Variance", "each row's (biased) variance", RILL_SLOT_OPTIONAL)
+          .Attr("epsilon", 1e-5, "added to the variance")
+          .Attr("begin_norm_axis", int64_t{1}, "the first dim of a row")
+          .KernelDtypeFrom("X")
+          .Grad("layer_norm_grad", "X,Scale,Bias,Y@GRAD", "X,Scale,Bias");
   r.Op(layer_norm);
   r.Op(layer_norm.MakeGradSchema());
   RegisterCpuStateful<float, double>(r, "layer_norm", [](auto t) { return TypeTag<LayerNorm<decltype(t)>>{}; });
-  RegisterCpuStateful<float, double>(r, "layer_norm_grad", [](auto t) { return TypeTag<LayerNormGrad<decltype(t)>>{}; });
+  RegisterCpuStateful<float, double>(r, "layer_norm_grad",
+                                     [](auto t) { return TypeTag<LayerNormGrad<decltype(t)>>{}; });
 }
 
 }  // namespace rill::math

@@ -14,8 +14,7 @@
 
 namespace rill::math::norm {
 
-template <class T>
-struct GradLoops {
+template <class T> struct GradLoops {
   // *dot = sum(g * (x - mu) * k) and *total = sum(g) over [0, n).
   void (*sums)(const T* x, const T* g, int64_t n, T mu, T k, T* dot, T* total);
   // dx = alpha * g + beta * (x - mu) + gamma over [0, n).
@@ -23,13 +22,10 @@ struct GradLoops {
 };
 
 // Instantiated by norm_loops.cc for each set's tag, for float and double.
-template <class Set, class T>
-void GradSums(const T* x, const T* g, int64_t n, T mu, T k, T* dot, T* total);
-template <class Set, class T>
-void GradDx(const T* x, const T* g, int64_t n, T mu, T alpha, T beta, T gamma, T* dx);
+template <class Set, class T> void GradSums(const T* x, const T* g, int64_t n, T mu, T k, T* dot, T* total);
+template <class Set, class T> void GradDx(const T* x, const T* g, int64_t n, T mu, T alpha, T beta, T gamma, T* dx);
 
-template <class T>
-GradLoops<T> GradLoopsFor() {
+template <class T> GradLoops<T> GradLoopsFor() {
   return ForMathIsa([](auto set) {
     using Set = decltype(set);
     return GradLoops<T>{&GradSums<Set, T>, &GradDx<Set, T>};

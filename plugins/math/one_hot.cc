@@ -8,8 +8,7 @@
 namespace rill::math {
 namespace {
 
-template <bool kV2>
-void OneHot(KernelContext& ctx) {
+template <bool kV2> void OneHot(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   std::vector<int64_t> dims = x.dims();
   if constexpr (kV2) {
@@ -25,8 +24,8 @@ void OneHot(KernelContext& ctx) {
   const std::vector<int64_t> index = IntsOf(x, "X");
   for (size_t i = 0; i < index.size() && !allow; ++i) {
     if (index[i] < 0 || index[i] >= depth) {
-      throw Error("X[" + std::to_string(i) + "] = " + std::to_string(index[i]) + " is not in [0, depth = " +
-                  std::to_string(depth) + ")");
+      throw Error("X[" + std::to_string(i) + "] = " + std::to_string(index[i]) +
+                  " is not in [0, depth = " + std::to_string(depth) + ")");
     }
   }
   const auto dtype = static_cast<int32_t>(ctx.Attr<int64_t>("dtype"));

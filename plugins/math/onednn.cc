@@ -118,8 +118,9 @@ void OnednnCall::Prepare() {
   scratchpad_bytes = scratchpad.get_size();
   for (Operand& o : operands) {
     if (!o.Reordered()) continue;
-    o.reorder = o.output ? dnnl::reorder(dnnl::reorder::primitive_desc(engine, o.mine, engine, o.user, UserScratchpad()))
-                         : dnnl::reorder(dnnl::reorder::primitive_desc(engine, o.user, engine, o.mine, UserScratchpad()));
+    o.reorder = o.output
+                    ? dnnl::reorder(dnnl::reorder::primitive_desc(engine, o.mine, engine, o.user, UserScratchpad()))
+                    : dnnl::reorder(dnnl::reorder::primitive_desc(engine, o.user, engine, o.mine, UserScratchpad()));
     o.reorder_scratchpad = ScratchpadOf(o.reorder);
     scratchpad_bytes = std::max(scratchpad_bytes, o.reorder_scratchpad.get_size());
   }

@@ -43,10 +43,7 @@ class OnednnScratch {
     std::swap(data_, o.data_);
     return *this;
   }
-  template <class T = void>
-  T* data() const {
-    return static_cast<T*>(data_);
-  }
+  template <class T = void> T* data() const { return static_cast<T*>(data_); }
 
  private:
   size_t bytes_ = 0;
@@ -89,13 +86,11 @@ struct OnednnCall {
 
 // The calls one op made, by key (whatever decides the primitive: shapes, attributes, the
 // thread count), the most recently used first. Safe from several threads at once.
-template <class Key>
-class OnednnCache {
+template <class Key> class OnednnCache {
  public:
   // The call for `key`, made by `make()` on first use (a dnnl::error from it, or a reference
   // implementation: unsupported).
-  template <class Make>
-  std::shared_ptr<const OnednnCall> Find(const Key& key, Make make) {
+  template <class Make> std::shared_ptr<const OnednnCall> Find(const Key& key, Make make) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto it = entries_.begin(); it != entries_.end(); ++it) {

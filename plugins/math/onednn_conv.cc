@@ -52,7 +52,8 @@ OnednnCall MakeCall(OnednnConv::Kind kind, const ConvPlan& p) {
                      {DNNL_ARG_DST, y, forward_pd.dst_desc(), true}};
   } else if (kind == Kind::kBackwardData) {
     const dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, Wanted(x, true, p),
-                                                  Wanted(w, false, p), Wanted(y, true, p), strides, dilates, pad_l, pad_r);
+                                                  Wanted(w, false, p), Wanted(y, true, p), strides, dilates, pad_l,
+                                                  pad_r);
     const dnnl::convolution_backward_data::primitive_desc pd(d, UserScratchpad(), engine, forward_pd);
     call.primitive = dnnl::convolution_backward_data(pd);
     call.operands = {{DNNL_ARG_DIFF_DST, y, pd.diff_dst_desc()},
@@ -76,7 +77,8 @@ OnednnCall MakeCall(OnednnConv::Kind kind, const ConvPlan& p) {
 bool OnednnConv::Run(Kind kind, const ConvPlan& p, const float* in0, const float* in1, float* out) {
   if (p.n == 0 || p.c == 0 || p.m == 0 || p.oh == 0 || p.ow == 0) return false;
   const double flops = 2.0 * static_cast<double>(p.n * p.m * p.oh * p.ow) * static_cast<double>(p.col_rows());
-  const double bytes = sizeof(float) * static_cast<double>(p.n * p.c * p.h * p.w + p.m * p.col_rows() + p.n * p.m * p.oh * p.ow);
+  const double bytes =
+      sizeof(float) * static_cast<double>(p.n * p.c * p.h * p.w + p.m * p.col_rows() + p.n * p.m * p.oh * p.ow);
   return RunIntraOp(flops, bytes, [&] {
     // Made for the thread count it runs with.
     const Key key{kind, p, omp_get_max_threads()};

@@ -30,8 +30,7 @@ namespace rill::math {
 namespace {
 
 // The [1] learning rate, and the gradient checked against the parameter's shape.
-template <class T>
-T LearningRate(KernelContext& ctx) {
+template <class T> T LearningRate(KernelContext& ctx) {
   Tensor lr = ctx.Input("LearningRate");
   if (lr.numel() != 1) throw Error("LearningRate must hold one element, it has " + std::to_string(lr.numel()));
   return *lr.data<T>();
@@ -45,8 +44,7 @@ void CheckSameShape(const Tensor& a, const char* an, const Tensor& b, const char
 
 // The output `out_slot` holding `in_slot`'s current values, to be updated in place: the
 // input's own memory when the output is the same variable (the usual case), else a copy.
-template <class T>
-VecMap<T> InPlace(KernelContext& ctx, const char* out_slot, const char* in_slot) {
+template <class T> VecMap<T> InPlace(KernelContext& ctx, const char* out_slot, const char* in_slot) {
   Tensor in = ctx.Input(in_slot);
   if (OutputIsInput(ctx, out_slot, {in_slot})) {
     return VecMap<T>(in.mutable_data<T>(), in.numel());
@@ -66,8 +64,8 @@ int64_t SparseRowWidth(const Tensor& param, const Variable::SelectedRows& grad) 
   }
   const int64_t width = dims[0] == 0 ? 0 : param.numel() / dims[0];
   if (grad.value.numel() != static_cast<int64_t>(grad.count) * width) {
-    throw Error("Grad's value " + DimsString(grad.value.dims()) + " must hold " + std::to_string(grad.count) + " rows of " +
-                std::to_string(width) + " elements");
+    throw Error("Grad's value " + DimsString(grad.value.dims()) + " must hold " + std::to_string(grad.count) +
+                " rows of " + std::to_string(width) + " elements");
   }
   for (size_t i = 0; i < grad.count; ++i) {
     if (grad.rows[i] < 0 || grad.rows[i] >= grad.height) {
@@ -78,19 +76,18 @@ int64_t SparseRowWidth(const Tensor& param, const Variable::SelectedRows& grad) 
 }
 
 // sgd with a sparse gradient: only the gradient's rows of the parameter change.
-template <class T>
-void SparseSgd(KernelContext& ctx, const Variable::SelectedRows& grad) {
+template <class T> void SparseSgd(KernelContext& ctx, const Variable::SelectedRows& grad) {
   const int64_t width = SparseRowWidth(ctx.Input("Param"), grad);
   const T lr = LearningRate<T>(ctx);
   auto p = InPlace<T>(ctx, "ParamOut", "Param");
   const T* g = grad.value.data<T>();
-  for (size_t i = 0; i < grad.count; ++i) p.segment(grad.rows[i] * width, width) -= lr * ConstVecMap<T>(g + i * width, width);
+  for (size_t i = 0; i < grad.count; ++i)
+    p.segment(grad.rows[i] * width, width) -= lr * ConstVecMap<T>(g + i * width, width);
 }
 
 // sgd of a parameter held as SelectedRows (a slice of a table): each Grad row updates the
 // Param row of the same number, which must be there; Param is updated in place.
-template <class T>
-void SgdOfRows(KernelContext& ctx) {
+template <class T> void SgdOfRows(KernelContext& ctx) {
   Variable param = ctx.InputVar("Param"), grad = ctx.InputVar("Grad");
   if (!grad.IsSelectedRows()) throw Error("Param is SelectedRows: Grad must be SelectedRows too");
   if (!OutputIsInput(ctx, "ParamOut", {"Param"})) throw Error("Param is SelectedRows: ParamOut must be Param");
@@ -113,8 +110,7 @@ void SgdOfRows(KernelContext& ctx) {
   }
 }
 
-template <class T>
-void Sgd(KernelContext& ctx) {
+template <class T> void Sgd(KernelContext& ctx) {
   if (ctx.InputVar("Param").IsSelectedRows()) return SgdOfRows<T>(ctx);
   if (Variable grad = ctx.InputVar("Grad"); grad.IsSelectedRows()) return SparseSgd<T>(ctx, grad.selected_rows());
   Tensor param = ctx.Input("Param");
@@ -129,21 +125,20 @@ void Sgd(KernelContext& ctx) {
 // Grad's values shaped like Param. A SelectedRows Grad (momentum, adagrad and rmsprop take
 // one, as Paddle's sparse kernels do) has its rows summed into zeros: those kernels treat a
 // row it lacks as a zero gradient, which is what the dense update does with it.
-template <class T>
-struct DenseGrad {
+template <class T> struct DenseGrad {
   std::vector<T> spread;  // a SelectedRows Grad's rows in zeros
   const T* dense;         // a dense Grad's values; null for SelectedRows
   int64_t size;
   ConstVecMap<T> vec() const { return ConstVecMap<T>(dense != nullptr ? dense : spread.data(), size); }
 };
 
-template <class T>
-DenseGrad<T> DenseGradOf(KernelContext& ctx, bool rows_allowed) {
+template <class T> DenseGrad<T> DenseGradOf(KernelContext& ctx, bool rows_allowed) {
   Tensor param = ctx.Input("Param");
   if (Variable var = ctx.InputVar("Grad"); var.IsSelectedRows()) {
     if (!rows_allowed) {
-      throw Error(ctx.op().type() + " takes a dense Grad, not SelectedRows (sgd, momentum, adam, adagrad and rmsprop "
-                                    "take rows)");
+      throw Error(ctx.op().type() +
+                  " takes a dense Grad, not SelectedRows (sgd, momentum, adam, adagrad and rmsprop "
+                  "take rows)");
     }
     const Variable::SelectedRows rows = var.selected_rows();
     const int64_t width = SparseRowWidth(param, rows);
@@ -155,8 +150,7 @@ DenseGrad<T> DenseGradOf(KernelContext& ctx, bool rows_allowed) {
   return DenseGrad<T>{{}, grad.data<T>(), grad.numel()};
 }
 
-template <class T>
-void Momentum(KernelContext& ctx) {
+template <class T> void Momentum(KernelContext& ctx) {
   Tensor param = ctx.Input("Param");
   const DenseGrad<T> grad = DenseGradOf<T>(ctx, /*rows_allowed=*/true);
   Tensor velocity = ctx.Input("Velocity");
@@ -184,8 +178,7 @@ void Momentum(KernelContext& ctx) {
 // LARS (You et al.): momentum with a layer-local learning rate,
 // lr * lars_coeff * |Param| / (|Grad| + lars_weight_decay * |Param| + epsilon), where both
 // norms are non-zero and the decay positive (else lr itself), and the decay added to Grad.
-template <class T>
-void LarsMomentum(KernelContext& ctx) {
+template <class T> void LarsMomentum(KernelContext& ctx) {
   Tensor param = ctx.Input("Param");
   const DenseGrad<T> grad = DenseGradOf<T>(ctx, /*rows_allowed=*/false);
   CheckSameShape(param, "Param", ctx.Input("Velocity"), "Velocity");
@@ -195,8 +188,7 @@ void LarsMomentum(KernelContext& ctx) {
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
   const auto g = grad.vec();
   const T p_norm = std::sqrt(Flat<T>(param).square().sum()), g_norm = std::sqrt(g.square().sum());
-  const T local_lr = decay > 0 && p_norm > 0 && g_norm > 0 ? lr * coeff * p_norm / (g_norm + decay * p_norm + eps)
-                                                           : lr;
+  const T local_lr = decay > 0 && p_norm > 0 && g_norm > 0 ? lr * coeff * p_norm / (g_norm + decay * p_norm + eps) : lr;
   // The update reads Param before it changes: the decay term is taken first.
   const Vec<T> step = local_lr * (g + decay * Flat<T>(param));
   auto v = InPlace<T>(ctx, "VelocityOut", "Velocity");
@@ -206,8 +198,7 @@ void LarsMomentum(KernelContext& ctx) {
 
 // Adam on `g` (a gradient of `rows` rows of `width`, at rows `at` of the parameter, or
 // all of it when `at` is null).
-template <class T>
-void AdamUpdate(KernelContext& ctx, const T* g, const std::vector<int64_t>* at, int64_t width) {
+template <class T> void AdamUpdate(KernelContext& ctx, const T* g, const std::vector<int64_t>* at, int64_t width) {
   Tensor param = ctx.Input("Param");
   CheckSameShape(param, "Param", ctx.Input("Moment1"), "Moment1");
   CheckSameShape(param, "Param", ctx.Input("Moment2"), "Moment2");
@@ -228,7 +219,8 @@ void AdamUpdate(KernelContext& ctx, const T* g, const std::vector<int64_t>* at, 
     p.segment(offset, n) -= lr_t * m1s / (m2s.sqrt() + eps);
   };
   if (at == nullptr) update(0, param.numel(), g);
-  else for (size_t i = 0; i < at->size(); ++i) update((*at)[i] * width, width, g + static_cast<int64_t>(i) * width);
+  else
+    for (size_t i = 0; i < at->size(); ++i) update((*at)[i] * width, width, g + static_cast<int64_t>(i) * width);
   if (ctx.HasOutput("Beta1PowOut")) *ctx.Output("Beta1PowOut").Allocate<T>({1}) = b1_pow * b1;
   if (ctx.HasOutput("Beta2PowOut")) *ctx.Output("Beta2PowOut").Allocate<T>({1}) = b2_pow * b2;
 }
@@ -236,8 +228,7 @@ void AdamUpdate(KernelContext& ctx, const T* g, const std::vector<int64_t>* at, 
 // A SelectedRows gradient's repeated rows summed: Fluid's sparse Adam sees each row once.
 // lazy_mode updates those rows alone; otherwise every row is updated, the others with a
 // zero gradient (their moments decay), exactly as the dense gradient would.
-template <class T>
-void SparseAdam(KernelContext& ctx, const Variable::SelectedRows& grad) {
+template <class T> void SparseAdam(KernelContext& ctx, const Variable::SelectedRows& grad) {
   Tensor param = ctx.Input("Param");
   const int64_t width = SparseRowWidth(param, grad);
   const T* g = grad.value.data<T>();
@@ -249,8 +240,7 @@ void SparseAdam(KernelContext& ctx, const Variable::SelectedRows& grad) {
   AdamUpdate<T>(ctx, merged.values.data(), &merged.rows, width);
 }
 
-template <class T>
-void Adam(KernelContext& ctx) {
+template <class T> void Adam(KernelContext& ctx) {
   if (Variable grad = ctx.InputVar("Grad"); grad.IsSelectedRows()) return SparseAdam<T>(ctx, grad.selected_rows());
   Tensor grad = ctx.Input("Grad");
   CheckSameShape(ctx.Input("Param"), "Param", grad, "Grad");
@@ -258,14 +248,12 @@ void Adam(KernelContext& ctx) {
 }
 
 // The accumulator `in_slot`, checked against Param's shape, to update in place.
-template <class T>
-VecMap<T> Accumulator(KernelContext& ctx, const char* out_slot, const char* in_slot) {
+template <class T> VecMap<T> Accumulator(KernelContext& ctx, const char* out_slot, const char* in_slot) {
   CheckSameShape(ctx.Input("Param"), "Param", ctx.Input(in_slot), in_slot);
   return InPlace<T>(ctx, out_slot, in_slot);
 }
 
-template <class T, bool kDecayed>
-void Adagrad(KernelContext& ctx) {
+template <class T, bool kDecayed> void Adagrad(KernelContext& ctx) {
   const DenseGrad<T> grad = DenseGradOf<T>(ctx, /*rows_allowed=*/!kDecayed);
   const auto g = grad.vec();
   const T lr = LearningRate<T>(ctx);
@@ -280,8 +268,7 @@ void Adagrad(KernelContext& ctx) {
   InPlace<T>(ctx, "ParamOut", "Param") -= lr * g / (m.sqrt() + eps);
 }
 
-template <class T>
-void Rmsprop(KernelContext& ctx) {
+template <class T> void Rmsprop(KernelContext& ctx) {
   const DenseGrad<T> grad = DenseGradOf<T>(ctx, /*rows_allowed=*/true);
   const auto g = grad.vec();
   const T lr = LearningRate<T>(ctx);
@@ -301,8 +288,7 @@ void Rmsprop(KernelContext& ctx) {
   InPlace<T>(ctx, "ParamOut", "Param") -= mom;
 }
 
-template <class T>
-void Adamax(KernelContext& ctx) {
+template <class T> void Adamax(KernelContext& ctx) {
   const DenseGrad<T> grad = DenseGradOf<T>(ctx, /*rows_allowed=*/false);
   const auto g = grad.vec();
   const T lr = LearningRate<T>(ctx);
@@ -318,8 +304,7 @@ void Adamax(KernelContext& ctx) {
   InPlace<T>(ctx, "ParamOut", "Param") -= lr_t * m / u;
 }
 
-template <class T>
-void Adadelta(KernelContext& ctx) {
+template <class T> void Adadelta(KernelContext& ctx) {
   const DenseGrad<T> grad = DenseGradOf<T>(ctx, /*rows_allowed=*/false);
   const auto g = grad.vec();
   const T rho = static_cast<T>(ctx.Attr<float>("rho")), eps = static_cast<T>(ctx.Attr<float>("epsilon"));
@@ -334,8 +319,7 @@ void Adadelta(KernelContext& ctx) {
 
 // FTRL-proximal (McMahan et al.) as Paddle's ftrl kernel computes it, on `g` (rows of
 // `width` at rows `at` of the parameter, or all of it when `at` is null).
-template <class T>
-void FtrlUpdate(KernelContext& ctx, const T* g, const std::vector<int64_t>* at, int64_t width) {
+template <class T> void FtrlUpdate(KernelContext& ctx, const T* g, const std::vector<int64_t>* at, int64_t width) {
   const T lr = LearningRate<T>(ctx);
   const T l1 = static_cast<T>(ctx.Attr<float>("l1")) + static_cast<T>(1e-10);
   const T l2 = static_cast<T>(ctx.Attr<float>("l2")) + static_cast<T>(1e-10);
@@ -354,11 +338,11 @@ void FtrlUpdate(KernelContext& ctx, const T* g, const std::vector<int64_t>* at, 
     sqs = next;
   };
   if (at == nullptr) update(0, p.size(), g);
-  else for (size_t i = 0; i < at->size(); ++i) update((*at)[i] * width, width, g + static_cast<int64_t>(i) * width);
+  else
+    for (size_t i = 0; i < at->size(); ++i) update((*at)[i] * width, width, g + static_cast<int64_t>(i) * width);
 }
 
-template <class T>
-void Ftrl(KernelContext& ctx) {
+template <class T> void Ftrl(KernelContext& ctx) {
   Tensor param = ctx.Input("Param");
   if (Variable var = ctx.InputVar("Grad"); var.IsSelectedRows()) {
     const Variable::SelectedRows rows = var.selected_rows();
@@ -390,25 +374,29 @@ OpSchema& WithAccumulator(OpSchema& s, const std::string& name, const std::strin
 
 void RegisterOptimizers(Registrar& r) {
   {
-    OpSchema s = OptimizerSchema("adagrad", "Moment += Grad^2; Param -= LearningRate * Grad / (sqrt(Moment) + epsilon).",
-                                 /*rows_allowed=*/true);
+    OpSchema s =
+        OptimizerSchema("adagrad", "Moment += Grad^2; Param -= LearningRate * Grad / (sqrt(Moment) + epsilon).",
+                        /*rows_allowed=*/true);
     s.Input("LearningRate", "[1] learning rate").Attr("epsilon", 1.0e-6, "added to the root");
     r.Op(WithAccumulator(s, "Moment", "the sum of squared gradients"));
     RegisterCpu<float, double>(r, "adagrad", [](auto t) { return &Adagrad<decltype(t), false>; });
   }
   {
-    OpSchema s = OptimizerSchema("decayed_adagrad", "Moment = decay * Moment + (1 - decay) * Grad^2; "
-                                                    "Param -= LearningRate * Grad / (sqrt(Moment) + epsilon).");
-    s.Input("LearningRate", "[1] learning rate").Attr("decay", 0.95, "the moment's decay").Attr("epsilon", 1.0e-6,
-                                                                                                "added to the root");
+    OpSchema s = OptimizerSchema("decayed_adagrad",
+                                 "Moment = decay * Moment + (1 - decay) * Grad^2; "
+                                 "Param -= LearningRate * Grad / (sqrt(Moment) + epsilon).");
+    s.Input("LearningRate", "[1] learning rate")
+        .Attr("decay", 0.95, "the moment's decay")
+        .Attr("epsilon", 1.0e-6, "added to the root");
     r.Op(WithAccumulator(s, "Moment", "the running mean of squared gradients"));
     RegisterCpu<float, double>(r, "decayed_adagrad", [](auto t) { return &Adagrad<decltype(t), true>; });
   }
   {
     OpSchema s = OptimizerSchema(
-        "rmsprop", "MeanSquare = decay * MeanSquare + (1 - decay) * Grad^2; Moment = momentum * Moment + "
-                   "LearningRate * Grad / sqrt(MeanSquare + epsilon) (centered: MeanSquare - MeanGrad^2 + epsilon, "
-                   "MeanGrad the running mean of Grad); Param -= Moment.",
+        "rmsprop",
+        "MeanSquare = decay * MeanSquare + (1 - decay) * Grad^2; Moment = momentum * Moment + "
+        "LearningRate * Grad / sqrt(MeanSquare + epsilon) (centered: MeanSquare - MeanGrad^2 + epsilon, "
+        "MeanGrad the running mean of Grad); Param -= Moment.",
         /*rows_allowed=*/true);
     s.Input("LearningRate", "[1] learning rate")
         .Attr("epsilon", 1.0e-10, "added under the root")
@@ -422,8 +410,9 @@ void RegisterOptimizers(Registrar& r) {
   }
   {
     OpSchema s = OptimizerSchema(
-        "adamax", "Moment = beta1 * Moment + (1 - beta1) * Grad; InfNorm = max(beta2 * InfNorm + epsilon, |Grad|); "
-                  "Param -= LearningRate / (1 - Beta1Pow) * Moment / InfNorm.");
+        "adamax",
+        "Moment = beta1 * Moment + (1 - beta1) * Grad; InfNorm = max(beta2 * InfNorm + epsilon, |Grad|); "
+        "Param -= LearningRate / (1 - Beta1Pow) * Moment / InfNorm.");
     s.Input("LearningRate", "[1] learning rate")
         .Input("Beta1Pow", "[1] beta1^t (the program advances it)")
         .Attr("beta1", 0.9, "the moment's decay")
@@ -435,9 +424,10 @@ void RegisterOptimizers(Registrar& r) {
   }
   {
     OpSchema s = OptimizerSchema(
-        "adadelta", "AvgSquaredGrad = rho * AvgSquaredGrad + (1 - rho) * Grad^2; update = -sqrt((AvgSquaredUpdate + "
-                    "epsilon) / (AvgSquaredGrad + epsilon)) * Grad; AvgSquaredUpdate = rho * AvgSquaredUpdate + "
-                    "(1 - rho) * update^2; Param += LearningRate (1 without one) * update.");
+        "adadelta",
+        "AvgSquaredGrad = rho * AvgSquaredGrad + (1 - rho) * Grad^2; update = -sqrt((AvgSquaredUpdate + "
+        "epsilon) / (AvgSquaredGrad + epsilon)) * Grad; AvgSquaredUpdate = rho * AvgSquaredUpdate + "
+        "(1 - rho) * update^2; Param += LearningRate (1 without one) * update.");
     s.Input("LearningRate", "[1] learning rate (Paddle 2's; Fluid's adadelta has none)", RILL_SLOT_OPTIONAL)
         .Attr("rho", 0.95, "the running means' decay")
         .Attr("epsilon", 1.0e-6, "added under the root");
@@ -446,8 +436,9 @@ void RegisterOptimizers(Registrar& r) {
     RegisterCpu<float, double>(r, "adadelta", [](auto t) { return &Adadelta<decltype(t)>; });
   }
   {
-    OpSchema s = OptimizerSchema("ftrl", "FTRL-proximal, as Paddle computes it (see optimizer.cc); a SelectedRows Grad of "
-                                         "Param's rows updates those rows alone.");
+    OpSchema s = OptimizerSchema("ftrl",
+                                 "FTRL-proximal, as Paddle computes it (see optimizer.cc); a SelectedRows Grad of "
+                                 "Param's rows updates those rows alone.");
     s.Input("LearningRate", "[1] learning rate")
         .Input("SquaredAccumulator", "the sum of squared gradients, shaped like Param")
         .Input("LinearAccumulator", "the linear term, shaped like Param")

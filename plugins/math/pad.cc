@@ -41,22 +41,22 @@ void Finish(PadPlan& p) {
                   std::to_string(k) + " is " + std::to_string(n));
     }
     if (most > 0 && p.mode == PadMode::kCircular && most > n) {
-      throw Error("circular padding of " + std::to_string(most) + " wraps around dim " + std::to_string(k) +
-                  " of " + std::to_string(n) + " more than once");
+      throw Error("circular padding of " + std::to_string(most) + " wraps around dim " + std::to_string(k) + " of " +
+                  std::to_string(n) + " more than once");
     }
     if (most > 0 && p.mode == PadMode::kEdge && n == 0) {
       throw Error("edge padding of dim " + std::to_string(k) + " has no edge: the dim is empty");
     }
     int64_t padded = 0;
     if (!CheckedAdd<int64_t>(n, p.before[k], &padded) || !CheckedAdd<int64_t>(padded, p.after[k], &p.out_dims[k])) {
-      throw Error("paddings of dim " + std::to_string(k) + " make it longer than int64 counts", RILL_RESOURCE_EXHAUSTED);
+      throw Error("paddings of dim " + std::to_string(k) + " make it longer than int64 counts",
+                  RILL_RESOURCE_EXHAUSTED);
     }
   }
 }
 
 // kSpatial: 0 for pad (every dim), 2 for pad2d, 3 for pad3d.
-template <int kSpatial>
-PadPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
+template <int kSpatial> PadPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
   PadPlan p;
   p.x_dims = x_dims;
   const size_t rank = x_dims.size();
@@ -77,8 +77,8 @@ PadPlan PlanOf(KernelContext& ctx, const std::vector<int64_t>& x_dims) {
     if (rank != spatial + 2) {
       throw Error("X " + DimsString(x_dims) + " must have rank " + std::to_string(spatial + 2));
     }
-    std::vector<int64_t> pads =
-        ctx.HasInput("Paddings") ? IntsOf(ctx.Input("Paddings"), "Paddings") : ctx.Attr<std::vector<int64_t>>("paddings");
+    std::vector<int64_t> pads = ctx.HasInput("Paddings") ? IntsOf(ctx.Input("Paddings"), "Paddings")
+                                                         : ctx.Attr<std::vector<int64_t>>("paddings");
     if (pads.size() != 2 * spatial) {
       throw Error("paddings " + DimsString(pads) + " must hold " + std::to_string(2 * spatial) + " values");
     }
@@ -117,15 +117,13 @@ int64_t Source(int64_t o, int64_t before, int64_t n, PadMode mode) {
 
 // Calls run(out_index, x_index or -1, length) for each run of Out (index_map.h), Out's rows
 // split across the passes' team for a pass moving `bytes` when `parallel`.
-template <class F>
-void ForEachOutRun(const PadPlan& p, bool parallel, double bytes, F run) {
+template <class F> void ForEachOutRun(const PadPlan& p, bool parallel, double bytes, F run) {
   const auto source = [&p](size_t k, int64_t i) { return Source(i, p.before[k], p.x_dims[k], p.mode); };
   if (!parallel) return ForEachMappedRun(p.out_dims, p.x_dims, source, run);
   ParallelForEachMappedRun(p.out_dims, p.x_dims, source, bytes, run);
 }
 
-template <class T, int kSpatial>
-void Pad(KernelContext& ctx) {
+template <class T, int kSpatial> void Pad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const PadPlan p = PlanOf<kSpatial>(ctx, x.dims());
   const T value = static_cast<T>(ctx.Attr<float>(kSpatial == 3 ? "value" : "pad_value"));
@@ -140,8 +138,7 @@ void Pad(KernelContext& ctx) {
   });
 }
 
-template <class T, int kSpatial>
-void PadGrad(KernelContext& ctx) {
+template <class T, int kSpatial> void PadGrad(KernelContext& ctx) {
   const std::vector<int64_t> x_dims = ctx.Input("X").dims();
   Tensor g = ctx.Input("Out@GRAD");
   const PadPlan p = PlanOf<kSpatial>(ctx, x_dims);
@@ -156,45 +153,50 @@ void PadGrad(KernelContext& ctx) {
   // order on one thread.
   ForEachOutRun(p, p.mode == PadMode::kConstant, 2.0 * sizeof(T) * static_cast<double>(g.numel()),
                 [&](int64_t o, int64_t from, int64_t n) {
-    if (from >= 0) VecMap<T>(dx + from, n) += ConstVecMap<T>(pg + o, n);
-  });
+                  if (from >= 0) VecMap<T>(dx + from, n) += ConstVecMap<T>(pg + o, n);
+                });
 }
 
 }  // namespace
 
 void RegisterPad(Registrar& r) {
-  const OpSchema pad = OpSchema("pad")
-      .Doc("Out = X with paddings[2k] values before and paddings[2k + 1] after along each dim k, all pad_value.")
-      .Input("X", "the tensor")
-      .Output("Out", "the padded tensor")
-      .Attr("paddings", std::vector<int64_t>{}, "before and after each dim")
-      .Attr("pad_value", 0.0, "the value padded in")
-      .KernelDtypeFrom("X")
-      .Grad("pad_grad", "X,Out@GRAD", "X");
-  const OpSchema pad2d = OpSchema("pad2d")
-      .Doc("Out = X padded along H and W: [top, bottom, left, right], by pad_value (constant), mirrored (reflect) "
-           "or the edge repeated (edge).")
-      .Input("X", "[N, C, H, W] or [N, H, W, C]")
-      .Input("Paddings", "paddings, 1-D int32 of 4; replaces the attribute", RILL_SLOT_OPTIONAL)
-      .Output("Out", "the padded tensor")
-      .Attr("paddings", std::vector<int64_t>{0, 0, 0, 0}, "[top, bottom, left, right]")
-      .Attr("mode", "constant", "constant, reflect or edge")
-      .Attr("pad_value", 0.0, "the value of constant padding")
-      .Attr("data_format", "NCHW", "NCHW or NHWC")
-      .KernelDtypeFrom("X")
-      .Grad("pad2d_grad", "X,Paddings,Out@GRAD", "X");
-  const OpSchema pad3d = OpSchema("pad3d")
-      .Doc("Out = X padded along D, H and W: [left, right, top, bottom, front, back], by value (constant), mirrored "
-           "(reflect), the edge repeated (replicate) or wrapped around (circular).")
-      .Input("X", "[N, C, D, H, W] or [N, D, H, W, C]")
-      .Input("Paddings", "paddings, 1-D int32 of 6; replaces the attribute", RILL_SLOT_OPTIONAL)
-      .Output("Out", "the padded tensor")
-      .Attr("paddings", std::vector<int64_t>{0, 0, 0, 0, 0, 0}, "[left, right, top, bottom, front, back]")
-      .Attr("mode", "constant", "constant, reflect, replicate or circular")
-      .Attr("value", 0.0, "the value of constant padding")
-      .Attr("data_format", "NCDHW", "NCDHW or NDHWC")
-      .KernelDtypeFrom("X")
-      .Grad("pad3d_grad", "X,Paddings,Out@GRAD", "X");
+  const OpSchema pad =
+      OpSchema("pad")
+          .Doc("Out = X with paddings[2k] values before and paddings[2k + 1] after along each dim k, all pad_value.")
+          .Input("X", "the tensor")
+          .Output("Out", "the padded tensor")
+          .Attr("paddings", std::vector<int64_t>{}, "before and after each dim")
+          .Attr("pad_value", 0.0, "the value padded in")
+          .KernelDtypeFrom("X")
+          .Grad("pad_grad", "X,Out@GRAD", "X");
+  const OpSchema pad2d =
+      OpSchema("pad2d")
+          .Doc(
+              "Out = X padded along H and W: [top, bottom, left, right], by pad_value (constant), mirrored (reflect) "
+              "or the edge repeated (edge).")
+          .Input("X", "[N, C, H, W] or [N, H, W, C]")
+          .Input("Paddings", "paddings, 1-D int32 of 4; replaces the attribute", RILL_SLOT_OPTIONAL)
+          .Output("Out", "the padded tensor")
+          .Attr("paddings", std::vector<int64_t>{0, 0, 0, 0}, "[top, bottom, left, right]")
+          .Attr("mode", "constant", "constant, reflect or edge")
+          .Attr("pad_value", 0.0, "the value of constant padding")
+          .Attr("data_format", "NCHW", "NCHW or NHWC")
+          .KernelDtypeFrom("X")
+          .Grad("pad2d_grad", "X,Paddings,Out@GRAD", "X");
+  const OpSchema pad3d =
+      OpSchema("pad3d")
+          .Doc(
+              "Out = X padded along D, H and W: [left, right, top, bottom, front, back], by value (constant), mirrored "
+              "(reflect), the edge repeated (replicate) or wrapped around (circular).")
+          .Input("X", "[N, C, D, H, W] or [N, D, H, W, C]")
+          .Input("Paddings", "paddings, 1-D int32 of 6; replaces the attribute", RILL_SLOT_OPTIONAL)
+          .Output("Out", "the padded tensor")
+          .Attr("paddings", std::vector<int64_t>{0, 0, 0, 0, 0, 0}, "[left, right, top, bottom, front, back]")
+          .Attr("mode", "constant", "constant, reflect, replicate or circular")
+          .Attr("value", 0.0, "the value of constant padding")
+          .Attr("data_format", "NCDHW", "NCDHW or NDHWC")
+          .KernelDtypeFrom("X")
+          .Grad("pad3d_grad", "X,Paddings,Out@GRAD", "X");
   for (const OpSchema* s : {&pad, &pad2d, &pad3d}) {
     r.Op(*s);
     r.Op(s->MakeGradSchema());

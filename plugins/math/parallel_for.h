@@ -43,14 +43,12 @@ void RunChunks(int64_t n, int64_t chunks, const std::function<void(int64_t, int6
 
 // ParallelFor with the caller's own count of chunks, `chunks` (1 to n): for work whose
 // cost is not the memory it moves (a matrix product's blocks).
-template <class F>
-void ParallelForBlocks(int64_t n, int64_t chunks, F&& body) {
+template <class F> void ParallelForBlocks(int64_t n, int64_t chunks, F&& body) {
   if (chunks <= 1) return body(int64_t{0}, int64_t{0}, n);
   detail::RunChunks(n, chunks, std::ref(body));
 }
 
-template <class F>
-void ParallelFor(int64_t n, double bytes, F&& body) {
+template <class F> void ParallelFor(int64_t n, double bytes, F&& body) {
   ParallelForBlocks(n, ParallelChunks(n, bytes), body);
 }
 
@@ -59,11 +57,11 @@ void ParallelCopy(const void* from, void* to, size_t bytes);
 
 // p[0, n) = value, as a ParallelFor pass of the widest stores the machine has
 // (memory_loops.h): T is any type of 1, 2, 4 or 8 bytes, written as its bytes.
-template <class T>
-void ParallelFill(T* p, int64_t n, T value) {
+template <class T> void ParallelFill(T* p, int64_t n, T value) {
   static_assert(std::is_trivially_copyable_v<T>, "a fill writes T's bytes");
-  using Word = std::conditional_t<sizeof(T) == 1, uint8_t, std::conditional_t<sizeof(T) == 2, uint16_t,
-               std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+  using Word = std::conditional_t<
+      sizeof(T) == 1, uint8_t,
+      std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
   static_assert(sizeof(T) == sizeof(Word), "a fill writes elements of 1, 2, 4 or 8 bytes");
   Word bits;
   std::memcpy(&bits, &value, sizeof(T));

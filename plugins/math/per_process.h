@@ -12,8 +12,7 @@ namespace rill::math {
 // This process's T, made by make() (a new T*) on first use, and made again in a child of
 // fork(), which has no copy of the parent's threads. Never destroyed: ops may run while the
 // process exits. One object per T.
-template <class T, class Make>
-T& PerProcess(Make make) {
+template <class T, class Make> T& PerProcess(Make make) {
   static std::mutex mu;
   static T* object = nullptr;
   static pid_t owner = 0;

@@ -103,10 +103,7 @@ void TransposeTiles(const E* in, E* out, const View& v, const std::vector<int64_
 }
 
 // An element of N bytes, moved as one value.
-template <size_t N>
-struct Element {
-  char bytes[N];
-};
+template <size_t N> struct Element { char bytes[N]; };
 
 }  // namespace
 

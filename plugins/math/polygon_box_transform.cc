@@ -15,8 +15,7 @@
 namespace rill::math {
 namespace {
 
-template <class T>
-void PolygonBoxTransform(KernelContext& ctx) {
+template <class T> void PolygonBoxTransform(KernelContext& ctx) {
   Tensor in = ctx.Input("Input");
   const std::vector<int64_t> d = in.dims();
   if (d.size() != 4 || d[1] % 2 != 0) {
@@ -30,15 +29,15 @@ void PolygonBoxTransform(KernelContext& ctx) {
   WriteOutput<T>(ctx, "Output", {"Input"}, d, [&](T* out) {
     ParallelFor(d[0] * d[1] * d[2], 2.0 * sizeof(T) * static_cast<double>(in.numel()),
                 [&](int64_t, int64_t first, int64_t last) {
-      for (int64_t row = first; row < last; ++row) {
-        const int64_t h = row % d[2];
-        const bool x = (row / d[2]) % 2 == 0;
-        const ConstVecMap<T> from(p + row * d[3], d[3]);
-        VecMap<T> to(out + row * d[3], d[3]);
-        if (x) to = ConstVecMap<T>(xs.data(), d[3]) - from;
-        else to = static_cast<T>(4 * h) - from;
-      }
-    });
+                  for (int64_t row = first; row < last; ++row) {
+                    const int64_t h = row % d[2];
+                    const bool x = (row / d[2]) % 2 == 0;
+                    const ConstVecMap<T> from(p + row * d[3], d[3]);
+                    VecMap<T> to(out + row * d[3], d[3]);
+                    if (x) to = ConstVecMap<T>(xs.data(), d[3]) - from;
+                    else to = static_cast<T>(4 * h) - from;
+                  }
+                });
   });
 }
 

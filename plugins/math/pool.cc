@@ -27,8 +27,7 @@ namespace {
 // offset in Out; the window is [y0, y1) x [x0, x1), non-empty (Plan checks). The (image,
 // channel) planes split across the passes' team (parallel_for.h): each reads and writes
 // only its own elements (of Out, and of X@GRAD), so the split changes no result.
-template <class T, class F>
-void ForEachWindow(const PoolPlan& p, F fn) {
+template <class T, class F> void ForEachWindow(const PoolPlan& p, F fn) {
   const auto oh = static_cast<int64_t>(p.rows.begin.size()), ow = static_cast<int64_t>(p.cols.begin.size());
   const double bytes = sizeof(T) * static_cast<double>(p.n * p.c * (p.h * p.w + oh * ow));
   ParallelFor(p.n * p.c, bytes, [&](int64_t, int64_t begin, int64_t end) {
@@ -98,7 +97,9 @@ class OnednnPool {
           right(std::max<int64_t>((ow - 1) * p.sw + p.kw - p.w - p.left, 0)) {}
     double Flops(const PoolPlan& p) const { return static_cast<double>(p.n * p.c * oh * ow * p.kh * p.kw); }
     // X read and Out written (or Out@GRAD read and X@GRAD written).
-    double Bytes(const PoolPlan& p) const { return sizeof(float) * static_cast<double>(p.n * p.c * (p.h * p.w + oh * ow)); }
+    double Bytes(const PoolPlan& p) const {
+      return sizeof(float) * static_cast<double>(p.n * p.c * (p.h * p.w + oh * ow));
+    }
     int64_t oh, ow, bottom, right;
   };
   // kForward: (X) -> Out; kForwardRecording: (X) -> Out, workspace (max's argmax);
@@ -107,8 +108,25 @@ class OnednnPool {
   using Key = std::array<int64_t, 19>;
 
   std::shared_ptr<const OnednnCall> Find(Kind kind, const PoolPlan& p, const Geometry& g) {
-    const Key key{kind, p.nhwc, p.max, p.exclusive, p.n, p.c, p.h, p.w, p.kh, p.kw, p.sh, p.sw, p.top, p.left,
-                  g.bottom, g.right, g.oh, g.ow, omp_get_max_threads()};
+    const Key key{kind,
+                  p.nhwc,
+                  p.max,
+                  p.exclusive,
+                  p.n,
+                  p.c,
+                  p.h,
+                  p.w,
+                  p.kh,
+                  p.kw,
+                  p.sh,
+                  p.sw,
+                  p.top,
+                  p.left,
+                  g.bottom,
+                  g.right,
+                  g.oh,
+                  g.ow,
+                  omp_get_max_threads()};
     return cache_.Find(key, [&] {
       using dnnl::memory;
       const auto tag = p.nhwc ? memory::format_tag::nhwc : memory::format_tag::nchw;
@@ -119,9 +137,9 @@ class OnednnPool {
                                                       : dnnl::algorithm::pooling_avg_include_padding;
       const memory::dims strides{p.sh, p.sw}, kernel{p.kh, p.kw}, pad_l{p.top, p.left}, pad_r{g.bottom, g.right};
       const dnnl::pooling_forward::primitive_desc forward(
-          dnnl::pooling_forward::desc(kind == kForward ? dnnl::prop_kind::forward_inference
-                                                       : dnnl::prop_kind::forward_training,
-                                      algorithm, in, out, strides, kernel, pad_l, pad_r),
+          dnnl::pooling_forward::desc(
+              kind == kForward ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training, algorithm, in,
+              out, strides, kernel, pad_l, pad_r),
           UserScratchpad(), CpuEngine());
       OnednnCall c;
       if (kind == kForward) {
@@ -134,8 +152,8 @@ class OnednnPool {
                       {DNNL_ARG_WORKSPACE, forward.workspace_desc(), forward.workspace_desc(), true}};
       } else {
         const dnnl::pooling_backward::primitive_desc backward(
-            dnnl::pooling_backward::desc(algorithm, in, out, strides, kernel, pad_l, pad_r), UserScratchpad(), CpuEngine(),
-            forward);
+            dnnl::pooling_backward::desc(algorithm, in, out, strides, kernel, pad_l, pad_r), UserScratchpad(),
+            CpuEngine(), forward);
         c.primitive = dnnl::pooling_backward(backward);
         c.operands = {{DNNL_ARG_DIFF_DST, out, backward.diff_dst_desc()}};
         if (p.max) c.operands.push_back({DNNL_ARG_WORKSPACE, backward.workspace_desc(), backward.workspace_desc()});
@@ -150,14 +168,11 @@ class OnednnPool {
 
 // oneDNN's max pooling does not propagate a NaN (nan_order.h's rule), so max pooling of
 // an input holding one runs the loops.
-bool OnednnMaxKeepsNans(const PoolPlan& p, const Tensor& x) {
-  return !p.max || !Flat<float>(x).isNaN().any();
-}
+bool OnednnMaxKeepsNans(const PoolPlan& p, const Tensor& x) { return !p.max || !Flat<float>(x).isNaN().any(); }
 
 // pool2d: fp32 on oneDNN (OnednnPool) where it has the plan, else (fp64, adaptive) loops.
 // An Out that is X's own variable is computed aside first.
-template <class T>
-class Pool2d {
+template <class T> class Pool2d {
  public:
   explicit Pool2d(const OpInfo&) {}
   void Compute(KernelContext& ctx) {
@@ -194,8 +209,7 @@ class Pool2d {
 // pool2d's gradient: fp32 on oneDNN (OnednnPool) where it has the plan, else loops: max
 // sends each output's gradient to its window's first largest element; avg spreads it
 // evenly over the window's divisor.
-template <class T>
-class Pool2dGrad {
+template <class T> class Pool2dGrad {
  public:
   explicit Pool2dGrad(const OpInfo&) {}
   void Compute(KernelContext& ctx) {
@@ -235,24 +249,26 @@ class Pool2dGrad {
 }  // namespace
 
 void RegisterPool(Registrar& r) {
-  const OpSchema pool2d = OpSchema("pool2d")
-      .Doc("Out = the max or average of each ksize window of X (NCHW or NHWC), windows strides apart over X "
-           "padded by paddings ([h, w] or [top, bottom, left, right]) or as padding_algorithm says; adaptive: "
-           "ksize is Out's size and the windows split X evenly.")
-      .Input("X", "[N, C, H, W] or [N, H, W, C]")
-      .Output("Out", "the pooled X")
-      .Attr("pooling_type", "max", "max or avg")
-      .Attr("ksize", std::vector<int64_t>{1, 1}, "the window (adaptive: Out's size)")
-      .Attr("global_pooling", false, "one window over all of H and W")
-      .Attr("strides", std::vector<int64_t>{1, 1}, "the windows' step")
-      .Attr("paddings", std::vector<int64_t>{0, 0}, "[h, w] or [top, bottom, left, right]")
-      .Attr("exclusive", true, "an average counts only the elements inside X, not the padding")
-      .Attr("adaptive", false, "windows that split X evenly into ksize")
-      .Attr("ceil_mode", false, "a last partial window counts")
-      .Attr("data_format", "NCHW", "NCHW or NHWC")
-      .Attr("padding_algorithm", "EXPLICIT", "EXPLICIT (paddings), SAME or VALID")
-      .KernelDtypeFrom("X")
-      .Grad("pool2d_grad", "X,Out@GRAD", "X");
+  const OpSchema pool2d =
+      OpSchema("pool2d")
+          .Doc(
+              "Out = the max or average of each ksize window of X (NCHW or NHWC), windows strides apart over X "
+              "padded by paddings ([h, w] or [top, bottom, left, right]) or as padding_algorithm says; adaptive: "
+              "ksize is Out's size and the windows split X evenly.")
+          .Input("X", "[N, C, H, W] or [N, H, W, C]")
+          .Output("Out", "the pooled X")
+          .Attr("pooling_type", "max", "max or avg")
+          .Attr("ksize", std::vector<int64_t>{1, 1}, "the window (adaptive: Out's size)")
+          .Attr("global_pooling", false, "one window over all of H and W")
+          .Attr("strides", std::vector<int64_t>{1, 1}, "the windows' step")
+          .Attr("paddings", std::vector<int64_t>{0, 0}, "[h, w] or [top, bottom, left, right]")
+          .Attr("exclusive", true, "an average counts only the elements inside X, not the padding")
+          .Attr("adaptive", false, "windows that split X evenly into ksize")
+          .Attr("ceil_mode", false, "a last partial window counts")
+          .Attr("data_format", "NCHW", "NCHW or NHWC")
+          .Attr("padding_algorithm", "EXPLICIT", "EXPLICIT (paddings), SAME or VALID")
+          .KernelDtypeFrom("X")
+          .Grad("pool2d_grad", "X,Out@GRAD", "X");
   r.Op(pool2d);
   r.Op(pool2d.MakeGradSchema());
   RegisterCpuStateful<float, double>(r, "pool2d", [](auto t) { return TypeTag<Pool2d<decltype(t)>>{}; });

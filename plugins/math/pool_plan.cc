@@ -8,7 +8,8 @@ namespace rill::math {
 namespace {
 
 // The windows along a dim of `in` for kernel `k`, stride `s`, padding `before`/`after`.
-Windows Slide(int64_t in, int64_t k, int64_t s, int64_t before, int64_t after, bool ceil_mode, bool adaptive, int64_t out_size) {
+Windows Slide(int64_t in, int64_t k, int64_t s, int64_t before, int64_t after, bool ceil_mode, bool adaptive,
+              int64_t out_size) {
   Windows w;
   w.full = k;
   if (adaptive) {
@@ -26,7 +27,8 @@ Windows Slide(int64_t in, int64_t k, int64_t s, int64_t before, int64_t after, b
     throw Error("the paddings " + std::to_string(before) + " and " + std::to_string(after) + " are past int64");
   }
   const int64_t span = padded - k;
-  if (span < 0) throw Error("the window " + std::to_string(k) + " is larger than the padded input " + std::to_string(padded));
+  if (span < 0)
+    throw Error("the window " + std::to_string(k) + " is larger than the padded input " + std::to_string(padded));
   const int64_t out = (ceil_mode ? span / s + (span % s != 0) : span / s) + 1;
   if (before >= k || (out - 1) * s - before >= in) {
     throw Error("a pooling window lies wholly in the padding (input " + std::to_string(in) + ", window " +

@@ -14,8 +14,7 @@
 
 namespace rill::math {
 
-template <class Set>
-void PowFloats(const float* x, const float* y, float* out, int64_t n) {
+template <class Set> void PowFloats(const float* x, const float* y, float* out, int64_t n) {
   constexpr int64_t kBlock = 1024;
   using Doubles = Eigen::Array<double, Eigen::Dynamic, 1, Eigen::ColMajor, kBlock, 1>;
   constexpr float kInf = std::numeric_limits<float>::infinity();

@@ -20,8 +20,7 @@ namespace rill::math {
 using PowLoop = void (*)(const float* x, const float* y, float* out, int64_t n);
 
 // Instantiated by pow_loops.cc for each set's tag.
-template <class Set>
-void PowFloats(const float* x, const float* y, float* out, int64_t n);
+template <class Set> void PowFloats(const float* x, const float* y, float* out, int64_t n);
 
 inline PowLoop PowLoopFor() {
   return ForMathIsa([](auto set) -> PowLoop { return &PowFloats<decltype(set)>; });

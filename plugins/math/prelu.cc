@@ -46,8 +46,7 @@ AlphaOf PlanAlpha(KernelContext& ctx, const std::vector<int64_t>& d, int64_t alp
   return a;
 }
 
-template <class T>
-void Prelu(KernelContext& ctx) {
+template <class T> void Prelu(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor alpha = ctx.Input("Alpha");
   const AlphaOf at = PlanAlpha(ctx, x.dims(), alpha.numel());
@@ -70,12 +69,12 @@ void Prelu(KernelContext& ctx) {
   });
 }
 
-template <class T>
-void PreluGrad(KernelContext& ctx) {
+template <class T> void PreluGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor alpha = ctx.Input("Alpha");
   Tensor g = ctx.Input("Out@GRAD");
-  if (g.dims() != x.dims()) throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like X " + DimsString(x.dims()));
+  if (g.dims() != x.dims())
+    throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like X " + DimsString(x.dims()));
   const AlphaOf at = PlanAlpha(ctx, x.dims(), alpha.numel());
   const T* px = x.data<T>();
   const T* pa = alpha.data<T>();
@@ -130,16 +129,18 @@ void PreluGrad(KernelContext& ctx) {
 }  // namespace
 
 void RegisterPrelu(Registrar& r) {
-  const OpSchema prelu = OpSchema("prelu")
-      .Doc("Out = X where X > 0, else Alpha * X: one Alpha for all of X, one per channel, or one per element of a "
-           "sample (mode).")
-      .Input("X", "the input")
-      .Input("Alpha", "the slopes: 1 (all), C (channel) or X's size without the batch dim (element) values")
-      .Output("Out", "the result, shaped like X")
-      .Attr("mode", "all", "all, channel or element")
-      .Attr("data_format", "NCHW", "where channel mode finds the channels: NCHW (dim 1) or NHWC (the last)")
-      .KernelDtypeFrom("X")
-      .Grad("prelu_grad", "X,Alpha,Out@GRAD", "X,Alpha");
+  const OpSchema prelu =
+      OpSchema("prelu")
+          .Doc(
+              "Out = X where X > 0, else Alpha * X: one Alpha for all of X, one per channel, or one per element of a "
+              "sample (mode).")
+          .Input("X", "the input")
+          .Input("Alpha", "the slopes: 1 (all), C (channel) or X's size without the batch dim (element) values")
+          .Output("Out", "the result, shaped like X")
+          .Attr("mode", "all", "all, channel or element")
+          .Attr("data_format", "NCHW", "where channel mode finds the channels: NCHW (dim 1) or NHWC (the last)")
+          .KernelDtypeFrom("X")
+          .Grad("prelu_grad", "X,Alpha,Out@GRAD", "X,Alpha");
   r.Op(prelu);
   r.Op(prelu.MakeGradSchema());
   RegisterCpu<float, double>(r, "prelu", [](auto t) { return &Prelu<decltype(t)>; });

@@ -10,9 +10,7 @@ namespace {
 class Print {
  public:
   explicit Print(const OpInfo& op)
-      : first_n_(op.Attr<int64_t>("first_n")),
-        message_(op.Attr<std::string>("message")),
-        name_(op.InputName("In")) {}
+      : first_n_(op.Attr<int64_t>("first_n")), message_(op.Attr<std::string>("message")), name_(op.InputName("In")) {}
 
   void Compute(KernelContext& ctx) {
     Variable in = ctx.InputVar("In");

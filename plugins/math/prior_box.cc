@@ -61,8 +61,7 @@ std::vector<float> Variances(KernelContext& ctx) {
 }
 
 // Boxes clipped to [0, 1] when clip; Variances shaped like Boxes, every row `v`.
-template <class T>
-void FinishBoxes(KernelContext& ctx, const std::vector<int64_t>& dims, const std::vector<float>& v) {
+template <class T> void FinishBoxes(KernelContext& ctx, const std::vector<int64_t>& dims, const std::vector<float>& v) {
   if (ctx.Attr<bool>("clip")) {
     Tensor boxes = ctx.Output("Boxes");
     T* all = boxes.mutable_data<T>();
@@ -89,12 +88,12 @@ std::vector<float> ExpandAspectRatios(const std::vector<float>& given, bool flip
   return out;
 }
 
-template <class T>
-void PriorBox(KernelContext& ctx) {
+template <class T> void PriorBox(KernelContext& ctx) {
   const Grid g = GridOf(ctx);
   const std::vector<float> min_sizes = ctx.Attr<std::vector<float>>("min_sizes");
   const std::vector<float> max_sizes = ctx.Attr<std::vector<float>>("max_sizes");
-  const std::vector<float> ratios = ExpandAspectRatios(ctx.Attr<std::vector<float>>("aspect_ratios"), ctx.Attr<bool>("flip"));
+  const std::vector<float> ratios =
+      ExpandAspectRatios(ctx.Attr<std::vector<float>>("aspect_ratios"), ctx.Attr<bool>("flip"));
   const std::vector<float> variances = Variances(ctx);
   const bool min_max_order = ctx.Attr<bool>("min_max_aspect_ratios_order");
   if (min_sizes.empty()) throw Error("min_sizes must hold at least one size");
@@ -152,8 +151,7 @@ void PriorBox(KernelContext& ctx) {
   FinishBoxes<T>(ctx, dims, variances);
 }
 
-template <class T>
-void DensityPriorBox(KernelContext& ctx) {
+template <class T> void DensityPriorBox(KernelContext& ctx) {
   const Grid g = GridOf(ctx);
   const std::vector<float> sizes = ctx.Attr<std::vector<float>>("fixed_sizes");
   const std::vector<float> ratios = ctx.Attr<std::vector<float>>("fixed_ratios");

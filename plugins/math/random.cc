@@ -25,8 +25,7 @@ uint64_t SeedFrom(KernelContext& ctx) {
   return seed != 0 ? static_cast<uint64_t>(seed) : std::random_device{}();
 }
 
-template <class T>
-void UniformRandom(KernelContext& ctx) {
+template <class T> void UniformRandom(KernelContext& ctx) {
   const double lo = ctx.Attr<float>("min"), hi = ctx.Attr<float>("max");
   if (!(lo < hi)) throw Error("min (" + std::to_string(lo) + ") must be less than max (" + std::to_string(hi) + ")");
   std::mt19937_64 engine(SeedFrom(ctx));
@@ -47,8 +46,7 @@ void UniformRandom(KernelContext& ctx) {
   for (int64_t i = 0; i < diag_num; ++i) po[i * (diag_step + 1)] = static_cast<T>(ctx.Attr<float>("diag_val"));
 }
 
-template <class T>
-void GaussianRandom(KernelContext& ctx) {
+template <class T> void GaussianRandom(KernelContext& ctx) {
   const double std_dev = ctx.Attr<float>("std");
   if (!(std_dev >= 0)) throw Error("std must be non-negative, got " + std::to_string(std_dev));
   std::mt19937_64 engine(SeedFrom(ctx));
@@ -58,8 +56,7 @@ void GaussianRandom(KernelContext& ctx) {
   for (int64_t i = 0; i < out.numel(); ++i) po[i] = static_cast<T>(dist(engine));
 }
 
-template <class T>
-void TruncatedGaussianRandom(KernelContext& ctx) {
+template <class T> void TruncatedGaussianRandom(KernelContext& ctx) {
   const double mean = ctx.Attr<float>("mean"), std_dev = ctx.Attr<float>("std");
   if (!(std_dev >= 0)) throw Error("std must be non-negative, got " + std::to_string(std_dev));
   std::mt19937_64 engine(SeedFrom(ctx));

@@ -22,8 +22,7 @@ namespace {
 // values one after the other when no row repeats, else each row once, ascending, its values
 // summed. X without rows take no part (their height is not checked). With a dense X too,
 // the rows are added into the dense sum.
-template <class T>
-void SumWithSelectedRows(KernelContext& ctx, size_t n) {
+template <class T> void SumWithSelectedRows(KernelContext& ctx, size_t n) {
   std::vector<int64_t> rows, dense_dims;
   std::vector<T> values, dense;
   int64_t height = -1, width = -1;
@@ -35,7 +34,8 @@ void SumWithSelectedRows(KernelContext& ctx, size_t n) {
         dense_dims = t.dims();
         dense.assign(t.data<T>(), t.data<T>() + t.numel());
       } else if (t.dims() != dense_dims) {
-        throw Error("X[" + std::to_string(i) + "] has shape " + DimsString(t.dims()) + ", an earlier X " + DimsString(dense_dims));
+        throw Error("X[" + std::to_string(i) + "] has shape " + DimsString(t.dims()) + ", an earlier X " +
+                    DimsString(dense_dims));
       } else {
         VecMap<T>(dense.data(), t.numel()) += ConstVecMap<T>(t.data<T>(), t.numel());
       }
@@ -48,8 +48,9 @@ void SumWithSelectedRows(KernelContext& ctx, size_t n) {
     }
     const int64_t w = sr.value.numel() / static_cast<int64_t>(sr.count);
     if (width >= 0 && (sr.height != height || w != width)) {
-      throw Error("X[" + std::to_string(i) + "] is SelectedRows of height " + std::to_string(sr.height) + " and rows of " +
-                  std::to_string(w) + "; an earlier X has " + std::to_string(height) + " and " + std::to_string(width));
+      throw Error("X[" + std::to_string(i) + "] is SelectedRows of height " + std::to_string(sr.height) +
+                  " and rows of " + std::to_string(w) + "; an earlier X has " + std::to_string(height) + " and " +
+                  std::to_string(width));
     }
     height = sr.height;
     width = w;
@@ -64,15 +65,18 @@ void SumWithSelectedRows(KernelContext& ctx, size_t n) {
       values.swap(merged.values);
     }
     Tensor out = ctx.OutputVar("Out").SetSelectedRows(rows.data(), rows.size(), height);
-    std::copy(values.begin(), values.end(), out.Allocate<T>({static_cast<int64_t>(rows.size()), std::max<int64_t>(width, 0)}));
+    std::copy(values.begin(), values.end(),
+              out.Allocate<T>({static_cast<int64_t>(rows.size()), std::max<int64_t>(width, 0)}));
     return;
   }
-  const int64_t dense_width = dense_dims.empty() || dense_dims[0] == 0 ? 0 : static_cast<int64_t>(dense.size()) / dense_dims[0];
+  const int64_t dense_width =
+      dense_dims.empty() || dense_dims[0] == 0 ? 0 : static_cast<int64_t>(dense.size()) / dense_dims[0];
   if (dense_dims.empty() || (width >= 0 && (height != dense_dims[0] || width != dense_width))) {
     throw Error("SelectedRows of height " + std::to_string(height) + " cannot be added to X " + DimsString(dense_dims));
   }
   for (size_t k = 0; k < rows.size(); ++k) {
-    if (rows[k] < 0 || rows[k] >= dense_dims[0]) throw Error("a SelectedRows row " + std::to_string(rows[k]) + " is outside X");
+    if (rows[k] < 0 || rows[k] >= dense_dims[0])
+      throw Error("a SelectedRows row " + std::to_string(rows[k]) + " is outside X");
     VecMap<T>(dense.data() + rows[k] * dense_width, dense_width) += ConstVecMap<T>(values.data() + k * width, width);
   }
   std::copy(dense.begin(), dense.end(), ctx.AllocateOutput<T>("Out", dense_dims));
@@ -80,8 +84,7 @@ void SumWithSelectedRows(KernelContext& ctx, size_t n) {
 
 // Tensor arrays (gradients of one array reaching it from several uses): Out's entry k is the
 // sum of the X's entries k that were written; an entry none wrote stays empty.
-template <class T>
-void SumOfArrays(KernelContext& ctx, size_t n) {
+template <class T> void SumOfArrays(KernelContext& ctx, size_t n) {
   size_t length = 0;
   for (size_t i = 0; i < n; ++i) {
     Variable x = ctx.InputVar("X", i);
@@ -114,8 +117,7 @@ void SumOfArrays(KernelContext& ctx, size_t n) {
   }
 }
 
-template <class T>
-void Sum(KernelContext& ctx) {
+template <class T> void Sum(KernelContext& ctx) {
   const size_t n = ctx.op().InputCount("X");
   if (ctx.InputVar("X", 0).IsTensorArray()) return SumOfArrays<T>(ctx, n);
   for (size_t i = 0; i < n; ++i) {
@@ -141,8 +143,7 @@ void Sum(KernelContext& ctx) {
   });
 }
 
-template <class T>
-void Mean(KernelContext& ctx) {
+template <class T> void Mean(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   if (x.numel() == 0) throw Error("mean of an empty tensor");
   T mean;
@@ -161,8 +162,7 @@ ReducePlan PlanReduceOp(KernelContext& ctx, const std::vector<int64_t>& in) {
   return PlanReduction(in, reduced, ctx.Attr<bool>("keep_dim"));
 }
 
-template <Reduction R, class T>
-void Reduce(KernelContext& ctx) {
+template <Reduction R, class T> void Reduce(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const ReducePlan p = PlanReduceOp(ctx, x.dims());
   // Into a buffer of its own: Out may be X.
@@ -174,8 +174,7 @@ void Reduce(KernelContext& ctx) {
 // X@GRAD[i] = Out@GRAD at i's output (sum); divided by the count (mean); only where X[i]
 // is the maximum or minimum (max, min; a NaN extreme is every NaN of its run, nan_order.h);
 // times Out / X[i] (prod, as Paddle computes it: a zero X gives inf or NaN).
-template <Reduction R, class T>
-void ReduceGrad(KernelContext& ctx) {
+template <Reduction R, class T> void ReduceGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor out = ctx.Input("Out");
   Tensor g = ctx.Input("Out@GRAD");
@@ -240,8 +239,7 @@ void ReduceGrad(KernelContext& ctx) {
 
 // reduce_all (every element true) and reduce_any (some element true) of a bool X: the
 // minimum and the maximum of its bytes (a bool's byte is nonzero exactly when it is true).
-template <bool kAll>
-void ReduceBool(KernelContext& ctx) {
+template <bool kAll> void ReduceBool(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const ReducePlan p = PlanReduceOp(ctx, x.dims());
   const auto* px = static_cast<const uint8_t*>(x.raw_data());
@@ -251,8 +249,7 @@ void ReduceBool(KernelContext& ctx) {
   for (size_t k = 0; k < acc.size(); ++k) out[k] = acc[k] != 0;
 }
 
-template <class T>
-void SumGrad(KernelContext& ctx) {
+template <class T> void SumGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const OpInfo op = ctx.op();
   for (size_t i = 0; i < op.OutputCount("X@GRAD"); ++i) {
@@ -261,8 +258,7 @@ void SumGrad(KernelContext& ctx) {
   }
 }
 
-template <class T>
-void MeanGrad(KernelContext& ctx) {
+template <class T> void MeanGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const T g = *ctx.Input("Out@GRAD").data<T>();
   T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
@@ -283,41 +279,42 @@ void RunningSums(const T* in, T* out, int64_t pre, int64_t n, int64_t post, bool
   const int64_t runs = (post + kColumns - 1) / kColumns;
   ParallelFor(pre * runs, 2.0 * sizeof(T) * static_cast<double>(pre * n * post),
               [&](int64_t, int64_t first, int64_t last) {
-    T sums[kColumns];
-    for (int64_t item = first; item < last; ++item) {
-      const int64_t c0 = item % runs * kColumns, width = std::min(kColumns, post - c0);
-      const int64_t at0 = item / runs * n * post + c0;  // the item's first element
-      const T* x = in + at0;
-      T* o = out + at0;
-      if (post == 1) {  // one column: its sum in a register
-        T sum = 0;
-        const int64_t first_at = reverse ? n - 1 : 0, delta = reverse ? -1 : 1;
-        if (exclusive) {
-          for (int64_t step = 0, at = first_at; step < n; ++step, at += delta) o[at] = sum, sum += x[at];
-        } else {
-          for (int64_t step = 0, at = first_at; step < n; ++step, at += delta) sum += x[at], o[at] = sum;
-        }
-        continue;
-      }
-      std::fill(sums, sums + width, T(0));
-      for (int64_t step = 0; step < n; ++step) {
-        const int64_t at = (reverse ? n - 1 - step : step) * post;
-        if (exclusive) {
-          for (int64_t c = 0; c < width; ++c) o[at + c] = sums[c], sums[c] += x[at + c];
-        } else {
-          for (int64_t c = 0; c < width; ++c) sums[c] += x[at + c], o[at + c] = sums[c];
-        }
-      }
-    }
-  });
+                T sums[kColumns];
+                for (int64_t item = first; item < last; ++item) {
+                  const int64_t c0 = item % runs * kColumns, width = std::min(kColumns, post - c0);
+                  const int64_t at0 = item / runs * n * post + c0;  // the item's first element
+                  const T* x = in + at0;
+                  T* o = out + at0;
+                  if (post == 1) {  // one column: its sum in a register
+                    T sum = 0;
+                    const int64_t first_at = reverse ? n - 1 : 0, delta = reverse ? -1 : 1;
+                    if (exclusive) {
+                      for (int64_t step = 0, at = first_at; step < n; ++step, at += delta) o[at] = sum, sum += x[at];
+                    } else {
+                      for (int64_t step = 0, at = first_at; step < n; ++step, at += delta) sum += x[at], o[at] = sum;
+                    }
+                    continue;
+                  }
+                  std::fill(sums, sums + width, T(0));
+                  for (int64_t step = 0; step < n; ++step) {
+                    const int64_t at = (reverse ? n - 1 - step : step) * post;
+                    if (exclusive) {
+                      for (int64_t c = 0; c < width; ++c) o[at + c] = sums[c], sums[c] += x[at + c];
+                    } else {
+                      for (int64_t c = 0; c < width; ++c) sums[c] += x[at + c], o[at + c] = sums[c];
+                    }
+                  }
+                }
+              });
 }
 
-template <class T, bool kGrad>
-void Cumsum(KernelContext& ctx) {
+template <class T, bool kGrad> void Cumsum(KernelContext& ctx) {
   Tensor x = ctx.Input(kGrad ? "Out@GRAD" : "X");
   const bool flatten = ctx.Attr<bool>("flatten");
   // The gradient of a flattened cumsum is shaped like X, not like the 1-D Out.
-  const std::vector<int64_t> out_dims = kGrad ? ctx.Input("X").dims() : flatten ? std::vector<int64_t>{x.numel()} : x.dims();
+  const std::vector<int64_t> out_dims = kGrad     ? ctx.Input("X").dims()
+                                        : flatten ? std::vector<int64_t>{x.numel()}
+                                                  : x.dims();
   if (kGrad && Product(out_dims, 0, out_dims.size()) != x.numel()) {
     throw Error("Out@GRAD " + DimsString(x.dims()) + " does not have X's " + DimsString(out_dims) + " elements");
   }
@@ -326,9 +323,8 @@ void Cumsum(KernelContext& ctx) {
   const int64_t pre = Product(d, 0, axis), n = d[axis], post = Product(d, axis + 1, d.size());
   const bool reverse = ctx.Attr<bool>("reverse") != kGrad;
   const T* px = x.data<T>();
-  WriteOutput<T>(ctx, kGrad ? "X@GRAD" : "Out", {kGrad ? "Out@GRAD" : "X"}, out_dims, [&](T* out) {
-    RunningSums(px, out, pre, n, post, ctx.Attr<bool>("exclusive"), reverse);
-  });
+  WriteOutput<T>(ctx, kGrad ? "X@GRAD" : "Out", {kGrad ? "Out@GRAD" : "X"}, out_dims,
+                 [&](T* out) { RunningSums(px, out, pre, n, post, ctx.Attr<bool>("exclusive"), reverse); });
 }
 
 OpSchema ReduceSchema(const char* type, const std::string& what) {
@@ -342,8 +338,7 @@ OpSchema ReduceSchema(const char* type, const std::string& what) {
       .KernelDtypeFrom("X");
 }
 
-template <Reduction R>
-void AddReduce(Registrar& r, const char* type, const char* what) {
+template <Reduction R> void AddReduce(Registrar& r, const char* type, const char* what) {
   const std::string grad = std::string(type) + "_grad";
   const OpSchema schema = ReduceSchema(type, std::string("the ") + what).Grad(grad, "X,Out,Out@GRAD", "X");
   r.Op(schema);
@@ -355,37 +350,39 @@ void AddReduce(Registrar& r, const char* type, const char* what) {
 }  // namespace
 
 void RegisterReduce(Registrar& r) {
-  const OpSchema sum = OpSchema("sum")
-      .Doc("Out = X[0] + X[1] + ..., tensors of one shape; SelectedRows among them: SelectedRows of all their "
-           "rows, or added into the dense ones' sum.")
-      .Input("X", "tensors to add", RILL_SLOT_DUPLICABLE)
-      .Output("Out", "their sum")
-      .KernelDtypeFrom("X")
-      .Grad("sum_grad", "Out@GRAD", "X");
+  const OpSchema sum =
+      OpSchema("sum")
+          .Doc(
+              "Out = X[0] + X[1] + ..., tensors of one shape; SelectedRows among them: SelectedRows of all their "
+              "rows, or added into the dense ones' sum.")
+          .Input("X", "tensors to add", RILL_SLOT_DUPLICABLE)
+          .Output("Out", "their sum")
+          .KernelDtypeFrom("X")
+          .Grad("sum_grad", "Out@GRAD", "X");
   r.Op(sum);
   r.Op(sum.MakeGradSchema());
   RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, "sum", [](auto t) { return &Sum<decltype(t)>; });
   RegisterCpu<float, double>(r, "sum_grad", [](auto t) { return &SumGrad<decltype(t)>; });
   const OpSchema mean = OpSchema("mean")
-      .Doc("Out = the mean of every element of X, shape [1].")
-      .Input("X", "input")
-      .Output("Out", "[1] tensor")
-      .KernelDtypeFrom("X")
-      .Grad("mean_grad", "X,Out@GRAD", "X");
+                            .Doc("Out = the mean of every element of X, shape [1].")
+                            .Input("X", "input")
+                            .Output("Out", "[1] tensor")
+                            .KernelDtypeFrom("X")
+                            .Grad("mean_grad", "X,Out@GRAD", "X");
   r.Op(mean);
   r.Op(mean.MakeGradSchema());
   RegisterCpu<float, double>(r, "mean", [](auto t) { return &Mean<decltype(t)>; });
   RegisterCpu<float, double>(r, "mean_grad", [](auto t) { return &MeanGrad<decltype(t)>; });
   const OpSchema cumsum = OpSchema("cumsum")
-      .Doc("Out = the running sums of X along axis (or of X flattened, with flatten).")
-      .Input("X", "input")
-      .Output("Out", "the sums, shaped like X (1-D with flatten)")
-      .Attr("axis", int64_t{-1}, "the axis summed along")
-      .Attr("flatten", false, "sum X's elements in order, as one axis")
-      .Attr("exclusive", false, "leave each element out of its own sum (the first sum is 0)")
-      .Attr("reverse", false, "sum from the end of the axis")
-      .KernelDtypeFrom("X")
-      .Grad("cumsum_grad", "X,Out@GRAD", "X");
+                              .Doc("Out = the running sums of X along axis (or of X flattened, with flatten).")
+                              .Input("X", "input")
+                              .Output("Out", "the sums, shaped like X (1-D with flatten)")
+                              .Attr("axis", int64_t{-1}, "the axis summed along")
+                              .Attr("flatten", false, "sum X's elements in order, as one axis")
+                              .Attr("exclusive", false, "leave each element out of its own sum (the first sum is 0)")
+                              .Attr("reverse", false, "sum from the end of the axis")
+                              .KernelDtypeFrom("X")
+                              .Grad("cumsum_grad", "X,Out@GRAD", "X");
   r.Op(cumsum);
   r.Op(cumsum.MakeGradSchema());
   RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, "cumsum", [](auto t) { return &Cumsum<decltype(t), false>; });

@@ -33,7 +33,7 @@ struct ReducePlan {
   std::vector<int64_t> out_stride;  // per group: the output's stride along it; 0 if reduced
   std::vector<int64_t> out_dims;    // as the op produces them (keep_dim or not)
   int64_t numel = 1, out_numel = 1;
-  int64_t count = 1;                // input elements reduced into each output element
+  int64_t count = 1;  // input elements reduced into each output element
 
   // Whether a run of ForEachRun lands on one output element (else on consecutive ones).
   bool InnerReduced() const { return group.empty() || reduced.back(); }
@@ -46,7 +46,8 @@ inline ReducePlan PlanReduction(const std::vector<int64_t>& in, const std::vecto
   ReducePlan p;
   for (size_t i = 0; i < rank; ++i) {
     p.numel *= in[i];
-    if (reduced[i]) p.count *= in[i]; else p.out_numel *= in[i];
+    if (reduced[i]) p.count *= in[i];
+    else p.out_numel *= in[i];
     if (keep || !reduced[i]) p.out_dims.push_back(reduced[i] ? 1 : in[i]);
     if (in[i] == 1) continue;  // a dim of 1 moves nothing: merged into its neighbours
     if (!p.group.empty() && p.reduced.back() == reduced[i]) {
@@ -70,8 +71,7 @@ inline ReducePlan PlanReduction(const std::vector<int64_t>& in, const std::vecto
 // Calls run(in_offset, out_offset, length) for each run of the innermost group, in input
 // order: input elements in_offset .. in_offset + length - 1 land at out_offset (the
 // innermost group reduced) or at out_offset .. out_offset + length - 1 (kept).
-template <class F>
-void ForEachRun(const ReducePlan& p, F run) {
+template <class F> void ForEachRun(const ReducePlan& p, F run) {
   if (p.numel == 0) return;
   if (p.group.empty()) return run(int64_t{0}, int64_t{0}, int64_t{1});
   const size_t outer = p.group.size() - 1;
@@ -90,8 +90,7 @@ void ForEachRun(const ReducePlan& p, F run) {
 }
 
 // acc = acc (op) v, for one element.
-template <Reduction R, class T>
-void Combine(T& acc, T v) {
+template <Reduction R, class T> void Combine(T& acc, T v) {
   if constexpr (R == Reduction::kMax || R == Reduction::kMin) {
     if (Improves<R == Reduction::kMax>(v, acc)) acc = v;
   } else if constexpr (R == Reduction::kProd) {
@@ -103,12 +102,8 @@ void Combine(T& acc, T v) {
 
 // The reduction of n contiguous elements, and acc[0, n) = acc (op) x[0, n): MathIsa()'s
 // loops (reduction_loops.h).
-template <Reduction R, class T>
-T ReduceRow(const T* x, int64_t n) {
-  return reduction::LoopsFor<R, T>().row(x, n);
-}
-template <Reduction R, class T>
-void CombineRows(T* acc, const T* x, int64_t n) {
+template <Reduction R, class T> T ReduceRow(const T* x, int64_t n) { return reduction::LoopsFor<R, T>().row(x, n); }
+template <Reduction R, class T> void CombineRows(T* acc, const T* x, int64_t n) {
   reduction::LoopsFor<R, T>().rows(acc, x, n);
 }
 
@@ -133,8 +128,7 @@ inline bool AsMiddle(const ReducePlan& p, Middle* m) {
 // inner] with the middle reduced (inner 1: rows; outer 1: columns). Split across the
 // passes' team by output rows, or, with one row, by chunks of the reduced dim (partial
 // results combined in chunk order: the same bits on any number of threads).
-template <Reduction R, class T>
-void ReduceMiddle(const T* x, T* out, int64_t outer, int64_t n, int64_t inner) {
+template <Reduction R, class T> void ReduceMiddle(const T* x, T* out, int64_t outer, int64_t n, int64_t inner) {
   const double bytes = static_cast<double>(outer * n * inner) * sizeof(T);
   if (outer == 1 && inner == 1) {
     const int64_t chunks = ParallelChunks(n, bytes);
@@ -174,8 +168,7 @@ void ReduceMiddle(const T* x, T* out, int64_t outer, int64_t n, int64_t inner) {
 
 // out[0, p.out_numel) = the reduction of x by plan p (the mean divides by p.count; the mean
 // of no elements is NaN for a float, 0 for an int). out must not overlap x.
-template <Reduction R, class T>
-void ReduceInto(const T* x, const ReducePlan& p, T* out) {
+template <Reduction R, class T> void ReduceInto(const T* x, const ReducePlan& p, T* out) {
   Middle m;
   if (p.numel > 0 && AsMiddle(p, &m)) {
     ReduceMiddle<R>(x, out, m.outer, m.n, m.inner);  // writes every element of out

@@ -18,15 +18,13 @@ namespace pk = Eigen::internal;
 
 // a (op) b, for one element and for a packet of them. Max and min of packets are the
 // instructions' (which return one operand when the other is NaN): Row notes NaNs apart.
-template <Reduction R, class T>
-T Apply(T a, T b) {
+template <Reduction R, class T> T Apply(T a, T b) {
   if constexpr (R == Reduction::kMax) return a < b ? b : a;
   if constexpr (R == Reduction::kMin) return b < a ? b : a;
   if constexpr (R == Reduction::kProd) return a * b;
   return a + b;
 }
-template <Reduction R, class P>
-P ApplyPacket(const P& a, const P& b) {
+template <Reduction R, class P> P ApplyPacket(const P& a, const P& b) {
   if constexpr (R == Reduction::kMax) return pk::pmax(a, b);
   if constexpr (R == Reduction::kMin) return pk::pmin(a, b);
   if constexpr (R == Reduction::kProd) return pk::pmul(a, b);
@@ -36,8 +34,7 @@ P ApplyPacket(const P& a, const P& b) {
 constexpr bool Extreme(Reduction r) { return r == Reduction::kMax || r == Reduction::kMin; }
 
 // The first NaN of x[0, n), for a row Row found one in.
-template <class T>
-T FirstNan(const T* x, int64_t n) {
+template <class T> T FirstNan(const T* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     if (x[i] != x[i]) return x[i];
   }
@@ -50,8 +47,7 @@ T FirstNan(const T* x, int64_t n) {
 // past the last whole packet: a fixed order for a given set and n. Max and min
 // also keep, per lane, whether some element compared unordered with itself; a row holding
 // a NaN returns its first one (nan_order.h's rule).
-template <Reduction R, class T>
-T FloatRow(const T* x, int64_t n) {
+template <Reduction R, class T> T FloatRow(const T* x, int64_t n) {
   using P = typename pk::packet_traits<T>::type;
   constexpr int64_t kLanes = pk::packet_traits<T>::size;
   const P identity = pk::pset1<P>(Identity<R, T>());
@@ -104,8 +100,7 @@ T FloatRow(const T* x, int64_t n) {
 
 }  // namespace
 
-template <class Set, Reduction R, class T>
-T Row(const T* x, int64_t n) {
+template <class Set, Reduction R, class T> T Row(const T* x, int64_t n) {
   if constexpr (std::is_floating_point_v<T>) {
     return FloatRow<R>(x, n);
   } else {
@@ -117,8 +112,7 @@ T Row(const T* x, int64_t n) {
   }
 }
 
-template <class Set, Reduction R, class T>
-void Rows(T* acc, const T* x, int64_t n) {
+template <class Set, Reduction R, class T> void Rows(T* acc, const T* x, int64_t n) {
   VecMap<T> a(acc, n);
   const ConstVecMap<T> v(x, n);
   if constexpr (R == Reduction::kSum || R == Reduction::kMean) a += v;
@@ -129,8 +123,7 @@ void Rows(T* acc, const T* x, int64_t n) {
   if constexpr (R == Reduction::kMin) a = a.binaryExpr(v, Eigen::internal::scalar_min_op<T, T, Eigen::PropagateNaN>());
 }
 
-template <class Set, class T>
-double SumOfSquares(const T* x, int64_t n) {
+template <class Set, class T> double SumOfSquares(const T* x, int64_t n) {
   // Sixteen double accumulators, lane j taking the elements j mod 16: independent chains
   // the compiler keeps in vector registers; combined in lane order.
   constexpr int64_t kLanes = 16;
@@ -148,8 +141,8 @@ double SumOfSquares(const T* x, int64_t n) {
   return sum;
 }
 
-#define RILL_MATH_REDUCTION_LOOPS(R, T)                                       \
-  template T Row<RILL_MATH_ISA_TAG, Reduction::R, T>(const T*, int64_t);      \
+#define RILL_MATH_REDUCTION_LOOPS(R, T)                                  \
+  template T Row<RILL_MATH_ISA_TAG, Reduction::R, T>(const T*, int64_t); \
   template void Rows<RILL_MATH_ISA_TAG, Reduction::R, T>(T*, const T*, int64_t);
 #define RILL_MATH_REDUCTION_LOOPS_OF(T) \
   RILL_MATH_REDUCTION_LOOPS(kSum, T)    \

@@ -18,8 +18,7 @@ namespace rill::math {
 enum class Reduction { kSum, kMean, kMax, kMin, kProd };
 
 // What R of no elements gives (the mean's sum: 0).
-template <Reduction R, class T>
-T Identity() {
+template <Reduction R, class T> T Identity() {
   if constexpr (R == Reduction::kMax) return std::numeric_limits<T>::lowest();
   if constexpr (R == Reduction::kMin) return std::numeric_limits<T>::max();
   if constexpr (R == Reduction::kProd) return T(1);
@@ -28,8 +27,7 @@ T Identity() {
 
 namespace reduction {
 
-template <class T>
-struct Loops {
+template <class T> struct Loops {
   // The reduction of x[0, n) (the mean's sum; the identity for n 0).
   T (*row)(const T* x, int64_t n);
   // acc[0, n) = acc (op) x[0, n), element by element.
@@ -38,17 +36,13 @@ struct Loops {
 
 // Instantiated by reduction_loops.cc for each set's tag, reduction and element type (the
 // reduce ops' float, double, int32_t and int64_t; uint8_t's max and min for bools).
-template <class Set, Reduction R, class T>
-T Row(const T* x, int64_t n);
-template <class Set, Reduction R, class T>
-void Rows(T* acc, const T* x, int64_t n);
+template <class Set, Reduction R, class T> T Row(const T* x, int64_t n);
+template <class Set, Reduction R, class T> void Rows(T* acc, const T* x, int64_t n);
 // The sum of x[0, n)'s squares, in double (float and double).
-template <class Set, class T>
-double SumOfSquares(const T* x, int64_t n);
+template <class Set, class T> double SumOfSquares(const T* x, int64_t n);
 
 // MathIsa()'s loops for R over T, picked on first use.
-template <Reduction R, class T>
-const Loops<T>& LoopsFor() {
+template <Reduction R, class T> const Loops<T>& LoopsFor() {
   static const Loops<T> loops = ForMathIsa([](auto set) {
     using Set = decltype(set);
     return Loops<T>{&Row<Set, R, T>, &Rows<Set, R, T>};
@@ -57,8 +51,7 @@ const Loops<T>& LoopsFor() {
 }
 
 // MathIsa()'s SumOfSquares over T.
-template <class T>
-auto SumOfSquaresFor() {
+template <class T> auto SumOfSquaresFor() {
   static const auto loop = ForMathIsa([](auto set) { return &SumOfSquares<decltype(set), T>; });
   return loop;
 }

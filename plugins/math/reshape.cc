@@ -22,7 +22,8 @@ void CopyWithDims(KernelContext& ctx, const char* in_slot, const char* out_slot,
                 DimsString(dims));
   }
   const size_t bytes = static_cast<size_t>(x.numel()) * DataTypeSize(x.dtype());
-  WriteOutputBytes(ctx, out_slot, {in_slot}, x.dtype(), dims, [&](char* out) { ParallelCopy(x.raw_data(), out, bytes); });
+  WriteOutputBytes(ctx, out_slot, {in_slot}, x.dtype(), dims,
+                   [&](char* out) { ParallelCopy(x.raw_data(), out, bytes); });
 }
 
 void WriteXShape(KernelContext& ctx, const Tensor& x) {
@@ -42,7 +43,8 @@ std::vector<int64_t> ReshapeDims(KernelContext& ctx, const Tensor& x) {
   } else if (ctx.HasInput("ShapeTensor")) {
     for (size_t i = 0; i < ctx.op().InputCount("ShapeTensor"); ++i) {
       const std::vector<int64_t> one = IntsOf(ctx.Input("ShapeTensor", i), "reshape2 ShapeTensor");
-      if (one.size() != 1) throw Error("ShapeTensor[" + std::to_string(i) + "] holds " + std::to_string(one.size()) + " values, not 1");
+      if (one.size() != 1)
+        throw Error("ShapeTensor[" + std::to_string(i) + "] holds " + std::to_string(one.size()) + " values, not 1");
       shape.push_back(one[0]);
     }
   } else {
@@ -53,7 +55,9 @@ std::vector<int64_t> ReshapeDims(KernelContext& ctx, const Tensor& x) {
   int64_t known = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0) {
-      if (i >= xd.size()) throw Error("shape " + DimsString(shape) + ": a 0 at index " + std::to_string(i) + " is past X's rank " + std::to_string(xd.size()));
+      if (i >= xd.size())
+        throw Error("shape " + DimsString(shape) + ": a 0 at index " + std::to_string(i) + " is past X's rank " +
+                    std::to_string(xd.size()));
       shape[i] = xd[i];
     }
     if (shape[i] == -1) {
@@ -67,7 +71,8 @@ std::vector<int64_t> ReshapeDims(KernelContext& ctx, const Tensor& x) {
   }
   if (infer >= 0) {
     if (known == 0 || x.numel() % known != 0) {
-      throw Error("cannot reshape " + DimsString(xd) + " (" + std::to_string(x.numel()) + " elements) to " + DimsString(shape));
+      throw Error("cannot reshape " + DimsString(xd) + " (" + std::to_string(x.numel()) + " elements) to " +
+                  DimsString(shape));
     }
     shape[static_cast<size_t>(infer)] = x.numel() / known;
   }
@@ -145,14 +150,13 @@ void Unsqueeze2(KernelContext& ctx) {
 }
 
 // X@GRAD = Out@GRAD with X's dims.
-void ReshapeGrad(KernelContext& ctx) {
-  CopyWithDims(ctx, "Out@GRAD", "X@GRAD", ctx.Input("X").dims());
-}
+void ReshapeGrad(KernelContext& ctx) { CopyWithDims(ctx, "Out@GRAD", "X@GRAD", ctx.Input("X").dims()); }
 
 // `axis` checked to be a permutation of [0, rank).
 std::vector<size_t> Permutation(const std::vector<int64_t>& axis, size_t rank) {
   if (axis.size() != rank) {
-    throw Error("axis " + DimsString(axis) + " has " + std::to_string(axis.size()) + " entries for X of rank " + std::to_string(rank));
+    throw Error("axis " + DimsString(axis) + " has " + std::to_string(axis.size()) + " entries for X of rank " +
+                std::to_string(rank));
   }
   std::vector<size_t> perm(rank);
   std::vector<bool> seen(rank, false);
@@ -209,38 +213,44 @@ void AddShapeOp(Registrar& r, const std::string& type, OpSchema schema, KernelFn
 }  // namespace
 
 void RegisterReshape(Registrar& r) {
-  AddShapeOp(r, "reshape2", OpSchema("reshape2")
-                    .Doc("Out = X's elements in the shape Shape, ShapeTensor or `shape` gives (first present wins); "
-                         "a 0 keeps X's dim there, one -1 takes what is left.")
-                    .Input("Shape", "the shape, a 1-D int32/int64 tensor", RILL_SLOT_OPTIONAL)
-                    .Input("ShapeTensor", "the shape, one 1-element int32/int64 tensor per dim",
-                           RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
-                    .Attr("shape", std::vector<int64_t>{}, "the shape"),
+  AddShapeOp(r, "reshape2",
+             OpSchema("reshape2")
+                 .Doc("Out = X's elements in the shape Shape, ShapeTensor or `shape` gives (first present wins); "
+                      "a 0 keeps X's dim there, one -1 takes what is left.")
+                 .Input("Shape", "the shape, a 1-D int32/int64 tensor", RILL_SLOT_OPTIONAL)
+                 .Input("ShapeTensor", "the shape, one 1-element int32/int64 tensor per dim",
+                        RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+                 .Attr("shape", std::vector<int64_t>{}, "the shape"),
              &Reshape2, &ReshapeGrad);
-  AddShapeOp(r, "flatten2", OpSchema("flatten2")
-                    .Doc("Out = X as a matrix: [prod(dims[:axis]), prod(dims[axis:])].")
-                    .Attr("axis", int64_t{1}, "where the columns' dims begin (0 to rank)"),
+  AddShapeOp(r, "flatten2",
+             OpSchema("flatten2")
+                 .Doc("Out = X as a matrix: [prod(dims[:axis]), prod(dims[axis:])].")
+                 .Attr("axis", int64_t{1}, "where the columns' dims begin (0 to rank)"),
              &Flatten2, &ReshapeGrad);
-  AddShapeOp(r, "flatten_contiguous_range", OpSchema("flatten_contiguous_range")
-                    .Doc("Out = X with dims start_axis..stop_axis (negative from the end) made one.")
-                    .Attr("start_axis", int64_t{1}, "the first dim flattened")
-                    .Attr("stop_axis", int64_t{1}, "the last dim flattened"),
+  AddShapeOp(r, "flatten_contiguous_range",
+             OpSchema("flatten_contiguous_range")
+                 .Doc("Out = X with dims start_axis..stop_axis (negative from the end) made one.")
+                 .Attr("start_axis", int64_t{1}, "the first dim flattened")
+                 .Attr("stop_axis", int64_t{1}, "the last dim flattened"),
              &FlattenRange, &ReshapeGrad);
-  AddShapeOp(r, "squeeze2", OpSchema("squeeze2")
-                    .Doc("Out = X without the dims of size 1 that `axes` lists (every one when empty).")
-                    .Attr("axes", std::vector<int64_t>{}, "the dims to remove (negative from the end)"),
+  AddShapeOp(r, "squeeze2",
+             OpSchema("squeeze2")
+                 .Doc("Out = X without the dims of size 1 that `axes` lists (every one when empty).")
+                 .Attr("axes", std::vector<int64_t>{}, "the dims to remove (negative from the end)"),
              &Squeeze2, &ReshapeGrad);
-  AddShapeOp(r, "unsqueeze2", OpSchema("unsqueeze2")
-                    .Doc("Out = X with a dim of 1 inserted at each of `axes` (or AxesTensor's, or AxesTensorList's), "
-                         "in order.")
-                    .Input("AxesTensor", "the axes, a 1-D int32/int64 tensor", RILL_SLOT_OPTIONAL)
-                    .Input("AxesTensorList", "the axes, one 1-element int32/int64 tensor each",
-                           RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
-                    .Attr("axes", std::vector<int64_t>{}, "where to insert (negative from the end)"),
+  AddShapeOp(r, "unsqueeze2",
+             OpSchema("unsqueeze2")
+                 .Doc("Out = X with a dim of 1 inserted at each of `axes` (or AxesTensor's, or AxesTensorList's), "
+                      "in order.")
+                 .Input("AxesTensor", "the axes, a 1-D int32/int64 tensor", RILL_SLOT_OPTIONAL)
+                 .Input("AxesTensorList", "the axes, one 1-element int32/int64 tensor each",
+                        RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+                 .Attr("axes", std::vector<int64_t>{}, "where to insert (negative from the end)"),
              &Unsqueeze2, &ReshapeGrad);
-  AddShapeOp(r, "transpose2", OpSchema("transpose2")
-                    .Doc("Out = X with its dims permuted: Out's dim k is X's dim axis[k].")
-                    .Attr("axis", std::vector<int64_t>{}, "the permutation"),
+  AddShapeOp(r, "transpose2",
+             OpSchema("transpose2")
+                 .Doc("Out = X with its dims permuted: Out's dim k is X's dim axis[k].")
+                 .Attr("axis", std::vector<int64_t>{}, "the permutation"),
              &Transpose2, &Transpose2Grad);
 }
 

@@ -46,23 +46,20 @@ RoiAlignAttrs AttrsOf(KernelContext& ctx) {
 
 // One sample: the 4 neighbours' offsets in a channel plane and their weights (all 0 for a
 // sample outside the map).
-template <class T>
-struct Sample {
+template <class T> struct Sample {
   int64_t pos[4];
   T w[4];
 };
 
 // A region's samples, bin by bin (gh * gw each, in the order of the formula above), and
 // the count each bin's sum is divided by.
-template <class T>
-struct RegionSamples {
+template <class T> struct RegionSamples {
   std::vector<Sample<T>> samples;
   int64_t per_bin;
   T count;
 };
 
-template <class T>
-RegionSamples<T> SamplesOf(const T* roi, const RoiAlignAttrs& a, int64_t height, int64_t width) {
+template <class T> RegionSamples<T> SamplesOf(const T* roi, const RoiAlignAttrs& a, int64_t height, int64_t width) {
   const T offset = a.aligned ? T(0.5) : T(0);
   const T scale = static_cast<T>(a.spatial_scale);
   const T x1 = roi[0] * scale - offset, y1 = roi[1] * scale - offset;
@@ -72,8 +69,10 @@ RegionSamples<T> SamplesOf(const T* roi, const RoiAlignAttrs& a, int64_t height,
     roi_h = std::max(roi_h, T(1));
   }
   const T bin_h = roi_h / static_cast<T>(a.pooled_h), bin_w = roi_w / static_cast<T>(a.pooled_w);
-  const int64_t gh = a.sampling_ratio > 0 ? a.sampling_ratio : static_cast<int64_t>(std::ceil(roi_h / static_cast<T>(a.pooled_h)));
-  const int64_t gw = a.sampling_ratio > 0 ? a.sampling_ratio : static_cast<int64_t>(std::ceil(roi_w / static_cast<T>(a.pooled_w)));
+  const int64_t gh =
+      a.sampling_ratio > 0 ? a.sampling_ratio : static_cast<int64_t>(std::ceil(roi_h / static_cast<T>(a.pooled_h)));
+  const int64_t gw =
+      a.sampling_ratio > 0 ? a.sampling_ratio : static_cast<int64_t>(std::ceil(roi_w / static_cast<T>(a.pooled_w)));
   RegionSamples<T> out{{}, gh * gw, static_cast<T>(std::max<int64_t>(gh * gw, 1))};
   out.samples.reserve(static_cast<size_t>(a.pooled_h * a.pooled_w * std::max<int64_t>(gh * gw, 0)));
   for (int64_t ph = 0; ph < a.pooled_h; ++ph) {
@@ -110,8 +109,7 @@ RegionSamples<T> SamplesOf(const T* roi, const RoiAlignAttrs& a, int64_t height,
   return out;
 }
 
-template <class T>
-void RoiAlign(KernelContext& ctx) {
+template <class T> void RoiAlign(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor rois = ctx.Input("ROIs");
   const RoiAlignAttrs a = AttrsOf(ctx);
@@ -142,8 +140,7 @@ void RoiAlign(KernelContext& ctx) {
   });
 }
 
-template <class T>
-void RoiAlignGrad(KernelContext& ctx) {
+template <class T> void RoiAlignGrad(KernelContext& ctx) {
   if (!ctx.HasOutput("X@GRAD")) return;
   Tensor x = ctx.Input("X");
   Tensor rois = ctx.Input("ROIs");
@@ -154,7 +151,8 @@ void RoiAlignGrad(KernelContext& ctx) {
   const int64_t plane = s.height * s.width, bins = a.pooled_h * a.pooled_w;
   if (g.dims() != std::vector<int64_t>{s.rois, s.channels, a.pooled_h, a.pooled_w}) {
     throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like Out [" + std::to_string(s.rois) + ", " +
-                std::to_string(s.channels) + ", " + std::to_string(a.pooled_h) + ", " + std::to_string(a.pooled_w) + "]");
+                std::to_string(s.channels) + ", " + std::to_string(a.pooled_h) + ", " + std::to_string(a.pooled_w) +
+                "]");
   }
   T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
   std::fill(dx, dx + x.numel(), T(0));
@@ -180,20 +178,23 @@ void RoiAlignGrad(KernelContext& ctx) {
 }  // namespace
 
 void RegisterRoiAlign(Registrar& r) {
-  const OpSchema roi_align = OpSchema("roi_align")
-      .Doc("Each region of ROIs pooled from X to pooled_height x pooled_width bins by bilinear sampling, as Paddle "
-           "defines it (see roi_align.cc).")
-      .Input("X", "the feature map, [N, C, H, W]")
-      .Input("ROIs", "[R, 4] regions (x1, y1, x2, y2) in the image's pixels; a LoD gives each image's, without RoisNum")
-      .Input("RoisNum", "int32 [N]: each image's regions, in order", RILL_SLOT_OPTIONAL)
-      .Output("Out", "[R, C, pooled_height, pooled_width]")
-      .Attr("pooled_height", int64_t{1}, "the bins down")
-      .Attr("pooled_width", int64_t{1}, "the bins across")
-      .Attr("spatial_scale", 1.0f, "the map's size over the image's")
-      .Attr("sampling_ratio", int64_t{-1}, "samples each way per bin (not positive: the bin's size, rounded up)")
-      .Attr("aligned", false, "move regions by -0.5 pixel (pixel centres), and let them be under 1 pixel")
-      .KernelDtypeFrom("X")
-      .Grad("roi_align_grad", "X,ROIs,RoisNum,Out@GRAD", "X");
+  const OpSchema roi_align =
+      OpSchema("roi_align")
+          .Doc(
+              "Each region of ROIs pooled from X to pooled_height x pooled_width bins by bilinear sampling, as Paddle "
+              "defines it (see roi_align.cc).")
+          .Input("X", "the feature map, [N, C, H, W]")
+          .Input("ROIs",
+                 "[R, 4] regions (x1, y1, x2, y2) in the image's pixels; a LoD gives each image's, without RoisNum")
+          .Input("RoisNum", "int32 [N]: each image's regions, in order", RILL_SLOT_OPTIONAL)
+          .Output("Out", "[R, C, pooled_height, pooled_width]")
+          .Attr("pooled_height", int64_t{1}, "the bins down")
+          .Attr("pooled_width", int64_t{1}, "the bins across")
+          .Attr("spatial_scale", 1.0f, "the map's size over the image's")
+          .Attr("sampling_ratio", int64_t{-1}, "samples each way per bin (not positive: the bin's size, rounded up)")
+          .Attr("aligned", false, "move regions by -0.5 pixel (pixel centres), and let them be under 1 pixel")
+          .KernelDtypeFrom("X")
+          .Grad("roi_align_grad", "X,ROIs,RoisNum,Out@GRAD", "X");
   r.Op(roi_align);
   r.Op(roi_align.MakeGradSchema());
   RegisterCpu<float, double>(r, "roi_align", [](auto t) { return &RoiAlign<decltype(t)>; });

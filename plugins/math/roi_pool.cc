@@ -72,8 +72,7 @@ RoiPoolSetup SetupOf(KernelContext& ctx, const Tensor& x, const Tensor& rois) {
   return u;
 }
 
-template <class T>
-void RoiPool(KernelContext& ctx) {
+template <class T> void RoiPool(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor rois = ctx.Input("ROIs");
   const RoiPoolSetup u = SetupOf(ctx, x, rois);
@@ -82,36 +81,36 @@ void RoiPool(KernelContext& ctx) {
   const int64_t plane = u.s.height * u.s.width, bins = u.a.pooled_h * u.a.pooled_w;
   T* out = ctx.AllocateOutput<T>("Out", u.out_dims);
   int64_t* argmax = ctx.AllocateOutput<int64_t>("Argmax", u.out_dims);
-  ParallelFor(u.s.rois, static_cast<double>(u.s.rois * u.s.channels * plane) * sizeof(T), [&](int64_t, int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      for (int64_t ph = 0; ph < u.a.pooled_h; ++ph) {
-        for (int64_t pw = 0; pw < u.a.pooled_w; ++pw) {
-          const Bin b = BinOf(roi + r * 4, u.a, ph, pw, u.s.height, u.s.width);
-          const bool empty = b.h1 <= b.h0 || b.w1 <= b.w0;
-          for (int64_t c = 0; c < u.s.channels; ++c) {
-            const T* map = in + (u.image[static_cast<size_t>(r)] * u.s.channels + c) * plane;
-            T best = empty ? T(0) : -std::numeric_limits<T>::max();
-            int64_t at = -1;
-            for (int64_t h = b.h0; h < b.h1; ++h) {
-              for (int64_t w = b.w0; w < b.w1; ++w) {
-                if (map[h * u.s.width + w] > best) {
-                  best = map[h * u.s.width + w];
-                  at = h * u.s.width + w;
+  ParallelFor(u.s.rois, static_cast<double>(u.s.rois * u.s.channels * plane) * sizeof(T),
+              [&](int64_t, int64_t begin, int64_t end) {
+                for (int64_t r = begin; r < end; ++r) {
+                  for (int64_t ph = 0; ph < u.a.pooled_h; ++ph) {
+                    for (int64_t pw = 0; pw < u.a.pooled_w; ++pw) {
+                      const Bin b = BinOf(roi + r * 4, u.a, ph, pw, u.s.height, u.s.width);
+                      const bool empty = b.h1 <= b.h0 || b.w1 <= b.w0;
+                      for (int64_t c = 0; c < u.s.channels; ++c) {
+                        const T* map = in + (u.image[static_cast<size_t>(r)] * u.s.channels + c) * plane;
+                        T best = empty ? T(0) : -std::numeric_limits<T>::max();
+                        int64_t at = -1;
+                        for (int64_t h = b.h0; h < b.h1; ++h) {
+                          for (int64_t w = b.w0; w < b.w1; ++w) {
+                            if (map[h * u.s.width + w] > best) {
+                              best = map[h * u.s.width + w];
+                              at = h * u.s.width + w;
+                            }
+                          }
+                        }
+                        const int64_t o = (r * u.s.channels + c) * bins + ph * u.a.pooled_w + pw;
+                        out[o] = best;
+                        argmax[o] = at;
+                      }
+                    }
+                  }
                 }
-              }
-            }
-            const int64_t o = (r * u.s.channels + c) * bins + ph * u.a.pooled_w + pw;
-            out[o] = best;
-            argmax[o] = at;
-          }
-        }
-      }
-    }
-  });
+              });
 }
 
-template <class T>
-void RoiPoolGrad(KernelContext& ctx) {
+template <class T> void RoiPoolGrad(KernelContext& ctx) {
   if (!ctx.HasOutput("X@GRAD")) return;
   Tensor x = ctx.Input("X");
   Tensor rois = ctx.Input("ROIs");
@@ -142,19 +141,22 @@ void RoiPoolGrad(KernelContext& ctx) {
 }  // namespace
 
 void RegisterRoiPool(Registrar& r) {
-  const OpSchema roi_pool = OpSchema("roi_pool")
-      .Doc("Each region of ROIs max-pooled from X to pooled_height x pooled_width bins, as Paddle defines it (see "
-           "roi_pool.cc).")
-      .Input("X", "the feature map, [N, C, H, W]")
-      .Input("ROIs", "[R, 4] regions (x1, y1, x2, y2) in the image's pixels; a LoD gives each image's, without RoisNum")
-      .Input("RoisNum", "int32 [N]: each image's regions, in order", RILL_SLOT_OPTIONAL)
-      .Output("Out", "[R, C, pooled_height, pooled_width]")
-      .Output("Argmax", "int64, shaped like Out: the cell (h * W + w) each maximum came from, -1 for an empty bin")
-      .Attr("pooled_height", int64_t{1}, "the bins down")
-      .Attr("pooled_width", int64_t{1}, "the bins across")
-      .Attr("spatial_scale", 1.0f, "the map's size over the image's")
-      .KernelDtypeFrom("X")
-      .Grad("roi_pool_grad", "X,ROIs,RoisNum,Argmax,Out@GRAD", "X");
+  const OpSchema roi_pool =
+      OpSchema("roi_pool")
+          .Doc(
+              "Each region of ROIs max-pooled from X to pooled_height x pooled_width bins, as Paddle defines it (see "
+              "roi_pool.cc).")
+          .Input("X", "the feature map, [N, C, H, W]")
+          .Input("ROIs",
+                 "[R, 4] regions (x1, y1, x2, y2) in the image's pixels; a LoD gives each image's, without RoisNum")
+          .Input("RoisNum", "int32 [N]: each image's regions, in order", RILL_SLOT_OPTIONAL)
+          .Output("Out", "[R, C, pooled_height, pooled_width]")
+          .Output("Argmax", "int64, shaped like Out: the cell (h * W + w) each maximum came from, -1 for an empty bin")
+          .Attr("pooled_height", int64_t{1}, "the bins down")
+          .Attr("pooled_width", int64_t{1}, "the bins across")
+          .Attr("spatial_scale", 1.0f, "the map's size over the image's")
+          .KernelDtypeFrom("X")
+          .Grad("roi_pool_grad", "X,ROIs,RoisNum,Argmax,Out@GRAD", "X");
   r.Op(roi_pool);
   r.Op(roi_pool.MakeGradSchema());
   RegisterCpu<float, double>(r, "roi_pool", [](auto t) { return &RoiPool<decltype(t)>; });

@@ -16,14 +16,12 @@
 namespace rill::math {
 
 // Each row once, in ascending order, with its value rows summed.
-template <class T>
-struct MergedRows {
+template <class T> struct MergedRows {
   std::vector<int64_t> rows;
   std::vector<T> values;  // rows.size() rows of `width`
 };
 
-template <class T>
-MergedRows<T> MergeRows(const int64_t* rows, size_t count, const T* values, int64_t width) {
+template <class T> MergedRows<T> MergeRows(const int64_t* rows, size_t count, const T* values, int64_t width) {
   std::vector<size_t> order(count);
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rows[a] < rows[b]; });

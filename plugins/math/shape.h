@@ -148,9 +148,8 @@ inline std::vector<int64_t> IntsOf(Tensor t, const char* what) {
 inline double ScalarOf(Tensor t, const char* what) {
   if (t.numel() != 1) throw Error(std::string(what) + " must hold one value, got " + DimsString(t.dims()));
   double v = 0;
-  VisitDataType<float, double, int32_t, int64_t>(t.dtype(), what, [&](auto type) {
-    v = static_cast<double>(*t.data<decltype(type)>());
-  });
+  VisitDataType<float, double, int32_t, int64_t>(
+      t.dtype(), what, [&](auto type) { v = static_cast<double>(*t.data<decltype(type)>()); });
   return v;
 }
 
@@ -182,8 +181,7 @@ inline std::vector<int64_t> BatchSizeLikeShape(KernelContext& ctx) {
   shape[to] = in[from];
   return shape;
 }
-template <class T, class A = T>
-T ScalarFromInput(KernelContext& ctx, const char* tensor, const char* attr) {
+template <class T, class A = T> T ScalarFromInput(KernelContext& ctx, const char* tensor, const char* attr) {
   if (ctx.HasInput(tensor)) return static_cast<T>(ScalarOf(ctx.Input(tensor), tensor));
   return static_cast<T>(ctx.Attr<A>(attr));
 }

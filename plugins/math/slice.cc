@@ -47,7 +47,9 @@ std::vector<int64_t> SliceOutDims(KernelContext& ctx, const Box& b) {
   std::vector<bool> drop(b.dims.size(), false);
   for (int64_t axis : ctx.Attr<std::vector<int64_t>>("decrease_axis")) {
     const size_t a = NormalizeAxis(axis, b.dims.size(), "decrease_axis entry");
-    if (b.dims[a] != 1) throw Error("decrease_axis " + std::to_string(axis) + ": the slice is " + std::to_string(b.dims[a]) + " long there, not 1");
+    if (b.dims[a] != 1)
+      throw Error("decrease_axis " + std::to_string(axis) + ": the slice is " + std::to_string(b.dims[a]) +
+                  " long there, not 1");
     drop[a] = true;
   }
   std::vector<int64_t> out;
@@ -97,9 +99,10 @@ void WriteBox(KernelContext& ctx, const char* in_slot, const Box& b, const std::
   const int64_t size = static_cast<int64_t>(DataTypeSize(in.dtype()));
   const char* pin = static_cast<const char*>(in.raw_data());
   WriteOutputBytes(ctx, "Out", {in_slot}, in.dtype(), out_dims, [&](char* po) {
-    ParallelForEachMappedRun(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
-                             2.0 * static_cast<double>(size * Product(b.dims, 0, b.dims.size())),
-                             [&](int64_t o, int64_t i, int64_t n) { CopyBytes(po + o * size, pin + i * size, n * size); });
+    ParallelForEachMappedRun(
+        b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
+        2.0 * static_cast<double>(size * Product(b.dims, 0, b.dims.size())),
+        [&](int64_t o, int64_t i, int64_t n) { CopyBytes(po + o * size, pin + i * size, n * size); });
   });
 }
 
@@ -113,9 +116,10 @@ void WriteBoxGrad(KernelContext& ctx, Tensor g, const Box& b, const std::vector<
   T* dx = ctx.AllocateOutput<T>(dx_slot, d);
   ParallelFill(dx, Product(d, 0, d.size()), T(0));
   // The box's elements are distinct elements of dx: its rows may be written concurrently.
-  ParallelForEachMappedRun(b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
-                           2.0 * sizeof(T) * static_cast<double>(g.numel()),
-                           [&](int64_t o, int64_t i, int64_t n) { std::copy(pg + o, pg + o + n, dx + i); });
+  ParallelForEachMappedRun(
+      b.dims, d, [&b](size_t k, int64_t i) { return b.corner[k] + i; },
+      2.0 * sizeof(T) * static_cast<double>(g.numel()),
+      [&](int64_t o, int64_t i, int64_t n) { std::copy(pg + o, pg + o + n, dx + i); });
 }
 
 void Slice(KernelContext& ctx) {
@@ -124,8 +128,7 @@ void Slice(KernelContext& ctx) {
   WriteBox(ctx, "Input", b, SliceOutDims(ctx, b));
 }
 
-template <class T>
-void SliceGrad(KernelContext& ctx) {
+template <class T> void SliceGrad(KernelContext& ctx) {
   if (Variable v = ctx.InputVar("Input"); v.IsTensorArray()) return SliceArrayGrad(ctx, v);
   const std::vector<int64_t> d = ctx.Input("Input").dims();
   WriteBoxGrad<T>(ctx, ctx.Input("Out@GRAD"), SliceBox(ctx, d), d, "Input@GRAD");
@@ -167,8 +170,7 @@ void Crop(KernelContext& ctx) {
   WriteBox(ctx, "X", b, b.dims);
 }
 
-template <class T>
-void CropGrad(KernelContext& ctx) {
+template <class T> void CropGrad(KernelContext& ctx) {
   if (!ctx.HasOutput("X@GRAD")) return;
   const std::vector<int64_t> d = ctx.Input("X").dims();
   Tensor g = ctx.Input("Out@GRAD");
@@ -179,7 +181,8 @@ void CropGrad(KernelContext& ctx) {
 std::vector<int64_t> ExpandTimes(KernelContext& ctx, size_t rank) {
   std::vector<int64_t> times = IntsFromInputs(ctx, "ExpandTimes", "expand_times_tensor", "expand_times");
   if (times.size() != rank) {
-    throw Error("expand_times " + DimsString(times) + " must have one entry per dim of X (rank " + std::to_string(rank) + ")");
+    throw Error("expand_times " + DimsString(times) + " must have one entry per dim of X (rank " +
+                std::to_string(rank) + ")");
   }
   for (int64_t t : times) {
     if (t < 1) throw Error("expand_times " + DimsString(times) + " must be positive");
@@ -212,24 +215,24 @@ void ExpandTo(KernelContext& ctx, const std::vector<int64_t>& out_dims) {
     std::vector<int64_t> out_rows(out_dims.begin(), out_dims.end() - 1), x_rows(d.begin(), d.end() - 1);
     out_rows.push_back(1), x_rows.push_back(1);
     const double bytes = static_cast<double>(o_row) * static_cast<double>(Product(out_rows, 0, out_rows.size()));
-    ParallelForEachMappedRun(out_rows, x_rows, [&x_rows](size_t k, int64_t i) { return i % x_rows[k]; }, bytes,
-                             [&](int64_t o, int64_t from, int64_t n) {
-      for (int64_t r = 0; r < n; ++r) {
-        char* row = po + static_cast<size_t>(o + r) * o_row;
-        CopyBytes(row, px + static_cast<size_t>(from + r) * x_row, x_row);
-        for (size_t done = x_row; done < o_row;) {
-          const size_t more = std::min(done, o_row - done);
-          CopyBytes(row + done, row, more);
-          done += more;
-        }
-      }
-    });
+    ParallelForEachMappedRun(
+        out_rows, x_rows, [&x_rows](size_t k, int64_t i) { return i % x_rows[k]; }, bytes,
+        [&](int64_t o, int64_t from, int64_t n) {
+          for (int64_t r = 0; r < n; ++r) {
+            char* row = po + static_cast<size_t>(o + r) * o_row;
+            CopyBytes(row, px + static_cast<size_t>(from + r) * x_row, x_row);
+            for (size_t done = x_row; done < o_row;) {
+              const size_t more = std::min(done, o_row - done);
+              CopyBytes(row + done, row, more);
+              done += more;
+            }
+          }
+        });
   });
 }
 
 // X@GRAD[i] = the sum of Out@GRAD over every copy of i.
-template <class T>
-void ExpandGradFrom(KernelContext& ctx) {
+template <class T> void ExpandGradFrom(KernelContext& ctx) {
   const std::vector<int64_t> x_dims = ctx.Input("X").dims();
   Tensor g = ctx.Input("Out@GRAD");
   const std::vector<int64_t> gd = g.dims();
@@ -306,85 +309,96 @@ void ExpandAsV2(KernelContext& ctx) {
 }  // namespace
 
 void RegisterSlice(Registrar& r) {
-  const OpSchema slice = OpSchema("slice")
-      .Doc("Out = Input[starts:ends] along `axes` (negative counts from the end; clamped to the dim), the "
-           "decrease_axis dims (each of length 1) removed. starts and ends may come as tensors instead. A tensor "
-           "array Input is sliced along its entries (axes [0]), into a tensor array.")
-      .Input("Input", "the tensor, or a tensor array")
-      .Input("StartsTensor", "starts, 1-D int32/int64", RILL_SLOT_OPTIONAL)
-      .Input("EndsTensor", "ends, 1-D int32/int64", RILL_SLOT_OPTIONAL)
-      .Input("StartsTensorList", "starts, one 1-element tensor each", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
-      .Input("EndsTensorList", "ends, one 1-element tensor each", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
-      .Output("Out", "the slice")
-      .Attr("axes", std::vector<int64_t>{}, "the dims sliced")
-      .Attr("starts", std::vector<int64_t>{}, "where each slice starts")
-      .Attr("ends", std::vector<int64_t>{}, "where each slice ends (exclusive)")
-      .Attr("decrease_axis", std::vector<int64_t>{}, "dims of length 1 to remove from Out")
-      .Attr("infer_flags", std::vector<int64_t>{}, "informational (Fluid's shape inference)")
-      .KernelDtypeFrom("Input")
-      .Grad("slice_grad", "Input,StartsTensor,EndsTensor,StartsTensorList,EndsTensorList,Out@GRAD", "Input");
+  const OpSchema slice =
+      OpSchema("slice")
+          .Doc(
+              "Out = Input[starts:ends] along `axes` (negative counts from the end; clamped to the dim), the "
+              "decrease_axis dims (each of length 1) removed. starts and ends may come as tensors instead. A tensor "
+              "array Input is sliced along its entries (axes [0]), into a tensor array.")
+          .Input("Input", "the tensor, or a tensor array")
+          .Input("StartsTensor", "starts, 1-D int32/int64", RILL_SLOT_OPTIONAL)
+          .Input("EndsTensor", "ends, 1-D int32/int64", RILL_SLOT_OPTIONAL)
+          .Input("StartsTensorList", "starts, one 1-element tensor each", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+          .Input("EndsTensorList", "ends, one 1-element tensor each", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+          .Output("Out", "the slice")
+          .Attr("axes", std::vector<int64_t>{}, "the dims sliced")
+          .Attr("starts", std::vector<int64_t>{}, "where each slice starts")
+          .Attr("ends", std::vector<int64_t>{}, "where each slice ends (exclusive)")
+          .Attr("decrease_axis", std::vector<int64_t>{}, "dims of length 1 to remove from Out")
+          .Attr("infer_flags", std::vector<int64_t>{}, "informational (Fluid's shape inference)")
+          .KernelDtypeFrom("Input")
+          .Grad("slice_grad", "Input,StartsTensor,EndsTensor,StartsTensorList,EndsTensorList,Out@GRAD", "Input");
   r.Op(slice);
   r.Op(slice.MakeGradSchema());
   r.Kernel("slice", RILL_CPU, RILL_ANY_DTYPE, &Slice);
   RegisterCpu<float, double>(r, "slice_grad", [](auto t) { return &SliceGrad<decltype(t)>; });
 
-  const OpSchema crop = OpSchema("crop")
-      .Doc("Out = the box of X at `offsets` (or the Offsets input) with Y's dims (or `shape`'s, a first -1 taking "
-           "X's first dim); the box must lie inside X.")
-      .Input("X", "the tensor")
-      .Input("Y", "the tensor whose dims Out takes", RILL_SLOT_OPTIONAL)
-      .Input("Offsets", "the offsets, 1-D int32/int64 with one per dim of X", RILL_SLOT_OPTIONAL)
-      .Output("Out", "the crop")
-      .Attr("offsets", std::vector<int64_t>{}, "the box's corner, one per dim of X (empty: all 0, or the input's)")
-      .Attr("shape", std::vector<int64_t>{}, "Out's dims, without Y")
-      .KernelDtypeFrom("X")
-      .Grad("crop_grad", "X,Y,Offsets,Out@GRAD", "X");
+  const OpSchema crop =
+      OpSchema("crop")
+          .Doc(
+              "Out = the box of X at `offsets` (or the Offsets input) with Y's dims (or `shape`'s, a first -1 taking "
+              "X's first dim); the box must lie inside X.")
+          .Input("X", "the tensor")
+          .Input("Y", "the tensor whose dims Out takes", RILL_SLOT_OPTIONAL)
+          .Input("Offsets", "the offsets, 1-D int32/int64 with one per dim of X", RILL_SLOT_OPTIONAL)
+          .Output("Out", "the crop")
+          .Attr("offsets", std::vector<int64_t>{}, "the box's corner, one per dim of X (empty: all 0, or the input's)")
+          .Attr("shape", std::vector<int64_t>{}, "Out's dims, without Y")
+          .KernelDtypeFrom("X")
+          .Grad("crop_grad", "X,Y,Offsets,Out@GRAD", "X");
   r.Op(crop);
   r.Op(crop.MakeGradSchema());
   r.Kernel("crop", RILL_CPU, RILL_ANY_DTYPE, &Crop);
   RegisterCpu<float, double>(r, "crop_grad", [](auto t) { return &CropGrad<decltype(t)>; });
 
   const OpSchema expand = OpSchema("expand")
-      .Doc("Out = X tiled expand_times[k] times along each dim k.")
-      .Input("X", "the tensor")
-      .Input("ExpandTimes", "expand_times, 1-D int32/int64", RILL_SLOT_OPTIONAL)
-      .Input("expand_times_tensor", "expand_times, one 1-element tensor each", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
-      .Output("Out", "the tiled tensor")
-      .Attr("expand_times", std::vector<int64_t>{}, "tiles per dim")
-      .KernelDtypeFrom("X")
-      .Grad("expand_grad", "X,Out@GRAD", "X");
-  const OpSchema tile = OpSchema("tile")
-      .Doc("Out = X tiled repeat_times[k] times along each dim k, X's dims padded in front with 1s to "
-           "repeat_times' length (or repeat_times to X's rank).")
-      .Input("X", "the tensor")
-      .Input("RepeatTimes", "repeat_times, 1-D int32/int64", RILL_SLOT_OPTIONAL)
-      .Input("repeat_times_tensor", "repeat_times, one 1-element tensor each", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
-      .Output("Out", "the tiled tensor")
-      .Attr("repeat_times", std::vector<int64_t>{}, "tiles per dim (positive)")
-      .KernelDtypeFrom("X")
-      .Grad("tile_grad", "X,Out@GRAD", "X");
-  const OpSchema expand_v2 = OpSchema("expand_v2")
-      .Doc("Out = X broadcast to `shape`: X's dims, aligned at the end, each 1 or equal to shape's; -1 keeps X's.")
-      .Input("X", "the tensor")
-      .Input("Shape", "shape, 1-D int32/int64", RILL_SLOT_OPTIONAL)
-      .Input("expand_shapes_tensor", "shape, one 1-element tensor each", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
-      .Output("Out", "the broadcast tensor")
-      .Attr("shape", std::vector<int64_t>{}, "Out's dims")
-      .KernelDtypeFrom("X")
-      .Grad("expand_v2_grad", "X,Out@GRAD", "X");
+                              .Doc("Out = X tiled expand_times[k] times along each dim k.")
+                              .Input("X", "the tensor")
+                              .Input("ExpandTimes", "expand_times, 1-D int32/int64", RILL_SLOT_OPTIONAL)
+                              .Input("expand_times_tensor", "expand_times, one 1-element tensor each",
+                                     RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+                              .Output("Out", "the tiled tensor")
+                              .Attr("expand_times", std::vector<int64_t>{}, "tiles per dim")
+                              .KernelDtypeFrom("X")
+                              .Grad("expand_grad", "X,Out@GRAD", "X");
+  const OpSchema tile =
+      OpSchema("tile")
+          .Doc(
+              "Out = X tiled repeat_times[k] times along each dim k, X's dims padded in front with 1s to "
+              "repeat_times' length (or repeat_times to X's rank).")
+          .Input("X", "the tensor")
+          .Input("RepeatTimes", "repeat_times, 1-D int32/int64", RILL_SLOT_OPTIONAL)
+          .Input("repeat_times_tensor", "repeat_times, one 1-element tensor each",
+                 RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+          .Output("Out", "the tiled tensor")
+          .Attr("repeat_times", std::vector<int64_t>{}, "tiles per dim (positive)")
+          .KernelDtypeFrom("X")
+          .Grad("tile_grad", "X,Out@GRAD", "X");
+  const OpSchema expand_v2 =
+      OpSchema("expand_v2")
+          .Doc("Out = X broadcast to `shape`: X's dims, aligned at the end, each 1 or equal to shape's; -1 keeps X's.")
+          .Input("X", "the tensor")
+          .Input("Shape", "shape, 1-D int32/int64", RILL_SLOT_OPTIONAL)
+          .Input("expand_shapes_tensor", "shape, one 1-element tensor each", RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+          .Output("Out", "the broadcast tensor")
+          .Attr("shape", std::vector<int64_t>{}, "Out's dims")
+          .KernelDtypeFrom("X")
+          .Grad("expand_v2_grad", "X,Out@GRAD", "X");
   const OpSchema expand_as_v2 = OpSchema("expand_as_v2")
-      .Doc("Out = X broadcast to target_shape (or to Y's dims, when given).")
-      .Input("X", "the tensor")
-      .Input("Y", "the tensor whose dims Out takes", RILL_SLOT_OPTIONAL)
-      .Output("Out", "the broadcast tensor")
-      .Attr("target_shape", std::vector<int64_t>{}, "Out's dims")
-      .KernelDtypeFrom("X")
-      .Grad("expand_as_v2_grad", "X,Out@GRAD", "X");
+                                    .Doc("Out = X broadcast to target_shape (or to Y's dims, when given).")
+                                    .Input("X", "the tensor")
+                                    .Input("Y", "the tensor whose dims Out takes", RILL_SLOT_OPTIONAL)
+                                    .Output("Out", "the broadcast tensor")
+                                    .Attr("target_shape", std::vector<int64_t>{}, "Out's dims")
+                                    .KernelDtypeFrom("X")
+                                    .Grad("expand_as_v2_grad", "X,Out@GRAD", "X");
   const struct {
     const char* type;
     const OpSchema& schema;
     void (*kernel)(KernelContext&);
-  } family[] = {{"expand", expand, &Expand}, {"tile", tile, &Tile}, {"expand_v2", expand_v2, &ExpandV2},
+  } family[] = {{"expand", expand, &Expand},
+                {"tile", tile, &Tile},
+                {"expand_v2", expand_v2, &ExpandV2},
                 {"expand_as_v2", expand_as_v2, &ExpandAsV2}};
   for (const auto& op : family) {
     r.Op(op.schema);

@@ -20,14 +20,12 @@ namespace rill::math {
 namespace {
 
 // The weights, when both are given, checked against X's dims; null when neither is.
-template <class T>
-struct Weights {
+template <class T> struct Weights {
   const T* inside = nullptr;
   const T* outside = nullptr;
 };
 
-template <class T>
-Weights<T> WeightsOf(KernelContext& ctx, const std::vector<int64_t>& dims) {
+template <class T> Weights<T> WeightsOf(KernelContext& ctx, const std::vector<int64_t>& dims) {
   const bool in = ctx.HasInput("InsideWeight"), out = ctx.HasInput("OutsideWeight");
   if (in != out) throw Error("InsideWeight and OutsideWeight come together or not at all");
   if (!in) return {};
@@ -40,14 +38,12 @@ Weights<T> WeightsOf(KernelContext& ctx, const std::vector<int64_t>& dims) {
   return {ctx.Input("InsideWeight").data<T>(), ctx.Input("OutsideWeight").data<T>()};
 }
 
-template <class T>
-T Sigma2(KernelContext& ctx) {
+template <class T> T Sigma2(KernelContext& ctx) {
   const T sigma = static_cast<T>(ctx.Attr<float>("sigma"));
   return sigma * sigma;
 }
 
-template <class T>
-void SmoothL1Loss(KernelContext& ctx) {
+template <class T> void SmoothL1Loss(KernelContext& ctx) {
   Tensor x = ctx.Input("X"), y = ctx.Input("Y");
   const std::vector<int64_t> d = x.dims();
   if (d.empty() || y.dims() != d) {
@@ -80,8 +76,7 @@ void SmoothL1Loss(KernelContext& ctx) {
   std::copy(loss.begin(), loss.end(), ctx.AllocateOutput<T>("Out", {rows, 1}));
 }
 
-template <class T>
-void SmoothL1LossGrad(KernelContext& ctx) {
+template <class T> void SmoothL1LossGrad(KernelContext& ctx) {
   Tensor diff = ctx.Input("Diff"), g = ctx.Input("Out@GRAD");
   const std::vector<int64_t> d = diff.dims();
   if (d.empty() || g.numel() != d[0]) {
@@ -128,18 +123,20 @@ void SmoothL1LossGrad(KernelContext& ctx) {
 }  // namespace
 
 void RegisterSmoothL1Loss(Registrar& r) {
-  const OpSchema smooth_l1 = OpSchema("smooth_l1_loss")
-      .Doc("Out[i] = the sum over row i of OutsideWeight * f(InsideWeight * (X - Y)), f(d) = 0.5 sigma^2 d^2 "
-           "where |d| < 1 / sigma^2, else |d| - 0.5 / sigma^2.")
-      .Input("X", "[N, ...]")
-      .Input("Y", "the target, shaped like X")
-      .Input("InsideWeight", "shaped like X; weights X - Y (with OutsideWeight)", RILL_SLOT_OPTIONAL)
-      .Input("OutsideWeight", "shaped like X; weights each term (with InsideWeight)", RILL_SLOT_OPTIONAL)
-      .Output("Diff", "InsideWeight * (X - Y), kept for the gradient")
-      .Output("Out", "[N, 1] losses")
-      .Attr("sigma", 1.0f, "where the loss turns from quadratic to linear: |d| = 1 / sigma^2")
-      .KernelDtypeFrom("X")
-      .Grad("smooth_l1_loss_grad", "Diff,Out@GRAD,InsideWeight,OutsideWeight", "X,Y");
+  const OpSchema smooth_l1 =
+      OpSchema("smooth_l1_loss")
+          .Doc(
+              "Out[i] = the sum over row i of OutsideWeight * f(InsideWeight * (X - Y)), f(d) = 0.5 sigma^2 d^2 "
+              "where |d| < 1 / sigma^2, else |d| - 0.5 / sigma^2.")
+          .Input("X", "[N, ...]")
+          .Input("Y", "the target, shaped like X")
+          .Input("InsideWeight", "shaped like X; weights X - Y (with OutsideWeight)", RILL_SLOT_OPTIONAL)
+          .Input("OutsideWeight", "shaped like X; weights each term (with InsideWeight)", RILL_SLOT_OPTIONAL)
+          .Output("Diff", "InsideWeight * (X - Y), kept for the gradient")
+          .Output("Out", "[N, 1] losses")
+          .Attr("sigma", 1.0f, "where the loss turns from quadratic to linear: |d| = 1 / sigma^2")
+          .KernelDtypeFrom("X")
+          .Grad("smooth_l1_loss_grad", "Diff,Out@GRAD,InsideWeight,OutsideWeight", "X,Y");
   r.Op(smooth_l1);
   r.Op(smooth_l1.MakeGradSchema());
   RegisterCpu<float, double>(r, "smooth_l1_loss", [](auto t) { return &SmoothL1Loss<decltype(t)>; });

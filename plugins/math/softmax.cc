@@ -20,8 +20,7 @@ Vectors VectorsAlong(const std::vector<int64_t>& d, size_t axis) {
 }
 
 // The loops of this CPU's instruction set over the blocks of `v`, on the passes' team.
-template <class T, class F>
-void ForBlocks(const Vectors& v, F&& loop) {
+template <class T, class F> void ForBlocks(const Vectors& v, F&& loop) {
   ParallelFor(v.pre, 2.0 * sizeof(T) * v.pre * v.n * v.post,
               [&](int64_t, int64_t first, int64_t last) { loop(first, last); });
 }
@@ -29,8 +28,7 @@ void ForBlocks(const Vectors& v, F&& loop) {
 // softmax (kLog false): Out = exp(X - max) / sum(exp(X - max)) along axis; log_softmax:
 // Out = X - max - ln(sum(exp(X - max))), which neither overflows nor takes ln(0) for a
 // probability that underflows.
-template <class T, bool kLog>
-void SoftmaxOrLog(KernelContext& ctx) {
+template <class T, bool kLog> void SoftmaxOrLog(KernelContext& ctx) {
   static const softmax::Loops<T> loops = softmax::LoopsFor<T>();
   Tensor x = ctx.Input("X");
   const std::vector<int64_t> d = x.dims();
@@ -41,8 +39,7 @@ void SoftmaxOrLog(KernelContext& ctx) {
   });
 }
 
-template <class T>
-void CrossEntropy(KernelContext& ctx) {
+template <class T> void CrossEntropy(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor label = ctx.Input("Label");
   const bool soft = ctx.Attr<bool>("soft_label");
@@ -77,8 +74,7 @@ void CrossEntropy(KernelContext& ctx) {
 
 // X@GRAD = Out@GRAD - exp(Out) * sum(Out@GRAD) (log_softmax), or Out * (Out@GRAD -
 // sum(Out@GRAD * Out)) (softmax), along axis.
-template <class T, bool kLog>
-void SoftmaxOrLogGrad(KernelContext& ctx) {
+template <class T, bool kLog> void SoftmaxOrLogGrad(KernelContext& ctx) {
   static const softmax::Loops<T> loops = softmax::LoopsFor<T>();
   Tensor out = ctx.Input("Out");
   Tensor g = ctx.Input("Out@GRAD");
@@ -93,8 +89,7 @@ void SoftmaxOrLogGrad(KernelContext& ctx) {
 }
 
 // X@GRAD = -Y@GRAD / X at each row's label (hard), or -Y@GRAD * Label / X (soft).
-template <class T>
-void CrossEntropyGrad(KernelContext& ctx) {
+template <class T> void CrossEntropyGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor label = ctx.Input("Label");
   Tensor g = ctx.Input("Y@GRAD");
@@ -125,7 +120,8 @@ struct XentPlan {
   std::vector<int64_t> dims, loss_dims;
   int64_t pre = 1, n = 1, post = 1;
 };
-XentPlan PlanXent(KernelContext& ctx, const std::vector<int64_t>& logits, const std::vector<int64_t>& label, bool soft) {
+XentPlan PlanXent(KernelContext& ctx, const std::vector<int64_t>& logits, const std::vector<int64_t>& label,
+                  bool soft) {
   XentPlan p;
   p.dims = logits;
   const size_t axis = NormalizeAxis(ctx.Attr<int64_t>("axis"), logits.size());
@@ -141,8 +137,7 @@ XentPlan PlanXent(KernelContext& ctx, const std::vector<int64_t>& logits, const 
   return p;
 }
 
-template <class T>
-void SoftmaxWithCrossEntropy(KernelContext& ctx) {
+template <class T> void SoftmaxWithCrossEntropy(KernelContext& ctx) {
   static const softmax::Loops<T> loops = softmax::LoopsFor<T>();
   Tensor logits = ctx.Input("Logits");
   Tensor label = ctx.Input("Label");
@@ -156,7 +151,8 @@ void SoftmaxWithCrossEntropy(KernelContext& ctx) {
   std::vector<T> shift(static_cast<size_t>(p.pre * p.post)), loss(shift.size(), T(0));
   WriteOutput<T>(ctx, "Softmax", {"Logits", "Label"}, p.dims, [&](T* prob) {
     if (use_softmax) {
-      ForBlocks<T>(v, [&](int64_t first, int64_t last) { loops.forward(px, prob, shift.data(), v, first, last, false); });
+      ForBlocks<T>(v,
+                   [&](int64_t first, int64_t last) { loops.forward(px, prob, shift.data(), v, first, last, false); });
     } else {
       std::copy(px, px + logits.numel(), prob);
     }
@@ -186,8 +182,7 @@ void SoftmaxWithCrossEntropy(KernelContext& ctx) {
 
 // Logits@GRAD = (Softmax * sum(label) - label) * Loss@GRAD (soft), or (Softmax - onehot) *
 // Loss@GRAD (hard; 0 for an ignored row). Softmax-free (use_softmax false): -label / P.
-template <class T>
-void SoftmaxWithCrossEntropyGrad(KernelContext& ctx) {
+template <class T> void SoftmaxWithCrossEntropyGrad(KernelContext& ctx) {
   Tensor prob = ctx.Input("Softmax");
   Tensor label = ctx.Input("Label");
   Tensor g = ctx.Input("Loss@GRAD");
@@ -227,56 +222,63 @@ void SoftmaxWithCrossEntropyGrad(KernelContext& ctx) {
 }  // namespace
 
 void RegisterSoftmax(Registrar& r) {
-  const OpSchema swce = OpSchema("softmax_with_cross_entropy")
-      .Doc("Softmax = softmax(Logits) along axis; Loss = -log Softmax[Label] (hard labels, int64 with that axis of 1; "
-           "0 where Label is ignore_index) or -sum(Label * log Softmax) (soft labels, Logits' shape).")
-      .Input("Logits", "unnormalized scores (or probabilities when use_softmax is false)")
-      .Input("Label", "int64 class indices, or a distribution per row (soft_label)")
-      .Output("Softmax", "the probabilities, shaped like Logits")
-      .Output("Loss", "the loss, Logits' shape with 1 along axis")
-      .Attr("soft_label", false, "Label is a distribution")
-      .Attr("ignore_index", int64_t{-100}, "a hard label whose row has loss 0 and no gradient")
-      .Attr("numeric_stable_mode", true, "informational: always stable")
-      .Attr("use_softmax", true, "apply softmax (false: Logits are probabilities already)")
-      .Attr("axis", int64_t{-1}, "the class axis")
-      .KernelDtypeFrom("Logits")
-      .Grad("softmax_with_cross_entropy_grad", "Softmax,Label,Loss@GRAD", "Logits");
+  const OpSchema swce =
+      OpSchema("softmax_with_cross_entropy")
+          .Doc(
+              "Softmax = softmax(Logits) along axis; Loss = -log Softmax[Label] (hard labels, int64 with that axis of "
+              "1; "
+              "0 where Label is ignore_index) or -sum(Label * log Softmax) (soft labels, Logits' shape).")
+          .Input("Logits", "unnormalized scores (or probabilities when use_softmax is false)")
+          .Input("Label", "int64 class indices, or a distribution per row (soft_label)")
+          .Output("Softmax", "the probabilities, shaped like Logits")
+          .Output("Loss", "the loss, Logits' shape with 1 along axis")
+          .Attr("soft_label", false, "Label is a distribution")
+          .Attr("ignore_index", int64_t{-100}, "a hard label whose row has loss 0 and no gradient")
+          .Attr("numeric_stable_mode", true, "informational: always stable")
+          .Attr("use_softmax", true, "apply softmax (false: Logits are probabilities already)")
+          .Attr("axis", int64_t{-1}, "the class axis")
+          .KernelDtypeFrom("Logits")
+          .Grad("softmax_with_cross_entropy_grad", "Softmax,Label,Loss@GRAD", "Logits");
   r.Op(swce);
   r.Op(swce.MakeGradSchema());
-  RegisterCpu<float, double>(r, "softmax_with_cross_entropy", [](auto t) { return &SoftmaxWithCrossEntropy<decltype(t)>; });
+  RegisterCpu<float, double>(r, "softmax_with_cross_entropy",
+                             [](auto t) { return &SoftmaxWithCrossEntropy<decltype(t)>; });
   RegisterCpu<float, double>(r, "softmax_with_cross_entropy_grad",
                              [](auto t) { return &SoftmaxWithCrossEntropyGrad<decltype(t)>; });
 
   // softmax and log_softmax: one schema but for what Out holds; gradients from Out.
   const auto normalizing = [&r](const char* type, const char* doc, const char* out, auto forward, auto backward) {
     const OpSchema schema = OpSchema(type)
-        .Doc(doc)
-        .Input("X", "logits")
-        .Output("Out", out)
-        .Attr("axis", int64_t{-1}, "the dimension normalized")
-        .KernelDtypeFrom("X")
-        .Grad(std::string(type) + "_grad", "Out,Out@GRAD", "X");
+                                .Doc(doc)
+                                .Input("X", "logits")
+                                .Output("Out", out)
+                                .Attr("axis", int64_t{-1}, "the dimension normalized")
+                                .KernelDtypeFrom("X")
+                                .Grad(std::string(type) + "_grad", "Out,Out@GRAD", "X");
     r.Op(schema);
     r.Op(schema.MakeGradSchema());
     RegisterCpu<float, double>(r, type, forward);
     RegisterCpu<float, double>(r, (std::string(type) + "_grad").c_str(), backward);
   };
-  normalizing("softmax", "Out = exp(X) / sum(exp(X)) along `axis` (computed as exp(X - max)).",
-              "probabilities, shaped like X", [](auto t) { return &SoftmaxOrLog<decltype(t), false>; },
-              [](auto t) { return &SoftmaxOrLogGrad<decltype(t), false>; });
-  normalizing("log_softmax", "Out = ln(softmax(X)) along `axis` (computed as X - max - ln(sum(exp(X - max)))).",
-              "log-probabilities, shaped like X", [](auto t) { return &SoftmaxOrLog<decltype(t), true>; },
-              [](auto t) { return &SoftmaxOrLogGrad<decltype(t), true>; });
+  normalizing(
+      "softmax", "Out = exp(X) / sum(exp(X)) along `axis` (computed as exp(X - max)).", "probabilities, shaped like X",
+      [](auto t) { return &SoftmaxOrLog<decltype(t), false>; },
+      [](auto t) { return &SoftmaxOrLogGrad<decltype(t), false>; });
+  normalizing(
+      "log_softmax", "Out = ln(softmax(X)) along `axis` (computed as X - max - ln(sum(exp(X - max)))).",
+      "log-probabilities, shaped like X", [](auto t) { return &SoftmaxOrLog<decltype(t), true>; },
+      [](auto t) { return &SoftmaxOrLogGrad<decltype(t), true>; });
   const OpSchema xent = OpSchema("cross_entropy")
-           .Doc("Y = -log X[label] per row (hard labels: int64 class indices, one per row) or "
-                "-sum(Label * log X) per row (soft_label). X holds probabilities [N, D]; Y is [N, 1].")
-           .Input("X", "probabilities [N, D]")
-           .Input("Label", "int64 [N, 1] class indices, or [N, D] soft labels")
-           .Output("Y", "loss [N, 1]")
-           .Attr("soft_label", false, "Label holds a distribution per row")
-           .Attr("ignore_index", int64_t{-100}, "hard label whose rows get loss 0")
-           .KernelDtypeFrom("X")
-           .Grad("cross_entropy_grad", "X,Label,Y@GRAD", "X");
+                            .Doc(
+                                "Y = -log X[label] per row (hard labels: int64 class indices, one per row) or "
+                                "-sum(Label * log X) per row (soft_label). X holds probabilities [N, D]; Y is [N, 1].")
+                            .Input("X", "probabilities [N, D]")
+                            .Input("Label", "int64 [N, 1] class indices, or [N, D] soft labels")
+                            .Output("Y", "loss [N, 1]")
+                            .Attr("soft_label", false, "Label holds a distribution per row")
+                            .Attr("ignore_index", int64_t{-100}, "hard label whose rows get loss 0")
+                            .KernelDtypeFrom("X")
+                            .Grad("cross_entropy_grad", "X,Label,Y@GRAD", "X");
   r.Op(xent);
   r.Op(xent.MakeGradSchema());
   RegisterCpu<float, double>(r, "cross_entropy", [](auto t) { return &CrossEntropy<decltype(t)>; });

@@ -79,10 +79,10 @@ void Backward(const T* out, const T* g, T* dx, const Vectors& v, int64_t first, 
 
 template void Forward<RILL_MATH_ISA_TAG, float>(const float*, float*, float*, const Vectors&, int64_t, int64_t, bool);
 template void Forward<RILL_MATH_ISA_TAG, double>(const double*, double*, double*, const Vectors&, int64_t, int64_t,
-                                                  bool);
+                                                 bool);
 template void Backward<RILL_MATH_ISA_TAG, float>(const float*, const float*, float*, const Vectors&, int64_t, int64_t,
-                                                  bool);
+                                                 bool);
 template void Backward<RILL_MATH_ISA_TAG, double>(const double*, const double*, double*, const Vectors&, int64_t,
-                                                   int64_t, bool);
+                                                  int64_t, bool);
 
 }  // namespace rill::math::softmax

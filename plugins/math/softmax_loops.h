@@ -20,8 +20,7 @@ struct Vectors {
   int64_t pre = 1, n = 1, post = 1;
 };
 
-template <class T>
-struct Loops {
+template <class T> struct Loops {
   // out = softmax of x (or, log, log_softmax: x - shift), with shift = max + ln(sum(exp(x -
   // max))) of each vector, which is also written to shift[i * post + k] when shift is not
   // null (the cross entropy's -log softmax(x_j) is shift - x_j, finite where the
@@ -38,8 +37,7 @@ void Forward(const T* x, T* out, T* shift, const Vectors& v, int64_t first, int6
 template <class Set, class T>
 void Backward(const T* out, const T* g, T* dx, const Vectors& v, int64_t first, int64_t last, bool log);
 
-template <class T>
-Loops<T> LoopsFor() {
+template <class T> Loops<T> LoopsFor() {
   return ForMathIsa([](auto set) {
     using Set = decltype(set);
     return Loops<T>{&Forward<Set, T>, &Backward<Set, T>};

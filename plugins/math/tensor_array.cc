@@ -191,12 +191,12 @@ void RegisterTensorArray(Registrar& r) {
   const auto indexed = [&r](const char* type, const char* doc, const char* x, const char* out, KernelFn forward,
                             KernelFn backward) {
     const OpSchema op = OpSchema(type)
-        .Doc(doc)
-        .Input("X", x)
-        .Input("I", "[1] integer: the entry")
-        .Output("Out", out)
-        .KernelDtypeFrom("")
-        .Grad(std::string(type) + "_grad", "X,I,Out@GRAD", "X");
+                            .Doc(doc)
+                            .Input("X", x)
+                            .Input("I", "[1] integer: the entry")
+                            .Output("Out", out)
+                            .KernelDtypeFrom("")
+                            .Grad(std::string(type) + "_grad", "X,I,Out@GRAD", "X");
     r.Op(op);
     r.Op(op.MakeGradSchema().KernelDtypeFrom(""));
     r.Kernel(type, RILL_CPU, RILL_ANY_DTYPE, forward);
@@ -215,16 +215,18 @@ void RegisterTensorArray(Registrar& r) {
            .KernelDtypeFrom(""));
   r.Kernel("lod_array_length", RILL_CPU, RILL_ANY_DTYPE, &LodArrayLength);
 
-  const OpSchema to_tensor = OpSchema("tensor_array_to_tensor")
-      .Doc("Out = the entries of the tensor array X joined along axis (use_stack: stacked on a new axis there); "
-           "OutIndex = each entry's size along axis.")
-      .Input("X", "the tensor array")
-      .Output("Out", "the joined tensor")
-      .Output("OutIndex", "int32 [entries]: each entry's size along axis", RILL_SLOT_OPTIONAL)
-      .Attr("axis", int64_t{0}, "the axis joined along (stacked at)")
-      .Attr("use_stack", false, "stack the entries (one shape) instead of joining them")
-      .KernelDtypeFrom("")
-      .Grad("tensor_array_to_tensor_grad", "X,Out@GRAD", "X");
+  const OpSchema to_tensor =
+      OpSchema("tensor_array_to_tensor")
+          .Doc(
+              "Out = the entries of the tensor array X joined along axis (use_stack: stacked on a new axis there); "
+              "OutIndex = each entry's size along axis.")
+          .Input("X", "the tensor array")
+          .Output("Out", "the joined tensor")
+          .Output("OutIndex", "int32 [entries]: each entry's size along axis", RILL_SLOT_OPTIONAL)
+          .Attr("axis", int64_t{0}, "the axis joined along (stacked at)")
+          .Attr("use_stack", false, "stack the entries (one shape) instead of joining them")
+          .KernelDtypeFrom("")
+          .Grad("tensor_array_to_tensor_grad", "X,Out@GRAD", "X");
   r.Op(to_tensor);
   r.Op(to_tensor.MakeGradSchema().KernelDtypeFrom(""));
   r.Kernel("tensor_array_to_tensor", RILL_CPU, RILL_ANY_DTYPE, &TensorArrayToTensor);

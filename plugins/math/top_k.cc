@@ -18,7 +18,8 @@ namespace {
 int64_t KOf(KernelContext& ctx, int64_t size) {
   int64_t k = ctx.Attr<int64_t>("k");
   if (ctx.HasInput("K")) k = IntsOf(ctx.Input("K"), "K").at(0);
-  if (k < 1 || k > size) throw Error("k " + std::to_string(k) + " is not in [1, " + std::to_string(size) + "], the size of the axis");
+  if (k < 1 || k > size)
+    throw Error("k " + std::to_string(k) + " is not in [1, " + std::to_string(size) + "], the size of the axis");
   return k;
 }
 
@@ -27,8 +28,7 @@ int64_t KOf(KernelContext& ctx, int64_t size) {
 // keeps its k best so far in order, best first: a value enters only when it beats the last
 // of them, so most of a run costs one comparison each. A later value that ties an earlier
 // one never beats it, which keeps the lower index first.
-template <class T>
-void TopK(KernelContext& ctx, size_t axis, bool largest) {
+template <class T> void TopK(KernelContext& ctx, size_t axis, bool largest) {
   Tensor x = ctx.Input("X");
   const std::vector<int64_t> d = x.dims();
   const int64_t pre = Product(d, 0, axis), n = d[axis], post = Product(d, axis + 1, d.size());
@@ -42,54 +42,52 @@ void TopK(KernelContext& ctx, size_t axis, bool largest) {
   const auto before = [largest](T a, T b) { return largest ? NanLast(b, a) : NanLast(a, b); };
   ParallelFor(pre * post, static_cast<double>(sizeof(T)) * static_cast<double>(x.numel()),
               [&](int64_t, int64_t first, int64_t last) {
-    std::vector<std::pair<T, int64_t>> best;  // value, index; best first
-    best.reserve(static_cast<size_t>(k) + 1);
-    const auto order = [&](const std::pair<T, int64_t>& a, const std::pair<T, int64_t>& b) {
-      return before(a.first, b.first) || (!before(b.first, a.first) && a.second < b.second);
-    };
-    for (int64_t r = first; r < last; ++r) {
-      const int64_t i = r / post, c = r % post;
-      const T* v = px + i * n * post + c;
-      best.clear();
-      for (int64_t j = 0; j < k; ++j) best.emplace_back(v[j * post], j);
-      std::sort(best.begin(), best.end(), order);
-      T worst = best.back().first;
-      for (int64_t j = k; j < n; ++j) {
-        const T value = v[j * post];
-        if (!before(value, worst)) continue;
-        const auto at = std::upper_bound(best.begin(), best.end(), value,
+                std::vector<std::pair<T, int64_t>> best;  // value, index; best first
+                best.reserve(static_cast<size_t>(k) + 1);
+                const auto order = [&](const std::pair<T, int64_t>& a, const std::pair<T, int64_t>& b) {
+                  return before(a.first, b.first) || (!before(b.first, a.first) && a.second < b.second);
+                };
+                for (int64_t r = first; r < last; ++r) {
+                  const int64_t i = r / post, c = r % post;
+                  const T* v = px + i * n * post + c;
+                  best.clear();
+                  for (int64_t j = 0; j < k; ++j) best.emplace_back(v[j * post], j);
+                  std::sort(best.begin(), best.end(), order);
+                  T worst = best.back().first;
+                  for (int64_t j = k; j < n; ++j) {
+                    const T value = v[j * post];
+                    if (!before(value, worst)) continue;
+                    const auto at =
+                        std::upper_bound(best.begin(), best.end(), value,
                                          [&](T a, const std::pair<T, int64_t>& e) { return before(a, e.first); });
-        best.insert(at, {value, j});
-        best.pop_back();
-        worst = best.back().first;
-      }
-      for (int64_t j = 0; j < k; ++j) {
-        const size_t o = static_cast<size_t>((i * k + j) * post + c);
-        values[o] = best[static_cast<size_t>(j)].first;
-        indices[o] = best[static_cast<size_t>(j)].second;
-      }
-    }
-  });
+                    best.insert(at, {value, j});
+                    best.pop_back();
+                    worst = best.back().first;
+                  }
+                  for (int64_t j = 0; j < k; ++j) {
+                    const size_t o = static_cast<size_t>((i * k + j) * post + c);
+                    values[o] = best[static_cast<size_t>(j)].first;
+                    indices[o] = best[static_cast<size_t>(j)].second;
+                  }
+                }
+              });
   std::copy(values.begin(), values.end(), ctx.AllocateOutput<T>("Out", out_dims));
   std::copy(indices.begin(), indices.end(), ctx.AllocateOutput<int64_t>("Indices", out_dims));
 }
 
-template <class T>
-void TopKV1(KernelContext& ctx) {
+template <class T> void TopKV1(KernelContext& ctx) {
   const size_t rank = ctx.Input("X").ndim();
   if (rank == 0) throw Error("X has no axis to pick from");
   TopK<T>(ctx, rank - 1, true);
 }
 
-template <class T>
-void TopKV2(KernelContext& ctx) {
+template <class T> void TopKV2(KernelContext& ctx) {
   TopK<T>(ctx, NormalizeAxis(ctx.Attr<int64_t>("axis"), ctx.Input("X").ndim()), ctx.Attr<bool>("largest"));
 }
 
 // arg_max (kLargest) and arg_min: the first best index, the first NaN when there is one
 // (nan_order.h).
-template <class T, bool kLargest>
-void ArgBest(KernelContext& ctx) {
+template <class T, bool kLargest> void ArgBest(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   std::vector<int64_t> d = x.dims();
   const bool flatten = ctx.Attr<bool>("flatten");
@@ -133,7 +131,8 @@ void Accuracy(KernelContext& ctx) {
   Tensor label = ctx.Input("Label");
   const std::vector<int64_t> id = indices.dims();
   if (id.size() != 2 || label.numel() != id[0]) {
-    throw Error("Indices " + DimsString(id) + " must be [N, k] and Label " + DimsString(label.dims()) + " hold N labels");
+    throw Error("Indices " + DimsString(id) + " must be [N, k] and Label " + DimsString(label.dims()) +
+                " hold N labels");
   }
   const int64_t* pi = indices.data<int64_t>();
   const int64_t* pl = label.data<int64_t>();
@@ -142,7 +141,8 @@ void Accuracy(KernelContext& ctx) {
     correct += std::find(pi + i * id[1], pi + (i + 1) * id[1], pl[i]) != pi + (i + 1) * id[1];
   }
   const auto total = static_cast<int32_t>(id[0]);
-  *ctx.AllocateOutput<float>("Accuracy", {1}) = total > 0 ? static_cast<float>(correct) / static_cast<float>(total) : 0.f;
+  *ctx.AllocateOutput<float>("Accuracy", {1}) =
+      total > 0 ? static_cast<float>(correct) / static_cast<float>(total) : 0.f;
   if (ctx.HasOutput("Correct")) *ctx.AllocateOutput<int32_t>("Correct", {1}) = correct;
   if (ctx.HasOutput("Total")) *ctx.AllocateOutput<int32_t>("Total", {1}) = total;
 }
@@ -151,8 +151,7 @@ void Accuracy(KernelContext& ctx) {
 
 // top_k's and top_k_v2's gradient: X@GRAD is zero but where Out's values came from, which
 // take Out@GRAD's (Indices along the axis).
-template <class T, bool kV2>
-void TopKGrad(KernelContext& ctx) {
+template <class T, bool kV2> void TopKGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor g = ctx.Input("Out@GRAD");
   const std::vector<int64_t> d = x.dims(), gd = g.dims();
@@ -171,7 +170,8 @@ void TopKGrad(KernelContext& ctx) {
     for (int64_t j = 0; j < k; ++j) {
       for (int64_t c = 0; c < post; ++c) {
         const int64_t at = (i * k + j) * post + c, to = index[static_cast<size_t>(at)];
-        if (to < 0 || to >= n) throw Error("Indices holds " + std::to_string(to) + ", outside the axis of " + std::to_string(n));
+        if (to < 0 || to >= n)
+          throw Error("Indices holds " + std::to_string(to) + ", outside the axis of " + std::to_string(n));
         dx[(i * n + to) * post + c] += pg[at];
       }
     }
@@ -179,29 +179,33 @@ void TopKGrad(KernelContext& ctx) {
 }
 
 void RegisterTopK(Registrar& r) {
-  const OpSchema top_k = OpSchema("top_k")
-           .Doc("Out = the k largest values along X's last axis, in order (ties: lower index first); Indices "
-                "(int64) where they were.")
-           .Input("X", "the values")
-           .Input("K", "k as a 1-element tensor, overriding the attribute", RILL_SLOT_OPTIONAL)
-           .Output("Out", "the k values")
-           .Output("Indices", "their positions, int64")
-           .Attr("k", int64_t{1}, "how many")
-           .KernelDtypeFrom("X")
-           .Grad("top_k_grad", "X,Indices,Out@GRAD", "X");
-  const OpSchema top_k_v2 = OpSchema("top_k_v2")
-           .Doc("Out = the k largest (or smallest) values along axis, in order (ties: lower index first); "
-                "Indices (int64) where they were.")
-           .Input("X", "the values")
-           .Input("K", "k as a 1-element tensor, overriding the attribute", RILL_SLOT_OPTIONAL)
-           .Output("Out", "the k values")
-           .Output("Indices", "their positions, int64")
-           .Attr("k", int64_t{1}, "how many")
-           .Attr("axis", int64_t{-1}, "the axis")
-           .Attr("largest", true, "the largest (true) or the smallest")
-           .Attr("sorted", true, "informational: the k always come in order")
-           .KernelDtypeFrom("X")
-           .Grad("top_k_v2_grad", "X,Indices,Out@GRAD", "X");
+  const OpSchema top_k =
+      OpSchema("top_k")
+          .Doc(
+              "Out = the k largest values along X's last axis, in order (ties: lower index first); Indices "
+              "(int64) where they were.")
+          .Input("X", "the values")
+          .Input("K", "k as a 1-element tensor, overriding the attribute", RILL_SLOT_OPTIONAL)
+          .Output("Out", "the k values")
+          .Output("Indices", "their positions, int64")
+          .Attr("k", int64_t{1}, "how many")
+          .KernelDtypeFrom("X")
+          .Grad("top_k_grad", "X,Indices,Out@GRAD", "X");
+  const OpSchema top_k_v2 =
+      OpSchema("top_k_v2")
+          .Doc(
+              "Out = the k largest (or smallest) values along axis, in order (ties: lower index first); "
+              "Indices (int64) where they were.")
+          .Input("X", "the values")
+          .Input("K", "k as a 1-element tensor, overriding the attribute", RILL_SLOT_OPTIONAL)
+          .Output("Out", "the k values")
+          .Output("Indices", "their positions, int64")
+          .Attr("k", int64_t{1}, "how many")
+          .Attr("axis", int64_t{-1}, "the axis")
+          .Attr("largest", true, "the largest (true) or the smallest")
+          .Attr("sorted", true, "informational: the k always come in order")
+          .KernelDtypeFrom("X")
+          .Grad("top_k_v2_grad", "X,Indices,Out@GRAD", "X");
   for (const OpSchema* schema : {&top_k, &top_k_v2}) {
     r.Op(*schema);
     r.Op(schema->MakeGradSchema());

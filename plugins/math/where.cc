@@ -27,9 +27,9 @@ const bool* ConditionOf(KernelContext& ctx, const std::vector<int64_t>& dims, co
 // promise), which __restrict tells the compiler.
 template <class T>
 void Choose(const bool* __restrict c, const T* __restrict x, const T* __restrict y, T* __restrict out, int64_t n) {
-  using Bits = std::conditional_t<sizeof(T) == 8, uint64_t,
-                                  std::conditional_t<sizeof(T) == 4, uint32_t,
-                                                     std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>>;
+  using Bits = std::conditional_t<
+      sizeof(T) == 8, uint64_t,
+      std::conditional_t<sizeof(T) == 4, uint32_t, std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>>;
   static_assert(sizeof(Bits) == sizeof(T));
   for (int64_t i = 0; i < n; ++i) {
     Bits a, b;
@@ -41,8 +41,7 @@ void Choose(const bool* __restrict c, const T* __restrict x, const T* __restrict
   }
 }
 
-template <class T>
-void Where(KernelContext& ctx) {
+template <class T> void Where(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   if (y.dims() != x.dims()) throw Error("Y " + DimsString(y.dims()) + " is not shaped like X " + DimsString(x.dims()));
@@ -57,8 +56,7 @@ void Where(KernelContext& ctx) {
   });
 }
 
-template <class T>
-void WhereGrad(KernelContext& ctx) {
+template <class T> void WhereGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const bool* c = ConditionOf(ctx, g.dims(), "Out@GRAD");
   const T* pg = g.data<T>();
@@ -67,12 +65,13 @@ void WhereGrad(KernelContext& ctx) {
     if (!ctx.HasOutput(grad.c_str())) continue;
     const bool keep = slot[0] == 'X';
     T* d = ctx.AllocateOutput<T>(grad.c_str(), g.dims());
-    ParallelFor(g.numel(), static_cast<double>(2 * sizeof(T) + 1) * g.numel(), [&](int64_t, int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const T v = pg[i];  // read for every element: a blend, as in Choose
-        d[i] = c[i] == keep ? v : T(0);
-      }
-    });
+    ParallelFor(g.numel(), static_cast<double>(2 * sizeof(T) + 1) * g.numel(),
+                [&](int64_t, int64_t begin, int64_t end) {
+                  for (int64_t i = begin; i < end; ++i) {
+                    const T v = pg[i];  // read for every element: a blend, as in Choose
+                    d[i] = c[i] == keep ? v : T(0);
+                  }
+                });
   }
 }
 
@@ -80,13 +79,13 @@ void WhereGrad(KernelContext& ctx) {
 
 void RegisterWhere(Registrar& r) {
   const OpSchema where = OpSchema("where")
-      .Doc("Out = X where Condition, else Y, elementwise (all three of one shape).")
-      .Input("Condition", "bool")
-      .Input("X", "the values where Condition holds")
-      .Input("Y", "the values elsewhere")
-      .Output("Out", "the chosen values")
-      .KernelDtypeFrom("X")
-      .Grad("where_grad", "X,Y,Condition,Out@GRAD", "X,Y");
+                             .Doc("Out = X where Condition, else Y, elementwise (all three of one shape).")
+                             .Input("Condition", "bool")
+                             .Input("X", "the values where Condition holds")
+                             .Input("Y", "the values elsewhere")
+                             .Output("Out", "the chosen values")
+                             .KernelDtypeFrom("X")
+                             .Grad("where_grad", "X,Y,Condition,Out@GRAD", "X,Y");
   r.Op(where);
   r.Op(where.MakeGradSchema());
   RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, "where", [](auto t) { return &Where<decltype(t)>; });

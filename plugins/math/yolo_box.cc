@@ -25,8 +25,7 @@ namespace {
 
 template <class T> T Sigmoid(T x) { return static_cast<T>(1.0 / (1.0 + std::exp(-x))); }
 
-template <class T>
-void YoloBox(KernelContext& ctx) {
+template <class T> void YoloBox(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor img_size = ctx.Input("ImgSize");
   const std::vector<int64_t> anchors = ctx.Attr<std::vector<int64_t>>("anchors");
@@ -48,9 +47,8 @@ void YoloBox(KernelContext& ctx) {
   const int64_t an_num = static_cast<int64_t>(anchors.size() / 2);
   const int64_t want_c = an_num * (5 + class_num) + (iou_aware ? an_num : 0);
   if (d.size() != 4 || d[1] != want_c) {
-    throw Error("X must be [N, " + std::to_string(want_c) + ", H, W] for " + std::to_string(an_num) +
-                " anchors and " + std::to_string(class_num) + " classes" + (iou_aware ? " (iou_aware)" : "") +
-                ", got " + DimsString(d));
+    throw Error("X must be [N, " + std::to_string(want_c) + ", H, W] for " + std::to_string(an_num) + " anchors and " +
+                std::to_string(class_num) + " classes" + (iou_aware ? " (iou_aware)" : "") + ", got " + DimsString(d));
   }
   const int64_t n = d[0], h = d[2], w = d[3];
   if (img_size.dtype() != RILL_INT32 || img_size.dims() != std::vector<int64_t>{n, 2}) {
@@ -85,7 +83,8 @@ void YoloBox(KernelContext& ctx) {
             conf = std::pow(conf, T(1) - iou_factor) * std::pow(iou, iou_factor);
           }
           if (conf < conf_thresh) continue;
-          const T cx = (static_cast<T>(l) + Sigmoid(p[cell]) * static_cast<T>(scale) + bias) * img_w / static_cast<T>(w);
+          const T cx =
+              (static_cast<T>(l) + Sigmoid(p[cell]) * static_cast<T>(scale) + bias) * img_w / static_cast<T>(w);
           const T cy = (static_cast<T>(k) + Sigmoid(p[stride + cell]) * static_cast<T>(scale) + bias) * img_h /
                        static_cast<T>(h);
           const T bw = std::exp(p[2 * stride + cell]) * static_cast<T>(anchors[2 * a]) * img_w / input_w;

@@ -278,52 +278,63 @@ PYBIND11_MODULE(_rill, m) {
     const auto registry = ReadRegistry();
     return TheRegistry().UnknownOpMessage(type);
   });
-  m.def("device_count", [](int32_t device_type) -> int32_t {
-    const auto registry = ReadRegistry();  // plugin loads install devices
-    const core::Device* device = core::FindDevice(device_type);
-    return device == nullptr ? -1 : device->device_count();
-  }, py::arg("device_type"), "How many devices of the type are present; -1 if no loaded plugin drives it.");
+  m.def(
+      "device_count",
+      [](int32_t device_type) -> int32_t {
+        const auto registry = ReadRegistry();  // plugin loads install devices
+        const core::Device* device = core::FindDevice(device_type);
+        return device == nullptr ? -1 : device->device_count();
+      },
+      py::arg("device_type"), "How many devices of the type are present; -1 if no loaded plugin drives it.");
   m.def("append_backward", &AppendBackward, py::arg("program"), py::arg("loss"), py::arg("parameters"));
   m.def("transpile", &Transpile, py::arg("program"), py::arg("startup"), py::arg("trainers"), py::arg("pservers"),
         py::arg("send_op"), py::arg("recv_op"), py::arg("serve_op"));
-  m.def("program_to_dot", [](const py::bytes& program, int block, const std::vector<std::string>& highlight) {
-    const proto::ProgramDesc p = Parse(program, "<program>");
-    core::GraphOptions options;
-    options.block = block;
-    options.highlight = highlight;
-    {
-      const auto registry = ReadRegistry();
-      options.problems = core::ValidateProgram(p, TheRegistry());
-    }
-    return core::ProgramToDot(p, options);
-  }, py::arg("program"), py::arg("block"), py::arg("highlight"),
-        "The program as a Graphviz graph (DOT), its problems marked (core/program/graph.h).");
+  m.def(
+      "program_to_dot",
+      [](const py::bytes& program, int block, const std::vector<std::string>& highlight) {
+        const proto::ProgramDesc p = Parse(program, "<program>");
+        core::GraphOptions options;
+        options.block = block;
+        options.highlight = highlight;
+        {
+          const auto registry = ReadRegistry();
+          options.problems = core::ValidateProgram(p, TheRegistry());
+        }
+        return core::ProgramToDot(p, options);
+      },
+      py::arg("program"), py::arg("block"), py::arg("highlight"),
+      "The program as a Graphviz graph (DOT), its problems marked (core/program/graph.h).");
   m.def("write_graph", &core::WriteGraph, py::arg("dot"), py::arg("path"),
         "Writes DOT to PATH: as text for .dot/.gv, else rendered by Graphviz's dot.");
-  m.def("write_file", [](const std::string& path, const py::bytes& data) {
-          const std::string bytes = data;
-          core::WriteFileAtomically(path, [&](std::ostream& out) { out << bytes; });
-        }, py::arg("path"), py::arg("data"),
-        "Writes DATA to PATH whole or not at all (core/io/atomic_file.h): a failure leaves the old file.");
-  m.def("set_feed_variable",
-        [](const std::shared_ptr<core::Scope>& scope, const TensorHandle& t, const std::string& name, int col) {
-          if (col < 0) throw core::Error("col must be at least 0", RILL_OUT_OF_RANGE);
-          core::SetFeedColumn(*scope->Var(name), col, *t.get());
-        },
-        py::arg("scope"), py::arg("tensor"), py::arg("var_name"), py::arg("col"),
-        "Fluid's: column `col` of the feed list variable `var_name` of `scope` becomes a copy of `tensor`.");
-  m.def("get_fetch_variable",
-        [](const std::shared_ptr<core::Scope>& scope, const std::string& name, int col) {
-          core::Variable* holder = scope->FindVar(name);
-          const std::vector<core::Tensor>* columns = holder != nullptr ? &core::FetchColumns(*holder) : nullptr;
-          if (columns == nullptr || col < 0 || static_cast<size_t>(col) >= columns->size()) {
-            throw core::Error("'" + name + "' has no column " + std::to_string(col), RILL_OUT_OF_RANGE);
-          }
-          auto copy = std::make_shared<core::Tensor>((*columns)[static_cast<size_t>(col)]);
-          return TensorHandle(copy, copy.get());
-        },
-        py::arg("scope"), py::arg("var_name"), py::arg("col"),
-        "Fluid's: column `col` of the feed or fetch list variable `var_name` of `scope`.");
+  m.def(
+      "write_file",
+      [](const std::string& path, const py::bytes& data) {
+        const std::string bytes = data;
+        core::WriteFileAtomically(path, [&](std::ostream& out) { out << bytes; });
+      },
+      py::arg("path"), py::arg("data"),
+      "Writes DATA to PATH whole or not at all (core/io/atomic_file.h): a failure leaves the old file.");
+  m.def(
+      "set_feed_variable",
+      [](const std::shared_ptr<core::Scope>& scope, const TensorHandle& t, const std::string& name, int col) {
+        if (col < 0) throw core::Error("col must be at least 0", RILL_OUT_OF_RANGE);
+        core::SetFeedColumn(*scope->Var(name), col, *t.get());
+      },
+      py::arg("scope"), py::arg("tensor"), py::arg("var_name"), py::arg("col"),
+      "Fluid's: column `col` of the feed list variable `var_name` of `scope` becomes a copy of `tensor`.");
+  m.def(
+      "get_fetch_variable",
+      [](const std::shared_ptr<core::Scope>& scope, const std::string& name, int col) {
+        core::Variable* holder = scope->FindVar(name);
+        const std::vector<core::Tensor>* columns = holder != nullptr ? &core::FetchColumns(*holder) : nullptr;
+        if (columns == nullptr || col < 0 || static_cast<size_t>(col) >= columns->size()) {
+          throw core::Error("'" + name + "' has no column " + std::to_string(col), RILL_OUT_OF_RANGE);
+        }
+        auto copy = std::make_shared<core::Tensor>((*columns)[static_cast<size_t>(col)]);
+        return TensorHandle(copy, copy.get());
+      },
+      py::arg("scope"), py::arg("var_name"), py::arg("col"),
+      "Fluid's: column `col` of the feed or fetch list variable `var_name` of `scope`.");
   m.def("load_model_parameters", &LoadModelParameters, py::arg("dir"), py::arg("model_filename"),
         py::arg("params_filename"), py::arg("scope"), py::arg("allow_files_outside") = false);
 
@@ -345,13 +356,15 @@ PYBIND11_MODULE(_rill, m) {
              return t;
            }),
            py::arg("recursive_sequence_lengths"), "An empty tensor with this LoD (each level's sequence lengths).")
-      .def("set",
-           [](TensorHandle& t, const py::array& value, const py::object&) {
-             core::LoD lod = t.get()->lod();  // the values change, the LoD stays (Fluid's set)
-             *t.get() = TensorFromArray(value, "tensor", /*may_borrow=*/false);
-             if (!lod.empty()) t.get()->mutable_lod() = std::move(lod);
-           },
-           py::arg("array"), py::arg("place") = py::none(), "Sets the tensor's values to a copy of `array`; the LoD stays.")
+      .def(
+          "set",
+          [](TensorHandle& t, const py::array& value, const py::object&) {
+            core::LoD lod = t.get()->lod();  // the values change, the LoD stays (Fluid's set)
+            *t.get() = TensorFromArray(value, "tensor", /*may_borrow=*/false);
+            if (!lod.empty()) t.get()->mutable_lod() = std::move(lod);
+          },
+          py::arg("array"), py::arg("place") = py::none(),
+          "Sets the tensor's values to a copy of `array`; the LoD stays.")
       .def("shape", dims_of)
       .def("dtype", [](const TensorHandle& t) { return t.get()->dtype(); })
       .def("_is_initialized", [](const TensorHandle& t) { return t.get()->initialized(); })
@@ -360,51 +373,64 @@ PYBIND11_MODULE(_rill, m) {
            "Fluid's Resize: the tensor takes `dims` (kept as it is when it has them already; else zero-filled, in "
            "its dtype, fp32 when it has none): Rill's tensors always hold memory for their dims.")
       .def("set_dims", set_dims, py::arg("dims"), "Fluid 0.14's name of _set_dims.")
-      .def("alloc_int",
-           [](TensorHandle& t, const py::object&) { AllocateAs(*t.get(), RILL_INT32); }, py::arg("place") = py::none(),
-           "Fluid 0.14's: the tensor's memory as int32 zeros, for its dims.")
-      .def("alloc_float",
-           [](TensorHandle& t, const py::object&) { AllocateAs(*t.get(), RILL_FP32); }, py::arg("place") = py::none(),
-           "Fluid 0.14's: the tensor's memory as fp32 zeros, for its dims.")
+      .def(
+          "alloc_int", [](TensorHandle& t, const py::object&) { AllocateAs(*t.get(), RILL_INT32); },
+          py::arg("place") = py::none(), "Fluid 0.14's: the tensor's memory as int32 zeros, for its dims.")
+      .def(
+          "alloc_float", [](TensorHandle& t, const py::object&) { AllocateAs(*t.get(), RILL_FP32); },
+          py::arg("place") = py::none(), "Fluid 0.14's: the tensor's memory as fp32 zeros, for its dims.")
       .def("lod", [](const TensorHandle& t) { return t.get()->lod(); })
       .def("set_lod", [](TensorHandle& t, const core::LoD& lod) { t.get()->mutable_lod() = lod; })
       .def("recursive_sequence_lengths", [](const TensorHandle& t) { return LengthsFromLod(t.get()->lod()); })
-      .def("set_recursive_sequence_lengths", [](TensorHandle& t, const std::vector<std::vector<uint64_t>>& lengths) {
+      .def(
+          "set_recursive_sequence_lengths",
+          [](TensorHandle& t, const std::vector<std::vector<uint64_t>>& lengths) {
             t.get()->mutable_lod() = LodFromLengths(lengths);
-          }, py::arg("lengths"), "Sets the LoD from each level's sequence lengths (Fluid's form).")
-      .def("has_valid_recursive_sequence_lengths",
-           [](const TensorHandle& t) {
-             const core::Tensor& x = *t.get();
-             return core::LoDProblem(x.lod(), x.dims().empty() ? 0 : x.dims()[0]).empty();
-           },
-           "Whether the LoD fits the tensor: each level starts at 0, never decreases, and ends where the next "
-           "level's sequences (or the tensor's rows) end.")
+          },
+          py::arg("lengths"), "Sets the LoD from each level's sequence lengths (Fluid's form).")
+      .def(
+          "has_valid_recursive_sequence_lengths",
+          [](const TensorHandle& t) {
+            const core::Tensor& x = *t.get();
+            return core::LoDProblem(x.lod(), x.dims().empty() ? 0 : x.dims()[0]).empty();
+          },
+          "Whether the LoD fits the tensor: each level starts at 0, never decreases, and ends where the next "
+          "level's sequences (or the tensor's rows) end.")
       .def("numpy", [](const TensorHandle& t) { return ArrayFromTensor(*t.get()); })
-      .def("__array__", [](const TensorHandle& t, const py::object& dtype) {
+      .def(
+          "__array__",
+          [](const TensorHandle& t, const py::object& dtype) {
             py::array a = ArrayFromTensor(*t.get());
             return dtype.is_none() ? py::object(a) : a.attr("astype")(dtype);
-          }, py::arg("dtype") = py::none())
+          },
+          py::arg("dtype") = py::none())
       .def("__repr__", [](const TensorHandle& t) { return t.get()->Describe(); });
 
   py::class_<RowsHandle>(m, "SelectedRows")
       .def("height", [](const RowsHandle& r) { return r.rows->height; })
-      .def("set_height", [](RowsHandle& r, int64_t h) { r.rows->height = h; }, py::arg("height"))
+      .def(
+          "set_height", [](RowsHandle& r, int64_t h) { r.rows->height = h; }, py::arg("height"))
       .def("rows", [](const RowsHandle& r) { return r.rows->rows; })
-      .def("set_rows", [](RowsHandle& r, const std::vector<int64_t>& rows) { r.rows->rows = rows; }, py::arg("rows"))
-      .def("sync_index", [](RowsHandle&) {},
-           "Fluid rebuilds its row-to-value index here; Rill keeps no index (kernels look rows up as they run), so "
-           "there is nothing to do.")
-      .def("get_tensor", [](const RowsHandle& r) { return TensorHandle(r.scope, &r.rows->value); },
-           "The rows' values, [len(rows), ...].");
+      .def(
+          "set_rows", [](RowsHandle& r, const std::vector<int64_t>& rows) { r.rows->rows = rows; }, py::arg("rows"))
+      .def(
+          "sync_index", [](RowsHandle&) {},
+          "Fluid rebuilds its row-to-value index here; Rill keeps no index (kernels look rows up as they run), so "
+          "there is nothing to do.")
+      .def(
+          "get_tensor", [](const RowsHandle& r) { return TensorHandle(r.scope, &r.rows->value); },
+          "The rows' values, [len(rows), ...].");
 
   py::class_<VarHandle>(m, "Variable")
       .def("get_tensor", [](const VarHandle& v) { return VarTensor(v.scope, v.var); })
-      .def("get_selected_rows", [](const VarHandle& v) { return VarRows(v.scope, v.var); },
-           "The variable's SelectedRows, made empty if the variable holds nothing yet.")
+      .def(
+          "get_selected_rows", [](const VarHandle& v) { return VarRows(v.scope, v.var); },
+          "The variable's SelectedRows, made empty if the variable holds nothing yet.")
       .def("is_initialized", [](const VarHandle& v) { return v.var->initialized(); })
       .def("kind", [](const VarHandle& v) { return v.var->KindName(); })
-      .def("set_int", [](VarHandle& v, int32_t value) { v.var->SetScalar(RILL_INT32, static_cast<uint32_t>(value)); },
-           py::arg("value"), "Fluid 0.14's: the variable holds the int (an int32 scalar).")
+      .def(
+          "set_int", [](VarHandle& v, int32_t value) { v.var->SetScalar(RILL_INT32, static_cast<uint32_t>(value)); },
+          py::arg("value"), "Fluid 0.14's: the variable holds the int (an int32 scalar).")
       .def("is_int",
            [](const VarHandle& v) {
              int32_t dtype = 0;
@@ -427,20 +453,28 @@ PYBIND11_MODULE(_rill, m) {
   py::class_<core::Scope, std::shared_ptr<core::Scope>>(m, "Scope")
       .def(py::init([] { return core::Scope::NewRoot(); }))
       .def("new_scope", [](const std::shared_ptr<core::Scope>& s) { return s->NewChild(); })
-      .def("find_var", [](const std::shared_ptr<core::Scope>& s, const std::string& name) -> py::object {
+      .def(
+          "find_var",
+          [](const std::shared_ptr<core::Scope>& s, const std::string& name) -> py::object {
             core::Variable* v = s->FindVar(name);
             if (v == nullptr) return py::none();
             return py::cast(VarHandle{s, v});
-          }, py::arg("name"), "The variable `name` up the scope chain, or None.")
-      .def("var", [](const std::shared_ptr<core::Scope>& s, const std::string& name) {
+          },
+          py::arg("name"), "The variable `name` up the scope chain, or None.")
+      .def(
+          "var",
+          [](const std::shared_ptr<core::Scope>& s, const std::string& name) {
             return VarHandle{s, s->Var(name)};
-          }, py::arg("name"), "The variable `name` in this scope, made empty if it is not there.")
+          },
+          py::arg("name"), "The variable `name` in this scope, made empty if it is not there.")
       .def("local_var_names", [](const core::Scope& s) { return s.LocalVarNames(); });
 
   // A recording of every run in the process until stop (core/runtime/profiler.h).
   py::class_<core::Profiler>(m, "Profiler")
       .def(py::init<>())
-      .def("stop", [](core::Profiler& p, const std::string& trace_path) {
+      .def(
+          "stop",
+          [](core::Profiler& p, const std::string& trace_path) {
             core::Trace trace = p.Stop();
             trace.process_name = "python (rill.fluid)";
             if (!trace_path.empty()) {
@@ -451,7 +485,8 @@ PYBIND11_MODULE(_rill, m) {
               rows.append(py::make_tuple(r.type, r.calls, r.total_ns, r.min_ns, r.max_ns));
             }
             return rows;
-          }, py::arg("trace_path"),
+          },
+          py::arg("trace_path"),
           "Ends the recording; writes the Chrome trace to trace_path (unless empty) and returns each op "
           "type's (type, calls, total_ns, min_ns, max_ns).");
 
@@ -459,7 +494,8 @@ PYBIND11_MODULE(_rill, m) {
       .def(py::init([](const py::bytes& program, int workers, int cuda_device) {
              const auto registry = ReadRegistry();
              return std::make_unique<PreparedProgram>(TheRegistry(), std::string(program), workers, cuda_device);
-           }), py::arg("program"), py::arg("workers"), py::arg("cuda_device"))
+           }),
+           py::arg("program"), py::arg("workers"), py::arg("cuda_device"))
       .def("run", &PreparedProgram::Run, py::arg("scope"), py::arg("feeds"), py::arg("as_tensors") = false)
       .def_property_readonly("feed_names", &PreparedProgram::feed_names)
       .def_property_readonly("fetch_names", &PreparedProgram::fetch_names);

@@ -12,10 +12,10 @@ int32_t DtypeOfNumpy(const py::dtype& dtype, const std::string& what) {
   const char kind = dtype.kind();
   const ssize_t size = dtype.itemsize();
   int32_t d = -1;
-  if (kind == 'b' && size == 1) d = 0;  // BOOL
+  if (kind == 'b' && size == 1) d = 0;                                                       // BOOL
   if (kind == 'i') d = size == 1 ? 21 : size == 2 ? 1 : size == 4 ? 2 : size == 8 ? 3 : -1;  // INT8 INT16 INT32 INT64
-  if (kind == 'u' && size == 1) d = 20;  // UINT8
-  if (kind == 'f') d = size == 2 ? 4 : size == 4 ? 5 : size == 8 ? 6 : -1;  // FP16 FP32 FP64
+  if (kind == 'u' && size == 1) d = 20;                                                      // UINT8
+  if (kind == 'f') d = size == 2 ? 4 : size == 4 ? 5 : size == 8 ? 6 : -1;                   // FP16 FP32 FP64
   if (d < 0) {
     throw core::Error(what + ": numpy dtype " + py::str(static_cast<const py::object&>(dtype)).cast<std::string>() +
                           " has no Rill dtype (bool, int8/16/32/64, uint8, float16/32/64 do)",
@@ -35,13 +35,11 @@ py::dtype NumpyOfDtype(int32_t dtype) {
     case 6: return py::dtype("float64");
     case 20: return py::dtype("uint8");
     case 21: return py::dtype("int8");
-    default:
-      throw core::Error("a tensor of " + core::DataTypeName(dtype) + " has no numpy dtype", RILL_UNIMPLEMENTED);
+    default: throw core::Error("a tensor of " + core::DataTypeName(dtype) + " has no numpy dtype", RILL_UNIMPLEMENTED);
   }
 }
 
-core::Tensor TensorFromArray(const py::array& array, const std::string& what, bool may_borrow,
-                             core::Tensor* staging) {
+core::Tensor TensorFromArray(const py::array& array, const std::string& what, bool may_borrow, core::Tensor* staging) {
   const int32_t dtype = DtypeOfNumpy(array.dtype(), what);
   std::vector<int64_t> dims(array.shape(), array.shape() + array.ndim());
   const bool contiguous = (array.flags() & py::array::c_style) != 0;

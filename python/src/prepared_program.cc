@@ -87,8 +87,7 @@ py::list PreparedProgram::Run(const std::shared_ptr<core::Scope>& scope, const p
     } else {
       const py::array array = py::array::ensure(pair[1]);
       if (!array) throw core::Error("feed '" + name + "' is not an array", RILL_INVALID_ARGUMENT);
-      value = TensorFromArray(array, "feed '" + name + "'", /*may_borrow=*/written_.count(name) == 0,
-                              &staging_[name]);
+      value = TensorFromArray(array, "feed '" + name + "'", /*may_borrow=*/written_.count(name) == 0, &staging_[name]);
     }
     core::FeedInto(*program_, feeds_, *local_, name, std::move(value));
   }

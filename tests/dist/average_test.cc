@@ -19,7 +19,8 @@ ReceivedGradient Received(const std::vector<T>& values, size_t chunk, std::vecto
   std::string bytes = "hdr";
   bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
   std::vector<grpc::Slice> slices;
-  for (size_t at = 0; at < bytes.size(); at += chunk) slices.emplace_back(bytes.data() + at, std::min(chunk, bytes.size() - at));
+  for (size_t at = 0; at < bytes.size(); at += chunk)
+    slices.emplace_back(bytes.data() + at, std::min(chunk, bytes.size() - at));
   ReceivedGradient g;
   g.bytes = ReceivedBytes(grpc::ByteBuffer(slices.data(), slices.size()));
   char prefix[3];

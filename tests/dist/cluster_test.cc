@@ -50,8 +50,9 @@ class DistCluster : public ::testing::Test {
     return {"run", p + ".pbtxt", "--startup", p + "_startup.pbtxt"};
   }
   static std::vector<std::string> Trainer(const std::string& dir, int iterations) {
-    return {"run", dir + "/trainer.pbtxt", "--startup", dir + "/trainer_startup.pbtxt", "--feed", "x=" + dir_ + "/data/x.npy",
-            "--feed", "y=" + dir_ + "/data/y.npy", "--iterations", std::to_string(iterations), "--fetch", "w"};
+    return {"run",          dir + "/trainer.pbtxt",      "--startup", dir + "/trainer_startup.pbtxt",
+            "--feed",       "x=" + dir_ + "/data/x.npy", "--feed",    "y=" + dir_ + "/data/y.npy",
+            "--iterations", std::to_string(iterations),  "--fetch",   "w"};
   }
 
   static std::string dir_;
@@ -114,17 +115,19 @@ TEST_F(DistCluster, APserverGoneFailsTheTrainerNamingItsEndpoint) {
 TEST_F(DistCluster, NoPserverFailsTheTrainerWithinTheDeadline) {
   const std::string dir = Transpile(1, 1);
   RillProcess trainer(Trainer(dir, 1), "RILL_RPC_DEADLINE_MS=800");
-  ExpectFailsWith(trainer.Wait(seconds(20)), "pserver " + endpoints_[0] + ": GetVariable 'w': no pserver answered within 800 ms");
+  ExpectFailsWith(trainer.Wait(seconds(20)),
+                  "pserver " + endpoints_[0] + ": GetVariable 'w': no pserver answered within 800 ms");
 }
 
 TEST_F(DistCluster, LaunchNamesTheFailedProcessAndStopsTheOthers) {
   const std::string dir = Transpile(2, 1);
   // Trainer 1's data does not exist: it fails at once; the pserver and trainer 0 would wait.
   fs::copy_file(dir_ + "/data/x.npy", dir + "/x_0.npy");
-  const auto r = RunRill({"launch", dir, "--deadline-ms", "60000", "--", "--feed", "x=" + dir + "/x_{trainer}.npy", "--feed",
-                          "y=" + dir_ + "/data/y.npy", "--iterations", "10"});
+  const auto r = RunRill({"launch", dir, "--deadline-ms", "60000", "--", "--feed", "x=" + dir + "/x_{trainer}.npy",
+                          "--feed", "y=" + dir_ + "/data/y.npy", "--iterations", "10"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.err.find("launch: trainer 1 failed (exit status 1); the others were stopped"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("launch: trainer 1 failed (exit status 1); the others were stopped"), std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("x_1.npy"), std::string::npos) << "the log's tail says why: " << r.err;
 }
 
@@ -142,7 +145,8 @@ TEST_F(DistCluster, TranspileAndLaunchRejectBadArguments) {
   r = RunRill({"launch", dir_ + "/no_such_cluster"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("cannot read '" + dir_ + "/no_such_cluster/cluster.txt' (written by `rill transpile`)"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(DistCluster, StatusReportsEachTrainerTheIterationAndTheBytes) {
@@ -209,7 +213,8 @@ TEST(DistStatus, AClosedPortOrSomethingElseListeningIsSaidAtOnce) {
   close(listener);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("pserver " + endpoint + ": not a pserver (it does not answer as a gRPC server: "),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(DistCluster, StatusCarriesTheTokenAndRejectsBadArguments) {
@@ -226,12 +231,14 @@ TEST_F(DistCluster, StatusCarriesTheTokenAndRejectsBadArguments) {
   EXPECT_NE(r.out.find("COMMANDS FROM PLUGINS:\n  status     HOST:PORT...|DIR [--json]"), std::string::npos) << r.out;
   r = RunRill({"status", e});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("requires the shared token (RILL_DIST_TOKEN); the call carried none"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("requires the shared token (RILL_DIST_TOKEN); the call carried none"), std::string::npos)
+      << r.err;
   for (const auto& [args, text] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"status"}, "no pserver given"},
            {{"status", "nohost"}, "'nohost' is neither HOST:PORT nor a transpiled cluster's directory"},
            {{"status", e, "--bogus"}, "unknown option '--bogus'"},
-           {{"status", e, "--deadline-ms", "soon"}, "--deadline-ms takes a positive number of milliseconds, got 'soon'"},
+           {{"status", e, "--deadline-ms", "soon"},
+            "--deadline-ms takes a positive number of milliseconds, got 'soon'"},
            {{"status", dir_}, "is a directory without a cluster.txt"},
            {{"status", "127.0.0.1:99999"}, "endpoint '127.0.0.1:99999': port '99999' is not in 1..65535"}}) {
     r = RunRill(args);
@@ -243,15 +250,19 @@ TEST_F(DistCluster, StatusCarriesTheTokenAndRejectsBadArguments) {
   r = RunRill({"--plugins", "math", "status", e});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown command 'status': not one of rill's, and no plugin loaded (core, math) provides it"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   ps.Kill(SIGKILL);
 }
 
 TEST_F(DistCluster, TlsAndTheSharedTokenAreEnforced) {
-  if (std::system("command -v openssl >/dev/null") != 0) GTEST_SKIP() << "openssl is not installed: no certificate to test TLS with";
+  if (std::system("command -v openssl >/dev/null") != 0)
+    GTEST_SKIP() << "openssl is not installed: no certificate to test TLS with";
   const std::string key = dir_ + "/key.pem", cert = dir_ + "/cert.pem";
-  const std::string make_cert = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -addext "
-                                "subjectAltName=IP:127.0.0.1 -keyout " + key + " -out " + cert + " 2>/dev/null";
+  const std::string make_cert =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -addext "
+      "subjectAltName=IP:127.0.0.1 -keyout " +
+      key + " -out " + cert + " 2>/dev/null";
   ASSERT_EQ(std::system(make_cert.c_str()), 0);
   const std::string dir = Transpile(1, 1);
   // A TLS handshake under ASan on a loaded 2-core machine can take seconds: the accepted
@@ -264,24 +275,30 @@ TEST_F(DistCluster, TlsAndTheSharedTokenAreEnforced) {
   RillProcess no_token(Trainer(dir, 1), "RILL_RPC_DEADLINE_MS=3000 RILL_TLS_CA=" + cert);
   ExpectFailsWith(no_token.Wait(seconds(20)), "requires the shared token (RILL_DIST_TOKEN); the call carried none");
   RillProcess wrong_token(Trainer(dir, 1), "RILL_RPC_DEADLINE_MS=3000 RILL_DIST_TOKEN=guess RILL_TLS_CA=" + cert);
-  ExpectFailsWith(wrong_token.Wait(seconds(20)), "requires the shared token (RILL_DIST_TOKEN); the call's token is not that one");
+  ExpectFailsWith(wrong_token.Wait(seconds(20)),
+                  "requires the shared token (RILL_DIST_TOKEN); the call's token is not that one");
   // A trainer that does not trust the pserver's certificate says so (it waited out the
   // deadline and reported "no pserver answered").
   const std::string other_key = dir_ + "/other_key.pem", other_cert = dir_ + "/other_cert.pem";
   ASSERT_EQ(std::system(("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -keyout " + other_key +
-                         " -out " + other_cert + " 2>/dev/null").c_str()), 0);
+                         " -out " + other_cert + " 2>/dev/null")
+                            .c_str()),
+            0);
   RillProcess untrusting(Trainer(dir, 1), "RILL_RPC_DEADLINE_MS=1500 RILL_DIST_TOKEN=s3cret RILL_TLS_CA=" + other_cert);
-  ExpectFailsWith(untrusting.Wait(seconds(20)), "TLS with " + endpoints_[0] + " failed: the pserver's certificate is not trusted: ");
+  ExpectFailsWith(untrusting.Wait(seconds(20)),
+                  "TLS with " + endpoints_[0] + " failed: the pserver's certificate is not trusted: ");
   // TLS files are checked when the pserver starts, naming the file at fault.
   RillProcess mismatched(Pserver(dir, 0), secure + " RILL_TLS_CERT=" + cert + " RILL_TLS_KEY=" + other_key);
-  ExpectFailsWith(mismatched.Wait(seconds(20)), "RILL_TLS_KEY '" + other_key +
-                                                    "' is not the key of the certificate in RILL_TLS_CERT '" + cert + "'");
+  ExpectFailsWith(mismatched.Wait(seconds(20)),
+                  "RILL_TLS_KEY '" + other_key + "' is not the key of the certificate in RILL_TLS_CERT '" + cert + "'");
   RillProcess not_pem(Pserver(dir, 0), secure + " RILL_TLS_CERT=" + key + " RILL_TLS_KEY=" + key);
   ExpectFailsWith(not_pem.Wait(seconds(20)), "RILL_TLS_CERT '" + key + "': no PEM certificate in it");
   RillProcess no_ca(Trainer(dir, 1), "RILL_RPC_DEADLINE_MS=1500 RILL_TLS_CA=" + dir_ + "/missing.pem");
-  ExpectFailsWith(no_ca.Wait(seconds(20)), "RILL_TLS_CA '" + dir_ + "/missing.pem': cannot read it (No such file or directory)");
+  ExpectFailsWith(no_ca.Wait(seconds(20)),
+                  "RILL_TLS_CA '" + dir_ + "/missing.pem': cannot read it (No such file or directory)");
   // `rill status` takes the same channel: TLS trusting the certificate, and the token.
-  const CommandResult status = StatusUntil({endpoints_[0]}, "trainer 0: not connected", secure + " RILL_TLS_CA=" + cert);
+  const CommandResult status =
+      StatusUntil({endpoints_[0]}, "trainer 0: not connected", secure + " RILL_TLS_CA=" + cert);
   EXPECT_EQ(status.exit_code, 0) << status.err;
   EXPECT_NE(status.out.find("large tensors travel by messages"), std::string::npos) << status.out;  // TLS: no TCP path
   RillProcess trainer(Trainer(dir, 5), secure + " RILL_TLS_CA=" + cert);

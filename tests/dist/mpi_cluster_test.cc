@@ -74,9 +74,19 @@ class DistMpi : public ::testing::Test {
     return {RILL_EXE, "run", p + ".pbtxt", "--startup", p + "_startup.pbtxt"};
   }
   static std::vector<std::string> Trainer(const std::string& dir, int iterations) {
-    return {RILL_EXE, "run", dir + "/trainer.pbtxt", "--startup", dir + "/trainer_startup.pbtxt", "--feed",
-            "x=" + dir_ + "/data/x.npy", "--feed", "y=" + dir_ + "/data/y.npy", "--iterations",
-            std::to_string(iterations), "--fetch", "w"};
+    return {RILL_EXE,
+            "run",
+            dir + "/trainer.pbtxt",
+            "--startup",
+            dir + "/trainer_startup.pbtxt",
+            "--feed",
+            "x=" + dir_ + "/data/x.npy",
+            "--feed",
+            "y=" + dir_ + "/data/y.npy",
+            "--iterations",
+            std::to_string(iterations),
+            "--fetch",
+            "w"};
   }
   // One mpirun, one app context per program (MPMD), in rank order.
   static RillProcess::Command Job(const std::vector<std::vector<std::string>>& programs,
@@ -171,7 +181,8 @@ TEST_F(DistMpi, ARankThatNeverArrivesIsAnErrorWithinTheDeadline) {
   const CommandResult r = job.Wait(seconds(40));
   ASSERT_FALSE(r.timed_out) << "the job still runs; stderr so far: " << r.err;
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("within 1500 ms (RILL_RPC_DEADLINE_MS): not every rank of the MPI job"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("within 1500 ms (RILL_RPC_DEADLINE_MS): not every rank of the MPI job"), std::string::npos)
+      << r.err;
   EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(30));
 }
 
@@ -221,18 +232,21 @@ TEST_F(DistMpi, ARankThatDiesEndsTheJobNamingIt) {
 // `endpoint` with sgd at lr 0.5, and the trainer pulls it at startup. The trainer's block
 // is `trainer_ops`, with the vars w and w@GRAD declared.
 const std::string kParam = R"(type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 256 dims: 256 } } })";
-const std::string kFillOnes = R"(attrs { name: "shape" type: INTS ints: 256 ints: 256 } attrs { name: "value" type: FLOAT f: 1 })";
+const std::string kFillOnes =
+    R"(attrs { name: "shape" type: INTS ints: 256 ints: 256 } attrs { name: "value" type: FLOAT f: 1 })";
 
 void WriteOneParameterCluster(const std::string& dir, const std::string& endpoint, const std::string& trainer_ops) {
   fs::create_directories(dir);
-  WriteFile(dir + "/pserver_startup.pbtxt", R"(blocks { idx: 0 parent_idx: -1 vars { name: "w" persistable: true )" +
-                                                kParam + R"( } ops { type: "fill_constant" outputs { parameter: "Out" arguments: "w" } )" +
-                                                kFillOnes + " } }");
+  WriteFile(dir + "/pserver_startup.pbtxt",
+            R"(blocks { idx: 0 parent_idx: -1 vars { name: "w" persistable: true )" + kParam +
+                R"( } ops { type: "fill_constant" outputs { parameter: "Out" arguments: "w" } )" + kFillOnes + " } }");
   WriteFile(dir + "/pserver.pbtxt", R"(blocks { idx: 0 parent_idx: -1
-  vars { name: "w" persistable: true )" + kParam + R"( }
+  vars { name: "w" persistable: true )" +
+                                        kParam + R"( }
   vars { name: "w@GRAD" )" + kParam + R"( }
   vars { name: "lr" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 1 } } } }
-  ops { type: "listen_and_serv_mpi" attrs { name: "endpoint" type: STRING s: ")" + endpoint + R"(" }
+  ops { type: "listen_and_serv_mpi" attrs { name: "endpoint" type: STRING s: ")" +
+                                        endpoint + R"(" }
         attrs { name: "OptimizeBlock" type: BLOCK block_idx: 1 } attrs { name: "ParamList" type: STRINGS strings: "w" }
         attrs { name: "GradList" type: STRINGS strings: "w@GRAD" } attrs { name: "Fanin" type: INT i: 1 } } }
 blocks { idx: 1 parent_idx: 0
@@ -241,18 +255,24 @@ blocks { idx: 1 parent_idx: 0
   ops { type: "sgd" inputs { parameter: "Param" arguments: "w" } inputs { parameter: "Grad" arguments: "w@GRAD" }
         inputs { parameter: "LearningRate" arguments: "lr" } outputs { parameter: "ParamOut" arguments: "w" } } })");
   WriteFile(dir + "/trainer_startup.pbtxt", R"(blocks { idx: 0 parent_idx: -1 vars { name: "w" persistable: true )" +
-                                                kParam + R"( } ops { type: "recv_mpi" outputs { parameter: "Out" arguments: "w" }
-        attrs { name: "epmap" type: STRINGS strings: ")" + endpoint + R"(" } } })");
+                                                kParam +
+                                                R"( } ops { type: "recv_mpi" outputs { parameter: "Out" arguments: "w" }
+        attrs { name: "epmap" type: STRINGS strings: ")" +
+                                                endpoint + R"(" } } })");
   WriteFile(dir + "/trainer.pbtxt", R"(blocks { idx: 0 parent_idx: -1
-  vars { name: "w" persistable: true )" + kParam + R"( }
-  vars { name: "w@GRAD" )" + kParam + " }\n" + trainer_ops + " }");
+  vars { name: "w" persistable: true )" +
+                                        kParam + R"( }
+  vars { name: "w@GRAD" )" + kParam + " }\n" +
+                                        trainer_ops + " }");
 }
 
 // The trainer's gradient: ones, then sent for w (4 steps of sgd at lr 0.5 take w from 1 to -1).
 std::string GradientStep(const std::string& endpoint, const std::string& between = "") {
-  return R"(ops { type: "fill_constant" outputs { parameter: "Out" arguments: "w@GRAD" } )" + kFillOnes + " }\n" + between +
+  return R"(ops { type: "fill_constant" outputs { parameter: "Out" arguments: "w@GRAD" } )" + kFillOnes + " }\n" +
+         between +
          R"(ops { type: "send_mpi" inputs { parameter: "X" arguments: "w@GRAD" } outputs { parameter: "Out" arguments: "w" }
-        attrs { name: "epmap" type: STRINGS strings: ")" + endpoint + R"(" } })";
+        attrs { name: "epmap" type: STRINGS strings: ")" +
+         endpoint + R"(" } })";
 }
 
 // How many of the 256x256 values of the saved w are not -1.
@@ -296,12 +316,12 @@ TEST_F(DistMpi, DeviceTensorsTravelFromAndIntoPageLockedMemory) {
   WriteOneParameterCluster(dir, endpoint, GradientStep(endpoint, on_device) + R"(
   ops { type: "fake_page_locked" inputs { parameter: "X" arguments: "w@GRAD" arguments: "w" } outputs { parameter: "Out" arguments: "locked" } }
   ops { type: "fake_device_stats" outputs { parameter: "Out" arguments: "stats" } })");
-  RillProcess job(Job({{RILL_EXE, "run", dir + "/pserver.pbtxt", "--startup", dir + "/pserver_startup.pbtxt"},
-                       {RILL_EXE, "run", dir + "/trainer.pbtxt", "--startup", dir + "/trainer_startup.pbtxt",
-                        "--plugin", std::string(RILL_FIXTURE_DIR) + "/fake_device/librill_fake_device.so", "--device",
-                        "fake:0", "--iterations", "4", "--save", dir + "/out", "--fetch", "w", "--fetch", "locked",
-                        "--fetch", "stats"}},
-                      "30000"));
+  RillProcess job(
+      Job({{RILL_EXE, "run", dir + "/pserver.pbtxt", "--startup", dir + "/pserver_startup.pbtxt"},
+           {RILL_EXE, "run", dir + "/trainer.pbtxt", "--startup", dir + "/trainer_startup.pbtxt", "--plugin",
+            std::string(RILL_FIXTURE_DIR) + "/fake_device/librill_fake_device.so", "--device", "fake:0", "--iterations",
+            "4", "--save", dir + "/out", "--fetch", "w", "--fetch", "locked", "--fetch", "stats"}},
+          "30000"));
   const CommandResult r = job.Wait(seconds(60));
   ASSERT_FALSE(r.timed_out) << r.err;
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -327,14 +347,16 @@ TEST_F(DistMpi, ARefusedGradientIsAnErrorNamingIt) {
   ops { type: "fill_constant" outputs { parameter: "Out" arguments: "g" }
         attrs { name: "shape" type: INTS ints: 3 } attrs { name: "value" type: FLOAT f: 1 } }
   ops { type: "send_mpi" inputs { parameter: "X" arguments: "g" }
-        attrs { name: "epmap" type: STRINGS strings: ")" + endpoint + R"(" } }
+        attrs { name: "epmap" type: STRINGS strings: ")" +
+                     endpoint + R"(" } }
 })");
   for (const std::string requests : {"mpi", "grpc"}) {
     RillProcess job(Job({Pserver(dir, 0), {RILL_EXE, "run", bad}}, "10000", "RILL_MPI_REQUESTS=" + requests));
     const CommandResult r = job.Wait(seconds(40));
     ASSERT_FALSE(r.timed_out) << requests << ": the job still runs; stderr so far: " << r.err;
     EXPECT_NE(r.exit_code, 0) << requests;
-    EXPECT_NE(r.err.find("pserver " + endpoint + ": SendVariable 'g': unknown variable 'g'; this pserver takes the "
+    EXPECT_NE(r.err.find("pserver " + endpoint +
+                         ": SendVariable 'g': unknown variable 'g'; this pserver takes the "
                          "gradients w@GRAD, b@GRAD"),
               std::string::npos)
         << requests << ": " << r.err;

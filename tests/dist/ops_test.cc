@@ -25,14 +25,20 @@ std::vector<float> Floats(const core::Scope& scope, const std::string& name) {
 // w -= 0.5 * w@GRAD, run by its own executor on another thread.
 class Pserver {
  public:
-  explicit Pserver(int64_t rows = 4) : endpoint_("127.0.0.1:" + std::to_string(FreeLoopbackPort())), scope_(core::Scope::NewRoot()) {
+  explicit Pserver(int64_t rows = 4)
+      : endpoint_("127.0.0.1:" + std::to_string(FreeLoopbackPort())), scope_(core::Scope::NewRoot()) {
     ProgramBuilder ps;
     auto& optimize = ps.NewBlock(0);
     optimize.Op("fill_constant").Output("Out", "lr").Attr("shape", std::vector<int64_t>{1}).Attr("value", 0.5f);
     optimize.Op("sgd").Input("Param", "w").Input("Grad", "w@GRAD").Input("LearningRate", "lr").Output("ParamOut", "w");
-    ps.block(0).Op("listen_and_serv").Attr("endpoint", endpoint_).BlockAttr("OptimizeBlock", optimize.idx())
-        .Attr("ParamList", std::vector<std::string>{"w"}).Attr("GradList", std::vector<std::string>{"w@GRAD"})
-        .Attr("Fanin", int32_t{1}).Attr("deadline_ms", int32_t{10000});
+    ps.block(0)
+        .Op("listen_and_serv")
+        .Attr("endpoint", endpoint_)
+        .BlockAttr("OptimizeBlock", optimize.idx())
+        .Attr("ParamList", std::vector<std::string>{"w"})
+        .Attr("GradList", std::vector<std::string>{"w@GRAD"})
+        .Attr("Fanin", int32_t{1})
+        .Attr("deadline_ms", int32_t{10000});
     core::Tensor* w = scope_->Var("w")->GetMutableTensor();
     w->Allocate(RILL_FP32, {rows, 2});
     for (int64_t i = 0; i < rows * 2; ++i) w->data_as<float>()[i] = static_cast<float>(i / 2 + 1);
@@ -66,7 +72,11 @@ TEST(DistOps, ASparseGradientUpdatesOnlyItsRowsOnThePserver) {
   const std::string endpoint = ps.endpoint();
 
   ProgramBuilder tr;
-  tr.block(0).Op("send").Input("X", "w@GRAD").Output("Out", "w").Attr("epmap", std::vector<std::string>{endpoint})
+  tr.block(0)
+      .Op("send")
+      .Input("X", "w@GRAD")
+      .Output("Out", "w")
+      .Attr("epmap", std::vector<std::string>{endpoint})
       .Attr("deadline_ms", int32_t{10000});
   auto tr_scope = core::Scope::NewRoot();
   {
@@ -97,7 +107,12 @@ TEST(DistOps, AnEmbeddingTrainsThroughThePserverOnItsLookedUpRowsAlone) {
   const auto program = [](bool sparse) {
     ProgramBuilder pb;
     pb.block(0).Var("w", RILL_FP32, {4, 2}, true);
-    pb.block(0).Op("lookup_table_v2").Input("W", "w").Input("Ids", "ids").Output("Out", "emb").Attr("is_sparse", sparse);
+    pb.block(0)
+        .Op("lookup_table_v2")
+        .Input("W", "w")
+        .Input("Ids", "ids")
+        .Output("Out", "emb")
+        .Attr("is_sparse", sparse);
     pb.block(0).Op("square").Input("X", "emb").Output("Out", "sq");
     pb.block(0).Op("reduce_sum").Input("X", "sq").Output("Out", "loss").Attr("reduce_all", true);
     proto::ProgramDesc p = pb.Build();
@@ -123,8 +138,12 @@ TEST(DistOps, AnEmbeddingTrainsThroughThePserverOnItsLookedUpRowsAlone) {
 
   Pserver ps;
   proto::ProgramDesc trainer = program(true);
-  core::BlockBuilder(trainer.mutable_blocks(0)).Op("send").Input("X", "w@GRAD").Output("Out", "w")
-      .Attr("epmap", std::vector<std::string>{ps.endpoint()}).Attr("deadline_ms", int32_t{10000});
+  core::BlockBuilder(trainer.mutable_blocks(0))
+      .Op("send")
+      .Input("X", "w@GRAD")
+      .Output("Out", "w")
+      .Attr("epmap", std::vector<std::string>{ps.endpoint()})
+      .Attr("deadline_ms", int32_t{10000});
   auto scope = core::Scope::NewRoot();
   start(*scope);
   {
@@ -147,7 +166,10 @@ TEST(DistOps, AnEmbeddingTrainsThroughThePserverOnItsLookedUpRowsAlone) {
 TEST(DistOps, ASendWithoutOutStepsInLockstepWithThePserver) {
   Pserver ps;
   ProgramBuilder tr;
-  tr.block(0).Op("send").Input("X", "w@GRAD").Attr("epmap", std::vector<std::string>{ps.endpoint()})
+  tr.block(0)
+      .Op("send")
+      .Input("X", "w@GRAD")
+      .Attr("epmap", std::vector<std::string>{ps.endpoint()})
       .Attr("deadline_ms", int32_t{10000});
   auto scope = core::Scope::NewRoot();
   {
@@ -169,7 +191,11 @@ TEST(DistOps, LargeTensorsLandTheSameBesideTheCallsAndInThem) {
     setenv("RILL_DATA_PATH", mode, 1);
     Pserver ps(rows);
     ProgramBuilder tr;
-    tr.block(0).Op("send").Input("X", "w@GRAD").Output("Out", "w").Attr("epmap", std::vector<std::string>{ps.endpoint()})
+    tr.block(0)
+        .Op("send")
+        .Input("X", "w@GRAD")
+        .Output("Out", "w")
+        .Attr("epmap", std::vector<std::string>{ps.endpoint()})
         .Attr("deadline_ms", int32_t{10000});
     auto scope = core::Scope::NewRoot();
     {

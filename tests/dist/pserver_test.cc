@@ -21,7 +21,8 @@ using grpc::StatusCode;
 
 grpc::ByteBuffer Grad(const std::string& name, int32_t trainer, int64_t iteration, std::vector<float>& values,
                       SliceLease& lease, int32_t dtype = RILL_FP32, std::vector<int64_t> dims = {2, 1}) {
-  return EncodeVariable(name, trainer, iteration, TensorBytes{dtype, dims, {}, values.data(), values.size() * 4}, lease);
+  return EncodeVariable(name, trainer, iteration, TensorBytes{dtype, dims, {}, values.data(), values.size() * 4},
+                        lease);
 }
 
 // SelectedRows of w: `rows` of the [2, 1] parameter, one value each.
@@ -82,7 +83,8 @@ TEST(DistPserver, AveragesTheTrainersGradientsOptimizesOnceAndServesTheResult) {
   EXPECT_EQ(barrier0.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout);
   ASSERT_TRUE(Call(ps.endpoint(), kBarrier, Barrier(1, 1)).status.ok());
   ASSERT_TRUE(barrier0.get().status.ok());
-  const Reply r0 = Call(ps.endpoint(), kGetVariable, Get("w", 0, 1)), r1 = Call(ps.endpoint(), kGetVariable, Get("w", 1, 1));
+  const Reply r0 = Call(ps.endpoint(), kGetVariable, Get("w", 0, 1)),
+              r1 = Call(ps.endpoint(), kGetVariable, Get("w", 1, 1));
   ASSERT_TRUE(r0.status.ok()) << r0.status.error_message();
   int64_t iteration = -1;
   // w - 0.5 * mean(g0, g1) = {1, 2} - 0.5 * {2, 3}
@@ -129,8 +131,8 @@ TEST(DistPserver, BadRequestsGetAnErrorAndTheServerGoesOnServing) {
   const std::string e = ps.endpoint();
   ExpectStatus(Call(e, kSendVariable, Grad("v@GRAD", 0, 1, g, lease)), StatusCode::NOT_FOUND,
                "unknown variable 'v@GRAD'; this pserver takes the gradients w@GRAD");
-  ExpectStatus(Call(e, kSendVariable, Grad("w@GRAD", 0, 1, doubles, lease, RILL_FP64, {2, 1})), StatusCode::INVALID_ARGUMENT,
-               "'w@GRAD' is fp64 [2,1]; the pserver expects fp32 [2,1]");
+  ExpectStatus(Call(e, kSendVariable, Grad("w@GRAD", 0, 1, doubles, lease, RILL_FP64, {2, 1})),
+               StatusCode::INVALID_ARGUMENT, "'w@GRAD' is fp64 [2,1]; the pserver expects fp32 [2,1]");
   ExpectStatus(Call(e, kSendVariable, Grad("w@GRAD", 0, 1, one, lease, RILL_FP32, {1})), StatusCode::INVALID_ARGUMENT,
                "fp32 [1]; the pserver expects fp32 [2,1]");
   ExpectStatus(Call(e, kSendVariable, SparseGrad(0, 1, one, {0}, lease, 3)), StatusCode::INVALID_ARGUMENT,

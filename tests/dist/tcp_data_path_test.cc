@@ -34,7 +34,8 @@ class TcpPserver {
         w_(Iota(n, 1)),
         grad_(n),
         path_(ListenTcpDataPath("127.0.0.1:0", options)),
-        server_("127.0.0.1:0", 1, {ParamSpec{"w", "w@GRAD", RILL_FP32, {static_cast<int64_t>(n)}}}, options, path_.get()) {
+        server_("127.0.0.1:0", 1, {ParamSpec{"w", "w@GRAD", RILL_FP32, {static_cast<int64_t>(n)}}}, options,
+                path_.get()) {
     server_.Start({Bytes()});
     serving_ = std::async(std::launch::async, [this] {
       PserverHooks hooks;
@@ -87,9 +88,10 @@ grpc::Status CallOne(RpcCall& call, const TransportOptions& options = {}) {
 
 grpc::ByteBuffer GradMessage(std::vector<float>& g, int64_t iteration, const v1::OutOfBand* route, SliceLease& lease,
                              int64_t dims = -1) {
-  return EncodeVariable("w@GRAD", 0, iteration,
-                        TensorBytes{RILL_FP32, {dims < 0 ? static_cast<int64_t>(g.size()) : dims}, {}, g.data(), g.size() * 4},
-                        lease, route);
+  return EncodeVariable(
+      "w@GRAD", 0, iteration,
+      TensorBytes{RILL_FP32, {dims < 0 ? static_cast<int64_t>(g.size()) : dims}, {}, g.data(), g.size() * 4}, lease,
+      route);
 }
 
 // A gradient pushed with its bytes beside the call; the call's status and the transfer's.
@@ -278,9 +280,10 @@ TEST(DistTcpDataPath, RillDataPortNamesThePortItListensOn) {
     ListenTcpDataPath("127.0.0.1:0", options);
     ADD_FAILURE() << "a second path took port " << options.data_port;
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot listen for data connections on '127.0.0.1:" +
-                                         std::to_string(options.data_port) + "' (Address already in use; RILL_DATA_PORT)"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("cannot listen for data connections on '127.0.0.1:" +
+                                   std::to_string(options.data_port) + "' (Address already in use; RILL_DATA_PORT)"),
+        std::string::npos)
         << e.what();
   }
   setenv("RILL_DATA_PORT", "70000", 1);

@@ -22,7 +22,8 @@ std::string Joined(const grpc::ByteBuffer& b) {
 // The same bytes cut into slices of `chunk` bytes, as they may arrive from the network.
 grpc::ByteBuffer Chunked(const std::string& bytes, size_t chunk) {
   std::vector<grpc::Slice> slices;
-  for (size_t at = 0; at < bytes.size(); at += chunk) slices.emplace_back(bytes.data() + at, std::min(chunk, bytes.size() - at));
+  for (size_t at = 0; at < bytes.size(); at += chunk)
+    slices.emplace_back(bytes.data() + at, std::min(chunk, bytes.size() - at));
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
@@ -86,7 +87,8 @@ TEST(DistWire, SelectedRowsTravelWithRowsAndHeight) {
   SliceLease lease;
   const std::string bytes = Joined(EncodeVariable("emb@GRAD", 0, 1, t, lease));
   std::vector<double> out(6);
-  const auto h = DecodeVariable(Chunked(bytes, 3), [&](const v1::VariableHeader&) { return static_cast<void*>(out.data()); });
+  const auto h =
+      DecodeVariable(Chunked(bytes, 3), [&](const v1::VariableHeader&) { return static_cast<void*>(out.data()); });
   ASSERT_TRUE(h.has_selected_rows());
   EXPECT_EQ(h.selected_rows().height(), 9);
   EXPECT_EQ(std::vector<int64_t>(h.selected_rows().rows().begin(), h.selected_rows().rows().end()),

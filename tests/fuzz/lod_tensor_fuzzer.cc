@@ -14,7 +14,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       rill::core::Tensor t = rill::core::ReadLodTensor(in, "fuzz");
       if (t.nbytes() > 0) static_cast<void>(static_cast<const volatile char*>(t.data())[t.nbytes() - 1]);
     }
-  } catch (const rill::core::Error&) {
-  }
+  } catch (const rill::core::Error&) {}
   return 0;
 }

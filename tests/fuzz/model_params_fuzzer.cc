@@ -32,7 +32,7 @@ const std::string& ModelDir() {
       vars { name: "fetch" type { type: FETCH_LIST } persistable: true }
       vars { name: "a" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2 dims: 3 } } } persistable: true }
       vars { name: "b" type { type: LOD_TENSOR lod_tensor { tensor { data_type: INT64 dims: -1 } } } persistable: true } })",
-                                                           "fuzz"),
+                                                         "fuzz"),
                             *d + "/__model__", rill::core::ProgramFormat::kBinary);
     return d;
   }();
@@ -52,7 +52,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& [name, t] : m.parameters) {
       if (t.nbytes() > 0) static_cast<void>(static_cast<const volatile char*>(t.data())[t.nbytes() - 1]);
     }
-  } catch (const rill::core::Error&) {
-  }
+  } catch (const rill::core::Error&) {}
   return 0;
 }

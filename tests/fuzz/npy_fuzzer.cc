@@ -11,7 +11,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     rill::core::Tensor t = rill::core::ReadNpy(in, "fuzz.npy");
     if (t.nbytes() > 0) static_cast<void>(static_cast<const volatile char*>(t.data())[t.nbytes() - 1]);
-  } catch (const rill::core::Error&) {
-  }
+  } catch (const rill::core::Error&) {}
   return 0;
 }

@@ -34,11 +34,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
     const auto program = data[0] % 2 == 0 ? rill::core::Program::FromProto(rill::core::ParseProgramText(bytes, "fuzz"))
-                                           : rill::core::Program::Parse(bytes, "fuzz");
+                                          : rill::core::Program::Parse(bytes, "fuzz");
     rill::core::ValidateProgram(*program, Ops());
     rill::core::FeedTargets(*program);
     rill::core::FetchTargets(*program);
-  } catch (const rill::core::Error&) {
-  }
+  } catch (const rill::core::Error&) {}
   return 0;
 }

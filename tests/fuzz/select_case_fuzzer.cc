@@ -8,7 +8,6 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     rill::csp::ParseCase(std::string(reinterpret_cast<const char*>(data), size));
-  } catch (const rill::Error&) {
-  }
+  } catch (const rill::Error&) {}
   return 0;
 }

@@ -49,24 +49,38 @@ struct Startup {
   void Fill(const std::string& name, const Dims& dims, float value) {
     Param(name, dims);
     ops.push_back([=](BlockBuilder& b) {
-      b.Op("fill_constant").Output("Out", name).Attr("shape", dims).Attr("dtype", int32_t{RILL_FP32})
-          .Attr("value", value).Attr("force_cpu", false);
+      b.Op("fill_constant")
+          .Output("Out", name)
+          .Attr("shape", dims)
+          .Attr("dtype", int32_t{RILL_FP32})
+          .Attr("value", value)
+          .Attr("force_cpu", false);
     });
   }
   void Xavier(const std::string& name, const Dims& dims) {  // fc's weights: fan_in, fan_out = dims
     Param(name, dims);
     const float limit = static_cast<float>(std::sqrt(6.0 / static_cast<double>(dims[0] + dims[1])));
     ops.push_back([=](BlockBuilder& b) {
-      b.Op("uniform_random").Output("Out", name).Attr("shape", dims).Attr("dtype", int32_t{RILL_FP32})
-          .Attr("min", -limit).Attr("max", limit).Attr("seed", int32_t{0});
+      b.Op("uniform_random")
+          .Output("Out", name)
+          .Attr("shape", dims)
+          .Attr("dtype", int32_t{RILL_FP32})
+          .Attr("min", -limit)
+          .Attr("max", limit)
+          .Attr("seed", int32_t{0});
     });
   }
   void ConvNormal(const std::string& name, const Dims& dims) {  // conv2d's: N(0, 2 / (k^2 C))
     Param(name, dims);
     const float std = static_cast<float>(std::sqrt(2.0 / static_cast<double>(dims[2] * dims[2] * dims[1])));
     ops.push_back([=](BlockBuilder& b) {
-      b.Op("gaussian_random").Output("Out", name).Attr("shape", dims).Attr("dtype", int32_t{RILL_FP32})
-          .Attr("mean", 0.0f).Attr("std", std).Attr("seed", int32_t{0});
+      b.Op("gaussian_random")
+          .Output("Out", name)
+          .Attr("shape", dims)
+          .Attr("dtype", int32_t{RILL_FP32})
+          .Attr("mean", 0.0f)
+          .Attr("std", std)
+          .Attr("seed", int32_t{0});
     });
   }
   rill::proto::ProgramDesc Build() {
@@ -81,11 +95,18 @@ std::string Fc(BlockBuilder& b, Startup& s, const std::string& layer, const std:
   const std::string w = layer + ".w_0", bias = layer + ".b_0";
   b.Var(w, RILL_FP32, {in_width, size}, true).Var(layer + ".tmp_0", RILL_FP32, {-1, size});
   s.Xavier(w, {in_width, size});
-  b.Op("mul").Input("X", in).Input("Y", w).Output("Out", layer + ".tmp_0").Attr("x_num_col_dims", int32_t{1})
+  b.Op("mul")
+      .Input("X", in)
+      .Input("Y", w)
+      .Output("Out", layer + ".tmp_0")
+      .Attr("x_num_col_dims", int32_t{1})
       .Attr("y_num_col_dims", int32_t{1});
   b.Var(bias, RILL_FP32, {size}, true).Var(layer + ".tmp_1", RILL_FP32, {-1, size});
   s.Fill(bias, {size}, 0.0f);
-  b.Op("elementwise_add").Input("X", layer + ".tmp_0").Input("Y", bias).Output("Out", layer + ".tmp_1")
+  b.Op("elementwise_add")
+      .Input("X", layer + ".tmp_0")
+      .Input("Y", bias)
+      .Output("Out", layer + ".tmp_1")
       .Attr("axis", int32_t{1});
   if (act.empty()) return layer + ".tmp_1";
   b.Var(layer + ".tmp_2", RILL_FP32, {-1, size});
@@ -119,19 +140,33 @@ std::string ConvPool(BlockBuilder& b, Startup& s, int index, const std::string& 
   const Dims out_dims{-1, filters, out, out};
   b.Var(conv + ".w_0", RILL_FP32, {filters, channels, k, k}, true).Var(conv + ".tmp_0", RILL_FP32, out_dims);
   s.ConvNormal(conv + ".w_0", {filters, channels, k, k});
-  b.Op("conv2d").Input("Input", in).Input("Filter", conv + ".w_0").Output("Output", conv + ".tmp_0")
-      .Attr("strides", Dims{1, 1}).Attr("paddings", Dims{0, 0}).Attr("dilations", Dims{1, 1})
+  b.Op("conv2d")
+      .Input("Input", in)
+      .Input("Filter", conv + ".w_0")
+      .Output("Output", conv + ".tmp_0")
+      .Attr("strides", Dims{1, 1})
+      .Attr("paddings", Dims{0, 0})
+      .Attr("dilations", Dims{1, 1})
       .Attr("groups", int32_t{1});
   b.Var(conv + ".b_0", RILL_FP32, {filters}, true).Var(conv + ".tmp_1", RILL_FP32, out_dims);
   s.Fill(conv + ".b_0", {filters}, 0.0f);
-  b.Op("elementwise_add").Input("X", conv + ".tmp_0").Input("Y", conv + ".b_0").Output("Out", conv + ".tmp_1")
+  b.Op("elementwise_add")
+      .Input("X", conv + ".tmp_0")
+      .Input("Y", conv + ".b_0")
+      .Output("Out", conv + ".tmp_1")
       .Attr("axis", int32_t{1});
   b.Var(conv + ".tmp_2", RILL_FP32, out_dims);
   b.Op("relu").Input("X", conv + ".tmp_1").Output("Out", conv + ".tmp_2");
   b.Var(pool + ".tmp_0", RILL_FP32, {-1, filters, out / 2, out / 2});
-  b.Op("pool2d").Input("X", conv + ".tmp_2").Output("Out", pool + ".tmp_0").Attr("pooling_type", "max")
-      .Attr("ksize", Dims{2, 2}).Attr("global_pooling", false).Attr("strides", Dims{2, 2})
-      .Attr("paddings", Dims{0, 0}).Attr("ceil_mode", false);
+  b.Op("pool2d")
+      .Input("X", conv + ".tmp_2")
+      .Output("Out", pool + ".tmp_0")
+      .Attr("pooling_type", "max")
+      .Attr("ksize", Dims{2, 2})
+      .Attr("global_pooling", false)
+      .Attr("strides", Dims{2, 2})
+      .Attr("paddings", Dims{0, 0})
+      .Attr("ceil_mode", false);
   return pool + ".tmp_0";
 }
 
@@ -153,26 +188,45 @@ void ConvNet(const std::string& dir) {
   startup.Fill("batch_norm_0.w_2", c, 1.0f);
   b.Var("batch_norm_0.tmp_0", RILL_FP32, c).Var("batch_norm_0.tmp_1", RILL_FP32, c);
   b.Var("batch_norm_0.tmp_2", RILL_FP32, {-1, 20, 12, 12});
-  b.Op("batch_norm").Input("X", pool0).Input("Scale", "batch_norm_0.w_0").Input("Bias", "batch_norm_0.b_0")
-      .Input("Mean", "batch_norm_0.w_1").Input("Variance", "batch_norm_0.w_2").Output("Y", "batch_norm_0.tmp_2")
-      .Output("MeanOut", "batch_norm_0.w_1").Output("VarianceOut", "batch_norm_0.w_2")
-      .Output("SavedMean", "batch_norm_0.tmp_0").Output("SavedVariance", "batch_norm_0.tmp_1")
-      .Attr("momentum", 0.9f).Attr("epsilon", 1e-5f).Attr("is_test", false);
+  b.Op("batch_norm")
+      .Input("X", pool0)
+      .Input("Scale", "batch_norm_0.w_0")
+      .Input("Bias", "batch_norm_0.b_0")
+      .Input("Mean", "batch_norm_0.w_1")
+      .Input("Variance", "batch_norm_0.w_2")
+      .Output("Y", "batch_norm_0.tmp_2")
+      .Output("MeanOut", "batch_norm_0.w_1")
+      .Output("VarianceOut", "batch_norm_0.w_2")
+      .Output("SavedMean", "batch_norm_0.tmp_0")
+      .Output("SavedVariance", "batch_norm_0.tmp_1")
+      .Attr("momentum", 0.9f)
+      .Attr("epsilon", 1e-5f)
+      .Attr("is_test", false);
   const std::string pool1 = ConvPool(b, startup, 1, "batch_norm_0.tmp_2", 20, 12, 50, 5);
   const std::string prediction = Fc(b, startup, "fc_0", pool1, 50 * 4 * 4, 10, "softmax");
   b.Var("cross_entropy_0.tmp_0", RILL_FP32, {-1, 1});
-  b.Op("cross_entropy").Input("X", prediction).Input("Label", "label").Output("Y", "cross_entropy_0.tmp_0")
+  b.Op("cross_entropy")
+      .Input("X", prediction)
+      .Input("Label", "label")
+      .Output("Y", "cross_entropy_0.tmp_0")
       .Attr("soft_label", false);
   b.Var("mean_0.tmp_0", RILL_FP32, {1});
   b.Op("mean").Input("X", "cross_entropy_0.tmp_0").Output("Out", "mean_0.tmp_0");
   // layers.accuracy: top_k, then accuracy with its correct and total counts.
   b.Var("top_k_0.tmp_0", RILL_FP32, {-1, 1}).Var("top_k_0.tmp_1", RILL_INT64, {-1, 1});
-  b.Op("top_k").Input("X", prediction).Output("Out", "top_k_0.tmp_0").Output("Indices", "top_k_0.tmp_1")
+  b.Op("top_k")
+      .Input("X", prediction)
+      .Output("Out", "top_k_0.tmp_0")
+      .Output("Indices", "top_k_0.tmp_1")
       .Attr("k", int32_t{1});
   b.Var("accuracy_0.tmp_0", RILL_FP32, {1}).Var("accuracy_0.tmp_1", RILL_INT64, {1});
   b.Var("accuracy_0.tmp_2", RILL_INT64, {1});
-  b.Op("accuracy").Input("Out", "top_k_0.tmp_0").Input("Indices", "top_k_0.tmp_1").Input("Label", "label")
-      .Output("Accuracy", "accuracy_0.tmp_0").Output("Correct", "accuracy_0.tmp_1")
+  b.Op("accuracy")
+      .Input("Out", "top_k_0.tmp_0")
+      .Input("Indices", "top_k_0.tmp_1")
+      .Input("Label", "label")
+      .Output("Accuracy", "accuracy_0.tmp_0")
+      .Output("Correct", "accuracy_0.tmp_1")
       .Output("Total", "accuracy_0.tmp_2");
   Write(main.Build(), dir + "/conv_net.pb");
   Write(startup.Build(), dir + "/conv_net_startup.pb");

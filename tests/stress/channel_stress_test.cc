@@ -33,25 +33,29 @@ void RunScenario(int producers, int consumers, int64_t each, int64_t capacity) {
       done->Send(rill::Variable(H(v)), false, nullptr, "done");
     };
     for (int p = 0; p < producers; ++p) {
-      core::SpawnTask([=] {
-        for (int64_t i = 0; i < each; ++i) {
-          core::Variable v;
-          *static_cast<int64_t*>(v.GetMutableTensor()->Allocate(RILL_INT64, {1})) = p * each + i;
-          ch->Send(rill::Variable(H(v)), false, nullptr, "produce");
-        }
-        signal();
-      }, nullptr);
+      core::SpawnTask(
+          [=] {
+            for (int64_t i = 0; i < each; ++i) {
+              core::Variable v;
+              *static_cast<int64_t*>(v.GetMutableTensor()->Allocate(RILL_INT64, {1})) = p * each + i;
+              ch->Send(rill::Variable(H(v)), false, nullptr, "produce");
+            }
+            signal();
+          },
+          nullptr);
     }
     for (int c = 0; c < consumers; ++c) {
-      core::SpawnTask([&, ch, signal] {
-        core::Variable v;
-        while (ch->Recv(rill::Variable(H(v)), nullptr, "consume")) {
-          const int64_t x = *v.GetTensor()->data_as<int64_t>();
-          seen[static_cast<size_t>(x)].fetch_add(1);
-          sum += x;
-        }
-        signal();
-      }, nullptr);
+      core::SpawnTask(
+          [&, ch, signal] {
+            core::Variable v;
+            while (ch->Recv(rill::Variable(H(v)), nullptr, "consume")) {
+              const int64_t x = *v.GetTensor()->data_as<int64_t>();
+              seen[static_cast<size_t>(x)].fetch_add(1);
+              sum += x;
+            }
+            signal();
+          },
+          nullptr);
     }
     core::Variable token;
     for (int p = 0; p < producers; ++p) done->Recv(rill::Variable(H(token)), nullptr, "wait");
@@ -87,12 +91,14 @@ TEST(ChannelStress, PingPongRoundTrips) {
     core::RunTasks(core::SchedulerOptions{}, [rounds] {
       auto ping = Channel::Make(kLodTensor, 0);
       auto pong = Channel::Make(kLodTensor, 0);
-      core::SpawnTask([ping, pong] {
-        core::Variable v;
-        while (ping->Recv(rill::Variable(H(v)), nullptr, "echo recv")) {
-          pong->Send(rill::Variable(H(v)), false, nullptr, "echo send");
-        }
-      }, nullptr);
+      core::SpawnTask(
+          [ping, pong] {
+            core::Variable v;
+            while (ping->Recv(rill::Variable(H(v)), nullptr, "echo recv")) {
+              pong->Send(rill::Variable(H(v)), false, nullptr, "echo send");
+            }
+          },
+          nullptr);
       core::Variable ball;
       *static_cast<int64_t*>(ball.GetMutableTensor()->Allocate(RILL_INT64, {1})) = 1;
       for (int i = 0; i < rounds; ++i) {

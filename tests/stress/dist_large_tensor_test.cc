@@ -18,7 +18,8 @@ void OneGibBothWays(bool beside) {
   const size_t bytes = static_cast<size_t>(n) * sizeof(float);
   std::vector<float> param(n, 1.0f), grad(n), sent(n, 2.0f), fetched(n, 0.0f);
   sent[n - 1] = 4.0f;
-  const std::shared_ptr<DataPath> pserver_path = beside ? ListenTcpDataPath("127.0.0.1:0", TransportOptions{}) : nullptr;
+  const std::shared_ptr<DataPath> pserver_path =
+      beside ? ListenTcpDataPath("127.0.0.1:0", TransportOptions{}) : nullptr;
   DataPath* path = beside ? TcpTrainerDataPath(TransportOptions{}) : nullptr;
   ParameterServer ps("127.0.0.1:0", 1, {ParamSpec{"w", "w@GRAD", RILL_FP32, {n}}}, TransportOptions{},
                      pserver_path.get());

@@ -137,7 +137,8 @@ DataPath* JoinMpiAsTrainer(int32_t* trainer_id, const TransportOptions& options)
   const RankTable& table = RankTable::Join(Role{}, options.deadline);
   const int index = table.TrainerIndex();
   if (*trainer_id >= 0 && *trainer_id != index) {
-    throw std::runtime_error("trainer id " + std::to_string(*trainer_id) + " asked for (trainer_id, RILL_TRAINER_ID), "
+    throw std::runtime_error("trainer id " + std::to_string(*trainer_id) +
+                             " asked for (trainer_id, RILL_TRAINER_ID), "
                              "but under MPI trainers are numbered by rank and this is trainer " +
                              std::to_string(index) + " (" + table.Describe() + ")");
   }

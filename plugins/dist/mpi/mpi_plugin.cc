@@ -10,10 +10,12 @@ namespace {
 void Init(Registrar& r) {
   Transport mpi;
   mpi.name = "MPI";
-  mpi.doc = "Control and metadata go over gRPC; the tensor bytes over MPI, non-blocking, straight from and into "
-            "the tensors (host memory: Open MPI as Debian builds it is not CUDA-aware). Every process runs under one "
-            "mpirun; ranks learn each other's roles when their first MPI op runs.";
-  mpi.trainer_id_doc = "-1: the trainer's place among the MPI job's trainer ranks (RILL_TRAINER_ID, if set, must agree)";
+  mpi.doc =
+      "Control and metadata go over gRPC; the tensor bytes over MPI, non-blocking, straight from and into "
+      "the tensors (host memory: Open MPI as Debian builds it is not CUDA-aware). Every process runs under one "
+      "mpirun; ranks learn each other's roles when their first MPI op runs.";
+  mpi.trainer_id_doc =
+      "-1: the trainer's place among the MPI job's trainer ranks (RILL_TRAINER_ID, if set, must agree)";
   mpi.send = "send_mpi";
   mpi.recv = "recv_mpi";
   mpi.listen_and_serv = "listen_and_serv_mpi";

@@ -119,7 +119,8 @@ std::vector<std::string> MpiWorld::AllGather(const std::string& record, std::chr
   std::unique_lock<std::mutex> lock(x->mu);
   if (!x->done_cv.wait_for(lock, deadline, [&] { return x->done; })) {
     throw std::runtime_error("not every rank of the MPI job (" + std::to_string(size_) + " ranks) joined within " +
-                             std::to_string(deadline.count()) + " ms (RILL_RPC_DEADLINE_MS): a rank never started "
+                             std::to_string(deadline.count()) +
+                             " ms (RILL_RPC_DEADLINE_MS): a rank never started "
                              "its program, or runs one without the MPI transport's ops");
   }
   if (!x->error.empty()) throw std::runtime_error("exchanging roles over MPI: " + x->error);
@@ -130,9 +131,8 @@ std::vector<std::string> MpiWorld::AllGather(const std::string& record, std::chr
 
 void MpiWorld::SendRequest(int rank, std::string message, Done done) {
   auto owned = std::make_shared<std::string>(std::move(message));
-  Send(rank, kRequestTag, owned->data(), owned->size(), [owned, done = std::move(done)](const std::string& error) {
-    done(error);
-  });
+  Send(rank, kRequestTag, owned->data(), owned->size(),
+       [owned, done = std::move(done)](const std::string& error) { done(error); });
 }
 
 void MpiWorld::ServeRequests(RequestHandler handler) {
@@ -201,8 +201,8 @@ void MpiWorld::Poll() {
   std::vector<int> indices(requests_.size());
   std::vector<MPI_Status> statuses(requests_.size());
   int count = 0;
-  const int rc = MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &count, indices.data(),
-                              statuses.data());
+  const int rc =
+      MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &count, indices.data(), statuses.data());
   if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {  // MPI itself failed: so did every transfer
     for (auto& owner : owners_) {
       if (owner->error.empty()) owner->error = MpiError(rc);

@@ -27,29 +27,25 @@ struct Square {
   static constexpr const char* kGradInput = "X";
 };
 
-template <class Op, class T>
-__global__ void Map(const T* x, T* out, int64_t n) {
+template <class Op, class T> __global__ void Map(const T* x, T* out, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
     out[i] = Op::Eval(x[i]);
   }
 }
 
-template <class Op, class T>
-__global__ void MapGrad(const T* v, const T* g, T* dx, int64_t n) {
+template <class Op, class T> __global__ void MapGrad(const T* v, const T* g, T* dx, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
     dx[i] = Op::Grad(v[i], g[i]);
   }
 }
 
-template <class T>
-__global__ void Affine(const T* x, T* out, int64_t n, T scale, T bias, bool bias_after) {
+template <class T> __global__ void Affine(const T* x, T* out, int64_t n, T scale, T bias, bool bias_after) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
     out[i] = bias_after ? x[i] * scale + bias : (x[i] + bias) * scale;
   }
 }
 
-template <class Op, class T>
-void Unary(KernelContext& ctx) {
+template <class Op, class T> void Unary(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   Tensor out = ctx.Output("Out");
@@ -58,8 +54,7 @@ void Unary(KernelContext& ctx) {
   CheckLaunch("activation kernel");
 }
 
-template <class Op, class T>
-void UnaryGrad(KernelContext& ctx) {
+template <class Op, class T> void UnaryGrad(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor v = ctx.Input(Op::kGradInput);
   Tensor g = ctx.Input("Out@GRAD");
@@ -69,8 +64,7 @@ void UnaryGrad(KernelContext& ctx) {
   CheckLaunch("activation gradient kernel");
 }
 
-template <class T>
-void Scale(KernelContext& ctx) {
+template <class T> void Scale(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   Tensor out = ctx.Output("Out");
@@ -80,8 +74,7 @@ void Scale(KernelContext& ctx) {
   CheckLaunch("scale kernel");
 }
 
-template <class T>
-void ScaleGrad(KernelContext& ctx) {
+template <class T> void ScaleGrad(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor g = ctx.Input("Out@GRAD");
   Tensor dx = ctx.Output("X@GRAD");
@@ -90,8 +83,7 @@ void ScaleGrad(KernelContext& ctx) {
   CheckLaunch("scale gradient kernel");
 }
 
-template <class Op>
-void RegisterOne(Registrar& r, const std::string& type) {
+template <class Op> void RegisterOne(Registrar& r, const std::string& type) {
   RegisterCudaFloat(r, type.c_str(), [](auto t) { return &Unary<Op, decltype(t)>; });
   RegisterCudaFloat(r, (type + "_grad").c_str(), [](auto t) { return &UnaryGrad<Op, decltype(t)>; });
 }

@@ -31,8 +31,7 @@ __device__ int64_t ElementOf(const ChannelLayout& l, int64_t ch, int64_t k) {
 __device__ int64_t ChannelAt(const ChannelLayout& l, int64_t index) { return l.nhwc ? index % l.c : index / l.s % l.c; }
 
 // The sum of every thread's `v` in the block (kSumThreads of them), returned to all.
-template <class T>
-__device__ T BlockSum(T v) {
+template <class T> __device__ T BlockSum(T v) {
   __shared__ T partial[kSumThreads];
   partial[threadIdx.x] = v;
   __syncthreads();
@@ -46,8 +45,7 @@ __device__ T BlockSum(T v) {
 }
 
 // Block `ch`: channel ch's mean and biased variance over its n * s elements (0 if none).
-template <class T, class P>
-__global__ void BatchStatistics(ChannelLayout l, const T* x, P* mean, P* var) {
+template <class T, class P> __global__ void BatchStatistics(ChannelLayout l, const T* x, P* mean, P* var) {
   const int64_t ch = blockIdx.x, m = l.n * l.s;
   P sum = 0;
   for (int64_t k = threadIdx.x; k < m; k += kSumThreads) sum += ConvertValue<P>(x[ElementOf(l, ch, k)]);
@@ -127,8 +125,7 @@ __global__ void GradientCoefficients(int64_t c, int64_t m, bool global, P eps, c
 }
 
 // Output `slot` (one value per channel), if the op has it, from `values` on the device.
-template <class T>
-void WriteChannels(KernelContext& ctx, const char* slot, int64_t c, const T* values) {
+template <class T> void WriteChannels(KernelContext& ctx, const char* slot, int64_t c, const T* values) {
   if (!ctx.HasOutput(slot)) return;
   Tensor t = ctx.Output(slot);
   T* out = AllocateOnDevice<T>(ctx, t, {c});
@@ -136,8 +133,7 @@ void WriteChannels(KernelContext& ctx, const char* slot, int64_t c, const T* val
             "cudaMemcpyAsync");
 }
 
-template <class T>
-void BatchNorm(KernelContext& ctx) {
+template <class T> void BatchNorm(KernelContext& ctx) {
   using P = Accumulator<T>;
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
@@ -165,14 +161,16 @@ void BatchNorm(KernelContext& ctx) {
         bias, running_mean, running_var, mean, var, s(kA), s(kB), s(kInvStd), s(kMeanOut), s(kVarOut));
     CheckLaunch("ForwardCoefficients");
     if (!training) {  // SavedMean: the statistics used
-      CudaCheck(cudaMemcpyAsync(s(kMean), running_mean, sizeof(P) * l.c, cudaMemcpyDeviceToDevice, 0), "cudaMemcpyAsync");
+      CudaCheck(cudaMemcpyAsync(s(kMean), running_mean, sizeof(P) * l.c, cudaMemcpyDeviceToDevice, 0),
+                "cudaMemcpyAsync");
     }
   }
   {
     DeviceOutput<T> y(ctx, "Y", 0, x.dims(), InputVars(ctx, "X"));
     const int64_t count = x.numel();
     if (count > 0) {
-      PerChannelAffine<T, P><<<Blocks(count), kThreads>>>(l, x.data<T>(), s(kA), nullptr, nullptr, s(kB), y.get(), count);
+      PerChannelAffine<T, P>
+          <<<Blocks(count), kThreads>>>(l, x.data<T>(), s(kA), nullptr, nullptr, s(kB), y.get(), count);
       CheckLaunch("PerChannelAffine");
     }
     y.Finish();
@@ -184,8 +182,7 @@ void BatchNorm(KernelContext& ctx) {
   WriteChannels<P>(ctx, "SavedVariance", l.c, s(kInvStd));
 }
 
-template <class T>
-void BatchNormGrad(KernelContext& ctx) {
+template <class T> void BatchNormGrad(KernelContext& ctx) {
   using P = Accumulator<T>;
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
@@ -201,9 +198,9 @@ void BatchNormGrad(KernelContext& ctx) {
   if (l.c > 0) {
     GradientSums<T, P><<<static_cast<unsigned>(l.c), kSumThreads>>>(l, x.data<T>(), dy, mean, s(kDbias), s(kDscale));
     CheckLaunch("GradientSums");
-    GradientCoefficients<P><<<Blocks(l.c), kThreads>>>(l.c, l.n * l.s, global, static_cast<P>(ctx.Attr<float>("epsilon")),
-                                                       scale, mean, var_or_inv_std, s(kDbias), s(kDscale), s(kA),
-                                                       s(kB), s(kC));
+    GradientCoefficients<P><<<Blocks(l.c), kThreads>>>(l.c, l.n * l.s, global,
+                                                       static_cast<P>(ctx.Attr<float>("epsilon")), scale, mean,
+                                                       var_or_inv_std, s(kDbias), s(kDscale), s(kA), s(kB), s(kC));
     CheckLaunch("GradientCoefficients");
   }
   if (ctx.HasOutput("X@GRAD")) {

@@ -18,7 +18,8 @@ namespace rill::math::cuda {
 namespace {
 
 void CublasCheck(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string(what) + ": cuBLAS status " + std::to_string(s), RILL_INTERNAL);
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw Error(std::string(what) + ": cuBLAS status " + std::to_string(s), RILL_INTERNAL);
 }
 
 // The cuBLAS entry points used here, resolved from the library on first use.
@@ -35,7 +36,8 @@ const Cublas& LoadCublas() {
   std::call_once(once, [] {
     // The soname first (found through this plugin's RUNPATH), then the toolkit it was built with.
     void* lib = dlopen("libcublas.so." RILL_CUBLAS_SOVERSION, RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) lib = dlopen(RILL_CUDA_LIBRARY_DIR "/libcublas.so." RILL_CUBLAS_SOVERSION, RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr)
+      lib = dlopen(RILL_CUDA_LIBRARY_DIR "/libcublas.so." RILL_CUBLAS_SOVERSION, RTLD_NOW | RTLD_LOCAL);
     if (lib == nullptr) {
       error = std::string("cannot load cuBLAS: ") + dlerror();
       return;
@@ -67,8 +69,8 @@ cublasStatus_t Gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
 // Row-major C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C, where A is stored
 // [m, k] (or [k, m] when ta) and B [k, n] (or [n, k] when tb).
 template <class T>
-void RowMajorGemm(cublasHandle_t h, bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-                  const T* b, T beta, T* c) {
+void RowMajorGemm(cublasHandle_t h, bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, const T* b,
+                  T beta, T* c) {
   const int lda = static_cast<int>(ta ? m : k), ldb = static_cast<int>(tb ? k : n);
   CublasCheck(Gemm(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
                    static_cast<int>(m), static_cast<int>(k), &alpha, b, ldb, a, lda, &beta, c, static_cast<int>(n)),
@@ -102,19 +104,18 @@ MulShape MulShapeOf(KernelContext& ctx, const std::vector<int64_t>& xd, const st
   return s;
 }
 
-template <class T>
-void Mul(KernelContext& ctx) {
+template <class T> void Mul(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
   const MulShape s = MulShapeOf(ctx, x.dims(), y.dims());
   DeviceOutput<T> out(ctx, "Out", 0, s.out_dims, GemmInputs(ctx, false));
-  RowMajorGemm<T>(Handle(ctx.device_id()), false, false, s.m, s.n, s.k, T(1), x.data<T>(), y.data<T>(), T(0), out.get());
+  RowMajorGemm<T>(Handle(ctx.device_id()), false, false, s.m, s.n, s.k, T(1), x.data<T>(), y.data<T>(), T(0),
+                  out.get());
   out.Finish();
 }
 
-template <class T>
-void MulGrad(KernelContext& ctx) {
+template <class T> void MulGrad(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
@@ -133,8 +134,7 @@ void MulGrad(KernelContext& ctx) {
   }
 }
 
-template <class T>
-void MatMul(KernelContext& ctx) {
+template <class T> void MatMul(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
@@ -155,8 +155,7 @@ void MatMul(KernelContext& ctx) {
 // dA = alpha G B^T and dB = alpha A^T G, written through the transposes (dX = dA^T when X
 // is transposed); a matrix broadcast over several products sums their gradients (beta 0
 // for its first product, 1 after).
-template <class T>
-void MatMulGrad(KernelContext& ctx) {
+template <class T> void MatMulGrad(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
@@ -182,7 +181,7 @@ void MatMulGrad(KernelContext& ctx) {
       const T* gi = pg + i * m * n;
       if (tx) {  // dX[k, m] = alpha B G^T
         RowMajorGemm<T>(h, ty, true, k, m, n, alpha, py + yo, gi, beta, dx.get() + xo);
-      } else {   // dX[m, k] = alpha G B^T
+      } else {  // dX[m, k] = alpha G B^T
         RowMajorGemm<T>(h, false, !ty, m, k, n, alpha, gi, py + yo, beta, dx.get() + xo);
       }
     }
@@ -198,7 +197,7 @@ void MatMulGrad(KernelContext& ctx) {
       const T* gi = pg + i * m * n;
       if (ty) {  // dY[n, k] = alpha G^T A
         RowMajorGemm<T>(h, true, tx, n, k, m, alpha, gi, px + xo, beta, dy.get() + yo);
-      } else {   // dY[k, n] = alpha A^T G
+      } else {  // dY[k, n] = alpha A^T G
         RowMajorGemm<T>(h, !tx, false, k, n, m, alpha, px + xo, gi, beta, dy.get() + yo);
       }
     }

@@ -14,8 +14,7 @@ namespace rill::math::cuda {
 
 enum class YIndex { kSame, kScalar, kBroadcast };
 
-template <YIndex kMode>
-__device__ __forceinline__ int64_t YAt(int64_t i, int64_t n, int64_t post) {
+template <YIndex kMode> __device__ __forceinline__ int64_t YAt(int64_t i, int64_t n, int64_t post) {
   if constexpr (kMode == YIndex::kSame) return i;
   else if constexpr (kMode == YIndex::kScalar) return 0;
   else return (i / post) % n;
@@ -31,8 +30,7 @@ __global__ void BroadcastKernel(R* out, int64_t total, int64_t n, int64_t post, 
 
 // Launches out[i] = f(i, Y's index for i) over X's `total` elements; f is a functor with a
 // __device__ operator()(int64_t i, int64_t yi) holding the pointers it reads.
-template <class R, class F>
-void LaunchBroadcast(R* out, int64_t total, const Broadcast& b, F f) {
+template <class R, class F> void LaunchBroadcast(R* out, int64_t total, const Broadcast& b, F f) {
   if (b.pre == 1 && b.post == 1) {
     BroadcastKernel<YIndex::kSame><<<Blocks(total), kThreads>>>(out, total, b.n, b.post, f);
   } else if (b.n == 1) {

@@ -9,8 +9,7 @@
 namespace rill::math::cuda {
 namespace {
 
-template <class From, class To>
-struct ConvertAt {
+template <class From, class To> struct ConvertAt {
   const From* x;
   __device__ To operator()(int64_t i, int64_t) const { return ConvertValue<To>(x[i]); }
 };
@@ -25,8 +24,7 @@ void Convert(KernelContext& ctx, Tensor x, const char* slot, const std::vector<R
   out.Finish();
 }
 
-template <class From>
-void Cast(KernelContext& ctx) {
+template <class From> void Cast(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   VisitDataType<bool, int32_t, int64_t, __half, float, double>(
@@ -35,23 +33,18 @@ void Cast(KernelContext& ctx) {
 }
 
 // X@GRAD = Out@GRAD converted back to X's dtype.
-template <class T>
-void CastGrad(KernelContext& ctx) {
+template <class T> void CastGrad(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor g = ctx.Input("Out@GRAD");
   const std::vector<RillVariable*> inputs = {ctx.InputVar("X").handle(), ctx.InputVar("Out@GRAD").handle()};
   VisitDataType<__half, float, double>(g.dtype(), "cast_grad Out@GRAD",
-                               [&](auto from) { Convert<decltype(from), T>(ctx, g, "X@GRAD", inputs); });
+                                       [&](auto from) { Convert<decltype(from), T>(ctx, g, "X@GRAD", inputs); });
 }
 
-template <class T>
-__global__ void IncrementKernel(const T* x, T* out, T step) {
-  out[0] = x[0] + step;
-}
+template <class T> __global__ void IncrementKernel(const T* x, T* out, T step) { out[0] = x[0] + step; }
 
 // Stateful so that `step` is read once per op instance, as on the CPU.
-template <class T>
-class Increment {
+template <class T> class Increment {
  public:
   explicit Increment(const OpInfo& op) : step_(static_cast<T>(op.Attr<float>("step"))) {}
 

@@ -9,25 +9,41 @@
 namespace rill::math::cuda {
 namespace {
 
-struct Less { template <class T> __device__ bool operator()(T a, T b) const { return a < b; } };
-struct LessEq { template <class T> __device__ bool operator()(T a, T b) const { return a <= b; } };
-struct Greater { template <class T> __device__ bool operator()(T a, T b) const { return a > b; } };
-struct GreaterEq { template <class T> __device__ bool operator()(T a, T b) const { return a >= b; } };
-struct Eq { template <class T> __device__ bool operator()(T a, T b) const { return a == b; } };
-struct NotEq { template <class T> __device__ bool operator()(T a, T b) const { return a != b; } };
-struct And { __device__ bool operator()(bool a, bool b) const { return a && b; } };
-struct Or { __device__ bool operator()(bool a, bool b) const { return a || b; } };
-struct Xor { __device__ bool operator()(bool a, bool b) const { return a != b; } };
+struct Less {
+  template <class T> __device__ bool operator()(T a, T b) const { return a < b; }
+};
+struct LessEq {
+  template <class T> __device__ bool operator()(T a, T b) const { return a <= b; }
+};
+struct Greater {
+  template <class T> __device__ bool operator()(T a, T b) const { return a > b; }
+};
+struct GreaterEq {
+  template <class T> __device__ bool operator()(T a, T b) const { return a >= b; }
+};
+struct Eq {
+  template <class T> __device__ bool operator()(T a, T b) const { return a == b; }
+};
+struct NotEq {
+  template <class T> __device__ bool operator()(T a, T b) const { return a != b; }
+};
+struct And {
+  __device__ bool operator()(bool a, bool b) const { return a && b; }
+};
+struct Or {
+  __device__ bool operator()(bool a, bool b) const { return a || b; }
+};
+struct Xor {
+  __device__ bool operator()(bool a, bool b) const { return a != b; }
+};
 
-template <class F, class T>
-struct CompareAt {
+template <class F, class T> struct CompareAt {
   const T *x, *y;
   __device__ bool operator()(int64_t i, int64_t yi) const { return F{}(x[i], y[yi]); }
 };
 
 // Out = F(X, Y); comparisons (kForceCpuAttr) leave Out on the CPU when force_cpu is set.
-template <class T, class F, bool kForceCpuAttr>
-void Compare(KernelContext& ctx) {
+template <class T, class F, bool kForceCpuAttr> void Compare(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
@@ -70,8 +86,7 @@ void LogicalNot(KernelContext& ctx) {
   CheckLaunch("logical_not kernel");
 }
 
-template <class F>
-void RegisterComparison(Registrar& r, const char* op, bool with_bool) {
+template <class F> void RegisterComparison(Registrar& r, const char* op, bool with_bool) {
   r.Kernel(op, RILL_CUDA, RILL_FP32, &Compare<float, F, true>);
   r.Kernel(op, RILL_CUDA, RILL_FP64, &Compare<double, F, true>);
   r.Kernel(op, RILL_CUDA, RILL_INT32, &Compare<int32_t, F, true>);

@@ -31,8 +31,7 @@ constexpr size_t kWorkspaceLimit = size_t{1} << 30;
 
 // The first of cuDNN's algorithms (best first, by its heuristics) that it can run here
 // within kWorkspaceLimit. `get(count, &returned, perf)` is one of the *_v7 queries.
-template <class Perf, class Get>
-Perf PickAlgorithm(Get get, const char* what) {
+template <class Perf, class Get> Perf PickAlgorithm(Get get, const char* what) {
   Perf perf[16];
   int returned = 0;
   CudnnCheck(get(16, &returned, perf), what);
@@ -47,8 +46,7 @@ Perf PickAlgorithm(Get get, const char* what) {
 // One convolution as cuDNN runs it: the descriptors of a plan, and the algorithm of each
 // direction, picked on its first use. Made again only when the plan changes, so the runs
 // of a prepared op reuse them.
-template <class T>
-class CudnnConvolution {
+template <class T> class CudnnConvolution {
  public:
   void Prepare(const ConvPlan& p) {
     if (prepared_ && p == plan_) return;
@@ -69,10 +67,10 @@ class CudnnConvolution {
       DescribeTensor(fluid_filter_, type, false, p.m, p.cg(), p.kh, p.kw);
       DescribeTensor(cudnn_filter_, type, true, p.m, p.cg(), p.kh, p.kw);
     }
-    CudnnCheck(api.cudnnSetConvolution2dDescriptor(conv_.get(), padded_ ? 0 : static_cast<int>(p.top),
-                                                   padded_ ? 0 : static_cast<int>(p.left), static_cast<int>(p.sh),
-                                                   static_cast<int>(p.sw), static_cast<int>(p.dh), static_cast<int>(p.dw),
-                                                   CUDNN_CROSS_CORRELATION, CudnnComputeType<T>()),
+    CudnnCheck(api.cudnnSetConvolution2dDescriptor(
+                   conv_.get(), padded_ ? 0 : static_cast<int>(p.top), padded_ ? 0 : static_cast<int>(p.left),
+                   static_cast<int>(p.sh), static_cast<int>(p.sw), static_cast<int>(p.dh), static_cast<int>(p.dw),
+                   CUDNN_CROSS_CORRELATION, CudnnComputeType<T>()),
                "cudnnSetConvolution2dDescriptor");
     CudnnCheck(api.cudnnSetConvolutionGroupCount(conv_.get(), static_cast<int>(p.groups)),
                "cudnnSetConvolutionGroupCount");
@@ -90,13 +88,14 @@ class CudnnConvolution {
     if (!forward_) {
       const auto perf = PickAlgorithm<cudnnConvolutionFwdAlgoPerf_t>(
           [&](int n, int* got, cudnnConvolutionFwdAlgoPerf_t* out) {
-            return api.cudnnGetConvolutionForwardAlgorithm_v7(h, x_.get(), w_.get(), conv_.get(), y_.get(), n, got, out);
+            return api.cudnnGetConvolutionForwardAlgorithm_v7(h, x_.get(), w_.get(), conv_.get(), y_.get(), n, got,
+                                                              out);
           },
           "conv2d: choosing the forward algorithm");
       size_t bytes = 0;
-      CudnnCheck(api.cudnnGetConvolutionForwardWorkspaceSize(h, x_.get(), w_.get(), conv_.get(), y_.get(), perf.algo,
-                                                             &bytes),
-                 "cudnnGetConvolutionForwardWorkspaceSize");
+      CudnnCheck(
+          api.cudnnGetConvolutionForwardWorkspaceSize(h, x_.get(), w_.get(), conv_.get(), y_.get(), perf.algo, &bytes),
+          "cudnnGetConvolutionForwardWorkspaceSize");
       forward_ = Algorithm<cudnnConvolutionFwdAlgo_t>{perf.algo, bytes};
     }
     ScratchBuffer<T> padded(PaddedCount());
@@ -106,8 +105,8 @@ class CudnnConvolution {
     ScratchBuffer<char> workspace(static_cast<int64_t>(forward_->workspace));
     const CudnnScalar<T> one = 1, zero = 0;
     CudnnCheck(api.cudnnConvolutionForward(h, &one, x_.get(), padded_ ? padded.get() : x, w_.get(),
-                                           transposed_ ? filter.get() : w, conv_.get(),
-                                           forward_->algo, workspace.get(), forward_->workspace, &zero, y_.get(), y),
+                                           transposed_ ? filter.get() : w, conv_.get(), forward_->algo, workspace.get(),
+                                           forward_->workspace, &zero, y_.get(), y),
                "cudnnConvolutionForward");
   }
 
@@ -118,7 +117,7 @@ class CudnnConvolution {
       const auto perf = PickAlgorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
           [&](int n, int* got, cudnnConvolutionBwdDataAlgoPerf_t* out) {
             return api.cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w_.get(), y_.get(), conv_.get(), x_.get(), n, got,
-                                                                  out);
+                                                                   out);
           },
           "conv2d_grad: choosing the input gradient's algorithm");
       size_t bytes = 0;
@@ -132,10 +131,9 @@ class CudnnConvolution {
     if (transposed_) TransformFilter(h, fluid_filter_, w, cudnn_filter_, filter.get());
     ScratchBuffer<char> workspace(static_cast<int64_t>(backward_data_->workspace));
     const CudnnScalar<T> one = 1, zero = 0;
-    CudnnCheck(api.cudnnConvolutionBackwardData(h, &one, w_.get(), transposed_ ? filter.get() : w, y_.get(), dy,
-                                                conv_.get(), backward_data_->algo, workspace.get(),
-                                                backward_data_->workspace, &zero, x_.get(),
-                                                padded_ ? padded.get() : dx),
+    CudnnCheck(api.cudnnConvolutionBackwardData(
+                   h, &one, w_.get(), transposed_ ? filter.get() : w, y_.get(), dy, conv_.get(), backward_data_->algo,
+                   workspace.get(), backward_data_->workspace, &zero, x_.get(), padded_ ? padded.get() : dx),
                "cudnnConvolutionBackwardData");
     if (padded_) CropImage(pad_, padded.get(), dx);
   }
@@ -147,7 +145,7 @@ class CudnnConvolution {
       const auto perf = PickAlgorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
           [&](int n, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* out) {
             return api.cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x_.get(), y_.get(), conv_.get(), w_.get(), n,
-                                                                    got, out);
+                                                                     got, out);
           },
           "conv2d_grad: choosing the filter gradient's algorithm");
       size_t bytes = 0;
@@ -161,10 +159,9 @@ class CudnnConvolution {
     ScratchBuffer<T> filter(FilterCount());
     ScratchBuffer<char> workspace(static_cast<int64_t>(backward_filter_->workspace));
     const CudnnScalar<T> one = 1, zero = 0;
-    CudnnCheck(api.cudnnConvolutionBackwardFilter(h, &one, x_.get(), padded_ ? padded.get() : x, y_.get(), dy,
-                                                  conv_.get(), backward_filter_->algo, workspace.get(),
-                                                  backward_filter_->workspace, &zero, w_.get(),
-                                                  transposed_ ? filter.get() : dw),
+    CudnnCheck(api.cudnnConvolutionBackwardFilter(
+                   h, &one, x_.get(), padded_ ? padded.get() : x, y_.get(), dy, conv_.get(), backward_filter_->algo,
+                   workspace.get(), backward_filter_->workspace, &zero, w_.get(), transposed_ ? filter.get() : dw),
                "cudnnConvolutionBackwardFilter");
     if (transposed_) TransformFilter(h, cudnn_filter_, filter.get(), fluid_filter_, dw);
   }
@@ -183,8 +180,7 @@ class CudnnConvolution {
                "conv2d: cudnnTransformTensor of the filter");
   }
 
-  template <class Algo>
-  struct Algorithm {
+  template <class Algo> struct Algorithm {
     Algo algo;
     size_t workspace;
   };
@@ -192,7 +188,7 @@ class CudnnConvolution {
   bool prepared_ = false;
   ConvPlan plan_;
   ImagePadding pad_;
-  bool padded_ = false;  // the input is padded by PadImage, not by cuDNN
+  bool padded_ = false;      // the input is padded by PadImage, not by cuDNN
   bool transposed_ = false;  // w_ is NHWC and Fluid's filter is not the same bytes
   TensorDescriptor x_, y_;
   TensorDescriptor fluid_filter_, cudnn_filter_;  // the filter as a tensor, NCHW and NHWC (if transposed_)
@@ -203,8 +199,7 @@ class CudnnConvolution {
   std::optional<Algorithm<cudnnConvolutionBwdFilterAlgo_t>> backward_filter_;
 };
 
-template <class T>
-class Conv2d {
+template <class T> class Conv2d {
  public:
   explicit Conv2d(const OpInfo&) {}
   void Compute(KernelContext& ctx) {
@@ -232,8 +227,7 @@ class Conv2d {
   CudnnConvolution<T> conv_;  // guarded by mu_
 };
 
-template <class T>
-class Conv2dGrad {
+template <class T> class Conv2dGrad {
  public:
   explicit Conv2dGrad(const OpInfo&) {}
   void Compute(KernelContext& ctx) {

@@ -21,8 +21,7 @@ void CopyRows(T* dst, int64_t dst_pitch, const T* src, int64_t src_pitch, int64_
 
 // Joins the tensors of input slot `in` along `axis` into output `out_slot` (concat, and
 // split's gradient).
-template <class T>
-void JoinAlong(KernelContext& ctx, const char* in, const char* out_slot) {
+template <class T> void JoinAlong(KernelContext& ctx, const char* in, const char* out_slot) {
   UseDevice(ctx);
   const size_t n = ctx.op().InputCount(in);
   std::vector<Tensor> xs;
@@ -78,8 +77,7 @@ void CutAlong(KernelContext& ctx, Tensor src, const std::vector<int64_t>& d, siz
 template <class T> void Concat(KernelContext& ctx) { JoinAlong<T>(ctx, "X", "Out"); }
 template <class T> void SplitGrad(KernelContext& ctx) { JoinAlong<T>(ctx, "Out@GRAD", "X@GRAD"); }
 
-template <class T>
-void Split(KernelContext& ctx) {
+template <class T> void Split(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   const std::vector<int64_t> d = x.dims();
@@ -90,8 +88,7 @@ void Split(KernelContext& ctx) {
 }
 
 // X@GRAD[i] = the slice of Out@GRAD that X[i] filled.
-template <class T>
-void ConcatGrad(KernelContext& ctx) {
+template <class T> void ConcatGrad(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor g = ctx.Input("Out@GRAD");
   const std::vector<int64_t> gd = g.dims();
@@ -104,8 +101,7 @@ void ConcatGrad(KernelContext& ctx) {
 }
 
 // Every X@GRAD[i] = a copy of Out@GRAD.
-template <class T>
-void SumGrad(KernelContext& ctx) {
+template <class T> void SumGrad(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor g = ctx.Input("Out@GRAD");
   const OpInfo op = ctx.op();

@@ -48,8 +48,7 @@ Handle ThreadHandle(int32_t device, Create create, Check check, const char* what
 }
 
 // Allocates `out` on the kernel's device.
-template <class T>
-T* AllocateOnDevice(KernelContext& ctx, Tensor& out, const std::vector<int64_t>& dims) {
+template <class T> T* AllocateOnDevice(KernelContext& ctx, Tensor& out, const std::vector<int64_t>& dims) {
   return static_cast<T*>(out.Allocate(DataTypeOf<T>::value, dims.data(), dims.size(), RILL_CUDA, ctx.device_id()));
 }
 

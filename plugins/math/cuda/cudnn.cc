@@ -30,8 +30,8 @@ const Cudnn& LoadCudnn() {
       error = std::string("cannot load cuDNN (") + kSoname + "): " + dlerror();
       return;
     }
-#define RILL_CUDNN_RESOLVE(fn)                                                       \
-  api.fn = reinterpret_cast<decltype(api.fn)>(dlsym(lib, #fn));                      \
+#define RILL_CUDNN_RESOLVE(fn)                                  \
+  api.fn = reinterpret_cast<decltype(api.fn)>(dlsym(lib, #fn)); \
   if (api.fn == nullptr && error.empty()) error = std::string(kSoname) + " lacks " #fn;
     RILL_CUDNN_FUNCTIONS(RILL_CUDNN_RESOLVE)
 #undef RILL_CUDNN_RESOLVE
@@ -53,10 +53,10 @@ cudnnHandle_t CudnnHandle(int32_t device) {
 void DescribeTensor(const TensorDescriptor& d, cudnnDataType_t dtype, bool nhwc, int64_t n, int64_t c, int64_t h,
                     int64_t w) {
   const int64_t strides[4] = {c * h * w, nhwc ? 1 : h * w, nhwc ? w * c : w, nhwc ? c : 1};
-  CudnnCheck(LoadCudnn().cudnnSetTensor4dDescriptorEx(
-                 d.get(), dtype, static_cast<int>(n), static_cast<int>(c), static_cast<int>(h), static_cast<int>(w),
-                 static_cast<int>(strides[0]), static_cast<int>(strides[1]), static_cast<int>(strides[2]),
-                 static_cast<int>(strides[3])),
+  CudnnCheck(LoadCudnn().cudnnSetTensor4dDescriptorEx(d.get(), dtype, static_cast<int>(n), static_cast<int>(c),
+                                                      static_cast<int>(h), static_cast<int>(w),
+                                                      static_cast<int>(strides[0]), static_cast<int>(strides[1]),
+                                                      static_cast<int>(strides[2]), static_cast<int>(strides[3])),
              "cudnnSetTensor4dDescriptorEx");
 }
 

@@ -18,6 +18,7 @@
 
 namespace rill::math::cuda {
 
+// clang-format off
 #define RILL_CUDNN_FUNCTIONS(X)                                                                            \
   X(cudnnCreate) X(cudnnGetErrorString) X(cudnnCreateTensorDescriptor) X(cudnnDestroyTensorDescriptor)    \
   X(cudnnSetTensor4dDescriptorEx) X(cudnnCreateFilterDescriptor) X(cudnnDestroyFilterDescriptor)          \
@@ -28,6 +29,7 @@ namespace rill::math::cuda {
   X(cudnnGetConvolutionBackwardDataWorkspaceSize) X(cudnnConvolutionBackwardData)                          \
   X(cudnnGetConvolutionBackwardFilterAlgorithm_v7) X(cudnnGetConvolutionBackwardFilterWorkspaceSize)       \
   X(cudnnConvolutionBackwardFilter) X(cudnnTransformTensor)
+// clang-format on
 
 struct Cudnn {
 #define RILL_CUDNN_MEMBER(fn) decltype(&::fn) fn = nullptr;
@@ -42,20 +44,16 @@ cudnnHandle_t CudnnHandle(int32_t device);
 
 // cuDNN's data type for T (__half, float, double); the type a computation on T accumulates
 // in (float for __half); and the type of its alpha and beta scalars (the same).
-template <class T>
-constexpr cudnnDataType_t CudnnType() {
+template <class T> constexpr cudnnDataType_t CudnnType() {
   return sizeof(T) == 2 ? CUDNN_DATA_HALF : sizeof(T) == 4 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE;
 }
-template <class T>
-constexpr cudnnDataType_t CudnnComputeType() {
+template <class T> constexpr cudnnDataType_t CudnnComputeType() {
   return sizeof(T) == 8 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
 }
-template <class T>
-using CudnnScalar = std::conditional_t<sizeof(T) == 8, double, float>;
+template <class T> using CudnnScalar = std::conditional_t<sizeof(T) == 8, double, float>;
 
 // An owned descriptor: `Create` and `Destroy` are cuDNN's for its type.
-template <class D, cudnnStatus_t (*Cudnn::*Create)(D*), cudnnStatus_t (*Cudnn::*Destroy)(D)>
-class CudnnDescriptor {
+template <class D, cudnnStatus_t (*Cudnn::*Create)(D*), cudnnStatus_t (*Cudnn::*Destroy)(D)> class CudnnDescriptor {
  public:
   CudnnDescriptor() { CudnnCheck((LoadCudnn().*Create)(&d_), "creating a cuDNN descriptor"); }
   ~CudnnDescriptor() { (LoadCudnn().*Destroy)(d_); }
@@ -66,10 +64,10 @@ class CudnnDescriptor {
  private:
   D d_ = nullptr;
 };
-using TensorDescriptor = CudnnDescriptor<cudnnTensorDescriptor_t, &Cudnn::cudnnCreateTensorDescriptor,
-                                         &Cudnn::cudnnDestroyTensorDescriptor>;
-using FilterDescriptor = CudnnDescriptor<cudnnFilterDescriptor_t, &Cudnn::cudnnCreateFilterDescriptor,
-                                         &Cudnn::cudnnDestroyFilterDescriptor>;
+using TensorDescriptor =
+    CudnnDescriptor<cudnnTensorDescriptor_t, &Cudnn::cudnnCreateTensorDescriptor, &Cudnn::cudnnDestroyTensorDescriptor>;
+using FilterDescriptor =
+    CudnnDescriptor<cudnnFilterDescriptor_t, &Cudnn::cudnnCreateFilterDescriptor, &Cudnn::cudnnDestroyFilterDescriptor>;
 using ConvolutionDescriptor = CudnnDescriptor<cudnnConvolutionDescriptor_t, &Cudnn::cudnnCreateConvolutionDescriptor,
                                               &Cudnn::cudnnDestroyConvolutionDescriptor>;
 

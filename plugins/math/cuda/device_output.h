@@ -33,8 +33,7 @@ inline std::vector<RillVariable*> InputVars(KernelContext& ctx, std::initializer
   return vars;
 }
 
-template <class T>
-class DeviceOutput {
+template <class T> class DeviceOutput {
  public:
   // Output `slot`[index] with `dims`, checked against the variables in `inputs`.
   DeviceOutput(KernelContext& ctx, const char* slot, size_t index, std::vector<int64_t> dims,

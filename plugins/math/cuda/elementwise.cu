@@ -43,27 +43,23 @@ struct Pow {
   template <class T> __device__ static T DY(T x, T y, T g) { return g * pow(x, y) * log(x); }
 };
 
-template <class Op, class T>
-struct ForwardAt {
+template <class Op, class T> struct ForwardAt {
   const T *x, *y;
   __device__ T operator()(int64_t i, int64_t yi) const { return Op::Apply(x[i], y[yi]); }
 };
 
-template <class Op, class T>
-struct GradXAt {
+template <class Op, class T> struct GradXAt {
   const T *x, *y, *g;
   __device__ T operator()(int64_t i, int64_t yi) const { return Op::DX(x[i], y[yi], g[i]); }
 };
 
 // Y's gradient at element idx of X, summed over the positions Y[j] was broadcast to.
-template <class Op, class T>
-struct GradYTerm {
+template <class Op, class T> struct GradYTerm {
   const T *x, *y, *g;
   __device__ T operator()(int64_t idx, int64_t j) const { return Op::DY(x[idx], y[j], g[idx]); }
 };
 
-template <class Op, class T>
-void Elementwise(KernelContext& ctx) {
+template <class Op, class T> void Elementwise(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
@@ -76,8 +72,7 @@ void Elementwise(KernelContext& ctx) {
   CheckLaunch("elementwise kernel");
 }
 
-template <class Op, class T>
-void ElementwiseGrad(KernelContext& ctx) {
+template <class Op, class T> void ElementwiseGrad(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   Tensor y = ctx.Input("Y");
@@ -86,7 +81,8 @@ void ElementwiseGrad(KernelContext& ctx) {
   const int64_t total = x.numel();
   if (ctx.HasOutput("X@GRAD")) {
     Tensor dx = ctx.Output("X@GRAD");
-    LaunchBroadcast(AllocateOnDevice<T>(ctx, dx, x.dims()), total, b, GradXAt<Op, T>{x.data<T>(), y.data<T>(), g.data<T>()});
+    LaunchBroadcast(AllocateOnDevice<T>(ctx, dx, x.dims()), total, b,
+                    GradXAt<Op, T>{x.data<T>(), y.data<T>(), g.data<T>()});
     CheckLaunch("elementwise X gradient kernel");
   }
   if (ctx.HasOutput("Y@GRAD")) {
@@ -96,8 +92,7 @@ void ElementwiseGrad(KernelContext& ctx) {
   }
 }
 
-template <class Op>
-void RegisterOne(Registrar& r, const std::string& type) {
+template <class Op> void RegisterOne(Registrar& r, const std::string& type) {
   RegisterCudaFloat(r, type.c_str(), [](auto t) { return &Elementwise<Op, decltype(t)>; });
   RegisterCudaFloat(r, (type + "_grad").c_str(), [](auto t) { return &ElementwiseGrad<Op, decltype(t)>; });
 }

@@ -7,23 +7,20 @@
 namespace rill::math::cuda {
 namespace {
 
-template <class T>
-__global__ void Fill(T* out, int64_t n, T value) {
+template <class T> __global__ void Fill(T* out, int64_t n, T value) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
     out[i] = value;
   }
 }
 
 // out = (accumulate ? out : 0) + x
-template <class T>
-__global__ void Accumulate(const T* x, T* out, int64_t n, bool accumulate) {
+template <class T> __global__ void Accumulate(const T* x, T* out, int64_t n, bool accumulate) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
     out[i] = accumulate ? out[i] + x[i] : x[i];
   }
 }
 
-template <class T>
-__global__ void MeanGradKernel(const T* g, T* dx, int64_t n) {
+template <class T> __global__ void MeanGradKernel(const T* g, T* dx, int64_t n) {
   const T v = g[0] / T(n);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
     dx[i] = v;
@@ -31,8 +28,7 @@ __global__ void MeanGradKernel(const T* g, T* dx, int64_t n) {
 }
 
 // With force_cpu, Out is made on the CPU (a loop counter or bound a CPU op reads).
-template <class T>
-void FillConstant(KernelContext& ctx) {
+template <class T> void FillConstant(KernelContext& ctx) {
   Tensor out = ctx.Output("Out");
   const std::vector<int64_t> shape = ctx.Attr<std::vector<int64_t>>("shape");
   if (ctx.Attr<bool>("force_cpu")) {
@@ -48,8 +44,7 @@ void FillConstant(KernelContext& ctx) {
 
 // Out shaped like X (of dtype T), filled with `value` of Out's dtype: X's, or the `dtype`
 // attribute when fill_any_like sets one.
-template <class T, bool kZeros>
-void FillLike(KernelContext& ctx) {
+template <class T, bool kZeros> void FillLike(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   const int64_t want = kZeros ? -1 : ctx.Attr<int64_t>("dtype");
@@ -64,8 +59,7 @@ void FillLike(KernelContext& ctx) {
   CheckLaunch("fill kernel");
 }
 
-template <class T>
-void Sum(KernelContext& ctx) {
+template <class T> void Sum(KernelContext& ctx) {
   UseDevice(ctx);
   const size_t n = ctx.op().InputCount("X");
   Tensor first = ctx.Input("X", 0);
@@ -85,8 +79,7 @@ void Sum(KernelContext& ctx) {
   out.Finish();
 }
 
-template <class T>
-void Mean(KernelContext& ctx) {
+template <class T> void Mean(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   if (x.numel() == 0) throw Error("mean of an empty tensor");
@@ -95,8 +88,7 @@ void Mean(KernelContext& ctx) {
   SumOverPrePost(ElementOf<T>{x.data<T>()}, po, x.numel(), 1, 1, T(1) / T(x.numel()));
 }
 
-template <class T>
-void MeanGrad(KernelContext& ctx) {
+template <class T> void MeanGrad(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   Tensor g = ctx.Input("Out@GRAD");

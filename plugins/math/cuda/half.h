@@ -11,10 +11,7 @@
 #include "rill/sdk.hpp"
 
 namespace rill {
-template <>
-struct DataTypeOf<__half> {
-  static constexpr RillDataType value = RILL_FP16;
-};
+template <> struct DataTypeOf<__half> { static constexpr RillDataType value = RILL_FP16; };
 }  // namespace rill
 
 namespace rill::math::cuda {
@@ -22,13 +19,11 @@ namespace rill::math::cuda {
 // The type a kernel over T elements computes and sums in: float for __half (as cuDNN's
 // fp16 convolutions do, and Fluid's fp16 batch_norm, whose per-channel tensors are float),
 // T itself otherwise.
-template <class T>
-using Accumulator = std::conditional_t<std::is_same_v<T, __half>, float, T>;
+template <class T> using Accumulator = std::conditional_t<std::is_same_v<T, __half>, float, T>;
 
 // `v` as a To, as static_cast would; through float where either side is __half (which
 // converts to and from float only).
-template <class To, class From>
-__host__ __device__ inline To ConvertValue(From v) {
+template <class To, class From> __host__ __device__ inline To ConvertValue(From v) {
   if constexpr (std::is_same_v<From, __half> && std::is_same_v<To, __half>) {
     return v;
   } else if constexpr (std::is_same_v<From, __half>) {

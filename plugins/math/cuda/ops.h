@@ -23,15 +23,13 @@ void RegisterBatchNorm(Registrar& r);
 void RegisterConv(Registrar& r);  // with cuDNN (RILL_WITH_CUDNN) only
 
 // Registers `pick(T{})` as the CUDA kernel of `op` for float and double.
-template <class Pick>
-void RegisterCudaFloat(Registrar& r, const char* op, Pick pick) {
+template <class Pick> void RegisterCudaFloat(Registrar& r, const char* op, Pick pick) {
   r.Kernel(op, RILL_CUDA, RILL_FP32, pick(float{}));
   r.Kernel(op, RILL_CUDA, RILL_FP64, pick(double{}));
 }
 
 // Registers Kernel<T> as the stateful CUDA kernel of `op` for fp16, float and double.
-template <template <class> class Kernel>
-void RegisterCudaStateful(Registrar& r, const char* op) {
+template <template <class> class Kernel> void RegisterCudaStateful(Registrar& r, const char* op) {
   r.StatefulKernel<Kernel<__half>>(op, RILL_CUDA, RILL_FP16);
   r.StatefulKernel<Kernel<float>>(op, RILL_CUDA, RILL_FP32);
   r.StatefulKernel<Kernel<double>>(op, RILL_CUDA, RILL_FP64);

@@ -8,8 +8,7 @@
 namespace rill::math::cuda {
 namespace {
 
-template <class T>
-__global__ void SgdKernel(T* param, const T* grad, const T* lr, int64_t n) {
+template <class T> __global__ void SgdKernel(T* param, const T* grad, const T* lr, int64_t n) {
   const T rate = lr[0];
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
     param[i] -= rate * grad[i];
@@ -41,10 +40,7 @@ __global__ void AdamKernel(T* param, const T* grad, T* m1, T* m2, const T* lr, c
   }
 }
 
-template <class T>
-__global__ void AdvancePow(const T* in, T* out, T beta) {
-  out[0] = in[0] * beta;
-}
+template <class T> __global__ void AdvancePow(const T* in, T* out, T beta) { out[0] = in[0] * beta; }
 
 // Checks what every optimizer needs: Grad shaped like Param, a [1] LearningRate, and each
 // (out, in) pair naming one variable, since these kernels update in place.
@@ -63,19 +59,18 @@ void CheckOptimizer(KernelContext& ctx, std::initializer_list<std::pair<const ch
   }
 }
 
-template <class T>
-void Sgd(KernelContext& ctx) {
+template <class T> void Sgd(KernelContext& ctx) {
   UseDevice(ctx);
   CheckOptimizer(ctx, {{"ParamOut", "Param"}});
   Tensor param = ctx.Input("Param");
   Tensor grad = ctx.Input("Grad");
   Tensor lr = ctx.Input("LearningRate");
-  SgdKernel<T><<<Blocks(param.numel()), kThreads>>>(param.mutable_data<T>(), grad.data<T>(), lr.data<T>(), param.numel());
+  SgdKernel<T>
+      <<<Blocks(param.numel()), kThreads>>>(param.mutable_data<T>(), grad.data<T>(), lr.data<T>(), param.numel());
   CheckLaunch("sgd kernel");
 }
 
-template <class T>
-void Momentum(KernelContext& ctx) {
+template <class T> void Momentum(KernelContext& ctx) {
   UseDevice(ctx);
   CheckOptimizer(ctx, {{"ParamOut", "Param"}, {"VelocityOut", "Velocity"}});
   Tensor param = ctx.Input("Param");
@@ -93,8 +88,7 @@ void Momentum(KernelContext& ctx) {
   CheckLaunch("momentum kernel");
 }
 
-template <class T>
-void Adam(KernelContext& ctx) {
+template <class T> void Adam(KernelContext& ctx) {
   UseDevice(ctx);
   CheckOptimizer(ctx, {{"ParamOut", "Param"}, {"Moment1Out", "Moment1"}, {"Moment2Out", "Moment2"}});
   Tensor param = ctx.Input("Param");
@@ -112,10 +106,10 @@ void Adam(KernelContext& ctx) {
   Tensor b1_pow = ctx.Input("Beta1Pow");
   Tensor b2_pow = ctx.Input("Beta2Pow");
   const T b1 = T(ctx.Attr<float>("beta1")), b2 = T(ctx.Attr<float>("beta2"));
-  AdamKernel<T><<<Blocks(param.numel()), kThreads>>>(
-      param.mutable_data<T>(), ctx.Input("Grad").data<T>(), m1.mutable_data<T>(), m2.mutable_data<T>(),
-      ctx.Input("LearningRate").data<T>(), b1_pow.data<T>(), b2_pow.data<T>(), param.numel(), b1, b2,
-      T(ctx.Attr<float>("epsilon")));
+  AdamKernel<T>
+      <<<Blocks(param.numel()), kThreads>>>(param.mutable_data<T>(), ctx.Input("Grad").data<T>(), m1.mutable_data<T>(),
+                                            m2.mutable_data<T>(), ctx.Input("LearningRate").data<T>(), b1_pow.data<T>(),
+                                            b2_pow.data<T>(), param.numel(), b1, b2, T(ctx.Attr<float>("epsilon")));
   CheckLaunch("adam kernel");
   // beta^t advances after the update reads it; an output that is the input is updated in place.
   const auto advance = [&](const char* slot, Tensor& in, T beta) {

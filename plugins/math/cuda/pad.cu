@@ -5,8 +5,7 @@
 namespace rill::math::cuda {
 namespace {
 
-template <class T>
-__global__ void PadKernel(ImagePadding p, const T* x, T* xp, int64_t count) {
+template <class T> __global__ void PadKernel(ImagePadding p, const T* x, T* xp, int64_t count) {
   const int64_t hp = p.h + p.top + p.bottom, wp = p.w + p.left + p.right;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{blockDim.x} * gridDim.x) {
     int64_t y, xx, src;
@@ -24,8 +23,7 @@ __global__ void PadKernel(ImagePadding p, const T* x, T* xp, int64_t count) {
   }
 }
 
-template <class T>
-__global__ void CropKernel(ImagePadding p, const T* xp, T* x, int64_t count) {
+template <class T> __global__ void CropKernel(ImagePadding p, const T* xp, T* x, int64_t count) {
   const int64_t hp = p.h + p.top + p.bottom, wp = p.w + p.left + p.right;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{blockDim.x} * gridDim.x) {
     if (p.nhwc) {  // i = ((n * h + y) * w + x) * c + ch
@@ -41,15 +39,13 @@ __global__ void CropKernel(ImagePadding p, const T* xp, T* x, int64_t count) {
 
 }  // namespace
 
-template <class T>
-void PadImage(const ImagePadding& p, const T* x, T* xp) {
+template <class T> void PadImage(const ImagePadding& p, const T* x, T* xp) {
   const int64_t count = p.n * p.c * p.hp() * p.wp();
   PadKernel<T><<<Blocks(count), kThreads>>>(p, x, xp, count);
   CheckLaunch("PadKernel");
 }
 
-template <class T>
-void CropImage(const ImagePadding& p, const T* xp, T* x) {
+template <class T> void CropImage(const ImagePadding& p, const T* xp, T* x) {
   const int64_t count = p.n * p.c * p.h * p.w;
   CropKernel<T><<<Blocks(count), kThreads>>>(p, xp, x, count);
   CheckLaunch("CropKernel");

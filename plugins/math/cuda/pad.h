@@ -20,11 +20,9 @@ struct ImagePadding {
 };
 
 // xp = x with zeros around it. T: __half, float or double.
-template <class T>
-void PadImage(const ImagePadding& p, const T* x, T* xp);
+template <class T> void PadImage(const ImagePadding& p, const T* x, T* xp);
 // x = the part of xp that PadImage copied x into (the gradient of PadImage).
-template <class T>
-void CropImage(const ImagePadding& p, const T* xp, T* x);
+template <class T> void CropImage(const ImagePadding& p, const T* xp, T* x);
 
 }  // namespace rill::math::cuda
 

@@ -62,8 +62,7 @@ __device__ int64_t Divisor(const PoolGeometry& g, const Window& win) {
   return g.divide_by_window ? (win.y1 - win.y0) * (win.x1 - win.x0) : g.full;
 }
 
-template <class T>
-__global__ void PoolForward(PoolGeometry g, const T* x, T* out, int64_t count) {
+template <class T> __global__ void PoolForward(PoolGeometry g, const T* x, T* out, int64_t count) {
   using A = Accumulator<T>;
   for (int64_t o = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; o < count; o += int64_t{blockDim.x} * gridDim.x) {
     const Window win = WindowOf(g, o);
@@ -80,8 +79,7 @@ __global__ void PoolForward(PoolGeometry g, const T* x, T* out, int64_t count) {
 
 // Max: each output's gradient to its window's first largest element; avg: spread evenly
 // over the divisor. `dx` starts zeroed.
-template <class T>
-__global__ void PoolBackward(PoolGeometry g, const T* x, const T* dy, T* dx, int64_t count) {
+template <class T> __global__ void PoolBackward(PoolGeometry g, const T* x, const T* dy, T* dx, int64_t count) {
   using A = Accumulator<T>;
   for (int64_t o = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; o < count; o += int64_t{blockDim.x} * gridDim.x) {
     const Window win = WindowOf(g, o);
@@ -127,8 +125,8 @@ class DeviceWindows {
       host_ = std::move(host);
     }
     const auto oh = static_cast<int64_t>(p.rows.begin.size()), ow = static_cast<int64_t>(p.cols.begin.size());
-    return PoolGeometry{p.nhwc, p.max, p.exclusive || p.adaptive, p.n, p.c, p.h, p.w, oh, ow,
-                        p.rows.full * p.cols.full, device_};
+    return PoolGeometry{p.nhwc, p.max, p.exclusive || p.adaptive, p.n,    p.c, p.h, p.w,
+                        oh,     ow,    p.rows.full * p.cols.full, device_};
   }
 
  private:
@@ -136,8 +134,7 @@ class DeviceWindows {
   int64_t* device_ = nullptr;
 };
 
-template <class T>
-class Pool2d {
+template <class T> class Pool2d {
  public:
   explicit Pool2d(const OpInfo&) {}
   void Compute(KernelContext& ctx) {
@@ -161,8 +158,7 @@ class Pool2d {
   DeviceWindows windows_;  // guarded by mu_
 };
 
-template <class T>
-class Pool2dGrad {
+template <class T> class Pool2dGrad {
  public:
   explicit Pool2dGrad(const OpInfo&) {}
   void Compute(KernelContext& ctx) {

@@ -35,8 +35,7 @@ inline void KeepScratchMemory() {
 }
 
 // `count` elements of T on the current device (at least one, so the pointer is valid).
-template <class T>
-T* ScratchAlloc(int64_t count) {
+template <class T> T* ScratchAlloc(int64_t count) {
   KeepScratchMemory();
   void* p = nullptr;
   CudaCheck(cudaMallocAsync(&p, sizeof(T) * static_cast<size_t>(count > 0 ? count : 1), 0), "cudaMallocAsync");
@@ -47,8 +46,7 @@ T* ScratchAlloc(int64_t count) {
 inline void ScratchFree(void* p) { cudaFreeAsync(p, 0); }
 
 // `count` elements of scratch (none: null) for the span of one call.
-template <class T>
-class ScratchBuffer {
+template <class T> class ScratchBuffer {
  public:
   explicit ScratchBuffer(int64_t count) : p_(count > 0 ? ScratchAlloc<T>(count) : nullptr) {}
   ~ScratchBuffer() {

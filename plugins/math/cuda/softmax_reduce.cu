@@ -12,9 +12,9 @@ namespace {
 
 // ---- softmax along axis: the tensor is [pre, n, post] ------------------------------------
 
-template <class T>
-__global__ void SoftmaxKernel(const T* x, T* out, int64_t pre, int64_t n, int64_t post) {
-  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < pre * post; r += int64_t(blockDim.x) * gridDim.x) {
+template <class T> __global__ void SoftmaxKernel(const T* x, T* out, int64_t pre, int64_t n, int64_t post) {
+  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < pre * post;
+       r += int64_t(blockDim.x) * gridDim.x) {
     const int64_t base = (r / post) * n * post + r % post;
     T max = x[base];
     for (int64_t j = 1; j < n; ++j) max = x[base + j * post] > max ? x[base + j * post] : max;
@@ -26,7 +26,8 @@ __global__ void SoftmaxKernel(const T* x, T* out, int64_t pre, int64_t n, int64_
 
 template <class T>
 __global__ void SoftmaxGradKernel(const T* out, const T* g, T* dx, int64_t pre, int64_t n, int64_t post) {
-  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < pre * post; r += int64_t(blockDim.x) * gridDim.x) {
+  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < pre * post;
+       r += int64_t(blockDim.x) * gridDim.x) {
     const int64_t base = (r / post) * n * post + r % post;
     T dot = 0;
     for (int64_t j = 0; j < n; ++j) dot += g[base + j * post] * out[base + j * post];
@@ -42,8 +43,7 @@ AxisView ViewAlong(KernelContext& ctx, const std::vector<int64_t>& d) {
   return {Product(d, 0, axis), d[axis], Product(d, axis + 1, d.size())};
 }
 
-template <class T>
-void Softmax(KernelContext& ctx) {
+template <class T> void Softmax(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   const AxisView v = ViewAlong(ctx, x.dims());
@@ -54,8 +54,7 @@ void Softmax(KernelContext& ctx) {
   CheckLaunch("softmax kernel");
 }
 
-template <class T>
-void SoftmaxGrad(KernelContext& ctx) {
+template <class T> void SoftmaxGrad(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor out = ctx.Input("Out");
   Tensor g = ctx.Input("Out@GRAD");
@@ -80,8 +79,7 @@ __global__ void CrossEntropyHard(const T* x, const int64_t* label, T* y, int64_t
   }
 }
 
-template <class T>
-__global__ void CrossEntropySoft(const T* x, const T* label, T* y, int64_t rows, int64_t classes) {
+template <class T> __global__ void CrossEntropySoft(const T* x, const T* label, T* y, int64_t rows, int64_t classes) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows; i += int64_t(blockDim.x) * gridDim.x) {
     T sum = 0;
     for (int64_t j = 0; j < classes; ++j) sum -= label[i * classes + j] * SafeLog(x[i * classes + j]);
@@ -104,8 +102,7 @@ __global__ void CrossEntropyGradKernel(const T* x, const int64_t* hard, const T*
   }
 }
 
-template <class T>
-void CrossEntropy(KernelContext& ctx) {
+template <class T> void CrossEntropy(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   Tensor label = ctx.Input("Label");
@@ -123,8 +120,7 @@ void CrossEntropy(KernelContext& ctx) {
   CheckLaunch("cross_entropy kernel");
 }
 
-template <class T>
-void CrossEntropyGrad(KernelContext& ctx) {
+template <class T> void CrossEntropyGrad(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   Tensor label = ctx.Input("Label");
@@ -133,9 +129,9 @@ void CrossEntropyGrad(KernelContext& ctx) {
   const bool soft = ctx.Attr<bool>("soft_label");
   Tensor dx = ctx.Output("X@GRAD");
   T* pd = AllocateOnDevice<T>(ctx, dx, x.dims());
-  CrossEntropyGradKernel<T><<<Blocks(x.numel()), kThreads>>>(
-      x.data<T>(), soft ? nullptr : label.data<int64_t>(), soft ? label.data<T>() : nullptr, g.data<T>(), pd,
-      x.numel(), classes, ctx.Attr<int64_t>("ignore_index"));
+  CrossEntropyGradKernel<T><<<Blocks(x.numel()), kThreads>>>(x.data<T>(), soft ? nullptr : label.data<int64_t>(),
+                                                             soft ? label.data<T>() : nullptr, g.data<T>(), pd,
+                                                             x.numel(), classes, ctx.Attr<int64_t>("ignore_index"));
   CheckLaunch("cross_entropy gradient kernel");
 }
 
@@ -196,9 +192,9 @@ __device__ int64_t OutOffset(const Shape& s, int64_t i) {
 
 // One thread per output element o, scanning the input (a strided walk would be faster; the
 // scan keeps this simple and deterministic).
-template <class T, int R>
-__global__ void ReduceKernel(const T* x, T* out, Shape s, int64_t numel, int64_t out_numel) {
-  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < out_numel; o += int64_t(blockDim.x) * gridDim.x) {
+template <class T, int R> __global__ void ReduceKernel(const T* x, T* out, Shape s, int64_t numel, int64_t out_numel) {
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < out_numel;
+       o += int64_t(blockDim.x) * gridDim.x) {
     T acc = R == kMax ? T(-DBL_MAX) : T(0);
     int64_t count = 0;
     for (int64_t i = 0; i < numel; ++i) {
@@ -218,8 +214,7 @@ __global__ void ReduceGradKernel(const T* x, const T* out, const T* g, T* dx, Sh
   }
 }
 
-template <class T, int R>
-void Reduce(KernelContext& ctx) {
+template <class T, int R> void Reduce(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   std::vector<int64_t> out_dims;
@@ -232,8 +227,7 @@ void Reduce(KernelContext& ctx) {
   CheckLaunch("reduce kernel");
 }
 
-template <class T, int R>
-void ReduceGrad(KernelContext& ctx) {
+template <class T, int R> void ReduceGrad(KernelContext& ctx) {
   UseDevice(ctx);
   Tensor x = ctx.Input("X");
   Tensor out = ctx.Input("Out");
@@ -244,13 +238,12 @@ void ReduceGrad(KernelContext& ctx) {
   const T scale = R == kMean ? T(out_numel) / T(x.numel()) : T(1);
   Tensor dx = ctx.Output("X@GRAD");
   T* pd = AllocateOnDevice<T>(ctx, dx, x.dims());
-  ReduceGradKernel<T, R><<<Blocks(x.numel()), kThreads>>>(x.data<T>(), out.data<T>(), g.data<T>(), pd, s, x.numel(),
-                                                         scale);
+  ReduceGradKernel<T, R>
+      <<<Blocks(x.numel()), kThreads>>>(x.data<T>(), out.data<T>(), g.data<T>(), pd, s, x.numel(), scale);
   CheckLaunch("reduce gradient kernel");
 }
 
-template <int R>
-void RegisterReduceOne(Registrar& r, const std::string& type) {
+template <int R> void RegisterReduceOne(Registrar& r, const std::string& type) {
   RegisterCudaFloat(r, type.c_str(), [](auto t) { return &Reduce<decltype(t), R>; });
   RegisterCudaFloat(r, (type + "_grad").c_str(), [](auto t) { return &ReduceGrad<decltype(t), R>; });
 }

@@ -78,29 +78,24 @@ __global__ void SumPerBlock(Term term, T* out, int64_t n, int64_t post, int64_t 
 }
 
 // The term that is the element itself: a plain sum (of a tensor, or of partials [S, n]).
-template <class T>
-struct ElementOf {
+template <class T> struct ElementOf {
   const T* data;
   __device__ T operator()(int64_t idx, int64_t) const { return data[idx]; }
 };
 
 // Four values of T in 16 bytes, for one load.
-template <class T>
-struct Vec16;
-template <>
-struct Vec16<float> {
+template <class T> struct Vec16;
+template <> struct Vec16<float> {
   using type = float4;
   __device__ static float Sum(float4 v) { return (v.x + v.y) + (v.z + v.w); }
 };
-template <>
-struct Vec16<double> {
+template <> struct Vec16<double> {
   using type = double2;
   __device__ static double Sum(double2 v) { return v.x + v.y; }
 };
 
 // The sum of `x` over the threads of a block (kThreads), in thread 0.
-template <class T>
-__device__ T BlockSum(T x) {
+template <class T> __device__ T BlockSum(T x) {
   __shared__ T warp_sums[kThreads / 32];
   for (int o = 16; o > 0; o /= 2) x += __shfl_down_sync(0xffffffffu, x, o);
   if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = x;
@@ -137,13 +132,11 @@ __global__ void SumContiguous(const T* __restrict__ data, T* out, int64_t count,
   if (threadIdx.x == 0) out[blockIdx.x] = total * scale;
 }
 
-template <class T, class Term>
-void SumOverPrePost(Term term, T* out, int64_t pre, int64_t n, int64_t post, T scale);
+template <class T, class Term> void SumOverPrePost(Term term, T* out, int64_t pre, int64_t n, int64_t post, T scale);
 
 // out[0] = scale * the sum of `count` elements at `data` (16-byte aligned): chunks of at
 // least kThreads * 16 elements into partials, then the partials.
-template <class T>
-void SumAllContiguous(const T* data, T* out, int64_t count, T scale) {
+template <class T> void SumAllContiguous(const T* data, T* out, int64_t count, T scale) {
   constexpr int64_t kStep = kThreads * (16 / sizeof(T));  // one vector load per thread
   const int64_t chunk = std::max<int64_t>(kThreads * 16, CeilDiv(CeilDiv(count, kReduceTargetBlocks), kStep) * kStep);
   const int64_t used = CeilDiv(count, chunk);
@@ -156,8 +149,7 @@ void SumAllContiguous(const T* data, T* out, int64_t count, T scale) {
   }
 }
 
-template <class T, class Term>
-void SumOverPrePost(Term term, T* out, int64_t pre, int64_t n, int64_t post, T scale) {
+template <class T, class Term> void SumOverPrePost(Term term, T* out, int64_t pre, int64_t n, int64_t post, T scale) {
   if (n == 0) return;
   if constexpr (std::is_same_v<Term, ElementOf<T>> && (std::is_same_v<T, float> || std::is_same_v<T, double>)) {
     if (n == 1 && post == 1 && reinterpret_cast<uintptr_t>(term.data) % 16 == 0) {
@@ -169,16 +161,19 @@ void SumOverPrePost(Term term, T* out, int64_t pre, int64_t n, int64_t post, T s
   const int64_t count = pre * post;
   // Chunks per sum: enough blocks in all, but no chunk shorter than a thread's fair share.
   const int64_t min_chunk = columns ? 64 : kThreads * 16;
-  const int64_t splits = std::clamp<int64_t>(CeilDiv(kReduceTargetBlocks, blocks), 1, std::max<int64_t>(1, count / min_chunk));
+  const int64_t splits =
+      std::clamp<int64_t>(CeilDiv(kReduceTargetBlocks, blocks), 1, std::max<int64_t>(1, count / min_chunk));
   const int64_t chunk = std::max<int64_t>(1, CeilDiv(count, splits));
   const int64_t used = std::max<int64_t>(1, CeilDiv(count, chunk));
   T* target = out;
   if (used > 1) target = ScratchAlloc<T>(used * n);
   const T first_scale = used > 1 ? T(1) : scale;
   if (columns) {
-    SumColumns<T><<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(used)), kThreads>>>(term, target, pre, n, chunk, first_scale);
+    SumColumns<T><<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(used)), kThreads>>>(term, target, pre, n,
+                                                                                                  chunk, first_scale);
   } else {
-    SumPerBlock<T><<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(used)), kThreads>>>(term, target, n, post, count, chunk, first_scale);
+    SumPerBlock<T><<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(used)), kThreads>>>(
+        term, target, n, post, count, chunk, first_scale);
   }
   CheckLaunch("sum kernel");
   if (used > 1) {

@@ -78,13 +78,13 @@ extern "C" {
 
 typedef enum RillStatusCode {
   RILL_OK = 0,
-  RILL_INVALID_ARGUMENT = 1, /* bad input: wrong dtype, shape, attribute value */
-  RILL_NOT_FOUND = 2,        /* a variable, slot, attribute or op that does not exist */
+  RILL_INVALID_ARGUMENT = 1,    /* bad input: wrong dtype, shape, attribute value */
+  RILL_NOT_FOUND = 2,           /* a variable, slot, attribute or op that does not exist */
   RILL_FAILED_PRECONDITION = 3, /* state does not allow it: send on closed channel */
   RILL_OUT_OF_RANGE = 4,
-  RILL_UNIMPLEMENTED = 5,    /* no kernel for this place/dtype */
-  RILL_INTERNAL = 6,         /* a bug, or an exception of unknown kind */
-  RILL_UNAVAILABLE = 7,      /* a peer is gone */
+  RILL_UNIMPLEMENTED = 5, /* no kernel for this place/dtype */
+  RILL_INTERNAL = 6,      /* a bug, or an exception of unknown kind */
+  RILL_UNAVAILABLE = 7,   /* a peer is gone */
   RILL_DEADLINE_EXCEEDED = 8,
   RILL_CANCELLED = 9,
   RILL_ALREADY_EXISTS = 10,
@@ -229,8 +229,7 @@ typedef struct RillOpSchema {
  *         which case the kernel's state is `user_data` itself.
  * compute: called for every run of the op.
  * destroy: frees what create made; may be NULL. */
-typedef RillStatus* (*RillKernelCreateFn)(void* user_data, const RillOpInfo* info,
-                                          void** state_out);
+typedef RillStatus* (*RillKernelCreateFn)(void* user_data, const RillOpInfo* info, void** state_out);
 typedef RillStatus* (*RillKernelComputeFn)(void* state, RillKernelContext* ctx);
 typedef void (*RillKernelDestroyFn)(void* state);
 
@@ -413,12 +412,10 @@ typedef struct RillHostApi {
   RillStatus* (*attr_floats)(const RillOpInfo* info, const char* name, const float** data, size_t* count);
   RillStatus* (*attr_bools)(const RillOpInfo* info, const char* name, const uint8_t** data, size_t* count);
   RillStatus* (*attr_strings)(const RillOpInfo* info, const char* name, size_t* count);
-  RillStatus* (*attr_strings_at)(const RillOpInfo* info, const char* name, size_t i, const char** data,
-                                 size_t* len);
+  RillStatus* (*attr_strings_at)(const RillOpInfo* info, const char* name, size_t i, const char** data, size_t* len);
   RillStatus* (*attr_block)(const RillOpInfo* info, const char* name, int32_t* out);
   RillStatus* (*attr_blocks)(const RillOpInfo* info, const char* name, const int32_t** data, size_t* count);
-  RillStatus* (*op_block_ops)(const RillOpInfo* info, int32_t block_idx, const RillOpInfo* const** ops,
-                              size_t* count);
+  RillStatus* (*op_block_ops)(const RillOpInfo* info, int32_t block_idx, const RillOpInfo* const** ops, size_t* count);
 
   /* ---- Kernel context: one run of a kernel. Handles it gives are borrowed for the run.
    * ctx_op: the op instance. ctx_scope: the op's scope. ctx_device_id: the device the
@@ -440,9 +437,9 @@ typedef struct RillHostApi {
   RillVariable* (*ctx_output)(RillKernelContext* ctx, int32_t slot, size_t i);
   RillStatus* (*ctx_input_tensor)(RillKernelContext* ctx, int32_t slot, size_t i, RillTensor** out,
                                   RillTensorInfo* info);
-  RillStatus* (*ctx_output_allocate)(RillKernelContext* ctx, int32_t slot, size_t i, int32_t dtype,
-                                     const int64_t* dims, size_t ndim, int32_t device_type, int32_t device_id,
-                                     RillTensor** out, RillTensorInfo* info);
+  RillStatus* (*ctx_output_allocate)(RillKernelContext* ctx, int32_t slot, size_t i, int32_t dtype, const int64_t* dims,
+                                     size_t ndim, int32_t device_type, int32_t device_id, RillTensor** out,
+                                     RillTensorInfo* info);
 
   /* ---- Variables. A variable holds nothing, a LoD tensor, selected rows, or a custom value.
    * var_tensor: its tensor; an empty variable becomes an empty tensor. RILL_INVALID_ARGUMENT
@@ -496,8 +493,8 @@ typedef struct RillHostApi {
    * LoD: `levels` levels, each a list of offsets; tensor_lod_level gives NULL and a count of
    * 0 past the last level; tensor_set_lod_level sets an existing level or appends the next. */
   void (*tensor_info)(const RillTensor* t, RillTensorInfo* out);
-  RillStatus* (*tensor_allocate)(RillTensor* t, int32_t dtype, const int64_t* dims, size_t ndim,
-                                 int32_t device_type, int32_t device_id, void** data_out);
+  RillStatus* (*tensor_allocate)(RillTensor* t, int32_t dtype, const int64_t* dims, size_t ndim, int32_t device_type,
+                                 int32_t device_id, void** data_out);
   size_t (*tensor_lod_levels)(const RillTensor* t);
   const uint64_t* (*tensor_lod_level)(const RillTensor* t, size_t level, size_t* count);
   RillStatus* (*tensor_set_lod_level)(RillTensor* t, size_t level, const uint64_t* offsets, size_t count);

@@ -19,14 +19,8 @@
 namespace rill {
 
 // *out = a * b (a + b); false, leaving *out unspecified, when the exact result does not fit.
-template <typename T>
-inline bool CheckedMul(T a, T b, T* out) {
-  return !__builtin_mul_overflow(a, b, out);
-}
-template <typename T>
-inline bool CheckedAdd(T a, T b, T* out) {
-  return !__builtin_add_overflow(a, b, out);
-}
+template <typename T> inline bool CheckedMul(T a, T b, T* out) { return !__builtin_mul_overflow(a, b, out); }
+template <typename T> inline bool CheckedAdd(T a, T b, T* out) { return !__builtin_add_overflow(a, b, out); }
 
 // The shape "[2, 3]" as error messages print it.
 inline std::string ShapeString(const int64_t* dims, size_t ndim) {

@@ -92,7 +92,7 @@ inline void RequireEntry(size_t end, const char* entry) {
 // version older than its header's (RILL_PLUGIN_NEEDS_ABI) loads into hosts that lack the
 // newer entries, and a call to one of those is then an error naming it, not a read past
 // the host's table. The SDK reaches the host only through this.
-#define RILL_HOST_ENTRY(field)                                                                      \
+#define RILL_HOST_ENTRY(field)                                                                        \
   (::rill::detail::RequireEntry(offsetof(RillHostApi, field) + sizeof(::rill::Host().field), #field), \
    ::rill::Host().field)
 
@@ -106,15 +106,15 @@ inline void Check(RillStatus* status) {
 }
 
 // Runs `body`, turning any exception into a status for the host.
-template <class F>
-RillStatus* Guard(F&& body) noexcept {
+template <class F> RillStatus* Guard(F&& body) noexcept {
   try {
     body();
     return nullptr;
   } catch (const Error& e) {
     return RILL_HOST_ENTRY(status_create)(e.code(), e.what());
   } catch (const std::bad_alloc& e) {
-    return RILL_HOST_ENTRY(status_create)(RILL_RESOURCE_EXHAUSTED, (std::string("out of memory (") + e.what() + ")").c_str());
+    return RILL_HOST_ENTRY(status_create)(RILL_RESOURCE_EXHAUSTED,
+                                          (std::string("out of memory (") + e.what() + ")").c_str());
   } catch (const std::exception& e) {
     return RILL_HOST_ENTRY(status_create)(RILL_INTERNAL, e.what());
   } catch (...) {
@@ -122,9 +122,7 @@ RillStatus* Guard(F&& body) noexcept {
   }
 }
 
-inline void Log(RillLogLevel level, const std::string& message) {
-  RILL_HOST_ENTRY(log)(level, message.c_str());
-}
+inline void Log(RillLogLevel level, const std::string& message) { RILL_HOST_ENTRY(log)(level, message.c_str()); }
 
 // Tracing (ABI version 2): a plugin's own spans (its RPCs, transfers, waits) in the profile
 // `rill run --profile` records. Tracing() is false on a host of version 1 and whenever
@@ -213,10 +211,18 @@ inline const char* DataTypeName(int32_t dtype) {
 // Bytes per element; 0 for a dtype that is not a tensor element type.
 inline size_t DataTypeSize(int32_t dtype) {
   switch (dtype) {
-    case RILL_BOOL: case RILL_UINT8: case RILL_INT8: return 1;
-    case RILL_INT16: case RILL_FP16: case RILL_BF16: return 2;
-    case RILL_INT32: case RILL_FP32: return 4;
-    case RILL_INT64: case RILL_FP64: case RILL_SIZE_T: case RILL_COMPLEX64: return 8;
+    case RILL_BOOL:
+    case RILL_UINT8:
+    case RILL_INT8: return 1;
+    case RILL_INT16:
+    case RILL_FP16:
+    case RILL_BF16: return 2;
+    case RILL_INT32:
+    case RILL_FP32: return 4;
+    case RILL_INT64:
+    case RILL_FP64:
+    case RILL_SIZE_T:
+    case RILL_COMPLEX64: return 8;
     case RILL_COMPLEX128: return 16;
     default: return 0;
   }
@@ -224,15 +230,13 @@ inline size_t DataTypeSize(int32_t dtype) {
 
 // A kernel's scalar path (StatefulKernel's Scalar) reads and writes RillScalar values:
 // ReadScalar is true only for a value of T's dtype; WriteScalar sets one.
-template <class T>
-bool ReadScalar(const RillScalar& s, T* value) {
+template <class T> bool ReadScalar(const RillScalar& s, T* value) {
   static_assert(sizeof(T) <= sizeof(s.bits), "a scalar is at most 8 bytes");
   if (s.dtype != DataTypeOf<T>::value) return false;
   std::memcpy(value, &s.bits, sizeof(T));
   return true;
 }
-template <class T>
-void WriteScalar(RillScalar& s, T value) {
+template <class T> void WriteScalar(RillScalar& s, T value) {
   static_assert(sizeof(T) <= sizeof(s.bits), "a scalar is at most 8 bytes");
   s.dtype = DataTypeOf<T>::value;
   s.bits = 0;
@@ -240,13 +244,11 @@ void WriteScalar(RillScalar& s, T value) {
 }
 
 // Calls fn(T{}) with T the C++ type of `dtype`; throws for a dtype outside `Ts`.
-template <class... Ts, class F>
-void VisitDataType(int32_t dtype, const char* what, F&& fn) {
+template <class... Ts, class F> void VisitDataType(int32_t dtype, const char* what, F&& fn) {
   bool done = false;
   ((!done && dtype == DataTypeOf<Ts>::value ? (fn(Ts{}), done = true) : false), ...);
   if (!done) {
-    throw Error(std::string(what) + ": unsupported dtype " + DataTypeName(dtype),
-                RILL_UNIMPLEMENTED);
+    throw Error(std::string(what) + ": unsupported dtype " + DataTypeName(dtype), RILL_UNIMPLEMENTED);
   }
 }
 
@@ -277,19 +279,15 @@ class Tensor {
   template <class T> T* Allocate(const int64_t* dims, size_t ndim) {
     return static_cast<T*>(Allocate(DataTypeOf<T>::value, dims, ndim));
   }
-  template <class T> T* Allocate(const std::vector<int64_t>& dims) {
-    return Allocate<T>(dims.data(), dims.size());
-  }
-  void* Allocate(int32_t dtype, const int64_t* dims, size_t ndim,
-                 int32_t device_type = RILL_CPU, int32_t device_id = 0) {
+  template <class T> T* Allocate(const std::vector<int64_t>& dims) { return Allocate<T>(dims.data(), dims.size()); }
+  void* Allocate(int32_t dtype, const int64_t* dims, size_t ndim, int32_t device_type = RILL_CPU,
+                 int32_t device_id = 0) {
     void* data = nullptr;
     Check(RILL_HOST_ENTRY(tensor_allocate)(t_, dtype, dims, ndim, device_type, device_id, &data));
     have_info_ = false;
     return data;
   }
-  void* Allocate(int32_t dtype, const std::vector<int64_t>& dims) {
-    return Allocate(dtype, dims.data(), dims.size());
-  }
+  void* Allocate(int32_t dtype, const std::vector<int64_t>& dims) { return Allocate(dtype, dims.data(), dims.size()); }
 
   std::vector<std::vector<uint64_t>> lod() const {
     std::vector<std::vector<uint64_t>> out(RILL_HOST_ENTRY(tensor_lod_levels)(t_));
@@ -528,9 +526,7 @@ template <> struct AttrReader<double> {
   }
 };
 template <> struct AttrReader<float> {
-  static float Read(const RillOpInfo* i, const char* n) {
-    return static_cast<float>(AttrReader<double>::Read(i, n));
-  }
+  static float Read(const RillOpInfo* i, const char* n) { return static_cast<float>(AttrReader<double>::Read(i, n)); }
 };
 template <> struct AttrReader<bool> {
   static bool Read(const RillOpInfo* i, const char* n) {
@@ -609,11 +605,13 @@ class Slot {
 class SlotRef {
  public:
   SlotRef(const Slot& slot) : handle_(slot.handle()), name_(slot.name().c_str()), resolved_(true) {}  // NOLINT
-  SlotRef(const char* name) : name_(name) {}                                                         // NOLINT
-  SlotRef(const std::string& name) : name_(name.c_str()) {}                                          // NOLINT
+  SlotRef(const char* name) : name_(name) {}                                                          // NOLINT
+  SlotRef(const std::string& name) : name_(name.c_str()) {}                                           // NOLINT
   const char* name() const { return name_; }
   int32_t Input(const RillOpInfo* op) const { return resolved_ ? handle_ : RILL_HOST_ENTRY(op_input_slot)(op, name_); }
-  int32_t Output(const RillOpInfo* op) const { return resolved_ ? handle_ : RILL_HOST_ENTRY(op_output_slot)(op, name_); }
+  int32_t Output(const RillOpInfo* op) const {
+    return resolved_ ? handle_ : RILL_HOST_ENTRY(op_output_slot)(op, name_);
+  }
   bool resolved() const { return resolved_; }
   int32_t handle() const { return handle_; }
 
@@ -754,8 +752,7 @@ class KernelContext {
   // `condition` holds a true bool scalar, read by the host; when it holds anything else
   // (or is null), while `proceed()` (may throw) returns true. A step reuses the previous
   // step's scope while nothing else holds it.
-  template <class F>
-  void RunLoop(int32_t block_idx, const Variable& condition, F&& proceed) {
+  template <class F> void RunLoop(int32_t block_idx, const Variable& condition, F&& proceed) {
     auto ask = [](void* arg, int32_t* go_on) {
       return Guard([&] { *go_on = (*static_cast<std::remove_reference_t<F>*>(arg))() ? 1 : 0; });
     };
@@ -820,10 +817,10 @@ template <class T> constexpr RillAttrType AttrTypeOf() {
   else if constexpr (std::is_floating_point_v<T>) return RILL_ATTR_FLOAT;
   else if constexpr (std::is_same_v<T, std::vector<std::string>>) return RILL_ATTR_STRINGS;
   else if constexpr (std::is_same_v<T, std::vector<bool>>) return RILL_ATTR_BOOLEANS;
-  else if constexpr (std::is_same_v<T, std::vector<float>> ||
-                     std::is_same_v<T, std::vector<double>>) return RILL_ATTR_FLOATS;
-  else if constexpr (std::is_same_v<T, std::vector<int64_t>> ||
-                     std::is_same_v<T, std::vector<int>>) return RILL_ATTR_INTS;
+  else if constexpr (std::is_same_v<T, std::vector<float>> || std::is_same_v<T, std::vector<double>>)
+    return RILL_ATTR_FLOATS;
+  else if constexpr (std::is_same_v<T, std::vector<int64_t>> || std::is_same_v<T, std::vector<int>>)
+    return RILL_ATTR_INTS;
   else return RILL_ATTR_STRING;
 }
 }  // namespace detail
@@ -833,7 +830,10 @@ class OpSchema {
  public:
   explicit OpSchema(std::string type) : type_(std::move(type)) {}
 
-  OpSchema& Doc(std::string doc) { doc_ = std::move(doc); return *this; }
+  OpSchema& Doc(std::string doc) {
+    doc_ = std::move(doc);
+    return *this;
+  }
   OpSchema& Input(std::string name, std::string doc = "", uint32_t flags = 0) {
     inputs_.push_back({std::move(name), flags, std::move(doc)});
     return *this;
@@ -844,8 +844,8 @@ class OpSchema {
   }
   // An attribute with a default; its type follows the default's C++ type.
   template <class T> OpSchema& Attr(std::string name, const T& default_value, std::string doc = "") {
-    attrs_.push_back({std::move(name), detail::AttrTypeOf<T>(), 0, true,
-                      detail::DefaultText(default_value), std::move(doc)});
+    attrs_.push_back(
+        {std::move(name), detail::AttrTypeOf<T>(), 0, true, detail::DefaultText(default_value), std::move(doc)});
     return *this;
   }
   OpSchema& Attr(std::string name, const char* default_value, std::string doc = "") {
@@ -862,7 +862,10 @@ class OpSchema {
     return *this;
   }
   // The kernel's dtype key: an input slot's first tensor, or "attr:NAME".
-  OpSchema& KernelDtypeFrom(std::string source) { dtype_source_ = std::move(source); return *this; }
+  OpSchema& KernelDtypeFrom(std::string source) {
+    dtype_source_ = std::move(source);
+    return *this;
+  }
 
   // Declares the gradient (see RillOpSchema): the grad op's type, the forward slots it
   // reads ("X,Out@GRAD"), and the forward input slots it gives gradients for ("X").
@@ -903,8 +906,8 @@ class OpSchema {
     for (const auto& s : inputs_) in.push_back({s.name.c_str(), s.flags, s.doc.c_str()});
     for (const auto& s : outputs_) out.push_back({s.name.c_str(), s.flags, s.doc.c_str()});
     for (const auto& a : attrs_) {
-      attrs.push_back({a.name.c_str(), a.type, a.flags,
-                       a.has_default ? a.default_value.c_str() : nullptr, a.doc.c_str()});
+      attrs.push_back(
+          {a.name.c_str(), a.type, a.flags, a.has_default ? a.default_value.c_str() : nullptr, a.doc.c_str()});
     }
     RillOpSchema s{};
     s.struct_size = sizeof(RillOpSchema);
@@ -924,7 +927,11 @@ class OpSchema {
   }
 
  private:
-  struct Slot { std::string name; uint32_t flags; std::string doc; };
+  struct Slot {
+    std::string name;
+    uint32_t flags;
+    std::string doc;
+  };
   struct AttrSpec {
     std::string name;
     int32_t type;
@@ -934,8 +941,10 @@ class OpSchema {
     std::string doc;
   };
   const Slot* Find(const std::string& name) const {
-    for (const auto& s : inputs_) if (s.name == name) return &s;
-    for (const auto& s : outputs_) if (s.name == name) return &s;
+    for (const auto& s : inputs_)
+      if (s.name == name) return &s;
+    for (const auto& s : outputs_)
+      if (s.name == name) return &s;
     return nullptr;
   }
 
@@ -961,12 +970,10 @@ inline RillStatus* CallFunctionKernel(void* state, RillKernelContext* ctx) {
     fn(c);
   });
 }
-template <class K>
-RillStatus* CreateClassKernel(void*, const RillOpInfo* info, void** state) {
+template <class K> RillStatus* CreateClassKernel(void*, const RillOpInfo* info, void** state) {
   return Guard([&] { *state = new K(OpInfo(info)); });
 }
-template <class K>
-RillStatus* CallClassKernel(void* state, RillKernelContext* ctx) {
+template <class K> RillStatus* CallClassKernel(void* state, RillKernelContext* ctx) {
   return Guard([&] {
     KernelContext c(ctx);
     static_cast<K*>(state)->Compute(c);
@@ -975,11 +982,9 @@ RillStatus* CallClassKernel(void* state, RillKernelContext* ctx) {
 template <class K> void DestroyClassKernel(void* state) { delete static_cast<K*>(state); }
 template <class K, class = void> struct HasScalarPath : std::false_type {};
 template <class K>
-struct HasScalarPath<K, std::void_t<decltype(std::declval<const K&>().Scalar(std::declval<const RillScalar*>(),
-                                                                             std::declval<RillScalar*>()))>>
-    : std::true_type {};
-template <class K>
-int32_t CallClassScalar(void* state, const RillScalar* in, RillScalar* out) {
+struct HasScalarPath<K, std::void_t<decltype(std::declval<const K&>().Scalar(
+                            std::declval<const RillScalar*>(), std::declval<RillScalar*>()))>> : std::true_type {};
+template <class K> int32_t CallClassScalar(void* state, const RillScalar* in, RillScalar* out) {
   try {
     return static_cast<const K*>(state)->Scalar(in, out) ? 1 : 0;
   } catch (...) {  // declined: Compute runs and gives the error
@@ -1021,8 +1026,7 @@ class Registrar {
   // writes is a scalar, the host may call it instead of Compute, with the op's inputs and
   // outputs in the order its schema declares them (ReadScalar, WriteScalar). It returns
   // false (or throws) to decline, and must write what Compute would for those values.
-  template <class K>
-  void StatefulKernel(const char* op_type, RillDeviceType device, int32_t dtype) {
+  template <class K> void StatefulKernel(const char* op_type, RillDeviceType device, int32_t dtype) {
     RillKernelDef def{};
     def.struct_size = sizeof(def);
     def.op_type = op_type;
@@ -1045,8 +1049,7 @@ class Registrar {
   // the generated destroy). `describe` may be null. With `copyable`, the host copies a
   // value (`assign`) through T's copy constructor.
   template <class T>
-  void VarType(const char* name, void (*describe)(const void*, char*, size_t) = nullptr,
-               bool copyable = false) {
+  void VarType(const char* name, void (*describe)(const void*, char*, size_t) = nullptr, bool copyable = false) {
     RillVarTypeDef def{};
     def.struct_size = sizeof(def);
     def.name = name;
@@ -1085,13 +1088,12 @@ class Registrar {
 };
 
 namespace detail {
-template <void (*InitFn)(Registrar&)>
-RillStatus* PluginInit(const RillHostApi* host, RillRegistrar* reg) {
+template <void (*InitFn)(Registrar&)> RillStatus* PluginInit(const RillHostApi* host, RillRegistrar* reg) {
   if (host->abi_version < RILL_PLUGIN_NEEDS_ABI) {
     return host->status_create(RILL_FAILED_PRECONDITION,
-                               ("plugin needs a host serving ABI version " +
-                                std::to_string(RILL_PLUGIN_NEEDS_ABI) + "; this host serves " +
-                                std::to_string(host->abi_version)).c_str());
+                               ("plugin needs a host serving ABI version " + std::to_string(RILL_PLUGIN_NEEDS_ABI) +
+                                "; this host serves " + std::to_string(host->abi_version))
+                                   .c_str());
   }
   HostSlot() = host;
   return Guard([&] {
@@ -1107,15 +1109,14 @@ RillStatus* PluginInit(const RillHostApi* host, RillRegistrar* reg) {
 // Defines `const RillPlugin* SYMBOL(void)` for a plugin whose init is
 // `void INIT(rill::Registrar&)`. Plugins use RILL_PLUGIN; the host's built-in ops use this
 // form with a private symbol.
-#define RILL_PLUGIN_ENTRY(SYMBOL, NAME, VERSION, INIT)                                   \
-  const RillPlugin* SYMBOL(void) {                                                       \
+#define RILL_PLUGIN_ENTRY(SYMBOL, NAME, VERSION, INIT)                                          \
+  const RillPlugin* SYMBOL(void) {                                                              \
     static const RillPlugin plugin = {sizeof(RillPlugin), RILL_PLUGIN_NEEDS_ABI, NAME, VERSION, \
-                                      &::rill::detail::PluginInit<INIT>};                \
-    return &plugin;                                                                      \
+                                      &::rill::detail::PluginInit<INIT>};                       \
+    return &plugin;                                                                             \
   }
 
 // Exports the plugin's single entry point, RillGetPlugin.
-#define RILL_PLUGIN(NAME, VERSION, INIT) \
-  extern "C" RILL_EXPORT RILL_PLUGIN_ENTRY(RillGetPlugin, NAME, VERSION, INIT)
+#define RILL_PLUGIN(NAME, VERSION, INIT) extern "C" RILL_EXPORT RILL_PLUGIN_ENTRY(RillGetPlugin, NAME, VERSION, INIT)
 
 #endif  // RILL_SDK_HPP_

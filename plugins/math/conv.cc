@@ -350,63 +350,54 @@ template <class T> class Conv2dTransposeGrad {
   OnednnConv onednn_;
 };
 
-void Add(Registrar& r, const char* type, const char* doc) {
+// A convolution's schema and its kernels, Kernel<T> and GradKernel<T>, for fp32 and fp64:
+// conv2d's, or, `transposed`, conv2d_transpose's (its Filter [C, M / groups, kh, kw], and
+// output_size and output_padding).
+template <template <class> class Kernel, template <class> class GradKernel>
+void AddConvolution(Registrar& r, const char* type, const char* doc, bool transposed) {
   const std::string grad = std::string(type) + "_grad";
-  const OpSchema schema = OpSchema(type)
-                              .Doc(doc)
-                              .Input("Input", "[N, C, H, W] (NCHW) or [N, H, W, C] (NHWC)")
-                              .Input("Filter", "[M, C / groups, kh, kw]")
-                              .Output("Output", "[N, M, oh, ow] or [N, oh, ow, M]")
-                              .Attr("strides", std::vector<int64_t>{1, 1}, "the step, [h, w]")
-                              .Attr("paddings", std::vector<int64_t>{0, 0}, "[h, w] or [top, bottom, left, right]")
-                              .Attr("padding_algorithm", "EXPLICIT", "EXPLICIT (paddings), SAME or VALID")
-                              .Attr("groups", int64_t{1}, "channel groups: each output channel sees C / groups inputs")
-                              .Attr("dilations", std::vector<int64_t>{1, 1}, "the kernel taps' spacing, [h, w]")
-                              .Attr("data_format", "NCHW", "NCHW or NHWC")
-                              .KernelDtypeFrom("Input")
-                              .Grad(grad, "Input,Filter,Output@GRAD", "Input,Filter");
+  OpSchema schema = OpSchema(type);
+  schema.Doc(doc)
+      .Input("Input", "[N, C, H, W] (NCHW) or [N, H, W, C] (NHWC)")
+      .Input("Filter", transposed ? "[C, M / groups, kh, kw]" : "[M, C / groups, kh, kw]")
+      .Output("Output", "[N, M, oh, ow] or [N, oh, ow, M]")
+      .Attr("strides", std::vector<int64_t>{1, 1}, "the step, [h, w]")
+      .Attr("paddings", std::vector<int64_t>{0, 0}, "[h, w] or [top, bottom, left, right]")
+      .Attr("padding_algorithm", "EXPLICIT", "EXPLICIT (paddings), SAME or VALID");
+  if (transposed) {
+    schema.Attr("output_size", std::vector<int64_t>{}, "Output's [h, w], within a stride of the computed size")
+        .Attr("output_padding", std::vector<int64_t>{}, "added to Output's [h, w] (less than the stride)");
+  }
+  schema
+      .Attr("groups", int64_t{1},
+            transposed ? "channel groups" : "channel groups: each output channel sees C / groups inputs")
+      .Attr("dilations", std::vector<int64_t>{1, 1}, "the kernel taps' spacing, [h, w]")
+      .Attr("data_format", "NCHW", "NCHW or NHWC")
+      .KernelDtypeFrom("Input")
+      .Grad(grad, "Input,Filter,Output@GRAD", "Input,Filter");
   r.Op(schema);
   r.Op(schema.MakeGradSchema());
-  RegisterCpuStateful<float, double>(r, type, [](auto t) { return TypeTag<Conv2d<decltype(t)>>{}; });
-  RegisterCpuStateful<float, double>(r, grad.c_str(), [](auto t) { return TypeTag<Conv2dGrad<decltype(t)>>{}; });
-}
-
-void AddTranspose(Registrar& r, const char* type, const char* doc) {
-  const std::string grad = std::string(type) + "_grad";
-  const OpSchema schema =
-      OpSchema(type)
-          .Doc(doc)
-          .Input("Input", "[N, C, H, W] (NCHW) or [N, H, W, C] (NHWC)")
-          .Input("Filter", "[C, M / groups, kh, kw]")
-          .Output("Output", "[N, M, oh, ow] or [N, oh, ow, M]")
-          .Attr("strides", std::vector<int64_t>{1, 1}, "the step, [h, w]")
-          .Attr("paddings", std::vector<int64_t>{0, 0}, "[h, w] or [top, bottom, left, right]")
-          .Attr("padding_algorithm", "EXPLICIT", "EXPLICIT (paddings), SAME or VALID")
-          .Attr("output_size", std::vector<int64_t>{}, "Output's [h, w], within a stride of the computed size")
-          .Attr("output_padding", std::vector<int64_t>{}, "added to Output's [h, w] (less than the stride)")
-          .Attr("groups", int64_t{1}, "channel groups")
-          .Attr("dilations", std::vector<int64_t>{1, 1}, "the kernel taps' spacing, [h, w]")
-          .Attr("data_format", "NCHW", "NCHW or NHWC")
-          .KernelDtypeFrom("Input")
-          .Grad(grad, "Input,Filter,Output@GRAD", "Input,Filter");
-  r.Op(schema);
-  r.Op(schema.MakeGradSchema());
-  RegisterCpuStateful<float, double>(r, type, [](auto t) { return TypeTag<Conv2dTranspose<decltype(t)>>{}; });
-  RegisterCpuStateful<float, double>(r, grad.c_str(),
-                                     [](auto t) { return TypeTag<Conv2dTransposeGrad<decltype(t)>>{}; });
+  RegisterCpuStateful<float, double>(r, type, [](auto t) { return TypeTag<Kernel<decltype(t)>>{}; });
+  RegisterCpuStateful<float, double>(r, grad.c_str(), [](auto t) { return TypeTag<GradKernel<decltype(t)>>{}; });
 }
 
 }  // namespace
 
 void RegisterConv(Registrar& r) {
-  Add(r, "conv2d", "Output = the 2-D convolution (cross-correlation) of Input with Filter.");
-  Add(r, "depthwise_conv2d", "conv2d with groups equal to Input's channels (each channel convolved on its own).");
-  AddTranspose(r, "conv2d_transpose",
-               "Output = the transposed 2-D convolution of Input with Filter (the gradient of conv2d with respect to "
-               "its input): Output's size (in - 1) * stride - paddings + dilation * (k - 1) + 1, plus output_padding "
-               "or up to output_size; SAME pads as a convolution of Input would, with dilation 1.");
-  AddTranspose(r, "depthwise_conv2d_transpose",
-               "conv2d_transpose with groups equal to Input's channels (each channel transposed on its own).");
+  AddConvolution<Conv2d, Conv2dGrad>(r, "conv2d",
+                                     "Output = the 2-D convolution (cross-correlation) of Input with Filter.", false);
+  AddConvolution<Conv2d, Conv2dGrad>(
+      r, "depthwise_conv2d", "conv2d with groups equal to Input's channels (each channel convolved on its own).",
+      false);
+  AddConvolution<Conv2dTranspose, Conv2dTransposeGrad>(
+      r, "conv2d_transpose",
+      "Output = the transposed 2-D convolution of Input with Filter (the gradient of conv2d with respect to its "
+      "input): Output's size (in - 1) * stride - paddings + dilation * (k - 1) + 1, plus output_padding or up to "
+      "output_size; SAME pads as a convolution of Input would, with dilation 1.",
+      true);
+  AddConvolution<Conv2dTranspose, Conv2dTransposeGrad>(
+      r, "depthwise_conv2d_transpose",
+      "conv2d_transpose with groups equal to Input's channels (each channel transposed on its own).", true);
 }
 
 }  // namespace rill::math

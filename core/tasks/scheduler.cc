@@ -362,7 +362,7 @@ class Scheduler {
     // thread's current task and worker are put back after.
     Task* const outer_task = CurrentTask();
     Worker* const outer_worker = CurrentWorker();
-    next_poll_ns_ = PollClockNs() + poll_every_ns_;
+    SchedulePoll();
     WorkerLoop(workers_[0].get());
     if (canceller != nullptr) canceller->Detach();
     SetCurrent(outer_worker, outer_task);
@@ -506,11 +506,18 @@ class Scheduler {
   bool single_worker() const { return workers_.size() == 1; }
   const std::atomic<bool>* cancelled_flag() const { return &cancelled_; }
   bool polled() const { return static_cast<bool>(poll_); }
-  // Whether worker `w` is the calling thread's and its poll is due. The poll's clock is
-  // worker 0's alone: `w` is the worker of the thread that asks.
-  bool PollDue(const Worker* w) const {
-    return poll_ && w == workers_[0].get() && PollClockNs() >= next_poll_ns_;
-  }  // Wakes a sleeping worker unless one is spinning or already being woken (either will
+  // Whether worker `w` makes the run's poll: the calling thread's, in a run that has one.
+  // The poll's clock is that worker's alone: `w` is the worker of the thread that asks.
+  bool Polls(const Worker* w) const { return poll_ && w == workers_[0].get(); }
+  bool PollDue(const Worker* w) const { return Polls(w) && PollClockNs() >= next_poll_ns_; }
+  // Makes the poll, on the calling thread's own stack with no lock held, and sets the next.
+  void Poll() {
+    poll_();
+    SchedulePoll();
+  }
+  void SchedulePoll() { next_poll_ns_ = PollClockNs() + poll_every_ns_; }
+
+  // Wakes a sleeping worker unless one is spinning or already being woken (either will
   // find the work). Without the second condition every task readied while a woken worker
   // was still on its way up (tens of microseconds here) woke it again: a spawn loop made
   // thousands of futex calls a run, each a system call and, in a VM, an exit.
@@ -674,10 +681,7 @@ class Scheduler {
   Task* FindWork(Worker* w) {
     bool watched = false;  // back from watching a runnext task (see below)
     for (;;) {
-      if (PollDue(w)) {  // on the calling thread's own stack, no lock held
-        poll_();
-        next_poll_ns_ = PollClockNs() + poll_every_ns_;
-      }
+      if (PollDue(w)) Poll();
       if (Task* t = TryFind(w, watched)) {
         // A worker just started that finds work lets another start when more is queued,
         // so a burst of readied tasks gets every worker it can use (as Go's wakep once a
@@ -757,7 +761,7 @@ class Scheduler {
 
   // How long worker `w` may sleep before its poll is due; nullopt: it has none.
   std::optional<std::chrono::milliseconds> UntilPoll(const Worker* w) const {
-    if (!poll_ || w != workers_[0].get()) return std::nullopt;
+    if (!Polls(w)) return std::nullopt;
     const int64_t ns = std::max<int64_t>(next_poll_ns_ - PollClockNs(), 0);
     return std::chrono::milliseconds(ns / 1000000 + 1);
   }

@@ -114,6 +114,11 @@ template <class T> void ShiftedPlaneSum(const ConvPlan& p, const T* plane, const
   }
 }
 
+// The bytes of plan p's input and output images, what a pass over them moves (parallel_for.h).
+template <class T> double MovedBytes(const ConvPlan& p) {
+  return static_cast<double>(sizeof(T)) * static_cast<double>(p.n * (p.c * p.h * p.w + p.m * p.oh * p.ow));
+}
+
 // The three products of a convolution in plan p's terms (NCHW, per image and group):
 // Forward y = W col(x); BackwardData dx = col2im(W^T dy); BackwardFilter dW = dy col(x)^T.
 // conv2d is Forward, its gradient the other two; conv2d_transpose is BackwardData, its
@@ -121,9 +126,7 @@ template <class T> void ShiftedPlaneSum(const ConvPlan& p, const T* plane, const
 // result, so they split across the passes' team (parallel_for.h) with the same result.
 template <class T> std::vector<T> Forward(const ConvPlan& p, const T* x, const T* w) {
   std::vector<T> y(static_cast<size_t>(p.n * p.m * p.oh * p.ow));
-  const double bytes =
-      static_cast<double>(sizeof(T)) * static_cast<double>(p.n * (p.c * p.h * p.w + p.m * p.oh * p.ow));
-  ParallelFor(p.n * p.groups, bytes, [&](int64_t, int64_t begin, int64_t end) {
+  ParallelFor(p.n * p.groups, MovedBytes<T>(p), [&](int64_t, int64_t begin, int64_t end) {
     Matrix<T> col;
     for (int64_t ig = begin; ig < end; ++ig) {
       const int64_t i = ig / p.groups, g = ig % p.groups;
@@ -142,9 +145,7 @@ template <class T> std::vector<T> Forward(const ConvPlan& p, const T* x, const T
 
 template <class T> std::vector<T> BackwardData(const ConvPlan& p, const T* dy, const T* w) {
   std::vector<T> dx(static_cast<size_t>(p.n * p.c * p.h * p.w), T(0));
-  const double bytes =
-      static_cast<double>(sizeof(T)) * static_cast<double>(p.n * (p.c * p.h * p.w + p.m * p.oh * p.ow));
-  ParallelFor(p.n * p.groups, bytes, [&](int64_t, int64_t begin, int64_t end) {
+  ParallelFor(p.n * p.groups, MovedBytes<T>(p), [&](int64_t, int64_t begin, int64_t end) {
     Matrix<T> dcol(p.col_rows(), p.oh * p.ow);
     for (int64_t ig = begin; ig < end; ++ig) {
       const int64_t i = ig / p.groups, g = ig % p.groups;
@@ -159,9 +160,7 @@ template <class T> std::vector<T> BackwardData(const ConvPlan& p, const T* dy, c
 // Writes dW [M, C / groups * kh * kw] into `dw`: per group, the images' products added in
 // image order.
 template <class T> void BackwardFilter(const ConvPlan& p, const T* x, const T* dy, T* dw) {
-  const double bytes =
-      static_cast<double>(sizeof(T)) * static_cast<double>(p.n * (p.c * p.h * p.w + p.m * p.oh * p.ow));
-  ParallelFor(p.groups, bytes, [&](int64_t, int64_t begin, int64_t end) {
+  ParallelFor(p.groups, MovedBytes<T>(p), [&](int64_t, int64_t begin, int64_t end) {
     Matrix<T> col;
     for (int64_t g = begin; g < end; ++g) {
       for (int64_t i = 0; i < p.n; ++i) {

@@ -795,14 +795,14 @@ TYPED_TEST(FloatOps, PolynomialFunctionsWithinThreeUlp) {
   }
 }
 
-// The double-precision forms built on Eigen's vectorized exp and log (Kahan's expm1 and
-// log1p, and tanh from expm1 and exp) and the activations made of them, sin, cos and tan
-// reduced by pi/2, and asin, acos and atan by Cephes' rational functions: within 3 ulp (tanh 5)
-// of the exact value (long double's, rounded) over a sweep of every binade of both signs,
-// densely where they bend (asin's and acos's domain too, and where their forms change),
-// and at the doubles nearest multiples of pi/2 (where a reduction's error shows most) up
-// to past where sin and cos hand over to libm; with libm's infinities, NaNs and signed
-// zeros.
+// The double-precision forms built on Eigen's vectorized exp and log (expm1 by its series
+// and exp, Kahan's log1p, and tanh from expm1 and exp) and the activations made of them,
+// sin, cos and tan reduced by pi/2, and asin, acos and atan by Cephes' rational functions:
+// within 3 ulp (tanh 5) of the exact value (long double's, rounded) over a sweep of every
+// binade of both signs, densely where they bend (asin's and acos's domain too, and where
+// their forms change), and at the doubles nearest multiples of pi/2 (where a reduction's
+// error shows most) up to past where sin and cos hand over to libm; with libm's infinities,
+// NaNs and signed zeros.
 TEST_F(MathForward, DoublePrecisionFormsWithinFewUlp) {
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> xs = {0.0,    -0.0, 1e-300, -1e-300, 5e-324,       709.0, 709.8, 710.0, -745.0,

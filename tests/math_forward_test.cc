@@ -1403,6 +1403,67 @@ TEST_F(MathForward, MostNegativeIntegerByMinusOneWrapsAsInGo) {
   }
 }
 
+// Integer div (truncating), floordiv and mod are exact over the whole range, on both sides
+// of 2^53 (below it the kernels divide in double precision, above it in integers): every
+// pair of dividends and divisors from a set of both signs, near 2^53 and the type's ends,
+// and random pairs, against the integer formulas.
+TEST_F(MathForward, IntegerDivisionIsExactOnBothSidesOfTwoToThe53) {
+  auto check = [&](auto tag) {
+    using T = decltype(tag);
+    constexpr T kMax = std::numeric_limits<T>::max(), kMin = std::numeric_limits<T>::min();
+    std::vector<T> special = {0, 1, 2, 3, 7, 10, 1000, kMax, kMax - 1, kMin, kMin + 1};
+    if constexpr (sizeof(T) == 8) {
+      for (int64_t d : {-2, -1, 0, 1, 2}) special.push_back((int64_t{1} << 53) + d);
+      for (int64_t d : {-1, 0, 1}) special.push_back((int64_t{1} << 54) + d);
+      special.push_back(9007199254740993 * 3);  // 3 (2^53 + 1): a quotient by 3 in double rounds
+    }
+    const size_t n_special = special.size();
+    for (size_t i = 0; i < n_special; ++i)
+      special.push_back(static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(special[i])));
+    std::vector<T> xs, ys;
+    for (T a : special) {
+      for (T b : special) {
+        if (b == 0) continue;
+        xs.push_back(a);
+        ys.push_back(b);
+      }
+    }
+    std::mt19937_64 rng(5);
+    for (int i = 0; i < 20000; ++i) {
+      const int shift = static_cast<int>(rng() % (8 * sizeof(T)));
+      xs.push_back(static_cast<T>(rng() >> shift));
+      const T b = static_cast<T>(static_cast<T>(rng() >> (rng() % (8 * sizeof(T)))) | 1);
+      ys.push_back(b);
+    }
+    const int64_t n = static_cast<int64_t>(xs.size());
+    for (const auto& [name, values] : {std::pair<const char*, const std::vector<T>*>{"x", &xs}, {"y", &ys}}) {
+      core::Tensor* t = scope()->Var(name)->GetMutableTensor();
+      t->Allocate(rill::DataTypeOf<T>::value, {n});
+      std::copy(values->begin(), values->end(), t->data_as<T>());
+    }
+    for (const char* op : {"elementwise_div", "elementwise_floordiv", "elementwise_mod"}) {
+      Op(op).Input("X", "x").Input("Y", "y").Output("Out", op);
+    }
+    ASSERT_EQ(Run(), "");
+    using U = std::make_unsigned_t<T>;
+    for (int64_t i = 0; i < n; ++i) {
+      const T a = xs[i], b = ys[i];
+      const T q = b == -1 ? static_cast<T>(U(0) - static_cast<U>(a)) : a / b;
+      const T r = b == -1 ? 0 : a % b;
+      const bool down = r != 0 && (r < 0) != (b < 0);
+      const T floor_q = static_cast<T>(static_cast<U>(q) - U(down));
+      const T mod = down ? static_cast<T>(r + b) : r;
+      const auto where = ::testing::Message() << a << " by " << b;
+      ASSERT_EQ(Get("elementwise_div").data_as<T>()[i], q) << "div of " << where;
+      ASSERT_EQ(Get("elementwise_floordiv").data_as<T>()[i], floor_q) << "floordiv of " << where;
+      ASSERT_EQ(Get("elementwise_mod").data_as<T>()[i], mod) << "mod of " << where;
+    }
+  };
+  check(int32_t{});
+  pb_ = core::ProgramBuilder();
+  check(int64_t{});
+}
+
 TEST_F(MathForward, RoundTakesHalvesAwayFromZero) {
   Set<double>("x", {5}, {0.5, -0.5, 1.5, 2.5, -2.5});
   Op("round").Input("X", "x").Output("Out", "out");

@@ -37,20 +37,47 @@ struct Mul {
   template <class T> static T DY(T x, T, T g) { return g * x; }
   template <class A, class B> static auto Eigen(const A& a, const B& b) { return a * b; }
 };
-// Integer a / b and a % b for b != 0, defined for the one pair C++ leaves undefined (and
-// x86 traps on): the most negative value by -1. As Go and Java define it, the quotient
-// wraps to the dividend and the remainder is 0.
-template <class T> T IntDiv(T a, T b) {
+// Integer quotients for b != 0: truncated (IntDiv, C's) and rounded down (IntFloorDiv,
+// Python's). Both are defined for the one pair C++ leaves undefined (and x86 traps on): the
+// most negative value by -1 wraps to the dividend, as Go and Java define it.
+//
+// Where |a| < 2^53 (every 32-bit dividend) they come from a double division: a converts
+// exactly, and b does too or is rounded to a magnitude above |a| (quotient 0 either way).
+// When a / b is not an integer, its distance to the nearest integer is at least 1 / |b|,
+// while rounding moves the quotient by at most |a / b| 2^-53 < 1 / |b|: the rounded quotient
+// stays strictly between the same two integers, so truncating or flooring it gives the
+// exact result; an integer quotient is exact. A double division pipelines where an integer
+// division does not, and flooring it needs no remainder.
+constexpr double kExactQuotientBelow = 9007199254740992.0;  // 2^53
+template <class T> [[gnu::always_inline]] inline bool QuotientInDouble(T a) {
+  if constexpr (sizeof(T) < 8) {
+    return true;
+  } else {
+    const double d = static_cast<double>(a);  // rounded, so at least 2^53 in magnitude where a is
+    return d < kExactQuotientBelow && d > -kExactQuotientBelow;
+  }
+}
+template <class T> [[gnu::always_inline]] inline T WideIntDiv(T a, T b) {
   if constexpr (std::is_signed_v<T>) {
     if (b == T(-1)) return static_cast<T>(std::make_unsigned_t<T>(0) - static_cast<std::make_unsigned_t<T>>(a));
   }
   return a / b;
 }
-template <class T> T IntRem(T a, T b) {
-  if constexpr (std::is_signed_v<T>) {
-    if (b == T(-1)) return T(0);
+template <class T> [[gnu::always_inline]] inline T IntDiv(T a, T b) {
+  if (QuotientInDouble(a)) return static_cast<T>(static_cast<double>(a) / static_cast<double>(b));
+  return WideIntDiv(a, b);
+}
+template <class T> [[gnu::always_inline]] inline T IntFloorDiv(T a, T b) {
+  if (QuotientInDouble(a)) {
+    const double q = static_cast<double>(a) / static_cast<double>(b);
+    const T t = static_cast<T>(q);  // truncated: one less where q is negative and not whole
+    return static_cast<T>(t - static_cast<T>(q < static_cast<double>(t)));
   }
-  return a % b;
+  // The truncated quotient, less one where the remainder is nonzero and of b's opposite sign.
+  using U = std::make_unsigned_t<T>;
+  const T q = WideIntDiv(a, b);
+  const T r = static_cast<T>(static_cast<U>(a) - static_cast<U>(q) * static_cast<U>(b));
+  return static_cast<T>(q - static_cast<T>(r != 0 && (r < 0) != (b < 0)));
 }
 
 struct Div {
@@ -96,29 +123,26 @@ constexpr bool kHasRun<Op, T,
                        std::void_t<decltype(Op::Run(static_cast<const T*>(nullptr), static_cast<const T*>(nullptr),
                                                     static_cast<T*>(nullptr), int64_t{}))>> = true;
 
-// mod: the remainder with the divisor's sign (Python's %, Paddle's); floordiv: the quotient
-// rounded down (Python's //). Integers by 0 are an error (Elementwise::Compute).
+// mod: the remainder with the divisor's sign (Python's %, Paddle's), for integers
+// a - floor(a / b) b in wrapping arithmetic; floordiv: the quotient rounded down (Python's
+// //). Integers by 0 are an error (Elementwise::Compute).
 struct Mod {
   static constexpr bool kEigen = false;
   template <class T> static T Apply(T a, T b) {
-    T r;
-    if constexpr (std::is_integral_v<T>) r = IntRem(a, b);
-    else r = std::fmod(a, b);
-    return r != T(0) && (r < T(0)) != (b < T(0)) ? r + b : r;
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(a) - static_cast<U>(IntFloorDiv(a, b)) * static_cast<U>(b));
+    } else {
+      const T r = std::fmod(a, b);
+      return r != T(0) && (r < T(0)) != (b < T(0)) ? r + b : r;
+    }
   }
 };
 struct FloorDiv {
   static constexpr bool kEigen = false;
   template <class T> static T Apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) {
-      // The remainder from the quotient (one division, not two), in wrapping arithmetic.
-      using U = std::make_unsigned_t<T>;
-      const T q = IntDiv(a, b);
-      const T r = static_cast<T>(static_cast<U>(a) - static_cast<U>(q) * static_cast<U>(b));
-      return r != 0 && ((a < 0) != (b < 0)) ? q - 1 : q;
-    } else {
-      return std::floor(a / b);
-    }
+    if constexpr (std::is_integral_v<T>) return IntFloorDiv(a, b);
+    else return std::floor(a / b);
   }
 };
 
@@ -144,8 +168,21 @@ template <class Op, class T> class Elementwise {
     if constexpr (kDivides<Op> && std::is_integral_v<T>) {
       Tensor y = ctx.Input(args_.y);
       const T* py = y.data<T>();
-      for (int64_t i = 0; i < y.numel(); ++i) {
-        if (py[i] == 0) throw Error("integer division by zero (Y[" + std::to_string(i) + "] is 0)");
+      // Block by block, each without an early exit and in arithmetic every instruction set
+      // has in vector form (y | -y has its top bit set unless y is 0), so that it vectorizes.
+      using U = std::make_unsigned_t<T>;
+      constexpr int64_t kBlock = 1024;
+      for (int64_t begin = 0; begin < y.numel(); begin += kBlock) {
+        const int64_t end = std::min(begin + kBlock, y.numel());
+        U all_nonzero = ~U(0);
+        for (int64_t i = begin; i < end; ++i) {
+          const U v = static_cast<U>(py[i]);
+          all_nonzero &= v | (U(0) - v);
+        }
+        if ((all_nonzero >> (8 * sizeof(U) - 1)) == 0) {
+          const int64_t at = std::find(py + begin, py + end, T(0)) - py;
+          throw Error("integer division by zero (Y[" + std::to_string(at) + "] is 0)");
+        }
       }
     }
     // Same-shape operands of an op with a vector form (its Run, or its Eigen expression): one

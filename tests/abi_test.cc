@@ -109,8 +109,34 @@ TEST(HostApi, TensorsAndLod) {
   ASSERT_EQ(count, 4u);
   EXPECT_EQ(got[2], 3u);
   EXPECT_EQ(H().tensor_lod_levels(t), 2u);
+  ASSERT_EQ(H().tensor_truncate_lod(t, 3), nullptr) << "no more levels to drop";
+  EXPECT_EQ(H().tensor_lod_levels(t), 2u);
+  ASSERT_EQ(H().tensor_truncate_lod(t, 1), nullptr);
+  EXPECT_EQ(H().tensor_lod_levels(t), 1u);
+  EXPECT_EQ(H().tensor_lod_level(t, 0, &count)[2], 2u) << "the kept level unchanged";
+  ASSERT_EQ(H().tensor_truncate_lod(t, 0), nullptr);
+  EXPECT_EQ(H().tensor_lod_levels(t), 0u);
+  EXPECT_EQ(Message(H().tensor_truncate_lod(nullptr, 0)), "tensor_truncate_lod: null argument");
   EXPECT_EQ(Message(H().tensor_allocate(t, RILL_FP32, dims, 2, RILL_CUDA, 0, &data)).find("cannot allocate on CUDA:0"),
             0u);
+}
+
+// var_is_tensor: a variable holding a tensor (with a value or without) or nothing yet, not
+// one holding another kind of value.
+TEST(HostApi, VariablesSayWhetherTheyHoldATensor) {
+  Variable empty, tensor, rows, array;
+  auto v = [](Variable& var) { return reinterpret_cast<RillVariable*>(&var); };
+  EXPECT_EQ(H().var_is_tensor(v(empty)), 1);
+  tensor.GetMutableTensor();
+  EXPECT_EQ(H().var_is_tensor(v(tensor)), 1) << "a tensor without a value";
+  const int64_t dims[] = {3};
+  tensor.GetMutableTensor()->Allocate(RILL_FP32, dims, 1);
+  EXPECT_EQ(H().var_is_tensor(v(tensor)), 1);
+  rows.GetMutableSelectedRows();
+  EXPECT_EQ(H().var_is_tensor(v(rows)), 0);
+  array.GetMutableTensorArray();
+  EXPECT_EQ(H().var_is_tensor(v(array)), 0);
+  EXPECT_EQ(H().var_is_tensor(nullptr), 0);
 }
 
 // A custom value is set and read by its type's handle; only a registered type is found.

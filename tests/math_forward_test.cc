@@ -1464,6 +1464,22 @@ TEST_F(MathForward, IntegerDivisionIsExactOnBothSidesOfTwoToThe53) {
   check(int64_t{});
 }
 
+// assign's copy carries X's LoD whole: levels the output held from before go, on the CPU
+// copy (a tensor) as on the host's (selected rows).
+TEST_F(MathForward, AssignReplacesTheOutputsLod) {
+  Set<float>("x", {4}, {1, 2, 3, 4});
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 1, 4}};
+  Set<float>("out", {4}, {0, 0, 0, 0});
+  scope()->FindVar("out")->GetMutableTensor()->mutable_lod() = {{0, 2, 4}, {0, 1, 2, 3, 4}};
+  Op("assign").Input("X", "x").Output("Out", "out");
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("out"), (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_EQ(Get("out").lod(), (core::LoD{{0, 1, 4}}));
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod().clear();
+  ASSERT_EQ(Run(), "");
+  EXPECT_TRUE(Get("out").lod().empty()) << "X has no LoD now";
+}
+
 TEST_F(MathForward, RoundTakesHalvesAwayFromZero) {
   Set<double>("x", {5}, {0.5, -0.5, 1.5, 2.5, -2.5});
   Op("round").Input("X", "x").Output("Out", "out");

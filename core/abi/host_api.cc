@@ -97,7 +97,9 @@ RILL_PIN(var_is_tensor_array, 71);
 RILL_PIN(var_tensor_array, 72);
 RILL_PIN(var_tensor_array_resize, 73);
 RILL_PIN(var_tensor_array_at, 74);
-static_assert(sizeof(RillHostApi) == 8 + 75 * sizeof(void*), "RillHostApi version 2 size changed");
+RILL_PIN(var_is_tensor, 75);
+RILL_PIN(tensor_truncate_lod, 76);
+static_assert(sizeof(RillHostApi) == 8 + 77 * sizeof(void*), "RillHostApi version 2 size changed");
 #undef RILL_PIN
 
 // The structs of version 1, as plugins fill and read them: a field may only be appended.
@@ -648,6 +650,16 @@ RillStatus* VarSetSelectedRows(RillVariable* v, const int64_t* rows, size_t coun
   return nullptr;
 }
 
+// ---- kinds and whole LoDs ----------------------------------------------------------------
+
+int32_t VarIsTensor(const RillVariable* v) { return v && (!V(v)->initialized() || V(v)->GetTensor()) ? 1 : 0; }
+RillStatus* TensorTruncateLod(RillTensor* t, size_t levels) {
+  if (!t) return NullArg("tensor_truncate_lod");
+  auto& lod = T(t)->mutable_lod();
+  if (levels < lod.size()) lod.resize(levels);
+  return nullptr;
+}
+
 // ---- tensor arrays --------------------------------------------------------------------------
 
 int32_t VarIsTensorArray(const RillVariable* v) { return v && V(v)->is_tensor_array() ? 1 : 0; }
@@ -772,7 +784,7 @@ const RillHostApi kTable = {
     TaskCurrent,
     TaskPark,
     TaskUnpark,
-    // Version 2: tracing, commands.
+    // Version 2: tracing, commands, tensor arrays, kinds and whole LoDs.
     TraceActive,
     TraceNowNs,
     TraceSpan,
@@ -781,6 +793,8 @@ const RillHostApi kTable = {
     VarTensorArray,
     VarTensorArrayResize,
     VarTensorArrayAt,
+    VarIsTensor,
+    TensorTruncateLod,
 };
 
 }  // namespace

@@ -587,6 +587,15 @@ typedef struct RillHostApi {
   RillStatus* (*var_tensor_array)(RillVariable* var, size_t* count);
   RillStatus* (*var_tensor_array_resize)(RillVariable* var, size_t count);
   RillStatus* (*var_tensor_array_at)(RillVariable* var, size_t i, RillTensor** out);
+  /* ---- A variable's kind, a tensor's whole LoD.
+   * var_is_tensor: nonzero if the variable holds a tensor (with or without a value) or
+   * nothing yet: those whose var_tensor gives a tensor without an error or a change of kind
+   * (an empty variable then holds an empty tensor).
+   * tensor_truncate_lod: keeps the first `levels` levels of the tensor's LoD and drops the
+   * rest (none when it has no more); with tensor_set_lod_level, which sets a level or
+   * appends the next, it replaces a LoD whole. */
+  int32_t (*var_is_tensor)(const RillVariable* var);
+  RillStatus* (*tensor_truncate_lod)(RillTensor* t, size_t levels);
   /* ===== End of version 2 ===== */
 } RillHostApi;
 

@@ -298,10 +298,15 @@ class Tensor {
     }
     return out;
   }
+  // Replaces the whole LoD: levels past lod.size() that the tensor had are dropped, which
+  // takes a host of ABI version 2 (on an older one, an error naming the entry, and only
+  // when there are levels to drop).
   void set_lod(const std::vector<std::vector<uint64_t>>& lod) {
     for (size_t l = 0; l < lod.size(); ++l) {
       Check(RILL_HOST_ENTRY(tensor_set_lod_level)(t_, l, lod[l].data(), lod[l].size()));
     }
+    if (RILL_HOST_ENTRY(tensor_lod_levels)(t_) > lod.size())
+      Check(RILL_HOST_ENTRY(tensor_truncate_lod)(t_, lod.size()));
   }
 
  private:
@@ -353,6 +358,9 @@ class Variable {
   explicit operator bool() const { return v_ != nullptr; }
 
   bool initialized() const { return RILL_HOST_ENTRY(var_is_initialized)(v_) != 0; }
+  // Whether tensor() gives a tensor without an error or a change of kind: the variable
+  // holds one (with or without a value) or nothing yet (ABI version 2).
+  bool IsTensor() const { return RILL_HOST_ENTRY(var_is_tensor)(v_) != 0; }
   Tensor tensor() const {
     RillTensor* t = nullptr;
     Check(RILL_HOST_ENTRY(var_tensor)(v_, &t));

@@ -57,16 +57,23 @@ template <class T> void CrossEntropy(KernelContext& ctx) {
       loss[i] = sum;
     }
   } else {
+    // Each row's probability at its label (1, whose log is 0, where the label is ignored),
+    // then their logs in one vectorized pass.
     const int64_t ignore = ctx.Attr<int64_t>("ignore_index");
     const int64_t* pl = label.data<int64_t>();
     for (int64_t i = 0; i < rows; ++i) {
-      if (pl[i] == ignore) continue;
+      if (pl[i] == ignore) {
+        loss[i] = T(1);
+        continue;
+      }
       if (pl[i] < 0 || pl[i] >= classes) {
         throw Error("Label[" + std::to_string(i) + "] = " + std::to_string(pl[i]) + " is not a class in [0, " +
                     std::to_string(classes) + ")");
       }
-      loss[i] = -safe_log(px[i * classes + pl[i]]);
+      loss[i] = px[i * classes + pl[i]];
     }
+    VecMap<T> v(loss.data(), rows);
+    v = T(0) - v.max(std::numeric_limits<T>::min()).log();  // 0 - 0: +0 for an ignored row
   }
   T* po = ctx.AllocateOutput<T>("Y", shape.out_dims);
   std::copy(loss.begin(), loss.end(), po);

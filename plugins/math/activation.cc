@@ -160,7 +160,7 @@ void RegisterActivation(Registrar& r) {
   AddUnary<Exp, float, double>(r, "exp", "exp(X)");
   AddUnary<Log, float, double>(r, "log", "ln(X)");
   AddUnary<Sqrt, float, double>(r, "sqrt", "sqrt(X)");
-  AddUnary<Abs, float, double>(r, "abs", "|X|");
+  AddUnary<Abs, RILL_MATH_NUMERIC_TYPES>(r, "abs", "|X| (integers too; the most negative value stays itself)");
   AddUnary<Relu6, float, double>(r, "relu6", "min(max(X, 0), threshold)",
                                  [](OpSchema& s) -> OpSchema& { return s.Attr("threshold", 6.0, "the upper limit"); });
   AddUnary<LeakyRelu, float, double>(r, "leaky_relu", "X if X > 0, else alpha * X", [](OpSchema& s) -> OpSchema& {

@@ -189,10 +189,19 @@ struct Sqrt {
   template <class A, class O> void Forward(const A& x, O out) const { out = x.sqrt(); }
   template <class A, class B, class O> void Backward(const A& out, const B& g, O dx) const { dx = S<A>(0.5) * g / out; }
 };
+// Integers too (forward only, as Paddle's): the most negative value, whose magnitude its
+// type cannot hold, stays itself (two's complement wraps), as Java's Math.abs defines it.
 struct Abs {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit Abs(KernelContext&) {}
-  template <class A, class O> void Forward(const A& x, O out) const { out = x.abs(); }
+  template <class A, class O> void Forward(const A& x, O out) const {
+    if constexpr (std::is_integral_v<S<A>>) {
+      using U = std::make_unsigned_t<S<A>>;
+      out = x.unaryExpr([](S<A> v) { return static_cast<S<A>>(v < 0 ? U(0) - static_cast<U>(v) : static_cast<U>(v)); });
+    } else {
+      out = x.abs();
+    }
+  }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const { dx = g * x.sign(); }
 };
 struct Relu6 {

@@ -40,8 +40,8 @@ template <class Set, class Op, class T> void Backward(const Op&, const T*, const
   XT(Sin, double) XT(Cos, double)
 // clang-format on
 #define RILL_MATH_TRIGONOMETRIC_ACTIVATIONS(X, XT) XT(Sin, float) XT(Cos, float)
-// square also takes integers.
-#define RILL_MATH_INTEGER_ACTIVATIONS(X) X(Square, int32_t) X(Square, int64_t)
+// square and abs also take integers.
+#define RILL_MATH_INTEGER_ACTIVATIONS(X) X(Square, int32_t) X(Square, int64_t) X(Abs, int32_t) X(Abs, int64_t)
 
 // The loops of MathIsa()'s set.
 template <class Op, class T> Loops<Op, T> LoopsFor() {

@@ -299,6 +299,9 @@ def standard_cases():
     add("dropout inference [1024, 4096]", "dropout", {"X": x()}, {"dropout_prob": 0.5, "is_test": True,
                                                                   "dropout_implementation": "upscale_in_train"},
         "F.dropout(X, 0.5, training=False).clone()", ("Out",))
+    add("dropout training [1024, 4096]", "dropout", {"X": x()}, {"dropout_prob": 0.5, "fix_seed": True, "seed": 1,
+                                                                 "dropout_implementation": "upscale_in_train"},
+        "F.dropout(X, 0.5, training=True)", ("Out", "Mask"))
     for version in ("_v2", ""):
         add("bilinear_interp%s [16, 64, 56, 56] to 112" % version, "bilinear_interp" + version,
             {"X": x(shape=(16, 64, 56, 56))}, {"out_h": 112, "out_w": 112, "align_corners": False, "align_mode": 0},

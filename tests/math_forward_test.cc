@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "op_fixture.h"
+#include "plugins/math/philox.h"
 
 namespace rill::test {
 namespace {
@@ -1478,6 +1479,89 @@ TEST_F(MathForward, AssignReplacesTheOutputsLod) {
   scope()->FindVar("x")->GetMutableTensor()->mutable_lod().clear();
   ASSERT_EQ(Run(), "");
   EXPECT_TRUE(Get("out").lod().empty()) << "X has no LoD now";
+}
+
+// abs of integers, as Paddle registers it: magnitudes exact, the most negative value
+// (whose magnitude its type cannot hold) itself.
+TEST_F(MathForward, AbsOfIntegersKeepsTheMostNegativeValue) {
+  auto check = [&](auto tag) {
+    using T = decltype(tag);
+    const double lowest = static_cast<double>(std::numeric_limits<T>::min());  // -2^31, -2^63: exact
+    const double big = 1073741824.0;                                           // 2^30
+    pb_ = core::ProgramBuilder();
+    this->template Set<T>("x", {6}, {-3, 0, 7, -big, big, lowest});
+    Op("abs").Input("X", "x").Output("Out", "out");
+    ASSERT_EQ(Run(), "");
+    EXPECT_EQ(Values("out"), (std::vector<double>{3, 0, 7, big, big, lowest}));
+  };
+  check(int32_t{});
+  check(int64_t{});
+}
+
+// Philox4x32-10 (plugins/math/philox.h) gives Random123's known answers (its kat_vectors:
+// counter, key, output).
+TEST(Philox, GivesRandom123sKnownAnswers) {
+  using Words = std::array<uint32_t, 4>;
+  EXPECT_EQ(math::Philox4x32({0, 0, 0, 0}, {0, 0}), (Words{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(math::Philox4x32({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff}),
+            (Words{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(math::Philox4x32({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0}),
+            (Words{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+}
+
+// PhiloxBlocks (consecutive blocks, computed a run of lanes at a time) gives each block's
+// Philox4x32 words, across a carry into the counter's second word and for a count that
+// leaves a partial run.
+TEST(Philox, BlocksAreEachBlocksWords) {
+  const math::PhiloxKey key = math::PhiloxKeyOf(0xfeedface12345678);
+  const uint64_t first = (uint64_t{1} << 32) - 21;
+  constexpr int64_t kCount = 45;
+  std::vector<uint32_t> words(4 * kCount);
+  math::PhiloxBlocks(first, kCount, key, words.data());
+  for (int64_t b = 0; b < kCount; ++b) {
+    const uint64_t index = first + static_cast<uint64_t>(b);
+    const std::array<uint32_t, 4> want =
+        math::Philox4x32({static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32), 0, 0}, key);
+    for (int w = 0; w < 4; ++w) ASSERT_EQ(words[4 * b + w], want[w]) << "block " << index << " word " << w;
+  }
+}
+
+// Training dropout keeps element i exactly when the top 24 bits of word i % 4 of Philox
+// block i / 4 under the seed are at least 2^24 p, over a tensor large enough to be split
+// across the passes' team (so the split changes nothing), scales what it keeps, and keeps
+// about 1 - p of them; a fixed seed repeats.
+TEST_F(MathForward, TrainingDropoutFollowsThePhiloxStreamOfItsSeed) {
+  constexpr int64_t n = 200003;
+  constexpr double p = 0.3;
+  std::vector<double> xs(n);
+  for (int64_t i = 0; i < n; ++i) xs[i] = static_cast<double>(i % 1000) + 1;
+  Set<float>("x", {n}, xs);
+  for (const char* out : {"a", "b"}) {
+    Op("dropout")
+        .Input("X", "x")
+        .Output("Out", out)
+        .Output("Mask", std::string(out) + "_mask")
+        .Attr("dropout_prob", static_cast<float>(p))
+        .Attr("fix_seed", true)
+        .Attr("seed", int64_t{0x123456789})
+        .Attr("dropout_implementation", std::string("upscale_in_train"));
+  }
+  ASSERT_EQ(Run(), "");
+  const math::PhiloxKey key = math::PhiloxKeyOf(0x123456789);
+  const auto threshold = static_cast<uint32_t>(std::ceil(p * 16777216.0));
+  const float scale = static_cast<float>(1 / (1 - p));
+  const std::vector<double> out = Values("a");
+  const uint8_t* mask = Get("a_mask").data_as<uint8_t>();
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto block = static_cast<uint32_t>(i / 4);
+    const bool want = (math::Philox4x32({block, 0, 0, 0}, key)[i % 4] >> 8) >= threshold;
+    ASSERT_EQ(mask[i], want ? 1 : 0) << "element " << i;
+    ASSERT_EQ(out[i], want ? static_cast<double>(static_cast<float>(xs[i]) * scale) : 0.0) << "element " << i;
+    kept += want;
+  }
+  EXPECT_NEAR(static_cast<double>(kept) / n, 1 - p, 4 * std::sqrt(p * (1 - p) / n));
+  EXPECT_EQ(Values("b"), out) << "the same seed, the same mask";
 }
 
 TEST_F(MathForward, RoundTakesHalvesAwayFromZero) {

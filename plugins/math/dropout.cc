@@ -2,10 +2,16 @@
 // 1 - dropout_prob (Mask says which), and either scaled by 1 / (1 - dropout_prob) then
 // (upscale_in_train) or at inference by 1 - dropout_prob (downgrade_in_infer, Fluid's
 // default); with is_test nothing is dropped. Its gradient passes Out@GRAD through Mask.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <memory>
 #include <random>
 
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
+#include "philox.h"
 
 namespace rill::math {
 namespace {
@@ -46,19 +52,39 @@ template <class T> void Dropout(KernelContext& ctx) {
     });
     return;
   }
-  const std::vector<T> in(x.data<T>(), x.data<T>() + x.numel());  // Out may be X
-  T* out = ctx.AllocateOutput<T>("Out", x.dims());
-  const size_t n = in.size();
-  std::vector<uint8_t> mask(n);
-  std::mt19937_64 rng(SeedOf(ctx));
-  std::bernoulli_distribution kept(1 - p);
-  for (size_t i = 0; i < n; ++i) mask[i] = kept(rng) ? 1 : 0;
+  // Element i is kept when the top 24 bits of word i % 4 of Philox block i / 4 (a uniform
+  // in [0, 1) in steps of 2^-24, as a float's mantissa holds it) are at least p: a pure
+  // function of (seed, i), so blocks split across the passes' team freely.
+  const PhiloxKey key = PhiloxKeyOf(SeedOf(ctx));
+  const auto threshold = static_cast<uint32_t>(std::ceil(p * 16777216.0));  // 2^24 p, at most 2^24
   const T scale = upscale ? (p < 1 ? static_cast<T>(1 / (1 - p)) : T(0)) : T(1);
-  for (size_t i = 0; i < n; ++i) out[i] = mask[i] ? in[i] * scale : T(0);
-  if (ctx.HasOutput("Mask")) {
-    uint8_t* m = ctx.AllocateOutput<uint8_t>("Mask", x.dims());
-    std::copy(mask.begin(), mask.end(), m);
-  }
+  const T* px = x.data<T>();
+  const int64_t n = x.numel(), blocks = (n + 3) / 4;
+  // Mask straight into its output, unless the program names no Mask or names X itself.
+  const bool mask_aside = !ctx.HasOutput("Mask") || OutputIsInput(ctx, "Mask", {"X"});
+  std::unique_ptr<uint8_t[]> aside(mask_aside ? new uint8_t[static_cast<size_t>(n)] : nullptr);
+  uint8_t* mask = mask_aside ? aside.get() : ctx.AllocateOutput<uint8_t>("Mask", x.dims());
+  WriteOutput<T>(ctx, "Out", {"X"}, x.dims(), [&](T* out) {
+    ParallelFor(blocks, (2.0 * sizeof(T) + 1) * static_cast<double>(n), [&](int64_t, int64_t first, int64_t last) {
+      constexpr int64_t kRun = 256;  // blocks of words on the stack at a time
+      uint32_t words[4 * kRun];
+      for (int64_t b = first; b < last; b += kRun) {
+        const int64_t run = std::min(kRun, last - b);
+        PhiloxBlocks(static_cast<uint64_t>(b), run, key, words);
+        const int64_t begin = 4 * b, count = std::min(4 * run, n - begin);
+        const T* xs = px + begin;
+        T* os = out + begin;
+        uint8_t* ms = mask + begin;
+        for (int64_t j = 0; j < count; ++j) {
+          const bool kept = (words[j] >> 8) >= threshold;
+          const T scaled = xs[j] * scale;  // both sides, then a blend: the mask is random
+          ms[j] = kept;
+          os[j] = kept ? scaled : T(0);
+        }
+      }
+    });
+  });
+  if (mask_aside && ctx.HasOutput("Mask")) ParallelCopy(mask, ctx.AllocateOutput<uint8_t>("Mask", x.dims()), n);
 }
 
 template <class T> void DropoutGrad(KernelContext& ctx) {
@@ -71,8 +97,18 @@ template <class T> void DropoutGrad(KernelContext& ctx) {
   const T scale = Upscale(ctx) ? (p < 1 ? static_cast<T>(1 / (1 - p)) : T(0)) : T(1);
   const uint8_t* pm = mask.data<uint8_t>();
   const T* pg = g.data<T>();
-  T* dx = ctx.AllocateOutput<T>("X@GRAD", g.dims());
-  for (int64_t i = 0; i < g.numel(); ++i) dx[i] = pm[i] ? pg[i] * scale : T(0);
+  const int64_t n = g.numel();
+  WriteOutput<T>(ctx, "X@GRAD", {"Out@GRAD"}, g.dims(), [&](T* dx) {
+    ParallelFor(n, (2.0 * sizeof(T) + 1) * static_cast<double>(n), [&](int64_t, int64_t begin, int64_t end) {
+      const uint8_t* ms = pm + begin;
+      const T* gs = pg + begin;
+      T* ds = dx + begin;
+      for (int64_t i = 0; i < end - begin; ++i) {
+        const T scaled = gs[i] * scale;  // both sides, then a blend: the mask is random
+        ds[i] = ms[i] ? scaled : T(0);
+      }
+    });
+  });
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // align_corners); bilinear weighs the two neighbours along each axis, at k * ratio, or,
 // with align_mode 0 and without align_corners, at the half-pixel (k + 0.5) * ratio - 0.5,
 // clamped at 0.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <vector>
@@ -190,7 +191,22 @@ template <class T, bool kNearest, bool kV2> void Interp(KernelContext& ctx) {
   WriteOutput<T>(ctx, "Out", {"X"}, out_dims, [&](T* out) {
     ParallelFor(Units(p), bytes, [&](int64_t, int64_t begin, int64_t end) {
       for (int64_t u = begin; u < end; ++u) {
-        if (!p.nhwc) {  // a plane: row pointers per output row, the same sums in the same order
+        if (!p.nhwc && p.nearest) {  // a plane: each output row its input row's picked pixels
+          const T* plane = px + u * p.in_h * p.in_w;
+          T* o = out + u * p.out_h * p.out_w;
+          for (int64_t y = 0; y < p.out_h; ++y) {
+            T* row = o + y * p.out_w;
+            const int64_t from = p.rows[static_cast<size_t>(y)].lo;
+            if (y > 0 && from == p.rows[static_cast<size_t>(y - 1)].lo) {  // an upscaled row repeats
+              std::copy(row - p.out_w, row, row);
+              continue;
+            }
+            const T* in = plane + from * p.in_w;
+            for (int64_t x = 0; x < p.out_w; ++x) row[x] = in[p.cols[static_cast<size_t>(x)].lo];
+          }
+          continue;
+        }
+        if (!p.nhwc) {  // bilinear on a plane: row pointers per output row, the same sums in the same order
           const T* plane = px + u * p.in_h * p.in_w;
           T* o = out + u * p.out_h * p.out_w;
           for (int64_t y = 0; y < p.out_h; ++y) {
@@ -202,11 +218,9 @@ template <class T, bool kNearest, bool kV2> void Interp(KernelContext& ctx) {
               const Tap& q = p.cols[static_cast<size_t>(x)];
               const std::array<Coord, 4>& wx = wy[x];
               Coord sum = Coord(0) + wx[0] * static_cast<Coord>(lo[q.lo]);
-              if (!p.nearest) {
-                sum += wx[1] * static_cast<Coord>(lo[q.hi]);
-                sum += wx[2] * static_cast<Coord>(hi[q.lo]);
-                sum += wx[3] * static_cast<Coord>(hi[q.hi]);
-              }
+              sum += wx[1] * static_cast<Coord>(lo[q.hi]);
+              sum += wx[2] * static_cast<Coord>(hi[q.lo]);
+              sum += wx[3] * static_cast<Coord>(hi[q.hi]);
               o[y * p.out_w + x] = static_cast<T>(sum);
             }
           }

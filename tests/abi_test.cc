@@ -121,6 +121,49 @@ TEST(HostApi, TensorsAndLod) {
             0u);
 }
 
+// tensor_share: the destination views the source's memory in a shape of the same count,
+// keeping its own LoD, until either is allocated again: that one then gets new memory and
+// the other keeps its values (memory two tensors share is rewritten in place by neither).
+TEST(HostApi, SharedMemoryIsRewrittenByNeither) {
+  Variable a, b;
+  RillTensor *src = nullptr, *dst = nullptr;
+  ASSERT_EQ(H().var_tensor(reinterpret_cast<RillVariable*>(&a), &src), nullptr);
+  ASSERT_EQ(H().var_tensor(reinterpret_cast<RillVariable*>(&b), &dst), nullptr);
+  EXPECT_EQ(Message(H().tensor_share(dst, src, nullptr, 0)), "cannot share the memory of a tensor that holds no value");
+  const int64_t two_by_three[] = {2, 3}, three_by_two[] = {3, 2}, four[] = {4};
+  void* data = nullptr;
+  ASSERT_EQ(H().tensor_allocate(src, RILL_FP32, two_by_three, 2, RILL_CPU, 0, &data), nullptr);
+  float* values = static_cast<float*>(data);
+  for (int i = 0; i < 6; ++i) values[i] = static_cast<float>(i);
+  const uint64_t level[] = {0, 1, 3};
+  ASSERT_EQ(H().tensor_set_lod_level(dst, 0, level, 3), nullptr);
+
+  ASSERT_EQ(H().tensor_share(dst, src, three_by_two, 2), nullptr);
+  EXPECT_EQ(b.GetTensor()->Describe(), "fp32[3, 2] {0, 1, 2, 3, 4, 5}");
+  EXPECT_EQ(b.GetTensor()->data(), data) << "a view, not a copy";
+  EXPECT_EQ(H().tensor_lod_levels(dst), 1u) << "its own LoD kept";
+  EXPECT_EQ(a.GetTensor()->lod().size(), 0u);
+  void* again = nullptr;
+  ASSERT_EQ(H().tensor_allocate(dst, RILL_FP32, three_by_two, 2, RILL_CPU, 0, &again), nullptr);
+  EXPECT_NE(again, data) << "shared memory is not handed out for writing";
+  static_cast<float*>(again)[0] = 100;
+  EXPECT_EQ(a.GetTensor()->Describe(), "fp32[2, 3] {0, 1, 2, 3, 4, 5}");
+  ASSERT_EQ(H().tensor_allocate(src, RILL_FP32, two_by_three, 2, RILL_CPU, 0, &again), nullptr);
+  EXPECT_EQ(again, data) << "no longer shared: written in place";
+
+  ASSERT_EQ(H().tensor_share(dst, src, nullptr, 0), nullptr);  // src's own shape
+  EXPECT_EQ(b.GetTensor()->Describe(), "fp32[2, 3] {0, 1, 2, 3, 4, 5}");
+  ASSERT_EQ(H().tensor_allocate(src, RILL_FP32, two_by_three, 2, RILL_CPU, 0, &again), nullptr);
+  EXPECT_NE(again, data) << "the source, too, gets new memory while shared";
+  static_cast<float*>(again)[5] = -1;
+  EXPECT_EQ(b.GetTensor()->Describe(), "fp32[2, 3] {0, 1, 2, 3, 4, 5}");
+
+  ASSERT_EQ(H().tensor_share(dst, dst, three_by_two, 2), nullptr) << "a tensor viewing itself: a new shape";
+  EXPECT_EQ(b.GetTensor()->Describe(), "fp32[3, 2] {0, 1, 2, 3, 4, 5}");
+  EXPECT_EQ(Message(H().tensor_share(dst, src, four, 1)), "cannot view a tensor of 6 elements as shape [4] of 4");
+  EXPECT_EQ(Message(H().tensor_share(nullptr, src, nullptr, 0)), "tensor_share: null argument");
+}
+
 // var_is_tensor: a variable holding a tensor (with a value or without) or nothing yet, not
 // one holding another kind of value.
 TEST(HostApi, VariablesSayWhetherTheyHoldATensor) {

@@ -158,9 +158,8 @@ TEST(Loader, APluginsOwnLoopOpRunsItsBodyThroughTheHost) {
   }
 }
 
-// A host's table that ends before `entry`, as an older host's ends before the entries a
-// later version appended.
-// A host of ABI version 1 whose table ends before `entry` (a version 1 entry).
+// A host of ABI version 1 whose table ends before `entry`, as an older host's ends before
+// the entries a later version appended.
 RillHostApi HostEndingBefore(size_t entry) {
   RillHostApi table = *HostApiTable();
   table.abi_version = 1;
@@ -212,6 +211,27 @@ TEST(Loader, AnEntryTheHostLacksIsAnErrorNamingIt) {
   EXPECT_EQ(scope->FindVar("i")->GetTensor()->Describe(), "int64[1] {10}") << "the increment before it ran";
   RillRegistrar again;  // back to this host's full table for the tests after
   ASSERT_EQ(InitWith(kFixtures + "/own_small_ops/librill_own_small_ops.so", HostApiTable(), &again), "");
+}
+
+// sdk.hpp's Tensor::ShareWith on a host without tensor_share (ABI version 1): a CPU output
+// gets a copy of the input's values, not a view and not an error.
+TEST(Loader, ASharedOutputIsACopyWhereTheHostHasNoSharedMemory) {
+  const RillHostApi short_host = HostEndingBefore(offsetof(RillHostApi, tensor_share));
+  RillRegistrar reg;
+  ASSERT_EQ(InitWith(kPlugins + "/librill_math.so", &short_host, &reg), "");
+  Registry registry;
+  registry.Commit({&reg});
+  ProgramBuilder pb;
+  pb.block(0).Op("reshape2").Input("X", "x").Output("Out", "flat").Attr("shape", std::vector<int64_t>{4});
+  Executor exec(registry, std::make_shared<proto::ProgramDesc>(pb.Build()));
+  auto scope = Scope::NewRoot();
+  float* x = static_cast<float*>(scope->Var("x")->GetMutableTensor()->Allocate(RILL_FP32, {2, 2}));
+  for (int i = 0; i < 4; ++i) x[i] = static_cast<float>(i + 1);
+  exec.Run(0, scope);
+  EXPECT_EQ(scope->FindVar("flat")->GetTensor()->Describe(), "fp32[4] {1, 2, 3, 4}");
+  EXPECT_NE(scope->FindVar("flat")->GetTensor()->data(), x) << "a copy";
+  RillRegistrar again;  // back to this host's full table for the tests after
+  ASSERT_EQ(InitWith(kPlugins + "/librill_math.so", HostApiTable(), &again), "");
 }
 
 // A third party's kernel offering a scalar path (own_small_ops' probe: Scalar writes

@@ -1481,6 +1481,62 @@ TEST_F(MathForward, AssignReplacesTheOutputsLod) {
   EXPECT_TRUE(Get("out").lod().empty()) << "X has no LoD now";
 }
 
+// Outputs that are an input's values unchanged view its memory (tensor_share): the
+// gradients add and sub pass through, sum's, reshape2's result and its gradient, and
+// inference dropout that scales nothing. Memory so shared is rewritten in place by nobody:
+// sgd updating a parameter that a reshape views gives the parameter new memory, and the
+// view keeps the values it was given.
+TEST_F(MathForward, OutputsThatAreAnInputViewItsMemory) {
+  Set<float>("x", {2, 3}, {1, 2, 3, 4, 5, 6});
+  Set<float>("bias", {3}, {1, 1, 1});
+  Set<float>("g", {2, 3}, {1, 2, 3, 4, 5, 6});
+  Op("elementwise_add_grad")
+      .Input("X", "x")
+      .Input("Y", "bias")
+      .Input("Out@GRAD", "g")
+      .Output("X@GRAD", "add_dx")
+      .Output("Y@GRAD", "add_dy")
+      .Attr("axis", int64_t{-1});
+  Op("elementwise_sub_grad")
+      .Input("X", "x")
+      .Input("Y", "x")
+      .Input("Out@GRAD", "g")
+      .Output("X@GRAD", "sub_dx")
+      .Output("Y@GRAD", "sub_dy")
+      .Attr("axis", int64_t{-1});
+  Op("sum_grad").Input("Out@GRAD", "g").Output("X@GRAD", "sum_dx");
+  Op("reshape2").Input("X", "x").Output("Out", "flat").Attr("shape", std::vector<int64_t>{6});
+  Op("reshape2_grad").Input("X", "x").Input("Out@GRAD", "flat").Output("X@GRAD", "reshape_dx");
+  Op("dropout")
+      .Input("X", "x")
+      .Output("Out", "kept")
+      .Attr("is_test", true)
+      .Attr("dropout_implementation", std::string("upscale_in_train"));
+  ASSERT_EQ(Run(), "");
+  const void* g = Get("g").data();
+  const void* x = Get("x").data();
+  for (const char* view : {"add_dx", "sub_dx", "sum_dx"}) {
+    EXPECT_EQ(Get(view).data(), g) << view;
+    EXPECT_EQ(Values(view), (std::vector<double>{1, 2, 3, 4, 5, 6})) << view;
+  }
+  EXPECT_EQ(Get("add_dx").dims().ToVector(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(Values("add_dy"), (std::vector<double>{5, 7, 9}));
+  EXPECT_EQ(Values("sub_dy"), (std::vector<double>{-1, -2, -3, -4, -5, -6}));
+  EXPECT_NE(Get("sub_dy").data(), g);
+  for (const char* view : {"flat", "reshape_dx", "kept"}) EXPECT_EQ(Get(view).data(), x) << view;
+  EXPECT_EQ(Get("flat").dims().ToVector(), (std::vector<int64_t>{6}));
+  EXPECT_EQ(Get("reshape_dx").dims().ToVector(), (std::vector<int64_t>{2, 3}));
+
+  pb_ = core::ProgramBuilder();
+  Set<float>("lr", {1}, {1});
+  Op("reshape2").Input("X", "x").Output("Out", "flat").Attr("shape", std::vector<int64_t>{6});
+  Op("sgd").Input("Param", "x").Input("Grad", "g").Input("LearningRate", "lr").Output("ParamOut", "x");
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("x"), (std::vector<double>{0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(Values("flat"), (std::vector<double>{1, 2, 3, 4, 5, 6})) << "the view kept its values";
+  EXPECT_NE(Get("flat").data(), Get("x").data());
+}
+
 // abs of integers, as Paddle registers it: magnitudes exact, the most negative value
 // (whose magnitude its type cannot hold) itself.
 TEST_F(MathForward, AbsOfIntegersKeepsTheMostNegativeValue) {

@@ -99,7 +99,8 @@ RILL_PIN(var_tensor_array_resize, 73);
 RILL_PIN(var_tensor_array_at, 74);
 RILL_PIN(var_is_tensor, 75);
 RILL_PIN(tensor_truncate_lod, 76);
-static_assert(sizeof(RillHostApi) == 8 + 77 * sizeof(void*), "RillHostApi version 2 size changed");
+RILL_PIN(tensor_share, 77);
+static_assert(sizeof(RillHostApi) == 8 + 78 * sizeof(void*), "RillHostApi version 2 size changed");
 #undef RILL_PIN
 
 // The structs of version 1, as plugins fill and read them: a field may only be appended.
@@ -650,7 +651,7 @@ RillStatus* VarSetSelectedRows(RillVariable* v, const int64_t* rows, size_t coun
   return nullptr;
 }
 
-// ---- kinds and whole LoDs ----------------------------------------------------------------
+// ---- kinds, whole LoDs and shared memory -------------------------------------------------
 
 int32_t VarIsTensor(const RillVariable* v) { return v && (!V(v)->initialized() || V(v)->GetTensor()) ? 1 : 0; }
 RillStatus* TensorTruncateLod(RillTensor* t, size_t levels) {
@@ -658,6 +659,18 @@ RillStatus* TensorTruncateLod(RillTensor* t, size_t levels) {
   auto& lod = T(t)->mutable_lod();
   if (levels < lod.size()) lod.resize(levels);
   return nullptr;
+}
+
+RillStatus* TensorShare(RillTensor* dst, const RillTensor* src, const int64_t* dims, size_t ndim) {
+  if (!dst || !src) return NullArg("tensor_share");
+  return StatusFromCall([&] {
+    const Tensor& from = *T(src);
+    if (dims == nullptr) {
+      T(dst)->ShareWith(from, from.dims().data(), from.dims().size());
+    } else {
+      T(dst)->ShareWith(from, dims, ndim);
+    }
+  });
 }
 
 // ---- tensor arrays --------------------------------------------------------------------------
@@ -784,7 +797,7 @@ const RillHostApi kTable = {
     TaskCurrent,
     TaskPark,
     TaskUnpark,
-    // Version 2: tracing, commands, tensor arrays, kinds and whole LoDs.
+    // Version 2: tracing, commands, tensor arrays, kinds and whole LoDs, shared memory.
     TraceActive,
     TraceNowNs,
     TraceSpan,
@@ -795,6 +808,7 @@ const RillHostApi kTable = {
     VarTensorArrayAt,
     VarIsTensor,
     TensorTruncateLod,
+    TensorShare,
 };
 
 }  // namespace

@@ -241,6 +241,20 @@ Tensor Tensor::Borrow(int32_t dtype, const std::vector<int64_t>& dims, void* dat
   return t;
 }
 
+void Tensor::ShareWith(const Tensor& src, const int64_t* dims, size_t ndim) {
+  if (!src.initialized()) throw Error("cannot share the memory of a tensor that holds no value", RILL_INVALID_ARGUMENT);
+  const std::vector<int64_t> shape(dims, dims + ndim);  // `dims` may be either tensor's own shape
+  const ShapeSize size = SizeOfShape(shape.data(), shape.size(), DataTypeSize(src.dtype_));
+  if (!size.ok()) throw Error("cannot view a tensor: " + size.error, RILL_INVALID_ARGUMENT);
+  if (size.numel != src.numel_) {
+    throw Error("cannot view a tensor of " + std::to_string(src.numel_) + " elements as shape " +
+                    ShapeString(shape.data(), shape.size()) + " of " + std::to_string(size.numel),
+                RILL_INVALID_ARGUMENT);
+  }
+  buffer_ = src.buffer_;
+  SetShape(src.dtype_, shape.data(), shape.size(), size.numel, src.place_);
+}
+
 void* Tensor::AllocateScalar(int32_t dtype) {
   static constexpr int64_t kOne = 1;
   const size_t bytes = DataTypeSize(dtype);

@@ -185,6 +185,12 @@ class Tensor {
   // Like any shared buffer, it is rewritten in place only by whoever holds the only
   // reference: a caller that keeps a copy of the tensor keeps its memory unwritten.
   static Tensor Borrow(int32_t dtype, const std::vector<int64_t>& dims, void* data, std::shared_ptr<void> keeper);
+  // Makes this tensor a view of `src`'s memory (no copy): src's dtype and place, shaped
+  // `dims`, which must hold src's element count; the LoD stays this tensor's own (Fluid's
+  // ShareDataWith). Memory two tensors share is rewritten in place by neither: whichever
+  // is allocated next gets new memory (Allocate), so each keeps the values it was given.
+  // Throws Error for a src without a value or a shape of another size.
+  void ShareWith(const Tensor& src, const int64_t* dims, size_t ndim);
   // CPU tensors of the given dtypes and shapes in one allocation, each in its own
   // 64-byte-aligned slice of it; the allocation is freed when the last of them lets go of
   // its memory. For many tensors made at once and kept together (a model's parameters):

@@ -30,6 +30,12 @@ double Probability(KernelContext& ctx) {
   return p;
 }
 
+// What training multiplies a kept element (and its gradient) by: 1 / (1 - p) with
+// upscale_in_train (0 when p is 1: every element is dropped), else 1.
+template <class T> T TrainingScale(bool upscale, double p) {
+  return upscale ? (p < 1 ? static_cast<T>(1 / (1 - p)) : T(0)) : T(1);
+}
+
 // The run's seed: the Seed input's value, else `seed` when fix_seed, else a fresh one.
 uint64_t SeedOf(KernelContext& ctx) {
   if (ctx.HasInput("Seed")) return static_cast<uint64_t>(IntsOf(ctx.Input("Seed"), "dropout Seed").at(0));
@@ -42,7 +48,8 @@ template <class T> void Dropout(KernelContext& ctx) {
   const double p = Probability(ctx);
   const bool upscale = Upscale(ctx);
   if (ctx.Attr<bool>("is_test")) {
-    const T keep = upscale ? T(1) : static_cast<T>(1 - p);
+    if (upscale) return ctx.Output("Out").ShareWith(x);  // Out is X
+    const T keep = static_cast<T>(1 - p);
     const T* px = x.data<T>();
     const int64_t count = x.numel();
     WriteOutput<T>(ctx, "Out", {"X"}, x.dims(), [&](T* out) {
@@ -57,7 +64,7 @@ template <class T> void Dropout(KernelContext& ctx) {
   // function of (seed, i), so blocks split across the passes' team freely.
   const PhiloxKey key = PhiloxKeyOf(SeedOf(ctx));
   const auto threshold = static_cast<uint32_t>(std::ceil(p * 16777216.0));  // 2^24 p, at most 2^24
-  const T scale = upscale ? (p < 1 ? static_cast<T>(1 / (1 - p)) : T(0)) : T(1);
+  const T scale = TrainingScale<T>(upscale, p);
   const T* px = x.data<T>();
   const int64_t n = x.numel(), blocks = (n + 3) / 4;
   // Mask straight into its output, unless the program names no Mask or names X itself.
@@ -94,7 +101,7 @@ template <class T> void DropoutGrad(KernelContext& ctx) {
     throw Error("Mask " + DimsString(mask.dims()) + " and Out@GRAD " + DimsString(g.dims()) + " differ");
   }
   const double p = Probability(ctx);
-  const T scale = Upscale(ctx) ? (p < 1 ? static_cast<T>(1 / (1 - p)) : T(0)) : T(1);
+  const T scale = TrainingScale<T>(Upscale(ctx), p);
   const uint8_t* pm = mask.data<uint8_t>();
   const T* pg = g.data<T>();
   const int64_t n = g.numel();

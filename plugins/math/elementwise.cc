@@ -18,6 +18,7 @@ namespace {
 // derivatives times the incoming gradient g: DX(x, y, g), DY(x, y, g).
 struct Add {
   static constexpr bool kEigen = true;
+  static constexpr bool kDxIsG = true, kDyIsG = true;  // DX (DY) returns g itself
   template <class T> static T Apply(T a, T b) { return a + b; }
   template <class T> static T DX(T, T, T g) { return g; }
   template <class T> static T DY(T, T, T g) { return g; }
@@ -25,6 +26,7 @@ struct Add {
 };
 struct Sub {
   static constexpr bool kEigen = true;
+  static constexpr bool kDxIsG = true;
   template <class T> static T Apply(T a, T b) { return a - b; }
   template <class T> static T DX(T, T, T g) { return g; }
   template <class T> static T DY(T, T, T g) { return -g; }
@@ -216,6 +218,21 @@ template <class Op, class T> class Elementwise {
   const BinaryArgs args_;
 };
 
+template <class Op, class = void> struct DxIsG : std::false_type {};
+template <class Op> struct DxIsG<Op, std::void_t<decltype(Op::kDxIsG)>> : std::bool_constant<Op::kDxIsG> {};
+template <class Op, class = void> struct DyIsG : std::false_type {};
+template <class Op> struct DyIsG<Op, std::void_t<decltype(Op::kDyIsG)>> : std::bool_constant<Op::kDyIsG> {};
+
+// Whether `slot`'s gradient (of operand `operand`) is Out@GRAD itself: its op's derivative
+// is g, and the operand was not broadcast (as many elements as Out, which a broadcast
+// operand never has, so element i of each is element i of the other). It then views
+// Out@GRAD's memory, shaped like the operand, instead of holding a copy.
+bool SharesG(KernelContext& ctx, bool derivative_is_g, const char* slot, const Tensor& operand, const Tensor& g) {
+  if (!derivative_is_g || !ctx.HasOutput(slot) || operand.numel() != g.numel()) return false;
+  ctx.Output(slot).ShareWith(g, operand.dims_data(), operand.ndim());
+  return true;
+}
+
 // X@GRAD (shaped like X) and Y@GRAD (shaped like Y: summed over the broadcast dims), each
 // only when asked for.
 template <class Op, class T> void ElementwiseGrad(KernelContext& ctx) {
@@ -229,10 +246,13 @@ template <class Op, class T> void ElementwiseGrad(KernelContext& ctx) {
   if (g.numel() != Product(plan.out, 0, plan.out.size())) {
     throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like Out " + DimsString(plan.out));
   }
-  T* dx = ctx.HasOutput("X@GRAD") ? ctx.AllocateOutput<T>("X@GRAD", x.dims()) : nullptr;
+  const bool dx_shared = SharesG(ctx, DxIsG<Op>::value, "X@GRAD", x, g);
+  const bool dy_shared = SharesG(ctx, DyIsG<Op>::value, "Y@GRAD", y, g);
+  const bool want_dy = ctx.HasOutput("Y@GRAD") && !dy_shared;
+  T* dx = ctx.HasOutput("X@GRAD") && !dx_shared ? ctx.AllocateOutput<T>("X@GRAD", x.dims()) : nullptr;
   if (!plan.fast) {
     // Each operand's gradient sums the terms of the Out elements it was broadcast to.
-    T* dy = ctx.HasOutput("Y@GRAD") ? ctx.AllocateOutput<T>("Y@GRAD", y.dims()) : nullptr;
+    T* dy = want_dy ? ctx.AllocateOutput<T>("Y@GRAD", y.dims()) : nullptr;
     if (dx) std::fill(dx, dx + x.numel(), T(0));
     if (dy) std::fill(dy, dy + y.numel(), T(0));
     const int64_t row = plan.row_size();
@@ -252,7 +272,8 @@ template <class Op, class T> void ElementwiseGrad(KernelContext& ctx) {
   const Broadcast b = plan.b;
   if (b.pre == 1 && b.post == 1) {
     // Y as many elements as X: no sum, each output one pass, in parallel chunks when large.
-    T* dy = ctx.HasOutput("Y@GRAD") ? ctx.AllocateOutput<T>("Y@GRAD", y.dims()) : nullptr;
+    T* dy = want_dy ? ctx.AllocateOutput<T>("Y@GRAD", y.dims()) : nullptr;
+    if (!dx && !dy) return;
     const double bytes = (dx && dy ? 5.0 : 3.0) * sizeof(T) * b.n;
     ParallelFor(b.n, bytes, [&](int64_t, int64_t begin, int64_t end) {
       if (dx) {
@@ -271,7 +292,6 @@ template <class Op, class T> void ElementwiseGrad(KernelContext& ctx) {
   // 1, else a sum over `post` elements kept in kLanes partial sums so the additions do not
   // wait on each other).
   constexpr int64_t kLanes = 8;
-  const bool want_dy = ctx.HasOutput("Y@GRAD");
   const int64_t items = b.post == 1 ? b.pre : b.pre * b.n;
   const double bytes = (dx ? 3.0 : 2.0) * sizeof(T) * static_cast<double>(x.numel());
   const int64_t chunks = ParallelChunks(items, bytes);

@@ -183,7 +183,9 @@ template <class T, bool kNearest, bool kV2> void Interp(KernelContext& ctx) {
   // taps are summed in float, then truncated into T.
   using Coord = std::conditional_t<std::is_integral_v<T>, float, T>;
   const InterpPlan p = PlanOf<Coord, kNearest, kV2>(ctx, x.dims());
-  const std::vector<std::array<Coord, 4>> w = WeightsOf<Coord>(p);
+  // Nearest on planes copies pixels: no weights to look up.
+  const std::vector<std::array<Coord, 4>> w =
+      !p.nhwc && p.nearest ? std::vector<std::array<Coord, 4>>{} : WeightsOf<Coord>(p);
   const T* px = x.data<T>();
   const std::vector<int64_t> out_dims = p.OutDims();
   const int64_t n = Product(out_dims, 0, 4);

@@ -43,15 +43,16 @@ void CheckSameShape(const Tensor& a, const char* an, const Tensor& b, const char
 }
 
 // The output `out_slot` holding `in_slot`'s current values, to be updated in place: the
-// input's own memory when the output is the same variable (the usual case), else a copy.
+// input's own memory when the output is the same variable (the usual case) and nothing
+// else shares that memory (Allocate keeps it then), else new memory holding a copy, so a
+// tensor sharing the input's memory (abi.h's tensor_share) keeps its values.
 template <class T> VecMap<T> InPlace(KernelContext& ctx, const char* out_slot, const char* in_slot) {
   Tensor in = ctx.Input(in_slot);
-  if (OutputIsInput(ctx, out_slot, {in_slot})) {
-    return VecMap<T>(in.mutable_data<T>(), in.numel());
-  }
+  const T* from = in.data<T>();
+  const int64_t n = in.numel();
   T* po = ctx.Output(out_slot).Allocate<T>(in.dims());
-  std::copy(in.data<T>(), in.data<T>() + in.numel(), po);
-  return VecMap<T>(po, in.numel());
+  if (po != from) std::copy(from, from + n, po);
+  return VecMap<T>(po, n);
 }
 
 // The width of a row of `param` that SelectedRows `grad` holds rows of, after checking

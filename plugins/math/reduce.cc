@@ -249,12 +249,13 @@ template <bool kAll> void ReduceBool(KernelContext& ctx) {
   for (size_t k = 0; k < acc.size(); ++k) out[k] = acc[k] != 0;
 }
 
+// Each X@GRAD is Out@GRAD: a view of its memory, no copy.
 template <class T> void SumGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const OpInfo op = ctx.op();
   for (size_t i = 0; i < op.OutputCount("X@GRAD"); ++i) {
     if (op.OutputName("X@GRAD", i) == RILL_EMPTY_VAR_NAME) continue;
-    ParallelCopy(g.data<T>(), ctx.Output("X@GRAD", i).Allocate<T>(g.dims()), sizeof(T) * g.numel());
+    ctx.Output("X@GRAD", i).ShareWith(g);
   }
 }
 

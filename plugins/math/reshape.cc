@@ -1,10 +1,8 @@
 // Ops that give X's elements a new shape: reshape2, flatten2, flatten_contiguous_range,
-// squeeze2, unsqueeze2 (the same bytes, new dims) and transpose2 (dims permuted, elements
-// moved), any dtype, with Fluid's contracts; and their gradients. Each also writes
+// squeeze2, unsqueeze2 (a view of X's memory with new dims) and transpose2 (dims permuted,
+// elements moved), any dtype, with Fluid's contracts; and their gradients. Each also writes
 // Fluid's XShape output when the program names one: dims [0] + X's dims, no elements
 // (Paddle's gradients read X's shape from it; ours read X's dims).
-#include <cstring>
-#include <numeric>
 
 #include "kernels.h"
 #include "ops.h"
@@ -14,16 +12,15 @@
 namespace rill::math {
 namespace {
 
-// Out = the bytes of input `in_slot` with `dims` (same element count). Out may be that input.
-void CopyWithDims(KernelContext& ctx, const char* in_slot, const char* out_slot, const std::vector<int64_t>& dims) {
+// Out = input `in_slot`'s elements with `dims` (same element count): a view of its memory,
+// as Fluid's reshape shares its input's. Out may be that input.
+void ViewWithDims(KernelContext& ctx, const char* in_slot, const char* out_slot, const std::vector<int64_t>& dims) {
   Tensor x = ctx.Input(in_slot);
   if (Product(dims, 0, dims.size()) != x.numel()) {
     throw Error("cannot give " + DimsString(x.dims()) + " (" + std::to_string(x.numel()) + " elements) the shape " +
                 DimsString(dims));
   }
-  const size_t bytes = static_cast<size_t>(x.numel()) * DataTypeSize(x.dtype());
-  WriteOutputBytes(ctx, out_slot, {in_slot}, x.dtype(), dims,
-                   [&](char* out) { ParallelCopy(x.raw_data(), out, bytes); });
+  ctx.Output(out_slot).ShareWith(x, dims);
 }
 
 void WriteXShape(KernelContext& ctx, const Tensor& x) {
@@ -83,7 +80,7 @@ void Reshape2(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const std::vector<int64_t> dims = ReshapeDims(ctx, x);
   WriteXShape(ctx, x);
-  CopyWithDims(ctx, "X", "Out", dims);
+  ViewWithDims(ctx, "X", "Out", dims);
 }
 
 // flatten2: [prod(dims[:axis]), prod(dims[axis:])].
@@ -96,7 +93,7 @@ void Flatten2(KernelContext& ctx) {
   }
   const size_t a = static_cast<size_t>(axis);
   WriteXShape(ctx, x);
-  CopyWithDims(ctx, "X", "Out", {Product(xd, 0, a), Product(xd, a, xd.size())});
+  ViewWithDims(ctx, "X", "Out", {Product(xd, 0, a), Product(xd, a, xd.size())});
 }
 
 // flatten_contiguous_range: dims start_axis..stop_axis become one.
@@ -111,7 +108,7 @@ void FlattenRange(KernelContext& ctx) {
   dims.push_back(xd.empty() ? 1 : Product(xd, start, stop + 1));
   if (stop + 1 < xd.size()) dims.insert(dims.end(), xd.begin() + static_cast<std::ptrdiff_t>(stop + 1), xd.end());
   WriteXShape(ctx, x);
-  CopyWithDims(ctx, "X", "Out", dims);
+  ViewWithDims(ctx, "X", "Out", dims);
 }
 
 // squeeze2: the listed dims (all of size 1 when none is listed) removed; a listed dim of
@@ -133,7 +130,7 @@ void Squeeze2(KernelContext& ctx) {
     if (!drop[i]) dims.push_back(xd[i]);
   }
   WriteXShape(ctx, x);
-  CopyWithDims(ctx, "X", "Out", dims);
+  ViewWithDims(ctx, "X", "Out", dims);
 }
 
 // unsqueeze2: a dim of 1 inserted at each of `axes`, in order, each against the rank
@@ -146,11 +143,11 @@ void Unsqueeze2(KernelContext& ctx) {
     dims.insert(dims.begin() + static_cast<std::ptrdiff_t>(a), 1);
   }
   WriteXShape(ctx, x);
-  CopyWithDims(ctx, "X", "Out", dims);
+  ViewWithDims(ctx, "X", "Out", dims);
 }
 
 // X@GRAD = Out@GRAD with X's dims.
-void ReshapeGrad(KernelContext& ctx) { CopyWithDims(ctx, "Out@GRAD", "X@GRAD", ctx.Input("X").dims()); }
+void ReshapeGrad(KernelContext& ctx) { ViewWithDims(ctx, "Out@GRAD", "X@GRAD", ctx.Input("X").dims()); }
 
 // `axis` checked to be a permutation of [0, rank).
 std::vector<size_t> Permutation(const std::vector<int64_t>& axis, size_t rank) {

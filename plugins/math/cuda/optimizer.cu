@@ -59,14 +59,29 @@ void CheckOptimizer(KernelContext& ctx, std::initializer_list<std::pair<const ch
   }
 }
 
+// Output `slot`'s device memory, holding input `in`'s values, to update in place (the two
+// are one variable, CheckOptimizer saw to it): the variable's own memory, or, where that
+// is shared with another tensor (abi.h's tensor_share), which keeps its values, new memory
+// holding a copy.
+template <class T> T* InPlace(KernelContext& ctx, const char* slot, Tensor& in) {
+  const T* from = in.data<T>();
+  const int64_t n = in.numel();
+  Tensor out = ctx.Output(slot);
+  T* to = AllocateOnDevice<T>(ctx, out, in.dims());
+  if (to != from && n > 0) {
+    CudaCheck(cudaMemcpy(to, from, sizeof(T) * n, cudaMemcpyDeviceToDevice), "cudaMemcpy of a shared tensor");
+  }
+  return to;
+}
+
 template <class T> void Sgd(KernelContext& ctx) {
   UseDevice(ctx);
   CheckOptimizer(ctx, {{"ParamOut", "Param"}});
   Tensor param = ctx.Input("Param");
   Tensor grad = ctx.Input("Grad");
   Tensor lr = ctx.Input("LearningRate");
-  SgdKernel<T>
-      <<<Blocks(param.numel()), kThreads>>>(param.mutable_data<T>(), grad.data<T>(), lr.data<T>(), param.numel());
+  SgdKernel<T><<<Blocks(param.numel()), kThreads>>>(InPlace<T>(ctx, "ParamOut", param), grad.data<T>(), lr.data<T>(),
+                                                    param.numel());
   CheckLaunch("sgd kernel");
 }
 
@@ -82,7 +97,7 @@ template <class T> void Momentum(KernelContext& ctx) {
   }
   const T l2 = method == "l2_decay" ? T(ctx.Attr<float>("regularization_coeff")) : T(0);
   MomentumKernel<T><<<Blocks(param.numel()), kThreads>>>(
-      param.mutable_data<T>(), ctx.Input("Grad").data<T>(), velocity.mutable_data<T>(),
+      InPlace<T>(ctx, "ParamOut", param), ctx.Input("Grad").data<T>(), InPlace<T>(ctx, "VelocityOut", velocity),
       ctx.Input("LearningRate").data<T>(), param.numel(), T(ctx.Attr<float>("mu")), ctx.Attr<bool>("use_nesterov"),
       T(ctx.Attr<float>("rescale_grad")), l2);
   CheckLaunch("momentum kernel");
@@ -106,10 +121,10 @@ template <class T> void Adam(KernelContext& ctx) {
   Tensor b1_pow = ctx.Input("Beta1Pow");
   Tensor b2_pow = ctx.Input("Beta2Pow");
   const T b1 = T(ctx.Attr<float>("beta1")), b2 = T(ctx.Attr<float>("beta2"));
-  AdamKernel<T>
-      <<<Blocks(param.numel()), kThreads>>>(param.mutable_data<T>(), ctx.Input("Grad").data<T>(), m1.mutable_data<T>(),
-                                            m2.mutable_data<T>(), ctx.Input("LearningRate").data<T>(), b1_pow.data<T>(),
-                                            b2_pow.data<T>(), param.numel(), b1, b2, T(ctx.Attr<float>("epsilon")));
+  AdamKernel<T><<<Blocks(param.numel()), kThreads>>>(
+      InPlace<T>(ctx, "ParamOut", param), ctx.Input("Grad").data<T>(), InPlace<T>(ctx, "Moment1Out", m1),
+      InPlace<T>(ctx, "Moment2Out", m2), ctx.Input("LearningRate").data<T>(), b1_pow.data<T>(), b2_pow.data<T>(),
+      param.numel(), b1, b2, T(ctx.Attr<float>("epsilon")));
   CheckLaunch("adam kernel");
   // beta^t advances after the update reads it; an output that is the input is updated in place.
   const auto advance = [&](const char* slot, Tensor& in, T beta) {

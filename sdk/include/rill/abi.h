@@ -56,6 +56,8 @@ extern "C" {
  *      register_command (a plugin's own subcommand of the `rill` tool, RillCommandDef).
  *      Tensor arrays: var_is_tensor_array, var_tensor_array, var_tensor_array_resize,
  *      var_tensor_array_at (Fluid's LoDTensorArray, a variable holding a list of tensors).
+ *      Kinds and whole LoDs: var_is_tensor, tensor_truncate_lod. Shared memory:
+ *      tensor_share (an output that views an input's memory instead of copying it).
  */
 #define RILL_ABI_VERSION 2u
 
@@ -596,6 +598,16 @@ typedef struct RillHostApi {
    * appends the next, it replaces a LoD whole. */
   int32_t (*var_is_tensor)(const RillVariable* var);
   RillStatus* (*tensor_truncate_lod)(RillTensor* t, size_t levels);
+  /* ---- Shared memory.
+   * tensor_share: makes `dst` a view of `src`'s memory, with no copy: src's dtype and
+   * device, shaped `dims` (`ndim` of them, whose product must be src's element count;
+   * NULL for src's own shape); dst's LoD stays its own (Fluid's ShareDataWith). A kernel
+   * whose output is an input's values unchanged (a gradient passed through, a reshape)
+   * gives it this way instead of copying. Memory that several tensors share is never
+   * rewritten in place: tensor_allocate of any of them gives that one new memory, so each
+   * keeps the values it was given, and a kernel writes only into memory tensor_allocate
+   * gave it. RILL_INVALID_ARGUMENT when src holds no value or `dims` hold another count. */
+  RillStatus* (*tensor_share)(RillTensor* dst, const RillTensor* src, const int64_t* dims, size_t ndim);
   /* ===== End of version 2 ===== */
 } RillHostApi;
 

@@ -289,6 +289,38 @@ class Tensor {
   }
   void* Allocate(int32_t dtype, const std::vector<int64_t>& dims) { return Allocate(dtype, dims.data(), dims.size()); }
 
+  // Makes this tensor a view of `src`'s memory, shaped `dims` (src's element count; src's
+  // own shape without it), instead of a copy: an output that is an input's values
+  // unchanged (abi.h's tensor_share). Neither is then rewritten in place; write only into
+  // memory Allocate gives. A host of ABI version 1 has no shared memory for plugins: there
+  // a CPU tensor gets a copy, and a device tensor an error naming the entry.
+  void ShareWith(const Tensor& src) { ShareWith(src, src.dims_data(), src.ndim()); }
+  void ShareWith(const Tensor& src, const std::vector<int64_t>& dims) { ShareWith(src, dims.data(), dims.size()); }
+  void ShareWith(const Tensor& src, const int64_t* dims, size_t ndim) {
+    if (Host().struct_size >= offsetof(RillHostApi, tensor_share) + sizeof(Host().tensor_share) ||
+        src.device_type() != RILL_CPU) {
+      Check(RILL_HOST_ENTRY(tensor_share)(t_, src.t_, dims, ndim));
+      have_info_ = false;
+      return;
+    }
+    if (!src.initialized()) throw Error("cannot share the memory of a tensor that holds no value");
+    const std::vector<int64_t> shape(dims, dims + ndim);  // may be either tensor's own
+    int64_t count = 1;
+    for (int64_t d : shape) {
+      if (d < 0 || __builtin_mul_overflow(count, d, &count)) {
+        count = -1;
+        break;
+      }
+    }
+    if (count != src.numel()) {
+      throw Error("cannot view a tensor of " + std::to_string(src.numel()) + " elements as a shape of another count");
+    }
+    const void* from = src.info().data;
+    const size_t bytes = static_cast<size_t>(count) * DataTypeSize(src.dtype());
+    void* to = Allocate(src.dtype(), shape.data(), shape.size());
+    if (to != from && bytes > 0) std::memcpy(to, from, bytes);
+  }
+
   std::vector<std::vector<uint64_t>> lod() const {
     std::vector<std::vector<uint64_t>> out(RILL_HOST_ENTRY(tensor_lod_levels)(t_));
     for (size_t l = 0; l < out.size(); ++l) {

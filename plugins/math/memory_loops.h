@@ -66,10 +66,14 @@ template <class Word> auto TransposeFor() {
 
 }  // namespace memory
 
-// memcpy(to, from, n) for blocks that do not overlap: the C library's for small ones (a
-// call to the vector loop would cost more than the copy), memory::Copy for the rest.
+// memcpy(to, from, n) for blocks that do not overlap: the C library's below 2 KiB, the
+// least size at which glibc's memcpy starts using `rep movsb` (its rep_movsb_threshold:
+// 2 KiB with 16-byte vectors, more with wider ones), memory::Copy for the rest. Below
+// it glibc moves a block with vector registers, all of a short block's loads issued before
+// its stores, which the vector loop's setup and one-register steps cannot match on a row
+// of a few hundred bytes (a gathered embedding row).
 inline void CopyBytes(void* to, const void* from, size_t n) {
-  constexpr size_t kLoopFrom = 256;
+  constexpr size_t kLoopFrom = 2048;
   if (n < kLoopFrom) {
     std::memcpy(to, from, n);
     return;

@@ -117,7 +117,7 @@ def standard_cases():
         "relu": ("torch.relu(X)", -1, 1, {}), "sigmoid": ("torch.sigmoid(X)", -1, 1, {}),
         "tanh": ("torch.tanh(X)", -1, 1, {}), "exp": ("torch.exp(X)", -1, 1, {}), "log": ("torch.log(X)", 0.1, 2, {}),
         "sqrt": ("torch.sqrt(X)", 0.1, 2, {}), "rsqrt": ("torch.rsqrt(X)", 0.1, 2, {}), "abs": ("torch.abs(X)", -1, 1, {}),
-        "square": ("torch.square(X)", -1, 1, {}), "gelu": ("F.gelu(X)", -3, 3, {}),
+        "square": ("torch.square(X)", -1, 1, {}), "gelu": ("F.gelu(X)", -3, 3, {}), "erf": ("torch.erf(X)", -3, 3, {}),
         "silu": ("F.silu(X)", -3, 3, {}), "swish": ("X * torch.sigmoid(X)", -3, 3, {"beta": 1.0}),
         "hard_swish": ("F.hardswish(X)", -4, 4, {}), "hard_sigmoid": ("F.hardsigmoid(X)", -4, 4, {"slope": 1 / 6.0, "offset": 0.5}),
         "relu6": ("F.relu6(X)", -2, 8, {}), "leaky_relu": ("F.leaky_relu(X, 0.02)", -1, 1, {"alpha": 0.02}),

@@ -141,6 +141,7 @@ std::vector<GradCase> Cases() {
       {"relu6", -2, 8, nullptr},
       {"relu6", -2, 8, [](core::OpBuilder& o) { o.Attr("threshold", 3.0f); }},
       {"leaky_relu", -1, 1, [](core::OpBuilder& o) { o.Attr("alpha", 0.1f); }},
+      {"erf", -3, 3, nullptr},
       {"gelu", -3, 3, nullptr},
       {"gelu", -3, 3, [](core::OpBuilder& o) { o.Attr("approximate", true); }},
       {"swish", -3, 3, [](core::OpBuilder& o) { o.Attr("beta", 1.5f); }},

@@ -797,8 +797,9 @@ TYPED_TEST(FloatOps, PolynomialFunctionsWithinThreeUlp) {
 }
 
 // The double-precision forms built on Eigen's vectorized exp and log (expm1 by its series
-// and exp, Kahan's log1p, and tanh from expm1 and exp) and the activations made of them,
-// sin, cos and tan reduced by pi/2, and asin, acos and atan by Cephes' rational functions:
+// and exp, Kahan's log1p, tanh from expm1 and exp, erf by fdlibm's rational functions and
+// exp) and the activations made of them, sin, cos and tan reduced by pi/2, and asin, acos
+// and atan by Cephes' rational functions:
 // within 3 ulp (tanh 5) of the exact value (long double's, rounded) over a sweep of every
 // binade of both signs, densely where they bend (asin's and acos's domain too, and where
 // their forms change), and at the doubles nearest multiples of pi/2 (where a reduction's
@@ -827,12 +828,13 @@ TEST_F(MathForward, DoublePrecisionFormsWithinFewUlp) {
   for (double v : {0.5, 0.625, std::nextafter(0.5, 1.0), std::nextafter(0.625, 1.0), 1.0, std::nextafter(1.0, 2.0)}) {
     xs.push_back(v), xs.push_back(-v);
   }
-  for (double v : {0.66, 2.41421356237309504880}) {  // where atan's forms change
+  for (double v : {0.66, 2.41421356237309504880,     // where atan's forms change
+                   0.84375, 1.25, 1 / 0.35, 6.0}) {  // and erf's
     for (double w : {std::nextafter(v, 0.0), v, std::nextafter(v, 3.0)}) xs.push_back(w), xs.push_back(-w);
   }
   Set<double>("x", {static_cast<int64_t>(xs.size())}, xs);
-  for (const char* op :
-       {"expm1", "log1p", "tanh", "softplus", "elu", "logsigmoid", "sin", "cos", "tan", "asin", "acos", "atan"}) {
+  for (const char* op : {"expm1", "log1p", "tanh", "softplus", "elu", "logsigmoid", "sin", "cos", "tan", "asin", "acos",
+                         "atan", "erf"}) {
     Op(op).Input("X", "x").Output("Out", op);
   }
   ASSERT_EQ(Run(), "");
@@ -849,7 +851,8 @@ TEST_F(MathForward, DoublePrecisionFormsWithinFewUlp) {
       {"tan", [](long double v) { return std::tan(v); }},
       {"asin", [](long double v) { return std::asin(v); }},
       {"acos", [](long double v) { return std::acos(v); }},
-      {"atan", [](long double v) { return std::atan(v); }}};
+      {"atan", [](long double v) { return std::atan(v); }},
+      {"erf", [](long double v) { return std::erf(v); }}};
   for (const auto& [op, f] : exact) {
     const std::vector<double> got = Values(op);
     double worst = 0, worst_at = 0;

@@ -166,6 +166,7 @@ void RegisterActivation(Registrar& r) {
   AddUnary<LeakyRelu, float, double>(r, "leaky_relu", "X if X > 0, else alpha * X", [](OpSchema& s) -> OpSchema& {
     return s.Attr("alpha", 0.02, "the slope below 0");
   });
+  AddUnary<Erf, float, double>(r, "erf", "erf(X), the error function");
   AddUnary<Gelu, float, double>(
       r, "gelu", "X * Phi(X), Phi the standard normal CDF (approximate: its tanh form)", [](OpSchema& s) -> OpSchema& {
         return s.Attr("approximate", false, "use 0.5 (1 + tanh(sqrt(2/pi) (X + 0.044715 X^3)))");

@@ -18,6 +18,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "kernels.h"
 
@@ -227,6 +228,107 @@ struct LeakyRelu {
     dx = x.binaryExpr(g, [a](S<A> v, S<A> gv) { return v > S<A>(0) ? gv : a * gv; });
   }
 };
+// erf x. Single precision: Eigen's, vectorized. Double precision (Eigen's is libm's per
+// element), in Sun's fdlibm scheme, whose published coefficients these are, on a = |x|,
+// the sign given back after (a zero's kept):
+//  - a < 0.84375: a + a R(a^2), R a rational of degree 4 over 5;
+//  - a < 1.25: erx + R(a - 1), degree 6 over 6, erx = erf(1) rounded to 32 bits;
+//  - a < 6: 1 - exp(-z^2 - 0.5625) exp((z - a)(z + a) + R(1 / a^2)) / a, z = a with its low
+//    32 bits cleared (so z^2 is exact), degree 7 over 8 below 1 / 0.35, 6 over 7 above;
+//  - else 1 (erf is 1 to double precision there).
+// Each branch is computed for every element, its argument clamped to its own interval so
+// nothing overflows where another is taken, and blended: the two near-zero rationals are
+// one evaluation with per-element coefficients, and so are the two tail ones, whose two
+// exps are Eigen's, vectorized. Within an ulp or two of libm's erf (the test checks it).
+namespace erf_coefficients {
+constexpr double kErx = 8.45062911510467529297e-01;
+// Near zero, for a < 0.84375 (on a^2) then for a < 1.25 (on a - 1): numerators, and
+// denominators after their leading 1, lowest degree first; the shorter padded with zeros.
+constexpr double kNearP[2][7] = {
+    {1.28379167095512558561e-01, -3.25042107247001499370e-01, -2.84817495755985104766e-02, -5.77027029648944159157e-03,
+     -2.37630166566501626084e-05, 0, 0},
+    {-2.36211856075265944077e-03, 4.14856118683748331666e-01, -3.72207876035701323847e-01, 3.18346619901161753674e-01,
+     -1.10894694282396677476e-01, 3.54783043256182359371e-02, -2.16637559486879084300e-03}};
+constexpr double kNearQ[2][6] = {{3.97917223959155352819e-01, 6.50222499887672944485e-02, 5.08130628187576562776e-03,
+                                  1.32494738004321644526e-04, -3.96022827877536812320e-06, 0},
+                                 {1.06420880400844228286e-01, 5.40397917702171048937e-01, 7.18286544141962662868e-02,
+                                  1.26171219808761642112e-01, 1.36370839120290507362e-02, 1.19844998467991074170e-02}};
+// The tail, on 1 / a^2, below 1 / 0.35 then above.
+constexpr double kTailP[2][8] = {
+    {-9.86494403484714822705e-03, -6.93858572707181764372e-01, -1.05586262253232909814e+01, -6.23753324503260060396e+01,
+     -1.62396669462573470355e+02, -1.84605092906711035994e+02, -8.12874355063065934246e+01,
+     -9.81432934416914548592e+00},
+    {-9.86494292470009928597e-03, -7.99283237680523006574e-01, -1.77579549177547519889e+01, -1.60636384855821916062e+02,
+     -6.37566443368389627722e+02, -1.02509513161107724954e+03, -4.83519191608651397019e+02, 0}};
+constexpr double kTailQ[2][8] = {
+    {1.96512716674392571292e+01, 1.37657754143519042600e+02, 4.34565877475229228821e+02, 6.45387271733267880336e+02,
+     4.29008140027567833386e+02, 1.08635005541779435134e+02, 6.57024977031928170135e+00, -6.04244152148580987438e-02},
+    {3.03380607434824582924e+01, 3.25792512996573918826e+02, 1.53672958608443695994e+03, 3.19985821950859553908e+03,
+     2.55305040643316442583e+03, 4.74528541206955367215e+02, -2.24409524465858183362e+01, 0}};
+}  // namespace erf_coefficients
+
+// p[0] + t (p[1] + t (...)) over N coefficients, each the first set's where `first`, else
+// the second's: a blend per coefficient, expanded at compile time (a loop here, even of
+// constant count, keeps the caller's loop from vectorizing).
+template <size_t N, size_t... K>
+inline double HornerOf(const double (&p)[2][N], bool first, double t, std::index_sequence<K...>) {
+  double sum = first ? p[0][N - 1] : p[1][N - 1];
+  ((sum = sum * t + (first ? p[0][N - 2 - K] : p[1][N - 2 - K])), ...);
+  return sum;
+}
+template <size_t N> inline double HornerOf(const double (&p)[2][N], bool first, double t) {
+  return HornerOf(p, first, t, std::make_index_sequence<N - 1>());
+}
+
+template <class X> auto ErfOf(const X& x) {
+  if constexpr (std::is_same_v<S<X>, float>) {
+    return x.erf();  // an expression, evaluated where it is used
+  } else {
+    using namespace erf_coefficients;
+    constexpr double kNearBelow = 0.84375, kMidBelow = 1.25, kTailSplit = 1 / 0.35, kOneFrom = 6;
+    const Block<X> v = x;
+    const Eigen::Index n = v.size();
+    Block<X> tail_a(n), exp_first(n), exp_second(n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const double a = std::min(std::max(std::fabs(v[i]), kMidBelow), kOneFrom);
+      const double t = 1 / (a * a);
+      const bool low = a < kTailSplit;
+      const double ratio = HornerOf(kTailP, low, t) / (1 + t * HornerOf(kTailQ, low, t));
+      uint64_t bits;
+      std::memcpy(&bits, &a, sizeof bits);
+      bits &= 0xffffffff00000000ull;
+      double z;
+      std::memcpy(&z, &bits, sizeof z);
+      tail_a[i] = a;
+      exp_first[i] = -z * z - 0.5625;
+      exp_second[i] = (z - a) * (z + a) + ratio;
+    }
+    const Block<X> first = exp_first.exp(), second = exp_second.exp();
+    Block<X> out(n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const double a = std::fabs(v[i]);
+      const bool near = a < kNearBelow;
+      const double b = std::min(a, kMidBelow);
+      const double t = near ? b * b : b - 1;
+      const double ratio = HornerOf(kNearP, near, t) / (1 + t * HornerOf(kNearQ, near, t));
+      const double tail = 1 - first[i] * second[i] / tail_a[i];
+      const double e = near ? a + a * ratio : a < kMidBelow ? kErx + ratio : a >= kOneFrom ? 1.0 : tail;
+      out[i] = std::copysign(e, v[i]);
+    }
+    return out;
+  }
+}
+
+// erf, whose derivative is 2 / sqrt(pi) exp(-x^2).
+struct Erf {
+  static constexpr GradFrom kGradFrom = GradFrom::kX;
+  explicit Erf(KernelContext&) {}
+  static constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
+  template <class A, class O> void Forward(const A& x, O out) const { out = ErfOf(x); }
+  template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
+    dx = g * S<A>(kTwoOverSqrtPi) * (-x.square()).exp();
+  }
+};
 // gelu: x * Phi(x) with Phi the normal CDF, or (approximate) Phi by its tanh form.
 struct Gelu {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
@@ -237,7 +339,7 @@ struct Gelu {
   template <class A> static auto Inner(const A& x) { return S<A>(kSqrt2OverPi) * (x + S<A>(kCubic) * x.cube()); }
   template <class A, class O> void Forward(const A& x, O out) const {
     if (approximate) out = S<A>(0.5) * x * (S<A>(1) + TanhOf(Inner(x)));
-    else out = S<A>(0.5) * x * (S<A>(1) + (S<A>(kSqrtHalf) * x).erf());
+    else out = S<A>(0.5) * x * (S<A>(1) + ErfOf(S<A>(kSqrtHalf) * x));
   }
   template <class A, class B, class O> void Backward(const A& x, const B& g, O dx) const {
     if (approximate) {
@@ -245,7 +347,7 @@ struct Gelu {
       dx = g * (S<A>(0.5) * (S<A>(1) + t) + S<A>(0.5) * x * (S<A>(1) - t.square()) * S<A>(kSqrt2OverPi) *
                                                 (S<A>(1) + S<A>(3 * kCubic) * x.square()));
     } else {
-      dx = g * (S<A>(0.5) * (S<A>(1) + (S<A>(kSqrtHalf) * x).erf()) +
+      dx = g * (S<A>(0.5) * (S<A>(1) + ErfOf(S<A>(kSqrtHalf) * x)) +
                 x * (S<A>(-0.5) * x.square()).exp() * S<A>(kInvSqrt2Pi));
     }
   }

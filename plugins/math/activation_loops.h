@@ -31,13 +31,13 @@ template <class Set, class Op, class T> void Backward(const Op&, const T*, const
 // -fno-trapping-math (CMakeLists.txt), so they are built without it; of doubles they are
 // our own blends, which need it.
 // clang-format off
-#define RILL_MATH_PIECEWISE_ACTIVATIONS(X, XT)                                                                  \
-  X(Relu) X(Sigmoid) X(Tanh) X(Square) X(Exp) X(Log) X(Sqrt) X(Abs) X(Relu6) X(LeakyRelu) X(Gelu) X(Swish)      \
-  X(HardSwish) X(HardSigmoid) X(Clip) X(Silu) X(LogSigmoid) X(TanhShrink) X(SoftShrink) X(HardShrink)          \
-  X(ThresholdedRelu) X(BRelu) X(SoftRelu) X(Elu) X(Softplus) X(Softsign) X(Mish) X(Selu) X(STanh) X(Pow)        \
-  X(Reciprocal) X(Rsqrt) X(Expm1) X(Log1p) X(LogBase<2>) X(LogBase<10>) X(Tan) X(Asin) X(Acos) X(Atan) X(Sinh) \
-  X(Cosh) X(Rounding<FloorStep>) X(Rounding<CeilStep>) X(Rounding<RoundStep>) X(Rounding<SignStep>)           \
-  XT(Sin, double) XT(Cos, double)
+#define RILL_MATH_PIECEWISE_ACTIVATIONS(X, XT)                                                            \
+  X(Relu) X(Sigmoid) X(Tanh) X(Square) X(Exp) X(Log) X(Sqrt) X(Abs) X(Relu6) X(LeakyRelu) X(Erf) X(Gelu)  \
+  X(Swish) X(HardSwish) X(HardSigmoid) X(Clip) X(Silu) X(LogSigmoid) X(TanhShrink) X(SoftShrink)          \
+  X(HardShrink) X(ThresholdedRelu) X(BRelu) X(SoftRelu) X(Elu) X(Softplus) X(Softsign) X(Mish) X(Selu)    \
+  X(STanh) X(Pow) X(Reciprocal) X(Rsqrt) X(Expm1) X(Log1p) X(LogBase<2>) X(LogBase<10>) X(Tan) X(Asin)    \
+  X(Acos) X(Atan) X(Sinh) X(Cosh) X(Rounding<FloorStep>) X(Rounding<CeilStep>) X(Rounding<RoundStep>)     \
+  X(Rounding<SignStep>) XT(Sin, double) XT(Cos, double)
 // clang-format on
 #define RILL_MATH_TRIGONOMETRIC_ACTIVATIONS(X, XT) XT(Sin, float) XT(Cos, float)
 // square and abs also take integers.

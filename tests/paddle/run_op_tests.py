@@ -19,8 +19,8 @@ import sys
 
 import harness
 
-# The op test files of the ops Rill ships: the common ops, the detection ops, and the ops
-# Fluid's layers use.
+# The op test files of the ops Rill ships: the common ops, the detection ops, the ops
+# Fluid's layers use, and erf (gelu's).
 FILES = """accuracy_op activation_op adadelta_op adagrad_op adam_op adamax_op arg_min_max_op assign_op assign_value_op
 batch_norm_op bilinear_interp_op bilinear_interp_v2_op cast_op clip_by_norm_op clip_op compare_op concat_op conv2d_op
 conv2d_transpose_op conv2d_transpose_op_depthwise_conv cross_entropy_op cumsum_op decayed_adagrad_op dropout_op elementwise_add_op elementwise_div_op
@@ -36,6 +36,7 @@ unsqueeze2_op where_op
 box_coder_op density_prior_box_op iou_similarity_op matrix_nms_op multiclass_nms_op prior_box_op roi_align_op
 yolo_box_op
 crop_op ftrl_op lrn_op maxout_op mean_iou multiplex_op norm_op polygon_box_transform roi_pool_op smooth_l1_loss_op
+erf_op
 """.split()
 
 # Methods whose failure is a deliberate difference, each with its reason (harness.py).

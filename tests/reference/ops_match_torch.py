@@ -257,6 +257,7 @@ def activation_cases(rng, dt):
             ("cosh", {}, torch.cosh, x / dt(2)),
             ("relu6", dict(threshold=2.5), lambda x: torch.clamp(x, 0, 2.5), x),
             ("leaky_relu", dict(alpha=0.1), lambda x: F.leaky_relu(x, f32(0.1)), x),
+            ("erf", {}, torch.erf, x),
             ("gelu", {}, lambda x: F.gelu(x), x),
             ("gelu", dict(approximate=True), lambda x: F.gelu(x, approximate="tanh"), x),
             ("swish", dict(beta=1.5), lambda x: x * torch.sigmoid(1.5 * x), x),

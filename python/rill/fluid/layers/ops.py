@@ -2,7 +2,7 @@
 from rill.fluid import core
 from rill.fluid.layer_helper import LayerHelper
 
-_ACTIVATIONS = ["sigmoid", "relu", "tanh", "exp", "log", "sqrt", "abs", "square", "gelu", "swish", "hard_swish",
+_ACTIVATIONS = ["sigmoid", "relu", "tanh", "exp", "log", "sqrt", "abs", "square", "erf", "gelu", "swish", "hard_swish",
                 "hard_sigmoid", "logsigmoid", "tanh_shrink", "softshrink", "ceil", "floor", "cos", "sin", "round",
                 "tan", "asin", "acos", "atan", "sinh", "cosh",
                 "reciprocal", "softplus", "softsign", "brelu", "soft_relu", "elu", "pow", "stanh", "hard_shrink",

@@ -665,11 +665,11 @@ RillStatus* TensorShare(RillTensor* dst, const RillTensor* src, const int64_t* d
   if (!dst || !src) return NullArg("tensor_share");
   return StatusFromCall([&] {
     const Tensor& from = *T(src);
-    if (dims == nullptr) {
-      T(dst)->ShareWith(from, from.dims().data(), from.dims().size());
-    } else {
-      T(dst)->ShareWith(from, dims, ndim);
+    if (dims == nullptr) {  // src's own shape
+      dims = from.dims().data();
+      ndim = from.dims().size();
     }
+    T(dst)->ShareWith(from, dims, ndim);
   });
 }
 

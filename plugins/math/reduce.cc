@@ -249,8 +249,8 @@ template <bool kAll> void ReduceBool(KernelContext& ctx) {
   for (size_t k = 0; k < acc.size(); ++k) out[k] = acc[k] != 0;
 }
 
-// Each X@GRAD is Out@GRAD: a view of its memory, no copy.
-template <class T> void SumGrad(KernelContext& ctx) {
+// Each X@GRAD is Out@GRAD: a view of its memory, no copy, whatever the dtype.
+void SumGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const OpInfo op = ctx.op();
   for (size_t i = 0; i < op.OutputCount("X@GRAD"); ++i) {
@@ -363,7 +363,7 @@ void RegisterReduce(Registrar& r) {
   r.Op(sum);
   r.Op(sum.MakeGradSchema());
   RegisterCpu<RILL_MATH_NUMERIC_TYPES>(r, "sum", [](auto t) { return &Sum<decltype(t)>; });
-  RegisterCpu<float, double>(r, "sum_grad", [](auto t) { return &SumGrad<decltype(t)>; });
+  r.Kernel("sum_grad", RILL_CPU, RILL_ANY_DTYPE, &SumGrad);
   const OpSchema mean = OpSchema("mean")
                             .Doc("Out = the mean of every element of X, shape [1].")
                             .Input("X", "input")

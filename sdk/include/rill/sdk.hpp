@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "rill/abi.h"
+#include "rill/checked_size.hpp"
 #include "rill/spin_lock.hpp"  // the lock the parking protocol wants (Park's unlock)
 
 // The lowest ABI version this plugin needs, which it declares to the host. By default 1,
@@ -83,10 +84,15 @@ static_assert(RILL_PLUGIN_NEEDS_ABI >= 1 && RILL_PLUGIN_NEEDS_ABI <= RILL_ABI_VE
                   std::to_string(Host().abi_version) + ") does not serve: upgrade rill",
               RILL_UNIMPLEMENTED);
 }
+// Whether the host's table reaches `end` (an entry's offset plus its size).
+inline bool HostServes(size_t end) { return Host().struct_size >= end; }
 inline void RequireEntry(size_t end, const char* entry) {
-  if (Host().struct_size < end) ThrowEntryNotServed(entry);
+  if (!HostServes(end)) ThrowEntryNotServed(entry);
 }
 }  // namespace detail
+
+// Whether the host serves entry `field` (one added after the version the plugin needs).
+#define RILL_HOST_SERVES(field) ::rill::detail::HostServes(offsetof(RillHostApi, field) + sizeof(::rill::Host().field))
 
 // The host's entry `field`, once it is known to be there: a plugin that declares an ABI
 // version older than its header's (RILL_PLUGIN_NEEDS_ABI) loads into hosts that lack the
@@ -128,10 +134,7 @@ inline void Log(RillLogLevel level, const std::string& message) { RILL_HOST_ENTR
 // `rill run --profile` records. Tracing() is false on a host of version 1 and whenever
 // nobody profiles, and a TraceSpan then records nothing: a plugin that needs only version
 // 1 may use them. Check Tracing() before building an expensive name or detail.
-inline bool Tracing() {
-  return Host().struct_size >= offsetof(RillHostApi, trace_span) + sizeof(Host().trace_span) &&
-         Host().trace_active() != 0;
-}
+inline bool Tracing() { return RILL_HOST_SERVES(trace_span) && Host().trace_active() != 0; }
 
 // The clock spans are on (ns). REQUIRES: Tracing().
 inline int64_t TraceNow() { return Host().trace_now_ns(); }
@@ -297,28 +300,22 @@ class Tensor {
   void ShareWith(const Tensor& src) { ShareWith(src, src.dims_data(), src.ndim()); }
   void ShareWith(const Tensor& src, const std::vector<int64_t>& dims) { ShareWith(src, dims.data(), dims.size()); }
   void ShareWith(const Tensor& src, const int64_t* dims, size_t ndim) {
-    if (Host().struct_size >= offsetof(RillHostApi, tensor_share) + sizeof(Host().tensor_share) ||
-        src.device_type() != RILL_CPU) {
+    if (RILL_HOST_SERVES(tensor_share) || src.device_type() != RILL_CPU) {
       Check(RILL_HOST_ENTRY(tensor_share)(t_, src.t_, dims, ndim));
       have_info_ = false;
       return;
     }
     if (!src.initialized()) throw Error("cannot share the memory of a tensor that holds no value");
     const std::vector<int64_t> shape(dims, dims + ndim);  // may be either tensor's own
-    int64_t count = 1;
-    for (int64_t d : shape) {
-      if (d < 0 || __builtin_mul_overflow(count, d, &count)) {
-        count = -1;
-        break;
-      }
-    }
-    if (count != src.numel()) {
-      throw Error("cannot view a tensor of " + std::to_string(src.numel()) + " elements as a shape of another count");
+    const ShapeSize size = SizeOfShape(shape.data(), shape.size(), DataTypeSize(src.dtype()));
+    if (!size.ok()) throw Error("cannot view a tensor as " + size.error);
+    if (size.numel != src.numel()) {
+      throw Error("cannot view a tensor of " + std::to_string(src.numel()) + " elements as shape " +
+                  ShapeString(shape.data(), shape.size()));
     }
     const void* from = src.info().data;
-    const size_t bytes = static_cast<size_t>(count) * DataTypeSize(src.dtype());
     void* to = Allocate(src.dtype(), shape.data(), shape.size());
-    if (to != from && bytes > 0) std::memcpy(to, from, bytes);
+    if (to != from && size.bytes > 0) std::memcpy(to, from, size.bytes);
   }
 
   std::vector<std::vector<uint64_t>> lod() const {
@@ -1111,7 +1108,7 @@ class Registrar {
   // for a failure (exit 1). A version 1 host runs no plugin commands: there it registers
   // nothing and returns false, so a plugin that needs only version 1 may call it.
   bool Command(const char* name, const char* summary, const char* usage, CommandFn fn) {
-    if (Host().struct_size < offsetof(RillHostApi, register_command) + sizeof(Host().register_command)) return false;
+    if (!RILL_HOST_SERVES(register_command)) return false;
     RillCommandDef def{};
     def.struct_size = sizeof(def);
     def.name = name;

@@ -74,6 +74,18 @@ void AddUnary(
   RegisterCpu<float, double>(r, grad.c_str(), [](auto t) { return &UnaryGrad<Op, decltype(t)>; });
 }
 
+// clip of integers (no gradient): the limits converted to T as Paddle converts them.
+template <class T> void ClipIntegers(KernelContext& ctx) {
+  const Clip op(ctx);
+  const T lo = static_cast<T>(op.lo), hi = static_cast<T>(op.hi);
+  Tensor x = ctx.Input("X");
+  const T* px = x.data<T>();
+  T* po = ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim());
+  ParallelFor(x.numel(), 2.0 * sizeof(T) * x.numel(), [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) po[i] = std::min(std::max(px[i], lo), hi);
+  });
+}
+
 template <class T> void ScaleGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const T* pg = g.data<T>();
@@ -190,6 +202,7 @@ void RegisterActivation(Registrar& r) {
         .Grad("clip_grad", "X,Min,Max,Out@GRAD", "X");
   });
 
+  RegisterCpu<int32_t, int64_t>(r, "clip", [](auto t) { return &ClipIntegers<decltype(t)>; });
   AddUnary<Silu, float, double>(r, "silu", "X * sigmoid(X)");
   AddUnary<LogSigmoid, float, double>(r, "logsigmoid", "ln(1 / (1 + exp(-X)))");
   AddUnary<TanhShrink, float, double>(r, "tanh_shrink", "X - tanh(X)");

@@ -47,7 +47,7 @@ struct Xor {
   bool operator()(bool a, bool b) const { return a != b; }
 };
 
-template <class F> void AddCompare(Registrar& r, const char* type, const char* what, bool with_bool) {
+template <class F> void AddCompare(Registrar& r, const char* type, const char* what) {
   r.Op(OpSchema(type)
            .Doc(std::string("Out = X ") + what +
                 " Y, elementwise with Fluid's broadcasting; Out is bool, shaped like X.")
@@ -58,7 +58,7 @@ template <class F> void AddCompare(Registrar& r, const char* type, const char* w
            .Attr("force_cpu", false, "keep Out on the CPU")
            .KernelDtypeFrom("X"));
   RegisterCpuStateful<RILL_MATH_NUMERIC_TYPES>(r, type, [](auto t) { return TypeTag<Compare<decltype(t), F>>{}; });
-  if (with_bool) r.StatefulKernel<Compare<bool, F>>(type, RILL_CPU, RILL_BOOL);
+  r.StatefulKernel<Compare<bool, F>>(type, RILL_CPU, RILL_BOOL);  // false < true, as Paddle's
 }
 
 template <class F> void AddLogical(Registrar& r, const char* type, const char* what) {
@@ -87,12 +87,12 @@ void LogicalNot(KernelContext& ctx) {
 }  // namespace
 
 void RegisterCompare(Registrar& r) {
-  AddCompare<Less>(r, "less_than", "<", false);
-  AddCompare<LessEq>(r, "less_equal", "<=", false);
-  AddCompare<Greater>(r, "greater_than", ">", false);
-  AddCompare<GreaterEq>(r, "greater_equal", ">=", false);
-  AddCompare<Eq>(r, "equal", "==", true);
-  AddCompare<NotEq>(r, "not_equal", "!=", true);
+  AddCompare<Less>(r, "less_than", "<");
+  AddCompare<LessEq>(r, "less_equal", "<=");
+  AddCompare<Greater>(r, "greater_than", ">");
+  AddCompare<GreaterEq>(r, "greater_equal", ">=");
+  AddCompare<Eq>(r, "equal", "==");
+  AddCompare<NotEq>(r, "not_equal", "!=");
   AddLogical<And>(r, "logical_and", "and");
   AddLogical<Or>(r, "logical_or", "or");
   AddLogical<Xor>(r, "logical_xor", "xor");

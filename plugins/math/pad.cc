@@ -2,7 +2,8 @@
 // before and after each, filled with pad_value), pad2d (H and W of NCHW or NHWC:
 // [top, bottom, left, right]) and pad3d (D, H and W of NCDHW or NDHWC: [left, right, top,
 // bottom, front, back]). pad2d and pad3d also reflect (mirror without repeating the edge),
-// replicate the edge ("edge" in pad2d) or, pad3d, wrap around (circular). Each element of
+// replicate the edge ("edge" in pad2d) or, pad3d, wrap around (circular, as
+// many times round as the padding takes, as Paddle's). Each element of
 // Out comes from one element of X, or is the pad value: its gradient goes there.
 #include "index_map.h"
 #include "kernels.h"
@@ -40,12 +41,9 @@ void Finish(PadPlan& p) {
       throw Error("reflect padding of " + std::to_string(most) + " needs a dim longer than that, dim " +
                   std::to_string(k) + " is " + std::to_string(n));
     }
-    if (most > 0 && p.mode == PadMode::kCircular && most > n) {
-      throw Error("circular padding of " + std::to_string(most) + " wraps around dim " + std::to_string(k) + " of " +
-                  std::to_string(n) + " more than once");
-    }
-    if (most > 0 && p.mode == PadMode::kEdge && n == 0) {
-      throw Error("edge padding of dim " + std::to_string(k) + " has no edge: the dim is empty");
+    if (most > 0 && (p.mode == PadMode::kEdge || p.mode == PadMode::kCircular) && n == 0) {
+      throw Error(std::string(p.mode == PadMode::kEdge ? "edge" : "circular") + " padding of dim " + std::to_string(k) +
+                  " has nothing to repeat: the dim is empty");
     }
     int64_t padded = 0;
     if (!CheckedAdd<int64_t>(n, p.before[k], &padded) || !CheckedAdd<int64_t>(padded, p.after[k], &p.out_dims[k])) {

@@ -48,6 +48,12 @@ DIVERGENCES = {
     "test_expand_op.TestExpandError.test_errors":
         "Paddle 2.1's fluid.layers.expand refuses a bool X whose stop_gradient is True (paddle.expand refuses the "
         "opposite); Rill expands bool tensors either way",
+    "test_activation_op.TestPow_factor_tensor.test_api":
+        "it also fetches a data variable it never feeds: Paddle returns an empty array for a variable nothing wrote, "
+        "Rill an error naming it (the pow results themselves match)",
+    "test_activation_op.TestSin.test_out_name":
+        "asserts sin(0.1) equal to numpy's bit for bit: this numpy's vectorized sin gives 0.09983341664682817, an ulp "
+        "above the correctly rounded 0.09983341664682815 that glibc's sin (Paddle's kernel) and Rill's give",
 }
 
 

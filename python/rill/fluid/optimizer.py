@@ -23,9 +23,12 @@ __all__ = ["SGD", "Momentum", "Adagrad", "DecayedAdagrad", "RMSProp", "Adam", "A
 
 
 class Optimizer(object):
-    def __init__(self, learning_rate, regularization=None, LARS_weight_decay=0.0):
+    def __init__(self, learning_rate, regularization=None, LARS_weight_decay=0.0, parameter_list=None):
+        """parameter_list (Fluid 1.7+): the parameters minimize updates when its own
+        parameter_list is not given (all the program's trainable ones when neither is)."""
         if not isinstance(learning_rate, (float, int, Variable)):
             raise TypeError("learning_rate must be a float or a Variable, got %r" % (learning_rate,))
+        self._parameter_list = None if parameter_list is None else list(parameter_list)
         self.regularization = regularization
         self._learning_rate = learning_rate
         self._learning_rate_map = {}
@@ -119,7 +122,8 @@ class Optimizer(object):
         None); returns (every op the updates appended, [(param, grad)])."""
         from rill.fluid.framework import default_startup_program, program_guard
         with program_guard(loss.block.program, startup_program or default_startup_program()):
-            params_grads = append_backward(loss, parameter_list, no_grad_set)
+            params_grads = append_backward(loss, self._parameter_list if parameter_list is None else parameter_list,
+                                           no_grad_set)
             params_grads = sorted(params_grads, key=lambda x: x[0].name)
             params_grads = append_gradient_clip_ops(params_grads)
             params_grads = append_regularization_ops(params_grads, self.regularization)

@@ -37,7 +37,7 @@ def checked(layer):
     return call
 
 
-def _numpy_name(dtype):
+def numpy_name(dtype):
     """'float32', 'int64', ... for a Variable's dtype, or a dtype (a name, numpy or framework.proto's)."""
     from rill.fluid.framework import dtype_to_np
     try:
@@ -50,7 +50,7 @@ def check_dtype(dtype, argument, allowed, layer):
     """A TypeError naming `layer` and `argument` unless `dtype` is one of `allowed` (names:
     'float32', ...): Fluid's layers refuse some dtypes their kernels would take, and so do
     these, so that a program built here also runs on Paddle."""
-    name = _numpy_name(dtype)
+    name = numpy_name(dtype)
     if name not in allowed:
         raise TypeError("The data type of '%s' in %s must be one of %s, but received %s"
                         % (argument, layer, list(allowed), name))

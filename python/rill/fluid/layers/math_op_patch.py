@@ -1,8 +1,12 @@
 """Arithmetic and comparison operators on Variables, as Fluid 0.14's math_op_patch gave them:
 ``a + b`` is elementwise_add (with Fluid's broadcasting), ``x * 2.0`` and ``1 - x`` are one
 ``scale`` op, ``a < b`` is less_than; and Fluid 1.8's ``x[1:3, i]`` (indexing.py). Applied to Variable when rill.fluid.layers is imported."""
+from rill.fluid import core
 from rill.fluid.framework import Variable
 from rill.fluid.layer_helper import LayerHelper
+
+_VarType = core.VarDesc.VarType
+_INTEGRAL = (_VarType.BOOL, _VarType.UINT8, _VarType.INT8, _VarType.INT16, _VarType.INT32, _VarType.INT64)
 
 
 def _scale(var, scale, bias):
@@ -19,6 +23,10 @@ def _binary(op_type, reverse=False, scalar=None):
     def method(self, other):
         if op_type in ("equal", "not_equal") and not isinstance(other, (Variable, int, float)):
             return NotImplemented  # None, a name, ...: Python's own comparison (identity)
+        if isinstance(other, float) and self.dtype in _INTEGRAL:
+            # An integer or bool Variable with a float is computed in float32, as Paddle 1.8+.
+            from rill.fluid.layers.tensor import cast
+            self = cast(self, "float32")
         if isinstance(other, (int, float)) and not isinstance(other, bool) and scalar is not None:
             return scalar(self, other)
         if not isinstance(other, Variable):

@@ -620,6 +620,7 @@ def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
 
 
 def clip(x, min, max, name=None):
+    check_variable_and_dtype(x, "x", ["float16", "float32", "float64"], "clip")
     helper = LayerHelper("clip", **locals())
     out = _tmp(helper, x.dtype, x.shape)
     helper.append_op(type="clip", inputs={"X": x}, outputs={"Out": out},

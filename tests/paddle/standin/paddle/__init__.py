@@ -1,12 +1,11 @@
 """A stand-in `paddle` package for running Paddle's own tests on Rill (run_op_tests.py).
 
 It is not Paddle: `paddle.fluid` is rill.fluid (Fluid's static-graph API on Rill's
-runtime) with the few `core` queries Paddle's tests ask (no CUDA here, no XPU, ...),
-`paddle.static` is the part of it Paddle 2.x renamed (Program, program_guard, data,
-Executor, ...), `paddle.reader` and `paddle.batch` are rill's, `paddle.dataset` gives
-synthetic data of the real datasets' shapes, and op_test.py beside this package is our
-OpTest. Every other name a test
-may reach resolves to a placeholder: importing it works, and using it skips that test with
+runtime) with the few `core` queries Paddle's tests ask (no CUDA here, no XPU, ...);
+Paddle 2.x's static API (`paddle.add`, `paddle.nn`, `paddle.static`, ...) is rill.paddle;
+`paddle.reader` and `paddle.batch` are rill's, `paddle.dataset` gives synthetic data of
+the real datasets' shapes, and op_test.py beside this package is our OpTest. Every other
+name a test may reach resolves to a placeholder: importing it works, and using it skips that test with
 unittest.SkipTest naming the API and its group (skip_reason: dygraph, Fluid API rill.fluid
 lacks, Paddle's internals, Paddle 2.x's own API), so the runner can report what was not
 run and why instead of failing the whole file.
@@ -72,9 +71,10 @@ def _forwarding_module(name, target):
     def __getattr__(attr):
         if attr.startswith("__"):
             raise AttributeError(attr)
-        if target is not None and hasattr(target, attr):
-            return getattr(target, attr)
-        return Unsupported(name + "." + attr)
+        value = getattr(target, attr, None) if target is not None else None
+        if isinstance(value, types.ModuleType):  # forwarded too: what it lacks skips, naming it
+            return importlib.import_module(name + "." + attr)
+        return Unsupported(name + "." + attr) if value is None else value
     module.__getattr__ = __getattr__
     if target is not None:  # `from paddle.fluid.X import *` takes the target's names
         module.__all__ = list(getattr(target, "__all__", [n for n in dir(target) if not n.startswith("_")]))
@@ -82,12 +82,12 @@ def _forwarding_module(name, target):
 
 
 def _rill_equivalent(name):
-    """rill.fluid's module for paddle.fluid module `name` (paddle.fluid.layers.nn is
-    rill.fluid.layers.nn), or None where rill.fluid has none."""
-    if not name.startswith("paddle.fluid."):
-        return None
+    """Rill's module for paddle module `name`: rill.fluid's for paddle.fluid's
+    (paddle.fluid.layers.nn is rill.fluid.layers.nn), rill.paddle's for Paddle 2.x's
+    (paddle.nn.functional is rill.paddle.nn.functional), or None where Rill has none."""
+    rill_name = ("rill." if name.startswith("paddle.fluid.") else "rill.paddle.") + name[len("paddle."):]
     try:
-        return importlib.import_module("rill.fluid." + name[len("paddle.fluid."):])
+        return importlib.import_module(rill_name)
     except ImportError:
         return None
 
@@ -186,6 +186,11 @@ def seed(value):
 
 
 def __getattr__(attr):
+    """Paddle 2.x's functions and modules are rill.paddle's (paddle.add, paddle.nn, ...)."""
     if attr.startswith("__"):
         raise AttributeError(attr)
-    return Unsupported("paddle." + attr)
+    import rill.paddle
+    value = getattr(rill.paddle, attr, None)
+    if isinstance(value, types.ModuleType):  # forwarded: what it lacks skips, naming it
+        return importlib.import_module("paddle." + attr)
+    return Unsupported("paddle." + attr) if value is None else value

@@ -1,0 +1,11 @@
+"""paddle.tensor: Paddle 2.x's tensor functions, each appending ops to the current program
+(static graph; see rill/paddle/__init__.py)."""
+from rill.paddle.tensor import creation, logic, manipulation, math, random, stat  # noqa: F401
+from rill.paddle.tensor.creation import *  # noqa: F401,F403
+from rill.paddle.tensor.logic import *  # noqa: F401,F403
+from rill.paddle.tensor.manipulation import *  # noqa: F401,F403
+from rill.paddle.tensor.math import *  # noqa: F401,F403
+from rill.paddle.tensor.random import *  # noqa: F401,F403
+from rill.paddle.tensor.stat import *  # noqa: F401,F403
+
+__all__ = creation.__all__ + logic.__all__ + manipulation.__all__ + math.__all__ + random.__all__ + stat.__all__

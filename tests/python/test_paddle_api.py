@@ -1,0 +1,189 @@
+"""rill.paddle, Paddle 2.x's static API: values against numpy, Paddle's argument errors,
+and the programs it builds (the ops and attributes Paddle's functions append)."""
+import numpy as np
+import pytest
+
+import rill
+import rill.fluid as fluid
+import rill.paddle as paddle
+import rill.paddle.nn.functional as F
+
+RNG = np.random.RandomState(0)
+
+
+def run(exe, feed, fetch):
+    exe.run(fluid.default_startup_program())
+    return exe.run(feed=feed, fetch_list=fetch)
+
+
+def test_comparisons_broadcast_both_ways_and_take_the_name(exe):
+    x = paddle.static.data("x", [5], "int32")
+    y = paddle.static.data("y", [3, 1], "int32")
+    outs = [paddle.less_than(x, y), paddle.greater_equal(y, x), paddle.equal(x, y, name="name_equal")]
+    xs, ys = np.arange(5, dtype="int32"), np.array([[5], [3], [2]], "int32")
+    got = run(exe, {"x": xs, "y": ys}, outs)
+    np.testing.assert_array_equal(got[0], xs < ys)
+    np.testing.assert_array_equal(got[1], ys >= xs)
+    np.testing.assert_array_equal(got[2], xs == ys)
+    assert "name_equal" in outs[2].name and outs[0].stop_gradient
+    with pytest.raises(TypeError, match="'y' in equal"):
+        paddle.equal(x, 1)
+
+
+def test_arithmetic_and_reductions(exe):
+    x = paddle.static.data("x", [2, 3, 4], "float32")
+    b = paddle.static.data("b", [3, 1], "float32")
+    i = paddle.static.data("i", [2, 3], "int32")
+    outs = [paddle.add(x, b), paddle.divide(x, b), paddle.pow(x, 2), paddle.pow(paddle.abs(x), b), paddle.sum(x),
+            paddle.sum(x, axis=[0, 2], keepdim=True), paddle.mean(x, axis=-1), paddle.sum(i, axis=1, dtype="int64"),
+            paddle.clip(x, min=-0.5), paddle.scale(x, 2.0, 1.0, bias_after_scale=False), paddle.cumsum(x, axis=1),
+            paddle.cumsum(i), paddle.all(paddle.greater_than(i, paddle.full([1], 0, "int32")), axis=0),
+            paddle.add_n([x, x, x]), paddle.stanh(x, 0.5, 2.0)]
+    xs = RNG.randn(2, 3, 4).astype("float32")
+    bs = RNG.rand(3, 1).astype("float32") + 0.5
+    is_ = RNG.randint(-3, 4, (2, 3)).astype("int32")
+    got = run(exe, {"x": xs, "b": bs, "i": is_}, outs)
+    want = [xs + bs, xs / bs, xs ** 2, np.abs(xs) ** bs, xs.sum(), xs.sum(axis=(0, 2), keepdims=True), xs.mean(axis=-1),
+            is_.sum(axis=1), np.maximum(xs, -0.5), 2 * (xs + 1), np.cumsum(xs, axis=1), np.cumsum(is_),
+            (is_ > 0).all(axis=0), 3 * xs, 2.0 * np.tanh(0.5 * xs)]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    assert got[7].dtype == np.int64 and outs[5].shape == (1, 3, 1)
+    with pytest.raises(ValueError, match="data type overflows"):
+        paddle.sum(paddle.static.data("d", [3], "float64"), dtype="float32")
+
+
+def test_manipulation(exe):
+    x = paddle.static.data("x", [2, 3, 4], "float32")
+    idx = paddle.static.data("idx", [2], "int64")
+    parts = paddle.split(x, [1, -1], axis=1)
+    outs = parts + [paddle.flatten(x, 1, 2), paddle.gather(x, idx, axis=2), paddle.index_select(x, idx, axis=1),
+                    paddle.roll(x, 1), paddle.roll(x, [1, -1], [0, 2]), paddle.flip(x, [0, 2]),
+                    paddle.tile(x, [2, 1, 1]), paddle.expand(paddle.sum(x, axis=0, keepdim=True), [3, 3, 4]),
+                    paddle.unsqueeze(x, [0, 4]), paddle.t(paddle.sum(x, axis=0)), paddle.transpose(x, [2, 0, 1]),
+                    paddle.concat([x, x], axis=-1), paddle.stack([x, x], axis=1)]
+    xs = RNG.randn(2, 3, 4).astype("float32")
+    ids = np.array([2, 0], "int64")
+    got = run(exe, {"x": xs, "idx": ids}, outs)
+    want = [xs[:, :1], xs[:, 1:], xs.reshape(2, 12), xs[:, :, ids], xs[:, ids], np.roll(xs, 1),
+            np.roll(xs, [1, -1], [0, 2]), xs[::-1, :, ::-1], np.tile(xs, [2, 1, 1]),
+            np.broadcast_to(xs.sum(0, keepdims=True), (3, 3, 4)), xs[None, :, :, :, None], xs.sum(0).T,
+            xs.transpose(2, 0, 1), np.concatenate([xs, xs], -1), np.stack([xs, xs], 1)]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    assert parts[1].shape == (2, 2, 4) and outs[2].shape == (2, 12)
+    with pytest.raises(ValueError, match="stop_axis"):
+        paddle.flatten(x, 2, 1)
+    with pytest.raises(ValueError, match="out of range"):
+        paddle.roll(x, 1, axis=3)
+
+
+def test_where_broadcasts_keeping_infinities(exe):
+    c = paddle.static.data("c", [3, 1], "bool")
+    x = paddle.static.data("x", [1, 4], "float32")
+    y = paddle.static.data("y", [4], "float32")
+    out = paddle.where(c, x, y)
+    cs = np.array([[True], [False], [True]])
+    xs = np.array([[1, np.inf, -np.inf, 2]], "float32")
+    ys = np.array([np.nan, 5, 6, np.inf], "float32")
+    got, = run(exe, {"c": cs, "x": xs, "y": ys}, [out])
+    np.testing.assert_array_equal(got, np.where(cs, xs, ys))
+
+
+def test_activations_and_their_layers(exe):
+    x = paddle.static.data("x", [4, 6], "float32")
+    cases = [(F.relu, lambda v: np.maximum(v, 0)), (F.leaky_relu, lambda v: np.where(v > 0, v, 0.01 * v)),
+             (F.hardtanh, lambda v: np.clip(v, -1, 1)), (F.relu6, lambda v: np.clip(v, 0, 6)),
+             (F.softsign, lambda v: v / (1 + np.abs(v))), (F.log_sigmoid, lambda v: -np.log1p(np.exp(-v))),
+             (F.hardshrink, lambda v: np.where(np.abs(v) > 0.5, v, 0)), (F.silu, lambda v: v / (1 + np.exp(-v))),
+             (F.softmax, lambda v: np.exp(v) / np.exp(v).sum(-1, keepdims=True)),
+             (F.log_softmax, lambda v: v - np.log(np.exp(v).sum(-1, keepdims=True)))]
+    outs = [f(x) for f, _ in cases] + [paddle.nn.LeakyReLU(0.2)(x), paddle.nn.Hardtanh(-0.5, 0.5)(x)]
+    xs = RNG.randn(4, 6).astype("float32") * 3
+    got = run(exe, {"x": xs}, outs)
+    for g, (_, ref) in zip(got, cases):
+        np.testing.assert_allclose(g, ref(xs), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[-2], np.where(xs > 0, xs, 0.2 * xs), rtol=1e-6)
+    np.testing.assert_allclose(got[-1], np.clip(xs, -0.5, 0.5), rtol=1e-6)
+    with pytest.raises(TypeError, match="'x' in relu"):
+        F.relu(paddle.static.data("i", [3], "int32"))
+    with pytest.raises(TypeError, match="'x' in relu"):
+        F.relu(1)
+    with pytest.raises(ValueError, match="scale must be greater than 1.0"):
+        F.selu(x, scale=0.5)
+
+
+def test_pad_every_dim_and_spatial_dims(exe):
+    x = paddle.static.data("x", [1, 2, 3, 4], "float32")
+    l3 = paddle.static.data("l3", [1, 2, 5], "float32")
+    outs = [F.pad(x, [1, 0, 0, 1, 2, 2, 0, 3], value=7.0), F.pad(x, [1, 2, 0, 1], mode="reflect"),
+            F.pad(x, [1, 1, 2, 0], mode="replicate", data_format="NHWC"), paddle.nn.Pad1D(7, mode="circular")(l3)]
+    xs = RNG.randn(1, 2, 3, 4).astype("float32")
+    ls = RNG.randn(1, 2, 5).astype("float32")
+    got = run(exe, {"x": xs, "l3": ls}, outs)
+    np.testing.assert_array_equal(got[0], np.pad(xs, [(1, 0), (0, 1), (2, 2), (0, 3)], constant_values=7))
+    np.testing.assert_array_equal(got[1], np.pad(xs, [(0, 0), (0, 0), (0, 1), (1, 2)], mode="reflect"))
+    np.testing.assert_array_equal(got[2], np.pad(xs, [(0, 0), (2, 0), (1, 1), (0, 0)], mode="edge"))
+    np.testing.assert_array_equal(got[3], np.pad(ls, [(0, 0), (0, 0), (7, 7)], mode="wrap"))
+
+
+def test_dropout_modes(exe):
+    x = paddle.static.data("x", [200, 50], "float32")
+    train = F.dropout(x, 0.3)
+    infer = F.dropout(x, 0.3, training=False, mode="downscale_in_infer")
+    rows = F.dropout(x, 0.5, axis=0)
+    xs = np.ones((200, 50), "float32")
+    got = run(exe, {"x": xs}, [train, infer, rows])
+    assert set(np.unique(got[0])) <= {0.0, np.float32(1 / 0.7)} and 0.2 < (got[0] == 0).mean() < 0.4
+    np.testing.assert_allclose(got[1], 0.7 * xs)
+    assert all(len(set(r)) == 1 for r in got[2]) and set(np.unique(got[2])) == {0.0, 2.0}
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        F.dropout(x, 1.5)
+
+
+def test_linear_and_embedding_layers(exe):
+    x = paddle.static.data("x", [3, 4], "float32")
+    ids = paddle.static.data("ids", [2, 2], "int64")
+    linear = paddle.nn.Linear(4, 5, bias_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(0.5)))
+    embedding = paddle.nn.Embedding(10, 3, padding_idx=0)
+    y, e = linear(x), embedding(ids)
+    xs = RNG.randn(3, 4).astype("float32")
+    idv = np.array([[0, 3], [9, 3]], "int64")
+    got = run(exe, {"x": xs, "ids": idv}, [y, e, linear.weight, embedding.weight])
+    np.testing.assert_allclose(got[0], xs @ got[2] + 0.5, rtol=1e-5)
+    want = got[3][idv]
+    want[idv == 0] = 0
+    np.testing.assert_array_equal(got[1], want)
+    assert len(linear.parameters()) == 2 and paddle.nn.Linear(4, 5, bias_attr=False).bias is None
+
+
+def test_a_feed_may_leave_off_trailing_dims_of_one(exe):
+    x = paddle.static.data("x", [3, 1], "bool")
+    y = paddle.static.data("y", [-1, 3], "bool")
+    out = paddle.greater_than(x, paddle.static.data("z", [1], "bool"))
+    xs = np.array([True, False, True])
+    got, = run(exe, {"x": xs, "z": np.array([False])}, [out])
+    np.testing.assert_array_equal(got, xs > False)
+    with pytest.raises(rill.Error, match=r"declares bool \[-1, 3\], the value fed is bool \[3\]"):
+        exe.run(feed={"x": xs, "y": xs, "z": np.array([False])}, fetch_list=[out])
+
+
+def test_clip_of_integers(exe):
+    i = paddle.static.data("i", [5], "int64")
+    out = paddle.clip(i, min=-1.5, max=2.7)
+    got, = run(exe, {"i": np.arange(-3, 2, dtype="int64") * 2}, [out])
+    np.testing.assert_array_equal(got, np.clip(np.arange(-3, 2) * 2, -1, 2))
+
+
+def test_an_optimizer_updates_the_parameters_it_was_given(exe):
+    x = paddle.static.data("x", [2, 4], "float32")
+    first, second = paddle.nn.Linear(4, 3), paddle.nn.Linear(3, 1)
+    loss = paddle.mean(second(first(x)))
+    fluid.optimizer.SGD(learning_rate=0.5, parameter_list=second.parameters()).minimize(loss)
+    exe.run(fluid.default_startup_program())
+    scope = fluid.global_scope()
+    before = {p.name: np.array(scope.find_var(p.name).get_tensor()) for p in first.parameters() + second.parameters()}
+    exe.run(feed={"x": np.ones((2, 4), "float32")}, fetch_list=[loss])
+    for p in first.parameters():
+        np.testing.assert_array_equal(np.array(scope.find_var(p.name).get_tensor()), before[p.name])
+    assert not np.array_equal(np.array(scope.find_var(second.weight.name).get_tensor()), before[second.weight.name])

@@ -379,6 +379,8 @@ void RegisterElementwise(Registrar& r) {
   RegisterOne<Max>(r, "elementwise_max", "max(X, Y)");
   RegisterOne<Min>(r, "elementwise_min", "min(X, Y)");
   RegisterOne<Pow>(r, "elementwise_pow", "X ^ Y");
+  // Paddle's integer pow gradients: each computed in double and truncated to the integer.
+  RegisterCpu<int32_t, int64_t>(r, "elementwise_pow_grad", [](auto t) { return &ElementwiseGrad<Pow, decltype(t)>; });
   RegisterOne<Mod, false>(r, "elementwise_mod", "X mod Y, with Y's sign (Python's %)");
   RegisterOne<FloorDiv, false>(r, "elementwise_floordiv", "floor(X / Y) (Python's //)");
 }

@@ -32,15 +32,21 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None)
         skip = set(v if isinstance(v, str) else v.name for v in no_grad_set)
         names = [n for n in names if n not in skip]
         leaves = [n for n in leaves if n not in skip]
-    if not names and not leaves:
-        return []  # nothing to differentiate by, as Fluid returns
+    targets = names + leaves
+    if not targets:
+        # Nothing to differentiate by: Paddle still gives each variable on the loss's path
+        # that does not stop gradients its gradient (and returns no pairs).
+        on_path = dict.fromkeys(n for op in block.ops for n in op.output_arg_names)  # in program order
+        targets = [n for n in on_path if n != loss.name and n in block.vars and not block.vars[n].stop_gradient]
+        if not targets:
+            return []
     first_grad_op = len(block.ops)
-    pairs = _run_pass(program, loss.name, names + leaves)
-    _mark_roles(block, first_grad_op, loss.name, [(p, g) for p, g in pairs if p not in leaves])
+    pairs = _run_pass(program, loss.name, targets)
+    _mark_roles(block, first_grad_op, loss.name, [(p, g) for p, g in pairs if p in names])
     if callbacks:
         with program._backward_role_guard():
             _replay_with_callbacks(block, first_grad_op, callbacks)
-    return [(block.var(p), block.var(g)) for p, g in pairs if p not in leaves]
+    return [(block.var(p), block.var(g)) for p, g in pairs if p in names]
 
 
 def _mark_roles(block, first, loss_name, params_grads):

@@ -153,7 +153,9 @@ class Variable(object):
 
     @property
     def shape(self):
-        return tuple(self._shape) if self._shape is not None else ()
+        """A tuple; a list in dygraph mode, as Paddle's dynamic graph gives it."""
+        shape = tuple(self._shape) if self._shape is not None else ()
+        return list(shape) if self.block.program._eager is not None else shape
 
     @property
     def dtype(self):
@@ -612,21 +614,17 @@ class Block(object):
         self.program._bump()
 
     def append_op(self, *args, **kwargs):
-        op = Operator(self, *args, **kwargs)
-        self.ops.append(op)
-        self.program._bump()
-        return op
+        return self.insert_op(len(self.ops), *args, **kwargs)
 
     def prepend_op(self, *args, **kwargs):
-        op = Operator(self, *args, **kwargs)
-        self.ops.insert(0, op)
-        self.program._bump()
-        return op
+        return self.insert_op(0, *args, **kwargs)
 
     def insert_op(self, index, *args, **kwargs):
         op = Operator(self, *args, **kwargs)
         self.ops.insert(index, op)
         self.program._bump()
+        if self.program._eager is not None:
+            self.program._eager.ran(op)
         return op
 
     def remove_op(self, start, end=None):
@@ -709,6 +707,8 @@ class Program(object):
         self._desc_cache = (None, None)  # (version, ProgramDesc)
         self._current_role = OpRole.Forward
         self._op_role_var = []
+        # dygraph's runner in dygraph mode (dygraph/base.py): each op appended runs at once.
+        self._eager = None
 
     def _bump(self):
         self._version += 1

@@ -69,6 +69,8 @@ class Optimizer(object):
         powers, which Fluid 0.14 did not count among the accumulators)."""
         store = self._accumulators if store is None else store
         if param.name in store[name]:
+            if param.block.program._eager is not None:
+                return store[name][param.name]  # dygraph: each step's minimize updates the same ones
             raise ValueError("accumulator %s of %s already exists" % (name, param.name))
         var = self.helper.create_global_variable(
             name=unique_name.generate(name), persistable=True, dtype=dtype or param.dtype, type=param.type,
@@ -121,9 +123,14 @@ class Optimizer(object):
         rate's and accumulators' initializers to `startup_program`, the default one when
         None); returns (every op the updates appended, [(param, grad)])."""
         from rill.fluid.framework import default_startup_program, program_guard
+        parameter_list = self._parameter_list if parameter_list is None else parameter_list
         with program_guard(loss.block.program, startup_program or default_startup_program()):
-            params_grads = append_backward(loss, self._parameter_list if parameter_list is None else parameter_list,
-                                           no_grad_set)
+            if loss.block.program._eager is not None:
+                # dygraph: the gradients are those loss.backward() left, as Paddle's dynamic graph
+                from rill.fluid.dygraph.base import computed_gradients
+                params_grads = computed_gradients(loss.block, parameter_list)
+            else:
+                params_grads = append_backward(loss, parameter_list, no_grad_set)
             params_grads = sorted(params_grads, key=lambda x: x[0].name)
             params_grads = append_gradient_clip_ops(params_grads)
             params_grads = append_regularization_ops(params_grads, self.regularization)

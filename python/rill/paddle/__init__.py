@@ -8,13 +8,49 @@ Programs written for Paddle 2.x in static mode (paddle.enable_static()) build he
 same names, arguments and defaults: the tensor functions (paddle.add, paddle.split, ...,
 rill/paddle/tensor/), paddle.nn.functional and the layers of paddle.nn, paddle.static. Each
 function appends Paddle's op to the current program, as Paddle's own static graph does, so
-the program is the one Paddle would build and runs on Rill's executor. There is no dynamic
-graph mode (paddle.to_tensor, eager execution).
+the program is the one Paddle would build and runs on Rill's executor. disable_static()
+switches to the dynamic graph (rill.fluid.dygraph: each op runs as it is appended;
+paddle.to_tensor makes values, Tensor.numpy() reads them).
 """
-from rill.paddle import nn, static, tensor  # noqa: F401
+import numpy as np
+
+from rill.fluid import dygraph, framework
+from rill.paddle import _op, nn, static, tensor  # noqa: F401
 from rill.paddle.tensor import *  # noqa: F401,F403
 from rill.fluid.core import CPUPlace, CUDAPlace, CUDAPinnedPlace, is_compiled_with_cuda  # noqa: F401
 
-__all__ = ["nn", "static", "tensor", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "is_compiled_with_cuda"] + \
-    tensor.__all__
+__all__ = ["nn", "static", "tensor", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "is_compiled_with_cuda",
+           "disable_static", "enable_static", "in_dynamic_mode", "to_tensor"] + tensor.__all__
 
+
+
+def disable_static(place=None):
+    """Dynamic graph mode (fluid.dygraph): ops run as they are appended, values read with
+    numpy(). Stays on until enable_static."""
+    if not dygraph.enabled():
+        dygraph.enable_dygraph(place)
+
+
+def enable_static():
+    """Static graph mode: functions append ops to the current program for an executor to run."""
+    while dygraph.enabled():
+        dygraph.disable_dygraph()
+
+
+def in_dynamic_mode():
+    return dygraph.enabled()
+
+
+def to_tensor(data, dtype=None, place=None, stop_gradient=True):
+    """A tensor holding a copy of `data` (a numpy array, list or number; Python floats become
+    float32): in dynamic mode a value at once, in static mode a constant of the program."""
+    if dygraph.enabled():
+        return dygraph.to_variable(data, dtype=dtype, stop_gradient=stop_gradient)
+    value = np.array(data)
+    if dtype is not None:
+        value = value.astype(framework.dtype_to_np(_op.as_dtype(dtype)))
+    elif value.dtype == np.float64 and not isinstance(data, np.ndarray):
+        value = value.astype(np.float32)
+    out = tensor.creation.assign(value)
+    out.stop_gradient = stop_gradient
+    return out

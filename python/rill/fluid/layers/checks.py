@@ -57,11 +57,13 @@ def check_dtype(dtype, argument, allowed, layer):
 
 
 def check_variable_and_dtype(value, argument, allowed, layer):
-    """check_dtype of a Variable `value`; a TypeError when it is not a Variable."""
+    """check_dtype of a Variable `value`; a TypeError when it is not a Variable. In dygraph
+    mode the dtype is left to the kernel, as Paddle's layers check it only in static mode."""
     if not isinstance(value, Variable):
         raise TypeError("The type of '%s' in %s must be Variable, but received %s"
                         % (argument, layer, type(value).__name__))
-    check_dtype(value.dtype, argument, allowed, layer)
+    if value.block.program._eager is None:
+        check_dtype(value.dtype, argument, allowed, layer)
 
 
 def check_type(value, argument, types, layer):

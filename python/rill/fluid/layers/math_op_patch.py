@@ -56,6 +56,8 @@ def monkey_patch_variable():
         "__truediv__": _binary("elementwise_div", scalar=lambda v, c: _scale(v, 1.0 / c, 0.0)),
         "__rtruediv__": _binary("elementwise_div", reverse=True),
         "__pow__": _binary("elementwise_pow"),
+        "__mod__": _binary("elementwise_mod"),
+        "__floordiv__": _binary("elementwise_floordiv"),
         "__lt__": _binary("less_than"),
         "__le__": _binary("less_equal"),
         "__gt__": _binary("greater_than"),

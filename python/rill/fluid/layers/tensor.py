@@ -120,7 +120,7 @@ def assign(input, output=None):
         output._shape = list(value.shape)
     values = [float(v) for v in value.flat] if attr == "fp32_values" else [int(v) for v in value.flat]
     helper.append_op(type="assign_value", inputs={}, outputs={"Out": [output]},
-                     attrs={"dtype": output.dtype, "shape": list(value.shape), attr: values})
+                     attrs={"dtype": convert_np_dtype_to_dtype_(value.dtype), "shape": list(value.shape), attr: values})
     output.stop_gradient = True
     return output
 

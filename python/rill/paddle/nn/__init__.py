@@ -37,7 +37,19 @@ class Layer(object):
         return param
 
     def parameters(self):
-        return list(self._parameters)
+        """This layer's parameters, then those of the layers it holds as attributes."""
+        params = list(self._parameters)
+        for value in self.__dict__.values():
+            if isinstance(value, Layer):
+                # by identity: == on Variables appends an equal op
+                params += [p for p in value.parameters() if all(p is not q for q in params)]
+        return params
+
+    def clear_gradients(self):
+        """Zeroes the gradients of the parameters (dynamic graph mode)."""
+        for p in self.parameters():
+            if p.block.program._eager is not None:
+                p.clear_gradient()
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("%s has no forward" % type(self).__name__)

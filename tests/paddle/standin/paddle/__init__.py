@@ -19,12 +19,12 @@ import unittest
 
 
 def skip_reason(name):
-    """Why a test using Paddle name `name` skips, by what the name is: Paddle's eager mode
-    (dygraph), which Rill does not have; Fluid API that rill.fluid lacks (a gap to close);
+    """Why a test using Paddle name `name` skips, by what the name is: dynamic graph API
+    rill.fluid.dygraph lacks; Fluid API that rill.fluid lacks (a gap to close);
     Paddle's C++ internals; or Paddle 2.x's own API (paddle.*, not Fluid's)."""
     if name.startswith(("paddle.fluid.dygraph", "paddle.to_tensor", "paddle.disable_static")) or \
             name in ("paddle.fluid.core.VarBase",):
-        return "API dygraph: %s is Paddle's eager mode, which Rill does not have" % name
+        return "API dygraph: %s is dynamic graph API rill.fluid.dygraph does not have yet" % name
     if name.startswith(("paddle.fluid.core.", "Operator.desc")):
         return "API internals: %s is Paddle's C++ framework, not its API" % name
     if name.startswith(("paddle.fluid.", "paddle.dataset", "paddle.reader", "paddle.batch")):
@@ -159,20 +159,8 @@ from paddle.fluid import CPUPlace, CUDAPlace, CUDAPinnedPlace  # noqa: E402,F401
 from paddle.fluid.core import (is_compiled_with_cuda, is_compiled_with_npu, is_compiled_with_rocm,  # noqa: E402,F401
                                is_compiled_with_xpu)
 
-_static = [True]
-
-
-def enable_static():
-    _static[0] = True
-
-
-def disable_static(place=None):
-    """Dygraph mode: the stand-in has none; tests that go on to use it skip there."""
-    _static[0] = False
-
-
-def in_dynamic_mode():
-    return not _static[0]
+# Static and dynamic graph modes are rill.paddle's (dynamic: rill.fluid.dygraph).
+from rill.paddle import disable_static, enable_static, in_dynamic_mode  # noqa: E402,F401
 
 
 class _Generator(object):

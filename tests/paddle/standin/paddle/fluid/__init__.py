@@ -9,6 +9,8 @@ import importlib as _importlib
 core = _importlib.import_module("paddle.fluid.core")
 is_compiled_with_cuda = core.is_compiled_with_cuda  # the stand-in's answer: a GPU is here to test on
 CUDAPlace = core.CUDAPlace  # skips the test making one where no GPU is here
+# rill.fluid.dygraph, forwarded: a dygraph layer it lacks (BatchNorm, ...) skips, naming it.
+dygraph = _importlib.import_module("paddle.fluid.dygraph")
 
 
 def __getattr__(attr):

@@ -187,3 +187,30 @@ def test_an_optimizer_updates_the_parameters_it_was_given(exe):
     for p in first.parameters():
         np.testing.assert_array_equal(np.array(scope.find_var(p.name).get_tensor()), before[p.name])
     assert not np.array_equal(np.array(scope.find_var(second.weight.name).get_tensor()), before[second.weight.name])
+
+
+def test_paddle_optimizers(exe):
+    x = paddle.static.data("x", [2, 4], "float32")
+    linear = paddle.nn.Linear(4, 1)
+    loss = paddle.mean(linear(x))
+    beta1 = fluid.layers.create_global_var(shape=[1], value=0.5, dtype="float32", persistable=True)
+    paddle.optimizer.Momentum(0.1, weight_decay=0.5).minimize(loss)
+    momentum_ops = [op for op in fluid.default_main_program().global_block().ops if op.type == "momentum"]
+    assert [op.attr("regularization_method") for op in momentum_ops] == ["l2_decay"] * 2
+    assert not any(op.type in ("scale", "sum") for op in fluid.default_main_program().global_block().ops)
+    with pytest.raises(ValueError, match="beta2"):
+        paddle.optimizer.Adam(0.1, beta2=1.5)
+    with pytest.raises(TypeError, match="learning rate"):
+        paddle.optimizer.SGD(learning_rate=beta1)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = paddle.static.data("x", [2, 4], "float32")
+        loss = paddle.mean(paddle.nn.Linear(4, 1)(x))
+        beta1 = fluid.layers.create_global_var(shape=[1], value=0.5, dtype="float32", persistable=True)
+        paddle.optimizer.Adam(0.01, beta1=beta1).minimize(loss)
+    exe.run(startup)
+    before = exe.run(main, feed={"x": np.ones((2, 4), "float32")}, fetch_list=[loss])[0]
+    after = exe.run(main, feed={"x": np.ones((2, 4), "float32")}, fetch_list=[loss])[0]
+    assert after < before
+    adam = [op for op in main.global_block().ops if op.type == "adam"][0]
+    assert adam.input("Beta1Tensor") == [beta1.name]

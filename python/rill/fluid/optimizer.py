@@ -118,6 +118,11 @@ class Optimizer(object):
             self._finish_update(loss.block, parameters_and_grads)
         return global_block.ops[start:]
 
+    def _append_regularization(self, params_grads):
+        """Each gradient plus its parameter's weight decay (its own regularizer, or the
+        optimizer's)."""
+        return append_regularization_ops(params_grads, self.regularization)
+
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
         """Appends the backward pass and the updates to loss's program (and the learning
         rate's and accumulators' initializers to `startup_program`, the default one when
@@ -133,7 +138,7 @@ class Optimizer(object):
                 params_grads = append_backward(loss, parameter_list, no_grad_set)
             params_grads = sorted(params_grads, key=lambda x: x[0].name)
             params_grads = append_gradient_clip_ops(params_grads)
-            params_grads = append_regularization_ops(params_grads, self.regularization)
+            params_grads = self._append_regularization(params_grads)
             optimize_ops = self.create_optimization_pass(params_grads, loss, startup_program)
         return optimize_ops, params_grads
 
@@ -171,7 +176,11 @@ class MomentumOptimizer(Optimizer):
             inputs={"Param": param_and_grad[0], "Grad": param_and_grad[1], "Velocity": velocity,
                     "LearningRate": self._create_param_lr(param_and_grad)},
             outputs={"ParamOut": param_and_grad[0], "VelocityOut": velocity},
-            attrs={"mu": self._momentum, "use_nesterov": self._use_nesterov})
+            attrs=self._update_attrs(param_and_grad[0]))
+
+    def _update_attrs(self, param):
+        """The momentum op's attributes for `param`'s update."""
+        return {"mu": self._momentum, "use_nesterov": self._use_nesterov}
 
 
 class AdamOptimizer(Optimizer):
@@ -181,6 +190,8 @@ class AdamOptimizer(Optimizer):
     _beta2_pow_acc_str = "beta2_pow_acc"
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, **kwargs):
+        """beta1 and beta2 are numbers or one-element fp32 Variables (the op's Beta1Tensor and
+        Beta2Tensor; their powers then start from 0.9 and 0.999, as Paddle's)."""
         super(AdamOptimizer, self).__init__(learning_rate=learning_rate, **kwargs)
         self.type = "adam"
         self._beta1 = beta1
@@ -191,21 +202,28 @@ class AdamOptimizer(Optimizer):
         for p in parameters:
             self._add_accumulator(self._moment1_acc_str, p)
             self._add_accumulator(self._moment2_acc_str, p)
-            self._add_beta_pow(self._beta1_pow_acc_str, p, self._beta1)
-            self._add_beta_pow(self._beta2_pow_acc_str, p, self._beta2)
+            self._add_beta_pow(self._beta1_pow_acc_str, p, 0.9 if isinstance(self._beta1, Variable) else self._beta1)
+            self._add_beta_pow(self._beta2_pow_acc_str, p,
+                               0.999 if isinstance(self._beta2, Variable) else self._beta2)
 
     def _append_optimize_op(self, block, param_and_grad):
         p = param_and_grad[0]
         moment1 = self._get_accumulator(self._moment1_acc_str, p)
         moment2 = self._get_accumulator(self._moment2_acc_str, p)
+        inputs = {"Param": p, "Grad": param_and_grad[1], "LearningRate": self._create_param_lr(param_and_grad),
+                  "Moment1": moment1, "Moment2": moment2,
+                  "Beta1Pow": self._get_beta_pow(self._beta1_pow_acc_str, p),
+                  "Beta2Pow": self._get_beta_pow(self._beta2_pow_acc_str, p)}
+        attrs = {"epsilon": self._epsilon}
+        for attr, slot, beta in (("beta1", "Beta1Tensor", self._beta1), ("beta2", "Beta2Tensor", self._beta2)):
+            if isinstance(beta, Variable):
+                inputs[slot] = beta
+            else:
+                attrs[attr] = beta
         return block.append_op(
             type=self.type,
-            inputs={"Param": p, "Grad": param_and_grad[1], "LearningRate": self._create_param_lr(param_and_grad),
-                    "Moment1": moment1, "Moment2": moment2,
-                    "Beta1Pow": self._get_beta_pow(self._beta1_pow_acc_str, p),
-                    "Beta2Pow": self._get_beta_pow(self._beta2_pow_acc_str, p)},
-            outputs={"ParamOut": p, "Moment1Out": moment1, "Moment2Out": moment2},
-            attrs={"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon})
+            inputs=inputs,
+            outputs={"ParamOut": p, "Moment1Out": moment1, "Moment2Out": moment2}, attrs=attrs)
 
     def _finish_update(self, block, parameters_and_grads):
         main_block = block.program.global_block()
@@ -214,8 +232,12 @@ class AdamOptimizer(Optimizer):
                 continue
             for acc, beta in ((self._beta1_pow_acc_str, self._beta1), (self._beta2_pow_acc_str, self._beta2)):
                 var = self._get_beta_pow(acc, p)
-                main_block.append_op(type="scale", inputs={"X": var}, outputs={"Out": var},
-                                     attrs={"scale": float(beta)})
+                if isinstance(beta, Variable):
+                    main_block.append_op(type="elementwise_mul", inputs={"X": var, "Y": beta}, outputs={"Out": var},
+                                         attrs={"axis": -1})
+                else:
+                    main_block.append_op(type="scale", inputs={"X": var}, outputs={"Out": var},
+                                         attrs={"scale": float(beta)})
 
 
 class _AccumulatingOptimizer(Optimizer):

@@ -6,11 +6,12 @@ from rill.fluid import layers
 from rill.fluid.framework import Variable
 from rill.paddle import _op
 from rill.paddle.tensor import creation, logic, manipulation, math, random
+from rill.paddle.tensor.inplace import inplace
 
 __all__ = ["relu", "relu6", "elu", "gelu", "hardshrink", "hardtanh", "hardsigmoid", "hardswish", "leaky_relu",
            "log_sigmoid", "maxout", "prelu", "selu", "silu", "sigmoid", "softplus", "softshrink", "softsign",
            "swish", "tanh", "tanhshrink", "thresholded_relu", "softmax", "log_softmax", "dropout", "dropout2d",
-           "dropout3d", "alpha_dropout", "pad"]
+           "dropout3d", "alpha_dropout", "pad", "relu_", "elu_", "softmax_"]
 
 
 def _activation(op_type, x, name, attrs=None, fn=None, dtypes=_op.FLOATS):
@@ -265,3 +266,8 @@ def pad(x, pad, mode="constant", value=0.0, data_format="NCHW", name=None):
     inputs["X"] = x
     out = _op.append("pad3d", inputs, attrs, name=name, layer="pad")
     return manipulation.squeeze(out, inserted) if inserted else out
+
+
+relu_ = inplace(relu)
+elu_ = inplace(elu)
+softmax_ = inplace(softmax)

@@ -1,0 +1,157 @@
+"""paddle.optimizer: Paddle 2.x's optimizers, Fluid's (rill.fluid.optimizer) under Paddle
+2.x's arguments: `parameters` (Fluid's parameter_list), `weight_decay` (a float is an
+L2Decay of that coefficient, or a regularizer), and in dynamic mode step() and
+clear_grad() around loss.backward()."""
+import numpy as np
+
+from rill.fluid import core
+from rill.fluid import optimizer as fluid_optimizer
+from rill.fluid.clip import append_gradient_clip_ops
+from rill.fluid.regularizer import L2DecayRegularizer
+from rill.paddle.regularizer import L2Decay
+
+__all__ = ["SGD", "Momentum", "Adam", "Adamax", "RMSProp", "Adadelta"]
+
+
+def _required(value, name, low=None, below=None):
+    """value, unless it is None or a number outside [low, below): a ValueError then."""
+    if value is None:
+        raise ValueError("%s is not set" % name)
+    if isinstance(value, (int, float)) and (low is not None and value < low or below is not None and value >= below):
+        raise ValueError("Invalid value of %s, expect %s in [%s, %s)." % (name, name, low, below or "inf"))
+    return value
+
+
+class _Paddle2(object):
+    """What Paddle 2.x's optimizers add to Fluid's; mixed in before the Fluid class."""
+
+    def __init__(self, learning_rate, parameters, weight_decay, **fluid_arguments):
+        _required(learning_rate, "learning_rate")
+        if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)):
+            raise TypeError("learning rate should be float, got %s here" % type(learning_rate).__name__)
+        regularization = L2Decay(weight_decay) if isinstance(weight_decay, (int, float)) else weight_decay
+        super(_Paddle2, self).__init__(learning_rate=learning_rate, regularization=regularization,
+                                       parameter_list=parameters, **fluid_arguments)
+
+    def step(self):
+        """Updates the parameters with the gradients loss.backward() left (dynamic mode)."""
+        from rill.fluid.dygraph.base import computed_gradients
+        if not self._parameter_list:
+            raise ValueError("step() updates the parameters the optimizer was given: pass parameters=")
+        first = self._parameter_list[0]
+        if first.block.program._eager is None:
+            raise RuntimeError("step() works in dynamic mode only; in static mode call minimize(loss)")
+        params_grads = computed_gradients(first.block, self._parameter_list)
+        params_grads = self._append_regularization(append_gradient_clip_ops(params_grads))
+        self.create_optimization_pass(params_grads, first)
+
+    def clear_grad(self):
+        """Zeroes the gradients of the parameters (dynamic mode)."""
+        for p in self._parameter_list or []:
+            if p.block.program._eager is not None:
+                p.clear_gradient()
+
+    clear_gradients = clear_grad
+
+    def get_lr(self):
+        return float(self._learning_rate)
+
+    def set_lr(self, value):
+        """A new learning rate, for the updates from here on."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError("The type of 'learning_rate' in set_lr must be float, but received %s." %
+                            type(value).__name__)
+        self._learning_rate = float(value)
+        # The rate's variable takes the value by a fill_constant op, as Paddle's: in dynamic
+        # mode it runs now, in static mode each run of the program from here on sets it.
+        for program, var in self._learning_rate_map.items():
+            program.global_block().append_op(type="fill_constant", outputs={"Out": [var]},
+                                             attrs={"dtype": var.dtype, "shape": list(var.shape),
+                                                    "value": float(value)})
+
+    def state_dict(self):
+        """{name: value} of the optimizer's accumulators (dynamic mode)."""
+        state = {}
+        for store in (self._accumulators, self._beta_pows):
+            for per_param in store.values():
+                for var in per_param.values():
+                    if var.block.program._eager is not None:
+                        state[var.name] = var.numpy()
+        return state
+
+    def set_state_dict(self, state_dict):
+        """Sets the accumulators state_dict names to its values."""
+        for store in (self._accumulators, self._beta_pows):
+            for per_param in store.values():
+                for var in per_param.values():
+                    if var.name in state_dict and var.block.program._eager is not None:
+                        held = var.block.program._eager.scope.find_var(var.name)
+                        held.get_tensor().set(np.asarray(state_dict[var.name]), core.CPUPlace())
+
+
+class SGD(_Paddle2, fluid_optimizer.SGDOptimizer):
+    def __init__(self, learning_rate=0.001, parameters=None, weight_decay=None, grad_clip=None, name=None):
+        _Paddle2.__init__(self, learning_rate, parameters, weight_decay)
+
+
+class Momentum(_Paddle2, fluid_optimizer.MomentumOptimizer):
+    """An L2 weight decay (weight_decay, or a parameter's own L2Decay) is done by the
+    momentum op itself (its regularization_method), not by ops before it, as Paddle 2.x's."""
+
+    def __init__(self, learning_rate=0.001, momentum=0.9, parameters=None, use_nesterov=False, weight_decay=None,
+                 grad_clip=None, multi_precision=False, rescale_grad=1.0, name=None):
+        if isinstance(weight_decay, (int, float)):
+            weight_decay = L2Decay(weight_decay)
+        self._fused_coeff = weight_decay._regularization_coeff if isinstance(weight_decay, L2DecayRegularizer) \
+            else None
+        _Paddle2.__init__(self, learning_rate, parameters, None if self._fused_coeff is not None else weight_decay,
+                          momentum=_required(momentum, "momentum"), use_nesterov=use_nesterov)
+
+    def _fused(self, param):
+        """The L2 coefficient the momentum op applies to `param`, or None."""
+        own = getattr(param, "regularizer", None)
+        if own is not None:
+            return own._regularization_coeff if isinstance(own, L2DecayRegularizer) else None
+        return self._fused_coeff
+
+    def _append_regularization(self, params_grads):
+        fused = [(p, g) for p, g in params_grads if self._fused(p) is not None]
+        rest = fluid_optimizer.Optimizer._append_regularization(
+            self, [(p, g) for p, g in params_grads if self._fused(p) is None])
+        return sorted(fused + rest, key=lambda pair: pair[0].name)
+
+    def _update_attrs(self, param):
+        attrs = fluid_optimizer.MomentumOptimizer._update_attrs(self, param)
+        coeff = self._fused(param)
+        attrs["regularization_method"] = "" if coeff is None else "l2_decay"
+        attrs["regularization_coeff"] = 0.0 if coeff is None else float(coeff)
+        return attrs
+
+
+class Adam(_Paddle2, fluid_optimizer.AdamOptimizer):
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08, parameters=None,
+                 weight_decay=None, grad_clip=None, lazy_mode=False, multi_precision=False, name=None):
+        _Paddle2.__init__(self, learning_rate, parameters, weight_decay, beta1=_required(beta1, "beta1", 0, 1),
+                          beta2=_required(beta2, "beta2", 0, 1), epsilon=_required(epsilon, "epsilon", 0))
+
+
+class Adamax(_Paddle2, fluid_optimizer.AdamaxOptimizer):
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08, parameters=None,
+                 weight_decay=None, grad_clip=None, name=None):
+        _Paddle2.__init__(self, learning_rate, parameters, weight_decay, beta1=_required(beta1, "beta1", 0, 1),
+                          beta2=_required(beta2, "beta2", 0, 1), epsilon=_required(epsilon, "epsilon", 0))
+
+
+class RMSProp(_Paddle2, fluid_optimizer.RMSPropOptimizer):
+    def __init__(self, learning_rate, rho=0.95, epsilon=1e-06, momentum=0.0, centered=False, parameters=None,
+                 weight_decay=None, grad_clip=None, name=None):
+        _Paddle2.__init__(self, learning_rate, parameters, weight_decay, rho=_required(rho, "rho", 0),
+                          epsilon=_required(epsilon, "epsilon", 0), momentum=_required(momentum, "momentum", 0),
+                          centered=centered)
+
+
+class Adadelta(_Paddle2, fluid_optimizer.AdadeltaOptimizer):
+    def __init__(self, learning_rate=0.001, epsilon=1.0e-6, rho=0.95, parameters=None, weight_decay=None,
+                 grad_clip=None, name=None):
+        _Paddle2.__init__(self, learning_rate, parameters, weight_decay, epsilon=_required(epsilon, "epsilon"),
+                          rho=_required(rho, "rho"))

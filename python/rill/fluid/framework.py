@@ -244,6 +244,8 @@ class Parameter(Variable):
         self.regularizer = kwargs.get("regularizer", None)
         self.gradient_clip_attr = kwargs.get("gradient_clip_attr", None)
         self.do_model_average = kwargs.get("do_model_average", None)
+        # Paddle 2.x: whether an optimizer's grad_clip applies to this parameter.
+        self.need_clip = kwargs.get("need_clip", True)
 
 
 class Operator(object):

@@ -61,7 +61,7 @@ def append_regularization_ops(parameters_and_grads, regularization=None):
                                       "regularize it through a dense gradient" % param.name)
         with param.block.program.optimized_guard([param, grad]):
             term = regularizer(param, grad, grad.block)
-            grad.block.append_op(type="elementwise_add", inputs={"X": grad, "Y": term}, outputs={"Out": grad})
+            grad.block.append_op(type="sum", inputs={"X": [grad, term]}, outputs={"Out": grad})
         result.append((param, grad))
     return result
 

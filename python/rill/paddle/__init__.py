@@ -15,12 +15,14 @@ paddle.to_tensor makes values, Tensor.numpy() reads them).
 import numpy as np
 
 from rill.fluid import dygraph, framework
-from rill.paddle import _op, nn, optimizer, regularizer, static, tensor  # noqa: F401
+from rill.paddle import _op, metric, nn, optimizer, regularizer, static, tensor  # noqa: F401
+from rill.paddle.param_attr import ParamAttr  # noqa: F401
 from rill.paddle.tensor import *  # noqa: F401,F403
 from rill.fluid.core import CPUPlace, CUDAPlace, CUDAPinnedPlace, is_compiled_with_cuda  # noqa: F401
 
-__all__ = ["nn", "optimizer", "regularizer", "static", "tensor", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "is_compiled_with_cuda",
-           "disable_static", "enable_static", "in_dynamic_mode", "to_tensor"] + tensor.__all__
+__all__ = ["metric", "nn", "optimizer", "regularizer", "static", "tensor", "ParamAttr", "CPUPlace", "CUDAPlace",
+           "CUDAPinnedPlace", "is_compiled_with_cuda", "disable_static", "enable_static", "in_dynamic_mode",
+           "to_tensor"] + tensor.__all__
 
 
 

@@ -1,7 +1,8 @@
 """paddle.optimizer: Paddle 2.x's optimizers, Fluid's (rill.fluid.optimizer) under Paddle
 2.x's arguments: `parameters` (Fluid's parameter_list), `weight_decay` (a float is an
-L2Decay of that coefficient, or a regularizer), and in dynamic mode step() and
-clear_grad() around loss.backward()."""
+L2Decay of that coefficient, or a regularizer), `grad_clip` (for the parameters whose
+need_clip holds), and in dynamic mode step() and clear_grad() around loss.backward().
+multi_precision (fp16 master weights) changes nothing: parameters here are fp32 or fp64."""
 import numpy as np
 
 from rill.fluid import core
@@ -25,13 +26,27 @@ def _required(value, name, low=None, below=None):
 class _Paddle2(object):
     """What Paddle 2.x's optimizers add to Fluid's; mixed in before the Fluid class."""
 
-    def __init__(self, learning_rate, parameters, weight_decay, **fluid_arguments):
+    def __init__(self, learning_rate, parameters, weight_decay, grad_clip=None, **fluid_arguments):
         _required(learning_rate, "learning_rate")
         if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)):
             raise TypeError("learning rate should be float, got %s here" % type(learning_rate).__name__)
         regularization = L2Decay(weight_decay) if isinstance(weight_decay, (int, float)) else weight_decay
         super(_Paddle2, self).__init__(learning_rate=learning_rate, regularization=regularization,
                                        parameter_list=parameters, **fluid_arguments)
+        self._grad_clip = grad_clip
+
+    def _take_grad_clip(self, params):
+        """grad_clip becomes the gradient clip of each of `params` that takes it (need_clip,
+        and no clip of its own)."""
+        if self._grad_clip is None:
+            return
+        for param in params:
+            if getattr(param, "need_clip", True) and getattr(param, "gradient_clip_attr", None) is None:
+                param.gradient_clip_attr = self._grad_clip
+
+    def minimize(self, loss, startup_program=None, parameters=None, no_grad_set=None):
+        self._take_grad_clip(parameters or self._parameter_list or loss.block.program.global_block().all_parameters())
+        return super(_Paddle2, self).minimize(loss, startup_program, parameters, no_grad_set)
 
     def step(self):
         """Updates the parameters with the gradients loss.backward() left (dynamic mode)."""
@@ -42,6 +57,7 @@ class _Paddle2(object):
         if first.block.program._eager is None:
             raise RuntimeError("step() works in dynamic mode only; in static mode call minimize(loss)")
         params_grads = computed_gradients(first.block, self._parameter_list)
+        self._take_grad_clip(self._parameter_list)
         params_grads = self._append_regularization(append_gradient_clip_ops(params_grads))
         self.create_optimization_pass(params_grads, first)
 
@@ -91,7 +107,7 @@ class _Paddle2(object):
 
 class SGD(_Paddle2, fluid_optimizer.SGDOptimizer):
     def __init__(self, learning_rate=0.001, parameters=None, weight_decay=None, grad_clip=None, name=None):
-        _Paddle2.__init__(self, learning_rate, parameters, weight_decay)
+        _Paddle2.__init__(self, learning_rate, parameters, weight_decay, grad_clip)
 
 
 class Momentum(_Paddle2, fluid_optimizer.MomentumOptimizer):
@@ -104,8 +120,10 @@ class Momentum(_Paddle2, fluid_optimizer.MomentumOptimizer):
             weight_decay = L2Decay(weight_decay)
         self._fused_coeff = weight_decay._regularization_coeff if isinstance(weight_decay, L2DecayRegularizer) \
             else None
+        if rescale_grad != 1.0:
+            raise NotImplementedError("Momentum: rescale_grad other than 1.0 is not supported")
         _Paddle2.__init__(self, learning_rate, parameters, None if self._fused_coeff is not None else weight_decay,
-                          momentum=_required(momentum, "momentum"), use_nesterov=use_nesterov)
+                          grad_clip, momentum=_required(momentum, "momentum"), use_nesterov=use_nesterov)
 
     def _fused(self, param):
         """The L2 coefficient the momentum op applies to `param`, or None."""
@@ -124,28 +142,32 @@ class Momentum(_Paddle2, fluid_optimizer.MomentumOptimizer):
         attrs = fluid_optimizer.MomentumOptimizer._update_attrs(self, param)
         coeff = self._fused(param)
         attrs["regularization_method"] = "" if coeff is None else "l2_decay"
-        attrs["regularization_coeff"] = 0.0 if coeff is None else float(coeff)
+        attrs["regularization_coeff"] = 0.0 if coeff is None else float(np.float32(coeff))  # a FLOAT attribute
         return attrs
 
 
 class Adam(_Paddle2, fluid_optimizer.AdamOptimizer):
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08, parameters=None,
                  weight_decay=None, grad_clip=None, lazy_mode=False, multi_precision=False, name=None):
-        _Paddle2.__init__(self, learning_rate, parameters, weight_decay, beta1=_required(beta1, "beta1", 0, 1),
-                          beta2=_required(beta2, "beta2", 0, 1), epsilon=_required(epsilon, "epsilon", 0))
+        if lazy_mode:
+            raise NotImplementedError("Adam: lazy_mode is not supported (sparse gradients update every row)")
+        _Paddle2.__init__(self, learning_rate, parameters, weight_decay, grad_clip,
+                          beta1=_required(beta1, "beta1", 0, 1), beta2=_required(beta2, "beta2", 0, 1),
+                          epsilon=_required(epsilon, "epsilon", 0))
 
 
 class Adamax(_Paddle2, fluid_optimizer.AdamaxOptimizer):
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08, parameters=None,
                  weight_decay=None, grad_clip=None, name=None):
-        _Paddle2.__init__(self, learning_rate, parameters, weight_decay, beta1=_required(beta1, "beta1", 0, 1),
-                          beta2=_required(beta2, "beta2", 0, 1), epsilon=_required(epsilon, "epsilon", 0))
+        _Paddle2.__init__(self, learning_rate, parameters, weight_decay, grad_clip,
+                          beta1=_required(beta1, "beta1", 0, 1), beta2=_required(beta2, "beta2", 0, 1),
+                          epsilon=_required(epsilon, "epsilon", 0))
 
 
 class RMSProp(_Paddle2, fluid_optimizer.RMSPropOptimizer):
     def __init__(self, learning_rate, rho=0.95, epsilon=1e-06, momentum=0.0, centered=False, parameters=None,
                  weight_decay=None, grad_clip=None, name=None):
-        _Paddle2.__init__(self, learning_rate, parameters, weight_decay, rho=_required(rho, "rho", 0),
+        _Paddle2.__init__(self, learning_rate, parameters, weight_decay, grad_clip, rho=_required(rho, "rho", 0),
                           epsilon=_required(epsilon, "epsilon", 0), momentum=_required(momentum, "momentum", 0),
                           centered=centered)
 
@@ -153,5 +175,5 @@ class RMSProp(_Paddle2, fluid_optimizer.RMSPropOptimizer):
 class Adadelta(_Paddle2, fluid_optimizer.AdadeltaOptimizer):
     def __init__(self, learning_rate=0.001, epsilon=1.0e-6, rho=0.95, parameters=None, weight_decay=None,
                  grad_clip=None, name=None):
-        _Paddle2.__init__(self, learning_rate, parameters, weight_decay, epsilon=_required(epsilon, "epsilon"),
-                          rho=_required(rho, "rho"))
+        _Paddle2.__init__(self, learning_rate, parameters, weight_decay, grad_clip,
+                          epsilon=_required(epsilon, "epsilon"), rho=_required(rho, "rho"))

@@ -56,6 +56,8 @@ def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=Non
     mul_results = []
     for input_var, attr in helper.iter_inputs_and_params():
         input_shape = input_var.shape
+        if num_flatten_dims == -1:  # the last dim is the one multiplied, as Paddle 1.8+ takes it
+            num_flatten_dims = len(input_shape) - 1
         if len(input_shape) <= num_flatten_dims:
             raise ValueError("fc: input %s of shape %s has no dims past num_flatten_dims=%d" %
                              (input_var.name, list(input_shape), num_flatten_dims))
@@ -407,6 +409,7 @@ def topk(input, k, name=None):
 
 
 def accuracy(input, label, k=1, correct=None, total=None):
+    check_variable_and_dtype(input, "input", ["float16", "float32", "float64"], "accuracy")
     helper = LayerHelper("accuracy", **locals())
     topk_out, topk_indices = topk(input, k=k)
     acc_out = _tmp(helper, "float32", [1])

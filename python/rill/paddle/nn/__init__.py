@@ -110,8 +110,8 @@ class Linear(Layer):
         self._name = name
 
     def forward(self, x):
-        out = _op.append("matmul_v2", {"X": x, "Y": self.weight}, {"trans_x": False, "trans_y": False},
-                         name=self._name, layer="linear")
+        out = _op.append("matmul", {"X": x, "Y": self.weight},
+                         {"transpose_X": False, "transpose_Y": False, "alpha": 1.0}, name=self._name, layer="linear")
         if self.bias is None:
             return out
         return _op.append("elementwise_add", {"X": out, "Y": self.bias}, {"axis": len(x.shape) - 1},

@@ -7,7 +7,7 @@ from rill.fluid.layers.tensor_attrs import int_list_argument
 from rill.paddle import _op
 
 __all__ = ["split", "concat", "stack", "flatten", "gather", "tile", "transpose", "t", "reshape", "squeeze",
-           "unsqueeze", "expand", "expand_as", "flip", "roll", "index_select", "where", "cast"]
+           "unsqueeze", "expand", "expand_as", "flip", "roll", "index_select", "where", "cast", "slice", "multiplex"]
 
 _ANY = _op.NUMBERS + ("bool", "uint8", "int8", "int16")
 
@@ -38,6 +38,17 @@ def stack(x, axis=0, name=None):
 
 def cast(x, dtype):
     return layers.cast(x, dtype)
+
+
+def slice(input, axes, starts, ends):
+    """input[starts[i]:ends[i]] along each axes[i] (bounds lists of ints and one-element int
+    tensors, or 1-D int tensors)."""
+    return layers.slice(input, axes, starts, ends)
+
+
+def multiplex(inputs, index, name=None):
+    """Row i of the result is row i of inputs[index[i]]."""
+    return layers.multiplex(inputs, index, name=name)
 
 
 def transpose(x, perm, name=None):

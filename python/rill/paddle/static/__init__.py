@@ -5,3 +5,4 @@ from rill.fluid import (Program, Variable, program_guard, default_main_program, 
                         gradients, ParamAttr, CPUPlace, CUDAPlace)
 from rill.fluid.layers import create_parameter, create_global_var  # noqa: F401
 from rill.fluid.io import save_inference_model, load_inference_model  # noqa: F401
+from rill.paddle.static import nn  # noqa: F401

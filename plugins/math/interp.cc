@@ -314,6 +314,9 @@ template <bool kNearest, bool kV2> void RegisterOneInterp(Registrar& r) {
   r.Op(schema);
   r.Op(schema.MakeGradSchema());
   RegisterCpu<float, double, uint8_t>(r, type.c_str(), [](auto t) { return &Interp<decltype(t), kNearest, kV2>; });
+  if constexpr (kNearest && kV2) {  // Paddle 2.x's nearest_interp_v2 also copies integers
+    RegisterCpu<int32_t, int64_t>(r, type.c_str(), [](auto t) { return &Interp<decltype(t), kNearest, kV2>; });
+  }
   RegisterCpu<float, double>(r, (type + "_grad").c_str(),
                              [](auto t) { return &InterpGrad<decltype(t), kNearest, kV2>; });
 }

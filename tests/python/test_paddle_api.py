@@ -214,3 +214,46 @@ def test_paddle_optimizers(exe):
     assert after < before
     adam = [op for op in main.global_block().ops if op.type == "adam"][0]
     assert adam.input("Beta1Tensor") == [beta1.name]
+
+
+def _conv_reference(xs, w, pad, groups=1):
+    """A grouped NCHW convolution, stride 1, in numpy."""
+    xs = np.pad(xs, [(0, 0), (0, 0), (pad, pad), (pad, pad)])
+    windows = np.lib.stride_tricks.sliding_window_view(xs, w.shape[2:], axis=(2, 3))  # N C H W kh kw
+    per = w.shape[0] // groups
+    outs = [np.einsum("nchwij,ocij->nohw", windows[:, g * w.shape[1]:(g + 1) * w.shape[1]],
+                      w[g * per:(g + 1) * per]) for g in range(groups)]
+    return np.concatenate(outs, axis=1)
+
+
+def test_conv_layers(exe):
+    x = paddle.static.data("x", [2, 4, 6, 6], "float32")
+    plain = paddle.nn.Conv2D(4, 6, 3, padding=1)
+    depthwise = paddle.nn.Conv2D(4, 4, 3, groups=4, bias_attr=False)
+    transposed = paddle.nn.Conv2DTranspose(4, 2, 3, stride=2)
+    outs = [plain(x), depthwise(x), transposed(x)]
+    xs = RNG.rand(2, 4, 6, 6).astype("float32")
+    got = run(exe, {"x": xs}, outs + [plain.weight, plain.bias, depthwise.weight])
+    np.testing.assert_allclose(got[0], _conv_reference(xs, got[3], 1) + got[4][:, None, None], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got[1], _conv_reference(xs, got[5], 0, groups=4), rtol=1e-4, atol=1e-5)
+    assert got[2].shape == (2, 2, 13, 13) and outs[0].shape == (2, 6, 6, 6)
+    ops = [op.type for op in fluid.default_main_program().global_block().ops]
+    assert "depthwise_conv2d" in ops and "conv2d_transpose" in ops
+
+
+def test_interpolate(exe):
+    x = paddle.static.data("x", [1, 2, 3, 4], "float32")
+    size = paddle.static.data("size", [2], "int64")
+    near = paddle.nn.functional.interpolate(x, scale_factor=2)
+    bilinear = paddle.nn.functional.interpolate(x, size=[5, 7], mode="bilinear", align_corners=True)
+    sized = paddle.nn.functional.interpolate(x, size=size, mode="nearest")
+    ramp = (np.arange(3)[:, None] + 10.0 * np.arange(4)[None, :]).astype("float32")
+    xs = np.stack([ramp, 2 * ramp])[None]
+    got = run(exe, {"x": xs, "size": np.array([6, 8], "int64")}, [near, bilinear, sized])
+    np.testing.assert_array_equal(got[0], xs.repeat(2, axis=2).repeat(2, axis=3))
+    want = np.arange(5)[:, None] * 2 / 4 + 10.0 * np.arange(7)[None, :] * 3 / 6
+    np.testing.assert_allclose(got[1], np.stack([want, 2 * want])[None], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got[2], got[0])
+    assert near.shape == (1, 2, 6, 8) and bilinear.shape == (1, 2, 5, 7)
+    with pytest.raises(ValueError, match="align_corners"):
+        paddle.nn.functional.interpolate(x, scale_factor=2, align_corners=True)

@@ -1,61 +1,15 @@
 """paddle.nn: Paddle 2.x's layers as objects (static graph): a layer built once makes its
 parameters then (in the startup and main programs, as Fluid's layers do) and appends its
 ops each time it is called."""
-from rill.fluid.layer_helper import LayerHelper
-from rill.fluid.param_attr import ParamAttr
 from rill.fluid import initializer as _initializer
 from rill.paddle import _op
-from rill.paddle.nn import functional, initializer  # noqa: F401
+from rill.paddle.nn import conv, functional, initializer  # noqa: F401
+from rill.paddle.nn.conv import Conv2D, Conv2DTranspose  # noqa: F401
+from rill.paddle.nn.layer import Layer
 from rill.paddle.nn import functional as F
 
 __all__ = ["Layer", "Linear", "Embedding", "PReLU", "Dropout", "Dropout2D", "Dropout3D", "AlphaDropout", "Pad1D",
-           "Pad2D", "Pad3D", "Softmax", "LogSoftmax"]
-
-
-class Layer(object):
-    """A callable that appends its ops to the current program; `training` (train()/eval())
-    is what dropout reads."""
-
-    def __init__(self, name_scope=None, dtype="float32"):
-        self.training = True
-        self._dtype = dtype
-        self._parameters = []
-        self._helper = LayerHelper(name_scope or type(self).__name__.lower())
-
-    def train(self):
-        self.training = True
-
-    def eval(self):
-        self.training = False
-
-    def create_parameter(self, shape, attr=None, dtype=None, is_bias=False, default_initializer=None):
-        attr = ParamAttr.to_attr(attr)
-        if attr is False:
-            return None
-        param = self._helper.create_parameter(attr, list(shape), dtype or self._dtype, is_bias, default_initializer)
-        self._parameters.append(param)
-        return param
-
-    def parameters(self):
-        """This layer's parameters, then those of the layers it holds as attributes."""
-        params = list(self._parameters)
-        for value in self.__dict__.values():
-            if isinstance(value, Layer):
-                # by identity: == on Variables appends an equal op
-                params += [p for p in value.parameters() if all(p is not q for q in params)]
-        return params
-
-    def clear_gradients(self):
-        """Zeroes the gradients of the parameters (dynamic graph mode)."""
-        for p in self.parameters():
-            if p.block.program._eager is not None:
-                p.clear_gradient()
-
-    def forward(self, *args, **kwargs):
-        raise NotImplementedError("%s has no forward" % type(self).__name__)
-
-    def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+           "Pad2D", "Pad3D", "Softmax", "LogSoftmax", "Conv2D", "Conv2DTranspose"]
 
 
 def _activation_layer(class_name, function, arguments=()):

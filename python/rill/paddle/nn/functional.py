@@ -7,11 +7,13 @@ from rill.fluid.framework import Variable
 from rill.paddle import _op
 from rill.paddle.tensor import creation, logic, manipulation, math, random
 from rill.paddle.tensor.inplace import inplace
+from rill.paddle.nn.conv import conv2d, conv2d_transpose  # noqa: F401
+from rill.paddle.nn.interpolate import interpolate  # noqa: F401
 
 __all__ = ["relu", "relu6", "elu", "gelu", "hardshrink", "hardtanh", "hardsigmoid", "hardswish", "leaky_relu",
            "log_sigmoid", "maxout", "prelu", "selu", "silu", "sigmoid", "softplus", "softshrink", "softsign",
            "swish", "tanh", "tanhshrink", "thresholded_relu", "softmax", "log_softmax", "dropout", "dropout2d",
-           "dropout3d", "alpha_dropout", "pad", "relu_", "elu_", "softmax_"]
+           "dropout3d", "alpha_dropout", "pad", "relu_", "elu_", "softmax_", "conv2d", "conv2d_transpose", "interpolate"]
 
 
 def _activation(op_type, x, name, attrs=None, fn=None, dtypes=_op.FLOATS):
@@ -264,7 +266,15 @@ def pad(x, pad, mode="constant", value=0.0, data_format="NCHW", name=None):
     if inserted:
         x = manipulation.unsqueeze(x, inserted)
     inputs["X"] = x
-    out = _op.append("pad3d", inputs, attrs, name=name, layer="pad")
+    shape = None
+    if attrs["paddings"]:
+        shape = list(x.shape)
+        first = 2 if channel_first else 1  # D, then H, then W; paddings list W's first
+        for k in range(3):
+            before, after = attrs["paddings"][2 * (2 - k):2 * (2 - k) + 2]
+            if shape[first + k] >= 0:
+                shape[first + k] += before + after
+    out = _op.append("pad3d", inputs, attrs, shape=shape, name=name, layer="pad")
     return manipulation.squeeze(out, inserted) if inserted else out
 
 

@@ -257,3 +257,17 @@ def test_interpolate(exe):
     assert near.shape == (1, 2, 6, 8) and bilinear.shape == (1, 2, 5, 7)
     with pytest.raises(ValueError, match="align_corners"):
         paddle.nn.functional.interpolate(x, scale_factor=2, align_corners=True)
+
+
+def test_local_response_norm(exe):
+    x = paddle.static.data("x", [2, 6, 3, 4], "float32")
+    last = paddle.static.data("last", [2, 3, 4, 6], "float32")
+    outs = [paddle.nn.functional.local_response_norm(x, 5), paddle.nn.functional.local_response_norm(x, 4, k=2.0),
+            paddle.nn.LocalResponseNorm(4, k=2.0, data_format="NHWC")(last)]
+    xs = RNG.rand(2, 6, 3, 4).astype("float32")
+    got = run(exe, {"x": xs, "last": xs.transpose(0, 2, 3, 1)}, outs)
+    for g, size, k in ((got[0], 5, 1.0), (got[1], 4, 2.0)):
+        padded = np.pad(xs ** 2, [(0, 0), (size // 2, (size - 1) // 2), (0, 0), (0, 0)])
+        mean = np.stack([padded[:, c:c + size].sum(1) for c in range(6)], 1) / size
+        np.testing.assert_allclose(g, xs / (k + 1e-4 * mean) ** 0.75, rtol=1e-5)
+    np.testing.assert_allclose(got[2].transpose(0, 3, 1, 2), got[1], rtol=1e-6)

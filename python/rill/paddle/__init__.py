@@ -14,13 +14,15 @@ paddle.to_tensor makes values, Tensor.numpy() reads them).
 """
 import numpy as np
 
-from rill.fluid import dygraph, framework
-from rill.paddle import _op, metric, nn, optimizer, regularizer, static, tensor  # noqa: F401
+from rill.fluid import dygraph
+from rill.fluid import framework as fluid_framework
+from rill.paddle import _op, framework, metric, nn, optimizer, regularizer, static, tensor  # noqa: F401
+from rill.paddle.framework import get_default_dtype, set_default_dtype  # noqa: F401
 from rill.paddle.param_attr import ParamAttr  # noqa: F401
 from rill.paddle.tensor import *  # noqa: F401,F403
 from rill.fluid.core import CPUPlace, CUDAPlace, CUDAPinnedPlace, is_compiled_with_cuda  # noqa: F401
 
-__all__ = ["metric", "nn", "optimizer", "regularizer", "static", "tensor", "ParamAttr", "CPUPlace", "CUDAPlace",
+__all__ = ["framework", "get_default_dtype", "set_default_dtype", "metric", "nn", "optimizer", "regularizer", "static", "tensor", "ParamAttr", "CPUPlace", "CUDAPlace",
            "CUDAPinnedPlace", "is_compiled_with_cuda", "disable_static", "enable_static", "in_dynamic_mode",
            "to_tensor"] + tensor.__all__
 
@@ -44,15 +46,16 @@ def in_dynamic_mode():
 
 
 def to_tensor(data, dtype=None, place=None, stop_gradient=True):
-    """A tensor holding a copy of `data` (a numpy array, list or number; Python floats become
-    float32): in dynamic mode a value at once, in static mode a constant of the program."""
-    if dygraph.enabled():
-        return dygraph.to_variable(data, dtype=dtype, stop_gradient=stop_gradient)
+    """A tensor holding a copy of `data` (a numpy array, list or number; Python floats take
+    the default dtype): in dynamic mode a value at once, in static mode a constant of the
+    program."""
     value = np.array(data)
     if dtype is not None:
-        value = value.astype(framework.dtype_to_np(_op.as_dtype(dtype)))
+        value = value.astype(fluid_framework.dtype_to_np(_op.as_dtype(dtype)))
     elif value.dtype == np.float64 and not isinstance(data, np.ndarray):
-        value = value.astype(np.float32)
+        value = value.astype(get_default_dtype())  # Python floats: the default dtype
+    if dygraph.enabled():
+        return dygraph.to_variable(value, stop_gradient=stop_gradient)
     out = tensor.creation.assign(value)
     out.stop_gradient = stop_gradient
     return out

@@ -9,7 +9,7 @@ from rill.paddle.nn.layer import Layer
 from rill.paddle.nn import functional as F
 
 __all__ = ["Layer", "Linear", "Embedding", "PReLU", "Dropout", "Dropout2D", "Dropout3D", "AlphaDropout", "Pad1D",
-           "Pad2D", "Pad3D", "Softmax", "LogSoftmax", "Conv2D", "Conv2DTranspose"]
+           "Pad2D", "Pad3D", "Softmax", "LogSoftmax", "Conv2D", "Conv2DTranspose", "LocalResponseNorm"]
 
 
 def _activation_layer(class_name, function, arguments=()):
@@ -47,6 +47,8 @@ _ACTIVATION_LAYERS = {
     "Tanh": (F.tanh, ()), "Tanhshrink": (F.tanhshrink, ()), "ThresholdedReLU": (F.thresholded_relu,
                                                                              (("threshold", 1.0),)),
     "Softmax": (F.softmax, (("axis", -1),)), "LogSoftmax": (F.log_softmax, (("axis", -1),)),
+    "LocalResponseNorm": (F.local_response_norm, (("size", None), ("alpha", 1e-4), ("beta", 0.75), ("k", 1.0),
+                                                  ("data_format", "NCHW"))),
 }
 for _name, (_function, _arguments) in _ACTIVATION_LAYERS.items():
     globals()[_name] = _activation_layer(_name, _function, _arguments)

@@ -9,11 +9,12 @@ from rill.paddle.tensor import creation, logic, manipulation, math, random
 from rill.paddle.tensor.inplace import inplace
 from rill.paddle.nn.conv import conv2d, conv2d_transpose  # noqa: F401
 from rill.paddle.nn.interpolate import interpolate  # noqa: F401
+from rill.paddle.nn.norm import local_response_norm  # noqa: F401
 
 __all__ = ["relu", "relu6", "elu", "gelu", "hardshrink", "hardtanh", "hardsigmoid", "hardswish", "leaky_relu",
            "log_sigmoid", "maxout", "prelu", "selu", "silu", "sigmoid", "softplus", "softshrink", "softsign",
            "swish", "tanh", "tanhshrink", "thresholded_relu", "softmax", "log_softmax", "dropout", "dropout2d",
-           "dropout3d", "alpha_dropout", "pad", "relu_", "elu_", "softmax_", "conv2d", "conv2d_transpose", "interpolate"]
+           "dropout3d", "alpha_dropout", "pad", "relu_", "elu_", "softmax_", "conv2d", "conv2d_transpose", "interpolate", "local_response_norm"]
 
 
 def _activation(op_type, x, name, attrs=None, fn=None, dtypes=_op.FLOATS):

@@ -10,9 +10,10 @@ class Layer(object):
     """A callable that appends its ops to the current program; `training` (train()/eval())
     is what dropout reads."""
 
-    def __init__(self, name_scope=None, dtype="float32"):
+    def __init__(self, name_scope=None, dtype=None):
+        from rill.paddle.framework import get_default_dtype
         self.training = True
-        self._dtype = dtype
+        self._dtype = dtype or get_default_dtype()
         self._parameters = []
         self._helper = LayerHelper(name_scope or type(self).__name__.lower())
 

@@ -10,10 +10,17 @@ __all__ = ["add", "subtract", "multiply", "divide", "floor_divide", "remainder",
            "erf", "floor", "ceil", "round", "reciprocal", "log2", "log10", "log1p", "expm1"]
 
 
+def broadcast_shape(a, b):
+    """numpy's broadcast of shapes a and b; -1 (unknown) where a dim is not known yet."""
+    a, b = list(a), list(b)
+    a, b = [1] * (len(b) - len(a)) + a, [1] * (len(a) - len(b)) + b
+    return [d if e == 1 else e if d == 1 else d if d == e else -1 for d, e in zip(a, b)]
+
+
 def _elementwise(op_type, x, y, name):
     _op.check_variable(x, "x", op_type, _op.NUMBERS)
     _op.check_variable(y, "y", op_type, _op.NUMBERS)
-    return _op.append(op_type, {"X": x, "Y": y}, {"axis": -1}, name=name)
+    return _op.append(op_type, {"X": x, "Y": y}, {"axis": -1}, shape=broadcast_shape(x.shape, y.shape), name=name)
 
 
 def add(x, y, name=None):

@@ -1,12 +1,13 @@
 """paddle.tensor.random: tensors of random values."""
 from rill.fluid import layers
 from rill.paddle import _op
+from rill.paddle.framework import get_default_dtype
 
-__all__ = ["uniform", "rand", "randn", "normal"]
+__all__ = ["uniform", "rand", "randn", "normal", "gaussian", "standard_normal"]
 
 
 def _dtype(dtype, fn):
-    dtype = "float32" if dtype is None else dtype
+    dtype = get_default_dtype() if dtype is None else dtype
     if _op.as_dtype(dtype) not in (_op.VarType.FP32, _op.VarType.FP64):
         raise TypeError("%s: dtype must be float32 or float64, got %s" % (fn, dtype))
     return dtype
@@ -22,8 +23,16 @@ def rand(shape, dtype=None, name=None):
 
 
 def normal(mean=0.0, std=1.0, shape=None, name=None):
-    return layers.gaussian_random(shape, mean=mean, std=std, dtype="float32", name=name)
+    return layers.gaussian_random(shape, mean=mean, std=std, dtype=_dtype(None, "normal"), name=name)
 
 
-def randn(shape, dtype=None, name=None):
-    return layers.gaussian_random(shape, mean=0.0, std=1.0, dtype=_dtype(dtype, "randn"), name=name)
+def gaussian(shape, mean=0.0, std=1.0, dtype=None, name=None):
+    """Values drawn from N(mean, std^2)."""
+    return layers.gaussian_random(shape, mean=mean, std=std, dtype=_dtype(dtype, "gaussian"), name=name)
+
+
+def standard_normal(shape, dtype=None, name=None):
+    return gaussian(shape, 0.0, 1.0, dtype, name)
+
+
+randn = standard_normal

@@ -1,6 +1,8 @@
-"""paddle.framework in the stand-in: its `core` is paddle.fluid.core (the stand-in's); any
-other name is a placeholder that skips the test using it (see ../__init__.py)."""
+"""paddle.framework in the stand-in: rill.paddle.framework, with `core` paddle.fluid.core
+(the stand-in's); any other name is a placeholder that skips the test using it (see
+../__init__.py)."""
 from paddle.fluid import core  # noqa: F401
+from rill.paddle.framework import get_default_dtype, set_default_dtype  # noqa: F401
 
 
 def __getattr__(attr):

@@ -344,16 +344,19 @@ template <class T, size_t K, class F> std::array<std::vector<T>, K> SumRuns(cons
   return total;
 }
 
-// Training (unless is_test or use_global_stats): each channel's batch mean and (biased)
-// variance normalize it, SavedMean and SavedVariance (1 / sqrt(var + epsilon)) keep them
-// for the gradient, and MeanOut/VarianceOut = momentum * running + (1 - momentum) * batch.
+// Training (unless is_test without trainable_statistics, or use_global_stats): each
+// channel's batch mean and (biased) variance normalize it, SavedMean and SavedVariance
+// (1 / sqrt(var + epsilon)) keep them for the gradient, and MeanOut/VarianceOut =
+// momentum * running + (1 - momentum) * batch.
 // Y = X * a + b per channel, a = Scale / sqrt(var + epsilon), b = Bias - mean * a.
 template <class T> void BatchNorm(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const ChannelLayout l = LayoutOf(ctx, x.dims());
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
   const T momentum = ScalarFromInput<T, float>(ctx, "MomentumTensor", "momentum");
-  const bool global = ctx.Attr<bool>("is_test") || ctx.Attr<bool>("use_global_stats");
+  // is_test with trainable_statistics normalizes by the batch, as training does (Paddle's).
+  const bool global = (ctx.Attr<bool>("is_test") && !ctx.Attr<bool>("trainable_statistics")) ||
+                      ctx.Attr<bool>("use_global_stats");
   const T* scale = ChannelInput<T>(ctx, "Scale", l.c);
   const T* bias = ChannelInput<T>(ctx, "Bias", l.c);
   // Copies: MeanOut and VarianceOut are usually Mean's and Variance's own variables.
@@ -469,7 +472,8 @@ void RegisterNorm(Registrar& r) {
           .Attr("epsilon", 1e-5, "added to the variance")
           .Attr("is_test", false, "inference: normalize by the running statistics")
           .Attr("use_global_stats", false, "normalize by the running statistics in training too")
-          .Attr("trainable_statistics", false, "informational")
+          .Attr("trainable_statistics", false,
+                "with is_test: normalize by the batch's statistics and update the running ones, as in training")
           .Attr("data_layout", "NCHW", "NCHW or NHWC")
           .KernelDtypeFrom("X")
           .Grad("batch_norm_grad", "X,Scale,Bias,Mean,Variance,SavedMean,SavedVariance,Y@GRAD", "X,Scale,Bias");

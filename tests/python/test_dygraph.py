@@ -96,3 +96,39 @@ def test_a_static_variable_has_no_value_to_read():
         x.numpy()
     with pytest.raises(RuntimeError, match="dygraph mode only"):
         fluid.dygraph.to_variable(np.ones(2))
+
+
+def test_dygraph_layers():
+    xs = RNG.randn(4, 3, 5, 5).astype("float32")
+    with fluid.dygraph.guard():
+        x = fluid.dygraph.to_variable(xs)
+        training = fluid.dygraph.BatchNorm(3)(x).numpy()
+        mean, var = xs.mean(axis=(0, 2, 3), keepdims=True), xs.var(axis=(0, 2, 3), keepdims=True)
+        np.testing.assert_allclose(training, (xs - mean) / np.sqrt(var + 1e-5), rtol=1e-4, atol=1e-5)
+        # trainable statistics: is_test normalizes by the batch as training does (Paddle's contract)
+        np.testing.assert_allclose(fluid.dygraph.BatchNorm(3, is_test=True, trainable_statistics=True)(x).numpy(),
+                                   training, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(fluid.dygraph.BatchNorm(3, is_test=True)(x).numpy(), xs / np.sqrt(1 + 1e-5),
+                                   rtol=1e-5)
+        inst = fluid.dygraph.InstanceNorm(3, param_attr=False, bias_attr=False)(x).numpy()
+        m, v = xs.mean(axis=(2, 3), keepdims=True), xs.var(axis=(2, 3), keepdims=True)
+        np.testing.assert_allclose(inst, (xs - m) / np.sqrt(v + 1e-5), rtol=1e-4, atol=1e-5)
+        ln = fluid.LayerNorm([5, 5])(x).numpy()
+        m, v = xs.mean(axis=(2, 3), keepdims=True), xs.var(axis=(2, 3), keepdims=True)
+        np.testing.assert_allclose(ln, (xs - m) / np.sqrt(v + 1e-5), rtol=1e-4, atol=1e-5)
+        pooled = fluid.dygraph.Pool2D(2, "MAX", 2, data_format="nchw")(x).numpy()
+        np.testing.assert_array_equal(pooled, xs[:, :, :4, :4].reshape(4, 3, 2, 2, 2, 2).max(axis=(3, 5)))
+        dropout = fluid.dygraph.Dropout(p=0.25)
+        dropout.eval()
+        np.testing.assert_allclose(dropout(x).numpy(), 0.75 * xs, rtol=1e-6)
+        ids = fluid.dygraph.to_variable(np.array([[0, 2], [1, 0]], "int64"))
+        embedding = fluid.dygraph.Embedding([3, 4], padding_idx=0)
+        rows = embedding(ids).numpy()
+        np.testing.assert_array_equal(rows[0, 0], np.zeros(4))
+        np.testing.assert_array_equal(rows[0, 1], embedding.weight.numpy()[2])
+        linear = fluid.Linear(5, 2, act="relu")
+        out = linear(x).numpy()
+        np.testing.assert_allclose(out, np.maximum(xs @ linear.weight.numpy() + linear.bias.numpy(), 0), rtol=1e-5,
+                                   atol=1e-6)
+    with pytest.raises(ValueError, match="data_format"):
+        fluid.dygraph.Pool2D(2, data_format="NWHC")

@@ -336,7 +336,7 @@ def test_l2_and_l1_decay_add_to_the_gradient(exe):
     grad, w0, w1 = _one_sgd_step(exe, regularization=fluid.regularizer.L2Decay(0.5))
     np.testing.assert_allclose(w1, w0 - 0.1 * (grad + 0.5 * w0), rtol=1e-5)
     ops = [op.type for op in fluid.default_main_program().global_block().ops]
-    assert ops[-3:] == ["scale", "sum", "sgd"], ops  # Paddle's sequence
+    assert ops[-3:] == ["scale", "elementwise_add", "sgd"], ops  # Fluid 0.14's sequence
 
 
 def test_a_parameters_own_regularizer_wins(exe):

@@ -27,6 +27,7 @@ from rill.fluid.inferencer import Inferencer
 from rill.fluid.inference_transpiler import InferenceTranspiler
 from rill.fluid.compiler import CompiledProgram
 from rill.fluid.parallel_executor import ParallelExecutor, ExecutionStrategy, BuildStrategy
+from rill.fluid.dygraph import Linear, LayerNorm  # noqa: F401  (fluid.Linear, fluid.LayerNorm: Fluid 1.x's names)
 
 __all__ = [
     "core", "unique_name", "framework", "initializer", "param_attr", "layer_helper", "executor", "layers", "nets",

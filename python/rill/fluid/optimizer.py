@@ -118,10 +118,13 @@ class Optimizer(object):
             self._finish_update(loss.block, parameters_and_grads)
         return global_block.ops[start:]
 
+    # The op adding a weight decay to its gradient (regularizer.append_regularization_ops).
+    _decay_add_op = "elementwise_add"
+
     def _append_regularization(self, params_grads):
         """Each gradient plus its parameter's weight decay (its own regularizer, or the
         optimizer's)."""
-        return append_regularization_ops(params_grads, self.regularization)
+        return append_regularization_ops(params_grads, self.regularization, self._decay_add_op)
 
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
         """Appends the backward pass and the updates to loss's program (and the learning

@@ -47,9 +47,10 @@ class L1DecayRegularizer(WeightDecayRegularizer):
         return "L1Decay, regularization_coeff=%f" % self._regularization_coeff
 
 
-def append_regularization_ops(parameters_and_grads, regularization=None):
-    """Each gradient plus its parameter's decay; parameters without a regularizer (or a
-    gradient) pass through."""
+def append_regularization_ops(parameters_and_grads, regularization=None, add_op="elementwise_add"):
+    """Each gradient plus its parameter's decay, added in place by `add_op`: Fluid 0.14's
+    elementwise_add, or the sum op Paddle 1.x and 2.x append (the same values); parameters
+    without a regularizer (or a gradient) pass through."""
     result = []
     for param, grad in parameters_and_grads:
         regularizer = getattr(param, "regularizer", None) or regularization
@@ -61,7 +62,8 @@ def append_regularization_ops(parameters_and_grads, regularization=None):
                                       "regularize it through a dense gradient" % param.name)
         with param.block.program.optimized_guard([param, grad]):
             term = regularizer(param, grad, grad.block)
-            grad.block.append_op(type="sum", inputs={"X": [grad, term]}, outputs={"Out": grad})
+            inputs = {"X": [grad, term]} if add_op == "sum" else {"X": grad, "Y": term}
+            grad.block.append_op(type=add_op, inputs=inputs, outputs={"Out": grad})
         result.append((param, grad))
     return result
 

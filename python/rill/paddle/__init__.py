@@ -49,6 +49,10 @@ def to_tensor(data, dtype=None, place=None, stop_gradient=True):
     """A tensor holding a copy of `data` (a numpy array, list or number; Python floats take
     the default dtype): in dynamic mode a value at once, in static mode a constant of the
     program."""
+    if isinstance(data, fluid_framework.Variable):  # a copy of a tensor
+        if data.block.program._eager is None:
+            return tensor.creation.assign(data) if dtype is None else tensor.manipulation.cast(data, dtype)
+        data = data.numpy()
     value = np.array(data)
     if dtype is not None:
         value = value.astype(fluid_framework.dtype_to_np(_op.as_dtype(dtype)))

@@ -26,6 +26,8 @@ def _required(value, name, low=None, below=None):
 class _Paddle2(object):
     """What Paddle 2.x's optimizers add to Fluid's; mixed in before the Fluid class."""
 
+    _decay_add_op = "sum"  # Paddle 2.x's op adding a weight decay to its gradient
+
     def __init__(self, learning_rate, parameters, weight_decay, grad_clip=None, **fluid_arguments):
         _required(learning_rate, "learning_rate")
         if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)):

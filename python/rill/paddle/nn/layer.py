@@ -1,53 +1,11 @@
-"""paddle.nn.Layer: what Paddle 2.x's layers share (parameters made once, ops appended at
-each call, the training flag dropout reads)."""
-from rill.fluid.layer_helper import LayerHelper
-from rill.fluid.param_attr import ParamAttr
+"""paddle.nn.Layer: fluid.dygraph's Layer, its parameters of the default dtype
+(paddle.set_default_dtype) unless given one."""
+from rill.fluid.dygraph import layers
+from rill.paddle.framework import get_default_dtype
 
 __all__ = ["Layer"]
 
 
-class Layer(object):
-    """A callable that appends its ops to the current program; `training` (train()/eval())
-    is what dropout reads."""
-
+class Layer(layers.Layer):
     def __init__(self, name_scope=None, dtype=None):
-        from rill.paddle.framework import get_default_dtype
-        self.training = True
-        self._dtype = dtype or get_default_dtype()
-        self._parameters = []
-        self._helper = LayerHelper(name_scope or type(self).__name__.lower())
-
-    def train(self):
-        self.training = True
-
-    def eval(self):
-        self.training = False
-
-    def create_parameter(self, shape, attr=None, dtype=None, is_bias=False, default_initializer=None):
-        attr = ParamAttr.to_attr(attr)
-        if attr is False:
-            return None
-        param = self._helper.create_parameter(attr, list(shape), dtype or self._dtype, is_bias, default_initializer)
-        self._parameters.append(param)
-        return param
-
-    def parameters(self):
-        """This layer's parameters, then those of the layers it holds as attributes."""
-        params = list(self._parameters)
-        for value in self.__dict__.values():
-            if isinstance(value, Layer):
-                # by identity: == on Variables appends an equal op
-                params += [p for p in value.parameters() if all(p is not q for q in params)]
-        return params
-
-    def clear_gradients(self):
-        """Zeroes the gradients of the parameters (dynamic graph mode)."""
-        for p in self.parameters():
-            if p.block.program._eager is not None:
-                p.clear_gradient()
-
-    def forward(self, *args, **kwargs):
-        raise NotImplementedError("%s has no forward" % type(self).__name__)
-
-    def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        layers.Layer.__init__(self, name_scope, dtype or get_default_dtype())

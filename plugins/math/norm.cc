@@ -355,8 +355,8 @@ template <class T> void BatchNorm(KernelContext& ctx) {
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
   const T momentum = ScalarFromInput<T, float>(ctx, "MomentumTensor", "momentum");
   // is_test with trainable_statistics normalizes by the batch, as training does (Paddle's).
-  const bool global = (ctx.Attr<bool>("is_test") && !ctx.Attr<bool>("trainable_statistics")) ||
-                      ctx.Attr<bool>("use_global_stats");
+  const bool global =
+      (ctx.Attr<bool>("is_test") && !ctx.Attr<bool>("trainable_statistics")) || ctx.Attr<bool>("use_global_stats");
   const T* scale = ChannelInput<T>(ctx, "Scale", l.c);
   const T* bias = ChannelInput<T>(ctx, "Bias", l.c);
   // Copies: MeanOut and VarianceOut are usually Mean's and Variance's own variables.

@@ -139,8 +139,8 @@ template <class T> void BatchNorm(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const ChannelLayout l = LayoutOf(ctx, x.dims());
   // is_test with trainable_statistics normalizes by the batch, as training does (Paddle's).
-  const bool training = (!ctx.Attr<bool>("is_test") || ctx.Attr<bool>("trainable_statistics")) &&
-                        !ctx.Attr<bool>("use_global_stats");
+  const bool training =
+      (!ctx.Attr<bool>("is_test") || ctx.Attr<bool>("trainable_statistics")) && !ctx.Attr<bool>("use_global_stats");
   if (ctx.HasInput("MomentumTensor")) {
     throw Error("the CUDA batch_norm kernel takes momentum as an attribute, not as MomentumTensor", RILL_UNIMPLEMENTED);
   }

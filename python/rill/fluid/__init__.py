@@ -8,7 +8,7 @@ see docs/PYTHON.md.
 from rill.fluid import core, unique_name, framework, initializer, param_attr, layer_helper, executor, layers, \
     nets, backward, optimizer, io, concurrency, transpiler, data_feeder, debugger, profiler, regularizer, \
     clip, lod_tensor, input, trainer, inferencer, inference_transpiler, average, compiler, \
-    parallel_executor, op, dygraph  # noqa: F401
+    parallel_executor, op, dygraph, contrib  # noqa: F401
 from rill.fluid.data import data
 from rill.fluid.input import embedding, one_hot
 from rill.fluid.lod_tensor import create_lod_tensor, create_random_int_lodtensor
@@ -41,5 +41,5 @@ __all__ = [
     "make_channel", "channel_send", "channel_recv", "channel_close", "While", "trainer", "inferencer", "Trainer",
     "BeginEpochEvent", "EndEpochEvent", "BeginStepEvent", "EndStepEvent", "CheckpointConfig", "Inferencer",
     "inference_transpiler", "InferenceTranspiler", "average", "compiler", "parallel_executor", "CompiledProgram",
-    "ParallelExecutor", "ExecutionStrategy", "BuildStrategy", "dygraph",
+    "ParallelExecutor", "ExecutionStrategy", "BuildStrategy", "dygraph", "contrib",
 ]

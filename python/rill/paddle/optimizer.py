@@ -7,8 +7,8 @@ import numpy as np
 
 from rill.fluid import core
 from rill.fluid import optimizer as fluid_optimizer
+from rill.fluid.contrib import optimizer as contrib_optimizer
 from rill.fluid.clip import append_gradient_clip_ops
-from rill.fluid.regularizer import L2DecayRegularizer
 from rill.paddle.regularizer import L2Decay
 
 __all__ = ["SGD", "Momentum", "Adam", "Adamax", "RMSProp", "Adadelta"]
@@ -112,40 +112,16 @@ class SGD(_Paddle2, fluid_optimizer.SGDOptimizer):
         _Paddle2.__init__(self, learning_rate, parameters, weight_decay, grad_clip)
 
 
-class Momentum(_Paddle2, fluid_optimizer.MomentumOptimizer):
+class Momentum(_Paddle2, contrib_optimizer.Momentum):
     """An L2 weight decay (weight_decay, or a parameter's own L2Decay) is done by the
-    momentum op itself (its regularization_method), not by ops before it, as Paddle 2.x's."""
+    momentum op itself (its regularization_method), not by ops before it, as Paddle 2.x's
+    (fluid.contrib.optimizer.Momentum's)."""
 
     def __init__(self, learning_rate=0.001, momentum=0.9, parameters=None, use_nesterov=False, weight_decay=None,
                  grad_clip=None, multi_precision=False, rescale_grad=1.0, name=None):
-        if isinstance(weight_decay, (int, float)):
-            weight_decay = L2Decay(weight_decay)
-        self._fused_coeff = weight_decay._regularization_coeff if isinstance(weight_decay, L2DecayRegularizer) \
-            else None
-        if rescale_grad != 1.0:
-            raise NotImplementedError("Momentum: rescale_grad other than 1.0 is not supported")
-        _Paddle2.__init__(self, learning_rate, parameters, None if self._fused_coeff is not None else weight_decay,
-                          grad_clip, momentum=_required(momentum, "momentum"), use_nesterov=use_nesterov)
-
-    def _fused(self, param):
-        """The L2 coefficient the momentum op applies to `param`, or None."""
-        own = getattr(param, "regularizer", None)
-        if own is not None:
-            return own._regularization_coeff if isinstance(own, L2DecayRegularizer) else None
-        return self._fused_coeff
-
-    def _append_regularization(self, params_grads):
-        fused = [(p, g) for p, g in params_grads if self._fused(p) is not None]
-        rest = fluid_optimizer.Optimizer._append_regularization(
-            self, [(p, g) for p, g in params_grads if self._fused(p) is None])
-        return sorted(fused + rest, key=lambda pair: pair[0].name)
-
-    def _update_attrs(self, param):
-        attrs = fluid_optimizer.MomentumOptimizer._update_attrs(self, param)
-        coeff = self._fused(param)
-        attrs["regularization_method"] = "" if coeff is None else "l2_decay"
-        attrs["regularization_coeff"] = 0.0 if coeff is None else float(np.float32(coeff))  # a FLOAT attribute
-        return attrs
+        _Paddle2.__init__(self, learning_rate, parameters, weight_decay, grad_clip,
+                          momentum=_required(momentum, "momentum"), use_nesterov=use_nesterov,
+                          rescale_grad=rescale_grad)
 
 
 class Adam(_Paddle2, fluid_optimizer.AdamOptimizer):

@@ -63,8 +63,23 @@ def skip_check_grad_ci(reason=None):
 
 
 def check_out_dtype(api_fn, in_specs, expect_dtypes, target_index=0, **configs):
-    """Paddle's check of a Paddle 2.x API's output dtypes (paddle.static.data and the API)."""
-    raise unittest.SkipTest("API 2.x: check_out_dtype checks a Paddle 2.x API function")
+    """Paddle's check that `api_fn` gives each of `expect_dtypes`: for each, a program of one
+    call on inputs of in_specs ([(shape, dtype)], or [(shape,)] for the input at
+    target_index, which takes the expected dtype, the others float32); a ValueError naming
+    the dtype it gave otherwise."""
+    import paddle
+    from rill.fluid.layers.checks import numpy_name
+    for expect in expect_dtypes:
+        with paddle.static.program_guard(paddle.static.Program()):
+            inputs = []
+            for index, spec in enumerate(in_specs):
+                if len(spec) not in (1, 2):
+                    raise ValueError("in_specs[%d] should be (shape,) or (shape, dtype)" % index)
+                dtype = spec[1] if len(spec) == 2 else expect if index == target_index else "float32"
+                inputs.append(paddle.static.data(name="data_%d" % index, shape=spec[0], dtype=dtype))
+            got = numpy_name(api_fn(*inputs, **configs).dtype)
+            if got != expect:
+                raise ValueError("Expected out.dtype is %s, but got %s from %s." % (expect, got, api_fn.__name__))
 
 
 def randomize_probability(batch_size, class_num, dtype='float32'):

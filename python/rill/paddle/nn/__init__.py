@@ -82,16 +82,12 @@ class Embedding(Layer):
         Layer.__init__(self, "embedding")
         if padding_idx is not None and not -num_embeddings <= padding_idx < num_embeddings:
             raise ValueError("padding_idx must be within [-{}, {})".format(num_embeddings, num_embeddings))
-        self._padding_idx = -1 if padding_idx is None else padding_idx % num_embeddings
-        self._sparse = bool(sparse)
+        self._padding_idx, self._sparse = padding_idx, sparse
         self.weight = self.create_parameter([num_embeddings, embedding_dim], weight_attr)
         self._name = name
 
     def forward(self, x):
-        shape = list(x.shape) + [self.weight.shape[1]]
-        return _op.append("lookup_table_v2", {"Ids": x, "W": self.weight},
-                          {"padding_idx": self._padding_idx, "is_sparse": self._sparse}, dtype=self.weight.dtype,
-                          shape=shape, name=self._name, layer="embedding")
+        return F.embedding(x, self.weight, self._padding_idx, self._sparse, self._name)
 
 
 class PReLU(Layer):

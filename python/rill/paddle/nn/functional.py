@@ -14,7 +14,7 @@ from rill.paddle.nn.norm import local_response_norm  # noqa: F401
 __all__ = ["relu", "relu6", "elu", "gelu", "hardshrink", "hardtanh", "hardsigmoid", "hardswish", "leaky_relu",
            "log_sigmoid", "maxout", "prelu", "selu", "silu", "sigmoid", "softplus", "softshrink", "softsign",
            "swish", "tanh", "tanhshrink", "thresholded_relu", "softmax", "log_softmax", "dropout", "dropout2d",
-           "dropout3d", "alpha_dropout", "pad", "relu_", "elu_", "softmax_", "conv2d", "conv2d_transpose", "interpolate", "local_response_norm"]
+           "dropout3d", "alpha_dropout", "pad", "relu_", "elu_", "softmax_", "conv2d", "conv2d_transpose", "interpolate", "local_response_norm", "embedding"]
 
 
 def _activation(op_type, x, name, attrs=None, fn=None, dtypes=_op.FLOATS):
@@ -277,6 +277,18 @@ def pad(x, pad, mode="constant", value=0.0, data_format="NCHW", name=None):
                 shape[first + k] += before + after
     out = _op.append("pad3d", inputs, attrs, shape=shape, name=name, layer="pad")
     return manipulation.squeeze(out, inserted) if inserted else out
+
+
+def embedding(x, weight, padding_idx=None, sparse=False, name=None):
+    """The rows of `weight` at the int ids of x (padding_idx's row reads as zeros; sparse: the
+    gradient is SelectedRows)."""
+    _op.check_variable(x, "x", "embedding", ("int32", "int64"))
+    rows = weight.shape[0]
+    if padding_idx is not None and not -rows <= padding_idx < rows:
+        raise ValueError("padding_idx must be within [-{}, {})".format(rows, rows))
+    return _op.append("lookup_table_v2", {"Ids": x, "W": weight},
+                      {"padding_idx": -1 if padding_idx is None else padding_idx % rows, "is_sparse": bool(sparse)},
+                      dtype=weight.dtype, shape=list(x.shape) + [weight.shape[1]], name=name, layer="embedding")
 
 
 relu_ = inplace(relu)

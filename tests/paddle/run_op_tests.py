@@ -55,6 +55,9 @@ DIVERGENCES = {
         "asserts sin(0.1) equal to numpy's bit for bit: this numpy's vectorized sin gives 0.09983341664682817, an ulp "
         "above the correctly rounded 0.09983341664682815 that glibc's sin (Paddle's kernel) and Rill's give",
 }
+DIVERGENCES["test_layer_norm_op.TestLayerNormOp.test_check_forward_backward_with_scale_and_bias"] = (
+    "without Scale it still feeds 'scale', a variable the program does not have: Paddle warns and drops the feed, "
+    "Rill refuses it, naming it (the cases with Scale pass)")
 DIVERGENCES["test_activation_op.TestSin.test_dygraph"] = DIVERGENCES["test_activation_op.TestSin.test_out_name"]
 
 

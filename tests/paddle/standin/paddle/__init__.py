@@ -130,11 +130,13 @@ _restore_numpy_aliases()
 
 
 def _mark_framework_internals():
-    """An op's OpDesc (op.desc) and the C++ passes Paddle's tests drive through it
-    (core.get_grad_op_desc, infer_shape, ...) are Paddle's internals: a test reaching for
-    them skips, naming them."""
+    """An op's OpDesc (op.desc) and a block's BlockDesc (block.desc): the part of Paddle's
+    C++ desc API its op tests build gradient ops with (fluid/desc_api.py); the rest of it is
+    Paddle's internals: a test reaching for them skips, naming them."""
     from rill.fluid import framework
-    framework.Operator.desc = property(lambda self: Unsupported("Operator.desc (Paddle's OpDesc)"))
+    desc_api = importlib.import_module("paddle.fluid.desc_api")
+    framework.Operator.desc = property(desc_api.OpDesc)
+    framework.Block.desc = property(desc_api.BlockDesc)
 
     def tensor_method(self, attr):
         """Paddle 2.x gives its static Variable the Tensor's methods (x.add_, x.clip_, ...);

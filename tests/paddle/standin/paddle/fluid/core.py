@@ -48,6 +48,11 @@ def supports_bfloat16():
     return False
 
 
+def get_grad_op_desc(op_desc, no_grad_set, sub_blocks):
+    import importlib
+    return importlib.import_module("paddle.fluid.desc_api").get_grad_op_desc(op_desc, no_grad_set, sub_blocks)
+
+
 def __getattr__(attr):
     if attr.startswith("__"):
         raise AttributeError(attr)

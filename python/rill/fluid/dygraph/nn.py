@@ -5,6 +5,7 @@ from rill.fluid import layers
 from rill.fluid.dygraph.layers import Layer
 from rill.fluid.initializer import Constant
 from rill.fluid.layers.checks import check_variable_and_dtype
+from rill.fluid.layers.nn import _prod, _tmp
 from rill.fluid.param_attr import ParamAttr
 
 __all__ = ["Linear", "Pool2D", "BatchNorm", "InstanceNorm", "LayerNorm", "Dropout", "Embedding"]
@@ -12,10 +13,14 @@ __all__ = ["Linear", "Pool2D", "BatchNorm", "InstanceNorm", "LayerNorm", "Dropou
 _FLOATS = ["float16", "float32", "float64"]
 
 
-def _out(helper, dtype, shape):
-    out = helper.create_tmp_variable(dtype=dtype)
-    out._shape = list(shape)
-    return out
+def _affine(input, scale, bias):
+    """A normalization op's inputs: X, and Scale and Bias where the layer has them."""
+    inputs = {"X": input}
+    if scale is not None:
+        inputs["Scale"] = scale
+    if bias is not None:
+        inputs["Bias"] = bias
+    return inputs
 
 
 class Linear(Layer):
@@ -30,11 +35,11 @@ class Linear(Layer):
     def forward(self, input):
         check_variable_and_dtype(input, "input", _FLOATS, "Linear")
         shape = list(input.shape[:-1]) + [self.weight.shape[1]]
-        out = _out(self._helper, input.dtype, shape)
+        out = _tmp(self._helper, input.dtype, shape)
         self._helper.append_op(type="matmul", inputs={"X": input, "Y": self.weight}, outputs={"Out": out},
                                attrs={"transpose_X": False, "transpose_Y": False, "alpha": 1.0})
         if self.bias is not None:
-            biased = _out(self._helper, input.dtype, shape)
+            biased = _tmp(self._helper, input.dtype, shape)
             self._helper.append_op(type="elementwise_add", inputs={"X": out, "Y": self.bias},
                                    outputs={"Out": biased}, attrs={"axis": len(input.shape) - 1})
             out = biased
@@ -86,10 +91,8 @@ class BatchNorm(Layer):
 
     def forward(self, input):
         check_variable_and_dtype(input, "input", _FLOATS, "BatchNorm")
-        saved = [_out(self._helper, self._dtype_of_stats, self._mean.shape) for _ in range(2)]
-        for v in saved:
-            v.stop_gradient = True
-        out = input if self._in_place else _out(self._helper, input.dtype, input.shape)
+        saved = [_tmp(self._helper, self._dtype_of_stats, self._mean.shape, stop_gradient=True) for _ in range(2)]
+        out = input if self._in_place else _tmp(self._helper, input.dtype, input.shape)
         self._helper.append_op(
             type="batch_norm",
             inputs={"X": input, "Scale": self.weight, "Bias": self.bias, "Mean": self._mean,
@@ -112,13 +115,9 @@ class InstanceNorm(Layer):
 
     def forward(self, input):
         check_variable_and_dtype(input, "input", ["float32", "float64"], "InstanceNorm")
-        inputs = {"X": input}
-        if self.scale is not None:
-            inputs["Scale"] = self.scale
-        if self.bias is not None:
-            inputs["Bias"] = self.bias
-        out = _out(self._helper, input.dtype, input.shape)
-        saved = [_out(self._helper, input.dtype, [-1]) for _ in range(2)]
+        inputs = _affine(input, self.scale, self.bias)
+        out = _tmp(self._helper, input.dtype, input.shape)
+        saved = [_tmp(self._helper, input.dtype, [-1]) for _ in range(2)]
         self._helper.append_op(type="instance_norm", inputs=inputs,
                                outputs={"Y": out, "SavedMean": saved[0], "SavedVariance": saved[1]},
                                attrs={"epsilon": self._epsilon})
@@ -133,9 +132,7 @@ class LayerNorm(Layer):
                  act=None, dtype="float32"):
         Layer.__init__(self, "layer_norm", dtype)
         self._normalized = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
-        size = 1
-        for d in self._normalized:
-            size *= d
+        size = _prod(self._normalized)
         self.weight = self.create_parameter([size], param_attr, default_initializer=Constant(1.0)) if scale else None
         self.bias = self.create_parameter([size], bias_attr, is_bias=True) if shift else None
         self._epsilon, self._act = epsilon, act
@@ -146,13 +143,9 @@ class LayerNorm(Layer):
         if list(input.shape[begin:]) != self._normalized:
             raise ValueError("LayerNorm: the last dims of input %s are not normalized_shape %s" %
                              (list(input.shape), self._normalized))
-        inputs = {"X": input}
-        if self.weight is not None:
-            inputs["Scale"] = self.weight
-        if self.bias is not None:
-            inputs["Bias"] = self.bias
-        out = _out(self._helper, input.dtype, input.shape)
-        stats = [_out(self._helper, input.dtype, [-1]) for _ in range(2)]
+        inputs = _affine(input, self.weight, self.bias)
+        out = _tmp(self._helper, input.dtype, input.shape)
+        stats = [_tmp(self._helper, input.dtype, [-1]) for _ in range(2)]
         self._helper.append_op(type="layer_norm", inputs=inputs,
                                outputs={"Y": out, "Mean": stats[0], "Variance": stats[1]},
                                attrs={"epsilon": self._epsilon, "begin_norm_axis": begin})
@@ -172,9 +165,8 @@ class Dropout(Layer):
 
     def forward(self, input):
         check_variable_and_dtype(input, "x", _FLOATS, "dropout")
-        out = _out(self._helper, input.dtype, input.shape)
-        mask = _out(self._helper, "uint8", input.shape)
-        mask.stop_gradient = True
+        out = _tmp(self._helper, input.dtype, input.shape)
+        mask = _tmp(self._helper, "uint8", input.shape, stop_gradient=True)
         self._helper.append_op(
             type="dropout", inputs={"X": input}, outputs={"Out": out, "Mask": mask},
             attrs={"dropout_prob": float(self._p), "is_test": self._is_test or not self.training,
@@ -197,7 +189,7 @@ class Embedding(Layer):
 
     def forward(self, input):
         check_variable_and_dtype(input, "input", ["int64"], "Embedding")
-        out = _out(self._helper, self.weight.dtype, list(input.shape) + [self._size[1]])
+        out = _tmp(self._helper, self.weight.dtype, list(input.shape) + [self._size[1]])
         self._helper.append_op(type="lookup_table_v2", inputs={"Ids": input, "W": self.weight},
                                outputs={"Out": out},
                                attrs={"is_sparse": self._is_sparse, "is_distributed": self._is_distributed,

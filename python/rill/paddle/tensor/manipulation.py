@@ -2,6 +2,7 @@
 tile, expand, roll, where, ...) as Paddle 2.x's static graph builds them, on Fluid's layers
 where those take the same arguments."""
 from rill.fluid import layers
+from rill.fluid.layers import nn as fluid_nn
 from rill.fluid.framework import Variable
 from rill.fluid.layers.tensor_attrs import int_list_argument
 from rill.paddle import _op
@@ -89,17 +90,10 @@ def flatten(x, start_axis=0, stop_axis=-1, name=None):
     if start > stop:
         raise ValueError("The stop_axis should be larger than stat_axis")
     merged = x.shape[start:stop + 1]
-    shape = list(x.shape[:start]) + [-1 if any(d < 0 for d in merged) else _product(merged)] + \
+    shape = list(x.shape[:start]) + [-1 if any(d < 0 for d in merged) else fluid_nn._prod(merged)] + \
         list(x.shape[stop + 1:])
     return _op.append("flatten_contiguous_range", {"X": x}, {"start_axis": start, "stop_axis": stop}, shape=shape,
                       name=name, layer="flatten", outputs=("Out", "XShape"))[0]
-
-
-def _product(dims):
-    n = 1
-    for d in dims:
-        n *= d
-    return n
 
 
 def gather(x, index, axis=None, name=None):

@@ -75,19 +75,17 @@ def _axes(axis, fn):
     return [] if axis is None else [axis] if isinstance(axis, int) else list(axis)
 
 
-def reduce(op_type, x, axis, keepdim, name, fn, dtypes, dtype=None):
+def reduce(op_type, x, axis, keepdim, name, fn, dtypes):
     """Reduces x over `axis` (None or [] for all of it) with op_type."""
     _op.check_variable(x, "x", fn, dtypes)
     dims = _axes(axis, fn)
     rank = len(x.shape)
     every = not dims or len(dims) == rank
     kept = [] if every else [d % rank if rank else d for d in dims]
-    shape = None
-    if x.shape is not None:
-        shape = [1 if (every or i in kept) else n for i, n in enumerate(x.shape)] if keepdim else \
-            [n for i, n in enumerate(x.shape) if not (every or i in kept)]
+    shape = [1 if (every or i in kept) else n for i, n in enumerate(x.shape)] if keepdim else \
+        [n for i, n in enumerate(x.shape) if not (every or i in kept)]
     return _op.append(op_type, {"X": x}, {"dim": dims or [0], "keep_dim": bool(keepdim), "reduce_all": every},
-                      dtype=dtype, shape=shape, name=name, layer=fn)
+                      shape=shape, name=name, layer=fn)
 
 
 def sum(x, axis=None, dtype=None, keepdim=False, name=None):

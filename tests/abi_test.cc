@@ -182,7 +182,8 @@ TEST(HostApi, VariablesSayWhetherTheyHoldATensor) {
   EXPECT_EQ(H().var_is_tensor(nullptr), 0);
 }
 
-// A custom value is set and read by its type's handle; only a registered type is found.
+// A custom value is set and read by its type's handle; only a registered type is found,
+// and a registered one stays found after its registry is gone.
 TEST(HostApi, CustomValuesAreSetAndReadByTheirTypesHandle) {
   static int destroyed = 0;
   RillRegistrar reg;
@@ -202,7 +203,6 @@ TEST(HostApi, CustomValuesAreSetAndReadByTheirTypesHandle) {
   {
     Registry registry;
     registry.Commit({&reg});
-    registry.Publish();
     ASSERT_EQ(H().var_type_find("test.typed"), typed);
     EXPECT_EQ(H().var_set_custom(v, typed, new int(5)), nullptr);
     EXPECT_EQ(*static_cast<int*>(H().var_custom(v, typed)), 5);
@@ -223,6 +223,18 @@ TEST(HostApi, CustomValuesAreSetAndReadByTheirTypesHandle) {
     var.Clear();
   }
   EXPECT_EQ(destroyed, 2);
+  // A type name is one plugin's in the whole process: another plugin's is refused.
+  RillRegistrar other;
+  other.plugin = "other";
+  other.var_types.push_back(CustomType{typed, "test.typed", "other", [](void*) {}, nullptr, nullptr});
+  Registry registry;
+  try {
+    registry.Commit({&other});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "variable type 'test.typed' is registered by both plugin 'test' and plugin 'other'");
+  }
+  EXPECT_EQ(VarTypeOf(typed)->plugin, "test");
 }
 
 TEST(HostApi, OwnedScopeHandlesKeepScopesAlive) {

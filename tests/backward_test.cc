@@ -5,7 +5,7 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
-#include "core/cli/npy.h"
+#include "core/io/npy.h"
 #include "core/errors.h"
 #include "core/program/builder.h"
 #include "core/program/program_io.h"

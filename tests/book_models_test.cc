@@ -10,8 +10,8 @@
 #include <functional>
 #include <random>
 
-#include "core/cli/npy.h"
 #include "core/io/lod_tensor_file.h"
+#include "core/io/npy.h"
 #include "core/program/program_io.h"
 #include "core/program/validate.h"
 #include "core/runtime/executor.h"

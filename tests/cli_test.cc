@@ -10,9 +10,9 @@
 #include <fstream>
 #include <sys/stat.h>
 
-#include "core/cli/npy.h"
 #include "core/errors.h"
 #include "core/io/lod_tensor_file.h"
+#include "core/io/npy.h"
 #include "test_util.h"
 
 namespace rill::test {
@@ -149,9 +149,16 @@ TEST(Cli, FeedsAreCheckedAgainstTheirDeclarations) {
     vars { name: "ch" type { type: CHANNEL } }
     ops { type: "scale" inputs { parameter: "X" arguments: "x" } outputs { parameter: "Out" arguments: "y" } }
     ops { type: "scale" inputs { parameter: "X" arguments: "u" } outputs { parameter: "Out" arguments: "v" } } })");
+  // `feed`, and good values of x, c and u unless it is one of them (a feed is given once).
   const auto fed = [&](const std::string& feed) {
-    return RunRill({"run", prog, "--feed", "x=" + npy(RILL_FP32, {2, 3}), "--feed", "c=" + npy(RILL_INT64, {1}),
-                    "--feed", "u=" + npy(RILL_INT32, {4}), "--feed", feed, "--fetch", "y"});
+    std::vector<std::string> args = {"run", prog, "--feed", feed, "--fetch", "y"};
+    for (const auto& [name, dtype, dims] :
+         {std::tuple{"x", RILL_FP32, std::vector<int64_t>{2, 3}}, {"c", RILL_INT64, {1}}, {"u", RILL_INT32, {4}}}) {
+      if (feed.rfind(std::string(name) + "=", 0) != 0) {
+        args.insert(args.end(), {"--feed", std::string(name) + "=" + npy(dtype, dims)});
+      }
+    }
+    return RunRill(args);
   };
   const auto ok = fed("x=" + npy(RILL_FP32, {7, 3}));
   EXPECT_EQ(ok.exit_code, 0) << "-1 matches any size; an undeclared variable an op reads takes any value: " << ok.err;
@@ -391,9 +398,11 @@ TEST(Cli, FeedAndFetchOpsRunAsInFluid) {
   EXPECT_EQ(core::ReadNpy(dir + "/image.npy").ValuesToString(), "1 2 3 4 5 6");
   const auto named = RunRill({"run", prog, "--feed", "image=" + image, "--fetch", "image"});
   EXPECT_EQ(named.out, "image fp32 [2,3] 1 2 3 4 5 6\n") << "--fetch names what is printed";
-  ExpectCleanFailure(RunRill({"run", prog}), 1,
-                     "block 0, op 0 (feed X=[feed] -> Out=[image]): column 0 of 'feed' holds nothing to feed 'image' "
-                     "(rill run --feed image=FILE.npy)");
+  ExpectCleanFailure(RunRill({"run", prog}), 1, "feed 'image' (fp32 [-1, 3]) is not given");
+  ExpectCleanFailure(RunRill({"run", prog, "--feed", "image=" + image, "--feed", "image=" + image}), 1,
+                     "feed 'image' is given twice");
+  ExpectCleanFailure(RunRill({"run", prog, "--feed", "image=" + image, "--feed", "fetch=" + image}), 1,
+                     "feed 'fetch' is not one of the program's feeds (image)");
   core::Tensor wide;
   wide.Allocate(RILL_FP32, {2, 4});
   std::memset(wide.data(), 0, wide.nbytes());

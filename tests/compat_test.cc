@@ -148,7 +148,6 @@ TEST(Compat, TheFrozenPluginRunsInAHostWithEntriesAppended) {
   Registry registry;
   LoadPlugins(registry, LoadOptions{{}, {}, {}});  // the host's own ops only
   registry.Commit({&reg});
-  registry.Publish();
   Executor exec(registry, CheckProgram());
   auto scope = CheckScope();
   exec.Run(0, scope);

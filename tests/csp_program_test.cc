@@ -265,16 +265,28 @@ TEST(CspPrograms, MalformedSelectCasesAreClearErrors) {
 // case the seed's fill_constant / equal / conditional_block in the cases block, whose
 // block (a child of the cases block, as Fluid's `with select.case()` makes it) sets
 // int64 `mark` to marks[i]. `swapped` puts case_to_execute first in the equals and the
-// condition in Cond; `extra` appends an op to the cases block, which the seed's layout lacks.
+// condition in Cond; `extra` appends an op to the cases block. `case_blocks` names the
+// first that many case blocks in the op's case_blocks, as Rill's builders do (-1: none).
 void HandWrittenSelect(ProgramBuilder& pb, BlockBuilder& b, const std::string& name,
                        const std::vector<std::string>& cases, const std::string& mark, const std::vector<float>& marks,
-                       bool swapped, const std::function<void(BlockBuilder&)>& extra = nullptr) {
+                       bool swapped, const std::function<void(BlockBuilder&)>& extra = nullptr, int case_blocks = -1) {
   const std::string case_var = name + ".case";
   Fill(b, case_var, RILL_INT32, -1);
   BlockBuilder& cases_block = pb.NewBlock(b.idx());
-  b.Op("select").Input("case_to_execute", case_var).BlockAttr("sub_block", cases_block.idx()).Attr("cases", cases);
+  proto::OpDesc* select = b.Op("select")
+                              .Input("case_to_execute", case_var)
+                              .BlockAttr("sub_block", cases_block.idx())
+                              .Attr("cases", cases)
+                              .desc();
+  proto::OpDesc_Attr* blocks = nullptr;
+  if (case_blocks >= 0) {
+    blocks = select->add_attrs();
+    blocks->set_name("case_blocks");
+    blocks->set_type(proto::BLOCKS);
+  }
   for (size_t i = 0; i < marks.size(); ++i) {
     BlockBuilder& body = pb.NewBlock(cases_block.idx());
+    if (blocks != nullptr && static_cast<int>(i) < case_blocks) blocks->add_blocks_idx(body.idx());
     Fill(body, mark, RILL_INT64, marks[i]);
     const std::string idx = name + ".idx" + std::to_string(i), cond = name + ".cond" + std::to_string(i);
     Fill(cases_block, idx, RILL_INT32, static_cast<float>(i));
@@ -290,14 +302,15 @@ void HandWrittenSelect(ProgramBuilder& pb, BlockBuilder& b, const std::string& n
   if (extra) extra(cases_block);
 }
 
-// Whether select runs only the chosen case's block (the seed's layout) or its whole
-// sub_block (any other), the chosen case's block runs once and no other does.
+// Whether select runs only the chosen case's block (named in case_blocks) or its whole
+// sub_block (a program Fluid wrote), the chosen case's block runs once and no other does;
+// with case_blocks, the cases block's own ops do not run.
 TEST(CspPrograms, ASelectRunsTheChosenCaseWhateverItsCasesBlockHolds) {
   ProgramBuilder pb;
   BlockBuilder& main = pb.block(0);
   MakeChannel(main, "ch", kLodTensorType, 1);
   Fill(main, "x", RILL_INT64, 7);
-  for (const char* var : {"a", "b", "c", "got", "extra_ran"}) Fill(main, var, RILL_INT64, 0);
+  for (const char* var : {"a", "b", "c", "d", "got", "extra_ran", "extra_d"}) Fill(main, var, RILL_INT64, 0);
   // Nothing is buffered: the default case (1) runs; the send case (0) after it.
   HandWrittenSelect(pb, main, "a", {"0,2,ch,got", "1,0"}, "a", {1, 2}, /*swapped=*/true);
   HandWrittenSelect(pb, main, "b", {"0,1,ch,x", "1,0"}, "b", {1, 2}, /*swapped=*/false);
@@ -305,9 +318,22 @@ TEST(CspPrograms, ASelectRunsTheChosenCaseWhateverItsCasesBlockHolds) {
   HandWrittenSelect(pb, main, "c", {"0,2,ch,got", "1,0"}, "c", {1, 2}, /*swapped=*/false, [](BlockBuilder& cases) {
     cases.Op("increment").Input("X", "extra_ran").Output("Out", "extra_ran");
   });
-  ExpectRunPrints(pb, "select_layouts", {"a", "b", "c", "got", "extra_ran", "a.case", "c.case"},
-                  "a int64 [1] 2\nb int64 [1] 1\nc int64 [1] 1\ngot int64 [1] 7\nextra_ran int64 [1] 1\n"
-                  "a.case int32 [1] 1\nc.case int32 [1] 0\n");
+  // The same with case_blocks: the chosen case's block alone runs, not the cases block.
+  HandWrittenSelect(
+      pb, main, "d", {"0,2,ch,got", "1,0"}, "d", {1, 2}, /*swapped=*/false,
+      [](BlockBuilder& cases) { cases.Op("increment").Input("X", "extra_d").Output("Out", "extra_d"); },
+      /*case_blocks=*/2);
+  ExpectRunPrints(pb, "select_layouts", {"a", "b", "c", "d", "got", "extra_ran", "extra_d", "a.case", "c.case"},
+                  "a int64 [1] 2\nb int64 [1] 1\nc int64 [1] 1\nd int64 [1] 2\ngot int64 [1] 7\n"
+                  "extra_ran int64 [1] 1\nextra_d int64 [1] 0\na.case int32 [1] 1\nc.case int32 [1] 0\n");
+
+  ProgramBuilder short_list;
+  Fill(short_list.block(0), "e", RILL_INT64, 0);
+  HandWrittenSelect(short_list, short_list.block(0), "e", {"0,1,ch,e", "1,0"}, "e", {1, 2}, false, nullptr,
+                    /*case_blocks=*/1);
+  const auto r = RunProgram(short_list, "select_case_blocks", {});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("select: case_blocks names 1 blocks for 2 cases"), std::string::npos) << r.err;
 }
 
 // The ABI 1.0 compatibility plugin (plain C, tests/compat) parks its task while it waits

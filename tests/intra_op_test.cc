@@ -9,7 +9,7 @@
 #include <functional>
 #include <random>
 
-#include "core/cli/npy.h"
+#include "core/io/npy.h"
 #include "core/program/csp_builder.h"
 #include "core/program/program_io.h"
 #include "test_util.h"

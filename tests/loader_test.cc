@@ -267,23 +267,26 @@ TEST(Loader, AThirdPartyKernelsScalarPathRunsWhenItsValuesAreScalars) {
   EXPECT_EQ(probe(5, false, false, true), "int64[1] {1005} then int64[1] {1005}") << "Out holds a tensor";
 }
 
-// A process may load plugins into more than one registry, and drop one: plugins' lookups
-// of custom types must then go to a registry still alive, never to the one that is gone
-// (they once read it: a crash on a machine whose allocator reused the memory sooner).
-TEST(Loader, PluginsResolveCustomTypesInTheNewestRegistryStillAlive) {
+// A process may load plugins into more than one registry, and drop one. Variable types
+// are process-wide, as devices are: a type a registry committed resolves by name, to the
+// same handle and definition, whichever registries come and go (a value made under one
+// registry may outlive it).
+TEST(Loader, CustomTypesAreProcessWideAcrossRegistries) {
   const RillHostApi* host = HostApiTable();
   auto older = std::make_unique<Registry>();
   LoadPlugins(*older, LoadOptions{{kFixtures + "/compat_1_0"}, {}, {}});
-  EXPECT_NE(host->var_type_find("compat.box"), nullptr);
+  const RillVarType* box = host->var_type_find("compat.box");
+  ASSERT_NE(box, nullptr);
+  EXPECT_EQ(VarTypeOf(box)->plugin, "compat_1_0");
   auto newer = std::make_unique<Registry>();
-  LoadPlugins(*newer, LoadOptions{{kPlugins}, {}, {"csp"}});
-  EXPECT_EQ(host->var_type_find("compat.box"), nullptr) << "the newest registry has no compat_1_0";
-  EXPECT_NE(host->var_type_find("csp.channel"), nullptr);
+  LoadPlugins(*newer, LoadOptions{{kPlugins, kFixtures + "/compat_1_0"}, {}, {"csp", "compat_1_0"}});
+  EXPECT_EQ(host->var_type_find("compat.box"), box) << "the same plugin in a second registry: the same type";
+  const RillVarType* channel = host->var_type_find("csp.channel");
+  ASSERT_NE(channel, nullptr);
   newer.reset();
-  EXPECT_NE(host->var_type_find("compat.box"), nullptr) << "back to the older registry";
-  EXPECT_EQ(host->var_type_find("csp.channel"), nullptr);
   older.reset();
-  EXPECT_EQ(host->var_type_find("compat.box"), nullptr);
+  EXPECT_EQ(host->var_type_find("compat.box"), box) << "no registry is left, and the type stays";
+  EXPECT_EQ(host->var_type_find("csp.channel"), channel);
 }
 
 TEST(Loader, DisabledPluginsOnlyInformErrors) {

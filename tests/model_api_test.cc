@@ -74,7 +74,7 @@ TEST(ModelApi, BadFeedsAndPathsAreErrorsNamingThem) {
     }
   };
   expect_error({}, "feed 'x' (fp32 [-1, 2]) is not given");
-  expect_error({{"y", Fp32({1, 2}, {0, 0})}}, "feed 'y' is not one of the model's feeds (x)");
+  expect_error({{"y", Fp32({1, 2}, {0, 0})}}, "feed 'y' is not one of the program's feeds (x)");
   expect_error({{"x", Fp32({1, 3}, {0, 0, 0})}},
                "feed 'x': the program declares fp32 [-1, 2], the value fed is fp32 [1, 3]");
   expect_error({{"x", Fp32({1, 2}, {0, 0})}, {"x", Fp32({1, 2}, {0, 0})}}, "feed 'x' is given twice");

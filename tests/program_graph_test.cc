@@ -9,7 +9,7 @@
 #include <regex>
 #include <sstream>
 
-#include "core/cli/render_dot.h"
+#include "core/program/render_dot.h"
 #include "core/program/builder.h"
 #include "core/program/program_io.h"
 #include "test_util.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <iterator>
 
-#include "core/cli/npy.h"
+#include "core/io/npy.h"
 #include "core/errors.h"
 #include "core/runtime/variable.h"
 #include "test_util.h"

@@ -467,19 +467,14 @@ RillStatus* VarTensor(RillVariable* v, RillTensor** out) {
   if (!v || !out) return NullArg("var_tensor");
   return StatusFromCall([&] { *out = reinterpret_cast<RillTensor*>(V(v)->GetMutableTensor()); });
 }
-// A variable type of the newest published registry, by name or by handle; nullptr if none.
-template <class Key> const CustomType* PublishedVarType(Key key) {
-  const Registry* registry = Registry::Published();
-  return registry != nullptr ? registry->FindVarType(key) : nullptr;
-}
-
+// Types are process-wide (registry.h): a handle stands for its committed definition.
 const RillVarType* VarTypeFind(const char* name) {
-  const CustomType* type = name ? PublishedVarType(std::string_view(name)) : nullptr;
+  const CustomType* type = name ? FindVarType(std::string_view(name)) : nullptr;
   return type ? type->handle : nullptr;
 }
 RillStatus* VarSetCustom(RillVariable* v, const RillVarType* type, void* value) {
   if (!v || !type) return NullArg("var_set_custom");
-  const CustomType* custom = PublishedVarType(type);
+  const CustomType* custom = VarTypeOf(type);
   if (custom == nullptr) return new RillStatus{RILL_NOT_FOUND, "var_set_custom: the type is not registered"};
   V(v)->SetCustom(custom, value);
   return nullptr;

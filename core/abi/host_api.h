@@ -7,8 +7,9 @@
 
 namespace rill::core {
 
-// The table (version RILL_ABI_VERSION). Custom variable types are resolved by name in
-// Registry::Published().
+// The table (version RILL_ABI_VERSION). Custom variable types are process-wide
+// (registry.h): var_type_find and var_set_custom read the definitions committed to any
+// registry.
 const RillHostApi* HostApiTable();
 
 }  // namespace rill::core

@@ -4,7 +4,6 @@
 
 #include "core/errors.h"
 #include "core/ops/feed_fetch.h"
-#include "core/program/feed_check.h"
 #include "core/runtime/dtype.h"
 #include "rill/checked_size.hpp"
 
@@ -73,17 +72,6 @@ std::vector<FeedFetchTarget> Targets(const Program& program, std::string_view ty
 
 std::vector<FeedFetchTarget> FeedTargets(const Program& program) { return Targets(program, "feed"); }
 std::vector<FeedFetchTarget> FetchTargets(const Program& program) { return Targets(program, "fetch"); }
-
-void FeedInto(const Program& program, const std::vector<FeedFetchTarget>& feeds, Scope& scope, const std::string& name,
-              Tensor value) {
-  CheckFeed(program, name, value);
-  const auto op = std::find_if(feeds.begin(), feeds.end(), [&](const FeedFetchTarget& f) { return f.var == name; });
-  if (op != feeds.end()) {
-    SetFeedColumn(*scope.Var(op->list), op->col, std::move(value));
-  } else {
-    *scope.Var(name)->GetMutableTensor() = std::move(value);
-  }
-}
 
 const Tensor& Fetched(const Scope& scope, const FeedFetchTarget& fetch) {
   const Variable* list = scope.FindVar(fetch.list);

@@ -3,10 +3,8 @@
 //
 // Contract: FeedTargets and FetchTargets list block 0's feed (fetch) ops in col order:
 // the variable each sets (reads), the list variable it reads (fills) and its column.
-// FeedInto checks a value against the program's declaration (CheckFeed), then puts it in
-// its feed op's column of the feed list, or straight into the variable when no feed op
-// sets it (hand-written programs). Fetched returns a fetch op's column after a run.
-// Errors name the variable.
+// Fetched returns a fetch op's column after a run. Errors name the variable. (Feeding a
+// run is core::Session's, session.h.)
 #ifndef RILL_CORE_API_FEED_FETCH_TARGETS_H_
 #define RILL_CORE_API_FEED_FETCH_TARGETS_H_
 
@@ -28,8 +26,6 @@ struct FeedFetchTarget {
 std::vector<FeedFetchTarget> FeedTargets(const Program& program);
 std::vector<FeedFetchTarget> FetchTargets(const Program& program);
 
-void FeedInto(const Program& program, const std::vector<FeedFetchTarget>& feeds, Scope& scope, const std::string& name,
-              Tensor value);
 // REQUIRES: `fetch` is one of the program's fetch targets and the program has run in `scope`.
 const Tensor& Fetched(const Scope& scope, const FeedFetchTarget& fetch);
 

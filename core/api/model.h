@@ -1,11 +1,11 @@
 // core/api/model.h — running an inference model from C++, as `rill run MODEL` does.
 //
-// Contract: Model::Load reads a model in any layout LoadInferenceModel reads, validates
-// its program against `registry` (which must outlive the model) and puts the parameters
-// in a root scope the model owns. Run puts each feed, checked against its declaration,
-// into its feed op's column; runs block 0 as the main task of RunTasks, on the calling
-// thread (go blocks it starts end with it; ModelOptions::tasks); and returns the fetch
-// ops' values in col order. Every feed target must be given, and nothing else.
+// Contract: Model::Load reads a model in any layout LoadInferenceModel reads, makes a
+// Session of its program on `registry` (which must outlive the model; session.h) and puts
+// the parameters in a root scope the model owns. Run is the session's run in that scope:
+// each feed, checked against its declaration, into its feed op's column (every feed target
+// given, and nothing else); block 0 as the main task of RunTasks, on the calling thread (go
+// blocks it starts end with it; ModelOptions::tasks); the fetch ops' values in col order.
 // Parameters and whatever earlier runs left stay in the scope. Errors throw Error with
 // what was wrong. One Run at a time per model.
 //
@@ -21,11 +21,10 @@
 #include <utility>
 #include <vector>
 
-#include "core/api/feed_fetch_targets.h"
+#include "core/api/session.h"
 #include "core/io/inference_model.h"
 #include "core/registry/registry.h"
 #include "core/runtime/device.h"
-#include "core/runtime/executor.h"
 #include "core/runtime/scope.h"
 #include "core/tasks/scheduler.h"
 
@@ -54,20 +53,18 @@ class Model {
                                      const ModelOptions& options = {});
 
   // The feed ops' targets and the fetch ops' targets, in col order.
-  const std::vector<FeedFetchTarget>& feeds() const { return feeds_; }
-  const std::vector<FeedFetchTarget>& fetches() const { return fetches_; }
-  const Program& program() const { return *program_; }
+  const std::vector<FeedFetchTarget>& feeds() const { return session_.feeds(); }
+  const std::vector<FeedFetchTarget>& fetches() const { return session_.fetches(); }
+  const Program& program() const { return session_.program(); }
   Scope& scope() { return *scope_; }
 
-  std::vector<Tensor> Run(std::vector<std::pair<std::string, Tensor>> feeds);
+  std::vector<Tensor> Run(Session::Feeds feeds);
 
  private:
   Model(const Registry& registry, InferenceModel loaded, const ModelOptions& options);
 
-  std::shared_ptr<const Program> program_;
-  std::vector<FeedFetchTarget> feeds_, fetches_;
+  Session session_;
   std::shared_ptr<Scope> scope_;
-  Executor executor_;
   SchedulerOptions tasks_;
 };
 

@@ -20,26 +20,26 @@
 
 #include "core/abi/status.h"
 #include "core/api/feed_fetch_targets.h"
+#include "core/api/session.h"
 #include "core/cli/args.h"
 #include "core/cli/launch.h"
 #include "core/cli/malloc_tuning.h"
-#include "core/cli/npy.h"
 #include "core/cli/progress.h"
-#include "core/cli/render_dot.h"
 #include "core/errors.h"
 #include "core/io/atomic_file.h"
 #include "core/io/inference_model.h"
+#include "core/io/npy.h"
 #include "core/loader/plugin_loader.h"
 #include "core/log.h"
 #include "core/program/backward.h"
 #include "core/program/graph.h"
 #include "core/program/program_io.h"
+#include "core/program/render_dot.h"
 #include "core/program/transpiler.h"
 #include "core/program/validate.h"
 #include "core/registry/registry.h"
 #include "core/runtime/device.h"
 #include "core/runtime/dtype.h"
-#include "core/runtime/executor.h"
 #include "core/runtime/profiler.h"
 #include "core/tasks/scheduler.h"
 
@@ -147,13 +147,6 @@ Place ParseDevice(const std::string& text) {
   throw UsageError("--device " + text + ": no loaded plugin provides a device called '" + name + "'");
 }
 
-// Loads and validates a program for running.
-std::shared_ptr<const Program> LoadForRun(const std::string& path, const Registry& registry) {
-  std::shared_ptr<const Program> program = ReadProgram(path);
-  ValidateProgramOrThrow(*program, registry);
-  return program;
-}
-
 // `rill run DIR` under a launcher (mpirun -np N rill run DIR ...): the run of the cluster
 // process this rank is (launch.h, ProcessOf). The options are the trainers', with
 // "{trainer}" replaced by the trainer's index; a pserver runs its program once, as is.
@@ -213,25 +206,23 @@ int CmdRun(const Args& given, const Registry& registry) {
                      "' is not one (no '" + (a.model_filename.empty() ? std::string("__model__") : a.model_filename) +
                      "' in it)");
   }
-  auto program = model ? loaded.program : ReadProgram(a.positional[1]);
-  ValidateProgramOrThrow(*program, registry);
-  auto startup = a.startup.empty() ? nullptr : LoadForRun(a.startup, registry);
+  Session session(registry, model ? loaded.program : ReadProgram(a.positional[1]), place);
+  std::optional<Session> startup;
+  if (!a.startup.empty()) startup.emplace(registry, ReadProgram(a.startup), place);
 
   auto scope = Scope::NewRoot();
   for (auto& [name, value] : loaded.parameters) *scope->Var(name)->GetMutableTensor() = std::move(value);
-  const std::vector<FeedFetchTarget> feeds = FeedTargets(*program);
-  const std::vector<FeedFetchTarget> fetches = FetchTargets(*program);
+  Session::Feeds feeds;
   for (const auto& feed : a.feed) {
     const auto eq = feed.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == feed.size()) {
       throw UsageError("--feed takes VAR=FILE.npy, got '" + feed + "'");
     }
-    FeedInto(*program, feeds, *scope, feed.substr(0, eq), ReadNpy(feed.substr(eq + 1)));
+    feeds.emplace_back(feed.substr(0, eq), ReadNpy(feed.substr(eq + 1)));
   }
+  session.Feed(*scope, std::move(feeds));
   SchedulerOptions tasks;
   tasks.workers = static_cast<int>(PositiveCount("--workers", a.workers, true));
-  Executor executor(registry, program);
-  executor.set_place(place);
   // The trace's directory is checked before the run, so that a path the trace cannot be
   // written to fails first, not after a long run.
   if (!a.profile.empty()) {
@@ -246,18 +237,14 @@ int CmdRun(const Args& given, const Registry& registry) {
   if (!a.profile.empty() || a.profile_summary) profiler.emplace();
   // The whole run is the main task: go blocks still running when it ends are stopped.
   RunTasks(tasks, [&] {
-    if (startup) {
-      Executor init(registry, startup);
-      init.set_place(place);
-      init.Run(0, scope);
-    }
+    if (startup) startup->Run(scope);
     for (int64_t i = 1; i <= iterations; ++i) {
-      executor.Run(0, scope);
+      session.Run(scope);
       const bool due = print_every > 0 && i % print_every == 0 && i != iterations;
       if (due && !progress.terminal()) {
-        PrintResults(Results(a.fetch, fetches, *scope), "[iteration " + std::to_string(i) + "] ");
+        PrintResults(Results(a.fetch, session.fetches(), *scope), "[iteration " + std::to_string(i) + "] ");
       }
-      progress.Done(i, due && progress.terminal() ? ShortValues(Results(a.fetch, fetches, *scope)) : "");
+      progress.Done(i, due && progress.terminal() ? ShortValues(Results(a.fetch, session.fetches(), *scope)) : "");
     }
   });
   progress.Finish();
@@ -270,7 +257,7 @@ int CmdRun(const Args& given, const Registry& registry) {
     if (a.profile_summary) WriteSummary(trace, std::cout);
     std::cout.flush();
   }
-  const auto results = Results(a.fetch, fetches, *scope);
+  const auto results = Results(a.fetch, session.fetches(), *scope);
   PrintResults(results, iterations > 1 && print_every > 0 ? "[iteration " + std::to_string(iterations) + "] " : "");
   if (!a.save_dir.empty()) {
     std::filesystem::create_directories(a.save_dir);

@@ -190,7 +190,6 @@ std::vector<PluginInfo> LoadPlugins(Registry& registry, const LoadOptions& optio
     enabled_names.insert(enabled_names.begin(), before.begin(), before.end());
   }
   registry.set_enabled_plugins(enabled_names);
-  registry.Publish();
   return infos;
 }
 

@@ -13,9 +13,10 @@ namespace {
 Variable& Var(rill::Variable v) { return *reinterpret_cast<Variable*>(v.handle()); }
 
 const CustomType& ListType() {
-  const Registry* registry = Registry::Published();
-  const CustomType* type = registry != nullptr ? registry->FindVarType(kFeedFetchListType) : nullptr;
-  if (type == nullptr) throw Error("the feed/fetch list type is not registered (no registry published)", RILL_INTERNAL);
+  static const RillVarType* const handle = VarTypeHandle(kFeedFetchListType);
+  const CustomType* type = VarTypeOf(handle);
+  if (type == nullptr)
+    throw Error("the feed/fetch list type is not registered (no registry has core's ops)", RILL_INTERNAL);
   return *type;
 }
 

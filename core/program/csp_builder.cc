@@ -62,6 +62,10 @@ Select::Select(ProgramBuilder& pb, BlockBuilder& b) : pb_(pb), cases_block_(pb.N
             .BlockAttr("sub_block", cases_block_.idx())
             .Attr("cases", std::vector<std::string>{})
             .desc();
+  // Each case's own block too (select_op.cc): select then runs the chosen one directly.
+  auto* blocks = op_->add_attrs();
+  blocks->set_name("case_blocks");
+  blocks->set_type(proto::BLOCKS);
 }
 
 BlockBuilder& Select::Send(const std::string& channel, const std::string& value) { return AddCase(1, channel, value); }
@@ -71,8 +75,10 @@ BlockBuilder& Select::Default() { return AddCase(0, "", ""); }
 BlockBuilder& Select::AddCase(int type, const std::string& channel, const std::string& value) {
   const int idx = static_cast<int>(cases_.size());
   cases_.push_back(std::to_string(idx) + "," + std::to_string(type) + "," + channel + "," + value);
+  BlockBuilder& body = pb_.NewBlock(cases_block_.idx());
   for (auto& a : *op_->mutable_attrs()) {
     if (a.name() == "cases") a.add_strings(cases_.back());
+    if (a.name() == "case_blocks") a.add_blocks_idx(body.idx());
   }
   // As the seed's Python API does: what the cases use in X, what they write in Out, so the
   // op reads them from its resolved arguments.
@@ -84,7 +90,6 @@ BlockBuilder& Select::AddCase(int type, const std::string& channel, const std::s
   const std::string prefix = case_var_ + "." + std::to_string(idx);
   FillInt32(cases_block_, prefix + ".idx", static_cast<float>(idx));
   cases_block_.Op("equal").Input("X", prefix + ".idx").Input("Y", case_var_).Output("Out", prefix + ".cond");
-  BlockBuilder& body = pb_.NewBlock(cases_block_.idx());
   cases_block_.Op("conditional_block")
       .Input("X", prefix + ".cond")
       .Attr("is_scalar_condition", true)

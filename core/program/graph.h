@@ -18,7 +18,7 @@
 // ops are drawn, sub-blocks collapsed. Never throws for a malformed program: what cannot
 // be drawn (a block index out of range) is left out and noted. The first line is a DOT
 // comment giving the graph's size, `// rill graph: N nodes, M edges`, which WriteGraph
-// (core/cli/render_dot.h) reads to refuse a picture Graphviz would take minutes to lay out.
+// (core/program/render_dot.h) reads to refuse a picture Graphviz would take minutes to lay out.
 #ifndef RILL_CORE_PROGRAM_GRAPH_H_
 #define RILL_CORE_PROGRAM_GRAPH_H_
 

@@ -8,9 +8,12 @@
 #include "core/errors.h"
 #include "core/runtime/dtype.h"
 
-// What a RillVarType handle points at: the name it stands for (kept for debuggers).
+// What a RillVarType handle points at: the name it stands for (kept for debuggers) and,
+// once a registry has committed a plugin's definition of it, that definition (never freed:
+// values anywhere may hold it).
 struct __attribute__((visibility("hidden"))) RillVarType {
   std::string name;
+  std::atomic<const rill::core::CustomType*> type{nullptr};
 };
 
 namespace rill::core {
@@ -23,20 +26,27 @@ namespace {
 
 std::string Str(const char* s) { return s ? s : ""; }
 
-// Published registries, oldest first, and the newest of them for lock-free reads. Never
-// destroyed: a registry may outlive static destruction.
-std::mutex g_published_mu;
-std::vector<const Registry*>& PublishedList() {
-  static auto* list = new std::vector<const Registry*>;
-  return *list;
-}
-std::atomic<const Registry*> g_newest_published{nullptr};
+// Serialises installing variable types' definitions in their handles.
+std::mutex g_var_type_install_mu;
 
-// Takes `r` out of the list; the caller holds g_published_mu.
-void WithdrawLocked(const Registry* r) {
-  auto& list = PublishedList();
-  list.erase(std::remove(list.begin(), list.end(), r), list.end());
-  g_newest_published.store(list.empty() ? nullptr : list.back(), std::memory_order_release);
+// Installs `t`'s definition in its handle unless the same plugin's is there; throws when
+// another plugin's is.
+void InstallVarType(const CustomType& t) {
+  std::lock_guard lock(g_var_type_install_mu);
+  auto& slot = const_cast<RillVarType*>(t.handle)->type;
+  if (const CustomType* existing = slot.load(std::memory_order_relaxed)) {
+    if (existing->plugin == t.plugin) return;
+    throw Error("variable type '" + t.name + "' is registered by both plugin '" + existing->plugin + "' and plugin '" +
+                    t.plugin + "'",
+                RILL_ALREADY_EXISTS);
+  }
+  slot.store(new CustomType(t), std::memory_order_release);
+}
+
+// The plugin whose definition of variable type `t` is installed, or "" if none is.
+std::string InstalledVarTypePlugin(const CustomType& t) {
+  const CustomType* existing = t.handle->type.load(std::memory_order_acquire);
+  return existing != nullptr ? existing->plugin : "";
 }
 
 std::vector<SlotSpec> Slots(const RillSlotDef* defs, size_t n, const std::string& op, const char* kind) {
@@ -187,13 +197,32 @@ CommandEntry CommandFromAbi(const RillCommandDef& d, const std::string& plugin) 
       name, d.summary != nullptr ? d.summary : "", d.usage != nullptr ? d.usage : "", d.user_data, d.run, plugin};
 }
 
+namespace {
+std::mutex g_handles_mu;
+std::map<std::string, std::unique_ptr<RillVarType>, std::less<>>& Handles() {
+  static auto* handles = new std::map<std::string, std::unique_ptr<RillVarType>, std::less<>>;  // never freed
+  return *handles;
+}
+}  // namespace
+
 const RillVarType* VarTypeHandle(const std::string& name) {
-  static std::mutex mu;
-  static auto* handles = new std::map<std::string, std::unique_ptr<RillVarType>>;  // never freed
-  std::lock_guard<std::mutex> lock(mu);
-  auto& h = (*handles)[name];
-  if (!h) h = std::make_unique<RillVarType>(RillVarType{name});
+  std::lock_guard<std::mutex> lock(g_handles_mu);
+  auto& h = Handles()[name];
+  if (!h) {
+    h = std::make_unique<RillVarType>();
+    h->name = name;
+  }
   return h.get();
+}
+
+const CustomType* VarTypeOf(const RillVarType* handle) {
+  return handle != nullptr ? handle->type.load(std::memory_order_acquire) : nullptr;
+}
+
+const CustomType* FindVarType(std::string_view name) {
+  std::lock_guard<std::mutex> lock(g_handles_mu);
+  const auto it = Handles().find(name);
+  return it != Handles().end() ? VarTypeOf(it->second.get()) : nullptr;
 }
 
 std::string Registry::KernelKey(const std::string& op, int32_t device, int32_t dtype) {
@@ -217,9 +246,9 @@ void Registry::Commit(const std::vector<const PluginRegistration*>& regs) {
       auto it = ops_.find(op.type);
       check_dup(new_ops, op.type, it == ops_.end() ? "" : it->second->plugin, r->plugin, "op '" + op.type + "'");
     }
-    for (const auto& t : r->var_types) {
-      auto it = var_types_.find(t.name);
-      check_dup(new_types, t.name, it == var_types_.end() ? "" : it->second->plugin, r->plugin,
+    for (const auto& t : r->var_types) {  // a name is one plugin's in every registry of the process
+      const std::string installed = InstalledVarTypePlugin(t);
+      check_dup(new_types, t.name, installed == r->plugin ? "" : installed, r->plugin,
                 "variable type '" + t.name + "'");
     }
     for (const auto& c : r->commands) {
@@ -245,13 +274,14 @@ void Registry::Commit(const std::vector<const PluginRegistration*>& regs) {
                 "kernel for op '" + k.op_type + "' (" + DeviceName(k.device_type) + ", " + DataTypeName(k.dtype) + ")");
     }
   }
-  // Devices are process-wide; installing checks them against every plugin ever loaded.
+  // Devices and variable types are process-wide; installing checks them against every
+  // plugin ever loaded.
   for (const auto* r : regs) {
     for (const auto& d : r->devices) InstallDevice(d);
+    for (const auto& t : r->var_types) InstallVarType(t);
   }
   for (const auto* r : regs) {
     for (const auto& op : r->ops) ops_[op.type] = std::make_unique<OpSchemaEntry>(op);
-    for (const auto& t : r->var_types) var_types_[t.name] = std::make_unique<CustomType>(t);
     for (const auto& c : r->commands) commands_[c.name] = c;
   }
   for (const auto* r : regs) {
@@ -292,32 +322,6 @@ const KernelEntry* Registry::FindKernel(const std::string& op, int32_t device, i
 std::vector<const KernelEntry*> Registry::KernelsOf(const std::string& op) const {
   auto it = kernels_by_op_.find(op);
   return it == kernels_by_op_.end() ? std::vector<const KernelEntry*>{} : it->second;
-}
-
-Registry::~Registry() {
-  std::lock_guard lock(g_published_mu);
-  WithdrawLocked(this);
-}
-
-void Registry::Publish() const {
-  std::lock_guard lock(g_published_mu);
-  WithdrawLocked(this);  // published again: it becomes the newest
-  PublishedList().push_back(this);
-  g_newest_published.store(this, std::memory_order_release);
-}
-
-const Registry* Registry::Published() { return g_newest_published.load(std::memory_order_acquire); }
-
-const CustomType* Registry::FindVarType(std::string_view name) const {
-  auto it = var_types_.find(name);
-  return it == var_types_.end() ? nullptr : it->second.get();
-}
-
-const CustomType* Registry::FindVarType(const RillVarType* handle) const {
-  for (const auto& [name, type] : var_types_) {
-    if (type->handle == handle) return type.get();
-  }
-  return nullptr;
 }
 
 std::vector<const OpSchemaEntry*> Registry::AllOps() const {

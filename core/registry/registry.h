@@ -96,23 +96,22 @@ OpSchemaEntry SchemaFromAbi(const RillOpSchema& schema, const std::string& plugi
 KernelEntry KernelFromAbi(const RillKernelDef& def, const std::string& plugin);
 CustomType VarTypeFromAbi(const RillVarTypeDef& def, const std::string& plugin);
 CommandEntry CommandFromAbi(const RillCommandDef& def, const std::string& plugin);
-// The ABI handle of variable type `name`: one per name for the life of the process, so a
-// plugin's handle stays valid and matches values made under any registry.
+// Variable types are process-wide, as devices are (core/runtime/device.h): the ABI handle
+// of type `name` is one per name for the life of the process (so a plugin's handle matches
+// values made under any registry), and once a registry commits a plugin's definition of
+// the type, the handle stands for that definition. A type name is one plugin's: a registry
+// committing another plugin's type of the same name fails, as for a duplicate op.
 const RillVarType* VarTypeHandle(const std::string& name);
+// The definition `handle` stands for; nullptr while no registry has committed one.
+const CustomType* VarTypeOf(const RillVarType* handle);
+// The committed definition of type `name`; nullptr if none.
+const CustomType* FindVarType(std::string_view name);
 
 class Registry {
  public:
   Registry() = default;
-  ~Registry();  // withdraws it from plugins' view
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
-
-  // Plugins resolve custom variable types by name (the host API's var_type_find and
-  // var_set_custom) in the newest published registry still alive. The loader publishes a
-  // registry once plugins are committed to it; a registry withdraws itself when destroyed,
-  // so no plugin reads one that is gone. A registry must outlive the programs run under it.
-  void Publish() const;
-  static const Registry* Published();  // nullptr when none is
 
   // Adds the schemas and variable types of each registration, then the kernels (a kernel
   // may be for another plugin's op). All or nothing: throws Error and changes nothing on a
@@ -125,11 +124,6 @@ class Registry {
   // Exact (device, dtype) first, then the device's RILL_ANY_DTYPE kernel; nullptr if none.
   const KernelEntry* FindKernel(const std::string& op, int32_t device, int32_t dtype) const;
   std::vector<const KernelEntry*> KernelsOf(const std::string& op) const;
-  // By a view, with no string made: the host API looks a plugin's type name up on every
-  // var_set_custom (every channel_create).
-  const CustomType* FindVarType(std::string_view name) const;
-  // The same by handle (var_type_find's): a walk over the few types, with no name compared.
-  const CustomType* FindVarType(const RillVarType* handle) const;
   std::vector<const OpSchemaEntry*> AllOps() const;  // sorted by type
   // Names no plugin's command may take (the host tool's own): a plugin that registers one
   // fails to load, as for a duplicate.
@@ -151,7 +145,6 @@ class Registry {
   std::map<std::string, std::unique_ptr<OpSchemaEntry>> ops_;
   std::map<std::string, KernelEntry> kernels_;  // by KernelKey
   std::map<std::string, std::vector<const KernelEntry*>> kernels_by_op_;
-  std::map<std::string, std::unique_ptr<CustomType>, std::less<>> var_types_;
   std::map<std::string, CommandEntry> commands_;
   std::set<std::string> reserved_commands_;
   std::map<std::string, std::string> hints_;  // op type -> plugin that was not enabled

@@ -3,15 +3,14 @@
 // case_to_execute (int32 [1]) and runs sub_block, whose conditional_blocks run that case.
 //
 // Two shortcuts keep a select in a loop close to the channel API's cost, each taken only
-// where it cannot change what the program computes:
-//  - When sub_block has the seed's layout (per case: fill_constant of the case's idx,
-//    equal of it and case_to_execute, a scalar conditional_block on that), the op runs only
-//    the chosen case's block, in a child scope of its own, instead of the whole sub_block.
-//    The per-case idx and condition temporaries are then never made.
+// where the program says it cannot change what it computes:
+//  - When the op has `case_blocks` (each case's own block, in `cases`' order, as Rill's
+//    builders write it beside sub_block), the op runs only the chosen case's block, in a
+//    child scope of its own, instead of the whole sub_block, whose per-case condition
+//    temporaries are then never made. Without it (a program Fluid wrote) sub_block runs.
 //  - A case's channel or value named in the op's X or Out (as the seed's Python API and
 //    csp_builder list them) is read as the op's argument, which the host resolves once,
 //    instead of being looked up by name up the scope chain on every round.
-#include <climits>
 #include <optional>
 #include <set>
 #include <utility>
@@ -34,7 +33,7 @@ struct ArgRef {
 struct CaseSpec : CaseText {
   explicit CaseSpec(CaseText parsed) : CaseText(std::move(parsed)) {}
   ArgRef channel_arg, value_arg;
-  int32_t body = -1;  // the case's own block, when sub_block has the seed's layout
+  int32_t body = -1;  // the case's own block, when the op has case_blocks
 };
 
 ArgRef FindArg(const OpInfo& op, const std::string& name) {
@@ -47,35 +46,6 @@ ArgRef FindArg(const OpInfo& op, const std::string& name) {
     if (out[i] == name) return ArgRef{ArgRef::kOut, i};
   }
   return ArgRef{};
-}
-
-// Reads the block of case idx `idx` from a conditional_block's sub_block when `ops`
-// (three ops of sub_block) are the seed's shape for one case: I = fill_constant(idx);
-// C = equal(I, case_to_execute) (either order); conditional_block(C, scalar). Returns false
-// when they are anything else.
-bool ReadSeedCase(const std::vector<OpInfo>& ops, size_t at, const std::string& case_var, int32_t* idx, int32_t* body) {
-  const OpInfo& fill = ops[at];
-  const OpInfo& equal = ops[at + 1];
-  const OpInfo& cond = ops[at + 2];
-  if (fill.type() != "fill_constant" || equal.type() != "equal" || cond.type() != "conditional_block") return false;
-  if (fill.OutputCount("Out") != 1 || fill.Attr<std::vector<int64_t>>("shape") != std::vector<int64_t>{1}) return false;
-  const int64_t dtype = fill.Attr<int64_t>("dtype");
-  const double value = fill.Attr<double>("value");
-  if (dtype != RILL_INT32 || !(value >= INT32_MIN && value <= INT32_MAX) || value != static_cast<int32_t>(value)) {
-    return false;
-  }
-  const std::string index_var = fill.OutputName("Out");
-  if (equal.InputCount("X") != 1 || equal.InputCount("Y") != 1 || equal.OutputCount("Out") != 1) return false;
-  const std::pair operands{equal.InputName("X"), equal.InputName("Y")};
-  if (operands != std::pair{index_var, case_var} && operands != std::pair{case_var, index_var}) return false;
-  const char* slot = cond.InputCount("Cond") > 0 ? "Cond" : "X";
-  if (cond.InputCount("Cond") + cond.InputCount("X") != 1 || cond.InputName(slot) != equal.OutputName("Out") ||
-      !cond.Attr<bool>("is_scalar_condition")) {
-    return false;
-  }
-  *idx = static_cast<int32_t>(value);
-  *body = cond.BlockAttr("sub_block");
-  return true;
 }
 
 class Select {
@@ -106,7 +76,13 @@ class Select {
       spec.channel_arg = FindArg(op, spec.channel);
       spec.value_arg = FindArg(op, spec.value);
     }
-    direct_ = ReadSeedLayout(op);
+    const std::vector<int32_t> bodies = op.BlocksAttr("case_blocks");
+    if (!bodies.empty() && bodies.size() != specs_.size()) {
+      throw Error("select: case_blocks names " + std::to_string(bodies.size()) + " blocks for " +
+                  std::to_string(specs_.size()) + " cases");
+    }
+    for (size_t k = 0; k < bodies.size(); ++k) specs_[k].body = bodies[k];
+    direct_ = !bodies.empty();
   }
 
   void Compute(KernelContext& ctx) {
@@ -147,30 +123,6 @@ class Select {
     return *scope;
   }
 
-  // True, with each case's body set, when sub_block holds exactly the seed's three ops per
-  // case (see the top of this file) and nothing else. A block that cannot be read (one of
-  // its ops unknown) is left to fail when it runs, as it did before.
-  bool ReadSeedLayout(const OpInfo& op) {
-    std::vector<int32_t> bodies(specs_.size(), -1);
-    try {
-      const std::vector<OpInfo> ops = op.BlockOps(block_);
-      const std::string case_var = op.InputName("case_to_execute");
-      if (ops.size() % 3 != 0) return false;
-      for (size_t at = 0; at < ops.size(); at += 3) {
-        int32_t idx = 0, body = -1;
-        if (!ReadSeedCase(ops, at, case_var, &idx, &body)) return false;
-        size_t k = 0;
-        while (k < specs_.size() && specs_[k].idx != idx) ++k;
-        if (k == specs_.size() || bodies[k] >= 0) return false;  // no such case, or two blocks for it
-        bodies[k] = body;
-      }
-    } catch (const Error&) {
-      return false;
-    }
-    for (size_t k = 0; k < specs_.size(); ++k) specs_[k].body = bodies[k];
-    return true;
-  }
-
   const int32_t block_;
   const Slot x_, out_, case_to_execute_;
   std::vector<CaseSpec> specs_;
@@ -185,16 +137,17 @@ void RegisterSelect(Registrar& r) {
   r.Op(OpSchema("select")
            .Doc("Go's select: waits until one of the send/receive cases can proceed (choosing "
                 "uniformly at random among ready ones; the default case only when none is "
-                "ready), performs it, writes its idx into case_to_execute and runs sub_block. "
-                "When sub_block is laid out as Fluid's select writes it (per case: fill_constant "
-                "of its idx, equal with case_to_execute, a scalar conditional_block), only the "
-                "chosen case's block runs.")
+                "ready), performs it, writes its idx into case_to_execute and runs sub_block, "
+                "or, when case_blocks names each case's block, only the chosen case's block.")
            .Input("X", "variables the cases use", kOptList)
            .Input("case_to_execute", "int32 [1], written with the idx of the case that ran")
            .Output("Out", "variables the cases write", kOptList)
            .RequiredAttr("sub_block", RILL_ATTR_BLOCK, "the block holding each case's conditional_block")
            .RequiredAttr("cases", RILL_ATTR_STRINGS,
-                         "one \"idx,type,channel,value\" per case; type 0 default, 1 send, 2 receive"));
+                         "one \"idx,type,channel,value\" per case; type 0 default, 1 send, 2 receive")
+           .OptionalAttr("case_blocks", RILL_ATTR_BLOCKS,
+                         "each case's own block, in cases' order: the chosen one runs instead of sub_block "
+                         "(which then need not run to tell the cases apart)"));
   r.StatefulKernel<Select>("select", RILL_CPU, RILL_ANY_DTYPE);
 }
 

@@ -19,7 +19,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/cli/render_dot.h"
 #include "core/errors.h"
 #include "core/io/atomic_file.h"
 #include "core/io/inference_model.h"
@@ -28,6 +27,7 @@
 #include "core/program/backward.h"
 #include "core/program/graph.h"
 #include "core/program/program_io.h"
+#include "core/program/render_dot.h"
 #include "core/program/transpiler.h"
 #include "core/program/validate.h"
 #include "core/registry/registry.h"

@@ -1,57 +1,33 @@
 #include "prepared_program.h"
 
-#include <set>
-
 #include "core/errors.h"
-#include "core/program/validate.h"
 #include "core/tasks/scheduler.h"
 #include "interruptible.h"
 #include "numpy_tensor.h"
 #include "tensor_handle.h"
 
 namespace rill::python {
-namespace {
-
-std::shared_ptr<const core::Program> Validated(const core::Registry& registry, const std::string& bytes) {
-  auto program = core::Program::Parse(bytes, "<program from Python>");
-  core::ValidateProgramOrThrow(*program, registry);
-  return program;
-}
-
-}  // namespace
 
 PreparedProgram::PreparedProgram(const core::Registry& registry, const std::string& program_bytes, int workers,
                                  int cuda_device)
-    : program_(Validated(registry, program_bytes)),
-      executor_(registry, program_),
-      feeds_(core::FeedTargets(*program_)),
-      fetches_(core::FetchTargets(*program_)),
-      workers_(workers) {
-  for (int b = 0; b < program_->blocks_size(); ++b) {
-    for (const auto& op : program_->ops(program_->block(b))) {
-      if (program_->str(op.type) == "feed") continue;
-      for (const auto& slot : program_->outputs(op)) {
-        for (const auto id : program_->arguments(slot)) written_.insert(std::string(program_->str(id)));
-      }
-    }
-  }
-  if (cuda_device >= 0) executor_.set_place(core::Place{RILL_CUDA, cuda_device});
-}
+    : session_(registry, core::Program::Parse(program_bytes, "<program from Python>"),
+               cuda_device >= 0 ? core::Place{RILL_CUDA, cuda_device} : core::Place{}),
+      workers_(workers) {}
 
 std::vector<std::string> PreparedProgram::feed_names() const {
   std::vector<std::string> names;
-  for (const auto& f : feeds_) names.push_back(f.var);
+  for (const auto& f : session_.feeds()) names.push_back(f.var);
   return names;
 }
 
 std::vector<std::string> PreparedProgram::fetch_names() const {
   std::vector<std::string> names;
-  for (const auto& f : fetches_) names.push_back(f.var);
+  for (const auto& f : session_.fetches()) names.push_back(f.var);
   return names;
 }
 
 void PreparedProgram::ReleaseFeeds() {
-  for (const auto& f : feeds_) {
+  for (const auto& f : session_.feeds()) {
     for (const std::string* name : {&f.list, &f.var}) {
       if (core::Variable* v = local_->FindLocalVar(*name)) v->Clear();
     }
@@ -70,39 +46,32 @@ py::list PreparedProgram::Run(const std::shared_ptr<core::Scope>& scope, const p
   }
   // The feed and fetch lists live in the run's own child scope, so runs of other programs
   // in the same scope at the same time (other threads) cannot mix their feeds.
-  for (const auto& f : fetches_) local_->Var(f.list);
+  for (const auto& f : session_.fetches()) local_->Var(f.list);
   struct Release {  // whatever the run's outcome
     PreparedProgram* p;
     ~Release() { p->ReleaseFeeds(); }
   } release{this};
-  std::set<std::string> given;
+  core::Session::Feeds values;
   for (const py::handle item : feeds) {
     const auto pair = item.cast<py::tuple>();
     const auto name = pair[0].cast<std::string>();
-    if (!given.insert(name).second) throw core::Error("feed '" + name + "' is given twice", RILL_INVALID_ARGUMENT);
-    core::Tensor value;
+    const bool written = session_.Writes(name);
     if (py::isinstance<TensorHandle>(pair[1])) {
-      const core::Tensor& given_tensor = *pair[1].cast<TensorHandle&>().get();
-      value = written_.count(name) != 0 ? given_tensor.DeepCopy() : given_tensor;
+      const core::Tensor& given = *pair[1].cast<TensorHandle&>().get();
+      values.emplace_back(name, written ? given.DeepCopy() : given);
     } else {
       const py::array array = py::array::ensure(pair[1]);
       if (!array) throw core::Error("feed '" + name + "' is not an array", RILL_INVALID_ARGUMENT);
-      value = TensorFromArray(array, "feed '" + name + "'", /*may_borrow=*/written_.count(name) == 0, &staging_[name]);
-    }
-    core::FeedInto(*program_, feeds_, *local_, name, std::move(value));
-  }
-  for (const auto& f : feeds_) {
-    if (!given.count(f.var)) {
-      throw core::Error("feed '" + f.var + "' (" + core::DeclaredType(*program_, f.var) + ") is not given",
-                        RILL_INVALID_ARGUMENT);
+      values.emplace_back(name,
+                          TensorFromArray(array, "feed '" + name + "'", /*may_borrow=*/!written, &staging_[name]));
     }
   }
+  session_.Feed(*local_, std::move(values));
   core::SchedulerOptions options;
   options.workers = workers_;
-  RunInterruptibly(options, [&] { executor_.Run(0, local_); });
+  RunInterruptibly(options, [&] { session_.Run(local_); });
   py::list out;
-  for (const auto& f : fetches_) {
-    const core::Tensor& fetched = core::Fetched(*local_, f);
+  for (const core::Tensor& fetched : session_.Fetch(*local_)) {
     if (!as_tensors) {
       out.append(ArrayFromTensor(fetched));
       continue;

@@ -1,12 +1,11 @@
 // python/src/prepared_program.h — one program prepared to run from Python, as
 // fluid.Executor.run runs it.
 //
-// Contract: a PreparedProgram is made from a serialized ProgramDesc whose block 0 holds
-// Fluid's feed and fetch ops (fluid.Executor adds them), validated against the registry.
-// Run(scope, feeds) checks every feed against its declaration (name, dtype, shape), puts
-// the values in their feed ops' columns, runs block 0 as the main task of
-// RunTasks (go blocks as tasks; `workers` threads, the calling thread first),
-// interruptibly (interruptible.h), and returns the fetch ops' values in col order as
+// Contract: a PreparedProgram is a core::Session (session.h) of a serialized ProgramDesc
+// whose block 0 holds Fluid's feed and fetch ops (fluid.Executor adds them). Run(scope,
+// feeds) feeds the session (each feed checked against its declaration, every feed op's
+// given), runs it as the main task of RunTasks (go blocks as tasks; `workers` threads,
+// the calling thread first), interruptibly (interruptible.h), and returns the fetch ops' values in col order as
 // numpy arrays (copies), or, with as_tensors, as Tensors (copies keeping their LoD: Fluid's
 // return_numpy=False). Persistable variables live in `scope`'s root; the others, and
 // the feed and fetch lists, in a child scope of `scope` kept for the next run in the same
@@ -23,13 +22,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "core/api/feed_fetch_targets.h"
+#include "core/api/session.h"
 #include "core/registry/registry.h"
-#include "core/runtime/executor.h"
 #include "core/runtime/scope.h"
 
 namespace rill::python {
@@ -51,12 +48,9 @@ class PreparedProgram {
   // Empties the feed lists and the fed variables in local_. REQUIRES: mu_ held.
   void ReleaseFeeds();
 
-  std::shared_ptr<const core::Program> program_;
-  core::Executor executor_;
-  std::vector<core::FeedFetchTarget> feeds_, fetches_;
-  // Variables some op of the program writes (in place, perhaps): fed a copy, never a
-  // borrowed array, which such an op would write through.
-  std::set<std::string> written_;
+  // A variable the program writes (Session::Writes) is fed a copy, never a borrowed
+  // array, which an op writing in place would write through.
+  core::Session session_;
   // Guarded by mu_: per feed, the memory its last copy went into. A run lets go of its
   // feeds when it ends (ReleaseFeeds), so the next copy of the same size reuses this
   // memory instead of faulting in new pages, and a borrowed array is not held past the run.

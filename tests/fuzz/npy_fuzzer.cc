@@ -1,9 +1,9 @@
-// The .npy reader (core/cli/npy.h) on any bytes: refused with an Error, or read.
+// The .npy reader (core/io/npy.h) on any bytes: refused with an Error, or read.
 #include <sstream>
 #include <string>
 
-#include "core/cli/npy.h"
 #include "core/errors.h"
+#include "core/io/npy.h"
 #include "fuzz_target.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

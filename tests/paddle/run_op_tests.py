@@ -3,8 +3,9 @@
 usage: PADDLE_SRC=/path/to/Paddle /usr/bin/python3 tests/paddle/run_op_tests.py [--build BUILD]
            [--json FILE] [--verbose] [test_NAME.py ...]
 
-PADDLE_SRC is a Paddle checkout (release/2.1; only python/paddle/fluid/tests/unittests is
-read, from where it is: nothing of Paddle's is copied). Each test file runs in a process of
+PADDLE_SRC is a Paddle checkout (release/2.1; python/paddle/fluid/tests/unittests is read,
+from where it is: nothing of Paddle's is copied; the sources of python/paddle's modules, where
+the checkout has them, tell the stand-in which names Paddle itself lacks). Each test file runs in a process of
 its own (harness.py) with the stand-in `paddle` package and OpTest of tests/paddle/standin
 first on the path (Rill's rill.fluid underneath), then Paddle's test directory for its
 helpers and white lists. Without file names it runs the files of the ops Rill ships (FILES

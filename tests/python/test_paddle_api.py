@@ -271,3 +271,73 @@ def test_local_response_norm(exe):
         mean = np.stack([padded[:, c:c + size].sum(1) for c in range(6)], 1) / size
         np.testing.assert_allclose(g, xs / (k + 1e-4 * mean) ** 0.75, rtol=1e-5)
     np.testing.assert_allclose(got[2].transpose(0, 3, 1, 2), got[1], rtol=1e-6)
+
+
+def test_lr_schedules():
+    lr = paddle.optimizer.lr
+    cosine = lr.CosineAnnealingDecay(0.1, T_max=4, eta_min=0.01)
+    for epoch in range(1, 9):  # the recursive rate equals the closed form over a whole period
+        cosine.step()
+        np.testing.assert_allclose(cosine(), 0.01 + 0.09 * (1 + np.cos(np.pi * epoch / 4)) / 2, atol=1e-12)
+    rates = {
+        lr.StepDecay(1.0, step_size=2, gamma=0.5): [1, 1, 0.5, 0.5, 0.25],
+        lr.MultiStepDecay(1.0, milestones=[1, 3], gamma=0.1): [1, 0.1, 0.1, 0.01, 0.01],
+        lr.PiecewiseDecay([2, 3], [0.3, 0.2, 0.1]): [0.3, 0.3, 0.2, 0.1, 0.1],
+        lr.LinearWarmup(lr.ExponentialDecay(1.0, 0.5), warmup_steps=2, start_lr=0, end_lr=1): [0, 0.5, 1, 0.5, 0.25],
+        lr.PolynomialDecay(1.0, decay_steps=2, end_lr=0, cycle=True): [1, 0.5, 0, 0.25, 0],
+    }
+    for scheduler, expected in rates.items():
+        got = []
+        for _ in expected:
+            got.append(scheduler())
+            scheduler.step()
+        np.testing.assert_allclose(got, expected, err_msg=type(scheduler).__name__)
+    plateau = lr.ReduceOnPlateau(1.0, patience=1, factor=0.5)
+    for metric in [3.0, 2.0, 2.5, 2.5]:  # improves, then two steps without improving
+        plateau.step(metric)
+    assert plateau() == 0.5
+    restored = lr.StepDecay(1.0, step_size=2)
+    restored.set_state_dict(list(rates)[0].state_dict())
+    assert restored.last_epoch == 5
+    with pytest.raises(TypeError, match="T_max"):
+        lr.CosineAnnealingDecay(0.1, T_max=2.0)
+    with pytest.raises(ValueError, match="one value more"):
+        lr.PiecewiseDecay([1, 2], [0.1, 0.2])
+
+
+def test_an_optimizer_follows_its_schedule(exe):
+    """SGD on mean(x @ w): w's gradient is x's column mean, and each update is the rate the
+    scheduler gave before that run times it."""
+    x = paddle.static.data("x", [2, 3], "float32")
+    linear = paddle.nn.Linear(3, 1, bias_attr=False)
+    loss = paddle.mean(linear(x))
+    scheduler = paddle.optimizer.lr.StepDecay(0.5, step_size=2, gamma=0.1)
+    sgd = paddle.optimizer.SGD(learning_rate=scheduler)
+    sgd.minimize(loss)
+    exe.run(fluid.default_startup_program())
+    xs = RNG.randn(2, 3).astype("float32")
+    weight = lambda: np.array(fluid.global_scope().find_var(linear.weight.name).get_tensor())[:, 0]
+    for rate in [0.5, 0.5, 0.05, 0.05]:
+        assert sgd.get_lr() == pytest.approx(rate)
+        before = weight()
+        exe.run(feed={"x": xs}, fetch_list=[loss])
+        np.testing.assert_allclose(before - weight(), rate * xs.mean(axis=0), atol=1e-6)
+        scheduler.step()
+    with pytest.raises(RuntimeError, match="LRScheduler"):
+        sgd.set_lr(0.1)
+
+
+def test_a_dygraph_optimizer_follows_its_schedule():
+    xs = RNG.randn(2, 3).astype("float32")
+    with fluid.dygraph.guard():
+        linear = paddle.nn.Linear(3, 1, bias_attr=False)
+        scheduler = paddle.optimizer.lr.PiecewiseDecay([1], [0.5, 0.1])
+        sgd = paddle.optimizer.SGD(learning_rate=scheduler, parameters=linear.parameters())
+        for rate in [0.5, 0.1]:
+            before = linear.weight.numpy()[:, 0]
+            paddle.mean(linear(paddle.to_tensor(xs))).backward()
+            sgd.step()
+            sgd.clear_grad()
+            np.testing.assert_allclose(before - linear.weight.numpy()[:, 0], rate * xs.mean(axis=0), atol=1e-6)
+            scheduler.step()
+        assert sgd.state_dict()["LR_Scheduler"]["last_epoch"] == 2

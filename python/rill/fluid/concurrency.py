@@ -200,7 +200,11 @@ class Select(BlockGuard):
                 v = parent_block._find_var_recursive(n)
                 if v is not None and v.name not in [e.name for e in x]:
                     x.append(v)
+        # Each case's own block beside sub_block (Rill's select then runs the chosen one
+        # directly; Fluid's ignores the attribute and runs sub_block).
+        attrs = {"sub_block": select_block, "cases": [c.attr() for c in self.cases]}
+        if case_blocks:
+            attrs["case_blocks"] = case_blocks
         parent_block.append_op(type="select", inputs={"X": x, "case_to_execute": self.case_to_execute},
-                               outputs={"Out": out},
-                               attrs={"sub_block": select_block, "cases": [c.attr() for c in self.cases]})
+                               outputs={"Out": out}, attrs=attrs)
         return super(Select, self).__exit__(exc_type, exc_val, exc_tb)

@@ -16,7 +16,7 @@ import numpy as np
 
 from rill import _rill
 from rill.fluid import core
-from rill.fluid.framework import Program, Variable, default_main_program
+from rill.fluid.framework import Program, Variable, default_main_program, dtype_to_np
 from rill.fluid.compiler import CompiledProgram
 from rill.proto import framework_pb2
 
@@ -210,6 +210,9 @@ class Executor(object):
                 raise ValueError("feed %r (a data variable the program reads) is not given" % name)
         prepared = self._prepared(program, feed_names, fetch_names, feed_var_name, fetch_var_name)
         block = program.global_block()
+        for name, value_of in program._values_before_run.items():
+            value = np.array([value_of()], dtype=dtype_to_np(block.vars[name].dtype))
+            scope.var(name).get_tensor().set(value, core.CPUPlace())
         values = []
         for name in feed_names:
             value = feed[name]
@@ -217,7 +220,6 @@ class Executor(object):
                 var = block.vars.get(name)
                 dtype = None
                 if var is not None and var.dtype is not None:
-                    from rill.fluid.framework import dtype_to_np
                     dtype = dtype_to_np(var.dtype)
                 value = _feed_array(name, value, dtype)
             values.append((name, value))

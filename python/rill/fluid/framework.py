@@ -711,6 +711,10 @@ class Program(object):
         self._op_role_var = []
         # dygraph's runner in dygraph mode (dygraph/base.py): each op appended runs at once.
         self._eager = None
+        # {variable name: callable}: Executor.run sets each of these persistable [1]
+        # variables to its callable's value before it runs the program (a learning-rate
+        # schedule's current rate, paddle.optimizer.lr).
+        self._values_before_run = {}
 
     def _bump(self):
         self._version += 1
@@ -877,6 +881,7 @@ class Program(object):
         batch_norm) set to inference (``is_test``). Parameters stay Parameters."""
         p = Program.parse_from_string(self.serialize_to_string())
         p.random_seed = self.random_seed
+        p._values_before_run = dict(self._values_before_run)
         for b, src in zip(p.blocks, self.blocks):
             for name, v in src.vars.items():
                 c = b.vars[name]

@@ -41,6 +41,10 @@ class Optimizer(object):
     def global_learning_rate(self, program=None):
         return self._learning_rate_map.get(default_main_program() if program is None else program)
 
+    def _current_rate(self):
+        """The value a new learning rate variable starts at."""
+        return float(self._learning_rate)
+
     def _create_global_learning_rate(self, dtype):
         """The learning rate variable, of the loss's dtype (an fp64 network's updates take an
         fp64 rate)."""
@@ -48,7 +52,7 @@ class Optimizer(object):
             return
         from rill.fluid.layers import create_global_var
         self._learning_rate_map[default_main_program()] = create_global_var(
-            name=unique_name.generate("learning_rate"), shape=[1], value=float(self._learning_rate),
+            name=unique_name.generate("learning_rate"), shape=[1], value=self._current_rate(),
             dtype=dtype, persistable=True)
 
     def _create_param_lr(self, param_and_grad):

@@ -364,249 +364,281 @@ typedef struct RillArg {
  * no status, returns 0 / NULL). */
 typedef struct RillHostApi {
   /* ===== Version 1 ===== */
-  uint32_t abi_version; /* the host's own RILL_ABI_VERSION */
-  uint32_t struct_size; /* sizeof(RillHostApi) in the host */
+  /* The host's own RILL_ABI_VERSION. */
+  uint32_t abi_version;
+  /* sizeof(RillHostApi) in the host: the entries it serves end there. */
+  uint32_t struct_size;
 
-  /* ---- Status and logging. `message` is copied; status_message's string lives until the
-   * status is released. */
+  /* ---- Status and logging. */
+  /* A status carrying `code` (a RillStatusCode) and a copy of `message`. */
   RillStatus* (*status_create)(int32_t code, const char* message);
+  /* The status's code. */
   int32_t (*status_code)(const RillStatus* status);
+  /* The status's message, valid until the status is released. */
   const char* (*status_message)(const RillStatus* status);
+  /* Frees a status (NULL: nothing). */
   void (*status_release)(RillStatus* status);
-  void (*log)(int32_t level, const char* message); /* through the host's logger */
+  /* Writes `message` (copied) through the host's logger at `level` (a RillLogLevel). */
+  void (*log)(int32_t level, const char* message);
 
-  /* ---- Registration, during init only. Everything passed is copied. */
+  /* ---- Registration, during the plugin's init only. Everything passed is copied. */
+  /* Declares an op: its slots, attributes and gradient. */
   RillStatus* (*register_op)(RillRegistrar* reg, const RillOpSchema* schema);
+  /* A kernel for an op (this plugin's or another's) on a device and dtype. */
   RillStatus* (*register_kernel)(RillRegistrar* reg, const RillKernelDef* kernel);
+  /* A variable type of the plugin's own. Types are the process's: a name is one plugin's
+   * in every registry. */
   RillStatus* (*register_var_type)(RillRegistrar* reg, const RillVarTypeDef* type);
+  /* A device the plugin drives (its memory and copies). */
   RillStatus* (*register_device)(RillRegistrar* reg, const RillDeviceDef* device);
 
   /* ---- Op instances: one op of a program, as a kernel's create sees it and ctx_op gives
-   * it. Arrays and strings returned live as long as the op instance.
-   * op_input_slot / op_output_slot: the handle of the op's input (output) slot `name`, fixed
-   * for the life of the op instance, by which every call below and every ctx_* call reads
-   * the slot's arguments; -1 when the op lists no such slot (an optional slot the program
-   * leaves out), which reads as a slot with no arguments. A kernel finds its slots once,
-   * when it is created. How the host finds an argument's variable is its own business.
-   * op_input_count / op_output_count: the number of arguments of a slot.
-   * op_input_name / op_output_name: the variable name of argument `i`; NULL past the end.
-   * attr_*: the op's attribute `name`; one the program omits reads as the schema's
-   * default. RILL_NOT_FOUND for an attribute the schema does not declare,
-   * RILL_INVALID_ARGUMENT for one of another type (attr_int also reads LONG).
-   * attr_strings gives the count of a STRINGS attribute, attr_strings_at its i-th string.
-   * attr_block / attr_blocks: BLOCK / BLOCKS attributes, block indices in the op's program.
-   * op_block_ops: the ops of block `block_idx` of the op's program, in order, as op
-   * instances these calls read (an op that runs a sub-block can recognise a layout it runs
-   * more directly). RILL_OUT_OF_RANGE for a block the program lacks, and the block's own
-   * error when one of its ops cannot be prepared. */
+   * it. Arrays and strings returned live as long as the op instance. */
+  /* The op's type. */
   const char* (*op_type)(const RillOpInfo* info);
+  /* The handle of the op's input slot `name`, fixed for the life of the op instance, by
+   * which the calls below and the ctx_* calls read the slot's arguments; -1 when the op
+   * lists no such slot (an optional slot the program leaves out), which reads as a slot
+   * with no arguments. A kernel finds its slots once, when it is created. */
   int32_t (*op_input_slot)(const RillOpInfo* info, const char* name);
+  /* The same for output slot `name`. */
   int32_t (*op_output_slot)(const RillOpInfo* info, const char* name);
+  /* The number of arguments of input slot `slot`. */
   size_t (*op_input_count)(const RillOpInfo* info, int32_t slot);
+  /* The number of arguments of output slot `slot`. */
   size_t (*op_output_count)(const RillOpInfo* info, int32_t slot);
+  /* The variable name of argument `i` of input slot `slot`; NULL past the end. */
   const char* (*op_input_name)(const RillOpInfo* info, int32_t slot, size_t i);
+  /* The variable name of argument `i` of output slot `slot`; NULL past the end. */
   const char* (*op_output_name)(const RillOpInfo* info, int32_t slot, size_t i);
+  /* The attr_* calls read the op's attribute `name`; one the program omits reads as the
+   * schema's default. Each fails with RILL_NOT_FOUND for an attribute the schema does not
+   * declare and RILL_INVALID_ARGUMENT for one of another type. */
+  /* INT (or LONG). */
   RillStatus* (*attr_int)(const RillOpInfo* info, const char* name, int64_t* out);
+  /* FLOAT. */
   RillStatus* (*attr_float)(const RillOpInfo* info, const char* name, double* out);
+  /* BOOLEAN, as 0 or 1. */
   RillStatus* (*attr_bool)(const RillOpInfo* info, const char* name, int32_t* out);
+  /* STRING: its bytes and length (not NUL-terminated). */
   RillStatus* (*attr_string)(const RillOpInfo* info, const char* name, const char** data, size_t* len);
+  /* INTS. */
   RillStatus* (*attr_ints)(const RillOpInfo* info, const char* name, const int64_t** data, size_t* count);
+  /* FLOATS. */
   RillStatus* (*attr_floats)(const RillOpInfo* info, const char* name, const float** data, size_t* count);
+  /* BOOLEANS, one byte each, 0 or 1. */
   RillStatus* (*attr_bools)(const RillOpInfo* info, const char* name, const uint8_t** data, size_t* count);
+  /* STRINGS: how many; attr_strings_at gives each. */
   RillStatus* (*attr_strings)(const RillOpInfo* info, const char* name, size_t* count);
+  /* STRINGS: string `i`'s bytes and length; RILL_OUT_OF_RANGE past the end. */
   RillStatus* (*attr_strings_at)(const RillOpInfo* info, const char* name, size_t i, const char** data, size_t* len);
+  /* BLOCK: a block index in the op's program. */
   RillStatus* (*attr_block)(const RillOpInfo* info, const char* name, int32_t* out);
+  /* BLOCKS: block indices in the op's program. */
   RillStatus* (*attr_blocks)(const RillOpInfo* info, const char* name, const int32_t** data, size_t* count);
+  /* The ops of block `block_idx` of the op's program, in order, as op instances the calls
+   * above read. RILL_OUT_OF_RANGE for a block the program lacks, and the block's own error
+   * when one of its ops cannot be prepared. */
   RillStatus* (*op_block_ops)(const RillOpInfo* info, int32_t block_idx, const RillOpInfo* const** ops, size_t* count);
 
-  /* ---- Kernel context: one run of a kernel. Handles it gives are borrowed for the run.
-   * ctx_op: the op instance. ctx_scope: the op's scope. ctx_device_id: the device the
-   * kernel runs on (0 for CPU kernels); its inputs have been moved there, and it allocates
-   * its outputs there.
-   * ctx_input / ctx_output: the variable of argument `i` of a slot; NULL when the op has no
-   * such argument or no scope holds an input's variable. An output variable that no scope
-   * held was made in the op's scope before the run.
-   * ctx_input_tensor: the tensor of input argument `i` and its description (`info`, whose
-   * struct_size the caller sets), valid until the tensor next changes. RILL_NOT_FOUND for no
-   * such argument or variable, RILL_FAILED_PRECONDITION when it holds no tensor value.
-   * ctx_output_allocate: gives the tensor of output argument `i` this dtype and shape on this
-   * device (as tensor_allocate does; an empty variable becomes a tensor) and describes it
-   * into `info`. RILL_INVALID_ARGUMENT when the variable holds something else. */
+  /* ---- Kernel context: one run of a kernel. Handles it gives are borrowed for the run. */
+  /* The op instance the kernel runs. */
   const RillOpInfo* (*ctx_op)(const RillKernelContext* ctx);
+  /* The op's scope (borrowed: scope_retain keeps it). */
   RillScope* (*ctx_scope)(RillKernelContext* ctx);
+  /* The device the kernel runs on (0 for CPU kernels); its inputs have been moved there,
+   * and it allocates its outputs there. */
   int32_t (*ctx_device_id)(const RillKernelContext* ctx);
+  /* The variable of input argument `i` of `slot`; NULL when the op has no such argument or
+   * no scope holds its variable. */
   RillVariable* (*ctx_input)(RillKernelContext* ctx, int32_t slot, size_t i);
+  /* The variable of output argument `i` of `slot`; NULL when the op has no such argument.
+   * An output variable no scope held was made in the op's scope before the run. */
   RillVariable* (*ctx_output)(RillKernelContext* ctx, int32_t slot, size_t i);
+  /* The tensor of input argument `i` and its description (`info`, whose struct_size the
+   * caller sets), valid until the tensor next changes. RILL_NOT_FOUND for no such argument
+   * or variable, RILL_FAILED_PRECONDITION when it holds no tensor value. */
   RillStatus* (*ctx_input_tensor)(RillKernelContext* ctx, int32_t slot, size_t i, RillTensor** out,
                                   RillTensorInfo* info);
+  /* Gives the tensor of output argument `i` this dtype and shape on this device (as
+   * tensor_allocate does; an empty variable becomes a tensor) and describes it into `info`.
+   * RILL_INVALID_ARGUMENT when the variable holds something else. */
   RillStatus* (*ctx_output_allocate)(RillKernelContext* ctx, int32_t slot, size_t i, int32_t dtype, const int64_t* dims,
                                      size_t ndim, int32_t device_type, int32_t device_id, RillTensor** out,
                                      RillTensorInfo* info);
 
-  /* ---- Variables. A variable holds nothing, a LoD tensor, selected rows, or a custom value.
-   * var_tensor: its tensor; an empty variable becomes an empty tensor. RILL_INVALID_ARGUMENT
-   * when it holds another kind of value.
-   * var_scalar: if it holds a scalar (see RillScalar), writes its dtype and bits and returns
-   * 1; else returns 0 and writes nothing.
-   * var_set_scalar: makes it hold that scalar, replacing whatever it held; it writes in
-   * place when the tensor it holds has the same byte size and shares its memory with no
-   * other, so a variable set again and again allocates nothing. RILL_INVALID_ARGUMENT for a
-   * dtype that is not a tensor element type of at most 8 bytes.
-   * SelectedRows (Fluid's): rows rows[0..count) of a [height, ...] tensor, their values the
-   * tensor `value` ([count, ...]). var_selected_rows gives them (valid until the variable
-   * changes; RILL_INVALID_ARGUMENT if it holds something else); var_set_selected_rows makes
-   * the variable SelectedRows with a copy of `rows` and gives its value tensor to allocate.
-   * var_type_find: the handle of registered variable type `name`, NULL if none; one name has
-   * one handle for the life of the process. var_custom: the value if the variable holds one
-   * of `type`, else NULL. var_set_custom: makes it hold `value` of `type`, taking ownership
-   * (the type's destroy frees it, and what the variable held before).
-   * var_move / var_copy: moves or copies the whole value of `src` into `dst` (a tensor is
-   * copied deeply; a custom value through its type's copy, RILL_INVALID_ARGUMENT if it has
-   * none). var_swap: exchanges two variables' values (a receive hands its old value to a
-   * channel's buffer slot, whose next copy can reuse that memory).
-   * var_describe: a one-line description, "fp32[2, 3] {1, 2, ...}", NUL-terminated and
-   * truncated to `cap`.
-   * var_new / var_delete: a variable the plugin owns, outside any scope (a channel's
-   * buffered values); var_new returns NULL when out of memory. */
+  /* ---- Variables. A variable holds nothing, a LoD tensor, selected rows, or a custom value. */
+  /* Nonzero if it holds a value. */
   int32_t (*var_is_initialized)(const RillVariable* var);
+  /* Its tensor; an empty variable becomes an empty tensor. RILL_INVALID_ARGUMENT when it
+   * holds another kind of value. */
   RillStatus* (*var_tensor)(RillVariable* var, RillTensor** out);
+  /* If it holds a scalar (see RillScalar), writes its dtype and bits and returns 1; else
+   * returns 0 and writes nothing. */
   int32_t (*var_scalar)(const RillVariable* var, int32_t* dtype, uint64_t* bits);
+  /* Makes it hold that scalar, replacing whatever it held; it writes in place when the
+   * tensor it holds has the same byte size and shares its memory with no other, so a
+   * variable set again and again allocates nothing. RILL_INVALID_ARGUMENT for a dtype that
+   * is not a tensor element type of at most 8 bytes. */
   RillStatus* (*var_set_scalar)(RillVariable* var, int32_t dtype, uint64_t bits);
+  /* Nonzero if it holds SelectedRows (Fluid's): rows rows[0..count) of a [height, ...]
+   * tensor, their values the tensor `value` ([count, ...]). */
   int32_t (*var_is_selected_rows)(const RillVariable* var);
+  /* The SelectedRows it holds, valid until the variable changes; RILL_INVALID_ARGUMENT if
+   * it holds something else. */
   RillStatus* (*var_selected_rows)(RillVariable* var, const int64_t** rows, size_t* count, int64_t* height,
                                    RillTensor** value);
+  /* Makes it SelectedRows with a copy of `rows` and gives its value tensor to allocate. */
   RillStatus* (*var_set_selected_rows)(RillVariable* var, const int64_t* rows, size_t count, int64_t height,
                                        RillTensor** value);
+  /* The handle of registered variable type `name`, NULL if none; one name has one handle
+   * for the life of the process. */
   const RillVarType* (*var_type_find)(const char* name);
+  /* The value if the variable holds one of `type`, else NULL. */
   void* (*var_custom)(const RillVariable* var, const RillVarType* type);
+  /* Makes it hold `value` of `type`, taking ownership (the type's destroy frees it, and
+   * what the variable held before). */
   RillStatus* (*var_set_custom)(RillVariable* var, const RillVarType* type, void* value);
+  /* Moves the whole value of `src` into `dst`, leaving `src` empty. */
   RillStatus* (*var_move)(RillVariable* dst, RillVariable* src);
+  /* Copies the whole value of `src` into `dst`: a tensor deeply, a custom value through
+   * its type's copy (RILL_INVALID_ARGUMENT if it has none). */
   RillStatus* (*var_copy)(RillVariable* dst, const RillVariable* src);
+  /* Exchanges two variables' values (a receive hands its old value to a channel's buffer
+   * slot, whose next copy can reuse that memory). */
   RillStatus* (*var_swap)(RillVariable* a, RillVariable* b);
+  /* A one-line description, "fp32[2, 3] {1, 2, ...}", NUL-terminated and truncated to `cap`. */
   void (*var_describe)(const RillVariable* var, char* buf, size_t cap);
+  /* A variable the plugin owns, outside any scope (a channel's buffered values); NULL when
+   * out of memory. */
   RillVariable* (*var_new)(void);
+  /* Frees a variable var_new made, with its value. */
   void (*var_delete)(RillVariable* var);
 
-  /* ---- Tensors.
-   * tensor_info: the tensor's description (see RillTensorInfo).
-   * tensor_allocate: gives the tensor this dtype and shape on this device, keeping its
-   * memory when the byte size is unchanged and no other tensor shares it, else allocating
-   * new memory (64-byte aligned, contents unspecified); writes the data pointer.
-   * LoD: `levels` levels, each a list of offsets; tensor_lod_level gives NULL and a count of
-   * 0 past the last level; tensor_set_lod_level sets an existing level or appends the next. */
+  /* ---- Tensors. */
+  /* The tensor's description (see RillTensorInfo). */
   void (*tensor_info)(const RillTensor* t, RillTensorInfo* out);
+  /* Gives the tensor this dtype and shape on this device, keeping its memory when the byte
+   * size is unchanged and no other tensor shares it, else allocating new memory (64-byte
+   * aligned, contents unspecified); writes the data pointer. */
   RillStatus* (*tensor_allocate)(RillTensor* t, int32_t dtype, const int64_t* dims, size_t ndim, int32_t device_type,
                                  int32_t device_id, void** data_out);
+  /* The number of levels of its LoD (each level a list of offsets). */
   size_t (*tensor_lod_levels)(const RillTensor* t);
+  /* Level `level`'s offsets and their count; NULL and 0 past the last level. */
   const uint64_t* (*tensor_lod_level)(const RillTensor* t, size_t level, size_t* count);
+  /* Sets an existing level, or appends the next one. */
   RillStatus* (*tensor_set_lod_level)(RillTensor* t, size_t level, const uint64_t* offsets, size_t count);
 
   /* ---- Scopes. Owned handles (scope_new_child, scope_retain) keep the scope and its
-   * ancestors alive, from any thread, until released; ctx_scope's is borrowed.
-   * scope_find_var: `name` here or in an ancestor; NULL if absent.
-   * scope_var: `name` in this scope only, made if absent; NULL when out of memory. */
+   * ancestors alive, from any thread, until released; ctx_scope's is borrowed. */
+  /* A new child of `parent`, owned. */
   RillStatus* (*scope_new_child)(RillScope* parent, RillScope** out);
+  /* Another owned handle to `scope`. */
   RillScope* (*scope_retain)(RillScope* scope);
+  /* Releases an owned handle. */
   void (*scope_release)(RillScope* scope);
+  /* `name` here or in an ancestor; NULL if absent. */
   RillVariable* (*scope_find_var)(RillScope* scope, const char* name);
+  /* `name` in this scope only, made if absent; NULL when out of memory. */
   RillVariable* (*scope_var)(RillScope* scope, const char* name);
 
   /* ---- Blocks and tasks. A block run fails naming the block and op that failed.
-   * ctx_run_block: runs block `block_idx` of the op's program once, inline on this thread.
-   * In `scope` when one is given. With NULL, as the op's sub-block: in a new child of the
-   * op's scope, or in the op's scope itself when nothing could tell the difference (the
-   * block declares no variable of its own and every name it uses already exists up the
-   * chain); a variable a kernel of the block then makes by name in ctx_scope is made in the
-   * op's scope.
-   * ctx_run_loop: runs block `block_idx` as a loop body, inline, step after step while the
-   * loop goes on. Before each step: when `condition` (may be NULL) holds a bool scalar, the
-   * loop goes on while it is true, read by the host itself; otherwise `proceed(arg, &go_on)`
-   * decides (non-zero: one more step), and may return a status that stops the loop and is
+   * Go blocks run as tasks, M:N over the host's worker threads; a task that waits parks
+   * (its thread runs other tasks) instead of blocking its thread. A thread outside the
+   * scheduler can use the same calls: it parks by blocking. */
+  /* Runs block `block_idx` of the op's program once, inline on this thread. In `scope`
+   * when one is given. With NULL, as the op's sub-block: in a new child of the op's scope,
+   * or in the op's scope itself when nothing could tell the difference (the block declares
+   * no variable of its own and every name it uses already exists up the chain); a variable
+   * a kernel of the block then makes by name in ctx_scope is made in the op's scope. */
+  RillStatus* (*ctx_run_block)(RillKernelContext* ctx, int32_t block_idx, RillScope* scope);
+  /* Runs block `block_idx` as a loop body, inline, step after step while the loop goes on.
+   * Before each step: when `condition` (may be NULL) holds a bool scalar, the loop goes on
+   * while it is true, read by the host itself; otherwise `proceed(arg, &go_on)` decides
+   * (non-zero: one more step), and may return a status that stops the loop and is
    * returned; with neither, RILL_INVALID_ARGUMENT. Each step runs in a child scope of the
    * op's scope; the next step runs in the same one (its variables keep their values) while
    * nothing else holds it: a go block started in a step keeps that scope, and the next step
-   * gets a new one. Fluid's `while` is this call with its Condition variable.
-   * ctx_go: starts block `block_idx` as a new task (a go block), concurrent with the rest
-   * of the run, in a new child scope of the op's scope that holds its own copy (as var_copy
-   * makes one) of each input argument in `bind`, under its name: Go's `go f(ch)`, whose
-   * arguments are evaluated at the go statement. The task keeps its scopes alive until it
-   * ends; it sees every variable of the op's scope chain, those made later included.
-   * RILL_INVALID_ARGUMENT, with nothing started, for an argument the op lacks or whose
-   * variable no scope holds; RILL_FAILED_PRECONDITION outside the scheduler or once the run
-   * is ending.
-   * Go blocks run as tasks, M:N over the host's worker threads; a task that waits parks
-   * (its thread runs other tasks) instead of blocking its thread. A thread outside the
-   * scheduler can use the same calls: it parks by blocking.
-   * task_current: the calling task (or thread); the handle stays valid while it is parked,
-   * so a waker may keep it in a wait queue until it calls task_unpark.
-   * task_park: parks the caller until task_unpark. `unlock(arg)` is called once the caller
-   * is parked, so a waker that holds the same lock cannot miss it. An unpark that comes
-   * first makes the park return at once, and a park may return early: re-check the
-   * condition under the lock. Returns NULL, or a status when the run is ending (the main
-   * block finished, another task failed, or every task is parked: a deadlock, whose message
-   * lists each parked op); then undo the wait and return that status. `ctx` (may be NULL)
-   * and `what` ("on channel 'c' (recv)") describe the wait in deadlock reports and must stay
-   * valid while parked. */
-  RillStatus* (*ctx_run_block)(RillKernelContext* ctx, int32_t block_idx, RillScope* scope);
+   * gets a new one. Fluid's `while` is this call with its Condition variable. */
   RillStatus* (*ctx_run_loop)(RillKernelContext* ctx, int32_t block_idx, const RillVariable* condition,
                               RillStatus* (*proceed)(void* arg, int32_t* go_on), void* arg);
+  /* Starts block `block_idx` as a new task (a go block), concurrent with the rest of the
+   * run, in a new child scope of the op's scope that holds its own copy (as var_copy makes
+   * one) of each input argument in `bind`, under its name: Go's `go f(ch)`, whose arguments
+   * are evaluated at the go statement. The task keeps its scopes alive until it ends; it
+   * sees every variable of the op's scope chain, those made later included.
+   * RILL_INVALID_ARGUMENT, with nothing started, for an argument the op lacks or whose
+   * variable no scope holds; RILL_FAILED_PRECONDITION outside the scheduler or once the run
+   * is ending. */
   RillStatus* (*ctx_go)(RillKernelContext* ctx, int32_t block_idx, const RillArg* bind, size_t count);
+  /* The calling task (or thread); the handle stays valid while it is parked, so a waker
+   * may keep it in a wait queue until it calls task_unpark. */
   RillTask* (*task_current)(void);
+  /* Parks the caller until task_unpark. `unlock(arg)` is called once the caller is parked,
+   * so a waker that holds the same lock cannot miss it. An unpark that comes first makes
+   * the park return at once, and a park may return early: re-check the condition under
+   * the lock. Returns NULL, or a status when the run is ending (the main block finished,
+   * another task failed, or every task is parked: a deadlock, whose message lists each
+   * parked op); then undo the wait and return that status. `ctx` (may be NULL) and `what`
+   * ("on channel 'c' (recv)") describe the wait in deadlock reports and must stay valid
+   * while parked. */
   RillStatus* (*task_park)(RillKernelContext* ctx, const char* what, void (*unlock)(void*), void* arg);
+  /* Wakes a parked task (or readies the next park of one not parked yet). */
   void (*task_unpark)(RillTask* task);
   /* ===== End of version 1 ===== */
 
   /* ===== Version 2 ===== */
   /* ---- Tracing: a plugin's spans in the profile `rill run --profile` records, on the
-   * calling thread's lane beside the ops' spans.
-   * trace_active: nonzero while a profile is recorded; check it before building what
-   * trace_span takes (one relaxed load).
-   * trace_now_ns: the clock spans are on (the host's monotonic clock, in nanoseconds).
-   * trace_span: records a span of `category` ("rpc", "mpi", "barrier", ...) called `name`
-   * from start_ns to end_ns, with `detail` (may be NULL: "1048576 bytes to 10.0.0.2:6170")
-   * as its argument; strings are copied. Does nothing when no profile is recorded. A
-   * plugin that needs only version 1 calls these only if the host's table has them
-   * (abi_version >= 2); sdk.hpp's rill::Trace does. */
+   * calling thread's lane beside the ops' spans. A plugin that needs only version 1 calls
+   * these only if the host's table has them (abi_version >= 2); sdk.hpp's rill::Trace does. */
+  /* Nonzero while a profile is recorded; check it before building what trace_span takes
+   * (one relaxed load). */
   int32_t (*trace_active)(void);
+  /* The clock spans are on (the host's monotonic clock, in nanoseconds). */
   int64_t (*trace_now_ns)(void);
+  /* Records a span of `category` ("rpc", "mpi", "barrier", ...) called `name` from start_ns
+   * to end_ns, with `detail` (may be NULL: "1048576 bytes to 10.0.0.2:6170") as its
+   * argument; strings are copied. Does nothing when no profile is recorded. */
   void (*trace_span)(const char* category, const char* name, int64_t start_ns, int64_t end_ns, const char* detail);
-  /* ---- Commands, during init only: a subcommand of the `rill` tool (RillCommandDef;
-   * strings are copied). RILL_INVALID_ARGUMENT for a malformed name or a NULL `run`;
+  /* ---- Commands. */
+  /* During init only: a subcommand of the `rill` tool (RillCommandDef; strings are
+   * copied). RILL_INVALID_ARGUMENT for a malformed name or a NULL `run`;
    * RILL_ALREADY_EXISTS when this plugin registered that name already (another plugin's
    * duplicate fails that plugin's load, as a duplicate op does). */
   RillStatus* (*register_command)(RillRegistrar* reg, const RillCommandDef* command);
   /* ---- Tensor arrays (Fluid's LoDTensorArray, a variable of type LOD_TENSOR_ARRAY): a list
    * of tensors, each with its own dtype, shape and LoD; an entry never written is an empty
-   * tensor, which tensor_allocate gives a value.
-   * var_is_tensor_array: nonzero if the variable holds one.
-   * var_tensor_array: writes the number of entries; an empty variable becomes an empty
-   * array. RILL_INVALID_ARGUMENT when it holds another kind of value.
-   * var_tensor_array_resize: makes it hold `count` entries, new ones empty, those past
-   * `count` freed; an empty variable becomes an array first. RILL_INVALID_ARGUMENT as above.
-   * var_tensor_array_at: entry `i`, valid until the array is resized or the variable
-   * changes; RILL_OUT_OF_RANGE past the end, RILL_INVALID_ARGUMENT as above. */
+   * tensor, which tensor_allocate gives a value. */
+  /* Nonzero if the variable holds one. */
   int32_t (*var_is_tensor_array)(const RillVariable* var);
+  /* Writes the number of entries; an empty variable becomes an empty array.
+   * RILL_INVALID_ARGUMENT when it holds another kind of value. */
   RillStatus* (*var_tensor_array)(RillVariable* var, size_t* count);
+  /* Makes it hold `count` entries, new ones empty, those past `count` freed; an empty
+   * variable becomes an array first. RILL_INVALID_ARGUMENT as above. */
   RillStatus* (*var_tensor_array_resize)(RillVariable* var, size_t count);
+  /* Entry `i`, valid until the array is resized or the variable changes;
+   * RILL_OUT_OF_RANGE past the end, RILL_INVALID_ARGUMENT as above. */
   RillStatus* (*var_tensor_array_at)(RillVariable* var, size_t i, RillTensor** out);
-  /* ---- A variable's kind, a tensor's whole LoD.
-   * var_is_tensor: nonzero if the variable holds a tensor (with or without a value) or
-   * nothing yet: those whose var_tensor gives a tensor without an error or a change of kind
-   * (an empty variable then holds an empty tensor).
-   * tensor_truncate_lod: keeps the first `levels` levels of the tensor's LoD and drops the
-   * rest (none when it has no more); with tensor_set_lod_level, which sets a level or
-   * appends the next, it replaces a LoD whole. */
+  /* ---- A variable's kind, a tensor's whole LoD. */
+  /* Nonzero if the variable holds a tensor (with or without a value) or nothing yet: those
+   * whose var_tensor gives a tensor without an error or a change of kind (an empty variable
+   * then holds an empty tensor). */
   int32_t (*var_is_tensor)(const RillVariable* var);
+  /* Keeps the first `levels` levels of the tensor's LoD and drops the rest (none when it
+   * has no more); with tensor_set_lod_level, which sets a level or appends the next, it
+   * replaces a LoD whole. */
   RillStatus* (*tensor_truncate_lod)(RillTensor* t, size_t levels);
-  /* ---- Shared memory.
-   * tensor_share: makes `dst` a view of `src`'s memory, with no copy: src's dtype and
-   * device, shaped `dims` (`ndim` of them, whose product must be src's element count;
-   * NULL for src's own shape); dst's LoD stays its own (Fluid's ShareDataWith). A kernel
-   * whose output is an input's values unchanged (a gradient passed through, a reshape)
-   * gives it this way instead of copying. Memory that several tensors share is never
-   * rewritten in place: tensor_allocate of any of them gives that one new memory, so each
-   * keeps the values it was given, and a kernel writes only into memory tensor_allocate
-   * gave it. RILL_INVALID_ARGUMENT when src holds no value or `dims` hold another count. */
+  /* ---- Shared memory. */
+  /* Makes `dst` a view of `src`'s memory, with no copy: src's dtype and device, shaped
+   * `dims` (`ndim` of them, whose product must be src's element count; NULL for src's own
+   * shape); dst's LoD stays its own (Fluid's ShareDataWith). A kernel whose output is an
+   * input's values unchanged (a gradient passed through, a reshape) gives it this way
+   * instead of copying. Memory that several tensors share is never rewritten in place:
+   * tensor_allocate of any of them gives that one new memory, so each keeps the values it
+   * was given, and a kernel writes only into memory tensor_allocate gave it.
+   * RILL_INVALID_ARGUMENT when src holds no value or `dims` hold another count. */
   RillStatus* (*tensor_share)(RillTensor* dst, const RillTensor* src, const int64_t* dims, size_t ndim);
   /* ===== End of version 2 ===== */
 } RillHostApi;

@@ -671,6 +671,12 @@ class OpInfo {
     Check(RILL_HOST_ENTRY(attr_block)(info_, name, &v));
     return v;
   }
+  std::vector<int32_t> BlocksAttr(const char* name) const {
+    const int32_t* data = nullptr;
+    size_t count = 0;
+    Check(RILL_HOST_ENTRY(attr_blocks)(info_, name, &data, &count));
+    return std::vector<int32_t>(data, data + count);
+  }
   Slot InputSlot(const char* name) const { return Slot(RILL_HOST_ENTRY(op_input_slot)(info_, name), name); }
   Slot OutputSlot(const char* name) const { return Slot(RILL_HOST_ENTRY(op_output_slot)(info_, name), name); }
   size_t InputCount(SlotRef slot) const { return RILL_HOST_ENTRY(op_input_count)(info_, slot.Input(info_)); }

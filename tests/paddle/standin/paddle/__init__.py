@@ -8,11 +8,15 @@ the real datasets' shapes, and op_test.py beside this package is our OpTest. Eve
 name a test may reach resolves to a placeholder: importing it works, and using it skips that test with
 unittest.SkipTest naming the API and its group (skip_reason: dygraph, Fluid API rill.fluid
 lacks, Paddle's internals, Paddle 2.x's own API), so the runner can report what was not
-run and why instead of failing the whole file.
+run and why instead of failing the whole file. A name Paddle's own module lacks too (read
+from Paddle's sources, where PADDLE_SRC has them) is an AttributeError, as in Paddle.
 """
+import ast
+import functools
 import importlib
 import importlib.abc
 import importlib.machinery
+import os
 import sys
 import types
 import unittest
@@ -62,9 +66,57 @@ class _UnsupportedBase(object):
         raise unittest.SkipTest("API 2.x: a subclass of Paddle API the stand-in does not provide")
 
 
+@functools.lru_cache(maxsize=None)
+def _paddle_module_names(name):
+    """The names Paddle's own module `name` defines at its top level (functions, classes,
+    assignments, imports, its submodules), read from its source in the Paddle checkout
+    PADDLE_SRC names; None where that cannot be told: no source there, or names the module
+    makes as it runs (a star import, globals())."""
+    root = os.path.join(os.environ.get("PADDLE_SRC", ""), "python", *name.split("."))
+    path = next((p for p in (root + ".py", os.path.join(root, "__init__.py")) if os.path.isfile(p)), None)
+    if path is None:
+        return None
+    with open(path) as f:
+        source = f.read()
+    if "globals()" in source:
+        return None
+    names = set()
+    if os.path.isdir(root):
+        names.update(os.path.splitext(entry)[0] for entry in os.listdir(root))
+    statements = list(ast.parse(source).body)
+    while statements:
+        node = statements.pop()
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    return None
+                names.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For)):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                statements.extend(getattr(node, field, []))
+        elif isinstance(node, ast.ExceptHandler):
+            statements.extend(node.body)
+    return names
+
+
+def _missing(name, attr):
+    """Attribute `attr` of paddle module `name`, which Rill lacks: an AttributeError where
+    Paddle's own module lacks it too (as Paddle's tests of its API expect), otherwise a
+    placeholder."""
+    paddle_names = _paddle_module_names(name)
+    if paddle_names is not None and attr not in paddle_names:
+        raise AttributeError("module %r has no attribute %r (nor has Paddle's)" % (name, attr))
+    return Unsupported(name + "." + attr)
+
+
 def _forwarding_module(name, target):
     """Module `name` whose attributes are `target`'s (a module or None), and otherwise
-    placeholders."""
+    placeholders (or AttributeErrors, _missing)."""
     module = types.ModuleType(name)
     module.__path__ = []  # a package: its own submodules resolve through the finder too
 
@@ -74,7 +126,7 @@ def _forwarding_module(name, target):
         value = getattr(target, attr, None) if target is not None else None
         if isinstance(value, types.ModuleType):  # forwarded too: what it lacks skips, naming it
             return importlib.import_module(name + "." + attr)
-        return Unsupported(name + "." + attr) if value is None else value
+        return _missing(name, attr) if value is None else value
     module.__getattr__ = __getattr__
     if target is not None:  # `from paddle.fluid.X import *` takes the target's names
         module.__all__ = list(getattr(target, "__all__", [n for n in dir(target) if not n.startswith("_")]))
@@ -183,4 +235,4 @@ def __getattr__(attr):
     value = getattr(rill.paddle, attr, None)
     if isinstance(value, types.ModuleType):  # forwarded: what it lacks skips, naming it
         return importlib.import_module("paddle." + attr)
-    return Unsupported("paddle." + attr) if value is None else value
+    return _missing("paddle", attr) if value is None else value

@@ -1,4 +1,4 @@
-// core/cli/render_dot.h — writing a Graphviz graph to a file, as text or as a picture.
+// core/program/render_dot.h — writing a Graphviz graph to a file, as text or as a picture.
 //
 // Contract: WriteGraph(dot, path) writes the DOT text as it is when `path` ends in .dot or
 // .gv, and otherwise renders it with Graphviz's `dot -T<extension>` (svg, png, pdf, ...),
@@ -14,8 +14,8 @@
 // (`--block N`) or write the graph as .dot. When dot fails, the error gives its exit
 // status or signal and what it printed (or that it printed nothing); when it cannot be
 // found, how to get it and that .dot needs none. Errors (Error) name the file.
-#ifndef RILL_CORE_CLI_RENDER_DOT_H_
-#define RILL_CORE_CLI_RENDER_DOT_H_
+#ifndef RILL_CORE_PROGRAM_RENDER_DOT_H_
+#define RILL_CORE_PROGRAM_RENDER_DOT_H_
 
 #include <cstddef>
 #include <string>
@@ -28,4 +28,4 @@ void WriteGraph(const std::string& dot, const std::string& path);
 
 }  // namespace rill::core
 
-#endif  // RILL_CORE_CLI_RENDER_DOT_H_
+#endif  // RILL_CORE_PROGRAM_RENDER_DOT_H_

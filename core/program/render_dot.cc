@@ -1,4 +1,4 @@
-#include "core/cli/render_dot.h"
+#include "core/program/render_dot.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-#include "core/cli/npy.h"
+#include "core/io/npy.h"
 
 #include <cstring>
 #include <fstream>

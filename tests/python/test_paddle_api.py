@@ -150,7 +150,7 @@ def test_linear_and_embedding_layers(exe):
     xs = RNG.randn(3, 4).astype("float32")
     idv = np.array([[0, 3], [9, 3]], "int64")
     got = run(exe, {"x": xs, "ids": idv}, [y, e, linear.weight, embedding.weight])
-    np.testing.assert_allclose(got[0], xs @ got[2] + 0.5, rtol=1e-5)
+    np.testing.assert_allclose(got[0], xs @ got[2] + 0.5, rtol=1e-5, atol=1e-6)
     want = got[3][idv]
     want[idv == 0] = 0
     np.testing.assert_array_equal(got[1], want)

@@ -116,9 +116,8 @@ TEST(Executor, ARerunInTheSameScopeSeesVariablesCreatedOnTheChainSince) {
   EXPECT_EQ(Int64Of(*step, "y"), 3);
 }
 
-// A loop keeps the names it resolved across its steps and leaves them in its step scope for
-// its next run (which takes that scope's variables over), but never past a variable created
-// on the scope chain since.
+// A loop keeps the names it resolved across its steps, but never past a variable created
+// on the scope chain since; each run of the loop starts in a new step scope.
 TEST(Executor, ALoopRunAgainSeesVariablesCreatedOnTheChainSince) {
   ProgramBuilder pb;
   auto& body = pb.NewBlock(0);
@@ -133,7 +132,7 @@ TEST(Executor, ALoopRunAgainSeesVariablesCreatedOnTheChainSince) {
   const auto run = [&](int steps) {
     left = steps;
     exec.RunLoop(
-        1, mid, Scope::ChildKey{42, 1}, [](void* n) { return (*static_cast<int*>(n))-- > 0; }, &left);
+        1, mid, [](void* n) { return (*static_cast<int*>(n))-- > 0; }, &left);
   };
   run(3);
   EXPECT_EQ(Int64Of(*root, "total"), 3);
@@ -507,21 +506,18 @@ TEST(Executor, ASubBlockRunsInItsOpsScopeWhenItWouldMakeNothingOfItsOwn) {
   auto root = Scope::NewRoot();
   *static_cast<int64_t*>(root->Var("x")->GetMutableTensor()->Allocate(RILL_INT64, {1})) = 5;
   auto op_scope = root->NewChild();
-  const Scope::ChildKey key{1234, 1}, key2{1234, 2};
-  exec.RunSubBlock(1, op_scope, key);
-  exec.RunSubBlock(1, op_scope, key);
+  exec.RunSubBlock(1, op_scope);
+  exec.RunSubBlock(1, op_scope);
   EXPECT_EQ(Int64Of(*root, "x"), 7);
   EXPECT_EQ(op_scope->version(), 0u);
 
-  exec.RunSubBlock(2, op_scope, key2);
+  exec.RunSubBlock(2, op_scope);
   EXPECT_EQ(op_scope->FindVar("tmp"), nullptr) << "tmp stayed in the block's own scope";
-  EXPECT_EQ(op_scope->NewChild(key2)->FindLocalVar("tmp")->GetTensor()->Describe(), "int64[1] {7}")
-      << "that scope left its variables for the op's next run";
-  exec.RunSubBlock(2, op_scope, key2);  // in a scope of its own again
+  exec.RunSubBlock(2, op_scope);  // in a scope of its own again
   EXPECT_EQ(op_scope->FindVar("tmp"), nullptr);
 
   root->Var("tmp");  // now tmp exists above: the block would make nothing...
-  exec.RunSubBlock(2, op_scope, key2);
+  exec.RunSubBlock(2, op_scope);
   EXPECT_EQ(root->FindVar("tmp")->GetTensor()->Describe(), "int64[1] {7}") << "...and writes the outer tmp";
 }
 

@@ -128,41 +128,17 @@ TEST(Scope, ConcurrentVarCreationYieldsOneVariablePerName) {
   EXPECT_EQ(root->LocalVarNames().size(), static_cast<size_t>(kNames));
 }
 
-// A keyed child leaves its variables to the parent when released; the next child with the
-// same key takes them over, unless the parent's chain gained a variable meanwhile.
-TEST(Scope, AKeyedChildTakesOverTheVariablesOfTheLastOneWithItsKey) {
-  auto root = Scope::NewRoot();
-  auto parent = root->NewChild();
-  const Scope::ChildKey key{42, 1}, other{42, 2};
-  auto first = parent->NewChild(key);
-  Variable* x = first->Var("x");
-  first.reset();
-  auto second = parent->NewChild(key);
-  EXPECT_EQ(second->FindLocalVar("x"), x) << "the same variable, taken over";
-  EXPECT_EQ(parent->NewChild(other)->FindLocalVar("x"), nullptr) << "another key starts empty";
-  auto held = second;  // still held: leaves nothing yet
-  second.reset();
-  EXPECT_EQ(parent->NewChild(key)->FindLocalVar("x"), nullptr);
-  held.reset();
-  root->Var("y");  // the chain gained a variable: what "x" would resolve to may differ now
-  EXPECT_EQ(parent->NewChild(key)->FindLocalVar("x"), nullptr);
-  EXPECT_EQ(parent->NewChild()->FindLocalVar("x"), nullptr) << "unkeyed children never take over";
-}
-
 // Lookups that carry a name's filter bits find exactly what plain lookups find: in a
-// scope past the index size, in one of a few, in variables a keyed child took over, and
-// for names nowhere (most skip every scope on the filter alone).
+// scope past the index size, in one of a few, and for names nowhere (most skip every scope
+// on the filter alone).
 TEST(Scope, LookupsWithNameBitsFindWhatPlainLookupsFind) {
   auto root = Scope::NewRoot();
   for (int i = 0; i < 40; ++i) root->Var("param_" + std::to_string(i));
   auto mid = root->NewChild();
   mid->Var("i");
   mid->Var("i.limit");
-  const Scope::ChildKey key{11, 1};
-  auto first = mid->NewChild(key);
-  first->Var("one");
-  first.reset();
-  auto child = mid->NewChild(key);  // takes "one" over, and its filter bits with it
+  auto child = mid->NewChild();
+  child->Var("one");
   child->Var("left");
   std::vector<std::string> names = {"one", "left", "i", "i.limit"};
   for (int i = 0; i < 40; ++i) {
@@ -184,35 +160,17 @@ TEST(Scope, LookupsWithNameBitsFindWhatPlainLookupsFind) {
   EXPECT_EQ(child->version(), version);
 }
 
-TEST(Scope, AChildIsReusableUntilAnAncestorGainsAVariable) {
+TEST(Scope, AChildIsReusableWhileNothingElseHoldsItAndNoAncestorGainsAVariable) {
   auto root = Scope::NewRoot();
   auto child = root->NewChild();
   child->Var("mine");
-  EXPECT_TRUE(child->AncestorsUnchanged());
+  EXPECT_TRUE(Scope::Reusable(child, root->ChainVersion()));
+  auto go_block = child->NewChild();  // holds the child
+  EXPECT_FALSE(Scope::Reusable(child, root->ChainVersion())) << "another holder sees its variables";
+  go_block.reset();
   root->Var("shadow");
-  EXPECT_FALSE(child->AncestorsUnchanged());
-}
-
-// Children of one key alive at once (go blocks of one op): the first released is kept
-// for the next child; a later one replaces it only once it is stale.
-TEST(Scope, OneLeftoverIsKeptAKeyReplacedWhenStale) {
-  auto root = Scope::NewRoot();
-  auto parent = root->NewChild();
-  const Scope::ChildKey key{7, 1};
-  auto a = parent->NewChild(key), b = parent->NewChild(key);
-  Variable* from_a = a->Var("x");
-  b->Var("x");
-  a.reset();
-  b.reset();
-  EXPECT_EQ(parent->NewChild(key)->FindLocalVar("x"), from_a) << "the first left over stays";
-
-  auto c = parent->NewChild(key);  // takes a's variables over
-  root->Var("y");                  // what is left over from now on is stale...
-  auto d = parent->NewChild(key);  // ...but d is made under the new chain
-  Variable* from_d = d->Var("x");
-  c.reset();  // stale, left over for want of another
-  d.reset();  // replaces it
-  EXPECT_EQ(parent->NewChild(key)->FindLocalVar("x"), from_d);
+  EXPECT_FALSE(Scope::Reusable(child, root->ChainVersion())) << "a name made in it may now resolve above";
+  EXPECT_FALSE(Scope::Reusable(nullptr, 0));
 }
 
 // A loop step that only starts go blocks may run its next step in the same scope while

@@ -418,7 +418,7 @@ RillStatus* CtxRunBlock(RillKernelContext* ctx, int32_t block_idx, RillScope* sc
     if (scope != nullptr) {
       ctx->executor->Run(block_idx, scope->scope);
     } else {
-      ctx->executor->RunSubBlock(block_idx, ctx->scope->scope, {ctx->op->serial, block_idx});
+      ctx->executor->RunSubBlock(block_idx, ctx->scope->scope);
     }
   });
 }
@@ -447,7 +447,7 @@ RillStatus* CtxRunLoop(RillKernelContext* ctx, int32_t block_idx, const RillVari
   if (!ctx) return NullArg("ctx_run_loop");
   return StatusFromCall([&] {
     LoopProceed p{condition != nullptr ? V(condition) : nullptr, proceed, arg};
-    ctx->executor->RunLoop(block_idx, ctx->scope->scope, {ctx->op->serial, block_idx}, &LoopProceed::Ask, &p);
+    ctx->executor->RunLoop(block_idx, ctx->scope->scope, &LoopProceed::Ask, &p);
   });
 }
 // ---- variables ---------------------------------------------------------------------------

@@ -86,12 +86,12 @@ struct Executor::PreparedBlock {
 
 namespace {
 
-// Serials of prepared blocks and ops: unique in the process, never reused.
+// Serials of prepared blocks: unique in the process, never reused.
 std::atomic<uint64_t> g_next_block_serial{1};
 
 // A block's variables as resolved in one scope, kept in that scope (Scope::RunCacheSlot)
-// for the next run of the same block there: a loop body's next step skips name
-// resolution. Valid while the scope's chain version is what it was then (a variable
+// for the next run of the same block there (a program run again in its root): that run
+// skips name resolution. Valid while the scope's chain version is what it was then (a variable
 // created anywhere on the chain could shadow or fill a resolved name).
 struct ResolvedFrame final : Scope::RunCache {
   std::vector<Variable*> frame;
@@ -114,34 +114,6 @@ template <class T> class InlineArray {
   std::vector<T> heap_;
 };
 using LocalFrame = InlineArray<Variable*>;
-
-// Fills `frame` with what a run of `block` left resolved in `scope` (KeepResolved or a
-// Run there), if it is still valid; false otherwise (or while another run holds the cache).
-bool TakeResolved(Scope& scope, const Executor::PreparedBlock& block, Variable** frame, uint64_t* version) {
-  Scope::RunCacheSlot* slot = scope.ClaimRunCache();
-  if (slot == nullptr) return false;
-  const auto* cached = slot->tag == block.serial ? static_cast<const ResolvedFrame*>(slot->cache.get()) : nullptr;
-  const bool valid =
-      cached != nullptr && cached->frame.size() == block.names.size() && cached->chain_version == scope.ChainVersion();
-  if (valid) {
-    std::copy(cached->frame.begin(), cached->frame.end(), frame);
-    *version = cached->chain_version;
-  }
-  scope.ReleaseRunCache();
-  return valid;
-}
-
-// Keeps `frame`, resolved in `scope` at chain version `version`, in the scope's run cache.
-void KeepResolved(Scope& scope, const Executor::PreparedBlock& block, Variable* const* frame, uint64_t version) {
-  Scope::RunCacheSlot* slot = scope.ClaimRunCache();
-  if (slot == nullptr) return;
-  auto* cached = static_cast<ResolvedFrame*>(slot->cache.get());
-  if (cached == nullptr) slot->cache.reset(cached = new ResolvedFrame);
-  cached->frame.assign(frame, frame + block.names.size());
-  cached->chain_version = version;
-  slot->tag = block.serial;
-  scope.ReleaseRunCache();
-}
 
 [[gnu::noinline]] KernelInstance* ChooseKernel(const Registry& registry, PreparedOp& op, int32_t device,
                                                int32_t dtype) {
@@ -462,7 +434,6 @@ Executor::PreparedBlock& Executor::PrepareFirst(int32_t block_idx) {
     info.type = std::string(program.str(od.type));
     info.block_idx = block_idx;
     info.op_idx = static_cast<int>(i);
-    info.serial = g_next_block_serial.fetch_add(1, std::memory_order_relaxed);
     info.executor = this;
     info.names = &block->names;
     info.schema = registry_.FindOp(info.type);
@@ -548,8 +519,7 @@ void Executor::RunOnce(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
   RunOps(block, scope, frame.data(), boundaries);
 }
 
-void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key,
-                       bool (*proceed)(void*), void* arg) {
+void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, bool (*proceed)(void*), void* arg) {
   PreparedBlock& block = Prepare(block_idx);
   OpBoundaries boundaries;
   LocalFrame frame(block.names.size());
@@ -561,17 +531,15 @@ void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, 
   for (bool go_on = proceed(arg); go_on; go_on = proceed(arg)) {
     const uint64_t above = parent->ChainVersion();  // step->ChainVersion() is this plus its own
     if (!Scope::Reusable(step, above) && !Scope::Shareable(step, above)) {
-      // A go block started in the step holds it: the next step gets a scope of its own.
-      std::shared_ptr<Scope> next = parent->NewChild(key);
-      if (resolved && next->version() == 0 && above == parent_resolved) {
+      // The first step, or go blocks started in the last one hold it and see its variables:
+      // a scope of its own.
+      std::shared_ptr<Scope> next = parent->NewChild();
+      if (resolved && above == parent_resolved) {
         // An empty scope under an unchanged chain: only the step's own names move.
         ResolveLocals(block, next, frame.data(), local.data());
         resolved_at = next->version() + above;
       } else {
-        resolved = TakeResolved(*next, block, frame.data(), &resolved_at);
-        // Which names are the step's own is not kept with the frame: count all of them so.
-        std::fill_n(local.data(), block.names.size(), uint8_t{1});
-        parent_resolved = above;
+        resolved = false;
       }
       step = std::move(next);
     }
@@ -583,12 +551,9 @@ void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, 
     }
     RunOps(block, step, frame.data(), boundaries);
   }
-  // The next run of this loop takes the step's variables over (Scope::NewChild(key)); its
-  // resolved names go with them.
-  if (step != nullptr && step.use_count() == 1 && resolved) KeepResolved(*step, block, frame.data(), resolved_at);
 }
 
-void Executor::RunSubBlock(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key) {
+void Executor::RunSubBlock(int32_t block_idx, const std::shared_ptr<Scope>& parent) {
   PreparedBlock& block = Prepare(block_idx);
   if (!block.declares_locals && !block.makes_locals.load(std::memory_order_relaxed)) {
     // Its names are looked up on every run, not kept in a run cache: a branch's block
@@ -601,7 +566,7 @@ void Executor::RunSubBlock(int32_t block_idx, const std::shared_ptr<Scope>& pare
     }
     block.makes_locals.store(true, std::memory_order_relaxed);
   }
-  Run(block_idx, parent->NewChild(key));
+  Run(block_idx, parent->NewChild());
 }
 
 bool Executor::ResolveAbove(const PreparedBlock& block, const Scope& scope, Variable** frame) {

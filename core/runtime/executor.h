@@ -16,9 +16,9 @@
 //  - A kernel that offers a scalar path (abi.h, RillKernelScalarFn) is called through it,
 //    with no kernel context, when every value its op reads and writes is a scalar; any
 //    plugin's kernel may offer one. The executor knows no op by name.
-//  - A block run again in the same scope (a `while` step whose scope nobody captured)
-//    reuses the variables it resolved there last time, unless a variable was created
-//    on the scope chain since (Scope::ChainVersion).
+//  - A block run again in the same scope (a program's root, a `while` step whose scope
+//    nobody captured) reuses the variables it resolved there last time, unless a variable
+//    was created on the scope chain since (Scope::ChainVersion).
 //  - Run inside a task (core/tasks) stops between ops once the task's run is cancelled.
 //  - Any failure throws Error naming block, op index, op type, its variables and the
 //    kernel's message; errors from nested blocks keep the whole chain.
@@ -55,20 +55,19 @@ class Executor {
   // Run, for a scope no other run of a block will use (a go block's own, made for it): it
   // keeps no resolved names there for a next run.
   void RunOnce(int32_t block_idx, const std::shared_ptr<Scope>& scope);
-  // Runs block `block_idx` as a loop body in child scopes of `parent` (made with `key`)
+  // Runs block `block_idx` as a loop body in child scopes of `parent`
   // for as long as `proceed(arg)`, asked before each step, returns true. A step runs in
   // the previous step's scope while nothing else holds that scope and no ancestor gained a
   // variable since (what Fluid's `while` does with Run and a child scope per step, minus
   // the per-step claim of the scope's run cache and name checks: a step costs its ops).
-  void RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key, bool (*proceed)(void*),
-               void* arg);
+  void RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, bool (*proceed)(void*), void* arg);
   // Runs block `block_idx` once as the sub-block of an op running in `parent`
-  // (conditional_block, a select's case): as Run in parent->NewChild(key) would, but in
+  // (conditional_block, a select's case): as Run in parent->NewChild() would, but in
   // `parent` itself when no one can tell the two apart, which saves making the scope: the
   // block declares no local variable and every name it
   // uses already exists up `parent`'s chain, so it would make nothing in its own scope.
   // A kernel in it that makes a variable by name in its context's scope makes it in `parent`.
-  void RunSubBlock(int32_t block_idx, const std::shared_ptr<Scope>& parent, Scope::ChildKey key);
+  void RunSubBlock(int32_t block_idx, const std::shared_ptr<Scope>& parent);
   // Throws Error(OUT_OF_RANGE) unless the program has block `block_idx`.
   void CheckBlock(int32_t block_idx) const;
   // The ops of block `block_idx`, prepared (on first use) and in order; they live as long

@@ -35,7 +35,6 @@ struct RillOpInfo {
   std::string type;
   int32_t block_idx = 0;
   int32_t op_idx = 0;
-  uint64_t serial = 0;  // unique in the process, never reused (keys the op's child scopes)
   const rill::core::OpSchemaEntry* schema = nullptr;
   rill::core::Executor* executor = nullptr;  // that prepared it (op_block_ops reads its blocks)
   std::vector<Args> inputs, outputs;

@@ -5,100 +5,24 @@
 
 namespace rill::core {
 
-// With allocate_shared's count (16 bytes) in front, one 128-byte small object (see Extras).
+// With allocate_shared's count (16 bytes) in front, one 128-byte small object: a go block
+// makes one, on one worker, and it may be freed on another.
 static_assert(sizeof(Scope) <= 112, "a scope and its shared count fit the 128-byte small-object class");
 
 std::shared_ptr<Scope> Scope::NewRoot() {
   return std::allocate_shared<Scope>(SmallObjectAllocator<Scope>(), Passkey{}, nullptr);
 }
 
-std::shared_ptr<Scope> Scope::NewChild() { return NewChild(ChildKey{}); }
-
-std::shared_ptr<Scope> Scope::NewChild(ChildKey key) {
+std::shared_ptr<Scope> Scope::NewChild() {
   auto child = std::allocate_shared<Scope>(SmallObjectAllocator<Scope>(), Passkey{}, shared_from_this());
-  child->key_ = key;
-  const uint64_t now = ChainVersion();
-  child->born_under_ = now;
-  if (key.op == 0) return child;  // unkeyed: always new
-  Extras* x = extras_.load(std::memory_order_acquire);
-  if (x == nullptr) return child;  // no child has left anything here
-  Leftover taken;                  // destroyed after the lock: a variable's destructor may release scopes
-  {
-    std::lock_guard lock(x->leftovers_mu);
-    auto it = std::find_if(x->leftovers.begin(), x->leftovers.end(), [&](const Leftover& l) { return l.key == key; });
-    if (it == x->leftovers.end()) return child;
-    taken = std::move(*it);
-    x->leftovers.erase(it);
-  }
-  if (taken.born_under == now) {  // else stale: a name made locally may resolve above now
-    child->vars_ = std::move(taken.vars);
-    child->extras().run_cache = std::move(taken.run_cache);
-  }
+  child->born_under_ = ChainVersion();
   return child;
-}
-
-// Runs when the last holder lets go, so nobody can reach vars_ any more; the parent, which
-// this scope holds, is still alive.
-Scope::~Scope() {
-  const std::unique_ptr<Extras> own(extras_.load(std::memory_order_relaxed));  // freed last
-  // A parent only this scope holds goes right after it, and no one can make a child of it
-  // meanwhile: nobody would take the variables over (a go block's scope, last holder of
-  // its loop step's).
-  if (key_.op == 0 || !parent_ || vars_.size() == 0 || parent_.use_count() == 1) return;
-  const auto left = [this, &own] {
-    Leftover l{key_, born_under_, std::move(vars_), {}};
-    if (own != nullptr) l.run_cache = std::move(own->run_cache);
-    return l;
-  };
-  Leftover dropped;  // destroyed after the lock, as above
-  Extras& up = parent_->extras();
-  {
-    std::lock_guard lock(up.leftovers_mu);
-    auto& all = up.leftovers;
-    auto it = std::find_if(all.begin(), all.end(), [&](const Leftover& o) { return o.key == key_; });
-    if (it != all.end()) {
-      // Children of one op alive at once (go blocks): one of them is left over already,
-      // as good as this one unless stale. The rest go with their scopes.
-      if (it->born_under == born_under_) return;
-      dropped = std::move(*it);
-      *it = left();
-      return;
-    }
-    if (all.size() == kLeftovers) {  // the oldest goes
-      dropped = std::move(all.front());
-      all.erase(all.begin());
-    }
-    all.push_back(left());
-  }
-}
-
-Scope::Extras& Scope::MakeExtras() {
-  auto made = std::make_unique<Extras>();
-  Extras* none = nullptr;
-  if (extras_.compare_exchange_strong(none, made.get(), std::memory_order_acq_rel, std::memory_order_acquire)) {
-    return *made.release();
-  }
-  return *none;  // another thread made them first
 }
 
 uint64_t Scope::ChainVersion() const {
   uint64_t sum = 0;
   for (const Scope* s = this; s != nullptr; s = s->parent_.get()) sum += s->version();
   return sum;
-}
-
-bool Scope::AncestorsUnchanged() const { return !parent_ || BornUnder(parent_->ChainVersion()); }
-
-Scope::VarList& Scope::VarList::operator=(VarList&& o) noexcept {
-  Clear();
-  head_.store(o.head_.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  filter_.store(o.filter_.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  size_.store(o.size_.load(std::memory_order_relaxed), std::memory_order_release);
-  index_ = std::move(o.index_);
-  o.head_.store(nullptr, std::memory_order_relaxed);
-  o.filter_.store(0, std::memory_order_relaxed);
-  o.size_.store(0, std::memory_order_relaxed);
-  return *this;
 }
 
 void Scope::VarList::Clear() {

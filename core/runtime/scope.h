@@ -7,12 +7,6 @@
 //  - Lookups walk up the chain; Var() creates only in this scope.
 //  - Every method is safe to call from several threads at once. Variable* stay valid
 //    while the scope lives (variables are never removed).
-//  - NewChild(key) makes a child that, once nothing holds it any more, leaves its
-//    variables (and run cache) to the parent, for the next NewChild with the same key
-//    (one op running its sub-block, run after run) to take over, unless an ancestor of
-//    that child has gained a variable since: a name created locally then might now
-//    resolve above. A child made so behaves as a new one, except that the variables its
-//    block creates start with the values an earlier run left instead of empty.
 //  - Lookups in a scope take no lock: variables sit in a list that only grows at its head
 //    (a go block's scope holds a handful), with a name index once it holds more than
 //    VarList::kIndexFrom. Creating one takes the scope's lock. Each scope also keeps a
@@ -49,27 +43,14 @@ class Scope : public std::enable_shared_from_this<Scope> {
   Scope& operator=(const Scope&) = delete;
 
   std::shared_ptr<Scope> NewChild();
-  // Who makes a child (an op instance, by its serial, and the block it will run there);
-  // op 0 is nobody: NewChild() makes such children, which never take anything over.
-  struct ChildKey {
-    uint64_t op = 0;
-    int32_t block = 0;
-    bool operator==(const ChildKey& o) const { return op == o.op && block == o.block; }
-  };
-  std::shared_ptr<Scope> NewChild(ChildKey key);
-  ~Scope();
-  // Whether running a block here again is the same as running it in a new child of the
-  // parent, but for the variables' values: no ancestor has gained a variable since this
-  // scope (or the variables it took over) was made.
-  bool AncestorsUnchanged() const;
-  // Whether the next run of a block may use `holder` again instead of a new sibling:
+  // Whether the next step of a loop may run in `holder` again instead of a new sibling:
   // `holder` is the only reference (no go block started in it keeps it) and no ancestor
   // gained a variable since it was made, given the parent's ChainVersion() (a loop, which
   // needs it anyway, reads the chain once per step).
   static bool Reusable(const std::shared_ptr<Scope>& holder, uint64_t parent_chain_version) {
     return holder != nullptr && holder.use_count() == 1 && holder->BornUnder(parent_chain_version);
   }
-  // Whether the next run of a block may use `holder` again although go blocks started in
+  // Whether the next step of a loop may run in `holder` again although go blocks started in
   // it still hold it: it has no variables, so a go block sees through it exactly what it
   // would through a new empty sibling (a loop step that only starts go blocks). A kernel
   // that makes a variable in it by name later would show that variable to those blocks;
@@ -115,12 +96,9 @@ class Scope : public std::enable_shared_from_this<Scope> {
   // The scope's one slot, for one run at a time: null while another run holds it. Give it
   // back with ReleaseRunCache.
   RunCacheSlot* ClaimRunCache() {
-    Extras& x = extras();
-    return x.run_cache_busy.exchange(true, std::memory_order_acquire) ? nullptr : &x.run_cache;
+    return run_cache_busy_.exchange(true, std::memory_order_acquire) ? nullptr : &run_cache_;
   }
-  void ReleaseRunCache() {
-    extras_.load(std::memory_order_acquire)->run_cache_busy.store(false, std::memory_order_release);
-  }
+  void ReleaseRunCache() { run_cache_busy_.store(false, std::memory_order_release); }
 
  private:
   // A scope's variables: one allocation each (name and variable together, from the
@@ -132,9 +110,8 @@ class Scope : public std::enable_shared_from_this<Scope> {
    public:
     static constexpr size_t kIndexFrom = 8;
     VarList() = default;
-    VarList(VarList&& o) noexcept { *this = std::move(o); }
-    // Only while no one else can reach either list (a scope being made or destroyed).
-    VarList& operator=(VarList&& o) noexcept;
+    VarList(const VarList&) = delete;
+    VarList& operator=(const VarList&) = delete;
     ~VarList() { Clear(); }
 
     size_t size() const { return size_.load(std::memory_order_acquire); }
@@ -209,45 +186,17 @@ class Scope : public std::enable_shared_from_this<Scope> {
                                          // reads before that name's entry is in the list
     std::unique_ptr<Index> index_;
   };
-  // What a finished child leaves behind (see NewChild(key)).
-  struct Leftover {
-    ChildKey key;
-    uint64_t born_under = 0;  // the parent's ChainVersion when the variables were new
-    VarList vars;
-    RunCacheSlot run_cache;
-  };
-  static constexpr size_t kLeftovers = 4;  // children of distinct keys kept at once
-
   bool BornUnder(uint64_t parent_chain_version) const { return !parent_ || parent_chain_version == born_under_; }
 
   const std::shared_ptr<Scope> parent_;
-  ChildKey key_;             // op 0 unless made by NewChild(key)
-  uint64_t born_under_ = 0;  // parent_->ChainVersion() when vars_ started out empty
-  // What only some scopes use, made on first use: the run caches (a scope a block runs in
-  // more than once: a loop step, a sub-block's parent) and the leftovers of keyed children
-  // (a loop's parent). A go block's scope uses neither, and without them a scope (with its
-  // shared count) is one 128-byte small object, not 192.
-  struct Extras {
-    static void* operator new(size_t bytes) { return AllocateSmall(bytes); }
-    static void operator delete(void* p, size_t bytes) { FreeSmall(p, bytes); }
-    SpinLock leftovers_mu;
-    std::vector<Leftover, SmallObjectAllocator<Leftover>> leftovers;  // at most kLeftovers, one a key, oldest first
-    std::atomic<bool> run_cache_busy{false};
-    RunCacheSlot run_cache;
-  };
-  // This scope's extras, made if none yet (lock-free: the loser of a race frees its own).
-  Extras& extras() {
-    if (Extras* x = extras_.load(std::memory_order_acquire)) return *x;
-    return MakeExtras();
-  }
-  Extras& MakeExtras();
-
+  uint64_t born_under_ = 0;  // parent_->ChainVersion() when the scope was made
   // Spin locks, not a mutex and a reader-writer lock: held for a hash lookup or an insert,
   // and taken several times per go block (its scope's variables, lookups up the chain), a
   // critical section shorter than a reader-writer lock's own bookkeeping.
-  mutable SpinLock mu_;                   // serialises Var's inserts; guards a large scope's index
-  VarList vars_;                          // its size() only grows, so it doubles as version()
-  std::atomic<Extras*> extras_{nullptr};  // owned
+  mutable SpinLock mu_;                      // serialises Var's inserts; guards a large scope's index
+  std::atomic<bool> run_cache_busy_{false};  // run_cache_ is claimed (ClaimRunCache)
+  VarList vars_;                             // its size() only grows, so it doubles as version()
+  RunCacheSlot run_cache_;
 };
 
 }  // namespace rill::core

@@ -44,37 +44,6 @@ TEST(Scope, ShortAndLongNamesAreFoundAndListed) {
   EXPECT_EQ(scope->LocalVarNames(), sorted);
 }
 
-// A scope makes its run caches on first use (a go block's scope never does): threads
-// claiming them at once share one set, and each slot goes to one claimant at a time.
-TEST(Scope, RunCachesMadeOnFirstUseGoToOneClaimantAtATime) {
-  for (int round = 0; round < 50; ++round) {
-    auto scope = Scope::NewRoot();
-    std::atomic<int> claimed{0};
-    std::atomic<Scope::RunCacheSlot*> seen{nullptr};
-    std::atomic<bool> same{true};
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 4; ++t) {
-      threads.emplace_back([&] {
-        if (Scope::RunCacheSlot* slot = scope->ClaimRunCache()) {
-          ++claimed;
-          Scope::RunCacheSlot* none = nullptr;
-          if (!seen.compare_exchange_strong(none, slot) && none != slot) same = false;
-          slot->tag = 7;
-          scope->ReleaseRunCache();
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
-    ASSERT_GE(claimed.load(), 1);
-    ASSERT_TRUE(same.load()) << "every claimant got the same slot";
-    Scope::RunCacheSlot* slot = scope->ClaimRunCache();
-    ASSERT_NE(slot, nullptr) << "released by every claimant";
-    EXPECT_EQ(slot->tag, 7u);
-    EXPECT_EQ(scope->ClaimRunCache(), nullptr) << "held";
-    scope->ReleaseRunCache();
-  }
-}
-
 TEST(Scope, ChildKeepsParentChainAlive) {
   auto root = Scope::NewRoot();
   root->Var("x")->GetMutableTensor()->Allocate(RILL_INT32, {1});

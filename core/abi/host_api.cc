@@ -604,7 +604,7 @@ RillStatus* CtxGo(RillKernelContext* ctx, int32_t block_idx, const RillArg* bind
     }
     SpawnTask(
         [executor, block_idx, s = std::move(child)]() mutable {
-          executor->RunOnce(block_idx, s);
+          executor->Run(block_idx, s);
           ReleaseLater(std::move(s));
         },
         ctx->op);

@@ -71,7 +71,6 @@ struct PreparedOp {
 
 struct Executor::PreparedBlock {
   int32_t idx = 0;
-  uint64_t serial = 0;                                 // unique in the process, never reused (run caches)
   std::vector<std::string> names;                      // every variable name the ops use
   std::vector<uint64_t> name_bits;                     // Scope::NameBits of each, parallel to names
   std::vector<uint8_t> is_output;                      // parallel to names
@@ -85,18 +84,6 @@ struct Executor::PreparedBlock {
 };
 
 namespace {
-
-// Serials of prepared blocks: unique in the process, never reused.
-std::atomic<uint64_t> g_next_block_serial{1};
-
-// A block's variables as resolved in one scope, kept in that scope (Scope::RunCacheSlot)
-// for the next run of the same block there (a program run again in its root): that run
-// skips name resolution. Valid while the scope's chain version is what it was then (a variable
-// created anywhere on the chain could shadow or fill a resolved name).
-struct ResolvedFrame final : Scope::RunCache {
-  std::vector<Variable*> frame;
-  uint64_t chain_version = 0;
-};
 
 // n elements of T for one run (or one loop), on the stack for the usual small block: no
 // allocation per run. A parked go block keeps its run's frame on its stack, so the inline
@@ -397,7 +384,6 @@ Executor::PreparedBlock& Executor::PrepareFirst(int32_t block_idx) {
   const ProgramBlock& desc = program.block(block_idx);
   auto block = std::make_unique<PreparedBlock>();
   block->idx = block_idx;
-  block->serial = g_next_block_serial.fetch_add(1, std::memory_order_relaxed);
   for (const ProgramVar& v : program.vars(desc)) {
     block->declared.emplace_back(std::string(program.str(v.name)), v.persistable);
     block->declares_locals |= !v.persistable;
@@ -481,37 +467,6 @@ const AttrValue& Executor::AttrValueOf(AttrId attr, int32_t declared) {
 const std::vector<const RillOpInfo*>& Executor::BlockOps(int32_t block_idx) { return Prepare(block_idx).infos; }
 
 void Executor::Run(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
-  PreparedBlock& block = Prepare(block_idx);
-  OpBoundaries boundaries;
-  Scope::RunCacheSlot* slot = scope->ClaimRunCache();
-  // The first run of a block in a scope resolves into a frame on the stack (most scopes
-  // see one run: a go block's, a conditional_block's); a second run of the same block
-  // there keeps its frame in the scope, for every later run.
-  if (slot != nullptr && slot->tag == block.serial) {
-    struct Release {
-      Scope& s;
-      ~Release() { s.ReleaseRunCache(); }
-    } release{*scope};
-    auto* cached = static_cast<ResolvedFrame*>(slot->cache.get());
-    if (cached == nullptr) slot->cache.reset(cached = new ResolvedFrame);
-    if (cached->frame.size() != block.names.size() || cached->chain_version != scope->ChainVersion()) {
-      cached->frame.assign(block.names.size(), nullptr);
-      Resolve(block, scope, cached->frame.data());
-      cached->chain_version = scope->ChainVersion();
-    }
-    RunOps(block, scope, cached->frame.data(), boundaries);
-    return;
-  }
-  if (slot != nullptr) {
-    slot->tag = block.serial;
-    scope->ReleaseRunCache();
-  }
-  LocalFrame frame(block.names.size());
-  Resolve(block, scope, frame.data());
-  RunOps(block, scope, frame.data(), boundaries);
-}
-
-void Executor::RunOnce(int32_t block_idx, const std::shared_ptr<Scope>& scope) {
   PreparedBlock& block = Prepare(block_idx);
   OpBoundaries boundaries;
   LocalFrame frame(block.names.size());

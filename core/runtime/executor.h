@@ -16,9 +16,9 @@
 //  - A kernel that offers a scalar path (abi.h, RillKernelScalarFn) is called through it,
 //    with no kernel context, when every value its op reads and writes is a scalar; any
 //    plugin's kernel may offer one. The executor knows no op by name.
-//  - A block run again in the same scope (a program's root, a `while` step whose scope
-//    nobody captured) reuses the variables it resolved there last time, unless a variable
-//    was created on the scope chain since (Scope::ChainVersion).
+//  - Each run resolves the block's names in its scope once, before the first op; a loop
+//    (RunLoop) keeps them from step to step while no variable was created on the scope
+//    chain since (Scope::ChainVersion).
 //  - Run inside a task (core/tasks) stops between ops once the task's run is cancelled.
 //  - Any failure throws Error naming block, op index, op type, its variables and the
 //    kernel's message; errors from nested blocks keep the whole chain.
@@ -52,9 +52,6 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   void Run(int32_t block_idx, const std::shared_ptr<Scope>& scope);
-  // Run, for a scope no other run of a block will use (a go block's own, made for it): it
-  // keeps no resolved names there for a next run.
-  void RunOnce(int32_t block_idx, const std::shared_ptr<Scope>& scope);
   // Runs block `block_idx` as a loop body in child scopes of `parent`
   // for as long as `proceed(arg)`, asked before each step, returns true. A step runs in
   // the previous step's scope while nothing else holds that scope and no ancestor gained a

@@ -14,8 +14,8 @@
 //    over the scopes that cannot hold it.
 //  - version() counts the variables created here. Since none is ever removed, a name
 //    resolved through the chain resolves the same way for as long as no scope on the chain
-//    changes version: the executor keeps a block's resolved names in the scope it ran in
-//    (its run cache) and checks ChainVersion() instead of looking them up again.
+//    changes version: a loop keeps its body's resolved names from step to step and checks
+//    ChainVersion() instead of looking them up again.
 #ifndef RILL_CORE_RUNTIME_SCOPE_H_
 #define RILL_CORE_RUNTIME_SCOPE_H_
 
@@ -83,22 +83,6 @@ class Scope : public std::enable_shared_from_this<Scope> {
   Scope* root();
   std::vector<std::string> LocalVarNames() const;
   uint64_t version() const { return vars_.size(); }
-
-  // What the executor keeps between runs of a block in this scope (executor.cc defines
-  // the cache; `tag` names the block that ran here last).
-  struct RunCache {
-    virtual ~RunCache() = default;
-  };
-  struct RunCacheSlot {
-    std::unique_ptr<RunCache> cache;
-    uint64_t tag = 0;
-  };
-  // The scope's one slot, for one run at a time: null while another run holds it. Give it
-  // back with ReleaseRunCache.
-  RunCacheSlot* ClaimRunCache() {
-    return run_cache_busy_.exchange(true, std::memory_order_acquire) ? nullptr : &run_cache_;
-  }
-  void ReleaseRunCache() { run_cache_busy_.store(false, std::memory_order_release); }
 
  private:
   // A scope's variables: one allocation each (name and variable together, from the
@@ -193,10 +177,8 @@ class Scope : public std::enable_shared_from_this<Scope> {
   // Spin locks, not a mutex and a reader-writer lock: held for a hash lookup or an insert,
   // and taken several times per go block (its scope's variables, lookups up the chain), a
   // critical section shorter than a reader-writer lock's own bookkeeping.
-  mutable SpinLock mu_;                      // serialises Var's inserts; guards a large scope's index
-  std::atomic<bool> run_cache_busy_{false};  // run_cache_ is claimed (ClaimRunCache)
-  VarList vars_;                             // its size() only grows, so it doubles as version()
-  RunCacheSlot run_cache_;
+  mutable SpinLock mu_;  // serialises Var's inserts; guards a large scope's index
+  VarList vars_;         // its size() only grows, so it doubles as version()
 };
 
 }  // namespace rill::core

@@ -279,6 +279,24 @@ struct KernelFixture {
   RillKernelContext ctx{&info, frame, &names, bits.data(), &scope, nullptr, 0};
 };
 
+// A sub-block run whose block would make nothing of its own skips making its scope
+// (Executor::RunSubBlock) until a kernel asks for the scope: then it gets the block's own,
+// a child of the op's scope, made once, so what it makes there stays out of the op's.
+TEST(HostApi, ARunThatDeferredItsScopeMakesItWhenAKernelAsksForIt) {
+  KernelFixture f;
+  const std::shared_ptr<Scope> op_scope = f.scope.scope;
+  std::shared_ptr<Scope> own;
+  f.ctx.deferred_scope = &own;
+  RillScope* s = H().ctx_scope(&f.ctx);
+  ASSERT_NE(own, nullptr);
+  EXPECT_EQ(s->scope.get(), own.get());
+  EXPECT_EQ(own->parent(), op_scope);
+  ASSERT_NE(H().scope_var(s, "made"), nullptr);
+  EXPECT_EQ(op_scope->FindVar("made"), nullptr) << "made in the block's own scope, not the op's";
+  EXPECT_EQ(H().ctx_scope(&f.ctx), s);
+  EXPECT_EQ(H().ctx_scope(&f.ctx)->scope.get(), own.get()) << "made once";
+}
+
 // A kernel finds its slots once, by name, and reads its arguments by slot handle.
 TEST(HostApi, SlotsAreFoundByNameOnceAndReadByHandle) {
   KernelFixture f;

@@ -325,7 +325,7 @@ void Describe(const Tensor& t, RillTensorInfo* out) {
 }
 
 const RillOpInfo* CtxOp(const RillKernelContext* ctx) { return ctx ? ctx->op : nullptr; }
-RillScope* CtxScope(RillKernelContext* ctx) { return ctx ? ctx->scope : nullptr; }
+RillScope* CtxScope(RillKernelContext* ctx) { return ctx ? ctx->ExposedScope() : nullptr; }
 int32_t CtxDeviceId(const RillKernelContext* ctx) { return ctx ? ctx->device_id : 0; }
 RillVariable* CtxInput(RillKernelContext* ctx, int32_t slot, size_t i) {
   return ctx ? reinterpret_cast<RillVariable*>(ctx->At(ctx->op->InputIdAt(slot, i))) : nullptr;
@@ -596,7 +596,7 @@ RillStatus* CtxGo(RillKernelContext* ctx, int32_t block_idx, const RillArg* bind
   return StatusFromCall([&] {
     Executor* executor = ctx->executor;
     executor->CheckBlock(block_idx);
-    std::shared_ptr<Scope> child = ctx->scope->scope->NewChild();
+    std::shared_ptr<Scope> child = ctx->ExposedScope()->scope->NewChild();
     Variable* const* frame = ctx->frame;
     for (size_t k = 0; k < count; ++k) {
       // Var, not a plain add: a variable bound twice finds its copy and copies again.

@@ -511,12 +511,11 @@ void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, 
 void Executor::RunSubBlock(int32_t block_idx, const std::shared_ptr<Scope>& parent) {
   PreparedBlock& block = Prepare(block_idx);
   if (!block.declares_locals && !block.makes_locals.load(std::memory_order_relaxed)) {
-    // Its names are looked up on every run, not kept in a run cache: a branch's block
-    // uses a few, and a cache for them would take a second slot in every scope.
+    // Its names are looked up on every run: a branch's block uses a few.
     OpBoundaries boundaries;
     LocalFrame frame(block.names.size());
     if (ResolveAbove(block, *parent, frame.data())) {
-      RunOps(block, parent, frame.data(), boundaries);
+      RunOps(block, parent, frame.data(), boundaries, /*deferred=*/true);
       return;
     }
     block.makes_locals.store(true, std::memory_order_relaxed);
@@ -596,23 +595,25 @@ struct UnprofiledOp {
 }  // namespace
 
 void Executor::RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
-                      OpBoundaries& boundaries) {
+                      OpBoundaries& boundaries, bool deferred) {
   // Read once per block run, so that the ops' loop carries no check when nobody profiles.
   if (Profiler::Active()) {
-    RunOpsAs<true>(block, scope, frame, boundaries);
+    RunOpsAs<true>(block, scope, frame, boundaries, deferred);
   } else {
-    RunOpsAs<false>(block, scope, frame, boundaries);
+    RunOpsAs<false>(block, scope, frame, boundaries, deferred);
   }
 }
 
 template <bool kProfile>
 void Executor::RunOpsAs(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
-                        OpBoundaries& boundaries) {
+                        OpBoundaries& boundaries, bool deferred) {
   RillScope scope_handle = RillScope::Borrowed(scope.get());
+  std::shared_ptr<Scope> own_scope;  // the block's own, when deferred and made
   const bool on_cpu = place_.device_type == RILL_CPU;
   // One context for the run, pointed at each op in turn: kernels change nothing in it but
   // the frame's entries, which are the run's anyway.
-  RillKernelContext ctx{nullptr, frame, &block.names, block.name_bits.data(), &scope_handle, this, 0};
+  RillKernelContext ctx{nullptr,       frame, &block.names,    block.name_bits.data(),
+                        &scope_handle, this,  /*device_id=*/0, deferred ? &own_scope : nullptr};
   for (const auto& prepared : block.ops) {
     PreparedOp* op = prepared.get();
     ctx.op = &op->info;

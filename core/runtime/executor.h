@@ -55,15 +55,14 @@ class Executor {
   // Runs block `block_idx` as a loop body in child scopes of `parent`
   // for as long as `proceed(arg)`, asked before each step, returns true. A step runs in
   // the previous step's scope while nothing else holds that scope and no ancestor gained a
-  // variable since (what Fluid's `while` does with Run and a child scope per step, minus
-  // the per-step claim of the scope's run cache and name checks: a step costs its ops).
+  // variable since (what Fluid's `while` does in `is_test`: one child scope for every
+  // step), and its names resolve again only when the chain gained a variable.
   void RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, bool (*proceed)(void*), void* arg);
   // Runs block `block_idx` once as the sub-block of an op running in `parent`
-  // (conditional_block, a select's case): as Run in parent->NewChild() would, but in
-  // `parent` itself when no one can tell the two apart, which saves making the scope: the
-  // block declares no local variable and every name it
-  // uses already exists up `parent`'s chain, so it would make nothing in its own scope.
-  // A kernel in it that makes a variable by name in its context's scope makes it in `parent`.
+  // (conditional_block, a select's case), as Run in parent->NewChild() would. When the
+  // block declares no local variable and every name it uses already exists up `parent`'s
+  // chain, it would make nothing in its own scope: its names resolve in `parent`, and the
+  // scope is made only if a kernel asks for it or starts a go block (ExposedScope).
   void RunSubBlock(int32_t block_idx, const std::shared_ptr<Scope>& parent);
   // Throws Error(OUT_OF_RANGE) unless the program has block `block_idx`.
   void CheckBlock(int32_t block_idx) const;
@@ -109,13 +108,15 @@ class Executor {
   static bool ResolveAbove(const PreparedBlock& block, const Scope& scope, Variable** frame);
   // Resolves name i of `block` in `scope` into frame[i]; true when it is (now) in `scope`.
   static bool ResolveName(const PreparedBlock& block, Scope& scope, size_t i, Variable** frame);
-  // Runs the block's ops on its resolved variables.
+  // Runs the block's ops on its resolved variables. With `deferred`, `scope` is the parent
+  // of the block's own scope, which the run makes when a kernel could tell
+  // (RillKernelContext::ExposedScope).
   void RunOps(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
-              OpBoundaries& boundaries);
+              OpBoundaries& boundaries, bool deferred = false);
   // RunOps, recording each op's span in the profile or not (profiler.h).
   template <bool kProfile>
   void RunOpsAs(const PreparedBlock& block, const std::shared_ptr<Scope>& scope, Variable** frame,
-                OpBoundaries& boundaries);
+                OpBoundaries& boundaries, bool deferred);
 
   const Registry& registry_;
   const std::shared_ptr<const Program> program_;

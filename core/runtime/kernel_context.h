@@ -44,6 +44,22 @@ struct RillKernelContext {
   RillScope* scope;
   rill::core::Executor* executor;
   int32_t device_id;  // of the device the kernel runs on (0 on the CPU)
+  // Non-null in a sub-block run that skipped making the block's own scope
+  // (Executor::RunSubBlock): where that scope is kept once made (ExposedScope).
+  std::shared_ptr<rill::core::Scope>* deferred_scope = nullptr;
+
+  // The run's scope, for a call that hands it to the kernel or starts a go block in it: a
+  // run that skipped making its block's own scope makes it now, so that nothing a kernel
+  // does through the scope can tell the skip from a scope made up front. (The skip is
+  // safe until then: the block's names all resolved above, and an empty child shows
+  // exactly what its parent does.)
+  RillScope* ExposedScope() {
+    if (deferred_scope != nullptr && *deferred_scope == nullptr) {
+      *deferred_scope = scope->scope->NewChild();
+      *scope = RillScope::Borrowed(deferred_scope->get());
+    }
+    return scope;
+  }
 
   // The i-th variable of `args` (one of op->inputs or op->outputs).
   rill::core::Variable* Arg(const RillOpInfo::Args* args, size_t i) const {

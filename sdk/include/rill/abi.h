@@ -548,10 +548,7 @@ typedef struct RillHostApi {
    * (its thread runs other tasks) instead of blocking its thread. A thread outside the
    * scheduler can use the same calls: it parks by blocking. */
   /* Runs block `block_idx` of the op's program once, inline on this thread. In `scope`
-   * when one is given. With NULL, as the op's sub-block: in a new child of the op's scope,
-   * or in the op's scope itself when nothing could tell the difference (the block declares
-   * no variable of its own and every name it uses already exists up the chain); a variable
-   * a kernel of the block then makes by name in ctx_scope is made in the op's scope. */
+   * when one is given. With NULL, as the op's sub-block: in a new child of the op's scope. */
   RillStatus* (*ctx_run_block)(RillKernelContext* ctx, int32_t block_idx, RillScope* scope);
   /* Runs block `block_idx` as a loop body, inline, step after step while the loop goes on.
    * Before each step: when `condition` (may be NULL) holds a bool scalar, the loop goes on

@@ -785,8 +785,8 @@ class KernelContext {
   // The device this kernel runs on; allocate outputs there.
   int32_t device_id() const { return RILL_HOST_ENTRY(ctx_device_id)(ctx_); }
 
-  // Runs block `block_idx` once, inline: in `scope`, or as this op's sub-block (a new
-  // child of the op's scope, or the op's scope itself when no one can tell the difference).
+  // Runs block `block_idx` once, inline: in `scope`, or as this op's sub-block (in a new
+  // child of the op's scope).
   void RunBlock(int32_t block_idx, const Scope& scope) {
     Check(RILL_HOST_ENTRY(ctx_run_block)(ctx_, block_idx, scope.handle()));
   }

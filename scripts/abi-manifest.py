@@ -8,10 +8,13 @@ usage: scripts/abi-manifest.py --check   compare abi.h (and core/abi/host_api.cc
                                          tests/compat) with sdk/abi_manifest.txt
        scripts/abi-manifest.py --write   write sdk/abi_manifest.txt from abi.h
 
-A shipped entry never moves and never changes its prototype: --check fails naming the
-entry and both versions of it. A new entry is appended at the table's end under a new
-version marker; --check then fails until --write records it, so that each addition shows
-in review as a new manifest line.
+Each version marker in abi.h says "shipped" or "in development"; the manifest's
+"# shipped:" line records the shipped versions. A shipped entry never moves and never
+changes its prototype: --check fails naming the entry and both versions of it. A new entry
+is appended at the table's end under a version in development; --check then fails until
+--write records it, so that each addition shows in review as a new manifest line. No entry
+is ever added to a shipped version, and a shipped version stays shipped: both --check and
+--write refuse either.
 """
 import os
 import re
@@ -23,6 +26,33 @@ PINS = os.path.join(ROOT, "core/abi/host_api.cc")
 MANIFEST = os.path.join(ROOT, "sdk/abi_manifest.txt")
 FROZEN = {1: os.path.join(ROOT, "tests/compat/abi_1_0.h")}  # version: its frozen header
 POINTER = 8  # the table holds 64-bit pointers after its two 32-bit header fields
+
+
+def shipped_in_header(path=HEADER):
+    """{version: True if its marker says shipped, False if in development}."""
+    markers = re.findall(r"===== Version (\d+) \((shipped: [^)]*|in development)\) =====", open(path).read())
+    return {int(v): state.startswith("shipped") for v, state in markers}
+
+
+def shipped_in_manifest():
+    """The versions sdk/abi_manifest.txt records as shipped."""
+    for l in open(MANIFEST).read().splitlines():
+        if l.startswith("# shipped:"):
+            return {int(v) for v in l[len("# shipped:"):].split()}
+    return set()
+
+
+def shipping_problems(header):
+    """What abi.h does against the shipped versions: an entry added to one, one unshipped."""
+    states, shipped = shipped_in_header(), shipped_in_manifest()
+    recorded = {m.split("\t")[2] for m in open(MANIFEST).read().splitlines() if m and not m.startswith("#")}
+    problems = [f"version {v} has no marker saying 'shipped: ...' or 'in development'"
+                for v in sorted({e[0] for e in header} - set(states))]
+    problems += [f"version {v} is shipped (the manifest says so) but abi.h marks it in development"
+                 for v in sorted(shipped) if not states.get(v, False)]
+    problems += [f"entry '{e[2]}' is added to version {e[0]}, which is shipped: add it to a version in development"
+                 for e in header if e[2] not in recorded and e[0] in shipped]
+    return problems
 
 
 def entries_in_header(path=HEADER):
@@ -64,7 +94,10 @@ def line(entry):
 def check():
     header = entries_in_header()
     manifest = [l.split("\t") for l in open(MANIFEST).read().splitlines() if l and not l.startswith("#")]
-    problems = []
+    problems = shipping_problems(header)
+    newly = sorted(v for v, s in shipped_in_header().items() if s and v not in shipped_in_manifest())
+    if newly:
+        problems.append(f"abi.h marks version(s) {newly} shipped; record that with scripts/abi-manifest.py --write")
     by_name = {e[2]: e for e in header}
     for version, offset, name, prototype in manifest:
         now = by_name.get(name)
@@ -101,11 +134,18 @@ def check():
 
 
 def write():
+    header = entries_in_header()
+    problems = shipping_problems(header)
+    if problems:
+        print("abi-manifest: not written:\n- " + "\n- ".join(problems))
+        return 1
+    shipped = sorted(v for v, s in shipped_in_header().items() if s)
     with open(MANIFEST, "w") as f:
         f.write("# The plugin ABI's host function table (RillHostApi), as shipped: version added, byte\n"
                 "# offset, name, prototype. Written by scripts/abi-manifest.py --write; the test\n"
-                "# abi_manifest_is_current fails when abi.h no longer matches it.\n")
-        for entry in entries_in_header():
+                "# abi_manifest_is_current fails when abi.h no longer matches it.\n"
+                "# shipped: " + " ".join(map(str, shipped)) + "\n")
+        for entry in header:
             f.write(line(entry) + "\n")
     return 0
 

@@ -624,7 +624,7 @@ int Main(int argc, char** argv) {
     return 0;
   }
   if (a.version) {
-    std::printf("rill 0.1.0 (plugin ABI version %u)\n", RILL_ABI_VERSION);
+    std::printf("rill %s (plugin ABI version %u)\n", RILL_PROJECT_VERSION, RILL_ABI_VERSION);
     return 0;
   }
   if (a.positional.empty()) {

@@ -12,4 +12,4 @@ void InitBuiltins(rill::Registrar& r) {
 }
 }  // namespace
 
-extern "C" RILL_PLUGIN_ENTRY(RillGetBuiltinPlugin, "core", "0.1.0", InitBuiltins)
+extern "C" RILL_PLUGIN_ENTRY(RillGetBuiltinPlugin, "core", RILL_PROJECT_VERSION, InitBuiltins)

@@ -28,4 +28,4 @@ void Init(Registrar& r) {
 }  // namespace
 }  // namespace rill::csp
 
-RILL_PLUGIN("csp", "1.0", rill::csp::Init)
+RILL_PLUGIN("csp", RILL_PROJECT_VERSION, rill::csp::Init)

@@ -30,4 +30,4 @@ void Init(Registrar& r) {
 }  // namespace
 }  // namespace rill::dist
 
-RILL_PLUGIN("dist_grpc", "1.0", rill::dist::Init)
+RILL_PLUGIN("dist_grpc", RILL_PROJECT_VERSION, rill::dist::Init)

@@ -54,4 +54,4 @@ void Init(rill::Registrar& r) {
 }
 }  // namespace
 
-RILL_PLUGIN("math", "0.1.0", Init)
+RILL_PLUGIN("math", RILL_PROJECT_VERSION, Init)

@@ -28,4 +28,4 @@ void Init(Registrar& r) {
 }  // namespace
 }  // namespace rill::dist
 
-RILL_PLUGIN("dist_mpi", "1.0", rill::dist::Init)
+RILL_PLUGIN("dist_mpi", RILL_PROJECT_VERSION, rill::dist::Init)

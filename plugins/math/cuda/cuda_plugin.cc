@@ -25,4 +25,4 @@ void Init(rill::Registrar& r) {
 }
 }  // namespace
 
-RILL_PLUGIN("math_cuda", "0.1.0", Init)
+RILL_PLUGIN("math_cuda", RILL_PROJECT_VERSION, Init)

@@ -45,13 +45,14 @@
 extern "C" {
 #endif
 
-/* The ABI version this header declares. Version 1 is SDK 1.0, the first promise: every
- * entry of RillHostApi and every field of the structs below is frozen. A later version
- * only appends (entries to RillHostApi after "End of version 1", fields to the end of a
- * struct), never changes what a shipped call does, and is listed here:
+/* The ABI version this header declares. Each version's marker in RillHostApi says
+ * whether it is shipped (its entries and what they do are frozen for good) or in
+ * development (it may still change); sdk/abi_manifest.txt records the shipped ones. A
+ * later version only appends (entries to RillHostApi after the last version's end, fields
+ * to the end of a struct), never changes what a shipped call does, and is listed here:
  *
- *   1  SDK 1.0.
- *   2  Tracing: trace_active, trace_now_ns, trace_span (a plugin's own spans in the profile
+ *   1  Shipped in SDK 1.0: the first promise.
+ *   2  Shipped in SDK 1.0. Tracing: trace_active, trace_now_ns, trace_span (a plugin's own spans in the profile
  *      `rill run --profile` records: its RPCs, transfers, waits). Commands:
  *      register_command (a plugin's own subcommand of the `rill` tool, RillCommandDef).
  *      Tensor arrays: var_is_tensor_array, var_tensor_array, var_tensor_array_resize,
@@ -363,7 +364,7 @@ typedef struct RillArg {
  * one given a NULL handle it needs fails with RILL_INVALID_ARGUMENT (or, where it returns
  * no status, returns 0 / NULL). */
 typedef struct RillHostApi {
-  /* ===== Version 1 ===== */
+  /* ===== Version 1 (shipped: SDK 1.0) ===== */
   /* The host's own RILL_ABI_VERSION. */
   uint32_t abi_version;
   /* sizeof(RillHostApi) in the host: the entries it serves end there. */
@@ -585,7 +586,7 @@ typedef struct RillHostApi {
   void (*task_unpark)(RillTask* task);
   /* ===== End of version 1 ===== */
 
-  /* ===== Version 2 ===== */
+  /* ===== Version 2 (shipped: SDK 1.0) ===== */
   /* ---- Tracing: a plugin's spans in the profile `rill run --profile` records, on the
    * calling thread's lane beside the ops' spans. A plugin that needs only version 1 calls
    * these only if the host's table has them (abi_version >= 2); sdk.hpp's rill::Trace does. */

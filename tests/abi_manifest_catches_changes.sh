@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # scripts/abi-manifest.py --check must fail, naming the entry, when a shipped entry of abi.h
-# changes its prototype, moves, or when the frozen 1.0 header drifts from the manifest; and
-# must pass on an appended entry once --write records it. Each case runs on a copy of the
+# changes its prototype, moves, or when the frozen 1.0 header drifts from the manifest; when
+# an entry is added to a shipped version (which --write refuses too), a shipped version is
+# marked in development, or a version has no marker; and must pass on an entry appended
+# under a version in development once --write records it. Each case runs on a copy of the
 # files the check reads.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,7 +46,27 @@ sed -i 's/size_t (\*op_input_count)(const RillOpInfo\* info, int32_t slot);/size
 expect_failure "a drifted frozen header" "tests/compat/abi_1_0.h, the frozen header of version 1"
 
 fresh
+sed -i 's|  /\* ===== End of version 2 ===== \*/|  void (*late)(void);\n  /* ===== End of version 2 ===== */|' \
+  "$work/tree/sdk/include/rill/abi.h"
+expect_failure "an entry added to a shipped version" "entry 'late' is added to version 2, which is shipped"
+cp "$work/tree/sdk/abi_manifest.txt" "$work/manifest_before"
+if python3 "$work/tree/scripts/abi-manifest.py" --write >/dev/null; then
+  echo "FAIL: --write recorded an entry added to a shipped version"; exit 1
+fi
+cmp -s "$work/manifest_before" "$work/tree/sdk/abi_manifest.txt" || { echo "FAIL: a refused --write changed the manifest"; exit 1; }
+echo "ok: --write refuses it"
+
+fresh
+sed -i 's|Version 2 (shipped: SDK 1.0)|Version 2 (in development)|' "$work/tree/sdk/include/rill/abi.h"
+expect_failure "a shipped version marked in development" "version 2 is shipped (the manifest says so) but abi.h marks it in development"
+
+fresh
 sed -i 's|  /\* ===== End of version 2 ===== \*/|  /* ===== End of version 2 ===== */\n  /* ===== Version 3 ===== */\n  void (*appended)(void);|' \
+  "$work/tree/sdk/include/rill/abi.h"
+expect_failure "a version without its state" "version 3 has no marker saying 'shipped: ...' or 'in development'"
+
+fresh
+sed -i 's|  /\* ===== End of version 2 ===== \*/|  /* ===== End of version 2 ===== */\n  /* ===== Version 3 (in development) ===== */\n  void (*appended)(void);|' \
   "$work/tree/sdk/include/rill/abi.h"
 expect_failure "an unrecorded appended entry" "entries added to abi.h but not to the manifest"
 python3 "$work/tree/scripts/abi-manifest.py" --write

@@ -486,8 +486,8 @@ void Executor::RunLoop(int32_t block_idx, const std::shared_ptr<Scope>& parent, 
   for (bool go_on = proceed(arg); go_on; go_on = proceed(arg)) {
     const uint64_t above = parent->ChainVersion();  // step->ChainVersion() is this plus its own
     if (!Scope::Reusable(step, above) && !Scope::Shareable(step, above)) {
-      // The first step, or go blocks started in the last one hold it and see its variables:
-      // a scope of its own.
+      // The first step, or the last step's scope is held by go blocks that see its
+      // variables, or its parent chain gained a variable since: a scope of its own.
       std::shared_ptr<Scope> next = parent->NewChild();
       if (resolved && above == parent_resolved) {
         // An empty scope under an unchanged chain: only the step's own names move.

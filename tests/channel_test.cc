@@ -656,8 +656,8 @@ TEST_F(ChannelTest, AFailingTaskFailsTheRun) {
   const std::string err = ErrorOf([] {
     RunMain([] {
       auto never = Channel::Make(kLodTensor, 0);
-      Go([] { throw Error("boom", RILL_INTERNAL); });
-      RecvInt(*never);  // woken by the failure, not a deadlock
+      Go([] { throw core::Error("boom", RILL_INTERNAL); });  // as the host throws it
+      RecvInt(*never);                                       // woken by the failure, not a deadlock
     });
   });
   EXPECT_EQ(err, "boom");

@@ -11,6 +11,7 @@
 #include "core/io/lod_tensor_file.h"
 #include "core/program/builder.h"
 #include "core/program/program_io.h"
+#include "core/runtime/scope.h"
 #include "test_util.h"
 
 namespace rill::core {
@@ -84,6 +85,62 @@ TEST(ModelApi, BadFeedsAndPathsAreErrorsNamingThem) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("is not an inference model: no '__model__' or PREFIX.pdmodel in it"),
               std::string::npos)
+        << e.what();
+  }
+}
+
+// Feed and fetch move no bytes: the value fed reaches its variable, and a fetched value
+// leaves it, as views of the same memory, LoD included. A later run that writes the
+// variable gives it new memory, so a value fetched earlier keeps what it was.
+TEST(ModelApi, FeedAndFetchShareMemoryAndKeepTheLoD) {
+  const auto program = Program::FromProto(ParseProgramText(R"(blocks { idx: 0 parent_idx: -1
+    vars { name: "feed" type { type: FEED_MINIBATCH } persistable: true }
+    vars { name: "fetch" type { type: FETCH_LIST } persistable: true }
+    vars { name: "x" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: -1 dims: 2 } } } }
+    vars { name: "y" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: -1 dims: 2 } } } persistable: true }
+    ops { type: "feed" inputs { parameter: "X" arguments: "feed" } outputs { parameter: "Out" arguments: "x" } attrs { name: "col" type: INT i: 0 } }
+    ops { type: "scale" inputs { parameter: "ScaleTensor" } inputs { parameter: "X" arguments: "x" } outputs { parameter: "Out" arguments: "y" }
+          attrs { name: "scale" type: FLOAT f: 2 } }
+    ops { type: "fetch" inputs { parameter: "X" arguments: "x" } outputs { parameter: "Out" arguments: "fetch" } attrs { name: "col" type: INT i: 0 } }
+    ops { type: "fetch" inputs { parameter: "X" arguments: "y" } outputs { parameter: "Out" arguments: "fetch" } attrs { name: "col" type: INT i: 1 } } })"));
+  Session session(test::ShippedRegistry(), program);
+  const auto scope = Scope::NewRoot();
+  Tensor x = Fp32({3, 2}, {1, 2, 3, 4, 5, 6});
+  x.mutable_lod() = {{0, 1, 3}};
+  const auto first = session.Run(scope, {{"x", x}}, ModelOptions::OneWorker());
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].data(), x.data()) << "fed and fetched without a copy";
+  EXPECT_EQ(first[0].lod(), (LoD{{0, 1, 3}}));
+  EXPECT_EQ(first[1].ValuesToString(), "2 4 6 8 10 12");
+  const Tensor* y = scope->FindVar("y")->GetTensor();
+  ASSERT_NE(y, nullptr);
+  EXPECT_EQ(first[1].data(), y->data()) << "fetched without a copy";
+  // The same shape again: y's kernel would reuse its memory, but the fetched value shares it.
+  const auto second = session.Run(scope, {{"x", Fp32({3, 2}, {0, 0, 0, 0, 0, 1})}}, ModelOptions::OneWorker());
+  EXPECT_EQ(second[1].ValuesToString(), "0 0 0 0 0 2");
+  EXPECT_EQ(first[1].ValuesToString(), "2 4 6 8 10 12");
+  EXPECT_TRUE(second[0].lod().empty()) << "the second feed has no LoD";
+}
+
+// The feed and fetch lists are tensor arrays; a list variable holding anything else is
+// refused by name, by the host's feeding and by the ops.
+TEST(ModelApi, AListVariableHoldingATensorIsRefusedByName) {
+  const auto scope = Scope::NewRoot();
+  *scope->Var("feed")->GetMutableTensor() = Fp32({1}, {0});
+  try {
+    SetFeedColumn(*scope->Var("feed"), 0, Fp32({1}, {1}));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds fp32[1]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not a feed/fetch list"), std::string::npos) << e.what();
+  }
+  auto model = Model::Load(test::ShippedRegistry(), WriteModel());
+  *model->scope().Var("fetch")->GetMutableTensor() = Fp32({1}, {0});
+  try {
+    model->Run({{"x", Fp32({1, 2}, {0, 0})}});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the fetch list variable 'fetch' holds fp32[1]"), std::string::npos)
         << e.what();
   }
 }

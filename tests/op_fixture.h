@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "core/program/builder.h"
 #include "core/runtime/executor.h"
+#include "rill/sdk.hpp"  // DataTypeOf and VisitDataType, for the element type of T
 #include "test_util.h"
 
 namespace rill::test {

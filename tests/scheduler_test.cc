@@ -15,6 +15,7 @@
 
 #include "channel.h"
 #include "core/abi/host_api.h"
+#include "core/errors.h"
 #include "test_util.h"
 
 namespace rill::core {

@@ -423,8 +423,8 @@ RillStatus* CtxRunBlock(RillKernelContext* ctx, int32_t block_idx, RillScope* sc
   });
 }
 // ctx_run_loop's test before each step, as Executor::RunLoop asks it: the condition's bool
-// scalar when it holds one, else the plugin's proceed, whose status becomes the Error that
-// stops the loop.
+// when it holds one element of bool (a device's copied to the host), else the plugin's
+// proceed, whose status becomes the Error that stops the loop.
 struct LoopProceed {
   const Variable* condition;
   RillStatus* (*proceed)(void* arg, int32_t* go_on);
@@ -434,6 +434,11 @@ struct LoopProceed {
     int32_t dtype = 0;
     uint64_t bits = 0;
     if (p.condition != nullptr && p.condition->GetScalar(&dtype, &bits) && dtype == RILL_BOOL) return bits != 0;
+    if (const Tensor* t = p.condition != nullptr ? p.condition->GetTensor() : nullptr;
+        t != nullptr && t->initialized() && t->dtype() == RILL_BOOL && t->numel() == 1) {
+      if (t->place().device_type == RILL_CPU) return *static_cast<const bool*>(t->data());
+      return *static_cast<const bool*>(t->CopyTo(Place{}).data());
+    }
     if (p.proceed == nullptr) {
       throw Error("the loop's condition is not a bool scalar, and no proceed was given", RILL_INVALID_ARGUMENT);
     }

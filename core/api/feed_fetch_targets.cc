@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/errors.h"
-#include "core/ops/feed_fetch.h"
 #include "core/runtime/dtype.h"
 #include "rill/checked_size.hpp"
 
@@ -73,15 +72,38 @@ std::vector<FeedFetchTarget> Targets(const Program& program, std::string_view ty
 std::vector<FeedFetchTarget> FeedTargets(const Program& program) { return Targets(program, "feed"); }
 std::vector<FeedFetchTarget> FetchTargets(const Program& program) { return Targets(program, "fetch"); }
 
+namespace {
+void CheckList(const Variable& list, const std::string& name) {
+  if (list.initialized() && !list.is_tensor_array()) {
+    throw Error(
+        "the variable '" + name + "' holds " + list.Describe() + ", not a feed/fetch list (FEED_MINIBATCH, FETCH_LIST)",
+        RILL_INVALID_ARGUMENT);
+  }
+}
+}  // namespace
+
+void SetFeedColumn(Variable& list, int col, Tensor value) {
+  CheckList(list, "feed list");
+  TensorArray& columns = *list.GetMutableTensorArray();
+  if (columns.size() <= static_cast<size_t>(col)) columns.resize(static_cast<size_t>(col) + 1);
+  columns[static_cast<size_t>(col)] = std::move(value);
+}
+
+const Tensor* ListColumn(const Variable* list, size_t col, const std::string& name) {
+  if (list == nullptr) return nullptr;
+  CheckList(*list, name);
+  const TensorArray* columns = list->GetTensorArray();
+  return columns != nullptr && col < columns->size() ? &(*columns)[col] : nullptr;
+}
+
 const Tensor& Fetched(const Scope& scope, const FeedFetchTarget& fetch) {
-  const Variable* list = scope.FindVar(fetch.list);
-  const std::vector<Tensor>* columns = list != nullptr ? &FetchColumns(*list) : nullptr;
-  if (columns == nullptr || static_cast<size_t>(fetch.col) >= columns->size() || !(*columns)[fetch.col].initialized()) {
+  const Tensor* column = ListColumn(scope.FindVar(fetch.list), static_cast<size_t>(fetch.col), fetch.list);
+  if (column == nullptr || !column->initialized()) {
     throw Error("fetch: column " + std::to_string(fetch.col) + " of '" + fetch.list + "' ('" + fetch.var +
                     "') holds nothing after the run",
                 RILL_NOT_FOUND);
   }
-  return (*columns)[fetch.col];
+  return *column;
 }
 
 std::string DeclaredType(const Program& program, const std::string& name) {

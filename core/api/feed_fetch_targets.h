@@ -3,8 +3,10 @@
 //
 // Contract: FeedTargets and FetchTargets list block 0's feed (fetch) ops in col order:
 // the variable each sets (reads), the list variable it reads (fills) and its column.
+// The lists are tensor arrays (Fluid's FeedList and FetchList are lists of LoDTensor, as
+// its LoDTensorArray is): SetFeedColumn fills one before a run, ListColumn reads one, and
 // Fetched returns a fetch op's column after a run. Errors name the variable. (Feeding a
-// run is core::Session's, session.h.)
+// run is core::Session's, session.h; the ops are core/ops/feed_fetch_ops.cc.)
 #ifndef RILL_CORE_API_FEED_FETCH_TARGETS_H_
 #define RILL_CORE_API_FEED_FETCH_TARGETS_H_
 
@@ -25,6 +27,13 @@ struct FeedFetchTarget {
 
 std::vector<FeedFetchTarget> FeedTargets(const Program& program);
 std::vector<FeedFetchTarget> FetchTargets(const Program& program);
+
+// Puts `value` in column `col` of the list `list` holds (made if it holds nothing).
+// Throws Error if `list` holds something else.
+void SetFeedColumn(Variable& list, int col, Tensor value);
+// Column `col` of the list `list` holds; null when the list or the column is missing (a
+// null `list` included). Throws Error if `list` holds something else.
+const Tensor* ListColumn(const Variable* list, size_t col, const std::string& name);
 
 // REQUIRES: `fetch` is one of the program's fetch targets and the program has run in `scope`.
 const Tensor& Fetched(const Scope& scope, const FeedFetchTarget& fetch);

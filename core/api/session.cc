@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/errors.h"
-#include "core/ops/feed_fetch.h"
 #include "core/program/feed_check.h"
 #include "core/program/validate.h"
 

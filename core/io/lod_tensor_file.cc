@@ -91,20 +91,23 @@ float HalfToFloat(uint16_t h) {
   return f;
 }
 
+void ConvertFp32Fp16(int32_t to, const void* from, void* into, size_t n) {
+  if (to == RILL_FP16) {
+    const float* f = static_cast<const float*>(from);
+    uint16_t* h = static_cast<uint16_t*>(into);
+    for (size_t i = 0; i < n; ++i) h[i] = FloatToHalf(f[i]);
+  } else {
+    const uint16_t* h = static_cast<const uint16_t*>(from);
+    float* f = static_cast<float*>(into);
+    for (size_t i = 0; i < n; ++i) f[i] = HalfToFloat(h[i]);
+  }
+}
+
 Tensor ConvertFp32Fp16(const Tensor& t, int32_t to) {
   Tensor out;
   out.Allocate(to, t.dims().ToVector());
   out.mutable_lod() = t.lod();
-  const size_t n = static_cast<size_t>(t.numel());
-  if (to == RILL_FP16) {
-    const float* from = static_cast<const float*>(t.data());
-    uint16_t* into = static_cast<uint16_t*>(out.data());
-    for (size_t i = 0; i < n; ++i) into[i] = FloatToHalf(from[i]);
-  } else {
-    const uint16_t* from = static_cast<const uint16_t*>(t.data());
-    float* into = static_cast<float*>(out.data());
-    for (size_t i = 0; i < n; ++i) into[i] = HalfToFloat(from[i]);
-  }
+  ConvertFp32Fp16(to, t.data(), out.data(), static_cast<size_t>(t.numel()));
   return out;
 }
 
@@ -176,35 +179,47 @@ Tensor ReadLodTensor(std::istream& in, const std::string& what) {
   return t;
 }
 
-void WriteLodTensor(std::ostream& out, const Tensor& tensor, bool as_fp16, const std::string& what) {
-  if (!tensor.initialized()) throw Error(what + ": holds no tensor to save", RILL_FAILED_PRECONDITION);
-  if (tensor.place().device_type != RILL_CPU) {
-    return WriteLodTensor(out, tensor.CopyTo(Place{}), as_fp16, what);
+void WriteLodTensor(std::ostream& out, const LodTensorHeader& record, const void* data, bool as_fp16,
+                    const std::string& what) {
+  if (as_fp16 && record.dtype == RILL_FP32) {
+    std::vector<uint16_t> halves(record.bytes / sizeof(float));
+    ConvertFp32Fp16(RILL_FP16, data, halves.data(), halves.size());
+    LodTensorHeader as_half = record;
+    as_half.dtype = RILL_FP16;
+    as_half.bytes = halves.size() * sizeof(uint16_t);
+    return WriteLodTensor(out, as_half, halves.data(), false, what);
   }
-  if (as_fp16 && tensor.dtype() == RILL_FP32)
-    return WriteLodTensor(out, ConvertFp32Fp16(tensor, RILL_FP16), false, what);
   const auto put = [&](const void* p, size_t n) {
     out.write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
   };
   const uint32_t version = 0;
   put(&version, 4);
-  const uint64_t levels = tensor.lod().size();
+  const uint64_t levels = record.lod.size();
   put(&levels, 8);
-  for (const auto& level : tensor.lod()) {
+  for (const auto& level : record.lod) {
     const uint64_t bytes = level.size() * sizeof(uint64_t);
     put(&bytes, 8);
     put(level.data(), bytes);
   }
   put(&version, 4);
   proto::VarType::TensorDesc desc;
-  desc.set_data_type(static_cast<proto::VarType::Type>(tensor.dtype()));
-  for (int64_t d : tensor.dims()) desc.add_dims(d);
+  desc.set_data_type(static_cast<proto::VarType::Type>(record.dtype));
+  for (int64_t d : record.dims) desc.add_dims(d);
   const std::string desc_bytes = desc.SerializeAsString();
   const int32_t desc_size = static_cast<int32_t>(desc_bytes.size());
   put(&desc_size, 4);
   put(desc_bytes.data(), desc_bytes.size());
-  put(tensor.data(), tensor.nbytes());
+  put(data, record.bytes);
   if (!out) throw Error(what + ": writing failed", RILL_INTERNAL);
+}
+
+void WriteLodTensor(std::ostream& out, const Tensor& tensor, bool as_fp16, const std::string& what) {
+  if (!tensor.initialized()) throw Error(what + ": holds no tensor to save", RILL_FAILED_PRECONDITION);
+  if (tensor.place().device_type != RILL_CPU) {
+    return WriteLodTensor(out, tensor.CopyTo(Place{}), as_fp16, what);
+  }
+  const LodTensorHeader record{tensor.dtype(), tensor.dims().ToVector(), tensor.lod(), tensor.nbytes()};
+  WriteLodTensor(out, record, tensor.data(), as_fp16, what);
 }
 
 }  // namespace rill::core

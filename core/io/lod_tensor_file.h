@@ -12,8 +12,9 @@
 // the bytes the stream has left (a seekable stream) and against size arithmetic that
 // cannot wrap; anything truncated, inconsistent or unsupported throws Error naming `what`
 // (the file and variable) and the field at fault. It never reads past the record.
-// WriteLodTensor writes one record of a dense CPU tensor; `as_fp16` stores an fp32
-// tensor's values as fp16 (Fluid's save_as_fp16).
+// WriteLodTensor writes one record of a dense tensor (a device's copied to the host first),
+// or of plain values, `record` describing the `record.bytes` bytes at `data`, on the host;
+// `as_fp16` stores fp32 values as fp16 (Fluid's save_as_fp16).
 #ifndef RILL_CORE_IO_LOD_TENSOR_FILE_H_
 #define RILL_CORE_IO_LOD_TENSOR_FILE_H_
 
@@ -40,6 +41,8 @@ struct LodTensorHeader {
 LodTensorHeader ReadLodTensorHeader(std::istream& in, const std::string& what);
 void ReadLodTensorData(std::istream& in, const LodTensorHeader& header, void* into, const std::string& what);
 void WriteLodTensor(std::ostream& out, const Tensor& tensor, bool as_fp16, const std::string& what);
+void WriteLodTensor(std::ostream& out, const LodTensorHeader& record, const void* data, bool as_fp16,
+                    const std::string& what);
 
 // fp32 <-> IEEE half (round to nearest even; NaN and infinity kept), for the *_as_fp16
 // attributes.
@@ -47,6 +50,8 @@ uint16_t FloatToHalf(float f);
 float HalfToFloat(uint16_t h);
 // `t` (fp32 or fp16) as a tensor of the other type, same shape and LoD.
 Tensor ConvertFp32Fp16(const Tensor& t, int32_t to);
+// `n` elements at `from` (fp32 or fp16) into `into` as `to`, the other type.
+void ConvertFp32Fp16(int32_t to, const void* from, void* into, size_t n);
 
 }  // namespace rill::core
 

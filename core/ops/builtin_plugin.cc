@@ -1,7 +1,5 @@
-// The host's own ops as a plugin named "core": registered through the same ABI table as
-// every loaded plugin, so the ABI is exercised even with no plugin on disk.
-#include "core/ops/control_flow.h"
-#include "core/ops/feed_fetch.h"
+// The host's own ops as a plugin named "core" (core/ops/builtin_ops.h).
+#include "core/ops/builtin_ops.h"
 
 namespace {
 void InitBuiltins(rill::Registrar& r) {

@@ -11,7 +11,7 @@
 // they get gradients too.
 #include <cstring>
 
-#include "core/ops/control_flow.h"
+#include "core/ops/builtin_ops.h"
 
 namespace rill::core {
 namespace {

@@ -1,103 +1,79 @@
-// Fluid's feed and fetch (core/ops/feed_fetch.h). Host ops: they reach the lists and
-// tensors behind the handles directly.
-#include "core/ops/feed_fetch.h"
+// Fluid's feed and fetch.
+//
+// A Fluid program takes its inputs from one variable holding a list of tensors
+// (FEED_MINIBATCH, named "feed" by Paddle) and leaves its outputs in another (FETCH_LIST,
+// "fetch"). Both lists are tensor arrays (Fluid's FeedList and FetchList are lists of
+// LoDTensor, as its LoDTensorArray is), which whoever runs the program fills and reads
+// (core/api/feed_fetch_targets.h). Neither op copies: feed makes its output a view of the
+// column, LoD included, and fetch makes the column a view of its input, which is safe
+// because shared memory is never rewritten in place (abi.h, tensor_share): a later write
+// to the variable gets new memory and the fetched column keeps the value it was given.
+#include <string>
 
-#include <cstdio>
-
-#include "core/errors.h"
-#include "core/registry/registry.h"
+#include "core/ops/builtin_ops.h"
 
 namespace rill::core {
 namespace {
 
-Variable& Var(rill::Variable v) { return *reinterpret_cast<Variable*>(v.handle()); }
-
-const CustomType& ListType() {
-  static const RillVarType* const handle = VarTypeHandle(kFeedFetchListType);
-  const CustomType* type = VarTypeOf(handle);
-  if (type == nullptr)
-    throw Error("the feed/fetch list type is not registered (no registry has core's ops)", RILL_INTERNAL);
-  return *type;
-}
-
-// The list `holder` holds, or nullptr if it holds nothing; throws if it holds something else.
-FeedFetchList* ListIn(const Variable& holder, const char* role) {
-  if (!holder.initialized()) return nullptr;
-  const CustomValue* custom = holder.GetCustom();
-  if (custom == nullptr || custom->type()->name != kFeedFetchListType) {
-    throw Error(std::string("the ") + role + " list variable holds " + holder.Describe() +
-                    ", not a feed/fetch list (FEED_MINIBATCH, FETCH_LIST)",
-                RILL_INVALID_ARGUMENT);
-  }
-  return static_cast<FeedFetchList*>(custom->value());
-}
-
-FeedFetchList& MakeList(Variable& holder, const char* role) {
-  if (FeedFetchList* list = ListIn(holder, role)) return *list;
-  auto* list = new FeedFetchList;
-  holder.SetCustom(&ListType(), list);
-  return *list;
-}
-
-int Column(rill::KernelContext& ctx) {
+size_t Column(rill::KernelContext& ctx) {
   const int64_t col = ctx.Attr<int64_t>("col");
-  if (col < 0 || col > (1 << 20)) throw Error("col " + std::to_string(col) + " is out of range", RILL_OUT_OF_RANGE);
-  return static_cast<int>(col);
+  if (col < 0 || col > (1 << 20))
+    throw rill::Error("col " + std::to_string(col) + " is out of range", RILL_OUT_OF_RANGE);
+  return static_cast<size_t>(col);
+}
+
+// Refuses a list variable that holds something other than a list.
+void CheckList(const rill::Variable& list, const std::string& name, const char* role) {
+  if (list.initialized() && !list.IsTensorArray()) {
+    throw rill::Error("the " + std::string(role) + " list variable '" + name + "' holds " + list.Describe() +
+                          ", not a feed/fetch list (FEED_MINIBATCH, FETCH_LIST)",
+                      RILL_INVALID_ARGUMENT);
+  }
 }
 
 void Feed(rill::KernelContext& ctx) {
-  const int col = Column(ctx);
-  const FeedFetchList* list = ListIn(Var(ctx.InputVar("X")), "feed");
+  const size_t col = Column(ctx);
+  const rill::Variable list = ctx.InputVar("X");
   const std::string holder = ctx.op().InputName("X");
-  if (list == nullptr || static_cast<size_t>(col) >= list->columns.size() ||
-      !list->columns[static_cast<size_t>(col)].initialized()) {
-    throw Error("column " + std::to_string(col) + " of '" + holder + "' holds nothing to feed '" +
-                    ctx.op().OutputName("Out") + "' (rill run --feed " + ctx.op().OutputName("Out") + "=FILE.npy)",
-                RILL_FAILED_PRECONDITION);
+  CheckList(list, holder, "feed");
+  rill::Tensor value(nullptr);
+  if (list.initialized() && col < list.TensorArraySize()) value = list.TensorArrayAt(col);
+  if (!value.handle() || !value.initialized()) {
+    const std::string out = ctx.op().OutputName("Out");
+    throw rill::Error("column " + std::to_string(col) + " of '" + holder + "' holds nothing to feed '" + out +
+                          "' (rill run --feed " + out + "=FILE.npy)",
+                      RILL_FAILED_PRECONDITION);
   }
-  *Var(ctx.OutputVar("Out")).GetMutableTensor() = list->columns[static_cast<size_t>(col)];
+  rill::Tensor out = ctx.Output("Out");
+  out.ShareWith(value);
+  out.set_lod(value.lod());
 }
 
 void Fetch(rill::KernelContext& ctx) {
-  const int col = Column(ctx);
-  Variable& x = Var(ctx.InputVar("X"));
-  if (x.is_tensor_array()) {
-    throw Error("'" + ctx.op().InputName("X") + "' holds a tensor array of " +
-                    std::to_string(x.GetMutableTensorArray()->size()) +
-                    " entries, which is not fetched whole: fetch an entry (array_read) or the entries joined "
-                    "(concat, stack)",
-                RILL_UNIMPLEMENTED);
+  const size_t col = Column(ctx);
+  const rill::Variable x = ctx.InputVar("X");
+  if (x.IsTensorArray()) {
+    throw rill::Error("'" + ctx.op().InputName("X") + "' holds a tensor array of " +
+                          std::to_string(x.TensorArraySize()) +
+                          " entries, which is not fetched whole: fetch an entry (array_read) or the entries joined "
+                          "(concat, stack)",
+                      RILL_UNIMPLEMENTED);
   }
-  const Tensor* value = x.GetTensor();
-  if (value == nullptr || !value->initialized()) {
-    throw Error("'" + ctx.op().InputName("X") + "' holds no tensor to fetch", RILL_FAILED_PRECONDITION);
+  if (!x.IsTensor() || !x.initialized() || !x.tensor().initialized()) {
+    throw rill::Error("'" + ctx.op().InputName("X") + "' holds no tensor to fetch", RILL_FAILED_PRECONDITION);
   }
-  FeedFetchList& list = MakeList(Var(ctx.OutputVar("Out")), "fetch");
-  if (list.columns.size() <= static_cast<size_t>(col)) list.columns.resize(static_cast<size_t>(col) + 1);
-  list.columns[static_cast<size_t>(col)] = value->CopyTo(Place{});
-}
-
-void DescribeList(const void* value, char* buf, size_t cap) {
-  const auto* list = static_cast<const FeedFetchList*>(value);
-  std::snprintf(buf, cap, "feed/fetch list of %zu columns", list->columns.size());
+  const rill::Tensor value = x.tensor();
+  rill::Variable list = ctx.OutputVar("Out");
+  CheckList(list, ctx.op().OutputName("Out"), "fetch");
+  if (!list.initialized() || list.TensorArraySize() <= col) list.ResizeTensorArray(col + 1);
+  rill::Tensor column = list.TensorArrayAt(col);
+  column.ShareWith(value);
+  column.set_lod(value.lod());
 }
 
 }  // namespace
 
-void SetFeedColumn(Variable& holder, int col, Tensor value) {
-  FeedFetchList& list = MakeList(holder, "feed");
-  if (list.columns.size() <= static_cast<size_t>(col)) list.columns.resize(static_cast<size_t>(col) + 1);
-  list.columns[static_cast<size_t>(col)] = std::move(value);
-}
-
-const std::vector<Tensor>& FetchColumns(const Variable& holder) {
-  static const std::vector<Tensor> kNone;
-  const FeedFetchList* list = ListIn(holder, "fetch");
-  return list != nullptr ? list->columns : kNone;
-}
-
 void RegisterFeedFetch(rill::Registrar& r) {
-  r.VarType<FeedFetchList>(kFeedFetchListType, &DescribeList, /*copyable=*/true);
   r.Op(rill::OpSchema("feed")
            .Doc("Out = column `col` of the feed list X (FEED_MINIBATCH), which whoever runs the "
                 "program fills (rill run --feed OUT=FILE.npy).")
@@ -106,8 +82,8 @@ void RegisterFeedFetch(rill::Registrar& r) {
            .Attr("col", int64_t{0}, "the column of X"));
   r.Kernel("feed", RILL_CPU, RILL_ANY_DTYPE, &Feed);
   r.Op(rill::OpSchema("fetch")
-           .Doc("Copies X into column `col` of the fetch list Out (FETCH_LIST), which whoever "
-                "runs the program reads afterwards (rill run prints it).")
+           .Doc("Puts X in column `col` of the fetch list Out (FETCH_LIST), which whoever runs "
+                "the program reads afterwards (rill run prints it).")
            .Input("X", "the variable fetched")
            .Output("Out", "the fetch list")
            .Attr("col", int64_t{0}, "the column of Out"));

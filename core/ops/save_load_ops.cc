@@ -1,18 +1,26 @@
 // Fluid's `save`, `load`, `save_combine` and `load_combine`: variables to and from files
 // in Fluid's LoDTensor format (core/io/lod_tensor_file.h), with Fluid's slots and
-// attributes. Host ops, so they reach the tensors behind the handles directly.
+// attributes.
 #include <filesystem>
 #include <fstream>
 
+#include "core/errors.h"
 #include "core/io/atomic_file.h"
 #include "core/io/lod_tensor_file.h"
-#include "core/ops/control_flow.h"
-#include "core/runtime/variable.h"
+#include "core/ops/builtin_ops.h"
 
 namespace rill::core {
 namespace {
 
-Variable& Var(rill::Variable v) { return *reinterpret_cast<Variable*>(v.handle()); }
+// Calls into core's file code, whose errors are core's: as the SDK's, they reach the host
+// as statuses with their codes, as every plugin's do.
+template <class F> decltype(auto) HostCall(F&& f) {
+  try {
+    return f();
+  } catch (const core::Error& e) {
+    throw rill::Error(e.what(), e.code());
+  }
+}
 
 std::string Where(const std::string& path, const std::string& var) { return "'" + path + "' (variable '" + var + "')"; }
 
@@ -34,10 +42,10 @@ std::ifstream OpenForLoad(const std::string& path) {
   return in;
 }
 
-// Fluid's load_as_fp16: an fp32 tensor becomes fp16.
-void Put(Variable& var, Tensor t, bool as_fp16) {
-  if (as_fp16 && t.dtype() == RILL_FP32) t = ConvertFp32Fp16(t, RILL_FP16);
-  *var.GetMutableTensor() = std::move(t);
+// A record's description of `t`, a tensor on the host.
+LodTensorHeader Record(const rill::Tensor& t) {
+  return LodTensorHeader{t.dtype(), t.dims(), t.lod(),
+                         static_cast<uint64_t>(t.numel()) * rill::DataTypeSize(t.dtype())};
 }
 
 // Every variable is checked before a byte is written, and the file replaced only once
@@ -47,18 +55,37 @@ void Save(rill::KernelContext& ctx, bool combined) {
   PrepareSave(path, ctx.Attr<bool>("overwrite"));
   const bool as_fp16 = ctx.Attr<bool>("save_as_fp16");
   const size_t n = combined ? ctx.op().InputCount("X") : 1;
-  std::vector<const Tensor*> tensors;
+  std::vector<rill::Tensor> tensors;
   for (size_t i = 0; i < n; ++i) {
-    const Tensor* t = Var(ctx.InputVar("X", i)).GetTensor();
-    if (t == nullptr || !t->initialized()) {
+    const rill::Variable v = ctx.InputVar("X", i);
+    if (!v.IsTensor() || !v.initialized() || !v.tensor().initialized()) {
       throw rill::Error(Where(path, ctx.op().InputName("X", i)) + ": the variable holds no tensor (nothing written)",
                         RILL_FAILED_PRECONDITION);
     }
-    tensors.push_back(t);
+    tensors.push_back(v.tensor());  // on the host: the host moves a CPU kernel's inputs there
   }
-  WriteFileAtomically(path, [&](std::ostream& out) {
-    for (size_t i = 0; i < n; ++i) WriteLodTensor(out, *tensors[i], as_fp16, Where(path, ctx.op().InputName("X", i)));
+  HostCall([&] {
+    WriteFileAtomically(path, [&](std::ostream& out) {
+      for (size_t i = 0; i < n; ++i) {
+        WriteLodTensor(out, Record(tensors[i]), tensors[i].raw_data(), as_fp16,
+                       Where(path, ctx.op().InputName("X", i)));
+      }
+    });
   });
+}
+
+// Reads one record into `out`; Fluid's load_as_fp16 makes an fp32 record fp16.
+void ReadInto(std::istream& in, rill::Tensor out, bool as_fp16, const std::string& what) {
+  const LodTensorHeader header = HostCall([&] { return ReadLodTensorHeader(in, what); });
+  if (as_fp16 && header.dtype == RILL_FP32) {
+    std::vector<float> values(header.bytes / sizeof(float));
+    HostCall([&] { ReadLodTensorData(in, header, values.data(), what); });
+    ConvertFp32Fp16(RILL_FP16, values.data(), out.Allocate(RILL_FP16, header.dims), values.size());
+  } else {
+    void* into = out.Allocate(header.dtype, header.dims);
+    HostCall([&] { ReadLodTensorData(in, header, into, what); });
+  }
+  out.set_lod(header.lod);
 }
 
 void Load(rill::KernelContext& ctx, bool combined) {
@@ -67,8 +94,7 @@ void Load(rill::KernelContext& ctx, bool combined) {
   const bool as_fp16 = ctx.Attr<bool>("load_as_fp16");
   const size_t n = combined ? ctx.op().OutputCount("Out") : 1;
   for (size_t i = 0; i < n; ++i) {
-    const std::string name = ctx.op().OutputName("Out", i);
-    Put(Var(ctx.OutputVar("Out", i)), ReadLodTensor(in, Where(path, name)), as_fp16);
+    ReadInto(in, ctx.Output("Out", i), as_fp16, Where(path, ctx.op().OutputName("Out", i)));
   }
   if (combined && in.peek() != std::char_traits<char>::eof()) {
     throw rill::Error("'" + path + "' holds more than the " + std::to_string(n) +

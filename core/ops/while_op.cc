@@ -2,13 +2,13 @@
 // of one element, re-read before each step) is true. It is an op like any plugin's: the
 // host runs the loop (ctx_run_loop), reusing a step's scope for the next while nothing
 // else holds it, so a step costs its body's ops.
-#include "core/ops/control_flow.h"
+#include "core/ops/builtin_ops.h"
 
 namespace rill::core {
 namespace {
 
-// The host reads Condition while it is a bool scalar; the lambda reads it anywhere else
-// (on a device) or gives the clear error.
+// The host reads Condition while it is one element of bool; the lambda gives the clear
+// error for anything else.
 void While(rill::KernelContext& ctx) {
   ctx.RunLoop(ctx.op().BlockAttr("sub_block"), ctx.InputVarOrNull("Condition"),
               [&] { return ReadCondition(ctx.Input("Condition"), "Condition"); });

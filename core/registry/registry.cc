@@ -26,6 +26,21 @@ namespace {
 
 std::string Str(const char* s) { return s ? s : ""; }
 
+// The slot names of a comma-separated list (RillOpSchemaDef's grad_inputs/grad_outputs);
+// blanks are ignored, empty entries skipped.
+std::vector<std::string> SlotList(const char* list) {
+  std::vector<std::string> out(1);
+  for (const char* c = list != nullptr ? list : ""; *c != '\0'; ++c) {
+    if (*c == ',') {
+      if (!out.back().empty()) out.emplace_back();
+    } else if (*c != ' ') {
+      out.back() += *c;
+    }
+  }
+  if (out.back().empty()) out.pop_back();
+  return out;
+}
+
 // Serialises installing variable types' definitions in their handles.
 std::mutex g_var_type_install_mu;
 
@@ -122,8 +137,8 @@ OpSchemaEntry SchemaFromAbi(const RillOpSchema& s, const std::string& plugin) {
   }
   if (RILL_COVERS(s, grad_outputs) && s.grad_op_type != nullptr) {
     e.grad_op_type = s.grad_op_type;
-    e.grad_inputs = ::rill::SplitList(Str(s.grad_inputs));
-    e.grad_outputs = ::rill::SplitList(Str(s.grad_outputs));
+    e.grad_inputs = SlotList(s.grad_inputs);
+    e.grad_outputs = SlotList(s.grad_outputs);
     for (const auto& slot : e.grad_inputs) {
       const bool is_grad = slot.size() > 5 && slot.compare(slot.size() - 5, 5, "@GRAD") == 0;
       const std::string fwd = is_grad ? slot.substr(0, slot.size() - 5) : slot;

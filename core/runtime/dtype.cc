@@ -4,7 +4,7 @@
 
 namespace rill::core {
 
-// The SDK's size table is the one list of element types.
+// rill/data_type.hpp's size table is the one list of element types.
 bool IsTensorDataType(int32_t dtype) { return ::rill::DataTypeSize(dtype) != 0; }
 
 void ThrowNotTensorDataType(int32_t dtype) {

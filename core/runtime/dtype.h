@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "rill/sdk.hpp"
+#include "rill/data_type.hpp"
 
 namespace rill::core {
 

@@ -72,6 +72,10 @@ class Variable {
   // The tensor array held; an empty variable becomes an empty array. Throws Error if it
   // holds another kind of value.
   TensorArray* GetMutableTensorArray();
+  const TensorArray* GetTensorArray() const {  // nullptr if not one
+    const BoxedArray* a = std::get_if<BoxedArray>(&value_);
+    return a != nullptr ? a->get() : nullptr;
+  }
   const CustomValue* GetCustom() const { return std::get_if<CustomValue>(&value_); }  // nullptr if not one
 
   void SetCustom(const CustomType* type, void* value);

@@ -19,11 +19,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/api/feed_fetch_targets.h"
 #include "core/errors.h"
 #include "core/io/atomic_file.h"
 #include "core/io/inference_model.h"
 #include "core/loader/plugin_loader.h"
-#include "core/ops/feed_fetch.h"
 #include "core/program/backward.h"
 #include "core/program/graph.h"
 #include "core/program/program_io.h"
@@ -325,12 +325,12 @@ PYBIND11_MODULE(_rill, m) {
   m.def(
       "get_fetch_variable",
       [](const std::shared_ptr<core::Scope>& scope, const std::string& name, int col) {
-        core::Variable* holder = scope->FindVar(name);
-        const std::vector<core::Tensor>* columns = holder != nullptr ? &core::FetchColumns(*holder) : nullptr;
-        if (columns == nullptr || col < 0 || static_cast<size_t>(col) >= columns->size()) {
+        const core::Tensor* column =
+            col < 0 ? nullptr : core::ListColumn(scope->FindVar(name), static_cast<size_t>(col), name);
+        if (column == nullptr) {
           throw core::Error("'" + name + "' has no column " + std::to_string(col), RILL_OUT_OF_RANGE);
         }
-        auto copy = std::make_shared<core::Tensor>((*columns)[static_cast<size_t>(col)]);
+        auto copy = std::make_shared<core::Tensor>(*column);
         return TensorHandle(copy, copy.get());
       },
       py::arg("scope"), py::arg("var_name"), py::arg("col"),

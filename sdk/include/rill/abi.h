@@ -552,8 +552,9 @@ typedef struct RillHostApi {
    * when one is given. With NULL, as the op's sub-block: in a new child of the op's scope. */
   RillStatus* (*ctx_run_block)(RillKernelContext* ctx, int32_t block_idx, RillScope* scope);
   /* Runs block `block_idx` as a loop body, inline, step after step while the loop goes on.
-   * Before each step: when `condition` (may be NULL) holds a bool scalar, the loop goes on
-   * while it is true, read by the host itself; otherwise `proceed(arg, &go_on)` decides
+   * Before each step: when `condition` (may be NULL) holds a bool tensor of one element
+   * (on the host, or on a device, whence the host copies it), the loop goes on while it is
+   * true, read by the host itself; otherwise `proceed(arg, &go_on)` decides
    * (non-zero: one more step), and may return a status that stops the loop and is
    * returned; with neither, RILL_INVALID_ARGUMENT. Each step runs in a child scope of the
    * op's scope; the next step runs in the same one (its variables keep their values) while

@@ -33,6 +33,7 @@
 
 #include "rill/abi.h"
 #include "rill/checked_size.hpp"
+#include "rill/data_type.hpp"
 #include "rill/spin_lock.hpp"  // the lock the parking protocol wants (Park's unlock)
 
 // The lowest ABI version this plugin needs, which it declares to the host. By default 1,
@@ -180,6 +181,7 @@ inline std::vector<std::string> SplitList(const std::string& list) {
 }
 
 // ---- Data types --------------------------------------------------------------------------
+// (DataTypeName and DataTypeSize: rill/data_type.hpp.)
 
 template <class T> struct DataTypeOf;
 template <> struct DataTypeOf<bool> { static constexpr RillDataType value = RILL_BOOL; };
@@ -190,46 +192,6 @@ template <> struct DataTypeOf<float> { static constexpr RillDataType value = RIL
 template <> struct DataTypeOf<double> { static constexpr RillDataType value = RILL_FP64; };
 template <> struct DataTypeOf<uint8_t> { static constexpr RillDataType value = RILL_UINT8; };
 template <> struct DataTypeOf<int8_t> { static constexpr RillDataType value = RILL_INT8; };
-
-inline const char* DataTypeName(int32_t dtype) {
-  switch (dtype) {
-    case RILL_BOOL: return "bool";
-    case RILL_INT16: return "int16";
-    case RILL_INT32: return "int32";
-    case RILL_INT64: return "int64";
-    case RILL_FP16: return "fp16";
-    case RILL_FP32: return "fp32";
-    case RILL_FP64: return "fp64";
-    case RILL_SIZE_T: return "size_t";
-    case RILL_UINT8: return "uint8";
-    case RILL_INT8: return "int8";
-    case RILL_BF16: return "bf16";
-    case RILL_COMPLEX64: return "complex64";
-    case RILL_COMPLEX128: return "complex128";
-    case RILL_ANY_DTYPE: return "any";
-    default: return "unknown";
-  }
-}
-
-// Bytes per element; 0 for a dtype that is not a tensor element type.
-inline size_t DataTypeSize(int32_t dtype) {
-  switch (dtype) {
-    case RILL_BOOL:
-    case RILL_UINT8:
-    case RILL_INT8: return 1;
-    case RILL_INT16:
-    case RILL_FP16:
-    case RILL_BF16: return 2;
-    case RILL_INT32:
-    case RILL_FP32: return 4;
-    case RILL_INT64:
-    case RILL_FP64:
-    case RILL_SIZE_T:
-    case RILL_COMPLEX64: return 8;
-    case RILL_COMPLEX128: return 16;
-    default: return 0;
-  }
-}
 
 // A kernel's scalar path (StatefulKernel's Scalar) reads and writes RillScalar values:
 // ReadScalar is true only for a value of T's dtype; WriteScalar sets one.

@@ -1,0 +1,36 @@
+// core/ops/builtin_ops.h — the host's own ops, a plugin named "core" built into the host.
+//
+// `while`, `conditional_block`, Fluid's feed and fetch, and Fluid's save and load ops,
+// written against rill/sdk.hpp alone and registered through the ABI table as every
+// loaded plugin's ops are (builtin_plugin.cc), so the ABI is exercised even with no plugin
+// on disk. They reach variables and tensors only through the SDK's handles; save and load
+// call core's LoDTensor format (core/io/lod_tensor_file.h) with plain values, never core
+// types, and HostCall turns the host's errors into the SDK's.
+#ifndef RILL_CORE_OPS_BUILTIN_OPS_H_
+#define RILL_CORE_OPS_BUILTIN_OPS_H_
+
+#include "rill/sdk.hpp"
+
+namespace rill::core {
+
+void RegisterWhile(rill::Registrar& r);             // while_op.cc
+void RegisterConditionalBlock(rill::Registrar& r);  // conditional_block_op.cc
+void RegisterSaveLoad(rill::Registrar& r);          // save_load_ops.cc
+void RegisterFeedFetch(rill::Registrar& r);         // feed_fetch_ops.cc
+
+// The value of a one-element bool tensor on the host, the condition of a loop or branch
+// in `slot`; throws naming `slot` for any other tensor.
+inline bool ReadCondition(const rill::Tensor& cond, const char* slot) {
+  if (cond.dtype() != RILL_BOOL || cond.numel() != 1 || cond.device_type() != RILL_CPU) {
+    throw rill::Error(std::string(slot) + " must be a bool tensor of one element on the host, got " +
+                      (cond.initialized() ? rill::DataTypeName(cond.dtype()) + std::string(" with ") +
+                                                std::to_string(cond.numel()) + " elements"
+                                          : std::string("no value")) +
+                      (cond.initialized() && cond.device_type() != RILL_CPU ? " on a device" : ""));
+  }
+  return *cond.data<bool>();
+}
+
+}  // namespace rill::core
+
+#endif  // RILL_CORE_OPS_BUILTIN_OPS_H_

@@ -100,8 +100,9 @@ Args ParseArgs(int argc, char** argv) {
 
   CLI::App* run = command("run",
                           "validate and run block 0 of a program (text .pbtxt or binary), an inference "
-                          "model as Paddle saves it (its parameters loaded first), or, under mpirun, this "
-                          "rank's process of a transpiled cluster DIR",
+                          "model as Paddle saves it (its parameters loaded first), or this process's part of "
+                          "a transpiled cluster DIR, by its rank under mpirun or srun or by Paddle's "
+                          "TRAINING_ROLE environment",
                           "PROGRAM|MODEL|DIR", "what to run");
   run->add_option("--fetch", a.fetch,
                   "print VAR after the run (repeatable); without any, the variables of the "

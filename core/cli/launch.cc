@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -157,8 +158,10 @@ ClusterProcess ProcessOf(const std::string& dir, const ClusterSpec& spec, size_t
 }
 
 bool LauncherRank(int64_t* rank, int64_t* size) {
-  static const char* const kRanks[][2] = {
-      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"PMIX_RANK", nullptr}, {"PMI_RANK", "PMI_SIZE"}};
+  static const char* const kRanks[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                          {"PMIX_RANK", nullptr},
+                                          {"PMI_RANK", "PMI_SIZE"},
+                                          {"SLURM_PROCID", "SLURM_NTASKS"}};
   for (const auto& names : kRanks) {
     const char* r = std::getenv(names[0]);
     if (r == nullptr) continue;
@@ -168,6 +171,71 @@ bool LauncherRank(int64_t* rank, int64_t* size) {
     return true;
   }
   return false;
+}
+
+namespace {
+// The variable `name` of Paddle's job environment; throws naming it when it is not set.
+std::string PaddleVariable(const char* name, const std::string& role) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') {
+    throw Error("TRAINING_ROLE is " + role + ", but " + name + " is not set (Paddle's parameter-server environment)",
+                RILL_INVALID_ARGUMENT);
+  }
+  return value;
+}
+
+int64_t PaddleCount(const char* name, const std::string& role) {
+  const std::string text = PaddleVariable(name, role);
+  if (text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) {
+    throw Error(std::string(name) + " must be a count, got '" + text + "'", RILL_INVALID_ARGUMENT);
+  }
+  return std::stoll(text);
+}
+
+std::string JoinEndpoints(const std::vector<std::string>& endpoints) {
+  std::string list;
+  for (const auto& e : endpoints) list += (list.empty() ? "" : ",") + e;
+  return list;
+}
+}  // namespace
+
+bool PaddleRoleIndex(const std::string& dir, const ClusterSpec& spec, size_t* index) {
+  const char* role_env = std::getenv("TRAINING_ROLE");
+  if (role_env == nullptr) return false;
+  const std::string role = role_env;
+  if (role != "PSERVER" && role != "TRAINER") {
+    throw Error("TRAINING_ROLE must be PSERVER or TRAINER, got '" + role + "'", RILL_INVALID_ARGUMENT);
+  }
+  const std::string list = PaddleVariable("PADDLE_PSERVERS_IP_PORT_LIST", role);
+  if (list != JoinEndpoints(spec.pservers)) {
+    throw Error("PADDLE_PSERVERS_IP_PORT_LIST is " + list + ", but " + dir + " was transpiled for the pservers " +
+                    JoinEndpoints(spec.pservers) + " (cluster.txt): transpile with --pservers " + list,
+                RILL_INVALID_ARGUMENT);
+  }
+  if (const int64_t trainers = PaddleCount("PADDLE_TRAINERS_NUM", role); trainers != spec.trainers) {
+    throw Error("PADDLE_TRAINERS_NUM is " + std::to_string(trainers) + ", but " + dir + " was transpiled for " +
+                    std::to_string(spec.trainers) + " trainers (cluster.txt)",
+                RILL_INVALID_ARGUMENT);
+  }
+  if (role == "TRAINER") {
+    const int64_t id = PaddleCount("PADDLE_TRAINER_ID", role);
+    if (id >= spec.trainers) {
+      throw Error("PADDLE_TRAINER_ID " + std::to_string(id) + " is not below PADDLE_TRAINERS_NUM " +
+                      std::to_string(spec.trainers),
+                  RILL_INVALID_ARGUMENT);
+    }
+    *index = spec.pservers.size() + static_cast<size_t>(id);
+    return true;
+  }
+  const std::string endpoint = PaddleVariable("POD_IP", role) + ":" + PaddleVariable("PADDLE_PORT", role);
+  const auto at = std::find(spec.pservers.begin(), spec.pservers.end(), endpoint);
+  if (at == spec.pservers.end()) {
+    throw Error(
+        "this pserver's endpoint " + endpoint + " (POD_IP:PADDLE_PORT) is not in PADDLE_PSERVERS_IP_PORT_LIST " + list,
+        RILL_INVALID_ARGUMENT);
+  }
+  *index = static_cast<size_t>(at - spec.pservers.begin());
+  return true;
 }
 
 std::string WithTrainer(std::string s, int32_t trainer) {

@@ -41,9 +41,19 @@ struct ClusterProcess {
 ClusterProcess ProcessOf(const std::string& dir, const ClusterSpec& spec, size_t index);
 
 // This process's rank and the job's size as a launcher gave them in the environment
-// (mpirun: OMPI_COMM_WORLD_RANK/SIZE; PMIx: PMIX_RANK; MPICH's Hydra: PMI_RANK/PMI_SIZE);
-// false if none did.
+// (mpirun: OMPI_COMM_WORLD_RANK/SIZE; PMIx: PMIX_RANK; MPICH's Hydra: PMI_RANK/PMI_SIZE;
+// Slurm's srun: SLURM_PROCID/SLURM_NTASKS, asked last, since an mpirun inside a Slurm
+// allocation passes the batch script's own on to every rank); false if none did.
 bool LauncherRank(int64_t* rank, int64_t* size);
+
+// This process's index in the cluster (ProcessOf) from the environment Paddle's
+// parameter-server jobs set (its role maker: Kubernetes and PaddleCloud jobs): TRAINING_ROLE
+// PSERVER or TRAINER, PADDLE_PSERVERS_IP_PORT_LIST, PADDLE_TRAINERS_NUM, and a trainer's
+// PADDLE_TRAINER_ID or a pserver's POD_IP and PADDLE_PORT (its endpoint, found in the
+// list). False when TRAINING_ROLE is not set. Throws Error naming the variable that is
+// missing or malformed, or that disagrees with the cluster `dir` was transpiled for (its
+// pservers' endpoints and trainer count, cluster.txt).
+bool PaddleRoleIndex(const std::string& dir, const ClusterSpec& spec, size_t* index);
 
 // "{trainer}" in `s` replaced by `trainer`.
 std::string WithTrainer(std::string s, int32_t trainer);

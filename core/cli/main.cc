@@ -147,22 +147,24 @@ Place ParseDevice(const std::string& text) {
   throw UsageError("--device " + text + ": no loaded plugin provides a device called '" + name + "'");
 }
 
-// `rill run DIR` under a launcher (mpirun -np N rill run DIR ...): the run of the cluster
-// process this rank is (launch.h, ProcessOf). The options are the trainers', with
-// "{trainer}" replaced by the trainer's index; a pserver runs its program once, as is.
-Args ForThisRank(const Args& a) {
-  const std::string dir = a.positional[1];
-  const ClusterSpec spec = ReadClusterSpec((std::filesystem::path(dir) / "cluster.txt").string());
+// The index (ProcessOf) of the cluster process this one is: from Paddle's job environment
+// (TRAINING_ROLE, a gRPC cluster's only: an MPI cluster's roles are its ranks), else from
+// the rank a launcher gave it (mpirun, srun).
+size_t ThisProcessIndex(const std::string& dir, const ClusterSpec& spec) {
   const int64_t processes = static_cast<int64_t>(spec.pservers.size()) + spec.trainers;
+  if (spec.transport == "mpi" && std::getenv("TRAINING_ROLE") != nullptr) {
+    throw Error(dir + " is an MPI cluster, whose processes take their roles from their MPI ranks (mpirun -np " +
+                    std::to_string(processes) + "), not from TRAINING_ROLE",
+                RILL_INVALID_ARGUMENT);
+  }
+  size_t index = 0;
+  if (PaddleRoleIndex(dir, spec, &index)) return index;
   int64_t rank = -1, size = -1;
   if (!LauncherRank(&rank, &size)) {
     throw UsageError("rill run " + dir +
-                     " runs one process of a cluster, picked by the rank a launcher gives it "
-                     "(mpirun -np " +
-                     std::to_string(processes) + " rill run " + dir +
-                     " ...); for a local cluster, "
-                     "rill launch " +
-                     dir);
+                     " runs one process of a cluster, picked by the rank a launcher gives it (mpirun -np " +
+                     std::to_string(processes) + " rill run " + dir + " ..., or srun) or by Paddle's TRAINING_ROLE " +
+                     "environment; for a local cluster, rill launch " + dir);
   }
   if (rank < 0 || rank >= processes || (size >= 0 && size != processes)) {
     throw Error(dir + "/cluster.txt has " + std::to_string(spec.pservers.size()) + " pservers and " +
@@ -170,7 +172,16 @@ Args ForThisRank(const Args& a) {
                 " processes (mpirun -np " + std::to_string(processes) + "), not " +
                 std::to_string(size >= 0 ? size : rank + 1));
   }
-  const ClusterProcess p = ProcessOf(dir, spec, static_cast<size_t>(rank));
+  return static_cast<size_t>(rank);
+}
+
+// `rill run DIR` as one process of a cluster (mpirun -np N rill run DIR ...): the run of
+// the process this one is (ThisProcessIndex). The options are the trainers', with
+// "{trainer}" replaced by the trainer's index; a pserver runs its program once, as is.
+Args ForThisRank(const Args& a) {
+  const std::string dir = a.positional[1];
+  const ClusterSpec spec = ReadClusterSpec((std::filesystem::path(dir) / "cluster.txt").string());
+  const ClusterProcess p = ProcessOf(dir, spec, ThisProcessIndex(dir, spec));
   Args run = a;
   run.positional[1] = p.program;
   run.startup = p.startup;

@@ -83,6 +83,49 @@ TEST_F(DistCluster, RunsByHandOneRillRunPerProcess) {
   }
 }
 
+// `rill run DIR` takes its part of the cluster from the environment a cluster's own tools
+// set: Paddle's parameter-server job variables (its role maker's, as Kubernetes jobs set
+// them) or Slurm's srun (SLURM_PROCID, pservers first). A pserver by Paddle's, one trainer
+// by Paddle's and one by Slurm's train together.
+TEST_F(DistCluster, EachProcessTakesItsRoleFromPaddlesOrSlurmsEnvironment) {
+  const std::string dir = Transpile(2, 1);
+  const std::string endpoint = endpoints_[0], port = endpoint.substr(endpoint.find(':') + 1);
+  const std::string paddle = "PADDLE_PSERVERS_IP_PORT_LIST=" + endpoint + " PADDLE_TRAINERS_NUM=2";
+  std::vector<std::string> trainer = Trainer(dir, 20);
+  trainer[1] = dir;                                         // the cluster, not its trainer's program
+  trainer.erase(trainer.begin() + 2, trainer.begin() + 4);  // nor its startup: DIR has it
+  RillProcess ps({"run", dir}, paddle + " TRAINING_ROLE=PSERVER POD_IP=127.0.0.1 PADDLE_PORT=" + port);
+  RillProcess t0(trainer, paddle + " TRAINING_ROLE=TRAINER PADDLE_TRAINER_ID=0");
+  RillProcess t1(trainer, "SLURM_PROCID=2 SLURM_NTASKS=3");
+  const CommandResult r0 = t0.Wait(seconds(60)), r1 = t1.Wait(seconds(60));
+  ASSERT_EQ(r0.exit_code, 0) << r0.err;
+  ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  EXPECT_EQ(r0.out, r1.out);  // both hold the pserver's parameters
+  EXPECT_EQ(r0.out.rfind("w fp32 [13,1] ", 0), 0u) << r0.out;
+  const CommandResult rp = ps.Wait(seconds(20));
+  EXPECT_EQ(rp.exit_code, 0) << rp.err;
+
+  // An environment that does not fit the cluster is refused, naming what is wrong.
+  const auto refused = [&](const std::string& env, const std::string& text) {
+    SCOPED_TRACE(env);
+    ExpectFailsWith(RunRill({"run", dir}, env), text);
+  };
+  refused("TRAINING_ROLE=TRAINER PADDLE_TRAINERS_NUM=2 PADDLE_TRAINER_ID=0",
+          "TRAINING_ROLE is TRAINER, but PADDLE_PSERVERS_IP_PORT_LIST is not set");
+  refused(paddle + " TRAINING_ROLE=TRAINER", "TRAINING_ROLE is TRAINER, but PADDLE_TRAINER_ID is not set");
+  refused(paddle + " TRAINING_ROLE=TRAINER PADDLE_TRAINER_ID=2",
+          "PADDLE_TRAINER_ID 2 is not below PADDLE_TRAINERS_NUM 2");
+  refused(paddle + " TRAINING_ROLE=WORKER", "TRAINING_ROLE must be PSERVER or TRAINER, got 'WORKER'");
+  refused("PADDLE_PSERVERS_IP_PORT_LIST=127.0.0.1:1 PADDLE_TRAINERS_NUM=2 TRAINING_ROLE=TRAINER PADDLE_TRAINER_ID=0",
+          "PADDLE_PSERVERS_IP_PORT_LIST is 127.0.0.1:1, but " + dir + " was transpiled for the pservers " + endpoint);
+  refused(
+      "PADDLE_PSERVERS_IP_PORT_LIST=" + endpoint + " PADDLE_TRAINERS_NUM=3 TRAINING_ROLE=TRAINER PADDLE_TRAINER_ID=0",
+      "PADDLE_TRAINERS_NUM is 3, but " + dir + " was transpiled for 2 trainers");
+  refused(paddle + " TRAINING_ROLE=PSERVER POD_IP=127.0.0.2 PADDLE_PORT=" + port,
+          "this pserver's endpoint 127.0.0.2:" + port + " (POD_IP:PADDLE_PORT) is not in PADDLE_PSERVERS_IP_PORT_LIST");
+  refused("SLURM_PROCID=0 SLURM_NTASKS=4", "run it as 3 processes (mpirun -np 3), not 4");
+}
+
 TEST_F(DistCluster, ATrainerKilledMidRunFailsThePserverNamingIt) {
   const std::string dir = Transpile(2, 1);
   const std::string deadline = "RILL_RPC_DEADLINE_MS=1500";

@@ -171,6 +171,12 @@ TEST_F(DistMpi, MpirunNpRunsTheClusterDirectory) {
   EXPECT_NE(alone.exit_code, 0);
   EXPECT_NE(alone.err.find("runs one process of a cluster, picked by the rank a launcher gives it"), std::string::npos)
       << alone.err;
+  // Paddle's roles are for gRPC clusters: an MPI cluster's process is its rank.
+  const CommandResult by_role = RunRill({"run", dir}, "TRAINING_ROLE=TRAINER PADDLE_TRAINER_ID=0");
+  EXPECT_NE(by_role.exit_code, 0);
+  EXPECT_NE(by_role.err.find("is an MPI cluster, whose processes take their roles from their MPI ranks"),
+            std::string::npos)
+      << by_role.err;
 }
 
 TEST_F(DistMpi, ARankThatNeverArrivesIsAnErrorWithinTheDeadline) {

@@ -820,6 +820,35 @@ std::vector<GradCase> Cases() {
                      t->Allocate(RILL_FP64, {4, 1});
                      for (int i = 0; i < 4; ++i) t->data_as<double>()[i] = i;
                    }});
+  // Sequences: x packs three (one of them empty) by its LoD, set after the values.
+  const auto sequences = [](const core::LoD& lod) {
+    return [lod](core::Scope& s) { s.FindVar("x")->GetMutableTensor()->mutable_lod() = lod; };
+  };
+  for (const char* pool : {"SUM", "AVERAGE", "SQRT", "MAX", "FIRST", "LAST"}) {
+    cases.push_back({std::string("sequence_pool_") + pool,
+                     {{"x", {5, 3}}},
+                     [pool](core::BlockBuilder& b) {
+                       b.Op("sequence_pool")
+                           .Input("X", "x")
+                           .Output("Out", "out")
+                           .Output("MaxIndex", "max_index")
+                           .Attr("pooltype", std::string(pool));
+                     },
+                     1e-6,
+                     sequences({{0, 2, 2, 5}})});
+  }
+  cases.push_back({"sequence_conv",
+                   {{"x", {6, 2}}, {"filter", {6, 4}}},
+                   [](core::BlockBuilder& b) {
+                     b.Op("sequence_conv")
+                         .Input("X", "x")
+                         .Input("Filter", "filter")
+                         .Output("Out", "out")
+                         .Attr("contextLength", int32_t{3})
+                         .Attr("contextStart", int32_t{-1});
+                   },
+                   1e-6,
+                   sequences({{0, 2, 6}})});
   return cases;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <random>
 #include <cstring>
@@ -308,6 +309,68 @@ TEST_F(MathForward, SumOfSparseGradientsStaysSparseOrAddsIntoADenseOne) {
   EXPECT_EQ(sparse->GetMutableSelectedRows()->rows, (std::vector<int64_t>{0, 2}));
   EXPECT_EQ(sparse->GetMutableSelectedRows()->value.ValuesToString(), "3 4 6 8");
   EXPECT_EQ(Values("g_dense"), (std::vector<double>{4, 5, 1, 1, 7, 9, 1, 1}));
+}
+
+// Paddle's own example (sequence_pool_op.cc): X packs [1, 3], [2, 4, 6], [5, 1]; a fourth,
+// empty sequence gives pad_value. MaxIndex names the row of X each maximum came from.
+TEST_F(MathForward, SequencePoolPoolsEachSequenceAsPaddlesExampleSays) {
+  const std::map<std::string, std::vector<double>> want = {
+      {"AVERAGE", {2, 4, 3, 9}}, {"SUM", {4, 12, 6, 9}}, {"SQRT", {2.828427, 6.928203, 4.242641, 9}},
+      {"MAX", {3, 6, 5, 9}},     {"LAST", {3, 6, 1, 9}}, {"FIRST", {1, 2, 5, 9}}};
+  Set<float>("x", {7, 1}, {1, 3, 2, 4, 6, 5, 1});
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 2, 5, 7, 7}};
+  for (const auto& [pool, values] : want) {
+    Op("sequence_pool")
+        .Input("X", "x")
+        .Output("Out", "out_" + pool)
+        .Output("MaxIndex", "index_" + pool)
+        .Attr("pooltype", pool)
+        .Attr("pad_value", 9.0f);
+  }
+  ASSERT_EQ(Run(), "");
+  for (const auto& [pool, values] : want) {
+    SCOPED_TRACE(pool);
+    EXPECT_EQ(Dims("out_" + pool), (std::vector<int64_t>{4, 1}));
+    ExpectNear(Values("out_" + pool), values);
+    EXPECT_TRUE(Get("out_" + pool).lod().empty()) << "one level pooled away";
+  }
+  ExpectNear(Values("index_MAX"), {1, 4, 5, -1});
+}
+
+// Two levels: Out keeps the first, which groups the sequences pooled.
+TEST_F(MathForward, SequencePoolOfTwoLevelsKeepsTheFirst) {
+  Set<double>("x", {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 2, 3}, {0, 1, 3, 4}};
+  Op("sequence_pool").Input("X", "x").Output("Out", "out").Attr("pooltype", std::string("SUM"));
+  ASSERT_EQ(Run(), "");
+  ExpectNear(Values("out"), {1, 2, 8, 10, 7, 8});
+  EXPECT_EQ(Get("out").lod(), (core::LoD{{0, 2, 3}}));
+}
+
+TEST_F(MathForward, SequenceOpsRefuseAMissingOrMalformedLoDNamingTheVariable) {
+  Set<float>("x", {3, 2}, {1, 2, 3, 4, 5, 6});
+  Op("sequence_pool").Input("X", "x").Output("Out", "out");
+  EXPECT_NE(Run().find("input X ('x') has no LoD: it must pack sequences"), std::string::npos);
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 2, 4}};
+  EXPECT_NE(Run().find("input X ('x'): LoD level 0 {0, 2, 4} must rise from 0 to 3 (its rows)"), std::string::npos);
+}
+
+// Row t sees rows t - 1, t, t + 1 of its own sequence (zeros beyond it); Filter sums the
+// three context rows' two features with weights 1, 10, 100.
+TEST_F(MathForward, SequenceConvSeesEachRowsContextWithinItsSequence) {
+  Set<float>("x", {5, 2}, {1, 0, 2, 0, 3, 0, 4, 0, 5, 0});
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 3, 5}};
+  Set<float>("filter", {6, 1}, {1, 1, 10, 10, 100, 100});
+  Op("sequence_conv")
+      .Input("X", "x")
+      .Input("Filter", "filter")
+      .Output("Out", "out")
+      .Attr("contextLength", int32_t{3})
+      .Attr("contextStart", int32_t{-1});
+  ASSERT_EQ(Run(), "");
+  // Sequence [1, 2, 3]: 0*1 + 1*10 + 2*100, 1 + 20 + 300, 2 + 30 + 0; sequence [4, 5]: 40 + 500, 4 + 50.
+  ExpectNear(Values("out"), {210, 321, 32, 540, 54});
+  EXPECT_EQ(Get("out").lod(), (core::LoD{{0, 3, 5}}));
 }
 
 TEST_F(MathForward, LookupTableIdOutOfRangeIsAnError) {

@@ -109,6 +109,10 @@ Args ParseArgs(int argc, char** argv) {
                   "program's fetch ops, in col order")
       ->type_name("VAR");
   run->add_option("--feed", a.feed, "set VAR from a .npy file before the run (repeatable)")->type_name("VAR=FILE");
+  run->add_option("--feed-lod", a.feed_lod,
+                  "give the fed VAR a LoD: the offsets of its sequences in its rows, comma-separated; more "
+                  "levels outermost first, separated by / (0,2,3/0,4,9,12: two groups of sequences)")
+      ->type_name("VAR=OFFSETS");
   run->add_flag("--allow-model-files", a.allow_model_files,
                 "let an inference model write files (save ops) and "
                 "read files outside its directory; refused by default, as a model runs with your rights");

@@ -27,7 +27,7 @@ class UsageError : public std::runtime_error {
 
 struct Args {
   std::vector<std::string> positional;  // the subcommand, then its arguments
-  std::vector<std::string> plugin_dirs, plugin_files, enable, fetch, feed;
+  std::vector<std::string> plugin_dirs, plugin_files, enable, fetch, feed, feed_lod;
   std::vector<std::string> parameters, pservers, passthrough;
   std::string trainers, deadline_ms, log_dir, transport, block, profile;
   std::string model_filename, params_filename;

@@ -147,6 +147,27 @@ Place ParseDevice(const std::string& text) {
   throw UsageError("--device " + text + ": no loaded plugin provides a device called '" + name + "'");
 }
 
+// --feed-lod VAR=OFFSETS: the variable and its LoD, levels outermost first ("/" between
+// them), each a comma-separated list of offsets. Whether the offsets fit the value is the
+// feed's check (CheckFeed).
+std::pair<std::string, LoD> ParseFeedLod(const std::string& given) {
+  const auto eq = given.find('=');
+  const std::string usage = "--feed-lod takes VAR=OFFSETS (0,3,7 or, with more levels, 0,2/0,3,7), got '" + given + "'";
+  if (eq == std::string::npos || eq == 0 || eq + 1 == given.size()) throw UsageError(usage);
+  LoD lod(1);
+  for (size_t i = eq + 1; i <= given.size(); ++i) {
+    const size_t end = std::min(given.find_first_of(",/", i), given.size());
+    const std::string number = given.substr(i, end - i);
+    if (number.empty() || number.size() > 18 || number.find_first_not_of("0123456789") != std::string::npos) {
+      throw UsageError(usage);
+    }
+    lod.back().push_back(std::stoull(number));
+    if (end < given.size() && given[end] == '/') lod.emplace_back();
+    i = end;
+  }
+  return {given.substr(0, eq), lod};
+}
+
 // The index (ProcessOf) of the cluster process this one is: from Paddle's job environment
 // (TRAINING_ROLE, a gRPC cluster's only: an MPI cluster's roles are its ranks), else from
 // the rank a launcher gave it (mpirun, srun).
@@ -230,6 +251,13 @@ int CmdRun(const Args& given, const Registry& registry) {
       throw UsageError("--feed takes VAR=FILE.npy, got '" + feed + "'");
     }
     feeds.emplace_back(feed.substr(0, eq), ReadNpy(feed.substr(eq + 1)));
+  }
+  for (const auto& given : a.feed_lod) {
+    const auto [name, lod] = ParseFeedLod(given);
+    const auto fed = std::find_if(feeds.begin(), feeds.end(), [&](const auto& f) { return f.first == name; });
+    if (fed == feeds.end())
+      throw UsageError("--feed-lod " + given + ": '" + name + "' is not fed (--feed " + name + "=FILE.npy)");
+    fed->second.mutable_lod() = lod;
   }
   session.Feed(*scope, std::move(feeds));
   SchedulerOptions tasks;

@@ -37,6 +37,8 @@ bool DimsFitDeclared(const std::vector<int64_t>& declared, const std::vector<int
 }
 
 void CheckFeed(const Program& program, const std::string& name, const Tensor& value) {
+  const std::string lod_problem = LoDProblem(value.lod(), value.dims().size() > 0 ? value.dims()[0] : 0);
+  if (!lod_problem.empty()) throw Error("feed '" + name + "': " + lod_problem, RILL_INVALID_ARGUMENT);
   const ProgramVar* var = program.FindVar(0, name);
   if (var == nullptr) {
     const std::optional<StrId> id = program.FindStr(name);

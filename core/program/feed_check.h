@@ -4,7 +4,8 @@
 // declares `name` as a dense tensor (LOD_TENSOR) and, where the variable sets
 // need_check_feed, of the value's dtype and a shape compatible with the value's: the same
 // rank, and each declared dimension equal to the value's or -1 (any size), as Fluid checks
-// a feed. Without need_check_feed (Paddle's default; before 1.6 no program set it) neither
+// a feed, and a LoD, when the value has one, that is well formed (LoDProblem). Without
+// need_check_feed (Paddle's default; before 1.6 no program set it) neither
 // is checked, as Paddle checks neither. A declaration with no dimensions declares the
 // dtype only. A variable no block declares is accepted when some op names
 // it (hand-written programs need not declare); one that no op names either is a

@@ -3,7 +3,7 @@
 // tanh_shrink, softshrink, hard_shrink, thresholded_relu, brelu, soft_relu, elu, softplus,
 // softsign, mish, selu, stanh, pow, reciprocal, rsqrt, expm1, log1p, log2, log10, sin, cos,
 // floor, ceil, round, sign); scale (Out = scale * X + bias, or scale * (X + bias)); cast (Out = X
-// converted to out_dtype); and their gradients.
+// converted to out_dtype); and their gradients. An activation's Out keeps X's LoD.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -26,6 +26,7 @@ template <class Op, class T> void Unary(KernelContext& ctx) {
   T* po = ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim());
   ParallelFor(x.numel(), 2.0 * sizeof(T) * x.numel(),
               [&](int64_t, int64_t begin, int64_t end) { loops.forward(op, px + begin, po + begin, end - begin); });
+  ShareLoD(ctx, "X", "Out");
 }
 
 // The forward slot a gradient op of kGradFrom `from` reads, and the slots it reads in all.

@@ -166,7 +166,14 @@ template <class Op, class T> class Elementwise {
     return ScalarBinary<T, T>(in, out, [](T a, T b) { return Op::template Apply<T>(a, b); });
   }
 
+  // Out keeps X's LoD, as Paddle's elementwise ops keep it.
   void Compute(KernelContext& ctx) {
+    Values(ctx);
+    ShareLoD(ctx, args_.x, args_.out);
+  }
+
+ private:
+  void Values(KernelContext& ctx) {
     if constexpr (kDivides<Op> && std::is_integral_v<T>) {
       Tensor y = ctx.Input(args_.y);
       const T* py = y.data<T>();
@@ -214,7 +221,6 @@ template <class Op, class T> class Elementwise {
     BinaryBroadcast<T, T>(ctx, args_, [](T a, T b) { return Op::template Apply<T>(a, b); });
   }
 
- private:
   const BinaryArgs args_;
 };
 

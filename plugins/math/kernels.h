@@ -42,6 +42,11 @@ template <class T> std::unique_ptr<T[]> Scratch(int64_t n) {
   return std::unique_ptr<T[]>(new T[static_cast<size_t>(n)]);
 }
 
+// Fluid's ShareLoD: output `out` takes input `in`'s LoD, for an op whose output rows are its
+// input's rows in order (an activation, an embedding of each id), so the sequences those
+// rows pack carry through it.
+inline void ShareLoD(KernelContext& ctx, SlotRef in, SlotRef out) { ctx.Output(out).set_lod(ctx.Input(in).lod()); }
+
 // A tensor's elements as a flat Eigen array.
 template <class T> ConstVecMap<T> Flat(const Tensor& t) { return {t.data<T>(), t.numel()}; }
 

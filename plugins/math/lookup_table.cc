@@ -1,7 +1,7 @@
 // lookup_table and lookup_table_v2 (embeddings) with Fluid's contracts: Out = the rows of W
-// that Ids name (zeros for padding_idx); their gradient is dense, or SelectedRows of the
-// looked-up rows when is_sparse (Fluid's sparse path: sgd and the parameter servers update
-// only those rows).
+// that Ids name (zeros for padding_idx), with Ids' LoD; their gradient is dense, or
+// SelectedRows of the looked-up rows when is_sparse (Fluid's sparse path: sgd and the
+// parameter servers update only those rows).
 #include <cstring>
 #include <unordered_map>
 
@@ -103,6 +103,7 @@ template <class T, bool kV2> void LookupTable(KernelContext& ctx) {
   GatherRows(reinterpret_cast<char*>(ctx.AllocateOutput<T>("Out", out_dims)), static_cast<int64_t>(rows.size()),
              sizeof(T) * static_cast<size_t>(table.width),
              [&rows](int64_t r) { return reinterpret_cast<const char*>(rows[static_cast<size_t>(r)]); });
+  ShareLoD(ctx, "Ids", "Out");
 }
 
 // W@GRAD: Out@GRAD's rows added into the rows Ids name (padding rows left out); dense, or

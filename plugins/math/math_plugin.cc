@@ -45,6 +45,8 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterTensorArray(r);
   rill::math::RegisterLrn(r);
   rill::math::RegisterMaxout(r);
+  rill::math::RegisterSequencePool(r);
+  rill::math::RegisterSequenceConv(r);
   rill::math::RegisterL2Norm(r);
   rill::math::RegisterMeanIou(r);
   rill::math::RegisterMultiplex(r);

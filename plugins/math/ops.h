@@ -50,6 +50,8 @@ void RegisterRoiAlign(Registrar& r);
 void RegisterTensorArray(Registrar& r);
 void RegisterLrn(Registrar& r);
 void RegisterMaxout(Registrar& r);
+void RegisterSequencePool(Registrar& r);
+void RegisterSequenceConv(Registrar& r);
 void RegisterL2Norm(Registrar& r);
 void RegisterMeanIou(Registrar& r);
 void RegisterMultiplex(Registrar& r);

@@ -9,11 +9,16 @@ op is a convolution, a pooling or an interpolation. Only the ops the models in
 ../shared/models use are here; any other op is an error naming it.
 
     outputs = run_model(model_dir_or_pdmodel, {"x": array})   # {fetch var: array}, in col order
+    outputs = run_model(text_model, {"words": ids}, {"words": [0, 16, 46, 58]})  # a fed LoD
 
 or, in a process of its own (a test under a sanitizer keeps PyTorch out of its process):
 
-    python3 paddle_reference.py MODEL OUT.npz FEED=FILE.npy ...   # OUT.npz: the fetches, and
-                                                                 # "__order__", their names
+    python3 paddle_reference.py MODEL OUT.npz FEED=FILE.npy ... [FEED@lod=0,16,46] ...
+                                      # OUT.npz: the fetches, and "__order__", their names
+
+A LoD here is one level of offsets (the sequence ops' models have one), kept per variable:
+fed, passed on by the ops that keep their input's rows (as Paddle's ShareLoD), and read by
+the sequence ops.
 """
 import importlib.util
 import os
@@ -198,10 +203,51 @@ def _flatten(x, num_col_dims):
     return x.reshape(int(np.prod(x.shape[:num_col_dims])), -1)
 
 
-def _run_op(op, env, a):
+# The input slot whose LoD each op's first output keeps (Paddle's ShareLoD).
+_SHARES_LOD = {"lookup_table": "Ids", "lookup_table_v2": "Ids", "tanh": "X", "relu": "X", "sigmoid": "X",
+               "sequence_conv": "X", "elementwise_add": "X", "elementwise_sub": "X", "elementwise_mul": "X",
+               "elementwise_div": "X"}
+
+
+def _sequence_conv(x, filt, offsets, a):
+    """Paddle's sequence_conv: each row's context rows (zeros outside its sequence) side by
+    side, times the filter."""
+    assert not a.get("paddingTrainable", False)
+    length, start, width = a.get("contextLength"), a.get("contextStart", 0), x.shape[1]
+    col = np.zeros((x.shape[0], length * width), x.dtype)
+    for b, e in zip(offsets[:-1], offsets[1:]):
+        for t in range(b, e):
+            for k in range(length):
+                if b <= t + start + k < e:
+                    col[t, k * width:(k + 1) * width] = x[t + start + k]
+    return col @ filt
+
+
+def _sequence_pool(x, offsets, a):
+    """Paddle's sequence_pool: one row per sequence; pad_value for an empty one."""
+    kind = a.get("pooltype", "AVERAGE")
+    out = np.full((len(offsets) - 1,) + x.shape[1:], a.get("pad_value", 0.0), x.dtype)
+    for s, (b, e) in enumerate(zip(offsets[:-1], offsets[1:])):
+        if b == e:
+            continue
+        rows = x[b:e]
+        out[s] = {"SUM": lambda: rows.sum(0), "AVERAGE": lambda: rows.sum(0) / (e - b),
+                  "SQRT": lambda: rows.sum(0) / np.sqrt(np.float32(e - b)), "MAX": lambda: rows.max(0),
+                  "FIRST": lambda: rows[0], "LAST": lambda: rows[-1]}[kind]()
+    return out
+
+
+def _run_op(op, env, a, lods):
     t = op.type
     ins = {v.parameter: [env[n] for n in v.arguments] for v in op.inputs}
     X = ins.get("X", [None])[0] if ins.get("X") else None
+    if t in ("sequence_conv", "sequence_pool"):
+        offsets = lods[[v.arguments[0] for v in op.inputs if v.parameter == "X"][0]]
+        if t == "sequence_conv":
+            return {"Out": _sequence_conv(X, ins["Filter"][0], offsets, a)}
+        return {"Out": _sequence_pool(X, offsets, a)}
+    if t == "sum":
+        return {"Out": sum(ins["X"][1:], ins["X"][0].copy())}
     if t == "mul":
         x, y = X, ins["Y"][0]
         xn, yn = a.get("x_num_col_dims", 1), a.get("y_num_col_dims", 1)
@@ -409,11 +455,13 @@ def _multiclass_nms(bboxes, scores, a, rois_num=None):
     return {"Out": out, "Index": np.array(index, np.int32).reshape(-1, 1), "NmsRoisNum": np.array(counts, np.int32)}
 
 
-def run_model(path, feeds):
-    """Runs the model at ``path`` on ``feeds`` ({variable: array}); returns the fetched
-    variables as {name: array}, in fetch col order."""
+def run_model(path, feeds, feed_lods=None):
+    """Runs the model at ``path`` on ``feeds`` ({variable: array}, with ``feed_lods``
+    {variable: offsets} for those that pack sequences); returns the fetched variables as
+    {name: array}, in fetch col order."""
     program, params = load_model(path)
     env = dict(params)
+    lods = dict(feed_lods or {})
     fetched = {}
     for op in program.blocks[0].ops:
         a = _attrs(op)
@@ -425,20 +473,27 @@ def run_model(path, feeds):
             fetched[a["col"]] = op.inputs[0].arguments[0]
             continue
         with torch.no_grad():
-            outs = _run_op(op, env, a)
+            outs = _run_op(op, env, a, lods)
         for v in op.outputs:
             if v.parameter in outs and v.arguments:
                 env[v.arguments[0]] = outs[v.parameter]
+        if op.type in _SHARES_LOD:
+            source = [v.arguments[0] for v in op.inputs if v.parameter == _SHARES_LOD[op.type]][0]
+            if source in lods:
+                lods[op.outputs[0].arguments[0]] = lods[source]
     return {fetched[c]: env[fetched[c]] for c in sorted(fetched)}
 
 
 def main(argv):
     model, out = argv[1], argv[2]
-    feeds = {}
+    feeds, lods = {}, {}
     for spec in argv[3:]:
-        name, path = spec.split("=", 1)
-        feeds[name] = np.load(path)
-    fetched = run_model(model, feeds)
+        name, value = spec.split("=", 1)
+        if name.endswith("@lod"):
+            lods[name[:-len("@lod")]] = [int(o) for o in value.split(",")]
+        else:
+            feeds[name] = np.load(value)
+    fetched = run_model(model, feeds, lods)
     arrays = {"f%d" % k: v for k, v in enumerate(fetched.values())}
     np.savez(out, __order__=np.array(list(fetched)), **arrays)
 

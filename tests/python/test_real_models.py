@@ -8,8 +8,9 @@ Each model runs at batch 1 and at a larger batch, on inputs made from the images
 its repository uses, through both front doors: `rill run DIR` and
 rill.fluid.io.load_inference_model. Probabilities match to 1e-4 with the same top-1;
 other values to 1e-4 relative; detections row for row. The model files are never part of
-this repository: without ../shared/models every case skips, saying so. text_cnn needs LoD
-input (the sequence work) and is not here yet.
+this repository: without ../shared/models every case skips, saying so. text_cnn's feed
+packs sequences: its LoD, from the lengths of its repository's test lines, goes in by
+--feed-lod and by fluid.create_lod_tensor.
 """
 import glob
 import os
@@ -26,7 +27,22 @@ REFERENCE = os.path.join(HERE, "..", "models", "paddle_reference.py")
 SHARED = os.environ.get("RILL_SHARED_MODELS", os.path.join(HERE, "..", "..", "..", "shared", "models"))
 REAL = os.path.join(SHARED, "real_models")
 MODELS = ["fit_a_line", "abalone", "recognize_digits_conv", "cifar_resnet", "mlp_2018", "dqn", "word2vec",
-          "ppocr_cls", "ppyolo_tiny"]
+          "ppocr_cls", "ppyolo_tiny", "text_cnn"]
+
+
+def _lod(case, feed, rows):
+    """The level-1 offsets of a feed that packs sequences, or None: text_cnn's words are its
+    test lines' ids, one sequence per line, as many lines as make up the rows fed."""
+    if not case.startswith("text_cnn") or feed != "words":
+        return None
+    offsets = [0]
+    with open(os.path.join(REAL, "images", "text_cnn_test_list.txt")) as lines:
+        for line in lines:
+            if offsets[-1] >= rows:
+                break
+            offsets.append(offsets[-1] + len(line.split("\t")[0].split(",")))
+    assert offsets[-1] == rows, "%s: the test lines' lengths %s do not add up to %d rows" % (case, offsets, rows)
+    return offsets
 
 
 def _cases():
@@ -82,6 +98,10 @@ def _reference(case, directory, paths, tmp_path):
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     args = ["/usr/bin/python3", REFERENCE, directory, out] + ["%s=%s" % kv for kv in paths.items()]
+    for name, path in paths.items():
+        lod = _lod(case, name, np.load(path).shape[0])
+        if lod is not None:
+            args.append("%s@lod=%s" % (name, ",".join(map(str, lod))))
     r = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     with np.load(out) as z:
@@ -115,6 +135,9 @@ def test_rill_run_matches_the_reference(case, directory, feeds, tmp_path):
     args = [os.environ["RILL_BINARY"], "run", directory, "--save", str(saved)]
     for name, path in paths.items():
         args += ["--feed", "%s=%s" % (name, path)]
+        lod = _lod(case, name, arrays[name].shape[0])
+        if lod is not None:
+            args += ["--feed-lod", "%s=%s" % (name, ",".join(map(str, lod)))]
     r = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     for name, value in want.items():
@@ -129,6 +152,10 @@ def test_load_inference_model_matches_the_reference(case, directory, feeds, tmp_
     exe = fluid.Executor(fluid.CPUPlace())
     program, feed_names, fetch_targets = fluid.io.load_inference_model(directory, exe)
     assert sorted(feed_names) == sorted(arrays)
+    for name, value in list(arrays.items()):
+        lod = _lod(case, name, value.shape[0])
+        if lod is not None:
+            arrays[name] = fluid.create_lod_tensor(value, [list(np.diff(lod))], fluid.CPUPlace())
     got = exe.run(program, feed=arrays, fetch_list=fetch_targets)
     assert [v.name for v in fetch_targets] == list(want)
     for value, (name, expected) in zip(got, want.items()):

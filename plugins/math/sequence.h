@@ -1,0 +1,47 @@
+// plugins/math/sequence.h — the sequences a LoD tensor packs, for the sequence ops.
+//
+// A LoD tensor of R rows holds variable-length sequences: its LoD's last level lists the
+// offsets 0 = o[0] <= o[1] <= ... <= o[S] = R, sequence s being rows o[s] .. o[s+1] - 1
+// (Fluid's LoDTensor). A level above it groups those sequences the same way.
+#ifndef RILL_PLUGINS_MATH_SEQUENCE_H_
+#define RILL_PLUGINS_MATH_SEQUENCE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rill/sdk.hpp"
+
+namespace rill::math {
+
+// The offsets of `x`'s last LoD level, checked against its rows; throws naming input
+// `slot`'s variable (`op`'s) when `x` has no LoD, more than `max_levels` levels, or
+// offsets that do not start at 0, decrease, or end elsewhere than at its row count, or
+// when a level above the last does not end at the count of sequences below it.
+inline std::vector<uint64_t> SequenceOffsets(const OpInfo& op, const char* slot, const Tensor& x, size_t max_levels) {
+  const std::string what = "input " + std::string(slot) + " ('" + op.InputName(slot) + "')";
+  const std::vector<std::vector<uint64_t>> lod = x.lod();
+  if (lod.empty()) throw Error(what + " has no LoD: it must pack sequences (a LoD tensor of level 1 or more)");
+  if (lod.size() > max_levels) {
+    throw Error(what + " has " + std::to_string(lod.size()) + " LoD levels; at most " + std::to_string(max_levels));
+  }
+  const uint64_t rows = x.ndim() > 0 ? static_cast<uint64_t>(x.dims()[0]) : 0;
+  for (size_t l = 0; l < lod.size(); ++l) {
+    const std::vector<uint64_t>& o = lod[l];
+    const uint64_t end = l + 1 < lod.size() ? lod[l + 1].size() - 1 : rows;
+    bool ok = !o.empty() && o.front() == 0 && o.back() == end;
+    for (size_t i = 1; ok && i < o.size(); ++i) ok = o[i] >= o[i - 1];
+    if (!ok) {
+      std::string list;
+      for (size_t i = 0; i < o.size() && i < 8; ++i) list += (i ? ", " : "") + std::to_string(o[i]);
+      if (o.size() > 8) list += ", ...";
+      throw Error(what + ": LoD level " + std::to_string(l) + " {" + list + "} must rise from 0 to " +
+                  std::to_string(end) + (l + 1 < lod.size() ? " (the sequences of the level below)" : " (its rows)"));
+    }
+  }
+  return lod.back();
+}
+
+}  // namespace rill::math
+
+#endif  // RILL_PLUGINS_MATH_SEQUENCE_H_

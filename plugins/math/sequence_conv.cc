@@ -51,23 +51,33 @@ Context ContextOf(KernelContext& ctx, const Tensor& x, const Tensor& filter) {
   return c;
 }
 
-// The context rows of every row of X side by side: col [R, length * D].
-template <class T> void ContextRows(const Context& c, const T* x, T* col) {
-  const int64_t seqs = static_cast<int64_t>(c.offsets.size()) - 1, cw = c.length * c.width;
-  ParallelFor(seqs, static_cast<double>(c.offsets.back() * cw) * sizeof(T), [&](int64_t, int64_t first, int64_t last) {
+// Calls visit(t, k, from) for context row k of every row t of X, from the row of X it
+// reads or -1 (outside t's sequence), a sequence at a time on the passes' team: every
+// call for one t runs on one thread, and every row `from` names lies in t's sequence.
+template <class Visit> void ForEachContextRow(const Context& c, double bytes, Visit visit) {
+  const int64_t seqs = static_cast<int64_t>(c.offsets.size()) - 1;
+  ParallelFor(seqs, bytes, [&](int64_t, int64_t first, int64_t last) {
     for (int64_t s = first; s < last; ++s) {
       const int64_t b = static_cast<int64_t>(c.offsets[s]), e = static_cast<int64_t>(c.offsets[s + 1]);
       for (int64_t t = b; t < e; ++t) {
         for (int64_t k = 0; k < c.length; ++k) {
           const int64_t from = t + c.start + k;
-          T* into = col + t * cw + k * c.width;
-          if (from >= b && from < e) {
-            std::copy(x + from * c.width, x + (from + 1) * c.width, into);
-          } else {
-            std::fill(into, into + c.width, T(0));
-          }
+          visit(t, k, from >= b && from < e ? from : -1);
         }
       }
+    }
+  });
+}
+
+// The context rows of every row of X side by side: col [R, length * D].
+template <class T> void ContextRows(const Context& c, const T* x, T* col) {
+  const int64_t cw = c.length * c.width;
+  ForEachContextRow(c, static_cast<double>(c.offsets.back() * cw) * sizeof(T), [&](int64_t t, int64_t k, int64_t from) {
+    T* into = col + t * cw + k * c.width;
+    if (from >= 0) {
+      std::copy(x + from * c.width, x + (from + 1) * c.width, into);
+    } else {
+      std::fill(into, into + c.width, T(0));
     }
   });
 }
@@ -107,18 +117,9 @@ template <class T> void SequenceConvGrad(KernelContext& ctx) {
   const std::vector<std::vector<uint64_t>> lod = x.lod();
   WriteOutput<T>(ctx, "X@GRAD", {"X", "Filter", "Out@GRAD"}, x.dims(), [&](T* dx) {
     std::fill(dx, dx + rows * c.width, T(0));
-    const int64_t seqs = static_cast<int64_t>(c.offsets.size()) - 1;
-    ParallelFor(seqs, 2.0 * static_cast<double>(rows * cw) * sizeof(T), [&](int64_t, int64_t first, int64_t last) {
-      for (int64_t s = first; s < last; ++s) {
-        const int64_t b = static_cast<int64_t>(c.offsets[s]), e = static_cast<int64_t>(c.offsets[s + 1]);
-        for (int64_t t = b; t < e; ++t) {
-          for (int64_t k = 0; k < c.length; ++k) {
-            const int64_t from = t + c.start + k;
-            if (from < b || from >= e) continue;
-            VecMap<T>(dx + from * c.width, c.width) += ConstVecMap<T>(col.get() + t * cw + k * c.width, c.width);
-          }
-        }
-      }
+    ForEachContextRow(c, 2.0 * static_cast<double>(rows * cw) * sizeof(T), [&](int64_t t, int64_t k, int64_t from) {
+      if (from >= 0)
+        VecMap<T>(dx + from * c.width, c.width) += ConstVecMap<T>(col.get() + t * cw + k * c.width, c.width);
     });
   });
   ctx.Output("X@GRAD").set_lod(lod);

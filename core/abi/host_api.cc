@@ -431,9 +431,6 @@ struct LoopProceed {
   void* arg;
   static bool Ask(void* self) {
     const auto& p = *static_cast<const LoopProceed*>(self);
-    int32_t dtype = 0;
-    uint64_t bits = 0;
-    if (p.condition != nullptr && p.condition->GetScalar(&dtype, &bits) && dtype == RILL_BOOL) return bits != 0;
     if (const Tensor* t = p.condition != nullptr ? p.condition->GetTensor() : nullptr;
         t != nullptr && t->initialized() && t->dtype() == RILL_BOOL && t->numel() == 1) {
       if (t->place().device_type == RILL_CPU) return *static_cast<const bool*>(t->data());

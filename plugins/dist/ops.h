@@ -60,7 +60,18 @@ template <class F> decltype(auto) ReportingFailure(F&& body) {
 class ParameterFetcher {
  public:
   explicit ParameterFetcher(const OpInfo& op);
+  // Pulls every parameter by its own GetVariable call.
   void Fetch(KernelContext& ctx, int64_t iteration);
+  // The pulls' requests, for a caller that sends them its own way (a step); routes[i]:
+  // where pull i's bytes come by the data path (tag 0: in the answer).
+  std::vector<v1::GetRequest> Pulls(KernelContext& ctx, int64_t iteration, std::vector<v1::OutOfBand>* routes);
+  // Takes answers[i], pull i's VariableMessage, into Out[i], and the bytes that come by
+  // the data path; throws naming the pserver and the parameter of a bad answer.
+  void Accept(KernelContext& ctx, int64_t iteration, std::vector<ReceivedBytes>& answers,
+              const std::vector<v1::OutOfBand>& routes);
+  // Drops the bytes on their way by the data path for pulls from..end, not to be taken.
+  void Discard(const std::vector<v1::OutOfBand>& routes, size_t from = 0);
+  const std::string& endpoint(size_t i) const { return epmap_[i]; }
   const TransportOptions& options() const { return options_; }
   int32_t trainer_id() const { return trainer_id_; }
   DataPath* data_path() const { return data_path_; }

@@ -12,10 +12,15 @@
 
 namespace rill::dist {
 
-// A Barrier call, answered once its iteration is optimized.
+// A Barrier or Step call, answered once its iteration is optimized: a Barrier's with a
+// Reply, a step's with the parameters it pulls (`params`: their indices, in its order).
 struct ParameterServer::PendingBarrier {
   grpc::ServerUnaryReactor* reactor;
   grpc::ByteBuffer* response;
+  bool step = false;
+  int32_t trainer = 0;
+  std::vector<v1::GetRequest> pulls;
+  std::vector<size_t> params;
 };
 
 // Lock order: alive_mu (held while a callback runs) -> the server's mu_ -> count_mu.
@@ -30,10 +35,10 @@ struct ParameterServer::InFlight {
 // Every method raw: requests are parsed by wire.h, responses built over tensor memory.
 class ParameterServer::Service final
     : public v1::ParameterServer::WithRawCallbackMethod_SendVariable<
-          v1::ParameterServer::WithRawCallbackMethod_GetVariable<
-              v1::ParameterServer::WithRawCallbackMethod_Barrier<v1::ParameterServer::WithRawCallbackMethod_Complete<
+          v1::ParameterServer::WithRawCallbackMethod_GetVariable<v1::ParameterServer::WithRawCallbackMethod_Barrier<
+              v1::ParameterServer::WithRawCallbackMethod_Complete<v1::ParameterServer::WithRawCallbackMethod_Step<
                   v1::ParameterServer::WithRawCallbackMethod_OpenDataPath<
-                      v1::ParameterServer::WithRawCallbackMethod_Status<v1::ParameterServer::Service>>>>>> {
+                      v1::ParameterServer::WithRawCallbackMethod_Status<v1::ParameterServer::Service>>>>>>> {
  public:
   explicit Service(ParameterServer* server) : server_(server) {}
 
@@ -56,6 +61,13 @@ class ParameterServer::Service final
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     grpc::Status status = server_->CheckToken(ctx);
     if (!status.ok() || server_->OnBarrier(*request, response, reactor, &status)) reactor->Finish(status);
+    return reactor;
+  }
+  grpc::ServerUnaryReactor* Step(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    grpc::Status status = server_->CheckToken(ctx);
+    if (!status.ok() || server_->OnStep(*request, response, reactor, &status)) reactor->Finish(status);
     return reactor;
   }
   grpc::ServerUnaryReactor* Complete(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
@@ -348,17 +360,13 @@ void ParameterServer::OnSend(const grpc::ByteBuffer& request, Answer answer) {
       answer(s);
       return;
     }
-    Slot& slot = slots_[grad][trainer];
-    slot.gradient.sparse = header.has_selected_rows();
-    slot.gradient.rows.assign(header.selected_rows().rows().begin(),
-                              header.selected_rows().rows().end());  // empty if dense
     if (!by_data_path) {
-      // The bytes stay in gRPC's receive buffers until the iteration is averaged: the
-      // average is the one pass that reads them.
-      slot.gradient.bytes = std::move(data);
-      slot.state = SlotState::FULL;
-      bytes_in_ += bytes;
+      TakeInMessage(grad, header, std::move(data));
     } else {
+      Slot& slot = slots_[grad][trainer];
+      slot.gradient.sparse = header.has_selected_rows();
+      slot.gradient.rows.assign(header.selected_rows().rows().begin(),
+                                header.selected_rows().rows().end());  // empty if dense
       slot.state = SlotState::WRITING;
       if (slot.capacity < bytes) {
         slot.data.reset(new char[bytes]);
@@ -395,6 +403,38 @@ void ParameterServer::OnSend(const grpc::ByteBuffer& request, Answer answer) {
   data_path_->Receive(route.rank(), route.tag(), into, bytes, std::move(done));
 }
 
+void ParameterServer::TakeInMessage(size_t grad, const v1::VariableHeader& header, ReceivedBytes data) {
+  Slot& slot = slots_[grad][header.trainer_id()];
+  slot.gradient.sparse = header.has_selected_rows();
+  slot.gradient.rows.assign(header.selected_rows().rows().begin(),
+                            header.selected_rows().rows().end());  // empty if dense
+  // The bytes stay in gRPC's receive buffers until the iteration is averaged: the
+  // average is the one pass that reads them.
+  bytes_in_ += data.size();
+  slot.gradient.bytes = std::move(data);
+  slot.state = SlotState::FULL;
+}
+
+grpc::Status ParameterServer::AdmitBarrier(int32_t trainer, int64_t iteration) {
+  if (auto s = CheckTrainer(trainer); !s.ok()) return s;
+  Seen(trainer, iteration);
+  const TrainerState& t = trainers_[trainer];
+  if (iteration != current_ + 1 || t.barrier == iteration) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "barrier of iteration " + std::to_string(iteration) + " from trainer " +
+                            std::to_string(trainer) + ": the pserver is at iteration " + std::to_string(current_ + 1) +
+                            (t.barrier == iteration ? " and has it already" : ""));
+  }
+  for (const auto& per_grad : slots_) {
+    if (per_grad[trainer].state == SlotState::WRITING) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "barrier while a gradient of trainer " + std::to_string(trainer) + " is still arriving");
+    }
+  }
+  if (stopped_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "pserver is stopping");
+  return grpc::Status::OK;
+}
+
 bool ParameterServer::OnBarrier(const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
                                 grpc::ServerUnaryReactor* reactor, grpc::Status* status) {
   v1::BarrierRequest r;
@@ -405,31 +445,77 @@ bool ParameterServer::OnBarrier(const grpc::ByteBuffer& request, grpc::ByteBuffe
     return true;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (*status = CheckTrainer(r.trainer_id()); !status->ok()) return true;
-  Seen(r.trainer_id(), r.iteration());
-  TrainerState& t = trainers_[r.trainer_id()];
-  if (r.iteration() != current_ + 1 || t.barrier == r.iteration()) {
-    *status =
-        grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                     "barrier of iteration " + std::to_string(r.iteration()) + " from trainer " +
-                         std::to_string(r.trainer_id()) + ": the pserver is at iteration " +
-                         std::to_string(current_ + 1) + (t.barrier == r.iteration() ? " and has it already" : ""));
+  if (*status = AdmitBarrier(r.trainer_id(), r.iteration()); !status->ok()) return true;
+  trainers_[r.trainer_id()].barrier = r.iteration();
+  pending_.push_back(PendingBarrier{reactor, response, false, 0, {}, {}});
+  changed_.notify_all();
+  return false;  // answered once the iteration is optimized
+}
+
+bool ParameterServer::OnStep(const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+                             grpc::ServerUnaryReactor* reactor, grpc::Status* status) {
+  ParsedStep step;
+  try {
+    step = ParseStep(request);
+  } catch (const WireError& e) {
+    *status = Invalid(std::string("malformed step: ") + e.what());
     return true;
   }
-  for (const auto& per_grad : slots_) {
-    if (per_grad[r.trainer_id()].state == SlotState::WRITING) {
-      *status =
-          grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                       "barrier while a gradient of trainer " + std::to_string(r.trainer_id()) + " is still arriving");
+  const int32_t trainer = step.trainer_id;
+  const std::string of_step =
+      "trainer " + std::to_string(trainer) + "'s step of iteration " + std::to_string(step.iteration);
+  for (const auto& [header, data] : step.gradients) {
+    if (header.has_out_of_band()) {
+      *status = Invalid("'" + header.name() + "' in " + of_step +
+                        " routes its bytes out of band; a step carries its gradients' bytes (send the others by "
+                        "SendVariable before the step)");
+      return true;
+    }
+    if (header.trainer_id() != trainer || header.iteration() != step.iteration) {
+      *status = Invalid("'" + header.name() + "' is trainer " + std::to_string(header.trainer_id()) +
+                        "'s of iteration " + std::to_string(header.iteration()) + ", in " + of_step);
       return true;
     }
   }
-  if (stopped_) {
-    *status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "pserver is stopping");
-    return true;
+  PendingBarrier pending{reactor, response, true, trainer, std::move(step.parameters), {}};
+  for (const auto& pull : pending.pulls) {
+    if (pull.trainer_id() != trainer || pull.iteration() != step.iteration) {
+      *status = Invalid("the pull of '" + pull.name() + "' is trainer " + std::to_string(pull.trainer_id()) +
+                        "'s of iteration " + std::to_string(pull.iteration()) + ", in " + of_step);
+      return true;
+    }
+    if (pull.has_out_of_band()) {
+      if (*status = CheckRoute(pull.out_of_band()); !status->ok()) return true;
+    }
   }
-  t.barrier = r.iteration();
-  pending_.push_back(PendingBarrier{reactor, response});
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& pull : pending.pulls) {
+    pending.params.push_back(IndexOf(&ParamSpec::param, pull.name()));
+    if (pending.params.back() == params_.size()) {
+      *status = grpc::Status(
+          grpc::StatusCode::NOT_FOUND,
+          "unknown variable '" + pull.name() + "'; this pserver serves the parameters " + NamesOf(&ParamSpec::param));
+      return true;
+    }
+  }
+  if (*status = AdmitBarrier(trainer, step.iteration); !status->ok()) return true;
+  // Every gradient or none: one refused leaves the slots the step filled empty again.
+  std::vector<size_t> taken;
+  for (auto& [header, data] : step.gradients) {
+    size_t grad = 0;
+    if (*status = AdmitGradient(header, &grad); !status->ok()) {
+      for (size_t g : taken) {
+        bytes_in_ -= slots_[g][trainer].gradient.bytes.size();
+        slots_[g][trainer].gradient.bytes = ReceivedBytes();
+        slots_[g][trainer].state = SlotState::EMPTY;
+      }
+      return true;
+    }
+    TakeInMessage(grad, header, std::move(data));
+    taken.push_back(grad);
+  }
+  trainers_[trainer].barrier = step.iteration;
+  pending_.push_back(std::move(pending));
   changed_.notify_all();
   return false;  // answered once the iteration is optimized
 }
@@ -672,11 +758,17 @@ void ParameterServer::ServeIterations(const PserverHooks& hooks) {
     }
     std::vector<PendingBarrier> ready;
     ready.swap(pending_);
-    lock.unlock();
     for (auto& p : ready) {
-      *p.response = EncodeMessage(v1::Reply());
-      p.reactor->Finish(grpc::Status::OK);
+      if (!p.step) {
+        *p.response = EncodeMessage(v1::Reply());
+        continue;
+      }
+      std::vector<grpc::ByteBuffer> parameters(p.params.size());
+      for (size_t i = 0; i < p.params.size(); ++i) Respond(p.params[i], p.trainer, p.pulls[i], &parameters[i]);
+      *p.response = EncodeStepReply(parameters);
     }
+    lock.unlock();
+    for (auto& p : ready) p.reactor->Finish(grpc::Status::OK);
     lock.lock();
   }
 }

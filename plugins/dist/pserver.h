@@ -8,7 +8,9 @@
 //    the trainers that sent it for k (SelectedRows from all of them stay SelectedRows: the
 //    rows of all, values scaled by 1 / trainers; a mix becomes dense); runs `hooks.optimize` once; publishes
 //    `hooks.parameters()`; then answers the Barrier(k) calls, which wait for it, and
-//    GetVariable(k). It returns when every trainer sent
+//    GetVariable(k). A Step(k) is a trainer's SendVariable(k) calls with their bytes in
+//    the message, its Barrier(k) and its GetVariable(k) calls in one: taken whole or
+//    refused whole, and answered with the parameters once iteration k is published. It returns when every trainer sent
 //    Complete, and throws when the deadline passes with trainers missing (naming them).
 //  - A bad request (malformed, unknown variable or trainer, dtype or dims other than the
 //    parameter's, wrong iteration, duplicate, bad token) gets an error status for that
@@ -113,6 +115,13 @@ class ParameterServer {
   // Answers now (returns true, with *status) or keeps the call for after the optimize.
   bool OnBarrier(const grpc::ByteBuffer& request, grpc::ByteBuffer* response, grpc::ServerUnaryReactor* reactor,
                  grpc::Status* status);
+  // The same for a Step: its gradients and barrier taken now, or the whole step refused.
+  bool OnStep(const grpc::ByteBuffer& request, grpc::ByteBuffer* response, grpc::ServerUnaryReactor* reactor,
+              grpc::Status* status);
+  // Whether `trainer` may reach the barrier of `iteration` now (under mu_).
+  grpc::Status AdmitBarrier(int32_t trainer, int64_t iteration);
+  // Fills the slot of an admitted gradient whose bytes came in its message (under mu_).
+  void TakeInMessage(size_t grad, const v1::VariableHeader& header, ReceivedBytes data);
   grpc::Status OnComplete(const grpc::ByteBuffer& request);
   grpc::Status OnGet(const grpc::ByteBuffer& request, grpc::ByteBuffer* response);
   grpc::Status OnOpenDataPath(grpc::ByteBuffer* response);

@@ -1,5 +1,6 @@
 // The trainer's ops: send (push gradients, barrier, pull parameters) and the parameter
 // pull they share with recv.
+#include <algorithm>
 #include <set>
 
 #include "ops.h"
@@ -53,49 +54,80 @@ class Send {
   }
 
  private:
-  // One iteration: push the gradients, barrier, pull the parameters.
+  // One iteration. Gradients whose bytes go by the data path go first, each by its own
+  // request (their bytes dominate the call); then one Step call per pserver carries every
+  // other gradient in its message, the barrier and the pulls of that pserver's
+  // parameters, whose answer is the parameters once the pserver optimized the iteration.
   void Step(KernelContext& ctx) {
     const int64_t k = TrainerSession::Get().Advance();
-    PushGradients(ctx, k);
-    std::vector<RpcCall> barriers(endpoints_.size());
-    v1::BarrierRequest barrier;
-    barrier.set_trainer_id(fetcher_.trainer_id());
-    barrier.set_iteration(k);
-    for (size_t i = 0; i < endpoints_.size(); ++i) {
-      barriers[i].endpoint = endpoints_[i];
-      barriers[i].method = kBarrier;
-      barriers[i].subject = "iteration " + std::to_string(k);
-      barriers[i].request = EncodeMessage(barrier);
+    SliceLease lease;  // declared first: outlives the calls whose slices it counts
+    std::vector<std::vector<grpc::ByteBuffer>> in_step(endpoints_.size());
+    SendByDataPath(ctx, k, lease, in_step);
+    std::vector<v1::OutOfBand> routes;
+    const std::vector<v1::GetRequest> pulls = fetcher_.Pulls(ctx, k, &routes);
+    std::vector<RpcCall> calls(endpoints_.size());
+    std::vector<std::vector<size_t>> pulled(endpoints_.size());  // per call, the pulls' indices
+    for (size_t e = 0; e < endpoints_.size(); ++e) {
+      std::vector<v1::GetRequest> mine;
+      for (size_t i = 0; i < pulls.size(); ++i) {
+        if (fetcher_.endpoint(i) != endpoints_[e]) continue;
+        mine.push_back(pulls[i]);
+        pulled[e].push_back(i);
+      }
+      calls[e].endpoint = endpoints_[e];
+      calls[e].method = kStep;
+      calls[e].subject = "iteration " + std::to_string(k);
+      calls[e].request = EncodeStep(fetcher_.trainer_id(), k, in_step[e], mine);
     }
-    TrainerSession::Get().Call(barriers, fetcher_.options());
-    if (ctx.HasOutput("Out")) fetcher_.Fetch(ctx, k);
+    TrainerSession::Get().Call(calls, fetcher_.options());
+    std::vector<ReceivedBytes> answers(pulls.size());
+    for (size_t e = 0; e < endpoints_.size(); ++e) {
+      std::vector<ReceivedBytes> got;
+      try {
+        got = ParseStepReply(calls[e].response);
+        if (got.size() != pulled[e].size()) {
+          throw WireError("answered " + std::to_string(got.size()) + " of the " + std::to_string(pulled[e].size()) +
+                          " parameters asked for");
+        }
+      } catch (const WireError& e_) {
+        fetcher_.Discard(routes);
+        throw Error(AboutCall(calls[e]) + "bad answer: " + e_.what());
+      }
+      for (size_t j = 0; j < got.size(); ++j) answers[pulled[e][j]] = std::move(got[j]);
+    }
+    fetcher_.Accept(ctx, k, answers, routes);
   }
 
-  // Each gradient to its pserver: in the gRPC message; or with a DataPath, its bytes by
-  // the data path beside the request, which goes as a gRPC call or is pushed too. The
-  // pserver answers once the bytes are in.
-  void PushGradients(KernelContext& ctx, int64_t k) {
-    SliceLease lease;  // declared first: outlives the calls whose slices it counts
+  // The gradients at or above the data path's MinBytes go by it: each as a SendVariable
+  // header whose bytes follow by the path, or pushed whole where the path pushes
+  // requests; the pserver answers once the bytes are in. Every other gradient's message
+  // is added to its pserver's step (in_step, by endpoints_ index).
+  void SendByDataPath(KernelContext& ctx, int64_t k, SliceLease& lease,
+                      std::vector<std::vector<grpc::ByteBuffer>>& in_step) {
     TransferBatch transfers;
     DataPath* data_path = fetcher_.data_path();
     const bool pushed = data_path && data_path->Pushes();
-    std::vector<RpcCall> calls(grads_.size());
+    std::vector<RpcCall> calls;
     for (size_t i = 0; i < grads_.size(); ++i) {
-      RpcCall& call = calls[i];
+      const TensorBytes bytes = BytesOf(ctx.InputVar("X", i), grads_[i]);
+      v1::OutOfBand route;
+      if (!data_path || bytes.bytes < data_path->MinBytes() || !data_path->RouteTo(epmap_[i], &route)) {
+        if (pushed && data_path && bytes.bytes >= data_path->MinBytes()) {
+          throw Error("pserver " + epmap_[i] + ": SendVariable '" + grads_[i] +
+                      "': the data path pushes requests but has no route to the pserver");
+        }
+        const size_t e = std::lower_bound(endpoints_.begin(), endpoints_.end(), epmap_[i]) - endpoints_.begin();
+        in_step[e].push_back(EncodeVariable(grads_[i], fetcher_.trainer_id(), k, bytes, lease));
+        continue;
+      }
+      RpcCall call;
       call.endpoint = epmap_[i];
       call.method = kSendVariable;
       call.subject = "'" + grads_[i] + "'";
-      const TensorBytes bytes = BytesOf(ctx.InputVar("X", i), grads_[i]);
-      v1::OutOfBand route;
-      // Small tensors ride in the message unless the request is pushed: one hop less.
-      if (!data_path || (!pushed && bytes.bytes < data_path->MinBytes()) || !data_path->RouteTo(epmap_[i], &route)) {
-        if (pushed) throw Error(AboutCall(call) + "the data path pushes requests but has no route to the pserver");
-        call.request = EncodeVariable(grads_[i], fetcher_.trainer_id(), k, bytes, lease);
-        continue;
-      }
       call.request = EncodeVariable(grads_[i], fetcher_.trainer_id(), k, bytes, lease, &route);
       if (!pushed) {
         data_path->Send(route.peer_rank(), route.tag(), bytes.data, bytes.bytes, transfers.Done());
+        calls.push_back(std::move(call));
         continue;
       }
       const std::string what = AboutCall(call);
@@ -103,7 +135,7 @@ class Send {
           route, Flatten(call.request), bytes.data, bytes.bytes,
           [done = transfers.Done(), what](const std::string& error) { done(error.empty() ? error : what + error); });
     }
-    if (!pushed) TrainerSession::Get().Call(calls, fetcher_.options());
+    if (!calls.empty()) TrainerSession::Get().Call(calls, fetcher_.options());
     if (data_path)
       AwaitTransfers(transfers, fetcher_.options(), "sending the gradients of iteration " + std::to_string(k));
   }
@@ -185,32 +217,39 @@ bool KnownLarge(Tensor t, size_t min_bytes) {
 
 }  // namespace
 
-void ParameterFetcher::Fetch(KernelContext& ctx, int64_t iteration) {
-  std::vector<RpcCall> calls(names_.size());
-  std::vector<v1::OutOfBand> routes(names_.size());
+std::vector<v1::GetRequest> ParameterFetcher::Pulls(KernelContext& ctx, int64_t iteration,
+                                                    std::vector<v1::OutOfBand>* routes) {
+  std::vector<v1::GetRequest> pulls(names_.size());
+  routes->assign(names_.size(), v1::OutOfBand());
   for (size_t i = 0; i < names_.size(); ++i) {
-    v1::GetRequest get;
+    v1::GetRequest& get = pulls[i];
     get.set_name(names_[i]);
     get.set_trainer_id(trainer_id_);
     get.set_iteration(iteration);
-    calls[i].endpoint = epmap_[i];
-    calls[i].method = kGetVariable;
-    calls[i].subject = "'" + names_[i] + "'";
     // The pserver answers small tensors in the message anyway: a route is worth opening a
     // data path for only when the parameter is known to be large (it was pulled before).
     if (data_path_ && (data_path_->Reaches(epmap_[i]) || KnownLarge(ctx.Output("Out", i), data_path_->MinBytes())) &&
-        data_path_->RouteTo(epmap_[i], &routes[i])) {
-      *get.mutable_out_of_band() = routes[i];
+        data_path_->RouteTo(epmap_[i], &(*routes)[i])) {
+      *get.mutable_out_of_band() = (*routes)[i];
     }
-    calls[i].request = EncodeMessage(get);
   }
-  TrainerSession::Get().Call(calls, options_);
+  return pulls;
+}
+
+void ParameterFetcher::Discard(const std::vector<v1::OutOfBand>& routes, size_t from) {
+  for (size_t j = from; j < routes.size(); ++j) {
+    if (routes[j].tag() != 0) data_path_->Discard(routes[j].peer_rank(), routes[j].tag());
+  }
+}
+
+void ParameterFetcher::Accept(KernelContext& ctx, int64_t iteration, std::vector<ReceivedBytes>& answers,
+                              const std::vector<v1::OutOfBand>& routes) {
   TransferBatch transfers;
   for (size_t i = 0; i < names_.size(); ++i) {
     Tensor out = ctx.Output("Out", i);
     void* into = nullptr;
     try {
-      const v1::VariableHeader h = DecodeVariable(calls[i].response, [&](const v1::VariableHeader& h) {
+      const v1::VariableHeader h = DecodeVariable(std::move(answers[i]), [&](const v1::VariableHeader& h) {
         if (h.name() != names_[i]) throw WireError("asked for '" + names_[i] + "', got '" + h.name() + "'");
         if (h.has_out_of_band() && !data_path_) throw WireError("its bytes went by a data path this trainer has not");
         into =
@@ -225,14 +264,28 @@ void ParameterFetcher::Fetch(KernelContext& ctx, int64_t iteration) {
       if (!lod.empty()) out.set_lod(lod);
     } catch (const WireError& e) {
       // Bytes on their way for this pull and the ones after it are not taken: drop them.
-      for (size_t j = i; j < names_.size(); ++j) {
-        if (routes[j].tag() != 0) data_path_->Discard(routes[j].peer_rank(), routes[j].tag());
-      }
+      Discard(routes, i);
       throw Error("pserver " + epmap_[i] + " sent a bad '" + names_[i] + "': " + e.what());
     }
   }
   if (data_path_)
     AwaitTransfers(transfers, options_, "pulling the parameters of iteration " + std::to_string(iteration));
+}
+
+void ParameterFetcher::Fetch(KernelContext& ctx, int64_t iteration) {
+  std::vector<v1::OutOfBand> routes;
+  const std::vector<v1::GetRequest> pulls = Pulls(ctx, iteration, &routes);
+  std::vector<RpcCall> calls(names_.size());
+  for (size_t i = 0; i < names_.size(); ++i) {
+    calls[i].endpoint = epmap_[i];
+    calls[i].method = kGetVariable;
+    calls[i].subject = "'" + names_[i] + "'";
+    calls[i].request = EncodeMessage(pulls[i]);
+  }
+  TrainerSession::Get().Call(calls, options_);
+  std::vector<ReceivedBytes> answers;
+  for (auto& call : calls) answers.emplace_back(call.response);
+  Accept(ctx, iteration, answers, routes);
 }
 
 void RegisterSend(Registrar& r) {

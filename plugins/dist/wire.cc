@@ -10,9 +10,13 @@ namespace rill::dist {
 
 namespace {
 
-// protobuf tags of VariableMessage's fields (field number << 3 | wire type 2).
-constexpr uint8_t kHeaderTag = (1 << 3) | 2;
-constexpr uint8_t kDataTag = (2 << 3) | 2;
+// protobuf's wire types, and a field's tag (field number << 3 | wire type).
+constexpr uint32_t kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5;
+constexpr uint32_t Tag(uint32_t field, uint32_t wire_type) { return field << 3 | wire_type; }
+
+// VariableMessage's fields.
+constexpr uint8_t kHeaderTag = Tag(1, kLengthDelimited);
+constexpr uint8_t kDataTag = Tag(2, kLengthDelimited);
 
 void PutVarint(std::string& out, uint64_t v) {
   while (v >= 0x80) {
@@ -33,9 +37,85 @@ uint64_t ReadVarint(ReceivedBytes& in) {
   throw WireError("malformed length (varint longer than 10 bytes)");
 }
 
+// Writes a message field by field into gRPC slices: the framing gathers in a string, cut
+// into a slice of its own before each embedded message, whose slices are kept as they are
+// (a variable's slice over tensor memory stays one).
+class SliceWriter {
+ public:
+  void Varint(uint32_t field, uint64_t value) {
+    PutVarint(framing_, Tag(field, kVarint));
+    PutVarint(framing_, value);
+  }
+  void Embedded(uint32_t field, const grpc::ByteBuffer& message) {
+    PutVarint(framing_, Tag(field, kLengthDelimited));
+    PutVarint(framing_, message.Length());
+    std::vector<grpc::Slice> pieces;
+    if (message.Length() == 0) return;
+    if (!message.Dump(&pieces).ok()) throw WireError("unreadable message buffer");
+    Cut();
+    for (auto& piece : pieces) slices_.push_back(std::move(piece));
+  }
+  grpc::ByteBuffer Finish() {
+    Cut();
+    return grpc::ByteBuffer(slices_.data(), slices_.size());
+  }
+
+ private:
+  void Cut() {
+    if (framing_.empty()) return;
+    slices_.emplace_back(framing_);
+    framing_.clear();
+  }
+  std::string framing_;
+  std::vector<grpc::Slice> slices_;
+};
+
+// Reads a message's fields in order; the bytes of an embedded message stay in the
+// received pieces.
+class FieldReader {
+ public:
+  explicit FieldReader(ReceivedBytes in) : in_(std::move(in)) {}
+  // The next field's number and wire type; false at the message's end.
+  bool Next(uint32_t* field, uint32_t* wire_type) {
+    if (in_.size() == 0) return false;
+    const uint64_t tag = ReadVarint(in_);
+    *field = static_cast<uint32_t>(tag >> 3);
+    *wire_type = static_cast<uint32_t>(tag & 7);
+    if (*field == 0) throw WireError("malformed message (field number 0)");
+    return true;
+  }
+  uint64_t Varint() { return ReadVarint(in_); }
+  ReceivedBytes Embedded() {
+    const uint64_t n = ReadVarint(in_);
+    if (n > in_.size()) throw WireError("a field's length exceeds the message");
+    return in_.Take(n);
+  }
+  void Skip(uint32_t wire_type) {
+    switch (wire_type) {
+      case kVarint: ReadVarint(in_); return;
+      case kFixed64: in_.Take(8); return;
+      case kLengthDelimited: Embedded(); return;
+      case kFixed32: in_.Take(4); return;
+      default: throw WireError("malformed message (wire type " + std::to_string(wire_type) + ")");
+    }
+  }
+
+ private:
+  ReceivedBytes in_;
+};
+
+template <class Message> Message ParseEmbedded(ReceivedBytes bytes, const char* what) {
+  std::string flat(bytes.size(), '\0');
+  bytes.Read(flat.data(), flat.size());
+  Message m;
+  if (!m.ParseFromString(flat)) throw WireError(std::string("malformed ") + what);
+  return m;
+}
+
 }  // namespace
 
 ReceivedBytes::ReceivedBytes(const grpc::ByteBuffer& buffer) {
+  if (buffer.Length() == 0) return;  // an empty message may come as no buffer at all
   if (!buffer.Dump(&slices_).ok()) throw WireError("unreadable message buffer");
   for (const auto& s : slices_) size_ += s.size();
 }
@@ -69,6 +149,25 @@ void ReceivedBytes::Read(void* dst, size_t n) {
       offset_ = 0;
     }
   }
+}
+
+ReceivedBytes ReceivedBytes::Take(size_t n) {
+  if (n > size_) throw WireError("message ends early");
+  ReceivedBytes part;
+  part.size_ = n;
+  size_ -= n;
+  while (n > 0) {
+    const grpc::Slice& s = slices_[index_];
+    const size_t take = std::min(n, s.size() - offset_);
+    part.slices_.push_back(s.sub(offset_, offset_ + take));
+    n -= take;
+    offset_ += take;
+    if (offset_ == s.size()) {
+      ++index_;
+      offset_ = 0;
+    }
+  }
+  return part;
 }
 
 void SliceLease::Acquire() {
@@ -152,7 +251,10 @@ size_t TensorByteSize(const v1::VariableHeader& header) {
 }
 
 v1::VariableHeader ParseVariable(const grpc::ByteBuffer& buffer, ReceivedBytes* data) {
-  ReceivedBytes in(buffer);
+  return ParseVariable(ReceivedBytes(buffer), data);
+}
+
+v1::VariableHeader ParseVariable(ReceivedBytes in, ReceivedBytes* data) {
   if (in.size() == 0 || in.Byte() != kHeaderTag) {
     throw WireError("a variable message must start with its header (field 1)");
   }
@@ -201,11 +303,79 @@ v1::VariableHeader ParseVariable(const grpc::ByteBuffer& buffer, ReceivedBytes* 
 
 v1::VariableHeader DecodeVariable(const grpc::ByteBuffer& buffer,
                                   const std::function<void*(const v1::VariableHeader&)>& destination) {
+  return DecodeVariable(ReceivedBytes(buffer), destination);
+}
+
+v1::VariableHeader DecodeVariable(ReceivedBytes message,
+                                  const std::function<void*(const v1::VariableHeader&)>& destination) {
   ReceivedBytes data;
-  v1::VariableHeader header = ParseVariable(buffer, &data);
+  v1::VariableHeader header = ParseVariable(std::move(message), &data);
   void* dst = destination(header);
   if (data.size() > 0) data.Read(dst, data.size());
   return header;
+}
+
+// StepRequest's and StepReply's fields (parameter_server.proto).
+constexpr uint32_t kStepTrainer = 1, kStepIteration = 2, kStepGradient = 3, kStepParameter = 4;
+constexpr uint32_t kReplyParameter = 1;
+
+grpc::ByteBuffer EncodeStep(int32_t trainer_id, int64_t iteration, const std::vector<grpc::ByteBuffer>& gradients,
+                            const std::vector<v1::GetRequest>& parameters) {
+  SliceWriter out;
+  // protobuf writes a negative int32 as its 64-bit two's complement.
+  out.Varint(kStepTrainer, static_cast<uint64_t>(static_cast<int64_t>(trainer_id)));
+  out.Varint(kStepIteration, static_cast<uint64_t>(iteration));
+  for (const auto& g : gradients) out.Embedded(kStepGradient, g);
+  for (const auto& p : parameters) out.Embedded(kStepParameter, EncodeMessage(p));
+  return out.Finish();
+}
+
+ParsedStep ParseStep(const grpc::ByteBuffer& buffer) {
+  ParsedStep step;
+  FieldReader in{ReceivedBytes(buffer)};
+  uint32_t field = 0, wire_type = 0;
+  while (in.Next(&field, &wire_type)) {
+    const bool known = field >= kStepTrainer && field <= kStepParameter;
+    if (!known) {
+      in.Skip(wire_type);
+      continue;
+    }
+    const uint32_t expected = field <= kStepIteration ? kVarint : kLengthDelimited;
+    if (wire_type != expected) throw WireError("malformed step (field " + std::to_string(field) + ")");
+    if (field == kStepTrainer) {
+      step.trainer_id = static_cast<int32_t>(in.Varint());
+    } else if (field == kStepIteration) {
+      step.iteration = static_cast<int64_t>(in.Varint());
+    } else if (field == kStepGradient) {
+      ReceivedBytes data;
+      v1::VariableHeader header = ParseVariable(in.Embedded(), &data);
+      step.gradients.emplace_back(std::move(header), std::move(data));
+    } else {
+      step.parameters.push_back(ParseEmbedded<v1::GetRequest>(in.Embedded(), "parameter request"));
+    }
+  }
+  return step;
+}
+
+grpc::ByteBuffer EncodeStepReply(const std::vector<grpc::ByteBuffer>& parameters) {
+  SliceWriter out;
+  for (const auto& p : parameters) out.Embedded(kReplyParameter, p);
+  return out.Finish();
+}
+
+std::vector<ReceivedBytes> ParseStepReply(const grpc::ByteBuffer& buffer) {
+  std::vector<ReceivedBytes> parameters;
+  FieldReader in{ReceivedBytes(buffer)};
+  uint32_t field = 0, wire_type = 0;
+  while (in.Next(&field, &wire_type)) {
+    if (field != kReplyParameter) {
+      in.Skip(wire_type);
+      continue;
+    }
+    if (wire_type != kLengthDelimited) throw WireError("malformed step reply");
+    parameters.push_back(in.Embedded());
+  }
+  return parameters;
 }
 
 std::string Flatten(const grpc::ByteBuffer& buffer) {

@@ -15,6 +15,9 @@
 //    Bad input throws WireError with the reason.
 //  - The bytes read and written are exactly protobuf's encoding of VariableMessage
 //    (header = field 1, data = field 2), so any protobuf implementation interoperates.
+//  - A step (StepRequest, StepReply) embeds variable messages the same way: encoding
+//    keeps their slices over tensor memory, parsing leaves their bytes in the received
+//    slices. Unknown fields are skipped, as protobuf does.
 #ifndef RILL_DIST_PS_WIRE_H_
 #define RILL_DIST_PS_WIRE_H_
 
@@ -101,6 +104,9 @@ class ReceivedBytes {
   uint8_t Byte();
   // Copies the next `n` bytes to `dst`; WireError if fewer are left.
   void Read(void* dst, size_t n);
+  // The next `n` bytes as their own ReceivedBytes, sharing the pieces (no copy); WireError
+  // if fewer are left.
+  ReceivedBytes Take(size_t n);
 
  private:
   std::vector<grpc::Slice> slices_;
@@ -119,6 +125,8 @@ int64_t CheckedNumel(const std::vector<int64_t>& dims);
 // Parses `buffer` and checks it; *data receives the tensor's bytes (header.tensor's byte
 // size, none with out_of_band), still in the buffer's slices. Returns the header.
 v1::VariableHeader ParseVariable(const grpc::ByteBuffer& buffer, ReceivedBytes* data);
+// The same, of a message's bytes already received (a step's embedded variable).
+v1::VariableHeader ParseVariable(ReceivedBytes message, ReceivedBytes* data);
 
 // ParseVariable, then destination(header), then the data copied into the memory it
 // returns (header.tensor's byte size). Returns the header. A header with out_of_band
@@ -126,6 +134,23 @@ v1::VariableHeader ParseVariable(const grpc::ByteBuffer& buffer, ReceivedBytes* 
 // (TensorByteSize(header)) by the DataPath.
 v1::VariableHeader DecodeVariable(const grpc::ByteBuffer& buffer,
                                   const std::function<void*(const v1::VariableHeader&)>& destination);
+v1::VariableHeader DecodeVariable(ReceivedBytes message,
+                                  const std::function<void*(const v1::VariableHeader&)>& destination);
+
+// A StepRequest: `gradients` are EncodeVariable's messages (their slices are kept),
+// `parameters` the pulls.
+grpc::ByteBuffer EncodeStep(int32_t trainer_id, int64_t iteration, const std::vector<grpc::ByteBuffer>& gradients,
+                            const std::vector<v1::GetRequest>& parameters);
+struct ParsedStep {
+  int32_t trainer_id = 0;
+  int64_t iteration = 0;
+  std::vector<std::pair<v1::VariableHeader, ReceivedBytes>> gradients;  // ParseVariable's, each checked
+  std::vector<v1::GetRequest> parameters;
+};
+ParsedStep ParseStep(const grpc::ByteBuffer& buffer);
+// A StepReply of EncodeVariable's messages, and the variable messages of one received.
+grpc::ByteBuffer EncodeStepReply(const std::vector<grpc::ByteBuffer>& parameters);
+std::vector<ReceivedBytes> ParseStepReply(const grpc::ByteBuffer& buffer);
 
 // numel × dtype size of the header's tensor, checked (WireError for an unknown dtype,
 // negative dims or overflow).

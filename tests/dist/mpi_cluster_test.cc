@@ -342,16 +342,17 @@ TEST_F(DistMpi, DeviceTensorsTravelFromAndIntoPageLockedMemory) {
   EXPECT_NE(tail.find("stats int64 [6] 8 8 8 4 2 0\n"), std::string::npos) << tail;
 }
 
-// Both ways a request can travel: pushed over MPI (the default) and as a gRPC call.
+// Both ways a large gradient's request can travel (256 KiB: by the data path, not in the
+// step): pushed over MPI (the default) and as a gRPC call.
 TEST_F(DistMpi, ARefusedGradientIsAnErrorNamingIt) {
   const int port = FreeLoopbackPort();
   const std::string endpoint = "127.0.0.1:" + std::to_string(port);
   const std::string dir = Transpile("mpi", endpoint);  // one pserver holds w and b
   const std::string bad = dir + "/bad_trainer.pbtxt";
   WriteFile(bad, R"(blocks { idx: 0 parent_idx: -1
-  vars { name: "g" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 3 } } } }
+  vars { name: "g" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 65536 } } } }
   ops { type: "fill_constant" outputs { parameter: "Out" arguments: "g" }
-        attrs { name: "shape" type: INTS ints: 3 } attrs { name: "value" type: FLOAT f: 1 } }
+        attrs { name: "shape" type: INTS ints: 65536 } attrs { name: "value" type: FLOAT f: 1 } }
   ops { type: "send_mpi" inputs { parameter: "X" arguments: "g" }
         attrs { name: "epmap" type: STRINGS strings: ")" +
                      endpoint + R"(" } }

@@ -96,6 +96,85 @@ TEST(DistPserver, AveragesTheTrainersGradientsOptimizesOnceAndServesTheResult) {
   EXPECT_EQ(ps.Result(), "");
 }
 
+// A step's answer: the parameters it pulled, in order.
+std::vector<std::vector<float>> StepParameters(const grpc::ByteBuffer& body, int64_t* iteration = nullptr) {
+  std::vector<std::vector<float>> out;
+  for (ReceivedBytes& p : ParseStepReply(body)) {
+    out.emplace_back(2);
+    const auto h = DecodeVariable(std::move(p), [&](const v1::VariableHeader& h) {
+      EXPECT_EQ(h.name(), "w");
+      return static_cast<void*>(out.back().data());
+    });
+    if (iteration != nullptr) *iteration = h.iteration();
+  }
+  return out;
+}
+
+v1::GetRequest Pull(const std::string& name, int32_t trainer, int64_t iteration) {
+  v1::GetRequest r;
+  r.set_name(name);
+  r.set_trainer_id(trainer);
+  r.set_iteration(iteration);
+  return r;
+}
+
+TEST(DistPserver, AStepSendsTheGradientsReachesTheBarrierAndPullsTheParametersInOneCall) {
+  Pserver ps(2);
+  const std::string e = ps.endpoint();
+  std::vector<float> g0 = {1, 1}, g1 = {3, 5};
+  SliceLease lease;
+  // Trainer 0's step is answered only once trainer 1's arrived and the iteration is
+  // optimized; then both get w - 0.5 * mean(g0, g1) = {1, 2} - 0.5 * {2, 3}.
+  auto step0 = std::async(std::launch::async, [&] {
+    return Call(e, kStep, EncodeStep(0, 1, {Grad("w@GRAD", 0, 1, g0, lease)}, {Pull("w", 0, 1)}));
+  });
+  EXPECT_EQ(step0.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout);
+  const Reply r1 = Call(e, kStep, EncodeStep(1, 1, {Grad("w@GRAD", 1, 1, g1, lease)}, {Pull("w", 1, 1)}));
+  const Reply r0 = step0.get();
+  ASSERT_TRUE(r0.status.ok()) << r0.status.error_message();
+  ASSERT_TRUE(r1.status.ok()) << r1.status.error_message();
+  int64_t iteration = -1;
+  EXPECT_EQ(StepParameters(r0.body, &iteration), (std::vector<std::vector<float>>{{0, 0.5f}}));
+  EXPECT_EQ(iteration, 1);
+  EXPECT_EQ(StepParameters(r1.body), (std::vector<std::vector<float>>{{0, 0.5f}}));
+  for (int32_t t = 0; t < 2; ++t) ASSERT_TRUE(Call(e, kComplete, Complete(t)).status.ok());
+  EXPECT_EQ(ps.Result(), "");
+}
+
+TEST(DistPserver, AStepWithAPartRefusedIsRefusedWholeAndTakesNothing) {
+  Pserver ps(1);
+  const std::string e = ps.endpoint();
+  std::vector<float> g = {2, 2}, doubles = {1, 2, 3, 4};
+  SliceLease lease;
+  // Each refused for one of its parts; w@GRAD, good in each, is not kept.
+  ExpectStatus(Call(e, kStep, EncodeStep(0, 1, {Grad("w@GRAD", 0, 1, g, lease)}, {Pull("nope", 0, 1)})),
+               StatusCode::NOT_FOUND, "unknown variable 'nope'; this pserver serves the parameters w");
+  ExpectStatus(
+      Call(e, kStep,
+           EncodeStep(0, 1, {Grad("w@GRAD", 0, 1, g, lease), Grad("w@GRAD", 0, 1, g, lease)}, {Pull("w", 0, 1)})),
+      StatusCode::ALREADY_EXISTS, "trainer 0 already sent 'w@GRAD' for iteration 1");
+  ExpectStatus(
+      Call(e, kStep,
+           EncodeStep(0, 1, {Grad("w@GRAD", 0, 1, g, lease), Grad("v@GRAD", 0, 1, g, lease)}, {Pull("w", 0, 1)})),
+      StatusCode::NOT_FOUND, "unknown variable 'v@GRAD'");
+  ExpectStatus(
+      Call(e, kStep, EncodeStep(0, 1, {Grad("w@GRAD", 0, 1, doubles, lease, RILL_FP64, {2, 1})}, {Pull("w", 0, 1)})),
+      StatusCode::INVALID_ARGUMENT, "'w@GRAD' is fp64 [2,1]; the pserver expects fp32 [2,1]");
+  ExpectStatus(Call(e, kStep, EncodeStep(0, 1, {Grad("w@GRAD", 0, 2, g, lease)}, {Pull("w", 0, 1)})),
+               StatusCode::INVALID_ARGUMENT,
+               "'w@GRAD' is trainer 0's of iteration 2, in trainer 0's step of iteration 1");
+  ExpectStatus(Call(e, kStep, EncodeStep(0, 2, {}, {})), StatusCode::FAILED_PRECONDITION,
+               "barrier of iteration 2 from trainer 0: the pserver is at iteration 1");
+  grpc::Slice junk(std::string("\x1a\x05\x0a", 3));  // a gradient field longer than the message
+  ExpectStatus(Call(e, kStep, grpc::ByteBuffer(&junk, 1)), StatusCode::INVALID_ARGUMENT, "malformed step");
+  // The slot refused steps left empty takes the good step's gradient: w -= 0.5 * g.
+  const Reply r = Call(e, kStep, EncodeStep(0, 1, {Grad("w@GRAD", 0, 1, g, lease)}, {Pull("w", 0, 1)}));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(StepParameters(r.body), (std::vector<std::vector<float>>{{0, 1}}));
+  ASSERT_TRUE(Call(e, kComplete, Complete(0)).status.ok());
+  EXPECT_EQ(ps.Result(), "");
+}
+
 TEST(DistPserver, SparseGradientsOfAllTrainersStaySparseAndAMixBecomesDense) {
   Pserver ps(2);
   SliceLease lease;

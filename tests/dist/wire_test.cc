@@ -79,6 +79,81 @@ TEST(DistWire, EncodesOverTheTensorsMemoryAndDecodesAcrossAnySlicing) {
   }
 }
 
+TEST(DistWire, AStepKeepsItsGradientsOverTheTensorsMemoryAndIsProtobufsEncoding) {
+  std::vector<float> w(300), b(3);
+  std::iota(w.begin(), w.end(), 1.0f);
+  std::iota(b.begin(), b.end(), -1.0f);
+  SliceLease lease;
+  std::string bytes;
+  {
+    v1::GetRequest pull;
+    pull.set_name("w");
+    pull.set_trainer_id(-1);  // a negative int32, as protobuf writes it
+    pull.set_iteration(4);
+    const grpc::ByteBuffer step =
+        EncodeStep(-1, 4,
+                   {EncodeVariable("w@GRAD", -1, 4, TensorBytes{RILL_FP32, {300}, {}, w.data(), 1200}, lease),
+                    EncodeVariable("b@GRAD", -1, 4, TensorBytes{RILL_FP32, {3}, {}, b.data(), 12}, lease)},
+                   {pull});
+    std::vector<grpc::Slice> slices;
+    ASSERT_TRUE(step.Dump(&slices).ok());
+    bool over_w = false;
+    for (const auto& slice : slices) over_w |= static_cast<const void*>(slice.begin()) == w.data();
+    EXPECT_TRUE(over_w) << "w@GRAD's bytes were copied";
+    bytes = Joined(step);
+  }
+  lease.WaitReleased();
+
+  v1::StepRequest plain;  // what any protobuf reader sees
+  ASSERT_TRUE(plain.ParseFromString(bytes));
+  EXPECT_EQ(plain.trainer_id(), -1);
+  EXPECT_EQ(plain.iteration(), 4);
+  ASSERT_EQ(plain.gradients_size(), 2);
+  EXPECT_EQ(plain.gradients(1).header().name(), "b@GRAD");
+  EXPECT_EQ(plain.gradients(0).data().size(), 1200u);
+  ASSERT_EQ(plain.parameters_size(), 1);
+  EXPECT_EQ(plain.parameters(0).name(), "w");
+
+  for (size_t chunk : {size_t{1}, size_t{5}, bytes.size()}) {
+    ParsedStep step = ParseStep(Chunked(bytes, chunk));
+    EXPECT_EQ(step.trainer_id, -1);
+    EXPECT_EQ(step.iteration, 4);
+    ASSERT_EQ(step.gradients.size(), 2u);
+    std::vector<float> got(300);
+    step.gradients[0].second.Read(got.data(), 1200);
+    EXPECT_EQ(got, w) << "chunk " << chunk;
+    EXPECT_EQ(step.gradients[1].first.name(), "b@GRAD");
+    EXPECT_EQ(step.gradients[1].second.size(), 12u);
+    ASSERT_EQ(step.parameters.size(), 1u);
+    EXPECT_EQ(step.parameters[0].iteration(), 4);
+  }
+  // A field protobuf's reader would skip is skipped; a gradient that lies about its size
+  // is refused as a variable message is.
+  plain.mutable_gradients(0)->mutable_header()->mutable_tensor()->set_dims(0, 301);
+  EXPECT_THROW(ParseStep(Chunked(plain.SerializeAsString(), 3)), WireError);
+  const std::string unknown = std::string("\x78\x05", 2);  // field 15, varint 5
+  EXPECT_EQ(ParseStep(Chunked(unknown + bytes, 2)).gradients.size(), 2u);
+}
+
+TEST(DistWire, AStepReplyCarriesTheParametersInOrder) {
+  std::vector<float> w = {1, 2}, b = {3};
+  SliceLease lease;
+  const std::string bytes =
+      Joined(EncodeStepReply({EncodeVariable("w", 0, 2, TensorBytes{RILL_FP32, {2}, {}, w.data(), 8}, lease),
+                              EncodeVariable("b", 0, 2, TensorBytes{RILL_FP32, {1}, {}, b.data(), 4}, lease)}));
+  v1::StepReply plain;
+  ASSERT_TRUE(plain.ParseFromString(bytes));
+  ASSERT_EQ(plain.parameters_size(), 2);
+  std::vector<ReceivedBytes> got = ParseStepReply(Chunked(bytes, 3));
+  ASSERT_EQ(got.size(), 2u);
+  std::vector<float> out(2);
+  EXPECT_EQ(DecodeVariable(std::move(got[0]), [&](const v1::VariableHeader&) { return static_cast<void*>(out.data()); })
+                .name(),
+            "w");
+  EXPECT_EQ(out, w);
+  EXPECT_TRUE(ParseStepReply(grpc::ByteBuffer()).empty());  // no parameters: no bytes at all
+}
+
 TEST(DistWire, SelectedRowsTravelWithRowsAndHeight) {
   std::vector<double> values = {1, 2, 3, 4, 5, 6};
   TensorBytes t{RILL_FP64, {3, 2}, {}, values.data(), values.size() * sizeof(double)};

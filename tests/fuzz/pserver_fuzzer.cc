@@ -25,8 +25,9 @@ struct Live {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace std::chrono_literals;
-  static const char* const kMethods[] = {rill::dist::kSendVariable, rill::dist::kGetVariable, rill::dist::kBarrier,
-                                         rill::dist::kComplete, rill::dist::kOpenDataPath};
+  static const char* const kMethods[] = {rill::dist::kSendVariable, rill::dist::kGetVariable,  rill::dist::kBarrier,
+                                         rill::dist::kComplete,     rill::dist::kOpenDataPath, rill::dist::kStep};
+  constexpr size_t kMethodCount = sizeof(kMethods) / sizeof(kMethods[0]);
   static Live* live = new Live;
   if (size == 0) return 0;
   if (live->server != nullptr && live->server->Result(0s) != "still serving") live->server.reset();
@@ -43,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + 100ms);
   std::promise<grpc::Status> done;
-  live->stub->UnaryCall(&ctx, kMethods[data[0] % 5], grpc::StubOptions(), &request, &response,
+  live->stub->UnaryCall(&ctx, kMethods[data[0] % kMethodCount], grpc::StubOptions(), &request, &response,
                         [&](grpc::Status s) { done.set_value(std::move(s)); });
   done.get_future().wait();
   return 0;

@@ -2,6 +2,8 @@
 // values worked out by hand.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "core/errors.h"
 #include "core/program/builder.h"
 #include "core/runtime/executor.h"
@@ -247,6 +249,42 @@ TEST_F(MathOps, ScalarOperandsKeepTheTensorPathsErrors) {
   EXPECT_EQ(Run(), "");
   ASSERT_TRUE(scope_->FindVar("rows")->is_selected_rows());
   EXPECT_EQ(scope_->FindVar("rows")->GetMutableSelectedRows()->value.ValuesToString(), "1");
+}
+
+// A convolution over a whole number of channel blocks runs on oneDNN's JIT kernels, on
+// whichever vector ISA this CPU has (a layout for another ISA's kernels leaves oneDNN only
+// its reference code, several times slower, which the plugin then declines for its own).
+// Seen from outside, as a user would: `rill run` with ONEDNN_VERBOSE, forward and both
+// gradients.
+TEST(MathOnednn, AConvolutionOfWholeChannelBlocksRunsOnOneDnnsJitKernels) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    GTEST_SKIP() << "oneDNN's JIT convolutions need AVX2 and FMA; this CPU lacks them";
+  }
+  const std::string prog = test::TempPath("conv16.pbtxt");
+  test::WriteFile(prog, R"(blocks { idx: 0 parent_idx: -1
+    ops { type: "gaussian_random" outputs { parameter: "Out" arguments: "x" }
+          attrs { name: "shape" type: INTS ints: 2 ints: 16 ints: 8 ints: 8 } }
+    ops { type: "gaussian_random" outputs { parameter: "Out" arguments: "w" }
+          attrs { name: "shape" type: INTS ints: 16 ints: 16 ints: 3 ints: 3 } }
+    ops { type: "conv2d" inputs { parameter: "Input" arguments: "x" } inputs { parameter: "Filter" arguments: "w" }
+          outputs { parameter: "Output" arguments: "y" }
+          attrs { name: "paddings" type: INTS ints: 1 ints: 1 } }
+    ops { type: "conv2d_grad" inputs { parameter: "Input" arguments: "x" } inputs { parameter: "Filter" arguments: "w" }
+          inputs { parameter: "Output@GRAD" arguments: "y" }
+          outputs { parameter: "Input@GRAD" arguments: "dx" } outputs { parameter: "Filter@GRAD" arguments: "dw" }
+          attrs { name: "paddings" type: INTS ints: 1 ints: 1 } } })");
+  const test::CommandResult r = test::RunRill({"run", prog, "--fetch", "dw"}, "ONEDNN_VERBOSE=1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* kind : {"forward", "backward_data", "backward_weights"}) {
+    bool ran = false;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("exec,cpu,convolution,") == std::string::npos || line.find(kind) == std::string::npos) continue;
+      ran = true;
+      EXPECT_NE(line.find(",jit"), std::string::npos) << line;
+    }
+    EXPECT_TRUE(ran) << kind << ": oneDNN ran no such convolution:\n" << r.out;
+  }
 }
 
 }  // namespace

@@ -20,14 +20,34 @@ memory::desc FilterDesc(const ConvPlan& p) {
   if (p.groups == 1) return memory::desc({p.m, p.c, p.kh, p.kw}, memory::data_type::f32, Tag::oihw);
   return memory::desc({p.groups, p.mg(), p.cg(), p.kh, p.kw}, memory::data_type::f32, Tag::goihw);
 }
+// The channel block of oneDNN's direct convolution kernels on this CPU, as oneDNN itself
+// dispatches (its effective ISA, which ONEDNN_MAX_CPU_ISA may lower): 16 floats, a vector
+// register, with AVX-512; 8 with AVX2; 0 (none) below. The ISA values are bit sets, each
+// containing the ones it extends.
+int64_t DirectKernelBlock() {
+  static const int64_t block = [] {
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto has = [isa](dnnl::cpu_isa other) {
+      const auto bits = static_cast<unsigned>(other);
+      return (isa & bits) == bits;
+    };
+    return has(dnnl::cpu_isa::avx512_core) ? int64_t{16} : has(dnnl::cpu_isa::avx2) ? int64_t{8} : int64_t{0};
+  }();
+  return block;
+}
+
 // What the primitive is asked for: images in NHWC as they are (oneDNN has kernels for
-// it); NCHW images with a multiple of 16 channels in nChw16c, the layout of oneDNN's
-// AVX-512 direct kernels (left to oneDNN, it picks NHWC kernels, slower here once the
-// reorders are counted); other NCHW images and all filters in the layout it prefers.
-// Whatever differs from the caller's layout is reordered to and from.
+// it); NCHW images whose channels are a multiple of the direct kernels' block in that
+// blocked layout (nChw16c, nChw8c), which those kernels take (left to oneDNN, it picks NHWC
+// kernels, slower once the reorders are counted; and a block the CPU's kernels do not
+// take leaves only oneDNN's reference code); other NCHW images and all filters in the
+// layout it prefers. Whatever differs from the caller's layout is reordered to and from.
 memory::desc Wanted(const memory::desc& user, bool image, const ConvPlan& p) {
   if (image && p.nhwc) return user;
-  if (image && user.dims()[1] % 16 == 0) return memory::desc(user.dims(), memory::data_type::f32, Tag::nChw16c);
+  const int64_t block = DirectKernelBlock();
+  if (image && block != 0 && user.dims()[1] % block == 0) {
+    return memory::desc(user.dims(), memory::data_type::f32, block == 16 ? Tag::nChw16c : Tag::nChw8c);
+  }
   return memory::desc(user.dims(), memory::data_type::f32, Tag::any);
 }
 

@@ -40,8 +40,11 @@ def main():
         print(f"| {size_name(n)} | {rill:.0f} MB/s | {in_message:.0f} MB/s | {pb:.0f} MB/s | {tcp:.0f} MB/s "
               f"| {rill / tcp:.2f} | {in_message / tcp:.2f} | {rill / pb:.2f} |")
     print()
-    for n in (4, 1 << 20, 16 << 20):
-        print(f"sync step (send + barrier + get), {n} bytes each way: {m[f'BM_PserverStep/{n}'][1]:.0f} us")
+    for n in (1024, 1 << 20, 16 << 20):
+        print(f"sync step (send + barrier + get), {size_name(n)} each way: {m[f'BM_PserverStep/{n}'][1]:.0f} us")
+    step, rpc = m["BM_PserverStep/1024"][1], m["BM_Send_Protobuf/1024"][1]
+    print(f"1 KiB sync step against a plain gRPC round trip of 1 KiB (protobuf): {step:.0f} / {rpc:.0f} us = "
+          f"{step / rpc:.2f} round trips")
 
 
 if __name__ == "__main__":

@@ -188,6 +188,15 @@ Args ParseArgs(int argc, char** argv) {
   transpile->add_option("-o", a.output, "the directory to write")->type_name("DIR");
   transpile->add_option("--deadline-ms", a.deadline_ms, "the transport ops' deadline")->type_name("MS");
   transpile
+      ->add_option("--mode", a.mode,
+                   "sync (default: the pservers average every trainer's gradients an iteration) or async (each "
+                   "trainer's step applied alone, as it arrives)")
+      ->type_name("sync|async");
+  transpile
+      ->add_option("--max-staleness", a.max_staleness,
+                   "async: how many steps a trainer may run ahead of the slowest other one (default: no bound)")
+      ->type_name("S");
+  transpile
       ->add_option("--transport", a.transport,
                    "grpc (send/recv/listen_and_serv, default) or mpi "
                    "(send_mpi/recv_mpi/listen_and_serv_mpi)")

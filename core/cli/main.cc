@@ -436,7 +436,9 @@ int CmdBackward(const Args& a, const Registry& registry) {
 }
 
 int CmdTranspile(const Args& a, const Registry& registry) {
-  const char* usage = "transpile PROGRAM --startup PROG --trainers N --pservers HOST:PORT,... -o DIR";
+  const char* usage =
+      "transpile PROGRAM --startup PROG --trainers N --pservers HOST:PORT,... -o DIR [--mode sync|async "
+      "[--max-staleness S]]";
   ExpectPositional(a, 2, usage);
   if (a.startup.empty() || a.trainers.empty() || a.pservers.empty() || a.output.empty()) {
     throw UsageError(std::string("usage: rill ") + usage);
@@ -457,6 +459,14 @@ int CmdTranspile(const Args& a, const Registry& registry) {
   if (!a.deadline_ms.empty()) {
     options.deadline_ms = PositiveCount("--deadline-ms", a.deadline_ms, false);
     if (options.deadline_ms > INT32_MAX) throw UsageError("--deadline-ms is at most " + std::to_string(INT32_MAX));
+  }
+  if (!a.mode.empty() && a.mode != "sync" && a.mode != "async") {
+    throw UsageError("--mode is sync or async, got '" + a.mode + "'");
+  }
+  options.sync = a.mode != "async";
+  if (!a.max_staleness.empty()) {
+    if (options.sync) throw UsageError("--max-staleness bounds asynchronous training: give it with --mode async");
+    options.max_staleness = PositiveCount("--max-staleness", a.max_staleness, true);
   }
   const proto::ProgramDesc train = LoadProgram(a.positional[1]);
   ValidateProgramOrThrow(train, registry);

@@ -286,7 +286,8 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
         .Attr("ParamList", param_list)
         .Attr("GradList", grad_list)
         .Attr("Fanin", options.trainers)
-        .Attr("sync_mode", true);
+        .Attr("sync_mode", options.sync);
+    if (!options.sync) serve.Attr("max_staleness", options.max_staleness);
     MaybeDeadline(serve, options.deadline_ms);
     out.pservers.push_back(pb.Build());
 
@@ -325,7 +326,7 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
       .Output("Out", names)
       .Attr("endpoints", options.pservers)
       .Attr("epmap", epmap)
-      .Attr("sync_mode", true);
+      .Attr("sync_mode", options.sync);
   MaybeDeadline(send, options.deadline_ms);
 
   out.trainer_startup = startup;

@@ -42,6 +42,12 @@ struct TranspileOptions {
   // The transport's op types, chosen by the plugin that will run them.
   std::string send_op = "send", recv_op = "recv", serve_op = "listen_and_serv";
   int64_t deadline_ms = 0;  // 0: the ops' default
+  // Synchronous training (the pservers average every trainer's gradients an iteration),
+  // or asynchronous: each trainer's step applied alone, a trainer at most max_staleness
+  // steps ahead of the others (-1: no bound). The send and serve ops' sync_mode, and the
+  // serve op's max_staleness.
+  bool sync = true;
+  int64_t max_staleness = -1;
 };
 
 struct TranspiledPrograms {

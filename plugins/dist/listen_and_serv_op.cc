@@ -14,8 +14,16 @@ void Serve(KernelContext& ctx) {
     throw Error(op.type() + ": ParamList and GradList must pair one gradient with each parameter; got " +
                 std::to_string(params.size()) + " and " + std::to_string(grads.size()));
   }
-  if (!op.Attr<bool>("sync_mode")) {
-    throw Error(op.type() + ": sync_mode false (asynchronous training) is not supported; use sync_mode true");
+  TrainingMode mode;
+  mode.sync = op.Attr<bool>("sync_mode");
+  mode.max_staleness = op.Attr<int64_t>("max_staleness");
+  if (mode.sync && mode.max_staleness >= 0) {
+    throw Error(op.type() + ": max_staleness " + std::to_string(mode.max_staleness) +
+                " bounds asynchronous training; with sync_mode true every step is in lockstep: leave it -1");
+  }
+  if (mode.max_staleness < -1) {
+    throw Error(op.type() + ": max_staleness " + std::to_string(mode.max_staleness) +
+                " is negative; give -1 (no bound) or a number of iterations");
   }
   const std::string endpoint = op.Attr<std::string>("endpoint");
   CheckEndpoint(op.type(), endpoint);
@@ -44,10 +52,11 @@ void Serve(KernelContext& ctx) {
   const Transport& transport = ThisTransport();
   const std::shared_ptr<DataPath> data_path =
       transport.join_as_pserver ? transport.join_as_pserver(endpoint, options) : nullptr;
-  ParameterServer server(endpoint, static_cast<int32_t>(op.Attr<int64_t>("Fanin")), specs, options, data_path.get());
+  ParameterServer server(endpoint, static_cast<int32_t>(op.Attr<int64_t>("Fanin")), specs, options, data_path.get(),
+                         mode);
   server.Start(snapshot());
   Log(RILL_LOG_INFO, op.type() + ": serving " + std::to_string(params.size()) + " parameters on " + server.endpoint() +
-                         " for " + std::to_string(op.Attr<int64_t>("Fanin")) + " trainers");
+                         " for " + std::to_string(op.Attr<int64_t>("Fanin")) + " trainers, " + mode.Describe());
   PserverHooks hooks;
   hooks.gradient = [&](size_t i) {
     Variable v = scope.Var(grads[i]);
@@ -75,15 +84,18 @@ void ListenAndServ(KernelContext& ctx) {
 void RegisterListenAndServ(Registrar& r) {
   const Transport& t = ThisTransport();
   r.Op(OpSchema(t.listen_and_serv)
-           .Doc("Pserver side of sync parameter-server training (" + t.name +
+           .Doc("Pserver side of parameter-server training (" + t.name +
                 "): listens on `endpoint` (that "
-                "address only), and for each iteration waits until all Fanin trainers sent their gradients and "
-                "barrier, writes each GradList variable as the average of the trainers' gradients (SelectedRows "
-                "from every trainer stay SelectedRows, their values scaled by 1/trainers), runs "
-                "OptimizeBlock once, then serves the ParamList parameters. Ends when every trainer "
-                "completed. A trainer missing a barrier past the deadline (deadline_ms, or "
-                "RILL_RPC_DEADLINE_MS) is an error naming it. Parameters must be initialized first (the "
-                "pserver's startup program). RILL_DIST_TOKEN and RILL_TLS_CERT/RILL_TLS_KEY secure it. " +
+                "address only). Sync mode: for each iteration waits until all Fanin trainers sent their gradients "
+                "and barrier, writes each GradList variable as the average of the trainers' gradients "
+                "(SelectedRows from every trainer stay SelectedRows, their values scaled by 1/trainers), runs "
+                "OptimizeBlock once, then serves the ParamList parameters. Async mode (sync_mode false): runs "
+                "OptimizeBlock on each trainer's step alone, as it arrives, with that trainer's gradients as "
+                "they are, and answers the step with the parameters; max_staleness S >= 0 holds a trainer's "
+                "answer until no other trainer is more than S steps behind. Ends when every trainer "
+                "completed. A trainer missing past the deadline (deadline_ms, or RILL_RPC_DEADLINE_MS) is an "
+                "error naming it. Parameters must be initialized first (the pserver's startup program). "
+                "RILL_DIST_TOKEN and RILL_TLS_CERT/RILL_TLS_KEY secure it. " +
                 t.doc)
            .Input("X", "the gradients received (documentation; GradList is what counts)",
                   RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
@@ -92,7 +104,10 @@ void RegisterListenAndServ(Registrar& r) {
            .RequiredAttr("ParamList", RILL_ATTR_STRINGS, "the parameters this pserver owns")
            .RequiredAttr("GradList", RILL_ATTR_STRINGS, "the gradient of each parameter, in ParamList's order")
            .Attr("Fanin", int64_t{1}, "the number of trainers")
-           .Attr("sync_mode", true, "synchronous training (the only mode supported)")
+           .Attr("sync_mode", true, "synchronous training; false: asynchronous")
+           .Attr("max_staleness", int64_t{-1},
+                 "async only: how many steps a trainer may run ahead of the slowest other trainer still "
+                 "training; -1: no bound")
            .Attr("deadline_ms", int64_t{0},
                  "how long to wait for a trainer, in ms; 0: 120000 (RILL_RPC_DEADLINE_MS overrides)"));
   r.Kernel(t.listen_and_serv.c_str(), RILL_CPU, RILL_ANY_DTYPE, &ListenAndServ);

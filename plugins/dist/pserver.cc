@@ -12,16 +12,24 @@
 
 namespace rill::dist {
 
-// A Barrier or Step call, answered once its iteration is optimized: a Barrier's with a
-// Reply, a step's with the parameters it pulls (`params`: their indices, in its order).
-struct ParameterServer::PendingBarrier {
+// A call answered later (Fill): a Barrier's with a Reply once its iteration is
+// optimized; a Step's with the parameters it pulls (`params`: their indices, in its
+// order); an async GetVariable's with its parameter, once the update running is done.
+struct ParameterServer::PendingCall {
+  enum class Kind { kBarrier, kStep, kGet };
   grpc::ServerUnaryReactor* reactor;
   grpc::ByteBuffer* response;
-  bool step = false;
+  Kind kind = Kind::kBarrier;
   int32_t trainer = 0;
+  int64_t iteration = 0;
   std::vector<v1::GetRequest> pulls;
   std::vector<size_t> params;
 };
+
+std::string TrainingMode::Describe() const {
+  if (sync) return "sync";
+  return max_staleness < 0 ? "async" : "async, staleness at most " + std::to_string(max_staleness);
+}
 
 // Lock order: alive_mu (held while a callback runs) -> the server's mu_ -> count_mu.
 struct ParameterServer::InFlight {
@@ -88,7 +96,10 @@ class ParameterServer::Service final
   }
   grpc::ServerUnaryReactor* GetVariable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) override {
-    return Unary(ctx, [&] { return server_->OnGet(*request, response); });
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    grpc::Status status = server_->CheckToken(ctx);
+    if (!status.ok() || server_->OnGet(*request, response, reactor, &status)) reactor->Finish(status);
+    return reactor;
   }
 
  private:
@@ -116,12 +127,13 @@ std::string DimsText(const std::vector<int64_t>& dims) {
 }  // namespace
 
 ParameterServer::ParameterServer(std::string endpoint, int32_t fanin, std::vector<ParamSpec> params,
-                                 TransportOptions options, DataPath* data_path)
+                                 TransportOptions options, DataPath* data_path, TrainingMode mode)
     : endpoint_(std::move(endpoint)),
       fanin_(fanin),
       params_(std::move(params)),
       options_(std::move(options)),
       data_path_(data_path),
+      mode_(mode),
       in_flight_(std::make_shared<InFlight>()) {
   in_flight_->server = this;
   if (fanin_ < 1) throw std::runtime_error("Fanin must be at least 1, got " + std::to_string(fanin_));
@@ -310,7 +322,13 @@ grpc::Status ParameterServer::AdmitGradient(const v1::VariableHeader& h, size_t*
                    DataTypeName(p.dtype) + " " + DimsText(p.dims) + " (parameter '" + p.param + "')");
   }
   if (stopped_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "pserver is stopping");
-  if (h.iteration() != current_ + 1 || optimizing_) {
+  if (!mode_.sync && h.iteration() != trainers_[trainer].barrier + 1) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "'" + h.name() + "' of iteration " + std::to_string(h.iteration()) + " from trainer " +
+                            std::to_string(trainer) + ": the pserver takes its iteration " +
+                            std::to_string(trainers_[trainer].barrier + 1) + " (asynchronous training)");
+  }
+  if (mode_.sync && (h.iteration() != current_ + 1 || optimizing_)) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         "'" + h.name() + "' of iteration " + std::to_string(h.iteration()) + " from trainer " +
                             std::to_string(trainer) + ": the pserver collects iteration " +
@@ -419,7 +437,13 @@ grpc::Status ParameterServer::AdmitBarrier(int32_t trainer, int64_t iteration) {
   if (auto s = CheckTrainer(trainer); !s.ok()) return s;
   Seen(trainer, iteration);
   const TrainerState& t = trainers_[trainer];
-  if (iteration != current_ + 1 || t.barrier == iteration) {
+  if (!mode_.sync && iteration != t.barrier + 1) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "step of iteration " + std::to_string(iteration) + " from trainer " + std::to_string(trainer) +
+                            ": the pserver takes its iteration " + std::to_string(t.barrier + 1) +
+                            " (asynchronous training)");
+  }
+  if (mode_.sync && (iteration != current_ + 1 || t.barrier == iteration)) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         "barrier of iteration " + std::to_string(iteration) + " from trainer " +
                             std::to_string(trainer) + ": the pserver is at iteration " + std::to_string(current_ + 1) +
@@ -444,10 +468,17 @@ bool ParameterServer::OnBarrier(const grpc::ByteBuffer& request, grpc::ByteBuffe
     *status = Invalid(e.what());
     return true;
   }
+  if (!mode_.sync) {
+    *status = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                           "this pserver trains asynchronously (" + mode_.Describe() +
+                               "): it has no barrier; a trainer's Step is its iteration");
+    return true;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (*status = AdmitBarrier(r.trainer_id(), r.iteration()); !status->ok()) return true;
   trainers_[r.trainer_id()].barrier = r.iteration();
-  pending_.push_back(PendingBarrier{reactor, response, false, 0, {}, {}});
+  pending_.push_back(
+      PendingCall{reactor, response, PendingCall::Kind::kBarrier, r.trainer_id(), r.iteration(), {}, {}});
   changed_.notify_all();
   return false;  // answered once the iteration is optimized
 }
@@ -477,7 +508,8 @@ bool ParameterServer::OnStep(const grpc::ByteBuffer& request, grpc::ByteBuffer* 
       return true;
     }
   }
-  PendingBarrier pending{reactor, response, true, trainer, std::move(step.parameters), {}};
+  PendingCall pending{reactor, response, PendingCall::Kind::kStep, trainer, step.iteration, std::move(step.parameters),
+                      {}};
   for (const auto& pull : pending.pulls) {
     if (pull.trainer_id() != trainer || pull.iteration() != step.iteration) {
       *status = Invalid("the pull of '" + pull.name() + "' is trainer " + std::to_string(pull.trainer_id()) +
@@ -501,21 +533,33 @@ bool ParameterServer::OnStep(const grpc::ByteBuffer& request, grpc::ByteBuffer* 
   if (*status = AdmitBarrier(trainer, step.iteration); !status->ok()) return true;
   // Every gradient or none: one refused leaves the slots the step filled empty again.
   std::vector<size_t> taken;
+  const auto refuse = [&](grpc::Status why) {
+    for (size_t g : taken) {
+      bytes_in_ -= slots_[g][trainer].gradient.bytes.size();
+      slots_[g][trainer].gradient.bytes = ReceivedBytes();
+      slots_[g][trainer].state = SlotState::EMPTY;
+    }
+    *status = std::move(why);
+    return true;
+  };
   for (auto& [header, data] : step.gradients) {
     size_t grad = 0;
-    if (*status = AdmitGradient(header, &grad); !status->ok()) {
-      for (size_t g : taken) {
-        bytes_in_ -= slots_[g][trainer].gradient.bytes.size();
-        slots_[g][trainer].gradient.bytes = ReceivedBytes();
-        slots_[g][trainer].state = SlotState::EMPTY;
-      }
-      return true;
-    }
+    if (grpc::Status s = AdmitGradient(header, &grad); !s.ok()) return refuse(std::move(s));
     TakeInMessage(grad, header, std::move(data));
     taken.push_back(grad);
   }
+  if (!mode_.sync) {  // applied alone: it brings every gradient, or sent it before
+    for (size_t g = 0; g < params_.size(); ++g) {
+      if (slots_[g][trainer].state != SlotState::FULL) {
+        return refuse(Invalid(of_step + " lacks '" + params_[g].grad +
+                              "'; asynchronous training applies each step alone, so every step sends every "
+                              "gradient this pserver takes (" +
+                              NamesOf(&ParamSpec::grad) + ")"));
+      }
+    }
+  }
   trainers_[trainer].barrier = step.iteration;
-  pending_.push_back(std::move(pending));
+  (mode_.sync ? pending_ : steps_).push_back(std::move(pending));
   changed_.notify_all();
   return false;  // answered once the iteration is optimized
 }
@@ -535,34 +579,48 @@ grpc::Status ParameterServer::OnComplete(const grpc::ByteBuffer& request) {
   return grpc::Status::OK;
 }
 
-grpc::Status ParameterServer::OnGet(const grpc::ByteBuffer& request, grpc::ByteBuffer* response) {
+bool ParameterServer::OnGet(const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+                            grpc::ServerUnaryReactor* reactor, grpc::Status* status) {
   v1::GetRequest r;
   try {
     DecodeMessage(request, &r);
   } catch (const WireError& e) {
-    return Invalid(e.what());
+    *status = Invalid(e.what());
+    return true;
   }
   if (r.has_out_of_band()) {
-    if (auto s = CheckRoute(r.out_of_band()); !s.ok()) return s;
+    if (*status = CheckRoute(r.out_of_band()); !status->ok()) return true;
   }
   std::lock_guard<std::mutex> lock(mu_);
   const size_t param = IndexOf(&ParamSpec::param, r.name());
   if (param == params_.size()) {
-    return grpc::Status(
+    *status = grpc::Status(
         grpc::StatusCode::NOT_FOUND,
         "unknown variable '" + r.name() + "'; this pserver serves the parameters " + NamesOf(&ParamSpec::param));
+    return true;
   }
-  if (auto s = CheckTrainer(r.trainer_id()); !s.ok()) return s;
+  if (*status = CheckTrainer(r.trainer_id()); !status->ok()) return true;
   Seen(r.trainer_id(), r.iteration());
-  if (stopped_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "pserver is stopping");
-  if (r.iteration() == current_ && !optimizing_) {
-    Respond(param, r.trainer_id(), r, response);
-    return grpc::Status::OK;
+  if (stopped_) {
+    *status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "pserver is stopping");
+    return true;
   }
-  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                      "'" + r.name() + "' of iteration " + std::to_string(r.iteration()) + " for trainer " +
-                          std::to_string(r.trainer_id()) + ": the pserver holds iteration " + std::to_string(current_) +
-                          (r.iteration() == current_ + 1 ? " (ask after the barrier of that iteration returns)" : ""));
+  if (!mode_.sync && optimizing_) {  // the parameters as they are once the update running is done
+    pending_.push_back(
+        PendingCall{reactor, response, PendingCall::Kind::kGet, r.trainer_id(), r.iteration(), {r}, {param}});
+    return false;
+  }
+  if (r.iteration() == current_ || !mode_.sync) {
+    Respond(param, r.trainer_id(), r, response);
+    *status = grpc::Status::OK;
+    return true;
+  }
+  *status =
+      grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                   "'" + r.name() + "' of iteration " + std::to_string(r.iteration()) + " for trainer " +
+                       std::to_string(r.trainer_id()) + ": the pserver holds iteration " + std::to_string(current_) +
+                       (r.iteration() == current_ + 1 ? " (ask after the barrier of that iteration returns)" : ""));
+  return true;
 }
 
 grpc::Status ParameterServer::OnOpenDataPath(grpc::ByteBuffer* response) {
@@ -581,6 +639,7 @@ grpc::Status ParameterServer::OnStatus(grpc::ByteBuffer* response) {
   status.set_fanin(fanin_);
   for (const auto& p : params_) status.add_parameters(p.param);
   status.set_data_path(data_path_ ? data_path_->Name() : "messages");
+  status.set_mode(mode_.Describe());
   const auto now = std::chrono::steady_clock::now();
   const auto ms = [](std::chrono::steady_clock::duration d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
@@ -604,7 +663,8 @@ grpc::Status ParameterServer::OnStatus(grpc::ByteBuffer* response) {
         out->set_state(v1::TrainerStatus::COMPLETED);
       } else if (t.last_seen_iteration < 0) {
         out->set_state(v1::TrainerStatus::NOT_CONNECTED);
-      } else if (t.barrier == current_ + 1) {
+      } else if (mode_.sync ? t.barrier == current_ + 1 : t.barrier > t.answered) {
+        // async: its step is queued, or applied with its answer held (staleness)
         out->set_state(v1::TrainerStatus::AT_BARRIER);
         out->set_iteration(t.barrier);
       } else {
@@ -641,13 +701,51 @@ void ParameterServer::Respond(size_t param, int32_t trainer, const v1::GetReques
 }
 
 void ParameterServer::FinishPending(const grpc::Status& status) {
-  std::vector<PendingBarrier> pending;
+  std::vector<PendingCall> pending;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopped_ = true;
-    pending.swap(pending_);
+    for (auto* calls : {&pending_, &steps_, &held_}) {
+      pending.insert(pending.end(), calls->begin(), calls->end());
+      calls->clear();
+    }
   }
   for (auto& p : pending) p.reactor->Finish(status);
+}
+
+void ParameterServer::Fill(PendingCall& call) {
+  switch (call.kind) {
+    case PendingCall::Kind::kBarrier: *call.response = EncodeMessage(v1::Reply()); return;
+    case PendingCall::Kind::kGet: Respond(call.params[0], call.trainer, call.pulls[0], call.response); return;
+    case PendingCall::Kind::kStep: {
+      std::vector<grpc::ByteBuffer> parameters(call.params.size());
+      for (size_t i = 0; i < call.params.size(); ++i)
+        Respond(call.params[i], call.trainer, call.pulls[i], &parameters[i]);
+      *call.response = EncodeStepReply(parameters);
+      return;
+    }
+  }
+}
+
+void ParameterServer::AwaitParametersReleased(std::unique_lock<std::mutex>& lock, int64_t k) {
+  lock.unlock();
+  const bool released = params_lease_.WaitReleased(options_.deadline);
+  lock.lock();
+  if (!released) {
+    throw std::runtime_error("pserver " + bound_endpoint_ + ": iteration " + std::to_string(k) +
+                             ": the parameters of iteration " + std::to_string(current_) +
+                             " were not all taken by the trainers within " + std::to_string(options_.deadline.count()) +
+                             " ms (RILL_RPC_DEADLINE_MS)");
+  }
+}
+
+bool ParameterServer::MayAnswer(int32_t trainer, int64_t iteration) const {
+  if (mode_.max_staleness < 0) return true;
+  for (size_t u = 0; u < trainers_.size(); ++u) {
+    if (static_cast<int32_t>(u) == trainer || trainers_[u].completed) continue;
+    if (trainers_[u].barrier < iteration - mode_.max_staleness) return false;
+  }
+  return true;
 }
 
 bool ParameterServer::AllCompleted() const {
@@ -673,7 +771,7 @@ std::string ParameterServer::Missing() const {
   const auto now = std::chrono::steady_clock::now();
   for (size_t i = 0; i < trainers_.size(); ++i) {
     const TrainerState& t = trainers_[i];
-    if (t.completed || t.barrier == current_ + 1) continue;
+    if (t.completed || (mode_.sync && t.barrier == current_ + 1)) continue;
     os << (first ? "" : "; ") << "trainer " << i;
     if (t.last_seen_iteration < 0) {
       os << " (never connected)";
@@ -688,7 +786,11 @@ std::string ParameterServer::Missing() const {
 
 void ParameterServer::Serve(const PserverHooks& hooks) {
   try {
-    ServeIterations(hooks);
+    if (mode_.sync) {
+      ServeIterations(hooks);
+    } else {
+      ServeSteps(hooks);
+    }
   } catch (const std::exception& e) {
     // Trainers waiting for parameters learn why instead of waiting for their deadline.
     FinishPending(grpc::Status(grpc::StatusCode::ABORTED, e.what()));
@@ -728,13 +830,8 @@ void ParameterServer::ServeIterations(const PserverHooks& hooks) {
         }
       }
     }
+    AwaitParametersReleased(lock, k);  // no response still reads the parameters
     lock.unlock();
-    if (!params_lease_.WaitReleased(options_.deadline)) {  // no response still reads the parameters
-      throw std::runtime_error("pserver " + bound_endpoint_ + ": iteration " + std::to_string(k) +
-                               ": the parameters of iteration " + std::to_string(current_) +
-                               " were not all taken by the trainers within " +
-                               std::to_string(options_.deadline.count()) + " ms (RILL_RPC_DEADLINE_MS)");
-    }
     for (size_t g = 0; g < params_.size(); ++g) {
       if (parts[g].empty()) {
         throw std::runtime_error("pserver " + bound_endpoint_ + ": iteration " + std::to_string(k) +
@@ -756,19 +853,74 @@ void ParameterServer::ServeIterations(const PserverHooks& hooks) {
         slot.gradient.bytes = ReceivedBytes();  // gRPC's receive buffers go back
       }
     }
-    std::vector<PendingBarrier> ready;
+    std::vector<PendingCall> ready;
     ready.swap(pending_);
-    for (auto& p : ready) {
-      if (!p.step) {
-        *p.response = EncodeMessage(v1::Reply());
-        continue;
-      }
-      std::vector<grpc::ByteBuffer> parameters(p.params.size());
-      for (size_t i = 0; i < p.params.size(); ++i) Respond(p.params[i], p.trainer, p.pulls[i], &parameters[i]);
-      *p.response = EncodeStepReply(parameters);
-    }
+    for (auto& p : ready) Fill(p);
     lock.unlock();
     for (auto& p : ready) p.reactor->Finish(grpc::Status::OK);
+    lock.lock();
+  }
+}
+
+void ParameterServer::ServeSteps(const PserverHooks& hooks) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto answerable = [&] {
+    return std::any_of(held_.begin(), held_.end(),
+                       [&](const PendingCall& c) { return MayAnswer(c.trainer, c.iteration); });
+  };
+  while (true) {
+    const auto give_up = std::chrono::steady_clock::now() + options_.deadline;
+    if (!changed_.wait_until(lock, give_up, [&] {
+          return !steps_.empty() || answerable() || AllCompleted() || !transfer_error_.empty();
+        })) {
+      throw std::runtime_error("pserver " + bound_endpoint_ + ": no step within " +
+                               std::to_string(options_.deadline.count()) + " ms (RILL_RPC_DEADLINE_MS) from " +
+                               Missing());
+    }
+    if (!transfer_error_.empty()) throw std::runtime_error("pserver " + bound_endpoint_ + ": " + transfer_error_);
+    if (!steps_.empty()) {
+      PendingCall step = std::move(steps_.front());
+      steps_.erase(steps_.begin());
+      const int32_t t = step.trainer;
+      optimizing_ = true;
+      AwaitParametersReleased(lock, step.iteration);  // no response still reads the parameters
+      std::vector<const ReceivedGradient*> part(1);
+      lock.unlock();
+      for (size_t g = 0; g < params_.size(); ++g) {
+        part[0] = &slots_[g][t].gradient;  // FULL since the step was taken; nobody writes it
+        WriteAverage(
+            params_[g].dtype, params_[g].dims, part, [&] { return hooks.gradient(g); },
+            [&](const std::vector<int64_t>& rows) { return hooks.sparse_gradient(g, rows); });
+      }
+      hooks.optimize();
+      std::vector<TensorBytes> now = hooks.parameters();
+      lock.lock();
+      published_ = std::move(now);
+      ++current_;
+      optimizing_ = false;
+      for (auto& per_grad : slots_) {
+        per_grad[t].state = SlotState::EMPTY;
+        per_grad[t].gradient.bytes = ReceivedBytes();
+      }
+      held_.push_back(std::move(step));
+    } else if (held_.empty() && AllCompleted()) {
+      break;
+    }
+    // Answer the gets that waited for the update, and every step the staleness bound lets go.
+    std::vector<PendingCall> ready;
+    ready.swap(pending_);
+    for (auto it = held_.begin(); it != held_.end();) {
+      if (!MayAnswer(it->trainer, it->iteration)) {
+        ++it;
+        continue;
+      }
+      trainers_[it->trainer].answered = it->iteration;
+      ready.push_back(std::move(*it));
+      it = held_.erase(it);
+    }
+    for (auto& c : ready) Fill(c);
+    lock.unlock();
+    for (auto& c : ready) c.reactor->Finish(grpc::Status::OK);
     lock.lock();
   }
 }

@@ -1,6 +1,6 @@
-// pserver.h — the parameter server behind listen_and_serv and listen_and_serv_mpi, sync mode.
+// pserver.h — the parameter server behind listen_and_serv and listen_and_serv_mpi.
 //
-// Contract:
+// Contract (sync mode, TrainingMode::sync):
 //  - Start() binds exactly the endpoint given (port 0: a free port, see endpoint()) and
 //    serves at once: the parameters published before it are iteration 0.
 //  - Serve() runs on the op's thread. For k = 1, 2, ...: it waits until every trainer not
@@ -12,6 +12,17 @@
 //    the message, its Barrier(k) and its GetVariable(k) calls in one: taken whole or
 //    refused whole, and answered with the parameters once iteration k is published. It returns when every trainer sent
 //    Complete, and throws when the deadline passes with trainers missing (naming them).
+//  - Async mode (TrainingMode::sync false): no barrier. Each trainer's Step(k) is applied
+//    alone, in arrival order: its gradients (with any it sent by SendVariable for k) are
+//    written as they are, not averaged, the optimize block runs, the parameters are
+//    published, and the step is answered with the parameters it pulls. A step must carry
+//    (or follow) every gradient this pserver takes. With max_staleness S >= 0, the answer
+//    to a trainer's step k waits until every other trainer still training had its step
+//    k - S taken (bounded staleness; the gradient is applied at once all the same).
+//    Barrier calls are refused; GetVariable answers the parameters as they are (after the
+//    update running, if one is). A trainer's iterations are its own: 1, 2, ... as it steps.
+//    Serve() returns when every trainer completed, and throws when the deadline passes
+//    with no step from trainers that have not completed (naming them).
 //  - A bad request (malformed, unknown variable or trainer, dtype or dims other than the
 //    parameter's, wrong iteration, duplicate, bad token) gets an error status for that
 //    call only; the server goes on serving the others.
@@ -58,6 +69,13 @@ struct ParamSpec {
   std::vector<int64_t> dims;
 };
 
+// How the trainers' gradients are applied: see the contract above.
+struct TrainingMode {
+  bool sync = true;
+  int64_t max_staleness = -1;    // async: -1, no bound
+  std::string Describe() const;  // "sync", "async", "async, staleness at most 2"
+};
+
 struct PserverHooks {
   // Memory for the averaged gradient `index` (the host's variable, dtype and dims of the param).
   std::function<void*(size_t index)> gradient;
@@ -73,7 +91,7 @@ class ParameterServer {
  public:
   // `data_path` (not owned; may be null): requests with a route move their bytes by it.
   ParameterServer(std::string endpoint, int32_t fanin, std::vector<ParamSpec> params, TransportOptions options,
-                  DataPath* data_path = nullptr);
+                  DataPath* data_path = nullptr, TrainingMode mode = {});
   ~ParameterServer();
   ParameterServer(const ParameterServer&) = delete;
   ParameterServer& operator=(const ParameterServer&) = delete;
@@ -92,16 +110,25 @@ class ParameterServer {
     size_t capacity = 0;
     std::function<void(const grpc::Status&)> answer_when_full;  // WRITING by the DataPath: its call
   };
-  struct PendingBarrier;
+  struct PendingCall;
   struct InFlight;
   struct TrainerState {
-    int64_t barrier = 0;  // last iteration it reached the barrier of
+    int64_t barrier = 0;   // last iteration it reached the barrier of (async: whose step was taken)
+    int64_t answered = 0;  // async: last iteration whose step was answered
     bool completed = false;
     int64_t last_seen_iteration = -1;
     std::chrono::steady_clock::time_point last_seen{};
   };
 
   void ServeIterations(const PserverHooks& hooks);
+  void ServeSteps(const PserverHooks& hooks);  // async mode
+  // Async: whether the step of `trainer` at `iteration` may be answered (staleness bound).
+  bool MayAnswer(int32_t trainer, int64_t iteration) const;
+  // Fills a pending call's response from the published parameters (under mu_).
+  void Fill(PendingCall& call);
+  // Waits (holding `lock` on mu_ between waits) until no response reads the published
+  // parameters; throws naming iteration `k` if that takes past the deadline.
+  void AwaitParametersReleased(std::unique_lock<std::mutex>& lock, int64_t k);
   grpc::Status CheckToken(grpc::CallbackServerContext* ctx) const;
   // A SendVariable request from gRPC or pushed by the DataPath; answered now, or once its
   // bytes arrived by the DataPath.
@@ -123,7 +150,9 @@ class ParameterServer {
   // Fills the slot of an admitted gradient whose bytes came in its message (under mu_).
   void TakeInMessage(size_t grad, const v1::VariableHeader& header, ReceivedBytes data);
   grpc::Status OnComplete(const grpc::ByteBuffer& request);
-  grpc::Status OnGet(const grpc::ByteBuffer& request, grpc::ByteBuffer* response);
+  // Answers now (returns true, with *status) or, async while an update runs, after it.
+  bool OnGet(const grpc::ByteBuffer& request, grpc::ByteBuffer* response, grpc::ServerUnaryReactor* reactor,
+             grpc::Status* status);
   grpc::Status OnOpenDataPath(grpc::ByteBuffer* response);
   grpc::Status OnStatus(grpc::ByteBuffer* response);
   grpc::Status CheckTrainer(int32_t trainer) const;
@@ -143,6 +172,7 @@ class ParameterServer {
   const std::vector<ParamSpec> params_;
   const TransportOptions options_;
   DataPath* const data_path_;
+  const TrainingMode mode_;
   std::shared_ptr<InFlight> in_flight_;
   std::string bound_endpoint_;
   std::unique_ptr<Service> service_;
@@ -157,8 +187,10 @@ class ParameterServer {
   std::vector<TensorBytes> published_;
   std::vector<std::vector<Slot>> slots_;  // [grad][trainer]
   std::vector<TrainerState> trainers_;
-  std::vector<PendingBarrier> pending_;  // answered after the next optimize
-  std::string transfer_error_;           // a DataPath send of the parameters that failed
+  std::vector<PendingCall> pending_;  // sync: answered after the next optimize; async: GetVariable calls
+  std::vector<PendingCall> steps_;    // async: steps taken, not yet applied, in arrival order
+  std::vector<PendingCall> held_;     // async: steps applied, their answers held (staleness)
+  std::string transfer_error_;        // a DataPath send of the parameters that failed
   // For Status: counted as they happen, never reset.
   std::chrono::steady_clock::time_point started_{};
   uint64_t bytes_in_ = 0, bytes_out_ = 0;  // tensor bytes of gradients taken, parameters served

@@ -44,7 +44,7 @@ void RegisterRecv(Registrar& r) {
            .OptionalAttr("ParamList", RILL_ATTR_STRINGS, "seed form: the parameters served")
            .OptionalAttr("GradList", RILL_ATTR_STRINGS, "seed form: their gradients")
            .Attr("Fanin", int64_t{1}, "seed form: the number of trainers")
-           .Attr("sync_mode", true, "synchronous training (the only mode supported)")
+           .Attr("sync_mode", true, "Fluid's attribute; a parameter pull is the same in either mode")
            .Attr("deadline_ms", int64_t{0}, "deadline in ms; 0: 120000 (RILL_RPC_DEADLINE_MS overrides)"));
   r.StatefulKernel<Recv>(t.recv.c_str(), RILL_CPU, RILL_ANY_DTYPE);
 }

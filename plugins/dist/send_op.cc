@@ -23,9 +23,6 @@ class Send {
  public:
   explicit Send(const OpInfo& op)
       : fetcher_(op), grads_(op.InputNames("X")), epmap_(CheckedEpmap(op, grads_.size(), "X")) {
-    if (!op.Attr<bool>("sync_mode")) {
-      throw Error(op.type() + ": sync_mode false (asynchronous training) is not supported; use sync_mode true");
-    }
     if (op.OutputCount("Out") != 0 && op.OutputCount("Out") != grads_.size()) {
       throw Error(op.type() + ": Out pairs with X (the parameter of each gradient); got " +
                   std::to_string(op.OutputCount("Out")) + " for " + std::to_string(grads_.size()));
@@ -294,7 +291,8 @@ void RegisterSend(Registrar& r) {
            .Doc("Trainer side of sync parameter-server training (" + t.name +
                 "): sends each gradient X[i] to the "
                 "pserver epmap[i], then a barrier to every pserver, then fetches each parameter Out[i] of "
-                "the same iteration from epmap[i] once the pservers ran their optimize blocks. When the "
+                "the same iteration from epmap[i] once the pservers ran their optimize blocks, all in one "
+                "round trip per pserver (its Step call). When the "
                 "trainer's run ends, every pserver it used is told the trainer completed. Every RPC and "
                 "transfer has a deadline (deadline_ms, or RILL_RPC_DEADLINE_MS); a pserver that is gone or "
                 "silent is an error naming its endpoint. " +
@@ -305,7 +303,9 @@ void RegisterSend(Registrar& r) {
            .Attr("endpoints", std::vector<std::string>{},
                  "every pserver endpoint (HOST:PORT) to barrier; default: those of epmap")
            .RequiredAttr("epmap", RILL_ATTR_STRINGS, "the pserver endpoint of each X (and Out)")
-           .Attr("sync_mode", true, "synchronous training (the only mode supported)")
+           .Attr("sync_mode", true,
+                 "synchronous training; false: asynchronous, each step applied alone as it arrives (the "
+                 "trainer's side is the same step: the pserver's listen_and_serv decides)")
            .Attr("trainer_id", int64_t{-1}, "this trainer's index in [0, Fanin); " + t.trainer_id_doc)
            .Attr("deadline_ms", int64_t{0}, "deadline of every RPC in ms; 0: 120000 (RILL_RPC_DEADLINE_MS overrides)"));
   r.StatefulKernel<Send>(t.send.c_str(), RILL_CPU, RILL_ANY_DTYPE);

@@ -98,13 +98,17 @@ std::string Seconds(int64_t ms) {
   return buf;
 }
 
-std::string TrainerLine(const v1::TrainerStatus& t) {
+// `sync`: the pserver trains synchronously, so a waiting trainer waits at a barrier; async,
+// for the answer to its step.
+std::string TrainerLine(const v1::TrainerStatus& t, bool sync) {
   std::ostringstream os;
   os << "  trainer " << t.trainer_id() << ": ";
   switch (t.state()) {
     case v1::TrainerStatus::NOT_CONNECTED: return os.str() + "not connected";
     case v1::TrainerStatus::TRAINING: os << "training (last named iteration " << t.iteration() << ")"; break;
-    case v1::TrainerStatus::AT_BARRIER: os << "waiting at the barrier of iteration " << t.iteration(); break;
+    case v1::TrainerStatus::AT_BARRIER:
+      os << (sync ? "waiting at the barrier of iteration " : "waiting for the answer to its step ") << t.iteration();
+      break;
     case v1::TrainerStatus::COMPLETED: os << "completed"; break;
     default: os << "state " << t.state(); break;
   }
@@ -123,14 +127,16 @@ void PrintText(const v1::ServerStatus& s) {
   for (const auto& p : s.parameters()) params += (params.empty() ? "" : ", ") + p;
   std::printf("pserver %s: iteration %lld%s, up %s\n", s.endpoint().c_str(), static_cast<long long>(s.iteration()),
               s.optimizing() ? " (optimizing the next)" : "", Seconds(s.uptime_ms()).c_str());
-  std::printf("  trainers: %d of %d connected, %d at the barrier, %d completed\n", connected, s.fanin(), at_barrier,
-              completed);
+  const bool sync = s.mode().empty() || s.mode() == "sync";  // an older pserver's status has no mode
+  std::printf("  training: %s\n", s.mode().empty() ? "sync" : s.mode().c_str());
+  std::printf("  trainers: %d of %d connected, %d %s, %d completed\n", connected, s.fanin(), at_barrier,
+              sync ? "at the barrier" : "waiting for their step's answer", completed);
   std::printf("  barrier waits: %lld, %s in all\n", static_cast<long long>(s.barrier_waits()),
               Seconds(s.barrier_wait_ms()).c_str());
   std::printf("  tensor bytes: %s in (gradients), %s out (parameters); large tensors travel by %s\n",
               Bytes(s.bytes_in()).c_str(), Bytes(s.bytes_out()).c_str(), s.data_path().c_str());
   std::printf("  parameters: %s\n", params.c_str());
-  for (const auto& t : s.trainers()) std::printf("%s\n", TrainerLine(t).c_str());
+  for (const auto& t : s.trainers()) std::printf("%s\n", TrainerLine(t, sync).c_str());
 }
 
 void PrintJson(const v1::ServerStatus& s) {

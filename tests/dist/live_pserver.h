@@ -22,7 +22,8 @@ namespace rill::dist {
 // One parameter w (float32 [2]) and a pserver whose optimize block is w -= 0.5 * grad.
 class Pserver {
  public:
-  explicit Pserver(int32_t fanin, TransportOptions options = {}) : server_("127.0.0.1:0", fanin, {Spec()}, options) {
+  explicit Pserver(int32_t fanin, TransportOptions options = {}, TrainingMode mode = {})
+      : server_("127.0.0.1:0", fanin, {Spec()}, options, nullptr, mode) {
     server_.Start({Bytes()});
     serving_ = std::async(std::launch::async, [this] {
       PserverHooks hooks;

@@ -175,6 +175,73 @@ TEST(DistPserver, AStepWithAPartRefusedIsRefusedWholeAndTakesNothing) {
   EXPECT_EQ(ps.Result(), "");
 }
 
+TEST(DistPserver, AsyncAppliesEachTrainersStepAloneAsItArrives) {
+  TrainingMode async;
+  async.sync = false;
+  Pserver ps(2, {}, async);
+  const std::string e = ps.endpoint();
+  std::vector<float> g0 = {2, 2}, g1 = {4, 6};
+  SliceLease lease;
+  // No barrier: trainer 0's steps are answered while trainer 1 has sent nothing, each
+  // with its own gradient applied as it is (w -= 0.5 * g, not averaged).
+  Reply r = Call(e, kStep, EncodeStep(0, 1, {Grad("w@GRAD", 0, 1, g0, lease)}, {Pull("w", 0, 1)}));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(StepParameters(r.body), (std::vector<std::vector<float>>{{0, 1}}));
+  r = Call(e, kStep, EncodeStep(0, 2, {Grad("w@GRAD", 0, 2, g0, lease)}, {Pull("w", 0, 2)}));
+  EXPECT_EQ(StepParameters(r.body), (std::vector<std::vector<float>>{{-1, 0}}));
+  // Trainer 1 counts its own iterations from 1, and gets the parameters as they are now.
+  r = Call(e, kStep, EncodeStep(1, 1, {Grad("w@GRAD", 1, 1, g1, lease)}, {Pull("w", 1, 1)}));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(StepParameters(r.body), (std::vector<std::vector<float>>{{-3, -3}}));
+  const Reply get = Call(e, kGetVariable, Get("w", 1, 0));  // a pull at any time
+  ASSERT_TRUE(get.status.ok()) << get.status.error_message();
+  EXPECT_EQ(Floats(get.body), (std::vector<float>{-3, -3}));
+  // What async training has not: a barrier, a step without every gradient, a step out of
+  // the trainer's own order.
+  ExpectStatus(Call(e, kBarrier, Barrier(1, 2)), StatusCode::FAILED_PRECONDITION,
+               "this pserver trains asynchronously (async): it has no barrier");
+  ExpectStatus(Call(e, kStep, EncodeStep(1, 2, {}, {Pull("w", 1, 2)})), StatusCode::INVALID_ARGUMENT,
+               "trainer 1's step of iteration 2 lacks 'w@GRAD'; asynchronous training applies each step alone");
+  ExpectStatus(Call(e, kStep, EncodeStep(1, 3, {Grad("w@GRAD", 1, 3, g1, lease)}, {})), StatusCode::FAILED_PRECONDITION,
+               "the pserver takes its iteration 2 (asynchronous training)");
+  for (int32_t t = 0; t < 2; ++t) ASSERT_TRUE(Call(e, kComplete, Complete(t)).status.ok());
+  EXPECT_EQ(ps.Result(), "");
+}
+
+TEST(DistPserver, BoundedStalenessHoldsTheAnswerOfATrainerTooFarAhead) {
+  TrainingMode bounded;
+  bounded.sync = false;
+  bounded.max_staleness = 1;
+  Pserver ps(2, {}, bounded);
+  const std::string e = ps.endpoint();
+  std::vector<float> g = {2, 2};
+  SliceLease lease;
+  // Trainer 0 may be one step ahead of trainer 1 (which has taken none): step 1 is
+  // answered, step 2 is applied but its answer waits for trainer 1's first step.
+  ASSERT_TRUE(Call(e, kStep, EncodeStep(0, 1, {Grad("w@GRAD", 0, 1, g, lease)}, {Pull("w", 0, 1)})).status.ok());
+  auto ahead = std::async(std::launch::async, [&] {
+    return Call(e, kStep, EncodeStep(0, 2, {Grad("w@GRAD", 0, 2, g, lease)}, {Pull("w", 0, 2)}));
+  });
+  // Applied though held: a pull sees both of trainer 0's updates.
+  const auto applied = [&] {
+    const Reply r = Call(e, kGetVariable, Get("w", 1, 0));
+    return r.status.ok() && Floats(r.body) == std::vector<float>{-1, 0};
+  };
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  bool seen = false;
+  while (!(seen = applied()) && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+  EXPECT_TRUE(seen) << "trainer 0's second update was not applied";
+  EXPECT_EQ(ahead.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout) << "answered too early";
+  const Reply r1 = Call(e, kStep, EncodeStep(1, 1, {Grad("w@GRAD", 1, 1, g, lease)}, {Pull("w", 1, 1)}));
+  ASSERT_TRUE(r1.status.ok()) << r1.status.error_message();
+  EXPECT_EQ(StepParameters(r1.body), (std::vector<std::vector<float>>{{-2, -1}}));
+  const Reply r0 = ahead.get();
+  ASSERT_TRUE(r0.status.ok()) << r0.status.error_message();
+  EXPECT_EQ(StepParameters(r0.body), (std::vector<std::vector<float>>{{-2, -1}}));  // answered with what is now
+  for (int32_t t = 0; t < 2; ++t) ASSERT_TRUE(Call(e, kComplete, Complete(t)).status.ok());
+  EXPECT_EQ(ps.Result(), "");
+}
+
 TEST(DistPserver, SparseGradientsOfAllTrainersStaySparseAndAMixBecomesDense) {
   Pserver ps(2);
   SliceLease lease;

@@ -18,7 +18,7 @@ from rill.fluid.executor import Executor, global_scope, scope_guard, fetch_var
 from rill.fluid.core import is_compiled_with_cuda, CPUPlace, CUDAPlace, CUDAPinnedPlace, LoDTensor, Scope
 from rill.fluid.param_attr import ParamAttr, WeightNormParamAttr
 from rill.fluid.data_feeder import DataFeeder
-from rill.fluid.transpiler import DistributeTranspiler, memory_optimize, release_memory
+from rill.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig, memory_optimize, release_memory
 from rill.fluid.backward import append_backward, gradients
 from rill.fluid.concurrency import Go, Select, make_channel, channel_send, channel_recv, channel_close
 from rill.fluid.layers.control_flow import While
@@ -37,7 +37,7 @@ __all__ = [
     "Parameter", "Operator", "program_guard", "default_main_program", "default_startup_program",
     "switch_main_program", "switch_startup_program", "get_var", "Executor", "global_scope", "scope_guard",
     "fetch_var", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "LoDTensor", "Scope", "ParamAttr",
-    "WeightNormParamAttr", "DataFeeder", "DistributeTranspiler", "memory_optimize", "release_memory", "append_backward", "gradients", "Go", "Select",
+    "WeightNormParamAttr", "DataFeeder", "DistributeTranspiler", "DistributeTranspilerConfig", "memory_optimize", "release_memory", "append_backward", "gradients", "Go", "Select",
     "make_channel", "channel_send", "channel_recv", "channel_close", "While", "trainer", "inferencer", "Trainer",
     "BeginEpochEvent", "EndEpochEvent", "BeginStepEvent", "EndStepEvent", "CheckpointConfig", "Inferencer",
     "inference_transpiler", "InferenceTranspiler", "average", "compiler", "parallel_executor", "CompiledProgram",

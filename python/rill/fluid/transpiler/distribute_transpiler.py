@@ -3,6 +3,11 @@ programs, by the runtime's transpiler (core/program/transpiler.h). ``transport``
 ops, and so the plugin that runs them: "grpc" (send, recv, listen_and_serv) or "mpi" (their
 _mpi kin). Each trainer learns its index from RILL_TRAINER_ID when it runs.
 
+Training is synchronous unless ``sync_mode=False`` (transpile's argument, or
+``DistributeTranspilerConfig.sync_mode``): then each trainer's step is applied alone on the
+pservers, as it arrives; ``config.max_staleness`` (Rill's) bounds how many steps a trainer
+may run ahead of the slowest other one.
+
 ``slice_variable`` is Fluid's rule for cutting variables into blocks to spread over
 pservers. The runtime's transpiler does not cut: it places each variable whole, grouping
 those whose updates read each other's gradients (transpiler.h)."""
@@ -11,7 +16,7 @@ import math
 from rill import _rill
 from rill.fluid.framework import Program, default_main_program, default_startup_program
 
-__all__ = ["DistributeTranspiler", "slice_variable", "delete_ops"]
+__all__ = ["DistributeTranspiler", "DistributeTranspilerConfig", "slice_variable", "delete_ops"]
 
 
 def delete_ops(block, ops):
@@ -50,24 +55,53 @@ _TRANSPORT_OPS = {"grpc": ("send", "recv", "listen_and_serv"),
                   "mpi": ("send_mpi", "recv_mpi", "listen_and_serv_mpi")}
 
 
+class DistributeTranspilerConfig(object):
+    """Fluid's settings of a DistributeTranspiler. Taken: ``sync_mode`` and ``mode``
+    ("pserver"), and Rill's ``max_staleness`` (asynchronous training: how many steps a
+    trainer may run ahead of the slowest other one; -1, no bound). ``slice_var_up``,
+    ``split_method`` and ``min_block_size`` are kept for Fluid's scripts: the runtime places
+    each variable whole (see the module's text). Modes the runtime does not have (nccl2,
+    collective, half_async, geo_sgd_mode, dc_asgd) are refused when transpiling."""
+    slice_var_up = True
+    split_method = None
+    min_block_size = 8192
+    mode = "pserver"
+    sync_mode = True
+    max_staleness = -1
+    half_async = False
+    geo_sgd_mode = False
+    enable_dc_asgd = False
+    print_log = False
+    wait_port = True
+
+
 class DistributeTranspiler(object):
-    def __init__(self, transport="grpc"):
+    def __init__(self, config=None, transport="grpc"):
         if transport not in _TRANSPORT_OPS:
             raise ValueError("transport must be one of %s, got %r" % (", ".join(sorted(_TRANSPORT_OPS)), transport))
+        self.config = DistributeTranspilerConfig() if config is None else config
         self.transport = transport
         self._result = None
 
     def transpile(self, trainer_id, program=None, pservers="127.0.0.1:6174", trainers=1, sync_mode=True,
                   startup_program=None):
-        if not sync_mode:
-            raise NotImplementedError("only sync_mode=True is supported")
+        c = self.config
+        for name, off in (("mode", "pserver"), ("half_async", False), ("geo_sgd_mode", False),
+                          ("enable_dc_asgd", False)):
+            if getattr(c, name) != off:
+                raise NotImplementedError("DistributeTranspilerConfig.%s = %r: the runtime trains by parameter "
+                                          "servers, synchronously or asynchronously (sync_mode), only" %
+                                          (name, getattr(c, name)))
+        self.sync_mode = bool(sync_mode) and bool(c.sync_mode)
+        if self.sync_mode and c.max_staleness != -1:
+            raise ValueError("max_staleness %r bounds asynchronous training; set sync_mode False" % c.max_staleness)
         program = default_main_program() if program is None else program
         startup = default_startup_program() if startup_program is None else startup_program
         self.trainer_id = trainer_id
         self.endpoints = [e.strip() for e in pservers.split(",") if e.strip()]
         send, recv, serve = _TRANSPORT_OPS[self.transport]
         self._result = _rill.transpile(program.serialize_to_string(), startup.serialize_to_string(), trainers,
-                                       self.endpoints, send, recv, serve)
+                                       self.endpoints, send, recv, serve, self.sync_mode, int(c.max_staleness))
 
     def _check(self):
         if self._result is None:

@@ -14,7 +14,8 @@ Batch 32 per worker, 2 workers on loopback, one intra-op thread per process
 (RILL_INTRA_OP_THREADS=1, torch.set_num_threads(1)); every process its own.
 
 - Rill, one process; and 2 trainers with 1 and with 2 pservers (fluid.DistributeTranspiler,
-  gRPC): the pservers share the machine's cores with the trainers, as on a user's machine.
+  gRPC), synchronous and asynchronous (sync_mode=False, the last column): the pservers share
+  the machine's cores with the trainers, as on a user's machine.
 - PyTorch, one process; and DDP over gloo with 2 processes.
 
 A step's time: each worker times N steps and then 2N (after warm-up steps), and reports
@@ -147,7 +148,7 @@ import os, sys
 sys.path.insert(0, sys.argv[1])
 from nets import feeds, build_rill, timed_steps
 import rill.fluid as fluid
-role, who, net, pservers, n = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])
+role, who, net, pservers, n, mode = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]), sys.argv[7]
 loss = build_rill(fluid, net)
 fluid.optimizer.SGD(learning_rate=0.01).minimize(loss)
 exe = fluid.Executor(fluid.CPUPlace())
@@ -158,7 +159,7 @@ if role == "single":
     sys.exit(0)
 t = fluid.DistributeTranspiler()
 trainer = int(who) if role == "trainer" else 0
-t.transpile(trainer, pservers=pservers, trainers=2)
+t.transpile(trainer, pservers=pservers, trainers=2, sync_mode=mode == "sync")
 if role == "pserver":
     exe.run(t.get_startup_program(who))
     exe.run(t.get_pserver_program(who))  # serves until both trainers are done
@@ -219,14 +220,14 @@ def run_all(cmds, env):
     return float(outs[0][0].strip().splitlines()[-1])
 
 
-def rill_steps(d, net, pservers):
+def rill_steps(d, net, pservers, mode="sync"):
     env = dict(os.environ, RILL_INTRA_OP_THREADS="1", OMP_NUM_THREADS="1")
     worker, n = os.path.join(d, "rill_worker.py"), str(STEPS[net])
     if pservers == 0:
-        return run_all([[sys.executable, worker, d, "single", "0", net, "", n]], env)
+        return run_all([[sys.executable, worker, d, "single", "0", net, "", n, mode]], env)
     eps = ",".join(f"127.0.0.1:{p}" for p in free_ports(pservers))
-    trainers = [[sys.executable, worker, d, "trainer", str(t), net, eps, n] for t in range(2)]
-    servers = [[sys.executable, worker, d, "pserver", e, net, eps, n] for e in eps.split(",")]
+    trainers = [[sys.executable, worker, d, "trainer", str(t), net, eps, n, mode] for t in range(2)]
+    servers = [[sys.executable, worker, d, "pserver", e, net, eps, n, mode] for e in eps.split(",")]
     return run_all(trainers + servers, env)
 
 
@@ -255,21 +256,23 @@ def main():
         print(f"batch {BATCH} per worker, 2 workers on loopback, 1 intra-op thread per process; "
               f"medians of {rounds} rounds, ms a step\n")
         print("| net | pservers | Rill 1 process | Rill 2 trainers | PyTorch 1 process | DDP 2 | **Rill / DDP** "
-              "| overhead: Rill, DDP |")
-        print("|---|---|---|---|---|---|---|---|")
+              "| overhead: Rill, DDP | Rill 2 trainers, async |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for net in nets:
-            runs = {k: [] for k in ("r0", "r1", "r2", "t1", "t2")}
+            runs = {k: [] for k in ("r0", "r1", "r2", "a1", "a2", "t1", "t2")}
             for _ in range(rounds):
                 runs["r0"].append(rill_steps(d, net, 0))
-                runs["r1"].append(rill_steps(d, net, 1))
-                runs["r2"].append(rill_steps(d, net, 2))
+                for ps in (1, 2):
+                    runs[f"r{ps}"].append(rill_steps(d, net, ps))
+                    runs[f"a{ps}"].append(rill_steps(d, net, ps, "async"))
                 runs["t1"].append(torch_steps(d, net, 1))
                 runs["t2"].append(torch_steps(d, net, 2))
             m = {k: statistics.median(v) * 1e3 for k, v in runs.items()}
             for ps in (1, 2):
                 r = m[f"r{ps}"]
                 print(f"| {net} | {ps} | {m['r0']:.2f} | {r:.2f} | {m['t1']:.2f} | {m['t2']:.2f} "
-                      f"| **{r / m['t2']:.2f}** | {r - m['r0']:.2f}, {m['t2'] - m['t1']:.2f} |", flush=True)
+                      f"| **{r / m['t2']:.2f}** | {r - m['r0']:.2f}, {m['t2'] - m['t1']:.2f} | {m[f'a{ps}']:.2f} |",
+                      flush=True)
 
 
 if __name__ == "__main__":

@@ -197,6 +197,13 @@ Args ParseArgs(int argc, char** argv) {
                    "async: how many steps a trainer may run ahead of the slowest other one (default: no bound)")
       ->type_name("S");
   transpile
+      ->add_option("--checkpoint-dir", a.checkpoint_dir,
+                   "each pserver checkpoints what it holds there (pserver_I.ckpt) and restores it when started "
+                   "again; `rill launch` restarts a pserver that dies")
+      ->type_name("DIR");
+  transpile->add_option("--checkpoint-every", a.checkpoint_every, "iterations between checkpoints (default 10)")
+      ->type_name("N");
+  transpile
       ->add_option("--transport", a.transport,
                    "grpc (send/recv/listen_and_serv, default) or mpi "
                    "(send_mpi/recv_mpi/listen_and_serv_mpi)")

@@ -30,6 +30,7 @@ struct Args {
   std::vector<std::string> plugin_dirs, plugin_files, enable, fetch, feed, feed_lod;
   std::vector<std::string> parameters, pservers, passthrough;
   std::string trainers, deadline_ms, log_dir, transport, block, profile, mode, max_staleness;
+  std::string checkpoint_dir, checkpoint_every;
   std::string model_filename, params_filename;
   std::string save_dir, output, loss, sgd, startup, iterations = "1", print_every = "0", device = "cpu", workers = "0",
                                                     malloc = "tuned", log_level = "warn";

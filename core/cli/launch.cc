@@ -34,7 +34,8 @@ struct Process {
   pid_t pid = -1;
   bool running = false;
   bool exited = false;
-  int status = 0;  // waitpid's, once exited
+  int status = 0;    // waitpid's, once exited
+  int restarts = 0;  // pservers of a checkpointing cluster: how often it was started again
 };
 
 std::string SelfExe() {
@@ -44,10 +45,13 @@ std::string SelfExe() {
   return p.string();
 }
 
-void Spawn(Process& p, const std::vector<std::string>& args, const std::vector<std::string>& extra_env) {
+// Starts `p`, its output to its log: a fresh log, or appended to for a restart.
+void Spawn(Process& p, const std::vector<std::string>& args, const std::vector<std::string>& extra_env,
+           bool append = false) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, p.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, p.log.c_str(),
+                                   O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -115,6 +119,7 @@ void WriteClusterSpec(const ClusterSpec& spec, const std::string& path) {
     out << "transport " << spec.transport << "\n";
     out << "trainers " << spec.trainers << "\n";
     for (const auto& e : spec.pservers) out << "pserver " << e << "\n";
+    if (!spec.checkpoint_dir.empty()) out << "checkpoint " << spec.checkpoint_dir << "\n";
   });
 }
 
@@ -135,9 +140,12 @@ ClusterSpec ReadClusterSpec(const std::string& path) {
       spec.transport = value;
     } else if (key == "pserver" && !value.empty()) {
       spec.pservers.push_back(value);
+    } else if (key == "checkpoint" && !value.empty()) {
+      spec.checkpoint_dir = line.substr(line.find(value));  // the rest of the line: a path may hold spaces
     } else {
       throw Error(path + ":" + std::to_string(n) +
-                  ": expected 'transport grpc|mpi', 'trainers N' or 'pserver HOST:PORT', got '" + line + "'");
+                  ": expected 'transport grpc|mpi', 'trainers N', 'pserver HOST:PORT' or 'checkpoint DIR', got '" +
+                  line + "'");
     }
   }
   if (spec.trainers < 1 || spec.pservers.empty())
@@ -429,6 +437,17 @@ void LaunchGrpc(const LaunchOptions& options, const ClusterSpec& spec, Plan& pla
         p.running = false;
         p.exited = true;
         p.status = status;
+        // A pserver of a checkpointing cluster that died while trainers train is started
+        // again: it restores its last checkpoint and the trainers rejoin it.
+        if (status != 0 && i < plan.pservers && !spec.checkpoint_dir.empty() && trainers_left > 0 &&
+            p.restarts < kPserverRestarts) {
+          ++p.restarts;
+          std::fprintf(stderr, "launch: %s died (%s); starting it again (restart %d of at most %d)\n", p.name.c_str(),
+                       Describe(status).c_str(), p.restarts, kPserverRestarts);
+          Spawn(p, plan.args[i], plan.env, /*append=*/true);
+          p.exited = false;
+          continue;
+        }
         --left;
         if (status != 0) {
           StopAll(procs);

@@ -25,7 +25,12 @@ struct ClusterSpec {
   std::string transport = "grpc";  // or "mpi"
   int32_t trainers = 0;
   std::vector<std::string> pservers;
+  // Non-empty: the pservers checkpoint there, so `rill launch` restarts one that dies.
+  std::string checkpoint_dir;
 };
+
+// How many times `rill launch` restarts one pserver of a checkpointing cluster that died.
+inline constexpr int kPserverRestarts = 3;
 
 // The manifest `rill transpile` writes beside the programs.
 void WriteClusterSpec(const ClusterSpec& spec, const std::string& path);

@@ -438,7 +438,7 @@ int CmdBackward(const Args& a, const Registry& registry) {
 int CmdTranspile(const Args& a, const Registry& registry) {
   const char* usage =
       "transpile PROGRAM --startup PROG --trainers N --pservers HOST:PORT,... -o DIR [--mode sync|async "
-      "[--max-staleness S]]";
+      "[--max-staleness S]] [--checkpoint-dir DIR [--checkpoint-every N]]";
   ExpectPositional(a, 2, usage);
   if (a.startup.empty() || a.trainers.empty() || a.pservers.empty() || a.output.empty()) {
     throw UsageError(std::string("usage: rill ") + usage);
@@ -468,6 +468,16 @@ int CmdTranspile(const Args& a, const Registry& registry) {
     if (options.sync) throw UsageError("--max-staleness bounds asynchronous training: give it with --mode async");
     options.max_staleness = PositiveCount("--max-staleness", a.max_staleness, true);
   }
+  if (!a.checkpoint_every.empty() && a.checkpoint_dir.empty()) {
+    throw UsageError("--checkpoint-every needs --checkpoint-dir, where the checkpoints go");
+  }
+  if (!a.checkpoint_dir.empty()) {
+    // Absolute: the pservers may run from another directory than this command.
+    options.checkpoint_dir = std::filesystem::absolute(a.checkpoint_dir).lexically_normal().string();
+    std::filesystem::create_directories(options.checkpoint_dir);
+    if (!a.checkpoint_every.empty())
+      options.checkpoint_every = PositiveCount("--checkpoint-every", a.checkpoint_every, false);
+  }
   const proto::ProgramDesc train = LoadProgram(a.positional[1]);
   ValidateProgramOrThrow(train, registry);
   const TranspiledPrograms out = Transpile(train, LoadProgram(a.startup), options);
@@ -484,7 +494,7 @@ int CmdTranspile(const Args& a, const Registry& registry) {
     save(out.pservers[i], "pserver_" + std::to_string(i) + ".pbtxt");
     save(out.pserver_startups[i], "pserver_" + std::to_string(i) + "_startup.pbtxt");
   }
-  WriteClusterSpec(ClusterSpec{transport, options.trainers, options.pservers},
+  WriteClusterSpec(ClusterSpec{transport, options.trainers, options.pservers, options.checkpoint_dir},
                    (fs::path(a.output) / "cluster.txt").string());
   for (const auto& [param, endpoint] : out.placement) std::printf("%s -> %s\n", param.c_str(), endpoint.c_str());
   return 0;

@@ -288,6 +288,22 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
         .Attr("Fanin", options.trainers)
         .Attr("sync_mode", options.sync);
     if (!options.sync) serve.Attr("max_staleness", options.max_staleness);
+    if (!options.checkpoint_dir.empty()) {
+      // What this pserver holds, with its iteration: saved by one block, restored by another.
+      top.Var(kCheckpointIterationVar, RILL_INT64, {1}, true);
+      std::vector<std::string> kept(held.begin(), held.end());
+      kept.push_back(kCheckpointIterationVar);
+      const std::string path = options.checkpoint_dir + "/pserver_" + std::to_string(s) + ".ckpt";
+      BlockBuilder& save = pb.NewBlock(0);
+      save.Op("save_combine").Input("X", kept).Attr("file_path", path);
+      BlockBuilder& restore = pb.NewBlock(0);
+      restore.Op("load_combine").Output("Out", kept).Attr("file_path", path);
+      serve.Attr("checkpoint_path", path)
+          .Attr("checkpoint_every", options.checkpoint_every)
+          .Attr("checkpoint_iteration", std::string(kCheckpointIterationVar))
+          .BlockAttr("CheckpointBlock", save.idx())
+          .BlockAttr("RestoreBlock", restore.idx());
+    }
     MaybeDeadline(serve, options.deadline_ms);
     out.pservers.push_back(pb.Build());
 
@@ -327,6 +343,7 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
       .Attr("endpoints", options.pservers)
       .Attr("epmap", epmap)
       .Attr("sync_mode", options.sync);
+  if (!options.checkpoint_dir.empty()) send.Attr("rejoin", true);
   MaybeDeadline(send, options.deadline_ms);
 
   out.trainer_startup = startup;

@@ -48,7 +48,15 @@ struct TranspileOptions {
   // serve op's max_staleness.
   bool sync = true;
   int64_t max_staleness = -1;
+  // Set: each pserver checkpoints what it holds (its parameters, the optimizers' state,
+  // the iteration) every `checkpoint_every` iterations to checkpoint_dir/pserver_I.ckpt
+  // (save_combine, written atomically), and a pserver started again restores from it.
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 10;
 };
+
+// The variable a pserver's checkpoint keeps its iteration in (int64 [1]).
+inline constexpr const char* kCheckpointIterationVar = "@PSERVER_ITERATION@";
 
 struct TranspiledPrograms {
   proto::ProgramDesc trainer, trainer_startup;

@@ -5,6 +5,7 @@
 #include <grpcpp/completion_queue.h>
 #include <grpcpp/generic/generic_stub.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "parameter_server.pb.h"
@@ -97,7 +98,7 @@ void TrainerSession::Call(std::vector<RpcCall>& calls, const TransportOptions& o
     Pending& p = pending[i];
     p.context.set_deadline(deadline);
     p.stub = std::make_unique<grpc::GenericStub>(ChannelFor(calls[i].endpoint, options, &p.first_contact));
-    p.context.set_wait_for_ready(p.first_contact && options.wait_for_pserver);
+    p.context.set_wait_for_ready((p.first_contact && options.wait_for_pserver) || calls[i].wait_for_ready);
     if (!options.token.empty()) p.context.AddMetadata(kTokenMetadataKey, options.token);
     p.reader = p.stub->PrepareUnaryCall(&p.context, calls[i].method, calls[i].request, &cq);
     if (tracing) started[i] = tracer.now();
@@ -121,7 +122,8 @@ void TrainerSession::Call(std::vector<RpcCall>& calls, const TransportOptions& o
   while (cq.Next(&tag, &ok)) {}
   for (size_t i = 0; i < calls.size(); ++i) {
     const grpc::Status& s = calls[i].status = pending[i].status;
-    if (s.ok() || s.error_code() == calls[i].tolerated) {
+    const auto& tolerated = calls[i].tolerated;
+    if (s.ok() || std::find(tolerated.begin(), tolerated.end(), s.error_code()) != tolerated.end()) {
       std::lock_guard<std::mutex> lock(mu_);
       contacted_.insert(calls[i].endpoint);
       continue;

@@ -7,7 +7,7 @@
 //    the pserver to come up (until the deadline); later calls fail at once when it is
 //    gone, so a dead pserver is reported as soon as it is noticed.
 //  - Call() runs a batch concurrently (every pserver at once) and returns when all have
-//    ended; the first failure (other than a call's `tolerated` status) is thrown, naming
+//    ended; the first failure (other than a call's `tolerated` statuses) is thrown, naming
 //    the endpoint, the method and the variable.
 //    Tensor bytes sent by a batch are not touched after Call() returns.
 //  - When the last send op instance goes away (the trainer's run ended), every pserver
@@ -45,8 +45,11 @@ struct RpcCall {
   std::string subject;  // what the call is about, for errors: a variable, "iteration 3"
   grpc::ByteBuffer request;
   grpc::ByteBuffer response;
-  // A status the caller handles itself: Call() leaves it in `status` instead of throwing.
-  grpc::StatusCode tolerated = grpc::StatusCode::OK;
+  // Statuses the caller handles itself: Call() leaves them in `status` instead of throwing.
+  std::vector<grpc::StatusCode> tolerated;
+  // Waits (within the deadline) for the pserver to be reachable, as a first contact does,
+  // instead of failing at once when it is not.
+  bool wait_for_ready = false;
   grpc::Status status;
 };
 

@@ -1,5 +1,7 @@
 // The pserver's op: listen_and_serv (and recv without Out, the seed's name for it), under
 // the names of the transport that registered it.
+#include <filesystem>
+
 #include "ops.h"
 #include "pserver.h"
 
@@ -30,6 +32,33 @@ void Serve(KernelContext& ctx) {
   const int32_t optimize_block = op.BlockAttr("OptimizeBlock");
   const Scope& scope = ctx.scope();
 
+  // A checkpoint of an earlier run of this pserver (it died, and was started again): what it
+  // held, with its iteration, replaces what the startup program made.
+  Checkpointing checkpointing;
+  checkpointing.path = op.Attr<std::string>("checkpoint_path");
+  int64_t iteration = 0;
+  std::string iteration_var;
+  if (!checkpointing.path.empty()) {
+    checkpointing.every = op.Attr<int64_t>("checkpoint_every");
+    if (checkpointing.every < 1) {
+      throw Error(op.type() + ": checkpoint_every " + std::to_string(checkpointing.every) +
+                  " is not a number of iterations; give 1 or more");
+    }
+    iteration_var = op.Attr<std::string>("checkpoint_iteration");
+    if (std::filesystem::exists(checkpointing.path)) {
+      ctx.RunBlock(op.BlockAttr("RestoreBlock"), scope);
+      Variable v = scope.FindVar(iteration_var);
+      if (!v || !v.initialized() || v.tensor().dtype() != RILL_INT64 || v.tensor().numel() != 1) {
+        throw Error(op.type() + ": checkpoint '" + checkpointing.path + "' has no int64 iteration '" + iteration_var +
+                    "'");
+      }
+      iteration = *v.tensor().data<int64_t>();
+      checkpointing.restored = iteration;
+      Log(RILL_LOG_INFO,
+          op.type() + ": restored iteration " + std::to_string(iteration) + " from " + checkpointing.path);
+    }
+  }
+
   std::vector<ParamSpec> specs(params.size());
   std::vector<Variable> param_vars;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -54,7 +83,7 @@ void Serve(KernelContext& ctx) {
       transport.join_as_pserver ? transport.join_as_pserver(endpoint, options) : nullptr;
   ParameterServer server(endpoint, static_cast<int32_t>(op.Attr<int64_t>("Fanin")), specs, options, data_path.get(),
                          mode);
-  server.Start(snapshot());
+  server.Start(snapshot(), iteration, checkpointing);
   Log(RILL_LOG_INFO, op.type() + ": serving " + std::to_string(params.size()) + " parameters on " + server.endpoint() +
                          " for " + std::to_string(op.Attr<int64_t>("Fanin")) + " trainers, " + mode.Describe());
   PserverHooks hooks;
@@ -72,6 +101,14 @@ void Serve(KernelContext& ctx) {
   };
   hooks.optimize = [&] { ctx.RunBlock(optimize_block, scope); };
   hooks.parameters = snapshot;
+  if (!checkpointing.path.empty()) {
+    hooks.checkpoint_every = checkpointing.every;
+    const int32_t save_block = op.BlockAttr("CheckpointBlock");
+    hooks.checkpoint = [&, save_block](int64_t k) {
+      *scope.Var(iteration_var).tensor().Allocate<int64_t>({1}) = k;
+      ctx.RunBlock(save_block, scope);  // save_combine: written aside, then renamed over the last
+    };
+  }
   server.Serve(hooks);
 }
 
@@ -108,6 +145,15 @@ void RegisterListenAndServ(Registrar& r) {
            .Attr("max_staleness", int64_t{-1},
                  "async only: how many steps a trainer may run ahead of the slowest other trainer still "
                  "training; -1: no bound")
+           .Attr("checkpoint_path", std::string(),
+                 "set: every checkpoint_every iterations, CheckpointBlock writes what this pserver holds and "
+                 "the iteration there; a pserver started when the file exists restores it first "
+                 "(RestoreBlock) and goes on from that iteration")
+           .Attr("checkpoint_every", int64_t{10}, "iterations between checkpoints")
+           .Attr("checkpoint_iteration", std::string(), "the int64 [1] variable the checkpoint keeps the iteration in")
+           .OptionalAttr("CheckpointBlock", RILL_ATTR_BLOCK,
+                         "the block that writes the checkpoint (with checkpoint_path)")
+           .OptionalAttr("RestoreBlock", RILL_ATTR_BLOCK, "the block that reads it back (with checkpoint_path)")
            .Attr("deadline_ms", int64_t{0},
                  "how long to wait for a trainer, in ms; 0: 120000 (RILL_RPC_DEADLINE_MS overrides)"));
   r.Kernel(t.listen_and_serv.c_str(), RILL_CPU, RILL_ANY_DTYPE, &ListenAndServ);

@@ -215,13 +215,17 @@ bool IsLoopback(const std::string& endpoint) {
 
 }  // namespace
 
-void ParameterServer::Start(std::vector<TensorBytes> initial_parameters) {
+void ParameterServer::Start(std::vector<TensorBytes> initial_parameters, int64_t iteration,
+                            Checkpointing checkpointing) {
   if (options_.token.empty() && !options_.insecure && !IsLoopback(endpoint_)) {
     throw std::runtime_error("pserver '" + endpoint_ + "' would listen beyond loopback without a shared token: " +
                              "any process that reaches it could send it values or stop it. Set RILL_DIST_TOKEN " +
                              "(with TLS: RILL_TLS_CERT and RILL_TLS_KEY), or RILL_DIST_INSECURE=1 to serve without");
   }
   published_ = std::move(initial_parameters);
+  current_ = iteration;
+  checkpointing_ = std::move(checkpointing);
+  if (checkpointing_.restored >= 0) last_checkpoint_ = checkpointing_.restored;
   service_ = std::make_unique<Service>(this);
   grpc::ServerBuilder builder;
   int port = 0;
@@ -640,6 +644,9 @@ grpc::Status ParameterServer::OnStatus(grpc::ByteBuffer* response) {
   for (const auto& p : params_) status.add_parameters(p.param);
   status.set_data_path(data_path_ ? data_path_->Name() : "messages");
   status.set_mode(mode_.Describe());
+  status.set_checkpoint_path(checkpointing_.path);
+  status.set_checkpoint_every(checkpointing_.every);
+  status.set_restored_iteration(checkpointing_.restored);
   const auto now = std::chrono::steady_clock::now();
   const auto ms = [](std::chrono::steady_clock::duration d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
@@ -653,12 +660,14 @@ grpc::Status ParameterServer::OnStatus(grpc::ByteBuffer* response) {
     status.set_bytes_out(bytes_out_);
     status.set_barrier_waits(barrier_waits_);
     status.set_barrier_wait_ms(ms(barrier_waited_));
+    status.set_last_checkpoint(last_checkpoint_);
     for (size_t i = 0; i < trainers_.size(); ++i) {
       const TrainerState& t = trainers_[i];
       v1::TrainerStatus* out = status.add_trainers();
       out->set_trainer_id(static_cast<int32_t>(i));
       out->set_iteration(std::max<int64_t>(t.last_seen_iteration, 0));
       out->set_last_heard_ms_ago(t.last_seen_iteration < 0 ? -1 : ms(now - t.last_seen));
+      out->set_next_step(mode_.sync ? current_ + 1 : t.barrier + 1);
       if (t.completed) {
         out->set_state(v1::TrainerStatus::COMPLETED);
       } else if (t.last_seen_iteration < 0) {
@@ -859,7 +868,20 @@ void ParameterServer::ServeIterations(const PserverHooks& hooks) {
     lock.unlock();
     for (auto& p : ready) p.reactor->Finish(grpc::Status::OK);
     lock.lock();
+    MaybeCheckpoint(hooks, lock);
   }
+}
+
+void ParameterServer::MaybeCheckpoint(const PserverHooks& hooks, std::unique_lock<std::mutex>& lock) {
+  if (!hooks.checkpoint || hooks.checkpoint_every <= 0 || current_ % hooks.checkpoint_every != 0 ||
+      current_ == last_checkpoint_) {
+    return;
+  }
+  const int64_t k = current_;  // no update runs but on this thread: the parameters stay k's
+  lock.unlock();
+  hooks.checkpoint(k);
+  lock.lock();
+  last_checkpoint_ = k;
 }
 
 void ParameterServer::ServeSteps(const PserverHooks& hooks) {
@@ -922,6 +944,7 @@ void ParameterServer::ServeSteps(const PserverHooks& hooks) {
     lock.unlock();
     for (auto& c : ready) c.reactor->Finish(grpc::Status::OK);
     lock.lock();
+    MaybeCheckpoint(hooks, lock);
   }
 }
 

@@ -23,6 +23,12 @@
 //    update running, if one is). A trainer's iterations are its own: 1, 2, ... as it steps.
 //    Serve() returns when every trainer completed, and throws when the deadline passes
 //    with no step from trainers that have not completed (naming them).
+//  - Checkpoints: with hooks.checkpoint, every hooks.checkpoint_every iterations (sync:
+//    iterations; async: updates) Serve()'s thread writes one after publishing the
+//    parameters and answering the trainers, before the next update. A server started
+//    with a restored checkpoint's parameters and iteration (Start) goes on from there;
+//    Status tells trainers (TrainerStatus.next_step) which iteration it takes next from
+//    each, so a trainer rejoins it (send_op.cc).
 //  - A bad request (malformed, unknown variable or trainer, dtype or dims other than the
 //    parameter's, wrong iteration, duplicate, bad token) gets an error status for that
 //    call only; the server goes on serving the others.
@@ -85,6 +91,18 @@ struct PserverHooks {
   std::function<void()> optimize;
   // The parameters as they are now, in ParamSpec order.
   std::function<std::vector<TensorBytes>()> parameters;
+  // Set: called with the iteration every `checkpoint_every` iterations (Checkpointing),
+  // after that iteration's parameters are published, on Serve()'s thread; writes the
+  // checkpoint. Updates wait while it runs.
+  std::function<void(int64_t iteration)> checkpoint;
+  int64_t checkpoint_every = 0;
+};
+
+// Where a pserver checkpoints, and what it restored, for Status.
+struct Checkpointing {
+  std::string path;  // empty: none
+  int64_t every = 0;
+  int64_t restored = -1;  // the iteration restored at start, or -1
 };
 
 class ParameterServer {
@@ -96,7 +114,9 @@ class ParameterServer {
   ParameterServer(const ParameterServer&) = delete;
   ParameterServer& operator=(const ParameterServer&) = delete;
 
-  void Start(std::vector<TensorBytes> initial_parameters);
+  // Serves `initial_parameters` as those of `iteration` (a restored checkpoint's; sync:
+  // the trainers' next step is iteration + 1; async: it counts updates).
+  void Start(std::vector<TensorBytes> initial_parameters, int64_t iteration = 0, Checkpointing checkpointing = {});
   const std::string& endpoint() const { return bound_endpoint_; }
   void Serve(const PserverHooks& hooks);
 
@@ -122,6 +142,9 @@ class ParameterServer {
 
   void ServeIterations(const PserverHooks& hooks);
   void ServeSteps(const PserverHooks& hooks);  // async mode
+  // Writes a checkpoint (hooks.checkpoint) when the iteration is due one; `lock` holds mu_
+  // and is released while it is written.
+  void MaybeCheckpoint(const PserverHooks& hooks, std::unique_lock<std::mutex>& lock);
   // Async: whether the step of `trainer` at `iteration` may be answered (staleness bound).
   bool MayAnswer(int32_t trainer, int64_t iteration) const;
   // Fills a pending call's response from the published parameters (under mu_).
@@ -195,6 +218,8 @@ class ParameterServer {
   std::chrono::steady_clock::time_point started_{};
   uint64_t bytes_in_ = 0, bytes_out_ = 0;  // tensor bytes of gradients taken, parameters served
   int64_t barrier_waits_ = 0;              // iterations Serve() waited for every trainer's barrier
+  Checkpointing checkpointing_;
+  int64_t last_checkpoint_ = -1;
   std::chrono::steady_clock::duration barrier_waited_{};
 };
 

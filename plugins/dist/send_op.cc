@@ -1,6 +1,7 @@
 // The trainer's ops: send (push gradients, barrier, pull parameters) and the parameter
 // pull they share with recv.
 #include <algorithm>
+#include <future>
 #include <set>
 
 #include "ops.h"
@@ -22,7 +23,10 @@ std::vector<std::string> CheckedEpmap(const OpInfo& op, size_t count, const char
 class Send {
  public:
   explicit Send(const OpInfo& op)
-      : fetcher_(op), grads_(op.InputNames("X")), epmap_(CheckedEpmap(op, grads_.size(), "X")) {
+      : fetcher_(op),
+        grads_(op.InputNames("X")),
+        epmap_(CheckedEpmap(op, grads_.size(), "X")),
+        rejoin_(op.Attr<bool>("rejoin")) {
     if (op.OutputCount("Out") != 0 && op.OutputCount("Out") != grads_.size()) {
       throw Error(op.type() + ": Out pairs with X (the parameter of each gradient); got " +
                   std::to_string(op.OutputCount("Out")) + " for " + std::to_string(grads_.size()));
@@ -36,6 +40,7 @@ class Send {
       all.insert(e);
     }
     endpoints_.assign(all.begin(), all.end());
+    lag_.assign(endpoints_.size(), 0);
     TrainerSession::Get().AddSender();
   }
   ~Send() {
@@ -51,56 +56,142 @@ class Send {
   }
 
  private:
+  // A gradient that goes in a step: its name and bytes (encoded for each try, with the
+  // iteration the pserver takes it as).
+  struct Gradient {
+    std::string name;
+    TensorBytes bytes;
+  };
+
   // One iteration. Gradients whose bytes go by the data path go first, each by its own
   // request (their bytes dominate the call); then one Step call per pserver carries every
   // other gradient in its message, the barrier and the pulls of that pserver's
   // parameters, whose answer is the parameters once the pserver optimized the iteration.
+  // A pserver that died and was started again from its checkpoint is rejoined (Rejoin).
   void Step(KernelContext& ctx) {
     const int64_t k = TrainerSession::Get().Advance();
     SliceLease lease;  // declared first: outlives the calls whose slices it counts
-    std::vector<std::vector<grpc::ByteBuffer>> in_step(endpoints_.size());
-    SendByDataPath(ctx, k, lease, in_step);
+    std::vector<std::vector<Gradient>> in_step(endpoints_.size());
+    std::vector<bool> beside(endpoints_.size(), false);  // a gradient went to it by the data path
+    SendByDataPath(ctx, k, lease, in_step, beside);
     std::vector<v1::OutOfBand> routes;
-    const std::vector<v1::GetRequest> pulls = fetcher_.Pulls(ctx, k, &routes);
-    std::vector<RpcCall> calls(endpoints_.size());
-    std::vector<std::vector<size_t>> pulled(endpoints_.size());  // per call, the pulls' indices
-    for (size_t e = 0; e < endpoints_.size(); ++e) {
+    std::vector<v1::GetRequest> pulls = fetcher_.Pulls(ctx, k, &routes);
+    std::vector<std::vector<size_t>> pulled(endpoints_.size());  // per pserver, its pulls' indices
+    for (size_t i = 0; i < pulls.size(); ++i) pulled[EndpointIndex(fetcher_.endpoint(i))].push_back(i);
+    // Each pserver's step on its own: one that must be rejoined is sent again while the
+    // others' steps are still answered (a trainer waiting for all of them first could wait
+    // on another trainer that waits on it). The first on this thread, the others beside it.
+    const auto step_with = [&](size_t e) {
       std::vector<v1::GetRequest> mine;
-      for (size_t i = 0; i < pulls.size(); ++i) {
-        if (fetcher_.endpoint(i) != endpoints_[e]) continue;
-        mine.push_back(pulls[i]);
-        pulled[e].push_back(i);
-      }
-      calls[e].endpoint = endpoints_[e];
-      calls[e].method = kStep;
-      calls[e].subject = "iteration " + std::to_string(k);
-      calls[e].request = EncodeStep(fetcher_.trainer_id(), k, in_step[e], mine);
-    }
-    TrainerSession::Get().Call(calls, fetcher_.options());
+      for (size_t i : pulled[e]) mine.push_back(pulls[i]);
+      return StepWith(e, k, in_step[e], mine, beside[e], lease);
+    };
+    std::vector<std::future<grpc::ByteBuffer>> others;
+    for (size_t e = 1; e < endpoints_.size(); ++e) others.push_back(std::async(std::launch::async, step_with, e));
+    std::vector<grpc::ByteBuffer> replies;
+    replies.push_back(step_with(0));
+    for (auto& f : others) replies.push_back(f.get());
     std::vector<ReceivedBytes> answers(pulls.size());
     for (size_t e = 0; e < endpoints_.size(); ++e) {
       std::vector<ReceivedBytes> got;
       try {
-        got = ParseStepReply(calls[e].response);
+        got = ParseStepReply(replies[e]);
         if (got.size() != pulled[e].size()) {
           throw WireError("answered " + std::to_string(got.size()) + " of the " + std::to_string(pulled[e].size()) +
                           " parameters asked for");
         }
-      } catch (const WireError& e_) {
+      } catch (const WireError& error) {
         fetcher_.Discard(routes);
-        throw Error(AboutCall(calls[e]) + "bad answer: " + e_.what());
+        throw Error("pserver " + endpoints_[e] + ": Step iteration " + std::to_string(k - lag_[e]) +
+                    ": bad answer: " + error.what());
       }
       for (size_t j = 0; j < got.size(); ++j) answers[pulled[e][j]] = std::move(got[j]);
     }
     fetcher_.Accept(ctx, k, answers, routes);
   }
 
+  // Pserver e's step (its gradients and pulls, as iteration k - lag_[e]), sent again after
+  // each rejoin; returns the answer.
+  grpc::ByteBuffer StepWith(size_t e, int64_t k, const std::vector<Gradient>& gradients,
+                            std::vector<v1::GetRequest> pulls, bool beside, SliceLease& lease) {
+    for (int rejoins = 0;; ++rejoins) {
+      const int64_t at = k - lag_[e];  // this step's iteration on that pserver
+      std::vector<grpc::ByteBuffer> messages;
+      for (const Gradient& g : gradients) {
+        messages.push_back(EncodeVariable(g.name, fetcher_.trainer_id(), at, g.bytes, lease));
+      }
+      for (auto& p : pulls) p.set_iteration(at);
+      std::vector<RpcCall> call(1);
+      call[0].endpoint = endpoints_[e];
+      call[0].method = kStep;
+      call[0].subject = "iteration " + std::to_string(at);
+      call[0].request = EncodeStep(fetcher_.trainer_id(), at, messages, pulls);
+      if (rejoin_) {
+        call[0].tolerated = {grpc::StatusCode::UNAVAILABLE, grpc::StatusCode::CANCELLED,
+                             grpc::StatusCode::FAILED_PRECONDITION};
+      }
+      TrainerSession::Get().Call(call, fetcher_.options());
+      if (call[0].status.ok()) return std::move(call[0].response);
+      Rejoin(e, k, call[0], beside, rejoins);
+    }
+  }
+
+  // After pserver `e` failed this step's call (`failed`): waits (within the deadline, with
+  // backoff) for it to answer a Status call. A pserver that was started again from its
+  // checkpoint takes from this trainer an iteration before this step's: the step goes to it
+  // as that iteration, and so do the later ones (lag_); the updates it lost, between its
+  // checkpoint and its death, are not applied again. Returns to have the step sent again;
+  // throws the call's error where that cannot be: the pserver did not come back, did not
+  // restart, or this step sent it gradients by the data path (whose bytes the restarted
+  // pserver never got).
+  void Rejoin(size_t e, int64_t k, const RpcCall& failed, bool beside, int rejoins) {
+    const std::string error = AboutCall(failed) + failed.status.error_message();
+    if (beside) {
+      throw Error(error +
+                  " (a pserver started again is rejoined only by steps whose gradients all travel in the "
+                  "step, under the data path's size)");
+    }
+    if (rejoins >= kRejoins) throw Error(error + " (after rejoining it " + std::to_string(rejoins) + " times)");
+    const TransportOptions& options = fetcher_.options();
+    // Asked while the pserver is down, the call waits for it to come back, as a first call
+    // waits for a pserver to come up (gRPC's reconnection, with its backoff).
+    std::vector<RpcCall> ask(1);
+    ask[0].endpoint = endpoints_[e];
+    ask[0].method = kStatus;
+    ask[0].request = EncodeMessage(v1::StatusRequest());
+    ask[0].wait_for_ready = true;
+    ask[0].tolerated = {grpc::StatusCode::UNAVAILABLE, grpc::StatusCode::DEADLINE_EXCEEDED,
+                        grpc::StatusCode::CANCELLED};
+    TrainerSession::Get().Call(ask, options);
+    if (!ask[0].status.ok()) {
+      throw Error(error + "; it did not answer again within " + std::to_string(options.deadline.count()) + " ms (" +
+                  options.deadline_setting + "): " + ask[0].status.error_message());
+    }
+    v1::ServerStatus status;
+    DecodeMessage(ask[0].response, &status);
+    const int32_t trainer = fetcher_.trainer_id();
+    if (trainer >= status.trainers_size()) throw Error(error);
+    const int64_t next = status.trainers(trainer).next_step(), at = k - lag_[e];
+    if (next == at && failed.status.error_code() != grpc::StatusCode::FAILED_PRECONDITION) return;  // back as it was
+    if (next >= at || status.restored_iteration() < 0) throw Error(error);
+    lag_[e] += at - next;
+    Log(RILL_LOG_WARN, "pserver " + endpoints_[e] + " was started again from its checkpoint of iteration " +
+                           std::to_string(status.restored_iteration()) + ": this step, trainer " +
+                           std::to_string(trainer) + "'s iteration " + std::to_string(k) + ", goes to it as " +
+                           std::to_string(next) + "; its updates of iterations " + std::to_string(next) + ".." +
+                           std::to_string(at - 1) + " were lost");
+  }
+
+  size_t EndpointIndex(const std::string& endpoint) const {
+    return std::lower_bound(endpoints_.begin(), endpoints_.end(), endpoint) - endpoints_.begin();
+  }
+
   // The gradients at or above the data path's MinBytes go by it: each as a SendVariable
   // header whose bytes follow by the path, or pushed whole where the path pushes
-  // requests; the pserver answers once the bytes are in. Every other gradient's message
-  // is added to its pserver's step (in_step, by endpoints_ index).
-  void SendByDataPath(KernelContext& ctx, int64_t k, SliceLease& lease,
-                      std::vector<std::vector<grpc::ByteBuffer>>& in_step) {
+  // requests; the pserver answers once the bytes are in (beside[e]: pserver e got one).
+  // Every other gradient goes in its pserver's step (in_step, by endpoints_ index).
+  void SendByDataPath(KernelContext& ctx, int64_t k, SliceLease& lease, std::vector<std::vector<Gradient>>& in_step,
+                      std::vector<bool>& beside) {
     TransferBatch transfers;
     DataPath* data_path = fetcher_.data_path();
     const bool pushed = data_path && data_path->Pushes();
@@ -113,15 +204,16 @@ class Send {
           throw Error("pserver " + epmap_[i] + ": SendVariable '" + grads_[i] +
                       "': the data path pushes requests but has no route to the pserver");
         }
-        const size_t e = std::lower_bound(endpoints_.begin(), endpoints_.end(), epmap_[i]) - endpoints_.begin();
-        in_step[e].push_back(EncodeVariable(grads_[i], fetcher_.trainer_id(), k, bytes, lease));
+        in_step[EndpointIndex(epmap_[i])].push_back(Gradient{grads_[i], bytes});
         continue;
       }
+      beside[EndpointIndex(epmap_[i])] = true;
       RpcCall call;
       call.endpoint = epmap_[i];
       call.method = kSendVariable;
       call.subject = "'" + grads_[i] + "'";
-      call.request = EncodeVariable(grads_[i], fetcher_.trainer_id(), k, bytes, lease, &route);
+      call.request =
+          EncodeVariable(grads_[i], fetcher_.trainer_id(), k - lag_[EndpointIndex(epmap_[i])], bytes, lease, &route);
       if (!pushed) {
         data_path->Send(route.peer_rank(), route.tag(), bytes.data, bytes.bytes, transfers.Done());
         calls.push_back(std::move(call));
@@ -137,8 +229,13 @@ class Send {
       AwaitTransfers(transfers, fetcher_.options(), "sending the gradients of iteration " + std::to_string(k));
   }
 
+  static constexpr int kRejoins = 3;  // times one step rejoins a pserver before giving up
   ParameterFetcher fetcher_;
   std::vector<std::string> grads_, epmap_, endpoints_;
+  // Per pserver (endpoints_ order): how many iterations it lost to a restart, so this
+  // trainer's iteration k is its iteration k - lag.
+  std::vector<int64_t> lag_;
+  const bool rejoin_;  // the pservers checkpoint: wait for one that is gone to come back
 };
 
 }  // namespace
@@ -307,6 +404,10 @@ void RegisterSend(Registrar& r) {
                  "synchronous training; false: asynchronous, each step applied alone as it arrives (the "
                  "trainer's side is the same step: the pserver's listen_and_serv decides)")
            .Attr("trainer_id", int64_t{-1}, "this trainer's index in [0, Fanin); " + t.trainer_id_doc)
+           .Attr("rejoin", false,
+                 "the pservers checkpoint and are started again when they die: a pserver that fails a step is "
+                 "waited for (within the deadline) and rejoined from the iteration it restored; false: the "
+                 "failure is the op's error at once")
            .Attr("deadline_ms", int64_t{0}, "deadline of every RPC in ms; 0: 120000 (RILL_RPC_DEADLINE_MS overrides)"));
   r.StatefulKernel<Send>(t.send.c_str(), RILL_CPU, RILL_ANY_DTYPE);
 }

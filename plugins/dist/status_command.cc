@@ -129,6 +129,14 @@ void PrintText(const v1::ServerStatus& s) {
               s.optimizing() ? " (optimizing the next)" : "", Seconds(s.uptime_ms()).c_str());
   const bool sync = s.mode().empty() || s.mode() == "sync";  // an older pserver's status has no mode
   std::printf("  training: %s\n", s.mode().empty() ? "sync" : s.mode().c_str());
+  if (!s.checkpoint_path().empty()) {
+    std::printf("  checkpoints: every %lld iterations to %s; last at %s%s\n",
+                static_cast<long long>(s.checkpoint_every()), s.checkpoint_path().c_str(),
+                s.last_checkpoint() < 0 ? "none yet" : ("iteration " + std::to_string(s.last_checkpoint())).c_str(),
+                s.restored_iteration() < 0
+                    ? ""
+                    : ("; started again, from iteration " + std::to_string(s.restored_iteration())).c_str());
+  }
   std::printf("  trainers: %d of %d connected, %d %s, %d completed\n", connected, s.fanin(), at_barrier,
               sync ? "at the barrier" : "waiting for their step's answer", completed);
   std::printf("  barrier waits: %lld, %s in all\n", static_cast<long long>(s.barrier_waits()),

@@ -204,7 +204,7 @@ class TrainerPath final : public TcpPath {
     call.method = kOpenDataPath;
     call.subject = "(the TCP connection for tensor bytes)";
     call.request = EncodeMessage(v1::DataPathRequest());
-    call.tolerated = grpc::StatusCode::UNIMPLEMENTED;
+    call.tolerated = {grpc::StatusCode::UNIMPLEMENTED};
     TrainerSession::Get().Call(calls, options_);
     if (!call.status.ok()) {
       p->in_messages = true;

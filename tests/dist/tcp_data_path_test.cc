@@ -75,7 +75,7 @@ RpcCall Rpc(const std::string& endpoint, const char* method, grpc::ByteBuffer re
   c.method = method;
   c.subject = "test";
   c.request = std::move(request);
-  c.tolerated = grpc::StatusCode::INVALID_ARGUMENT;  // the tests look at refusals themselves
+  c.tolerated = {grpc::StatusCode::INVALID_ARGUMENT};  // the tests look at refusals themselves
   return c;
 }
 
@@ -248,7 +248,7 @@ TEST(DistTcpDataPath, ATrainerGoneMidTransferFailsThatGradientOnly) {
   std::vector<float> g(n, 1.0f);
   SliceLease lease;
   RpcCall call = Rpc(ps.endpoint(), kSendVariable, GradMessage(g, 1, &route, lease));
-  call.tolerated = grpc::StatusCode::UNAVAILABLE;
+  call.tolerated = {grpc::StatusCode::UNAVAILABLE};
   auto answered = std::async(std::launch::async, [&] { return CallOne(call); });
   TcpFrameHeader frame;
   frame.tag = 1;
@@ -296,7 +296,7 @@ TEST(DistTcpDataPath, OpeningItNeedsTheToken) {
   with_token.token = "s3cret";
   TcpPserver ps(4, with_token);
   RpcCall open = Rpc(ps.endpoint(), kOpenDataPath, EncodeMessage(v1::DataPathRequest()));
-  open.tolerated = grpc::StatusCode::UNAUTHENTICATED;
+  open.tolerated = {grpc::StatusCode::UNAUTHENTICATED};
   EXPECT_EQ(CallOne(open).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   RpcCall with = Rpc(ps.endpoint(), kOpenDataPath, EncodeMessage(v1::DataPathRequest()));
   EXPECT_TRUE(CallOne(with, with_token).ok()) << with.status.error_message();

@@ -149,3 +149,15 @@ def test_fluids_transpiler_takes_sync_mode_false_and_the_config():
     config.mode = "nccl2"
     with pytest.raises(NotImplementedError, match="mode = 'nccl2'"):
         fluid.DistributeTranspiler(config=config).transpile(0, program=main, startup_program=startup, trainers=2)
+
+
+@pytest.mark.parametrize("options,message", [
+    (["--mode", "bogus"], "--mode is sync or async, got 'bogus'"),
+    (["--max-staleness", "3"], "--max-staleness bounds asynchronous training: give it with --mode async"),
+    (["--mode", "async", "--max-staleness", "-2"], "--max-staleness takes a non-negative integer, got '-2'"),
+    (["--checkpoint-every", "3"], "--checkpoint-every needs --checkpoint-dir"),
+])
+def test_rill_transpile_refuses_options_that_do_not_fit(tmp_path, options, message):
+    r = subprocess.run([RILL, "transpile", "train.pbtxt", "--startup", "s.pbtxt", "--trainers", "2", "--pservers",
+                        "127.0.0.1:1", "-o", str(tmp_path / "c")] + options, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and message in r.stderr, r.stderr

@@ -136,8 +136,8 @@ class Send {
     }
   }
 
-  // After pserver `e` failed this step's call (`failed`): waits (within the deadline, with
-  // backoff) for it to answer a Status call. A pserver that was started again from its
+  // After pserver `e` failed this step's call (`failed`): waits (within the deadline,
+  // through gRPC's reconnection) for it to answer a Status call. A pserver that was started again from its
   // checkpoint takes from this trainer an iteration before this step's: the step goes to it
   // as that iteration, and so do the later ones (lag_); the updates it lost, between its
   // checkpoint and its death, are not applied again. Returns to have the step sent again;

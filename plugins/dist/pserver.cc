@@ -66,17 +66,11 @@ class ParameterServer::Service final
   }
   grpc::ServerUnaryReactor* Barrier(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                     grpc::ByteBuffer* response) override {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    grpc::Status status = server_->CheckToken(ctx);
-    if (!status.ok() || server_->OnBarrier(*request, response, reactor, &status)) reactor->Finish(status);
-    return reactor;
+    return MaybeLater(ctx, request, response, &ParameterServer::OnBarrier);
   }
   grpc::ServerUnaryReactor* Step(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                  grpc::ByteBuffer* response) override {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    grpc::Status status = server_->CheckToken(ctx);
-    if (!status.ok() || server_->OnStep(*request, response, reactor, &status)) reactor->Finish(status);
-    return reactor;
+    return MaybeLater(ctx, request, response, &ParameterServer::OnStep);
   }
   grpc::ServerUnaryReactor* Complete(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override {
@@ -96,13 +90,21 @@ class ParameterServer::Service final
   }
   grpc::ServerUnaryReactor* GetVariable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) override {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    grpc::Status status = server_->CheckToken(ctx);
-    if (!status.ok() || server_->OnGet(*request, response, reactor, &status)) reactor->Finish(status);
-    return reactor;
+    return MaybeLater(ctx, request, response, &ParameterServer::OnGet);
   }
 
  private:
+  // The methods that may be answered later: `handle` (once the token passed) answers now
+  // (returns true, with the status) or keeps the reactor to finish it itself.
+  using Deferrable = bool (ParameterServer::*)(const grpc::ByteBuffer&, grpc::ByteBuffer*, grpc::ServerUnaryReactor*,
+                                               grpc::Status*);
+  grpc::ServerUnaryReactor* MaybeLater(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response, Deferrable handle) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    grpc::Status status = server_->CheckToken(ctx);
+    if (!status.ok() || (server_->*handle)(*request, response, reactor, &status)) reactor->Finish(status);
+    return reactor;
+  }
   // The methods handled at once: `handle` (once the token passed) writes the answer.
   template <class F> grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, F&& handle) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();

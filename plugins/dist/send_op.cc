@@ -175,6 +175,14 @@ class Send {
     if (next == at && failed.status.error_code() != grpc::StatusCode::FAILED_PRECONDITION) return;  // back as it was
     if (next >= at || status.restored_iteration() < 0) throw Error(error);
     lag_[e] += at - next;
+    if (status.mode() != "sync") {  // its update count restored; each trainer's steps count from 1 again
+      Log(RILL_LOG_WARN, "pserver " + endpoints_[e] + " was started again from its checkpoint after " +
+                             std::to_string(status.restored_iteration()) + " updates (asynchronous): this step, " +
+                             "trainer " + std::to_string(trainer) + "'s iteration " + std::to_string(k) +
+                             ", goes to it as its step " + std::to_string(next) +
+                             "; the updates it applied after that checkpoint were lost");
+      return;
+    }
     Log(RILL_LOG_WARN, "pserver " + endpoints_[e] + " was started again from its checkpoint of iteration " +
                            std::to_string(status.restored_iteration()) + ": this step, trainer " +
                            std::to_string(trainer) + "'s iteration " + std::to_string(k) + ", goes to it as " +

@@ -22,7 +22,8 @@ def test_layers_run_as_they_are_appended():
         assert z.shape == [4, 3]  # the next layer sees the shape the op gave
         w = layers.fc(z, 5, bias_attr=False)
         weight = [p for p in fluid.default_main_program().global_block().all_parameters()][0]
-        np.testing.assert_allclose(w.numpy(), z.numpy() @ weight.numpy(), rtol=1e-5)
+        # The weights are drawn afresh each run: an entry of w near 0 has no relative bound.
+        np.testing.assert_allclose(w.numpy(), z.numpy() @ weight.numpy(), rtol=1e-5, atol=1e-6)
     assert fluid.default_main_program() is main and not fluid.dygraph.enabled()
     assert len(main.global_block().ops) == 0
 

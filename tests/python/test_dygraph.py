@@ -79,7 +79,8 @@ def test_paddle_switches_modes_and_makes_tensors():
         np.testing.assert_array_equal(paddle.less_than(b, paddle.full([1], 4, "int64")).numpy(), [[True, False]])
         linear = paddle.nn.Linear(2, 3)
         out = linear(a)
-        np.testing.assert_allclose(out.numpy(), a.numpy() @ linear.weight.numpy() + linear.bias.numpy(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(out.numpy(), a.numpy() @ linear.weight.numpy() + linear.bias.numpy(), rtol=1e-6,
+                                   atol=1e-6)
         paddle.mean(out).backward()
         np.testing.assert_allclose(linear.bias.gradient(), np.full(3, 1 / 3.0), rtol=1e-6)
         linear.clear_gradients()

@@ -53,7 +53,8 @@ def make_data_and_programs(d):
          "--fetch", "x_0", "--fetch", "x_1", "--fetch", "y_0", "--fetch", "y_1", "--save", d)
     with_counter(os.path.join(example, "model.pbtxt"), os.path.join(d, "model.pbtxt"), COUNTER_OPS)
     with_counter(os.path.join(example, "startup.pbtxt"), os.path.join(d, "startup.pbtxt"), COUNTER_INIT)
-    rill("backward", os.path.join(d, "model.pbtxt"), "--loss", "total", "--sgd", LR, "-o", os.path.join(d, "train.pbtxt"))
+    rill("backward", os.path.join(d, "model.pbtxt"), "--loss", "total", "--sgd", LR, "-o",
+         os.path.join(d, "train.pbtxt"))
 
 
 def transpile(d, name, *options):

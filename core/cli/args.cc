@@ -206,7 +206,7 @@ Args ParseArgs(int argc, char** argv) {
   transpile
       ->add_option("--transport", a.transport,
                    "grpc (send/recv/listen_and_serv, default) or mpi "
-                   "(send_mpi/recv_mpi/listen_and_serv_mpi)")
+                   "(send_mpi/recv_mpi/listen_and_serv_mpi/prefetch_mpi)")
       ->type_name("grpc|mpi");
 
   CLI::App* launch = command("launch",

@@ -453,6 +453,7 @@ int CmdTranspile(const Args& a, const Registry& registry) {
     options.send_op = "send_mpi";
     options.recv_op = "recv_mpi";
     options.serve_op = "listen_and_serv_mpi";
+    options.prefetch_op = "prefetch_mpi";
   } else if (transport != "grpc") {
     throw UsageError("--transport is grpc or mpi, got '" + transport + "'");
   }

@@ -54,6 +54,35 @@ void CheckEndpoint(const std::string& e) {
   }
 }
 
+const proto::OpDesc::Attr* FindAttr(const proto::OpDesc& op, const std::string& name) {
+  for (const auto& a : op.attrs()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+bool BoolAttr(const proto::OpDesc& op, const std::string& name) {
+  const proto::OpDesc::Attr* a = FindAttr(op, name);
+  return a != nullptr && a->b();
+}
+int64_t LongAttr(const proto::OpDesc& op, const std::string& name, int64_t otherwise) {
+  const proto::OpDesc::Attr* a = FindAttr(op, name);
+  if (a == nullptr) return otherwise;
+  return a->type() == proto::LONG ? a->l() : a->i();
+}
+
+bool IsLookup(const proto::OpDesc& op) { return op.type() == "lookup_table" || op.type() == "lookup_table_v2"; }
+bool IsLookupGrad(const proto::OpDesc& op) {
+  return op.type() == "lookup_table_grad" || op.type() == "lookup_table_v2_grad";
+}
+
+// The number of the table's `height` rows that shard `s` of `shards` holds: row r lies on
+// shard r % shards as its row r / shards (the rule the dist plugin's prefetch and send
+// follow).
+int64_t ShardRows(int64_t height, size_t s, size_t shards) {
+  const auto p = static_cast<int64_t>(s), n = static_cast<int64_t>(shards);
+  return (height - p + n - 1) / n;
+}
+
 void MaybeDeadline(OpBuilder op, int64_t deadline_ms) {
   if (deadline_ms > 0) op.Attr("deadline_ms", static_cast<int32_t>(deadline_ms));
 }
@@ -180,6 +209,71 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
   const std::vector<bool> needed_by_some = closure(optimizers);
   for (int i = 0; i < n; ++i) moves[i] = moves[i] && needed_by_some[i];
 
+  // Distributed lookup tables: a parameter that lookup_table reads with is_distributed is
+  // row-sharded over every pserver (with the optimizer state shaped like it), never
+  // pulled whole: a trainer prefetches the rows its batch looks up and sends back their
+  // sparse gradient. Only lookups, their gradients and the table's optimizer may read it.
+  struct Table {
+    std::vector<int64_t> dims;  // the whole table's, as declared
+    int32_t dtype = 0;
+  };
+  std::map<std::string, Table> tables;
+  for (int i = 0; i < n; ++i) {
+    const auto& op = main.ops(i);
+    if (!IsLookup(op) || !BoolAttr(op, "is_distributed")) continue;
+    const std::string w = Args(op.inputs(), "W").at(0);
+    if (tables.count(w)) continue;
+    const proto::VarDesc* v = declared(w);
+    if (v == nullptr || !v->type().has_lod_tensor() || v->type().lod_tensor().tensor().dims_size() < 2) {
+      throw Error("op " + std::to_string(i) + " (" + op.type() + ") looks up '" + w +
+                  "' with is_distributed, which is not declared as a [rows, width] tensor");
+    }
+    Table t;
+    for (int64_t d : v->type().lod_tensor().tensor().dims()) {
+      if (d < 1) throw Error("distributed table '" + w + "' must be declared with its whole shape (no -1)");
+      t.dims.push_back(d);
+    }
+    t.dtype = v->type().lod_tensor().tensor().data_type();
+    tables.emplace(w, std::move(t));
+  }
+  // The tables, their sent gradients and their optimizers' state: each with its table's rows.
+  std::map<std::string, int64_t> sharded;
+  for (auto& [w, t] : tables) {
+    const auto p = std::find_if(params.begin(), params.end(), [&](const Param& q) { return q.name == w; });
+    if (p == params.end()) throw Error("distributed table '" + w + "' has no optimizer op: nothing trains it");
+    sharded[w] = sharded[p->grad] = t.dims[0];
+    for (int i : readers[w]) {
+      const auto& op = main.ops(i);
+      if (IsLookup(op) && !(BoolAttr(op, "is_distributed") && BoolAttr(op, "is_sparse"))) {
+        throw Error("op " + std::to_string(i) + " (" + op.type() + ") looks up distributed table '" + w +
+                    "' without is_distributed and is_sparse: every lookup of a table sharded over the pservers "
+                    "sets both (its gradient is the rows looked up)");
+      }
+      if (!IsLookup(op) && !IsLookupGrad(op) && i != p->op) {
+        throw Error("op " + std::to_string(i) + " (" + op.type() + ") reads distributed table '" + w +
+                    "', which no trainer holds whole: only its lookups and its optimizer may read it");
+      }
+    }
+    for (int i : readers[p->grad]) {
+      if (moves[i] && i != p->op) {
+        throw Error("op " + std::to_string(i) + " (" + main.ops(i).type() + ") reads the gradient of distributed " +
+                    "table '" + w + "' on the pservers (clipping or regularization): not supported for a table " +
+                    "sharded over them");
+      }
+    }
+    // Optimizer state shaped like the table (moments, velocities) is sharded with it.
+    const auto& optimizer = main.ops(p->op);
+    for (const auto& slot : optimizer.inputs()) {
+      if (slot.parameter() == "Param" || slot.parameter() == "Grad") continue;
+      for (const auto& in : slot.arguments()) {
+        const proto::VarDesc* v = declared(in);
+        if (v == nullptr || !v->type().has_lod_tensor()) continue;
+        const auto& d = v->type().lod_tensor().tensor().dims();
+        if (std::vector<int64_t>(d.begin(), d.end()) == t.dims) sharded[in] = t.dims[0];
+      }
+    }
+  }
+
   // Parameters whose updates read each other's gradients (clipping by global norm) form
   // one group, and a group goes to one pserver: a pserver sees only the gradients sent to it.
   std::vector<size_t> group(params.size());
@@ -197,6 +291,7 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
   auto size_of = [&](const Param& p) { return Elements(declared(p.name)); };
   std::map<size_t, int64_t> group_size;
   for (size_t i = 0; i < params.size(); ++i) {
+    if (tables.count(params[i].name)) continue;  // on every pserver
     int64_t& total = group_size[root(i)];
     if (!CheckedAdd(total, size_of(params[i]), &total)) {
       throw Error("the parameters updated with '" + params[i].name + "' have more elements than int64 can count");
@@ -204,7 +299,7 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
   }
   std::vector<std::pair<size_t, int64_t>> order(group_size.begin(), group_size.end());
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-  if (order.size() < options.pservers.size()) {
+  if (order.size() < options.pservers.size() && tables.empty()) {
     throw Error(std::to_string(options.pservers.size()) + " pservers for " + std::to_string(order.size()) +
                 " group(s) of parameters: each group goes to one pserver (parameters whose updates read each "
                 "other's gradients, as clipping by global norm does, are one group), so give at most " +
@@ -219,10 +314,18 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
       throw Error("the parameters placed on " + options.pservers[p] + " have more elements than int64 can count");
     }
   }
-  for (size_t i = 0; i < params.size(); ++i) params[i].pserver = group_pserver[root(i)];
+  constexpr size_t kEveryPserver = SIZE_MAX;  // a table's shards
+  for (size_t i = 0; i < params.size(); ++i) {
+    params[i].pserver = tables.count(params[i].name) ? kEveryPserver : group_pserver[root(i)];
+  }
+  const auto on = [&](const Param& p, size_t s) { return p.pserver == s || p.pserver == kEveryPserver; };
 
   TranspiledPrograms out;
-  for (const auto& p : params) out.placement.emplace_back(p.name, options.pservers[p.pserver]);
+  for (const auto& p : params) {
+    for (size_t s = 0; s < options.pservers.size(); ++s) {
+      if (on(p, s)) out.placement.emplace_back(p.name, options.pservers[s]);
+    }
+  }
 
   auto declare = [&](BlockBuilder& block, const std::string& name, const std::string& like, bool persistable) {
     for (const auto& v : block.desc()->vars()) {
@@ -240,7 +343,7 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
   for (size_t s = 0; s < options.pservers.size(); ++s) {
     std::vector<int> seeds;
     for (const auto& p : params) {
-      if (p.pserver == s) seeds.push_back(p.op);
+      if (on(p, s)) seeds.push_back(p.op);
     }
     const std::vector<bool> here = closure(seeds);
     ProgramBuilder pb;
@@ -249,7 +352,7 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
     std::vector<std::string> param_list, grad_list;
     std::set<std::string> produced, held;  // by the optimize block; persistable on this pserver
     for (const auto& p : params) {
-      if (p.pserver != s) continue;
+      if (!on(p, s)) continue;
       param_list.push_back(p.name);
       grad_list.push_back(p.grad);
       declare(top, p.name, p.name, true);
@@ -278,6 +381,17 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
         }
       }
       *optimize.desc()->add_ops() = op;
+    }
+    // This pserver's shard of each table and of its state: ShardRows of the rows.
+    const auto shard_rows = [&](const std::string& name) {
+      return ShardRows(sharded.at(name), s, options.pservers.size());
+    };
+    for (BlockBuilder* block : {&top, &optimize}) {
+      for (auto& v : *block->desc()->mutable_vars()) {
+        if (sharded.count(v.name()) && v.type().has_lod_tensor() && v.type().lod_tensor().tensor().dims_size() > 0) {
+          v.mutable_type()->mutable_lod_tensor()->mutable_tensor()->set_dims(0, shard_rows(v.name()));
+        }
+      }
     }
     OpBuilder serve = top.Op(options.serve_op);
     serve.Input("X", grad_list)
@@ -310,47 +424,142 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
     // Its startup: the ops that initialize what it holds.
     ProgramBuilder sb;
     for (const auto& name : held) {
-      if (const proto::VarDesc* v = FindVar(startup, name)) *sb.block(0).desc()->add_vars() = *v;
+      const proto::VarDesc* v = FindVar(startup, name);
+      if (v == nullptr) continue;
+      proto::VarDesc* d = sb.block(0).desc()->add_vars();
+      *d = *v;
+      if (sharded.count(name) && d->type().has_lod_tensor() && d->type().lod_tensor().tensor().dims_size() > 0) {
+        d->mutable_type()->mutable_lod_tensor()->mutable_tensor()->set_dims(0, shard_rows(name));
+      }
     }
     if (startup.blocks_size() > 0) {
       for (const auto& op : startup.blocks(0).ops()) {
         const auto outs = Args(op.outputs());
-        if (std::any_of(outs.begin(), outs.end(), [&](const std::string& o) { return held.count(o) > 0; })) {
-          *sb.block(0).desc()->add_ops() = op;
+        if (std::none_of(outs.begin(), outs.end(), [&](const std::string& o) { return held.count(o) > 0; })) {
+          continue;
+        }
+        proto::OpDesc* init = sb.block(0).desc()->add_ops();
+        *init = op;
+        for (const auto& o : outs) {
+          if (sharded.count(o) == 0) continue;
+          // Each pserver draws its own shard: the same initializer, shaped as the shard.
+          proto::OpDesc::Attr* shape = nullptr;
+          for (auto& a : *init->mutable_attrs()) {
+            if (a.name() == "shape") shape = &a;
+          }
+          const int64_t whole = sharded.at(o);
+          const bool longs = shape != nullptr && shape->longs_size() > 0;
+          if (outs.size() != 1 || shape == nullptr || (longs ? shape->longs(0) : shape->ints(0)) != whole) {
+            throw Error("startup op " + op.type() + " initializes '" + o + "', which is sharded over the pservers, " +
+                        "but not by a shape attribute of its " + std::to_string(whole) +
+                        " rows alone: give it an initializer with a shape (fill_constant, uniform_random, ...)");
+          }
+          if (longs) {
+            shape->set_longs(0, shard_rows(o));
+          } else {
+            shape->set_ints(0, static_cast<int32_t>(shard_rows(o)));
+          }
         }
       }
     }
     out.pserver_startups.push_back(sb.Build());
   }
 
-  // The trainer: everything that stays, then one send.
+  // The trainer: everything that stays, a prefetch before the lookups of each table, then
+  // one send.
   out.trainer = train;
   auto* ops = out.trainer.mutable_blocks(0)->mutable_ops();
   ops->Clear();
+  // Lookups of one table share a prefetch (every Ids they read, fetched before the first)
+  // while their Ids are all written before it and their padding_idx is the same.
+  struct Prefetch {
+    std::string table;
+    std::vector<std::string> ids;
+    int64_t padding;
+    int at;  // the first lookup
+  };
+  std::vector<Prefetch> prefetches;
+  std::map<int, size_t> prefetch_before;  // op index -> prefetches index
   for (int i = 0; i < n; ++i) {
-    if (!moves[i]) *ops->Add() = main.ops(i);
-  }
-  std::vector<std::string> grads, names, epmap;
-  for (size_t i = 0; i < params.size(); ++i) {
-    grads.push_back(params[i].grad);
-    names.push_back(params[i].name);
-    epmap.push_back(out.placement[i].second);
+    const auto& op = main.ops(i);
+    if (moves[i] || !IsLookup(op)) continue;
+    const std::string w = Args(op.inputs(), "W").at(0);
+    if (!tables.count(w)) continue;
+    const std::vector<std::string> ids = Args(op.inputs(), "Ids");
+    const int64_t padding = LongAttr(op, "padding_idx", -1);
+    Prefetch* joined = nullptr;
+    for (auto it = prefetches.rbegin(); it != prefetches.rend() && joined == nullptr; ++it) {
+      if (it->table != w) continue;
+      const bool ready = std::all_of(ids.begin(), ids.end(), [&](const std::string& id) {
+        const auto& ws = writers[id];
+        return std::none_of(ws.begin(), ws.end(), [&](int j) { return j >= it->at && j < i; });
+      });
+      if (ready && it->padding == padding) joined = &*it;
+      break;  // only the table's latest prefetch may take more
+    }
+    if (joined == nullptr) {
+      prefetch_before[i] = prefetches.size();
+      prefetches.push_back({w, {}, padding, i});
+      joined = &prefetches.back();
+    }
+    for (const auto& id : ids) {
+      if (std::find(joined->ids.begin(), joined->ids.end(), id) == joined->ids.end()) joined->ids.push_back(id);
+    }
   }
   BlockBuilder trainer_main(out.trainer.mutable_blocks(0));
+  for (int i = 0; i < n; ++i) {
+    if (const auto it = prefetch_before.find(i); it != prefetch_before.end()) {
+      const Prefetch& f = prefetches[it->second];
+      OpBuilder fetch = trainer_main.Op(options.prefetch_op);
+      fetch.Input("Ids", f.ids)
+          .Output("Out", f.table)
+          .Attr("endpoints", options.pservers)
+          .Attr("shape", tables[f.table].dims)
+          .Attr("dtype", tables[f.table].dtype)
+          .Attr("padding_idx", f.padding);
+      if (!options.checkpoint_dir.empty()) fetch.Attr("rejoin", true);
+      MaybeDeadline(fetch, options.deadline_ms);
+    }
+    if (!moves[i]) *ops->Add() = main.ops(i);
+  }
+  std::vector<std::string> grads, names, epmap, table_grads;
+  for (const auto& p : params) {
+    if (tables.count(p.name)) {
+      table_grads.push_back(p.grad);
+      continue;
+    }
+    grads.push_back(p.grad);
+    names.push_back(p.name);
+    epmap.push_back(options.pservers[p.pserver]);
+  }
   OpBuilder send = trainer_main.Op(options.send_op);
   send.Input("X", grads)
       .Output("Out", names)
       .Attr("endpoints", options.pservers)
       .Attr("epmap", epmap)
       .Attr("sync_mode", options.sync);
+  if (!table_grads.empty()) send.Input("ShardedX", table_grads);
   if (!options.checkpoint_dir.empty()) send.Attr("rejoin", true);
   MaybeDeadline(send, options.deadline_ms);
 
+  // Its startup: the startup program but the tables' initializers (the pservers draw the
+  // shards), then a pull of every other parameter.
   out.trainer_startup = startup;
   if (out.trainer_startup.blocks_size() == 0) {
     auto* b = out.trainer_startup.add_blocks();
     b->set_idx(0);
     b->set_parent_idx(-1);
+  }
+  auto* init_vars = out.trainer_startup.mutable_blocks(0)->mutable_vars();
+  for (int i = init_vars->size() - 1; i >= 0; --i) {
+    if (tables.count(init_vars->Get(i).name())) init_vars->DeleteSubrange(i, 1);
+  }
+  auto* init_ops = out.trainer_startup.mutable_blocks(0)->mutable_ops();
+  for (int i = init_ops->size() - 1; i >= 0; --i) {
+    const auto outs = Args(init_ops->Get(i).outputs());
+    if (std::any_of(outs.begin(), outs.end(), [&](const std::string& o) { return tables.count(o) > 0; })) {
+      init_ops->DeleteSubrange(i, 1);
+    }
   }
   BlockBuilder trainer_init(out.trainer_startup.mutable_blocks(0));
   OpBuilder recv = trainer_init.Op(options.recv_op);

@@ -22,6 +22,15 @@
 //    `listen_and_serv` (Fanin = N); block 1 (OptimizeBlock) holds the moved ops its
 //    parameters' updates need, in program order (an op several need, on each of theirs).
 //  - pserver p startup: the startup ops that initialize what pserver p holds.
+// Distributed lookup tables (Fluid's distributed lookup table): a parameter that
+// lookup_table reads with is_distributed (and is_sparse) is row-sharded over every
+// pserver, row r on pserver r % P as its row r / P, with the optimizer state shaped like
+// it; each pserver's startup runs the table's initializer shaped as its shard (a random
+// one draws other values than one process would). The trainer never holds it whole: a
+// `prefetch` before its lookups fetches the rows the batch names into the table's
+// variable (SelectedRows), its startup neither initializes nor pulls it, and `send`
+// splits its sparse gradient among the pservers (ShardedX). Only lookups, their gradients
+// and the table's optimizer may read it (no clipping or regularization of it).
 // Parameters whose updates read each other's gradients (clipping by global norm) are one
 // group on one pserver; groups are placed greedily, largest first, on the pserver holding
 // the fewest elements so far. Errors (no optimizer op, a bad endpoint) throw Error.
@@ -40,7 +49,7 @@ struct TranspileOptions {
   int32_t trainers = 1;
   std::vector<std::string> pservers;  // HOST:PORT each
   // The transport's op types, chosen by the plugin that will run them.
-  std::string send_op = "send", recv_op = "recv", serve_op = "listen_and_serv";
+  std::string send_op = "send", recv_op = "recv", serve_op = "listen_and_serv", prefetch_op = "prefetch";
   int64_t deadline_ms = 0;  // 0: the ops' default
   // Synchronous training (the pservers average every trainer's gradients an iteration),
   // or asynchronous: each trainer's step applied alone, a trainer at most max_staleness

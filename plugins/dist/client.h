@@ -36,6 +36,7 @@ inline constexpr const char* kGetVariable = "/rill.dist.v1.ParameterServer/GetVa
 inline constexpr const char* kBarrier = "/rill.dist.v1.ParameterServer/Barrier";
 inline constexpr const char* kComplete = "/rill.dist.v1.ParameterServer/Complete";
 inline constexpr const char* kStep = "/rill.dist.v1.ParameterServer/Step";
+inline constexpr const char* kPrefetch = "/rill.dist.v1.ParameterServer/Prefetch";
 inline constexpr const char* kOpenDataPath = "/rill.dist.v1.ParameterServer/OpenDataPath";
 inline constexpr const char* kStatus = "/rill.dist.v1.ParameterServer/Status";
 

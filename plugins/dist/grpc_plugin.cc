@@ -21,6 +21,7 @@ void Init(Registrar& r) {
   grpc.send = "send";
   grpc.recv = "recv";
   grpc.listen_and_serv = "listen_and_serv";
+  grpc.prefetch = "prefetch";
   grpc.join_as_trainer = [](int32_t*, const TransportOptions& options) { return TcpTrainerDataPath(options); };
   grpc.join_as_pserver = &ListenTcpDataPath;
   RegisterOps(r, grpc);

@@ -6,6 +6,8 @@
 //   recv             with Out: trainer, pull the parameters Out (a startup's first pull);
 //                    without: the seed's name for listen_and_serv
 //   listen_and_serv  pserver: serve until every trainer completed (pserver.h)
+//   prefetch         trainer: the rows its batch looks up of a table row-sharded over the
+//                    pservers (a distributed lookup table)
 //
 // A Transport says how the bytes move: in the gRPC messages (no DataPath), or by the
 // DataPath a trainer or pserver gets when it joins (dist_grpc: TCP, dist_mpi: MPI).
@@ -28,7 +30,7 @@ struct Transport {
   std::string name;            // for docs and errors: "gRPC", "MPI"
   std::string doc;             // how the bytes travel, for the ops' docs
   std::string trainer_id_doc;  // what trainer_id -1 means
-  std::string send, recv, listen_and_serv;
+  std::string send, recv, listen_and_serv, prefetch;
   // Null: the bytes travel in the messages. Otherwise the DataPath of a trainer, given
   // the trainer id asked for (-1: none), which it may fix (*trainer_id) ...
   std::function<DataPath*(int32_t* trainer_id, const TransportOptions& options)> join_as_trainer;
@@ -39,7 +41,7 @@ struct Transport {
   std::function<void()> failed;
 };
 
-// Registers send, recv and listen_and_serv under `transport`'s names.
+// Registers send, recv, listen_and_serv and prefetch under `transport`'s names.
 void RegisterOps(Registrar& r, const Transport& transport);
 
 // The transport this plugin registered.
@@ -96,9 +98,15 @@ TensorBytes BytesOf(Variable v, const std::string& name);
 
 void ListenAndServ(KernelContext& ctx);
 
+// The trainer id of a trainer op (its trainer_id attribute, resolved, fixed by the
+// transport where it decides: MPI, by rank), bound to the session; *data_path, when
+// asked for: the transport's DataPath (null: in the messages).
+int32_t JoinAsTrainer(const OpInfo& op, const TransportOptions& options, DataPath** data_path = nullptr);
+
 void RegisterSend(Registrar& r);
 void RegisterListenAndServ(Registrar& r);
 void RegisterRecv(Registrar& r);
+void RegisterPrefetch(Registrar& r);
 
 }  // namespace rill::dist
 

@@ -3,6 +3,7 @@
 #include <grpcpp/server_builder.h>
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
 
@@ -16,7 +17,7 @@ namespace rill::dist {
 // optimized; a Step's with the parameters it pulls (`params`: their indices, in its
 // order); an async GetVariable's with its parameter, once the update running is done.
 struct ParameterServer::PendingCall {
-  enum class Kind { kBarrier, kStep, kGet };
+  enum class Kind { kBarrier, kStep, kGet, kPrefetch };
   grpc::ServerUnaryReactor* reactor;
   grpc::ByteBuffer* response;
   Kind kind = Kind::kBarrier;
@@ -24,6 +25,7 @@ struct ParameterServer::PendingCall {
   int64_t iteration = 0;
   std::vector<v1::GetRequest> pulls;
   std::vector<size_t> params;
+  std::vector<int64_t> rows;  // kPrefetch: the rows asked of params[0]
 };
 
 std::string TrainingMode::Describe() const {
@@ -43,10 +45,11 @@ struct ParameterServer::InFlight {
 // Every method raw: requests are parsed by wire.h, responses built over tensor memory.
 class ParameterServer::Service final
     : public v1::ParameterServer::WithRawCallbackMethod_SendVariable<
-          v1::ParameterServer::WithRawCallbackMethod_GetVariable<v1::ParameterServer::WithRawCallbackMethod_Barrier<
-              v1::ParameterServer::WithRawCallbackMethod_Complete<v1::ParameterServer::WithRawCallbackMethod_Step<
-                  v1::ParameterServer::WithRawCallbackMethod_OpenDataPath<
-                      v1::ParameterServer::WithRawCallbackMethod_Status<v1::ParameterServer::Service>>>>>>> {
+          v1::ParameterServer::WithRawCallbackMethod_GetVariable<
+              v1::ParameterServer::WithRawCallbackMethod_Barrier<v1::ParameterServer::WithRawCallbackMethod_Complete<
+                  v1::ParameterServer::WithRawCallbackMethod_Step<v1::ParameterServer::WithRawCallbackMethod_Prefetch<
+                      v1::ParameterServer::WithRawCallbackMethod_OpenDataPath<
+                          v1::ParameterServer::WithRawCallbackMethod_Status<v1::ParameterServer::Service>>>>>>>> {
  public:
   explicit Service(ParameterServer* server) : server_(server) {}
 
@@ -71,6 +74,10 @@ class ParameterServer::Service final
   grpc::ServerUnaryReactor* Step(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                  grpc::ByteBuffer* response) override {
     return MaybeLater(ctx, request, response, &ParameterServer::OnStep);
+  }
+  grpc::ServerUnaryReactor* Prefetch(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override {
+    return MaybeLater(ctx, request, response, &ParameterServer::OnPrefetch);
   }
   grpc::ServerUnaryReactor* Complete(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override {
@@ -484,7 +491,7 @@ bool ParameterServer::OnBarrier(const grpc::ByteBuffer& request, grpc::ByteBuffe
   if (*status = AdmitBarrier(r.trainer_id(), r.iteration()); !status->ok()) return true;
   trainers_[r.trainer_id()].barrier = r.iteration();
   pending_.push_back(
-      PendingCall{reactor, response, PendingCall::Kind::kBarrier, r.trainer_id(), r.iteration(), {}, {}});
+      PendingCall{reactor, response, PendingCall::Kind::kBarrier, r.trainer_id(), r.iteration(), {}, {}, {}});
   changed_.notify_all();
   return false;  // answered once the iteration is optimized
 }
@@ -515,7 +522,7 @@ bool ParameterServer::OnStep(const grpc::ByteBuffer& request, grpc::ByteBuffer* 
     }
   }
   PendingCall pending{reactor, response, PendingCall::Kind::kStep, trainer, step.iteration, std::move(step.parameters),
-                      {}};
+                      {},      {}};
   for (const auto& pull : pending.pulls) {
     if (pull.trainer_id() != trainer || pull.iteration() != step.iteration) {
       *status = Invalid("the pull of '" + pull.name() + "' is trainer " + std::to_string(pull.trainer_id()) +
@@ -613,7 +620,7 @@ bool ParameterServer::OnGet(const grpc::ByteBuffer& request, grpc::ByteBuffer* r
   }
   if (!mode_.sync && optimizing_) {  // the parameters as they are once the update running is done
     pending_.push_back(
-        PendingCall{reactor, response, PendingCall::Kind::kGet, r.trainer_id(), r.iteration(), {r}, {param}});
+        PendingCall{reactor, response, PendingCall::Kind::kGet, r.trainer_id(), r.iteration(), {r}, {param}, {}});
     return false;
   }
   if (r.iteration() == current_ || !mode_.sync) {
@@ -627,6 +634,71 @@ bool ParameterServer::OnGet(const grpc::ByteBuffer& request, grpc::ByteBuffer* r
                        std::to_string(r.trainer_id()) + ": the pserver holds iteration " + std::to_string(current_) +
                        (r.iteration() == current_ + 1 ? " (ask after the barrier of that iteration returns)" : ""));
   return true;
+}
+
+bool ParameterServer::OnPrefetch(const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+                                 grpc::ServerUnaryReactor* reactor, grpc::Status* status) {
+  v1::PrefetchRequest r;
+  try {
+    DecodeMessage(request, &r);
+  } catch (const WireError& e) {
+    *status = Invalid(e.what());
+    return true;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const size_t param = IndexOf(&ParamSpec::param, r.name());
+  if (param == params_.size()) {
+    *status = grpc::Status(
+        grpc::StatusCode::NOT_FOUND,
+        "unknown table '" + r.name() + "'; this pserver serves the parameters " + NamesOf(&ParamSpec::param));
+    return true;
+  }
+  if (*status = CheckTrainer(r.trainer_id()); !status->ok()) return true;
+  const int64_t height = params_[param].dims.empty() ? 0 : params_[param].dims[0];
+  for (int64_t row : r.rows()) {
+    if (row < 0 || row >= height) {
+      *status = Invalid("Prefetch of '" + r.name() + "': row " + std::to_string(row) + " is not one of its " +
+                        std::to_string(height) + " rows on this pserver");
+      return true;
+    }
+  }
+  Seen(r.trainer_id(), r.iteration());
+  if (stopped_) {
+    *status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "pserver is stopping");
+    return true;
+  }
+  std::vector<int64_t> rows(r.rows().begin(), r.rows().end());
+  if (optimizing_) {  // the rows as they are once the update running is done
+    pending_.push_back(PendingCall{
+        reactor, response, PendingCall::Kind::kPrefetch, r.trainer_id(), r.iteration(), {}, {param}, std::move(rows)});
+    return false;
+  }
+  *response = RowsOf(param, r.trainer_id(), rows);
+  *status = grpc::Status::OK;
+  return true;
+}
+
+grpc::ByteBuffer ParameterServer::RowsOf(size_t param, int32_t trainer, const std::vector<int64_t>& rows) {
+  const TensorBytes& table = published_[param];
+  const int64_t height = table.dims.empty() ? 0 : table.dims[0];
+  const size_t row_bytes = height > 0 ? table.bytes / static_cast<size_t>(height) : 0;
+  v1::VariableMessage message;
+  v1::VariableHeader* h = message.mutable_header();
+  h->set_name(params_[param].param);
+  h->set_trainer_id(trainer);
+  h->set_iteration(current_);
+  h->mutable_tensor()->set_dtype(table.dtype);
+  h->mutable_tensor()->add_dims(static_cast<int64_t>(rows.size()));
+  for (size_t d = 1; d < table.dims.size(); ++d) h->mutable_tensor()->add_dims(table.dims[d]);
+  h->mutable_selected_rows()->mutable_rows()->Add(rows.begin(), rows.end());
+  h->mutable_selected_rows()->set_height(height);
+  std::string* data = message.mutable_data();
+  data->resize(rows.size() * row_bytes);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::memcpy(data->data() + i * row_bytes, static_cast<const char*>(table.data) + rows[i] * row_bytes, row_bytes);
+  }
+  bytes_out_ += data->size();
+  return EncodeMessage(message);
 }
 
 grpc::Status ParameterServer::OnOpenDataPath(grpc::ByteBuffer* response) {
@@ -728,6 +800,7 @@ void ParameterServer::Fill(PendingCall& call) {
   switch (call.kind) {
     case PendingCall::Kind::kBarrier: *call.response = EncodeMessage(v1::Reply()); return;
     case PendingCall::Kind::kGet: Respond(call.params[0], call.trainer, call.pulls[0], call.response); return;
+    case PendingCall::Kind::kPrefetch: *call.response = RowsOf(call.params[0], call.trainer, call.rows); return;
     case PendingCall::Kind::kStep: {
       std::vector<grpc::ByteBuffer> parameters(call.params.size());
       for (size_t i = 0; i < call.params.size(); ++i)

@@ -23,6 +23,8 @@
 //    update running, if one is). A trainer's iterations are its own: 1, 2, ... as it steps.
 //    Serve() returns when every trainer completed, and throws when the deadline passes
 //    with no step from trainers that have not completed (naming them).
+//  - Prefetch (a distributed lookup table's rows): rows of a parameter, copied from the
+//    published parameters: at once, or, while an update runs, once it is published.
 //  - Checkpoints: with hooks.checkpoint, every hooks.checkpoint_every iterations (sync:
 //    iterations; async: updates) Serve()'s thread writes one after publishing the
 //    parameters and answering the trainers, before the next update. A server started
@@ -176,6 +178,12 @@ class ParameterServer {
   // Answers now (returns true, with *status) or, async while an update runs, after it.
   bool OnGet(const grpc::ByteBuffer& request, grpc::ByteBuffer* response, grpc::ServerUnaryReactor* reactor,
              grpc::Status* status);
+  // Rows of a parameter (a table's shard): answered now, or after the update running.
+  bool OnPrefetch(const grpc::ByteBuffer& request, grpc::ByteBuffer* response, grpc::ServerUnaryReactor* reactor,
+                  grpc::Status* status);
+  // The answer to a Prefetch of `rows` of param `param`, copied from the published
+  // parameters (under mu_, while no update runs).
+  grpc::ByteBuffer RowsOf(size_t param, int32_t trainer, const std::vector<int64_t>& rows);
   grpc::Status OnOpenDataPath(grpc::ByteBuffer* response);
   grpc::Status OnStatus(grpc::ByteBuffer* response);
   grpc::Status CheckTrainer(int32_t trainer) const;

@@ -41,6 +41,7 @@ void RegisterOps(Registrar& r, const Transport& transport) {
   RegisterSend(r);
   RegisterListenAndServ(r);
   RegisterRecv(r);
+  RegisterPrefetch(r);
 }
 
 }  // namespace rill::dist

@@ -1,6 +1,7 @@
 // The trainer's ops: send (push gradients, barrier, pull parameters) and the parameter
 // pull they share with recv.
 #include <algorithm>
+#include <cstring>
 #include <future>
 #include <set>
 
@@ -26,7 +27,12 @@ class Send {
       : fetcher_(op),
         grads_(op.InputNames("X")),
         epmap_(CheckedEpmap(op, grads_.size(), "X")),
+        sharded_(op.InputNames("ShardedX")),
+        shards_(op.Attr<std::vector<std::string>>("endpoints")),
         rejoin_(op.Attr<bool>("rejoin")) {
+    if (!sharded_.empty() && shards_.empty()) {
+      throw Error(op.type() + ": ShardedX needs endpoints, the pservers its tables are sharded over, in shard order");
+    }
     if (op.OutputCount("Out") != 0 && op.OutputCount("Out") != grads_.size()) {
       throw Error(op.type() + ": Out pairs with X (the parameter of each gradient); got " +
                   std::to_string(op.OutputCount("Out")) + " for " + std::to_string(grads_.size()));
@@ -74,6 +80,8 @@ class Send {
     std::vector<std::vector<Gradient>> in_step(endpoints_.size());
     std::vector<bool> beside(endpoints_.size(), false);  // a gradient went to it by the data path
     SendByDataPath(ctx, k, lease, in_step, beside);
+    std::vector<std::vector<char>> parts;  // the sharded gradients' parts, sent in the steps
+    for (size_t j = 0; j < sharded_.size(); ++j) SplitSharded(ctx, j, in_step, parts);
     std::vector<v1::OutOfBand> routes;
     std::vector<v1::GetRequest> pulls = fetcher_.Pulls(ctx, k, &routes);
     std::vector<std::vector<size_t>> pulled(endpoints_.size());  // per pserver, its pulls' indices
@@ -190,6 +198,49 @@ class Send {
                            std::to_string(at - 1) + " were lost");
   }
 
+  // ShardedX[j], the SelectedRows gradient of a table row-sharded over shards_ (row r on
+  // shard r % P as its row r / P), split into one part per shard (the rows it holds, as
+  // its row numbers, with their values; none, for a shard the batch did not touch), each
+  // into that pserver's step. The parts' values are copied into `parts`.
+  void SplitSharded(KernelContext& ctx, size_t j, std::vector<std::vector<Gradient>>& in_step,
+                    std::vector<std::vector<char>>& parts) {
+    const std::string& name = sharded_[j];
+    Variable v = ctx.InputVar("ShardedX", j);
+    if (!v.IsSelectedRows()) {
+      throw Error("'" + name + "' is the gradient of a table sharded over the pservers and must be SelectedRows " +
+                  "(lookup_table's is_sparse), not " + (v.IsTensor() ? "a dense tensor" : "empty"));
+    }
+    const TensorBytes whole = BytesOf(v, name);
+    const size_t count = whole.rows.size(), shards = shards_.size();
+    const size_t row_bytes = count > 0 ? whole.bytes / count : 0;
+    std::vector<std::vector<size_t>> of(shards);  // per shard, the indices of its rows
+    for (size_t i = 0; i < count; ++i) {
+      const int64_t r = whole.rows[i];
+      if (r < 0 || r >= whole.height) {
+        throw Error("'" + name + "' has row " + std::to_string(r) + ", outside its height " +
+                    std::to_string(whole.height));
+      }
+      of[static_cast<size_t>(r) % shards].push_back(i);
+    }
+    for (size_t p = 0; p < shards; ++p) {
+      std::vector<char>& bytes = parts.emplace_back(of[p].size() * row_bytes);
+      TensorBytes part = whole;
+      part.dims[0] = static_cast<int64_t>(of[p].size());
+      part.lod.clear();
+      part.rows.clear();
+      for (size_t n = 0; n < of[p].size(); ++n) {
+        const size_t i = of[p][n];
+        part.rows.push_back(whole.rows[i] / static_cast<int64_t>(shards));
+        std::memcpy(bytes.data() + n * row_bytes, static_cast<const char*>(whole.data) + i * row_bytes, row_bytes);
+      }
+      part.data = bytes.data();
+      part.bytes = bytes.size();
+      part.height =
+          (whole.height - static_cast<int64_t>(p) + static_cast<int64_t>(shards) - 1) / static_cast<int64_t>(shards);
+      in_step[EndpointIndex(shards_[p])].push_back(Gradient{name, std::move(part)});
+    }
+  }
+
   size_t EndpointIndex(const std::string& endpoint) const {
     return std::lower_bound(endpoints_.begin(), endpoints_.end(), endpoint) - endpoints_.begin();
   }
@@ -240,6 +291,7 @@ class Send {
   static constexpr int kRejoins = 3;  // times one step rejoins a pserver before giving up
   ParameterFetcher fetcher_;
   std::vector<std::string> grads_, epmap_, endpoints_;
+  std::vector<std::string> sharded_, shards_;  // ShardedX; the pservers its tables are sharded over, in order
   // Per pserver (endpoints_ order): how many iterations it lost to a restart, so this
   // trainer's iteration k is its iteration k - lag.
   std::vector<int64_t> lag_;
@@ -289,20 +341,15 @@ TensorBytes BytesOf(Variable v, const std::string& name) {
   return b;
 }
 
-namespace {
-
-// The trainer id asked for, fixed by the transport where it decides (MPI: by rank), and
-// the transport's DataPath.
 int32_t JoinAsTrainer(const OpInfo& op, const TransportOptions& options, DataPath** data_path) {
   return ReportingFailure([&] {
     int32_t id = ResolveTrainerId(op.Attr<int64_t>("trainer_id"));
     const Transport& transport = ThisTransport();
-    *data_path = transport.join_as_trainer ? transport.join_as_trainer(&id, options) : nullptr;
+    DataPath* path = transport.join_as_trainer ? transport.join_as_trainer(&id, options) : nullptr;
+    if (data_path != nullptr) *data_path = path;
     return TrainerSession::Get().BindTrainerId(std::max(id, 0));
   });
 }
-
-}  // namespace
 
 ParameterFetcher::ParameterFetcher(const OpInfo& op)
     : options_(TransportOptions::Resolve(op.Attr<int64_t>("deadline_ms"))),
@@ -403,10 +450,15 @@ void RegisterSend(Registrar& r) {
                 "silent is an error naming its endpoint. " +
                 t.doc)
            .Input("X", "the gradients to send: dense, or SelectedRows (sparse)", RILL_SLOT_DUPLICABLE)
+           .Input("ShardedX",
+                  "gradients (SelectedRows) of tables row-sharded over endpoints (row r on endpoints[r % P] as "
+                  "its row r / P; see prefetch): each pserver gets the rows it holds, in its step",
+                  RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
            .Output("Out", "the parameters to fetch back, X[i]'s parameter at i",
                    RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
            .Attr("endpoints", std::vector<std::string>{},
-                 "every pserver endpoint (HOST:PORT) to barrier; default: those of epmap")
+                 "every pserver endpoint (HOST:PORT) to barrier, in shard order (ShardedX); default: those of "
+                 "epmap")
            .RequiredAttr("epmap", RILL_ATTR_STRINGS, "the pserver endpoint of each X (and Out)")
            .Attr("sync_mode", true,
                  "synchronous training; false: asynchronous, each step applied alone as it arrives (the "

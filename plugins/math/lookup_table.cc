@@ -109,10 +109,24 @@ template <class T, bool kV2> void LookupTable(KernelContext& ctx) {
 // W@GRAD: Out@GRAD's rows added into the rows Ids name (padding rows left out); dense, or
 // SelectedRows of every looked-up row in Ids' order when is_sparse (repeats kept, as in
 // Fluid; whoever applies them adds them up).
+// W may be SelectedRows (a table a parameter server holds part of): its height and width
+// are the table's, and its gradient must be sparse.
 template <class T, bool kV2> void LookupTableGrad(KernelContext& ctx) {
-  Tensor w = ctx.Input("W");
-  const std::vector<int64_t> wd = w.dims();
-  const int64_t width = wd.at(1);
+  Variable wv = ctx.InputVar("W");
+  std::vector<int64_t> wd;
+  if (wv.IsSelectedRows()) {
+    const Variable::SelectedRows sr = wv.selected_rows();
+    wd = sr.value.dims();
+    if (wd.size() != 2) throw Error("W is SelectedRows whose value " + DimsString(wd) + " is not [rows, width]");
+    wd[0] = sr.height;
+    if (!ctx.Attr<bool>("is_sparse")) {
+      throw Error("W is SelectedRows (rows of a table held elsewhere): its gradient must be sparse (is_sparse)");
+    }
+  } else {
+    wd = wv.tensor().dims();
+  }
+  if (wd.size() != 2) throw Error("W " + DimsString(wd) + " is not a matrix");
+  const int64_t width = wd[1];
   const std::vector<int64_t> ids = ReadIds(ctx, kV2, wd[0], nullptr);
   const int64_t padding = ctx.Attr<int64_t>("padding_idx");
   Tensor g = ctx.Input("Out@GRAD");
@@ -128,7 +142,7 @@ template <class T, bool kV2> void LookupTableGrad(KernelContext& ctx) {
     return;
   }
   T* dw = ctx.AllocateOutput<T>("W@GRAD", wd);
-  std::fill(dw, dw + w.numel(), T(0));
+  std::fill(dw, dw + wd[0] * width, T(0));
   for (size_t i = 0; i < ids.size(); ++i) {
     if (IsPadding(ids[i], padding)) continue;
     VecMap<T>(dw + ids[i] * width, width) += ConstVecMap<T>(pg + static_cast<int64_t>(i) * width, width);
@@ -148,7 +162,9 @@ template <bool kV2> void Add(Registrar& r, const char* type) {
           .Output("Out", "the rows")
           .Attr("padding_idx", int64_t{kNoPadding}, "an id whose row is zeros and gets no gradient; -1: none")
           .Attr("is_sparse", false, "W's gradient as SelectedRows of the looked-up rows")
-          .Attr("is_distributed", false, "informational (a distributed table)")
+          .Attr("is_distributed", false,
+                "a table row-sharded over the parameter servers: `rill transpile` fetches each batch's rows "
+                "into W (prefetch) instead of pulling the whole table")
           .KernelDtypeFrom("W")
           .Grad(grad, "W,Ids,Out@GRAD", "W");
   r.Op(schema);

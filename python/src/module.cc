@@ -155,7 +155,7 @@ py::tuple AppendBackward(const py::bytes& program, const std::string& loss, cons
 
 py::dict Transpile(const py::bytes& train, const py::bytes& startup, int32_t trainers,
                    const std::vector<std::string>& pservers, const std::string& send_op, const std::string& recv_op,
-                   const std::string& serve_op, bool sync_mode, int64_t max_staleness) {
+                   const std::string& serve_op, const std::string& prefetch_op, bool sync_mode, int64_t max_staleness) {
   core::TranspileOptions options;
   options.sync = sync_mode;
   options.max_staleness = max_staleness;
@@ -164,6 +164,7 @@ py::dict Transpile(const py::bytes& train, const py::bytes& startup, int32_t tra
   options.send_op = send_op;
   options.recv_op = recv_op;
   options.serve_op = serve_op;
+  options.prefetch_op = prefetch_op;
   core::TranspiledPrograms t =
       core::Transpile(Parse(train, "<trainer program>"), Parse(startup, "<startup program>"), options);
   py::dict out;
@@ -290,8 +291,8 @@ PYBIND11_MODULE(_rill, m) {
       py::arg("device_type"), "How many devices of the type are present; -1 if no loaded plugin drives it.");
   m.def("append_backward", &AppendBackward, py::arg("program"), py::arg("loss"), py::arg("parameters"));
   m.def("transpile", &Transpile, py::arg("program"), py::arg("startup"), py::arg("trainers"), py::arg("pservers"),
-        py::arg("send_op"), py::arg("recv_op"), py::arg("serve_op"), py::arg("sync_mode") = true,
-        py::arg("max_staleness") = -1);
+        py::arg("send_op"), py::arg("recv_op"), py::arg("serve_op"), py::arg("prefetch_op"),
+        py::arg("sync_mode") = true, py::arg("max_staleness") = -1);
   m.def(
       "program_to_dot",
       [](const py::bytes& program, int block, const std::vector<std::string>& highlight) {

@@ -7,6 +7,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <future>
 #include <thread>
 
@@ -171,6 +172,38 @@ TEST(DistPserver, AStepWithAPartRefusedIsRefusedWholeAndTakesNothing) {
   const Reply r = Call(e, kStep, EncodeStep(0, 1, {Grad("w@GRAD", 0, 1, g, lease)}, {Pull("w", 0, 1)}));
   ASSERT_TRUE(r.status.ok()) << r.status.error_message();
   EXPECT_EQ(StepParameters(r.body), (std::vector<std::vector<float>>{{0, 1}}));
+  ASSERT_TRUE(Call(e, kComplete, Complete(0)).status.ok());
+  EXPECT_EQ(ps.Result(), "");
+}
+
+TEST(DistPserver, APrefetchAnswersTheRowsAskedInTheirOrderAndRefusesARowItDoesNotHold) {
+  Pserver ps(1);
+  const std::string e = ps.endpoint();
+  v1::PrefetchRequest asked;
+  asked.set_name("w");
+  asked.add_rows(1);
+  asked.add_rows(0);
+  const Reply r = Call(e, kPrefetch, EncodeMessage(asked));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  v1::VariableMessage got;
+  DecodeMessage(r.body, &got);
+  EXPECT_EQ(std::vector<int64_t>(got.header().tensor().dims().begin(), got.header().tensor().dims().end()),
+            (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(
+      std::vector<int64_t>(got.header().selected_rows().rows().begin(), got.header().selected_rows().rows().end()),
+      (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(got.header().selected_rows().height(), 2);
+  ASSERT_EQ(got.data().size(), 2 * sizeof(float));
+  float values[2];
+  std::memcpy(values, got.data().data(), sizeof(values));
+  EXPECT_EQ(values[0], 2);  // w is {1, 2}
+  EXPECT_EQ(values[1], 1);
+  asked.set_rows(0, 2);
+  ExpectStatus(Call(e, kPrefetch, EncodeMessage(asked)), StatusCode::INVALID_ARGUMENT,
+               "Prefetch of 'w': row 2 is not one of its 2 rows on this pserver");
+  asked.set_name("v");
+  ExpectStatus(Call(e, kPrefetch, EncodeMessage(asked)), StatusCode::NOT_FOUND,
+               "unknown table 'v'; this pserver serves the parameters w");
   ASSERT_TRUE(Call(e, kComplete, Complete(0)).status.ok());
   EXPECT_EQ(ps.Result(), "");
 }

@@ -26,7 +26,8 @@ struct Live {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace std::chrono_literals;
   static const char* const kMethods[] = {rill::dist::kSendVariable, rill::dist::kGetVariable,  rill::dist::kBarrier,
-                                         rill::dist::kComplete,     rill::dist::kOpenDataPath, rill::dist::kStep};
+                                         rill::dist::kComplete,     rill::dist::kOpenDataPath, rill::dist::kStep,
+                                         rill::dist::kPrefetch};
   constexpr size_t kMethodCount = sizeof(kMethods) / sizeof(kMethods[0]);
   static Live* live = new Live;
   if (size == 0) return 0;

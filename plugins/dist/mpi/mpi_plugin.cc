@@ -19,6 +19,7 @@ void Init(Registrar& r) {
   mpi.send = "send_mpi";
   mpi.recv = "recv_mpi";
   mpi.listen_and_serv = "listen_and_serv_mpi";
+  mpi.prefetch = "prefetch_mpi";
   mpi.join_as_trainer = &JoinMpiAsTrainer;
   mpi.join_as_pserver = &JoinMpiAsPserver;
   mpi.failed = &EndMpiJobAtExit;

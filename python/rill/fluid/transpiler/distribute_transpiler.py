@@ -51,8 +51,8 @@ def slice_variable(var_list, slice_count, min_block_size=8192):
             blocks.append("%s:%d:%d" % (var.name, block_id, min(block_size, numel - block_id * block_size)))
     return blocks
 
-_TRANSPORT_OPS = {"grpc": ("send", "recv", "listen_and_serv"),
-                  "mpi": ("send_mpi", "recv_mpi", "listen_and_serv_mpi")}
+_TRANSPORT_OPS = {"grpc": ("send", "recv", "listen_and_serv", "prefetch"),
+                  "mpi": ("send_mpi", "recv_mpi", "listen_and_serv_mpi", "prefetch_mpi")}
 
 
 class DistributeTranspilerConfig(object):
@@ -99,9 +99,10 @@ class DistributeTranspiler(object):
         startup = default_startup_program() if startup_program is None else startup_program
         self.trainer_id = trainer_id
         self.endpoints = [e.strip() for e in pservers.split(",") if e.strip()]
-        send, recv, serve = _TRANSPORT_OPS[self.transport]
+        send, recv, serve, prefetch = _TRANSPORT_OPS[self.transport]
         self._result = _rill.transpile(program.serialize_to_string(), startup.serialize_to_string(), trainers,
-                                       self.endpoints, send, recv, serve, self.sync_mode, int(c.max_staleness))
+                                       self.endpoints, send, recv, serve, prefetch, self.sync_mode,
+                                       int(c.max_staleness))
 
     def _check(self):
         if self._result is None:

@@ -12,8 +12,10 @@ those rows' gradients, and the table never exists whole on a trainer.
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -123,6 +125,62 @@ def test_a_distributed_table_must_be_looked_up_sparsely(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode != 0
     assert "looks up distributed table 'emb' without is_distributed and is_sparse" in r.stderr, r.stderr
+
+
+def test_a_killed_pserver_comes_back_with_its_shard_and_training_finishes(tmp_path):
+    """Sync word2vec with its table sharded, checkpointing every iteration under `rill
+    launch`: pserver 0 is killed once it checkpointed; launch starts it again, the trainers'
+    prefetches and steps rejoin it, and the loss at the end is within 5% of an uninterrupted
+    run's."""
+    from test_pserver_restart import pid_of
+    d = str(tmp_path)
+    word2vec_with_a_distributed_table(d)
+    params = ("fc1_w", "fc1_b", "fc2_w", "fc2_b")
+    iterations = 300
+
+    def train(name, kill):
+        pservers = ["127.0.0.1:%d" % p for p in free_ports(2)]
+        out, ckpt = os.path.join(d, name), os.path.join(d, name + "_ckpt")
+        rill("transpile", os.path.join(d, "train.pbtxt"), "--startup", os.path.join(d, "startup.pbtxt"),
+             "--trainers", 2, "--pservers", ",".join(pservers), "-o", out, "--checkpoint-dir", ckpt,
+             "--checkpoint-every", 1)
+        args = [RILL, "launch", out, "--deadline-ms", "60000", "--"]
+        args += [a for v in ("w1", "w2", "w3", "label") for a in ("--feed", "%s=%s/%s_{trainer}.npy" % (v, d, v))]
+        args += ["--iterations", str(iterations), "--save", os.path.join(out, "trainer_{trainer}")]
+        args += [a for p in params for a in ("--fetch", p)]
+        job = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            if kill:
+                give_up = time.monotonic() + 120
+                while time.monotonic() < give_up and job.poll() is None:
+                    status = subprocess.run([RILL, "status", pservers[0]], capture_output=True, text=True,
+                                            timeout=60).stdout
+                    m = re.search(r"last at iteration (\d+)", status)
+                    if m and int(m.group(1)) >= 20:
+                        break
+                pid = pid_of(os.path.join(out, "pserver_0.pbtxt"))
+                assert job.poll() is None and pid is not None, "the job ended before its pserver could be killed"
+                os.kill(pid, signal.SIGKILL)
+            _, stderr = job.communicate(timeout=300)
+        finally:
+            job.kill()
+        assert job.returncode == 0, "\n".join(l for l in stderr.splitlines() if " it/s" not in l)[-3000:]
+        if kill:
+            assert "launch: pserver 0 died (killed by signal" in stderr, stderr[-2000:]
+        emb = np.zeros((20, 8), np.float32)
+        for s in range(2):
+            shard = checkpointed(os.path.join(out, "pserver_%d.pbtxt" % s), os.path.join(ckpt, "pserver_%d.ckpt" % s),
+                                 os.path.join(out, "shard_%d" % s))
+            emb[s::2] = shard["emb"]
+        np.save(os.path.join(out, "emb.npy"), emb)
+        trained = ["--feed", "emb=%s/emb.npy" % out]
+        trained += [a for p in params for a in ("--feed", "%s=%s/trainer_0/%s.npy" % (p, out, p))]
+        data = [a for v in ("w1", "w2", "w3", "label") for a in ("--feed", "%s=%s/%s.npy" % (v, d, v))]
+        return float(rill("run", os.path.join(d, "model.pbtxt"), *data, *trained, "--fetch", "avg_cost").split()[-1])
+
+    uninterrupted = train("plain", kill=False)
+    interrupted = train("killed", kill=True)
+    assert abs(interrupted - uninterrupted) <= 0.05 * uninterrupted, (interrupted, uninterrupted)
 
 
 CTR_MODEL = '''blocks {

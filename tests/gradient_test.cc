@@ -849,6 +849,59 @@ std::vector<GradCase> Cases() {
                    },
                    1e-6,
                    sequences({{0, 2, 6}})});
+  // Trainable padding: context rows before (one) and after (two) a sequence read PaddingData's.
+  cases.push_back({"sequence_conv_padding_trainable",
+                   {{"x", {6, 2}}, {"filter", {8, 3}}, {"padding", {3, 2}}},
+                   [](core::BlockBuilder& b) {
+                     b.Op("sequence_conv")
+                         .Input("X", "x")
+                         .Input("Filter", "filter")
+                         .Input("PaddingData", "padding")
+                         .Output("Out", "out")
+                         .Attr("contextLength", int32_t{4})
+                         .Attr("contextStart", int32_t{-1})
+                         .Attr("paddingTrainable", true);
+                   },
+                   1e-6,
+                   sequences({{0, 1, 1, 6}})});
+  cases.push_back({"sequence_softmax",
+                   {{"x", {6, 1}}},
+                   [](core::BlockBuilder& b) { b.Op("sequence_softmax").Input("X", "x").Output("Out", "out"); },
+                   1e-6,
+                   sequences({{0, 1, 1, 6}})});
+  cases.push_back({"sequence_reverse",
+                   {{"x", {5, 3}}},
+                   [](core::BlockBuilder& b) { b.Op("sequence_reverse").Input("X", "x").Output("Y", "out"); },
+                   1e-6,
+                   sequences({{0, 2, 2, 5}})});
+  // Y's LoD says how often each unit of x repeats (0, 1 and several times); y's values are
+  // never read.
+  const auto expanded_by = [](const core::LoD& y_lod, const core::LoD& x_lod) {
+    return [y_lod, x_lod](core::Scope& s) {
+      core::Tensor* y = s.Var("y")->GetMutableTensor();
+      y->Allocate(RILL_FP64, {static_cast<int64_t>(y_lod.back().back()), 1});
+      y->mutable_lod() = y_lod;
+      s.FindVar("x")->GetMutableTensor()->mutable_lod() = x_lod;
+    };
+  };
+  cases.push_back(
+      {"sequence_expand_of_rows",
+       {{"x", {3, 2}}},
+       [](core::BlockBuilder& b) { b.Op("sequence_expand").Input("X", "x").Input("Y", "y").Output("Out", "out"); },
+       1e-6,
+       expanded_by({{0, 1, 1, 4}}, {})});
+  cases.push_back(
+      {"sequence_expand_of_sequences",
+       {{"x", {4, 2}}},
+       [](core::BlockBuilder& b) { b.Op("sequence_expand").Input("X", "x").Input("Y", "y").Output("Out", "out"); },
+       1e-6,
+       expanded_by({{0, 2, 2, 3}}, {{0, 1, 3, 4}})});
+  cases.push_back(
+      {"sequence_expand_as",
+       {{"x", {3, 2}}},
+       [](core::BlockBuilder& b) { b.Op("sequence_expand_as").Input("X", "x").Input("Y", "y").Output("Out", "out"); },
+       1e-6,
+       expanded_by({{0, 2, 2, 5}}, {})});
   return cases;
 }
 

@@ -373,6 +373,53 @@ TEST_F(MathForward, SequenceConvSeesEachRowsContextWithinItsSequence) {
   EXPECT_EQ(Get("out").lod(), (core::LoD{{0, 3, 5}}));
 }
 
+// Each sequence's rows reversed (the empty one too); the LoD stays.
+TEST_F(MathForward, SequenceReverseReversesEachSequencesRows) {
+  Set<int64_t>("x", {5, 1}, {1, 2, 3, 4, 5});
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 2, 2, 5}};
+  Op("sequence_reverse").Input("X", "x").Output("Y", "y");
+  ASSERT_EQ(Run(), "");
+  ExpectNear(Values("y"), {2, 1, 5, 4, 3});
+  EXPECT_EQ(Get("y").lod(), (core::LoD{{0, 2, 2, 5}}));
+}
+
+// Softmax within each sequence: [0, ln 3] -> [1/4, 3/4]; a sequence of one row -> 1.
+TEST_F(MathForward, SequenceSoftmaxNormalizesWithinEachSequence) {
+  Set<double>("x", {3, 1}, {0, std::log(3.0), 5});
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 2, 2, 3}};
+  Op("sequence_softmax").Input("X", "x").Output("Out", "out");
+  ASSERT_EQ(Run(), "");
+  ExpectNear(Values("out"), {0.25, 0.75, 1});
+  Set<double>("wide", {3, 2}, {1, 2, 3, 4, 5, 6});
+  scope()->FindVar("wide")->GetMutableTensor()->mutable_lod() = {{0, 3}};
+  Op("sequence_softmax").Input("X", "wide").Output("Out", "bad");
+  EXPECT_NE(Run().find("X [3, 2] must be [R] or [R, 1]: one value per row"), std::string::npos);
+}
+
+// X's sequences [1] and [2, 3] repeated 2 and 1 times (Y's level); then X's rows by Y's
+// last level, and without LoD in X each row is a unit.
+TEST_F(MathForward, SequenceExpandRepeatsXsUnitsAsYsLoDSays) {
+  Set<float>("x", {3, 1}, {1, 2, 3});
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 1, 3}};
+  Set<float>("y", {3, 1}, {0, 0, 0});
+  scope()->FindVar("y")->GetMutableTensor()->mutable_lod() = {{0, 2, 3}};
+  Op("sequence_expand").Input("X", "x").Input("Y", "y").Output("Out", "out");
+  Set<float>("rows", {2, 1}, {7, 8});
+  Set<float>("y2", {3, 1}, {0, 0, 0});
+  scope()->FindVar("y2")->GetMutableTensor()->mutable_lod() = {{0, 2, 2}, {0, 0, 3}};
+  Op("sequence_expand").Input("X", "rows").Input("Y", "y2").Output("Out", "by_level_0").Attr("ref_level", int64_t{0});
+  Op("sequence_expand_as").Input("X", "rows").Input("Y", "y2").Output("Out", "as");
+  ASSERT_EQ(Run(), "");
+  ExpectNear(Values("out"), {1, 1, 2, 3});
+  EXPECT_EQ(Get("out").lod(), (core::LoD{{0, 1, 2, 4}}));
+  ExpectNear(Values("by_level_0"), {7, 7});  // level 0 holds 2 and 0 entries
+  EXPECT_TRUE(Get("by_level_0").lod().empty());
+  ExpectNear(Values("as"), {8, 8, 8});  // the last level's sequences hold 0 and 3 rows
+  EXPECT_EQ(Get("as").lod(), (core::LoD{{0, 0, 3}}));
+  Op("sequence_expand_as").Input("X", "x").Input("Y", "y").Output("Out", "mismatch");
+  EXPECT_NE(Run().find("X has 3 rows but Y's LoD level has 2 entries: one per row of X"), std::string::npos);
+}
+
 TEST_F(MathForward, LookupTableIdOutOfRangeIsAnError) {
   Set<float>("w", {2, 2}, {1, 2, 3, 4});
   Set<int64_t>("ids", {2}, {1, 2});

@@ -69,8 +69,8 @@ class Prefetch {
     for (int64_t id : ids) {
       if (padding_ != -1 && id == padding_) continue;  // lookup_table gives it zeros
       if (id < 0 || id >= height) {
-        throw Error("id " + std::to_string(id) + " is not a row of table '" + table_ + "' (" +
-                    std::to_string(height) + " rows)");
+        throw Error("id " + std::to_string(id) + " is not a row of table '" + table_ + "' (" + std::to_string(height) +
+                    " rows)");
       }
       local[static_cast<size_t>(id) % shards].push_back(id / static_cast<int64_t>(shards));
     }

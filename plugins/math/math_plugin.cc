@@ -47,6 +47,9 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterMaxout(r);
   rill::math::RegisterSequencePool(r);
   rill::math::RegisterSequenceConv(r);
+  rill::math::RegisterSequenceExpand(r);
+  rill::math::RegisterSequenceReverse(r);
+  rill::math::RegisterSequenceSoftmax(r);
   rill::math::RegisterL2Norm(r);
   rill::math::RegisterMeanIou(r);
   rill::math::RegisterMultiplex(r);

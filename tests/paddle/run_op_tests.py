@@ -21,7 +21,7 @@ import sys
 import harness
 
 # The op test files of the ops Rill ships: the common ops, the detection ops, the ops
-# Fluid's layers use, and erf (gelu's).
+# Fluid's layers use, erf (gelu's), and the sequence ops (in unittests/sequence).
 FILES = """accuracy_op activation_op adadelta_op adagrad_op adam_op adamax_op arg_min_max_op assign_op assign_value_op
 batch_norm_op bilinear_interp_op bilinear_interp_v2_op cast_op clip_by_norm_op clip_op compare_op concat_op conv2d_op
 conv2d_transpose_op conv2d_transpose_op_depthwise_conv cross_entropy_op cumsum_op decayed_adagrad_op dropout_op elementwise_add_op elementwise_div_op
@@ -38,6 +38,8 @@ box_coder_op density_prior_box_op iou_similarity_op matrix_nms_op multiclass_nms
 yolo_box_op
 crop_op ftrl_op lrn_op maxout_op mean_iou multiplex_op norm_op polygon_box_transform roi_pool_op smooth_l1_loss_op
 erf_op
+sequence/sequence_pool sequence/sequence_conv sequence/sequence_first_step sequence/sequence_last_step sequence/sequence_softmax_op
+sequence/sequence_reverse sequence/sequence_expand sequence/sequence_expand_as
 """.split()
 
 # Methods whose failure is a deliberate difference, each with its reason (harness.py).
@@ -70,8 +72,8 @@ def main():
     tests = os.path.join(src, "python", "paddle", "fluid", "tests", "unittests")
     if not os.path.isdir(tests):
         sys.exit("run_op_tests: %s has no python/paddle/fluid/tests/unittests" % src)
-    names = args.files or ["test_%s.py" % f for f in FILES]
-    paths = {name: os.path.join(tests, os.path.basename(name)) for name in names}
+    names = args.files or [os.path.join(os.path.dirname(f), "test_%s.py" % os.path.basename(f)) for f in FILES]
+    paths = {name: os.path.join(tests, name) for name in names}  # sequence/test_x.py: in a folder
     failed = harness.run_and_report(paths, os.path.abspath(args.build), args.timeout, args.verbose, args.json,
                                     divergences=DIVERGENCES)
     sys.exit(1 if failed else 0)

@@ -175,6 +175,22 @@ class OpTest(unittest.TestCase):
         self.__class__.dtype = self.dtype
 
     # What Rill does not run.
+    # The sequence op tests' shared inputs (Paddle's OpTest offers them): random [0.1, 1)
+    # float32 rows under a length-based LoD, one sequence (batch size 1), or one with empty
+    # sequences at both ends and in the middle, one alone and several in a row.
+    def get_sequence_batch_size_1_input(self, lod=None, shape=None):
+        lod = lod or [[13]]
+        shape = shape or [13, 23]
+        assert len(lod[0]) == 1 and lod[0][0] == shape[0]
+        return np.random.uniform(0.1, 1, shape).astype("float32"), lod
+
+    def get_sequence_instance_size_0_input(self, lod=None, shape=None):
+        lod = lod or [[0, 0, 4, 0, 3, 0, 0, 5, 0, 0]]
+        shape = shape or [12, 10]
+        lengths = lod[0]
+        assert len(lengths) >= 8 and lengths[:2] == [0, 0] and lengths[-2:] == [0, 0] and sum(lengths) == shape[0]
+        return np.random.uniform(0.1, 1, shape).astype("float32"), lod
+
     def _skip_unsupported(self, place):
         if place is not None and not isinstance(place, core.CPUPlace):
             raise unittest.SkipTest("GPU: %s" % type(place).__name__)

@@ -1,0 +1,106 @@
+"""fluid.layers' sequence layers: ops on LoD tensors (variable-length sequences packed into
+one tensor, a data layer's lod_level > 0), as Fluid writes them. Each output has its input's
+rows' width; its row count, set by the LoD fed, is unknown (-1) until run."""
+from rill.fluid.layer_helper import LayerHelper
+from rill.fluid.layers.checks import check_type, check_variable_and_dtype
+
+__all__ = [
+    "sequence_conv", "sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_softmax",
+    "sequence_reverse", "sequence_expand", "sequence_expand_as",
+]
+
+
+def _rows_like(helper, x, dtype=None, lod_level=None):
+    """An output of `x`'s row shape and an unknown row count."""
+    out = helper.create_tmp_variable(dtype or x.dtype)
+    out._shape = [-1] + [int(d) for d in x.shape[1:]]
+    out._lod_level = x.lod_level if lod_level is None else lod_level
+    return out
+
+
+def sequence_conv(input, num_filters, filter_size=3, filter_stride=1, padding=True, padding_start=None,
+                  bias_attr=None, param_attr=None, act=None, name=None):
+    """A convolution over each sequence's rows: a [filter_size * width, num_filters] filter
+    over filter_size consecutive rows (from padding_start, default -(filter_size // 2)),
+    rows outside the sequence zero; then the bias and `act`."""
+    check_variable_and_dtype(input, "input", ["float32", "float64"], "sequence_conv")
+    helper = LayerHelper("sequence_conv", **locals())
+    dtype = helper.input_dtype()
+    w = helper.create_parameter(attr=helper.param_attr, shape=[filter_size * input.shape[1], num_filters],
+                                dtype=dtype)
+    pre_bias = helper.create_tmp_variable(dtype)
+    pre_bias._shape = [-1, num_filters]
+    pre_bias._lod_level = input.lod_level
+    if padding_start is None:
+        padding_start = -int(filter_size // 2)
+    helper.append_op(type="sequence_conv", inputs={"X": [input], "Filter": [w]}, outputs={"Out": pre_bias},
+                     attrs={"contextStride": filter_stride, "contextStart": padding_start,
+                            "contextLength": filter_size})
+    out = helper.append_activation(helper.append_bias_op(pre_bias))
+    out._shape = [-1, num_filters]
+    out._lod_level = input.lod_level
+    return out
+
+
+def sequence_pool(input, pool_type, is_test=False, pad_value=0.0):
+    """One row per sequence: its rows' "sum", "average", "sqrt" (sum over the root of the
+    length), "max", "first" or "last"; pad_value for an empty sequence."""
+    check_variable_and_dtype(input, "input", ["float32", "float64"], "sequence_pool")
+    if pool_type.upper() not in ("SUM", "AVERAGE", "SQRT", "MAX", "FIRST", "LAST"):
+        raise ValueError("sequence_pool: pool_type must be sum, average, sqrt, max, first or last, got %r"
+                         % pool_type)
+    helper = LayerHelper("sequence_pool", **locals())
+    out = _rows_like(helper, input, lod_level=max(0, input.lod_level - 1))
+    index = helper.create_tmp_variable("int32", stop_gradient=True)
+    helper.append_op(type="sequence_pool", inputs={"X": input}, outputs={"Out": out, "MaxIndex": index},
+                     attrs={"pooltype": pool_type.upper(), "is_test": is_test, "pad_value": pad_value})
+    return out
+
+
+def sequence_first_step(input):
+    return sequence_pool(input, "first")
+
+
+def sequence_last_step(input):
+    return sequence_pool(input, "last")
+
+
+def sequence_softmax(input, use_cudnn=False, name=None):
+    """The softmax of each sequence's values ([R] or [R, 1])."""
+    check_variable_and_dtype(input, "input", ["float32", "float64"], "sequence_softmax")
+    helper = LayerHelper("sequence_softmax", **locals())
+    out = _rows_like(helper, input)
+    helper.append_op(type="sequence_softmax", inputs={"X": input}, outputs={"Out": out},
+                     attrs={"use_cudnn": use_cudnn})
+    return out
+
+
+def sequence_reverse(x, name=None):
+    """Each sequence's rows in reverse order."""
+    check_variable_and_dtype(x, "x", ["float32", "float64", "int8", "int32", "int64"], "sequence_reverse")
+    helper = LayerHelper("sequence_reverse", **locals())
+    out = _rows_like(helper, x)
+    helper.append_op(type="sequence_reverse", inputs={"X": x}, outputs={"Y": out})
+    return out
+
+
+def sequence_expand(x, y, ref_level=-1, name=None):
+    """x's sequences (or rows) each repeated as many times as y's sequence at ref_level holds
+    entries."""
+    check_variable_and_dtype(x, "x", ["float32", "float64", "int32", "int64"], "sequence_expand")
+    check_type(y, "y", type(x), "sequence_expand")
+    helper = LayerHelper("sequence_expand", **locals())
+    out = _rows_like(helper, x, lod_level=max(1, x.lod_level))
+    helper.append_op(type="sequence_expand", inputs={"X": x, "Y": y}, outputs={"Out": out},
+                     attrs={"ref_level": ref_level})
+    return out
+
+
+def sequence_expand_as(x, y, name=None):
+    """Row i of x repeated as many times as y's sequence i has rows; the result has y's LoD."""
+    check_variable_and_dtype(x, "x", ["float32", "float64", "int32", "int64"], "sequence_expand_as")
+    check_type(y, "y", type(x), "sequence_expand_as")
+    helper = LayerHelper("sequence_expand_as", **locals())
+    out = _rows_like(helper, x, lod_level=1)
+    helper.append_op(type="sequence_expand_as", inputs={"X": x, "Y": y}, outputs={"Out": out})
+    return out

@@ -1,0 +1,60 @@
+"""fluid.layers' sequence layers on LoD tensors fed through rill.fluid: each sequence of a
+fed batch (lengths 2, 0 and 3) reversed, softmaxed, pooled and expanded as numpy computes
+it, and a small text classifier (embedding, sequence_conv, max pooling) trains."""
+import numpy as np
+
+import rill.fluid as fluid
+
+
+def softmax(v):
+    e = np.exp(v - v.max())
+    return e / e.sum()
+
+
+def test_sequence_layers_compute_per_sequence_of_a_fed_lod_tensor():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[1], dtype="float32", lod_level=1)
+        reversed_ = fluid.layers.sequence_reverse(x)
+        normalized = fluid.layers.sequence_softmax(x)
+        last = fluid.layers.sequence_last_step(x)
+        first = fluid.layers.sequence_first_step(x)
+        spread = fluid.layers.sequence_expand_as(last, x)
+        repeated = fluid.layers.sequence_expand(first, x)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    values = np.array([[1], [2], [3], [4], [5]], "float32")
+    fed = fluid.create_lod_tensor(values, [[2, 0, 3]], fluid.CPUPlace())
+    r, n, l, f, s, p = exe.run(main, feed={"x": fed}, fetch_list=[reversed_, normalized, last, first, spread,
+                                                                   repeated])
+    np.testing.assert_array_equal(r.ravel(), [2, 1, 5, 4, 3])
+    np.testing.assert_allclose(n.ravel(), np.concatenate([softmax(np.array([1.0, 2])), softmax(np.array([3.0, 4, 5]))]),
+                               rtol=1e-6)
+    np.testing.assert_array_equal(l.ravel(), [2, 0, 5])  # an empty sequence pools to 0
+    np.testing.assert_array_equal(f.ravel(), [1, 0, 3])
+    np.testing.assert_array_equal(s.ravel(), [2, 2, 5, 5, 5])
+    np.testing.assert_array_equal(p.ravel(), [1, 1, 3, 3, 3])
+
+
+def test_a_text_classifier_of_sequence_layers_trains():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        words = fluid.layers.data(name="words", shape=[1], dtype="int64", lod_level=1)
+        label = fluid.layers.data(name="label", shape=[1], dtype="int64")
+        emb = fluid.layers.embedding(words, size=[50, 16])
+        conv = fluid.layers.sequence_conv(emb, num_filters=16, filter_size=3, act="tanh")
+        pooled = fluid.layers.sequence_pool(conv, "max")
+        prediction = fluid.layers.fc(pooled, 2, act="softmax")
+        loss = fluid.layers.mean(fluid.layers.cross_entropy(prediction, label))
+        fluid.optimizer.Adam(learning_rate=0.01).minimize(loss)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    rng = np.random.RandomState(0)
+    lengths = [int(n) for n in rng.randint(1, 12, size=32)]
+    ids = rng.randint(0, 50, size=(sum(lengths), 1)).astype("int64")
+    # The label: whether a sequence holds word 7, which the pooled convolution can see.
+    offsets = np.cumsum([0] + lengths)
+    labels = np.array([[int(7 in ids[offsets[i]:offsets[i + 1]])] for i in range(32)], "int64")
+    feed = {"words": fluid.create_lod_tensor(ids, [lengths], fluid.CPUPlace()), "label": labels}
+    losses = [float(exe.run(main, feed=feed, fetch_list=[loss])[0]) for _ in range(60)]
+    assert losses[-1] < 0.5 * losses[0], losses

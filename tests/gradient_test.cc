@@ -864,6 +864,32 @@ std::vector<GradCase> Cases() {
                    },
                    1e-6,
                    sequences({{0, 1, 1, 6}})});
+  cases.push_back({"sequence_pad",
+                   {{"x", {5, 2}}},
+                   [](core::BlockBuilder& b) {
+                     b.Op("sequence_pad")
+                         .Input("X", "x")
+                         .Input("PadValue", "pad")
+                         .Output("Out", "out")
+                         .Output("Length", "length")
+                         .Attr("padded_length", int64_t{4});
+                   },
+                   1e-6,
+                   [](core::Scope& s) {
+                     s.FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 2, 2, 5}};
+                     *static_cast<double*>(s.Var("pad")->GetMutableTensor()->Allocate(RILL_FP64, {1})) = 0.5;
+                   }});
+  cases.push_back({"sequence_unpad",
+                   {{"x", {3, 4, 2}}},
+                   [](core::BlockBuilder& b) {
+                     b.Op("sequence_unpad").Input("X", "x").Input("Length", "length").Output("Out", "out");
+                   },
+                   1e-6,
+                   [](core::Scope& s) {
+                     auto* length =
+                         static_cast<int64_t*>(s.Var("length")->GetMutableTensor()->Allocate(RILL_INT64, {3}));
+                     length[0] = 2, length[1] = 0, length[2] = 4;
+                   }});
   cases.push_back({"sequence_softmax",
                    {{"x", {6, 1}}},
                    [](core::BlockBuilder& b) { b.Op("sequence_softmax").Input("X", "x").Output("Out", "out"); },

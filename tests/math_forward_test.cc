@@ -420,6 +420,45 @@ TEST_F(MathForward, SequenceExpandRepeatsXsUnitsAsYsLoDSays) {
   EXPECT_NE(Run().find("X has 3 rows but Y's LoD level has 2 entries: one per row of X"), std::string::npos);
 }
 
+// Sequences [1, 2], [], [3, 4, 5] padded with 9 to the longest; unpadded back by Length.
+TEST_F(MathForward, SequencePadAndUnpadAreInverses) {
+  Set<float>("x", {5, 1}, {1, 2, 3, 4, 5});
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 2, 2, 5}};
+  Set<float>("pad", {1}, {9});
+  Op("sequence_pad").Input("X", "x").Input("PadValue", "pad").Output("Out", "padded").Output("Length", "length");
+  Op("sequence_unpad").Input("X", "padded").Input("Length", "length").Output("Out", "packed");
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Dims("padded"), (std::vector<int64_t>{3, 3, 1}));
+  ExpectNear(Values("padded"), {1, 2, 9, 9, 9, 9, 3, 4, 5});
+  ExpectNear(Values("length"), {2, 0, 3});
+  ExpectNear(Values("packed"), {1, 2, 3, 4, 5});
+  EXPECT_EQ(Get("packed").lod(), (core::LoD{{0, 2, 2, 5}}));
+}
+
+TEST_F(MathForward, SequencePadRefusesAPaddedLengthShorterThanASequence) {
+  Set<float>("x", {5, 1}, {1, 2, 3, 4, 5});
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 2, 2, 5}};
+  Set<float>("pad", {1}, {9});
+  Op("sequence_pad")
+      .Input("X", "x")
+      .Input("PadValue", "pad")
+      .Output("Out", "short")
+      .Output("Length", "length")
+      .Attr("padded_length", int64_t{2});
+  EXPECT_NE(Run().find("padded_length 2 is shorter than the longest sequence of X (3)"), std::string::npos);
+}
+
+TEST_F(MathForward, SequenceMaskMarksTheFirstLengthEntries) {
+  Set<int64_t>("lengths", {3}, {0, 2, 3});
+  Op("sequence_mask").Input("X", "lengths").Output("Y", "mask").Attr("maxlen", int64_t{4});
+  Op("sequence_mask").Input("X", "lengths").Output("Y", "longest").Attr("out_dtype", int64_t{RILL_FP32});
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Dims("mask"), (std::vector<int64_t>{3, 4}));
+  ExpectNear(Values("mask"), {0, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0});
+  EXPECT_EQ(Dims("longest"), (std::vector<int64_t>{3, 3}));
+  ExpectNear(Values("longest"), {0, 0, 0, 1, 1, 0, 1, 1, 1});
+}
+
 TEST_F(MathForward, LookupTableIdOutOfRangeIsAnError) {
   Set<float>("w", {2, 2}, {1, 2, 3, 4});
   Set<int64_t>("ids", {2}, {1, 2});

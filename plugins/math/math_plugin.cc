@@ -50,6 +50,8 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterSequenceExpand(r);
   rill::math::RegisterSequenceReverse(r);
   rill::math::RegisterSequenceSoftmax(r);
+  rill::math::RegisterSequencePad(r);
+  rill::math::RegisterSequenceMask(r);
   rill::math::RegisterL2Norm(r);
   rill::math::RegisterMeanIou(r);
   rill::math::RegisterMultiplex(r);

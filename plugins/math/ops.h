@@ -55,6 +55,8 @@ void RegisterSequenceConv(Registrar& r);
 void RegisterSequenceExpand(Registrar& r);
 void RegisterSequenceReverse(Registrar& r);
 void RegisterSequenceSoftmax(Registrar& r);
+void RegisterSequencePad(Registrar& r);
+void RegisterSequenceMask(Registrar& r);
 void RegisterL2Norm(Registrar& r);
 void RegisterMeanIou(Registrar& r);
 void RegisterMultiplex(Registrar& r);

@@ -116,8 +116,9 @@ template <class T, bool kAs> void ExpandGrad(KernelContext& ctx) {
 void RegisterSequenceExpand(Registrar& r) {
   const OpSchema expand =
       OpSchema("sequence_expand")
-          .Doc("Out = X's units (its sequences, or rows without LoD) each repeated as many times as Y's sequence "
-               "at ref_level holds entries; Out's LoD gives each repeat's length when X has LoD. As Paddle's.")
+          .Doc(
+              "Out = X's units (its sequences, or rows without LoD) each repeated as many times as Y's sequence "
+              "at ref_level holds entries; Out's LoD gives each repeat's length when X has LoD. As Paddle's.")
           .Input("X", "[R, ...], of at most one LoD level")
           .Input("Y", "a LoD tensor whose level ref_level has one entry per unit of X")
           .Output("Out", "the repeats, in order")
@@ -128,8 +129,9 @@ void RegisterSequenceExpand(Registrar& r) {
   r.Op(expand.MakeGradSchema());
   const OpSchema as =
       OpSchema("sequence_expand_as")
-          .Doc("Out = each row i of X repeated as many times as Y's sequence i (its last LoD level) has rows; "
-               "Out takes that level as its LoD. As Paddle's.")
+          .Doc(
+              "Out = each row i of X repeated as many times as Y's sequence i (its last LoD level) has rows; "
+              "Out takes that level as its LoD. As Paddle's.")
           .Input("X", "[S, ...]: one row per sequence of Y")
           .Input("Y", "a LoD tensor of S sequences")
           .Output("Out", "[rows of Y, ...]")
@@ -137,7 +139,8 @@ void RegisterSequenceExpand(Registrar& r) {
           .Grad("sequence_expand_as_grad", "X,Y,Out@GRAD", "X");
   r.Op(as);
   r.Op(as.MakeGradSchema());
-  RegisterCpu<float, double, int32_t, int64_t>(r, "sequence_expand", [](auto t) { return &Expand<decltype(t), false>; });
+  RegisterCpu<float, double, int32_t, int64_t>(r, "sequence_expand",
+                                               [](auto t) { return &Expand<decltype(t), false>; });
   RegisterCpu<float, double, int32_t, int64_t>(r, "sequence_expand_as",
                                                [](auto t) { return &Expand<decltype(t), true>; });
   RegisterCpu<float, double>(r, "sequence_expand_grad", [](auto t) { return &ExpandGrad<decltype(t), false>; });

@@ -28,9 +28,8 @@ void SequenceReverse(KernelContext& ctx, const char* in, const char* out) {
   const int64_t rows = x.dims()[0];
   const size_t row_bytes = rows > 0 ? static_cast<size_t>(x.numel() / rows) * DataTypeSize(v.dtype()) : 0;
   const std::vector<std::vector<uint64_t>> lod = x.lod();
-  WriteOutputBytes(ctx, out, {"X", in}, v.dtype(), v.dims(), [&](char* to) {
-    ReverseRows(static_cast<const char*>(v.raw_data()), to, o, row_bytes);
-  });
+  WriteOutputBytes(ctx, out, {"X", in}, v.dtype(), v.dims(),
+                   [&](char* to) { ReverseRows(static_cast<const char*>(v.raw_data()), to, o, row_bytes); });
   ctx.Output(out).set_lod(lod);
 }
 
@@ -44,8 +43,9 @@ template <class T> void ReverseGrad(KernelContext& ctx) {
 
 void RegisterSequenceReverse(Registrar& r) {
   const OpSchema reverse = OpSchema("sequence_reverse")
-                               .Doc("Y = X with the rows of each sequence (its last LoD level) in reverse order; "
-                                    "Y keeps X's LoD. As Paddle's.")
+                               .Doc(
+                                   "Y = X with the rows of each sequence (its last LoD level) in reverse order; "
+                                   "Y keeps X's LoD. As Paddle's.")
                                .Input("X", "[R, ...], a LoD tensor")
                                .Output("Y", "shaped like X")
                                .KernelDtypeFrom("X")

@@ -72,8 +72,9 @@ template <class T> void SequenceSoftmaxGrad(KernelContext& ctx) {
 
 void RegisterSequenceSoftmax(Registrar& r) {
   const OpSchema softmax = OpSchema("sequence_softmax")
-                               .Doc("Out = the softmax of each sequence of X (its last LoD level) over its values; "
-                                    "Out keeps X's shape and LoD. As Paddle's.")
+                               .Doc(
+                                   "Out = the softmax of each sequence of X (its last LoD level) over its values; "
+                                   "Out keeps X's shape and LoD. As Paddle's.")
                                .Input("X", "[R] or [R, 1], a LoD tensor")
                                .Output("Out", "shaped like X")
                                .Attr("use_cudnn", false, "Fluid's attribute (no effect)")

@@ -39,7 +39,8 @@ yolo_box_op
 crop_op ftrl_op lrn_op maxout_op mean_iou multiplex_op norm_op polygon_box_transform roi_pool_op smooth_l1_loss_op
 erf_op
 sequence/sequence_pool sequence/sequence_conv sequence/sequence_first_step sequence/sequence_last_step sequence/sequence_softmax_op
-sequence/sequence_reverse sequence/sequence_expand sequence/sequence_expand_as
+sequence/sequence_reverse sequence/sequence_expand sequence/sequence_expand_as sequence/sequence_pad_op
+sequence/sequence_unpad_op sequence/sequence_mask
 """.split()
 
 # Methods whose failure is a deliberate difference, each with its reason (harness.py).

@@ -58,3 +58,25 @@ def test_a_text_classifier_of_sequence_layers_trains():
     feed = {"words": fluid.create_lod_tensor(ids, [lengths], fluid.CPUPlace()), "label": labels}
     losses = [float(exe.run(main, feed=feed, fetch_list=[loss])[0]) for _ in range(60)]
     assert losses[-1] < 0.5 * losses[0], losses
+
+
+def test_sequence_pad_unpad_and_mask_layers():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[2], dtype="float32", lod_level=1)
+        pad = fluid.layers.fill_constant(shape=[1], dtype="float32", value=-1.0)
+        padded, length = fluid.layers.sequence_pad(x, pad)
+        packed = fluid.layers.sequence_unpad(padded, length)
+        mask = fluid.layers.sequence_mask(length, dtype="float32")
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    values = np.arange(10, dtype="float32").reshape(5, 2)
+    p, n, u, m = exe.run(main, feed={"x": fluid.create_lod_tensor(values, [[3, 0, 2]], fluid.CPUPlace())},
+                         fetch_list=[padded, length, packed, mask])
+    assert p.shape == (3, 3, 2)
+    np.testing.assert_array_equal(p[0], values[:3])
+    np.testing.assert_array_equal(p[1], -np.ones((3, 2)))
+    np.testing.assert_array_equal(p[2], np.concatenate([values[3:], -np.ones((1, 2))]))
+    np.testing.assert_array_equal(n, [3, 0, 2])
+    np.testing.assert_array_equal(u, values)
+    np.testing.assert_array_equal(m, [[1, 1, 1], [0, 0, 0], [1, 1, 0]])

@@ -1,12 +1,13 @@
 """fluid.layers' sequence layers: ops on LoD tensors (variable-length sequences packed into
 one tensor, a data layer's lod_level > 0), as Fluid writes them. Each output has its input's
 rows' width; its row count, set by the LoD fed, is unknown (-1) until run."""
+from rill.fluid.framework import Variable
 from rill.fluid.layer_helper import LayerHelper
 from rill.fluid.layers.checks import check_type, check_variable_and_dtype
 
 __all__ = [
     "sequence_conv", "sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_softmax",
-    "sequence_reverse", "sequence_expand", "sequence_expand_as",
+    "sequence_reverse", "sequence_expand", "sequence_expand_as", "sequence_pad", "sequence_unpad", "sequence_mask",
 ]
 
 
@@ -103,4 +104,49 @@ def sequence_expand_as(x, y, name=None):
     helper = LayerHelper("sequence_expand_as", **locals())
     out = _rows_like(helper, x, lod_level=1)
     helper.append_op(type="sequence_expand_as", inputs={"X": x, "Y": y}, outputs={"Out": out})
+    return out
+
+
+def sequence_pad(x, pad_value, maxlen=None, name=None):
+    """(Out, Length): x's sequences as a padded batch [S, maxlen, ...] (maxlen None: the
+    longest), filled with pad_value (a Variable of one value or one row); their lengths."""
+    check_variable_and_dtype(x, "x", ["float32", "float64", "int32", "int64"], "sequence_pad")
+    check_variable_and_dtype(pad_value, "pad_value", ["float32", "float64", "int32", "int64"], "sequence_pad")
+    helper = LayerHelper("sequence_pad", **locals())
+    out = helper.create_tmp_variable(x.dtype)
+    out._shape = [-1, -1 if maxlen is None else int(maxlen)] + [int(d) for d in x.shape[1:]]
+    length = helper.create_tmp_variable("int64", stop_gradient=True)
+    length._shape = [-1]
+    helper.append_op(type="sequence_pad", inputs={"X": x, "PadValue": pad_value},
+                     outputs={"Out": out, "Length": length},
+                     attrs={"padded_length": -1 if maxlen is None else int(maxlen)})
+    return out, length
+
+
+def sequence_unpad(x, length, name=None):
+    """The first length[s] rows of each x[s], packed into a LoD tensor."""
+    check_variable_and_dtype(x, "x", ["float32", "float64", "int32", "int64"], "sequence_unpad")
+    check_variable_and_dtype(length, "length", ["int64"], "sequence_unpad")
+    helper = LayerHelper("sequence_unpad", **locals())
+    out = helper.create_tmp_variable(x.dtype)
+    out._shape = [-1] + ([int(d) for d in x.shape[2:]] or [1])
+    out._lod_level = 1
+    helper.append_op(type="sequence_unpad", inputs={"X": x, "Length": length}, outputs={"Out": out})
+    return out
+
+
+def sequence_mask(x, maxlen=None, dtype="int64", name=None):
+    """y[..., j] = j < x[...]: lengths into masks of maxlen entries (None: the longest; a
+    Variable: given at run time)."""
+    check_variable_and_dtype(x, "x", ["int32", "int64"], "sequence_mask")
+    helper = LayerHelper("sequence_mask", **locals())
+    out = helper.create_tmp_variable(dtype, stop_gradient=True)
+    inputs, attrs = {"X": [x]}, {"out_dtype": out.dtype}
+    if isinstance(maxlen, Variable):
+        inputs["MaxLenTensor"] = [maxlen]
+        attrs["maxlen"] = -1
+    else:
+        attrs["maxlen"] = -1 if maxlen is None else int(maxlen)
+    out._shape = list(x.shape) + [attrs["maxlen"] if attrs["maxlen"] >= 0 else -1]
+    helper.append_op(type="sequence_mask", inputs=inputs, outputs={"Y": out}, attrs=attrs)
     return out

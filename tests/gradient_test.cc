@@ -890,6 +890,41 @@ std::vector<GradCase> Cases() {
                          static_cast<int64_t*>(s.Var("length")->GetMutableTensor()->Allocate(RILL_INT64, {3}));
                      length[0] = 2, length[1] = 0, length[2] = 4;
                    }});
+  cases.push_back({"sequence_concat",
+                   {{"x", {3, 2}}, {"x2", {4, 2}}},
+                   [](core::BlockBuilder& b) {
+                     b.Op("sequence_concat").Input("X", {"x", "x2"}).Output("Out", "out");
+                   },
+                   1e-6,
+                   [](core::Scope& s) {
+                     s.FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 0, 3}};
+                     s.FindVar("x2")->GetMutableTensor()->mutable_lod() = {{0, 1, 4}};
+                   }});
+  cases.push_back({"sequence_reshape",
+                   {{"x", {4, 3}}},
+                   [](core::BlockBuilder& b) {
+                     b.Op("sequence_reshape").Input("X", "x").Output("Out", "out").Attr("new_dim", int32_t{6});
+                   },
+                   1e-6,
+                   sequences({{0, 2, 2, 4}})});
+  cases.push_back(
+      {"sequence_slice",
+       {{"x", {6, 2}}},
+       [](core::BlockBuilder& b) {
+         b.Op("sequence_slice")
+             .Input("X", "x")
+             .Input("Offset", "offset")
+             .Input("Length", "length")
+             .Output("Out", "out");
+       },
+       1e-6,
+       [](core::Scope& s) {
+         s.FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 4, 4, 6}};
+         auto* offset = static_cast<int64_t*>(s.Var("offset")->GetMutableTensor()->Allocate(RILL_INT64, {3, 1}));
+         auto* length = static_cast<int64_t*>(s.Var("length")->GetMutableTensor()->Allocate(RILL_INT64, {3, 1}));
+         offset[0] = 1, offset[1] = 0, offset[2] = 1;
+         length[0] = 2, length[1] = 0, length[2] = 1;
+       }});
   cases.push_back({"sequence_softmax",
                    {{"x", {6, 1}}},
                    [](core::BlockBuilder& b) { b.Op("sequence_softmax").Input("X", "x").Output("Out", "out"); },

@@ -459,6 +459,48 @@ TEST_F(MathForward, SequenceMaskMarksTheFirstLengthEntries) {
   ExpectNear(Values("longest"), {0, 0, 0, 1, 1, 0, 1, 1, 1});
 }
 
+// Sequence s of each input after one another; then each row re-cut to 4 values; then
+// slices of it; then windows of ids.
+TEST_F(MathForward, SequenceConcatReshapeSliceAndEnumerateFollowTheLoD) {
+  Set<float>("a", {3, 2}, {1, 2, 3, 4, 5, 6});
+  scope()->FindVar("a")->GetMutableTensor()->mutable_lod() = {{0, 1, 3}};
+  Set<float>("b", {2, 2}, {7, 8, 9, 10});
+  scope()->FindVar("b")->GetMutableTensor()->mutable_lod() = {{0, 1, 2}};
+  Op("sequence_concat").Input("X", {"a", "b"}).Output("Out", "joined");
+  Op("sequence_reshape").Input("X", "joined").Output("Out", "recut").Attr("new_dim", int32_t{1});
+  Set<int64_t>("offset", {2, 1}, {1, 2});
+  Set<int64_t>("length", {2, 1}, {2, 3});
+  Op("sequence_slice").Input("X", "recut").Input("Offset", "offset").Input("Length", "length").Output("Out", "cut");
+  Set<int64_t>("ids", {4, 1}, {5, 6, 7, 8});
+  scope()->FindVar("ids")->GetMutableTensor()->mutable_lod() = {{0, 3, 4}};
+  Op("sequence_enumerate").Input("X", "ids").Output("Out", "windows").Attr("win_size", int32_t{2});
+  ASSERT_EQ(Run(), "");
+  ExpectNear(Values("joined"), {1, 2, 7, 8, 3, 4, 5, 6, 9, 10});
+  EXPECT_EQ(Get("joined").lod(), (core::LoD{{0, 2, 5}}));
+  EXPECT_EQ(Dims("recut"), (std::vector<int64_t>{10, 1}));
+  EXPECT_EQ(Get("recut").lod(), (core::LoD{{0, 4, 10}}));  // 4 and 6 values, one a row
+  ExpectNear(Values("cut"), {2, 7, 5, 6, 9});
+  EXPECT_EQ(Get("cut").lod(), (core::LoD{{0, 2, 5}}));
+  ExpectNear(Values("windows"), {5, 6, 6, 7, 7, 0, 8, 0});
+  EXPECT_EQ(Get("windows").lod(), (core::LoD{{0, 3, 4}}));
+}
+
+TEST_F(MathForward, SequenceReshapeAndSliceRefuseWhatDoesNotFit) {
+  Set<float>("x", {3, 2}, {1, 2, 3, 4, 5, 6});
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 1, 3}};
+  Op("sequence_reshape").Input("X", "x").Output("Out", "out").Attr("new_dim", int32_t{4});
+  EXPECT_NE(Run().find("sequence 0 of X holds 2 elements, which new_dim 4 does not divide"), std::string::npos);
+}
+
+TEST_F(MathForward, SequenceSliceRefusesASliceOutsideItsSequence) {
+  Set<float>("x", {3, 2}, {1, 2, 3, 4, 5, 6});
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 1, 3}};
+  Set<int64_t>("offset", {2, 1}, {0, 1});
+  Set<int64_t>("length", {2, 1}, {1, 2});
+  Op("sequence_slice").Input("X", "x").Input("Offset", "offset").Input("Length", "length").Output("Out", "out");
+  EXPECT_NE(Run().find("sequence 1 of X has 2 rows: Offset 1 and Length 2 reach outside it"), std::string::npos);
+}
+
 TEST_F(MathForward, LookupTableIdOutOfRangeIsAnError) {
   Set<float>("w", {2, 2}, {1, 2, 3, 4});
   Set<int64_t>("ids", {2}, {1, 2});

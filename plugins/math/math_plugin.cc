@@ -52,6 +52,10 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterSequenceSoftmax(r);
   rill::math::RegisterSequencePad(r);
   rill::math::RegisterSequenceMask(r);
+  rill::math::RegisterSequenceConcat(r);
+  rill::math::RegisterSequenceReshape(r);
+  rill::math::RegisterSequenceSlice(r);
+  rill::math::RegisterSequenceEnumerate(r);
   rill::math::RegisterL2Norm(r);
   rill::math::RegisterMeanIou(r);
   rill::math::RegisterMultiplex(r);

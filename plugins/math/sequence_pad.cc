@@ -153,8 +153,9 @@ template <class T> void SequenceUnpadGrad(KernelContext& ctx) {
 void RegisterSequencePad(Registrar& r) {
   const OpSchema pad =
       OpSchema("sequence_pad")
-          .Doc("Out[s] = X's sequence s (its last LoD level), then PadValue up to padded_length rows (-1: the "
-               "longest sequence); Length = each sequence's length. As Paddle's.")
+          .Doc(
+              "Out[s] = X's sequence s (its last LoD level), then PadValue up to padded_length rows (-1: the "
+              "longest sequence); Length = each sequence's length. As Paddle's.")
           .Input("X", "[R, ...], a LoD tensor")
           .Input("PadValue", "one value, or one row of X's row shape")
           .Output("Out", "[S, padded_length, ...]")
@@ -166,8 +167,9 @@ void RegisterSequencePad(Registrar& r) {
   r.Op(pad.MakeGradSchema());
   const OpSchema unpad =
       OpSchema("sequence_unpad")
-          .Doc("Out = the first Length[s] rows of each X[s], packed; Length is Out's LoD. sequence_pad's "
-               "inverse. As Paddle's.")
+          .Doc(
+              "Out = the first Length[s] rows of each X[s], packed; Length is Out's LoD. sequence_pad's "
+              "inverse. As Paddle's.")
           .Input("X", "[S, L, ...], padded sequences")
           .Input("Length", "int64 [S]: each sequence's length")
           .Output("Out", "[sum of Length, ...] ([.., 1] for a 2-D X), with Length as its LoD")
@@ -177,8 +179,7 @@ void RegisterSequencePad(Registrar& r) {
   r.Op(unpad.MakeGradSchema());
   RegisterCpu<float, double, int32_t, int64_t>(r, "sequence_pad", [](auto t) { return &SequencePad<decltype(t)>; });
   RegisterCpu<float, double>(r, "sequence_pad_grad", [](auto t) { return &SequencePadGrad<decltype(t)>; });
-  RegisterCpu<float, double, int32_t, int64_t>(r, "sequence_unpad",
-                                               [](auto t) { return &SequenceUnpad<decltype(t)>; });
+  RegisterCpu<float, double, int32_t, int64_t>(r, "sequence_unpad", [](auto t) { return &SequenceUnpad<decltype(t)>; });
   RegisterCpu<float, double>(r, "sequence_unpad_grad", [](auto t) { return &SequenceUnpadGrad<decltype(t)>; });
 }
 

@@ -40,7 +40,8 @@ crop_op ftrl_op lrn_op maxout_op mean_iou multiplex_op norm_op polygon_box_trans
 erf_op
 sequence/sequence_pool sequence/sequence_conv sequence/sequence_first_step sequence/sequence_last_step sequence/sequence_softmax_op
 sequence/sequence_reverse sequence/sequence_expand sequence/sequence_expand_as sequence/sequence_pad_op
-sequence/sequence_unpad_op sequence/sequence_mask
+sequence/sequence_unpad_op sequence/sequence_mask sequence/sequence_concat sequence/sequence_reshape
+sequence/sequence_slice_op sequence/sequence_enumerate_op
 """.split()
 
 # Methods whose failure is a deliberate difference, each with its reason (harness.py).
@@ -59,6 +60,12 @@ DIVERGENCES = {
         "asserts sin(0.1) equal to numpy's bit for bit: this numpy's vectorized sin gives 0.09983341664682817, an ulp "
         "above the correctly rounded 0.09983341664682815 that glibc's sin (Paddle's kernel) and Rill's give",
 }
+for _case in ("TestSequenceEnumerateOp", "TesSequenceEnumerateOpInt64", "TestSequenceEnumerateOpLargeWinSize",
+              "TestSequenceEnumerateOpMaxWinSize", "TestSequenceEnumerateOpLargePadValue",
+              "TestSequenceEnumerateOpLargePadValueSeqLen0"):
+    DIVERGENCES["test_sequence_enumerate_op.%s.test_check_output" % _case] = (
+        "the test's own numpy reference fails before the op runs: it builds an array of windows mixing ids of shape "
+        "(1,) with a scalar pad_value, which numpy 1.24 refuses as ragged; math_forward_test checks Rill's windows")
 DIVERGENCES["test_layer_norm_op.TestLayerNormOp.test_check_forward_backward_with_scale_and_bias"] = (
     "without Scale it still feeds 'scale', a variable the program does not have: Paddle warns and drops the feed, "
     "Rill refuses it, naming it (the cases with Scale pass)")

@@ -80,3 +80,27 @@ def test_sequence_pad_unpad_and_mask_layers():
     np.testing.assert_array_equal(n, [3, 0, 2])
     np.testing.assert_array_equal(u, values)
     np.testing.assert_array_equal(m, [[1, 1, 1], [0, 0, 0], [1, 1, 0]])
+
+
+def test_sequence_concat_reshape_slice_and_enumerate_layers():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        a = fluid.layers.data(name="a", shape=[2], dtype="float32", lod_level=1)
+        b = fluid.layers.data(name="b", shape=[2], dtype="float32", lod_level=1)
+        ids = fluid.layers.data(name="ids", shape=[1], dtype="int64", lod_level=1)
+        joined = fluid.layers.sequence_concat([a, b])
+        recut = fluid.layers.sequence_reshape(joined, new_dim=1)
+        offset = fluid.layers.assign(np.array([[1], [2]], "int64"))
+        length = fluid.layers.assign(np.array([[2], [3]], "int64"))
+        cut = fluid.layers.sequence_slice(recut, offset, length)
+        windows = fluid.layers.sequence_enumerate(ids, win_size=2)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    place = fluid.CPUPlace()
+    feed = {"a": fluid.create_lod_tensor(np.arange(1, 7, dtype="float32").reshape(3, 2), [[1, 2]], place),
+            "b": fluid.create_lod_tensor(np.arange(7, 11, dtype="float32").reshape(2, 2), [[1, 1]], place),
+            "ids": fluid.create_lod_tensor(np.array([[5], [6], [7], [8]], "int64"), [[3, 1]], place)}
+    j, c, w = exe.run(main, feed=feed, fetch_list=[joined, cut, windows])
+    np.testing.assert_array_equal(j.ravel(), [1, 2, 7, 8, 3, 4, 5, 6, 9, 10])
+    np.testing.assert_array_equal(c.ravel(), [2, 7, 5, 6, 9])
+    np.testing.assert_array_equal(w, [[5, 6], [6, 7], [7, 0], [8, 0]])

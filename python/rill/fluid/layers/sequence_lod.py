@@ -8,6 +8,7 @@ from rill.fluid.layers.checks import check_type, check_variable_and_dtype
 __all__ = [
     "sequence_conv", "sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_softmax",
     "sequence_reverse", "sequence_expand", "sequence_expand_as", "sequence_pad", "sequence_unpad", "sequence_mask",
+    "sequence_concat", "sequence_reshape", "sequence_slice", "sequence_enumerate",
 ]
 
 
@@ -149,4 +150,52 @@ def sequence_mask(x, maxlen=None, dtype="int64", name=None):
         attrs["maxlen"] = -1 if maxlen is None else int(maxlen)
     out._shape = list(x.shape) + [attrs["maxlen"] if attrs["maxlen"] >= 0 else -1]
     helper.append_op(type="sequence_mask", inputs=inputs, outputs={"Y": out}, attrs=attrs)
+    return out
+
+
+def sequence_concat(input, name=None):
+    """Sequence s of each of `input` (a list of LoD tensors of as many sequences) after one
+    another."""
+    check_type(input, "input", list, "sequence_concat")
+    for i, x in enumerate(input):
+        check_variable_and_dtype(x, "input[%d]" % i, ["float32", "float64", "int32", "int64"], "sequence_concat")
+    helper = LayerHelper("sequence_concat", **locals())
+    out = _rows_like(helper, input[0])
+    helper.append_op(type="sequence_concat", inputs={"X": input}, outputs={"Out": [out]})
+    return out
+
+
+def sequence_reshape(input, new_dim):
+    """input's values in rows of new_dim, sequence by sequence."""
+    check_variable_and_dtype(input, "input", ["float32", "float64", "int32", "int64"], "sequence_reshape")
+    helper = LayerHelper("sequence_reshape", **locals())
+    out = helper.create_tmp_variable(input.dtype)
+    out._shape = [-1, int(new_dim)]
+    out._lod_level = 1
+    helper.append_op(type="sequence_reshape", inputs={"X": [input]}, outputs={"Out": [out]},
+                     attrs={"new_dim": new_dim})
+    return out
+
+
+def sequence_slice(input, offset, length, name=None):
+    """Rows offset[s] .. offset[s] + length[s] - 1 of each sequence s (int64 [S, 1] each)."""
+    check_variable_and_dtype(input, "input", ["float32", "float64", "int32", "int64"], "sequence_slice")
+    helper = LayerHelper("sequence_slice", **locals())
+    out = _rows_like(helper, input)
+    offset.stop_gradient = True
+    length.stop_gradient = True
+    helper.append_op(type="sequence_slice", inputs={"X": input, "Offset": offset, "Length": length},
+                     outputs={"Out": out})
+    return out
+
+
+def sequence_enumerate(input, win_size, pad_value=0, name=None):
+    """Each id's window of win_size ids in its sequence, pad_value past its end."""
+    check_variable_and_dtype(input, "input", ["int32", "int64"], "sequence_enumerate")
+    helper = LayerHelper("sequence_enumerate", **locals())
+    out = helper.create_tmp_variable(input.dtype, stop_gradient=True)
+    out._shape = [-1, int(win_size)]
+    out._lod_level = input.lod_level
+    helper.append_op(type="sequence_enumerate", inputs={"X": input}, outputs={"Out": out},
+                     attrs={"win_size": win_size, "pad_value": pad_value})
     return out

@@ -12,10 +12,8 @@ those rows' gradients, and the table never exists whole on a trainer.
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -132,7 +130,7 @@ def test_a_killed_pserver_comes_back_with_its_shard_and_training_finishes(tmp_pa
     launch`: pserver 0 is killed once it checkpointed; launch starts it again, the trainers'
     prefetches and steps rejoin it, and the loss at the end is within 5% of an uninterrupted
     run's."""
-    from test_pserver_restart import pid_of
+    from test_pserver_restart import kill_once_checkpointed
     d = str(tmp_path)
     word2vec_with_a_distributed_table(d)
     params = ("fc1_w", "fc1_b", "fc2_w", "fc2_b")
@@ -151,16 +149,7 @@ def test_a_killed_pserver_comes_back_with_its_shard_and_training_finishes(tmp_pa
         job = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             if kill:
-                give_up = time.monotonic() + 120
-                while time.monotonic() < give_up and job.poll() is None:
-                    status = subprocess.run([RILL, "status", pservers[0]], capture_output=True, text=True,
-                                            timeout=60).stdout
-                    m = re.search(r"last at iteration (\d+)", status)
-                    if m and int(m.group(1)) >= 20:
-                        break
-                pid = pid_of(os.path.join(out, "pserver_0.pbtxt"))
-                assert job.poll() is None and pid is not None, "the job ended before its pserver could be killed"
-                os.kill(pid, signal.SIGKILL)
+                kill_once_checkpointed(job, pservers[0], os.path.join(out, "pserver_0.pbtxt"), 20)
             _, stderr = job.communicate(timeout=300)
         finally:
             job.kill()

@@ -95,6 +95,20 @@ def pid_of(program):
     return None
 
 
+def kill_once_checkpointed(job, endpoint, program, iteration):
+    """SIGKILLs the pserver at `endpoint` (running `program`) of the launched `job` once `rill
+    status` says it checkpointed `iteration` or later."""
+    give_up = time.monotonic() + 120
+    while time.monotonic() < give_up and job.poll() is None:
+        s = subprocess.run([RILL, "status", endpoint], capture_output=True, text=True, timeout=60).stdout
+        m = re.search(r"last at iteration (\d+)", s)
+        if m and int(m.group(1)) >= iteration:
+            break
+    pid = pid_of(program)
+    assert job.poll() is None and pid is not None, "the job ended before its pserver could be killed"
+    os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_killed_pserver_restores_its_checkpoint_and_training_finishes(tmp_path, mode):
     d = str(tmp_path)
@@ -109,16 +123,7 @@ def test_a_killed_pserver_restores_its_checkpoint_and_training_finishes(tmp_path
     victim = endpoints.index(where["counter"])
     job = subprocess.Popen(launch_args(d, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        # Once the counter's pserver has checkpointed, kill it.
-        give_up = time.monotonic() + 120
-        while time.monotonic() < give_up and job.poll() is None:
-            s = subprocess.run([RILL, "status", where["counter"]], capture_output=True, text=True, timeout=60).stdout
-            m = re.search(r"last at iteration (\d+)", s)
-            if m and int(m.group(1)) >= 20:
-                break
-        pid = pid_of(os.path.join(out, "pserver_%d.pbtxt" % victim))
-        assert job.poll() is None and pid is not None, "the job ended before its pserver could be killed"
-        os.kill(pid, signal.SIGKILL)
+        kill_once_checkpointed(job, where["counter"], os.path.join(out, "pserver_%d.pbtxt" % victim), 20)
         stdout, stderr = job.communicate(timeout=300)
     finally:
         job.kill()

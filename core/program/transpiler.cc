@@ -76,8 +76,8 @@ bool IsLookupGrad(const proto::OpDesc& op) {
 }
 
 // The number of the table's `height` rows that shard `s` of `shards` holds: row r lies on
-// shard r % shards as its row r / shards (the rule the dist plugin's prefetch and send
-// follow).
+// shard r % shards as its row r / shards (the rule of the dist plugin's table_shard.h,
+// which core cannot include).
 int64_t ShardRows(int64_t height, size_t s, size_t shards) {
   const auto p = static_cast<int64_t>(s), n = static_cast<int64_t>(shards);
   return (height - p + n - 1) / n;

@@ -2,7 +2,7 @@
 // row-sharded over the pservers so that it never exists whole on a trainer.
 //
 // The table's row r lives on pserver endpoints[r % P] as that shard's row r / P
-// (TableShard). The op gathers the distinct ids of its Ids inputs, asks each pserver for
+// (table_shard.h). The op gathers the distinct ids of its Ids inputs, asks each pserver for
 // its rows in one Prefetch call (all pservers at once), and writes Out, the table's
 // variable on the trainer, as SelectedRows of exactly those rows: the table's row numbers,
 // its height, and their values. lookup_table then reads Out as it reads a whole table;
@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "ops.h"
+#include "table_shard.h"
 
 namespace rill::dist {
 namespace {
@@ -72,14 +73,14 @@ class Prefetch {
         throw Error("id " + std::to_string(id) + " is not a row of table '" + table_ + "' (" + std::to_string(height) +
                     " rows)");
       }
-      local[static_cast<size_t>(id) % shards].push_back(id / static_cast<int64_t>(shards));
+      local[ShardOf(id, shards)].push_back(RowInShard(id, shards));
     }
     std::vector<int64_t> rows;  // the table's row numbers, in Out's order
     std::vector<size_t> first(shards + 1, 0);
     for (size_t p = 0; p < shards; ++p) {
       std::sort(local[p].begin(), local[p].end());
       local[p].erase(std::unique(local[p].begin(), local[p].end()), local[p].end());
-      for (int64_t r : local[p]) rows.push_back(r * static_cast<int64_t>(shards) + static_cast<int64_t>(p));
+      for (int64_t r : local[p]) rows.push_back(TableRow(r, p, shards));
       first[p + 1] = rows.size();
     }
     std::vector<int64_t> dims = shape_;

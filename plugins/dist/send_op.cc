@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ops.h"
+#include "table_shard.h"
 #include "wire.h"
 
 namespace rill::dist {
@@ -198,10 +199,11 @@ class Send {
                            std::to_string(at - 1) + " were lost");
   }
 
-  // ShardedX[j], the SelectedRows gradient of a table row-sharded over shards_ (row r on
-  // shard r % P as its row r / P), split into one part per shard (the rows it holds, as
-  // its row numbers, with their values; none, for a shard the batch did not touch), each
-  // into that pserver's step. The parts' values are copied into `parts`.
+  // ShardedX[j], the SelectedRows gradient of a table row-sharded over shards_
+  // (table_shard.h), split into one part per shard (the rows it holds, as its row numbers,
+  // with their values; none, for a shard the batch did not touch), each into that
+  // pserver's step. The parts' values are copied into `parts` (a part's buffer stays where
+  // it is as `parts` grows: moving a vector keeps its buffer).
   void SplitSharded(KernelContext& ctx, size_t j, std::vector<std::vector<Gradient>>& in_step,
                     std::vector<std::vector<char>>& parts) {
     const std::string& name = sharded_[j];
@@ -220,7 +222,7 @@ class Send {
         throw Error("'" + name + "' has row " + std::to_string(r) + ", outside its height " +
                     std::to_string(whole.height));
       }
-      of[static_cast<size_t>(r) % shards].push_back(i);
+      of[ShardOf(r, shards)].push_back(i);
     }
     for (size_t p = 0; p < shards; ++p) {
       std::vector<char>& bytes = parts.emplace_back(of[p].size() * row_bytes);
@@ -230,13 +232,12 @@ class Send {
       part.rows.clear();
       for (size_t n = 0; n < of[p].size(); ++n) {
         const size_t i = of[p][n];
-        part.rows.push_back(whole.rows[i] / static_cast<int64_t>(shards));
+        part.rows.push_back(RowInShard(whole.rows[i], shards));
         std::memcpy(bytes.data() + n * row_bytes, static_cast<const char*>(whole.data) + i * row_bytes, row_bytes);
       }
       part.data = bytes.data();
       part.bytes = bytes.size();
-      part.height =
-          (whole.height - static_cast<int64_t>(p) + static_cast<int64_t>(shards) - 1) / static_cast<int64_t>(shards);
+      part.height = ShardHeight(whole.height, p, shards);
       in_step[EndpointIndex(shards_[p])].push_back(Gradient{name, std::move(part)});
     }
   }

@@ -102,8 +102,9 @@ template <class T> void SequenceConcatGrad(KernelContext& ctx) {
 void RegisterSequenceConcat(Registrar& r) {
   const OpSchema concat =
       OpSchema("sequence_concat")
-          .Doc("Out's sequence s = sequence s of each X[i] after one another (their last LoD level); Out's LoD "
-               "adds their lengths. As Paddle's.")
+          .Doc(
+              "Out's sequence s = sequence s of each X[i] after one another (their last LoD level); Out's LoD "
+              "adds their lengths. As Paddle's.")
           .Input("X", "LoD tensors of as many sequences, rows of one shape", RILL_SLOT_DUPLICABLE)
           .Output("Out", "the joined sequences")
           .KernelDtypeFrom("X")

@@ -60,8 +60,9 @@ template <class T> void SequenceReshapeGrad(KernelContext& ctx) {
 void RegisterSequenceReshape(Registrar& r) {
   const OpSchema reshape =
       OpSchema("sequence_reshape")
-          .Doc("Out = X's values in rows of new_dim, each sequence's offsets scaled by X's width / new_dim (every "
-               "sequence's elements must divide by new_dim). As Paddle's.")
+          .Doc(
+              "Out = X's values in rows of new_dim, each sequence's offsets scaled by X's width / new_dim (every "
+              "sequence's elements must divide by new_dim). As Paddle's.")
           .Input("X", "[R, W], a LoD tensor of one level")
           .Output("Out", "[R * W / new_dim, new_dim]")
           .RequiredAttr("new_dim", RILL_ATTR_INT, "elements per row of Out")

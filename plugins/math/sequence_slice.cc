@@ -85,8 +85,9 @@ template <class T> void SequenceSliceGrad(KernelContext& ctx) {
 void RegisterSequenceSlice(Registrar& r) {
   const OpSchema slice =
       OpSchema("sequence_slice")
-          .Doc("Out = rows Offset[s] .. Offset[s] + Length[s] - 1 of each sequence s of X, packed; Out's LoD is "
-               "Length. As Paddle's.")
+          .Doc(
+              "Out = rows Offset[s] .. Offset[s] + Length[s] - 1 of each sequence s of X, packed; Out's LoD is "
+              "Length. As Paddle's.")
           .Input("X", "[R, ...], a LoD tensor of one level")
           .Input("Offset", "int64 [S, 1]: where each slice starts in its sequence")
           .Input("Length", "int64 [S, 1]: each slice's rows")

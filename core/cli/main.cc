@@ -254,7 +254,8 @@ int CmdRun(const Args& given, const Registry& registry) {
   }
   for (const auto& given : a.feed_lod) {
     const auto [name, lod] = ParseFeedLod(given);
-    const auto fed = std::find_if(feeds.begin(), feeds.end(), [&](const auto& f) { return f.first == name; });
+    const std::string& var = name;  // a structured binding cannot be captured by a lambda in C++17
+    const auto fed = std::find_if(feeds.begin(), feeds.end(), [&](const auto& f) { return f.first == var; });
     if (fed == feeds.end())
       throw UsageError("--feed-lod " + given + ": '" + name + "' is not fed (--feed " + name + "=FILE.npy)");
     fed->second.mutable_lod() = lod;

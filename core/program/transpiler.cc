@@ -239,7 +239,8 @@ TranspiledPrograms Transpile(const proto::ProgramDesc& train, const proto::Progr
   // The tables, their sent gradients and their optimizers' state: each with its table's rows.
   std::map<std::string, int64_t> sharded;
   for (auto& [w, t] : tables) {
-    const auto p = std::find_if(params.begin(), params.end(), [&](const Param& q) { return q.name == w; });
+    const std::string& table = w;  // a structured binding cannot be captured by a lambda in C++17
+    const auto p = std::find_if(params.begin(), params.end(), [&](const Param& q) { return q.name == table; });
     if (p == params.end()) throw Error("distributed table '" + w + "' has no optimizer op: nothing trains it");
     sharded[w] = sharded[p->grad] = t.dims[0];
     for (int i : readers[w]) {

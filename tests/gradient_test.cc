@@ -963,6 +963,47 @@ std::vector<GradCase> Cases() {
        [](core::BlockBuilder& b) { b.Op("sequence_expand_as").Input("X", "x").Input("Y", "y").Output("Out", "out"); },
        1e-6,
        expanded_by({{0, 2, 2, 5}}, {})});
+  cases.push_back(
+      {"lod_reset",
+       {{"x", {5, 2}}},
+       [](core::BlockBuilder& b) {
+         b.Op("lod_reset").Input("X", "x").Output("Out", "out").Attr("target_lod", std::vector<int64_t>{0, 4, 5});
+       },
+       1e-6,
+       sequences({{0, 2, 2, 5}})});
+  // Two ids of sequence 0 land on the same element of row 0; sequence 1 is empty.
+  cases.push_back(
+      {"sequence_scatter",
+       {{"x", {3, 4}}, {"updates", {4, 1}}},
+       [](core::BlockBuilder& b) {
+         b.Op("sequence_scatter").Input("X", "x").Input("Ids", "ids").Input("Updates", "updates").Output("Out", "out");
+       },
+       1e-6,
+       [](core::Scope& s) {
+         core::Tensor* ids = s.Var("ids")->GetMutableTensor();
+         auto* id = static_cast<int64_t*>(ids->Allocate(RILL_INT64, {4, 1}));
+         id[0] = 1, id[1] = 1, id[2] = 3, id[3] = 0;
+         ids->mutable_lod() = {{0, 2, 2, 4}};
+         s.FindVar("updates")->GetMutableTensor()->mutable_lod() = {{0, 2, 2, 4}};
+       }});
+  cases.push_back({"im2sequence",
+                   {{"x", {2, 2, 3, 4}}},
+                   [](core::BlockBuilder& b) {
+                     b.Op("im2sequence")
+                         .Input("X", "x")
+                         .Output("Out", "out")
+                         .Attr("kernels", std::vector<int64_t>{2, 3})
+                         .Attr("strides", std::vector<int64_t>{2, 1})
+                         .Attr("paddings", std::vector<int64_t>{1, 1, 0, 1});
+                   },
+                   1e-6,
+                   nullptr});
+  const auto row_conv = [](core::BlockBuilder& b) {
+    b.Op("row_conv").Input("X", "x").Input("Filter", "filter").Output("Out", "out");
+  };
+  cases.push_back(
+      {"row_conv_of_sequences", {{"x", {6, 3}}, {"filter", {3, 3}}}, row_conv, 1e-6, sequences({{0, 1, 1, 6}})});
+  cases.push_back({"row_conv_of_a_batch", {{"x", {2, 4, 3}}, {"filter", {2, 3}}}, row_conv, 1e-6, nullptr});
   return cases;
 }
 

@@ -2145,5 +2145,107 @@ TEST_F(MathForward, LookupAndSgdOnATableHeldAsSelectedRows) {
   EXPECT_NE(error.find("Ids names row 3, which W's SelectedRows do not hold"), std::string::npos) << error;
 }
 
+// The new LoD from target_lod, from Y's values, from Y's LoD, and appended below X's own.
+TEST_F(MathForward, LodResetSetsTheLoDFromEachSource) {
+  Set<float>("x", {4, 1}, {1, 2, 3, 4});
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 1, 4}};
+  Op("lod_reset").Input("X", "x").Output("Out", "by_attr").Attr("target_lod", std::vector<int64_t>{0, 2, 4});
+  Set<int32_t>("offsets", {1, 3}, {0, 3, 4});
+  Op("lod_reset").Input("X", "x").Input("Y", "offsets").Output("Out", "by_values");
+  Set<float>("y", {4, 1}, {0, 0, 0, 0});
+  scope()->FindVar("y")->GetMutableTensor()->mutable_lod() = {{0, 1, 2}, {0, 0, 4}};
+  Op("lod_reset").Input("X", "x").Input("Y", "y").Output("Out", "by_lod");
+  // X's own LoD is the upper level: its 2 sequences are the ones the appended level makes.
+  Set<float>("x2", {4, 1}, {1, 2, 3, 4});
+  scope()->FindVar("x2")->GetMutableTensor()->mutable_lod() = {{0, 1, 2}};
+  Op("lod_reset")
+      .Input("X", "x2")
+      .Output("Out", "appended")
+      .Attr("target_lod", std::vector<int64_t>{0, 3, 4})
+      .Attr("append", true);
+  ASSERT_EQ(Run(), "");
+  ExpectNear(Values("by_attr"), {1, 2, 3, 4});
+  EXPECT_EQ(Get("by_attr").lod(), (core::LoD{{0, 2, 4}}));
+  EXPECT_EQ(Get("by_values").lod(), (core::LoD{{0, 3, 4}}));
+  EXPECT_EQ(Get("by_lod").lod(), (core::LoD{{0, 1, 2}, {0, 0, 4}}));
+  EXPECT_EQ(Get("appended").lod(), (core::LoD{{0, 1, 2}, {0, 3, 4}}));
+}
+
+TEST_F(MathForward, LodResetRefusesALoDThatDoesNotPackX) {
+  Set<float>("x", {4, 1}, {1, 2, 3, 4});
+  Op("lod_reset").Input("X", "x").Output("Out", "out").Attr("target_lod", std::vector<int64_t>{0, 3, 2, 4});
+  EXPECT_NE(Run().find("the new LoD (attribute target_lod) {0, 3, 2, 4} must rise from 0 to X's rows (4)"),
+            std::string::npos);
+}
+
+TEST_F(MathForward, LodAppendRefusesALevelThatDoesNotMatchXsSequences) {
+  Set<float>("x", {4, 1}, {1, 2, 3, 4});
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 1, 3}};
+  Op("lod_reset")
+      .Input("X", "x")
+      .Output("Out", "out")
+      .Attr("target_lod", std::vector<int64_t>{0, 4})
+      .Attr("append", true);
+  EXPECT_NE(Run().find("appending a level of 1 sequences below X's LoD, whose last level ends at 3"),
+            std::string::npos);
+}
+
+// Tokens 2 and 5 erased: the second sequence loses all it had; the upper level stays.
+TEST_F(MathForward, SequenceEraseDropsTheTokensAndRecountsTheLoD) {
+  Set<int64_t>("x", {6, 1}, {1, 2, 5, 2, 3, 5});
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 2, 3}, {0, 2, 4, 6}};
+  Op("sequence_erase").Input("X", "x").Output("Out", "out").Attr("tokens", std::vector<int64_t>{5, 2});
+  ASSERT_EQ(Run(), "");
+  ExpectNear(Values("out"), {1, 3});
+  EXPECT_EQ(Dims("out"), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(Get("out").lod(), (core::LoD{{0, 2, 3}, {0, 1, 1, 2}}));
+}
+
+// Sequence s of Ids adds into row s of X; a repeated id adds twice.
+TEST_F(MathForward, SequenceScatterAddsEachSequenceIntoItsRow) {
+  Set<float>("x", {2, 3}, {1, 1, 1, 2, 2, 2});
+  Set<int64_t>("ids", {3, 1}, {2, 2, 0});
+  scope()->FindVar("ids")->GetMutableTensor()->mutable_lod() = {{0, 2, 3}};
+  Set<float>("updates", {3, 1}, {10, 20, 5});
+  Op("sequence_scatter").Input("X", "x").Input("Ids", "ids").Input("Updates", "updates").Output("Out", "out");
+  ASSERT_EQ(Run(), "");
+  ExpectNear(Values("out"), {1, 1, 31, 7, 2, 2});
+  Set<int64_t>("far", {1, 1}, {3});
+  scope()->FindVar("far")->GetMutableTensor()->mutable_lod() = {{0, 1}};
+  Set<float>("one", {1, 1}, {1});
+  Op("sequence_scatter").Input("X", "x").Input("Ids", "far").Input("Updates", "one").Output("Out", "bad");
+  EXPECT_NE(Run().find("Ids[0] = 3 is outside X's row (3 elements)"), std::string::npos);
+}
+
+// Two 1x2x2 images, 2x2 windows by 1 with the bottom and right padded by one: 4 windows each.
+TEST_F(MathForward, Im2SequenceMakesEachImagesWindowsASequence) {
+  Set<float>("x", {2, 1, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  Op("im2sequence")
+      .Input("X", "x")
+      .Output("Out", "out")
+      .Attr("kernels", std::vector<int64_t>{2, 2})
+      .Attr("paddings", std::vector<int64_t>{0, 0, 1, 1});
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Dims("out"), (std::vector<int64_t>{8, 4}));
+  ExpectNear(Values("out"), {1, 2, 3, 4, 2, 0, 4, 0, 3, 4, 0, 0, 4, 0, 0, 0,  //
+                             5, 6, 7, 8, 6, 0, 8, 0, 7, 8, 0, 0, 8, 0, 0, 0});
+  EXPECT_EQ(Get("out").lod(), (core::LoD{{0, 4, 8}}));
+}
+
+// Each row plus the next, scaled by the filter's rows, never across a sequence's end;
+// without LoD each batch entry is a sequence.
+TEST_F(MathForward, RowConvLooksAheadWithinEachSequence) {
+  Set<float>("x", {3, 1}, {1, 2, 3});
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 2, 3}};
+  Set<float>("w", {2, 1}, {1, 10});
+  Op("row_conv").Input("X", "x").Input("Filter", "w").Output("Out", "out");
+  Set<float>("batch", {1, 3, 1}, {1, 2, 3});
+  Op("row_conv").Input("X", "batch").Input("Filter", "w").Output("Out", "batched");
+  ASSERT_EQ(Run(), "");
+  ExpectNear(Values("out"), {21, 2, 3});
+  EXPECT_EQ(Get("out").lod(), (core::LoD{{0, 2, 3}}));
+  ExpectNear(Values("batched"), {21, 32, 3});
+}
+
 }  // namespace
 }  // namespace rill::test

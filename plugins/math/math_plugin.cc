@@ -56,6 +56,11 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterSequenceReshape(r);
   rill::math::RegisterSequenceSlice(r);
   rill::math::RegisterSequenceEnumerate(r);
+  rill::math::RegisterSequenceErase(r);
+  rill::math::RegisterSequenceScatter(r);
+  rill::math::RegisterLodReset(r);
+  rill::math::RegisterIm2Sequence(r);
+  rill::math::RegisterRowConv(r);
   rill::math::RegisterL2Norm(r);
   rill::math::RegisterMeanIou(r);
   rill::math::RegisterMultiplex(r);

@@ -104,3 +104,51 @@ def test_sequence_concat_reshape_slice_and_enumerate_layers():
     np.testing.assert_array_equal(j.ravel(), [1, 2, 7, 8, 3, 4, 5, 6, 9, 10])
     np.testing.assert_array_equal(c.ravel(), [2, 7, 5, 6, 9])
     np.testing.assert_array_equal(w, [[5, 6], [6, 7], [7, 0], [8, 0]])
+
+
+def test_lod_reset_lod_append_and_sequence_scatter_layers():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[1], dtype="float32", lod_level=1)
+        recut = fluid.layers.lod_reset(x, target_lod=[0, 1, 5])
+        pair = fluid.layers.data(name="pair", shape=[1], dtype="float32")
+        # One sequence of two, then a level below it: each of the two its own sequence of one row.
+        nested = fluid.layers.lod_append(fluid.layers.lod_reset(pair, target_lod=[0, 2]), [0, 1, 2])
+        base = fluid.layers.data(name="base", shape=[3], dtype="float32")
+        ids = fluid.layers.data(name="ids", shape=[1], dtype="int64", lod_level=1)
+        updates = fluid.layers.data(name="updates", shape=[1], dtype="float32", lod_level=1)
+        scattered = fluid.layers.sequence_scatter(base, ids, updates)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    place = fluid.CPUPlace()
+    values = np.arange(5, dtype="float32").reshape(5, 1)
+    feed = {"x": fluid.create_lod_tensor(values, [[2, 3]], place), "pair": np.ones((2, 1), "float32"),
+            "base": np.zeros((2, 3), "float32"),
+            "ids": fluid.create_lod_tensor(np.array([[0], [2], [1]], "int64"), [[2, 1]], place),
+            "updates": fluid.create_lod_tensor(np.array([[1], [2], [3]], "float32"), [[2, 1]], place)}
+    r, n, s = exe.run(main, feed=feed, fetch_list=[recut, nested, scattered], return_numpy=False)
+    assert r.recursive_sequence_lengths() == [[1, 4]]
+    np.testing.assert_array_equal(np.array(r), values)
+    assert n.recursive_sequence_lengths() == [[2], [1, 1]]
+    np.testing.assert_array_equal(np.array(s), [[1, 0, 2], [0, 3, 0]])
+
+
+def test_row_conv_and_im2sequence_layers():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[2], dtype="float32", lod_level=1)
+        ahead = fluid.layers.row_conv(x, future_context_size=1,
+                                      param_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(1.0)))
+        image = fluid.layers.data(name="image", shape=[1, 3, 3], dtype="float32")
+        windows = fluid.layers.im2sequence(image, filter_size=2, stride=1)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    place = fluid.CPUPlace()
+    values = np.arange(10, dtype="float32").reshape(5, 2)
+    pixels = np.arange(9, dtype="float32").reshape(1, 1, 3, 3)
+    a, w = exe.run(main, feed={"x": fluid.create_lod_tensor(values, [[3, 2]], place), "image": pixels},
+                   fetch_list=[ahead, windows], return_numpy=False)
+    # With a filter of ones each row adds the next row of its own sequence, if there is one.
+    np.testing.assert_array_equal(np.array(a), [[2, 4], [6, 8], [4, 5], [14, 16], [8, 9]])
+    assert w.recursive_sequence_lengths() == [[4]]
+    np.testing.assert_array_equal(np.array(w), [[0, 1, 3, 4], [1, 2, 4, 5], [3, 4, 6, 7], [4, 5, 7, 8]])

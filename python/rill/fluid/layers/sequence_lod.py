@@ -8,7 +8,8 @@ from rill.fluid.layers.checks import check_type, check_variable_and_dtype
 __all__ = [
     "sequence_conv", "sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_softmax",
     "sequence_reverse", "sequence_expand", "sequence_expand_as", "sequence_pad", "sequence_unpad", "sequence_mask",
-    "sequence_concat", "sequence_reshape", "sequence_slice", "sequence_enumerate",
+    "sequence_concat", "sequence_reshape", "sequence_slice", "sequence_enumerate", "sequence_scatter", "lod_reset",
+    "lod_append", "im2sequence", "row_conv",
 ]
 
 
@@ -198,4 +199,98 @@ def sequence_enumerate(input, win_size, pad_value=0, name=None):
     out._lod_level = input.lod_level
     helper.append_op(type="sequence_enumerate", inputs={"X": input}, outputs={"Out": out},
                      attrs={"win_size": win_size, "pad_value": pad_value})
+    return out
+
+
+def sequence_scatter(input, index, updates, name=None):
+    """input with updates added at index: the ids of index's sequence s (int64, a LoD tensor)
+    address the elements of row s of input."""
+    check_variable_and_dtype(input, "input", ["float32", "float64", "int32", "int64"], "sequence_scatter")
+    check_variable_and_dtype(index, "index", ["int64"], "sequence_scatter")
+    helper = LayerHelper("sequence_scatter", **locals())
+    out = helper.create_tmp_variable(input.dtype)
+    out._shape = list(input.shape)
+    index.stop_gradient = True
+    helper.append_op(type="sequence_scatter", inputs={"X": input, "Ids": index, "Updates": updates},
+                     outputs={"Out": out})
+    return out
+
+
+def _lod_reset(helper, x, inputs, attrs, lod_level):
+    out = helper.create_tmp_variable(x.dtype)
+    out._shape = list(x.shape)
+    out._lod_level = lod_level
+    helper.append_op(type="lod_reset", inputs=inputs, outputs={"Out": out}, attrs=attrs)
+    return out
+
+
+def lod_reset(x, y=None, target_lod=None):
+    """x under a new LoD: y's LoD (or, without one, y's values as offsets), else target_lod's
+    offsets."""
+    check_variable_and_dtype(x, "x", ["float32", "float64", "int32", "int64"], "lod_reset")
+    helper = LayerHelper("lod_reset", **locals())
+    if y is not None:
+        check_type(y, "y", (Variable,), "lod_reset")
+        y.stop_gradient = True
+        return _lod_reset(helper, x, {"X": x, "Y": y}, {}, max(y.lod_level, 1))
+    if target_lod is not None:
+        return _lod_reset(helper, x, {"X": x}, {"target_lod": list(target_lod)}, 1)
+    raise ValueError("lod_reset needs y or target_lod: the LoD to set")
+
+
+def lod_append(x, level):
+    """x with one more LoD level below its own: level's offsets (a list, or a Variable of
+    them)."""
+    if x is None:
+        raise ValueError("lod_append: x is None")
+    if not isinstance(level, (Variable, list, tuple)):
+        raise ValueError("lod_append: level must be a list, tuple or Variable of offsets, not %s" %
+                         type(level).__name__)
+    check_variable_and_dtype(x, "x", ["float32", "float64", "int32", "int64"], "lod_append")
+    helper = LayerHelper("lod_append", **locals())
+    if isinstance(level, Variable):
+        level.stop_gradient = True
+        return _lod_reset(helper, x, {"X": x, "Y": level}, {"append": True}, max(x.lod_level, 0) + 1)
+    return _lod_reset(helper, x, {"X": x}, {"target_lod": list(level), "append": True}, max(x.lod_level, 0) + 1)
+
+
+def _pair(v):
+    return [v, v] if isinstance(v, int) else list(v)
+
+
+def im2sequence(input, filter_size=1, stride=1, padding=0, input_image_size=None, out_stride=1, name=None):
+    """Each image's filter_size windows (by stride, zero padding [up, left, down, right], or
+    [h, w] for both sides) as rows of C * kh * kw values, one sequence an image."""
+    check_variable_and_dtype(input, "input", ["float32"], "im2sequence")
+    filter_size, stride, padding = _pair(filter_size), _pair(stride), _pair(padding)
+    if len(padding) == 2:
+        padding = padding + padding
+    inputs = {"X": input}
+    attrs = {"kernels": filter_size, "strides": stride, "paddings": padding}
+    if input_image_size is not None:
+        inputs["Y"] = input_image_size
+        attrs["out_stride"] = _pair(out_stride)
+    helper = LayerHelper("im2sequence", **locals())
+    out = helper.create_tmp_variable(helper.input_dtype())
+    out._shape = [-1, int(input.shape[1]) * filter_size[0] * filter_size[1]]
+    out._lod_level = 1
+    helper.append_op(type="im2sequence", inputs=inputs, outputs={"Out": out}, attrs=attrs)
+    return out
+
+
+def row_conv(input, future_context_size, param_attr=None, act=None):
+    """The lookahead convolution: each row plus the next future_context_size rows of its
+    sequence, each scaled element-wise by its row of a learned [future_context_size + 1, D]
+    filter; then `act`."""
+    check_variable_and_dtype(input, "input", ["float32"], "row_conv")
+    helper = LayerHelper("row_conv", **locals())
+    dtype = helper.input_dtype()
+    w = helper.create_parameter(attr=helper.param_attr, shape=[future_context_size + 1, int(input.shape[-1])],
+                                dtype=dtype)
+    pre_act = helper.create_tmp_variable(dtype)
+    helper.append_op(type="row_conv", inputs={"X": [input], "Filter": [w]}, outputs={"Out": pre_act})
+    out = helper.append_activation(pre_act)
+    for v in (pre_act, out):
+        v._shape = list(input.shape)
+        v._lod_level = input.lod_level
     return out

@@ -1004,6 +1004,94 @@ std::vector<GradCase> Cases() {
   cases.push_back(
       {"row_conv_of_sequences", {{"x", {6, 3}}, {"filter", {3, 3}}}, row_conv, 1e-6, sequences({{0, 1, 1, 6}})});
   cases.push_back({"row_conv_of_a_batch", {{"x", {2, 4, 3}}, {"filter", {2, 3}}}, row_conv, 1e-6, nullptr});
+  // The recurrences: four sequences of lengths 3, 0, 1 and 3 (two of equal length, so the
+  // batch order's tie rule is crossed), hidden size 2.
+  const core::LoD recurrent_lod = {{0, 3, 3, 4, 7}};
+  cases.push_back({"lstm_with_peepholes_and_initial_states",
+                   {{"x", {7, 8}}, {"w", {2, 8}}, {"bias", {1, 14}}, {"h0", {4, 2}}, {"c0", {4, 2}}},
+                   [](core::BlockBuilder& b) {
+                     b.Op("lstm")
+                         .Input("Input", "x")
+                         .Input("Weight", "w")
+                         .Input("Bias", "bias")
+                         .Input("H0", "h0")
+                         .Input("C0", "c0")
+                         .Output("Hidden", "out")
+                         .Output("Cell", "cell")
+                         .Output("BatchGate", "batch_gate")
+                         .Output("BatchCellPreAct", "batch_cell_pre_act");
+                   },
+                   1e-6,
+                   sequences(recurrent_lod)});
+  cases.push_back({"lstm_reversed_without_peepholes",
+                   {{"x", {7, 8}}, {"w", {2, 8}}, {"bias", {1, 8}}},
+                   [](core::BlockBuilder& b) {
+                     b.Op("lstm")
+                         .Input("Input", "x")
+                         .Input("Weight", "w")
+                         .Input("Bias", "bias")
+                         .Output("Hidden", "out")
+                         .Output("Cell", "cell")
+                         .Output("BatchGate", "batch_gate")
+                         .Output("BatchCellPreAct", "batch_cell_pre_act")
+                         .Attr("use_peepholes", false)
+                         .Attr("is_reverse", true);
+                   },
+                   1e-6,
+                   sequences(recurrent_lod)});
+  const auto gru = [](core::BlockBuilder& b, bool with_h0, bool with_bias) {
+    core::OpBuilder op = b.Op("gru");
+    op.Input("Input", "x").Input("Weight", "w");
+    if (with_h0) op.Input("H0", "h0");
+    if (with_bias) op.Input("Bias", "bias");
+    op.Output("Hidden", "out")
+        .Output("BatchGate", "batch_gate")
+        .Output("BatchResetHiddenPrev", "batch_reset_hidden_prev")
+        .Output("BatchHidden", "batch_hidden");
+    return op;
+  };
+  cases.push_back({"gru_with_initial_state",
+                   {{"x", {7, 6}}, {"w", {2, 6}}, {"bias", {1, 6}}, {"h0", {4, 2}}},
+                   [gru](core::BlockBuilder& b) { gru(b, true, true); },
+                   1e-6,
+                   sequences(recurrent_lod)});
+  // One step of a batch: H and C both carry gradient back (out = H + C).
+  cases.push_back({"lstm_unit",
+                   {{"x", {3, 8}}, {"c_prev", {3, 2}}},
+                   [](core::BlockBuilder& b) {
+                     b.Op("lstm_unit")
+                         .Input("X", "x")
+                         .Input("C_prev", "c_prev")
+                         .Output("C", "c")
+                         .Output("H", "h")
+                         .Attr("forget_bias", 0.5f);
+                     b.Op("elementwise_add").Input("X", "h").Input("Y", "c").Output("Out", "out");
+                   },
+                   1e-6,
+                   nullptr});
+  const auto gru_unit = [](core::BlockBuilder& b, bool with_bias) {
+    core::OpBuilder op = b.Op("gru_unit");
+    op.Input("Input", "x").Input("HiddenPrev", "h_prev").Input("Weight", "w");
+    if (with_bias) op.Input("Bias", "bias");
+    op.Output("Gate", "gate").Output("ResetHiddenPrev", "reset_hidden_prev").Output("Hidden", "out");
+    return op;
+  };
+  cases.push_back({"gru_unit",
+                   {{"x", {3, 6}}, {"h_prev", {3, 2}}, {"w", {2, 6}}, {"bias", {1, 6}}},
+                   [gru_unit](core::BlockBuilder& b) { gru_unit(b, true); },
+                   1e-6,
+                   nullptr});
+  cases.push_back({"gru_unit_origin_mode_without_bias",
+                   {{"x", {3, 6}}, {"h_prev", {3, 2}}, {"w", {2, 6}}},
+                   [gru_unit](core::BlockBuilder& b) { gru_unit(b, false).Attr("origin_mode", true); },
+                   1e-6,
+                   nullptr});
+  cases.push_back(
+      {"gru_reversed_origin_mode_without_bias",
+       {{"x", {7, 6}}, {"w", {2, 6}}},
+       [gru](core::BlockBuilder& b) { gru(b, false, false).Attr("origin_mode", true).Attr("is_reverse", true); },
+       1e-6,
+       sequences(recurrent_lod)});
   return cases;
 }
 

@@ -2247,5 +2247,55 @@ TEST_F(MathForward, RowConvLooksAheadWithinEachSequence) {
   ExpectNear(Values("batched"), {21, 32, 3});
 }
 
+// With identity activations a recurrence is arithmetic to follow by hand. The LSTM (hidden
+// size 1, gates candidate, input, forget, output): step 0 from zero states, step 1 from
+// step 0's h through the weight.
+TEST_F(MathForward, LstmCarriesItsStatesAlongASequence) {
+  Set<float>("x", {2, 4}, {1, 0.5f, 0.2f, 2, 0, 0, 0, 0});
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 2}};
+  Set<float>("w", {1, 4}, {0.5f, 0.5f, 0.5f, 0.5f});
+  Set<float>("bias", {1, 4}, {0, 0, 0, 0});
+  Op("lstm")
+      .Input("Input", "x")
+      .Input("Weight", "w")
+      .Input("Bias", "bias")
+      .Output("Hidden", "hidden")
+      .Output("Cell", "cell")
+      .Output("BatchGate", "batch_gate")
+      .Output("BatchCellPreAct", "batch_cell_pre_act")
+      .Attr("use_peepholes", false)
+      .Attr("gate_activation", std::string("identity"))
+      .Attr("cell_activation", std::string("identity"))
+      .Attr("candidate_activation", std::string("identity"));
+  ASSERT_EQ(Run(), "");
+  // c0 = i cand = 0.5, h0 = o c0 = 1; every gate of step 1 is 0.5 h0 = 0.5: c1 = 0.5, h1 = 0.25.
+  ExpectNear(Values("cell"), {0.5f, 0.5f});
+  ExpectNear(Values("hidden"), {1, 0.25f});
+  EXPECT_EQ(Get("hidden").lod(), (core::LoD{{0, 2}}));
+}
+
+// The GRU (hidden size 1, gates update, reset, candidate; W_ur = [0.5, 1], W_c = [2]) over
+// sequences of lengths 2 and 1: Hidden in the input's row order, BatchHidden step-major.
+TEST_F(MathForward, GruRunsEachSequenceStepMajor) {
+  Set<float>("x", {3, 3}, {0.2f, 0.3f, 0.4f, 0.1f, 0.5f, -0.2f, 0.6f, 0, 1});
+  scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 2, 3}};
+  Set<float>("w", {1, 3}, {0.5f, 1, 2});
+  Op("gru")
+      .Input("Input", "x")
+      .Input("Weight", "w")
+      .Output("Hidden", "hidden")
+      .Output("BatchGate", "batch_gate")
+      .Output("BatchResetHiddenPrev", "batch_reset_hidden_prev")
+      .Output("BatchHidden", "batch_hidden")
+      .Attr("gate_activation", std::string("identity"))
+      .Attr("activation", std::string("identity"));
+  ASSERT_EQ(Run(), "");
+  // Step 0: h = u c: 0.2 * 0.4 and 0.6 * 1. Step 1 of the first sequence, h_prev = 0.08:
+  // u = 0.14, r = 0.58, c = -0.2 + 2 (0.58 * 0.08) = -0.1072, h = u c + (1 - u) h_prev.
+  ExpectNear(Values("hidden"), {0.08f, 0.053792f, 0.6f});
+  ExpectNear(Values("batch_hidden"), {0.08f, 0.6f, 0.053792f});
+  EXPECT_EQ(Get("hidden").lod(), (core::LoD{{0, 2, 3}}));
+}
+
 }  // namespace
 }  // namespace rill::test

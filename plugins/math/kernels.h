@@ -9,6 +9,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "parallel_for.h"
@@ -46,6 +47,21 @@ template <class T> std::unique_ptr<T[]> Scratch(int64_t n) {
 // input's rows in order (an activation, an embedding of each id), so the sequences those
 // rows pack carry through it.
 inline void ShareLoD(KernelContext& ctx, SlotRef in, SlotRef out) { ctx.Output(out).set_lod(ctx.Input(in).lod()); }
+
+// Whether the op names a variable for input (output) `slot`: an optional slot may be absent,
+// or name RILL_EMPTY_VAR_NAME, as a gradient op's output does for an input needing no gradient.
+inline bool HasInputVariable(KernelContext& ctx, const char* slot) {
+  return ctx.HasInput(slot) && ctx.op().InputName(slot) != RILL_EMPTY_VAR_NAME;
+}
+inline bool HasOutputVariable(KernelContext& ctx, const char* slot) {
+  return ctx.HasOutput(slot) && ctx.op().OutputName(slot) != RILL_EMPTY_VAR_NAME;
+}
+
+// Input `slot` when the op names a variable for it (HasInputVariable), else nothing.
+inline std::optional<Tensor> OptionalInput(KernelContext& ctx, const char* slot) {
+  if (!HasInputVariable(ctx, slot)) return std::nullopt;
+  return ctx.Input(slot);
+}
 
 // A tensor's elements as a flat Eigen array.
 template <class T> ConstVecMap<T> Flat(const Tensor& t) { return {t.data<T>(), t.numel()}; }

@@ -61,6 +61,9 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterLodReset(r);
   rill::math::RegisterIm2Sequence(r);
   rill::math::RegisterRowConv(r);
+  rill::math::RegisterLstm(r);
+  rill::math::RegisterGru(r);
+  rill::math::RegisterLstmUnit(r);
   rill::math::RegisterL2Norm(r);
   rill::math::RegisterMeanIou(r);
   rill::math::RegisterMultiplex(r);

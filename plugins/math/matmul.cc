@@ -40,6 +40,7 @@ template <class T> void Mul(KernelContext& ctx) {
   out_dims.insert(out_dims.end(), yd.begin() + static_cast<std::ptrdiff_t>(yn), yd.end());
   WriteOutput<T>(ctx, "Out", {"X", "Y"}, out_dims,
                  [&](T* out) { Gemm<T>(false, false, m, n, k, T(1), x.data<T>(), y.data<T>(), T(0), out); });
+  ShareLoD(ctx, "X", "Out");  // the rows of a LoD X stay the sequences' rows
 }
 
 template <class T, bool kV2> void MatMul(KernelContext& ctx) {
@@ -91,6 +92,7 @@ template <class T> void Fc(KernelContext& ctx) {
     if (bias != nullptr) om.rowwise() += ConstMatrixMap<T>(bias, 1, n).row(0);
     if (act == "relu") om = om.cwiseMax(T(0));
   });
+  ShareLoD(ctx, "Input", "Out");
 }
 
 // X@GRAD = Out@GRAD * Y^T, Y@GRAD = X^T * Out@GRAD on the flattened matrices.

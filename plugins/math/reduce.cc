@@ -132,6 +132,8 @@ template <class T> void Sum(KernelContext& ctx) {
     }
     xs[i] = x.data<T>();
   }
+  // Out has X[0]'s LoD, as Paddle's sum gives it; read first, as Out may be one of X.
+  const std::vector<std::vector<uint64_t>> lod = ctx.Input("X", 0).lod();
   // Out may be one of X (a gradient summed into itself): WriteOutput sums aside first then.
   WriteOutput<T>(ctx, "Out", {"X"}, dims, [&](T* po) {
     const int64_t numel = Product(dims, 0, dims.size());
@@ -141,6 +143,7 @@ template <class T> void Sum(KernelContext& ctx) {
       for (size_t i = 1; i < n; ++i) out += ConstVecMap<T>(xs[i] + begin, end - begin);
     });
   });
+  ctx.Output("Out").set_lod(lod);
 }
 
 template <class T> void Mean(KernelContext& ctx) {

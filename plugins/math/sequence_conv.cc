@@ -104,15 +104,9 @@ template <class T> void ContextRows(const Context& c, const T* x, T* col) {
                     });
 }
 
-// PaddingData, when the op has it.
-std::optional<Tensor> PaddingOf(KernelContext& ctx) {
-  if (!ctx.HasInput("PaddingData") || ctx.op().InputName("PaddingData") == RILL_EMPTY_VAR_NAME) return std::nullopt;
-  return ctx.Input("PaddingData");
-}
-
 template <class T> void SequenceConv(KernelContext& ctx) {
   Tensor x = ctx.Input("X"), filter = ctx.Input("Filter");
-  const std::optional<Tensor> padding = PaddingOf(ctx);
+  const std::optional<Tensor> padding = OptionalInput(ctx, "PaddingData");
   const Context c = ContextOf(ctx, x, filter, padding ? &*padding : nullptr);
   const int64_t rows = x.dims()[0], m = filter.dims()[1], cw = c.length * c.width;
   std::unique_ptr<T[]> col = Scratch<T>(rows * cw);
@@ -125,17 +119,16 @@ template <class T> void SequenceConv(KernelContext& ctx) {
 
 template <class T> void SequenceConvGrad(KernelContext& ctx) {
   Tensor x = ctx.Input("X"), filter = ctx.Input("Filter"), g = ctx.Input("Out@GRAD");
-  const std::optional<Tensor> padding = PaddingOf(ctx);
+  const std::optional<Tensor> padding = OptionalInput(ctx, "PaddingData");
   const Context c = ContextOf(ctx, x, filter, padding ? &*padding : nullptr);
   const int64_t rows = x.dims()[0], m = filter.dims()[1], cw = c.length * c.width;
   if (g.dims() != std::vector<int64_t>{rows, m}) {
     throw Error("Out@GRAD " + DimsString(g.dims()) + " must be [" + std::to_string(rows) + ", " + std::to_string(m) +
                 "], shaped like Out");
   }
-  const bool want_filter = ctx.HasOutput("Filter@GRAD") && ctx.op().OutputName("Filter@GRAD") != RILL_EMPTY_VAR_NAME;
-  const bool want_x = ctx.HasOutput("X@GRAD") && ctx.op().OutputName("X@GRAD") != RILL_EMPTY_VAR_NAME;
-  const bool want_padding = c.padding != nullptr && ctx.HasOutput("PaddingData@GRAD") &&
-                            ctx.op().OutputName("PaddingData@GRAD") != RILL_EMPTY_VAR_NAME;
+  const bool want_filter = HasOutputVariable(ctx, "Filter@GRAD");
+  const bool want_x = HasOutputVariable(ctx, "X@GRAD");
+  const bool want_padding = c.padding != nullptr && HasOutputVariable(ctx, "PaddingData@GRAD");
   std::unique_ptr<T[]> col = Scratch<T>(rows * cw);
   if (want_filter) {
     ContextRows(c, x.data<T>(), col.get());

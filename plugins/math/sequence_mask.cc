@@ -23,7 +23,7 @@ template <class T> void SequenceMask(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const T* px = x.data<T>();
   int64_t maxlen = ctx.Attr<int64_t>("maxlen");
-  if (ctx.HasInput("MaxLenTensor") && ctx.op().InputName("MaxLenTensor") != RILL_EMPTY_VAR_NAME) {
+  if (HasInputVariable(ctx, "MaxLenTensor")) {
     Tensor m = ctx.Input("MaxLenTensor");
     if (m.numel() != 1) throw Error("MaxLenTensor " + DimsString(m.dims()) + " must hold one value");
     maxlen = m.dtype() == RILL_INT64 ? m.data<int64_t>()[0] : m.data<int32_t>()[0];

@@ -109,12 +109,9 @@ template <class T> void SmoothL1LossGrad(KernelContext& ctx) {
     });
   };
   const std::initializer_list<const char*> inputs = {"Diff", "Out@GRAD", "InsideWeight", "OutsideWeight"};
-  const auto wanted = [&](const char* slot) {
-    return ctx.HasOutput(slot) && ctx.op().OutputName(slot) != RILL_EMPTY_VAR_NAME;
-  };
-  const bool want_x = wanted("X@GRAD");
+  const bool want_x = HasOutputVariable(ctx, "X@GRAD");
   if (want_x) WriteOutput<T>(ctx, "X@GRAD", inputs, d, [&](T* dx) { from_inputs(T(1), dx); });
-  if (!wanted("Y@GRAD")) return;
+  if (!HasOutputVariable(ctx, "Y@GRAD")) return;
   if (!want_x) return WriteOutput<T>(ctx, "Y@GRAD", inputs, d, [&](T* dy) { from_inputs(T(-1), dy); });
   WriteOutput<T>(ctx, "Y@GRAD", {}, d, [&](T* dy) {  // reads X@GRAD alone
     const T* dx = ctx.Output("X@GRAD").data<T>();

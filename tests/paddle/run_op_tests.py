@@ -42,7 +42,7 @@ sequence/sequence_pool sequence/sequence_conv sequence/sequence_first_step seque
 sequence/sequence_reverse sequence/sequence_expand sequence/sequence_expand_as sequence/sequence_pad_op
 sequence/sequence_unpad_op sequence/sequence_mask sequence/sequence_concat sequence/sequence_reshape
 sequence/sequence_slice_op sequence/sequence_enumerate_op sequence/sequence_erase_op sequence/sequence_scatter_op
-lod_reset_op lod_append_op im2sequence_op row_conv_op
+lod_reset_op lod_append_op im2sequence_op row_conv_op lstm_op gru_op lstm_unit_op gru_unit_op
 """.split()
 
 # Methods whose failure is a deliberate difference, each with its reason (harness.py).

@@ -1,7 +1,7 @@
 """fluid.nets: layer compositions."""
 from rill.fluid import layers
 
-__all__ = ["simple_img_conv_pool", "img_conv_group"]
+__all__ = ["simple_img_conv_pool", "img_conv_group", "sequence_conv_pool", "glu"]
 
 
 def simple_img_conv_pool(input, num_filters, filter_size, pool_size, pool_stride, pool_padding=0, pool_type="max",
@@ -51,3 +51,18 @@ def img_conv_group(input, conv_num_filter, pool_size, conv_padding=1, conv_filte
                 tmp = layers.dropout(x=tmp, dropout_prob=drops[i])
     return layers.pool2d(input=tmp, pool_size=pool_size, pool_type=pool_type, pool_stride=pool_stride,
                          use_cudnn=use_cudnn, use_mkldnn=use_mkldnn)
+
+
+def sequence_conv_pool(input, num_filters, filter_size, param_attr=None, act="sigmoid", pool_type="max",
+                       bias_attr=None):
+    """sequence_conv (with bias and ``act``) over each sequence of a LoD tensor, then
+    sequence_pool: one row per sequence."""
+    conv_out = layers.sequence_conv(input=input, num_filters=num_filters, filter_size=filter_size,
+                                    param_attr=param_attr, bias_attr=bias_attr, act=act)
+    return layers.sequence_pool(input=conv_out, pool_type=pool_type)
+
+
+def glu(input, dim=-1):
+    """The gated linear unit: ``input`` split in halves a, b along ``dim``; a * sigmoid(b)."""
+    a, b = layers.split(input, num_or_sections=2, dim=dim)
+    return layers.elementwise_mul(x=a, y=layers.sigmoid(x=b))

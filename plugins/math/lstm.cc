@@ -1,0 +1,306 @@
+// lstm, lstm_grad: the long short-term memory over each sequence of a LoD tensor (Fluid's
+// dynamic_lstm), with Paddle's contract (paddle/fluid/operators/lstm_op.*).
+//
+// Input [R, 4D] packs the sequences (one LoD level) with the input projections already
+// made (an fc before the op); Weight [D, 4D] and Bias [1, 4D] (with use_peepholes [1, 7D],
+// the peephole weights w_ic, w_fc, w_oc after the gate bias) hold the gates in Paddle's
+// order: candidate, input, forget, output. Per step, from the previous h and c of the same
+// sequence (H0, C0 for its first step, or zeros):
+//
+//   g = x + h_prev Weight + b;           cand = act_cand(g_c)
+//   i = act_gate(g_i + w_ic c_prev);     f = act_gate(g_f + w_fc c_prev)
+//   c = f c_prev + i cand;               o = act_gate(g_o + w_oc c)
+//   h = o act_cell(c)
+//
+// Hidden and Cell ([R, D], Input's LoD) hold every step's h and c. With is_reverse each
+// sequence runs from its last row to its first. The steps run in batch order
+// (recurrent_batches.h): one product with Weight a step for all sequences. BatchGate
+// ([R, 4D]: the activated cand, i, f, o) and BatchCellPreAct ([R, D]: act_cell(c)) keep,
+// in batch order, what lstm_grad needs; only Hidden's gradient flows back, as in Paddle.
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gemm.h"
+#include "kernels.h"
+#include "ops.h"
+#include "parallel_for.h"
+#include "recurrent_batches.h"
+#include "rnn_activation.h"
+#include "sequence.h"
+
+namespace rill::math {
+namespace {
+
+struct Lstm {
+  int64_t d = 0;  // the hidden size D
+  int64_t seqs = 0;
+  RecurrentBatches batches;
+  RnnActivation gate, cell, cand;
+  bool peepholes = false;
+};
+
+Lstm LstmOf(KernelContext& ctx, const Tensor& input, const Tensor& weight, const Tensor& bias,
+            const std::optional<Tensor>& h0, const std::optional<Tensor>& c0) {
+  Lstm l;
+  if (input.ndim() != 2 || input.dims()[1] % 4 != 0 || input.dims()[1] == 0) {
+    throw Error("Input " + DimsString(input.dims()) + " must be [R, 4D]: the four gates' input projections");
+  }
+  l.d = input.dims()[1] / 4;
+  const std::vector<uint64_t> offsets = SequenceOffsets(ctx.op(), "Input", input, 1);
+  l.seqs = static_cast<int64_t>(offsets.size()) - 1;
+  if (weight.dims() != std::vector<int64_t>{l.d, 4 * l.d}) {
+    throw Error("Weight " + DimsString(weight.dims()) + " must be [D, 4D] = [" + std::to_string(l.d) + ", " +
+                std::to_string(4 * l.d) + "] (Input " + DimsString(input.dims()) + ")");
+  }
+  l.peepholes = ctx.Attr<bool>("use_peepholes");
+  const int64_t bias_width = (l.peepholes ? 7 : 4) * l.d;
+  if (bias.dims() != std::vector<int64_t>{1, bias_width}) {
+    throw Error("Bias " + DimsString(bias.dims()) + " must be [1, " + std::to_string(bias_width) + "]" +
+                (l.peepholes ? ": the gate bias and the three peephole weights (use_peepholes)" : ": the gate bias"));
+  }
+  if (h0.has_value() != c0.has_value()) throw Error("H0 and C0 come together: the op has only one of them");
+  for (const std::optional<Tensor>* state : {&h0, &c0}) {
+    if (state->has_value() && (*state)->dims() != std::vector<int64_t>{l.seqs, l.d}) {
+      throw Error(std::string(state == &h0 ? "H0 " : "C0 ") + DimsString((*state)->dims()) + " must be [N, D] = [" +
+                  std::to_string(l.seqs) + ", " + std::to_string(l.d) + "]: a row for each sequence of Input");
+    }
+  }
+  l.gate = RnnActivationOf(ctx, "gate_activation");
+  l.cell = RnnActivationOf(ctx, "cell_activation");
+  l.cand = RnnActivationOf(ctx, "candidate_activation");
+  l.batches = RecurrentBatchesOf(offsets, ctx.Attr<bool>("is_reverse"));
+  return l;
+}
+
+// One step of one sequence: g (4D: the gates' sums, activated in place), c_prev (null:
+// zeros) and the peephole weights (null without them) give c, act_cell(c) and h.
+template <class T> void StepForward(const Lstm& l, const T* peep, const T* c_prev, T* g, T* c, T* c_act, T* h) {
+  const int64_t d = l.d;
+  T *cand = g, *i = g + d, *f = g + 2 * d, *o = g + 3 * d;
+  Activate(l.cand, cand, d, cand);
+  if (peep != nullptr && c_prev != nullptr) {
+    VecMap<T>(i, d) += ConstVecMap<T>(c_prev, d) * ConstVecMap<T>(peep, d);
+    VecMap<T>(f, d) += ConstVecMap<T>(c_prev, d) * ConstVecMap<T>(peep + d, d);
+  }
+  Activate(l.gate, i, d, i);
+  Activate(l.gate, f, d, f);
+  VecMap<T> cell(c, d);
+  cell = ConstVecMap<T>(cand, d) * ConstVecMap<T>(i, d);
+  if (c_prev != nullptr) cell += ConstVecMap<T>(c_prev, d) * ConstVecMap<T>(f, d);
+  if (peep != nullptr) VecMap<T>(o, d) += cell * ConstVecMap<T>(peep + 2 * d, d);
+  Activate(l.gate, o, d, o);
+  Activate(l.cell, c, d, c_act);
+  VecMap<T>(h, d) = ConstVecMap<T>(o, d) * ConstVecMap<T>(c_act, d);
+}
+
+template <class T> void LstmForward(KernelContext& ctx) {
+  Tensor input = ctx.Input("Input"), weight = ctx.Input("Weight"), bias = ctx.Input("Bias");
+  const std::optional<Tensor> h0 = OptionalInput(ctx, "H0"), c0 = OptionalInput(ctx, "C0");
+  const Lstm l = LstmOf(ctx, input, weight, bias, h0, c0);
+  const RecurrentBatches& b = l.batches;
+  const int64_t d = l.d, g4 = 4 * d, rows = input.dims()[0];
+  const T* w = weight.data<T>();
+  const T* peep = l.peepholes ? bias.data<T>() + g4 : nullptr;
+  std::unique_ptr<T[]> hidden = Scratch<T>(rows * d), cell = Scratch<T>(rows * d);
+  const int64_t first = b.steps() > 0 ? b.Count(0) : 0;
+  std::unique_ptr<T[]> h_first = Scratch<T>(first * d), c_first = Scratch<T>(first * d);
+  if (h0) {
+    GatherRows(h0->data<T>(), d, b.order, first, h_first.get());
+    GatherRows(c0->data<T>(), d, b.order, first, c_first.get());
+  }
+  const std::initializer_list<const char*> inputs = {"Input", "H0", "C0", "Weight", "Bias"};
+  WriteOutput<T>(ctx, "BatchGate", inputs, {rows, g4}, [&](T* gates) {
+    WriteOutput<T>(ctx, "BatchCellPreAct", inputs, {rows, d}, [&](T* cell_act) {
+      GatherRows(input.data<T>(), g4, b.source, rows, gates);
+      MatrixMap<T>(gates, rows, g4).rowwise() += ConstMatrixMap<T>(bias.data<T>(), 1, g4).row(0);
+      for (int64_t t = 0; t < b.steps(); ++t) {
+        const int64_t k = b.Count(t), at = b.starts[t];
+        const T* h_prev = t > 0 ? hidden.get() + b.starts[t - 1] * d : (h0 ? h_first.get() : nullptr);
+        const T* c_prev = t > 0 ? cell.get() + b.starts[t - 1] * d : (c0 ? c_first.get() : nullptr);
+        if (h_prev != nullptr) Gemm<T>(false, false, k, g4, d, T(1), h_prev, d, w, g4, T(1), gates + at * g4, g4);
+        ParallelFor(k, 8.0 * k * d * sizeof(T), [&](int64_t, int64_t begin, int64_t end) {
+          for (int64_t j = begin; j < end; ++j) {
+            const int64_t row = at + j;
+            StepForward<T>(l, peep, c_prev != nullptr ? c_prev + j * d : nullptr, gates + row * g4,
+                           cell.get() + row * d, cell_act + row * d, hidden.get() + row * d);
+          }
+        });
+      }
+    });
+  });
+  const std::vector<std::vector<uint64_t>> lod = input.lod();
+  WriteOutput<T>(ctx, "Hidden", {}, {rows, d}, [&](T* p) { ScatterRows(hidden.get(), d, b.source, rows, p); });
+  WriteOutput<T>(ctx, "Cell", {}, {rows, d}, [&](T* p) { ScatterRows(cell.get(), d, b.source, rows, p); });
+  ctx.Output("Hidden").set_lod(lod);
+  ctx.Output("Cell").set_lod(lod);
+}
+
+// One step of one sequence backward: from the step's activated gates g, c, act_cell(c),
+// c_prev (null: zeros) and dh (the step's whole hidden gradient), with dc holding what the
+// cell's gradient has from the step after it (updated to its whole gradient), writes dg (the
+// gradient of the gates' sums) and, when not null, dc_prev. tmp holds D values.
+template <class T>
+void StepBackward(const Lstm& l, const T* peep, const T* g, const T* c_act, const T* c_prev, const T* dh, T* dc, T* dg,
+                  T* dc_prev, T* tmp) {
+  const int64_t d = l.d;
+  const T *cand = g, *i = g + d, *f = g + 2 * d, *o = g + 3 * d;
+  T *dcand = dg, *di = dg + d, *df = dg + 2 * d, *dout = dg + 3 * d;
+  VecMap<T> t(tmp, d), dcell(dc, d);
+  t = ConstVecMap<T>(dh, d) * ConstVecMap<T>(c_act, d);
+  ActivationGrad(l.gate, tmp, o, d, dout);
+  t = ConstVecMap<T>(dh, d) * ConstVecMap<T>(o, d);
+  ActivationGrad(l.cell, tmp, c_act, d, tmp);
+  dcell += t;
+  if (peep != nullptr) dcell += ConstVecMap<T>(dout, d) * ConstVecMap<T>(peep + 2 * d, d);
+  t = dcell * ConstVecMap<T>(i, d);
+  ActivationGrad(l.cand, tmp, cand, d, dcand);
+  t = dcell * ConstVecMap<T>(cand, d);
+  ActivationGrad(l.gate, tmp, i, d, di);
+  if (c_prev != nullptr) {
+    t = dcell * ConstVecMap<T>(c_prev, d);
+    ActivationGrad(l.gate, tmp, f, d, df);
+  } else {
+    VecMap<T>(df, d).setZero();
+  }
+  if (dc_prev == nullptr) return;
+  VecMap<T> back(dc_prev, d);
+  back = dcell * ConstVecMap<T>(f, d);
+  if (peep != nullptr)
+    back += ConstVecMap<T>(di, d) * ConstVecMap<T>(peep, d) + ConstVecMap<T>(df, d) * ConstVecMap<T>(peep + d, d);
+}
+
+// The initial state's gradient: row order[j] of [N, D] from row j of `ordered` for the
+// sequences with a first step (the others, empty, get zeros).
+template <class T> void WriteStateGrad(KernelContext& ctx, const char* slot, const Lstm& l, const T* ordered) {
+  const int64_t first = l.batches.steps() > 0 ? l.batches.Count(0) : 0;
+  WriteOutput<T>(ctx, slot, {}, {l.seqs, l.d}, [&](T* p) {
+    std::fill(p, p + l.seqs * l.d, T(0));
+    ScatterRows(ordered, l.d, l.batches.order, first, p);
+  });
+}
+
+template <class T> void LstmBackward(KernelContext& ctx) {
+  Tensor input = ctx.Input("Input"), weight = ctx.Input("Weight"), bias = ctx.Input("Bias");
+  const std::optional<Tensor> h0 = OptionalInput(ctx, "H0"), c0 = OptionalInput(ctx, "C0");
+  const Lstm l = LstmOf(ctx, input, weight, bias, h0, c0);
+  const RecurrentBatches& b = l.batches;
+  const int64_t d = l.d, g4 = 4 * d, rows = input.dims()[0];
+  Tensor hidden = ctx.Input("Hidden"), cell = ctx.Input("Cell"), dhidden = ctx.Input("Hidden@GRAD");
+  Tensor gates = ctx.Input("BatchGate"), cell_act = ctx.Input("BatchCellPreAct");
+  for (const auto& [slot, t, width] :
+       {std::tuple{"Hidden", &hidden, d}, std::tuple{"Cell", &cell, d}, std::tuple{"Hidden@GRAD", &dhidden, d},
+        std::tuple{"BatchGate", &gates, g4}, std::tuple{"BatchCellPreAct", &cell_act, d}}) {
+    if (t->dims() != std::vector<int64_t>{rows, width}) {
+      throw Error(std::string(slot) + " " + DimsString(t->dims()) + " must be [" + std::to_string(rows) + ", " +
+                  std::to_string(width) + "], as lstm wrote it");
+    }
+  }
+  const T* w = weight.data<T>();
+  const T* peep = l.peepholes ? bias.data<T>() + g4 : nullptr;
+  const T* g = gates.data<T>();
+  const T* ca = cell_act.data<T>();
+  std::unique_ptr<T[]> bh = Scratch<T>(rows * d), bc = Scratch<T>(rows * d), dh = Scratch<T>(rows * d);
+  GatherRows(hidden.data<T>(), d, b.source, rows, bh.get());
+  GatherRows(cell.data<T>(), d, b.source, rows, bc.get());
+  GatherRows(dhidden.data<T>(), d, b.source, rows, dh.get());
+  std::unique_ptr<T[]> dc = Scratch<T>(rows * d), dg = Scratch<T>(rows * g4);
+  std::fill(dc.get(), dc.get() + rows * d, T(0));
+  const int64_t first = b.steps() > 0 ? b.Count(0) : 0;
+  std::unique_ptr<T[]> h_first = Scratch<T>(first * d), c_first = Scratch<T>(first * d);
+  std::unique_ptr<T[]> dh_first = Scratch<T>(first * d), dc_first = Scratch<T>(first * d);
+  if (h0) {
+    GatherRows(h0->data<T>(), d, b.order, first, h_first.get());
+    GatherRows(c0->data<T>(), d, b.order, first, c_first.get());
+  }
+  const bool want_weight = HasOutputVariable(ctx, "Weight@GRAD");
+  std::unique_ptr<T[]> dw = Scratch<T>(want_weight ? d * g4 : 0);
+  if (want_weight) std::fill(dw.get(), dw.get() + d * g4, T(0));
+  for (int64_t t = b.steps() - 1; t >= 0; --t) {
+    const int64_t k = b.Count(t), at = b.starts[t], before = t > 0 ? b.starts[t - 1] : 0;
+    const T* h_prev = t > 0 ? bh.get() + before * d : (h0 ? h_first.get() : nullptr);
+    const T* c_prev = t > 0 ? bc.get() + before * d : (c0 ? c_first.get() : nullptr);
+    T* dh_prev = t > 0 ? dh.get() + before * d : (h0 ? dh_first.get() : nullptr);
+    T* dc_prev = t > 0 ? dc.get() + before * d : (c0 ? dc_first.get() : nullptr);
+    ParallelFor(k, 12.0 * k * d * sizeof(T), [&](int64_t, int64_t begin, int64_t end) {
+      std::unique_ptr<T[]> tmp = Scratch<T>(d);
+      for (int64_t j = begin; j < end; ++j) {
+        const int64_t row = at + j;
+        StepBackward<T>(l, peep, g + row * g4, ca + row * d, c_prev != nullptr ? c_prev + j * d : nullptr,
+                        dh.get() + row * d, dc.get() + row * d, dg.get() + row * g4,
+                        dc_prev != nullptr ? dc_prev + j * d : nullptr, tmp.get());
+      }
+    });
+    if (h_prev == nullptr) continue;
+    // t > 0 adds into the previous step's gradient; the first step writes H0's.
+    Gemm<T>(false, true, k, d, g4, T(1), dg.get() + at * g4, g4, w, g4, t > 0 ? T(1) : T(0), dh_prev, d);
+    if (want_weight) Gemm<T>(true, false, d, g4, k, T(1), h_prev, d, dg.get() + at * g4, g4, T(1), dw.get(), g4);
+  }
+  if (HasOutputVariable(ctx, "Input@GRAD")) {
+    const std::vector<std::vector<uint64_t>> lod = input.lod();
+    WriteOutput<T>(ctx, "Input@GRAD", {}, {rows, g4}, [&](T* p) { ScatterRows(dg.get(), g4, b.source, rows, p); });
+    ctx.Output("Input@GRAD").set_lod(lod);
+  }
+  if (want_weight) {
+    WriteOutput<T>(ctx, "Weight@GRAD", {}, {d, g4}, [&](T* p) { std::copy(dw.get(), dw.get() + d * g4, p); });
+  }
+  if (HasOutputVariable(ctx, "Bias@GRAD")) {
+    WriteOutput<T>(ctx, "Bias@GRAD", {}, bias.dims(), [&](T* p) {
+      ConstMatrixMap<T> dgates(dg.get(), rows, g4);
+      VecMap<T>(p, g4) = dgates.colwise().sum().transpose().array();
+      if (!l.peepholes) return;
+      // The peephole weights' gradients: w_ic, w_fc from c_prev, w_oc from c, summed over every step.
+      VecMap<T> dic(p + g4, d), dfc(p + 5 * d, d), doc(p + 6 * d, d);
+      dic.setZero();
+      dfc.setZero();
+      doc.setZero();
+      for (int64_t t = 0; t < b.steps(); ++t) {
+        for (int64_t j = 0; j < b.Count(t); ++j) {
+          const int64_t row = b.starts[t] + j;
+          const T* dgr = dg.get() + row * g4;
+          doc += ConstVecMap<T>(dgr + 3 * d, d) * ConstVecMap<T>(bc.get() + row * d, d);
+          const T* c_prev = t > 0 ? bc.get() + (b.starts[t - 1] + j) * d : (c0 ? c_first.get() + j * d : nullptr);
+          if (c_prev == nullptr) continue;
+          dic += ConstVecMap<T>(dgr + d, d) * ConstVecMap<T>(c_prev, d);
+          dfc += ConstVecMap<T>(dgr + 2 * d, d) * ConstVecMap<T>(c_prev, d);
+        }
+      }
+    });
+  }
+  if (h0 && HasOutputVariable(ctx, "H0@GRAD")) WriteStateGrad(ctx, "H0@GRAD", l, dh_first.get());
+  if (c0 && HasOutputVariable(ctx, "C0@GRAD")) WriteStateGrad(ctx, "C0@GRAD", l, dc_first.get());
+}
+
+}  // namespace
+
+void RegisterLstm(Registrar& r) {
+  const OpSchema lstm =
+      OpSchema("lstm")
+          .Doc(
+              "The LSTM over each sequence of Input (its input projections, [R, 4D]): gates candidate, input, "
+              "forget, output; peephole connections with use_peepholes. As Paddle's (Fluid's dynamic_lstm).")
+          .Input("Input", "[R, 4D], a LoD tensor of one level: each step's input projections")
+          .Input("H0", "[N, D]: each sequence's initial hidden state (with C0)", RILL_SLOT_OPTIONAL)
+          .Input("C0", "[N, D]: each sequence's initial cell state (with H0)", RILL_SLOT_OPTIONAL)
+          .Input("Weight", "[D, 4D]: the hidden-to-gates weights")
+          .Input("Bias", "[1, 4D], or with use_peepholes [1, 7D]: the gate bias, then w_ic, w_fc, w_oc")
+          .Output("Hidden", "[R, D], Input's LoD: every step's h")
+          .Output("Cell", "[R, D], Input's LoD: every step's c")
+          .Output("BatchGate", "[R, 4D]: the activated gates, in batch order (for lstm_grad)")
+          .Output("BatchCellPreAct", "[R, D]: act_cell(c), in batch order (for lstm_grad)")
+          .Attr("use_peepholes", true, "the gates see the cell (Bias holds the peephole weights)")
+          .Attr("is_reverse", false, "run each sequence from its last row to its first")
+          .Attr("gate_activation", "sigmoid", "the input, forget and output gates' activation")
+          .Attr("cell_activation", "tanh", "the activation of c in h = o act(c)")
+          .Attr("candidate_activation", "tanh", "the candidate's activation")
+          .KernelDtypeFrom("Input")
+          .Grad("lstm_grad", "Input,H0,C0,Weight,Bias,Hidden,Cell,BatchGate,BatchCellPreAct,Hidden@GRAD",
+                "Input,H0,C0,Weight,Bias");
+  r.Op(lstm);
+  r.Op(lstm.MakeGradSchema());
+  RegisterCpu<float, double>(r, "lstm", [](auto t) { return &LstmForward<decltype(t)>; });
+  RegisterCpu<float, double>(r, "lstm_grad", [](auto t) { return &LstmBackward<decltype(t)>; });
+}
+
+}  // namespace rill::math

@@ -1,0 +1,109 @@
+// lstm_unit, lstm_unit_grad: one LSTM step for a batch, the activations only (the input and
+// hidden projections are made before it), with Paddle's contract
+// (paddle/fluid/operators/lstm_unit_op.*). X [N, 4D] holds each row's gates in the order
+// input, forget, output, candidate (not lstm's order); C_prev [N, D] the previous cells:
+//
+//   C = C_prev sigmoid(f + forget_bias) + sigmoid(i) tanh(j),   H = sigmoid(o) tanh(C)
+//
+// The activations are the plain ones, unclamped, as Paddle's lstm_unit has them. Both H and C
+// carry gradients back (a step's C feeds the next step).
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "kernels.h"
+#include "ops.h"
+#include "parallel_for.h"
+
+namespace rill::math {
+namespace {
+
+// D, after checking X [N, 4D] against C_prev [N, D].
+int64_t LstmUnitWidth(const Tensor& x, const Tensor& c_prev) {
+  if (x.ndim() != 2 || c_prev.ndim() != 2 || x.dims()[0] != c_prev.dims()[0] || x.dims()[1] != 4 * c_prev.dims()[1]) {
+    throw Error("X " + DimsString(x.dims()) + " must be [N, 4D] for C_prev " + DimsString(c_prev.dims()) +
+                " [N, D]: the four gates of each row's step");
+  }
+  return c_prev.dims()[1];
+}
+
+template <class T> T Sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+
+template <class T> void LstmUnitForward(KernelContext& ctx) {
+  Tensor x = ctx.Input("X"), c_prev = ctx.Input("C_prev");
+  const int64_t d = LstmUnitWidth(x, c_prev), n = x.dims()[0];
+  const T forget_bias = static_cast<T>(ctx.Attr<float>("forget_bias"));
+  const T* xv = x.data<T>();
+  const T* cp = c_prev.data<T>();
+  WriteOutput<T>(ctx, "C", {"X", "C_prev"}, {n, d}, [&](T* c) {
+    WriteOutput<T>(ctx, "H", {"X", "C_prev"}, {n, d}, [&](T* h) {
+      ParallelFor(n * d, 8.0 * n * d * sizeof(T), [&](int64_t, int64_t begin, int64_t end) {
+        for (int64_t e = begin; e < end; ++e) {
+          const T* g = xv + (e / d) * 4 * d + e % d;
+          const T cell = cp[e] * Sigmoid(g[d] + forget_bias) + Sigmoid(g[0]) * std::tanh(g[3 * d]);
+          c[e] = cell;
+          h[e] = Sigmoid(g[2 * d]) * std::tanh(cell);
+        }
+      });
+    });
+  });
+}
+
+template <class T> void LstmUnitBackward(KernelContext& ctx) {
+  Tensor x = ctx.Input("X"), c_prev = ctx.Input("C_prev"), c = ctx.Input("C");
+  Tensor dh = ctx.Input("H@GRAD"), dc = ctx.Input("C@GRAD");
+  const int64_t d = LstmUnitWidth(x, c_prev), n = x.dims()[0];
+  for (const auto* t : {&c, &dh, &dc}) {
+    if (t->dims() != c_prev.dims()) {
+      throw Error("C, H@GRAD and C@GRAD must be shaped like C_prev " + DimsString(c_prev.dims()) + ", got " +
+                  DimsString(t->dims()));
+    }
+  }
+  const T forget_bias = static_cast<T>(ctx.Attr<float>("forget_bias"));
+  const T *xv = x.data<T>(), *cp = c_prev.data<T>(), *cv = c.data<T>(), *dhv = dh.data<T>(), *dcv = dc.data<T>();
+  const bool want_x = HasOutputVariable(ctx, "X@GRAD"), want_c_prev = HasOutputVariable(ctx, "C_prev@GRAD");
+  std::unique_ptr<T[]> dx = Scratch<T>(want_x ? n * 4 * d : 0), dcp = Scratch<T>(want_c_prev ? n * d : 0);
+  ParallelFor(n * d, 12.0 * n * d * sizeof(T), [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t e = begin; e < end; ++e) {
+      const int64_t at = (e / d) * 4 * d + e % d;
+      const T* g = xv + at;
+      const T i = Sigmoid(g[0]), f = Sigmoid(g[d] + forget_bias), o = Sigmoid(g[2 * d]), j = std::tanh(g[3 * d]);
+      const T tanh_c = std::tanh(cv[e]);
+      const T dcell = dcv[e] + dhv[e] * o * (T(1) - tanh_c * tanh_c);
+      if (want_c_prev) dcp[e] = dcell * f;
+      if (!want_x) continue;
+      T* dg = dx.get() + at;
+      dg[0] = dcell * j * i * (T(1) - i);
+      dg[d] = dcell * cp[e] * f * (T(1) - f);
+      dg[2 * d] = dhv[e] * tanh_c * o * (T(1) - o);
+      dg[3 * d] = dcell * i * (T(1) - j * j);
+    }
+  });
+  if (want_x) WriteOutput<T>(ctx, "X@GRAD", {}, x.dims(), [&](T* p) { std::copy(dx.get(), dx.get() + n * 4 * d, p); });
+  if (want_c_prev) {
+    WriteOutput<T>(ctx, "C_prev@GRAD", {}, c_prev.dims(), [&](T* p) { std::copy(dcp.get(), dcp.get() + n * d, p); });
+  }
+}
+
+}  // namespace
+
+void RegisterLstmUnit(Registrar& r) {
+  const OpSchema lstm_unit =
+      OpSchema("lstm_unit")
+          .Doc(
+              "One LSTM step's activations for a batch: X [N, 4D] (gates input, forget, output, candidate), "
+              "C_prev [N, D] -> C, H. As Paddle's (Fluid's lstm_unit layer, after its fc).")
+          .Input("X", "[N, 4D]: each row's gate sums, in the order input, forget, output, candidate")
+          .Input("C_prev", "[N, D]: the previous cells")
+          .Output("C", "[N, D]: C_prev sigmoid(f + forget_bias) + sigmoid(i) tanh(j)")
+          .Output("H", "[N, D]: sigmoid(o) tanh(C)")
+          .Attr("forget_bias", 0.0f, "added to the forget gate's sum before its sigmoid")
+          .KernelDtypeFrom("X")
+          .Grad("lstm_unit_grad", "X,C_prev,C,H@GRAD,C@GRAD", "X,C_prev");
+  r.Op(lstm_unit);
+  r.Op(lstm_unit.MakeGradSchema());
+  RegisterCpu<float, double>(r, "lstm_unit", [](auto t) { return &LstmUnitForward<decltype(t)>; });
+  RegisterCpu<float, double>(r, "lstm_unit_grad", [](auto t) { return &LstmUnitBackward<decltype(t)>; });
+}
+
+}  // namespace rill::math

@@ -3,8 +3,8 @@ and 2) against PyTorch, forward and the parameters' gradients: the LSTM against 
 packed sequences (Fluid's gate order candidate, input, forget, output mapped onto PyTorch's
 input, forget, cell, output), the GRU against its formula written in PyTorch (nn.GRU resets
 after its hidden product, Fluid's before it, so they are different functions). lstm_unit
-against nn.LSTMCell, gru_unit against one step of the same GRU. Then a stacked recurrent
-text classifier trains, and misshaped input is refused by name."""
+against nn.LSTMCell, gru_unit against one step of the same GRU. Misshaped input is refused
+by name. (test_sequence_layers.py trains a stacked recurrent text classifier.)"""
 import numpy as np
 import pytest
 import torch
@@ -199,34 +199,6 @@ def test_gru_unit_is_one_step_of_the_gru():
         got, = exe.run(main, feed={"x": xs, "h_prev": h0}, fetch_list=[hidden])
     want = [torch_gru(torch.from_numpy(xs[i:i + 1]), w, b, torch.from_numpy(h0[i]), True)[0] for i in range(n)]
     np.testing.assert_allclose(got, torch.stack(want).numpy(), rtol=1e-9, atol=1e-12)
-
-
-def test_a_stacked_recurrent_text_classifier_trains():
-    main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
-        words = fluid.layers.data(name="words", shape=[1], dtype="int64", lod_level=1)
-        label = fluid.layers.data(name="label", shape=[1], dtype="int64")
-        emb = fluid.layers.embedding(words, size=[50, 16])
-        lstm, _ = fluid.layers.dynamic_lstm(fluid.layers.fc(emb, 4 * 16), 4 * 16)
-        gru = fluid.layers.dynamic_gru(fluid.layers.fc(lstm, 3 * 16), 16, is_reverse=True)
-        pooled = fluid.layers.sequence_pool(gru, "max")
-        prediction = fluid.layers.fc(pooled, 2, act="softmax")
-        loss = fluid.layers.mean(fluid.layers.cross_entropy(prediction, label))
-        fluid.optimizer.Adam(learning_rate=0.01).minimize(loss)
-    exe = fluid.Executor(fluid.CPUPlace())
-    exe.run(startup)
-    rng = np.random.RandomState(0)
-    lengths = [int(n) for n in rng.randint(1, 12, size=32)]
-    ids = rng.randint(0, 50, size=(sum(lengths), 1)).astype("int64")
-    # The label: whether word 7 comes before word 9 in a sequence: order matters.
-    offsets = np.cumsum([0] + lengths)
-    labels = []
-    for i in range(32):
-        seq = list(ids[offsets[i]:offsets[i + 1], 0])
-        labels.append([int(7 in seq and (9 not in seq or seq.index(7) < seq.index(9)))])
-    feed = {"words": fluid.create_lod_tensor(ids, [lengths], fluid.CPUPlace()), "label": np.array(labels, "int64")}
-    losses = [float(exe.run(main, feed=feed, fetch_list=[loss])[0]) for _ in range(60)]
-    assert losses[-1] < 0.5 * losses[0], losses
 
 
 def test_misshaped_recurrent_input_is_refused_by_name():

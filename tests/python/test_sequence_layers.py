@@ -1,6 +1,7 @@
 """fluid.layers' sequence layers on LoD tensors fed through rill.fluid: each sequence of a
 fed batch (lengths 2, 0 and 3) reversed, softmaxed, pooled and expanded as numpy computes
-it, and a small text classifier (embedding, sequence_conv, max pooling) trains."""
+it, and two small text classifiers train: embedding, sequence_conv and max pooling
+(nets.sequence_conv_pool), and a stacked LSTM and reversed GRU (dynamic_lstm, dynamic_gru)."""
 import numpy as np
 
 import rill.fluid as fluid
@@ -36,14 +37,15 @@ def test_sequence_layers_compute_per_sequence_of_a_fed_lod_tensor():
     np.testing.assert_array_equal(p.ravel(), [1, 1, 3, 3, 3])
 
 
-def test_a_text_classifier_of_sequence_layers_trains():
+def train_text_classifier(features, label_of):
+    """Trains features(embedded words) -> a pooled row per sequence, then an fc softmax, with
+    Adam on 32 sequences of 1 to 11 word ids, each labelled label_of(its ids); returns the
+    loss of each of 60 steps."""
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):
         words = fluid.layers.data(name="words", shape=[1], dtype="int64", lod_level=1)
         label = fluid.layers.data(name="label", shape=[1], dtype="int64")
-        emb = fluid.layers.embedding(words, size=[50, 16])
-        conv = fluid.layers.sequence_conv(emb, num_filters=16, filter_size=3, act="tanh")
-        pooled = fluid.layers.sequence_pool(conv, "max")
+        pooled = features(fluid.layers.embedding(words, size=[50, 16]))
         prediction = fluid.layers.fc(pooled, 2, act="softmax")
         loss = fluid.layers.mean(fluid.layers.cross_entropy(prediction, label))
         fluid.optimizer.Adam(learning_rate=0.01).minimize(loss)
@@ -52,11 +54,29 @@ def test_a_text_classifier_of_sequence_layers_trains():
     rng = np.random.RandomState(0)
     lengths = [int(n) for n in rng.randint(1, 12, size=32)]
     ids = rng.randint(0, 50, size=(sum(lengths), 1)).astype("int64")
-    # The label: whether a sequence holds word 7, which the pooled convolution can see.
     offsets = np.cumsum([0] + lengths)
-    labels = np.array([[int(7 in ids[offsets[i]:offsets[i + 1]])] for i in range(32)], "int64")
+    labels = np.array([[label_of(list(ids[offsets[i]:offsets[i + 1], 0]))] for i in range(32)], "int64")
     feed = {"words": fluid.create_lod_tensor(ids, [lengths], fluid.CPUPlace()), "label": labels}
-    losses = [float(exe.run(main, feed=feed, fetch_list=[loss])[0]) for _ in range(60)]
+    return [float(exe.run(main, feed=feed, fetch_list=[loss])[0]) for _ in range(60)]
+
+
+def test_a_text_classifier_of_sequence_layers_trains():
+    # The label: whether a sequence holds word 7, which the pooled convolution can see.
+    losses = train_text_classifier(
+        lambda emb: fluid.nets.sequence_conv_pool(emb, num_filters=16, filter_size=3, act="tanh"),
+        lambda seq: int(7 in seq))
+    assert losses[-1] < 0.5 * losses[0], losses
+
+
+def test_a_stacked_recurrent_text_classifier_trains():
+    def features(emb):
+        lstm, _ = fluid.layers.dynamic_lstm(fluid.layers.fc(emb, 4 * 16), 4 * 16)
+        gru = fluid.layers.dynamic_gru(fluid.layers.fc(lstm, 3 * 16), 16, is_reverse=True)
+        return fluid.layers.sequence_pool(gru, "max")
+
+    # The label: whether word 7 comes before any word 9 in a sequence: order matters.
+    losses = train_text_classifier(
+        features, lambda seq: int(7 in seq and (9 not in seq or seq.index(7) < seq.index(9))))
     assert losses[-1] < 0.5 * losses[0], losses
 
 

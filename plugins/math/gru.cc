@@ -163,7 +163,6 @@ template <class T> void WriteGruBiasGrad(KernelContext& ctx, const T* dg, int64_
 
 struct Gru {
   GruCell cell;
-  int64_t seqs = 0;
   RecurrentBatches batches;
 };
 
@@ -172,9 +171,9 @@ Gru GruOf(KernelContext& ctx, const Tensor& input, const Tensor& weight, const s
   Gru g;
   const int64_t d = GruWidth(input, weight, bias);
   const std::vector<uint64_t> offsets = SequenceOffsets(ctx.op(), "Input", input, 1);
-  g.seqs = static_cast<int64_t>(offsets.size()) - 1;
-  if (h0 && h0->dims() != std::vector<int64_t>{g.seqs, d}) {
-    throw Error("H0 " + DimsString(h0->dims()) + " must be [N, D] = [" + std::to_string(g.seqs) + ", " +
+  const int64_t seqs = static_cast<int64_t>(offsets.size()) - 1;
+  if (h0 && h0->dims() != std::vector<int64_t>{seqs, d}) {
+    throw Error("H0 " + DimsString(h0->dims()) + " must be [N, D] = [" + std::to_string(seqs) + ", " +
                 std::to_string(d) + "]: a row for each sequence of Input");
   }
   g.cell = {d, RnnActivationOf(ctx, "gate_activation"), RnnActivationOf(ctx, "activation"),
@@ -191,9 +190,7 @@ template <class T> void GruForward(KernelContext& ctx) {
   const int64_t d = gru.cell.d, g3 = 3 * d, rows = input.dims()[0];
   const T* w_ur = weight.data<T>();
   const T* w_c = w_ur + 2 * d * d;
-  const int64_t first = b.steps() > 0 ? b.Count(0) : 0;
-  std::unique_ptr<T[]> h_first = Scratch<T>(first * d);
-  if (h0) GatherRows(h0->data<T>(), d, b.order, first, h_first.get());
+  const std::unique_ptr<T[]> h_first = InitialStatesInOrder<T>(b, h0, d);
   const std::initializer_list<const char*> inputs = {"Input", "H0", "Weight", "Bias"};
   WriteOutput<T>(ctx, "BatchGate", inputs, {rows, g3}, [&](T* gates) {
     WriteOutput<T>(ctx, "BatchResetHiddenPrev", inputs, {rows, d}, [&](T* reset) {
@@ -202,7 +199,7 @@ template <class T> void GruForward(KernelContext& ctx) {
         if (bias) MatrixMap<T>(gates, rows, g3).rowwise() += ConstMatrixMap<T>(bias->data<T>(), 1, g3).row(0);
         for (int64_t t = 0; t < b.steps(); ++t) {
           const int64_t at = b.starts[t];
-          const T* h_prev = t > 0 ? hidden + b.starts[t - 1] * d : (h0 ? h_first.get() : nullptr);
+          const T* h_prev = t > 0 ? hidden + b.starts[t - 1] * d : h_first.get();
           GruStepForward<T>(gru.cell, b.Count(t), h_prev, w_ur, w_c, gates + at * g3, reset + at * d, hidden + at * d);
         }
         const std::vector<std::vector<uint64_t>> lod = input.lod();
@@ -221,31 +218,25 @@ template <class T> void GruBackward(KernelContext& ctx) {
   const int64_t d = gru.cell.d, g3 = 3 * d, rows = input.dims()[0];
   Tensor gates = ctx.Input("BatchGate"), reset = ctx.Input("BatchResetHiddenPrev");
   Tensor hidden = ctx.Input("BatchHidden"), dhidden = ctx.Input("Hidden@GRAD");
-  for (const auto& [slot, t, width] :
-       {std::tuple{"BatchGate", &gates, g3}, std::tuple{"BatchResetHiddenPrev", &reset, d},
-        std::tuple{"BatchHidden", &hidden, d}, std::tuple{"Hidden@GRAD", &dhidden, d}}) {
-    if (t->dims() != std::vector<int64_t>{rows, width}) {
-      throw Error(std::string(slot) + " " + DimsString(t->dims()) + " must be [" + std::to_string(rows) + ", " +
-                  std::to_string(width) + "], as gru wrote it");
-    }
-  }
+  CheckWrittenBy("gru", rows,
+                 {{"BatchGate", &gates, g3},
+                  {"BatchResetHiddenPrev", &reset, d},
+                  {"BatchHidden", &hidden, d},
+                  {"Hidden@GRAD", &dhidden, d}});
   const T* w_ur = weight.data<T>();
   const T* w_c = w_ur + 2 * d * d;
   const T* bh = hidden.data<T>();
   std::unique_ptr<T[]> dh = Scratch<T>(rows * d), dg = Scratch<T>(rows * g3), drh = Scratch<T>(rows * d);
   GatherRows(dhidden.data<T>(), d, b.source, rows, dh.get());
-  const int64_t first = b.steps() > 0 ? b.Count(0) : 0;
-  std::unique_ptr<T[]> h_first = Scratch<T>(first * d), dh_first = Scratch<T>(first * d);
-  if (h0) {
-    GatherRows(h0->data<T>(), d, b.order, first, h_first.get());
-    std::fill(dh_first.get(), dh_first.get() + first * d, T(0));
-  }
+  const std::unique_ptr<T[]> h_first = InitialStatesInOrder<T>(b, h0, d);
+  std::unique_ptr<T[]> dh_first = Scratch<T>(b.FirstCount() * d);
+  std::fill(dh_first.get(), dh_first.get() + b.FirstCount() * d, T(0));
   const bool want_weight = HasOutputVariable(ctx, "Weight@GRAD");
   std::unique_ptr<T[]> dw = Scratch<T>(want_weight ? 3 * d * d : 0);
   if (want_weight) std::fill(dw.get(), dw.get() + 3 * d * d, T(0));
   for (int64_t t = b.steps() - 1; t >= 0; --t) {
     const int64_t at = b.starts[t], before = t > 0 ? b.starts[t - 1] : 0;
-    const T* h_prev = t > 0 ? bh + before * d : (h0 ? h_first.get() : nullptr);
+    const T* h_prev = t > 0 ? bh + before * d : h_first.get();
     T* dh_prev = t > 0 ? dh.get() + before * d : (h0 ? dh_first.get() : nullptr);
     GruStepBackward<T>(gru.cell, b.Count(t), gates.data<T>() + at * g3, reset.data<T>() + at * d, h_prev,
                        dh.get() + at * d, w_ur, w_c, dg.get() + at * g3, dh_prev, want_weight ? dw.get() : nullptr,
@@ -260,12 +251,7 @@ template <class T> void GruBackward(KernelContext& ctx) {
     WriteOutput<T>(ctx, "Weight@GRAD", {}, {d, g3}, [&](T* p) { std::copy(dw.get(), dw.get() + 3 * d * d, p); });
   }
   if (bias && HasOutputVariable(ctx, "Bias@GRAD")) WriteGruBiasGrad(ctx, dg.get(), rows, d);
-  if (h0 && HasOutputVariable(ctx, "H0@GRAD")) {
-    WriteOutput<T>(ctx, "H0@GRAD", {}, {gru.seqs, d}, [&](T* p) {
-      std::fill(p, p + gru.seqs * d, T(0));
-      ScatterRows(dh_first.get(), d, b.order, first, p);
-    });
-  }
+  if (h0 && HasOutputVariable(ctx, "H0@GRAD")) WriteInitialStateGrad(ctx, "H0@GRAD", b, d, dh_first.get());
 }
 
 // gru_unit: one step for a batch, each row its own h_prev (HiddenPrev).
@@ -304,13 +290,7 @@ template <class T> void GruUnitBackward(KernelContext& ctx) {
   const GruCell cell = GruUnitCellOf(ctx, input, h_prev, weight, bias);
   const int64_t n = input.dims()[0], d = cell.d, g3 = 3 * d;
   Tensor gates = ctx.Input("Gate"), reset = ctx.Input("ResetHiddenPrev"), dhidden = ctx.Input("Hidden@GRAD");
-  for (const auto& [slot, t, width] : {std::tuple{"Gate", &gates, g3}, std::tuple{"ResetHiddenPrev", &reset, d},
-                                       std::tuple{"Hidden@GRAD", &dhidden, d}}) {
-    if (t->dims() != std::vector<int64_t>{n, width}) {
-      throw Error(std::string(slot) + " " + DimsString(t->dims()) + " must be [" + std::to_string(n) + ", " +
-                  std::to_string(width) + "], as gru_unit wrote it");
-    }
-  }
+  CheckWrittenBy("gru_unit", n, {{"Gate", &gates, g3}, {"ResetHiddenPrev", &reset, d}, {"Hidden@GRAD", &dhidden, d}});
   const T* w_ur = weight.data<T>();
   std::unique_ptr<T[]> dg = Scratch<T>(n * g3), dh_prev = Scratch<T>(n * d), drh = Scratch<T>(n * d);
   std::fill(dh_prev.get(), dh_prev.get() + n * d, T(0));

@@ -35,7 +35,6 @@ namespace {
 
 struct Lstm {
   int64_t d = 0;  // the hidden size D
-  int64_t seqs = 0;
   RecurrentBatches batches;
   RnnActivation gate, cell, cand;
   bool peepholes = false;
@@ -49,7 +48,7 @@ Lstm LstmOf(KernelContext& ctx, const Tensor& input, const Tensor& weight, const
   }
   l.d = input.dims()[1] / 4;
   const std::vector<uint64_t> offsets = SequenceOffsets(ctx.op(), "Input", input, 1);
-  l.seqs = static_cast<int64_t>(offsets.size()) - 1;
+  const int64_t seqs = static_cast<int64_t>(offsets.size()) - 1;
   if (weight.dims() != std::vector<int64_t>{l.d, 4 * l.d}) {
     throw Error("Weight " + DimsString(weight.dims()) + " must be [D, 4D] = [" + std::to_string(l.d) + ", " +
                 std::to_string(4 * l.d) + "] (Input " + DimsString(input.dims()) + ")");
@@ -62,9 +61,9 @@ Lstm LstmOf(KernelContext& ctx, const Tensor& input, const Tensor& weight, const
   }
   if (h0.has_value() != c0.has_value()) throw Error("H0 and C0 come together: the op has only one of them");
   for (const std::optional<Tensor>* state : {&h0, &c0}) {
-    if (state->has_value() && (*state)->dims() != std::vector<int64_t>{l.seqs, l.d}) {
+    if (state->has_value() && (*state)->dims() != std::vector<int64_t>{seqs, l.d}) {
       throw Error(std::string(state == &h0 ? "H0 " : "C0 ") + DimsString((*state)->dims()) + " must be [N, D] = [" +
-                  std::to_string(l.seqs) + ", " + std::to_string(l.d) + "]: a row for each sequence of Input");
+                  std::to_string(seqs) + ", " + std::to_string(l.d) + "]: a row for each sequence of Input");
     }
   }
   l.gate = RnnActivationOf(ctx, "gate_activation");
@@ -104,12 +103,7 @@ template <class T> void LstmForward(KernelContext& ctx) {
   const T* w = weight.data<T>();
   const T* peep = l.peepholes ? bias.data<T>() + g4 : nullptr;
   std::unique_ptr<T[]> hidden = Scratch<T>(rows * d), cell = Scratch<T>(rows * d);
-  const int64_t first = b.steps() > 0 ? b.Count(0) : 0;
-  std::unique_ptr<T[]> h_first = Scratch<T>(first * d), c_first = Scratch<T>(first * d);
-  if (h0) {
-    GatherRows(h0->data<T>(), d, b.order, first, h_first.get());
-    GatherRows(c0->data<T>(), d, b.order, first, c_first.get());
-  }
+  const std::unique_ptr<T[]> h_first = InitialStatesInOrder<T>(b, h0, d), c_first = InitialStatesInOrder<T>(b, c0, d);
   const std::initializer_list<const char*> inputs = {"Input", "H0", "C0", "Weight", "Bias"};
   WriteOutput<T>(ctx, "BatchGate", inputs, {rows, g4}, [&](T* gates) {
     WriteOutput<T>(ctx, "BatchCellPreAct", inputs, {rows, d}, [&](T* cell_act) {
@@ -117,8 +111,8 @@ template <class T> void LstmForward(KernelContext& ctx) {
       MatrixMap<T>(gates, rows, g4).rowwise() += ConstMatrixMap<T>(bias.data<T>(), 1, g4).row(0);
       for (int64_t t = 0; t < b.steps(); ++t) {
         const int64_t k = b.Count(t), at = b.starts[t];
-        const T* h_prev = t > 0 ? hidden.get() + b.starts[t - 1] * d : (h0 ? h_first.get() : nullptr);
-        const T* c_prev = t > 0 ? cell.get() + b.starts[t - 1] * d : (c0 ? c_first.get() : nullptr);
+        const T* h_prev = t > 0 ? hidden.get() + b.starts[t - 1] * d : h_first.get();
+        const T* c_prev = t > 0 ? cell.get() + b.starts[t - 1] * d : c_first.get();
         if (h_prev != nullptr) Gemm<T>(false, false, k, g4, d, T(1), h_prev, d, w, g4, T(1), gates + at * g4, g4);
         ParallelFor(k, 8.0 * k * d * sizeof(T), [&](int64_t, int64_t begin, int64_t end) {
           for (int64_t j = begin; j < end; ++j) {
@@ -171,16 +165,6 @@ void StepBackward(const Lstm& l, const T* peep, const T* g, const T* c_act, cons
     back += ConstVecMap<T>(di, d) * ConstVecMap<T>(peep, d) + ConstVecMap<T>(df, d) * ConstVecMap<T>(peep + d, d);
 }
 
-// The initial state's gradient: row order[j] of [N, D] from row j of `ordered` for the
-// sequences with a first step (the others, empty, get zeros).
-template <class T> void WriteStateGrad(KernelContext& ctx, const char* slot, const Lstm& l, const T* ordered) {
-  const int64_t first = l.batches.steps() > 0 ? l.batches.Count(0) : 0;
-  WriteOutput<T>(ctx, slot, {}, {l.seqs, l.d}, [&](T* p) {
-    std::fill(p, p + l.seqs * l.d, T(0));
-    ScatterRows(ordered, l.d, l.batches.order, first, p);
-  });
-}
-
 template <class T> void LstmBackward(KernelContext& ctx) {
   Tensor input = ctx.Input("Input"), weight = ctx.Input("Weight"), bias = ctx.Input("Bias");
   const std::optional<Tensor> h0 = OptionalInput(ctx, "H0"), c0 = OptionalInput(ctx, "C0");
@@ -189,14 +173,12 @@ template <class T> void LstmBackward(KernelContext& ctx) {
   const int64_t d = l.d, g4 = 4 * d, rows = input.dims()[0];
   Tensor hidden = ctx.Input("Hidden"), cell = ctx.Input("Cell"), dhidden = ctx.Input("Hidden@GRAD");
   Tensor gates = ctx.Input("BatchGate"), cell_act = ctx.Input("BatchCellPreAct");
-  for (const auto& [slot, t, width] :
-       {std::tuple{"Hidden", &hidden, d}, std::tuple{"Cell", &cell, d}, std::tuple{"Hidden@GRAD", &dhidden, d},
-        std::tuple{"BatchGate", &gates, g4}, std::tuple{"BatchCellPreAct", &cell_act, d}}) {
-    if (t->dims() != std::vector<int64_t>{rows, width}) {
-      throw Error(std::string(slot) + " " + DimsString(t->dims()) + " must be [" + std::to_string(rows) + ", " +
-                  std::to_string(width) + "], as lstm wrote it");
-    }
-  }
+  CheckWrittenBy("lstm", rows,
+                 {{"Hidden", &hidden, d},
+                  {"Cell", &cell, d},
+                  {"Hidden@GRAD", &dhidden, d},
+                  {"BatchGate", &gates, g4},
+                  {"BatchCellPreAct", &cell_act, d}});
   const T* w = weight.data<T>();
   const T* peep = l.peepholes ? bias.data<T>() + g4 : nullptr;
   const T* g = gates.data<T>();
@@ -207,20 +189,15 @@ template <class T> void LstmBackward(KernelContext& ctx) {
   GatherRows(dhidden.data<T>(), d, b.source, rows, dh.get());
   std::unique_ptr<T[]> dc = Scratch<T>(rows * d), dg = Scratch<T>(rows * g4);
   std::fill(dc.get(), dc.get() + rows * d, T(0));
-  const int64_t first = b.steps() > 0 ? b.Count(0) : 0;
-  std::unique_ptr<T[]> h_first = Scratch<T>(first * d), c_first = Scratch<T>(first * d);
-  std::unique_ptr<T[]> dh_first = Scratch<T>(first * d), dc_first = Scratch<T>(first * d);
-  if (h0) {
-    GatherRows(h0->data<T>(), d, b.order, first, h_first.get());
-    GatherRows(c0->data<T>(), d, b.order, first, c_first.get());
-  }
+  const std::unique_ptr<T[]> h_first = InitialStatesInOrder<T>(b, h0, d), c_first = InitialStatesInOrder<T>(b, c0, d);
+  std::unique_ptr<T[]> dh_first = Scratch<T>(b.FirstCount() * d), dc_first = Scratch<T>(b.FirstCount() * d);
   const bool want_weight = HasOutputVariable(ctx, "Weight@GRAD");
   std::unique_ptr<T[]> dw = Scratch<T>(want_weight ? d * g4 : 0);
   if (want_weight) std::fill(dw.get(), dw.get() + d * g4, T(0));
   for (int64_t t = b.steps() - 1; t >= 0; --t) {
     const int64_t k = b.Count(t), at = b.starts[t], before = t > 0 ? b.starts[t - 1] : 0;
-    const T* h_prev = t > 0 ? bh.get() + before * d : (h0 ? h_first.get() : nullptr);
-    const T* c_prev = t > 0 ? bc.get() + before * d : (c0 ? c_first.get() : nullptr);
+    const T* h_prev = t > 0 ? bh.get() + before * d : h_first.get();
+    const T* c_prev = t > 0 ? bc.get() + before * d : c_first.get();
     T* dh_prev = t > 0 ? dh.get() + before * d : (h0 ? dh_first.get() : nullptr);
     T* dc_prev = t > 0 ? dc.get() + before * d : (c0 ? dc_first.get() : nullptr);
     ParallelFor(k, 12.0 * k * d * sizeof(T), [&](int64_t, int64_t begin, int64_t end) {
@@ -260,7 +237,7 @@ template <class T> void LstmBackward(KernelContext& ctx) {
           const int64_t row = b.starts[t] + j;
           const T* dgr = dg.get() + row * g4;
           doc += ConstVecMap<T>(dgr + 3 * d, d) * ConstVecMap<T>(bc.get() + row * d, d);
-          const T* c_prev = t > 0 ? bc.get() + (b.starts[t - 1] + j) * d : (c0 ? c_first.get() + j * d : nullptr);
+          const T* c_prev = t > 0 ? bc.get() + (b.starts[t - 1] + j) * d : (c_first ? c_first.get() + j * d : nullptr);
           if (c_prev == nullptr) continue;
           dic += ConstVecMap<T>(dgr + d, d) * ConstVecMap<T>(c_prev, d);
           dfc += ConstVecMap<T>(dgr + 2 * d, d) * ConstVecMap<T>(c_prev, d);
@@ -268,8 +245,8 @@ template <class T> void LstmBackward(KernelContext& ctx) {
       }
     });
   }
-  if (h0 && HasOutputVariable(ctx, "H0@GRAD")) WriteStateGrad(ctx, "H0@GRAD", l, dh_first.get());
-  if (c0 && HasOutputVariable(ctx, "C0@GRAD")) WriteStateGrad(ctx, "C0@GRAD", l, dc_first.get());
+  if (h0 && HasOutputVariable(ctx, "H0@GRAD")) WriteInitialStateGrad(ctx, "H0@GRAD", b, d, dh_first.get());
+  if (c0 && HasOutputVariable(ctx, "C0@GRAD")) WriteInitialStateGrad(ctx, "C0@GRAD", b, d, dc_first.get());
 }
 
 }  // namespace

@@ -15,9 +15,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <numeric>
+#include <optional>
+#include <string>
+#include <tuple>
 #include <vector>
 
+#include "kernels.h"
 #include "parallel_for.h"
 
 namespace rill::math {
@@ -31,6 +37,8 @@ struct RecurrentBatches {
   int64_t rows() const { return starts.back(); }
   // The sequences that have a step t: the first Count(t) of `order`.
   int64_t Count(int64_t t) const { return starts[t + 1] - starts[t]; }
+  // The sequences with any step (the non-empty ones): those an initial state starts.
+  int64_t FirstCount() const { return steps() > 0 ? Count(0) : 0; }
 };
 
 // The batch order of the sequences that `offsets` (a LoD level: 0 = o[0] <= ... <= o[S])
@@ -69,6 +77,41 @@ template <class T> void ScatterRows(const T* from, int64_t width, const std::vec
   ParallelFor(n, 2.0 * n * width * sizeof(T), [&](int64_t, int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) std::copy(from + i * width, from + (i + 1) * width, to + rows[i] * width);
   });
+}
+
+// The initial states' rows ([N, width], a row a sequence) of the sequences with a step, in
+// the order of `order`: step 0's previous states. Null without states (they are zeros).
+template <class T>
+std::unique_ptr<T[]> InitialStatesInOrder(const RecurrentBatches& b, const std::optional<Tensor>& states,
+                                          int64_t width) {
+  if (!states) return nullptr;
+  std::unique_ptr<T[]> ordered = Scratch<T>(b.FirstCount() * width);
+  GatherRows(states->data<T>(), width, b.order, b.FirstCount(), ordered.get());
+  return ordered;
+}
+
+// Writes output `slot`, the initial states' gradient [N, width], from `ordered` (in the
+// order of InitialStatesInOrder); an empty sequence's row is zeros.
+template <class T>
+void WriteInitialStateGrad(KernelContext& ctx, const char* slot, const RecurrentBatches& b, int64_t width,
+                           const T* ordered) {
+  const auto seqs = static_cast<int64_t>(b.order.size());
+  WriteOutput<T>(ctx, slot, {}, {seqs, width}, [&](T* p) {
+    std::fill(p, p + seqs * width, T(0));
+    ScatterRows(ordered, width, b.order, b.FirstCount(), p);
+  });
+}
+
+// The gradient op's inputs that its forward op wrote (slot, tensor, width): each must be
+// [rows, width], as `op` wrote it.
+inline void CheckWrittenBy(const char* op, int64_t rows,
+                           std::initializer_list<std::tuple<const char*, const Tensor*, int64_t>> saved) {
+  for (const auto& [slot, t, width] : saved) {
+    if (t->dims() != std::vector<int64_t>{rows, width}) {
+      throw Error(std::string(slot) + " " + DimsString(t->dims()) + " must be [" + std::to_string(rows) + ", " +
+                  std::to_string(width) + "], as " + op + " wrote it");
+    }
+  }
 }
 
 }  // namespace rill::math

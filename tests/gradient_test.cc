@@ -1092,6 +1092,50 @@ std::vector<GradCase> Cases() {
        [gru](core::BlockBuilder& b) { gru(b, false, false).Attr("origin_mode", true).Attr("is_reverse", true); },
        1e-6,
        sequences(recurrent_lod)});
+  // The linear-chain CRF: sequences of lengths 2, 0, 1 and 3 over 3 tags (LoD on Label, as
+  // the op reads it), and the same sequences padded to length 3 with a Length input.
+  const auto crf_labels = [](std::vector<int64_t> dims, std::vector<int64_t> values, core::LoD lod,
+                             std::vector<int64_t> lengths) {
+    return [=](core::Scope& s) {
+      core::Tensor* t = s.Var("label")->GetMutableTensor();
+      t->Allocate(RILL_INT64, dims);
+      std::copy(values.begin(), values.end(), t->data_as<int64_t>());
+      t->mutable_lod() = lod;
+      if (lengths.empty()) return;
+      core::Tensor* l = s.Var("length")->GetMutableTensor();
+      l->Allocate(RILL_INT64, {static_cast<int64_t>(lengths.size())});
+      std::copy(lengths.begin(), lengths.end(), l->data_as<int64_t>());
+    };
+  };
+  const auto crf = [](core::BlockBuilder& b, bool padded) {
+    core::OpBuilder op = b.Op("linear_chain_crf");
+    op.Input("Emission", "x").Input("Transition", "transition").Input("Label", "label");
+    if (padded) op.Input("Length", "length");
+    op.Output("Alpha", "alpha")
+        .Output("EmissionExps", "emission_exps")
+        .Output("TransitionExps", "transition_exps")
+        .Output("LogLikelihood", "out");
+  };
+  cases.push_back({"linear_chain_crf_of_sequences",
+                   {{"x", {6, 3}, -2, 2}, {"transition", {5, 3}}},
+                   [crf](core::BlockBuilder& b) { crf(b, false); },
+                   1e-6,
+                   crf_labels({6, 1}, {2, 0, 1, 0, 2, 2}, {{0, 2, 2, 3, 6}}, {})});
+  cases.push_back({"linear_chain_crf_padded",
+                   {{"x", {4, 3, 3}, -2, 2}, {"transition", {5, 3}}},
+                   [crf](core::BlockBuilder& b) { crf(b, true); },
+                   1e-6,
+                   crf_labels({4, 3}, {2, 0, 0, 0, 0, 0, 1, 1, 1, 0, 2, 2}, {}, {2, 0, 1, 3})});
+  const auto cos_sim = [](core::BlockBuilder& b) {
+    b.Op("cos_sim")
+        .Input("X", "x")
+        .Input("Y", "y")
+        .Output("Out", "out")
+        .Output("XNorm", "x_norm")
+        .Output("YNorm", "y_norm");
+  };
+  cases.push_back({"cos_sim", {{"x", {3, 2, 2}}, {"y", {3, 2, 2}}}, cos_sim, 1e-6, nullptr});
+  cases.push_back({"cos_sim_of_one_y_row", {{"x", {3, 4}}, {"y", {1, 4}}}, cos_sim, 1e-6, nullptr});
   return cases;
 }
 

@@ -56,13 +56,15 @@ template <class T> void ConcatInto(KernelContext& ctx, const char* in, const cha
   std::vector<const T*> data(n);
   std::vector<int64_t> chunk(n);
   for (size_t k = 0; k < n; ++k) data[k] = xs[k].data<T>(), chunk[k] = dims[k][axis] * post;
+  // Joined along another dim, each row stays where it was: Out keeps the first X's
+  // sequences, as Paddle's ShareLoD gives it.
+  std::vector<std::vector<uint64_t>> lod = xs[0].lod();
   WriteOutput<T>(ctx, out_slot, {in}, out_dims, [&](T* out) { JoinRows(data, chunk, pre, out); });
   Tensor result = ctx.Output(out_slot);
+  if (axis != 0) return result.set_lod(lod);
   // Joined along the first dim, sequences follow one another: when every X has a LoD of
   // the same depth, Out's joins them, each level's offsets moved past the ones before it
   // (Paddle's ConcatLoD).
-  if (axis != 0) return;
-  std::vector<std::vector<uint64_t>> lod = xs[0].lod();
   for (size_t i = 1; i < n && !lod.empty(); ++i) {
     const std::vector<std::vector<uint64_t>> next = xs[i].lod();
     if (next.size() != lod.size()) return;
@@ -87,6 +89,7 @@ template <class T> void Split(KernelContext& ctx) {
   const std::vector<int64_t> sections = SplitSections(
       d, axis, IntsFromInputs(ctx, nullptr, "SectionsTensorList", "sections"), ctx.Attr<int64_t>("num"), outputs);
   const int64_t pre = Product(d, 0, axis), post = Product(d, axis + 1, d.size());
+  const std::vector<std::vector<uint64_t>> lod = x.lod();
   // An output may be X itself: then X is read from a copy.
   bool x_is_output = false;
   for (size_t o = 0; o < outputs; ++o) x_is_output |= ctx.OutputVar("Out", o).handle() == ctx.InputVar("X").handle();
@@ -107,6 +110,9 @@ template <class T> void Split(KernelContext& ctx) {
     offset[o] = static_cast<int64_t>(at);
   }
   SplitRows(in, pre, d[axis] * post, po, chunk, offset);
+  // Split along another dim, every piece keeps X's rows and so its sequences (Paddle's ShareLoD).
+  if (axis == 0) return;
+  for (size_t o = 0; o < outputs; ++o) ctx.Output("Out", o).set_lod(lod);
 }
 
 // X@GRAD[i] = the slice of Out@GRAD that X[i] filled.

@@ -70,6 +70,9 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterRoiPool(r);
   rill::math::RegisterSmoothL1Loss(r);
   rill::math::RegisterPolygonBoxTransform(r);
+  rill::math::RegisterCosSim(r);
+  rill::math::RegisterLinearChainCrf(r);
+  rill::math::RegisterChunkEval(r);
 }
 }  // namespace
 

@@ -75,6 +75,9 @@ void RegisterMultiplex(Registrar& r);
 void RegisterRoiPool(Registrar& r);
 void RegisterSmoothL1Loss(Registrar& r);
 void RegisterPolygonBoxTransform(Registrar& r);
+void RegisterCosSim(Registrar& r);
+void RegisterLinearChainCrf(Registrar& r);
+void RegisterChunkEval(Registrar& r);
 
 }  // namespace rill::math
 

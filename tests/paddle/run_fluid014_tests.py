@@ -28,11 +28,16 @@ test_protobuf_descs test_registry test_regularizer test_scope test_slice_var tes
 test_unique_name test_variable test_while_op""".split()
 TOP_LEVEL_FILES = "test_data_feeder test_error_clip test_gradient_clip test_python_operator_overriding".split()
 # The book's chapters, low-level and high-level API (under book/): those that need no
-# sequences, and understand_sentiment's conv and stacked-LSTM nets (its dynamic_rnn file waits
-# for DynamicRNN; Paddle 0.14 names the low-level file notest_ and skips its RNN methods).
+# sequences; understand_sentiment's conv and stacked-LSTM nets (its dynamic_rnn file waits
+# for DynamicRNN; Paddle 0.14 names the low-level file notest_ and skips its RNN methods);
+# recommender_system and label_semantic_roles. machine_translation waits for DynamicRNN and
+# beam search.
 BOOK_FILES = """test_fit_a_line test_recognize_digits test_image_classification test_word2vec notest_understand_sentiment
+test_recommender_system test_label_semantic_roles
 high-level-api/understand_sentiment/test_understand_sentiment_conv
 high-level-api/understand_sentiment/test_understand_sentiment_stacked_lstm
+high-level-api/recommender_system/test_recommender_system_newapi
+high-level-api/label_semantic_roles/test_label_semantic_roles_newapi
 high-level-api/fit_a_line/test_fit_a_line high-level-api/recognize_digits/test_recognize_digits_conv
 high-level-api/recognize_digits/test_recognize_digits_mlp high-level-api/image_classification/test_image_classification_resnet
 high-level-api/image_classification/test_image_classification_vgg high-level-api/word2vec/test_word2vec_new_api""".split()

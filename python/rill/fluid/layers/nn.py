@@ -26,7 +26,7 @@ __all__ = [
     "sigmoid_cross_entropy_with_logits", "cumsum", "pad", "pad2d", "prelu", "image_resize", "resize_bilinear",
     "resize_nearest", "group_norm", "instance_norm", "label_smooth", "uniform_random", "gaussian_random",
     "uniform_random_batch_size_like", "gaussian_random_batch_size_like", "crop", "l2_normalize", "lrn", "maxout",
-    "multiplex", "smooth_l1", "mean_iou",
+    "multiplex", "smooth_l1", "mean_iou", "cos_sim",
 ]
 
 
@@ -406,6 +406,21 @@ def topk(input, k, name=None):
     helper.append_op(type="top_k", inputs={"X": [input]}, outputs={"Out": [values], "Indices": [indices]},
                      attrs={"k": k})
     return values, indices
+
+
+def cos_sim(X, Y):
+    """The cosine similarity of each row of X with the same row of Y, or with Y's one row:
+    [rows, 1]."""
+    check_variable_and_dtype(X, "X", ["float32", "float64"], "cos_sim")
+    check_variable_and_dtype(Y, "Y", ["float32", "float64"], "cos_sim")
+    helper = LayerHelper("cos_sim", **locals())
+    out = _tmp(helper, X.dtype, [X.shape[0], 1])
+    out._lod_level = X.lod_level
+    xnorm = _tmp(helper, X.dtype, [X.shape[0], 1])
+    ynorm = _tmp(helper, X.dtype, [Y.shape[0], 1])
+    helper.append_op(type="cos_sim", inputs={"X": [X], "Y": [Y]},
+                     outputs={"Out": [out], "XNorm": [xnorm], "YNorm": [ynorm]})
+    return out
 
 
 def accuracy(input, label, k=1, correct=None, total=None):

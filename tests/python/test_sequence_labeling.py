@@ -1,0 +1,283 @@
+"""fluid.layers.linear_chain_crf, crf_decoding and chunk_eval, and cos_sim, against references
+written independently here: the CRF's cost against PyTorch summing every tag path of each
+sequence (3 tags, lengths 3, 1, 0, 4, 2: at most 81 paths), its gradients against PyTorch's
+autograd through that sum; the decoding against the best of all paths; chunk_eval against a
+chunker that reads a chunk as a run of tags continuing one another; cos_sim against
+torch.nn.functional.cosine_similarity. LoD and padded (length) forms both; a label outside
+the tags and a misshaped transition are refused by name."""
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+import rill
+import rill.fluid as fluid
+
+E, D = 4, 3
+LENGTHS = [3, 1, 0, 4, 2]
+
+
+def lod_tensor(values, lengths=LENGTHS):
+    return fluid.create_lod_tensor(values, [lengths], fluid.CPUPlace())
+
+
+def split(rows, lengths=LENGTHS):
+    offsets = np.cumsum([0] + list(lengths))
+    return [rows[offsets[i]:offsets[i + 1]] for i in range(len(lengths))]
+
+
+def path_score(x, trans, path):
+    """score(path) of Fluid's CRF: start + end + emissions + transitions (torch or numpy)."""
+    s = trans[0, path[0]] + trans[1, path[-1]]
+    for k, tag in enumerate(path):
+        s = s + x[k, tag]
+        if k:
+            s = s + trans[2 + path[k - 1], tag]
+    return s
+
+
+def brute_force_cost(x, trans, labels):
+    """log Z - score(labels), Z summed over every path: 0 for an empty sequence."""
+    if len(labels) == 0:
+        return x.sum() * 0
+    scores = torch.stack([path_score(x, trans, p) for p in itertools.product(range(D), repeat=len(labels))])
+    return torch.logsumexp(scores, 0) - path_score(x, trans, list(labels))
+
+
+def best_path(x, trans):
+    paths = list(itertools.product(range(D), repeat=len(x)))
+    return list(paths[int(np.argmax([path_score(x, trans, p) for p in paths]))])
+
+
+def test_linear_chain_crf_cost_and_gradients_match_every_path_summed_in_pytorch():
+    rng = np.random.RandomState(2)
+    feats = rng.uniform(-1, 1, (sum(LENGTHS), E))
+    labels = rng.randint(0, D, (sum(LENGTHS), 1)).astype("int64")
+    weights = rng.uniform(-1, 1, (len(LENGTHS), 1))
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        f = fluid.layers.data(name="f", shape=[E], dtype="float64", lod_level=1)
+        label = fluid.layers.data(name="label", shape=[1], dtype="int64", lod_level=1)
+        w = fluid.layers.data(name="w", shape=[1], dtype="float64")
+        emission = fluid.layers.fc(f, D, bias_attr=False, param_attr=fluid.ParamAttr(name="emit_w"))
+        cost = fluid.layers.linear_chain_crf(
+            emission, label,
+            param_attr=fluid.ParamAttr(name="crfw", initializer=fluid.initializer.Uniform(-0.5, 0.5)))
+        loss = fluid.layers.reduce_sum(fluid.layers.elementwise_mul(cost, w))
+        fluid.backward.append_backward(loss)
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        emit_w = np.array(scope.find_var("emit_w").get_tensor())
+        crfw = np.array(scope.find_var("crfw").get_tensor())
+        got_cost, got_emit_grad, got_crf_grad = exe.run(
+            main, feed={"f": lod_tensor(feats), "label": lod_tensor(labels), "w": weights},
+            fetch_list=[cost, "emit_w@GRAD", "crfw@GRAD"])
+
+    tw = torch.tensor(emit_w, requires_grad=True)
+    tt = torch.tensor(crfw, requires_grad=True)
+    x = torch.from_numpy(feats) @ tw
+    costs = torch.stack([brute_force_cost(xs, tt, ls[:, 0])
+                         for xs, ls in zip(split(x), split(labels))])
+    (costs * torch.from_numpy(weights[:, 0])).sum().backward()
+    assert got_cost.shape == (len(LENGTHS), 1)
+    np.testing.assert_allclose(got_cost[:, 0], costs.detach().numpy(), rtol=1e-10, atol=1e-12)
+    assert got_cost[2, 0] == 0  # the empty sequence
+    np.testing.assert_allclose(got_emit_grad, tw.grad.numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(got_crf_grad, tt.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_crf_decoding_finds_the_best_path_of_each_sequence():
+    rng = np.random.RandomState(3)
+    xs = rng.uniform(-2, 2, (sum(LENGTHS), D))
+    labels = rng.randint(0, D, (sum(LENGTHS), 1)).astype("int64")
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[D], dtype="float64", lod_level=1)
+        label = fluid.layers.data(name="label", shape=[1], dtype="int64", lod_level=1)
+        fluid.layers.linear_chain_crf(
+            x, label, param_attr=fluid.ParamAttr(name="crfw", initializer=fluid.initializer.Uniform(-1, 1)))
+        path = fluid.layers.crf_decoding(x, fluid.ParamAttr(name="crfw"))
+        marks = fluid.layers.crf_decoding(x, fluid.ParamAttr(name="crfw"), label=label)
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        crfw = np.array(scope.find_var("crfw").get_tensor())
+        path, marks = exe.run(main, feed={"x": lod_tensor(xs), "label": lod_tensor(labels)},
+                              fetch_list=[path, marks], return_numpy=False)
+    assert path.recursive_sequence_lengths() == [LENGTHS]
+    path = np.array(path)
+    assert path.shape == (sum(LENGTHS), 1) and path.dtype == np.int64
+    want = sum((best_path(x, crfw) for x in split(xs) if len(x)), [])
+    np.testing.assert_array_equal(path[:, 0], want)
+    np.testing.assert_array_equal(np.array(marks)[:, 0], (np.array(want) == labels[:, 0]).astype("int64"))
+
+
+def test_padded_sequences_decode_and_cost_as_their_lod_form():
+    rng = np.random.RandomState(4)
+    lengths = [3, 1, 0, 4]
+    steps = max(lengths)
+    padded = rng.uniform(-2, 2, (len(lengths), steps, D))
+    labels = rng.randint(0, D, (len(lengths), steps)).astype("int64")
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[len(lengths), steps, D], dtype="float64", append_batch_size=False)
+        label = fluid.layers.data(name="label", shape=[len(lengths), steps], dtype="int64", append_batch_size=False)
+        length = fluid.layers.data(name="length", shape=[len(lengths)], dtype="int64", append_batch_size=False)
+        cost = fluid.layers.linear_chain_crf(
+            x, label, param_attr=fluid.ParamAttr(name="crfw", initializer=fluid.initializer.Uniform(-1, 1)),
+            length=length)
+        path = fluid.layers.crf_decoding(x, fluid.ParamAttr(name="crfw"), length=length)
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        crfw = np.array(scope.find_var("crfw").get_tensor())
+        got_cost, got_path = exe.run(main, feed={"x": padded, "label": labels, "length": np.array(lengths, "int64")},
+                                     fetch_list=[cost, path])
+    t = torch.from_numpy(crfw)
+    for b, n in enumerate(lengths):
+        want = brute_force_cost(torch.from_numpy(padded[b, :n]), t, labels[b, :n]).item()
+        assert got_cost[b, 0] == pytest.approx(want, rel=1e-10, abs=1e-12)
+        want_path = best_path(padded[b, :n], crfw) if n else []
+        np.testing.assert_array_equal(got_path[b, :n], want_path)
+        assert not got_path[b, n:].any()  # padding decodes to 0
+
+
+def test_linear_chain_crf_refuses_a_label_outside_the_tags_and_a_misshaped_transition():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[D], dtype="float32", lod_level=1)
+        label = fluid.layers.data(name="label", shape=[1], dtype="int64", lod_level=1)
+        cost = fluid.layers.linear_chain_crf(x, label, param_attr=fluid.ParamAttr(name="crfw"))
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    xs = np.zeros((3, D), "float32")
+    with pytest.raises(rill.Error, match="Label\\[1\\] = 3 is not a tag"):
+        exe.run(main, feed={"x": lod_tensor(xs, [3]), "label": lod_tensor(np.array([[0], [3], [1]], "int64"), [3])},
+                fetch_list=[cost])
+    with pytest.raises(rill.Error, match="Transition \\[3, 3\\] must be \\[D \\+ 2, D\\]"):
+        fluid.global_scope().find_var("crfw").get_tensor().set(np.zeros((3, 3), "float32"), fluid.CPUPlace())
+        exe.run(main, feed={"x": lod_tensor(xs, [3]), "label": lod_tensor(np.zeros((3, 1), "int64"), [3])},
+                fetch_list=[cost])
+
+
+# chunk_eval: each scheme's tag positions (begin, inside, end, single; None where it has none).
+SCHEMES = {"IOB": (2, 0, 1, None, None), "IOE": (2, None, 0, 1, None), "IOBES": (4, 0, 1, 2, 3),
+           "plain": (1, None, None, None, None)}
+
+
+def chunks(tags, scheme, types):
+    """The (first, last, type) chunks of one sequence: a tag continues the chunk before it when
+    it has the same type, is an inside or end tag (any tag in plain), and the tag before it
+    does not close its chunk (an end or single tag)."""
+    tag_types, begin, inside, end, single = SCHEMES[scheme]
+    continuing = {0} if scheme == "plain" else {inside, end}
+    found = []
+    for k, tag in enumerate(tags):
+        pos, kind = tag % tag_types, tag // tag_types
+        if kind == types:
+            continue
+        if found and found[-1][1] == k - 1 and found[-1][2] == kind and pos in continuing and \
+                tags[k - 1] % tag_types not in (end, single):
+            found[-1][1] = k
+        else:
+            found.append([k, k, kind])
+    return [tuple(c) for c in found]
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+def test_chunk_eval_counts_chunks_as_runs_of_continuing_tags(scheme):
+    types = 3
+    tag_types = SCHEMES[scheme][0]
+    rng = np.random.RandomState(len(scheme))
+    lengths = [6, 0, 1, 9, 12]
+    truth = rng.randint(0, types * tag_types + 1, (sum(lengths), 1)).astype("int64")
+    found = truth.copy()
+    flip = rng.rand(len(found)) < 0.3
+    found[flip, 0] = rng.randint(0, types * tag_types + 1, int(flip.sum()))
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        inference = fluid.layers.data(name="inference", shape=[1], dtype="int64", lod_level=1)
+        label = fluid.layers.data(name="label", shape=[1], dtype="int64", lod_level=1)
+        metrics = fluid.layers.chunk_eval(inference, label, scheme, types, excluded_chunk_types=[1])
+    exe = fluid.Executor(fluid.CPUPlace())
+    precision, recall, f1, n_found, n_true, n_correct = exe.run(
+        main, feed={"inference": lod_tensor(found, lengths), "label": lod_tensor(truth, lengths)},
+        fetch_list=list(metrics))
+    want_found = want_true = want_correct = 0
+    for a, b in zip(split(found[:, 0], lengths), split(truth[:, 0], lengths)):
+        ca = {c for c in chunks(list(a), scheme, types) if c[2] != 1}
+        cb = {c for c in chunks(list(b), scheme, types) if c[2] != 1}
+        want_found, want_true, want_correct = want_found + len(ca), want_true + len(cb), want_correct + len(ca & cb)
+    assert (int(n_found[0]), int(n_true[0]), int(n_correct[0])) == (want_found, want_true, want_correct)
+    assert want_correct > 0 and want_correct < want_true
+    p, r = want_correct / want_found, want_correct / want_true
+    np.testing.assert_allclose([precision[0], recall[0], f1[0]], [p, r, 2 * p * r / (p + r)], rtol=1e-6)
+
+
+@pytest.mark.parametrize("y_rows", [5, 1])
+def test_cos_sim_matches_pytorch_forward_and_gradients(y_rows):
+    rng = np.random.RandomState(5)
+    xs, ys = rng.uniform(-1, 1, (5, 2, 3)), rng.uniform(-1, 1, (y_rows, 2, 3))
+    g = rng.uniform(-1, 1, (5, 1))
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.create_parameter([5, 2, 3], "float64", name="x")
+        y = fluid.layers.create_parameter([y_rows, 2, 3], "float64", name="y")
+        w = fluid.layers.data(name="w", shape=[1], dtype="float64")
+        out = fluid.layers.cos_sim(x, y)
+        fluid.backward.append_backward(fluid.layers.reduce_sum(fluid.layers.elementwise_mul(out, w)))
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        scope.find_var("x").get_tensor().set(xs, fluid.CPUPlace())
+        scope.find_var("y").get_tensor().set(ys, fluid.CPUPlace())
+        got, dx, dy = exe.run(main, feed={"w": g}, fetch_list=[out, "x@GRAD", "y@GRAD"])
+    tx, ty = torch.tensor(xs, requires_grad=True), torch.tensor(ys, requires_grad=True)
+    want = torch.nn.functional.cosine_similarity(tx.reshape(5, -1), ty.reshape(y_rows, -1).expand(5, -1), dim=1)
+    (want * torch.from_numpy(g[:, 0])).sum().backward()
+    np.testing.assert_allclose(got[:, 0], want.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(dx, tx.grad.numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(dy, ty.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_a_crf_tagger_learns_chunks_and_decodes_them():
+    """Words 0-9 form chunks of type 0, words 10-19 of type 1 (IOB: B-0 0, I-0 1, B-1 2, I-1 3,
+    O 4); an embedding, an LSTM and an fc score the tags, linear_chain_crf trains them, and
+    crf_decoding's tags, through chunk_eval, find the chunks."""
+    rng = np.random.RandomState(6)
+    lengths = [int(n) for n in rng.randint(1, 15, size=32)]
+    words = rng.randint(0, 30, size=sum(lengths))
+    tags = np.full(len(words), 4, "int64")
+    for s, e in zip(np.cumsum([0] + lengths[:-1]), np.cumsum(lengths)):
+        for k in range(s, e):
+            kind = words[k] // 10
+            if kind < 2:
+                tags[k] = 2 * kind + (1 if k > s and words[k - 1] // 10 == kind else 0)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        word = fluid.layers.data(name="word", shape=[1], dtype="int64", lod_level=1)
+        target = fluid.layers.data(name="target", shape=[1], dtype="int64", lod_level=1)
+        emb = fluid.layers.embedding(word, size=[30, 16])
+        hidden, _ = fluid.layers.dynamic_lstm(fluid.layers.fc(emb, 4 * 16), 4 * 16, use_peepholes=False)
+        scores = fluid.layers.fc(fluid.layers.concat([emb, hidden], axis=1), 5)
+        cost = fluid.layers.mean(fluid.layers.linear_chain_crf(scores, target, param_attr=fluid.ParamAttr(name="crfw")))
+        fluid.optimizer.Adam(learning_rate=0.02).minimize(cost)
+        decoded = fluid.layers.crf_decoding(scores, fluid.ParamAttr(name="crfw"))
+        f1 = fluid.layers.chunk_eval(decoded, target, "IOB", 2)[2]
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    feed = {"word": lod_tensor(words.reshape(-1, 1).astype("int64"), lengths),
+            "target": lod_tensor(tags.reshape(-1, 1), lengths)}
+    losses, scores_f1 = [], []
+    for _ in range(100):
+        loss, f = exe.run(main, feed=feed, fetch_list=[cost, f1])
+        losses.append(float(loss[0]))
+        scores_f1.append(float(f[0]))
+    assert losses[-1] < 0.5 * losses[0], losses
+    assert scores_f1[-1] > 0.95 and scores_f1[0] < 0.5, scores_f1

@@ -1092,6 +1092,35 @@ std::vector<GradCase> Cases() {
        [gru](core::BlockBuilder& b) { gru(b, false, false).Attr("origin_mode", true).Attr("is_reverse", true); },
        1e-6,
        sequences(recurrent_lod)});
+  // lstmp: hidden size 2 projected to 3; with the initial states and both clamps (0.5 is
+  // within the range the values take, so some clamp and some do not), and without.
+  const auto lstmp = [](core::BlockBuilder& b, bool with_states) {
+    core::OpBuilder op = b.Op("lstmp");
+    op.Input("Input", "x").Input("Weight", "w").Input("ProjWeight", "proj_w").Input("Bias", "bias");
+    if (with_states) op.Input("H0", "h0").Input("C0", "c0");
+    op.Output("Projection", "out")
+        .Output("Cell", "cell")
+        .Output("BatchGate", "batch_gate")
+        .Output("BatchCellPreAct", "batch_cell_pre_act")
+        .Output("BatchHidden", "batch_hidden");
+    return op;
+  };
+  cases.push_back(
+      {"lstmp_with_initial_states_and_clamps",
+       {{"x", {7, 8}}, {"w", {3, 8}}, {"proj_w", {2, 3}}, {"bias", {1, 14}}, {"h0", {4, 3}}, {"c0", {4, 2}}},
+       [lstmp](core::BlockBuilder& b) { lstmp(b, true).Attr("cell_clip", 0.5f).Attr("proj_clip", 0.5f); },
+       1e-6,
+       sequences(recurrent_lod)});
+  cases.push_back({"lstmp_reversed_linear_projection",
+                   {{"x", {7, 8}}, {"w", {3, 8}}, {"proj_w", {2, 3}}, {"bias", {1, 8}}},
+                   [lstmp](core::BlockBuilder& b) {
+                     lstmp(b, false)
+                         .Attr("use_peepholes", false)
+                         .Attr("is_reverse", true)
+                         .Attr("proj_activation", std::string("identity"));
+                   },
+                   1e-6,
+                   sequences(recurrent_lod)});
   // The linear-chain CRF: sequences of lengths 2, 0, 1 and 3 over 3 tags (LoD on Label, as
   // the op reads it), and the same sequences padded to length 3 with a Length input.
   const auto crf_labels = [](std::vector<int64_t> dims, std::vector<int64_t> values, core::LoD lod,

@@ -24,74 +24,40 @@
 
 #include "gemm.h"
 #include "kernels.h"
+#include "lstm_cell.h"
 #include "ops.h"
 #include "parallel_for.h"
 #include "recurrent_batches.h"
-#include "rnn_activation.h"
 #include "sequence.h"
 
 namespace rill::math {
 namespace {
 
 struct Lstm {
-  int64_t d = 0;  // the hidden size D
+  LstmCell cell;
   RecurrentBatches batches;
-  RnnActivation gate, cell, cand;
-  bool peepholes = false;
 };
 
 Lstm LstmOf(KernelContext& ctx, const Tensor& input, const Tensor& weight, const Tensor& bias,
             const std::optional<Tensor>& h0, const std::optional<Tensor>& c0) {
-  Lstm l;
   if (input.ndim() != 2 || input.dims()[1] % 4 != 0 || input.dims()[1] == 0) {
     throw Error("Input " + DimsString(input.dims()) + " must be [R, 4D]: the four gates' input projections");
   }
-  l.d = input.dims()[1] / 4;
+  const int64_t d = input.dims()[1] / 4;
   const std::vector<uint64_t> offsets = SequenceOffsets(ctx.op(), "Input", input, 1);
   const int64_t seqs = static_cast<int64_t>(offsets.size()) - 1;
-  if (weight.dims() != std::vector<int64_t>{l.d, 4 * l.d}) {
-    throw Error("Weight " + DimsString(weight.dims()) + " must be [D, 4D] = [" + std::to_string(l.d) + ", " +
-                std::to_string(4 * l.d) + "] (Input " + DimsString(input.dims()) + ")");
-  }
-  l.peepholes = ctx.Attr<bool>("use_peepholes");
-  const int64_t bias_width = (l.peepholes ? 7 : 4) * l.d;
-  if (bias.dims() != std::vector<int64_t>{1, bias_width}) {
-    throw Error("Bias " + DimsString(bias.dims()) + " must be [1, " + std::to_string(bias_width) + "]" +
-                (l.peepholes ? ": the gate bias and the three peephole weights (use_peepholes)" : ": the gate bias"));
+  if (weight.dims() != std::vector<int64_t>{d, 4 * d}) {
+    throw Error("Weight " + DimsString(weight.dims()) + " must be [D, 4D] = [" + std::to_string(d) + ", " +
+                std::to_string(4 * d) + "] (Input " + DimsString(input.dims()) + ")");
   }
   if (h0.has_value() != c0.has_value()) throw Error("H0 and C0 come together: the op has only one of them");
   for (const std::optional<Tensor>* state : {&h0, &c0}) {
-    if (state->has_value() && (*state)->dims() != std::vector<int64_t>{seqs, l.d}) {
+    if (state->has_value() && (*state)->dims() != std::vector<int64_t>{seqs, d}) {
       throw Error(std::string(state == &h0 ? "H0 " : "C0 ") + DimsString((*state)->dims()) + " must be [N, D] = [" +
-                  std::to_string(seqs) + ", " + std::to_string(l.d) + "]: a row for each sequence of Input");
+                  std::to_string(seqs) + ", " + std::to_string(d) + "]: a row for each sequence of Input");
     }
   }
-  l.gate = RnnActivationOf(ctx, "gate_activation");
-  l.cell = RnnActivationOf(ctx, "cell_activation");
-  l.cand = RnnActivationOf(ctx, "candidate_activation");
-  l.batches = RecurrentBatchesOf(offsets, ctx.Attr<bool>("is_reverse"));
-  return l;
-}
-
-// One step of one sequence: g (4D: the gates' sums, activated in place), c_prev (null:
-// zeros) and the peephole weights (null without them) give c, act_cell(c) and h.
-template <class T> void StepForward(const Lstm& l, const T* peep, const T* c_prev, T* g, T* c, T* c_act, T* h) {
-  const int64_t d = l.d;
-  T *cand = g, *i = g + d, *f = g + 2 * d, *o = g + 3 * d;
-  Activate(l.cand, cand, d, cand);
-  if (peep != nullptr && c_prev != nullptr) {
-    VecMap<T>(i, d) += ConstVecMap<T>(c_prev, d) * ConstVecMap<T>(peep, d);
-    VecMap<T>(f, d) += ConstVecMap<T>(c_prev, d) * ConstVecMap<T>(peep + d, d);
-  }
-  Activate(l.gate, i, d, i);
-  Activate(l.gate, f, d, f);
-  VecMap<T> cell(c, d);
-  cell = ConstVecMap<T>(cand, d) * ConstVecMap<T>(i, d);
-  if (c_prev != nullptr) cell += ConstVecMap<T>(c_prev, d) * ConstVecMap<T>(f, d);
-  if (peep != nullptr) VecMap<T>(o, d) += cell * ConstVecMap<T>(peep + 2 * d, d);
-  Activate(l.gate, o, d, o);
-  Activate(l.cell, c, d, c_act);
-  VecMap<T>(h, d) = ConstVecMap<T>(o, d) * ConstVecMap<T>(c_act, d);
+  return {LstmCellOf(ctx, d, bias, /*has_cell_clip=*/false), RecurrentBatchesOf(offsets, ctx.Attr<bool>("is_reverse"))};
 }
 
 template <class T> void LstmForward(KernelContext& ctx) {
@@ -99,9 +65,9 @@ template <class T> void LstmForward(KernelContext& ctx) {
   const std::optional<Tensor> h0 = OptionalInput(ctx, "H0"), c0 = OptionalInput(ctx, "C0");
   const Lstm l = LstmOf(ctx, input, weight, bias, h0, c0);
   const RecurrentBatches& b = l.batches;
-  const int64_t d = l.d, g4 = 4 * d, rows = input.dims()[0];
+  const int64_t d = l.cell.d, g4 = 4 * d, rows = input.dims()[0];
   const T* w = weight.data<T>();
-  const T* peep = l.peepholes ? bias.data<T>() + g4 : nullptr;
+  const T* peep = l.cell.peepholes ? bias.data<T>() + g4 : nullptr;
   std::unique_ptr<T[]> hidden = Scratch<T>(rows * d), cell = Scratch<T>(rows * d);
   const std::unique_ptr<T[]> h_first = InitialStatesInOrder<T>(b, h0, d), c_first = InitialStatesInOrder<T>(b, c0, d);
   const std::initializer_list<const char*> inputs = {"Input", "H0", "C0", "Weight", "Bias"};
@@ -117,7 +83,7 @@ template <class T> void LstmForward(KernelContext& ctx) {
         ParallelFor(k, 8.0 * k * d * sizeof(T), [&](int64_t, int64_t begin, int64_t end) {
           for (int64_t j = begin; j < end; ++j) {
             const int64_t row = at + j;
-            StepForward<T>(l, peep, c_prev != nullptr ? c_prev + j * d : nullptr, gates + row * g4,
+            StepForward<T>(l.cell, peep, c_prev != nullptr ? c_prev + j * d : nullptr, gates + row * g4,
                            cell.get() + row * d, cell_act + row * d, hidden.get() + row * d);
           }
         });
@@ -131,46 +97,12 @@ template <class T> void LstmForward(KernelContext& ctx) {
   ctx.Output("Cell").set_lod(lod);
 }
 
-// One step of one sequence backward: from the step's activated gates g, c, act_cell(c),
-// c_prev (null: zeros) and dh (the step's whole hidden gradient), with dc holding what the
-// cell's gradient has from the step after it (updated to its whole gradient), writes dg (the
-// gradient of the gates' sums) and, when not null, dc_prev. tmp holds D values.
-template <class T>
-void StepBackward(const Lstm& l, const T* peep, const T* g, const T* c_act, const T* c_prev, const T* dh, T* dc, T* dg,
-                  T* dc_prev, T* tmp) {
-  const int64_t d = l.d;
-  const T *cand = g, *i = g + d, *f = g + 2 * d, *o = g + 3 * d;
-  T *dcand = dg, *di = dg + d, *df = dg + 2 * d, *dout = dg + 3 * d;
-  VecMap<T> t(tmp, d), dcell(dc, d);
-  t = ConstVecMap<T>(dh, d) * ConstVecMap<T>(c_act, d);
-  ActivationGrad(l.gate, tmp, o, d, dout);
-  t = ConstVecMap<T>(dh, d) * ConstVecMap<T>(o, d);
-  ActivationGrad(l.cell, tmp, c_act, d, tmp);
-  dcell += t;
-  if (peep != nullptr) dcell += ConstVecMap<T>(dout, d) * ConstVecMap<T>(peep + 2 * d, d);
-  t = dcell * ConstVecMap<T>(i, d);
-  ActivationGrad(l.cand, tmp, cand, d, dcand);
-  t = dcell * ConstVecMap<T>(cand, d);
-  ActivationGrad(l.gate, tmp, i, d, di);
-  if (c_prev != nullptr) {
-    t = dcell * ConstVecMap<T>(c_prev, d);
-    ActivationGrad(l.gate, tmp, f, d, df);
-  } else {
-    VecMap<T>(df, d).setZero();
-  }
-  if (dc_prev == nullptr) return;
-  VecMap<T> back(dc_prev, d);
-  back = dcell * ConstVecMap<T>(f, d);
-  if (peep != nullptr)
-    back += ConstVecMap<T>(di, d) * ConstVecMap<T>(peep, d) + ConstVecMap<T>(df, d) * ConstVecMap<T>(peep + d, d);
-}
-
 template <class T> void LstmBackward(KernelContext& ctx) {
   Tensor input = ctx.Input("Input"), weight = ctx.Input("Weight"), bias = ctx.Input("Bias");
   const std::optional<Tensor> h0 = OptionalInput(ctx, "H0"), c0 = OptionalInput(ctx, "C0");
   const Lstm l = LstmOf(ctx, input, weight, bias, h0, c0);
   const RecurrentBatches& b = l.batches;
-  const int64_t d = l.d, g4 = 4 * d, rows = input.dims()[0];
+  const int64_t d = l.cell.d, g4 = 4 * d, rows = input.dims()[0];
   Tensor hidden = ctx.Input("Hidden"), cell = ctx.Input("Cell"), dhidden = ctx.Input("Hidden@GRAD");
   Tensor gates = ctx.Input("BatchGate"), cell_act = ctx.Input("BatchCellPreAct");
   CheckWrittenBy("lstm", rows,
@@ -180,7 +112,7 @@ template <class T> void LstmBackward(KernelContext& ctx) {
                   {"BatchGate", &gates, g4},
                   {"BatchCellPreAct", &cell_act, d}});
   const T* w = weight.data<T>();
-  const T* peep = l.peepholes ? bias.data<T>() + g4 : nullptr;
+  const T* peep = l.cell.peepholes ? bias.data<T>() + g4 : nullptr;
   const T* g = gates.data<T>();
   const T* ca = cell_act.data<T>();
   std::unique_ptr<T[]> bh = Scratch<T>(rows * d), bc = Scratch<T>(rows * d), dh = Scratch<T>(rows * d);
@@ -204,9 +136,9 @@ template <class T> void LstmBackward(KernelContext& ctx) {
       std::unique_ptr<T[]> tmp = Scratch<T>(d);
       for (int64_t j = begin; j < end; ++j) {
         const int64_t row = at + j;
-        StepBackward<T>(l, peep, g + row * g4, ca + row * d, c_prev != nullptr ? c_prev + j * d : nullptr,
-                        dh.get() + row * d, dc.get() + row * d, dg.get() + row * g4,
-                        dc_prev != nullptr ? dc_prev + j * d : nullptr, tmp.get());
+        StepBackward<T>(l.cell, peep, g + row * g4, bc.get() + row * d, ca + row * d,
+                        c_prev != nullptr ? c_prev + j * d : nullptr, dh.get() + row * d, dc.get() + row * d,
+                        dg.get() + row * g4, dc_prev != nullptr ? dc_prev + j * d : nullptr, tmp.get());
       }
     });
     if (h_prev == nullptr) continue;
@@ -223,27 +155,8 @@ template <class T> void LstmBackward(KernelContext& ctx) {
     WriteOutput<T>(ctx, "Weight@GRAD", {}, {d, g4}, [&](T* p) { std::copy(dw.get(), dw.get() + d * g4, p); });
   }
   if (HasOutputVariable(ctx, "Bias@GRAD")) {
-    WriteOutput<T>(ctx, "Bias@GRAD", {}, bias.dims(), [&](T* p) {
-      ConstMatrixMap<T> dgates(dg.get(), rows, g4);
-      VecMap<T>(p, g4) = dgates.colwise().sum().transpose().array();
-      if (!l.peepholes) return;
-      // The peephole weights' gradients: w_ic, w_fc from c_prev, w_oc from c, summed over every step.
-      VecMap<T> dic(p + g4, d), dfc(p + 5 * d, d), doc(p + 6 * d, d);
-      dic.setZero();
-      dfc.setZero();
-      doc.setZero();
-      for (int64_t t = 0; t < b.steps(); ++t) {
-        for (int64_t j = 0; j < b.Count(t); ++j) {
-          const int64_t row = b.starts[t] + j;
-          const T* dgr = dg.get() + row * g4;
-          doc += ConstVecMap<T>(dgr + 3 * d, d) * ConstVecMap<T>(bc.get() + row * d, d);
-          const T* c_prev = t > 0 ? bc.get() + (b.starts[t - 1] + j) * d : (c_first ? c_first.get() + j * d : nullptr);
-          if (c_prev == nullptr) continue;
-          dic += ConstVecMap<T>(dgr + d, d) * ConstVecMap<T>(c_prev, d);
-          dfc += ConstVecMap<T>(dgr + 2 * d, d) * ConstVecMap<T>(c_prev, d);
-        }
-      }
-    });
+    WriteOutput<T>(ctx, "Bias@GRAD", {}, bias.dims(),
+                   [&](T* p) { LstmBiasGrad<T>(l.cell, b, dg.get(), bc.get(), c_first.get(), p); });
   }
   if (h0 && HasOutputVariable(ctx, "H0@GRAD")) WriteInitialStateGrad(ctx, "H0@GRAD", b, d, dh_first.get());
   if (c0 && HasOutputVariable(ctx, "C0@GRAD")) WriteInitialStateGrad(ctx, "C0@GRAD", b, d, dc_first.get());

@@ -64,6 +64,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterLstm(r);
   rill::math::RegisterGru(r);
   rill::math::RegisterLstmUnit(r);
+  rill::math::RegisterLstmp(r);
   rill::math::RegisterL2Norm(r);
   rill::math::RegisterMeanIou(r);
   rill::math::RegisterMultiplex(r);

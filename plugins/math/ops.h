@@ -69,6 +69,7 @@ void RegisterRowConv(Registrar& r);
 void RegisterLstm(Registrar& r);
 void RegisterGru(Registrar& r);
 void RegisterLstmUnit(Registrar& r);
+void RegisterLstmp(Registrar& r);
 void RegisterL2Norm(Registrar& r);
 void RegisterMeanIou(Registrar& r);
 void RegisterMultiplex(Registrar& r);

@@ -1,10 +1,11 @@
-"""fluid.layers.dynamic_lstm and dynamic_gru on LoD tensors (sequences of lengths 3, 1, 0, 5
+"""fluid.layers.dynamic_lstm, dynamic_lstmp and dynamic_gru on LoD tensors (sequences of lengths 3, 1, 0, 5
 and 2) against PyTorch, forward and the parameters' gradients: the LSTM against nn.LSTM on
 packed sequences (Fluid's gate order candidate, input, forget, output mapped onto PyTorch's
 input, forget, cell, output), the GRU against its formula written in PyTorch (nn.GRU resets
-after its hidden product, Fluid's before it, so they are different functions). lstm_unit
-against nn.LSTMCell, gru_unit against one step of the same GRU. Misshaped input is refused
-by name. (test_sequence_layers.py trains a stacked recurrent text classifier.)"""
+after its hidden product, Fluid's before it, so they are different functions);
+dynamic_lstmp against nn.LSTM with proj_size. lstm_unit against nn.LSTMCell, gru_unit
+against one step of the same GRU. Misshaped input is refused by name.
+(test_sequence_layers.py trains a stacked recurrent text classifier.)"""
 import numpy as np
 import pytest
 import torch
@@ -27,13 +28,13 @@ def sequences(rows):
     return [rows[offsets[i]:offsets[i + 1]] for i in range(len(LENGTHS))]
 
 
-def run_with_gradients(build, feed, params):
-    """Builds `build(x, g)` -> hidden ([T, D]) under fresh programs, takes the loss
+def run_with_gradients(build, feed, params, width=D):
+    """Builds `build(x)` -> hidden ([T, width]) under fresh programs, takes the loss
     sum(hidden * g) and returns hidden, each parameter's value and each one's gradient."""
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):
         x = fluid.layers.data(name="x", shape=[E], dtype="float64", lod_level=1)
-        g = fluid.layers.data(name="g", shape=[D], dtype="float64", lod_level=1)
+        g = fluid.layers.data(name="g", shape=[width], dtype="float64", lod_level=1)
         hidden = build(x)
         loss = fluid.layers.reduce_sum(fluid.layers.elementwise_mul(hidden, g))
         fluid.backward.append_backward(loss)
@@ -96,6 +97,53 @@ def test_dynamic_lstm_matches_pytorch_lstm_on_packed_sequences(is_reverse):
     np.testing.assert_allclose(grads["lstm_w"], from_torch_lstm_rows(lstm.weight_hh_l0.grad.numpy()).T, rtol=1e-8,
                                atol=1e-12)
     np.testing.assert_allclose(grads["lstm_b"][0], from_torch_lstm_rows(lstm.bias_ih_l0.grad.numpy()), rtol=1e-8,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("is_reverse", [False, True])
+def test_dynamic_lstmp_matches_pytorch_lstm_with_a_projection(is_reverse):
+    """nn.LSTM(proj_size=P) recurs W_hr h, unactivated: dynamic_lstmp with an identity
+    projection and no peepholes."""
+    P = 3
+    rng = np.random.RandomState(7)
+    xs = rng.uniform(-1, 1, (sum(LENGTHS), E))
+    gs = rng.uniform(-1, 1, (sum(LENGTHS), P))
+
+    def build(x):
+        proj = fluid.layers.fc(x, 4 * D, bias_attr=False, param_attr=fluid.ParamAttr(name="proj_w"))
+        projection, _ = fluid.layers.dynamic_lstmp(
+            proj, 4 * D, P, use_peepholes=False, is_reverse=is_reverse, proj_activation="identity", dtype="float64",
+            bias_attr=fluid.ParamAttr(name="lstmp_b", initializer=fluid.initializer.Uniform(-0.5, 0.5)))
+        return projection
+
+    main_params = ["proj_w", "lstmp_0.w_0", "lstmp_0.w_1", "lstmp_b"]
+    with fluid.unique_name.guard():
+        projection, p, grads = run_with_gradients(build, {"x": lod_tensor(xs), "g": lod_tensor(gs)}, main_params,
+                                                  width=P)
+
+    lstm = torch.nn.LSTM(E, D, proj_size=P, dtype=torch.float64)
+    with torch.no_grad():
+        lstm.weight_ih_l0.copy_(torch.from_numpy(to_torch_lstm_rows(p["proj_w"].T)))
+        lstm.weight_hh_l0.copy_(torch.from_numpy(to_torch_lstm_rows(p["lstmp_0.w_0"].T)))
+        lstm.weight_hr_l0.copy_(torch.from_numpy(p["lstmp_0.w_1"].T))
+        lstm.bias_ih_l0.copy_(torch.from_numpy(to_torch_lstm_rows(p["lstmp_b"][0])))
+        lstm.bias_hh_l0.zero_()
+    present = [i for i, n in enumerate(LENGTHS) if n > 0]
+    flip = (lambda t: torch.flip(t, [0])) if is_reverse else (lambda t: t)
+    packed = torch.nn.utils.rnn.pack_sequence(
+        [flip(torch.from_numpy(sequences(xs)[i])) for i in present], enforce_sorted=False)
+    out, _ = lstm(packed)
+    padded, _ = torch.nn.utils.rnn.pad_packed_sequence(out)
+    expected = torch.cat([flip(padded[:LENGTHS[i], j]) for j, i in enumerate(present)])
+    (expected * torch.from_numpy(gs)).sum().backward()
+
+    np.testing.assert_allclose(projection, expected.detach().numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(grads["proj_w"], from_torch_lstm_rows(lstm.weight_ih_l0.grad.numpy()).T, rtol=1e-8,
+                               atol=1e-12)
+    np.testing.assert_allclose(grads["lstmp_0.w_0"], from_torch_lstm_rows(lstm.weight_hh_l0.grad.numpy()).T,
+                               rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(grads["lstmp_0.w_1"], lstm.weight_hr_l0.grad.numpy().T, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(grads["lstmp_b"][0], from_torch_lstm_rows(lstm.bias_ih_l0.grad.numpy()), rtol=1e-8,
                                atol=1e-12)
 
 

@@ -1,14 +1,14 @@
 """fluid.layers' recurrent layers, as Fluid writes them. dynamic_lstm and dynamic_gru take
 their input already projected (an fc of 4 * hidden or 3 * hidden columns before it) and run
 every sequence of a LoD tensor through the recurrence; each output row is the state after
-the matching input row, with the input's LoD. gru_unit and lstm_unit are one step of a
+the matching input row, with the input's LoD (dynamic_lstmp's, its projection). gru_unit and lstm_unit are one step of a
 batch, for recurrences written step by step (StaticRNN, DynamicRNN, While)."""
 from rill.fluid.layer_helper import LayerHelper
 from rill.fluid.layers import nn, tensor
 from rill.fluid.layers.checks import check_variable_and_dtype
 from rill.fluid.param_attr import ParamAttr
 
-__all__ = ["dynamic_lstm", "dynamic_gru", "gru_unit", "lstm_unit"]
+__all__ = ["dynamic_lstm", "dynamic_lstmp", "dynamic_gru", "gru_unit", "lstm_unit"]
 
 _ACTIVATIONS = ("sigmoid", "tanh", "relu", "identity")
 # gru_unit's op takes its activations by Paddle's enum: their index here.
@@ -81,6 +81,59 @@ def dynamic_lstm(input, size, h_0=None, c_0=None, param_attr=None, bias_attr=Non
                             "gate_activation": gate_activation, "cell_activation": cell_activation,
                             "candidate_activation": candidate_activation})
     return hidden, cell
+
+
+def dynamic_lstmp(input, size, proj_size, param_attr=None, bias_attr=None, use_peepholes=True, is_reverse=False,
+                  gate_activation="sigmoid", cell_activation="tanh", candidate_activation="tanh",
+                  proj_activation="tanh", dtype="float32", name=None, h_0=None, c_0=None, cell_clip=None,
+                  proj_clip=None):
+    """dynamic_lstm with a recurrent projection: r = proj_activation(h W_proj) ([T, proj_size])
+    recurs instead of h. The weight is [proj_size, size], the projection weight [size / 4,
+    proj_size] (both from param_attr), the bias as dynamic_lstm's. h_0 is [batch, proj_size],
+    c_0 [batch, hidden]; cell_clip and proj_clip clamp c and r when given. Returns
+    (projection, cell), with the input's LoD."""
+    check_variable_and_dtype(input, "input", ["float32", "float64"], "dynamic_lstmp")
+    if size % 4 != 0 or size <= 0:
+        raise ValueError("dynamic_lstmp: size must be 4 * the hidden size, got %d" % size)
+    if proj_size <= 0:
+        raise ValueError("dynamic_lstmp: proj_size must be positive, got %d" % proj_size)
+    if int(input.shape[-1]) >= 0 and int(input.shape[-1]) != size:
+        raise ValueError("dynamic_lstmp: input's width %d must be size %d (the four gates' projections)"
+                         % (int(input.shape[-1]), size))
+    if (h_0 is None) != (c_0 is None):
+        raise ValueError("dynamic_lstmp: h_0 and c_0 come together")
+    for clip_name, clip in (("cell_clip", cell_clip), ("proj_clip", proj_clip)):
+        if clip is not None and clip < 0:
+            raise ValueError("dynamic_lstmp: %s must not be negative, got %r" % (clip_name, clip))
+    _check_activations("dynamic_lstmp", gate_activation=gate_activation, cell_activation=cell_activation,
+                       candidate_activation=candidate_activation, proj_activation=proj_activation)
+    for state_name, state in (("h_0", h_0), ("c_0", c_0)):  # both dtypes before either shape, as Fluid does
+        if state is not None:
+            check_variable_and_dtype(state, state_name, ["float32", "float64"], "dynamic_lstmp")
+    helper = LayerHelper("lstmp", **locals())
+    hidden_size = size // 4
+    _check_state("dynamic_lstmp", "h_0", h_0, proj_size)
+    _check_state("dynamic_lstmp", "c_0", c_0, hidden_size)
+    weight = helper.create_parameter(attr=helper.param_attr, shape=[proj_size, size], dtype=dtype)
+    proj_weight = helper.create_parameter(attr=helper.param_attr, shape=[hidden_size, proj_size], dtype=dtype)
+    bias = helper.create_parameter(attr=helper.bias_attr, shape=[1, (7 if use_peepholes else 4) * hidden_size],
+                                   dtype=dtype, is_bias=True)
+    projection = _sequence_output(helper, dtype, input, proj_size)
+    cell = _sequence_output(helper, dtype, input, hidden_size)
+    inputs = {"Input": input, "Weight": weight, "ProjWeight": proj_weight, "Bias": bias}
+    if h_0 is not None:
+        inputs["H0"] = h_0
+        inputs["C0"] = c_0
+    helper.append_op(type="lstmp", inputs=inputs,
+                     outputs={"Projection": projection, "Cell": cell,
+                              "BatchGate": helper.create_tmp_variable(dtype),
+                              "BatchCellPreAct": helper.create_tmp_variable(dtype),
+                              "BatchHidden": helper.create_tmp_variable(dtype)},
+                     attrs={"use_peepholes": use_peepholes, "is_reverse": is_reverse,
+                            "gate_activation": gate_activation, "cell_activation": cell_activation,
+                            "candidate_activation": candidate_activation, "proj_activation": proj_activation,
+                            "cell_clip": float(cell_clip or 0.0), "proj_clip": float(proj_clip or 0.0)})
+    return projection, cell
 
 
 def dynamic_gru(input, size, param_attr=None, bias_attr=None, is_reverse=False, gate_activation="sigmoid",

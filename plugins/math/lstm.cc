@@ -165,7 +165,7 @@ template <class T> void LstmBackward(KernelContext& ctx) {
 }  // namespace
 
 void RegisterLstm(Registrar& r) {
-  const OpSchema lstm =
+  OpSchema lstm =
       OpSchema("lstm")
           .Doc(
               "The LSTM over each sequence of Input (its input projections, [R, 4D]): gates candidate, input, "
@@ -179,14 +179,9 @@ void RegisterLstm(Registrar& r) {
           .Output("Cell", "[R, D], Input's LoD: every step's c")
           .Output("BatchGate", "[R, 4D]: the activated gates, in batch order (for lstm_grad)")
           .Output("BatchCellPreAct", "[R, D]: act_cell(c), in batch order (for lstm_grad)")
-          .Attr("use_peepholes", true, "the gates see the cell (Bias holds the peephole weights)")
-          .Attr("is_reverse", false, "run each sequence from its last row to its first")
-          .Attr("gate_activation", "sigmoid", "the input, forget and output gates' activation")
-          .Attr("cell_activation", "tanh", "the activation of c in h = o act(c)")
-          .Attr("candidate_activation", "tanh", "the candidate's activation")
-          .KernelDtypeFrom("Input")
-          .Grad("lstm_grad", "Input,H0,C0,Weight,Bias,Hidden,Cell,BatchGate,BatchCellPreAct,Hidden@GRAD",
-                "Input,H0,C0,Weight,Bias");
+          .KernelDtypeFrom("Input");
+  WithLstmCellAttrs(lstm).Grad("lstm_grad", "Input,H0,C0,Weight,Bias,Hidden,Cell,BatchGate,BatchCellPreAct,Hidden@GRAD",
+                               "Input,H0,C0,Weight,Bias");
   r.Op(lstm);
   r.Op(lstm.MakeGradSchema());
   RegisterCpu<float, double>(r, "lstm", [](auto t) { return &LstmForward<decltype(t)>; });

@@ -30,6 +30,15 @@ struct LstmCell {
   double cell_clip = 0;  // > 0: the cell is clamped to [-cell_clip, cell_clip]
 };
 
+// Declares on `schema` the attributes LstmCellOf reads, but cell_clip.
+inline OpSchema& WithLstmCellAttrs(OpSchema& schema) {
+  return schema.Attr("use_peepholes", true, "the gates see the cell (Bias holds the peephole weights)")
+      .Attr("is_reverse", false, "run each sequence from its last row to its first")
+      .Attr("gate_activation", "sigmoid", "the input, forget and output gates' activation")
+      .Attr("cell_activation", "tanh", "the activation of c in h = o act(c)")
+      .Attr("candidate_activation", "tanh", "the candidate's activation");
+}
+
 // The cell of hidden size `d` the op's attributes describe (use_peepholes, the three
 // activations, and cell_clip where the op has it), after checking Bias against it.
 inline LstmCell LstmCellOf(KernelContext& ctx, int64_t d, const Tensor& bias, bool has_cell_clip) {

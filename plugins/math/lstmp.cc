@@ -205,7 +205,7 @@ template <class T> void LstmpBackward(KernelContext& ctx) {
 }  // namespace
 
 void RegisterLstmp(Registrar& r) {
-  const OpSchema lstmp =
+  OpSchema lstmp =
       OpSchema("lstmp")
           .Doc(
               "The LSTM with a recurrent projection over each sequence of Input ([R, 4D] input projections): "
@@ -221,19 +221,15 @@ void RegisterLstmp(Registrar& r) {
           .Output("BatchGate", "[R, 4D]: the activated gates, in batch order (for lstmp_grad)")
           .Output("BatchCellPreAct", "[R, D]: act_cell(c), in batch order (for lstmp_grad)")
           .Output("BatchHidden", "[R, D]: h, in batch order (for lstmp_grad)")
-          .Attr("use_peepholes", true, "the gates see the cell (Bias holds the peephole weights)")
-          .Attr("is_reverse", false, "run each sequence from its last row to its first")
           .Attr("cell_clip", 0.0f, "when > 0, c is clamped to [-cell_clip, cell_clip]")
           .Attr("proj_clip", 0.0f, "when > 0, r is clamped to [-proj_clip, proj_clip]")
-          .Attr("gate_activation", "sigmoid", "the input, forget and output gates' activation")
-          .Attr("cell_activation", "tanh", "the activation of c in h = o act(c)")
-          .Attr("candidate_activation", "tanh", "the candidate's activation")
           .Attr("proj_activation", "tanh", "the projection's activation")
-          .KernelDtypeFrom("Input")
-          .Grad("lstmp_grad",
-                "Input,H0,C0,Weight,ProjWeight,Bias,Projection,Cell,BatchGate,BatchCellPreAct,BatchHidden,"
-                "Projection@GRAD",
-                "Input,H0,C0,Weight,ProjWeight,Bias");
+          .KernelDtypeFrom("Input");
+  WithLstmCellAttrs(lstmp).Grad(
+      "lstmp_grad",
+      "Input,H0,C0,Weight,ProjWeight,Bias,Projection,Cell,BatchGate,BatchCellPreAct,BatchHidden,"
+      "Projection@GRAD",
+      "Input,H0,C0,Weight,ProjWeight,Bias");
   r.Op(lstmp);
   r.Op(lstmp.MakeGradSchema());
   RegisterCpu<float, double>(r, "lstmp", [](auto t) { return &LstmpForward<decltype(t)>; });

@@ -74,6 +74,8 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterCosSim(r);
   rill::math::RegisterLinearChainCrf(r);
   rill::math::RegisterChunkEval(r);
+  rill::math::RegisterEditDistance(r);
+  rill::math::RegisterCtcAlign(r);
 }
 }  // namespace
 

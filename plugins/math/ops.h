@@ -79,6 +79,8 @@ void RegisterPolygonBoxTransform(Registrar& r);
 void RegisterCosSim(Registrar& r);
 void RegisterLinearChainCrf(Registrar& r);
 void RegisterChunkEval(Registrar& r);
+void RegisterEditDistance(Registrar& r);
+void RegisterCtcAlign(Registrar& r);
 
 }  // namespace rill::math
 

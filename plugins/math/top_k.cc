@@ -71,8 +71,13 @@ template <class T> void TopK(KernelContext& ctx, size_t axis, bool largest) {
                   }
                 }
               });
+  const std::vector<std::vector<uint64_t>> lod = x.lod();
   std::copy(values.begin(), values.end(), ctx.AllocateOutput<T>("Out", out_dims));
   std::copy(indices.begin(), indices.end(), ctx.AllocateOutput<int64_t>("Indices", out_dims));
+  // Picking along another axis than the first keeps X's rows, so its sequences (Paddle's ShareLoD).
+  if (axis == 0) return;
+  ctx.Output("Out").set_lod(lod);
+  ctx.Output("Indices").set_lod(lod);
 }
 
 template <class T> void TopKV1(KernelContext& ctx) {

@@ -1,10 +1,12 @@
-"""fluid.layers.linear_chain_crf, crf_decoding and chunk_eval, and cos_sim, against references
-written independently here: the CRF's cost against PyTorch summing every tag path of each
-sequence (3 tags, lengths 3, 1, 0, 4, 2: at most 81 paths), its gradients against PyTorch's
-autograd through that sum; the decoding against the best of all paths; chunk_eval against a
-chunker that reads a chunk as a run of tags continuing one another; cos_sim against
-torch.nn.functional.cosine_similarity. LoD and padded (length) forms both; a label outside
-the tags and a misshaped transition are refused by name."""
+"""fluid.layers.linear_chain_crf, crf_decoding, chunk_eval, ctc_greedy_decoder, edit_distance
+and cos_sim against references written independently here: the CRF's cost against PyTorch
+summing every tag path of each sequence (3 tags, lengths 3, 1, 0, 4, 2: at most 81 paths), its
+gradients against PyTorch's autograd through that sum; the decoding against the best of all
+paths; chunk_eval against a chunker that reads a chunk as a run of tags continuing one
+another; cos_sim against torch.nn.functional.cosine_similarity; ctc_greedy_decoder against
+itertools.groupby of each best path; edit_distance against the distance's recursive
+definition. LoD and padded (length) forms both; bad input is refused by name."""
+import functools
 import itertools
 
 import numpy as np
@@ -281,3 +283,101 @@ def test_a_crf_tagger_learns_chunks_and_decodes_them():
         scores_f1.append(float(f[0]))
     assert losses[-1] < 0.5 * losses[0], losses
     assert scores_f1[-1] > 0.95 and scores_f1[0] < 0.5, scores_f1
+
+
+def test_ctc_greedy_decoder_merges_repeats_and_drops_blanks():
+    rng = np.random.RandomState(8)
+    lengths, classes, blank = [6, 0, 1, 9], 4, 0
+    probs = rng.uniform(0, 1, (sum(lengths), classes)).astype("float32")
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[classes], dtype="float32", lod_level=1)
+        decoded = fluid.layers.ctc_greedy_decoder(x, blank)
+        padded_x = fluid.layers.data(name="padded_x", shape=[len(lengths), max(lengths), classes], dtype="float32",
+                                     append_batch_size=False)
+        length = fluid.layers.data(name="length", shape=[len(lengths), 1], dtype="int64", append_batch_size=False)
+        padded, padded_length = fluid.layers.ctc_greedy_decoder(padded_x, blank, input_length=length,
+                                                                padding_value=-2)
+    exe = fluid.Executor(fluid.CPUPlace())
+    padded_probs = np.zeros((len(lengths), max(lengths), classes), "float32")
+    for b, seq in enumerate(split(probs, lengths)):
+        padded_probs[b, :len(seq)] = seq
+    got, got_padded, got_length = exe.run(
+        main, feed={"x": lod_tensor(probs, lengths), "padded_x": padded_probs,
+                    "length": np.array(lengths, "int64").reshape(-1, 1)},
+        fetch_list=[decoded, padded, padded_length], return_numpy=False)
+    want = [[k for k, _ in itertools.groupby(seq.argmax(1)) if k != blank] for seq in split(probs, lengths)]
+    assert got.recursive_sequence_lengths() == [[len(w) for w in want]]
+    np.testing.assert_array_equal(np.array(got)[:, 0], sum(want, []))
+    got_padded, got_length = np.array(got_padded), np.array(got_length)
+    np.testing.assert_array_equal(got_length[:, 0], [len(w) for w in want])
+    for b, w in enumerate(want):
+        np.testing.assert_array_equal(got_padded[b], w + [-2] * (max(lengths) - len(w)))
+    # Nothing left at all: one -1, as Paddle's.
+    all_blank = np.zeros((3, classes), "float32")
+    all_blank[:, blank] = 1
+    nothing = exe.run(main, feed={"x": lod_tensor(all_blank, [3]), "padded_x": padded_probs,
+                                  "length": np.array(lengths, "int64").reshape(-1, 1)}, fetch_list=[decoded])[0]
+    np.testing.assert_array_equal(nothing, [[-1]])
+
+
+def levenshtein(a, b):
+    """The edit distance by its definition: the cheapest of deleting a's first token,
+    inserting b's, or matching (or substituting) the two."""
+    @functools.lru_cache(maxsize=None)
+    def d(i, j):
+        if i == len(a) or j == len(b):
+            return len(a) - i + len(b) - j
+        return min(d(i + 1, j) + 1, d(i, j + 1) + 1, d(i + 1, j + 1) + (a[i] != b[j]))
+    return d(0, 0)
+
+
+def test_edit_distance_matches_its_definition():
+    rng = np.random.RandomState(9)
+    hyp_lengths, ref_lengths = [5, 0, 3, 7], [4, 2, 3, 6]
+    hyps = rng.randint(0, 4, (sum(hyp_lengths), 1)).astype("int64")
+    refs = rng.randint(0, 4, (sum(ref_lengths), 1)).astype("int64")
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        h = fluid.layers.data(name="h", shape=[1], dtype="int64", lod_level=1)
+        r = fluid.layers.data(name="r", shape=[1], dtype="int64", lod_level=1)
+        plain, count = fluid.layers.edit_distance(h, r, normalized=False)
+        normalized, _ = fluid.layers.edit_distance(h, r)
+        ignoring, _ = fluid.layers.edit_distance(h, r, normalized=False, ignored_tokens=[3])
+    exe = fluid.Executor(fluid.CPUPlace())
+    got, got_count, got_normalized, got_ignoring = exe.run(
+        main, feed={"h": lod_tensor(hyps, hyp_lengths), "r": lod_tensor(refs, ref_lengths)},
+        fetch_list=[plain, count, normalized, ignoring])
+    pairs = list(zip(split(hyps[:, 0], hyp_lengths), split(refs[:, 0], ref_lengths)))
+    want = [levenshtein(tuple(a), tuple(b)) for a, b in pairs]
+    np.testing.assert_array_equal(got[:, 0], want)
+    assert int(got_count[0]) == len(pairs)
+    np.testing.assert_allclose(got_normalized[:, 0], np.array(want) / ref_lengths, rtol=1e-6)
+    np.testing.assert_array_equal(
+        got_ignoring[:, 0], [levenshtein(tuple(a[a != 3]), tuple(b[b != 3])) for a, b in pairs])
+
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        h = fluid.layers.data(name="h", shape=[4, 7], dtype="int64", append_batch_size=False)
+        r = fluid.layers.data(name="r", shape=[4, 6], dtype="int64", append_batch_size=False)
+        hl = fluid.layers.data(name="hl", shape=[4], dtype="int64", append_batch_size=False)
+        rl = fluid.layers.data(name="rl", shape=[4], dtype="int64", append_batch_size=False)
+        padded, _ = fluid.layers.edit_distance(h, r, normalized=False, input_length=hl, label_length=rl)
+    padded_h, padded_r = np.full((4, 7), 9, "int64"), np.full((4, 6), 9, "int64")
+    for b, (a, c) in enumerate(pairs):
+        padded_h[b, :len(a)], padded_r[b, :len(c)] = a, c
+    got_padded = exe.run(main, feed={"h": padded_h, "r": padded_r, "hl": np.array(hyp_lengths, "int64"),
+                                     "rl": np.array(ref_lengths, "int64")}, fetch_list=[padded])[0]
+    np.testing.assert_array_equal(got_padded[:, 0], want)
+
+
+def test_edit_distance_refuses_hypotheses_without_references():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        h = fluid.layers.data(name="h", shape=[1], dtype="int64", lod_level=1)
+        r = fluid.layers.data(name="r", shape=[1], dtype="int64", lod_level=1)
+        distance, _ = fluid.layers.edit_distance(h, r)
+    tokens = np.zeros((4, 1), "int64")
+    with pytest.raises(rill.Error, match="Hyps holds 3 sequences and Refs 2"):
+        fluid.Executor(fluid.CPUPlace()).run(
+            main, feed={"h": lod_tensor(tokens, [1, 1, 2]), "r": lod_tensor(tokens, [2, 2])}, fetch_list=[distance])

@@ -1,12 +1,15 @@
-"""fluid.layers' sequence-labelling layers, as Fluid writes them: a linear-chain CRF's cost
-(linear_chain_crf), its decoding (crf_decoding, which reads the CRF's transition parameter by
-name) and the chunk metrics of the tags found (chunk_eval). Sequences are LoD tensors, or
-padded [batch, max_len, ...] tensors with a `length` of each (Fluid 1.6 and later)."""
+"""fluid.layers' sequence-labelling and decoding layers, as Fluid writes them: a linear-chain
+CRF's cost (linear_chain_crf), its decoding (crf_decoding, which reads the CRF's transition
+parameter by name), the chunk metrics of the tags found (chunk_eval), CTC's greedy decoding
+(ctc_greedy_decoder) and the edit distance of token sequences (edit_distance). Sequences are
+LoD tensors, or padded [batch, max_len, ...] tensors with a length of each (Fluid 1.6 and
+later)."""
 from rill.fluid.layer_helper import LayerHelper
+from rill.fluid.layers import nn
 from rill.fluid.layers.checks import check_variable_and_dtype
 from rill.fluid.param_attr import ParamAttr
 
-__all__ = ["linear_chain_crf", "crf_decoding", "chunk_eval"]
+__all__ = ["linear_chain_crf", "crf_decoding", "chunk_eval", "ctc_greedy_decoder", "edit_distance"]
 
 
 def _check_length(layer, length):
@@ -90,3 +93,63 @@ def chunk_eval(input, label, chunk_scheme, num_chunk_types, excluded_chunk_types
                             "excluded_chunk_types": list(excluded_chunk_types or [])})
     return tuple(outputs[slot] for slot in ("Precision", "Recall", "F1-Score", "NumInferChunks", "NumLabelChunks",
                                             "NumCorrectChunks"))
+
+
+def ctc_greedy_decoder(input, blank, input_length=None, padding_value=0, name=None):
+    """Each sequence's best path under a CTC output's per-step probabilities (input [T, classes]
+    with LoD, or [batch, max_len, classes] with input_length), repeats merged and `blank`
+    removed: int64 [T', 1] with the new LoD ([1, 1] holding -1 when nothing is left), or, padded,
+    ([batch, max_len] filled with padding_value, [batch, 1] lengths)."""
+    check_variable_and_dtype(input, "input", ["float32", "float64"], "ctc_greedy_decoder")
+    helper = LayerHelper("ctc_greedy_decoder", **locals())
+    _, best = nn.topk(input, k=1)
+    out = helper.create_tmp_variable("int64", stop_gradient=True)
+    if input_length is None:
+        out._shape = [-1, 1]
+        out._lod_level = 1
+        helper.append_op(type="ctc_align", inputs={"Input": [best]}, outputs={"Output": [out]},
+                         attrs={"merge_repeated": True, "blank": blank})
+        return out
+    check_variable_and_dtype(input_length, "input_length", ["int64"], "ctc_greedy_decoder")
+    out._shape = [-1, int(input.shape[1])]
+    out_length = helper.create_tmp_variable("int64", stop_gradient=True)
+    out_length._shape = [-1, 1]
+    helper.append_op(type="ctc_align", inputs={"Input": [nn.squeeze(best, [2])], "InputLength": [input_length]},
+                     outputs={"Output": [out], "OutputLength": [out_length]},
+                     attrs={"merge_repeated": True, "blank": blank, "padding_value": padding_value})
+    return out, out_length
+
+
+def edit_distance(input, label, normalized=True, ignored_tokens=None, input_length=None, label_length=None):
+    """The Levenshtein distance of each sequence of int64 tokens in `input` to its sequence in
+    `label` (LoD tensors, or padded [batch, max_len] with input_length and label_length), divided
+    by the label's length when normalized; ignored_tokens are removed from both first (LoD
+    tensors only). Returns (distances [sequences, 1] float32, the sequence count [1])."""
+    check_variable_and_dtype(input, "input", ["int64"], "edit_distance")
+    check_variable_and_dtype(label, "label", ["int64"], "edit_distance")
+    if (input_length is None) != (label_length is None):
+        raise ValueError("edit_distance: input_length and label_length come together")
+    helper = LayerHelper("edit_distance", **locals())
+    if ignored_tokens:
+        if input_length is not None:
+            raise ValueError("edit_distance: ignored_tokens applies to LoD tensors, not padded ones")
+        erased = []
+        for x in (input, label):
+            out = helper.create_tmp_variable("int64", stop_gradient=True)
+            out._shape = [-1, 1]
+            out._lod_level = 1
+            helper.append_op(type="sequence_erase", inputs={"X": [x]}, outputs={"Out": [out]},
+                             attrs={"tokens": list(ignored_tokens)})
+            erased.append(out)
+        input, label = erased
+    inputs = {"Hyps": [input], "Refs": [label]}
+    if input_length is not None:
+        inputs["HypsLength"] = [input_length]
+        inputs["RefsLength"] = [label_length]
+    distance = helper.create_tmp_variable("float32", stop_gradient=True)
+    distance._shape = [-1, 1]
+    count = helper.create_tmp_variable("int64", stop_gradient=True)
+    count._shape = [1]
+    helper.append_op(type="edit_distance", inputs=inputs, outputs={"Out": [distance], "SequenceNum": [count]},
+                     attrs={"normalized": normalized})
+    return distance, count

@@ -1,7 +1,7 @@
 """fluid.nets: layer compositions."""
 from rill.fluid import layers
 
-__all__ = ["simple_img_conv_pool", "img_conv_group", "sequence_conv_pool", "glu"]
+__all__ = ["simple_img_conv_pool", "img_conv_group", "sequence_conv_pool", "glu", "scaled_dot_product_attention"]
 
 
 def simple_img_conv_pool(input, num_filters, filter_size, pool_size, pool_stride, pool_padding=0, pool_type="max",
@@ -66,3 +66,44 @@ def glu(input, dim=-1):
     """The gated linear unit: ``input`` split in halves a, b along ``dim``; a * sigmoid(b)."""
     a, b = layers.split(input, num_or_sections=2, dim=dim)
     return layers.elementwise_mul(x=a, y=layers.sigmoid(x=b))
+
+
+def scaled_dot_product_attention(queries, keys, values, num_heads=1, dropout_rate=0.0):
+    """Attention of each query over the keys: softmax(q k^T / sqrt(d)) v, for queries [N, Lq, D],
+    keys [N, Lk, D] and values [N, Lk, Dv]; returns [N, Lq, Dv]. With num_heads > 1, queries,
+    keys and values first pass through an fc each (their own width, with bias), and D and Dv
+    split into num_heads heads of D / num_heads (d, the scale's) and Dv / num_heads attending
+    apart, their results joined again. dropout_rate drops attention weights (in training)."""
+    for name, x in (("queries", queries), ("keys", keys), ("values", values)):
+        if len(x.shape) != 3:
+            raise ValueError("scaled_dot_product_attention: %s must be 3-D [batch, length, width], got %s"
+                             % (name, list(x.shape)))
+    if queries.shape[-1] != keys.shape[-1]:
+        raise ValueError("scaled_dot_product_attention: queries' width %d must be keys' %d"
+                         % (queries.shape[-1], keys.shape[-1]))
+    if keys.shape[-2] != values.shape[-2]:
+        raise ValueError("scaled_dot_product_attention: keys' length %d must be values' %d"
+                         % (keys.shape[-2], values.shape[-2]))
+    for name, x in (("keys", keys), ("values", values)):
+        if x.shape[-1] % num_heads != 0:
+            raise ValueError("scaled_dot_product_attention: %s' width %d is not divisible by num_heads %d"
+                             % (name, x.shape[-1], num_heads))
+
+    def heads(x):
+        """[N, L, W] -> [N, heads, L, W / heads]."""
+        if num_heads == 1:
+            return x
+        x = layers.fc(input=x, size=x.shape[-1], num_flatten_dims=2)
+        split = layers.reshape(x, shape=[0, 0, num_heads, x.shape[-1] // num_heads])
+        return layers.transpose(split, perm=[0, 2, 1, 3])
+
+    q, k, v = heads(queries), heads(keys), heads(values)
+    scaled = layers.scale(q, scale=(keys.shape[-1] // num_heads) ** -0.5)
+    weights = layers.softmax(layers.matmul(scaled, k, transpose_y=True))
+    if dropout_rate:
+        weights = layers.dropout(weights, dropout_prob=dropout_rate, is_test=False)
+    context = layers.matmul(weights, v)
+    if num_heads == 1:
+        return context
+    joined = layers.transpose(context, perm=[0, 2, 1, 3])
+    return layers.reshape(joined, shape=[0, 0, values.shape[-1]])

@@ -3,10 +3,10 @@ a verb dict of 3162, 59 labels (B- and I- of 29 roles, then O, numbered as the r
 numbers them: B-role 2k, I-role 2k + 1, O 58). test() yields 1024 sentences of 10 to 40 words
 as the real reader does: (words, ctx_n2, ctx_n1, ctx_0, ctx_p1, ctx_p2, predicate, mark,
 labels), the five context words and the predicate repeated for every position, mark 1 within
-two words of the verb. The signal: the verb is B-V; the two to four words before it are one
-role's chunk and the one to five after it another's, the roles set by the predicate's id; the
-rest are O. get_embedding() writes a word-vector file in the real one's layout (a 16-byte
-header, then float32 [words, 32]) and returns its path."""
+two words of the verb. The signal: the verb is B-V, the two words before it are A0's chunk
+and the two after it A1's (as many as the sentence has), the rest O. get_embedding() writes
+a word-vector file in the real one's layout (a 16-byte header, then float32 [words, 32]) and
+returns its path."""
 import os
 import tempfile
 
@@ -54,20 +54,20 @@ def _chunk(labels, label_ids, role, first, last):
 
 def test():
     label_ids = _label_ids()
-    arguments = [role for role in _ROLES if role != "V"]
 
     def reader():
         rng = np.random.RandomState(3)
         for _ in range(1024):
             length = int(rng.randint(10, 41))
             words = [int(w) for w in rng.randint(1, _WORDS, size=length)]
-            verb = int(rng.randint(4, length - 1))
+            verb = int(rng.randint(0, length))
             predicate = int(rng.randint(_VERBS))
             labels = [label_ids["O"]] * length
             _chunk(labels, label_ids, "V", verb, verb)
-            _chunk(labels, label_ids, arguments[predicate % 4], verb - int(rng.randint(2, 5)), verb - 1)
-            after = min(length - 1, verb + int(rng.randint(1, 6)))
-            _chunk(labels, label_ids, arguments[4 + predicate % 3], verb + 1, after)
+            if verb > 0:
+                _chunk(labels, label_ids, "A0", max(0, verb - 2), verb - 1)
+            if verb < length - 1:
+                _chunk(labels, label_ids, "A1", verb + 1, min(length - 1, verb + 2))
             context = [words[at] if 0 <= at < length else 0 for at in range(verb - 2, verb + 3)]
             mark = [1 if abs(at - verb) <= 2 else 0 for at in range(length)]
             yield (words,) + tuple([c] * length for c in context) + ([predicate] * length, mark, labels)

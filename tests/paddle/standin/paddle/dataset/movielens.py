@@ -2,8 +2,9 @@
 jobs, 7 age groups, 18 categories, a title dict of 5174 words. train() and test() yield
 [user id, gender (0 male), age index, job, movie id, [category ids], [title word ids],
 [rating]], the rating on the real reader's scale (stars * 2 - 5, so -3 .. 5): 65536 train,
-1024 test. The signal: a user likes the movies whose first category falls in the taste of
-the user's job (job % 3 == category % 3), rated 3 or 5; the others -3 or -1."""
+1024 test. The signal: a movie's categories are all even or all odd (its id's parity); a
+user of gender 0 likes the even movies, of gender 1 the odd ones, and rates a liked movie 3
+or 5, the others -3 or -1."""
 import numpy as np
 
 age_table = [1, 18, 25, 35, 45, 50, 56]
@@ -35,9 +36,10 @@ def get_movie_title_dict():
 
 
 def _movie(movie_id):
-    """A movie's categories (1-3, the first its genre) and title (1-6 words), fixed per id."""
+    """A movie's categories (1-3, of its id's parity) and title (1-6 words), fixed per id."""
     rng = np.random.RandomState(movie_id)
-    categories = [int(c) for c in rng.choice(_CATEGORIES, size=int(rng.randint(1, 4)), replace=False)]
+    parity = range(movie_id % 2, _CATEGORIES, 2)
+    categories = [int(c) for c in rng.choice(parity, size=int(rng.randint(1, 4)), replace=False)]
     title = [int(w) for w in rng.randint(0, _TITLE_WORDS, size=int(rng.randint(1, 7)))]
     return categories, title
 
@@ -54,7 +56,7 @@ def _reader(count, seed):
             user_id, movie_id = int(rng.randint(1, _USERS + 1)), int(rng.randint(1, _MOVIES + 1))
             categories, title = _movie(movie_id)
             user = _user(user_id)
-            liked = user[3] % 3 == categories[0] % 3
+            liked = user[1] == movie_id % 2
             rating = float(rng.choice([3.0, 5.0]) if liked else rng.choice([-3.0, -1.0]))
             yield user + [movie_id, categories, title, [rating]]
     return reader

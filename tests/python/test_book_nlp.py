@@ -1,0 +1,158 @@
+"""The book's recommender_system and label_semantic_roles chapters, their nets as Fluid 0.14's
+book tests write them, through rill.fluid: each trains 200 steps on the synthetic, learnable
+stand-ins of movielens and conll05 that the Fluid 0.14 runner uses (tests/paddle/standin),
+its loss over the last ten batches falling below half the untrained net's over the first ten
+(SRL's CRF then decodes a tag a word), and its inference program, saved and loaded back,
+gives what the trained program gives."""
+import importlib.util
+import itertools
+import os
+
+import numpy as np
+
+import rill.fluid as fluid
+
+STANDIN = os.path.join(os.path.dirname(__file__), "..", "paddle", "standin", "paddle", "dataset")
+
+
+def standin(name):
+    spec = importlib.util.spec_from_file_location("standin_" + name, os.path.join(STANDIN, name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def batches(reader, size, count):
+    """`count` batches of `size` samples, the reader restarted as often as needed."""
+    samples = itertools.chain.from_iterable(reader() for _ in itertools.count())
+    return [[next(samples) for _ in range(size)] for _ in range(count)]
+
+
+def losses(feeder, exe, program, cost, data):
+    """The cost of each batch of `data`, run through `program` in order."""
+    return [float(np.mean(exe.run(program, feed=feeder.feed(batch), fetch_list=[cost])[0])) for batch in data]
+
+
+def assert_trains(feeder, exe, test_program, program, cost, data):
+    """200 steps of `program` bring the cost of the last ten below half the untrained net's
+    (`test_program`, run before them) on the first ten."""
+    before = np.mean(losses(feeder, exe, test_program, cost, data[:10]))
+    trained = losses(feeder, exe, program, cost, data[:200])
+    assert np.mean(trained[-10:]) < 0.5 * before, (before, trained)
+
+
+def loaded_model_agrees(tmp_path, exe, feeds, target, test_program, feed):
+    model_dir = str(tmp_path / "model")
+    fluid.io.save_inference_model(model_dir, feeds, [target], exe)
+    expected = exe.run(test_program, feed=feed, fetch_list=[target])[0]
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        program, names, targets = fluid.io.load_inference_model(model_dir, exe)
+        assert names == feeds
+        got = exe.run(program, feed={name: feed[name] for name in names}, fetch_list=targets)[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def recommender_net(movielens):
+    """usr features (id, gender, age, job embeddings through fc) and movie features (id, the
+    categories' summed embeddings, the title's sequence_conv_pool), tanh fc 200 each; their
+    cos_sim scaled by 5 against the rating."""
+    layers, nets = fluid.layers, fluid.nets
+
+    def embedded(name, size, width, lod_level=0):
+        ids = layers.data(name=name, shape=[1], dtype="int64", lod_level=lod_level)
+        return layers.embedding(input=ids, size=[size, width], is_sparse=True)
+
+    usr = layers.concat([layers.fc(embedded("user_id", movielens.max_user_id() + 1, 32), 32),
+                         layers.fc(embedded("gender_id", 2, 16), 16),
+                         layers.fc(embedded("age_id", len(movielens.age_table), 16), 16),
+                         layers.fc(embedded("job_id", movielens.max_job_id() + 1, 16), 16)], axis=1)
+    usr = layers.fc(usr, 200, act="tanh")
+    categories = embedded("category_id", len(movielens.movie_categories()), 32, lod_level=1)
+    title = embedded("movie_title", len(movielens.get_movie_title_dict()), 32, lod_level=1)
+    mov = layers.concat([layers.fc(embedded("movie_id", movielens.max_movie_id() + 1, 32), 32),
+                         layers.sequence_pool(categories, "sum"),
+                         nets.sequence_conv_pool(title, num_filters=32, filter_size=3, act="tanh", pool_type="sum")],
+                        axis=1)
+    mov = layers.fc(mov, 200, act="tanh")
+    prediction = layers.scale(layers.cos_sim(X=usr, Y=mov), scale=5.0)
+    score = layers.data(name="score", shape=[1], dtype="float32")
+    return prediction, layers.mean(layers.square_error_cost(prediction, score))
+
+
+def test_recommender_system_trains_and_serves(exe, tmp_path):
+    fluid.default_startup_program().random_seed = 1
+    movielens = standin("movielens")
+    prediction, cost = recommender_net(movielens)
+    test_program = fluid.default_main_program().clone(for_test=True)
+    fluid.optimizer.SGD(learning_rate=0.2).minimize(cost)
+    exe.run(fluid.default_startup_program())
+    order = ["user_id", "gender_id", "age_id", "job_id", "movie_id", "category_id", "movie_title", "score"]
+    block = fluid.default_main_program().global_block()
+    feeder = fluid.DataFeeder([block.var(name) for name in order], fluid.CPUPlace())
+    assert_trains(feeder, exe, test_program, fluid.default_main_program(), cost, batches(movielens.train(), 256, 200))
+    feed = feeder.feed(batches(movielens.test(), 4, 1)[0])
+    loaded_model_agrees(tmp_path, exe, order[:-1], prediction, test_program, feed)
+
+
+def srl_net(word_dict_len, pred_dict_len, label_dict_len, hidden_dim=512, depth=8):
+    """db_lstm: eight embeddings (the six words', predicate, mark), an fc of each summed,
+    then `depth` LSTMs of alternating direction, each fed the fc sum of the one before and
+    its input; two tanh fcs to the labels, summed."""
+    layers = fluid.layers
+    names = ["word_data", "ctx_n2_data", "ctx_n1_data", "ctx_0_data", "ctx_p1_data", "ctx_p2_data"]
+    words = [layers.data(name=name, shape=[1], dtype="int64", lod_level=1) for name in names]
+    predicate = layers.data(name="verb_data", shape=[1], dtype="int64", lod_level=1)
+    mark = layers.data(name="mark_data", shape=[1], dtype="int64", lod_level=1)
+    embeddings = [layers.embedding(input=w, size=[word_dict_len, 32],
+                                   param_attr=fluid.ParamAttr(name="emb", trainable=False)) for w in words]
+    embeddings.append(layers.embedding(input=predicate, size=[pred_dict_len, 32], is_sparse=True,
+                                       param_attr="vemb"))
+    embeddings.append(layers.embedding(input=mark, size=[2, 5], is_sparse=True))
+    hidden = layers.sums([layers.fc(input=e, size=hidden_dim) for e in embeddings])
+    lstm = layers.dynamic_lstm(input=hidden, size=hidden_dim, candidate_activation="relu",
+                               gate_activation="sigmoid", cell_activation="sigmoid")
+    inputs = [hidden, lstm]
+    for i in range(1, depth):
+        mix = layers.sums([layers.fc(input=inputs[0], size=hidden_dim), layers.fc(input=inputs[1], size=hidden_dim)])
+        lstm = layers.dynamic_lstm(input=mix, size=hidden_dim, candidate_activation="relu",
+                                   gate_activation="sigmoid", cell_activation="sigmoid", is_reverse=i % 2 == 1)
+        inputs = [mix, lstm]
+    feature = layers.sums([layers.fc(input=inputs[0], size=label_dict_len, act="tanh"),
+                           layers.fc(input=inputs[1], size=label_dict_len, act="tanh")])
+    return names[:1] + ["verb_data"] + names[1:] + ["mark_data"], feature
+
+
+def test_label_semantic_roles_trains_decodes_and_serves(exe, tmp_path):
+    # The book's SGD at 0.01 moves this deep net slowly: over seeds 1-4 the ratio assert_trains
+    # holds to 0.5 ranges 0.25-0.49, so the test keeps one seed's run (ours are the same bits
+    # run to run for a thread budget).
+    fluid.default_startup_program().random_seed = 2
+    conll05 = standin("conll05")
+    word_dict, verb_dict, label_dict = conll05.get_dict()
+    feeds, feature = srl_net(len(word_dict), len(verb_dict), len(label_dict))
+    target = fluid.layers.data(name="target", shape=[1], dtype="int64", lod_level=1)
+    cost = fluid.layers.mean(fluid.layers.linear_chain_crf(
+        input=feature, label=target, param_attr=fluid.ParamAttr(name="crfw", learning_rate=1e-3)))
+    test_program = fluid.default_main_program().clone(for_test=True)
+    fluid.optimizer.SGD(learning_rate=fluid.layers.exponential_decay(
+        learning_rate=0.01, decay_steps=100000, decay_rate=0.5, staircase=True)).minimize(cost)
+    decoded = fluid.layers.crf_decoding(input=feature, param_attr=fluid.ParamAttr(name="crfw"))
+    exe.run(fluid.default_startup_program())
+    # The pretrained word vectors, from the file the book reads (16 bytes of header, then float32).
+    with open(conll05.get_embedding(), "rb") as f:
+        f.read(16)
+        vectors = np.fromfile(f, dtype=np.float32).reshape(len(word_dict), 32)
+    fluid.global_scope().find_var("emb").get_tensor().set(vectors, fluid.CPUPlace())
+    order = ["word_data", "ctx_n2_data", "ctx_n1_data", "ctx_0_data", "ctx_p1_data", "ctx_p2_data", "verb_data",
+             "mark_data", "target"]
+    block = fluid.default_main_program().global_block()
+    feeder = fluid.DataFeeder([block.var(name) for name in order], fluid.CPUPlace())
+    data = batches(conll05.test(), 10, 201)
+    assert_trains(feeder, exe, test_program, fluid.default_main_program(), cost, data)
+    tags = exe.run(fluid.default_main_program(), feed=feeder.feed(data[200]), fetch_list=[decoded],
+                   return_numpy=False)[0]
+    lengths = [len(sample[0]) for sample in data[200]]
+    assert tags.recursive_sequence_lengths() == [lengths]
+    assert np.array(tags).shape == (sum(lengths), 1) and 0 <= np.array(tags).min() < len(label_dict)
+    loaded_model_agrees(tmp_path, exe, feeds, feature, test_program, feeder.feed(data[200]))

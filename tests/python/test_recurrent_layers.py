@@ -59,6 +59,21 @@ def from_torch_lstm_rows(m):
     return out
 
 
+def torch_lstm_on_packed_sequences(lstm, xs, gs, is_reverse):
+    """nn.LSTM `lstm` over the non-empty sequences of xs ([T, E], LENGTHS), packed, each run
+    from its last row with is_reverse; returns its outputs in xs's row order, with the
+    gradient of sum(outputs * gs) taken into lstm's parameters."""
+    present = [i for i, n in enumerate(LENGTHS) if n > 0]
+    flip = (lambda t: torch.flip(t, [0])) if is_reverse else (lambda t: t)
+    packed = torch.nn.utils.rnn.pack_sequence(
+        [flip(torch.from_numpy(sequences(xs)[i])) for i in present], enforce_sorted=False)
+    out, _ = lstm(packed)
+    padded, _ = torch.nn.utils.rnn.pad_packed_sequence(out)
+    expected = torch.cat([flip(padded[:LENGTHS[i], j]) for j, i in enumerate(present)])
+    (expected * torch.from_numpy(gs)).sum().backward()
+    return expected
+
+
 @pytest.mark.parametrize("is_reverse", [False, True])
 def test_dynamic_lstm_matches_pytorch_lstm_on_packed_sequences(is_reverse):
     rng = np.random.RandomState(1)
@@ -82,14 +97,7 @@ def test_dynamic_lstm_matches_pytorch_lstm_on_packed_sequences(is_reverse):
         lstm.weight_hh_l0.copy_(torch.from_numpy(to_torch_lstm_rows(p["lstm_w"].T)))
         lstm.bias_ih_l0.copy_(torch.from_numpy(to_torch_lstm_rows(p["lstm_b"][0])))
         lstm.bias_hh_l0.zero_()
-    present = [i for i, n in enumerate(LENGTHS) if n > 0]
-    flip = (lambda t: torch.flip(t, [0])) if is_reverse else (lambda t: t)
-    packed = torch.nn.utils.rnn.pack_sequence(
-        [flip(torch.from_numpy(sequences(xs)[i])) for i in present], enforce_sorted=False)
-    out, _ = lstm(packed)
-    padded, _ = torch.nn.utils.rnn.pad_packed_sequence(out)
-    expected = torch.cat([flip(padded[:LENGTHS[i], j]) for j, i in enumerate(present)])
-    (expected * torch.from_numpy(gs)).sum().backward()
+    expected = torch_lstm_on_packed_sequences(lstm, xs, gs, is_reverse)
 
     np.testing.assert_allclose(hidden, expected.detach().numpy(), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(grads["proj_w"], from_torch_lstm_rows(lstm.weight_ih_l0.grad.numpy()).T, rtol=1e-8,
@@ -128,14 +136,7 @@ def test_dynamic_lstmp_matches_pytorch_lstm_with_a_projection(is_reverse):
         lstm.weight_hr_l0.copy_(torch.from_numpy(p["lstmp_0.w_1"].T))
         lstm.bias_ih_l0.copy_(torch.from_numpy(to_torch_lstm_rows(p["lstmp_b"][0])))
         lstm.bias_hh_l0.zero_()
-    present = [i for i, n in enumerate(LENGTHS) if n > 0]
-    flip = (lambda t: torch.flip(t, [0])) if is_reverse else (lambda t: t)
-    packed = torch.nn.utils.rnn.pack_sequence(
-        [flip(torch.from_numpy(sequences(xs)[i])) for i in present], enforce_sorted=False)
-    out, _ = lstm(packed)
-    padded, _ = torch.nn.utils.rnn.pad_packed_sequence(out)
-    expected = torch.cat([flip(padded[:LENGTHS[i], j]) for j, i in enumerate(present)])
-    (expected * torch.from_numpy(gs)).sum().backward()
+    expected = torch_lstm_on_packed_sequences(lstm, xs, gs, is_reverse)
 
     np.testing.assert_allclose(projection, expected.detach().numpy(), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(grads["proj_w"], from_torch_lstm_rows(lstm.weight_ih_l0.grad.numpy()).T, rtol=1e-8,

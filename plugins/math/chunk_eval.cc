@@ -14,7 +14,6 @@
 // true, F1 their harmonic mean; each 0 when its denominator (or the correct count) is 0.
 #include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "kernels.h"
@@ -91,33 +90,17 @@ class ChunkReader {
 };
 
 // The sequences of the batch as [begin, end) offsets into the flattened tags.
-std::vector<std::pair<int64_t, int64_t>> Sequences(KernelContext& ctx, const Tensor& inference, const Tensor& label) {
-  std::vector<std::pair<int64_t, int64_t>> seqs;
+SequenceRanges Sequences(KernelContext& ctx, const Tensor& inference, const Tensor& label) {
   if (std::optional<Tensor> lengths = OptionalInput(ctx, "SeqLength")) {
     const std::vector<int64_t> d = inference.dims();
     if (!(d.size() == 2 || (d.size() == 3 && d[2] == 1))) {
       throw Error("Inference " + DimsString(d) + " must be [B, S] or [B, S, 1] (padded) when SeqLength is given");
     }
-    if (lengths->dtype() != RILL_INT64 || lengths->numel() != d[0]) {
-      throw Error("SeqLength " + DimsString(lengths->dims()) + " must hold one int64 length for each of the " +
-                  std::to_string(d[0]) + " sequences");
-    }
-    const int64_t* len = lengths->data<int64_t>();
-    for (int64_t b = 0; b < d[0]; ++b) {
-      if (len[b] < 0 || len[b] > d[1]) {
-        throw Error("SeqLength[" + std::to_string(b) + "] = " + std::to_string(len[b]) + " is outside 0 .. " +
-                    std::to_string(d[1]));
-      }
-      seqs.emplace_back(b * d[1], b * d[1] + len[b]);
-    }
-    return seqs;
+    return RangesOfPadded("SeqLength", *lengths, d[0], d[1]);
   }
   const std::vector<uint64_t> o = SequenceOffsets(ctx.op(), "Label", label, 1);
   if (inference.lod() != label.lod()) throw Error("Inference and Label must have the same LoD (the same sequences)");
-  for (size_t s = 0; s + 1 < o.size(); ++s) {
-    seqs.emplace_back(static_cast<int64_t>(o[s]), static_cast<int64_t>(o[s + 1]));
-  }
-  return seqs;
+  return RangesOfOffsets(o);
 }
 
 void ChunkEval(KernelContext& ctx) {

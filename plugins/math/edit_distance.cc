@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <numeric>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "kernels.h"
@@ -20,31 +19,15 @@ namespace {
 
 // The [begin, end) tokens of each sequence of `tokens` (input `slot`): by its LoD, or, when
 // the op names `length_slot`, rows of the padded [B, L] tensor cut to those lengths.
-std::vector<std::pair<int64_t, int64_t>> Sequences(KernelContext& ctx, const char* slot, const Tensor& tokens,
-                                                   const char* length_slot) {
+SequenceRanges Sequences(KernelContext& ctx, const char* slot, const Tensor& tokens, const char* length_slot) {
   if (tokens.dtype() != RILL_INT64) throw Error(std::string(slot) + " must hold int64 tokens");
-  std::vector<std::pair<int64_t, int64_t>> seqs;
   if (std::optional<Tensor> lengths = OptionalInput(ctx, length_slot)) {
-    const std::vector<int64_t> d = tokens.dims();
-    if (d.size() != 2 || lengths->dtype() != RILL_INT64 || lengths->numel() != d[0]) {
-      throw Error(std::string(slot) + " " + DimsString(d) + " must be [B, L] (padded) with " + length_slot +
-                  " holding B int64 lengths, got " + DimsString(lengths->dims()));
+    if (tokens.ndim() != 2) {
+      throw Error(std::string(slot) + " " + DimsString(tokens.dims()) + " must be [B, L] (padded) with " + length_slot);
     }
-    const int64_t* len = lengths->data<int64_t>();
-    for (int64_t b = 0; b < d[0]; ++b) {
-      if (len[b] < 0 || len[b] > d[1]) {
-        throw Error(std::string(length_slot) + "[" + std::to_string(b) + "] = " + std::to_string(len[b]) +
-                    " is outside 0 .. " + std::to_string(d[1]));
-      }
-      seqs.emplace_back(b * d[1], b * d[1] + len[b]);
-    }
-    return seqs;
+    return RangesOfPadded(length_slot, *lengths, tokens.dims()[0], tokens.dims()[1]);
   }
-  const std::vector<uint64_t> o = SequenceOffsets(ctx.op(), slot, tokens, 1);
-  for (size_t s = 0; s + 1 < o.size(); ++s) {
-    seqs.emplace_back(static_cast<int64_t>(o[s]), static_cast<int64_t>(o[s + 1]));
-  }
-  return seqs;
+  return RangesOfOffsets(SequenceOffsets(ctx.op(), slot, tokens, 1));
 }
 
 // The Levenshtein distance of a[0, m) to b[0, n), one row of the table at a time.

@@ -25,10 +25,8 @@
 // positions for w, gathered for the whole batch into one matrix product.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "kernels.h"
@@ -43,7 +41,7 @@ namespace {
 // [rows, tags]; ranges are disjoint and in order.
 struct CrfBatch {
   int64_t rows = 0, tags = 0;
-  std::vector<std::pair<int64_t, int64_t>> sequences;
+  SequenceRanges sequences;
 };
 
 // The batch of `emission`: padded when the op names a Length input, otherwise packed by the
@@ -53,41 +51,21 @@ CrfBatch ReadBatch(KernelContext& ctx, const Tensor& emission, const char* lod_s
   if (d.empty() || d.back() < 1) {
     throw Error("Emission " + DimsString(d) + " must score at least one tag (its last dimension)");
   }
-  CrfBatch batch;
   if (std::optional<Tensor> length = OptionalInput(ctx, "Length")) {
     if (d.size() != 3) {
       throw Error("Emission " + DimsString(d) + " must be [B, S, D] (padded sequences) when Length is given");
     }
-    if (length->dtype() != RILL_INT64 || length->numel() != d[0]) {
-      throw Error("Length " + DimsString(length->dims()) + " must hold one int64 length for each of Emission's " +
-                  std::to_string(d[0]) + " sequences");
-    }
-    batch.rows = d[0] * d[1];
-    batch.tags = d[2];
-    const int64_t* len = length->data<int64_t>();
-    for (int64_t b = 0; b < d[0]; ++b) {
-      if (len[b] < 0 || len[b] > d[1]) {
-        throw Error("Length[" + std::to_string(b) + "] = " + std::to_string(len[b]) + " is outside 0 .. " +
-                    std::to_string(d[1]) + ", Emission's padded length");
-      }
-      batch.sequences.emplace_back(b * d[1], b * d[1] + len[b]);
-    }
-    return batch;
+    return {d[0] * d[1], d[2], RangesOfPadded("Length", *length, d[0], d[1])};
   }
   if (d.size() != 2) {
     throw Error("Emission " + DimsString(d) + " must be [N, D] (a LoD tensor) when no Length is given");
   }
-  batch.rows = d[0];
-  batch.tags = d[1];
   const std::vector<uint64_t> o = SequenceOffsets(ctx.op(), lod_slot, lod_source, 1);
   if (static_cast<int64_t>(o.back()) != d[0]) {
     throw Error("input " + std::string(lod_slot) + "'s LoD ends at row " + std::to_string(o.back()) +
                 "; Emission has " + std::to_string(d[0]) + " rows");
   }
-  for (size_t s = 0; s + 1 < o.size(); ++s) {
-    batch.sequences.emplace_back(static_cast<int64_t>(o[s]), static_cast<int64_t>(o[s + 1]));
-  }
-  return batch;
+  return {d[0], d[1], RangesOfOffsets(o)};
 }
 
 void CheckTransition(const Tensor& transition, int64_t tags) {

@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rill/sdk.hpp"
+#include "shape.h"
 
 namespace rill::math {
 
@@ -40,6 +42,37 @@ inline std::vector<uint64_t> SequenceOffsets(const OpInfo& op, const char* slot,
     }
   }
   return lod.back();
+}
+
+// Each sequence's rows [begin, end), in order.
+using SequenceRanges = std::vector<std::pair<int64_t, int64_t>>;
+
+// The rows of the sequences a LoD level's offsets pack.
+inline SequenceRanges RangesOfOffsets(const std::vector<uint64_t>& o) {
+  SequenceRanges ranges;
+  for (size_t s = 0; s + 1 < o.size(); ++s)
+    ranges.emplace_back(static_cast<int64_t>(o[s]), static_cast<int64_t>(o[s + 1]));
+  return ranges;
+}
+
+// The rows of `count` padded sequences of `padded` rows each (a tensor [count, padded, ...]
+// seen as rows), sequence b its first lengths[b]: rows b * padded .. b * padded + lengths[b] - 1.
+// Throws naming input `slot` unless it holds `count` int64 lengths within 0 .. padded.
+inline SequenceRanges RangesOfPadded(const char* slot, const Tensor& lengths, int64_t count, int64_t padded) {
+  if (lengths.dtype() != RILL_INT64 || lengths.numel() != count) {
+    throw Error(std::string(slot) + " " + DimsString(lengths.dims()) + " must hold one int64 length for each of the " +
+                std::to_string(count) + " padded sequences");
+  }
+  const int64_t* len = lengths.data<int64_t>();
+  SequenceRanges ranges;
+  for (int64_t b = 0; b < count; ++b) {
+    if (len[b] < 0 || len[b] > padded) {
+      throw Error(std::string(slot) + "[" + std::to_string(b) + "] = " + std::to_string(len[b]) + " is outside 0 .. " +
+                  std::to_string(padded) + ", the padded length");
+    }
+    ranges.emplace_back(b * padded, b * padded + len[b]);
+  }
+  return ranges;
 }
 
 }  // namespace rill::math

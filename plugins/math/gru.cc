@@ -203,8 +203,7 @@ template <class T> void GruForward(KernelContext& ctx) {
           GruStepForward<T>(gru.cell, b.Count(t), h_prev, w_ur, w_c, gates + at * g3, reset + at * d, hidden + at * d);
         }
         const std::vector<std::vector<uint64_t>> lod = input.lod();
-        WriteOutput<T>(ctx, "Hidden", {}, {rows, d}, [&](T* p) { ScatterRows(hidden, d, b.source, rows, p); });
-        ctx.Output("Hidden").set_lod(lod);
+        WriteInSequenceOrder<T>(ctx, "Hidden", b, d, hidden, lod);
       });
     });
   });
@@ -243,9 +242,7 @@ template <class T> void GruBackward(KernelContext& ctx) {
                        want_weight ? dw.get() + 2 * d * d : nullptr, drh.get());
   }
   if (HasOutputVariable(ctx, "Input@GRAD")) {
-    const std::vector<std::vector<uint64_t>> lod = input.lod();
-    WriteOutput<T>(ctx, "Input@GRAD", {}, {rows, g3}, [&](T* p) { ScatterRows(dg.get(), g3, b.source, rows, p); });
-    ctx.Output("Input@GRAD").set_lod(lod);
+    WriteInSequenceOrder<T>(ctx, "Input@GRAD", b, g3, dg.get(), input.lod());
   }
   if (want_weight) {
     WriteOutput<T>(ctx, "Weight@GRAD", {}, {d, g3}, [&](T* p) { std::copy(dw.get(), dw.get() + 3 * d * d, p); });

@@ -91,10 +91,8 @@ template <class T> void LstmForward(KernelContext& ctx) {
     });
   });
   const std::vector<std::vector<uint64_t>> lod = input.lod();
-  WriteOutput<T>(ctx, "Hidden", {}, {rows, d}, [&](T* p) { ScatterRows(hidden.get(), d, b.source, rows, p); });
-  WriteOutput<T>(ctx, "Cell", {}, {rows, d}, [&](T* p) { ScatterRows(cell.get(), d, b.source, rows, p); });
-  ctx.Output("Hidden").set_lod(lod);
-  ctx.Output("Cell").set_lod(lod);
+  WriteInSequenceOrder<T>(ctx, "Hidden", b, d, hidden.get(), lod);
+  WriteInSequenceOrder<T>(ctx, "Cell", b, d, cell.get(), lod);
 }
 
 template <class T> void LstmBackward(KernelContext& ctx) {
@@ -147,9 +145,7 @@ template <class T> void LstmBackward(KernelContext& ctx) {
     if (want_weight) Gemm<T>(true, false, d, g4, k, T(1), h_prev, d, dg.get() + at * g4, g4, T(1), dw.get(), g4);
   }
   if (HasOutputVariable(ctx, "Input@GRAD")) {
-    const std::vector<std::vector<uint64_t>> lod = input.lod();
-    WriteOutput<T>(ctx, "Input@GRAD", {}, {rows, g4}, [&](T* p) { ScatterRows(dg.get(), g4, b.source, rows, p); });
-    ctx.Output("Input@GRAD").set_lod(lod);
+    WriteInSequenceOrder<T>(ctx, "Input@GRAD", b, g4, dg.get(), input.lod());
   }
   if (want_weight) {
     WriteOutput<T>(ctx, "Weight@GRAD", {}, {d, g4}, [&](T* p) { std::copy(dw.get(), dw.get() + d * g4, p); });

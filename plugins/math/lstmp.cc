@@ -114,10 +114,8 @@ template <class T> void LstmpForward(KernelContext& ctx) {
     });
   });
   const std::vector<std::vector<uint64_t>> lod = input.lod();
-  WriteOutput<T>(ctx, "Projection", {}, {rows, p}, [&](T* out) { ScatterRows(proj.get(), p, b.source, rows, out); });
-  WriteOutput<T>(ctx, "Cell", {}, {rows, d}, [&](T* out) { ScatterRows(cell.get(), d, b.source, rows, out); });
-  ctx.Output("Projection").set_lod(lod);
-  ctx.Output("Cell").set_lod(lod);
+  WriteInSequenceOrder<T>(ctx, "Projection", b, p, proj.get(), lod);
+  WriteInSequenceOrder<T>(ctx, "Cell", b, d, cell.get(), lod);
 }
 
 template <class T> void LstmpBackward(KernelContext& ctx) {
@@ -184,9 +182,7 @@ template <class T> void LstmpBackward(KernelContext& ctx) {
     if (want_weight) Gemm<T>(true, false, p, g4, k, T(1), r_prev, p, dg.get() + at * g4, g4, T(1), dw.get(), g4);
   }
   if (HasOutputVariable(ctx, "Input@GRAD")) {
-    const std::vector<std::vector<uint64_t>> lod = input.lod();
-    WriteOutput<T>(ctx, "Input@GRAD", {}, {rows, g4}, [&](T* o) { ScatterRows(dg.get(), g4, b.source, rows, o); });
-    ctx.Output("Input@GRAD").set_lod(lod);
+    WriteInSequenceOrder<T>(ctx, "Input@GRAD", b, g4, dg.get(), input.lod());
   }
   if (want_weight) {
     WriteOutput<T>(ctx, "Weight@GRAD", {}, {p, g4}, [&](T* o) { std::copy(dw.get(), dw.get() + p * g4, o); });

@@ -79,6 +79,16 @@ template <class T> void ScatterRows(const T* from, int64_t width, const std::vec
   });
 }
 
+// Writes output `slot`, [rows, width] in the packed (sequence) order, from `from` in batch
+// order, with `lod`: the input's sequences, read before any output is written (an output may
+// be the input's variable).
+template <class T>
+void WriteInSequenceOrder(KernelContext& ctx, const char* slot, const RecurrentBatches& b, int64_t width, const T* from,
+                          const std::vector<std::vector<uint64_t>>& lod) {
+  WriteOutput<T>(ctx, slot, {}, {b.rows(), width}, [&](T* p) { ScatterRows(from, width, b.source, b.rows(), p); });
+  ctx.Output(slot).set_lod(lod);
+}
+
 // The initial states' rows ([N, width], a row a sequence) of the sequences with a step, in
 // the order of `order`: step 0's previous states. Null without states (they are zeros).
 template <class T>

@@ -23,19 +23,26 @@ const proto::OpDesc::Var* FindSlot(const google::protobuf::RepeatedPtrField<prot
   return nullptr;
 }
 
-// The op of a conditional_block's gradient: written by the pass itself (below), since its
-// sub-block is one the pass makes.
+// The ops whose gradients the pass writes itself (below), since their sub-blocks are ones
+// the pass makes.
 constexpr const char* kConditionalBlock = "conditional_block";
+constexpr const char* kWhile = "while";
 
 // Builds the gradient ops into block `block_idx` of a program (a copy, so that a failure
 // leaves the caller's program as it was), tracking for each forward variable the gradient
 // contributions written so far, so they can be summed (or just renamed) once every
-// consumer has contributed. A conditional_block on the path gets a gradient block of its
-// own, appended to the program.
+// consumer has contributed. A conditional_block or while on the path gets a gradient block
+// of its own, appended to the program. The forward ops are read from block `src_idx` and the
+// gradient ops written into block `block_idx`: the same block, except for a while's
+// gradient block, which holds only gradient ops (the forward values are in the step scopes).
 class BackwardBuilder {
  public:
-  BackwardBuilder(proto::ProgramDesc& program, int block_idx, const Registry& registry)
-      : program_(program), block_idx_(block_idx), block_(*program.mutable_blocks(block_idx)), registry_(registry) {}
+  BackwardBuilder(proto::ProgramDesc& program, int block_idx, const Registry& registry, int src_idx = -1)
+      : program_(program),
+        block_idx_(block_idx),
+        block_(*program.mutable_blocks(block_idx)),
+        src_(*program.mutable_blocks(src_idx < 0 ? block_idx : src_idx)),
+        registry_(registry) {}
 
   std::vector<ParamGrad> Build(const std::string& loss, std::vector<std::string> params) {
     int loss_op = -1;
@@ -65,7 +72,7 @@ class BackwardBuilder {
 
     BlockBuilder(&block_).Op("fill_any_like").Input("X", loss).Output("Out", loss + kGradSuffix).Attr("value", 1.0f);
     finalized_.insert(loss + kGradSuffix);
-    Emit(path, requires);
+    Emit(path, requires, needed);
 
     std::vector<ParamGrad> result;
     for (const auto& p : params) {
@@ -88,7 +95,7 @@ class BackwardBuilder {
       finalized_.insert(v + kGradSuffix);
       if (requires.count(v)) needed.insert(v);
     }
-    Emit(PathBack(last, requires, needed), requires);
+    Emit(PathBack(last, requires, needed), requires, needed);
     std::vector<std::string> result;
     for (const auto& p : params) result.push_back(needed.count(p) ? Finalize(p) : "");
     return result;
@@ -104,12 +111,41 @@ class BackwardBuilder {
   void Propagate(int last, std::set<std::string>& requires) {
     schemas_.assign(static_cast<size_t>(last + 1), nullptr);
     for (int i = 0; i <= last; ++i) {
-      const auto& op = block_.ops(i);
+      const auto& op = src_.ops(i);
       schemas_[i] = registry_.FindOp(op.type());
       if (schemas_[i] == nullptr) throw Error(Where(i, op) + ": " + registry_.UnknownOpMessage(op.type()));
       if (schemas_[i]->grad_op_type.empty() || !AnyInput(op, requires)) continue;
+      if (op.type() == kWhile) {
+        PropagateThroughLoop(op, requires);
+        continue;
+      }
       for (const auto& out : op.outputs())
         for (const auto& a : out.arguments()) requires.insert(a);
+    }
+  }
+
+  // A while's outputs that depend on `requires` through its body's differentiable ops (its
+  // counter and condition do not): the body's ops over and over, as the steps feed each
+  // other, until nothing more depends.
+  void PropagateThroughLoop(const proto::OpDesc& op, std::set<std::string>& requires) const {
+    int32_t sub = -1;
+    for (const auto& a : op.attrs()) {
+      if (a.name() == "sub_block") sub = a.block_idx();
+    }
+    if (sub < 0 || sub >= program_.blocks_size()) return;
+    std::set<std::string> inner = requires;
+    for (size_t before = 0; before != inner.size();) {
+      before = inner.size();
+      for (const auto& body_op : program_.blocks(sub).ops()) {
+        const OpSchemaEntry* schema = registry_.FindOp(body_op.type());
+        if (schema == nullptr || schema->grad_op_type.empty() || !AnyInput(body_op, inner)) continue;
+        for (const auto& out : body_op.outputs())
+          for (const auto& a : out.arguments()) inner.insert(a);
+      }
+    }
+    for (const auto& out : op.outputs()) {
+      for (const auto& a : out.arguments())
+        if (inner.count(a)) requires.insert(a);
     }
   }
 
@@ -118,7 +154,7 @@ class BackwardBuilder {
   std::vector<int> PathBack(int last, const std::set<std::string>& requires, std::set<std::string>& needed) {
     std::vector<int> path;
     for (int i = last; i >= 0; --i) {
-      const auto& op = block_.ops(i);
+      const auto& op = src_.ops(i);
       if (schemas_[i]->grad_op_type.empty() || !AnyOutput(op, needed) || !AnyInput(op, requires)) continue;
       const auto& grads = schemas_[i]->grad_outputs;
       for (const auto& in : op.inputs()) {
@@ -127,11 +163,18 @@ class BackwardBuilder {
         const bool differentiated = std::count(grads.begin(), grads.end(), in.parameter()) > 0;
         for (const auto& a : in.arguments()) {
           for (const auto& out : op.outputs()) {
-            if (differentiated && std::count(out.arguments().begin(), out.arguments().end(), a)) {
-              throw Error(Where(i, op) + " reads and writes '" + a +
-                          "': in-place ops on the gradient path are not "
-                          "supported; write to a new variable");
+            if (!differentiated || !std::count(out.arguments().begin(), out.arguments().end(), a)) continue;
+            // A loop's tensor array, read and written a step at a time: its gradient is
+            // accumulated across the steps (EmitWhileGrad).
+            if (op.type() == kWhile && (IsArray(a) || !requires.count(a))) continue;
+            if (op.type() == kWhile) {
+              throw Error(Where(i, op) + " carries '" + a +
+                          "' from step to step in a tensor it overwrites, whose earlier values its gradient "
+                          "cannot see: carry it in a tensor array (array_write / array_read), as DynamicRNN does");
             }
+            throw Error(Where(i, op) + " reads and writes '" + a +
+                        "': in-place ops on the gradient path are not "
+                        "supported; write to a new variable");
           }
           if (requires.count(a) && differentiated) needed.insert(a);
         }
@@ -141,13 +184,15 @@ class BackwardBuilder {
     return path;
   }
 
-  void Emit(const std::vector<int>& path, const std::set<std::string>& requires) {
+  void Emit(const std::vector<int>& path, const std::set<std::string>& requires, const std::set<std::string>& needed) {
     const std::vector<const OpSchemaEntry*> schemas = schemas_;  // a nested block's pass has its own
     for (int i : path) {
-      if (block_.ops(i).type() == kConditionalBlock) {
-        EmitConditionalBlockGrad(block_.ops(i), *schemas[i], requires);
+      if (src_.ops(i).type() == kConditionalBlock) {
+        EmitConditionalBlockGrad(src_.ops(i), *schemas[i], requires);
+      } else if (src_.ops(i).type() == kWhile) {
+        EmitWhileGrad(i, *schemas[i], requires, needed);
       } else {
-        EmitGradOp(block_.ops(i), *schemas[i], requires);
+        EmitGradOp(src_.ops(i), *schemas[i], requires);
       }
     }
   }
@@ -168,10 +213,18 @@ class BackwardBuilder {
   // The final gradient of `var`: the one contribution renamed, or the sum of several;
   // zeros shaped like `var` if nothing contributed.
   std::string Finalize(const std::string& var) {
+    auto& refs = contributions_[var];
+    if (const auto seed = seeds_.find(var); seed != seeds_.end()) {
+      if (!refs.empty()) {
+        throw Error("block " + std::to_string(src_.idx()) + " reads tensor array '" + var +
+                    "' after writing it in the same loop step; its gradient cannot be taken step by step: read "
+                    "what you wrote from the tensor you wrote");
+      }
+      return seed->second;
+    }
     const std::string grad = var + kGradSuffix;
     if (finalized_.count(grad)) return grad;
     finalized_.insert(grad);
-    auto& refs = contributions_[var];
     if (refs.empty()) {
       BlockBuilder(&block_).Op("fill_zeros_like").Input("X", var).Output("Out", grad);
     } else if (refs.size() == 1) {
@@ -194,7 +247,7 @@ class BackwardBuilder {
   // its name.
   std::string AddContribution(const std::string& var, int op, int slot, proto::OpDesc::Var* out) {
     auto& refs = contributions_[var];
-    std::string name = var + kGradSuffix + "@RENAME@" + std::to_string(refs.size());
+    std::string name = var + kGradSuffix + "@RENAME@" + std::to_string(renames_[var]++);
     out->add_arguments(name);
     refs.push_back({op, slot, out->arguments_size() - 1});
     return name;
@@ -318,16 +371,199 @@ class BackwardBuilder {
     *block_.add_ops() = std::move(grad);
   }
 
+  // Whether `name` is declared a tensor array in the forward block or a block it is nested in.
+  bool IsArray(const std::string& name) const {
+    for (int b = src_.idx(); b >= 0 && b < program_.blocks_size(); b = program_.blocks(b).parent_idx()) {
+      for (const auto& v : program_.blocks(b).vars()) {
+        if (v.name() == name) return v.type().type() == proto::VarType::LOD_TENSOR_ARRAY;
+      }
+      if (b == 0) break;
+    }
+    return false;
+  }
+
+  // while's gradient (see core/ops/while_op.cc for the invariants it shares with
+  // while_grad): a new block holding the gradient ops of the body, which while_grad runs once
+  // per step, last first, in a child of that step's scope. An array the body both reads
+  // and writes starts from its gradient after the loop and ends as its gradient before it.
+  void EmitWhileGrad(int i, const OpSchemaEntry& schema, const std::set<std::string>& requires,
+                     const std::set<std::string>& needed) {
+    const proto::OpDesc fwd = src_.ops(i);
+    int32_t sub = -1;
+    for (const auto& a : fwd.attrs()) {
+      if (a.name() == "sub_block") sub = a.block_idx();
+    }
+    if (sub < 0 || sub >= program_.blocks_size()) throw Error(Where(i, fwd) + ": while without a valid sub_block");
+    const proto::OpDesc::Var* xs = FindSlot(fwd.inputs(), "X");
+    const proto::OpDesc::Var* outs = FindSlot(fwd.outputs(), "Out");
+    const auto is_out = [&](const std::string& v) {
+      return outs != nullptr && std::count(outs->arguments().begin(), outs->arguments().end(), v) > 0;
+    };
+
+    auto* block = program_.add_blocks();
+    const int idx = program_.blocks_size() - 1;
+    block->set_idx(idx);
+    block->set_parent_idx(block_idx_);
+    block->set_forward_block_idx(sub);
+    BackwardBuilder inner(program_, idx, registry_, sub);
+
+    // The outputs' gradients from after the loop, and the inputs that need one.
+    proto::OpDesc grad;
+    grad.set_type(schema.grad_op_type);
+    if (xs != nullptr) *grad.add_inputs() = *xs;
+    std::vector<std::string> params;
+    if (xs != nullptr) {
+      for (const auto& a : xs->arguments()) {
+        if (requires.count(a) && std::find(params.begin(), params.end(), a) == params.end()) params.push_back(a);
+      }
+    }
+    std::vector<std::string> accumulators;
+    for (const auto& p : params) accumulators.push_back(p + kGradSuffix + "@WHILE@" + std::to_string(idx));
+    if (outs != nullptr) {
+      *grad.add_inputs() = *outs;
+      auto* g = grad.add_inputs();
+      g->set_parameter(std::string("Out") + kGradSuffix);
+      for (const auto& a : outs->arguments()) {
+        // Only what flows back from after the loop (`needed` also holds the inputs the
+        // loop reads, which may be outputs too).
+        if (!needed.count(a) || (contributions_[a].empty() && !finalized_.count(a + kGradSuffix))) {
+          g->add_arguments(kEmptyVarName);
+          continue;
+        }
+        if (!IsArray(a)) {
+          throw Error(Where(i, fwd) + " overwrites '" + a +
+                      "' at every step, and the loss depends on it: the gradient of a tensor a loop overwrites "
+                      "cannot be taken step by step; write each step's value to a tensor array");
+        }
+        g->add_arguments(Finalize(a));
+        inner.seeds_[a] = g->arguments(g->arguments_size() - 1);
+      }
+    }
+    for (size_t k = 0; k < params.size(); ++k) {
+      if (is_out(params[k])) inner.seeds_[params[k]] = accumulators[k];
+    }
+    const std::vector<bool> got = inner.BuildStep(params, accumulators);
+    inner.DeclareLocals(std::set<std::string>(accumulators.begin(), accumulators.end()));
+
+    // The forward while keeps its steps for this op.
+    auto* fwd_op = src_.mutable_ops(i);
+    proto::OpDesc::Var* steps = nullptr;
+    for (auto& out : *fwd_op->mutable_outputs()) {
+      if (out.parameter() == "StepScopes" && out.arguments_size() > 0) steps = &out;
+    }
+    if (steps == nullptr) {
+      steps = fwd_op->add_outputs();
+      steps->set_parameter("StepScopes");
+      steps->add_arguments("@STEP_SCOPES@" + std::to_string(src_.idx()) + "." + std::to_string(i));
+    }
+    *grad.add_inputs() = *steps;
+
+    // X@GRAD: one contribution per input that got a gradient. An array the loop also writes
+    // is a new version of it: what the loop gives is its whole gradient before the loop.
+    const int index = block_.ops_size();
+    auto* out = grad.add_outputs();
+    out->set_parameter(std::string("X") + kGradSuffix);
+    std::vector<std::string> given;
+    if (xs != nullptr) {
+      for (const auto& a : xs->arguments()) {
+        const auto at = std::find(params.begin(), params.end(), a);
+        if (at == params.end() || !got[static_cast<size_t>(at - params.begin())] ||
+            std::count(given.begin(), given.end(), a)) {
+          out->add_arguments(kEmptyVarName);
+          given.push_back("");
+          continue;
+        }
+        given.push_back(a);
+        if (is_out(a)) {
+          finalized_.erase(a + kGradSuffix);
+          contributions_[a].clear();
+        }
+        AddContribution(a, index, 0, out);
+      }
+    }
+    *grad.mutable_attrs() = fwd.attrs();
+    for (auto& a : *grad.mutable_attrs()) {
+      if (a.name() == "sub_block") a.set_block_idx(idx);
+    }
+    auto* acc = grad.add_attrs();
+    acc->set_name("accumulators");
+    acc->set_type(proto::STRINGS);
+    for (size_t k = 0; xs != nullptr && k < static_cast<size_t>(xs->arguments_size()); ++k) {
+      const auto at = std::find(params.begin(), params.end(), xs->arguments(static_cast<int>(k)));
+      acc->add_strings(given[k].empty() ? "" : accumulators[static_cast<size_t>(at - params.begin())]);
+    }
+    *block_.add_ops() = std::move(grad);
+  }
+
+  // A while body's gradient ops, for one step: seeded by seeds_ (the gradients from after
+  // the loop, and the accumulators of arrays the body also writes); ends by adding each
+  // param's gradient of this step into its accumulator. Returns which params got one.
+  std::vector<bool> BuildStep(const std::vector<std::string>& params, const std::vector<std::string>& accumulators) {
+    const int last = src_.ops_size() - 1;
+    std::set<std::string> requires(params.begin(), params.end());
+    Propagate(last, requires);
+    std::set<std::string> needed;
+    for (const auto& [v, name] : seeds_) {
+      if (requires.count(v)) needed.insert(v);
+    }
+    Emit(PathBack(last, requires, needed), requires, needed);
+    std::vector<bool> got;
+    for (size_t k = 0; k < params.size(); ++k) {
+      const auto& refs = contributions_[params[k]];
+      got.push_back(!refs.empty());
+      if (refs.empty()) continue;
+      auto* sum = block_.add_ops();
+      sum->set_type("sum");
+      auto* x = sum->add_inputs();
+      x->set_parameter("X");
+      for (const auto& r : refs) x->add_arguments(block_.ops(r.op).outputs(r.slot).arguments(r.arg));
+      x->add_arguments(accumulators[k]);
+      auto* out = sum->add_outputs();
+      out->set_parameter("Out");
+      out->add_arguments(accumulators[k]);
+    }
+    return got;
+  }
+
+  // Declares in the gradient block every variable its ops write but `shared`, so that each
+  // run of the block makes them in its own scope.
+  void DeclareLocals(const std::set<std::string>& shared) {
+    std::set<std::string> declared;
+    for (const auto& v : block_.vars()) declared.insert(v.name());
+    for (const auto& op : block_.ops()) {
+      for (const auto& out : op.outputs()) {
+        for (const auto& a : out.arguments()) {
+          if (a == kEmptyVarName || shared.count(a) || !declared.insert(a).second) continue;
+          auto* v = block_.add_vars();
+          v->set_name(a);
+          v->mutable_type()->set_type(IsArray(ForwardName(a)) ? proto::VarType::LOD_TENSOR_ARRAY
+                                                              : proto::VarType::LOD_TENSOR);
+        }
+      }
+    }
+  }
+
+  // The forward variable a gradient's name is made from ("v@GRAD@RENAME@0" -> "v").
+  static std::string ForwardName(const std::string& grad) {
+    const size_t at = grad.find(kGradSuffix);
+    return at == std::string::npos ? grad : grad.substr(0, at);
+  }
+
   struct ArgRef {
     int op, slot, arg;
   };
   proto::ProgramDesc& program_;
   const int block_idx_;
   proto::BlockDesc& block_;
+  proto::BlockDesc& src_;
   const Registry& registry_;
   std::vector<const OpSchemaEntry*> schemas_;
   std::map<std::string, std::vector<ArgRef>> contributions_;
+  std::map<std::string, int> renames_;  // contributions named so far per variable, for unique names
   std::set<std::string> finalized_;
+  // In a while's gradient block: the name of the gradient each variable's seed reads, given by
+  // the enclosing pass (EmitWhileGrad), for the outputs gradients flow back into.
+  std::map<std::string, std::string> seeds_;
 };
 
 }  // namespace

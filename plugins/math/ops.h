@@ -48,6 +48,7 @@ void RegisterBoxCoder(Registrar& r);
 void RegisterIouSimilarity(Registrar& r);
 void RegisterRoiAlign(Registrar& r);
 void RegisterTensorArray(Registrar& r);
+void RegisterLodRankTable(Registrar& r);
 void RegisterLrn(Registrar& r);
 void RegisterMaxout(Registrar& r);
 void RegisterSequencePool(Registrar& r);

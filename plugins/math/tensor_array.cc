@@ -68,21 +68,15 @@ void ReadFromArray(KernelContext& ctx) {
   CopyTensor(entry, ctx.Output("Out"));
 }
 
-// X@GRAD: an array as long as X, entry I = Out@GRAD, the others zeros like X's.
+// X@GRAD: an array as long as X, entry I = Out@GRAD, the others empty (no gradient reached
+// them: a loop's steps each read one entry, and their gradients are summed entry by entry).
 void ReadFromArrayGrad(KernelContext& ctx) {
   const size_t i = IndexOf(ctx);
   Variable x = ArrayInput(ctx, "X");
   Variable x_grad = ctx.OutputVar("X@GRAD");
-  const size_t size = x.TensorArraySize();
-  x_grad.ResizeTensorArray(size);
-  for (size_t k = 0; k < size; ++k) {
-    Tensor entry = x.TensorArrayAt(k);
-    if (k == i) {
-      CopyTensor(ctx.Input("Out@GRAD"), x_grad.TensorArrayAt(k));
-    } else if (entry.initialized()) {
-      ZerosLike(entry, x_grad.TensorArrayAt(k));
-    }
-  }
+  x_grad.ResizeTensorArray(0);
+  x_grad.ResizeTensorArray(x.TensorArraySize());
+  CopyTensor(ctx.Input("Out@GRAD"), x_grad.TensorArrayAt(i));
 }
 
 // An array never written (its variable still empty) has length 0.

@@ -93,10 +93,11 @@ class While(object):
         reads, written = block_reads_and_writes(while_block, [self.cond_var.name])
         x = [parent_block._find_var_recursive(n) for n in reads]
         out_vars = [parent_block.vars[n] for n in written if n in parent_block.vars]
-        step_scope = parent_block.create_var(type=core.VarDesc.VarType.STEP_SCOPES)
+        # No StepScopes: the backward pass gives the op one when it differentiates the loop,
+        # so only a loop that needs its steps' values keeps them (core/ops/while_op.cc).
         parent_block.append_op(type="while",
                                inputs={"X": [v for v in x if v is not None], "Condition": [self.cond_var]},
-                               outputs={"Out": out_vars, "StepScopes": [step_scope]},
+                               outputs={"Out": out_vars},
                                attrs={"sub_block": while_block, "is_test": self.is_test})
 
 

@@ -11,8 +11,8 @@
 //    order; array_to_lod_tensor puts the rows back into the sequences' own order, with the
 //    LoD they had; each is the other's gradient (an entry or array no gradient reached
 //    reads as zeros).
-//  - shrink_rnn_memory: a memory's first n_t rows (the memory is kept in table order);
-//    its gradient pads Out@GRAD with zero rows back to X's.
+//  - shrink_rnn_memory: a memory's first n_t rows, or sequences when it has a LoD (the
+//    memory is kept in table order); its gradient pads Out@GRAD with zero rows back to X's.
 //  - reorder_lod_tensor_by_rank: X's sequences (rows, without LoD) in table order, so a
 //    memory's initial value lines up with the steps; the gradient puts them back.
 // The sequences are those of the table's level when it is the input's last LoD level (each
@@ -226,19 +226,30 @@ void ShrinkRnnMemory(KernelContext& ctx) {
   const double step = ScalarOf(ctx.Input("I"), "I");
   if (step < 0) throw Error("I must be a step, not negative: " + std::to_string(step));
   Tensor x = ctx.Input("X");
-  const int64_t rows = std::min<int64_t>(static_cast<int64_t>(LongerThan(table, static_cast<size_t>(step))),
-                                         x.ndim() > 0 ? x.dims()[0] : 0);
-  // The rows a step keeps are the first ones: a view, no copy.
-  std::vector<int64_t> dims = x.dims();
-  const int64_t all = dims.empty() ? 0 : dims[0];
+  const uint64_t kept = LongerThan(table, static_cast<size_t>(step));
+  const int64_t all = x.ndim() > 0 ? x.dims()[0] : 0;
+  // X's first `kept` rows, or with a LoD its first `kept` sequences (of its first level)
+  // with their LoD.
+  std::vector<std::vector<uint64_t>> lod = x.lod();
+  int64_t rows = std::min<int64_t>(static_cast<int64_t>(kept), all);
+  if (!lod.empty()) {
+    SequenceOffsets(ctx.op(), "X", x, SIZE_MAX);
+    uint64_t end = std::min<uint64_t>(kept, lod[0].size() - 1);
+    for (auto& level : lod) {
+      level.resize(end + 1);
+      end = level.back();
+    }
+    rows = static_cast<int64_t>(end);
+  }
   Tensor out = ctx.Output("Out");
   if (rows == all) {
-    out.ShareWith(x);
-    return;
+    out.ShareWith(x);  // the usual step, all sequences still running: a view, no copy
+  } else {
+    std::vector<int64_t> dims = x.dims();
+    dims[0] = rows;
+    CopyBytes(out.Allocate(x.dtype(), dims), x.raw_data(), static_cast<size_t>(rows) * RowBytes(x));
   }
-  dims[0] = rows;
-  const size_t row = RowBytes(x);
-  CopyBytes(out.Allocate(x.dtype(), dims), x.raw_data(), static_cast<size_t>(rows) * row);
+  out.set_lod(lod);
 }
 
 void ShrinkRnnMemoryGrad(KernelContext& ctx) {

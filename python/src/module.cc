@@ -249,6 +249,38 @@ std::vector<std::vector<uint64_t>> LengthsFromLod(const core::LoD& lod) {
   return lengths;
 }
 
+// Element i of an fp32 tensor on the host, checked.
+float& FloatElement(core::Tensor& t, int64_t i) {
+  if (!t.initialized() || t.dtype() != RILL_FP32) {
+    throw core::Error("the tensor holds " + t.Describe() + ", not fp32 values", RILL_INVALID_ARGUMENT);
+  }
+  if (i < 0 || i >= t.numel()) {
+    throw py::index_error("element " + std::to_string(i) + " of a tensor of " + std::to_string(t.numel()));
+  }
+  return static_cast<float*>(t.data())[i];
+}
+
+// A variable's tensor array, as var.get_lod_tensor_array() returns it (Fluid's
+// LoDTensorArray); keeps the scope alive. An entry it gives is a view of that entry while
+// the array keeps its length.
+struct ArrayHandle {
+  std::shared_ptr<core::Scope> scope;
+  core::TensorArray* array;
+
+  core::Tensor& At(int64_t i) const {
+    const int64_t n = static_cast<int64_t>(array->size());
+    if (i < -n || i >= n) throw py::index_error("index " + std::to_string(i) + " of an array of " + std::to_string(n));
+    return (*array)[static_cast<size_t>(i < 0 ? i + n : i)];
+  }
+};
+
+ArrayHandle VarArray(const std::shared_ptr<core::Scope>& scope, core::Variable* var) {
+  if (var->initialized() && !var->is_tensor_array()) {
+    throw core::Error("variable holds a " + var->KindName() + ", not a tensor array", RILL_INVALID_ARGUMENT);
+  }
+  return ArrayHandle{scope, var->GetMutableTensorArray()};
+}
+
 TensorHandle VarTensor(const std::shared_ptr<core::Scope>& scope, core::Variable* var) {
   if (var->initialized() && !var->is_tensor()) {
     throw core::Error("variable holds a " + var->KindName() + ", not a tensor", RILL_INVALID_ARGUMENT);
@@ -373,6 +405,13 @@ PYBIND11_MODULE(_rill, m) {
       .def("dtype", [](const TensorHandle& t) { return t.get()->dtype(); })
       .def("_is_initialized", [](const TensorHandle& t) { return t.get()->initialized(); })
       .def("_get_dims", dims_of)
+      .def("get_dims", dims_of, "Fluid 0.14's name of _get_dims.")
+      .def(
+          "get_float_element", [](const TensorHandle& t, int64_t i) { return FloatElement(*t.get(), i); },
+          py::arg("i"), "Fluid 0.14's: element i (in row-major order) of an fp32 tensor.")
+      .def(
+          "set_float_element", [](TensorHandle& t, int64_t i, float value) { FloatElement(*t.get(), i) = value; },
+          py::arg("i"), py::arg("value"), "Fluid 0.14's: sets element i of an fp32 tensor.")
       .def("_set_dims", set_dims, py::arg("dims"),
            "Fluid's Resize: the tensor takes `dims` (kept as it is when it has them already; else zero-filled, in "
            "its dtype, fp32 when it has none): Rill's tensors always hold memory for their dims.")
@@ -425,8 +464,23 @@ PYBIND11_MODULE(_rill, m) {
           "get_tensor", [](const RowsHandle& r) { return TensorHandle(r.scope, &r.rows->value); },
           "The rows' values, [len(rows), ...].");
 
+  py::class_<ArrayHandle>(m, "LoDTensorArray")
+      .def("__len__", [](const ArrayHandle& a) { return a.array->size(); })
+      .def(
+          "__getitem__", [](const ArrayHandle& a, int64_t i) { return TensorHandle(a.scope, &a.At(i)); },
+          py::arg("i"), "Entry i, a view of it.")
+      .def(
+          "__setitem__", [](ArrayHandle& a, int64_t i, const TensorHandle& t) { a.At(i) = *t.get(); },
+          py::arg("i"), py::arg("tensor"), "Entry i takes the tensor's value and LoD (sharing its memory).")
+      .def(
+          "append", [](ArrayHandle& a, const TensorHandle& t) { a.array->push_back(*t.get()); }, py::arg("tensor"),
+          "A new last entry with the tensor's value and LoD (sharing its memory).");
+
   py::class_<VarHandle>(m, "Variable")
       .def("get_tensor", [](const VarHandle& v) { return VarTensor(v.scope, v.var); })
+      .def(
+          "get_lod_tensor_array", [](const VarHandle& v) { return VarArray(v.scope, v.var); },
+          "The variable's tensor array, made empty if the variable holds nothing yet.")
       .def(
           "get_selected_rows", [](const VarHandle& v) { return VarRows(v.scope, v.var); },
           "The variable's SelectedRows, made empty if the variable holds nothing yet.")

@@ -33,6 +33,9 @@ if dialect == "py2":
     # fix_import would make `import op_test` relative; these modules are imported top-level.
     fixers = [f for f in refactor.get_fixers_from_package("lib2to3.fixes") if not f.endswith(".fix_import")]
     tool = refactor.RefactoringTool(fixers)
+    # A module that defines __next__ already (one written for both Pythons) keeps its next():
+    # fix_next would make it a second __next__ calling itself.
+    tool_keeping_next = refactor.RefactoringTool([f for f in fixers if not f.endswith(".fix_next")])
 
     class Py2Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         # Modules of the test's own directory, converted to Python 3 as they are imported.
@@ -52,7 +55,8 @@ if dialect == "py2":
             origin = os.path.join(here, fullname + ".py")
             with open(origin) as f:
                 text = f.read()
-            code = str(tool.refactor_string(text + ("" if text.endswith("\n") else "\n"), fullname))
+            converter = tool_keeping_next if "def __next__" in text else tool
+            code = str(converter.refactor_string(text + ("" if text.endswith("\n") else "\n"), fullname))
             tree = ast.parse(code, origin)
             return ast.fix_missing_locations(Py2Semantics("from __future__ import division" not in text).visit(tree))
 

@@ -25,17 +25,18 @@ test_fill_constant_op test_framework_debug_str test_get_places_op test_inference
 test_layers test_learning_rate_scheduler test_math_op_patch test_memory_optimization_transpiler
 test_network_with_dtype test_operator_desc test_optimizer test_parameter test_print_op test_profiler test_program
 test_protobuf_descs test_registry test_regularizer test_scope test_slice_var test_switch test_tensor
-test_unique_name test_variable test_while_op""".split()
+test_unique_name test_variable test_while_op test_dyn_rnn test_dynrnn_gradient_check test_dynrnn_static_input
+test_lod_tensor_array test_shrink_rnn_memory""".split()
 TOP_LEVEL_FILES = "test_data_feeder test_error_clip test_gradient_clip test_python_operator_overriding".split()
 # The book's chapters, low-level and high-level API (under book/): those that need no
-# sequences; understand_sentiment's conv and stacked-LSTM nets (its dynamic_rnn file waits
-# for DynamicRNN; Paddle 0.14 names the low-level file notest_ and skips its RNN methods);
-# recommender_system and label_semantic_roles. machine_translation waits for DynamicRNN and
-# beam search.
+# sequences; understand_sentiment's conv, stacked-LSTM and DynamicRNN nets (Paddle 0.14
+# names the low-level file notest_ and skips its RNN methods); recommender_system and
+# label_semantic_roles. machine_translation waits for beam search.
 BOOK_FILES = """test_fit_a_line test_recognize_digits test_image_classification test_word2vec notest_understand_sentiment
 test_recommender_system test_label_semantic_roles
 high-level-api/understand_sentiment/test_understand_sentiment_conv
 high-level-api/understand_sentiment/test_understand_sentiment_stacked_lstm
+high-level-api/understand_sentiment/test_understand_sentiment_dynamic_rnn
 high-level-api/recommender_system/test_recommender_system_newapi
 high-level-api/label_semantic_roles/test_label_semantic_roles_newapi
 high-level-api/fit_a_line/test_fit_a_line high-level-api/recognize_digits/test_recognize_digits_conv

@@ -29,6 +29,8 @@ from rill.fluid.compiler import CompiledProgram
 from rill.fluid.parallel_executor import ParallelExecutor, ExecutionStrategy, BuildStrategy
 from rill.fluid.dygraph import Linear, LayerNorm  # noqa: F401  (fluid.Linear, fluid.LayerNorm: Fluid 1.x's names)
 
+Tensor = LoDTensor  # Fluid 0.14's other name of it
+
 __all__ = [
     "core", "unique_name", "framework", "initializer", "param_attr", "layer_helper", "executor", "layers", "nets",
     "backward", "optimizer", "io", "concurrency", "transpiler", "data_feeder", "debugger", "profiler", "regularizer",
@@ -36,7 +38,7 @@ __all__ = [
     "Program", "Block", "Variable",
     "Parameter", "Operator", "program_guard", "default_main_program", "default_startup_program",
     "switch_main_program", "switch_startup_program", "get_var", "Executor", "global_scope", "scope_guard",
-    "fetch_var", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "LoDTensor", "Scope", "ParamAttr",
+    "fetch_var", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "LoDTensor", "Tensor", "Scope", "ParamAttr",
     "WeightNormParamAttr", "DataFeeder", "DistributeTranspiler", "DistributeTranspilerConfig", "memory_optimize", "release_memory", "append_backward", "gradients", "Go", "Select",
     "make_channel", "channel_send", "channel_recv", "channel_close", "While", "trainer", "inferencer", "Trainer",
     "BeginEpochEvent", "EndEpochEvent", "BeginStepEvent", "EndStepEvent", "CheckpointConfig", "Inferencer",

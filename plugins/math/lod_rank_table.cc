@@ -15,8 +15,9 @@
 //    memory is kept in table order); its gradient pads Out@GRAD with zero rows back to X's.
 //  - reorder_lod_tensor_by_rank: X's sequences (rows, without LoD) in table order, so a
 //    memory's initial value lines up with the steps; the gradient puts them back.
-// The sequences are those of the table's level when it is the input's last LoD level (each
-// step unit a row); a level with levels below it is refused.
+// A step's part of a sequence is its element at the level below the ranked one: a row when
+// the ranked level is the last, else a sequence of the levels below, with its LoD (nested
+// DynamicRNNs).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -104,121 +105,222 @@ void MaxSequenceLen(KernelContext& ctx) {
   *ctx.AllocateOutput<int64_t>("Out", {1}) = table.items.empty() ? 0 : static_cast<int64_t>(table.items[0].length);
 }
 
-// The offsets of the ranked level in `x`, which must be its last: each step unit a row.
-std::vector<uint64_t> RankedOffsets(KernelContext& ctx, const char* slot, Tensor x, const LodRankTable& table) {
-  const std::vector<uint64_t> o = SequenceOffsets(ctx.op(), slot, x, SIZE_MAX);
-  const std::string what = std::string(slot) + " ('" + ctx.op().InputName(slot) + "')";
-  if (x.lod().size() != table.coarse_lod.size() + 1) {
-    throw Error(what + " has " + std::to_string(x.lod().size()) + " LoD levels; the rank table ranks level " +
-                std::to_string(table.coarse_lod.size()) + ", which must be its last");
+using LoD = std::vector<std::vector<uint64_t>>;
+
+// One element of a LoD, at level `from` (a sequence of the levels below, or a row when
+// `from` is past the last level): its rows [begin, end), and at each level from `from` on
+// the lengths of its parts there (lengths[0] its own length at `from`).
+struct Span {
+  uint64_t begin = 0, end = 0;
+  LoD lengths;
+};
+
+Span SpanOf(const LoD& lod, size_t from, uint64_t element) {
+  Span span;
+  uint64_t b = element, e = element + 1;
+  for (size_t l = from; l < lod.size(); ++l) {
+    span.lengths.emplace_back();
+    for (uint64_t k = b; k < e; ++k) span.lengths.back().push_back(lod[l][k + 1] - lod[l][k]);
+    b = lod[l][b];
+    e = lod[l][e];
   }
-  if (o.size() != table.items.size() + 1) {
-    throw Error(what + " packs " + std::to_string(o.size() - 1) + " sequences, the rank table " +
-                std::to_string(table.items.size()));
-  }
-  return o;
+  span.begin = b;
+  span.end = e;
+  return span;
 }
 
-// Splits `x` (rows of sequences with offsets `o`) into `out`: entry t the row t of every
-// sequence longer than t, in table order.
-void SplitIntoSteps(Tensor x, const std::vector<uint64_t>& o, const LodRankTable& table, Variable out) {
+// Offsets from lengths, level by level.
+LoD OffsetsOf(const LoD& lengths) {
+  LoD lod;
+  for (const auto& level : lengths) {
+    lod.push_back({0});
+    for (uint64_t n : level) lod.back().push_back(lod.back().back() + n);
+  }
+  return lod;
+}
+
+// Where a sequence tensor's steps are: step t's entry holds, for each sequence longer than t
+// in table order, that sequence's element t at the level below the ranked one (a row, or a
+// sequence of the levels below with its LoD).
+struct StepLayout {
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> rows;  // per step: the rows of each piece, in order
+  std::vector<LoD> entry_lod;                                    // per step: the entry's LoD
+  uint64_t total_rows = 0;                                       // of the sequence tensor
+};
+
+StepLayout LayoutOf(const LoD& lod, const LodRankTable& table) {
+  const size_t level = table.coarse_lod.size();
   const size_t steps = table.items.empty() ? 0 : table.items[0].length;
+  StepLayout layout;
+  layout.total_rows = lod.empty() ? 0 : lod[0].size() - 1;  // the first level's sequences, then down to rows
+  for (const auto& l : lod) layout.total_rows = l[layout.total_rows];
+  for (size_t t = 0; t < steps; ++t) {
+    const size_t n = LongerThan(table, t);
+    layout.rows.emplace_back();
+    LoD lengths(lod.size() - level - 1);
+    for (size_t p = 0; p < n; ++p) {
+      const Span span = SpanOf(lod, level + 1, lod[level][table.items[p].index] + t);
+      layout.rows.back().emplace_back(span.begin, span.end);
+      for (size_t k = 0; k < lengths.size(); ++k) {
+        lengths[k].insert(lengths[k].end(), span.lengths[k].begin(), span.lengths[k].end());
+      }
+    }
+    layout.entry_lod.push_back(OffsetsOf(lengths));
+  }
+  return layout;
+}
+
+// The LoD of sequence tensor `x` in input `slot`, checked against the table: the ranked
+// level exists and packs as many sequences as the table ranks.
+LoD SequenceLod(KernelContext& ctx, const char* slot, Tensor x, const LodRankTable& table) {
+  SequenceOffsets(ctx.op(), slot, x, SIZE_MAX);
+  LoD lod = x.lod();
+  const size_t level = table.coarse_lod.size();
+  const std::string what = std::string(slot) + " ('" + ctx.op().InputName(slot) + "')";
+  if (lod.size() <= level) {
+    throw Error(what + " has " + std::to_string(lod.size()) + " LoD levels; the rank table ranks level " +
+                std::to_string(level));
+  }
+  if (lod[level].size() != table.items.size() + 1) {
+    throw Error(what + " packs " + std::to_string(lod[level].size() - 1) + " sequences at level " +
+                std::to_string(level) + ", the rank table " + std::to_string(table.items.size()));
+  }
+  return lod;
+}
+
+// The LoD of the sequence tensor whose steps the entries of `array` are (array_to_lod_tensor's
+// output): the table's levels, then each sequence's steps' parts in the sequences' order.
+LoD JoinedLod(Variable array, const LodRankTable& table) {
+  const size_t steps = table.items.empty() ? 0 : table.items[0].length;
+  const size_t size = array && array.IsTensorArray() ? array.TensorArraySize() : 0;
+  if (size < steps) {
+    throw Error("the array holds " + std::to_string(size) + " steps; the rank table's longest sequence has " +
+                std::to_string(steps));
+  }
+  std::vector<size_t> rank(table.items.size()), length(table.items.size());
+  for (size_t p = 0; p < table.items.size(); ++p) {
+    rank[table.items[p].index] = p;
+    length[table.items[p].index] = table.items[p].length;
+  }
+  std::vector<LoD> entry_lod;
+  for (size_t t = 0; t < steps; ++t) {
+    Tensor entry = array.TensorArrayAt(t);
+    if (!entry.initialized()) throw Error("entry " + std::to_string(t) + " of the array was never written");
+    entry_lod.push_back(entry.lod());
+    const uint64_t units = entry_lod.back().empty() ? static_cast<uint64_t>(entry.ndim() ? entry.dims()[0] : 0)
+                                                    : entry_lod.back()[0].size() - 1;
+    if (units != LongerThan(table, t) || (t > 0 && entry_lod[t].size() != entry_lod[0].size())) {
+      throw Error("entry " + std::to_string(t) + " of the array holds " + std::to_string(units) +
+                  " steps' parts with " + std::to_string(entry_lod[t].size()) + " LoD levels; step " +
+                  std::to_string(t) + " has " + std::to_string(LongerThan(table, t)) + " sequences" +
+                  (t > 0 ? ", entry 0 " + std::to_string(entry_lod[0].size()) + " levels" : std::string()));
+    }
+  }
+  LoD lengths(1 + (entry_lod.empty() ? 0 : entry_lod[0].size()));
+  for (size_t s = 0; s < length.size(); ++s) {
+    lengths[0].push_back(length[s]);
+    for (size_t t = 0; t < length[s]; ++t) {
+      const Span span = SpanOf(entry_lod[t], 0, rank[s]);
+      for (size_t k = 0; k < span.lengths.size(); ++k) {
+        lengths[k + 1].insert(lengths[k + 1].end(), span.lengths[k].begin(), span.lengths[k].end());
+      }
+    }
+  }
+  LoD lod = table.coarse_lod;
+  for (auto& level : OffsetsOf(lengths)) lod.push_back(std::move(level));
+  return lod;
+}
+
+// Copies sequence tensor `x`'s steps into the entries of `out` (lod_tensor_to_array).
+void SplitIntoSteps(Tensor x, const StepLayout& layout, Variable out) {
   const size_t row = RowBytes(x);
   const char* from = static_cast<const char*>(x.raw_data());
   std::vector<int64_t> dims = x.dims();
   out.ResizeTensorArray(0);
-  out.ResizeTensorArray(steps);
-  for (size_t t = 0; t < steps; ++t) {
-    const size_t n = LongerThan(table, t);
-    dims[0] = static_cast<int64_t>(n);
-    char* to = static_cast<char*>(out.TensorArrayAt(t).Allocate(x.dtype(), dims));
-    for (size_t p = 0; p < n; ++p) CopyBytes(to + p * row, from + (o[table.items[p].index] + t) * row, row);
+  out.ResizeTensorArray(layout.rows.size());
+  for (size_t t = 0; t < layout.rows.size(); ++t) {
+    uint64_t rows = 0;
+    for (const auto& [b, e] : layout.rows[t]) rows += e - b;
+    dims[0] = static_cast<int64_t>(rows);
+    Tensor entry = out.TensorArrayAt(t);
+    char* to = static_cast<char*>(entry.Allocate(x.dtype(), dims));
+    for (const auto& [b, e] : layout.rows[t]) {
+      CopyBytes(to, from + b * row, (e - b) * row);
+      to += (e - b) * row;
+    }
+    entry.set_lod(layout.entry_lod[t]);
   }
 }
 
-// Joins the steps of `array` back into `out`, each sequence's rows in its own order; an
-// entry never written reads as zeros shaped like `like`'s rows (for a gradient).
-void JoinSteps(Variable array, const LodRankTable& table, Tensor* like, Tensor out) {
-  const size_t steps = table.items.empty() ? 0 : table.items[0].length;
+// Copies the entries of `array` back into sequence tensor `out` of LoD `lod`
+// (array_to_lod_tensor); an entry never written reads as zeros shaped like `like`'s rows
+// (for a gradient, where `like` is the sequence tensor).
+void JoinSteps(Variable array, const LoD& lod, const StepLayout& layout, Tensor* like, Tensor out) {
   const size_t size = array && array.IsTensorArray() ? array.TensorArraySize() : 0;
-  if (like == nullptr && size < steps) {
-    throw Error("the array holds " + std::to_string(size) + " steps; the rank table's longest sequence has " +
-                std::to_string(steps));
-  }
-  std::vector<uint64_t> offsets{0};
-  std::vector<size_t> start(table.items.size());  // by sequence index
-  {
-    std::vector<size_t> length(table.items.size());
-    for (const auto& item : table.items) length[item.index] = item.length;
-    for (size_t s = 0; s < length.size(); ++s) {
-      start[s] = offsets.back();
-      offsets.push_back(offsets.back() + length[s]);
-    }
-  }
-  // Row shape and dtype: the first written entry's, or `like`'s.
   size_t first = 0;
   while (first < size && !array.TensorArrayAt(first).initialized()) ++first;
   if (first == size && like == nullptr) throw Error("the array holds no written entry");
   Tensor shape_of = first < size ? array.TensorArrayAt(first) : *like;
   std::vector<int64_t> dims = shape_of.dims();
-  dims[0] = static_cast<int64_t>(offsets.back());
+  dims[0] = static_cast<int64_t>(layout.total_rows);
   const size_t row = RowBytes(shape_of);
   char* to = static_cast<char*>(out.Allocate(shape_of.dtype(), dims));
-  std::memset(to, 0, static_cast<size_t>(offsets.back()) * row);
-  for (size_t t = 0; t < steps && t < size; ++t) {
+  std::memset(to, 0, layout.total_rows * row);
+  for (size_t t = 0; t < layout.rows.size() && t < size; ++t) {
     Tensor entry = array.TensorArrayAt(t);
     if (!entry.initialized()) {
       if (like == nullptr) throw Error("entry " + std::to_string(t) + " of the array was never written");
       continue;
     }
-    const size_t n = LongerThan(table, t);
-    if (entry.ndim() == 0 || entry.dims()[0] != static_cast<int64_t>(n) || RowBytes(entry) != row ||
+    uint64_t rows = 0;
+    for (const auto& [b, e] : layout.rows[t]) rows += e - b;
+    if (entry.ndim() == 0 || static_cast<uint64_t>(entry.dims()[0]) != rows || RowBytes(entry) != row ||
         entry.dtype() != shape_of.dtype()) {
       throw Error("entry " + std::to_string(t) + " of the array is " + DataTypeName(entry.dtype()) + " " +
-                  DimsString(entry.dims()) + "; step " + std::to_string(t) + " has " + std::to_string(n) +
-                  " sequences, rows like entry " + DimsString(shape_of.dims()));
+                  DimsString(entry.dims()) + "; step " + std::to_string(t) + " has " + std::to_string(rows) +
+                  " rows like " + DimsString(shape_of.dims()));
     }
     const char* from = static_cast<const char*>(entry.raw_data());
-    for (size_t p = 0; p < n; ++p) CopyBytes(to + (start[table.items[p].index] + t) * row, from + p * row, row);
+    for (const auto& [b, e] : layout.rows[t]) {
+      CopyBytes(to + b * row, from, (e - b) * row);
+      from += (e - b) * row;
+    }
   }
-  std::vector<std::vector<uint64_t>> lod = table.coarse_lod;
-  lod.push_back(std::move(offsets));
   out.set_lod(lod);
 }
 
 void LodTensorToArray(KernelContext& ctx) {
   const LodRankTable& table = RankTableInput(ctx);
   Tensor x = ctx.Input("X");
-  SplitIntoSteps(x, RankedOffsets(ctx, "X", x, table), table, ctx.OutputVar("Out"));
+  SplitIntoSteps(x, LayoutOf(SequenceLod(ctx, "X", x, table), table), ctx.OutputVar("Out"));
 }
 
 void LodTensorToArrayGrad(KernelContext& ctx) {
   const LodRankTable& table = RankTableInput(ctx);
   Tensor x = ctx.Input("X");
-  RankedOffsets(ctx, "X", x, table);
+  const LoD lod = SequenceLod(ctx, "X", x, table);
   Variable grads = ctx.InputVarOrNull("Out@GRAD");
-  Variable none(nullptr);
-  JoinSteps(grads ? grads : none, table, &x, ctx.Output("X@GRAD"));
+  JoinSteps(grads, lod, LayoutOf(lod, table), &x, ctx.Output("X@GRAD"));
 }
 
 void ArrayToLodTensor(KernelContext& ctx) {
-  JoinSteps(ctx.InputVar("X"), RankTableInput(ctx), nullptr, ctx.Output("Out"));
+  const LodRankTable& table = RankTableInput(ctx);
+  Variable array = ctx.InputVar("X");
+  const LoD lod = JoinedLod(array, table);
+  JoinSteps(array, lod, LayoutOf(lod, table), nullptr, ctx.Output("Out"));
 }
 
-// Out@GRAD's rows follow Out's sequences, whose offsets the table gives (a gradient need not
-// carry the LoD).
+// Out@GRAD's rows follow Out's sequences, whose LoD the array and the table give (a
+// gradient need not carry it).
 void ArrayToLodTensorGrad(KernelContext& ctx) {
   const LodRankTable& table = RankTableInput(ctx);
+  const StepLayout layout = LayoutOf(JoinedLod(ctx.InputVar("X"), table), table);
   Tensor g = ctx.Input("Out@GRAD");
-  std::vector<uint64_t> length(table.items.size());
-  for (const auto& item : table.items) length[item.index] = item.length;
-  std::vector<uint64_t> offsets{0};
-  for (uint64_t n : length) offsets.push_back(offsets.back() + n);
-  if (g.ndim() == 0 || static_cast<uint64_t>(g.dims()[0]) != offsets.back()) {
-    throw Error("Out@GRAD " + DimsString(g.dims()) + " does not have the " + std::to_string(offsets.back()) +
-                " rows of the rank table's sequences");
+  if (g.ndim() == 0 || static_cast<uint64_t>(g.dims()[0]) != layout.total_rows) {
+    throw Error("Out@GRAD " + DimsString(g.dims()) + " does not have the " + std::to_string(layout.total_rows) +
+                " rows of the sequences the array's steps make");
   }
-  SplitIntoSteps(g, offsets, table, ctx.OutputVar("X@GRAD"));
+  SplitIntoSteps(g, layout, ctx.OutputVar("X@GRAD"));
 }
 
 void ShrinkRnnMemory(KernelContext& ctx) {
@@ -267,59 +369,48 @@ void ShrinkRnnMemoryGrad(KernelContext& ctx) {
   std::memset(to + static_cast<size_t>(rows) * row, 0, TensorBytes(x) - static_cast<size_t>(rows) * row);
 }
 
-// The rows of X's units (sequences of its first LoD level, or rows without one), checked
-// to be one per table item.
-SequenceRanges Units(KernelContext& ctx, const char* slot, Tensor x, const LodRankTable& table) {
-  SequenceRanges units;
-  const std::vector<std::vector<uint64_t>> lod = x.lod();
-  if (lod.empty()) {
-    for (int64_t r = 0; r < (x.ndim() > 0 ? x.dims()[0] : 0); ++r) units.emplace_back(r, r + 1);
-  } else {
-    if (lod.size() > 1) {
-      throw Error(std::string(slot) + " ('" + ctx.op().InputName(slot) + "') has " + std::to_string(lod.size()) +
-                  " LoD levels; reordering handles one");
-    }
-    units = RangesOfOffsets(SequenceOffsets(ctx.op(), slot, x, 1));
-  }
-  if (units.size() != table.items.size()) {
-    throw Error(std::string(slot) + " ('" + ctx.op().InputName(slot) + "') holds " + std::to_string(units.size()) +
+// X's units, one per table item: the sequences of its first LoD level (with the levels
+// below), or its rows without a LoD.
+std::vector<Span> Units(KernelContext& ctx, Tensor x, const LodRankTable& table) {
+  const LoD lod = x.lod();
+  if (!lod.empty()) SequenceOffsets(ctx.op(), "X", x, SIZE_MAX);
+  const uint64_t count = lod.empty() ? static_cast<uint64_t>(x.ndim() > 0 ? x.dims()[0] : 0) : lod[0].size() - 1;
+  if (count != table.items.size()) {
+    throw Error("X ('" + ctx.op().InputName("X") + "') holds " + std::to_string(count) +
                 (lod.empty() ? " rows" : " sequences") + ", the rank table " + std::to_string(table.items.size()));
   }
+  std::vector<Span> units;
+  for (uint64_t i = 0; i < count; ++i) units.push_back(SpanOf(lod, 0, i));
   return units;
 }
 
-// Out's unit p = X's unit items[p].index (forward), or the reverse (gradient).
+// Out's unit p = X's unit items[p].index, with its LoD (forward); or the reverse
+// (gradient: X@GRAD takes X's LoD).
 void Reorder(KernelContext& ctx, const char* in, const char* out, bool inverse) {
   const LodRankTable& table = RankTableInput(ctx);
   Tensor x = ctx.Input("X");
-  const SequenceRanges units = Units(ctx, "X", x, table);
+  const std::vector<Span> units = Units(ctx, x, table);
   Tensor v = ctx.Input(in);
   if (v.dims() != x.dims()) throw Error(std::string(in) + " " + DimsString(v.dims()) + " is not shaped like X");
   const size_t row = RowBytes(x);
-  std::vector<uint64_t> offsets{0};  // of Out's units, when X has a LoD
-  for (const auto& item : table.items) {
-    const auto [b, e] = units[item.index];
-    offsets.push_back(offsets.back() + static_cast<uint64_t>(e - b));
-  }
   const char* from = static_cast<const char*>(v.raw_data());
   char* to = static_cast<char*>(ctx.Output(out).Allocate(v.dtype(), v.dims()));
-  for (size_t p = 0; p < table.items.size(); ++p) {
-    const auto [b, e] = units[table.items[p].index];
-    const size_t bytes = static_cast<size_t>(e - b) * row;
-    char* sorted = inverse ? const_cast<char*>(from) + offsets[p] * row : to + offsets[p] * row;
-    char* original =
-        inverse ? to + static_cast<size_t>(b) * row : const_cast<char*>(from) + static_cast<size_t>(b) * row;
+  LoD lengths(x.lod().size());
+  uint64_t sorted = 0;  // rows of the units in table order so far
+  for (const auto& item : table.items) {
+    const Span& unit = units[item.index];
+    const size_t bytes = (unit.end - unit.begin) * row;
     if (inverse) {
-      CopyBytes(original, sorted, bytes);
+      CopyBytes(to + unit.begin * row, from + sorted * row, bytes);
     } else {
-      CopyBytes(sorted, original, bytes);
+      CopyBytes(to + sorted * row, from + unit.begin * row, bytes);
+    }
+    sorted += unit.end - unit.begin;
+    for (size_t k = 0; k < lengths.size(); ++k) {
+      lengths[k].insert(lengths[k].end(), unit.lengths[k].begin(), unit.lengths[k].end());
     }
   }
-  if (inverse) {
-    ctx.Output(out).set_lod(x.lod());
-  } else if (!x.lod().empty()) {
-    ctx.Output(out).set_lod({offsets});
-  }
+  ctx.Output(out).set_lod(inverse ? x.lod() : OffsetsOf(lengths));
 }
 
 void ReorderByRank(KernelContext& ctx) { Reorder(ctx, "X", "Out", false); }

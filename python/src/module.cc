@@ -407,11 +407,17 @@ PYBIND11_MODULE(_rill, m) {
       .def("_get_dims", dims_of)
       .def("get_dims", dims_of, "Fluid 0.14's name of _get_dims.")
       .def(
-          "get_float_element", [](const TensorHandle& t, int64_t i) { return FloatElement(*t.get(), i); },
-          py::arg("i"), "Fluid 0.14's: element i (in row-major order) of an fp32 tensor.")
+          "get_float_element", [](const TensorHandle& t, int64_t i) { return FloatElement(*t.get(), i); }, py::arg("i"),
+          "Fluid 0.14's: element i (in row-major order) of an fp32 tensor.")
       .def(
           "set_float_element", [](TensorHandle& t, int64_t i, float value) { FloatElement(*t.get(), i) = value; },
           py::arg("i"), py::arg("value"), "Fluid 0.14's: sets element i of an fp32 tensor.")
+      .def(
+          "_get_float_element", [](const TensorHandle& t, int64_t i) { return FloatElement(*t.get(), i); },
+          py::arg("i"), "Fluid 1.x's name of get_float_element.")
+      .def(
+          "_set_float_element", [](TensorHandle& t, int64_t i, float value) { FloatElement(*t.get(), i) = value; },
+          py::arg("i"), py::arg("value"), "Fluid 1.x's name of set_float_element.")
       .def("_set_dims", set_dims, py::arg("dims"),
            "Fluid's Resize: the tensor takes `dims` (kept as it is when it has them already; else zero-filled, in "
            "its dtype, fp32 when it has none): Rill's tensors always hold memory for their dims.")
@@ -467,11 +473,11 @@ PYBIND11_MODULE(_rill, m) {
   py::class_<ArrayHandle>(m, "LoDTensorArray")
       .def("__len__", [](const ArrayHandle& a) { return a.array->size(); })
       .def(
-          "__getitem__", [](const ArrayHandle& a, int64_t i) { return TensorHandle(a.scope, &a.At(i)); },
-          py::arg("i"), "Entry i, a view of it.")
+          "__getitem__", [](const ArrayHandle& a, int64_t i) { return TensorHandle(a.scope, &a.At(i)); }, py::arg("i"),
+          "Entry i, a view of it.")
       .def(
-          "__setitem__", [](ArrayHandle& a, int64_t i, const TensorHandle& t) { a.At(i) = *t.get(); },
-          py::arg("i"), py::arg("tensor"), "Entry i takes the tensor's value and LoD (sharing its memory).")
+          "__setitem__", [](ArrayHandle& a, int64_t i, const TensorHandle& t) { a.At(i) = *t.get(); }, py::arg("i"),
+          py::arg("tensor"), "Entry i takes the tensor's value and LoD (sharing its memory).")
       .def(
           "append", [](ArrayHandle& a, const TensorHandle& t) { a.array->push_back(*t.get()); }, py::arg("tensor"),
           "A new last entry with the tensor's value and LoD (sharing its memory).");

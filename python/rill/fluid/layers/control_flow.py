@@ -352,3 +352,9 @@ def Print(input, first_n=-1, message=None, summarize=-1, print_tensor_name=True,
                             "print_tensor_shape": print_tensor_shape, "print_tensor_lod": print_tensor_lod,
                             "print_phase": print_phase})
     return input
+
+
+# Fluid keeps DynamicRNN and its rank-table layers in this module; they live in dynamic_rnn.py,
+# which builds on the layers above (hence imported last).
+from rill.fluid.layers.dynamic_rnn import DynamicRNN, lod_rank_table, max_sequence_len, lod_tensor_to_array, \
+    array_to_lod_tensor, shrink_memory, reorder_lod_tensor_by_rank  # noqa: E402,F401

@@ -35,6 +35,7 @@ def lod_rank_table(x, level=0):
 
 def max_sequence_len(rank_table):
     """The length of the rank table's longest sequence, an int64 [1]."""
+    _check_rank_table("max_sequence_len", rank_table)
     helper = LayerHelper("max_sequence_len")
     out = helper.create_tmp_variable(dtype="int64", stop_gradient=True)
     out._shape = [1]
@@ -75,9 +76,17 @@ def shrink_memory(x, i, table):
     return out
 
 
+def _check_rank_table(layer, table):
+    _check_variable(layer, "rank_table", table)
+    if table.type != VarType.LOD_RANK_TABLE:
+        raise TypeError("%s: rank_table %s must be a rank table (lod_rank_table's output), is %s" %
+                        (layer, table.name, table.type))
+
+
 def reorder_lod_tensor_by_rank(x, rank_table):
     """x's sequences (or rows) in the rank table's order."""
     _check_variable("reorder_lod_tensor_by_rank", "x", x)
+    _check_rank_table("reorder_lod_tensor_by_rank", rank_table)
     helper = LayerHelper("reorder_lod_tensor_by_rank")
     out = helper.create_tmp_variable(dtype=x.dtype)
     out._shape = None if x._shape is None else list(x.shape)

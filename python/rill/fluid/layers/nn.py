@@ -100,6 +100,7 @@ def lookup(op_type, layer, input, size, leading_dims, is_sparse, is_distributed,
     helper = LayerHelper("embedding", param_attr=param_attr)
     w = helper.create_parameter(attr=helper.param_attr, shape=size, dtype=dtype, is_bias=False)
     out = _tmp(helper, dtype, list(leading_dims) + [size[1]])
+    out._lod_level = input.lod_level  # the op shares the ids' LoD
     padding_idx = -1 if padding_idx is None else padding_idx if padding_idx >= 0 else size[0] + padding_idx
     helper.append_op(type=op_type, inputs={"Ids": input, "W": w}, outputs={"Out": out},
                      attrs={"is_sparse": is_sparse, "is_distributed": is_distributed, "padding_idx": padding_idx})

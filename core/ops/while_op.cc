@@ -19,7 +19,8 @@
 //    array), or, for an array the body also writes (Out), as a copy of that array's
 //    gradient from after the loop; after the last step it moves into X@GRAD[k].
 //  - Everything else the block writes is declared in it, so it lives in the step's child
-//    scope and one step never sees another's.
+//    scope and one step never sees another's. The accumulators and the gradients from
+//    after the loop are lent to that child scope for the step (swapped in and back).
 //  - A body carries state from step to step in tensor arrays, written once per entry
 //    (as DynamicRNN's ops do); the pass refuses a tensor the body overwrites on the
 //    gradient path.
@@ -107,9 +108,38 @@ void WhileGrad(rill::KernelContext& ctx) {
   for (size_t k = 0; k < inputs; ++k) {
     if (!accumulators[k].empty()) StartAccumulator(ctx, k, scope.Var(accumulators[k]));
   }
+  // What the gradient block reads from this op's scope, the gradients from after the loop and
+  // the accumulators, is lent to each step's scope, which need not descend from this one (a
+  // loop nested in a loop's body ran in that body's step scope).
+  std::vector<std::pair<std::string, rill::Variable>> lent;
+  const auto lend = [&](const std::string& name, rill::Variable var) {
+    if (name.empty() || name == RILL_EMPTY_VAR_NAME) return;
+    for (const auto& [n, v] : lent) {
+      if (n == name) return;
+    }
+    lent.emplace_back(name, var);
+  };
+  for (size_t j = 0; j < op.InputCount("Out@GRAD"); ++j) {
+    const std::string name = op.InputName("Out@GRAD", j);
+    if (name != RILL_EMPTY_VAR_NAME) lend(name, ctx.InputVar("Out@GRAD", j));
+  }
+  for (const auto& name : accumulators) {
+    if (!name.empty()) lend(name, scope.Var(name));
+  }
   const int32_t grad_block = op.BlockAttr("sub_block");
   for (auto step = steps->scopes.rbegin(); step != steps->scopes.rend(); ++step) {
-    ctx.RunBlock(grad_block, step->NewChild());
+    const rill::Scope grad_scope = step->NewChild();
+    const auto swap = [&] {
+      for (auto& [name, var] : lent) grad_scope.Var(name).SwapWith(var);
+    };
+    swap();
+    try {
+      ctx.RunBlock(grad_block, grad_scope);
+    } catch (...) {
+      swap();  // the accumulators stay this op's
+      throw;
+    }
+    swap();
   }
   steps->scopes.clear();  // the forward values are spent
   const size_t grads = op.OutputCount("X@GRAD");

@@ -224,6 +224,7 @@ def array_read(array, i):
     out = helper.create_tmp_variable(dtype=array.dtype)
     if array._shape is not None:
         out._shape = list(array.shape)  # an entry's, as array_write recorded it
+    out._lod_level = array.lod_level
     helper.append_op(type="read_from_array", inputs={"X": [array], "I": [_index_as_of_now(i)]}, outputs={"Out": [out]})
     return out
 

@@ -24,8 +24,15 @@ def _check_variable(layer, name, value):
 
 
 def lod_rank_table(x, level=0):
-    """The rank table of x's LoD level `level`: its sequences longest first."""
+    """The rank table of x's LoD level `level` (x a Variable, or a list of one): its sequences
+    longest first."""
+    if isinstance(x, (list, tuple)):
+        if len(x) != 1:
+            raise TypeError("lod_rank_table ranks one variable, got %d" % len(x))
+        x = x[0]
     _check_variable("lod_rank_table", "x", x)
+    if not isinstance(level, int):
+        raise TypeError("lod_rank_table: level must be an int, got %r" % (level,))
     helper = LayerHelper("lod_rank_table")
     table = helper.create_variable(type=VarType.LOD_RANK_TABLE, name=helper.name + ".out")
     table.stop_gradient = True
@@ -46,10 +53,12 @@ def max_sequence_len(rank_table):
 def lod_tensor_to_array(x, table):
     """A tensor array of x's time steps, entry t holding row t of each sequence longer than t."""
     _check_variable("lod_tensor_to_array", "x", x)
+    _check_variable("lod_tensor_to_array", "table", table)
     helper = LayerHelper("lod_tensor_to_array")
     array = helper.create_variable(name=helper.name + ".out", type=VarType.LOD_TENSOR_ARRAY, dtype=x.dtype)
     if x._shape is not None:
         array._shape = list(x.shape)  # an entry's shape, for the layers reading the array
+    array._lod_level = max(x.lod_level - 1, 0)  # an entry's: a step's parts keep the levels below
     helper.append_op(type="lod_tensor_to_array", inputs={"X": [x], "RankTable": [table]},
                      outputs={"Out": [array]})
     return array
@@ -57,17 +66,21 @@ def lod_tensor_to_array(x, table):
 
 def array_to_lod_tensor(x, table):
     """The steps of tensor array x put back into sequences (lod_tensor_to_array's inverse)."""
+    _check_variable("array_to_lod_tensor", "x", x)
+    _check_variable("array_to_lod_tensor", "table", table)
     helper = LayerHelper("array_to_lod_tensor")
     out = helper.create_tmp_variable(dtype=x.dtype)
     if x._shape is not None:
         out._shape = list(x.shape)
-    out._lod_level = 1
+    out._lod_level = x.lod_level + 1
     helper.append_op(type="array_to_lod_tensor", inputs={"X": [x], "RankTable": [table]}, outputs={"Out": [out]})
     return out
 
 
 def shrink_memory(x, i, table):
     """x's first rows, one per sequence of the rank table longer than step i."""
+    for name, value in (("x", x), ("i", i), ("table", table)):
+        _check_variable("shrink_memory", name, value)
     helper = LayerHelper("shrink_memory")
     out = helper.create_tmp_variable(dtype=x.dtype)
     out._shape = None if x._shape is None else list(x.shape)

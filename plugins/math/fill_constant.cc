@@ -2,8 +2,8 @@
 // fill_constant (a tensor of `shape` and `dtype` filled with `value`); fill_any_like and
 // fill_zeros_like (the same, shaped like X: the backward pass's seeds);
 // fill_constant_batch_size_like (`shape` with one dim taken from Input's); assign_value
-// (the values listed in the attribute of its dtype); shape (Input's dims); range (Start,
-// Start + Step, ... short of End).
+// (the values listed in the attribute of its dtype); shape (Input's dims); is_empty
+// (whether X holds no element); range (Start, Start + Step, ... short of End).
 #include <cmath>
 #include <limits>
 
@@ -132,6 +132,8 @@ void Shape(KernelContext& ctx) {
   for (size_t i = 0; i < d.size(); ++i) p[i] = static_cast<int32_t>(d[i]);
 }
 
+void IsEmpty(KernelContext& ctx) { *ctx.AllocateOutput<bool>("Out", {1}) = ctx.Input("X").numel() == 0; }
+
 // One value of a [1] input of range, as T.
 template <class T> T RangeValue(KernelContext& ctx, const char* slot) {
   Tensor t = ctx.Input(slot);
@@ -221,6 +223,11 @@ void RegisterFillConstant(Registrar& r) {
            .Input("Input", "any tensor, or SelectedRows")
            .Output("Out", "its dims"));
   r.Kernel("shape", RILL_CPU, RILL_ANY_DTYPE, &Shape);
+  r.Op(OpSchema("is_empty")
+           .Doc("Out = whether X holds no element, bool [1] (a beam search whose every source has ended).")
+           .Input("X", "any tensor")
+           .Output("Out", "bool [1]"));
+  r.Kernel("is_empty", RILL_CPU, RILL_ANY_DTYPE, &IsEmpty);
 
   r.Op(OpSchema("range")
            .Doc("Out = Start, Start + Step, ... while short of End (1-D; empty when Step points away from End).")

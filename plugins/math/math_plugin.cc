@@ -44,6 +44,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterRoiAlign(r);
   rill::math::RegisterTensorArray(r);
   rill::math::RegisterLodRankTable(r);
+  rill::math::RegisterBeamSearch(r);
   rill::math::RegisterLrn(r);
   rill::math::RegisterMaxout(r);
   rill::math::RegisterSequencePool(r);

@@ -49,6 +49,7 @@ void RegisterIouSimilarity(Registrar& r);
 void RegisterRoiAlign(Registrar& r);
 void RegisterTensorArray(Registrar& r);
 void RegisterLodRankTable(Registrar& r);
+void RegisterBeamSearch(Registrar& r);
 void RegisterLrn(Registrar& r);
 void RegisterMaxout(Registrar& r);
 void RegisterSequencePool(Registrar& r);

@@ -1,6 +1,7 @@
 // softmax and log_softmax (along `axis`, numerically stable), cross_entropy (hard int64 labels or soft
 // labels; Y[i] = -log X[i, label_i], or -sum_j label_ij * log X_ij), the two fused as
-// softmax_with_cross_entropy, and their gradients.
+// softmax_with_cross_entropy, and their gradients. softmax's Out and cross_entropy's Y keep X's
+// LoD, as Paddle's do.
 #include <cmath>
 #include <limits>
 
@@ -39,6 +40,7 @@ template <class T, bool kLog> void SoftmaxOrLog(KernelContext& ctx) {
   WriteOutput<T>(ctx, "Out", {"X"}, d, [&](T* out) {
     ForBlocks<T>(v, [&](int64_t first, int64_t last) { loops.forward(px, out, nullptr, v, first, last, kLog); });
   });
+  ShareLoD(ctx, "X", "Out");
 }
 
 template <class T> void CrossEntropy(KernelContext& ctx) {
@@ -49,6 +51,7 @@ template <class T> void CrossEntropy(KernelContext& ctx) {
   const int64_t rows = shape.rows, classes = shape.classes;
   const T* px = x.data<T>();
   T* po = ctx.AllocateOutput<T>("Y", shape.out_dims);
+  ShareLoD(ctx, "X", "Y");
   // Keeps log() finite for a probability that underflowed to 0 (Fluid's kApproInf guard).
   const auto safe_log = [](T p) { return std::log(std::max(p, std::numeric_limits<T>::min())); };
   if (soft) {

@@ -31,9 +31,11 @@ TOP_LEVEL_FILES = "test_data_feeder test_error_clip test_gradient_clip test_pyth
 # The book's chapters, low-level and high-level API (under book/): those that need no
 # sequences; understand_sentiment's conv, stacked-LSTM and DynamicRNN nets (Paddle 0.14
 # names the low-level file notest_ and skips its RNN methods); recommender_system and
-# label_semantic_roles. machine_translation waits for beam search.
+# label_semantic_roles; machine_translation (DynamicRNN training, beam-search decoding) and
+# its RNN encoder-decoder.
 BOOK_FILES = """test_fit_a_line test_recognize_digits test_image_classification test_word2vec notest_understand_sentiment
-test_recommender_system test_label_semantic_roles
+test_recommender_system test_label_semantic_roles test_machine_translation test_rnn_encoder_decoder
+high-level-api/machine_translation/test_machine_translation
 high-level-api/understand_sentiment/test_understand_sentiment_conv
 high-level-api/understand_sentiment/test_understand_sentiment_stacked_lstm
 high-level-api/understand_sentiment/test_understand_sentiment_dynamic_rnn

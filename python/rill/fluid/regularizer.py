@@ -57,13 +57,16 @@ def append_regularization_ops(parameters_and_grads, regularization=None, add_op=
         if grad is None or regularizer is None:
             result.append((param, grad))
             continue
-        if grad.type == core.VarDesc.VarType.SELECTED_ROWS:
-            raise NotImplementedError("regularization of %s: its gradient is sparse (an is_sparse embedding); "
-                                      "regularize it through a dense gradient" % param.name)
+        # A sparse gradient (an is_sparse embedding's rows) plus the whole table's decay is a
+        # dense gradient, as Paddle 2.x's sum makes it: elementwise_add takes no rows.
+        sparse = grad.type == core.VarDesc.VarType.SELECTED_ROWS
+        op = "sum" if sparse else add_op
         with param.block.program.optimized_guard([param, grad]):
             term = regularizer(param, grad, grad.block)
-            inputs = {"X": [grad, term]} if add_op == "sum" else {"X": grad, "Y": term}
-            grad.block.append_op(type=add_op, inputs=inputs, outputs={"Out": grad})
+            inputs = {"X": [grad, term]} if op == "sum" else {"X": grad, "Y": term}
+            if sparse:
+                grad = grad.block.create_var(name=grad.name + "@REGULARIZED", dtype=param.dtype, shape=param.shape)
+            grad.block.append_op(type=op, inputs=inputs, outputs={"Out": grad})
         result.append((param, grad))
     return result
 

@@ -13,7 +13,8 @@ from rill.fluid.layer_helper import LayerHelper
 
 __all__ = ["While", "ConditionalBlock", "Switch", "BlockGuard", "increment", "less_than", "less_equal", "greater_than",
            "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
-           "Print", "create_array", "array_write", "array_read", "array_length", "is_array", "tensor_array_to_tensor"]
+           "Print", "create_array", "array_write", "array_read", "array_length", "is_array", "tensor_array_to_tensor",
+           "is_empty"]
 
 
 class BlockGuard(object):
@@ -353,6 +354,20 @@ def Print(input, first_n=-1, message=None, summarize=-1, print_tensor_name=True,
                             "print_tensor_shape": print_tensor_shape, "print_tensor_lod": print_tensor_lod,
                             "print_phase": print_phase})
     return input
+
+
+def is_empty(x, cond=None, name=None):
+    """Whether x holds no element: a bool [1] (into `cond` when given)."""
+    if not isinstance(x, Variable):
+        raise TypeError("is_empty: x must be a Variable, got %r" % (x,))
+    helper = LayerHelper("is_empty", name=name)
+    if cond is None:
+        cond = helper.create_tmp_variable(dtype="bool", stop_gradient=True)
+        cond._shape = [1]
+    elif not isinstance(cond, Variable) or cond.dtype != core.VarDesc.VarType.BOOL:
+        raise TypeError("is_empty: cond must be a bool Variable, got %r" % (cond,))
+    helper.append_op(type="is_empty", inputs={"X": [x]}, outputs={"Out": [cond]})
+    return cond
 
 
 # Fluid keeps DynamicRNN and its rank-table layers in this module; they live in dynamic_rnn.py,

@@ -66,8 +66,8 @@ void BeamSearch(KernelContext& ctx) {
   const bool accumulated = ctx.Attr<bool>("is_accumulated");
   if (beam_size <= 0) throw Error("beam_size must be positive, got " + std::to_string(beam_size));
   if (pre_ids.dtype() != RILL_INT64 || pre_scores.dtype() != RILL_FP32 || scores.dtype() != RILL_FP32) {
-    throw Error(std::string("pre_ids must be int64 and pre_scores, scores fp32; got ") + DataTypeName(pre_ids.dtype()) + ", " +
-                DataTypeName(pre_scores.dtype()) + ", " + DataTypeName(scores.dtype()));
+    throw Error(std::string("pre_ids must be int64 and pre_scores, scores fp32; got ") + DataTypeName(pre_ids.dtype()) +
+                ", " + DataTypeName(pre_scores.dtype()) + ", " + DataTypeName(scores.dtype()));
   }
   SequenceOffsets(ctx.op(), "scores", scores, SIZE_MAX);
   const LoD lod = scores.lod();
@@ -158,10 +158,12 @@ template <class T> void BeamSearchDecode(KernelContext& ctx) {
     lods[t] = ids.lod();
     if (lods[t].size() != 2 || ids.dtype() != RILL_INT64 || scores.dtype() != DataTypeOf<T>::value ||
         scores.numel() != ids.numel()) {
-      throw Error("step " + std::to_string(t) + ": Ids must be int64 with a LoD of 2 levels (beam_search's output) "
-                  "and Scores " + DataTypeName(DataTypeOf<T>::value) + " of as many values; got " +
-                  DataTypeName(ids.dtype()) + " with " + std::to_string(lods[t].size()) + " levels, " +
-                  DataTypeName(scores.dtype()) + " of " + std::to_string(scores.numel()));
+      throw Error("step " + std::to_string(t) +
+                  ": Ids must be int64 with a LoD of 2 levels (beam_search's output) "
+                  "and Scores " +
+                  DataTypeName(DataTypeOf<T>::value) + " of as many values; got " + DataTypeName(ids.dtype()) +
+                  " with " + std::to_string(lods[t].size()) + " levels, " + DataTypeName(scores.dtype()) + " of " +
+                  std::to_string(scores.numel()));
     }
   }
   const size_t sources = lods[0][0].size() - 1;
@@ -210,8 +212,7 @@ template <class T> void BeamSearchDecode(KernelContext& ctx) {
   std::vector<int64_t> words;
   std::vector<T> word_scores;
   for (auto& hyp : sentences) {
-    hyp.erase(std::remove_if(hyp.begin(), hyp.end(), [](const Sentence<T>& x) { return x.words.empty(); }),
-              hyp.end());
+    hyp.erase(std::remove_if(hyp.begin(), hyp.end(), [](const Sentence<T>& x) { return x.words.empty(); }), hyp.end());
     std::stable_sort(hyp.begin(), hyp.end(),
                      [](const Sentence<T>& a, const Sentence<T>& b) { return a.scores.front() > b.scores.front(); });
     for (const auto& x : hyp) {

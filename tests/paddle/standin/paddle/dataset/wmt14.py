@@ -1,9 +1,12 @@
 """wmt14 (French to English) as the real reader yields it: (src_ids, trg_ids, trg_ids_next),
 the source sentence with <s> and <e> around it, the target after <s>, and the target then
-<e>; ids 0, 1 and 2 are <s>, <e> and <unk> in both dictionaries of `dict_size` words. The
-signal: a target sentence is its source's words in reverse order, each shifted by one id,
-drawn from the 200 most frequent words (as real text mostly is). train() yields 2048
-sentence pairs of 5 to 15 words, test() 256."""
+<e>; ids 0, 1 and 2 are <s>, <e> and <unk> in both dictionaries of `dict_size` words, the
+words drawn from the 200 most frequent (as real text mostly is). The signal: a target
+sentence is as long as its source and starts with the source's first word; each next word
+follows from the one before by a fixed rule (a grammar of one rule), which the book's
+decoder can learn from its input word alone (its memory starts from the encodings in the
+batch's order while its steps run longest sentence first: Fluid's book leaves
+need_reorder off). train() yields 2048 sentence pairs of 5 to 15 words, test() 256."""
 import numpy as np
 
 START, END, UNK = 0, 1, 2
@@ -13,10 +16,12 @@ _FREQUENT = 200
 def _reader(count, seed, dict_size):
     def reader():
         rng = np.random.RandomState(seed)
-        top = min(dict_size - 1, 3 + _FREQUENT)
+        frequent = min(dict_size - 3, _FREQUENT)
         for _ in range(count):
-            words = rng.randint(3, top, size=rng.randint(5, 16)).tolist()
-            target = [w + 1 for w in reversed(words)]
+            words = rng.randint(3, 3 + frequent, size=rng.randint(5, 16)).tolist()
+            target = [words[0]]
+            while len(target) < len(words):
+                target.append(3 + (target[-1] * 7 + 3) % frequent)
             yield [START] + words + [END], [START] + target, target + [END]
     return reader
 

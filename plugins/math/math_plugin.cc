@@ -45,6 +45,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterTensorArray(r);
   rill::math::RegisterLodRankTable(r);
   rill::math::RegisterBeamSearch(r);
+  rill::math::RegisterWarpCtc(r);
   rill::math::RegisterLrn(r);
   rill::math::RegisterMaxout(r);
   rill::math::RegisterSequencePool(r);

@@ -50,6 +50,7 @@ void RegisterRoiAlign(Registrar& r);
 void RegisterTensorArray(Registrar& r);
 void RegisterLodRankTable(Registrar& r);
 void RegisterBeamSearch(Registrar& r);
+void RegisterWarpCtc(Registrar& r);
 void RegisterLrn(Registrar& r);
 void RegisterMaxout(Registrar& r);
 void RegisterSequencePool(Registrar& r);

@@ -381,3 +381,71 @@ def test_edit_distance_refuses_hypotheses_without_references():
     with pytest.raises(rill.Error, match="Hyps holds 3 sequences and Refs 2"):
         fluid.Executor(fluid.CPUPlace()).run(
             main, feed={"h": lod_tensor(tokens, [1, 1, 2]), "r": lod_tensor(tokens, [2, 2])}, fetch_list=[distance])
+
+
+def ctc_program(padded, norm_by_times=False, classes=5, blank=0):
+    """warpctc of logits and int32 labels, LoD or padded; the loss's gradient by the logits
+    through sum(loss * w)."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        if padded:
+            x = fluid.layers.data(name="x", shape=[-1, -1, classes], dtype="float64", append_batch_size=False)
+            y = fluid.layers.data(name="y", shape=[-1, -1], dtype="int32", append_batch_size=False)
+            x_len = fluid.layers.data(name="x_len", shape=[-1], dtype="int64", append_batch_size=False)
+            y_len = fluid.layers.data(name="y_len", shape=[-1], dtype="int64", append_batch_size=False)
+            loss = fluid.layers.warpctc(x, y, blank=blank, norm_by_times=norm_by_times, input_length=x_len,
+                                        label_length=y_len)
+        else:
+            x = fluid.layers.data(name="x", shape=[classes], dtype="float64", lod_level=1)
+            y = fluid.layers.data(name="y", shape=[1], dtype="int32", lod_level=1)
+            loss = fluid.layers.warpctc(x, y, blank=blank, norm_by_times=norm_by_times)
+        x.stop_gradient = False
+        w = fluid.layers.data(name="w", shape=[-1, 1], dtype="float64", append_batch_size=False)
+        fluid.backward.append_backward(fluid.layers.reduce_sum(fluid.layers.elementwise_mul(loss, w)))
+    return main, loss
+
+
+@pytest.mark.parametrize("padded,norm_by_times", [(False, False), (False, True), (True, False)])
+def test_warpctc_matches_pytorch_ctc_loss_and_its_gradient(padded, norm_by_times):
+    """Frames 4, 1, 6, 5, 3 and labels 2, 1, 3 (one repeated id), 0 and 3: the third fits
+    only through the blank between its repeats, the last needs more frames than it has (loss
+    0, no gradient: PyTorch's zero_infinity)."""
+    rng = np.random.RandomState(7)
+    classes, blank = 5, 2
+    frames, label_lengths = [4, 1, 6, 5, 3], [2, 1, 3, 0, 3]
+    labels = [[1, 3], [4], [3, 3, 0], [], [1, 1, 4]]  # the last needs 4 frames, has 3
+    xs = [rng.normal(size=(t, classes)) for t in frames]
+    weights = rng.uniform(0.5, 2, (len(frames), 1))
+    main, loss = ctc_program(padded, norm_by_times, classes, blank)
+    if padded:
+        t_max, l_max = max(frames), max(label_lengths)
+        x_pad = np.zeros((t_max, len(frames), classes))
+        y_pad = np.zeros((len(frames), l_max), "int32")
+        for b, (x, label) in enumerate(zip(xs, labels)):
+            x_pad[:len(x), b] = x
+            y_pad[b, :len(label)] = label
+        feed = {"x": x_pad, "y": y_pad, "x_len": np.array(frames, "int64"),
+                "y_len": np.array(label_lengths, "int64"), "w": weights}
+    else:
+        feed = {"x": lod_tensor(np.concatenate(xs), frames),
+                "y": lod_tensor(np.array(sum(labels, []), "int32").reshape(-1, 1), label_lengths), "w": weights}
+    got_loss, got_grad = fluid.Executor(fluid.CPUPlace()).run(main, feed=feed, fetch_list=[loss, "x@GRAD"])
+
+    for b, (x, label) in enumerate(zip(xs, labels)):
+        tx = torch.tensor(x, requires_grad=True)
+        expected = torch.nn.functional.ctc_loss(
+            torch.log_softmax(tx, 1).unsqueeze(1), torch.tensor([label], dtype=torch.long).reshape(1, -1),
+            torch.tensor([len(x)]), torch.tensor([len(label)]), blank=blank, reduction="sum", zero_infinity=True)
+        (expected * weights[b, 0] / (len(x) if norm_by_times else 1)).backward()
+        np.testing.assert_allclose(got_loss[b, 0], expected.item(), rtol=1e-9, atol=1e-12, err_msg=str(b))
+        grad = got_grad[:len(x), b] if padded else split(got_grad, frames)[b]
+        np.testing.assert_allclose(grad, tx.grad.numpy(), rtol=1e-8, atol=1e-12, err_msg=str(b))
+    assert got_loss[4, 0] == 0
+
+
+def test_warpctc_refuses_a_label_holding_the_blank():
+    main, loss = ctc_program(False, classes=4, blank=0)
+    feed = {"x": lod_tensor(np.zeros((3, 4)), [3]), "y": lod_tensor(np.array([[2], [0]], "int32"), [2]),
+            "w": np.ones((1, 1))}
+    with pytest.raises(rill.Error, match="Label of sequence 0 holds 0, not a class other than the blank"):
+        fluid.Executor(fluid.CPUPlace()).run(main, feed=feed, fetch_list=[loss])

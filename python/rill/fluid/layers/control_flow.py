@@ -7,6 +7,8 @@ leaving it, the op that runs the sub-block is appended to the parent block, with
 variables the sub-block reads from outside in its X (or Params) slot and the parent's
 variables it writes in Out, in the order the sub-block first uses them.
 """
+import contextlib
+
 from rill.fluid import core
 from rill.fluid.framework import Program, Variable, VarType, _dtype_name
 from rill.fluid.layer_helper import LayerHelper
@@ -15,6 +17,18 @@ __all__ = ["While", "ConditionalBlock", "Switch", "BlockGuard", "increment", "le
            "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
            "Print", "create_array", "array_write", "array_read", "array_length", "is_array", "tensor_array_to_tensor",
            "is_empty"]
+
+
+@contextlib.contextmanager
+def in_parent_block(program):
+    """Appends the layers made in the ``with`` to the parent of `program`'s current block
+    (what an RNN's block puts before its loop)."""
+    current = program.current_block_idx
+    program.current_block_idx = program.current_block().parent_idx
+    try:
+        yield
+    finally:
+        program.current_block_idx = current
 
 
 class BlockGuard(object):
@@ -370,7 +384,8 @@ def is_empty(x, cond=None, name=None):
     return cond
 
 
-# Fluid keeps DynamicRNN and its rank-table layers in this module; they live in dynamic_rnn.py,
-# which builds on the layers above (hence imported last).
+# Fluid keeps StaticRNN, DynamicRNN and its rank-table layers in this module; they live in
+# static_rnn.py and dynamic_rnn.py, which build on the layers above (hence imported last).
 from rill.fluid.layers.dynamic_rnn import DynamicRNN, lod_rank_table, max_sequence_len, lod_tensor_to_array, \
     array_to_lod_tensor, shrink_memory, reorder_lod_tensor_by_rank  # noqa: E402,F401
+from rill.fluid.layers.static_rnn import StaticRNN  # noqa: E402,F401

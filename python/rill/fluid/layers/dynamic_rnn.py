@@ -11,7 +11,7 @@ import contextlib
 
 from rill.fluid.framework import Variable, VarType
 from rill.fluid.layer_helper import LayerHelper
-from rill.fluid.layers.control_flow import While, array_read, array_write, increment, less_than
+from rill.fluid.layers.control_flow import While, array_read, array_write, in_parent_block, increment, less_than
 from rill.fluid.layers.tensor import fill_constant
 
 __all__ = ["DynamicRNN", "lod_rank_table", "max_sequence_len", "lod_tensor_to_array", "array_to_lod_tensor",
@@ -135,13 +135,12 @@ class DynamicRNN(object):
         """The rows of sequence input x at this step (one per sequence still running)."""
         self._assert_in_rnn_block("step_input")
         _check_variable("DynamicRNN.step_input", "x", x)
-        parent = self._parent_block()
         if self.lod_rank_table is None:
-            with self._in_block(parent):
+            with in_parent_block(self.helper.main_program):
                 self.lod_rank_table = lod_rank_table(x)
                 self.max_seq_len = max_sequence_len(self.lod_rank_table)
                 less_than(x=self.step_idx, y=self.max_seq_len, cond=self.cond)
-        with self._in_block(parent):
+        with in_parent_block(self.helper.main_program):
             array = lod_tensor_to_array(x, self.lod_rank_table)
         self.input_array.append((array, x.dtype))
         return array_read(array=array, i=self.step_idx)
@@ -152,7 +151,7 @@ class DynamicRNN(object):
         _check_variable("DynamicRNN.static_input", "x", x)
         if self.lod_rank_table is None:
             raise RuntimeError("DynamicRNN.static_input must be called after step_input")
-        with self._in_block(self._parent_block()):
+        with in_parent_block(self.helper.main_program):
             reordered = reorder_lod_tensor_by_rank(x, self.lod_rank_table)
         return shrink_memory(reordered, self.step_idx, self.lod_rank_table)
 
@@ -183,14 +182,13 @@ class DynamicRNN(object):
         """A state carried from step to step: starting as `init` (one row per sequence;
         need_reorder when its rows follow the input's order), or as `value` of `shape`."""
         self._assert_in_rnn_block("memory")
-        parent = self._parent_block()
         if init is None:
             if not self.input_array:
                 raise ValueError("DynamicRNN.memory(shape=...) must come after step_input")
             if shape is None:
                 raise ValueError("DynamicRNN.memory needs init or shape")
             array, _ = self.input_array[0]
-            with self._in_block(parent):
+            with in_parent_block(self.helper.main_program):
                 first = array_read(array=array, i=self.zero_idx)
                 init = self.helper.create_tmp_variable(dtype=dtype)
                 init._shape = [-1] + list(shape)
@@ -199,7 +197,7 @@ class DynamicRNN(object):
                                       attrs={"shape": [-1] + list(shape), "value": float(value), "dtype": init.dtype})
             return self.memory(init=init)
         _check_variable("DynamicRNN.memory", "init", init)
-        with self._in_block(parent):
+        with in_parent_block(self.helper.main_program):
             if need_reorder:
                 if self.lod_rank_table is None:
                     raise ValueError("DynamicRNN.memory(need_reorder=True) must come after step_input")
@@ -223,26 +221,11 @@ class DynamicRNN(object):
         """Marks this step's values as outputs, one sequence each after the RNN."""
         self._assert_in_rnn_block("output")
         for each in outputs:
-            with self._in_block(self._parent_block()):
+            with in_parent_block(self.helper.main_program):
                 array = self.helper.create_variable(name="%s.output_array.%s" % (self.helper.name, each.name),
                                                     type=VarType.LOD_TENSOR_ARRAY, dtype=each.dtype)
             array_write(x=each, i=self.step_idx, array=array)
             self.output_array.append(array)
-
-    def _parent_block(self):
-        program = self.helper.main_program
-        return program.block(program.current_block().parent_idx)
-
-    @contextlib.contextmanager
-    def _in_block(self, block):
-        """Appends the layers made in the ``with`` to `block` (the loop's parent)."""
-        program = self.helper.main_program
-        current = program.current_block_idx
-        program.current_block_idx = block.idx
-        try:
-            yield
-        finally:
-            program.current_block_idx = current
 
     def _assert_in_rnn_block(self, method):
         if self.status != DynamicRNN.IN_RNN:

@@ -1,7 +1,8 @@
 """fluid.layers' sequence-labelling and decoding layers, as Fluid writes them: a linear-chain
 CRF's cost (linear_chain_crf), its decoding (crf_decoding, which reads the CRF's transition
-parameter by name), the chunk metrics of the tags found (chunk_eval), CTC's greedy decoding
-(ctc_greedy_decoder) and the edit distance of token sequences (edit_distance). Sequences are
+parameter by name), the chunk metrics of the tags found (chunk_eval), the CTC loss (warpctc)
+and CTC's greedy decoding (ctc_greedy_decoder), and the edit distance of token sequences
+(edit_distance). Sequences are
 LoD tensors, or padded [batch, max_len, ...] tensors with a length of each (Fluid 1.6 and
 later)."""
 from rill.fluid.layer_helper import LayerHelper
@@ -9,7 +10,7 @@ from rill.fluid.layers import nn
 from rill.fluid.layers.checks import check_variable_and_dtype
 from rill.fluid.param_attr import ParamAttr
 
-__all__ = ["linear_chain_crf", "crf_decoding", "chunk_eval", "ctc_greedy_decoder", "edit_distance"]
+__all__ = ["linear_chain_crf", "crf_decoding", "chunk_eval", "warpctc", "ctc_greedy_decoder", "edit_distance"]
 
 
 def _check_length(layer, length):
@@ -93,6 +94,29 @@ def chunk_eval(input, label, chunk_scheme, num_chunk_types, excluded_chunk_types
                             "excluded_chunk_types": list(excluded_chunk_types or [])})
     return tuple(outputs[slot] for slot in ("Precision", "Recall", "F1-Score", "NumInferChunks", "NumLabelChunks",
                                             "NumCorrectChunks"))
+
+
+def warpctc(input, label, blank=0, norm_by_times=False, input_length=None, label_length=None):
+    """The CTC loss ([batch, 1]) of each sequence of unscaled scores `input` ([T, classes + 1]
+    with LoD, or [max_T, batch, classes + 1] with input_length) against its int32 `label`
+    ([L, 1] with LoD, or [batch, max_L] with label_length); `blank` is the blank's class.
+    norm_by_times divides each sequence's gradient by its length."""
+    check_variable_and_dtype(input, "input", ["float32", "float64"], "warpctc")
+    check_variable_and_dtype(label, "label", ["int32"], "warpctc")
+    helper = LayerHelper("warpctc", **locals())
+    loss = helper.create_tmp_variable(input.dtype)
+    loss._shape = [-1, 1]
+    grad = helper.create_tmp_variable(input.dtype, stop_gradient=True)
+    inputs = {"Logits": [input], "Label": [label]}
+    if (input_length is None) != (label_length is None):
+        raise ValueError("warpctc: give input_length and label_length together, or neither")
+    if input_length is not None:
+        check_variable_and_dtype(input_length, "input_length", ["int64"], "warpctc")
+        check_variable_and_dtype(label_length, "label_length", ["int64"], "warpctc")
+        inputs.update({"LogitsLength": [input_length], "LabelLength": [label_length]})
+    helper.append_op(type="warpctc", inputs=inputs, outputs={"WarpCTCGrad": [grad], "Loss": [loss]},
+                     attrs={"blank": blank, "norm_by_times": norm_by_times})
+    return loss
 
 
 def ctc_greedy_decoder(input, blank, input_length=None, padding_value=0, name=None):

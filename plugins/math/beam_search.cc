@@ -28,8 +28,6 @@
 namespace rill::math {
 namespace {
 
-using LoD = std::vector<std::vector<uint64_t>>;
-
 // Offsets of every level in rows (Fluid's ToAbsOffset): level l's offsets index level
 // l + 1's sequences, which index the rows.
 LoD AbsoluteLod(const LoD& lod) {

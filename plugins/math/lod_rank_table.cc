@@ -105,40 +105,6 @@ void MaxSequenceLen(KernelContext& ctx) {
   *ctx.AllocateOutput<int64_t>("Out", {1}) = table.items.empty() ? 0 : static_cast<int64_t>(table.items[0].length);
 }
 
-using LoD = std::vector<std::vector<uint64_t>>;
-
-// One element of a LoD, at level `from` (a sequence of the levels below, or a row when
-// `from` is past the last level): its rows [begin, end), and at each level from `from` on
-// the lengths of its parts there (lengths[0] its own length at `from`).
-struct Span {
-  uint64_t begin = 0, end = 0;
-  LoD lengths;
-};
-
-Span SpanOf(const LoD& lod, size_t from, uint64_t element) {
-  Span span;
-  uint64_t b = element, e = element + 1;
-  for (size_t l = from; l < lod.size(); ++l) {
-    span.lengths.emplace_back();
-    for (uint64_t k = b; k < e; ++k) span.lengths.back().push_back(lod[l][k + 1] - lod[l][k]);
-    b = lod[l][b];
-    e = lod[l][e];
-  }
-  span.begin = b;
-  span.end = e;
-  return span;
-}
-
-// Offsets from lengths, level by level.
-LoD OffsetsOf(const LoD& lengths) {
-  LoD lod;
-  for (const auto& level : lengths) {
-    lod.push_back({0});
-    for (uint64_t n : level) lod.back().push_back(lod.back().back() + n);
-  }
-  return lod;
-}
-
 // Where a sequence tensor's steps are: step t's entry holds, for each sequence longer than t
 // in table order, that sequence's element t at the level below the ranked one (a row, or a
 // sequence of the levels below with its LoD).
@@ -159,7 +125,7 @@ StepLayout LayoutOf(const LoD& lod, const LodRankTable& table) {
     layout.rows.emplace_back();
     LoD lengths(lod.size() - level - 1);
     for (size_t p = 0; p < n; ++p) {
-      const Span span = SpanOf(lod, level + 1, lod[level][table.items[p].index] + t);
+      const LodSpan span = SpanOf(lod, level + 1, lod[level][table.items[p].index] + t);
       layout.rows.back().emplace_back(span.begin, span.end);
       for (size_t k = 0; k < lengths.size(); ++k) {
         lengths[k].insert(lengths[k].end(), span.lengths[k].begin(), span.lengths[k].end());
@@ -220,7 +186,7 @@ LoD JoinedLod(Variable array, const LodRankTable& table) {
   for (size_t s = 0; s < length.size(); ++s) {
     lengths[0].push_back(length[s]);
     for (size_t t = 0; t < length[s]; ++t) {
-      const Span span = SpanOf(entry_lod[t], 0, rank[s]);
+      const LodSpan span = SpanOf(entry_lod[t], 0, rank[s]);
       for (size_t k = 0; k < span.lengths.size(); ++k) {
         lengths[k + 1].insert(lengths[k + 1].end(), span.lengths[k].begin(), span.lengths[k].end());
       }
@@ -371,7 +337,7 @@ void ShrinkRnnMemoryGrad(KernelContext& ctx) {
 
 // X's units, one per table item: the sequences of its first LoD level (with the levels
 // below), or its rows without a LoD.
-std::vector<Span> Units(KernelContext& ctx, Tensor x, const LodRankTable& table) {
+std::vector<LodSpan> Units(KernelContext& ctx, Tensor x, const LodRankTable& table) {
   const LoD lod = x.lod();
   if (!lod.empty()) SequenceOffsets(ctx.op(), "X", x, SIZE_MAX);
   const uint64_t count = lod.empty() ? static_cast<uint64_t>(x.ndim() > 0 ? x.dims()[0] : 0) : lod[0].size() - 1;
@@ -379,7 +345,7 @@ std::vector<Span> Units(KernelContext& ctx, Tensor x, const LodRankTable& table)
     throw Error("X ('" + ctx.op().InputName("X") + "') holds " + std::to_string(count) +
                 (lod.empty() ? " rows" : " sequences") + ", the rank table " + std::to_string(table.items.size()));
   }
-  std::vector<Span> units;
+  std::vector<LodSpan> units;
   for (uint64_t i = 0; i < count; ++i) units.push_back(SpanOf(lod, 0, i));
   return units;
 }
@@ -389,7 +355,7 @@ std::vector<Span> Units(KernelContext& ctx, Tensor x, const LodRankTable& table)
 void Reorder(KernelContext& ctx, const char* in, const char* out, bool inverse) {
   const LodRankTable& table = RankTableInput(ctx);
   Tensor x = ctx.Input("X");
-  const std::vector<Span> units = Units(ctx, x, table);
+  const std::vector<LodSpan> units = Units(ctx, x, table);
   Tensor v = ctx.Input(in);
   if (v.dims() != x.dims()) throw Error(std::string(in) + " " + DimsString(v.dims()) + " is not shaped like X");
   const size_t row = RowBytes(x);
@@ -398,7 +364,7 @@ void Reorder(KernelContext& ctx, const char* in, const char* out, bool inverse) 
   LoD lengths(x.lod().size());
   uint64_t sorted = 0;  // rows of the units in table order so far
   for (const auto& item : table.items) {
-    const Span& unit = units[item.index];
+    const LodSpan& unit = units[item.index];
     const size_t bytes = (unit.end - unit.begin) * row;
     if (inverse) {
       CopyBytes(to + unit.begin * row, from + sorted * row, bytes);

@@ -46,6 +46,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterLodRankTable(r);
   rill::math::RegisterBeamSearch(r);
   rill::math::RegisterWarpCtc(r);
+  rill::math::RegisterSplitMergeLodTensor(r);
   rill::math::RegisterLrn(r);
   rill::math::RegisterMaxout(r);
   rill::math::RegisterSequencePool(r);

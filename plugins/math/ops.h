@@ -51,6 +51,7 @@ void RegisterTensorArray(Registrar& r);
 void RegisterLodRankTable(Registrar& r);
 void RegisterBeamSearch(Registrar& r);
 void RegisterWarpCtc(Registrar& r);
+void RegisterSplitMergeLodTensor(Registrar& r);
 void RegisterLrn(Registrar& r);
 void RegisterMaxout(Registrar& r);
 void RegisterSequencePool(Registrar& r);

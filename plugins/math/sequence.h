@@ -75,6 +75,42 @@ inline SequenceRanges RangesOfPadded(const char* slot, const Tensor& lengths, in
   return ranges;
 }
 
+using LoD = std::vector<std::vector<uint64_t>>;
+
+// One element of a LoD, at level `from` (a sequence of the levels below, or a row when
+// `from` is past the last level): its rows [begin, end), and at each level from `from` on
+// the lengths of its parts there (lengths[0] its own length at `from`). An op that moves
+// whole elements (a step of DynamicRNN, a branch of IfElse) moves these rows and rebuilds
+// the LoD from the lengths (OffsetsOf).
+struct LodSpan {
+  uint64_t begin = 0, end = 0;
+  LoD lengths;
+};
+
+inline LodSpan SpanOf(const LoD& lod, size_t from, uint64_t element) {
+  LodSpan span;
+  uint64_t b = element, e = element + 1;
+  for (size_t l = from; l < lod.size(); ++l) {
+    span.lengths.emplace_back();
+    for (uint64_t k = b; k < e; ++k) span.lengths.back().push_back(lod[l][k + 1] - lod[l][k]);
+    b = lod[l][b];
+    e = lod[l][e];
+  }
+  span.begin = b;
+  span.end = e;
+  return span;
+}
+
+// Offsets from lengths, level by level.
+inline LoD OffsetsOf(const LoD& lengths) {
+  LoD lod;
+  for (const auto& level : lengths) {
+    lod.push_back({0});
+    for (uint64_t n : level) lod.back().push_back(lod.back().back() + n);
+  }
+  return lod;
+}
+
 }  // namespace rill::math
 
 #endif  // RILL_PLUGINS_MATH_SEQUENCE_H_

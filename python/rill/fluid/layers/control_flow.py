@@ -1,6 +1,7 @@
-"""fluid.layers.control_flow: While, ConditionalBlock, comparisons, increment, Print, and
-tensor arrays (create_array, array_write, array_read, array_length: Fluid's LoDTensorArray,
-a variable holding a list of tensors, which a loop fills step by step).
+"""fluid.layers.control_flow: While, ConditionalBlock, Switch, IfElse (a branch per row),
+comparisons, increment, Print, and tensor arrays (create_array, array_write, array_read,
+array_length: Fluid's LoDTensorArray, a variable holding a list of tensors, which a loop
+fills step by step).
 
 A block guard (``with while_op.block():``) opens a sub-block of the current block; on
 leaving it, the op that runs the sub-block is appended to the parent block, with the
@@ -13,10 +14,10 @@ from rill.fluid import core
 from rill.fluid.framework import Program, Variable, VarType, _dtype_name
 from rill.fluid.layer_helper import LayerHelper
 
-__all__ = ["While", "ConditionalBlock", "Switch", "BlockGuard", "increment", "less_than", "less_equal", "greater_than",
-           "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
-           "Print", "create_array", "array_write", "array_read", "array_length", "is_array", "tensor_array_to_tensor",
-           "is_empty"]
+__all__ = ["While", "ConditionalBlock", "Switch", "IfElse", "BlockGuard", "increment", "less_than", "less_equal",
+           "greater_than", "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_xor",
+           "logical_not", "Print", "create_array", "array_write", "array_read", "array_length", "is_array",
+           "tensor_array_to_tensor", "is_empty"]
 
 
 @contextlib.contextmanager
@@ -190,6 +191,111 @@ class Switch(object):
 
     def __exit__(self, exc_type, exc_val, exc_tb):
         self.inside_scope = False
+        return False
+
+
+class IfElse(object):
+    """``ie = IfElse(cond)`` over a bool [N, 1] with one value per row (or per sequence) of
+    the inputs: ``with ie.true_block():`` and ``with ie.false_block():`` each run on the rows
+    where cond is true, false (``ie.input(x)``), giving their results with ``ie.output``;
+    ``ie()`` puts the two branches' outputs back in the rows' order. Each branch is a
+    conditional_block over x's rows split by split_lod_tensor; merge_lod_tensor joins them."""
+    OUT_IF_ELSE_BLOCKS, IN_IF_ELSE_TRUE_BLOCKS, IN_IF_ELSE_FALSE_BLOCKS = 0, 1, 2
+
+    def __init__(self, cond, name=None):
+        if not isinstance(cond, Variable):
+            raise TypeError("IfElse's condition must be a Variable, got %r" % (cond,))
+        self.helper = LayerHelper("ifelse", name=name)
+        self.cond = cond
+        self.input_table = {}
+        self.status = IfElse.OUT_IF_ELSE_BLOCKS
+        self.conditional_true_block = ConditionalBlock(inputs=[cond])
+        self.conditional_false_block = ConditionalBlock(inputs=[cond])
+        self.output_table = ([], [])  # (false outputs, true outputs)
+
+    def input(self, x):
+        """x's rows (or sequences) of the branch being written."""
+        if self.status == IfElse.OUT_IF_ELSE_BLOCKS:
+            raise ValueError("IfElse.input is called inside true_block() or false_block()")
+        if not isinstance(x, Variable):
+            raise TypeError("IfElse.input takes a Variable, got %r" % (x,))
+        if x.name not in self.input_table:
+            with in_parent_block(self.helper.main_program):
+                helper = LayerHelper("ifelse_input")
+                out_true = helper.create_tmp_variable(dtype=x.dtype)
+                out_false = helper.create_tmp_variable(dtype=x.dtype)
+                for out in (out_true, out_false):
+                    if x._shape is not None:
+                        out._shape = [-1] + list(x.shape[1:])
+                    out._lod_level = x.lod_level
+                helper.append_op(type="split_lod_tensor", inputs={"X": [x], "Mask": [self.cond]},
+                                 outputs={"OutTrue": [out_true], "OutFalse": [out_false]}, attrs={"level": 0})
+            self.input_table[x.name] = (out_true, out_false)
+        out_true, out_false = self.input_table[x.name]
+        return out_true if self.status == IfElse.IN_IF_ELSE_TRUE_BLOCKS else out_false
+
+    def true_block(self):
+        return _IfElseBlockGuard(True, self)
+
+    def false_block(self):
+        return _IfElseBlockGuard(False, self)
+
+    def output(self, *outs):
+        """The branch's results, one for each of the other branch's."""
+        if self.status == IfElse.OUT_IF_ELSE_BLOCKS:
+            raise ValueError("IfElse.output is called inside true_block() or false_block()")
+        table = self.output_table[1 if self.status == IfElse.IN_IF_ELSE_TRUE_BLOCKS else 0]
+        for each in outs:
+            with in_parent_block(self.helper.main_program):
+                outside = LayerHelper("ifelse_output").create_tmp_variable(dtype=each.dtype)
+                if each._shape is not None:
+                    outside._shape = list(each.shape)
+            table.append(outside)
+            self.helper.append_op(type="assign", inputs={"X": [each]}, outputs={"Out": [outside]})
+
+    def __call__(self):
+        false_outs, true_outs = self.output_table
+        if not false_outs and not true_outs:
+            raise ValueError("IfElse: write true_block() and false_block() before calling it")
+        if false_outs and true_outs and len(false_outs) != len(true_outs):
+            raise ValueError("IfElse: the true block has %d outputs, the false block %d" %
+                             (len(true_outs), len(false_outs)))
+        if not false_outs or not true_outs:
+            return false_outs or true_outs
+        results = []
+        for false_var, true_var in zip(false_outs, true_outs):
+            out = self.helper.create_tmp_variable(dtype=true_var.dtype)
+            if true_var._shape is not None:
+                out._shape = list(true_var.shape)
+            self.helper.append_op(type="merge_lod_tensor",
+                                  inputs={"X": [self.cond], "Mask": [self.cond], "InTrue": [true_var],
+                                          "InFalse": [false_var]},
+                                  outputs={"Out": [out]}, attrs={"level": 0})
+            results.append(out)
+        return results
+
+
+class _IfElseBlockGuard(object):
+    def __init__(self, is_true, ifelse):
+        if ifelse.status != IfElse.OUT_IF_ELSE_BLOCKS:
+            raise ValueError("an IfElse block cannot be opened inside another")
+        self.is_true = is_true
+        self.ifelse = ifelse
+        block = ifelse.conditional_true_block if is_true else ifelse.conditional_false_block
+        self.guard = block.block()
+
+    def __enter__(self):
+        self.ifelse.status = IfElse.IN_IF_ELSE_TRUE_BLOCKS if self.is_true else IfElse.IN_IF_ELSE_FALSE_BLOCKS
+        self.guard.__enter__()
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        if exc_type is not None:
+            self.guard.__exit__(exc_type, exc_val, exc_tb)
+            return False
+        self.guard.__exit__(None, None, None)
+        self.ifelse.status = IfElse.OUT_IF_ELSE_BLOCKS
+        if not self.ifelse.output_table[1 if self.is_true else 0]:
+            raise ValueError("IfElse: a block must give its outputs (IfElse.output)")
         return False
 
 

@@ -121,8 +121,7 @@ void SplitLodTensor(KernelContext& ctx) { Split(ctx, "X", "X", "OutTrue", "OutFa
 void SplitLodTensorGrad(KernelContext& ctx) {
   const std::vector<bool> mask = MaskOf(ctx);
   Tensor x = ctx.Input("X");
-  const std::vector<LodSpan> units =
-      UnitsOf(ctx, "X", x, static_cast<size_t>(ctx.Attr<int64_t>("level")), mask.size());
+  const std::vector<LodSpan> units = UnitsOf(ctx, "X", x, static_cast<size_t>(ctx.Attr<int64_t>("level")), mask.size());
   Tensor out = ctx.Output("X@GRAD");
   Interleave(ctx, mask, units, "OutTrue@GRAD", "OutFalse@GRAD", x.dtype(), x.dims(), out);
   out.set_lod(x.lod());
@@ -172,8 +171,9 @@ void MergeLodTensorGrad(KernelContext& ctx) { Split(ctx, "Out@GRAD", "Out", "InT
 void RegisterSplitMergeLodTensor(Registrar& r) {
   const OpSchema split =
       OpSchema("split_lod_tensor")
-          .Doc("OutTrue, OutFalse = X's units (rows, or elements of LoD level `level`) where Mask is true, "
-               "where it is false, in order, with their LoD (IfElse's inputs).")
+          .Doc(
+              "OutTrue, OutFalse = X's units (rows, or elements of LoD level `level`) where Mask is true, "
+              "where it is false, in order, with their LoD (IfElse's inputs).")
           .Input("X", "the tensor to split")
           .Input("Mask", "bool [units, 1]")
           .Output("OutTrue", "the units where Mask is true")
@@ -186,8 +186,9 @@ void RegisterSplitMergeLodTensor(Registrar& r) {
   r.Kernel("split_lod_tensor_grad", RILL_CPU, RILL_ANY_DTYPE, &SplitLodTensorGrad);
   const OpSchema merge =
       OpSchema("merge_lod_tensor")
-          .Doc("Out = InTrue's and InFalse's units put back in Mask's order (IfElse's outputs); X is the "
-               "tensor that was split (Paddle's slot; the LoD comes from the branches).")
+          .Doc(
+              "Out = InTrue's and InFalse's units put back in Mask's order (IfElse's outputs); X is the "
+              "tensor that was split (Paddle's slot; the LoD comes from the branches).")
           .Input("X", "the tensor that was split")
           .Input("Mask", "bool [units, 1]")
           .Input("InTrue", "the true branch's units")
@@ -199,6 +200,17 @@ void RegisterSplitMergeLodTensor(Registrar& r) {
   r.Op(merge.MakeGradSchema().KernelDtypeFrom(""));
   r.Kernel("merge_lod_tensor", RILL_CPU, RILL_ANY_DTYPE, &MergeLodTensor);
   r.Kernel("merge_lod_tensor_grad", RILL_CPU, RILL_ANY_DTYPE, &MergeLodTensorGrad);
+  // Paddle 2.x writes this form into inference programs; it merges the same way (Paddle's
+  // also empties the branches afterwards, a memory saving the next run's writes make moot).
+  r.Op(OpSchema("merge_lod_tensor_infer")
+           .Doc("merge_lod_tensor in an inference program (Paddle 2.x): the same merge.")
+           .Input("X", "the tensor that was split")
+           .Input("Mask", "bool [units, 1]")
+           .Input("InTrue", "the true branch's units")
+           .Input("InFalse", "the false branch's units")
+           .Output("Out", "the merged tensor")
+           .Attr("level", int64_t{0}, "the LoD level of the units"));
+  r.Kernel("merge_lod_tensor_infer", RILL_CPU, RILL_ANY_DTYPE, &MergeLodTensor);
 }
 
 }  // namespace rill::math

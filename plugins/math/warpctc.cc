@@ -40,9 +40,9 @@ double LogAdd(double a, double b) {
 // Where each sequence's frames and label are.
 struct CtcLayout {
   int64_t batch = 0, classes = 0, max_frames = 0;
-  std::vector<int64_t> frames;                // per sequence
+  std::vector<int64_t> frames;                 // per sequence
   std::vector<int64_t> frame_row, frame_step;  // frame t of b is row frame_row[b] + t * frame_step
-  std::vector<std::vector<int64_t>> labels;   // per sequence
+  std::vector<std::vector<int64_t>> labels;    // per sequence
 };
 
 std::vector<int64_t> Lengths(KernelContext& ctx, const char* slot, int64_t count, int64_t max) {
@@ -102,7 +102,8 @@ CtcLayout LayoutOf(KernelContext& ctx) {
       l.frame_step.push_back(1);
       l.max_frames = std::max(l.max_frames, end - begin);
     }
-    for (const auto& [begin, end] : labels) l.labels.emplace_back(label.data<int32_t>() + begin, label.data<int32_t>() + end);
+    for (const auto& [begin, end] : labels)
+      l.labels.emplace_back(label.data<int32_t>() + begin, label.data<int32_t>() + end);
   }
   const int64_t blank = ctx.Attr<int64_t>("blank");
   if (blank < 0 || blank >= l.classes) {
@@ -208,8 +209,8 @@ template <class T> void WarpCtc(KernelContext& ctx) {
   ParallelFor(l.batch, work, [&](int64_t, int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       const size_t i = static_cast<size_t>(b);
-      loss[b] = static_cast<T>(SequenceLoss<T>(x + l.frame_row[i] * l.classes, l.frame_step[i], l.frames[i],
-                                               l.classes, l.labels[i], blank, grad + b * l.classes, l.batch));
+      loss[b] = static_cast<T>(SequenceLoss<T>(x + l.frame_row[i] * l.classes, l.frame_step[i], l.frames[i], l.classes,
+                                               l.labels[i], blank, grad + b * l.classes, l.batch));
     }
   });
 }
@@ -245,9 +246,10 @@ template <class T> void WarpCtcGrad(KernelContext& ctx) {
 void RegisterWarpCtc(Registrar& r) {
   const OpSchema ctc =
       OpSchema("warpctc")
-          .Doc("Loss = the CTC loss of each sequence of Logits (unscaled, softmaxed here; C classes and the blank) "
-               "against its Label, [B, 1]; WarpCTCGrad its gradient by the logits, [Tmax, B, C + 1]. LoD "
-               "sequences, or padded with LogitsLength and LabelLength. As Paddle's.")
+          .Doc(
+              "Loss = the CTC loss of each sequence of Logits (unscaled, softmaxed here; C classes and the blank) "
+              "against its Label, [B, 1]; WarpCTCGrad its gradient by the logits, [Tmax, B, C + 1]. LoD "
+              "sequences, or padded with LogitsLength and LabelLength. As Paddle's.")
           .Input("Logits", "[sum T, C + 1] with a LoD, or [Tmax, B, C + 1] padded")
           .Input("Label", "int32 [sum L, 1] with a LoD, or [B, Lmax] padded")
           .Input("LogitsLength", "int64 [B], padded Logits' lengths", RILL_SLOT_OPTIONAL)

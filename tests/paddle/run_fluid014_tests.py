@@ -26,7 +26,7 @@ test_layers test_learning_rate_scheduler test_math_op_patch test_memory_optimiza
 test_network_with_dtype test_operator_desc test_optimizer test_parameter test_print_op test_profiler test_program
 test_protobuf_descs test_registry test_regularizer test_scope test_slice_var test_switch test_tensor
 test_unique_name test_variable test_while_op test_dyn_rnn test_dynrnn_gradient_check test_dynrnn_static_input
-test_lod_tensor_array test_shrink_rnn_memory""".split()
+test_lod_tensor_array test_shrink_rnn_memory test_split_and_merge_lod_tensor_op""".split()
 TOP_LEVEL_FILES = "test_data_feeder test_error_clip test_gradient_clip test_python_operator_overriding".split()
 # The book's chapters, low-level and high-level API (under book/): those that need no
 # sequences; understand_sentiment's conv, stacked-LSTM and DynamicRNN nets (Paddle 0.14

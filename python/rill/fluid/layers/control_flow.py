@@ -17,7 +17,7 @@ from rill.fluid.layer_helper import LayerHelper
 __all__ = ["While", "ConditionalBlock", "Switch", "IfElse", "BlockGuard", "increment", "less_than", "less_equal",
            "greater_than", "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_xor",
            "logical_not", "Print", "create_array", "array_write", "array_read", "array_length", "is_array",
-           "tensor_array_to_tensor", "is_empty"]
+           "tensor_array_to_tensor", "is_empty", "split_lod_tensor", "merge_lod_tensor"]
 
 
 @contextlib.contextmanager
@@ -194,6 +194,41 @@ class Switch(object):
         return False
 
 
+def split_lod_tensor(input, mask, level=0):
+    """(out_true, out_false): input's rows (or its sequences at LoD level `level`) where the
+    bool mask (one value each) is true, where it is false."""
+    for name, value in (("input", input), ("mask", mask)):
+        if not isinstance(value, Variable):
+            raise TypeError("split_lod_tensor: %s must be a Variable, got %r" % (name, value))
+    helper = LayerHelper("split_lod_tensor")
+    out_true = helper.create_tmp_variable(dtype=input.dtype)
+    out_false = helper.create_tmp_variable(dtype=input.dtype)
+    for out in (out_true, out_false):
+        if input._shape is not None:
+            out._shape = [-1] + list(input.shape[1:])
+        out._lod_level = input.lod_level
+    helper.append_op(type="split_lod_tensor", inputs={"X": [input], "Mask": [mask]},
+                     outputs={"OutTrue": [out_true], "OutFalse": [out_false]}, attrs={"level": level})
+    return out_true, out_false
+
+
+def merge_lod_tensor(in_true, in_false, x, mask, level=0):
+    """in_true's and in_false's rows (or sequences) put back in the order of mask (x is the
+    tensor split_lod_tensor split)."""
+    for name, value in (("in_true", in_true), ("in_false", in_false), ("x", x), ("mask", mask)):
+        if not isinstance(value, Variable):
+            raise TypeError("merge_lod_tensor: %s must be a Variable, got %r" % (name, value))
+    helper = LayerHelper("merge_lod_tensor")
+    out = helper.create_tmp_variable(dtype=in_true.dtype)
+    if in_true._shape is not None:
+        out._shape = list(in_true.shape)
+    out._lod_level = in_true.lod_level
+    helper.append_op(type="merge_lod_tensor",
+                     inputs={"X": [x], "Mask": [mask], "InTrue": [in_true], "InFalse": [in_false]},
+                     outputs={"Out": [out]}, attrs={"level": level})
+    return out
+
+
 class IfElse(object):
     """``ie = IfElse(cond)`` over a bool [N, 1] with one value per row (or per sequence) of
     the inputs: ``with ie.true_block():`` and ``with ie.false_block():`` each run on the rows
@@ -221,16 +256,7 @@ class IfElse(object):
             raise TypeError("IfElse.input takes a Variable, got %r" % (x,))
         if x.name not in self.input_table:
             with in_parent_block(self.helper.main_program):
-                helper = LayerHelper("ifelse_input")
-                out_true = helper.create_tmp_variable(dtype=x.dtype)
-                out_false = helper.create_tmp_variable(dtype=x.dtype)
-                for out in (out_true, out_false):
-                    if x._shape is not None:
-                        out._shape = [-1] + list(x.shape[1:])
-                    out._lod_level = x.lod_level
-                helper.append_op(type="split_lod_tensor", inputs={"X": [x], "Mask": [self.cond]},
-                                 outputs={"OutTrue": [out_true], "OutFalse": [out_false]}, attrs={"level": 0})
-            self.input_table[x.name] = (out_true, out_false)
+                self.input_table[x.name] = split_lod_tensor(x, self.cond)
         out_true, out_false = self.input_table[x.name]
         return out_true if self.status == IfElse.IN_IF_ELSE_TRUE_BLOCKS else out_false
 
@@ -262,17 +288,8 @@ class IfElse(object):
                              (len(true_outs), len(false_outs)))
         if not false_outs or not true_outs:
             return false_outs or true_outs
-        results = []
-        for false_var, true_var in zip(false_outs, true_outs):
-            out = self.helper.create_tmp_variable(dtype=true_var.dtype)
-            if true_var._shape is not None:
-                out._shape = list(true_var.shape)
-            self.helper.append_op(type="merge_lod_tensor",
-                                  inputs={"X": [self.cond], "Mask": [self.cond], "InTrue": [true_var],
-                                          "InFalse": [false_var]},
-                                  outputs={"Out": [out]}, attrs={"level": 0})
-            results.append(out)
-        return results
+        return [merge_lod_tensor(true_var, false_var, self.cond, self.cond)
+                for false_var, true_var in zip(false_outs, true_outs)]
 
 
 class _IfElseBlockGuard(object):

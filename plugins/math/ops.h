@@ -52,6 +52,7 @@ void RegisterLodRankTable(Registrar& r);
 void RegisterBeamSearch(Registrar& r);
 void RegisterWarpCtc(Registrar& r);
 void RegisterSplitMergeLodTensor(Registrar& r);
+void RegisterNce(Registrar& r);
 void RegisterLrn(Registrar& r);
 void RegisterMaxout(Registrar& r);
 void RegisterSequencePool(Registrar& r);

@@ -14,16 +14,18 @@ from rill.fluid.layers.rnn import *  # noqa: F401,F403
 from rill.fluid.layers.dynamic_rnn import *  # noqa: F401,F403
 from rill.fluid.layers.static_rnn import *  # noqa: F401,F403
 from rill.fluid.layers.beam_decoding import *  # noqa: F401,F403
+from rill.fluid.layers.sampled_losses import *  # noqa: F401,F403
 from rill.fluid.layers.sequence_labeling import *  # noqa: F401,F403
 from rill.fluid.layers import io, tensor, nn, ops, control_flow, detection, learning_rate_scheduler, \
-    parallel_do, sequence_lod, rnn, dynamic_rnn, static_rnn, beam_decoding, sequence_labeling  # noqa: F401
+    parallel_do, sequence_lod, rnn, dynamic_rnn, static_rnn, beam_decoding, sampled_losses, \
+    sequence_labeling  # noqa: F401
 from rill.fluid.layers.checks import checked as _checked
 from rill.fluid.layers.math_op_patch import monkey_patch_variable
 
 # Every layer checks its input arguments (checks.py), but those that take values there too:
 # assign copies a numpy array into the program.
 for _module in (io, tensor, nn, ops, control_flow, detection, learning_rate_scheduler, parallel_do, sequence_lod, rnn,
-                dynamic_rnn, static_rnn, beam_decoding, sequence_labeling):
+                dynamic_rnn, static_rnn, beam_decoding, sampled_losses, sequence_labeling):
     for _name in _module.__all__:
         if _name != "assign" and inspect.isfunction(globals().get(_name)):
             globals()[_name] = _checked(globals()[_name])

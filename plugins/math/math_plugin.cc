@@ -48,6 +48,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterWarpCtc(r);
   rill::math::RegisterSplitMergeLodTensor(r);
   rill::math::RegisterNce(r);
+  rill::math::RegisterHierarchicalSigmoid(r);
   rill::math::RegisterLrn(r);
   rill::math::RegisterMaxout(r);
   rill::math::RegisterSequencePool(r);

@@ -34,8 +34,10 @@ class Noise {
              alias_probs = ctx.Input("CustomDistAliasProbs");
       if (probs.numel() != classes || alias.numel() != classes || alias_probs.numel() != classes ||
           probs.dtype() != RILL_FP32 || alias.dtype() != RILL_INT32 || alias_probs.dtype() != RILL_FP32) {
-        throw Error("a custom sampler takes CustomDistProbs (fp32), CustomDistAlias (int32) and "
-                    "CustomDistAliasProbs (fp32) of num_total_classes (" + std::to_string(classes) + ") values each");
+        throw Error(
+            "a custom sampler takes CustomDistProbs (fp32), CustomDistAlias (int32) and "
+            "CustomDistAliasProbs (fp32) of num_total_classes (" +
+            std::to_string(classes) + ") values each");
       }
       probs_.assign(probs.data<float>(), probs.data<float>() + classes);
       alias_.assign(alias.data<int32_t>(), alias.data<int32_t>() + classes);
@@ -85,8 +87,8 @@ NceShape ShapeOf(KernelContext& ctx) {
   s.dim = x.dims()[1];
   s.classes = ctx.Attr<int64_t>("num_total_classes");
   if (w.dims() != std::vector<int64_t>{s.classes, s.dim}) {
-    throw Error("Weight must be [num_total_classes, D] = [" + std::to_string(s.classes) + ", " +
-                std::to_string(s.dim) + "], is " + DimsString(w.dims()));
+    throw Error("Weight must be [num_total_classes, D] = [" + std::to_string(s.classes) + ", " + std::to_string(s.dim) +
+                "], is " + DimsString(w.dims()));
   }
   if (label.dtype() != RILL_INT64 || label.ndim() < 1 || label.dims()[0] != s.rows) {
     throw Error("Label must be int64 [N, num_true] with N = " + std::to_string(s.rows) + ", is " +
@@ -210,10 +212,11 @@ template <class T> void NceGrad(KernelContext& ctx) {
 void RegisterNce(Registrar& r) {
   const OpSchema nce =
       OpSchema("nce")
-          .Doc("Cost = the noise-contrastive estimation loss of each row of Input for its Label classes against "
-               "num_neg_samples classes drawn from the sampler's noise (or custom_neg_classes), [N, 1]; "
-               "SampleLogits the sampled classes' sigmoid scores, SampleLabels the classes (true ones first). "
-               "As Paddle's.")
+          .Doc(
+              "Cost = the noise-contrastive estimation loss of each row of Input for its Label classes against "
+              "num_neg_samples classes drawn from the sampler's noise (or custom_neg_classes), [N, 1]; "
+              "SampleLogits the sampled classes' sigmoid scores, SampleLabels the classes (true ones first). "
+              "As Paddle's.")
           .Input("Input", "[N, D]")
           .Input("Label", "int64 [N, num_true]")
           .Input("Weight", "[num_total_classes, D]")

@@ -53,6 +53,7 @@ void RegisterBeamSearch(Registrar& r);
 void RegisterWarpCtc(Registrar& r);
 void RegisterSplitMergeLodTensor(Registrar& r);
 void RegisterNce(Registrar& r);
+void RegisterHierarchicalSigmoid(Registrar& r);
 void RegisterLrn(Registrar& r);
 void RegisterMaxout(Registrar& r);
 void RegisterSequencePool(Registrar& r);

@@ -103,8 +103,9 @@ class MSRAInitializer(Initializer):
 
 
 class NumpyArrayInitializer(Initializer):
-    """The values of a numpy array (float32, int32 or int64), shaped like the parameter, kept
-    in the program (an assign_value op), as Fluid 1.x's."""
+    """The values of a numpy array (float32, int32 or int64) of the parameter's size, kept in
+    the program (an assign_value op) in the parameter's shape, as Fluid 1.x's (whose tests
+    give a bias [n, 1] an array [n])."""
 
     def __init__(self, value):
         if not isinstance(value, np.ndarray):
@@ -113,10 +114,10 @@ class NumpyArrayInitializer(Initializer):
 
     def __call__(self, var, block):
         from rill.fluid.framework import dtype_to_np
-        if tuple(self._value.shape) != tuple(var.shape):
+        if self._value.size != int(np.prod(var.shape)) or any(d < 0 for d in var.shape):
             raise ValueError("NumpyArrayInitializer: the array is %s, %s is %s"
                              % (list(self._value.shape), var.name, list(var.shape)))
-        value = self._value.astype(dtype_to_np(var.dtype))
+        value = self._value.astype(dtype_to_np(var.dtype)).reshape(var.shape)
         attr = {np.dtype(np.float32): "fp32_values", np.dtype(np.int32): "int32_values",
                 np.dtype(np.int64): "int64_values"}.get(value.dtype)
         if attr is None:

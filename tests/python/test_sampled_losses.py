@@ -1,9 +1,12 @@
-"""fluid.layers.nce: the cost against the formula written in numpy (fixed noise classes,
-uniform and log-uniform noise), its gradients against finite differences in float64, the
-samplers' draws against their distributions, a word classifier over 10,000 classes
-learning through it, and bad input refused by name."""
+"""fluid.layers.nce and hsigmoid, the large-vocabulary losses. nce: the cost against its
+formula written in numpy (fixed noise classes, uniform and log-uniform noise), its gradients
+against finite differences in float64, the samplers' draws against their distributions, a
+word classifier over 10,000 classes learning through it, bad input refused by name.
+hsigmoid: the loss and its gradients against the complete binary tree written in PyTorch,
+a class outside the tree refused."""
 import numpy as np
 import pytest
+import torch
 
 import rill
 import rill.fluid as fluid
@@ -129,3 +132,64 @@ def test_bad_input_is_refused_by_name():
             fluid.layers.nce(x, label, C, sampler="zipf")
         with pytest.raises(ValueError, match="num_total_classes"):
             fluid.layers.nce(x, label, C, sampler="custom_dist", custom_dist=[0.5, 0.5])
+
+
+def hsigmoid_reference(x, w, b, labels, num_classes):
+    """The loss over the complete binary tree written in PyTorch, from the tree's definition:
+    class c's code is c + num_classes; at level j the node is (code >> (j + 1)) - 1 and the
+    branch bit j, for the bits below the highest; columns past a path add log 2."""
+    width = int(num_classes - 1).bit_length()
+    rows = []
+    for i, c in enumerate(labels):
+        code = int(c) + num_classes
+        terms = []
+        for j in range(code.bit_length() - 1):
+            node = (code >> (j + 1)) - 1
+            z = torch.clamp(x[i] @ w[node] + b[node, 0], -40, 40)
+            terms.append(torch.nn.functional.softplus(z) - ((code >> j) & 1) * z)
+        rows.append(sum(terms) + (width - len(terms)) * np.log(2.0))
+    return torch.stack(rows)
+
+
+def test_hsigmoid_matches_the_tree_written_in_pytorch_forward_and_gradients():
+    rng = np.random.RandomState(4)
+    num_classes, n, d = 11, 7, 5
+    xs = rng.uniform(-1, 1, (n, d))
+    labels = np.array([0, 10, 3, 7, 5, 1, 9], "int64")
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[d], dtype="float64")
+        label = fluid.layers.data(name="label", shape=[1], dtype="int64")
+        x.stop_gradient = False
+        out = fluid.layers.hsigmoid(x, label, num_classes, param_attr=fluid.ParamAttr(name="hw"),
+                                    bias_attr=fluid.ParamAttr(name="hb"))
+        fluid.backward.append_backward(fluid.layers.reduce_sum(out))
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        w = rng.uniform(-1, 1, (num_classes - 1, d))
+        b = rng.uniform(-1, 1, (num_classes - 1, 1))
+        scope.find_var("hw").get_tensor().set(w, fluid.CPUPlace())
+        scope.find_var("hb").get_tensor().set(b, fluid.CPUPlace())
+        got, dx, dw, db = exe.run(main, feed={"x": xs, "label": labels.reshape(-1, 1)},
+                                  fetch_list=[out, "x@GRAD", "hw@GRAD", "hb@GRAD"])
+    tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (xs, w, b))
+    expected = hsigmoid_reference(tx, tw, tb, labels, num_classes)
+    expected.sum().backward()
+    np.testing.assert_allclose(got.ravel(), expected.detach().numpy(), rtol=1e-12)
+    for name, value, tensor in [("x", dx, tx), ("w", dw, tw), ("b", db, tb)]:
+        np.testing.assert_allclose(value, tensor.grad.numpy(), rtol=1e-10, atol=1e-12, err_msg=name)
+
+
+def test_hsigmoid_refuses_a_class_outside_the_tree():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32")
+        label = fluid.layers.data(name="label", shape=[1], dtype="int64")
+        out = fluid.layers.hsigmoid(x, label, 4)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    with pytest.raises(rill.Error, match=r"Label\[1\] = 4 is not a class in \[0, 4\)"):
+        exe.run(main, feed={"x": np.zeros((2, 3), "float32"), "label": np.array([[1], [4]], "int64")},
+                fetch_list=[out])

@@ -51,8 +51,8 @@ Paths PathsOf(KernelContext& ctx, int64_t rows, int64_t inner_nodes) {
     Tensor table = ctx.Input("PathTable"), code = ctx.Input("PathCode");
     if (table.ndim() != 2 || table.dims()[0] != rows || code.dims() != table.dims() || table.dtype() != RILL_INT64 ||
         code.dtype() != RILL_INT64) {
-      throw Error("PathTable and PathCode must be int64 [N, code_length] with N = " + std::to_string(rows) +
-                  ", are " + DimsString(table.dims()) + " and " + DimsString(code.dims()));
+      throw Error("PathTable and PathCode must be int64 [N, code_length] with N = " + std::to_string(rows) + ", are " +
+                  DimsString(table.dims()) + " and " + DimsString(code.dims()));
     }
     p.width = table.dims()[1];
     for (int64_t i = 0; i < rows; ++i) {
@@ -128,8 +128,7 @@ template <class T> void HierarchicalSigmoidGrad(KernelContext& ctx) {
   for (int64_t i = 0; i < rows; ++i) {
     for (size_t j = 0; j < p.nodes[static_cast<size_t>(i)].size(); ++j) {
       const double sigmoid = 1.0 - std::exp(-static_cast<double>(pre[i * p.width + static_cast<int64_t>(j)]));
-      g[static_cast<size_t>(i)].push_back((sigmoid - (p.bits[static_cast<size_t>(i)][j] ? 1.0 : 0.0)) *
-                                          out_grad[i]);
+      g[static_cast<size_t>(i)].push_back((sigmoid - (p.bits[static_cast<size_t>(i)][j] ? 1.0 : 0.0)) * out_grad[i]);
     }
   }
   if (ctx.HasOutput("X@GRAD")) {
@@ -171,9 +170,10 @@ template <class T> void HierarchicalSigmoidGrad(KernelContext& ctx) {
 void RegisterHierarchicalSigmoid(Registrar& r) {
   const OpSchema hsigmoid =
       OpSchema("hierarchical_sigmoid")
-          .Doc("Out = the hierarchical-sigmoid loss of each row of X for its Label class, a leaf of the complete "
-               "binary tree over num_classes leaves (or of the custom tree PathTable and PathCode give), [N, 1]; "
-               "PreOut = log(1 + exp(p)) of each node's clipped score on the path (0 past it). As Paddle's.")
+          .Doc(
+              "Out = the hierarchical-sigmoid loss of each row of X for its Label class, a leaf of the complete "
+              "binary tree over num_classes leaves (or of the custom tree PathTable and PathCode give), [N, 1]; "
+              "PreOut = log(1 + exp(p)) of each node's clipped score on the path (0 past it). As Paddle's.")
           .Input("X", "[N, D]")
           .Input("W", "[inner nodes, D]: num_classes - 1 for the default tree")
           .Input("Label", "int64 [N, 1]")

@@ -1,11 +1,11 @@
-"""The book's recommender_system, label_semantic_roles and machine_translation chapters, their
-nets as Fluid 0.14's book tests write them, through rill.fluid: each trains 200 steps on the
-synthetic, learnable stand-ins of movielens, conll05 and wmt14 that the Fluid 0.14 runner
-uses (tests/paddle/standin), its loss over the last ten batches falling below half the
-untrained net's over the first ten; SRL's CRF then decodes a tag a word and its inference
-program, saved and loaded back, gives what the trained program gives; the recommender's
-too; machine translation's generator (beam search in a While loop) gives each source its
-sentences."""
+"""The book's recommender_system, label_semantic_roles, machine_translation and
+understand_sentiment (its DynamicRNN net) chapters, their nets as Fluid 0.14's book tests
+write them, through rill.fluid: each trains 200 steps on the synthetic, learnable stand-ins
+of movielens, conll05, wmt14 and imdb that the Fluid 0.14 runner uses (tests/paddle/standin),
+its loss over the last ten batches falling below half the untrained net's over the first
+ten; SRL's CRF then decodes a tag a word; the inference programs of SRL, the recommender and
+the sentiment net, saved and loaded back, give what the trained program gives; machine
+translation's generator (beam search in a While loop) gives each source its sentences."""
 import importlib.util
 import itertools
 import os
@@ -267,3 +267,50 @@ def test_machine_translation_trains_and_decodes_by_beam_search(exe):
             assert sentence[0] == 0 and 2 <= len(sentence) <= MT_MAX_LENGTH + 1, sentence
             finals.append(word_scores[per_sentence[h + 1] - 1])
         assert finals == sorted(finals, reverse=True)
+
+
+def dyn_rnn_lstm(data, label, input_dim, class_dim=2, emb_dim=32, lstm_size=128):
+    """understand_sentiment's DynamicRNN net (notest_understand_sentiment.py): an LSTM written
+    step by step from fc gates inside a DynamicRNN, its last step classified."""
+    layers = fluid.layers
+    emb = layers.embedding(input=data, size=[input_dim, emb_dim], is_sparse=True)
+    sentence = layers.fc(input=emb, size=lstm_size, act="tanh")
+    rnn = layers.DynamicRNN()
+    with rnn.block():
+        word = rnn.step_input(sentence)
+        prev_hidden = rnn.memory(value=0.0, shape=[lstm_size])
+        prev_cell = rnn.memory(value=0.0, shape=[lstm_size])
+
+        def gate_common(ipt, hidden, size):
+            return layers.fc(input=ipt, size=size, bias_attr=True) + layers.fc(input=hidden, size=size,
+                                                                               bias_attr=False)
+
+        forget_gate = layers.sigmoid(x=gate_common(word, prev_hidden, lstm_size))
+        input_gate = layers.sigmoid(x=gate_common(word, prev_hidden, lstm_size))
+        output_gate = layers.sigmoid(x=gate_common(word, prev_hidden, lstm_size))
+        cell_gate = layers.sigmoid(x=gate_common(word, prev_hidden, lstm_size))
+        cell = forget_gate * prev_cell + input_gate * cell_gate
+        hidden = output_gate * layers.tanh(x=cell)
+        rnn.update_memory(prev_cell, cell)
+        rnn.update_memory(prev_hidden, hidden)
+        rnn.output(hidden)
+    last = layers.sequence_last_step(rnn())
+    prediction = layers.fc(input=last, size=class_dim, act="softmax")
+    return layers.mean(layers.cross_entropy(input=prediction, label=label)), prediction
+
+
+def test_understand_sentiment_dynamic_rnn_trains_and_serves(exe, tmp_path):
+    """The book's Adagrad at 0.002 on the imdb stand-in (sentiment words carry the label)."""
+    fluid.default_startup_program().random_seed = 1
+    imdb = standin("imdb")
+    word_dict = imdb.word_dict()
+    data = fluid.layers.data(name="words", shape=[1], dtype="int64", lod_level=1)
+    label = fluid.layers.data(name="label", shape=[1], dtype="int64")
+    cost, prediction = dyn_rnn_lstm(data, label, len(word_dict))
+    test_program = fluid.default_main_program().clone(for_test=True)
+    fluid.optimizer.Adagrad(learning_rate=0.002).minimize(cost)
+    exe.run(fluid.default_startup_program())
+    feeder = fluid.DataFeeder([data, label], fluid.CPUPlace())
+    batches_ = batches(imdb.train(word_dict), 32, 201)
+    assert_trains(feeder, exe, test_program, fluid.default_main_program(), cost, batches_)
+    loaded_model_agrees(tmp_path, exe, ["words"], prediction, test_program, feeder.feed(batches_[200][:4]))

@@ -23,6 +23,14 @@ const proto::OpDesc::Var* FindSlot(const google::protobuf::RepeatedPtrField<prot
   return nullptr;
 }
 
+// The block attribute sub_block of `op`, or -1.
+int32_t SubBlockOf(const proto::OpDesc& op) {
+  for (const auto& a : op.attrs()) {
+    if (a.name() == "sub_block") return a.block_idx();
+  }
+  return -1;
+}
+
 // The ops whose gradients the pass writes itself (below), since their sub-blocks are ones
 // the pass makes.
 constexpr const char* kConditionalBlock = "conditional_block";
@@ -128,10 +136,7 @@ class BackwardBuilder {
   // counter and condition do not): the body's ops over and over, as the steps feed each
   // other, until nothing more depends.
   void PropagateThroughLoop(const proto::OpDesc& op, std::set<std::string>& requires) const {
-    int32_t sub = -1;
-    for (const auto& a : op.attrs()) {
-      if (a.name() == "sub_block") sub = a.block_idx();
-    }
+    const int32_t sub = SubBlockOf(op);
     if (sub < 0 || sub >= program_.blocks_size()) return;
     std::set<std::string> inner = requires;
     for (size_t before = 0; before != inner.size();) {
@@ -299,10 +304,7 @@ class BackwardBuilder {
   // condition held (else its outputs are zeros).
   void EmitConditionalBlockGrad(const proto::OpDesc fwd, const OpSchemaEntry& schema,
                                 const std::set<std::string>& requires) {
-    int32_t sub = -1;
-    for (const auto& a : fwd.attrs()) {
-      if (a.name() == "sub_block") sub = a.block_idx();
-    }
+    const int32_t sub = SubBlockOf(fwd);
     if (sub < 0 || sub >= program_.blocks_size()) throw Error("conditional_block without a valid sub_block");
     std::vector<std::string> seeds;
     proto::OpDesc grad;
@@ -389,10 +391,7 @@ class BackwardBuilder {
   void EmitWhileGrad(int i, const OpSchemaEntry& schema, const std::set<std::string>& requires,
                      const std::set<std::string>& needed) {
     const proto::OpDesc fwd = src_.ops(i);
-    int32_t sub = -1;
-    for (const auto& a : fwd.attrs()) {
-      if (a.name() == "sub_block") sub = a.block_idx();
-    }
+    const int32_t sub = SubBlockOf(fwd);
     if (sub < 0 || sub >= program_.blocks_size()) throw Error(Where(i, fwd) + ": while without a valid sub_block");
     const proto::OpDesc::Var* xs = FindSlot(fwd.inputs(), "X");
     const proto::OpDesc::Var* outs = FindSlot(fwd.outputs(), "Out");

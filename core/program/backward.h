@@ -10,9 +10,12 @@
 // loss gradient is ones shaped like the loss. A conditional_block on the path gets a
 // conditional_block_grad op and a gradient block appended to the program: the forward
 // block's ops again (recomputing what the forward run's child scope held), then their
-// gradient ops, seeded by the gradients of the block's outputs. Errors (no such loss, loss independent of
-// every parameter, an op overwriting a variable on the gradient path) throw Error and
-// leave the program unchanged.
+// gradient ops, seeded by the gradients of the block's outputs. A while on the path gets a
+// while_grad op and a gradient block of its body's gradient ops alone, run once per step
+// in that step's kept scope (the forward op gains a StepScopes output; core/ops/while_op.cc
+// states what the two share). Errors (no such loss, loss independent of every parameter,
+// an op overwriting a variable on the gradient path, a loop carrying a tensor it overwrites
+// on it) throw Error and leave the program unchanged.
 #ifndef RILL_CORE_PROGRAM_BACKWARD_H_
 #define RILL_CORE_PROGRAM_BACKWARD_H_
 

@@ -113,7 +113,6 @@ void WhileGrad(rill::KernelContext& ctx) {
   // loop nested in a loop's body ran in that body's step scope).
   std::vector<std::pair<std::string, rill::Variable>> lent;
   const auto lend = [&](const std::string& name, rill::Variable var) {
-    if (name.empty() || name == RILL_EMPTY_VAR_NAME) return;
     for (const auto& [n, v] : lent) {
       if (n == name) return;
     }

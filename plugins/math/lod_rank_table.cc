@@ -69,17 +69,14 @@ const LodRankTable& RankTableInput(KernelContext& ctx) {
   return *t;
 }
 
+// The length of the table's longest sequence: the number of steps.
+size_t Steps(const LodRankTable& table) { return table.items.empty() ? 0 : table.items[0].length; }
+
 // The number of the table's sequences longer than `step`: the first ones.
 size_t LongerThan(const LodRankTable& table, size_t step) {
   return static_cast<size_t>(std::lower_bound(table.items.begin(), table.items.end(), step,
                                               [](const LodRankTable::Item& a, size_t b) { return a.length > b; }) -
                              table.items.begin());
-}
-
-// Bytes of one row of `t` (its first dimension's unit).
-size_t RowBytes(Tensor t) {
-  const int64_t rows = t.ndim() > 0 ? t.dims()[0] : 1;
-  return rows > 0 ? static_cast<size_t>(t.numel() / rows) * DataTypeSize(t.dtype()) : 0;
 }
 
 void LodRankTableOp(KernelContext& ctx) {
@@ -102,7 +99,7 @@ void LodRankTableOp(KernelContext& ctx) {
 
 void MaxSequenceLen(KernelContext& ctx) {
   const LodRankTable& table = RankTableInput(ctx);
-  *ctx.AllocateOutput<int64_t>("Out", {1}) = table.items.empty() ? 0 : static_cast<int64_t>(table.items[0].length);
+  *ctx.AllocateOutput<int64_t>("Out", {1}) = static_cast<int64_t>(Steps(table));
 }
 
 // Where a sequence tensor's steps are: step t's entry holds, for each sequence longer than t
@@ -111,22 +108,25 @@ void MaxSequenceLen(KernelContext& ctx) {
 struct StepLayout {
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> rows;  // per step: the rows of each piece, in order
   std::vector<LoD> entry_lod;                                    // per step: the entry's LoD
+  std::vector<uint64_t> entry_rows;                              // per step: the entry's rows
   uint64_t total_rows = 0;                                       // of the sequence tensor
 };
 
 StepLayout LayoutOf(const LoD& lod, const LodRankTable& table) {
   const size_t level = table.coarse_lod.size();
-  const size_t steps = table.items.empty() ? 0 : table.items[0].length;
+  const size_t steps = Steps(table);
   StepLayout layout;
   layout.total_rows = lod.empty() ? 0 : lod[0].size() - 1;  // the first level's sequences, then down to rows
   for (const auto& l : lod) layout.total_rows = l[layout.total_rows];
   for (size_t t = 0; t < steps; ++t) {
     const size_t n = LongerThan(table, t);
     layout.rows.emplace_back();
+    layout.entry_rows.push_back(0);
     LoD lengths(lod.size() - level - 1);
     for (size_t p = 0; p < n; ++p) {
       const LodSpan span = SpanOf(lod, level + 1, lod[level][table.items[p].index] + t);
       layout.rows.back().emplace_back(span.begin, span.end);
+      layout.entry_rows.back() += span.end - span.begin;
       for (size_t k = 0; k < lengths.size(); ++k) {
         lengths[k].insert(lengths[k].end(), span.lengths[k].begin(), span.lengths[k].end());
       }
@@ -157,7 +157,7 @@ LoD SequenceLod(KernelContext& ctx, const char* slot, Tensor x, const LodRankTab
 // The LoD of the sequence tensor whose steps the entries of `array` are (array_to_lod_tensor's
 // output): the table's levels, then each sequence's steps' parts in the sequences' order.
 LoD JoinedLod(Variable array, const LodRankTable& table) {
-  const size_t steps = table.items.empty() ? 0 : table.items[0].length;
+  const size_t steps = Steps(table);
   const size_t size = array && array.IsTensorArray() ? array.TensorArraySize() : 0;
   if (size < steps) {
     throw Error("the array holds " + std::to_string(size) + " steps; the rank table's longest sequence has " +
@@ -205,9 +205,7 @@ void SplitIntoSteps(Tensor x, const StepLayout& layout, Variable out) {
   out.ResizeTensorArray(0);
   out.ResizeTensorArray(layout.rows.size());
   for (size_t t = 0; t < layout.rows.size(); ++t) {
-    uint64_t rows = 0;
-    for (const auto& [b, e] : layout.rows[t]) rows += e - b;
-    dims[0] = static_cast<int64_t>(rows);
+    dims[0] = static_cast<int64_t>(layout.entry_rows[t]);
     Tensor entry = out.TensorArrayAt(t);
     char* to = static_cast<char*>(entry.Allocate(x.dtype(), dims));
     for (const auto& [b, e] : layout.rows[t]) {
@@ -238,8 +236,7 @@ void JoinSteps(Variable array, const LoD& lod, const StepLayout& layout, Tensor*
       if (like == nullptr) throw Error("entry " + std::to_string(t) + " of the array was never written");
       continue;
     }
-    uint64_t rows = 0;
-    for (const auto& [b, e] : layout.rows[t]) rows += e - b;
+    const uint64_t rows = layout.entry_rows[t];
     if (entry.ndim() == 0 || static_cast<uint64_t>(entry.dims()[0]) != rows || RowBytes(entry) != row ||
         entry.dtype() != shape_of.dtype()) {
       throw Error("entry " + std::to_string(t) + " of the array is " + DataTypeName(entry.dtype()) + " " +

@@ -77,6 +77,12 @@ inline SequenceRanges RangesOfPadded(const char* slot, const Tensor& lengths, in
 
 using LoD = std::vector<std::vector<uint64_t>>;
 
+// Bytes of one row of `t` (one index of its first dimension); 0 for a tensor of no rows.
+inline size_t RowBytes(const Tensor& t) {
+  const int64_t rows = t.ndim() > 0 ? t.dims()[0] : 1;
+  return rows > 0 ? static_cast<size_t>(t.numel() / rows) * DataTypeSize(t.dtype()) : 0;
+}
+
 // One element of a LoD, at level `from` (a sequence of the levels below, or a row when
 // `from` is past the last level): its rows [begin, end), and at each level from `from` on
 // the lengths of its parts there (lengths[0] its own length at `from`). An op that moves

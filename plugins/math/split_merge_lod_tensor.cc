@@ -49,8 +49,7 @@ std::vector<LodSpan> UnitsOf(KernelContext& ctx, const char* slot, Tensor x, siz
 // The output holding `units` of `from`, in order, with their LoD.
 void Gather(Tensor from, const std::vector<LodSpan>& units, size_t levels, Tensor out) {
   std::vector<int64_t> dims = from.dims();
-  const int64_t rows = dims.empty() ? 0 : dims[0];
-  const size_t row = rows > 0 ? static_cast<size_t>(from.numel() / rows) * DataTypeSize(from.dtype()) : 0;
+  const size_t row = RowBytes(from);
   uint64_t total = 0;
   for (const auto& u : units) total += u.end - u.begin;
   dims[0] = static_cast<int64_t>(total);

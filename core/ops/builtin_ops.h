@@ -1,6 +1,6 @@
 // core/ops/builtin_ops.h — the host's own ops, a plugin named "core" built into the host.
 //
-// `while`, `conditional_block`, Fluid's feed and fetch, and Fluid's save and load ops,
+// `while`, `recurrent`, `conditional_block`, Fluid's feed and fetch, and Fluid's save and load ops,
 // written against rill/sdk.hpp alone and registered through the ABI table as every
 // loaded plugin's ops are (builtin_plugin.cc), so the ABI is exercised even with no plugin
 // on disk. They reach variables and tensors only through the SDK's handles; save and load
@@ -9,14 +9,27 @@
 #ifndef RILL_CORE_OPS_BUILTIN_OPS_H_
 #define RILL_CORE_OPS_BUILTIN_OPS_H_
 
+#include <vector>
+
 #include "rill/sdk.hpp"
 
 namespace rill::core {
 
+void RegisterStepScopes(rill::Registrar& r);        // step_scopes.cc
 void RegisterWhile(rill::Registrar& r);             // while_op.cc
+void RegisterRecurrent(rill::Registrar& r);         // recurrent_op.cc
 void RegisterConditionalBlock(rill::Registrar& r);  // conditional_block_op.cc
 void RegisterSaveLoad(rill::Registrar& r);          // save_load_ops.cc
 void RegisterFeedFetch(rill::Registrar& r);         // feed_fetch_ops.cc
+
+// What a loop op run for training keeps for its gradient: the scope of each step, in the
+// order the steps ran, each handle keeping its scope (and what the step computed) alive.
+// A variable holds it as the type StepScopesType(), which is not copyable: a step's scope
+// belongs to one run of one loop. Hidden, as the SDK's own types it holds are.
+struct __attribute__((visibility("hidden"))) StepScopeList {
+  std::vector<rill::Scope> scopes;
+};
+const rill::VarType& StepScopesType();
 
 // The value of a one-element bool tensor on the host, the condition of a loop or branch
 // in `slot`; throws naming `slot` for any other tensor.

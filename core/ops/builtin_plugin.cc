@@ -3,7 +3,9 @@
 
 namespace {
 void InitBuiltins(rill::Registrar& r) {
+  rill::core::RegisterStepScopes(r);
   rill::core::RegisterWhile(r);
+  rill::core::RegisterRecurrent(r);
   rill::core::RegisterConditionalBlock(r);
   rill::core::RegisterSaveLoad(r);
   rill::core::RegisterFeedFetch(r);

@@ -24,7 +24,6 @@
 //  - A body carries state from step to step in tensor arrays, written once per entry
 //    (as DynamicRNN's ops do); the pass refuses a tensor the body overwrites on the
 //    gradient path.
-#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -32,22 +31,6 @@
 
 namespace rill::core {
 namespace {
-
-constexpr const char* kStepScopesType = "core.step_scopes";
-
-// The scopes of a training run's steps, in order; each handle keeps its scope alive.
-struct StepScopeList {
-  std::vector<rill::Scope> scopes;
-};
-
-const rill::VarType& StepScopesType() {
-  static const rill::VarType type = rill::VarType::Find(kStepScopesType);
-  return type;
-}
-
-void DescribeStepScopes(const void* value, char* buf, size_t cap) {
-  std::snprintf(buf, cap, "%zu step scopes", static_cast<const StepScopeList*>(value)->scopes.size());
-}
 
 bool KeepsSteps(const rill::OpInfo& op) { return op.OutputCount("StepScopes") > 0 && !op.Attr<bool>("is_test"); }
 
@@ -151,11 +134,6 @@ void WhileGrad(rill::KernelContext& ctx) {
 }  // namespace
 
 void RegisterWhile(rill::Registrar& r) {
-  RillVarTypeDef steps{};  // not copyable: a step's scope belongs to one loop run
-  steps.name = kStepScopesType;
-  steps.destroy = [](void* value) { delete static_cast<StepScopeList*>(value); };
-  steps.describe = &DescribeStepScopes;
-  r.VarType(steps);
   const rill::OpSchema forward =
       rill::OpSchema("while")
           .Doc(

@@ -35,6 +35,7 @@ int32_t SubBlockOf(const proto::OpDesc& op) {
 // the pass makes.
 constexpr const char* kConditionalBlock = "conditional_block";
 constexpr const char* kWhile = "while";
+constexpr const char* kRecurrent = "recurrent";
 
 // Builds the gradient ops into block `block_idx` of a program (a copy, so that a failure
 // leaves the caller's program as it was), tracking for each forward variable the gradient
@@ -95,7 +96,7 @@ class BackwardBuilder {
   // `params` the inputs that need gradients. Appends the gradient ops; returns each
   // param's final gradient here ("" where none flows back).
   std::vector<std::string> BuildSeeded(const std::vector<std::string>& seeds, const std::vector<std::string>& params) {
-    const int last = block_.ops_size() - 1;
+    const int last = src_.ops_size() - 1;
     std::set<std::string> requires(params.begin(), params.end());
     Propagate(last, requires);
     std::set<std::string> needed;
@@ -196,6 +197,8 @@ class BackwardBuilder {
         EmitConditionalBlockGrad(src_.ops(i), *schemas[i], requires);
       } else if (src_.ops(i).type() == kWhile) {
         EmitWhileGrad(i, *schemas[i], requires, needed);
+      } else if (src_.ops(i).type() == kRecurrent) {
+        EmitRecurrentGrad(i, *schemas[i], requires, needed);
       } else {
         EmitGradOp(src_.ops(i), *schemas[i], requires);
       }
@@ -490,6 +493,112 @@ class BackwardBuilder {
     for (size_t k = 0; xs != nullptr && k < static_cast<size_t>(xs->arguments_size()); ++k) {
       const auto at = std::find(params.begin(), params.end(), xs->arguments(static_cast<int>(k)));
       acc->add_strings(given[k].empty() ? "" : accumulators[static_cast<size_t>(at - params.begin())]);
+    }
+    *block_.add_ops() = std::move(grad);
+  }
+
+  // recurrent's gradient (see core/ops/recurrent_op.cc for what recurrent_grad links into
+  // each step): a new block holding the step block's gradient ops, seeded by the gradients
+  // of the outputs that need them and of every state, under Fluid's names ("v@GRAD"), and
+  // computing those of the inputs, the ex-states (always: the gradient flows through them
+  // from step to step) and the parameters, under the same names.
+  void EmitRecurrentGrad(int i, const OpSchemaEntry& schema, const std::set<std::string>& requires,
+                         const std::set<std::string>& needed) {
+    const proto::OpDesc fwd = src_.ops(i);
+    const int32_t sub = SubBlockOf(fwd);
+    if (sub < 0 || sub >= program_.blocks_size()) throw Error(Where(i, fwd) + ": recurrent without a valid sub_block");
+    const auto names = [&](const char* attr) {
+      std::vector<std::string> out;
+      for (const auto& a : fwd.attrs())
+        if (a.name() == attr) out.assign(a.strings().begin(), a.strings().end());
+      return out;
+    };
+    const std::vector<std::string> ex_states = names("ex_states"), states = names("states");
+    const auto args = [&](const char* slot) {
+      std::vector<std::string> out;
+      if (const proto::OpDesc::Var* v = FindSlot(fwd.inputs(), slot))
+        out.assign(v->arguments().begin(), v->arguments().end());
+      return out;
+    };
+    const std::vector<std::string> inputs = args("inputs"), initial = args("initial_states"),
+                                   params = args("parameters");
+    if (initial.size() != ex_states.size()) {
+      throw Error(Where(i, fwd) + ": initial_states has " + std::to_string(initial.size()) + " variables, ex_states " +
+                  std::to_string(ex_states.size()));
+    }
+
+    proto::OpDesc grad;
+    grad.set_type(schema.grad_op_type);
+    for (const auto& in : fwd.inputs()) *grad.add_inputs() = in;
+    std::vector<std::string> seeds = states;
+    if (const proto::OpDesc::Var* outs = FindSlot(fwd.outputs(), "outputs")) {
+      *grad.add_inputs() = *outs;
+      auto* g = grad.add_inputs();
+      g->set_parameter(std::string("outputs") + kGradSuffix);
+      for (const auto& a : outs->arguments()) {
+        if (!needed.count(a) || (contributions_[a].empty() && !finalized_.count(a + kGradSuffix))) {
+          g->add_arguments(kEmptyVarName);
+          continue;
+        }
+        g->add_arguments(Finalize(a));
+        seeds.push_back(a);
+      }
+    }
+
+    // What gets a gradient inside: the ex-states, and the inputs and parameters that need one.
+    std::vector<std::string> inner = ex_states;
+    for (const auto* slot : {&inputs, &params}) {
+      for (const auto& a : *slot)
+        if (requires.count(a) && std::find(inner.begin(), inner.end(), a) == inner.end()) inner.push_back(a);
+    }
+    auto* block = program_.add_blocks();
+    const int idx = program_.blocks_size() - 1;
+    block->set_idx(idx);
+    block->set_parent_idx(block_idx_);
+    block->set_forward_block_idx(sub);
+    BackwardBuilder step(program_, idx, registry_, sub);
+    const std::vector<std::string> got = step.BuildSeeded(seeds, inner);
+    step.DeclareLocals({});
+    const auto inner_grad = [&](const std::string& name) {
+      const auto at = std::find(inner.begin(), inner.end(), name);
+      return at == inner.end() ? std::string() : got[static_cast<size_t>(at - inner.begin())];
+    };
+
+    // The forward recurrent keeps its steps for this op.
+    auto* fwd_op = src_.mutable_ops(i);
+    proto::OpDesc::Var* steps = nullptr;
+    for (auto& out : *fwd_op->mutable_outputs()) {
+      if (out.parameter() == "step_scopes" && out.arguments_size() > 0) steps = &out;
+    }
+    if (steps == nullptr) {
+      steps = fwd_op->add_outputs();
+      steps->set_parameter("step_scopes");
+      steps->add_arguments("@STEP_SCOPES@" + std::to_string(src_.idx()) + "." + std::to_string(i));
+    }
+    *grad.add_inputs() = *steps;
+
+    // One contribution per outer variable whose inner counterpart got a gradient.
+    const int index = block_.ops_size();
+    std::set<std::string> given;
+    const auto add_outputs = [&](const char* slot, const std::vector<std::string>& outer,
+                                 const std::vector<std::string>& inner_names) {
+      auto* out = grad.add_outputs();
+      out->set_parameter(std::string(slot) + kGradSuffix);
+      const int slot_index = grad.outputs_size() - 1;
+      for (size_t k = 0; k < outer.size(); ++k) {
+        if (!requires.count(outer[k]) || inner_grad(inner_names[k]).empty() || !given.insert(outer[k]).second) {
+          out->add_arguments(kEmptyVarName);
+          continue;
+        }
+        AddContribution(outer[k], index, slot_index, out);
+      }
+    };
+    add_outputs("inputs", inputs, inputs);
+    add_outputs("initial_states", initial, ex_states);
+    add_outputs("parameters", params, params);
+    *grad.mutable_attrs() = fwd.attrs();
+    for (auto& a : *grad.mutable_attrs()) {
+      if (a.name() == "sub_block") a.set_block_idx(idx);
     }
     *block_.add_ops() = std::move(grad);
   }

@@ -13,7 +13,9 @@
 // gradient ops, seeded by the gradients of the block's outputs. A while on the path gets a
 // while_grad op and a gradient block of its body's gradient ops alone, run once per step
 // in that step's kept scope (the forward op gains a StepScopes output; core/ops/while_op.cc
-// states what the two share). Errors (no such loss, loss independent of every parameter,
+// states what the two share). A recurrent on the path gets a recurrent_grad op and a
+// gradient block of its step block's gradient ops, under the names Fluid's gives them
+// (core/ops/recurrent_op.cc). Errors (no such loss, loss independent of every parameter,
 // an op overwriting a variable on the gradient path, a loop carrying a tensor it overwrites
 // on it) throw Error and leave the program unchanged.
 #ifndef RILL_CORE_PROGRAM_BACKWARD_H_

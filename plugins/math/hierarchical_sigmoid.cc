@@ -11,13 +11,15 @@
 // Out[i] = sum over all columns of log(1 + exp(p_j)) - sum over the path of bit_j * p_j
 // (the columns past the path add log 2 each, as Paddle's do). PreOut keeps log(1 + exp(p)).
 // The gradient, sigmoid(p_j) - bit_j on the path, reaches X, W and Bias through the path's
-// nodes only (the clip is not differentiated, as in Paddle); W@GRAD is dense.
+// nodes only (the clip is not differentiated, as in Paddle); with is_sparse, W@GRAD is
+// SelectedRows of those nodes' rows.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "kernels.h"
 #include "ops.h"
+#include "selected_rows.h"
 
 namespace rill::math {
 namespace {
@@ -144,11 +146,12 @@ template <class T> void HierarchicalSigmoidGrad(KernelContext& ctx) {
     }
   }
   if (ctx.HasOutput("W@GRAD")) {
-    T* dw = ctx.AllocateOutput<T>("W@GRAD", w.dims());
-    std::fill(dw, dw + w.numel(), T(0));
+    std::vector<int64_t> touched;
+    for (const auto& nodes : p.nodes) touched.insert(touched.end(), nodes.begin(), nodes.end());
+    TableGradient<T> dw(ctx.OutputVar("W@GRAD"), std::move(touched), w.dims()[0], dim, ctx.Attr<bool>("is_sparse"));
     for (int64_t i = 0; i < rows; ++i) {
       for (size_t j = 0; j < g[static_cast<size_t>(i)].size(); ++j) {
-        T* row = dw + p.nodes[static_cast<size_t>(i)][j] * dim;
+        T* row = dw.Row(p.nodes[static_cast<size_t>(i)][j]);
         for (int64_t d = 0; d < dim; ++d) row[d] += static_cast<T>(g[static_cast<size_t>(i)][j] * px[i * dim + d]);
       }
     }
@@ -185,7 +188,7 @@ void RegisterHierarchicalSigmoid(Registrar& r) {
           .Output("PreOut", "[N, code_length]")
           .Output("W_Out", "Paddle's remote-prefetch output (not written)", RILL_SLOT_OPTIONAL)
           .RequiredAttr("num_classes", RILL_ATTR_INT, "the number of classes (leaves)")
-          .Attr("is_sparse", false, "Paddle's: a SelectedRows W@GRAD (Rill's is dense)")
+          .Attr("is_sparse", false, "W@GRAD as SelectedRows of the path nodes' rows")
           .Attr("remote_prefetch", false, "Paddle's distributed prefetch (no effect)")
           .KernelDtypeFrom("X")
           .Grad("hierarchical_sigmoid_grad", "X,W,Label,PathTable,PathCode,Bias,PreOut,Out@GRAD", "X,W,Bias");

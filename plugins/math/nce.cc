@@ -9,8 +9,7 @@
 // class c, o = sigmoid(Input[i] . Weight[c] + Bias[c]) (SampleLogits) and b = k Q(c):
 // Cost[i] = SampleWeight[i] * (sum over true c of -log(o / (o + b)) + sum over noise c of
 // -log(b / (o + b))). The gradient reaches Input, Weight and Bias only through the rows of
-// the sampled classes; Weight@GRAD is dense (Paddle's is_sparse gives SelectedRows of the
-// same values).
+// the sampled classes; with is_sparse, Weight@GRAD is SelectedRows of those classes' rows.
 #include <cmath>
 #include <random>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "kernels.h"
 #include "ops.h"
 #include "philox.h"
+#include "selected_rows.h"
 
 namespace rill::math {
 namespace {
@@ -191,13 +191,12 @@ template <class T> void NceGrad(KernelContext& ctx) {
     }
   }
   if (ctx.HasOutput("Weight@GRAD")) {
-    T* dw = ctx.AllocateOutput<T>("Weight@GRAD", {s.classes, s.dim});
-    std::fill(dw, dw + s.classes * s.dim, T(0));
+    TableGradient<T> dw(ctx.OutputVar("Weight@GRAD"), std::vector<int64_t>(samples, samples + s.rows * s.width),
+                        s.classes, s.dim, ctx.Attr<bool>("is_sparse"));
     for (int64_t at = 0; at < s.rows * s.width; ++at) {
       const int64_t i = at / s.width;
-      for (int64_t d = 0; d < s.dim; ++d) {
-        dw[samples[at] * s.dim + d] += static_cast<T>(dz[static_cast<size_t>(at)] * x[i * s.dim + d]);
-      }
+      T* row = dw.Row(samples[at]);
+      for (int64_t d = 0; d < s.dim; ++d) row[d] += static_cast<T>(dz[static_cast<size_t>(at)] * x[i * s.dim + d]);
     }
   }
   if (ctx.HasOutput("Bias@GRAD")) {  // shaped like Bias: [classes, 1] or [classes]
@@ -233,7 +232,7 @@ void RegisterNce(Registrar& r) {
           .Attr("sampler", int64_t{0}, "the noise: 0 uniform, 1 log-uniform, 2 custom")
           .Attr("seed", int64_t{0}, "the draws' seed; 0 draws one from the OS each run")
           .Attr("custom_neg_classes", std::vector<int64_t>{}, "fixed noise classes (tests)")
-          .Attr("is_sparse", false, "Paddle's: a SelectedRows Weight@GRAD (Rill's is dense)")
+          .Attr("is_sparse", false, "Weight@GRAD as SelectedRows of the sampled classes' rows")
           .Attr("remote_prefetch", false, "Paddle's distributed prefetch (no effect)")
           .KernelDtypeFrom("Input")
           .Grad("nce_grad",

@@ -1,5 +1,6 @@
 // plugins/math/selected_rows.h — SelectedRows values merged or spread out, for the kernels
-// that take them (sum, the optimizers), and the value tensor of an output that holds them.
+// that take them (sum, the optimizers), the value tensor of an output that holds them, and
+// the gradient of a table only some of whose rows get one.
 //
 // SelectedRows hold rows of a [height, width...] tensor: row numbers (repeats allowed, in
 // any order) and one value row of `width` elements per number. A repeated row means the
@@ -58,6 +59,38 @@ inline Tensor OutputValue(KernelContext& ctx, SlotRef slot) {
   const std::vector<int64_t> rows(sr.rows, sr.rows + sr.count);
   return out.SetSelectedRows(rows.data(), rows.size(), sr.height);
 }
+
+// The gradient of a [height, width] table (a weight whose rows a kernel reads by id: nce's
+// sampled classes, hsigmoid's path nodes) that only the rows `touched` receive: a dense
+// tensor, zeros elsewhere; or, sparse (Paddle's is_sparse), SelectedRows of each touched row
+// once, ascending, so an optimizer updates those rows alone. Row(id) is where id's gradient
+// is added up; ids must be among `touched`.
+template <class T> class TableGradient {
+ public:
+  TableGradient(Variable out, std::vector<int64_t> touched, int64_t height, int64_t width, bool sparse)
+      : width_(width), sparse_(sparse) {
+    int64_t rows = height;
+    if (sparse_) {
+      std::sort(touched.begin(), touched.end());
+      touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+      rows_ = std::move(touched);
+      rows = static_cast<int64_t>(rows_.size());
+    }
+    Tensor value = sparse_ ? out.SetSelectedRows(rows_.data(), rows_.size(), height) : out.tensor();
+    data_ = value.Allocate<T>({rows, width});
+    std::fill(data_, data_ + rows * width, T(0));
+  }
+  T* Row(int64_t id) {
+    if (!sparse_) return data_ + id * width_;
+    return data_ + (std::lower_bound(rows_.begin(), rows_.end(), id) - rows_.begin()) * width_;
+  }
+
+ private:
+  const int64_t width_;
+  const bool sparse_;
+  std::vector<int64_t> rows_;
+  T* data_ = nullptr;
+};
 
 }  // namespace rill::math
 

@@ -21,7 +21,8 @@ import sys
 import harness
 
 # The op test files of the ops Rill ships: the common ops, the detection ops, the ops
-# Fluid's layers use, erf (gelu's), and the sequence ops (in unittests/sequence).
+# Fluid's layers use, erf (gelu's), the sequence ops (in unittests/sequence), and the
+# recurrent nets', structured prediction's and decoding's ops and control flow.
 FILES = """accuracy_op activation_op adadelta_op adagrad_op adam_op adamax_op arg_min_max_op assign_op assign_value_op
 batch_norm_op bilinear_interp_op bilinear_interp_v2_op cast_op clip_by_norm_op clip_op compare_op concat_op conv2d_op
 conv2d_transpose_op conv2d_transpose_op_depthwise_conv cross_entropy_op cumsum_op decayed_adagrad_op dropout_op elementwise_add_op elementwise_div_op
@@ -43,6 +44,11 @@ sequence/sequence_reverse sequence/sequence_expand sequence/sequence_expand_as s
 sequence/sequence_unpad_op sequence/sequence_mask sequence/sequence_concat sequence/sequence_reshape
 sequence/sequence_slice_op sequence/sequence_enumerate_op sequence/sequence_erase_op sequence/sequence_scatter_op
 lod_reset_op lod_append_op im2sequence_op row_conv_op lstm_op gru_op lstm_unit_op gru_unit_op
+lstmp_op linear_chain_crf_op crf_decoding_op chunk_eval_op edit_distance_op ctc_align warpctc_op cos_sim_op nce
+hsigmoid_op beam_search_op beam_search_decode_op is_empty_op split_and_merge_lod_tensor_op
+array_read_write_op lod_array_length_op lod_tensor_array lod_tensor_array_ops lod_rank_table reorder_lod_tensor
+shrink_rnn_memory while_op dyn_rnn dynrnn_gradient_check dynrnn_static_input dynamic_rnn_stop_gradient
+recurrent_op rnn_memory_helper_op
 """.split()
 
 # Methods whose failure is a deliberate difference, each with its reason (harness.py).
@@ -60,6 +66,10 @@ DIVERGENCES = {
     "test_activation_op.TestSin.test_out_name":
         "asserts sin(0.1) equal to numpy's bit for bit: this numpy's vectorized sin gives 0.09983341664682817, an ulp "
         "above the correctly rounded 0.09983341664682815 that glibc's sin (Paddle's kernel) and Rill's give",
+    "test_nce.TestNCECase1Tensor.test_check_grad":
+        "a float32 finite difference of costs near 5 (an ulp is 5e-7 of a 5e-6 change) misses its 2% bound by 0.1% at "
+        "an element of 1e-3: Rill computes each cost in double and rounds it once, Paddle in float; the analytic "
+        "gradient matches float64 finite differences to 1e-6 (tests/python/test_sampled_losses.py)",
 }
 for _case in ("TestSequenceEnumerateOp", "TesSequenceEnumerateOpInt64", "TestSequenceEnumerateOpLargeWinSize",
               "TestSequenceEnumerateOpMaxWinSize", "TestSequenceEnumerateOpLargePadValue",

@@ -193,3 +193,44 @@ def test_hsigmoid_refuses_a_class_outside_the_tree():
     with pytest.raises(rill.Error, match=r"Label\[1\] = 4 is not a class in \[0, 4\)"):
         exe.run(main, feed={"x": np.zeros((2, 3), "float32"), "label": np.array([[1], [4]], "int64")},
                 fetch_list=[out])
+
+
+@pytest.mark.parametrize("layer", ["nce", "hsigmoid"])
+def test_a_sparse_table_gradient_holds_the_rows_used_and_trains_as_the_dense_one(layer):
+    """is_sparse: the weight's gradient is SelectedRows of the rows the batch used (nce's
+    sampled classes, hsigmoid's path nodes), each once, ascending, and SGD on it takes the
+    same steps as on the dense gradient."""
+    rng = np.random.RandomState(4)
+    xs = rng.uniform(-1, 1, (N, D)).astype("float32")
+    labels = rng.randint(0, C, (N, 1)).astype("int64")
+
+    def train(is_sparse):
+        main, startup = fluid.Program(), fluid.Program()
+        main.random_seed = startup.random_seed = 5
+        with fluid.program_guard(main, startup):
+            x = fluid.layers.data(name="x", shape=[D], dtype="float32")
+            label = fluid.layers.data(name="label", shape=[1], dtype="int64")
+            attr = fluid.ParamAttr(name="w")
+            if layer == "nce":
+                cost = fluid.layers.nce(x, label, C, num_neg_samples=3, seed=7, param_attr=attr, is_sparse=is_sparse)
+            else:
+                cost = fluid.layers.hsigmoid(x, label, C, param_attr=attr, is_sparse=is_sparse)
+            loss = fluid.layers.mean(cost)
+            fluid.optimizer.SGD(learning_rate=0.5).minimize(loss)
+        main.global_block().var("w@GRAD").persistable = True  # kept in the scope, to read
+        scope = fluid.Scope()
+        with fluid.scope_guard(scope):
+            exe = fluid.Executor(fluid.CPUPlace())
+            exe.run(startup)
+            losses = [float(exe.run(main, feed={"x": xs, "label": labels}, fetch_list=[loss])[0][0])
+                      for _ in range(5)]
+            grad = scope.find_var("w@GRAD")
+            rows = grad.get_selected_rows().rows() if is_sparse else None
+            return losses, np.array(scope.find_var("w").get_tensor()), rows
+
+    dense_losses, dense_w, _ = train(False)
+    sparse_losses, sparse_w, rows = train(True)
+    assert list(rows) == sorted(set(rows)) and 0 < len(rows) < C - 1, rows
+    np.testing.assert_allclose(sparse_losses, dense_losses, rtol=1e-6)
+    np.testing.assert_allclose(sparse_w, dense_w, rtol=1e-5, atol=1e-7)
+    assert dense_losses[-1] < dense_losses[0]

@@ -143,18 +143,21 @@ def _run_pass(program, loss_name, sources):
     return pairs
 
 
+_TABLE_GRADIENTS = ("W" + GRAD_SUFFIX, "Weight" + GRAD_SUFFIX)
+
+
 def _declare_gradients(block):
     """Declares every gradient the pass writes and the block does not declare, shaped and
-    typed like its variable ("w@GRAD" and "w@GRAD@RENAME@k" like "w"), except that a sparse
-    lookup's table gradient is SelectedRows (Fluid's lookup_table_grad var type), and so is
-    the sum of a table's sparse gradients."""
+    typed like its variable ("w@GRAD" and "w@GRAD@RENAME@k" like "w"), except that the table
+    gradient of an op with is_sparse (a lookup's W, nce's Weight, hsigmoid's W) is SelectedRows
+    (Fluid's lookup_table_grad var type), and so is the sum of a table's sparse gradients."""
     for op in block.ops:
         for slot, names in op.outputs.items():
             for name in names:
                 if block._find_var_recursive(name) is not None or GRAD_SUFFIX not in name:
                     continue
                 base = block._find_var_recursive(name.split(GRAD_SUFFIX)[0])
-                sparse = (op.attrs.get("is_sparse") is True and slot == "W" + GRAD_SUFFIX) or (
+                sparse = (op.attrs.get("is_sparse") is True and slot in _TABLE_GRADIENTS) or (
                     op.type == "sum" and all(_is_selected_rows(block, n) for n in op.inputs.get("X", [])))
                 if base is None:
                     block.create_var(name=name)

@@ -21,13 +21,14 @@ class LayerHelper(object):
     def name(self):
         return self.kwargs["name"]
 
+    # A layer given main_program= or startup_program= (Fluid 0.14's StaticRNN) builds there.
     @property
     def main_program(self):
-        return default_main_program()
+        return self.kwargs.get("main_program") or default_main_program()
 
     @property
     def startup_program(self):
-        return default_startup_program()
+        return self.kwargs.get("startup_program") or default_startup_program()
 
     def append_op(self, *args, **kwargs):
         self._check_kernel_dtype(kwargs.get("type"), kwargs.get("inputs") or {})

@@ -21,13 +21,16 @@ from rill.fluid.layers import io, tensor, nn, ops, control_flow, detection, lear
     sequence_labeling  # noqa: F401
 from rill.fluid.layers.checks import checked as _checked
 from rill.fluid.layers.math_op_patch import monkey_patch_variable
+from rill.fluid.layers.program_kwargs import accepting_programs as _accepting_programs
 
 # Every layer checks its input arguments (checks.py), but those that take values there too:
-# assign copies a numpy array into the program.
+# assign copies a numpy array into the program. Every layer takes Fluid 0.14's
+# main_program= and startup_program= (program_kwargs.py).
 for _module in (io, tensor, nn, ops, control_flow, detection, learning_rate_scheduler, parallel_do, sequence_lod, rnn,
                 dynamic_rnn, static_rnn, beam_decoding, sampled_losses, sequence_labeling):
     for _name in _module.__all__:
-        if _name != "assign" and inspect.isfunction(globals().get(_name)):
-            globals()[_name] = _checked(globals()[_name])
+        if inspect.isfunction(globals().get(_name)):
+            _layer = globals()[_name] if _name == "assign" else _checked(globals()[_name])
+            globals()[_name] = _accepting_programs(_layer)
 
 monkey_patch_variable()

@@ -1,19 +1,19 @@
 """fluid.layers.StaticRNN (Fluid 0.14's API): a recurrence over the first dimension of inputs
 of a length fixed when the program is built ([T, batch, ...]).
 
-Rill builds it of the pieces DynamicRNN uses, not of Fluid's `recurrent` op: each step
-input's T slices go into a tensor array before the loop, a While loop runs the block once
-per step (reading step t's slice and each memory's entry t, writing the outputs' entry t and
-the memories' entry t + 1), and the outputs' arrays are stacked into [T, ...] after it. So
-training takes its gradient step by step through while_grad, as DynamicRNN's does.
+It builds Fluid's program: the step block is the sub-block of a `recurrent` op, which runs it
+once per step (core/ops/recurrent_op.cc); a step input is the variable of the input's own
+name inside the block, a memory is an ex-state paired with the state `rnn_memory_helper`
+copies its update into, and each step output is copied by `rnn_memory_helper` into a variable
+of its own that the op stacks into [T, ...] outside. The backward pass differentiates it
+through recurrent_grad, so a program this builds and one Paddle saved run the same way.
 """
 import contextlib
 
-from rill.fluid.framework import Variable, VarType
+from rill.fluid import core, unique_name
+from rill.fluid.framework import Variable
 from rill.fluid.layer_helper import LayerHelper
-from rill.fluid.layers.control_flow import While, array_read, array_write, in_parent_block, increment, less_than, \
-    tensor_array_to_tensor
-from rill.fluid.layers.tensor import fill_constant
+from rill.fluid.layers.control_flow import BlockGuard, block_reads_and_writes
 
 __all__ = ["StaticRNN"]
 
@@ -26,76 +26,71 @@ class StaticRNN(object):
     [T, ...]."""
     BEFORE_RNN_BLOCK, IN_RNN_BLOCK, AFTER_RNN_BLOCK = 0, 1, 2
 
-    def __init__(self, name=None):
-        self.helper = LayerHelper("static_rnn", name=name)
+    def __init__(self, name=None, main_program=None):
+        self.helper = LayerHelper("static_rnn", name=name, main_program=main_program)
         self.status = StaticRNN.BEFORE_RNN_BLOCK
         self.seq_len = None
-        self.step_idx = None
-        self.zero_idx = None
-        self.cond = None
-        self.while_op = None
-        self.outer_of_input = {}  # a step input's name -> the whole sequence it is a step of
-        self.memories = []  # [memory variable, its array, its update (None until given)]
-        self.output_arrays = []
-        self.outputs = []
+        self.inputs = []  # the step inputs, variables of the step block
+        self.memories = []  # [ex-state variable, its initial value, its update (None until given)]
+        self.outputs = []  # the stacked outputs, variables of the parent block
 
     @contextlib.contextmanager
     def step(self):
         if self.status != StaticRNN.BEFORE_RNN_BLOCK:
             raise ValueError("StaticRNN.step() can be entered once")
-        self.step_idx = fill_constant(shape=[1], dtype="int64", value=0, force_cpu=True)
-        self.zero_idx = fill_constant(shape=[1], dtype="int64", value=0, force_cpu=True)
-        self.cond = self.helper.create_tmp_variable(dtype="bool", stop_gradient=True)
-        self.cond._shape = [1]
-        self.while_op = While(self.cond)
         self.status = StaticRNN.IN_RNN_BLOCK
-        with self.while_op.block():
+        with BlockGuard(self.helper.main_program):
             yield
-            self._complete_step()
+            self._complete_op()
         self.status = StaticRNN.AFTER_RNN_BLOCK
-        for array in self.output_arrays:
-            self.outputs.append(tensor_array_to_tensor(array, axis=0, use_stack=True)[0])
 
-    def _complete_step(self):
+    def _parent_block(self):
+        program = self.helper.main_program
+        return program.block(program.current_block().parent_idx)
+
+    def _complete_op(self):
         if self.seq_len is None:
             raise ValueError("a StaticRNN block needs a step_input")
-        for mem, _, update in self.memories:
+        rnn_block = self.helper.main_program.current_block()
+        parent_block = self._parent_block()
+        initial_states, ex_states, states = [], [], []
+        for ex_state, init, update in self.memories:
             if update is None:
-                raise ValueError("StaticRNN memory %s is never given its next value (update_memory)" % mem.name)
-        with in_parent_block(self.helper.main_program):
-            limit = fill_constant(shape=[1], dtype="int64", value=self.seq_len, force_cpu=True)
-            less_than(x=self.step_idx, y=limit, cond=self.cond)
-        increment(x=self.step_idx, value=1.0, in_place=True)
-        for _, mem_array, update in self.memories:
-            array_write(x=update, i=self.step_idx, array=mem_array)
-        less_than(x=self.step_idx, y=limit, cond=self.cond)
+                raise ValueError("StaticRNN memory %s is never given its next value (update_memory)" % ex_state.name)
+            state = self.helper.create_tmp_variable(dtype=update.dtype)
+            self.helper.append_op(type="rnn_memory_helper", inputs={"X": [update]}, outputs={"Out": [state]},
+                                  attrs={"dtype": update.dtype})
+            initial_states.append(init)
+            ex_states.append(ex_state.name)
+            states.append(state.name)
+        # What the block reads from outside: everything it reads but neither writes nor is given.
+        given = [v.name for v in self.inputs] + ex_states
+        reads, _ = block_reads_and_writes(rnn_block, given)
+        parameters = [parent_block._find_var_recursive(n) for n in reads]
+        step_scopes = parent_block.create_var(type=core.VarDesc.VarType.STEP_SCOPES)
+        parent_block.append_op(type="recurrent",
+                               inputs={"inputs": [parent_block._find_var_recursive(v.name) for v in self.inputs],
+                                       "initial_states": initial_states,
+                                       "parameters": [p for p in parameters if p is not None]},
+                               outputs={"outputs": self.outputs, "step_scopes": [step_scopes]},
+                               attrs={"has_states": bool(states), "ex_states": ex_states, "states": states,
+                                      "sub_block": rnn_block})
 
     def step_input(self, x):
-        """x's slice at this step: x is [T, ...] with T known now, the same for every input."""
+        """x's slice at this step: x is [T, ...], T the same for every input (-1: known when run)."""
         self._assert_in_rnn_block("step_input")
         if not isinstance(x, Variable):
             raise TypeError("StaticRNN.step_input takes a Variable, got %r" % (x,))
-        if x._shape is None or len(x.shape) < 1 or x.shape[0] is None or x.shape[0] < 0:
-            raise ValueError("StaticRNN.step_input: %s needs a known first dimension (the steps), has shape %s" %
+        if x._shape is None or len(x.shape) < 1:
+            raise ValueError("StaticRNN.step_input: %s needs a first dimension (the steps), has shape %s" %
                              (x.name, None if x._shape is None else list(x.shape)))
-        if self.seq_len is None:
-            self.seq_len = x.shape[0]
-        elif self.seq_len != x.shape[0]:
-            raise ValueError("StaticRNN.step_input: %s has %d steps, an earlier input %d" %
-                             (x.name, x.shape[0], self.seq_len))
-        with in_parent_block(self.helper.main_program):
-            helper = LayerHelper("static_rnn_input")
-            array = None
-            for t in range(self.seq_len):
-                piece = helper.create_tmp_variable(dtype=x.dtype)
-                piece._shape = [1] + list(x.shape[1:])
-                helper.append_op(type="slice", inputs={"Input": [x]}, outputs={"Out": [piece]},
-                                 attrs={"axes": [0], "starts": [t], "ends": [t + 1], "decrease_axis": [0]})
-                piece._shape = list(x.shape[1:])
-                array = array_write(piece, fill_constant(shape=[1], dtype="int64", value=t, force_cpu=True),
-                                    array=array)
-        step = array_read(array, self.step_idx)
-        self.outer_of_input[step.name] = x
+        steps = x.shape[0] if x.shape[0] is not None and x.shape[0] >= 0 else -1
+        if self.seq_len is None or self.seq_len == -1:
+            self.seq_len = steps
+        elif steps != -1 and self.seq_len != steps:
+            raise ValueError("StaticRNN.step_input: %s has %d steps, an earlier input %d" % (x.name, steps, self.seq_len))
+        step = self.helper.create_variable(name=x.name, dtype=x.dtype, shape=list(x.shape[1:]))
+        self.inputs.append(step)
         return step
 
     def memory(self, init=None, shape=None, batch_ref=None, init_value=0.0, init_batch_dim_idx=0,
@@ -107,22 +102,21 @@ class StaticRNN(object):
         if init is None:
             if shape is None or batch_ref is None:
                 raise ValueError("StaticRNN.memory needs init, or shape and batch_ref")
-            ref = self.outer_of_input.get(batch_ref.name, batch_ref)
-            with in_parent_block(self.helper.main_program):
-                helper = LayerHelper("static_rnn_memory")
-                init = helper.create_tmp_variable(dtype=ref.dtype)
-                init._shape = list(shape)
-                helper.append_op(type="fill_constant_batch_size_like", inputs={"Input": [ref]},
-                                 outputs={"Out": [init]},
-                                 attrs={"shape": list(shape), "value": float(init_value), "dtype": ref.dtype,
-                                        "input_dim_idx": ref_batch_dim_idx, "output_dim_idx": init_batch_dim_idx})
+            # A step input stands for the whole sequence here: the variable of its name outside.
+            ref = self._parent_block()._find_var_recursive(batch_ref.name) or batch_ref
+            init = self._parent_block().create_var(name=unique_name.generate("@".join([self.helper.name, "memory_boot"])),
+                                                   shape=list(shape), dtype=ref.dtype, persistable=False)
+            self._parent_block().append_op(type="fill_constant_batch_size_like", inputs={"Input": [ref]},
+                                           outputs={"Out": [init]},
+                                           attrs={"shape": list(shape), "value": float(init_value), "dtype": ref.dtype,
+                                                  "input_dim_idx": ref_batch_dim_idx,
+                                                  "output_dim_idx": init_batch_dim_idx})
         elif not isinstance(init, Variable):
             raise TypeError("StaticRNN.memory: init must be a Variable, got %r" % (init,))
-        with in_parent_block(self.helper.main_program):
-            mem_array = array_write(init, self.zero_idx)
-        mem = array_read(mem_array, self.step_idx)
-        self.memories.append([mem, mem_array, None])
-        return mem
+        ex_state = self.helper.create_variable(name=unique_name.generate("@".join([self.helper.name, "mem"])),
+                                               dtype=init.dtype, shape=init.shape)
+        self.memories.append([ex_state, init, None])
+        return ex_state
 
     def update_memory(self, mem, var):
         """The memory `mem` holds `var` at the next step."""
@@ -139,11 +133,11 @@ class StaticRNN(object):
         self._assert_in_rnn_block("step_output")
         if not isinstance(o, Variable):
             raise TypeError("StaticRNN.step_output takes a Variable, got %r" % (o,))
-        with in_parent_block(self.helper.main_program):
-            array = self.helper.create_variable(name="%s.output_array.%s" % (self.helper.name, o.name),
-                                                type=VarType.LOD_TENSOR_ARRAY, dtype=o.dtype)
-        array_write(o, self.step_idx, array=array)
-        self.output_arrays.append(array)
+        out = self.helper.create_tmp_variable(dtype=o.dtype)
+        self.helper.append_op(type="rnn_memory_helper", inputs={"X": [o]}, outputs={"Out": [out]},
+                              attrs={"dtype": o.dtype})
+        shape = None if o._shape is None else [self.seq_len] + list(o.shape)
+        self.outputs.append(self._parent_block().create_var(name=out.name, shape=shape, dtype=o.dtype))
 
     def output(self, *outputs):
         for each in outputs:

@@ -52,7 +52,7 @@ BIG = (1024, 4096)
 # Ops that are not a kernel to time one at a time: I/O, control flow, random sources, and
 # the optimizers (their cost is in the model benchmarks' training rows).
 NOT_KERNELS = {
-    "feed", "fetch", "load", "load_combine", "save", "save_combine", "print", "while", "conditional_block",
+    "feed", "fetch", "load", "load_combine", "save", "save_combine", "print", "while", "recurrent", "conditional_block",
     "read_from_array", "write_to_array", "lod_array_length", "tensor_array_to_tensor", "increment", "assign_value",
     "fill_constant", "fill_constant_batch_size_like", "gaussian_random", "gaussian_random_batch_size_like",
     "uniform_random", "uniform_random_batch_size_like", "truncated_gaussian_random", "range", "shape",
@@ -149,7 +149,8 @@ def standard_cases():
         "isfinite": ("torch.isfinite(X).all()", -1, 1, {}), "isfinite_v2": ("torch.isfinite(X)", -1, 1, {}),
         "isinf": ("torch.isinf(X).any()", -1, 1, {}), "isinf_v2": ("torch.isinf(X)", -1, 1, {}),
         "isnan": ("torch.isnan(X).any()", -1, 1, {}), "isnan_v2": ("torch.isnan(X)", -1, 1, {}),
-        "assign": ("X.clone()", -1, 1, {}), "fill_any_like": ("torch.full_like(X, 1.0)", -1, 1, {"value": 1.0}),
+        "assign": ("X.clone()", -1, 1, {}), "rnn_memory_helper": ("X.clone()", -1, 1, {}),
+        "fill_any_like": ("torch.full_like(X, 1.0)", -1, 1, {"value": 1.0}),
         "fill_zeros_like": ("torch.zeros_like(X)", -1, 1, {}),
         "cast": ("X.to(torch.float64)", -1, 1, {"in_dtype": 5, "out_dtype": 6}),
     }

@@ -158,9 +158,10 @@ void Recurrent(rill::KernelContext& ctx) {
     for (size_t k = 0; r.has_states && k < r.states.size(); ++k) {
       const rill::Scope& before = kept != nullptr ? kept->scopes.back() : last.back();
       const rill::Variable from = i == 0 ? ctx.InputVar("initial_states", k) : LocalValue(before, r.states[k]);
-      if (!from)
+      if (!from) {
         throw rill::Error("the step block did not compute state '" + r.states[k] + "' at time " +
                           std::to_string(r.TimeOf(i - 1)));
+      }
       const rill::Tensor value =
           OnHost(from.tensor(), i == 0 ? "initial state '" + r.op.InputName("initial_states", k) + "'"
                                        : "state '" + r.states[k] + "'");
@@ -171,8 +172,9 @@ void Recurrent(rill::KernelContext& ctx) {
     ctx.RunBlock(r.block, step);
     for (size_t j = 0; j < r.outputs.size(); ++j) {
       const rill::Variable v = LocalValue(step, r.outputs[j]);
-      if (!v)
+      if (!v) {
         throw rill::Error("the step block did not compute output '" + r.outputs[j] + "' at time " + std::to_string(t));
+      }
       const rill::Tensor part = OnHost(v.tensor(), "output '" + r.outputs[j] + "'");
       rill::Tensor whole = ctx.Output("outputs", j);
       if (i == 0) {
@@ -193,8 +195,9 @@ void Recurrent(rill::KernelContext& ctx) {
 
 // The gradient output `slot`[k], or a null view where none is asked for.
 rill::Variable GradOutput(rill::KernelContext& ctx, const char* slot, size_t k) {
-  if (k >= ctx.op().OutputCount(slot) || ctx.op().OutputName(slot, k) == RILL_EMPTY_VAR_NAME)
+  if (k >= ctx.op().OutputCount(slot) || ctx.op().OutputName(slot, k) == RILL_EMPTY_VAR_NAME) {
     return rill::Variable(nullptr);
+  }
   return ctx.OutputVar(slot, k);
 }
 

@@ -25,8 +25,7 @@ void SequenceReverse(KernelContext& ctx, const char* in, const char* out) {
   Tensor x = ctx.Input("X"), v = ctx.Input(in);
   const std::vector<uint64_t> o = SequenceOffsets(ctx.op(), "X", x, SIZE_MAX);
   if (v.dims() != x.dims()) throw Error(std::string(in) + " " + DimsString(v.dims()) + " is not shaped like X");
-  const int64_t rows = x.dims()[0];
-  const size_t row_bytes = rows > 0 ? static_cast<size_t>(x.numel() / rows) * DataTypeSize(v.dtype()) : 0;
+  const size_t row_bytes = RowBytes(v);  // v is shaped like X
   const std::vector<std::vector<uint64_t>> lod = x.lod();
   WriteOutputBytes(ctx, out, {"X", in}, v.dtype(), v.dims(),
                    [&](char* to) { ReverseRows(static_cast<const char*>(v.raw_data()), to, o, row_bytes); });

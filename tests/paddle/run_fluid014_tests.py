@@ -8,7 +8,7 @@ from where it is: nothing of Paddle's is copied; `git archive v0.14.0 python/pad
 of a Paddle clone is enough). Those tests are Python 2: each file, and each module it
 imports from its own directory, is converted to Python 3 as it is imported (harness.py).
 They run with the stand-in `paddle` package (standin/), whose paddle.fluid is rill.fluid.
-Without file names it runs the forty files of Fluid's own API (FILES below) and the book's
+Without file names it runs the files of Fluid's own API (FILES below) and the book's
 chapters it can run (BOOK_FILES; name one as book/test_NAME.py). It prints each file's
 passed, failed and skipped methods, the skips by reason, and the totals; exit status 0
 when no method failed.
@@ -26,7 +26,7 @@ test_layers test_learning_rate_scheduler test_math_op_patch test_memory_optimiza
 test_network_with_dtype test_operator_desc test_optimizer test_parameter test_print_op test_profiler test_program
 test_protobuf_descs test_registry test_regularizer test_scope test_slice_var test_switch test_tensor
 test_unique_name test_variable test_while_op test_dyn_rnn test_dynrnn_gradient_check test_dynrnn_static_input
-test_lod_tensor_array test_shrink_rnn_memory test_split_and_merge_lod_tensor_op""".split()
+test_lod_tensor_array test_shrink_rnn_memory test_split_and_merge_lod_tensor_op test_recurrent_op""".split()
 TOP_LEVEL_FILES = "test_data_feeder test_error_clip test_gradient_clip test_python_operator_overriding".split()
 # The book's chapters, low-level and high-level API (under book/): those that need no
 # sequences; understand_sentiment's conv, stacked-LSTM and DynamicRNN nets (Paddle 0.14

@@ -77,7 +77,7 @@ DIVERGENCES = {
 
 
 def main():
-    args = harness.parse_args(__doc__.splitlines()[0], "test_NAME.py files (default: FILES, the forty)")
+    args = harness.parse_args(__doc__.splitlines()[0], "test_NAME.py files (default: FILES)")
     src = os.environ.get("PADDLE_SRC")
     if not src:
         sys.exit("run_fluid014_tests: set PADDLE_SRC to a Paddle checkout at v0.14.0")

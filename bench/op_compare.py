@@ -30,7 +30,7 @@ or the torch expression does not scale); a kind the op refuses (no gradient, no 
 kernel) is listed at the end with its reason rather than timed.
 Each side's time is the median over ROUNDS rounds of the mean of a timed loop (at least
 0.1 s), the rounds paired: each times PyTorch, then Rill, so that both meet the machine's
-load of the moment. Prints a Markdown table of ratios (Rill / PyTorch: below 1, Rill is
+load of the moment; a row's ratio is the median of the rounds' ratios. Prints a Markdown table of ratios (Rill / PyTorch: below 1, Rill is
 faster), the geometric mean, the slowest ten, and the ops not covered.
 """
 import json
@@ -520,9 +520,10 @@ def rill_runner(case, exe):
 
 
 def paired_times(rounds, only, kinds):
-    """({label: (Rill's median, PyTorch's median)}, {label: (Rill's median, memcpy's)},
-    {label: why not timed}): each round times PyTorch (in its own process) and then Rill, so
-    that both meet the machine's load of the moment. A gradient PyTorch returns without
+    """({label: (Rill's median, PyTorch's median, the median of the rounds' ratios)}, the same
+    with memcpy for PyTorch, {label: why not timed}): each round times PyTorch (in its own
+    process) and then Rill, so that both meet the machine's load of the moment, and the ratio
+    is taken round by round, so that a round the machine's neighbours slowed moves both. A gradient PyTorch returns without
     computing it (the incoming gradient itself, or views of it) is held against memcpy of
     the bytes Rill's gradients hold instead, timed in the same round: Fluid's gradients are
     variables of their own."""
@@ -559,7 +560,8 @@ def paired_times(rounds, only, kinds):
             if not theirs:
                 refused[case.label] = "PyTorch has no gradient for it"
                 continue
-            (copies if aliased else times)[case.label] = (statistics.median(ours), statistics.median(theirs))
+            ratio = statistics.median(a / b for a, b in zip(ours, theirs))
+            (copies if aliased else times)[case.label] = (statistics.median(ours), statistics.median(theirs), ratio)
     finally:
         server.stdin.close()
         server.wait()
@@ -592,11 +594,11 @@ def main():
     kind_of = {c.label: c.kind for c in cases()}
     print("| op, shape (fp32 unless named) | Rill | PyTorch | Rill / PyTorch |")
     print("|---|---|---|---|")
-    for label, (a, b) in times.items():
-        print("| %s | %.3f ms | %.3f ms | %.2f |" % (label, a * 1e3, b * 1e3, a / b))
+    for label, (a, b, r) in times.items():
+        print("| %s | %.3f ms | %.3f ms | %.2f |" % (label, a * 1e3, b * 1e3, r))
     print("\n%d threads each side, medians of %d paired rounds" % (THREADS, ROUNDS))
     for kind in kinds:
-        rows = [(label, a / b) for label, (a, b) in times.items() if kind_of[label] == kind]
+        rows = [(label, r) for label, (_, _, r) in times.items() if kind_of[label] == kind]
         if not rows:
             continue
         limit = 1.5 if kind in ("forward", "fp64", "int64") else 2.0
@@ -608,8 +610,8 @@ def main():
     if copies:
         print("\ngradients PyTorch returns without computing them (the incoming gradient or views of it), Rill's "
               "against memcpy of the bytes they hold (%d; goal: at most 2, half memcpy's bandwidth):" % len(copies))
-        for label, (a, b) in sorted(copies.items(), key=lambda row: -row[1][0] / row[1][1]):
-            print("  %.2f  %s (%.3f ms, memcpy %.3f ms)" % (a / b, label, a * 1e3, b * 1e3))
+        for label, (a, b, r) in sorted(copies.items(), key=lambda row: -row[1][2]):
+            print("  %.2f  %s (%.3f ms, memcpy %.3f ms)" % (r, label, a * 1e3, b * 1e3))
     if refused:
         print("\nnot timed (%d):" % len(refused))
         for label, why in refused.items():

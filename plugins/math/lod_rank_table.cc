@@ -19,9 +19,8 @@
 // the ranked level is the last, else a sequence of the levels below, with its LoD (nested
 // DynamicRNNs).
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
-#include <memory>
+#include <numeric>
 #include <vector>
 
 #include "memory_loops.h"
@@ -32,8 +31,10 @@
 namespace rill::math {
 namespace {
 
-constexpr const char* kRankTableType = "math.lod_rank_table";
-
+// A rank table as the ops read it. It is held as a plain tensor, so a program can fetch,
+// print and save it and Python read it (Fluid's LoDRankTable.items()): int64 [n, 2], a
+// sequence's index and length per row, longest first, with the levels above the ranked
+// one as its LoD.
 struct LodRankTable {
   struct Item {
     size_t index;
@@ -43,30 +44,21 @@ struct LodRankTable {
   std::vector<Item> items;                        // longest first
 };
 
-const VarType& RankTableType() {
-  static const VarType type = VarType::Find(kRankTableType);
-  return type;
-}
-
-void DescribeRankTable(const void* value, char* buf, size_t cap) {
-  const auto* t = static_cast<const LodRankTable*>(value);
-  int n = std::snprintf(buf, cap, "lod rank table of %zu sequences", t->items.size());
-  for (size_t i = 0; i < t->items.size() && i < 6 && n > 0 && static_cast<size_t>(n) < cap; ++i) {
-    n += std::snprintf(buf + n, cap - static_cast<size_t>(n), "%s#%zu:%zu", i ? ", " : " {", t->items[i].index,
-                       t->items[i].length);
+LodRankTable RankTableInput(KernelContext& ctx) {
+  Tensor t = ctx.Input("RankTable");
+  if (t.dtype() != RILL_INT64 || t.ndim() != 2 || t.dims()[1] != 2) {
+    throw Error("RankTable ('" + ctx.op().InputName("RankTable") + "') is " + DataTypeName(t.dtype()) + " " +
+                DimsString(t.dims()) +
+                ", not a rank table (int64 [n, 2] of index and length): make it with "
+                "lod_rank_table");
   }
-  if (!t->items.empty() && n > 0 && static_cast<size_t>(n) < cap) {
-    std::snprintf(buf + n, cap - static_cast<size_t>(n), "%s}", t->items.size() > 6 ? ", ..." : "");
+  LodRankTable table;
+  table.coarse_lod = t.lod();
+  const int64_t* rows = t.data<int64_t>();
+  for (int64_t i = 0; i < t.dims()[0]; ++i) {
+    table.items.push_back({static_cast<size_t>(rows[2 * i]), static_cast<size_t>(rows[2 * i + 1])});
   }
-}
-
-const LodRankTable& RankTableInput(KernelContext& ctx) {
-  const LodRankTable* t = ctx.InputVar("RankTable").Custom<LodRankTable>(RankTableType());
-  if (t == nullptr) {
-    throw Error("RankTable ('" + ctx.op().InputName("RankTable") +
-                "') holds no rank table: make it with lod_rank_table");
-  }
-  return *t;
+  return table;
 }
 
 // The length of the table's longest sequence: the number of steps.
@@ -88,17 +80,20 @@ void LodRankTableOp(KernelContext& ctx) {
                 "'), which has " + std::to_string(lod.size()));
   }
   SequenceOffsets(ctx.op(), "X", x, SIZE_MAX);  // checks the LoD
-  auto table = std::make_unique<LodRankTable>();
-  table->coarse_lod.assign(lod.begin(), lod.begin() + level);
   const std::vector<uint64_t>& o = lod[static_cast<size_t>(level)];
-  for (size_t i = 0; i + 1 < o.size(); ++i) table->items.push_back({i, static_cast<size_t>(o[i + 1] - o[i])});
-  std::stable_sort(table->items.begin(), table->items.end(),
-                   [](const LodRankTable::Item& a, const LodRankTable::Item& b) { return a.length > b.length; });
-  ctx.OutputVar("Out").SetCustom(RankTableType(), table.release());
+  std::vector<size_t> order(o.size() - 1);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return o[a + 1] - o[a] > o[b + 1] - o[b]; });
+  int64_t* rows = ctx.AllocateOutput<int64_t>("Out", {static_cast<int64_t>(order.size()), 2});
+  for (size_t i = 0; i < order.size(); ++i) {
+    rows[2 * i] = static_cast<int64_t>(order[i]);
+    rows[2 * i + 1] = static_cast<int64_t>(o[order[i] + 1] - o[order[i]]);
+  }
+  ctx.Output("Out").set_lod(std::vector<std::vector<uint64_t>>(lod.begin(), lod.begin() + level));
 }
 
 void MaxSequenceLen(KernelContext& ctx) {
-  const LodRankTable& table = RankTableInput(ctx);
+  const LodRankTable table = RankTableInput(ctx);
   *ctx.AllocateOutput<int64_t>("Out", {1}) = static_cast<int64_t>(Steps(table));
 }
 
@@ -253,13 +248,13 @@ void JoinSteps(Variable array, const LoD& lod, const StepLayout& layout, Tensor*
 }
 
 void LodTensorToArray(KernelContext& ctx) {
-  const LodRankTable& table = RankTableInput(ctx);
+  const LodRankTable table = RankTableInput(ctx);
   Tensor x = ctx.Input("X");
   SplitIntoSteps(x, LayoutOf(SequenceLod(ctx, "X", x, table), table), ctx.OutputVar("Out"));
 }
 
 void LodTensorToArrayGrad(KernelContext& ctx) {
-  const LodRankTable& table = RankTableInput(ctx);
+  const LodRankTable table = RankTableInput(ctx);
   Tensor x = ctx.Input("X");
   const LoD lod = SequenceLod(ctx, "X", x, table);
   Variable grads = ctx.InputVarOrNull("Out@GRAD");
@@ -267,7 +262,7 @@ void LodTensorToArrayGrad(KernelContext& ctx) {
 }
 
 void ArrayToLodTensor(KernelContext& ctx) {
-  const LodRankTable& table = RankTableInput(ctx);
+  const LodRankTable table = RankTableInput(ctx);
   Variable array = ctx.InputVar("X");
   const LoD lod = JoinedLod(array, table);
   JoinSteps(array, lod, LayoutOf(lod, table), nullptr, ctx.Output("Out"));
@@ -276,7 +271,7 @@ void ArrayToLodTensor(KernelContext& ctx) {
 // Out@GRAD's rows follow Out's sequences, whose LoD the array and the table give (a
 // gradient need not carry it).
 void ArrayToLodTensorGrad(KernelContext& ctx) {
-  const LodRankTable& table = RankTableInput(ctx);
+  const LodRankTable table = RankTableInput(ctx);
   const StepLayout layout = LayoutOf(JoinedLod(ctx.InputVar("X"), table), table);
   Tensor g = ctx.Input("Out@GRAD");
   if (g.ndim() == 0 || static_cast<uint64_t>(g.dims()[0]) != layout.total_rows) {
@@ -287,7 +282,7 @@ void ArrayToLodTensorGrad(KernelContext& ctx) {
 }
 
 void ShrinkRnnMemory(KernelContext& ctx) {
-  const LodRankTable& table = RankTableInput(ctx);
+  const LodRankTable table = RankTableInput(ctx);
   const double step = ScalarOf(ctx.Input("I"), "I");
   if (step < 0) throw Error("I must be a step, not negative: " + std::to_string(step));
   Tensor x = ctx.Input("X");
@@ -350,7 +345,7 @@ std::vector<LodSpan> Units(KernelContext& ctx, Tensor x, const LodRankTable& tab
 // Out's unit p = X's unit items[p].index, with its LoD (forward); or the reverse
 // (gradient: X@GRAD takes X's LoD).
 void Reorder(KernelContext& ctx, const char* in, const char* out, bool inverse) {
-  const LodRankTable& table = RankTableInput(ctx);
+  const LodRankTable table = RankTableInput(ctx);
   Tensor x = ctx.Input("X");
   const std::vector<LodSpan> units = Units(ctx, x, table);
   Tensor v = ctx.Input(in);
@@ -382,12 +377,11 @@ void ReorderByRankGrad(KernelContext& ctx) { Reorder(ctx, "Out@GRAD", "X@GRAD", 
 }  // namespace
 
 void RegisterLodRankTable(Registrar& r) {
-  r.VarType<LodRankTable>(kRankTableType, &DescribeRankTable, true);
   r.Op(OpSchema("lod_rank_table")
            .Doc("Out = the rank table of X's LoD level `level`: its sequences longest first (a stable sort), each "
                 "as (index, length), with the levels above it. As Paddle's.")
            .Input("X", "a LoD tensor")
-           .Output("Out", "a rank table (LOD_RANK_TABLE)")
+           .Output("Out", "int64 [n, 2]: each sequence's index and length, longest first; LoD: the levels above")
            .Attr("level", int64_t{0}, "the LoD level to rank"));
   r.Kernel("lod_rank_table", RILL_CPU, RILL_ANY_DTYPE, &LodRankTableOp);
   r.Op(OpSchema("max_sequence_len")

@@ -281,6 +281,27 @@ ArrayHandle VarArray(const std::shared_ptr<core::Scope>& scope, core::Variable* 
   return ArrayHandle{scope, var->GetMutableTensorArray()};
 }
 
+// A variable's LoD rank table, as var.get_lod_rank_table() returns it (Fluid's
+// LoDRankTable): the (index, length) of each sequence, longest first, which
+// lod_rank_table's output holds as int64 [n, 2].
+struct RankTable {
+  std::vector<std::pair<int64_t, int64_t>> items;
+};
+
+RankTable VarRankTable(const core::Variable* var) {
+  const core::Tensor* t = var->GetTensor();
+  if (t == nullptr || t->dtype() != RILL_INT64 || t->dims().size() != 2 || t->dims()[1] != 2 ||
+      t->place().device_type != RILL_CPU) {
+    throw core::Error("variable holds " + (t != nullptr ? t->Describe() : "a " + var->KindName()) +
+                          ", not a rank table (lod_rank_table's int64 [n, 2] of index and length)",
+                      RILL_INVALID_ARGUMENT);
+  }
+  RankTable table;
+  const auto* rows = static_cast<const int64_t*>(t->data());
+  for (int64_t i = 0; i < t->dims()[0]; ++i) table.items.emplace_back(rows[2 * i], rows[2 * i + 1]);
+  return table;
+}
+
 TensorHandle VarTensor(const std::shared_ptr<core::Scope>& scope, core::Variable* var) {
   if (var->initialized() && !var->is_tensor()) {
     throw core::Error("variable holds a " + var->KindName() + ", not a tensor", RILL_INVALID_ARGUMENT);
@@ -482,8 +503,15 @@ PYBIND11_MODULE(_rill, m) {
           "append", [](ArrayHandle& a, const TensorHandle& t) { a.array->push_back(*t.get()); }, py::arg("tensor"),
           "A new last entry with the tensor's value and LoD (sharing its memory).");
 
+  py::class_<RankTable>(m, "LoDRankTable")
+      .def(
+          "items", [](const RankTable& t) { return t.items; }, "[(index, length)] of each sequence, longest first.");
+
   py::class_<VarHandle>(m, "Variable")
       .def("get_tensor", [](const VarHandle& v) { return VarTensor(v.scope, v.var); })
+      .def(
+          "get_lod_rank_table", [](const VarHandle& v) { return VarRankTable(v.var); },
+          "The rank table the variable holds (lod_rank_table's output), a copy.")
       .def(
           "get_lod_tensor_array", [](const VarHandle& v) { return VarArray(v.scope, v.var); },
           "The variable's tensor array, made empty if the variable holds nothing yet.")

@@ -93,10 +93,15 @@ def test_rank_table_ops_against_numpy():
         reordered = fluid.layers.reorder_lod_tensor_by_rank(r, table)
         step = fluid.layers.fill_constant(shape=[1], dtype="int64", value=2)
         shrunk = fluid.layers.shrink_memory(reordered, step, table)
-    _, (got_len, got_steps, got_sizes, got_back, got_reordered, got_shrunk) = run(
-        main, startup, {"x": lod_tensor(xs), "r": rows}, [length, steps, sizes, back, reordered, shrunk])
+    table.persistable = True  # kept in the scope, to read as Fluid's LoDRankTable
+    scope = fluid.Scope()
+    _, (got_table, got_len, got_steps, got_sizes, got_back, got_reordered, got_shrunk) = run(
+        main, startup, {"x": lod_tensor(xs), "r": rows}, [table, length, steps, sizes, back, reordered, shrunk], scope)
     rank = sorted(range(len(LENGTHS)), key=lambda i: -LENGTHS[i])  # stable: ties keep their order
     assert rank == [3, 0, 4, 1, 2]
+    items = [(i, LENGTHS[i]) for i in rank]
+    assert scope.find_var(table.name).get_lod_rank_table().items() == items
+    assert np.array(got_table).tolist() == [list(item) for item in items]  # int64 [n, 2], fetched as any tensor
     assert np.array(got_len).tolist() == [5]
     offsets = np.cumsum([0] + LENGTHS)
     expected_steps = [xs[offsets[i] + t] for t in range(5) for i in rank if LENGTHS[i] > t]
@@ -106,6 +111,25 @@ def test_rank_table_ops_against_numpy():
     assert got_back.recursive_sequence_lengths() == [LENGTHS]
     np.testing.assert_array_equal(np.array(got_reordered), rows[rank])
     np.testing.assert_array_equal(np.array(got_shrunk), rows[rank][:sum(n > 2 for n in LENGTHS)])
+
+
+def test_a_rank_table_that_is_not_one_is_refused_by_name():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[2], dtype="float32", lod_level=1)
+        table = fluid.layers.lod_rank_table(x)
+        length = fluid.layers.max_sequence_len(table)
+    bogus = main.global_block().create_var(name="bogus", dtype="float32", shape=[3, 2], persistable=True)
+    main.global_block().ops[-1]._rename_input(table.name, bogus.name)
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        with pytest.raises(Exception, match="RankTable \\('bogus'\\) is fp32 \\[3, 2\\], not a rank table"):
+            exe.run(main, feed={"x": lod_tensor(np.zeros((sum(LENGTHS), 2), "float32")),
+                                "bogus": np.zeros((3, 2), "float32")}, fetch_list=[length])
+    with pytest.raises(Exception, match="not a rank table"):
+        scope.find_var("bogus").get_lod_rank_table()
 
 
 def test_while_over_tensor_arrays_gives_each_input_its_gradient():

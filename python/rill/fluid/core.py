@@ -15,6 +15,7 @@ from rill.proto import framework_pb2
 Scope = _rill.Scope
 LoDTensor = _rill.Tensor
 LoDTensorArray = _rill.LoDTensorArray  # a scope variable's get_lod_tensor_array()
+LoDRankTable = _rill.LoDRankTable  # a scope variable's get_lod_rank_table()
 Tensor = _rill.Tensor
 set_feed_variable = _rill.set_feed_variable
 get_fetch_variable = _rill.get_fetch_variable

@@ -205,7 +205,10 @@ def _mark_framework_internals():
 
     def tensor_method(self, attr):
         """Paddle 2.x gives its static Variable the Tensor's methods (x.add_, x.clip_, ...);
-        a test calling one skips, naming it. Private names stay AttributeErrors."""
+        a test calling one skips, naming it, as one asking for a dygraph gradient
+        (_grad_ivar) does. Other private names stay AttributeErrors."""
+        if attr == "_grad_ivar":
+            return Unsupported("Variable._grad_ivar (Paddle's dygraph gradient)")
         if attr.startswith("_"):
             raise AttributeError(attr)
         return Unsupported("Variable.%s (Paddle 2.x's Tensor method)" % attr)

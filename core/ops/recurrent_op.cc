@@ -150,14 +150,14 @@ void Recurrent(rill::KernelContext& ctx) {
     kept = new StepScopeList;
     ctx.OutputVar("step_scopes").SetCustom(StepScopesType(), kept);  // frees the last run's steps
   }
-  std::vector<rill::Scope> last;  // without `kept`: the step before, whose states the next reads
+  std::vector<rill::Scope> last;        // without `kept`: the step before, whose states the next reads
+  const rill::Scope* before = nullptr;  // the step before's scope, in `kept` or `last`
   for (int64_t i = 0; i < r.steps; ++i) {
     const int64_t t = r.TimeOf(i);
     rill::Scope step = scope.NewChild();
     for (size_t k = 0; k < r.inputs.size(); ++k) ReadEntry(ctx.Input("inputs", k), t, step.Var(r.inputs[k]).tensor());
     for (size_t k = 0; r.has_states && k < r.states.size(); ++k) {
-      const rill::Scope& before = kept != nullptr ? kept->scopes.back() : last.back();
-      const rill::Variable from = i == 0 ? ctx.InputVar("initial_states", k) : LocalValue(before, r.states[k]);
+      const rill::Variable from = i == 0 ? ctx.InputVar("initial_states", k) : LocalValue(*before, r.states[k]);
       if (!from) {
         throw rill::Error("the step block did not compute state '" + r.states[k] + "' at time " +
                           std::to_string(r.TimeOf(i - 1)));
@@ -186,9 +186,11 @@ void Recurrent(rill::KernelContext& ctx) {
     }
     if (kept != nullptr) {
       kept->scopes.push_back(std::move(step));
+      before = &kept->scopes.back();
     } else {
       last.clear();
       last.push_back(std::move(step));
+      before = &last.back();
     }
   }
 }

@@ -300,6 +300,38 @@ class BackwardBuilder {
     *block_.add_ops() = std::move(grad);
   }
 
+  // A new block of the program for the gradient of forward block `forward`, a child of this
+  // one; returns its index.
+  int NewGradientBlock(int32_t forward) {
+    auto* block = program_.add_blocks();
+    const int idx = program_.blocks_size() - 1;
+    block->set_idx(idx);
+    block->set_parent_idx(block_idx_);
+    block->set_forward_block_idx(forward);
+    return idx;
+  }
+
+  // The gradient op of a block op takes its attributes, its sub_block the gradient block.
+  static void CopyAttrsWithBlock(const proto::OpDesc& fwd, int grad_block, proto::OpDesc& grad) {
+    *grad.mutable_attrs() = fwd.attrs();
+    for (auto& a : *grad.mutable_attrs()) {
+      if (a.name() == "sub_block") a.set_block_idx(grad_block);
+    }
+  }
+
+  // The output `slot` of loop op `i` that keeps its steps' scopes for its gradient, given
+  // one (named after the op) if it has none.
+  proto::OpDesc::Var KeptSteps(int i, const char* slot) {
+    auto* op = src_.mutable_ops(i);
+    for (const auto& out : op->outputs()) {
+      if (out.parameter() == slot && out.arguments_size() > 0) return out;
+    }
+    auto* steps = op->add_outputs();
+    steps->set_parameter(slot);
+    steps->add_arguments("@STEP_SCOPES@" + std::to_string(src_.idx()) + "." + std::to_string(i));
+    return *steps;
+  }
+
   // conditional_block's gradient: a new block holding the forward block's ops (recomputing
   // what its run's child scope held) and then their gradient ops, seeded by the gradients of
   // the outputs that need them, ending in an assign of each Params gradient to the
@@ -336,12 +368,8 @@ class BackwardBuilder {
       }
     }
 
-    auto* block = program_.add_blocks();
-    const int idx = program_.blocks_size() - 1;
-    block->set_idx(idx);
-    block->set_parent_idx(block_idx_);
-    block->set_forward_block_idx(sub);
-    *block->mutable_ops() = program_.blocks(sub).ops();
+    const int idx = NewGradientBlock(sub);
+    *program_.mutable_blocks(idx)->mutable_ops() = program_.blocks(sub).ops();
     const std::vector<std::string> inner = BackwardBuilder(program_, idx, registry_).BuildSeeded(seeds, params);
 
     // The op's outputs: one contribution per required Params argument, as EmitGradOp does.
@@ -369,10 +397,7 @@ class BackwardBuilder {
       }
       ++slot_index;
     }
-    *grad.mutable_attrs() = fwd.attrs();
-    for (auto& a : *grad.mutable_attrs()) {
-      if (a.name() == "sub_block") a.set_block_idx(idx);
-    }
+    CopyAttrsWithBlock(fwd, idx, grad);
     *block_.add_ops() = std::move(grad);
   }
 
@@ -402,11 +427,7 @@ class BackwardBuilder {
       return outs != nullptr && std::count(outs->arguments().begin(), outs->arguments().end(), v) > 0;
     };
 
-    auto* block = program_.add_blocks();
-    const int idx = program_.blocks_size() - 1;
-    block->set_idx(idx);
-    block->set_parent_idx(block_idx_);
-    block->set_forward_block_idx(sub);
+    const int idx = NewGradientBlock(sub);
     BackwardBuilder inner(program_, idx, registry_, sub);
 
     // The outputs' gradients from after the loop, and the inputs that need one.
@@ -448,17 +469,7 @@ class BackwardBuilder {
     inner.DeclareLocals(std::set<std::string>(accumulators.begin(), accumulators.end()));
 
     // The forward while keeps its steps for this op.
-    auto* fwd_op = src_.mutable_ops(i);
-    proto::OpDesc::Var* steps = nullptr;
-    for (auto& out : *fwd_op->mutable_outputs()) {
-      if (out.parameter() == "StepScopes" && out.arguments_size() > 0) steps = &out;
-    }
-    if (steps == nullptr) {
-      steps = fwd_op->add_outputs();
-      steps->set_parameter("StepScopes");
-      steps->add_arguments("@STEP_SCOPES@" + std::to_string(src_.idx()) + "." + std::to_string(i));
-    }
-    *grad.add_inputs() = *steps;
+    *grad.add_inputs() = KeptSteps(i, "StepScopes");
 
     // X@GRAD: one contribution per input that got a gradient. An array the loop also writes
     // is a new version of it: what the loop gives is its whole gradient before the loop.
@@ -483,10 +494,7 @@ class BackwardBuilder {
         AddContribution(a, index, 0, out);
       }
     }
-    *grad.mutable_attrs() = fwd.attrs();
-    for (auto& a : *grad.mutable_attrs()) {
-      if (a.name() == "sub_block") a.set_block_idx(idx);
-    }
+    CopyAttrsWithBlock(fwd, idx, grad);
     auto* acc = grad.add_attrs();
     acc->set_name("accumulators");
     acc->set_type(proto::STRINGS);
@@ -551,11 +559,7 @@ class BackwardBuilder {
       for (const auto& a : *slot)
         if (requires.count(a) && std::find(inner.begin(), inner.end(), a) == inner.end()) inner.push_back(a);
     }
-    auto* block = program_.add_blocks();
-    const int idx = program_.blocks_size() - 1;
-    block->set_idx(idx);
-    block->set_parent_idx(block_idx_);
-    block->set_forward_block_idx(sub);
+    const int idx = NewGradientBlock(sub);
     BackwardBuilder step(program_, idx, registry_, sub);
     const std::vector<std::string> got = step.BuildSeeded(seeds, inner);
     step.DeclareLocals({});
@@ -565,17 +569,7 @@ class BackwardBuilder {
     };
 
     // The forward recurrent keeps its steps for this op.
-    auto* fwd_op = src_.mutable_ops(i);
-    proto::OpDesc::Var* steps = nullptr;
-    for (auto& out : *fwd_op->mutable_outputs()) {
-      if (out.parameter() == "step_scopes" && out.arguments_size() > 0) steps = &out;
-    }
-    if (steps == nullptr) {
-      steps = fwd_op->add_outputs();
-      steps->set_parameter("step_scopes");
-      steps->add_arguments("@STEP_SCOPES@" + std::to_string(src_.idx()) + "." + std::to_string(i));
-    }
-    *grad.add_inputs() = *steps;
+    *grad.add_inputs() = KeptSteps(i, "step_scopes");
 
     // One contribution per outer variable whose inner counterpart got a gradient.
     const int index = block_.ops_size();
@@ -596,10 +590,7 @@ class BackwardBuilder {
     add_outputs("inputs", inputs, inputs);
     add_outputs("initial_states", initial, ex_states);
     add_outputs("parameters", params, params);
-    *grad.mutable_attrs() = fwd.attrs();
-    for (auto& a : *grad.mutable_attrs()) {
-      if (a.name() == "sub_block") a.set_block_idx(idx);
-    }
+    CopyAttrsWithBlock(fwd, idx, grad);
     *block_.add_ops() = std::move(grad);
   }
 

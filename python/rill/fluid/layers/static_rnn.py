@@ -1,5 +1,5 @@
-"""fluid.layers.StaticRNN (Fluid 0.14's API): a recurrence over the first dimension of inputs
-of a length fixed when the program is built ([T, batch, ...]).
+"""fluid.layers.StaticRNN (Fluid 0.14's API): a recurrence over the first dimension of its
+inputs ([T, batch, ...]), every input of the same T.
 
 It builds Fluid's program: the step block is the sub-block of a `recurrent` op, which runs it
 once per step (core/ops/recurrent_op.cc); a step input is the variable of the input's own

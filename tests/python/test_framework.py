@@ -11,6 +11,21 @@ from rill.fluid.layer_helper import LayerHelper
 from rill.proto import framework_pb2
 
 
+def test_layers_take_fluid_014s_program_arguments():
+    """Fluid 0.14's layers took main_program= and startup_program= instead of program_guard:
+    the ops go to those programs, the defaults stay as they were."""
+    main, startup = fluid.Program(), fluid.Program()
+    default_ops = len(fluid.default_main_program().global_block().ops)
+    x = layers.data(name="x", shape=[3], dtype="float32", main_program=main, startup_program=startup)
+    y = layers.fc(input=x, size=2, main_program=main, startup_program=startup)
+    layers.mean(y, main_program=main)
+    assert [op.type for op in main.global_block().ops] == ["mul", "elementwise_add", "mean"]
+    assert sorted(op.type for op in startup.global_block().ops) == ["fill_constant", "uniform_random"]
+    assert len(fluid.default_main_program().global_block().ops) == default_ops
+    rnn = layers.StaticRNN(main_program=main)
+    assert rnn.helper.main_program is main
+
+
 def test_program_blocks_and_guard():
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):

@@ -341,3 +341,30 @@ def test_a_dygraph_optimizer_follows_its_schedule():
             np.testing.assert_allclose(before - linear.weight.numpy()[:, 0], rate * xs.mean(axis=0), atol=1e-6)
             scheduler.step()
         assert sgd.state_dict()["LR_Scheduler"]["last_epoch"] == 2
+
+
+def test_seed_repeats_a_programs_initial_parameters_each_drawn_apart():
+    """paddle.seed, as Paddle's global generator: a program built again after the same seed
+    starts from the same parameters; two parameters of one shape still differ; without a new
+    seed the next build draws others."""
+    def initial_parameters():
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, startup):
+            x = fluid.layers.data(name="x", shape=[4], dtype="float32")
+            fluid.layers.fc(fluid.layers.fc(x, size=4), size=4)
+        scope = fluid.Scope()
+        with fluid.scope_guard(scope):
+            fluid.Executor(fluid.CPUPlace()).run(startup)
+            return [np.array(scope.find_var(p.name).get_tensor()) for p in main.global_block().all_parameters()
+                    if p.name.endswith(".w_0")]
+
+    paddle.seed(7)
+    first = initial_parameters()
+    again = initial_parameters()
+    paddle.seed(7)
+    repeated = initial_parameters()
+    assert len(first) == 2 and first[0].shape == first[1].shape == (4, 4)
+    for a, b in zip(first, repeated):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(first[0], first[1])
+    assert not np.array_equal(first[0], again[0])

@@ -2,14 +2,26 @@
 
 Each initializer, called with a variable and a block, prepends one op to that block (as
 Fluid's do): fill_constant, uniform_random, gaussian_random or assign_value. A seed of 0 takes the
-program's random_seed.
+program's random_seed, or when that is 0 too, the next seed of paddle.seed's generator if one is set.
 """
 import math
+import random
 
 import numpy as np
 
 __all__ = ["Constant", "Uniform", "Normal", "Xavier", "MSRA", "Bilinear", "ConstantInitializer", "UniformInitializer",
            "NormalInitializer", "XavierInitializer", "MSRAInitializer", "BilinearInitializer", "NumpyArrayInitializer"]
+
+
+# paddle.seed's generator of seeds (set_global_seed), or None: Paddle's global generator,
+# which makes the random initializers of seed 0 built after it repeat, and differ from each other.
+_global_seeds = [None]
+
+
+def set_global_seed(value):
+    """Random initializers of seed 0 in a program of random_seed 0 take their seeds from a
+    generator seeded with `value`, in the order they are built (paddle.seed)."""
+    _global_seeds[0] = random.Random(int(value))
 
 
 class Initializer(object):
@@ -30,7 +42,11 @@ class Initializer(object):
 
     @staticmethod
     def _seed(seed, block):
-        return seed if seed != 0 else block.program.random_seed
+        """The op's seed: its own, else the program's random_seed, else the next draw of the
+        global seed's generator (paddle.seed) when one is set, else 0 (the OS's, each run)."""
+        if seed != 0 or block.program.random_seed != 0:
+            return seed or block.program.random_seed
+        return _global_seeds[0].randint(1, 2 ** 31 - 1) if _global_seeds[0] is not None else 0
 
 
 class ConstantInitializer(Initializer):

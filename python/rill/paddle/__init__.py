@@ -17,7 +17,7 @@ import numpy as np
 from rill.fluid import dygraph
 from rill.fluid import framework as fluid_framework
 from rill.paddle import _op, framework, metric, nn, optimizer, regularizer, static, tensor, vision  # noqa: F401
-from rill.paddle.framework import get_default_dtype, set_default_dtype  # noqa: F401
+from rill.paddle.framework import get_default_dtype, seed, set_default_dtype  # noqa: F401
 from rill.paddle.param_attr import ParamAttr  # noqa: F401
 from rill.paddle.tensor import *  # noqa: F401,F403
 from rill.fluid.core import CPUPlace, CUDAPlace, CUDAPinnedPlace, is_compiled_with_cuda  # noqa: F401

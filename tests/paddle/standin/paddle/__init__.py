@@ -238,13 +238,11 @@ class _Generator(object):
 
 
 def seed(value):
-    """Paddle's seeds its global generator, which random ops of seed 0 draw from; here the
-    default programs' random_seed, which rill.fluid's initializers of seed 0 take."""
-    import numpy as np
-    import rill.fluid as fluid
-    np.random.seed(value)
-    fluid.default_main_program().random_seed = value
-    fluid.default_startup_program().random_seed = value
+    """rill.paddle's (the default programs and those made later take it as their random_seed,
+    as Paddle's global generator makes random ops of seed 0 repeatable), returning Paddle's
+    Generator."""
+    import rill.paddle
+    rill.paddle.seed(value)
     return _Generator()
 
 

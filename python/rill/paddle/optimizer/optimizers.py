@@ -44,6 +44,15 @@ class _Paddle2(object):
             self._learning_rate = scheduler
         self._grad_clip = grad_clip
 
+    def _create_param_lr(self, param_and_grad):
+        """A parameter's own rate factor scales the global rate in one scale op, as Paddle 2.x
+        builds it (Fluid 0.14's two ops: optimizer.py)."""
+        param_lr = param_and_grad[0].optimize_attr["learning_rate"]
+        if isinstance(param_lr, (int, float)) and param_lr != 1.0:
+            from rill.fluid.layers import scale
+            return scale(self.global_learning_rate(), scale=float(param_lr))
+        return super(_Paddle2, self)._create_param_lr(param_and_grad)
+
     def _current_rate(self):
         return self._learning_rate() if isinstance(self._learning_rate, LRScheduler) else float(self._learning_rate)
 

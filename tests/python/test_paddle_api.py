@@ -368,3 +368,25 @@ def test_seed_repeats_a_programs_initial_parameters_each_drawn_apart():
         np.testing.assert_array_equal(a, b)
     assert not np.array_equal(first[0], first[1])
     assert not np.array_equal(first[0], again[0])
+
+
+def test_a_parameters_own_rate_scales_the_global_one_in_one_op():
+    """paddle.optimizer (Paddle 2.x): a parameter's learning_rate factor is one scale op of the
+    global rate; its step moves the parameter by rate x factor x gradient."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32")
+        y = fluid.layers.fc(x, size=1, bias_attr=False,
+                            param_attr=fluid.ParamAttr(name="w", learning_rate=1.5,
+                                                       initializer=fluid.initializer.Constant(0.5)))
+        loss = fluid.layers.reduce_sum(y)
+        opts, _ = paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    assert [op.type for op in opts] == ["scale", "sgd"]
+    scope = fluid.Scope()
+    xs = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], "float32")
+    with fluid.scope_guard(scope):
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        exe.run(main, feed={"x": xs})
+        w = np.array(scope.find_var("w").get_tensor())
+    np.testing.assert_allclose(w, 0.5 - 0.1 * 1.5 * xs.sum(axis=0, keepdims=True).T, rtol=1e-6)

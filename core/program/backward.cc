@@ -300,6 +300,12 @@ class BackwardBuilder {
     *block_.add_ops() = std::move(grad);
   }
 
+  // Whether a gradient of loop output `a` flows back from after the loop: `needed` also holds
+  // the inputs the loop reads, which may be its outputs too.
+  bool FlowsBack(const std::string& a, const std::set<std::string>& needed) {
+    return needed.count(a) > 0 && (!contributions_[a].empty() || finalized_.count(a + kGradSuffix) > 0);
+  }
+
   // A new block of the program for the gradient of forward block `forward`, a child of this
   // one; returns its index.
   int NewGradientBlock(int32_t forward) {
@@ -447,9 +453,7 @@ class BackwardBuilder {
       auto* g = grad.add_inputs();
       g->set_parameter(std::string("Out") + kGradSuffix);
       for (const auto& a : outs->arguments()) {
-        // Only what flows back from after the loop (`needed` also holds the inputs the
-        // loop reads, which may be outputs too).
-        if (!needed.count(a) || (contributions_[a].empty() && !finalized_.count(a + kGradSuffix))) {
+        if (!FlowsBack(a, needed)) {
           g->add_arguments(kEmptyVarName);
           continue;
         }
@@ -544,7 +548,7 @@ class BackwardBuilder {
       auto* g = grad.add_inputs();
       g->set_parameter(std::string("outputs") + kGradSuffix);
       for (const auto& a : outs->arguments()) {
-        if (!needed.count(a) || (contributions_[a].empty() && !finalized_.count(a + kGradSuffix))) {
+        if (!FlowsBack(a, needed)) {
           g->add_arguments(kEmptyVarName);
           continue;
         }

@@ -206,7 +206,7 @@ template <class T> void AdamUpdate(KernelContext& ctx, const T* g, const std::ve
   const T lr = LearningRate<T>(ctx);
   const T b1 = ScalarFromInput<T, float>(ctx, "Beta1Tensor", "beta1"),
           b2 = ScalarFromInput<T, float>(ctx, "Beta2Tensor", "beta2");
-  const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
+  const T eps = ScalarFromInput<T, float>(ctx, "EpsilonTensor", "epsilon");
   const T b1_pow = *ctx.Input("Beta1Pow").data<T>(), b2_pow = *ctx.Input("Beta2Pow").data<T>();
   const T lr_t = lr * std::sqrt(T(1) - b2_pow) / (T(1) - b1_pow);
   auto m1 = InPlace<T>(ctx, "Moment1Out", "Moment1");
@@ -222,8 +222,31 @@ template <class T> void AdamUpdate(KernelContext& ctx, const T* g, const std::ve
   if (at == nullptr) update(0, param.numel(), g);
   else
     for (size_t i = 0; i < at->size(); ++i) update((*at)[i] * width, width, g + static_cast<int64_t>(i) * width);
+  if (ctx.Attr<bool>("use_global_beta_pow")) return;  // another op advances the powers
   if (ctx.HasOutput("Beta1PowOut")) *ctx.Output("Beta1PowOut").Allocate<T>({1}) = b1_pow * b1;
   if (ctx.HasOutput("Beta2PowOut")) *ctx.Output("Beta2PowOut").Allocate<T>({1}) = b2_pow * b2;
+}
+
+// SkipUpdate (Paddle's, for steps whose gradients overflowed): when it holds true, every
+// output is its input unchanged. Returns whether it did.
+bool SkipsUpdate(KernelContext& ctx) {
+  if (!ctx.HasInput("SkipUpdate")) return false;
+  Tensor skip = ctx.Input("SkipUpdate");
+  if (skip.dtype() != RILL_BOOL || skip.numel() != 1) {
+    throw Error("SkipUpdate must be a bool tensor of one element, is " + std::string(DataTypeName(skip.dtype())) + " " +
+                DimsString(skip.dims()));
+  }
+  if (!*skip.data<bool>()) return false;
+  for (const auto& [out, in] : {std::pair{"ParamOut", "Param"},
+                                {"Moment1Out", "Moment1"},
+                                {"Moment2Out", "Moment2"},
+                                {"Beta1PowOut", "Beta1Pow"},
+                                {"Beta2PowOut", "Beta2Pow"}}) {
+    if (ctx.HasOutput(out) && ctx.op().OutputName(out) != ctx.op().InputName(in)) {
+      ctx.Output(out).ShareWith(ctx.Input(in));
+    }
+  }
+  return true;
 }
 
 // A SelectedRows gradient's repeated rows summed: Fluid's sparse Adam sees each row once.
@@ -242,6 +265,7 @@ template <class T> void SparseAdam(KernelContext& ctx, const Variable::SelectedR
 }
 
 template <class T> void Adam(KernelContext& ctx) {
+  if (SkipsUpdate(ctx)) return;
   if (Variable grad = ctx.InputVar("Grad"); grad.IsSelectedRows()) return SparseAdam<T>(ctx, grad.selected_rows());
   Tensor grad = ctx.Input("Grad");
   CheckSameShape(ctx.Input("Param"), "Param", grad, "Grad");
@@ -502,6 +526,8 @@ void RegisterOptimizers(Registrar& r) {
            .Input("Beta2Pow", "[1] beta2^t")
            .Input("Beta1Tensor", "beta1, one element; replaces the attribute", RILL_SLOT_OPTIONAL)
            .Input("Beta2Tensor", "beta2, one element; replaces the attribute", RILL_SLOT_OPTIONAL)
+           .Input("EpsilonTensor", "epsilon, one element; replaces the attribute", RILL_SLOT_OPTIONAL)
+           .Input("SkipUpdate", "bool [1]: when true, every output is its input unchanged", RILL_SLOT_OPTIONAL)
            .Output("ParamOut", "updated parameter")
            .Output("Moment1Out", "updated first moment")
            .Output("Moment2Out", "updated second moment")
@@ -511,6 +537,7 @@ void RegisterOptimizers(Registrar& r) {
            .Attr("beta2", 0.999, "decay of the second moment")
            .Attr("epsilon", 1e-8, "added to the denominator")
            .Attr("lazy_mode", false, "a sparse Grad updates only its rows (else every row, the others with 0)")
+           .Attr("use_global_beta_pow", false, "leave Beta1PowOut and Beta2PowOut unwritten: another op advances them")
            .KernelDtypeFrom("Param"));
   RegisterCpu<float, double>(r, "adam", [](auto t) { return &Adam<decltype(t)>; });
 }

@@ -66,6 +66,9 @@ DIVERGENCES = {
     "test_activation_op.TestSin.test_out_name":
         "asserts sin(0.1) equal to numpy's bit for bit: this numpy's vectorized sin gives 0.09983341664682817, an ulp "
         "above the correctly rounded 0.09983341664682815 that glibc's sin (Paddle's kernel) and Rill's give",
+    "test_adam_op.TestAdamOpWithGlobalBetaPow.test_check_output":
+        "with use_global_beta_pow nothing writes Beta1PowOut and Beta2PowOut, which the test fetches: Paddle returns "
+        "an empty array for a variable nothing wrote, Rill an error naming it (the updated Param and moments match)",
     "test_nce.TestNCECase1Tensor.test_check_grad":
         "a float32 finite difference of costs near 5 (an ulp is 5e-7 of a 5e-6 change) misses its 2% bound by 0.1% at "
         "an element of 1e-3: Rill computes each cost in double and rounds it once, Paddle in float; the analytic "

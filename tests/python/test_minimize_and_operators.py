@@ -56,3 +56,45 @@ def test_operators_on_variables(exe):
     np.testing.assert_allclose(div, 10 / feed["a"])
     np.testing.assert_allclose(add, feed["a"] + 1)
     np.testing.assert_allclose(sub, 2 - feed["a"])
+
+
+def _adam_step(skip, global_beta_pow):
+    """One adam op (Paddle 2.1's inputs: EpsilonTensor, SkipUpdate; use_global_beta_pow) on
+    fixed values; returns ParamOut, Moment1Out, Moment2Out and whether Beta1PowOut was written."""
+    rng = np.random.RandomState(1)
+    values = {"Param": rng.uniform(-1, 1, (3, 4)), "Grad": rng.uniform(-1, 1, (3, 4)),
+              "Moment1": rng.uniform(-1, 1, (3, 4)), "Moment2": rng.uniform(0, 1, (3, 4)),
+              "LearningRate": np.array([0.1]), "Beta1Pow": np.array([0.9 ** 3]), "Beta2Pow": np.array([0.999 ** 3]),
+              "EpsilonTensor": np.array([0.5]), "SkipUpdate": np.array([skip])}
+    main = fluid.Program()
+    block = main.global_block()
+    for name, value in values.items():
+        dtype = "bool" if value.dtype == np.bool_ else "float32"
+        block.create_var(name=name, shape=list(value.shape), dtype=dtype, persistable=True)
+        values[name] = value.astype(dtype)
+    outputs = {"ParamOut": "Param", "Moment1Out": "Moment1", "Moment2Out": "Moment2", "Beta1PowOut": "b1_out",
+               "Beta2PowOut": "b2_out"}
+    for name in ("b1_out", "b2_out"):
+        block.create_var(name=name, shape=[1], dtype="float32", persistable=True)
+    block.append_op(type="adam", inputs={k: [k] for k in values}, outputs={k: [v] for k, v in outputs.items()},
+                    attrs={"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, "use_global_beta_pow": global_beta_pow})
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        fluid.Executor(fluid.CPUPlace()).run(main, feed=values)
+        got = [np.array(scope.find_var(n).get_tensor()) for n in ("Param", "Moment1", "Moment2")]
+        return got, scope.find_var("b1_out").is_initialized(), values
+
+
+def test_adam_takes_paddles_epsilon_tensor_skip_update_and_global_beta_pow():
+    (param, m1, m2), wrote_pow, v = _adam_step(skip=False, global_beta_pow=True)
+    b1, b2 = 0.9, 0.999
+    want_m1 = b1 * v["Moment1"] + (1 - b1) * v["Grad"]
+    want_m2 = b2 * v["Moment2"] + (1 - b2) * v["Grad"] ** 2
+    lr_t = 0.1 * np.sqrt(1 - v["Beta2Pow"][0]) / (1 - v["Beta1Pow"][0])
+    np.testing.assert_allclose(m1, want_m1, rtol=1e-5)
+    np.testing.assert_allclose(m2, want_m2, rtol=1e-5)
+    np.testing.assert_allclose(param, v["Param"] - lr_t * want_m1 / (np.sqrt(want_m2) + 0.5), rtol=1e-5)  # epsilon 0.5
+    assert not wrote_pow  # use_global_beta_pow: another op advances the powers
+    (param, m1, m2), _, v = _adam_step(skip=True, global_beta_pow=False)
+    for got, name in zip((param, m1, m2), ("Param", "Moment1", "Moment2")):
+        np.testing.assert_array_equal(got, v[name])

@@ -112,11 +112,16 @@ template <class T> void Adam(KernelContext& ctx) {
   if (m1.dims() != param.dims() || m2.dims() != param.dims()) {
     throw Error("Moment1 and Moment2 must have Param's shape " + DimsString(param.dims()));
   }
-  for (const char* slot : {"Beta1Tensor", "Beta2Tensor"}) {
+  for (const char* slot : {"Beta1Tensor", "Beta2Tensor", "EpsilonTensor", "SkipUpdate"}) {
     if (ctx.HasInput(slot)) {
-      throw Error(std::string("the CUDA adam kernel takes beta1 and beta2 as attributes, not as ") + slot,
+      throw Error(std::string("the CUDA adam kernel takes beta1, beta2 and epsilon as attributes and always "
+                              "updates: it has no input ") +
+                      slot,
                   RILL_UNIMPLEMENTED);
     }
+  }
+  if (ctx.Attr<bool>("use_global_beta_pow")) {
+    throw Error("the CUDA adam kernel always advances Beta1Pow and Beta2Pow (use_global_beta_pow)", RILL_UNIMPLEMENTED);
   }
   Tensor b1_pow = ctx.Input("Beta1Pow");
   Tensor b2_pow = ctx.Input("Beta2Pow");

@@ -9,6 +9,7 @@
 #ifndef RILL_CORE_OPS_BUILTIN_OPS_H_
 #define RILL_CORE_OPS_BUILTIN_OPS_H_
 
+#include <cstring>
 #include <vector>
 
 #include "rill/sdk.hpp"
@@ -30,6 +31,12 @@ struct __attribute__((visibility("hidden"))) StepScopeList {
   std::vector<rill::Scope> scopes;
 };
 const rill::VarType& StepScopesType();
+
+// `out` shaped and typed like `like`, all zeros (the gradient nothing flowed into).
+inline void ZerosLike(rill::Tensor out, const rill::Tensor& like) {
+  void* p = out.Allocate(like.dtype(), like.dims());
+  std::memset(p, 0, static_cast<size_t>(like.numel()) * rill::DataTypeSize(like.dtype()));
+}
 
 // The value of a one-element bool tensor on the host, the condition of a loop or branch
 // in `slot`; throws naming `slot` for any other tensor.

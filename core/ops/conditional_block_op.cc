@@ -9,8 +9,6 @@
 // gradients); when it did not, the Params' gradients are zeros. X, Fluid 0.x's condition
 // slot, may hold tensors the block reads (the condition being that they are not empty):
 // they get gradients too.
-#include <cstring>
-
 #include "core/ops/builtin_ops.h"
 
 namespace rill::core {
@@ -44,9 +42,7 @@ class ConditionalBlock {
       const std::string grad = std::string(slot) + "@GRAD";
       for (size_t i = 0; i < ctx.op().OutputCount(grad); ++i) {
         if (ctx.op().OutputName(grad, i) == RILL_EMPTY_VAR_NAME) continue;
-        rill::Tensor like = ctx.Input(slot, i);
-        void* p = ctx.Output(grad, i).Allocate(like.dtype(), like.dims());
-        std::memset(p, 0, static_cast<size_t>(like.numel()) * rill::DataTypeSize(like.dtype()));
+        ZerosLike(ctx.Output(grad, i), ctx.Input(slot, i));
       }
     }
   }

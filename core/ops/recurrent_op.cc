@@ -73,12 +73,6 @@ void WriteEntry(rill::Tensor part, int64_t t, rill::Tensor& whole, const std::st
   if (bytes > 0) std::memcpy(static_cast<char*>(whole.raw_data()) + t * bytes, part.raw_data(), bytes);
 }
 
-// `t` shaped `dims` of `dtype`, all zeros.
-void Zeros(rill::Tensor t, int32_t dtype, const std::vector<int64_t>& dims) {
-  void* p = t.Allocate(dtype, dims);
-  std::memset(p, 0, static_cast<size_t>(t.numel()) * rill::DataTypeSize(dtype));
-}
-
 // acc += add, both of one dtype and size.
 void AddInto(rill::Tensor& acc, const rill::Tensor& add, const std::string& what) {
   if (add.dtype() != acc.dtype() || add.numel() != acc.numel()) {
@@ -217,7 +211,7 @@ void RecurrentGrad(rill::KernelContext& ctx) {
     for (size_t k = 0; k < r.op.InputCount(slot); ++k) {
       if (rill::Variable g = GradOutput(ctx, grad_slot, k)) {
         const rill::Tensor like = OnHost(ctx.Input(slot, k), std::string(slot) + " '" + r.op.InputName(slot, k) + "'");
-        Zeros(g.tensor(), like.dtype(), like.dims());
+        ZerosLike(g.tensor(), like);
       }
     }
   };
@@ -246,7 +240,7 @@ void RecurrentGrad(rill::KernelContext& ctx) {
       } else if (const rill::Variable value = LocalValue(kept->scopes[static_cast<size_t>(i)], r.states[k])) {
         // The last step's states, or ones no gradient reached: nothing flows back into them.
         const rill::Tensor like = value.tensor();
-        Zeros(to.tensor(), like.dtype(), like.dims());
+        ZerosLike(to.tensor(), like);
       }
     }
     ctx.RunBlock(r.block, g);
@@ -295,7 +289,7 @@ void RnnMemoryHelperGrad(rill::KernelContext& ctx) {
     return;
   }
   const rill::Tensor x = ctx.Input("X");
-  Zeros(dx, x.dtype(), x.dims());
+  ZerosLike(dx, x);
 }
 
 }  // namespace

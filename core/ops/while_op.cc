@@ -24,7 +24,6 @@
 //  - A body carries state from step to step in tensor arrays, written once per entry
 //    (as DynamicRNN's ops do); the pass refuses a tensor the body overwrites on the
 //    gradient path.
-#include <cstring>
 #include <vector>
 
 #include "core/ops/builtin_ops.h"
@@ -68,10 +67,7 @@ void StartAccumulator(rill::KernelContext& ctx, size_t k, rill::Variable acc) {
     acc.ResizeTensorArray(0);
     return;
   }
-  const rill::Tensor like = x.tensor();
-  rill::Tensor zeros = acc.tensor();
-  void* p = zeros.Allocate(like.dtype(), like.dims());
-  std::memset(p, 0, static_cast<size_t>(like.numel()) * rill::DataTypeSize(like.dtype()));
+  ZerosLike(acc.tensor(), x.tensor());
 }
 
 void WhileGrad(rill::KernelContext& ctx) {

@@ -44,9 +44,10 @@ class Initializer(object):
     def _seed(seed, block):
         """The op's seed: its own, else the program's random_seed, else the next draw of the
         global seed's generator (paddle.seed) when one is set, else 0 (the OS's, each run)."""
-        if seed != 0 or block.program.random_seed != 0:
-            return seed or block.program.random_seed
-        return _global_seeds[0].randint(1, 2 ** 31 - 1) if _global_seeds[0] is not None else 0
+        seed = seed or block.program.random_seed
+        if seed == 0 and _global_seeds[0] is not None:
+            seed = _global_seeds[0].randint(1, 2 ** 31 - 1)
+        return seed
 
 
 class ConstantInitializer(Initializer):

@@ -169,7 +169,7 @@ template <bool kV2> void Add(Registrar& r, const char* type) {
           .Grad(grad, "W,Ids,Out@GRAD", "W");
   r.Op(schema);
   r.Op(schema.MakeGradSchema());
-  RegisterCpu<float, double, int8_t>(r, type, [](auto t) { return &LookupTable<decltype(t), kV2>; });
+  RegisterCpu<float, double, int8_t, int16_t>(r, type, [](auto t) { return &LookupTable<decltype(t), kV2>; });
   RegisterCpu<float, double>(r, grad.c_str(), [](auto t) { return &LookupTableGrad<decltype(t), kV2>; });
 }
 

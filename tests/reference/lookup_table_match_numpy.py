@@ -1,5 +1,6 @@
 """lookup_table and lookup_table_v2 against numpy's indexing, an independent
-reference: int64 and int32 ids of several shapes, repeats, padding_idx; fp32 and fp64.
+reference: int64 and int32 ids of several shapes, repeats, padding_idx; fp32 and fp64 tables, and the int8 and
+int16 tables Paddle keeps for inference.
 
 usage: /usr/bin/python3 lookup_table_match_numpy.py RILL WORK_DIR      (needs numpy)
 """
@@ -17,8 +18,8 @@ shutil.rmtree(work, ignore_errors=True)
 
 rng = np.random.default_rng(5)
 failed = False
-for dtype in (np.float32, np.float64):
-    w = rng.standard_normal((11, 7)).astype(dtype)
+for dtype in (np.float32, np.float64, np.int8, np.int16):
+    w = (rng.standard_normal((11, 7)) * 100).astype(dtype)
     ids = rng.integers(0, 11, size=(3, 4)).astype(np.int64)
     inputs = {"w": w, "ids": ids, "ids32": ids.astype(np.int32), "ids_v1": ids.reshape(12, 1), "ids_1d": ids[0]}
     padded = w[ids].copy()

@@ -11,7 +11,8 @@ import subprocess
 import numpy as np
 
 FLUID_DTYPES = {np.dtype(np.float32): "FP32", np.dtype(np.float64): "FP64", np.dtype(np.int32): "INT32",
-                np.dtype(np.int64): "INT64", np.dtype(np.bool_): "BOOL"}
+                np.dtype(np.int64): "INT64", np.dtype(np.bool_): "BOOL", np.dtype(np.int8): "INT8",
+                np.dtype(np.int16): "INT16"}
 
 
 def declare(name, value):

@@ -121,6 +121,64 @@ def _plain_attr(value):
     return value
 
 
+def _central_differences(x, run, outputs, delta):
+    """d(loss)/dx by central differences, one element of array `x` at a time in its dtype,
+    where loss is the mean of the `outputs` arrays run(value of x) returns (their means'
+    average), as Paddle's get_numeric_gradient computes it."""
+    dtype = x.dtype.type
+    if x.dtype not in (np.float32, np.float64):
+        raise ValueError("Not supported data type " + str(x.dtype))
+    flat = x.reshape(-1).copy()
+
+    def loss():
+        outs = run(flat.reshape(x.shape))
+        return dtype(np.array([np.array(o).astype(dtype).mean() for o in outs]).sum() / outputs)
+
+    grad = np.zeros(flat.size, dtype)
+    for i in range(flat.size):
+        origin = flat[i]
+        flat[i] = dtype(origin + delta)
+        y_pos = loss()
+        flat[i] = dtype(origin - delta)
+        y_neg = loss()
+        flat[i] = origin
+        grad[i] = (y_pos - y_neg) / delta / 2
+    return grad.reshape(x.shape)
+
+
+def _set_inputs(scope, inputs, place):
+    """Each of a test's inputs (slot -> value, or a list of (name, value)) into `scope`."""
+    for slot, value in inputs.items():
+        for name, v in _entries(slot, value):
+            tensor = scope.var(name).get_tensor()
+            tensor.set(_array_of(v), place)
+            if _lod_of(v) is not None:
+                tensor.set_recursive_sequence_lengths(_lod_of(v))
+
+
+def get_numeric_gradient(place, scope, op, inputs, input_to_check, output_names, delta=0.005, in_place=False):
+    """Paddle's module-level form: the numeric gradient of op's outputs `output_names` (their
+    means' average) with respect to input `input_to_check`, running `op` (a fluid Operator)
+    in `scope` on the test's `inputs` for each perturbation; `in_place` (the op overwrites
+    an input) sets the inputs again before each run."""
+    if isinstance(output_names, str):
+        output_names = [output_names]
+    _set_inputs(scope, inputs, place)
+    tensor = scope.find_var(input_to_check).get_tensor()
+    x = np.array(tensor)
+
+    def run(value):
+        if in_place:
+            _set_inputs(scope, inputs, place)
+        tensor.set(value, place)
+        op.run(scope, place)
+        return [np.array(scope.find_var(name).get_tensor()) for name in output_names]
+
+    grad = _central_differences(x, run, len(output_names), delta)
+    tensor.set(x, place)
+    return grad
+
+
 class OpTest(unittest.TestCase):
 
     @classmethod
@@ -386,28 +444,15 @@ class OpTest(unittest.TestCase):
         if input_name not in feeds:
             raise AssertionError("%s is not an input of the test" % input_name)
         x = feeds[input_name]
-        dtype = x.dtype.type
-        if x.dtype not in (np.float32, np.float64):
-            raise ValueError("Not supported data type " + str(x.dtype))
         scope = core.Scope()
-        flat = x.reshape(-1).copy()
 
-        def loss():
-            feeds[input_name] = flat.reshape(x.shape)
-            outs = self._run(program, feeds, names, scope)
-            return dtype(np.array([np.array(o).astype(dtype).mean() for o in outs]).sum() / len(names))
+        def loss(value):
+            feeds[input_name] = value
+            return self._run(program, feeds, names, scope)
 
-        grad = np.zeros(flat.size, dtype)
-        for i in range(flat.size):
-            origin = flat[i]
-            flat[i] = dtype(origin + delta)
-            y_pos = loss()
-            flat[i] = dtype(origin - delta)
-            y_neg = loss()
-            flat[i] = origin
-            grad[i] = (y_pos - y_neg) / delta / 2
+        grad = _central_differences(x, loss, len(names), delta)
         feeds[input_name] = x
-        return grad.reshape(x.shape)
+        return grad
 
     def _analytic_gradient(self, inputs_to_check, output_names, no_grad_set, grad_outputs):
         """Rill's backward pass of the loss: the outputs' mean (several: their means'

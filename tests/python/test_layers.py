@@ -519,3 +519,11 @@ def test_bilinear_initializer_makes_an_upsampling_filter(exe):
     ramp = np.array([0.25, 0.75, 0.75, 0.25], "float32")
     np.testing.assert_allclose(fluid.fetch_var("w")[0, 0], np.outer(ramp, ramp), rtol=1e-6)
     np.testing.assert_allclose(got[0, 0, 1:3, 1:3], np.ones((2, 2)), rtol=1e-6)  # a constant stays constant inside
+
+
+@pytest.mark.parametrize("groups", [0, -2, 1.5, True])
+def test_convolutions_refuse_groups_that_are_not_positive_ints(groups):
+    x = layers.data(name="x", shape=[4, 8, 8], dtype="float32")
+    for layer in (layers.conv2d, layers.conv2d_transpose):
+        with pytest.raises(ValueError, match="%s: groups must be a positive int, got %r" % (layer.__name__, groups)):
+            layer(x, num_filters=4, filter_size=3, groups=groups)

@@ -241,6 +241,29 @@ def test_conv_layers(exe):
     assert "depthwise_conv2d" in ops and "conv2d_transpose" in ops
 
 
+def test_yolo_box_iou_aware_weighs_objectness_against_the_iou_channels(exe):
+    # With iou_aware the head carries one IoU channel per anchor in front; a factor of 0
+    # leaves the confidence objectness alone, a factor of 1 makes it the IoU's sigmoid.
+    anchors, classes = [10, 13, 16, 30], 2
+    head = paddle.static.data("head", [2, 2 * (6 + classes), 4, 4], "float32")
+    plain = paddle.static.data("plain", [2, 2 * (5 + classes), 4, 4], "float32")
+    img = paddle.static.data("img", [2, 2], "int32")
+    kw = dict(anchors=anchors, class_num=classes, conf_thresh=0.0, downsample_ratio=8)
+    outs = [*paddle.vision.ops.yolo_box(head, img, iou_aware=True, iou_aware_factor=0.0, **kw),
+            *paddle.vision.ops.yolo_box(plain, img, **kw),
+            paddle.vision.ops.yolo_box(head, img, iou_aware=True, iou_aware_factor=1.0, **kw)[1]]
+    hs = RNG.randn(2, 2 * (6 + classes), 4, 4).astype("float32")
+    got = run(exe, {"head": hs, "plain": hs[:, 2:], "img": np.array([[64, 48], [32, 32]], "int32")}, outs)
+    np.testing.assert_allclose(got[0], got[2], rtol=1e-6)
+    np.testing.assert_allclose(got[1], got[3], rtol=1e-6)
+    sigmoid = 1 / (1 + np.exp(-hs.astype(np.float64)))
+    cells = hs[:, 2:].reshape(2, 2, 5 + classes, 4, 4)
+    iou = sigmoid[:, :2].reshape(2, 2, 1, 4, 4)
+    class_prob = 1 / (1 + np.exp(-cells[:, :, 5:].astype(np.float64)))
+    want = (class_prob * iou).transpose(0, 1, 3, 4, 2).reshape(2, -1, classes)
+    np.testing.assert_allclose(got[4], want, rtol=1e-5)
+
+
 def test_interpolate(exe):
     x = paddle.static.data("x", [1, 2, 3, 4], "float32")
     size = paddle.static.data("size", [2], "int64")

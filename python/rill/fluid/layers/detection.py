@@ -111,8 +111,10 @@ def iou_similarity(x, y, box_normalized=True, name=None):
 
 
 def yolo_box(x, img_size, anchors, class_num, conf_thresh, downsample_ratio, clip_bbox=True, name=None,
-             scale_x_y=1.0):
-    """YOLOv3's head decoded: (boxes [N, M, 4] in image pixels, scores [N, M, class_num])."""
+             scale_x_y=1.0, iou_aware=False, iou_aware_factor=0.5):
+    """YOLOv3's head decoded: (boxes [N, M, 4] in image pixels, scores [N, M, class_num]).
+    iou_aware (paddle.vision.ops.yolo_box's): x has one IoU prediction channel per anchor in
+    front, and a box's confidence is objectness^(1 - iou_aware_factor) * iou^iou_aware_factor."""
     check_variable_and_dtype(x, "x", _FLOATS, "yolo_box")
     check_variable_and_dtype(img_size, "img_size", ["int32"], "yolo_box")
     check_type(anchors, "anchors", (list, tuple), "yolo_box")
@@ -123,7 +125,8 @@ def yolo_box(x, img_size, anchors, class_num, conf_thresh, downsample_ratio, cli
     helper.append_op(type="yolo_box", inputs={"X": x, "ImgSize": img_size}, outputs={"Boxes": boxes, "Scores": scores},
                      attrs={"anchors": [int(a) for a in anchors], "class_num": class_num,
                             "conf_thresh": float(conf_thresh), "downsample_ratio": int(downsample_ratio),
-                            "clip_bbox": clip_bbox, "scale_x_y": float(scale_x_y)})
+                            "clip_bbox": clip_bbox, "scale_x_y": float(scale_x_y), "iou_aware": bool(iou_aware),
+                            "iou_aware_factor": float(iou_aware_factor)})
     return boxes, scores
 
 

@@ -39,6 +39,15 @@ def _pair(value, name):
     return value
 
 
+def _groups(groups, layer):
+    """A convolution's groups: 1 when None, else a positive int (a ValueError naming it)."""
+    if groups is None:
+        return 1
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups <= 0:
+        raise ValueError("%s: groups must be a positive int, got %r" % (layer, groups))
+    return groups
+
+
 def _tmp(helper, dtype, shape=None, stop_gradient=False):
     out = helper.create_tmp_variable(dtype, stop_gradient=stop_gradient)
     if shape is not None:
@@ -174,14 +183,12 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
     l_type = "conv2d"
     if num_channels == groups and num_filters % num_channels == 0 and not use_cudnn:
         l_type = "depthwise_conv2d"
+    groups = _groups(groups, "conv2d")
     helper = LayerHelper(l_type, **locals())
     dtype = helper.input_dtype()
-    if groups is None:
-        num_filter_channels = num_channels
-    else:
-        if num_channels % groups != 0:
-            raise ValueError("conv2d: %d input channels are not divisible by groups=%d" % (num_channels, groups))
-        num_filter_channels = num_channels // groups
+    if num_channels % groups != 0:
+        raise ValueError("conv2d: %d input channels are not divisible by groups=%d" % (num_channels, groups))
+    num_filter_channels = num_channels // groups
     filter_size = _pair(filter_size, "filter_size")
     stride = _pair(stride, "stride")
     dilation = _pair(dilation, "dilation")
@@ -217,7 +224,7 @@ def conv2d_transpose(input, num_filters, output_size=None, filter_size=None, pad
     num_channels = input.shape[3 if channel_last else 1]
     if num_channels < 0:
         raise ValueError("conv2d_transpose: the channel dim of input %s %s is unknown" % (input.name, list(input.shape)))
-    groups = 1 if groups is None else groups
+    groups = _groups(groups, "conv2d_transpose")
     if num_channels % groups != 0 or num_filters % groups != 0:
         raise ValueError("conv2d_transpose: %d input channels and %d filters must both be divisible by groups=%d"
                          % (num_channels, num_filters, groups))

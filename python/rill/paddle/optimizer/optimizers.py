@@ -3,10 +3,18 @@ arguments: `learning_rate` (a number or an lr.LRScheduler), `parameters` (Fluid'
 parameter_list), `weight_decay` (a float is an L2Decay of that coefficient, or a
 regularizer), `grad_clip` (for the parameters whose need_clip holds), and in dynamic mode
 step() and clear_grad() around loss.backward(). multi_precision (fp16 master weights)
-changes nothing: parameters here are fp32 or fp64."""
+changes nothing: parameters here are fp32 or fp64.
+
+Parameter groups: `parameters` may be a list of dicts, each {"params": [...]} with any of
+"learning_rate" (a factor on the optimizer's rate, 1.0 when left out: Paddle 2.2's meaning;
+2.1 took the optimizer's own rate as the default factor), "weight_decay" (replacing the
+optimizer's and the parameters' own for that group), "grad_clip", and the optimizer's own
+options its _group_options names (Adam's betas, Momentum's momentum, ...)."""
+import contextlib
+
 import numpy as np
 
-from rill.fluid import core
+from rill.fluid import core, framework
 from rill.fluid import optimizer as fluid_optimizer
 from rill.fluid.contrib import optimizer as contrib_optimizer
 from rill.fluid.clip import append_gradient_clip_ops
@@ -26,10 +34,43 @@ def _required(value, name, low=None, below=None):
     return value
 
 
+def _decay(weight_decay):
+    """A weight_decay argument as a regularizer: a number is an L2Decay of that coefficient."""
+    return L2Decay(weight_decay) if isinstance(weight_decay, (int, float)) else weight_decay
+
+
+def _parameter_groups(parameters):
+    """`parameters` as a list of group dicts, each with its "params" a list; None when it is
+    a plain list of parameters. A group without params, params given as a set (no order) or
+    a parameter in two groups is an error."""
+    parameters = None if parameters is None else list(parameters)
+    if not parameters or not isinstance(parameters[0], dict):
+        return None
+    groups, seen = [], set()
+    for group in parameters:
+        if not isinstance(group, dict) or "params" not in group:
+            raise ValueError("parameter groups: each is a dict with 'params', got %r" % (group,))
+        params = group["params"]
+        if isinstance(params, set):
+            raise TypeError("optimizer parameters should be in ordered collections, but received set, please use "
+                            "list instead.")
+        params = [params] if isinstance(params, framework.Variable) else list(params)
+        for p in params:
+            if p.name in seen:
+                raise ValueError("some parameters appear in more than one parameter group: %s" % p.name)
+            seen.add(p.name)
+        groups.append(dict(group, params=params))
+    return groups
+
+
 class _Paddle2(object):
     """What Paddle 2.x's optimizers add to Fluid's; mixed in before the Fluid class."""
 
     _decay_add_op = "sum"  # Paddle 2.x's op adding a weight decay to its gradient
+
+    # The optimizer's own options a parameter group may set: name -> the [low, below)
+    # bounds _required checks (None: unbounded); each is the attribute "_" + name.
+    _group_options = {}
 
     def __init__(self, learning_rate, parameters, weight_decay, grad_clip=None, **fluid_arguments):
         _required(learning_rate, "learning_rate")
@@ -37,12 +78,74 @@ class _Paddle2(object):
         if scheduler is None and (isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float))):
             raise TypeError("learning rate should be float or an LRScheduler, got %s here" %
                             type(learning_rate).__name__)
-        regularization = L2Decay(weight_decay) if isinstance(weight_decay, (int, float)) else weight_decay
+        groups = _parameter_groups(parameters)
+        if groups is not None:
+            parameters = [p for group in groups for p in group["params"]]
         super(_Paddle2, self).__init__(learning_rate=learning_rate if scheduler is None else scheduler(),
-                                       regularization=regularization, parameter_list=parameters, **fluid_arguments)
+                                       regularization=_decay(weight_decay), parameter_list=parameters,
+                                       **fluid_arguments)
         if scheduler is not None:
             self._learning_rate = scheduler
         self._grad_clip = grad_clip
+        self._options_by_param = {}  # parameter name -> {option: value} its group sets
+        for group in groups or []:
+            self._take_group(group)
+
+    def _take_group(self, group):
+        """Gives each of the group's parameters its rate factor, weight decay, clip and options."""
+        options = {}
+        for key, value in group.items():
+            if key == "params":
+                continue
+            if key in ("learning_rate", "weight_decay", "grad_clip"):
+                if key == "learning_rate" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                    raise TypeError("a parameter group's learning_rate is a factor on the optimizer's rate, a "
+                                    "number; got %r" % (value,))
+                continue
+            if key not in self._group_options:
+                raise ValueError("%s: a parameter group may set params, learning_rate, weight_decay, grad_clip%s; "
+                                 "not %r" % (type(self).__name__, "".join(", " + k for k in self._group_options), key))
+            options["_" + key] = _required(value, key, *self._group_options[key])
+        for param in group["params"]:
+            param.optimize_attr["learning_rate"] = group.get("learning_rate", 1.0)
+            if "weight_decay" in group:
+                param.regularizer = _decay(group["weight_decay"])
+            if group.get("grad_clip") is not None:
+                param.gradient_clip_attr = group["grad_clip"]
+            self._options_by_param[param.name] = options
+
+    @contextlib.contextmanager
+    def _options_of(self, param):
+        """The optimizer's options set to those of `param`'s group while the block runs."""
+        options = self._options_by_param.get(param.name, {})
+        kept = {name: getattr(self, name) for name in options}
+        for name, value in options.items():
+            setattr(self, name, value)
+        try:
+            yield
+        finally:
+            for name, value in kept.items():
+                setattr(self, name, value)
+
+    # Each parameter's accumulators, update op and finishing ops are made under its group's
+    # options; without groups, all at once, as the Fluid class makes them.
+    def _create_accumulators(self, block, parameters):
+        if not self._options_by_param:
+            return super(_Paddle2, self)._create_accumulators(block, parameters)
+        for param in parameters:
+            with self._options_of(param):
+                super(_Paddle2, self)._create_accumulators(block, [param])
+
+    def _append_optimize_op(self, block, param_and_grad):
+        with self._options_of(param_and_grad[0]):
+            return super(_Paddle2, self)._append_optimize_op(block, param_and_grad)
+
+    def _finish_update(self, block, parameters_and_grads):
+        if not self._options_by_param:
+            return super(_Paddle2, self)._finish_update(block, parameters_and_grads)
+        for pair in parameters_and_grads:
+            with self._options_of(pair[0]):
+                super(_Paddle2, self)._finish_update(block, [pair])
 
     def _create_param_lr(self, param_and_grad):
         """A parameter's own rate factor scales the global rate in one scale op, as Paddle 2.x
@@ -164,6 +267,8 @@ class Momentum(_Paddle2, contrib_optimizer.Momentum):
     momentum op itself (its regularization_method), not by ops before it, as Paddle 2.x's
     (fluid.contrib.optimizer.Momentum's)."""
 
+    _group_options = {"momentum": (None, None), "use_nesterov": (None, None)}
+
     def __init__(self, learning_rate=0.001, momentum=0.9, parameters=None, use_nesterov=False, weight_decay=None,
                  grad_clip=None, multi_precision=False, rescale_grad=1.0, name=None):
         _Paddle2.__init__(self, learning_rate, parameters, weight_decay, grad_clip,
@@ -172,6 +277,8 @@ class Momentum(_Paddle2, contrib_optimizer.Momentum):
 
 
 class Adam(_Paddle2, fluid_optimizer.AdamOptimizer):
+    _group_options = {"beta1": (0, 1), "beta2": (0, 1), "epsilon": (0, None)}
+
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08, parameters=None,
                  weight_decay=None, grad_clip=None, lazy_mode=False, multi_precision=False, name=None):
         if lazy_mode:
@@ -182,6 +289,8 @@ class Adam(_Paddle2, fluid_optimizer.AdamOptimizer):
 
 
 class Adamax(_Paddle2, fluid_optimizer.AdamaxOptimizer):
+    _group_options = {"beta1": (0, 1), "beta2": (0, 1), "epsilon": (0, None)}
+
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08, parameters=None,
                  weight_decay=None, grad_clip=None, name=None):
         _Paddle2.__init__(self, learning_rate, parameters, weight_decay, grad_clip,
@@ -190,6 +299,8 @@ class Adamax(_Paddle2, fluid_optimizer.AdamaxOptimizer):
 
 
 class RMSProp(_Paddle2, fluid_optimizer.RMSPropOptimizer):
+    _group_options = {"rho": (0, None), "epsilon": (0, None), "momentum": (0, None), "centered": (None, None)}
+
     def __init__(self, learning_rate, rho=0.95, epsilon=1e-06, momentum=0.0, centered=False, parameters=None,
                  weight_decay=None, grad_clip=None, name=None):
         _Paddle2.__init__(self, learning_rate, parameters, weight_decay, grad_clip, rho=_required(rho, "rho", 0),
@@ -198,6 +309,8 @@ class RMSProp(_Paddle2, fluid_optimizer.RMSPropOptimizer):
 
 
 class Adadelta(_Paddle2, fluid_optimizer.AdadeltaOptimizer):
+    _group_options = {"epsilon": (None, None), "rho": (None, None)}
+
     def __init__(self, learning_rate=0.001, epsilon=1.0e-6, rho=0.95, parameters=None, weight_decay=None,
                  grad_clip=None, name=None):
         _Paddle2.__init__(self, learning_rate, parameters, weight_decay, grad_clip,

@@ -2,6 +2,7 @@
 and Fluid's operators on Variables (==, !=, a number on either side), as Fluid 0.14's own
 tests use them."""
 import numpy as np
+import pytest
 
 import rill.fluid as fluid
 from rill.fluid import layers
@@ -98,3 +99,38 @@ def test_adam_takes_paddles_epsilon_tensor_skip_update_and_global_beta_pow():
     (param, m1, m2), _, v = _adam_step(skip=True, global_beta_pow=False)
     for got, name in zip((param, m1, m2), ("Param", "Moment1", "Moment2")):
         np.testing.assert_array_equal(got, v[name])
+
+
+def _adam_training(exe, **adam_args):
+    """Three Adam steps of a two-layer fc net from constant weights: (final parameters, the
+    beta-power variables in the program, the adam ops)."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = layers.data("x", [3])
+        w = fluid.ParamAttr(initializer=fluid.initializer.Constant(0.3))
+        loss = layers.mean(layers.fc(layers.fc(x, size=4, act="tanh", param_attr=w), size=1, param_attr=w))
+        opt = fluid.optimizer.Adam(learning_rate=0.1, beta1=0.7, **adam_args)
+        opt.minimize(loss)
+    scope = fluid.core.Scope()
+    exe.run(startup, scope=scope)
+    xs = np.random.RandomState(3).rand(5, 3).astype("float32")
+    for _ in range(3):
+        exe.run(main, feed={"x": xs}, scope=scope)
+    params = [np.array(scope.find_var(p.name).get_tensor()) for p in main.global_block().all_parameters()]
+    powers = [v.name for v in main.list_vars() if "beta" in v.name and "pow" in v.name]
+    return params, powers, [op for op in main.global_block().ops if op.type == "adam"], opt
+
+
+def test_adam_with_global_beta_powers_keeps_one_pair_for_all_parameters(exe):
+    own, own_powers, _, _ = _adam_training(exe)
+    shared, shared_powers, adams, opt = _adam_training(exe, use_global_beta_pow=True, flatten_param_grads=True)
+    assert len(own_powers) == 2 * 4 and len(shared_powers) == 2 and len(adams) == 4
+    assert all(op.input("Beta1Pow") == [opt._get_global_accumulator("beta1_pow_acc").name] for op in adams)
+    assert all(op.attr("use_global_beta_pow") for op in adams)
+    for a, b in zip(own, shared):
+        np.testing.assert_array_equal(a, b)
+    assert opt._flatten_param_grads is False  # accepted; each parameter is updated in place
+    with pytest.raises(ValueError, match="global accumulator beta2_pow_acc already exists"):
+        opt._add_global_accumulator("beta2_pow_acc")
+    with pytest.raises(ValueError, match="global accumulator other does not exist"):
+        opt._get_global_accumulator("other")

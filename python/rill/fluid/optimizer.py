@@ -9,7 +9,7 @@ beta powers.
 """
 from collections import defaultdict
 
-from rill.fluid import unique_name
+from rill.fluid import core, unique_name
 from rill.fluid.backward import append_backward
 from rill.fluid.clip import append_gradient_clip_ops
 from rill.fluid.framework import Variable, default_main_program
@@ -23,9 +23,13 @@ __all__ = ["SGD", "Momentum", "Adagrad", "DecayedAdagrad", "RMSProp", "Adam", "A
 
 
 class Optimizer(object):
-    def __init__(self, learning_rate, regularization=None, LARS_weight_decay=0.0, parameter_list=None):
+    def __init__(self, learning_rate, regularization=None, LARS_weight_decay=0.0, parameter_list=None,
+                 flatten_param_grads=False, align_size=-1):
         """parameter_list (Fluid 1.7+): the parameters minimize updates when its own
-        parameter_list is not given (all the program's trainable ones when neither is)."""
+        parameter_list is not given (all the program's trainable ones when neither is).
+        flatten_param_grads and align_size (Paddle 2.1's): Paddle may copy the parameters and
+        gradients into one buffer, a layout choice that changes no value; Rill updates each
+        in place, so _flatten_param_grads stays False."""
         if not isinstance(learning_rate, (float, int, Variable)):
             raise TypeError("learning_rate must be a float or a Variable, got %r" % (learning_rate,))
         self._parameter_list = None if parameter_list is None else list(parameter_list)
@@ -36,6 +40,8 @@ class Optimizer(object):
             self._learning_rate_map[default_main_program()] = learning_rate
         self._accumulators = defaultdict(dict)
         self._beta_pows = defaultdict(dict)
+        self._global_accumulators = {}
+        self._flatten_param_grads = False
         self.helper = None
 
     def global_learning_rate(self, program=None):
@@ -85,6 +91,26 @@ class Optimizer(object):
 
     def _get_accumulator(self, name, param):
         return self._accumulators[name][param.name]
+
+    def _add_global_accumulator(self, name, dtype=None, fill_value=0.0, shape=None, type=None, device=None):
+        """One variable for all the parameters (shape [1] unless given, fp32 unless `dtype`),
+        filled with fill_value by the startup program; adding one twice is an error (in
+        dynamic mode each step's minimize gets the one there is)."""
+        if name in self._global_accumulators:
+            if self.helper.main_program._eager is not None:
+                return self._global_accumulators[name]
+            raise ValueError("global accumulator %s already exists" % name)
+        var = self.helper.create_global_variable(
+            name=unique_name.generate(name), persistable=True, dtype=dtype or "float32",
+            type=core.VarDesc.VarType.LOD_TENSOR if type is None else type, shape=[1] if shape is None else shape)
+        self.helper.set_variable_initializer(var, initializer=Constant(value=float(fill_value)))
+        self._global_accumulators[name] = var
+        return var
+
+    def _get_global_accumulator(self, name):
+        if name not in self._global_accumulators:
+            raise ValueError("global accumulator %s does not exist" % name)
+        return self._global_accumulators[name]
 
     def _add_beta_pow(self, name, param, beta):
         """beta^t for `param`'s update: [1] fp32, beta at first, scaled by beta each step."""
@@ -196,22 +222,38 @@ class AdamOptimizer(Optimizer):
     _beta1_pow_acc_str = "beta1_pow_acc"
     _beta2_pow_acc_str = "beta2_pow_acc"
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, **kwargs):
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, use_global_beta_pow=False,
+                 **kwargs):
         """beta1 and beta2 are numbers or one-element fp32 Variables (the op's Beta1Tensor and
-        Beta2Tensor; their powers then start from 0.9 and 0.999, as Paddle's)."""
+        Beta2Tensor; their powers then start from 0.9 and 0.999, as Paddle's).
+        use_global_beta_pow (Paddle 2.1's): one pair of beta powers for all the parameters,
+        scaled once a step, instead of a pair per parameter (the same values)."""
         super(AdamOptimizer, self).__init__(learning_rate=learning_rate, **kwargs)
         self.type = "adam"
         self._beta1 = beta1
         self._beta2 = beta2
         self._epsilon = epsilon
+        self._use_global_beta_pow = bool(use_global_beta_pow)
+
+    def _first_powers(self):
+        """((accumulator name, its first value), ...) of the two beta powers."""
+        return ((self._beta1_pow_acc_str, 0.9 if isinstance(self._beta1, Variable) else self._beta1),
+                (self._beta2_pow_acc_str, 0.999 if isinstance(self._beta2, Variable) else self._beta2))
 
     def _create_accumulators(self, block, parameters):
         for p in parameters:
             self._add_accumulator(self._moment1_acc_str, p)
             self._add_accumulator(self._moment2_acc_str, p)
-            self._add_beta_pow(self._beta1_pow_acc_str, p, 0.9 if isinstance(self._beta1, Variable) else self._beta1)
-            self._add_beta_pow(self._beta2_pow_acc_str, p,
-                               0.999 if isinstance(self._beta2, Variable) else self._beta2)
+            if not self._use_global_beta_pow:
+                for acc, first in self._first_powers():
+                    self._add_beta_pow(acc, p, first)
+        if self._use_global_beta_pow:
+            for acc, first in self._first_powers():
+                self._add_global_accumulator(acc, fill_value=first)
+
+    def _beta_pow(self, acc, param):
+        """`param`'s beta power `acc`: its own, or the one all share."""
+        return self._get_global_accumulator(acc) if self._use_global_beta_pow else self._get_beta_pow(acc, param)
 
     def _append_optimize_op(self, block, param_and_grad):
         p = param_and_grad[0]
@@ -219,9 +261,11 @@ class AdamOptimizer(Optimizer):
         moment2 = self._get_accumulator(self._moment2_acc_str, p)
         inputs = {"Param": p, "Grad": param_and_grad[1], "LearningRate": self._create_param_lr(param_and_grad),
                   "Moment1": moment1, "Moment2": moment2,
-                  "Beta1Pow": self._get_beta_pow(self._beta1_pow_acc_str, p),
-                  "Beta2Pow": self._get_beta_pow(self._beta2_pow_acc_str, p)}
+                  "Beta1Pow": self._beta_pow(self._beta1_pow_acc_str, p),
+                  "Beta2Pow": self._beta_pow(self._beta2_pow_acc_str, p)}
         attrs = {"epsilon": self._epsilon}
+        if self._use_global_beta_pow:
+            attrs["use_global_beta_pow"] = True
         for attr, slot, beta in (("beta1", "Beta1Tensor", self._beta1), ("beta2", "Beta2Tensor", self._beta2)):
             if isinstance(beta, Variable):
                 inputs[slot] = beta
@@ -234,11 +278,10 @@ class AdamOptimizer(Optimizer):
 
     def _finish_update(self, block, parameters_and_grads):
         main_block = block.program.global_block()
-        for p, g in parameters_and_grads:
-            if g is None or not p.trainable:
-                continue
+        updated = [p for p, g in parameters_and_grads if g is not None and p.trainable]
+        for p in updated[:1] if self._use_global_beta_pow else updated:
             for acc, beta in ((self._beta1_pow_acc_str, self._beta1), (self._beta2_pow_acc_str, self._beta2)):
-                var = self._get_beta_pow(acc, p)
+                var = self._beta_pow(acc, p)
                 if isinstance(beta, Variable):
                     main_block.append_op(type="elementwise_mul", inputs={"X": var, "Y": beta}, outputs={"Out": var},
                                          attrs={"axis": -1})

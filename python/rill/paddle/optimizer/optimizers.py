@@ -231,9 +231,10 @@ class _Paddle2(object):
             self._fill_rate(var, value)
 
     def _state_vars(self):
-        """The variables the optimizer keeps per parameter: accumulators and beta powers."""
+        """The variables the optimizer keeps: accumulators and beta powers, per parameter or
+        shared."""
         return [var for store in (self._accumulators, self._beta_pows)
-                for per_param in store.values() for var in per_param.values()]
+                for per_param in store.values() for var in per_param.values()] + list(self._global_accumulators.values())
 
     def get_opti_var_name_list(self):
         """The names of the variables the optimizer made: its accumulators and learning rates."""

@@ -84,6 +84,11 @@ DIVERGENCES["test_layer_norm_op.TestLayerNormOp.test_check_forward_backward_with
     "without Scale it still feeds 'scale', a variable the program does not have: Paddle warns and drops the feed, "
     "Rill refuses it, naming it (the cases with Scale pass)")
 DIVERGENCES["test_activation_op.TestSin.test_dygraph"] = DIVERGENCES["test_activation_op.TestSin.test_out_name"]
+for _case in ("TestAdamOpV2", "TestAdamOpV2Group"):
+    DIVERGENCES["test_adam_op.%s.test_adam_op_with_sparse_input_and_weight_decay" % _case] = (
+        "expects a RuntimeError: Paddle's dygraph cannot add a weight decay to a sparse (SelectedRows) gradient; "
+        "Rill adds it, making the gradient dense as Paddle's static sum op does (test_dygraph.py: the same table "
+        "as a dense embedding's)")
 
 
 def main():

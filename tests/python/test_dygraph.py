@@ -59,6 +59,39 @@ def test_an_optimizer_steps_with_the_gradients_backward_left():
             linear.clear_gradients()
 
 
+def _sparse_embedding_training(sparse, weight_decay):
+    """Three Adam steps of a sparse or dense Embedding(10, 4); its final table."""
+    paddle.seed(3)
+    with fluid.dygraph.guard():
+        emb = paddle.nn.Embedding(10, 4, sparse=sparse)
+        adam = paddle.optimizer.Adam(0.01, parameters=emb.parameters(), weight_decay=weight_decay)
+        for _ in range(3):
+            out = emb(paddle.to_tensor(np.array([[1], [3], [3]], np.int64)))
+            paddle.mean(out * out).backward()
+            adam.step()
+            adam.clear_grad()
+        return emb.weight.numpy()
+
+
+def test_a_sparse_gradient_accumulates_clears_and_trains_as_a_dense_one():
+    with fluid.dygraph.guard():
+        emb = paddle.nn.Embedding(10, 2, sparse=True)
+        table = emb.weight.numpy()
+        for ids in ([[4], [1]], [[1], [7]]):
+            paddle.sum(emb(paddle.to_tensor(np.array(ids, np.int64))) * 3.0).backward()
+        values, rows = emb.weight.gradient()  # Paddle's form of a sparse gradient
+        assert rows.tolist() == [1, 4, 7]  # each row once, ascending, the two backward()s added
+        np.testing.assert_allclose(values, [[6, 6], [3, 3], [3, 3]])
+        emb.weight.clear_gradient()
+        values, rows = emb.weight.gradient()
+        assert rows.size == 0 and values.shape == (0, 2)
+        np.testing.assert_array_equal(emb.weight.numpy(), table)
+    # A weight decay on a sparse gradient makes it dense (Paddle's static sum does; its dygraph refuses)
+    for decay in (None, 0.1):
+        np.testing.assert_allclose(_sparse_embedding_training(True, decay), _sparse_embedding_training(False, decay),
+                                   rtol=1e-6)
+
+
 def test_no_grad_outputs_stop_gradients():
     with fluid.dygraph.guard():
         x = fluid.dygraph.to_variable(np.ones([2], "float32"))

@@ -172,11 +172,35 @@ def _backward(self, retain_graph=False):
     for name in written:
         held = runner.scope.find_var(name)
         if name.endswith(framework.GRAD_VAR_SUFFIX) and held is not None and held.is_initialized():
-            earlier[name] = np.array(held.get_tensor())
+            earlier[name] = _gradient_value(held)
     runner.run(ops)
     for name, value in earlier.items():
-        tensor = runner.scope.find_var(name).get_tensor()
-        tensor.set(np.array(tensor) + value, core.CPUPlace())
+        held = runner.scope.find_var(name)
+        if isinstance(value, tuple):
+            _add_rows(held.get_selected_rows(), *value)
+        else:
+            tensor = held.get_tensor()
+            tensor.set(np.array(tensor) + value, core.CPUPlace())
+
+
+def _gradient_value(held):
+    """A held gradient as numpy: an array, or (values, rows) of a sparse one."""
+    if held.kind() == "selected_rows":
+        rows = held.get_selected_rows()
+        return np.array(rows.get_tensor()), np.array(rows.rows(), np.int64)
+    return np.array(held.get_tensor())
+
+
+def _add_rows(selected, values, rows):
+    """Adds sparse rows (values, row numbers) into SelectedRows `selected`, keeping its form:
+    each row once, ascending."""
+    all_rows = np.concatenate([np.array(selected.rows(), np.int64), rows])
+    all_values = np.concatenate([np.array(selected.get_tensor()), values])
+    merged_rows, where = np.unique(all_rows, return_inverse=True)
+    merged = np.zeros((len(merged_rows),) + all_values.shape[1:], all_values.dtype)
+    np.add.at(merged, where, all_values)
+    selected.set_rows(merged_rows.tolist())
+    selected.get_tensor().set(merged, core.CPUPlace())
 
 
 def computed_gradients(block, parameter_list=None):
@@ -198,11 +222,12 @@ def computed_gradients(block, parameter_list=None):
 
 
 def _gradient(self):
-    """The gradient backward() gave this variable, as a numpy array; None if none."""
+    """The gradient backward() gave this variable, as a numpy array (a sparse one, an
+    is_sparse embedding's, as Paddle's: (its rows' values, the row numbers)); None if none."""
     held = _runner_of(self).scope.find_var(self.grad_name)
     if held is None or not held.is_initialized():
         return None
-    return np.array(held.get_tensor())
+    return _gradient_value(held)
 
 
 def _grad(self):
@@ -211,10 +236,18 @@ def _grad(self):
 
 
 def _clear_gradient(self):
+    """Zeroes the gradient: a dense one's values, a sparse one's rows (none left)."""
     held = _runner_of(self).scope.find_var(self.grad_name)
-    if held is not None and held.is_initialized():
-        tensor = held.get_tensor()
-        tensor.set(np.zeros_like(np.array(tensor)), core.CPUPlace())
+    if held is None or not held.is_initialized():
+        return
+    if held.kind() == "selected_rows":
+        rows = held.get_selected_rows()
+        values = np.array(rows.get_tensor())
+        rows.set_rows([])
+        rows.get_tensor().set(np.zeros((0,) + values.shape[1:], values.dtype), core.CPUPlace())
+        return
+    tensor = held.get_tensor()
+    tensor.set(np.zeros_like(np.array(tensor)), core.CPUPlace())
 
 
 def patch_variable():

@@ -28,6 +28,7 @@ from rill.fluid.inference_transpiler import InferenceTranspiler
 from rill.fluid.compiler import CompiledProgram
 from rill.fluid.parallel_executor import ParallelExecutor, ExecutionStrategy, BuildStrategy
 from rill.fluid.dygraph import Linear, LayerNorm  # noqa: F401  (fluid.Linear, fluid.LayerNorm: Fluid 1.x's names)
+from rill.fluid.dygraph import save_dygraph, load_dygraph  # noqa: F401  (Paddle 1.x/2.x's fluid.save_dygraph)
 
 Tensor = LoDTensor  # Fluid 0.14's other name of it
 
@@ -43,5 +44,5 @@ __all__ = [
     "make_channel", "channel_send", "channel_recv", "channel_close", "While", "trainer", "inferencer", "Trainer",
     "BeginEpochEvent", "EndEpochEvent", "BeginStepEvent", "EndStepEvent", "CheckpointConfig", "Inferencer",
     "inference_transpiler", "InferenceTranspiler", "average", "compiler", "parallel_executor", "CompiledProgram",
-    "ParallelExecutor", "ExecutionStrategy", "BuildStrategy", "dygraph", "contrib",
+    "ParallelExecutor", "ExecutionStrategy", "BuildStrategy", "dygraph", "contrib", "save_dygraph", "load_dygraph",
 ]

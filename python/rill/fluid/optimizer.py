@@ -9,12 +9,15 @@ beta powers.
 """
 from collections import defaultdict
 
+import numpy as np
+
 from rill.fluid import core, unique_name
 from rill.fluid.backward import append_backward
 from rill.fluid.clip import append_gradient_clip_ops
 from rill.fluid.framework import Variable, default_main_program
 from rill.fluid.initializer import Constant
 from rill.fluid.layer_helper import LayerHelper
+from rill.fluid.lr_scheduler import LRScheduler
 from rill.fluid.regularizer import append_regularization_ops
 
 __all__ = ["SGD", "Momentum", "Adagrad", "DecayedAdagrad", "RMSProp", "Adam", "Adamax", "Adadelta", "Ftrl",
@@ -30,8 +33,8 @@ class Optimizer(object):
         flatten_param_grads and align_size (Paddle 2.1's): Paddle may copy the parameters and
         gradients into one buffer, a layout choice that changes no value; Rill updates each
         in place, so _flatten_param_grads stays False."""
-        if not isinstance(learning_rate, (float, int, Variable)):
-            raise TypeError("learning_rate must be a float or a Variable, got %r" % (learning_rate,))
+        if not isinstance(learning_rate, (float, int, Variable, LRScheduler)):
+            raise TypeError("learning_rate must be a float, a Variable or an LRScheduler, got %r" % (learning_rate,))
         self._parameter_list = None if parameter_list is None else list(parameter_list)
         self.regularization = regularization
         self._learning_rate = learning_rate
@@ -41,6 +44,7 @@ class Optimizer(object):
         self._accumulators = defaultdict(dict)
         self._beta_pows = defaultdict(dict)
         self._global_accumulators = {}
+        self._accumulators_holder = {}  # set_state_dict's values for accumulators not made yet
         self._flatten_param_grads = False
         self.helper = None
 
@@ -48,18 +52,95 @@ class Optimizer(object):
         return self._learning_rate_map.get(default_main_program() if program is None else program)
 
     def _current_rate(self):
-        """The value a new learning rate variable starts at."""
-        return float(self._learning_rate)
+        """The rate now: the number given, or the scheduler's current one."""
+        return self._learning_rate() if isinstance(self._learning_rate, LRScheduler) else float(self._learning_rate)
 
     def _create_global_learning_rate(self, dtype):
         """The learning rate variable, of the loss's dtype (an fp64 network's updates take an
-        fp64 rate)."""
-        if isinstance(self.global_learning_rate(), Variable):
+        fp64 rate), made at the current rate. A scheduler's is set to its current rate before
+        each run of the program in static mode, at each update in dynamic mode."""
+        var = self.global_learning_rate()
+        if var is None:
+            from rill.fluid.layers import create_global_var
+            self._learning_rate_map[default_main_program()] = create_global_var(
+                name=unique_name.generate("learning_rate"), shape=[1], value=self._current_rate(),
+                dtype=dtype, persistable=True)
+        if not isinstance(self._learning_rate, LRScheduler):
             return
-        from rill.fluid.layers import create_global_var
-        self._learning_rate_map[default_main_program()] = create_global_var(
-            name=unique_name.generate("learning_rate"), shape=[1], value=self._current_rate(),
-            dtype=dtype, persistable=True)
+        program = default_main_program()
+        if program._eager is None:
+            program._values_before_run[self.global_learning_rate().name] = self._learning_rate
+        elif var is not None:
+            self._fill_rate(var, self._current_rate())
+
+    @staticmethod
+    def _fill_rate(var, value):
+        """Sets the rate variable `var` to `value` by a fill_constant op, as Paddle's: in
+        dynamic mode it runs now, in static mode each run of the program from here on."""
+        var.block.program.global_block().append_op(
+            type="fill_constant", outputs={"Out": [var]},
+            attrs={"dtype": var.dtype, "shape": list(var.shape), "value": float(value)})
+
+    def set_lr(self, value):
+        """A new learning rate, for the updates from here on."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError("The type of 'learning_rate' in set_lr must be float, but received %s." %
+                            type(value).__name__)
+        if isinstance(self._learning_rate, LRScheduler):
+            raise RuntimeError("set_lr: the learning rate is an LRScheduler's, which sets it; step the scheduler "
+                               "instead")
+        if isinstance(self._learning_rate, Variable):
+            raise RuntimeError("set_lr: the learning rate is the variable %s, which the program sets"
+                               % self._learning_rate.name)
+        self._learning_rate = float(value)
+        for var in self._learning_rate_map.values():
+            self._fill_rate(var, value)
+
+    def current_step_lr(self):
+        """The current learning rate (a scheduler's current one)."""
+        return self._current_rate()
+
+    def _state_vars(self):
+        """The variables the optimizer keeps: accumulators and beta powers, per parameter or
+        shared."""
+        per_param = [var for store in (self._accumulators, self._beta_pows)
+                     for by_param in store.values() for var in by_param.values()]
+        return per_param + list(self._global_accumulators.values())
+
+    def get_opti_var_name_list(self):
+        """The names of the variables the optimizer made: its accumulators and learning rates."""
+        return [var.name for var in self._state_vars() + list(self._learning_rate_map.values())]
+
+    def state_dict(self):
+        """{name: value} of the optimizer's accumulators (dynamic mode), and "LR_Scheduler":
+        the scheduler's state when the learning rate is a scheduler's."""
+        state = {var.name: var.numpy() for var in self._state_vars() if var.block.program._eager is not None}
+        if isinstance(self._learning_rate, LRScheduler):
+            state["LR_Scheduler"] = self._learning_rate.state_dict()
+        return state
+
+    def set_state_dict(self, state_dict):
+        """Sets the accumulators state_dict names to its values (and the scheduler's state),
+        those not made yet when the first update makes them (dynamic mode), as Paddle's; a
+        value of another shape or dtype than its accumulator's is refused, naming it."""
+        if isinstance(self._learning_rate, LRScheduler) and "LR_Scheduler" in state_dict:
+            self._learning_rate.set_state_dict(state_dict["LR_Scheduler"])
+        self._accumulators_holder = {k: v for k, v in state_dict.items() if k != "LR_Scheduler"}
+        for var in self._state_vars():
+            self._take_held_state(var)
+
+    def _take_held_state(self, var):
+        """Sets dygraph variable `var` to its value in the state set_state_dict was given."""
+        if var.name not in self._accumulators_holder or var.block.program._eager is None:
+            return
+        tensor = var.block.program._eager.scope.find_var(var.name).get_tensor()
+        value, held = np.asarray(self._accumulators_holder[var.name]), np.array(tensor)
+        if value.shape != held.shape or value.dtype != held.dtype:
+            raise ValueError("set_state_dict: %s is %s %s here, the state gives %s %s" % (
+                var.name, held.dtype, list(held.shape), value.dtype, list(value.shape)))
+        tensor.set(value, core.CPUPlace())
+
+    set_dict = set_state_dict
 
     def _create_param_lr(self, param_and_grad):
         param_lr = param_and_grad[0].optimize_attr["learning_rate"]
@@ -87,6 +168,7 @@ class Optimizer(object):
             shape=list(param.shape) if shape is None else shape)
         self.helper.set_variable_initializer(var, initializer=Constant(value=float(fill_value)))
         store[name][param.name] = var
+        self._take_held_state(var)
         return var
 
     def _get_accumulator(self, name, param):
@@ -105,6 +187,7 @@ class Optimizer(object):
             type=core.VarDesc.VarType.LOD_TENSOR if type is None else type, shape=[1] if shape is None else shape)
         self.helper.set_variable_initializer(var, initializer=Constant(value=float(fill_value)))
         self._global_accumulators[name] = var
+        self._take_held_state(var)
         return var
 
     def _get_global_accumulator(self, name):

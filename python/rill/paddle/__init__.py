@@ -19,19 +19,24 @@ from rill.fluid import framework as fluid_framework
 from rill.paddle import _op, framework, metric, nn, optimizer, regularizer, static, tensor, vision  # noqa: F401
 from rill.paddle.framework import get_default_dtype, seed, set_default_dtype  # noqa: F401
 from rill.paddle.param_attr import ParamAttr  # noqa: F401
+from rill.paddle.serialization import save, load  # noqa: F401
 from rill.paddle.tensor import *  # noqa: F401,F403
 from rill.fluid.core import CPUPlace, CUDAPlace, CUDAPinnedPlace, is_compiled_with_cuda  # noqa: F401
 
 __all__ = ["framework", "get_default_dtype", "set_default_dtype", "metric", "nn", "optimizer", "regularizer",
            "static", "tensor", "vision", "ParamAttr", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace",
-           "is_compiled_with_cuda", "disable_static", "enable_static", "in_dynamic_mode", "to_tensor"] + tensor.__all__
+           "is_compiled_with_cuda", "disable_static", "enable_static", "in_dynamic_mode", "to_tensor", "save", "load",
+           "seed"] + tensor.__all__
 
 
 
 def disable_static(place=None):
     """Dynamic graph mode (fluid.dygraph): ops run as they are appended, values read with
-    numpy(). Stays on until enable_static."""
-    if not dygraph.enabled():
+    numpy(). Stays on until enable_static; called in it, its programs become current again
+    (a program_guard left since may have restored static ones)."""
+    if dygraph.enabled():
+        dygraph.base.resume_dygraph()
+    else:
         dygraph.enable_dygraph(place)
 
 

@@ -72,7 +72,7 @@ class _Runner(object):
             self.suspended -= 1
 
 
-_modes = []  # (runner, previous main program, previous startup program), innermost last
+_modes = []  # (runner, its main and startup programs, the previous main and startup programs), innermost last
 
 
 def enabled():
@@ -85,13 +85,24 @@ def enable_dygraph(place=None):
     runner = _Runner()
     main, startup = framework.Program(), framework.Program()
     main._eager = startup._eager = runner
-    _modes.append((runner, framework.switch_main_program(main), framework.switch_startup_program(startup)))
+    previous = framework.switch_main_program(main), framework.switch_startup_program(startup)
+    _modes.append((runner, main, startup) + previous)
+
+
+def resume_dygraph():
+    """Makes the innermost dygraph mode's programs current again: a program_guard that was
+    entered before the mode and left in it restored its static programs (Paddle's dygraph
+    mode does not follow program_guard). Outside dygraph mode: nothing."""
+    if _modes:
+        _, main, startup, _, _ = _modes[-1]
+        framework.switch_main_program(main)
+        framework.switch_startup_program(startup)
 
 
 def disable_dygraph():
     """Leaves the innermost dygraph mode (Paddle 2.x's paddle.enable_static); no-op outside."""
     if _modes:
-        _, main, startup = _modes.pop()
+        _, _, _, main, startup = _modes.pop()
         framework.switch_main_program(main)
         framework.switch_startup_program(startup)
 

@@ -12,14 +12,11 @@ optimizer's and the parameters' own for that group), "grad_clip", and the optimi
 options its _group_options names (Adam's betas, Momentum's momentum, ...)."""
 import contextlib
 
-import numpy as np
-
-from rill.fluid import core, framework
+from rill.fluid import framework
 from rill.fluid import optimizer as fluid_optimizer
 from rill.fluid.contrib import optimizer as contrib_optimizer
 from rill.fluid.clip import append_gradient_clip_ops
-from rill.fluid.framework import default_main_program
-from rill.paddle.optimizer.lr import LRScheduler
+from rill.fluid.lr_scheduler import LRScheduler
 from rill.paddle.regularizer import L2Decay
 
 __all__ = ["SGD", "Momentum", "Adam", "Adamax", "RMSProp", "Adadelta"]
@@ -74,18 +71,15 @@ class _Paddle2(object):
 
     def __init__(self, learning_rate, parameters, weight_decay, grad_clip=None, **fluid_arguments):
         _required(learning_rate, "learning_rate")
-        scheduler = learning_rate if isinstance(learning_rate, LRScheduler) else None
-        if scheduler is None and (isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float))):
+        if not isinstance(learning_rate, LRScheduler) and (isinstance(learning_rate, bool) or
+                                                           not isinstance(learning_rate, (int, float))):
             raise TypeError("learning rate should be float or an LRScheduler, got %s here" %
                             type(learning_rate).__name__)
         groups = _parameter_groups(parameters)
         if groups is not None:
             parameters = [p for group in groups for p in group["params"]]
-        super(_Paddle2, self).__init__(learning_rate=learning_rate if scheduler is None else scheduler(),
-                                       regularization=_decay(weight_decay), parameter_list=parameters,
-                                       **fluid_arguments)
-        if scheduler is not None:
-            self._learning_rate = scheduler
+        super(_Paddle2, self).__init__(learning_rate=learning_rate, regularization=_decay(weight_decay),
+                                       parameter_list=parameters, **fluid_arguments)
         self._grad_clip = grad_clip
         self._options_by_param = {}  # parameter name -> {option: value} its group sets
         for group in groups or []:
@@ -156,30 +150,6 @@ class _Paddle2(object):
             return scale(self.global_learning_rate(), scale=float(param_lr))
         return super(_Paddle2, self)._create_param_lr(param_and_grad)
 
-    def _current_rate(self):
-        return self._learning_rate() if isinstance(self._learning_rate, LRScheduler) else float(self._learning_rate)
-
-    def _create_global_learning_rate(self, dtype):
-        """A scheduler's rate variable is set to its current rate before each run of the
-        program in static mode, at each step() in dynamic mode."""
-        var = self.global_learning_rate()
-        super(_Paddle2, self)._create_global_learning_rate(dtype)  # made at the current rate if new
-        if not isinstance(self._learning_rate, LRScheduler):
-            return
-        program = default_main_program()
-        if program._eager is None:
-            program._values_before_run[self.global_learning_rate().name] = self._learning_rate
-        elif var is not None:
-            self._fill_rate(var, self._current_rate())
-
-    @staticmethod
-    def _fill_rate(var, value):
-        """Sets the rate variable `var` to `value` by a fill_constant op, as Paddle's: in
-        dynamic mode it runs now, in static mode each run of the program from here on."""
-        var.block.program.global_block().append_op(
-            type="fill_constant", outputs={"Out": [var]},
-            attrs={"dtype": var.dtype, "shape": list(var.shape), "value": float(value)})
-
     def _take_grad_clip(self, params):
         """grad_clip becomes the gradient clip of each of `params` that takes it (need_clip,
         and no clip of its own)."""
@@ -217,45 +187,6 @@ class _Paddle2(object):
     def get_lr(self):
         """The current learning rate (a scheduler's current one)."""
         return self._current_rate()
-
-    def set_lr(self, value):
-        """A new learning rate, for the updates from here on."""
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError("The type of 'learning_rate' in set_lr must be float, but received %s." %
-                            type(value).__name__)
-        if isinstance(self._learning_rate, LRScheduler):
-            raise RuntimeError("set_lr: the learning rate is an LRScheduler's, which sets it; step the scheduler "
-                               "instead")
-        self._learning_rate = float(value)
-        for var in self._learning_rate_map.values():
-            self._fill_rate(var, value)
-
-    def _state_vars(self):
-        """The variables the optimizer keeps: accumulators and beta powers, per parameter or
-        shared."""
-        return [var for store in (self._accumulators, self._beta_pows)
-                for per_param in store.values() for var in per_param.values()] + list(self._global_accumulators.values())
-
-    def get_opti_var_name_list(self):
-        """The names of the variables the optimizer made: its accumulators and learning rates."""
-        return [var.name for var in self._state_vars() + list(self._learning_rate_map.values())]
-
-    def state_dict(self):
-        """{name: value} of the optimizer's accumulators (dynamic mode), and "LR_Scheduler":
-        the scheduler's state when the learning rate is a scheduler's."""
-        state = {var.name: var.numpy() for var in self._state_vars() if var.block.program._eager is not None}
-        if isinstance(self._learning_rate, LRScheduler):
-            state["LR_Scheduler"] = self._learning_rate.state_dict()
-        return state
-
-    def set_state_dict(self, state_dict):
-        """Sets the accumulators state_dict names to its values (and the scheduler's state)."""
-        if isinstance(self._learning_rate, LRScheduler) and "LR_Scheduler" in state_dict:
-            self._learning_rate.set_state_dict(state_dict["LR_Scheduler"])
-        for var in self._state_vars():
-            if var.name in state_dict and var.block.program._eager is not None:
-                held = var.block.program._eager.scope.find_var(var.name)
-                held.get_tensor().set(np.asarray(state_dict[var.name]), core.CPUPlace())
 
 
 class SGD(_Paddle2, fluid_optimizer.SGDOptimizer):

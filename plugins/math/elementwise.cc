@@ -168,11 +168,31 @@ template <class Op, class T> class Elementwise {
 
   // Out keeps X's LoD, as Paddle's elementwise ops keep it.
   void Compute(KernelContext& ctx) {
+    if constexpr (std::is_same_v<Op, Mul>) {
+      if (Variable xv = ctx.InputVar(args_.x); xv.IsSelectedRows()) return ScaleRows(ctx, xv.selected_rows());
+    }
     Values(ctx);
     ShareLoD(ctx, args_.x, args_.out);
   }
 
  private:
+  // elementwise_mul of SelectedRows X (a sparse gradient) by a Y of one element, as
+  // Paddle's (a global-norm gradient clip's scale): SelectedRows of X's rows, each value
+  // times Y. Zero rows stay zero, so the product of the dense gradient is kept sparse.
+  void ScaleRows(KernelContext& ctx, const Variable::SelectedRows& sr) {
+    Tensor y = ctx.Input(args_.y);
+    if (y.numel() != 1) {
+      throw Error("X is SelectedRows, so Y must hold one element; Y is " + DimsString(y.dims()));
+    }
+    const T factor = y.data<T>()[0];
+    // Out may be X: its rows and values are read before Out is remade.
+    const std::vector<int64_t> rows(sr.rows, sr.rows + sr.count), dims = sr.value.dims();
+    const std::vector<T> values(sr.value.data<T>(), sr.value.data<T>() + sr.value.numel());
+    Tensor out = ctx.OutputVar(args_.out).SetSelectedRows(rows.data(), rows.size(), sr.height);
+    T* po = out.Allocate<T>(dims);
+    for (size_t i = 0; i < values.size(); ++i) po[i] = values[i] * factor;
+  }
+
   void Values(KernelContext& ctx) {
     if constexpr (kDivides<Op> && std::is_integral_v<T>) {
       Tensor y = ctx.Input(args_.y);
@@ -360,7 +380,8 @@ template <class Op, bool kGrad = true> void RegisterOne(Registrar& r, const char
                (kDivides<Op> ? " Integers: a Y of 0 is an error; the most negative value by -1 wraps to itself "
                                "(remainder 0), as in Go and Java."
                              : ""))
-          .Input("X", "left operand")
+          .Input("X", std::is_same_v<Op, Mul> ? "left operand; or SelectedRows, when Y holds one element (rows kept)"
+                                              : "left operand")
           .Input("Y", "right operand")
           .Output("Out", "the result, of the operands' broadcast shape")
           .Attr("axis", int64_t{-1},

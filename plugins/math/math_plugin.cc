@@ -34,6 +34,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterInterp(r);
   rill::math::RegisterGroupNorm(r);
   rill::math::RegisterGradClip(r);
+  rill::math::RegisterSelectedRowsOps(r);
   rill::math::RegisterFlipRoll(r);
   rill::math::RegisterYoloBox(r);
   rill::math::RegisterMulticlassNms(r);

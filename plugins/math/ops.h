@@ -39,6 +39,7 @@ void RegisterPrelu(Registrar& r);
 void RegisterInterp(Registrar& r);
 void RegisterGroupNorm(Registrar& r);
 void RegisterGradClip(Registrar& r);
+void RegisterSelectedRowsOps(Registrar& r);
 void RegisterFlipRoll(Registrar& r);
 void RegisterYoloBox(Registrar& r);
 void RegisterMulticlassNms(Registrar& r);

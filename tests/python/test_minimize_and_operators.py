@@ -134,3 +134,29 @@ def test_adam_with_global_beta_powers_keeps_one_pair_for_all_parameters(exe):
         opt._add_global_accumulator("beta2_pow_acc")
     with pytest.raises(ValueError, match="global accumulator other does not exist"):
         opt._get_global_accumulator("other")
+
+
+def test_backward_then_apply_gradients_is_minimize(exe):
+    """Fluid 1.x's two halves of minimize: backward (the pairs), apply_gradients (the updates,
+    in the current program); an fp64 network's Adam keeps fp64 state."""
+    def build(split):
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, startup):
+            x = layers.data("x", [3], dtype="float64")
+            w = fluid.ParamAttr(name="w", initializer=fluid.initializer.Constant(0.2))
+            loss = layers.mean(layers.fc(x, size=2, param_attr=w, bias_attr=False) ** 2)
+            adam = fluid.optimizer.Adam(learning_rate=0.1)
+            if split:
+                pairs = adam.backward(loss)
+                assert [p.name for p, _ in pairs] == ["w"]
+                ops = adam.apply_gradients(pairs)
+                assert "adam" in [op.type for op in ops]
+            else:
+                adam.minimize(loss)
+        assert all(v.dtype == fluid.core.VarDesc.VarType.FP64 for v in adam._state_vars())
+        scope = fluid.core.Scope()
+        exe.run(startup, scope=scope)
+        for _ in range(2):
+            exe.run(main, feed={"x": np.arange(6, dtype="float64").reshape(2, 3)}, scope=scope)
+        return np.array(scope.find_var("w").get_tensor())
+    np.testing.assert_array_equal(build(True), build(False))

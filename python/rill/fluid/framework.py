@@ -231,6 +231,11 @@ class Variable(object):
 class Parameter(Variable):
     """A persistable variable that training updates (unless ``trainable`` is False)."""
 
+    # What a parameter carries beside its variable: name -> default (a callable makes it).
+    # need_clip (Paddle 2.x): whether an optimizer's grad_clip applies to it.
+    ATTRIBUTES = {"trainable": True, "optimize_attr": lambda: {"learning_rate": 1.0}, "regularizer": None,
+                  "gradient_clip_attr": None, "do_model_average": None, "need_clip": True}
+
     def __init__(self, block, shape, dtype, **kwargs):
         if shape is None or dtype is None:
             raise ValueError("a Parameter needs a shape and a dtype")
@@ -239,13 +244,8 @@ class Parameter(Variable):
                 raise ValueError("a Parameter's shape must be known: %s has %s" % (kwargs.get("name"), list(shape)))
         kwargs["persistable"] = True
         super(Parameter, self).__init__(block, shape=shape, dtype=dtype, **kwargs)
-        self.trainable = kwargs.get("trainable", True)
-        self.optimize_attr = kwargs.get("optimize_attr", {"learning_rate": 1.0})
-        self.regularizer = kwargs.get("regularizer", None)
-        self.gradient_clip_attr = kwargs.get("gradient_clip_attr", None)
-        self.do_model_average = kwargs.get("do_model_average", None)
-        # Paddle 2.x: whether an optimizer's grad_clip applies to this parameter.
-        self.need_clip = kwargs.get("need_clip", True)
+        for attr, default in Parameter.ATTRIBUTES.items():
+            setattr(self, attr, kwargs.get(attr, default() if callable(default) else default))
 
 
 class Operator(object):
@@ -557,12 +557,16 @@ class Block(object):
         name = kwargs.get("name")
         initializer = kwargs.pop("initializer", None)
         if name is not None and name in global_block.vars:
-            # A second declaration: the same Parameter, and (as in Fluid) its initializer
-            # appended again, the later one then running first.
+            # A second declaration: the same Parameter, taking the attributes it gives (as
+            # Paddle's new Parameter object over the same variable does), and (as in Fluid)
+            # its initializer appended again, the later one then running first.
             p = global_block.vars[name]
             if not isinstance(p, Parameter):
                 raise InvalidArgumentError("%s is a variable of the block, not a parameter" % name, 1)
             p._merge(kwargs.get("shape"), kwargs.get("dtype"), None, None, None)
+            for attr in Parameter.ATTRIBUTES:
+                if attr in kwargs:
+                    setattr(p, attr, kwargs[attr])
             if initializer is not None:
                 initializer(p, self)
             return p
@@ -889,8 +893,7 @@ class Program(object):
                 c.is_data = v.is_data
                 if isinstance(v, Parameter):
                     c.__class__ = Parameter
-                    for attr in ("trainable", "optimize_attr", "regularizer", "gradient_clip_attr",
-                                 "do_model_average"):
+                    for attr in Parameter.ATTRIBUTES:
                         setattr(c, attr, getattr(v, attr))
         if for_test:
             p._inference_optimize()

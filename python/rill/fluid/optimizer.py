@@ -13,7 +13,7 @@ import numpy as np
 
 from rill.fluid import core, unique_name
 from rill.fluid.backward import append_backward
-from rill.fluid.clip import append_gradient_clip_ops
+from rill.fluid.clip import BaseGradientClipAttr, clip_gradients
 from rill.fluid.framework import Variable, default_main_program
 from rill.fluid.initializer import Constant
 from rill.fluid.layer_helper import LayerHelper
@@ -25,17 +25,31 @@ __all__ = ["SGD", "Momentum", "Adagrad", "DecayedAdagrad", "RMSProp", "Adam", "A
            "AdamOptimizer", "AdamaxOptimizer", "AdadeltaOptimizer", "FtrlOptimizer", "Optimizer"]
 
 
+def _state_dtype(param):
+    """The dtype of the one-element state an update of `param` reads (a beta power): the
+    parameter's, fp32 for an fp16 one."""
+    return "float32" if param.dtype in ("float16", core.VarDesc.VarType.FP16) else param.dtype
+
+
 class Optimizer(object):
     def __init__(self, learning_rate, regularization=None, LARS_weight_decay=0.0, parameter_list=None,
-                 flatten_param_grads=False, align_size=-1):
+                 grad_clip=None, flatten_param_grads=False, align_size=-1, name=None):
         """parameter_list (Fluid 1.7+): the parameters minimize updates when its own
         parameter_list is not given (all the program's trainable ones when neither is).
+        grad_clip (Paddle 1.8+): a clip (fluid.clip's) for every gradient whose parameter's
+        need_clip holds, instead of each parameter's own.
         flatten_param_grads and align_size (Paddle 2.1's): Paddle may copy the parameters and
         gradients into one buffer, a layout choice that changes no value; Rill updates each
         in place, so _flatten_param_grads stays False."""
         if not isinstance(learning_rate, (float, int, Variable, LRScheduler)):
             raise TypeError("learning_rate must be a float, a Variable or an LRScheduler, got %r" % (learning_rate,))
+        if grad_clip is not None and not isinstance(grad_clip, BaseGradientClipAttr):
+            raise TypeError("grad_clip should be an instance of GradientClipBase's derived class, got %r"
+                            % (grad_clip,))
+        self._grad_clip = grad_clip
         self._parameter_list = None if parameter_list is None else list(parameter_list)
+        # Paddle's: the dtype the parameters given have (None when none are given).
+        self._dtype = getattr(self._parameter_list[0], "dtype", None) if self._parameter_list else None
         self.regularization = regularization
         self._learning_rate = learning_rate
         self._learning_rate_map = {}
@@ -196,8 +210,10 @@ class Optimizer(object):
         return self._global_accumulators[name]
 
     def _add_beta_pow(self, name, param, beta):
-        """beta^t for `param`'s update: [1] fp32, beta at first, scaled by beta each step."""
-        return self._add_accumulator(name, param, dtype="float32", fill_value=beta, shape=[1], store=self._beta_pows)
+        """beta^t for `param`'s update: [1] of its dtype (fp32 for fp16), beta at first,
+        scaled by beta each step."""
+        return self._add_accumulator(name, param, dtype=_state_dtype(param), fill_value=beta, shape=[1],
+                                     store=self._beta_pows)
 
     def _get_beta_pow(self, name, param):
         return self._beta_pows[name][param.name]
@@ -231,6 +247,10 @@ class Optimizer(object):
             self._finish_update(loss.block, parameters_and_grads)
         return global_block.ops[start:]
 
+    def _clip_gradients(self, params_grads):
+        """The pairs clipped by grad_clip, or by each parameter's own clip."""
+        return clip_gradients(params_grads, self._grad_clip)
+
     # The op adding a weight decay to its gradient (regularizer.append_regularization_ops).
     _decay_add_op = "elementwise_add"
 
@@ -239,22 +259,48 @@ class Optimizer(object):
         optimizer's)."""
         return append_regularization_ops(params_grads, self.regularization, self._decay_add_op)
 
-    def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
-        """Appends the backward pass and the updates to loss's program (and the learning
-        rate's and accumulators' initializers to `startup_program`, the default one when
-        None); returns (every op the updates appended, [(param, grad)])."""
-        from rill.fluid.framework import default_startup_program, program_guard
+    def append_regularization_ops(self, parameters_and_grads, regularization=None):
+        """Paddle's method form of regularizer.append_regularization_ops, with this
+        optimizer's op adding each decay."""
+        return append_regularization_ops(parameters_and_grads, regularization, self._decay_add_op)
+
+    def backward(self, loss, startup_program=None, parameter_list=None, no_grad_set=None, callbacks=None):
+        """[(param, grad)] of loss, sorted by parameter name: the backward pass appended to
+        loss's program (of parameter_list's parameters, the optimizer's, or all trainable
+        ones); in dygraph mode the gradients loss.backward() left."""
         parameter_list = self._parameter_list if parameter_list is None else parameter_list
+        if loss.block.program._eager is not None:
+            from rill.fluid.dygraph.base import computed_gradients
+            params_grads = computed_gradients(loss.block, parameter_list)
+        else:
+            params_grads = append_backward(loss, parameter_list, no_grad_set, callbacks)
+        return sorted(params_grads, key=lambda x: x[0].name)
+
+    def apply_gradients(self, params_grads):
+        """Clips and regularizes the gradients, then appends the updates to the current
+        program (their initializers to the current startup program); returns the ops
+        appended to the program."""
+        params_grads = sorted(params_grads, key=lambda x: x[0].name)
+        params_grads = self._append_regularization(self._clip_gradients(params_grads))
+        if not params_grads:
+            return []
+        return self.create_optimization_pass(params_grads, params_grads[0][0])
+
+    def apply_optimize(self, loss, startup_program, params_grads):
+        """apply_gradients in loss's program and `startup_program` (the default when None)."""
+        from rill.fluid.framework import default_startup_program, program_guard
         with program_guard(loss.block.program, startup_program or default_startup_program()):
-            if loss.block.program._eager is not None:
-                # dygraph: the gradients are those loss.backward() left, as Paddle's dynamic graph
-                from rill.fluid.dygraph.base import computed_gradients
-                params_grads = computed_gradients(loss.block, parameter_list)
-            else:
-                params_grads = append_backward(loss, parameter_list, no_grad_set)
-            params_grads = sorted(params_grads, key=lambda x: x[0].name)
-            params_grads = append_gradient_clip_ops(params_grads)
-            params_grads = self._append_regularization(params_grads)
+            return self.apply_gradients(params_grads)
+
+    def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
+        """backward, then apply_optimize: appends the backward pass and the updates to loss's
+        program (and the learning rate's and accumulators' initializers to
+        `startup_program`, the default one when None); returns (every op the updates
+        appended, [(param, grad)] as the updates read them: clipped and regularized)."""
+        from rill.fluid.framework import default_startup_program, program_guard
+        with program_guard(loss.block.program, startup_program or default_startup_program()):
+            params_grads = self.backward(loss, startup_program, parameter_list, no_grad_set)
+            params_grads = self._append_regularization(self._clip_gradients(params_grads))
             optimize_ops = self.create_optimization_pass(params_grads, loss, startup_program)
         return optimize_ops, params_grads
 
@@ -330,9 +376,9 @@ class AdamOptimizer(Optimizer):
             if not self._use_global_beta_pow:
                 for acc, first in self._first_powers():
                     self._add_beta_pow(acc, p, first)
-        if self._use_global_beta_pow:
+        if self._use_global_beta_pow and parameters:
             for acc, first in self._first_powers():
-                self._add_global_accumulator(acc, fill_value=first)
+                self._add_global_accumulator(acc, dtype=_state_dtype(parameters[0]), fill_value=first)
 
     def _beta_pow(self, acc, param):
         """`param`'s beta power `acc`: its own, or the one all share."""

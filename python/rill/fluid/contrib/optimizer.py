@@ -23,10 +23,7 @@ class Momentum(optimizer.MomentumOptimizer):
             else None
         optimizer.MomentumOptimizer.__init__(
             self, learning_rate, momentum, use_nesterov=use_nesterov, parameter_list=parameter_list,
-            regularization=None if self._fused_coeff is not None else regularization)
-        if grad_clip is not None:
-            for param in parameter_list or []:
-                param.gradient_clip_attr = param.gradient_clip_attr or grad_clip
+            regularization=None if self._fused_coeff is not None else regularization, grad_clip=grad_clip)
 
     def _fused(self, param):
         """The L2 coefficient the momentum op applies to `param`, or None."""

@@ -26,7 +26,7 @@ __all__ = [
     "sigmoid_cross_entropy_with_logits", "cumsum", "pad", "pad2d", "prelu", "image_resize", "resize_bilinear",
     "resize_nearest", "group_norm", "instance_norm", "label_smooth", "uniform_random", "gaussian_random",
     "uniform_random_batch_size_like", "gaussian_random_batch_size_like", "crop", "l2_normalize", "lrn", "maxout",
-    "multiplex", "smooth_l1", "mean_iou", "cos_sim",
+    "multiplex", "smooth_l1", "mean_iou", "cos_sim", "merge_selected_rows", "get_tensor_from_selected_rows",
 ]
 
 
@@ -449,6 +449,26 @@ def mean(x, name=None):
     helper = LayerHelper("mean", **locals())
     out = _tmp(helper, x.dtype, [1])
     helper.append_op(type="mean", inputs={"X": [x]}, outputs={"Out": [out]})
+    return out
+
+
+def merge_selected_rows(x, name=None):
+    """SelectedRows x (a sparse gradient) with each row once, ascending, a repeated row's
+    values summed."""
+    helper = LayerHelper("merge_selected_rows", **locals())
+    out = helper.create_tmp_variable(x.dtype)
+    out.type = core.VarDesc.VarType.SELECTED_ROWS
+    helper.append_op(type="merge_selected_rows", inputs={"X": x}, outputs={"Out": out})
+    return out
+
+
+def get_tensor_from_selected_rows(x, name=None):
+    """The value tensor of SelectedRows x: [number of rows, width...]."""
+    if x.type != core.VarDesc.VarType.SELECTED_ROWS:
+        raise TypeError("get_tensor_from_selected_rows: %s must be SelectedRows" % x.name)
+    helper = LayerHelper("get_tensor_from_selected_rows", **locals())
+    out = _tmp(helper, x.dtype)
+    helper.append_op(type="get_tensor_from_selected_rows", inputs={"X": x}, outputs={"Out": out})
     return out
 
 

@@ -2,6 +2,7 @@
 parameters then (in the startup and main programs, as Fluid's layers do) and appends its
 ops each time it is called."""
 from rill.fluid import initializer as _initializer
+from rill.fluid.clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue  # noqa: F401
 from rill.paddle import _op
 from rill.paddle.nn import conv, functional, initializer  # noqa: F401
 from rill.paddle.nn.conv import Conv2D, Conv2DTranspose  # noqa: F401
@@ -9,7 +10,8 @@ from rill.paddle.nn.layer import Layer
 from rill.paddle.nn import functional as F
 
 __all__ = ["Layer", "Linear", "Embedding", "PReLU", "Dropout", "Dropout2D", "Dropout3D", "AlphaDropout", "Pad1D",
-           "Pad2D", "Pad3D", "Softmax", "LogSoftmax", "Conv2D", "Conv2DTranspose", "LocalResponseNorm"]
+           "Pad2D", "Pad3D", "Softmax", "LogSoftmax", "Conv2D", "Conv2DTranspose", "LocalResponseNorm",
+           "ClipGradByGlobalNorm", "ClipGradByNorm", "ClipGradByValue"]
 
 
 def _activation_layer(class_name, function, arguments=()):

@@ -1,7 +1,8 @@
 """paddle.optimizer's optimizers: Fluid's (rill.fluid.optimizer) under Paddle 2.x's
 arguments: `learning_rate` (a number or an lr.LRScheduler), `parameters` (Fluid's
 parameter_list), `weight_decay` (a float is an L2Decay of that coefficient, or a
-regularizer), `grad_clip` (for the parameters whose need_clip holds), and in dynamic mode
+regularizer), `grad_clip` (for the parameters whose need_clip holds, instead of their own
+clips), and in dynamic mode
 step() and clear_grad() around loss.backward(). multi_precision (fp16 master weights)
 changes nothing: parameters here are fp32 or fp64.
 
@@ -15,7 +16,7 @@ import contextlib
 from rill.fluid import framework
 from rill.fluid import optimizer as fluid_optimizer
 from rill.fluid.contrib import optimizer as contrib_optimizer
-from rill.fluid.clip import append_gradient_clip_ops
+from rill.fluid.clip import BaseGradientClipAttr, clip_gradients
 from rill.fluid.lr_scheduler import LRScheduler
 from rill.paddle.regularizer import L2Decay
 
@@ -79,9 +80,9 @@ class _Paddle2(object):
         if groups is not None:
             parameters = [p for group in groups for p in group["params"]]
         super(_Paddle2, self).__init__(learning_rate=learning_rate, regularization=_decay(weight_decay),
-                                       parameter_list=parameters, **fluid_arguments)
-        self._grad_clip = grad_clip
+                                       parameter_list=parameters, grad_clip=grad_clip, **fluid_arguments)
         self._options_by_param = {}  # parameter name -> {option: value} its group sets
+        self._group_clips = []  # ({parameter name}, the group's grad_clip or None) of each group
         for group in groups or []:
             self._take_group(group)
 
@@ -104,9 +105,24 @@ class _Paddle2(object):
             param.optimize_attr["learning_rate"] = group.get("learning_rate", 1.0)
             if "weight_decay" in group:
                 param.regularizer = _decay(group["weight_decay"])
-            if group.get("grad_clip") is not None:
-                param.gradient_clip_attr = group["grad_clip"]
             self._options_by_param[param.name] = options
+        clip = group.get("grad_clip", self._grad_clip)
+        if clip is not None and not isinstance(clip, BaseGradientClipAttr):
+            raise TypeError("a parameter group's grad_clip should be a ClipGradBy*, got %r" % (clip,))
+        self._group_clips.append((set(p.name for p in group["params"]), clip))
+
+    def _clip_gradients(self, params_grads):
+        """With parameter groups, each group's gradients clipped by its grad_clip (the
+        optimizer's unless the group gives one; a global norm over the group's), as Paddle's
+        step() clips them."""
+        if not self._group_clips:
+            return super(_Paddle2, self)._clip_gradients(params_grads)
+        clipped = []
+        for names, clip in self._group_clips:
+            clipped += clip_gradients([(p, g) for p, g in params_grads if p.name in names], clip)
+        grouped = set().union(*(names for names, _ in self._group_clips))
+        clipped += super(_Paddle2, self)._clip_gradients([(p, g) for p, g in params_grads if p.name not in grouped])
+        return sorted(clipped, key=lambda pair: pair[0].name)
 
     @contextlib.contextmanager
     def _options_of(self, param):
@@ -150,19 +166,6 @@ class _Paddle2(object):
             return scale(self.global_learning_rate(), scale=float(param_lr))
         return super(_Paddle2, self)._create_param_lr(param_and_grad)
 
-    def _take_grad_clip(self, params):
-        """grad_clip becomes the gradient clip of each of `params` that takes it (need_clip,
-        and no clip of its own)."""
-        if self._grad_clip is None:
-            return
-        for param in params:
-            if getattr(param, "need_clip", True) and getattr(param, "gradient_clip_attr", None) is None:
-                param.gradient_clip_attr = self._grad_clip
-
-    def minimize(self, loss, startup_program=None, parameters=None, no_grad_set=None):
-        self._take_grad_clip(parameters or self._parameter_list or loss.block.program.global_block().all_parameters())
-        return super(_Paddle2, self).minimize(loss, startup_program, parameters, no_grad_set)
-
     def step(self):
         """Updates the parameters with the gradients loss.backward() left (dynamic mode)."""
         from rill.fluid.dygraph.base import computed_gradients
@@ -172,8 +175,7 @@ class _Paddle2(object):
         if first.block.program._eager is None:
             raise RuntimeError("step() works in dynamic mode only; in static mode call minimize(loss)")
         params_grads = computed_gradients(first.block, self._parameter_list)
-        self._take_grad_clip(self._parameter_list)
-        params_grads = self._append_regularization(append_gradient_clip_ops(params_grads))
+        params_grads = self._append_regularization(self._clip_gradients(params_grads))
         self.create_optimization_pass(params_grads, first)
 
     def clear_grad(self):

@@ -109,6 +109,24 @@ TEST(Backward, RefusesWhatItCannotDifferentiate) {
             "to a new variable");
 }
 
+TEST(Backward, AnOpWhoseGradientReachesNoInputGetsNoGradOp) {
+  // The index a gather reads depends on w, but gather's gradient flows to X alone: a gather_grad
+  // here would have no output. The other path from w to the loss still gets its gradient.
+  ProgramBuilder pb;
+  pb.block(0).Var("w", RILL_FP32, {1}, true);
+  pb.block(0).Op("cast").Input("X", "w").Output("Out", "index").Attr("in_dtype", int64_t{RILL_FP32}).Attr(
+      "out_dtype", int64_t{RILL_INT64});
+  pb.block(0).Op("gather").Input("X", "table").Input("Index", "index").Output("Out", "rows");
+  pb.block(0).Op("elementwise_mul").Input("X", "rows").Input("Y", "w").Output("Out", "scaled");
+  pb.block(0).Op("mean").Input("X", "scaled").Output("Out", "loss");
+  proto::ProgramDesc p = pb.Build();
+  AppendBackward(p, test::ShippedRegistry(), "loss");
+  const auto types = OpTypes(p);
+  EXPECT_EQ(std::count(types.begin(), types.end(), "gather_grad"), 0);
+  EXPECT_EQ(std::count(types.begin(), types.end(), "elementwise_mul_grad"), 1);
+  for (const auto& op : p.blocks(0).ops()) EXPECT_TRUE(op.outputs_size() > 0) << op.type() << " has no output";
+}
+
 TEST(Backward, NamedParametersOverridePersistable) {
   ProgramBuilder pb;
   pb.block(0).Op("elementwise_mul").Input("X", "a").Input("Y", "b").Output("Out", "ab");

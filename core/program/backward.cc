@@ -163,6 +163,10 @@ class BackwardBuilder {
       const auto& op = src_.ops(i);
       if (schemas_[i]->grad_op_type.empty() || !AnyOutput(op, needed) || !AnyInput(op, requires)) continue;
       const auto& grads = schemas_[i]->grad_outputs;
+      // An op whose gradient reaches none of its inputs (what requires one is an input it
+      // does not differentiate: an array index, say) gets no gradient op: it would have no
+      // output. Control flow's gradients are built from their blocks and are kept.
+      if (!IsControlFlow(op.type()) && !AnyDifferentiatedInput(op, grads, requires)) continue;
       for (const auto& in : op.inputs()) {
         // An input the op overwrites breaks the gradient only if one flows back through
         // it; a state it updates in place (batch_norm's running Mean) gets none.
@@ -205,6 +209,18 @@ class BackwardBuilder {
     }
   }
 
+  static bool IsControlFlow(const std::string& type) {
+    return type == kWhile || type == kConditionalBlock || type == kRecurrent;
+  }
+  static bool AnyDifferentiatedInput(const proto::OpDesc& op, const std::vector<std::string>& grads,
+                                     const std::set<std::string>& vars) {
+    for (const auto& in : op.inputs()) {
+      if (std::count(grads.begin(), grads.end(), in.parameter()) == 0) continue;
+      for (const auto& a : in.arguments())
+        if (vars.count(a)) return true;
+    }
+    return false;
+  }
   static bool AnyInput(const proto::OpDesc& op, const std::set<std::string>& vars) {
     for (const auto& in : op.inputs())
       for (const auto& a : in.arguments())

@@ -1,6 +1,6 @@
 """Fluid 1.x's additions to the layers API, as Paddle's own tests use them: fluid.data,
 create_lod_tensor, calc_gradient, attributes given as Variables, conv2d_transpose, and the
-argument checks Fluid's layers make."""
+argument checks Fluid's layers make, while_loop."""
 import numpy as np
 import pytest
 
@@ -355,3 +355,33 @@ def test_fluid_embedding_and_one_hot_keep_every_dim_of_the_ids(exe):
     np.testing.assert_array_equal(got_hot, np.eye(5, dtype="float32")[a])
     with pytest.raises(TypeError, match="fluid.embedding"):
         fluid.embedding(fluid.data("f", [2], "float32"), size=[5, 4])
+
+
+def _fibonacci_loop():
+    """while_loop computing the tenth Fibonacci number and writing each into an array."""
+    i = layers.fill_constant([1], "int64", 0)
+    ten = layers.fill_constant([1], "int64", 10)
+    a = layers.fill_constant([1], "float32", 0.0)
+    b = layers.fill_constant([1], "float32", 1.0)
+    array = layers.create_array("float32")
+
+    def body(i, a, b, array):
+        layers.array_write(a, i, array)
+        return i + 1, b, a + b, array
+    return layers.while_loop(lambda i, a, b, array: layers.less_than(i, ten), body, [i, a, b, array])
+
+
+def test_while_loop_in_both_modes(exe):
+    i, a, _, array = _fibonacci_loop()
+    got_i, got_a, last = exe.run(fetch_list=[i, a, layers.array_read(array, layers.fill_constant([1], "int64", 9))])
+    assert got_i[0] == 10 and got_a[0] == 55 and last[0] == 34
+    assert [op.type for op in fluid.default_main_program().global_block().ops].count("while") == 1
+    with fluid.dygraph.guard():
+        i, a, _, array = _fibonacci_loop()
+        assert i.numpy()[0] == 10 and a.numpy()[0] == 55
+        assert layers.array_read(array, layers.fill_constant([1], "int64", 9)).numpy()[0] == 34
+    j = layers.fill_constant([1], "int64", 0)
+    with pytest.raises(ValueError, match="body returned 1 values for 2 loop_vars"):
+        layers.while_loop(lambda x, y: layers.less_than(x, y), lambda x, y: x, [j, j])
+    with pytest.raises(TypeError, match="bool Variable"):
+        layers.while_loop(lambda x: x, lambda x: x, [layers.fill_constant([1], "int64", 0)])

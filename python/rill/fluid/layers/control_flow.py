@@ -14,7 +14,7 @@ from rill.fluid import core
 from rill.fluid.framework import Program, Variable, VarType, _dtype_name
 from rill.fluid.layer_helper import LayerHelper
 
-__all__ = ["While", "ConditionalBlock", "Switch", "IfElse", "BlockGuard", "increment", "less_than", "less_equal",
+__all__ = ["While", "while_loop", "ConditionalBlock", "Switch", "IfElse", "BlockGuard", "increment", "less_than", "less_equal",
            "greater_than", "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_xor",
            "logical_not", "Print", "create_array", "array_write", "array_read", "array_length", "is_array",
            "tensor_array_to_tensor", "is_empty", "split_lod_tensor", "merge_lod_tensor"]
@@ -192,6 +192,50 @@ class Switch(object):
     def __exit__(self, exc_type, exc_val, exc_tb):
         self.inside_scope = False
         return False
+
+
+def while_loop(cond, body, loop_vars, is_test=False, name=None):
+    """Paddle 1.7+'s functional loop: while cond(*loop_vars), loop_vars = body(*loop_vars);
+    returns the final loop_vars (a list). In static mode one While op whose block runs body
+    and writes its results back into the loop variables (tensor arrays carried as they are);
+    in dygraph mode a Python loop over the values."""
+    if not callable(cond) or not callable(body):
+        raise TypeError("while_loop: cond and body must be callable")
+    if not isinstance(loop_vars, (list, tuple)) or not loop_vars:
+        raise ValueError("while_loop: loop_vars must be a non-empty list or tuple")
+    loop_vars = list(loop_vars)
+
+    def outputs_of(values):
+        values = list(values) if isinstance(values, (list, tuple)) else [values]
+        if len(values) != len(loop_vars):
+            raise ValueError("while_loop: body returned %d values for %d loop_vars" % (len(values), len(loop_vars)))
+        return values
+
+    def check(flag):
+        if not isinstance(flag, Variable) or flag.dtype != core.VarDesc.VarType.BOOL or \
+                list(flag.shape) not in ([1], []):
+            raise TypeError("while_loop: cond must return a bool Variable of shape [1], got %r" % (flag,))
+        return flag
+    pre_cond = check(cond(*loop_vars))
+    if pre_cond.block.program._eager is not None:
+        while bool(pre_cond.numpy().reshape(-1)[0]):
+            loop_vars = outputs_of(body(*loop_vars))
+            pre_cond = check(cond(*loop_vars))
+        return loop_vars
+    from rill.fluid.layers.tensor import assign
+    loop = While(pre_cond, is_test=is_test, name=name)
+    with loop.block():
+        outs = outputs_of(body(*loop_vars))
+        now_cond = check(cond(*outs))
+        for out, var in zip(outs, loop_vars):
+            if out is var:
+                continue
+            if is_array(var):
+                raise ValueError("while_loop: body must return the tensor array %s it was given (write into it)"
+                                 % var.name)
+            assign(out, var)
+        assign(now_cond, pre_cond)
+    return loop_vars
 
 
 def split_lod_tensor(input, mask, level=0):

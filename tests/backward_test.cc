@@ -114,8 +114,12 @@ TEST(Backward, AnOpWhoseGradientReachesNoInputGetsNoGradOp) {
   // here would have no output. The other path from w to the loss still gets its gradient.
   ProgramBuilder pb;
   pb.block(0).Var("w", RILL_FP32, {1}, true);
-  pb.block(0).Op("cast").Input("X", "w").Output("Out", "index").Attr("in_dtype", int64_t{RILL_FP32}).Attr(
-      "out_dtype", int64_t{RILL_INT64});
+  pb.block(0)
+      .Op("cast")
+      .Input("X", "w")
+      .Output("Out", "index")
+      .Attr("in_dtype", int64_t{RILL_FP32})
+      .Attr("out_dtype", int64_t{RILL_INT64});
   pb.block(0).Op("gather").Input("X", "table").Input("Index", "index").Output("Out", "rows");
   pb.block(0).Op("elementwise_mul").Input("X", "rows").Input("Y", "w").Output("Out", "scaled");
   pb.block(0).Op("mean").Input("X", "scaled").Output("Out", "loss");

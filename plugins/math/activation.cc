@@ -87,6 +87,28 @@ template <class T> void ClipIntegers(KernelContext& ctx) {
   });
 }
 
+// pow of integers (no gradient), as Paddle's: the factor truncated to an integer exponent
+// (FactorTensor's too), X multiplied by itself, wrapping on overflow as numpy's power does.
+template <class T> void PowIntegers(KernelContext& ctx) {
+  const double factor = Pow(ctx).factor;
+  if (factor < 0) throw Error("an integer X takes a factor of 0 or more, got " + std::to_string(factor));
+  const auto exponent = static_cast<uint64_t>(factor);
+  using U = std::make_unsigned_t<T>;
+  Tensor x = ctx.Input("X");
+  const T* px = x.data<T>();
+  T* po = ctx.AllocateOutput<T>("Out", x.dims_data(), x.ndim());
+  ParallelFor(x.numel(), 2.0 * sizeof(T) * x.numel(), [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      U result = 1, base = static_cast<U>(px[i]);
+      for (uint64_t e = exponent; e != 0; e >>= 1) {
+        if (e & 1) result = static_cast<U>(result * base);
+        base = static_cast<U>(base * base);
+      }
+      po[i] = static_cast<T>(result);
+    }
+  });
+}
+
 template <class T> void ScaleGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const T* pg = g.data<T>();
@@ -244,6 +266,7 @@ void RegisterActivation(Registrar& r) {
         .Attr("factor", 1.0, "the exponent")
         .Grad("pow_grad", "X,FactorTensor,Out@GRAD", "X");
   });
+  RegisterCpu<int32_t, int64_t>(r, "pow", [](auto t) { return &PowIntegers<decltype(t)>; });
   AddUnary<Reciprocal, float, double>(r, "reciprocal", "1 / X");
   AddUnary<Rsqrt, float, double>(r, "rsqrt", "1 / sqrt(X)");
   AddUnary<Expm1, float, double>(r, "expm1", "exp(X) - 1");

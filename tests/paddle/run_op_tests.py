@@ -52,7 +52,8 @@ array_read_write_op lod_array_length_op lod_tensor_array lod_tensor_array_ops lo
 shrink_rnn_memory while_op dyn_rnn dynrnn_gradient_check dynrnn_static_input dynamic_rnn_stop_gradient
 recurrent_op rnn_memory_helper_op
 conv2d_op_depthwise_conv elementwise_gradient_op nn_functional_hot_op arange truncated_gaussian_random_op gelu_op
-increment logical_op weight_decay gradient_clip regularizer optimizer tensor_array_to_tensor
+increment logical_op weight_decay gradient_clip regularizer optimizer tensor_array_to_tensor pow conditional_block
+executor_return_tensor_not_overwriting
 """.split()
 
 # Methods whose failure is a deliberate difference, each with its reason (harness.py).

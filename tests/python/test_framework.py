@@ -391,3 +391,30 @@ def test_operator_runs_one_op_on_a_scope():
     assert np.array(scope.find_var("p").get_tensor()).tolist() == [0.0, 1.0, 1.0]
     with pytest.raises(ValueError, match="no_such_op"):
         Operator("no_such_op")
+
+
+def test_program_pruning_from_feeds_parameter_info_and_seed():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = layers.data("x", [3])
+        h = layers.fc(x, size=2, act="relu")
+        out = layers.scale(h, 2.0)
+    assert [p.name for p in main.all_parameters()] == [p.name for p in main.global_block().all_parameters()]
+    assert len(main.all_parameters()) == 2
+    # fed at h, the fc's ops go: only the scale is left
+    assert [op.type for op in main._prune_with_input([h.name], [out]).global_block().ops] == ["scale"]
+    assert "mul" in [op.type for op in main._prune_with_input([], [out]).global_block().ops]
+    with pytest.raises(ValueError, match="can only be str"):
+        main._prune_with_input([2], [out])
+    parsed = fluid.Program.parse_from_string(main.serialize_to_string())
+    assert not parsed.all_parameters()
+    parsed._copy_param_info_from(main)
+    assert [p.name for p in parsed.all_parameters()] == [p.name for p in main.all_parameters()]
+    with pytest.raises(TypeError, match="with Program"):
+        parsed._copy_param_info_from("main")
+    with pytest.raises(ValueError, match="random_seed must be an integer"):
+        main.random_seed = "seed"
+    b = main._create_block()
+    assert (b.idx, b.parent_idx) == (1, 0)
+    main._rollback()
+    assert main.current_block().idx == 0

@@ -168,6 +168,19 @@ def test_a_feed_may_leave_off_trailing_dims_of_one(exe):
         exe.run(feed={"x": xs, "y": xs, "z": np.array([False])}, fetch_list=[out])
 
 
+def test_pow_of_integers(exe):
+    x = paddle.static.data("x", [5], "int64")
+    y = paddle.static.data("y", [5], "int32")
+    xs = np.array([0, 1, -3, 7, 3], "int64")
+    got = run(exe, {"x": xs, "y": xs.astype("int32")}, [paddle.pow(x, 3), paddle.pow(x, 0), paddle.pow(y, 2)])
+    np.testing.assert_array_equal(got[0], xs ** 3)
+    np.testing.assert_array_equal(got[1], np.ones(5))
+    np.testing.assert_array_equal(got[2], xs.astype("int32") ** 2)
+    assert got[0].dtype == np.int64 and got[2].dtype == np.int32
+    with pytest.raises(Exception, match="factor of 0 or more"):
+        run(exe, {"x": xs, "y": xs.astype("int32")}, [paddle.pow(x, -1)])
+
+
 def test_clip_of_integers(exe):
     i = paddle.static.data("i", [5], "int64")
     out = paddle.clip(i, min=-1.5, max=2.7)

@@ -13,6 +13,7 @@ checker fills them in; the runtime fills in the same defaults when it runs the o
 """
 import collections
 import contextlib
+import numbers
 
 import numpy as np
 from google.protobuf import text_format
@@ -708,7 +709,7 @@ class Program(object):
     def __init__(self):
         self.blocks = [Block(self, 0)]
         self.current_block_idx = 0
-        self.random_seed = 0
+        self._seed = 0
         self._version = 0
         self._desc_cache = (None, None)  # (version, ProgramDesc)
         self._current_role = OpRole.Forward
@@ -722,6 +723,34 @@ class Program(object):
 
     def _bump(self):
         self._version += 1
+
+    @property
+    def random_seed(self):
+        """The seed of the program's random ops whose own seed is 0 (0: a fresh one each run)."""
+        return self._seed
+
+    @random_seed.setter
+    def random_seed(self, seed):
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise ValueError("Program.random_seed must be an integer, got %r" % (seed,))
+        self._seed = int(seed)
+
+    def all_parameters(self):
+        """The program's parameters (those of its global block)."""
+        return self.global_block().all_parameters()
+
+    def _copy_param_info_from(self, other):
+        """Gives the variables of the global block that are parameters of `other`'s global
+        block (by name) their Parameter kind and attributes, as Paddle's (a program parsed
+        from a desc knows no parameters)."""
+        if not isinstance(other, Program):
+            raise TypeError("_copy_param_info_from should be invoked with Program, got %s" % type(other).__name__)
+        mine = self.global_block().vars
+        for name, v in other.global_block().vars.items():
+            if isinstance(v, Parameter) and name in mine:
+                mine[name].__class__ = Parameter
+                for attr in Parameter.ATTRIBUTES:
+                    setattr(mine[name], attr, getattr(v, attr))
 
     @property
     def op_role(self):
@@ -875,6 +904,9 @@ class Program(object):
     def rollback(self):
         self.current_block_idx = self.current_block().parent_idx
 
+    _create_block = create_block  # Paddle 1.x's names
+    _rollback = rollback
+
     def list_vars(self):
         for b in self.blocks:
             for v in b.vars.values():
@@ -891,10 +923,7 @@ class Program(object):
                 c = b.vars[name]
                 c._stop_gradient = v.stop_gradient
                 c.is_data = v.is_data
-                if isinstance(v, Parameter):
-                    c.__class__ = Parameter
-                    for attr in Parameter.ATTRIBUTES:
-                        setattr(c, attr, getattr(v, attr))
+        p._copy_param_info_from(self)
         if for_test:
             p._inference_optimize()
         return p
@@ -909,9 +938,19 @@ class Program(object):
 
     inference_optimize = _inference_optimize
 
-    def _prune(self, targets):
+    def _prune_with_input(self, feeded_var_names, targets):
+        """_prune, where the variables named feeded_var_names are fed: the ops that compute
+        them are dropped too."""
+        feeded = feeded_var_names if isinstance(feeded_var_names, (list, tuple)) else [feeded_var_names]
+        for name in feeded:
+            if not isinstance(name, str):
+                raise ValueError("All feeded_var_names of Program._prune_with_input() can only be str, but "
+                                 "received %s." % type(name).__name__)
+        return self._prune(targets, set(feeded))
+
+    def _prune(self, targets, feeded=()):
         """A copy of block 0 keeping only the ops ``targets`` (Variables, names or Operators)
-        depend on, as Fluid's Program.prune."""
+        depend on, as Fluid's Program.prune; none for the variables in `feeded`."""
         names = set()
         for t in targets if isinstance(targets, (list, tuple)) else [targets]:
             if isinstance(t, Operator):
@@ -921,11 +960,13 @@ class Program(object):
         p = self.clone()
         block = p.global_block()
         keep = []
+        names -= set(feeded)
         for op in reversed(block.ops):
             if set(op.output_arg_names) & names:
                 keep.append(op)
                 names.update(op.input_arg_names)
                 names.update(_sub_block_inputs(p, op))
+                names -= set(feeded)
         block.ops = list(reversed(keep))
         p._bump()
         return p

@@ -319,7 +319,9 @@ class OpTest(unittest.TestCase):
         exe = fluid.Executor(fluid.CPUPlace())
         return exe.run(program, feed=values, fetch_list=fetch, scope=scope or core.Scope(), return_numpy=False)
 
-    def _calc_output(self, place, no_check_set=None):
+    def _calc_output(self, place, parallel=False, no_check_set=None):
+        """(the outputs, their names). parallel: Paddle runs the program data-parallel over
+        its places; with the one CPU place that computes the same, so it runs as it is."""
         program = fluid.Program()
         op, feeds, outputs = self._build(program.global_block())
         fetch = list(getattr(self, "fetch_list", []))
@@ -351,7 +353,7 @@ class OpTest(unittest.TestCase):
         self._skip_unsupported(place)
         if self.dtype == np.float64 and self.op_type not in _FP64_OUTPUT_RELAXED:
             atol = 0
-        outs, fetch = self._calc_output(place, no_check_set)
+        outs, fetch = self._calc_output(place, no_check_set=no_check_set)
         got = dict(zip(fetch, outs))
         for slot, value in self.outputs.items():
             if no_check_set is not None and slot in no_check_set:

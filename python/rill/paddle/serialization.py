@@ -10,25 +10,14 @@ from rill.fluid.dygraph import checkpoint
 __all__ = ["save", "load"]
 
 
-def _to_arrays(obj):
-    """`obj` with each tensor in it (in lists, tuples and dicts) a numpy array."""
-    if isinstance(obj, framework.Variable):
-        return obj.numpy()
+def _converted(obj, kind, convert):
+    """`obj` with each leaf of type `kind` in it (in lists, tuples and dicts) convert(leaf)."""
+    if isinstance(obj, kind):
+        return convert(obj)
     if isinstance(obj, (list, tuple)):
-        return type(obj)(_to_arrays(v) for v in obj)
+        return type(obj)(_converted(v, kind, convert) for v in obj)
     if isinstance(obj, dict):
-        return {k: _to_arrays(v) for k, v in obj.items()}
-    return obj
-
-
-def _to_tensors(obj):
-    """`obj` with each numpy array in it a tensor (dynamic mode)."""
-    if isinstance(obj, np.ndarray):
-        return dygraph.to_variable(obj)
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_to_tensors(v) for v in obj)
-    if isinstance(obj, dict):
-        return {k: _to_tensors(v) for k, v in obj.items()}
+        return {k: _converted(v, kind, convert) for k, v in obj.items()}
     return obj
 
 
@@ -43,7 +32,7 @@ def save(obj, path, protocol=4, **configs):
     if isinstance(obj, dict) and any(isinstance(v, framework.Variable) for v in obj.values()):
         saved = checkpoint.saved_form(obj)
     else:
-        saved = _to_arrays(obj)
+        saved = _converted(obj, framework.Variable, lambda v: v.numpy())
     checkpoint.write_pickle(saved, path, protocol)
 
 
@@ -54,4 +43,4 @@ def load(path, return_numpy=False, keep_name_table=False, **configs):
     obj = checkpoint.read_pickle(path, "paddle.load")
     if isinstance(obj, dict) and not keep_name_table:
         obj.pop(checkpoint.NAME_TABLE, None)
-    return obj if return_numpy or not dygraph.enabled() else _to_tensors(obj)
+    return obj if return_numpy or not dygraph.enabled() else _converted(obj, np.ndarray, dygraph.to_variable)

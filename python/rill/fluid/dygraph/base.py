@@ -252,8 +252,8 @@ def _clear_gradient(self):
     if held is None or not held.is_initialized():
         return
     if held.kind() == "selected_rows":
+        values, _ = _gradient_value(held)
         rows = held.get_selected_rows()
-        values = np.array(rows.get_tensor())
         rows.set_rows([])
         rows.get_tensor().set(np.zeros((0,) + values.shape[1:], values.dtype), core.CPUPlace())
         return

@@ -8,11 +8,11 @@
 //   Out[i] = sum over row i of OutsideWeight * f(Diff)      ([N, 1])
 // and, with f'(d) = s2 * d or sign(d) on the same two sides,
 //   X@GRAD = Out@GRAD[i] * InsideWeight * OutsideWeight * f'(Diff),  Y@GRAD = -X@GRAD.
-#include <cmath>
 #include <string>
 #include <vector>
 
 #include "kernels.h"
+#include "loss_loops.h"
 #include "ops.h"
 #include "parallel_for.h"
 
@@ -54,30 +54,12 @@ template <class T> void SmoothL1Loss(KernelContext& ctx) {
   const int64_t rows = d[0], cols = rows > 0 ? x.numel() / rows : 0;
   const T *px = x.data<T>(), *py = y.data<T>();
   T* diff = ctx.AllocateOutput<T>("Diff", d);
-  const T edge = T(1) / s2;
   std::vector<T> loss(static_cast<size_t>(rows), T(0));
-  // A row at a time on the passes' team: Diff, f(Diff) weighted (into the chunk's own
-  // scratch), and its sum.
-  ParallelFor(rows, 3.0 * sizeof(T) * x.numel(), [&](int64_t, int64_t first, int64_t last) {
-    std::vector<T> scratch(static_cast<size_t>(cols));
-    VecMap<T> f(scratch.data(), cols);
-    for (int64_t i = first; i < last; ++i) {
-      const int64_t at = i * cols;
-      VecMap<T> dr(diff + at, cols);
-      dr = ConstVecMap<T>(px + at, cols) - ConstVecMap<T>(py + at, cols);
-      if (w.inside != nullptr) dr *= ConstVecMap<T>(w.inside + at, cols);
-      // Both sides computed and one chosen, which the compiler makes a vector blend (the
-      // flags CMakeLists.txt compiles the plugin with); Eigen's unaryExpr would call the
-      // formula one element at a time.
-      for (int64_t j = 0; j < cols; ++j) {
-        const T v = dr[j], a = std::abs(v);
-        const T quadratic = T(0.5) * s2 * v * v, linear = a - T(0.5) / s2;
-        f[j] = a < edge ? quadratic : linear;
-      }
-      if (w.outside != nullptr) f *= ConstVecMap<T>(w.outside + at, cols);
-      loss[static_cast<size_t>(i)] = f.sum();
-    }
-  });
+  const auto loops = loss::SmoothL1LoopsFor<T>();
+  ParallelFor(rows, (w.inside != nullptr ? 5.0 : 3.0) * sizeof(T) * x.numel(),
+              [&](int64_t, int64_t first, int64_t last) {
+                loops.forward(px, py, w.inside, w.outside, diff, loss.data(), cols, first, last, s2);
+              });
   std::copy(loss.begin(), loss.end(), ctx.AllocateOutput<T>("Out", {rows, 1}));
 }
 
@@ -91,21 +73,14 @@ template <class T> void SmoothL1LossGrad(KernelContext& ctx) {
   const T s2 = Sigma2<T>(ctx);
   const int64_t rows = d[0], cols = rows > 0 ? diff.numel() / rows : 0;
   const double bytes = (w.inside != nullptr ? 4.0 : 2.0) * sizeof(T) * static_cast<double>(diff.numel());
+  const auto loops = loss::SmoothL1LoopsFor<T>();
   // X@GRAD from the inputs, in row chunks on the team; Y@GRAD its negation (from X@GRAD's
   // values when both are asked for, so that neither pass reads an input the other's
   // output may have replaced).
   const auto from_inputs = [&](T sign, T* out) {
     const T *pd = ctx.Input("Diff").data<T>(), *pg = ctx.Input("Out@GRAD").data<T>();
     ParallelFor(rows, bytes, [&](int64_t, int64_t first, int64_t last) {
-      for (int64_t i = first; i < last; ++i) {
-        const T scale = sign * pg[i];
-        for (int64_t j = i * cols; j < (i + 1) * cols; ++j) {
-          const T v = pd[j];
-          const T df = std::abs(v) < T(1) / s2 ? s2 * v : static_cast<T>((T(0) < v) - (v < T(0)));
-          const T weight = w.inside != nullptr ? w.inside[j] * w.outside[j] : T(1);
-          out[j] = scale * weight * df;
-        }
-      }
+      loops.backward(pd, pg, w.inside, w.outside, out, cols, first, last, s2, sign);
     });
   };
   const std::initializer_list<const char*> inputs = {"Diff", "Out@GRAD", "InsideWeight", "OutsideWeight"};

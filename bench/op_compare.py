@@ -2,7 +2,7 @@
 not only what the model benchmarks time.
 
     PYTHONPATH=build/python /usr/bin/python3 bench/op_compare.py [ROUNDS] [--only OP,OP]
-        [--kinds forward,backward,small,fp64,int64]
+        [--kinds forward,backward,small,fp64,int64,bandwidth]
 
 The op list comes from the registry (`rill ops`), so a new op shows up here: each op is timed
 by the cases below that name it, or listed at the end as not covered (no PyTorch peer
@@ -25,6 +25,8 @@ Each standard case comes in up to five kinds (--kinds picks some; all by default
    the op in one program run by the C++ executor, against as many calls of the torch
    expression in a Python loop;
  - fp64 (float inputs made float64) and int64 (for the ops in INT64_OPS, inputs -100..100).
+The ops PyTorch has no counterpart for (the sequence ops, fed LoD tensors) make a sixth
+kind, bandwidth: each against memcpy of the bytes it reads and writes (bandwidth_cases).
 A derived kind is made only where the standard case allows it (a shape named in the attrs
 or the torch expression does not scale); a kind the op refuses (no gradient, no fp64
 kernel) is listed at the end with its reason rather than timed.
@@ -65,12 +67,13 @@ class Data(object):
     """An input described, made (from its seed) only when its case runs: the inputs of every
     case together would not fit in memory."""
 
-    def __init__(self, shape, dtype="float32", lo=-1.0, hi=1.0, seed=0):
+    def __init__(self, shape, dtype="float32", lo=-1.0, hi=1.0, seed=0, lens=None):
         self.shape, self.dtype, self.lo, self.hi, self.seed = tuple(shape), np.dtype(dtype), lo, hi, seed
+        self.lens = lens  # a LoD's recursive sequence lengths (fed as a LoDTensor), or None
 
     def but(self, shape=None, dtype=None, lo=None, hi=None):
         return Data(self.shape if shape is None else shape, self.dtype if dtype is None else dtype,
-                    self.lo if lo is None else lo, self.hi if hi is None else hi, self.seed)
+                    self.lo if lo is None else lo, self.hi if hi is None else hi, self.seed, self.lens)
 
     def make(self):
         rng = np.random.RandomState(self.seed)
@@ -200,6 +203,11 @@ def standard_cases():
     add("top_k_v2 10 of [1024, 4096]", "top_k_v2", {"X": x()}, {"k": 10}, "torch.topk(X, 10)", ("Out", "Indices"))
     add("norm (l2_normalize) dim 1 [1024, 4096]", "norm", {"X": x()}, {"axis": 1, "epsilon": 1e-10},
         "F.normalize(X, dim=1)", ("Out", "Norm"))
+    add("cos_sim of rows [1024, 4096]", "cos_sim", {"X": x(), "Y": x()}, {}, "F.cosine_similarity(X, Y, dim=1)",
+        ("Out", "XNorm", "YNorm"))
+    add("im2sequence 3x3 windows of [8, 32, 56, 56]", "im2sequence", {"X": x(shape=(8, 32, 56, 56))},
+        {"kernels": [3, 3], "strides": [1, 1], "paddings": [1, 1, 1, 1]},
+        "F.unfold(X, 3, padding=1).transpose(1, 2).reshape(-1, 288)")
 
     # Softmax family and losses.
     add("softmax [1024, 4096]", "softmax", {"X": x()}, {}, "torch.softmax(X, -1)")
@@ -350,7 +358,7 @@ INT64_OPS = {
     "flip", "roll", "tile", "expand_v2", "gather", "index_select", "cumsum", "where", "assign", "arg_max", "top_k_v2",
     "reshape2",
 }
-KINDS = ("forward", "backward", "small", "fp64", "int64")
+KINDS = ("forward", "backward", "small", "fp64", "int64", "bandwidth")
 
 
 def _scales(case):
@@ -379,6 +387,59 @@ def cases():
         if floats and case.op in INT64_OPS:
             out.append(case.derived("int64", case.label.replace(" [", " int64 [", 1),
                                     lambda d: d.but(dtype="int64", lo=-100, hi=100) if d.dtype == np.float32 else d))
+    return out
+
+
+def _lens(count, lo, hi):
+    """One LoD level: `count` sequence lengths in [lo, hi], from a fixed seed."""
+    return [[int(n) for n in np.random.RandomState(7).randint(lo, hi + 1, count)]]
+
+
+def bandwidth_cases():
+    """The ops PyTorch has no counterpart for (the sequence ops on LoD tensors), each at a
+    standard shape, to be held against memcpy of the bytes they move: 1024 sequences of 16
+    to 48 rows of 128 (about 16 MB), or of 512 to 1536 rows of one value."""
+    short, long_ = _lens(1024, 16, 48), _lens(1024, 512, 1536)
+    rows, long_rows = sum(short[0]), sum(long_[0])
+
+    def seq(width=128, dtype="float32", lo=-1.0, hi=1.0):
+        return Data((rows, width), dtype, lo, hi, lens=short)
+
+    def ids(lo, hi):
+        return Data((long_rows, 1), "int64", lo, hi, lens=long_)
+    out = []
+
+    def add(label, op, inputs, attrs, outputs=("Out",)):
+        out.append(Case(label, op, inputs, list(outputs), attrs, None, "bandwidth"))
+    per = "1024 sequences of [16-48, 128]"
+    add("sequence_pool SUM of " + per, "sequence_pool", {"X": seq()}, {"pooltype": "SUM"})
+    add("sequence_pool MAX of " + per, "sequence_pool", {"X": seq()}, {"pooltype": "MAX"}, ("Out", "MaxIndex"))
+    add("sequence_softmax of 1024 sequences of [512-1536, 1]", "sequence_softmax",
+        {"X": Data((long_rows, 1), lens=long_)}, {})
+    add("sequence_reverse of " + per, "sequence_reverse", {"X": seq()}, {}, ("Y",))
+    add("sequence_pad of " + per, "sequence_pad", {"X": seq(), "PadValue": Data((1,), lo=0, hi=0)},
+        {"padded_length": -1}, ("Out", "Length"))
+    add("sequence_unpad of [1024, 48, 128] to 16-48 rows", "sequence_unpad",
+        {"X": Data((1024, 48, 128)), "Length": Data((1024,), "int64", 16, 49)}, {})
+    add("sequence_expand_as of [1024, 128] to " + per, "sequence_expand_as",
+        {"X": Data((1024, 128)), "Y": seq(width=1)}, {})
+    add("sequence_expand of [1024, 128] by " + per, "sequence_expand",
+        {"X": Data((1024, 128)), "Y": seq(width=1)}, {"ref_level": -1})
+    add("sequence_concat of 2 x " + per, "sequence_concat", {"X": [seq(), seq()]}, {})
+    add("sequence_slice 16 rows of each of " + per, "sequence_slice",
+        {"X": seq(), "Offset": Data((1024, 1), "int64", 0, 1), "Length": Data((1024, 1), "int64", 16, 17)}, {})
+    add("sequence_reshape of " + per + " to rows of 64", "sequence_reshape", {"X": seq()}, {"new_dim": 64})
+    add("sequence_mask of 16384 lengths to 256", "sequence_mask", {"X": Data((16384,), "int64", 0, 257)},
+        {"maxlen": 256}, ("Y",))
+    add("sequence_enumerate windows of 4 in 1024 sequences of [512-1536] ids", "sequence_enumerate",
+        {"X": ids(0, 1000)}, {"win_size": 4})
+    add("sequence_erase of 3 ids from 1024 sequences of [512-1536] ids", "sequence_erase",
+        {"X": ids(0, 100)}, {"tokens": [1, 2, 3]})
+    add("sequence_scatter of 1024 sequences of 32 updates into [1024, 1024]", "sequence_scatter",
+        {"X": Data((1024, 1024)), "Ids": Data((32768, 1), "int64", 0, 1024, lens=[[32] * 1024]),
+         "Updates": Data((32768, 1), lens=[[32] * 1024])}, {})
+    add("lod_reset of " + per, "lod_reset", {"X": seq()}, {"target_lod": [0, rows // 2, rows]})
+    add("row_conv of 4 rows over " + per, "row_conv", {"X": seq(), "Filter": Data((4, 128))}, {})
     return out
 
 
@@ -464,13 +525,15 @@ def rill_program(case, repeats=1):
     feed, inputs = {}, {}
     for slot, value in case.arrays().items():
         arrays = value if isinstance(value, list) else [value]
+        described = case.inputs[slot] if isinstance(case.inputs[slot], list) else [case.inputs[slot]]
         names = []
-        for i, a in enumerate(arrays):
+        for i, (a, data) in enumerate(zip(arrays, described)):
             name = "%s_%d" % (slot, i)
             borrowed = rill.empty(a.shape, a.dtype)
             borrowed[...] = a
-            feed[name] = borrowed
-            block.create_var(name=name, shape=a.shape, dtype=a.dtype)
+            feed[name] = borrowed if data.lens is None else fluid.create_lod_tensor(borrowed, data.lens,
+                                                                                  fluid.CPUPlace())
+            block.create_var(name=name, shape=a.shape, dtype=a.dtype, lod_level=0 if data.lens is None else 1)
             names.append(name)
         inputs[slot] = names
     outputs = {}
@@ -568,6 +631,39 @@ def paired_times(rounds, only, kinds):
     return times, copies, refused
 
 
+def bandwidth_times(rounds, only):
+    """({label: (Rill's median, memcpy's median, the median of the rounds' ratios)}, {label:
+    why not timed}) for bandwidth_cases(): Rill's time against np.copyto of half the bytes
+    the op reads and writes (its inputs and outputs whole; memcpy reads each byte it
+    copies and writes it), timed in the same round, so that a ratio of 2 is half memcpy's
+    bandwidth."""
+    import rill.fluid as fluid
+    exe = fluid.Executor(fluid.CPUPlace())
+    times, refused = {}, {}
+    for case in bandwidth_cases():
+        if only and case.op not in only:
+            continue
+        prog, feed = rill_program(case)
+        for i in range(len(case.outputs)):
+            prog.global_block().var("out_%d" % i).persistable = True  # kept in `scope`, to be measured
+        scope = fluid.Scope()
+        run = lambda: exe.run(prog, feed=feed, fetch_list=[], scope=scope)  # noqa: E731
+        try:
+            run()
+        except Exception as e:
+            refused[case.label] = str(e).strip().splitlines()[0][:160]
+            continue
+        moved = sum(a.nbytes for v in case.arrays().values() for a in (v if isinstance(v, list) else [v]))
+        moved += sum(np.array(scope.find_var("out_%d" % i).get_tensor()).nbytes for i in range(len(case.outputs)))
+        ours, copies = [], []
+        for _ in range(rounds):
+            copies.append(_memcpy_seconds(moved // 2))
+            ours.append(_per_call(run))
+        ratio = statistics.median(a / b for a, b in zip(ours, copies))
+        times[case.label] = (statistics.median(ours), statistics.median(copies), ratio)
+    return times, refused
+
+
 def _memcpy_seconds(nbytes):
     """One round of memcpy (numpy's copyto: one thread) of nbytes."""
     src = np.ones(nbytes, np.uint8)
@@ -590,7 +686,9 @@ def main():
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         sys.exit("--kinds: unknown %s (the kinds are %s)" % (", ".join(unknown), ", ".join(KINDS)))
-    times, copies, refused = paired_times(ROUNDS, only, kinds)
+    times, copies, refused = paired_times(ROUNDS, only, [k for k in kinds if k != "bandwidth"])
+    bandwidth, bandwidth_refused = bandwidth_times(ROUNDS, only) if "bandwidth" in kinds else ({}, {})
+    refused.update(bandwidth_refused)
     kind_of = {c.label: c.kind for c in cases()}
     print("| op, shape (fp32 unless named) | Rill | PyTorch | Rill / PyTorch |")
     print("|---|---|---|---|")
@@ -612,11 +710,16 @@ def main():
               "against memcpy of the bytes they hold (%d; goal: at most 2, half memcpy's bandwidth):" % len(copies))
         for label, (a, b, r) in sorted(copies.items(), key=lambda row: -row[1][2]):
             print("  %.2f  %s (%.3f ms, memcpy %.3f ms)" % (r, label, a * 1e3, b * 1e3))
+    if bandwidth:
+        print("\nops PyTorch has no counterpart for, against memcpy of half the bytes they read and write (%d; goal: "
+              "at most 2, half memcpy's bandwidth):" % len(bandwidth))
+        for label, (a, b, r) in sorted(bandwidth.items(), key=lambda row: -row[1][2]):
+            print("  %.2f  %s (%.3f ms, memcpy %.3f ms)" % (r, label, a * 1e3, b * 1e3))
     if refused:
         print("\nnot timed (%d):" % len(refused))
         for label, why in refused.items():
             print("  %s: %s" % (label, why))
-    covered = {c.op for c in cases()}
+    covered = {c.op for c in cases() + bandwidth_cases()}
     missing = [op for op in registry_ops() if op not in covered and op not in NOT_KERNELS and op not in DETECTION]
     print("\nops of the registry without a case yet (%d): %s" % (len(missing), " ".join(missing)))
     print("detection ops, timed by bench/detection_compare.py (%d): %s" % (len(DETECTION), " ".join(sorted(DETECTION))))

@@ -141,6 +141,16 @@ template <class Set, class T> double SumOfSquares(const T* x, int64_t n) {
   return sum;
 }
 
+template <class Set, class T>
+void KeepMax(T* __restrict m, int32_t* __restrict idx, const T* __restrict v, int64_t n, int32_t row) {
+  for (int64_t k = 0; k < n; ++k) {
+    const T a = v[k], b = m[k];
+    const int32_t wins = a > b;  // 0 or 1: the index moves by arithmetic, which vectorizes as a blend
+    m[k] = a > b ? a : b;
+    idx[k] += (row - idx[k]) * wins;  // both in [0, rows): no overflow
+  }
+}
+
 #define RILL_MATH_REDUCTION_LOOPS(R, T)                                  \
   template T Row<RILL_MATH_ISA_TAG, Reduction::R, T>(const T*, int64_t); \
   template void Rows<RILL_MATH_ISA_TAG, Reduction::R, T>(T*, const T*, int64_t);
@@ -159,5 +169,7 @@ RILL_MATH_REDUCTION_LOOPS(kMax, uint8_t)
 RILL_MATH_REDUCTION_LOOPS(kMin, uint8_t)
 template double SumOfSquares<RILL_MATH_ISA_TAG, float>(const float*, int64_t);
 template double SumOfSquares<RILL_MATH_ISA_TAG, double>(const double*, int64_t);
+template void KeepMax<RILL_MATH_ISA_TAG, float>(float*, int32_t*, const float*, int64_t, int32_t);
+template void KeepMax<RILL_MATH_ISA_TAG, double>(double*, int32_t*, const double*, int64_t, int32_t);
 
 }  // namespace rill::math::reduction

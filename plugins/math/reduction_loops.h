@@ -41,6 +41,11 @@ template <class Set, Reduction R, class T> void Rows(T* acc, const T* x, int64_t
 // The sum of x[0, n)'s squares, in double (float and double).
 template <class Set, class T> double SumOfSquares(const T* x, int64_t n);
 
+// A running maximum with where it came from: m = max(m, v) element by element over n, the
+// earlier row kept on ties and against NaN (a strict >), and idx = row where v won (float
+// and double; sequence_pool's MAX).
+template <class Set, class T> void KeepMax(T* m, int32_t* idx, const T* v, int64_t n, int32_t row);
+
 // MathIsa()'s loops for R over T, picked on first use.
 template <Reduction R, class T> const Loops<T>& LoopsFor() {
   static const Loops<T> loops = ForMathIsa([](auto set) {
@@ -53,6 +58,12 @@ template <Reduction R, class T> const Loops<T>& LoopsFor() {
 // MathIsa()'s SumOfSquares over T.
 template <class T> auto SumOfSquaresFor() {
   static const auto loop = ForMathIsa([](auto set) { return &SumOfSquares<decltype(set), T>; });
+  return loop;
+}
+
+// MathIsa()'s KeepMax over T.
+template <class T> auto KeepMaxFor() {
+  static const auto loop = ForMathIsa([](auto set) { return &KeepMax<decltype(set), T>; });
   return loop;
 }
 

@@ -17,6 +17,7 @@
 #include "kernels.h"
 #include "ops.h"
 #include "parallel_for.h"
+#include "reduction_loops.h"
 #include "sequence.h"
 
 namespace rill::math {
@@ -42,6 +43,12 @@ template <class T> T Divisor(Pool pool, uint64_t length) {
   return T(1);
 }
 
+// m = max(m, v) element by element, without the index (the one KeepMax writes unwanted):
+// branch-free over rows that do not overlap, so one vector loop of compares and blends.
+template <class T> void KeepMax(T* __restrict m, const T* __restrict v, int64_t width) {
+  for (int64_t k = 0; k < width; ++k) m[k] = v[k] > m[k] ? v[k] : m[k];
+}
+
 template <class T> void SequencePool(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   const std::vector<uint64_t> o = SequenceOffsets(ctx.op(), "X", x, 2);
@@ -54,6 +61,7 @@ template <class T> void SequencePool(KernelContext& ctx) {
   const T* px = x.data<T>();
   int32_t* index =
       pool == Pool::kMax && ctx.HasOutput("MaxIndex") ? ctx.AllocateOutput<int32_t>("MaxIndex", dims) : nullptr;
+  const auto keep_max = reduction::KeepMaxFor<T>();
   WriteOutput<T>(ctx, "Out", {"X"}, dims, [&](T* out) {
     ParallelFor(seqs, static_cast<double>(x.numel()) * sizeof(T), [&](int64_t, int64_t first, int64_t last) {
       for (int64_t s = first; s < last; ++s) {
@@ -73,11 +81,10 @@ template <class T> void SequencePool(KernelContext& ctx) {
             if (index != nullptr) std::fill(index + s * width, index + (s + 1) * width, static_cast<int32_t>(begin));
             for (uint64_t r = begin + 1; r < end; ++r) {
               const T* v = px + static_cast<int64_t>(r) * width;
-              for (int64_t k = 0; k < width; ++k) {
-                if (v[k] > row[k]) {
-                  row[k] = v[k];
-                  if (index != nullptr) index[s * width + k] = static_cast<int32_t>(r);
-                }
+              if (index != nullptr) {
+                keep_max(out + s * width, index + s * width, v, width, static_cast<int32_t>(r));
+              } else {
+                KeepMax(out + s * width, v, width);
               }
             }
             break;

@@ -4,13 +4,13 @@
 // sequence contributes nothing. Each sequence subtracts its maximum first, as a stable
 // softmax does. The gradient, per sequence: dX = Out * (dOut - sum(dOut * Out)).
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "kernels.h"
 #include "ops.h"
 #include "parallel_for.h"
 #include "sequence.h"
+#include "softmax_loops.h"
 
 namespace rill::math {
 namespace {
@@ -30,15 +30,13 @@ template <class T> void SequenceSoftmax(KernelContext& ctx) {
   const std::vector<std::vector<uint64_t>> lod = x.lod();
   const T* px = x.data<T>();
   const int64_t seqs = static_cast<int64_t>(o.size()) - 1;
+  const auto loops = softmax::LoopsFor<T>();  // each sequence one vector of softmax's loops
   WriteOutput<T>(ctx, "Out", {"X"}, x.dims(), [&](T* out) {
     ParallelFor(seqs, 3.0 * static_cast<double>(x.numel()) * sizeof(T), [&](int64_t, int64_t first, int64_t last) {
       for (int64_t s = first; s < last; ++s) {
         const uint64_t b = o[static_cast<size_t>(s)], n = o[static_cast<size_t>(s) + 1] - b;
         if (n == 0) continue;
-        const ConstVecMap<T> in(px + b, static_cast<int64_t>(n));
-        VecMap<T> y(out + b, static_cast<int64_t>(n));
-        y = (in - in.maxCoeff()).exp();
-        y /= y.sum();
+        loops.forward(px + b, out + b, nullptr, softmax::Vectors{1, static_cast<int64_t>(n), 1}, 0, 1, false);
       }
     });
   });
@@ -56,12 +54,12 @@ template <class T> void SequenceSoftmaxGrad(KernelContext& ctx) {
   const std::vector<std::vector<uint64_t>> lod = x.lod();
   const T *py = y.data<T>(), *pg = g.data<T>();
   const int64_t seqs = static_cast<int64_t>(o.size()) - 1;
+  const auto loops = softmax::LoopsFor<T>();
   WriteOutput<T>(ctx, "X@GRAD", {"X", "Out", "Out@GRAD"}, x.dims(), [&](T* dx) {
     ParallelFor(seqs, 3.0 * static_cast<double>(x.numel()) * sizeof(T), [&](int64_t, int64_t first, int64_t last) {
       for (int64_t s = first; s < last; ++s) {
         const uint64_t b = o[static_cast<size_t>(s)], n = o[static_cast<size_t>(s) + 1] - b;
-        const ConstVecMap<T> out(py + b, static_cast<int64_t>(n)), dout(pg + b, static_cast<int64_t>(n));
-        VecMap<T>(dx + b, static_cast<int64_t>(n)) = out * (dout - (dout * out).sum());
+        loops.backward(py + b, pg + b, dx + b, softmax::Vectors{1, static_cast<int64_t>(n), 1}, 0, 1, false);
       }
     });
   });

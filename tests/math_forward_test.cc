@@ -2201,6 +2201,44 @@ TEST_F(MathForward, SequenceEraseDropsTheTokensAndRecountsTheLoD) {
   EXPECT_EQ(Get("out").lod(), (core::LoD{{0, 2, 3}, {0, 1, 1, 2}}));
 }
 
+// Long sequences (the instruction set's vector loops, a register of ids at a time), of
+// int32 and int64 ids, with a short list of tokens and one longer than the vector path
+// takes: each matches erasing id by id. A sequence whose tail is all tokens, and one
+// that is nothing else, end where they should.
+TEST_F(MathForward, SequenceEraseOfLongSequencesMatchesErasingIdByIdForEveryListAndType) {
+  const std::vector<uint64_t> offsets = {0, 100, 137, 187};
+  std::vector<double> ids;
+  for (int i = 0; i < 187; ++i) ids.push_back(static_cast<double>((i * 7919) % 23));
+  for (int i = 127; i < 137; ++i) ids[static_cast<size_t>(i)] = 4;  // the second sequence's tail
+  for (int i = 137; i < 187; ++i) ids[static_cast<size_t>(i)] = 9;  // all of the third
+  const std::vector<std::vector<int64_t>> lists = {{1, 4, 9}, {1, 4, 9, 11, 12, 13, 14, 15, 16, 17}};
+  for (const char* type : {"int32", "int64"}) {
+    for (const auto& tokens : lists) {
+      SCOPED_TRACE(std::string(type) + ", " + std::to_string(tokens.size()) + " tokens");
+      if (std::string(type) == "int32") {
+        Set<int32_t>("x", {187, 1}, ids);
+      } else {
+        Set<int64_t>("x", {187, 1}, ids);
+      }
+      scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {offsets};
+      Op("sequence_erase").Input("X", "x").Output("Out", "out").Attr("tokens", tokens);
+      ASSERT_EQ(Run(), "");
+      std::vector<double> kept;
+      std::vector<uint64_t> level = {0};
+      for (size_t s = 0; s + 1 < offsets.size(); ++s) {
+        for (uint64_t r = offsets[s]; r < offsets[s + 1]; ++r) {
+          const auto id = static_cast<int64_t>(ids[r]);
+          if (std::find(tokens.begin(), tokens.end(), id) == tokens.end()) kept.push_back(ids[r]);
+        }
+        level.push_back(kept.size());
+      }
+      EXPECT_EQ(Values("out"), kept);
+      EXPECT_EQ(Get("out").lod(), (core::LoD{level}));
+      EXPECT_EQ(level[3], level[2]);  // the third sequence was all tokens
+    }
+  }
+}
+
 // Sequence s of Ids adds into row s of X; a repeated id adds twice.
 TEST_F(MathForward, SequenceScatterAddsEachSequenceIntoItsRow) {
   Set<float>("x", {2, 3}, {1, 1, 1, 2, 2, 2});

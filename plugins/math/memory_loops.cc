@@ -7,6 +7,10 @@
 #include <algorithm>
 #include <cstring>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 #if !defined(RILL_MATH_ISA_TAG)
 #error "memory_loops.cc is compiled by rill_math_isa_objects (CMakeLists.txt), once per set"
 #endif
@@ -114,6 +118,66 @@ void Transpose(const Word* from, int64_t from_stride, Word* to, int64_t to_strid
   one_by_one(whole_rows, rows, 0, cols);
 }
 
+namespace {  // each set's object its own copy (isa.h)
+
+// Written out, not a loop over the list, so that the loop over words is the innermost one
+// and vectorizes.
+static_assert(kMatchWords == 8);
+template <class Word> int Unmatched(Word w, const Word (&l)[kMatchWords]) {
+  return (w != l[0]) & (w != l[1]) & (w != l[2]) & (w != l[3]) & (w != l[4]) & (w != l[5]) & (w != l[6]) & (w != l[7]);
+}
+
+}  // namespace
+
+template <class Set, class Word> int64_t CountUnmatched(const Word* from, int64_t n, const Word* list) {
+  Word l[kMatchWords];
+  std::copy(list, list + kMatchWords, l);
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i) count += Unmatched(from[i], l);
+  return count;
+}
+
+template <class Set, class Word>
+void CopyUnmatched(const Word* from, [[maybe_unused]] int64_t n, Word* to, int64_t count, const Word* list) {
+  Word l[kMatchWords];
+  std::copy(list, list + kMatchWords, l);
+  int64_t i = 0, k = 0;
+#if defined(__AVX512F__)
+  // A register of words at a time: the unmatched moved to its front (compress) and the
+  // whole register stored, its lanes past them overwritten by the next store; a store is
+  // made only while a whole register still fits in to[0, count).
+  // The list's words broadcast once; each register's eight compares independent, their
+  // masks combined pairwise (a chain of three, not eight).
+  constexpr int64_t kLanes = 64 / sizeof(Word);
+  __m512i t[kMatchWords];
+  for (int j = 0; j < kMatchWords; ++j) {
+    t[j] =
+        sizeof(Word) == 8 ? _mm512_set1_epi64(static_cast<long long>(l[j])) : _mm512_set1_epi32(static_cast<int>(l[j]));
+  }
+  const auto differs = [&t](__m512i v, int j) -> uint32_t {
+    if constexpr (sizeof(Word) == 8) return _mm512_cmpneq_epu64_mask(v, t[j]);
+    return _mm512_cmpneq_epu32_mask(v, t[j]);
+  };
+  for (; i + kLanes <= n && k + kLanes <= count; i += kLanes) {
+    const __m512i v = _mm512_loadu_si512(from + i);
+    const uint32_t keep = ((differs(v, 0) & differs(v, 1)) & (differs(v, 2) & differs(v, 3))) &
+                          ((differs(v, 4) & differs(v, 5)) & (differs(v, 6) & differs(v, 7)));
+    if constexpr (sizeof(Word) == 8) {
+      _mm512_storeu_si512(to + k, _mm512_maskz_compress_epi64(static_cast<__mmask8>(keep), v));
+    } else {
+      _mm512_storeu_si512(to + k, _mm512_maskz_compress_epi32(static_cast<__mmask16>(keep), v));
+    }
+    k += __builtin_popcount(keep);
+  }
+#endif
+  // Every word is written at the next free place, which moves on only past an unmatched
+  // one; the loop ends with the last of those, so nothing is written at to[count] or past.
+  for (; k < count; ++i) {
+    to[k] = from[i];
+    k += Unmatched(from[i], l);
+  }
+}
+
 template void Fill<RILL_MATH_ISA_TAG, uint8_t>(uint8_t*, int64_t, uint8_t);
 template void Fill<RILL_MATH_ISA_TAG, uint16_t>(uint16_t*, int64_t, uint16_t);
 template void Fill<RILL_MATH_ISA_TAG, uint32_t>(uint32_t*, int64_t, uint32_t);
@@ -124,6 +188,10 @@ template void Reverse<RILL_MATH_ISA_TAG, uint8_t>(const uint8_t*, uint8_t*, int6
 template void Reverse<RILL_MATH_ISA_TAG, uint16_t>(const uint16_t*, uint16_t*, int64_t);
 template void Reverse<RILL_MATH_ISA_TAG, uint32_t>(const uint32_t*, uint32_t*, int64_t);
 template void Reverse<RILL_MATH_ISA_TAG, uint64_t>(const uint64_t*, uint64_t*, int64_t);
+template int64_t CountUnmatched<RILL_MATH_ISA_TAG, uint32_t>(const uint32_t*, int64_t, const uint32_t*);
+template int64_t CountUnmatched<RILL_MATH_ISA_TAG, uint64_t>(const uint64_t*, int64_t, const uint64_t*);
+template void CopyUnmatched<RILL_MATH_ISA_TAG, uint32_t>(const uint32_t*, int64_t, uint32_t*, int64_t, const uint32_t*);
+template void CopyUnmatched<RILL_MATH_ISA_TAG, uint64_t>(const uint64_t*, int64_t, uint64_t*, int64_t, const uint64_t*);
 template void Transpose<RILL_MATH_ISA_TAG, uint32_t>(const uint32_t*, int64_t, uint32_t*, int64_t, int64_t, int64_t);
 template void Transpose<RILL_MATH_ISA_TAG, uint64_t>(const uint64_t*, int64_t, uint64_t*, int64_t, int64_t, int64_t);
 

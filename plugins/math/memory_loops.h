@@ -43,6 +43,17 @@ template <class Set, class Word>
 void Transpose(const Word* from, int64_t from_stride, Word* to, int64_t to_stride, int64_t rows, int64_t cols);
 
 // MathIsa()'s copies of each.
+// Words matched against a list of kMatchWords (a shorter list padded with its first):
+// CountUnmatched counts the words of from[0, n) equal to none of `list`; CopyUnmatched
+// writes them, in order, to to[0, count), count being what CountUnmatched answered, not
+// overlapping from (sequence_erase; uint32_t and uint64_t). A fixed number of compares
+// per word, with no branch, so both are vector loops (the copy's at AVX-512's width, where
+// a register's unmatched words can be moved together).
+constexpr int kMatchWords = 8;
+template <class Set, class Word> int64_t CountUnmatched(const Word* from, int64_t n, const Word* list);
+template <class Set, class Word>
+void CopyUnmatched(const Word* from, int64_t n, Word* to, int64_t count, const Word* list);
+
 template <class Word> auto FillFor() {
   static const auto loop = ForMathIsa([](auto set) { return &Fill<decltype(set), Word>; });
   return loop;
@@ -57,6 +68,14 @@ inline auto XorBytesFor() {
 }
 template <class Word> auto ReverseFor() {
   static const auto loop = ForMathIsa([](auto set) { return &Reverse<decltype(set), Word>; });
+  return loop;
+}
+template <class Word> auto CountUnmatchedFor() {
+  static const auto loop = ForMathIsa([](auto set) { return &CountUnmatched<decltype(set), Word>; });
+  return loop;
+}
+template <class Word> auto CopyUnmatchedFor() {
+  static const auto loop = ForMathIsa([](auto set) { return &CopyUnmatched<decltype(set), Word>; });
   return loop;
 }
 template <class Word> auto TransposeFor() {

@@ -4,11 +4,13 @@
 // of Filter [K, D]: Out[t] = sum over k < K with t + k in the sequence of X[t + k] * W[k].
 // X is [R, D] with LoD (its last level's sequences) or, without LoD, [B, T, D] (each of B a
 // sequence of T rows). Out is shaped like X and keeps its LoD.
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 #include "sequence.h"
 
 namespace rill::math {
@@ -46,17 +48,32 @@ template <class F> void ForEachLookahead(const Rows& r, int64_t context, F f) {
   }
 }
 
+// out[0, d) = the sum over k < reach of x[k * d + j] * w[k * d + j], in k's order.
+template <class T>
+void AddLookahead(T* __restrict out, const T* __restrict x, const T* __restrict w, int64_t reach, int64_t d) {
+  for (int64_t j = 0; j < d; ++j) out[j] = x[j] * w[j];
+  for (int64_t k = 1; k < reach; ++k) {
+    for (int64_t j = 0; j < d; ++j) out[j] += x[k * d + j] * w[k * d + j];
+  }
+}
+
 template <class T> void RowConv(KernelContext& ctx) {
   Tensor x = ctx.Input("X"), filter = ctx.Input("Filter");
   const Rows r = RowsOf(ctx, x, filter);
-  const int64_t rows = r.width > 0 ? x.numel() / r.width : 0, context = filter.dims()[0];
-  ConstMatrixMap<T> in(x.data<T>(), rows, r.width), w(filter.data<T>(), context, r.width);
+  const int64_t context = filter.dims()[0];
   const std::vector<std::vector<uint64_t>> lod = x.lod();
+  const T *px = x.data<T>(), *pw = filter.data<T>();
+  const int64_t d = r.width, seqs = static_cast<int64_t>(r.offsets.size()) - 1;
+  // A row of Out at a time, whole (its K terms added in k's order), in sequence chunks on
+  // the team: each row written once, its inputs a few rows that stay in cache.
   WriteOutput<T>(ctx, "Out", {"X", "Filter"}, x.dims(), [&](T* p) {
-    MatrixMap<T> out(p, rows, r.width);
-    out.setZero();
-    ForEachLookahead(r, context, [&](int64_t k, int64_t t0, int64_t n) {
-      out.middleRows(t0, n).array() += in.middleRows(t0 + k, n).array().rowwise() * w.row(k).array();
+    ParallelFor(seqs, 2.0 * sizeof(T) * static_cast<double>(x.numel()), [&](int64_t, int64_t first, int64_t last) {
+      for (int64_t s = first; s < last; ++s) {
+        const auto end = static_cast<int64_t>(r.offsets[static_cast<size_t>(s) + 1]);
+        for (auto t = static_cast<int64_t>(r.offsets[static_cast<size_t>(s)]); t < end; ++t) {
+          AddLookahead(p + t * d, px + t * d, pw, std::min(context, end - t), d);
+        }
+      }
     });
   });
   ctx.Output("Out").set_lod(lod);

@@ -9,14 +9,22 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 
 namespace rill::math {
 namespace {
 
+// Each row of Y is two fills, its first min(max(X, 0), maxlen) entries one and the rest
+// zero, in row chunks on the team.
 template <class Out, class In> void WriteMask(const In* x, int64_t n, int64_t maxlen, Out* y) {
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j < maxlen; ++j) y[i * maxlen + j] = static_cast<Out>(j < static_cast<int64_t>(x[i]));
-  }
+  ParallelFor(n, static_cast<double>(n) * static_cast<double>(maxlen) * sizeof(Out),
+              [&](int64_t, int64_t first, int64_t last) {
+                for (int64_t i = first; i < last; ++i) {
+                  const int64_t ones = std::clamp(static_cast<int64_t>(x[i]), int64_t{0}, maxlen);
+                  std::fill(y + i * maxlen, y + i * maxlen + ones, Out(1));
+                  std::fill(y + i * maxlen + ones, y + (i + 1) * maxlen, Out(0));
+                }
+              });
 }
 
 template <class T> void SequenceMask(KernelContext& ctx) {

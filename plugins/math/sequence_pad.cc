@@ -16,6 +16,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 #include "sequence.h"
 
 namespace rill::math {
@@ -57,18 +58,25 @@ template <class T> void SequencePad(KernelContext& ctx) {
   dims[0] = padded;
   dims.insert(dims.begin(), seqs);
   const T *px = x.data<T>(), *pv = pad.data<T>();
+  // Each sequence's block of Out in sequence chunks on the team: its rows copied in one
+  // piece (they follow one another in X as in Out), then its padding rows filled.
   WriteOutput<T>(ctx, "Out", {"X", "PadValue"}, dims, [&](T* out) {
-    for (int64_t r = 0; r < seqs * padded; ++r) {
-      VecMap<T> row(out + r * width, width);
-      if (pad.numel() == 1) {
-        row.setConstant(pv[0]);
-      } else {
-        row = ConstVecMap<T>(pv, width);
-      }
-    }
-    ForEachSequenceRow(o, padded, [&](uint64_t from, uint64_t to) {
-      std::memcpy(out + to * width, px + from * width, sizeof(T) * static_cast<size_t>(width));
-    });
+    ParallelFor(seqs, 2.0 * sizeof(T) * static_cast<double>(seqs * padded * width),
+                [&](int64_t, int64_t first, int64_t last) {
+                  for (int64_t s = first; s < last; ++s) {
+                    const auto length = static_cast<int64_t>(o[s + 1] - o[s]);
+                    T* block = out + s * padded * width;
+                    std::memcpy(block, px + o[s] * width, sizeof(T) * static_cast<size_t>(length * width));
+                    for (int64_t r = length; r < padded; ++r) {
+                      VecMap<T> row(block + r * width, width);
+                      if (pad.numel() == 1) {
+                        row.setConstant(pv[0]);
+                      } else {
+                        row = ConstVecMap<T>(pv, width);
+                      }
+                    }
+                  }
+                });
   });
   int64_t* length = ctx.AllocateOutput<int64_t>("Length", {seqs});
   for (int64_t s = 0; s < seqs; ++s) length[s] = static_cast<int64_t>(o[s + 1] - o[s]);

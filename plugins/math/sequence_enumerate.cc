@@ -8,6 +8,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 #include "sequence.h"
 
 namespace rill::math {
@@ -23,15 +24,19 @@ template <class T> void SequenceEnumerate(KernelContext& ctx) {
   const T pad = static_cast<T>(ctx.Attr<int64_t>("pad_value"));
   const T* px = x.data<T>();
   const std::vector<std::vector<uint64_t>> lod = x.lod();
+  const auto seqs = static_cast<int64_t>(o.size()) - 1;
   WriteOutput<T>(ctx, "Out", {"X"}, {d[0], win}, [&](T* out) {
-    for (size_t s = 0; s + 1 < o.size(); ++s) {
-      for (uint64_t t = o[s]; t < o[s + 1]; ++t) {
-        for (int64_t k = 0; k < win; ++k) {
-          const uint64_t at = t + static_cast<uint64_t>(k);
-          out[static_cast<int64_t>(t) * win + k] = at < o[s + 1] ? px[at] : pad;
-        }
-      }
-    }
+    ParallelFor(seqs, static_cast<double>(d[0]) * static_cast<double>(win + 1) * sizeof(T),
+                [&](int64_t, int64_t first, int64_t last) {
+                  for (auto s = static_cast<size_t>(first); s < static_cast<size_t>(last); ++s) {
+                    for (uint64_t t = o[s]; t < o[s + 1]; ++t) {
+                      for (int64_t k = 0; k < win; ++k) {
+                        const uint64_t at = t + static_cast<uint64_t>(k);
+                        out[static_cast<int64_t>(t) * win + k] = at < o[s + 1] ? px[at] : pad;
+                      }
+                    }
+                  }
+                });
   });
   ctx.Output("Out").set_lod(lod);
 }

@@ -203,6 +203,10 @@ def standard_cases():
     add("top_k_v2 10 of [1024, 4096]", "top_k_v2", {"X": x()}, {"k": 10}, "torch.topk(X, 10)", ("Out", "Indices"))
     add("norm (l2_normalize) dim 1 [1024, 4096]", "norm", {"X": x()}, {"axis": 1, "epsilon": 1e-10},
         "F.normalize(X, dim=1)", ("Out", "Norm"))
+    add("lstm_unit [1024, 4 x 1024] gates", "lstm_unit", {"X": x(shape=(1024, 4096)), "C_prev": x(shape=(1024, 1024))},
+        {"forget_bias": 0.0},
+        "(lambda i, f, o, j: (lambda c: (c, torch.sigmoid(o) * torch.tanh(c)))("
+        "C_prev * torch.sigmoid(f) + torch.sigmoid(i) * torch.tanh(j)))(*X.chunk(4, 1))", ("C", "H"))
     add("cos_sim of rows [1024, 4096]", "cos_sim", {"X": x(), "Y": x()}, {}, "F.cosine_similarity(X, Y, dim=1)",
         ("Out", "XNorm", "YNorm"))
     add("im2sequence 3x3 windows of [8, 32, 56, 56]", "im2sequence", {"X": x(shape=(8, 32, 56, 56))},
@@ -443,6 +447,8 @@ def bandwidth_cases():
     return out
 
 
+# Timed against nn.LSTM and nn.GRU on packed sequences by bench/rnn_compare.py.
+RNNS = {"lstm", "gru"}
 # Timed against torchvision and numpy at a detector's shapes by bench/detection_compare.py.
 DETECTION = {"box_coder", "density_prior_box", "iou_similarity", "matrix_nms", "multiclass_nms", "multiclass_nms2",
              "multiclass_nms3", "prior_box", "roi_align", "roi_pool", "yolo_box"}
@@ -720,9 +726,11 @@ def main():
         for label, why in refused.items():
             print("  %s: %s" % (label, why))
     covered = {c.op for c in cases() + bandwidth_cases()}
-    missing = [op for op in registry_ops() if op not in covered and op not in NOT_KERNELS and op not in DETECTION]
+    missing = [op for op in registry_ops()
+               if op not in covered and op not in NOT_KERNELS and op not in DETECTION and op not in RNNS]
     print("\nops of the registry without a case yet (%d): %s" % (len(missing), " ".join(missing)))
     print("detection ops, timed by bench/detection_compare.py (%d): %s" % (len(DETECTION), " ".join(sorted(DETECTION))))
+    print("recurrent ops, timed by bench/rnn_compare.py (%d): %s" % (len(RNNS), " ".join(sorted(RNNS))))
     print("not kernels to time one at a time (%d): %s" % (len(NOT_KERNELS), " ".join(sorted(NOT_KERNELS))))
 
 

@@ -10,7 +10,10 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
+#include "activation_functors.h"
+#include "activation_loops.h"
 #include "kernels.h"
 #include "ops.h"
 #include "parallel_for.h"
@@ -35,14 +38,28 @@ template <class T> void LstmUnitForward(KernelContext& ctx) {
   const T forget_bias = static_cast<T>(ctx.Attr<float>("forget_bias"));
   const T* xv = x.data<T>();
   const T* cp = c_prev.data<T>();
+  // A row at a time, in row chunks on the team: its gates activated by the activations'
+  // vector loops into a chunk's own [4D] (i, f, o, j), then C and H from them.
+  const activation::Sigmoid sigmoid(ctx);
+  const activation::Tanh tanh(ctx);
+  const auto sigmoids = activation::LoopsFor<activation::Sigmoid, T>().forward;
+  const auto tanhs = activation::LoopsFor<activation::Tanh, T>().forward;
   WriteOutput<T>(ctx, "C", {"X", "C_prev"}, {n, d}, [&](T* c) {
     WriteOutput<T>(ctx, "H", {"X", "C_prev"}, {n, d}, [&](T* h) {
-      ParallelFor(n * d, 8.0 * n * d * sizeof(T), [&](int64_t, int64_t begin, int64_t end) {
-        for (int64_t e = begin; e < end; ++e) {
-          const T* g = xv + (e / d) * 4 * d + e % d;
-          const T cell = cp[e] * Sigmoid(g[d] + forget_bias) + Sigmoid(g[0]) * std::tanh(g[3 * d]);
-          c[e] = cell;
-          h[e] = Sigmoid(g[2 * d]) * std::tanh(cell);
+      ParallelFor(n, 8.0 * n * d * sizeof(T), [&](int64_t, int64_t first, int64_t last) {
+        std::vector<T> a(static_cast<size_t>(4 * d));
+        T *i = a.data(), *f = i + d, *o = f + d, *j = o + d;
+        for (int64_t r = first; r < last; ++r) {
+          const T* g = xv + r * 4 * d;
+          for (int64_t k = 0; k < d; ++k) f[k] = g[d + k] + forget_bias;
+          sigmoids(sigmoid, g, i, d);
+          sigmoids(sigmoid, f, f, d);
+          sigmoids(sigmoid, g + 2 * d, o, d);
+          tanhs(tanh, g + 3 * d, j, d);
+          T *cr = c + r * d, *hr = h + r * d;
+          for (int64_t k = 0; k < d; ++k) cr[k] = cp[r * d + k] * f[k] + i[k] * j[k];
+          tanhs(tanh, cr, hr, d);
+          for (int64_t k = 0; k < d; ++k) hr[k] *= o[k];
         }
       });
     });

@@ -207,6 +207,12 @@ def standard_cases():
         {"forget_bias": 0.0},
         "(lambda i, f, o, j: (lambda c: (c, torch.sigmoid(o) * torch.tanh(c)))("
         "C_prev * torch.sigmoid(f) + torch.sigmoid(i) * torch.tanh(j)))(*X.chunk(4, 1))", ("C", "H"))
+    add("gru_unit [1024, 3 x 1024] with its [1024, 3 x 1024] weight", "gru_unit",
+        {"Input": x(shape=(1024, 3072)), "HiddenPrev": x(shape=(1024, 1024)), "Weight": x(shape=(1024, 3072))},
+        {"activation": 2, "gate_activation": 1},
+        "(lambda u, r: (lambda c: (1 - u) * HiddenPrev + u * c)(torch.tanh(Input[:, 2048:] + (r * HiddenPrev) @ "
+        "Weight[:, 2048:])))(*torch.sigmoid(Input[:, :2048] + HiddenPrev @ Weight[:, :2048]).chunk(2, 1))",
+        ("Gate", "ResetHiddenPrev", "Hidden"))
     add("cos_sim of rows [1024, 4096]", "cos_sim", {"X": x(), "Y": x()}, {}, "F.cosine_similarity(X, Y, dim=1)",
         ("Out", "XNorm", "YNorm"))
     add("im2sequence 3x3 windows of [8, 32, 56, 56]", "im2sequence", {"X": x(shape=(8, 32, 56, 56))},

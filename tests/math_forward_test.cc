@@ -337,6 +337,50 @@ TEST_F(MathForward, SequencePoolPoolsEachSequenceAsPaddlesExampleSays) {
   ExpectNear(Values("index_MAX"), {1, 4, 5, -1});
 }
 
+// Rows of 37 (whole vector registers and a tail at every set), float and double: each MAX
+// and MaxIndex matches a running maximum kept element by element, the earlier row keeping
+// a tie, a NaN never winning and a NaN in a sequence's first row kept.
+TEST_F(MathForward, SequencePoolMaxOfWideRowsMatchesARunningMaximum) {
+  const int64_t width = 37;
+  const std::vector<uint64_t> offsets = {0, 5, 6, 15};
+  std::vector<double> x;
+  for (int64_t i = 0; i < 15 * width; ++i) x.push_back(static_cast<double>((i * 37) % 11 / 3));  // 0-3: many ties
+  x[3 * width + 4] = std::nan("");                                                               // never wins
+  x[5 * width + 2] = std::nan("");  // the first (and only) row of sequence 1: kept
+  for (const bool wide : {false, true}) {
+    SCOPED_TRACE(wide ? "double" : "float");
+    if (wide) {
+      Set<double>("x", {15, width}, x);
+    } else {
+      Set<float>("x", {15, width}, x);
+    }
+    scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {offsets};
+    Op("sequence_pool")
+        .Input("X", "x")
+        .Output("Out", "out")
+        .Output("MaxIndex", "index")
+        .Attr("pooltype", std::string("MAX"));
+    ASSERT_EQ(Run(), "");
+    const std::vector<double> out = Values("out"), index = Values("index");
+    for (size_t s = 0; s + 1 < offsets.size(); ++s) {
+      for (int64_t k = 0; k < width; ++k) {
+        double best = x[offsets[s] * width + k];
+        uint64_t at = offsets[s];
+        for (uint64_t r = offsets[s] + 1; r < offsets[s + 1]; ++r) {
+          if (x[r * width + k] > best) best = x[r * width + k], at = r;
+        }
+        const size_t o = s * width + static_cast<size_t>(k);
+        if (std::isnan(best)) {
+          EXPECT_TRUE(std::isnan(out[o])) << "sequence " << s << ", element " << k;
+        } else {
+          EXPECT_EQ(out[o], best) << "sequence " << s << ", element " << k;
+        }
+        EXPECT_EQ(index[o], static_cast<double>(at)) << "sequence " << s << ", element " << k;
+      }
+    }
+  }
+}
+
 // Two levels: Out keeps the first, which groups the sequences pooled.
 TEST_F(MathForward, SequencePoolOfTwoLevelsKeepsTheFirst) {
   Set<double>("x", {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});

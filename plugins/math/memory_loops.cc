@@ -145,9 +145,9 @@ void CopyUnmatched(const Word* from, [[maybe_unused]] int64_t n, Word* to, int64
 #if defined(__AVX512F__)
   // A register of words at a time: the unmatched moved to its front (compress) and the
   // whole register stored, its lanes past them overwritten by the next store; a store is
-  // made only while a whole register still fits in to[0, count).
-  // The list's words broadcast once; each register's eight compares independent, their
-  // masks combined pairwise (a chain of three, not eight).
+  // made only while a whole register still fits in to[0, count). The list's words are
+  // broadcast once, and a register's eight compares are independent, their masks combined
+  // pairwise (a chain of three, not eight).
   constexpr int64_t kLanes = 64 / sizeof(Word);
   __m512i t[kMatchWords];
   for (int j = 0; j < kMatchWords; ++j) {

@@ -92,8 +92,7 @@ void SmoothL1Forward(const T* x, const T* y, const T* inside, const T* outside, 
   for (int64_t i = first; i < last; ++i) {
     const int64_t at = i * cols;
     loss[i] = inside != nullptr ? SmoothL1Row<true>(x + at, y + at, inside + at, outside + at, diff + at, cols, s2)
-                                : SmoothL1Row<false>(x + at, y + at, static_cast<const T*>(nullptr),
-                                                     static_cast<const T*>(nullptr), diff + at, cols, s2);
+                                : SmoothL1Row<false>(x + at, y + at, inside, outside, diff + at, cols, s2);
   }
 }
 
@@ -105,8 +104,7 @@ void SmoothL1Backward(const T* diff, const T* g, const T* inside, const T* outsi
     if (inside != nullptr) {
       SmoothL1GradRow<true>(diff + at, sign * g[i], inside + at, outside + at, out + at, cols, s2);
     } else {
-      SmoothL1GradRow<false>(diff + at, sign * g[i], static_cast<const T*>(nullptr), static_cast<const T*>(nullptr),
-                             out + at, cols, s2);
+      SmoothL1GradRow<false>(diff + at, sign * g[i], inside, outside, out + at, cols, s2);
     }
   }
 }

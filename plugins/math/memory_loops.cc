@@ -1,4 +1,4 @@
-// The fill, copy, xor, reverse and transpose loops (memory_loops.h) for one instruction set: CMakeLists.txt
+// The fill, copy, xor, reverse, match and transpose loops (memory_loops.h) for one instruction set: CMakeLists.txt
 // compiles this file once per set, naming its tag in RILL_MATH_ISA_TAG, with loop pattern
 // distribution off (as every per-set object), so that these loops stay loops rather than
 // becoming the memset and memcpy calls they stand in for.

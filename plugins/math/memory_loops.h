@@ -1,5 +1,6 @@
-// plugins/math/memory_loops.h — fills, copies (plain, bits flipped, reversed) and
-// transposes of plain bytes, compiled once per instruction set (isa.h) by memory_loops.cc.
+// plugins/math/memory_loops.h — fills, copies (plain, bits flipped, reversed, of the words
+// matching no list) and transposes of plain bytes, compiled once per instruction set (isa.h)
+// by memory_loops.cc.
 //  - A fill is bound by how many bytes a store writes, which the vector width sets; the
 //    plugin's baseline build stores 16.
 //  - A copy of a large block by the C library's memcpy may use `rep movsb`, which on some

@@ -67,9 +67,12 @@ class Data(object):
     """An input described, made (from its seed) only when its case runs: the inputs of every
     case together would not fit in memory."""
 
-    def __init__(self, shape, dtype="float32", lo=-1.0, hi=1.0, seed=0, lens=None):
+    def __init__(self, shape, dtype="float32", lo=-1.0, hi=1.0, seed=0, lens=None, small=None):
         self.shape, self.dtype, self.lo, self.hi, self.seed = tuple(shape), np.dtype(dtype), lo, hi, seed
         self.lens = lens  # a LoD's recursive sequence lengths (fed as a LoDTensor), or None
+        # The small kind's shape where it is not every size above 1 made SMALL (an input
+        # whose width is a multiple of another's), or None.
+        self.small = small
 
     def but(self, shape=None, dtype=None, lo=None, hi=None):
         return Data(self.shape if shape is None else shape, self.dtype if dtype is None else dtype,
@@ -117,7 +120,7 @@ class Case(object):
 
 def standard_cases():
     """The forward fp32 cases at their standard shapes (inputs described, not made)."""
-    x = lambda lo=-1.0, hi=1.0, shape=BIG: Data(shape, lo=lo, hi=hi)  # noqa: E731
+    x = lambda lo=-1.0, hi=1.0, shape=BIG, small=None: Data(shape, lo=lo, hi=hi, small=small)  # noqa: E731
     out = []
 
     def add(label, op, inputs, attrs, torch_expr, outputs=("Out",)):
@@ -203,7 +206,8 @@ def standard_cases():
     add("top_k_v2 10 of [1024, 4096]", "top_k_v2", {"X": x()}, {"k": 10}, "torch.topk(X, 10)", ("Out", "Indices"))
     add("norm (l2_normalize) dim 1 [1024, 4096]", "norm", {"X": x()}, {"axis": 1, "epsilon": 1e-10},
         "F.normalize(X, dim=1)", ("Out", "Norm"))
-    add("lstm_unit [1024, 4 x 1024] gates", "lstm_unit", {"X": x(shape=(1024, 4096)), "C_prev": x(shape=(1024, 1024))},
+    add("lstm_unit [1024, 4 x 1024] gates", "lstm_unit",
+        {"X": x(shape=(1024, 4096), small=(SMALL, 4 * SMALL)), "C_prev": x(shape=(1024, 1024))},
         {"forget_bias": 0.0},
         "(lambda i, f, o, j: (lambda c: (c, torch.sigmoid(o) * torch.tanh(c)))("
         "C_prev * torch.sigmoid(f) + torch.sigmoid(i) * torch.tanh(j)))(*X.chunk(4, 1))", ("C", "H"))
@@ -388,7 +392,7 @@ def cases():
         if floats:
             out.append(case.derived("backward", case.label + " backward", lambda d: d))
         if _scales(case):
-            small = lambda d: d.but(shape=tuple(SMALL if n > 1 else 1 for n in d.shape))  # noqa: E731
+            small = lambda d: d.but(shape=d.small or tuple(SMALL if n > 1 else 1 for n in d.shape))  # noqa: E731
             label = case.label.replace("1024", str(SMALL)).replace("4096", str(SMALL))
             out.append(case.derived("small", "%s (x%d in one program)" % (label, SMALL_REPEATS), small))
         if floats and "dtype" not in repr(case.attrs):

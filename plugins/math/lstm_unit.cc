@@ -7,8 +7,7 @@
 //
 // The activations are the plain ones, unclamped, as Paddle's lstm_unit has them. Both H and C
 // carry gradients back (a step's C feeds the next step).
-#include <algorithm>
-#include <cmath>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -29,8 +28,6 @@ int64_t LstmUnitWidth(const Tensor& x, const Tensor& c_prev) {
   }
   return c_prev.dims()[1];
 }
-
-template <class T> T Sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
 
 template <class T> void LstmUnitForward(KernelContext& ctx) {
   Tensor x = ctx.Input("X"), c_prev = ctx.Input("C_prev");
@@ -78,27 +75,50 @@ template <class T> void LstmUnitBackward(KernelContext& ctx) {
   }
   const T forget_bias = static_cast<T>(ctx.Attr<float>("forget_bias"));
   const T *xv = x.data<T>(), *cp = c_prev.data<T>(), *cv = c.data<T>(), *dhv = dh.data<T>(), *dcv = dc.data<T>();
+  const activation::Sigmoid sigmoid(ctx);
+  const activation::Tanh tanh(ctx);
+  const auto sigmoids = activation::LoopsFor<activation::Sigmoid, T>().forward;
+  const auto tanhs = activation::LoopsFor<activation::Tanh, T>().forward;
+  // As the forward: a row at a time, in row chunks on the team, the gates and tanh(C)
+  // activated by the vector loops into a chunk's own scratch, then each gradient by a plain loop
+  // over the row. dx or dcp is null when that gradient is not wanted.
+  const auto step_back = [&](T* dx, T* dcp) {
+    ParallelFor(n, 12.0 * n * d * sizeof(T), [&](int64_t, int64_t first, int64_t last) {
+      std::vector<T> a(static_cast<size_t>(6 * d));
+      T *i = a.data(), *f = i + d, *o = f + d, *j = o + d, *tanh_c = j + d, *dcell = tanh_c + d;
+      for (int64_t r = first; r < last; ++r) {
+        const T* g = xv + r * 4 * d;
+        const T *cpr = cp + r * d, *dhr = dhv + r * d, *dcr = dcv + r * d;
+        for (int64_t k = 0; k < d; ++k) f[k] = g[d + k] + forget_bias;
+        sigmoids(sigmoid, g, i, d);
+        sigmoids(sigmoid, f, f, d);
+        sigmoids(sigmoid, g + 2 * d, o, d);
+        tanhs(tanh, g + 3 * d, j, d);
+        tanhs(tanh, cv + r * d, tanh_c, d);
+        for (int64_t k = 0; k < d; ++k) dcell[k] = dcr[k] + dhr[k] * o[k] * (T(1) - tanh_c[k] * tanh_c[k]);
+        if (dcp != nullptr) {
+          T* dcpr = dcp + r * d;
+          for (int64_t k = 0; k < d; ++k) dcpr[k] = dcell[k] * f[k];
+        }
+        if (dx == nullptr) continue;
+        T *di = dx + r * 4 * d, *df = di + d, *dout = df + d, *dj = dout + d;
+        for (int64_t k = 0; k < d; ++k) di[k] = dcell[k] * j[k] * i[k] * (T(1) - i[k]);
+        for (int64_t k = 0; k < d; ++k) df[k] = dcell[k] * cpr[k] * f[k] * (T(1) - f[k]);
+        for (int64_t k = 0; k < d; ++k) dout[k] = dhr[k] * tanh_c[k] * o[k] * (T(1) - o[k]);
+        for (int64_t k = 0; k < d; ++k) dj[k] = dcell[k] * i[k] * (T(1) - j[k] * j[k]);
+      }
+    });
+  };
+  const std::initializer_list<const char*> inputs = {"X", "C_prev", "C", "H@GRAD", "C@GRAD"};
   const bool want_x = HasOutputVariable(ctx, "X@GRAD"), want_c_prev = HasOutputVariable(ctx, "C_prev@GRAD");
-  std::unique_ptr<T[]> dx = Scratch<T>(want_x ? n * 4 * d : 0), dcp = Scratch<T>(want_c_prev ? n * d : 0);
-  ParallelFor(n * d, 12.0 * n * d * sizeof(T), [&](int64_t, int64_t begin, int64_t end) {
-    for (int64_t e = begin; e < end; ++e) {
-      const int64_t at = (e / d) * 4 * d + e % d;
-      const T* g = xv + at;
-      const T i = Sigmoid(g[0]), f = Sigmoid(g[d] + forget_bias), o = Sigmoid(g[2 * d]), j = std::tanh(g[3 * d]);
-      const T tanh_c = std::tanh(cv[e]);
-      const T dcell = dcv[e] + dhv[e] * o * (T(1) - tanh_c * tanh_c);
-      if (want_c_prev) dcp[e] = dcell * f;
-      if (!want_x) continue;
-      T* dg = dx.get() + at;
-      dg[0] = dcell * j * i * (T(1) - i);
-      dg[d] = dcell * cp[e] * f * (T(1) - f);
-      dg[2 * d] = dhv[e] * tanh_c * o * (T(1) - o);
-      dg[3 * d] = dcell * i * (T(1) - j * j);
-    }
-  });
-  if (want_x) WriteOutput<T>(ctx, "X@GRAD", {}, x.dims(), [&](T* p) { std::copy(dx.get(), dx.get() + n * 4 * d, p); });
-  if (want_c_prev) {
-    WriteOutput<T>(ctx, "C_prev@GRAD", {}, c_prev.dims(), [&](T* p) { std::copy(dcp.get(), dcp.get() + n * d, p); });
+  if (want_x && want_c_prev) {
+    WriteOutput<T>(ctx, "X@GRAD", inputs, x.dims(), [&](T* dx) {
+      WriteOutput<T>(ctx, "C_prev@GRAD", inputs, c_prev.dims(), [&](T* dcp) { step_back(dx, dcp); });
+    });
+  } else if (want_x) {
+    WriteOutput<T>(ctx, "X@GRAD", inputs, x.dims(), [&](T* dx) { step_back(dx, nullptr); });
+  } else if (want_c_prev) {
+    WriteOutput<T>(ctx, "C_prev@GRAD", inputs, c_prev.dims(), [&](T* dcp) { step_back(nullptr, dcp); });
   }
 }
 

@@ -2246,8 +2246,8 @@ TEST_F(MathForward, SequenceEraseDropsTheTokensAndRecountsTheLoD) {
 }
 
 // Long sequences (the instruction set's vector loops, a register of ids at a time), of
-// int32 and int64 ids, with a short list of tokens and one longer than the vector path
-// takes: each matches erasing id by id. A sequence whose tail is all tokens, and one
+// int32 and int64 ids, with lists of tokens of each length the vector loops take (1, 2, 3
+// and 4 of them, up to 8) and one longer than they take: each matches erasing id by id. A sequence whose tail is all tokens, and one
 // that is nothing else, end where they should.
 TEST_F(MathForward, SequenceEraseOfLongSequencesMatchesErasingIdByIdForEveryListAndType) {
   const std::vector<uint64_t> offsets = {0, 100, 137, 187};
@@ -2255,7 +2255,8 @@ TEST_F(MathForward, SequenceEraseOfLongSequencesMatchesErasingIdByIdForEveryList
   for (int i = 0; i < 187; ++i) ids.push_back(static_cast<double>((i * 7919) % 23));
   for (int i = 127; i < 137; ++i) ids[static_cast<size_t>(i)] = 4;  // the second sequence's tail
   for (int i = 137; i < 187; ++i) ids[static_cast<size_t>(i)] = 9;  // all of the third
-  const std::vector<std::vector<int64_t>> lists = {{1, 4, 9}, {1, 4, 9, 11, 12, 13, 14, 15, 16, 17}};
+  const std::vector<std::vector<int64_t>> lists = {
+      {9}, {4, 9}, {1, 4, 9}, {1, 4, 9, 11}, {1, 4, 9, 11, 12, 13}, {1, 4, 9, 11, 12, 13, 14, 15, 16, 17}};
   for (const char* type : {"int32", "int64"}) {
     for (const auto& tokens : lists) {
       SCOPED_TRACE(std::string(type) + ", " + std::to_string(tokens.size()) + " tokens");

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -120,51 +121,54 @@ void Transpose(const Word* from, int64_t from_stride, Word* to, int64_t to_strid
 
 namespace {  // each set's object its own copy (isa.h)
 
-// Written out, not a loop over the list, so that the loop over words is the innermost one
-// and vectorizes.
-static_assert(kMatchWords == 8);
-template <class Word> int Unmatched(Word w, const Word (&l)[kMatchWords]) {
-  return (w != l[0]) & (w != l[1]) & (w != l[2]) & (w != l[3]) & (w != l[4]) & (w != l[5]) & (w != l[6]) & (w != l[7]);
+// Whether w equals none of l[0, K): a fold over the list written out, not a loop, so that
+// the loop over words is the innermost one and vectorizes.
+template <int K, class Word, size_t... J> int UnmatchedOf(Word w, const Word* l, std::index_sequence<J...>) {
+  return ((w != l[J]) & ...);
+}
+template <int K, class Word> int Unmatched(Word w, const Word* l) {
+  return UnmatchedOf<K>(w, l, std::make_index_sequence<K>());
 }
 
 }  // namespace
 
-template <class Set, class Word> int64_t CountUnmatched(const Word* from, int64_t n, const Word* list) {
-  Word l[kMatchWords];
-  std::copy(list, list + kMatchWords, l);
+template <class Set, class Word, int K> int64_t CountUnmatched(const Word* from, int64_t n, const Word* list) {
+  Word l[K];
+  std::copy(list, list + K, l);
   int64_t count = 0;
-  for (int64_t i = 0; i < n; ++i) count += Unmatched(from[i], l);
+  for (int64_t i = 0; i < n; ++i) count += Unmatched<K>(from[i], l);
   return count;
 }
 
-template <class Set, class Word>
+template <class Set, class Word, int K>
 void CopyUnmatched(const Word* from, [[maybe_unused]] int64_t n, Word* to, int64_t count, const Word* list) {
-  Word l[kMatchWords];
-  std::copy(list, list + kMatchWords, l);
+  Word l[K];
+  std::copy(list, list + K, l);
   int64_t i = 0, k = 0;
 #if defined(__AVX512F__)
   // A register of words at a time: the unmatched moved to its front (compress) and the
   // whole register stored, its lanes past them overwritten by the next store; a store is
   // made only while a whole register still fits in to[0, count). The list's words are
-  // broadcast once, and a register's eight compares are independent, their masks combined
-  // pairwise (a chain of three, not eight).
+  // broadcast once, and a register's K compares are independent, their masks and-ed
+  // together.
   constexpr int64_t kLanes = 64 / sizeof(Word);
-  __m512i t[kMatchWords];
-  for (int j = 0; j < kMatchWords; ++j) {
+  __m512i t[K];
+  for (int j = 0; j < K; ++j) {
     t[j] =
         sizeof(Word) == 8 ? _mm512_set1_epi64(static_cast<long long>(l[j])) : _mm512_set1_epi32(static_cast<int>(l[j]));
   }
-  const auto differs = [&t](__m512i v, int j) -> uint32_t {
-    if constexpr (sizeof(Word) == 8) return _mm512_cmpneq_epu64_mask(v, t[j]);
-    return _mm512_cmpneq_epu32_mask(v, t[j]);
-  };
   for (; i + kLanes <= n && k + kLanes <= count; i += kLanes) {
     const __m512i v = _mm512_loadu_si512(from + i);
-    const uint32_t keep = ((differs(v, 0) & differs(v, 1)) & (differs(v, 2) & differs(v, 3))) &
-                          ((differs(v, 4) & differs(v, 5)) & (differs(v, 6) & differs(v, 7)));
+    uint32_t keep = ~0u;
+    for (int j = 0; j < K; ++j) {
+      if constexpr (sizeof(Word) == 8) keep &= _mm512_cmpneq_epu64_mask(v, t[j]);
+      else keep &= _mm512_cmpneq_epu32_mask(v, t[j]);
+    }
     if constexpr (sizeof(Word) == 8) {
+      keep &= 0xffu;
       _mm512_storeu_si512(to + k, _mm512_maskz_compress_epi64(static_cast<__mmask8>(keep), v));
     } else {
+      keep &= 0xffffu;
       _mm512_storeu_si512(to + k, _mm512_maskz_compress_epi32(static_cast<__mmask16>(keep), v));
     }
     k += __builtin_popcount(keep);
@@ -174,7 +178,7 @@ void CopyUnmatched(const Word* from, [[maybe_unused]] int64_t n, Word* to, int64
   // one; the loop ends with the last of those, so nothing is written at to[count] or past.
   for (; k < count; ++i) {
     to[k] = from[i];
-    k += Unmatched(from[i], l);
+    k += Unmatched<K>(from[i], l);
   }
 }
 
@@ -188,10 +192,14 @@ template void Reverse<RILL_MATH_ISA_TAG, uint8_t>(const uint8_t*, uint8_t*, int6
 template void Reverse<RILL_MATH_ISA_TAG, uint16_t>(const uint16_t*, uint16_t*, int64_t);
 template void Reverse<RILL_MATH_ISA_TAG, uint32_t>(const uint32_t*, uint32_t*, int64_t);
 template void Reverse<RILL_MATH_ISA_TAG, uint64_t>(const uint64_t*, uint64_t*, int64_t);
-template int64_t CountUnmatched<RILL_MATH_ISA_TAG, uint32_t>(const uint32_t*, int64_t, const uint32_t*);
-template int64_t CountUnmatched<RILL_MATH_ISA_TAG, uint64_t>(const uint64_t*, int64_t, const uint64_t*);
-template void CopyUnmatched<RILL_MATH_ISA_TAG, uint32_t>(const uint32_t*, int64_t, uint32_t*, int64_t, const uint32_t*);
-template void CopyUnmatched<RILL_MATH_ISA_TAG, uint64_t>(const uint64_t*, int64_t, uint64_t*, int64_t, const uint64_t*);
+#define RILL_MATH_MATCH_LOOPS(Word, K)                                                            \
+  template int64_t CountUnmatched<RILL_MATH_ISA_TAG, Word, K>(const Word*, int64_t, const Word*); \
+  template void CopyUnmatched<RILL_MATH_ISA_TAG, Word, K>(const Word*, int64_t, Word*, int64_t, const Word*);
+#define RILL_MATH_MATCH_LOOPS_OF(Word) \
+  RILL_MATH_MATCH_LOOPS(Word, 1)       \
+  RILL_MATH_MATCH_LOOPS(Word, 2) RILL_MATH_MATCH_LOOPS(Word, 4) RILL_MATH_MATCH_LOOPS(Word, 8)
+RILL_MATH_MATCH_LOOPS_OF(uint32_t)
+RILL_MATH_MATCH_LOOPS_OF(uint64_t)
 template void Transpose<RILL_MATH_ISA_TAG, uint32_t>(const uint32_t*, int64_t, uint32_t*, int64_t, int64_t, int64_t);
 template void Transpose<RILL_MATH_ISA_TAG, uint64_t>(const uint64_t*, int64_t, uint64_t*, int64_t, int64_t, int64_t);
 

@@ -14,6 +14,8 @@
 #ifndef RILL_MATH_MEMORY_LOOPS_H_
 #define RILL_MATH_MEMORY_LOOPS_H_
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -44,15 +46,17 @@ template <class Set, class Word>
 void Transpose(const Word* from, int64_t from_stride, Word* to, int64_t to_stride, int64_t rows, int64_t cols);
 
 // MathIsa()'s copies of each.
-// Words matched against a list of kMatchWords (a shorter list padded with its first):
-// CountUnmatched counts the words of from[0, n) equal to none of `list`; CopyUnmatched
-// writes them, in order, to to[0, count), count being what CountUnmatched answered, not
-// overlapping from (sequence_erase; uint32_t and uint64_t). A fixed number of compares
-// per word, with no branch, so both are vector loops (the copy's at AVX-512's width, where
-// a register's unmatched words can be moved together).
+// Words matched against a list of K words, K one of 1, 2, 4 and kMatchWords (a list of
+// another length padded with its own words): CountUnmatched counts the words of from[0, n)
+// equal to none of list[0, K); CopyUnmatched writes them, in order, to to[0, count), count
+// being what CountUnmatched answered, not overlapping from (sequence_erase; uint32_t and
+// uint64_t). K compares per word, with no branch, so both are vector loops (the copy's at
+// AVX-512's width, where a register's unmatched words can be moved together).
 constexpr int kMatchWords = 8;
-template <class Set, class Word> int64_t CountUnmatched(const Word* from, int64_t n, const Word* list);
-template <class Set, class Word>
+// Which of the K above a list of `words` takes: 0 for 1, 1 for 2, 2 for 3 or 4, 3 for 5 to 8.
+constexpr size_t MatchLoop(int words) { return words <= 1 ? 0 : words <= 2 ? 1 : words <= 4 ? 2 : 3; }
+template <class Set, class Word, int K> int64_t CountUnmatched(const Word* from, int64_t n, const Word* list);
+template <class Set, class Word, int K>
 void CopyUnmatched(const Word* from, int64_t n, Word* to, int64_t count, const Word* list);
 
 template <class Word> auto FillFor() {
@@ -71,13 +75,22 @@ template <class Word> auto ReverseFor() {
   static const auto loop = ForMathIsa([](auto set) { return &Reverse<decltype(set), Word>; });
   return loop;
 }
-template <class Word> auto CountUnmatchedFor() {
-  static const auto loop = ForMathIsa([](auto set) { return &CountUnmatched<decltype(set), Word>; });
-  return loop;
+// The loops for a list of `words` (1 to kMatchWords): those of the least K that holds it.
+template <class Word> auto CountUnmatchedFor(int words) {
+  static const auto loops = ForMathIsa([](auto set) {
+    using Set = decltype(set);
+    return std::array{&CountUnmatched<Set, Word, 1>, &CountUnmatched<Set, Word, 2>, &CountUnmatched<Set, Word, 4>,
+                      &CountUnmatched<Set, Word, kMatchWords>};
+  });
+  return loops[MatchLoop(words)];
 }
-template <class Word> auto CopyUnmatchedFor() {
-  static const auto loop = ForMathIsa([](auto set) { return &CopyUnmatched<decltype(set), Word>; });
-  return loop;
+template <class Word> auto CopyUnmatchedFor(int words) {
+  static const auto loops = ForMathIsa([](auto set) {
+    using Set = decltype(set);
+    return std::array{&CopyUnmatched<Set, Word, 1>, &CopyUnmatched<Set, Word, 2>, &CopyUnmatched<Set, Word, 4>,
+                      &CopyUnmatched<Set, Word, kMatchWords>};
+  });
+  return loops[MatchLoop(words)];
 }
 template <class Word> auto TransposeFor() {
   static const auto loop = ForMathIsa([](auto set) { return &Transpose<decltype(set), Word>; });

@@ -19,8 +19,9 @@ namespace rill::math {
 namespace {
 
 // The ids to erase (the attribute's ints, which both id types hold): up to
-// memory::kMatchWords of them are matched by the instruction set's vector loops, a longer
-// list by binary search.
+// memory::kMatchWords of them are matched by the instruction set's vector loops (padded
+// with the last, so that the loop for the next list length up matches the same ids), a
+// longer list by binary search.
 template <class T> class Tokens {
  public:
   using Word = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;  // the ids' bits
@@ -34,7 +35,7 @@ template <class T> class Tokens {
   }
   // How many of in[0, n) are no token.
   int64_t CountKept(const T* in, int64_t n) const {
-    if (few_) return memory::CountUnmatchedFor<Word>()(reinterpret_cast<const Word*>(in), n, padded_);
+    if (few_) return memory::CountUnmatchedFor<Word>(Words())(reinterpret_cast<const Word*>(in), n, padded_);
     int64_t kept = 0;
     for (int64_t i = 0; i < n; ++i) kept += Keeps(in[i]);
     return kept;
@@ -42,8 +43,8 @@ template <class T> class Tokens {
   // Those of in[0, n), kept of them, in order, to out[0, kept).
   void CopyKept(const T* in, int64_t n, T* out, int64_t kept) const {
     if (few_) {
-      return memory::CopyUnmatchedFor<Word>()(reinterpret_cast<const Word*>(in), n, reinterpret_cast<Word*>(out), kept,
-                                              padded_);
+      return memory::CopyUnmatchedFor<Word>(Words())(reinterpret_cast<const Word*>(in), n, reinterpret_cast<Word*>(out),
+                                                     kept, padded_);
     }
     for (int64_t i = 0, k = 0; k < kept; ++i) {
       out[k] = in[i];
@@ -52,6 +53,7 @@ template <class T> class Tokens {
   }
 
  private:
+  int Words() const { return static_cast<int>(sorted_.size()); }
   bool Keeps(T id) const { return !std::binary_search(sorted_.begin(), sorted_.end(), static_cast<int64_t>(id)); }
 
   std::vector<int64_t> sorted_;

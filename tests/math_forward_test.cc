@@ -529,6 +529,44 @@ TEST_F(MathForward, SequenceConcatReshapeSliceAndEnumerateFollowTheLoD) {
   EXPECT_EQ(Get("windows").lod(), (core::LoD{{0, 3, 4}}));
 }
 
+// Windows of every width from 1 to past a 64-byte run of ids, of both id types, over
+// sequences shorter than, as long as and longer than the window (and an empty one, and the
+// last ending at X's end): each row matches the window read id by id, padded past its
+// sequence's end.
+TEST_F(MathForward, SequenceEnumerateOfEveryWidthMatchesWindowsReadIdById) {
+  const std::vector<uint64_t> offsets = {0, 1, 5, 5, 25, 60, 63};
+  const auto rows = static_cast<int64_t>(offsets.back());
+  std::vector<double> ids;
+  for (int64_t i = 0; i < rows; ++i) ids.push_back(static_cast<double>(100 + i));
+  for (const char* type : {"int32", "int64"}) {
+    for (int64_t win = 1; win <= 18; ++win) {
+      SCOPED_TRACE(std::string(type) + ", win_size " + std::to_string(win));
+      if (std::string(type) == "int32") {
+        Set<int32_t>("x", {rows, 1}, ids);
+      } else {
+        Set<int64_t>("x", {rows, 1}, ids);
+      }
+      scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {offsets};
+      Op("sequence_enumerate")
+          .Input("X", "x")
+          .Output("Out", "out")
+          .Attr("win_size", win)
+          .Attr("pad_value", int64_t{-1});
+      ASSERT_EQ(Run(), "");
+      std::vector<double> expected;
+      for (size_t s = 0; s + 1 < offsets.size(); ++s) {
+        for (uint64_t t = offsets[s]; t < offsets[s + 1]; ++t) {
+          for (uint64_t k = 0; k < static_cast<uint64_t>(win); ++k) {
+            expected.push_back(t + k < offsets[s + 1] ? ids[t + k] : -1.0);
+          }
+        }
+      }
+      EXPECT_EQ(Dims("out"), (std::vector<int64_t>{rows, win}));
+      EXPECT_EQ(Values("out"), expected);
+    }
+  }
+}
+
 TEST_F(MathForward, SequenceReshapeAndSliceRefuseWhatDoesNotFit) {
   Set<float>("x", {3, 2}, {1, 2, 3, 4, 5, 6});
   scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {{0, 1, 3}};

@@ -3,6 +3,8 @@
 // or int64 ids ([R] or [R, 1], one LoD level); Out [R, win_size] holds, per row t of a
 // sequence ending at e, ids t .. t + win_size - 1, pad_value past e; Out keeps X's LoD.
 // It has no gradient.
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -25,15 +27,28 @@ template <class T> void SequenceEnumerate(KernelContext& ctx) {
   const T* px = x.data<T>();
   const std::vector<std::vector<uint64_t>> lod = x.lod();
   const auto seqs = static_cast<int64_t>(o.size()) - 1;
-  WriteOutput<T>(ctx, "Out", {"X"}, {d[0], win}, [&](T* out) {
-    ParallelFor(seqs, static_cast<double>(d[0]) * static_cast<double>(win + 1) * sizeof(T),
+  const int64_t rows = d[0];
+  // Row t of a sequence [b, e) is ids t .. t + win - 1 where t + win <= e, and those up to e
+  // then pad past it. A whole window of at most kWide ids is moved as kWide of them, one
+  // fixed-size copy: the ids past win land on the next rows, which the same loop writes
+  // after it, so the copy is made only while its end stays within the sequence's own rows
+  // of Out (and its read within X).
+  constexpr int64_t kWide = 64 / sizeof(T);
+  WriteOutput<T>(ctx, "Out", {"X"}, {rows, win}, [&](T* out) {
+    ParallelFor(seqs, static_cast<double>(rows) * static_cast<double>(win + 1) * sizeof(T),
                 [&](int64_t, int64_t first, int64_t last) {
                   for (auto s = static_cast<size_t>(first); s < static_cast<size_t>(last); ++s) {
-                    for (uint64_t t = o[s]; t < o[s + 1]; ++t) {
-                      for (int64_t k = 0; k < win; ++k) {
-                        const uint64_t at = t + static_cast<uint64_t>(k);
-                        out[static_cast<int64_t>(t) * win + k] = at < o[s + 1] ? px[at] : pad;
-                      }
+                    const auto e = static_cast<int64_t>(o[s + 1]);
+                    auto t = static_cast<int64_t>(o[s]);
+                    if (win <= kWide) {
+                      const int64_t wide_end =
+                          std::min(e - std::max(win, (kWide + win - 1) / win) + 1, rows - kWide + 1);
+                      for (; t < wide_end; ++t) std::memcpy(out + t * win, px + t, kWide * sizeof(T));
+                    }
+                    for (; t + win <= e; ++t) std::copy(px + t, px + t + win, out + t * win);
+                    for (; t < e; ++t) {
+                      T* row = std::copy(px + t, px + e, out + t * win);
+                      std::fill(row, out + (t + 1) * win, pad);
                     }
                   }
                 });

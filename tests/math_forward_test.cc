@@ -2322,15 +2322,16 @@ TEST_F(MathForward, SequenceEraseOfLongSequencesMatchesErasingIdByIdForEveryList
   }
 }
 
-// Sequence s of Ids adds into row s of X; a repeated id adds twice.
+// Sequence s of Ids adds into row s of X; a repeated id adds twice; a row past the last
+// sequence is X's.
 TEST_F(MathForward, SequenceScatterAddsEachSequenceIntoItsRow) {
-  Set<float>("x", {2, 3}, {1, 1, 1, 2, 2, 2});
+  Set<float>("x", {3, 3}, {1, 1, 1, 2, 2, 2, 3, 3, 3});
   Set<int64_t>("ids", {3, 1}, {2, 2, 0});
   scope()->FindVar("ids")->GetMutableTensor()->mutable_lod() = {{0, 2, 3}};
   Set<float>("updates", {3, 1}, {10, 20, 5});
   Op("sequence_scatter").Input("X", "x").Input("Ids", "ids").Input("Updates", "updates").Output("Out", "out");
   ASSERT_EQ(Run(), "");
-  ExpectNear(Values("out"), {1, 1, 31, 7, 2, 2});
+  ExpectNear(Values("out"), {1, 1, 31, 7, 2, 2, 3, 3, 3});
   Set<int64_t>("far", {1, 1}, {3});
   scope()->FindVar("far")->GetMutableTensor()->mutable_lod() = {{0, 1}};
   Set<float>("one", {1, 1}, {1});

@@ -5,20 +5,25 @@
 // of row s of X (a row being all of X's dims after the first, flattened): Out = X, then
 // Out[s][ids[i]] += Updates[i]. Repeated ids add up. The gradients: X@GRAD = Out@GRAD and
 // Updates@GRAD[i] = Out@GRAD[s][ids[i]], under Ids' LoD.
-#include <cstring>
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 #include "sequence.h"
 
 namespace rill::math {
 namespace {
 
-// Calls visit(i, flat) for each id i, flat being its element's index in X: row s (its
-// sequence) times the row width plus the id, each id checked to lie within its row.
-template <class Visit> void ForEachScatter(KernelContext& ctx, const std::vector<int64_t>& x_dims, Visit visit) {
+// Calls sequence(s, begin, end, id) for each sequence s of Ids, its ids being id[begin, end),
+// once every id is checked to lie within X's row (X's dims after the first, flattened). The
+// sequences are split across the passes' team: each touches only row s of X's shape, or
+// its own ids' values, so no two calls write the same element. Returns how many sequences
+// Ids has.
+template <class Sequence>
+uint64_t ForEachSequence(KernelContext& ctx, const std::vector<int64_t>& x_dims, double bytes, Sequence sequence) {
   Tensor ids = ctx.Input("Ids");
   const std::vector<uint64_t> o = SequenceOffsets(ctx.op(), "Ids", ids, SIZE_MAX);
   if (ids.dtype() != RILL_INT64) throw Error("Ids must be int64, not " + std::string(DataTypeName(ids.dtype())));
@@ -33,15 +38,16 @@ template <class Visit> void ForEachScatter(KernelContext& ctx, const std::vector
   }
   const int64_t width = Product(x_dims, 1, x_dims.size());
   const int64_t* id = ids.data<int64_t>();
-  for (uint64_t s = 0; s < seqs; ++s) {
-    for (uint64_t i = o[s]; i < o[s + 1]; ++i) {
-      if (id[i] < 0 || id[i] >= width) {
-        throw Error("Ids[" + std::to_string(i) + "] = " + std::to_string(id[i]) + " is outside X's row (" +
-                    std::to_string(width) + " elements)");
-      }
-      visit(i, static_cast<int64_t>(s) * width + id[i]);
+  for (uint64_t i = 0; i < o.back(); ++i) {
+    if (id[i] < 0 || id[i] >= width) {
+      throw Error("Ids[" + std::to_string(i) + "] = " + std::to_string(id[i]) + " is outside X's row (" +
+                  std::to_string(width) + " elements)");
     }
   }
+  ParallelFor(static_cast<int64_t>(seqs), bytes, [&](int64_t, int64_t first, int64_t last) {
+    for (auto s = static_cast<size_t>(first); s < static_cast<size_t>(last); ++s) sequence(s, o[s], o[s + 1], id);
+  });
+  return seqs;
 }
 
 void CheckUpdates(const Tensor& ids, const Tensor& updates, const char* slot) {
@@ -54,10 +60,20 @@ void CheckUpdates(const Tensor& ids, const Tensor& updates, const char* slot) {
 template <class T> void SequenceScatter(KernelContext& ctx) {
   Tensor x = ctx.Input("X"), ids = ctx.Input("Ids"), updates = ctx.Input("Updates");
   CheckUpdates(ids, updates, "Updates");
-  const T* u = updates.data<T>();
+  const T *u = updates.data<T>(), *px = x.data<T>();
+  const int64_t width = Product(x.dims(), 1, x.dims().size());
+  const auto bytes = 2.0 * sizeof(T) * static_cast<double>(x.numel());
+  // Each sequence's row copied from X and its updates added while it is in cache; the rows
+  // no sequence scatters into, copied after.
   WriteOutput<T>(ctx, "Out", {"X", "Ids", "Updates"}, x.dims(), [&](T* out) {
-    ParallelCopy(x.raw_data(), out, sizeof(T) * static_cast<size_t>(x.numel()));
-    ForEachScatter(ctx, x.dims(), [&](uint64_t i, int64_t at) { out[at] += u[i]; });
+    const uint64_t seqs =
+        ForEachSequence(ctx, x.dims(), bytes, [&](size_t s, uint64_t begin, uint64_t end, const int64_t* id) {
+          T* row = out + static_cast<int64_t>(s) * width;
+          std::copy(px + static_cast<int64_t>(s) * width, px + static_cast<int64_t>(s + 1) * width, row);
+          for (uint64_t i = begin; i < end; ++i) row[id[i]] += u[i];
+        });
+    const int64_t done = static_cast<int64_t>(seqs) * width;
+    ParallelCopy(px + done, out + done, sizeof(T) * static_cast<size_t>(x.numel() - done));
   });
 }
 
@@ -68,8 +84,14 @@ template <class T> void SequenceScatterGrad(KernelContext& ctx) {
     CheckUpdates(ids, updates, "Updates");
     const T* dout = g.data<T>();
     const std::vector<std::vector<uint64_t>> lod = ids.lod();
-    WriteOutput<T>(ctx, "Updates@GRAD", {"Out@GRAD"}, updates.dims(),
-                   [&](T* du) { ForEachScatter(ctx, g.dims(), [&](uint64_t i, int64_t at) { du[i] = dout[at]; }); });
+    const int64_t width = Product(g.dims(), 1, g.dims().size());
+    WriteOutput<T>(ctx, "Updates@GRAD", {"Out@GRAD"}, updates.dims(), [&](T* du) {
+      ForEachSequence(ctx, g.dims(), 2.0 * sizeof(T) * static_cast<double>(ids.numel()),
+                      [&](size_t s, uint64_t begin, uint64_t end, const int64_t* id) {
+                        const T* row = dout + static_cast<int64_t>(s) * width;
+                        for (uint64_t i = begin; i < end; ++i) du[i] = row[id[i]];
+                      });
+    });
     ctx.Output("Updates@GRAD").set_lod(lod);
   }
   if (ctx.HasOutput("X@GRAD")) {

@@ -222,6 +222,17 @@ def standard_cases():
     add("im2sequence 3x3 windows of [8, 32, 56, 56]", "im2sequence", {"X": x(shape=(8, 32, 56, 56))},
         {"kernels": [3, 3], "strides": [1, 1], "paddings": [1, 1, 1, 1]},
         "F.unfold(X, 3, padding=1).transpose(1, 2).reshape(-1, 288)")
+    # Sequence ops on sequences all of one length, where PyTorch's dense ops do the same work.
+    add("sequence_conv 3 rows of 64 sequences of [64, 256] to 256", "sequence_conv",
+        {"X": Data((4096, 256), lens=[[64] * 64]), "Filter": x(shape=(768, 256))},
+        {"contextLength": 3, "contextStart": -1, "contextStride": 1},
+        "F.conv1d(X.view(64, 64, 256).transpose(1, 2), Filter.view(3, 256, 256).permute(2, 1, 0), "
+        "padding=1).transpose(1, 2)")
+    add("warpctc of 64 sequences of [100, 51] logits, 20 labels each", "warpctc",
+        {"Logits": Data((6400, 51), lens=[[100] * 64]), "Label": Data((1280, 1), "int32", 1, 51, lens=[[20] * 64])},
+        {"blank": 0, "norm_by_times": False},
+        "F.ctc_loss(torch.log_softmax(Logits.view(64, 100, 51).transpose(0, 1), 2), Label.view(64, 20), "
+        "torch.full((64,), 100), torch.full((64,), 20), blank=0, reduction='none')", ("Loss", "WarpCTCGrad"))
 
     # Softmax family and losses.
     add("softmax [1024, 4096]", "softmax", {"X": x()}, {}, "torch.softmax(X, -1)")
@@ -577,12 +588,15 @@ def rill_runner(case, exe):
     outputs = ["out_%d" % i for i in range(len(case.outputs))]
     for name in outputs:
         block.var(name).persistable = True
-    sources = [name for name, a in feed.items() if a.dtype == np.float32]
+    # Each fed name's Data (a LoD feed is a LoDTensor, not an array to ask).
+    described = {"%s_%d" % (slot, i): d for slot, v in case.inputs.items()
+                 for i, d in enumerate(v if isinstance(v, list) else [v])}
+    sources = [name for name, d in described.items() if d.dtype == np.float32]
     pairs = _run_pass(prog, outputs[0], sources)
     if not pairs:
         raise ValueError("no gradient reaches its inputs")
     grad_slots = sorted(set(source.rsplit("_", 1)[0] for source, _ in pairs))
-    grad_bytes = sum(feed[source].nbytes for source, _ in pairs)
+    grad_bytes = sum(int(np.prod(described[source].shape)) * described[source].dtype.itemsize for source, _ in pairs)
     scope = fluid.Scope()
     forward = fluid.Program()
     forward.global_block().ops.append(block.ops[0])

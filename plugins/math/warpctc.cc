@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "kernels.h"
@@ -121,10 +122,11 @@ CtcLayout LayoutOf(KernelContext& ctx) {
 }
 
 // One sequence: its loss, and its gradient by the logits into `grad` (frame t at
-// grad + t * grad_step, each C + 1 wide).
+// grad + t * grad_step, each C + 1 wide), in log space: exact wherever a double's exponent
+// holds the log-probabilities, at a log and an exp for each sum of two terms.
 template <class T>
-double SequenceLoss(const T* x, int64_t x_step, int64_t frames, int64_t classes, const std::vector<int64_t>& label,
-                    int64_t blank, T* grad, int64_t grad_step) {
+double SequenceLossInLogSpace(const T* x, int64_t x_step, int64_t frames, int64_t classes,
+                              const std::vector<int64_t>& label, int64_t blank, T* grad, int64_t grad_step) {
   const int64_t c1 = classes;
   // Log-softmax of each frame.
   std::vector<double> lp(static_cast<size_t>(frames * c1));
@@ -196,6 +198,113 @@ double SequenceLoss(const T* x, int64_t x_step, int64_t frames, int64_t classes,
     }
   }
   return -loglik;
+}
+
+// The same in linear space, each step's variables rescaled to sum to 1 (Graves 2006, 4.1):
+// products and sums only, the log-likelihood the sum of the scales' logs. nullopt where a
+// scale, the final mass or a frame's posterior sum comes out 0 or not finite: a label no
+// alignment produces, or probabilities beyond a double's range, for which the log-space
+// pass decides. Otherwise it gives the log-space pass's result to rounding.
+template <class T>
+std::optional<double> SequenceLossScaled(const T* x, int64_t x_step, int64_t frames, int64_t classes,
+                                         const std::vector<int64_t>& label, int64_t blank, T* grad, int64_t grad_step) {
+  const int64_t c1 = classes, s_len = 2 * static_cast<int64_t>(label.size()) + 1;
+  if (frames == 0) return std::nullopt;
+  // y: the softmax of each frame.
+  std::vector<double> y(static_cast<size_t>(frames * c1));
+  for (int64_t t = 0; t < frames; ++t) {
+    const T* row = x + t * x_step * c1;
+    double* yt = y.data() + t * c1;
+    double max = kNegInf, sum = 0;
+    for (int64_t c = 0; c < c1; ++c) max = std::max(max, static_cast<double>(row[c]));
+    for (int64_t c = 0; c < c1; ++c) sum += yt[c] = std::exp(row[c] - max);
+    for (int64_t c = 0; c < c1; ++c) yt[c] /= sum;
+  }
+  std::vector<int64_t> ext(static_cast<size_t>(s_len), blank);
+  for (size_t i = 0; i < label.size(); ++i) ext[2 * i + 1] = label[i];
+  // skip[s]: whether position s is reached from s - 2 (an id unlike the one before its blank).
+  std::vector<char> skip(static_cast<size_t>(s_len), 0);
+  for (int64_t s = 2; s < s_len; ++s) skip[s] = ext[s] != blank && ext[s] != ext[s - 2];
+  const auto usable = [](double v) { return v > 0 && std::isfinite(v); };
+  // Rescales row[0, s_len) to sum to 1, answering the log of its sum (nullopt where unusable).
+  const auto rescale = [&](double* row) -> std::optional<double> {
+    double sum = 0;
+    for (int64_t s = 0; s < s_len; ++s) sum += row[s];
+    if (!usable(sum)) return std::nullopt;
+    const double inverse = 1 / sum;
+    for (int64_t s = 0; s < s_len; ++s) row[s] *= inverse;
+    return std::log(sum);
+  };
+  std::vector<double> alpha(static_cast<size_t>(frames * s_len), 0.0), beta(alpha.size(), 0.0);
+  double loglik = 0;
+  alpha[0] = y[static_cast<size_t>(blank)];
+  if (s_len > 1) alpha[1] = y[static_cast<size_t>(ext[1])];
+  for (int64_t t = 0; t < frames; ++t) {
+    double* a = alpha.data() + t * s_len;
+    if (t > 0) {
+      const double* prev = a - s_len;
+      const double* yt = y.data() + t * c1;
+      for (int64_t s = 0; s < s_len; ++s) {
+        double v = prev[s];
+        if (s >= 1) v += prev[s - 1];
+        if (skip[s]) v += prev[s - 2];
+        a[s] = v * yt[ext[s]];
+      }
+    }
+    const std::optional<double> scale = rescale(a);
+    if (!scale) return std::nullopt;
+    loglik += *scale;
+  }
+  const double* a_last = alpha.data() + (frames - 1) * s_len;
+  const double end = a_last[s_len - 1] + (s_len > 1 ? a_last[s_len - 2] : 0.0);
+  if (!usable(end)) return std::nullopt;
+  loglik += std::log(end);
+  double* b_last = beta.data() + (frames - 1) * s_len;
+  const double* y_last = y.data() + (frames - 1) * c1;
+  b_last[s_len - 1] = y_last[ext[s_len - 1]];
+  if (s_len > 1) b_last[s_len - 2] = y_last[ext[s_len - 2]];
+  if (!rescale(b_last)) return std::nullopt;
+  for (int64_t t = frames - 2; t >= 0; --t) {
+    double* b = beta.data() + t * s_len;
+    const double* next = b + s_len;
+    const double* yt = y.data() + t * c1;
+    for (int64_t s = 0; s < s_len; ++s) {
+      double v = next[s];
+      if (s + 1 < s_len) v += next[s + 1];
+      if (s + 2 < s_len && skip[s + 2]) v += next[s + 2];
+      b[s] = v * yt[ext[s]];
+    }
+    if (!rescale(b)) return std::nullopt;
+  }
+  // A frame's posterior over label positions is alpha beta / y up to a factor of the frame
+  // (the scales), removed by dividing by its sum; the gradient is y less the posterior of
+  // each class.
+  std::vector<double> posterior(static_cast<size_t>(c1));
+  for (int64_t t = 0; t < frames; ++t) {
+    const double *a = alpha.data() + t * s_len, *b = beta.data() + t * s_len, *yt = y.data() + t * c1;
+    std::fill(posterior.begin(), posterior.end(), 0.0);
+    double total = 0;
+    for (int64_t s = 0; s < s_len; ++s) {
+      const double ab = a[s] * b[s];
+      if (ab == 0) continue;
+      const double w = ab / yt[ext[s]];
+      posterior[static_cast<size_t>(ext[s])] += w;
+      total += w;
+    }
+    if (!usable(total)) return std::nullopt;
+    const double inverse = 1 / total;
+    T* out = grad + t * grad_step * c1;
+    for (int64_t c = 0; c < c1; ++c) out[c] = static_cast<T>(yt[c] - posterior[static_cast<size_t>(c)] * inverse);
+  }
+  return -loglik;
+}
+
+// One sequence's loss and gradient: the scaled pass, or the log-space one where it gives up.
+template <class T>
+double SequenceLoss(const T* x, int64_t x_step, int64_t frames, int64_t classes, const std::vector<int64_t>& label,
+                    int64_t blank, T* grad, int64_t grad_step) {
+  if (const auto loss = SequenceLossScaled(x, x_step, frames, classes, label, blank, grad, grad_step)) return *loss;
+  return SequenceLossInLogSpace(x, x_step, frames, classes, label, blank, grad, grad_step);
 }
 
 template <class T> void WarpCtc(KernelContext& ctx) {

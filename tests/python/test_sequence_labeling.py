@@ -443,6 +443,32 @@ def test_warpctc_matches_pytorch_ctc_loss_and_its_gradient(padded, norm_by_times
     assert got_loss[4, 0] == 0
 
 
+def test_warpctc_is_exact_where_every_alignment_is_beyond_a_doubles_range():
+    """Class 1 is 800 below the others in every frame, so each alignment of a label holding
+    it has a probability under a double's least (exp(-800) is 0): the loss is still about
+    800, as PyTorch's log-space ctc_loss gives, and so is the gradient; a second sequence of
+    ordinary logits in the same batch is unaffected."""
+    classes, blank = 3, 0
+    rng = np.random.RandomState(3)
+    far = rng.normal(size=(4, classes))
+    far[:, 1] -= 800
+    near = rng.normal(size=(5, classes))
+    xs, labels = [far, near], [[1, 2], [2, 1]]
+    main, loss = ctc_program(False, classes=classes, blank=blank)
+    feed = {"x": lod_tensor(np.concatenate(xs), [4, 5]),
+            "y": lod_tensor(np.array(sum(labels, []), "int32").reshape(-1, 1), [2, 2]), "w": np.ones((2, 1))}
+    got_loss, got_grad = fluid.Executor(fluid.CPUPlace()).run(main, feed=feed, fetch_list=[loss, "x@GRAD"])
+    for b, (x, label) in enumerate(zip(xs, labels)):
+        tx = torch.tensor(x, requires_grad=True)
+        expected = torch.nn.functional.ctc_loss(
+            torch.log_softmax(tx, 1).unsqueeze(1), torch.tensor([label], dtype=torch.long),
+            torch.tensor([len(x)]), torch.tensor([len(label)]), blank=blank, reduction="sum")
+        expected.backward()
+        np.testing.assert_allclose(got_loss[b, 0], expected.item(), rtol=1e-9, err_msg=str(b))
+        np.testing.assert_allclose(split(got_grad, [4, 5])[b], tx.grad.numpy(), rtol=1e-7, atol=1e-10, err_msg=str(b))
+    assert got_loss[0, 0] > 790
+
+
 def test_warpctc_refuses_a_label_holding_the_blank():
     main, loss = ctc_program(False, classes=4, blank=0)
     feed = {"x": lod_tensor(np.zeros((3, 4)), [3]), "y": lod_tensor(np.array([[2], [0]], "int32"), [2]),

@@ -233,6 +233,22 @@ def standard_cases():
         {"blank": 0, "norm_by_times": False},
         "F.ctc_loss(torch.log_softmax(Logits.view(64, 100, 51).transpose(0, 1), 2), Label.view(64, 20), "
         "torch.full((64,), 100), torch.full((64,), 20), blank=0, reduction='none')", ("Loss", "WarpCTCGrad"))
+    # A CRF of 32 tags over 64 sequences of 64 positions, against the forward algorithm and
+    # Viterbi written in torch a step at a time, as PyTorch's CRF layers do.
+    crf = {"Emission": Data((4096, 32), lens=[[64] * 64]), "Transition": x(shape=(34, 32))}
+    add("linear_chain_crf of 64 sequences of [64, 32 tags]", "linear_chain_crf",
+        dict(crf, Label=Data((4096, 1), "int64", 0, 32, lens=[[64] * 64])), {},
+        "(lambda E, L, a, b, W: torch.logsumexp(__import__('functools').reduce("
+        "lambda al, t: torch.logsumexp(al.unsqueeze(2) + W.unsqueeze(0), 1) + E[:, t], range(1, 64), a + E[:, 0]) "
+        "+ b, 1) - (a[L[:, 0]] + b[L[:, -1]] + E.gather(2, L.unsqueeze(2)).sum((1, 2)) + "
+        "W[L[:, :-1], L[:, 1:]].sum(1)))(Emission.view(64, 64, 32), Label.view(64, 64), Transition[0], "
+        "Transition[1], Transition[2:])", ("LogLikelihood", "Alpha", "EmissionExps", "TransitionExps"))
+    add("crf_decoding of 64 sequences of [64, 32 tags]", "crf_decoding", dict(crf), {},
+        "(lambda E, a, b, W: (lambda r: torch.stack(__import__('functools').reduce("
+        "lambda p, bp: [bp.gather(1, p[0].unsqueeze(1)).squeeze(1)] + p, reversed(r[1]), [(r[0] + b).argmax(1)]), 1))"
+        "(__import__('functools').reduce(lambda sb, t: (lambda m: (m[0] + E[:, t], sb[1] + [m[1]]))("
+        "(sb[0].unsqueeze(2) + W.unsqueeze(0)).max(1)), range(1, 64), (a + E[:, 0], []))))"
+        "(Emission.view(64, 64, 32), Transition[0], Transition[1], Transition[2:])", ("ViterbiPath",))
 
     # Softmax family and losses.
     add("softmax [1024, 4096]", "softmax", {"X": x()}, {}, "torch.softmax(X, -1)")
@@ -465,6 +481,11 @@ def bandwidth_cases():
          "Updates": Data((32768, 1), lens=[[32] * 1024])}, {})
     add("lod_reset of " + per, "lod_reset", {"X": seq()}, {"target_lod": [0, rows // 2, rows]})
     add("row_conv of 4 rows over " + per, "row_conv", {"X": seq(), "Filter": Data((4, 128))}, {})
+    add("ctc_align of 1024 sequences of [512-1536] ids, 4 classes", "ctc_align", {"Input": ids(0, 4)},
+        {"blank": 0, "merge_repeated": True}, ("Output",))
+    add("chunk_eval IOB of 1024 sequences of [512-1536] tags", "chunk_eval",
+        {"Inference": ids(0, 9), "Label": ids(0, 9)}, {"num_chunk_types": 4, "chunk_scheme": "IOB"},
+        ("Precision", "Recall", "F1-Score", "NumInferChunks", "NumLabelChunks", "NumCorrectChunks"))
     return out
 
 

@@ -5,30 +5,58 @@
 // Output is [1, 1] holding -1, its LoD's offsets all 0, as Paddle's is), or padded [B, L]
 // with InputLength (Output [B, L], each row's tokens then padding_value, and OutputLength
 // [B, 1] their counts).
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 #include "sequence.h"
 
 namespace rill::math {
 namespace {
 
-// Appends to `out` the tokens of in[0, n) that stay: not blank, and with merge_repeated
-// not the token before them (a blank between two equal tokens keeps both).
-template <class T> void AlignOne(const T* in, int64_t n, int64_t blank, bool merge_repeated, std::vector<T>& out) {
-  for (int64_t i = 0; i < n; ++i) {
-    if (in[i] != blank && !(merge_repeated && i > 0 && in[i] == in[i - 1])) out.push_back(in[i]);
+// Which tokens of a sequence stay: not the blank, and with merge_repeated not the token
+// before them (a blank between two equal tokens keeps both). Counted and copied without a
+// branch on the tokens, so that the count is a vector loop and the copy does not stall on
+// each token's guess.
+template <class T> class Aligner {
+ public:
+  Aligner(T blank, bool merge_repeated) : blank_(blank), merge_(merge_repeated) {}
+
+  // How many of in[0, n) stay.
+  int64_t Count(const T* in, int64_t n) const {
+    if (n == 0) return 0;
+    int64_t kept = in[0] != blank_;
+    for (int64_t i = 1; i < n; ++i) kept += Stays(in[i], in[i - 1]);
+    return kept;
   }
-}
+  // Those of in[0, n) that stay, `kept` of them (Count's answer), to out[0, kept): every
+  // token is written at the next free place, which moves on only past one that stays, and
+  // the loop ends with the last of those, so nothing is written at out[kept] or past.
+  void Copy(const T* in, T* out, int64_t kept) const {
+    if (kept == 0) return;
+    out[0] = in[0];
+    int64_t k = in[0] != blank_;
+    for (int64_t i = 1; k < kept; ++i) {
+      out[k] = in[i];
+      k += Stays(in[i], in[i - 1]);
+    }
+  }
+
+ private:
+  int Stays(T token, T before) const { return (token != blank_) & (!merge_ | (token != before)); }
+
+  T blank_;
+  bool merge_;
+};
 
 template <class T> void CtcAlign(KernelContext& ctx) {
   Tensor input = ctx.Input("Input");
-  const int64_t blank = ctx.Attr<int64_t>("blank");
-  const bool merge_repeated = ctx.Attr<bool>("merge_repeated");
+  const Aligner<T> align(static_cast<T>(ctx.Attr<int64_t>("blank")), ctx.Attr<bool>("merge_repeated"));
   const T* in = input.data<T>();
-  std::vector<T> kept;
+  const double bytes = 2.0 * static_cast<double>(input.numel()) * sizeof(T);
   if (std::optional<Tensor> lengths = OptionalInput(ctx, "InputLength")) {
     const std::vector<int64_t> d = input.dims();
     if (d.size() != 2 || lengths->dtype() != input.dtype() || lengths->numel() != d[0]) {
@@ -36,31 +64,51 @@ template <class T> void CtcAlign(KernelContext& ctx) {
                   "dtype, got " + DimsString(lengths->dims()));
     }
     const T* len = lengths->data<T>();
-    const T padding = static_cast<T>(ctx.Attr<int64_t>("padding_value"));
-    T* out = ctx.AllocateOutput<T>("Output", d);
-    T* out_len = ctx.AllocateOutput<T>("OutputLength", {d[0], 1});
     for (int64_t b = 0; b < d[0]; ++b) {
       if (len[b] < 0 || len[b] > d[1]) {
         throw Error("InputLength[" + std::to_string(b) + "] = " + std::to_string(len[b]) + " is outside 0 .. " +
                     std::to_string(d[1]));
       }
-      kept.clear();
-      AlignOne(in + b * d[1], static_cast<int64_t>(len[b]), blank, merge_repeated, kept);
-      std::copy(kept.begin(), kept.end(), out + b * d[1]);
-      std::fill(out + b * d[1] + static_cast<int64_t>(kept.size()), out + (b + 1) * d[1], padding);
-      out_len[b] = static_cast<T>(kept.size());
     }
+    const T padding = static_cast<T>(ctx.Attr<int64_t>("padding_value"));
+    std::vector<T> counts(static_cast<size_t>(d[0]));
+    WriteOutput<T>(ctx, "Output", {"Input", "InputLength"}, d, [&](T* out) {
+      ParallelFor(d[0], bytes, [&](int64_t, int64_t first, int64_t last) {
+        for (int64_t b = first; b < last; ++b) {
+          const T* row = in + b * d[1];
+          T* to = out + b * d[1];
+          const int64_t kept = align.Count(row, static_cast<int64_t>(len[b]));
+          align.Copy(row, to, kept);
+          std::fill(to + kept, to + d[1], padding);
+          counts[static_cast<size_t>(b)] = static_cast<T>(kept);
+        }
+      });
+    });
+    std::copy(counts.begin(), counts.end(), ctx.AllocateOutput<T>("OutputLength", {d[0], 1}));
     return;
   }
+  // Two passes over the sequences on the team: what each keeps (Output's LoD, by a running
+  // sum), then each sequence's tokens written to its own part of Output.
   const std::vector<uint64_t> o = SequenceOffsets(ctx.op(), "Input", input, 1);
-  std::vector<uint64_t> offsets(1, 0);
-  for (size_t s = 0; s + 1 < o.size(); ++s) {
-    AlignOne(in + o[s], static_cast<int64_t>(o[s + 1] - o[s]), blank, merge_repeated, kept);
-    offsets.push_back(kept.size());
+  const auto seqs = static_cast<int64_t>(o.size()) - 1;
+  std::vector<uint64_t> offsets(o.size(), 0);
+  ParallelFor(seqs, bytes / 2, [&](int64_t, int64_t first, int64_t last) {
+    for (auto s = static_cast<size_t>(first); s < static_cast<size_t>(last); ++s) {
+      offsets[s + 1] = static_cast<uint64_t>(align.Count(in + o[s], static_cast<int64_t>(o[s + 1] - o[s])));
+    }
+  });
+  for (size_t s = 1; s < offsets.size(); ++s) offsets[s] += offsets[s - 1];
+  if (offsets.back() == 0) {
+    ctx.AllocateOutput<T>("Output", {1, 1})[0] = T(-1);
+  } else {
+    WriteOutput<T>(ctx, "Output", {"Input"}, {static_cast<int64_t>(offsets.back()), 1}, [&](T* out) {
+      ParallelFor(seqs, bytes, [&](int64_t, int64_t first, int64_t last) {
+        for (auto s = static_cast<size_t>(first); s < static_cast<size_t>(last); ++s) {
+          align.Copy(in + o[s], out + offsets[s], static_cast<int64_t>(offsets[s + 1] - offsets[s]));
+        }
+      });
+    });
   }
-  if (kept.empty()) kept.push_back(T(-1));
-  T* out = ctx.AllocateOutput<T>("Output", {static_cast<int64_t>(kept.size()), 1});
-  std::copy(kept.begin(), kept.end(), out);
   ctx.Output("Output").set_lod({offsets});
 }
 

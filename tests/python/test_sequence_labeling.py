@@ -321,6 +321,46 @@ def test_ctc_greedy_decoder_merges_repeats_and_drops_blanks():
     np.testing.assert_array_equal(nothing, [[-1]])
 
 
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("merge_repeated", [True, False])
+def test_ctc_align_of_many_long_sequences_matches_its_definition(dtype, merge_repeated):
+    """Hundreds of sequences of up to a thousand tokens of 3 classes (runs and blanks
+    everywhere, some sequences empty): enough that the passes split across threads. The
+    LoD and the padded forms keep what the definition keeps, in order."""
+    rng = np.random.RandomState(11)
+    lengths = [int(n) for n in rng.randint(0, 1000, 300)]
+    tokens = rng.randint(0, 3, (sum(lengths), 1)).astype(dtype)
+    blank = 1
+    main = fluid.Program()
+    block = main.global_block()
+    block.create_var(name="ids", shape=[-1, 1], dtype=dtype, lod_level=1)
+    block.create_var(name="padded", shape=[len(lengths), max(lengths)], dtype=dtype)
+    block.create_var(name="length", shape=[len(lengths)], dtype=dtype)
+    for name in ("out", "padded_out", "padded_length"):
+        block.create_var(name=name)
+    attrs = {"blank": blank, "merge_repeated": merge_repeated, "padding_value": -7}
+    block.append_op(type="ctc_align", inputs={"Input": ["ids"]}, outputs={"Output": ["out"]}, attrs=attrs)
+    block.append_op(type="ctc_align", inputs={"Input": ["padded"], "InputLength": ["length"]},
+                    outputs={"Output": ["padded_out"], "OutputLength": ["padded_length"]}, attrs=attrs)
+    padded = np.zeros((len(lengths), max(lengths)), dtype)
+    for b, seq in enumerate(split(tokens, lengths)):
+        padded[b, :len(seq)] = seq[:, 0]
+    got, got_padded, got_length = fluid.Executor(fluid.CPUPlace()).run(
+        main, feed={"ids": lod_tensor(tokens, lengths), "padded": padded, "length": np.array(lengths, dtype)},
+        fetch_list=["out", "padded_out", "padded_length"], return_numpy=False)
+
+    def kept(seq):
+        runs = [k for k, _ in itertools.groupby(seq)] if merge_repeated else list(seq)
+        return [k for k in runs if k != blank]
+    want = [kept(seq[:, 0]) for seq in split(tokens, lengths)]
+    assert got.recursive_sequence_lengths() == [[len(w) for w in want]]
+    np.testing.assert_array_equal(np.array(got)[:, 0], sum(want, []))
+    got_padded = np.array(got_padded)
+    np.testing.assert_array_equal(np.array(got_length)[:, 0], [len(w) for w in want])
+    for b, w in enumerate(want):
+        np.testing.assert_array_equal(got_padded[b], w + [-7] * (max(lengths) - len(w)))
+
+
 def levenshtein(a, b):
     """The edit distance by its definition: the cheapest of deleting a's first token,
     inserting b's, or matching (or substituting) the two."""

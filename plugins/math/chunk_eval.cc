@@ -12,81 +12,116 @@
 // Sequences come as LoD tensors (Inference and Label [N, 1] with the same LoD) or padded
 // ([B, S] or [B, S, 1] with SeqLength [B]). Precision = correct / found, Recall = correct /
 // true, F1 their harmonic mean; each 0 when its denominator (or the correct count) is 0.
-#include <set>
+#include <array>
 #include <string>
 #include <vector>
 
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 #include "sequence.h"
 
 namespace rill::math {
 namespace {
 
+// tag_types is 1 << type_shift for every scheme, so that a tag splits into its type and
+// position by a shift and a mask rather than a division.
 struct ChunkScheme {
-  int64_t tag_types = 1;
+  int64_t tag_types = 1, type_shift = 0;
   // Each position's code within tag_types, or -1 where the scheme has no such position.
   int64_t begin = -1, inside = -1, end = -1, single = -1;
 };
 
 ChunkScheme SchemeNamed(const std::string& name) {
-  if (name == "IOB") return {2, 0, 1, -1, -1};
-  if (name == "IOE") return {2, -1, 0, 1, -1};
-  if (name == "IOBES") return {4, 0, 1, 2, 3};
-  if (name == "plain") return {1, -1, -1, -1, -1};
+  if (name == "IOB") return {2, 1, 0, 1, -1, -1};
+  if (name == "IOE") return {2, 1, -1, 0, 1, -1};
+  if (name == "IOBES") return {4, 2, 0, 1, 2, 3};
+  if (name == "plain") return {1, 0, -1, -1, -1, -1};
   throw Error("chunk_scheme '" + name + "' is not one of IOB, IOE, IOBES, plain");
 }
 
-struct Chunk {
-  int64_t first, last, type;
-  bool operator==(const Chunk& o) const { return first == o.first && last == o.last && type == o.type; }
-};
-
-// The chunks of one sequence's tags, in order. `outside` is the type of no chunk.
-class ChunkReader {
+// The chunks' counts over sequences of found and true tags. A chunk is open exactly while
+// the last tag's type is not outside (a chunk ends before a position only where another
+// begins there or the position is outside; Ends and Begins below show it), so whether a
+// chunk ends before position k and whether one begins at k are functions of tags k - 1 and
+// k alone: for two tags of one chunk type, a table of their positions (at most 4 x 4);
+// otherwise a comparison of types. A found chunk is correct when a true chunk begins at
+// the same position with the same type and the two end together. So a sequence is counted
+// in one pass over both lists, without a branch on the tags.
+class ChunkCounter {
  public:
-  ChunkReader(const ChunkScheme& scheme, int64_t outside) : s_(scheme), outside_(outside) {}
+  struct Counts {
+    int64_t found = 0, expected = 0, correct = 0;
+  };
 
-  std::vector<Chunk> Read(const int64_t* tags, int64_t length) const {
-    std::vector<Chunk> chunks;
-    int64_t first = 0, prev_pos = -1, prev_type = outside_;
-    bool open = false;
-    for (int64_t k = 0; k < length; ++k) {
-      const int64_t pos = tags[k] % s_.tag_types, type = tags[k] / s_.tag_types;
-      if (open && Ends(prev_pos, prev_type, pos, type)) {
-        chunks.push_back({first, k - 1, prev_type});
-        open = false;
+  // `counted`: whether each type 0 .. types - 1 counts.
+  ChunkCounter(const ChunkScheme& scheme, int64_t types, const std::vector<char>& counted)
+      : s_(scheme), outside_(types), outside_tag_(types << scheme.type_shift), counted_(counted) {
+    counted_.push_back(0);  // the outside type, read for positions where nothing begins
+    for (int64_t prev = 0; prev < s_.tag_types; ++prev) {
+      for (int64_t pos = 0; pos < s_.tag_types; ++pos) {
+        ends_[prev * s_.tag_types + pos] = Ends(prev, pos);
+        begins_[prev * s_.tag_types + pos] = Begins(prev, pos);
       }
-      if (Begins(prev_pos, prev_type, pos, type)) {
-        first = k;
-        open = true;
-      }
-      prev_pos = pos;
-      prev_type = type;
     }
-    if (open) chunks.push_back({first, length - 1, prev_type});
-    return chunks;
+  }
+
+  // Adds the counts of one sequence, found[0, n) against truth[0, n), to c. Tags lie in
+  // 0 .. types * tag_types (checked by the caller).
+  void Count(const int64_t* found, const int64_t* truth, int64_t n, Counts& c) const {
+    // The counts in locals, not through c: a store through c may be a store to the tags, as
+    // far as the compiler knows, and would be made at every position.
+    int64_t prev_found = outside_tag_, prev_true = outside_tag_, found_chunks = 0, true_chunks = 0, correct = 0;
+    int candidate = 0;  // whether the open found and true chunks began together, alike
+    for (int64_t k = 0; k < n; ++k) {
+      const Edge f = At(prev_found, found[k]), t = At(prev_true, truth[k]);
+      correct += candidate & f.ends & t.ends;
+      // candidate goes stale when one chunk ends alone, but is only read where both are
+      // open, which takes a begin since, which sets it anew.
+      const int alike = f.begins & t.begins & (f.type == t.type) & counted_[static_cast<size_t>(f.type)];
+      candidate = (candidate & !(f.begins | t.begins)) | alike;
+      found_chunks += f.begins & counted_[static_cast<size_t>(f.type)];
+      true_chunks += t.begins & counted_[static_cast<size_t>(t.type)];
+      prev_found = found[k];
+      prev_true = truth[k];
+    }
+    correct += candidate & ((prev_found >> s_.type_shift) != outside_) & ((prev_true >> s_.type_shift) != outside_);
+    c.found += found_chunks;
+    c.expected += true_chunks;
+    c.correct += correct;
   }
 
  private:
-  // Whether a chunk of prev_type ends before a position tagged (pos, type).
-  bool Ends(int64_t prev_pos, int64_t prev_type, int64_t pos, int64_t type) const {
-    if (prev_type == outside_) return false;
-    if (type == outside_ || type != prev_type) return true;
+  struct Edge {
+    int ends, begins;  // a chunk ends before this position; one begins at it
+    int64_t type;
+  };
+
+  Edge At(int64_t prev, int64_t tag) const {
+    const int64_t prev_type = prev >> s_.type_shift, type = tag >> s_.type_shift;
+    const size_t pair = static_cast<size_t>((prev & (s_.tag_types - 1)) * s_.tag_types + (tag & (s_.tag_types - 1)));
+    const int prev_out = prev_type == outside_, out = type == outside_, differs = type != prev_type;
+    return {(prev_out ^ 1) & (out | differs | ends_[pair]), (out ^ 1) & (prev_out | differs | begins_[pair]), type};
+  }
+
+  // For two consecutive tags of one chunk type, positions prev_pos then pos: whether the
+  // chunk of the first ends between them, and whether one begins at the second. (Where the
+  // types differ, or either is outside, a chunk ends before a tag that is outside or of
+  // another type, and begins at one of another type after an outside tag or another type.)
+  bool Ends(int64_t prev_pos, int64_t pos) const {
     if (prev_pos == s_.begin || prev_pos == s_.inside) return pos == s_.begin || pos == s_.single;
     return prev_pos == s_.end || prev_pos == s_.single;
   }
-  // Whether a chunk begins at a position tagged (pos, type) after one tagged (prev_pos, prev_type).
-  bool Begins(int64_t prev_pos, int64_t prev_type, int64_t pos, int64_t type) const {
-    if (prev_type == outside_) return type != outside_;
-    if (type == outside_) return false;
-    if (type != prev_type || pos == s_.begin || pos == s_.single) return true;
+  bool Begins(int64_t prev_pos, int64_t pos) const {
+    if (pos == s_.begin || pos == s_.single) return true;
     if (pos == s_.inside || pos == s_.end) return prev_pos == s_.end || prev_pos == s_.single;
     return false;
   }
 
   ChunkScheme s_;
-  int64_t outside_;
+  int64_t outside_, outside_tag_;
+  std::vector<char> counted_;
+  std::array<int, 16> ends_{}, begins_{};
 };
 
 // The sequences of the batch as [begin, end) offsets into the flattened tags.
@@ -112,31 +147,52 @@ void ChunkEval(KernelContext& ctx) {
   const ChunkScheme scheme = SchemeNamed(ctx.Attr<std::string>("chunk_scheme"));
   const int64_t types = ctx.Attr<int64_t>("num_chunk_types");
   if (types < 1) throw Error("num_chunk_types must be at least 1, got " + std::to_string(types));
-  const std::vector<int64_t> excluded_list = ctx.Attr<std::vector<int64_t>>("excluded_chunk_types");
-  const std::set<int64_t> excluded(excluded_list.begin(), excluded_list.end());
-  const ChunkReader reader(scheme, types);
+  // Whether each chunk type counts (a type outside 0 .. types - 1 is no chunk's).
+  std::vector<char> counted(static_cast<size_t>(types), 1);
+  for (const int64_t t : ctx.Attr<std::vector<int64_t>>("excluded_chunk_types")) {
+    if (t >= 0 && t < types) counted[static_cast<size_t>(t)] = 0;
+  }
   const int64_t *found_tags = inference.data<int64_t>(), *true_tags = label.data<int64_t>();
-  int64_t found = 0, expected = 0, correct = 0;
-  for (const auto& [begin, end] : Sequences(ctx, inference, label)) {
-    for (int64_t k = begin; k < end; ++k) {
+  const int64_t last_tag = types * scheme.tag_types;
+  const SequenceRanges ranges = Sequences(ctx, inference, label);
+  // The sequences in chunks on the team, each chunk's three counts kept apart and added
+  // after (integers: the same totals in any order). A sequence holding a tag outside
+  // 0 .. last_tag is not counted but marked, and the first such tag named after the pass.
+  const auto seqs = static_cast<int64_t>(ranges.size());
+  const double bytes = 2.0 * sizeof(int64_t) * static_cast<double>(inference.numel());
+  const ChunkCounter counter(scheme, types, counted);
+  std::vector<ChunkCounter::Counts> counts(static_cast<size_t>(ParallelChunks(seqs, bytes)));
+  std::vector<char> bad(ranges.size(), 0);
+  ParallelFor(seqs, bytes, [&](int64_t chunk, int64_t first, int64_t last) {
+    for (int64_t s = first; s < last; ++s) {
+      const auto [begin, end] = ranges[static_cast<size_t>(s)];
+      bool outside = false;  // unsigned, a negative tag compares above last_tag too
+      for (int64_t k = begin; k < end; ++k) {
+        outside |= (static_cast<uint64_t>(found_tags[k]) > static_cast<uint64_t>(last_tag)) |
+                   (static_cast<uint64_t>(true_tags[k]) > static_cast<uint64_t>(last_tag));
+      }
+      bad[static_cast<size_t>(s)] = outside;
+      if (!outside) {
+        counter.Count(found_tags + begin, true_tags + begin, end - begin, counts[static_cast<size_t>(chunk)]);
+      }
+    }
+  });
+  for (size_t s = 0; s < ranges.size(); ++s) {
+    if (!bad[s]) continue;
+    for (int64_t k = ranges[s].first; k < ranges[s].second; ++k) {
       for (const int64_t t : {found_tags[k], true_tags[k]}) {
-        if (t < 0 || t > types * scheme.tag_types) {
+        if (t < 0 || t > last_tag) {
           throw Error("tag " + std::to_string(t) + " at position " + std::to_string(k) + " is outside 0 .. " +
-                      std::to_string(types * scheme.tag_types) + " (num_chunk_types times the scheme's tag types)");
+                      std::to_string(last_tag) + " (num_chunk_types times the scheme's tag types)");
         }
       }
     }
-    const std::vector<Chunk> a = reader.Read(found_tags + begin, end - begin);
-    const std::vector<Chunk> b = reader.Read(true_tags + begin, end - begin);
-    // Both lists are ordered by their last positions, and chunks of one list do not overlap.
-    for (size_t i = 0, j = 0; i < a.size() && j < b.size();) {
-      if (a[i] == b[j] && excluded.count(a[i].type) == 0) ++correct;
-      const int64_t ai = a[i].last, bj = b[j].last;
-      if (ai <= bj) ++i;
-      if (bj <= ai) ++j;
-    }
-    for (const Chunk& c : a) found += excluded.count(c.type) == 0;
-    for (const Chunk& c : b) expected += excluded.count(c.type) == 0;
+  }
+  int64_t found = 0, expected = 0, correct = 0;
+  for (const ChunkCounter::Counts& c : counts) {
+    found += c.found;
+    expected += c.expected;
+    correct += c.correct;
   }
   const float precision = found ? static_cast<float>(correct) / static_cast<float>(found) : 0.0f;
   const float recall = expected ? static_cast<float>(correct) / static_cast<float>(expected) : 0.0f;

@@ -192,11 +192,14 @@ def chunks(tags, scheme, types):
 
 
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
-def test_chunk_eval_counts_chunks_as_runs_of_continuing_tags(scheme):
+@pytest.mark.parametrize("many", [False, True])
+def test_chunk_eval_counts_chunks_as_runs_of_continuing_tags(scheme, many):
+    """A few short sequences, or (many) hundreds of up to 600 tags, which the counting
+    splits across threads."""
     types = 3
     tag_types = SCHEMES[scheme][0]
     rng = np.random.RandomState(len(scheme))
-    lengths = [6, 0, 1, 9, 12]
+    lengths = [6, 0, 1, 9, 12] + ([int(n) for n in rng.randint(0, 600, 200)] if many else [])
     truth = rng.randint(0, types * tag_types + 1, (sum(lengths), 1)).astype("int64")
     found = truth.copy()
     flip = rng.rand(len(found)) < 0.3
@@ -219,6 +222,22 @@ def test_chunk_eval_counts_chunks_as_runs_of_continuing_tags(scheme):
     assert want_correct > 0 and want_correct < want_true
     p, r = want_correct / want_found, want_correct / want_true
     np.testing.assert_allclose([precision[0], recall[0], f1[0]], [p, r, 2 * p * r / (p + r)], rtol=1e-6)
+
+
+def test_chunk_eval_names_a_tag_outside_the_schemes_range():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        inference = fluid.layers.data(name="inference", shape=[1], dtype="int64", lod_level=1)
+        label = fluid.layers.data(name="label", shape=[1], dtype="int64", lod_level=1)
+        metrics = fluid.layers.chunk_eval(inference, label, "IOB", 2)
+    tags = np.zeros((300, 1), "int64")
+    wrong = tags.copy()
+    wrong[250, 0] = -3  # in the second sequence
+    for found, truth in ((wrong, tags), (tags, wrong)):
+        with pytest.raises(rill.Error, match=r"tag -3 at position 250 is outside 0 \.\. 4"):
+            fluid.Executor(fluid.CPUPlace()).run(
+                main, feed={"inference": lod_tensor(found, [100, 200]), "label": lod_tensor(truth, [100, 200])},
+                fetch_list=list(metrics))
 
 
 @pytest.mark.parametrize("y_rows", [5, 1])

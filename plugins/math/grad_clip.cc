@@ -8,25 +8,12 @@
 #include <cmath>
 
 #include "kernels.h"
-#include "reduction_loops.h"
 #include "ops.h"
+#include "reduction.h"
 #include "selected_rows.h"
 
 namespace rill::math {
 namespace {
-
-// sum(p[0, n)^2) in fp64, a sum per chunk on the passes' team, the chunks added in
-// order: the same bits for any thread budget (parallel_for.h).
-template <class T> double SumOfSquares(const T* p, int64_t n) {
-  const double bytes = static_cast<double>(sizeof(T)) * n;
-  std::vector<double> partial(static_cast<size_t>(ParallelChunks(n, bytes)), 0.0);
-  ParallelFor(n, bytes, [&](int64_t chunk, int64_t begin, int64_t end) {
-    partial[static_cast<size_t>(chunk)] = reduction::SumOfSquaresFor<T>()(p + begin, end - begin);
-  });
-  double sum = 0;
-  for (double v : partial) sum += v;
-  return sum;
-}
 
 // out[0, n) = factor * in[0, n), on the passes' team.
 template <class T> void Scaled(const T* in, T* out, int64_t n, T factor) {

@@ -18,12 +18,20 @@
 //                   ParamOut = |z| > l1 ? (l1 sign(z) - z) / (n'^-p / lr + 2 l2) : 0; n = n'
 //                   (l1 and l2 each plus 1e-10, as Paddle's kernel; a SelectedRows Grad
 //                   updates only its rows)
+//
+// Every dense update is elementwise: it runs in blocks of at most kBlock elements
+// (ForEachBlock), each element read and written within one block, the blocks split across
+// the passes' team; a block's temporaries live on the stack (BlockVec), never a tensor's
+// size on the heap.
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
 #include "broadcast.h"
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
+#include "reduction.h"
 #include "selected_rows.h"
 
 namespace rill::math {
@@ -34,6 +42,17 @@ template <class T> T LearningRate(KernelContext& ctx) {
   Tensor lr = ctx.Input("LearningRate");
   if (lr.numel() != 1) throw Error("LearningRate must hold one element, it has " + std::to_string(lr.numel()));
   return *lr.data<T>();
+}
+
+constexpr int64_t kBlock = 1024;
+template <class T> using BlockVec = Eigen::Array<T, Eigen::Dynamic, 1, 0, kBlock, 1>;
+
+// update(begin, count) over [0, n) in blocks of at most kBlock elements, on the passes'
+// team; `arrays` is how many tensors of n T the update reads or writes.
+template <class T, class F> void ForEachBlock(int64_t n, int arrays, const F& update) {
+  ParallelFor(n, static_cast<double>(arrays) * sizeof(T) * n, [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; b += kBlock) update(b, std::min(kBlock, end - b));
+  });
 }
 
 void CheckSameShape(const Tensor& a, const char* an, const Tensor& b, const char* bn) {
@@ -118,9 +137,9 @@ template <class T> void Sgd(KernelContext& ctx) {
   Tensor grad = ctx.Input("Grad");
   CheckSameShape(param, "Param", grad, "Grad");
   const T lr = LearningRate<T>(ctx);
-  const auto g = Flat<T>(grad);
+  const T* g = grad.data<T>();
   auto p = InPlace<T>(ctx, "ParamOut", "Param");
-  p -= lr * g;
+  ForEachBlock<T>(p.size(), 3, [&](int64_t b, int64_t n) { p.segment(b, n) -= lr * ConstVecMap<T>(g + b, n); });
 }
 
 // Grad's values shaped like Param. A SelectedRows Grad (momentum, adagrad and rmsprop take
@@ -164,16 +183,23 @@ template <class T> void Momentum(KernelContext& ctx) {
   if (!method.empty() && method != "l2_decay") {
     throw Error("regularization_method '" + method + "' is neither \"\" nor \"l2_decay\"");
   }
-  Vec<T> g = grad.vec() * static_cast<T>(ctx.Attr<float>("rescale_grad"));
-  if (method == "l2_decay") g += static_cast<T>(ctx.Attr<float>("regularization_coeff")) * Flat<T>(param);
+  const T rescale = static_cast<T>(ctx.Attr<float>("rescale_grad"));
+  const T coeff = static_cast<T>(ctx.Attr<float>("regularization_coeff"));
+  const bool decay = method == "l2_decay", nesterov = ctx.Attr<bool>("use_nesterov");
+  const ConstVecMap<T> grads = grad.vec();
   auto v = InPlace<T>(ctx, "VelocityOut", "Velocity");
-  v = mu * v + g;
   auto p = InPlace<T>(ctx, "ParamOut", "Param");
-  if (ctx.Attr<bool>("use_nesterov")) {
-    p -= lr * (g + mu * v);
-  } else {
-    p -= lr * v;
-  }
+  ForEachBlock<T>(p.size(), 5, [&](int64_t b, int64_t n) {
+    auto ps = p.segment(b, n), vs = v.segment(b, n);
+    BlockVec<T> g = grads.segment(b, n) * rescale;
+    if (decay) g += coeff * ps;
+    vs = mu * vs + g;
+    if (nesterov) {
+      ps -= lr * (g + mu * vs);
+    } else {
+      ps -= lr * vs;
+    }
+  });
 }
 
 // LARS (You et al.): momentum with a layer-local learning rate,
@@ -187,14 +213,17 @@ template <class T> void LarsMomentum(KernelContext& ctx) {
   const T mu = static_cast<T>(ctx.Attr<float>("mu")), coeff = static_cast<T>(ctx.Attr<float>("lars_coeff"));
   const T decay = static_cast<T>(ctx.Attr<float>("lars_weight_decay"));
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
-  const auto g = grad.vec();
-  const T p_norm = std::sqrt(Flat<T>(param).square().sum()), g_norm = std::sqrt(g.square().sum());
+  const ConstVecMap<T> g = grad.vec();
+  const T p_norm = static_cast<T>(std::sqrt(SumOfSquares(param.data<T>(), param.numel())));
+  const T g_norm = static_cast<T>(std::sqrt(SumOfSquares(g.data(), g.size())));
   const T local_lr = decay > 0 && p_norm > 0 && g_norm > 0 ? lr * coeff * p_norm / (g_norm + decay * p_norm + eps) : lr;
-  // The update reads Param before it changes: the decay term is taken first.
-  const Vec<T> step = local_lr * (g + decay * Flat<T>(param));
   auto v = InPlace<T>(ctx, "VelocityOut", "Velocity");
-  v = mu * v + step;
-  InPlace<T>(ctx, "ParamOut", "Param") -= v;
+  auto p = InPlace<T>(ctx, "ParamOut", "Param");
+  ForEachBlock<T>(p.size(), 5, [&](int64_t b, int64_t n) {
+    auto vs = v.segment(b, n), ps = p.segment(b, n);
+    vs = mu * vs + local_lr * (g.segment(b, n) + decay * ps);  // Param read before it changes
+    ps -= vs;
+  });
 }
 
 // Adam on `g` (a gradient of `rows` rows of `width`, at rows `at` of the parameter, or
@@ -219,9 +248,11 @@ template <class T> void AdamUpdate(KernelContext& ctx, const T* g, const std::ve
     m2s = b2 * m2s + (T(1) - b2) * gv.square();
     p.segment(offset, n) -= lr_t * m1s / (m2s.sqrt() + eps);
   };
-  if (at == nullptr) update(0, param.numel(), g);
-  else
+  if (at == nullptr) {
+    ForEachBlock<T>(param.numel(), 7, [&](int64_t b, int64_t n) { update(b, n, g + b); });
+  } else {
     for (size_t i = 0; i < at->size(); ++i) update((*at)[i] * width, width, g + static_cast<int64_t>(i) * width);
+  }
   if (ctx.Attr<bool>("use_global_beta_pow")) return;  // another op advances the powers
   if (ctx.HasOutput("Beta1PowOut")) *ctx.Output("Beta1PowOut").Allocate<T>({1}) = b1_pow * b1;
   if (ctx.HasOutput("Beta2PowOut")) *ctx.Output("Beta2PowOut").Allocate<T>({1}) = b2_pow * b2;
@@ -284,13 +315,18 @@ template <class T, bool kDecayed> void Adagrad(KernelContext& ctx) {
   const T lr = LearningRate<T>(ctx);
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
   auto m = Accumulator<T>(ctx, "MomentOut", "Moment");
-  if constexpr (kDecayed) {
-    const T decay = static_cast<T>(ctx.Attr<float>("decay"));
-    m = decay * m + (T(1) - decay) * g.square();
-  } else {
-    m += g.square();
-  }
-  InPlace<T>(ctx, "ParamOut", "Param") -= lr * g / (m.sqrt() + eps);
+  auto p = InPlace<T>(ctx, "ParamOut", "Param");
+  const T decay = kDecayed ? static_cast<T>(ctx.Attr<float>("decay")) : T(1);
+  ForEachBlock<T>(p.size(), 5, [&](int64_t b, int64_t n) {
+    const auto gs = g.segment(b, n);
+    auto ms = m.segment(b, n);
+    if constexpr (kDecayed) {
+      ms = decay * ms + (T(1) - decay) * gs.square();
+    } else {
+      ms += gs.square();
+    }
+    p.segment(b, n) -= lr * gs / (ms.sqrt() + eps);
+  });
 }
 
 template <class T> void Rmsprop(KernelContext& ctx) {
@@ -299,18 +335,25 @@ template <class T> void Rmsprop(KernelContext& ctx) {
   const T lr = LearningRate<T>(ctx);
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon")), decay = static_cast<T>(ctx.Attr<float>("decay"));
   const T momentum = static_cast<T>(ctx.Attr<float>("momentum"));
+  const bool centered = ctx.Attr<bool>("centered");
+  if (centered && !ctx.HasInput("MeanGrad")) throw Error("centered rmsprop needs MeanGrad");
   auto ms = Accumulator<T>(ctx, "MeanSquareOut", "MeanSquare");
   auto mom = Accumulator<T>(ctx, "MomentOut", "Moment");
-  ms = decay * ms + (T(1) - decay) * g.square();
-  if (ctx.Attr<bool>("centered")) {
-    if (!ctx.HasInput("MeanGrad")) throw Error("centered rmsprop needs MeanGrad");
-    auto mg = Accumulator<T>(ctx, "MeanGradOut", "MeanGrad");
-    mg = decay * mg + (T(1) - decay) * g;
-    mom = momentum * mom + lr * g / (ms - mg.square() + eps).sqrt();
-  } else {
-    mom = momentum * mom + lr * g / (ms + eps).sqrt();
-  }
-  InPlace<T>(ctx, "ParamOut", "Param") -= mom;
+  T* mean_grad = centered ? Accumulator<T>(ctx, "MeanGradOut", "MeanGrad").data() : nullptr;
+  auto p = InPlace<T>(ctx, "ParamOut", "Param");
+  ForEachBlock<T>(p.size(), centered ? 9 : 7, [&](int64_t b, int64_t n) {
+    const auto gs = g.segment(b, n);
+    auto mss = ms.segment(b, n), moms = mom.segment(b, n);
+    mss = decay * mss + (T(1) - decay) * gs.square();
+    if (centered) {
+      VecMap<T> mg(mean_grad + b, n);
+      mg = decay * mg + (T(1) - decay) * gs;
+      moms = momentum * moms + lr * gs / (mss - mg.square() + eps).sqrt();
+    } else {
+      moms = momentum * moms + lr * gs / (mss + eps).sqrt();
+    }
+    p.segment(b, n) -= moms;
+  });
 }
 
 template <class T> void Adamax(KernelContext& ctx) {
@@ -324,9 +367,14 @@ template <class T> void Adamax(KernelContext& ctx) {
   const T lr_t = lr / (T(1) - *b1_pow.data<T>());
   auto m = Accumulator<T>(ctx, "MomentOut", "Moment");
   auto u = Accumulator<T>(ctx, "InfNormOut", "InfNorm");
-  m = b1 * m + (T(1) - b1) * g;
-  u = (b2 * u + eps).max(g.abs());
-  InPlace<T>(ctx, "ParamOut", "Param") -= lr_t * m / u;
+  auto p = InPlace<T>(ctx, "ParamOut", "Param");
+  ForEachBlock<T>(p.size(), 7, [&](int64_t b, int64_t n) {
+    const auto gs = g.segment(b, n);
+    auto ms = m.segment(b, n), us = u.segment(b, n);
+    ms = b1 * ms + (T(1) - b1) * gs;
+    us = (b2 * us + eps).max(gs.abs());
+    p.segment(b, n) -= lr_t * ms / us;
+  });
 }
 
 template <class T> void Adadelta(KernelContext& ctx) {
@@ -336,10 +384,15 @@ template <class T> void Adadelta(KernelContext& ctx) {
   const T lr = ctx.HasInput("LearningRate") ? LearningRate<T>(ctx) : T(1);
   auto eg = Accumulator<T>(ctx, "AvgSquaredGradOut", "AvgSquaredGrad");
   auto ed = Accumulator<T>(ctx, "AvgSquaredUpdateOut", "AvgSquaredUpdate");
-  eg = rho * eg + (T(1) - rho) * g.square();
-  const Vec<T> d = -((ed + eps) / (eg + eps)).sqrt() * g;
-  ed = rho * ed + (T(1) - rho) * d.square();
-  InPlace<T>(ctx, "ParamOut", "Param") += lr * d;
+  auto p = InPlace<T>(ctx, "ParamOut", "Param");
+  ForEachBlock<T>(p.size(), 7, [&](int64_t b, int64_t n) {
+    const auto gs = g.segment(b, n);
+    auto egs = eg.segment(b, n), eds = ed.segment(b, n);
+    egs = rho * egs + (T(1) - rho) * gs.square();
+    const BlockVec<T> d = -((eds + eps) / (egs + eps)).sqrt() * gs;
+    eds = rho * eds + (T(1) - rho) * d.square();
+    p.segment(b, n) += lr * d;
+  });
 }
 
 // FTRL-proximal (McMahan et al.) as Paddle's ftrl kernel computes it, on `g` (rows of
@@ -349,22 +402,30 @@ template <class T> void FtrlUpdate(KernelContext& ctx, const T* g, const std::ve
   const T l1 = static_cast<T>(ctx.Attr<float>("l1")) + static_cast<T>(1e-10);
   const T l2 = static_cast<T>(ctx.Attr<float>("l2")) + static_cast<T>(1e-10);
   const T power = static_cast<T>(ctx.Attr<float>("lr_power"));
-  const auto rate = [power](const auto& n) { return power == T(-0.5) ? n.sqrt().eval() : n.pow(-power).eval(); };
+  const auto rate = [power](const auto& n) -> BlockVec<T> {
+    return power == T(-0.5) ? BlockVec<T>(n.sqrt()) : BlockVec<T>(n.pow(-power));
+  };
   auto sq = Accumulator<T>(ctx, "SquaredAccumOut", "SquaredAccumulator");
   auto lin = Accumulator<T>(ctx, "LinearAccumOut", "LinearAccumulator");
   auto p = InPlace<T>(ctx, "ParamOut", "Param");
   const auto update = [&](int64_t offset, int64_t n, const T* gp) {
     const ConstVecMap<T> gv(gp, n);
     auto sqs = sq.segment(offset, n), lins = lin.segment(offset, n), ps = p.segment(offset, n);
-    const Vec<T> next = sqs + gv.square();
-    lins += gv - (rate(next) - rate(Vec<T>(sqs))) / lr * ps;
-    const Vec<T> shrunk = (l1 * lins.sign() - lins) / (rate(next) / lr + T(2) * l2);
+    const BlockVec<T> next = sqs + gv.square(), next_rate = rate(next);
+    lins += gv - (next_rate - rate(BlockVec<T>(sqs))) / lr * ps;
+    const BlockVec<T> shrunk = (l1 * lins.sign() - lins) / (next_rate / lr + T(2) * l2);
     ps = (lins.abs() > l1).select(shrunk, T(0));
     sqs = next;
   };
-  if (at == nullptr) update(0, p.size(), g);
-  else
-    for (size_t i = 0; i < at->size(); ++i) update((*at)[i] * width, width, g + static_cast<int64_t>(i) * width);
+  if (at == nullptr) {
+    ForEachBlock<T>(p.size(), 7, [&](int64_t b, int64_t n) { update(b, n, g + b); });
+  } else {
+    for (size_t i = 0; i < at->size(); ++i) {
+      for (int64_t b = 0; b < width; b += kBlock) {
+        update((*at)[i] * width + b, std::min(kBlock, width - b), g + static_cast<int64_t>(i) * width + b);
+      }
+    }
+  }
 }
 
 template <class T> void Ftrl(KernelContext& ctx) {

@@ -7,7 +7,7 @@
 // of the reduced dim whose partial results are combined in chunk order, so a result has
 // the same bits whatever the thread budget; otherwise by a walk over runs of the innermost
 // group on the calling thread. The loops over contiguous elements are compiled per
-// instruction set (reduction_loops.h).
+// instruction set (reduction_loops.h). SumOfSquares is a whole tensor's, split the same way.
 #ifndef RILL_PLUGINS_MATH_REDUCTION_H_
 #define RILL_PLUGINS_MATH_REDUCTION_H_
 
@@ -22,6 +22,19 @@
 #include "reduction_loops.h"
 
 namespace rill::math {
+
+// sum(p[0, n)^2) in fp64, a sum per chunk on the passes' team, the chunks added in
+// order: the same bits for any thread budget (parallel_for.h).
+template <class T> double SumOfSquares(const T* p, int64_t n) {
+  const double bytes = static_cast<double>(sizeof(T)) * n;
+  std::vector<double> partial(static_cast<size_t>(ParallelChunks(n, bytes)), 0.0);
+  ParallelFor(n, bytes, [&](int64_t chunk, int64_t begin, int64_t end) {
+    partial[static_cast<size_t>(chunk)] = reduction::SumOfSquaresFor<T>()(p + begin, end - begin);
+  });
+  double sum = 0;
+  for (double v : partial) sum += v;
+  return sum;
+}
 
 // A reduction over some of X's dims seen with adjacent dims of one kind merged: its
 // groups, outermost first, alternate between kept and reduced. Every input element then

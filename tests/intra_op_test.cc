@@ -78,6 +78,20 @@ LargeOps OwnPasses() {
       {{"s", {16}}}};
 }
 
+// Seeded random sources of [256, 1024] fp32 (1 MiB each: passes on the helpers), the same
+// seeds in every block: their values are a function of the seed and the element alone.
+LargeOps RandomSources() {
+  return {[](core::BlockBuilder& b, const std::string& prefix, const std::string& k) {
+            const std::vector<int64_t> shape{256, 1024};
+            for (const char* op : {"uniform_random", "gaussian_random", "truncated_gaussian_random"}) {
+              b.Op(op).Output("Out", prefix + op + k).Attr("shape", shape).Attr("seed", int64_t{5});
+            }
+          },
+          {"uniform_random", "gaussian_random", "truncated_gaussian_random"},
+          {},
+          {}};
+}
+
 // `blocks` go blocks doing `ops`, each sending its results on a channel of its own; the
 // main block receives them, and then does the same ops alone.
 core::ProgramBuilder Concurrent(const LargeOps& ops, int blocks) {
@@ -173,6 +187,10 @@ TEST(IntraOp, GoBlocksRunningLargeOpsAtOnceGetWhatOneAtATimeGets) {
 // threads ran them, and however many passes ran at once.
 TEST(IntraOp, GoBlocksRunningLargePassesAtOnceGetTheSameBitsAsOneAtATime) {
   EXPECT_EQ(GoBlocksAgainstTheMainBlock("intra_op_passes", OwnPasses(), "3"), 0.0);
+}
+
+TEST(IntraOp, SeededRandomSourcesGiveTheSameBitsWhicheverThreadsMadeThem) {
+  EXPECT_EQ(GoBlocksAgainstTheMainBlock("intra_op_random", RandomSources(), "3"), 0.0);
 }
 
 TEST(IntraOp, ABadThreadCountIsAnErrorNamingTheVariable) {

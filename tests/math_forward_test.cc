@@ -1506,10 +1506,15 @@ TEST_F(MathForward, SeededRandomIsReproducibleAndInRange) {
   for (double v : g) var += (v - mean) * (v - mean) / g.size();
   EXPECT_NEAR(mean, 1.0, 0.05);  // 20,000 draws: standard error 0.014
   EXPECT_NEAR(std::sqrt(var), 2.0, 0.05);
+  // A normal's share within one std of its mean is 0.6827 (standard error 0.0033 here).
+  EXPECT_NEAR(std::count_if(g.begin(), g.end(), [](double v) { return std::fabs(v - 1.0) < 2.0; }) / double(g.size()),
+              0.6827, 0.015);
   EXPECT_EQ(Get("g").dtype(), RILL_FP64);
 }
 
-TEST_F(MathForward, TruncatedGaussianStaysWithinTwoStdAndIsReproducible) {
+class TruncatedGaussian : public MathForward, public ::testing::WithParamInterface<RillDataType> {};
+
+TEST_P(TruncatedGaussian, StaysWithinTwoStdAndIsReproducible) {
   for (const char* name : {"t1", "t2"}) {
     Op("truncated_gaussian_random")
         .Output("Out", name)
@@ -1517,11 +1522,12 @@ TEST_F(MathForward, TruncatedGaussianStaysWithinTwoStdAndIsReproducible) {
         .Attr("seed", int32_t{9})
         .Attr("mean", 1.0f)
         .Attr("std", 0.5f)
-        .Attr("dtype", int32_t{RILL_FP64});
+        .Attr("dtype", static_cast<int32_t>(GetParam()));
   }
   ASSERT_EQ(Run(), "");
   const auto t = Values("t1");
   EXPECT_EQ(t, Values("t2"));
+  EXPECT_EQ(Get("t1").dtype(), GetParam());
   double mean = 0, var = 0;
   for (double v : t) {
     ASSERT_GE(v, 0.0);  // mean - 2 std
@@ -1532,7 +1538,16 @@ TEST_F(MathForward, TruncatedGaussianStaysWithinTwoStdAndIsReproducible) {
   EXPECT_NEAR(mean, 1.0, 0.02);
   // A normal truncated at 2 std keeps 0.774 of its variance: std 0.5 * 0.880.
   EXPECT_NEAR(std::sqrt(var), 0.44, 0.01);
+  // Its shares within 1 std and within 0.25 std of the mean: 0.6827 / 0.9545 and
+  // 0.1974 / 0.9545 (standard errors 0.0032 and 0.0029 here).
+  const auto within = [&](double d) {
+    return std::count_if(t.begin(), t.end(), [&](double v) { return std::fabs(v - 1.0) < d * 0.5; }) / double(t.size());
+  };
+  EXPECT_NEAR(within(1.0), 0.7152, 0.015);
+  EXPECT_NEAR(within(0.25), 0.2068, 0.015);
 }
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, TruncatedGaussian, ::testing::Values(RILL_FP32, RILL_FP64));
 
 // ---- indexing and made tensors ------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 #include "selected_rows.h"
 
 namespace rill::math {
@@ -41,7 +42,7 @@ template <class T> class FillConstant {
     }
     Tensor out = OutputValue(ctx, out_);
     T* p = out.Allocate<T>(shape);
-    std::fill(p, p + out.numel(), value);
+    ParallelFill(p, out.numel(), value);
   }
 
  private:
@@ -95,8 +96,8 @@ template <bool kZeros> void FillAnyLike(KernelContext& ctx) {
 template <class T> void FillBatchSizeLike(KernelContext& ctx) {
   const std::vector<int64_t> shape = BatchSizeLikeShape(ctx);
   T* p = ctx.Output("Out").Allocate<T>(shape);
-  std::fill(p, p + CheckedCount(shape, sizeof(T), "shape"),
-            static_cast<T>(static_cast<double>(ctx.Attr<float>("value"))));
+  ParallelFill(p, CheckedCount(shape, sizeof(T), "shape"),
+               static_cast<T>(static_cast<double>(ctx.Attr<float>("value"))));
 }
 
 // assign_value: Out = the values of the attribute that holds its dtype's (bool_values,
@@ -151,7 +152,17 @@ template <class T> void Range(KernelContext& ctx) {
     throw Error("range from Start to End by Step has too many values (" + std::to_string(count) + ")");
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   T* p = ctx.AllocateOutput<T>("Out", {n});
-  for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + static_cast<T>(i) * step);
+  // An index that fits int32_t converts to T as the int64_t would (exactly, or rounded the
+  // same way), and in vector instructions the int64_t's conversion lacks before AVX-512.
+  ParallelFor(n, static_cast<double>(sizeof(T)) * n, [&](int64_t, int64_t begin, int64_t end_at) {
+    if (end_at <= std::numeric_limits<int32_t>::max()) {
+      for (auto i = static_cast<int32_t>(begin); i < static_cast<int32_t>(end_at); ++i) {
+        p[i] = static_cast<T>(start + static_cast<T>(i) * step);
+      }
+    } else {
+      for (int64_t i = begin; i < end_at; ++i) p[i] = static_cast<T>(start + static_cast<T>(i) * step);
+    }
+  });
 }
 
 }  // namespace

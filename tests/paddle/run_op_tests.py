@@ -88,6 +88,14 @@ for _case in ("TestSequenceEnumerateOp", "TesSequenceEnumerateOpInt64", "TestSeq
 DIVERGENCES["test_layer_norm_op.TestLayerNormOp.test_check_forward_backward_with_scale_and_bias"] = (
     "without Scale it still feeds 'scale', a variable the program does not have: Paddle warns and drops the feed, "
     "Rill refuses it, naming it (the cases with Scale pass)")
+for _case in ("", "2", "3", "4"):
+    DIVERGENCES["test_gaussian_random_op.TestGaussianRandomOp%s_ShapeTensorList.test_check_output" % _case] = (
+        "a histogram of 11,316 draws (seed 10) against one of numpy's own draws at atol 0.01 a bin, about two "
+        "standard errors of the difference: the test fails 12% of the time for two numpy samples; Rill draws from "
+        "Philox (the same values on any thread budget), whose seed-10 sample is within 1.8 standard errors of the "
+        "normal in every bin (math_forward_test checks the distribution on 20,000 draws)")
+DIVERGENCES["test_gaussian_random_op.TestGaussianRandomOp1_ShapeTensor.test_check_output"] = (
+    DIVERGENCES["test_gaussian_random_op.TestGaussianRandomOp_ShapeTensorList.test_check_output"])
 DIVERGENCES["test_activation_op.TestSin.test_dygraph"] = DIVERGENCES["test_activation_op.TestSin.test_out_name"]
 for _case in ("TestOptimizer.test_sgd_optimizer", "TestOptimizerBackwardApplygrad.test_sgd_optimizer",
               "TestMomentumOptimizer.test_vanilla_momentum_optimizer",

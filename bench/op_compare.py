@@ -6,7 +6,7 @@ not only what the model benchmarks time.
 
 The op list comes from the registry (`rill ops`), so a new op shows up here: each op is timed
 by the cases below that name it, or listed at the end as not covered (no PyTorch peer
-written yet) or not a kernel to time (I/O, control flow, optimizers' state updates). A case
+written yet) or not a kernel to time (I/O, control flow, tensor arrays). A case
 is one op at a standard shape (sized to take about a millisecond or more), its inputs made
 from a fixed seed:
  - Rill: a one-op rill.fluid program, its feeds rill.empty arrays (borrowed, not copied),
@@ -14,6 +14,12 @@ from a fixed seed:
  - PyTorch: the same computation in torch (1.13, Debian's), in a process of its own (two
    OpenMP runtimes in one process slow each other), torch.no_grad(), the same thread count
    (RILL_BENCH_THREADS, default 2: one per core of these machines).
+Both processes run with glibc's malloc keeping freed memory (MALLOC_ALLOCATOR_ENV): by
+default a block above its mmap threshold (128 KiB, rising to at most 32 MiB as such blocks
+are freed) is mapped on its own and unmapped when freed, so that the next one is faulted
+in and zeroed page by page, which on these virtual machines costs more than most kernels;
+PyTorch allocates its outputs and temporaries anew each call, so without it PyTorch's
+time for large tensors would be mostly page faults.
 Each standard case comes in up to five kinds (--kinds picks some; all by default):
  - forward: fp32 at the standard shape;
  - backward: the op's gradient ops alone (Rill's backward pass of the first output, its
@@ -50,16 +56,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 5
 THREADS = int(os.environ.get("RILL_BENCH_THREADS", "2"))
 BIG = (1024, 4096)
+# glibc's tunables: every block from the heap (none mapped on its own), the heap never
+# trimmed, as jemalloc's or tcmalloc's caches keep memory for PyTorch users who set them.
+MALLOC_ALLOCATOR_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 34), "MALLOC_TRIM_THRESHOLD_": str(1 << 34)}
 
-# Ops that are not a kernel to time one at a time: I/O, control flow, random sources, and
-# the optimizers (their cost is in the model benchmarks' training rows).
+# Ops that are not a kernel to time one at a time: I/O, control flow, tensor arrays, ops of
+# one element or of an attribute's values, and the *_batch_size_like forms (their plain
+# ops' kernels).
 NOT_KERNELS = {
     "feed", "fetch", "load", "load_combine", "save", "save_combine", "print", "while", "recurrent", "conditional_block",
     "read_from_array", "write_to_array", "lod_array_length", "tensor_array_to_tensor", "increment", "assign_value",
-    "fill_constant", "fill_constant_batch_size_like", "gaussian_random", "gaussian_random_batch_size_like",
-    "uniform_random", "uniform_random_batch_size_like", "truncated_gaussian_random", "range", "shape",
-    "sgd", "momentum", "lars_momentum", "adam", "adamax", "adagrad", "decayed_adagrad", "adadelta", "rmsprop",
-    "ftrl", "accuracy", "mean_iou",
+    "fill_constant_batch_size_like", "gaussian_random_batch_size_like", "uniform_random_batch_size_like", "shape",
 }
 
 
@@ -90,11 +97,14 @@ class Data(object):
 class Case(object):
     """One timed op: `op` with `inputs` (slot -> Data, or a list of them), `outputs` (slots),
     `attrs`, and `torch`, a PyTorch expression of the inputs as tensors (named by slot,
-    lists kept; `torch` and `F` in scope)."""
+    lists kept; `torch` and `F` in scope). `updates` names the output slots that are input
+    slots' variables updated in place (an optimizer's ParamOut is its Param), as programs
+    and PyTorch's optimizers use them."""
 
-    def __init__(self, label, op, inputs, outputs, attrs, torch_expr, kind="forward"):
+    def __init__(self, label, op, inputs, outputs, attrs, torch_expr, kind="forward", updates=None):
         self.label, self.op, self.inputs, self.outputs, self.attrs, self.torch, self.kind = \
             label, op, inputs, outputs, attrs, torch_expr, kind
+        self.updates = updates or {}
         # Two inputs described alike get different values (the later one the next seed), so
         # that a binary op never sees X == Y (a difference of zeros, a max of equals).
         seen = set()
@@ -110,7 +120,12 @@ class Case(object):
         """This case as `kind`, each input Data passed through `convert`."""
         inputs = {slot: [convert(d) for d in v] if isinstance(v, list) else convert(v)
                   for slot, v in self.inputs.items()}
-        return Case(label, self.op, inputs, self.outputs, self.attrs, self.torch, kind)
+        return Case(label, self.op, inputs, self.outputs, self.attrs, self.torch, kind, self.updates)
+
+    def output_names(self):
+        """Each output slot's variable: its input's where it updates one, else one of its own."""
+        return [("%s_0" % self.updates[slot]) if slot in self.updates else "out_%d" % i
+                for i, slot in enumerate(self.outputs)]
 
     def arrays(self):
         return {slot: [d.make() for d in v] if isinstance(v, list) else v.make() for slot, v in self.inputs.items()}
@@ -387,6 +402,71 @@ def standard_cases():
     add("polygon_box_transform [16, 8, 128, 128]", "polygon_box_transform", {"Input": x(shape=(16, 8, 128, 128))}, {},
         "torch.where(torch.arange(8).view(1, 8, 1, 1) % 2 == 0, 4.0 * torch.arange(128).view(1, 1, 1, 128), "
         "4.0 * torch.arange(128).view(1, 1, 128, 1)) - Input", ("Output",))
+
+    # Made tensors: random sources (each its own generator: the times compare, not the values).
+    add("uniform_random [1024, 4096]", "uniform_random", {}, {"shape": [1024, 4096], "min": -1.0, "max": 1.0, "seed": 1},
+        "torch.empty(1024, 4096).uniform_(-1.0, 1.0)")
+    add("gaussian_random [1024, 4096]", "gaussian_random", {}, {"shape": [1024, 4096], "mean": 0.0, "std": 1.0, "seed": 1},
+        "torch.randn(1024, 4096)")
+    add("truncated_gaussian_random [1024, 4096]", "truncated_gaussian_random", {},
+        {"shape": [1024, 4096], "mean": 0.0, "std": 1.0, "seed": 1},
+        "torch.nn.init.trunc_normal_(torch.empty(1024, 4096), 0.0, 1.0, -2.0, 2.0)")
+    add("fill_constant [1024, 4096]", "fill_constant", {}, {"shape": [1024, 4096], "value": 1.0, "dtype": 5},
+        "torch.full((1024, 4096), 1.0)")
+    add("range of [4194304] values", "range", {"Start": Data((1,), lo=0, hi=0), "End": Data((1,), lo=4194304, hi=4194304),
+                                            "Step": Data((1,), lo=1, hi=1)}, {},
+        "torch.arange(Start.item(), End.item(), Step.item(), dtype=Start.dtype)")
+
+    # Optimizers on a [1024, 4096] parameter, updating it and their state in place, against
+    # PyTorch's own update functions (those torch.optim's classes call, one tensor at a time,
+    # as they do on the CPU). PyTorch keeps its step count in a tensor it advances: Beta1Pow's
+    # (which scales the step as the count does) or, where the op has no such input,
+    # LearningRate's (PyTorch takes lr as a number).
+    lr = lambda rate: Data((1,), lo=rate, hi=rate)  # noqa: E731
+    fn = "torch.optim._functional."
+
+    def optimizer(op, inputs, attrs, torch_call, state):
+        updates = dict({"ParamOut": "Param"}, **{slot + "Out": slot for slot in state})
+        out.append(Case("%s [1024, 4096]" % op, op, dict({"Param": x(), "Grad": x()}, **inputs),
+                        list(updates), attrs, fn + torch_call, updates=updates))
+    optimizer("sgd", {"LearningRate": lr(0.01)}, {},
+              "sgd([Param], [Grad], [None], weight_decay=0.0, momentum=0.0, lr=0.01, dampening=0.0, "
+              "nesterov=False, maximize=False)", [])
+    optimizer("momentum", {"Velocity": x(), "LearningRate": lr(0.01)}, {"mu": 0.9},
+              "sgd([Param], [Grad], [Velocity], weight_decay=0.0, momentum=0.9, lr=0.01, dampening=0.0, "
+              "nesterov=False, maximize=False)", ["Velocity"])
+    optimizer("adam", {"LearningRate": lr(0.001), "Moment1": x(), "Moment2": x(0, 1), "Beta1Pow": lr(0.9),
+                       "Beta2Pow": lr(0.999)}, {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8},
+              "adam([Param], [Grad], [Moment1], [Moment2], [], [Beta1Pow], amsgrad=False, beta1=0.9, "
+              "beta2=0.999, lr=0.001, weight_decay=0.0, eps=1e-08, maximize=False)",
+              ["Moment1", "Moment2", "Beta1Pow", "Beta2Pow"])
+    optimizer("adamax", {"LearningRate": lr(0.002), "Moment": x(), "InfNorm": x(0.1, 1), "Beta1Pow": lr(0.9)},
+              {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8},
+              "adamax([Param], [Grad], [Moment], [InfNorm], [Beta1Pow], eps=1e-08, beta1=0.9, beta2=0.999, "
+              "lr=0.002, weight_decay=0.0)", ["Moment", "InfNorm"])
+    optimizer("adagrad", {"Moment": x(0, 1), "LearningRate": lr(0.01)}, {"epsilon": 1e-6},
+              "adagrad([Param], [Grad], [Moment], [LearningRate], lr=0.01, weight_decay=0.0, lr_decay=0.0, "
+              "eps=1e-06, maximize=False)", ["Moment"])
+    optimizer("rmsprop", {"MeanSquare": x(0, 1), "Moment": x(), "LearningRate": lr(0.01)},
+              {"decay": 0.9, "momentum": 0.9, "epsilon": 1e-6},
+              "rmsprop([Param], [Grad], [MeanSquare], [], [Moment], lr=0.01, alpha=0.9, eps=1e-06, "
+              "weight_decay=0.0, momentum=0.9, centered=False)", ["MeanSquare", "Moment"])
+    optimizer("adadelta", {"AvgSquaredGrad": x(0, 1), "AvgSquaredUpdate": x(0, 1)}, {"rho": 0.95, "epsilon": 1e-6},
+              "adadelta([Param], [Grad], [AvgSquaredGrad], [AvgSquaredUpdate], lr=1.0, rho=0.95, eps=1e-06, "
+              "weight_decay=0.0, maximize=False)", ["AvgSquaredGrad", "AvgSquaredUpdate"])
+
+    # Metrics.
+    add("accuracy of top 5 [262144, 5]", "accuracy",
+        {"Out": x(shape=(262144, 5)), "Indices": Data((262144, 5), "int64", 0, 100),
+         "Label": Data((262144, 1), "int64", 0, 100)}, {},
+        "(Indices == Label).any(1).float().mean()", ("Accuracy", "Correct", "Total"))
+    add("mean_iou of 21 classes over [8, 512, 512]", "mean_iou",
+        {"Predictions": Data((8, 512, 512), "int64", 0, 21), "Labels": Data((8, 512, 512), "int64", 0, 21)},
+        {"num_classes": 21},
+        "(lambda L, P: (lambda c, w: (c / (c + w).clamp(min=1)).sum() / ((c + w) > 0).sum())("
+        "torch.bincount(L[L == P], minlength=21), torch.bincount(L[L != P], minlength=21) + "
+        "torch.bincount(P[L != P], minlength=21)))(Labels.view(-1), Predictions.view(-1))",
+        ("OutMeanIou", "OutWrong", "OutCorrect"))
     return out
 
 
@@ -403,10 +483,11 @@ KINDS = ("forward", "backward", "small", "fp64", "int64", "bandwidth")
 
 
 def _scales(case):
-    """Whether the case shrinks to SMALL x SMALL: its inputs are [1024, 4096]-family shapes
-    and neither its attrs nor its torch expression name a size."""
+    """Whether the case shrinks to SMALL x SMALL: its inputs are [1024, 4096]-family shapes,
+    not all of one element, and neither its attrs nor its torch expression name a size."""
     text = repr(case.attrs) + case.torch
     return all(set(d.shape) <= {1, 1024, 4096} for d in case.datas()) and \
+        any(n > 1 for d in case.datas() for n in d.shape) and \
         not any(size in text for size in ("1000", "1024", "4096"))
 
 
@@ -416,7 +497,7 @@ def cases():
     for case in standard_cases():
         out.append(case)
         floats = [d for d in case.datas() if d.dtype == np.float32]
-        if floats:
+        if floats and not case.updates:
             out.append(case.derived("backward", case.label + " backward", lambda d: d))
         if _scales(case):
             small = lambda d: d.but(shape=d.small or tuple(SMALL if n > 1 else 1 for n in d.shape))  # noqa: E731
@@ -450,8 +531,8 @@ def bandwidth_cases():
         return Data((long_rows, 1), "int64", lo, hi, lens=long_)
     out = []
 
-    def add(label, op, inputs, attrs, outputs=("Out",)):
-        out.append(Case(label, op, inputs, list(outputs), attrs, None, "bandwidth"))
+    def add(label, op, inputs, attrs, outputs=("Out",), updates=None):
+        out.append(Case(label, op, inputs, list(outputs), attrs, None, "bandwidth", updates))
     per = "1024 sequences of [16-48, 128]"
     add("sequence_pool SUM of " + per, "sequence_pool", {"X": seq()}, {"pooltype": "SUM"})
     add("sequence_pool MAX of " + per, "sequence_pool", {"X": seq()}, {"pooltype": "MAX"}, ("Out", "MaxIndex"))
@@ -486,6 +567,16 @@ def bandwidth_cases():
     add("chunk_eval IOB of 1024 sequences of [512-1536] tags", "chunk_eval",
         {"Inference": ids(0, 9), "Label": ids(0, 9)}, {"num_chunk_types": 4, "chunk_scheme": "IOB"},
         ("Precision", "Recall", "F1-Score", "NumInferChunks", "NumLabelChunks", "NumCorrectChunks"))
+    # Fluid's optimizers PyTorch has none of, on a [1024, 4096] parameter, updated in place.
+    param = {"Param": Data((1024, 4096)), "Grad": Data((1024, 4096)), "LearningRate": Data((1,), lo=0.01, hi=0.01)}
+    for op, state, attrs in (("lars_momentum", {"Velocity": Data((1024, 4096))}, {"mu": 0.9, "lars_weight_decay": 0.0005}),
+                             ("decayed_adagrad", {"Moment": Data((1024, 4096), lo=0, hi=1)}, {"decay": 0.95}),
+                             ("ftrl", {"SquaredAccumulator": Data((1024, 4096), lo=0.1, hi=1),
+                                       "LinearAccumulator": Data((1024, 4096))}, {"l1": 0.1, "l2": 0.1})):
+        updates = dict({"ParamOut": "Param"},
+                       **{("SquaredAccumOut" if slot == "SquaredAccumulator" else
+                           "LinearAccumOut" if slot == "LinearAccumulator" else slot + "Out"): slot for slot in state})
+        add("%s [1024, 4096]" % op, op, dict(param, **state), attrs, list(updates), updates)
     return out
 
 
@@ -585,13 +676,25 @@ def rill_program(case, repeats=1):
             names.append(name)
         inputs[slot] = names
     outputs = {}
-    for i, slot in enumerate(case.outputs):
-        name = "out_%d" % i
-        block.create_var(name=name)
+    for slot, name in zip(case.outputs, case.output_names()):
+        if slot not in case.updates:
+            block.create_var(name=name)
         outputs.setdefault(slot, []).append(name)
     for _ in range(repeats):
         block.append_op(type=case.op, inputs=inputs, outputs=outputs, attrs=case.attrs)
     return prog, feed
+
+
+def _scoped_runner(case, exe, prog, feed, scope):
+    """A function running `prog` in `scope`: fed `feed` each run, or, where the case updates
+    inputs in place, as a training program's parameters and optimizer state are, with those
+    inputs variables of the scope, fed once (copied, so that the scope owns them)."""
+    if not case.updates:
+        return lambda: exe.run(prog, feed=feed, fetch_list=[], scope=scope)
+    for name in feed:
+        prog.global_block().var(name).persistable = True
+    exe.run(prog, feed={name: np.array(value) for name, value in feed.items()}, fetch_list=[], scope=scope)
+    return lambda: exe.run(prog, feed={}, fetch_list=[], scope=scope)
 
 
 def rill_runner(case, exe):
@@ -602,7 +705,7 @@ def rill_runner(case, exe):
     import rill.fluid as fluid
     if case.kind != "backward":
         prog, feed = rill_program(case, SMALL_REPEATS if case.kind == "small" else 1)
-        return (lambda: exe.run(prog, feed=feed, fetch_list=[])), [], 0
+        return _scoped_runner(case, exe, prog, feed, fluid.Scope()), [], 0
     from rill.fluid.backward import _run_pass
     prog, feed = rill_program(case)
     block = prog.global_block()
@@ -695,17 +798,17 @@ def bandwidth_times(rounds, only):
         if only and case.op not in only:
             continue
         prog, feed = rill_program(case)
-        for i in range(len(case.outputs)):
-            prog.global_block().var("out_%d" % i).persistable = True  # kept in `scope`, to be measured
+        for name in case.output_names():
+            prog.global_block().var(name).persistable = True  # kept in `scope`, to be measured
         scope = fluid.Scope()
-        run = lambda: exe.run(prog, feed=feed, fetch_list=[], scope=scope)  # noqa: E731
         try:
+            run = _scoped_runner(case, exe, prog, feed, scope)
             run()
         except Exception as e:
             refused[case.label] = str(e).strip().splitlines()[0][:160]
             continue
         moved = sum(a.nbytes for v in case.arrays().values() for a in (v if isinstance(v, list) else [v]))
-        moved += sum(np.array(scope.find_var("out_%d" % i).get_tensor()).nbytes for i in range(len(case.outputs)))
+        moved += sum(np.array(scope.find_var(name).get_tensor()).nbytes for name in case.output_names())
         ours, copies = [], []
         for _ in range(rounds):
             copies.append(_memcpy_seconds(moved // 2))
@@ -730,6 +833,9 @@ def registry_ops():
 
 
 def main():
+    if any(os.environ.get(k) != v for k, v in MALLOC_ALLOCATOR_ENV.items()):
+        # malloc reads its tunables at start: this process again, with them (the peer inherits them).
+        os.execve(sys.executable, [sys.executable] + sys.argv, dict(os.environ, **MALLOC_ALLOCATOR_ENV))
     if "--peer-server" in sys.argv:
         return peer_server()
     only = set(sys.argv[sys.argv.index("--only") + 1].split(",")) if "--only" in sys.argv else None

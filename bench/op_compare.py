@@ -14,12 +14,9 @@ from a fixed seed:
  - PyTorch: the same computation in torch (1.13, Debian's), in a process of its own (two
    OpenMP runtimes in one process slow each other), torch.no_grad(), the same thread count
    (RILL_BENCH_THREADS, default 2: one per core of these machines).
-Both processes run with glibc's malloc keeping freed memory (MALLOC_ALLOCATOR_ENV): by
-default a block above its mmap threshold (128 KiB, rising to at most 32 MiB as such blocks
-are freed) is mapped on its own and unmapped when freed, so that the next one is faulted
-in and zeroed page by page, which on these virtual machines costs more than most kernels;
-PyTorch allocates its outputs and temporaries anew each call, so without it PyTorch's
-time for large tensors would be mostly page faults.
+Both processes run with glibc's malloc keeping freed memory (timing.keep_freed_memory):
+PyTorch allocates its outputs and temporaries anew each call, and without it its time for
+large tensors would be mostly page faults.
 Each standard case comes in up to five kinds (--kinds picks some; all by default):
  - forward: fp32 at the standard shape;
  - backward: the op's gradient ops alone (Rill's backward pass of the first output, its
@@ -50,15 +47,12 @@ import sys
 
 import numpy as np
 
-from timing import per_call
+from timing import keep_freed_memory, per_call
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 5
 THREADS = int(os.environ.get("RILL_BENCH_THREADS", "2"))
 BIG = (1024, 4096)
-# glibc's tunables: every block from the heap (none mapped on its own), the heap never
-# trimmed, as jemalloc's or tcmalloc's caches keep memory for PyTorch users who set them.
-MALLOC_ALLOCATOR_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 34), "MALLOC_TRIM_THRESHOLD_": str(1 << 34)}
 
 # Ops that are not a kernel to time one at a time: I/O, control flow, tensor arrays, ops of
 # one element or of an attribute's values, and the *_batch_size_like forms (their plain
@@ -833,9 +827,7 @@ def registry_ops():
 
 
 def main():
-    if any(os.environ.get(k) != v for k, v in MALLOC_ALLOCATOR_ENV.items()):
-        # malloc reads its tunables at start: this process again, with them (the peer inherits them).
-        os.execve(sys.executable, [sys.executable] + sys.argv, dict(os.environ, **MALLOC_ALLOCATOR_ENV))
+    keep_freed_memory()
     if "--peer-server" in sys.argv:
         return peer_server()
     only = set(sys.argv[sys.argv.index("--only") + 1].split(",")) if "--only" in sys.argv else None

@@ -113,7 +113,10 @@ template <class T> void ScaleGrad(KernelContext& ctx) {
   Tensor g = ctx.Input("Out@GRAD");
   const T* pg = g.data<T>();
   T* dx = ctx.AllocateOutput<T>("X@GRAD", g.dims_data(), g.ndim());
-  VecMap<T>(dx, g.numel()) = ConstVecMap<T>(pg, g.numel()) * ScalarFromInput<T, float>(ctx, "ScaleTensor", "scale");
+  const T scale = ScalarFromInput<T, float>(ctx, "ScaleTensor", "scale");
+  ParallelFor(g.numel(), 2.0 * sizeof(T) * g.numel(), [&](int64_t, int64_t begin, int64_t end) {
+    VecMap<T>(dx + begin, end - begin) = ConstVecMap<T>(pg + begin, end - begin) * scale;
+  });
 }
 
 // X@GRAD = Out@GRAD converted back to X's dtype.
@@ -141,12 +144,15 @@ template <class T> void Scale(KernelContext& ctx) {
   const double bias = ctx.Attr<float>("bias");
   const bool after = ctx.Attr<bool>("bias_after_scale");
   const T s = static_cast<T>(scale), b = static_cast<T>(bias);
+  // Each element on its own (po may be px): the passes' team splits them.
   const auto write = [&](const T* px, T* po, int64_t n) {
-    if (after) {
-      VecMap<T>(po, n) = ConstVecMap<T>(px, n) * s + b;
-    } else {
-      VecMap<T>(po, n) = (ConstVecMap<T>(px, n) + b) * s;
-    }
+    ParallelFor(n, 2.0 * sizeof(T) * n, [&](int64_t, int64_t begin, int64_t end) {
+      if (after) {
+        VecMap<T>(po + begin, end - begin) = ConstVecMap<T>(px + begin, end - begin) * s + b;
+      } else {
+        VecMap<T>(po + begin, end - begin) = (ConstVecMap<T>(px + begin, end - begin) + b) * s;
+      }
+    });
   };
   if (Variable xv = ctx.InputVar("X"); xv.IsSelectedRows()) {
     const Variable::SelectedRows sr = xv.selected_rows();

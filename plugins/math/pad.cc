@@ -145,14 +145,21 @@ template <class T, int kSpatial> void PadGrad(KernelContext& ctx) {
   }
   const T* pg = g.data<T>();
   T* dx = ctx.AllocateOutput<T>("X@GRAD", x_dims);
+  const double bytes = 2.0 * sizeof(T) * static_cast<double>(g.numel());
+  if (p.mode == PadMode::kConstant) {
+    // No padding is negative (Finish), so Out reads each element of X exactly once: X@GRAD
+    // is Out@GRAD's runs copied back, each element written once, rows split on the team.
+    ForEachOutRun(p, true, bytes, [&](int64_t o, int64_t from, int64_t n) {
+      if (from >= 0) std::copy(pg + o, pg + o + n, dx + from);
+    });
+    return;
+  }
+  // The other modes read edge elements from several rows, which are summed in order on one
+  // thread.
   ParallelFill(dx, Product(x_dims, 0, x_dims.size()), T(0));
-  // Constant padding reads each element of X once, so rows of Out add into distinct
-  // elements; the other modes read edge elements from several rows, which are summed in
-  // order on one thread.
-  ForEachOutRun(p, p.mode == PadMode::kConstant, 2.0 * sizeof(T) * static_cast<double>(g.numel()),
-                [&](int64_t o, int64_t from, int64_t n) {
-                  if (from >= 0) VecMap<T>(dx + from, n) += ConstVecMap<T>(pg + o, n);
-                });
+  ForEachOutRun(p, false, bytes, [&](int64_t o, int64_t from, int64_t n) {
+    if (from >= 0) VecMap<T>(dx + from, n) += ConstVecMap<T>(pg + o, n);
+  });
 }
 
 }  // namespace

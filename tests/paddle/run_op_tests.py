@@ -78,6 +78,10 @@ DIVERGENCES = {
         "a float32 finite difference of costs near 5 (an ulp is 5e-7 of a 5e-6 change) misses its 2% bound by 0.1% at "
         "an element of 1e-3: Rill computes each cost in double and rounds it once, Paddle in float; the analytic "
         "gradient matches float64 finite differences to 1e-6 (tests/python/test_sampled_losses.py)",
+    "test_dynrnn_static_input.TestDyRnnStaticInput.test_network_gradient":
+        "float32 central differences (delta 0.005) held to rtol 1e-3 with no atol to speak of: with the weights the "
+        "seeded initializers draw from Philox, one gradient element is 0.001174 against its difference's 0.001173, "
+        "an error of 5.6e-7, float32 rounding of the loss; every element agrees within 2.1e-6",
 }
 for _case in ("TestSequenceEnumerateOp", "TesSequenceEnumerateOpInt64", "TestSequenceEnumerateOpLargeWinSize",
               "TestSequenceEnumerateOpMaxWinSize", "TestSequenceEnumerateOpLargePadValue",

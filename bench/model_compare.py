@@ -9,7 +9,8 @@ saved as save_inference_model does through core::Model; PyTorch runs the module 
 mode under torch.no_grad(). Training: one step (forward, cross entropy, backward, Adam)
 of the training program through Rill's executor, of loss.backward() and torch.optim.Adam
 in PyTorch. Each side reports the median over ROUNDS of its mean time per iteration;
-peak RSS is each process's own (PyTorch's includes the interpreter and libtorch).
+peak RSS is each process's own (PyTorch's includes the interpreter and libtorch). Both
+run with glibc's malloc keeping freed memory (timing.keep_freed_memory).
 Also one layer: conv2d 3x3, 64 -> 64 channels, 56x56, batch 8, padding 1 (Rill:
 rill_bench_math's BM_RillConv2d; PyTorch: torch.nn.functional.conv2d).
 Prints a Markdown table with Rill / PyTorch ratios (below 1: Rill is faster).
@@ -24,6 +25,8 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from timing import keep_freed_memory
 
 
 class ConvNet(nn.Module):
@@ -121,6 +124,7 @@ def peak_rss_kb():
 
 
 def main():
+    keep_freed_memory()
     build = sys.argv[1]
     threads = int(sys.argv[2]) if len(sys.argv) > 2 else os.cpu_count()
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5

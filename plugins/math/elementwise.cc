@@ -10,6 +10,7 @@
 #include "ops.h"
 #include "parallel_for.h"
 #include "pow_loops.h"
+#include "quotient_loops.h"
 
 namespace rill::math {
 namespace {
@@ -91,6 +92,9 @@ struct Div {
   template <class T> static T DX(T, T y, T g) { return g / y; }
   template <class T> static T DY(T x, T y, T g) { return -g * x / (y * y); }
   template <class A, class B> static auto Eigen(const A& a, const B& b) { return a / b; }
+  // Same-shape runs in floating point: quotient_loops.h's loop.
+  static void Run(const float* x, const float* y, float* out, int64_t n) { QuotientLoopFor<float>()(x, y, out, n); }
+  static void Run(const double* x, const double* y, double* out, int64_t n) { QuotientLoopFor<double>()(x, y, out, n); }
 };
 struct Max {
   static constexpr bool kEigen = true;

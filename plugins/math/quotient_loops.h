@@ -23,7 +23,8 @@ template <class Set, class T> void Quotients(const T* x, const T* y, T* out, int
 
 // MathIsa()'s loop over T, picked on first use.
 template <class T> QuotientLoop<T> QuotientLoopFor() {
-  static const QuotientLoop<T> loop = ForMathIsa([](auto set) -> QuotientLoop<T> { return &Quotients<decltype(set), T>; });
+  static const QuotientLoop<T> loop =
+      ForMathIsa([](auto set) -> QuotientLoop<T> { return &Quotients<decltype(set), T>; });
   return loop;
 }
 

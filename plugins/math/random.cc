@@ -55,8 +55,8 @@ template <class T> void GroupUniforms(PhiloxKey key, int64_t g, T* u) {
   }
 }
 
-// out[0, n) from the seed's groups, `transform(u, v)` turning a group's uniforms into its
-// values in place.
+// out[0, n) from the seed's groups, `transform(v)` turning a group's uniforms, in v, into
+// its values.
 template <class T, class Transform> void FillFromGroups(T* out, int64_t n, PhiloxKey key, const Transform& transform) {
   const int64_t groups = (n + Values<T>() - 1) / Values<T>();
   ParallelFor(groups, static_cast<double>(sizeof(T)) * n, [&](int64_t, int64_t first, int64_t last) {

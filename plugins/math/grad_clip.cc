@@ -119,18 +119,8 @@ template <class T, Check kCheck, bool kV2> void Finiteness(KernelContext& ctx) {
       });
     });
   } else {
-    // How many elements hold, counted per chunk on the passes' team: a count (not a
-    // short-circuiting `and`) is a loop the compiler vectorizes.
     const int64_t n = x.numel();
-    const double bytes = static_cast<double>(sizeof(T)) * n;
-    std::vector<int64_t> counts(static_cast<size_t>(ParallelChunks(n, bytes)), 0);
-    ParallelFor(n, bytes, [&](int64_t chunk, int64_t begin, int64_t end) {
-      int64_t count = 0;
-      for (int64_t i = begin; i < end; ++i) count += Holds<T, kCheck>(px[i]);
-      counts[static_cast<size_t>(chunk)] = count;
-    });
-    int64_t holding = 0;
-    for (int64_t c : counts) holding += c;
+    const int64_t holding = ParallelCount(px, n, [](T v) { return Holds<T, kCheck>(v); });
     *ctx.AllocateOutput<bool>("Out", {1}) = kCheck == Check::kFinite ? holding == n : holding > 0;
   }
 }

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <functional>
 #include <type_traits>
+#include <vector>
 
 #include "memory_loops.h"
 
@@ -69,6 +70,22 @@ template <class T> void ParallelFill(T* p, int64_t n, T value) {
   const auto fill = memory::FillFor<Word>();
   ParallelFor(n, static_cast<double>(sizeof(T)) * n,
               [words, bits, fill](int64_t, int64_t begin, int64_t end) { fill(words + begin, end - begin, bits); });
+}
+
+// How many of p[0, n) satisfy `holds`, counted per chunk as a ParallelFor pass and the
+// counts added after: a count, not a short-circuiting test, is a loop the compiler
+// vectorizes.
+template <class T, class P> int64_t ParallelCount(const T* p, int64_t n, P holds) {
+  const double bytes = static_cast<double>(sizeof(T)) * n;
+  std::vector<int64_t> counts(static_cast<size_t>(ParallelChunks(n, bytes)), 0);
+  ParallelFor(n, bytes, [&](int64_t chunk, int64_t begin, int64_t end) {
+    int64_t count = 0;
+    for (int64_t i = begin; i < end; ++i) count += holds(p[i]);
+    counts[static_cast<size_t>(chunk)] = count;
+  });
+  int64_t total = 0;
+  for (const int64_t c : counts) total += c;
+  return total;
 }
 
 }  // namespace rill::math

@@ -168,20 +168,9 @@ class OnednnPool {
 };
 
 // oneDNN's max pooling does not propagate a NaN (nan_order.h's rule), so max pooling of
-// an input holding one runs the loops. NaNs are counted per chunk on the passes' team (a
-// count, not a short-circuiting test, is a loop the compiler vectorizes).
+// an input holding one runs the loops.
 bool OnednnMaxKeepsNans(const PoolPlan& p, const Tensor& x) {
-  if (!p.max) return true;
-  const float* px = x.data<float>();
-  const int64_t n = x.numel();
-  const double bytes = sizeof(float) * static_cast<double>(n);
-  std::vector<int64_t> nans(static_cast<size_t>(ParallelChunks(n, bytes)), 0);
-  ParallelFor(n, bytes, [&](int64_t chunk, int64_t begin, int64_t end) {
-    int64_t count = 0;
-    for (int64_t i = begin; i < end; ++i) count += px[i] != px[i];
-    nans[static_cast<size_t>(chunk)] = count;
-  });
-  return std::all_of(nans.begin(), nans.end(), [](int64_t c) { return c == 0; });
+  return !p.max || ParallelCount(x.data<float>(), x.numel(), [](float v) { return v != v; }) == 0;
 }
 
 // pool2d: fp32 on oneDNN (OnednnPool) where it has the plan, else (fp64, adaptive) loops.

@@ -104,10 +104,21 @@ template <class Set, Reduction R, class T> T Row(const T* x, int64_t n) {
   if constexpr (std::is_floating_point_v<T>) {
     return FloatRow<R>(x, n);
   } else {
-    // Integers combine exactly in any order (a sum or product modulo 2^width), so this loop
-    // is left to the compiler to vectorize as it likes.
+    // Integers combine exactly in any order (a sum or product modulo 2^width). Lane l takes
+    // the elements l mod kLanes: 256 bytes of independent accumulators, four of the widest
+    // vectors, which the compiler keeps in registers, so that four loads are in flight
+    // where one accumulator would wait on each.
+    constexpr int64_t kLanes = 256 / sizeof(T);
+    T lane[kLanes];
+    for (int64_t l = 0; l < kLanes; ++l) lane[l] = Identity<R, T>();
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+#pragma GCC unroll 256
+      for (int64_t l = 0; l < kLanes; ++l) lane[l] = Apply<R>(lane[l], x[i + l]);
+    }
     T acc = Identity<R, T>();
-    for (int64_t i = 0; i < n; ++i) acc = Apply<R>(acc, x[i]);
+    for (int64_t l = 0; l < kLanes; ++l) acc = Apply<R>(acc, lane[l]);
+    for (; i < n; ++i) acc = Apply<R>(acc, x[i]);
     return acc;
   }
 }

@@ -70,6 +70,40 @@ TYPED_TEST(Elementwise, SameShapeFastPath) {
   EXPECT_EQ(this->Values("x"), (std::vector<double>{4, 3, 3, 4}));
 }
 
+// Same-shape operands long enough to be split across the intra-op team and to leave a
+// tail past the last whole vector: each element is the op of its pair, computed in T, in
+// place too.
+TYPED_TEST(Elementwise, SameShapeLoopsGiveEachPairsResult) {
+  using T = TypeParam;
+  const int64_t n = 300007;
+  std::vector<double> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    x[static_cast<size_t>(i)] = static_cast<double>((i * 7919) % 201) - 100;
+    y[static_cast<size_t>(i)] = static_cast<double>((i * 104729) % 97) + 1;  // never 0
+  }
+  this->template Set<T>("x", {n}, x);
+  this->template Set<T>("y", {n}, y);
+  this->template Set<T>("inplace", {n}, x);
+  const std::vector<std::string> ops = {"add", "sub", "mul", "div", "max", "min"};
+  for (const std::string& op : ops) {
+    this->Op("elementwise_" + op).Input("X", "x").Input("Y", "y").Output("Out", op);
+  }
+  this->Op("elementwise_max").Input("X", "inplace").Input("Y", "y").Output("Out", "inplace");
+  ASSERT_EQ(this->Run(), "");
+  std::map<std::string, std::vector<double>> want;
+  for (int64_t i = 0; i < n; ++i) {
+    const T a = static_cast<T>(x[static_cast<size_t>(i)]), b = static_cast<T>(y[static_cast<size_t>(i)]);
+    want["add"].push_back(static_cast<double>(static_cast<T>(a + b)));
+    want["sub"].push_back(static_cast<double>(static_cast<T>(a - b)));
+    want["mul"].push_back(static_cast<double>(static_cast<T>(a * b)));
+    want["div"].push_back(static_cast<double>(static_cast<T>(a / b)));  // integers: truncated, as C's
+    want["max"].push_back(static_cast<double>(std::max(a, b)));
+    want["min"].push_back(static_cast<double>(std::min(a, b)));
+  }
+  for (const std::string& op : ops) EXPECT_EQ(this->Values(op), want[op]) << op;
+  EXPECT_EQ(this->Values("inplace"), want["max"]);
+}
+
 class MathForward : public OpFixture {};
 
 TEST_F(MathForward, IntegerDivisionByZeroIsAnError) {
@@ -910,6 +944,54 @@ TEST_F(MathForward, LogicalOpsRefuseNonBool) {
 template <class T> class FloatOps : public OpFixture {};
 using FloatTypes = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(FloatOps, FloatTypes);
+
+// elementwise_max and _min take Paddle's rule, a > b ? a : b (a < b ? a : b): where either
+// operand is NaN, Y's element; the same whether the operands have one shape (a vector loop,
+// with NaNs in every lane and in the tail) or Y is broadcast (an element walk).
+TYPED_TEST(FloatOps, MaxAndMinWithANanGiveY) {
+  using T = TypeParam;
+  const double nan = std::nan("");
+  const int64_t n = 67;
+  std::vector<double> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    x[static_cast<size_t>(i)] = i % 3 == 0 ? nan : static_cast<double>(i);
+    y[static_cast<size_t>(i)] = i % 3 == 1 ? nan : static_cast<double>(n - i);
+  }
+  this->template Set<T>("x", {n}, x);
+  this->template Set<T>("y", {n}, y);
+  this->template Set<T>("ynan", {1}, {nan});
+  this->template Set<T>("yone", {1}, {5});
+  for (const char* op : {"max", "min"}) {
+    this->Op(std::string("elementwise_") + op).Input("X", "x").Input("Y", "y").Output("Out", op);
+    this->Op(std::string("elementwise_") + op)
+        .Input("X", "x")
+        .Input("Y", "ynan")
+        .Output("Out", op + std::string("_nan"));
+    this->Op(std::string("elementwise_") + op)
+        .Input("X", "x")
+        .Input("Y", "yone")
+        .Output("Out", op + std::string("_one"));
+  }
+  ASSERT_EQ(this->Run(), "");
+  const std::vector<double> mx = this->Values("max"), mn = this->Values("min");
+  const std::vector<double> mx_nan = this->Values("max_nan"), mn_nan = this->Values("min_nan");
+  const std::vector<double> mx_one = this->Values("max_one"), mn_one = this->Values("min_one");
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+    const double a = x[i], b = y[i];
+    if (std::isnan(a) || std::isnan(b)) {
+      EXPECT_EQ(std::isnan(mx[i]), std::isnan(b)) << "max at " << i;
+      EXPECT_EQ(std::isnan(mn[i]), std::isnan(b)) << "min at " << i;
+      if (!std::isnan(b)) EXPECT_EQ(mx[i], b) << "max at " << i;
+      if (!std::isnan(b)) EXPECT_EQ(mn[i], b) << "min at " << i;
+    } else {
+      EXPECT_EQ(mx[i], std::max(a, b)) << "max at " << i;
+      EXPECT_EQ(mn[i], std::min(a, b)) << "min at " << i;
+    }
+    EXPECT_TRUE(std::isnan(mx_nan[i]) && std::isnan(mn_nan[i])) << "a NaN Y at " << i;
+    EXPECT_EQ(mx_one[i], std::isnan(a) ? 5 : std::max(a, 5.0)) << "broadcast max at " << i;
+    EXPECT_EQ(mn_one[i], std::isnan(a) ? 5 : std::min(a, 5.0)) << "broadcast min at " << i;
+  }
+}
 
 TYPED_TEST(FloatOps, Activations) {
   using T = TypeParam;

@@ -1,44 +1,42 @@
 // elementwise_{add,sub,mul,div,max,min,pow,mod,floordiv}: Out = X op Y with Paddle's
 // broadcasting (see broadcast.h), and their gradients (none for mod and floordiv, as in
-// Fluid). Same-shape operands of the vectorizable ops are one
-// Eigen expression over the whole buffer; everything else walks a broadcast plan.
+// Fluid). Same-shape operands of the vectorizable ops are one pass of a loop compiled per
+// instruction set (binary_loops.h); everything else walks a broadcast plan.
 #include <cmath>
 #include <type_traits>
 
+#include "binary_loops.h"
 #include "broadcast.h"
 #include "kernels.h"
 #include "ops.h"
 #include "parallel_for.h"
 #include "pow_loops.h"
-#include "quotient_loops.h"
 
 namespace rill::math {
 namespace {
 
-// Each op: Apply (forward), Eigen (vectorized forward, when kEigen), and the partial
-// derivatives times the incoming gradient g: DX(x, y, g), DY(x, y, g).
+// Each op: Apply (forward); kLoop, the same-shape loop of binary_loops.h it runs (or Run,
+// a loop of its own); and the partial derivatives times the incoming gradient g: DX(x, y,
+// g), DY(x, y, g).
 struct Add {
-  static constexpr bool kEigen = true;
+  static constexpr Binary kLoop = Binary::kAdd;
   static constexpr bool kDxIsG = true, kDyIsG = true;  // DX (DY) returns g itself
-  template <class T> static T Apply(T a, T b) { return a + b; }
+  template <class T> static T Apply(T a, T b) { return ApplyBinary<kLoop>(a, b); }
   template <class T> static T DX(T, T, T g) { return g; }
   template <class T> static T DY(T, T, T g) { return g; }
-  template <class A, class B> static auto Eigen(const A& a, const B& b) { return a + b; }
 };
 struct Sub {
-  static constexpr bool kEigen = true;
+  static constexpr Binary kLoop = Binary::kSub;
   static constexpr bool kDxIsG = true;
-  template <class T> static T Apply(T a, T b) { return a - b; }
+  template <class T> static T Apply(T a, T b) { return ApplyBinary<kLoop>(a, b); }
   template <class T> static T DX(T, T, T g) { return g; }
   template <class T> static T DY(T, T, T g) { return -g; }
-  template <class A, class B> static auto Eigen(const A& a, const B& b) { return a - b; }
 };
 struct Mul {
-  static constexpr bool kEigen = true;
-  template <class T> static T Apply(T a, T b) { return a * b; }
+  static constexpr Binary kLoop = Binary::kMul;
+  template <class T> static T Apply(T a, T b) { return ApplyBinary<kLoop>(a, b); }
   template <class T> static T DX(T, T y, T g) { return g * y; }
   template <class T> static T DY(T x, T, T g) { return g * x; }
-  template <class A, class B> static auto Eigen(const A& a, const B& b) { return a * b; }
 };
 // Integer quotients for b != 0: truncated (IntDiv, C's) and rounded down (IntFloorDiv,
 // Python's). Both are defined for the one pair C++ leaves undefined (and x86 traps on): the
@@ -84,34 +82,27 @@ template <class T> [[gnu::always_inline]] inline T IntFloorDiv(T a, T b) {
 }
 
 struct Div {
-  static constexpr bool kEigen = true;
+  static constexpr Binary kLoop = Binary::kDiv;  // floats only: integers go through Apply
   template <class T> static T Apply(T a, T b) {
     if constexpr (std::is_integral_v<T>) return IntDiv(a, b);
-    else return a / b;
+    else return ApplyBinary<kLoop>(a, b);
   }
   template <class T> static T DX(T, T y, T g) { return g / y; }
   template <class T> static T DY(T x, T y, T g) { return -g * x / (y * y); }
-  template <class A, class B> static auto Eigen(const A& a, const B& b) { return a / b; }
-  // Same-shape runs in floating point: quotient_loops.h's loop.
-  static void Run(const float* x, const float* y, float* out, int64_t n) { QuotientLoopFor<float>()(x, y, out, n); }
-  static void Run(const double* x, const double* y, double* out, int64_t n) { QuotientLoopFor<double>()(x, y, out, n); }
 };
 struct Max {
-  static constexpr bool kEigen = true;
-  template <class T> static T Apply(T a, T b) { return a > b ? a : b; }
+  static constexpr Binary kLoop = Binary::kMax;
+  template <class T> static T Apply(T a, T b) { return ApplyBinary<kLoop>(a, b); }
   template <class T> static T DX(T x, T y, T g) { return x > y ? g : T(0); }
   template <class T> static T DY(T x, T y, T g) { return x > y ? T(0) : g; }
-  template <class A, class B> static auto Eigen(const A& a, const B& b) { return a.max(b); }
 };
 struct Min {
-  static constexpr bool kEigen = true;
-  template <class T> static T Apply(T a, T b) { return a < b ? a : b; }
+  static constexpr Binary kLoop = Binary::kMin;
+  template <class T> static T Apply(T a, T b) { return ApplyBinary<kLoop>(a, b); }
   template <class T> static T DX(T x, T y, T g) { return x < y ? g : T(0); }
   template <class T> static T DY(T x, T y, T g) { return x < y ? T(0) : g; }
-  template <class A, class B> static auto Eigen(const A& a, const B& b) { return a.min(b); }
 };
 struct Pow {
-  static constexpr bool kEigen = false;
   template <class T> static T Apply(T a, T b) {
     return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
   }
@@ -121,19 +112,20 @@ struct Pow {
   static void Run(const float* x, const float* y, float* out, int64_t n) { PowLoopFor()(x, y, out, n); }
 };
 
-// Whether Op has a Run over same-shape runs of T (Run(x, y, out, n)): used in place of
-// Apply there.
+// Whether Op has a Run over same-shape runs of T (Run(x, y, out, n)), or a loop of
+// binary_loops.h (kLoop): used in place of Apply there.
 template <class Op, class T, class = void> constexpr bool kHasRun = false;
 template <class Op, class T>
 constexpr bool kHasRun<Op, T,
                        std::void_t<decltype(Op::Run(static_cast<const T*>(nullptr), static_cast<const T*>(nullptr),
                                                     static_cast<T*>(nullptr), int64_t{}))>> = true;
+template <class Op, class = void> constexpr bool kHasLoop = false;
+template <class Op> constexpr bool kHasLoop<Op, std::void_t<decltype(Op::kLoop)>> = true;
 
 // mod: the remainder with the divisor's sign (Python's %, Paddle's), for integers
 // a - floor(a / b) b in wrapping arithmetic; floordiv: the quotient rounded down (Python's
 // //). Integers by 0 are an error (Elementwise::Compute).
 struct Mod {
-  static constexpr bool kEigen = false;
   template <class T> static T Apply(T a, T b) {
     if constexpr (std::is_integral_v<T>) {
       using U = std::make_unsigned_t<T>;
@@ -145,7 +137,6 @@ struct Mod {
   }
 };
 struct FloorDiv {
-  static constexpr bool kEigen = false;
   template <class T> static T Apply(T a, T b) {
     if constexpr (std::is_integral_v<T>) return IntFloorDiv(a, b);
     else return std::floor(a / b);
@@ -218,10 +209,10 @@ template <class Op, class T> class Elementwise {
         }
       }
     }
-    // Same-shape operands of an op with a vector form (its Run, or its Eigen expression): one
+    // Same-shape operands of an op with a vector loop (its Run, or binary_loops.h's): one
     // pass over the buffers, in chunks on the passes' team. Integer division goes through
     // Apply, which defines the most negative value by -1.
-    constexpr bool kVector = kHasRun<Op, T> || (Op::kEigen && !(kDivides<Op> && std::is_integral_v<T>));
+    constexpr bool kVector = kHasRun<Op, T> || (kHasLoop<Op> && !(kDivides<Op> && std::is_integral_v<T>));
     if constexpr (kVector) {
       Tensor x = ctx.Input(args_.x);
       Tensor y = ctx.Input(args_.y);
@@ -236,7 +227,7 @@ template <class Op, class T> class Elementwise {
           if constexpr (kHasRun<Op, T>) {
             Op::Run(px + begin, py + begin, po + begin, k);
           } else {
-            VecMap<T>(po + begin, k) = Op::Eigen(ConstVecMap<T>(px + begin, k), ConstVecMap<T>(py + begin, k));
+            BinaryLoopFor<Op::kLoop, T>()(px + begin, py + begin, po + begin, k);
           }
         });
         return;

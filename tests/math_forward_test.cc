@@ -728,6 +728,56 @@ TEST_F(MathForward, MatmulShapesWithVectorsAreThoseOfPaddle) {
   }
 }
 
+// Max pooling's gradient goes to each window's first largest element (row by row), a NaN
+// being the largest: the same in fp32 (oneDNN, or the loops where X holds a NaN) and fp64
+// (the loops), given the forward's Out (as backward writes pool2d_grad, and Paddle does)
+// or not (as a program differentiated before it was read does). An Out that is not X's
+// pooling falls back to the maximum; one of the wrong size is an error naming it.
+TEST_F(MathForward, MaxPoolGradientGoesToTheFirstLargestWithOrWithoutOut) {
+  const double nan = std::nan("");
+  // Windows 2x2, stride 2, over a 2x4 image: a tie in the first (3 at (0, 1) and (1, 0));
+  // the second's largest at (0, 3), or its NaN at (1, 3).
+  struct Image {
+    std::vector<double> x, want;
+  };
+  const std::vector<Image> images = {{{1, 3, 0, 5, 3, 2, 4, 1}, {0, 10, 0, 20, 0, 0, 0, 0}},
+                                     {{1, 3, 0, 5, 3, 2, 4, nan}, {0, 10, 0, 0, 0, 0, 0, 20}}};
+  for (const char* dtype : {"fp32", "fp64"}) {
+    const bool fp32 = std::string(dtype) == "fp32";
+    const auto set = [&](const std::string& name, const std::vector<int64_t>& dims, const std::vector<double>& v) {
+      if (fp32) Set<float>(name, dims, v);
+      else Set<double>(name, dims, v);
+    };
+    const auto pool = [&](const std::string& type) -> core::OpBuilder {
+      return Op(type)
+          .Attr("pooling_type", std::string("max"))
+          .Attr("ksize", std::vector<int64_t>{2, 2})
+          .Attr("strides", std::vector<int64_t>{2, 2});
+    };
+    for (const Image& image : images) {
+      pb_ = core::ProgramBuilder();
+      set("x", {1, 1, 2, 4}, image.x);
+      set("g", {1, 1, 1, 2}, {10, 20});
+      set("wrong", {1, 1, 1, 2}, {7, 7});  // equals no element
+      pool("pool2d").Input("X", "x").Output("Out", "out");
+      pool("pool2d_grad").Input("X", "x").Input("Out", "out").Input("Out@GRAD", "g").Output("X@GRAD", "with_out");
+      pool("pool2d_grad").Input("X", "x").Input("Out@GRAD", "g").Output("X@GRAD", "without_out");
+      pool("pool2d_grad").Input("X", "x").Input("Out", "wrong").Input("Out@GRAD", "g").Output("X@GRAD", "wrong_dx");
+      ASSERT_EQ(Run(), "") << dtype;
+      EXPECT_EQ(Values("with_out"), image.want) << dtype;
+      EXPECT_EQ(Values("without_out"), image.want) << dtype;
+      EXPECT_EQ(Values("wrong_dx"), image.want) << dtype;
+    }
+    pb_ = core::ProgramBuilder();
+    set("x", {1, 1, 2, 4}, images[0].x);
+    set("g", {1, 1, 1, 2}, {10, 20});
+    set("short", {1, 1, 1, 1}, {3});
+    pool("pool2d_grad").Input("X", "x").Input("Out", "short").Input("Out@GRAD", "g").Output("X@GRAD", "dx");
+    const std::string error = Run();
+    EXPECT_NE(error.find("Out [1, 1, 1, 1] is not X's pooling, [1, 1, 1, 2]"), std::string::npos) << error;
+  }
+}
+
 // Paddings far past the input are refused before the windows are planned (they would
 // number 2^30 per row), naming the geometry.
 TEST_F(MathForward, Pool2dPaddingsPastTheInputAreRefusedBeforeAllocating) {
@@ -981,8 +1031,10 @@ TYPED_TEST(FloatOps, MaxAndMinWithANanGiveY) {
     if (std::isnan(a) || std::isnan(b)) {
       EXPECT_EQ(std::isnan(mx[i]), std::isnan(b)) << "max at " << i;
       EXPECT_EQ(std::isnan(mn[i]), std::isnan(b)) << "min at " << i;
-      if (!std::isnan(b)) EXPECT_EQ(mx[i], b) << "max at " << i;
-      if (!std::isnan(b)) EXPECT_EQ(mn[i], b) << "min at " << i;
+      if (!std::isnan(b)) {
+        EXPECT_EQ(mx[i], b) << "max at " << i;
+        EXPECT_EQ(mn[i], b) << "min at " << i;
+      }
     } else {
       EXPECT_EQ(mx[i], std::max(a, b)) << "max at " << i;
       EXPECT_EQ(mn[i], std::min(a, b)) << "min at " << i;

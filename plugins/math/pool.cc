@@ -14,7 +14,6 @@
 #include "intra_op.h"
 #include "pool_plan.h"
 #include "kernels.h"
-#include "nan_order.h"
 #include "onednn.h"
 #include "ops.h"
 #include "parallel_for.h"
@@ -44,6 +43,44 @@ template <class T, class F> void ForEachWindow(const PoolPlan& p, F fn) {
       }
     }
   });
+}
+
+// A window of X: [y0, y1) x [x0, x1) of the channel whose element (0, 0) is `base`, its
+// elements `row` and `col` apart. Both scans below are branch-free (a select per
+// element): which element is largest in random data is a branch no predictor guesses.
+struct Window {
+  int64_t y0, y1, x0, x1, row, col;
+};
+
+// The window's maximum by nan_order.h's rule: NaN where it holds one.
+template <class T> [[gnu::always_inline]] inline T WindowMax(const T* base, const Window& w) {
+  T acc = -std::numeric_limits<T>::infinity();
+  bool nan = false;
+  for (int64_t y = w.y0; y < w.y1; ++y) {
+    const T* r = base + y * w.row;
+    for (int64_t x = w.x0; x < w.x1; ++x) {
+      const T v = r[x * w.col];
+      acc = v > acc ? v : acc;
+      nan |= v != v;
+    }
+  }
+  return nan ? std::numeric_limits<T>::quiet_NaN() : acc;
+}
+
+// The offset from `base` of the window's first element (row by row) equal to m, or where
+// m is NaN its first NaN; -1 where none is.
+template <class T> [[gnu::always_inline]] inline int64_t FirstEqual(const T* base, const Window& w, T m) {
+  const bool nan = m != m;
+  int64_t first = -1;
+  for (int64_t y = w.y1; y-- > w.y0;) {  // backwards, so the last match kept is the first
+    for (int64_t x = w.x1; x-- > w.x0;) {
+      const int64_t at = y * w.row + x * w.col;
+      const T v = base[at];
+      const int64_t hit = (v == m) | (nan & (v != v));  // 0 or 1: `first` moves by arithmetic
+      first += (at - first) * hit;
+    }
+  }
+  return first;
 }
 
 // oneDNN's pooling for an fp32 plan that is not adaptive (oneDNN has no adaptive
@@ -191,16 +228,16 @@ template <class T> class Pool2d {
     const int64_t row = p.RowStride(), col = p.ColStride();
     WriteOutput<T>(ctx, "Out", {"X"}, p.out_dims, [&](T* out) {
       ForEachWindow<T>(p, [&](int64_t in, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t divisor) {
-        T acc = p.max ? -std::numeric_limits<T>::infinity() : T(0);
+        if (p.max) {
+          out[o] = WindowMax(px + in, Window{y0, y1, x0, x1, row, col});
+          return;
+        }
+        T acc = T(0);
         for (int64_t y = y0; y < y1; ++y) {
           const T* r = px + in + y * row;
-          for (int64_t xx = x0; xx < x1; ++xx) {
-            const T v = r[xx * col];
-            if (!p.max) acc += v;
-            else if (Improves<true>(v, acc)) acc = v;
-          }
+          for (int64_t xx = x0; xx < x1; ++xx) acc += r[xx * col];
         }
-        out[o] = p.max ? acc : acc / static_cast<T>(divisor);
+        out[o] = acc / static_cast<T>(divisor);
       });
     });
   }
@@ -209,33 +246,44 @@ template <class T> class Pool2d {
   OnednnPool onednn_;
 };
 
-// pool2d's gradient: fp32 on oneDNN (OnednnPool) where it has the plan, else loops: max
-// sends each output's gradient to its window's first largest element; avg spreads it
-// evenly over the window's divisor.
+// pool2d's gradient: fp32 on oneDNN (OnednnPool) where it has the plan, else loops. Max
+// sends each output's gradient to its window's first largest element: in the loops, the
+// first equal to Out there where Out is given (Paddle's pool2d_grad reads it), which saves
+// finding the window's maximum again. Avg spreads it evenly over the window's divisor.
 template <class T> class Pool2dGrad {
  public:
   explicit Pool2dGrad(const OpInfo&) {}
   void Compute(KernelContext& ctx) {
     Tensor x = ctx.Input("X");
     const PoolPlan p = PoolPlanOf(ctx, x.dims());
+    const int64_t out_numel = Product(p.out_dims, 0, p.out_dims.size());
+    Tensor g = ctx.Input("Out@GRAD");
+    if (g.numel() != out_numel) {
+      throw Error("Out@GRAD " + DimsString(g.dims()) + " is not shaped like Out " + DimsString(p.out_dims));
+    }
+    const T* out = nullptr;
+    if (p.max && ctx.HasInput("Out")) {
+      Tensor o = ctx.Input("Out");
+      if (o.numel() != out_numel) {
+        throw Error("Out " + DimsString(o.dims()) + " is not X's pooling, " + DimsString(p.out_dims));
+      }
+      out = o.data<T>();
+    }
     const T* px = x.data<T>();
-    const T* pg = ctx.Input("Out@GRAD").data<T>();
+    const T* pg = g.data<T>();
     T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
     if constexpr (std::is_same_v<T, float>) {
       if (OnednnMaxKeepsNans(p, x) && onednn_.Backward(p, px, pg, dx)) return;
     }
-    std::fill(dx, dx + x.numel(), T(0));
+    ParallelFill(dx, x.numel(), T(0));
     const int64_t row = p.RowStride(), col = p.ColStride();
     ForEachWindow<T>(p, [&](int64_t in, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t divisor) {
       if (p.max) {
-        int64_t best = in + y0 * row + x0 * col;
-        for (int64_t y = y0; y < y1; ++y) {
-          for (int64_t xx = x0; xx < x1; ++xx) {
-            const int64_t at = in + y * row + xx * col;
-            if (Improves<true>(px[at], px[best])) best = at;
-          }
-        }
-        dx[best] += pg[o];
+        const Window w{y0, y1, x0, x1, row, col};
+        const T* base = px + in;
+        int64_t at = out ? FirstEqual(base, w, out[o]) : -1;
+        if (at < 0) at = FirstEqual(base, w, WindowMax(base, w));  // no Out, or one that is not X's pooling here
+        dx[in + at] += pg[o];
         return;
       }
       const T share = pg[o] / static_cast<T>(divisor);
@@ -271,9 +319,14 @@ void RegisterPool(Registrar& r) {
           .Attr("data_format", "NCHW", "NCHW or NHWC")
           .Attr("padding_algorithm", "EXPLICIT", "EXPLICIT (paddings), SAME or VALID")
           .KernelDtypeFrom("X")
-          .Grad("pool2d_grad", "X,Out@GRAD", "X");
+          .Grad("pool2d_grad", "X,Out,Out@GRAD", "X");
   r.Op(pool2d);
-  r.Op(pool2d.MakeGradSchema());
+  // Out optional, so that a pool2d_grad written without it (by Rill before it passed Out)
+  // still runs.
+  OpSchema without_out = pool2d;
+  OpSchema grad = without_out.Grad("pool2d_grad", "X,Out@GRAD", "X").MakeGradSchema();
+  r.Op(grad.Input("Out", "the forward's Out (max: each window's gradient goes to its first element equal to it)",
+                  RILL_SLOT_OPTIONAL));
   RegisterCpuStateful<float, double>(r, "pool2d", [](auto t) { return TypeTag<Pool2d<decltype(t)>>{}; });
   RegisterCpuStateful<float, double>(r, "pool2d_grad", [](auto t) { return TypeTag<Pool2dGrad<decltype(t)>>{}; });
 }

@@ -19,6 +19,7 @@
 #include "kernels.h"
 #include "ops.h"
 #include "parallel_for.h"
+#include "reduction.h"
 #include "sequence.h"
 
 namespace rill::math {
@@ -45,9 +46,10 @@ ChunkScheme SchemeNamed(const std::string& name) {
 // begins there or the position is outside; Ends and Begins below show it), so whether a
 // chunk ends before position k and whether one begins at k are functions of tags k - 1 and
 // k alone: for two tags of one chunk type, a table of their positions (at most 4 x 4);
-// otherwise a comparison of types. A found chunk is correct when a true chunk begins at
-// the same position with the same type and the two end together. So a sequence is counted
-// in one pass over both lists, without a branch on the tags.
+// otherwise a comparison of types. Where the tags are few (kTableTags) those functions are
+// read from a table of every pair of tags instead. A found chunk is correct when a true
+// chunk begins at the same position with the same type and the two end together. So a
+// sequence is counted in one pass over both lists, without a branch on the tags.
 class ChunkCounter {
  public:
   struct Counts {
@@ -64,24 +66,47 @@ class ChunkCounter {
         begins_[prev * s_.tag_types + pos] = Begins(prev, pos);
       }
     }
+    const int64_t tags = outside_tag_ + 1;
+    if (tags <= kTableTags) {
+      pairs_.resize(static_cast<size_t>(tags * tags));
+      for (int64_t prev = 0; prev < tags; ++prev) {
+        for (int64_t tag = 0; tag < tags; ++tag) pairs_[static_cast<size_t>(prev * tags + tag)] = Bits(prev, tag);
+      }
+    }
   }
 
   // Adds the counts of one sequence, found[0, n) against truth[0, n), to c. Tags lie in
   // 0 .. types * tag_types (checked by the caller).
   void Count(const int64_t* found, const int64_t* truth, int64_t n, Counts& c) const {
+    if (pairs_.empty())
+      return CountBy([this](int64_t prev, int64_t tag) { return Bits(prev, tag); }, found, truth, n, c);
+    const int64_t tags = outside_tag_ + 1;
+    const uint8_t* pairs = pairs_.data();
+    CountBy([pairs, tags](int64_t prev, int64_t tag) { return int{pairs[prev * tags + tag]}; }, found, truth, n, c);
+  }
+
+ private:
+  // What a pair of consecutive tags (prev, tag) says, as bits: a chunk ends before tag
+  // (kEnds), one begins at it (kBegins), and that one counts (kCountedBegins).
+  static constexpr int kEnds = 1, kBegins = 2, kCountedBegins = 4;
+  // The most tags (outside included) read through a table of pairs: 4 KiB, in L1.
+  static constexpr int64_t kTableTags = 64;
+
+  template <class PairBits>
+  void CountBy(PairBits bits, const int64_t* found, const int64_t* truth, int64_t n, Counts& c) const {
     // The counts in locals, not through c: a store through c may be a store to the tags, as
     // far as the compiler knows, and would be made at every position.
     int64_t prev_found = outside_tag_, prev_true = outside_tag_, found_chunks = 0, true_chunks = 0, correct = 0;
     int candidate = 0;  // whether the open found and true chunks began together, alike
     for (int64_t k = 0; k < n; ++k) {
-      const Edge f = At(prev_found, found[k]), t = At(prev_true, truth[k]);
-      correct += candidate & f.ends & t.ends;
+      const int f = bits(prev_found, found[k]), t = bits(prev_true, truth[k]);
+      correct += candidate & f & t & kEnds;
       // candidate goes stale when one chunk ends alone, but is only read where both are
       // open, which takes a begin since, which sets it anew.
-      const int alike = f.begins & t.begins & (f.type == t.type) & counted_[static_cast<size_t>(f.type)];
-      candidate = (candidate & !(f.begins | t.begins)) | alike;
-      found_chunks += f.begins & counted_[static_cast<size_t>(f.type)];
-      true_chunks += t.begins & counted_[static_cast<size_t>(t.type)];
+      const int alike = ((f & t & kCountedBegins) != 0) & ((found[k] >> s_.type_shift) == (truth[k] >> s_.type_shift));
+      candidate = (candidate & (((f | t) & kBegins) == 0)) | alike;
+      found_chunks += (f & kCountedBegins) != 0;
+      true_chunks += (t & kCountedBegins) != 0;
       prev_found = found[k];
       prev_true = truth[k];
     }
@@ -91,17 +116,13 @@ class ChunkCounter {
     c.correct += correct;
   }
 
- private:
-  struct Edge {
-    int ends, begins;  // a chunk ends before this position; one begins at it
-    int64_t type;
-  };
-
-  Edge At(int64_t prev, int64_t tag) const {
+  int Bits(int64_t prev, int64_t tag) const {
     const int64_t prev_type = prev >> s_.type_shift, type = tag >> s_.type_shift;
     const size_t pair = static_cast<size_t>((prev & (s_.tag_types - 1)) * s_.tag_types + (tag & (s_.tag_types - 1)));
     const int prev_out = prev_type == outside_, out = type == outside_, differs = type != prev_type;
-    return {(prev_out ^ 1) & (out | differs | ends_[pair]), (out ^ 1) & (prev_out | differs | begins_[pair]), type};
+    const int ends = (prev_out ^ 1) & (out | differs | ends_[pair]);
+    const int begins = (out ^ 1) & (prev_out | differs | begins_[pair]);
+    return ends * kEnds | begins * kBegins | (begins & counted_[static_cast<size_t>(type)]) * kCountedBegins;
   }
 
   // For two consecutive tags of one chunk type, positions prev_pos then pos: whether the
@@ -122,6 +143,7 @@ class ChunkCounter {
   int64_t outside_, outside_tag_;
   std::vector<char> counted_;
   std::array<int, 16> ends_{}, begins_{};
+  std::vector<uint8_t> pairs_;  // Bits of every (prev, tag), row prev; empty above kTableTags
 };
 
 // The sequences of the batch as [begin, end) offsets into the flattened tags.
@@ -166,10 +188,10 @@ void ChunkEval(KernelContext& ctx) {
   ParallelFor(seqs, bytes, [&](int64_t chunk, int64_t first, int64_t last) {
     for (int64_t s = first; s < last; ++s) {
       const auto [begin, end] = ranges[static_cast<size_t>(s)];
-      bool outside = false;  // unsigned, a negative tag compares above last_tag too
-      for (int64_t k = begin; k < end; ++k) {
-        outside |= (static_cast<uint64_t>(found_tags[k]) > static_cast<uint64_t>(last_tag)) |
-                   (static_cast<uint64_t>(true_tags[k]) > static_cast<uint64_t>(last_tag));
+      const int64_t n = end - begin;
+      bool outside = false;
+      for (const int64_t* tags : {found_tags + begin, true_tags + begin}) {
+        outside |= n > 0 && (ReduceRow<Reduction::kMin>(tags, n) < 0 || ReduceRow<Reduction::kMax>(tags, n) > last_tag);
       }
       bad[static_cast<size_t>(s)] = outside;
       if (!outside) {

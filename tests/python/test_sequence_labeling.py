@@ -193,10 +193,11 @@ def chunks(tags, scheme, types):
 
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
 @pytest.mark.parametrize("many", [False, True])
-def test_chunk_eval_counts_chunks_as_runs_of_continuing_tags(scheme, many):
+@pytest.mark.parametrize("types", [3, 40])
+def test_chunk_eval_counts_chunks_as_runs_of_continuing_tags(scheme, many, types):
     """A few short sequences, or (many) hundreds of up to 600 tags, which the counting
-    splits across threads."""
-    types = 3
+    splits across threads; with few chunk types (the kernel reads a table of every pair of
+    tags) and with many (it works each pair out)."""
     tag_types = SCHEMES[scheme][0]
     rng = np.random.RandomState(len(scheme))
     lengths = [6, 0, 1, 9, 12] + ([int(n) for n in rng.randint(0, 600, 200)] if many else [])

@@ -22,6 +22,7 @@ A step's time: each worker times N steps and then 2N (after warm-up steps), and 
 (t(2N) - t(N)) / N, so whatever a run costs once cancels; trainer 0's figure counts. Medians
 over ROUNDS (default 3), each round running every configuration once. The distribution
 overhead is the 2-worker step less the one-process step. Prints a Markdown table.
+Every process runs with glibc's malloc keeping freed memory (timing.keep_freed_memory).
 """
 import os
 import socket
@@ -29,6 +30,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+from timing import keep_freed_memory
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = {"fc": 100, "resnet": 5, "transformer": 20}  # N per net: a run of N steps is ~0.5 s or more
@@ -242,6 +245,7 @@ def torch_steps(d, net, world):
 
 
 def main():
+    keep_freed_memory()
     rounds, nets = 3, ["fc", "resnet", "transformer"]
     args = sys.argv[1:]
     if "--nets" in args:

@@ -20,6 +20,7 @@ Rill's do not meet).
   2,000 boxes against 2,000, against detection_reference.py's numpy.
 Prints a Markdown table; a ratio below 1 means Rill is faster. The peers run with PyTorch's
 default threads, Rill with its own (both use the machine's cores).
+Every process runs with glibc's malloc keeping freed memory (timing.keep_freed_memory).
 """
 import json
 import os
@@ -29,6 +30,8 @@ import sys
 import time
 
 import numpy as np
+
+from timing import keep_freed_memory
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] != "--peer" else 7
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -162,6 +165,7 @@ def rill_times(rounds):
 
 
 def main():
+    keep_freed_memory()
     if len(sys.argv) > 1 and sys.argv[1] == "--peer":
         peer(int(sys.argv[2]))
         return

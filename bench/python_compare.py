@@ -15,6 +15,7 @@ interleaved round by round; medians over ROUNDS.
   the copy.
 Prints a Markdown table; ratios below 1 mean Rill is faster (or, for the feed, cheaper
 than a copy).
+Every process runs with glibc's malloc keeping freed memory (timing.keep_freed_memory).
 """
 import statistics
 import sys
@@ -27,7 +28,7 @@ import rill
 import rill.fluid as fluid
 from rill import _rill
 from model_compare import ConvNet  # the same net as the C++ book model's peer
-from timing import per_call
+from timing import keep_freed_memory, per_call
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 7
 torch.set_num_threads(2)
@@ -108,6 +109,7 @@ def big_feed():
 
 
 def main():
+    keep_freed_memory()
     cases = dict(one_op())
     cases["rill training step, conv net b64"] = rill_training()
     cases["torch training step, conv net b64"] = torch_training()

@@ -12,6 +12,7 @@ the cores of PyTorch's BLAS threads); medians over ROUNDS.
     PYTHONPATH=build/python /usr/bin/python3 bench/rnn_compare.py [ROUNDS]
 
 Prints a Markdown table; a ratio below 1 means Rill is faster.
+Every process runs with glibc's malloc keeping freed memory (timing.keep_freed_memory).
 """
 import statistics
 import subprocess
@@ -20,7 +21,7 @@ import sys
 import numpy as np
 import torch
 
-from timing import per_call
+from timing import keep_freed_memory, per_call
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 E = D = 512
@@ -159,6 +160,7 @@ def median_seconds(step):
 
 
 def main():
+    keep_freed_memory()
     if sys.argv[2:3] == ["--torch"]:  # the peer's process: prints its medians
         print(" ".join(str(median_seconds(torch_step(kind))) for kind in KINDS))
         return

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ctc_align_loops.h"
 #include "kernels.h"
 #include "ops.h"
 #include "parallel_for.h"
@@ -18,20 +19,15 @@ namespace rill::math {
 namespace {
 
 // Which tokens of a sequence stay: not the blank, and with merge_repeated not the token
-// before them (a blank between two equal tokens keeps both). Counted and copied without a
-// branch on the tokens, so that the count is a vector loop and the copy does not stall on
-// each token's guess.
+// before them (StaysAfter). Counted by ctc_align_loops.h's loop, and copied without a branch
+// on the tokens, so that the copy does not stall on each token's guess.
 template <class T> class Aligner {
  public:
   Aligner(T blank, bool merge_repeated) : blank_(blank), merge_(merge_repeated) {}
 
   // How many of in[0, n) stay.
-  int64_t Count(const T* in, int64_t n) const {
-    if (n == 0) return 0;
-    int64_t kept = in[0] != blank_;
-    for (int64_t i = 1; i < n; ++i) kept += Stays(in[i], in[i - 1]);
-    return kept;
-  }
+  int64_t Count(const T* in, int64_t n) const { return CountKeptLoopFor<T>()(in, n, blank_, merge_); }
+
   // Those of in[0, n) that stay, `kept` of them (Count's answer), to out[0, kept): every
   // token is written at the next free place, which moves on only past one that stays, and
   // the loop ends with the last of those, so nothing is written at out[kept] or past.
@@ -41,13 +37,11 @@ template <class T> class Aligner {
     int64_t k = in[0] != blank_;
     for (int64_t i = 1; k < kept; ++i) {
       out[k] = in[i];
-      k += Stays(in[i], in[i - 1]);
+      k += StaysAfter(in[i], in[i - 1], blank_, merge_);
     }
   }
 
  private:
-  int Stays(T token, T before) const { return (token != blank_) & (!merge_ | (token != before)); }
-
   T blank_;
   bool merge_;
 };

@@ -561,6 +561,18 @@ def bandwidth_cases():
     add("chunk_eval IOB of 1024 sequences of [512-1536] tags", "chunk_eval",
         {"Inference": ids(0, 9), "Label": ids(0, 9)}, {"num_chunk_types": 4, "chunk_scheme": "IOB"},
         ("Precision", "Recall", "F1-Score", "NumInferChunks", "NumLabelChunks", "NumCorrectChunks"))
+    tokens = Data((rows, 1), "int64", 0, 20, lens=short)
+    add("edit_distance of 1024 pairs of sequences of [16-48] ids", "edit_distance", {"Hyps": tokens, "Refs": tokens},
+        {"normalized": True}, ("Out", "SequenceNum"))
+    # The sampled and tree losses of word2vec-style models: 4096 rows of 64 against 10,000 classes.
+    classes = 10000
+    add("nce of [4096, 64] against %d classes, 10 noise samples" % classes, "nce",
+        {"Input": Data((4096, 64)), "Label": Data((4096, 1), "int64", 0, classes),
+         "Weight": Data((classes, 64)), "Bias": Data((classes, 1))},
+        {"num_total_classes": classes, "num_neg_samples": 10, "seed": 1}, ("Cost", "SampleLogits", "SampleLabels"))
+    add("hierarchical_sigmoid of [4096, 64] over %d classes" % classes, "hierarchical_sigmoid",
+        {"X": Data((4096, 64)), "W": Data((classes - 1, 64)), "Label": Data((4096, 1), "int64", 0, classes)},
+        {"num_classes": classes}, ("Out", "PreOut"))
     # Fluid's optimizers PyTorch has none of, on a [1024, 4096] parameter, updated in place.
     param = {"Param": Data((1024, 4096)), "Grad": Data((1024, 4096)), "LearningRate": Data((1,), lo=0.01, hi=0.01)}
     for op, state, attrs in (("lars_momentum", {"Velocity": Data((1024, 4096))}, {"mu": 0.9, "lars_weight_decay": 0.0005}),

@@ -12,6 +12,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 #include "sequence.h"
 
 namespace rill::math {
@@ -61,16 +62,25 @@ void EditDistance(KernelContext& ctx) {
   const bool normalized = ctx.Attr<bool>("normalized");
   const auto count = static_cast<int64_t>(hyp_seqs.size());
   const int64_t *h = hyps.data<int64_t>(), *r = refs.data<int64_t>();
-  float* out = ctx.AllocateOutput<float>("Out", {count, 1});
+  double cells = 0;  // the tables' cells, each a read and a write of 8 bytes of its row
   for (int64_t s = 0; s < count; ++s) {
     const auto [hb, he] = hyp_seqs[static_cast<size_t>(s)];
     const auto [rb, re] = ref_seqs[static_cast<size_t>(s)];
     if (normalized && re == rb) {
       throw Error("reference " + std::to_string(s) + " is empty: a normalized distance divides by its length");
     }
-    const auto distance = static_cast<float>(Levenshtein(h + hb, he - hb, r + rb, re - rb));
-    out[s] = normalized ? distance / static_cast<float>(re - rb) : distance;
+    cells += static_cast<double>(he - hb + 1) * static_cast<double>(re - rb + 1);
   }
+  float* out = ctx.AllocateOutput<float>("Out", {count, 1});
+  // The pairs in chunks on the passes' team, each writing its own distances.
+  ParallelFor(count, 16 * cells, [&](int64_t, int64_t first, int64_t last) {
+    for (int64_t s = first; s < last; ++s) {
+      const auto [hb, he] = hyp_seqs[static_cast<size_t>(s)];
+      const auto [rb, re] = ref_seqs[static_cast<size_t>(s)];
+      const auto distance = static_cast<float>(Levenshtein(h + hb, he - hb, r + rb, re - rb));
+      out[s] = normalized ? distance / static_cast<float>(re - rb) : distance;
+    }
+  });
   ctx.AllocateOutput<int64_t>("SequenceNum", {1})[0] = count;
 }
 

@@ -19,6 +19,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 #include "selected_rows.h"
 
 namespace rill::math {
@@ -97,24 +98,29 @@ template <class T> void HierarchicalSigmoid(KernelContext& ctx) {
   const T* bias = ctx.HasInput("Bias") ? ctx.Input("Bias").data<T>() : nullptr;
   T* out = ctx.AllocateOutput<T>("Out", {rows, 1});
   T* pre = ctx.AllocateOutput<T>("PreOut", {rows, p.width});
-  for (int64_t i = 0; i < rows; ++i) {
-    const auto& nodes = p.nodes[static_cast<size_t>(i)];
-    double loss = 0;
-    for (int64_t j = 0; j < p.width; ++j) {
-      double z = 0;
-      if (j < static_cast<int64_t>(nodes.size())) {
-        const int64_t node = nodes[static_cast<size_t>(j)];
-        z = bias ? static_cast<double>(bias[node]) : 0.0;
-        for (int64_t d = 0; d < dim; ++d) z += static_cast<double>(px[i * dim + d]) * pw[node * dim + d];
-        z = std::min(40.0, std::max(-40.0, z));
-        if (p.bits[static_cast<size_t>(i)][static_cast<size_t>(j)]) loss -= z;
+  // The rows in chunks on the passes' team, each writing its own Out and PreOut (the bytes:
+  // the W rows the paths read).
+  const double bytes = sizeof(T) * static_cast<double>(rows) * static_cast<double>(p.width * dim);
+  ParallelFor(rows, bytes, [&](int64_t, int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
+      const auto& nodes = p.nodes[static_cast<size_t>(i)];
+      double loss = 0;
+      for (int64_t j = 0; j < p.width; ++j) {
+        double z = 0;
+        if (j < static_cast<int64_t>(nodes.size())) {
+          const int64_t node = nodes[static_cast<size_t>(j)];
+          z = bias ? static_cast<double>(bias[node]) : 0.0;
+          for (int64_t d = 0; d < dim; ++d) z += static_cast<double>(px[i * dim + d]) * pw[node * dim + d];
+          z = std::min(40.0, std::max(-40.0, z));
+          if (p.bits[static_cast<size_t>(i)][static_cast<size_t>(j)]) loss -= z;
+        }
+        const double soft = std::log1p(std::exp(z));
+        pre[i * p.width + j] = static_cast<T>(soft);
+        loss += soft;
       }
-      const double soft = std::log1p(std::exp(z));
-      pre[i * p.width + j] = static_cast<T>(soft);
-      loss += soft;
+      out[i] = static_cast<T>(loss);
     }
-    out[i] = static_cast<T>(loss);
-  }
+  });
 }
 
 template <class T> void HierarchicalSigmoidGrad(KernelContext& ctx) {

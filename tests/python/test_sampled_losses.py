@@ -151,11 +151,13 @@ def hsigmoid_reference(x, w, b, labels, num_classes):
     return torch.stack(rows)
 
 
-def test_hsigmoid_matches_the_tree_written_in_pytorch_forward_and_gradients():
+@pytest.mark.parametrize("num_classes,n,d", [(11, 7, 5), (1000, 600, 32)])
+def test_hsigmoid_matches_the_tree_written_in_pytorch_forward_and_gradients(num_classes, n, d):
+    """A small tree, and one with enough rows for the loss to be worked out in chunks on the
+    intra-op threads."""
     rng = np.random.RandomState(4)
-    num_classes, n, d = 11, 7, 5
     xs = rng.uniform(-1, 1, (n, d))
-    labels = np.array([0, 10, 3, 7, 5, 1, 9], "int64")
+    labels = np.array([0, 10, 3, 7, 5, 1, 9], "int64") if n == 7 else rng.randint(0, num_classes, n).astype("int64")
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):
         x = fluid.layers.data(name="x", shape=[d], dtype="float64")

@@ -431,6 +431,25 @@ def test_edit_distance_matches_its_definition():
     np.testing.assert_array_equal(got_padded[:, 0], want)
 
 
+def test_edit_distance_of_many_pairs_split_across_threads():
+    """Enough pairs of long enough sequences for the distances to be worked out in chunks on
+    the intra-op threads: each is still its pair's."""
+    rng = np.random.RandomState(11)
+    hyp_lengths = [int(n) for n in rng.randint(1, 60, 600)]
+    ref_lengths = [int(n) for n in rng.randint(1, 60, 600)]
+    hyps = rng.randint(0, 5, (sum(hyp_lengths), 1)).astype("int64")
+    refs = rng.randint(0, 5, (sum(ref_lengths), 1)).astype("int64")
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        h = fluid.layers.data(name="h", shape=[1], dtype="int64", lod_level=1)
+        r = fluid.layers.data(name="r", shape=[1], dtype="int64", lod_level=1)
+        distance, _ = fluid.layers.edit_distance(h, r, normalized=False)
+    got, = fluid.Executor(fluid.CPUPlace()).run(
+        main, feed={"h": lod_tensor(hyps, hyp_lengths), "r": lod_tensor(refs, ref_lengths)}, fetch_list=[distance])
+    pairs = zip(split(hyps[:, 0], hyp_lengths), split(refs[:, 0], ref_lengths))
+    np.testing.assert_array_equal(got[:, 0], [levenshtein(tuple(a), tuple(b)) for a, b in pairs])
+
+
 def test_edit_distance_refuses_hypotheses_without_references():
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):

@@ -16,6 +16,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 #include "philox.h"
 #include "selected_rows.h"
 
@@ -125,37 +126,44 @@ template <class T> void Nce(KernelContext& ctx) {
   int64_t* samples = ctx.AllocateOutput<int64_t>("SampleLabels", {s.rows, s.width});
   T* logits = ctx.AllocateOutput<T>("SampleLogits", {s.rows, s.width});
   T* cost = ctx.AllocateOutput<T>("Cost", {s.rows, 1});
-  std::vector<double> o(static_cast<size_t>(s.width));  // a row's scores, unrounded for its cost
-  for (int64_t i = 0; i < s.rows; ++i) {
-    for (int64_t j = 0; j < s.width; ++j) {
-      const int64_t at = i * s.width + j;
-      int64_t c;
-      if (j < s.num_true) {
-        c = label[i * s.num_true + j];
-      } else if (!custom.empty()) {
-        c = custom[static_cast<size_t>(j - s.num_true)];
-      } else {
-        const auto r = Philox4x32({static_cast<uint32_t>(at), static_cast<uint32_t>(at >> 32), 0, 0}, key);
-        c = noise.Sample((r[0] + r[1] * 4294967296.0) / 18446744073709551616.0, r[2] / 4294967296.0);
+  // The rows in chunks on the passes' team, each writing its own samples, scores and cost (a
+  // sample is drawn from its own Philox counter, whichever thread draws it; a chunk's error
+  // is rethrown in chunk order, so the first bad row is the one named). The bytes: the
+  // Weight rows the samples read.
+  const double bytes = sizeof(T) * static_cast<double>(s.rows) * static_cast<double>(s.width * s.dim);
+  ParallelFor(s.rows, bytes, [&](int64_t, int64_t first, int64_t last) {
+    std::vector<double> o(static_cast<size_t>(s.width));  // a row's scores, unrounded for its cost
+    for (int64_t i = first; i < last; ++i) {
+      for (int64_t j = 0; j < s.width; ++j) {
+        const int64_t at = i * s.width + j;
+        int64_t c;
+        if (j < s.num_true) {
+          c = label[i * s.num_true + j];
+        } else if (!custom.empty()) {
+          c = custom[static_cast<size_t>(j - s.num_true)];
+        } else {
+          const auto r = Philox4x32({static_cast<uint32_t>(at), static_cast<uint32_t>(at >> 32), 0, 0}, key);
+          c = noise.Sample((r[0] + r[1] * 4294967296.0) / 18446744073709551616.0, r[2] / 4294967296.0);
+        }
+        if (c < 0 || c >= s.classes) {
+          throw Error("sampled class " + std::to_string(c) + " of row " + std::to_string(i) + " is outside [0, " +
+                      std::to_string(s.classes) + ")");
+        }
+        samples[at] = c;
+        double z = bias ? static_cast<double>(bias[c]) : 0.0;
+        for (int64_t d = 0; d < s.dim; ++d) z += static_cast<double>(x[i * s.dim + d]) * w[c * s.dim + d];
+        o[static_cast<size_t>(j)] = 1.0 / (1.0 + std::exp(-z));
+        logits[at] = static_cast<T>(o[static_cast<size_t>(j)]);
       }
-      if (c < 0 || c >= s.classes) {
-        throw Error("sampled class " + std::to_string(c) + " of row " + std::to_string(i) + " is outside [0, " +
-                    std::to_string(s.classes) + ")");
+      double total = 0;
+      for (int64_t j = 0; j < s.width; ++j) {
+        const double oj = o[static_cast<size_t>(j)];
+        const double b = noise.Probability(samples[i * s.width + j]) * static_cast<double>(s.num_neg);
+        total += j < s.num_true ? -std::log(oj / (oj + b)) : -std::log(b / (oj + b));
       }
-      samples[at] = c;
-      double z = bias ? static_cast<double>(bias[c]) : 0.0;
-      for (int64_t d = 0; d < s.dim; ++d) z += static_cast<double>(x[i * s.dim + d]) * w[c * s.dim + d];
-      o[static_cast<size_t>(j)] = 1.0 / (1.0 + std::exp(-z));
-      logits[at] = static_cast<T>(o[static_cast<size_t>(j)]);
+      cost[i] = static_cast<T>((sample_weight ? static_cast<double>(sample_weight[i]) : 1.0) * total);
     }
-    double total = 0;
-    for (int64_t j = 0; j < s.width; ++j) {
-      const double oj = o[static_cast<size_t>(j)];
-      const double b = noise.Probability(samples[i * s.width + j]) * static_cast<double>(s.num_neg);
-      total += j < s.num_true ? -std::log(oj / (oj + b)) : -std::log(b / (oj + b));
-    }
-    cost[i] = static_cast<T>((sample_weight ? static_cast<double>(sample_weight[i]) : 1.0) * total);
-  }
+  });
 }
 
 template <class T> void NceGrad(KernelContext& ctx) {

@@ -119,6 +119,35 @@ def test_a_classifier_over_ten_thousand_classes_learns_through_nce():
     assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:10]), (losses[:10], losses[-10:])
 
 
+def test_cost_of_many_rows_split_across_threads_matches_the_formula():
+    """Enough rows for the cost to be worked out in chunks on the intra-op threads: each row's
+    cost is still the formula's for the classes it drew."""
+    rows, dim, classes, num_neg = 1500, 32, 1000, 10
+    rng = np.random.RandomState(5)
+    xs, labels = rng.uniform(-1, 1, (rows, dim)), rng.randint(0, classes, (rows, 1)).astype("int64")
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[dim], dtype="float64")
+        label = fluid.layers.data(name="label", shape=[1], dtype="int64")
+        cost = fluid.layers.nce(x, label, classes, num_neg_samples=num_neg, seed=3,
+                                param_attr=fluid.ParamAttr(name="w"), bias_attr=fluid.ParamAttr(name="b"))
+    samples = next(op for op in main.global_block().ops if op.type == "nce").output("SampleLabels")[0]
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        w, b = rng.uniform(-0.5, 0.5, (classes, dim)), rng.uniform(-0.5, 0.5, (classes, 1))
+        scope.find_var("w").get_tensor().set(w, fluid.CPUPlace())
+        scope.find_var("b").get_tensor().set(b, fluid.CPUPlace())
+        got, drawn = exe.run(main, feed={"x": xs, "label": labels}, fetch_list=[cost, samples])
+    assert (drawn[:, 0] == labels[:, 0]).all() and ((drawn >= 0) & (drawn < classes)).all()
+    o = 1 / (1 + np.exp(-(np.einsum("nd,nkd->nk", xs, w[drawn]) + b[drawn, 0])))
+    noise = num_neg / classes
+    expected = -np.log(o[:, 0] / (o[:, 0] + noise)) - np.log(noise / (o[:, 1:] + noise)).sum(axis=1)
+    # The layer divides by num_neg + 1 with a float32 scale: within its rounding.
+    np.testing.assert_allclose(got[:, 0], expected / (num_neg + 1), rtol=1e-7)
+
+
 def test_bad_input_is_refused_by_name():
     main, startup, loss = build()
     exe = fluid.Executor(fluid.CPUPlace())

@@ -20,6 +20,7 @@
 #include "kernels.h"
 #include "ops.h"
 #include "parallel_for.h"
+#include "reduction_loops.h"
 #include "selected_rows.h"
 
 namespace rill::math {
@@ -110,7 +111,7 @@ template <class T> void HierarchicalSigmoid(KernelContext& ctx) {
         if (j < static_cast<int64_t>(nodes.size())) {
           const int64_t node = nodes[static_cast<size_t>(j)];
           z = bias ? static_cast<double>(bias[node]) : 0.0;
-          for (int64_t d = 0; d < dim; ++d) z += static_cast<double>(px[i * dim + d]) * pw[node * dim + d];
+          z += reduction::DotInDoubleFor<T>()(px + i * dim, pw + node * dim, dim);
           z = std::min(40.0, std::max(-40.0, z));
           if (p.bits[static_cast<size_t>(i)][static_cast<size_t>(j)]) loss -= z;
         }

@@ -18,6 +18,7 @@
 #include "ops.h"
 #include "parallel_for.h"
 #include "philox.h"
+#include "reduction_loops.h"
 #include "selected_rows.h"
 
 namespace rill::math {
@@ -151,7 +152,7 @@ template <class T> void Nce(KernelContext& ctx) {
         }
         samples[at] = c;
         double z = bias ? static_cast<double>(bias[c]) : 0.0;
-        for (int64_t d = 0; d < s.dim; ++d) z += static_cast<double>(x[i * s.dim + d]) * w[c * s.dim + d];
+        z += reduction::DotInDoubleFor<T>()(x + i * s.dim, w + c * s.dim, s.dim);
         o[static_cast<size_t>(j)] = 1.0 / (1.0 + std::exp(-z));
         logits[at] = static_cast<T>(o[static_cast<size_t>(j)]);
       }

@@ -152,6 +152,20 @@ template <class Set, class T> double SumOfSquares(const T* x, int64_t n) {
   return sum;
 }
 
+template <class Set, class T> double DotInDouble(const T* x, const T* y, int64_t n) {
+  // As SumOfSquares: sixteen double accumulators, lane j taking the products j mod 16.
+  constexpr int64_t kLanes = 16;
+  double acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) acc[l] += static_cast<double>(x[i + l]) * static_cast<double>(y[i + l]);
+  }
+  double sum = 0;
+  for (int64_t l = 0; l < kLanes; ++l) sum += acc[l];
+  for (; i < n; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(y[i]);
+  return sum;
+}
+
 template <class Set, class T>
 void KeepMax(T* __restrict m, int32_t* __restrict idx, const T* __restrict v, int64_t n, int32_t row) {
   for (int64_t k = 0; k < n; ++k) {
@@ -180,6 +194,8 @@ RILL_MATH_REDUCTION_LOOPS(kMax, uint8_t)
 RILL_MATH_REDUCTION_LOOPS(kMin, uint8_t)
 template double SumOfSquares<RILL_MATH_ISA_TAG, float>(const float*, int64_t);
 template double SumOfSquares<RILL_MATH_ISA_TAG, double>(const double*, int64_t);
+template double DotInDouble<RILL_MATH_ISA_TAG, float>(const float*, const float*, int64_t);
+template double DotInDouble<RILL_MATH_ISA_TAG, double>(const double*, const double*, int64_t);
 template void KeepMax<RILL_MATH_ISA_TAG, float>(float*, int32_t*, const float*, int64_t, int32_t);
 template void KeepMax<RILL_MATH_ISA_TAG, double>(double*, int32_t*, const double*, int64_t, int32_t);
 

@@ -40,6 +40,8 @@ template <class Set, Reduction R, class T> T Row(const T* x, int64_t n);
 template <class Set, Reduction R, class T> void Rows(T* acc, const T* x, int64_t n);
 // The sum of x[0, n)'s squares, in double (float and double).
 template <class Set, class T> double SumOfSquares(const T* x, int64_t n);
+// The sum of x[i] * y[i] over [0, n), in double (float and double).
+template <class Set, class T> double DotInDouble(const T* x, const T* y, int64_t n);
 
 // A running maximum with where it came from: m = max(m, v) element by element over n, the
 // earlier row kept on ties and against NaN (a strict >), and idx = row where v won (float
@@ -58,6 +60,12 @@ template <Reduction R, class T> const Loops<T>& LoopsFor() {
 // MathIsa()'s SumOfSquares over T.
 template <class T> auto SumOfSquaresFor() {
   static const auto loop = ForMathIsa([](auto set) { return &SumOfSquares<decltype(set), T>; });
+  return loop;
+}
+
+// MathIsa()'s DotInDouble over T.
+template <class T> auto DotInDoubleFor() {
+  static const auto loop = ForMathIsa([](auto set) { return &DotInDouble<decltype(set), T>; });
   return loop;
 }
 

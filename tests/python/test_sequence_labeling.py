@@ -392,22 +392,28 @@ def levenshtein(a, b):
     return d(0, 0)
 
 
-def test_edit_distance_matches_its_definition():
-    rng = np.random.RandomState(9)
-    hyp_lengths, ref_lengths = [5, 0, 3, 7], [4, 2, 3, 6]
-    hyps = rng.randint(0, 4, (sum(hyp_lengths), 1)).astype("int64")
-    refs = rng.randint(0, 4, (sum(ref_lengths), 1)).astype("int64")
+def edit_distances(rng, vocabulary, hyp_lengths, ref_lengths, *options):
+    """Random LoD hypotheses and references of tokens below `vocabulary`, and what running
+    edit_distance on them with each of `options` (keyword arguments) fetches: each one's
+    distances, then the first one's sequence count."""
+    hyps = rng.randint(0, vocabulary, (sum(hyp_lengths), 1)).astype("int64")
+    refs = rng.randint(0, vocabulary, (sum(ref_lengths), 1)).astype("int64")
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):
         h = fluid.layers.data(name="h", shape=[1], dtype="int64", lod_level=1)
         r = fluid.layers.data(name="r", shape=[1], dtype="int64", lod_level=1)
-        plain, count = fluid.layers.edit_distance(h, r, normalized=False)
-        normalized, _ = fluid.layers.edit_distance(h, r)
-        ignoring, _ = fluid.layers.edit_distance(h, r, normalized=False, ignored_tokens=[3])
-    exe = fluid.Executor(fluid.CPUPlace())
-    got, got_count, got_normalized, got_ignoring = exe.run(
+        outputs = [fluid.layers.edit_distance(h, r, **o) for o in options]
+    fetched = fluid.Executor(fluid.CPUPlace()).run(
         main, feed={"h": lod_tensor(hyps, hyp_lengths), "r": lod_tensor(refs, ref_lengths)},
-        fetch_list=[plain, count, normalized, ignoring])
+        fetch_list=[outputs[0][0], outputs[0][1]] + [o[0] for o in outputs[1:]])
+    return [hyps, refs] + list(fetched)
+
+
+def test_edit_distance_matches_its_definition():
+    hyp_lengths, ref_lengths = [5, 0, 3, 7], [4, 2, 3, 6]
+    hyps, refs, got, got_count, got_normalized, got_ignoring = edit_distances(
+        np.random.RandomState(9), 4, hyp_lengths, ref_lengths,
+        dict(normalized=False), {}, dict(normalized=False, ignored_tokens=[3]))
     pairs = list(zip(split(hyps[:, 0], hyp_lengths), split(refs[:, 0], ref_lengths)))
     want = [levenshtein(tuple(a), tuple(b)) for a, b in pairs]
     np.testing.assert_array_equal(got[:, 0], want)
@@ -426,8 +432,8 @@ def test_edit_distance_matches_its_definition():
     padded_h, padded_r = np.full((4, 7), 9, "int64"), np.full((4, 6), 9, "int64")
     for b, (a, c) in enumerate(pairs):
         padded_h[b, :len(a)], padded_r[b, :len(c)] = a, c
-    got_padded = exe.run(main, feed={"h": padded_h, "r": padded_r, "hl": np.array(hyp_lengths, "int64"),
-                                     "rl": np.array(ref_lengths, "int64")}, fetch_list=[padded])[0]
+    feed = {"h": padded_h, "r": padded_r, "hl": np.array(hyp_lengths, "int64"), "rl": np.array(ref_lengths, "int64")}
+    got_padded = fluid.Executor(fluid.CPUPlace()).run(main, feed=feed, fetch_list=[padded])[0]
     np.testing.assert_array_equal(got_padded[:, 0], want)
 
 
@@ -435,17 +441,8 @@ def test_edit_distance_of_many_pairs_split_across_threads():
     """Enough pairs of long enough sequences for the distances to be worked out in chunks on
     the intra-op threads: each is still its pair's."""
     rng = np.random.RandomState(11)
-    hyp_lengths = [int(n) for n in rng.randint(1, 60, 600)]
-    ref_lengths = [int(n) for n in rng.randint(1, 60, 600)]
-    hyps = rng.randint(0, 5, (sum(hyp_lengths), 1)).astype("int64")
-    refs = rng.randint(0, 5, (sum(ref_lengths), 1)).astype("int64")
-    main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
-        h = fluid.layers.data(name="h", shape=[1], dtype="int64", lod_level=1)
-        r = fluid.layers.data(name="r", shape=[1], dtype="int64", lod_level=1)
-        distance, _ = fluid.layers.edit_distance(h, r, normalized=False)
-    got, = fluid.Executor(fluid.CPUPlace()).run(
-        main, feed={"h": lod_tensor(hyps, hyp_lengths), "r": lod_tensor(refs, ref_lengths)}, fetch_list=[distance])
+    hyp_lengths, ref_lengths = [[int(n) for n in rng.randint(1, 60, 600)] for _ in range(2)]
+    hyps, refs, got, _ = edit_distances(rng, 5, hyp_lengths, ref_lengths, dict(normalized=False))
     pairs = zip(split(hyps[:, 0], hyp_lengths), split(refs[:, 0], ref_lengths))
     np.testing.assert_array_equal(got[:, 0], [levenshtein(tuple(a), tuple(b)) for a, b in pairs])
 

@@ -251,6 +251,31 @@ TEST_F(MathOps, ScalarOperandsKeepTheTensorPathsErrors) {
   EXPECT_EQ(scope_->FindVar("rows")->GetMutableSelectedRows()->value.ValuesToString(), "1");
 }
 
+// An op writing SelectedRows into a variable that holds some remakes them in place: a
+// pointer to the variable's SelectedRows (a Python handle's) stays valid and sees the new
+// rows, in place (Out is X[0]) or not.
+TEST_F(MathOps, SelectedRowsWrittenInPlaceKeepTheirObject) {
+  for (const char* out : {"w1", "out"}) {
+    pb_ = ProgramBuilder();
+    scope_ = Scope::NewRoot();
+    SelectedRows* held = nullptr;
+    for (const char* name : {"w1", "w2", "out"}) {
+      SelectedRows* r = scope_->Var(name)->GetMutableSelectedRows();
+      if (std::string(name) == out) held = r;
+      if (std::string(name) == "out") continue;
+      r->rows = {0, 2};
+      r->height = 4;
+      float* v = static_cast<float*>(r->value.Allocate(RILL_FP32, {2, 1}));
+      v[0] = 1, v[1] = 2;
+    }
+    main().Op("sum").Input("X", {"w1", "w2"}).Output("Out", out);
+    ASSERT_EQ(Run(), "") << out;
+    ASSERT_EQ(scope_->FindVar(out)->GetMutableSelectedRows(), held) << out;
+    EXPECT_EQ(held->rows, (std::vector<int64_t>{0, 2})) << out;  // a repeat merged, ascending
+    EXPECT_EQ(held->value.ValuesToString(), "2 4") << out;
+  }
+}
+
 // A convolution over a whole number of channel blocks runs on oneDNN's JIT kernels, on
 // whichever vector ISA this CPU has (a layout for another ISA's kernels leaves oneDNN only
 // its reference code, several times slower, which the plugin then declines for its own).

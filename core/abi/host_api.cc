@@ -640,10 +640,15 @@ RillStatus* VarSelectedRows(RillVariable* v, const int64_t** rows, size_t* count
 }
 RillStatus* VarSetSelectedRows(RillVariable* v, const int64_t* rows, size_t count, int64_t height, RillTensor** value) {
   if (!v || (!rows && count > 0) || !value) return NullArg("var_set_selected_rows");
-  V(v)->Clear();
+  // SelectedRows already held are remade in place, not replaced: whoever holds them (a
+  // Python handle from get_selected_rows, a view of their values) still holds this
+  // variable's. `rows` may point into them: copied before they change.
+  std::vector<int64_t> kept(rows, rows + count);
+  if (!V(v)->is_selected_rows()) V(v)->Clear();
   SelectedRows* s = V(v)->GetMutableSelectedRows();
-  s->rows.assign(rows, rows + count);
+  s->rows = std::move(kept);
   s->height = height;
+  s->value = Tensor();
   *value = reinterpret_cast<RillTensor*>(&s->value);
   return nullptr;
 }

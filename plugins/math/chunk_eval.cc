@@ -191,7 +191,7 @@ void ChunkEval(KernelContext& ctx) {
       const int64_t n = end - begin;
       bool outside = false;
       for (const int64_t* tags : {found_tags + begin, true_tags + begin}) {
-        outside |= n > 0 && (ReduceRow<Reduction::kMin>(tags, n) < 0 || ReduceRow<Reduction::kMax>(tags, n) > last_tag);
+        outside |= ReduceRow<Reduction::kMin>(tags, n) < 0 || ReduceRow<Reduction::kMax>(tags, n) > last_tag;
       }
       bad[static_cast<size_t>(s)] = outside;
       if (!outside) {

@@ -29,7 +29,7 @@ template <class T> double SumOfSquares(const T* p, int64_t n) {
   const double bytes = static_cast<double>(sizeof(T)) * n;
   std::vector<double> partial(static_cast<size_t>(ParallelChunks(n, bytes)), 0.0);
   ParallelFor(n, bytes, [&](int64_t chunk, int64_t begin, int64_t end) {
-    partial[static_cast<size_t>(chunk)] = reduction::SumOfSquaresFor<T>()(p + begin, end - begin);
+    partial[static_cast<size_t>(chunk)] = reduction::DotInDoubleFor<T>()(p + begin, p + begin, end - begin);
   });
   double sum = 0;
   for (double v : partial) sum += v;

@@ -134,26 +134,9 @@ template <class Set, Reduction R, class T> void Rows(T* acc, const T* x, int64_t
   if constexpr (R == Reduction::kMin) a = a.binaryExpr(v, Eigen::internal::scalar_min_op<T, T, Eigen::PropagateNaN>());
 }
 
-template <class Set, class T> double SumOfSquares(const T* x, int64_t n) {
-  // Sixteen double accumulators, lane j taking the elements j mod 16: independent chains
-  // the compiler keeps in vector registers; combined in lane order.
-  constexpr int64_t kLanes = 16;
-  double acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int64_t l = 0; l < kLanes; ++l) {
-      const double v = static_cast<double>(x[i + l]);
-      acc[l] += v * v;
-    }
-  }
-  double sum = 0;
-  for (int64_t l = 0; l < kLanes; ++l) sum += acc[l];
-  for (; i < n; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
-  return sum;
-}
-
 template <class Set, class T> double DotInDouble(const T* x, const T* y, int64_t n) {
-  // As SumOfSquares: sixteen double accumulators, lane j taking the products j mod 16.
+  // Sixteen double accumulators, lane j taking the products j mod 16: independent chains
+  // the compiler keeps in vector registers; combined in lane order.
   constexpr int64_t kLanes = 16;
   double acc[kLanes] = {};
   int64_t i = 0;
@@ -192,8 +175,6 @@ RILL_MATH_REDUCTION_LOOPS_OF(int64_t)
 // reduce_all and reduce_any: the minimum and maximum of bools' bytes.
 RILL_MATH_REDUCTION_LOOPS(kMax, uint8_t)
 RILL_MATH_REDUCTION_LOOPS(kMin, uint8_t)
-template double SumOfSquares<RILL_MATH_ISA_TAG, float>(const float*, int64_t);
-template double SumOfSquares<RILL_MATH_ISA_TAG, double>(const double*, int64_t);
 template double DotInDouble<RILL_MATH_ISA_TAG, float>(const float*, const float*, int64_t);
 template double DotInDouble<RILL_MATH_ISA_TAG, double>(const double*, const double*, int64_t);
 template void KeepMax<RILL_MATH_ISA_TAG, float>(float*, int32_t*, const float*, int64_t, int32_t);

@@ -38,9 +38,8 @@ template <class T> struct Loops {
 // reduce ops' float, double, int32_t and int64_t; uint8_t's max and min for bools).
 template <class Set, Reduction R, class T> T Row(const T* x, int64_t n);
 template <class Set, Reduction R, class T> void Rows(T* acc, const T* x, int64_t n);
-// The sum of x[0, n)'s squares, in double (float and double).
-template <class Set, class T> double SumOfSquares(const T* x, int64_t n);
-// The sum of x[i] * y[i] over [0, n), in double (float and double).
+// The sum of x[i] * y[i] over [0, n), in double (float and double); x's squares where y
+// is x.
 template <class Set, class T> double DotInDouble(const T* x, const T* y, int64_t n);
 
 // A running maximum with where it came from: m = max(m, v) element by element over n, the
@@ -55,12 +54,6 @@ template <Reduction R, class T> const Loops<T>& LoopsFor() {
     return Loops<T>{&Row<Set, R, T>, &Rows<Set, R, T>};
   });
   return loops;
-}
-
-// MathIsa()'s SumOfSquares over T.
-template <class T> auto SumOfSquaresFor() {
-  static const auto loop = ForMathIsa([](auto set) { return &SumOfSquares<decltype(set), T>; });
-  return loop;
 }
 
 // MathIsa()'s DotInDouble over T.

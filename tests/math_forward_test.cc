@@ -778,6 +778,110 @@ TEST_F(MathForward, MaxPoolGradientGoesToTheFirstLargestWithOrWithoutOut) {
   }
 }
 
+// Max pooling's gradient against a search of each window written here, in the geometries
+// the kernels take apart: windows that share no element (stored) or do (added), rows of
+// fewer and of more than a vector's sixteen windows, windows clipped by padding and
+// ceil_mode at a row's ends, adaptive windows, NCHW and NHWC (a position's windows across
+// sixteen channels and more), fp32 and fp64. Values are small integers, so that a window's
+// largest is often tied (the first row by row wins); a second pass scatters NaNs (the
+// first NaN wins). The same with Out given and without.
+TEST_F(MathForward, MaxPoolGradientMatchesASearchOfEachWindowInEveryGeometry) {
+  struct Geometry {
+    std::vector<int64_t> dims, ksize, strides, paddings;
+    bool ceil_mode, adaptive, nhwc;
+  };
+  const std::vector<Geometry> geometries = {
+      {{2, 3, 6, 40}, {2, 2}, {2, 2}, {0, 0}, false, false, false},  // 20 windows a row, disjoint
+      {{1, 2, 4, 10}, {2, 2}, {2, 2}, {0, 0}, false, false, false},  // 5 a row
+      {{1, 2, 9, 37}, {3, 3}, {2, 2}, {1, 1}, false, false, false},  // overlapping, clipped ends
+      {{1, 1, 5, 40}, {3, 2}, {1, 2}, {0, 1}, true, false, false},   // ceil_mode's partial last window
+      {{1, 2, 5, 24}, {3, 3}, {1, 1}, {0, 0}, false, false, false},  // step 1
+      {{1, 2, 7, 33}, {3, 5}, {1, 1}, {0, 0}, false, true, false},   // adaptive
+      {{2, 6, 8, 20}, {2, 2}, {2, 2}, {0, 0}, false, false, true},   // 20 channels
+      {{1, 5, 7, 17}, {3, 3}, {2, 2}, {1, 1}, true, false, true},
+  };
+  // The windows along one dim: [begin, end) of each output position.
+  const auto windows = [](int64_t in, int64_t k, int64_t s, int64_t pad, bool ceil_mode, bool adaptive) {
+    std::vector<std::pair<int64_t, int64_t>> w;
+    if (adaptive) {
+      for (int64_t o = 0; o < k; ++o) w.emplace_back(o * in / k, ((o + 1) * in + k - 1) / k);
+      return w;
+    }
+    const int64_t span = in + 2 * pad - k, out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+    for (int64_t o = 0; o < out; ++o) {
+      w.emplace_back(std::max<int64_t>(o * s - pad, 0), std::min<int64_t>(o * s - pad + k, in));
+    }
+    return w;
+  };
+  std::mt19937 rng(11);
+  const double nan = std::nan("");
+  for (const Geometry& geo : geometries) {
+    const int64_t n = geo.dims[0], c = geo.nhwc ? geo.dims[3] : geo.dims[1];
+    const int64_t h = geo.nhwc ? geo.dims[1] : geo.dims[2], w = geo.nhwc ? geo.dims[2] : geo.dims[3];
+    const auto rows = windows(h, geo.ksize[0], geo.strides[0], geo.paddings[0], geo.ceil_mode, geo.adaptive);
+    const auto cols = windows(w, geo.ksize[1], geo.strides[1], geo.paddings[1], geo.ceil_mode, geo.adaptive);
+    const auto oh = static_cast<int64_t>(rows.size()), ow = static_cast<int64_t>(cols.size());
+    const auto at = [&](int64_t i, int64_t ch, int64_t y, int64_t x, int64_t hh, int64_t ww) {
+      return geo.nhwc ? ((i * hh + y) * ww + x) * c + ch : ((i * c + ch) * hh + y) * ww + x;
+    };
+    const std::vector<int64_t> out_dims =
+        geo.nhwc ? std::vector<int64_t>{n, oh, ow, c} : std::vector<int64_t>{n, c, oh, ow};
+    for (const bool nans : {false, true}) {
+      std::vector<double> x(static_cast<size_t>(n * c * h * w)), g(static_cast<size_t>(n * c * oh * ow));
+      for (double& v : x) v = nans && rng() % 7 == 0 ? nan : static_cast<double>(rng() % 4);
+      for (double& v : g) v = static_cast<double>(1 + rng() % 9);
+      std::vector<double> want(x.size(), 0.0);
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t ch = 0; ch < c; ++ch) {
+          for (int64_t y = 0; y < oh; ++y) {
+            for (int64_t xx = 0; xx < ow; ++xx) {
+              int64_t best = -1;
+              for (int64_t r = rows[y].first; r < rows[y].second; ++r) {
+                for (int64_t q = cols[xx].first; q < cols[xx].second; ++q) {
+                  const int64_t e = at(i, ch, r, q, h, w);
+                  const double v = x[e], b = best < 0 ? 0 : x[best];
+                  if (best < 0 || (!std::isnan(b) && (std::isnan(v) || v > b))) best = e;
+                }
+              }
+              ASSERT_GE(best, 0) << "an empty window";
+              want[static_cast<size_t>(best)] += g[static_cast<size_t>(at(i, ch, y, xx, oh, ow))];
+            }
+          }
+        }
+      }
+      for (const char* dtype : {"fp32", "fp64"}) {
+        const std::string label = std::string(dtype) + " geometry " + std::to_string(&geo - geometries.data()) +
+                                  (geo.adaptive ? " adaptive" : "") + (nans ? " with NaNs" : "");
+        pb_ = core::ProgramBuilder();
+        if (std::string(dtype) == "fp32") {
+          Set<float>("x", geo.dims, x);
+          Set<float>("g", out_dims, g);
+        } else {
+          Set<double>("x", geo.dims, x);
+          Set<double>("g", out_dims, g);
+        }
+        const auto pool = [&](const std::string& type) -> core::OpBuilder {
+          return Op(type)
+              .Attr("pooling_type", std::string("max"))
+              .Attr("ksize", geo.ksize)
+              .Attr("strides", geo.strides)
+              .Attr("paddings", geo.paddings)
+              .Attr("ceil_mode", geo.ceil_mode)
+              .Attr("adaptive", geo.adaptive)
+              .Attr("data_format", std::string(geo.nhwc ? "NHWC" : "NCHW"));
+        };
+        pool("pool2d").Input("X", "x").Output("Out", "out");
+        pool("pool2d_grad").Input("X", "x").Input("Out", "out").Input("Out@GRAD", "g").Output("X@GRAD", "with_out");
+        pool("pool2d_grad").Input("X", "x").Input("Out@GRAD", "g").Output("X@GRAD", "without_out");
+        ASSERT_EQ(Run(), "") << label;
+        ASSERT_EQ(Dims("out"), out_dims) << label;
+        EXPECT_EQ(Values("with_out"), want) << label;
+        EXPECT_EQ(Values("without_out"), want) << label;
+      }
+    }
+  }
+}
+
 // Paddings far past the input are refused before the windows are planned (they would
 // number 2^30 per row), naming the geometry.
 TEST_F(MathForward, Pool2dPaddingsPastTheInputAreRefusedBeforeAllocating) {

@@ -1,7 +1,8 @@
 // pool2d with Fluid's contract: max or average pooling over 2-D windows of an NCHW or NHWC
 // tensor (ksize, strides, paddings of 2 or 4 values, padding_algorithm EXPLICIT, SAME or
 // VALID, ceil_mode, global_pooling, adaptive, exclusive averages), and its gradient.
-// fp32 on oneDNN's pooling where it has the plan; otherwise (fp64, adaptive) plain loops.
+// fp32 on oneDNN's pooling where it has the plan, otherwise (fp64, adaptive) plain loops; max
+// pooling's gradient given Out on pool_loops.h's row loops.
 #include <omp.h>
 
 #include <algorithm>
@@ -10,8 +11,10 @@
 #include <limits>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 
 #include "intra_op.h"
+#include "pool_loops.h"
 #include "pool_plan.h"
 #include "kernels.h"
 #include "onednn.h"
@@ -81,6 +84,106 @@ template <class T> [[gnu::always_inline]] inline int64_t FirstEqual(const T* bas
     }
   }
   return first;
+}
+
+// Whether no two of the windows share an element.
+bool Disjoint(const Windows& ws) {
+  for (size_t i = 1; i < ws.begin.size(); ++i) {
+    if (ws.begin[i] < ws.end[i - 1]) return false;
+  }
+  return true;
+}
+
+// Whether an offset within a plane (NCHW) or an image (NHWC) of X fits in int32_t, as
+// pool_loops.h's loops need.
+bool OffsetsFitInt32(const PoolPlan& p) {
+  return (p.nhwc ? p.h * p.w * p.c : p.h * p.w) <= std::numeric_limits<int32_t>::max();
+}
+
+// Max pooling's gradient where Out is given: each window's gradient goes to its first
+// element equal to its Out, or where none is (an Out that is not X's pooling there) to its
+// first largest. Windows are searched a row at a time (FirstEqualRow): windows evenly
+// spaced in X whose Out and Out@GRAD lie side by side. NCHW, those are the whole windows
+// of an output row, kw wide and sw apart (the clipped ones at its ends go one by one);
+// NHWC, the windows of one position across the channels. The work splits by planes (NCHW)
+// or images (NHWC), each zeroing and writing only its own part of X@GRAD, in a fixed order.
+// Needs OffsetsFitInt32(p).
+template <class T> void MaxGradFromOut(const PoolPlan& p, const T* x, const T* out, const T* g, T* dx) {
+  const auto oh = static_cast<int64_t>(p.rows.begin.size()), ow = static_cast<int64_t>(p.cols.begin.size());
+  const int64_t row = p.RowStride(), col = p.ColStride();
+  const MaxPoolGradLoops<T>& loops = MaxPoolGradLoopsFor<T>();
+  // Where no two windows share an element, each element of X@GRAD gets at most one
+  // window's gradient: it is stored, not added to the 0 there.
+  const bool disjoint = Disjoint(p.rows) && Disjoint(p.cols);
+  // Windows [0, n) of [y0, y1) x [x0, x1), window k's from X's offset in + k * step; their
+  // Out and Out@GRAD at o + k.
+  const auto send = [&](std::vector<int32_t>& at, int64_t in, int64_t n, int64_t step, int64_t y0, int64_t y1,
+                        int64_t x0, int64_t x1, int64_t o) {
+    at.resize(static_cast<size_t>(n));
+    const bool missed = loops.first_equal(x + in, n, step, y1 - y0, x1 - x0, row, col, out + o, at.data());
+    // Locals, not the closure's references, so that a store to X@GRAD is not taken to
+    // change where the next window's values are.
+    const T* const xs = x + in;
+    const T* const gs = g + o;
+    T* const dxs = dx + in;
+    int32_t* const found = at.data();
+    for (int64_t k = 0; missed && k < n; ++k) {
+      if (found[k] < 0) {
+        const Window w{0, y1 - y0, 0, x1 - x0, row, col};
+        found[k] = static_cast<int32_t>(FirstEqual(xs + k * step, w, WindowMax(xs + k * step, w)));
+      }
+    }
+    if (disjoint) {
+      loops.store(found, gs, n, step, dxs);
+    } else {
+      for (int64_t k = 0; k < n; ++k) dxs[k * step + found[k]] += gs[k];
+    }
+  };
+  const double bytes = sizeof(T) * static_cast<double>(p.n * p.c * (2 * p.h * p.w + 2 * oh * ow));
+  if (p.nhwc) {
+    const int64_t image = p.h * p.w * p.c;
+    ParallelFor(p.n, bytes, [&](int64_t, int64_t begin, int64_t end) {
+      std::vector<int32_t> at;
+      for (int64_t i = begin; i < end; ++i) {
+        std::fill(dx + i * image, dx + (i + 1) * image, T(0));
+        for (int64_t y = 0; y < oh; ++y) {
+          for (int64_t xx = 0; xx < ow; ++xx) {
+            const int64_t y0 = p.rows.begin[y], x0 = p.cols.begin[xx];
+            send(at, p.At(i, 0, y0, x0, p.h, p.w), p.c, 1, y0, p.rows.end[y], x0, p.cols.end[xx],
+                 p.At(i, 0, y, xx, oh, ow));
+          }
+        }
+      }
+    });
+    return;
+  }
+  // [xa, xb): the output columns whose windows are whole, kw wide from xx * sw - left.
+  const auto whole = [&](int64_t xx) {
+    return !p.adaptive && p.cols.begin[xx] == xx * p.sw - p.left && p.cols.end[xx] == p.cols.begin[xx] + p.kw;
+  };
+  int64_t xa = 0;
+  while (xa < ow && !whole(xa)) ++xa;
+  int64_t xb = xa;
+  while (xb < ow && whole(xb)) ++xb;
+  ParallelFor(p.n * p.c, bytes, [&](int64_t, int64_t begin, int64_t end) {
+    std::vector<int32_t> at;
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const int64_t in = plane * p.h * p.w;
+      std::fill(dx + in, dx + in + p.h * p.w, T(0));
+      for (int64_t y = 0; y < oh; ++y) {
+        const int64_t y0 = p.rows.begin[y], y1 = p.rows.end[y], o = (plane * oh + y) * ow;
+        const auto one = [&](int64_t xx) {
+          send(at, in + y0 * row + p.cols.begin[xx] * col, 1, 0, y0, y1, p.cols.begin[xx], p.cols.end[xx], o + xx);
+        };
+        for (int64_t xx = 0; xx < xa; ++xx) one(xx);
+        if (xb > xa) {
+          const int64_t x0 = p.cols.begin[xa];
+          send(at, in + y0 * row + x0 * col, xb - xa, p.sw * col, y0, y1, x0, x0 + p.kw, o + xa);
+        }
+        for (int64_t xx = xb; xx < ow; ++xx) one(xx);
+      }
+    }
+  });
 }
 
 // oneDNN's pooling for an fp32 plan that is not adaptive (oneDNN has no adaptive
@@ -246,10 +349,11 @@ template <class T> class Pool2d {
   OnednnPool onednn_;
 };
 
-// pool2d's gradient: fp32 on oneDNN (OnednnPool) where it has the plan, else loops. Max
-// sends each output's gradient to its window's first largest element: in the loops, the
-// first equal to Out there where Out is given (Paddle's pool2d_grad reads it), which saves
-// finding the window's maximum again. Avg spreads it evenly over the window's divisor.
+// pool2d's gradient. Max sends each output's gradient to its window's first largest
+// element: where Out is given (Paddle's pool2d_grad reads it), the first equal to Out there
+// (MaxGradFromOut), which saves finding the window's maximum again, but for fp32 NHWC on
+// oneDNN (OnednnPool) where it has the plan; without Out, fp32 on oneDNN, else loops. Avg
+// spreads it evenly over the window's divisor, on oneDNN or the loops.
 template <class T> class Pool2dGrad {
  public:
   explicit Pool2dGrad(const OpInfo&) {}
@@ -273,7 +377,13 @@ template <class T> class Pool2dGrad {
     const T* pg = g.data<T>();
     T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
     if constexpr (std::is_same_v<T, float>) {
-      if (OnednnMaxKeepsNans(p, x) && onednn_.Backward(p, px, pg, dx)) return;
+      // NHWC, oneDNN's max pooling gradient outruns the row loops even recomputing the
+      // forward pass; NCHW, it does not.
+      if ((!out || p.nhwc) && OnednnMaxKeepsNans(p, x) && onednn_.Backward(p, px, pg, dx)) return;
+    }
+    if (out && OffsetsFitInt32(p)) {
+      MaxGradFromOut(p, px, out, pg, dx);
+      return;
     }
     ParallelFill(dx, x.numel(), T(0));
     const int64_t row = p.RowStride(), col = p.ColStride();
@@ -281,9 +391,7 @@ template <class T> class Pool2dGrad {
       if (p.max) {
         const Window w{y0, y1, x0, x1, row, col};
         const T* base = px + in;
-        int64_t at = out ? FirstEqual(base, w, out[o]) : -1;
-        if (at < 0) at = FirstEqual(base, w, WindowMax(base, w));  // no Out, or one that is not X's pooling here
-        dx[in + at] += pg[o];
+        dx[in + FirstEqual(base, w, WindowMax(base, w))] += pg[o];
         return;
       }
       const T share = pg[o] / static_cast<T>(divisor);

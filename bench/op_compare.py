@@ -35,7 +35,10 @@ or the torch expression does not scale); a kind the op refuses (no gradient, no 
 kernel) is listed at the end with its reason rather than timed.
 Each side's time is the median over ROUNDS rounds of the mean of a timed loop (at least
 0.1 s), the rounds paired: each times PyTorch, then Rill, so that both meet the machine's
-load of the moment; a row's ratio is the median of the rounds' ratios. Prints a Markdown table of ratios (Rill / PyTorch: below 1, Rill is
+load of the moment; a row's ratio is the median of the rounds' ratios. A round before them
+is not counted: it warms both sides' allocators and caches, and pages their new tensors in
+(on these virtual machines, memory a process touches for the first time can cost tens of
+milliseconds per call for a while). Prints a Markdown table of ratios (Rill / PyTorch: below 1, Rill is
 faster), the geometric mean, the slowest ten, and the ops not covered.
 """
 import json
@@ -769,7 +772,7 @@ def paired_times(rounds, only, kinds):
                 refused[case.label] = str(e).strip().splitlines()[0][:160]
                 continue
             ours, theirs, aliased = [], [], False
-            for _ in range(rounds):
+            for warm_up in [True] + [False] * rounds:
                 server.stdin.write(json.dumps([case.label, grad_slots]) + "\n")
                 server.stdin.flush()
                 answer = server.stdout.readline()
@@ -778,8 +781,10 @@ def paired_times(rounds, only, kinds):
                 if json.loads(answer) is None:
                     break
                 seconds, aliased = json.loads(answer)
-                theirs.append(_memcpy_seconds(grad_bytes) if aliased else seconds)
-                ours.append(_per_call(run))
+                mine = _per_call(run)
+                if not warm_up:
+                    theirs.append(_memcpy_seconds(grad_bytes) if aliased else seconds)
+                    ours.append(mine)
             if not theirs:
                 refused[case.label] = "PyTorch has no gradient for it"
                 continue

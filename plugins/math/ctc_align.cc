@@ -19,29 +19,19 @@ namespace rill::math {
 namespace {
 
 // Which tokens of a sequence stay: not the blank, and with merge_repeated not the token
-// before them (StaysAfter). Counted by ctc_align_loops.h's loop, and copied without a branch
-// on the tokens, so that the copy does not stall on each token's guess.
+// before them (StaysAfter). Counted and copied by ctc_align_loops.h's loops.
 template <class T> class Aligner {
  public:
   Aligner(T blank, bool merge_repeated) : blank_(blank), merge_(merge_repeated) {}
 
   // How many of in[0, n) stay.
-  int64_t Count(const T* in, int64_t n) const { return CountKeptLoopFor<T>()(in, n, blank_, merge_); }
+  int64_t Count(const T* in, int64_t n) const { return loops_.count(in, n, blank_, merge_); }
 
-  // Those of in[0, n) that stay, `kept` of them (Count's answer), to out[0, kept): every
-  // token is written at the next free place, which moves on only past one that stays, and
-  // the loop ends with the last of those, so nothing is written at out[kept] or past.
-  void Copy(const T* in, T* out, int64_t kept) const {
-    if (kept == 0) return;
-    out[0] = in[0];
-    int64_t k = in[0] != blank_;
-    for (int64_t i = 1; k < kept; ++i) {
-      out[k] = in[i];
-      k += StaysAfter(in[i], in[i - 1], blank_, merge_);
-    }
-  }
+  // Those of in[0, n) that stay, `kept` of them (Count's answer), to out[0, kept).
+  void Copy(const T* in, int64_t n, T* out, int64_t kept) const { loops_.copy(in, n, out, kept, blank_, merge_); }
 
  private:
+  const CtcAlignLoops<T>& loops_ = CtcAlignLoopsFor<T>();
   T blank_;
   bool merge_;
 };
@@ -72,7 +62,7 @@ template <class T> void CtcAlign(KernelContext& ctx) {
           const T* row = in + b * d[1];
           T* to = out + b * d[1];
           const int64_t kept = align.Count(row, static_cast<int64_t>(len[b]));
-          align.Copy(row, to, kept);
+          align.Copy(row, static_cast<int64_t>(len[b]), to, kept);
           std::fill(to + kept, to + d[1], padding);
           counts[static_cast<size_t>(b)] = static_cast<T>(kept);
         }
@@ -98,7 +88,8 @@ template <class T> void CtcAlign(KernelContext& ctx) {
     WriteOutput<T>(ctx, "Output", {"Input"}, {static_cast<int64_t>(offsets.back()), 1}, [&](T* out) {
       ParallelFor(seqs, bytes, [&](int64_t, int64_t first, int64_t last) {
         for (auto s = static_cast<size_t>(first); s < static_cast<size_t>(last); ++s) {
-          align.Copy(in + o[s], out + offsets[s], static_cast<int64_t>(offsets[s + 1] - offsets[s]));
+          align.Copy(in + o[s], static_cast<int64_t>(o[s + 1] - o[s]), out + offsets[s],
+                     static_cast<int64_t>(offsets[s + 1] - offsets[s]));
         }
       });
     });

@@ -106,8 +106,8 @@ template <class T> void StoreBlock(const int32_t* at, const T* g, int64_t step, 
 }  // namespace
 
 template <class Set, class T>
-bool FirstEqualRow(const T* x, int64_t n, int64_t step, int64_t kh, int64_t kw, int64_t row, int64_t col,
-                   const T* max, int32_t* at) {
+bool FirstEqualRow(const T* x, int64_t n, int64_t step, int64_t kh, int64_t kw, int64_t row, int64_t col, const T* max,
+                   int32_t* at) {
   if (n < kLanes) return Search(x, n, step, kh, kw, row, col, max, at);
   bool missed = false;
   for (int64_t first = 0; first < n; first += kLanes) {
@@ -125,9 +125,9 @@ template <class Set, class T> void StoreRow(const int32_t* at, const T* g, int64
   }
 }
 
-#define RILL_POOL_LOOPS(T)                                                                                  \
-  template bool FirstEqualRow<RILL_MATH_ISA_TAG, T>(const T*, int64_t, int64_t, int64_t, int64_t, int64_t,  \
-                                                    int64_t, const T*, int32_t*);                          \
+#define RILL_POOL_LOOPS(T)                                                                                          \
+  template bool FirstEqualRow<RILL_MATH_ISA_TAG, T>(const T*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, \
+                                                    const T*, int32_t*);                                            \
   template void StoreRow<RILL_MATH_ISA_TAG, T>(const int32_t*, const T*, int64_t, int64_t, T*);
 RILL_POOL_LOOPS(float)
 RILL_POOL_LOOPS(double)

@@ -28,13 +28,12 @@ using FirstEqualRowLoop = bool (*)(const T* x, int64_t n, int64_t step, int64_t 
 
 // dx[w * step + at[w]] = g[w] for each window w < n, at[w] one of its offsets; dx is laid
 // out as X. No two windows may share an element.
-template <class T>
-using StoreRowLoop = void (*)(const int32_t* at, const T* g, int64_t n, int64_t step, T* dx);
+template <class T> using StoreRowLoop = void (*)(const int32_t* at, const T* g, int64_t n, int64_t step, T* dx);
 
 // Instantiated by pool_loops.cc for each set's tag, for float and double.
 template <class Set, class T>
-bool FirstEqualRow(const T* x, int64_t n, int64_t step, int64_t kh, int64_t kw, int64_t row, int64_t col,
-                   const T* max, int32_t* at);
+bool FirstEqualRow(const T* x, int64_t n, int64_t step, int64_t kh, int64_t kw, int64_t row, int64_t col, const T* max,
+                   int32_t* at);
 template <class Set, class T> void StoreRow(const int32_t* at, const T* g, int64_t n, int64_t step, T* dx);
 
 // MathIsa()'s loops over T, picked on first use.

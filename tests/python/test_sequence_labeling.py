@@ -447,6 +447,29 @@ def test_edit_distance_of_many_pairs_split_across_threads():
     np.testing.assert_array_equal(got[:, 0], [levenshtein(tuple(a), tuple(b)) for a, b in pairs])
 
 
+def table_levenshtein(a, b):
+    """The edit distance by its table, a row at a time: for sequences too long to recurse on."""
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        diagonal, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            diagonal, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, diagonal + (x != y))
+    return row[-1]
+
+
+@pytest.mark.parametrize("vocabulary", [3, 1 << 40])
+def test_edit_distance_of_sequences_longer_than_a_word_of_rows(vocabulary):
+    """Sequences of up to 300 tokens, so that the shorter of a pair spans up to five 64-row
+    words, across each word's edge; tokens from a few (long runs of equal ones) or from 2^40
+    (almost all distinct, and far from small integers)."""
+    rng = np.random.RandomState(12)
+    hyp_lengths = [int(n) for n in rng.randint(0, 300, 40)] + [64, 65, 128, 1]
+    ref_lengths = [int(n) for n in rng.randint(1, 300, 40)] + [64, 64, 129, 200]
+    hyps, refs, got, _ = edit_distances(rng, vocabulary, hyp_lengths, ref_lengths, dict(normalized=False))
+    pairs = zip(split(hyps[:, 0], hyp_lengths), split(refs[:, 0], ref_lengths))
+    np.testing.assert_array_equal(got[:, 0], [table_levenshtein(list(a), list(b)) for a, b in pairs])
+
+
 def test_edit_distance_refuses_hypotheses_without_references():
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):

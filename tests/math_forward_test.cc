@@ -1861,6 +1861,52 @@ TEST_F(MathForward, PaddingErrorsNameTheBadAttribute) {
   EXPECT_NE(Run().find("X [1, 1, 2, 3] must have rank 5"), std::string::npos);
 }
 
+// prelu and its gradient on an X large enough to split across the passes' team, its runs
+// of one Alpha (a channel's 1,000 elements, or all of X) cut between chunks, in each mode
+// against the definition; X's values and gradients small integers, so every result is exact.
+TEST_F(MathForward, PreluMatchesItsDefinitionInEveryModeAcrossThreads) {
+  const std::vector<int64_t> dims = {4, 50, 10, 100};
+  const int64_t n = 4 * 50 * 10 * 100, per_sample = n / 4;
+  std::vector<double> x(static_cast<size_t>(n)), g(x.size());
+  std::mt19937 rng(4);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<double>(static_cast<int>(rng() % 9) - 4);
+    g[i] = static_cast<double>(1 + rng() % 5);
+  }
+  for (const std::string mode : {"all", "channel", "element"}) {
+    const int64_t alphas = mode == "all" ? 1 : mode == "channel" ? 50 : per_sample;
+    const auto alpha_of = [&](int64_t i) {
+      return mode == "all" ? 0 : mode == "channel" ? (i / 1000) % 50 : i % per_sample;
+    };
+    std::vector<double> alpha(static_cast<size_t>(alphas));
+    for (size_t k = 0; k < alpha.size(); ++k) alpha[k] = 0.25 * static_cast<double>(1 + k % 3);
+    std::vector<double> out(x.size()), dx(x.size()), dalpha(alpha.size(), 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      const auto k = static_cast<size_t>(alpha_of(i));
+      const auto e = static_cast<size_t>(i);
+      out[e] = x[e] > 0 ? x[e] : alpha[k] * x[e];
+      dx[e] = x[e] > 0 ? g[e] : alpha[k] * g[e];
+      dalpha[k] += x[e] > 0 ? 0.0 : x[e] * g[e];
+    }
+    pb_ = core::ProgramBuilder();
+    Set<float>("x", dims, x);
+    Set<float>("alpha", {alphas}, alpha);
+    Set<float>("g", dims, g);
+    Op("prelu").Input("X", "x").Input("Alpha", "alpha").Output("Out", "out").Attr("mode", mode);
+    Op("prelu_grad")
+        .Input("X", "x")
+        .Input("Alpha", "alpha")
+        .Input("Out@GRAD", "g")
+        .Output("X@GRAD", "dx")
+        .Output("Alpha@GRAD", "dalpha")
+        .Attr("mode", mode);
+    ASSERT_EQ(Run(), "") << mode;
+    EXPECT_EQ(Values("out"), out) << mode;
+    EXPECT_EQ(Values("dx"), dx) << mode;
+    EXPECT_EQ(Values("dalpha"), dalpha) << mode;
+  }
+}
+
 TEST_F(MathForward, PreluAlphaOfTheWrongSizeIsNamed) {
   Set<float>("x", {2, 3, 2}, {1, -2, 3, -4, 5, -6, 1, -2, 3, -4, 5, -6});
   Set<float>("alpha", {2}, {0.1f, 0.2f});

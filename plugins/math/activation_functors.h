@@ -218,6 +218,7 @@ struct Relu6 {
 struct LeakyRelu {
   static constexpr GradFrom kGradFrom = GradFrom::kX;
   explicit LeakyRelu(KernelContext& ctx) : alpha(ctx.Attr<float>("alpha")) {}
+  explicit LeakyRelu(double slope) : alpha(slope) {}  // prelu's, one slope a run
   double alpha;
   template <class A, class O> void Forward(const A& x, O out) const {
     const S<A> a = S<A>(alpha);

@@ -3,6 +3,7 @@
 // one per element of a sample ("element": Alpha shaped like X without its batch dim). Its
 // gradient also gives Alpha@GRAD, the sum of X * Out@GRAD where X <= 0 over the elements
 // sharing each Alpha.
+#include "activation_loops.h"
 #include "kernels.h"
 #include "ops.h"
 #include "parallel_for.h"
@@ -46,6 +47,21 @@ AlphaOf PlanAlpha(KernelContext& ctx, const std::vector<int64_t>& d, int64_t alp
   return a;
 }
 
+// Calls fn(first, last, alpha) for the elements [first, last) of X sharing one Alpha, run by
+// run, the elements split across the passes' team (a run may span two chunks).
+template <class T, class F> void ForEachRun(const AlphaOf& at, int64_t n, const T* alpha, double bytes, F fn) {
+  ParallelFor(n, bytes, [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end;) {
+      const int64_t run = i / at.inner, stop = std::min(end, (run + 1) * at.inner);
+      fn(i, stop, alpha[run % at.count]);
+      i = stop;
+    }
+  });
+}
+
+// Channel and all modes: a run of elements sharing one Alpha is leaky_relu of that slope,
+// on the activations' loops compiled per instruction set. Element mode (a run of one) is a
+// loop of its own.
 template <class T> void Prelu(KernelContext& ctx) {
   Tensor x = ctx.Input("X");
   Tensor alpha = ctx.Input("Alpha");
@@ -54,17 +70,18 @@ template <class T> void Prelu(KernelContext& ctx) {
   const T* pa = alpha.data<T>();
   const int64_t n = x.numel();
   WriteOutput<T>(ctx, "Out", {"X", "Alpha"}, x.dims(), [&](T* out) {
-    // Runs of `inner` elements share one Alpha: the inner loop is a vector blend.
-    ParallelFor(n / at.inner, 2.0 * sizeof(T) * n, [&](int64_t, int64_t first, int64_t last) {
-      for (int64_t run = first; run < last; ++run) {
-        const T a = pa[run % at.count];
-        const T* xs = px + run * at.inner;
-        T* os = out + run * at.inner;
-        for (int64_t j = 0; j < at.inner; ++j) {
-          const T v = xs[j], scaled = a * v;
-          os[j] = v > T(0) ? v : scaled;
+    if (at.inner == 1) {
+      ParallelFor(n, 3.0 * sizeof(T) * n, [&](int64_t, int64_t first, int64_t last) {
+        for (int64_t i = first; i < last; ++i) {
+          const T v = px[i], scaled = pa[i % at.count] * v;
+          out[i] = v > T(0) ? v : scaled;
         }
-      }
+      });
+      return;
+    }
+    static const auto leaky = activation::LoopsFor<activation::LeakyRelu, T>();
+    ForEachRun(at, n, pa, 2.0 * sizeof(T) * n, [&](int64_t first, int64_t last, T a) {
+      leaky.forward(activation::LeakyRelu(a), px + first, out + first, last - first);
     });
   });
 }
@@ -83,18 +100,19 @@ template <class T> void PreluGrad(KernelContext& ctx) {
   // X as [outer, count, inner]: element (o, k, j) uses Alpha[k].
   if (ctx.HasOutput("X@GRAD")) {
     T* dx = ctx.AllocateOutput<T>("X@GRAD", x.dims());
-    ParallelFor(runs, 3.0 * sizeof(T) * n, [&](int64_t, int64_t first, int64_t last) {
-      for (int64_t run = first; run < last; ++run) {
-        const T a = pa[run % at.count];
-        const T* xs = px + run * at.inner;
-        const T* gs = pg + run * at.inner;
-        T* ds = dx + run * at.inner;
-        for (int64_t j = 0; j < at.inner; ++j) {
-          const T gv = gs[j], scaled = a * gv;
-          ds[j] = xs[j] > T(0) ? gv : scaled;
+    if (at.inner == 1) {
+      ParallelFor(n, 4.0 * sizeof(T) * n, [&](int64_t, int64_t first, int64_t last) {
+        for (int64_t i = first; i < last; ++i) {
+          const T gv = pg[i], scaled = pa[i % at.count] * gv;
+          dx[i] = px[i] > T(0) ? gv : scaled;
         }
-      }
-    });
+      });
+    } else {
+      static const auto leaky = activation::LoopsFor<activation::LeakyRelu, T>();
+      ForEachRun(at, n, pa, 3.0 * sizeof(T) * n, [&](int64_t first, int64_t last, T a) {
+        leaky.backward(activation::LeakyRelu(a), px + first, pg + first, dx + first, last - first);
+      });
+    }
   }
   if (!ctx.HasOutput("Alpha@GRAD")) return;
   T* da = ctx.AllocateOutput<T>("Alpha@GRAD", alpha.dims());

@@ -57,13 +57,16 @@ ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 5
 THREADS = int(os.environ.get("RILL_BENCH_THREADS", "2"))
 BIG = (1024, 4096)
 
-# Ops that are not a kernel to time one at a time: I/O, control flow, tensor arrays, ops of
-# one element or of an attribute's values, and the *_batch_size_like forms (their plain
-# ops' kernels).
+# Ops that are not a kernel to time one at a time: I/O, control flow, tensor arrays and
+# DynamicRNN's bookkeeping over them (rank tables, a step's memory, whose inputs no feed
+# makes), ops of one element or of an attribute's values, and the *_batch_size_like forms
+# (their plain ops' kernels).
 NOT_KERNELS = {
     "feed", "fetch", "load", "load_combine", "save", "save_combine", "print", "while", "recurrent", "conditional_block",
     "read_from_array", "write_to_array", "lod_array_length", "tensor_array_to_tensor", "increment", "assign_value",
     "fill_constant_batch_size_like", "gaussian_random_batch_size_like", "uniform_random_batch_size_like", "shape",
+    "lod_rank_table", "max_sequence_len", "lod_tensor_to_array", "array_to_lod_tensor", "shrink_rnn_memory",
+    "reorder_lod_tensor_by_rank", "is_empty",
 }
 
 
@@ -558,6 +561,15 @@ def bandwidth_cases():
         {"X": Data((1024, 1024)), "Ids": Data((32768, 1), "int64", 0, 1024, lens=[[32] * 1024]),
          "Updates": Data((32768, 1), lens=[[32] * 1024])}, {})
     add("lod_reset of " + per, "lod_reset", {"X": seq()}, {"target_lod": [0, rows // 2, rows]})
+    # IfElse's split of a batch's sequences by a mask, and the merge of the two branches.
+    mask = Data((1024, 1), "bool", seed=3)
+    taken = mask.make()[:, 0]
+    branch = [[n for n, t in zip(short[0], taken) if t]], [[n for n, t in zip(short[0], taken) if not t]]
+    add("split_lod_tensor of " + per + " by a mask", "split_lod_tensor", {"X": seq(), "Mask": mask}, {"level": 0},
+        ("OutTrue", "OutFalse"))
+    add("merge_lod_tensor of " + per + " by a mask", "merge_lod_tensor",
+        {"X": seq(), "Mask": mask, "InTrue": Data((sum(branch[0][0]), 128), lens=branch[0]),
+         "InFalse": Data((sum(branch[1][0]), 128), lens=branch[1])}, {"level": 0})
     add("row_conv of 4 rows over " + per, "row_conv", {"X": seq(), "Filter": Data((4, 128))}, {})
     add("ctc_align of 1024 sequences of [512-1536] ids, 4 classes", "ctc_align", {"Input": ids(0, 4)},
         {"blank": 0, "merge_repeated": True}, ("Output",))
@@ -590,7 +602,7 @@ def bandwidth_cases():
 
 
 # Timed against nn.LSTM and nn.GRU on packed sequences by bench/rnn_compare.py.
-RNNS = {"lstm", "gru"}
+RNNS = {"lstm", "lstmp", "gru"}
 # Timed against torchvision and numpy at a detector's shapes by bench/detection_compare.py.
 DETECTION = {"box_coder", "density_prior_box", "iou_similarity", "matrix_nms", "multiclass_nms", "multiclass_nms2",
              "multiclass_nms3", "prior_box", "roi_align", "roi_pool", "yolo_box"}

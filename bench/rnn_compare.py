@@ -1,6 +1,7 @@
 """rill.fluid's recurrent layers against PyTorch's on packed sequences, forward and backward:
 one training step's gradients (no optimizer) of an fc projection and dynamic_lstm
-(use_peepholes=False, which nn.LSTM matches) or dynamic_gru, against nn.LSTM / nn.GRU over
+(use_peepholes=False, which nn.LSTM matches), dynamic_lstmp (projection P, proj_activation
+identity, which nn.LSTM's proj_size matches) or dynamic_gru, against nn.LSTM / nn.GRU over
 the same packed batch. Batch 32 of lengths 10 to 100, input and hidden 512, fp32. Then the
 book's understand_sentiment stacked-LSTM net (embedding 128 of a 5148-word dict, three fc +
 dynamic_lstm layers of hidden 128, the middle one reversed, max-pooled, an fc softmax, Adagrad)
@@ -25,6 +26,7 @@ from timing import keep_freed_memory, per_call
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 E = D = 512
+P = 128  # lstmp's projection
 torch.set_num_threads(2)
 rng = np.random.RandomState(0)
 LENGTHS = [int(n) for n in rng.randint(10, 101, size=32)]
@@ -34,7 +36,7 @@ WORDS, EMB, HIDDEN, LAYERS = 5148, 128, 128, 3
 REVIEWS = [int(n) for n in rng.randint(10, 101, size=128)]
 IDS = rng.randint(0, WORDS, (sum(REVIEWS), 1)).astype("int64")
 LABELS = rng.randint(0, 2, (len(REVIEWS), 1)).astype("int64")
-KINDS = ("lstm", "gru", "stacked")
+KINDS = ("lstm", "lstmp", "gru", "stacked")
 
 
 def rill_stacked_step():
@@ -131,6 +133,9 @@ def rill_step(kind):
         if kind == "lstm":
             hidden, _ = fluid.layers.dynamic_lstm(fluid.layers.fc(x, 4 * D, bias_attr=False), 4 * D,
                                                   use_peepholes=False)
+        elif kind == "lstmp":
+            hidden, _ = fluid.layers.dynamic_lstmp(fluid.layers.fc(x, 4 * D, bias_attr=False), 4 * D, P,
+                                                   use_peepholes=False, proj_activation="identity")
         else:
             hidden = fluid.layers.dynamic_gru(fluid.layers.fc(x, 3 * D, bias_attr=False), D)
         loss = fluid.layers.mean(hidden)
@@ -144,7 +149,7 @@ def rill_step(kind):
 def torch_step(kind):
     if kind == "stacked":
         return torch_stacked_step()
-    net = (torch.nn.LSTM if kind == "lstm" else torch.nn.GRU)(E, D)
+    net = torch.nn.GRU(E, D) if kind == "gru" else torch.nn.LSTM(E, D, proj_size=P if kind == "lstmp" else 0)
     offsets = np.cumsum([0] + LENGTHS)
     seqs = [torch.from_numpy(X[offsets[i]:offsets[i + 1]]) for i in range(len(LENGTHS))]
 
@@ -168,6 +173,7 @@ def main():
                           text=True).stdout.split()
     rows = [(kind, median_seconds(rill_step(kind)), float(t)) for kind, t in zip(KINDS, peer)]
     names = {"lstm": "dynamic_lstm / nn.LSTM, forward and backward, batch 32 of lengths 10-100, 512",
+             "lstmp": "dynamic_lstmp / nn.LSTM(proj_size=%d), the same" % P,
              "gru": "dynamic_gru / nn.GRU, the same",
              "stacked": "understand_sentiment's stacked LSTM, a training step, batch 128 of lengths 10-100"}
     print("| step | Rill ms | PyTorch ms | Rill / PyTorch |")

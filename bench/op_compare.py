@@ -567,9 +567,10 @@ def bandwidth_cases():
     branch = [[n for n, t in zip(short[0], taken) if t]], [[n for n, t in zip(short[0], taken) if not t]]
     add("split_lod_tensor of " + per + " by a mask", "split_lod_tensor", {"X": seq(), "Mask": mask}, {"level": 0},
         ("OutTrue", "OutFalse"))
-    add("merge_lod_tensor of " + per + " by a mask", "merge_lod_tensor",
-        {"X": seq(), "Mask": mask, "InTrue": Data((sum(branch[0][0]), 128), lens=branch[0]),
-         "InFalse": Data((sum(branch[1][0]), 128), lens=branch[1])}, {"level": 0})
+    for op in ("merge_lod_tensor", "merge_lod_tensor_infer"):
+        add("%s of %s by a mask" % (op, per), op,
+            {"X": seq(), "Mask": mask, "InTrue": Data((sum(branch[0][0]), 128), lens=branch[0]),
+             "InFalse": Data((sum(branch[1][0]), 128), lens=branch[1])}, {"level": 0})
     add("row_conv of 4 rows over " + per, "row_conv", {"X": seq(), "Filter": Data((4, 128))}, {})
     add("ctc_align of 1024 sequences of [512-1536] ids, 4 classes", "ctc_align", {"Input": ids(0, 4)},
         {"blank": 0, "merge_repeated": True}, ("Output",))

@@ -12,27 +12,19 @@
 // Sequences come as LoD tensors (Inference and Label [N, 1] with the same LoD) or padded
 // ([B, S] or [B, S, 1] with SeqLength [B]). Precision = correct / found, Recall = correct /
 // true, F1 their harmonic mean; each 0 when its denominator (or the correct count) is 0.
-#include <array>
 #include <string>
 #include <vector>
 
+#include "chunk_eval_loops.h"
 #include "kernels.h"
 #include "ops.h"
 #include "parallel_for.h"
-#include "reduction.h"
 #include "sequence.h"
 
 namespace rill::math {
 namespace {
 
-// tag_types is 1 << type_shift for every scheme, so that a tag splits into its type and
-// position by a shift and a mask rather than a division.
-struct ChunkScheme {
-  int64_t tag_types = 1, type_shift = 0;
-  // Each position's code within tag_types, or -1 where the scheme has no such position.
-  int64_t begin = -1, inside = -1, end = -1, single = -1;
-};
-
+// The scheme named chunk_scheme.
 ChunkScheme SchemeNamed(const std::string& name) {
   if (name == "IOB") return {2, 1, 0, 1, -1, -1};
   if (name == "IOE") return {2, 1, -1, 0, 1, -1};
@@ -41,110 +33,52 @@ ChunkScheme SchemeNamed(const std::string& name) {
   throw Error("chunk_scheme '" + name + "' is not one of IOB, IOE, IOBES, plain");
 }
 
-// The chunks' counts over sequences of found and true tags. A chunk is open exactly while
-// the last tag's type is not outside (a chunk ends before a position only where another
-// begins there or the position is outside; Ends and Begins below show it), so whether a
-// chunk ends before position k and whether one begins at k are functions of tags k - 1 and
-// k alone: for two tags of one chunk type, a table of their positions (at most 4 x 4);
-// otherwise a comparison of types. Where the tags are few (kTableTags) those functions are
-// read from a table of every pair of tags instead. A found chunk is correct when a true
-// chunk begins at the same position with the same type and the two end together. So a
-// sequence is counted in one pass over both lists, without a branch on the tags.
-class ChunkCounter {
- public:
-  struct Counts {
-    int64_t found = 0, expected = 0, correct = 0;
-  };
+// For two consecutive tags of one chunk type, positions prev_pos then pos: whether the
+// chunk of the first ends between them, and whether one begins at the second. (Where the
+// types differ, or either is outside, a chunk ends before a tag that is outside or of
+// another type, and begins at one of another type after an outside tag or another type.)
+bool Ends(const ChunkScheme& s, int64_t prev_pos, int64_t pos) {
+  if (prev_pos == s.begin || prev_pos == s.inside) return pos == s.begin || pos == s.single;
+  return prev_pos == s.end || prev_pos == s.single;
+}
+bool Begins(const ChunkScheme& s, int64_t prev_pos, int64_t pos) {
+  if (pos == s.begin || pos == s.single) return true;
+  if (pos == s.inside || pos == s.end) return prev_pos == s.end || prev_pos == s.single;
+  return false;
+}
 
-  // `counted`: whether each type 0 .. types - 1 counts.
-  ChunkCounter(const ChunkScheme& scheme, int64_t types, const std::vector<char>& counted)
-      : s_(scheme), outside_(types), outside_tag_(types << scheme.type_shift), counted_(counted) {
-    counted_.push_back(0);  // the outside type, read for positions where nothing begins
-    for (int64_t prev = 0; prev < s_.tag_types; ++prev) {
-      for (int64_t pos = 0; pos < s_.tag_types; ++pos) {
-        ends_[prev * s_.tag_types + pos] = Ends(prev, pos);
-        begins_[prev * s_.tag_types + pos] = Begins(prev, pos);
+}  // namespace
+
+ChunkRules::ChunkRules(const ChunkScheme& scheme, int64_t types, const std::vector<char>& counted_types_given)
+    : type_shift(scheme.type_shift),
+      position_mask(scheme.tag_types - 1),
+      tag_types(scheme.tag_types),
+      outside(types),
+      outside_tag(types << scheme.type_shift),
+      counted(counted_types_given) {
+  counted.push_back(0);  // the outside type, read for positions where nothing begins
+  for (int64_t prev = 0; prev < tag_types; ++prev) {
+    for (int64_t pos = 0; pos < tag_types; ++pos) {
+      ends |= static_cast<uint32_t>(Ends(scheme, prev, pos)) << (prev * tag_types + pos);
+      begins |= static_cast<uint32_t>(Begins(scheme, prev, pos)) << (prev * tag_types + pos);
+    }
+  }
+  if (outside < 64) {
+    for (int64_t t = 0; t < outside; ++t)
+      counted_types |= static_cast<uint64_t>(counted[static_cast<size_t>(t)] != 0) << t;
+  }
+  const int64_t tags = outside_tag + 1;
+  if (tags <= kTableTags) {
+    pairs.resize(static_cast<size_t>(tags * tags));
+    for (int64_t prev = 0; prev < tags; ++prev) {
+      for (int64_t tag = 0; tag < tags; ++tag) {
+        pairs[static_cast<size_t>(prev * tags + tag)] = static_cast<uint8_t>(PairBits(*this, prev, tag));
       }
     }
-    const int64_t tags = outside_tag_ + 1;
-    if (tags <= kTableTags) {
-      pairs_.resize(static_cast<size_t>(tags * tags));
-      for (int64_t prev = 0; prev < tags; ++prev) {
-        for (int64_t tag = 0; tag < tags; ++tag) pairs_[static_cast<size_t>(prev * tags + tag)] = Bits(prev, tag);
-      }
-    }
   }
+}
 
-  // Adds the counts of one sequence, found[0, n) against truth[0, n), to c. Tags lie in
-  // 0 .. types * tag_types (checked by the caller).
-  void Count(const int64_t* found, const int64_t* truth, int64_t n, Counts& c) const {
-    if (pairs_.empty())
-      return CountBy([this](int64_t prev, int64_t tag) { return Bits(prev, tag); }, found, truth, n, c);
-    const int64_t tags = outside_tag_ + 1;
-    const uint8_t* pairs = pairs_.data();
-    CountBy([pairs, tags](int64_t prev, int64_t tag) { return int{pairs[prev * tags + tag]}; }, found, truth, n, c);
-  }
-
- private:
-  // What a pair of consecutive tags (prev, tag) says, as bits: a chunk ends before tag
-  // (kEnds), one begins at it (kBegins), and that one counts (kCountedBegins).
-  static constexpr int kEnds = 1, kBegins = 2, kCountedBegins = 4;
-  // The most tags (outside included) read through a table of pairs: 4 KiB, in L1.
-  static constexpr int64_t kTableTags = 64;
-
-  template <class PairBits>
-  void CountBy(PairBits bits, const int64_t* found, const int64_t* truth, int64_t n, Counts& c) const {
-    // The counts in locals, not through c: a store through c may be a store to the tags, as
-    // far as the compiler knows, and would be made at every position.
-    int64_t prev_found = outside_tag_, prev_true = outside_tag_, found_chunks = 0, true_chunks = 0, correct = 0;
-    int candidate = 0;  // whether the open found and true chunks began together, alike
-    for (int64_t k = 0; k < n; ++k) {
-      const int f = bits(prev_found, found[k]), t = bits(prev_true, truth[k]);
-      correct += candidate & f & t & kEnds;
-      // candidate goes stale when one chunk ends alone, but is only read where both are
-      // open, which takes a begin since, which sets it anew.
-      const int alike = ((f & t & kCountedBegins) != 0) & ((found[k] >> s_.type_shift) == (truth[k] >> s_.type_shift));
-      candidate = (candidate & (((f | t) & kBegins) == 0)) | alike;
-      found_chunks += (f & kCountedBegins) != 0;
-      true_chunks += (t & kCountedBegins) != 0;
-      prev_found = found[k];
-      prev_true = truth[k];
-    }
-    correct += candidate & ((prev_found >> s_.type_shift) != outside_) & ((prev_true >> s_.type_shift) != outside_);
-    c.found += found_chunks;
-    c.expected += true_chunks;
-    c.correct += correct;
-  }
-
-  int Bits(int64_t prev, int64_t tag) const {
-    const int64_t prev_type = prev >> s_.type_shift, type = tag >> s_.type_shift;
-    const size_t pair = static_cast<size_t>((prev & (s_.tag_types - 1)) * s_.tag_types + (tag & (s_.tag_types - 1)));
-    const int prev_out = prev_type == outside_, out = type == outside_, differs = type != prev_type;
-    const int ends = (prev_out ^ 1) & (out | differs | ends_[pair]);
-    const int begins = (out ^ 1) & (prev_out | differs | begins_[pair]);
-    return ends * kEnds | begins * kBegins | (begins & counted_[static_cast<size_t>(type)]) * kCountedBegins;
-  }
-
-  // For two consecutive tags of one chunk type, positions prev_pos then pos: whether the
-  // chunk of the first ends between them, and whether one begins at the second. (Where the
-  // types differ, or either is outside, a chunk ends before a tag that is outside or of
-  // another type, and begins at one of another type after an outside tag or another type.)
-  bool Ends(int64_t prev_pos, int64_t pos) const {
-    if (prev_pos == s_.begin || prev_pos == s_.inside) return pos == s_.begin || pos == s_.single;
-    return prev_pos == s_.end || prev_pos == s_.single;
-  }
-  bool Begins(int64_t prev_pos, int64_t pos) const {
-    if (pos == s_.begin || pos == s_.single) return true;
-    if (pos == s_.inside || pos == s_.end) return prev_pos == s_.end || prev_pos == s_.single;
-    return false;
-  }
-
-  ChunkScheme s_;
-  int64_t outside_, outside_tag_;
-  std::vector<char> counted_;
-  std::array<int, 16> ends_{}, begins_{};
-  std::vector<uint8_t> pairs_;  // Bits of every (prev, tag), row prev; empty above kTableTags
-};
+namespace {
 
 // The sequences of the batch as [begin, end) offsets into the flattened tags.
 SequenceRanges Sequences(KernelContext& ctx, const Tensor& inference, const Tensor& label) {
@@ -175,28 +109,22 @@ void ChunkEval(KernelContext& ctx) {
     if (t >= 0 && t < types) counted[static_cast<size_t>(t)] = 0;
   }
   const int64_t *found_tags = inference.data<int64_t>(), *true_tags = label.data<int64_t>();
-  const int64_t last_tag = types * scheme.tag_types;
+  const ChunkRules rules(scheme, types, counted);
+  const int64_t last_tag = rules.outside_tag;
   const SequenceRanges ranges = Sequences(ctx, inference, label);
   // The sequences in chunks on the team, each chunk's three counts kept apart and added
   // after (integers: the same totals in any order). A sequence holding a tag outside
   // 0 .. last_tag is not counted but marked, and the first such tag named after the pass.
   const auto seqs = static_cast<int64_t>(ranges.size());
   const double bytes = 2.0 * sizeof(int64_t) * static_cast<double>(inference.numel());
-  const ChunkCounter counter(scheme, types, counted);
-  std::vector<ChunkCounter::Counts> counts(static_cast<size_t>(ParallelChunks(seqs, bytes)));
+  const CountChunksLoop count = CountChunksLoopFor();
+  std::vector<ChunkCounts> counts(static_cast<size_t>(ParallelChunks(seqs, bytes)));
   std::vector<char> bad(ranges.size(), 0);
   ParallelFor(seqs, bytes, [&](int64_t chunk, int64_t first, int64_t last) {
     for (int64_t s = first; s < last; ++s) {
       const auto [begin, end] = ranges[static_cast<size_t>(s)];
-      const int64_t n = end - begin;
-      bool outside = false;
-      for (const int64_t* tags : {found_tags + begin, true_tags + begin}) {
-        outside |= ReduceRow<Reduction::kMin>(tags, n) < 0 || ReduceRow<Reduction::kMax>(tags, n) > last_tag;
-      }
-      bad[static_cast<size_t>(s)] = outside;
-      if (!outside) {
-        counter.Count(found_tags + begin, true_tags + begin, end - begin, counts[static_cast<size_t>(chunk)]);
-      }
+      bad[static_cast<size_t>(s)] =
+          !count(rules, found_tags + begin, true_tags + begin, end - begin, counts[static_cast<size_t>(chunk)]);
     }
   });
   for (size_t s = 0; s < ranges.size(); ++s) {
@@ -211,7 +139,7 @@ void ChunkEval(KernelContext& ctx) {
     }
   }
   int64_t found = 0, expected = 0, correct = 0;
-  for (const ChunkCounter::Counts& c : counts) {
+  for (const ChunkCounts& c : counts) {
     found += c.found;
     expected += c.expected;
     correct += c.correct;

@@ -193,7 +193,7 @@ def chunks(tags, scheme, types):
 
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
 @pytest.mark.parametrize("many", [False, True])
-@pytest.mark.parametrize("types", [3, 40])
+@pytest.mark.parametrize("types", [3, 40, 70])
 def test_chunk_eval_counts_chunks_as_runs_of_continuing_tags(scheme, many, types):
     """A few short sequences, or (many) hundreds of up to 600 tags, which the counting
     splits across threads; with few chunk types (the kernel reads a table of every pair of

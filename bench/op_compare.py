@@ -455,6 +455,28 @@ def standard_cases():
               "adadelta([Param], [Grad], [AvgSquaredGrad], [AvgSquaredUpdate], lr=1.0, rho=0.95, eps=1e-06, "
               "weight_decay=0.0, maximize=False)", ["AvgSquaredGrad", "AvgSquaredUpdate"])
 
+    # The sampled and tree losses of word2vec-style models, 4096 rows of 64 against 10,000
+    # classes, against the same computation in torch: nce's uniform sampler (10 noise classes
+    # a row, drawn anew each call, as Rill's are) and its cost -log(o / (o + b)) for the label,
+    # -log(b / (o + b)) for each noise class (o the sigmoid of the class's logit, b 10 /
+    # 10,000); hierarchical_sigmoid's default tree (label c's path: the nodes (c + classes)
+    # >> (j + 1) - 1 below its top bit, bit j of c + classes its code), its cost
+    # softplus(pre) - code * pre summed along the path (Paddle's, and so Rill's, also adds
+    # softplus(0) for each node a path is short of the longest: a constant the peer leaves out).
+    add("nce of [4096, 64] against 10000 classes, 10 noise samples", "nce",
+        {"Input": Data((4096, 64)), "Label": Data((4096, 1), "int64", 0, 10000),
+         "Weight": Data((10000, 64)), "Bias": Data((10000, 1))},
+        {"num_total_classes": 10000, "num_neg_samples": 10, "seed": 1},
+        "(lambda ids: (lambda o: -(torch.log(o[:, :1] / (o[:, :1] + 1e-3)).sum(1) + torch.log(1e-3 / (o[:, 1:] + 1e-3))"
+        ".sum(1)))(torch.sigmoid(torch.bmm(Weight[ids], Input.unsqueeze(2)).squeeze(2) + Bias[ids, 0])))("
+        "torch.cat([Label, torch.randint(0, 10000, (4096, 10))], 1))", ("Cost", "SampleLogits", "SampleLabels"))
+    add("hierarchical_sigmoid of [4096, 64] over 10000 classes", "hierarchical_sigmoid",
+        {"X": Data((4096, 64)), "W": Data((9999, 64)), "Label": Data((4096, 1), "int64", 0, 10000)},
+        {"num_classes": 10000},
+        "(lambda code, j: (lambda pre, bit, on: ((F.softplus(pre) - bit * pre) * on).sum(1, keepdim=True))("
+        "torch.bmm(W[((code >> (j + 1)) - 1).clamp(min=0)], X.unsqueeze(2)).squeeze(2), ((code >> j) & 1).float(), "
+        "(code >> (j + 1) > 0).float()))(Label + 10000, torch.arange(14))", ("Out", "PreOut"))
+
     # Metrics.
     add("accuracy of top 5 [262144, 5]", "accuracy",
         {"Out": x(shape=(262144, 5)), "Indices": Data((262144, 5), "int64", 0, 100),
@@ -580,15 +602,6 @@ def bandwidth_cases():
     tokens = Data((rows, 1), "int64", 0, 20, lens=short)
     add("edit_distance of 1024 pairs of sequences of [16-48] ids", "edit_distance", {"Hyps": tokens, "Refs": tokens},
         {"normalized": True}, ("Out", "SequenceNum"))
-    # The sampled and tree losses of word2vec-style models: 4096 rows of 64 against 10,000 classes.
-    classes = 10000
-    add("nce of [4096, 64] against %d classes, 10 noise samples" % classes, "nce",
-        {"Input": Data((4096, 64)), "Label": Data((4096, 1), "int64", 0, classes),
-         "Weight": Data((classes, 64)), "Bias": Data((classes, 1))},
-        {"num_total_classes": classes, "num_neg_samples": 10, "seed": 1}, ("Cost", "SampleLogits", "SampleLabels"))
-    add("hierarchical_sigmoid of [4096, 64] over %d classes" % classes, "hierarchical_sigmoid",
-        {"X": Data((4096, 64)), "W": Data((classes - 1, 64)), "Label": Data((4096, 1), "int64", 0, classes)},
-        {"num_classes": classes}, ("Out", "PreOut"))
     # Fluid's optimizers PyTorch has none of, on a [1024, 4096] parameter, updated in place.
     param = {"Param": Data((1024, 4096)), "Grad": Data((1024, 4096)), "LearningRate": Data((1,), lo=0.01, hi=0.01)}
     for op, state, attrs in (("lars_momentum", {"Velocity": Data((1024, 4096))}, {"mu": 0.9, "lars_weight_decay": 0.0005}),

@@ -583,6 +583,12 @@ def bandwidth_cases():
         {"X": Data((1024, 1024)), "Ids": Data((32768, 1), "int64", 0, 1024, lens=[[32] * 1024]),
          "Updates": Data((32768, 1), lens=[[32] * 1024])}, {})
     add("lod_reset of " + per, "lod_reset", {"X": seq()}, {"target_lod": [0, rows // 2, rows]})
+    # A step of beam search: 1024 source sentences of 4 prefixes (one row each), 64 candidates a prefix.
+    beams = [[4] * 1024, [1] * 4096]
+    add("beam_search of 1024 sources x 4 prefixes x 64 candidates, beam 4", "beam_search",
+        {"pre_ids": Data((4096, 1), "int64", 1, 100, lens=beams), "pre_scores": Data((4096, 1), lens=beams),
+         "ids": Data((4096, 64), "int64", 1, 30000, lens=beams), "scores": Data((4096, 64), lo=-5, hi=0, lens=beams)},
+        {"beam_size": 4, "end_id": 0, "level": 0}, ("selected_ids", "selected_scores", "parent_idx"))
     # IfElse's split of a batch's sequences by a mask, and the merge of the two branches.
     mask = Data((1024, 1), "bool", seed=3)
     taken = mask.make()[:, 0]

@@ -19,10 +19,12 @@
 // each source's sentences a sequence of level 0, each sentence's words one of level 1.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <vector>
 
 #include "kernels.h"
 #include "ops.h"
+#include "parallel_for.h"
 #include "sequence.h"
 
 namespace rill::math {
@@ -93,41 +95,62 @@ void BeamSearch(KernelContext& ctx) {
   const float* prev_score = pre_scores.data<float>();
   const float* score = scores.data<float>();
 
-  // Each prefix row's selected candidates.
-  std::vector<std::vector<Candidate>> chosen(static_cast<size_t>(rows));
-  for (size_t s = 0; s + 1 < sources.size(); ++s) {
+  // Each source's beam on the passes' team, written to its own beam_size places of `kept`
+  // (how many in kept_count; 0 for a source that is done): each source's candidates are
+  // its own rows', so the split changes nothing.
+  const auto source_count = static_cast<int64_t>(sources.size()) - 1;
+  const auto size = static_cast<size_t>(beam_size);
+  std::vector<Candidate> kept(static_cast<size_t>(source_count) * size);
+  std::vector<size_t> kept_count(static_cast<size_t>(source_count), 0);
+  ParallelFor(source_count, 12.0 * static_cast<double>(scores.numel()), [&](int64_t, int64_t first, int64_t last) {
     std::vector<Candidate> beam;
-    for (uint64_t r = sources[s]; r < sources[s + 1]; ++r) {
-      if (prev_id[r] == end_id) {
-        Offer(beam, {r, end_id, prev_score[r]}, static_cast<size_t>(beam_size));
-        continue;
+    beam.reserve(size);
+    for (auto s = static_cast<size_t>(first); s < static_cast<size_t>(last); ++s) {
+      beam.clear();
+      for (uint64_t r = sources[s]; r < sources[s + 1]; ++r) {
+        if (prev_id[r] == end_id) {
+          Offer(beam, {r, end_id, prev_score[r]}, size);
+          continue;
+        }
+        // The row's scores and ids in locals, not read through the closure at each one.
+        const float* row_scores = score + r * static_cast<uint64_t>(width);
+        const int64_t* row_ids = ids ? ids + r * static_cast<uint64_t>(width) : nullptr;
+        const float base = prev_score[r];
+        for (int64_t k = 0; k < width; ++k) {
+          const float sc = accumulated ? row_scores[k] : base + std::log(row_scores[k]);
+          const Candidate c{r, row_ids ? row_ids[k] : k, sc};
+          // Most candidates of a full beam are below its last: turned away here, not by a call.
+          if (beam.size() < size || beam.back() < c) Offer(beam, c, size);
+        }
       }
-      for (int64_t k = 0; k < width; ++k) {
-        const int64_t at = static_cast<int64_t>(r) * width + k;
-        const float sc = accumulated ? score[at] : prev_score[r] + std::log(score[at]);
-        Offer(beam, {r, ids ? ids[at] : k, sc}, static_cast<size_t>(beam_size));
-      }
+      // A source all of whose kept candidates extend an ended branch with end_id is done.
+      bool done = !beam.empty();
+      for (const Candidate& c : beam) done = done && c.id == end_id && prev_id[c.row] == end_id;
+      if (done) continue;
+      // By prefix row, best first within a row, as the selection lists them.
+      std::stable_sort(beam.begin(), beam.end(), [](const Candidate& a, const Candidate& b) { return a.row < b.row; });
+      std::copy(beam.begin(), beam.end(), kept.begin() + static_cast<std::ptrdiff_t>(s * size));
+      kept_count[s] = beam.size();
     }
-    // A source all of whose kept candidates extend an ended branch with end_id is done.
-    bool done = !beam.empty();
-    for (const Candidate& c : beam) done = done && c.id == end_id && prev_id[c.row] == end_id;
-    if (done) continue;
-    for (const Candidate& c : beam) chosen[c.row].push_back(c);
-  }
+  });
 
-  std::vector<uint64_t> per_prefix{0};
-  for (const auto& c : chosen) per_prefix.push_back(per_prefix.back() + c.size());
-  const int64_t n = static_cast<int64_t>(per_prefix.back());
+  // Each prefix row's count of selected candidates, as offsets.
+  std::vector<uint64_t> per_prefix(static_cast<size_t>(rows) + 1, 0);
+  for (size_t s = 0; s < kept_count.size(); ++s) {
+    for (size_t j = 0; j < kept_count[s]; ++j) ++per_prefix[kept[s * size + j].row + 1];
+  }
+  for (size_t r = 1; r < per_prefix.size(); ++r) per_prefix[r] += per_prefix[r - 1];
+  const auto n = static_cast<int64_t>(per_prefix.back());
   int64_t* out_ids = ctx.AllocateOutput<int64_t>("selected_ids", {n, 1});
   float* out_scores = ctx.AllocateOutput<float>("selected_scores", {n, 1});
   int32_t* parents = ctx.HasOutput("parent_idx") ? ctx.AllocateOutput<int32_t>("parent_idx", {n}) : nullptr;
-  int64_t at = 0;
-  for (size_t r = 0; r < chosen.size(); ++r) {
-    for (const Candidate& c : chosen[r]) {
+  int64_t at = 0;  // the sources' rows are in order, and each source's kept in row order
+  for (size_t s = 0; s < kept_count.size(); ++s) {
+    for (size_t j = 0; j < kept_count[s]; ++j, ++at) {
+      const Candidate& c = kept[s * size + j];
       out_ids[at] = c.id;
       out_scores[at] = c.score;
-      if (parents) parents[at] = static_cast<int32_t>(r);
-      ++at;
+      if (parents) parents[at] = static_cast<int32_t>(c.row);
     }
   }
   const LoD out_lod{sources, per_prefix};

@@ -75,6 +75,42 @@ def test_one_step_selects_the_best_candidates_of_each_source(accumulated, with_i
                                                                                       want_offsets[r])]
 
 
+def test_many_sources_split_across_threads_select_as_one_by_one():
+    """Hundreds of sources of 1 to 4 prefixes of 48 candidates (some prefixes ended, and
+    some sources wholly so, which drops them): enough that the sources are split across the
+    intra-op threads; the selection is still each source's, in row order."""
+    rng = np.random.RandomState(6)
+    prefixes = [int(n) for n in rng.randint(1, 5, 600)]
+    rows, k = sum(prefixes), 48
+    pre_ids = rng.randint(2, 50, rows).astype("int64")
+    pre_ids[rng.rand(rows) < 0.2] = END
+    starts = np.cumsum([0] + prefixes)
+    pre_ids[starts[7]:starts[8]] = END  # a source whose prefixes all ended
+    pre_scores = rng.uniform(-3, -1, rows).astype("float32")
+    scores = rng.uniform(-6, -1, (rows, k)).astype("float32")
+    ids = rng.randint(2, 50, (rows, k)).astype("int64")
+    lengths = [prefixes, [1] * rows]
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        p_ids = fluid.layers.data(name="pre_ids", shape=[1], dtype="int64", lod_level=2)
+        p_scores = fluid.layers.data(name="pre_scores", shape=[1], dtype="float32", lod_level=2)
+        c_ids = fluid.layers.data(name="ids", shape=[k], dtype="int64", lod_level=2)
+        c_scores = fluid.layers.data(name="scores", shape=[k], dtype="float32", lod_level=2)
+        sel_ids, sel_scores, parents = fluid.layers.beam_search(p_ids, p_scores, c_ids, c_scores, beam_size=4,
+                                                                end_id=END, return_parent_idx=True)
+    feed = {"pre_ids": lod_tensor(pre_ids.reshape(-1, 1), lengths), "ids": lod_tensor(ids, lengths),
+            "pre_scores": lod_tensor(pre_scores.reshape(-1, 1), lengths), "scores": lod_tensor(scores, lengths)}
+    got_ids, got_scores, got_parents = fluid.Executor(fluid.CPUPlace()).run(
+        main, feed=feed, fetch_list=[sel_ids, sel_scores, parents], return_numpy=False)
+    want_ids, want_scores, want_offsets = expected_step(pre_ids, pre_scores, ids, scores, starts.tolist(), 4, True)
+    assert want_offsets[starts[8]] == want_offsets[starts[7]]  # the ended source is dropped
+    assert np.array(got_ids).ravel().tolist() == want_ids
+    np.testing.assert_array_equal(np.array(got_scores).ravel(), want_scores)
+    assert got_ids.lod() == [starts.tolist(), want_offsets]
+    assert np.array(got_parents).tolist() == [r for r in range(rows) for _ in range(want_offsets[r + 1] -
+                                                                                      want_offsets[r])]
+
+
 def numpy_beam_search(logp, starts, beam, steps):
     """Beam search over whole sentences: each hypothesis extends by every word (an ended one
     only by END, at no cost); the best `beam` are kept; a source whose kept hypotheses had

@@ -37,8 +37,8 @@ void Walk(Bits bits, const ChunkRules& r, const int64_t* found, const int64_t* t
     correct += candidate & f & t & ChunkRules::kEnds;
     // candidate goes stale when one chunk ends alone, but is only read where both are
     // open, which takes a begin since, which sets it anew.
-    const int alike = ((f & t & ChunkRules::kCountedBegins) != 0) &
-                      ((found[k] >> r.type_shift) == (truth[k] >> r.type_shift));
+    const int alike =
+        ((f & t & ChunkRules::kCountedBegins) != 0) & ((found[k] >> r.type_shift) == (truth[k] >> r.type_shift));
     candidate = (candidate & (((f | t) & ChunkRules::kBegins) == 0)) | alike;
     found_chunks += (f & ChunkRules::kCountedBegins) != 0;
     true_chunks += (t & ChunkRules::kCountedBegins) != 0;
@@ -96,8 +96,8 @@ class WordCounter {
       // no_begin) + alike (alike and no_begin never share a bit: alike takes a begin). Sum
       // bit k is no_begin_k ^ candidate_k-1, so undoing no_begin leaves the candidate before
       // each position.
-      const unsigned __int128 sum =
-          static_cast<unsigned __int128>(begins_alike | no_begin) + begins_alike + static_cast<unsigned __int128>(carry);
+      const unsigned __int128 sum = static_cast<unsigned __int128>(begins_alike | no_begin) + begins_alike +
+                                    static_cast<unsigned __int128>(carry);
       correct += __builtin_popcountll((static_cast<uint64_t>(sum) ^ no_begin) & both_end);
       carry = static_cast<uint64_t>(sum >> 64);
     }
@@ -194,7 +194,6 @@ bool CountChunks(const ChunkRules& r, const int64_t* found, const int64_t* truth
   return true;
 }
 
-template bool CountChunks<RILL_MATH_ISA_TAG>(const ChunkRules&, const int64_t*, const int64_t*, int64_t,
-                                             ChunkCounts&);
+template bool CountChunks<RILL_MATH_ISA_TAG>(const ChunkRules&, const int64_t*, const int64_t*, int64_t, ChunkCounts&);
 
 }  // namespace rill::math

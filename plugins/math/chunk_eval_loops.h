@@ -54,7 +54,7 @@ struct ChunkRules {
   // says whether the chunk of the first ends between them (ends), one begins at the
   // second (begins).
   uint32_t ends = 0, begins = 0;
-  std::vector<char> counted;  // per type 0 .. outside; outside's 0
+  std::vector<char> counted;   // per type 0 .. outside; outside's 0
   uint64_t counted_types = 0;  // the same as bits, where outside < 64
   std::vector<uint8_t> pairs;  // PairBits of every (prev, tag), row prev; empty above kTableTags
 };
@@ -84,7 +84,8 @@ template <class Set>
 bool CountChunks(const ChunkRules& r, const int64_t* found, const int64_t* truth, int64_t n, ChunkCounts& c);
 
 inline CountChunksLoop CountChunksLoopFor() {
-  static const CountChunksLoop loop = ForMathIsa([](auto set) -> CountChunksLoop { return &CountChunks<decltype(set)>; });
+  static const CountChunksLoop loop =
+      ForMathIsa([](auto set) -> CountChunksLoop { return &CountChunks<decltype(set)>; });
   return loop;
 }
 

@@ -102,14 +102,16 @@ void BeamSearch(KernelContext& ctx) {
   const auto size = static_cast<size_t>(beam_size);
   std::vector<Candidate> kept(static_cast<size_t>(source_count) * size);
   std::vector<size_t> kept_count(static_cast<size_t>(source_count), 0);
-  ParallelFor(source_count, 12.0 * static_cast<double>(scores.numel()), [&](int64_t, int64_t first, int64_t last) {
+  ParallelFor(source_count, 12.0 * static_cast<double>(scores.numel()), [&](int64_t, int64_t first, int64_t end) {
     std::vector<Candidate> beam;
     beam.reserve(size);
-    for (auto s = static_cast<size_t>(first); s < static_cast<size_t>(last); ++s) {
+    for (auto s = static_cast<size_t>(first); s < static_cast<size_t>(end); ++s) {
       beam.clear();
+      Candidate last{};  // the beam's last (worst) once it is full
       for (uint64_t r = sources[s]; r < sources[s + 1]; ++r) {
         if (prev_id[r] == end_id) {
           Offer(beam, {r, end_id, prev_score[r]}, size);
+          last = beam.back();
           continue;
         }
         // The row's scores and ids in locals, not read through the closure at each one.
@@ -119,8 +121,12 @@ void BeamSearch(KernelContext& ctx) {
         for (int64_t k = 0; k < width; ++k) {
           const float sc = accumulated ? row_scores[k] : base + std::log(row_scores[k]);
           const Candidate c{r, row_ids ? row_ids[k] : k, sc};
-          // Most candidates of a full beam are below its last: turned away here, not by a call.
-          if (beam.size() < size || beam.back() < c) Offer(beam, c, size);
+          // Most candidates of a full beam are below its last: turned away here, by a
+          // compare with a copy of the last kept in registers, not by a call.
+          if (beam.size() < size || last < c) {
+            Offer(beam, c, size);
+            last = beam.back();
+          }
         }
       }
       // A source all of whose kept candidates extend an ended branch with end_id is done.

@@ -37,6 +37,26 @@ def expected_step(pre_ids, pre_scores, ids, scores, sources, beam, accumulated):
     return [c[0] for c in flat], [c[1] for c in flat], offsets
 
 
+def run_step(pre_ids, pre_scores, ids, scores, prefixes, beam, accumulated=True):
+    """beam_search of one step over sources of `prefixes` rows (one prefix a row), ids None
+    for candidates without ids: the fetched (selected ids, their scores, parents), LoD kept."""
+    rows, k = scores.shape
+    lengths = [prefixes, [1] * rows]
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        p_ids = fluid.layers.data(name="pre_ids", shape=[1], dtype="int64", lod_level=2)
+        p_scores = fluid.layers.data(name="pre_scores", shape=[1], dtype="float32", lod_level=2)
+        c_ids = fluid.layers.data(name="ids", shape=[k], dtype="int64", lod_level=2) if ids is not None else None
+        c_scores = fluid.layers.data(name="scores", shape=[k], dtype="float32", lod_level=2)
+        selected = fluid.layers.beam_search(p_ids, p_scores, c_ids, c_scores, beam_size=beam, end_id=END,
+                                            is_accumulated=accumulated, return_parent_idx=True)
+    feed = {"pre_ids": lod_tensor(pre_ids.reshape(-1, 1), lengths),
+            "pre_scores": lod_tensor(pre_scores.reshape(-1, 1), lengths), "scores": lod_tensor(scores, lengths)}
+    if ids is not None:
+        feed["ids"] = lod_tensor(ids, lengths)
+    return fluid.Executor(fluid.CPUPlace()).run(main, feed=feed, fetch_list=list(selected), return_numpy=False)
+
+
 @pytest.mark.parametrize("accumulated,with_ids", [(True, True), (False, True), (True, False)])
 def test_one_step_selects_the_best_candidates_of_each_source(accumulated, with_ids):
     rng = np.random.RandomState(4)
@@ -48,23 +68,8 @@ def test_one_step_selects_the_best_candidates_of_each_source(accumulated, with_i
     k = 4
     scores = (rng.uniform(-6, -1, (rows, k)) if accumulated else rng.uniform(0.01, 1, (rows, k))).astype("float32")
     ids = rng.randint(2, 50, (rows, k)).astype("int64")
-    lengths = [prefixes, [1] * rows]
-    main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
-        p_ids = fluid.layers.data(name="pre_ids", shape=[1], dtype="int64", lod_level=2)
-        p_scores = fluid.layers.data(name="pre_scores", shape=[1], dtype="float32", lod_level=2)
-        c_ids = fluid.layers.data(name="ids", shape=[k], dtype="int64", lod_level=2) if with_ids else None
-        c_scores = fluid.layers.data(name="scores", shape=[k], dtype="float32", lod_level=2)
-        sel_ids, sel_scores, parents = fluid.layers.beam_search(p_ids, p_scores, c_ids, c_scores, beam_size=3,
-                                                                end_id=END, is_accumulated=accumulated,
-                                                                return_parent_idx=True)
-    feed = {"pre_ids": lod_tensor(pre_ids.reshape(-1, 1), lengths),
-            "pre_scores": lod_tensor(pre_scores.reshape(-1, 1), lengths), "scores": lod_tensor(scores, lengths)}
-    if with_ids:
-        feed["ids"] = lod_tensor(ids, lengths)
-    exe = fluid.Executor(fluid.CPUPlace())
-    got_ids, got_scores, got_parents = exe.run(main, feed=feed, fetch_list=[sel_ids, sel_scores, parents],
-                                               return_numpy=False)
+    got_ids, got_scores, got_parents = run_step(pre_ids, pre_scores, ids if with_ids else None, scores, prefixes, 3,
+                                                accumulated)
     want_ids, want_scores, want_offsets = expected_step(pre_ids, pre_scores, ids if with_ids else None, scores,
                                                         [0, 2, 3, 6], 3, accumulated)
     # Source 1's only prefix had ended, so its one candidate (end again) drops it.
@@ -89,19 +94,7 @@ def test_many_sources_split_across_threads_select_as_one_by_one():
     pre_scores = rng.uniform(-3, -1, rows).astype("float32")
     scores = rng.uniform(-6, -1, (rows, k)).astype("float32")
     ids = rng.randint(2, 50, (rows, k)).astype("int64")
-    lengths = [prefixes, [1] * rows]
-    main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
-        p_ids = fluid.layers.data(name="pre_ids", shape=[1], dtype="int64", lod_level=2)
-        p_scores = fluid.layers.data(name="pre_scores", shape=[1], dtype="float32", lod_level=2)
-        c_ids = fluid.layers.data(name="ids", shape=[k], dtype="int64", lod_level=2)
-        c_scores = fluid.layers.data(name="scores", shape=[k], dtype="float32", lod_level=2)
-        sel_ids, sel_scores, parents = fluid.layers.beam_search(p_ids, p_scores, c_ids, c_scores, beam_size=4,
-                                                                end_id=END, return_parent_idx=True)
-    feed = {"pre_ids": lod_tensor(pre_ids.reshape(-1, 1), lengths), "ids": lod_tensor(ids, lengths),
-            "pre_scores": lod_tensor(pre_scores.reshape(-1, 1), lengths), "scores": lod_tensor(scores, lengths)}
-    got_ids, got_scores, got_parents = fluid.Executor(fluid.CPUPlace()).run(
-        main, feed=feed, fetch_list=[sel_ids, sel_scores, parents], return_numpy=False)
+    got_ids, got_scores, got_parents = run_step(pre_ids, pre_scores, ids, scores, prefixes, 4)
     want_ids, want_scores, want_offsets = expected_step(pre_ids, pre_scores, ids, scores, starts.tolist(), 4, True)
     assert want_offsets[starts[8]] == want_offsets[starts[7]]  # the ended source is dropped
     assert np.array(got_ids).ravel().tolist() == want_ids

@@ -95,16 +95,22 @@ void BeamSearch(KernelContext& ctx) {
   const float* prev_score = pre_scores.data<float>();
   const float* score = scores.data<float>();
 
-  // Each source's beam on the passes' team, written to its own beam_size places of `kept`
-  // (how many in kept_count; 0 for a source that is done): each source's candidates are
-  // its own rows', so the split changes nothing.
+  // Each source's beam on the passes' team, written to its own places of `kept`, from
+  // room[s] on: as many as it can keep, beam_size or its candidates if fewer (how many it
+  // kept in kept_count; 0 for a source that is done). Each source's candidates are its own
+  // rows', so the split changes nothing.
   const auto source_count = static_cast<int64_t>(sources.size()) - 1;
   const auto size = static_cast<size_t>(beam_size);
-  std::vector<Candidate> kept(static_cast<size_t>(source_count) * size);
+  std::vector<size_t> room(sources.size(), 0);
+  for (size_t s = 0; s + 1 < sources.size(); ++s) {
+    const auto candidates =
+        static_cast<size_t>(sources[s + 1] - sources[s]) * static_cast<size_t>(std::max<int64_t>(width, 1));
+    room[s + 1] = room[s] + std::min(size, candidates);
+  }
+  std::vector<Candidate> kept(room.back());
   std::vector<size_t> kept_count(static_cast<size_t>(source_count), 0);
   ParallelFor(source_count, 12.0 * static_cast<double>(scores.numel()), [&](int64_t, int64_t first, int64_t end) {
     std::vector<Candidate> beam;
-    beam.reserve(size);
     for (auto s = static_cast<size_t>(first); s < static_cast<size_t>(end); ++s) {
       beam.clear();
       Candidate last{};  // the beam's last (worst) once it is full
@@ -135,7 +141,7 @@ void BeamSearch(KernelContext& ctx) {
       if (done) continue;
       // By prefix row, best first within a row, as the selection lists them.
       std::stable_sort(beam.begin(), beam.end(), [](const Candidate& a, const Candidate& b) { return a.row < b.row; });
-      std::copy(beam.begin(), beam.end(), kept.begin() + static_cast<std::ptrdiff_t>(s * size));
+      std::copy(beam.begin(), beam.end(), kept.begin() + static_cast<std::ptrdiff_t>(room[s]));
       kept_count[s] = beam.size();
     }
   });
@@ -143,7 +149,7 @@ void BeamSearch(KernelContext& ctx) {
   // Each prefix row's count of selected candidates, as offsets.
   std::vector<uint64_t> per_prefix(static_cast<size_t>(rows) + 1, 0);
   for (size_t s = 0; s < kept_count.size(); ++s) {
-    for (size_t j = 0; j < kept_count[s]; ++j) ++per_prefix[kept[s * size + j].row + 1];
+    for (size_t j = 0; j < kept_count[s]; ++j) ++per_prefix[kept[room[s] + j].row + 1];
   }
   for (size_t r = 1; r < per_prefix.size(); ++r) per_prefix[r] += per_prefix[r - 1];
   const auto n = static_cast<int64_t>(per_prefix.back());
@@ -153,7 +159,7 @@ void BeamSearch(KernelContext& ctx) {
   int64_t at = 0;  // the sources' rows are in order, and each source's kept in row order
   for (size_t s = 0; s < kept_count.size(); ++s) {
     for (size_t j = 0; j < kept_count[s]; ++j, ++at) {
-      const Candidate& c = kept[s * size + j];
+      const Candidate& c = kept[room[s] + j];
       out_ids[at] = c.id;
       out_scores[at] = c.score;
       if (parents) parents[at] = static_cast<int32_t>(c.row);

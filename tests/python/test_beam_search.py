@@ -104,6 +104,19 @@ def test_many_sources_split_across_threads_select_as_one_by_one():
                                                                                       want_offsets[r])]
 
 
+def test_a_beam_wider_than_the_candidates_keeps_them_all():
+    """beam_size 2^30 over two sources of 3 and 2 prefixes of 4 candidates: every candidate
+    kept, the room for them as many as there are, not the beam's width."""
+    rng = np.random.RandomState(3)
+    pre_ids, pre_scores = np.array([4, 5, 6, 7, 8], "int64"), rng.uniform(-3, -1, 5).astype("float32")
+    scores, ids = rng.uniform(-6, -1, (5, 4)).astype("float32"), rng.randint(2, 50, (5, 4)).astype("int64")
+    got_ids, got_scores, _ = run_step(pre_ids, pre_scores, ids, scores, [3, 2], 1 << 30)
+    want_ids, want_scores, want_offsets = expected_step(pre_ids, pre_scores, ids, scores, [0, 3, 5], 1 << 30, True)
+    assert want_offsets == [0, 4, 8, 12, 16, 20]
+    assert np.array(got_ids).ravel().tolist() == want_ids
+    np.testing.assert_array_equal(np.array(got_scores).ravel(), want_scores)
+
+
 def numpy_beam_search(logp, starts, beam, steps):
     """Beam search over whole sentences: each hypothesis extends by every word (an ended one
     only by END, at no cost); the best `beam` are kept; a source whose kept hypotheses had

@@ -2498,6 +2498,66 @@ TEST_F(MathForward, SumOfSelectedRowsMergesRepeatedRows) {
   EXPECT_EQ(std::vector<float>(v, v + 4), (std::vector<float>{11, 20, 40, 50}));
 }
 
+// merge_selected_rows: each row once, ascending, its value rows added in their input order
+// from zero (so the bits are a serial sum's), for row numbers of any span (negative, the
+// whole int64 range), counts across the grouping's digit sizes and the team's split, and
+// Out written over X.
+TEST_F(MathForward, MergeSelectedRowsSumsEachRowInInputOrder) {
+  std::mt19937_64 rng(8);
+  struct Case {
+    std::string out;
+    int64_t width;
+    std::map<int64_t, std::vector<float>> expected;
+  };
+  std::vector<Case> cases;
+  auto add = [&](const std::string& name, std::vector<int64_t> rows, int64_t width, bool in_place) {
+    std::vector<float> values(rows.size() * static_cast<size_t>(width));
+    std::uniform_real_distribution<float> value(-1, 1);
+    for (float& v : values) v = value(rng);
+    values[0] = -0.0f;  // 0 + -0 is +0: the sum starts from zero, as a serial one does
+    Case c{in_place ? name : name + "_merged", width, {}};
+    for (size_t i = 0; i < rows.size(); ++i) {
+      auto at = c.expected.try_emplace(rows[i], std::vector<float>(static_cast<size_t>(width), 0.0f)).first;
+      for (int64_t j = 0; j < width; ++j) at->second[static_cast<size_t>(j)] += values[i * width + j];
+    }
+    core::SelectedRows* sr = scope()->Var(name)->GetMutableSelectedRows();
+    sr->rows = std::move(rows);
+    sr->height = std::numeric_limits<int64_t>::max();
+    sr->value.Allocate(RILL_FP32, {static_cast<int64_t>(sr->rows.size()), width});
+    std::copy(values.begin(), values.end(), sr->value.data_as<float>());
+    Op("merge_selected_rows").Input("X", name).Output("Out", c.out);
+    cases.push_back(std::move(c));
+  };
+  std::vector<int64_t> many(65536);
+  for (int64_t& r : many) r = static_cast<int64_t>(rng() % 16384);
+  add("many", many, 5, false);
+  add("many_in_place", many, 5, true);
+  std::vector<int64_t> wide = {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), -1, 0, 1, -1};
+  for (int i = 0; i < 3000; ++i) wide.push_back(static_cast<int64_t>(rng() >> (rng() % 64)) * (i % 2 ? -1 : 1));
+  add("wide", wide, 2, false);
+  add("one", {42}, 3, false);
+  add("one_row_repeated", std::vector<int64_t>(100, -7), 1, false);
+  add("few", {3, 1, 3, 2, 1}, 4, false);
+  ASSERT_EQ(Run(), "");
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.out);
+    const core::SelectedRows* merged = scope()->FindVar(c.out)->GetMutableSelectedRows();
+    ASSERT_EQ(merged->rows.size(), c.expected.size());
+    ASSERT_EQ(merged->value.dims().ToVector(),
+              (std::vector<int64_t>{static_cast<int64_t>(c.expected.size()), c.width}));
+    size_t g = 0;
+    for (const auto& [row, sum] : c.expected) {
+      ASSERT_EQ(merged->rows[g], row) << g;
+      const float* got = merged->value.data_as<float>() + g * static_cast<size_t>(c.width);
+      for (size_t j = 0; j < sum.size(); ++j) {
+        ASSERT_EQ(std::memcmp(&got[j], &sum[j], sizeof(float)), 0)
+            << "row " << row << "[" << j << "]: " << got[j] << " against " << sum[j];
+      }
+      ++g;
+    }
+  }
+}
+
 // A table held as SelectedRows (part of it): lookup_table finds each id among its rows, and
 // sgd updates the rows a SelectedRows gradient names.
 TEST_F(MathForward, LookupAndSgdOnATableHeldAsSelectedRows) {

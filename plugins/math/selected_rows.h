@@ -9,32 +9,60 @@
 #define RILL_PLUGINS_MATH_SELECTED_ROWS_H_
 
 #include <algorithm>
-#include <numeric>
+#include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "kernels.h"
+#include "parallel_for.h"
 
 namespace rill::math {
 
-// Each row once, in ascending order, with its value rows summed.
+// The input rows grouped by row number: group g is row rows[g] (ascending, each once), and
+// order[starts[g]] .. order[starts[g + 1] - 1] are the positions of its value rows in the
+// input, in input order (a stable sort's), so that a sum over a group adds in a fixed order.
+struct RowGroups {
+  std::vector<int64_t> rows;
+  std::vector<size_t> starts;  // rows.size() + 1 offsets into order
+  std::vector<size_t> order;
+};
+
+// rows[0, count) grouped, in time linear in count (a radix sort on the span of the row
+// numbers), whatever the row numbers are.
+RowGroups GroupRows(const int64_t* rows, size_t count);
+
+// out[g * width, (g + 1) * width) = 0 + the value rows of group g added in order, the groups
+// split across the passes' team (each group's sum is one thread's, so the bits do not
+// depend on the budget).
+template <class T> void SumGroups(const RowGroups& groups, const T* values, int64_t width, T* out) {
+  const int64_t n = static_cast<int64_t>(groups.rows.size());
+  const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(width) *
+                       static_cast<double>(groups.order.size() + groups.rows.size());
+  ParallelFor(n, bytes, [&groups, values, width, out](int64_t, int64_t begin, int64_t end) {
+    const size_t* order = groups.order.data();
+    const size_t* starts = groups.starts.data();
+    for (int64_t g = begin; g < end; ++g) {
+      VecMap<T> sum(out + g * width, width);
+      sum.setZero();
+      for (size_t j = starts[g]; j < starts[g + 1]; ++j) {
+        sum += ConstVecMap<T>(values + static_cast<int64_t>(order[j]) * width, width);
+      }
+    }
+  });
+}
+
+// Each row once, in ascending order, with its value rows summed (SumGroups).
 template <class T> struct MergedRows {
   std::vector<int64_t> rows;
   std::vector<T> values;  // rows.size() rows of `width`
 };
 
 template <class T> MergedRows<T> MergeRows(const int64_t* rows, size_t count, const T* values, int64_t width) {
-  std::vector<size_t> order(count);
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rows[a] < rows[b]; });
+  RowGroups groups = GroupRows(rows, count);
   MergedRows<T> out;
-  for (size_t i : order) {
-    if (out.rows.empty() || out.rows.back() != rows[i]) {
-      out.rows.push_back(rows[i]);
-      out.values.resize(out.values.size() + static_cast<size_t>(width), T(0));
-    }
-    VecMap<T>(out.values.data() + out.values.size() - static_cast<size_t>(width), width) +=
-        ConstVecMap<T>(values + static_cast<int64_t>(i) * width, width);
-  }
+  out.values.resize(groups.rows.size() * static_cast<size_t>(width));
+  SumGroups(groups, values, width, out.values.data());
+  out.rows = std::move(groups.rows);
   return out;
 }
 

@@ -20,13 +20,19 @@ Variable::SelectedRows RowsOf(KernelContext& ctx) {
 template <class T> void MergeSelectedRows(KernelContext& ctx) {
   const Variable::SelectedRows sr = RowsOf(ctx);
   const int64_t width = sr.count > 0 ? sr.value.numel() / static_cast<int64_t>(sr.count) : 0;
-  // Merged before Out is made: Out may be X.
-  const MergedRows<T> merged = MergeRows(sr.rows, sr.count, sr.value.data<T>(), width);
+  const RowGroups groups = GroupRows(sr.rows, sr.count);
   std::vector<int64_t> dims = sr.value.dims();
   if (dims.empty()) dims = {0};
-  dims[0] = static_cast<int64_t>(merged.rows.size());
-  Tensor out = ctx.OutputVar("Out").SetSelectedRows(merged.rows.data(), merged.rows.size(), sr.height);
-  std::copy(merged.values.begin(), merged.values.end(), out.Allocate<T>(dims));
+  dims[0] = static_cast<int64_t>(groups.rows.size());
+  // Out may be X, whose value rows making Out's rows would release: summed from a copy then.
+  const T* values = sr.value.data<T>();
+  std::vector<T> kept;
+  if (ctx.InputVar("X").handle() == ctx.OutputVar("Out").handle()) {
+    kept.assign(values, values + sr.value.numel());
+    values = kept.data();
+  }
+  Tensor out = ctx.OutputVar("Out").SetSelectedRows(groups.rows.data(), groups.rows.size(), sr.height);
+  SumGroups(groups, values, width, out.Allocate<T>(dims));
 }
 
 template <class T> void GetTensorFromSelectedRows(KernelContext& ctx) {

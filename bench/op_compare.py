@@ -10,6 +10,7 @@ written yet) or not a kernel to time (I/O, control flow, tensor arrays). A case
 is one op at a standard shape (sized to take about a millisecond or more), its inputs made
 from a fixed seed:
  - Rill: a one-op rill.fluid program, its feeds rill.empty arrays (borrowed, not copied),
+   the inputs no feed makes (SelectedRows, tensor arrays) put into its scope beforehand,
    nothing fetched, so that what is timed is the executor running the kernel;
  - PyTorch: the same computation in torch (1.13, Debian's), in a process of its own (two
    OpenMP runtimes in one process slow each other), torch.no_grad(), the same thread count
@@ -94,6 +95,37 @@ class Data(object):
         return rng.uniform(self.lo, self.hi, self.shape).astype(self.dtype)
 
 
+class Held(object):
+    """An input no feed makes, put by name into the scope the case runs in: SelectedRows
+    (`parts`: its row numbers and its values, of `height` rows) or a tensor array (`parts`:
+    its entries, Data with a LoD). PyTorch's side gets the parts' arrays as a list."""
+
+    def __init__(self, form, parts, height=None):
+        self.form, self.parts, self.height = form, parts, height
+
+    def mapped(self, convert):
+        return Held(self.form, [convert(d) for d in self.parts], self.height)
+
+    def make(self):
+        return [d.make() for d in self.parts]
+
+    def put(self, scope, name, arrays):
+        import rill.fluid as fluid
+        var = scope.var(name)
+        if self.form == "selected_rows":
+            rows = var.get_selected_rows()
+            rows.set_height(self.height)
+            rows.set_rows([int(r) for r in arrays[0]])
+            rows.get_tensor().set(arrays[1], fluid.CPUPlace())
+            return
+        entries = var.get_lod_tensor_array()
+        for i, (a, d) in enumerate(zip(arrays, self.parts)):
+            entry = scope.var("%s@%d" % (name, i)).get_tensor()
+            entry.set(a, fluid.CPUPlace())
+            entry.set_recursive_sequence_lengths(d.lens)
+            entries.append(entry)
+
+
 class Case(object):
     """One timed op: `op` with `inputs` (slot -> Data, or a list of them), `outputs` (slots),
     `attrs`, and `torch`, a PyTorch expression of the inputs as tensors (named by slot,
@@ -114,12 +146,16 @@ class Case(object):
             seen.add((d.shape, d.dtype, d.lo, d.hi, d.seed))
 
     def datas(self):
-        return [d for v in self.inputs.values() for d in (v if isinstance(v, list) else [v])]
+        return [d for v in self.inputs.values() for h in (v if isinstance(v, list) else [v])
+                for d in (h.parts if isinstance(h, Held) else [h])]
+
+    def held(self):
+        return any(isinstance(v, Held) for v in self.inputs.values())
 
     def derived(self, kind, label, convert):
         """This case as `kind`, each input Data passed through `convert`."""
-        inputs = {slot: [convert(d) for d in v] if isinstance(v, list) else convert(v)
-                  for slot, v in self.inputs.items()}
+        each = lambda d: d.mapped(convert) if isinstance(d, Held) else convert(d)  # noqa: E731
+        inputs = {slot: [each(d) for d in v] if isinstance(v, list) else each(v) for slot, v in self.inputs.items()}
         return Case(label, self.op, inputs, self.outputs, self.attrs, self.torch, kind, self.updates)
 
     def output_names(self):
@@ -248,6 +284,17 @@ def standard_cases():
         {"blank": 0, "norm_by_times": False},
         "F.ctc_loss(torch.log_softmax(Logits.view(64, 100, 51).transpose(0, 1), 2), Label.view(64, 20), "
         "torch.full((64,), 100), torch.full((64,), 20), blank=0, reduction='none')", ("Loss", "WarpCTCGrad"))
+    add("sequence_softmax of 1024 sequences of [1024, 1]", "sequence_softmax",
+        {"X": Data((1024 * 1024, 1), lens=[[1024] * 1024])}, {}, "torch.softmax(X.view(1024, 1024), -1)")
+    # A step of beam search: 1024 source sentences of 4 prefixes (one row each), 64 candidates
+    # a prefix, none ended; the peer picks each source's best 4 of its 256 as a top-k.
+    beams = [[4] * 1024, [1] * 4096]
+    add("beam_search of 1024 sources x 4 prefixes x [64] candidates, beam 4", "beam_search",
+        {"pre_ids": Data((4096, 1), "int64", 1, 100, lens=beams), "pre_scores": Data((4096, 1), lens=beams),
+         "ids": Data((4096, 64), "int64", 1, 30000, lens=beams), "scores": Data((4096, 64), lo=-5, hi=0, lens=beams)},
+        {"beam_size": 4, "end_id": 0, "level": 0},
+        "(lambda best: (ids.view(1024, 256).gather(1, best.indices), best.values, best.indices // 64))("
+        "scores.view(1024, 256).topk(4))", ("selected_ids", "selected_scores", "parent_idx"))
     # A CRF of 32 tags over 64 sequences of 64 positions, against the forward algorithm and
     # Viterbi written in torch a step at a time, as PyTorch's CRF layers do.
     crf = {"Emission": Data((4096, 32), lens=[[64] * 64]), "Transition": x(shape=(34, 32))}
@@ -316,6 +363,11 @@ def standard_cases():
         "F.embedding(Ids.view(-1), W)")
     add("lookup_table_v2 4096 ids in [1000000, 64]", "lookup_table_v2",
         {"W": x(shape=(1000000, 64)), "Ids": Data((4096,), "int64", 0, 1000000)}, {}, "F.embedding(Ids, W)")
+    # An embedding's sparse gradient (65536 looked-up rows of 16384 distinct, a table of
+    # 100000 x 64) with each row once, summed: PyTorch's coalesce of the same sparse tensor.
+    add("merge_selected_rows of 65536 rows of [100000, 64]", "merge_selected_rows",
+        {"X": Held("selected_rows", [Data((65536,), "int64", 0, 16384), x(shape=(65536, 64))], height=100000)},
+        {}, "torch.sparse_coo_tensor(X[0].view(1, -1), X[1], (100000, 64)).coalesce()")
     add("one_hot_v2 65536 ids depth 1000", "one_hot_v2", {"X": Data((65536,), "int64", 0, 1000)}, {"depth": 1000},
         "torch.zeros(65536, 1000).scatter_(1, X.view(-1, 1), 1.0)")
     add("multiplex 2 x [1024, 4096]", "multiplex", {"X": [x(), x()], "Ids": Data((1024, 1), "int32", 0, 2)}, {},
@@ -519,7 +571,7 @@ def cases():
     for case in standard_cases():
         out.append(case)
         floats = [d for d in case.datas() if d.dtype == np.float32]
-        if floats and not case.updates:
+        if floats and not case.updates and not case.held():
             out.append(case.derived("backward", case.label + " backward", lambda d: d))
         if _scales(case):
             small = lambda d: d.but(shape=d.small or tuple(SMALL if n > 1 else 1 for n in d.shape))  # noqa: E731
@@ -558,8 +610,6 @@ def bandwidth_cases():
     per = "1024 sequences of [16-48, 128]"
     add("sequence_pool SUM of " + per, "sequence_pool", {"X": seq()}, {"pooltype": "SUM"})
     add("sequence_pool MAX of " + per, "sequence_pool", {"X": seq()}, {"pooltype": "MAX"}, ("Out", "MaxIndex"))
-    add("sequence_softmax of 1024 sequences of [512-1536, 1]", "sequence_softmax",
-        {"X": Data((long_rows, 1), lens=long_)}, {})
     add("sequence_reverse of " + per, "sequence_reverse", {"X": seq()}, {}, ("Y",))
     add("sequence_pad of " + per, "sequence_pad", {"X": seq(), "PadValue": Data((1,), lo=0, hi=0)},
         {"padded_length": -1}, ("Out", "Length"))
@@ -583,12 +633,16 @@ def bandwidth_cases():
         {"X": Data((1024, 1024)), "Ids": Data((32768, 1), "int64", 0, 1024, lens=[[32] * 1024]),
          "Updates": Data((32768, 1), lens=[[32] * 1024])}, {})
     add("lod_reset of " + per, "lod_reset", {"X": seq()}, {"target_lod": [0, rows // 2, rows]})
-    # A step of beam search: 1024 source sentences of 4 prefixes (one row each), 64 candidates a prefix.
-    beams = [[4] * 1024, [1] * 4096]
-    add("beam_search of 1024 sources x 4 prefixes x 64 candidates, beam 4", "beam_search",
-        {"pre_ids": Data((4096, 1), "int64", 1, 100, lens=beams), "pre_scores": Data((4096, 1), lens=beams),
-         "ids": Data((4096, 64), "int64", 1, 30000, lens=beams), "scores": Data((4096, 64), lo=-5, hi=0, lens=beams)},
-        {"beam_size": 4, "end_id": 0, "level": 0}, ("selected_ids", "selected_scores", "parent_idx"))
+    get = Held("selected_rows", [Data((65536,), "int64", 0, 100000), seq(width=64).but(shape=(65536, 64))],
+               height=100000)
+    add("get_tensor_from_selected_rows of 65536 rows of [100000, 64]", "get_tensor_from_selected_rows", {"X": get}, {})
+    # The sentences of 32 steps of beam search over 1024 sources, a beam of 4: each step's
+    # selection as beam_search writes it (4 prefixes a source, one candidate each), none ended.
+    steps = [[4] * 1024, [1] * 4096]
+    add("beam_search_decode of 32 steps of 1024 sources, beam 4", "beam_search_decode",
+        {"Ids": Held("array", [Data((4096, 1), "int64", 1, 30000, seed=t, lens=steps) for t in range(32)]),
+         "Scores": Held("array", [Data((4096, 1), lo=-5, hi=0, seed=t, lens=steps) for t in range(32)])},
+        {"beam_size": 4, "end_id": 0}, ("SentenceIds", "SentenceScores"))
     # IfElse's split of a batch's sequences by a mask, and the merge of the two branches.
     mask = Data((1024, 1), "bool", seed=3)
     taken = mask.make()[:, 0]
@@ -696,14 +750,20 @@ def peer_server():
 
 
 def rill_program(case, repeats=1):
-    """The case's program (its op `repeats` times) and its feed (rill.empty arrays, borrowed,
-    not copied)."""
+    """The case's program (its op `repeats` times), its feed (rill.empty arrays, borrowed,
+    not copied) and its held inputs ({name: (Held, its arrays)}, for the scope)."""
     import rill
     import rill.fluid as fluid
     prog = fluid.Program()
     block = prog.global_block()
-    feed, inputs = {}, {}
+    feed, inputs, held = {}, {}, {}
     for slot, value in case.arrays().items():
+        if isinstance(case.inputs[slot], Held):
+            name = "%s_0" % slot
+            held[name] = (case.inputs[slot], value)
+            block.create_var(name=name, persistable=True)
+            inputs[slot] = [name]
+            continue
         arrays = value if isinstance(value, list) else [value]
         described = case.inputs[slot] if isinstance(case.inputs[slot], list) else [case.inputs[slot]]
         names = []
@@ -723,13 +783,16 @@ def rill_program(case, repeats=1):
         outputs.setdefault(slot, []).append(name)
     for _ in range(repeats):
         block.append_op(type=case.op, inputs=inputs, outputs=outputs, attrs=case.attrs)
-    return prog, feed
+    return prog, feed, held
 
 
-def _scoped_runner(case, exe, prog, feed, scope):
-    """A function running `prog` in `scope`: fed `feed` each run, or, where the case updates
-    inputs in place, as a training program's parameters and optimizer state are, with those
-    inputs variables of the scope, fed once (copied, so that the scope owns them)."""
+def _scoped_runner(case, exe, prog, feed, held, scope):
+    """A function running `prog` in `scope`, which holds the `held` inputs: fed `feed` each
+    run, or, where the case updates inputs in place, as a training program's parameters and
+    optimizer state are, with those inputs variables of the scope, fed once (copied, so that
+    the scope owns them)."""
+    for name, (h, arrays) in held.items():
+        h.put(scope, name, arrays)
     if not case.updates:
         return lambda: exe.run(prog, feed=feed, fetch_list=[], scope=scope)
     for name in feed:
@@ -745,10 +808,10 @@ def rill_runner(case, exe):
     import rill
     import rill.fluid as fluid
     if case.kind != "backward":
-        prog, feed = rill_program(case, SMALL_REPEATS if case.kind == "small" else 1)
-        return _scoped_runner(case, exe, prog, feed, fluid.Scope()), [], 0
+        prog, feed, held = rill_program(case, SMALL_REPEATS if case.kind == "small" else 1)
+        return _scoped_runner(case, exe, prog, feed, held, fluid.Scope()), [], 0
     from rill.fluid.backward import _run_pass
-    prog, feed = rill_program(case)
+    prog, feed, _ = rill_program(case)  # (a case with held inputs has no backward kind)
     block = prog.global_block()
     outputs = ["out_%d" % i for i in range(len(case.outputs))]
     for name in outputs:
@@ -840,12 +903,12 @@ def bandwidth_times(rounds, only):
     for case in bandwidth_cases():
         if only and case.op not in only:
             continue
-        prog, feed = rill_program(case)
+        prog, feed, held = rill_program(case)
         for name in case.output_names():
             prog.global_block().var(name).persistable = True  # kept in `scope`, to be measured
         scope = fluid.Scope()
         try:
-            run = _scoped_runner(case, exe, prog, feed, scope)
+            run = _scoped_runner(case, exe, prog, feed, held, scope)
             run()
         except Exception as e:
             refused[case.label] = str(e).strip().splitlines()[0][:160]

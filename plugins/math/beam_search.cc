@@ -13,8 +13,9 @@
 // level 0 the source's prefixes (as the input's, in absolute rows), level 1 each prefix's
 // selected candidates; parent_idx gives each one's prefix row.
 //
-// beam_search_decode walks the steps back from the last: each source's beam_size
-// hypotheses follow their prefixes through the steps' level-1 LoD, an end_id written once;
+// beam_search_decode walks the steps back from the last: each candidate of a source's last
+// step with any is a hypothesis that follows its prefixes through the steps' level-1 LoD
+// (a step's prefixes are the step before's candidates), an end_id written once;
 // the sentences come out longest-lived first (sorted by their final score, best first),
 // each source's sentences a sequence of level 0, each sentence's words one of level 1.
 #include <algorithm>
@@ -170,23 +171,114 @@ void BeamSearch(KernelContext& ctx) {
   ctx.Output("selected_scores").set_lod(out_lod);
 }
 
-template <class T> struct Sentence {
-  std::vector<int64_t> words;  // last first, as the walk back finds them
-  std::vector<T> scores;
+// One step of the decode's input: its selection (beam_search's selected_ids and
+// selected_scores) and their LoD.
+template <class T> struct DecodeStep {
+  const int64_t* ids;
+  const T* scores;
+  const uint64_t* prefixes;    // level 0: each source's prefixes, sources + 1 offsets
+  const uint64_t* candidates;  // level 1: each prefix's candidates (rows of this step)
 };
+
+// The sentences of sources [begin, end), in output order.
+template <class T> struct DecodedSources {
+  std::vector<int64_t> words;
+  std::vector<T> scores;
+  std::vector<uint64_t> sentences_per_source, words_per_sentence;
+};
+
+// The sentences of sources [begin, end). Source s has one per candidate of its last step
+// with any (its hypotheses), best score there first (a stable sort: equal scores keep the
+// step's order). A hypothesis walks back through the steps, from a candidate to its prefix,
+// which is a candidate of the step before; its words are the last step's and, before it,
+// those that are not end_id (an ended branch carries end_id forward, which the sentence
+// keeps once). The walk goes a step at a time over all the range's hypotheses, so that each
+// step's arrays are read in order, into a table of each hypothesis's word at each step, and
+// finds a candidate's prefix in a table of the range's candidates' prefixes made per step.
+template <class T>
+void DecodeSources(const std::vector<DecodeStep<T>>& steps, size_t begin, size_t end, int64_t end_id,
+                   DecodedSources<T>& out) {
+  struct Hypothesis {
+    size_t last;   // its last step
+    uint64_t row;  // its candidate at the step being walked
+    size_t at;     // its words' place in the table: at + t for step t
+  };
+  std::vector<Hypothesis> hyps;
+  std::vector<uint64_t> order;
+  size_t table_size = 0, top = 0;
+  for (size_t s = begin; s < end; ++s) {
+    size_t last = steps.size();
+    uint64_t first = 0, count = 0;
+    while (count == 0 && last-- > 0) {
+      first = steps[last].candidates[steps[last].prefixes[s]];
+      count = steps[last].candidates[steps[last].prefixes[s + 1]] - first;
+    }
+    out.sentences_per_source.push_back(count);
+    order.resize(count);
+    for (uint64_t h = 0; h < count; ++h) order[h] = first + h;
+    const T* final_scores = count > 0 ? steps[last].scores : nullptr;
+    std::stable_sort(order.begin(), order.end(),
+                     [final_scores](uint64_t a, uint64_t b) { return final_scores[a] > final_scores[b]; });
+    for (const uint64_t c : order) {
+      hyps.push_back({last, c, table_size});
+      table_size += last + 1;
+      top = std::max(top, last);
+    }
+  }
+  std::vector<int64_t> words(table_size);
+  std::vector<T> scores(table_size);
+  std::vector<uint64_t> prefix_of;  // of candidate base + i, for the range's candidates
+  for (size_t t = top + 1; t-- > 0;) {
+    const DecodeStep<T>& step = steps[t];
+    const uint64_t base = step.candidates[step.prefixes[begin]];
+    if (t > 0) {
+      // Each step's prefixes are the step before's candidates, source by source: a walk
+      // from a source's candidate stays among that source's rows.
+      const DecodeStep<T>& before = steps[t - 1];
+      for (size_t s = begin; s <= end; ++s) {
+        if (step.prefixes[s] != before.candidates[before.prefixes[s]]) {
+          throw Error("step " + std::to_string(t) + ": source " + std::to_string(s) + "'s prefixes start at row " +
+                      std::to_string(step.prefixes[s]) + " but its candidates at step " + std::to_string(t - 1) +
+                      " at row " + std::to_string(before.candidates[before.prefixes[s]]) +
+                      " (a step's prefixes are the candidates of the step before)");
+        }
+      }
+      prefix_of.resize(step.candidates[step.prefixes[end]] - base);
+      for (uint64_t p = step.prefixes[begin]; p < step.prefixes[end]; ++p) {
+        for (uint64_t c = step.candidates[p]; c < step.candidates[p + 1]; ++c) prefix_of[c - base] = p;
+      }
+    }
+    for (Hypothesis& h : hyps) {
+      if (h.last < t) continue;
+      words[h.at + t] = step.ids[h.row];
+      scores[h.at + t] = step.scores[h.row];
+      if (t > 0) h.row = prefix_of[h.row - base];
+    }
+  }
+  for (const Hypothesis& h : hyps) {
+    const size_t before = out.words.size();
+    for (size_t t = 0; t <= h.last; ++t) {
+      if (t < h.last && words[h.at + t] == end_id) continue;
+      out.words.push_back(words[h.at + t]);
+      out.scores.push_back(scores[h.at + t]);
+    }
+    out.words_per_sentence.push_back(out.words.size() - before);
+  }
+}
 
 template <class T> void BeamSearchDecode(KernelContext& ctx) {
   Variable ids_var = ctx.InputVar("Ids"), scores_var = ctx.InputVar("Scores");
   if (!ids_var.IsTensorArray() || !scores_var.IsTensorArray()) throw Error("Ids and Scores must be tensor arrays");
-  const size_t steps = ids_var.TensorArraySize();
-  if (steps == 0 || scores_var.TensorArraySize() != steps) {
-    throw Error("Ids and Scores must hold the same number of steps, at least one; hold " + std::to_string(steps) +
+  const size_t step_count = ids_var.TensorArraySize();
+  if (step_count == 0 || scores_var.TensorArraySize() != step_count) {
+    throw Error("Ids and Scores must hold the same number of steps, at least one; hold " + std::to_string(step_count) +
                 " and " + std::to_string(scores_var.TensorArraySize()));
   }
-  const int64_t beam_size = ctx.Attr<int64_t>("beam_size");
   const int64_t end_id = ctx.Attr<int64_t>("end_id");
-  std::vector<LoD> lods(steps);
-  for (size_t t = 0; t < steps; ++t) {
+  std::vector<LoD> lods(step_count);
+  std::vector<DecodeStep<T>> steps(step_count);
+  double bytes = 0;
+  for (size_t t = 0; t < step_count; ++t) {
     Tensor ids = ids_var.TensorArrayAt(t), scores = scores_var.TensorArrayAt(t);
     lods[t] = ids.lod();
     if (lods[t].size() != 2 || ids.dtype() != RILL_INT64 || scores.dtype() != DataTypeOf<T>::value ||
@@ -198,66 +290,41 @@ template <class T> void BeamSearchDecode(KernelContext& ctx) {
                   " with " + std::to_string(lods[t].size()) + " levels, " + DataTypeName(scores.dtype()) + " of " +
                   std::to_string(scores.numel()));
     }
-  }
-  const size_t sources = lods[0][0].size() - 1;
-  std::vector<std::vector<Sentence<T>>> sentences(sources, std::vector<Sentence<T>>(static_cast<size_t>(beam_size)));
-  // Per source, each hypothesis's candidate row at the step being walked; empty until the
-  // source's last step (where it was dropped, or the last step) starts its hypotheses.
-  std::vector<std::vector<uint64_t>> at(sources);
-  for (size_t t = steps; t-- > 0;) {
     const LoD& lod = lods[t];
-    if (lod[0].size() != sources + 1) {
+    if (lod[0].size() != lods[0][0].size()) {
       throw Error("step " + std::to_string(t) + " has " + std::to_string(lod[0].size() - 1) + " sources, step 0 " +
-                  std::to_string(sources));
+                  std::to_string(lods[0][0].size() - 1));
     }
-    const int64_t* id = ids_var.TensorArrayAt(t).template data<int64_t>();
-    const T* score = scores_var.TensorArrayAt(t).template data<T>();
-    for (size_t s = 0; s < sources; ++s) {
-      auto& hyp = sentences[s];
-      auto& rows = at[s];
-      const uint64_t first_prefix = lod[0][s], last_prefix = lod[0][s + 1];
-      if (rows.empty()) {
-        for (uint64_t p = first_prefix; p < last_prefix; ++p) {
-          for (uint64_t c = lod[1][p]; c < lod[1][p + 1]; ++c) {
-            if (rows.size() == hyp.size()) hyp.emplace_back();
-            rows.push_back(p);
-            hyp[rows.size() - 1].words.push_back(id[c]);
-            hyp[rows.size() - 1].scores.push_back(score[c]);
-          }
-        }
-        continue;
-      }
-      for (size_t h = 0; h < rows.size(); ++h) {
-        const uint64_t c = rows[h];
-        if (id[c] != end_id || hyp[h].words.empty()) {
-          hyp[h].words.push_back(id[c]);
-          hyp[h].scores.push_back(score[c]);
-        }
-        // The prefix candidate c extends, which is a candidate of the step before.
-        uint64_t p = first_prefix;
-        while (p < last_prefix && lod[1][p + 1] <= c) ++p;
-        rows[h] = p;
-      }
+    if (lod[0].back() + 1 != lod[1].size() || lod[1].back() != static_cast<uint64_t>(ids.numel())) {
+      throw Error("step " + std::to_string(t) + ": Ids' LoD does not fit it (" + std::to_string(lod[0].back()) +
+                  " prefixes of " + std::to_string(lod[1].size() - 1) + ", " + std::to_string(lod[1].back()) +
+                  " candidates of " + std::to_string(ids.numel()) + ")");
     }
+    steps[t] = {ids.data<int64_t>(), scores.data<T>(), lod[0].data(), lod[1].data()};
+    bytes += static_cast<double>(ids.numel()) * static_cast<double>(sizeof(int64_t) + sizeof(T));
   }
-
+  // Sources are decoded apart, ranges of them on the team, each range's sentences kept
+  // apart and joined in source order, so the output does not depend on the split.
+  const int64_t sources = static_cast<int64_t>(lods[0][0].size()) - 1;
+  const int64_t chunks = ParallelChunks(sources, bytes);
+  std::vector<DecodedSources<T>> decoded(static_cast<size_t>(chunks));
+  ParallelForBlocks(sources, chunks, [&](int64_t chunk, int64_t begin, int64_t end) {
+    DecodeSources(steps, static_cast<size_t>(begin), static_cast<size_t>(end), end_id,
+                  decoded[static_cast<size_t>(chunk)]);
+  });
   std::vector<uint64_t> source_lod{0}, sentence_lod{0};
-  std::vector<int64_t> words;
-  std::vector<T> word_scores;
-  for (auto& hyp : sentences) {
-    hyp.erase(std::remove_if(hyp.begin(), hyp.end(), [](const Sentence<T>& x) { return x.words.empty(); }), hyp.end());
-    std::stable_sort(hyp.begin(), hyp.end(),
-                     [](const Sentence<T>& a, const Sentence<T>& b) { return a.scores.front() > b.scores.front(); });
-    for (const auto& x : hyp) {
-      words.insert(words.end(), x.words.rbegin(), x.words.rend());
-      word_scores.insert(word_scores.end(), x.scores.rbegin(), x.scores.rend());
-      sentence_lod.push_back(sentence_lod.back() + x.words.size());
-    }
-    source_lod.push_back(source_lod.back() + hyp.size());
+  size_t n = 0;
+  for (const auto& part : decoded) {
+    for (const uint64_t k : part.sentences_per_source) source_lod.push_back(source_lod.back() + k);
+    for (const uint64_t k : part.words_per_sentence) sentence_lod.push_back(sentence_lod.back() + k);
+    n += part.words.size();
   }
-  const int64_t n = static_cast<int64_t>(words.size());
-  std::copy(words.begin(), words.end(), ctx.AllocateOutput<int64_t>("SentenceIds", {n}));
-  std::copy(word_scores.begin(), word_scores.end(), ctx.AllocateOutput<T>("SentenceScores", {n}));
+  int64_t* words = ctx.AllocateOutput<int64_t>("SentenceIds", {static_cast<int64_t>(n)});
+  T* word_scores = ctx.AllocateOutput<T>("SentenceScores", {static_cast<int64_t>(n)});
+  for (const auto& part : decoded) {
+    words = std::copy(part.words.begin(), part.words.end(), words);
+    word_scores = std::copy(part.scores.begin(), part.scores.end(), word_scores);
+  }
   ctx.Output("SentenceIds").set_lod({source_lod, sentence_lod});
   ctx.Output("SentenceScores").set_lod({source_lod, sentence_lod});
 }

@@ -144,13 +144,15 @@ def numpy_beam_search(logp, starts, beam, steps):
     return results
 
 
-def test_a_decoding_loop_finds_the_sentences_beam_search_over_whole_sentences_finds():
+# Three sources; and 3000 (the five start words in a random order), enough that the decode
+# splits its sources across the intra-op threads.
+@pytest.mark.parametrize("starts", [[2, 4, 5], np.random.RandomState(9).randint(2, 7, 3000).tolist()])
+def test_a_decoding_loop_finds_the_sentences_beam_search_over_whole_sentences_finds(starts):
     vocab, beam, steps = 7, 3, 5
     rng = np.random.RandomState(8)
     logits = rng.normal(size=(vocab, vocab))
     logits[:, END] += 1.0  # sentences end, some before the last step
     logp = (logits - np.log(np.exp(logits).sum(1, keepdims=True))).astype("float32")
-    starts = [2, 4, 5]
     main, startup = fluid.Program(), fluid.Program()
     layers = fluid.layers
     with fluid.program_guard(main, startup):
@@ -215,3 +217,31 @@ def test_bad_input_is_refused_by_name():
             "scores": lod_tensor(np.zeros((2, 2), "float32"), [[2], [1, 1]])}
     with pytest.raises(Exception, match="one value per row of scores"):
         exe.run(main, feed=feed, fetch_list=list(out))
+
+
+@pytest.mark.parametrize("second_lod,error", [
+    # Step 1 gives source 1 prefixes from row 1, where step 0's candidates of source 1 start at row 2.
+    ([[0, 1, 3], [0, 1, 2, 3]], "source 1's prefixes start at row 1 but its candidates at step 0 at row 2"),
+    # A LoD whose last level ends past the step's rows.
+    ([[0, 2, 3], [0, 1, 2, 5]], "Ids' LoD does not fit it"),
+])
+def test_decode_refuses_steps_that_do_not_chain(second_lod, error):
+    """beam_search_decode over steps a beam search could not have made: each step's prefixes
+    must be the step before's candidates, source by source, and a LoD must fit its rows."""
+    scope = fluid.core.Scope()
+    ids, scores = scope.var("ids").get_lod_tensor_array(), scope.var("scores").get_lod_tensor_array()
+    for lod, values in (([[0, 1, 2], [0, 2, 3]], [5, 6, 7]), (second_lod, [8, 9, 10])):
+        for array, dtype in ((ids, "int64"), (scores, "float32")):
+            step = fluid.core.LoDTensor()
+            step.set(np.array(values, dtype).reshape(-1, 1), fluid.CPUPlace())
+            step.set_lod(lod)
+            array.append(step)
+    main = fluid.Program()
+    block = main.global_block()
+    for name in ("ids", "scores", "sentences", "sentence_scores"):
+        block.create_var(name=name, persistable=True)
+    block.append_op(type="beam_search_decode", inputs={"Ids": ["ids"], "Scores": ["scores"]},
+                    outputs={"SentenceIds": ["sentences"], "SentenceScores": ["sentence_scores"]},
+                    attrs={"beam_size": 2, "end_id": END})
+    with pytest.raises(Exception, match=error):
+        fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[], scope=scope)

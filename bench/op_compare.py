@@ -507,6 +507,24 @@ def standard_cases():
               "adadelta([Param], [Grad], [AvgSquaredGrad], [AvgSquaredUpdate], lr=1.0, rho=0.95, eps=1e-06, "
               "weight_decay=0.0, maximize=False)", ["AvgSquaredGrad", "AvgSquaredUpdate"])
 
+    # An embedding table [1000000, 64] updated by a batch's sparse gradient (SelectedRows of
+    # 4096 looked-up rows, a few repeated), against PyTorch's updates by the same sparse
+    # tensor: its dense add of a sparse gradient, and SparseAdam's (Adam's lazy_mode).
+    table = {"Param": x(shape=(1000000, 64)),
+             "Grad": Held("selected_rows", [Data((4096,), "int64", 0, 65536), x(shape=(4096, 64))], height=1000000)}
+    sparse = "torch.sparse_coo_tensor(Grad[0].view(1, -1), Grad[1], (1000000, 64))"
+    out.append(Case("sgd of 4096 sparse rows of [1000000, 64]", "sgd", dict(table, LearningRate=lr(0.01)), ["ParamOut"],
+                    {}, "Param.add_(%s, alpha=-0.01)" % sparse, updates={"ParamOut": "Param"}))
+    adam_state = ("Moment1", "Moment2", "Beta1Pow", "Beta2Pow")
+    out.append(Case("adam lazy_mode of 4096 sparse rows of [1000000, 64]", "adam",
+                    dict(table, LearningRate=lr(0.001), Moment1=x(shape=(1000000, 64)),
+                         Moment2=x(0, 1, (1000000, 64)), Beta1Pow=lr(0.9), Beta2Pow=lr(0.999)),
+                    ["ParamOut"] + [slot + "Out" for slot in adam_state],
+                    {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, "lazy_mode": True},
+                    fn + "sparse_adam([Param], [%s], [Moment1], [Moment2], [1], eps=1e-08, beta1=0.9, beta2=0.999, "
+                    "lr=0.001, maximize=False)" % sparse,
+                    updates=dict({"ParamOut": "Param"}, **{slot + "Out": slot for slot in adam_state})))
+
     # The sampled and tree losses of word2vec-style models, 4096 rows of 64 against 10,000
     # classes, against the same computation in torch: nce's uniform sampler (10 noise classes
     # a row, drawn anew each call, as Rill's are) and its cost -log(o / (o + b)) for the label,

@@ -12,9 +12,10 @@ from a fixed seed:
  - Rill: a one-op rill.fluid program, its feeds rill.empty arrays (borrowed, not copied),
    the inputs no feed makes (SelectedRows, tensor arrays) put into its scope beforehand,
    nothing fetched, so that what is timed is the executor running the kernel;
- - PyTorch: the same computation in torch (1.13, Debian's), in a process of its own (two
-   OpenMP runtimes in one process slow each other), torch.no_grad(), the same thread count
-   (RILL_BENCH_THREADS, default 2: one per core of these machines).
+ - PyTorch: the same computation in torch (1.13, Debian's; for edit_distance, which torch
+   lacks, python-Levenshtein's), in a process of its own (two OpenMP runtimes in one
+   process slow each other), torch.no_grad(), the same thread count (RILL_BENCH_THREADS,
+   default 2: one per core of these machines).
 Both processes run with glibc's malloc keeping freed memory (timing.keep_freed_memory):
 PyTorch allocates its outputs and temporaries anew each call, and without it its time for
 large tensors would be mostly page faults.
@@ -295,6 +296,12 @@ def standard_cases():
         {"beam_size": 4, "end_id": 0, "level": 0},
         "(lambda best: (ids.view(1024, 256).gather(1, best.indices), best.values, best.indices // 64))("
         "scores.view(1024, 256).topk(4))", ("selected_ids", "selected_scores", "parent_idx"))
+    # Edit distances of 1024 pairs of 16-48 ids against python-Levenshtein's C distance, each
+    # sequence one of its strings (a character an id, made once, as its users hold them).
+    pairs = _lens(1024, 16, 48)
+    tokens = lambda seed: Data((sum(pairs[0]), 1), "int64", 0, 20, seed, lens=pairs)  # noqa: E731
+    add("edit_distance of 1024 pairs of sequences of [16-48] ids", "edit_distance", {"Hyps": tokens(0), "Refs": tokens(1)},
+        {"normalized": True}, "levenshtein(Hyps, Refs, %r)" % pairs[0], ("Out", "SequenceNum"))
     # A CRF of 32 tags over 64 sequences of 64 positions, against the forward algorithm and
     # Viterbi written in torch a step at a time, as PyTorch's CRF layers do.
     crf = {"Emission": Data((4096, 32), lens=[[64] * 64]), "Transition": x(shape=(34, 32))}
@@ -677,9 +684,6 @@ def bandwidth_cases():
     add("chunk_eval IOB of 1024 sequences of [512-1536] tags", "chunk_eval",
         {"Inference": ids(0, 9), "Label": ids(0, 9)}, {"num_chunk_types": 4, "chunk_scheme": "IOB"},
         ("Precision", "Recall", "F1-Score", "NumInferChunks", "NumLabelChunks", "NumCorrectChunks"))
-    tokens = Data((rows, 1), "int64", 0, 20, lens=short)
-    add("edit_distance of 1024 pairs of sequences of [16-48] ids", "edit_distance", {"Hyps": tokens, "Refs": tokens},
-        {"normalized": True}, ("Out", "SequenceNum"))
     # Fluid's optimizers PyTorch has none of, on a [1024, 4096] parameter, updated in place.
     param = {"Param": Data((1024, 4096)), "Grad": Data((1024, 4096)), "LearningRate": Data((1,), lo=0.01, hi=0.01)}
     for op, state, attrs in (("lars_momentum", {"Velocity": Data((1024, 4096))}, {"mu": 0.9, "lars_weight_decay": 0.0005}),
@@ -700,11 +704,28 @@ DETECTION = {"box_coder", "density_prior_box", "iou_similarity", "matrix_nms", "
              "multiclass_nms3", "prior_box", "roi_align", "roi_pool", "yolo_box"}
 
 
+def _levenshtein():
+    """python-Levenshtein's distance of each pair of sequences (ids of two flat tensors, cut by
+    `lengths`), over the reference's length: its inputs turned into strings on the first call
+    with those tensors, as its users hold them, so that a call times the distances alone."""
+    import Levenshtein
+    strings = {}
+
+    def distances(hyps, refs, lengths):
+        key = (hyps.data_ptr(), refs.data_ptr())
+        if key not in strings:
+            ends = np.cumsum(lengths)
+            cut = lambda t: ["".join(chr(0x100 + int(i)) for i in seq) for seq in np.split(t.numpy().ravel(), ends[:-1])]  # noqa: E731
+            strings[key] = list(zip(cut(hyps), cut(refs)))
+        return [Levenshtein.distance(a, b) / len(b) for a, b in strings[key]]
+    return distances
+
+
 def _torch_env():
     import torch
     import torch.nn.functional as F
     torch.set_num_threads(THREADS)
-    return {"torch": torch, "F": F}
+    return {"torch": torch, "F": F, "levenshtein": _levenshtein()}
 
 
 def _per_call(fn):

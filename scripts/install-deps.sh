@@ -16,8 +16,8 @@ packages=(
   # the Python package (rill.fluid) and its tests
   pybind11-dev python3-dev python3-protobuf python3-pytest
   # the model ops' independent reference, and the models' benchmark peer; the detection
-  # ops' peer (torchvision.ops)
-  python3-torch python3-torchvision
+  # ops' peer (torchvision.ops); edit_distance's peer in bench/op_compare.py
+  python3-torch python3-torchvision python3-levenshtein
   # Paddle's own op tests (tests/paddle/run_op_tests.py) compute some expected values with it
   python3-scipy
   # the CSP benchmarks' peer: the same benchmarks in Go

@@ -30,6 +30,7 @@
 #include "broadcast.h"
 #include "kernels.h"
 #include "ops.h"
+#include "optimizer_loops.h"
 #include "parallel_for.h"
 #include "reduction.h"
 #include "selected_rows.h"
@@ -398,33 +399,21 @@ template <class T> void Adadelta(KernelContext& ctx) {
 // FTRL-proximal (McMahan et al.) as Paddle's ftrl kernel computes it, on `g` (rows of
 // `width` at rows `at` of the parameter, or all of it when `at` is null).
 template <class T> void FtrlUpdate(KernelContext& ctx, const T* g, const std::vector<int64_t>* at, int64_t width) {
-  const T lr = LearningRate<T>(ctx);
-  const T l1 = static_cast<T>(ctx.Attr<float>("l1")) + static_cast<T>(1e-10);
-  const T l2 = static_cast<T>(ctx.Attr<float>("l2")) + static_cast<T>(1e-10);
-  const T power = static_cast<T>(ctx.Attr<float>("lr_power"));
-  const auto rate = [power](const auto& n) -> BlockVec<T> {
-    return power == T(-0.5) ? BlockVec<T>(n.sqrt()) : BlockVec<T>(n.pow(-power));
-  };
-  auto sq = Accumulator<T>(ctx, "SquaredAccumOut", "SquaredAccumulator");
-  auto lin = Accumulator<T>(ctx, "LinearAccumOut", "LinearAccumulator");
-  auto p = InPlace<T>(ctx, "ParamOut", "Param");
-  const auto update = [&](int64_t offset, int64_t n, const T* gp) {
-    const ConstVecMap<T> gv(gp, n);
-    auto sqs = sq.segment(offset, n), lins = lin.segment(offset, n), ps = p.segment(offset, n);
-    const BlockVec<T> next = sqs + gv.square(), next_rate = rate(next);
-    lins += gv - (next_rate - rate(BlockVec<T>(sqs))) / lr * ps;
-    const BlockVec<T> shrunk = (l1 * lins.sign() - lins) / (next_rate / lr + T(2) * l2);
-    ps = (lins.abs() > l1).select(shrunk, T(0));
-    sqs = next;
-  };
+  const FtrlRates<T> rates{LearningRate<T>(ctx), static_cast<T>(ctx.Attr<float>("l1")) + static_cast<T>(1e-10),
+                           static_cast<T>(ctx.Attr<float>("l2")) + static_cast<T>(1e-10),
+                           static_cast<T>(ctx.Attr<float>("lr_power"))};
+  const FtrlLoop<T> steps = FtrlLoopFor<T>();
+  T* sq = Accumulator<T>(ctx, "SquaredAccumOut", "SquaredAccumulator").data();
+  T* lin = Accumulator<T>(ctx, "LinearAccumOut", "LinearAccumulator").data();
+  T* p = InPlace<T>(ctx, "ParamOut", "Param").data();
   if (at == nullptr) {
-    ForEachBlock<T>(p.size(), 7, [&](int64_t b, int64_t n) { update(b, n, g + b); });
-  } else {
-    for (size_t i = 0; i < at->size(); ++i) {
-      for (int64_t b = 0; b < width; b += kBlock) {
-        update((*at)[i] * width + b, std::min(kBlock, width - b), g + static_cast<int64_t>(i) * width + b);
-      }
-    }
+    const int64_t n = ctx.Input("Param").numel();
+    ForEachBlock<T>(n, 7, [&](int64_t b, int64_t k) { steps(p + b, sq + b, lin + b, g + b, k, rates); });
+    return;
+  }
+  for (size_t i = 0; i < at->size(); ++i) {
+    const int64_t b = (*at)[i] * width;
+    steps(p + b, sq + b, lin + b, g + static_cast<int64_t>(i) * width, width, rates);
   }
 }
 

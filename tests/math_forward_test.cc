@@ -2728,6 +2728,97 @@ TEST_F(MathForward, RowConvLooksAheadWithinEachSequence) {
   ExpectNear(Values("batched"), {21, 32, 3});
 }
 
+// row_conv over rows wider than a vector (37: whole vectors and a tail), a lookahead of 4
+// over sequences shorter and longer than it, both element types: each element the sum of
+// its products in k's order, the bits of that sum written out (every instruction set keeps
+// the products and sums apart).
+TYPED_TEST(FloatOps, RowConvSumsItsLookaheadInOrder) {
+  using T = TypeParam;
+  const int64_t d = 37, context = 4;
+  const std::vector<uint64_t> offsets = {0, 1, 3, 9, 20};
+  const int64_t rows = static_cast<int64_t>(offsets.back());
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<double> value(-1, 1);
+  std::vector<double> x(static_cast<size_t>(rows * d)), w(static_cast<size_t>(context * d));
+  for (double& v : x) v = static_cast<double>(static_cast<T>(value(rng)));
+  for (double& v : w) v = static_cast<double>(static_cast<T>(value(rng)));
+  this->template Set<T>("x", {rows, d}, x);
+  this->scope()->FindVar("x")->GetMutableTensor()->mutable_lod() = {offsets};
+  this->template Set<T>("w", {context, d}, w);
+  this->Op("row_conv").Input("X", "x").Input("Filter", "w").Output("Out", "out");
+  ASSERT_EQ(this->Run(), "");
+  const std::vector<double> got = this->Values("out");
+  for (size_t s = 0; s + 1 < offsets.size(); ++s) {
+    for (auto t = static_cast<int64_t>(offsets[s]); t < static_cast<int64_t>(offsets[s + 1]); ++t) {
+      for (int64_t j = 0; j < d; ++j) {
+        T sum = static_cast<T>(x[t * d + j]) * static_cast<T>(w[j]);
+        for (int64_t k = 1; k < context && t + k < static_cast<int64_t>(offsets[s + 1]); ++k) {
+          sum += static_cast<T>(x[(t + k) * d + j]) * static_cast<T>(w[k * d + j]);
+        }
+        ASSERT_EQ(static_cast<T>(got[t * d + j]), sum) << "row " << t << ", column " << j;
+      }
+    }
+  }
+}
+
+// ftrl's dense update (Paddle's formula, lr_power -0.5 by roots and -0.6 by powers) over a
+// parameter wider than a vector, against the formula in long double: within a few ulps
+// (an instruction set may fuse a product into a sum).
+TYPED_TEST(FloatOps, FtrlFollowsPaddlesFormula) {
+  using T = TypeParam;
+  const int64_t n = 111;
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<double> value(-1, 1), positive(0.1, 1);
+  std::vector<double> param(n), grad(n), squared(n), linear(n);
+  for (int64_t i = 0; i < n; ++i) {
+    param[i] = static_cast<T>(value(rng));
+    grad[i] = static_cast<T>(value(rng));
+    squared[i] = static_cast<T>(positive(rng));
+    linear[i] = static_cast<T>(value(rng));
+  }
+  const double lr = 0.02, l1 = 0.1, l2 = 0.2;
+  for (const double power : {-0.5, -0.6}) {
+    SCOPED_TRACE(power);
+    const std::string tag = std::to_string(power);
+    this->template Set<T>("p" + tag, {n}, param);
+    this->template Set<T>("g" + tag, {n}, grad);
+    this->template Set<T>("sq" + tag, {n}, squared);
+    this->template Set<T>("lin" + tag, {n}, linear);
+    this->template Set<T>("lr" + tag, {1}, {lr});
+    this->Op("ftrl")
+        .Input("Param", "p" + tag)
+        .Input("Grad", "g" + tag)
+        .Input("SquaredAccumulator", "sq" + tag)
+        .Input("LinearAccumulator", "lin" + tag)
+        .Input("LearningRate", "lr" + tag)
+        .Output("ParamOut", "p" + tag)
+        .Output("SquaredAccumOut", "sq" + tag)
+        .Output("LinearAccumOut", "lin" + tag)
+        .Attr("l1", static_cast<float>(l1))
+        .Attr("l2", static_cast<float>(l2))
+        .Attr("lr_power", static_cast<float>(power));
+    ASSERT_EQ(this->Run(), "");
+    this->pb_ = core::ProgramBuilder();
+    const std::vector<double> got_p = this->Values("p" + tag), got_sq = this->Values("sq" + tag),
+                              got_lin = this->Values("lin" + tag);
+    using Wide = long double;
+    const Wide l1e = static_cast<Wide>(static_cast<float>(l1)) + 1e-10L;
+    const Wide l2e = static_cast<Wide>(static_cast<float>(l2)) + 1e-10L;
+    const Wide lre = static_cast<T>(lr);
+    const Wide exponent = -static_cast<Wide>(static_cast<T>(static_cast<float>(power)));  // lr_power, a float
+    const auto rate = [&](Wide a) { return power == -0.5 ? std::sqrt(a) : std::pow(a, exponent); };
+    for (int64_t i = 0; i < n; ++i) {
+      const Wide next = Wide(squared[i]) + Wide(grad[i]) * Wide(grad[i]);
+      const Wide lin = Wide(linear[i]) + Wide(grad[i]) - (rate(next) - rate(Wide(squared[i]))) / lre * Wide(param[i]);
+      const Wide p = std::fabs(lin) > l1e ? (l1e * (lin > 0 ? 1 : -1) - lin) / (rate(next) / lre + 2 * l2e) : 0;
+      const double tol = 64 * std::numeric_limits<T>::epsilon();
+      EXPECT_NEAR(got_sq[i], static_cast<double>(next), tol * static_cast<double>(std::fabs(next))) << i;
+      EXPECT_NEAR(got_lin[i], static_cast<double>(lin), tol * (1 + static_cast<double>(std::fabs(lin)))) << i;
+      EXPECT_NEAR(got_p[i], static_cast<double>(p), tol * (1 + static_cast<double>(std::fabs(p)))) << i;
+    }
+  }
+}
+
 // With identity activations a recurrence is arithmetic to follow by hand. The LSTM (hidden
 // size 1, gates candidate, input, forget, output): step 0 from zero states, step 1 from
 // step 0's h through the weight.

@@ -11,6 +11,7 @@
 #include "kernels.h"
 #include "ops.h"
 #include "parallel_for.h"
+#include "row_conv_loops.h"
 #include "sequence.h"
 
 namespace rill::math {
@@ -48,15 +49,6 @@ template <class F> void ForEachLookahead(const Rows& r, int64_t context, F f) {
   }
 }
 
-// out[0, d) = the sum over k < reach of x[k * d + j] * w[k * d + j], in k's order.
-template <class T>
-void AddLookahead(T* __restrict out, const T* __restrict x, const T* __restrict w, int64_t reach, int64_t d) {
-  for (int64_t j = 0; j < d; ++j) out[j] = x[j] * w[j];
-  for (int64_t k = 1; k < reach; ++k) {
-    for (int64_t j = 0; j < d; ++j) out[j] += x[k * d + j] * w[k * d + j];
-  }
-}
-
 template <class T> void RowConv(KernelContext& ctx) {
   Tensor x = ctx.Input("X"), filter = ctx.Input("Filter");
   const Rows r = RowsOf(ctx, x, filter);
@@ -64,6 +56,7 @@ template <class T> void RowConv(KernelContext& ctx) {
   const std::vector<std::vector<uint64_t>> lod = x.lod();
   const T *px = x.data<T>(), *pw = filter.data<T>();
   const int64_t d = r.width, seqs = static_cast<int64_t>(r.offsets.size()) - 1;
+  const LookaheadLoop<T> add_lookahead = LookaheadLoopFor<T>();
   // A row of Out at a time, whole (its K terms added in k's order), in sequence chunks on
   // the team: each row written once, its inputs a few rows that stay in cache.
   WriteOutput<T>(ctx, "Out", {"X", "Filter"}, x.dims(), [&](T* p) {
@@ -71,7 +64,7 @@ template <class T> void RowConv(KernelContext& ctx) {
       for (int64_t s = first; s < last; ++s) {
         const auto end = static_cast<int64_t>(r.offsets[static_cast<size_t>(s) + 1]);
         for (auto t = static_cast<int64_t>(r.offsets[static_cast<size_t>(s)]); t < end; ++t) {
-          AddLookahead(p + t * d, px + t * d, pw, std::min(context, end - t), d);
+          add_lookahead(p + t * d, px + t * d, pw, std::min(context, end - t), d);
         }
       }
     });

@@ -13,9 +13,7 @@
 namespace rill::math {
 
 // Paddle's ftrl_op: l1 and l2 as given plus 1e-10, power its lr_power.
-template <class T> struct FtrlRates {
-  T lr, l1, l2, power;
-};
+template <class T> struct FtrlRates { T lr, l1, l2, power; };
 
 // For i < n, with rate(a) = sqrt(a) for power -0.5, else a^-power:
 //   next = squared[i] + grad[i]^2

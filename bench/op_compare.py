@@ -402,6 +402,11 @@ def standard_cases():
         "F.conv_transpose2d(Input, Filter, stride=2, padding=1, groups=64)", ("Output",))
     add("pool2d max 2x2 s2 [64, 64, 56, 56]", "pool2d", {"X": x(shape=(64, 64, 56, 56))},
         {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2]}, "F.max_pool2d(X, 2, 2)")
+    add("max_pool2d_with_index 2x2 s2 [64, 64, 56, 56]", "max_pool2d_with_index", {"X": x(shape=(64, 64, 56, 56))},
+        {"ksize": [2, 2], "strides": [2, 2]}, "F.max_pool2d(X, 2, 2, return_indices=True)", ("Out", "Mask"))
+    add("max_pool3d_with_index 2x2x2 s2 [8, 32, 32, 56, 56]", "max_pool3d_with_index",
+        {"X": x(shape=(8, 32, 32, 56, 56))}, {"ksize": [2, 2, 2], "strides": [2, 2, 2]},
+        "F.max_pool3d(X, 2, 2, return_indices=True)", ("Out", "Mask"))
     add("pool2d avg 3x3 s1 p1 [16, 64, 56, 56]", "pool2d", {"X": x(shape=(16, 64, 56, 56))},
         {"pooling_type": "avg", "ksize": [3, 3], "strides": [1, 1], "paddings": [1, 1]},
         "F.avg_pool2d(X, 3, 1, 1)")

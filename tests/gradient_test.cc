@@ -756,6 +756,23 @@ std::vector<GradCase> Cases() {
                        attrs(op);
                      }});
   }
+  cases.push_back({"max_pool2d_with_index_padded", {{"x", {2, 2, 3, 5}}}, [](core::BlockBuilder& b) {
+                     b.Op("max_pool2d_with_index")
+                         .Input("X", "x")
+                         .Output("Out", "out")
+                         .Output("Mask", "mask")
+                         .Attr("ksize", std::vector<int64_t>{2, 2})
+                         .Attr("strides", std::vector<int64_t>{2, 1})
+                         .Attr("paddings", std::vector<int64_t>{1, 0});
+                   }});
+  cases.push_back({"max_pool3d_with_index_adaptive", {{"x", {1, 2, 3, 4, 5}}}, [](core::BlockBuilder& b) {
+                     b.Op("max_pool3d_with_index")
+                         .Input("X", "x")
+                         .Output("Out", "out")
+                         .Output("Mask", "mask")
+                         .Attr("ksize", std::vector<int64_t>{2, 2, 3})
+                         .Attr("adaptive", true);
+                   }});
   const auto conv = [](const std::string& type, std::vector<int64_t> x, std::vector<int64_t> w,
                        std::function<void(core::OpBuilder&)> attrs) {
     return GradCase{type + "_" + std::to_string(x[1]) + "x" + std::to_string(w[0]) + "_" + std::to_string(w[2]) +

@@ -1,6 +1,7 @@
 // Forward math ops against reference values worked out by hand, for every dtype each op
 // registers; plus the dtype and shape errors users will hit.
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -776,6 +777,59 @@ TEST_F(MathForward, MaxPoolGradientGoesToTheFirstLargestWithOrWithoutOut) {
     const std::string error = Run();
     EXPECT_NE(error.find("Out [1, 1, 1, 1] is not X's pooling, [1, 1, 1, 2]"), std::string::npos) << error;
   }
+}
+
+// max_pool2d/3d_with_index as Paddle's: each window's first element above all before it
+// from -FLT_MAX (a NaN or -inf never taken; a window of only those gives -FLT_MAX and -1),
+// Mask its index within the plane; the gradient adds Out@GRAD at Mask, twice where two
+// windows chose one element, nowhere for -1; global pooling over a volume.
+TEST_F(MathForward, MaxPoolWithIndexTakesTheFirstLargestAboveFltMax) {
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  Set<float>("x", {1, 1, 2, 3}, {nan, 5, 5, -inf, 7, -inf});
+  Op("max_pool2d_with_index")
+      .Input("X", "x")
+      .Output("Out", "out")
+      .Output("Mask", "mask")
+      .Attr("ksize", std::vector<int64_t>{1, 2});
+  Set<float>("g", {1, 1, 2, 2}, {1, 10, 100, 1000});
+  Op("max_pool2d_with_index_grad")
+      .Input("X", "x")
+      .Input("Mask", "mask")
+      .Input("Out@GRAD", "g")
+      .Output("X@GRAD", "dx")
+      .Attr("ksize", std::vector<int64_t>{1, 2});
+  Set<double>("empty", {1, 1, 1, 2}, {nan, -inf});
+  Op("max_pool2d_with_index")
+      .Input("X", "empty")
+      .Output("Out", "empty_out")
+      .Output("Mask", "empty_mask")
+      .Attr("ksize", std::vector<int64_t>{1, 2});
+  Set<double>("v", {1, 2, 2, 1, 2}, {1, 4, 3, 2, -1, -2, -4, -3});
+  Op("max_pool3d_with_index")
+      .Input("X", "v")
+      .Output("Out", "v_out")
+      .Output("Mask", "v_mask")
+      .Attr("ksize", std::vector<int64_t>{1, 1, 1})
+      .Attr("global_pooling", true);
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("out"), (std::vector<double>{5, 5, 7, 7}));
+  EXPECT_EQ(Values("mask"), (std::vector<double>{1, 1, 4, 4}));
+  EXPECT_EQ(Values("dx"), (std::vector<double>{0, 11, 0, 0, 1100, 0}));
+  EXPECT_EQ(Values("empty_out"), (std::vector<double>{-FLT_MAX}));
+  EXPECT_EQ(Values("empty_mask"), (std::vector<double>{-1}));
+  EXPECT_EQ(Dims("v_out"), (std::vector<int64_t>{1, 2, 1, 1, 1}));
+  EXPECT_EQ(Values("v_out"), (std::vector<double>{4, -1}));
+  EXPECT_EQ(Values("v_mask"), (std::vector<double>{1, 0}));
+  pb_ = core::ProgramBuilder();
+  Set<int32_t>("bad_mask", {1, 1, 2, 2}, {1, 1, 6, 4});
+  Op("max_pool2d_with_index_grad")
+      .Input("X", "x")
+      .Input("Mask", "bad_mask")
+      .Input("Out@GRAD", "g")
+      .Output("X@GRAD", "bad_dx")
+      .Attr("ksize", std::vector<int64_t>{1, 2});
+  const std::string error = Run();
+  EXPECT_NE(error.find("Mask[2] = 6 is not an index within a plane of X [1, 1, 2, 3]"), std::string::npos) << error;
 }
 
 // Max pooling's gradient against a search of each window written here, in the geometries

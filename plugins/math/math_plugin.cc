@@ -18,6 +18,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterTopK(r);
   rill::math::RegisterSlice(r);
   rill::math::RegisterPool(r);
+  rill::math::RegisterPoolWithIndex(r);
   rill::math::RegisterConv(r);
   rill::math::RegisterReduce(r);
   rill::math::RegisterMatMul(r);

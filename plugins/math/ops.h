@@ -23,6 +23,7 @@ void RegisterDropout(Registrar& r);
 void RegisterTopK(Registrar& r);
 void RegisterSlice(Registrar& r);
 void RegisterPool(Registrar& r);
+void RegisterPoolWithIndex(Registrar& r);
 void RegisterConv(Registrar& r);
 void RegisterReduce(Registrar& r);
 void RegisterMatMul(Registrar& r);

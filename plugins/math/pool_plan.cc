@@ -5,11 +5,8 @@
 #include "shape.h"
 
 namespace rill::math {
-namespace {
-
-// The windows along a dim of `in` for kernel `k`, stride `s`, padding `before`/`after`.
-Windows Slide(int64_t in, int64_t k, int64_t s, int64_t before, int64_t after, bool ceil_mode, bool adaptive,
-              int64_t out_size) {
+Windows SlideWindows(int64_t in, int64_t k, int64_t s, int64_t before, int64_t after, bool ceil_mode, bool adaptive,
+                     int64_t out_size) {
   Windows w;
   w.full = k;
   if (adaptive) {
@@ -44,8 +41,6 @@ Windows Slide(int64_t in, int64_t k, int64_t s, int64_t before, int64_t after, b
   }
   return w;
 }
-
-}  // namespace
 
 PoolPlan PoolPlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
   PoolPlan p;
@@ -95,8 +90,8 @@ PoolPlan PoolPlanOf(KernelContext& ctx, const std::vector<int64_t>& d) {
     CheckedCount(p.nhwc ? std::vector<int64_t>{p.n, k[0], k[1], p.c} : std::vector<int64_t>{p.n, p.c, k[0], k[1]},
                  sizeof(double), "pool2d's adaptive output (ksize)");
   }
-  p.rows = Slide(p.h, k[0], s[0], pad[0], pad[1], ceil_mode, p.adaptive, k[0]);
-  p.cols = Slide(p.w, k[1], s[1], pad[2], pad[3], ceil_mode, p.adaptive, k[1]);
+  p.rows = SlideWindows(p.h, k[0], s[0], pad[0], pad[1], ceil_mode, p.adaptive, k[0]);
+  p.cols = SlideWindows(p.w, k[1], s[1], pad[2], pad[3], ceil_mode, p.adaptive, k[1]);
   const auto oh = static_cast<int64_t>(p.rows.begin.size()), ow = static_cast<int64_t>(p.cols.begin.size());
   p.out_dims = p.nhwc ? std::vector<int64_t>{p.n, oh, ow, p.c} : std::vector<int64_t>{p.n, p.c, oh, ow};
   const auto empty = [](const Windows& ws) {

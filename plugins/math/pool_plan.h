@@ -1,7 +1,7 @@
-// plugins/math/pool_plan.h — pool2d's windows, as the CPU and CUDA kernels read them from
-// X's dims and the op's attributes (ksize, strides, paddings, padding_algorithm,
-// ceil_mode, global_pooling, adaptive, exclusive, data_format), already checked: every
-// window is non-empty.
+// plugins/math/pool_plan.h — the windows along one dim that the pooling ops share, and
+// pool2d's, as the CPU and CUDA kernels read them from X's dims and the op's attributes
+// (ksize, strides, paddings, padding_algorithm, ceil_mode, global_pooling, adaptive,
+// exclusive, data_format), already checked: every window is non-empty.
 #ifndef RILL_PLUGINS_MATH_POOL_PLAN_H_
 #define RILL_PLUGINS_MATH_POOL_PLAN_H_
 
@@ -19,6 +19,13 @@ struct Windows {
   std::vector<int64_t> begin, end;
   int64_t full = 1;
 };
+
+// The windows along a dim of `in` for kernel `k`, stride `s`, padding `before` and
+// `after` (ceil_mode: a last partial window counts); adaptive: `out_size` windows that
+// split `in` evenly (k, s and the paddings unused). Throws Error where the sizes overflow,
+// the window is larger than the padded input or a window lies wholly in the padding.
+Windows SlideWindows(int64_t in, int64_t k, int64_t s, int64_t before, int64_t after, bool ceil_mode, bool adaptive,
+                     int64_t out_size);
 
 struct PoolPlan {
   bool nhwc = false, max = true, exclusive = true, adaptive = false;

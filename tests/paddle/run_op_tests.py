@@ -33,7 +33,7 @@ elementwise_sub_op expand_as_v2_op expand_op expand_v2_op fc_op fill_any_like_op
 flatten2_op flatten_contiguous_range_op flip gather_op gaussian_random_op group_norm_op index_select_op
 instance_norm_op isfinite_op label_smooth_op layer_norm_op log_softmax lookup_table_op lookup_table_v2_op matmul_op
 matmul_v2_op mean_op mish_op momentum_op mul_op nearest_interp_op nearest_interp_v2_op one_hot_op one_hot_v2_op
-pad2d_op pad3d_op pad_op pool2d_op prelu_op range reduce_op reshape_op rmsprop_op roll_op scale_op selu_op sgd_op
+pad2d_op pad3d_op pad_op pool2d_op pool_max_op prelu_op range reduce_op reshape_op rmsprop_op roll_op scale_op selu_op sgd_op
 shape_op sigmoid_cross_entropy_with_logits_op sign_op slice_op softmax_op softmax_with_cross_entropy_op split_op
 squared_l2_norm_op squeeze2_op stack_op sum_op tile_op top_k_op top_k_v2_op transpose_op uniform_random_op
 unsqueeze2_op where_op

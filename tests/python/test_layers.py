@@ -527,3 +527,29 @@ def test_convolutions_refuse_groups_that_are_not_positive_ints(groups):
     for layer in (layers.conv2d, layers.conv2d_transpose):
         with pytest.raises(ValueError, match="%s: groups must be a positive int, got %r" % (layer.__name__, groups)):
             layer(x, num_filters=4, filter_size=3, groups=groups)
+
+
+def test_adaptive_pool2d_with_and_without_its_index(exe):
+    """Fluid 1.x's adaptive_pool2d: windows split H and W evenly (row i of 3 over 7 rows:
+    floor(7 i / 3) up to ceil(7 (i + 1) / 3)); require_index also gives each maximum's
+    index within its plane, which a gather of the plane reads back."""
+    x = layers.data(name="x", shape=[3, 7, 5], dtype="float32")
+    maxed, mask = layers.adaptive_pool2d(x, [3, 2], require_index=True)
+    averaged = layers.adaptive_pool2d(x, [3, 2], pool_type="avg")
+    assert maxed.shape == (-1, 3, 3, 2) and mask.shape == (-1, 3, 3, 2)
+    xs = RNG.randn(2, 3, 7, 5).astype("float32")
+    got_max, got_mask, got_avg = run(exe, [maxed, mask, averaged], {"x": xs})
+    assert got_mask.dtype == np.int32
+    rows = [(7 * i // 3, -(-7 * (i + 1) // 3)) for i in range(3)]
+    cols = [(5 * j // 2, -(-5 * (j + 1) // 2)) for j in range(2)]
+    want_max = np.array([[[[xs[n, c, r0:r1, c0:c1].max() for c0, c1 in cols] for r0, r1 in rows]
+                          for c in range(3)] for n in range(2)])
+    want_avg = np.array([[[[xs[n, c, r0:r1, c0:c1].mean() for c0, c1 in cols] for r0, r1 in rows]
+                          for c in range(3)] for n in range(2)])
+    np.testing.assert_array_equal(got_max, want_max)
+    np.testing.assert_allclose(got_avg, want_avg, rtol=1e-6)
+    planes = xs.reshape(2, 3, 35)
+    np.testing.assert_array_equal(np.take_along_axis(planes, got_mask.reshape(2, 3, 6), 2).reshape(got_max.shape),
+                                  got_max)
+    with pytest.raises(ValueError, match="require_index needs pool_type 'max'"):
+        layers.adaptive_pool2d(x, 2, pool_type="avg", require_index=True)

@@ -16,7 +16,7 @@ from rill.fluid.layers.tensor_attrs import int_list_argument
 from rill.fluid.param_attr import ParamAttr
 
 __all__ = [
-    "fc", "embedding", "conv2d", "conv2d_transpose", "pool2d", "batch_norm", "layer_norm", "dropout", "cross_entropy",
+    "fc", "embedding", "conv2d", "conv2d_transpose", "pool2d", "adaptive_pool2d", "batch_norm", "layer_norm", "dropout", "cross_entropy",
     "square_error_cost", "softmax_with_cross_entropy", "accuracy", "topk", "mean", "mul", "matmul", "softmax",
     "reshape", "transpose", "split", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
     "reduce_all", "reduce_any", "scale", "clip",
@@ -301,6 +301,28 @@ def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, 
         attrs.update(padding_algorithm=algorithm, data_format=data_format)
     helper.append_op(type="pool2d", inputs={"X": input}, outputs={"Out": pool_out}, attrs=attrs)
     return pool_out
+
+
+def adaptive_pool2d(input, pool_size, pool_type="max", require_index=False, name=None):
+    """Fluid 1.x's: NCHW pooling whose windows split H and W evenly into pool_size (Out's
+    H and W); require_index (max only) also returns each maximum's index within its plane,
+    int32 (max_pool2d_with_index), as (out, mask)."""
+    if pool_type not in ("max", "avg"):
+        raise ValueError("adaptive_pool2d: pool_type must be 'max' or 'avg', got %r" % (pool_type,))
+    if require_index and pool_type != "max":
+        raise ValueError("adaptive_pool2d: require_index needs pool_type 'max', got %r" % (pool_type,))
+    helper = LayerHelper("adaptive_pool2d", **locals())
+    pool_size = _pair(pool_size, "pool_size")
+    out_shape = list(input.shape[:2]) + list(pool_size)
+    pool_out = _tmp(helper, helper.input_dtype(), out_shape)
+    if not require_index:
+        helper.append_op(type="pool2d", inputs={"X": input}, outputs={"Out": pool_out},
+                         attrs={"pooling_type": pool_type, "ksize": pool_size, "adaptive": True})
+        return pool_out
+    mask = _tmp(helper, "int32", out_shape, stop_gradient=True)
+    helper.append_op(type="max_pool2d_with_index", inputs={"X": input}, outputs={"Out": pool_out, "Mask": mask},
+                     attrs={"ksize": pool_size, "adaptive": True})
+    return pool_out, mask
 
 
 def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, param_attr=None, bias_attr=None,

@@ -187,7 +187,7 @@ std::vector<GradCase> Cases() {
                        if (attrs) attrs(op);
                      }});
   }
-  // The reshape family and transpose2 on a [2, 1, 3, 4] parameter.
+  // The reshape family and transpose2 on a [2, 1, 3, 4] parameter, and their first forms.
   const std::vector<std::pair<std::string, std::function<void(core::OpBuilder&)>>> reshapes = {
       {"reshape2",
        [](core::OpBuilder& o) {
@@ -209,6 +209,15 @@ std::vector<GradCase> Cases() {
   for (const auto& [type, attrs] : reshapes) {
     cases.push_back({type, {{"x", {2, 1, 3, 4}}}, [type = type, attrs = attrs](core::BlockBuilder& b) {
                        core::OpBuilder op = b.Op(type).Input("X", "x").Output("Out", "out").Output("XShape", "xshape");
+                       attrs(op);
+                     }});
+  }
+  // Fluid 1.x's first forms, without XShape.
+  for (const auto& [type, attrs] : reshapes) {
+    if (type.back() != '2') continue;
+    const std::string first = type.substr(0, type.size() - 1);
+    cases.push_back({first, {{"x", {2, 1, 3, 4}}}, [first, attrs = attrs](core::BlockBuilder& b) {
+                       core::OpBuilder op = b.Op(first).Input("X", "x").Output("Out", "out");
                        attrs(op);
                      }});
   }

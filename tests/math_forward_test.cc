@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -134,6 +135,42 @@ TEST_F(MathForward, TransposeNeedsAPermutation) {
   Op("transpose2").Input("X", "x").Output("Out", "y").Attr("axis", std::vector<int64_t>{1, 1});
   const std::string error = Run();
   EXPECT_NE(error.find("axis [1, 1] is not a permutation: 1 repeats"), std::string::npos) << error;
+}
+
+// Fluid 1.x's first forms of the shape ops (reshape, flatten, squeeze, unsqueeze, transpose),
+// which programs saved then hold, give what their second forms give, without XShape, and
+// have gradients.
+TEST_F(MathForward, FirstFormsOfTheShapeOpsMatchTheirSecond) {
+  Set<float>("x", {2, 1, 3}, {1, 2, 3, 4, 5, 6});
+  const std::vector<std::pair<std::string, std::function<void(core::OpBuilder&)>>> ops = {
+      {"reshape",
+       [](core::OpBuilder& o) {
+         o.Attr("shape", std::vector<int64_t>{3, -1});
+       }},
+      {"flatten", [](core::OpBuilder& o) { o.Attr("axis", int64_t{2}); }},
+      {"squeeze", [](core::OpBuilder& o) { o.Attr("axes", std::vector<int64_t>{1}); }},
+      {"unsqueeze",
+       [](core::OpBuilder& o) {
+         o.Attr("axes", std::vector<int64_t>{0, -1});
+       }},
+      {"transpose",
+       [](core::OpBuilder& o) {
+         o.Attr("axis", std::vector<int64_t>{2, 0, 1});
+       }},
+  };
+  for (const auto& [type, attrs] : ops) {
+    for (const std::string& version : {std::string(""), std::string("2")}) {
+      core::OpBuilder op = Op(type + version).Input("X", "x").Output("Out", type + version);
+      attrs(op);
+    }
+  }
+  ASSERT_EQ(Run(), "");
+  for (const auto& [type, attrs] : ops) {
+    EXPECT_EQ(Dims(type), Dims(type + "2")) << type;
+    EXPECT_EQ(Values(type), Values(type + "2")) << type;
+    EXPECT_TRUE(ShippedRegistry().FindOp(type + "_grad") != nullptr) << type;
+  }
+  EXPECT_EQ(Dims("transpose"), (std::vector<int64_t>{3, 2, 1}));
 }
 
 // Every permutation of shapes with size-1 dims, neighbours that merge, and tensors large

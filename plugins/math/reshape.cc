@@ -2,7 +2,8 @@
 // squeeze2, unsqueeze2 (a view of X's memory with new dims) and transpose2 (dims permuted,
 // elements moved), any dtype, with Fluid's contracts; and their gradients. Each also writes
 // Fluid's XShape output when the program names one: dims [0] + X's dims, no elements
-// (Paddle's gradients read X's shape from it; ours read X's dims).
+// (Paddle's gradients read X's shape from it; ours read X's dims). Fluid 1.x's first forms,
+// reshape, flatten, squeeze, unsqueeze and transpose, are the same ops without XShape.
 
 #include "kernels.h"
 #include "ops.h"
@@ -210,45 +211,48 @@ void AddShapeOp(Registrar& r, const std::string& type, OpSchema schema, KernelFn
 }  // namespace
 
 void RegisterReshape(Registrar& r) {
-  AddShapeOp(r, "reshape2",
-             OpSchema("reshape2")
-                 .Doc("Out = X's elements in the shape Shape, ShapeTensor or `shape` gives (first present wins); "
-                      "a 0 keeps X's dim there, one -1 takes what is left.")
-                 .Input("Shape", "the shape, a 1-D int32/int64 tensor", RILL_SLOT_OPTIONAL)
-                 .Input("ShapeTensor", "the shape, one 1-element int32/int64 tensor per dim",
-                        RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
-                 .Attr("shape", std::vector<int64_t>{}, "the shape"),
-             &Reshape2, &ReshapeGrad);
-  AddShapeOp(r, "flatten2",
-             OpSchema("flatten2")
-                 .Doc("Out = X as a matrix: [prod(dims[:axis]), prod(dims[axis:])].")
-                 .Attr("axis", int64_t{1}, "where the columns' dims begin (0 to rank)"),
-             &Flatten2, &ReshapeGrad);
+  // Each op in its first form (Fluid 1.x's, which programs saved then hold) and its second.
+  for (const std::string version : {"", "2"}) {
+    AddShapeOp(r, "reshape" + version,
+               OpSchema("reshape" + version)
+                   .Doc("Out = X's elements in the shape Shape, ShapeTensor or `shape` gives (first present wins); "
+                        "a 0 keeps X's dim there, one -1 takes what is left.")
+                   .Input("Shape", "the shape, a 1-D int32/int64 tensor", RILL_SLOT_OPTIONAL)
+                   .Input("ShapeTensor", "the shape, one 1-element int32/int64 tensor per dim",
+                          RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+                   .Attr("shape", std::vector<int64_t>{}, "the shape"),
+               &Reshape2, &ReshapeGrad);
+    AddShapeOp(r, "flatten" + version,
+               OpSchema("flatten" + version)
+                   .Doc("Out = X as a matrix: [prod(dims[:axis]), prod(dims[axis:])].")
+                   .Attr("axis", int64_t{1}, "where the columns' dims begin (0 to rank)"),
+               &Flatten2, &ReshapeGrad);
+    AddShapeOp(r, "squeeze" + version,
+               OpSchema("squeeze" + version)
+                   .Doc("Out = X without the dims of size 1 that `axes` lists (every one when empty).")
+                   .Attr("axes", std::vector<int64_t>{}, "the dims to remove (negative from the end)"),
+               &Squeeze2, &ReshapeGrad);
+    AddShapeOp(r, "unsqueeze" + version,
+               OpSchema("unsqueeze" + version)
+                   .Doc("Out = X with a dim of 1 inserted at each of `axes` (or AxesTensor's, or AxesTensorList's), "
+                        "in order.")
+                   .Input("AxesTensor", "the axes, a 1-D int32/int64 tensor", RILL_SLOT_OPTIONAL)
+                   .Input("AxesTensorList", "the axes, one 1-element int32/int64 tensor each",
+                          RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
+                   .Attr("axes", std::vector<int64_t>{}, "where to insert (negative from the end)"),
+               &Unsqueeze2, &ReshapeGrad);
+    AddShapeOp(r, "transpose" + version,
+               OpSchema("transpose" + version)
+                   .Doc("Out = X with its dims permuted: Out's dim k is X's dim axis[k].")
+                   .Attr("axis", std::vector<int64_t>{}, "the permutation"),
+               &Transpose2, &Transpose2Grad);
+  }
   AddShapeOp(r, "flatten_contiguous_range",
              OpSchema("flatten_contiguous_range")
                  .Doc("Out = X with dims start_axis..stop_axis (negative from the end) made one.")
                  .Attr("start_axis", int64_t{1}, "the first dim flattened")
                  .Attr("stop_axis", int64_t{1}, "the last dim flattened"),
              &FlattenRange, &ReshapeGrad);
-  AddShapeOp(r, "squeeze2",
-             OpSchema("squeeze2")
-                 .Doc("Out = X without the dims of size 1 that `axes` lists (every one when empty).")
-                 .Attr("axes", std::vector<int64_t>{}, "the dims to remove (negative from the end)"),
-             &Squeeze2, &ReshapeGrad);
-  AddShapeOp(r, "unsqueeze2",
-             OpSchema("unsqueeze2")
-                 .Doc("Out = X with a dim of 1 inserted at each of `axes` (or AxesTensor's, or AxesTensorList's), "
-                      "in order.")
-                 .Input("AxesTensor", "the axes, a 1-D int32/int64 tensor", RILL_SLOT_OPTIONAL)
-                 .Input("AxesTensorList", "the axes, one 1-element int32/int64 tensor each",
-                        RILL_SLOT_OPTIONAL | RILL_SLOT_DUPLICABLE)
-                 .Attr("axes", std::vector<int64_t>{}, "where to insert (negative from the end)"),
-             &Unsqueeze2, &ReshapeGrad);
-  AddShapeOp(r, "transpose2",
-             OpSchema("transpose2")
-                 .Doc("Out = X with its dims permuted: Out's dim k is X's dim axis[k].")
-                 .Attr("axis", std::vector<int64_t>{}, "the permutation"),
-             &Transpose2, &Transpose2Grad);
 }
 
 }  // namespace rill::math

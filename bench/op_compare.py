@@ -459,6 +459,9 @@ def standard_cases():
     add("squeeze2 [1024, 1, 4096]", "squeeze2", {"X": x(shape=(1024, 1, 4096))}, {"axes": [1]}, "X.squeeze(1).clone()",
         ("Out", "XShape"))
     add("unsqueeze2 [1024, 4096]", "unsqueeze2", {"X": x()}, {"axes": [1]}, "X.unsqueeze(1).clone()", ("Out", "XShape"))
+    # Fluid 1.x's first forms of the shape ops: the same kernels, without XShape.
+    for case in [c for c in out if c.op in ("transpose2", "reshape2", "flatten2", "squeeze2", "unsqueeze2")]:
+        add(case.label.replace("2 ", " ", 1), case.op[:-1], case.inputs, case.attrs, case.torch)
     add("one_hot 65536 ids [65536, 1] depth 1000", "one_hot", {"X": Data((65536, 1), "int64", 0, 1000)},
         {"depth": 1000}, "torch.zeros(65536, 1000).scatter_(1, X, 1.0)")
     add("pad3d [4, 32, 16, 56, 56] by 1", "pad3d", {"X": x(shape=(4, 32, 16, 56, 56))},

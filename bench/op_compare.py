@@ -375,12 +375,17 @@ def standard_cases():
     add("merge_selected_rows of 65536 rows of [100000, 64]", "merge_selected_rows",
         {"X": Held("selected_rows", [Data((65536,), "int64", 0, 16384), x(shape=(65536, 64))], height=100000)},
         {}, "torch.sparse_coo_tensor(X[0].view(1, -1), X[1], (100000, 64)).coalesce()")
+    add("index_sample 64 of each row of [1024, 4096]", "index_sample",
+        {"X": x(), "Index": Data((1024, 64), "int64", 0, 4096)}, {}, "X.gather(1, Index)")
+    add("tril_triu lower [1024, 4096]", "tril_triu", {"X": x()}, {"diagonal": 0, "lower": True}, "torch.tril(X)")
     add("one_hot_v2 65536 ids depth 1000", "one_hot_v2", {"X": Data((65536,), "int64", 0, 1000)}, {"depth": 1000},
         "torch.zeros(65536, 1000).scatter_(1, X.view(-1, 1), 1.0)")
     add("multiplex 2 x [1024, 4096]", "multiplex", {"X": [x(), x()], "Ids": Data((1024, 1), "int32", 0, 2)}, {},
         "torch.where(Ids.bool(), X[1], X[0])")
 
     # Dense math and nets.
+    add("bmm [64, 128, 256] x [64, 256, 128]", "bmm", {"X": x(shape=(64, 128, 256)), "Y": x(shape=(64, 256, 128))}, {},
+        "torch.bmm(X, Y)")
     add("mul [1024, 1024] x [1024, 1024]", "mul", {"X": x(shape=(1024, 1024)), "Y": x(shape=(1024, 1024))}, {},
         "X @ Y")
     add("matmul_v2 batched [32, 256, 256] x [32, 256, 256]", "matmul_v2",

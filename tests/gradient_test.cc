@@ -295,6 +295,24 @@ std::vector<GradCase> Cases() {
   cases.push_back({"softmax_last_axis", {{"x", {2, 4}}}, [](core::BlockBuilder& b) {
                      b.Op("softmax").Input("X", "x").Output("Out", "out");
                    }});
+  cases.push_back(
+      {"tril_triu_upper_above_the_diagonal", {{"x", {2, 3, 4}}}, [](core::BlockBuilder& b) {
+         b.Op("tril_triu").Input("X", "x").Output("Out", "out").Attr("diagonal", int64_t{1}).Attr("lower", false);
+       }});
+  cases.push_back({"bmm", {{"x", {2, 3, 4}}, {"y", {2, 4, 2}}}, [](core::BlockBuilder& b) {
+                     b.Op("bmm").Input("X", "x").Input("Y", "y").Output("Out", "out");
+                   }});
+  cases.push_back(
+      {"index_sample_repeated_indices",
+       {{"x", {2, 4}}},
+       [](core::BlockBuilder& b) { b.Op("index_sample").Input("X", "x").Input("Index", "index").Output("Out", "out"); },
+       1e-6,
+       [](core::Scope& s) {
+         core::Tensor* t = s.Var("index")->GetMutableTensor();
+         t->Allocate(RILL_INT32, {2, 3});
+         const int32_t index[] = {3, 0, 3, 1, 2, 2};
+         std::copy(index, index + 6, t->data_as<int32_t>());
+       }});
   cases.push_back({"softmax_axis0", {{"x", {3, 2}}}, [](core::BlockBuilder& b) {
                      b.Op("softmax").Input("X", "x").Output("Out", "out").Attr("axis", int32_t{0});
                    }});

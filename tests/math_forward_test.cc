@@ -173,6 +173,40 @@ TEST_F(MathForward, FirstFormsOfTheShapeOpsMatchTheirSecond) {
   EXPECT_EQ(Dims("transpose"), (std::vector<int64_t>{3, 2, 1}));
 }
 
+// tril_triu keeps a triangle of each matrix (of any element type: int64 here), bmm
+// multiplies matrix by matrix and refuses shapes that are not [B, M, K] and [B, K, N], and
+// index_sample reads each row at its indices and refuses one outside the row.
+TEST_F(MathForward, TrilTriuBmmAndIndexSampleAsPaddles) {
+  Set<int64_t>("m", {2, 3}, {1, 2, 3, 4, 5, 6});
+  Op("tril_triu").Input("X", "m").Output("Out", "tril").Attr("diagonal", int64_t{0}).Attr("lower", true);
+  Op("tril_triu").Input("X", "m").Output("Out", "triu1").Attr("diagonal", int64_t{1}).Attr("lower", false);
+  Op("tril_triu").Input("X", "m").Output("Out", "tril_1").Attr("diagonal", int64_t{-1}).Attr("lower", true);
+  Set<float>("a", {2, 1, 2}, {1, 2, 3, 4});
+  Set<float>("b", {2, 2, 1}, {10, 20, 30, 40});
+  Op("bmm").Input("X", "a").Input("Y", "b").Output("Out", "ab");
+  Set<double>("x", {2, 3}, {1, 2, 3, 4, 5, 6});
+  Set<int64_t>("index", {2, 2}, {2, 2, 0, 1});
+  Op("index_sample").Input("X", "x").Input("Index", "index").Output("Out", "sampled");
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("tril"), (std::vector<double>{1, 0, 0, 4, 5, 0}));
+  EXPECT_EQ(Values("triu1"), (std::vector<double>{0, 2, 3, 0, 0, 6}));
+  EXPECT_EQ(Values("tril_1"), (std::vector<double>{0, 0, 0, 4, 0, 0}));
+  EXPECT_EQ(Get("tril").dtype(), RILL_INT64);
+  EXPECT_EQ(Dims("ab"), (std::vector<int64_t>{2, 1, 1}));
+  EXPECT_EQ(Values("ab"), (std::vector<double>{50, 250}));
+  EXPECT_EQ(Values("sampled"), (std::vector<double>{3, 3, 4, 5}));
+  pb_ = core::ProgramBuilder();
+  Set<float>("c", {1, 2, 2}, {1, 2, 3, 4});
+  Op("bmm").Input("X", "c").Input("Y", "b").Output("Out", "broadcast");
+  std::string error = Run();
+  EXPECT_NE(error.find("X [1, 2, 2] and Y [2, 2, 1] must be [B, M, K] and [B, K, N]"), std::string::npos) << error;
+  pb_ = core::ProgramBuilder();
+  Set<int64_t>("far", {2, 2}, {0, 3, 0, 0});
+  Op("index_sample").Input("X", "x").Input("Index", "far").Output("Out", "far_out");
+  error = Run();
+  EXPECT_NE(error.find("Index[0, 1] = 3 is outside X's rows of 3"), std::string::npos) << error;
+}
+
 // Every permutation of shapes with size-1 dims, neighbours that merge, and tensors large
 // enough to be split across the intra-op team, of 1-, 4- and 8-byte elements, against an
 // index walk.

@@ -19,6 +19,8 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterSlice(r);
   rill::math::RegisterPool(r);
   rill::math::RegisterPoolWithIndex(r);
+  rill::math::RegisterTrilTriu(r);
+  rill::math::RegisterIndexSample(r);
   rill::math::RegisterConv(r);
   rill::math::RegisterReduce(r);
   rill::math::RegisterMatMul(r);

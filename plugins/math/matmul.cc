@@ -150,6 +150,22 @@ template <class T, bool kV2> void MatMulGrad(KernelContext& ctx) {
   }
 }
 
+// bmm: X [B, M, K] times Y [B, K, N], matrix by matrix (Paddle's: no broadcast, no
+// transposes), on matmul_v2's kernels once the shapes are checked.
+void CheckBmmShapes(const std::vector<int64_t>& x, const std::vector<int64_t>& y) {
+  if (x.size() != 3 || y.size() != 3 || x[0] != y[0] || x[2] != y[1]) {
+    throw Error("X " + DimsString(x) + " and Y " + DimsString(y) + " must be [B, M, K] and [B, K, N]");
+  }
+}
+template <class T> void Bmm(KernelContext& ctx) {
+  CheckBmmShapes(ctx.Input("X").dims(), ctx.Input("Y").dims());
+  MatMul<T, true>(ctx);
+}
+template <class T> void BmmGrad(KernelContext& ctx) {
+  CheckBmmShapes(ctx.Input("X").dims(), ctx.Input("Y").dims());
+  MatMulGrad<T, true>(ctx);
+}
+
 }  // namespace
 
 void RegisterMatMul(Registrar& r) {
@@ -203,6 +219,19 @@ void RegisterMatMul(Registrar& r) {
   r.Op(matmul_v2.MakeGradSchema());
   RegisterCpu<float, double>(r, "matmul_v2", [](auto t) { return &MatMul<decltype(t), true>; });
   RegisterCpu<float, double>(r, "matmul_v2_grad", [](auto t) { return &MatMulGrad<decltype(t), true>; });
+  const OpSchema bmm = OpSchema("bmm")
+                           .Doc("Out[b] = X[b] * Y[b]: X [B, M, K] and Y [B, K, N], matrix by matrix. As Paddle's.")
+                           .Input("X", "[B, M, K]")
+                           .Input("Y", "[B, K, N]")
+                           .Output("Out", "[B, M, N]")
+                           .Attr("trans_x", false, "matmul_v2's; bmm leaves it false")
+                           .Attr("trans_y", false, "matmul_v2's; bmm leaves it false")
+                           .KernelDtypeFrom("X")
+                           .Grad("bmm_grad", "X,Y,Out@GRAD", "X,Y");
+  r.Op(bmm);
+  r.Op(bmm.MakeGradSchema());
+  RegisterCpu<float, double>(r, "bmm", [](auto t) { return &Bmm<decltype(t)>; });
+  RegisterCpu<float, double>(r, "bmm_grad", [](auto t) { return &BmmGrad<decltype(t)>; });
 
   const OpSchema fc =
       OpSchema("fc")

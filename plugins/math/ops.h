@@ -24,6 +24,8 @@ void RegisterTopK(Registrar& r);
 void RegisterSlice(Registrar& r);
 void RegisterPool(Registrar& r);
 void RegisterPoolWithIndex(Registrar& r);
+void RegisterTrilTriu(Registrar& r);
+void RegisterIndexSample(Registrar& r);
 void RegisterConv(Registrar& r);
 void RegisterReduce(Registrar& r);
 void RegisterMatMul(Registrar& r);

@@ -10,7 +10,7 @@ from rill.fluid.layers.tensor_attrs import int_list_argument
 
 __all__ = ["create_tensor", "create_parameter", "create_global_var", "cast", "concat", "sum", "sums", "assign",
            "fill_constant", "fill_constant_batch_size_like", "ones", "zeros", "argmax", "argmin", "shape", "range",
-           "isfinite", "has_inf", "has_nan"]
+           "isfinite", "has_inf", "has_nan", "triu"]
 
 
 def create_tensor(dtype, name=None, persistable=False):
@@ -232,3 +232,10 @@ def _all_finite_check(op_type, x):
     helper.append_op(type=op_type, inputs={"X": x}, outputs={"Out": [out]})
     out.stop_gradient = True
     return out
+
+
+def triu(input, diagonal=0, name=None):
+    """Paddle 2.1's fluid.layers.triu (paddle.triu): input with the elements below its
+    matrices' diagonal-th diagonal zeroed."""
+    from rill.paddle.tensor.creation import triu as paddle_triu  # rill.paddle builds on rill.fluid
+    return paddle_triu(input, diagonal=diagonal, name=name)

@@ -1,11 +1,12 @@
-"""paddle.tensor.creation: tensors made from values (full, zeros, ones, assign)."""
+"""paddle.tensor.creation: tensors made from values (full, zeros, ones, assign) and the
+triangles of matrices (tril, triu)."""
 import numpy as np
 
 from rill.fluid import layers
 from rill.fluid.framework import Variable
 from rill.paddle import _op
 
-__all__ = ["full", "zeros", "ones", "full_like", "zeros_like", "ones_like", "assign"]
+__all__ = ["full", "zeros", "ones", "full_like", "zeros_like", "ones_like", "assign", "tril", "triu"]
 
 
 def full(shape, fill_value, dtype=None, name=None):
@@ -46,3 +47,24 @@ def assign(x, output=None):
         if isinstance(x, np.ndarray) and x.dtype == np.float64:
             x = x.astype(np.float32)
     return layers.assign(x, output)
+
+
+def _triangle(op_type, x, diagonal, name):
+    _op.check_variable(x, "x", op_type, ("float16", "float32", "float64", "int32", "int64"))
+    if len(x.shape) < 2:
+        raise ValueError("x shape in %s must be at least 2-D" % op_type)
+    if isinstance(diagonal, bool) or not isinstance(diagonal, int):
+        raise TypeError("diagonal in %s must be a python Int" % op_type)
+    return _op.append("tril_triu", {"X": x}, {"diagonal": diagonal, "lower": op_type == "tril"}, shape=x.shape,
+                      name=name, layer=op_type)
+
+
+def tril(x, diagonal=0, name=None):
+    """x with the elements above its matrices' diagonal-th diagonal (0 the main one,
+    positive above it) zeroed."""
+    return _triangle("tril", x, diagonal, name)
+
+
+def triu(x, diagonal=0, name=None):
+    """x with the elements below its matrices' diagonal-th diagonal zeroed."""
+    return _triangle("triu", x, diagonal, name)

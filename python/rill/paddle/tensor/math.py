@@ -5,7 +5,7 @@ from rill.fluid.framework import Variable
 from rill.paddle import _op
 
 __all__ = ["add", "subtract", "multiply", "divide", "floor_divide", "remainder", "mod", "maximum", "minimum", "pow",
-           "sum", "add_n", "scale", "clip", "sign", "stanh", "cumsum", "mm", "matmul", "all", "any", "abs", "exp",
+           "sum", "add_n", "scale", "clip", "sign", "stanh", "cumsum", "mm", "matmul", "bmm", "all", "any", "abs", "exp",
            "log", "sqrt", "rsqrt", "square", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
            "erf", "floor", "ceil", "round", "reciprocal", "log2", "log10", "log1p", "expm1"]
 
@@ -194,6 +194,24 @@ def mm(input, mat2, name=None):
                                  "two matrices need to be equal. But received x_shape[%d] != y_shape[%d]. X's shape: "
                                  "%s, Y's shape: %s." % (i, i, xs, ys))
     return matmul(input, mat2, name=name)
+
+
+def bmm(x, y, name=None):
+    """x [B, M, K] times y [B, K, N], matrix by matrix: a ValueError where the shapes do not
+    fit (read as Paddle's bmm reads them, from arrays too)."""
+    xs, ys = list(x.shape), list(y.shape)
+    if not len(xs) == len(ys) == 3:
+        raise ValueError("x and y should be 3-dimensional. But received x's dimention: %s, y's dimention: %s"
+                         % (xs, ys))
+    if xs[2] != ys[1]:
+        raise ValueError("x's width must be equal with y's height. But received x's shape: %s, y's shape: %s"
+                         % (xs, ys))
+    if xs[0] != ys[0]:
+        raise ValueError("x's batch (shape[0]) must be equal with y's batch (shape[0]). But received x's shape: %s, "
+                         "y's shape: %s" % (xs, ys))
+    _op.check_variable(x, "x", "bmm", _op.FLOATS)
+    _op.check_variable(y, "y", "bmm", _op.FLOATS)
+    return _op.append("bmm", {"X": x, "Y": y}, shape=[xs[0], xs[1], ys[2]], name=name)
 
 
 def _unary(op_type, fn=None):

@@ -378,6 +378,9 @@ def standard_cases():
     add("index_sample 64 of each row of [1024, 4096]", "index_sample",
         {"X": x(), "Index": Data((1024, 64), "int64", 0, 4096)}, {}, "X.gather(1, Index)")
     add("tril_triu lower [1024, 4096]", "tril_triu", {"X": x()}, {"diagonal": 0, "lower": True}, "torch.tril(X)")
+    add("scatter 8192 rows into [100000, 64]", "scatter",
+        {"X": x(shape=(100000, 64)), "Ids": Data((8192,), "int64", 0, 100000), "Updates": x(shape=(8192, 64))}, {},
+        "X.index_copy(0, Ids, Updates)")
     add("one_hot_v2 65536 ids depth 1000", "one_hot_v2", {"X": Data((65536,), "int64", 0, 1000)}, {"depth": 1000},
         "torch.zeros(65536, 1000).scatter_(1, X.view(-1, 1), 1.0)")
     add("multiplex 2 x [1024, 4096]", "multiplex", {"X": [x(), x()], "Ids": Data((1024, 1), "int32", 0, 2)}, {},

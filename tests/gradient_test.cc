@@ -313,6 +313,25 @@ std::vector<GradCase> Cases() {
          const int32_t index[] = {3, 0, 3, 1, 2, 2};
          std::copy(index, index + 6, t->data_as<int32_t>());
        }});
+  for (const bool overwrite : {true, false}) {
+    cases.push_back({overwrite ? "scatter_overwrite" : "scatter_add",
+                     {{"x", {4, 3}}, {"updates", {3, 3}}},
+                     [overwrite](core::BlockBuilder& b) {
+                       b.Op("scatter")
+                           .Input("X", "x")
+                           .Input("Ids", "ids")
+                           .Input("Updates", "updates")
+                           .Output("Out", "out")
+                           .Attr("overwrite", overwrite);
+                     },
+                     1e-6,
+                     [](core::Scope& s) {  // distinct rows: with a repeat, overwrite's Updates@GRAD is Paddle's
+                       core::Tensor* t = s.Var("ids")->GetMutableTensor();
+                       t->Allocate(RILL_INT64, {3});
+                       const int64_t ids[] = {3, 0, 2};
+                       std::copy(ids, ids + 3, t->data_as<int64_t>());
+                     }});
+  }
   cases.push_back({"softmax_axis0", {{"x", {3, 2}}}, [](core::BlockBuilder& b) {
                      b.Op("softmax").Input("X", "x").Output("Out", "out").Attr("axis", int32_t{0});
                    }});

@@ -207,6 +207,40 @@ TEST_F(MathForward, TrilTriuBmmAndIndexSampleAsPaddles) {
   EXPECT_NE(error.find("Index[0, 1] = 3 is outside X's rows of 3"), std::string::npos) << error;
 }
 
+// scatter as Paddle's: overwrite gives a row named twice its last update; otherwise a named
+// row is the sum of its updates (its own value dropped); a row outside X is refused by name.
+// The gradient zeroes the named rows of Out@GRAD for X and gathers them for Updates.
+TEST_F(MathForward, ScatterOverwritesOrSumsTheRowsIdsName) {
+  Set<float>("x", {3, 2}, {1, 1, 2, 2, 3, 3});
+  Set<int64_t>("ids", {3}, {2, 0, 2});
+  Set<float>("updates", {3, 2}, {10, 11, 20, 21, 30, 31});
+  Op("scatter").Input("X", "x").Input("Ids", "ids").Input("Updates", "updates").Output("Out", "last");
+  Op("scatter")
+      .Input("X", "x")
+      .Input("Ids", "ids")
+      .Input("Updates", "updates")
+      .Output("Out", "summed")
+      .Attr("overwrite", false);
+  Set<float>("g", {3, 2}, {1, 2, 3, 4, 5, 6});
+  Op("scatter_grad")
+      .Input("Ids", "ids")
+      .Input("Updates", "updates")
+      .Input("Out@GRAD", "g")
+      .Output("X@GRAD", "dx")
+      .Output("Updates@GRAD", "dupdates");
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("last"), (std::vector<double>{20, 21, 2, 2, 30, 31}));
+  EXPECT_EQ(Values("summed"), (std::vector<double>{20, 21, 2, 2, 40, 42}));
+  EXPECT_EQ(Values("dx"), (std::vector<double>{0, 0, 3, 4, 0, 0}));
+  EXPECT_EQ(Values("dupdates"), (std::vector<double>{5, 6, 1, 2, 5, 6}));
+  pb_ = core::ProgramBuilder();
+  Set<int32_t>("far", {1}, {3});
+  Set<float>("one", {1, 2}, {1, 1});
+  Op("scatter").Input("X", "x").Input("Ids", "far").Input("Updates", "one").Output("Out", "out");
+  const std::string error = Run();
+  EXPECT_NE(error.find("Ids[0] = 3 is not a row of X's 3"), std::string::npos) << error;
+}
+
 // Every permutation of shapes with size-1 dims, neighbours that merge, and tensors large
 // enough to be split across the intra-op team, of 1-, 4- and 8-byte elements, against an
 // index walk.

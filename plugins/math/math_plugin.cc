@@ -21,6 +21,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterPoolWithIndex(r);
   rill::math::RegisterTrilTriu(r);
   rill::math::RegisterIndexSample(r);
+  rill::math::RegisterScatter(r);
   rill::math::RegisterConv(r);
   rill::math::RegisterReduce(r);
   rill::math::RegisterMatMul(r);

@@ -26,6 +26,7 @@ void RegisterPool(Registrar& r);
 void RegisterPoolWithIndex(Registrar& r);
 void RegisterTrilTriu(Registrar& r);
 void RegisterIndexSample(Registrar& r);
+void RegisterScatter(Registrar& r);
 void RegisterConv(Registrar& r);
 void RegisterReduce(Registrar& r);
 void RegisterMatMul(Registrar& r);

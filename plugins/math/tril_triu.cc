@@ -63,8 +63,9 @@ void TrilTriuGrad(KernelContext& ctx) { TriangleOf(ctx, "Out@GRAD", "X@GRAD"); }
 void RegisterTrilTriu(Registrar& r) {
   const OpSchema schema =
       OpSchema("tril_triu")
-          .Doc("Out = X with each matrix's (last two dims') elements outside a triangle zeroed: lower keeps "
-               "j - i <= diagonal (tril), else j - i >= diagonal (triu). As Paddle's.")
+          .Doc(
+              "Out = X with each matrix's (last two dims') elements outside a triangle zeroed: lower keeps "
+              "j - i <= diagonal (tril), else j - i >= diagonal (triu). As Paddle's.")
           .Input("X", "[..., M, N]")
           .Output("Out", "shaped like X")
           .Attr("diagonal", int64_t{0}, "the triangle's edge: 0 the main diagonal, positive above it")

@@ -16,7 +16,7 @@ from rill.fluid.layers.tensor_attrs import int_list_argument
 from rill.fluid.param_attr import ParamAttr
 
 __all__ = [
-    "fc", "embedding", "conv2d", "conv2d_transpose", "pool2d", "adaptive_pool2d", "batch_norm", "layer_norm", "dropout", "cross_entropy",
+    "fc", "embedding", "conv2d", "conv2d_transpose", "pool2d", "adaptive_pool2d", "batch_norm", "scatter", "layer_norm", "dropout", "cross_entropy",
     "square_error_cost", "softmax_with_cross_entropy", "accuracy", "topk", "mean", "mul", "matmul", "softmax",
     "reshape", "transpose", "split", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
     "reduce_all", "reduce_any", "scale", "clip",
@@ -1238,3 +1238,13 @@ def mean_iou(input, label, num_classes):
                      outputs={"OutMeanIou": mean, "OutWrong": wrong, "OutCorrect": correct},
                      attrs={"num_classes": num_classes})
     return mean, wrong, correct
+
+
+def scatter(input, index, updates, name=None, overwrite=True):
+    """Fluid 1.x's: input with its rows at `index` taken from updates' rows (the last update
+    of a row with overwrite, else the sum of its updates)."""
+    helper = LayerHelper("scatter", **locals())
+    out = _tmp(helper, helper.input_dtype(), input.shape)
+    helper.append_op(type="scatter", inputs={"X": input, "Ids": index, "Updates": updates}, outputs={"Out": out},
+                     attrs={"overwrite": overwrite})
+    return out

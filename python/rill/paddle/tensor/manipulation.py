@@ -8,7 +8,8 @@ from rill.fluid.layers.tensor_attrs import int_list_argument
 from rill.paddle import _op
 
 __all__ = ["split", "concat", "stack", "flatten", "gather", "tile", "transpose", "t", "reshape", "squeeze",
-           "unsqueeze", "expand", "expand_as", "flip", "roll", "index_select", "where", "cast", "slice", "multiplex"]
+           "unsqueeze", "expand", "expand_as", "flip", "roll", "index_select", "where", "cast", "slice", "multiplex",
+           "scatter"]
 
 _ANY = _op.NUMBERS + ("bool", "uint8", "int8", "int16")
 
@@ -230,3 +231,12 @@ def where(condition, x=None, y=None, name=None):
 
 def _zeros_like(v):
     return _op.append("fill_zeros_like", {"X": v}, shape=v.shape, stop_gradient=True)
+
+
+def scatter(x, index, updates, overwrite=True, name=None):
+    """x with its rows at `index` taken from updates' rows: the last update of a row
+    (overwrite), or the sum of its updates, the row's own value dropped."""
+    _op.check_variable(x, "dtype", "scatter", ("float32", "float64"))
+    _op.check_type(overwrite, "overwrite", (bool,), "scatter")
+    return _op.append("scatter", {"X": x, "Ids": index, "Updates": updates}, {"overwrite": overwrite}, shape=x.shape,
+                      name=name)

@@ -3,7 +3,6 @@
 // the boolean reduce_{all,any}, cumsum (running sums along an axis), and their gradients.
 #include <algorithm>
 #include <limits>
-#include <set>
 #include <type_traits>
 
 #include "broadcast.h"
@@ -58,11 +57,13 @@ template <class T> void SumWithSelectedRows(KernelContext& ctx, size_t n) {
     values.insert(values.end(), sr.value.data<T>(), sr.value.data<T>() + sr.value.numel());
   }
   if (dense.empty()) {
-    const bool repeats = std::set<int64_t>(rows.begin(), rows.end()).size() != rows.size();
-    if (repeats) {
-      MergedRows<T> merged = MergeRows(rows.data(), rows.size(), values.data(), width);
-      rows.swap(merged.rows);
-      values.swap(merged.values);
+    // Grouped once: with no row repeated they stay in their order; else each row once, summed.
+    RowGroups groups = GroupRows(rows.data(), rows.size());
+    if (groups.rows.size() != rows.size()) {
+      std::vector<T> merged(groups.rows.size() * static_cast<size_t>(width));
+      SumGroups(groups, values.data(), width, merged.data());
+      rows.swap(groups.rows);
+      values.swap(merged);
     }
     Tensor out = ctx.OutputVar("Out").SetSelectedRows(rows.data(), rows.size(), height);
     std::copy(values.begin(), values.end(),

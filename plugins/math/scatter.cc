@@ -77,7 +77,8 @@ template <class T> void ScatterGrad(KernelContext& ctx) {
     std::vector<int64_t> dims = gd;
     dims[0] = static_cast<int64_t>(ids.size());
     T* du = ctx.AllocateOutput<T>("Updates@GRAD", dims);
-    for (size_t i = 0; i < ids.size(); ++i) std::copy(dout + ids[i] * width, dout + (ids[i] + 1) * width, du + i * width);
+    for (size_t i = 0; i < ids.size(); ++i)
+      std::copy(dout + ids[i] * width, dout + (ids[i] + 1) * width, du + i * width);
   }
   if (ctx.HasOutput("X@GRAD")) {
     T* dx = ctx.AllocateOutput<T>("X@GRAD", gd);
@@ -91,8 +92,9 @@ template <class T> void ScatterGrad(KernelContext& ctx) {
 void RegisterScatter(Registrar& r) {
   const OpSchema schema =
       OpSchema("scatter")
-          .Doc("Out = X with row Ids[i] taken from Updates' row i: the last update of a row (overwrite), or the "
-               "sum of its updates (the row's own value dropped). As Paddle's.")
+          .Doc(
+              "Out = X with row Ids[i] taken from Updates' row i: the last update of a row (overwrite), or the "
+              "sum of its updates (the row's own value dropped). As Paddle's.")
           .Input("X", "[R, ...]")
           .Input("Ids", "[N] or [N, 1] int32/int64, rows of X")
           .Input("Updates", "[N, ...]: X's dims after the first")

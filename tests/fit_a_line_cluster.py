@@ -1,8 +1,11 @@
 """fit_a_line as a transpiled cluster of 2 pservers and 2 trainers on loopback, for the
 tests of `rill launch`: its data shards, training program and cluster directory."""
 import os
-import socket
 import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+from loopback_ports import free_ports  # noqa: E402
 
 
 def run_rill(rill, *args):
@@ -23,12 +26,7 @@ def make_cluster(rill, source, out, transport="grpc"):
     train = os.path.join(out, "train.pbtxt")
     run_rill(rill, "backward", os.path.join(example, "model.pbtxt"), "--loss", "avg_cost", "--sgd", "0.1", "-o",
              train)
-    socks = [socket.socket() for _ in range(2)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    endpoints = ",".join("127.0.0.1:%d" % s.getsockname()[1] for s in socks)
-    for s in socks:
-        s.close()
+    endpoints = ",".join("127.0.0.1:%d" % port for port in free_ports(2))
     cluster = os.path.join(out, "cluster")
     run_rill(rill, "transpile", train, "--startup", os.path.join(example, "startup.pbtxt"), "--trainers", "2",
              "--pservers", endpoints, "--transport", transport, "-o", cluster)

@@ -17,11 +17,7 @@ transports=${TRANSPORTS:-grpc}
 mkdir -p "$out"
 
 # Two free loopback ports for the pservers.
-read -r port0 port1 < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(2)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
+read -r port0 port1 < <(python3 "$here/../loopback_ports.py" 2)
 pservers=127.0.0.1:$port0,127.0.0.1:$port1
 
 "$rill" run "$here/data.pbtxt" --fetch x --fetch y --fetch w_true --fetch b_true --save "$out/data" >/dev/null

@@ -14,11 +14,7 @@ iterations=${ITERATIONS:-30}
 tolerance=${TOLERANCE:-1e-10}
 mkdir -p "$out"
 
-read -r port0 port1 < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(2)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
+read -r port0 port1 < <(python3 "$here/../loopback_ports.py" 2)
 
 "$python" "$here/data.py" "$out/data"
 "$rill" backward "$here/model.pbtxt" --loss avg_cost --sgd 0.5 -o "$out/train.pbtxt" >/dev/null

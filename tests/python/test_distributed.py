@@ -4,7 +4,6 @@ weights as the same steps in one process, with every optimizer Rill ships, with
 regularization and with each kind of gradient clipping."""
 import os
 import shutil
-import socket
 import subprocess
 import sys
 
@@ -14,17 +13,10 @@ import pytest
 import rill
 import rill.fluid as fluid
 
-SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python", "fit_a_line_dist.py")
-
-
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
+SCRIPT = os.path.join(EXAMPLES, "python", "fit_a_line_dist.py")
+sys.path.insert(0, EXAMPLES)
+from loopback_ports import free_ports  # noqa: E402,F401 (other tests import it from here)
 
 
 def has_plugin(name):

@@ -2,8 +2,6 @@
 // this file once per set, naming its tag in RILL_MATH_ISA_TAG.
 #include "chunk_eval_loops.h"
 
-#include <cstring>
-
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
@@ -53,44 +51,44 @@ void Walk(Bits bits, const ChunkRules& r, const int64_t* found, const int64_t* t
 
 #if defined(__AVX512F__)
 // The count by words of 64 positions (chunk_eval_loops.h), the range checked on the way;
-// needs r.outside < 64 (the counted types as bits). What each position's tag is (outside,
-// of another type than the tag before, its position's bits, of a counted type) is found
-// eight tags a vector, by compares whose masks are stored a byte each; PairBits is then
-// worked out on the words, 64 positions an operation.
+// needs r.outside < 64 (the counted types as bits), which keeps every valid tag below 255
+// (the outside tag is at most 63 << 2). A block's 64 tags of each list are narrowed to
+// bytes with unsigned saturation (a tag above 254, or a negative one, becomes 255 and fails
+// the range check), and what each is (outside, of another type than the tag before, its
+// position's bits, of a counted type) is found 64 tags an operation, as a word of bits;
+// PairBits is then worked out on the words.
 class WordCounter {
  public:
   explicit WordCounter(const ChunkRules& r)
-      : one_(_mm512_set1_epi64(1)),
-        pos0_(_mm512_set1_epi64(r.position_mask & 1)),
-        pos1_(_mm512_set1_epi64(r.position_mask & 2)),
-        outside_(_mm512_set1_epi64(r.outside)),
-        last_(_mm512_set1_epi64(r.outside_tag)),
+      : type_bits_(_mm512_set1_epi8(static_cast<char>(0xff >> r.type_shift))),
+        seven_(_mm512_set1_epi8(7)),
+        pos0_(_mm512_set1_epi8(static_cast<char>(r.position_mask & 1))),
+        pos1_(_mm512_set1_epi8(static_cast<char>(r.position_mask & 2))),
+        outside_(_mm512_set1_epi8(static_cast<char>(r.outside))),
+        last_(_mm512_set1_epi8(static_cast<char>(r.outside_tag))),
         counted_(_mm512_set1_epi64(static_cast<long long>(r.counted_types))),
+        bit_(_mm512_set1_epi64(0x8040201008040201)),
         shift_(_mm_cvtsi64_si128(r.type_shift)),
         r_(r) {}
 
   bool Count(const int64_t* found, const int64_t* truth, int64_t n, ChunkCounts& c) const {
     // The tag before position 0 is outside_tag: outside, at position 0.
-    Side f{_mm512_set1_epi64(r_.outside), 1, 0, 0}, t = f;
+    Side f{outside_, 1, 0, 0}, t = f;
     uint64_t carry = 0;  // candidate at the position before the block
-    __mmask8 bad = 0;
+    __mmask64 bad = 0;
     int64_t found_chunks = 0, true_chunks = 0, correct = 0;
     for (int64_t block = 0; block < n; block += 64) {
-      Bytes fb, tb;
-      uint8_t alike[8] = {};
-      for (int v = 0; v < 8 && block + 8 * v < n; ++v) {
-        const int64_t k = block + 8 * v, left = n - k;
-        const auto valid = static_cast<__mmask8>(left >= 8 ? 0xff : (1u << left) - 1);
-        const __m512i ft = _mm512_maskz_loadu_epi64(valid, found + k), tt = _mm512_maskz_loadu_epi64(valid, truth + k);
-        bad = _kor_mask8(bad, _mm512_mask_cmpgt_epu64_mask(valid, _mm512_max_epu64(ft, tt), last_));
-        const __m512i found_type = Tag(ft, valid, v, f, fb), true_type = Tag(tt, valid, v, t, tb);
-        _store_mask8(&alike[v], _mm512_mask_cmpeq_epi64_mask(valid, found_type, true_type));
-      }
-      const uint64_t valid = n - block >= 64 ? ~uint64_t{0} : (uint64_t{1} << (n - block)) - 1;
-      const Chunks a = Pairs(fb, valid, f), b = Pairs(tb, valid, t);
+      const int64_t left = n - block;
+      const __mmask64 valid = left >= 64 ? ~__mmask64{0} : (__mmask64{1} << left) - 1;
+      const __m512i ft = Narrow(found + block, left), tt = Narrow(truth + block, left);
+      bad |= _mm512_mask_cmpgt_epu8_mask(valid, _mm512_max_epu8(ft, tt), last_);
+      __m512i found_type, true_type;
+      const Chunks a = Pairs(Classify(ft, valid, f, found_type), valid, f);
+      const Chunks b = Pairs(Classify(tt, valid, t, true_type), valid, t);
+      const uint64_t alike = _mm512_mask_cmpeq_epi8_mask(valid, found_type, true_type);
       found_chunks += __builtin_popcountll(a.counted);
       true_chunks += __builtin_popcountll(b.counted);
-      const uint64_t both_end = a.ends & b.ends, begins_alike = a.counted & b.counted & Word(alike);
+      const uint64_t both_end = a.ends & b.ends, begins_alike = a.counted & b.counted & alike;
       const uint64_t no_begin = ~(a.begins | b.begins);
       // candidate_k = alike_k | (no_begin_k & candidate_k-1): the carries of (alike |
       // no_begin) + alike (alike and no_begin never share a bit: alike takes a begin). Sum
@@ -113,14 +111,14 @@ class WordCounter {
   }
 
  private:
-  // One list's tags, a bit a position, eight positions a byte: outside, of another type
-  // than the tag before, bit 0 and bit 1 of the position (0 where tag_types has no such
-  // bit), of a counted type. 0 past n.
-  struct Bytes {
-    uint8_t out[8] = {}, differs[8] = {}, pos0[8] = {}, pos1[8] = {}, counted[8] = {};
+  // One list's tags, a bit a position: outside, of another type than the tag before, bit 0
+  // and bit 1 of the position (0 where tag_types has no such bit), of a counted type. 0
+  // past n.
+  struct Words {
+    uint64_t out, differs, pos0, pos1, counted;
   };
-  // One list's state from block to block: the types of the last eight tags, and what the
-  // last tag was (outside, its position's bits).
+  // One list's state from block to block: the types of the last block (byte 63 the last
+  // tag's), and what the last tag was (outside, its position's bits).
   struct Side {
     __m512i types;
     uint64_t out, pos0, pos1;
@@ -129,33 +127,44 @@ class WordCounter {
     uint64_t ends, begins, counted;
   };
 
-  static uint64_t Word(const uint8_t (&bytes)[8]) {
-    uint64_t w;
-    std::memcpy(&w, bytes, 8);  // byte v's bit j is position 8 v + j: x86 is little-endian
-    return w;
+  // tags[0, min(left, 64)) as bytes, saturated at 255; 0 past left.
+  static __m512i Narrow(const int64_t* tags, int64_t left) {
+    __m128i eighths[8];
+    for (int v = 0; v < 8; ++v) {
+      const int64_t here = left - 8 * v;
+      const auto valid = static_cast<__mmask8>(here >= 8 ? 0xff : here <= 0 ? 0 : (1u << here) - 1);
+      eighths[v] = _mm512_cvtusepi64_epi8(_mm512_maskz_loadu_epi64(valid, tags + 8 * v));
+    }
+    __m512i out = _mm512_castsi128_si512(_mm_unpacklo_epi64(eighths[0], eighths[1]));
+    out = _mm512_inserti32x4(out, _mm_unpacklo_epi64(eighths[2], eighths[3]), 1);
+    out = _mm512_inserti32x4(out, _mm_unpacklo_epi64(eighths[4], eighths[5]), 2);
+    return _mm512_inserti32x4(out, _mm_unpacklo_epi64(eighths[6], eighths[7]), 3);
   }
 
-  // Stores what the eight tags `tags` (vector v of the block) are into b; returns their types.
-  __m512i Tag(__m512i tags, __mmask8 valid, int v, Side& s, Bytes& b) const {
-    const __m512i type = _mm512_srl_epi64(tags, shift_);
-    _store_mask8(&b.out[v], _mm512_mask_cmpeq_epi64_mask(valid, type, outside_));
-    _store_mask8(&b.differs[v], _mm512_mask_cmpneq_epi64_mask(valid, type, _mm512_alignr_epi64(type, s.types, 7)));
-    _store_mask8(&b.pos0[v], _mm512_mask_test_epi64_mask(valid, tags, pos0_));
-    _store_mask8(&b.pos1[v], _mm512_mask_test_epi64_mask(valid, tags, pos1_));
-    _store_mask8(&b.counted[v], _mm512_mask_test_epi64_mask(valid, _mm512_srlv_epi64(counted_, type), one_));
+  // What the block's 64 tags (bytes) are; stores their types to `type` and keeps them in s.
+  Words Classify(__m512i tags, __mmask64 valid, Side& s, __m512i& type) const {
+    type = _mm512_and_si512(_mm512_srl_epi16(tags, shift_), type_bits_);
+    // Each position's tag before: the types a byte up, the last block's last in byte 0
+    // (alignr_epi8 shifts within 16-byte lanes, so each lane takes its byte from the lane
+    // below, which alignr_epi64 brings in).
+    const __m512i before = _mm512_alignr_epi8(type, _mm512_alignr_epi64(type, s.types, 6), 15);
+    // Whether type t counts: bit t & 7 of byte t >> 3 of counted_types, by two lookups.
+    const __m512i counted_byte = _mm512_shuffle_epi8(counted_, _mm512_and_si512(_mm512_srli_epi16(type, 3), seven_));
+    const __m512i type_bit = _mm512_shuffle_epi8(bit_, _mm512_and_si512(type, seven_));
     s.types = type;
-    return type;
+    return {_mm512_mask_cmpeq_epi8_mask(valid, type, outside_), _mm512_mask_cmpneq_epi8_mask(valid, type, before),
+            _mm512_mask_test_epi8_mask(valid, tags, pos0_), _mm512_mask_test_epi8_mask(valid, tags, pos1_),
+            _mm512_mask_test_epi8_mask(valid, counted_byte, type_bit)};
   }
 
   // PairBits of every position of the block against the one before, as words.
-  Chunks Pairs(const Bytes& b, uint64_t valid, Side& s) const {
-    const uint64_t out = Word(b.out), differs = Word(b.differs), pos0 = Word(b.pos0), pos1 = Word(b.pos1);
-    const uint64_t prev_out = (out << 1) | s.out, prev0 = (pos0 << 1) | s.pos0, prev1 = (pos1 << 1) | s.pos1;
-    s.out = out >> 63;
-    s.pos0 = pos0 >> 63;
-    s.pos1 = pos1 >> 63;
+  Chunks Pairs(const Words& w, uint64_t valid, Side& s) const {
+    const uint64_t prev_out = (w.out << 1) | s.out, prev0 = (w.pos0 << 1) | s.pos0, prev1 = (w.pos1 << 1) | s.pos1;
+    s.out = w.out >> 63;
+    s.pos0 = w.pos0 >> 63;
+    s.pos1 = w.pos1 >> 63;
     // Where each position is p, and the one before pp (a tag's position is below tag_types).
-    const uint64_t at[4] = {~pos0 & ~pos1, pos0 & ~pos1, ~pos0 & pos1, pos0 & pos1};
+    const uint64_t at[4] = {~w.pos0 & ~w.pos1, w.pos0 & ~w.pos1, ~w.pos0 & w.pos1, w.pos0 & w.pos1};
     const uint64_t before[4] = {~prev0 & ~prev1, prev0 & ~prev1, ~prev0 & prev1, prev0 & prev1};
     uint64_t ends_pair = 0, begins_pair = 0;
     for (int64_t pp = 0; pp < r_.tag_types; ++pp) {
@@ -166,11 +175,13 @@ class WordCounter {
         begins_pair |= both & (0 - static_cast<uint64_t>((r_.begins >> bit) & 1));
       }
     }
-    const uint64_t begins = ~out & (prev_out | differs | begins_pair) & valid;
-    return {~prev_out & (out | differs | ends_pair) & valid, begins, begins & Word(b.counted)};
+    const uint64_t begins = ~w.out & (prev_out | w.differs | begins_pair) & valid;
+    return {~prev_out & (w.out | w.differs | ends_pair) & valid, begins, begins & w.counted};
   }
 
-  __m512i one_, pos0_, pos1_, outside_, last_, counted_;  // pos0_, pos1_: the position's bits, where it has them
+  // Bytes: type_bits_ what is left of a byte shifted by type_shift; counted_ counted_types'
+  // eight bytes and bit_ 1 << j at byte j, in every 16-byte lane (shuffle_epi8's tables).
+  __m512i type_bits_, seven_, pos0_, pos1_, outside_, last_, counted_, bit_;
   __m128i shift_;
   const ChunkRules& r_;
 };

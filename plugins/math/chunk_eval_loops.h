@@ -12,9 +12,10 @@
 // lists, without a branch on the tags: a running flag, `candidate`, says whether the open
 // found and true chunks began together, alike.
 //
-// At AVX-512's width, with fewer than 64 chunk types, what each tag is (outside, of another
-// type than the one before, its position's two bits, of a counted type) is found eight tags
-// a vector and kept as words of 64 positions, a bit each; the pair rules are worked out on
+// At AVX-512's width, with fewer than 64 chunk types, the tags are narrowed to bytes and
+// what each is (outside, of another type than the one before, its position's two bits, of
+// a counted type) is found 64 tags a vector, as words of 64 positions, a bit each (a
+// vector compare's mask); the pair rules are worked out on
 // the words, and `candidate` runs over a word in one addition: candidate_k =
 // begins_alike_k | (no_begin_k & candidate_k-1) is the carry out of position k of
 // (begins_alike | no_begin) + begins_alike, the carry out of the word going on to the

@@ -172,99 +172,117 @@ void BeamSearch(KernelContext& ctx) {
 }
 
 // One step of the decode's input: its selection (beam_search's selected_ids and
-// selected_scores) and their LoD.
+// selected_scores) and their LoD, borrowed from the step's tensors.
 template <class T> struct DecodeStep {
   const int64_t* ids;
   const T* scores;
-  const uint64_t* prefixes;    // level 0: each source's prefixes, sources + 1 offsets
-  const uint64_t* candidates;  // level 1: each prefix's candidates (rows of this step)
+  Tensor::LodLevel prefixes;    // level 0: each source's prefixes, sources + 1 offsets
+  Tensor::LodLevel candidates;  // level 1: each prefix's candidates (rows of this step)
 };
 
-// The sentences of sources [begin, end), in output order.
-template <class T> struct DecodedSources {
-  std::vector<int64_t> words;
-  std::vector<T> scores;
-  std::vector<uint64_t> sentences_per_source, words_per_sentence;
-};
-
-// The sentences of sources [begin, end). Source s has one per candidate of its last step
-// with any (its hypotheses), best score there first (a stable sort: equal scores keep the
-// step's order). A hypothesis walks back through the steps, from a candidate to its prefix,
-// which is a candidate of the step before; its words are the last step's and, before it,
-// those that are not end_id (an ended branch carries end_id forward, which the sentence
-// keeps once). The walk goes a step at a time over all the range's hypotheses, so that each
-// step's arrays are read in order, into a table of each hypothesis's word at each step, and
-// finds a candidate's prefix in a table of the range's candidates' prefixes made per step.
-template <class T>
-void DecodeSources(const std::vector<DecodeStep<T>>& steps, size_t begin, size_t end, int64_t end_id,
-                   DecodedSources<T>& out) {
-  struct Hypothesis {
-    size_t last;   // its last step
-    uint64_t row;  // its candidate at the step being walked
-    size_t at;     // its words' place in the table: at + t for step t
-  };
-  std::vector<Hypothesis> hyps;
-  std::vector<uint64_t> order;
-  size_t table_size = 0, top = 0;
-  for (size_t s = begin; s < end; ++s) {
-    size_t last = steps.size();
-    uint64_t first = 0, count = 0;
-    while (count == 0 && last-- > 0) {
-      first = steps[last].candidates[steps[last].prefixes[s]];
-      count = steps[last].candidates[steps[last].prefixes[s + 1]] - first;
+// The sentences of a range of sources: its hypotheses walked back through the steps
+// (WalkBack), their sizes then known, and written to their place in the output (Write).
+// Source s has a hypothesis per candidate of its last step with any, best score there
+// first (equal scores in the step's order, a NaN score last). A hypothesis goes from a
+// candidate to its prefix, which is a candidate of the step before; its words are the last
+// step's and, before it, those that are not end_id (an ended branch carries end_id forward,
+// which the sentence keeps once).
+template <class T> class DecodedRange {
+ public:
+  // The walk goes a step at a time over all the range's hypotheses, so that each step's
+  // arrays are read in order, into a table of each one's word at each step (step-major,
+  // written in order), and finds a candidate's prefix in a table of the range's candidates'
+  // prefixes made per step.
+  void WalkBack(const std::vector<DecodeStep<T>>& steps, size_t begin, size_t end, int64_t end_id) {
+    std::vector<uint64_t> row, order;
+    for (size_t s = begin; s < end; ++s) {
+      size_t last = steps.size();
+      uint64_t first = 0, count = 0;
+      while (count == 0 && last-- > 0) {
+        first = steps[last].candidates[steps[last].prefixes[s]];
+        count = steps[last].candidates[steps[last].prefixes[s + 1]] - first;
+      }
+      sentences_per_source.push_back(count);
+      order.resize(count);
+      for (uint64_t h = 0; h < count; ++h) order[h] = first + h;
+      const T* final_scores = count > 0 ? steps[last].scores : nullptr;
+      // Best first, a NaN score last; ties (NaNs among them) in the step's order.
+      std::sort(order.begin(), order.end(), [final_scores](uint64_t a, uint64_t b) {
+        const T x = final_scores[a], y = final_scores[b];
+        if (std::isnan(x) || std::isnan(y)) return std::isnan(x) == std::isnan(y) ? a < b : std::isnan(y);
+        return x > y || (x == y && a < b);
+      });
+      row.insert(row.end(), order.begin(), order.end());
+      last_.insert(last_.end(), count, last);
     }
-    out.sentences_per_source.push_back(count);
-    order.resize(count);
-    for (uint64_t h = 0; h < count; ++h) order[h] = first + h;
-    const T* final_scores = count > 0 ? steps[last].scores : nullptr;
-    std::stable_sort(order.begin(), order.end(),
-                     [final_scores](uint64_t a, uint64_t b) { return final_scores[a] > final_scores[b]; });
-    for (const uint64_t c : order) {
-      hyps.push_back({last, c, table_size});
-      table_size += last + 1;
-      top = std::max(top, last);
-    }
-  }
-  std::vector<int64_t> words(table_size);
-  std::vector<T> scores(table_size);
-  std::vector<uint64_t> prefix_of;  // of candidate base + i, for the range's candidates
-  for (size_t t = top + 1; t-- > 0;) {
-    const DecodeStep<T>& step = steps[t];
-    const uint64_t base = step.candidates[step.prefixes[begin]];
-    if (t > 0) {
-      // Each step's prefixes are the step before's candidates, source by source: a walk
-      // from a source's candidate stays among that source's rows.
-      const DecodeStep<T>& before = steps[t - 1];
-      for (size_t s = begin; s <= end; ++s) {
-        if (step.prefixes[s] != before.candidates[before.prefixes[s]]) {
-          throw Error("step " + std::to_string(t) + ": source " + std::to_string(s) + "'s prefixes start at row " +
-                      std::to_string(step.prefixes[s]) + " but its candidates at step " + std::to_string(t - 1) +
-                      " at row " + std::to_string(before.candidates[before.prefixes[s]]) +
-                      " (a step's prefixes are the candidates of the step before)");
+    const size_t n = hypotheses_ = row.size();
+    if (n == 0) return;
+    const size_t top = *std::max_element(last_.begin(), last_.end());
+    words_table_ = Scratch<int64_t>(static_cast<int64_t>((top + 1) * n));
+    scores_table_ = Scratch<T>(static_cast<int64_t>((top + 1) * n));
+    words_per_sentence.assign(n, 1);  // the last step's word, always kept
+    std::vector<uint64_t> prefix_of;  // of candidate base + i, for the range's candidates
+    for (size_t t = top + 1; t-- > 0;) {
+      const DecodeStep<T>& step = steps[t];
+      const uint64_t base = step.candidates[step.prefixes[begin]];
+      if (t > 0) {
+        prefix_of.resize(step.candidates[step.prefixes[end]] - base);
+        for (uint64_t p = step.prefixes[begin]; p < step.prefixes[end]; ++p) {
+          for (uint64_t c = step.candidates[p]; c < step.candidates[p + 1]; ++c) prefix_of[c - base] = p;
         }
       }
-      prefix_of.resize(step.candidates[step.prefixes[end]] - base);
-      for (uint64_t p = step.prefixes[begin]; p < step.prefixes[end]; ++p) {
-        for (uint64_t c = step.candidates[p]; c < step.candidates[p + 1]; ++c) prefix_of[c - base] = p;
+      // Locals the compiler may keep in registers: no store here can change them.
+      int64_t* __restrict words = words_table_.get() + t * n;
+      T* __restrict scores = scores_table_.get() + t * n;
+      uint64_t* __restrict kept = words_per_sentence.data();
+      uint64_t* __restrict rows = row.data();
+      const size_t* __restrict last = last_.data();
+      const int64_t* __restrict ids = step.ids;
+      const T* __restrict step_scores = step.scores;
+      const uint64_t* __restrict prefix = prefix_of.data();
+      for (size_t h = 0; h < n; ++h) {
+        if (last[h] < t) continue;
+        const uint64_t r = rows[h];
+        const int64_t word = ids[r];
+        words[h] = word;
+        scores[h] = step_scores[r];
+        kept[h] += (t < last[h]) & (word != end_id);
+        if (t > 0) rows[h] = prefix[r - base];
       }
     }
-    for (Hypothesis& h : hyps) {
-      if (h.last < t) continue;
-      words[h.at + t] = step.ids[h.row];
-      scores[h.at + t] = step.scores[h.row];
-      if (t > 0) h.row = prefix_of[h.row - base];
+    for (const uint64_t k : words_per_sentence) words += k;
+  }
+
+  // Writes the range's sentences, `words` words, to out_words and out_scores.
+  void Write(int64_t end_id, int64_t* out_words, T* out_scores) const {
+    const size_t n = hypotheses_;
+    const int64_t* __restrict words = words_table_.get();
+    const T* __restrict scores = scores_table_.get();
+    int64_t* __restrict to_words = out_words;
+    T* __restrict to_scores = out_scores;
+    size_t at = 0;
+    for (size_t h = 0; h < n; ++h) {
+      // Each word is written where the next kept one goes and kept by moving past it: a
+      // sentence's last word is always kept, so no write lands past the sentence.
+      const size_t last = last_[h];
+      for (size_t t = 0, k = h; t <= last; ++t, k += n) {
+        const int64_t word = words[k];
+        to_words[at] = word;
+        to_scores[at] = scores[k];
+        at += (t == last) | (word != end_id);
+      }
     }
   }
-  for (const Hypothesis& h : hyps) {
-    const size_t before = out.words.size();
-    for (size_t t = 0; t <= h.last; ++t) {
-      if (t < h.last && words[h.at + t] == end_id) continue;
-      out.words.push_back(words[h.at + t]);
-      out.scores.push_back(scores[h.at + t]);
-    }
-    out.words_per_sentence.push_back(out.words.size() - before);
-  }
-}
+
+  std::vector<uint64_t> sentences_per_source, words_per_sentence;
+  uint64_t words = 0;
+
+ private:
+  size_t hypotheses_ = 0;
+  std::vector<size_t> last_;  // each hypothesis's last step
+  std::unique_ptr<int64_t[]> words_table_;
+  std::unique_ptr<T[]> scores_table_;
+};
 
 template <class T> void BeamSearchDecode(KernelContext& ctx) {
   Variable ids_var = ctx.InputVar("Ids"), scores_var = ctx.InputVar("Scores");
@@ -275,56 +293,68 @@ template <class T> void BeamSearchDecode(KernelContext& ctx) {
                 " and " + std::to_string(scores_var.TensorArraySize()));
   }
   const int64_t end_id = ctx.Attr<int64_t>("end_id");
-  std::vector<LoD> lods(step_count);
   std::vector<DecodeStep<T>> steps(step_count);
   double bytes = 0;
   for (size_t t = 0; t < step_count; ++t) {
     Tensor ids = ids_var.TensorArrayAt(t), scores = scores_var.TensorArrayAt(t);
-    lods[t] = ids.lod();
-    if (lods[t].size() != 2 || ids.dtype() != RILL_INT64 || scores.dtype() != DataTypeOf<T>::value ||
+    if (ids.lod_levels() != 2 || ids.dtype() != RILL_INT64 || scores.dtype() != DataTypeOf<T>::value ||
         scores.numel() != ids.numel()) {
       throw Error("step " + std::to_string(t) +
                   ": Ids must be int64 with a LoD of 2 levels (beam_search's output) "
                   "and Scores " +
                   DataTypeName(DataTypeOf<T>::value) + " of as many values; got " + DataTypeName(ids.dtype()) +
-                  " with " + std::to_string(lods[t].size()) + " levels, " + DataTypeName(scores.dtype()) + " of " +
+                  " with " + std::to_string(ids.lod_levels()) + " levels, " + DataTypeName(scores.dtype()) + " of " +
                   std::to_string(scores.numel()));
     }
-    const LoD& lod = lods[t];
-    if (lod[0].size() != lods[0][0].size()) {
-      throw Error("step " + std::to_string(t) + " has " + std::to_string(lod[0].size() - 1) + " sources, step 0 " +
-                  std::to_string(lods[0][0].size() - 1));
+    DecodeStep<T>& step = steps[t];
+    step = {ids.data<int64_t>(), scores.data<T>(), ids.lod_level(0), ids.lod_level(1)};
+    if (step.prefixes.size != steps[0].prefixes.size) {
+      throw Error("step " + std::to_string(t) + " has " + std::to_string(step.prefixes.size - 1) + " sources, step 0 " +
+                  std::to_string(steps[0].prefixes.size - 1));
     }
-    if (lod[0].back() + 1 != lod[1].size() || lod[1].back() != static_cast<uint64_t>(ids.numel())) {
-      throw Error("step " + std::to_string(t) + ": Ids' LoD does not fit it (" + std::to_string(lod[0].back()) +
-                  " prefixes of " + std::to_string(lod[1].size() - 1) + ", " + std::to_string(lod[1].back()) +
+    const uint64_t prefixes = step.prefixes[step.prefixes.size - 1];
+    const uint64_t candidates = step.candidates[step.candidates.size - 1];
+    if (prefixes + 1 != step.candidates.size || candidates != static_cast<uint64_t>(ids.numel())) {
+      throw Error("step " + std::to_string(t) + ": Ids' LoD does not fit it (" + std::to_string(prefixes) +
+                  " prefixes of " + std::to_string(step.candidates.size - 1) + ", " + std::to_string(candidates) +
                   " candidates of " + std::to_string(ids.numel()) + ")");
     }
-    steps[t] = {ids.data<int64_t>(), scores.data<T>(), lod[0].data(), lod[1].data()};
+    // Each step's prefixes are the step before's candidates, source by source: a walk from
+    // a source's candidate stays among that source's rows.
+    if (t > 0) {
+      const DecodeStep<T>& before = steps[t - 1];
+      for (size_t s = 0; s < step.prefixes.size; ++s) {
+        if (step.prefixes[s] != before.candidates[before.prefixes[s]]) {
+          throw Error("step " + std::to_string(t) + ": source " + std::to_string(s) + "'s prefixes start at row " +
+                      std::to_string(step.prefixes[s]) + " but its candidates at step " + std::to_string(t - 1) +
+                      " at row " + std::to_string(before.candidates[before.prefixes[s]]) +
+                      " (a step's prefixes are the candidates of the step before)");
+        }
+      }
+    }
     bytes += static_cast<double>(ids.numel()) * static_cast<double>(sizeof(int64_t) + sizeof(T));
   }
-  // Sources are decoded apart, ranges of them on the team, each range's sentences kept
-  // apart and joined in source order, so the output does not depend on the split.
-  const int64_t sources = static_cast<int64_t>(lods[0][0].size()) - 1;
+  // Sources are decoded in ranges on the team, each range's sentences placed after the
+  // ranges before it, so the output does not depend on the split.
+  const int64_t sources = static_cast<int64_t>(steps[0].prefixes.size) - 1;
   const int64_t chunks = ParallelChunks(sources, bytes);
-  std::vector<DecodedSources<T>> decoded(static_cast<size_t>(chunks));
+  std::vector<DecodedRange<T>> decoded(static_cast<size_t>(chunks));
   ParallelForBlocks(sources, chunks, [&](int64_t chunk, int64_t begin, int64_t end) {
-    DecodeSources(steps, static_cast<size_t>(begin), static_cast<size_t>(end), end_id,
-                  decoded[static_cast<size_t>(chunk)]);
+    decoded[static_cast<size_t>(chunk)].WalkBack(steps, static_cast<size_t>(begin), static_cast<size_t>(end), end_id);
   });
-  std::vector<uint64_t> source_lod{0}, sentence_lod{0};
-  size_t n = 0;
+  std::vector<uint64_t> source_lod{0}, sentence_lod{0}, placed{0};
   for (const auto& part : decoded) {
     for (const uint64_t k : part.sentences_per_source) source_lod.push_back(source_lod.back() + k);
     for (const uint64_t k : part.words_per_sentence) sentence_lod.push_back(sentence_lod.back() + k);
-    n += part.words.size();
+    placed.push_back(placed.back() + part.words);
   }
-  int64_t* words = ctx.AllocateOutput<int64_t>("SentenceIds", {static_cast<int64_t>(n)});
-  T* word_scores = ctx.AllocateOutput<T>("SentenceScores", {static_cast<int64_t>(n)});
-  for (const auto& part : decoded) {
-    words = std::copy(part.words.begin(), part.words.end(), words);
-    word_scores = std::copy(part.scores.begin(), part.scores.end(), word_scores);
-  }
+  const auto n = static_cast<int64_t>(placed.back());
+  int64_t* words = ctx.AllocateOutput<int64_t>("SentenceIds", {n});
+  T* word_scores = ctx.AllocateOutput<T>("SentenceScores", {n});
+  ParallelForBlocks(chunks, chunks, [&](int64_t chunk, int64_t, int64_t) {
+    const auto c = static_cast<size_t>(chunk);
+    decoded[c].Write(end_id, words + placed[c], word_scores + placed[c]);
+  });
   ctx.Output("SentenceIds").set_lod({source_lod, sentence_lod});
   ctx.Output("SentenceScores").set_lod({source_lod, sentence_lod});
 }

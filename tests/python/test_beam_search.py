@@ -245,3 +245,32 @@ def test_decode_refuses_steps_that_do_not_chain(second_lod, error):
                     attrs={"beam_size": 2, "end_id": END})
     with pytest.raises(Exception, match=error):
         fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[], scope=scope)
+
+
+def test_decode_puts_each_sources_sentences_best_first_ties_in_step_order_and_nan_last():
+    """A source's hypotheses come out by their final score, best first; equal scores keep the
+    last step's order, and a NaN score (a diverged model's) ranks below every number."""
+    scope = fluid.core.Scope()
+    ids, scores = scope.var("ids").get_lod_tensor_array(), scope.var("scores").get_lod_tensor_array()
+    nan = float("nan")
+    # Step 0: one source, one prefix, one candidate; step 1: that candidate's five.
+    for lod, words, values in (([[0, 1], [0, 1]], [5], [0.0]),
+                               ([[0, 1], [0, 5]], [10, 11, 12, 13, 14], [nan, 1.0, nan, 1.0, 2.0])):
+        for array, data in ((ids, np.array(words, "int64")), (scores, np.array(values, "float32"))):
+            step = fluid.core.LoDTensor()
+            step.set(data.reshape(-1, 1), fluid.CPUPlace())
+            step.set_lod(lod)
+            array.append(step)
+    main = fluid.Program()
+    block = main.global_block()
+    for name in ("ids", "scores", "sentences", "sentence_scores"):
+        block.create_var(name=name, persistable=True)
+    block.append_op(type="beam_search_decode", inputs={"Ids": ["ids"], "Scores": ["scores"]},
+                    outputs={"SentenceIds": ["sentences"], "SentenceScores": ["sentence_scores"]},
+                    attrs={"beam_size": 5, "end_id": END})
+    fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[], scope=scope)
+    sentences = scope.find_var("sentences").get_tensor()
+    assert sentences.lod() == [[0, 5], [0, 2, 4, 6, 8, 10]]
+    assert np.array(sentences).ravel().tolist() == [5, 14, 5, 11, 5, 13, 5, 10, 5, 12]
+    np.testing.assert_array_equal(np.array(scope.find_var("sentence_scores").get_tensor()).ravel(),
+                                  [0, 2, 0, 1, 0, 1, 0, nan, 0, nan])

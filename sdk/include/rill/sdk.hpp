@@ -280,12 +280,27 @@ class Tensor {
     if (to != from && size.bytes > 0) std::memcpy(to, from, size.bytes);
   }
 
+  // One level of the LoD, borrowed rather than copied: valid while the tensor's LoD is
+  // unchanged (set_lod, or a new value or LoD given by another op, may move it). Empty past
+  // the last level.
+  struct LodLevel {
+    const uint64_t* data = nullptr;
+    size_t size = 0;
+    const uint64_t& operator[](size_t i) const { return data[i]; }
+    const uint64_t* begin() const { return data; }
+    const uint64_t* end() const { return data + size; }
+  };
+  size_t lod_levels() const { return RILL_HOST_ENTRY(tensor_lod_levels)(t_); }
+  LodLevel lod_level(size_t level) const {
+    LodLevel out;
+    out.data = RILL_HOST_ENTRY(tensor_lod_level)(t_, level, &out.size);
+    return out;
+  }
   std::vector<std::vector<uint64_t>> lod() const {
-    std::vector<std::vector<uint64_t>> out(RILL_HOST_ENTRY(tensor_lod_levels)(t_));
+    std::vector<std::vector<uint64_t>> out(lod_levels());
     for (size_t l = 0; l < out.size(); ++l) {
-      size_t n = 0;
-      const uint64_t* p = RILL_HOST_ENTRY(tensor_lod_level)(t_, l, &n);
-      out[l].assign(p, p + n);
+      const LodLevel level = lod_level(l);
+      out[l].assign(level.begin(), level.end());
     }
     return out;
   }
@@ -296,8 +311,7 @@ class Tensor {
     for (size_t l = 0; l < lod.size(); ++l) {
       Check(RILL_HOST_ENTRY(tensor_set_lod_level)(t_, l, lod[l].data(), lod[l].size()));
     }
-    if (RILL_HOST_ENTRY(tensor_lod_levels)(t_) > lod.size())
-      Check(RILL_HOST_ENTRY(tensor_truncate_lod)(t_, lod.size()));
+    if (lod_levels() > lod.size()) Check(RILL_HOST_ENTRY(tensor_truncate_lod)(t_, lod.size()));
   }
 
  private:

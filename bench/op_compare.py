@@ -381,6 +381,12 @@ def standard_cases():
     add("scatter 8192 rows into [100000, 64]", "scatter",
         {"X": x(shape=(100000, 64)), "Ids": Data((8192,), "int64", 0, 100000), "Updates": x(shape=(8192, 64))}, {},
         "X.index_copy(0, Ids, Updates)")
+    # Index rows of 2 naming rows of [1024, 100, 64] by their first two dims.
+    nd = {"X": x(shape=(1024, 100, 64)), "Index": Data((8192, 2), "int64", 0, 100)}
+    add("gather_nd 8192 rows of [1024, 100, 64] by 2-d index", "gather_nd", nd, {}, "X[Index[:, 0], Index[:, 1]]")
+    add("scatter_nd_add 8192 rows into [1024, 100, 64] by 2-d index", "scatter_nd_add",
+        dict(nd, Updates=x(shape=(8192, 64))), {},
+        "X.index_put((Index[:, 0], Index[:, 1]), Updates, accumulate=True)")
     add("one_hot_v2 65536 ids depth 1000", "one_hot_v2", {"X": Data((65536,), "int64", 0, 1000)}, {"depth": 1000},
         "torch.zeros(65536, 1000).scatter_(1, X.view(-1, 1), 1.0)")
     add("multiplex 2 x [1024, 4096]", "multiplex", {"X": [x(), x()], "Ids": Data((1024, 1), "int32", 0, 2)}, {},

@@ -332,6 +332,31 @@ std::vector<GradCase> Cases() {
                        std::copy(ids, ids + 3, t->data_as<int64_t>());
                      }});
   }
+  // Index rows naming slices of x [3, 4, 2] by their first two dims, one named twice (its
+  // gradients add up).
+  const auto nd_index = [](core::Scope& s) {
+    core::Tensor* t = s.Var("index")->GetMutableTensor();
+    t->Allocate(RILL_INT32, {2, 2, 2});
+    const int32_t index[] = {2, 3, 0, 1, 2, 3, 1, 0};
+    std::copy(index, index + 8, t->data_as<int32_t>());
+  };
+  cases.push_back(
+      {"gather_nd_repeated_slice",
+       {{"x", {3, 4, 2}}},
+       [](core::BlockBuilder& b) { b.Op("gather_nd").Input("X", "x").Input("Index", "index").Output("Out", "out"); },
+       1e-6,
+       nd_index});
+  cases.push_back({"scatter_nd_add_repeated_slice",
+                   {{"x", {3, 4, 2}}, {"updates", {2, 2, 2}}},
+                   [](core::BlockBuilder& b) {
+                     b.Op("scatter_nd_add")
+                         .Input("X", "x")
+                         .Input("Index", "index")
+                         .Input("Updates", "updates")
+                         .Output("Out", "out");
+                   },
+                   1e-6,
+                   nd_index});
   cases.push_back({"softmax_axis0", {{"x", {3, 2}}}, [](core::BlockBuilder& b) {
                      b.Op("softmax").Input("X", "x").Output("Out", "out").Attr("axis", int32_t{0});
                    }});

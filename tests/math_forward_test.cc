@@ -9,6 +9,7 @@
 #include <numeric>
 #include <random>
 #include <cstring>
+#include <tuple>
 #include <type_traits>
 
 #include "op_fixture.h"
@@ -239,6 +240,40 @@ TEST_F(MathForward, ScatterOverwritesOrSumsTheRowsIdsName) {
   Op("scatter").Input("X", "x").Input("Ids", "far").Input("Updates", "one").Output("Out", "out");
   const std::string error = Run();
   EXPECT_NE(error.find("Ids[0] = 3 is not a row of X's 3"), std::string::npos) << error;
+}
+
+TEST_F(MathForward, GatherNdAndScatterNdAddReadAndAddTheSlicesIndexRowsName) {
+  Set<float>("x", {2, 3}, {1, 2, 3, 4, 5, 6});
+  Set<int64_t>("cells", {3, 2}, {1, 2, 0, 0, 1, 2});  // (1, 2) twice
+  Set<int32_t>("rows", {2, 1}, {1, 0});
+  Set<int64_t>("all", {2, 0}, {});  // the empty index: x whole, twice
+  Op("gather_nd").Input("X", "x").Input("Index", "cells").Output("Out", "picked");
+  Op("gather_nd").Input("X", "x").Input("Index", "rows").Output("Out", "swapped");
+  Op("gather_nd").Input("X", "x").Input("Index", "all").Output("Out", "twice");
+  Set<float>("three", {3}, {10, 20, 30});
+  Op("scatter_nd_add").Input("X", "x").Input("Index", "cells").Input("Updates", "three").Output("Out", "added");
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Values("picked"), (std::vector<double>{6, 1, 6}));
+  EXPECT_EQ(Dims("swapped"), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(Values("swapped"), (std::vector<double>{4, 5, 6, 1, 2, 3}));
+  EXPECT_EQ(Dims("twice"), (std::vector<int64_t>{2, 2, 3}));
+  EXPECT_EQ(Values("added"), (std::vector<double>{21, 2, 3, 4, 5, 46}));
+  for (const auto& [index, dims, values, error] :
+       std::vector<std::tuple<std::string, std::vector<int64_t>, std::vector<double>, std::string>>{
+           {"far", {1, 2}, {1, 3}, "Index[0][1] = 3 is outside dimension 1 of X [2, 3]"},
+           {"negative", {1, 1}, {-1}, "Index[0][0] = -1 is outside dimension 0"},
+           {"long", {1, 3}, {0, 0, 0}, "its last dimension (3) must be at most X's rank (2"}}) {
+    pb_ = core::ProgramBuilder();
+    Set<int64_t>(index, dims, values);
+    Op("gather_nd").Input("X", "x").Input("Index", index).Output("Out", "out");
+    const std::string got = Run();
+    EXPECT_NE(got.find(error), std::string::npos) << got;
+  }
+  pb_ = core::ProgramBuilder();
+  Set<float>("two", {2}, {1, 1});
+  Op("scatter_nd_add").Input("X", "x").Input("Index", "cells").Input("Updates", "two").Output("Out", "out");
+  const std::string got = Run();
+  EXPECT_NE(got.find("Updates [2] must be [3]"), std::string::npos) << got;
 }
 
 // Every permutation of shapes with size-1 dims, neighbours that merge, and tensors large

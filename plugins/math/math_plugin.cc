@@ -22,6 +22,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterTrilTriu(r);
   rill::math::RegisterIndexSample(r);
   rill::math::RegisterScatter(r);
+  rill::math::RegisterGatherScatterNd(r);
   rill::math::RegisterConv(r);
   rill::math::RegisterReduce(r);
   rill::math::RegisterMatMul(r);

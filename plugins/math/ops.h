@@ -27,6 +27,7 @@ void RegisterPoolWithIndex(Registrar& r);
 void RegisterTrilTriu(Registrar& r);
 void RegisterIndexSample(Registrar& r);
 void RegisterScatter(Registrar& r);
+void RegisterGatherScatterNd(Registrar& r);
 void RegisterConv(Registrar& r);
 void RegisterReduce(Registrar& r);
 void RegisterMatMul(Registrar& r);

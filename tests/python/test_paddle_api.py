@@ -78,6 +78,31 @@ def test_manipulation(exe):
         paddle.roll(x, 1, axis=3)
 
 
+def test_gather_nd_and_scatter_nd_read_and_add_the_slices_index_rows_name(exe):
+    x = paddle.static.data("x", [2, 3, 4], "float32")
+    index = paddle.static.data("index", [5, 2], "int64")
+    updates = paddle.static.data("updates", [5, 4], "float32")
+    outs = [paddle.gather_nd(x, index), paddle.scatter_nd_add(x, index, updates),
+            paddle.scatter_nd(index, updates, [2, 3, 4])]
+    xs, us = RNG.randn(2, 3, 4).astype("float32"), RNG.randn(5, 4).astype("float32")
+    ids = np.array([[1, 2], [0, 0], [1, 2], [0, 1], [1, 0]], "int64")  # (1, 2) twice: both added
+    got = run(exe, {"x": xs, "index": ids, "updates": us}, outs)
+    added, zeros = xs.copy(), np.zeros_like(xs)
+    for (i, j), u in zip(ids, us):
+        added[i, j] += u
+        zeros[i, j] += u
+    np.testing.assert_array_equal(got[0], xs[ids[:, 0], ids[:, 1]])
+    np.testing.assert_allclose(got[1], added, rtol=1e-6)
+    np.testing.assert_allclose(got[2], zeros, rtol=1e-6)
+    assert outs[0].shape == (5, 4) and outs[2].shape == (2, 3, 4)
+    with pytest.raises(ValueError, match="Updates has wrong shape"):
+        paddle.scatter_nd_add(x, index, paddle.static.data("three", [5, 3], "float32"))
+    with pytest.raises(ValueError, match="no greater than Input.X..rank"):
+        paddle.gather_nd(x, paddle.static.data("long", [5, 4], "int64"))
+    with pytest.raises(TypeError, match="index"):
+        paddle.gather_nd(x, paddle.static.data("real", [5, 2], "float32"))
+
+
 def test_where_broadcasts_keeping_infinities(exe):
     c = paddle.static.data("c", [3, 1], "bool")
     x = paddle.static.data("x", [1, 4], "float32")

@@ -27,6 +27,7 @@ __all__ = [
     "resize_nearest", "group_norm", "instance_norm", "label_smooth", "uniform_random", "gaussian_random",
     "uniform_random_batch_size_like", "gaussian_random_batch_size_like", "crop", "l2_normalize", "lrn", "maxout",
     "multiplex", "smooth_l1", "mean_iou", "cos_sim", "merge_selected_rows", "get_tensor_from_selected_rows",
+    "gather_nd", "scatter_nd_add", "scatter_nd",
 ]
 
 
@@ -840,6 +841,54 @@ def gather(input, index, overwrite=False):
     helper.append_op(type="gather", inputs={"X": input, "Index": index}, outputs={"Out": out},
                      attrs={"overwrite": overwrite})
     return out
+
+
+def _nd_slices_shape(input_shape, index, layer, too_long):
+    """The shape of the slices `index` names in a tensor of input_shape: index's dims but
+    the last, then input_shape's from the last one's length k (a ValueError starting with
+    too_long, Paddle's words, where k is longer than the rank)."""
+    k = index.shape[-1] if index.shape else -1
+    if k > len(input_shape):
+        raise ValueError("%s %s: Input(Index)'s last dimension %d is longer than Input(X)'s rank %d (%s)" %
+                         (too_long, layer, k, len(input_shape), list(input_shape)))
+    return list(index.shape[:-1]) + (list(input_shape[k:]) if k >= 0 else [-1])
+
+
+def gather_nd(input, index, name=None):
+    """The slices of input that index's rows name: row (i0, .., ik-1) is input[i0, .., ik-1, ...]."""
+    check_variable_and_dtype(input, "input", ["bool", "float32", "float64", "int16", "int32", "int64", "uint8"],
+                             "gather_np")
+    check_variable_and_dtype(index, "index", ["int32", "int64"], "gather_np")
+    helper = LayerHelper("gather_nd", **locals())
+    shape = _nd_slices_shape(input.shape, index, "gather_nd",
+                             "Input(Index).shape[-1] should be no greater than Input(X).rank:")
+    out = _tmp(helper, input.dtype, shape)
+    helper.append_op(type="gather_nd", inputs={"X": input, "Index": index}, outputs={"Out": out})
+    return out
+
+
+def scatter_nd_add(ref, index, updates, name=None):
+    """ref with each slice of updates added to the slice of ref its index row names."""
+    if ref.dtype != updates.dtype:
+        raise ValueError("ref and updates must have same data type, got %s and %s" % (ref.dtype, updates.dtype))
+    helper = LayerHelper("scatter_nd_add", **locals())
+    want = _nd_slices_shape(ref.shape, index, "scatter_nd_add",
+                            "The last dimension of Input(Index)'s shape should be no greater than the rank of "
+                            "Input(X):")
+    given = list(updates.shape)
+    if len(given) != len(want) or any(a >= 0 and b >= 0 and a != b for a, b in zip(given, want)):
+        raise ValueError("Updates has wrong shape: %s, where Index %s and X %s make it %s" %
+                         (given, list(index.shape), list(ref.shape), want))
+    out = _tmp(helper, ref.dtype, ref.shape)
+    helper.append_op(type="scatter_nd_add", inputs={"X": ref, "Index": index, "Updates": updates},
+                     outputs={"Out": out})
+    return out
+
+
+def scatter_nd(index, updates, shape, name=None):
+    """A tensor of `shape`, zeros but where updates' slices are added at the slices index names."""
+    from rill.fluid.layers.tensor import zeros
+    return scatter_nd_add(zeros(shape, updates.dtype), index, updates, name)
 
 
 def one_hot(input, depth, allow_out_of_range=False):

@@ -9,7 +9,7 @@ from rill.paddle import _op
 
 __all__ = ["split", "concat", "stack", "flatten", "gather", "tile", "transpose", "t", "reshape", "squeeze",
            "unsqueeze", "expand", "expand_as", "flip", "roll", "index_select", "where", "cast", "slice", "multiplex",
-           "scatter"]
+           "scatter", "gather_nd", "scatter_nd_add", "scatter_nd"]
 
 _ANY = _op.NUMBERS + ("bool", "uint8", "int8", "int16")
 
@@ -240,3 +240,20 @@ def scatter(x, index, updates, overwrite=True, name=None):
     _op.check_type(overwrite, "overwrite", (bool,), "scatter")
     return _op.append("scatter", {"X": x, "Ids": index, "Updates": updates}, {"overwrite": overwrite}, shape=x.shape,
                       name=name)
+
+
+def gather_nd(x, index, name=None):
+    """The slices of x that index's rows name (row (i0, .., ik-1): x[i0, .., ik-1, ...])."""
+    _op.check_variable(x, "x", "gather_nd", ("bool", "float32", "float64", "int16", "int32", "int64", "uint8"))
+    _op.check_variable(index, "index", "gather_nd", ("int32", "int64"))
+    return fluid_nn.gather_nd(x, index, name)
+
+
+def scatter_nd_add(x, index, updates, name=None):
+    """x with each slice of updates added to the slice its index row names."""
+    return fluid_nn.scatter_nd_add(x, index, updates, name)
+
+
+def scatter_nd(index, updates, shape, name=None):
+    """A tensor of `shape`: zeros with updates' slices added where index's rows name."""
+    return fluid_nn.scatter_nd(index, updates, shape, name)

@@ -235,6 +235,10 @@ def standard_cases():
     for op, expr in (("logical_and", "torch.logical_and(X, Y)"), ("logical_or", "torch.logical_or(X, Y)"),
                      ("logical_xor", "torch.logical_xor(X, Y)")):
         add("%s [1024, 4096]" % op, op, {"X": Data(BIG, "bool"), "Y": Data(BIG, "bool", seed=1)}, {}, expr)
+    for op, expr in (("bitwise_and", "X & Y"), ("bitwise_or", "X | Y"), ("bitwise_xor", "X ^ Y")):
+        add("%s int32 [1024, 4096]" % op, op,
+            {"X": Data(BIG, "int32", -1000, 1000), "Y": Data(BIG, "int32", -1000, 1000, 1)}, {}, expr)
+    add("bitwise_not int32 [1024, 4096]", "bitwise_not", {"X": Data(BIG, "int32", -1000, 1000)}, {}, "~X")
     add("where [1024, 4096]", "where", {"Condition": Data(BIG, "bool"), "X": x(), "Y": x()}, {},
         "torch.where(Condition, X, Y)")
     add("sum of 4 [1024, 4096]", "sum", {"X": [x() for _ in range(4)]}, {}, "X[0] + X[1] + X[2] + X[3]")

@@ -242,6 +242,40 @@ TEST_F(MathForward, ScatterOverwritesOrSumsTheRowsIdsName) {
   EXPECT_NE(error.find("Ids[0] = 3 is not a row of X's 3"), std::string::npos) << error;
 }
 
+TEST_F(MathForward, BitwiseOpsWorkOnEveryBitBroadcastingBothWays) {
+  // int64 values past 32 bits, and negative ones (two's complement), against a [3, 1]
+  // operand broadcast along X's columns while X [2] broadcasts along its rows.
+  const double big = static_cast<double>(int64_t{1} << 40);
+  Set<int64_t>("x", {2}, {big + 5, -6});
+  Set<int64_t>("y", {3, 1}, {3, -1, big});
+  Op("bitwise_and").Input("X", "x").Input("Y", "y").Output("Out", "and");
+  Op("bitwise_or").Input("X", "x").Input("Y", "y").Output("Out", "or");
+  Op("bitwise_xor").Input("X", "x").Input("Y", "y").Output("Out", "xor");
+  Op("bitwise_not").Input("X", "x").Output("Out", "not");
+  Set<bool>("b", {3}, {1, 0, 1});
+  Op("bitwise_not").Input("X", "b").Output("Out", "not_b");
+  Set<int16_t>("u", {2}, {0x0f0f, -1});
+  Set<int16_t>("v", {2}, {0x00ff, 0x3c});
+  Op("bitwise_xor").Input("X", "u").Input("Y", "v").Output("Out", "xor_u");
+  ASSERT_EQ(Run(), "");
+  const int64_t a = (int64_t{1} << 40) + 5, c = int64_t{1} << 40;
+  std::vector<double> want_and, want_or, want_xor;
+  for (const int64_t y : {int64_t{3}, int64_t{-1}, c}) {
+    for (const int64_t x : {a, int64_t{-6}}) {
+      want_and.push_back(static_cast<double>(x & y));
+      want_or.push_back(static_cast<double>(x | y));
+      want_xor.push_back(static_cast<double>(x ^ y));
+    }
+  }
+  EXPECT_EQ(Dims("and"), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(Values("and"), want_and);
+  EXPECT_EQ(Values("or"), want_or);
+  EXPECT_EQ(Values("xor"), want_xor);
+  EXPECT_EQ(Values("not"), (std::vector<double>{static_cast<double>(~a), 5}));
+  EXPECT_EQ(Values("not_b"), (std::vector<double>{0, 1, 0}));
+  EXPECT_EQ(Values("xor_u"), (std::vector<double>{0x0ff0, -0x3d}));
+}
+
 TEST_F(MathForward, GatherNdAndScatterNdAddReadAndAddTheSlicesIndexRowsName) {
   Set<float>("x", {2, 3}, {1, 2, 3, 4, 5, 6});
   Set<int64_t>("cells", {3, 2}, {1, 2, 0, 0, 1, 2});  // (1, 2) twice

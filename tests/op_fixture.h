@@ -49,10 +49,11 @@ class __attribute__((visibility("hidden"))) OpFixture : public ::testing::Test {
   std::vector<double> Values(const std::string& name) {
     const core::Tensor& t = Get(name);
     std::vector<double> out;
-    rill::VisitDataType<bool, int32_t, int64_t, float, double>(t.dtype(), "test", [&](auto x) {
-      using T = decltype(x);
-      for (int64_t i = 0; i < t.numel(); ++i) out.push_back(static_cast<double>(t.data_as<T>()[i]));
-    });
+    rill::VisitDataType<bool, uint8_t, int8_t, int16_t, int32_t, int64_t, float, double>(
+        t.dtype(), "test", [&](auto x) {
+          using T = decltype(x);
+          for (int64_t i = 0; i < t.numel(); ++i) out.push_back(static_cast<double>(t.data_as<T>()[i]));
+        });
     return out;
   }
   std::vector<int64_t> Dims(const std::string& name) { return Get(name).dims().ToVector(); }

@@ -1,5 +1,6 @@
-// Comparisons (Out: bool = X op Y, with Fluid's broadcasting) and logical ops on bool
-// tensors (logical_not is unary).
+// Comparisons (Out: bool = X op Y, with Fluid's broadcasting), logical ops on bool tensors
+// (logical_not is unary), and bitwise ops on integer and bool tensors (Out = X op Y of X's
+// type, with numpy's broadcasting; bitwise_not is unary), as Paddle's.
 #include "broadcast.h"
 #include "kernels.h"
 #include "memory_loops.h"
@@ -37,6 +38,15 @@ struct Eq {
 struct NotEq {
   template <class T> bool operator()(T a, T b) const { return a != b; }
 };
+struct BitAnd {
+  template <class T> T operator()(T a, T b) const { return static_cast<T>(a & b); }
+};
+struct BitOr {
+  template <class T> T operator()(T a, T b) const { return static_cast<T>(a | b); }
+};
+struct BitXor {
+  template <class T> T operator()(T a, T b) const { return static_cast<T>(a ^ b); }
+};
 struct And {
   bool operator()(bool a, bool b) const { return a && b; }
 };
@@ -46,6 +56,44 @@ struct Or {
 struct Xor {
   bool operator()(bool a, bool b) const { return a != b; }
 };
+
+// Out = f(X, Y) of X's type.
+template <class T, class F> class Bitwise {
+ public:
+  explicit Bitwise(const OpInfo& op) : args_(op) {}
+  void Compute(KernelContext& ctx) { BinaryBroadcast<T, T>(ctx, args_, F{}); }
+  bool Scalar(const RillScalar* in, RillScalar* out) const { return ScalarBinary<T, T>(in, out, F{}); }
+
+ private:
+  const BinaryArgs args_;
+};
+
+#define RILL_MATH_BITWISE_TYPES bool, uint8_t, int8_t, int16_t, int32_t, int64_t
+
+template <class F> void AddBitwise(Registrar& r, const char* type, const char* what) {
+  r.Op(OpSchema(type)
+           .Doc(std::string("Out = X ") + what +
+                " Y, bit by bit, elementwise with numpy's broadcasting; bool and integer tensors. As Paddle's.")
+           .Input("X", "bool or integer tensor")
+           .Input("Y", "a tensor of X's type, broadcast with X")
+           .Output("Out", "X's type, of the broadcast shape")
+           .Attr("axis", int64_t{-1}, "where Y's dims start in X's (-1: aligned to the end, numpy's rule)")
+           .KernelDtypeFrom("X"));
+  RegisterCpuStateful<RILL_MATH_BITWISE_TYPES>(r, type, [](auto t) { return TypeTag<Bitwise<decltype(t), F>>{}; });
+}
+
+// Out = ~X: every bit of each element flipped (bool: not), as a byte-wise xor.
+void BitwiseNot(KernelContext& ctx) {
+  Tensor x = ctx.Input("X");
+  const size_t bytes = static_cast<size_t>(x.numel()) * DataTypeSize(x.dtype());
+  const auto* px = static_cast<const uint8_t*>(x.raw_data());
+  auto* po = static_cast<uint8_t*>(ctx.Output("Out").Allocate(x.dtype(), x.dims()));
+  const uint8_t mask = x.dtype() == RILL_BOOL ? 1 : 0xff;  // a bool is one byte holding 0 or 1
+  const auto flip = memory::XorBytesFor();
+  const auto n = static_cast<int64_t>(bytes);
+  ParallelFor(n, 2.0 * static_cast<double>(n),
+              [&](int64_t, int64_t begin, int64_t end) { flip(px + begin, po + begin, end - begin, mask); });
+}
 
 template <class F> void AddCompare(Registrar& r, const char* type, const char* what) {
   r.Op(OpSchema(type)
@@ -102,6 +150,17 @@ void RegisterCompare(Registrar& r) {
            .Output("Out", "bool result")
            .KernelDtypeFrom("X"));
   r.Kernel("logical_not", RILL_CPU, RILL_BOOL, &LogicalNot);
+  AddBitwise<BitAnd>(r, "bitwise_and", "&");
+  AddBitwise<BitOr>(r, "bitwise_or", "|");
+  AddBitwise<BitXor>(r, "bitwise_xor", "^");
+  r.Op(OpSchema("bitwise_not")
+           .Doc("Out = ~X, bit by bit (bool: not X), elementwise; bool and integer tensors. As Paddle's.")
+           .Input("X", "bool or integer tensor")
+           .Output("Out", "X's type and shape")
+           .KernelDtypeFrom("X"));
+  for (const RillDataType t : {RILL_BOOL, RILL_UINT8, RILL_INT8, RILL_INT16, RILL_INT32, RILL_INT64}) {
+    r.Kernel("bitwise_not", RILL_CPU, t, &BitwiseNot);
+  }
 }
 
 }  // namespace rill::math

@@ -63,9 +63,8 @@ void GatherNd(KernelContext& ctx) {
   const size_t elem = DataTypeSize(x.dtype());
   const char* px = static_cast<const char*>(x.raw_data());
   WriteOutputBytes(ctx, "Out", {"X", "Index"}, x.dtype(), p.out_dims, [&](char* out) {
-    GatherRows(out, static_cast<int64_t>(p.starts.size()), static_cast<size_t>(p.width) * elem, [&](int64_t r) {
-      return px + static_cast<size_t>(p.starts[static_cast<size_t>(r)]) * elem;
-    });
+    GatherRows(out, static_cast<int64_t>(p.starts.size()), static_cast<size_t>(p.width) * elem,
+               [&](int64_t r) { return px + static_cast<size_t>(p.starts[static_cast<size_t>(r)]) * elem; });
   });
 }
 
@@ -114,9 +113,8 @@ template <class T> void ScatterNdAddGrad(KernelContext& ctx) {
     const NdSlices p = PlanNd(ctx.Input("Index"), g.dims());
     T* du = ctx.AllocateOutput<T>("Updates@GRAD", p.out_dims);
     GatherRows(reinterpret_cast<char*>(du), static_cast<int64_t>(p.starts.size()),
-               sizeof(T) * static_cast<size_t>(p.width), [&](int64_t r) {
-                 return reinterpret_cast<const char*>(dout + p.starts[static_cast<size_t>(r)]);
-               });
+               sizeof(T) * static_cast<size_t>(p.width),
+               [&](int64_t r) { return reinterpret_cast<const char*>(dout + p.starts[static_cast<size_t>(r)]); });
   }
   if (ctx.HasOutput("X@GRAD")) ctx.Output("X@GRAD").ShareWith(g, g.dims());  // Out@GRAD's values, not a copy
 }
@@ -126,8 +124,9 @@ template <class T> void ScatterNdAddGrad(KernelContext& ctx) {
 void RegisterGatherScatterNd(Registrar& r) {
   const OpSchema gather =
       OpSchema("gather_nd")
-          .Doc("Out = the slices of X that Index's rows name (row (i0, .., ik-1): X[i0, .., ik-1, ...]): Index's "
-               "dims but the last, then X's from the k-th. As Paddle's.")
+          .Doc(
+              "Out = the slices of X that Index's rows name (row (i0, .., ik-1): X[i0, .., ik-1, ...]): Index's "
+              "dims but the last, then X's from the k-th. As Paddle's.")
           .Input("X", "the tensor gathered from (any dtype)")
           .Input("Index", "int32/int64 [..., k], k at most X's rank")
           .Output("Out", "[Index's dims but the last] + X's dims from the k-th")
@@ -135,8 +134,9 @@ void RegisterGatherScatterNd(Registrar& r) {
           .Grad("gather_nd_grad", "X,Index,Out@GRAD", "X");
   const OpSchema scatter =
       OpSchema("scatter_nd_add")
-          .Doc("Out = X with each slice of Updates added to the slice of X its Index row names, in Index's order. "
-               "As Paddle's.")
+          .Doc(
+              "Out = X with each slice of Updates added to the slice of X its Index row names, in Index's order. "
+              "As Paddle's.")
           .Input("X", "the tensor added to")
           .Input("Index", "int32/int64 [..., k], k at most X's rank")
           .Input("Updates", "[Index's dims but the last] + X's dims from the k-th")

@@ -78,6 +78,21 @@ def test_manipulation(exe):
         paddle.roll(x, 1, axis=3)
 
 
+def test_bitwise_ops_broadcast_and_write_into_a_given_output(exe):
+    x = paddle.static.data("x", [4], "int64")
+    y = paddle.static.data("y", [3, 1], "int64")
+    given = paddle.static.data("given", [4], "int64")
+    outs = [paddle.bitwise_and(x, y), paddle.bitwise_or(x, y), paddle.bitwise_xor(x, y),
+            paddle.bitwise_not(x, out=given)]
+    xs, ys = np.array([5, -6, 1 << 40, 0], "int64"), np.array([[3], [-1], [1 << 40]], "int64")
+    got = run(exe, {"x": xs, "y": ys, "given": np.zeros(4, "int64")}, outs)
+    for g, w in zip(got, [xs & ys, xs | ys, xs ^ ys, ~xs]):
+        np.testing.assert_array_equal(g, w)
+    assert outs[3] is given
+    with pytest.raises(TypeError, match="bitwise_and"):
+        paddle.bitwise_and(paddle.static.data("real", [4], "float32"), x)
+
+
 def test_gather_nd_and_scatter_nd_read_and_add_the_slices_index_rows_name(exe):
     x = paddle.static.data("x", [2, 3, 4], "float32")
     index = paddle.static.data("index", [5, 2], "int64")

@@ -351,6 +351,10 @@ def standard_cases():
         "torch.stack(X, 0)", ("Y",))
     add("slice [1024, 4096][:, 1000:3000]", "slice", {"Input": x()}, {"axes": [1], "starts": [1000], "ends": [3000]},
         "Input[:, 1000:3000].contiguous()")
+    add("strided_slice [1024, 4096][::2, 1:4000:3]", "strided_slice", {"Input": x()},
+        {"axes": [0, 1], "starts": [0, 1], "ends": [1024, 4000], "strides": [2, 3]}, "Input[::2, 1:4000:3].contiguous()")
+    add("strided_slice [1024, 4096][:, ::2]", "strided_slice", {"Input": x()},
+        {"axes": [1], "starts": [0], "ends": [4096], "strides": [2]}, "Input[:, ::2].contiguous()")
     add("crop [1024, 4096] to [512, 2048] at (256, 1024)", "crop", {"X": x()},
         {"shape": [512, 2048], "offsets": [256, 1024]}, "X[256:768, 1024:3072].contiguous()")
     add("pad [1024, 4096] by 8 each side", "pad", {"X": x()}, {"paddings": [8, 8, 8, 8], "pad_value": 0.0},

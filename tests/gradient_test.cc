@@ -357,6 +357,15 @@ std::vector<GradCase> Cases() {
                    },
                    1e-6,
                    nd_index});
+  cases.push_back({"strided_slice_backwards_and_stepped", {{"x", {4, 5, 3}}}, [](core::BlockBuilder& b) {
+                     b.Op("strided_slice")
+                         .Input("Input", "x")
+                         .Output("Out", "out")
+                         .Attr("axes", std::vector<int64_t>{0, 1})
+                         .Attr("starts", std::vector<int64_t>{-1, 0})
+                         .Attr("ends", std::vector<int64_t>{-5, 5})
+                         .Attr("strides", std::vector<int64_t>{-2, 2});
+                   }});
   cases.push_back({"softmax_axis0", {{"x", {3, 2}}}, [](core::BlockBuilder& b) {
                      b.Op("softmax").Input("X", "x").Output("Out", "out").Attr("axis", int32_t{0});
                    }});

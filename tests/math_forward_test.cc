@@ -242,6 +242,45 @@ TEST_F(MathForward, ScatterOverwritesOrSumsTheRowsIdsName) {
   EXPECT_NE(error.find("Ids[0] = 3 is not a row of X's 3"), std::string::npos) << error;
 }
 
+TEST_F(MathForward, StridedSliceTakesPythonsSlicesWithPaddlesBounds) {
+  std::vector<double> x(4 * 10);
+  std::iota(x.begin(), x.end(), 0.0);
+  Set<float>("x", {4, 10}, x);
+  const auto slice = [&](const std::string& out, std::vector<int64_t> axes, std::vector<int64_t> starts,
+                         std::vector<int64_t> ends, std::vector<int64_t> strides) -> core::OpBuilder {
+    return Op("strided_slice")
+        .Input("Input", "x")
+        .Output("Out", out)
+        .Attr("axes", axes)
+        .Attr("starts", starts)
+        .Attr("ends", ends)
+        .Attr("strides", strides);
+  };
+  slice("every_third", {1}, {1}, {100}, {3});              // the end clamped: columns 1, 4, 7
+  slice("backwards", {0, 1}, {-1, 8}, {0, -1}, {-2, -3});  // rows 3, 1; columns 8, 5, 2 (end -1: past the first)
+  slice("last_row", {0}, {-1}, {0}, {1})
+      .Attr("infer_flags", std::vector<int64_t>{-1})
+      .Attr("decrease_axis", std::vector<int64_t>{0});
+  ASSERT_EQ(Run(), "");
+  EXPECT_EQ(Dims("every_third"), (std::vector<int64_t>{4, 3}));
+  EXPECT_EQ(Values("every_third"), (std::vector<double>{1, 4, 7, 11, 14, 17, 21, 24, 27, 31, 34, 37}));
+  EXPECT_EQ(Values("backwards"), (std::vector<double>{38, 35, 32, 18, 15, 12}));
+  EXPECT_EQ(Dims("last_row"), (std::vector<int64_t>{10}));
+  EXPECT_EQ(Values("last_row"), (std::vector<double>{30, 31, 32, 33, 34, 35, 36, 37, 38, 39}));
+  for (const auto& [starts, ends, strides, error] :
+       std::vector<std::tuple<std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>, std::string>>{
+           {{2}, {1}, {1}, "axis 1: start 2 and end 1 make an empty range for stride 1"},
+           {{1}, {5}, {-1}, "axis 1: start 1 and end 5 make an empty range for stride -1"},
+           {{1}, {5}, {0}, "strides[0] is 0"},
+           {{1, 2}, {5}, {1}, "one value per axis of axes (1), got 2, 1 and 1"}}) {
+    pb_ = core::ProgramBuilder();
+    Set<float>("x", {4, 10}, x);
+    slice("out", {1}, starts, ends, strides);
+    const std::string got = Run();
+    EXPECT_NE(got.find(error), std::string::npos) << got;
+  }
+}
+
 TEST_F(MathForward, BitwiseOpsWorkOnEveryBitBroadcastingBothWays) {
   // int64 values past 32 bits, and negative ones (two's complement), against a [3, 1]
   // operand broadcast along X's columns while X [2] broadcasts along its rows.

@@ -23,6 +23,7 @@ void Init(rill::Registrar& r) {
   rill::math::RegisterIndexSample(r);
   rill::math::RegisterScatter(r);
   rill::math::RegisterGatherScatterNd(r);
+  rill::math::RegisterStridedSlice(r);
   rill::math::RegisterConv(r);
   rill::math::RegisterReduce(r);
   rill::math::RegisterMatMul(r);

@@ -28,6 +28,7 @@ void RegisterTrilTriu(Registrar& r);
 void RegisterIndexSample(Registrar& r);
 void RegisterScatter(Registrar& r);
 void RegisterGatherScatterNd(Registrar& r);
+void RegisterStridedSlice(Registrar& r);
 void RegisterConv(Registrar& r);
 void RegisterReduce(Registrar& r);
 void RegisterMatMul(Registrar& r);

@@ -36,7 +36,7 @@ matmul_v2_op mean_op mish_op momentum_op mul_op nearest_interp_op nearest_interp
 pad2d_op pad3d_op pad_op pool2d_op pool_max_op prelu_op range reduce_op reshape_op rmsprop_op roll_op scale_op selu_op sgd_op
 shape_op sigmoid_cross_entropy_with_logits_op sign_op slice_op softmax_op softmax_with_cross_entropy_op split_op
 squared_l2_norm_op squeeze_op squeeze2_op stack_op sum_op tile_op top_k_op top_k_v2_op transpose_op uniform_random_op
-unsqueeze_op unsqueeze2_op flatten_op bmm_op tril_triu_op index_sample_op scatter_op gather_nd_op scatter_nd_op bitwise_op where_op
+unsqueeze_op unsqueeze2_op flatten_op bmm_op tril_triu_op index_sample_op scatter_op gather_nd_op scatter_nd_op bitwise_op strided_slice_op where_op
 box_coder_op density_prior_box_op iou_similarity_op matrix_nms_op multiclass_nms_op prior_box_op roi_align_op
 yolo_box_op
 crop_op ftrl_op lrn_op maxout_op mean_iou multiplex_op norm_op polygon_box_transform roi_pool_op smooth_l1_loss_op

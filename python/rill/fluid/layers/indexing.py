@@ -2,10 +2,12 @@
 (on a tensor array: an int reads an entry, a slice takes a range of them).
 
 An item is a tuple (or one entry) of: an int or a one-element int Variable (that dim is
-taken and dropped: the op's decrease_axis), a slice with step 1 whose bounds are ints or
+taken and dropped: the op's decrease_axis), a slice whose bounds and step are ints or
 one-element int Variables, `...` (every dim it stands for, whole); a list of ints or a
-multi-element int Variable as the only entry selects rows (gather). A slice with
-another step, None, and other indices are errors naming what was given.
+multi-element int Variable as the only entry selects rows (gather). A step other than 1
+makes the op strided_slice, which reads the bounds as Paddle does (a stop of -1 with a
+negative step is past the first element, Python's None). None and other indices are
+errors naming what was given.
 """
 from rill.fluid.framework import Variable
 from rill.fluid.layer_helper import LayerHelper
@@ -59,20 +61,24 @@ def _array_range(array, item):
     return _slice(array, [0], [start], [stop], [], array_out=True)
 
 
-def _slice(var, axes, starts, ends, decrease, array_out=False):
-    """One slice op of `var` (bounds ints or one-element int Variables); its output a tensor
-    array like `var` when array_out."""
-    helper = LayerHelper("slice")
+def _slice(var, axes, starts, ends, decrease, array_out=False, strides=None):
+    """One slice op of `var` (bounds ints or one-element int Variables), or strided_slice
+    where `strides` are given; its output a tensor array like `var` when array_out."""
+    op = "slice" if strides is None else "strided_slice"
+    helper = LayerHelper(op)
     inputs, attrs = {"Input": var}, {"axes": axes, "decrease_axis": decrease}
-    int_list_argument(starts, "starts", "slice", inputs, attrs, "starts", None, "StartsTensorList",
-                      dtype_checked=False)
-    int_list_argument(ends, "ends", "slice", inputs, attrs, "ends", None, "EndsTensorList", dtype_checked=False)
+    int_list_argument(starts, "starts", op, inputs, attrs, "starts", None, "StartsTensorList", dtype_checked=False)
+    int_list_argument(ends, "ends", op, inputs, attrs, "ends", None, "EndsTensorList", dtype_checked=False)
+    if strides is not None:
+        int_list_argument(strides, "strides", op, inputs, attrs, "strides", None, "StridesTensorList",
+                          dtype_checked=False)
+        attrs["infer_flags"] = [1] * len(axes)
     if array_out:
         out = helper.create_variable(name=helper.name + ".out", type=var.type, dtype=var.dtype)
         out._shape = var._shape
     else:
         out = helper.create_tmp_variable(dtype=var.dtype)
-    helper.append_op(type="slice", inputs=inputs, outputs={"Out": out}, attrs=attrs)
+    helper.append_op(type=op, inputs=inputs, outputs={"Out": out}, attrs=attrs)
     return out
 
 
@@ -99,25 +105,30 @@ def getitem(var, item):
         return gather(var, index)
     if len(item) > len(var.shape) and var.shape:
         raise IndexError("%s[...]: %d indices for a variable of %d dims" % (var.name, len(item), len(var.shape)))
-    axes, starts, ends, decrease = [], [], [], []
+    axes, starts, ends, strides, decrease = [], [], [], [], []
     for dim, index in enumerate(item):
+        step = 1
         if _is_scalar_index(index):
             start, end = _scalar_bounds(var, dim, index)
             decrease.append(dim)
         elif isinstance(index, slice):
-            if index.step not in (None, 1):
-                raise NotImplementedError("%s[...]: a slice with step %r (strided slicing) is not supported"
-                                          % (var.name, index.step))
-            if index.start is None and index.stop is None:
+            step = 1 if index.step is None else index.step
+            if not _is_scalar_index(step) or (not isinstance(step, Variable) and step == 0):
+                raise IndexError("%s[...]: a slice's step is a nonzero int or a one-element int Variable, got %r"
+                                 % (var.name, index.step))
+            if index.start is None and index.stop is None and not isinstance(step, Variable) and step == 1:
                 continue
-            start = 0 if index.start is None else index.start
-            end = _END if index.stop is None else index.stop
+            backwards = not isinstance(step, Variable) and step < 0
+            start = (-1 if backwards else 0) if index.start is None else index.start
+            end = (-1 if backwards else _END) if index.stop is None else index.stop
         else:
             raise IndexError("%s[...]: an index is an int, a slice, ... or a one-element int Variable; got %r"
                              % (var.name, index))
         axes.append(dim)
         starts.append(start)
         ends.append(end)
+        strides.append(step)
     if not axes:
         return var
-    return _slice(var, axes, starts, ends, decrease)
+    strided = any(isinstance(s, Variable) or s != 1 for s in strides)
+    return _slice(var, axes, starts, ends, decrease, strides=strides if strided else None)

@@ -27,7 +27,7 @@ __all__ = [
     "resize_nearest", "group_norm", "instance_norm", "label_smooth", "uniform_random", "gaussian_random",
     "uniform_random_batch_size_like", "gaussian_random_batch_size_like", "crop", "l2_normalize", "lrn", "maxout",
     "multiplex", "smooth_l1", "mean_iou", "cos_sim", "merge_selected_rows", "get_tensor_from_selected_rows",
-    "gather_nd", "scatter_nd_add", "scatter_nd",
+    "gather_nd", "scatter_nd_add", "scatter_nd", "strided_slice",
 ]
 
 
@@ -829,6 +829,46 @@ def slice(input, axes, starts, ends):
         attrs["ends"] = [-1] * len(axes)
     out = _tmp(helper, input.dtype)
     helper.append_op(type="slice", inputs=inputs, outputs={"Out": out}, attrs=attrs)
+    return out
+
+
+def _strided_count(size, start, end, stride):
+    """How many elements input[start:end:stride] keeps of a dim of `size` (-1: unknown), as
+    the strided_slice op counts them."""
+    if size < 0:
+        return -1
+    if stride == 0:
+        raise ValueError("strided_slice: a stride is 0")
+    start += size if start < 0 else 0
+    end += size if end < 0 and not (end == -1 and stride < 0) else 0
+    if stride < 0:
+        start, end = start + 1, end + 1
+    left, right = max(0, min(start, end)), min(size, max(start, end))
+    return max(0, -(-(right - left) // abs(stride)))
+
+
+def strided_slice(input, axes, starts, ends, strides):
+    """input[starts[i]:ends[i]:strides[i]] along each axes[i] (Python's slicing; a bound past
+    the dim is clamped); starts, ends and strides lists of ints and one-element int
+    Variables, or 1-D int Variables."""
+    check_variable_and_dtype(input, "input", ["bool", "float32", "float64", "int32", "int64"], "strided_slice")
+    check_type(axes, "axes", (list, tuple), "strided_slice")
+    helper = LayerHelper("strided_slice", input=input)
+    inputs, attrs = {"Input": input}, {"axes": list(axes)}
+    known = True
+    for values, name, tensor, listed in ((starts, "starts", "StartsTensor", "StartsTensorList"),
+                                         (ends, "ends", "EndsTensor", "EndsTensorList"),
+                                         (strides, "strides", "StridesTensor", "StridesTensorList")):
+        int_list_argument(values, name, "strided_slice", inputs, attrs, name, tensor, listed)
+        known = known and tensor not in inputs and listed not in inputs
+        if not attrs[name]:
+            attrs[name] = [1] * len(axes)
+    attrs["infer_flags"] = [1 if known else -1] * len(axes)
+    shape = list(input.shape)
+    for i, axis in enumerate(axes):
+        shape[axis] = _strided_count(shape[axis], starts[i], ends[i], strides[i]) if known else -1
+    out = _tmp(helper, input.dtype, shape)
+    helper.append_op(type="strided_slice", inputs=inputs, outputs={"Out": out}, attrs=attrs)
     return out
 
 

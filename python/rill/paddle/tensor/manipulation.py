@@ -9,7 +9,7 @@ from rill.paddle import _op
 
 __all__ = ["split", "concat", "stack", "flatten", "gather", "tile", "transpose", "t", "reshape", "squeeze",
            "unsqueeze", "expand", "expand_as", "flip", "roll", "index_select", "where", "cast", "slice", "multiplex",
-           "scatter", "gather_nd", "scatter_nd_add", "scatter_nd"]
+           "scatter", "gather_nd", "scatter_nd_add", "scatter_nd", "strided_slice"]
 
 _ANY = _op.NUMBERS + ("bool", "uint8", "int8", "int16")
 
@@ -46,6 +46,12 @@ def slice(input, axes, starts, ends):
     """input[starts[i]:ends[i]] along each axes[i] (bounds lists of ints and one-element int
     tensors, or 1-D int tensors)."""
     return layers.slice(input, axes, starts, ends)
+
+
+def strided_slice(x, axes, starts, ends, strides, name=None):
+    """x[starts[i]:ends[i]:strides[i]] along each axes[i] (bounds lists of ints and
+    one-element int tensors, or 1-D int tensors)."""
+    return fluid_nn.strided_slice(x, axes, starts, ends, strides)
 
 
 def multiplex(inputs, index, name=None):

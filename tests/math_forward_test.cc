@@ -279,6 +279,13 @@ TEST_F(MathForward, StridedSliceTakesPythonsSlicesWithPaddlesBounds) {
     const std::string got = Run();
     EXPECT_NE(got.find(error), std::string::npos) << got;
   }
+  pb_ = core::ProgramBuilder();
+  Set<float>("x", {0, 10}, {});
+  slice("out", {0}, {-1}, {0}, {1})
+      .Attr("infer_flags", std::vector<int64_t>{-1})
+      .Attr("decrease_axis", std::vector<int64_t>{0});
+  const std::string got = Run();
+  EXPECT_NE(got.find("axis 0 is empty: it has no last element to take"), std::string::npos) << got;
 }
 
 TEST_F(MathForward, BitwiseOpsWorkOnEveryBitBroadcastingBothWays) {

@@ -54,6 +54,7 @@ StridedPlan PlanStrided(KernelContext& ctx, const std::vector<int64_t>& in) {
     if (stride == 0) throw Error("strides[" + std::to_string(a) + "] is 0");
     if (start == -1 && end == 0 && flags[a] == -1 &&
         std::find(decrease.begin(), decrease.end(), static_cast<int64_t>(k)) != decrease.end()) {
+      if (size == 0) throw Error("axis " + std::to_string(k) + " is empty: it has no last element to take");
       p.first[k] = size - 1;  // the dim's last element, its dim removed below
       p.count[k] = 1;
       continue;
@@ -91,8 +92,7 @@ StridedPlan PlanStrided(KernelContext& ctx, const std::vector<int64_t>& in) {
 // Calls copy(out_index, input_index, n, input_step) for each run of n of Out's elements
 // that are elements of Input input_step apart, Out's rows split across the passes' team:
 // runs of consecutive elements, or, where the innermost dim is stepped, each row of Out.
-template <class Copy>
-void ForEachRun(const StridedPlan& p, const std::vector<int64_t>& in, double bytes, Copy copy) {
+template <class Copy> void ForEachRun(const StridedPlan& p, const std::vector<int64_t>& in, double bytes, Copy copy) {
   const auto source = [&p](size_t k, int64_t i) { return p.first[k] + i * p.step[k]; };
   if (p.count.empty() || p.step.back() == 1) {
     return ParallelForEachMappedRun(p.count, in, source, bytes,
@@ -161,9 +161,10 @@ void StridedSliceGrad(KernelContext& ctx) {
 void RegisterStridedSlice(Registrar& r) {
   const OpSchema schema =
       OpSchema("strided_slice")
-          .Doc("Out = Input[start:end:stride] along each of `axes` (Python's slicing, with Paddle's bounds), the "
-               "decrease_axis dims (each of length 1) removed. starts, ends and strides may come as tensors. As "
-               "Paddle's; see strided_slice.cc.")
+          .Doc(
+              "Out = Input[start:end:stride] along each of `axes` (Python's slicing, with Paddle's bounds), the "
+              "decrease_axis dims (each of length 1) removed. starts, ends and strides may come as tensors. As "
+              "Paddle's; see strided_slice.cc.")
           .Input("Input", "the tensor (any dtype)")
           .Input("StartsTensor", "starts, 1-D int32/int64", RILL_SLOT_OPTIONAL)
           .Input("EndsTensor", "ends, 1-D int32/int64", RILL_SLOT_OPTIONAL)
@@ -179,9 +180,10 @@ void RegisterStridedSlice(Registrar& r) {
           .Attr("infer_flags", std::vector<int64_t>{}, "-1 where a bound came as a tensor (Fluid's shape inference)")
           .Attr("decrease_axis", std::vector<int64_t>{}, "dims of length 1 to remove from Out")
           .KernelDtypeFrom("Input")
-          .Grad("strided_slice_grad",
-                "Input,StartsTensor,EndsTensor,StridesTensor,StartsTensorList,EndsTensorList,StridesTensorList,Out@GRAD",
-                "Input");
+          .Grad(
+              "strided_slice_grad",
+              "Input,StartsTensor,EndsTensor,StridesTensor,StartsTensorList,EndsTensorList,StridesTensorList,Out@GRAD",
+              "Input");
   r.Op(schema);
   r.Op(schema.MakeGradSchema().KernelDtypeFrom("Out@GRAD"));
   r.Kernel("strided_slice", RILL_CPU, RILL_ANY_DTYPE, &StridedSlice);

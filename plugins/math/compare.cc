@@ -10,15 +10,18 @@
 namespace rill::math {
 namespace {
 
-template <class T, class F> class Compare {
+// Out (of type R) = f(X, Y), elementwise with broadcasting, and its scalar path.
+template <class T, class R, class F> class Binary {
  public:
-  explicit Compare(const OpInfo& op) : args_(op) {}
-  void Compute(KernelContext& ctx) { BinaryBroadcast<T, bool>(ctx, args_, F{}); }
-  bool Scalar(const RillScalar* in, RillScalar* out) const { return ScalarBinary<T, bool>(in, out, F{}); }
+  explicit Binary(const OpInfo& op) : args_(op) {}
+  void Compute(KernelContext& ctx) { BinaryBroadcast<T, R>(ctx, args_, F{}); }
+  bool Scalar(const RillScalar* in, RillScalar* out) const { return ScalarBinary<T, R>(in, out, F{}); }
 
  private:
   const BinaryArgs args_;
 };
+template <class T, class F> using Compare = Binary<T, bool, F>;
+template <class T, class F> using Bitwise = Binary<T, T, F>;  // Out of X's type
 
 struct Less {
   template <class T> bool operator()(T a, T b) const { return a < b; }
@@ -55,17 +58,6 @@ struct Or {
 };
 struct Xor {
   bool operator()(bool a, bool b) const { return a != b; }
-};
-
-// Out = f(X, Y) of X's type.
-template <class T, class F> class Bitwise {
- public:
-  explicit Bitwise(const OpInfo& op) : args_(op) {}
-  void Compute(KernelContext& ctx) { BinaryBroadcast<T, T>(ctx, args_, F{}); }
-  bool Scalar(const RillScalar* in, RillScalar* out) const { return ScalarBinary<T, T>(in, out, F{}); }
-
- private:
-  const BinaryArgs args_;
 };
 
 #define RILL_MATH_BITWISE_TYPES bool, uint8_t, int8_t, int16_t, int32_t, int64_t
